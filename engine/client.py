@@ -1,0 +1,253 @@
+"""The jobs client: what application code and the MCP server call. `jobs = await connect(url)`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from engine.clock import Clock
+from engine.declare import JobDefinition, JobRegistry, default_registry
+from engine.drivers import open_driver
+from engine.drivers.base import Driver
+from engine.errors import (
+    InvalidArgumentError,
+    JobDuplicateError,
+    JobInputInvalidError,
+    JobTenantRequiredError,
+)
+from engine.ids import new_id
+from engine.retry import retry_schedule
+from schemas.descriptor import JobDescriptor
+from schemas.events import EventRecord
+from schemas.jobs import EnqueueRequest, EnqueueResult, JobFilter, JobPage, JobRecord, OnConflict
+from schemas.states import JOB_STATES, JobState
+from schemas.stats import QueueStats
+from schemas.trace import JobTrace
+
+JobRef = str | JobDefinition[Any]
+
+
+@dataclass(frozen=True)
+class Enqueue:
+    """One item of `enqueue_many`."""
+
+    job: JobRef
+    input: BaseModel | Mapping[str, Any]
+    tenant_id: str | None = None
+    delay: float | None = None
+    run_at: int | None = None
+    on_conflict: OnConflict = "dedupe"
+    traceparent: str | None = None
+
+
+def _field_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    return [
+        {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+        for e in exc.errors(include_url=False, include_context=False, include_input=False)
+    ]
+
+
+class Jobs:
+    """A connected jobs client over one driver and one registry of declarations."""
+
+    def __init__(
+        self, driver: Driver, *, registry: JobRegistry | None = None, clock: Clock | None = None
+    ) -> None:
+        self.driver = driver
+        self.registry = registry if registry is not None else default_registry
+        self.clock = clock or driver.clock
+
+    # --- enqueue ------------------------------------------------------------------------------
+
+    def _request(self, item: Enqueue, enqueued_by: str | None) -> EnqueueRequest:
+        definition = (
+            item.job if isinstance(item.job, JobDefinition) else self.registry.require(item.job)
+        )
+        model = definition.input_model
+        try:
+            value = item.input if isinstance(item.input, model) else model.model_validate(item.input)
+        except ValidationError as exc:
+            raise JobInputInvalidError(definition.name, _field_errors(exc)) from exc
+        tenant = item.tenant_id
+        if tenant is not None and (not isinstance(tenant, str) or not tenant):
+            raise InvalidArgumentError("tenant_id", tenant, "a non-empty str or None")
+        if definition.tenant_required and tenant is None:
+            raise JobTenantRequiredError(definition.name)
+        if item.on_conflict not in ("dedupe", "error"):
+            raise InvalidArgumentError("on_conflict", item.on_conflict, "'dedupe' or 'error'")
+        now = self.clock.now_ms()
+        if item.delay is not None and item.run_at is not None:
+            raise InvalidArgumentError("delay", item.delay, "omitted when run_at is given")
+        if item.delay is not None:
+            if not isinstance(item.delay, int | float) or not 0 <= item.delay < float("inf"):
+                raise InvalidArgumentError("delay", item.delay, "a finite number of seconds ≥ 0")
+            run_at = now + int(item.delay * 1000)
+        elif item.run_at is not None:
+            if isinstance(item.run_at, bool) or not isinstance(item.run_at, int):
+                raise InvalidArgumentError("run_at", item.run_at, "epoch milliseconds (int)")
+            run_at = item.run_at
+        else:
+            run_at = now
+        return EnqueueRequest(
+            id=new_id(),
+            run_id=new_id(),
+            name=definition.name,
+            queue=definition.queue,
+            tenant_id=tenant,
+            idempotency_key=definition.key_for(value),
+            input=value.model_dump(mode="json"),
+            run_at=run_at,
+            max_attempts=definition.retry.attempts,
+            timeout_ms=definition.timeout_ms,
+            on_conflict=item.on_conflict,
+            traceparent=item.traceparent,
+            enqueued_by=enqueued_by,
+        )
+
+    async def enqueue(
+        self,
+        job: JobRef,
+        input: BaseModel | Mapping[str, Any],
+        *,
+        tenant_id: str | None = None,
+        delay: float | None = None,
+        run_at: int | None = None,
+        on_conflict: OnConflict = "dedupe",
+        traceparent: str | None = None,
+        enqueued_by: str | None = None,
+    ) -> EnqueueResult:
+        item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent)
+        (result,) = await self.driver.enqueue([self._request(item, enqueued_by)])
+        return result
+
+    async def enqueue_many(
+        self, items: Sequence[Enqueue], *, enqueued_by: str | None = None
+    ) -> list[EnqueueResult]:
+        """Every item validated first (nothing is written if one is invalid), then one atomic
+        driver call with the dedupe rule applied per item."""
+        requests = [self._request(item, enqueued_by) for item in items]
+        if not requests:
+            return []
+        return await self.driver.enqueue(requests)
+
+    # --- read ---------------------------------------------------------------------------------
+
+    async def get(self, job_id: str, *, tenant_id: str | None = None) -> JobRecord:
+        return await self.driver.get(job_id, tenant_id)
+
+    async def list(
+        self,
+        *,
+        state: JobState | Sequence[JobState] | None = None,
+        name: str | None = None,
+        queue: str | None = None,
+        tenant_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> JobPage:
+        states = (state,) if isinstance(state, str) else (tuple(state) if state else None)
+        for s in states or ():
+            if s not in JOB_STATES:
+                raise InvalidArgumentError("state", s, f"one of {', '.join(JOB_STATES)}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidArgumentError("limit", limit, "a whole number from 1 to 1000")
+        return await self.driver.list_jobs(
+            JobFilter(
+                states=states,
+                name=name,
+                queue=queue,
+                tenant_id=tenant_id,
+                limit=limit,
+                cursor=cursor,
+            )
+        )
+
+    async def trace(self, job_id: str, *, tenant_id: str | None = None) -> JobTrace:
+        record, steps, events = await self.driver.load_trace(job_id, tenant_id)
+        definition = self.registry.get(record.name)
+        return JobTrace(
+            job=record,
+            steps=steps,
+            events=events,
+            retry_delays_ms=retry_schedule(definition.retry) if definition else [],
+            registered=definition is not None,
+        )
+
+    async def stats(self, queues: Sequence[str] | None = None) -> list[QueueStats]:
+        return await self.driver.stats(queues)
+
+    def describe(self, name: str | None = None) -> list[JobDescriptor]:
+        if name is not None:
+            return [self.registry.require(name).describe()]
+        return [d.describe() for d in self.registry]
+
+    # --- operate ------------------------------------------------------------------------------
+
+    async def cancel(
+        self, job_id: str, *, tenant_id: str | None = None, actor: str | None = None
+    ) -> JobRecord:
+        return await self.driver.cancel(job_id, tenant_id, actor)
+
+    async def retry(
+        self,
+        job_id: str,
+        *,
+        tenant_id: str | None = None,
+        include_cancelled: bool = False,
+        actor: str | None = None,
+    ) -> JobRecord:
+        return await self.driver.retry(job_id, tenant_id, include_cancelled, actor)
+
+    async def record_event(
+        self,
+        kind: str,
+        *,
+        job_id: str | None = None,
+        actor: str | None = None,
+        tenant_id: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        await self.driver.record_event(
+            EventRecord(
+                job_id=job_id,
+                at=self.clock.now_ms(),
+                kind=kind,
+                actor=actor,
+                tenant_id=tenant_id,
+                data=data,
+            )
+        )
+
+    async def migrate(self) -> None:
+        await self.driver.migrate()
+
+    async def close(self) -> None:
+        await self.driver.close()
+
+    async def __aenter__(self) -> Jobs:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def connect(
+    url: str | None = None,
+    *,
+    clock: Clock | None = None,
+    registry: JobRegistry | None = None,
+    migrate: bool = True,
+    **driver_options: Any,
+) -> Jobs:
+    """Connect to `url` (`memory://`, `sqlite:///path.db`, `postgresql://…`); with no URL,
+    `MCP_JOBS_DATABASE_URL`, else the SQLite file `./.mcp-jobs/jobs.db`. Migrates by default."""
+    driver = open_driver(url, clock=clock, **driver_options)
+    if migrate:
+        await driver.migrate()
+    return Jobs(driver, registry=registry, clock=clock)
+
+
+__all__ = ["Enqueue", "JobDuplicateError", "Jobs", "connect"]

@@ -1,0 +1,56 @@
+"""Injected time. Every reading of time in the engine goes through a `Clock` (rule 9)."""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+import anyio
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+    async def sleep_ms(self, ms: int) -> None:
+        """Wait until `ms` milliseconds of THIS clock's time have passed."""
+        ...
+
+
+class SystemClock:
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    async def sleep_ms(self, ms: int) -> None:
+        await anyio.sleep(max(0, ms) / 1000)
+
+
+class ManualClock:
+    """A clock that moves only when a test moves it; sleepers wake when it passes their time."""
+
+    def __init__(self, start_ms: int = 1_767_225_600_000) -> None:  # 2026-01-01T00:00:00Z
+        self._now = start_ms
+        self._sleepers: list[tuple[int, anyio.Event]] = []
+
+    def now_ms(self) -> int:
+        return self._now
+
+    async def sleep_ms(self, ms: int) -> None:
+        if ms <= 0:
+            await anyio.lowlevel.checkpoint()
+            return
+        event = anyio.Event()
+        self._sleepers.append((self._now + ms, event))
+        await event.wait()
+
+    def advance(self, ms: int) -> None:
+        self.set(self._now + ms)
+
+    def set(self, now_ms: int) -> None:
+        self._now = now_ms
+        due = [s for s in self._sleepers if s[0] <= now_ms]
+        self._sleepers = [s for s in self._sleepers if s[0] > now_ms]
+        for _, event in due:
+            event.set()
+
+
+SYSTEM_CLOCK = SystemClock()

@@ -1,0 +1,198 @@
+"""`@job(...)`: declaring a job, and the registry that holds the declarations of this process.
+
+A declaration is refused at the decorator when it could never be safe: no idempotency key (rule 1),
+a concurrency that is not a whole number ≥ 1, an input annotation that is not a pydantic model.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_type_hints
+
+from pydantic import BaseModel
+
+from engine.errors import (
+    IdempotencyRequiredError,
+    JobDeclarationInvalidError,
+    JobNameTakenError,
+    JobUnknownError,
+)
+from engine.retry import Retry, describe_retry
+from schemas.descriptor import JobDescriptor
+
+if TYPE_CHECKING:
+    from engine.context import JobContext
+
+I = TypeVar("I", bound=BaseModel)
+JobFn = Callable[[I, "JobContext"], Awaitable[Any]]
+
+DEFAULT_QUEUE = "default"
+
+# Proof that `job()` built a definition: the registry accepts nothing else, so an object that
+# merely looks like a job (same attributes) never registers and never runs.
+_ORIGIN = object()
+
+
+@dataclass(frozen=True, eq=False)
+class JobDefinition(Generic[I]):
+    name: str
+    fn: JobFn[I]
+    input_model: type[I]
+    idempotency_key: Callable[[I], str]
+    queue: str
+    retry: Retry
+    timeout_ms: int | None
+    concurrency: int | None
+    tenant_required: bool
+    description: str | None
+    origin: object = field(default=None, repr=False)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.fn.__module__}.{self.fn.__qualname__}"
+
+    async def __call__(self, input: I, ctx: JobContext) -> Any:
+        return await self.fn(input, ctx)
+
+    def key_for(self, input: I) -> str:
+        key = self.idempotency_key(input)
+        if not isinstance(key, str) or not key:
+            raise JobDeclarationInvalidError(
+                self.name, "idempotency_key", key, "a function returning a non-empty str"
+            )
+        return key
+
+    def describe(self) -> JobDescriptor:
+        return JobDescriptor(
+            name=self.name,
+            queue=self.queue,
+            description=self.description,
+            input_schema=self.input_model.model_json_schema(),
+            retry=describe_retry(self.retry),
+            timeout_ms=self.timeout_ms,
+            concurrency=self.concurrency,
+            tenant_required=self.tenant_required,
+            idempotent=True,
+        )
+
+
+class JobRegistry:
+    """The jobs this process can enqueue and run, by name."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, JobDefinition[Any]] = {}
+
+    def add(self, definition: JobDefinition[Any]) -> None:
+        if not isinstance(definition, JobDefinition) or definition.origin is not _ORIGIN:
+            raise JobDeclarationInvalidError(
+                getattr(definition, "name", "?"), "definition", definition, "built by @job(...)"
+            )
+        existing = self._jobs.get(definition.name)
+        if existing is not None and existing.qualified_name != definition.qualified_name:
+            raise JobNameTakenError(
+                definition.name, existing.qualified_name, definition.qualified_name
+            )
+        self._jobs[definition.name] = definition
+
+    def get(self, name: str) -> JobDefinition[Any] | None:
+        return self._jobs.get(name)
+
+    def require(self, name: str) -> JobDefinition[Any]:
+        found = self._jobs.get(name)
+        if found is None:
+            raise JobUnknownError(name, list(self._jobs))
+        return found
+
+    def names(self) -> list[str]:
+        return sorted(self._jobs)
+
+    def remove(self, name: str) -> None:
+        self._jobs.pop(name, None)
+
+    def __iter__(self) -> Iterator[JobDefinition[Any]]:
+        return iter([self._jobs[n] for n in sorted(self._jobs)])
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+
+# The registry `@job` writes into. Importing an app module registers its jobs here.
+default_registry = JobRegistry()
+
+
+def _positive_int(job: str, field_name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise JobDeclarationInvalidError(job, field_name, value, "a whole number ≥ 1")
+    return value
+
+
+def _timeout_ms(job: str, timeout: float | None) -> int | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise JobDeclarationInvalidError(job, "timeout", timeout, "a number of seconds > 0")
+    if not 0 < timeout < float("inf"):
+        raise JobDeclarationInvalidError(job, "timeout", timeout, "a finite number of seconds > 0")
+    return max(1, int(timeout * 1000))
+
+
+def _input_model(job: str, fn: Callable[..., Any]) -> type[BaseModel]:
+    params = list(inspect.signature(fn).parameters)
+    if len(params) != 2:
+        raise JobDeclarationInvalidError(
+            job, "signature", f"{len(params)} parameters", "async def f(input: Model, ctx)"
+        )
+    hints = get_type_hints(fn)
+    model = hints.get(params[0])
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise JobDeclarationInvalidError(
+            job, "input annotation", model, "a pydantic BaseModel subclass"
+        )
+    return model
+
+
+def job(
+    *,
+    idempotency_key: Callable[[Any], str] | None = None,
+    name: str | None = None,
+    queue: str = DEFAULT_QUEUE,
+    retry: Retry | None = None,
+    timeout: float | None = None,
+    concurrency: int | None = None,
+    tenant_required: bool = False,
+    description: str | None = None,
+    registry: JobRegistry | None = None,
+) -> Callable[[JobFn[Any]], JobDefinition[Any]]:
+    """Declare a durable job. `idempotency_key` computes the dedupe key from the input."""
+
+    def decorate(fn: JobFn[Any]) -> JobDefinition[Any]:
+        job_name = name or fn.__name__
+        if idempotency_key is None or not callable(idempotency_key):
+            raise IdempotencyRequiredError(job_name)
+        if not inspect.iscoroutinefunction(fn):
+            raise JobDeclarationInvalidError(job_name, "function", fn, "an async def")
+        if not queue or not isinstance(queue, str):
+            raise JobDeclarationInvalidError(job_name, "queue", queue, "a non-empty str")
+        policy = retry or Retry()
+        policy.validate(job_name)
+        definition: JobDefinition[Any] = JobDefinition(
+            name=job_name,
+            fn=fn,
+            input_model=_input_model(job_name, fn),
+            idempotency_key=idempotency_key,
+            queue=queue,
+            retry=policy,
+            timeout_ms=_timeout_ms(job_name, timeout),
+            concurrency=None
+            if concurrency is None
+            else _positive_int(job_name, "concurrency", concurrency),
+            tenant_required=tenant_required,
+            description=description or inspect.getdoc(fn),
+            origin=_ORIGIN,
+        )
+        (registry if registry is not None else default_registry).add(definition)
+        return definition
+
+    return decorate

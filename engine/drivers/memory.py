@@ -1,0 +1,570 @@
+"""The in-memory driver: the whole Protocol over dicts, for tests and for trying things out.
+
+It implements the job-level Protocol directly — it never sees SQL — and mirrors every rule the
+SQL drivers enforce, which the parity suite proves. One event loop owns it; a method with no
+`await` between its read and its write is atomic, which is what makes claims and fences hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.clock import Clock
+from engine.errors import (
+    JobDuplicateError,
+    JobNotCancellableError,
+    JobNotFoundError,
+    JobNotRetryableError,
+    JobSlotLostError,
+    OutboxNoTxError,
+)
+from engine.ids import new_id, new_token
+from engine.wake import Waker
+from schemas.backfill import BackfillRun
+from schemas.events import EventRecord
+from schemas.jobs import (
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    HeartbeatResult,
+    JobFilter,
+    JobPage,
+    JobRecord,
+    NackOptions,
+)
+from schemas.outbox import OutboxRow
+from schemas.scheduler import LeaderLease, TaskState
+from schemas.states import LIVE_STATES, RETRYABLE_STATES, JobState
+from schemas.stats import QueueStats, WorkerInfo
+from schemas.steps import StepRecord
+
+DedupeKey = tuple[str, str, str]
+
+
+def dedupe_key(name: str, tenant_id: str | None, key: str) -> DedupeKey:
+    # `or ''` mirrors the SQL index's coalesce: all tenantless rows share one namespace.
+    return (name, tenant_id or "", key)
+
+
+@dataclass
+class MemoryTransaction:
+    """The memory driver's stand-in for an application transaction, for the outbox."""
+
+    staged: list[OutboxRow] = field(default_factory=list[OutboxRow])
+    open: bool = True
+
+
+@dataclass
+class _Lease:
+    token: str
+    expires_at: int
+
+
+class MemoryDriver:
+    kind = "memory"
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._jobs: dict[str, JobRecord] = {}
+        self._leases: dict[str, _Lease] = {}
+        self._live: dict[DedupeKey, str] = {}
+        self._steps: dict[str, dict[str, StepRecord]] = {}
+        self._events: list[EventRecord] = []
+        self._slots: dict[str, dict[str, int]] = {}  # key -> job_id -> expires_at
+        self._workers: dict[str, WorkerInfo] = {}
+        self._backfills: dict[str, BackfillRun] = {}
+        self._tasks: dict[str, TaskState] = {}
+        self._leader: LeaderLease | None = None
+        self._outbox: dict[str, OutboxRow] = {}
+        self._waker = Waker()
+
+    async def migrate(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._waker.notify()
+
+    # --- jobs ---------------------------------------------------------------------------------
+
+    async def enqueue(self, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+        now = self.clock.now_ms()
+        planned: dict[DedupeKey, EnqueueRequest] = {}
+        results: list[EnqueueResult] = []
+        for request in requests:
+            key = dedupe_key(request.name, request.tenant_id, request.idempotency_key)
+            holder_id = self._live.get(key)
+            if holder_id is not None:
+                holder = self._jobs[holder_id]
+                if request.on_conflict == "error":
+                    raise JobDuplicateError(
+                        request.name, request.idempotency_key, holder.id, request.tenant_id
+                    )
+                results.append(
+                    EnqueueResult(id=holder.id, run_id=holder.run_id, deduped=True, state=holder.state)
+                )
+                continue
+            earlier = planned.get(key)
+            if earlier is not None:
+                if request.on_conflict == "error":
+                    raise JobDuplicateError(
+                        request.name, request.idempotency_key, earlier.id, request.tenant_id
+                    )
+                state: JobState = "delayed" if earlier.run_at > now else "ready"
+                results.append(
+                    EnqueueResult(id=earlier.id, run_id=earlier.run_id, deduped=True, state=state)
+                )
+                continue
+            planned[key] = request
+            state = "delayed" if request.run_at > now else "ready"
+            results.append(
+                EnqueueResult(id=request.id, run_id=request.run_id, deduped=False, state=state)
+            )
+        for key, request in planned.items():
+            self._jobs[request.id] = _new_record(request, now)
+            self._live[key] = request.id
+        if planned:
+            self._waker.notify()
+        return results
+
+    async def claim(
+        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+    ) -> list[ClaimedJob]:
+        now = self.clock.now_ms()
+        wanted = set(queues) if queues is not None else None
+        candidates = [
+            job
+            for job in self._jobs.values()
+            if (wanted is None or job.queue in wanted) and self._claimable(job, now)
+        ]
+        candidates.sort(key=lambda j: (j.run_at, j.id))
+        claimed: list[ClaimedJob] = []
+        for job in candidates[: max(0, limit)]:
+            token = new_token()
+            expires = now + lease_ms
+            record = job.model_copy(
+                update={
+                    "state": "running",
+                    "attempt": job.attempt + 1,
+                    "worker_id": worker_id,
+                    "lease_expires_at": expires,
+                    "cancel_requested": False,
+                    "updated_at": now,
+                }
+            )
+            self._jobs[job.id] = record
+            self._leases[job.id] = _Lease(token, expires)
+            claimed.append(ClaimedJob(record=record, token=token, lease_expires_at=expires))
+        return claimed
+
+    def _claimable(self, job: JobRecord, now: int) -> bool:
+        if job.state in ("ready", "delayed", "suspended"):
+            return job.run_at <= now
+        if job.state == "running":
+            return job.lease_expires_at is not None and job.lease_expires_at <= now
+        return False
+
+    def _held(self, job_id: str, token: str, *, running: bool = True) -> JobRecord:
+        job = self._jobs.get(job_id)
+        lease = self._leases.get(job_id)
+        if job is None or lease is None or lease.token != token:
+            raise JobSlotLostError(job_id)
+        if running and job.state != "running":
+            raise JobSlotLostError(job_id)
+        return job
+
+    async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
+        job = self._held(job_id, token, running=False)
+        if job.state == "cancelled":
+            return HeartbeatResult(lease_expires_at=job.lease_expires_at or 0, cancel_requested=True)
+        if job.state != "running":
+            raise JobSlotLostError(job_id)
+        now = self.clock.now_ms()
+        expires = now + lease_ms
+        self._leases[job_id].expires_at = expires
+        self._jobs[job_id] = job.model_copy(update={"lease_expires_at": expires})
+        for holders in self._slots.values():
+            if job_id in holders:
+                holders[job_id] = expires
+        return HeartbeatResult(lease_expires_at=expires, cancel_requested=False)
+
+    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
+        job = self._held(job_id, token)
+        now = self.clock.now_ms()
+        self._settle(job, "done", now, output=output)
+        await self.release_slots(job_id)
+
+    async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
+        job = self._held(job_id, token)
+        now = self.clock.now_ms()
+        attempt = job.attempt if options.counts_as_attempt else max(job.attempt - 1, 0)
+        last_error = options.error if options.error is not None else job.last_error
+        await self.release_slots(job_id)
+        if options.dead_letter or options.fail:
+            state: JobState = "dead" if options.dead_letter else "failed"
+            record = self._settle(job, state, now, attempt=attempt, last_error=last_error)
+            self._event(job, state, now, {"attempt": job.attempt, "error": options.error})
+            return record
+        run_at = now + max(0, options.delay_ms)
+        is_shed = options.is_shed
+        if options.park:
+            state = "suspended"
+        elif options.delay_ms > 0 and not is_shed:
+            state = "delayed"
+        else:
+            state = "ready"
+        record = job.model_copy(
+            update={
+                "state": state,
+                "attempt": attempt,
+                "run_at": run_at,
+                "queued_at": job.queued_at if is_shed else run_at,
+                "last_error": last_error,
+                "worker_id": None,
+                "lease_expires_at": None,
+                "updated_at": now,
+            }
+        )
+        self._jobs[job_id] = record
+        self._leases.pop(job_id, None)
+        if options.park:
+            self._event(job, "parked", now, {"until": run_at, "reason": options.error})
+        elif options.error is not None:
+            self._event(job, "retried", now, {"attempt": job.attempt, "error": options.error})
+        self._waker.notify()
+        return record
+
+    def _settle(
+        self,
+        job: JobRecord,
+        state: JobState,
+        now: int,
+        *,
+        output: Any = None,
+        attempt: int | None = None,
+        last_error: str | None = None,
+    ) -> JobRecord:
+        update: dict[str, Any] = {
+            "state": state,
+            "updated_at": now,
+            "finished_at": now,
+            "worker_id": None,
+            "lease_expires_at": None,
+        }
+        if output is not None:
+            update["output"] = output
+        if attempt is not None:
+            update["attempt"] = attempt
+        if last_error is not None:
+            update["last_error"] = last_error
+        record = job.model_copy(update=update)
+        self._jobs[job.id] = record
+        self._leases.pop(job.id, None)
+        self._live.pop(dedupe_key(job.name, job.tenant_id, job.idempotency_key), None)
+        return record
+
+    def _event(self, job: JobRecord, kind: str, now: int, data: dict[str, Any] | None) -> None:
+        self._events.append(
+            EventRecord(job_id=job.id, at=now, kind=kind, tenant_id=job.tenant_id, data=data)
+        )
+
+    def _find(self, job_id: str, tenant_id: str | None) -> JobRecord:
+        job = self._jobs.get(job_id)
+        if job is None or (tenant_id is not None and job.tenant_id != tenant_id):
+            raise JobNotFoundError(job_id, tenant_id)
+        return job
+
+    async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
+        return self._find(job_id, tenant_id)
+
+    async def list_jobs(self, filter: JobFilter) -> JobPage:
+        rows = [
+            job
+            for job in self._jobs.values()
+            if (filter.states is None or job.state in filter.states)
+            and (filter.name is None or job.name == filter.name)
+            and (filter.queue is None or job.queue == filter.queue)
+            and (filter.tenant_id is None or job.tenant_id == filter.tenant_id)
+            and (filter.cursor is None or job.id < filter.cursor)
+        ]
+        rows.sort(key=lambda j: j.id, reverse=True)
+        page = rows[: filter.limit]
+        more = len(rows) > filter.limit
+        return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
+
+    async def load_trace(
+        self, job_id: str, tenant_id: str | None = None
+    ) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
+        job = self._find(job_id, tenant_id)
+        steps = sorted(self._steps.get(job.run_id, {}).values(), key=lambda s: s.started_at)
+        events = [e for e in self._events if e.job_id == job_id]
+        return job, steps, events
+
+    async def stats(self, queues: Sequence[str] | None = None) -> list[QueueStats]:
+        now = self.clock.now_ms()
+        acc: dict[str, dict[str, int]] = {}
+        for job in self._jobs.values():
+            if queues is not None and job.queue not in queues:
+                continue
+            s = acc.setdefault(job.queue, {})
+            bucket = _bucket(job, now)
+            s[bucket] = s.get(bucket, 0) + 1
+            if bucket == "ready" and job.queued_at <= now:
+                s["oldest_ready_ms"] = max(s.get("oldest_ready_ms", 0), now - job.queued_at)
+            if job.state == "running" and (job.lease_expires_at or 0) <= now:
+                s["expired_leases"] = s.get("expired_leases", 0) + 1
+            if job.state == "suspended" and job.run_at <= now:
+                s["due_suspended"] = s.get("due_suspended", 0) + 1
+                s["oldest_due_suspended_ms"] = max(
+                    s.get("oldest_due_suspended_ms", 0), now - job.run_at
+                )
+        return [QueueStats(queue=q, **counts) for q, counts in sorted(acc.items())]
+
+    async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
+        job = self._find(job_id, tenant_id)
+        if job.state not in LIVE_STATES:
+            raise JobNotCancellableError(job_id, job.state)
+        now = self.clock.now_ms()
+        was_running = job.state == "running"
+        record = job.model_copy(
+            update={
+                "state": "cancelled",
+                "cancel_requested": was_running,
+                "updated_at": now,
+                "finished_at": now,
+            }
+        )
+        self._jobs[job_id] = record
+        if not was_running:
+            self._leases.pop(job_id, None)
+        self._live.pop(dedupe_key(job.name, job.tenant_id, job.idempotency_key), None)
+        self._events.append(
+            EventRecord(
+                job_id=job_id,
+                at=now,
+                kind="cancelled",
+                actor=actor,
+                tenant_id=job.tenant_id,
+                data={"from": job.state},
+            )
+        )
+        return record
+
+    async def retry(
+        self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
+    ) -> JobRecord:
+        job = self._find(job_id, tenant_id)
+        allowed = job.state in RETRYABLE_STATES or (include_cancelled and job.state == "cancelled")
+        if not allowed:
+            raise JobNotRetryableError(job_id, job.state)
+        key = dedupe_key(job.name, job.tenant_id, job.idempotency_key)
+        holder = self._live.get(key)
+        if holder is not None:
+            raise JobDuplicateError(job.name, job.idempotency_key, holder, job.tenant_id)
+        now = self.clock.now_ms()
+        record = job.model_copy(
+            update={
+                "state": "ready",
+                "attempt": 0,
+                "run_at": now,
+                "queued_at": now,
+                "updated_at": now,
+                "finished_at": None,
+                "cancel_requested": False,
+                "worker_id": None,
+                "lease_expires_at": None,
+            }
+        )
+        self._jobs[job_id] = record
+        self._leases.pop(job_id, None)
+        self._live[key] = job_id
+        self._events.append(
+            EventRecord(
+                job_id=job_id,
+                at=now,
+                kind="requeued",
+                actor=actor,
+                tenant_id=job.tenant_id,
+                data={"from": job.state},
+            )
+        )
+        self._waker.notify()
+        return record
+
+    async def record_event(self, event: EventRecord) -> None:
+        self._events.append(event)
+
+    # --- steps --------------------------------------------------------------------------------
+
+    async def load_steps(self, run_id: str) -> list[StepRecord]:
+        return sorted(self._steps.get(run_id, {}).values(), key=lambda s: s.started_at)
+
+    async def save_step(self, job_id: str, token: str, step: StepRecord) -> None:
+        self._held(job_id, token)
+        self._steps.setdefault(step.run_id, {})[step.name] = step
+
+    # --- limiter slots ------------------------------------------------------------------------
+
+    async def acquire_slots(
+        self, job_id: str, caps: Sequence[tuple[str, int]], expires_at: int
+    ) -> str | None:
+        now = self.clock.now_ms()
+        for key, cap in caps:
+            holders = self._slots.get(key, {})
+            taken = sum(1 for j, exp in holders.items() if exp > now and j != job_id)
+            if taken >= cap:
+                return key
+        for key, _ in caps:
+            self._slots.setdefault(key, {})[job_id] = expires_at
+        return None
+
+    async def release_slots(self, job_id: str) -> None:
+        for holders in self._slots.values():
+            holders.pop(job_id, None)
+
+    # --- workers ------------------------------------------------------------------------------
+
+    async def worker_seen(self, info: WorkerInfo) -> None:
+        self._workers[info.id] = info
+
+    async def worker_gone(self, worker_id: str) -> None:
+        self._workers.pop(worker_id, None)
+
+    async def live_workers(self, seen_since: int) -> list[WorkerInfo]:
+        return [w for w in self._workers.values() if w.last_seen_at >= seen_since]
+
+    async def wait_for_work(self, timeout_ms: int) -> None:
+        await self._waker.wait(self.clock, timeout_ms)
+
+    # --- backfill ledger ----------------------------------------------------------------------
+
+    async def backfill_save(self, run: BackfillRun) -> None:
+        self._backfills[run.run_id] = run
+
+    async def backfill_runs(
+        self, name: str | None = None, environment: str | None = None
+    ) -> list[BackfillRun]:
+        runs = [
+            r
+            for r in self._backfills.values()
+            if (name is None or r.name == name)
+            and (environment is None or r.environment == environment)
+        ]
+        return sorted(runs, key=lambda r: (r.started_at, r.run_id), reverse=True)
+
+    # --- scheduler ----------------------------------------------------------------------------
+
+    async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
+        now = self.clock.now_ms()
+        lease = self._leader
+        if lease is None or lease.holder == holder or lease.expires_at <= now:
+            self._leader = LeaderLease(holder=holder, expires_at=now + lease_ms)
+            return True
+        return False
+
+    async def task_state(self, task: str) -> TaskState | None:
+        return self._tasks.get(task)
+
+    async def task_fired(self, task: str, occurrence_ms: int) -> None:
+        current = self._tasks.get(task)
+        last = occurrence_ms
+        if current is not None and current.last_fired_at is not None:
+            last = max(last, current.last_fired_at)
+        self._tasks[task] = TaskState(task=task, last_fired_at=last, updated_at=self.clock.now_ms())
+
+    # --- outbox -------------------------------------------------------------------------------
+
+    def transaction(self) -> MemoryTransaction:
+        return MemoryTransaction()
+
+    def commit(self, tx: MemoryTransaction) -> None:
+        tx.open = False
+        for row in tx.staged:
+            self._outbox[row.id] = row
+        tx.staged.clear()
+
+    def rollback(self, tx: MemoryTransaction) -> None:
+        tx.open = False
+        tx.staged.clear()
+
+    async def outbox_stage(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
+        if not isinstance(tx, MemoryTransaction) or not tx.open:
+            raise OutboxNoTxError(self.kind)
+        now = self.clock.now_ms()
+        ids: list[str] = []
+        for request in requests:
+            row = OutboxRow(id=new_id(), staged_at=now, request=request)
+            tx.staged.append(row)
+            ids.append(row.id)
+        return ids
+
+    async def outbox_claim(
+        self, relay_id: str, token: str, limit: int, lease_ms: int
+    ) -> list[OutboxRow]:
+        now = self.clock.now_ms()
+        free = [
+            r
+            for r in self._outbox.values()
+            if r.published_at is None and (r.claim_expires_at is None or r.claim_expires_at <= now)
+        ]
+        free.sort(key=lambda r: (r.staged_at, r.id))
+        taken: list[OutboxRow] = []
+        for row in free[:limit]:
+            claimed = row.model_copy(update={"claimed_by": token, "claim_expires_at": now + lease_ms})
+            self._outbox[row.id] = claimed
+            taken.append(claimed)
+        return taken
+
+    async def outbox_publish(self, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
+        owned = [
+            self._outbox[r.id]
+            for r in rows
+            if r.id in self._outbox
+            and self._outbox[r.id].claimed_by == token
+            and self._outbox[r.id].published_at is None
+        ]
+        if not owned:
+            return []
+        results = await self.enqueue([r.request for r in owned])
+        now = self.clock.now_ms()
+        for row, result in zip(owned, results, strict=True):
+            self._outbox[row.id] = row.model_copy(update={"published_at": now, "job_id": result.id})
+        return results
+
+    async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
+        for row_id in ids:
+            row = self._outbox.get(row_id)
+            if row is not None and row.claimed_by == token and row.published_at is None:
+                self._outbox[row_id] = row.model_copy(
+                    update={"claimed_by": None, "claim_expires_at": None}
+                )
+
+
+def _new_record(request: EnqueueRequest, now: int) -> JobRecord:
+    return JobRecord(
+        id=request.id,
+        run_id=request.run_id,
+        name=request.name,
+        queue=request.queue,
+        tenant_id=request.tenant_id,
+        idempotency_key=request.idempotency_key,
+        input=request.input,
+        state="delayed" if request.run_at > now else "ready",
+        attempt=0,
+        max_attempts=request.max_attempts,
+        run_at=request.run_at,
+        queued_at=request.run_at,
+        created_at=now,
+        updated_at=now,
+        timeout_ms=request.timeout_ms,
+        traceparent=request.traceparent,
+        enqueued_by=request.enqueued_by,
+    )
+
+
+def _bucket(job: JobRecord, now: int) -> str:
+    """Which stats bucket a row counts in (rule 7): a due delayed row is ready."""
+    if job.state == "delayed":
+        return "ready" if job.run_at <= now else "delayed"
+    return job.state

@@ -1,0 +1,349 @@
+"""One error tree and its registry.
+
+Every error has a stable `code`, a `title`, a `cause` built from the values at hand, and a `fix`
+that is ONE line to run or apply verbatim (a command or a tool call; explanations go in `cause`).
+Subclasses register their code when the class is created; a second class claiming a code fails at
+import, so a code is declared in exactly one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from schemas.errors import ErrorPayload, NextCall, RetryClass
+
+REGISTRY: dict[str, type[JobsError]] = {}
+
+
+class ErrorCodeTakenError(RuntimeError):
+    """Raised at import when two error classes claim one code."""
+
+
+class JobsError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+    code: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    retry: ClassVar[RetryClass] = "terminal"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if not code:
+            return  # an abstract intermediate class
+        taken = REGISTRY.get(code)
+        if taken is not None and taken.__qualname__ != cls.__qualname__:
+            raise ErrorCodeTakenError(
+                f"error code {code} is declared by {taken.__module__}.{taken.__qualname__} "
+                f"and again by {cls.__module__}.{cls.__qualname__}"
+            )
+        REGISTRY[code] = cls
+
+    def __init__(
+        self,
+        cause: str,
+        fix: str,
+        *,
+        next_call: NextCall | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"{self.code}: {cause}")
+        self.cause = cause
+        self.fix = fix
+        self.next_call = next_call
+        self.details: dict[str, Any] | None = dict(details) if details is not None else None
+
+    @property
+    def retryable(self) -> bool:
+        return self.retry == "transient"
+
+    def to_payload(self) -> ErrorPayload:
+        return ErrorPayload(
+            code=self.code,
+            title=self.title,
+            cause=self.cause,
+            fix=self.fix,
+            retryable=self.retryable,
+            next_call=self.next_call,
+            details=self.details,
+        )
+
+
+def _call(tool: str, **arguments: Any) -> NextCall:
+    return NextCall(tool=tool, arguments={k: v for k, v in arguments.items() if v is not None})
+
+
+def _names(known: Sequence[str]) -> str:
+    return ", ".join(sorted(known)) if known else "none"
+
+
+# --- declarations -------------------------------------------------------------------------------
+
+
+class IdempotencyRequiredError(JobsError):
+    code = "IDEMPOTENCY_REQUIRED"
+    title = "a job was declared without an idempotency key"
+
+    def __init__(self, job: str) -> None:
+        super().__init__(
+            f'job "{job}" has no idempotency_key; without one a redelivered enqueue runs twice',
+            f'@job(idempotency_key=lambda i: f"{job}:{{i.id}}")',
+        )
+
+
+class JobNameTakenError(JobsError):
+    code = "JOB_NAME_TAKEN"
+    title = "two jobs were declared under one name"
+
+    def __init__(self, job: str, first: str, second: str) -> None:
+        super().__init__(
+            f'job name "{job}" is declared by {first} and again by {second}',
+            f'@job(name="{job}_v2", ...)',
+            details={"job": job, "first": first, "second": second},
+        )
+
+
+class JobDeclarationInvalidError(JobsError):
+    code = "JOB_DECLARATION_INVALID"
+    title = "a job declaration has a value that can never work"
+
+    def __init__(self, job: str, field: str, value: object, expected: str) -> None:
+        super().__init__(
+            f'job "{job}" declares {field}={value!r}; {field} must be {expected}',
+            f'@job({field}=<{expected}>) on "{job}"',
+            details={"job": job, "field": field, "value": repr(value)},
+        )
+
+
+# --- enqueue ------------------------------------------------------------------------------------
+
+
+class JobUnknownError(JobsError):
+    code = "JOB_UNKNOWN"
+    title = "no job is registered under this name"
+
+    def __init__(self, job: str, known: Sequence[str]) -> None:
+        super().__init__(
+            f'no job named "{job}" is registered here (registered: {_names(known)})',
+            "mcp-jobs jobs describe --json",
+            next_call=_call("describe_jobs"),
+            details={"job": job, "known": sorted(known)},
+        )
+
+
+class JobInputInvalidError(JobsError):
+    code = "JOB_INPUT_INVALID"
+    title = "the input does not match the job's model"
+
+    def __init__(self, job: str, errors: Sequence[Mapping[str, Any]]) -> None:
+        first = errors[0] if errors else {"loc": (), "msg": "invalid"}
+        where = ".".join(str(p) for p in first.get("loc", ())) or "input"
+        super().__init__(
+            f'input for "{job}" is invalid at {where}: {first.get("msg")} '
+            f"({len(errors)} error(s) in all)",
+            f'describe_jobs {{"name": "{job}"}}',
+            next_call=_call("describe_jobs", name=job),
+            details={"job": job, "errors": [dict(e) for e in errors]},
+        )
+
+
+class JobTenantRequiredError(JobsError):
+    code = "JOB_TENANT_REQUIRED"
+    title = "this job must be enqueued for a tenant"
+
+    def __init__(self, job: str) -> None:
+        super().__init__(
+            f'job "{job}" is declared tenant_required and the enqueue named no tenant',
+            f'enqueue_job {{"name": "{job}", "input": {{...}}, "tenant_id": "<tenant>"}}',
+        )
+
+
+class JobDuplicateError(JobsError):
+    code = "JOB_DUPLICATE"
+    title = "a live job already holds this idempotency key"
+
+    def __init__(self, job: str, key: str, existing_id: str, tenant_id: str | None) -> None:
+        super().__init__(
+            f'job "{job}" already has a live run {existing_id} for key "{key}"'
+            f" in tenant {tenant_id or '(none)'}; on_conflict='error' refused a second",
+            f"mcp-jobs jobs show {existing_id} --json",
+            next_call=_call("inspect_job", job_id=existing_id),
+            details={"job_id": existing_id},
+        )
+
+
+# --- id-addressed operations --------------------------------------------------------------------
+
+
+class JobNotFoundError(JobsError):
+    code = "JOB_NOT_FOUND"
+    title = "no job with this id (in this tenant)"
+
+    def __init__(self, job_id: str, tenant_id: str | None = None) -> None:
+        scope = f" in tenant {tenant_id}" if tenant_id is not None else ""
+        super().__init__(
+            f"no job {job_id}{scope}",
+            "mcp-jobs jobs ls --json",
+            next_call=_call("list_jobs", tenant_id=tenant_id),
+        )
+
+
+class JobNotRetryableError(JobsError):
+    code = "JOB_NOT_RETRYABLE"
+    title = "this job is not in a state a retry can requeue"
+
+    def __init__(self, job_id: str, state: str) -> None:
+        if state == "cancelled":
+            cause = f"job {job_id} was cancelled; a plain retry does not resurrect cancelled work"
+            fix = f"mcp-jobs jobs retry {job_id} --include-cancelled"
+            call = _call("retry_job", job_id=job_id, include_cancelled=True)
+        else:
+            cause = f"job {job_id} is {state}; only failed or dead jobs can be retried"
+            fix = f"mcp-jobs jobs show {job_id} --json"
+            call = _call("inspect_job", job_id=job_id)
+        super().__init__(cause, fix, next_call=call, details={"job_id": job_id, "state": state})
+
+
+class JobNotCancellableError(JobsError):
+    code = "JOB_NOT_CANCELLABLE"
+    title = "this job has already settled"
+
+    def __init__(self, job_id: str, state: str) -> None:
+        super().__init__(
+            f"job {job_id} is {state}; only a live job (ready, delayed, running, suspended) "
+            "can be cancelled",
+            f"mcp-jobs jobs show {job_id} --json",
+            next_call=_call("inspect_job", job_id=job_id),
+            details={"job_id": job_id, "state": state},
+        )
+
+
+# --- execution ----------------------------------------------------------------------------------
+
+
+class StepDuplicateError(JobsError):
+    code = "STEP_DUPLICATE"
+    title = "two steps in one run share a name"
+
+    def __init__(self, job: str, step: str) -> None:
+        super().__init__(
+            f'job "{job}" ran step "{step}" twice in one run; replay could not tell their '
+            "results apart",
+            f'ctx.step.run("{step}-2", ...)',
+        )
+
+
+class StepOutputUnserializableError(JobsError):
+    code = "STEP_OUTPUT_UNSERIALIZABLE"
+    title = "a step returned a value that cannot be stored as JSON"
+
+    def __init__(self, job: str, step: str, type_name: str) -> None:
+        super().__init__(
+            f'step "{step}" of job "{job}" returned a {type_name}, which is not JSON-serializable',
+            f'return a dict, list, str, number, bool or None from step "{step}"',
+        )
+
+
+class JobTimeoutError(JobsError):
+    code = "JOB_TIMEOUT"
+    title = "the job ran past its timeout and was cancelled"
+    retry = "transient"
+
+    def __init__(self, job: str, timeout_ms: int) -> None:
+        super().__init__(
+            f'job "{job}" ran longer than its timeout of {timeout_ms} ms and was cancelled '
+            "before it was handed back",
+            f'@job(timeout={max(1, timeout_ms * 2 // 1000)}) on "{job}"',
+        )
+
+
+class JobSlotLostError(JobsError):
+    code = "JOB_SLOT_LOST"
+    title = "this worker no longer holds the job's lease"
+    retry = "transient"
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(
+            f"job {job_id} is no longer leased to this worker (lease expired, job cancelled or "
+            "claimed by another worker); its result was not written",
+            f"mcp-jobs jobs show {job_id} --json",
+            next_call=_call("inspect_job", job_id=job_id),
+        )
+
+
+class JobCancelledError(JobsError):
+    code = "JOB_CANCELLED"
+    title = "the job was cancelled while it ran"
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(
+            f"job {job_id} was cancelled by an operator while it ran; its body was stopped",
+            f"mcp-jobs jobs retry {job_id} --include-cancelled",
+        )
+
+
+class JobRowStatusUnknownError(JobsError):
+    code = "JOB_ROW_STATUS_UNKNOWN"
+    title = "a stored row carries a status this build does not know"
+
+    def __init__(self, table: str, column: str, value: str, known: Sequence[str]) -> None:
+        super().__init__(
+            f'{table}.{column} holds "{value}", which this build does not know (it reads '
+            f"{', '.join(known)}); a newer deploy almost certainly wrote it",
+            "pip install --upgrade mcp-jobs",
+            details={"table": table, "column": column, "value": value},
+        )
+
+
+# --- drivers ------------------------------------------------------------------------------------
+
+
+class DriverUnavailableError(JobsError):
+    code = "DRIVER_UNAVAILABLE"
+    title = "the database could not be reached or refused the operation"
+    retry = "transient"
+
+    def __init__(self, driver: str, cause: str, fix: str = "mcp-jobs db migrate") -> None:
+        super().__init__(f"{driver}: {cause}", fix, details={"driver": driver})
+
+
+class DatabaseUrlInvalidError(JobsError):
+    code = "DATABASE_URL_INVALID"
+    title = "the database URL names no driver this build has"
+
+    def __init__(self, url: str) -> None:
+        scheme = url.split(":", 1)[0] if ":" in url else url
+        super().__init__(
+            f'"{scheme}" is not a supported scheme (memory://, sqlite:///path.db, '
+            "postgresql://user@host/db)",
+            "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
+        )
+
+
+class InvalidArgumentError(JobsError):
+    code = "INVALID_ARGUMENT"
+    title = "an argument is out of range"
+
+    def __init__(self, argument: str, value: object, expected: str) -> None:
+        super().__init__(
+            f"{argument}={value!r} is not accepted; it must be {expected}",
+            f"pass {argument} as {expected}",
+            details={"argument": argument},
+        )
+
+
+def error_for_code(code: str) -> type[JobsError] | None:
+    return REGISTRY.get(code)
+
+
+class OutboxNoTxError(JobsError):
+    code = "OUTBOX_NO_TX"
+    title = "outbox staging needs an open application transaction"
+
+    def __init__(self, driver: str) -> None:
+        super().__init__(
+            f"{driver}: stage() was given a connection that is not inside a transaction, so the "
+            "job could exist without the write it belongs to",
+            "async with conn.transaction(): await jobs.stage(conn, name, input)",
+        )

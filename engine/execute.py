@@ -1,0 +1,234 @@
+"""One claimed job run to completion, suspension or failure, and settled with the driver.
+
+The single execution path the worker takes. It owns the run's deadline, and a deadline means
+CANCEL (rule 8): the body is stopped before the job is handed back, so no second copy of it runs
+beside the retry. It also owns the heartbeat that keeps the lease, and the stop that an operator's
+cancel or a lost lease delivers at the next beat.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+from pydantic import ValidationError
+
+from engine.clock import Clock
+from engine.context import JobContext
+from engine.declare import JobDefinition
+from engine.drivers.base import Driver
+from engine.errors import JobsError, JobSlotLostError, JobTimeoutError
+from engine.observe import WorkerEvent, WorkerEventKind
+from engine.retry import retry_delay_ms
+from engine.steps import StepApi, StepSuspension, _json_roundtrip
+from schemas.jobs import ClaimedJob, JobRecord, NackOptions
+
+UNKNOWN_NAME_PARK_MS = 30_000
+
+StopReason = Literal["timeout", "cancelled", "lease_lost", "drain"]
+
+
+class Permanent(Exception):  # noqa: N818 - reads as `raise Permanent(...)` in job code
+    """Raise from a job body to fail it now, without the retries its policy would allow."""
+
+
+class RunHandle:
+    """A running body's stop switch; the first reason wins."""
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.reason: StopReason | None = None
+
+    def stop(self, reason: StopReason) -> None:
+        if self.reason is None:
+            self.reason = reason
+            self.scope.cancel()
+
+
+@dataclass(frozen=True)
+class Runtime:
+    driver: Driver
+    clock: Clock
+    worker_id: str
+    lease_ms: int
+    emit: Callable[[WorkerEvent], None]
+
+
+def describe_error(exc: BaseException) -> str:
+    if isinstance(exc, JobsError):
+        return f"{exc.code}: {exc.cause}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def execute(
+    rt: Runtime,
+    claimed: ClaimedJob,
+    definition: JobDefinition[Any] | None,
+    handle: RunHandle | None = None,
+) -> WorkerEventKind:
+    """Run one claimed job and settle it; returns what happened to it."""
+    record = claimed.record
+    handle = handle or RunHandle()
+
+    def emit(kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
+        rt.emit(WorkerEvent.of(kind, record, at=rt.clock.now_ms(), worker_id=rt.worker_id, **fields))
+        return kind
+
+    async def settle(options: NackOptions, kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
+        try:
+            await rt.driver.nack(record.id, claimed.token, options)
+        except JobSlotLostError:
+            return emit("lease_lost", reason=f"nack refused after {kind}")
+        return emit(kind, **fields)
+
+    if definition is None:
+        # Park, do not burn an attempt: a worker next to this one may know the name (rule 7).
+        return await settle(
+            NackOptions(
+                delay_ms=UNKNOWN_NAME_PARK_MS,
+                error=f'no job registered as "{record.name}" on this worker',
+                counts_as_attempt=False,
+                park=True,
+            ),
+            "parked",
+            reason="unknown job name",
+        )
+    if record.attempt > record.max_attempts:
+        # Only a lease that kept expiring gets here: the body never got to report a failure.
+        error = f"lease expired on each of {record.max_attempts} attempts; the workers died"
+        return await settle(NackOptions(error=error, dead_letter=True), "dead", error=error)
+    try:
+        job_input = definition.input_model.model_validate(record.input)
+    except ValidationError as exc:
+        error = f"stored input no longer matches {definition.input_model.__name__}: {exc}"
+        return await settle(NackOptions(error=error, fail=True), "failed", error=error)
+
+    started = rt.clock.now_ms()
+    emit("claimed")
+    steps = {s.name: s for s in await rt.driver.load_steps(record.run_id)}
+    ctx = JobContext(
+        job_id=record.id,
+        run_id=record.run_id,
+        name=record.name,
+        queue=record.queue,
+        tenant_id=record.tenant_id,
+        attempt=record.attempt,
+        max_attempts=record.max_attempts,
+        step=StepApi(
+            driver=rt.driver,
+            clock=rt.clock,
+            job_name=record.name,
+            job_id=record.id,
+            run_id=record.run_id,
+            token=claimed.token,
+            completed=steps,
+        ),
+        clock=rt.clock,
+        log=logging.LoggerAdapter(
+            logging.getLogger(f"mcp_jobs.job.{record.name}"),
+            {"job": {"job_id": record.id, "name": record.name, "attempt": record.attempt}},
+        ),
+        traceparent=record.traceparent,
+    )
+
+    output: Any = None
+    failure: BaseException | None = None
+    suspension: StepSuspension | None = None
+    async with anyio.create_task_group() as helpers:
+        helpers.start_soon(_keep_lease, rt, claimed, handle)
+        if definition.timeout_ms is not None:
+            helpers.start_soon(_deadline, rt.clock, definition.timeout_ms, handle)
+        with handle.scope:
+            try:
+                output = _json_roundtrip(record.name, "<job output>", await definition(job_input, ctx))
+            except StepSuspension as exc:
+                suspension = exc
+            except Exception as exc:
+                failure = exc
+        helpers.cancel_scope.cancel()
+    duration = rt.clock.now_ms() - started
+
+    if handle.reason == "cancelled":
+        return emit("cancelled", duration_ms=duration, reason="cancelled by an operator")
+    if handle.reason == "lease_lost" or isinstance(failure, JobSlotLostError):
+        return emit("lease_lost", duration_ms=duration)
+    if handle.reason == "drain":
+        # Handed back unharmed: no attempt burned, no error, still ready and still counted.
+        return await settle(
+            NackOptions(counts_as_attempt=False), "handed_back", reason="worker draining"
+        )
+    if handle.reason == "timeout" and definition.timeout_ms is not None:
+        failure = JobTimeoutError(record.name, definition.timeout_ms)
+    if suspension is not None:
+        delay = max(0, suspension.wake_at - rt.clock.now_ms())
+        return await settle(
+            NackOptions(delay_ms=delay, counts_as_attempt=False, park=True),
+            "parked",
+            duration_ms=duration,
+            reason=f"step {suspension.step!r} sleeping",
+        )
+    if failure is not None:
+        return await _fail(rt, claimed, definition, failure, duration, settle)
+    try:
+        await rt.driver.ack(record.id, claimed.token, output)
+    except JobSlotLostError:
+        return emit("lease_lost", duration_ms=duration, reason="ack refused")
+    return emit("succeeded", duration_ms=duration)
+
+
+async def _fail(
+    rt: Runtime,
+    claimed: ClaimedJob,
+    definition: JobDefinition[Any],
+    failure: BaseException,
+    duration: int,
+    settle: Callable[..., Any],
+) -> WorkerEventKind:
+    record: JobRecord = claimed.record
+    error = describe_error(failure)
+    terminal = isinstance(failure, Permanent) or (
+        isinstance(failure, JobsError) and not failure.retryable
+    )
+    if terminal:
+        kind: WorkerEventKind = await settle(
+            NackOptions(error=error, fail=True), "failed", duration_ms=duration, error=error
+        )
+        return kind
+    if record.attempt >= record.max_attempts:
+        kind = await settle(
+            NackOptions(error=error, dead_letter=True), "dead", duration_ms=duration, error=error
+        )
+        return kind
+    delay = retry_delay_ms(definition.retry, record.attempt)
+    kind = await settle(
+        NackOptions(delay_ms=delay, error=error),
+        "retried",
+        duration_ms=duration,
+        error=error,
+        reason=f"next attempt in {delay} ms",
+    )
+    return kind
+
+
+async def _keep_lease(rt: Runtime, claimed: ClaimedJob, handle: RunHandle) -> None:
+    interval = max(1, rt.lease_ms // 3)
+    while True:
+        await rt.clock.sleep_ms(interval)
+        try:
+            beat = await rt.driver.heartbeat(claimed.record.id, claimed.token, rt.lease_ms)
+        except JobSlotLostError:
+            handle.stop("lease_lost")
+            return
+        except JobsError:
+            continue  # transient database trouble: the lease has slack for two more beats
+        if beat.cancel_requested:
+            handle.stop("cancelled")
+            return
+
+
+async def _deadline(clock: Clock, timeout_ms: int, handle: RunHandle) -> None:
+    await clock.sleep_ms(timeout_ms)
+    handle.stop("timeout")

@@ -1,0 +1,51 @@
+"""Caps on how many jobs run at once: in all, per queue, per tenant, and per job name.
+
+The caps are slots in the database (`Driver.acquire_slots`), so they hold across every worker on
+every machine sharing it. A job over a cap is SHED: handed back ready, no attempt burned, no
+`last_error` (rule 7). The reason is a log field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from engine.errors import InvalidArgumentError
+
+
+def _check(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidArgumentError(name, value, "a whole number ≥ 1")
+
+
+@dataclass(frozen=True)
+class Limits:
+    global_cap: int | None = None
+    per_queue: Mapping[str, int] = field(default_factory=dict[str, int])
+    # One cap for every tenant, with optional overrides for named tenants.
+    per_tenant: int | None = None
+    tenant_overrides: Mapping[str, int] = field(default_factory=dict[str, int])
+
+    def __post_init__(self) -> None:
+        _check("global_cap", self.global_cap)
+        _check("per_tenant", self.per_tenant)
+        for queue, cap in self.per_queue.items():
+            _check(f"per_queue[{queue!r}]", cap)
+        for tenant, cap in self.tenant_overrides.items():
+            _check(f"tenant_overrides[{tenant!r}]", cap)
+
+    def caps_for(
+        self, queue: str, tenant_id: str | None, job: str, job_concurrency: int | None
+    ) -> list[tuple[str, int]]:
+        caps: list[tuple[str, int]] = []
+        if job_concurrency is not None:
+            caps.append((f"job:{job}", job_concurrency))
+        if queue in self.per_queue:
+            caps.append((f"queue:{queue}", self.per_queue[queue]))
+        if tenant_id is not None:
+            cap = self.tenant_overrides.get(tenant_id, self.per_tenant)
+            if cap is not None:
+                caps.append((f"tenant:{tenant_id}", cap))
+        if self.global_cap is not None:
+            caps.append(("global", self.global_cap))
+        return caps

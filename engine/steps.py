@@ -1,0 +1,158 @@
+"""Durable steps: results persisted before the step returns, replayed without re-running (rule 6).
+
+`step.sleep` is a suspension, not a failure: it raises `StepSuspension`, which the executor turns
+into a park that burns no attempt (rule 7).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+
+from engine.clock import Clock
+from engine.drivers.base import Driver
+from engine.errors import InvalidArgumentError, StepDuplicateError, StepOutputUnserializableError
+from schemas.steps import StepRecord
+
+
+class StepSuspension(BaseException):
+    """Control flow, not an error: the run parks until `wake_at`. A BaseException so a job's own
+    `except Exception` cannot swallow it."""
+
+    def __init__(self, step: str, wake_at: int) -> None:
+        super().__init__(f"suspended at step {step!r} until {wake_at}")
+        self.step = step
+        self.wake_at = wake_at
+
+
+def _json_roundtrip(job: str, step: str, value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError) as exc:
+        raise StepOutputUnserializableError(job, step, type(value).__name__) from exc
+
+
+class StepApi:
+    """`ctx.step`: the durable operations available inside a job body."""
+
+    def __init__(
+        self,
+        *,
+        driver: Driver,
+        clock: Clock,
+        job_name: str,
+        job_id: str,
+        run_id: str,
+        token: str,
+        completed: dict[str, StepRecord],
+    ) -> None:
+        self._driver = driver
+        self._clock = clock
+        self._job = job_name
+        self._job_id = job_id
+        self._run_id = run_id
+        self._token = token
+        self._stored = completed
+        self._seen: set[str] = set()
+
+    def _enter(self, name: str) -> StepRecord | None:
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError("step name", name, "a non-empty str")
+        if name in self._seen:
+            raise StepDuplicateError(self._job, name)
+        self._seen.add(name)
+        return self._stored.get(name)
+
+    async def _save(self, record: StepRecord) -> None:
+        await self._driver.save_step(self._job_id, self._token, record)
+        self._stored[record.name] = record
+
+    async def run(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run `fn(*args, **kwargs)` once per run: on replay a completed step returns its stored
+        result and `fn` is not called. Sync functions run in a worker thread."""
+        existing = self._enter(name)
+        if existing is not None and existing.status == "completed":
+            return existing.output
+        started = self._clock.now_ms()
+        attempts = existing.attempts + 1 if existing is not None else 1
+        try:
+            if inspect.iscoroutinefunction(fn):
+                value = await fn(*args, **kwargs)
+            else:
+                value = await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as exc:
+            await self._save(
+                StepRecord(
+                    job_id=self._job_id,
+                    run_id=self._run_id,
+                    name=name,
+                    status="failed",
+                    error=f"{type(exc).__name__}: {exc}",
+                    started_at=started,
+                    finished_at=self._clock.now_ms(),
+                    attempts=attempts,
+                )
+            )
+            raise
+        output = _json_roundtrip(self._job, name, value)
+        # Persisted BEFORE returning: a crash after this line replays the stored result.
+        await self._save(
+            StepRecord(
+                job_id=self._job_id,
+                run_id=self._run_id,
+                name=name,
+                status="completed",
+                output=output,
+                started_at=started,
+                finished_at=self._clock.now_ms(),
+                attempts=attempts,
+            )
+        )
+        return output
+
+    async def sleep(self, name: str, seconds: float) -> None:
+        """Durably wait `seconds`: the job parks (no worker slot held, no attempt burned) and
+        resumes after this step once the time has passed."""
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
+            raise InvalidArgumentError("seconds", seconds, "a number ≥ 0")
+        existing = self._enter(name)
+        now = self._clock.now_ms()
+        if existing is not None and existing.status == "completed":
+            return
+        if existing is not None and existing.status == "sleeping":
+            wake_at = int((existing.output or {}).get("wake_at", now))
+            started = existing.started_at
+        else:
+            wake_at = now + int(seconds * 1000)
+            started = now
+        if now >= wake_at:
+            await self._save(
+                StepRecord(
+                    job_id=self._job_id,
+                    run_id=self._run_id,
+                    name=name,
+                    status="completed",
+                    output={"wake_at": wake_at},
+                    started_at=started,
+                    finished_at=now,
+                )
+            )
+            return
+        if existing is None or existing.status != "sleeping":
+            await self._save(
+                StepRecord(
+                    job_id=self._job_id,
+                    run_id=self._run_id,
+                    name=name,
+                    status="sleeping",
+                    output={"wake_at": wake_at},
+                    started_at=started,
+                )
+            )
+        raise StepSuspension(name, wake_at)

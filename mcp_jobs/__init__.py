@@ -1,0 +1,1 @@
+"""mcp-jobs: the MCP server and CLI in front of the jobs engine."""

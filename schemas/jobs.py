@@ -1,0 +1,131 @@
+"""Job records and the requests that create and move them. Times are epoch milliseconds."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.states import JobState
+
+OnConflict = Literal["dedupe", "error"]
+
+
+class EnqueueRequest(BaseModel):
+    """One job to insert, fully resolved by the client: key computed, input validated."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    run_id: str
+    name: str
+    queue: str
+    tenant_id: str | None = None
+    idempotency_key: str
+    input: dict[str, Any]
+    run_at: int
+    max_attempts: int
+    timeout_ms: int | None = None
+    on_conflict: OnConflict = "dedupe"
+    traceparent: str | None = None
+    enqueued_by: str | None = None
+
+
+class EnqueueResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    run_id: str
+    deduped: bool
+    state: JobState
+
+
+class JobRecord(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    run_id: str
+    name: str
+    queue: str
+    tenant_id: str | None
+    idempotency_key: str
+    input: dict[str, Any]
+    state: JobState
+    attempt: int
+    max_attempts: int
+    run_at: int
+    # When the job last started waiting to run: enqueue (or its due time), a retry's due time.
+    # A shed does not move it, so the oldest-ready age keeps growing under saturation (rule 7).
+    queued_at: int
+    created_at: int
+    updated_at: int
+    finished_at: int | None = None
+    timeout_ms: int | None = None
+    last_error: str | None = None
+    output: Any = None
+    worker_id: str | None = None
+    lease_expires_at: int | None = None
+    cancel_requested: bool = False
+    traceparent: str | None = None
+    enqueued_by: str | None = None
+
+
+class ClaimedJob(BaseModel):
+    """A job handed to one worker, with the token that fences everything it writes back."""
+
+    model_config = ConfigDict(frozen=True)
+
+    record: JobRecord
+    token: str
+    lease_expires_at: int
+
+
+class NackOptions(BaseModel):
+    """How a claimed job goes back.
+
+    `park` is the state (the row leaves the ready bucket: a sleep, an unknown name) and
+    `counts_as_attempt` is the counter. A limiter shed sets neither flag's opposite: it burns no
+    attempt and stays ready, so queue depth and oldest-ready age still see it (rule 7).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    delay_ms: int = 0
+    error: str | None = None
+    counts_as_attempt: bool = True
+    park: bool = False
+    dead_letter: bool = False
+    # A terminal failure that is not an exhausted retry (e.g. a `Permanent` error): state `failed`.
+    fail: bool = False
+
+    @property
+    def is_shed(self) -> bool:
+        """A job handed back over a cap: no attempt burned, not parked. It stays `ready` and keeps
+        its `queued_at`, so it still counts in depth and oldest-ready age."""
+        return not self.park and not self.counts_as_attempt and not self.dead_letter and not self.fail
+
+
+class HeartbeatResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    lease_expires_at: int
+    cancel_requested: bool
+
+
+class JobFilter(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    states: tuple[JobState, ...] | None = None
+    name: str | None = None
+    queue: str | None = None
+    tenant_id: str | None = None
+    limit: int = Field(default=50, ge=1, le=1000)
+    # Opaque to callers: the id the previous page ended at (ids sort by creation).
+    cursor: str | None = None
+
+
+class JobPage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    jobs: list[JobRecord]
+    next_cursor: str | None

@@ -1,0 +1,19 @@
+"""Outbox rows: jobs staged inside an application transaction, published by a relay."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from schemas.jobs import EnqueueRequest
+
+
+class OutboxRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    staged_at: int
+    request: EnqueueRequest
+    claimed_by: str | None = None
+    claim_expires_at: int | None = None
+    published_at: int | None = None
+    job_id: str | None = None

@@ -1,0 +1,58 @@
+"""Shared fixtures. Parity tests take `jobs` and run once per driver (rule: one suite, every
+backend). A test limited to some drivers says so with `@pytest.mark.drivers("memory", ...)`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+
+import pytest
+
+from engine import JobRegistry, Jobs, ManualClock, connect
+
+ALL_DRIVERS = ("memory", "sqlite", "postgres")
+PG_DSN_ENV = "MCP_JOBS_TEST_PG_DSN"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def registry() -> JobRegistry:
+    return JobRegistry()
+
+
+@pytest.fixture(params=ALL_DRIVERS)
+def driver_kind(request: pytest.FixtureRequest) -> str:
+    kind: str = request.param
+    marker = request.node.get_closest_marker("drivers")
+    if marker is not None and kind not in marker.args:
+        pytest.skip(f"not a {kind} test: {marker.kwargs.get('reason', 'driver-specific')}")
+    if kind == "postgres" and not os.environ.get(PG_DSN_ENV):
+        pytest.skip(f"{PG_DSN_ENV} is not set (.ci/run sets it)")
+    return kind
+
+
+@pytest.fixture
+async def database_url(driver_kind: str, tmp_path: os.PathLike[str]) -> AsyncIterator[str]:
+    """A fresh, empty database of the parametrized kind, dropped after the test."""
+    if driver_kind == "memory":
+        yield "memory://"
+    elif driver_kind == "sqlite":
+        yield f"sqlite:///{os.fspath(tmp_path)}/jobs.db"
+    else:
+        from tests.support.postgres import fresh_database
+
+        async with fresh_database() as url:
+            yield url
+
+
+@pytest.fixture
+async def jobs(database_url: str, clock: ManualClock, registry: JobRegistry) -> AsyncIterator[Jobs]:
+    client = await connect(database_url, clock=clock, registry=registry)
+    try:
+        yield client
+    finally:
+        await client.close()
