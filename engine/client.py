@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,7 +69,9 @@ class Jobs:
         )
         model = definition.input_model
         try:
-            value = item.input if isinstance(item.input, model) else model.model_validate(item.input)
+            value = (
+                item.input if isinstance(item.input, model) else model.model_validate(item.input)
+            )
         except ValidationError as exc:
             raise JobInputInvalidError(definition.name, _field_errors(exc)) from exc
         tenant = item.tenant_id
@@ -176,10 +179,10 @@ class Jobs:
             registered=definition is not None,
         )
 
-    async def stats(self, queues: Sequence[str] | None = None) -> list[QueueStats]:
+    async def stats(self, queues: Sequence[str] | None = None) -> builtins.list[QueueStats]:
         return await self.driver.stats(queues)
 
-    def describe(self, name: str | None = None) -> list[JobDescriptor]:
+    def describe(self, name: str | None = None) -> builtins.list[JobDescriptor]:
         if name is not None:
             return [self.registry.require(name).describe()]
         return [d.describe() for d in self.registry]

@@ -25,8 +25,8 @@ from schemas.descriptor import JobDescriptor
 if TYPE_CHECKING:
     from engine.context import JobContext
 
-I = TypeVar("I", bound=BaseModel)
-JobFn = Callable[[I, "JobContext"], Awaitable[Any]]
+InputT = TypeVar("InputT", bound=BaseModel)
+JobFn = Callable[[InputT, "JobContext"], Awaitable[Any]]
 
 DEFAULT_QUEUE = "default"
 
@@ -36,11 +36,11 @@ _ORIGIN = object()
 
 
 @dataclass(frozen=True, eq=False)
-class JobDefinition(Generic[I]):
+class JobDefinition(Generic[InputT]):
     name: str
-    fn: JobFn[I]
-    input_model: type[I]
-    idempotency_key: Callable[[I], str]
+    fn: JobFn[InputT]
+    input_model: type[InputT]
+    idempotency_key: Callable[[InputT], str]
     queue: str
     retry: Retry
     timeout_ms: int | None
@@ -53,10 +53,10 @@ class JobDefinition(Generic[I]):
     def qualified_name(self) -> str:
         return f"{self.fn.__module__}.{self.fn.__qualname__}"
 
-    async def __call__(self, input: I, ctx: JobContext) -> Any:
+    async def __call__(self, input: InputT, ctx: JobContext) -> Any:
         return await self.fn(input, ctx)
 
-    def key_for(self, input: I) -> str:
+    def key_for(self, input: InputT) -> str:
         key = self.idempotency_key(input)
         if not isinstance(key, str) or not key:
             raise JobDeclarationInvalidError(

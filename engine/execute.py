@@ -31,7 +31,7 @@ UNKNOWN_NAME_PARK_MS = 30_000
 StopReason = Literal["timeout", "cancelled", "lease_lost", "drain"]
 
 
-class Permanent(Exception):  # noqa: N818 - reads as `raise Permanent(...)` in job code
+class Permanent(Exception):
     """Raise from a job body to fail it now, without the retries its policy would allow."""
 
 
@@ -74,7 +74,9 @@ async def execute(
     handle = handle or RunHandle()
 
     def emit(kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
-        rt.emit(WorkerEvent.of(kind, record, at=rt.clock.now_ms(), worker_id=rt.worker_id, **fields))
+        rt.emit(
+            WorkerEvent.of(kind, record, at=rt.clock.now_ms(), worker_id=rt.worker_id, **fields)
+        )
         return kind
 
     async def settle(options: NackOptions, kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
@@ -108,7 +110,6 @@ async def execute(
 
     started = rt.clock.now_ms()
     emit("claimed")
-    steps = {s.name: s for s in await rt.driver.load_steps(record.run_id)}
     ctx = JobContext(
         job_id=record.id,
         run_id=record.run_id,
@@ -124,7 +125,6 @@ async def execute(
             job_id=record.id,
             run_id=record.run_id,
             token=claimed.token,
-            completed=steps,
         ),
         clock=rt.clock,
         log=logging.LoggerAdapter(
@@ -143,7 +143,9 @@ async def execute(
             helpers.start_soon(_deadline, rt.clock, definition.timeout_ms, handle)
         with handle.scope:
             try:
-                output = _json_roundtrip(record.name, "<job output>", await definition(job_input, ctx))
+                output = _json_roundtrip(
+                    record.name, "<job output>", await definition(job_input, ctx)
+                )
             except StepSuspension as exc:
                 suspension = exc
             except Exception as exc:

@@ -48,7 +48,7 @@ class StepApi:
         job_id: str,
         run_id: str,
         token: str,
-        completed: dict[str, StepRecord],
+        completed: dict[str, StepRecord] | None = None,
     ) -> None:
         self._driver = driver
         self._clock = clock
@@ -56,25 +56,30 @@ class StepApi:
         self._job_id = job_id
         self._run_id = run_id
         self._token = token
+        # Loaded on the first step, not at claim: a job with no steps costs no extra round trip.
         self._stored = completed
         self._seen: set[str] = set()
 
-    def _enter(self, name: str) -> StepRecord | None:
+    async def _enter(self, name: str) -> StepRecord | None:
         if not isinstance(name, str) or not name:
             raise InvalidArgumentError("step name", name, "a non-empty str")
         if name in self._seen:
             raise StepDuplicateError(self._job, name)
         self._seen.add(name)
+        if self._stored is None:
+            steps = await self._driver.load_steps(self._run_id)
+            self._stored = {s.name: s for s in steps}
         return self._stored.get(name)
 
     async def _save(self, record: StepRecord) -> None:
         await self._driver.save_step(self._job_id, self._token, record)
-        self._stored[record.name] = record
+        if self._stored is not None:
+            self._stored[record.name] = record
 
     async def run(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run `fn(*args, **kwargs)` once per run: on replay a completed step returns its stored
         result and `fn` is not called. Sync functions run in a worker thread."""
-        existing = self._enter(name)
+        existing = await self._enter(name)
         if existing is not None and existing.status == "completed":
             return existing.output
         started = self._clock.now_ms()
@@ -121,7 +126,7 @@ class StepApi:
         resumes after this step once the time has passed."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
             raise InvalidArgumentError("seconds", seconds, "a number ≥ 0")
-        existing = self._enter(name)
+        existing = await self._enter(name)
         now = self._clock.now_ms()
         if existing is not None and existing.status == "completed":
             return

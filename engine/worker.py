@@ -66,6 +66,7 @@ class Worker:
         self._listeners: list[Listener] = [log_listener, *listeners]
         self._inflight: dict[str, RunHandle] = {}
         self._stopping = False
+        self._drain_deadline = 0
         self._nudge = anyio.Event()
         self._done = anyio.Event()
         self._started_at = self.clock.now_ms()
@@ -142,7 +143,9 @@ class Worker:
     def stop(self) -> None:
         """Stop claiming; `run()` returns once in-flight jobs finish or the drain deadline hands
         them back."""
-        self._stopping = True
+        if not self._stopping:
+            self._stopping = True
+            self._drain_deadline = self.clock.now_ms() + self.drain_ms
         self._poke()
 
     async def drain(self) -> None:
@@ -225,7 +228,8 @@ class Worker:
         async with anyio.create_task_group() as tg:
 
             async def deadline() -> None:
-                await self.clock.sleep_ms(self.drain_ms)
+                # Measured from the moment stop() was called, not from when this task started.
+                await self.clock.sleep_ms(self._drain_deadline - self.clock.now_ms())
                 for handle in list(self._inflight.values()):
                     handle.stop("drain")
 

@@ -102,7 +102,9 @@ class NackOptions(BaseModel):
     def is_shed(self) -> bool:
         """A job handed back over a cap: no attempt burned, not parked. It stays `ready` and keeps
         its `queued_at`, so it still counts in depth and oldest-ready age."""
-        return not self.park and not self.counts_as_attempt and not self.dead_letter and not self.fail
+        return (
+            not self.park and not self.counts_as_attempt and not self.dead_letter and not self.fail
+        )
 
 
 class HeartbeatResult(BaseModel):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-JobState = Literal["ready", "delayed", "running", "suspended", "done", "failed", "dead", "cancelled"]
+JobState = Literal[
+    "ready", "delayed", "running", "suspended", "done", "failed", "dead", "cancelled"
+]
 StepStatus = Literal["completed", "sleeping", "failed"]
 BackfillStatus = Literal["running", "completed", "failed"]
 

@@ -102,7 +102,9 @@ class MemoryDriver:
                         request.name, request.idempotency_key, holder.id, request.tenant_id
                     )
                 results.append(
-                    EnqueueResult(id=holder.id, run_id=holder.run_id, deduped=True, state=holder.state)
+                    EnqueueResult(
+                        id=holder.id, run_id=holder.run_id, deduped=True, state=holder.state
+                    )
                 )
                 continue
             earlier = planned.get(key)
@@ -177,7 +179,9 @@ class MemoryDriver:
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
         job = self._held(job_id, token, running=False)
         if job.state == "cancelled":
-            return HeartbeatResult(lease_expires_at=job.lease_expires_at or 0, cancel_requested=True)
+            return HeartbeatResult(
+                lease_expires_at=job.lease_expires_at or 0, cancel_requested=True
+            )
         if job.state != "running":
             raise JobSlotLostError(job_id)
         now = self.clock.now_ms()
@@ -511,7 +515,9 @@ class MemoryDriver:
         free.sort(key=lambda r: (r.staged_at, r.id))
         taken: list[OutboxRow] = []
         for row in free[:limit]:
-            claimed = row.model_copy(update={"claimed_by": token, "claim_expires_at": now + lease_ms})
+            claimed = row.model_copy(
+                update={"claimed_by": token, "claim_expires_at": now + lease_ms}
+            )
             self._outbox[row.id] = claimed
             taken.append(claimed)
         return taken
