@@ -254,3 +254,25 @@ async def test_drain_finishes_in_flight_work_and_hands_back_the_rest_unharmed(
     assert (handed.state, handed.attempt, handed.last_error) == ("ready", 0, None)
     assert (await jobs.get(three.id)).state == "ready"
     assert started == [1, 2]
+
+
+async def test_an_idle_worker_wakes_for_new_work_without_a_poll(
+    jobs: Jobs, registry: JobRegistry
+) -> None:
+    """The manual clock never advances here, so the poll timer cannot fire: only the driver's
+    wake-up (in-process notify, or LISTEN/NOTIFY) can start these jobs."""
+
+    @job(idempotency_key=lambda i: f"t:{i.n}", registry=registry)
+    async def quick(input: Task, ctx: JobContext) -> int:
+        return input.n
+
+    recorder = Recorder()
+    worker = Worker(jobs, concurrency=2, listeners=[recorder], poll_ms=3_600_000)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker.run)
+        first = await jobs.enqueue(quick, {"n": 1})
+        await recorder.wait("succeeded", first.id)
+        second = await jobs.enqueue(quick, {"n": 2})  # the worker is idle again by now
+        await recorder.wait("succeeded", second.id)
+        worker.stop()
+    assert (await jobs.get(second.id)).output == 2
