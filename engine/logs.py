@@ -1,0 +1,99 @@
+"""Log output for workers and servers: one JSON object per line, or readable text with fields.
+
+The engine logs through standard `logging` only. The worker's log listener writes one record per
+job state change with `extra={"job": {...}}` (id, name, queue, tenant, attempt, reason, …), and a
+job body's `ctx.log` carries the same `job` field; these formatters put those fields on the line.
+`configure_logging()` is for entry points (the CLI, a script): libraries should leave handlers to
+the application.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from engine.errors import InvalidArgumentError
+
+# Attributes every LogRecord has; anything else on a record came from `extra=`.
+_STANDARD = frozenset(
+    logging.LogRecord("", 0, "", 0, "", None, None).__dict__.keys()
+    | {"message", "asctime", "taskName"}
+)
+_HANDLER_MARK = "_mcp_jobs_handler"
+
+
+def _extras(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and k[:1] != "_"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: `ts` (UTC, ISO 8601), `level`, `logger`, `message`, every
+    `extra=` field as given (so `job` stays one object), and `exc` with the traceback if any."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in _extras(record).items():
+            entry.setdefault(key, value)
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["exc"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        # default=str: a field we cannot encode is logged as its text, never dropped or raised.
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+class TextFormatter(logging.Formatter):
+    """`time level logger message key=value …`, the `job` fields flattened onto the line."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        pairs: list[str] = []
+        for key, value in _extras(record).items():
+            items = value.items() if isinstance(value, dict) else [(key, value)]
+            pairs.extend(f"{k}={json.dumps(v, default=str)}" for k, v in items)
+        if not pairs:
+            return line
+        first, newline, rest = line.partition("\n")  # keep a traceback below the fields
+        return f"{first} {' '.join(pairs)}{newline}{rest}"
+
+
+def configure_logging(
+    *,
+    json: bool = True,
+    level: int | str = logging.INFO,
+    stream: TextIO | None = None,
+    logger: str | None = None,
+) -> logging.Handler:
+    """Send `logger` (the root logger by default) to `stream` (stderr by default) as JSON lines
+    or as text, at `level`. Calling it again replaces the handler it installed before rather
+    than adding a second one. Returns the handler."""
+    if isinstance(level, str):
+        resolved = logging.getLevelNamesMapping().get(level.upper())
+        if resolved is None:
+            raise InvalidArgumentError("level", level, "DEBUG, INFO, WARNING, ERROR or CRITICAL")
+        level = resolved
+    target = logging.getLogger(logger)
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.setFormatter(JsonFormatter() if json else TextFormatter())
+    setattr(handler, _HANDLER_MARK, True)
+    for old in [h for h in target.handlers if getattr(h, _HANDLER_MARK, False)]:
+        target.removeHandler(old)
+    target.addHandler(handler)
+    target.setLevel(level)
+    return handler
+
+
+__all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
