@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from engine.clock import Clock
+from engine.drivers.base import Driver
 from engine.steps import StepApi
 
 
@@ -22,3 +23,6 @@ class JobContext:
     clock: Clock
     log: logging.LoggerAdapter[logging.Logger]
     traceparent: str | None = None
+    # The executing worker's driver, for engine-owned jobs that keep durable records of their
+    # own (the backfill pass writes its ledger row). App jobs have no use for it.
+    driver: Driver | None = None

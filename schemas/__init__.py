@@ -1,6 +1,6 @@
 """Pydantic models and status vocabularies shared by the engine and the server. No I/O."""
 
-from schemas.backfill import BackfillRun
+from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
 from schemas.descriptor import Backoff, JobDescriptor, RetryPolicyInfo
 from schemas.errors import ErrorPayload, NextCall, RetryClass
 from schemas.events import EventRecord
@@ -39,7 +39,10 @@ __all__ = [
     "RETRYABLE_STATES",
     "SETTLED_STATES",
     "STEP_STATUSES",
+    "BackfillPlan",
     "BackfillRun",
+    "BackfillStart",
+    "BackfillState",
     "BackfillStatus",
     "Backoff",
     "ClaimedJob",

@@ -1,4 +1,5 @@
-"""The backfill ledger: one row per pass, never edited by a later forced rerun."""
+"""Backfills as every surface sees them: the ledger row, a dry run's plan, a write's receipt, and
+the declared-plus-ledger state an alarm or an agent reads."""
 
 from __future__ import annotations
 
@@ -6,10 +7,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from schemas.errors import ErrorPayload
 from schemas.states import BackfillStatus
 
 
 class BackfillRun(BaseModel):
+    """One ledger row: one pass of one backfill in one environment. A forced rerun writes a NEW
+    row and never edits this one."""
+
     model_config = ConfigDict(frozen=True)
 
     run_id: str
@@ -25,3 +30,52 @@ class BackfillRun(BaseModel):
     started_at: int
     finished_at: int | None = None
     error: str | None = None
+
+
+class BackfillPlan(BaseModel):
+    """What a write would sweep, from a dry run that wrote nothing anywhere."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    environment: str
+    checksum: str
+    rows_remaining: int
+    batch_size: int
+    batches: int
+    # The keys of the first rows a write would hand to `handle`, in order.
+    sample_keys: list[Any]
+    would_run: bool
+    # What a write would answer instead of starting (BACKFILL_APPLIED, BACKFILL_RUNNING,
+    # BACKFILL_ENVIRONMENT), so a rehearsal also tells what the real call would say.
+    blocked_by: ErrorPayload | None = None
+
+
+class BackfillStart(BaseModel):
+    """A write's receipt: the durable pass job and the ledger run it will write."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    environment: str
+    job_id: str
+    run_id: str
+    deduped: bool
+
+
+class BackfillState(BaseModel):
+    """A declared backfill with its ledger state in this environment."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str | None
+    environments: list[str]
+    batch_size: int
+    rate: float | None
+    checksum: str
+    # Declared for this environment and no completed pass recorded here.
+    pending: bool
+    last_run: BackfillRun | None
+    # The live pass job (ready, delayed, running or suspended), if one holds the name.
+    live_job_id: str | None

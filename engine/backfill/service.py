@@ -1,0 +1,186 @@
+"""`Backfills`: dry run, write, and list — what the CLI, the MCP server and app code call.
+
+svc = Backfills(jobs)                     # environment from MCP_JOBS_ENV, else development
+plan = await svc.dry_run("normalize_emails")    # counts and samples; writes nothing anywhere
+start = await svc.write("normalize_emails")     # enqueues the durable pass
+states = await svc.list(pending_only=True)
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING
+
+from engine.backfill.declaration import BackfillDefinition
+from engine.backfill.errors import BackfillMigrationPendingError, BackfillRunningError
+from engine.backfill.gate import (
+    check_environment,
+    check_requires,
+    resolve_environment,
+    write_verdict,
+)
+from engine.backfill.ledger import completed_run
+from engine.backfill.pass_job import PASS_JOB, PassInput, install_pass
+from engine.backfill.pending import is_pending, pending_errors, runs_by_name
+from engine.backfill.registry import BackfillRegistry, default_backfills
+from engine.errors import JobsError
+from engine.ids import new_id
+from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
+from schemas.jobs import JobRecord
+from schemas.states import LIVE_STATES
+
+if TYPE_CHECKING:
+    from engine.backfill.errors import BackfillPendingError
+    from engine.client import Jobs
+
+# How many keys of the first batch a dry run shows.
+SAMPLE_KEYS = 10
+
+
+class Backfills:
+    """The backfills of one registry, operated through one jobs client in one environment."""
+
+    def __init__(
+        self,
+        jobs: Jobs,
+        *,
+        registry: BackfillRegistry | None = None,
+        environment: str | None = None,
+    ) -> None:
+        self.jobs = jobs
+        self.registry = registry if registry is not None else default_backfills
+        self.environment = resolve_environment(environment)
+        # The worker runs passes from `jobs.registry`, so the pass must be declared there.
+        self.pass_job = install_pass(jobs.registry, self.registry)
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    async def live_passes(self) -> dict[str, JobRecord]:
+        """The live pass job of each backfill name that has one."""
+        live: dict[str, JobRecord] = {}
+        cursor: str | None = None
+        while True:
+            page = await self.jobs.list(state=LIVE_STATES, name=PASS_JOB, limit=1000, cursor=cursor)
+            for record in page.jobs:
+                name = record.input.get("name")
+                if isinstance(name, str):
+                    live.setdefault(name, record)
+            if page.next_cursor is None or not page.jobs:
+                return live
+            cursor = page.next_cursor
+
+    async def runs(self, name: str | None = None) -> builtins.list[BackfillRun]:
+        """Ledger rows in this environment, newest first (every run, forced reruns included)."""
+        return await self.jobs.driver.backfill_runs(name, self.environment)
+
+    async def pending(self) -> builtins.list[BackfillPendingError]:
+        """Declared here and not completed here, as findings with the line that runs each."""
+        return pending_errors(self.registry, self.environment, await self.runs())
+
+    # --- dry run -------------------------------------------------------------------------------
+
+    async def dry_run(self, name: str, *, force: bool = False) -> BackfillPlan:
+        """Count the rows, size the batches, sample the first batch's keys, and say what a write
+        would answer. Calls only the declaration's `requires`, `count` and `read`; writes
+        nothing to the app's data, the jobs tables or the ledger.
+
+        Raises BACKFILL_UNKNOWN, and BACKFILL_MIGRATION_PENDING (nothing can be counted before
+        the precondition holds). The other refusals come back as `blocked_by`.
+        """
+        definition = self.registry.require(name)
+        try:
+            await check_requires(definition)
+        except BackfillMigrationPendingError:
+            check_environment(definition, self.environment)  # what a write would say first
+            raise
+        rows = await definition.count_rows()
+        sample = await definition.read_batch(None, min(definition.batch_size, SAMPLE_KEYS))
+        verdict = await self._verdict(definition, force=force)
+        return BackfillPlan(
+            name=definition.name,
+            environment=self.environment,
+            checksum=definition.checksum,
+            rows_remaining=rows,
+            batch_size=definition.batch_size,
+            batches=definition.batches_for(rows),
+            sample_keys=[definition.key_of(row) for row in sample[:SAMPLE_KEYS]],
+            would_run=verdict is None,
+            blocked_by=verdict.to_payload() if verdict is not None else None,
+        )
+
+    async def _verdict(self, definition: BackfillDefinition, *, force: bool) -> JobsError | None:
+        runs = await self.runs(definition.name)
+        live = (await self.live_passes()).get(definition.name)
+        return write_verdict(
+            definition,
+            self.environment,
+            completed=completed_run(runs),
+            live_job_id=live.id if live is not None else None,
+            force=force,
+        )
+
+    # --- write ---------------------------------------------------------------------------------
+
+    async def write(
+        self, name: str, force: bool = False, actor: str | None = None
+    ) -> BackfillStart:
+        """Enqueue the pass as a durable job, after the gate: BACKFILL_UNKNOWN,
+        BACKFILL_ENVIRONMENT, BACKFILL_MIGRATION_PENDING, BACKFILL_RUNNING, BACKFILL_APPLIED
+        (unless `force`). The pass writes its own ledger row, `run_id`, when a worker starts it.
+        """
+        definition = self.registry.require(name)
+        check_environment(definition, self.environment)
+        await check_requires(definition)
+        verdict = await self._verdict(definition, force=force)
+        if verdict is not None:
+            raise verdict
+        run_id = new_id()
+        result = await self.jobs.enqueue(
+            self.pass_job,
+            PassInput(
+                name=definition.name, run_id=run_id, environment=self.environment, force=force
+            ),
+            enqueued_by=actor,
+        )
+        if result.deduped:
+            # Another write won the race since the check above; its pass holds the name.
+            raise BackfillRunningError(definition.name, result.id)
+        return BackfillStart(
+            name=definition.name,
+            environment=self.environment,
+            job_id=result.id,
+            run_id=run_id,
+            deduped=False,
+        )
+
+    # --- list ----------------------------------------------------------------------------------
+
+    async def list(self, pending_only: bool = False) -> builtins.list[BackfillState]:
+        """Every declared backfill with its ledger state here, by name; `pending_only` keeps
+        the ones declared for this environment and not completed in it."""
+        grouped = runs_by_name(await self.runs())
+        live = await self.live_passes()
+        states: builtins.list[BackfillState] = []
+        for definition in self.registry:
+            runs = grouped.get(definition.name, [])
+            pending = is_pending(definition, self.environment, runs)
+            if pending_only and not pending:
+                continue
+            job = live.get(definition.name)
+            states.append(
+                BackfillState(
+                    name=definition.name,
+                    description=definition.description,
+                    environments=builtins.list(definition.environments),
+                    batch_size=definition.batch_size,
+                    rate=definition.rate,
+                    checksum=definition.checksum,
+                    pending=pending,
+                    last_run=runs[0] if runs else None,
+                    live_job_id=job.id if job is not None else None,
+                )
+            )
+        return states
+
+
+__all__ = ["SAMPLE_KEYS", "Backfills"]
