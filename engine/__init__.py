@@ -7,9 +7,13 @@ from engine.declare import JobDefinition, JobRegistry, default_registry, job
 from engine.errors import JobsError
 from engine.execute import Permanent
 from engine.limits import Limits
+from engine.logs import configure_logging
+from engine.metrics import WorkerMetrics, serve_metrics
 from engine.observe import WorkerEvent
+from engine.outbox import OutboxRelay, StagedJob
 from engine.retry import Retry, retry_schedule
 from engine.steps import StepApi
+from engine.tasks import Scheduler, TaskDefinition, describe_tasks, task
 from engine.worker import Worker
 
 __all__ = [
@@ -22,14 +26,23 @@ __all__ = [
     "JobsError",
     "Limits",
     "ManualClock",
+    "OutboxRelay",
     "Permanent",
     "Retry",
+    "Scheduler",
+    "StagedJob",
     "StepApi",
     "SystemClock",
+    "TaskDefinition",
     "Worker",
     "WorkerEvent",
+    "WorkerMetrics",
+    "configure_logging",
     "connect",
     "default_registry",
+    "describe_tasks",
     "job",
     "retry_schedule",
+    "serve_metrics",
+    "task",
 ]

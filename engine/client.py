@@ -20,7 +20,9 @@ from engine.errors import (
     JobTenantRequiredError,
 )
 from engine.ids import new_id
+from engine.outbox import StagedJob
 from engine.retry import retry_schedule
+from engine.tracing import resolve_traceparent
 from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import EnqueueRequest, EnqueueResult, JobFilter, JobPage, JobRecord, OnConflict
@@ -106,7 +108,7 @@ class Jobs:
             max_attempts=definition.retry.attempts,
             timeout_ms=definition.timeout_ms,
             on_conflict=item.on_conflict,
-            traceparent=item.traceparent,
+            traceparent=resolve_traceparent(item.traceparent),
             enqueued_by=enqueued_by,
         )
 
@@ -135,6 +137,44 @@ class Jobs:
         if not requests:
             return []
         return await self.driver.enqueue(requests)
+
+    # --- outbox (engine/outbox.py) --------------------------------------------------------------
+
+    async def stage(
+        self,
+        tx: Any,
+        job: JobRef,
+        input: BaseModel | Mapping[str, Any],
+        *,
+        tenant_id: str | None = None,
+        delay: float | None = None,
+        run_at: int | None = None,
+        traceparent: str | None = None,
+        enqueued_by: str | None = None,
+    ) -> StagedJob:
+        """Enqueue inside the application's open transaction `tx`: the job exists if and only
+        if `tx` commits (a relay publishes it). `OUTBOX_NO_TX` when `tx` is not in one."""
+        item = Enqueue(job, input, tenant_id, delay, run_at, traceparent=traceparent)
+        (staged,) = await self.stage_many(tx, [item], enqueued_by=enqueued_by)
+        return staged
+
+    async def stage_many(
+        self, tx: Any, items: Sequence[Enqueue], *, enqueued_by: str | None = None
+    ) -> list[StagedJob]:
+        """`stage` for a batch: every item validated first, then one write through `tx`."""
+        for item in items:
+            # A duplicate is found when the relay publishes, after `tx` committed: too late to
+            # raise to anyone, so staged jobs always dedupe.
+            if item.on_conflict != "dedupe":
+                raise InvalidArgumentError(
+                    "on_conflict", item.on_conflict, "'dedupe' for a staged job"
+                )
+        requests = [self._request(item, enqueued_by) for item in items]
+        ids = await self.driver.outbox_stage(tx, requests)
+        return [
+            StagedJob(outbox_id=i, job_id=r.id, run_id=r.run_id)
+            for i, r in zip(ids, requests, strict=True)
+        ]
 
     # --- read ---------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from engine.errors import JobsError, JobSlotLostError, JobTimeoutError
 from engine.observe import WorkerEvent, WorkerEventKind
 from engine.retry import retry_delay_ms
 from engine.steps import StepApi, StepSuspension, _json_roundtrip
+from engine.tracing import run_span
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
 
 UNKNOWN_NAME_PARK_MS = 30_000
@@ -132,6 +133,7 @@ async def execute(
             {"job": {"job_id": record.id, "name": record.name, "attempt": record.attempt}},
         ),
         traceparent=record.traceparent,
+        driver=rt.driver,
     )
 
     output: Any = None
@@ -141,7 +143,7 @@ async def execute(
         helpers.start_soon(_keep_lease, rt, claimed, handle)
         if definition.timeout_ms is not None:
             helpers.start_soon(_deadline, rt.clock, definition.timeout_ms, handle)
-        with handle.scope:
+        with handle.scope, run_span(record) as span:
             try:
                 output = _json_roundtrip(
                     record.name, "<job output>", await definition(job_input, ctx)
@@ -150,6 +152,7 @@ async def execute(
                 suspension = exc
             except Exception as exc:
                 failure = exc
+                span.failed(exc)
         helpers.cancel_scope.cancel()
     duration = rt.clock.now_ms() - started
 

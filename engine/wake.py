@@ -8,22 +8,32 @@ from engine.clock import Clock
 
 
 class Waker:
+    """A notification that is remembered until a waiter consumes it.
+
+    A worker claims, finds the queue empty, then waits; an enqueue landing between the claim and
+    the wait would be lost with a plain event and the job would sit until the next poll. Here it
+    is kept: the next `wait()` returns at once and the worker claims again (at worst one claim
+    that finds nothing).
+    """
+
     def __init__(self) -> None:
         self._event = anyio.Event()
 
     def notify(self) -> None:
         self._event.set()
-        self._event = anyio.Event()
 
     async def wait(self, clock: Clock, timeout_ms: int) -> None:
-        """Return on the next `notify()` or after `timeout_ms` of clock time, whichever is first."""
+        """Return on a pending or the next `notify()`, or after `timeout_ms` of clock time."""
         event = self._event
-        async with anyio.create_task_group() as tg:
+        if not event.is_set():
+            async with anyio.create_task_group() as tg:
 
-            async def _timer() -> None:
-                await clock.sleep_ms(timeout_ms)
+                async def _timer() -> None:
+                    await clock.sleep_ms(timeout_ms)
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(_timer)
+                await event.wait()
                 tg.cancel_scope.cancel()
-
-            tg.start_soon(_timer)
-            await event.wait()
-            tg.cancel_scope.cancel()
+        if self._event is event and event.is_set():
+            self._event = anyio.Event()  # consumed: the next wait blocks until a new notify

@@ -21,6 +21,8 @@ from engine.execute import RunHandle, Runtime, execute
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
 from engine.observe import Listener, WorkerEvent, log_listener
+from engine.outbox import OutboxRelay
+from engine.tasks.scheduler import Scheduler
 from schemas.jobs import ClaimedJob, NackOptions
 from schemas.stats import WorkerInfo
 
@@ -49,6 +51,8 @@ class Worker:
         drain_ms: int = 30_000,
         listeners: Sequence[Listener] = (),
         worker_id: str | None = None,
+        scheduler: bool = True,
+        outbox_relay: bool = True,
     ) -> None:
         for name, value in (("concurrency", concurrency), ("lease_ms", lease_ms)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -77,6 +81,10 @@ class Worker:
             lease_ms=lease_ms,
             emit=self._emit,
         )
+        # In-process services, so a deploy needs no extra process: the cron scheduler (one
+        # leader across all workers) and the outbox relay. Both stop with the worker.
+        self.scheduler = Scheduler(jobs) if scheduler else None
+        self.outbox_relay = OutboxRelay(jobs) if outbox_relay else None
 
     # --- events -------------------------------------------------------------------------------
 
@@ -102,10 +110,13 @@ class Worker:
 
     async def run(self) -> None:
         """Claim and run jobs until `stop()`/`drain()`, then finish or hand back in-flight work."""
-        self._done = anyio.Event()
+        if self._done.is_set():  # a second run() of the same worker
+            self._done = anyio.Event()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._presence)
+                for service in self._services():
+                    tg.start_soon(service.run)
                 while not self._stopping:
                     free = self.concurrency - len(self._inflight)
                     if free > 0:
@@ -118,6 +129,8 @@ class Worker:
                     else:
                         await self._race()
                 await self._finish_inflight()
+                for service in self._services():
+                    await service.wait_stopped()
                 tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
@@ -146,7 +159,12 @@ class Worker:
         if not self._stopping:
             self._stopping = True
             self._drain_deadline = self.clock.now_ms() + self.drain_ms
+        for service in self._services():
+            service.stop()
         self._poke()
+
+    def _services(self) -> list[Scheduler | OutboxRelay]:
+        return [s for s in (self.scheduler, self.outbox_relay) if s is not None]
 
     async def drain(self) -> None:
         self.stop()

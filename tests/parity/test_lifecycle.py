@@ -276,3 +276,11 @@ async def test_an_idle_worker_wakes_for_new_work_without_a_poll(
         await recorder.wait("succeeded", second.id)
         worker.stop()
     assert (await jobs.get(second.id)).output == 2
+
+
+async def test_drain_called_before_run_starts_returns(jobs: Jobs) -> None:
+    worker = Worker(jobs)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker.drain)
+        tg.start_soon(worker.run)
+    assert worker.in_flight == 0

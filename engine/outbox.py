@@ -1,0 +1,163 @@
+"""The transactional outbox: jobs staged in the application's own transaction, and the relay
+that publishes them.
+
+`jobs.stage(tx, job, input)` writes an outbox row through the application's open transaction
+(an asyncpg connection inside `conn.transaction()`, a sqlite3 connection after `BEGIN`, or a
+MemoryDriver `driver.transaction()`), so the job exists if and only if that transaction commits.
+
+The relay turns committed rows into jobs: it claims a batch in the total order `(staged_at, id)`
+under a fresh token per claim, publishes the rows that claim still owns (enqueue + mark
+published, first writer wins, one transaction), and releases what it could not publish. A relay
+that dies mid-batch releases nothing; its rows are claimable again once its claim lease expires,
+and its stale token can no longer publish or release them. `Worker` runs one in-process.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+
+from engine.errors import InvalidArgumentError, JobsError
+from engine.ids import new_token, worker_id
+from engine.wake import Waker
+from schemas.jobs import EnqueueResult
+from schemas.outbox import OutboxRow
+
+if TYPE_CHECKING:
+    from engine.client import Jobs
+
+logger = logging.getLogger("mcp_jobs.outbox")
+
+DEFAULT_BATCH_SIZE = 100
+DEFAULT_CLAIM_LEASE_MS = 30_000
+DEFAULT_POLL_MS = 1_000
+
+
+@dataclass(frozen=True)
+class StagedJob:
+    """A job staged in an open transaction. It exists once that transaction commits and a relay
+    publishes it, under `job_id` — unless a live job already holds its idempotency key, in
+    which case it dedupes into that job, exactly as `enqueue` would."""
+
+    outbox_id: str
+    job_id: str
+    run_id: str
+
+
+@dataclass(frozen=True)
+class PublishedBatch:
+    """One claim: the rows taken in `(staged_at, id)` order and the jobs published from them
+    (fewer when another relay published some first, or a row failed and was released)."""
+
+    relay_id: str
+    token: str
+    rows: list[OutboxRow]
+    results: list[EnqueueResult]
+    released: list[str]
+
+
+class OutboxRelay:
+    """Publishes staged outbox rows as jobs, batch by batch. `Worker` runs one by default."""
+
+    def __init__(
+        self,
+        jobs: Jobs,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        lease_ms: int = DEFAULT_CLAIM_LEASE_MS,
+        poll_ms: int = DEFAULT_POLL_MS,
+        relay_id: str | None = None,
+    ) -> None:
+        for name, value in (
+            ("batch_size", batch_size),
+            ("lease_ms", lease_ms),
+            ("poll_ms", poll_ms),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(name, value, "a whole number ≥ 1")
+        self.jobs = jobs
+        self.driver = jobs.driver
+        self.clock = jobs.clock
+        self.batch_size = batch_size
+        self.lease_ms = lease_ms
+        self.poll_ms = poll_ms
+        self.id = relay_id or f"relay:{worker_id()}"
+        self._stopping = False
+        self._waker = Waker()
+        self._done = anyio.Event()
+
+    async def pass_once(self) -> PublishedBatch | None:
+        """Claim one batch and publish it; None when nothing is waiting."""
+        # A fresh token per claim, not per relay: two claims by one relay must not fence as one.
+        token = new_token()
+        rows = await self.driver.outbox_claim(self.id, token, self.batch_size, self.lease_ms)
+        if not rows:
+            return None
+        try:
+            results = await self.driver.outbox_publish(token, rows)
+            released: list[str] = []
+        except JobsError as exc:
+            logger.warning("outbox batch of %d failed, publishing one by one: %s", len(rows), exc)
+            results, released = await self._one_by_one(token, rows)
+        except BaseException:
+            # Cancelled or crashed mid-publish: hand back what this claim still owns (published
+            # rows are not touched) rather than leave it until the lease runs out.
+            with anyio.CancelScope(shield=True):
+                await self._release(token, [r.id for r in rows])
+            raise
+        return PublishedBatch(self.id, token, rows, results, released)
+
+    async def _one_by_one(
+        self, token: str, rows: list[OutboxRow]
+    ) -> tuple[list[EnqueueResult], list[str]]:
+        """Isolate the row that broke the batch, so one bad row does not hold back the rest."""
+        results: list[EnqueueResult] = []
+        released: list[str] = []
+        for row in rows:
+            try:
+                results.extend(await self.driver.outbox_publish(token, [row]))
+            except JobsError as exc:
+                logger.error("outbox row %s (%s) not published: %s", row.id, row.request.name, exc)
+                await self._release(token, [row.id])
+                released.append(row.id)
+        return results, released
+
+    async def _release(self, token: str, ids: list[str]) -> None:
+        try:
+            await self.driver.outbox_release(token, ids)
+        except JobsError as exc:
+            logger.warning("outbox rows not released (claimable on lease expiry): %s", exc)
+
+    async def run_until_empty(self) -> int:
+        """Publish until no row is waiting; how many jobs were published. For scripts/tests."""
+        published = 0
+        while (batch := await self.pass_once()) is not None:
+            published += len(batch.results)
+        return published
+
+    async def run(self) -> None:
+        """Publish batches until `stop()`; a full batch is followed at once by the next."""
+        try:
+            while not self._stopping:
+                try:
+                    batch = await self.pass_once()
+                except JobsError as exc:
+                    logger.warning("outbox relay pass failed, retrying: %s", exc)
+                    batch = None
+                if batch is not None and len(batch.rows) == self.batch_size:
+                    await anyio.lowlevel.checkpoint()
+                    continue
+                if not self._stopping:
+                    await self._waker.wait(self.clock, self.poll_ms)
+        finally:
+            self._done.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._waker.notify()
+
+    async def wait_stopped(self) -> None:
+        await self._done.wait()

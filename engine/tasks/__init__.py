@@ -1,0 +1,50 @@
+"""Cron tasks: `task(...)` declarations, their occurrences in a zone, and the scheduler."""
+
+from engine.tasks.declare import (
+    CATCH_UP_POLICIES,
+    DEFAULT_MAX_CATCH_UP,
+    CatchUp,
+    TaskDefinition,
+    TaskRegistry,
+    task,
+    tasks_of,
+)
+from engine.tasks.describe import TaskDescriptor, TaskOccurrence, describe_task, describe_tasks
+from engine.tasks.errors import (
+    TaskCatchUpInvalidError,
+    TaskCronInvalidError,
+    TaskDeclarationInvalidError,
+    TaskEnqueueFailedError,
+    TaskEntryInvalidError,
+    TaskNameTakenError,
+    TaskTimezoneInvalidError,
+    TaskUnknownError,
+)
+from engine.tasks.occurrences import Schedule
+from engine.tasks.scheduler import FiredOccurrence, Scheduler, SchedulerRound
+
+__all__ = [
+    "CATCH_UP_POLICIES",
+    "DEFAULT_MAX_CATCH_UP",
+    "CatchUp",
+    "FiredOccurrence",
+    "Schedule",
+    "Scheduler",
+    "SchedulerRound",
+    "TaskCatchUpInvalidError",
+    "TaskCronInvalidError",
+    "TaskDeclarationInvalidError",
+    "TaskDefinition",
+    "TaskDescriptor",
+    "TaskEnqueueFailedError",
+    "TaskEntryInvalidError",
+    "TaskNameTakenError",
+    "TaskOccurrence",
+    "TaskRegistry",
+    "TaskTimezoneInvalidError",
+    "TaskUnknownError",
+    "describe_task",
+    "describe_tasks",
+    "task",
+    "tasks_of",
+]

@@ -1,0 +1,219 @@
+"""`task(...)`: declaring a cron task, and the registry of a process's tasks.
+
+A declaration is refused where it is written when it could never fire as meant: a cron
+expression croniter cannot schedule, a zone that is not a full IANA id, a catch-up policy that
+is not `skip`/`all`, or a `max_catch_up` that is not a whole number ≥ 1 (zero, a fraction or a
+negative fires nothing ever, silently; NaN and infinity are an unbounded burst nobody declared).
+
+Tasks live beside the jobs they enqueue: `task(registry=r)` files the task under the same
+`JobRegistry` `@job(registry=r)` and `connect(registry=r)` use, so a client, a worker and
+`describe_tasks(jobs)` all find it from `jobs.registry`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import weakref
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from engine.declare import JobRegistry, default_registry
+from engine.tasks.errors import (
+    TaskCatchUpInvalidError,
+    TaskCronInvalidError,
+    TaskDeclarationInvalidError,
+    TaskNameTakenError,
+    TaskTimezoneInvalidError,
+    TaskUnknownError,
+)
+from engine.tasks.occurrences import CronSyntaxError, Schedule
+
+CatchUp = Literal["skip", "all"]
+CATCH_UP_POLICIES: tuple[CatchUp, ...] = ("skip", "all")
+DEFAULT_MAX_CATCH_UP = 10
+
+# What an enqueue function returns: (job, input) or (job, input, tenant_id) tuples, or
+# `engine.Enqueue` items. Checked when the task fires (TASK_ENTRY_INVALID).
+EnqueueFn = Callable[[int], Sequence[Any] | Awaitable[Sequence[Any]]]
+
+# Zones without a `/` that are nonetheless the full IANA id of what people mean by them.
+_BARE_ZONES = frozenset({"UTC"})
+
+_ORIGIN = object()
+
+
+@dataclass(frozen=True, eq=False)
+class TaskDefinition:
+    """A declared cron task. Build it with `task(...)`."""
+
+    name: str
+    cron: str
+    tz: str
+    enqueue: EnqueueFn
+    catch_up: CatchUp
+    max_catch_up: int
+    description: str | None
+    schedule: Schedule = field(repr=False)
+    declared_by: str = ""
+    origin: object = field(default=None, repr=False)
+
+    async def entries(self, occurrence_ms: int) -> Sequence[Any]:
+        """What this task enqueues for one occurrence (the app's function, sync or async)."""
+        produced = self.enqueue(occurrence_ms)
+        if inspect.isawaitable(produced):
+            produced = await produced
+        return produced
+
+
+class TaskRegistry:
+    """The cron tasks of one `JobRegistry`, by name."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, TaskDefinition] = {}
+
+    def add(self, definition: TaskDefinition) -> None:
+        if not isinstance(definition, TaskDefinition) or definition.origin is not _ORIGIN:
+            raise TaskDeclarationInvalidError(
+                getattr(definition, "name", "?"), "definition", definition, "built by task(...)"
+            )
+        existing = self._tasks.get(definition.name)
+        if existing is not None and _identity(existing) != _identity(definition):
+            raise TaskNameTakenError(definition.name, existing.declared_by, definition.declared_by)
+        self._tasks[definition.name] = definition
+
+    def get(self, name: str) -> TaskDefinition | None:
+        return self._tasks.get(name)
+
+    def require(self, name: str) -> TaskDefinition:
+        found = self._tasks.get(name)
+        if found is None:
+            raise TaskUnknownError(name, list(self._tasks))
+        return found
+
+    def names(self) -> list[str]:
+        return sorted(self._tasks)
+
+    def remove(self, name: str) -> None:
+        self._tasks.pop(name, None)
+
+    def __iter__(self) -> Iterator[TaskDefinition]:
+        return iter([self._tasks[n] for n in sorted(self._tasks)])
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+
+_BY_REGISTRY: weakref.WeakKeyDictionary[JobRegistry, TaskRegistry] = weakref.WeakKeyDictionary()
+
+
+def tasks_of(registry: JobRegistry) -> TaskRegistry:
+    """The tasks declared under `registry` (created empty on first use)."""
+    found = _BY_REGISTRY.get(registry)
+    if found is None:
+        found = TaskRegistry()
+        _BY_REGISTRY[registry] = found
+    return found
+
+
+def _identity(definition: TaskDefinition) -> tuple[str, str, str]:
+    # Re-importing the declaring module re-declares the same task; anything else is a clash.
+    return (definition.declared_by, definition.cron, definition.tz)
+
+
+def _name(value: object) -> str:
+    if not isinstance(value, str) or not value or value != value.strip() or ":" in value:
+        raise TaskDeclarationInvalidError(
+            repr(value), "name", value, "a non-empty str without ':' or surrounding spaces"
+        )
+    if any(c.isspace() for c in value):
+        raise TaskDeclarationInvalidError(value, "name", value, "a str without whitespace")
+    return value
+
+
+def _zone(task: str, tz: object) -> ZoneInfo:
+    if not isinstance(tz, str) or not tz:
+        raise TaskTimezoneInvalidError(task, tz, [])
+    # zoneinfo also loads legacy abbreviations ("EST", "CET", "EST5EDT") that are not places:
+    # they ignore the local DST rules people mean, so only Region/City ids (and UTC) are taken.
+    if "/" not in tz and tz not in _BARE_ZONES:
+        raise TaskTimezoneInvalidError(task, tz, _suggest(tz))
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise TaskTimezoneInvalidError(task, tz, _suggest(tz)) from exc
+
+
+def _suggest(tz: str) -> list[str]:
+    zones = sorted(z for z in available_timezones() if "/" in z)
+    folded = {z.lower().replace(" ", "_"): z for z in zones}
+    exact = folded.get(tz.lower().replace(" ", "_"))
+    if exact is not None:
+        return [exact]
+    close = difflib.get_close_matches(tz.lower(), list(folded), n=3, cutoff=0.6)
+    return [folded[c] for c in close]
+
+
+def _max_catch_up(task: str, value: object) -> int:
+    # bool is an int subclass, and a float admits fractions, NaN and infinity: only a real whole
+    # number ≥ 1 fires at all and fires a bounded amount.
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TaskCatchUpInvalidError(task, "max_catch_up", value, "a whole number ≥ 1")
+    return value
+
+
+def task(
+    *,
+    name: str,
+    cron: str,
+    tz: str,
+    enqueue: EnqueueFn,
+    catch_up: CatchUp = "skip",
+    max_catch_up: int = DEFAULT_MAX_CATCH_UP,
+    description: str | None = None,
+    registry: JobRegistry | None = None,
+) -> TaskDefinition:
+    """Declare a cron task: at each occurrence of `cron` in zone `tz`, enqueue what
+    `enqueue(occurrence_ms)` returns, once, under the key `task:<name>:<occurrence_ms>`.
+
+    `catch_up='skip'` fires only the latest missed occurrence after downtime; `'all'` fires every
+    missed one, oldest first, at most `max_catch_up` per scheduler round.
+    """
+    task_name = _name(name)
+    if not isinstance(cron, str):
+        raise TaskCronInvalidError(task_name, cron, "it must be a str")
+    zone = _zone(task_name, tz)
+    try:
+        schedule = Schedule(cron, zone, hash_id=task_name)
+    except CronSyntaxError as exc:
+        raise TaskCronInvalidError(task_name, cron, str(exc)) from exc
+    if catch_up not in CATCH_UP_POLICIES:
+        raise TaskCatchUpInvalidError(task_name, "catch_up", catch_up, "'skip' or 'all'")
+    limit = _max_catch_up(task_name, max_catch_up)
+    if not callable(enqueue):
+        raise TaskDeclarationInvalidError(
+            task_name, "enqueue", enqueue, "a function of the occurrence (epoch ms)"
+        )
+    declared_by = _declared_by(enqueue)
+    definition = TaskDefinition(
+        name=task_name,
+        cron=schedule.cron,
+        tz=tz,
+        enqueue=enqueue,
+        catch_up=catch_up,
+        max_catch_up=limit,
+        description=description,
+        schedule=schedule,
+        declared_by=declared_by,
+        origin=_ORIGIN,
+    )
+    tasks_of(registry if registry is not None else default_registry).add(definition)
+    return definition
+
+
+def _declared_by(fn: Callable[..., Any]) -> str:
+    module = getattr(fn, "__module__", None) or "?"
+    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"{module}:{qualname}"

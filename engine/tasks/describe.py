@@ -1,0 +1,79 @@
+"""What a declared cron task looks like from outside: schedule, next occurrences, last fired."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from engine.errors import InvalidArgumentError
+from engine.tasks.declare import CatchUp, TaskDefinition, tasks_of
+
+if TYPE_CHECKING:
+    from engine.client import Jobs
+
+DEFAULT_NEXT = 5
+
+
+class TaskOccurrence(BaseModel):
+    """One occurrence: the instant (epoch ms) and the wall time in the task's zone."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: int
+    local: str
+
+
+class TaskDescriptor(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str | None
+    cron: str
+    timezone: str
+    catch_up: CatchUp
+    max_catch_up: int
+    # Fixed-time tasks fire once on a repeated wall time; interval tasks (a `*` minute or hour
+    # field) fire on both passes. See engine/tasks/occurrences.py.
+    interval: bool
+    next_occurrences: list[TaskOccurrence]
+    last_fired: TaskOccurrence | None
+
+
+async def describe_tasks(
+    jobs: Jobs, name: str | None = None, *, count: int = DEFAULT_NEXT
+) -> list[TaskDescriptor]:
+    """Descriptors of the tasks declared under `jobs.registry` (one when `name` is given;
+    TASK_UNKNOWN when it names none), with the next `count` occurrences from now."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 100:
+        raise InvalidArgumentError("count", count, "a whole number from 0 to 100")
+    registry = tasks_of(jobs.registry)
+    definitions = [registry.require(name)] if name is not None else list(registry)
+    now = jobs.clock.now_ms()
+    described: list[TaskDescriptor] = []
+    for definition in definitions:
+        state = await jobs.driver.task_state(definition.name)
+        last = state.last_fired_at if state is not None else None
+        described.append(describe_task(definition, now, last, count))
+    return described
+
+
+def describe_task(
+    definition: TaskDefinition, now_ms: int, last_fired_ms: int | None, count: int = DEFAULT_NEXT
+) -> TaskDescriptor:
+    schedule = definition.schedule
+
+    def occurrence(at: int) -> TaskOccurrence:
+        return TaskOccurrence(at=at, local=schedule.local_iso(at))
+
+    return TaskDescriptor(
+        name=definition.name,
+        description=definition.description,
+        cron=definition.cron,
+        timezone=definition.tz,
+        catch_up=definition.catch_up,
+        max_catch_up=definition.max_catch_up,
+        interval=schedule.interval,
+        next_occurrences=[occurrence(at) for at in schedule.next(now_ms, count)],
+        last_fired=occurrence(last_fired_ms) if last_fired_ms is not None else None,
+    )

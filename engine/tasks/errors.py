@@ -1,0 +1,135 @@
+"""The typed errors of cron tasks: declarations refused where they are written, and bad entries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.errors import JobsError
+
+EXAMPLE_ZONE = "America/New_York"
+LIST_ZONES = (
+    "python -c \"import zoneinfo; print(*sorted(z for z in zoneinfo.available_timezones() if '/' "
+    "in z), sep='\\n')\""
+)
+
+
+class TaskCronInvalidError(JobsError):
+    code = "TASK_CRON_INVALID"
+    title = "a task's cron expression cannot be scheduled"
+
+    def __init__(self, task: str, cron: object, reason: str) -> None:
+        super().__init__(
+            f'task "{task}" declares cron={cron!r}: {reason}',
+            f'task(name="{task}", cron="0 3 * * *", ...)',
+            details={"task": task, "cron": repr(cron)},
+        )
+
+
+class TaskTimezoneInvalidError(JobsError):
+    code = "TASK_TIMEZONE_INVALID"
+    title = "a task's time zone is not a full IANA zone id"
+
+    def __init__(self, task: str, tz: object, suggestions: Sequence[str]) -> None:
+        hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
+        super().__init__(
+            f'task "{task}" declares tz={tz!r}, which is not a full IANA zone id{hint}; use the '
+            f'Region/City form, e.g. tz="{suggestions[0] if suggestions else EXAMPLE_ZONE}", '
+            'or "UTC"',
+            LIST_ZONES,
+            details={
+                "task": task,
+                "tz": repr(tz),
+                "example": EXAMPLE_ZONE,
+                "suggestions": list(suggestions),
+            },
+        )
+
+
+class TaskCatchUpInvalidError(JobsError):
+    code = "TASK_CATCH_UP_INVALID"
+    title = "a task's catch-up policy could never fire, or fire without bound"
+
+    def __init__(self, task: str, field: str, value: object, expected: str) -> None:
+        if field == "max_catch_up":
+            cause = (
+                f'task "{task}" declares max_catch_up={value!r}, so no occurrence can ever fire '
+                "(or a catch-up would be an unbounded burst); it must be " + expected
+            )
+            fix = f'task(name="{task}", max_catch_up=10, ...)'
+        else:
+            cause = f'task "{task}" declares {field}={value!r}; it must be {expected}'
+            fix = f'task(name="{task}", catch_up="skip", ...)'
+        super().__init__(cause, fix, details={"task": task, "field": field, "value": repr(value)})
+
+
+class TaskDeclarationInvalidError(JobsError):
+    code = "TASK_DECLARATION_INVALID"
+    title = "a task declaration has a value that can never work"
+
+    def __init__(self, task: str, field: str, value: object, expected: str) -> None:
+        super().__init__(
+            f'task "{task}" declares {field}={value!r}; {field} must be {expected}',
+            f'task(name="{task}", {field}=<{expected}>, ...)',
+            details={"task": task, "field": field, "value": repr(value)},
+        )
+
+
+class TaskNameTakenError(JobsError):
+    code = "TASK_NAME_TAKEN"
+    title = "two tasks were declared under one name"
+
+    def __init__(self, task: str, first: str, second: str) -> None:
+        super().__init__(
+            f'task name "{task}" is declared by {first} and again by {second}; its durable '
+            "state (last fired occurrence) and its idempotency keys would be shared",
+            f'task(name="{task}_2", ...)',
+            details={"task": task, "first": first, "second": second},
+        )
+
+
+class TaskUnknownError(JobsError):
+    code = "TASK_UNKNOWN"
+    title = "no task is registered under this name"
+
+    def __init__(self, task: str, known: Sequence[str]) -> None:
+        names = ", ".join(sorted(known)) if known else "none"
+        super().__init__(
+            f'no task named "{task}" is registered here (registered: {names})',
+            "await engine.describe_tasks(jobs)",
+            details={"task": task, "known": sorted(known)},
+        )
+
+
+class TaskEntryInvalidError(JobsError):
+    code = "TASK_ENTRY_INVALID"
+    title = "a task's enqueue function returned something that is not a list of entries"
+
+    def __init__(self, task: str, occurrence_ms: int, value: object) -> None:
+        super().__init__(
+            f'task "{task}" enqueue({occurrence_ms}) returned {value!r}; it must return a list '
+            "of (job, input) or (job, input, tenant_id) tuples (or engine.Enqueue items)",
+            f'task(name="{task}", enqueue=lambda at: [("job_name", {{"field": "value"}})], ...)',
+            details={"task": task, "occurrence_ms": occurrence_ms},
+        )
+
+
+class TaskEnqueueFailedError(JobsError):
+    code = "TASK_ENQUEUE_FAILED"
+    title = "a task's enqueue function raised"
+    retry = "transient"
+
+    def __init__(
+        self, task: str, occurrence_ms: int, error: BaseException, declared_by: str
+    ) -> None:
+        module, _, qualname = declared_by.partition(":")
+        if module and qualname.isidentifier():
+            # Reproduce it outside the scheduler: the same call, the same occurrence.
+            fix = f'python -c "from {module} import {qualname} as f; print(f({occurrence_ms}))"'
+        else:
+            fix = f'python -c "import {module or declared_by}"'
+        super().__init__(
+            f'task "{task}" enqueue({occurrence_ms}) raised {type(error).__name__}: {error}; '
+            "the occurrence was not fired and is tried again next round",
+            fix,
+            details={"task": task, "occurrence_ms": occurrence_ms, "error": type(error).__name__},
+        )

@@ -1,0 +1,156 @@
+"""Task declarations that could never fire as meant are refused where they are written."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import JobRegistry
+from engine.errors import JobsError
+from engine.tasks import DEFAULT_MAX_CATCH_UP, TaskDefinition, task, tasks_of
+
+
+def nothing(at: int) -> list[object]:
+    return []
+
+
+def other(at: int) -> list[object]:
+    return []
+
+
+def declare(registry: JobRegistry, **overrides: object) -> TaskDefinition:
+    fields: dict[str, object] = {
+        "name": "nightly",
+        "cron": "0 3 * * *",
+        "tz": "Europe/Paris",
+        "enqueue": nothing,
+    }
+    fields.update(overrides)
+    return task(registry=registry, **fields)  # type: ignore[arg-type]
+
+
+def test_a_valid_declaration_registers_under_the_job_registry(registry: JobRegistry) -> None:
+    definition = declare(registry)
+    assert tasks_of(registry).require("nightly") is definition
+    assert definition.catch_up == "skip" and definition.max_catch_up == DEFAULT_MAX_CATCH_UP
+    assert not definition.schedule.interval
+    assert len(tasks_of(JobRegistry())) == 0  # another registry sees none of it
+
+
+@pytest.mark.parametrize(
+    "cron",
+    [
+        "61 * * * *",  # minute out of range
+        "0 3 * *",  # four fields
+        "0 3 * * * *",  # a seconds field
+        "0 0 30 2 *",  # 30 February never happens
+        "R 3 * * *",  # random: every process would fire at a different time
+        "@reboot",  # not a schedule
+        "every day",
+        "",
+        42,
+    ],
+)
+def test_an_invalid_cron_expression_is_refused(registry: JobRegistry, cron: object) -> None:
+    with pytest.raises(JobsError) as caught:
+        declare(registry, cron=cron)
+    assert caught.value.code == "TASK_CRON_INVALID"
+    assert "nightly" not in tasks_of(registry).names()
+
+
+@pytest.mark.parametrize("tz", ["EST", "CET", "EST5EDT", "PST8PDT", "Mars/Olympus", "", None, 5])
+def test_a_zone_that_is_not_a_full_iana_id_is_refused(registry: JobRegistry, tz: object) -> None:
+    with pytest.raises(JobsError) as caught:
+        declare(registry, tz=tz)
+    error = caught.value
+    assert error.code == "TASK_TIMEZONE_INVALID"
+    # The fix is one runnable line that lists the valid zones; the cause names a valid form.
+    assert error.fix.startswith("python -c") and "available_timezones" in error.fix
+    assert error.details is not None and "/" in error.details["example"]
+
+
+def test_a_misspelled_zone_gets_the_real_id_suggested(registry: JobRegistry) -> None:
+    with pytest.raises(JobsError) as caught:
+        declare(registry, tz="america/new york")
+    assert caught.value.code == "TASK_TIMEZONE_INVALID"
+    assert caught.value.details is not None
+    assert caught.value.details["suggestions"] == ["America/New_York"]
+
+
+@pytest.mark.parametrize("tz", ["UTC", "America/New_York", "Asia/Kolkata", "Etc/GMT+5"])
+def test_full_zone_ids_and_utc_are_accepted(registry: JobRegistry, tz: str) -> None:
+    assert declare(registry, tz=tz).tz == tz
+
+
+@pytest.mark.parametrize(
+    "value", [0, -1, 0.5, 2.5, 10.0, float("nan"), float("inf"), True, False, "10", None]
+)
+def test_max_catch_up_must_be_a_whole_number_of_at_least_one(
+    registry: JobRegistry, value: object
+) -> None:
+    with pytest.raises(JobsError) as caught:
+        declare(registry, catch_up="all", max_catch_up=value)
+    assert caught.value.code == "TASK_CATCH_UP_INVALID"
+
+
+@pytest.mark.parametrize("policy", ["none", "latest", "", None, True])
+def test_an_unknown_catch_up_policy_is_refused(registry: JobRegistry, policy: object) -> None:
+    with pytest.raises(JobsError) as caught:
+        declare(registry, catch_up=policy)
+    assert caught.value.code == "TASK_CATCH_UP_INVALID"
+
+
+@pytest.mark.parametrize("name", ["", " nightly", "a:b", "two words", None, 3])
+def test_a_name_that_cannot_key_an_occurrence_is_refused(
+    registry: JobRegistry, name: object
+) -> None:
+    with pytest.raises(JobsError) as caught:
+        declare(registry, name=name)
+    assert caught.value.code == "TASK_DECLARATION_INVALID"
+
+
+def test_an_enqueue_that_is_not_callable_is_refused(registry: JobRegistry) -> None:
+    with pytest.raises(JobsError) as caught:
+        declare(registry, enqueue=[("job", {})])
+    assert caught.value.code == "TASK_DECLARATION_INVALID"
+
+
+def test_two_tasks_under_one_name_are_refused(registry: JobRegistry) -> None:
+    declare(registry)
+    with pytest.raises(JobsError) as caught:
+        declare(registry, enqueue=other)
+    assert caught.value.code == "TASK_NAME_TAKEN"
+    with pytest.raises(JobsError) as caught:
+        declare(registry, cron="0 4 * * *")
+    assert caught.value.code == "TASK_NAME_TAKEN"
+
+
+def test_redeclaring_the_same_task_is_a_reimport_not_a_clash(registry: JobRegistry) -> None:
+    declare(registry)
+    again = declare(registry)
+    assert tasks_of(registry).require("nightly") is again
+
+
+def test_an_unknown_task_name_is_a_typed_error(registry: JobRegistry) -> None:
+    declare(registry)
+    with pytest.raises(JobsError) as caught:
+        tasks_of(registry).require("weekly")
+    assert caught.value.code == "TASK_UNKNOWN"
+
+
+@pytest.mark.parametrize(
+    ("cron", "expanded", "interval"),
+    [
+        ("@hourly", "0 * * * *", True),
+        ("@daily", "0 0 * * *", False),
+        ("@weekly", "0 0 * * 0", False),
+        ("*/15 * * * *", "*/15 * * * *", True),
+        ("30 2 * * *", "30 2 * * *", False),
+        ("  0   3 * * mon-fri ", "0 3 * * mon-fri", False),
+    ],
+)
+def test_aliases_expand_and_interval_tasks_are_recognised(
+    registry: JobRegistry, cron: str, expanded: str, interval: bool
+) -> None:
+    definition = declare(registry, cron=cron)
+    assert definition.cron == expanded
+    assert definition.schedule.interval is interval
