@@ -1,0 +1,309 @@
+"""The SQLite driver: the whole Protocol on one file, with no server to run.
+
+Each method reads the injected clock on the event loop, then hands a plain function of the
+connection to the executor, which runs it off the loop, batched with whatever else is waiting,
+in one transaction. The semantics are the memory driver's; `lifecycle` and `ledgers` hold them.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from engine.clock import SYSTEM_CLOCK, Clock
+from engine.drivers.sqlite import ledgers, lifecycle, migrate
+from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.errors import OutboxWrongDatabaseError
+from engine.drivers.sqlite.executor import Executor, unavailable
+from engine.drivers.sqlite.wakeups import file_key, shared_waker
+from engine.errors import InvalidArgumentError, JobsError, OutboxNoTxError
+from engine.ids import new_id
+from engine.wake import Waker
+from schemas.backfill import BackfillRun
+from schemas.events import EventRecord
+from schemas.jobs import (
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    HeartbeatResult,
+    JobFilter,
+    JobPage,
+    JobRecord,
+    NackOptions,
+)
+from schemas.outbox import OutboxRow
+from schemas.scheduler import TaskState
+from schemas.stats import QueueStats, WorkerInfo
+from schemas.steps import StepRecord
+
+DEFAULT_POLL_MS = 50
+
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    version: int = conn.execute("PRAGMA data_version").fetchone()[0]
+    return version
+
+
+class SqliteDriver:
+    """`SqliteDriver(path, clock=…, poll_ms=50, busy_timeout_ms=5000, synchronous="NORMAL")`.
+
+    `poll_ms` is how often an idle wait looks for other processes' commits (real time; an
+    enqueue in this process wakes it at once). `synchronous="FULL"` also survives power loss
+    (NORMAL, in WAL, survives any process crash) at the cost of an fsync per commit.
+    """
+
+    kind = "sqlite"
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        clock: Clock | None = None,
+        poll_ms: int = DEFAULT_POLL_MS,
+        busy_timeout_ms: int = 5_000,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        if isinstance(poll_ms, bool) or not isinstance(poll_ms, int) or poll_ms < 1:
+            raise InvalidArgumentError("poll_ms", poll_ms, "a whole number of milliseconds ≥ 1")
+        # Resolved now: `sqlite:///rel.db` means relative to the working directory at connect
+        # time, even if the process changes directory before the file is first opened.
+        self.path = os.path.abspath(path)
+        self.clock: Clock = clock or SYSTEM_CLOCK
+        self.poll_ms = poll_ms
+        self._exec = Executor(self.path, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous)
+        self._waker: Waker | None = None
+        # PRAGMA data_version as of the last claim: a different value later means another
+        # connection committed since, so there may be work the claim did not see.
+        self._seen_version: int | None = None
+
+    def _wake(self) -> Waker:
+        if self._waker is None:  # made lazily: a Waker needs a running event loop
+            self._waker = shared_waker(self.path)
+        return self._waker
+
+    async def migrate(self) -> None:
+        now = self.clock.now_ms()
+        await self._exec.run(lambda c: migrate.apply(c, now))
+
+    async def close(self) -> None:
+        await self._exec.close()
+        self._wake().notify()
+
+    # --- jobs ---------------------------------------------------------------------------------
+
+    async def enqueue(self, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+        now = self.clock.now_ms()
+        batch = list(requests)
+        results, inserted = await self._exec.run(lambda c: lifecycle.enqueue(c, batch, now))
+        if inserted:
+            self._wake().notify()
+        return results
+
+    async def claim(
+        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+    ) -> list[ClaimedJob]:
+        now = self.clock.now_ms()
+        wanted = None if queues is None else list(queues)
+
+        def op(conn: sqlite3.Connection) -> tuple[list[ClaimedJob], int]:
+            claimed = lifecycle.claim(conn, worker_id, limit, lease_ms, wanted, now)
+            return claimed, _data_version(conn)
+
+        claimed, self._seen_version = await self._exec.run(op)
+        return claimed
+
+    async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
+        now = self.clock.now_ms()
+        return await self._exec.run(lambda c: lifecycle.heartbeat(c, job_id, token, lease_ms, now))
+
+    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
+        now = self.clock.now_ms()
+        await self._exec.run(lambda c: lifecycle.ack(c, job_id, token, output, now))
+
+    async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
+        now = self.clock.now_ms()
+        record = await self._exec.run(lambda c: lifecycle.nack(c, job_id, token, options, now))
+        if record.state in ("ready", "delayed", "suspended"):
+            self._wake().notify()
+        return record
+
+    async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
+        return await self._exec.run(lambda c: lifecycle.get(c, job_id, tenant_id), write=False)
+
+    async def list_jobs(self, filter: JobFilter) -> JobPage:
+        return await self._exec.run(lambda c: lifecycle.list_jobs(c, filter), write=False)
+
+    async def load_trace(
+        self, job_id: str, tenant_id: str | None = None
+    ) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
+        return await self._exec.run(
+            lambda c: lifecycle.load_trace(c, job_id, tenant_id), write=False
+        )
+
+    async def stats(self, queues: Sequence[str] | None = None) -> list[QueueStats]:
+        now = self.clock.now_ms()
+        wanted = None if queues is None else list(queues)
+        return await self._exec.run(lambda c: lifecycle.stats(c, wanted, now), write=False)
+
+    async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
+        now = self.clock.now_ms()
+        return await self._exec.run(lambda c: lifecycle.cancel(c, job_id, tenant_id, actor, now))
+
+    async def retry(
+        self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
+    ) -> JobRecord:
+        now = self.clock.now_ms()
+        record = await self._exec.run(
+            lambda c: lifecycle.retry(c, job_id, tenant_id, include_cancelled, actor, now)
+        )
+        self._wake().notify()
+        return record
+
+    async def record_event(self, event: EventRecord) -> None:
+        await self._exec.run(lambda c: lifecycle.record_event(c, event))
+
+    # --- steps --------------------------------------------------------------------------------
+
+    async def load_steps(self, run_id: str) -> list[StepRecord]:
+        return await self._exec.run(lambda c: lifecycle.load_steps(c, run_id), write=False)
+
+    async def save_step(self, job_id: str, token: str, step: StepRecord) -> None:
+        await self._exec.run(lambda c: ledgers.save_step(c, job_id, token, step))
+
+    # --- limiter slots ------------------------------------------------------------------------
+
+    async def acquire_slots(
+        self, job_id: str, caps: Sequence[tuple[str, int]], expires_at: int
+    ) -> str | None:
+        now = self.clock.now_ms()
+        wanted = list(caps)
+        return await self._exec.run(
+            lambda c: ledgers.acquire_slots(c, job_id, wanted, expires_at, now)
+        )
+
+    async def release_slots(self, job_id: str) -> None:
+        await self._exec.run(lambda c: ledgers.release_slots(c, job_id))
+
+    # --- workers ------------------------------------------------------------------------------
+
+    async def worker_seen(self, info: WorkerInfo) -> None:
+        await self._exec.run(lambda c: ledgers.worker_seen(c, info))
+
+    async def worker_gone(self, worker_id: str) -> None:
+        await self._exec.run(lambda c: ledgers.worker_gone(c, worker_id))
+
+    async def live_workers(self, seen_since: int) -> list[WorkerInfo]:
+        return await self._exec.run(lambda c: ledgers.live_workers(c, seen_since), write=False)
+
+    # --- wake-ups -----------------------------------------------------------------------------
+
+    async def wait_for_work(self, timeout_ms: int) -> None:
+        """An enqueue in this process (any driver on this file) wakes it at once; another
+        process's commit within `poll_ms`; otherwise `timeout_ms` of CLOCK time ends it."""
+        waker = self._wake()
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                await self._other_connection_committed()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            await waker.wait(self.clock, timeout_ms)
+            tg.cancel_scope.cancel()
+
+    async def _other_connection_committed(self) -> None:
+        """Return once another connection has committed since the last claim. Polls on real
+        time: other processes' writes happen in real time whatever clock the engine reads."""
+        try:
+            baseline = self._seen_version
+            if baseline is None:
+                baseline = await self._exec.run(_data_version, write=False)
+            while True:
+                await anyio.sleep(self.poll_ms / 1000)
+                if await self._exec.run(_data_version, write=False) != baseline:
+                    return
+        except JobsError:
+            return  # closed or unreachable: let the caller's next call report it
+
+    # --- backfill ledger ----------------------------------------------------------------------
+
+    async def backfill_save(self, run: BackfillRun) -> None:
+        await self._exec.run(lambda c: ledgers.backfill_save(c, run))
+
+    async def backfill_runs(
+        self, name: str | None = None, environment: str | None = None
+    ) -> list[BackfillRun]:
+        return await self._exec.run(
+            lambda c: ledgers.backfill_runs(c, name, environment), write=False
+        )
+
+    # --- scheduler ----------------------------------------------------------------------------
+
+    async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
+        now = self.clock.now_ms()
+        return await self._exec.run(lambda c: ledgers.scheduler_lead(c, holder, lease_ms, now))
+
+    async def task_state(self, task: str) -> TaskState | None:
+        return await self._exec.run(lambda c: ledgers.task_state(c, task), write=False)
+
+    async def task_fired(self, task: str, occurrence_ms: int) -> None:
+        now = self.clock.now_ms()
+        await self._exec.run(lambda c: ledgers.task_fired(c, task, occurrence_ms, now))
+
+    # --- outbox -------------------------------------------------------------------------------
+
+    async def outbox_stage(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
+        """Insert through the application's own connection `tx`, inside ITS open transaction:
+        the jobs exist exactly when that transaction commits. Runs on the calling thread,
+        because a sqlite3 connection belongs to the thread that made it."""
+        if not isinstance(tx, sqlite3.Connection) or not tx.in_transaction:
+            raise OutboxNoTxError(self.kind)
+        now = self.clock.now_ms()
+        ids: list[str] = []
+        try:
+            self._same_file(tx)
+            for request in requests:
+                row_id = new_id()
+                tx.execute(
+                    q.STAGE, {"id": row_id, "staged_at": now, "request": request.model_dump_json()}
+                )
+                ids.append(row_id)
+        except sqlite3.Error as exc:
+            raise unavailable(self.path, exc) from exc
+        return ids
+
+    def _same_file(self, tx: sqlite3.Connection) -> None:
+        # A row staged into another file would never be published, and WAL commits are atomic
+        # per file only, so an ATTACHed jobs file would not share the app's transaction either.
+        for _seq, schema, filename in tx.execute("PRAGMA database_list"):
+            if schema == "main":
+                if not filename or file_key(filename) != file_key(self.path):
+                    raise OutboxWrongDatabaseError(self.path, filename or ":memory:")
+                return
+
+    async def outbox_claim(
+        self, relay_id: str, token: str, limit: int, lease_ms: int
+    ) -> list[OutboxRow]:
+        now = self.clock.now_ms()
+        return await self._exec.run(lambda c: ledgers.outbox_claim(c, token, limit, lease_ms, now))
+
+    async def outbox_publish(self, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
+        now = self.clock.now_ms()
+        wanted = list(rows)
+        results, inserted = await self._exec.run(
+            lambda c: ledgers.outbox_publish(c, token, wanted, now)
+        )
+        if inserted:
+            self._wake().notify()
+        return results
+
+    async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
+        wanted = list(ids)
+        await self._exec.run(lambda c: ledgers.outbox_release(c, token, wanted))
+
+
+__all__ = ["DEFAULT_POLL_MS", "SqliteDriver"]

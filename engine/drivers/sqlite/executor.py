@@ -1,0 +1,306 @@
+"""One SQLite connection, used off the event loop, with concurrent operations group-committed.
+
+Every driver call becomes an `Op`: a plain function of the connection. Calls that arrive while
+the connection is busy queue up, and the next thread hop runs all of them in ONE transaction (a
+savepoint each, so one op's error undoes only that op). Sixteen workers acking at once cost one
+hop and one commit, not sixteen; each caller still returns only after its own write committed.
+
+Writes run under `BEGIN IMMEDIATE`, so a transaction never has to upgrade a read lock (in WAL
+that fails at once with SQLITE_BUSY, ignoring the busy timeout). A batch that meets SQLITE_BUSY
+anyway is rolled back and run again; no "database is locked" reaches a caller, and every other
+sqlite3 error becomes `DriverUnavailableError`, chained with `from`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from engine.errors import DriverUnavailableError, InvalidArgumentError
+
+T = TypeVar("T")
+
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+# Rounds of `busy_timeout` a batch may wait through before the caller gets a typed error.
+_BUSY_ROUNDS = 6
+_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+MIN_SQLITE = (3, 35, 0)
+# Connections a forked child inherited from its parent: held so they are never closed here.
+_INHERITED: list[sqlite3.Connection] = []
+
+
+def url(path: str) -> str:
+    """The URL that opens `path` again (`sqlite:////abs` or `sqlite:///rel`)."""
+    return f"sqlite:///{path}"
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and (code & 0xFF) in _BUSY_CODES
+
+
+def unavailable(path: str, exc: BaseException) -> DriverUnavailableError:
+    """The typed error for a sqlite3 failure, with the one command that most likely helps."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.Error) and is_busy(exc):
+        fix = f"lsof {path}"
+    elif isinstance(exc, OSError) or "unable to open" in text:
+        fix = f"ls -ld {os.path.dirname(os.path.abspath(path))} {path}"
+    else:
+        fix = "mcp-jobs db migrate"
+    return DriverUnavailableError("sqlite", f"{path}: {text}", fix)
+
+
+@dataclass(eq=False)
+class Op(Generic[T]):
+    """One unit of work for the connection thread and, once run, its outcome."""
+
+    fn: Callable[[sqlite3.Connection], T]
+    write: bool
+    finished: bool = False
+    value: Any = None
+    error: BaseException | None = None
+
+    def outcome(self) -> T:
+        if self.error is not None:
+            raise self.error
+        result: T = self.value
+        return result
+
+
+class Executor:
+    """Owns the connection; `run(fn)` executes `fn(conn)` in a worker thread, batched."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        busy_timeout_ms: int = 5_000,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
+            raise InvalidArgumentError("busy_timeout_ms", busy_timeout_ms, "a whole number ≥ 0")
+        if busy_timeout_ms < 0:
+            raise InvalidArgumentError("busy_timeout_ms", busy_timeout_ms, "a whole number ≥ 0")
+        word = synchronous.upper() if isinstance(synchronous, str) else ""
+        if word not in _SYNCHRONOUS:
+            expected = f"one of {', '.join(_SYNCHRONOUS)}"
+            raise InvalidArgumentError("synchronous", synchronous, expected)
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise DriverUnavailableError(
+                "sqlite",
+                f"this Python links SQLite {sqlite3.sqlite_version}; the driver needs "
+                f"{'.'.join(map(str, MIN_SQLITE))} or newer (RETURNING, partial-index upserts)",
+                "uv venv --python 3.12",
+            )
+        self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
+        self.synchronous = word
+        self._conn: sqlite3.Connection | None = None
+        self._conn_pid = 0
+        self._pending: list[Op[Any]] = []
+        self._flushing = False
+        self._batch_done: anyio.Event | None = None
+        self._closed = False
+        # Our own token, not anyio's shared pool: job code running sync steps in threads must
+        # never be able to starve the connection its steps are saved through. Made lazily, like
+        # the event: both need a running event loop, and a driver may be built outside one.
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    # --- the async side: queue, flush, hand results back ----------------------------------------
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool = True) -> T:
+        if self._closed:
+            fix = f"jobs = await connect({url(self.path)!r})"
+            raise DriverUnavailableError("sqlite", f"{self.path}: this driver was closed", fix)
+        op: Op[T] = Op(fn, write)
+        self._pending.append(op)
+        try:
+            while not op.finished:
+                if self._flushing:
+                    await self._done_event().wait()
+                else:
+                    await self._flush()
+                    if not op.finished and op not in self._pending:
+                        # Cannot happen while _flush keeps its contract; spinning would hang.
+                        raise DriverUnavailableError(
+                            "sqlite", "an operation was lost", "pip install --upgrade mcp-jobs"
+                        )
+        except BaseException:
+            # Cancelled before a thread took it: it must not run later on nobody's behalf.
+            if not op.finished and op in self._pending:
+                self._pending.remove(op)
+            raise
+        return op.outcome()
+
+    def _done_event(self) -> anyio.Event:
+        if self._batch_done is None:
+            self._batch_done = anyio.Event()
+        return self._batch_done
+
+    def _announce(self) -> None:
+        event, self._batch_done = self._batch_done, None
+        if event is not None:
+            event.set()
+
+    async def _flush(self) -> None:
+        """Run queued ops in batches until none are left. One flusher at a time, so the
+        connection is only ever used by one thread at once."""
+        self._flushing = True
+        try:
+            if self._limiter is None:
+                self._limiter = anyio.CapacityLimiter(1)
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    # Not abandoned on cancel: once the thread has the batch it finishes it, so
+                    # every op in it has an outcome before this task lets a cancellation through.
+                    await anyio.to_thread.run_sync(self._run_batch, batch, limiter=self._limiter)
+                finally:
+                    # Cancelled before a thread took the batch: its ops go back to the front.
+                    unfinished = [op for op in batch if not op.finished]
+                    if unfinished:
+                        self._pending[:0] = unfinished
+                    self._announce()
+        finally:
+            self._flushing = False
+            self._announce()
+
+    async def close(self) -> None:
+        self._closed = True
+        while self._flushing or self._pending:
+            if self._flushing:
+                await self._done_event().wait()
+            else:
+                await self._flush()
+        conn, self._conn = self._conn, None
+        if conn is not None and self._conn_pid == os.getpid():
+            await anyio.to_thread.run_sync(conn.close)
+        elif conn is not None:
+            _INHERITED.append(conn)
+
+    # --- the thread side ------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            if self._conn_pid == os.getpid():
+                return self._conn
+            # Inherited across fork(): SQLite forbids using it here, and closing it could
+            # checkpoint or unlink the parent's WAL. Keep it referenced, never touched, and open
+            # this process's own connection.
+            _INHERITED.append(self._conn)
+            self._conn = None
+        directory = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(directory, exist_ok=True)
+        # isolation_level=None: this module issues BEGIN/COMMIT itself. check_same_thread=False
+        # is safe because only the single flusher's thread touches the connection at a time.
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            for attempt in range(_BUSY_ROUNDS):
+                try:
+                    # Switching to WAL needs a brief exclusive lock another process may hold.
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if not is_busy(exc) or attempt == _BUSY_ROUNDS - 1:
+                        raise
+                    _backoff(attempt)
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            # A PRAGMA takes no parameters; the word was checked against _SYNCHRONOUS.
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self._conn_pid = conn, os.getpid()
+        return conn
+
+    def _run_batch(self, batch: list[Op[Any]]) -> None:
+        try:
+            conn = self._connect()
+        except (sqlite3.Error, OSError) as exc:  # OSError: the directory could not be made
+            self._fail_all(batch, exc)
+            return
+        write = any(op.write for op in batch)
+        for attempt in range(_BUSY_ROUNDS):
+            try:
+                self._attempt(conn, batch, write)
+                return
+            except sqlite3.Error as exc:
+                _rollback(conn)
+                if is_busy(exc) and attempt < _BUSY_ROUNDS - 1:
+                    _backoff(attempt)
+                    continue
+                self._fail_all(batch, exc)
+                return
+            except Exception as exc:
+                # Not the database's doing (a bug): every op in the batch reports it.
+                _rollback(conn)
+                for op in batch:
+                    op.value, op.error, op.finished = None, exc, True
+                return
+
+    def _fail_all(self, batch: list[Op[Any]], cause: BaseException) -> None:
+        # One error object per op: each caller raises its own, with its own traceback.
+        for op in batch:
+            error = unavailable(self.path, cause)
+            error.__cause__ = cause
+            op.value, op.error, op.finished = None, error, True
+
+    def _attempt(self, conn: sqlite3.Connection, batch: list[Op[Any]], write: bool) -> None:
+        """One try at the whole batch in one transaction. A busy error propagates (the caller
+        rolls back and retries every op); any other error settles only the op that raised it."""
+        # A batch of reads still takes a (deferred) transaction: one snapshot for all of it.
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        for op in batch:
+            op.finished, op.value, op.error = False, None, None
+            # Only a write can leave something to undo; a read needs no savepoint.
+            if op.write:
+                conn.execute("SAVEPOINT op")
+            try:
+                op.value = op.fn(conn)
+            except Exception as exc:
+                # A refusal (duplicate, slot lost, unknown status …) undoes only this op.
+                if op.write:
+                    conn.execute("ROLLBACK TO op")
+                    conn.execute("RELEASE op")
+                if isinstance(exc, sqlite3.Error):
+                    if is_busy(exc):
+                        raise
+                    op.error = unavailable(self.path, exc)
+                    op.error.__cause__ = exc
+                else:
+                    op.error = exc
+            else:
+                if op.write:
+                    conn.execute("RELEASE op")
+        conn.execute("COMMIT")
+        for op in batch:
+            op.finished = True
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        # An error here means the transaction is already gone: nothing is left to undo.
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+
+
+def _backoff(attempt: int) -> None:
+    # Real time on purpose: this is the connection thread waiting out another process's lock,
+    # not engine time. Jittered so two processes do not retry in lockstep.
+    time.sleep(min(0.2, 0.005 * (2**attempt)) * (0.5 + random.random()))

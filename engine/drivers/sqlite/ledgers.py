@@ -1,0 +1,150 @@
+"""Everything beside the job row, as plain functions of a connection: steps, limiter slots,
+workers, the backfill ledger, the scheduler and the outbox. Each mirrors the memory driver."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from engine.drivers.sqlite import lifecycle
+from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.codec import (
+    backfill_from_row,
+    backfill_params,
+    outbox_from_row,
+    step_params,
+    worker_from_row,
+    worker_params,
+)
+from engine.errors import JobSlotLostError
+from schemas.backfill import BackfillRun
+from schemas.jobs import EnqueueResult
+from schemas.outbox import OutboxRow
+from schemas.scheduler import TaskState
+from schemas.stats import WorkerInfo
+from schemas.steps import StepRecord
+
+# --- steps (rule 6) -----------------------------------------------------------------------------
+
+
+def save_step(conn: sqlite3.Connection, job_id: str, token: str, step: StepRecord) -> None:
+    """Fenced: a holder whose lease moved on cannot write over the run's steps."""
+    if conn.execute(q.HOLDS_RUNNING, {"id": job_id, "token": token}).fetchone() is None:
+        raise JobSlotLostError(job_id)
+    conn.execute(q.UPSERT_STEP, step_params(step))
+
+
+# --- limiter slots ------------------------------------------------------------------------------
+
+
+def acquire_slots(
+    conn: sqlite3.Connection,
+    job_id: str,
+    caps: Sequence[tuple[str, int]],
+    expires_at: int,
+    now: int,
+) -> str | None:
+    """All or nothing, inside one write transaction, so two workers cannot both take the last
+    slot: returns the first key at its cap, or None once every slot is held."""
+    for key, cap in caps:
+        params = {"key": key, "now": now, "job_id": job_id}
+        (taken,) = conn.execute(q.COUNT_SLOTS, params).fetchone()
+        if taken >= cap:
+            return key
+    for key, _ in caps:
+        conn.execute(q.UPSERT_SLOT, {"key": key, "job_id": job_id, "expires_at": expires_at})
+    return None
+
+
+def release_slots(conn: sqlite3.Connection, job_id: str) -> None:
+    conn.execute(q.RELEASE_SLOTS, {"job_id": job_id})
+
+
+# --- workers ------------------------------------------------------------------------------------
+
+
+def worker_seen(conn: sqlite3.Connection, info: WorkerInfo) -> None:
+    conn.execute(q.UPSERT_WORKER, worker_params(info))
+
+
+def worker_gone(conn: sqlite3.Connection, worker_id: str) -> None:
+    conn.execute(q.DELETE_WORKER, {"id": worker_id})
+
+
+def live_workers(conn: sqlite3.Connection, seen_since: int) -> list[WorkerInfo]:
+    return [worker_from_row(r) for r in conn.execute(q.LIVE_WORKERS, {"since": seen_since})]
+
+
+# --- backfill ledger ----------------------------------------------------------------------------
+
+
+def backfill_save(conn: sqlite3.Connection, run: BackfillRun) -> None:
+    conn.execute(q.UPSERT_BACKFILL, backfill_params(run))
+
+
+def backfill_runs(
+    conn: sqlite3.Connection, name: str | None, environment: str | None
+) -> list[BackfillRun]:
+    rows = conn.execute(q.SELECT_BACKFILLS, {"name": name, "environment": environment})
+    return [backfill_from_row(r) for r in rows]
+
+
+# --- scheduler ----------------------------------------------------------------------------------
+
+
+def scheduler_lead(conn: sqlite3.Connection, holder: str, lease_ms: int, now: int) -> bool:
+    rows = conn.execute(
+        q.TAKE_LEAD, {"holder": holder, "expires": now + lease_ms, "now": now}
+    ).fetchall()
+    return bool(rows)
+
+
+def task_state(conn: sqlite3.Connection, task: str) -> TaskState | None:
+    row = conn.execute(q.SELECT_TASK, {"task": task}).fetchone()
+    if row is None:
+        return None
+    return TaskState(task=row[0], last_fired_at=row[1], updated_at=row[2])
+
+
+def task_fired(conn: sqlite3.Connection, task: str, occurrence_ms: int, now: int) -> None:
+    conn.execute(q.TASK_FIRED, {"task": task, "occurrence": occurrence_ms, "now": now})
+
+
+# --- outbox -------------------------------------------------------------------------------------
+
+
+def outbox_claim(
+    conn: sqlite3.Connection, token: str, limit: int, lease_ms: int, now: int
+) -> list[OutboxRow]:
+    if limit <= 0:
+        return []
+    rows = conn.execute(
+        q.OUTBOX_CLAIM, {"token": token, "expires": now + lease_ms, "now": now, "limit": limit}
+    ).fetchall()
+    claimed = [outbox_from_row(r) for r in rows]
+    claimed.sort(key=lambda r: (r.staged_at, r.id))  # RETURNING has no order
+    return claimed
+
+
+def outbox_publish(
+    conn: sqlite3.Connection, token: str, rows: Sequence[OutboxRow], now: int
+) -> tuple[list[EnqueueResult], bool]:
+    """Enqueue the rows `token` still owns and mark them published, in one transaction: the
+    stamp is first-writer-wins (`published_at IS NULL`), so a relay that lost its claim
+    publishes nothing twice."""
+    owned: list[OutboxRow] = []
+    for row in rows:
+        found = conn.execute(q.OUTBOX_OWNED, {"id": row.id, "token": token}).fetchone()
+        if found is not None:
+            owned.append(outbox_from_row(found))
+    if not owned:
+        return [], False
+    results, inserted = lifecycle.enqueue(conn, [r.request for r in owned], now)
+    for row, result in zip(owned, results, strict=True):
+        conn.execute(q.OUTBOX_PUBLISHED, {"id": row.id, "job_id": result.id, "now": now})
+    return results, inserted
+
+
+def outbox_release(conn: sqlite3.Connection, token: str, ids: Sequence[str]) -> None:
+    for row_id in ids:
+        conn.execute(q.OUTBOX_RELEASE, {"id": row_id, "token": token})

@@ -1,0 +1,350 @@
+"""Job lifecycle operations as plain functions of a connection, run inside the executor's
+transaction. Each mirrors the memory driver's method of the same name, rule for rule."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.codec import (
+    dumps,
+    event_from_row,
+    event_params,
+    job_from_row,
+    job_state,
+    step_from_row,
+)
+from engine.errors import (
+    DriverUnavailableError,
+    JobDuplicateError,
+    JobNotCancellableError,
+    JobNotFoundError,
+    JobNotRetryableError,
+    JobRowStatusUnknownError,
+    JobSlotLostError,
+)
+from schemas.events import EventRecord
+from schemas.jobs import (
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    HeartbeatResult,
+    JobFilter,
+    JobPage,
+    JobRecord,
+    NackOptions,
+)
+from schemas.states import JOB_STATES, LIVE_STATES, RETRYABLE_STATES, JobState
+from schemas.stats import QueueStats
+from schemas.steps import StepRecord
+
+_TENANT = 4  # index of tenant_id in JOB_COLUMNS: checked before a row is decoded
+
+
+def enqueue(
+    conn: sqlite3.Connection, requests: Sequence[EnqueueRequest], now: int
+) -> tuple[list[EnqueueResult], bool]:
+    """Insert each request unless a live row (possibly an earlier item of this batch, already
+    inserted in this transaction) holds its key. Returns the results and whether any row was
+    inserted. A `JobDuplicateError` aborts the op, and its savepoint takes every insert back."""
+    results: list[EnqueueResult] = []
+    inserted = False
+    for request in requests:
+        state: JobState = "delayed" if request.run_at > now else "ready"
+        params = {
+            "id": request.id,
+            "run_id": request.run_id,
+            "name": request.name,
+            "queue": request.queue,
+            "tenant_id": request.tenant_id,
+            "idempotency_key": request.idempotency_key,
+            "input": json.dumps(request.input, separators=(",", ":")),
+            "state": state,
+            "max_attempts": request.max_attempts,
+            "run_at": request.run_at,
+            "now": now,
+            "timeout_ms": request.timeout_ms,
+            "traceparent": request.traceparent,
+            "enqueued_by": request.enqueued_by,
+        }
+        if conn.execute(q.INSERT_JOB, params).fetchone() is not None:
+            inserted = True
+            results.append(
+                EnqueueResult(id=request.id, run_id=request.run_id, deduped=False, state=state)
+            )
+            continue
+        holder = conn.execute(q.FIND_LIVE, params).fetchone()
+        if holder is None:  # the index and FIND_LIVE disagree: the very bug rule 2 forbids
+            raise DriverUnavailableError("sqlite", "ON CONFLICT skipped a row no live row holds")
+        if request.on_conflict == "error":
+            raise JobDuplicateError(
+                request.name, request.idempotency_key, holder[0], request.tenant_id
+            )
+        results.append(
+            EnqueueResult(id=holder[0], run_id=holder[1], deduped=True, state=job_state(holder[2]))
+        )
+    return results, inserted
+
+
+def claim(
+    conn: sqlite3.Connection,
+    worker_id: str,
+    limit: int,
+    lease_ms: int,
+    queues: Sequence[str] | None,
+    now: int,
+) -> list[ClaimedJob]:
+    if limit <= 0 or (queues is not None and not queues):
+        return []  # SQLite reads a negative LIMIT as none at all
+    expires = now + lease_ms
+    rows = conn.execute(
+        q.CLAIM,
+        {
+            "worker_id": worker_id,
+            "expires": expires,
+            "now": now,
+            "limit": limit,
+            "queues": None if queues is None else json.dumps(list(queues)),
+        },
+    ).fetchall()
+    claimed = [
+        ClaimedJob(record=job_from_row(row[:-1]), token=row[-1], lease_expires_at=expires)
+        for row in rows
+    ]
+    claimed.sort(key=lambda c: (c.record.run_at, c.record.id))  # RETURNING has no order
+    return claimed
+
+
+def _held(conn: sqlite3.Connection, job_id: str, token: str) -> JobRecord:
+    row = conn.execute(q.SELECT_HELD, {"id": job_id}).fetchone()
+    if row is None or row[-1] != token:
+        raise JobSlotLostError(job_id)
+    job = job_from_row(row[:-1])
+    if job.state != "running":
+        raise JobSlotLostError(job_id)
+    return job
+
+
+def heartbeat(
+    conn: sqlite3.Connection, job_id: str, token: str, lease_ms: int, now: int
+) -> HeartbeatResult:
+    row = conn.execute(
+        "SELECT state, token, lease_expires_at FROM mcp_jobs_jobs WHERE id = :id", {"id": job_id}
+    ).fetchone()
+    if row is None or row[1] != token:
+        raise JobSlotLostError(job_id)
+    if row[0] == "cancelled":
+        # A cancel keeps the token precisely so that this beat can say so.
+        return HeartbeatResult(lease_expires_at=row[2] or 0, cancel_requested=True)
+    if row[0] != "running":
+        raise JobSlotLostError(job_id)
+    expires = now + lease_ms
+    conn.execute(q.EXTEND_LEASE, {"id": job_id, "expires": expires})
+    conn.execute(q.EXTEND_SLOTS, {"id": job_id, "expires": expires})
+    return HeartbeatResult(lease_expires_at=expires, cancel_requested=False)
+
+
+def ack(conn: sqlite3.Connection, job_id: str, token: str, output: Any, now: int) -> None:
+    done = conn.execute(q.ACK, {"id": job_id, "token": token, "output": dumps(output), "now": now})
+    if done.rowcount != 1:
+        raise JobSlotLostError(job_id)
+    conn.execute(q.RELEASE_SLOTS, {"job_id": job_id})
+
+
+def _write(conn: sqlite3.Connection, record: JobRecord, token: str | None) -> None:
+    conn.execute(
+        q.UPDATE_JOB,
+        {
+            "id": record.id,
+            "state": record.state,
+            "attempt": record.attempt,
+            "run_at": record.run_at,
+            "queued_at": record.queued_at,
+            "updated_at": record.updated_at,
+            "finished_at": record.finished_at,
+            "last_error": record.last_error,
+            "worker_id": record.worker_id,
+            "lease_expires_at": record.lease_expires_at,
+            "cancel_requested": int(record.cancel_requested),
+            "token": token,
+        },
+    )
+
+
+def _event(
+    conn: sqlite3.Connection,
+    job: JobRecord,
+    kind: str,
+    now: int,
+    data: dict[str, Any] | None,
+    actor: str | None = None,
+) -> None:
+    event = EventRecord(
+        job_id=job.id, at=now, kind=kind, actor=actor, tenant_id=job.tenant_id, data=data
+    )
+    conn.execute(q.INSERT_EVENT, event_params(event))
+
+
+def nack(
+    conn: sqlite3.Connection, job_id: str, token: str, options: NackOptions, now: int
+) -> JobRecord:
+    job = _held(conn, job_id, token)
+    attempt = job.attempt if options.counts_as_attempt else max(job.attempt - 1, 0)
+    last_error = options.error if options.error is not None else job.last_error
+    conn.execute(q.RELEASE_SLOTS, {"job_id": job_id})
+    settled: dict[str, Any] = {"worker_id": None, "lease_expires_at": None, "updated_at": now}
+    if options.dead_letter or options.fail:
+        state: JobState = "dead" if options.dead_letter else "failed"
+        record = job.model_copy(
+            update={
+                **settled,
+                "state": state,
+                "finished_at": now,
+                "attempt": attempt,
+                "last_error": last_error,
+            }
+        )
+        _write(conn, record, None)
+        _event(conn, job, state, now, {"attempt": job.attempt, "error": options.error})
+        return record
+    run_at = now + max(0, options.delay_ms)
+    is_shed = options.is_shed
+    if options.park:
+        state = "suspended"
+    elif options.delay_ms > 0 and not is_shed:
+        state = "delayed"
+    else:
+        state = "ready"
+    record = job.model_copy(
+        update={
+            **settled,
+            "state": state,
+            "attempt": attempt,
+            "run_at": run_at,
+            # A shed keeps its place in line: oldest-ready age keeps growing (rule 7).
+            "queued_at": job.queued_at if is_shed else run_at,
+            "last_error": last_error,
+        }
+    )
+    _write(conn, record, None)
+    if options.park:
+        _event(conn, job, "parked", now, {"until": run_at, "reason": options.error})
+    elif options.error is not None:
+        _event(conn, job, "retried", now, {"attempt": job.attempt, "error": options.error})
+    return record
+
+
+def _find(conn: sqlite3.Connection, job_id: str, tenant_id: str | None) -> tuple[JobRecord, Any]:
+    row = conn.execute(q.SELECT_HELD, {"id": job_id}).fetchone()
+    # Tenant first, decode second: another tenant's row is "not found" whatever it holds.
+    if row is None or (tenant_id is not None and row[_TENANT] != tenant_id):
+        raise JobNotFoundError(job_id, tenant_id)
+    return job_from_row(row[:-1]), row[-1]
+
+
+def get(conn: sqlite3.Connection, job_id: str, tenant_id: str | None) -> JobRecord:
+    return _find(conn, job_id, tenant_id)[0]
+
+
+def list_jobs(conn: sqlite3.Connection, filter: JobFilter) -> JobPage:
+    rows = conn.execute(
+        q.LIST_JOBS,
+        {
+            "states": None if filter.states is None else json.dumps(list(filter.states)),
+            "name": filter.name,
+            "queue": filter.queue,
+            "tenant_id": filter.tenant_id,
+            "cursor": filter.cursor,
+            "limit": filter.limit + 1,
+        },
+    ).fetchall()
+    page = [job_from_row(row) for row in rows[: filter.limit]]
+    more = len(rows) > filter.limit
+    return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
+
+
+def load_steps(conn: sqlite3.Connection, run_id: str) -> list[StepRecord]:
+    return [step_from_row(r) for r in conn.execute(q.SELECT_STEPS, {"run_id": run_id})]
+
+
+def load_trace(
+    conn: sqlite3.Connection, job_id: str, tenant_id: str | None
+) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
+    job, _ = _find(conn, job_id, tenant_id)
+    events = [event_from_row(r) for r in conn.execute(q.SELECT_EVENTS, {"job_id": job_id})]
+    return job, load_steps(conn, job.run_id), events
+
+
+def stats(conn: sqlite3.Connection, queues: Sequence[str] | None, now: int) -> list[QueueStats]:
+    params = {"now": now, "queues": None if queues is None else json.dumps(list(queues))}
+    found: list[QueueStats] = []
+    for row in conn.execute(q.STATS, params):
+        unknown = row[-1]
+        if unknown is not None:
+            raise JobRowStatusUnknownError("mcp_jobs_jobs", "state", unknown, JOB_STATES)
+        found.append(QueueStats(queue=row[0], **dict(zip(q.STATS_FIELDS, row[1:-1], strict=True))))
+    return found
+
+
+def cancel(
+    conn: sqlite3.Connection, job_id: str, tenant_id: str | None, actor: str | None, now: int
+) -> JobRecord:
+    job, token = _find(conn, job_id, tenant_id)
+    if job.state not in LIVE_STATES:
+        raise JobNotCancellableError(job_id, job.state)
+    was_running = job.state == "running"
+    record = job.model_copy(
+        update={
+            "state": "cancelled",
+            "cancel_requested": was_running,
+            "updated_at": now,
+            "finished_at": now,
+        }
+    )
+    # A running row keeps its token, so the holder's next heartbeat learns of the cancel.
+    _write(conn, record, token if was_running else None)
+    _event(conn, job, "cancelled", now, {"from": job.state}, actor)
+    return record
+
+
+def retry(
+    conn: sqlite3.Connection,
+    job_id: str,
+    tenant_id: str | None,
+    include_cancelled: bool,
+    actor: str | None,
+    now: int,
+) -> JobRecord:
+    job, _ = _find(conn, job_id, tenant_id)
+    allowed = job.state in RETRYABLE_STATES or (include_cancelled and job.state == "cancelled")
+    if not allowed:
+        raise JobNotRetryableError(job_id, job.state)
+    holder = conn.execute(
+        q.FIND_LIVE,
+        {"name": job.name, "tenant_id": job.tenant_id, "idempotency_key": job.idempotency_key},
+    ).fetchone()
+    if holder is not None:
+        raise JobDuplicateError(job.name, job.idempotency_key, holder[0], job.tenant_id)
+    record = job.model_copy(
+        update={
+            "state": "ready",
+            "attempt": 0,
+            "run_at": now,
+            "queued_at": now,
+            "updated_at": now,
+            "finished_at": None,
+            "cancel_requested": False,
+            "worker_id": None,
+            "lease_expires_at": None,
+        }
+    )
+    _write(conn, record, None)
+    _event(conn, job, "requeued", now, {"from": job.state}, actor)
+    return record
+
+
+def record_event(conn: sqlite3.Connection, event: EventRecord) -> None:
+    conn.execute(q.INSERT_EVENT, event_params(event))

@@ -1,0 +1,137 @@
+-- 0001: every durable table mcp-jobs keeps in SQLite (rule 10: one install point).
+-- All times are epoch milliseconds written by the engine's injected clock, never SQLite's own.
+-- Tables carry the mcp_jobs_ prefix because the outbox shares this file with the application.
+
+CREATE TABLE IF NOT EXISTS mcp_jobs_jobs (
+    id               TEXT PRIMARY KEY,
+    run_id           TEXT NOT NULL,
+    name             TEXT NOT NULL,
+    queue            TEXT NOT NULL,
+    tenant_id        TEXT,
+    idempotency_key  TEXT NOT NULL,
+    input            TEXT NOT NULL,              -- JSON object
+    -- No CHECK on state: a newer build may write a state this one does not know, and the
+    -- decoder refuses it by name (JOB_ROW_STATUS_UNKNOWN) instead of the write failing.
+    state            TEXT NOT NULL,
+    attempt          INTEGER NOT NULL DEFAULT 0,
+    max_attempts     INTEGER NOT NULL,
+    run_at           INTEGER NOT NULL,
+    queued_at        INTEGER NOT NULL,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    finished_at      INTEGER,
+    timeout_ms       INTEGER,
+    last_error       TEXT,
+    output           TEXT,                       -- JSON
+    worker_id        TEXT,
+    token            TEXT,                       -- the claim's fence; kept by a cancel of a running row
+    lease_expires_at INTEGER,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    traceparent      TEXT,
+    enqueued_by      TEXT
+);
+
+-- Rule 2: the dedupe namespace is (name, tenant or '', key) over LIVE rows. The INSERT's
+-- ON CONFLICT target and the live-row lookup spell this expression and predicate exactly.
+CREATE UNIQUE INDEX IF NOT EXISTS mcp_jobs_jobs_live_key
+    ON mcp_jobs_jobs (name, coalesce(tenant_id, ''), idempotency_key)
+    WHERE state IN ('ready', 'delayed', 'running', 'suspended');
+
+-- Claims: due waiting rows in (run_at, id) order, and running rows whose lease ran out.
+CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_due
+    ON mcp_jobs_jobs (run_at, id)
+    WHERE state IN ('ready', 'delayed', 'suspended');
+CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_leased
+    ON mcp_jobs_jobs (lease_expires_at)
+    WHERE state = 'running';
+
+CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_queue_state ON mcp_jobs_jobs (queue, state);
+
+CREATE TABLE IF NOT EXISTS mcp_jobs_steps (
+    run_id      TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    job_id      TEXT NOT NULL REFERENCES mcp_jobs_jobs (id) ON DELETE CASCADE,
+    status      TEXT NOT NULL,
+    output      TEXT,                            -- JSON
+    error       TEXT,
+    started_at  INTEGER NOT NULL,
+    finished_at INTEGER,
+    attempts    INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (run_id, name)
+);
+CREATE INDEX IF NOT EXISTS mcp_jobs_steps_job ON mcp_jobs_steps (job_id);
+
+-- No foreign key: an operator's action on an id that does not exist is still recorded.
+CREATE TABLE IF NOT EXISTS mcp_jobs_events (
+    seq       INTEGER PRIMARY KEY,
+    job_id    TEXT,
+    at        INTEGER NOT NULL,
+    kind      TEXT NOT NULL,
+    actor     TEXT,
+    tenant_id TEXT,
+    data      TEXT                               -- JSON object
+);
+CREATE INDEX IF NOT EXISTS mcp_jobs_events_job ON mcp_jobs_events (job_id, seq);
+
+-- Limiter slots: one row per (cap key, job) holding a slot until it expires or is released.
+CREATE TABLE IF NOT EXISTS mcp_jobs_leases (
+    key        TEXT NOT NULL,
+    job_id     TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (key, job_id)
+);
+CREATE INDEX IF NOT EXISTS mcp_jobs_leases_job ON mcp_jobs_leases (job_id);
+
+CREATE TABLE IF NOT EXISTS mcp_jobs_workers (
+    id           TEXT PRIMARY KEY,
+    hostname     TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    queues       TEXT,                           -- JSON list, NULL for every queue
+    concurrency  INTEGER NOT NULL,
+    started_at   INTEGER NOT NULL,
+    last_seen_at INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS mcp_jobs_backfills (
+    run_id         TEXT PRIMARY KEY,
+    name           TEXT NOT NULL,
+    checksum       TEXT NOT NULL,
+    environment    TEXT NOT NULL,
+    status         TEXT NOT NULL,
+    app_version    TEXT,
+    rows_processed INTEGER NOT NULL,
+    rows_total     INTEGER,
+    cursor         TEXT,                         -- JSON
+    job_id         TEXT,
+    started_at     INTEGER NOT NULL,
+    finished_at    INTEGER,
+    error          TEXT
+);
+CREATE INDEX IF NOT EXISTS mcp_jobs_backfills_name
+    ON mcp_jobs_backfills (name, environment, started_at);
+
+CREATE TABLE IF NOT EXISTS mcp_jobs_scheduler_state (
+    task          TEXT PRIMARY KEY,
+    last_fired_at INTEGER,
+    updated_at    INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS mcp_jobs_scheduler_leader (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    holder     TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS mcp_jobs_outbox (
+    id               TEXT PRIMARY KEY,
+    staged_at        INTEGER NOT NULL,
+    request          TEXT NOT NULL,              -- JSON EnqueueRequest
+    claimed_by       TEXT,
+    claim_expires_at INTEGER,
+    published_at     INTEGER,
+    job_id           TEXT
+);
+-- (staged_at, id) is the relay's total order; published rows leave the index.
+CREATE INDEX IF NOT EXISTS mcp_jobs_outbox_unpublished
+    ON mcp_jobs_outbox (staged_at, id)
+    WHERE published_at IS NULL;

@@ -1,0 +1,1 @@
+"""Numbered SQLite migrations (NNNN_name.sql), applied in order by `migrate.apply`."""

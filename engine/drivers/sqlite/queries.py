@@ -1,0 +1,262 @@
+"""Every statement the SQLite driver runs, parameterized. Schema DDL lives in migrations/*.sql.
+
+The dedupe rule (rule 2) is spelled in three places that must agree: the unique index in
+`0001_initial.sql`, the `ON CONFLICT` target of `INSERT_JOB`, and `FIND_LIVE`. The two fragments
+below are the single spelling the last two use, and a test checks the index against them.
+"""
+
+from __future__ import annotations
+
+from engine.drivers.sqlite.codec import (
+    BACKFILL_COLUMNS,
+    EVENT_COLUMNS,
+    JOB_SELECT,
+    OUTBOX_COLUMNS,
+    STEP_COLUMNS,
+    WORKER_COLUMNS,
+)
+from schemas.states import JOB_STATES
+
+DEDUPE_KEY = "name, coalesce(tenant_id, ''), idempotency_key"
+LIVE_PREDICATE = "state IN ('ready', 'delayed', 'running', 'suspended')"
+WAITING_PREDICATE = "state IN ('ready', 'delayed', 'suspended')"
+
+# --- jobs ---------------------------------------------------------------------------------------
+
+_INSERT_COLUMNS = (
+    "id, run_id, name, queue, tenant_id, idempotency_key, input, state, attempt, max_attempts, "
+    "run_at, queued_at, created_at, updated_at, timeout_ms, traceparent, enqueued_by"
+)
+INSERT_JOB = f"""
+INSERT INTO mcp_jobs_jobs ({_INSERT_COLUMNS})
+VALUES (:id, :run_id, :name, :queue, :tenant_id, :idempotency_key, :input, :state, 0,
+        :max_attempts, :run_at, :run_at, :now, :now, :timeout_ms, :traceparent, :enqueued_by)
+ON CONFLICT ({DEDUPE_KEY}) WHERE {LIVE_PREDICATE} DO NOTHING
+RETURNING id
+"""
+
+FIND_LIVE = f"""
+SELECT id, run_id, state FROM mcp_jobs_jobs
+WHERE name = :name AND coalesce(tenant_id, '') = coalesce(:tenant_id, '')
+  AND idempotency_key = :idempotency_key AND {LIVE_PREDICATE}
+"""
+
+# Two index-backed halves (due waiting rows; running rows whose lease ran out), each cut to the
+# limit, then merged in the one (run_at, id) order the memory driver sorts by.
+CLAIM = f"""
+UPDATE mcp_jobs_jobs
+SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
+    token = lower(hex(randomblob(16))), lease_expires_at = :expires, cancel_requested = 0,
+    updated_at = :now
+WHERE id IN (
+    SELECT id FROM (
+        SELECT id, run_at FROM (
+            SELECT id, run_at FROM mcp_jobs_jobs
+            WHERE {WAITING_PREDICATE} AND run_at <= :now
+              AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+            ORDER BY run_at, id LIMIT :limit)
+        UNION ALL
+        SELECT id, run_at FROM (
+            SELECT id, run_at FROM mcp_jobs_jobs
+            WHERE state = 'running' AND lease_expires_at <= :now
+              AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+            ORDER BY run_at, id LIMIT :limit)
+    )
+    ORDER BY run_at, id LIMIT :limit)
+RETURNING {JOB_SELECT}, token
+"""
+
+SELECT_JOB = f"SELECT {JOB_SELECT} FROM mcp_jobs_jobs WHERE id = :id"
+SELECT_HELD = f"SELECT {JOB_SELECT}, token FROM mcp_jobs_jobs WHERE id = :id"
+
+ACK = """
+UPDATE mcp_jobs_jobs
+SET state = 'done', output = coalesce(:output, output), updated_at = :now, finished_at = :now,
+    worker_id = NULL, lease_expires_at = NULL, token = NULL
+WHERE id = :id AND token = :token AND state = 'running'
+"""
+
+EXTEND_LEASE = "UPDATE mcp_jobs_jobs SET lease_expires_at = :expires WHERE id = :id"
+
+# Writes back a record computed in Python (nack, cancel, retry): every column those change.
+UPDATE_JOB = """
+UPDATE mcp_jobs_jobs
+SET state = :state, attempt = :attempt, run_at = :run_at, queued_at = :queued_at,
+    updated_at = :updated_at, finished_at = :finished_at, last_error = :last_error,
+    worker_id = :worker_id, lease_expires_at = :lease_expires_at,
+    cancel_requested = :cancel_requested, token = :token
+WHERE id = :id
+"""
+
+LIST_JOBS = f"""
+SELECT {JOB_SELECT} FROM mcp_jobs_jobs
+WHERE (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
+  AND (:name IS NULL OR name = :name)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
+  AND (:cursor IS NULL OR id < :cursor)
+ORDER BY id DESC
+LIMIT :limit
+"""
+
+# Rule 7 buckets: a delayed row whose time has come counts as ready; a shed row is `ready`
+# (with a future run_at) and counts as ready too, its age measured from `queued_at`.
+_KNOWN = ", ".join(f"'{state}'" for state in JOB_STATES)  # constants, not values
+_READY = "(state = 'ready' OR (state = 'delayed' AND run_at <= :now))"
+STATS = f"""
+SELECT queue,
+       sum({_READY}),
+       sum(state = 'delayed' AND run_at > :now),
+       sum(state = 'running'),
+       sum(state = 'suspended'),
+       sum(state = 'dead'),
+       sum(state = 'failed'),
+       sum(state = 'done'),
+       sum(state = 'cancelled'),
+       coalesce(max(CASE WHEN {_READY} AND queued_at <= :now THEN :now - queued_at END), 0),
+       sum(state = 'running' AND coalesce(lease_expires_at, 0) <= :now),
+       sum(state = 'suspended' AND run_at <= :now),
+       coalesce(max(CASE WHEN state = 'suspended' AND run_at <= :now THEN :now - run_at END), 0),
+       -- a state this build does not know: the caller refuses it by name, as on decode
+       max(CASE WHEN state NOT IN ({_KNOWN}) THEN state END)
+FROM mcp_jobs_jobs
+WHERE (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+GROUP BY queue
+ORDER BY queue
+"""
+STATS_FIELDS = (
+    "ready",
+    "delayed",
+    "running",
+    "suspended",
+    "dead",
+    "failed",
+    "done",
+    "cancelled",
+    "oldest_ready_ms",
+    "expired_leases",
+    "due_suspended",
+    "oldest_due_suspended_ms",
+)
+# --- events -------------------------------------------------------------------------------------
+
+INSERT_EVENT = """
+INSERT INTO mcp_jobs_events (job_id, at, kind, actor, tenant_id, data)
+VALUES (:job_id, :at, :kind, :actor, :tenant_id, :data)
+"""
+SELECT_EVENTS = f"SELECT {EVENT_COLUMNS} FROM mcp_jobs_events WHERE job_id = :job_id ORDER BY seq"
+
+# --- steps --------------------------------------------------------------------------------------
+
+# Ties in started_at keep first-save order: an upsert keeps the row's rowid.
+SELECT_STEPS = (
+    f"SELECT {STEP_COLUMNS} FROM mcp_jobs_steps WHERE run_id = :run_id ORDER BY started_at, rowid"
+)
+UPSERT_STEP = """
+INSERT INTO mcp_jobs_steps
+    (job_id, run_id, name, status, output, error, started_at, finished_at, attempts)
+VALUES (:job_id, :run_id, :name, :status, :output, :error, :started_at, :finished_at, :attempts)
+ON CONFLICT (run_id, name) DO UPDATE SET
+    job_id = excluded.job_id, status = excluded.status, output = excluded.output,
+    error = excluded.error, started_at = excluded.started_at,
+    finished_at = excluded.finished_at, attempts = excluded.attempts
+"""
+HOLDS_RUNNING = (
+    "SELECT 1 FROM mcp_jobs_jobs WHERE id = :id AND token = :token AND state = 'running'"
+)
+
+# --- limiter slots ------------------------------------------------------------------------------
+
+COUNT_SLOTS = """
+SELECT count(*) FROM mcp_jobs_leases
+WHERE key = :key AND expires_at > :now AND job_id != :job_id
+"""
+UPSERT_SLOT = """
+INSERT INTO mcp_jobs_leases (key, job_id, expires_at) VALUES (:key, :job_id, :expires_at)
+ON CONFLICT (key, job_id) DO UPDATE SET expires_at = excluded.expires_at
+"""
+RELEASE_SLOTS = "DELETE FROM mcp_jobs_leases WHERE job_id = :job_id"
+EXTEND_SLOTS = "UPDATE mcp_jobs_leases SET expires_at = :expires WHERE job_id = :id"
+
+# --- workers ------------------------------------------------------------------------------------
+
+UPSERT_WORKER = """
+INSERT INTO mcp_jobs_workers (id, hostname, pid, queues, concurrency, started_at, last_seen_at)
+VALUES (:id, :hostname, :pid, :queues, :concurrency, :started_at, :last_seen_at)
+ON CONFLICT (id) DO UPDATE SET
+    hostname = excluded.hostname, pid = excluded.pid, queues = excluded.queues,
+    concurrency = excluded.concurrency, started_at = excluded.started_at,
+    last_seen_at = excluded.last_seen_at
+"""
+DELETE_WORKER = "DELETE FROM mcp_jobs_workers WHERE id = :id"
+LIVE_WORKERS = f"""
+SELECT {WORKER_COLUMNS} FROM mcp_jobs_workers WHERE last_seen_at >= :since ORDER BY rowid
+"""
+
+# --- backfill ledger ----------------------------------------------------------------------------
+
+UPSERT_BACKFILL = f"""
+INSERT INTO mcp_jobs_backfills ({BACKFILL_COLUMNS})
+VALUES (:run_id, :name, :checksum, :environment, :status, :app_version, :rows_processed,
+        :rows_total, :cursor, :job_id, :started_at, :finished_at, :error)
+ON CONFLICT (run_id) DO UPDATE SET
+    name = excluded.name, checksum = excluded.checksum, environment = excluded.environment,
+    status = excluded.status, app_version = excluded.app_version,
+    rows_processed = excluded.rows_processed, rows_total = excluded.rows_total,
+    cursor = excluded.cursor, job_id = excluded.job_id, started_at = excluded.started_at,
+    finished_at = excluded.finished_at, error = excluded.error
+"""
+SELECT_BACKFILLS = f"""
+SELECT {BACKFILL_COLUMNS} FROM mcp_jobs_backfills
+WHERE (:name IS NULL OR name = :name) AND (:environment IS NULL OR environment = :environment)
+ORDER BY started_at DESC, run_id DESC
+"""
+
+# --- scheduler ----------------------------------------------------------------------------------
+
+# Take the lease when nobody holds it, when we hold it, or when it ran out; no row back = lost.
+TAKE_LEAD = """
+INSERT INTO mcp_jobs_scheduler_leader (id, holder, expires_at) VALUES (1, :holder, :expires)
+ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE mcp_jobs_scheduler_leader.holder = excluded.holder
+   OR mcp_jobs_scheduler_leader.expires_at <= :now
+RETURNING holder
+"""
+SELECT_TASK = (
+    "SELECT task, last_fired_at, updated_at FROM mcp_jobs_scheduler_state WHERE task = :task"
+)
+# Never moves backwards. coalesce: SQLite's max() of anything and NULL is NULL.
+TASK_FIRED = """
+INSERT INTO mcp_jobs_scheduler_state (task, last_fired_at, updated_at)
+VALUES (:task, :occurrence, :now)
+ON CONFLICT (task) DO UPDATE SET
+    last_fired_at = max(coalesce(last_fired_at, excluded.last_fired_at), excluded.last_fired_at),
+    updated_at = excluded.updated_at
+"""
+
+# --- outbox -------------------------------------------------------------------------------------
+
+STAGE = """
+INSERT INTO mcp_jobs_outbox (id, staged_at, request) VALUES (:id, :staged_at, :request)
+"""
+# (staged_at, id) is a total order: rows staged in one transaction share staged_at.
+OUTBOX_CLAIM = f"""
+UPDATE mcp_jobs_outbox SET claimed_by = :token, claim_expires_at = :expires
+WHERE id IN (
+    SELECT id FROM mcp_jobs_outbox
+    WHERE published_at IS NULL AND (claim_expires_at IS NULL OR claim_expires_at <= :now)
+    ORDER BY staged_at, id LIMIT :limit)
+RETURNING {OUTBOX_COLUMNS}
+"""
+OUTBOX_OWNED = f"""
+SELECT {OUTBOX_COLUMNS} FROM mcp_jobs_outbox
+WHERE id = :id AND claimed_by = :token AND published_at IS NULL
+"""
+OUTBOX_PUBLISHED = """
+UPDATE mcp_jobs_outbox SET published_at = :now, job_id = :job_id
+WHERE id = :id AND published_at IS NULL
+"""
+OUTBOX_RELEASE = """
+UPDATE mcp_jobs_outbox SET claimed_by = NULL, claim_expires_at = NULL
+WHERE id = :id AND claimed_by = :token AND published_at IS NULL
+"""

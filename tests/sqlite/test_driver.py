@@ -1,0 +1,363 @@
+"""What only the SQLite driver has: the default file, pragmas, locks, wake-ups, the app's own
+transaction for the outbox, and group commit."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from engine import JobContext, JobRegistry, ManualClock, connect, job
+from engine.drivers import DATABASE_URL_ENV
+from engine.drivers.sqlite import SqliteDriver
+from engine.errors import JobsError
+from schemas.jobs import EnqueueRequest, JobFilter
+
+START = 1_767_225_600_000
+
+
+class Item(BaseModel):
+    n: int
+
+
+def request(n: int, *, key: str | None = None, on_conflict: str = "dedupe") -> EnqueueRequest:
+    return EnqueueRequest.model_validate(
+        {
+            "id": f"job{n:05d}",
+            "run_id": f"run{n:05d}",
+            "name": "item",
+            "queue": "default",
+            "idempotency_key": key or f"k{n}",
+            "input": {"n": n},
+            "run_at": START,
+            "max_attempts": 3,
+            "on_conflict": on_conflict,
+        }
+    )
+
+
+@pytest.fixture
+async def driver(tmp_path: Path, clock: ManualClock) -> AsyncIterator[SqliteDriver]:
+    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock)
+    await d.migrate()
+    yield d
+    await d.close()
+
+
+async def test_default_url_is_a_file_under_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: ManualClock, registry: JobRegistry
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+
+    @job(idempotency_key=lambda i: f"item:{i.n}", registry=registry)
+    async def item(input: Item, ctx: JobContext) -> None:
+        return None
+
+    first = await connect(clock=clock, registry=registry)
+    r = await first.enqueue(item, {"n": 1})
+    await first.close()
+    assert (tmp_path / ".mcp-jobs" / "jobs.db").is_file()
+    second = await connect(clock=clock, registry=registry)
+    try:
+        assert first.driver.kind == second.driver.kind == "sqlite"
+        assert (await second.get(r.id)).input == {"n": 1}
+        assert (await second.enqueue(item, {"n": 1})).deduped
+    finally:
+        await second.close()
+
+
+async def test_parent_directories_are_created(tmp_path: Path, clock: ManualClock) -> None:
+    d = SqliteDriver(str(tmp_path / "a" / "b" / "jobs.db"), clock=clock)
+    await d.migrate()
+    await d.close()
+    assert (tmp_path / "a" / "b" / "jobs.db").is_file()
+
+
+async def test_connection_runs_in_wal_with_foreign_keys_and_a_busy_timeout(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock, busy_timeout_ms=1234)
+    await d.migrate()
+    try:
+        pragmas = await d._exec.run(
+            lambda c: [
+                c.execute(f"PRAGMA {name}").fetchone()[0]
+                for name in ("journal_mode", "foreign_keys", "busy_timeout", "synchronous")
+            ],
+            write=False,
+        )
+    finally:
+        await d.close()
+    assert pragmas == ["wal", 1, 1234, 1]  # synchronous 1 = NORMAL
+
+
+async def test_invalid_options_are_refused(tmp_path: Path, clock: ManualClock) -> None:
+    path = str(tmp_path / "jobs.db")
+    for options in ({"poll_ms": 0}, {"synchronous": "SOMETIMES"}, {"busy_timeout_ms": -1}):
+        with pytest.raises(JobsError) as raised:
+            SqliteDriver(path, clock=clock, **options)
+        assert raised.value.code == "INVALID_ARGUMENT"
+
+
+async def test_sqlite_errors_become_driver_unavailable_with_the_cause_chained(
+    tmp_path: Path, driver: SqliteDriver
+) -> None:
+    raw = sqlite3.connect(tmp_path / "jobs.db")
+    raw.execute("DROP TABLE mcp_jobs_workers")
+    raw.close()
+    with pytest.raises(JobsError) as raised:
+        await driver.live_workers(0)
+    assert raised.value.code == "DRIVER_UNAVAILABLE"
+    assert raised.value.retryable
+    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+    assert raised.value.fix == "mcp-jobs db migrate"
+    # The error undid only its own op: the connection carries on.
+    assert (await driver.enqueue([request(1)]))[0].deduped is False
+
+
+async def test_a_file_that_cannot_be_opened_is_a_typed_error(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    (tmp_path / "taken").mkdir()
+    d = SqliteDriver(str(tmp_path / "taken"), clock=clock)
+    with pytest.raises(JobsError) as raised:
+        await d.migrate()
+    await d.close()
+    assert raised.value.code == "DRIVER_UNAVAILABLE"
+    assert isinstance(raised.value.__cause__, sqlite3.Error)
+
+
+async def test_a_write_lock_held_by_another_connection_is_waited_out(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    # busy_timeout 0: SQLite itself does not wait, so only the driver's retry can succeed.
+    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock, busy_timeout_ms=0)
+    await d.migrate()
+    holder = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    begins: list[str] = []
+
+    def traced(statement: str) -> None:
+        if statement == "BEGIN IMMEDIATE":
+            begins.append(statement)
+            if len(begins) == 2:  # the first attempt met the lock; let the retry through
+                holder.execute("COMMIT")
+
+    await d._exec.run(lambda c: c.set_trace_callback(traced), write=False)
+    try:
+        with anyio.fail_after(10):
+            (result,) = await d.enqueue([request(1)])
+    finally:
+        holder.close()
+        await d.close()
+    assert not result.deduped
+    assert len(begins) == 2
+
+
+async def test_a_lock_never_released_ends_in_a_typed_transient_error(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock, busy_timeout_ms=0)
+    await d.migrate()
+    holder = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(JobsError) as raised:
+            await d.enqueue([request(1)])
+        assert raised.value.code == "DRIVER_UNAVAILABLE"
+        assert raised.value.retryable
+        assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+        assert raised.value.fix.startswith("lsof ")
+        holder.execute("COMMIT")
+        (result,) = await d.enqueue([request(1)])
+        assert not result.deduped
+    finally:
+        holder.close()
+        await d.close()
+
+
+async def test_a_closed_driver_refuses_calls(driver: SqliteDriver) -> None:
+    await driver.close()
+    with pytest.raises(JobsError) as raised:
+        await driver.get("job00001")
+    assert raised.value.code == "DRIVER_UNAVAILABLE"
+
+
+async def test_concurrent_calls_share_commits_and_keep_their_own_outcomes(
+    driver: SqliteDriver,
+) -> None:
+    await driver.enqueue([request(0, key="taken")])
+    begins: list[str] = []
+    await driver._exec.run(
+        lambda c: c.set_trace_callback(
+            lambda s: begins.append(s) if s.startswith("BEGIN") else None
+        ),
+        write=False,
+    )
+    outcomes: dict[int, str] = {}
+
+    async def one(n: int) -> None:
+        try:
+            if n % 3 == 0:
+                await driver.enqueue([request(n, key="taken", on_conflict="error")])
+            elif n % 3 == 1:
+                await driver.ack(f"job{n:05d}", "no-token")
+            else:
+                await driver.enqueue([request(n)])
+            outcomes[n] = "ok"
+        except JobsError as exc:
+            outcomes[n] = exc.code
+
+    async with anyio.create_task_group() as tg:
+        for n in range(1, 301):
+            tg.start_soon(one, n)
+    expected = {n: ("JOB_DUPLICATE", "JOB_SLOT_LOST", "ok")[n % 3] for n in range(1, 301)}
+    assert outcomes == expected
+    listed = await driver.list_jobs(JobFilter(limit=1000))
+    assert len(listed.jobs) == 1 + 100
+    # 300 calls, a handful of transactions: each call still returned after its own commit.
+    assert len(begins) < 30, len(begins)
+
+
+async def test_an_enqueue_wakes_a_waiter_on_another_driver_of_the_same_file(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    (tmp_path / "sub").mkdir()
+    waiter = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock, poll_ms=3_600_000)
+    other = SqliteDriver(str(tmp_path / "sub" / ".." / "jobs.db"), clock=clock)
+    await waiter.migrate()
+    woke = anyio.Event()
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def wait() -> None:
+                await waiter.wait_for_work(3_600_000)
+                woke.set()
+
+            tg.start_soon(wait)
+            await anyio.wait_all_tasks_blocked()
+            assert not woke.is_set()
+            await other.enqueue([request(1)])
+            with anyio.fail_after(5):  # the clock never moves and the poll is an hour away
+                await woke.wait()
+    finally:
+        await waiter.close()
+        await other.close()
+
+
+async def test_a_commit_from_another_process_wakes_a_waiter_by_polling(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    waiter = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock, poll_ms=10)
+    await waiter.migrate()
+    try:
+        assert await waiter.claim("w", 1, 1_000) == []
+        # A plain connection stands in for another process: it has no way to notify us.
+        raw = sqlite3.connect(tmp_path / "jobs.db")
+        with raw:
+            raw.execute(
+                "INSERT INTO mcp_jobs_scheduler_state (task, last_fired_at, updated_at) "
+                "VALUES ('t', 1, 1)"
+            )
+        raw.close()
+        with anyio.fail_after(5):  # the manual clock never moves: only the poll can end it
+            await waiter.wait_for_work(3_600_000)
+    finally:
+        await waiter.close()
+
+
+async def test_wait_for_work_times_out_on_the_injected_clock(
+    driver: SqliteDriver, clock: ManualClock
+) -> None:
+    woke = anyio.Event()
+    async with anyio.create_task_group() as tg:
+
+        async def wait() -> None:
+            await driver.wait_for_work(1_000)
+            woke.set()
+
+        tg.start_soon(wait)
+        await anyio.wait_all_tasks_blocked()
+        clock.advance(999)
+        await anyio.wait_all_tasks_blocked()
+        assert not woke.is_set()
+        clock.advance(1)
+        with anyio.fail_after(5):
+            await woke.wait()
+
+
+async def test_outbox_stages_through_the_apps_own_transaction(
+    tmp_path: Path, driver: SqliteDriver
+) -> None:
+    app = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
+    try:
+        with pytest.raises(JobsError) as raised:
+            await driver.outbox_stage(app, [request(1)])
+        assert raised.value.code == "OUTBOX_NO_TX"
+        with pytest.raises(JobsError) as raised:
+            await driver.outbox_stage(object(), [request(1)])
+        assert raised.value.code == "OUTBOX_NO_TX"
+
+        app.execute("BEGIN")
+        await driver.outbox_stage(app, [request(1)])
+        app.execute("ROLLBACK")
+        assert await driver.outbox_claim("relay", "t", 10, 1_000) == []
+
+        app.execute("BEGIN")
+        app.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+        app.execute("INSERT INTO orders (id) VALUES (1)")
+        (staged,) = await driver.outbox_stage(app, [request(2)])
+        app.execute("COMMIT")
+    finally:
+        app.close()
+    (row,) = await driver.outbox_claim("relay", "t", 10, 1_000)
+    assert row.id == staged and row.request.id == "job00002"
+
+    elsewhere = sqlite3.connect(tmp_path / "other.db", isolation_level=None)
+    try:
+        elsewhere.execute("BEGIN")
+        with pytest.raises(JobsError) as raised:
+            await driver.outbox_stage(elsewhere, [request(3)])
+        assert raised.value.code == "OUTBOX_WRONG_DATABASE"
+    finally:
+        elsewhere.close()
+
+
+async def test_cancelled_callers_neither_strand_others_nor_write_later(
+    tmp_path: Path, driver: SqliteDriver
+) -> None:
+    # The holder's lock parks the first call's batch inside the thread (SQLite's busy wait), so
+    # the next two calls queue behind it; then the first and second callers are cancelled.
+    holder = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    finished: list[int] = []
+
+    async def call(n: int, scope: anyio.CancelScope) -> None:
+        with scope:
+            await driver.enqueue([request(n)])
+            finished.append(n)
+
+    scopes = {n: anyio.CancelScope() for n in (1, 2, 3)}
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, 1, scopes[1])
+                await anyio.wait_all_tasks_blocked()  # 1 is in the thread, waiting on the lock
+                tg.start_soon(call, 2, scopes[2])
+                tg.start_soon(call, 3, scopes[3])
+                await anyio.wait_all_tasks_blocked()  # 2 and 3 are queued
+                scopes[1].cancel()
+                scopes[2].cancel()
+                await anyio.wait_all_tasks_blocked()
+                holder.execute("COMMIT")
+    finally:
+        holder.close()
+    assert finished == [3]
+    listed = await driver.list_jobs(JobFilter(limit=10))
+    # 1 was already in the thread when cancelled, so it committed; 2 never reached one.
+    assert sorted(j.id for j in listed.jobs) == ["job00001", "job00003"]
