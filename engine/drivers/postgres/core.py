@@ -1,0 +1,202 @@
+"""The PostgreSQL driver's plumbing: options, the asyncpg pool, error conversion, retries, wake-ups.
+
+Nothing here knows what a job is. `PgCore.conn()` hands out a pooled connection and turns every
+asyncpg/OS failure raised inside it into `DriverUnavailableError` (chained with `from`);
+`resilient()` re-runs a settle that a broken connection interrupted, for as long as the server
+needs to come back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TypeVar
+
+import anyio
+import asyncpg
+
+from engine.clock import SYSTEM_CLOCK, Clock
+from engine.drivers.postgres.faults import DRIVER_FAILURES, is_connection_failure, unavailable
+from engine.drivers.postgres.migrate import Conn, InstallFrom
+from engine.drivers.postgres.migrate import migrate as run_migrations
+from engine.drivers.postgres.sql import check_schema_name, queries
+from engine.drivers.postgres.wake import Listener, WakeSignal
+from engine.errors import DriverUnavailableError, InvalidArgumentError
+
+T = TypeVar("T")
+
+DEFAULT_SCHEMA = "mcp_jobs"
+
+
+def _whole(name: str, value: object, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InvalidArgumentError(name, value, f"a whole number ≥ {low}")
+    return value
+
+
+async def _keep_session(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """The pool's reset on release: nothing to undo. asyncpg's default sends UNLISTEN, RESET
+    ALL and friends on every release, one more round trip per operation; this driver never
+    leaves session state on a pooled connection (no LISTEN, SET, cursors or session locks), and
+    the pool still rolls back any transaction left open before calling this."""
+
+
+class PgCore:
+    """Options, pool and the failure rules every PostgreSQL operation shares."""
+
+    kind = "postgres"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        schema: str = DEFAULT_SCHEMA,
+        listen: bool = True,
+        pool_min: int = 0,
+        pool_max: int = 10,
+        statement_cache_size: int = 100,
+        connect_timeout_ms: int = 5_000,
+        settle_retry_ms: int = 30_000,
+    ) -> None:
+        """`listen=False` polls instead of LISTEN (transaction-pooling PgBouncer; pair it with
+        `statement_cache_size=0`). `settle_retry_ms` is how long an ack/nack/step write keeps
+        retrying through a lost connection before it gives up."""
+        check_schema_name(schema)
+        _whole("pool_min", pool_min, 0)
+        _whole("pool_max", pool_max, max(1, pool_min))
+        _whole("statement_cache_size", statement_cache_size, 0)
+        _whole("connect_timeout_ms", connect_timeout_ms, 1)
+        _whole("settle_retry_ms", settle_retry_ms, 0)
+        self.url = url
+        self.clock = clock
+        self.schema = schema
+        self.listen = bool(listen)
+        self.q = queries(schema)
+        # One channel per schema: two installs in one database do not wake each other.
+        self.channel = f"{schema}_wake"
+        self._pool_min = pool_min
+        self._pool_max = pool_max
+        self._statement_cache_size = statement_cache_size
+        self._connect_timeout_s = connect_timeout_ms / 1000
+        self._settle_retry_s = settle_retry_ms / 1000
+        self._pool: asyncpg.Pool[asyncpg.Record] | None = None
+        self._pool_lock = anyio.Lock()
+        self._closed = False
+        self.signal = WakeSignal()
+        self._listener = Listener(url, self.channel, self.signal, self._connect_timeout_s)
+
+    # --- connections --------------------------------------------------------------------------
+
+    async def _get_pool(self) -> asyncpg.Pool[asyncpg.Record]:
+        if self._pool is not None:
+            return self._pool
+        async with self._pool_lock:
+            if self._closed:
+                raise DriverUnavailableError(
+                    "postgres", "this driver was closed", "jobs = await connect(url)"
+                )
+            if self._pool is None:
+                self._pool = await asyncpg.create_pool(
+                    self.url,
+                    min_size=self._pool_min,
+                    max_size=self._pool_max,
+                    statement_cache_size=self._statement_cache_size,
+                    timeout=self._connect_timeout_s,
+                    server_settings={"application_name": "mcp-jobs"},
+                    reset=_keep_session,
+                )
+            return self._pool
+
+    @asynccontextmanager
+    async def guard(self) -> AsyncIterator[None]:
+        """Convert asyncpg/OS failures raised inside into `DriverUnavailableError`."""
+        try:
+            yield
+        except DRIVER_FAILURES as exc:
+            raise unavailable(exc, self.url, self.schema) from exc
+
+    @asynccontextmanager
+    async def conn(self) -> AsyncIterator[Conn]:
+        """A pooled connection; failures inside come out as `DriverUnavailableError`."""
+        async with self.guard():
+            pool = await self._get_pool()
+            async with pool.acquire() as conn:
+                yield conn
+
+    async def idempotent(self, op: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run `op` on a pooled connection, once more on a fresh one if the first was broken.
+
+        Only for operations whose second run changes nothing the first did not (reads,
+        upserts of the same values): after a server restart the pool can still hold a
+        connection whose session ended, and the caller should not pay for that."""
+        try:
+            async with self.conn() as conn:
+                return await op(conn)
+        except DriverUnavailableError as exc:
+            if self._closed or not is_connection_failure(exc):
+                raise
+        async with self.conn() as conn:
+            return await op(conn)
+
+    async def resilient(self, op: Callable[[bool], Awaitable[T]]) -> T:
+        """Run `op(first_try)`; while it fails on a broken connection, wait and run it again
+        (with `first_try=False`, so it can check whether the broken try committed)."""
+        # Real time: a restarting server takes seconds of wall time whatever the job clock says.
+        deadline = time.monotonic() + self._settle_retry_s
+        pause = 0.05
+        first = True
+        while True:
+            try:
+                return await op(first)
+            except DriverUnavailableError as exc:
+                if self._closed or not is_connection_failure(exc):
+                    raise
+                if time.monotonic() + pause > deadline:
+                    raise
+            first = False
+            await anyio.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def migrate(self) -> None:
+        await self.migrate_with()
+
+    async def migrate_with(self, install_from: InstallFrom = "schema") -> list[int]:
+        """`migrate()`, choosing how a fresh database is built (tests compare the two roads)."""
+        async with self.conn() as conn:
+            return await run_migrations(
+                conn, self.schema, self.clock.now_ms(), install_from=install_from
+            )
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._listener.close()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            with anyio.move_on_after(self._connect_timeout_s, shield=True) as scope:
+                try:
+                    await pool.close()
+                except DRIVER_FAILURES:
+                    pool.terminate()
+            if scope.cancelled_caught:
+                pool.terminate()
+        self.signal.notify()
+
+    # --- wake-ups -----------------------------------------------------------------------------
+
+    async def start_listening(self) -> bool:
+        """Listen for other processes' enqueues now; False when `listen=False` or the server is
+        away (waits then poll)."""
+        if not self.listen or self._closed:
+            return False
+        return await self._listener.ensure()
+
+    async def wait_for_work(self, timeout_ms: int) -> None:
+        if self._closed:
+            return
+        if self.listen:
+            self._listener.kick()  # never waits for the connect: polling covers until it is up
+        await self.signal.wait(self.clock, timeout_ms)

@@ -1,0 +1,398 @@
+"""Job-level operations over PostgreSQL: enqueue, claim, settle, read, cancel, retry, steps.
+
+Each mirrors the memory driver's semantics exactly (the parity suite compares them); the SQL is
+in queries.sql. The happy path writes no events: only a nack that names an error or parks, a
+dead letter, a cancel, a retry and `record_event` do, as in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from engine.drivers.postgres import rows
+from engine.drivers.postgres.core import PgCore
+from engine.drivers.postgres.migrate import Conn
+from engine.errors import (
+    DriverUnavailableError,
+    JobDuplicateError,
+    JobNotCancellableError,
+    JobNotFoundError,
+    JobNotRetryableError,
+    JobSlotLostError,
+)
+from schemas.events import EventRecord
+from schemas.jobs import (
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    HeartbeatResult,
+    JobFilter,
+    JobPage,
+    JobRecord,
+    NackOptions,
+)
+from schemas.states import RETRYABLE_STATES, JobState
+from schemas.stats import QueueStats
+from schemas.steps import StepRecord
+
+DedupeKey = tuple[str, str, str]
+# How many statements enqueue spends on items whose holder committed mid-statement.
+_ENQUEUE_ROUNDS = 5
+
+
+def dedupe_key(request: EnqueueRequest) -> DedupeKey:
+    # `or ''` is the index's coalesce: all tenantless rows share one namespace (rule 2).
+    return (request.name, request.tenant_id or "", request.idempotency_key)
+
+
+@dataclass(frozen=True)
+class _Holder:
+    """Who holds a dedupe key after the insert: the new row, or a live one already there."""
+
+    id: str
+    run_id: str
+    state: JobState
+    inserted: bool
+
+
+class PgJobs(PgCore):
+    # --- enqueue ------------------------------------------------------------------------------
+
+    async def enqueue(self, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+        if not requests:
+            return []
+        async with self.conn() as conn:
+            results, inserted = await self.enqueue_on(conn, requests)
+        if inserted:
+            self.signal.notify()
+        return results
+
+    async def enqueue_on(
+        self, conn: Conn, requests: Sequence[EnqueueRequest]
+    ) -> tuple[list[EnqueueResult], bool]:
+        """Enqueue on `conn` (the outbox passes its own transaction); also says whether any row
+        was inserted. With `on_conflict='error'` anywhere in the batch, a refusal must leave
+        nothing behind, so the batch runs in a (nested, if need be) transaction."""
+        now = self.clock.now_ms()
+        first_of: dict[DedupeKey, int] = {}
+        unique: list[EnqueueRequest] = []
+        for index, request in enumerate(requests):
+            key = dedupe_key(request)
+            if key not in first_of:
+                first_of[key] = index
+                unique.append(request)
+        if any(r.on_conflict == "error" for r in requests):
+            async with conn.transaction():
+                holders = await self._insert(conn, unique, now)
+                results = _results(requests, first_of, holders)
+        else:
+            holders = await self._insert(conn, unique, now)
+            results = _results(requests, first_of, holders)
+        return results, any(h.inserted for h in holders.values())
+
+    async def _insert(
+        self, conn: Conn, unique: Sequence[EnqueueRequest], now: int
+    ) -> dict[DedupeKey, _Holder]:
+        holders: dict[DedupeKey, _Holder] = {}
+        pending = list(unique)
+        for _ in range(_ENQUEUE_ROUNDS):
+            found = await conn.fetch(
+                self.q["enqueue"],
+                now,
+                [r.id for r in pending],
+                [r.run_id for r in pending],
+                [r.name for r in pending],
+                [r.queue for r in pending],
+                [r.tenant_id for r in pending],
+                [r.idempotency_key for r in pending],
+                [rows.dump(r.input) for r in pending],
+                [r.run_at for r in pending],
+                [r.max_attempts for r in pending],
+                [r.timeout_ms for r in pending],
+                [r.traceparent for r in pending],
+                [r.enqueued_by for r in pending],
+                self.channel,
+            )
+            by_request = {row["request_id"]: row for row in found}
+            missing: list[EnqueueRequest] = []
+            for request in pending:
+                row = by_request.get(request.id)
+                if row is None:
+                    missing.append(request)
+                else:
+                    holders[dedupe_key(request)] = _Holder(
+                        row["id"], row["run_id"], rows.job_state(row["state"]), row["inserted"]
+                    )
+            if not missing:
+                return holders
+            # Skipped by the conflict check, yet invisible to the statement's snapshot: the
+            # holder committed after the statement began. The next round is a new statement
+            # whose snapshot shows it (or, if it settled meanwhile, inserts after all).
+            pending = missing
+        raise DriverUnavailableError(
+            "postgres",
+            f"the live row holding {pending[0].name} key {pending[0].idempotency_key!r} kept "
+            f"changing through {_ENQUEUE_ROUNDS} tries",
+            "mcp-jobs jobs ls --json",
+        )
+
+    # --- claim and settle ---------------------------------------------------------------------
+
+    async def claim(
+        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+    ) -> list[ClaimedJob]:
+        if limit <= 0 or (queues is not None and not queues):
+            return []
+        now = self.clock.now_ms()
+        async with self.conn() as conn:
+            if queues is None:
+                found = await conn.fetch(self.q["claim"], now, limit, worker_id, lease_ms)
+            else:
+                found = await conn.fetch(
+                    self.q["claim_queues"], now, limit, worker_id, lease_ms, list(queues)
+                )
+        claimed = [
+            ClaimedJob(
+                record=rows.job(row),
+                token=row["lease_token"],
+                lease_expires_at=row["lease_expires_at"],
+            )
+            for row in found
+        ]
+        claimed.sort(key=lambda c: (c.record.run_at, c.record.id))
+        return claimed
+
+    async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
+        expires = self.clock.now_ms() + lease_ms
+        found = await self.idempotent(
+            lambda c: c.fetch(self.q["heartbeat"], job_id, token, expires)
+        )
+        if not found:
+            raise JobSlotLostError(job_id)
+        row = found[0]
+        if row["state"] == "cancelled":
+            return HeartbeatResult(
+                lease_expires_at=row["lease_expires_at"] or 0, cancel_requested=True
+            )
+        return HeartbeatResult(lease_expires_at=row["lease_expires_at"], cancel_requested=False)
+
+    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
+        payload = rows.dump(output)
+
+        async def once(first: bool) -> None:
+            async with self.conn() as conn:
+                done = await conn.fetchval(
+                    self.q["ack"], job_id, token, payload, self.clock.now_ms()
+                )
+                if done:
+                    return
+                if not first:
+                    row = await conn.fetchrow(self.q["settled_by"], job_id, token)
+                    if row is not None and row["state"] == "done":
+                        return  # the try whose connection broke had committed
+            raise JobSlotLostError(job_id)
+
+        await self.resilient(once)
+
+    async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
+        now = self.clock.now_ms()
+        state: JobState
+        event: str | None
+        run_at: int | None
+        if options.dead_letter or options.fail:
+            state = "dead" if options.dead_letter else "failed"
+            run_at, keep_queued_at, finished_at, event = None, True, now, state
+        else:
+            run_at = now + max(0, options.delay_ms)
+            if options.park:
+                state = "suspended"
+            elif options.delay_ms > 0 and not options.is_shed:
+                state = "delayed"
+            else:
+                state = "ready"
+            # A shed keeps queued_at so the oldest-ready age keeps growing (rule 7).
+            keep_queued_at, finished_at = options.is_shed, None
+            event = "parked" if options.park else ("retried" if options.error is not None else None)
+
+        async def once(first: bool) -> JobRecord:
+            async with self.conn() as conn:
+                row = await conn.fetchrow(
+                    self.q["nack"],
+                    job_id,
+                    token,
+                    state,
+                    options.counts_as_attempt,
+                    run_at,
+                    keep_queued_at,
+                    options.error,
+                    finished_at,
+                    now,
+                    event,
+                )
+                if row is None and not first:
+                    row = await conn.fetchrow(self.q["settled_by"], job_id, token)
+            if row is None:
+                raise JobSlotLostError(job_id)
+            return rows.job(row)
+
+        record = await self.resilient(once)
+        if record.state in ("ready", "delayed", "suspended"):
+            self.signal.notify()
+        return record
+
+    # --- read ---------------------------------------------------------------------------------
+
+    async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
+        row = await self.idempotent(lambda c: c.fetchrow(self.q["get"], job_id, tenant_id))
+        if row is None:
+            raise JobNotFoundError(job_id, tenant_id)
+        return rows.job(row)
+
+    async def list_jobs(self, filter: JobFilter) -> JobPage:
+        args = (
+            list(filter.states) if filter.states is not None else None,
+            filter.name,
+            filter.queue,
+            filter.tenant_id,
+            filter.cursor,
+            filter.limit + 1,
+        )
+        found = await self.idempotent(lambda c: c.fetch(self.q["list_jobs"], *args))
+        page = [rows.job(row) for row in found[: filter.limit]]
+        more = len(found) > filter.limit
+        return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
+
+    async def load_trace(
+        self, job_id: str, tenant_id: str | None = None
+    ) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
+        async def read(
+            conn: Conn,
+        ) -> tuple[JobRecord, list[asyncpg.Record], list[asyncpg.Record]]:
+            row = await conn.fetchrow(self.q["get"], job_id, tenant_id)
+            if row is None:
+                raise JobNotFoundError(job_id, tenant_id)
+            record = rows.job(row)
+            steps = await conn.fetch(self.q["trace_steps"], record.run_id)
+            events = await conn.fetch(self.q["trace_events"], job_id)
+            return record, steps, events
+
+        record, steps, events = await self.idempotent(read)
+        return record, [rows.step(s) for s in steps], [rows.event(e) for e in events]
+
+    async def stats(self, queues: Sequence[str] | None = None) -> list[QueueStats]:
+        args = (self.clock.now_ms(), list(queues) if queues is not None else None)
+        found = await self.idempotent(lambda c: c.fetch(self.q["stats"], *args))
+        # Sorted here, not in SQL: Python's code-point order, whatever the database collation.
+        return sorted((rows.queue_stats(row) for row in found), key=lambda s: s.queue)
+
+    # --- operate ------------------------------------------------------------------------------
+
+    async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
+        async with self.conn() as conn:
+            row = await conn.fetchrow(
+                self.q["cancel"], job_id, tenant_id, self.clock.now_ms(), actor
+            )
+        if row is None:
+            raise JobNotFoundError(job_id, tenant_id)
+        if row["id"] is None:
+            raise JobNotCancellableError(job_id, rows.job_state(row["previous_state"]))
+        return rows.job(row)
+
+    async def retry(
+        self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
+    ) -> JobRecord:
+        args = (job_id, tenant_id, include_cancelled, self.clock.now_ms(), actor, self.channel)
+        async with self.conn() as conn:
+            try:
+                row = await conn.fetchrow(self.q["retry"], *args)
+            except asyncpg.UniqueViolationError:
+                # A live row took the key between our look and our write: look again.
+                row = await conn.fetchrow(self.q["retry"], *args)
+        if row is None:
+            raise JobNotFoundError(job_id, tenant_id)
+        if row["id"] is None:
+            previous = rows.job_state(row["previous_state"])
+            cancelled_ok = include_cancelled and previous == "cancelled"
+            allowed = previous in RETRYABLE_STATES or cancelled_ok
+            if allowed and row["holder_id"] is not None:
+                raise JobDuplicateError(
+                    row["target_name"], row["target_key"], row["holder_id"], row["target_tenant"]
+                )
+            raise JobNotRetryableError(job_id, previous)
+        self.signal.notify()
+        return rows.job(row)
+
+    async def record_event(self, event: EventRecord) -> None:
+        async with self.conn() as conn:
+            await conn.execute(
+                self.q["record_event"],
+                event.job_id,
+                event.at,
+                event.kind,
+                event.actor,
+                event.tenant_id,
+                rows.dump(event.data),
+            )
+
+    # --- steps (rule 6) -----------------------------------------------------------------------
+
+    async def load_steps(self, run_id: str) -> list[StepRecord]:
+        found = await self.idempotent(lambda c: c.fetch(self.q["load_steps"], run_id))
+        return [rows.step(row) for row in found]
+
+    async def save_step(self, job_id: str, token: str, step: StepRecord) -> None:
+        output = rows.dump(step.output)
+
+        async def once(first: bool) -> None:
+            # An upsert of the same values: safe to repeat after a broken connection.
+            async with self.conn() as conn:
+                written = await conn.fetchval(
+                    self.q["save_step"],
+                    job_id,
+                    token,
+                    step.run_id,
+                    step.name,
+                    step.job_id,
+                    step.status,
+                    output,
+                    step.error,
+                    step.started_at,
+                    step.finished_at,
+                    step.attempts,
+                )
+            if written is None:
+                raise JobSlotLostError(job_id)
+
+        await self.resilient(once)
+
+
+def _results(
+    requests: Sequence[EnqueueRequest],
+    first_of: dict[DedupeKey, int],
+    holders: dict[DedupeKey, _Holder],
+) -> list[EnqueueResult]:
+    """One result per request, in order; the first refusal in order raises (as memory does)."""
+    results: list[EnqueueResult] = []
+    for index, request in enumerate(requests):
+        key = dedupe_key(request)
+        holder = holders[key]
+        if holder.inserted and first_of[key] == index:
+            results.append(
+                EnqueueResult(
+                    id=request.id, run_id=request.run_id, deduped=False, state=holder.state
+                )
+            )
+            continue
+        # Held: by a live row already there, or by an earlier item of this batch.
+        if request.on_conflict == "error":
+            raise JobDuplicateError(
+                request.name, request.idempotency_key, holder.id, request.tenant_id
+            )
+        results.append(
+            EnqueueResult(id=holder.id, run_id=holder.run_id, deduped=True, state=holder.state)
+        )
+    return results

@@ -1,0 +1,81 @@
+"""The one install point of the PostgreSQL schema (rule 10): versioned, idempotent, concurrent-safe.
+
+A database with no `schema_version` table is installed from schema.sql (the declared current
+schema) and stamped with every migration version; a database at version v gets migrations
+v+1..n. Both run in one transaction under an advisory lock, so two processes migrating at once
+queue: the second finds the work done and changes nothing. A test installs both ways and
+compares the catalogs, which is what keeps schema.sql and the migrations honest.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+from engine.drivers.postgres.sql import (
+    latest_version,
+    migrations,
+    raw_schema,
+    with_schema,
+)
+
+InstallFrom = Literal["schema", "migrations"]
+# A pooled connection or one the application lends (the outbox); both speak the same API.
+Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]"
+
+_INSTALLED = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables"
+    " WHERE schemaname = $1 AND tablename = 'schema_version')"
+)
+_VERSION = "SELECT coalesce(max(version), 0) FROM {schema}.schema_version"
+_STAMP = (
+    "INSERT INTO {schema}.schema_version (version, name, applied_at) "
+    "SELECT v, n, $3 FROM unnest($1::integer[], $2::text[]) AS m(v, n) "
+    "ON CONFLICT (version) DO NOTHING"
+)
+
+
+async def current_version(conn: Conn, schema: str) -> int:
+    """The highest applied migration, 0 when the schema was never installed."""
+    # A catalog query, not to_regclass(): that reads the relation cache, which can still miss a
+    # table another session committed while we waited for the migration lock.
+    if not await conn.fetchval(_INSTALLED, schema):
+        return 0
+    version: int = await conn.fetchval(with_schema(_VERSION, schema))
+    return version
+
+
+async def migrate(
+    conn: Conn,
+    schema: str,
+    now_ms: int,
+    *,
+    install_from: InstallFrom = "schema",
+) -> list[int]:
+    """Bring `schema` to the latest version; returns the versions this call applied."""
+    latest = latest_version()
+    if await current_version(conn, schema) >= latest:
+        return []  # the common case: no lock, two cheap reads
+    async with conn.transaction():
+        # Per schema, so two installs in one database do not wait on each other.
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtext('mcp-jobs migrate'), hashtext($1))", schema
+        )
+        version = await current_version(conn, schema)
+        pending = [m for m in migrations() if m.version > version]
+        if not pending:
+            return []
+        if version == 0 and install_from == "schema":
+            await conn.execute(with_schema(raw_schema(), schema))
+        else:
+            for migration in pending:
+                await conn.execute(with_schema(migration.text, schema))
+        await conn.execute(
+            with_schema(_STAMP, schema),
+            [m.version for m in pending],
+            [m.name for m in pending],
+            now_ms,
+        )
+    return [m.version for m in pending]

@@ -1,0 +1,1 @@
+"""Numbered schema migrations, applied in order by `engine.drivers.postgres.migrate`."""

@@ -1,0 +1,434 @@
+-- Named queries of the PostgreSQL driver, loaded into a dict by sql.py (`-- name: x` starts one).
+--
+-- `{schema}` is the configured schema, substituted as a quoted identifier at load. Everything
+-- else is a parameter: values never enter the text. Every time ($now and friends) is epoch ms
+-- from the driver's injected clock, never now(), so a manual clock rules SQL as it rules memory.
+-- The live states are spelled out where they are used, identical to the dedupe index predicate.
+
+-- name: enqueue
+-- A batch in one round trip. Items with one dedupe key were folded in Python first, so no two
+-- rows here collide with each other. ON CONFLICT spells the index expression of
+-- jobs_dedupe_live_idx exactly (rule 2), and the live lookup uses the same predicate. A row
+-- committed by another session after this statement's snapshot is skipped by the conflict
+-- check but invisible to the lookup: the caller runs this again for those (a new snapshot).
+-- The uncorrelated pg_notify subquery runs once, and only when some row was inserted.
+WITH req AS (
+    SELECT *
+      FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                  $8::text[], $9::bigint[], $10::integer[], $11::bigint[], $12::text[],
+                  $13::text[])
+           AS r(id, run_id, name, queue, tenant_id, idempotency_key, input, run_at,
+                max_attempts, timeout_ms, traceparent, enqueued_by)
+),
+ins AS (
+    INSERT INTO {schema}.jobs (
+        id, run_id, name, queue, tenant_id, idempotency_key, input, state, attempt,
+        max_attempts, run_at, queued_at, created_at, updated_at, timeout_ms, traceparent,
+        enqueued_by
+    )
+    SELECT id, run_id, name, queue, tenant_id, idempotency_key, input::jsonb,
+           CASE WHEN run_at > $1::bigint THEN 'delayed' ELSE 'ready' END, 0,
+           max_attempts, run_at, run_at, $1, $1, timeout_ms, traceparent, enqueued_by
+      FROM req
+    ON CONFLICT (name, (coalesce(tenant_id, '')), idempotency_key)
+       WHERE state IN ('ready', 'delayed', 'running', 'suspended')
+       DO NOTHING
+    RETURNING id, run_id, state
+)
+SELECT r.id AS request_id, true AS inserted, i.id, i.run_id, i.state,
+       (SELECT pg_notify($14::text, '')) AS woke
+  FROM req AS r
+  JOIN ins AS i ON i.id = r.id
+UNION ALL
+SELECT r.id, false, live.id, live.run_id, live.state, NULL
+  FROM req AS r
+  JOIN {schema}.jobs AS live
+    ON live.name = r.name
+   AND coalesce(live.tenant_id, '') = coalesce(r.tenant_id, '')
+   AND live.idempotency_key = r.idempotency_key
+   AND live.state IN ('ready', 'delayed', 'running', 'suspended')
+ WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.id = r.id);
+
+-- name: claim
+-- One statement: lock up to $2 due rows in (run_at, id) order, skipping rows another claimer
+-- holds, and lease them. A running row whose lease ran out is due again (rule 13). Two arms,
+-- each walking its own index in order and stopping at $2, so a deep backlog costs a batch, not
+-- a sort of the whole queue; rows an arm locked beyond the final batch are let go at commit.
+WITH due AS (
+    SELECT id, run_at
+      FROM (SELECT id, run_at
+              FROM {schema}.jobs
+             WHERE state IN ('ready', 'delayed', 'suspended') AND run_at <= $1::bigint
+             ORDER BY run_at, id
+             LIMIT $2
+               FOR UPDATE SKIP LOCKED) AS waiting
+    UNION ALL
+    SELECT id, run_at
+      FROM (SELECT id, run_at
+              FROM {schema}.jobs
+             WHERE state = 'running' AND lease_expires_at <= $1::bigint
+             ORDER BY run_at, id
+             LIMIT $2
+               FOR UPDATE SKIP LOCKED) AS abandoned
+),
+batch AS (
+    SELECT id FROM due ORDER BY run_at, id LIMIT $2
+)
+UPDATE {schema}.jobs AS j
+   SET state = 'running', attempt = j.attempt + 1, worker_id = $3::text,
+       lease_token = replace(gen_random_uuid()::text, '-', ''),
+       lease_expires_at = $1 + $4::bigint, cancel_requested = false, updated_at = $1
+  FROM batch
+ WHERE j.id = batch.id
+RETURNING j.*;
+
+-- name: claim_queues
+-- claim, restricted to the worker's queues (a separate text keeps each plan specific).
+WITH due AS (
+    SELECT id, run_at
+      FROM (SELECT id, run_at
+              FROM {schema}.jobs
+             WHERE state IN ('ready', 'delayed', 'suspended') AND run_at <= $1::bigint
+               AND queue = ANY($5::text[])
+             ORDER BY run_at, id
+             LIMIT $2
+               FOR UPDATE SKIP LOCKED) AS waiting
+    UNION ALL
+    SELECT id, run_at
+      FROM (SELECT id, run_at
+              FROM {schema}.jobs
+             WHERE state = 'running' AND lease_expires_at <= $1::bigint
+               AND queue = ANY($5::text[])
+             ORDER BY run_at, id
+             LIMIT $2
+               FOR UPDATE SKIP LOCKED) AS abandoned
+),
+batch AS (
+    SELECT id FROM due ORDER BY run_at, id LIMIT $2
+)
+UPDATE {schema}.jobs AS j
+   SET state = 'running', attempt = j.attempt + 1, worker_id = $3::text,
+       lease_token = replace(gen_random_uuid()::text, '-', ''),
+       lease_expires_at = $1 + $4::bigint, cancel_requested = false, updated_at = $1
+  FROM batch
+ WHERE j.id = batch.id
+RETURNING j.*;
+
+-- name: heartbeat
+-- Extend the lease and the job's limiter slots. A cancelled row that still carries the token
+-- answers with its state, so the holder hears cancel_requested; no row at all means lost.
+WITH beat AS (
+    UPDATE {schema}.jobs
+       SET lease_expires_at = $3::bigint
+     WHERE id = $1 AND lease_token = $2 AND state = 'running'
+    RETURNING lease_expires_at
+),
+extended AS (
+    UPDATE {schema}.slots
+       SET expires_at = $3::bigint
+     WHERE job_id = $1 AND EXISTS (SELECT 1 FROM beat)
+)
+SELECT 'running' AS state, lease_expires_at FROM beat
+UNION ALL
+SELECT state, lease_expires_at
+  FROM {schema}.jobs
+ WHERE id = $1 AND lease_token = $2 AND state = 'cancelled';
+
+-- name: ack
+WITH done AS (
+    UPDATE {schema}.jobs
+       SET state = 'done', output = coalesce($3::jsonb, output), updated_at = $4::bigint,
+           finished_at = $4::bigint, worker_id = NULL, lease_expires_at = NULL,
+           lease_token = NULL, settled_token = $2
+     WHERE id = $1 AND lease_token = $2 AND state = 'running'
+    RETURNING id
+),
+released AS (
+    DELETE FROM {schema}.slots WHERE job_id = $1 AND EXISTS (SELECT 1 FROM done)
+)
+SELECT count(*) FROM done;
+
+-- name: nack
+-- Hand a claimed row back: requeue (ready/delayed/suspended) or settle (dead/failed). The
+-- caller picks the state; $5 (new run_at) is NULL when settling, $6 keeps queued_at (a shed,
+-- or a settle). The event ($10) is written only when the caller names one: no happy-path rows.
+WITH held AS (
+    SELECT id, attempt
+      FROM {schema}.jobs
+     WHERE id = $1 AND lease_token = $2 AND state = 'running'
+       FOR UPDATE
+),
+moved AS (
+    UPDATE {schema}.jobs AS j
+       SET state = $3::text,
+           attempt = CASE WHEN $4::boolean THEN j.attempt ELSE greatest(j.attempt - 1, 0) END,
+           run_at = coalesce($5::bigint, j.run_at),
+           queued_at = CASE WHEN $6::boolean THEN j.queued_at
+                            ELSE coalesce($5::bigint, j.queued_at) END,
+           last_error = coalesce($7::text, j.last_error),
+           finished_at = coalesce($8::bigint, j.finished_at),
+           worker_id = NULL, lease_expires_at = NULL, lease_token = NULL, settled_token = $2,
+           updated_at = $9::bigint
+      FROM held
+     WHERE j.id = held.id
+    RETURNING j.*, held.attempt AS held_attempt
+),
+released AS (
+    DELETE FROM {schema}.slots WHERE job_id = $1 AND EXISTS (SELECT 1 FROM moved)
+),
+logged AS (
+    INSERT INTO {schema}.events (job_id, at, kind, tenant_id, data)
+    SELECT id, $9::bigint, $10::text, tenant_id,
+           CASE WHEN $10::text = 'parked'
+                THEN jsonb_build_object('until', $5::bigint, 'reason', $7::text)
+                ELSE jsonb_build_object('attempt', held_attempt, 'error', $7::text) END
+      FROM moved
+     WHERE $10::text IS NOT NULL
+)
+SELECT * FROM moved;
+
+-- name: settled_by
+-- After a settle whose connection broke: did that settle commit before the break?
+SELECT * FROM {schema}.jobs WHERE id = $1 AND settled_token = $2;
+
+-- name: get
+SELECT * FROM {schema}.jobs WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2);
+
+-- name: list_jobs
+SELECT *
+  FROM {schema}.jobs
+ WHERE ($1::text[] IS NULL OR state = ANY($1))
+   AND ($2::text IS NULL OR name = $2)
+   AND ($3::text IS NULL OR queue = $3)
+   AND ($4::text IS NULL OR tenant_id = $4)
+   AND ($5::text IS NULL OR id < $5)
+ ORDER BY id DESC
+ LIMIT $6;
+
+-- name: trace_steps
+SELECT * FROM {schema}.steps WHERE run_id = $1 ORDER BY started_at, seq;
+
+-- name: trace_events
+SELECT * FROM {schema}.events WHERE job_id = $1 ORDER BY id;
+
+-- name: stats
+-- Rule 7: a due delayed row counts as ready; a shed row is ready (it never left the state) and
+-- its age runs from queued_at, which a shed does not move.
+SELECT queue,
+       count(*) FILTER (WHERE state = 'ready' OR (state = 'delayed' AND run_at <= $1::bigint))
+           AS ready,
+       count(*) FILTER (WHERE state = 'delayed' AND run_at > $1::bigint) AS delayed,
+       count(*) FILTER (WHERE state = 'running') AS running,
+       count(*) FILTER (WHERE state = 'suspended') AS suspended,
+       count(*) FILTER (WHERE state = 'dead') AS dead,
+       count(*) FILTER (WHERE state = 'failed') AS failed,
+       count(*) FILTER (WHERE state = 'done') AS done,
+       count(*) FILTER (WHERE state = 'cancelled') AS cancelled,
+       coalesce(max($1::bigint - queued_at) FILTER (
+           WHERE (state = 'ready' OR (state = 'delayed' AND run_at <= $1::bigint))
+             AND queued_at <= $1::bigint), 0) AS oldest_ready_ms,
+       count(*) FILTER (WHERE state = 'running' AND coalesce(lease_expires_at, 0) <= $1::bigint)
+           AS expired_leases,
+       count(*) FILTER (WHERE state = 'suspended' AND run_at <= $1::bigint) AS due_suspended,
+       coalesce(max($1::bigint - run_at) FILTER (
+           WHERE state = 'suspended' AND run_at <= $1::bigint), 0) AS oldest_due_suspended_ms,
+       array_agg(DISTINCT state) AS states
+  FROM {schema}.jobs
+ WHERE ($2::text[] IS NULL OR queue = ANY($2))
+ GROUP BY queue;
+
+-- name: cancel
+-- Live → cancelled. A running row keeps its token and lease so the holder's next heartbeat
+-- hears cancel_requested; any other row drops its token.
+WITH target AS (
+    SELECT id, state
+      FROM {schema}.jobs
+     WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2)
+       FOR UPDATE
+),
+cancelled AS (
+    UPDATE {schema}.jobs AS j
+       SET state = 'cancelled', cancel_requested = (target.state = 'running'),
+           lease_token = CASE WHEN target.state = 'running' THEN j.lease_token END,
+           updated_at = $3::bigint, finished_at = $3::bigint
+      FROM target
+     WHERE j.id = target.id AND target.state IN ('ready', 'delayed', 'running', 'suspended')
+    RETURNING j.*
+),
+logged AS (
+    INSERT INTO {schema}.events (job_id, at, kind, actor, tenant_id, data)
+    SELECT c.id, $3::bigint, 'cancelled', $4::text, c.tenant_id,
+           jsonb_build_object('from', t.state)
+      FROM cancelled AS c JOIN target AS t ON t.id = c.id
+)
+SELECT t.state AS previous_state, c.*
+  FROM target AS t LEFT JOIN cancelled AS c ON c.id = t.id;
+
+-- name: retry
+-- failed/dead (cancelled when $3) → ready now, attempt 0, same run id. Refused while another
+-- live row holds the key (same predicate as the dedupe index).
+WITH target AS (
+    SELECT id, state, name, tenant_id, idempotency_key
+      FROM {schema}.jobs
+     WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2)
+       FOR UPDATE
+),
+holder AS (
+    SELECT live.id
+      FROM {schema}.jobs AS live, target
+     WHERE live.name = target.name
+       AND coalesce(live.tenant_id, '') = coalesce(target.tenant_id, '')
+       AND live.idempotency_key = target.idempotency_key
+       AND live.state IN ('ready', 'delayed', 'running', 'suspended')
+     LIMIT 1
+),
+requeued AS (
+    UPDATE {schema}.jobs AS j
+       SET state = 'ready', attempt = 0, run_at = $4::bigint, queued_at = $4::bigint,
+           updated_at = $4::bigint, finished_at = NULL, cancel_requested = false,
+           worker_id = NULL, lease_expires_at = NULL, lease_token = NULL
+      FROM target
+     WHERE j.id = target.id
+       AND (target.state IN ('failed', 'dead') OR ($3::boolean AND target.state = 'cancelled'))
+       AND NOT EXISTS (SELECT 1 FROM holder)
+    RETURNING j.*
+),
+logged AS (
+    INSERT INTO {schema}.events (job_id, at, kind, actor, tenant_id, data)
+    SELECT r.id, $4::bigint, 'requeued', $5::text, r.tenant_id,
+           jsonb_build_object('from', t.state)
+      FROM requeued AS r JOIN target AS t ON t.id = r.id
+)
+SELECT t.state AS previous_state, t.name AS target_name, t.idempotency_key AS target_key,
+       t.tenant_id AS target_tenant, (SELECT id FROM holder) AS holder_id, r.*,
+       (SELECT pg_notify($6::text, '') FROM requeued LIMIT 1) AS woke
+  FROM target AS t LEFT JOIN requeued AS r ON r.id = t.id;
+
+-- name: record_event
+INSERT INTO {schema}.events (job_id, at, kind, actor, tenant_id, data)
+VALUES ($1, $2, $3, $4, $5, $6::jsonb);
+
+-- name: load_steps
+SELECT * FROM {schema}.steps WHERE run_id = $1 ORDER BY started_at, seq;
+
+-- name: save_step
+-- Upsert by (run_id, name), only while the token holds the running job. FOR SHARE makes a
+-- concurrent re-claim wait for this write (or this write see the re-claim and write nothing).
+WITH held AS (
+    SELECT 1
+      FROM {schema}.jobs
+     WHERE id = $1 AND lease_token = $2 AND state = 'running'
+       FOR SHARE
+)
+INSERT INTO {schema}.steps AS s (
+    run_id, name, job_id, status, output, error, started_at, finished_at, attempts
+)
+SELECT $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11 FROM held
+ON CONFLICT (run_id, name) DO UPDATE
+   SET job_id = excluded.job_id, status = excluded.status, output = excluded.output,
+       error = excluded.error, started_at = excluded.started_at,
+       finished_at = excluded.finished_at, attempts = excluded.attempts
+RETURNING 1;
+
+-- name: acquire_slots
+SELECT {schema}.acquire_slots($1, $2::text[], $3::integer[], $4::bigint, $5::bigint);
+
+-- name: release_slots
+DELETE FROM {schema}.slots WHERE job_id = $1;
+
+-- name: worker_seen
+INSERT INTO {schema}.workers (
+    id, hostname, pid, queues, concurrency, started_at, last_seen_at
+)
+VALUES ($1, $2, $3, $4::text[], $5, $6, $7)
+ON CONFLICT (id) DO UPDATE
+   SET hostname = excluded.hostname, pid = excluded.pid, queues = excluded.queues,
+       concurrency = excluded.concurrency, started_at = excluded.started_at,
+       last_seen_at = excluded.last_seen_at;
+
+-- name: worker_gone
+DELETE FROM {schema}.workers WHERE id = $1;
+
+-- name: live_workers
+SELECT * FROM {schema}.workers WHERE last_seen_at >= $1 ORDER BY seq;
+
+-- name: backfill_save
+INSERT INTO {schema}.backfills (
+    run_id, name, checksum, environment, status, app_version, rows_processed, rows_total,
+    cursor, job_id, started_at, finished_at, error
+)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)
+ON CONFLICT (run_id) DO UPDATE
+   SET name = excluded.name, checksum = excluded.checksum,
+       environment = excluded.environment, status = excluded.status,
+       app_version = excluded.app_version, rows_processed = excluded.rows_processed,
+       rows_total = excluded.rows_total, cursor = excluded.cursor, job_id = excluded.job_id,
+       started_at = excluded.started_at, finished_at = excluded.finished_at,
+       error = excluded.error;
+
+-- name: backfill_runs
+SELECT *
+  FROM {schema}.backfills
+ WHERE ($1::text IS NULL OR name = $1)
+   AND ($2::text IS NULL OR environment = $2)
+ ORDER BY started_at DESC, run_id DESC;
+
+-- name: scheduler_lead
+-- Take the one leadership row when it is free, expired, or already ours. The row lock taken by
+-- ON CONFLICT makes two contenders queue, and the second re-reads the first's lease.
+INSERT INTO {schema}.scheduler_leader AS l (id, holder, expires_at)
+VALUES (1, $1, $2::bigint + $3::bigint)
+ON CONFLICT (id) DO UPDATE
+   SET holder = excluded.holder, expires_at = excluded.expires_at
+ WHERE l.holder = excluded.holder OR l.expires_at <= $2::bigint
+RETURNING holder;
+
+-- name: task_state
+SELECT * FROM {schema}.scheduler_state WHERE task = $1;
+
+-- name: task_fired
+-- Never moves backwards: greatest() ignores the NULL of a task that never fired.
+INSERT INTO {schema}.scheduler_state AS s (task, last_fired_at, updated_at)
+VALUES ($1, $2, $3)
+ON CONFLICT (task) DO UPDATE
+   SET last_fired_at = greatest(s.last_fired_at, excluded.last_fired_at),
+       updated_at = excluded.updated_at;
+
+-- name: outbox_stage
+INSERT INTO {schema}.outbox (id, staged_at, request)
+SELECT id, $1::bigint, request::jsonb
+  FROM unnest($2::text[], $3::text[]) AS r(id, request);
+
+-- name: outbox_claim
+WITH free AS (
+    SELECT id
+      FROM {schema}.outbox
+     WHERE published_at IS NULL AND (claim_expires_at IS NULL OR claim_expires_at <= $1::bigint)
+     ORDER BY staged_at, id
+     LIMIT $2
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.outbox AS o
+   SET claimed_by = $3::text, claim_expires_at = $1 + $4::bigint
+  FROM free
+ WHERE o.id = free.id
+RETURNING o.*;
+
+-- name: outbox_owned
+-- Inside publish's transaction: the rows this token still holds, locked until commit.
+SELECT *
+  FROM {schema}.outbox
+ WHERE id = ANY($1::text[]) AND claimed_by = $2 AND published_at IS NULL
+   FOR UPDATE;
+
+-- name: outbox_mark_published
+-- First writer wins: published_at is stamped once, never rewritten.
+UPDATE {schema}.outbox AS o
+   SET published_at = $1::bigint, job_id = p.job_id
+  FROM unnest($2::text[], $3::text[]) AS p(id, job_id)
+ WHERE o.id = p.id AND o.published_at IS NULL;
+
+-- name: outbox_release
+UPDATE {schema}.outbox
+   SET claimed_by = NULL, claim_expires_at = NULL
+ WHERE id = ANY($1::text[]) AND claimed_by = $2 AND published_at IS NULL;

@@ -1,0 +1,187 @@
+"""Stored rows → `schemas` models. Every status column is narrowed against its runtime list.
+
+A row crosses a process boundary: it was written by whatever build was deployed when it was
+written, which on a rolling deploy is not this one. An unknown status is refused with
+`JOB_ROW_STATUS_UNKNOWN`, never cast (rule 5). jsonb arrives as text and is parsed here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from asyncpg import Record
+
+from engine.errors import JobRowStatusUnknownError
+from schemas.backfill import BackfillRun
+from schemas.events import EventRecord
+from schemas.jobs import EnqueueRequest, JobRecord
+from schemas.outbox import OutboxRow
+from schemas.scheduler import TaskState
+from schemas.states import (
+    BACKFILL_STATUSES,
+    JOB_STATES,
+    STEP_STATUSES,
+    BackfillStatus,
+    JobState,
+    StepStatus,
+)
+from schemas.stats import QueueStats, WorkerInfo
+from schemas.steps import StepRecord
+
+Row = Record
+S = TypeVar("S", bound=str)
+
+
+def _status(value: str, known: Sequence[S], table: str, column: str) -> S:
+    # The list decides, and the match is returned typed: no cast anywhere.
+    for status in known:
+        if status == value:
+            return status
+    raise JobRowStatusUnknownError(table, column, value, known)
+
+
+def job_state(value: str) -> JobState:
+    return _status(value, JOB_STATES, "jobs", "state")
+
+
+def step_status(value: str) -> StepStatus:
+    return _status(value, STEP_STATUSES, "steps", "status")
+
+
+def backfill_status(value: str) -> BackfillStatus:
+    return _status(value, BACKFILL_STATUSES, "backfills", "status")
+
+
+def dump(value: Any) -> str | None:
+    """A JSON parameter for a jsonb column; None stays SQL NULL."""
+    return None if value is None else json.dumps(value)
+
+
+def load(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def job(row: Row) -> JobRecord:
+    return JobRecord(
+        id=row["id"],
+        run_id=row["run_id"],
+        name=row["name"],
+        queue=row["queue"],
+        tenant_id=row["tenant_id"],
+        idempotency_key=row["idempotency_key"],
+        input=json.loads(row["input"]),
+        state=job_state(row["state"]),
+        attempt=row["attempt"],
+        max_attempts=row["max_attempts"],
+        run_at=row["run_at"],
+        queued_at=row["queued_at"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        finished_at=row["finished_at"],
+        timeout_ms=row["timeout_ms"],
+        last_error=row["last_error"],
+        output=load(row["output"]),
+        worker_id=row["worker_id"],
+        lease_expires_at=row["lease_expires_at"],
+        cancel_requested=row["cancel_requested"],
+        traceparent=row["traceparent"],
+        enqueued_by=row["enqueued_by"],
+    )
+
+
+def step(row: Row) -> StepRecord:
+    return StepRecord(
+        job_id=row["job_id"],
+        run_id=row["run_id"],
+        name=row["name"],
+        status=step_status(row["status"]),
+        output=load(row["output"]),
+        error=row["error"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        attempts=row["attempts"],
+    )
+
+
+def event(row: Row) -> EventRecord:
+    return EventRecord(
+        job_id=row["job_id"],
+        at=row["at"],
+        kind=row["kind"],
+        actor=row["actor"],
+        tenant_id=row["tenant_id"],
+        data=load(row["data"]),
+    )
+
+
+_STAT_FIELDS = (
+    "ready",
+    "delayed",
+    "running",
+    "suspended",
+    "dead",
+    "failed",
+    "done",
+    "cancelled",
+    "oldest_ready_ms",
+    "expired_leases",
+    "due_suspended",
+    "oldest_due_suspended_ms",
+)
+
+
+def queue_stats(row: Row) -> QueueStats:
+    for state in row["states"]:
+        job_state(state)  # a row in a state this build cannot bucket is refused, not dropped
+    return QueueStats(queue=row["queue"], **{f: int(row[f]) for f in _STAT_FIELDS})
+
+
+def worker(row: Row) -> WorkerInfo:
+    queues = row["queues"]
+    return WorkerInfo(
+        id=row["id"],
+        hostname=row["hostname"],
+        pid=row["pid"],
+        queues=list(queues) if queues is not None else None,
+        concurrency=row["concurrency"],
+        started_at=row["started_at"],
+        last_seen_at=row["last_seen_at"],
+    )
+
+
+def backfill(row: Row) -> BackfillRun:
+    return BackfillRun(
+        run_id=row["run_id"],
+        name=row["name"],
+        checksum=row["checksum"],
+        environment=row["environment"],
+        status=backfill_status(row["status"]),
+        app_version=row["app_version"],
+        rows_processed=row["rows_processed"],
+        rows_total=row["rows_total"],
+        cursor=load(row["cursor"]),
+        job_id=row["job_id"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        error=row["error"],
+    )
+
+
+def task(row: Row) -> TaskState:
+    return TaskState(
+        task=row["task"], last_fired_at=row["last_fired_at"], updated_at=row["updated_at"]
+    )
+
+
+def outbox(row: Row) -> OutboxRow:
+    return OutboxRow(
+        id=row["id"],
+        staged_at=row["staged_at"],
+        request=EnqueueRequest.model_validate_json(row["request"]),
+        claimed_by=row["claimed_by"],
+        claim_expires_at=row["claim_expires_at"],
+        published_at=row["published_at"],
+        job_id=row["job_id"],
+    )

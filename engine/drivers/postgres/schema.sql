@@ -1,0 +1,193 @@
+-- The declared current schema of the PostgreSQL driver.
+--
+-- `{schema}` stands for the configured schema name (default mcp_jobs), substituted as a quoted
+-- identifier before execution. A fresh database is installed from this file and stamped with the
+-- latest migration version; an existing one is brought here by the numbered files in
+-- migrations/. tests/postgres/test_migrate.py proves the two roads end at the same catalog.
+--
+-- Every time is a bigint of epoch milliseconds read from the driver's injected clock and passed
+-- as a parameter, never now(): a manual clock then means the same thing on every driver.
+-- Status columns carry no CHECK on purpose: a row written by a newer deploy must reach the
+-- decoder, which refuses it with JOB_ROW_STATUS_UNKNOWN instead of the insert failing elsewhere.
+
+CREATE SCHEMA IF NOT EXISTS {schema};
+
+CREATE TABLE IF NOT EXISTS {schema}.schema_version (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at bigint NOT NULL
+);
+
+CREATE TABLE {schema}.jobs (
+    -- "C" collation on ids: ordering and cursors compare code points, like Python does.
+    id text COLLATE "C" PRIMARY KEY,
+    run_id text COLLATE "C" NOT NULL,
+    name text NOT NULL,
+    queue text NOT NULL,
+    tenant_id text,
+    idempotency_key text NOT NULL,
+    input jsonb NOT NULL,
+    state text NOT NULL,
+    attempt integer NOT NULL DEFAULT 0,
+    max_attempts integer NOT NULL,
+    run_at bigint NOT NULL,
+    queued_at bigint NOT NULL,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    finished_at bigint,
+    timeout_ms bigint,
+    last_error text,
+    output jsonb,
+    worker_id text,
+    -- The claim token that fences ack/nack/heartbeat/save_step. Kept through a cancel of a
+    -- running job so the holder's next heartbeat hears cancel_requested.
+    lease_token text,
+    lease_expires_at bigint,
+    -- The token whose ack/nack settled the row: lets a settle retried after a lost connection
+    -- tell "my first try committed" from "someone else holds the job now".
+    settled_token text,
+    cancel_requested boolean NOT NULL DEFAULT false,
+    traceparent text,
+    enqueued_by text
+);
+
+-- Rule 2: the dedupe namespace is (name, tenant or '', key) over LIVE rows. The ON CONFLICT
+-- target in queries.sql spells this expression exactly, and the live-row lookup uses the same
+-- predicate; tests/postgres/test_dedupe.py pins the three together.
+CREATE UNIQUE INDEX jobs_dedupe_live_idx
+    ON {schema}.jobs (name, (coalesce(tenant_id, '')), idempotency_key)
+    WHERE state IN ('ready', 'delayed', 'running', 'suspended');
+
+-- The claim walks this in (run_at, id) order and stops after a batch.
+CREATE INDEX jobs_claim_idx
+    ON {schema}.jobs (run_at, id)
+    WHERE state IN ('ready', 'delayed', 'suspended');
+
+-- Running rows are few (at most every worker's concurrency): the claim's second arm finds the
+-- expired leases among them here.
+CREATE INDEX jobs_running_idx
+    ON {schema}.jobs (lease_expires_at)
+    WHERE state = 'running';
+
+CREATE TABLE {schema}.steps (
+    run_id text COLLATE "C" NOT NULL,
+    name text NOT NULL,
+    -- Insertion order breaks started_at ties; an upsert keeps the first position.
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    job_id text NOT NULL,
+    status text NOT NULL,
+    output jsonb,
+    error text,
+    started_at bigint NOT NULL,
+    finished_at bigint,
+    attempts integer NOT NULL DEFAULT 1,
+    PRIMARY KEY (run_id, name)
+);
+
+CREATE TABLE {schema}.events (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_id text,
+    at bigint NOT NULL,
+    kind text NOT NULL,
+    actor text,
+    tenant_id text,
+    data jsonb
+);
+
+CREATE INDEX events_job_idx ON {schema}.events (job_id, id);
+
+-- Limiter leases: one row per (cap key, job) holding a slot until expires_at.
+CREATE TABLE {schema}.slots (
+    key text NOT NULL,
+    job_id text NOT NULL,
+    expires_at bigint NOT NULL,
+    PRIMARY KEY (key, job_id)
+);
+
+CREATE INDEX slots_job_idx ON {schema}.slots (job_id);
+
+CREATE TABLE {schema}.workers (
+    id text PRIMARY KEY,
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    hostname text NOT NULL,
+    pid integer NOT NULL,
+    queues text[],
+    concurrency integer NOT NULL,
+    started_at bigint NOT NULL,
+    last_seen_at bigint NOT NULL
+);
+
+CREATE TABLE {schema}.backfills (
+    run_id text COLLATE "C" PRIMARY KEY,
+    name text NOT NULL,
+    checksum text NOT NULL,
+    environment text NOT NULL,
+    status text NOT NULL,
+    app_version text,
+    rows_processed bigint NOT NULL,
+    rows_total bigint,
+    cursor jsonb,
+    job_id text,
+    started_at bigint NOT NULL,
+    finished_at bigint,
+    error text
+);
+
+CREATE INDEX backfills_name_idx ON {schema}.backfills (name, environment);
+
+CREATE TABLE {schema}.outbox (
+    id text COLLATE "C" PRIMARY KEY,
+    staged_at bigint NOT NULL,
+    request jsonb NOT NULL,
+    claimed_by text,
+    claim_expires_at bigint,
+    published_at bigint,
+    job_id text
+);
+
+-- (staged_at, id) is the relay's total order: rows staged in one transaction share staged_at.
+CREATE INDEX outbox_unpublished_idx
+    ON {schema}.outbox (staged_at, id)
+    WHERE published_at IS NULL;
+
+CREATE TABLE {schema}.scheduler_state (
+    task text PRIMARY KEY,
+    last_fired_at bigint,
+    updated_at bigint NOT NULL
+);
+
+CREATE TABLE {schema}.scheduler_leader (
+    id smallint PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    holder text NOT NULL,
+    expires_at bigint NOT NULL
+);
+
+-- All or nothing: one slot under each (key, cap) for the job, or none; answers the first key at
+-- its cap. A function so the per-key advisory locks and the counts after them are one round trip:
+-- each statement inside takes a fresh snapshot, so the counts see every holder committed before
+-- the lock was granted.
+CREATE FUNCTION {schema}.acquire_slots(
+    p_job_id text, p_keys text[], p_caps integer[], p_now bigint, p_expires_at bigint
+) RETURNS text
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    i integer;
+    taken bigint;
+BEGIN
+    -- Sorted, so two acquirers of overlapping key sets cannot deadlock.
+    PERFORM pg_advisory_xact_lock(hashtext('{schema}.slot:' || k))
+       FROM (SELECT DISTINCT k FROM unnest(p_keys) AS k ORDER BY k) AS sorted;
+    FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
+        SELECT count(*) INTO taken
+          FROM {schema}.slots
+         WHERE key = p_keys[i] AND expires_at > p_now AND job_id <> p_job_id;
+        IF taken >= p_caps[i] THEN
+            RETURN p_keys[i];
+        END IF;
+    END LOOP;
+    INSERT INTO {schema}.slots (key, job_id, expires_at)
+    SELECT DISTINCT k, p_job_id, p_expires_at FROM unnest(p_keys) AS k
+    ON CONFLICT (key, job_id) DO UPDATE SET expires_at = excluded.expires_at;
+    RETURN NULL;
+END
+$fn$;

@@ -1,0 +1,76 @@
+"""asyncpg failures come out as DRIVER_UNAVAILABLE (transient, with a runnable fix), chained."""
+
+from __future__ import annotations
+
+import socket
+
+import asyncpg
+import pytest
+
+from engine import ManualClock
+from engine.drivers.postgres import PostgresDriver
+from engine.errors import DriverUnavailableError, JobsError
+from tests.postgres.builders import request
+from tests.support.postgres import fresh_database
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def test_a_server_that_is_not_there_is_driver_unavailable(clock: ManualClock) -> None:
+    port = free_port()
+    driver = PostgresDriver(f"postgresql://nobody@127.0.0.1:{port}/none", clock=clock)
+    try:
+        with pytest.raises(JobsError) as raised:
+            await driver.get("x")
+    finally:
+        await driver.close()
+    assert raised.value.code == "DRIVER_UNAVAILABLE"
+    assert raised.value.retryable
+    assert raised.value.fix == f"pg_isready -h 127.0.0.1 -p {port}"
+    assert isinstance(raised.value.__cause__, OSError)
+
+
+async def test_a_database_never_migrated_says_to_migrate(clock: ManualClock) -> None:
+    async with fresh_database(migrated=False) as url:
+        driver = PostgresDriver(url, clock=clock, listen=False)
+        try:
+            with pytest.raises(JobsError) as raised:
+                await driver.get("x")
+        finally:
+            await driver.close()
+    assert raised.value.code == "DRIVER_UNAVAILABLE"
+    assert raised.value.fix == "mcp-jobs db migrate"
+    assert isinstance(raised.value.__cause__, asyncpg.PostgresError)
+
+
+async def test_pooled_connections_the_server_killed_are_replaced(
+    driver: PostgresDriver, clock: ManualClock, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    (r,) = await driver.enqueue([request(clock.now_ms())])
+    killed = await sql.fetchval(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+    assert killed >= 1
+    # The pool may hand out one connection it has not yet seen die; it fails typed, and the
+    # next operation gets a fresh connection.
+    for _ in range(driver._pool_max + 1):
+        try:
+            assert (await driver.get(r.id)).id == r.id
+            break
+        except DriverUnavailableError as exc:
+            assert exc.retryable
+    else:
+        pytest.fail("the pool never replaced its dead connections")
+
+
+async def test_a_closed_driver_refuses_work(driver: PostgresDriver) -> None:
+    await driver.close()
+    with pytest.raises(JobsError) as raised:
+        await driver.get("x")
+    assert raised.value.code == "DRIVER_UNAVAILABLE"
