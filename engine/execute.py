@@ -2,14 +2,15 @@
 
 The single execution path the worker takes. It owns the run's deadline, and a deadline means
 CANCEL (rule 8): the body is stopped before the job is handed back, so no second copy of it runs
-beside the retry. It also owns the heartbeat that keeps the lease, and the stop that an operator's
-cancel or a lost lease delivers at the next beat.
+beside the retry. `keep_leases` is the heartbeat the worker runs over everything in flight, and
+the stop that an operator's cancel or a lost lease delivers at the next beat.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,9 +38,10 @@ class Permanent(Exception):
 
 
 class RunHandle:
-    """A running body's stop switch; the first reason wins."""
+    """A claimed job in flight: its fencing token and its body's stop switch (first reason wins)."""
 
-    def __init__(self) -> None:
+    def __init__(self, claimed: ClaimedJob) -> None:
+        self.claimed = claimed
         self.scope = anyio.CancelScope()
         self.reason: StopReason | None = None
 
@@ -70,9 +72,13 @@ async def execute(
     definition: JobDefinition[Any] | None,
     handle: RunHandle | None = None,
 ) -> WorkerEventKind:
-    """Run one claimed job and settle it; returns what happened to it."""
+    """Run one claimed job and settle it; returns what happened to it.
+
+    The caller keeps the lease alive (`keep_leases` over everything in flight): one heartbeat
+    loop per worker rather than a helper task per job keeps the per-job cost down.
+    """
     record = claimed.record
-    handle = handle or RunHandle()
+    handle = handle or RunHandle(claimed)
 
     def emit(kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
         rt.emit(
@@ -139,10 +145,7 @@ async def execute(
     output: Any = None
     failure: BaseException | None = None
     suspension: StepSuspension | None = None
-    async with anyio.create_task_group() as helpers:
-        helpers.start_soon(_keep_lease, rt, claimed, handle)
-        if definition.timeout_ms is not None:
-            helpers.start_soon(_deadline, rt.clock, definition.timeout_ms, handle)
+    async with _deadline(rt.clock, definition.timeout_ms, handle):
         with handle.scope, run_span(record) as span:
             try:
                 output = _json_roundtrip(
@@ -153,7 +156,6 @@ async def execute(
             except Exception as exc:
                 failure = exc
                 span.failed(exc)
-        helpers.cancel_scope.cancel()
     duration = rt.clock.now_ms() - started
 
     if handle.reason == "cancelled":
@@ -218,22 +220,41 @@ async def _fail(
     return kind
 
 
-async def _keep_lease(rt: Runtime, claimed: ClaimedJob, handle: RunHandle) -> None:
-    interval = max(1, rt.lease_ms // 3)
-    while True:
-        await rt.clock.sleep_ms(interval)
+async def keep_leases(rt: Runtime, handles: Iterable[RunHandle]) -> None:
+    """One heartbeat for each job in flight, concurrently. A lost lease or an operator's cancel
+    stops that job's body here — which is how "cancel" reaches a running job."""
+
+    async def beat(handle: RunHandle) -> None:
+        job_id, token = handle.claimed.record.id, handle.claimed.token
         try:
-            beat = await rt.driver.heartbeat(claimed.record.id, claimed.token, rt.lease_ms)
+            result = await rt.driver.heartbeat(job_id, token, rt.lease_ms)
         except JobSlotLostError:
             handle.stop("lease_lost")
             return
         except JobsError:
-            continue  # transient database trouble: the lease has slack for two more beats
-        if beat.cancel_requested:
+            return  # transient database trouble: the lease has slack for two more beats
+        if result.cancel_requested:
             handle.stop("cancelled")
-            return
+
+    async with anyio.create_task_group() as tg:
+        for handle in list(handles):
+            tg.start_soon(beat, handle)
 
 
-async def _deadline(clock: Clock, timeout_ms: int, handle: RunHandle) -> None:
-    await clock.sleep_ms(timeout_ms)
-    handle.stop("timeout")
+@asynccontextmanager
+async def _deadline(clock: Clock, timeout_ms: int | None, handle: RunHandle) -> AsyncIterator[None]:
+    """Stop the body when the job's timeout passes on the clock (rule 8); free without one."""
+    if timeout_ms is None:
+        yield
+        return
+
+    async def watchdog() -> None:
+        await clock.sleep_ms(timeout_ms)
+        handle.stop("timeout")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watchdog)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()

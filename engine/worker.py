@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from engine.errors import InvalidArgumentError, JobsError, JobSlotLostError
-from engine.execute import RunHandle, Runtime, execute
+from engine.execute import RunHandle, Runtime, execute, keep_leases
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
 from engine.observe import Listener, WorkerEvent, log_listener
@@ -69,6 +69,7 @@ class Worker:
         self.id = worker_id or new_worker_id()
         self._listeners: list[Listener] = [log_listener, *listeners]
         self._inflight: dict[str, RunHandle] = {}
+        self._claim_batch = max(1, concurrency // 4)
         self._stopping = False
         self._drain_deadline = 0
         self._nudge = anyio.Event()
@@ -115,15 +116,20 @@ class Worker:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._presence)
+                tg.start_soon(self._keep_leases)
                 for service in self._services():
                     tg.start_soon(service.run)
+                backlog = False
                 while not self._stopping:
                     free = self.concurrency - len(self._inflight)
-                    if free > 0:
+                    # With a backlog, wait until a quarter of the slots are free and claim them
+                    # in one round trip, rather than one claim per job as each slot frees.
+                    if free >= (self._claim_batch if backlog else 1):
                         batch = await self._claim(free)
                         for claimed in batch:
                             self._start(tg, claimed)
-                        if batch and len(batch) == free:
+                        backlog = len(batch) == free
+                        if backlog:
                             continue  # the queue may hold more: claim again before waiting
                         await self._race(lambda: self.driver.wait_for_work(self.poll_ms))
                     else:
@@ -150,8 +156,11 @@ class Worker:
                 return total
             total += len(batch)
             async with anyio.create_task_group() as tg:
-                for claimed in batch:
-                    self._start(tg, claimed)
+                tg.start_soon(self._keep_leases)
+                async with anyio.create_task_group() as running:
+                    for claimed in batch:
+                        self._start(running, claimed)
+                tg.cancel_scope.cancel()
 
     def stop(self) -> None:
         """Stop claiming; `run()` returns once in-flight jobs finish or the drain deadline hands
@@ -192,8 +201,13 @@ class Worker:
             for wait in (nudge.wait, *waits):
                 tg.start_soon(first, wait)
 
+    async def _keep_leases(self) -> None:
+        while True:
+            await self.clock.sleep_ms(max(1, self.lease_ms // 3))
+            await keep_leases(self.runtime, self._inflight.values())
+
     def _start(self, tg: TaskGroup, claimed: ClaimedJob) -> None:
-        handle = RunHandle()
+        handle = RunHandle(claimed)
         self._inflight[claimed.record.id] = handle
         tg.start_soon(self._run_one, claimed, handle)
 
