@@ -1,0 +1,1 @@
+"""Example applications built on mcp-jobs; `examples.shop` is the one the demo and docs use."""

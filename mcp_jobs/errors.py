@@ -1,0 +1,120 @@
+"""The errors the server and CLI raise themselves: limits, tenant pins, app loading, crashes.
+
+Engine errors pass through untouched; these cover what only the front end can get wrong. Each
+registers its code in the one engine registry, so a clash with an engine code fails at import.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.errors import JobsError
+from schemas.errors import NextCall
+
+
+class LimitExceededError(JobsError):
+    code = "LIMIT_EXCEEDED"
+    title = "an argument is over the server's limit"
+
+    def __init__(self, argument: str, value: object, limit: int, unit: str, fix: str) -> None:
+        super().__init__(
+            f"{argument} is {value} {unit}; this server accepts at most {limit} {unit}",
+            fix,
+            details={"argument": argument, "value": value, "limit": limit, "unit": unit},
+        )
+
+
+class TenantPinnedError(JobsError):
+    code = "TENANT_PINNED"
+    title = "this server is pinned to one tenant"
+
+    def __init__(self, tool: str, pinned: str, asked: str) -> None:
+        super().__init__(
+            f'this server only serves tenant "{pinned}"; the call asked for tenant "{asked}"',
+            f'{tool} {{"tenant_id": "{pinned}"}}',
+            details={"tenant_id": pinned},
+        )
+
+
+class TenantScopeExceededError(JobsError):
+    code = "TENANT_SCOPE_EXCEEDED"
+    title = "this operation spans every tenant and the server is pinned to one"
+
+    def __init__(self, operation: str, pinned: str, fix: str) -> None:
+        super().__init__(
+            f"{operation} works across every tenant's data; this server is pinned to "
+            f'tenant "{pinned}"',
+            fix,
+            details={"tenant_id": pinned},
+        )
+
+
+class ToolArgumentsInvalidError(JobsError):
+    code = "TOOL_ARGUMENTS_INVALID"
+    title = "the tool's arguments do not match its input schema"
+
+    def __init__(self, tool: str, errors: Sequence[Mapping[str, Any]], example: str) -> None:
+        first = errors[0] if errors else {"loc": (), "msg": "invalid"}
+        where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
+        super().__init__(
+            f"{tool}: argument {where}: {first.get('msg')} ({len(errors)} error(s) in all)",
+            f"{tool} {example}",
+            details={"tool": tool, "errors": [dict(e) for e in errors]},
+        )
+
+
+class AppImportError(JobsError):
+    code = "APP_IMPORT_FAILED"
+    title = "the application module could not be imported"
+
+    def __init__(self, module: str, reason: str) -> None:
+        super().__init__(
+            f'importing --app "{module}" failed: {reason}',
+            f'python -c "import {module}"',
+            details={"module": module},
+        )
+
+
+class TokenRequiredError(JobsError):
+    code = "HTTP_TOKEN_REQUIRED"
+    title = "streamable HTTP needs a bearer token"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the HTTP transport refuses to start without MCP_JOBS_TOKEN: every request must carry "
+            "`Authorization: Bearer <token>`",
+            "export MCP_JOBS_TOKEN=$(openssl rand -hex 32)",
+        )
+
+
+class MetricsUnavailableError(JobsError):
+    code = "METRICS_UNAVAILABLE"
+    title = "this build has no metrics endpoint"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "--metrics-port needs engine.metrics.serve_metrics, which this installation lacks",
+            "pip install --upgrade mcp-jobs",
+        )
+
+
+class InternalError(JobsError):
+    code = "INTERNAL"
+    title = "the server failed unexpectedly"
+    retry = "transient"
+
+    def __init__(self, where: str, correlation_id: str, call: NextCall | None = None) -> None:
+        super().__init__(
+            f"{where} failed with an unexpected error; the server log has the traceback under "
+            f"correlation id {correlation_id}",
+            f"grep {correlation_id} <mcp-jobs server log>",
+            next_call=call,
+            details={"correlation_id": correlation_id},
+        )
+
+
+def example_call(arguments: Mapping[str, Any]) -> str:
+    """A tool call written the way fix lines write them: `tool {"arg": value}`."""
+    return json.dumps(dict(arguments), separators=(", ", ": "))

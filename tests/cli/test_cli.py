@@ -1,0 +1,242 @@
+"""`mcp-jobs` against a real SQLite file (and memory:// for the quick ones): every command, the
+error output, and `--json` envelopes that validate against the MCP tools' own output schemas."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from jsonschema import Draft202012Validator
+
+import examples.shop
+from engine import connect
+from mcp_jobs.app import build_server
+from mcp_jobs.cli import build_parser, main
+from mcp_jobs.config import Settings
+from mcp_jobs.render import ProgressBar
+
+APP = "examples.shop"
+
+
+@pytest.fixture
+def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A working directory with its own jobs database and shop database; yields the jobs URL."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("MCP_JOBS_DATABASE_URL", "MCP_JOBS_APP", "MCP_JOBS_ENV", "MCP_JOBS_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
+    yield f"sqlite:///{tmp_path}/jobs.db"
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = cli(capsys, *argv, "--json")
+    envelope: dict[str, Any] = json.loads(out)
+    assert (code == 0) == envelope["ok"], envelope
+    return code, envelope
+
+
+def tool_schemas() -> dict[str, dict[str, Any]]:
+    async def load() -> dict[str, dict[str, Any]]:
+        jobs = await connect("memory://")
+        try:
+            server = build_server(Settings(), jobs)
+            return {t.name: t.output_schema or {} for t in await server.list_tools()}
+        finally:
+            await jobs.close()
+
+    return anyio.run(load)
+
+
+def assert_tool_shape(tool: str, envelope: dict[str, Any]) -> None:
+    """The CLI's `--json` is exactly a tool envelope: it validates against that tool's schema."""
+    errors = list(Draft202012Validator(tool_schemas()[tool]).iter_errors(envelope))
+    assert not errors, errors[0].message
+
+
+def enqueue(url: str, *items: tuple[str, dict[str, Any], str | None]) -> list[str]:
+    async def run() -> list[str]:
+        jobs = await connect(url)
+        try:
+            ids = []
+            for name, data, tenant in items:
+                ids.append((await jobs.enqueue(name, data, tenant_id=tenant)).id)
+            return ids
+        finally:
+            await jobs.close()
+
+    assert examples.shop.fulfil_order is not None  # the shop's jobs are registered
+    return anyio.run(run)
+
+
+def test_db_migrate_creates_the_schema(shop: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, envelope = cli_json(capsys, "db", "migrate", "--database-url", shop)
+    assert code == 0 and envelope["driver"] == "sqlite" and envelope["database"] == shop
+    assert Path("jobs.db").exists()
+    code, out, _ = cli(capsys, "db", "migrate", "--database-url", shop)
+    assert code == 0 and "sqlite" in out
+    code, envelope = cli_json(capsys, "db", "migrate", "--database-url", "memory://")
+    assert envelope["driver"] == "memory"
+
+
+def test_the_default_database_is_the_embedded_sqlite_file(
+    shop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, envelope = cli_json(capsys, "db", "migrate")
+    assert code == 0 and envelope["database"] == "sqlite:///.mcp-jobs/jobs.db"
+    assert Path(".mcp-jobs/jobs.db").exists()
+
+
+def test_describe_lists_the_apps_jobs_and_names_an_unknown_one(
+    shop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, envelope = cli_json(capsys, "jobs", "describe", "--app", APP, "--database-url", shop)
+    assert_tool_shape("describe_jobs", envelope)
+    names = {d["name"] for d in envelope["jobs"]}
+    assert {"fulfil_order", "import_supplier_prices", "send_receipt"} <= names
+    (nightly,) = envelope["tasks"]
+    assert nightly["name"] == "nightly-price-import" and nightly["timezone"] == "Europe/London"
+    assert len(nightly["next_occurrences"]) == 5
+    code, out, _ = cli(capsys, "jobs", "describe", "--app", APP, "--database-url", shop)
+    assert code == 0 and "fulfil_order" in out and "orders" in out
+    assert "nightly-price-import" in out and "30 2 * * *" in out
+
+    code, envelope = cli_json(capsys, "jobs", "describe", "nope", "--database-url", shop)
+    assert code == 1 and envelope["error"]["code"] == "JOB_UNKNOWN"
+    assert_tool_shape("describe_jobs", envelope)
+    code, out, err = cli(capsys, "jobs", "describe", "nope", "--database-url", shop)
+    assert code == 1 and out == ""
+    assert "error JOB_UNKNOWN" in err and "cause:" in err
+    assert "fix:   mcp-jobs jobs describe --json" in err
+
+
+def test_operating_jobs_from_the_cli(shop: str, capsys: pytest.CaptureFixture[str]) -> None:
+    order, prices, receipt = enqueue(
+        shop,
+        ("fulfil_order", {"order_id": 1, "sku": "mug", "quantity": 1}, None),
+        ("import_supplier_prices", {"supplier": "leafco", "batch": "b1"}, None),
+        ("send_receipt", {"order_id": 1, "email": "a@b.example"}, "acme"),
+    )
+    db = ("--database-url", shop)
+    code, listed = cli_json(capsys, "jobs", "ls", *db)
+    assert_tool_shape("list_jobs", listed)
+    assert {j["id"] for j in listed["jobs"]} == {order, prices, receipt}
+    code, listed = cli_json(capsys, "jobs", "ls", "--tenant-id", "acme", *db)
+    assert [j["id"] for j in listed["jobs"]] == [receipt]
+    code, out, _ = cli(capsys, "jobs", "ls", "--state", "ready", *db)
+    assert code == 0 and order in out and "fulfil_order" in out
+
+    code, drained = cli_json(capsys, "jobs", "drain", "--app", APP, *db)
+    assert code == 0 and drained["claimed"] == 3
+    assert drained["outcomes"] == {"parked": 1, "retried": 1, "succeeded": 1}
+
+    code, shown = cli_json(capsys, "jobs", "show", order, *db)
+    assert_tool_shape("inspect_job", shown)
+    assert [s["name"] for s in shown["steps"]] == ["reserve-stock", "charge-card", "settle-payment"]
+    code, out, _ = cli(capsys, "jobs", "show", order, *db)
+    assert "step charge-card: completed" in out and "suspended" in out
+
+    # The order is parked on its sleep: cancel it, then see the fix lines that follow.
+    code, out, _ = cli(capsys, "jobs", "cancel", order, *db)
+    assert code == 0 and "is now cancelled" in out
+    code, refused = cli_json(capsys, "jobs", "retry", order, *db)
+    assert code == 1 and refused["error"]["code"] == "JOB_NOT_RETRYABLE"
+    assert_tool_shape("retry_job", refused)
+    fix = refused["error"]["fix"]
+    assert fix == f"mcp-jobs jobs retry {order} --include-cancelled"
+    code, back = cli_json(capsys, *shlex.split(fix)[1:], *db)
+    assert code == 0 and back["job"]["state"] == "ready"
+    code, again = cli_json(capsys, "jobs", "cancel", receipt, *db)
+    assert code == 1 and again["error"]["code"] == "JOB_NOT_CANCELLABLE"
+    code, out, _ = cli(capsys, *shlex.split(again["error"]["fix"])[1:], *db)
+    assert code == 0 and json.loads(out)["job"]["state"] == "done"
+
+    # Pinned to another tenant, acme's receipt does not exist.
+    code, hidden = cli_json(capsys, "jobs", "show", receipt, "--tenant", "globex", *db)
+    assert code == 1 and hidden["error"]["code"] == "JOB_NOT_FOUND"
+    code, out, _ = cli(capsys, *shlex.split(hidden["error"]["fix"])[1:], *db)
+    assert code == 0 and receipt in out
+
+    code, stats = cli_json(capsys, "jobs", "stats", *db)
+    assert_tool_shape("queue_stats", stats)
+    code, diagnosis = cli_json(capsys, "jobs", "diagnose", "--app", APP, *db)
+    assert_tool_shape("diagnose_queue", diagnosis)
+    assert "NO_LIVE_WORKERS" in {f["code"] for f in diagnosis["findings"]}
+
+
+def test_backfills_from_the_cli(shop: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert examples.shop.seed_customers(20) == 15
+    db = ("--database-url", shop, "--app", APP)
+    code, pending = cli_json(capsys, "backfill", "--pending", *db)
+    assert_tool_shape("list_backfills", pending)
+    assert [b["name"] for b in pending["backfills"]] == ["normalize_emails"]
+    code, plan = cli_json(capsys, "backfill", "normalize_emails", *db)
+    assert_tool_shape("run_backfill", plan)
+    assert plan["plan"]["rows_remaining"] == 15 and plan["plan"]["would_run"] is True
+    code, out, _ = cli(capsys, "backfill", "normalize_emails", *db)
+    assert "15 row(s)" in out and "mcp-jobs backfill normalize_emails --write" in out
+
+    code, started = cli_json(capsys, "backfill", "normalize_emails", "--write", *db)
+    assert code == 0 and started["start"]["name"] == "normalize_emails"
+    assert started["settled"] is None  # not at a terminal: it does not wait for a worker
+    code, drained = cli_json(capsys, "jobs", "drain", *db)
+    assert drained["outcomes"] == {"succeeded": 1}
+
+    code, applied = cli_json(capsys, "backfill", "normalize_emails", "--write", *db)
+    assert code == 1 and applied["error"]["code"] == "BACKFILL_APPLIED"
+    fix = applied["error"]["fix"]
+    assert fix == "mcp-jobs backfill normalize_emails --write --force --json"
+    code, out, _ = cli(capsys, *shlex.split(fix)[1:], "--wait", "0", *db)
+    assert code == 0 and json.loads(out)["start"]["name"] == "normalize_emails"
+    code, out, _ = cli(capsys, "backfill", *db)
+    assert "normalize_emails" in out and "environment development" in out
+
+
+def test_configuration_errors_print_code_cause_and_fix(
+    shop: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, bad_url = cli_json(capsys, "jobs", "ls", "--database-url", "mysql://x/y")
+    assert code == 1 and bad_url["error"]["code"] == "DATABASE_URL_INVALID"
+    missing = ("--app", "no.such.module", "--database-url", shop)
+    code, bad_app = cli_json(capsys, "jobs", "ls", *missing)
+    assert code == 1 and bad_app["error"]["code"] == "APP_IMPORT_FAILED"
+    monkeypatch.setenv("MCP_JOBS_APP", "no.such.module")
+    code, from_env = cli_json(capsys, "jobs", "ls", "--database-url", shop)
+    assert from_env["error"]["code"] == "APP_IMPORT_FAILED"
+    monkeypatch.delenv("MCP_JOBS_APP")
+    monkeypatch.setenv("MCP_JOBS_DATABASE_URL", "memory://")
+    code, envelope = cli_json(capsys, "db", "migrate")
+    assert code == 0 and envelope["driver"] == "memory"
+
+
+def test_http_serving_binds_loopback_and_refuses_to_start_without_a_token(
+    shop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = build_parser().parse_args(["serve", "--transport", "http"])
+    assert args.host == "127.0.0.1"
+    code, _, err = cli(capsys, "serve", "--transport", "http", "--database-url", "memory://")
+    assert code == 1 and "error HTTP_TOKEN_REQUIRED" in err and "fix:" in err
+
+
+def test_the_progress_bar_draws_only_when_enabled(capsys: pytest.CaptureFixture[str]) -> None:
+    async def draw(enabled: bool) -> None:
+        bar = ProgressBar("drain", enabled=enabled)
+        await bar.update(5, 10, "half")
+        await bar.update(10, 10, "done")
+        bar.close()
+
+    anyio.run(draw, False)
+    assert capsys.readouterr().err == ""
+    anyio.run(draw, True)
+    err = capsys.readouterr().err
+    assert "drain [" in err and "10/10" in err and err.endswith("\n")

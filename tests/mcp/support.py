@@ -1,0 +1,176 @@
+"""The MCP test app and a client that checks every answer against the tool's published schema.
+
+`Caller.call` validates EVERY structured result — success and failure — against the tool's own
+`outputSchema` with a JSON Schema validator, checks `is_error` agrees with `ok`, and that the text
+content carries the same JSON. A strict client (MCP Inspector, the TypeScript SDK) rejects
+anything else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from mcp import Client
+from mcp.types import TextContent
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine import JobContext, JobRegistry, Jobs, Retry, job
+from engine.backfill import BackfillRegistry
+from mcp_jobs.app import build_server
+from mcp_jobs.config import Settings
+
+# Keys a test "heals": the flaky job fails until its key is in here.
+HEALED: set[str] = set()
+# Checking a schema against the metaschema is slow; each distinct schema is checked once.
+_CHECKED: set[str] = set()
+
+
+def check_schema(schema: dict[str, Any]) -> None:
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _CHECKED:
+        Draft202012Validator.check_schema(schema)
+        _CHECKED.add(key)
+
+
+class Greet(BaseModel):
+    user_id: int = Field(ge=1)
+    note: str = ""
+
+
+class Order(BaseModel):
+    order_id: int
+
+
+class Flaky(BaseModel):
+    key: str
+
+
+class Receipt(BaseModel):
+    order_id: int
+
+
+class Opaque:
+    """A type pydantic can validate (arbitrary types allowed) but not describe as JSON Schema."""
+
+
+class Weird(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    thing: Opaque | None = None
+
+
+def declare_app(registry: JobRegistry) -> None:
+    """The jobs the MCP tests enqueue: plain, multi-step with a sleep, flaky, per tenant."""
+
+    @job(idempotency_key=lambda i: f"greet:{i.user_id}", queue="mail", registry=registry)
+    async def greet(input: Greet, ctx: JobContext) -> dict[str, Any]:
+        """Say hello to a user."""
+        return {"greeted": input.user_id}
+
+    @job(
+        idempotency_key=lambda i: f"order:{i.order_id}",
+        queue="orders",
+        retry=Retry(attempts=3, base_delay=1),
+        registry=registry,
+    )
+    async def fulfil(input: Order, ctx: JobContext) -> dict[str, Any]:
+        """Reserve, sleep, ship."""
+        reserved = await ctx.step.run("reserve", lambda: {"order": input.order_id})
+        await ctx.step.sleep("settle", 10)
+        shipped = await ctx.step.run("ship", lambda: f"TRK{input.order_id}")
+        return {"reserved": reserved, "tracking": shipped}
+
+    @job(
+        idempotency_key=lambda i: f"flaky:{i.key}",
+        queue="catalog",
+        retry=Retry(attempts=2, backoff="fixed", base_delay=1),
+        registry=registry,
+    )
+    async def flaky(input: Flaky, ctx: JobContext) -> str:
+        """Fails until the test heals its key."""
+        if input.key not in HEALED:
+            raise RuntimeError(f"upstream down for {input.key}")
+        return "ok"
+
+    @job(
+        idempotency_key=lambda i: f"receipt:{i.order_id}",
+        queue="mail",
+        tenant_required=True,
+        registry=registry,
+    )
+    async def receipt(input: Receipt, ctx: JobContext) -> str | None:
+        """Send a tenant's receipt."""
+        return ctx.tenant_id
+
+
+def declare_weird(registry: JobRegistry) -> None:
+    """A job whose input model cannot be described: describing it crashes (a bug in the app)."""
+
+    @job(idempotency_key=lambda i: "weird", registry=registry)
+    async def weird(input: Weird, ctx: JobContext) -> None:
+        return None
+
+
+@dataclass
+class Answer:
+    is_error: bool
+    data: dict[str, Any]
+
+    @property
+    def code(self) -> str | None:
+        error = self.data.get("error")
+        return error["code"] if error else None
+
+
+@dataclass
+class Caller:
+    client: Client
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    async def load(self) -> None:
+        for tool in (await self.client.list_tools()).tools:
+            assert tool.output_schema is not None, tool.name
+            check_schema(tool.output_schema)
+            self.schemas[tool.name] = tool.output_schema
+
+    async def call(self, tool: str, arguments: dict[str, Any] | None = None, **kw: Any) -> Answer:
+        result = await self.client.call_tool(tool, arguments or {}, **kw)
+        data = result.structured_content
+        assert data is not None, f"{tool} answered without structured content"
+        errors = sorted(
+            Draft202012Validator(self.schemas[tool]).iter_errors(data), key=lambda e: e.path
+        )
+        assert not errors, f"{tool}: result does not match its outputSchema: {errors[0].message}"
+        assert result.is_error == (not data["ok"]), f"{tool}: is_error disagrees with ok"
+        assert (data["error"] is not None) == (not data["ok"])
+        (text,) = result.content
+        assert isinstance(text, TextContent) and json.loads(text.text) == data
+        return Answer(is_error=bool(result.is_error), data=data)
+
+    async def ok(self, tool: str, arguments: dict[str, Any] | None = None, **kw: Any) -> Any:
+        answer = await self.call(tool, arguments, **kw)
+        assert not answer.is_error, f"{tool} failed: {answer.data['error']}"
+        return answer.data
+
+    async def fails(self, tool: str, arguments: dict[str, Any] | None, code: str) -> Any:
+        answer = await self.call(tool, arguments)
+        assert answer.is_error and answer.code == code, answer.data
+        return answer.data["error"]
+
+
+@asynccontextmanager
+async def serve(
+    jobs: Jobs,
+    mode: str,
+    settings: Settings | None = None,
+    backfills: BackfillRegistry | None = None,
+) -> AsyncIterator[Caller]:
+    server = build_server(settings or Settings(), jobs, backfills=backfills)
+    async with Client(server, mode=mode) as client:
+        caller = Caller(client)
+        await caller.load()
+        yield caller

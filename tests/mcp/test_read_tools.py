@@ -1,0 +1,297 @@
+"""The read tools over a real client session: each success and each error it can return."""
+
+from __future__ import annotations
+
+import anyio
+
+from engine import JobRegistry, Jobs, ManualClock, Worker
+from mcp_jobs.config import Limits, Settings
+from tests.mcp.conftest import OpenMcp
+from tests.mcp.support import HEALED
+
+
+async def test_describe_jobs_lists_every_job_or_one_by_name(open_mcp: OpenMcp) -> None:
+    async with open_mcp() as mcp:
+        described = await mcp.ok("describe_jobs")
+        names = [d["name"] for d in described["jobs"]]
+        assert names == ["flaky", "fulfil", "greet", "receipt"]
+        assert described["tasks"] == []  # this app declares no cron task
+        one = await mcp.ok("describe_jobs", {"name": "greet"})
+        assert one["tasks"] is None
+        (greet,) = one["jobs"]
+        assert greet["queue"] == "mail" and greet["idempotent"] is True
+        assert greet["input_schema"]["properties"]["user_id"]["type"] == "integer"
+        (receipt,) = (await mcp.ok("describe_jobs", {"name": "receipt"}))["jobs"]
+        assert receipt["tenant_required"] is True
+        (flaky,) = (await mcp.ok("describe_jobs", {"name": "flaky"}))["jobs"]
+        assert flaky["retry"]["delays_ms"] == [1000]
+        error = await mcp.fails("describe_jobs", {"name": "nope"}, "JOB_UNKNOWN")
+        assert error["details"]["known"] == names
+        assert error["next_call"] == {"tool": "describe_jobs", "arguments": {}}
+
+
+async def test_list_jobs_filters_and_pages(jobs: Jobs, open_mcp: OpenMcp) -> None:
+    for user in range(1, 6):
+        await jobs.enqueue("greet", {"user_id": user})
+    order = await jobs.enqueue("fulfil", {"order_id": 7})
+    await jobs.enqueue("receipt", {"order_id": 7}, tenant_id="acme")
+    await jobs.cancel(order.id)
+    async with open_mcp() as mcp:
+        everything = await mcp.ok("list_jobs")
+        assert len(everything["jobs"]) == 7 and everything["next_cursor"] is None
+        assert "input" not in everything["jobs"][0]  # summaries, not payloads
+        first = await mcp.ok("list_jobs", {"name": "greet", "limit": 2})
+        assert len(first["jobs"]) == 2 and first["next_cursor"]
+        seen = [j["id"] for j in first["jobs"]]
+        cursor = first["next_cursor"]
+        while cursor:
+            page = await mcp.ok("list_jobs", {"name": "greet", "limit": 2, "cursor": cursor})
+            seen += [j["id"] for j in page["jobs"]]
+            cursor = page["next_cursor"]
+        assert len(seen) == len(set(seen)) == 5
+        cancelled = await mcp.ok("list_jobs", {"state": "cancelled"})
+        assert [j["id"] for j in cancelled["jobs"]] == [order.id]
+        live = await mcp.ok("list_jobs", {"state": ["ready", "cancelled"], "queue": "orders"})
+        assert [j["id"] for j in live["jobs"]] == [order.id]
+        acme = await mcp.ok("list_jobs", {"tenant_id": "acme"})
+        assert [j["name"] for j in acme["jobs"]] == ["receipt"]
+
+        error = await mcp.fails("list_jobs", {"limit": 0}, "INVALID_ARGUMENT")
+        assert error["details"]["argument"] == "limit"
+        error = await mcp.fails("list_jobs", {"limit": 201}, "LIMIT_EXCEEDED")
+        assert error["details"] == {"argument": "limit", "value": 201, "limit": 200, "unit": "rows"}
+
+
+async def test_inspect_job_shows_steps_events_and_when_it_runs_next(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    r = await jobs.enqueue("fulfil", {"order_id": 1})
+    worker = Worker(jobs)
+    await worker.run_until_idle()  # runs "reserve", then parks on the 10 s sleep
+    async with open_mcp() as mcp:
+        parked = await mcp.ok("inspect_job", {"job_id": r.id})
+        assert parked["job"]["state"] == "suspended"
+        assert [(s["name"], s["status"]) for s in parked["steps"]] == [
+            ("reserve", "completed"),
+            ("settle", "sleeping"),
+        ]
+        assert parked["next_attempt_at"] == clock.now_ms() + 10_000
+        assert parked["retry_delays_ms"] == [1000, 2000] and parked["registered"] is True
+        assert parked["lease"] is None
+
+        clock.advance(10_000)
+        await worker.run_until_idle()
+        done = await mcp.ok("inspect_job", {"job_id": r.id})
+        assert done["job"]["state"] == "done"
+        assert done["job"]["output"] == {"reserved": {"order": 1}, "tracking": "TRK1"}
+        assert [s["name"] for s in done["steps"]] == ["reserve", "settle", "ship"]
+        assert "parked" in [e["kind"] for e in done["events"]]
+        assert done["next_attempt_at"] is None
+
+        error = await mcp.fails("inspect_job", {"job_id": "0" * 32}, "JOB_NOT_FOUND")
+        assert error["next_call"]["tool"] == "list_jobs"
+
+
+async def test_inspect_job_shows_a_lease_and_when_it_expired(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    r = await jobs.enqueue("greet", {"user_id": 1})
+    (claimed,) = await jobs.driver.claim("w-1", 1, 5_000)
+    async with open_mcp() as mcp:
+        held = await mcp.ok("inspect_job", {"job_id": r.id})
+        assert held["lease"] == {
+            "worker_id": "w-1",
+            "expires_at": claimed.lease_expires_at,
+            "expired": False,
+        }
+        clock.advance(5_000)
+        lapsed = await mcp.ok("inspect_job", {"job_id": r.id})
+        assert lapsed["lease"]["expired"] is True
+
+
+async def test_queue_stats_counts_per_queue(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    await jobs.enqueue("greet", {"user_id": 1})
+    await jobs.enqueue("greet", {"user_id": 2}, delay=60)
+    await jobs.enqueue("fulfil", {"order_id": 1})
+    clock.advance(3_000)
+    async with open_mcp() as mcp:
+        stats = await mcp.ok("queue_stats")
+        by_queue = {q["queue"]: q for q in stats["queues"]}
+        assert by_queue["mail"]["ready"] == 1 and by_queue["mail"]["delayed"] == 1
+        assert by_queue["mail"]["oldest_ready_ms"] == 3_000
+        assert by_queue["orders"]["ready"] == 1
+        assert stats["tenant_id"] is None
+        only = await mcp.ok("queue_stats", {"queues": ["orders"]})
+        assert [q["queue"] for q in only["queues"]] == ["orders"]
+
+
+async def test_wait_for_job_returns_once_settled_with_progress(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    r = await jobs.enqueue("fulfil", {"order_id": 3})
+    worker = Worker(jobs)
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress_: float, total: float | None, message: str | None) -> None:
+        progress.append((progress_, total, message))
+
+    async with open_mcp() as mcp:
+        answer: dict[str, object] = {}
+
+        async def wait() -> None:
+            answer.update(
+                await mcp.ok(
+                    "wait_for_job",
+                    {"job_id": r.id, "timeout_seconds": 30},
+                    progress_callback=on_progress,
+                )
+            )
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait)
+                await worker.run_until_idle()  # parks on the sleep
+                while not answer:
+                    clock.advance(1_000)  # wakes the poll and, at 10 s, the sleeping step
+                    await worker.run_until_idle()
+                    await anyio.wait_all_tasks_blocked()
+        assert answer["settled"] is True and answer["output"] is not None
+        job = answer["job"]
+        assert isinstance(job, dict) and job["state"] == "done"
+        assert progress, "a caller that asked for progress got none"
+        assert progress[-1][0] == progress[-1][1] == 30_000  # the last one marks the end
+        assert [p[0] for p in progress] == sorted(p[0] for p in progress)
+        assert any("suspended" in (m or "") for _, _, m in progress)
+
+
+async def test_wait_for_job_gives_up_at_the_timeout_without_an_error(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    r = await jobs.enqueue("greet", {"user_id": 1})
+    async with open_mcp() as mcp:
+        answer: dict[str, object] = {}
+
+        async def wait() -> None:
+            answer.update(await mcp.ok("wait_for_job", {"job_id": r.id, "timeout_seconds": 2}))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait)
+                while not answer:
+                    await anyio.wait_all_tasks_blocked()
+                    clock.advance(200)
+        # At least the timeout: the clock only moves forward, and the tool saw it pass.
+        waited = answer["waited_ms"]
+        assert answer["settled"] is False and isinstance(waited, int) and waited >= 2_000
+        assert answer["output"] is None
+
+
+async def test_wait_for_job_errors(jobs: Jobs, open_mcp: OpenMcp) -> None:
+    r = await jobs.enqueue("greet", {"user_id": 1})
+    async with open_mcp() as mcp:
+        error = await mcp.fails(
+            "wait_for_job", {"job_id": r.id, "timeout_seconds": 51}, "LIMIT_EXCEEDED"
+        )
+        assert error["next_call"] is None and '"timeout_seconds": 50' in error["fix"]
+        await mcp.fails("wait_for_job", {"job_id": r.id, "timeout_seconds": -1}, "INVALID_ARGUMENT")
+        await mcp.fails("wait_for_job", {"job_id": "f" * 32, "timeout_seconds": 0}, "JOB_NOT_FOUND")
+        now = await mcp.ok("wait_for_job", {"job_id": r.id, "timeout_seconds": 0})
+        assert now["settled"] is False and now["job"]["state"] == "ready"
+
+
+async def test_diagnose_reports_no_workers_old_backlog_and_expired_leases(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    async with open_mcp() as mcp:
+        quiet = await mcp.ok("diagnose_queue")
+        assert quiet["healthy"] is True and quiet["findings"] == []
+
+        await jobs.enqueue("greet", {"user_id": 1})
+        await jobs.enqueue("greet", {"user_id": 2})
+        await jobs.driver.claim("w-dead", 1, 1_000)
+        clock.advance(120_000)
+        found = await mcp.ok("diagnose_queue")
+        codes = {f["code"]: f for f in found["findings"]}
+        assert set(codes) == {"NO_LIVE_WORKERS", "LEASES_EXPIRED", "BACKLOG_OLD"}
+        assert found["healthy"] is False and found["live_workers"] == 0
+        assert found["findings"][0]["code"] == "NO_LIVE_WORKERS"  # critical first
+        assert codes["LEASES_EXPIRED"]["queue"] == "mail"
+        assert "mcp-jobs worker" in codes["BACKLOG_OLD"]["fix"]
+        for finding in found["findings"]:
+            assert finding["cause"] and finding["fix"]
+
+        other = await mcp.ok("diagnose_queue", {"queue": "orders"})
+        assert other["findings"] == []
+
+
+async def test_diagnose_finds_dead_letters_with_the_call_to_inspect_them(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    r = await jobs.enqueue("flaky", {"key": "k"})
+    worker = Worker(jobs)
+    await worker.run_until_idle()
+    clock.advance(1_000)
+    await worker.run_until_idle()
+    assert (await jobs.get(r.id)).state == "dead"
+    async with open_mcp() as mcp:
+        found = await mcp.ok("diagnose_queue")
+        (dead,) = [f for f in found["findings"] if f["code"] == "DEAD_LETTERS"]
+        assert dead["job_ids"] == [r.id] and dead["queue"] == "catalog"
+        assert dead["next_call"] == {"tool": "inspect_job", "arguments": {"job_id": r.id}}
+        assert "upstream down for k" in dead["cause"]
+        assert dead["fix"] == f"mcp-jobs jobs show {r.id} --json"
+        HEALED.add("k")
+        await mcp.ok("retry_job", {"job_id": r.id})
+        await worker.run_until_idle()
+        after = await mcp.ok("diagnose_queue")
+        assert "DEAD_LETTERS" not in {f["code"] for f in after["findings"]}
+
+
+async def test_diagnose_finds_jobs_parked_under_an_unknown_name_and_overdue_sleeps(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    ghost = await jobs.enqueue("greet", {"user_id": 9})
+    sleeper = await jobs.enqueue("fulfil", {"order_id": 9})
+    worker = Worker(jobs, queues=["orders"])
+    await worker.run_until_idle()  # the order parks on its sleep
+    greet = registry.get("greet")
+    assert greet is not None
+    registry.remove("greet")  # a deploy that dropped the job
+    await Worker(jobs, queues=["mail"]).run_until_idle()
+    assert (await jobs.get(ghost.id)).state == "suspended"
+    clock.advance(10_000 + 120_000)  # the order's wake-up is two minutes past
+    try:
+        async with open_mcp() as mcp:
+            found = await mcp.ok("diagnose_queue")
+    finally:
+        registry.add(greet)
+    codes = {f["code"]: f for f in found["findings"]}
+    assert codes["PARKED_UNKNOWN_NAME"]["job_ids"] == [ghost.id]
+    assert codes["PARKED_UNKNOWN_NAME"]["severity"] == "critical"
+    assert '"greet"' in codes["PARKED_UNKNOWN_NAME"]["cause"]
+    overdue = {f["queue"] for f in found["findings"] if f["code"] == "SUSPENSIONS_OVERDUE"}
+    assert "orders" in overdue
+    assert sleeper.id not in codes["PARKED_UNKNOWN_NAME"]["job_ids"]
+
+
+async def test_diagnose_sees_a_live_worker(jobs: Jobs, open_mcp: OpenMcp) -> None:
+    await jobs.enqueue("greet", {"user_id": 1})
+    worker = Worker(jobs)
+    async with open_mcp() as mcp, anyio.create_task_group() as tg:
+        tg.start_soon(worker.run)
+        with anyio.fail_after(10):
+            while not await jobs.driver.live_workers(0):
+                await anyio.wait_all_tasks_blocked()
+        found = await mcp.ok("diagnose_queue")
+        worker.stop()
+    assert found["live_workers"] == 1
+    assert "NO_LIVE_WORKERS" not in {f["code"] for f in found["findings"]}
+
+
+async def test_limits_come_from_the_settings(jobs: Jobs, open_mcp: OpenMcp) -> None:
+    async with open_mcp(Settings(limits=Limits(max_page_size=3))) as mcp:
+        await mcp.ok("list_jobs", {"limit": 3})
+        error = await mcp.fails("list_jobs", {"limit": 4}, "LIMIT_EXCEEDED")
+        assert error["details"]["limit"] == 3

@@ -1,0 +1,93 @@
+"""Resources (descriptors, runs, backfills, stats) and the two prompts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, TextResourceContents
+
+from engine import Jobs, Worker
+from engine.backfill import BackfillRegistry
+from mcp_jobs.config import Settings
+from tests.backfill.support import Customers
+from tests.mcp.conftest import OpenMcp
+from tests.mcp.support import Caller
+
+
+async def _json(mcp: Caller, uri: str) -> object:
+    result = await mcp.client.read_resource(uri)
+    (content,) = result.contents
+    assert isinstance(content, TextResourceContents) and content.mime_type == "application/json"
+    return json.loads(content.text)
+
+
+async def test_resources_are_listed_and_read(
+    jobs: Jobs, backfill_registry: BackfillRegistry, customers: Customers, open_mcp: OpenMcp
+) -> None:
+    customers.declare(backfill_registry)
+    r = await jobs.enqueue("greet", {"user_id": 1})
+    await Worker(jobs).run_until_idle()
+    async with open_mcp() as mcp:
+        listed = {str(res.uri) for res in (await mcp.client.list_resources()).resources}
+        assert listed == {"jobs://descriptors", "jobs://backfills", "jobs://stats"}
+        templates = {
+            t.uri_template for t in (await mcp.client.list_resource_templates()).resource_templates
+        }
+        assert templates == {"jobs://descriptors/{name}", "jobs://runs/{job_id}"}
+
+        descriptors = await _json(mcp, "jobs://descriptors")
+        assert isinstance(descriptors, list)
+        assert [d["name"] for d in descriptors] == ["flaky", "fulfil", "greet", "receipt"]
+        one = await _json(mcp, "jobs://descriptors/greet")
+        assert isinstance(one, dict) and one["queue"] == "mail"
+        run = await _json(mcp, f"jobs://runs/{r.id}")
+        assert isinstance(run, dict) and run["job"]["state"] == "done"
+        assert "ok" not in run  # the resource is the payload, not an envelope
+        stats = await _json(mcp, "jobs://stats")
+        assert isinstance(stats, dict) and stats["queues"][0]["done"] == 1
+        backfills = await _json(mcp, "jobs://backfills")
+        assert isinstance(backfills, dict)
+        assert [b["name"] for b in backfills["backfills"]] == ["normalize_emails"]
+
+
+async def test_a_missing_descriptor_or_run_is_resource_not_found(open_mcp: OpenMcp) -> None:
+    async with open_mcp() as mcp:
+        for uri in ("jobs://descriptors/nope", f"jobs://runs/{'0' * 32}"):
+            with pytest.raises(MCPError) as caught:
+                await mcp.client.read_resource(uri)
+            assert caught.value.error.code == INVALID_PARAMS
+
+
+async def test_the_prompts_walk_an_agent_through_the_procedure(open_mcp: OpenMcp) -> None:
+    async with open_mcp() as mcp:
+        prompts = {p.name: p for p in (await mcp.client.list_prompts()).prompts}
+        assert set(prompts) == {"diagnose_stalled_jobs", "run_backfill_safely"}
+        backfill_args = prompts["run_backfill_safely"].arguments or []
+        assert [(a.name, a.required) for a in backfill_args] == [("name", True)]
+
+        diagnose = await mcp.client.get_prompt("diagnose_stalled_jobs", {"queue": "mail"})
+        (message,) = diagnose.messages
+        text = message.content.text  # type: ignore[union-attr]
+        assert message.role == "user" and '"queue": "mail"' in text
+        for tool in ("diagnose_queue", "inspect_job", "retry_job", "wait_for_job"):
+            assert tool in text
+        everywhere = await mcp.client.get_prompt("diagnose_stalled_jobs", {})
+        assert "every queue" in everywhere.messages[0].content.text  # type: ignore[union-attr]
+
+        safely = await mcp.client.get_prompt("run_backfill_safely", {"name": "normalize_emails"})
+        text = safely.messages[0].content.text  # type: ignore[union-attr]
+        assert '"name": "normalize_emails"' in text
+        assert "blocked_by" in text and '"write": true' in text
+
+
+async def test_read_only_drops_the_prompt_that_ends_in_a_write(open_mcp: OpenMcp) -> None:
+    async with open_mcp(Settings(read_only=True)) as mcp:
+        prompts = {p.name for p in (await mcp.client.list_prompts()).prompts}
+        assert prompts == {"diagnose_stalled_jobs"}
+        diagnose = await mcp.client.get_prompt("diagnose_stalled_jobs", {})
+        text = diagnose.messages[0].content.text  # type: ignore[union-attr]
+        assert "read-only" in text and "mcp-jobs jobs retry <job_id>" in text
+        stats = await _json(mcp, "jobs://stats")
+        assert isinstance(stats, dict) and stats["queues"] == []

@@ -1,0 +1,167 @@
+"""The mutating tools: enqueue, retry, cancel — each success, each error, and the audit event."""
+
+from __future__ import annotations
+
+from engine import Jobs, ManualClock, Worker
+from mcp_jobs.config import Limits, Settings
+from mcp_jobs.runtime import AUDIT_EVENT
+from tests.mcp.conftest import OpenMcp
+from tests.mcp.support import HEALED
+
+
+async def test_enqueue_validates_enqueues_and_dedupes_a_live_job(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    async with open_mcp() as mcp:
+        first = await mcp.ok("enqueue_job", {"name": "greet", "input": {"user_id": 42}})
+        assert first["deduped"] is False and first["state"] == "ready"
+        again = await mcp.ok("enqueue_job", {"name": "greet", "input": {"user_id": 42}})
+        assert again["deduped"] is True and again["job_id"] == first["job_id"]
+        later = await mcp.ok(
+            "enqueue_job", {"name": "greet", "input": {"user_id": 43}, "delay_seconds": 60}
+        )
+        assert later["state"] == "delayed"
+        record = await jobs.get(first["job_id"])
+        assert record.input == {"user_id": 42, "note": ""}
+        assert record.enqueued_by == "mcp:enqueue_job"
+
+        error = await mcp.fails(
+            "enqueue_job",
+            {"name": "greet", "input": {"user_id": 42}, "on_conflict": "error"},
+            "JOB_DUPLICATE",
+        )
+        assert error["next_call"] == {
+            "tool": "inspect_job",
+            "arguments": {"job_id": first["job_id"]},
+        }
+
+
+async def test_enqueue_refuses_bad_input_with_the_field_errors(open_mcp: OpenMcp) -> None:
+    async with open_mcp() as mcp:
+        error = await mcp.fails(
+            "enqueue_job", {"name": "greet", "input": {"user_id": 0}}, "JOB_INPUT_INVALID"
+        )
+        (field,) = error["details"]["errors"]
+        assert field["loc"] == ["user_id"] and field["type"] == "greater_than_equal"
+        assert error["next_call"] == {"tool": "describe_jobs", "arguments": {"name": "greet"}}
+        empty = {"name": "greet", "input": {}}
+        missing = await mcp.fails("enqueue_job", empty, "JOB_INPUT_INVALID")
+        assert missing["details"]["errors"][0]["type"] == "missing"
+
+        unknown = await mcp.fails("enqueue_job", {"name": "nope", "input": {}}, "JOB_UNKNOWN")
+        assert unknown["details"]["known"] == ["flaky", "fulfil", "greet", "receipt"]
+        await mcp.fails(
+            "enqueue_job", {"name": "receipt", "input": {"order_id": 1}}, "JOB_TENANT_REQUIRED"
+        )
+        await mcp.fails(
+            "enqueue_job",
+            {"name": "greet", "input": {"user_id": 1}, "delay_seconds": -5},
+            "INVALID_ARGUMENT",
+        )
+        await mcp.fails(
+            "enqueue_job",
+            {"name": "greet", "input": {"user_id": 1}, "delay_seconds": 1, "run_at": 1},
+            "INVALID_ARGUMENT",
+        )
+        await mcp.fails(
+            "enqueue_job",
+            {"name": "greet", "input": {"user_id": 1}, "on_conflict": "replace"},
+            "TOOL_ARGUMENTS_INVALID",
+        )
+
+
+async def test_enqueue_refuses_an_input_over_the_size_limit(jobs: Jobs, open_mcp: OpenMcp) -> None:
+    async with open_mcp(Settings(limits=Limits(max_input_bytes=100))) as mcp:
+        error = await mcp.fails(
+            "enqueue_job",
+            {"name": "greet", "input": {"user_id": 1, "note": "x" * 200}},
+            "LIMIT_EXCEEDED",
+        )
+        assert error["details"]["argument"] == "input" and error["details"]["limit"] == 100
+        await mcp.ok("enqueue_job", {"name": "greet", "input": {"user_id": 1, "note": "short"}})
+    assert len((await jobs.list()).jobs) == 1
+
+
+async def test_every_mutating_call_is_recorded_as_an_event(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    async with open_mcp() as mcp:
+        made = await mcp.ok(
+            "enqueue_job", {"name": "receipt", "input": {"order_id": 5}, "tenant_id": "acme"}
+        )
+        await mcp.ok("cancel_job", {"job_id": made["job_id"]})
+        await mcp.fails("cancel_job", {"job_id": made["job_id"]}, "JOB_NOT_CANCELLABLE")
+        await mcp.ok("inspect_job", {"job_id": made["job_id"]})  # reads are not recorded
+    trace = await jobs.trace(made["job_id"])
+    audit = [e for e in trace.events if e.kind == AUDIT_EVENT]
+    assert [(e.actor, e.tenant_id, e.at) for e in audit] == [
+        ("mcp:enqueue_job", "acme", clock.now_ms()),
+        ("mcp:cancel_job", "acme", clock.now_ms()),
+        ("mcp:cancel_job", "acme", clock.now_ms()),
+    ]
+    assert audit[0].data is not None and audit[0].data["tool"] == "enqueue_job"
+    assert audit[0].data["ok"] is True
+    # The engine's own record of the cancel names the tool as the actor.
+    (cancelled,) = [e for e in trace.events if e.kind == "cancelled"]
+    assert cancelled.actor == "mcp:cancel_job"
+    # The refused second cancel is recorded too: the caller could see the job, so on it.
+    assert audit[2].data is not None and audit[2].data["ok"] is False
+    assert audit[2].data["error_code"] == "JOB_NOT_CANCELLABLE"
+
+
+async def test_retry_requeues_a_dead_job_and_refuses_the_rest(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    dead = await jobs.enqueue("flaky", {"key": "a"})
+    worker = Worker(jobs)
+    await worker.run_until_idle()
+    clock.advance(1_000)
+    await worker.run_until_idle()
+    live = await jobs.enqueue("greet", {"user_id": 1})
+    async with open_mcp() as mcp:
+        error = await mcp.fails("retry_job", {"job_id": live.id}, "JOB_NOT_RETRYABLE")
+        assert error["details"]["state"] == "ready"
+        await mcp.fails("retry_job", {"job_id": "0" * 32}, "JOB_NOT_FOUND")
+
+        # While another live job holds the key, the dead one cannot come back.
+        holder = await jobs.enqueue("flaky", {"key": "a"})
+        await mcp.fails("retry_job", {"job_id": dead.id}, "JOB_DUPLICATE")
+        await jobs.cancel(holder.id)
+
+        HEALED.add("a")
+        retried = await mcp.ok("retry_job", {"job_id": dead.id})
+        assert retried["job"]["state"] == "ready" and retried["job"]["attempt"] == 0
+        await worker.run_until_idle()
+        assert (await jobs.get(dead.id)).state == "done"
+        trace = await jobs.trace(dead.id)
+        assert "mcp:retry_job" in [e.actor for e in trace.events if e.kind == "requeued"]
+
+
+async def test_a_cancelled_job_comes_back_only_when_asked(jobs: Jobs, open_mcp: OpenMcp) -> None:
+    r = await jobs.enqueue("greet", {"user_id": 1})
+    async with open_mcp() as mcp:
+        cancelled = await mcp.ok("cancel_job", {"job_id": r.id})
+        assert cancelled["job"]["state"] == "cancelled" and cancelled["stopping"] is False
+        error = await mcp.fails("retry_job", {"job_id": r.id}, "JOB_NOT_RETRYABLE")
+        assert error["next_call"] == {
+            "tool": "retry_job",
+            "arguments": {"job_id": r.id, "include_cancelled": True},
+        }
+        assert error["fix"] == f"mcp-jobs jobs retry {r.id} --include-cancelled"
+        back = await mcp.ok("retry_job", error["next_call"]["arguments"])
+        assert back["job"]["state"] == "ready"
+
+
+async def test_cancel_tells_a_running_job_to_stop_and_refuses_a_settled_one(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    running = await jobs.enqueue("greet", {"user_id": 1})
+    await jobs.driver.claim("w-1", 1, 30_000)
+    done = await jobs.enqueue("greet", {"user_id": 2})
+    await Worker(jobs).run_until_idle()
+    async with open_mcp() as mcp:
+        stopping = await mcp.ok("cancel_job", {"job_id": running.id})
+        assert stopping["stopping"] is True and stopping["job"]["state"] == "cancelled"
+        error = await mcp.fails("cancel_job", {"job_id": done.id}, "JOB_NOT_CANCELLABLE")
+        assert error["details"]["state"] == "done"
+        await mcp.fails("cancel_job", {"job_id": "0" * 32}, "JOB_NOT_FOUND")
