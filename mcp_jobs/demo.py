@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,6 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from engine.client import Jobs, connect
 from engine.drivers import resolve_url
+from engine.errors import JobNotFoundError
 from engine.observe import WorkerEvent
 from engine.worker import Worker
 
@@ -141,7 +143,7 @@ async def _seed() -> None:
     await anyio.to_thread.run_sync(seed_customers, SEED_CUSTOMERS)
 
 
-async def walkthrough(session: Session) -> None:
+async def walkthrough(session: Session, jobs: Jobs | None = None) -> None:
     s = session
     s.say("What can run here?")
     described = await s.call("describe_jobs")
@@ -160,6 +162,9 @@ async def walkthrough(session: Session) -> None:
     trace = await s.call("inspect_job", {"job_id": order["job_id"]})
     steps = [step["name"] for step in trace["steps"]]
     expect(steps == ["reserve-stock", "charge-card", "settle-payment", "ship"], f"steps {steps}")
+
+    if jobs is not None:
+        await _checkout(s, jobs)
 
     s.say(f"Schedule tenant {TENANT}'s receipt for an hour from now, then enqueue it again.")
     receipt_args = {
@@ -194,6 +199,41 @@ async def walkthrough(session: Session) -> None:
     expect(cancelled["job"]["state"] == "cancelled", "the receipt was not cancelled")
 
     await _backfill(s)
+
+
+async def _checkout(s: Session, jobs: Jobs) -> None:
+    """App code, not a tool call: the shop checks out inside its own transaction (the outbox)."""
+    from examples.shop import OrderTakenError, checkout
+    from examples.shop.jobs import OrderInput
+
+    order = OrderInput(order_id=int(time.time()), sku="mug", quantity=1)
+    s.say(
+        f"Check out order {order.order_id} in the shop's own transaction, staging its "
+        "fulfilment in it (the outbox): the job exists because the order committed."
+    )
+    staged = await checkout(jobs, order)
+    print(f"   staged job {staged.job_id}; the worker's relay publishes it", file=s.out)
+    with anyio.fail_after(30):
+        while True:  # published within one relay poll
+            try:
+                await jobs.get(staged.job_id)
+                break
+            except JobNotFoundError:
+                await anyio.sleep(0.05)
+    done = await s.call("wait_for_job", {"job_id": staged.job_id, **WAIT})
+    expect(done["job"]["state"] == "done", "the checked-out order did not finish")
+    s.say(
+        f"Check out order {order.order_id} again: the insert fails and the transaction rolls back."
+    )
+    try:
+        await checkout(jobs, order)
+    except OrderTakenError:
+        page = await jobs.list(name="fulfil_order", limit=100)
+        staged_twice = [j for j in page.jobs if j.input.get("order_id") == order.order_id]
+        expect(len(staged_twice) == 1, "a rolled-back checkout left a job behind")
+        print("   refused, and no second job was staged.", file=s.out)
+    else:
+        expect(False, "a duplicate checkout was accepted")
 
 
 async def _backfill(s: Session) -> None:
@@ -258,7 +298,7 @@ async def run(out: TextIO = sys.stdout, argv: Sequence[str] = ()) -> int:
                 async with Client(stdio_client(params, errlog=sys.stderr)) as client:
                     print(f"connected: protocol {client.protocol_version}", file=out)
                     try:
-                        await walkthrough(Session(client, out))
+                        await walkthrough(Session(client, out), jobs)
                     except DemoFailedError as exc:
                         print(f"\ndemo FAILED: {exc}", file=out)
                         code = 1

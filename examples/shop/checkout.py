@@ -1,0 +1,81 @@
+"""Checkout through the transactional outbox: the order row and its fulfilment job commit together.
+
+The shop records a checkout in a table that lives in the JOBS database and stages `fulfil_order`
+in the same transaction, so the job exists if and only if the checkout does. A checkout that fails
+(here: an order number already taken) rolls back and leaves no job behind. The worker's in-process
+relay publishes the staged job; nothing else has to run.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import asyncpg
+
+from engine import Jobs
+from engine.drivers.memory import MemoryDriver
+from engine.drivers.postgres import PostgresDriver
+from engine.drivers.sqlite import SqliteDriver
+from engine.outbox import StagedJob
+from examples.shop.jobs import OrderInput, fulfil_order
+
+CHECKOUTS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS shop_checkouts ("
+    "order_id INTEGER PRIMARY KEY, sku TEXT NOT NULL, quantity INTEGER NOT NULL)"
+)
+INSERT_SQLITE = "INSERT INTO shop_checkouts (order_id, sku, quantity) VALUES (?, ?, ?)"
+INSERT_PG = "INSERT INTO shop_checkouts (order_id, sku, quantity) VALUES ($1, $2, $3)"
+
+
+class OrderTakenError(Exception):
+    """The order number is already checked out; the transaction rolled back and staged nothing."""
+
+
+async def checkout(jobs: Jobs, order: OrderInput) -> StagedJob:
+    """Record the checkout and stage its fulfilment in one transaction of the jobs database."""
+    driver = jobs.driver
+    if isinstance(driver, SqliteDriver):
+        return await _checkout_sqlite(jobs, driver.path, order)
+    if isinstance(driver, PostgresDriver):
+        return await _checkout_postgres(jobs, driver.url, order)
+    if isinstance(driver, MemoryDriver):
+        tx = driver.transaction()
+        staged = await jobs.stage(tx, fulfil_order, order)
+        driver.commit(tx)
+        return staged
+    raise TypeError(f"no checkout for the {driver.kind} driver")
+
+
+async def _checkout_sqlite(jobs: Jobs, path: str, order: OrderInput) -> StagedJob:
+    conn = sqlite3.connect(path, timeout=10, isolation_level=None)  # we say BEGIN ourselves
+    try:
+        conn.execute(CHECKOUTS_TABLE)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(INSERT_SQLITE, (order.order_id, order.sku, order.quantity))
+            staged = await jobs.stage(conn, fulfil_order, order)
+        except sqlite3.IntegrityError as exc:
+            conn.execute("ROLLBACK")
+            raise OrderTakenError(f"order {order.order_id} is already checked out") from exc
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return staged
+    finally:
+        conn.close()
+
+
+async def _checkout_postgres(jobs: Jobs, url: str, order: OrderInput) -> StagedJob:
+    conn: asyncpg.Connection[Any] = await asyncpg.connect(url)
+    try:
+        await conn.execute(CHECKOUTS_TABLE)
+        try:
+            async with conn.transaction():
+                await conn.execute(INSERT_PG, order.order_id, order.sku, order.quantity)
+                return await jobs.stage(conn, fulfil_order, order)
+        except asyncpg.UniqueViolationError as exc:
+            raise OrderTakenError(f"order {order.order_id} is already checked out") from exc
+    finally:
+        await conn.close()
