@@ -16,6 +16,7 @@ import anyio.to_thread
 from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.errors import InvalidArgumentError, StepDuplicateError, StepOutputUnserializableError
+from schemas.states import StepStatus
 from schemas.steps import StepRecord
 
 
@@ -71,10 +72,19 @@ class StepApi:
             self._stored = {s.name: s for s in steps}
         return self._stored.get(name)
 
-    async def _save(self, record: StepRecord) -> None:
+    async def _save(self, name: str, status: StepStatus, started_at: int, **fields: Any) -> None:
+        """Persist one step record (fenced by this run's lease token) and remember it."""
+        record = StepRecord(
+            job_id=self._job_id,
+            run_id=self._run_id,
+            name=name,
+            status=status,
+            started_at=started_at,
+            **fields,
+        )
         await self._driver.save_step(self._job_id, self._token, record)
         if self._stored is not None:
-            self._stored[record.name] = record
+            self._stored[name] = record
 
     async def run(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run `fn(*args, **kwargs)` once per run: on replay a completed step returns its stored
@@ -93,31 +103,23 @@ class StepApi:
                     value = await value
         except Exception as exc:
             await self._save(
-                StepRecord(
-                    job_id=self._job_id,
-                    run_id=self._run_id,
-                    name=name,
-                    status="failed",
-                    error=f"{type(exc).__name__}: {exc}",
-                    started_at=started,
-                    finished_at=self._clock.now_ms(),
-                    attempts=attempts,
-                )
+                name,
+                "failed",
+                started,
+                error=f"{type(exc).__name__}: {exc}",
+                finished_at=self._clock.now_ms(),
+                attempts=attempts,
             )
             raise
         output = _json_roundtrip(self._job, name, value)
         # Persisted BEFORE returning: a crash after this line replays the stored result.
         await self._save(
-            StepRecord(
-                job_id=self._job_id,
-                run_id=self._run_id,
-                name=name,
-                status="completed",
-                output=output,
-                started_at=started,
-                finished_at=self._clock.now_ms(),
-                attempts=attempts,
-            )
+            name,
+            "completed",
+            started,
+            output=output,
+            finished_at=self._clock.now_ms(),
+            attempts=attempts,
         )
         return output
 
@@ -138,26 +140,9 @@ class StepApi:
             started = now
         if now >= wake_at:
             await self._save(
-                StepRecord(
-                    job_id=self._job_id,
-                    run_id=self._run_id,
-                    name=name,
-                    status="completed",
-                    output={"wake_at": wake_at},
-                    started_at=started,
-                    finished_at=now,
-                )
+                name, "completed", started, output={"wake_at": wake_at}, finished_at=now
             )
             return
         if existing is None or existing.status != "sleeping":
-            await self._save(
-                StepRecord(
-                    job_id=self._job_id,
-                    run_id=self._run_id,
-                    name=name,
-                    status="sleeping",
-                    output={"wake_at": wake_at},
-                    started_at=started,
-                )
-            )
+            await self._save(name, "sleeping", started, output={"wake_at": wake_at})
         raise StepSuspension(name, wake_at)

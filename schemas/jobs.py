@@ -98,6 +98,20 @@ class NackOptions(BaseModel):
     # A terminal failure that is not an exhausted retry (e.g. a `Permanent` error): state `failed`.
     fail: bool = False
 
+    def next_state(self) -> JobState:
+        """Where the job goes — the one decision every driver applies (rule 7): dead or failed
+        when settled for good, suspended when parked, delayed for a retry that waits, and
+        otherwise ready (a shed included, whatever its delay)."""
+        if self.dead_letter:
+            return "dead"
+        if self.fail:
+            return "failed"
+        if self.park:
+            return "suspended"
+        if self.delay_ms > 0 and not self.is_shed:
+            return "delayed"
+        return "ready"
+
     @property
     def is_shed(self) -> bool:
         """A job handed back over a cap: no attempt burned, not parked. It stays `ready` and keeps

@@ -205,19 +205,13 @@ class MemoryDriver:
         attempt = job.attempt if options.counts_as_attempt else max(job.attempt - 1, 0)
         last_error = options.error if options.error is not None else job.last_error
         await self.release_slots(job_id)
-        if options.dead_letter or options.fail:
-            state: JobState = "dead" if options.dead_letter else "failed"
+        state = options.next_state()
+        if state in ("dead", "failed"):
             record = self._settle(job, state, now, attempt=attempt, last_error=last_error)
             self._event(job, state, now, {"attempt": job.attempt, "error": options.error})
             return record
         run_at = now + max(0, options.delay_ms)
         is_shed = options.is_shed
-        if options.park:
-            state = "suspended"
-        elif options.delay_ms > 0 and not is_shed:
-            state = "delayed"
-        else:
-            state = "ready"
         record = job.model_copy(
             update={
                 "state": state,

@@ -196,8 +196,8 @@ def nack(
     last_error = options.error if options.error is not None else job.last_error
     conn.execute(q.RELEASE_SLOTS, {"job_id": job_id})
     settled: dict[str, Any] = {"worker_id": None, "lease_expires_at": None, "updated_at": now}
-    if options.dead_letter or options.fail:
-        state: JobState = "dead" if options.dead_letter else "failed"
+    state = options.next_state()
+    if state in ("dead", "failed"):
         record = job.model_copy(
             update={
                 **settled,
@@ -212,12 +212,6 @@ def nack(
         return record
     run_at = now + max(0, options.delay_ms)
     is_shed = options.is_shed
-    if options.park:
-        state = "suspended"
-    elif options.delay_ms > 0 and not is_shed:
-        state = "delayed"
-    else:
-        state = "ready"
     record = job.model_copy(
         update={
             **settled,
