@@ -132,10 +132,14 @@ async def test_wait_for_job_returns_once_settled_with_progress(
 ) -> None:
     r = await jobs.enqueue("fulfil", {"order_id": 3})
     worker = Worker(jobs)
+    await worker.run_until_idle()  # parks on the sleep
+    assert (await jobs.get(r.id)).state == "suspended"
     progress: list[tuple[float, float | None, str | None]] = []
+    first_report = anyio.Event()
 
     async def on_progress(progress_: float, total: float | None, message: str | None) -> None:
         progress.append((progress_, total, message))
+        first_report.set()
 
     async with open_mcp() as mcp:
         answer: dict[str, object] = {}
@@ -152,7 +156,7 @@ async def test_wait_for_job_returns_once_settled_with_progress(
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(wait)
-                await worker.run_until_idle()  # parks on the sleep
+                await first_report.wait()  # the waiter has seen the job suspended
                 while not answer:
                     clock.advance(1_000)  # wakes the poll and, at 10 s, the sleeping step
                     await worker.run_until_idle()

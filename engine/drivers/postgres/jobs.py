@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 
 from engine.drivers.postgres import rows
+from engine.drivers.postgres.batch import GroupCommit, Item, settle_all
 from engine.drivers.postgres.core import PgCore
 from engine.drivers.postgres.migrate import Conn
 from engine.errors import (
@@ -59,7 +60,27 @@ class _Holder:
     inserted: bool
 
 
+@dataclass(frozen=True)
+class _Ack:
+    job_id: str
+    token: str
+    output: str | None  # JSON text, or None to keep the row's output
+
+
+@dataclass(frozen=True)
+class _StepWrite:
+    job_id: str
+    token: str
+    step: StepRecord
+    output: str | None  # the step's output as JSON text
+
+
 class PgJobs(PgCore):
+    # Made on first use: one queue per kind of settle write, each with one flush in flight.
+    _acks: GroupCommit[_Ack] | None = None
+    _steps: GroupCommit[_StepWrite] | None = None
+    _loads: GroupCommit[str] | None = None
+
     # --- enqueue ------------------------------------------------------------------------------
 
     async def enqueue(self, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
@@ -181,22 +202,37 @@ class PgJobs(PgCore):
         return HeartbeatResult(lease_expires_at=row["lease_expires_at"], cancel_requested=False)
 
     async def ack(self, job_id: str, token: str, output: Any = None) -> None:
-        payload = rows.dump(output)
+        # Group-committed: concurrent acks share one statement; this returns once it committed.
+        if self._acks is None:
+            self._acks = GroupCommit(self._flush_acks)
+        await self._acks.submit(_Ack(job_id, token, rows.dump(output)), job_id)
 
-        async def once(first: bool) -> None:
+    async def _flush_acks(self, batch: Sequence[Item[_Ack]]) -> None:
+        ids = [item.value.job_id for item in batch]
+        tokens = [item.value.token for item in batch]
+        outputs = [item.value.output for item in batch]
+
+        async def once(first: bool) -> set[tuple[str, str]]:
             async with self.conn() as conn:
-                done = await conn.fetchval(
-                    self.q["ack"], job_id, token, payload, self.clock.now_ms()
+                found = await conn.fetch(
+                    self.q["ack_many"], ids, tokens, outputs, self.clock.now_ms()
                 )
-                if done:
-                    return
-                if not first:
-                    row = await conn.fetchrow(self.q["settled_by"], job_id, token)
-                    if row is not None and row["state"] == "done":
-                        return  # the try whose connection broke had committed
-            raise JobSlotLostError(job_id)
+                done = {(row["id"], row["token"]) for row in found}
+                if not first and len(done) < len(batch):
+                    # The try whose connection broke may have committed some of these.
+                    settled = await conn.fetch(self.q["settled_many"], ids, tokens)
+                    done |= {(row["id"], row["token"]) for row in settled if row["state"] == "done"}
+            return done
 
-        await self.resilient(once)
+        done = await self.resilient(once)
+        settle_all(
+            batch,
+            lambda item: (
+                None
+                if (item.value.job_id, item.value.token) in done
+                else JobSlotLostError(item.value.job_id)
+            ),
+        )
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
         now = self.clock.now_ms()
@@ -341,33 +377,59 @@ class PgJobs(PgCore):
     # --- steps (rule 6) -----------------------------------------------------------------------
 
     async def load_steps(self, run_id: str) -> list[StepRecord]:
-        found = await self.idempotent(lambda c: c.fetch(self.q["load_steps"], run_id))
-        return [rows.step(row) for row in found]
+        # Batched like the writes: every job starting at once reads its steps in one statement.
+        if self._loads is None:
+            self._loads = GroupCommit(self._flush_loads)
+        found: list[StepRecord] = await self._loads.submit(run_id, run_id)
+        return found
+
+    async def _flush_loads(self, batch: Sequence[Item[str]]) -> None:
+        run_ids = [item.value for item in batch]
+        found = await self.idempotent(lambda c: c.fetch(self.q["load_steps_many"], run_ids))
+        by_run: dict[str, list[StepRecord]] = {run_id: [] for run_id in run_ids}
+        for row in found:
+            by_run[row["run_id"]].append(rows.step(row))
+        for item in batch:
+            item.result, item.finished = by_run[item.value], True
 
     async def save_step(self, job_id: str, token: str, step: StepRecord) -> None:
-        output = rows.dump(step.output)
+        # Group-committed like ack: returns only once the statement holding this step committed.
+        if self._steps is None:
+            self._steps = GroupCommit(self._flush_steps)
+        value = _StepWrite(job_id, token, step, rows.dump(step.output))
+        await self._steps.submit(value, (step.run_id, step.name))
 
-        async def once(first: bool) -> None:
+    async def _flush_steps(self, batch: Sequence[Item[_StepWrite]]) -> None:
+        steps = [item.value.step for item in batch]
+        args = (
+            [item.value.job_id for item in batch],
+            [item.value.token for item in batch],
+            [s.run_id for s in steps],
+            [s.name for s in steps],
+            [s.job_id for s in steps],
+            [s.status for s in steps],
+            [item.value.output for item in batch],
+            [s.error for s in steps],
+            [s.started_at for s in steps],
+            [s.finished_at for s in steps],
+            [s.attempts for s in steps],
+        )
+
+        async def once(first: bool) -> set[tuple[str, str]]:
             # An upsert of the same values: safe to repeat after a broken connection.
             async with self.conn() as conn:
-                written = await conn.fetchval(
-                    self.q["save_step"],
-                    job_id,
-                    token,
-                    step.run_id,
-                    step.name,
-                    step.job_id,
-                    step.status,
-                    output,
-                    step.error,
-                    step.started_at,
-                    step.finished_at,
-                    step.attempts,
-                )
-            if written is None:
-                raise JobSlotLostError(job_id)
+                found = await conn.fetch(self.q["save_steps"], *args)
+            return {(row["run_id"], row["name"]) for row in found}
 
-        await self.resilient(once)
+        written = await self.resilient(once)
+        settle_all(
+            batch,
+            lambda item: (
+                None
+                if (item.value.step.run_id, item.value.step.name) in written
+                else JobSlotLostError(item.value.job_id)
+            ),
+        )
 
 
 def _results(

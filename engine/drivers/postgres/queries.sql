@@ -134,19 +134,32 @@ SELECT state, lease_expires_at
   FROM {schema}.jobs
  WHERE id = $1 AND lease_token = $2 AND state = 'cancelled';
 
--- name: ack
-WITH done AS (
-    UPDATE {schema}.jobs
-       SET state = 'done', output = coalesce($3::jsonb, output), updated_at = $4::bigint,
-           finished_at = $4::bigint, worker_id = NULL, lease_expires_at = NULL,
-           lease_token = NULL, settled_token = $2
-     WHERE id = $1 AND lease_token = $2 AND state = 'running'
-    RETURNING id
+-- name: ack_many
+-- Group commit of acks: one row per (id, token, output); each pair that still holds its running
+-- job settles it and comes back. A pair missing from the result lost its slot.
+WITH req AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) AS r(id, token, output)
+),
+done AS (
+    UPDATE {schema}.jobs AS j
+       SET state = 'done', output = coalesce(req.output::jsonb, j.output),
+           updated_at = $4::bigint, finished_at = $4::bigint, worker_id = NULL,
+           lease_expires_at = NULL, lease_token = NULL, settled_token = req.token
+      FROM req
+     WHERE j.id = req.id AND j.lease_token = req.token AND j.state = 'running'
+    RETURNING j.id, req.token
 ),
 released AS (
-    DELETE FROM {schema}.slots WHERE job_id = $1 AND EXISTS (SELECT 1 FROM done)
+    DELETE FROM {schema}.slots WHERE job_id IN (SELECT id FROM done)
 )
-SELECT count(*) FROM done;
+SELECT id, token FROM done;
+
+-- name: settled_many
+-- After a batched settle whose connection broke: which (id, token) pairs did commit?
+SELECT j.id, j.settled_token AS token, j.state
+  FROM {schema}.jobs AS j
+  JOIN unnest($1::text[], $2::text[]) AS r(id, token)
+    ON j.id = r.id AND j.settled_token = r.token;
 
 -- name: nack
 -- Hand a claimed row back: requeue (ready/delayed/suspended) or settle (dead/failed). The
@@ -308,27 +321,41 @@ SELECT t.state AS previous_state, t.name AS target_name, t.idempotency_key AS ta
 INSERT INTO {schema}.events (job_id, at, kind, actor, tenant_id, data)
 VALUES ($1, $2, $3, $4, $5, $6::jsonb);
 
--- name: load_steps
-SELECT * FROM {schema}.steps WHERE run_id = $1 ORDER BY started_at, seq;
+-- name: load_steps_many
+-- The steps of many runs in one round trip (concurrent callers share it).
+SELECT * FROM {schema}.steps WHERE run_id = ANY($1::text[]) ORDER BY started_at, seq;
 
--- name: save_step
--- Upsert by (run_id, name), only while the token holds the running job. FOR SHARE makes a
--- concurrent re-claim wait for this write (or this write see the re-claim and write nothing).
-WITH held AS (
-    SELECT 1
-      FROM {schema}.jobs
-     WHERE id = $1 AND lease_token = $2 AND state = 'running'
-       FOR SHARE
+-- name: save_steps
+-- Group commit of step writes: upsert by (run_id, name) for many (job, token, step) at once,
+-- each only while its token holds the running job. FOR SHARE makes a concurrent re-claim wait
+-- for this write (or this write see the re-claim and write nothing). A step not written is
+-- missing from the result. The caller never puts one (run_id, name) twice in a batch.
+WITH req AS (
+    SELECT *
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::integer[])
+           WITH ORDINALITY
+           AS r(held_id, token, run_id, name, job_id, status, output, error, started_at,
+                finished_at, attempts, ord)
+),
+held AS (
+    SELECT req.*
+      FROM req
+      JOIN {schema}.jobs AS j
+        ON j.id = req.held_id AND j.lease_token = req.token AND j.state = 'running'
+       FOR SHARE OF j
 )
 INSERT INTO {schema}.steps AS s (
     run_id, name, job_id, status, output, error, started_at, finished_at, attempts
 )
-SELECT $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11 FROM held
+SELECT run_id, name, job_id, status, output::jsonb, error, started_at, finished_at, attempts
+  FROM held
+ ORDER BY ord  -- steps keep their callers' order (seq breaks started_at ties)
 ON CONFLICT (run_id, name) DO UPDATE
    SET job_id = excluded.job_id, status = excluded.status, output = excluded.output,
        error = excluded.error, started_at = excluded.started_at,
        finished_at = excluded.finished_at, attempts = excluded.attempts
-RETURNING 1;
+RETURNING s.run_id, s.name;
 
 -- name: acquire_slots
 SELECT {schema}.acquire_slots($1, $2::text[], $3::integer[], $4::bigint, $5::bigint);

@@ -1,10 +1,10 @@
 """Wake-ups across processes: LISTEN on one dedicated connection, polling when that is not possible.
 
-Every enqueue that inserts a row sends `pg_notify(channel)` in its own statement; this listener
-turns each notification into an in-process wake-up. It never raises: when the server is away
-the listener is simply down, idle workers fall back to their poll interval, and the next wait
-tries to listen again. Behind a transaction-pooling PgBouncer LISTEN does not work at all, so
-the driver takes `listen=False` and never starts one.
+An enqueue that inserts a row sends `pg_notify(channel)` within its insert statement; this
+listener turns each notification into an in-process wake-up. It never raises: when the server
+is away the listener is simply down, idle workers fall back to their poll interval, and the
+next wait tries to listen again. Behind a transaction-pooling PgBouncer LISTEN does not work
+at all, so the driver takes `listen=False` and never starts one.
 """
 
 from __future__ import annotations
