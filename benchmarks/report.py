@@ -1,0 +1,281 @@
+"""The printed table, the ratios against the issue's targets, and the JSON document."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.systems import SYSTEMS
+
+SUBJECT = "mcp-jobs-pg"
+SQLITE = "mcp-jobs-sqlite"
+
+Results = dict[str, dict[str, dict[str, Any]]]  # workload -> system key -> result
+
+
+def _get(results: Results, workload: int, key: str, *path: str) -> float | None:
+    node: Any = results.get(str(workload), {}).get(key)
+    for part in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return float(node) if isinstance(node, int | float) and not isinstance(node, bool) else None
+
+
+@dataclass(frozen=True)
+class Target:
+    """One line of the issue's targets: `value(subject) <op> goal`."""
+
+    name: str
+    goal: float
+    op: str  # ">=" or "<="
+    value: Callable[[Results, str], float | None]
+
+    def evaluate(self, results: Results, subject: str) -> dict[str, Any]:
+        value = self.value(results, subject)
+        compare = operator.ge if self.op == ">=" else operator.le
+        return {
+            "target": self.name,
+            "goal": f"{self.op} {self.goal:g}",
+            "value": value,
+            "met": None if value is None else bool(compare(value, self.goal)),
+        }
+
+
+def _ratio(workload: int, peer: str, *path: str) -> Callable[[Results, str], float | None]:
+    def value(results: Results, subject: str) -> float | None:
+        ours = _get(results, workload, subject, *path)
+        theirs = _get(results, workload, peer, *path)
+        return ours / theirs if ours is not None and theirs else None
+
+    return value
+
+
+def _scale(results: Results, subject: str) -> float | None:
+    big = _get(results, 6, subject, "jobs_per_s")
+    small = _get(results, 3, subject, "jobs_per_s")
+    return big / small if big is not None and small else None
+
+
+def _tool_growth(tool: str) -> Callable[[Results, str], float | None]:
+    def value(results: Results, subject: str) -> float | None:
+        large = _get(results, 7, subject, "large", "tools", tool, "p50_ms")
+        small = _get(results, 7, subject, "small", "tools", tool, "p50_ms")
+        return large / small if large is not None and small else None
+
+    return value
+
+
+def _stats_reported(results: Results, subject: str) -> float | None:
+    return _get(results, 7, subject, "large", "tools", "queue_stats", "p50_ms") or _get(
+        results, 7, subject, "small", "tools", "queue_stats", "p50_ms"
+    )
+
+
+def _memory(results: Results, subject: str) -> float | None:
+    ours = [_get(results, w, subject, "peak_rss_mb") for w in (3, 6)]
+    theirs = [_get(results, w, "pgqueuer", "peak_rss_mb") for w in (3, 6)]
+    pairs = [(a, b) for a, b in zip(ours, theirs, strict=True) if a is not None and b]
+    return max(a / b for a, b in pairs) if pairs else None
+
+
+TARGETS = (
+    Target("3 drain ÷ PgQueuer", 1.5, ">=", _ratio(3, "pgqueuer", "jobs_per_s")),
+    Target("3 drain ÷ Procrastinate", 10, ">=", _ratio(3, "procrastinate", "jobs_per_s")),
+    Target("3 drain ÷ floor", 0.4, ">=", _ratio(3, "floor", "jobs_per_s")),
+    Target("1 single enqueue ÷ floor", 0.9, ">=", _ratio(1, "floor", "jobs_per_s")),
+    Target("2 batch enqueue ÷ PgQueuer", 1.0, ">=", _ratio(2, "pgqueuer", "jobs_per_s")),
+    Target("4 pickup p50 ÷ floor p50", 1.3, "<=", _ratio(4, "floor", "p50_ms")),
+    Target("5 steps ÷ DBOS", 10, ">=", _ratio(5, "dbos", "jobs_per_s")),
+    Target("5 steps ÷ floor", 0.3, ">=", _ratio(5, "floor", "jobs_per_s")),
+    Target("6 drain at scale ÷ drain (3)", 0.8, ">=", _scale),
+    Target("7 inspect_job large ÷ small (p50)", 2.0, "<=", _tool_growth("inspect_job")),
+    Target("7 list_jobs large ÷ small (p50)", 2.0, "<=", _tool_growth("list_jobs")),
+    Target("7 queue_stats reported (p50 ms)", 0.0, ">=", _stats_reported),
+    Target("worker peak memory ÷ PgQueuer", 1.0, "<=", _memory),
+)
+
+
+def ratios(results: Results) -> list[dict[str, Any]]:
+    rows = []
+    for target in TARGETS:
+        row = target.evaluate(results, SUBJECT)
+        sqlite = target.evaluate(results, SQLITE)
+        row["sqlite_value"] = sqlite["value"]
+        rows.append(row)
+    return rows
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def _once(results: Results, key: str) -> str:
+    checks = [r.get("exactly_once") for w in results.values() if (r := w.get(key)) is not None]
+    checks = [c for c in checks if c is not None]
+    if not checks:
+        return "—"
+    return "yes" if all(checks) else "NO"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        return "| " + " | ".join([first, *rest]) + " |"
+
+    rule = "|" + "|".join(
+        ("-" * (w + 1) + ":" if i else "-" * (w + 2)) for i, w in enumerate(widths)
+    )
+    return "\n".join([line(header), rule + "|", *(line(r) for r in rows)])
+
+
+def main_table(results: Results, keys: list[str], scale_n: int) -> str:
+    header = [
+        "system",
+        "1 enqueue/s",
+        "2 batch enq/s",
+        "3 drain/s",
+        "4 p50 ms",
+        "4 p95 ms",
+        "4 p50 after commit",
+        "5 steps jobs/s",
+        f"6 drain/s @{scale_n:,}",
+        "3 CPU ms/job",
+        "peak RSS MB",
+        "exactly once",
+    ]
+    rows = []
+    for key in keys:
+        peaks = [_get(results, w, key, "peak_rss_mb") for w in (3, 4, 5, 6)]
+        peak = max((p for p in peaks if p is not None), default=None)
+        rows.append(
+            [
+                SYSTEMS[key].label,
+                _fmt(_get(results, 1, key, "jobs_per_s")),
+                _fmt(_get(results, 2, key, "jobs_per_s")),
+                _fmt(_get(results, 3, key, "jobs_per_s")),
+                _fmt(_get(results, 4, key, "p50_ms"), 1),
+                _fmt(_get(results, 4, key, "p95_ms"), 1),
+                _fmt(_get(results, 4, key, "p50_after_commit_ms"), 1),
+                _fmt(_get(results, 5, key, "jobs_per_s")),
+                _fmt(_get(results, 6, key, "jobs_per_s")),
+                _fmt(_get(results, 3, key, "cpu_ms_per_job"), 2),
+                _fmt(peak, 1),
+                _once(results, key),
+            ]
+        )
+    return _table(header, rows)
+
+
+def tools_table(results: Results) -> str:
+    header = [
+        "backend",
+        "rows",
+        "inspect_job p50 ms",
+        "list_jobs p50 ms",
+        "queue_stats p50 ms",
+        "engine trace/list/stats p50 ms",
+    ]
+    rows = []
+    for key, per in results.get("7", {}).items():
+        for size in ("small", "large"):
+            if size not in per:
+                continue
+
+            def p50(group: str, name: str, size: str = size, key: str = key) -> str:
+                return _fmt(_get(results, 7, key, size, group, name, "p50_ms"), 2)
+
+            rows.append(
+                [
+                    SYSTEMS[key].label,
+                    _fmt(_get(results, 7, key, size, "rows")),
+                    p50("tools", "inspect_job"),
+                    p50("tools", "list_jobs"),
+                    p50("tools", "queue_stats"),
+                    " / ".join(p50("engine", k) for k in ("trace", "list", "stats")),
+                ]
+            )
+    return _table(header, rows) if rows else ""
+
+
+def ratios_table(rows: list[dict[str, Any]]) -> str:
+    header = ["target (mcp-jobs PostgreSQL)", "goal", "value", "met", "SQLite (info)"]
+    body = []
+    for r in rows:
+        met = "—" if r["met"] is None else ("met" if r["met"] else "MISSED")
+        body.append([r["target"], r["goal"], _fmt(r["value"], 2), met, _fmt(r["sqlite_value"], 2)])
+    return _table(header, body)
+
+
+def render(document: dict[str, Any]) -> str:
+    meta = document["meta"]
+    results: Results = document["results"]
+    keys = [k for k in SYSTEMS if any(k in w for w in results.values())]
+    parts = [
+        f"mcp-jobs benchmarks — {meta['date']} — profile {meta['profile']}"
+        + (f", best of {meta['repeat']} runs per step" if meta.get("repeat", 1) > 1 else ""),
+        f"machine: {meta['machine']}",
+        f"postgres: {meta['server']}",
+        "",
+        main_table(results, keys, meta["sizes"]["scale"]),
+    ]
+    tools = tools_table(results)
+    if tools:
+        parts += ["", tools]
+    parts += ["", ratios_table(document["ratios"])]
+    if document.get("failures"):
+        parts += ["", "failures:"] + [f"  {f}" for f in document["failures"]]
+    return "\n".join(parts)
+
+
+def compare(documents: list[dict[str, Any]]) -> str:
+    """The target ratios of several runs side by side (the closing note wants two)."""
+    header = ["target (mcp-jobs PostgreSQL)", "goal"]
+    header += [f"run {i + 1}" for i in range(len(documents))]
+    header.append("met in all")
+    rows = []
+    for i, target in enumerate(TARGETS):
+        cells = [target.name, f"{target.op} {target.goal:g}"]
+        verdicts = []
+        for document in documents:
+            row = document["ratios"][i]
+            cells.append(_fmt(row["value"], 2))
+            verdicts.append(row["met"])
+        if any(v is None for v in verdicts):
+            cells.append("—")
+        else:
+            cells.append("yes" if all(verdicts) else "no")
+        rows.append(cells)
+    dates = [f"run {i + 1}: {d['meta']['date']}" for i, d in enumerate(documents)]
+    return "\n".join([*dates, "", _table(header, rows)])
+
+
+def main(argv: list[str]) -> int:
+    """`python -m benchmarks.report RUN.json [RUN2.json …]`: the table of the first run, then
+    the ratios of every run side by side."""
+    import json
+    import sys
+
+    if not argv:
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    documents = [json.loads(Path(p).read_text()) for p in argv]
+    print(render(documents[0]))
+    if len(documents) > 1:
+        print()
+        print(compare(documents))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

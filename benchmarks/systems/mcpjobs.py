@@ -1,0 +1,120 @@
+"""mcp-jobs through its public API: `connect(url)`, `enqueue`/`enqueue_many`, `Worker(...).run()`.
+
+One adapter, two lines in the table: the PostgreSQL driver and the SQLite driver. Jobs carry a
+unique idempotency key (their index), so dedupe never merges two benchmark jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from benchmarks.systems.base import STEP_COUNT, Kind, Producer, System
+from benchmarks.tally import Tally
+from engine import Enqueue, JobContext, JobRegistry, Jobs, Worker, connect, job
+
+QUEUE = "bench"
+REGISTRY = JobRegistry()
+# Set by `run_worker` in the one worker process; handlers report to it.
+_tally: Tally | None = None
+
+
+class Item(BaseModel):
+    i: int
+
+
+def _key(item: Item) -> str:
+    return str(item.i)
+
+
+def _current() -> Tally:
+    if _tally is None:
+        raise RuntimeError("a benchmark handler ran outside run_worker")
+    return _tally
+
+
+@job(registry=REGISTRY, name="bench_noop", queue=QUEUE, idempotency_key=_key)
+async def bench_noop(input: Item, ctx: JobContext) -> None:
+    tally = _current()
+    tally.start(input.i)
+    tally.end(input.i)
+
+
+async def _step(k: int) -> int:
+    return k
+
+
+@job(registry=REGISTRY, name="bench_steps", queue=QUEUE, idempotency_key=_key)
+async def bench_steps(input: Item, ctx: JobContext) -> None:
+    tally = _current()
+    tally.start(input.i)
+    for k in range(STEP_COUNT):
+        await ctx.step.run(f"step-{k}", _step, k)
+    tally.end(input.i)
+
+
+_JOBS = {"noop": bench_noop, "steps": bench_steps}
+
+
+class _McpJobsProducer(Producer):
+    def __init__(self, jobs: Jobs) -> None:
+        self.jobs = jobs
+
+    async def enqueue_one(self, kind: Kind, i: int) -> None:
+        await self.jobs.enqueue(_JOBS[kind], Item(i=i))
+
+    async def enqueue_many(self, kind: Kind, indexes: Sequence[int]) -> list[str]:
+        definition = _JOBS[kind]
+        results = await self.jobs.enqueue_many([Enqueue(definition, Item(i=i)) for i in indexes])
+        return [r.id for r in results]
+
+    async def close(self) -> None:
+        await self.jobs.close()
+
+
+class McpJobs(System):
+    def settings(self, concurrency: int) -> dict[str, Any]:
+        return {
+            "driver": self.backend,
+            "worker": f"Worker(jobs, concurrency={concurrency}, queues=['{QUEUE}'])",
+            "defaults": "lease 30 s, poll 500 ms, wake-up by the driver",
+            "loop": self.loop,
+        }
+
+    async def connect(self, url: str, *, migrate: bool = False) -> Jobs:
+        return await connect(url, registry=REGISTRY, migrate=migrate)
+
+    async def install(self, url: str, concurrency: int) -> None:
+        jobs = await self.connect(url, migrate=True)
+        await jobs.close()
+
+    async def producer(self, url: str) -> Producer:
+        return _McpJobsProducer(await self.connect(url))
+
+    async def run_worker(self, url: str, kind: Kind, concurrency: int, tally: Tally) -> None:
+        global _tally
+        _tally = tally
+        jobs = await self.connect(url)
+        try:
+            worker = Worker(jobs, concurrency=concurrency, queues=[QUEUE])
+            tally.begin()
+            running = asyncio.create_task(worker.run())
+            await tally.wait()
+            worker.stop()
+            await running
+        finally:
+            await jobs.close()
+
+    async def unfinished(self, url: str, kind: Kind) -> int:
+        jobs = await self.connect(url)
+        try:
+            stats = await jobs.stats([QUEUE])
+        finally:
+            await jobs.close()
+        return sum(
+            s.ready + s.delayed + s.running + s.suspended + s.dead + s.failed + s.cancelled
+            for s in stats
+        )
