@@ -178,7 +178,8 @@ async def execute(
             reason=f"step {suspension.step!r} sleeping",
         )
     if failure is not None:
-        return await _fail(rt, claimed, definition, failure, duration, settle)
+        options, kind, reason = _after_failure(definition, record, failure)
+        return await settle(options, kind, duration_ms=duration, error=options.error, reason=reason)
     try:
         await rt.driver.ack(record.id, claimed.token, output)
     except JobSlotLostError:
@@ -186,38 +187,21 @@ async def execute(
     return emit("succeeded", duration_ms=duration)
 
 
-async def _fail(
-    rt: Runtime,
-    claimed: ClaimedJob,
-    definition: JobDefinition[Any],
-    failure: BaseException,
-    duration: int,
-    settle: Callable[..., Any],
-) -> WorkerEventKind:
-    record: JobRecord = claimed.record
+def _after_failure(
+    definition: JobDefinition[Any], record: JobRecord, failure: BaseException
+) -> tuple[NackOptions, WorkerEventKind, str | None]:
+    """How a failed run goes back: failed for good (a `Permanent` or a terminal engine error),
+    dead after its last attempt, else retried after the policy's delay (rule 12)."""
     error = describe_error(failure)
     terminal = isinstance(failure, Permanent) or (
         isinstance(failure, JobsError) and not failure.retryable
     )
     if terminal:
-        kind: WorkerEventKind = await settle(
-            NackOptions(error=error, fail=True), "failed", duration_ms=duration, error=error
-        )
-        return kind
+        return NackOptions(error=error, fail=True), "failed", None
     if record.attempt >= record.max_attempts:
-        kind = await settle(
-            NackOptions(error=error, dead_letter=True), "dead", duration_ms=duration, error=error
-        )
-        return kind
+        return NackOptions(error=error, dead_letter=True), "dead", None
     delay = retry_delay_ms(definition.retry, record.attempt)
-    kind = await settle(
-        NackOptions(delay_ms=delay, error=error),
-        "retried",
-        duration_ms=duration,
-        error=error,
-        reason=f"next attempt in {delay} ms",
-    )
-    return kind
+    return NackOptions(delay_ms=delay, error=error), "retried", f"next attempt in {delay} ms"
 
 
 async def keep_leases(rt: Runtime, handles: Iterable[RunHandle]) -> None:

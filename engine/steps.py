@@ -31,6 +31,8 @@ class StepSuspension(BaseException):
 
 
 def _json_roundtrip(job: str, step: str, value: Any) -> Any:
+    if value is None:  # the common case for job bodies and side-effect steps: nothing to check
+        return None
     try:
         return json.loads(json.dumps(value))
     except (TypeError, ValueError) as exc:
