@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,7 +21,7 @@ from engine.errors import (
 from engine.ids import new_id
 from engine.outbox import StagedJob
 from engine.retry import retry_schedule
-from engine.tracing import resolve_traceparent
+from engine.tracing import current_traceparent, require_traceparent
 from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import EnqueueRequest, EnqueueResult, JobFilter, JobPage, JobRecord, OnConflict
@@ -33,9 +32,9 @@ from schemas.trace import JobTrace
 JobRef = str | JobDefinition[Any]
 
 
-@dataclass(frozen=True)
-class Enqueue:
-    """One item of `enqueue_many`."""
+class Enqueue(NamedTuple):
+    """One item of `enqueue_many`. A named tuple: immutable, and built several times faster
+    than a frozen dataclass, which matters at a thousand items per call."""
 
     job: JobRef
     input: BaseModel | Mapping[str, Any]
@@ -65,7 +64,18 @@ class Jobs:
 
     # --- enqueue ------------------------------------------------------------------------------
 
-    def _request(self, item: Enqueue, enqueued_by: str | None) -> EnqueueRequest:
+    def _requests(
+        self, items: Sequence[Enqueue], enqueued_by: str | None
+    ) -> builtins.list[EnqueueRequest]:
+        """Validate and resolve every item. One clock reading and one look at the current span
+        serve the whole call: a batch is enqueued at one instant, under one span."""
+        now = self.clock.now_ms()
+        ambient = current_traceparent()
+        return [self._request(item, enqueued_by, now, ambient) for item in items]
+
+    def _request(
+        self, item: Enqueue, enqueued_by: str | None, now: int, ambient: str | None
+    ) -> EnqueueRequest:
         definition = (
             item.job if isinstance(item.job, JobDefinition) else self.registry.require(item.job)
         )
@@ -83,7 +93,6 @@ class Jobs:
             raise JobTenantRequiredError(definition.name)
         if item.on_conflict not in ("dedupe", "error"):
             raise InvalidArgumentError("on_conflict", item.on_conflict, "'dedupe' or 'error'")
-        now = self.clock.now_ms()
         if item.delay is not None and item.run_at is not None:
             raise InvalidArgumentError("delay", item.delay, "omitted when run_at is given")
         if item.delay is not None:
@@ -108,7 +117,9 @@ class Jobs:
             max_attempts=definition.retry.attempts,
             timeout_ms=definition.timeout_ms,
             on_conflict=item.on_conflict,
-            traceparent=resolve_traceparent(item.traceparent),
+            traceparent=ambient
+            if item.traceparent is None
+            else require_traceparent(item.traceparent),
             enqueued_by=enqueued_by,
         )
 
@@ -125,7 +136,7 @@ class Jobs:
         enqueued_by: str | None = None,
     ) -> EnqueueResult:
         item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent)
-        (result,) = await self.driver.enqueue([self._request(item, enqueued_by)])
+        (result,) = await self.driver.enqueue(self._requests([item], enqueued_by))
         return result
 
     async def enqueue_many(
@@ -133,7 +144,7 @@ class Jobs:
     ) -> list[EnqueueResult]:
         """Every item validated first (nothing is written if one is invalid), then one atomic
         driver call with the dedupe rule applied per item."""
-        requests = [self._request(item, enqueued_by) for item in items]
+        requests = self._requests(items, enqueued_by)
         if not requests:
             return []
         return await self.driver.enqueue(requests)
@@ -169,7 +180,7 @@ class Jobs:
                 raise InvalidArgumentError(
                     "on_conflict", item.on_conflict, "'dedupe' for a staged job"
                 )
-        requests = [self._request(item, enqueued_by) for item in items]
+        requests = self._requests(items, enqueued_by)
         ids = await self.driver.outbox_stage(tx, requests)
         return [
             StagedJob(outbox_id=i, job_id=r.id, run_id=r.run_id)

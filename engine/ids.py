@@ -8,6 +8,19 @@ import time
 
 _last_ms = 0
 _seq = 0
+# Random bytes drawn from the OS a page at a time: one syscall per 512 ids instead of one each.
+_RANDOM_PAGE = 4096
+_random = b""
+_random_at = 0
+
+
+def _forget_random() -> None:
+    # A forked child must not replay its parent's unread bytes: same ms + same bytes = same id.
+    global _random, _random_at, _last_ms, _seq
+    _random, _random_at, _last_ms, _seq = b"", 0, 0, 0
+
+
+os.register_at_fork(after_in_child=_forget_random)
 
 
 def new_id() -> str:
@@ -16,7 +29,7 @@ def new_id() -> str:
     Wall-clock (not the injected clock) on purpose: ids only need to be unique and roughly
     ordered, and a frozen test clock would otherwise collapse the ordering to the sequence.
     """
-    global _last_ms, _seq
+    global _last_ms, _seq, _random, _random_at
     ms = time.time_ns() // 1_000_000
     if ms <= _last_ms:
         _seq = (_seq + 1) & 0xFFFF
@@ -25,7 +38,11 @@ def new_id() -> str:
         ms = _last_ms
     else:
         _last_ms, _seq = ms, 0
-    return f"{ms:012x}{_seq:04x}{secrets.randbits(64):016x}"
+    if _random_at >= len(_random):
+        _random, _random_at = os.urandom(_RANDOM_PAGE), 0
+    noise = _random[_random_at : _random_at + 8].hex()
+    _random_at += 8
+    return f"{ms:012x}{_seq:04x}{noise}"
 
 
 def new_token() -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -172,14 +172,13 @@ class Scheduler:
     ) -> list[EnqueueRequest]:
         """Requests built exactly as `enqueue` builds them, keyed by the occurrence instead of
         the job's own key function: the job's dedupe rule stays `(name, tenant, key)`."""
-        if not isinstance(entries, list | tuple):
+        if isinstance(entries, Enqueue) or not isinstance(entries, list | tuple):
             raise TaskEntryInvalidError(definition.name, occurrence, entries)
         base = f"task:{definition.name}:{occurrence}"
         seen: dict[tuple[str, str], int] = {}
+        items = [_item(definition, occurrence, entry) for entry in entries]
         requests: list[EnqueueRequest] = []
-        for entry in entries:
-            item = _item(definition, occurrence, entry)
-            request = self.jobs._request(item, f"task:{definition.name}")
+        for request in self.jobs._requests(items, f"task:{definition.name}"):
             # One occurrence may enqueue the same job more than once (one per region, say);
             # the repeat count keeps those apart deterministically, so peers agree on the keys.
             slot = (request.name, request.tenant_id or "")
@@ -264,7 +263,7 @@ class Scheduler:
 def _item(definition: TaskDefinition, occurrence: int, entry: object) -> Enqueue:
     if isinstance(entry, Enqueue):
         # A task's jobs always dedupe: a duplicate means a peer already fired this occurrence.
-        return replace(entry, on_conflict="dedupe")
+        return entry._replace(on_conflict="dedupe")
     if isinstance(entry, tuple | list) and len(entry) in (2, 3):
         parts: Sequence[Any] = entry
         tenant = parts[2] if len(parts) == 3 else None

@@ -38,6 +38,8 @@ def test_index_conflict_target_and_lookup_spell_one_key_over_the_live_states() -
 
     enqueue = squash(raw_queries()["enqueue"])
     assert f"ON CONFLICT ({KEY}) WHERE {LIVE} DO NOTHING" in enqueue
+    # The single-item road inserts under the same conflict target.
+    assert f"ON CONFLICT ({KEY}) WHERE {LIVE} DO NOTHING" in squash(raw_queries()["enqueue_one"])
 
     lookup = (
         "live.name = {o}.name"

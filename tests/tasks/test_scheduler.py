@@ -11,7 +11,7 @@ import pytest
 from anyio import wait_all_tasks_blocked
 from pydantic import BaseModel
 
-from engine import JobContext, JobDefinition, JobRegistry, Jobs, ManualClock, Worker, job
+from engine import Enqueue, JobContext, JobDefinition, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.tasks import CatchUp, Scheduler, SchedulerRound, describe_tasks, task
 from tests.tasks.waiting import until_set
 
@@ -273,6 +273,13 @@ async def test_a_broken_task_does_not_stop_the_others_and_retries_next_round(
         registry=registry,
     )
     task(
+        name="one-enqueue-not-in-a-list",  # an Enqueue is a tuple, yet not a list of entries
+        cron="0 * * * *",
+        tz="UTC",
+        enqueue=lambda at: Enqueue(ping, {"at": at}),
+        registry=registry,
+    )
+    task(
         name="healthy",
         cron="0 * * * *",
         tz="UTC",
@@ -287,6 +294,7 @@ async def test_a_broken_task_does_not_stop_the_others_and_retries_next_round(
         "flaky": "TASK_ENQUEUE_FAILED",
         "bad-entries": "JOB_UNKNOWN",
         "not-a-list": "TASK_ENTRY_INVALID",
+        "one-enqueue-not-in-a-list": "TASK_ENTRY_INVALID",
     }
     assert await jobs.driver.task_state("flaky") is None  # not recorded: it was not fired
     broken["raise"] = False

@@ -27,6 +27,8 @@ from engine.errors import DriverUnavailableError, InvalidArgumentError
 T = TypeVar("T")
 
 DEFAULT_SCHEMA = "mcp_jobs"
+# Real time: after the idle connection failed to connect, the pool serves alone this long.
+_HOT_RETRY_S = 1.0
 
 
 def _whole(name: str, value: object, low: int) -> int:
@@ -83,6 +85,10 @@ class PgCore:
         self._settle_retry_s = settle_retry_ms / 1000
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._pool_lock = anyio.Lock()
+        # The one connection kept out of the pool for uncontended use (see `conn`).
+        self._hot: asyncpg.Connection[asyncpg.Record] | None = None
+        self._hot_busy = False
+        self._hot_retry_at = 0.0
         self._closed = False
         self.signal = WakeSignal()
         self._listener = Listener(url, self.channel, self.signal, self._connect_timeout_s)
@@ -119,11 +125,65 @@ class PgCore:
 
     @asynccontextmanager
     async def conn(self) -> AsyncIterator[Conn]:
-        """A pooled connection; failures inside come out as `DriverUnavailableError`."""
+        """A connection for one operation; failures inside come out as `DriverUnavailableError`.
+
+        The driver's own idle connection when it is free, else one from the pool: a lone
+        caller (a producer enqueuing one job at a time, an idle worker's claim) then skips the
+        pool's acquire/release bookkeeping, which costs as much as a small statement."""
         async with self.guard():
-            pool = await self._get_pool()
-            async with pool.acquire() as conn:
-                yield conn
+            hot = await self._take_hot()
+            if hot is None:
+                pool = await self._get_pool()
+                async with pool.acquire() as conn:
+                    yield conn
+                return
+            try:
+                yield hot
+            except BaseException:
+                # Interrupted mid-statement, perhaps: its session state is unknown. Never reuse.
+                self._drop_hot(hot)
+                raise
+            if hot.is_in_transaction():
+                self._drop_hot(hot)
+            self._hot_busy = False
+
+    async def _take_hot(self) -> asyncpg.Connection[asyncpg.Record] | None:
+        if self._hot_busy or self._closed:
+            return None
+        hot = self._hot
+        if hot is not None and not hot.is_closed():
+            self._hot_busy = True
+            return hot
+        if time.monotonic() < self._hot_retry_at:
+            return None
+        self._hot_busy = True
+        try:
+            hot = await asyncpg.connect(
+                self.url,
+                statement_cache_size=self._statement_cache_size,
+                timeout=self._connect_timeout_s,
+                server_settings={"application_name": "mcp-jobs"},
+            )
+        except DRIVER_FAILURES:
+            # The pool will try (and report) for this call; back off before trying again.
+            self._hot_busy = False
+            self._hot_retry_at = time.monotonic() + _HOT_RETRY_S
+            return None
+        except BaseException:
+            self._hot_busy = False
+            raise
+        if self._closed:
+            hot.terminate()
+            self._hot_busy = False
+            return None
+        self._hot = hot
+        return hot
+
+    def _drop_hot(self, hot: asyncpg.Connection[asyncpg.Record]) -> None:
+        hot.terminate()
+        if self._hot is hot:
+            self._hot = None
+        self._hot_busy = False
 
     async def idempotent(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         """Run `op` on a pooled connection, once more on a fresh one if the first was broken.
@@ -174,6 +234,18 @@ class PgCore:
     async def close(self) -> None:
         self._closed = True
         await self._listener.close()
+        hot, self._hot = self._hot, None
+        if hot is not None:
+            if self._hot_busy:
+                hot.terminate()  # mid-operation in another task: that task sees it closed
+            else:
+                with anyio.move_on_after(self._connect_timeout_s, shield=True) as scope:
+                    try:
+                        await hot.close()
+                    except DRIVER_FAILURES:
+                        hot.terminate()
+                if scope.cancelled_caught:
+                    hot.terminate()
         pool, self._pool = self._pool, None
         if pool is not None:
             with anyio.move_on_after(self._connect_timeout_s, shield=True) as scope:

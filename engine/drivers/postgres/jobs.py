@@ -7,6 +7,7 @@ dead letter, a cancel, a retry and `record_event` do, as in memory.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,10 +88,38 @@ class PgJobs(PgCore):
         if not requests:
             return []
         async with self.conn() as conn:
-            results, inserted = await self.enqueue_on(conn, requests)
+            if len(requests) == 1 and await self._insert_one(conn, requests[0]):
+                results, inserted = [_inserted(requests[0], self.clock.now_ms())], True
+            else:
+                results, inserted = await self.enqueue_on(conn, requests)
         if inserted:
             self.signal.notify()
         return results
+
+    async def _insert_one(self, conn: Conn, request: EnqueueRequest) -> bool:
+        """The single-item fast road: True when the row went in; False leaves the key's
+        holder to be found by the batch road (nothing was written)."""
+        now = self.clock.now_ms()
+        r = request
+        found = await conn.fetch(
+            self.q["enqueue_one"],
+            now,
+            r.id,
+            r.run_id,
+            r.name,
+            r.queue,
+            r.tenant_id,
+            r.idempotency_key,
+            rows.dump(r.input),
+            initial_state(r.run_at, now),
+            r.max_attempts,
+            r.run_at,
+            r.timeout_ms,
+            r.traceparent,
+            r.enqueued_by,
+            self.channel,
+        )
+        return bool(found)
 
     async def enqueue_on(
         self, conn: Conn, requests: Sequence[EnqueueRequest]
@@ -109,10 +138,10 @@ class PgJobs(PgCore):
         if any(r.on_conflict == "error" for r in requests):
             async with conn.transaction():
                 holders = await self._insert(conn, unique, now)
-                results = _results(requests, first_of, holders)
+                results = _results(requests, first_of, holders, now)
         else:
             holders = await self._insert(conn, unique, now)
-            results = _results(requests, first_of, holders)
+            results = _results(requests, first_of, holders, now)
         return results, any(h.inserted for h in holders.values())
 
     async def _insert(
@@ -121,33 +150,26 @@ class PgJobs(PgCore):
         holders: dict[DedupeKey, _Holder] = {}
         pending = list(unique)
         for _ in range(_ENQUEUE_ROUNDS):
-            found = await conn.fetch(
-                self.q["enqueue"],
-                now,
-                [r.id for r in pending],
-                [r.run_id for r in pending],
-                [r.name for r in pending],
-                [r.queue for r in pending],
-                [r.tenant_id for r in pending],
-                [r.idempotency_key for r in pending],
-                [rows.dump(r.input) for r in pending],
-                [r.run_at for r in pending],
-                [r.max_attempts for r in pending],
-                [r.timeout_ms for r in pending],
-                [r.traceparent for r in pending],
-                [r.enqueued_by for r in pending],
-                self.channel,
-            )
-            by_request = {row["request_id"]: row for row in found}
+            found = await conn.fetch(self.q["enqueue"], now, _rows_json(pending, now), self.channel)
+            inserted: set[str] = set()
+            held: dict[str, asyncpg.Record] = {}
+            for row in found:
+                if row["id"] is None:
+                    inserted.add(row["request_id"])
+                else:
+                    held[row["request_id"]] = row
             missing: list[EnqueueRequest] = []
             for request in pending:
-                row = by_request.get(request.id)
-                if row is None:
-                    missing.append(request)
-                else:
+                if request.id in inserted:
                     holders[dedupe_key(request)] = _Holder(
-                        row["id"], row["run_id"], rows.job_state(row["state"]), row["inserted"]
+                        request.id, request.run_id, initial_state(request.run_at, now), True
                     )
+                elif (live := held.get(request.id)) is not None:
+                    holders[dedupe_key(request)] = _Holder(
+                        live["id"], live["run_id"], rows.job_state(live["state"]), False
+                    )
+                else:
+                    missing.append(request)
             if not missing:
                 return holders
             # Skipped by the conflict check, yet invisible to the statement's snapshot: the
@@ -432,10 +454,49 @@ class PgJobs(PgCore):
         )
 
 
+def initial_state(run_at: int, now: int) -> JobState:
+    """A new row's state: due now is ready, due later is delayed (as in every driver)."""
+    return "delayed" if run_at > now else "ready"
+
+
+def _rows_json(requests: Sequence[EnqueueRequest], now: int) -> str:
+    """The batch as the JSON array the enqueue query unpacks with jsonb_to_recordset."""
+    return json.dumps(
+        [
+            {
+                "id": r.id,
+                "run_id": r.run_id,
+                "name": r.name,
+                "queue": r.queue,
+                "tenant_id": r.tenant_id,
+                "idempotency_key": r.idempotency_key,
+                "input": r.input,
+                "state": initial_state(r.run_at, now),
+                "run_at": r.run_at,
+                "max_attempts": r.max_attempts,
+                "timeout_ms": r.timeout_ms,
+                "traceparent": r.traceparent,
+                "enqueued_by": r.enqueued_by,
+            }
+            for r in requests
+        ]
+    )
+
+
+def _inserted(request: EnqueueRequest, now: int) -> EnqueueResult:
+    return EnqueueResult(
+        id=request.id,
+        run_id=request.run_id,
+        deduped=False,
+        state=initial_state(request.run_at, now),
+    )
+
+
 def _results(
     requests: Sequence[EnqueueRequest],
     first_of: dict[DedupeKey, int],
     holders: dict[DedupeKey, _Holder],
+    now: int,
 ) -> list[EnqueueResult]:
     """One result per request, in order; the first refusal in order raises (as memory does)."""
     results: list[EnqueueResult] = []
@@ -443,11 +504,7 @@ def _results(
         key = dedupe_key(request)
         holder = holders[key]
         if holder.inserted and first_of[key] == index:
-            results.append(
-                EnqueueResult(
-                    id=request.id, run_id=request.run_id, deduped=False, state=holder.state
-                )
-            )
+            results.append(_inserted(request, now))
             continue
         # Held: by a live row already there, or by an earlier item of this batch.
         if request.on_conflict == "error":
@@ -455,6 +512,8 @@ def _results(
                 request.name, request.idempotency_key, holder.id, request.tenant_id
             )
         results.append(
-            EnqueueResult(id=holder.id, run_id=holder.run_id, deduped=True, state=holder.state)
+            EnqueueResult(
+                id=holder.id, run_id=holder.run_id, deduped=True, state=holder.state
+            )
         )
     return results
