@@ -35,7 +35,7 @@ async def catalog(url: str, schema: str = "mcp_jobs") -> dict[str, Any]:
     conn: asyncpg.Connection[asyncpg.Record] = await asyncpg.connect(url)
     try:
         relations = await conn.fetch(
-            "SELECT c.relname, c.relkind::text FROM pg_class c"
+            "SELECT c.relname, c.relkind::text, coalesce(c.reloptions, '{}')::text FROM pg_class c"
             " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1",
             schema,
         )
@@ -99,7 +99,10 @@ async def test_migrations_from_nothing_equal_the_declared_schema(clock: ManualCl
             await b.close()
         migrated = await catalog(by_migrations)
         declared = await catalog(by_schema)
-    assert {name for name, kind in declared["relations"] if kind == "r"} == TABLES
+    assert {name for name, kind, _ in declared["relations"] if kind == "r"} == TABLES
+    # Both roads leave the queue table with its early, unthrottled autovacuum.
+    (jobs_options,) = [o for name, _, o in declared["relations"] if name == "jobs"]
+    assert "autovacuum_vacuum_cost_delay=0" in jobs_options
     assert declared["versions"][-1][0] == latest_version()
     for part in declared:
         assert migrated[part] == declared[part], part
@@ -153,7 +156,9 @@ async def test_a_second_schema_in_one_database_is_its_own_world(clock: ManualClo
         finally:
             await one.close()
             await other.close()
-        assert {n for n, k in (await catalog(url, "tenant_two"))["relations"] if k == "r"} == TABLES
+        assert {
+            n for n, k, _ in (await catalog(url, "tenant_two"))["relations"] if k == "r"
+        } == TABLES
 
 
 @pytest.mark.parametrize("schema", ["", "Upper", "9lives", "semi;colon", 'quo"te', "x" * 59])

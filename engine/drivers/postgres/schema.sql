@@ -51,6 +51,19 @@ CREATE TABLE {schema}.jobs (
     enqueued_by text
 );
 
+-- A queue table churns: every job is one insert and two updates that leave dead versions
+-- behind, in the heap and in every index the claim walks. The default autovacuum waits for 20%
+-- of the table to be dead; a queue wants it swept early and without throttling, as PgQueuer
+-- also recommends for its own table.
+ALTER TABLE {schema}.jobs SET (
+    autovacuum_vacuum_scale_factor = 0.01,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_analyze_scale_factor = 0.02,
+    autovacuum_analyze_threshold = 500,
+    autovacuum_vacuum_cost_limit = 10000,
+    autovacuum_vacuum_cost_delay = 0
+);
+
 -- Rule 2: the dedupe namespace is (name, tenant or '', key) over LIVE rows. The ON CONFLICT
 -- target in queries.sql spells this expression exactly, and the live-row lookup uses the same
 -- predicate; tests/postgres/test_dedupe.py pins the three together.
