@@ -43,6 +43,9 @@ class RunHandle:
     def __init__(self, claimed: ClaimedJob) -> None:
         self.claimed = claimed
         self.scope = anyio.CancelScope()
+        # Around the whole of the job's task (settling included), for the worker to cancel
+        # the task with when it has to go (it is not a task group child, see Worker._start).
+        self.task_scope = anyio.CancelScope()
         self.reason: StopReason | None = None
 
     def stop(self, reason: StopReason) -> None:
@@ -58,6 +61,19 @@ class Runtime:
     worker_id: str
     lease_ms: int
     emit: Callable[[WorkerEvent], None]
+    # Whether anyone listens for a kind of event: when not, the event is never built.
+    wants: Callable[[WorkerEventKind], bool] = lambda kind: True
+
+
+# One logger per job name, looked up once: `logging.getLogger` takes the module lock each call.
+_job_loggers: dict[str, logging.Logger] = {}
+
+
+def _job_logger(name: str) -> logging.Logger:
+    found = _job_loggers.get(name)
+    if found is None:
+        found = _job_loggers[name] = logging.getLogger(f"mcp_jobs.job.{name}")
+    return found
 
 
 def describe_error(exc: BaseException) -> str:
@@ -81,9 +97,10 @@ async def execute(
     handle = handle or RunHandle(claimed)
 
     def emit(kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
-        rt.emit(
-            WorkerEvent.of(kind, record, at=rt.clock.now_ms(), worker_id=rt.worker_id, **fields)
-        )
+        if rt.wants(kind):
+            rt.emit(
+                WorkerEvent.of(kind, record, at=rt.clock.now_ms(), worker_id=rt.worker_id, **fields)
+            )
         return kind
 
     async def settle(options: NackOptions, kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
@@ -132,30 +149,24 @@ async def execute(
             job_id=record.id,
             run_id=record.run_id,
             token=claimed.token,
+            completed=None if claimed.has_steps else {},
         ),
         clock=rt.clock,
         log=logging.LoggerAdapter(
-            logging.getLogger(f"mcp_jobs.job.{record.name}"),
+            _job_logger(record.name),
             {"job": {"job_id": record.id, "name": record.name, "attempt": record.attempt}},
         ),
         traceparent=record.traceparent,
         driver=rt.driver,
     )
 
-    output: Any = None
-    failure: BaseException | None = None
-    suspension: StepSuspension | None = None
-    async with _deadline(rt.clock, definition.timeout_ms, handle):
-        with handle.scope, run_span(record) as span:
-            try:
-                output = _json_roundtrip(
-                    record.name, "<job output>", await definition(job_input, ctx)
-                )
-            except StepSuspension as exc:
-                suspension = exc
-            except Exception as exc:
-                failure = exc
-                span.failed(exc)
+    if definition.timeout_ms is None:
+        output, failure, suspension = await _run_body(definition, job_input, ctx, handle, record)
+    else:
+        async with _deadline(rt.clock, definition.timeout_ms, handle):
+            output, failure, suspension = await _run_body(
+                definition, job_input, ctx, handle, record
+            )
     duration = rt.clock.now_ms() - started
 
     if handle.reason == "cancelled":
@@ -185,6 +196,27 @@ async def execute(
     except JobSlotLostError:
         return emit("lease_lost", duration_ms=duration, reason="ack refused")
     return emit("succeeded", duration_ms=duration)
+
+
+async def _run_body(
+    definition: JobDefinition[Any],
+    job_input: Any,
+    ctx: JobContext,
+    handle: RunHandle,
+    record: JobRecord,
+) -> tuple[Any, BaseException | None, StepSuspension | None]:
+    """The body under its stop switch and span: (output, failure, suspension)."""
+    with handle.scope, run_span(record) as span:
+        try:
+            output = _json_roundtrip(record.name, "<job output>", await definition(job_input, ctx))
+        except StepSuspension as exc:
+            return None, None, exc
+        except Exception as exc:
+            span.failed(exc)
+            return None, exc, None
+        return output, None, None
+    # Reached only when the stop switch cancelled the body: nothing came of it.
+    return None, None, None
 
 
 def _after_failure(
@@ -226,11 +258,8 @@ async def keep_leases(rt: Runtime, handles: Iterable[RunHandle]) -> None:
 
 
 @asynccontextmanager
-async def _deadline(clock: Clock, timeout_ms: int | None, handle: RunHandle) -> AsyncIterator[None]:
-    """Stop the body when the job's timeout passes on the clock (rule 8); free without one."""
-    if timeout_ms is None:
-        yield
-        return
+async def _deadline(clock: Clock, timeout_ms: int, handle: RunHandle) -> AsyncIterator[None]:
+    """Stop the body when the job's timeout passes on the clock (rule 8)."""
 
     async def watchdog() -> None:
         await clock.sleep_ms(timeout_ms)

@@ -87,6 +87,11 @@ class WorkerEvent:
 Listener = Callable[[WorkerEvent], None]
 
 
+def log_wants(kind: WorkerEventKind) -> bool:
+    """Whether `log_listener` would write an event of `kind` at the current log level."""
+    return logger.isEnabledFor(_LEVELS.get(kind, logging.INFO))
+
+
 def log_listener(event: WorkerEvent) -> None:
     """One structured record per state change: `extra={"job": {...}}` carries every field."""
     level = _LEVELS.get(event.kind, logging.INFO)

@@ -30,9 +30,15 @@ class StepSuspension(BaseException):
         self.wake_at = wake_at
 
 
+# Types whose JSON round trip gives back an equal value of the same type: returned as they are.
+_JSON_SCALARS = (str, int, bool)
+
+
 def _json_roundtrip(job: str, step: str, value: Any) -> Any:
     if value is None:  # the common case for job bodies and side-effect steps: nothing to check
         return None
+    if type(value) in _JSON_SCALARS:  # exact types: an int or str subclass still goes through
+        return value
     try:
         return json.loads(json.dumps(value))
     except (TypeError, ValueError) as exc:

@@ -116,13 +116,6 @@ def current_traceparent() -> str | None:
     return format_traceparent(span_context.trace_id, span_context.span_id, span_context.trace_flags)
 
 
-def resolve_traceparent(explicit: str | None) -> str | None:
-    """What `enqueue` stores: the traceparent given (validated), else the current span's."""
-    if explicit is not None:
-        return require_traceparent(explicit)
-    return current_traceparent()
-
-
 # --- the run's span ---------------------------------------------------------------------------
 
 
@@ -216,8 +209,16 @@ class _OtelRunSpan(RunSpan):
 
 def run_span(record: JobRecord) -> RunSpan:
     """A context manager for the job body: a span continuing `record.traceparent` when
-    OpenTelemetry is importable, else a shared no-op."""
+    OpenTelemetry is importable, else a shared no-op.
+
+    Also the shared no-op when no tracer provider is installed and the job carries no
+    traceparent: the default tracer would only hand back the span already current, so the body
+    would see nothing different, and a span costs a context attach per job."""
     if otel_trace is None:
+        return _NO_SPAN
+    if record.traceparent is None and isinstance(
+        otel_trace.get_tracer_provider(), otel_trace.ProxyTracerProvider
+    ):
         return _NO_SPAN
     return _OtelRunSpan(record)
 
@@ -230,6 +231,5 @@ __all__ = [
     "format_traceparent",
     "parse_traceparent",
     "require_traceparent",
-    "resolve_traceparent",
     "run_span",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 
-from engine.clock import Clock
+from engine.clock import Clock, SystemClock
 
 
 class Waker:
@@ -25,7 +25,12 @@ class Waker:
     async def wait(self, clock: Clock, timeout_ms: int) -> None:
         """Return on a pending or the next `notify()`, or after `timeout_ms` of clock time."""
         event = self._event
-        if not event.is_set():
+        if not event.is_set() and isinstance(clock, SystemClock):
+            # Real time: a deadline on a cancel scope is the same wait as the clock's sleep,
+            # without a timer task to start and then cancel on every wake-up (pickup latency).
+            with anyio.move_on_after(max(0, timeout_ms) / 1000):
+                await event.wait()
+        elif not event.is_set():
             async with anyio.create_task_group() as tg:
 
                 async def _timer() -> None:

@@ -7,6 +7,7 @@ in-flight jobs finish until its deadline, then hands the rest back unharmed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -14,13 +15,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
-from anyio.abc import TaskGroup
 
 from engine.errors import InvalidArgumentError, JobsError, JobSlotLostError
 from engine.execute import RunHandle, Runtime, execute, keep_leases
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
-from engine.observe import Listener, WorkerEvent, log_listener
+from engine.observe import Listener, WorkerEvent, WorkerEventKind, log_listener, log_wants
 from engine.outbox import OutboxRelay
 from engine.tasks.scheduler import Scheduler
 from schemas.jobs import ClaimedJob, NackOptions
@@ -69,10 +69,17 @@ class Worker:
         self.id = worker_id or new_worker_id()
         self._listeners: list[Listener] = [log_listener, *listeners]
         self._inflight: dict[str, RunHandle] = {}
+        # Job tasks are plain asyncio tasks, each under a cancel scope of its own (see _start).
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._crash: BaseException | None = None
         self._claim_batch = max(1, concurrency // 4)
         self._stopping = False
         self._drain_deadline = 0
-        self._nudge = anyio.Event()
+        # Plain asyncio: the engine runs on asyncio (the PostgreSQL driver needs it), and an
+        # anyio.Event costs a backend lookup on every job that finishes.
+        self._nudge = asyncio.Event()
+        # The cancel scope of the idle wait in progress, cut short by a nudge (see _race).
+        self._idle_scope: anyio.CancelScope | None = None
         self._done = anyio.Event()
         self._started_at = self.clock.now_ms()
         self.runtime = Runtime(
@@ -81,6 +88,7 @@ class Worker:
             worker_id=self.id,
             lease_ms=lease_ms,
             emit=self._emit,
+            wants=self._wants,
         )
         # In-process services, so a deploy needs no extra process: the cron scheduler (one
         # leader across all workers) and the outbox relay. Both stop with the worker.
@@ -99,9 +107,16 @@ class Worker:
             except Exception:
                 logger.exception("worker listener failed on %s", event.kind)
 
+    def _wants(self, kind: WorkerEventKind) -> bool:
+        """Whether an event of `kind` has anyone to go to: with only the log listener and its
+        level off (claimed/succeeded are DEBUG), the event is not even built."""
+        return len(self._listeners) > 1 or log_wants(kind)
+
     def _poke(self) -> None:
         self._nudge.set()
-        self._nudge = anyio.Event()
+        self._nudge = asyncio.Event()
+        if self._idle_scope is not None:
+            self._idle_scope.cancel()
 
     @property
     def in_flight(self) -> int:
@@ -113,6 +128,7 @@ class Worker:
         """Claim and run jobs until `stop()`/`drain()`, then finish or hand back in-flight work."""
         if self._done.is_set():  # a second run() of the same worker
             self._done = anyio.Event()
+        self._crash = None
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._presence)
@@ -121,13 +137,15 @@ class Worker:
                     tg.start_soon(service.run)
                 backlog = False
                 while not self._stopping:
+                    if self._crash is not None:
+                        raise self._crash
                     free = self.concurrency - len(self._inflight)
                     # With a backlog, wait until a quarter of the slots are free and claim them
                     # in one round trip, rather than one claim per job as each slot frees.
                     if free >= (self._claim_batch if backlog else 1):
                         batch = await self._claim(free)
                         for claimed in batch:
-                            self._start(tg, claimed)
+                            self._start(claimed)
                         backlog = len(batch) == free
                         if backlog:
                             continue  # the queue may hold more: claim again before waiting
@@ -135,11 +153,14 @@ class Worker:
                     else:
                         await self._race()
                 await self._finish_inflight()
+                if self._crash is not None:
+                    raise self._crash
                 for service in self._services():
                     await service.wait_stopped()
                 tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
+                await self._cancel_tasks()
                 try:
                     await self.driver.worker_gone(self.id)
                 except JobsError:
@@ -157,10 +178,18 @@ class Worker:
             total += len(batch)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._keep_leases)
-                async with anyio.create_task_group() as running:
+                try:
                     for claimed in batch:
-                        self._start(running, claimed)
+                        self._start(claimed)
+                    if self._tasks:
+                        await asyncio.wait(set(self._tasks))
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._cancel_tasks()
                 tg.cancel_scope.cancel()
+            if self._crash is not None:
+                crash, self._crash = self._crash, None
+                raise crash
 
     def stop(self) -> None:
         """Stop claiming; `run()` returns once in-flight jobs finish or the drain deadline hands
@@ -187,31 +216,63 @@ class Worker:
             await self._race(lambda: self.clock.sleep_ms(self.poll_ms))
             return []
 
-    async def _race(self, *waits: Callable[[], Awaitable[None]]) -> None:
-        """Wait for the first of `waits`, a freed slot, or `stop()`."""
-        nudge = self._nudge
+    async def _race(self, wait: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Wait for `wait` (when given) to return, a freed slot, or `stop()`.
+
+        No task group: a nudge cancels the wait's own scope instead. Nothing awaits between the
+        `_stopping` check and the wait starting, so a nudge cannot fall in between unseen."""
         if self._stopping:
             return
-        async with anyio.create_task_group() as tg:
-
-            async def first(wait: Callable[[], Awaitable[None]]) -> None:
+        if wait is None:
+            await self._nudge.wait()
+            return
+        with anyio.CancelScope() as scope:
+            self._idle_scope = scope
+            try:
                 await wait()
-                tg.cancel_scope.cancel()
-
-            for wait in (nudge.wait, *waits):
-                tg.start_soon(first, wait)
+            finally:
+                self._idle_scope = None
 
     async def _keep_leases(self) -> None:
         while True:
             await self.clock.sleep_ms(max(1, self.lease_ms // 3))
             await keep_leases(self.runtime, self._inflight.values())
 
-    def _start(self, tg: TaskGroup, claimed: ClaimedJob) -> None:
+    def _start(self, claimed: ClaimedJob) -> None:
+        """Run one claimed job in a task of its own.
+
+        A plain asyncio task rather than an anyio task group child: anyio spends a cancel
+        scope, an event and a wrapper coroutine on each child, a sizeable share of a no-op
+        job's cost. The structure a task group gives is kept by hand: each job runs under its
+        own cancel scope (`RunHandle.task_scope`, so shields inside it still hold), the worker
+        cancels and awaits every job task before `run()` returns, and a BaseException escaping
+        a job ends the worker as it would have through the group."""
         handle = RunHandle(claimed)
         self._inflight[claimed.record.id] = handle
-        tg.start_soon(self._run_one, claimed, handle)
+        task = asyncio.get_running_loop().create_task(self._run_one(claimed, handle))
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            if self._crash is None:
+                self._crash = exc
+            self._poke()
+
+    async def _cancel_tasks(self) -> None:
+        """Cancel every job task still running (through its own scope) and wait for them."""
+        if not self._tasks:
+            return
+        for handle in list(self._inflight.values()):
+            handle.task_scope.cancel()
+        await asyncio.wait(set(self._tasks))
 
     async def _run_one(self, claimed: ClaimedJob, handle: RunHandle) -> None:
+        with handle.task_scope:
+            await self._run_one_scoped(claimed, handle)
+
+    async def _run_one_scoped(self, claimed: ClaimedJob, handle: RunHandle) -> None:
         record = claimed.record
         try:
             definition = self.jobs.registry.get(record.name)

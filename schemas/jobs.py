@@ -78,6 +78,9 @@ class ClaimedJob(BaseModel):
     record: JobRecord
     token: str
     lease_expires_at: int
+    # False only when the driver knows the run has no stored steps (its first step then reads
+    # nothing); True means "may have some", and the first step loads them.
+    has_steps: bool = True
 
 
 class NackOptions(BaseModel):

@@ -157,7 +157,13 @@ class MemoryDriver:
             )
             self._jobs[job.id] = record
             self._leases[job.id] = _Lease(token, expires)
-            claimed.append(ClaimedJob(record=record, token=token, lease_expires_at=expires))
+            # As every driver: past its first attempt (or with steps stored) a run reads its steps.
+            has_steps = record.attempt > 1 or bool(self._steps.get(record.run_id))
+            claimed.append(
+                ClaimedJob(
+                    record=record, token=token, lease_expires_at=expires, has_steps=has_steps
+                )
+            )
         return claimed
 
     def _claimable(self, job: JobRecord, now: int) -> bool:

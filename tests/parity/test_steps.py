@@ -8,6 +8,9 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Retry, Worker, job, retry_schedule
+from engine.ids import new_id
+from schemas.jobs import EnqueueRequest, NackOptions
+from schemas.steps import StepRecord
 from tests.support.observe import Recorder
 
 
@@ -202,3 +205,53 @@ async def test_worker_events_report_each_state_change(jobs: Jobs, registry: JobR
     await Worker(jobs, listeners=[recorder]).run_until_idle()
     assert recorder.kinds(r.id) == ["claimed", "succeeded"]
     assert (await jobs.get(r.id)).output == 3
+
+
+def _request(now: int, key: str) -> EnqueueRequest:
+    return EnqueueRequest(
+        id=new_id(),
+        run_id=new_id(),
+        name="work",
+        queue="default",
+        idempotency_key=key,
+        input={},
+        run_at=now,
+        max_attempts=3,
+    )
+
+
+async def test_the_claim_says_which_runs_may_have_steps_to_replay(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    driver = jobs.driver
+    now = clock.now_ms()
+    fresh, parked, abandoned = await driver.enqueue(
+        [_request(now, key) for key in ("fresh", "parked", "abandoned")]
+    )
+    first = {c.record.id: c for c in await driver.claim("w1", 3, 1_000)}
+    # Never ran a step: the first step of each will read nothing, so it need not read at all.
+    assert [first[r.id].has_steps for r in (fresh, parked, abandoned)] == [False, False, False]
+
+    for r in (parked, abandoned):
+        step = StepRecord(
+            job_id=r.id,
+            run_id=r.run_id,
+            name="one",
+            status="completed",
+            started_at=now,
+            finished_at=now,
+            output=1,
+        )
+        await driver.save_step(r.id, first[r.id].token, step)
+    await driver.ack(fresh.id, first[fresh.id].token, None)
+    # A sleep parks the row without burning the attempt: attempt alone cannot tell a resume.
+    await driver.nack(
+        parked.id,
+        first[parked.id].token,
+        NackOptions(delay_ms=0, park=True, counts_as_attempt=False),
+    )
+    clock.advance(1_000)  # the abandoned job's lease runs out; its holder may still be writing
+    second = {c.record.id: c for c in await driver.claim("w2", 3, 1_000)}
+    assert second[parked.id].has_steps and second[parked.id].record.attempt == 1
+    assert second[abandoned.id].has_steps
+    assert fresh.id not in second

@@ -104,3 +104,15 @@ async def test_queues_restrict_the_claim(driver: PostgresDriver, clock: ManualCl
     assert [c.record.id for c in await driver.claim("w", 10, 1000, ["qa"])] == [a.id]
     assert await driver.claim("w", 10, 1000, []) == []
     assert [c.record.id for c in await driver.claim("w", 10, 1000, ["default"])] == [b.id]
+
+
+async def test_an_abandoned_run_reads_its_steps_even_without_any_stored(
+    driver: PostgresDriver, clock: ManualClock
+) -> None:
+    # Its stale holder may commit a step after the claim's snapshot: never assume none.
+    await driver.enqueue([request(clock.now_ms())])
+    (held,) = await driver.claim("w1", 1, 1_000)
+    assert not held.has_steps
+    clock.advance(1_000)
+    (taken,) = await driver.claim("w2", 1, 1_000)
+    assert taken.has_steps

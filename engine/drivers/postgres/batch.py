@@ -8,6 +8,7 @@ after the statement carrying its item has committed (rule 6 for steps, fencing f
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -29,6 +30,15 @@ class Item(Generic[T]):
     finished: bool = False
     error: BaseException | None = None
     result: Any = None
+    # Set while the caller waits on another caller's flush: woken once, when this item is done
+    # (or the flusher left and someone must take over), not on every batch.
+    waiter: asyncio.Future[None] | None = None
+
+
+def _wake(item: Item[Any]) -> None:
+    waiter = item.waiter
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
 
 
 # Runs one batch and settles every item in it (sets `finished`, and `error` or `result`).
@@ -36,13 +46,16 @@ Flush = Callable[[Sequence[Item[T]]], Awaitable[None]]
 
 
 class GroupCommit(Generic[T]):
-    """Queue of one kind of write; one flush in flight at a time."""
+    """Queue of one kind of write; one flush in flight at a time.
+
+    The caller that finds no flush in flight becomes the flusher and sends batches until the
+    queue is empty; every other caller waits on a future of its own (plain asyncio: the
+    PostgreSQL driver runs on asyncio, and this is on every ack and step write)."""
 
     def __init__(self, flush: Flush[T]) -> None:
         self._flush_batch = flush
         self._pending: list[Item[T]] = []
         self._flushing = False
-        self._batch_done: anyio.Event | None = None
 
     async def submit(self, value: T, key: Hashable) -> Any:
         """Queue `value` and return its result once its batch committed, or raise the item's
@@ -53,7 +66,11 @@ class GroupCommit(Generic[T]):
         try:
             while not item.finished:
                 if self._flushing:
-                    await self._done_event().wait()
+                    item.waiter = asyncio.get_running_loop().create_future()
+                    try:
+                        await item.waiter
+                    finally:
+                        item.waiter = None
                 else:
                     await self._flush()
         except BaseException:
@@ -64,16 +81,6 @@ class GroupCommit(Generic[T]):
         if item.error is not None:
             raise item.error
         return item.result
-
-    def _done_event(self) -> anyio.Event:
-        if self._batch_done is None:
-            self._batch_done = anyio.Event()
-        return self._batch_done
-
-    def _announce(self) -> None:
-        event, self._batch_done = self._batch_done, None
-        if event is not None:
-            event.set()
 
     def _take(self) -> list[Item[T]]:
         batch: list[Item[T]] = []
@@ -103,10 +110,13 @@ class GroupCommit(Generic[T]):
                         if not item.finished:
                             item.error, item.finished = exc, True
                 finally:
-                    self._announce()
+                    for item in batch:
+                        _wake(item)
         finally:
             self._flushing = False
-            self._announce()
+            # Normally nothing is left; if this flusher was torn out, a waiter takes over.
+            for item in self._pending:
+                _wake(item)
 
 
 def settle_all(

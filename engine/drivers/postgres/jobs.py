@@ -65,7 +65,9 @@ class _Holder:
 class _Ack:
     job_id: str
     token: str
-    output: str | None  # JSON text, or None to keep the row's output
+    # This ack as an element of ack_many's JSON array; a null output keeps the row's. Encoded
+    # by the caller, so an output that is not JSON fails its own ack, not the batch.
+    row: str
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,11 @@ class _StepWrite:
     job_id: str
     token: str
     step: StepRecord
-    output: str | None  # the step's output as JSON text
+    row: str  # this write as an element of save_steps' JSON array (encoded by the caller)
+
+
+def _json_array(elements: Sequence[str]) -> str:
+    return "[" + ",".join(elements) + "]"
 
 
 class PgJobs(PgCore):
@@ -203,6 +209,7 @@ class PgJobs(PgCore):
                 record=rows.job(row),
                 token=row["lease_token"],
                 lease_expires_at=row["lease_expires_at"],
+                has_steps=row["has_steps"],
             )
             for row in found
         ]
@@ -227,21 +234,20 @@ class PgJobs(PgCore):
         # Group-committed: concurrent acks share one statement; this returns once it committed.
         if self._acks is None:
             self._acks = GroupCommit(self._flush_acks)
-        await self._acks.submit(_Ack(job_id, token, rows.dump(output)), job_id)
+        row = json.dumps({"id": job_id, "token": token, "output": output})
+        await self._acks.submit(_Ack(job_id, token, row), job_id)
 
     async def _flush_acks(self, batch: Sequence[Item[_Ack]]) -> None:
-        ids = [item.value.job_id for item in batch]
-        tokens = [item.value.token for item in batch]
-        outputs = [item.value.output for item in batch]
+        acks = _json_array([item.value.row for item in batch])
 
         async def once(first: bool) -> set[tuple[str, str]]:
             async with self.conn() as conn:
-                found = await conn.fetch(
-                    self.q["ack_many"], ids, tokens, outputs, self.clock.now_ms()
-                )
+                found = await conn.fetch(self.q["ack_many"], acks, self.clock.now_ms())
                 done = {(row["id"], row["token"]) for row in found}
                 if not first and len(done) < len(batch):
                     # The try whose connection broke may have committed some of these.
+                    ids = [item.value.job_id for item in batch]
+                    tokens = [item.value.token for item in batch]
                     settled = await conn.fetch(self.q["settled_many"], ids, tokens)
                     done |= {(row["id"], row["token"]) for row in settled if row["state"] == "done"}
             return done
@@ -418,29 +424,30 @@ class PgJobs(PgCore):
         # Group-committed like ack: returns only once the statement holding this step committed.
         if self._steps is None:
             self._steps = GroupCommit(self._flush_steps)
-        value = _StepWrite(job_id, token, step, rows.dump(step.output))
-        await self._steps.submit(value, (step.run_id, step.name))
+        row = json.dumps(
+            {
+                "held_id": job_id,
+                "token": token,
+                "run_id": step.run_id,
+                "name": step.name,
+                "job_id": step.job_id,
+                "status": step.status,
+                "output": step.output,
+                "error": step.error,
+                "started_at": step.started_at,
+                "finished_at": step.finished_at,
+                "attempts": step.attempts,
+            }
+        )
+        await self._steps.submit(_StepWrite(job_id, token, step, row), (step.run_id, step.name))
 
     async def _flush_steps(self, batch: Sequence[Item[_StepWrite]]) -> None:
-        steps = [item.value.step for item in batch]
-        args = (
-            [item.value.job_id for item in batch],
-            [item.value.token for item in batch],
-            [s.run_id for s in steps],
-            [s.name for s in steps],
-            [s.job_id for s in steps],
-            [s.status for s in steps],
-            [item.value.output for item in batch],
-            [s.error for s in steps],
-            [s.started_at for s in steps],
-            [s.finished_at for s in steps],
-            [s.attempts for s in steps],
-        )
+        steps = _json_array([item.value.row for item in batch])
 
         async def once(first: bool) -> set[tuple[str, str]]:
             # An upsert of the same values: safe to repeat after a broken connection.
             async with self.conn() as conn:
-                found = await conn.fetch(self.q["save_steps"], *args)
+                found = await conn.fetch(self.q["save_steps"], steps)
             return {(row["run_id"], row["name"]) for row in found}
 
         written = await self.resilient(once)
@@ -512,8 +519,6 @@ def _results(
                 request.name, request.idempotency_key, holder.id, request.tenant_id
             )
         results.append(
-            EnqueueResult(
-                id=holder.id, run_id=holder.run_id, deduped=True, state=holder.state
-            )
+            EnqueueResult(id=holder.id, run_id=holder.run_id, deduped=True, state=holder.state)
         )
     return results

@@ -75,6 +75,12 @@ SELECT pg_notify($15::text, '') FROM ins;
 -- holds, and lease them. A running row whose lease ran out is due again (rule 13). Two arms,
 -- each walking its own index in order and stopping at $2, so a deep backlog costs a batch, not
 -- a sort of the whole queue; rows an arm locked beyond the final batch are let go at commit.
+-- `has_steps` says whether the run may have stored steps to replay: a fresh run's first step
+-- then skips the read (one probe of the steps key here instead of a round trip per job
+-- there). The probe is exact for a waiting row (no holder: no step can commit after this
+-- snapshot). An abandoned row may have its stale holder mid-write, but it was claimed before,
+-- so its attempt is now above 1: any run past its first attempt reads (the rule every driver
+-- applies).
 WITH due AS (
     SELECT id, run_at
       FROM (SELECT id, run_at
@@ -101,7 +107,9 @@ UPDATE {schema}.jobs AS j
        lease_expires_at = $1 + $4::bigint, cancel_requested = false, updated_at = $1
   FROM batch
  WHERE j.id = batch.id
-RETURNING j.*;
+RETURNING j.*,
+          j.attempt > 1
+          OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps;
 
 -- name: claim_queues
 -- claim, restricted to the worker's queues (a separate text keeps each plan specific).
@@ -133,7 +141,9 @@ UPDATE {schema}.jobs AS j
        lease_expires_at = $1 + $4::bigint, cancel_requested = false, updated_at = $1
   FROM batch
  WHERE j.id = batch.id
-RETURNING j.*;
+RETURNING j.*,
+          j.attempt > 1
+          OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps;
 
 -- name: heartbeat
 -- Extend the lease and the job's limiter slots. A cancelled row that still carries the token
@@ -156,15 +166,16 @@ SELECT state, lease_expires_at
  WHERE id = $1 AND lease_token = $2 AND state = 'cancelled';
 
 -- name: ack_many
--- Group commit of acks: one row per (id, token, output); each pair that still holds its running
--- job settles it and comes back. A pair missing from the result lost its slot.
+-- Group commit of acks: one row per (id, token, output), as one JSON array ($1) like enqueue's
+-- batch (cheaper to encode than arrays); a null output keeps the row's. Each pair that still
+-- holds its running job settles it and comes back. A pair missing from the result lost its slot.
 WITH req AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) AS r(id, token, output)
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id text, token text, output jsonb)
 ),
 done AS (
     UPDATE {schema}.jobs AS j
-       SET state = 'done', output = coalesce(req.output::jsonb, j.output),
-           updated_at = $4::bigint, finished_at = $4::bigint, worker_id = NULL,
+       SET state = 'done', output = coalesce(req.output, j.output),
+           updated_at = $2::bigint, finished_at = $2::bigint, worker_id = NULL,
            lease_expires_at = NULL, lease_token = NULL, settled_token = req.token
       FROM req
      WHERE j.id = req.id AND j.lease_token = req.token AND j.state = 'running'
@@ -348,14 +359,18 @@ SELECT * FROM {schema}.steps WHERE run_id = ANY($1::text[]) ORDER BY started_at,
 
 -- name: save_steps
 -- Group commit of step writes: upsert by (run_id, name) for many (job, token, step) at once,
--- each only while its token holds the running job. FOR SHARE makes a concurrent re-claim wait
--- for this write (or this write see the re-claim and write nothing). A step not written is
--- missing from the result. The caller never puts one (run_id, name) twice in a batch.
+-- each only while its token holds the running job. The batch is one JSON array ($1), as for
+-- enqueue. FOR SHARE makes a concurrent re-claim wait for this write (or this write see the
+-- re-claim and write nothing). A step not written is missing from the result. The caller never
+-- puts one (run_id, name) twice in a batch.
 WITH req AS (
     SELECT *
-      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::integer[])
-           WITH ORDINALITY
+      FROM ROWS FROM (
+               jsonb_to_recordset($1::jsonb)
+               AS (held_id text, token text, run_id text, name text, job_id text, status text,
+                   output jsonb, error text, started_at bigint, finished_at bigint,
+                   attempts integer)
+           ) WITH ORDINALITY
            AS r(held_id, token, run_id, name, job_id, status, output, error, started_at,
                 finished_at, attempts, ord)
 ),
@@ -369,7 +384,7 @@ held AS (
 INSERT INTO {schema}.steps AS s (
     run_id, name, job_id, status, output, error, started_at, finished_at, attempts
 )
-SELECT run_id, name, job_id, status, output::jsonb, error, started_at, finished_at, attempts
+SELECT run_id, name, job_id, status, output, error, started_at, finished_at, attempts
   FROM held
  ORDER BY ord  -- steps keep their callers' order (seq breaks started_at ties)
 ON CONFLICT (run_id, name) DO UPDATE

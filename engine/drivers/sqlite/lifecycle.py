@@ -111,7 +111,12 @@ def claim(
         },
     ).fetchall()
     claimed = [
-        ClaimedJob(record=job_from_row(row[:-1]), token=row[-1], lease_expires_at=expires)
+        ClaimedJob(
+            record=job_from_row(row[:-2]),
+            token=row[-2],
+            lease_expires_at=expires,
+            has_steps=bool(row[-1]),  # past its first attempt, or steps stored: read them
+        )
         for row in rows
     ]
     claimed.sort(key=lambda c: (c.record.run_at, c.record.id))  # RETURNING has no order

@@ -63,7 +63,8 @@ WHERE id IN (
             ORDER BY run_at, id LIMIT :limit)
     )
     ORDER BY run_at, id LIMIT :limit)
-RETURNING {JOB_SELECT}, token
+RETURNING {JOB_SELECT}, token,
+    attempt > 1 OR EXISTS (SELECT 1 FROM mcp_jobs_steps AS s WHERE s.run_id = mcp_jobs_jobs.run_id)
 """
 
 SELECT_JOB = f"SELECT {JOB_SELECT} FROM mcp_jobs_jobs WHERE id = :id"
