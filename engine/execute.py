@@ -47,6 +47,14 @@ class RunHandle:
         # the task with when it has to go (it is not a task group child, see Worker._start).
         self.task_scope = anyio.CancelScope()
         self.reason: StopReason | None = None
+        # Called once, when the body is over and only its settle write remains: the worker
+        # hands the slot to the next job instead of holding it through a commit.
+        self.on_body_done: Callable[[], None] | None = None
+
+    def body_done(self) -> None:
+        done, self.on_body_done = self.on_body_done, None
+        if done is not None:
+            done()
 
     def stop(self, reason: StopReason) -> None:
         if self.reason is None:
@@ -167,6 +175,7 @@ async def execute(
             output, failure, suspension = await _run_body(
                 definition, job_input, ctx, handle, record
             )
+    handle.body_done()
     duration = rt.clock.now_ms() - started
 
     if handle.reason == "cancelled":

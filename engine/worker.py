@@ -73,6 +73,11 @@ class Worker:
         self._tasks: set[asyncio.Task[None]] = set()
         self._crash: BaseException | None = None
         self._claim_batch = max(1, concurrency // 4)
+        # Job bodies running now. A job whose body is over but whose settle write (ack/nack)
+        # has not committed yet stays in `_inflight` (heartbeats, drain) but no longer holds a
+        # slot: the next job starts while the commit is on its way, as many as `concurrency`
+        # such writes at once.
+        self._bodies = 0
         self._stopping = False
         self._drain_deadline = 0
         # Plain asyncio: the engine runs on asyncio (the PostgreSQL driver needs it), and an
@@ -139,7 +144,7 @@ class Worker:
                 while not self._stopping:
                     if self._crash is not None:
                         raise self._crash
-                    free = self.concurrency - len(self._inflight)
+                    free = self._free_slots()
                     # With a backlog, wait until a quarter of the slots are free and claim them
                     # in one round trip, rather than one claim per job as each slot frees.
                     if free >= (self._claim_batch if backlog else 1):
@@ -238,6 +243,13 @@ class Worker:
             await self.clock.sleep_ms(max(1, self.lease_ms // 3))
             await keep_leases(self.runtime, self._inflight.values())
 
+    def _free_slots(self) -> int:
+        return min(self.concurrency - self._bodies, 2 * self.concurrency - len(self._inflight))
+
+    def _body_done(self) -> None:
+        self._bodies -= 1
+        self._poke()
+
     def _start(self, claimed: ClaimedJob) -> None:
         """Run one claimed job in a task of its own.
 
@@ -249,6 +261,8 @@ class Worker:
         a job ends the worker as it would have through the group."""
         handle = RunHandle(claimed)
         self._inflight[claimed.record.id] = handle
+        self._bodies += 1
+        handle.on_body_done = self._body_done
         task = asyncio.get_running_loop().create_task(self._run_one(claimed, handle))
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
@@ -291,6 +305,7 @@ class Worker:
         except Exception:
             logger.exception("job %s (%s) could not be settled", record.id, record.name)
         finally:
+            handle.body_done()  # when it never ran (shed, parked unknown name, failed input)
             self._inflight.pop(record.id, None)
             self._poke()
 

@@ -1,0 +1,62 @@
+"""A worker slot is held by a job's body, not by the commit of its result.
+
+A finished body's ack may still be on its way to the database; the next job starts meanwhile,
+and at most `concurrency` such settle writes are outstanding at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
+from engine.drivers.memory import MemoryDriver
+
+
+class Item(BaseModel):
+    n: int
+
+
+class SlowAcks(MemoryDriver):
+    """Acks wait at a gate: a commit that takes its time."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.gate = anyio.Event()
+        self.waiting: list[str] = []
+
+    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
+        self.waiting.append(job_id)
+        await self.gate.wait()
+        await super().ack(job_id, token, output)
+
+
+async def test_the_next_body_runs_while_the_previous_ack_commits(
+    clock: ManualClock, registry: JobRegistry
+) -> None:
+    driver = SlowAcks(clock)
+    jobs = Jobs(driver, registry=registry, clock=clock)
+    started: list[int] = []
+
+    @job(idempotency_key=lambda i: str(i.n), registry=registry)
+    async def work(input: Item, ctx: JobContext) -> None:
+        started.append(input.n)
+
+    a, b, c = [await jobs.enqueue(work, {"n": n}) for n in (1, 2, 3)]
+    worker = Worker(jobs, concurrency=1, scheduler=False, outbox_relay=False)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run)
+            await anyio.wait_all_tasks_blocked()
+            # One slot: job 1's body ran, its ack waits, and job 2's body ran anyway.
+            assert started == [1, 2]
+            assert driver.waiting == [a.id, b.id]
+            assert (await jobs.get(a.id)).state == "running"  # not acked yet
+            # Two writes outstanding for one slot is the bound: job 3 waits for a commit.
+            assert worker.in_flight == 2
+            driver.gate.set()
+            await anyio.wait_all_tasks_blocked()
+            assert started == [1, 2, 3] and worker.in_flight == 0
+            worker.stop()
+    assert [(await jobs.get(r.id)).state for r in (a, b, c)] == ["done", "done", "done"]
