@@ -6,8 +6,9 @@
 -- The live states are spelled out where they are used, identical to the dedupe index predicate.
 
 -- name: enqueue
--- A batch in one round trip, its rows in one JSON array ($2): one parameter to encode instead
--- of a dozen arrays, and the server parses it faster than the client encodes arrays. Items
+-- A batch in one round trip, its rows in one JSON array ($2): one json.dumps on the client
+-- instead of a dozen arrays encoded element by element. `json`, not `jsonb`: read once as the
+-- rows are built, without first converting the whole batch to jsonb. Items
 -- with one dedupe key were folded in Python first, so no two rows here collide with each
 -- other. ON CONFLICT spells the index expression of jobs_dedupe_live_idx exactly (rule 2), and
 -- the live lookup uses the same predicate. An inserted row answers with its id alone (the
@@ -18,7 +19,7 @@
 -- row was inserted.
 WITH req AS (
     SELECT *
-      FROM jsonb_to_recordset($2::jsonb)
+      FROM json_to_recordset($2::json)
            AS r(id text, run_id text, name text, queue text, tenant_id text,
                 idempotency_key text, input jsonb, state text, run_at bigint,
                 max_attempts integer, timeout_ms bigint, traceparent text, enqueued_by text)
