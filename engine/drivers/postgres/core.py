@@ -239,23 +239,24 @@ class PgCore:
             if self._hot_busy:
                 hot.terminate()  # mid-operation in another task: that task sees it closed
             else:
-                with anyio.move_on_after(self._connect_timeout_s, shield=True) as scope:
-                    try:
-                        await hot.close()
-                    except DRIVER_FAILURES:
-                        hot.terminate()
-                if scope.cancelled_caught:
-                    hot.terminate()
+                await self._close_or_terminate(hot)
         pool, self._pool = self._pool, None
         if pool is not None:
-            with anyio.move_on_after(self._connect_timeout_s, shield=True) as scope:
-                try:
-                    await pool.close()
-                except DRIVER_FAILURES:
-                    pool.terminate()
-            if scope.cancelled_caught:
-                pool.terminate()
+            await self._close_or_terminate(pool)
         self.signal.notify()
+
+    async def _close_or_terminate(
+        self, closing: asyncpg.Pool[asyncpg.Record] | asyncpg.Connection[asyncpg.Record]
+    ) -> None:
+        """A graceful close, bounded and shielded from the caller's cancellation; a hard
+        terminate when the server does not answer in time or the close fails."""
+        with anyio.move_on_after(self._connect_timeout_s, shield=True) as scope:
+            try:
+                await closing.close()
+            except DRIVER_FAILURES:
+                closing.terminate()
+        if scope.cancelled_caught:
+            closing.terminate()
 
     # --- wake-ups -----------------------------------------------------------------------------
 
