@@ -74,6 +74,7 @@ class GroupCommit:
         self._flush = flush
         self._pending: list[tuple[tuple[Any, ...], asyncio.Future[None] | None]] = []
         self._kick = asyncio.Event()
+        self._flushing = False
         self._task = asyncio.create_task(self._run())
 
     async def write(self, *row: Any) -> None:
@@ -94,6 +95,7 @@ class GroupCommit:
             batch, self._pending = self._pending, []
             if not batch:
                 continue
+            self._flushing = True
             try:
                 await self._flush([row for row, _ in batch])
             except Exception as exc:
@@ -101,13 +103,15 @@ class GroupCommit:
                     if future is not None and not future.done():
                         future.set_exception(exc)
                 continue
+            finally:
+                self._flushing = False
             for _, future in batch:
                 if future is not None and not future.done():
                     future.set_result(None)
 
     async def close(self) -> None:
-        """Flush what is queued, then stop."""
-        while self._pending:
+        """Flush what is queued and let the flush in flight commit, then stop."""
+        while self._pending or self._flushing:
             self._kick.set()
             await asyncio.sleep(0.001)
         self._task.cancel()
