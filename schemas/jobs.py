@@ -30,6 +30,10 @@ class EnqueueRequest(BaseModel):
     traceparent: str | None = None
     enqueued_by: str | None = None
 
+    def initial_state(self, now: int) -> JobState:
+        """The state a new row starts in, in every driver: due now is ready, later delayed."""
+        return "delayed" if self.run_at > now else "ready"
+
 
 class EnqueueResult(BaseModel):
     model_config = ConfigDict(frozen=True)

@@ -113,13 +113,13 @@ class MemoryDriver:
                     raise JobDuplicateError(
                         request.name, request.idempotency_key, earlier.id, request.tenant_id
                     )
-                state: JobState = "delayed" if earlier.run_at > now else "ready"
+                state = earlier.initial_state(now)
                 results.append(
                     EnqueueResult(id=earlier.id, run_id=earlier.run_id, deduped=True, state=state)
                 )
                 continue
             planned[key] = request
-            state = "delayed" if request.run_at > now else "ready"
+            state = request.initial_state(now)
             results.append(
                 EnqueueResult(id=request.id, run_id=request.run_id, deduped=False, state=state)
             )
@@ -556,7 +556,7 @@ def _new_record(request: EnqueueRequest, now: int) -> JobRecord:
         tenant_id=request.tenant_id,
         idempotency_key=request.idempotency_key,
         input=request.input,
-        state="delayed" if request.run_at > now else "ready",
+        state=request.initial_state(now),
         attempt=0,
         max_attempts=request.max_attempts,
         run_at=request.run_at,

@@ -94,16 +94,17 @@ class PgJobs(PgCore):
         if not requests:
             return []
         async with self.conn() as conn:
-            if len(requests) == 1 and await self._insert_one(conn, requests[0]):
-                results, inserted = [_inserted(requests[0], self.clock.now_ms())], True
+            one = await self._insert_one(conn, requests[0]) if len(requests) == 1 else None
+            if one is not None:
+                results, inserted = [one], True
             else:
                 results, inserted = await self.enqueue_on(conn, requests)
         if inserted:
             self.signal.notify()
         return results
 
-    async def _insert_one(self, conn: Conn, request: EnqueueRequest) -> bool:
-        """The single-item fast road: True when the row went in; False leaves the key's
+    async def _insert_one(self, conn: Conn, request: EnqueueRequest) -> EnqueueResult | None:
+        """The single-item fast road: the result when the row went in; None leaves the key's
         holder to be found by the batch road (nothing was written)."""
         now = self.clock.now_ms()
         r = request
@@ -117,7 +118,7 @@ class PgJobs(PgCore):
             r.tenant_id,
             r.idempotency_key,
             rows.dump(r.input),
-            initial_state(r.run_at, now),
+            r.initial_state(now),
             r.max_attempts,
             r.run_at,
             r.timeout_ms,
@@ -125,7 +126,7 @@ class PgJobs(PgCore):
             r.enqueued_by,
             self.channel,
         )
-        return bool(found)
+        return _inserted(r, now) if found else None
 
     async def enqueue_on(
         self, conn: Conn, requests: Sequence[EnqueueRequest]
@@ -168,7 +169,7 @@ class PgJobs(PgCore):
             for request in pending:
                 if request.id in inserted:
                     holders[dedupe_key(request)] = _Holder(
-                        request.id, request.run_id, initial_state(request.run_at, now), True
+                        request.id, request.run_id, request.initial_state(now), True
                     )
                 elif (live := held.get(request.id)) is not None:
                     holders[dedupe_key(request)] = _Holder(
@@ -461,13 +462,8 @@ class PgJobs(PgCore):
         )
 
 
-def initial_state(run_at: int, now: int) -> JobState:
-    """A new row's state: due now is ready, due later is delayed (as in every driver)."""
-    return "delayed" if run_at > now else "ready"
-
-
 def _rows_json(requests: Sequence[EnqueueRequest], now: int) -> str:
-    """The batch as the JSON array the enqueue query unpacks with jsonb_to_recordset."""
+    """The batch as the JSON array the enqueue query unpacks with json_to_recordset."""
     return json.dumps(
         [
             {
@@ -478,7 +474,7 @@ def _rows_json(requests: Sequence[EnqueueRequest], now: int) -> str:
                 "tenant_id": r.tenant_id,
                 "idempotency_key": r.idempotency_key,
                 "input": r.input,
-                "state": initial_state(r.run_at, now),
+                "state": r.initial_state(now),
                 "run_at": r.run_at,
                 "max_attempts": r.max_attempts,
                 "timeout_ms": r.timeout_ms,
@@ -495,7 +491,7 @@ def _inserted(request: EnqueueRequest, now: int) -> EnqueueResult:
         id=request.id,
         run_id=request.run_id,
         deduped=False,
-        state=initial_state(request.run_at, now),
+        state=request.initial_state(now),
     )
 
 

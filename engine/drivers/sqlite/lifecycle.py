@@ -37,7 +37,7 @@ from schemas.jobs import (
     JobRecord,
     NackOptions,
 )
-from schemas.states import JOB_STATES, LIVE_STATES, RETRYABLE_STATES, JobState
+from schemas.states import JOB_STATES, LIVE_STATES, RETRYABLE_STATES
 from schemas.stats import QueueStats
 from schemas.steps import StepRecord
 
@@ -53,7 +53,7 @@ def enqueue(
     results: list[EnqueueResult] = []
     inserted = False
     for request in requests:
-        state: JobState = "delayed" if request.run_at > now else "ready"
+        state = request.initial_state(now)
         params = {
             "id": request.id,
             "run_id": request.run_id,
