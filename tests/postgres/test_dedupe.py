@@ -20,7 +20,7 @@ from engine.errors import JobsError
 from schemas.states import LIVE_STATES
 from tests.postgres.builders import request
 
-KEY = "name, (coalesce(tenant_id, '')), idempotency_key"
+KEY = "idempotency_key, name, (coalesce(tenant_id, ''))"
 LIVE = "state IN (" + ", ".join(f"'{s}'" for s in LIVE_STATES) + ")"
 
 
@@ -63,7 +63,7 @@ async def test_the_dedupe_index_is_the_only_unique_key_besides_the_id(
     )
     assert sorted(r["indexname"] for r in unique) == ["jobs_dedupe_live_idx", "jobs_pkey"]
     (live,) = [r["indexdef"] for r in unique if r["indexname"] == "jobs_dedupe_live_idx"]
-    assert "(name, COALESCE(tenant_id, ''::text), idempotency_key)" in live
+    assert "(idempotency_key, name, COALESCE(tenant_id, ''::text))" in live
 
 
 async def test_the_three_together_decide_who_dedupes(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 
@@ -51,14 +51,12 @@ def dedupe_key(request: EnqueueRequest) -> DedupeKey:
     return (request.name, request.tenant_id or "", request.idempotency_key)
 
 
-@dataclass(frozen=True)
-class _Holder:
-    """Who holds a dedupe key after the insert: the new row, or a live one already there."""
+class _Holder(NamedTuple):
+    """The live row that holds a dedupe key an insert was refused for."""
 
     id: str
     run_id: str
     state: JobState
-    inserted: bool
 
 
 @dataclass(frozen=True)
@@ -144,41 +142,40 @@ class PgJobs(PgCore):
                 unique.append(request)
         if any(r.on_conflict == "error" for r in requests):
             async with conn.transaction():
-                holders = await self._insert(conn, unique, now)
-                results = _results(requests, first_of, holders, now)
+                held, inserted = await self._insert(conn, unique, now)
+                results = _results(requests, first_of, held, now)
         else:
-            holders = await self._insert(conn, unique, now)
-            results = _results(requests, first_of, holders, now)
-        return results, any(h.inserted for h in holders.values())
+            held, inserted = await self._insert(conn, unique, now)
+            results = _results(requests, first_of, held, now)
+        return results, inserted
 
     async def _insert(
         self, conn: Conn, unique: Sequence[EnqueueRequest], now: int
-    ) -> dict[DedupeKey, _Holder]:
-        holders: dict[DedupeKey, _Holder] = {}
+    ) -> tuple[dict[DedupeKey, _Holder], bool]:
+        """Insert `unique` (one item per dedupe key). Returns the live holders of the keys that
+        were refused (a key absent from it went in) and whether any row was inserted."""
+        held: dict[DedupeKey, _Holder] = {}
+        inserted = False
         pending = list(unique)
         for _ in range(_ENQUEUE_ROUNDS):
-            found = await conn.fetch(self.q["enqueue"], now, _rows_json(pending, now), self.channel)
-            inserted: set[str] = set()
-            held: dict[str, asyncpg.Record] = {}
-            for row in found:
-                if row["id"] is None:
-                    inserted.add(row["request_id"])
-                else:
-                    held[row["request_id"]] = row
+            rows_doc, shared_doc = _batch_json(pending, now)
+            found = await conn.fetch(self.q["enqueue"], now, rows_doc, shared_doc, self.channel)
+            refused = {row["request_id"]: row for row in found if row["request_id"] is not None}
+            inserted = inserted or len(refused) < len(pending)
             missing: list[EnqueueRequest] = []
-            for request in pending:
-                if request.id in inserted:
-                    holders[dedupe_key(request)] = _Holder(
-                        request.id, request.run_id, request.initial_state(now), True
-                    )
-                elif (live := held.get(request.id)) is not None:
-                    holders[dedupe_key(request)] = _Holder(
-                        live["id"], live["run_id"], rows.job_state(live["state"]), False
-                    )
-                else:
-                    missing.append(request)
+            if refused:
+                for request in pending:
+                    live = refused.get(request.id)
+                    if live is None:
+                        continue  # inserted
+                    if live["id"] is None:
+                        missing.append(request)
+                    else:
+                        held[dedupe_key(request)] = _Holder(
+                            live["id"], live["run_id"], rows.job_state(live["state"])
+                        )
             if not missing:
-                return holders
+                return held, inserted
             # Skipped by the conflict check, yet invisible to the statement's snapshot: the
             # holder committed after the statement began. The next round is a new statement
             # whose snapshot shows it (or, if it settled meanwhile, inserts after all).
@@ -462,28 +459,28 @@ class PgJobs(PgCore):
         )
 
 
-def _rows_json(requests: Sequence[EnqueueRequest], now: int) -> str:
-    """The batch as the JSON array the enqueue query unpacks with json_to_recordset."""
-    return json.dumps(
-        [
-            {
-                "id": r.id,
-                "run_id": r.run_id,
-                "name": r.name,
-                "queue": r.queue,
-                "tenant_id": r.tenant_id,
-                "idempotency_key": r.idempotency_key,
-                "input": r.input,
-                "state": r.initial_state(now),
-                "run_at": r.run_at,
-                "max_attempts": r.max_attempts,
-                "timeout_ms": r.timeout_ms,
-                "traceparent": r.traceparent,
-                "enqueued_by": r.enqueued_by,
-            }
-            for r in requests
-        ]
-    )
+def _batch_json(requests: Sequence[EnqueueRequest], now: int) -> tuple[str, str]:
+    """The batch as the enqueue query reads it: one short array per row, and the columns rows
+    share (one job, one instant, one caller) once per distinct combination."""
+    shared: dict[tuple[Any, ...], int] = {}
+    rows_out: list[tuple[Any, ...]] = []
+    for r in requests:
+        common = (
+            r.name,
+            r.queue,
+            r.tenant_id,
+            r.initial_state(now),
+            r.run_at,
+            r.max_attempts,
+            r.timeout_ms,
+            r.traceparent,
+            r.enqueued_by,
+        )
+        index = shared.get(common)
+        if index is None:
+            index = shared[common] = len(shared)
+        rows_out.append((r.id, r.run_id, r.idempotency_key, r.input, index))
+    return json.dumps(rows_out), json.dumps(list(shared))
 
 
 def _inserted(request: EnqueueRequest, now: int) -> EnqueueResult:
@@ -498,18 +495,22 @@ def _inserted(request: EnqueueRequest, now: int) -> EnqueueResult:
 def _results(
     requests: Sequence[EnqueueRequest],
     first_of: dict[DedupeKey, int],
-    holders: dict[DedupeKey, _Holder],
+    held: dict[DedupeKey, _Holder],
     now: int,
 ) -> list[EnqueueResult]:
     """One result per request, in order; the first refusal in order raises (as memory does)."""
     results: list[EnqueueResult] = []
     for index, request in enumerate(requests):
         key = dedupe_key(request)
-        holder = holders[key]
-        if holder.inserted and first_of[key] == index:
-            results.append(_inserted(request, now))
-            continue
-        # Held: by a live row already there, or by an earlier item of this batch.
+        first = first_of[key]
+        holder = held.get(key)
+        if holder is None:
+            if first == index:
+                results.append(_inserted(request, now))
+                continue
+            # Held by an earlier item of this batch, which went in.
+            earlier = requests[first]
+            holder = _Holder(earlier.id, earlier.run_id, earlier.initial_state(now))
         if request.on_conflict == "error":
             raise JobDuplicateError(
                 request.name, request.idempotency_key, holder.id, request.tenant_id

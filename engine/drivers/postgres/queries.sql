@@ -6,23 +6,26 @@
 -- The live states are spelled out where they are used, identical to the dedupe index predicate.
 
 -- name: enqueue
--- A batch in one round trip, its rows in one JSON array ($2): one json.dumps on the client
--- instead of a dozen arrays encoded element by element. `json`, not `jsonb`: read once as the
--- rows are built, without first converting the whole batch to jsonb. Items
--- with one dedupe key were folded in Python first, so no two rows here collide with each
--- other. ON CONFLICT spells the index expression of jobs_dedupe_live_idx exactly (rule 2), and
--- the live lookup uses the same predicate. An inserted row answers with its id alone (the
--- caller knows the rest); a refused one with the live row holding its key. A row committed by
--- another session after this statement's snapshot is skipped by the conflict check but
--- invisible to the lookup: neither arm answers for it, and the caller runs this again for
--- those (a new snapshot). The uncorrelated pg_notify subquery runs once, and only when some
--- row was inserted.
+-- A batch in one round trip. Each row travels as a short JSON array ($2) of what differs from
+-- job to job: [id, run_id, idempotency_key, input, shared]; `shared` indexes a second array
+-- ($3) of what a batch mostly repeats: [name, queue, tenant_id, state, run_at, max_attempts,
+-- timeout_ms, traceparent, enqueued_by]. jsonb, so every field is an O(1) lookup in one parsed
+-- document (json_to_recordset of named fields read a batch at less than half this speed). Items
+-- with one dedupe key were folded in Python first, so no two rows here collide with each other.
+-- ON CONFLICT spells the index expression of jobs_dedupe_live_idx exactly (rule 2), and the live
+-- lookup uses the same predicate. Only the rows that did NOT go in answer: with the live row
+-- holding their key, or with NULLs when a holder committed after this statement's snapshot (the
+-- conflict check skipped the row, but the lookup cannot see the holder): the caller runs this
+-- again for those, with a new snapshot. The one extra row (request_id NULL) exists to send the
+-- wake-up once, and only when some row was inserted.
 WITH req AS (
-    SELECT *
-      FROM json_to_recordset($2::json)
-           AS r(id text, run_id text, name text, queue text, tenant_id text,
-                idempotency_key text, input jsonb, state text, run_at bigint,
-                max_attempts integer, timeout_ms bigint, traceparent text, enqueued_by text)
+    SELECT r->>0 AS id, r->>1 AS run_id, r->>2 AS idempotency_key, r->3 AS input,
+           g->>0 AS name, g->>1 AS queue, g->>2 AS tenant_id, g->>3 AS state,
+           (g->>4)::bigint AS run_at, (g->>5)::integer AS max_attempts,
+           (g->>6)::bigint AS timeout_ms, g->>7 AS traceparent, g->>8 AS enqueued_by
+      FROM jsonb_array_elements($2::jsonb) AS r
+      JOIN jsonb_array_elements($3::jsonb) WITH ORDINALITY AS shared(g, n)
+        ON shared.n = (r->>4)::bigint + 1
 ),
 ins AS (
     INSERT INTO {schema}.jobs (
@@ -34,18 +37,18 @@ ins AS (
            max_attempts, run_at, run_at, $1::bigint, $1::bigint, timeout_ms, traceparent,
            enqueued_by
       FROM req
-    ON CONFLICT (name, (coalesce(tenant_id, '')), idempotency_key)
+    ON CONFLICT (idempotency_key, name, (coalesce(tenant_id, '')))
        WHERE state IN ('ready', 'delayed', 'running', 'suspended')
        DO NOTHING
     RETURNING id
 )
-SELECT id AS request_id, NULL::text AS id, NULL::text AS run_id, NULL::text AS state,
-       (SELECT pg_notify($3::text, '')) AS woke
-  FROM ins
+SELECT NULL::text AS request_id, NULL::text AS id, NULL::text AS run_id, NULL::text AS state,
+       pg_notify($4::text, '') AS woke
+  FROM (SELECT 1 FROM ins LIMIT 1) AS any_inserted
 UNION ALL
 SELECT r.id, live.id, live.run_id, live.state, NULL
   FROM req AS r
-  JOIN {schema}.jobs AS live
+  LEFT JOIN {schema}.jobs AS live
     ON live.name = r.name
    AND coalesce(live.tenant_id, '') = coalesce(r.tenant_id, '')
    AND live.idempotency_key = r.idempotency_key
@@ -64,7 +67,7 @@ WITH ins AS (
     )
     VALUES ($2, $3, $4, $5, $6, $7, $8::jsonb, $9, 0, $10, $11, $11, $1::bigint, $1::bigint,
             $12, $13, $14)
-    ON CONFLICT (name, (coalesce(tenant_id, '')), idempotency_key)
+    ON CONFLICT (idempotency_key, name, (coalesce(tenant_id, '')))
        WHERE state IN ('ready', 'delayed', 'running', 'suspended')
        DO NOTHING
     RETURNING id
