@@ -76,50 +76,44 @@ class Jobs:
     def _request(
         self, item: Enqueue, enqueued_by: str | None, now: int, ambient: str | None
     ) -> EnqueueRequest:
-        definition = (
-            item.job if isinstance(item.job, JobDefinition) else self.registry.require(item.job)
-        )
+        # The hot path of every enqueue: one pass, the common case (no delay, no tenant) first.
+        job, input, tenant, delay, run_at, on_conflict, traceparent = item
+        definition = job if isinstance(job, JobDefinition) else self.registry.require(job)
         model = definition.input_model
         try:
-            value = (
-                item.input if isinstance(item.input, model) else model.model_validate(item.input)
-            )
+            value = input if isinstance(input, model) else model.model_validate(input)
         except ValidationError as exc:
             raise JobInputInvalidError(definition.name, _field_errors(exc)) from exc
-        tenant = item.tenant_id
-        if tenant is not None and (not isinstance(tenant, str) or not tenant):
+        if tenant is None:
+            if definition.tenant_required:
+                raise JobTenantRequiredError(definition.name)
+        elif not isinstance(tenant, str) or not tenant:
             raise InvalidArgumentError("tenant_id", tenant, "a non-empty str or None")
-        if definition.tenant_required and tenant is None:
-            raise JobTenantRequiredError(definition.name)
-        if item.on_conflict not in ("dedupe", "error"):
-            raise InvalidArgumentError("on_conflict", item.on_conflict, "'dedupe' or 'error'")
-        if item.delay is not None and item.run_at is not None:
-            raise InvalidArgumentError("delay", item.delay, "omitted when run_at is given")
-        if item.delay is not None:
-            if not isinstance(item.delay, int | float) or not 0 <= item.delay < float("inf"):
-                raise InvalidArgumentError("delay", item.delay, "a finite number of seconds ≥ 0")
-            run_at = now + int(item.delay * 1000)
-        elif item.run_at is not None:
-            if isinstance(item.run_at, bool) or not isinstance(item.run_at, int):
-                raise InvalidArgumentError("run_at", item.run_at, "epoch milliseconds (int)")
-            run_at = item.run_at
-        else:
+        if on_conflict != "dedupe" and on_conflict != "error":
+            raise InvalidArgumentError("on_conflict", on_conflict, "'dedupe' or 'error'")
+        if delay is None and run_at is None:
             run_at = now
+        elif delay is not None:
+            if run_at is not None:
+                raise InvalidArgumentError("delay", delay, "omitted when run_at is given")
+            if not isinstance(delay, int | float) or not 0 <= delay < float("inf"):
+                raise InvalidArgumentError("delay", delay, "a finite number of seconds ≥ 0")
+            run_at = now + int(delay * 1000)
+        elif isinstance(run_at, bool) or not isinstance(run_at, int):
+            raise InvalidArgumentError("run_at", run_at, "epoch milliseconds (int)")
         return EnqueueRequest(
             id=new_id(),
             run_id=new_id(),
             name=definition.name,
             queue=definition.queue,
-            tenant_id=tenant,
             idempotency_key=definition.key_for(value),
             input=value.model_dump(mode="json"),
             run_at=run_at,
             max_attempts=definition.retry.attempts,
+            tenant_id=tenant,
             timeout_ms=definition.timeout_ms,
-            on_conflict=item.on_conflict,
-            traceparent=ambient
-            if item.traceparent is None
-            else require_traceparent(item.traceparent),
+            on_conflict=on_conflict,
+            traceparent=ambient if traceparent is None else require_traceparent(traceparent),
             enqueued_by=enqueued_by,
         )
 
@@ -136,7 +130,8 @@ class Jobs:
         enqueued_by: str | None = None,
     ) -> EnqueueResult:
         item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent)
-        (result,) = await self.driver.enqueue(self._requests([item], enqueued_by))
+        request = self._request(item, enqueued_by, self.clock.now_ms(), current_traceparent())
+        (result,) = await self.driver.enqueue([request])
         return result
 
     async def enqueue_many(

@@ -185,7 +185,7 @@ class Scheduler:
             repeat = seen.get(slot, 0)
             seen[slot] = repeat + 1
             key = base if repeat == 0 else f"{base}#{repeat}"
-            requests.append(request.model_copy(update={"idempotency_key": key}))
+            requests.append(request._replace(idempotency_key=key))
         return requests
 
     # --- the loop -------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from engine import JobContext, JobRegistry, ManualClock, connect, job
 from engine.drivers import DATABASE_URL_ENV
 from engine.drivers.sqlite import SqliteDriver
 from engine.errors import JobsError
-from schemas.jobs import EnqueueRequest, JobFilter
+from schemas.jobs import EnqueueRequest, JobFilter, OnConflict
 
 START = 1_767_225_600_000
 
@@ -24,19 +24,19 @@ class Item(BaseModel):
     n: int
 
 
-def request(n: int, *, key: str | None = None, on_conflict: str = "dedupe") -> EnqueueRequest:
-    return EnqueueRequest.model_validate(
-        {
-            "id": f"job{n:05d}",
-            "run_id": f"run{n:05d}",
-            "name": "item",
-            "queue": "default",
-            "idempotency_key": key or f"k{n}",
-            "input": {"n": n},
-            "run_at": START,
-            "max_attempts": 3,
-            "on_conflict": on_conflict,
-        }
+def request(
+    n: int, *, key: str | None = None, on_conflict: OnConflict = "dedupe"
+) -> EnqueueRequest:
+    return EnqueueRequest(
+        id=f"job{n:05d}",
+        run_id=f"run{n:05d}",
+        name="item",
+        queue="default",
+        idempotency_key=key or f"k{n}",
+        input={"n": n},
+        run_at=START,
+        max_attempts=3,
+        on_conflict=on_conflict,
     )
 
 

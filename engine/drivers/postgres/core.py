@@ -11,10 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from types import TracebackType
 from typing import TypeVar
 
 import anyio
 import asyncpg
+from asyncpg.pool import PoolAcquireContext
 
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.postgres.faults import DRIVER_FAILURES, is_connection_failure, unavailable
@@ -123,29 +125,14 @@ class PgCore:
         except DRIVER_FAILURES as exc:
             raise unavailable(exc, self.url, self.schema) from exc
 
-    @asynccontextmanager
-    async def conn(self) -> AsyncIterator[Conn]:
-        """A connection for one operation; failures inside come out as `DriverUnavailableError`.
+    def conn(self) -> _Borrowed:
+        """A connection for one operation (`async with core.conn() as conn`); failures inside
+        come out as `DriverUnavailableError`.
 
         The driver's own idle connection when it is free, else one from the pool: a lone
         caller (a producer enqueuing one job at a time, an idle worker's claim) then skips the
         pool's acquire/release bookkeeping, which costs as much as a small statement."""
-        async with self.guard():
-            hot = await self._take_hot()
-            if hot is None:
-                pool = await self._get_pool()
-                async with pool.acquire() as conn:
-                    yield conn
-                return
-            try:
-                yield hot
-            except BaseException:
-                # Interrupted mid-statement, perhaps: its session state is unknown. Never reuse.
-                self._drop_hot(hot)
-                raise
-            if hot.is_in_transaction():
-                self._drop_hot(hot)
-            self._hot_busy = False
+        return _Borrowed(self)
 
     async def _take_hot(self) -> asyncpg.Connection[asyncpg.Record] | None:
         if self._hot_busy or self._closed:
@@ -273,3 +260,51 @@ class PgCore:
         if self.listen:
             self._listener.kick()  # never waits for the connect: polling covers until it is up
         await self.signal.wait(self.clock, timeout_ms)
+
+
+class _Borrowed:
+    """One operation's hold on a connection: see `PgCore.conn`. A class, not a generator-based
+    context manager, because every statement the driver runs goes through one; this costs a
+    fraction of contextlib's machinery on the path of a single enqueue or claim."""
+
+    __slots__ = ("_core", "_hot", "_pooled")
+
+    def __init__(self, core: PgCore) -> None:
+        self._core = core
+        self._hot: asyncpg.Connection[asyncpg.Record] | None = None
+        self._pooled: PoolAcquireContext[asyncpg.Record] | None = None
+
+    async def __aenter__(self) -> Conn:
+        core = self._core
+        try:
+            hot = await core._take_hot()
+            if hot is not None:
+                self._hot = hot
+                return hot
+            self._pooled = (await core._get_pool()).acquire()
+            return await self._pooled.__aenter__()
+        except DRIVER_FAILURES as exc:
+            raise unavailable(exc, core.url, core.schema) from exc
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        core = self._core
+        hot = self._hot
+        try:
+            if hot is not None:
+                if exc is not None or hot.is_in_transaction():
+                    # Interrupted mid-statement, perhaps, or left inside a transaction: its
+                    # session state is unknown. Never reuse it.
+                    core._drop_hot(hot)
+                else:
+                    core._hot_busy = False
+            elif self._pooled is not None:
+                await self._pooled.__aexit__(exc_type, exc, tb)
+        except DRIVER_FAILURES as failure:
+            raise unavailable(failure, core.url, core.schema) from failure
+        if isinstance(exc, DRIVER_FAILURES):
+            raise unavailable(exc, core.url, core.schema) from exc

@@ -120,7 +120,7 @@ class PostgresDriver(PgJobs):
                 self.q["outbox_stage"],
                 self.clock.now_ms(),
                 ids,
-                [r.model_dump_json() for r in requests],
+                [r.to_json() for r in requests],
             )
         return ids
 

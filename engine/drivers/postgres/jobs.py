@@ -484,12 +484,7 @@ def _batch_json(requests: Sequence[EnqueueRequest], now: int) -> tuple[str, str]
 
 
 def _inserted(request: EnqueueRequest, now: int) -> EnqueueResult:
-    return EnqueueResult(
-        id=request.id,
-        run_id=request.run_id,
-        deduped=False,
-        state=request.initial_state(now),
-    )
+    return EnqueueResult(request.id, request.run_id, False, request.initial_state(now))
 
 
 def _results(
@@ -499,6 +494,9 @@ def _results(
     now: int,
 ) -> list[EnqueueResult]:
     """One result per request, in order; the first refusal in order raises (as memory does)."""
+    if not held and len(first_of) == len(requests):
+        # Every item went in as its own job: the common batch, answered without lookups.
+        return [_inserted(request, now) for request in requests]
     results: list[EnqueueResult] = []
     for index, request in enumerate(requests):
         key = dedupe_key(request)
@@ -515,7 +513,5 @@ def _results(
             raise JobDuplicateError(
                 request.name, request.idempotency_key, holder.id, request.tenant_id
             )
-        results.append(
-            EnqueueResult(id=holder.id, run_id=holder.run_id, deduped=True, state=holder.state)
-        )
+        results.append(EnqueueResult(holder.id, holder.run_id, True, holder.state))
     return results

@@ -179,7 +179,7 @@ def outbox(row: Row) -> OutboxRow:
     return OutboxRow(
         id=row["id"],
         staged_at=row["staged_at"],
-        request=EnqueueRequest.model_validate_json(row["request"]),
+        request=EnqueueRequest.from_json(row["request"]),
         claimed_by=row["claimed_by"],
         claim_expires_at=row["claim_expires_at"],
         published_at=row["published_at"],

@@ -205,7 +205,7 @@ def outbox_from_row(row: Sequence[Any]) -> OutboxRow:
     return OutboxRow(
         id=row_id,
         staged_at=staged_at,
-        request=EnqueueRequest.model_validate_json(request),
+        request=EnqueueRequest.from_json(request),
         claimed_by=claimed_by,
         claim_expires_at=claim_expires_at,
         published_at=published_at,

@@ -268,9 +268,7 @@ class SqliteDriver:
             self._same_file(tx)
             for request in requests:
                 row_id = new_id()
-                tx.execute(
-                    q.STAGE, {"id": row_id, "staged_at": now, "request": request.model_dump_json()}
-                )
+                tx.execute(q.STAGE, {"id": row_id, "staged_at": now, "request": request.to_json()})
                 ids.append(row_id)
         except sqlite3.Error as exc:
             raise unavailable(self.path, exc) from exc
