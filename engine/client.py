@@ -18,7 +18,7 @@ from engine.errors import (
     JobInputInvalidError,
     JobTenantRequiredError,
 )
-from engine.ids import new_id
+from engine.ids import new_ids
 from engine.outbox import StagedJob
 from engine.retry import retry_schedule
 from engine.tracing import current_traceparent, require_traceparent
@@ -71,10 +71,20 @@ class Jobs:
         serve the whole call: a batch is enqueued at one instant, under one span."""
         now = self.clock.now_ms()
         ambient = current_traceparent()
-        return [self._request(item, enqueued_by, now, ambient) for item in items]
+        ids = new_ids(2 * len(items))
+        return [
+            self._request(item, enqueued_by, now, ambient, ids[2 * i], ids[2 * i + 1])
+            for i, item in enumerate(items)
+        ]
 
     def _request(
-        self, item: Enqueue, enqueued_by: str | None, now: int, ambient: str | None
+        self,
+        item: Enqueue,
+        enqueued_by: str | None,
+        now: int,
+        ambient: str | None,
+        job_id: str,
+        run_id: str,
     ) -> EnqueueRequest:
         # The hot path of every enqueue: one pass, the common case (no delay, no tenant) first.
         job, input, tenant, delay, run_at, on_conflict, traceparent = item
@@ -102,8 +112,8 @@ class Jobs:
         elif isinstance(run_at, bool) or not isinstance(run_at, int):
             raise InvalidArgumentError("run_at", run_at, "epoch milliseconds (int)")
         return EnqueueRequest(
-            id=new_id(),
-            run_id=new_id(),
+            id=job_id,
+            run_id=run_id,
             name=definition.name,
             queue=definition.queue,
             idempotency_key=definition.key_for(value),
@@ -130,7 +140,10 @@ class Jobs:
         enqueued_by: str | None = None,
     ) -> EnqueueResult:
         item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent)
-        request = self._request(item, enqueued_by, self.clock.now_ms(), current_traceparent())
+        job_id, run_id = new_ids(2)
+        request = self._request(
+            item, enqueued_by, self.clock.now_ms(), current_traceparent(), job_id, run_id
+        )
         (result,) = await self.driver.enqueue([request])
         return result
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 import time
 
 _last_ms = 0
@@ -13,12 +14,15 @@ _seq = 0
 _RANDOM_PAGE = 4096
 _random = ""
 _random_at = 0
+_lock = threading.Lock()
 
 
 def _forget_random() -> None:
     # A forked child must not replay its parent's unread bytes: same ms + same bytes = same id.
-    global _random, _random_at, _last_ms, _seq
+    # A fresh lock too: a thread of the parent may have held it at the fork.
+    global _random, _random_at, _last_ms, _seq, _lock
     _random, _random_at, _last_ms, _seq = "", 0, 0, 0
+    _lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_random)
@@ -30,20 +34,35 @@ def new_id() -> str:
     Wall-clock (not the injected clock) on purpose: ids only need to be unique and roughly
     ordered, and a frozen test clock would otherwise collapse the ordering to the sequence.
     """
+    (one,) = new_ids(1)
+    return one
+
+
+def new_ids(count: int) -> list[str]:
+    """`count` ids in creation order, exactly as `new_id` would make them one by one, for one
+    reading of the clock: a batch enqueue needs two per job."""
     global _last_ms, _seq, _random, _random_at
-    ms = time.time_ns() // 1_000_000
-    if ms <= _last_ms:
-        _seq = (_seq + 1) & 0xFFFF
-        if _seq == 0:
-            _last_ms += 1
-        ms = _last_ms
-    else:
-        _last_ms, _seq = ms, 0
-    if _random_at >= len(_random):
-        _random, _random_at = os.urandom(_RANDOM_PAGE).hex(), 0
-    noise = _random[_random_at : _random_at + 16]
-    _random_at += 16
-    return f"{ms:012x}{_seq:04x}{noise}"
+    ids: list[str] = []
+    with _lock:  # threads share the sequence and the random page
+        # Locals in the loop, module state written back once: this runs twice per job.
+        last, seq, page, at = _last_ms, _seq, _random, _random_at
+        now_ms = time.time_ns() // 1_000_000
+        prefix = f"{last:012x}"
+        for _ in range(count):
+            if now_ms > last:
+                last, seq = now_ms, 0
+                prefix = f"{last:012x}"
+            else:
+                seq = (seq + 1) & 0xFFFF
+                if seq == 0:
+                    last += 1
+                    prefix = f"{last:012x}"
+            if at >= len(page):
+                page, at = os.urandom(_RANDOM_PAGE).hex(), 0
+            ids.append(f"{prefix}{seq:04x}{page[at : at + 16]}")
+            at += 16
+        _last_ms, _seq, _random, _random_at = last, seq, page, at
+    return ids
 
 
 def new_token() -> str:

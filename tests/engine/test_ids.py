@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
+import threading
+import time
 
-from engine.ids import new_id
+import pytest
+
+from engine.ids import new_id, new_ids
 
 
 def test_ids_are_unique_and_sort_in_creation_order() -> None:
@@ -30,3 +35,29 @@ def test_a_forked_child_does_not_replay_the_parents_random_bytes() -> None:
     # Same millisecond and sequence are possible in two processes; the random part must differ.
     assert len(child) == 50
     assert not {c[16:] for c in child} & {p[16:] for p in parent}
+
+
+def test_ids_made_in_batches_keep_the_order_and_uniqueness_of_ids_made_one_by_one() -> None:
+    ids = new_ids(70_000) + [new_id() for _ in range(500)] + new_ids(3) + new_ids(70_000)
+    assert len(set(ids)) == len(ids)
+    assert ids == sorted(ids)  # 70,000 in one ms overflow the 16-bit sequence: ms moves on
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+
+
+def test_threads_drawing_ids_at_once_never_share_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One frozen millisecond and a thread switch every microsecond: without the lock, two
+    # threads read the same sequence and random position and hand out the same ids.
+    monkeypatch.setattr(time, "time_ns", lambda: 1_767_225_600_000_000_000)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    drawn: list[list[str]] = []
+    try:
+        threads = [threading.Thread(target=lambda: drawn.append(new_ids(5_000))) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    finally:
+        sys.setswitchinterval(interval)
+    every = [i for batch in drawn for i in batch]
+    assert len(drawn) == 4 and len(set(every)) == len(every) == 20_000
