@@ -117,6 +117,7 @@ async def run_suite(
     for workload in ORDER:
         if workload not in wanted or not _steps(sizes, workload):
             continue
+        steps: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {}
         for key in keys:
             if workload not in SYSTEMS[key].workloads:
                 continue
@@ -124,24 +125,29 @@ async def run_suite(
                 echo(f"workload 6 · {key}: left out at this profile (scale_exclude)")
                 continue
             step = _plan(run, workload, key)
-            if step is None:
-                continue
-            outcomes = []
-            for attempt in range(1, repeat + 1):
+            if step is not None:
+                steps[key] = step
+        # Repeats go round the systems (A B C, A B C), not one system at a time: on a shared
+        # machine a slow spell then hits every system's round alike instead of one system's
+        # whole share, and the best of the rounds compares like with like.
+        outcomes: dict[str, list[dict[str, Any]]] = {key: [] for key in steps}
+        for attempt in range(1, repeat + 1):
+            for key, step in steps.items():
                 echo(
                     f"[{time.monotonic() - started:7.1f}s] workload {workload} · {key}"
                     + (f" · run {attempt}/{repeat}" if repeat > 1 else "")
                 )
                 try:
-                    outcomes.append(await step())
+                    outcomes[key].append(await step())
                 except ChildFailedError as exc:
                     document["failures"].append(f"workload {workload} · {key}: {exc}")
                     echo(f"  FAILED: {exc}")
-            if not outcomes:
+        for key, done in outcomes.items():
+            if not done:
                 continue
-            outcome = best(workload, outcomes)
+            outcome = best(workload, done)
             if workload == 3:
-                results.setdefault("2", {})[key] = best(2, [o["enqueue"] for o in outcomes])
+                results.setdefault("2", {})[key] = best(2, [o["enqueue"] for o in done])
                 outcome.pop("enqueue")
             results.setdefault(str(workload), {})[key] = outcome
     document["meta"]["duration_s"] = round(time.monotonic() - started, 1)
