@@ -118,10 +118,19 @@ class Worker:
         return len(self._listeners) > 1 or log_wants(kind)
 
     def _poke(self) -> None:
-        self._nudge.set()
-        self._nudge = asyncio.Event()
+        """Wake the loop wherever it waits: stop(), a crashed job."""
+        self._slot_freed()
         if self._idle_scope is not None:
             self._idle_scope.cancel()
+
+    def _slot_freed(self) -> None:
+        """Wake the loop if it waits for a slot (or for the last in-flight job to settle). A loop
+        waiting for work sleeps on: its last claim found less than it had room for, and a freed
+        slot makes no new work (new work sends its own wake-up). Waking it would cost an empty
+        claim after every job of a quiet queue, and anyio's cancel formats the current task's
+        repr each time, on the path of the next job's pickup."""
+        self._nudge.set()
+        self._nudge = asyncio.Event()
 
     @property
     def in_flight(self) -> int:
@@ -151,6 +160,10 @@ class Worker:
                         batch = await self._claim(free)
                         for claimed in batch:
                             self._start(claimed)
+                        if batch:
+                            # Let the new jobs begin before this loop sets up its next wait:
+                            # the start of a job is what its latency is measured to.
+                            await asyncio.sleep(0)
                         backlog = len(batch) == free
                         if backlog:
                             continue  # the queue may hold more: claim again before waiting
@@ -248,7 +261,7 @@ class Worker:
 
     def _body_done(self) -> None:
         self._bodies -= 1
-        self._poke()
+        self._slot_freed()
 
     def _start(self, claimed: ClaimedJob) -> None:
         """Run one claimed job in a task of its own.
@@ -307,7 +320,7 @@ class Worker:
         finally:
             handle.body_done()  # when it never ran (shed, parked unknown name, failed input)
             self._inflight.pop(record.id, None)
-            self._poke()
+            self._slot_freed()
 
     async def _shed(self, claimed: ClaimedJob, blocked_by: str) -> None:
         """Over a cap: hand it straight back. Not parked and no `last_error` — it is a job still

@@ -60,3 +60,42 @@ async def test_the_next_body_runs_while_the_previous_ack_commits(
             assert started == [1, 2, 3] and worker.in_flight == 0
             worker.stop()
     assert [(await jobs.get(r.id)).state for r in (a, b, c)] == ["done", "done", "done"]
+
+
+class CountedClaims(MemoryDriver):
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.claims: list[int] = []  # how many jobs each claim returned
+
+    async def claim(self, *args: Any, **kwargs: Any) -> Any:
+        batch = await super().claim(*args, **kwargs)
+        self.claims.append(len(batch))
+        return batch
+
+
+async def test_a_finished_job_does_not_send_an_idle_worker_back_to_an_empty_queue(
+    clock: ManualClock, registry: JobRegistry
+) -> None:
+    # The claim that found room to spare already said the queue was empty; a freed slot makes
+    # no work. The next claim waits for a wake-up (an enqueue) or the poll.
+    driver = CountedClaims(clock)
+    jobs = Jobs(driver, registry=registry, clock=clock)
+
+    @job(idempotency_key=lambda i: str(i.n), registry=registry)
+    async def work(input: Item, ctx: JobContext) -> None:
+        pass
+
+    worker = Worker(jobs, concurrency=4, scheduler=False, outbox_relay=False)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run)
+            await anyio.wait_all_tasks_blocked()
+            assert driver.claims == [0]  # idle: one claim found nothing
+            a = await jobs.enqueue(work, {"n": 1})
+            await anyio.wait_all_tasks_blocked()
+            assert (await jobs.get(a.id)).state == "done"
+            assert driver.claims == [0, 1]  # woken by the enqueue; no claim after the job ended
+            b = await jobs.enqueue(work, {"n": 2})
+            await anyio.wait_all_tasks_blocked()
+            assert (await jobs.get(b.id)).state == "done" and driver.claims == [0, 1, 1]
+            worker.stop()

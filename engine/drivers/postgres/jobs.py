@@ -26,6 +26,7 @@ from engine.errors import (
     JobNotRetryableError,
     JobSlotLostError,
 )
+from engine.ids import new_token
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
@@ -195,12 +196,13 @@ class PgJobs(PgCore):
         if limit <= 0 or (queues is not None and not queues):
             return []
         now = self.clock.now_ms()
+        token = new_token()
         async with self.conn() as conn:
             if queues is None:
-                found = await conn.fetch(self.q["claim"], now, limit, worker_id, lease_ms)
+                found = await conn.fetch(self.q["claim"], now, limit, worker_id, lease_ms, token)
             else:
                 found = await conn.fetch(
-                    self.q["claim_queues"], now, limit, worker_id, lease_ms, list(queues)
+                    self.q["claim_queues"], now, limit, worker_id, lease_ms, token, list(queues)
                 )
         claimed = [
             ClaimedJob(
