@@ -160,13 +160,13 @@ class Worker:
                         batch = await self._claim(free)
                         for claimed in batch:
                             self._start(claimed)
-                        if batch:
-                            # Let the new jobs begin before this loop sets up its next wait:
-                            # the start of a job is what its latency is measured to.
-                            await asyncio.sleep(0)
                         backlog = len(batch) == free
                         if backlog:
                             continue  # the queue may hold more: claim again before waiting
+                        if batch:
+                            # A quiet queue: let the new jobs begin before this loop sets up
+                            # its wait, since a job's latency is measured to its start.
+                            await asyncio.sleep(0)
                         await self._race(lambda: self.driver.wait_for_work(self.poll_ms))
                     else:
                         await self._race()
