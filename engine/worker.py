@@ -83,7 +83,7 @@ class Worker:
         # Plain asyncio: the engine runs on asyncio (the PostgreSQL driver needs it), and an
         # anyio.Event costs a backend lookup on every job that finishes.
         self._nudge = asyncio.Event()
-        # The cancel scope of the idle wait in progress, cut short by a nudge (see _race).
+        # The cancel scope of the wait for work in progress, cut short by _poke (see _race).
         self._idle_scope: anyio.CancelScope | None = None
         self._done = anyio.Event()
         self._started_at = self.clock.now_ms()
@@ -235,10 +235,11 @@ class Worker:
             return []
 
     async def _race(self, wait: Callable[[], Awaitable[None]] | None = None) -> None:
-        """Wait for `wait` (when given) to return, a freed slot, or `stop()`.
+        """Wait for `wait` (work, when given) to return, or without one for a freed slot; `stop()`
+        or a crashed job ends either (`_poke`).
 
-        No task group: a nudge cancels the wait's own scope instead. Nothing awaits between the
-        `_stopping` check and the wait starting, so a nudge cannot fall in between unseen."""
+        No task group: a poke cancels the wait's own scope instead. Nothing awaits between the
+        `_stopping` check and the wait starting, so a poke cannot fall in between unseen."""
         if self._stopping:
             return
         if wait is None:
