@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
@@ -30,6 +30,12 @@ from schemas.stats import QueueStats
 from schemas.trace import JobTrace
 
 JobRef = str | JobDefinition[Any]
+
+# Parts of a large batch (see `Jobs._parts`): the first is small so that the database starts
+# inserting early; each next part is built while the previous one is inserted, and building a
+# row costs about half what inserting it does, so a part may be twice the size of the last.
+_FIRST_PART = 128
+_LARGEST_PART = 1024
 
 
 class Enqueue(NamedTuple):
@@ -69,13 +75,28 @@ class Jobs:
     ) -> builtins.list[EnqueueRequest]:
         """Validate and resolve every item. One clock reading and one look at the current span
         serve the whole call: a batch is enqueued at one instant, under one span."""
-        now = self.clock.now_ms()
-        ambient = current_traceparent()
+        return self._build(items, enqueued_by, self.clock.now_ms(), current_traceparent())
+
+    def _build(
+        self, items: Sequence[Enqueue], enqueued_by: str | None, now: int, ambient: str | None
+    ) -> builtins.list[EnqueueRequest]:
         ids = new_ids(2 * len(items))
         return [
             self._request(item, enqueued_by, now, ambient, ids[2 * i], ids[2 * i + 1])
             for i, item in enumerate(items)
         ]
+
+    def _parts(
+        self, items: Sequence[Enqueue], enqueued_by: str | None
+    ) -> Iterator[builtins.list[EnqueueRequest]]:
+        """`_requests` in parts that double in size, each built only when the driver asks for
+        it (see `Driver.enqueue_parts`); one instant and one span for them all."""
+        now, ambient = self.clock.now_ms(), current_traceparent()
+        start, size = 0, _FIRST_PART
+        while start < len(items):
+            yield self._build(items[start : start + size], enqueued_by, now, ambient)
+            start += size
+            size = min(2 * size, _LARGEST_PART)
 
     def _request(
         self,
@@ -150,8 +171,11 @@ class Jobs:
     async def enqueue_many(
         self, items: Sequence[Enqueue], *, enqueued_by: str | None = None
     ) -> list[EnqueueResult]:
-        """Every item validated first (nothing is written if one is invalid), then one atomic
-        driver call with the dedupe rule applied per item."""
+        """One atomic write with the dedupe rule applied per item; if any item is invalid,
+        nothing is written. A batch larger than one part goes to the driver in parts, so the
+        database can insert one part while the next is validated."""
+        if len(items) > _FIRST_PART:
+            return await self.driver.enqueue_parts(self._parts(items, enqueued_by))
         requests = self._requests(items, enqueued_by)
         if not requests:
             return []

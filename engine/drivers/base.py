@@ -7,7 +7,7 @@ models; times are epoch ms read from the driver's injected clock. The parity sui
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from engine.clock import Clock
@@ -51,6 +51,13 @@ class Driver(Protocol):
         id with `deduped=True`. If such a request has `on_conflict='error'`, raise
         `JobDuplicateError` and insert nothing at all. `run_at` later than now → state `delayed`.
         """
+        ...
+
+    async def enqueue_parts(self, parts: Iterable[Sequence[EnqueueRequest]]) -> list[EnqueueResult]:
+        """`enqueue` of the concatenated parts, as one atomic batch. Parts are built lazily by
+        the caller, and building one may raise: then nothing is written and that error comes
+        out unchanged. A driver that writes over the network inserts each part while the caller
+        builds the next; one that does not may build them all first."""
         ...
 
     async def claim(

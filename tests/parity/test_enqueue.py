@@ -35,6 +35,24 @@ def declare(registry: JobRegistry) -> None:
     async def charge_invoice(input: Invoice, ctx: JobContext) -> None:
         return None
 
+    @job(idempotency_key=_key_unless_negative, registry=registry)
+    async def import_user(input: User, ctx: JobContext) -> None:
+        return None
+
+
+class NoKeyError(Exception):
+    pass
+
+
+def _key_unless_negative(user: User) -> str:
+    if user.user_id < 0:
+        raise NoKeyError(f"no key for user {user.user_id}")
+    return f"user:{user.user_id}"
+
+
+async def live_count(jobs: Jobs) -> int:
+    return sum(s.ready + s.delayed + s.running + s.suspended for s in await jobs.stats())
+
 
 @pytest.fixture(autouse=True)
 def _jobs_declared(registry: JobRegistry) -> None:
@@ -140,6 +158,57 @@ async def test_enqueue_many_with_one_invalid_item_writes_nothing(jobs: Jobs) -> 
         )
     assert raised.value.code == "JOB_INPUT_INVALID"
     assert (await jobs.list()).jobs == []
+
+
+# A batch of more than one part (the client builds 128 items, then 256, then 512...): the
+# PostgreSQL driver inserts each part while the next is built, in one transaction.
+LARGE = 700
+
+
+async def test_a_batch_of_several_parts_applies_the_rule_across_them(jobs: Jobs) -> None:
+    existing = await jobs.enqueue("send_welcome", {"user_id": 3})
+    items = [Enqueue("send_welcome", {"user_id": n}) for n in range(LARGE)]
+    items[600] = Enqueue("send_welcome", {"user_id": 5})  # its key first appeared in part 1
+    results = await jobs.enqueue_many(items)
+    assert len(results) == LARGE
+    assert results[3].deduped and results[3].id == existing.id
+    assert results[600].deduped and results[600].id == results[5].id
+    assert sum(r.deduped for r in results) == 2
+    assert await live_count(jobs) == LARGE - 1  # 699 distinct keys, one of them held already
+    job = await jobs.get(results[699].id)
+    assert (job.name, job.input) == ("send_welcome", {"user_id": 699})
+
+
+async def test_an_invalid_item_in_a_late_part_writes_nothing(jobs: Jobs) -> None:
+    items = [Enqueue("send_welcome", {"user_id": n}) for n in range(LARGE)]
+    items[650] = Enqueue("send_welcome", {"user_id": "x"})
+    with pytest.raises(JobsError) as raised:
+        await jobs.enqueue_many(items)
+    assert raised.value.code == "JOB_INPUT_INVALID"
+    assert await live_count(jobs) == 0
+    # The refusal left the driver in good order: the batch goes in once fixed.
+    items[650] = Enqueue("send_welcome", {"user_id": 650})
+    assert not any(r.deduped for r in await jobs.enqueue_many(items))
+    assert await live_count(jobs) == LARGE
+
+
+async def test_a_duplicate_in_error_mode_in_a_late_part_writes_nothing(jobs: Jobs) -> None:
+    held = await jobs.enqueue("send_welcome", {"user_id": 10_000})
+    items = [Enqueue("send_welcome", {"user_id": n}) for n in range(LARGE)]
+    items[-1] = Enqueue("send_welcome", {"user_id": 10_000}, on_conflict="error")
+    with pytest.raises(JobsError) as raised:
+        await jobs.enqueue_many(items)
+    assert raised.value.code == "JOB_DUPLICATE"
+    assert raised.value.details is not None and held.id in str(raised.value.details)
+    assert await live_count(jobs) == 1
+
+
+async def test_a_key_function_error_in_a_late_part_comes_out_unchanged(jobs: Jobs) -> None:
+    items = [Enqueue("import_user", {"user_id": n}) for n in range(LARGE)]
+    items[500] = Enqueue("import_user", {"user_id": -1})
+    with pytest.raises(NoKeyError, match="no key for user -1"):
+        await jobs.enqueue_many(items)
+    assert await live_count(jobs) == 0
 
 
 async def test_invalid_input_names_the_field(jobs: Jobs) -> None:
