@@ -134,13 +134,19 @@ class PgCore:
         pool's acquire/release bookkeeping, which costs as much as a small statement."""
         return _Borrowed(self)
 
+    def _take_open_hot(self) -> asyncpg.Connection[asyncpg.Record] | None:
+        """The idle connection if it is open and free (taken), without a coroutine: the path
+        of every lone operation."""
+        hot = self._hot
+        if hot is None or self._hot_busy or self._closed or hot.is_closed():
+            return None
+        self._hot_busy = True
+        return hot
+
     async def _take_hot(self) -> asyncpg.Connection[asyncpg.Record] | None:
+        """A newly connected idle connection, when `_take_open_hot` found none open and free."""
         if self._hot_busy or self._closed:
             return None
-        hot = self._hot
-        if hot is not None and not hot.is_closed():
-            self._hot_busy = True
-            return hot
         if time.monotonic() < self._hot_retry_at:
             return None
         self._hot_busy = True
@@ -276,6 +282,10 @@ class _Borrowed:
 
     async def __aenter__(self) -> Conn:
         core = self._core
+        hot = core._take_open_hot()
+        if hot is not None:
+            self._hot = hot
+            return hot
         try:
             hot = await core._take_hot()
             if hot is not None:
