@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import anyio
+from engine.errors import DriverUnavailableError
 
 T = TypeVar("T")
 
@@ -27,18 +27,11 @@ class Item(Generic[T]):
 
     value: T
     key: Hashable
+    # Resolved once, when the item is done (or can no longer be): its caller waits on it.
+    waiter: asyncio.Future[None]
     finished: bool = False
     error: BaseException | None = None
     result: Any = None
-    # Set while the caller waits on another caller's flush: woken once, when this item is done
-    # (or the flusher left and someone must take over), not on every batch.
-    waiter: asyncio.Future[None] | None = None
-
-
-def _wake(item: Item[Any]) -> None:
-    waiter = item.waiter
-    if waiter is not None and not waiter.done():
-        waiter.set_result(None)
 
 
 # Runs one batch and settles every item in it (sets `finished`, and `error` or `result`).
@@ -48,39 +41,40 @@ Flush = Callable[[Sequence[Item[T]]], Awaitable[None]]
 class GroupCommit(Generic[T]):
     """Queue of one kind of write; one flush in flight at a time.
 
-    The caller that finds no flush in flight becomes the flusher and sends batches until the
-    queue is empty; every other caller waits on a future of its own (plain asyncio: the
-    PostgreSQL driver runs on asyncio, and this is on every ack and step write)."""
+    Flushes run in a task of their own, started when an item finds none running and ended
+    when the queue is empty. So no caller's job waits while its task flushes other callers'
+    batches, and no cancellation of a caller can interrupt a statement that carries other
+    callers' items: nothing here needs a shielded cancel scope, which anyio makes cost more
+    than the rest of a flush's Python. (Plain asyncio: the PostgreSQL driver runs on it.)"""
 
     def __init__(self, flush: Flush[T]) -> None:
         self._flush_batch = flush
         self._pending: list[Item[T]] = []
-        self._flushing = False
+        self._runner: asyncio.Task[None] | None = None
 
     async def submit(self, value: T, key: Hashable) -> Any:
         """Queue `value` and return its result once its batch committed, or raise the item's
-        own error.
-        Two items with one `key` never share a batch (one statement cannot write a row twice)."""
-        item: Item[T] = Item(value, key)
+        own error. Two items with one `key` never share a batch (one statement cannot write a
+        row twice). Cancelled while still queued, the item is dropped; once its batch was sent,
+        the batch is seen through without its caller."""
+        item: Item[T] = Item(value, key, asyncio.get_running_loop().create_future())
         self._pending.append(item)
+        if self._runner is None:
+            self._runner = asyncio.ensure_future(self._run())
         try:
-            while not item.finished:
-                if self._flushing:
-                    item.waiter = asyncio.get_running_loop().create_future()
-                    try:
-                        await item.waiter
-                    finally:
-                        item.waiter = None
-                else:
-                    await self._flush()
+            await item.waiter
         except BaseException:
-            # Cancelled before a flush took it: it must not run later on nobody's behalf.
             if not item.finished and item in self._pending:
-                self._pending.remove(item)
+                self._pending.remove(item)  # it must not run later on nobody's behalf
             raise
         if item.error is not None:
             raise item.error
         return item.result
+
+    async def idle(self) -> None:
+        """Return once no flush is running (a closing driver lets the last one commit)."""
+        while self._runner is not None:
+            await asyncio.wait({self._runner})
 
     def _take(self) -> list[Item[T]]:
         batch: list[Item[T]] = []
@@ -95,28 +89,42 @@ class GroupCommit(Generic[T]):
         self._pending = rest
         return batch
 
-    async def _flush(self) -> None:
-        self._flushing = True
+    async def _run(self) -> None:
+        batch: list[Item[T]] = []
         try:
             while self._pending:
                 batch = self._take()
                 try:
-                    # Shielded: once sent, a batch is seen through, so no waiter is left with
-                    # an item whose statement may or may not have committed.
-                    with anyio.CancelScope(shield=True):
-                        await self._flush_batch(batch)
+                    await self._flush_batch(batch)
                 except Exception as exc:
                     for item in batch:
                         if not item.finished:
                             item.error, item.finished = exc, True
-                finally:
-                    for item in batch:
-                        _wake(item)
+                for item in batch:
+                    _wake(item)
+                batch = []
         finally:
-            self._flushing = False
-            # Normally nothing is left; if this flusher was torn out, a waiter takes over.
-            for item in self._pending:
-                _wake(item)
+            self._runner = None
+            # Torn out mid-flush: whoever still waits hears it rather than waiting forever.
+            for item in [*batch, *self._pending]:
+                if not item.finished:
+                    item.error, item.finished = _abandoned(), True
+                    _wake(item)
+            self._pending = []
+
+
+def _abandoned() -> DriverUnavailableError:
+    return DriverUnavailableError(
+        "postgres",
+        "the flush carrying this write was cancelled before it settled (the event loop is "
+        "closing); the job's lease decides what happens to it",
+        "mcp-jobs jobs ls --json",
+    )
+
+
+def _wake(item: Item[Any]) -> None:
+    if not item.waiter.done():
+        item.waiter.set_result(None)
 
 
 def settle_all(

@@ -89,6 +89,14 @@ class PgJobs(PgCore):
     _steps: GroupCommit[_StepWrite] | None = None
     _loads: GroupCommit[str] | None = None
 
+    async def close(self) -> None:
+        await super().close()
+        # A flush still running when the pool closed has committed or failed by now; let it
+        # hand its callers their outcome before the driver is gone.
+        for queue in (self._acks, self._steps, self._loads):
+            if queue is not None:
+                await queue.idle()
+
     # --- enqueue ------------------------------------------------------------------------------
 
     async def enqueue(self, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
