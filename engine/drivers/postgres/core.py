@@ -29,8 +29,12 @@ from engine.errors import DriverUnavailableError, InvalidArgumentError
 T = TypeVar("T")
 
 DEFAULT_SCHEMA = "mcp_jobs"
-# Real time: after the idle connection failed to connect, the pool serves alone this long.
-_HOT_RETRY_S = 1.0
+# Connections the driver keeps out of the pool: as many as a busy worker uses at once (its claim
+# loop, the ack flush and the step flush), each taken and given back without the pool's
+# acquire/release bookkeeping, which costs as much as a small statement. Beyond them, the pool.
+_OWN_MAX = 3
+# Real time: after an own connection failed to connect, the pool serves alone this long.
+_OWN_RETRY_S = 1.0
 
 
 def _whole(name: str, value: object, low: int) -> int:
@@ -87,10 +91,11 @@ class PgCore:
         self._settle_retry_s = settle_retry_ms / 1000
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._pool_lock = anyio.Lock()
-        # The one connection kept out of the pool for uncontended use (see `conn`).
-        self._hot: asyncpg.Connection[asyncpg.Record] | None = None
-        self._hot_busy = False
-        self._hot_retry_at = 0.0
+        # The connections kept out of the pool (see `conn`): every one, and the free ones.
+        self._own: set[asyncpg.Connection[asyncpg.Record]] = set()
+        self._own_free: list[asyncpg.Connection[asyncpg.Record]] = []
+        self._own_connecting = 0
+        self._own_retry_at = 0.0
         self._closed = False
         self.signal = WakeSignal()
         self._listener = Listener(url, self.channel, self.signal, self._connect_timeout_s)
@@ -129,29 +134,31 @@ class PgCore:
         """A connection for one operation (`async with core.conn() as conn`); failures inside
         come out as `DriverUnavailableError`.
 
-        The driver's own idle connection when it is free, else one from the pool: a lone
-        caller (a producer enqueuing one job at a time, an idle worker's claim) then skips the
-        pool's acquire/release bookkeeping, which costs as much as a small statement."""
+        One of the driver's own connections when one is free (or may be opened), else one
+        from the pool: the few callers a process runs at once (a producer enqueuing one job at
+        a time, a worker's claims, acks and steps) then skip the pool's acquire/release
+        bookkeeping, which costs as much as a small statement."""
         return _Borrowed(self)
 
-    def _take_open_hot(self) -> asyncpg.Connection[asyncpg.Record] | None:
-        """The idle connection if it is open and free (taken), without a coroutine: the path
-        of every lone operation."""
-        hot = self._hot
-        if hot is None or self._hot_busy or self._closed or hot.is_closed():
-            return None
-        self._hot_busy = True
-        return hot
+    def _take_free_own(self) -> asyncpg.Connection[asyncpg.Record] | None:
+        """A free own connection that is open (taken), without a coroutine: the common path."""
+        free = self._own_free
+        while free and not self._closed:
+            conn = free.pop()
+            if not conn.is_closed():
+                return conn
+            self._own.discard(conn)
+        return None
 
-    async def _take_hot(self) -> asyncpg.Connection[asyncpg.Record] | None:
-        """A newly connected idle connection, when `_take_open_hot` found none open and free."""
-        if self._hot_busy or self._closed:
+    async def _open_own(self) -> asyncpg.Connection[asyncpg.Record] | None:
+        """A newly opened own connection (taken), when none is free and there is room."""
+        if self._closed or len(self._own) + self._own_connecting >= _OWN_MAX:
             return None
-        if time.monotonic() < self._hot_retry_at:
+        if time.monotonic() < self._own_retry_at:
             return None
-        self._hot_busy = True
+        self._own_connecting += 1
         try:
-            hot = await asyncpg.connect(
+            conn = await asyncpg.connect(
                 self.url,
                 statement_cache_size=self._statement_cache_size,
                 timeout=self._connect_timeout_s,
@@ -159,24 +166,24 @@ class PgCore:
             )
         except DRIVER_FAILURES:
             # The pool will try (and report) for this call; back off before trying again.
-            self._hot_busy = False
-            self._hot_retry_at = time.monotonic() + _HOT_RETRY_S
+            self._own_retry_at = time.monotonic() + _OWN_RETRY_S
             return None
-        except BaseException:
-            self._hot_busy = False
-            raise
+        finally:
+            self._own_connecting -= 1
         if self._closed:
-            hot.terminate()
-            self._hot_busy = False
+            conn.terminate()
             return None
-        self._hot = hot
-        return hot
+        self._own.add(conn)
+        return conn
 
-    def _drop_hot(self, hot: asyncpg.Connection[asyncpg.Record]) -> None:
-        hot.terminate()
-        if self._hot is hot:
-            self._hot = None
-        self._hot_busy = False
+    def _give_back_own(self, conn: asyncpg.Connection[asyncpg.Record], clean: bool) -> None:
+        """Return a taken own connection. One that was interrupted (perhaps mid-statement) or
+        left inside a transaction has an unknown session: it is closed, never reused."""
+        if clean and not self._closed and conn in self._own and not conn.is_in_transaction():
+            self._own_free.append(conn)
+        else:
+            self._own.discard(conn)
+            conn.terminate()
 
     async def idempotent(self, op: Callable[[Conn], Awaitable[T]]) -> T:
         """Run `op` on a pooled connection, once more on a fresh one if the first was broken.
@@ -227,12 +234,13 @@ class PgCore:
     async def close(self) -> None:
         self._closed = True
         await self._listener.close()
-        hot, self._hot = self._hot, None
-        if hot is not None:
-            if self._hot_busy:
-                hot.terminate()  # mid-operation in another task: that task sees it closed
+        own, free = self._own, set(self._own_free)
+        self._own, self._own_free = set(), []
+        for conn in own:
+            if conn in free:
+                await self._close_or_terminate(conn)
             else:
-                await self._close_or_terminate(hot)
+                conn.terminate()  # mid-operation in another task: that task sees it closed
         pool, self._pool = self._pool, None
         if pool is not None:
             await self._close_or_terminate(pool)
@@ -273,24 +281,24 @@ class _Borrowed:
     context manager, because every statement the driver runs goes through one; this costs a
     fraction of contextlib's machinery on the path of a single enqueue or claim."""
 
-    __slots__ = ("_core", "_hot", "_pooled")
+    __slots__ = ("_core", "_own", "_pooled")
 
     def __init__(self, core: PgCore) -> None:
         self._core = core
-        self._hot: asyncpg.Connection[asyncpg.Record] | None = None
+        self._own: asyncpg.Connection[asyncpg.Record] | None = None
         self._pooled: PoolAcquireContext[asyncpg.Record] | None = None
 
     async def __aenter__(self) -> Conn:
         core = self._core
-        hot = core._take_open_hot()
-        if hot is not None:
-            self._hot = hot
-            return hot
+        own = core._take_free_own()
+        if own is not None:
+            self._own = own
+            return own
         try:
-            hot = await core._take_hot()
-            if hot is not None:
-                self._hot = hot
-                return hot
+            own = await core._open_own()
+            if own is not None:
+                self._own = own
+                return own
             self._pooled = (await core._get_pool()).acquire()
             return await self._pooled.__aenter__()
         except DRIVER_FAILURES as exc:
@@ -303,15 +311,9 @@ class _Borrowed:
         tb: TracebackType | None,
     ) -> None:
         core = self._core
-        hot = self._hot
         try:
-            if hot is not None:
-                if exc is not None or hot.is_in_transaction():
-                    # Interrupted mid-statement, perhaps, or left inside a transaction: its
-                    # session state is unknown. Never reuse it.
-                    core._drop_hot(hot)
-                else:
-                    core._hot_busy = False
+            if self._own is not None:
+                core._give_back_own(self._own, clean=exc is None)
             elif self._pooled is not None:
                 await self._pooled.__aexit__(exc_type, exc, tb)
         except DRIVER_FAILURES as failure:

@@ -1,0 +1,76 @@
+"""The driver's own connections: up to three kept out of the pool and reused without its
+bookkeeping; the pool beyond them; a connection whose session state is unknown never reused."""
+
+from __future__ import annotations
+
+import anyio
+import asyncpg
+import pytest
+
+from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres.migrate import Conn
+
+
+async def backend_pid(conn: Conn) -> int:
+    pid: int = await conn.fetchval("SELECT pg_backend_pid()")
+    return pid
+
+
+async def test_three_concurrent_operations_use_own_connections_and_a_fourth_the_pool(
+    driver: PostgresDriver,
+) -> None:
+    holding, all_in = anyio.Event(), anyio.Event()
+    entered: list[int] = []
+
+    async def hold() -> None:
+        async with driver.conn() as conn:
+            entered.append(await backend_pid(conn))
+            if len(entered) == 4:
+                all_in.set()
+            await holding.wait()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(hold)
+            await all_in.wait()
+            assert len(set(entered)) == 4
+            assert len(driver._own) == 3 and driver._pool is not None
+            holding.set()
+    # Given back clean: the next lone operations reuse them, no new connection is made.
+    async with driver.conn() as conn:
+        assert await backend_pid(conn) in entered
+    assert len(driver._own) == 3
+
+
+async def test_a_connection_left_inside_a_transaction_is_closed_not_reused(
+    driver: PostgresDriver,
+) -> None:
+    async with driver.conn() as conn:
+        left = await backend_pid(conn)
+        await conn.execute("BEGIN")
+    async with driver.conn() as conn:
+        assert await backend_pid(conn) != left
+        assert not conn.is_in_transaction()
+
+
+async def test_an_interrupted_operation_closes_its_connection(driver: PostgresDriver) -> None:
+    with pytest.raises(KeyError):
+        async with driver.conn() as conn:
+            interrupted = await backend_pid(conn)
+            raise KeyError("the caller's own failure, mid-operation")
+    assert conn.is_closed()
+    async with driver.conn() as conn:
+        assert await backend_pid(conn) != interrupted
+
+
+async def test_close_ends_free_and_busy_own_connections(driver: PostgresDriver) -> None:
+    async with driver.conn() as first, driver.conn() as second:
+        assert first is not second
+    async with driver.conn() as busy:
+        free = first if busy is second else second
+        await driver.close()
+        with pytest.raises(asyncpg.InterfaceError):
+            await backend_pid(busy)  # terminated under the operation in flight
+    assert free.is_closed() and busy.is_closed()
+    assert driver._own == set() and driver._own_free == []
