@@ -8,6 +8,7 @@ the stop that an operator's cancel or a lost lease delivers at the next beat.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -38,15 +39,22 @@ class Permanent(Exception):
 
 
 class RunHandle:
-    """A claimed job in flight: its fencing token and its body's stop switch (first reason wins)."""
+    """A claimed job in flight: its fencing token and its body's stop switch (first reason wins).
+
+    One cancel scope per job, around the body only: anyio's scopes cost more than the rest of a
+    no-op job's Python, and only the body runs code that may shield itself. `tear_down` ends
+    the whole task for a worker that has to go: through the scope while the body runs (so a
+    shield in it still holds), by cancelling the task anywhere else (the engine's own code)."""
 
     def __init__(self, claimed: ClaimedJob) -> None:
         self.claimed = claimed
         self.scope = anyio.CancelScope()
-        # Around the whole of the job's task (settling included), for the worker to cancel
-        # the task with when it has to go (it is not a task group child, see Worker._start).
-        self.task_scope = anyio.CancelScope()
         self.reason: StopReason | None = None
+        # The task running this job (set when it starts), whether the body is running now,
+        # and whether the worker tore the task down (one torn before it started never runs).
+        self.task: asyncio.Task[Any] | None = None
+        self.in_body = False
+        self.torn = False
         # Called once, when the body is over and only its settle write remains: the worker
         # hands the slot to the next job instead of holding it through a commit.
         self.on_body_done: Callable[[], None] | None = None
@@ -60,6 +68,14 @@ class RunHandle:
         if self.reason is None:
             self.reason = reason
             self.scope.cancel()
+
+    def tear_down(self) -> None:
+        """End the job's task without settling it (its lease hands it to another worker)."""
+        self.torn = True
+        if self.in_body:
+            self.scope.cancel()  # execute() sees `torn` once the body is out, and stops there
+        elif self.task is not None:
+            self.task.cancel()
 
 
 @dataclass(frozen=True)
@@ -176,6 +192,8 @@ async def execute(
                 definition, job_input, ctx, handle, record
             )
     handle.body_done()
+    if handle.torn:
+        raise asyncio.CancelledError("the worker tore this run down; its lease will expire")
     duration = rt.clock.now_ms() - started
 
     if handle.reason == "cancelled":
@@ -215,15 +233,21 @@ async def _run_body(
     record: JobRecord,
 ) -> tuple[Any, BaseException | None, StepSuspension | None]:
     """The body under its stop switch and span: (output, failure, suspension)."""
-    with handle.scope, run_span(record) as span:
-        try:
-            output = _json_roundtrip(record.name, "<job output>", await definition(job_input, ctx))
-        except StepSuspension as exc:
-            return None, None, exc
-        except Exception as exc:
-            span.failed(exc)
-            return None, exc, None
-        return output, None, None
+    handle.in_body = True
+    try:
+        with handle.scope, run_span(record) as span:
+            try:
+                output = _json_roundtrip(
+                    record.name, "<job output>", await definition(job_input, ctx)
+                )
+            except StepSuspension as exc:
+                return None, None, exc
+            except Exception as exc:
+                span.failed(exc)
+                return None, exc, None
+            return output, None, None
+    finally:
+        handle.in_body = False
     # Reached only when the stop switch cancelled the body: nothing came of it.
     return None, None, None
 

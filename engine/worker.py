@@ -269,10 +269,10 @@ class Worker:
 
         A plain asyncio task rather than an anyio task group child: anyio spends a cancel
         scope, an event and a wrapper coroutine on each child, a sizeable share of a no-op
-        job's cost. The structure a task group gives is kept by hand: each job runs under its
-        own cancel scope (`RunHandle.task_scope`, so shields inside it still hold), the worker
-        cancels and awaits every job task before `run()` returns, and a BaseException escaping
-        a job ends the worker as it would have through the group."""
+        job's cost. The structure a task group gives is kept by hand: the worker tears down and
+        awaits every job task before `run()` returns (`RunHandle.tear_down`: shields in a body
+        still hold), and a BaseException escaping a job ends the worker as it would have
+        through the group."""
         handle = RunHandle(claimed)
         self._inflight[claimed.record.id] = handle
         self._bodies += 1
@@ -289,20 +289,19 @@ class Worker:
             self._poke()
 
     async def _cancel_tasks(self) -> None:
-        """Cancel every job task still running (through its own scope) and wait for them."""
+        """Tear down every job task still running and wait for them."""
         if not self._tasks:
             return
         for handle in list(self._inflight.values()):
-            handle.task_scope.cancel()
+            handle.tear_down()
         await asyncio.wait(set(self._tasks))
 
     async def _run_one(self, claimed: ClaimedJob, handle: RunHandle) -> None:
-        with handle.task_scope:
-            await self._run_one_scoped(claimed, handle)
-
-    async def _run_one_scoped(self, claimed: ClaimedJob, handle: RunHandle) -> None:
         record = claimed.record
+        handle.task = asyncio.current_task()
         try:
+            if handle.torn:
+                return  # torn down before it started: left to its lease
             definition = self.jobs.registry.get(record.name)
             if definition is not None:
                 caps = self.limits.caps_for(

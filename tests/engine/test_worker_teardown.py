@@ -1,0 +1,112 @@
+"""A worker that has to go (its `run()` cancelled) tears its jobs down without settling them:
+their leases hand them to another worker. A shielded section of a body still finishes first."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+from pydantic import BaseModel
+
+from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
+from engine.drivers.memory import MemoryDriver
+
+
+class Item(BaseModel):
+    n: int
+
+
+class GatedAcks(MemoryDriver):
+    """Acks wait at a gate: a commit still on its way when the worker goes."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.gate = anyio.Event()
+        self.acking: list[str] = []
+
+    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
+        self.acking.append(job_id)
+        await self.gate.wait()
+        await super().ack(job_id, token, output)
+
+
+def worker_for(jobs: Jobs) -> Worker:
+    return Worker(jobs, concurrency=2, scheduler=False, outbox_relay=False)
+
+
+async def test_a_torn_down_body_finishes_its_shielded_section_and_settles_nothing(
+    clock: ManualClock, registry: JobRegistry
+) -> None:
+    jobs = Jobs(MemoryDriver(clock), registry=registry, clock=clock)
+    gate = anyio.Event()
+    shielded_done: list[int] = []
+    after_shield: list[int] = []
+
+    @job(idempotency_key=lambda i: str(i.n), registry=registry)
+    async def charge(input: Item, ctx: JobContext) -> None:
+        with anyio.CancelScope(shield=True):
+            await gate.wait()
+            shielded_done.append(input.n)
+        await anyio.lowlevel.checkpoint()  # the cancellation lands here, once out of the shield
+        after_shield.append(input.n)
+
+    enqueued = await jobs.enqueue(charge, {"n": 1})
+    worker = worker_for(jobs)
+    with anyio.fail_after(10):
+        run = asyncio.create_task(worker.run())
+        await anyio.wait_all_tasks_blocked()
+        run.cancel()
+        await anyio.wait_all_tasks_blocked()
+        assert not run.done()  # waiting for the shield, not past it
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    assert shielded_done == [1] and after_shield == []
+    record = await jobs.get(enqueued.id)
+    assert record.state == "running" and record.attempt == 1  # left to its lease
+
+
+async def test_a_job_torn_down_while_its_ack_commits_is_left_to_its_lease(
+    clock: ManualClock, registry: JobRegistry
+) -> None:
+    driver = GatedAcks(clock)
+    jobs = Jobs(driver, registry=registry, clock=clock)
+
+    @job(idempotency_key=lambda i: str(i.n), registry=registry)
+    async def work(input: Item, ctx: JobContext) -> None:
+        return None
+
+    enqueued = await jobs.enqueue(work, {"n": 1})
+    worker = worker_for(jobs)
+    with anyio.fail_after(10):
+        run = asyncio.create_task(worker.run())
+        await anyio.wait_all_tasks_blocked()
+        assert driver.acking == [enqueued.id]
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    assert worker.in_flight == 0
+    assert (await jobs.get(enqueued.id)).state == "running"
+
+
+async def test_a_job_torn_down_before_its_task_started_never_runs(
+    clock: ManualClock, registry: JobRegistry
+) -> None:
+    jobs = Jobs(MemoryDriver(clock), registry=registry, clock=clock)
+    ran: list[int] = []
+
+    @job(idempotency_key=lambda i: str(i.n), registry=registry)
+    async def work(input: Item, ctx: JobContext) -> None:
+        ran.append(input.n)
+
+    await jobs.enqueue(work, {"n": 1})
+    worker = worker_for(jobs)
+    (claimed,) = await jobs.driver.claim(worker.id, 1, 30_000)
+    with anyio.fail_after(10):
+        worker._start(claimed)  # the task exists; it has not run a line yet
+        await worker._cancel_tasks()
+    assert ran == []
+    assert worker.in_flight == 0
