@@ -12,24 +12,11 @@ from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.drivers.memory import MemoryDriver
+from tests.support.slow_acks import SlowAcks
 
 
 class Item(BaseModel):
     n: int
-
-
-class SlowAcks(MemoryDriver):
-    """Acks wait at a gate: a commit that takes its time."""
-
-    def __init__(self, clock: ManualClock) -> None:
-        super().__init__(clock)
-        self.gate = anyio.Event()
-        self.waiting: list[str] = []
-
-    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
-        self.waiting.append(job_id)
-        await self.gate.wait()
-        await super().ack(job_id, token, output)
 
 
 async def test_the_next_body_runs_while_the_previous_ack_commits(

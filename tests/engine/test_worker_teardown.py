@@ -4,7 +4,6 @@ their leases hand them to another worker. A shielded section of a body still fin
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -13,24 +12,11 @@ from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.drivers.memory import MemoryDriver
+from tests.support.slow_acks import SlowAcks
 
 
 class Item(BaseModel):
     n: int
-
-
-class GatedAcks(MemoryDriver):
-    """Acks wait at a gate: a commit still on its way when the worker goes."""
-
-    def __init__(self, clock: ManualClock) -> None:
-        super().__init__(clock)
-        self.gate = anyio.Event()
-        self.acking: list[str] = []
-
-    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
-        self.acking.append(job_id)
-        await self.gate.wait()
-        await super().ack(job_id, token, output)
 
 
 def worker_for(jobs: Jobs) -> Worker:
@@ -72,7 +58,7 @@ async def test_a_torn_down_body_finishes_its_shielded_section_and_settles_nothin
 async def test_a_job_torn_down_while_its_ack_commits_is_left_to_its_lease(
     clock: ManualClock, registry: JobRegistry
 ) -> None:
-    driver = GatedAcks(clock)
+    driver = SlowAcks(clock)
     jobs = Jobs(driver, registry=registry, clock=clock)
 
     @job(idempotency_key=lambda i: str(i.n), registry=registry)
@@ -84,7 +70,7 @@ async def test_a_job_torn_down_while_its_ack_commits_is_left_to_its_lease(
     with anyio.fail_after(10):
         run = asyncio.create_task(worker.run())
         await anyio.wait_all_tasks_blocked()
-        assert driver.acking == [enqueued.id]
+        assert driver.waiting == [enqueued.id]
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
