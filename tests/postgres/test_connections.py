@@ -54,14 +54,35 @@ async def test_a_connection_left_inside_a_transaction_is_closed_not_reused(
         assert not conn.is_in_transaction()
 
 
-async def test_an_interrupted_operation_closes_its_connection(driver: PostgresDriver) -> None:
+async def test_an_error_between_statements_keeps_the_connection(driver: PostgresDriver) -> None:
+    # A refused duplicate or an invalid batch item is raised with the session in good order:
+    # reconnecting after each would cost more than the statement.
     with pytest.raises(KeyError):
         async with driver.conn() as conn:
-            interrupted = await backend_pid(conn)
-            raise KeyError("the caller's own failure, mid-operation")
-    assert conn.is_closed()
+            kept = await backend_pid(conn)
+            raise KeyError("the caller's own refusal, between statements")
     async with driver.conn() as conn:
-        assert await backend_pid(conn) != interrupted
+        assert await backend_pid(conn) == kept
+
+
+async def test_a_cancelled_statement_closes_its_connection(driver: PostgresDriver) -> None:
+    pids: list[int] = []
+    asked = anyio.Event()
+
+    async def sleep_on_the_server() -> None:
+        async with driver.conn() as conn:
+            pids.append(await backend_pid(conn))
+            asked.set()
+            await conn.execute("SELECT pg_sleep(30)")
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sleep_on_the_server)
+            await asked.wait()
+            await anyio.wait_all_tasks_blocked()  # the sleep is on the server
+            tg.cancel_scope.cancel()
+    async with driver.conn() as conn:
+        assert await backend_pid(conn) != pids[0]
 
 
 async def test_close_ends_free_and_busy_own_connections(driver: PostgresDriver) -> None:

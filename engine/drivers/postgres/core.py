@@ -177,8 +177,10 @@ class PgCore:
         return conn
 
     def _give_back_own(self, conn: asyncpg.Connection[asyncpg.Record], clean: bool) -> None:
-        """Return a taken own connection. One that was interrupted (perhaps mid-statement) or
-        left inside a transaction has an unknown session: it is closed, never reused."""
+        """Return a taken own connection. One that was interrupted (a cancellation may land
+        mid-statement) or left inside a transaction has an unknown session: it is closed, never
+        reused. An ordinary error raised between statements (a refused duplicate, an invalid
+        item of a batch) leaves the session as it was."""
         if clean and not self._closed and conn in self._own and not conn.is_in_transaction():
             self._own_free.append(conn)
         else:
@@ -186,7 +188,7 @@ class PgCore:
             conn.terminate()
 
     async def idempotent(self, op: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run `op` on a pooled connection, once more on a fresh one if the first was broken.
+        """Run `op` on a connection, once more on a fresh one if the first was broken.
 
         Only for operations whose second run changes nothing the first did not (reads,
         upserts of the same values): after a server restart the pool can still hold a
@@ -313,7 +315,7 @@ class _Borrowed:
         core = self._core
         try:
             if self._own is not None:
-                core._give_back_own(self._own, clean=exc is None)
+                core._give_back_own(self._own, clean=exc is None or isinstance(exc, Exception))
             elif self._pooled is not None:
                 await self._pooled.__aexit__(exc_type, exc, tb)
         except DRIVER_FAILURES as failure:

@@ -142,16 +142,8 @@ class PgJobs(PgCore):
         server inserts one part while this process validates the next, so the two costs
         overlap instead of adding up. A refusal (an invalid item, or a duplicate under
         `on_conflict='error'`) rolls the whole batch back and comes out unchanged."""
-        refusal: _Refused | None = None
-        async with self.conn() as conn:
-            try:
-                async with conn.transaction():
-                    results, inserted = await self._pipeline(conn, iter(parts))
-            except _Refused as refused:
-                # Caught inside `conn()`: a rolled-back refusal leaves the connection reusable.
-                refusal = refused
-        if refusal is not None:
-            raise refusal.error
+        async with self.conn() as conn, conn.transaction():
+            results, inserted = await self._pipeline(conn, iter(parts))
         if inserted:
             self.signal.notify()
         return results
@@ -166,7 +158,7 @@ class PgJobs(PgCore):
         inserted = False
         flight: asyncio.Task[tuple[dict[DedupeKey, _Holder], bool]] | None = None
         try:
-            while (part := _next_part(parts)) is not None:
+            while (part := next(parts, None)) is not None:
                 unique = _fold(part, len(requests), first_of)
                 requests.extend(part)
                 docs = _batch_json(unique, now) if unique else None
@@ -186,12 +178,9 @@ class PgJobs(PgCore):
                 inserted = inserted or any_in
         except BaseException as exc:
             if flight is not None:
-                await _settle_flight(flight, cancel=not isinstance(exc, _Refused))
+                await _settle_flight(flight, cancel=not isinstance(exc, Exception))
             raise
-        try:
-            return _results(requests, first_of, held, now), inserted
-        except JobDuplicateError as exc:
-            raise _Refused(exc) from exc
+        return _results(requests, first_of, held, now), inserted
 
     async def enqueue_on(
         self, conn: Conn, requests: Sequence[EnqueueRequest]
@@ -528,24 +517,6 @@ class PgJobs(PgCore):
         )
 
 
-class _Refused(Exception):
-    """Carries a refusal out of a batch's transaction (which it rolls back) to `enqueue_parts`,
-    which raises the refusal itself once the connection is back in good order."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _next_part(parts: Iterator[Sequence[EnqueueRequest]]) -> Sequence[EnqueueRequest] | None:
-    """The next part, built now by the caller's iterator; whatever building it raised (an
-    invalid item, a key function's own error) comes back as a `_Refused`."""
-    try:
-        return next(parts, None)
-    except Exception as exc:
-        raise _Refused(exc) from exc
-
-
 def _fold(
     part: Sequence[EnqueueRequest], offset: int, first_of: dict[DedupeKey, int]
 ) -> list[EnqueueRequest]:
@@ -562,8 +533,9 @@ def _fold(
 
 async def _settle_flight(flight: asyncio.Task[Any], *, cancel: bool) -> None:
     """Let a part's statement end before its transaction rolls back (one statement at a time
-    per connection): wait for it after a refusal, cancel it first when the batch itself was
-    cancelled or failed. Its own outcome no longer matters; reading it keeps asyncio quiet."""
+    per connection): wait for it after an error (building the next part failed), cancel it
+    first when the batch itself was cancelled. Its own outcome no longer matters; reading it
+    keeps asyncio quiet."""
     if not flight.done():
         if cancel:
             flight.cancel()
