@@ -8,15 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
+from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.drivers.memory import MemoryDriver
-from tests.support.slow_acks import SlowAcks
-
-
-class Item(BaseModel):
-    n: int
+from tests.support.worker_jobs import Item, SlowAcks, keyed_job
 
 
 async def test_the_next_body_runs_while_the_previous_ack_commits(
@@ -26,9 +21,10 @@ async def test_the_next_body_runs_while_the_previous_ack_commits(
     jobs = Jobs(driver, registry=registry, clock=clock)
     started: list[int] = []
 
-    @job(idempotency_key=lambda i: str(i.n), registry=registry)
-    async def work(input: Item, ctx: JobContext) -> None:
-        started.append(input.n)
+    async def body(item: Item) -> None:
+        started.append(item.n)
+
+    work = keyed_job(registry, body)
 
     a, b, c = [await jobs.enqueue(work, {"n": n}) for n in (1, 2, 3)]
     worker = Worker(jobs, concurrency=1, scheduler=False, outbox_relay=False)
@@ -67,10 +63,7 @@ async def test_a_finished_job_does_not_send_an_idle_worker_back_to_an_empty_queu
     # no work. The next claim waits for a wake-up (an enqueue) or the poll.
     driver = CountedClaims(clock)
     jobs = Jobs(driver, registry=registry, clock=clock)
-
-    @job(idempotency_key=lambda i: str(i.n), registry=registry)
-    async def work(input: Item, ctx: JobContext) -> None:
-        pass
+    work = keyed_job(registry)
 
     worker = Worker(jobs, concurrency=4, scheduler=False, outbox_relay=False)
     with anyio.fail_after(10):

@@ -8,15 +8,10 @@ import asyncio
 import anyio
 import anyio.lowlevel
 import pytest
-from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
+from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.drivers.memory import MemoryDriver
-from tests.support.slow_acks import SlowAcks
-
-
-class Item(BaseModel):
-    n: int
+from tests.support.worker_jobs import Item, SlowAcks, keyed_job
 
 
 def worker_for(jobs: Jobs) -> Worker:
@@ -31,15 +26,14 @@ async def test_a_torn_down_body_finishes_its_shielded_section_and_settles_nothin
     shielded_done: list[int] = []
     after_shield: list[int] = []
 
-    @job(idempotency_key=lambda i: str(i.n), registry=registry)
-    async def charge(input: Item, ctx: JobContext) -> None:
+    async def charge(item: Item) -> None:
         with anyio.CancelScope(shield=True):
             await gate.wait()
-            shielded_done.append(input.n)
+            shielded_done.append(item.n)
         await anyio.lowlevel.checkpoint()  # the cancellation lands here, once out of the shield
-        after_shield.append(input.n)
+        after_shield.append(item.n)
 
-    enqueued = await jobs.enqueue(charge, {"n": 1})
+    enqueued = await jobs.enqueue(keyed_job(registry, charge), {"n": 1})
     worker = worker_for(jobs)
     with anyio.fail_after(10):
         run = asyncio.create_task(worker.run())
@@ -60,12 +54,7 @@ async def test_a_job_torn_down_while_its_ack_commits_is_left_to_its_lease(
 ) -> None:
     driver = SlowAcks(clock)
     jobs = Jobs(driver, registry=registry, clock=clock)
-
-    @job(idempotency_key=lambda i: str(i.n), registry=registry)
-    async def work(input: Item, ctx: JobContext) -> None:
-        return None
-
-    enqueued = await jobs.enqueue(work, {"n": 1})
+    enqueued = await jobs.enqueue(keyed_job(registry), {"n": 1})
     worker = worker_for(jobs)
     with anyio.fail_after(10):
         run = asyncio.create_task(worker.run())
@@ -84,11 +73,10 @@ async def test_a_job_torn_down_before_its_task_started_never_runs(
     jobs = Jobs(MemoryDriver(clock), registry=registry, clock=clock)
     ran: list[int] = []
 
-    @job(idempotency_key=lambda i: str(i.n), registry=registry)
-    async def work(input: Item, ctx: JobContext) -> None:
-        ran.append(input.n)
+    async def body(item: Item) -> None:
+        ran.append(item.n)
 
-    await jobs.enqueue(work, {"n": 1})
+    await jobs.enqueue(keyed_job(registry, body), {"n": 1})
     worker = worker_for(jobs)
     (claimed,) = await jobs.driver.claim(worker.id, 1, 30_000)
     with anyio.fail_after(10):

@@ -1,17 +1,37 @@
-"""A memory driver whose acks wait at a gate: a commit still on its way."""
+"""What the worker tests share: a job keyed by a number, and a driver whose acks wait."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+from pydantic import BaseModel
 
-from engine import ManualClock
+from engine import JobContext, JobDefinition, JobRegistry, ManualClock, job
 from engine.drivers.memory import MemoryDriver
 
 
+class Item(BaseModel):
+    n: int
+
+
+def keyed_job(
+    registry: JobRegistry, body: Callable[[Item], Awaitable[None]] | None = None
+) -> JobDefinition[Item]:
+    """The job `work`, keyed by its item's number, running `body` (nothing when omitted)."""
+
+    @job(name="work", idempotency_key=lambda i: str(i.n), registry=registry)
+    async def work(input: Item, ctx: JobContext) -> None:
+        if body is not None:
+            await body(input)
+
+    return work
+
+
 class SlowAcks(MemoryDriver):
-    """Acks wait at `gate`; `waiting` lists the jobs whose ack has started, in order."""
+    """Acks wait at `gate`: a commit still on its way. `waiting` lists the jobs whose ack has
+    started, in order."""
 
     def __init__(self, clock: ManualClock) -> None:
         super().__init__(clock)
