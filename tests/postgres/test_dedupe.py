@@ -47,7 +47,7 @@ def test_index_conflict_target_and_lookup_spell_one_key_over_the_live_states() -
         " AND live.idempotency_key = {o}.idempotency_key"
         f" AND live.{LIVE}"
     )
-    assert lookup.format(o="r") in enqueue
+    assert lookup.format(o="r") in squash(raw_queries()["enqueue_holders"])
     assert lookup.format(o="target") in squash(raw_queries()["retry"])
     # The claim and the stats read the same vocabulary: no live state is forgotten anywhere.
     assert "state IN ('ready', 'delayed', 'suspended')" in squash(raw_queries()["claim"])

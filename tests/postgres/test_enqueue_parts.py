@@ -52,9 +52,9 @@ async def jobs(
 
     real_insert = PgJobs._insert
 
-    async def insert(self: PgJobs, conn: Any, unique: Any, *args: Any) -> Any:
+    async def insert(self: PgJobs, conn: Any, unique: Any, *args: Any, **kw: Any) -> Any:
         events.append(f"insert {len(unique)}")
-        return await real_insert(self, conn, unique, *args)
+        return await real_insert(self, conn, unique, *args, **kw)
 
     monkeypatch.setattr(PgJobs, "_insert", insert)
     client = await connect(pg_url, clock=clock, registry=registry)

@@ -45,7 +45,7 @@ from schemas.stats import QueueStats
 from schemas.steps import StepRecord
 
 DedupeKey = tuple[str, str, str]
-# How many statements enqueue spends on items whose holder committed mid-statement.
+# How many inserts enqueue spends on items whose holder settled between statements.
 _ENQUEUE_ROUNDS = 5
 
 
@@ -103,18 +103,20 @@ class PgJobs(PgCore):
         if not requests:
             return []
         async with self.conn() as conn:
-            one = await self._insert_one(conn, requests[0]) if len(requests) == 1 else None
-            if one is not None:
+            if len(requests) == 1 and (one := await self._insert_one(conn, requests[0])):
                 results, inserted = [one], True
             else:
-                results, inserted = await self.enqueue_on(conn, requests)
+                # A single item that was refused goes straight to finding its holder.
+                results, inserted = await self.enqueue_on(
+                    conn, requests, refused=len(requests) == 1
+                )
         if inserted:
             self.signal.notify()
         return results
 
     async def _insert_one(self, conn: Conn, request: EnqueueRequest) -> EnqueueResult | None:
-        """The single-item fast road: the result when the row went in; None leaves the key's
-        holder to be found by the batch road (nothing was written)."""
+        """The single-item fast road: the result when the row went in; None when its key is
+        held (nothing was written)."""
         now = self.clock.now_ms()
         r = request
         found = await conn.fetch(
@@ -183,20 +185,21 @@ class PgJobs(PgCore):
         return _results(requests, first_of, held, now), inserted
 
     async def enqueue_on(
-        self, conn: Conn, requests: Sequence[EnqueueRequest]
+        self, conn: Conn, requests: Sequence[EnqueueRequest], *, refused: bool = False
     ) -> tuple[list[EnqueueResult], bool]:
         """Enqueue on `conn` (the outbox passes its own transaction); also says whether any row
         was inserted. With `on_conflict='error'` anywhere in the batch, a refusal must leave
-        nothing behind, so the batch runs in a (nested, if need be) transaction."""
+        nothing behind, so the batch runs in a (nested, if need be) transaction. `refused`:
+        the items were just refused by an insert, so the first statement looks for holders."""
         now = self.clock.now_ms()
         first_of: dict[DedupeKey, int] = {}
         unique = _fold(requests, 0, first_of)
         if any(r.on_conflict == "error" for r in requests):
             async with conn.transaction():
-                held, inserted = await self._insert(conn, unique, now)
+                held, inserted = await self._insert(conn, unique, now, refused=refused)
                 results = _results(requests, first_of, held, now)
         else:
-            held, inserted = await self._insert(conn, unique, now)
+            held, inserted = await self._insert(conn, unique, now, refused=refused)
             results = _results(requests, first_of, held, now)
         return results, inserted
 
@@ -206,36 +209,48 @@ class PgJobs(PgCore):
         unique: Sequence[EnqueueRequest],
         now: int,
         docs: tuple[str, str] | None = None,
+        *,
+        refused: bool = False,
     ) -> tuple[dict[DedupeKey, _Holder], bool]:
         """Insert `unique` (one item per dedupe key; `docs` is its `_batch_json`, if made
         already). Returns the live holders of the keys that were refused (a key absent from it
-        went in) and whether any row was inserted."""
+        went in) and whether any row was inserted. `refused`: an insert of these items has just
+        inserted none of them, so the first round only looks for their holders."""
         held: dict[DedupeKey, _Holder] = {}
         inserted = False
         pending = list(unique)
         for _ in range(_ENQUEUE_ROUNDS):
             rows_doc, shared_doc = docs or _batch_json(pending, now)
             docs = None
-            found = await conn.fetch(self.q["enqueue"], now, rows_doc, shared_doc, self.channel)
-            refused = {row["request_id"]: row for row in found if row["request_id"] is not None}
-            inserted = inserted or len(refused) < len(pending)
+            if not refused:
+                count = await conn.fetchval(
+                    self.q["enqueue"], now, rows_doc, shared_doc, self.channel
+                )
+                inserted = inserted or count > 0
+                if count == len(pending):
+                    return held, inserted
+            refused = False
+            # Some rows were refused: which, and who holds their keys (one more statement, only
+            # for a batch that met a live key).
             missing: list[EnqueueRequest] = []
-            if refused:
-                for request in pending:
-                    live = refused.get(request.id)
-                    if live is None:
-                        continue  # inserted
-                    if live["id"] is None:
-                        missing.append(request)
-                    else:
-                        held[dedupe_key(request)] = _Holder(
-                            live["id"], live["run_id"], rows.job_state(live["state"])
-                        )
+            live = {
+                row["request_id"]: row
+                for row in await conn.fetch(self.q["enqueue_holders"], rows_doc, shared_doc)
+            }
+            for request in pending:
+                holder = live.get(request.id)
+                if holder is None:
+                    continue  # inserted
+                if holder["id"] is None:
+                    missing.append(request)
+                else:
+                    held[dedupe_key(request)] = _Holder(
+                        holder["id"], holder["run_id"], rows.job_state(holder["state"])
+                    )
             if not missing:
                 return held, inserted
-            # Skipped by the conflict check, yet invisible to the statement's snapshot: the
-            # holder committed after the statement began. The next round is a new statement
-            # whose snapshot shows it (or, if it settled meanwhile, inserts after all).
+            # Refused, yet no live row holds the key now: the holder settled after the insert.
+            # The next round inserts these again (or finds a newer holder).
             pending = missing
         raise DriverUnavailableError(
             "postgres",
