@@ -82,7 +82,7 @@ class Jobs:
     ) -> builtins.list[EnqueueRequest]:
         ids = new_ids(2 * len(items))
         return [
-            self._request(item, enqueued_by, now, ambient, ids[2 * i], ids[2 * i + 1])
+            self._request(*item, enqueued_by, now, ambient, ids[2 * i], ids[2 * i + 1])
             for i, item in enumerate(items)
         ]
 
@@ -100,7 +100,15 @@ class Jobs:
 
     def _request(
         self,
-        item: Enqueue,
+        # The fields of `Enqueue`, in its order: a batch spreads each item in, and a single
+        # enqueue passes its arguments without building one.
+        job: JobRef,
+        input: BaseModel | Mapping[str, Any],
+        tenant: str | None,
+        delay: float | None,
+        run_at: int | None,
+        on_conflict: OnConflict,
+        traceparent: str | None,
         enqueued_by: str | None,
         now: int,
         ambient: str | None,
@@ -108,7 +116,6 @@ class Jobs:
         run_id: str,
     ) -> EnqueueRequest:
         # The hot path of every enqueue: one pass, the common case (no delay, no tenant) first.
-        job, input, tenant, delay, run_at, on_conflict, traceparent = item
         definition = job if isinstance(job, JobDefinition) else self.registry.require(job)
         model = definition.input_model
         try:
@@ -160,10 +167,20 @@ class Jobs:
         traceparent: str | None = None,
         enqueued_by: str | None = None,
     ) -> EnqueueResult:
-        item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent)
         job_id, run_id = new_ids(2)
         request = self._request(
-            item, enqueued_by, self.clock.now_ms(), current_traceparent(), job_id, run_id
+            job,
+            input,
+            tenant_id,
+            delay,
+            run_at,
+            on_conflict,
+            traceparent,
+            enqueued_by,
+            self.clock.now_ms(),
+            current_traceparent(),
+            job_id,
+            run_id,
         )
         (result,) = await self.driver.enqueue([request])
         return result

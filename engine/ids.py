@@ -7,8 +7,9 @@ import secrets
 import threading
 import time
 
-_last_ms = 0
-_seq = 0
+# The stamp of the last id made: wall-clock ms << 16 | a 16-bit in-process sequence. One number,
+# so the sequence carries into the ms on overflow by plain addition.
+_stamp = 0
 # Random hex digits drawn from the OS a page at a time: one syscall per 512 ids instead of one
 # each, and one hex conversion per page instead of one per id.
 _RANDOM_PAGE = 4096
@@ -20,8 +21,8 @@ _lock = threading.Lock()
 def _forget_random() -> None:
     # A forked child must not replay its parent's unread bytes: same ms + same bytes = same id.
     # A fresh lock too: a thread of the parent may have held it at the fork.
-    global _random, _random_at, _last_ms, _seq, _lock
-    _random, _random_at, _last_ms, _seq = "", 0, 0, 0
+    global _random, _random_at, _stamp, _lock
+    _random, _random_at, _stamp = "", 0, 0
     _lock = threading.Lock()
 
 
@@ -41,25 +42,23 @@ def new_id() -> str:
 def new_ids(count: int) -> list[str]:
     """`count` ids in creation order, exactly as `new_id` would make them one by one, for one
     reading of the clock: a batch enqueue needs two per job."""
-    global _last_ms, _seq, _random, _random_at
-    ids: list[str] = []
-    with _lock:  # threads share the sequence and the random page
-        # Locals in the loop, module state written back once: this runs twice per job.
-        last, seq, page, at = _last_ms, _seq, _random, _random_at
-        now_ms = time.time_ns() // 1_000_000
+    global _stamp, _random, _random_at
+    with _lock:  # threads share the stamp and the random page
+        # A new ms starts at sequence 0; within one ms (or after the clock stepped back) the
+        # sequence goes on from the last id.
+        stamp = _stamp + 1
+        now = (time.time_ns() // 1_000_000) << 16
+        if now > stamp:
+            stamp = now
+        page, at = _random, _random_at
+        if at + 16 * count > len(page):
+            page, at = os.urandom(max(_RANDOM_PAGE, 8 * count)).hex(), 0
+        ids: list[str] = []
         for _ in range(count):
-            if now_ms > last:
-                last, seq = now_ms, 0
-            else:
-                seq = (seq + 1) & 0xFFFF
-                if seq == 0:
-                    last += 1
-            if at >= len(page):
-                page, at = os.urandom(_RANDOM_PAGE).hex(), 0
-            # ms and sequence as one 64-bit number: one conversion to hex per id.
-            ids.append(f"{last << 16 | seq:016x}{page[at : at + 16]}")
+            ids.append(f"{stamp:016x}{page[at : at + 16]}")
+            stamp += 1
             at += 16
-        _last_ms, _seq, _random, _random_at = last, seq, page, at
+        _stamp, _random, _random_at = stamp - 1, page, at
     return ids
 
 

@@ -110,6 +110,10 @@ def current_traceparent() -> str | None:
     """The traceparent of the current OpenTelemetry span; None without OpenTelemetry or a span."""
     if otel_trace is None:
         return None
+    if not otel_context.get_current():
+        # An empty context holds no span: the untraced enqueue is answered by one contextvar
+        # read instead of building the invalid span's context to learn the same.
+        return None
     span_context = otel_trace.get_current_span().get_span_context()
     if not span_context.is_valid:
         return None

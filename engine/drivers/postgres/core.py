@@ -27,6 +27,7 @@ from engine.drivers.postgres.wake import Listener, WakeSignal
 from engine.errors import DriverUnavailableError, InvalidArgumentError
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 DEFAULT_SCHEMA = "mcp_jobs"
 # Connections the driver keeps out of the pool: as many as a busy worker uses at once (its claim
@@ -139,6 +140,34 @@ class PgCore:
         a time, a worker's claims, acks and steps) then skip the pool's acquire/release
         bookkeeping, which costs as much as a small statement."""
         return _Borrowed(self)
+
+    async def on_conn(self, op: Callable[[Conn, A], Awaitable[T]], arg: A) -> T:
+        """`op(conn, arg)` on a connection held for the call: `async with self.conn()` for the
+        hottest single statements. With an own connection free, it skips the context manager's
+        two coroutines (2.2 µs of a 15 µs single enqueue's Python, measured)."""
+        own = self._take_free_own()
+        if own is None:
+            async with self.conn() as conn:
+                return await op(conn, arg)
+        try:
+            result = await op(own, arg)
+        except BaseException as exc:
+            self._release_own(own, exc)
+            raise
+        self._release_own(own, None)
+        return result
+
+    def _release_own(
+        self, conn: asyncpg.Connection[asyncpg.Record], exc: BaseException | None
+    ) -> None:
+        """Give `conn` back after an operation that raised `exc` (None: it did not); a
+        driver failure, from either, comes out as `DriverUnavailableError`."""
+        try:
+            self._give_back_own(conn, clean=exc is None or isinstance(exc, Exception))
+        except DRIVER_FAILURES as failure:
+            raise unavailable(failure, self.url, self.schema) from failure
+        if isinstance(exc, DRIVER_FAILURES):
+            raise unavailable(exc, self.url, self.schema) from exc
 
     def _take_free_own(self) -> asyncpg.Connection[asyncpg.Record] | None:
         """A free own connection that is open (taken), without a coroutine: the common path."""
@@ -313,10 +342,11 @@ class _Borrowed:
         tb: TracebackType | None,
     ) -> None:
         core = self._core
+        if self._own is not None:
+            core._release_own(self._own, exc)
+            return
         try:
-            if self._own is not None:
-                core._give_back_own(self._own, clean=exc is None or isinstance(exc, Exception))
-            elif self._pooled is not None:
+            if self._pooled is not None:
                 await self._pooled.__aexit__(exc_type, exc, tb)
         except DRIVER_FAILURES as failure:
             raise unavailable(failure, core.url, core.schema) from failure

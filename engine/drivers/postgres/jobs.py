@@ -102,14 +102,12 @@ class PgJobs(PgCore):
     async def enqueue(self, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
         if not requests:
             return []
+        if len(requests) == 1 and (one := await self.on_conn(self._insert_one, requests[0])):
+            self.signal.notify()
+            return [one]
         async with self.conn() as conn:
-            if len(requests) == 1 and (one := await self._insert_one(conn, requests[0])):
-                results, inserted = [one], True
-            else:
-                # A single item that was refused goes straight to finding its holder.
-                results, inserted = await self.enqueue_on(
-                    conn, requests, refused=len(requests) == 1
-                )
+            # A single item that was refused goes straight to finding its holder.
+            results, inserted = await self.enqueue_on(conn, requests, refused=len(requests) == 1)
         if inserted:
             self.signal.notify()
         return results
