@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from asyncpg.transaction import Transaction
 from pydantic import BaseModel
 
 from engine import Enqueue, JobContext, JobRegistry, Jobs, ManualClock, connect, job
@@ -103,3 +104,41 @@ async def test_a_batch_cancelled_mid_flight_commits_nothing(
     # The driver goes on: the same batch goes in whole.
     assert not any(r.deduped for r in await jobs.enqueue_many(batch(600)))
     assert await live(jobs) == 600
+
+
+async def test_begin_goes_out_before_the_first_part_is_built(
+    jobs: Jobs, events: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_start = Transaction.start
+
+    async def start(self: Transaction) -> None:
+        events.append("begin sent")
+        await real_start(self)
+        events.append("begin done")
+
+    monkeypatch.setattr(Transaction, "start", start)
+    await jobs.enqueue_many(batch(300))
+    # The first part is built while BEGIN is at the server: its keys come between the two.
+    assert events.index("begin sent") < events.index("key 0") < events.index("begin done")
+    assert events.index("begin done") < events.index("insert 128")
+    assert await live(jobs) == 300
+
+
+async def test_a_refusal_in_a_late_part_rolls_back_and_keeps_the_connection(
+    jobs: Jobs, on_key: list[Callable[[int], None]]
+) -> None:
+    def refuse(user_id: int) -> None:
+        if user_id == 250:
+            raise ValueError("no key for 250")
+
+    on_key.append(refuse)
+    with pytest.raises(ValueError):
+        await jobs.enqueue_many(batch(300))
+    on_key.clear()
+    assert await live(jobs) == 0
+    driver = jobs.driver
+    assert isinstance(driver, PgJobs)
+    own = set(driver._own)
+    assert not any(r.deduped for r in await jobs.enqueue_many(batch(300)))
+    assert driver._own == own  # the same connections, none closed and reopened
+    assert await live(jobs) == 300

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import asyncpg
+from asyncpg.transaction import Transaction
 from pydantic_core import PydanticSerializationError, to_json
 
 from engine.drivers.postgres import rows
@@ -142,22 +143,41 @@ class PgJobs(PgCore):
         server inserts one part while this process validates the next, so the two costs
         overlap instead of adding up. A refusal (an invalid item, or a duplicate under
         `on_conflict='error'`) rolls the whole batch back and comes out unchanged."""
-        async with self.conn() as conn, conn.transaction():
-            results, inserted = await self._pipeline(conn, iter(parts))
+        async with self.conn() as conn:
+            tx = conn.transaction()
+            # BEGIN goes out first, as the pipeline's first flight: its round trip overlaps
+            # the building of the first part instead of preceding it.
+            begin = asyncio.ensure_future(_begin(tx))
+            try:
+                results, inserted = await self._pipeline(conn, iter(parts), begin)
+            except Exception:
+                # The pipeline let every statement end first; an ordinary error (a refusal)
+                # rolls back and keeps the connection. A cancellation leaves that to the
+                # connection's return, which closes a connection still in a transaction.
+                if conn.is_in_transaction():
+                    await tx.rollback()
+                raise
+            await tx.commit()
         if inserted:
             self.signal.notify()
         return results
 
     async def _pipeline(
-        self, conn: Conn, parts: Iterator[Sequence[EnqueueRequest]]
+        self,
+        conn: Conn,
+        parts: Iterator[Sequence[EnqueueRequest]],
+        flight: asyncio.Task[tuple[dict[DedupeKey, _Holder], bool]] | None = None,
     ) -> tuple[list[EnqueueResult], bool]:
+        """Insert the parts one statement at a time, each sent before the next part is built;
+        `flight` is a statement already on its way (BEGIN), awaited like a part."""
         now = self.clock.now_ms()
         requests: list[EnqueueRequest] = []
         first_of: dict[DedupeKey, int] = {}
         held: dict[DedupeKey, _Holder] = {}
         inserted = False
-        flight: asyncio.Task[tuple[dict[DedupeKey, _Holder], bool]] | None = None
         try:
+            if flight is not None:
+                await asyncio.sleep(0)  # it goes out before the first part is built
             while (part := next(parts, None)) is not None:
                 unique = _fold(part, len(requests), first_of)
                 requests.extend(part)
@@ -542,6 +562,12 @@ def _fold(
             first_of[key] = index
             unique.append(request)
     return unique
+
+
+async def _begin(tx: Transaction) -> tuple[dict[DedupeKey, _Holder], bool]:
+    """Start `tx`, as a flight of `_pipeline`: it inserts nothing and finds no holder."""
+    await tx.start()
+    return {}, False
 
 
 async def _settle_flight(flight: asyncio.Task[Any], *, cancel: bool) -> None:
