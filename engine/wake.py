@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import anyio
 
 from engine.clock import Clock, SystemClock
@@ -17,7 +19,7 @@ class Waker:
     """
 
     def __init__(self) -> None:
-        self._event = anyio.Event()
+        self._event = asyncio.Event()
 
     def notify(self) -> None:
         self._event.set()
@@ -26,10 +28,14 @@ class Waker:
         """Return on a pending or the next `notify()`, or after `timeout_ms` of clock time."""
         event = self._event
         if not event.is_set() and isinstance(clock, SystemClock):
-            # Real time: a deadline on a cancel scope is the same wait as the clock's sleep,
-            # without a timer task to start and then cancel on every wake-up (pickup latency).
-            with anyio.move_on_after(max(0, timeout_ms) / 1000):
-                await event.wait()
+            # Real time: a deadline is the same wait as the clock's sleep, without a timer task
+            # to start and then cancel on every wake-up. asyncio's own, not an anyio cancel
+            # scope: a timer handle instead of ~9 µs of scope on the path of each pickup.
+            try:
+                async with asyncio.timeout(max(0, timeout_ms) / 1000):
+                    await event.wait()
+            except TimeoutError:
+                pass
         elif not event.is_set():
             async with anyio.create_task_group() as tg:
 
@@ -41,4 +47,4 @@ class Waker:
                 await event.wait()
                 tg.cancel_scope.cancel()
         if self._event is event and event.is_set():
-            self._event = anyio.Event()  # consumed: the next wait blocks until a new notify
+            self._event = asyncio.Event()  # consumed: the next wait blocks until a new notify

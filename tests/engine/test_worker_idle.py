@@ -1,0 +1,41 @@
+"""A worker waiting for work on real time: `stop()` ends the wait at once (the poke cancels the
+waiting task), and a cancellation from outside that lands with a poke is not swallowed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+import pytest
+
+from engine import JobRegistry, Jobs, Worker
+from engine.clock import SystemClock
+from engine.drivers.memory import MemoryDriver
+
+AN_HOUR_MS = 3_600_000
+
+
+async def idle_worker() -> tuple[Worker, asyncio.Task[None]]:
+    """A worker on the real clock, polling once an hour, caught waiting for work."""
+    jobs = Jobs(MemoryDriver(SystemClock()), registry=JobRegistry())
+    worker = Worker(jobs, poll_ms=AN_HOUR_MS, scheduler=False, outbox_relay=False)
+    run = asyncio.create_task(worker.run())
+    await anyio.wait_all_tasks_blocked()
+    assert worker._idle_task is run  # waiting for work, not for a slot
+    return worker, run
+
+
+async def test_stop_ends_an_hour_long_wait_for_work_at_once() -> None:
+    worker, run = await idle_worker()
+    worker.stop()
+    with anyio.fail_after(5):
+        await run  # returns normally: the poke's own cancellation is swallowed
+    assert worker._idle_task is None
+
+
+async def test_a_cancellation_from_outside_is_not_taken_for_the_poke() -> None:
+    worker, run = await idle_worker()
+    worker.stop()  # the poke cancels the wait...
+    run.cancel()  # ...and so does whoever owns the task, in the same turn
+    with anyio.fail_after(5), pytest.raises(asyncio.CancelledError):
+        await run
