@@ -33,7 +33,7 @@ CREATE TABLE floor_jobs (
     locked_at timestamptz,
     created_at timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX floor_jobs_ready ON floor_jobs (id) WHERE status = 'ready';
+CREATE INDEX floor_jobs_ready ON floor_jobs (kind, id) WHERE status = 'ready';
 CREATE TABLE floor_steps (
     job_id bigint NOT NULL,
     name text NOT NULL,
