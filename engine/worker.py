@@ -83,9 +83,8 @@ class Worker:
         # Plain asyncio: the engine runs on asyncio (the PostgreSQL driver needs it), and an
         # anyio.Event costs a backend lookup on every job that finishes.
         self._nudge = asyncio.Event()
-        # The loop's task while it waits for work, and whether a poke cancelled that wait.
+        # The loop's task while it waits for work; a poke takes it (and cancels it).
         self._idle_task: asyncio.Task[Any] | None = None
-        self._poked = False
         self._done = anyio.Event()
         self._started_at = self.clock.now_ms()
         self.runtime = Runtime(
@@ -121,9 +120,9 @@ class Worker:
     def _poke(self) -> None:
         """Wake the loop wherever it waits: stop(), a crashed job."""
         self._slot_freed()
-        if self._idle_task is not None and not self._poked:
-            self._poked = True
-            self._idle_task.cancel()
+        task, self._idle_task = self._idle_task, None
+        if task is not None:
+            task.cancel()
 
     def _slot_freed(self) -> None:
         """Wake the loop if it waits for a slot (or for the last in-flight job to settle). A loop
@@ -252,11 +251,12 @@ class Worker:
             return
         task = asyncio.current_task()
         assert task is not None
-        self._idle_task, self._poked = task, False
+        self._idle_task = task
         try:
             await wait()
         except asyncio.CancelledError:
-            if not self._poked or task.uncancel() > 0:
+            poked = self._idle_task is None  # the poke took the task before cancelling it
+            if not poked or task.uncancel() > 0:
                 raise  # not (only) the poke: a stop from outside, the worker's own teardown
         finally:
             self._idle_task = None

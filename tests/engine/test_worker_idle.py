@@ -39,3 +39,22 @@ async def test_a_cancellation_from_outside_is_not_taken_for_the_poke() -> None:
     run.cancel()  # ...and so does whoever owns the task, in the same turn
     with anyio.fail_after(5), pytest.raises(asyncio.CancelledError):
         await run
+
+
+async def test_the_wait_swallows_the_pokes_cancellation_and_no_other() -> None:
+    # At the wait itself (run() above has anyio's task group to re-raise a lost cancellation):
+    # a poke alone ends the wait quietly; a poke and a cancel together end it cancelled.
+    jobs = Jobs(MemoryDriver(SystemClock()), registry=JobRegistry())
+    worker = Worker(jobs, scheduler=False, outbox_relay=False)
+    never = asyncio.Event()
+    for also_cancelled in (False, True):
+        waiting = asyncio.create_task(worker._race(never.wait))
+        await anyio.wait_all_tasks_blocked()
+        worker._poke()
+        if also_cancelled:
+            waiting.cancel()
+            with anyio.fail_after(5), pytest.raises(asyncio.CancelledError):
+                await waiting
+        else:
+            with anyio.fail_after(5):
+                await waiting
