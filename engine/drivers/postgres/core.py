@@ -68,16 +68,20 @@ class PgCore:
         statement_cache_size: int = 100,
         connect_timeout_ms: int = 5_000,
         settle_retry_ms: int = 30_000,
+        vacuum_dead_rows: int = 20_000,
     ) -> None:
         """`listen=False` polls instead of LISTEN (transaction-pooling PgBouncer; pair it with
         `statement_cache_size=0`). `settle_retry_ms` is how long an ack/nack/step write keeps
-        retrying through a lost connection before it gives up."""
+        retrying through a lost connection before it gives up. A process that claims vacuums
+        the jobs table when this many dead rows have piled up in it (sweep.py); 0 leaves the
+        table to autovacuum alone."""
         check_schema_name(schema)
         _whole("pool_min", pool_min, 0)
         _whole("pool_max", pool_max, max(1, pool_min))
         _whole("statement_cache_size", statement_cache_size, 0)
         _whole("connect_timeout_ms", connect_timeout_ms, 1)
         _whole("settle_retry_ms", settle_retry_ms, 0)
+        _whole("vacuum_dead_rows", vacuum_dead_rows, 0)
         self.url = url
         self.clock = clock
         self.schema = schema
@@ -90,6 +94,7 @@ class PgCore:
         self._statement_cache_size = statement_cache_size
         self._connect_timeout_s = connect_timeout_ms / 1000
         self._settle_retry_s = settle_retry_ms / 1000
+        self.vacuum_dead_rows = vacuum_dead_rows
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._pool_lock = anyio.Lock()
         # The connections kept out of the pool (see `conn`): every one, and the free ones.

@@ -21,6 +21,7 @@ from engine.drivers.postgres import rows
 from engine.drivers.postgres.batch import GroupCommit, Item, settle_all
 from engine.drivers.postgres.core import PgCore
 from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.sweep import Sweeper
 from engine.errors import (
     DriverUnavailableError,
     JobDuplicateError,
@@ -89,8 +90,12 @@ class PgJobs(PgCore):
     _acks: GroupCommit[_Ack] | None = None
     _steps: GroupCommit[_StepWrite] | None = None
     _loads: GroupCommit[str] | None = None
+    # Made by the first claim: only a process that claims vacuums.
+    sweeper: Sweeper | None = None
 
     async def close(self) -> None:
+        if self.sweeper is not None:
+            await self.sweeper.close()
         await super().close()
         # A flush still running when the pool closed has committed or failed by now; let it
         # hand its callers their outcome before the driver is gone.
@@ -303,6 +308,11 @@ class PgJobs(PgCore):
             for row in found
         ]
         claimed.sort(key=lambda c: (c.record.run_at, c.record.id))
+        if claimed:
+            sweeper = self.sweeper
+            if sweeper is None:
+                sweeper = self.sweeper = Sweeper(self, self.vacuum_dead_rows)
+            sweeper.claimed(len(claimed))
         return claimed
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:

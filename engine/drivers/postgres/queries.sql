@@ -202,6 +202,32 @@ released AS (
 )
 SELECT id, token FROM done;
 
+-- name: sweep_due
+-- What sweep.py needs to decide, from the statistics: the jobs table's dead rows; whether its
+-- planner statistics are stale (changed by more rows than it held when last analyzed, or never
+-- analyzed: reltuples is -1); and whether this role may vacuum it (its owner or a member of the
+-- owner's role, which a superuser always is).
+SELECT pg_stat_get_dead_tuples(c.oid) AS dead,
+       pg_stat_get_mod_since_analyze(c.oid) > greatest(c.reltuples, 1000) AS stale,
+       pg_has_role(c.relowner, 'USAGE') AS may_vacuum
+  FROM pg_catalog.pg_class AS c
+ WHERE c.oid = '{schema}.jobs'::regclass;
+
+-- name: sweep
+-- `TRUNCATE false`: giving back the table's empty tail takes an exclusive lock that every claim
+-- would queue behind, and a queue's tail is where new rows go anyway. `INDEX_CLEANUP ON`: the
+-- index entries are the point; left to itself (AUTO) vacuum skips the indexes when few heap
+-- pages hold dead rows, which a big table of settled history always has. `SKIP_LOCKED`: another
+-- process (or autovacuum) already vacuuming the table does this one's work.
+VACUUM (SKIP_LOCKED, TRUNCATE false, INDEX_CLEANUP ON) {schema}.jobs;
+
+-- name: sweep_analyze
+-- sweep, with fresh planner statistics as well.
+VACUUM (SKIP_LOCKED, TRUNCATE false, INDEX_CLEANUP ON, ANALYZE) {schema}.jobs;
+
+-- name: analyze
+ANALYZE (SKIP_LOCKED) {schema}.jobs;
+
 -- name: settled_many
 -- After a batched settle whose connection broke: which (id, token) pairs did commit?
 SELECT j.id, j.settled_token AS token, j.state

@@ -1,0 +1,181 @@
+"""The claiming process vacuums and analyzes the jobs table between autovacuum's visits (sweep.py).
+
+The statistics these tests steer by are the server's own, which a backend publishes lazily: every
+change the tests count is made on the test's connection and published with
+pg_stat_force_next_flush(), which the server honours before it answers the next statement.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TypeAlias
+from uuid import uuid4
+
+import asyncpg
+import pytest
+
+from engine import ManualClock
+from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres.sweep import Sweeper
+from engine.errors import InvalidArgumentError
+from tests.postgres.builders import request
+from tests.postgres.conftest import DriverFactory
+
+Sql: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
+JOBS = "'mcp_jobs.jobs'::regclass"
+
+
+async def enqueue(driver: PostgresDriver, clock: ManualClock, count: int) -> None:
+    now = clock.now_ms()
+    await driver.enqueue([request(now, key=str(i)) for i in range(count)])
+
+
+async def touch_every_row(sql: Sql) -> None:
+    """One counted change (and one dead row) per job, published to the statistics now."""
+    await sql.execute("UPDATE mcp_jobs.jobs SET updated_at = updated_at + 1")
+    await sql.execute("SELECT pg_stat_force_next_flush()")
+
+
+async def stat(sql: Sql, function: str) -> object:
+    return await sql.fetchval(f"SELECT {function}({JOBS})")
+
+
+async def plan_of_ack(driver: PostgresDriver, sql: Sql, worker: str) -> str:
+    """EXPLAIN ANALYZE of the batched ack of the rows `worker` holds, rolled back."""
+    held = await sql.fetch(
+        "SELECT id, lease_token AS token FROM mcp_jobs.jobs WHERE worker_id = $1", worker
+    )
+    doc = json.dumps([{"id": r["id"], "token": r["token"], "output": None} for r in held])
+    tx = sql.transaction()
+    await tx.start()
+    try:
+        rows = await sql.fetch(f"EXPLAIN ANALYZE {driver.q['ack_many']}", doc, 1)
+    finally:
+        await tx.rollback()
+    return "\n".join(r[0] for r in rows)
+
+
+async def test_the_first_claim_analyzes_a_table_planned_blind(
+    driver: PostgresDriver, sql: Sql, clock: ManualClock
+) -> None:
+    await enqueue(driver, clock, 3_000)
+    await touch_every_row(sql)
+    assert await stat(sql, "pg_stat_get_last_analyze_time") is None
+    # Planned without statistics, a settle of 16 rows reads every running row the table ever
+    # had through a bitmap scan (which never marks dead entries, so the scan only grows).
+    await sql.execute(
+        "UPDATE mcp_jobs.jobs SET state = 'running', worker_id = 'blind', lease_token = 't' "
+        "WHERE id IN (SELECT id FROM mcp_jobs.jobs ORDER BY id LIMIT 16)"
+    )
+    assert "Bitmap" in await plan_of_ack(driver, sql, "blind")
+
+    claimed = await driver.claim("w", 16, 30_000)
+    assert len(claimed) == 16
+    assert driver.sweeper is not None and driver.sweeper.checks == 1
+    await driver.sweeper.idle()
+
+    assert await stat(sql, "pg_stat_get_last_analyze_time") is not None
+    plan = await plan_of_ack(driver, sql, "w")
+    assert "Bitmap" not in plan and "jobs_" in plan, plan
+
+
+async def test_dead_rows_past_the_threshold_are_vacuumed(
+    make_driver: DriverFactory, sql: Sql, clock: ManualClock
+) -> None:
+    driver = await make_driver(vacuum_dead_rows=100)
+    sweeper = Sweeper(driver, 100)
+    await enqueue(driver, clock, 150)
+    await touch_every_row(sql)
+    assert await stat(sql, "pg_stat_get_dead_tuples") == 150
+    before = await stat(sql, "pg_stat_get_vacuum_count")
+
+    assert await sweeper.sweep() == "sweep"
+
+    assert await stat(sql, "pg_stat_get_vacuum_count") == before + 1  # type: ignore[operator]
+    assert await stat(sql, "pg_stat_get_dead_tuples") == 0
+
+
+async def test_fewer_dead_rows_and_fresh_statistics_leave_the_table_alone(
+    make_driver: DriverFactory, sql: Sql, clock: ManualClock
+) -> None:
+    driver = await make_driver()
+    sweeper = Sweeper(driver, 200)
+    await enqueue(driver, clock, 150)
+    await touch_every_row(sql)
+
+    assert await sweeper.sweep() is None
+
+    assert await stat(sql, "pg_stat_get_vacuum_count") == 0
+    assert await stat(sql, "pg_stat_get_analyze_count") == 0
+
+
+async def test_stale_statistics_and_dead_rows_together_are_one_vacuum_with_analyze(
+    make_driver: DriverFactory, sql: Sql, clock: ManualClock
+) -> None:
+    driver = await make_driver()
+    sweeper = Sweeper(driver, 1_000)
+    await enqueue(driver, clock, 1_500)
+    await touch_every_row(sql)
+
+    assert await sweeper.sweep() == "sweep_analyze"
+
+    assert await stat(sql, "pg_stat_get_vacuum_count") == 1
+    assert await stat(sql, "pg_stat_get_analyze_count") == 1
+
+
+async def test_a_role_that_does_not_own_the_table_stops_asking(
+    make_driver: DriverFactory, pg_url: str, sql: Sql, clock: ManualClock
+) -> None:
+    owner = await make_driver()
+    await enqueue(owner, clock, 150)
+    await touch_every_row(sql)
+    guest = f"sweep_guest_{uuid4().hex[:8]}"
+    await sql.execute(f"CREATE ROLE {guest} LOGIN")
+    try:
+        await sql.execute(f"GRANT USAGE ON SCHEMA mcp_jobs TO {guest}")
+        host = pg_url.partition("@")[2]
+        visitor = PostgresDriver(f"postgresql://{guest}@{host}", clock=clock)
+        try:
+            sweeper = Sweeper(visitor, 100)
+            assert await sweeper.sweep() is None
+            assert not sweeper.enabled
+            sweeper.claimed(1_000)
+            assert sweeper.checks == 0
+        finally:
+            await visitor.close()
+        assert await stat(sql, "pg_stat_get_vacuum_count") == 0
+    finally:
+        await sql.execute(f"DROP OWNED BY {guest}")
+        await sql.execute(f"DROP ROLE {guest}")
+
+
+async def test_claims_check_first_then_once_per_eighth_of_the_threshold(
+    make_driver: DriverFactory, clock: ManualClock
+) -> None:
+    driver = await make_driver(vacuum_dead_rows=80)
+    await enqueue(driver, clock, 40)
+
+    counts = []
+    for _ in range(4):
+        await driver.claim("w", 5, 30_000)
+        assert driver.sweeper is not None
+        await driver.sweeper.idle()
+        counts.append(driver.sweeper.checks)
+
+    assert driver.sweeper.check_every == 10
+    assert counts == [1, 1, 2, 2]
+
+
+async def test_zero_leaves_the_table_to_autovacuum(
+    make_driver: DriverFactory, clock: ManualClock
+) -> None:
+    driver = await make_driver(vacuum_dead_rows=0)
+    await enqueue(driver, clock, 20)
+    await driver.claim("w", 20, 30_000)
+    assert driver.sweeper is not None and driver.sweeper.checks == 0
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True, "100"])
+def test_the_threshold_is_a_whole_number(value: object) -> None:
+    with pytest.raises(InvalidArgumentError):
+        PostgresDriver("postgresql://localhost/x", vacuum_dead_rows=value)  # type: ignore[arg-type]
