@@ -8,7 +8,7 @@ pg_stat_force_next_flush(), which the server honours before it answers the next 
 from __future__ import annotations
 
 import json
-from typing import TypeAlias
+from typing import Any, TypeAlias
 from uuid import uuid4
 
 import asyncpg
@@ -36,7 +36,7 @@ async def touch_every_row(sql: Sql) -> None:
     await sql.execute("SELECT pg_stat_force_next_flush()")
 
 
-async def stat(sql: Sql, function: str) -> object:
+async def stat(sql: Sql, function: str) -> Any:
     return await sql.fetchval(f"SELECT {function}({JOBS})")
 
 
@@ -79,48 +79,38 @@ async def test_the_first_claim_analyzes_a_table_planned_blind(
     assert "Bitmap" not in plan and "jobs_" in plan, plan
 
 
-async def test_dead_rows_past_the_threshold_are_vacuumed(
-    make_driver: DriverFactory, sql: Sql, clock: ManualClock
-) -> None:
-    driver = await make_driver(vacuum_dead_rows=100)
-    sweeper = Sweeper(driver, 100)
-    await enqueue(driver, clock, 150)
-    await touch_every_row(sql)
-    assert await stat(sql, "pg_stat_get_dead_tuples") == 150
-    before = await stat(sql, "pg_stat_get_vacuum_count")
-
-    assert await sweeper.sweep() == "sweep"
-
-    assert await stat(sql, "pg_stat_get_vacuum_count") == before + 1  # type: ignore[operator]
-    assert await stat(sql, "pg_stat_get_dead_tuples") == 0
-
-
-async def test_fewer_dead_rows_and_fresh_statistics_leave_the_table_alone(
-    make_driver: DriverFactory, sql: Sql, clock: ManualClock
-) -> None:
-    driver = await make_driver()
-    sweeper = Sweeper(driver, 200)
-    await enqueue(driver, clock, 150)
-    await touch_every_row(sql)
-
-    assert await sweeper.sweep() is None
-
-    assert await stat(sql, "pg_stat_get_vacuum_count") == 0
-    assert await stat(sql, "pg_stat_get_analyze_count") == 0
-
-
-async def test_stale_statistics_and_dead_rows_together_are_one_vacuum_with_analyze(
-    make_driver: DriverFactory, sql: Sql, clock: ManualClock
+@pytest.mark.parametrize(
+    ("dead_rows", "jobs", "query", "vacuums", "analyzes"),
+    [
+        (100, 150, "sweep", 1, 0),  # dead rows past the threshold: vacuumed
+        (200, 150, None, 0, 0),  # fewer, and statistics fresh enough: left alone
+        (1_000, 1_500, "sweep_analyze", 1, 1),  # both at once: one VACUUM with ANALYZE
+    ],
+)
+async def test_the_statistics_decide_what_a_sweep_runs(
+    make_driver: DriverFactory,
+    sql: Sql,
+    clock: ManualClock,
+    dead_rows: int,
+    jobs: int,
+    query: str | None,
+    vacuums: int,
+    analyzes: int,
 ) -> None:
     driver = await make_driver()
-    sweeper = Sweeper(driver, 1_000)
-    await enqueue(driver, clock, 1_500)
+    sweeper = Sweeper(driver, dead_rows)
+    await enqueue(driver, clock, jobs)
     await touch_every_row(sql)
+    assert await stat(sql, "pg_stat_get_dead_tuples") == jobs
+    counts = ("pg_stat_get_vacuum_count", "pg_stat_get_analyze_count")
+    before = [await stat(sql, name) for name in counts]
 
-    assert await sweeper.sweep() == "sweep_analyze"
+    assert await sweeper.sweep() == query
 
-    assert await stat(sql, "pg_stat_get_vacuum_count") == 1
-    assert await stat(sql, "pg_stat_get_analyze_count") == 1
+    after = [await stat(sql, name) for name in counts]
+    assert [a - b for a, b in zip(after, before, strict=True)] == [vacuums, analyzes]
+    if vacuums:
+        assert await stat(sql, "pg_stat_get_dead_tuples") == 0
 
 
 async def test_a_role_that_does_not_own_the_table_stops_asking(
@@ -162,7 +152,7 @@ async def test_claims_check_first_then_once_per_eighth_of_the_threshold(
         await driver.sweeper.idle()
         counts.append(driver.sweeper.checks)
 
-    assert driver.sweeper.check_every == 10
+    assert driver.sweeper is not None and driver.sweeper.check_every == 10
     assert counts == [1, 1, 2, 2]
 
 
