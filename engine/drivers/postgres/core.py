@@ -68,7 +68,7 @@ class PgCore:
         statement_cache_size: int = 100,
         connect_timeout_ms: int = 5_000,
         settle_retry_ms: int = 30_000,
-        vacuum_dead_rows: int = 20_000,
+        vacuum_dead_rows: int = 50_000,
     ) -> None:
         """`listen=False` polls instead of LISTEN (transaction-pooling PgBouncer; pair it with
         `statement_cache_size=0`). `settle_retry_ms` is how long an ack/nack/step write keeps

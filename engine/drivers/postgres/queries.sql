@@ -203,13 +203,9 @@ released AS (
 SELECT id, token FROM done;
 
 -- name: sweep_due
--- What sweep.py needs to decide, from the statistics: the jobs table's dead rows; whether its
--- planner statistics are stale (changed by more rows than it held when last analyzed, or never
--- analyzed: reltuples is -1); and whether this role may vacuum it (its owner or a member of the
--- owner's role, which a superuser always is).
-SELECT pg_stat_get_dead_tuples(c.oid) AS dead,
-       pg_stat_get_mod_since_analyze(c.oid) > greatest(c.reltuples, 1000) AS stale,
-       pg_has_role(c.relowner, 'USAGE') AS may_vacuum
+-- The jobs table's dead rows as the statistics count them, and whether this role may vacuum it
+-- (its owner or a member of the owner's role, which a superuser always is). See sweep.py.
+SELECT pg_stat_get_dead_tuples(c.oid) AS dead, pg_has_role(c.relowner, 'USAGE') AS may_vacuum
   FROM pg_catalog.pg_class AS c
  WHERE c.oid = '{schema}.jobs'::regclass;
 
@@ -220,13 +216,6 @@ SELECT pg_stat_get_dead_tuples(c.oid) AS dead,
 -- pages hold dead rows, which a big table of settled history always has. `SKIP_LOCKED`: another
 -- process (or autovacuum) already vacuuming the table does this one's work.
 VACUUM (SKIP_LOCKED, TRUNCATE false, INDEX_CLEANUP ON) {schema}.jobs;
-
--- name: sweep_analyze
--- sweep, with fresh planner statistics as well.
-VACUUM (SKIP_LOCKED, TRUNCATE false, INDEX_CLEANUP ON, ANALYZE) {schema}.jobs;
-
--- name: analyze
-ANALYZE (SKIP_LOCKED) {schema}.jobs;
 
 -- name: settled_many
 -- After a batched settle whose connection broke: which (id, token) pairs did commit?
