@@ -64,6 +64,22 @@ async def test_the_dead_row_count_decides_whether_a_sweep_vacuums(
     assert await stat(sql, "pg_stat_get_dead_tuples") == (0 if vacuums else jobs)
 
 
+async def test_a_claim_past_the_threshold_vacuums_in_the_background(
+    make_driver: DriverFactory, sql: Sql, clock: ManualClock
+) -> None:
+    driver = await make_driver(vacuum_dead_rows=100)
+    await enqueue(driver, clock, 150)
+    await touch_every_row(sql)
+    before = await stat(sql, "pg_stat_get_vacuum_count")
+
+    assert len(await driver.claim("w", 16, 30_000)) == 16
+    assert driver.sweeper is not None
+    await driver.sweeper.idle()
+
+    assert await stat(sql, "pg_stat_get_vacuum_count") == before + 1
+    assert await stat(sql, "pg_stat_get_dead_tuples") == 0
+
+
 async def test_a_role_that_does_not_own_the_table_stops_asking(
     make_driver: DriverFactory, pg_url: str, sql: Sql, clock: ManualClock
 ) -> None:
