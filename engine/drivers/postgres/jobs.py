@@ -371,7 +371,7 @@ class PgJobs(PgCore):
         # Group-committed: concurrent acks share one statement; this returns once it committed.
         if self._acks is None:
             self._acks = GroupCommit(self._flush_acks)
-        row = json.dumps({"id": job_id, "token": token, "output": output})
+        row = _json({"id": job_id, "token": token, "output": output})
         await self._acks.submit(_Ack(job_id, token, row), job_id)
 
     async def _flush_acks(self, batch: Sequence[Item[_Ack]]) -> None:
@@ -561,7 +561,7 @@ class PgJobs(PgCore):
         # Group-committed like ack: returns only once the statement holding this step committed.
         if self._steps is None:
             self._steps = GroupCommit(self._flush_steps)
-        row = json.dumps(
+        row = _json(
             {
                 "held_id": job_id,
                 "token": token,
@@ -650,9 +650,10 @@ async def _settle_flight(flight: asyncio.Task[Any], *, cancel: bool) -> None:
 
 def _json(value: Any) -> str:
     """JSON text of a request's parts (inputs the client already dumped in JSON mode, ids,
-    keys, numbers): pydantic-core writes it in a fraction of `json.dumps`' time, which every
-    enqueue pays once per job. Anything it declines (a lone surrogate) goes the standard way,
-    for the server to judge as before."""
+    keys, numbers) and of an ack's or a step's write (outputs already round-tripped through
+    JSON): pydantic-core writes it in a fraction of `json.dumps`' time, which every enqueue and
+    every settle pays once per job. Anything it declines (a lone surrogate) goes the standard
+    way, for the server to judge as before."""
     try:
         return to_json(value).decode()
     except PydanticSerializationError:
