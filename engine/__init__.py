@@ -1,5 +1,8 @@
 """mcp-jobs engine: durable jobs, steps, retries, leases and limits over one driver Protocol."""
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from engine.client import Enqueue, Jobs, connect
 from engine.clock import Clock, ManualClock, SystemClock
 from engine.context import JobContext
@@ -8,13 +11,29 @@ from engine.errors import JobsError
 from engine.execute import Permanent
 from engine.limits import Limits
 from engine.logs import configure_logging
-from engine.metrics import WorkerMetrics, serve_metrics
 from engine.observe import WorkerEvent
 from engine.outbox import OutboxRelay, StagedJob
 from engine.retry import Retry, retry_schedule
 from engine.steps import StepApi
 from engine.tasks import Scheduler, TaskDefinition, describe_tasks, task
 from engine.worker import Worker
+
+if TYPE_CHECKING:
+    from engine.metrics import WorkerMetrics, serve_metrics
+
+# Loaded on first use: prometheus-client and what it imports (an HTTP server, e-mail parsing)
+# add ~3 MB to a worker's memory, and most workers never serve metrics.
+_LAZY = {"WorkerMetrics": "engine.metrics", "serve_metrics": "engine.metrics"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Clock",

@@ -22,9 +22,11 @@ import heapq
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
+if TYPE_CHECKING:
+    from croniter import croniter
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
@@ -71,6 +73,14 @@ def normalize_cron(expression: str) -> str:
     return text
 
 
+def _walk(cron: str, start: datetime, **options: Any) -> croniter:
+    """croniter over `cron` from `start`. Imported here, when the first task is declared: a
+    worker whose process declares none does not carry croniter and dateutil (~1.4 MB)."""
+    from croniter import croniter
+
+    return croniter(cron, start, **options)
+
+
 class Schedule:
     """One cron expression in one zone: the instants it fires at, in ascending order."""
 
@@ -79,7 +89,7 @@ class Schedule:
         self.zone = zone
         self._hash_id = hash_id.encode()
         try:
-            fields = croniter(self.cron, datetime(2000, 1, 1), hash_id=self._hash_id).expressions
+            fields = _walk(self.cron, datetime(2000, 1, 1), hash_id=self._hash_id).expressions
         except (ValueError, KeyError, TypeError) as exc:
             raise CronSyntaxError(str(exc) or type(exc).__name__) from exc
         # Vixie cron's own test for "interval" jobs: a wildcard in the minute or hour field.
@@ -123,7 +133,7 @@ class Schedule:
     def after(self, after_ms: int) -> Iterator[int]:
         """Every occurrence strictly after `after_ms`, ascending, each instant once. Endless."""
         start = self._naive(after_ms) - self._spread(after_ms) - timedelta(minutes=1)
-        walk = croniter(self.cron, start, hash_id=self._hash_id)
+        walk = _walk(self.cron, start, hash_id=self._hash_id)
         pending: list[int] = []
         last = after_ms
         while True:
@@ -159,7 +169,7 @@ class Schedule:
             return None
         slack = self._spread(until_ms) // _MS
         start = self._naive(until_ms) + timedelta(milliseconds=slack) + timedelta(minutes=1)
-        walk = croniter(self.cron, start, hash_id=self._hash_id, is_prev=True)
+        walk = _walk(self.cron, start, hash_id=self._hash_id, is_prev=True)
         best: int | None = None
         while True:
             wall: datetime = walk.get_prev(datetime)
