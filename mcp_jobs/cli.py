@@ -13,8 +13,12 @@ from collections.abc import Sequence
 
 import anyio
 
+from engine.errors import JobsError
 from mcp_jobs import cli_commands
 from mcp_jobs.config import DEFAULT_HOST, DEFAULT_PORT, settings_from_env
+from mcp_jobs.envelope import error_payload, failure
+from mcp_jobs.event_loop import backend_options
+from mcp_jobs.render import print_error
 from schemas.states import JOB_STATES
 
 EPILOG = """\
@@ -163,8 +167,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "backfill": cli_commands.backfill_command,
         "db": cli_commands.db_command,
     }[args.command]
+    options: dict[str, bool] = {}
+    if args.command == "worker":
+        # The long-running worker takes uvloop when it is installed (see event_loop.py).
+        try:
+            options = backend_options()
+        except JobsError as exc:
+            print_error(failure(error_payload(exc, where="mcp-jobs worker"))["error"])
+            return 1
     try:
-        code: int = anyio.run(command, args, settings)
+        code: int = anyio.run(command, args, settings, backend_options=options)
     except KeyboardInterrupt:
         return 130
     return code

@@ -23,6 +23,7 @@ from mcp_jobs import tools_read, tools_write
 from mcp_jobs.config import Scope, Settings, load_apps
 from mcp_jobs.envelope import error_payload, failure, success
 from mcp_jobs.errors import MetricsUnavailableError, TokenRequiredError
+from mcp_jobs.event_loop import loop_name
 from mcp_jobs.models import Envelope, QueueStatsResult
 from mcp_jobs.render import ProgressBar, print_error, print_json, print_text
 
@@ -287,7 +288,10 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
                 if serve_metrics is not None:
                     await tg.start(serve_metrics, worker, args.metrics_port)
                 logger.info(
-                    "worker %s running %s", worker.id, ", ".join(jobs.registry.names()) or "no jobs"
+                    "worker %s running %s on %s",
+                    worker.id,
+                    ", ".join(jobs.registry.names()) or "no jobs",
+                    loop_name(),
                 )
                 await worker.run()
                 tg.cancel_scope.cancel()

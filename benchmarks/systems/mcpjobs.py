@@ -1,14 +1,15 @@
 """mcp-jobs through its public API: `connect(url)`, `enqueue`/`enqueue_many`, `Worker(...).run()`.
 
 One adapter, two lines in the table: the PostgreSQL driver and the SQLite driver. Jobs carry a
-unique idempotency key (their index), so dedupe never merges two benchmark jobs.
+unique idempotency key (their index), so dedupe never merges two benchmark jobs. Every process
+runs on uvloop, as `mcp-jobs worker` does when uvloop is installed.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
@@ -76,6 +77,10 @@ class _McpJobsProducer(Producer):
 
 
 class McpJobs(System):
+    # What `mcp-jobs worker` runs on when uvloop is installed (mcp_jobs/event_loop.py), as
+    # PgQueuer runs on what its CLI takes.
+    loop: ClassVar[Literal["asyncio", "uvloop"]] = "uvloop"
+
     def settings(self, concurrency: int) -> dict[str, Any]:
         return {
             "driver": self.backend,

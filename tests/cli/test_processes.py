@@ -62,11 +62,16 @@ async def _lines_until(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("event_loop", "runs_on"), [("auto", "uvloop"), ("asyncio", "asyncio")])
 async def test_a_worker_process_runs_jobs_serves_metrics_and_stops_on_sigterm(
-    tmp_path: Path,
+    tmp_path: Path, event_loop: str, runs_on: str
 ) -> None:
     url = f"sqlite:///{tmp_path}/jobs.db"
-    env = {**_clean_env(tmp_path), "SHOP_DB": str(tmp_path / "shop.db")}
+    env = {
+        **_clean_env(tmp_path),
+        "SHOP_DB": str(tmp_path / "shop.db"),
+        "MCP_JOBS_EVENT_LOOP": event_loop,
+    }
     argv = [
         sys.executable,
         "-m",
@@ -98,6 +103,10 @@ async def test_a_worker_process_runs_jobs_serves_metrics_and_stops_on_sigterm(
                 started = await _lines_until(
                     log, seen, lambda r: r["message"].startswith("metrics at ")
                 )
+                running = await _lines_until(
+                    log, seen, lambda r: r["message"].startswith("worker ")
+                )
+                assert running["message"].endswith(f" on {runs_on}")  # uvloop: a dev dependency
                 metrics_url = started["message"].split(" ")[-1]
                 assert metrics_url.startswith("http://127.0.0.1:")
 

@@ -119,9 +119,7 @@ async def test_a_held_key_under_on_conflict_error_is_still_refused_and_nothing_s
     now = clock.now_ms()
     await driver.enqueue(keys(now, "held"))
     with pytest.raises(JobDuplicateError):
-        await driver.enqueue_parts(
-            Parts([keys(now, "a"), keys(now, "held", on_conflict="error")])
-        )
+        await driver.enqueue_parts(Parts([keys(now, "a"), keys(now, "held", on_conflict="error")]))
     assert (True, "UniqueViolationError") in inserts
     assert await stored(sql) == ["held"]
 
