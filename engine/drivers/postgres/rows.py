@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from asyncpg import Record
-from pydantic_core import from_json
+from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from engine.errors import JobRowStatusUnknownError
 from schemas.backfill import BackfillRun
@@ -55,9 +55,21 @@ def backfill_status(value: str) -> BackfillStatus:
     return _status(value, BACKFILL_STATUSES, "backfills", "status")
 
 
+def json_text(value: Any) -> str:
+    """JSON text for the server: a request's parts (inputs the client already dumped in JSON
+    mode, ids, keys, numbers), an ack's or a step's write (outputs already round-tripped through
+    JSON). pydantic-core writes it in a fraction of `json.dumps`' time, which every enqueue and
+    every settle pays once per job. Anything it declines (a lone surrogate) goes the standard
+    way, for the server to judge as before."""
+    try:
+        return to_json(value).decode()
+    except PydanticSerializationError:
+        return json.dumps(value)
+
+
 def dump(value: Any) -> str | None:
     """A JSON parameter for a jsonb column; None stays SQL NULL."""
-    return None if value is None else json.dumps(value)
+    return None if value is None else json_text(value)
 
 
 def load(value: str | None) -> Any:

@@ -66,12 +66,12 @@ def raw_queries() -> dict[str, str]:
     # parts = [preamble, name1, body1, name2, body2, ...]
     queries: dict[str, str] = {}
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        text = body.strip().rstrip(";").strip()
-        variants = {name: text}
-        if SKIP_HELD_KEYS in text:
+        query = body.strip().rstrip(";").strip()
+        variants = {name: query}
+        if SKIP_HELD_KEYS in query:
             variants = {
-                name: text.replace(SKIP_HELD_KEYS, _SKIP_HELD_KEYS_CLAUSE),
-                f"{name}_new": text.replace(SKIP_HELD_KEYS, ""),
+                name: query.replace(SKIP_HELD_KEYS, _SKIP_HELD_KEYS_CLAUSE),
+                f"{name}_new": query.replace(SKIP_HELD_KEYS, ""),
             }
         for variant, variant_text in variants.items():
             if variant in queries:
