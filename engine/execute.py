@@ -55,6 +55,8 @@ class RunHandle:
         self.task: asyncio.Task[Any] | None = None
         self.in_body = False
         self.torn = False
+        # When its body started, on the worker's clock.
+        self.started_ms = 0
         # Called once, when the body is over and only its settle write remains: the worker
         # hands the slot to the next job instead of holding it through a commit.
         self.on_body_done: Callable[[], None] | None = None

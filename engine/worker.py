@@ -1,5 +1,10 @@
 """The worker: claims up to its free slots, runs each job through `execute`, and drains cleanly.
 
+With a backlog it claims ahead: up to `prefetch` claimed jobs wait in the worker for a slot,
+and two claims may be on their way at once, so the database prepares the next wave while this
+process runs the last. Jobs that wait are the worker's (leases kept, a cancel heard); a stopping
+worker hands them back unharmed, and jobs that run long are not claimed ahead at all.
+
 Limits are checked after the claim, against slots in the database, so they hold across machines;
 a job over a cap is shed (stays ready, no attempt, no error). A drain stops claiming, lets
 in-flight jobs finish until its deadline, then hands the rest back unharmed.
@@ -11,7 +16,9 @@ import asyncio
 import logging
 import os
 import socket
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -34,6 +41,19 @@ logger = logging.getLogger("mcp_jobs.worker")
 DEFAULT_LEASE_MS = 30_000
 DEFAULT_POLL_MS = 500
 PRESENCE_MS = 10_000
+# With a backlog, this many claims may be on their way at once. One claim at a time leaves the
+# slots idle for its round trip after every wave of short jobs; a second one in flight lets
+# PostgreSQL work on the next wave while this process runs the last. In-process drains of
+# 20,000 no-op jobs on PostgreSQL, three alternated pairs: 4,018-4,976 jobs/s claiming only for
+# free slots, one claim at a time; 5,057-6,297 claiming ahead.
+CLAIMS_IN_FLIGHT = 2
+# Jobs claimed ahead wait for a slot; a worker claims ahead only as many as its slots are
+# expected to start within this long, judged by how long its recent bodies ran. Jobs of a
+# second or more are not claimed ahead at all, so a busy worker does not sit on work another
+# worker could start now.
+PREFETCH_HORIZON_MS = 50
+# Weight of the newest body's duration in the running mean.
+BODY_MS_WEIGHT = 0.1
 
 
 class Worker:
@@ -49,6 +69,7 @@ class Worker:
         lease_ms: int = DEFAULT_LEASE_MS,
         poll_ms: int = DEFAULT_POLL_MS,
         drain_ms: int = 30_000,
+        prefetch: int | None = None,
         listeners: Sequence[Listener] = (),
         worker_id: str | None = None,
         scheduler: bool = True,
@@ -57,6 +78,10 @@ class Worker:
         for name, value in (("concurrency", concurrency), ("lease_ms", lease_ms)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgumentError(name, value, "a whole number ≥ 1")
+        if prefetch is None:
+            prefetch = 2 * concurrency
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
+            raise InvalidArgumentError("prefetch", prefetch, "a whole number ≥ 0")
         self.jobs = jobs
         self.driver = jobs.driver
         self.clock = jobs.clock
@@ -66,6 +91,8 @@ class Worker:
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
         self.drain_ms = drain_ms
+        # How many claimed jobs may wait here for a slot (0: claim only for free slots).
+        self.prefetch = prefetch
         self.id = worker_id or new_worker_id()
         self._listeners: list[Listener] = [log_listener, *listeners]
         self._inflight: dict[str, RunHandle] = {}
@@ -78,6 +105,15 @@ class Worker:
         # slot: the next job starts while the commit is on its way, as many as `concurrency`
         # such writes at once.
         self._bodies = 0
+        # Claimed ahead, waiting for a slot: in `_inflight` already, so their leases are kept
+        # and an operator's cancel reaches them before they start.
+        self._waiting: deque[RunHandle] = deque()
+        # Claims on their way with a backlog, and how many jobs they asked for together.
+        self._claims: set[asyncio.Task[list[ClaimedJob]]] = set()
+        self._claiming = 0
+        self._backlog = False
+        # Running mean of body durations (ms, on the injected clock): sizes the claim-ahead.
+        self._body_ms = 0.0
         self._stopping = False
         self._drain_deadline = 0
         # Plain asyncio: the engine runs on asyncio (the PostgreSQL driver needs it), and an
@@ -150,27 +186,39 @@ class Worker:
                 tg.start_soon(self._keep_leases)
                 for service in self._services():
                     tg.start_soon(service.run)
-                backlog = False
+                self._backlog = False
                 while not self._stopping:
                     if self._crash is not None:
                         raise self._crash
-                    free = self._free_slots()
-                    # With a backlog, wait until a quarter of the slots are free and claim them
-                    # in one round trip, rather than one claim per job as each slot frees.
-                    if free >= (self._claim_batch if backlog else 1):
-                        batch = await self._claim(free)
-                        for claimed in batch:
-                            self._start(claimed)
-                        backlog = len(batch) == free
-                        if backlog:
-                            continue  # the queue may hold more: claim again before waiting
-                        if batch:
-                            # A quiet queue: let the new jobs begin before this loop sets up
-                            # its wait, since a job's latency is measured to its start.
-                            await asyncio.sleep(0)
-                        await self._race(lambda: self.driver.wait_for_work(self.poll_ms))
-                    else:
+                    self._start_waiting()
+                    if self._backlog:
+                        # Claim for the slots about to free (and the jobs that may wait for
+                        # them) without waiting for the claim: its jobs join `_waiting`.
+                        ask = self._claim_room()
+                        if ask >= self._claim_batch and len(self._claims) < CLAIMS_IN_FLIGHT:
+                            self._claim_ahead(ask)
+                            continue
                         await self._race()
+                        continue
+                    if self._claims or self._waiting:
+                        await self._race()  # the backlog ran out: let the last claims land
+                        continue
+                    free = self._free_slots()
+                    if free < 1:
+                        await self._race()
+                        continue
+                    batch = await self._claim(free)
+                    for claimed in batch:
+                        self._start(self._hold(claimed))
+                    self._backlog = len(batch) == free
+                    if self._backlog:
+                        continue  # the queue may hold more: claim again before waiting
+                    if batch:
+                        # A quiet queue: let the new jobs begin before this loop sets up its
+                        # wait, since a job's latency is measured to its start.
+                        await asyncio.sleep(0)
+                    await self._race(lambda: self.driver.wait_for_work(self.poll_ms))
+                await self._hand_back_waiting()
                 await self._finish_inflight()
                 if self._crash is not None:
                     raise self._crash
@@ -179,6 +227,7 @@ class Worker:
                 tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
+                await self._cancel_claims()
                 await self._cancel_tasks()
                 try:
                     await self.driver.worker_gone(self.id)
@@ -199,7 +248,7 @@ class Worker:
                 tg.start_soon(self._keep_leases)
                 try:
                     for claimed in batch:
-                        self._start(claimed)
+                        self._start(self._hold(claimed))
                     if self._tasks:
                         await asyncio.wait(set(self._tasks))
                 finally:
@@ -267,13 +316,136 @@ class Worker:
             await keep_leases(self.runtime, self._inflight.values())
 
     def _free_slots(self) -> int:
-        return min(self.concurrency - self._bodies, 2 * self.concurrency - len(self._inflight))
+        """Slots for bodies now, bounded so that no more than `concurrency` settle writes are on
+        their way at once."""
+        settling = len(self._inflight) - self._bodies - len(self._waiting)
+        return min(self.concurrency - self._bodies, 2 * self.concurrency - self._bodies - settling)
 
-    def _body_done(self) -> None:
-        self._bodies -= 1
+    def _claim_room(self) -> int:
+        """How many jobs a claim made now may ask for: the free slots, plus as many as may wait
+        for one (`_prefetch_now`), less what is waiting already or asked for by claims on their
+        way. One claim asks for at most `concurrency`, and no more than `concurrency` settle
+        writes may be on their way besides."""
+        prefetch = self._prefetch_now()
+        held = len(self._inflight) + self._claiming
+        room = self.concurrency - self._bodies + prefetch - len(self._waiting) - self._claiming
+        return min(room, self.concurrency, 2 * self.concurrency + prefetch - held)
+
+    def _prefetch_now(self) -> int:
+        """Jobs that may wait for a slot: as many as the slots are expected to start within
+        PREFETCH_HORIZON_MS at the recent bodies' pace, at most `prefetch`."""
+        if self._body_ms <= 0:
+            return self.prefetch
+        expected = int(self.concurrency * PREFETCH_HORIZON_MS / self._body_ms)
+        return min(self.prefetch, expected)
+
+    def _claim_ahead(self, ask: int) -> None:
+        self._claiming += ask
+        task = asyncio.get_running_loop().create_task(self._claim_quietly(ask))
+        self._claims.add(task)
+        task.add_done_callback(partial(self._claim_landed, ask))
+
+    async def _claim_quietly(self, ask: int) -> list[ClaimedJob]:
+        """A claim ahead: a failure ends the backlog and the loop's own claim, which waits before
+        it retries, takes over."""
+        try:
+            return await self.driver.claim(self.id, ask, self.lease_ms, self.queues)
+        except JobsError as exc:
+            logger.warning("claim failed: %s", exc)
+            return []
+
+    def _claim_landed(self, ask: int, task: asyncio.Task[list[ClaimedJob]]) -> None:
+        self._claims.discard(task)
+        self._claiming -= ask
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            if self._crash is None:
+                self._crash = exc
+            self._poke()
+            return
+        batch = task.result()
+        for claimed in batch:
+            self._waiting.append(self._hold(claimed))
+        if len(batch) < ask:
+            self._backlog = False  # the queue ran dry: back to waiting for work
         self._slot_freed()
 
-    def _start(self, claimed: ClaimedJob) -> None:
+    def _start_waiting(self) -> None:
+        while self._waiting and self._free_slots() > 0:
+            handle = self._waiting.popleft()
+            if handle.reason is None:
+                self._start(handle)
+                continue
+            # Cancelled by an operator, or its lease lost, while it waited: it never starts.
+            record = handle.claimed.record
+            self._inflight.pop(record.id, None)
+            kind: WorkerEventKind = "cancelled" if handle.reason == "cancelled" else "lease_lost"
+            self._emit(
+                WorkerEvent.of(
+                    kind,
+                    record,
+                    at=self.clock.now_ms(),
+                    worker_id=self.id,
+                    reason=f"{handle.reason} before it started",
+                )
+            )
+
+    async def _cancel_claims(self) -> None:
+        """Claims still on their way when the worker goes: their jobs' leases hand them on."""
+        for task in self._claims:
+            task.cancel()
+        if self._claims:
+            await asyncio.wait(set(self._claims))
+
+    async def _hand_back_waiting(self) -> None:
+        """A stopping worker returns the jobs it claimed ahead and never started: the claims on
+        their way land first, then each goes back ready, without an attempt spent."""
+        while self._claims:
+            await asyncio.wait(set(self._claims))
+        waiting, self._waiting = list(self._waiting), deque()
+
+        async def hand_back(handle: RunHandle) -> None:
+            record = handle.claimed.record
+            try:
+                await self.driver.nack(
+                    record.id, handle.claimed.token, NackOptions(counts_as_attempt=False)
+                )
+            except JobSlotLostError:
+                pass  # cancelled or taken meanwhile: nothing of ours to return
+            except JobsError as exc:
+                logger.warning("job %s not handed back, its lease will: %s", record.id, exc)
+            else:
+                self._emit(
+                    WorkerEvent.of(
+                        "handed_back",
+                        record,
+                        at=self.clock.now_ms(),
+                        worker_id=self.id,
+                        reason="worker stopping before it started",
+                    )
+                )
+            finally:
+                self._inflight.pop(record.id, None)
+
+        if waiting:
+            async with anyio.create_task_group() as tg:
+                for handle in waiting:
+                    tg.start_soon(hand_back, handle)
+
+    def _body_done(self, handle: RunHandle) -> None:
+        self._bodies -= 1
+        self._body_ms += (self.clock.now_ms() - handle.started_ms - self._body_ms) * BODY_MS_WEIGHT
+        self._slot_freed()
+
+    def _hold(self, claimed: ClaimedJob) -> RunHandle:
+        """Take a claimed job into the worker's care (heartbeats, drain) before it starts."""
+        handle = RunHandle(claimed)
+        self._inflight[claimed.record.id] = handle
+        return handle
+
+    def _start(self, handle: RunHandle) -> None:
         """Run one claimed job in a task of its own.
 
         A plain asyncio task rather than an anyio task group child: anyio spends a cancel
@@ -282,11 +454,10 @@ class Worker:
         awaits every job task before `run()` returns (`RunHandle.tear_down`: shields in a body
         still hold), and a BaseException escaping a job ends the worker as it would have
         through the group."""
-        handle = RunHandle(claimed)
-        self._inflight[claimed.record.id] = handle
         self._bodies += 1
-        handle.on_body_done = self._body_done
-        task = asyncio.get_running_loop().create_task(self._run_one(claimed, handle))
+        handle.started_ms = self.clock.now_ms()
+        handle.on_body_done = partial(self._body_done, handle)
+        task = asyncio.get_running_loop().create_task(self._run_one(handle.claimed, handle))
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 

@@ -86,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", parents=[common_no_json], help="run a worker")
     worker.add_argument("--concurrency", type=int, default=16)
+    worker.add_argument(
+        "--prefetch",
+        type=int,
+        help="claimed jobs that may wait for a free slot (default: 2 x concurrency; 0: none)",
+    )
     worker.add_argument("--queues", nargs="+", metavar="QUEUE", help="only these queues")
     worker.add_argument(
         "--metrics-port", type=int, help="serve Prometheus metrics on this port (loopback)"

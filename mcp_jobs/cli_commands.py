@@ -282,7 +282,9 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
         configure_logging(json=args.log_format == "json", level=args.log_level)
         serve_metrics = _metrics() if args.metrics_port is not None else None
         async with open_jobs(settings) as jobs:
-            worker = Worker(jobs, concurrency=args.concurrency, queues=args.queues)
+            worker = Worker(
+                jobs, concurrency=args.concurrency, prefetch=args.prefetch, queues=args.queues
+            )
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_until_signal, worker.stop, tg.cancel_scope)
                 if serve_metrics is not None:

@@ -85,7 +85,9 @@ class McpJobs(System):
         return {
             "driver": self.backend,
             "worker": f"Worker(jobs, concurrency={concurrency}, queues=['{QUEUE}'])",
-            "defaults": "lease 30 s, poll 500 ms, wake-up by the driver",
+            "defaults": (
+                f"lease 30 s, poll 500 ms, wake-up by the driver, prefetch {2 * concurrency}"
+            ),
             "loop": self.loop,
         }
 

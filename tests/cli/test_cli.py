@@ -240,3 +240,12 @@ def test_the_progress_bar_draws_only_when_enabled(capsys: pytest.CaptureFixture[
     anyio.run(draw, True)
     err = capsys.readouterr().err
     assert "drain [" in err and "10/10" in err and err.endswith("\n")
+
+
+def test_the_worker_command_refuses_a_negative_prefetch(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code = main(["worker", "--database-url", f"sqlite:///{tmp_path}/jobs.db", "--prefetch", "-1"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "INVALID_ARGUMENT" in err and "prefetch" in err

@@ -80,7 +80,7 @@ async def test_a_job_torn_down_before_its_task_started_never_runs(
     worker = worker_for(jobs)
     (claimed,) = await jobs.driver.claim(worker.id, 1, 30_000)
     with anyio.fail_after(10):
-        worker._start(claimed)  # the task exists; it has not run a line yet
+        worker._start(worker._hold(claimed))  # the task exists; it has not run a line yet
         await worker._cancel_tasks()
     assert ran == []
     assert worker.in_flight == 0
