@@ -10,7 +10,7 @@ import anyio
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.drivers.memory import MemoryDriver
 from engine.worker import CLAIMS_IN_FLIGHT
-from tests.support.worker_jobs import Item, keyed_job
+from tests.support.worker_jobs import Item, keyed_job, recording_job
 
 
 class GatedClaims(MemoryDriver):
@@ -40,12 +40,7 @@ async def test_with_a_backlog_two_claims_are_on_their_way_at_once(
 ) -> None:
     driver = GatedClaims(clock)
     jobs = Jobs(driver, registry=registry, clock=clock)
-    ran: list[int] = []
-
-    async def body(item: Item) -> None:
-        ran.append(item.n)
-
-    work = keyed_job(registry, body)
+    work, ran = recording_job(registry)
     for n in range(40):
         await jobs.enqueue(work, {"n": n})
     worker = Worker(jobs, concurrency=4, scheduler=False, outbox_relay=False)

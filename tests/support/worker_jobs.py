@@ -29,6 +29,16 @@ def keyed_job(
     return work
 
 
+def recording_job(registry: JobRegistry) -> tuple[JobDefinition[Item], list[int]]:
+    """The job `work`, and the list its bodies append their item's number to as they start."""
+    started: list[int] = []
+
+    async def body(item: Item) -> None:
+        started.append(item.n)
+
+    return keyed_job(registry, body), started
+
+
 class SlowAcks(MemoryDriver):
     """Acks wait at `gate`: a commit still on its way. `waiting` lists the jobs whose ack has
     started, in order."""
