@@ -30,7 +30,7 @@ from engine.limits import Limits
 from engine.observe import Listener, WorkerEvent, WorkerEventKind, log_listener, log_wants
 from engine.outbox import OutboxRelay
 from engine.tasks.scheduler import Scheduler
-from schemas.jobs import ClaimedJob, NackOptions
+from schemas.jobs import ClaimedJob, JobRecord, NackOptions
 from schemas.stats import WorkerInfo
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ CLAIMS_IN_FLIGHT = 2
 # second or more are not claimed ahead at all, so a busy worker does not sit on work another
 # worker could start now.
 PREFETCH_HORIZON_MS = 50
+# Claimed jobs that may wait for a slot, by default, for each slot.
+PREFETCH_PER_SLOT = 2
 # Weight of the newest body's duration in the running mean.
 BODY_MS_WEIGHT = 0.1
 
@@ -79,7 +81,7 @@ class Worker:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidArgumentError(name, value, "a whole number ≥ 1")
         if prefetch is None:
-            prefetch = 2 * concurrency
+            prefetch = PREFETCH_PER_SLOT * concurrency
         if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
             raise InvalidArgumentError("prefetch", prefetch, "a whole number ≥ 0")
         self.jobs = jobs
@@ -382,15 +384,7 @@ class Worker:
             record = handle.claimed.record
             self._inflight.pop(record.id, None)
             kind: WorkerEventKind = "cancelled" if handle.reason == "cancelled" else "lease_lost"
-            self._emit(
-                WorkerEvent.of(
-                    kind,
-                    record,
-                    at=self.clock.now_ms(),
-                    worker_id=self.id,
-                    reason=f"{handle.reason} before it started",
-                )
-            )
+            self._emit_about(kind, record, f"{handle.reason} before it started")
 
     async def _cancel_claims(self) -> None:
         """Claims still on their way when the worker goes: their jobs' leases hand them on."""
@@ -409,23 +403,14 @@ class Worker:
         async def hand_back(handle: RunHandle) -> None:
             record = handle.claimed.record
             try:
-                await self.driver.nack(
-                    record.id, handle.claimed.token, NackOptions(counts_as_attempt=False)
+                await self._give_back(
+                    handle.claimed,
+                    NackOptions(counts_as_attempt=False),
+                    "handed_back",
+                    "worker stopping before it started",
                 )
-            except JobSlotLostError:
-                pass  # cancelled or taken meanwhile: nothing of ours to return
             except JobsError as exc:
                 logger.warning("job %s not handed back, its lease will: %s", record.id, exc)
-            else:
-                self._emit(
-                    WorkerEvent.of(
-                        "handed_back",
-                        record,
-                        at=self.clock.now_ms(),
-                        worker_id=self.id,
-                        reason="worker stopping before it started",
-                    )
-                )
             finally:
                 self._inflight.pop(record.id, None)
 
@@ -492,7 +477,14 @@ class Worker:
                         record.id, caps, claimed.lease_expires_at
                     )
                     if blocked is not None:
-                        await self._shed(claimed, blocked)
+                        # Over a cap: straight back, not parked and no `last_error` — a job
+                        # still waiting, that depth and oldest-ready age must keep seeing (rule 7).
+                        await self._give_back(
+                            claimed,
+                            NackOptions(delay_ms=self.poll_ms, counts_as_attempt=False),
+                            "shed",
+                            f"at cap {blocked}",
+                        )
                         return
             await execute(self.runtime, claimed, definition, handle)
         except Exception:
@@ -502,25 +494,20 @@ class Worker:
             self._inflight.pop(record.id, None)
             self._slot_freed()
 
-    async def _shed(self, claimed: ClaimedJob, blocked_by: str) -> None:
-        """Over a cap: hand it straight back. Not parked and no `last_error` — it is a job still
-        waiting, and depth and oldest-ready age must keep seeing it (rule 7)."""
+    async def _give_back(
+        self, claimed: ClaimedJob, options: NackOptions, kind: WorkerEventKind, reason: str
+    ) -> None:
+        """Return a claimed job this worker will not run, and say so. One cancelled or taken
+        meanwhile is no longer ours to return: nothing is said."""
         try:
-            await self.driver.nack(
-                claimed.record.id,
-                claimed.token,
-                NackOptions(delay_ms=self.poll_ms, counts_as_attempt=False),
-            )
+            await self.driver.nack(claimed.record.id, claimed.token, options)
         except JobSlotLostError:
             return
+        self._emit_about(kind, claimed.record, reason)
+
+    def _emit_about(self, kind: WorkerEventKind, record: JobRecord, reason: str) -> None:
         self._emit(
-            WorkerEvent.of(
-                "shed",
-                claimed.record,
-                at=self.clock.now_ms(),
-                worker_id=self.id,
-                reason=f"at cap {blocked_by}",
-            )
+            WorkerEvent.of(kind, record, at=self.clock.now_ms(), worker_id=self.id, reason=reason)
         )
 
     async def _finish_inflight(self) -> None:

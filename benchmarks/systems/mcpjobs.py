@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from benchmarks.systems.base import STEP_COUNT, Kind, Producer, System
 from benchmarks.tally import Tally
 from engine import Enqueue, JobContext, JobRegistry, Jobs, Worker, connect, job
+from engine.worker import PREFETCH_PER_SLOT
 
 QUEUE = "bench"
 REGISTRY = JobRegistry()
@@ -86,7 +87,8 @@ class McpJobs(System):
             "driver": self.backend,
             "worker": f"Worker(jobs, concurrency={concurrency}, queues=['{QUEUE}'])",
             "defaults": (
-                f"lease 30 s, poll 500 ms, wake-up by the driver, prefetch {2 * concurrency}"
+                f"lease 30 s, poll 500 ms, wake-up by the driver, "
+                f"prefetch {PREFETCH_PER_SLOT * concurrency}"
             ),
             "loop": self.loop,
         }
