@@ -78,6 +78,21 @@ def _names(known: Sequence[str]) -> str:
     return ", ".join(sorted(known)) if known else "none"
 
 
+# An error never echoes more than this much of a caller's value (a 10 MB argument must not
+# come back as a 20 MB answer).
+ECHO_LIMIT = 200
+
+
+def short_repr(value: object, limit: int = ECHO_LIMIT) -> str:
+    """`repr(value)` cut to `limit` characters, with a marker saying how much was left out."""
+    text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])
+    if isinstance(value, str) and len(value) > limit:
+        return f"{text}… ({len(value)} characters in all)"
+    if len(text) > limit:
+        return f"{text[:limit]}… ({len(text)} characters in all)"
+    return text
+
+
 # --- declarations -------------------------------------------------------------------------------
 
 
@@ -245,6 +260,35 @@ class StepOutputUnserializableError(JobsError):
         )
 
 
+class JobOutputInvalidError(JobsError):
+    code = "JOB_OUTPUT_INVALID"
+    title = "a job or step returned a value outside strict JSON"
+
+    def __init__(self, job: str, origin: str, path: str, reason: str) -> None:
+        # `origin` is "the job" or 'step "name"'; `path` is a JSON path such as $.rows[3].name.
+        super().__init__(
+            f'{origin} of job "{job}" returned a value that cannot be stored: {reason} at {path}',
+            f"return strict JSON from {origin} (no NaN or Infinity, no NUL character, "
+            "no lone surrogate)",
+            details={"job": job, "origin": origin, "path": path, "reason": reason},
+        )
+
+
+class IdempotencyKeyFailedError(JobsError):
+    code = "IDEMPOTENCY_KEY_FAILED"
+    title = "the job's idempotency_key function raised"
+
+    def __init__(self, job: str, exc: BaseException) -> None:
+        detail = short_repr(str(exc))
+        super().__init__(
+            f'the idempotency_key function of job "{job}" raised {type(exc).__name__}: {detail}; '
+            "nothing was enqueued",
+            f'describe_jobs {{"name": "{job}"}}',
+            next_call=_call("describe_jobs", name=job),
+            details={"job": job, "exception": type(exc).__name__},
+        )
+
+
 class JobTimeoutError(JobsError):
     code = "JOB_TIMEOUT"
     title = "the job ran past its timeout and was cancelled"
@@ -310,14 +354,34 @@ class DriverUnavailableError(JobsError):
 
 class DatabaseUrlInvalidError(JobsError):
     code = "DATABASE_URL_INVALID"
-    title = "the database URL names no driver this build has"
+    title = "the database URL cannot be used"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, reason: str | None = None) -> None:
+        # The URL itself is never echoed: it may carry a password.
         scheme = url.split(":", 1)[0] if ":" in url else url
+        if reason is None:
+            reason = (
+                f'"{scheme[:40]}" is not a supported scheme (memory://, sqlite:///path.db, '
+                "postgresql://user@host/db)"
+            )
         super().__init__(
-            f'"{scheme}" is not a supported scheme (memory://, sqlite:///path.db, '
-            "postgresql://user@host/db)",
+            f"the {scheme[:40]}:// URL cannot be used: {reason}",
             "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
+            details={"scheme": scheme[:40]},
+        )
+
+
+class StorageFullError(JobsError):
+    code = "STORAGE_FULL"
+    title = "the database has no room left to write"
+    retry = "transient"
+
+    def __init__(self, driver: str, where: str, detail: str) -> None:
+        super().__init__(
+            f"{driver}: the disk or volume holding {where} is full ({detail}); nothing of the "
+            "refused write was stored",
+            f"df -h {where}",
+            details={"driver": driver, "where": where},
         )
 
 
@@ -327,9 +391,9 @@ class InvalidArgumentError(JobsError):
 
     def __init__(self, argument: str, value: object, expected: str) -> None:
         super().__init__(
-            f"{argument}={value!r} is not accepted; it must be {expected}",
+            f"{argument}={short_repr(value)} is not accepted; it must be {expected}",
             f"pass {argument} as {expected}",
-            details={"argument": argument},
+            details={"argument": argument, "expected": expected},
         )
 
 
