@@ -8,6 +8,18 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
+from engine import bounds
+from engine.bounds import (
+    MAX_ACTOR_BYTES,
+    MAX_DELAY_MS,
+    MAX_DELAY_SECONDS,
+    MAX_ID_BYTES,
+    MAX_NAME_BYTES,
+    MAX_PAGE,
+    MAX_QUEUE_BYTES,
+    MAX_QUEUES,
+    MAX_TENANT_BYTES,
+)
 from engine.clock import Clock
 from engine.declare import JobDefinition, JobRegistry, default_registry
 from engine.drivers import open_driver
@@ -51,6 +63,21 @@ class Enqueue(NamedTuple):
     traceparent: str | None = None
 
 
+def _item(index: int, item: object) -> Enqueue:
+    """Item `index` of a batch as an `Enqueue`; anything else is refused by its position."""
+    if isinstance(item, tuple) and 2 <= len(item) <= len(Enqueue._fields):
+        return Enqueue(*item)
+    raise InvalidArgumentError(f"items[{index}]", item, "Enqueue(job, input, ...)")
+
+
+def _addressed(job_id: object, tenant_id: object) -> tuple[str, str | None]:
+    """The job id and tenant scope of an id-addressed call, within bounds."""
+    return (
+        bounds.text("job_id", job_id, MAX_ID_BYTES),
+        bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES),
+    )
+
+
 def _field_errors(exc: ValidationError) -> list[dict[str, Any]]:
     return [
         {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
@@ -62,36 +89,51 @@ class Jobs:
     """A connected jobs client over one driver and one registry of declarations."""
 
     def __init__(
-        self, driver: Driver, *, registry: JobRegistry | None = None, clock: Clock | None = None
+        self,
+        driver: Driver,
+        *,
+        registry: JobRegistry | None = None,
+        clock: Clock | None = None,
+        max_payload_bytes: int | None = None,
     ) -> None:
         self.driver = driver
         self.registry = registry if registry is not None else default_registry
         self.clock = clock or driver.clock
+        # The largest input (compact UTF-8 JSON) an enqueue accepts; MCP_JOBS_MAX_PAYLOAD_BYTES.
+        self.max_payload_bytes = bounds.payload_limit(max_payload_bytes)
 
     # --- enqueue ------------------------------------------------------------------------------
 
     def _requests(
-        self, items: Sequence[Enqueue], enqueued_by: str | None
+        self, items: Sequence[Enqueue], enqueued_by: str | None, now: int | None = None
     ) -> builtins.list[EnqueueRequest]:
-        """Validate and resolve every item. One clock reading and one look at the current span
-        serve the whole call: a batch is enqueued at one instant, under one span."""
-        return self._build(items, enqueued_by, self.clock.now_ms(), current_traceparent())
+        """Validate and resolve every item. One clock reading (`now`, else the clock's) and one
+        look at the current span serve the whole call: one instant, one span."""
+        at = self.clock.now_ms() if now is None else now
+        return self._build(items, enqueued_by, at, current_traceparent())
 
     def _build(
         self, items: Sequence[Enqueue], enqueued_by: str | None, now: int, ambient: str | None
     ) -> builtins.list[EnqueueRequest]:
         ids = new_ids(2 * len(items))
         return [
-            self._request(*item, enqueued_by, now, ambient, ids[2 * i], ids[2 * i + 1])
+            self._request(
+                *(item if type(item) is Enqueue else _item(i, item)),
+                enqueued_by,
+                now,
+                ambient,
+                ids[2 * i],
+                ids[2 * i + 1],
+            )
             for i, item in enumerate(items)
         ]
 
     def _parts(
-        self, items: Sequence[Enqueue], enqueued_by: str | None
+        self, items: Sequence[Enqueue], enqueued_by: str | None, now: int
     ) -> Iterator[builtins.list[EnqueueRequest]]:
         """`_requests` in parts that double in size, each built only when the driver asks for
-        it (see `Driver.enqueue_parts`); one instant and one span for them all."""
-        now, ambient = self.clock.now_ms(), current_traceparent()
+        it (see `Driver.enqueue_parts`); one instant (the driver's too) and one span for all."""
+        ambient = current_traceparent()
         start, size = 0, _FIRST_PART
         while start < len(items):
             yield self._build(items[start : start + size], enqueued_by, now, ambient)
@@ -116,7 +158,8 @@ class Jobs:
         run_id: str,
     ) -> EnqueueRequest:
         # The hot path of every enqueue: one pass, the common case (no delay, no tenant) first.
-        definition = job if isinstance(job, JobDefinition) else self.registry.require(job)
+        # Every value is checked against engine.bounds here, before any driver sees it.
+        definition = job if isinstance(job, JobDefinition) else self._definition(job)
         model = definition.input_model
         try:
             value = input if isinstance(input, model) else model.model_validate(input)
@@ -125,8 +168,8 @@ class Jobs:
         if tenant is None:
             if definition.tenant_required:
                 raise JobTenantRequiredError(definition.name)
-        elif not isinstance(tenant, str) or not tenant:
-            raise InvalidArgumentError("tenant_id", tenant, "a non-empty str or None")
+        else:
+            bounds.text("tenant_id", tenant, MAX_TENANT_BYTES)
         if on_conflict != "dedupe" and on_conflict != "error":
             raise InvalidArgumentError("on_conflict", on_conflict, "'dedupe' or 'error'")
         if delay is None and run_at is None:
@@ -134,18 +177,22 @@ class Jobs:
         elif delay is not None:
             if run_at is not None:
                 raise InvalidArgumentError("delay", delay, "omitted when run_at is given")
-            if not isinstance(delay, int | float) or not 0 <= delay < float("inf"):
-                raise InvalidArgumentError("delay", delay, "a finite number of seconds ≥ 0")
-            run_at = now + int(delay * 1000)
-        elif isinstance(run_at, bool) or not isinstance(run_at, int):
-            raise InvalidArgumentError("run_at", run_at, "epoch milliseconds (int)")
+            seconds = bounds.number("delay", delay, 0, MAX_DELAY_SECONDS, whole=False)
+            run_at = now + int(seconds * 1000)
+        else:
+            run_at = bounds.whole("run_at", run_at, 0, now + MAX_DELAY_MS, "epoch milliseconds")
+        if enqueued_by is not None:
+            bounds.text("enqueued_by", enqueued_by, MAX_ACTOR_BYTES)
+        key = definition.key_for(value)
+        dumped = value.model_dump(mode="json")
+        bounds.payload("input", dumped, self.max_payload_bytes)
         return EnqueueRequest(
             id=job_id,
             run_id=run_id,
             name=definition.name,
             queue=definition.queue,
-            idempotency_key=definition.key_for(value),
-            input=value.model_dump(mode="json"),
+            idempotency_key=key,
+            input=dumped,
             run_at=run_at,
             max_attempts=definition.retry.attempts,
             tenant_id=tenant,
@@ -154,6 +201,14 @@ class Jobs:
             traceparent=ambient if traceparent is None else require_traceparent(traceparent),
             enqueued_by=enqueued_by,
         )
+
+    def _definition(self, job: object, argument: str = "job") -> JobDefinition[Any]:
+        """The declaration named `job`; a name that no declaration could have is refused as an
+        argument (a declared name is always within bounds, so a hit skips the check)."""
+        found = self.registry.get(job) if isinstance(job, str) else None
+        if found is not None:
+            return found
+        return self.registry.require(bounds.text(argument, job, MAX_NAME_BYTES))
 
     async def enqueue(
         self,
@@ -168,6 +223,7 @@ class Jobs:
         enqueued_by: str | None = None,
     ) -> EnqueueResult:
         job_id, run_id = new_ids(2)
+        now = self.clock.now_ms()
         request = self._request(
             job,
             input,
@@ -177,12 +233,12 @@ class Jobs:
             on_conflict,
             traceparent,
             enqueued_by,
-            self.clock.now_ms(),
+            now,
             current_traceparent(),
             job_id,
             run_id,
         )
-        (result,) = await self.driver.enqueue([request])
+        (result,) = await self.driver.enqueue([request], now=now)
         return result
 
     async def enqueue_many(
@@ -191,12 +247,17 @@ class Jobs:
         """One atomic write with the dedupe rule applied per item; if any item is invalid,
         nothing is written. A batch larger than one part goes to the driver in parts, so the
         database can insert one part while the next is validated."""
+        if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+            raise InvalidArgumentError("items", items, "a list of Enqueue(job, input, ...)")
+        # One instant for the whole call, the driver's included: a driver reading its own
+        # "now" after the client's found run_at 1 ms ahead of it and stored the batch delayed.
+        now = self.clock.now_ms()
         if len(items) > _FIRST_PART:
-            return await self.driver.enqueue_parts(self._parts(items, enqueued_by))
-        requests = self._requests(items, enqueued_by)
+            return await self.driver.enqueue_parts(self._parts(items, enqueued_by, now), now=now)
+        requests = self._requests(items, enqueued_by, now)
         if not requests:
             return []
-        return await self.driver.enqueue(requests)
+        return await self.driver.enqueue(requests, now=now)
 
     # --- outbox (engine/outbox.py) --------------------------------------------------------------
 
@@ -222,6 +283,9 @@ class Jobs:
         self, tx: Any, items: Sequence[Enqueue], *, enqueued_by: str | None = None
     ) -> list[StagedJob]:
         """`stage` for a batch: every item validated first, then one write through `tx`."""
+        if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+            raise InvalidArgumentError("items", items, "a list of Enqueue(job, input, ...)")
+        items = [item if type(item) is Enqueue else _item(i, item) for i, item in enumerate(items)]
         for item in items:
             # A duplicate is found when the relay publishes, after `tx` committed: too late to
             # raise to anyone, so staged jobs always dedupe.
@@ -239,7 +303,7 @@ class Jobs:
     # --- read ---------------------------------------------------------------------------------
 
     async def get(self, job_id: str, *, tenant_id: str | None = None) -> JobRecord:
-        return await self.driver.get(job_id, tenant_id)
+        return await self.driver.get(*_addressed(job_id, tenant_id))
 
     async def list(
         self,
@@ -251,25 +315,28 @@ class Jobs:
         limit: int = 50,
         cursor: str | None = None,
     ) -> JobPage:
-        states = (state,) if isinstance(state, str) else (tuple(state) if state else None)
+        if state is None or isinstance(state, str):
+            states: tuple[JobState, ...] | None = None if state is None else (state,)
+        elif isinstance(state, list | tuple | set | frozenset):
+            states = tuple(state) or None
+        else:
+            raise InvalidArgumentError("state", state, f"one or a list of {', '.join(JOB_STATES)}")
         for s in states or ():
-            if s not in JOB_STATES:
+            if type(s) is not str or s not in JOB_STATES:
                 raise InvalidArgumentError("state", s, f"one of {', '.join(JOB_STATES)}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidArgumentError("limit", limit, "a whole number from 1 to 1000")
         return await self.driver.list_jobs(
             JobFilter(
                 states=states,
-                name=name,
-                queue=queue,
-                tenant_id=tenant_id,
-                limit=limit,
-                cursor=cursor,
+                name=bounds.optional_text("name", name, MAX_NAME_BYTES),
+                queue=bounds.optional_text("queue", queue, MAX_QUEUE_BYTES),
+                tenant_id=bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES),
+                limit=bounds.whole("limit", limit, 1, MAX_PAGE),
+                cursor=bounds.optional_text("cursor", cursor, MAX_ID_BYTES),
             )
         )
 
     async def trace(self, job_id: str, *, tenant_id: str | None = None) -> JobTrace:
-        record, steps, events = await self.driver.load_trace(job_id, tenant_id)
+        record, steps, events = await self.driver.load_trace(*_addressed(job_id, tenant_id))
         definition = self.registry.get(record.name)
         return JobTrace(
             job=record,
@@ -280,11 +347,16 @@ class Jobs:
         )
 
     async def stats(self, queues: Sequence[str] | None = None) -> builtins.list[QueueStats]:
+        if queues is not None:
+            if isinstance(queues, str | bytes) or not isinstance(queues, Sequence):
+                raise InvalidArgumentError("queues", queues, "a list of queue names, or None")
+            bounds.whole("queues", len(queues), 0, MAX_QUEUES, "queue names")
+            queues = [bounds.text("queues", q, MAX_QUEUE_BYTES) for q in queues]
         return await self.driver.stats(queues)
 
     def describe(self, name: str | None = None) -> builtins.list[JobDescriptor]:
         if name is not None:
-            return [self.registry.require(name).describe()]
+            return [self._definition(name, "name").describe()]
         return [d.describe() for d in self.registry]
 
     # --- operate ------------------------------------------------------------------------------
@@ -292,6 +364,8 @@ class Jobs:
     async def cancel(
         self, job_id: str, *, tenant_id: str | None = None, actor: str | None = None
     ) -> JobRecord:
+        job_id, tenant_id = _addressed(job_id, tenant_id)
+        actor = bounds.optional_text("actor", actor, MAX_ACTOR_BYTES)
         return await self.driver.cancel(job_id, tenant_id, actor)
 
     async def retry(
@@ -302,6 +376,9 @@ class Jobs:
         include_cancelled: bool = False,
         actor: str | None = None,
     ) -> JobRecord:
+        job_id, tenant_id = _addressed(job_id, tenant_id)
+        include_cancelled = bounds.flag("include_cancelled", include_cancelled)
+        actor = bounds.optional_text("actor", actor, MAX_ACTOR_BYTES)
         return await self.driver.retry(job_id, tenant_id, include_cancelled, actor)
 
     async def record_event(
@@ -313,13 +390,17 @@ class Jobs:
         tenant_id: str | None = None,
         data: dict[str, Any] | None = None,
     ) -> None:
+        if data is not None:
+            if not isinstance(data, dict):
+                raise InvalidArgumentError("data", data, "a dict of JSON values, or None")
+            bounds.payload("data", data, self.max_payload_bytes)
         await self.driver.record_event(
             EventRecord(
-                job_id=job_id,
+                job_id=bounds.optional_text("job_id", job_id, MAX_ID_BYTES),
                 at=self.clock.now_ms(),
-                kind=kind,
-                actor=actor,
-                tenant_id=tenant_id,
+                kind=bounds.text("kind", kind, MAX_ACTOR_BYTES),
+                actor=bounds.optional_text("actor", actor, MAX_ACTOR_BYTES),
+                tenant_id=bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES),
                 data=data,
             )
         )
@@ -343,14 +424,18 @@ async def connect(
     clock: Clock | None = None,
     registry: JobRegistry | None = None,
     migrate: bool = True,
+    max_payload_bytes: int | None = None,
     **driver_options: Any,
 ) -> Jobs:
     """Connect to `url` (`memory://`, `sqlite:///path.db`, `postgresql://…`); with no URL,
-    `MCP_JOBS_DATABASE_URL`, else the SQLite file `./.mcp-jobs/jobs.db`. Migrates by default."""
+    `MCP_JOBS_DATABASE_URL`, else the SQLite file `./.mcp-jobs/jobs.db`. Migrates by default.
+    `max_payload_bytes`: the largest job input accepted (else `MCP_JOBS_MAX_PAYLOAD_BYTES`,
+    else 1 MiB of JSON)."""
+    limit = bounds.payload_limit(max_payload_bytes)  # refused before a connection is opened
     driver = open_driver(url, clock=clock, **driver_options)
     if migrate:
         await driver.migrate()
-    return Jobs(driver, registry=registry, clock=clock)
+    return Jobs(driver, registry=registry, clock=clock, max_payload_bytes=limit)
 
 
 __all__ = ["Enqueue", "JobDuplicateError", "Jobs", "connect"]

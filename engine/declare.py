@@ -13,10 +13,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_type_hints
 
 from pydantic import BaseModel
 
+from engine import bounds
 from engine.errors import (
+    IdempotencyKeyFailedError,
     IdempotencyRequiredError,
+    InvalidArgumentError,
     JobDeclarationInvalidError,
     JobNameTakenError,
+    JobsError,
     JobUnknownError,
 )
 from engine.retry import Retry, describe_retry
@@ -57,12 +61,19 @@ class JobDefinition(Generic[InputT]):
         return await self.fn(input, ctx)
 
     def key_for(self, input: InputT) -> str:
-        key = self.idempotency_key(input)
+        """The dedupe key of `input`. The function raising is IDEMPOTENCY_KEY_FAILED (an engine
+        error it raised on purpose stays itself); a key out of bounds is INVALID_ARGUMENT."""
+        try:
+            key = self.idempotency_key(input)
+        except JobsError:
+            raise
+        except Exception as exc:
+            raise IdempotencyKeyFailedError(self.name, exc) from exc
         if not isinstance(key, str) or not key:
             raise JobDeclarationInvalidError(
                 self.name, "idempotency_key", key, "a function returning a non-empty str"
             )
-        return key
+        return bounds.text("idempotency_key", key, bounds.MAX_KEY_BYTES)
 
     def describe(self) -> JobDescriptor:
         return JobDescriptor(
@@ -128,6 +139,15 @@ def _positive_int(job: str, field_name: str, value: object) -> int:
     return value
 
 
+def _declared_text(job: str, field_name: str, value: object, max_bytes: int) -> None:
+    # Checked once here, so an enqueue never sends the database a name or queue it refuses.
+    try:
+        bounds.text(field_name, value, max_bytes)
+    except InvalidArgumentError as exc:
+        expected = (exc.details or {}).get("expected", "a non-empty str")
+        raise JobDeclarationInvalidError(job, field_name, value, expected) from exc
+
+
 def _timeout_ms(job: str, timeout: float | None) -> int | None:
     if timeout is None:
         return None
@@ -173,8 +193,8 @@ def job(
             raise IdempotencyRequiredError(job_name)
         if not inspect.iscoroutinefunction(fn):
             raise JobDeclarationInvalidError(job_name, "function", fn, "an async def")
-        if not queue or not isinstance(queue, str):
-            raise JobDeclarationInvalidError(job_name, "queue", queue, "a non-empty str")
+        _declared_text(job_name, "name", job_name, bounds.MAX_NAME_BYTES)
+        _declared_text(job_name, "queue", queue, bounds.MAX_QUEUE_BYTES)
         policy = retry or Retry()
         policy.validate(job_name)
         definition: JobDefinition[Any] = JobDefinition(

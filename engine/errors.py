@@ -249,17 +249,6 @@ class StepDuplicateError(JobsError):
         )
 
 
-class StepOutputUnserializableError(JobsError):
-    code = "STEP_OUTPUT_UNSERIALIZABLE"
-    title = "a step returned a value that cannot be stored as JSON"
-
-    def __init__(self, job: str, step: str, type_name: str) -> None:
-        super().__init__(
-            f'step "{step}" of job "{job}" returned a {type_name}, which is not JSON-serializable',
-            f'return a dict, list, str, number, bool or None from step "{step}"',
-        )
-
-
 class JobOutputInvalidError(JobsError):
     code = "JOB_OUTPUT_INVALID"
     title = "a job or step returned a value outside strict JSON"
@@ -345,7 +334,7 @@ class JobRowStatusUnknownError(JobsError):
 
 class DriverUnavailableError(JobsError):
     code = "DRIVER_UNAVAILABLE"
-    title = "the database could not be reached or refused the operation"
+    title = "the database could not be reached"
     retry = "transient"
 
     def __init__(self, driver: str, cause: str, fix: str = "mcp-jobs db migrate") -> None:
@@ -358,14 +347,15 @@ class DatabaseUrlInvalidError(JobsError):
 
     def __init__(self, url: str, reason: str | None = None) -> None:
         # The URL itself is never echoed: it may carry a password.
-        scheme = url.split(":", 1)[0] if ":" in url else url
+        head = url.split("://", 1)[0] if "://" in url else ""
+        scheme = head if head.isascii() and head.replace("+", "").isalnum() else "(no scheme)"
         if reason is None:
             reason = (
                 f'"{scheme[:40]}" is not a supported scheme (memory://, sqlite:///path.db, '
                 "postgresql://user@host/db)"
             )
         super().__init__(
-            f"the {scheme[:40]}:// URL cannot be used: {reason}",
+            f"the database URL ({scheme[:40]}) cannot be used: {reason}",
             "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
             details={"scheme": scheme[:40]},
         )
@@ -387,7 +377,7 @@ class StorageFullError(JobsError):
 
 class InvalidArgumentError(JobsError):
     code = "INVALID_ARGUMENT"
-    title = "an argument is out of range"
+    title = "an argument is out of bounds or of the wrong kind"
 
     def __init__(self, argument: str, value: object, expected: str) -> None:
         super().__init__(

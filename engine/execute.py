@@ -25,7 +25,8 @@ from engine.drivers.base import Driver
 from engine.errors import JobsError, JobSlotLostError, JobTimeoutError
 from engine.observe import WorkerEvent, WorkerEventKind
 from engine.retry import retry_delay_ms
-from engine.steps import StepApi, StepSuspension, _json_roundtrip
+from engine.steps import StepApi, StepSuspension, storable_output
+from engine.storable import storable_text
 from engine.tracing import run_span
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
 
@@ -103,9 +104,11 @@ def _job_logger(name: str) -> logging.Logger:
 
 
 def describe_error(exc: BaseException) -> str:
+    """The stored `last_error` of a failure; the job's own text made storable (engine.storable),
+    so a NUL in an exception's message cannot make the database refuse the settle."""
     if isinstance(exc, JobsError):
-        return f"{exc.code}: {exc.cause}"
-    return f"{type(exc).__name__}: {exc}"
+        return storable_text(f"{exc.code}: {exc.cause}")
+    return storable_text(f"{type(exc).__name__}: {exc}")
 
 
 async def execute(
@@ -224,6 +227,15 @@ async def execute(
         await rt.driver.ack(record.id, claimed.token, output)
     except JobSlotLostError:
         return emit("lease_lost", duration_ms=duration, reason="ack refused")
+    except JobsError as exc:
+        if exc.retryable:
+            raise
+        # The database refused this output alone (JOB_OUTPUT_INVALID): fail the job for good
+        # rather than leave it running, to be re-run when its lease expires.
+        error = describe_error(exc)
+        return await settle(
+            NackOptions(error=error, fail=True), "failed", duration_ms=duration, error=error
+        )
     return emit("succeeded", duration_ms=duration)
 
 
@@ -239,9 +251,7 @@ async def _run_body(
     try:
         with handle.scope, run_span(record) as span:
             try:
-                output = _json_roundtrip(
-                    record.name, "<job output>", await definition(job_input, ctx)
-                )
+                output = storable_output(record.name, "the job", await definition(job_input, ctx))
             except StepSuspension as exc:
                 return None, None, exc
             except Exception as exc:

@@ -15,7 +15,8 @@ import anyio.to_thread
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
-from engine.errors import InvalidArgumentError, StepDuplicateError, StepOutputUnserializableError
+from engine.errors import InvalidArgumentError, JobOutputInvalidError, StepDuplicateError
+from engine.storable import find_unstorable, storable_text
 from schemas.states import StepStatus
 from schemas.steps import StepRecord
 
@@ -30,19 +31,25 @@ class StepSuspension(BaseException):
         self.wake_at = wake_at
 
 
-# Types whose JSON round trip gives back an equal value of the same type: returned as they are.
-_JSON_SCALARS = (str, int, bool)
+def storable_output(job: str, origin: str, value: Any) -> Any:
+    """`value` as it is stored and replayed, once it passed the one rule (engine.storable).
 
-
-def _json_roundtrip(job: str, step: str, value: Any) -> Any:
-    if value is None:  # the common case for job bodies and side-effect steps: nothing to check
-        return None
-    if type(value) in _JSON_SCALARS:  # exact types: an int or str subclass still goes through
+    Checked where the body or step returns, before the value joins a write batched with other
+    jobs: a value outside the rule fails only its own job (`JOB_OUTPUT_INVALID`, terminal).
+    `origin` is "the job" or 'step "name"'."""
+    kind = type(value)
+    if value is None or kind is int or kind is bool:  # the common case: nothing to check
+        return value
+    bad = find_unstorable(value)
+    if bad is not None:
+        raise JobOutputInvalidError(job, origin, bad.path, bad.reason)
+    if kind is str:
         return value
     try:
+        # A copy that is what a replay returns: tuples become lists, subclasses their base.
         return json.loads(json.dumps(value))
-    except (TypeError, ValueError) as exc:
-        raise StepOutputUnserializableError(job, step, type(value).__name__) from exc
+    except (TypeError, ValueError) as exc:  # an int too long for the decimal conversion
+        raise JobOutputInvalidError(job, origin, "$", f"{type(exc).__name__}: {exc}") from exc
 
 
 class StepApi:
@@ -94,6 +101,17 @@ class StepApi:
         if self._stored is not None:
             self._stored[name] = record
 
+    async def _fail(self, name: str, started: int, attempts: int, error: str) -> None:
+        # The message is the job's text, so it is made storable: it must not fail the write.
+        await self._save(
+            name,
+            "failed",
+            started,
+            error=storable_text(error),
+            finished_at=self._clock.now_ms(),
+            attempts=attempts,
+        )
+
     async def run(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run `fn(*args, **kwargs)` once per run: on replay a completed step returns its stored
         result and `fn` is not called. Sync functions run in a worker thread."""
@@ -110,16 +128,14 @@ class StepApi:
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as exc:
-            await self._save(
-                name,
-                "failed",
-                started,
-                error=f"{type(exc).__name__}: {exc}",
-                finished_at=self._clock.now_ms(),
-                attempts=attempts,
-            )
+            await self._fail(name, started, attempts, f"{type(exc).__name__}: {exc}")
             raise
-        output = _json_roundtrip(self._job, name, value)
+        try:
+            output = storable_output(self._job, f'step "{name}"', value)
+        except JobOutputInvalidError as exc:
+            # Not stored: a replay runs the step again rather than return what was refused.
+            await self._fail(name, started, attempts, f"{exc.code}: {exc.cause}")
+            raise
         # Persisted BEFORE returning: a crash after this line replays the stored result.
         await self._save(
             name,

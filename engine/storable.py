@@ -9,10 +9,14 @@ batch shared with other jobs) sees the value.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, NamedTuple
 
 # Deeper values are refused: no job output needs more, and a recursive walk must stay bounded.
 MAX_DEPTH = 64
+# What text may not hold: NUL, and any surrogate code point (in a Python str one is always lone:
+# UTF-8 cannot encode it).
+_UNSTORABLE_CHARS = re.compile(r"[\x00\ud800-\udfff]")
 
 
 class Unstorable(NamedTuple):
@@ -27,49 +31,71 @@ def find_unstorable(value: Any) -> Unstorable | None:
 
     Accepts what `json.dumps` would write without `default=`: dict (str keys), list, tuple,
     str, int, float, bool and None."""
-    return _walk(value, "$", 0)
-
-
-def _walk(value: Any, path: str, depth: int) -> Unstorable | None:
-    if value is None or value is True or value is False:
+    fault = _walk(value, 0)
+    if fault is None:
         return None
+    steps, reason = fault
+    return Unstorable("$" + "".join(reversed(steps)), reason)
+
+
+def storable_text(text: str) -> str:
+    """`text` with every character the rule refuses replaced by U+FFFD: for messages the engine
+    stores on a job's behalf (an exception's text), which must not be refused in its place."""
+    if text.isascii() and "\x00" not in text:
+        return text
+    return _UNSTORABLE_CHARS.sub("\ufffd", text)
+
+
+# A breach found by the walk: the path's steps, innermost first (the path is only spelled out
+# once something is found: every job output is walked), and what is wrong there.
+_Fault = tuple[list[str], str]
+
+
+def _walk(value: Any, depth: int) -> _Fault | None:
     kind = type(value)
-    if kind is str or isinstance(value, str):
-        return _check_text(value, path)
-    if kind is int or isinstance(value, int):
+    if kind is str:
+        return _text_fault(value)
+    if value is None or value is True or value is False or kind is int:
+        return None
+    if isinstance(value, str):
+        return _text_fault(value)
+    if isinstance(value, int):
         return None
     if kind is float or isinstance(value, float):
         if math.isfinite(value):
             return None
-        return Unstorable(path, f"{value!r} is not a JSON number")
+        return [], f"{value!r} is not a JSON number"
     if depth >= MAX_DEPTH:
-        return Unstorable(path, f"nested deeper than {MAX_DEPTH} levels")
+        return [], f"nested deeper than {MAX_DEPTH} levels"
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return Unstorable(path, f"a key of type {type(key).__name__} (keys must be str)")
-            where = f"{path}.{key[:40]}"
-            bad = _check_text(key, where) or _walk(item, where, depth + 1)
-            if bad is not None:
-                return bad
+                return [], f"a key of type {type(key).__name__} (keys must be str)"
+            fault = _text_fault(key) or _walk(item, depth + 1)
+            if fault is not None:
+                fault[0].append(f".{key[:40]}")
+                return fault
         return None
     if isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            bad = _walk(item, f"{path}[{index}]", depth + 1)
-            if bad is not None:
-                return bad
+            fault = _walk(item, depth + 1)
+            if fault is not None:
+                fault[0].append(f"[{index}]")
+                return fault
         return None
-    return Unstorable(path, f"a {kind.__name__}, which is not a JSON value")
+    return [], f"a {kind.__name__}, which is not a JSON value"
 
 
-def _check_text(text: str, path: str) -> Unstorable | None:
+def _text_fault(text: str) -> _Fault | None:
+    if text.isascii() and "\x00" not in text:  # an O(1) flag, then one scan: most text is ASCII
+        return None
     if "\x00" in text:
-        return Unstorable(path, "a string holding a NUL character (\\u0000)")
+        return [], "a string holding a NUL character (\\u0000)"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return Unstorable(path, "a string holding a lone surrogate (not valid Unicode)")
+        return [], "a string holding a lone surrogate (not valid Unicode)"
     return None
 
 
-__all__ = ["MAX_DEPTH", "Unstorable", "find_unstorable"]
+__all__ = ["MAX_DEPTH", "Unstorable", "find_unstorable", "storable_text"]

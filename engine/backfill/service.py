@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING
 
+from engine import bounds
 from engine.backfill.declaration import BackfillDefinition
 from engine.backfill.errors import BackfillMigrationPendingError, BackfillRunningError
 from engine.backfill.gate import (
@@ -49,7 +50,9 @@ class Backfills:
     ) -> None:
         self.jobs = jobs
         self.registry = registry if registry is not None else default_backfills
-        self.environment = resolve_environment(environment)
+        self.environment = bounds.text(
+            "environment", resolve_environment(environment), bounds.MAX_ACTOR_BYTES
+        )
         # The worker runs passes from `jobs.registry`, so the pass must be declared there.
         self.pass_job = install_pass(jobs.registry, self.registry)
 
@@ -71,6 +74,7 @@ class Backfills:
 
     async def runs(self, name: str | None = None) -> builtins.list[BackfillRun]:
         """Ledger rows in this environment, newest first (every run, forced reruns included)."""
+        name = bounds.optional_text("name", name, bounds.MAX_NAME_BYTES)
         return await self.jobs.driver.backfill_runs(name, self.environment)
 
     async def pending(self) -> builtins.list[BackfillPendingError]:
@@ -87,7 +91,8 @@ class Backfills:
         Raises BACKFILL_UNKNOWN, and BACKFILL_MIGRATION_PENDING (nothing can be counted before
         the precondition holds). The other refusals come back as `blocked_by`.
         """
-        definition = self.registry.require(name)
+        definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
+        force = bounds.flag("force", force)
         try:
             await check_requires(definition)
         except BackfillMigrationPendingError:
@@ -128,7 +133,9 @@ class Backfills:
         BACKFILL_ENVIRONMENT, BACKFILL_MIGRATION_PENDING, BACKFILL_RUNNING, BACKFILL_APPLIED
         (unless `force`). The pass writes its own ledger row, `run_id`, when a worker starts it.
         """
-        definition = self.registry.require(name)
+        definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
+        force = bounds.flag("force", force)
+        actor = bounds.optional_text("actor", actor, bounds.MAX_ACTOR_BYTES)
         check_environment(definition, self.environment)
         await check_requires(definition)
         verdict = await self._verdict(definition, force=force)
@@ -158,6 +165,7 @@ class Backfills:
     async def list(self, pending_only: bool = False) -> builtins.list[BackfillState]:
         """Every declared backfill with its ledger state here, by name; `pending_only` keeps
         the ones declared for this environment and not completed in it."""
+        pending_only = bounds.flag("pending_only", pending_only)
         grouped = runs_by_name(await self.runs())
         live = await self.live_passes()
         states: builtins.list[BackfillState] = []

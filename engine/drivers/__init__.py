@@ -7,6 +7,7 @@ from typing import Any
 
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import Driver
+from engine.drivers.urls import check_postgres_url, sqlite_path
 from engine.errors import DatabaseUrlInvalidError
 
 DATABASE_URL_ENV = "MCP_JOBS_DATABASE_URL"
@@ -18,16 +19,9 @@ def resolve_url(url: str | None = None) -> str:
     return url or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
 
 
-def sqlite_path(url: str) -> str:
-    """`sqlite:///rel/jobs.db` is relative to the working directory, `sqlite:////abs/jobs.db`
-    absolute (the SQLAlchemy convention); `sqlite://:memory:` is refused (not durable)."""
-    rest = url[len("sqlite://") :]
-    if not rest.startswith("/") or len(rest) < 2:
-        raise DatabaseUrlInvalidError(url)
-    return rest[1:]
-
-
 def open_driver(url: str | None = None, *, clock: Clock | None = None, **options: Any) -> Driver:
+    """The driver for `url` (see `resolve_url`). A URL no driver could use raises
+    DATABASE_URL_INVALID here, before any file is opened or connection tried."""
     resolved = resolve_url(url)
     clock = clock or SYSTEM_CLOCK
     scheme = resolved.split("://", 1)[0].lower() if "://" in resolved else ""
@@ -40,10 +34,18 @@ def open_driver(url: str | None = None, *, clock: Clock | None = None, **options
 
         return SqliteDriver(sqlite_path(resolved), clock=clock, **options)
     if scheme in ("postgresql", "postgres"):
+        check_postgres_url(resolved)  # before asyncpg is imported or any connection is tried
         from engine.drivers.postgres import PostgresDriver
 
         return PostgresDriver(resolved, clock=clock, **options)
     raise DatabaseUrlInvalidError(resolved)
 
 
-__all__ = ["DATABASE_URL_ENV", "DEFAULT_DATABASE_URL", "Driver", "open_driver", "resolve_url"]
+__all__ = [
+    "DATABASE_URL_ENV",
+    "DEFAULT_DATABASE_URL",
+    "Driver",
+    "open_driver",
+    "resolve_url",
+    "sqlite_path",
+]

@@ -43,8 +43,11 @@ class Driver(Protocol):
 
     # --- jobs ---------------------------------------------------------------------------------
 
-    async def enqueue(self, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
-        """Insert jobs atomically, one result per request, in order.
+    async def enqueue(
+        self, requests: Sequence[EnqueueRequest], *, now: int | None = None
+    ) -> list[EnqueueResult]:
+        """Insert jobs atomically, one result per request, in order. `now`: the instant the
+        caller resolved `run_at` against (else the driver's clock); the rows are created at it.
 
         Dedupe (rules 2, 3): a request whose `(name, tenant_id or '', idempotency_key)` is held by
         a LIVE row (or by an earlier item of this batch) inserts nothing and answers that row's
@@ -53,11 +56,14 @@ class Driver(Protocol):
         """
         ...
 
-    async def enqueue_parts(self, parts: Iterable[Sequence[EnqueueRequest]]) -> list[EnqueueResult]:
-        """`enqueue` of the concatenated parts, as one atomic batch. Parts are built lazily by
-        the caller, and building one may raise: then nothing is written and that error comes
-        out unchanged. A driver that writes over the network inserts each part while the caller
-        builds the next; one that does not may build them all first."""
+    async def enqueue_parts(
+        self, parts: Iterable[Sequence[EnqueueRequest]], *, now: int | None = None
+    ) -> list[EnqueueResult]:
+        """`enqueue` of the concatenated parts, as one atomic batch, at `now` as in `enqueue`.
+        Parts are built lazily by the caller, and building one may raise: then nothing is
+        written and that error comes out unchanged. A driver that writes over the network
+        inserts each part while the caller builds the next; one that does not may build them
+        all first."""
         ...
 
     async def claim(
@@ -146,7 +152,10 @@ class Driver(Protocol):
 
     # --- workers ------------------------------------------------------------------------------
 
-    async def worker_seen(self, info: WorkerInfo) -> None: ...
+    async def worker_seen(self, info: WorkerInfo) -> None:
+        """Upsert `info`'s presence row, and delete up to `EXPIRED_PER_BEAT` OTHER workers' rows
+        expired at the clock's now (`engine.presence`), so a dead worker's row does not stay."""
+        ...
 
     async def worker_gone(self, worker_id: str) -> None: ...
 

@@ -21,6 +21,7 @@ from engine.errors import (
     OutboxNoTxError,
 )
 from engine.ids import new_id, new_token
+from engine.presence import EXPIRED_PER_BEAT, is_expired
 from engine.wake import Waker
 from schemas.backfill import BackfillRun
 from schemas.events import EventRecord
@@ -88,12 +89,17 @@ class MemoryDriver:
 
     # --- jobs ---------------------------------------------------------------------------------
 
-    async def enqueue_parts(self, parts: Iterable[Sequence[EnqueueRequest]]) -> list[EnqueueResult]:
+    async def enqueue_parts(
+        self, parts: Iterable[Sequence[EnqueueRequest]], *, now: int | None = None
+    ) -> list[EnqueueResult]:
         # Nothing to overlap in memory: the parts are built, then written in one step.
-        return await self.enqueue([request for part in parts for request in part])
+        return await self.enqueue([request for part in parts for request in part], now=now)
 
-    async def enqueue(self, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
-        now = self.clock.now_ms()
+    async def enqueue(
+        self, requests: Sequence[EnqueueRequest], *, now: int | None = None
+    ) -> list[EnqueueResult]:
+        if now is None:
+            now = self.clock.now_ms()
         planned: dict[DedupeKey, EnqueueRequest] = {}
         results: list[EnqueueResult] = []
         for request in requests:
@@ -434,6 +440,14 @@ class MemoryDriver:
     # --- workers ------------------------------------------------------------------------------
 
     async def worker_seen(self, info: WorkerInfo) -> None:
+        now = self.clock.now_ms()
+        expired = [
+            worker_id
+            for worker_id, seen in self._workers.items()
+            if worker_id != info.id and is_expired(seen.last_seen_at, now)
+        ]
+        for worker_id in expired[:EXPIRED_PER_BEAT]:
+            del self._workers[worker_id]
         self._workers[info.id] = info
 
     async def worker_gone(self, worker_id: str) -> None:

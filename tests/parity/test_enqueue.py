@@ -203,11 +203,13 @@ async def test_a_duplicate_in_error_mode_in_a_late_part_writes_nothing(jobs: Job
     assert await live_count(jobs) == 1
 
 
-async def test_a_key_function_error_in_a_late_part_comes_out_unchanged(jobs: Jobs) -> None:
+async def test_a_key_function_error_in_a_late_part_is_idempotency_key_failed(jobs: Jobs) -> None:
     items = [Enqueue("import_user", {"user_id": n}) for n in range(LARGE)]
     items[500] = Enqueue("import_user", {"user_id": -1})
-    with pytest.raises(NoKeyError, match="no key for user -1"):
+    with pytest.raises(JobsError) as raised:
         await jobs.enqueue_many(items)
+    assert raised.value.code == "IDEMPOTENCY_KEY_FAILED"
+    assert isinstance(raised.value.__cause__, NoKeyError)
     assert await live_count(jobs) == 0
 
 

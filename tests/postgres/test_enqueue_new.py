@@ -13,7 +13,7 @@ import pytest
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver, enqueue
 from engine.drivers.postgres.enqueue import PgEnqueue
-from engine.errors import DriverUnavailableError, JobDuplicateError
+from engine.errors import InvalidArgumentError, JobDuplicateError
 from schemas.jobs import EnqueueRequest
 from tests.postgres.builders import request
 
@@ -128,7 +128,7 @@ async def test_a_held_key_under_on_conflict_error_is_still_refused_and_nothing_s
 
 async def test_a_unique_violation_of_another_index_is_not_taken_for_a_held_key(case: Case) -> None:
     (first,) = await case.driver.enqueue(case.keys("first"))
-    with pytest.raises(DriverUnavailableError) as caught:
+    with pytest.raises(InvalidArgumentError) as caught:
         await case.driver.enqueue_parts(Parts([case.keys("a"), case.keys("b", id=first.id)]))
     assert isinstance(caught.value.__cause__, asyncpg.UniqueViolationError)
     assert caught.value.__cause__.constraint_name == "jobs_pkey"

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from engine import Enqueue, JobContext, JobRegistry, Jobs, ManualClock, connect, job
 from engine.drivers.postgres.jobs import PgJobs
+from engine.errors import IdempotencyKeyFailedError
 
 
 class User(BaseModel):
@@ -132,8 +133,9 @@ async def test_a_refusal_in_a_late_part_rolls_back_and_keeps_the_connection(
             raise ValueError("no key for 250")
 
     on_key.append(refuse)
-    with pytest.raises(ValueError):
+    with pytest.raises(IdempotencyKeyFailedError) as raised:
         await jobs.enqueue_many(batch(300))
+    assert isinstance(raised.value.__cause__, ValueError)
     on_key.clear()
     assert await live(jobs) == 0
     driver = jobs.driver

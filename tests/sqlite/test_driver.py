@@ -115,7 +115,7 @@ async def test_sqlite_errors_become_driver_unavailable_with_the_cause_chained(
     assert raised.value.code == "DRIVER_UNAVAILABLE"
     assert raised.value.retryable
     assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
-    assert raised.value.fix == "mcp-jobs db migrate"
+    assert raised.value.fix == f"mcp-jobs db migrate --database-url sqlite:///{driver.path}"
     # The error undid only its own op: the connection carries on.
     assert (await driver.enqueue([request(1)]))[0].deduped is False
 

@@ -4,6 +4,9 @@ While one flush is in flight, new calls queue; the next flush sends every queued
 statement (an `unnest` of arrays) and hands each caller its own outcome. Sixteen workers acking
 at once cost one round trip and one commit, not sixteen, and each caller still returns only
 after the statement carrying its item has committed (rule 6 for steps, fencing for acks).
+
+A statement the server refuses for what one item carries (a data error) is sent again in halves
+(`flush_apart`), so one item's bad value settles only that item: its batch-mates commit.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from engine.errors import DriverUnavailableError
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 # One flush sends at most this many items; the rest wait for the next (bounds statement size).
 MAX_BATCH = 500
@@ -125,6 +129,34 @@ def _abandoned() -> DriverUnavailableError:
 def _wake(item: Item[Any]) -> None:
     if not item.waiter.done():
         item.waiter.set_result(None)
+
+
+async def flush_apart(
+    batch: Sequence[Item[T]],
+    flush: Flush[T],
+    refusal: Callable[[BaseException], R | None],
+    refused: Callable[[Item[T], R], BaseException],
+) -> None:
+    """`flush(batch)`; when it raises an error in which `refusal` finds a refusal of what the
+    statement carried (None: anything else, which propagates), the batch is flushed again in
+    halves until each refused item stands alone, and that item gets `refused(item, refusal)`.
+
+    `flush` must settle every item of a batch it commits and none of one it raises for, which
+    holds for one statement per batch."""
+    try:
+        await flush(batch)
+        return
+    except Exception as exc:
+        found = refusal(exc)
+        if found is None:
+            raise
+        if len(batch) == 1:
+            batch[0].error, batch[0].finished = refused(batch[0], found), True
+            return
+    middle = len(batch) // 2
+    # One half after the other: what a half committed stays settled if a later one fails.
+    await flush_apart(batch[:middle], flush, refusal, refused)
+    await flush_apart(batch[middle:], flush, refusal, refused)
 
 
 def settle_all(

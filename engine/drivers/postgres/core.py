@@ -1,13 +1,17 @@
 """The PostgreSQL driver's plumbing: options, the asyncpg pool, error conversion, retries, wake-ups.
 
 Nothing here knows what a job is. `PgCore.conn()` hands out a pooled connection and turns every
-asyncpg/OS failure raised inside it into `DriverUnavailableError` (chained with `from`);
-`resilient()` re-runs a settle that a broken connection interrupted, for as long as the server
-needs to come back.
+asyncpg/OS failure raised inside it into `DriverUnavailableError` (chained with `from`); a
+connection that broke is closed, never handed out again. `idempotent()` re-runs an operation
+that is safe to repeat through a broken connection or a short outage (`retry_deadline_ms`);
+`resilient()` holds a settle through a long one (`settle_retry_ms`), and `flush_held()` lets the
+held settles through before a claim. Retry deadlines and pauses read `retry_clock`, a monotonic
+clock a test can replace.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -19,7 +23,12 @@ import asyncpg
 from asyncpg.pool import PoolAcquireContext
 
 from engine.clock import SYSTEM_CLOCK, Clock
-from engine.drivers.postgres.faults import DRIVER_FAILURES, is_connection_failure, unavailable
+from engine.drivers.postgres.faults import (
+    DRIVER_FAILURES,
+    is_connection_failure,
+    readiness_fix,
+    unavailable,
+)
 from engine.drivers.postgres.migrate import Conn, InstallFrom
 from engine.drivers.postgres.migrate import migrate as run_migrations
 from engine.drivers.postgres.sql import check_schema_name, queries
@@ -36,6 +45,24 @@ DEFAULT_SCHEMA = "mcp_jobs"
 _OWN_MAX = 3
 # Real time: after an own connection failed to connect, the pool serves alone this long.
 _OWN_RETRY_S = 1.0
+# Pauses between retries through a lost connection: the first retry goes at once (most often
+# one stale connection, and a fresh one just works), then 50 ms doubling up to 1 s.
+_FIRST_PAUSE_MS = 50
+_LAST_PAUSE_MS = 1_000
+
+
+class MonotonicClock:
+    """Real elapsed time, for retry deadlines and pauses: a restarting server takes seconds of
+    wall time whatever the jobs' clock says, and the wall clock may jump."""
+
+    def now_ms(self) -> int:
+        return time.monotonic_ns() // 1_000_000
+
+    async def sleep_ms(self, ms: int) -> None:
+        await anyio.sleep(max(0, ms) / 1000)
+
+
+MONOTONIC_CLOCK = MonotonicClock()
 
 
 def _whole(name: str, value: object, low: int) -> int:
@@ -67,19 +94,25 @@ class PgCore:
         pool_max: int = 10,
         statement_cache_size: int = 100,
         connect_timeout_ms: int = 5_000,
-        settle_retry_ms: int = 30_000,
+        retry_deadline_ms: int = 10_000,
+        settle_retry_ms: int = 300_000,
         vacuum_dead_rows: int = 50_000,
+        retry_clock: Clock = MONOTONIC_CLOCK,
     ) -> None:
         """`listen=False` polls instead of LISTEN (transaction-pooling PgBouncer; pair it with
-        `statement_cache_size=0`). `settle_retry_ms` is how long an ack/nack/step write keeps
-        retrying through a lost connection before it gives up. A process that claims vacuums
-        the jobs table when this many dead rows have piled up in it (sweep.py); 0 leaves the
-        table to autovacuum alone."""
+        `statement_cache_size=0`). `retry_deadline_ms`: how long an operation that is safe to
+        repeat (a read, an enqueue, a heartbeat) keeps retrying through a broken connection or
+        an unreachable server before it fails; 0 fails at the first break. `settle_retry_ms`:
+        how long an ack/nack/step write is held and retried while the server is unreachable
+        (its fence decides, once it gets through, whether it still counts). A process that
+        claims vacuums the jobs table when this many dead rows have piled up in it (sweep.py);
+        0 leaves the table to autovacuum alone. `retry_clock` times the retries (tests)."""
         check_schema_name(schema)
         _whole("pool_min", pool_min, 0)
         _whole("pool_max", pool_max, max(1, pool_min))
         _whole("statement_cache_size", statement_cache_size, 0)
         _whole("connect_timeout_ms", connect_timeout_ms, 1)
+        _whole("retry_deadline_ms", retry_deadline_ms, 0)
         _whole("settle_retry_ms", settle_retry_ms, 0)
         _whole("vacuum_dead_rows", vacuum_dead_rows, 0)
         self.url = url
@@ -93,7 +126,9 @@ class PgCore:
         self._pool_max = pool_max
         self._statement_cache_size = statement_cache_size
         self._connect_timeout_s = connect_timeout_ms / 1000
-        self._settle_retry_s = settle_retry_ms / 1000
+        self._retry_deadline_ms = retry_deadline_ms
+        self._settle_retry_ms = settle_retry_ms
+        self.retry_clock = retry_clock
         self.vacuum_dead_rows = vacuum_dead_rows
         self._pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._pool_lock = anyio.Lock()
@@ -103,6 +138,16 @@ class PgCore:
         self._own_connecting = 0
         self._own_retry_at = 0.0
         self._closed = False
+        # Settles held through a lost connection (see `resilient`): how many, the pauses of
+        # retries (which `flush_held` cuts short), the event each held try sets, and its last
+        # failure.
+        self._holding = 0
+        self._pausing: set[anyio.CancelScope] = set()
+        self._held_tried = asyncio.Event()
+        self._held_failure: DriverUnavailableError | None = None
+        # Set when a connection could not even be opened (the server was unreachable, not one
+        # connection broken); `claim` reads it to spare the leases that outage let run out.
+        self.outage_seen = False
         self.signal = WakeSignal()
         self._listener = Listener(url, self.channel, self.signal, self._connect_timeout_s)
 
@@ -168,7 +213,7 @@ class PgCore:
         """Give `conn` back after an operation that raised `exc` (None: it did not); a
         driver failure, from either, comes out as `DriverUnavailableError`."""
         try:
-            self._give_back_own(conn, clean=exc is None or isinstance(exc, Exception))
+            self._give_back_own(conn, clean=_clean(exc))
         except DRIVER_FAILURES as failure:
             raise unavailable(failure, self.url, self.schema) from failure
         if isinstance(exc, DRIVER_FAILURES):
@@ -212,9 +257,11 @@ class PgCore:
 
     def _give_back_own(self, conn: asyncpg.Connection[asyncpg.Record], clean: bool) -> None:
         """Return a taken own connection. One that was interrupted (a cancellation may land
-        mid-statement) or left inside a transaction has an unknown session: it is closed, never
-        reused. An ordinary error raised between statements (a refused duplicate, an invalid
-        item of a batch) leaves the session as it was."""
+        mid-statement), broke (its session was ended under it: asyncpg may not have seen the
+        socket close yet, and reusing it fails mid-protocol) or was left inside a transaction
+        has an unknown session: it is closed, never reused. An ordinary error raised between
+        statements (a refused duplicate, an invalid item of a batch) leaves the session as it
+        was."""
         if clean and not self._closed and conn in self._own and not conn.is_in_transaction():
             self._own_free.append(conn)
         else:
@@ -222,38 +269,116 @@ class PgCore:
             conn.terminate()
 
     async def idempotent(self, op: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run `op` on a connection, once more on a fresh one if the first was broken.
+        """Run `op` on a connection; through a broken connection or an unreachable server, run
+        it again on a fresh one, pausing between tries, for up to `retry_deadline_ms`.
 
         Only for operations whose second run changes nothing the first did not (reads,
-        upserts of the same values): after a server restart the pool can still hold a
-        connection whose session ended, and the caller should not pay for that."""
-        try:
+        upserts of the same values, fenced writes)."""
+
+        async def once(first: bool) -> T:
             async with self.conn() as conn:
                 return await op(conn)
-        except DriverUnavailableError as exc:
-            if self._closed or not is_connection_failure(exc):
-                raise
-        async with self.conn() as conn:
-            return await op(conn)
+
+        return await self.retrying(once)
+
+    async def retrying(self, op: Callable[[bool], Awaitable[T]]) -> T:
+        """`idempotent` for an operation that wants to know whether this is its first try
+        (`op(first_try)`): a later try may find what an earlier, broken one committed."""
+        return await self._retry(op, self._retry_deadline_ms, held=False)
 
     async def resilient(self, op: Callable[[bool], Awaitable[T]]) -> T:
-        """Run `op(first_try)`; while it fails on a broken connection, wait and run it again
-        (with `first_try=False`, so it can check whether the broken try committed)."""
-        # Real time: a restarting server takes seconds of wall time whatever the job clock says.
-        deadline = time.monotonic() + self._settle_retry_s
-        pause = 0.05
-        first = True
-        while True:
+        """Run the settle `op(first_try)`; while the server cannot be reached, hold it and run
+        it again (`first_try=False`, so it can check whether a broken try committed) for up to
+        `settle_retry_ms`. Its fence (the lease token) decides once a try gets through: no
+        other worker can take the job while the server is unreachable, and none that saw the
+        outage takes it over for a lease after (`claim`), so the settle still counts."""
+        return await self._retry(op, self._settle_retry_ms, held=True)
+
+    async def _retry(self, op: Callable[[bool], Awaitable[T]], deadline_ms: int, held: bool) -> T:
+        clock = self.retry_clock
+        started = 0
+        pause = 0
+        tries = 0
+        holding = False
+        try:
+            while True:
+                tries += 1
+                try:
+                    return await op(tries == 1)
+                except DriverUnavailableError as exc:
+                    if self._closed or not is_connection_failure(exc) or deadline_ms == 0:
+                        raise
+                    now = clock.now_ms()
+                    if tries == 1:
+                        started = now
+                    left = started + deadline_ms - now
+                    if left <= 0:
+                        raise self._gave_up(exc, now - started, tries) from (exc.__cause__ or exc)
+                    if held:
+                        if not holding:
+                            holding = True
+                            self._holding += 1
+                        self._held_failure = exc
+                        self._held_tried_now()
+                # The last try goes at the deadline itself.
+                await self._pause(min(pause, left))
+                pause = min(max(pause * 2, _FIRST_PAUSE_MS), _LAST_PAUSE_MS)
+        finally:
+            if holding:
+                self._holding -= 1
+                self._held_tried_now()
+
+    def _gave_up(
+        self, last: DriverUnavailableError, tried_ms: int, tries: int
+    ) -> DriverUnavailableError:
+        cause = last.__cause__ if last.__cause__ is not None else last
+        detail = str(cause).strip() or type(cause).__name__
+        error = DriverUnavailableError(
+            "postgres",
+            f"cannot reach the server: gave up after {tries} tries over {tried_ms / 1000:.1f} s "
+            f"(last error {type(cause).__name__}: {detail})",
+            readiness_fix(self.url),
+        )
+        error.details = {**(error.details or {}), "tried_ms": tried_ms, "tries": tries}
+        return error
+
+    async def _pause(self, ms: int) -> None:
+        """Wait `ms` on the retry clock, or until `flush_held` asks the held settles to go. The
+        sleep starts in this task, before it yields: a clock moved meanwhile cannot skip it."""
+        if ms <= 0:
+            await anyio.lowlevel.checkpoint()
+            return
+        with anyio.CancelScope() as scope:
+            self._pausing.add(scope)
             try:
-                return await op(first)
-            except DriverUnavailableError as exc:
-                if self._closed or not is_connection_failure(exc):
-                    raise
-                if time.monotonic() + pause > deadline:
-                    raise
-            first = False
-            await anyio.sleep(pause)
-            pause = min(pause * 2, 1.0)
+                await self.retry_clock.sleep_ms(ms)
+            finally:
+                self._pausing.discard(scope)
+
+    def _retry_now(self) -> None:
+        for scope in self._pausing:
+            scope.cancel()
+
+    def _held_tried_now(self) -> None:
+        self._held_tried.set()
+        self._held_tried = asyncio.Event()
+
+    async def flush_held(self) -> None:
+        """Before a claim: settles held through an outage go first. Each is tried now; the
+        claim waits until none is held, and fails as they do while the server stays away."""
+        while self._holding and not self._closed:
+            self._held_failure = None
+            tried = self._held_tried
+            self._retry_now()
+            await tried.wait()
+            failure = self._held_failure
+            if failure is not None and self._holding:
+                raise DriverUnavailableError(
+                    "postgres",
+                    f"{self._holding} settle(s) held through a lost connection could not be "
+                    f"written yet, so nothing is claimed ({failure.cause})",
+                    readiness_fix(self.url),
+                ) from failure.__cause__
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -269,6 +394,7 @@ class PgCore:
 
     async def close(self) -> None:
         self._closed = True
+        self._retry_now()  # retries stop waiting: they fail at their next try
         await self._listener.close()
         own, free = self._own, set(self._own_free)
         self._own, self._own_free = set(), []
@@ -338,6 +464,8 @@ class _Borrowed:
             self._pooled = (await core._get_pool()).acquire()
             return await self._pooled.__aenter__()
         except DRIVER_FAILURES as exc:
+            if is_connection_failure(exc):
+                core.outage_seen = True
             raise unavailable(exc, core.url, core.schema) from exc
 
     async def __aexit__(
@@ -352,8 +480,22 @@ class _Borrowed:
             return
         try:
             if self._pooled is not None:
+                if _broken(exc) and self._pooled.connection is not None:
+                    # The pool's release does not test a connection: close it, so the pool
+                    # opens a fresh one instead of handing this one out mid-protocol.
+                    self._pooled.connection.terminate()
                 await self._pooled.__aexit__(exc_type, exc, tb)
         except DRIVER_FAILURES as failure:
             raise unavailable(failure, core.url, core.schema) from failure
         if isinstance(exc, DRIVER_FAILURES):
             raise unavailable(exc, core.url, core.schema) from exc
+
+
+def _broken(exc: BaseException | None) -> bool:
+    return exc is not None and is_connection_failure(exc)
+
+
+def _clean(exc: BaseException | None) -> bool:
+    """Whether a connection whose operation ended with `exc` may be used again: not after a
+    cancellation (it may have landed mid-statement) nor once it broke."""
+    return exc is None or (isinstance(exc, Exception) and not is_connection_failure(exc))

@@ -12,6 +12,7 @@ from engine.drivers.postgres import rows
 from engine.drivers.postgres.jobs import PgJobs
 from engine.errors import OutboxNoTxError
 from engine.ids import new_id
+from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow
@@ -50,6 +51,8 @@ class PostgresDriver(PgJobs):
             info.concurrency,
             info.started_at,
             info.last_seen_at,
+            expired_before(self.clock.now_ms()),
+            EXPIRED_PER_BEAT,
         )
         await self.idempotent(lambda c: c.execute(self.q["worker_seen"], *args))
 

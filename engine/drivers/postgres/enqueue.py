@@ -17,6 +17,7 @@ from asyncpg.transaction import Transaction
 
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.core import PgCore
+from engine.drivers.postgres.faults import DEDUPE_INDEX, is_connection_failure
 from engine.drivers.postgres.migrate import Conn
 from engine.errors import DriverUnavailableError, JobDuplicateError
 from schemas.jobs import EnqueueRequest, EnqueueResult
@@ -29,7 +30,6 @@ _ENQUEUE_ROUNDS = 5
 # skips held keys: a caller enqueuing keys again (a backfill run twice) pays for the failed try
 # once in this many batches, not in every one.
 _SKIPPING_BATCHES = 32
-_DEDUPE_INDEX = "jobs_dedupe_live_idx"
 
 
 def dedupe_key(request: EnqueueRequest) -> DedupeKey:
@@ -49,24 +49,45 @@ class PgEnqueue(PgCore):
     # Large batches left to insert skipping held keys before one expects all-new keys again.
     _skipping = 0
 
-    async def enqueue(self, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
+    async def enqueue(
+        self, requests: Sequence[EnqueueRequest], *, now: int | None = None
+    ) -> list[EnqueueResult]:
         if not requests:
             return []
-        if len(requests) == 1 and (one := await self.on_conn(self._insert_one, requests[0])):
-            self.signal.notify()
-            return [one]
-        async with self.conn() as conn:
-            # A single item that was refused goes straight to finding its holder.
-            results, inserted = await self.enqueue_on(conn, requests, refused=len(requests) == 1)
-        if inserted:
+        if now is None:
+            now = self.clock.now_ms()
+        broke = False
+        if len(requests) == 1:
+            try:
+                one = await self.on_conn(self._insert_one, (requests[0], now))
+            except DriverUnavailableError as exc:
+                if not self._retry_deadline_ms or not is_connection_failure(exc):
+                    raise
+                one, broke = None, True
+            if one is not None:
+                self.signal.notify()
+                return [one]
+
+        async def once(first: bool) -> tuple[list[EnqueueResult], bool]:
+            # A single item that was refused goes straight to finding its holder, and so does
+            # every item after a broken try, which may have committed: the caller's own row is
+            # told from a holder by id (enqueue_holders) and answered as inserted, not deduped.
+            refused = len(requests) == 1 or broke or not first
+            async with self.conn() as conn:
+                return await self.enqueue_on(conn, requests, refused=refused, now=now)
+
+        # Safe to repeat: every item carries its id and dedupes by its key.
+        results, inserted = await self.retrying(once)
+        if inserted or broke:
             self.signal.notify()
         return results
 
-    async def _insert_one(self, conn: Conn, request: EnqueueRequest) -> EnqueueResult | None:
-        """The single-item fast road: the result when the row went in; None when its key is
-        held (nothing was written)."""
-        now = self.clock.now_ms()
-        r = request
+    async def _insert_one(
+        self, conn: Conn, item: tuple[EnqueueRequest, int]
+    ) -> EnqueueResult | None:
+        """The single-item fast road, at the instant given with it: the result when the row
+        went in; None when its key is held (nothing was written)."""
+        r, now = item
         found = await conn.fetch(
             self.q["enqueue_one"],
             now,
@@ -87,7 +108,9 @@ class PgEnqueue(PgCore):
         )
         return _inserted(r, now) if found else None
 
-    async def enqueue_parts(self, parts: Iterable[Sequence[EnqueueRequest]]) -> list[EnqueueResult]:
+    async def enqueue_parts(
+        self, parts: Iterable[Sequence[EnqueueRequest]], *, now: int | None = None
+    ) -> list[EnqueueResult]:
         """A large batch, one transaction, inserted part by part as the caller builds it: the
         server inserts one part while this process validates the next, so the two costs
         overlap instead of adding up. A refusal (an invalid item, or a duplicate under
@@ -97,21 +120,40 @@ class PgEnqueue(PgCore):
         on the server). A held key fails that statement and rolls the batch back; it then goes
         in again, parts already built first, with the insert that skips held keys, which the
         next `_SKIPPING_BATCHES` batches also take."""
-        if self._skipping:
-            self._skipping -= 1
-            return await self._enqueue_parts(iter(parts), new=False)
-        remaining = iter(parts)
+        # The caller's instant, read before any part is built: a later reading here made
+        # run_at (resolved at the caller's) look 1 ms ahead, and the batch went in delayed.
+        if now is None:
+            now = self.clock.now_ms()
         built: list[Sequence[EnqueueRequest]] = []
-        try:
-            return await self._enqueue_parts(_recorded(remaining, built), new=True)
-        except DriverUnavailableError as exc:
-            if not _held_key(exc):
-                raise
-        self._skipping = _SKIPPING_BATCHES
-        return await self._enqueue_parts(itertools.chain(built, remaining), new=False)
+        remaining = _recorded(iter(parts), built)
+
+        async def once(first: bool) -> list[EnqueueResult]:
+            if not first:
+                # After a broken try (which may have committed), what was built goes again and
+                # each statement first looks for the caller's own rows (see `enqueue`).
+                again = itertools.chain(list(built), remaining)
+                return await self._enqueue_parts(again, new=False, now=now, refused=True)
+            if self._skipping:
+                self._skipping -= 1
+                return await self._enqueue_parts(remaining, new=False, now=now)
+            try:
+                return await self._enqueue_parts(remaining, new=True, now=now)
+            except DriverUnavailableError as exc:
+                if not _held_key(exc):
+                    raise
+            self._skipping = _SKIPPING_BATCHES
+            again = itertools.chain(list(built), remaining)
+            return await self._enqueue_parts(again, new=False, now=now)
+
+        return await self.retrying(once)
 
     async def _enqueue_parts(
-        self, parts: Iterator[Sequence[EnqueueRequest]], *, new: bool
+        self,
+        parts: Iterator[Sequence[EnqueueRequest]],
+        *,
+        new: bool,
+        now: int,
+        refused: bool = False,
     ) -> list[EnqueueResult]:
         async with self.conn() as conn:
             tx = conn.transaction()
@@ -119,7 +161,9 @@ class PgEnqueue(PgCore):
             # the building of the first part instead of preceding it.
             begin = asyncio.ensure_future(_begin(tx))
             try:
-                results, inserted = await self._pipeline(conn, parts, begin, new=new)
+                results, inserted = await self._pipeline(
+                    conn, parts, begin, new=new, now=now, refused=refused
+                )
             except Exception:
                 # The pipeline let every statement end first; an ordinary error (a refusal)
                 # rolls back and keeps the connection. A cancellation leaves that to the
@@ -139,11 +183,12 @@ class PgEnqueue(PgCore):
         flight: asyncio.Task[tuple[dict[DedupeKey, _Holder], bool]] | None = None,
         *,
         new: bool = False,
+        now: int,
+        refused: bool = False,
     ) -> tuple[list[EnqueueResult], bool]:
         """Insert the parts one statement at a time, each sent before the next part is built;
         `flight` is a statement already on its way (BEGIN), awaited like a part. `new`: insert
-        with `enqueue_new` (see `enqueue_parts`)."""
-        now = self.clock.now_ms()
+        with `enqueue_new` (see `enqueue_parts`); `refused`: look for holders first (`_insert`)."""
         requests: list[EnqueueRequest] = []
         first_of: dict[DedupeKey, int] = {}
         held: dict[DedupeKey, _Holder] = {}
@@ -161,7 +206,9 @@ class PgEnqueue(PgCore):
                     inserted = inserted or any_in
                     flight = None
                 if unique:
-                    flight = asyncio.ensure_future(self._insert(conn, unique, now, docs, new=new))
+                    flight = asyncio.ensure_future(
+                        self._insert(conn, unique, now, docs, new=new, refused=refused)
+                    )
                     # One turn of the loop: the task sends its statement, then the next part is
                     # built while the server runs it.
                     await asyncio.sleep(0)
@@ -176,13 +223,20 @@ class PgEnqueue(PgCore):
         return _results(requests, first_of, held, now), inserted
 
     async def enqueue_on(
-        self, conn: Conn, requests: Sequence[EnqueueRequest], *, refused: bool = False
+        self,
+        conn: Conn,
+        requests: Sequence[EnqueueRequest],
+        *,
+        refused: bool = False,
+        now: int | None = None,
     ) -> tuple[list[EnqueueResult], bool]:
         """Enqueue on `conn` (the outbox passes its own transaction); also says whether any row
         was inserted. With `on_conflict='error'` anywhere in the batch, a refusal must leave
         nothing behind, so the batch runs in a (nested, if need be) transaction. `refused`:
-        the items were just refused by an insert, so the first statement looks for holders."""
-        now = self.clock.now_ms()
+        the items were just refused by an insert, so the first statement looks for holders.
+        `now`: the caller's instant (see `enqueue`), else the clock's."""
+        if now is None:
+            now = self.clock.now_ms()
         first_of: dict[DedupeKey, int] = {}
         unique = _fold(requests, 0, first_of)
         if any(r.on_conflict == "error" for r in requests):
@@ -274,9 +328,7 @@ def _fold(
 def _held_key(exc: DriverUnavailableError) -> bool:
     """Whether `exc` is `enqueue_new` meeting a key a live row holds."""
     cause = exc.__cause__
-    return (
-        isinstance(cause, asyncpg.UniqueViolationError) and cause.constraint_name == _DEDUPE_INDEX
-    )
+    return isinstance(cause, asyncpg.UniqueViolationError) and cause.constraint_name == DEDUPE_INDEX
 
 
 def _recorded(

@@ -1,4 +1,6 @@
-"""asyncpg failures → `DriverUnavailableError`, converted where they arise and chained with `from`.
+"""asyncpg failures → `DriverUnavailableError`, converted where they arise and chained with `from`;
+a value the database refused (a data exception) → `InvalidArgumentError` instead, never
+"unavailable": retrying the same value fails the same way.
 
 Also the one judgement the retry paths need: did the failure break the connection (the server
 restarted, the network dropped, the pool handed out a connection the server had closed)? Such a
@@ -12,7 +14,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import asyncpg.exceptions as pgx
 
-from engine.errors import DriverUnavailableError
+from engine.errors import DriverUnavailableError, InvalidArgumentError
 
 # What asyncpg and the OS raise when the path to the server is gone or not up yet.
 CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
@@ -34,6 +36,13 @@ DRIVER_FAILURES: tuple[type[BaseException], ...] = (
     asyncpg.PostgresError,
 )
 _SCHEMA_MISSING = (pgx.UndefinedTableError, pgx.InvalidSchemaNameError, pgx.UndefinedFunctionError)
+# SQLSTATE classes that blame the value, not the server: 22 data exception (a NUL byte, a
+# number out of range), 23 integrity constraint violation, 54 program limit exceeded (an index
+# row over the btree limit).
+_VALUE_REFUSED_CLASSES = frozenset({"22", "23", "54"})
+# The unique index of rule 2. Its violation is no bad value: the enqueue that raised it learns
+# the holder and goes in again, so it stays a driver failure the enqueue path recognises.
+DEDUPE_INDEX = "jobs_dedupe_live_idx"
 
 
 def is_connection_failure(exc: BaseException) -> bool:
@@ -54,9 +63,70 @@ def readiness_fix(url: str) -> str:
     return f"pg_isready{args}"
 
 
-def unavailable(exc: BaseException, url: str, schema: str) -> DriverUnavailableError:
-    """The typed error for an asyncpg/OS failure; the caller raises it `from exc`."""
-    detail = str(exc).strip() or type(exc).__name__
+# A converted error is chained to what it was converted from once or twice: look no further.
+_CHAIN_DEPTH = 4
+
+
+def data_error(exc: BaseException) -> BaseException | None:
+    """The refusal of a value behind `exc` (`exc` itself or what it was converted from), or
+    None: asyncpg unable to encode an argument (an int beyond int64, a lone surrogate), or a
+    SQLSTATE class 22, 23 (save a dedupe conflict) or 54. Such a statement fails the same way
+    every time it is sent, and in a batch it names one item's value, not the others'."""
+    current: BaseException | None = exc
+    for _ in range(_CHAIN_DEPTH):
+        if current is None:
+            return None
+        if isinstance(current, asyncpg.InterfaceError) and isinstance(current, ValueError):
+            return current  # asyncpg's own DataError: nothing reached the server
+        if isinstance(current, asyncpg.PostgresError):
+            sqlstate = str(current.sqlstate or "")
+            if sqlstate[:2] not in _VALUE_REFUSED_CLASSES:
+                return None
+            dedupe = isinstance(current, pgx.UniqueViolationError) and (
+                current.constraint_name == DEDUPE_INDEX
+            )
+            return None if dedupe else current
+        current = current.__cause__
+    return None
+
+
+def refused_value(exc: BaseException) -> InvalidArgumentError | None:
+    """INVALID_ARGUMENT when `exc` says a value was refused (see `data_error`), else None."""
+    refusal = data_error(exc)
+    if refusal is None:
+        return None
+    if not isinstance(refusal, asyncpg.PostgresError):
+        return InvalidArgumentError("value", _detail(refusal), "a value PostgreSQL can store")
+    argument = refusal.column_name or refusal.constraint_name or "value"
+    return InvalidArgumentError(
+        argument,
+        _detail(refusal),
+        f"a value PostgreSQL accepts (it refused one: SQLSTATE {refusal.sqlstate})",
+    )
+
+
+def describe_refusal(refusal: BaseException) -> str:
+    """The refusal in a few words for a stored error: its SQLSTATE and the server's message."""
+    lines = str(refusal).strip().splitlines()
+    message = lines[0][:200] if lines else type(refusal).__name__
+    state = getattr(refusal, "sqlstate", None)
+    where = f"SQLSTATE {state}: " if isinstance(state, str) else ""
+    return f"PostgreSQL refused it ({where}{message})"
+
+
+def _detail(exc: BaseException) -> str:
+    return str(exc).strip() or type(exc).__name__
+
+
+def unavailable(
+    exc: BaseException, url: str, schema: str
+) -> DriverUnavailableError | InvalidArgumentError:
+    """The typed error for an asyncpg/OS failure; the caller raises it `from exc`. A refused
+    value is INVALID_ARGUMENT (terminal), whatever else is true of the connection."""
+    refused = refused_value(exc)
+    if refused is not None:
+        return refused
+    detail = _detail(exc)
     if isinstance(exc, _SCHEMA_MISSING):
         cause = f"the {schema} schema is missing or out of date ({detail})"
         return DriverUnavailableError("postgres", cause, "mcp-jobs db migrate")

@@ -15,18 +15,22 @@ from typing import Any
 import asyncpg
 
 from engine.drivers.postgres import rows
-from engine.drivers.postgres.batch import GroupCommit, Item, settle_all
+from engine.drivers.postgres.batch import GroupCommit, Item, flush_apart, settle_all
 from engine.drivers.postgres.enqueue import PgEnqueue
+from engine.drivers.postgres.faults import data_error, describe_refusal, is_connection_failure
 from engine.drivers.postgres.migrate import Conn
 from engine.drivers.postgres.sweep import Sweeper
 from engine.errors import (
+    DriverUnavailableError,
     JobDuplicateError,
     JobNotCancellableError,
     JobNotFoundError,
     JobNotRetryableError,
+    JobOutputInvalidError,
     JobSlotLostError,
 )
 from engine.ids import new_token
+from engine.storable import find_unstorable
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
@@ -48,6 +52,7 @@ class _Ack:
     # This ack as an element of ack_many's JSON array; a null output keeps the row's. Encoded
     # by the caller, so an output that is not JSON fails its own ack, not the batch.
     row: str
+    output: Any  # kept to name what the server refused, should it refuse this row
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,27 @@ def _json_array(elements: Sequence[str]) -> str:
     return "[" + ",".join(elements) + "]"
 
 
+def _refused_output(
+    job_id: str, origin: str, output: Any, refusal: BaseException
+) -> JobOutputInvalidError:
+    """The error for one write the server refused on its own: where its output breaks the
+    engine's rule, or else the server's reason. Terminal: sent again, it fails again."""
+    bad = find_unstorable(output)
+    path, reason = (bad.path, bad.reason) if bad is not None else ("$", describe_refusal(refusal))
+    error = JobOutputInvalidError(job_id, origin, path, reason)
+    error.__cause__ = refusal
+    return error
+
+
+def _refused_ack(item: Item[_Ack], refusal: BaseException) -> BaseException:
+    return _refused_output(item.value.job_id, "the job", item.value.output, refusal)
+
+
+def _refused_step(item: Item[_StepWrite], refusal: BaseException) -> BaseException:
+    step = item.value.step
+    return _refused_output(item.value.job_id, f'step "{step.name}"', step.output, refusal)
+
+
 class PgJobs(PgEnqueue):
     # Made on first use: one queue per kind of settle write, each with one flush in flight.
     _acks: GroupCommit[_Ack] | None = None
@@ -69,6 +95,8 @@ class PgJobs(PgEnqueue):
     _loads: GroupCommit[str] | None = None
     # Made by the first claim: only a process that claims vacuums.
     sweeper: Sweeper | None = None
+    # When (jobs' clock) claims may take over expired leases again after an outage.
+    _take_over_from = 0
 
     async def close(self) -> None:
         if self.sweeper is not None:
@@ -87,15 +115,26 @@ class PgJobs(PgEnqueue):
     ) -> list[ClaimedJob]:
         if limit <= 0 or (queues is not None and not queues):
             return []
-        now = self.clock.now_ms()
+        # Settles held through an outage first: their jobs are not run again here.
+        if self._holding:
+            await self.flush_held()
         token = new_token()
-        async with self.conn() as conn:
-            if queues is None:
-                found = await conn.fetch(self.q["claim"], now, limit, worker_id, lease_ms, token)
-            else:
-                found = await conn.fetch(
-                    self.q["claim_queues"], now, limit, worker_id, lease_ms, token, list(queues)
-                )
+        try:
+            async with self.conn() as conn:
+                found = await self._claim_rows(conn, worker_id, limit, lease_ms, queues, token)
+        except DriverUnavailableError as exc:
+            if not self._retry_deadline_ms or not is_connection_failure(exc):
+                raise
+
+            async def again(first: bool) -> list[asyncpg.Record]:
+                async with self.conn() as conn:
+                    # The broken try may have committed: its rows carry its token.
+                    mine = await conn.fetch(self.q["claimed_with"], token)
+                    if mine:
+                        return mine
+                    return await self._claim_rows(conn, worker_id, limit, lease_ms, queues, token)
+
+            found = await self.retrying(again)
         claimed = [
             ClaimedJob(
                 record=rows.job(row),
@@ -112,6 +151,40 @@ class PgJobs(PgEnqueue):
                 sweeper = self.sweeper = Sweeper(self, self.vacuum_dead_rows)
             sweeper.claimed(len(claimed))
         return claimed
+
+    async def _claim_rows(
+        self,
+        conn: Conn,
+        worker_id: str,
+        limit: int,
+        lease_ms: int,
+        queues: Sequence[str] | None,
+        token: str,
+    ) -> list[asyncpg.Record]:
+        now = self.clock.now_ms()
+        # After an outage, running jobs keep their leases one lease longer: holders that lived
+        # through it reach the server again, flush their settles and heartbeat.
+        outage = self.outage_seen
+        take_over = not outage and now >= self._take_over_from
+        if queues is None:
+            found = await conn.fetch(
+                self.q["claim"], now, limit, worker_id, lease_ms, token, take_over
+            )
+        else:
+            found = await conn.fetch(
+                self.q["claim_queues"],
+                now,
+                limit,
+                worker_id,
+                lease_ms,
+                token,
+                list(queues),
+                take_over,
+            )
+        if outage:
+            self.outage_seen = False
+            self._take_over_from = now + lease_ms
+        return found
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
         expires = self.clock.now_ms() + lease_ms
@@ -132,9 +205,13 @@ class PgJobs(PgEnqueue):
         if self._acks is None:
             self._acks = GroupCommit(self._flush_acks)
         row = rows.json_text({"id": job_id, "token": token, "output": output})
-        await self._acks.submit(_Ack(job_id, token, row), job_id)
+        await self._acks.submit(_Ack(job_id, token, row, output), job_id)
 
     async def _flush_acks(self, batch: Sequence[Item[_Ack]]) -> None:
+        # A row the server refuses (a value jsonb will not take) fails its own ack, not the batch.
+        await flush_apart(batch, self._ack_batch, data_error, _refused_ack)
+
+    async def _ack_batch(self, batch: Sequence[Item[_Ack]]) -> None:
         acks = _json_array([item.value.row for item in batch])
 
         async def once(first: bool) -> set[tuple[str, str]]:
@@ -339,6 +416,9 @@ class PgJobs(PgEnqueue):
         await self._steps.submit(_StepWrite(job_id, token, step, row), (step.run_id, step.name))
 
     async def _flush_steps(self, batch: Sequence[Item[_StepWrite]]) -> None:
+        await flush_apart(batch, self._step_batch, data_error, _refused_step)
+
+    async def _step_batch(self, batch: Sequence[Item[_StepWrite]]) -> None:
         steps = _json_array([item.value.row for item in batch])
 
         async def once(first: bool) -> set[tuple[str, str]]:

@@ -96,7 +96,8 @@ RETURNING pg_notify($15::text, '');
 -- so its attempt is now above 1: any run past its first attempt reads (the rule every driver
 -- applies). The lease token ($5) is one per claim, drawn by the caller: every fence compares it
 -- together with the row's id, so the rows of one batch may share it, and a token made in SQL
--- (gen_random_uuid per row) cost a tenth of an idle claim's round trip.
+-- (gen_random_uuid per row) cost a tenth of an idle claim's round trip. $6 false leaves running
+-- rows alone: right after an outage their holders get a lease to come back (core.py).
 WITH due AS (
     SELECT id, run_at
       FROM (SELECT id, run_at
@@ -109,7 +110,7 @@ WITH due AS (
     SELECT id, run_at
       FROM (SELECT id, run_at
               FROM {schema}.jobs
-             WHERE state = 'running' AND lease_expires_at <= $1::bigint
+             WHERE $6::boolean AND state = 'running' AND lease_expires_at <= $1::bigint
              ORDER BY run_at, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS abandoned
@@ -128,7 +129,8 @@ RETURNING j.*,
           OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps;
 
 -- name: claim_queues
--- claim, restricted to the worker's queues (a separate text keeps each plan specific).
+-- claim, restricted to the worker's queues ($6; claim's $6 is $7 here). A separate text keeps
+-- each plan specific.
 WITH due AS (
     SELECT id, run_at
       FROM (SELECT id, run_at
@@ -142,7 +144,7 @@ WITH due AS (
     SELECT id, run_at
       FROM (SELECT id, run_at
               FROM {schema}.jobs
-             WHERE state = 'running' AND lease_expires_at <= $1::bigint
+             WHERE $7::boolean AND state = 'running' AND lease_expires_at <= $1::bigint
                AND queue = ANY($6::text[])
              ORDER BY run_at, id
              LIMIT $2
@@ -160,6 +162,14 @@ UPDATE {schema}.jobs AS j
 RETURNING j.*,
           j.attempt > 1
           OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps;
+
+-- name: claimed_with
+-- After a claim whose connection broke: the rows it leased, if it committed (its token, $1).
+SELECT j.*,
+       j.attempt > 1
+       OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps
+  FROM {schema}.jobs AS j
+ WHERE j.state = 'running' AND j.lease_token = $1;
 
 -- name: heartbeat
 -- Extend the lease and the job's limiter slots. A cancelled row that still carries the token
@@ -440,6 +450,17 @@ SELECT {schema}.acquire_slots($1, $2::text[], $3::integer[], $4::bigint, $5::big
 DELETE FROM {schema}.slots WHERE job_id = $1;
 
 -- name: worker_seen
+-- The beat also deletes up to $9 OTHER workers' rows last seen before $8 (engine.presence);
+-- SKIP LOCKED: two workers beating at once never wait on each other's cleanup.
+WITH expired AS (
+    DELETE FROM {schema}.workers
+     WHERE id IN (
+           SELECT id FROM {schema}.workers
+            WHERE last_seen_at < $8::bigint AND id <> $1
+            LIMIT $9::integer
+              FOR UPDATE SKIP LOCKED
+     )
+)
 INSERT INTO {schema}.workers (
     id, hostname, pid, queues, concurrency, started_at, last_seen_at
 )

@@ -17,8 +17,8 @@ import anyio
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.sqlite import ledgers, lifecycle, migrate
 from engine.drivers.sqlite import queries as q
-from engine.drivers.sqlite.errors import OutboxWrongDatabaseError
-from engine.drivers.sqlite.executor import Executor, unavailable
+from engine.drivers.sqlite.errors import OutboxWrongDatabaseError, convert
+from engine.drivers.sqlite.executor import Executor
 from engine.drivers.sqlite.wakeups import file_key, shared_waker
 from engine.errors import InvalidArgumentError, JobsError, OutboxNoTxError
 from engine.ids import new_id
@@ -95,15 +95,19 @@ class SqliteDriver:
 
     # --- jobs ---------------------------------------------------------------------------------
 
-    async def enqueue_parts(self, parts: Iterable[Sequence[EnqueueRequest]]) -> list[EnqueueResult]:
+    async def enqueue_parts(
+        self, parts: Iterable[Sequence[EnqueueRequest]], *, now: int | None = None
+    ) -> list[EnqueueResult]:
         # One thread writes SQLite under the GIL that builds the parts: nothing to overlap, so
         # they are built first and written in one transaction.
-        return await self.enqueue([request for part in parts for request in part])
+        return await self.enqueue([request for part in parts for request in part], now=now)
 
-    async def enqueue(self, requests: Sequence[EnqueueRequest]) -> list[EnqueueResult]:
-        now = self.clock.now_ms()
+    async def enqueue(
+        self, requests: Sequence[EnqueueRequest], *, now: int | None = None
+    ) -> list[EnqueueResult]:
+        at = self.clock.now_ms() if now is None else now
         batch = list(requests)
-        results, inserted = await self._exec.run(lambda c: lifecycle.enqueue(c, batch, now))
+        results, inserted = await self._exec.run(lambda c: lifecycle.enqueue(c, batch, at))
         if inserted:
             self._wake().notify()
         return results
@@ -196,7 +200,8 @@ class SqliteDriver:
     # --- workers ------------------------------------------------------------------------------
 
     async def worker_seen(self, info: WorkerInfo) -> None:
-        await self._exec.run(lambda c: ledgers.worker_seen(c, info))
+        now = self.clock.now_ms()
+        await self._exec.run(lambda c: ledgers.worker_seen(c, info, now))
 
     async def worker_gone(self, worker_id: str) -> None:
         await self._exec.run(lambda c: ledgers.worker_gone(c, worker_id))
@@ -275,8 +280,8 @@ class SqliteDriver:
                 row_id = new_id()
                 tx.execute(q.STAGE, {"id": row_id, "staged_at": now, "request": request.to_json()})
                 ids.append(row_id)
-        except sqlite3.Error as exc:
-            raise unavailable(self.path, exc) from exc
+        except (sqlite3.Error, OverflowError) as exc:
+            raise convert(self.path, exc) from exc
         return ids
 
     def _same_file(self, tx: sqlite3.Connection) -> None:

@@ -1,8 +1,40 @@
-"""Errors only the SQLite driver raises."""
+"""Errors only the SQLite driver raises, and the one conversion of sqlite3's failures.
+
+`convert` is where a sqlite3 (or binding) failure becomes a typed error, with the one command
+most likely to help: a full disk is STORAGE_FULL, a value the database refused is
+INVALID_ARGUMENT (terminal: the same value fails the same way every time), and only a locked,
+unreadable or unmigrated file is DRIVER_UNAVAILABLE. Classified by SQLite's result code, never
+by message text.
+"""
 
 from __future__ import annotations
 
-from engine.errors import JobsError
+import errno
+import os
+import shlex
+import sqlite3
+
+from engine.errors import (
+    DriverUnavailableError,
+    InvalidArgumentError,
+    JobsError,
+    StorageFullError,
+)
+
+# SQLite's primary result codes (the low byte of an extended code).
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_FULL_CODES = (sqlite3.SQLITE_FULL,)
+_VALUE_CODES = (sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH)
+_ACCESS_CODES = (
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_PERM,
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_AUTH,
+)
+_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class OutboxWrongDatabaseError(JobsError):
@@ -16,3 +48,73 @@ class OutboxWrongDatabaseError(JobsError):
             f"tx = sqlite3.connect({jobs_path!r})",
             details={"jobs_path": jobs_path, "tx_path": tx_path},
         )
+
+
+class SqliteValueRefusedError(InvalidArgumentError):
+    """INVALID_ARGUMENT raised by the database itself: a value the engine's own checks let
+    through and SQLite refused (an integer past 64 bits, a string past SQLite's length limit,
+    a constraint). Terminal: the same value fails the same way every time."""
+
+    def __init__(self, path: str, refused: str, detail: str, fix: str) -> None:
+        JobsError.__init__(
+            self,
+            f"sqlite: {path} refused {refused} ({detail}); nothing of the refused write was stored",
+            fix,
+            details={"driver": "sqlite", "refused": refused},
+        )
+
+
+def primary_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of `exc`, or None when SQLite did not produce it."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def is_busy(exc: BaseException) -> bool:
+    return primary_code(exc) in _BUSY_CODES
+
+
+def convert(path: str, exc: BaseException) -> JobsError:
+    """The typed error for a failure SQLite (or sqlite3's binding of a value) raised on the
+    database at `path`. The caller raises it `from exc`."""
+    directory = os.path.dirname(os.path.abspath(path))
+    code = primary_code(exc)
+    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
+    if code in _FULL_CODES or (isinstance(exc, OSError) and exc.errno in _NO_SPACE):
+        return StorageFullError("sqlite", shlex.quote(directory), f"{name}: {exc}")
+    if isinstance(exc, OverflowError):
+        return SqliteValueRefusedError(
+            path,
+            "an integer outside SQLite's 64-bit INTEGER",
+            str(exc),
+            f"pass whole numbers from {INT64_MIN} to {INT64_MAX}",
+        )
+    if code in _VALUE_CODES or isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError):
+        detail = f"{name}: {exc}"
+        if code == sqlite3.SQLITE_TOOBIG:
+            refused = "a string or blob longer than its length limit"
+            fix = "store the large value elsewhere and pass a reference to it"
+            return SqliteValueRefusedError(path, refused, detail, fix)
+        # The cause names the column and the constraint; the schema shows what it accepts.
+        fix = f"sqlite3 {shlex.quote(path)} .schema"
+        return SqliteValueRefusedError(path, "a value its schema does not accept", detail, fix)
+    return DriverUnavailableError("sqlite", f"{path}: {name}: {exc}", _unavailable_fix(path, exc))
+
+
+def _unavailable_fix(path: str, exc: BaseException) -> str:
+    code = primary_code(exc)
+    quoted = shlex.quote(path)
+    directory = shlex.quote(os.path.dirname(os.path.abspath(path)))
+    if code in _BUSY_CODES:
+        return f"lsof {quoted}"  # who holds the lock
+    if code in _ACCESS_CODES or isinstance(exc, OSError):
+        return f"ls -ld {directory} {quoted}"
+    if code in _DAMAGE_CODES:
+        return f"sqlite3 {quoted} 'PRAGMA integrity_check'"
+    if code == sqlite3.SQLITE_IOERR:
+        return f"df -h {directory}"
+    if code is None:
+        # Not SQLite's result but sqlite3's own misuse check: a bug in this build.
+        return "pip install --upgrade mcp-jobs"
+    # A plain SQL error here is a missing or older table or column.
+    return f"mcp-jobs db migrate --database-url {shlex.quote('sqlite:///' + path)}"

@@ -7,8 +7,9 @@ hop and one commit, not sixteen; each caller still returns only after its own wr
 
 Writes run under `BEGIN IMMEDIATE`, so a transaction never has to upgrade a read lock (in WAL
 that fails at once with SQLITE_BUSY, ignoring the busy timeout). A batch that meets SQLITE_BUSY
-anyway is rolled back and run again; no "database is locked" reaches a caller, and every other
-sqlite3 error becomes `DriverUnavailableError`, chained with `from`.
+anyway is rolled back and run again; no "database is locked" reaches a caller. Every other
+sqlite3 failure (and a value sqlite3 cannot bind) becomes a typed error by `errors.convert`,
+chained with `from`.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.to_thread
 
-from engine.errors import DriverUnavailableError, InvalidArgumentError
+from engine.drivers.sqlite.errors import convert, is_busy
+from engine.errors import DriverUnavailableError, InvalidArgumentError, JobsError
 
 T = TypeVar("T")
 
-_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 # Rounds of `busy_timeout` a batch may wait through before the caller gets a typed error.
 _BUSY_ROUNDS = 6
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -43,21 +44,11 @@ def url(path: str) -> str:
     return f"sqlite:///{path}"
 
 
-def is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(code, int) and (code & 0xFF) in _BUSY_CODES
-
-
-def unavailable(path: str, exc: BaseException) -> DriverUnavailableError:
-    """The typed error for a sqlite3 failure, with the one command that most likely helps."""
-    text = str(exc)
-    if isinstance(exc, sqlite3.Error) and is_busy(exc):
-        fix = f"lsof {path}"
-    elif isinstance(exc, OSError) or "unable to open" in text:
-        fix = f"ls -ld {os.path.dirname(os.path.abspath(path))} {path}"
-    else:
-        fix = "mcp-jobs db migrate"
-    return DriverUnavailableError("sqlite", f"{path}: {text}", fix)
+def typed(path: str, exc: BaseException) -> JobsError:
+    """`convert(path, exc)` with `exc` chained as its cause."""
+    error = convert(path, exc)
+    error.__cause__ = exc
+    return error
 
 
 @dataclass(eq=False)
@@ -257,9 +248,7 @@ class Executor:
     def _fail_all(self, batch: list[Op[Any]], cause: BaseException) -> None:
         # One error object per op: each caller raises its own, with its own traceback.
         for op in batch:
-            error = unavailable(self.path, cause)
-            error.__cause__ = cause
-            op.value, op.error, op.finished = None, error, True
+            op.value, op.error, op.finished = None, typed(self.path, cause), True
 
     def _attempt(self, conn: sqlite3.Connection, batch: list[Op[Any]], write: bool) -> None:
         """One try at the whole batch in one transaction. A busy error propagates (the caller
@@ -274,15 +263,19 @@ class Executor:
             try:
                 op.value = op.fn(conn)
             except Exception as exc:
-                # A refusal (duplicate, slot lost, unknown status …) undoes only this op.
+                if not conn.in_transaction:
+                    # SQLite rolled the whole transaction back (a full disk, an I/O error): the
+                    # ops before this one are undone too, so the whole batch fails with `exc`.
+                    raise
+                # A refusal (duplicate, slot lost, a value SQLite refused …) undoes only this op.
                 if op.write:
                     conn.execute("ROLLBACK TO op")
                     conn.execute("RELEASE op")
-                if isinstance(exc, sqlite3.Error):
-                    if is_busy(exc):
-                        raise
-                    op.error = unavailable(self.path, exc)
-                    op.error.__cause__ = exc
+                if isinstance(exc, sqlite3.Error) and is_busy(exc):
+                    raise
+                if isinstance(exc, sqlite3.Error | OverflowError):
+                    # OverflowError: sqlite3 could not bind an int past 64 bits.
+                    op.error = typed(self.path, exc)
                 else:
                     op.error = exc
             else:

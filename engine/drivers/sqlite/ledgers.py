@@ -17,6 +17,7 @@ from engine.drivers.sqlite.codec import (
     worker_params,
 )
 from engine.errors import JobSlotLostError
+from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun
 from schemas.jobs import EnqueueResult
 from schemas.outbox import OutboxRow
@@ -63,8 +64,11 @@ def release_slots(conn: sqlite3.Connection, job_id: str) -> None:
 # --- workers ------------------------------------------------------------------------------------
 
 
-def worker_seen(conn: sqlite3.Connection, info: WorkerInfo) -> None:
+def worker_seen(conn: sqlite3.Connection, info: WorkerInfo, now: int) -> None:
+    """Record `info`'s beat, and delete a few other workers' expired rows (engine.presence)."""
     conn.execute(q.UPSERT_WORKER, worker_params(info))
+    params = {"id": info.id, "before": expired_before(now), "limit": EXPIRED_PER_BEAT}
+    conn.execute(q.EXPIRE_WORKERS, params)
 
 
 def worker_gone(conn: sqlite3.Connection, worker_id: str) -> None:

@@ -190,6 +190,11 @@ ON CONFLICT (id) DO UPDATE SET
     last_seen_at = excluded.last_seen_at
 """
 DELETE_WORKER = "DELETE FROM mcp_jobs_workers WHERE id = :id"
+EXPIRE_WORKERS = """
+DELETE FROM mcp_jobs_workers WHERE rowid IN (
+    SELECT rowid FROM mcp_jobs_workers WHERE last_seen_at < :before AND id <> :id LIMIT :limit
+)
+"""
 LIVE_WORKERS = f"""
 SELECT {WORKER_COLUMNS} FROM mcp_jobs_workers WHERE last_seen_at >= :since ORDER BY rowid
 """

@@ -1,0 +1,152 @@
+"""Bounds on the values a caller hands the engine, checked before any driver sees them.
+
+A value out of bounds is `InvalidArgumentError` (INVALID_ARGUMENT, terminal) naming the argument
+and the bound, the same on every driver. Without these checks PostgreSQL refused such values
+mid-statement (reported as "database unavailable", retryable), SQLite stored them, and memory
+accepted anything. Text must also pass the storable rule (`engine.storable`): no NUL, no lone
+surrogate. Lengths are in bytes of UTF-8: a job's name, tenant and key share one btree entry in
+PostgreSQL, which holds at most 2704 bytes, and these bounds keep the three well inside it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic_core
+
+from engine.errors import InvalidArgumentError
+from engine.storable import find_unstorable
+
+MAX_NAME_BYTES = 200  # a job or backfill name, and a name filter
+MAX_QUEUE_BYTES = 200
+MAX_TENANT_BYTES = 200
+MAX_KEY_BYTES = 1024  # an idempotency key, as the job's function computes it
+MAX_ID_BYTES = 64  # a job id, a run id, a list cursor (an id): ids are 32 hex digits
+MAX_ACTOR_BYTES = 200  # enqueued_by / actor, an event's kind, a backfill environment
+MAX_PAGE = 1000  # rows per list page
+MAX_QUEUES = 1000  # queue names in one stats call
+# 10 years of 365 days: no job waits longer, and now + delay stays far inside int64 ms.
+MAX_DELAY_SECONDS = 10 * 365 * 86_400
+MAX_DELAY_MS = MAX_DELAY_SECONDS * 1000
+
+# Input payloads: compact UTF-8 JSON of the validated input, at most this many bytes.
+PAYLOAD_ENV = "MCP_JOBS_MAX_PAYLOAD_BYTES"
+DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20
+# What the setting itself may be: PostgreSQL's jsonb holds at most 255 MiB.
+PAYLOAD_CEILING = 1 << 27
+
+# A str this short (in characters) is within `max_bytes` however it encodes: no encode needed.
+_UTF8_MAX = 4
+
+
+def text(argument: str, value: object, max_bytes: int) -> str:
+    """`value` when it is a non-empty str of at most `max_bytes` bytes of UTF-8 that may be
+    stored (no NUL, no lone surrogate); else INVALID_ARGUMENT."""
+    if (
+        isinstance(value, str)
+        and value
+        and find_unstorable(value) is None
+        and (len(value) * _UTF8_MAX <= max_bytes or len(value.encode()) <= max_bytes)
+    ):
+        return value
+    raise InvalidArgumentError(
+        argument,
+        value,
+        f"a non-empty str of at most {max_bytes} bytes (UTF-8), "
+        "with no NUL character or lone surrogate",
+    )
+
+
+def optional_text(argument: str, value: object, max_bytes: int) -> str | None:
+    """`text`, or None when `value` is None."""
+    return None if value is None else text(argument, value, max_bytes)
+
+
+def number(
+    argument: str, value: object, low: float, high: float, *, whole: bool, unit: str = ""
+) -> float:
+    """`value` when it is a number (a whole one if `whole`) from `low` to `high`; NaN,
+    infinities and bool are refused. THE range check: every bound on a number goes here."""
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and (not whole or isinstance(value, int))
+        and low <= value <= high
+    ):
+        return value
+    kind = "a whole number" if whole else "a finite number"
+    of = f" of {unit}" if unit else ""
+    raise InvalidArgumentError(argument, value, f"{kind}{of} from {low} to {high}")
+
+
+def whole(argument: str, value: object, low: int, high: int, unit: str = "") -> int:
+    """`number` for whole numbers."""
+    return int(number(argument, value, low, high, whole=True, unit=unit))
+
+
+def flag(argument: str, value: object) -> bool:
+    """`value` when it is a bool (a 1 or "yes" is a caller's mistake, not a truth value)."""
+    if isinstance(value, bool):
+        return value
+    raise InvalidArgumentError(argument, value, "true or false")
+
+
+def payload(argument: str, value: Any, max_bytes: int) -> None:
+    """Refuse a JSON value that may not be stored, or whose compact UTF-8 JSON is larger than
+    `max_bytes`. The error echoes where and how large, never the value itself."""
+    bad = find_unstorable(value)
+    if bad is not None:
+        raise InvalidArgumentError(
+            argument, f"{bad.reason} at {bad.path}", "storable JSON (see engine/storable.py)"
+        )
+    size = len(pydantic_core.to_json(value))
+    if size > max_bytes:
+        raise InvalidArgumentError(
+            argument,
+            f"{size} bytes of JSON",
+            f"at most {max_bytes} bytes of JSON (the bound is set by {PAYLOAD_ENV})",
+        )
+
+
+def payload_limit(value: int | None, environ: Mapping[str, str] | None = None) -> int:
+    """The input-payload bound: `value` if given, else `MCP_JOBS_MAX_PAYLOAD_BYTES`, else 1 MiB."""
+    if value is None:
+        raw = (os.environ if environ is None else environ).get(PAYLOAD_ENV, "").strip()
+        if not raw:
+            return DEFAULT_MAX_PAYLOAD_BYTES
+        value = _parse_whole(PAYLOAD_ENV, raw)
+    return whole("max_payload_bytes", value, 1, PAYLOAD_CEILING, "bytes")
+
+
+def _parse_whole(argument: str, raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError as exc:
+        expected = f"a whole number of bytes, e.g. {DEFAULT_MAX_PAYLOAD_BYTES}"
+        raise InvalidArgumentError(argument, raw, expected) from exc
+
+
+__all__ = [
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "MAX_ACTOR_BYTES",
+    "MAX_DELAY_MS",
+    "MAX_DELAY_SECONDS",
+    "MAX_ID_BYTES",
+    "MAX_KEY_BYTES",
+    "MAX_NAME_BYTES",
+    "MAX_PAGE",
+    "MAX_QUEUES",
+    "MAX_QUEUE_BYTES",
+    "MAX_TENANT_BYTES",
+    "PAYLOAD_CEILING",
+    "PAYLOAD_ENV",
+    "flag",
+    "number",
+    "optional_text",
+    "payload",
+    "payload_limit",
+    "text",
+    "whole",
+]

@@ -1,0 +1,106 @@
+"""Checks on a database URL, made before any connection is attempted.
+
+A URL the driver could never use is `DatabaseUrlInvalidError` (DATABASE_URL_INVALID) with the
+reason, at `connect()`: not a ValueError from deep inside the database library, and not "cannot
+reach the server" (retryable) for a port that is not a number. A reason never quotes the URL or
+any part of it: the URL may carry a password.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlsplit
+
+from engine.errors import DatabaseUrlInvalidError
+
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_IPV6_HOST = re.compile(r"\[[^\]]+\](?::(?P<port>.*))?")
+# The sslmode values libpq (and asyncpg) accept.
+_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+_SQLITE_FORMS = "sqlite:///relative/jobs.db or sqlite:////absolute/jobs.db"
+
+
+def sqlite_path(url: str) -> str:
+    """`sqlite:///rel/jobs.db` is relative to the working directory, `sqlite:////abs/jobs.db`
+    absolute (the SQLAlchemy convention); `sqlite://:memory:` is refused (not durable)."""
+    rest = url[len("sqlite://") :]
+    if not rest.startswith("/") or len(rest) < 2:
+        raise DatabaseUrlInvalidError(url, reason=f"it names no file; write {_SQLITE_FORMS}")
+    path = rest[1:]
+    if "\x00" in path:
+        raise DatabaseUrlInvalidError(url, reason="the path holds a NUL character")
+    if path.endswith("/"):
+        raise DatabaseUrlInvalidError(
+            url, reason=f"the path names a directory, not a file; write {_SQLITE_FORMS}"
+        )
+    return path
+
+
+def check_postgres_url(url: str) -> None:
+    """Raise DATABASE_URL_INVALID when `url` is a postgresql:// URL no connection could use."""
+    reason = postgres_url_problem(url)
+    if reason is not None:
+        raise DatabaseUrlInvalidError(url, reason=reason)
+
+
+def postgres_url_problem(url: str) -> str | None:
+    """Why `url` cannot be used, or None. Mirrors what asyncpg's DSN parser would refuse (or
+    misread) later, without touching the network."""
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        return "it holds a space or a control character (write a space as %20)"
+    if _BAD_ESCAPE.search(url):
+        return "a % is not followed by two hex digits (write a literal % as %25)"
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "it cannot be parsed as a URL (an unbalanced [ or ] around an IPv6 host?)"
+    # asyncpg splits the user from the hosts at the FIRST '@': a second one misplaces the host.
+    auth, _, hosts = parts.netloc.rpartition("@")
+    if "@" in auth:
+        return "the user name or password holds an '@' (write it as %40)"
+    if hosts:
+        reason = _hosts_problem(hosts)
+        if reason is not None:
+            return reason
+    if parts.query:
+        return _query_problem(parts.query)
+    return None
+
+
+def _hosts_problem(hosts: str) -> str | None:
+    specs = hosts.split(",")
+    for n, spec in enumerate(specs, 1):
+        where = "the host" if len(specs) == 1 else f"host {n} of {len(specs)}"
+        if spec.startswith("["):
+            match = _IPV6_HOST.fullmatch(spec)
+            if match is None:
+                return f"{where} is not a valid [IPv6 address]:port"
+            port = match.group("port") or ""
+        else:
+            address, colon, port = spec.partition(":")
+            if not address and (colon or len(specs) > 1):
+                return f"{where} is empty (an IPv6 address goes in [ ])"
+        if port and not _is_port(port):
+            return f"the port of {where} is not a number from 1 to 65535"
+    return None
+
+
+def _query_problem(query: str) -> str | None:
+    try:
+        options = parse_qs(query, strict_parsing=True)
+    except ValueError:
+        return "the query string is not key=value pairs joined by &"
+    for value in options.get("port", []):
+        if not all(_is_port(p) for p in value.split(",")):
+            return "the port option is not a number from 1 to 65535"
+    for value in options.get("sslmode", []):
+        if value not in _SSL_MODES:
+            return f"sslmode must be one of {', '.join(_SSL_MODES)}"
+    return None
+
+
+def _is_port(text: str) -> bool:
+    return text.isascii() and text.isdigit() and 1 <= int(text) <= 65_535
+
+
+__all__ = ["check_postgres_url", "postgres_url_problem", "sqlite_path"]

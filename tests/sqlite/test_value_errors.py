@@ -1,0 +1,90 @@
+"""What SQLite refuses is typed by what went wrong: a value it cannot hold is INVALID_ARGUMENT
+(terminal, nothing stored), and only a locked, unreadable or unmigrated file is
+DRIVER_UNAVAILABLE, each with a command that helps."""
+
+from __future__ import annotations
+
+import shlex
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from engine import JobContext, JobRegistry, ManualClock, connect, job
+from engine.drivers.sqlite import SqliteDriver
+from engine.errors import JobsError
+
+
+class Item(BaseModel):
+    n: int
+    blob: str = ""
+
+
+@pytest.fixture
+async def driver(tmp_path: Path, clock: ManualClock) -> AsyncIterator[SqliteDriver]:
+    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock)
+    await d.migrate()
+    yield d
+    await d.close()
+
+
+async def test_an_integer_past_64_bits_is_invalid_argument_and_stores_nothing(
+    driver: SqliteDriver, clock: ManualClock
+) -> None:
+    with pytest.raises(JobsError) as raised:
+        await driver.acquire_slots("job-a", [("cap", 1)], 2**64)
+    assert raised.value.code == "INVALID_ARGUMENT" and not raised.value.retryable
+    assert isinstance(raised.value.__cause__, OverflowError)
+    # The refused write left no slot behind: another job takes the only one.
+    assert await driver.acquire_slots("job-b", [("cap", 1)], clock.now_ms() + 1000) is None
+
+
+async def test_a_value_the_schema_refuses_is_invalid_argument(driver: SqliteDriver) -> None:
+    def no_hostname(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO mcp_jobs_workers (id) VALUES ('w')")
+
+    with pytest.raises(JobsError) as raised:
+        await driver._exec.run(no_hostname)
+    assert raised.value.code == "INVALID_ARGUMENT" and not raised.value.retryable
+    assert isinstance(raised.value.__cause__, sqlite3.IntegrityError)
+    assert raised.value.fix == f"sqlite3 {shlex.quote(driver.path)} .schema"
+    assert await driver.live_workers(0) == []
+
+
+async def test_a_string_past_sqlites_length_limit_is_invalid_argument_and_stores_nothing(
+    tmp_path: Path, clock: ManualClock, registry: JobRegistry
+) -> None:
+    @job(idempotency_key=lambda i: f"item:{i.n}", registry=registry)
+    async def item(input: Item, ctx: JobContext) -> None:
+        return None
+
+    jobs = await connect(f"sqlite:///{tmp_path}/jobs.db", clock=clock, registry=registry)
+    try:
+        d = jobs.driver
+        assert isinstance(d, SqliteDriver)
+        await d._exec.run(lambda c: c.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 10_000))
+        with pytest.raises(JobsError) as raised:
+            await jobs.enqueue(item, {"n": 1, "blob": "x" * 20_000})
+        assert raised.value.code == "INVALID_ARGUMENT" and not raised.value.retryable
+        assert isinstance(raised.value.__cause__, sqlite3.DataError)
+        assert (await jobs.list(limit=10)).jobs == []
+        await jobs.enqueue(item, {"n": 1})  # the connection carries on
+    finally:
+        await jobs.close()
+
+
+async def test_a_file_that_is_not_a_database_names_the_integrity_check(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    path = tmp_path / "jobs.db"
+    path.write_bytes(b"this is not a database file, whatever its name says" * 100)
+    d = SqliteDriver(str(path), clock=clock)
+    try:
+        with pytest.raises(JobsError) as raised:
+            await d.migrate()
+    finally:
+        await d.close()
+    assert raised.value.code == "DRIVER_UNAVAILABLE"
+    assert raised.value.fix == f"sqlite3 {shlex.quote(str(path))} 'PRAGMA integrity_check'"
