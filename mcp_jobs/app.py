@@ -13,16 +13,18 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 from engine.backfill import BackfillRegistry
 from engine.client import Jobs
 from mcp_jobs import prompts, resources, tools_read, tools_write
-from mcp_jobs.config import Settings
+from mcp_jobs.config import Limits, Settings
 from mcp_jobs.envelope import tool_failure
 from mcp_jobs.errors import ToolArgumentsInvalidError, example_call
 from mcp_jobs.http import StaticTokenVerifier, auth_settings
 from mcp_jobs.runtime import AppState, StateHolder, lifespan_for
+from mcp_jobs.stdio import stdio_transport
 
 INSTRUCTIONS = """\
 mcp-jobs operates a durable background-jobs system. Start with describe_jobs (what can run) and \
@@ -69,7 +71,30 @@ def example_arguments(input_schema: dict[str, Any]) -> str:
 
 
 class JobsServer(MCPServer[AppState]):
-    """MCPServer whose tools fail with their envelope even when the SDK rejects the arguments."""
+    """MCPServer whose tools fail with their envelope even when the SDK rejects the arguments,
+    refuse arguments they do not declare, and read stdio through `mcp_jobs.stdio`."""
+
+    max_request_bytes: int = Limits().max_request_bytes
+    _declared: dict[str, frozenset[str]] | None = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        # Published as refused, since they are: a misspelt `include_cancelled` must not be
+        # silently dropped from a retry.
+        return [
+            tool.model_copy(
+                update={"input_schema": {**tool.input_schema, "additionalProperties": False}}
+            )
+            for tool in await super().list_tools()
+        ]
+
+    async def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> list[str]:
+        if self._declared is None:
+            self._declared = {
+                t.name: frozenset(t.input_schema.get("properties", {}))
+                for t in await super().list_tools()
+            }
+        declared = self._declared.get(name)
+        return [] if declared is None else [a for a in arguments if a not in declared]
 
     async def call_tool(
         self,
@@ -77,6 +102,13 @@ class JobsServer(MCPServer[AppState]):
         arguments: dict[str, Any],
         context: Context[AppState, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
+        unknown = await self._unknown_arguments(name, arguments)
+        if unknown:
+            extra: list[dict[str, Any]] = [
+                {"loc": [a], "msg": "unknown argument", "type": "extra_forbidden"} for a in unknown
+            ]
+            refused = ToolArgumentsInvalidError(name, extra, await self._example(name))
+            return tool_failure(refused, where=f"tool {name}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -93,6 +125,18 @@ class JobsServer(MCPServer[AppState]):
             ]
             error = ToolArgumentsInvalidError(name, errors, example_arguments(tool.input_schema))
             return tool_failure(error, where=f"tool {name}")
+
+    async def _example(self, name: str) -> str:
+        tool = next(t for t in await self.list_tools() if t.name == name)
+        return example_arguments(tool.input_schema)
+
+    async def run_stdio_async(self) -> None:
+        """Serve stdio through our reader: a malformed or oversized line gets a JSON-RPC error
+        reply (as over HTTP) instead of silence, and the session goes on."""
+        async with stdio_transport(max_request_bytes=self.max_request_bytes) as (read, write):
+            await self._lowlevel_server.run(
+                read, write, self._lowlevel_server.create_initialization_options()
+            )
 
 
 def build_server(
@@ -121,6 +165,7 @@ def build_server(
         log_level="WARNING",
         **auth,
     )
+    server.max_request_bytes = settings.limits.max_request_bytes
     tools_read.register(server)
     if not settings.read_only:
         tools_write.register(server)

@@ -45,12 +45,18 @@ class DrainResult(Envelope):
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for output and logs."""
+    """The URL without its password (in the user part or a `password=` parameter), for output
+    and logs. Works on the raw text, so a percent-encoded password is masked too."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+    userinfo, at, host = parts.netloc.rpartition("@")
+    netloc = f"{userinfo.partition(':')[0]}:***@{host}" if at and ":" in userinfo else parts.netloc
+    query = "&".join(
+        f"{key}=***" if key.lower() == "password" else f"{key}{eq}{value}"
+        for key, eq, value in (pair.partition("=") for pair in parts.query.split("&"))
+    )
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url  # nothing to hide (and urlunsplit would rewrite `sqlite:///…`)
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 @asynccontextmanager
@@ -268,7 +274,11 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
             server = build_server(settings, jobs, http=http)
             if http:
                 logger.info("serving MCP at http://%s:%d/mcp", settings.host, settings.port)
-                await server.run_streamable_http_async(host=settings.host, port=settings.port)
+                await server.run_streamable_http_async(
+                    host=settings.host,
+                    port=settings.port,
+                    max_request_body_size=settings.limits.max_request_bytes,
+                )
             else:
                 await server.run_stdio_async()
     except Exception as exc:  # shown as code/cause/fix, not a traceback

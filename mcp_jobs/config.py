@@ -34,6 +34,9 @@ class Limits:
 
     # An input is a job's arguments, not its data: big payloads belong in the app's own storage.
     max_input_bytes: int = 64 * 1024
+    # One JSON-RPC message, on stdio as on HTTP (the SDK's HTTP body limit): a bigger line is
+    # refused as it streams in, never held whole.
+    max_request_bytes: int = 4 * 1024 * 1024
     max_page_size: int = 200
     # Most MCP clients give up on a request after about a minute; a longer wait would just be
     # abandoned mid-flight, so waits stay under that and the agent calls again.

@@ -22,10 +22,11 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from engine.client import Jobs, connect
-from engine.drivers import resolve_url
+from engine.drivers import DATABASE_URL_ENV, resolve_url
 from engine.errors import JobNotFoundError
 from engine.observe import WorkerEvent
 from engine.worker import Worker
+from mcp_jobs.cli_commands import redact
 
 APP = "examples.shop"
 ORDER = {"order_id": 1001, "sku": "tea-green", "quantity": 2}
@@ -128,13 +129,18 @@ def expect(condition: bool, what: str) -> None:
         raise DemoFailedError(what)
 
 
-def _server_command(url: str) -> StdioServerParameters:
+def server_command(url: str) -> StdioServerParameters:
+    """The server subprocess. Its database URL goes through the environment, never argv, where
+    any local user could read its password (`ps`)."""
     script = Path(sys.executable).with_name("mcp-jobs")
     head = [str(script)] if script.exists() else [sys.executable, "-m", "mcp_jobs.cli"]
-    argv = [*head, "serve", "--app", APP, "--database-url", url, "--log-level", "WARNING"]
-    return StdioServerParameters(
-        command=argv[0], args=argv[1:], env=dict(os.environ), cwd=os.getcwd()
-    )
+    argv = [*head, "serve", "--app", APP, "--log-level", "WARNING"]
+    env = {**os.environ, DATABASE_URL_ENV: url}
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=os.getcwd())
+
+
+def banner(url: str) -> str:
+    return f"mcp-jobs demo — database {redact(url)}, app {APP}"
 
 
 async def _seed() -> None:
@@ -281,7 +287,7 @@ async def run(out: TextIO = sys.stdout, argv: Sequence[str] = ()) -> int:
     # The worker's own log lines would repeat what the echo above prints.
     logging.getLogger("mcp_jobs.worker").setLevel(logging.CRITICAL)
     logging.getLogger("mcp_jobs.job").setLevel(logging.CRITICAL)
-    print(f"mcp-jobs demo — database {url}, app {APP}", file=out)
+    print(banner(url), file=out)
     import examples.shop  # noqa: F401  (registers the shop's jobs, task and backfill)
 
     await _seed()
@@ -293,7 +299,7 @@ async def run(out: TextIO = sys.stdout, argv: Sequence[str] = ()) -> int:
         with anyio.fail_after(DEMO_SECONDS):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(worker.run)
-                params = _server_command(url)
+                params = server_command(url)
                 print(f"server: {params.command} {' '.join(params.args)}", file=out)
                 async with Client(stdio_client(params, errlog=sys.stderr)) as client:
                     print(f"connected: protocol {client.protocol_version}", file=out)

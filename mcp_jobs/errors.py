@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.errors import JobsError
+from engine.errors import JobsError, short_repr
 from schemas.errors import NextCall
 
 
@@ -32,7 +32,8 @@ class TenantPinnedError(JobsError):
 
     def __init__(self, tool: str, pinned: str, asked: str) -> None:
         super().__init__(
-            f'this server only serves tenant "{pinned}"; the call asked for tenant "{asked}"',
+            f'this server only serves tenant "{pinned}"; the call asked for tenant '
+            f"{short_repr(asked)}",
             f'{tool} {{"tenant_id": "{pinned}"}}',
             details={"tenant_id": pinned},
         )

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from engine.errors import JobNotFoundError, JobsError, JobUnknownError
 from mcp_jobs import health, tools_read
 from mcp_jobs.config import Scope
+from mcp_jobs.envelope import bounded_text
 from mcp_jobs.runtime import AppState, StateHolder
 
 JSON = "application/json"
@@ -41,9 +42,12 @@ async def _read(holder: StateHolder, uri: str, read: Callable[[Scope], Awaitable
     try:
         return _dump(await read(scope))
     except (JobNotFoundError, JobUnknownError) as exc:
-        raise ResourceNotFoundError(f"{uri}: {exc.code}: {exc.cause}") from exc
+        message = f"{uri}: {exc.code}: {exc.cause}"
+        raise ResourceNotFoundError(bounded_text(message)) from exc
     except JobsError as exc:
-        raise ResourceError(f"{uri}: {exc.code}: {exc.cause} (fix: {exc.fix})") from exc
+        raise ResourceError(
+            bounded_text(f"{uri}: {exc.code}: {exc.cause} (fix: {exc.fix})")
+        ) from exc
 
 
 def register(server: MCPServer[AppState], holder: StateHolder) -> None:

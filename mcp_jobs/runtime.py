@@ -14,6 +14,8 @@ from mcp.types import CallToolResult
 
 from engine.backfill import BackfillRegistry
 from engine.client import Jobs, connect
+from engine.errors import JobsError, short_repr
+from engine.storable import find_unstorable
 from mcp_jobs.config import Scope, Settings
 from mcp_jobs.envelope import error_payload, failure, success, tool_result
 from mcp_jobs.models import Envelope
@@ -23,6 +25,9 @@ logger = logging.getLogger("mcp_jobs.server")
 M = TypeVar("M", bound=Envelope)
 
 AUDIT_EVENT = "mcp.call"
+# How much of one argument an audit event keeps: a refused call with a 5 MB id must not add 5 MB
+# to the events table. The audited arguments are a fixed few per tool, so the event is bounded.
+AUDIT_VALUE_CHARS = 200
 
 
 @dataclass
@@ -128,9 +133,29 @@ async def run_tool(
     return tool_result(envelope)
 
 
-# Refusals that mean "no such job here": attaching the call to that id could write into a job the
-# caller may not see (another tenant's), so such a call is recorded without a job.
-_UNSEEN = frozenset({"JOB_NOT_FOUND", "TENANT_PINNED", "TOOL_ARGUMENTS_INVALID", "INTERNAL"})
+def audit_value(value: Any) -> Any:
+    """One argument as the audit keeps it: short storable values as they are, anything else
+    (too long, a NUL, a lone surrogate, NaN) as a cut `repr` with a marker."""
+    if value is None or isinstance(value, bool | int):
+        return value
+    short = not isinstance(value, str) or len(value) <= AUDIT_VALUE_CHARS
+    if isinstance(value, float | str) and short and find_unstorable(value) is None:
+        return value
+    return short_repr(value, AUDIT_VALUE_CHARS)
+
+
+# Refusals that mean "no such job here" or "that is not a job id": attaching the call to that id
+# could write into a job the caller may not see (another tenant's), so it is recorded without one.
+_UNSEEN = frozenset(
+    {
+        "JOB_NOT_FOUND",
+        "TENANT_PINNED",
+        "TOOL_ARGUMENTS_INVALID",
+        "INVALID_ARGUMENT",
+        "LIMIT_EXCEEDED",
+        "INTERNAL",
+    }
+)
 
 
 async def _record(
@@ -138,20 +163,29 @@ async def _record(
 ) -> None:
     job_id, tenant = acted_on
     error = envelope.get("error") or {}
-    data: dict[str, Any] = {"tool": tool, "ok": envelope["ok"], "arguments": audit}
+    arguments = {key: audit_value(value) for key, value in audit.items()}
+    data: dict[str, Any] = {"tool": tool, "ok": envelope["ok"], "arguments": arguments}
+    # The tenant the caller asked for tags the event only when it was kept as given.
+    asked_tenant = audit.get("tenant_id")
+    if arguments.get("tenant_id") != asked_tenant:
+        asked_tenant = None
     try:
         if error:
             data["error_code"] = error.get("code")
             asked = audit.get("job_id")
-            if asked and error.get("code") not in _UNSEEN:
+            if asked and arguments.get("job_id") == asked and error.get("code") not in _UNSEEN:
                 # Refused on a job the caller can see (e.g. already settled): record it there.
-                record = await scope.jobs.get(asked, tenant_id=scope.settings.tenant)
-                job_id, tenant = record.id, record.tenant_id
+                try:
+                    record = await scope.jobs.get(asked, tenant_id=scope.settings.tenant)
+                except JobsError:
+                    pass  # gone or unreadable: the call is still recorded, without a job
+                else:
+                    job_id, tenant = record.id, record.tenant_id
         await scope.jobs.record_event(
             AUDIT_EVENT,
             job_id=job_id,
             actor=scope.actor,
-            tenant_id=tenant or scope.settings.tenant or audit.get("tenant_id"),
+            tenant_id=tenant or scope.settings.tenant or asked_tenant,
             data=data,
         )
     except Exception:

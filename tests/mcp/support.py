@@ -9,8 +9,9 @@ anything else.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,3 +175,27 @@ async def serve(
         caller = Caller(client)
         await caller.load()
         yield caller
+
+
+async def stored_rows(jobs: Jobs, table: str) -> list[tuple[Any, ...]]:
+    """Every stored row of `table` ("jobs", "steps" or "events") as plain values in a stable
+    order, read past the engine: what a test compares before and after to prove nothing moved."""
+    driver: Any = jobs.driver
+    if driver.kind == "memory":
+        held: list[Any] = {
+            "jobs": list(driver._jobs.values()),
+            "steps": [s for run in driver._steps.values() for s in run.values()],
+            "events": list(driver._events),
+        }[table]
+        return [tuple(m.model_dump(mode="json").values()) for m in held]
+    if driver.kind == "sqlite":
+        with closing(sqlite3.connect(f"file:{driver.path}?mode=ro", uri=True)) as db:
+            return [tuple(r) for r in db.execute(f"SELECT * FROM mcp_jobs_{table} ORDER BY 1, 2")]
+    import asyncpg
+
+    conn = await asyncpg.connect(driver.url)
+    try:
+        rows = await conn.fetch(f"SELECT * FROM {driver.schema}.{table} ORDER BY 1, 2")
+    finally:
+        await conn.close()
+    return [tuple(r.values()) for r in rows]

@@ -1,0 +1,173 @@
+"""The stdio transport: one JSON-RPC message a line, and every line that is not one answered.
+
+The SDK's stdio reader drops a line it cannot parse without a reply (the client waits forever)
+and holds a line in memory however long it is. This one answers as the HTTP transport does — a
+parse error (-32700) or an invalid request (-32600), with the request's id when one can be read,
+else null — refuses a line over the request bound while it streams in, and reads on.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, BinaryIO
+
+import anyio
+import pydantic_core
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+from mcp.types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    jsonrpc_message_adapter,
+)
+from pydantic import ValidationError
+
+# What an oversized line is dropped in: it is never held whole.
+DROP_CHUNK = 64 * 1024
+# An id longer than this is not echoed (a correlation id is short; a long one is an attack).
+ECHOED_ID_CHARS = 200
+
+Incoming = MemoryObjectSendStream[SessionMessage | Exception]
+Outgoing = MemoryObjectSendStream[SessionMessage]
+
+
+def parse_line(line: bytes) -> SessionMessage | JSONRPCError:
+    """The message on `line`, or the JSON-RPC error that answers it."""
+    try:
+        raw = pydantic_core.from_json(line)
+    except ValueError as exc:
+        return _error(None, PARSE_ERROR, f"Parse error: {str(exc)[:200]}")
+    try:
+        message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
+    except ValidationError:
+        return _error(_id_of(raw), INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
+    return SessionMessage(message)
+
+
+def _id_of(raw: Any) -> str | int | None:
+    ident = raw.get("id") if isinstance(raw, dict) else None
+    if isinstance(ident, int) and not isinstance(ident, bool):
+        return ident
+    if isinstance(ident, str) and len(ident) <= ECHOED_ID_CHARS:
+        return ident
+    return None
+
+
+def _error(ident: str | int | None, code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message))
+
+
+def read_line(wire: BinaryIO, limit: int) -> tuple[bytes, bool] | None:
+    """The next line and whether it was over `limit` bytes (its bytes are then dropped as they
+    arrive); None at end of input. Blocking: run it in a thread."""
+    line = wire.readline(limit + 1)
+    if not line:
+        return None
+    if line.endswith(b"\n") or len(line) <= limit:
+        return line, False
+    while True:
+        rest = wire.readline(DROP_CHUNK)
+        if not rest or rest.endswith(b"\n"):
+            return b"", True
+
+
+async def _read(wire: BinaryIO, limit: int, incoming: Incoming, replies: Outgoing) -> None:
+    async with incoming, replies:
+        while True:
+            got = await anyio.to_thread.run_sync(read_line, wire, limit, abandon_on_cancel=True)
+            if got is None:
+                return
+            line, oversized = got
+            if oversized:
+                reply = _error(None, INVALID_REQUEST, f"Invalid request: over {limit} bytes")
+                await replies.send(SessionMessage(reply))
+                continue
+            if not line.strip():
+                continue  # a blank line is no request: nothing waits for an answer
+            parsed = parse_line(line)
+            if isinstance(parsed, JSONRPCError):
+                await replies.send(SessionMessage(parsed))
+            else:
+                await incoming.send(parsed)
+
+
+def _write_line(wire: BinaryIO, data: bytes) -> None:
+    wire.write(data)
+    wire.flush()
+
+
+async def _write(wire: BinaryIO, outgoing: MemoryObjectReceiveStream[SessionMessage]) -> None:
+    async with outgoing:
+        async for item in outgoing:
+            text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+            await anyio.to_thread.run_sync(_write_line, wire, text.encode() + b"\n")
+
+
+@contextmanager
+def _claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
+    """The wire on private descriptors, while fd 0 reads the null device and fd 1 writes to
+    stderr: a stray print() or a child process cannot corrupt the protocol stream."""
+    try:
+        standard = sys.stdin.fileno() == 0 and sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):
+        standard = False
+    if not standard:
+        yield sys.stdin.buffer, sys.stdout.buffer
+        return
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        # closefd=False: a reader thread may still block on the descriptor after we return, so
+        # it is never closed (and its number never reused under that thread).
+        yield os.fdopen(wire_in, "rb", closefd=False), os.fdopen(wire_out, "wb", closefd=False)
+    finally:
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+
+
+@asynccontextmanager
+async def stdio_transport(
+    *,
+    max_request_bytes: int,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+) -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+]:
+    """The (read, write) streams a low-level server runs on, over stdin/stdout by default."""
+    with _claimed_stdio() if stdin is None or stdout is None else _given(stdin, stdout) as wires:
+        wire_in, wire_out = wires
+        incoming, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_write, wire_out, outgoing)
+            reading = anyio.CancelScope()
+
+            async def read_all() -> None:
+                with reading:
+                    await _read(wire_in, max_request_bytes, incoming, write.clone())
+
+            tg.start_soon(read_all)
+            try:
+                yield read, write
+            finally:
+                # The server is done: stop reading, and let the writer drain what it was given.
+                reading.cancel()
+                write.close()
+
+
+@contextmanager
+def _given(stdin: BinaryIO, stdout: BinaryIO) -> Iterator[tuple[BinaryIO, BinaryIO]]:
+    yield stdin, stdout

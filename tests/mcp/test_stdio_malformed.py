@@ -1,0 +1,105 @@
+"""`mcp-jobs serve` over stdio as a real subprocess: a line that is not a JSON-RPC message gets a
+JSON-RPC error reply (as over HTTP) instead of silence, and the session goes on serving."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from mcp_jobs.config import Limits
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+
+# Each line, and the code its reply carries (its id is null: none can be read from it).
+BAD_LINES: list[tuple[str, bytes, int]] = [
+    ("invalid JSON", b'{"jsonrpc": "2.0", "id": 2, "method": ', PARSE_ERROR),
+    ("nesting 300 deep", b"[" * 300 + b"]" * 300, PARSE_ERROR),
+    (
+        "a lone surrogate escape",
+        b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"x": "\\ud800"}}',
+        PARSE_ERROR,
+    ),
+    ("a raw NUL byte", b'{"jsonrpc": "2.0", "id": 4, "method": "ping\x00"}', PARSE_ERROR),
+    ("bytes that are not UTF-8", b'{"jsonrpc": "2.0", "id": 5, "method": "\xff\xfe"}', PARSE_ERROR),
+    ("JSON that is not a message", b"[1, 2]", INVALID_REQUEST),
+    ("a line over the request bound", b'"' + b"x" * Limits().max_request_bytes + b'"', -32600),
+]
+
+
+class Wire:
+    def __init__(self, process: Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process = process
+        self.stdin = process.stdin
+        self.stdout = BufferedByteReceiveStream(process.stdout)
+
+    async def send(self, line: bytes | dict[str, Any]) -> None:
+        data = json.dumps(line).encode() if isinstance(line, dict) else line
+        await self.stdin.send(data + b"\n")
+
+    async def reply(self) -> dict[str, Any]:
+        with anyio.fail_after(20):
+            line = await self.stdout.receive_until(b"\n", 1 << 20)
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+
+async def _expect_error(wire: Wire, what: str, code: int, ident: int | None = None) -> None:
+    reply = await wire.reply()
+    assert reply.get("error", {}).get("code") == code, (what, reply)
+    assert reply["id"] == ident, (what, reply)
+
+
+@pytest.mark.slow
+async def test_a_malformed_line_on_stdio_is_answered_and_the_session_goes_on(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path}/jobs.db"
+    argv = [sys.executable, "-m", "mcp_jobs.cli", "serve", "--app", "examples.shop"]
+    env = {**os.environ, "MCP_JOBS_DATABASE_URL": url, "SHOP_DB": str(tmp_path / "shop.db")}
+    with anyio.fail_after(50):
+        async with await anyio.open_process([*argv], env=env, cwd=tmp_path) as process:
+            wire = Wire(process)
+            for what, line, code in BAD_LINES[:3]:
+                await wire.send(line)
+                await _expect_error(wire, what, code)
+
+            await wire.send(INITIALIZE)
+            assert "result" in await wire.reply()
+            await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+            for what, line, code in BAD_LINES[3:]:
+                await wire.send(line)
+                await _expect_error(wire, what, code)
+            # Not a valid request, but its id can be read: the reply carries it, so a client
+            # waiting on that id is released.
+            await wire.send({"jsonrpc": "2.0", "id": 41, "method": 7})
+            await _expect_error(wire, "a request with a bad method", INVALID_REQUEST, 41)
+
+            await wire.send({"jsonrpc": "2.0", "id": 42, "method": "tools/list"})
+            listed = await wire.reply()
+            assert listed["id"] == 42
+            assert "cancel_job" in {t["name"] for t in listed["result"]["tools"]}
+
+            await wire.stdin.aclose()
+            assert await process.wait() == 0
