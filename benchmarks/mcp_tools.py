@@ -40,8 +40,8 @@ async def _time(calls: int, call: Callable[[], Awaitable[Any]]) -> dict[str, flo
 async def measure(url: str, n: int, calls: int, fill_batch: int) -> dict[str, Any]:
     from mcp import Client
 
-    from mcp_jobs.app import build_server
     from mcp_jobs.config import Settings
+    from mcp_jobs.server import build_server
 
     jobs = await connect(url, registry=REGISTRY, migrate=True)
     rng = random.Random(7)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
@@ -33,6 +33,7 @@ from engine.errors import (
 from engine.ids import new_ids
 from engine.outbox import StagedJob
 from engine.retry import retry_schedule
+from engine.settle import Settler
 from engine.tracing import current_traceparent, require_traceparent
 from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
@@ -101,6 +102,12 @@ class Jobs:
         self.clock = clock or driver.clock
         # The largest input (compact UTF-8 JSON) an enqueue accepts; MCP_JOBS_MAX_PAYLOAD_BYTES.
         self.max_payload_bytes = bounds.payload_limit(max_payload_bytes)
+        # Every settle (ack) and step save goes through here, group-committed across jobs.
+        self.settler = Settler(driver)
+        # Whether this client staged a job (engine/outbox.py), and who to tell the first time:
+        # a worker starts its outbox relay then.
+        self.outbox_in_use = False
+        self._first_stage: builtins.list[Callable[[], None]] = []
 
     # --- enqueue ------------------------------------------------------------------------------
 
@@ -118,7 +125,7 @@ class Jobs:
         ids = new_ids(2 * len(items))
         return [
             self._request(
-                *(item if type(item) is Enqueue else _item(i, item)),
+                item if type(item) is Enqueue else _item(i, item),
                 enqueued_by,
                 now,
                 ambient,
@@ -142,23 +149,18 @@ class Jobs:
 
     def _request(
         self,
-        # The fields of `Enqueue`, in its order: a batch spreads each item in, and a single
-        # enqueue passes its arguments without building one.
-        job: JobRef,
-        input: BaseModel | Mapping[str, Any],
-        tenant: str | None,
-        delay: float | None,
-        run_at: int | None,
-        on_conflict: OnConflict,
-        traceparent: str | None,
+        item: Enqueue,
         enqueued_by: str | None,
         now: int,
         ambient: str | None,
         job_id: str,
         run_id: str,
     ) -> EnqueueRequest:
+        """One item resolved into the request a driver inserts (`ambient`: the current span's
+        traceparent, used when the item names none)."""
         # The hot path of every enqueue: one pass, the common case (no delay, no tenant) first.
         # Every value is checked against engine.bounds here, before any driver sees it.
+        job, input, tenant, delay, run_at, on_conflict, traceparent = item
         definition = job if isinstance(job, JobDefinition) else self._definition(job)
         model = definition.input_model
         try:
@@ -224,20 +226,8 @@ class Jobs:
     ) -> EnqueueResult:
         job_id, run_id = new_ids(2)
         now = self.clock.now_ms()
-        request = self._request(
-            job,
-            input,
-            tenant_id,
-            delay,
-            run_at,
-            on_conflict,
-            traceparent,
-            enqueued_by,
-            now,
-            current_traceparent(),
-            job_id,
-            run_id,
-        )
+        item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent)
+        request = self._request(item, enqueued_by, now, current_traceparent(), job_id, run_id)
         (result,) = await self.driver.enqueue([request], now=now)
         return result
 
@@ -295,10 +285,22 @@ class Jobs:
                 )
         requests = self._requests(items, enqueued_by)
         ids = await self.driver.outbox_stage(tx, requests)
+        if not self.outbox_in_use:
+            self.outbox_in_use = True
+            hooks, self._first_stage = self._first_stage, []
+            for hook in hooks:
+                hook()
         return [
             StagedJob(outbox_id=i, job_id=r.id, run_id=r.run_id)
             for i, r in zip(ids, requests, strict=True)
         ]
+
+    def on_first_stage(self, hook: Callable[[], None]) -> None:
+        """Call `hook` when this client first stages a job (at once if it has)."""
+        if self.outbox_in_use:
+            hook()
+        else:
+            self._first_stage.append(hook)
 
     # --- read ---------------------------------------------------------------------------------
 
@@ -346,13 +348,17 @@ class Jobs:
             registered=definition is not None,
         )
 
-    async def stats(self, queues: Sequence[str] | None = None) -> builtins.list[QueueStats]:
+    async def stats(
+        self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
+    ) -> builtins.list[QueueStats]:
+        """Per-queue counts (rule 7), of one tenant's jobs when `tenant_id` is given."""
+        tenant_id = bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES)
         if queues is not None:
             if isinstance(queues, str | bytes) or not isinstance(queues, Sequence):
                 raise InvalidArgumentError("queues", queues, "a list of queue names, or None")
             bounds.whole("queues", len(queues), 0, MAX_QUEUES, "queue names")
             queues = [bounds.text("queues", q, MAX_QUEUE_BYTES) for q in queues]
-        return await self.driver.stats(queues)
+        return await self.driver.stats(queues, tenant_id=tenant_id)
 
     def describe(self, name: str | None = None) -> builtins.list[JobDescriptor]:
         if name is not None:
@@ -409,6 +415,7 @@ class Jobs:
         await self.driver.migrate()
 
     async def close(self) -> None:
+        await self.settler.idle()  # writes in flight commit before the connections go
         await self.driver.close()
 
     async def __aenter__(self) -> Jobs:

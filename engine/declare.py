@@ -7,7 +7,8 @@ a concurrency that is not a whole number ≥ 1, an input annotation that is not 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
+import sys
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_type_hints
 
@@ -23,6 +24,7 @@ from engine.errors import (
     JobsError,
     JobUnknownError,
 )
+from engine.registry import Registry
 from engine.retry import Retry, describe_retry
 from schemas.descriptor import JobDescriptor
 
@@ -89,54 +91,49 @@ class JobDefinition(Generic[InputT]):
         )
 
 
-class JobRegistry:
+class JobRegistry(Registry[JobDefinition[Any]]):
     """The jobs this process can enqueue and run, by name."""
 
-    def __init__(self) -> None:
-        self._jobs: dict[str, JobDefinition[Any]] = {}
-
-    def add(self, definition: JobDefinition[Any]) -> None:
+    def check(self, definition: object) -> JobDefinition[Any]:
         if not isinstance(definition, JobDefinition) or definition.origin is not _ORIGIN:
             raise JobDeclarationInvalidError(
                 getattr(definition, "name", "?"), "definition", definition, "built by @job(...)"
             )
-        existing = self._jobs.get(definition.name)
-        if existing is not None and existing.qualified_name != definition.qualified_name:
-            raise JobNameTakenError(
-                definition.name, existing.qualified_name, definition.qualified_name
-            )
-        self._jobs[definition.name] = definition
+        return definition
 
-    def get(self, name: str) -> JobDefinition[Any] | None:
-        return self._jobs.get(name)
+    def clash(
+        self, existing: JobDefinition[Any], definition: JobDefinition[Any]
+    ) -> JobsError | None:
+        if existing.qualified_name == definition.qualified_name:
+            return None
+        return JobNameTakenError(
+            definition.name, existing.qualified_name, definition.qualified_name
+        )
 
-    def require(self, name: str) -> JobDefinition[Any]:
-        found = self._jobs.get(name)
-        if found is None:
-            raise JobUnknownError(name, list(self._jobs))
-        return found
-
-    def names(self) -> list[str]:
-        return sorted(self._jobs)
-
-    def remove(self, name: str) -> None:
-        self._jobs.pop(name, None)
-
-    def __iter__(self) -> Iterator[JobDefinition[Any]]:
-        return iter([self._jobs[n] for n in sorted(self._jobs)])
-
-    def __len__(self) -> int:
-        return len(self._jobs)
+    def unknown(self, name: str, known: Sequence[str]) -> JobsError:
+        return JobUnknownError(name, known)
 
 
 # The registry `@job` writes into. Importing an app module registers its jobs here.
 default_registry = JobRegistry()
 
 
+def whole_declared(
+    refuse: Callable[[str], JobsError], argument: str, value: object, low: int
+) -> int:
+    """`bounds.whole` (no upper bound) for a declaration: a refusal is raised as the declaring
+    kind's own error, `refuse(expected)`, instead of INVALID_ARGUMENT."""
+    try:
+        return bounds.whole(argument, value, low, sys.maxsize)
+    except InvalidArgumentError:
+        raise refuse(f"a whole number ≥ {low}") from None
+
+
 def _positive_int(job: str, field_name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise JobDeclarationInvalidError(job, field_name, value, "a whole number ≥ 1")
-    return value
+    def refuse(expected: str) -> JobsError:
+        return JobDeclarationInvalidError(job, field_name, value, expected)
+
+    return whole_declared(refuse, field_name, value, 1)
 
 
 def _declared_text(job: str, field_name: str, value: object, max_bytes: int) -> None:

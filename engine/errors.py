@@ -329,6 +329,20 @@ class JobRowStatusUnknownError(JobsError):
         )
 
 
+class JobFailedError(JobsError):
+    code = "JOB_FAILED"
+    title = "the job's body raised"
+
+    def __init__(self, job_id: str, cause: str, exception: str | None = None) -> None:
+        # `cause` is the exception's type and text, already made storable by the caller.
+        super().__init__(
+            cause,
+            f"mcp-jobs jobs show {job_id} --json",
+            next_call=_call("inspect_job", job_id=job_id),
+            details={"job_id": job_id, "exception": exception} if exception else None,
+        )
+
+
 # --- drivers ------------------------------------------------------------------------------------
 
 
@@ -345,19 +359,31 @@ class DatabaseUrlInvalidError(JobsError):
     code = "DATABASE_URL_INVALID"
     title = "the database URL cannot be used"
 
-    def __init__(self, url: str, reason: str | None = None) -> None:
+    def __init__(self, url: str, reason: str | None = None, *, schemes: Sequence[str] = ()) -> None:
         # The URL itself is never echoed: it may carry a password.
         head = url.split("://", 1)[0] if "://" in url else ""
         scheme = head if head.isascii() and head.replace("+", "").isalnum() else "(no scheme)"
         if reason is None:
-            reason = (
-                f'"{scheme[:40]}" is not a supported scheme (memory://, sqlite:///path.db, '
-                "postgresql://user@host/db)"
-            )
+            # `schemes`: the drivers registered when the URL was refused (engine.drivers.DRIVERS).
+            known = ", ".join(f"{s}://" for s in sorted(schemes)) or "none"
+            reason = f'"{scheme[:40]}" is not a registered driver scheme (registered: {known})'
         super().__init__(
             f"the database URL ({scheme[:40]}) cannot be used: {reason}",
             "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
             details={"scheme": scheme[:40]},
+        )
+
+
+class DriverCapabilityMissingError(JobsError):
+    code = "DRIVER_CAPABILITY_MISSING"
+    title = "the database driver does not offer what this feature needs"
+
+    def __init__(self, driver: str, capability: str, missing: Sequence[str]) -> None:
+        super().__init__(
+            f"the {driver} driver does not offer the {capability} capability (it lacks "
+            f"{_names(missing)}), which this feature needs",
+            "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
+            details={"driver": driver, "capability": capability, "missing": list(missing)},
         )
 
 
@@ -385,10 +411,6 @@ class InvalidArgumentError(JobsError):
             f"pass {argument} as {expected}",
             details={"argument": argument, "expected": expected},
         )
-
-
-def error_for_code(code: str) -> type[JobsError] | None:
-    return REGISTRY.get(code)
 
 
 class OutboxNoTxError(JobsError):

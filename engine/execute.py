@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,12 +22,21 @@ from engine.clock import Clock
 from engine.context import JobContext
 from engine.declare import JobDefinition
 from engine.drivers.base import Driver
-from engine.errors import JobsError, JobSlotLostError, JobTimeoutError
+from engine.errors import (
+    JobFailedError,
+    JobInputInvalidError,
+    JobsError,
+    JobSlotLostError,
+    JobTimeoutError,
+    JobUnknownError,
+)
 from engine.observe import WorkerEvent, WorkerEventKind
 from engine.retry import retry_delay_ms
+from engine.settle import Settler
 from engine.steps import StepApi, StepSuspension, storable_output
-from engine.storable import storable_text
+from engine.storable import find_unstorable, storable_text
 from engine.tracing import run_span
+from schemas.errors import ErrorPayload
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
 
 UNKNOWN_NAME_PARK_MS = 30_000
@@ -84,12 +93,16 @@ class RunHandle:
 @dataclass(frozen=True)
 class Runtime:
     driver: Driver
+    # Settles a finished job and saves its steps, group-committed with other jobs' writes.
+    settler: Settler
     clock: Clock
     worker_id: str
     lease_ms: int
     emit: Callable[[WorkerEvent], None]
     # Whether anyone listens for a kind of event: when not, the event is never built.
     wants: Callable[[WorkerEventKind], bool] = lambda kind: True
+    # The job names this worker can run, named in the error of a job it cannot.
+    known_names: Callable[[], Sequence[str]] = lambda: ()
 
 
 # One logger per job name, looked up once: `logging.getLogger` takes the module lock each call.
@@ -103,12 +116,43 @@ def _job_logger(name: str) -> logging.Logger:
     return found
 
 
-def describe_error(exc: BaseException) -> str:
-    """The stored `last_error` of a failure; the job's own text made storable (engine.storable),
-    so a NUL in an exception's message cannot make the database refuse the settle."""
+def failure_text(exc: BaseException) -> str:
+    """A failure as one storable line, "CODE: cause" or "ExceptionType: text" (engine.storable:
+    a NUL in an exception's message cannot make the database refuse the write)."""
     if isinstance(exc, JobsError):
         return storable_text(f"{exc.code}: {exc.cause}")
     return storable_text(f"{type(exc).__name__}: {exc}")
+
+
+def describe_error(exc: BaseException, job_id: str) -> ErrorPayload:
+    """The stored `last_error` of a failure: an engine error's own payload, and any other
+    exception a body raised under `JOB_FAILED`; its text made storable either way."""
+    if not isinstance(exc, JobsError):
+        exc = JobFailedError(job_id, failure_text(exc), type(exc).__name__)
+    return storable_payload(exc.to_payload())
+
+
+def storable_payload(payload: ErrorPayload) -> ErrorPayload:
+    """`payload` with its text made storable, and its details dropped when they are not strict
+    JSON (an error raised by a job's own code may carry anything there)."""
+    details = payload.details
+    if details is not None and find_unstorable(details) is not None:
+        details = None
+    return payload.model_copy(
+        update={
+            "cause": storable_text(payload.cause),
+            "fix": storable_text(payload.fix),
+            "details": details,
+        }
+    )
+
+
+def error_line(error: ErrorPayload) -> str:
+    """An error as the one line a log or event carries: "CODE: cause", or for an exception a
+    body raised its "ExceptionType: text" (its code is in the event's `error_code`)."""
+    if error.code == JobFailedError.code:
+        return error.cause
+    return f"{error.code}: {error.cause}"
 
 
 async def execute(
@@ -126,6 +170,9 @@ async def execute(
     handle = handle or RunHandle(claimed)
 
     def emit(kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
+        error: ErrorPayload | None = fields.pop("error", None)
+        if error is not None:
+            fields.update(error=error_line(error), error_code=error.code)
         if rt.wants(kind):
             rt.emit(
                 WorkerEvent.of(kind, record, at=rt.clock.now_ms(), worker_id=rt.worker_id, **fields)
@@ -141,24 +188,33 @@ async def execute(
 
     if definition is None:
         # Park, do not burn an attempt: a worker next to this one may know the name (rule 7).
+        unknown = describe_error(JobUnknownError(record.name, rt.known_names()), record.id)
         return await settle(
             NackOptions(
-                delay_ms=UNKNOWN_NAME_PARK_MS,
-                error=f'no job registered as "{record.name}" on this worker',
-                counts_as_attempt=False,
-                park=True,
+                delay_ms=UNKNOWN_NAME_PARK_MS, error=unknown, counts_as_attempt=False, park=True
             ),
             "parked",
             reason="unknown job name",
+            park_reason="unknown_name",
         )
     if record.attempt > record.max_attempts:
         # Only a lease that kept expiring gets here: the body never got to report a failure.
-        error = f"lease expired on each of {record.max_attempts} attempts; the workers died"
+        lost = JobSlotLostError(record.id).to_payload()
+        error = lost.model_copy(
+            update={
+                "cause": f"the lease of job {record.id} expired on each of its "
+                f"{record.max_attempts} attempts; the workers running it died",
+                "retryable": False,
+            }
+        )
         return await settle(NackOptions(error=error, dead_letter=True), "dead", error=error)
     try:
         job_input = definition.input_model.model_validate(record.input)
     except ValidationError as exc:
-        error = f"stored input no longer matches {definition.input_model.__name__}: {exc}"
+        invalid = JobInputInvalidError(
+            record.name, exc.errors(include_url=False, include_context=False, include_input=False)
+        )
+        error = describe_error(invalid, record.id)
         return await settle(NackOptions(error=error, fail=True), "failed", error=error)
 
     started = rt.clock.now_ms()
@@ -172,7 +228,7 @@ async def execute(
         attempt=record.attempt,
         max_attempts=record.max_attempts,
         step=StepApi(
-            driver=rt.driver,
+            settler=rt.settler,
             clock=rt.clock,
             job_name=record.name,
             job_id=record.id,
@@ -219,12 +275,13 @@ async def execute(
             "parked",
             duration_ms=duration,
             reason=f"step {suspension.step!r} sleeping",
+            park_reason="sleep",
         )
     if failure is not None:
         options, kind, reason = _after_failure(definition, record, failure)
         return await settle(options, kind, duration_ms=duration, error=options.error, reason=reason)
     try:
-        await rt.driver.ack(record.id, claimed.token, output)
+        await rt.settler.ack(record.id, claimed.token, output)
     except JobSlotLostError:
         return emit("lease_lost", duration_ms=duration, reason="ack refused")
     except JobsError as exc:
@@ -232,7 +289,7 @@ async def execute(
             raise
         # The database refused this output alone (JOB_OUTPUT_INVALID): fail the job for good
         # rather than leave it running, to be re-run when its lease expires.
-        error = describe_error(exc)
+        error = describe_error(exc, record.id)
         return await settle(
             NackOptions(error=error, fail=True), "failed", duration_ms=duration, error=error
         )
@@ -269,7 +326,7 @@ def _after_failure(
 ) -> tuple[NackOptions, WorkerEventKind, str | None]:
     """How a failed run goes back: failed for good (a `Permanent` or a terminal engine error),
     dead after its last attempt, else retried after the policy's delay (rule 12)."""
-    error = describe_error(failure)
+    error = describe_error(failure, record.id)
     terminal = isinstance(failure, Permanent) or (
         isinstance(failure, JobsError) and not failure.retryable
     )

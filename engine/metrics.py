@@ -65,26 +65,6 @@ class MetricsPortUnavailableError(JobsError):
         )
 
 
-def shed_reason(reason: str | None) -> str:
-    """The label for a shed: the kind of cap that was full (`global`, `queue`, `tenant`, `job`).
-
-    The worker writes `at cap <key>`; the key names a tenant or a queue, and a tenant id is an
-    unbounded label value, so only the cap's kind becomes the label.
-    """
-    if reason and reason.startswith("at cap "):
-        return reason[len("at cap ") :].split(":", 1)[0] or "other"
-    return "other"
-
-
-def parked_reason(reason: str | None) -> str:
-    """The label for a park: `sleep` (a `step.sleep`), `unknown_name`, or `other`."""
-    if reason == "unknown job name":
-        return "unknown_name"
-    if reason and reason.startswith("step "):
-        return "sleep"
-    return "other"
-
-
 class WorkerMetrics:
     """The metric families of one worker, in a registry of their own. Call it with a
     `WorkerEvent` (it is a worker listener); `refresh`/`keep_fresh` set the queue gauges."""
@@ -171,8 +151,10 @@ class WorkerMetrics:
             "retried": lambda e: self.retried.labels(e.queue, e.name).inc(),
             "dead": lambda e: self.dead_lettered.labels(e.queue, e.name).inc(),
             "failed": lambda e: self.failed.labels(e.queue, e.name).inc(),
-            "shed": lambda e: self.shed.labels(e.queue, e.name, shed_reason(e.reason)).inc(),
-            "parked": lambda e: self.parked.labels(e.queue, e.name, parked_reason(e.reason)).inc(),
+            # A shed is labelled by the kind of cap that was full, not the cap's key: the key
+            # names a tenant, and a tenant id is an unbounded label value.
+            "shed": lambda e: self.shed.labels(e.queue, e.name, e.cap_kind or "other").inc(),
+            "parked": lambda e: self.parked.labels(e.queue, e.name, e.park_reason or "other").inc(),
             "cancelled": lambda e: self.cancelled.labels(e.queue, e.name).inc(),
             "lease_lost": lambda e: self.lease_lost.labels(e.queue, e.name).inc(),
             "handed_back": lambda e: self.handed_back.labels(e.queue, e.name).inc(),

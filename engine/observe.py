@@ -22,6 +22,11 @@ WorkerEventKind = Literal[
     "handed_back",
 ]
 
+# Why a job was parked: a `step.sleep`, or a name no job on this worker is registered under.
+ParkReason = Literal["sleep", "unknown_name"]
+# Which cap a shed job was over (engine.limits): all jobs, its queue, its tenant, its job name.
+CapKind = Literal["global", "queue", "tenant", "job"]
+
 logger = logging.getLogger("mcp_jobs.worker")
 
 _LEVELS: dict[str, int] = {
@@ -49,8 +54,13 @@ class WorkerEvent:
     at: int
     worker_id: str
     duration_ms: int | None = None
+    # Words for a reader (logs); code never branches on them: it reads the fields below.
     reason: str | None = None
+    # The stored error as one line, "CODE: cause", and its code.
     error: str | None = None
+    error_code: str | None = None
+    cap_kind: CapKind | None = None
+    park_reason: ParkReason | None = None
     traceparent: str | None = None
 
     @classmethod
@@ -64,6 +74,9 @@ class WorkerEvent:
         duration_ms: int | None = None,
         reason: str | None = None,
         error: str | None = None,
+        error_code: str | None = None,
+        cap_kind: CapKind | None = None,
+        park_reason: ParkReason | None = None,
     ) -> WorkerEvent:
         return cls(
             kind=kind,
@@ -77,6 +90,9 @@ class WorkerEvent:
             duration_ms=duration_ms,
             reason=reason,
             error=error,
+            error_code=error_code,
+            cap_kind=cap_kind,
+            park_reason=park_reason,
             traceparent=record.traceparent,
         )
 

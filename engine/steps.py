@@ -14,8 +14,8 @@ from typing import Any
 import anyio.to_thread
 
 from engine.clock import Clock
-from engine.drivers.base import Driver
 from engine.errors import InvalidArgumentError, JobOutputInvalidError, StepDuplicateError
+from engine.settle import Settler
 from engine.storable import find_unstorable, storable_text
 from schemas.states import StepStatus
 from schemas.steps import StepRecord
@@ -58,7 +58,7 @@ class StepApi:
     def __init__(
         self,
         *,
-        driver: Driver,
+        settler: Settler,
         clock: Clock,
         job_name: str,
         job_id: str,
@@ -66,7 +66,7 @@ class StepApi:
         token: str,
         completed: dict[str, StepRecord] | None = None,
     ) -> None:
-        self._driver = driver
+        self._settler = settler
         self._clock = clock
         self._job = job_name
         self._job_id = job_id
@@ -83,7 +83,7 @@ class StepApi:
             raise StepDuplicateError(self._job, name)
         self._seen.add(name)
         if self._stored is None:
-            steps = await self._driver.load_steps(self._run_id)
+            steps = await self._settler.driver.load_steps(self._run_id)
             self._stored = {s.name: s for s in steps}
         return self._stored.get(name)
 
@@ -97,7 +97,7 @@ class StepApi:
             started_at=started_at,
             **fields,
         )
-        await self._driver.save_step(self._job_id, self._token, record)
+        await self._settler.save_step(self._job_id, self._token, record)
         if self._stored is not None:
             self._stored[name] = record
 

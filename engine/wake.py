@@ -29,8 +29,7 @@ class Waker:
         event = self._event
         if not event.is_set() and isinstance(clock, SystemClock):
             # Real time: a deadline is the same wait as the clock's sleep, without a timer task
-            # to start and then cancel on every wake-up. asyncio's own, not an anyio cancel
-            # scope: a timer handle instead of ~9 µs of scope on the path of each pickup.
+            # to start and then cancel on every wake-up.
             try:
                 async with asyncio.timeout(max(0, timeout_ms) / 1000):
                     await event.wait()

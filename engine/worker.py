@@ -1,5 +1,10 @@
 """The worker: claims up to its free slots, runs each job through `execute`, and drains cleanly.
 
+`await Worker(jobs).run()` runs until stopped; `async with Worker(jobs) as worker:` (or `await
+worker.start()` ... `await worker.stop()`) runs it in the background of a plain program. A worker
+claims from the queues of the jobs registered with it (`queues=` names others, `queues="*"` all),
+so it never claims a job it cannot run.
+
 With a backlog it claims ahead: up to `prefetch` claimed jobs wait in the worker for a slot,
 and two claims may be on their way at once, so the database prepares the next wave while this
 process runs the last. Jobs that wait are the worker's (leases kept, a cancel heard); a stopping
@@ -17,23 +22,35 @@ import logging
 import os
 import socket
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from engine.claim_plan import PREFETCH_PER_SLOT, ClaimPlanner
 from engine.errors import InvalidArgumentError, JobsError, JobSlotLostError
 from engine.execute import RunHandle, Runtime, execute, keep_leases
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
-from engine.observe import Listener, WorkerEvent, WorkerEventKind, log_listener, log_wants
+from engine.observe import (
+    CapKind,
+    Listener,
+    WorkerEvent,
+    WorkerEventKind,
+    log_listener,
+    log_wants,
+)
 from engine.outbox import OutboxRelay
+from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
 from schemas.stats import WorkerInfo
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from engine.client import Jobs
 
 logger = logging.getLogger("mcp_jobs.worker")
@@ -43,30 +60,46 @@ DEFAULT_POLL_MS = 500
 PRESENCE_MS = 10_000
 # With a backlog, this many claims may be on their way at once. One claim at a time leaves the
 # slots idle for its round trip after every wave of short jobs; a second one in flight lets
-# PostgreSQL work on the next wave while this process runs the last. In-process drains of
-# 20,000 no-op jobs on PostgreSQL, three alternated pairs: 4,018-4,976 jobs/s claiming only for
-# free slots, one claim at a time; 5,057-6,297 claiming ahead.
+# the database work on the next wave while this process runs the last.
 CLAIMS_IN_FLIGHT = 2
-# Jobs claimed ahead wait for a slot; a worker claims ahead only as many as its slots are
-# expected to start within this long, judged by how long its recent bodies ran. Jobs of a
-# second or more are not claimed ahead at all, so a busy worker does not sit on work another
-# worker could start now.
-PREFETCH_HORIZON_MS = 50
-# Claimed jobs that may wait for a slot, by default, for each slot.
-PREFETCH_PER_SLOT = 2
-# Weight of the newest body's duration in the running mean.
-BODY_MS_WEIGHT = 0.1
+# `queues="*"`: claim from every queue, whatever jobs this worker knows.
+ALL_QUEUES = "*"
+
+QueueChoice = Sequence[str] | Literal["*"] | None
+
+
+def cap_kind(key: str) -> CapKind:
+    """The kind of a cap from its key (engine.limits names caps `kind:name`, or `global`)."""
+    kind = key.partition(":")[0]
+    return kind if kind in ("queue", "tenant", "job") else "global"  # type: ignore[return-value]
+
+
+class Stopping:
+    """What `Worker.stop()` returns: the stop has begun; awaiting this waits for the drain to end
+    (and raises what crashed a worker started with `start()`). Not awaiting it is fine too."""
+
+    def __init__(self, worker: Worker) -> None:
+        self._worker = worker
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._worker._stopped().__await__()
 
 
 class Worker:
-    """Runs the jobs registered in this process. `await Worker(jobs).run()`."""
+    """Runs the jobs registered with `jobs`. `await Worker(jobs).run()`, or in the background:
+    `async with Worker(jobs) as worker: ...`.
+
+    `queues`: None claims from the queues of the registered jobs, a list from those queues,
+    `"*"` from every queue. `scheduler` / `outbox_relay`: None runs the cron scheduler only when
+    tasks are registered, and the outbox relay only when the outbox is in use (this process
+    staged a job, or rows were waiting when the worker started); True or False decides."""
 
     def __init__(
         self,
         jobs: Jobs,
         *,
         concurrency: int = 16,
-        queues: Sequence[str] | None = None,
+        queues: QueueChoice = None,
         limits: Limits | None = None,
         lease_ms: int = DEFAULT_LEASE_MS,
         poll_ms: int = DEFAULT_POLL_MS,
@@ -74,8 +107,8 @@ class Worker:
         prefetch: int | None = None,
         listeners: Sequence[Listener] = (),
         worker_id: str | None = None,
-        scheduler: bool = True,
-        outbox_relay: bool = True,
+        scheduler: bool | None = None,
+        outbox_relay: bool | None = None,
     ) -> None:
         for name, value in (("concurrency", concurrency), ("lease_ms", lease_ms)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -84,24 +117,28 @@ class Worker:
             prefetch = PREFETCH_PER_SLOT * concurrency
         if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
             raise InvalidArgumentError("prefetch", prefetch, "a whole number ≥ 0")
+        if isinstance(queues, str) and queues != ALL_QUEUES:
+            raise InvalidArgumentError("queues", queues, 'a list of queue names, or "*"')
         self.jobs = jobs
         self.driver = jobs.driver
         self.clock = jobs.clock
         self.concurrency = concurrency
-        self.queues = list(queues) if queues else None
+        self._queue_choice: QueueChoice = queues if queues is None or queues == "*" else [*queues]
         self.limits = limits or Limits()
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
         self.drain_ms = drain_ms
         # How many claimed jobs may wait here for a slot (0: claim only for free slots).
         self.prefetch = prefetch
+        self.plan = ClaimPlanner(concurrency, prefetch)
+        # What the claims of the current run ask for, resolved when it starts.
+        self._claim_queues = self.queues
         self.id = worker_id or new_worker_id()
         self._listeners: list[Listener] = [log_listener, *listeners]
         self._inflight: dict[str, RunHandle] = {}
         # Job tasks are plain asyncio tasks, each under a cancel scope of its own (see _start).
         self._tasks: set[asyncio.Task[None]] = set()
         self._crash: BaseException | None = None
-        self._claim_batch = max(1, concurrency // 4)
         # Job bodies running now. A job whose body is over but whose settle write (ack/nack)
         # has not committed yet stays in `_inflight` (heartbeats, drain) but no longer holds a
         # slot: the next job starts while the commit is on its way, as many as `concurrency`
@@ -114,29 +151,96 @@ class Worker:
         self._claims: set[asyncio.Task[list[ClaimedJob]]] = set()
         self._claiming = 0
         self._backlog = False
-        # Running mean of body durations (ms, on the injected clock): sizes the claim-ahead.
-        self._body_ms = 0.0
         self._stopping = False
         self._drain_deadline = 0
-        # Plain asyncio: the engine runs on asyncio (the PostgreSQL driver needs it), and an
-        # anyio.Event costs a backend lookup on every job that finishes.
+        # asyncio's own events and tasks throughout: the engine runs on asyncio (the PostgreSQL
+        # driver needs it), and an anyio.Event costs a backend lookup on every job that ends.
         self._nudge = asyncio.Event()
-        # The loop's task while it waits for work; a poke takes it (and cancels it).
-        self._idle_task: asyncio.Task[Any] | None = None
-        self._done = anyio.Event()
+        # The loop's wait for work while it waits; a poke takes it (and cancels it).
+        self._idle_scope: anyio.CancelScope | None = None
+        self._running = False
+        self._done = asyncio.Event()
+        # Set once the loop has made its first claim: what `start()` waits for.
+        self._claiming_now = asyncio.Event()
+        # `run()` in the background, when started with `start()`.
+        self._runner: asyncio.Task[None] | None = None
         self._started_at = self.clock.now_ms()
         self.runtime = Runtime(
             driver=self.driver,
+            settler=jobs.settler,
             clock=self.clock,
             worker_id=self.id,
             lease_ms=lease_ms,
             emit=self._emit,
             wants=self._wants,
+            known_names=lambda: [d.name for d in jobs.registry],
         )
         # In-process services, so a deploy needs no extra process: the cron scheduler (one
         # leader across all workers) and the outbox relay. Both stop with the worker.
-        self.scheduler = Scheduler(jobs) if scheduler else None
-        self.outbox_relay = OutboxRelay(jobs) if outbox_relay else None
+        self._want_scheduler = scheduler
+        self._want_relay = outbox_relay
+        self.scheduler: Scheduler | None = None
+        relay = outbox_relay if outbox_relay is not None else jobs.outbox_in_use
+        self.outbox_relay: OutboxRelay | None = OutboxRelay(jobs) if relay else None
+        self._choose_scheduler()
+
+    # --- what it claims and what runs beside it ----------------------------------------------
+
+    @property
+    def queues(self) -> list[str] | None:
+        """The queues this worker claims from now (None: every queue)."""
+        choice = self._queue_choice
+        if choice == ALL_QUEUES:
+            return None
+        if choice is None:
+            return sorted({definition.queue for definition in self.jobs.registry})
+        return list(choice)
+
+    def _choose_scheduler(self) -> None:
+        wanted = self._want_scheduler
+        if wanted is None:
+            wanted = len(tasks_of(self.jobs.registry)) > 0
+        if wanted and self.scheduler is None:
+            self.scheduler = Scheduler(self.jobs)
+
+    async def _choose_relay(self) -> None:
+        """With `outbox_relay=None`, a relay runs when the outbox is in use: this process staged
+        a job, or the first pass (made here) found rows waiting."""
+        if self.outbox_relay is not None or self._want_relay is False:
+            return
+        relay = OutboxRelay(self.jobs)
+        if not self.jobs.outbox_in_use:
+            try:
+                if await relay.pass_once() is None:
+                    return
+            except JobsError as exc:
+                logger.warning("outbox not checked, no relay started: %s", exc)
+                return
+        self.outbox_relay = relay
+
+    async def _watch_outbox(self, tg: TaskGroup) -> None:
+        """Until a relay runs here, publish what other processes staged once per PRESENCE_MS,
+        and start the relay at the first row found."""
+        probe = OutboxRelay(self.jobs)
+        while self.outbox_relay is None:
+            await self.clock.sleep_ms(PRESENCE_MS)
+            if self.outbox_relay is not None:
+                return
+            try:
+                found = await probe.pass_once()
+            except JobsError as exc:
+                logger.warning("outbox not checked: %s", exc)
+                continue
+            if found is not None:
+                self._start_relay(tg)
+
+    def _start_relay(self, tg: TaskGroup) -> None:
+        if self.outbox_relay is None and self._running and not self._stopping:
+            self.outbox_relay = OutboxRelay(self.jobs)
+            tg.start_soon(self.outbox_relay.run)
+
+    def _services(self) -> list[Scheduler | OutboxRelay]:
+        return [s for s in (self.scheduler, self.outbox_relay) if s is not None]
 
     # --- events -------------------------------------------------------------------------------
 
@@ -158,16 +262,15 @@ class Worker:
     def _poke(self) -> None:
         """Wake the loop wherever it waits: stop(), a crashed job."""
         self._slot_freed()
-        task, self._idle_task = self._idle_task, None
-        if task is not None:
-            task.cancel()
+        scope, self._idle_scope = self._idle_scope, None
+        if scope is not None:
+            scope.cancel()
 
     def _slot_freed(self) -> None:
         """Wake the loop if it waits for a slot (or for the last in-flight job to settle). A loop
         waiting for work sleeps on: its last claim found less than it had room for, and a freed
-        slot makes no new work (new work sends its own wake-up). Waking it would cost an empty
-        claim after every job of a quiet queue, and anyio's cancel formats the current task's
-        repr each time, on the path of the next job's pickup."""
+        slot makes no new work (new work sends its own wake-up), so waking it would cost an
+        empty claim after every job of a quiet queue."""
         self._nudge.set()
         self._nudge = asyncio.Event()
 
@@ -175,19 +278,95 @@ class Worker:
     def in_flight(self) -> int:
         return len(self._inflight)
 
+    # --- running in the background ------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Run the worker in a background task; return once it listens for new work and has made
+        its first claim. `await stop()` ends it."""
+        if self._runner is not None and not self._runner.done():
+            return
+        listen = getattr(self.driver, "start_listening", None)
+        if listen is not None:  # a driver woken by another process (PostgreSQL's LISTEN)
+            await listen()
+        self._claiming_now = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        runner = self._runner = loop.create_task(self.run())
+        claiming = loop.create_task(self._claiming_now.wait())
+        try:
+            await asyncio.wait({runner, claiming}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            runner.cancel()
+            raise
+        finally:
+            claiming.cancel()
+        if runner.done():
+            self._runner = None
+            runner.result()  # what ended it before it claimed: raised here
+
+    def stop(self) -> Stopping:
+        """Stop claiming; in-flight jobs finish, or are handed back at the drain deadline.
+        `await worker.stop()` returns once that is done (`run()` returns then too)."""
+        if not self._stopping:
+            self._stopping = True
+            self._drain_deadline = self.clock.now_ms() + self.drain_ms
+        for service in self._services():
+            service.stop()
+        self._poke()
+        return Stopping(self)
+
+    async def drain(self) -> None:
+        """`await stop()`."""
+        await self.stop()
+
+    async def _stopped(self) -> None:
+        runner = self._runner
+        if runner is not None:
+            await asyncio.wait({runner})
+            self._runner = None
+            if not runner.cancelled():
+                runner.result()
+        elif self._running:
+            await self._done.wait()
+
+    async def __aenter__(self) -> Worker:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self.stop()
+        except Exception:
+            if exc is None:
+                raise
+            # The block's own exception is the one to raise; the worker's crash is logged.
+            logger.exception("worker %s crashed", self.id)
+
     # --- the loop -----------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Claim and run jobs until `stop()`/`drain()`, then finish or hand back in-flight work."""
-        if self._done.is_set():  # a second run() of the same worker
-            self._done = anyio.Event()
+        self._done = asyncio.Event()
+        self._running = True
         self._crash = None
+        self._claim_queues = self.queues
         try:
+            self._choose_scheduler()
+            await self._choose_relay()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._presence)
                 tg.start_soon(self._keep_leases)
                 for service in self._services():
                     tg.start_soon(service.run)
+                if self.outbox_relay is None and self._want_relay is None:
+                    # The first job this process stages starts a relay beside the loop, and so
+                    # does a row another process staged, seen by a check every PRESENCE_MS.
+                    self.jobs.on_first_stage(partial(self._start_relay, tg))
+                    tg.start_soon(self._watch_outbox, tg)
                 self._backlog = False
                 while not self._stopping:
                     if self._crash is not None:
@@ -197,7 +376,7 @@ class Worker:
                         # Claim for the slots about to free (and the jobs that may wait for
                         # them) without waiting for the claim: its jobs join `_waiting`.
                         ask = self._claim_room()
-                        if ask >= self._claim_batch and len(self._claims) < CLAIMS_IN_FLIGHT:
+                        if ask >= self.plan.claim_batch and len(self._claims) < CLAIMS_IN_FLIGHT:
                             self._claim_ahead(ask)
                             continue
                         await self._race()
@@ -210,6 +389,7 @@ class Worker:
                         await self._race()
                         continue
                     batch = await self._claim(free)
+                    self._claiming_now.set()
                     for claimed in batch:
                         self._start(self._hold(claimed))
                     self._backlog = len(batch) == free
@@ -228,6 +408,8 @@ class Worker:
                     await service.wait_stopped()
                 tg.cancel_scope.cancel()
         finally:
+            # anyio's shield, not asyncio's: a caller's anyio cancel scope re-delivers its
+            # cancellation at every await, and the teardown below must still finish.
             with anyio.CancelScope(shield=True):
                 await self._cancel_claims()
                 await self._cancel_tasks()
@@ -235,14 +417,18 @@ class Worker:
                     await self.driver.worker_gone(self.id)
                 except JobsError:
                     logger.warning("worker %s could not deregister", self.id)
+            self._running = False
             self._done.set()
 
     async def run_until_idle(self) -> int:
         """Run every job that is due now, then return how many were claimed. For scripts and
         tests; `run()` is the long-lived loop."""
         total = 0
+        self._claim_queues = self.queues
         while True:
-            batch = await self.driver.claim(self.id, self.concurrency, self.lease_ms, self.queues)
+            batch = await self.driver.claim(
+                self.id, self.concurrency, self.lease_ms, self._claim_queues
+            )
             if not batch:
                 return total
             total += len(batch)
@@ -261,26 +447,9 @@ class Worker:
                 crash, self._crash = self._crash, None
                 raise crash
 
-    def stop(self) -> None:
-        """Stop claiming; `run()` returns once in-flight jobs finish or the drain deadline hands
-        them back."""
-        if not self._stopping:
-            self._stopping = True
-            self._drain_deadline = self.clock.now_ms() + self.drain_ms
-        for service in self._services():
-            service.stop()
-        self._poke()
-
-    def _services(self) -> list[Scheduler | OutboxRelay]:
-        return [s for s in (self.scheduler, self.outbox_relay) if s is not None]
-
-    async def drain(self) -> None:
-        self.stop()
-        await self._done.wait()
-
     async def _claim(self, free: int) -> list[ClaimedJob]:
         try:
-            return await self.driver.claim(self.id, free, self.lease_ms, self.queues)
+            return await self.driver.claim(self.id, free, self.lease_ms, self._claim_queues)
         except JobsError as exc:
             logger.warning("claim failed, retrying after %d ms: %s", self.poll_ms, exc)
             await self._race(lambda: self.clock.sleep_ms(self.poll_ms))
@@ -290,27 +459,20 @@ class Worker:
         """Wait for `wait` (work, when given) to return, or without one for a freed slot; `stop()`
         or a crashed job ends either (`_poke`).
 
-        A poke cancels the waiting task and this swallows exactly that cancellation (asyncio's
-        own count of requests tells it from anyone else's): the way `asyncio.timeout` ends a
-        wait, where an anyio cancel scope cost ~9 µs on every idle wake-up, on the path of the
-        next job's pickup. No task group either. Nothing awaits between the `_stopping` check
-        and the wait starting, so a poke cannot fall in between unseen."""
+        A poke cancels the wait's scope, which ends only that wait; a cancellation from outside
+        still propagates. Nothing awaits between the `_stopping` check and the wait starting, so
+        a poke cannot fall in between unseen."""
         if self._stopping:
             return
         if wait is None:
             await self._nudge.wait()
             return
-        task = asyncio.current_task()
-        assert task is not None
-        self._idle_task = task
-        try:
-            await wait()
-        except asyncio.CancelledError:
-            poked = self._idle_task is None  # the poke took the task before cancelling it
-            if not poked or task.uncancel() > 0:
-                raise  # not (only) the poke: a stop from outside, the worker's own teardown
-        finally:
-            self._idle_task = None
+        with anyio.CancelScope() as scope:
+            self._idle_scope = scope
+            try:
+                await wait()
+            finally:
+                self._idle_scope = None
 
     async def _keep_leases(self) -> None:
         while True:
@@ -318,28 +480,12 @@ class Worker:
             await keep_leases(self.runtime, self._inflight.values())
 
     def _free_slots(self) -> int:
-        """Slots for bodies now, bounded so that no more than `concurrency` settle writes are on
-        their way at once."""
-        settling = len(self._inflight) - self._bodies - len(self._waiting)
-        return min(self.concurrency - self._bodies, 2 * self.concurrency - self._bodies - settling)
+        return self.plan.free_slots(self._bodies, len(self._inflight), len(self._waiting))
 
     def _claim_room(self) -> int:
-        """How many jobs a claim made now may ask for: the free slots, plus as many as may wait
-        for one (`_prefetch_now`), less what is waiting already or asked for by claims on their
-        way. One claim asks for at most `concurrency`, and no more than `concurrency` settle
-        writes may be on their way besides."""
-        prefetch = self._prefetch_now()
-        held = len(self._inflight) + self._claiming
-        room = self.concurrency - self._bodies + prefetch - len(self._waiting) - self._claiming
-        return min(room, self.concurrency, 2 * self.concurrency + prefetch - held)
-
-    def _prefetch_now(self) -> int:
-        """Jobs that may wait for a slot: as many as the slots are expected to start within
-        PREFETCH_HORIZON_MS at the recent bodies' pace, at most `prefetch`."""
-        if self._body_ms <= 0:
-            return self.prefetch
-        expected = int(self.concurrency * PREFETCH_HORIZON_MS / self._body_ms)
-        return min(self.prefetch, expected)
+        return self.plan.claim_room(
+            self._bodies, len(self._inflight), len(self._waiting), self._claiming
+        )
 
     def _claim_ahead(self, ask: int) -> None:
         self._claiming += ask
@@ -351,7 +497,7 @@ class Worker:
         """A claim ahead: a failure ends the backlog and the loop's own claim, which waits before
         it retries, takes over."""
         try:
-            return await self.driver.claim(self.id, ask, self.lease_ms, self.queues)
+            return await self.driver.claim(self.id, ask, self.lease_ms, self._claim_queues)
         except JobsError as exc:
             logger.warning("claim failed: %s", exc)
             return []
@@ -421,7 +567,7 @@ class Worker:
 
     def _body_done(self, handle: RunHandle) -> None:
         self._bodies -= 1
-        self._body_ms += (self.clock.now_ms() - handle.started_ms - self._body_ms) * BODY_MS_WEIGHT
+        self.plan.body_finished(self.clock.now_ms() - handle.started_ms)
         self._slot_freed()
 
     def _hold(self, claimed: ClaimedJob) -> RunHandle:
@@ -484,6 +630,7 @@ class Worker:
                             NackOptions(delay_ms=self.poll_ms, counts_as_attempt=False),
                             "shed",
                             f"at cap {blocked}",
+                            cap_kind=cap_kind(blocked),
                         )
                         return
             await execute(self.runtime, claimed, definition, handle)
@@ -495,7 +642,12 @@ class Worker:
             self._slot_freed()
 
     async def _give_back(
-        self, claimed: ClaimedJob, options: NackOptions, kind: WorkerEventKind, reason: str
+        self,
+        claimed: ClaimedJob,
+        options: NackOptions,
+        kind: WorkerEventKind,
+        reason: str,
+        cap_kind: CapKind | None = None,
     ) -> None:
         """Return a claimed job this worker will not run, and say so. One cancelled or taken
         meanwhile is no longer ours to return: nothing is said."""
@@ -503,11 +655,24 @@ class Worker:
             await self.driver.nack(claimed.record.id, claimed.token, options)
         except JobSlotLostError:
             return
-        self._emit_about(kind, claimed.record, reason)
+        self._emit_about(kind, claimed.record, reason, cap_kind)
 
-    def _emit_about(self, kind: WorkerEventKind, record: JobRecord, reason: str) -> None:
+    def _emit_about(
+        self,
+        kind: WorkerEventKind,
+        record: JobRecord,
+        reason: str,
+        cap_kind: CapKind | None = None,
+    ) -> None:
         self._emit(
-            WorkerEvent.of(kind, record, at=self.clock.now_ms(), worker_id=self.id, reason=reason)
+            WorkerEvent.of(
+                kind,
+                record,
+                at=self.clock.now_ms(),
+                worker_id=self.id,
+                reason=reason,
+                cap_kind=cap_kind,
+            )
         )
 
     async def _finish_inflight(self) -> None:

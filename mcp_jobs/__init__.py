@@ -1,6 +1,10 @@
-"""mcp-jobs: the MCP server and CLI in front of the jobs engine."""
+"""mcp-jobs: the MCP server and CLI in front of the jobs engine.
 
-from mcp_jobs.app import build_server
-from mcp_jobs.config import Limits, Settings
+`operations` is what both faces call; `server` registers them as MCP tools, resources and
+prompts; `cli` is the `mcp-jobs` command.
+"""
 
-__all__ = ["Limits", "Settings", "build_server"]
+from mcp_jobs.config import ServerLimits, Settings
+from mcp_jobs.server import build_server
+
+__all__ = ["ServerLimits", "Settings", "build_server"]

@@ -1,24 +1,20 @@
 """Server and CLI settings: flags first, then `MCP_JOBS_*` environment variables, then defaults.
 
 Also loads the application modules (`--app`), whose import registers their jobs, tasks and
-backfills with the engine's default registries.
+backfills with the engine's default registries, and masks a database URL's password for output.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 from engine.drivers import resolve_url
 from engine.errors import JobsError
-from mcp_jobs.errors import AppImportError, TenantPinnedError
-
-if TYPE_CHECKING:
-    from engine.backfill import BackfillRegistry, Backfills
-    from engine.client import Jobs
+from mcp_jobs.errors import AppImportError
 
 APP_ENV = "MCP_JOBS_APP"
 ENVIRONMENT_ENV = "MCP_JOBS_ENV"
@@ -29,7 +25,7 @@ DEFAULT_PORT = 8765
 
 
 @dataclass(frozen=True)
-class Limits:
+class ServerLimits:
     """What one call may ask of the server. Each breach is a typed `LIMIT_EXCEEDED`."""
 
     # An input is a job's arguments, not its data: big payloads belong in the app's own storage.
@@ -44,8 +40,6 @@ class Limits:
     default_wait_seconds: float = 20.0
     # How long a ready job may wait before diagnose calls the backlog old.
     backlog_age_ms: int = 60_000
-    # How many rows a tenant-pinned stats scan reads before it reports itself partial.
-    tenant_scan_rows: int = 10_000
 
 
 @dataclass(frozen=True)
@@ -58,7 +52,7 @@ class Settings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     token: str | None = None
-    limits: Limits = field(default_factory=Limits)
+    limits: ServerLimits = field(default_factory=ServerLimits)
 
     @property
     def url(self) -> str:
@@ -107,46 +101,16 @@ def load_apps(modules: Iterable[str]) -> None:
             raise AppImportError(module, f"{type(exc).__name__}: {exc}") from exc
 
 
-Progress = Callable[[float, float | None, str | None], Awaitable[None]]
-
-
-async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
-    return None
-
-
-@dataclass
-class Scope:
-    """One operation's view: the jobs client, the settings, who is acting, where progress goes.
-
-    The tools and the CLI both run operations through a Scope, so a pinned tenant, the limits
-    and the audit actor apply the same way to both.
-    """
-
-    jobs: Jobs
-    settings: Settings
-    tool: str
-    actor: str
-    progress: Progress = _no_progress
-    # The declared backfills; None means the process-wide `default_backfills`.
-    backfill_registry: BackfillRegistry | None = None
-    _backfills: Backfills | None = None
-
-    def tenant(self, asked: str | None) -> str | None:
-        """The tenant this call acts in: the pinned one, or what the caller asked for."""
-        pinned = self.settings.tenant
-        if pinned is None:
-            return asked or None
-        if asked and asked != pinned:
-            raise TenantPinnedError(self.tool, pinned, asked)
-        return pinned
-
-    def backfills(self) -> Backfills:
-        if self._backfills is None:
-            from engine.backfill import Backfills
-
-            self._backfills = Backfills(
-                self.jobs,
-                registry=self.backfill_registry,
-                environment=self.settings.environment,
-            )
-        return self._backfills
+def redact(url: str) -> str:
+    """The URL without its password (in the user part or a `password=` parameter), for output
+    and logs. Works on the raw text, so a percent-encoded password is masked too."""
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    netloc = f"{userinfo.partition(':')[0]}:***@{host}" if at and ":" in userinfo else parts.netloc
+    query = "&".join(
+        f"{key}=***" if key.lower() == "password" else f"{key}{eq}{value}"
+        for key, eq, value in (pair.partition("=") for pair in parts.query.split("&"))
+    )
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url  # nothing to hide (and urlunsplit would rewrite `sqlite:///…`)
+    return urlunsplit(parts._replace(netloc=netloc, query=query))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
 
+from schemas.errors import ErrorPayload
 from schemas.states import JobState
 
 OnConflict = Literal["dedupe", "error"]
@@ -83,13 +85,47 @@ class JobRecord(BaseModel):
     updated_at: int
     finished_at: int | None = None
     timeout_ms: int | None = None
-    last_error: str | None = None
+    # Why the last attempt failed, as a structured error; cleared (NULL) once the job succeeds.
+    last_error: ErrorPayload | None = None
     output: Any = None
     worker_id: str | None = None
     lease_expires_at: int | None = None
     cancel_requested: bool = False
     traceparent: str | None = None
     enqueued_by: str | None = None
+
+    @field_validator("last_error", mode="before")
+    @classmethod
+    def _decode_last_error(cls, value: Any, info: ValidationInfo) -> Any:
+        """SQL drivers store the error as JSON text in their `last_error` column; rows written
+        before errors were structured hold a plain "CODE: cause" string."""
+        if not isinstance(value, str):
+            return value
+        if value.startswith("{"):
+            try:
+                return ErrorPayload.model_validate_json(value)
+            except ValueError:
+                pass  # a legacy message that happens to start with a brace
+        return legacy_error(value, info.data.get("id"))
+
+
+# A legacy stored message that starts with a registered-looking code: "JOB_TIMEOUT: ...".
+_LEGACY_CODE = re.compile(r"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+): (.*)", re.DOTALL)
+# The code of a failure stored without one (the job's body raised): engine.errors.JobFailedError.
+JOB_FAILED = "JOB_FAILED"
+
+
+def legacy_error(text: str, job_id: str | None) -> ErrorPayload:
+    """A failure stored as text by an earlier version, as a structured error."""
+    found = _LEGACY_CODE.fullmatch(text)
+    code, cause = (found.group(1), found.group(2)) if found else (JOB_FAILED, text)
+    return ErrorPayload(
+        code=code,
+        title="the job failed (recorded before failures were stored structured)",
+        cause=cause,
+        fix=f"mcp-jobs jobs show {job_id or '<job id>'} --json",
+        retryable=False,
+    )
 
 
 class ClaimedJob(BaseModel):
@@ -106,7 +142,7 @@ class ClaimedJob(BaseModel):
 
 
 class NackOptions(BaseModel):
-    """How a claimed job goes back.
+    """How a claimed job goes back (engine/rules.py decides the next state from these flags).
 
     `park` is the state (the row leaves the ready bucket: a sleep, an unknown name) and
     `counts_as_attempt` is the counter. A limiter shed sets neither flag's opposite: it burns no
@@ -116,34 +152,13 @@ class NackOptions(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     delay_ms: int = 0
-    error: str | None = None
+    # Becomes the job's `last_error` (a shed passes none); SQL drivers store its JSON text.
+    error: ErrorPayload | None = None
     counts_as_attempt: bool = True
     park: bool = False
     dead_letter: bool = False
     # A terminal failure that is not an exhausted retry (e.g. a `Permanent` error): state `failed`.
     fail: bool = False
-
-    def next_state(self) -> JobState:
-        """Where the job goes — the one decision every driver applies (rule 7): dead or failed
-        when settled for good, suspended when parked, delayed for a retry that waits, and
-        otherwise ready (a shed included, whatever its delay)."""
-        if self.dead_letter:
-            return "dead"
-        if self.fail:
-            return "failed"
-        if self.park:
-            return "suspended"
-        if self.delay_ms > 0 and not self.is_shed:
-            return "delayed"
-        return "ready"
-
-    @property
-    def is_shed(self) -> bool:
-        """A job handed back over a cap: no attempt burned, not parked. It stays `ready` and keeps
-        its `queued_at`, so it still counts in depth and oldest-ready age."""
-        return (
-            not self.park and not self.counts_as_attempt and not self.dead_letter and not self.fail
-        )
 
 
 class HeartbeatResult(BaseModel):

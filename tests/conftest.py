@@ -1,27 +1,24 @@
-"""Shared fixtures. Parity tests take `jobs` and run once per driver (rule: one suite, every
-backend). A test limited to some drivers says so with `@pytest.mark.drivers("memory", ...)`."""
+"""Shared fixtures. The conformance kit's plugin (engine.testing.plugin) gives `clock`,
+`registry`, `jobs` and `app_transaction`; here `database_url` comes from `driver_kind`, so a
+test taking `jobs` runs once per driver (rule: one suite, every backend). A test limited to some
+drivers says so with `@pytest.mark.drivers("memory", ...)`."""
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
 
-from engine import JobRegistry, Jobs, ManualClock, connect
+# Before the kit is imported, so its asserts explain themselves when they fail here too.
+if "engine.testing" not in sys.modules:
+    pytest.register_assert_rewrite("engine.testing")
+
+pytest_plugins = ["engine.testing.plugin"]
 
 ALL_DRIVERS = ("memory", "sqlite", "postgres")
 PG_DSN_ENV = "MCP_JOBS_TEST_PG_DSN"
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def registry() -> JobRegistry:
-    return JobRegistry()
 
 
 @pytest.fixture(params=ALL_DRIVERS)
@@ -47,12 +44,3 @@ async def database_url(driver_kind: str, tmp_path: os.PathLike[str]) -> AsyncIte
 
         async with fresh_database() as url:
             yield url
-
-
-@pytest.fixture
-async def jobs(database_url: str, clock: ManualClock, registry: JobRegistry) -> AsyncIterator[Jobs]:
-    client = await connect(database_url, clock=clock, registry=registry)
-    try:
-        yield client
-    finally:
-        await client.close()

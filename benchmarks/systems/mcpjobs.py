@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from benchmarks.systems.base import STEP_COUNT, Kind, Producer, System
 from benchmarks.tally import Tally
 from engine import Enqueue, JobContext, JobRegistry, Jobs, Worker, connect, job
-from engine.worker import PREFETCH_PER_SLOT
+from engine.claim_plan import PREFETCH_PER_SLOT
 
 QUEUE = "bench"
 REGISTRY = JobRegistry()
@@ -78,7 +78,7 @@ class _McpJobsProducer(Producer):
 
 
 class McpJobs(System):
-    # What `mcp-jobs worker` runs on when uvloop is installed (mcp_jobs/event_loop.py), as
+    # What `mcp-jobs worker` runs on when uvloop is installed (mcp_jobs/cli/event_loop.py), as
     # PgQueuer runs on what its CLI takes.
     loop: ClassVar[Literal["asyncio", "uvloop"]] = "uvloop"
 

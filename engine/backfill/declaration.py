@@ -15,9 +15,11 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from engine.backfill.errors import BackfillDeclarationInvalidError
+from engine.declare import whole_declared
+from engine.errors import JobsError
 
 CountFn = Callable[[], Awaitable[int]]
 ReadFn = Callable[[Any, int], Awaitable[Sequence[Any]]]
@@ -64,10 +66,11 @@ class BackfillDefinition:
     async def count_rows(self) -> int:
         """`count()`, checked: a negative or non-integer count would make every plan a lie."""
         value = await self.count()
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise BackfillDeclarationInvalidError(
-                self.name, "count()", value, "an int ≥ 0 (rows still to do)"
-            )
+
+        def refuse(expected: str) -> JobsError:
+            return BackfillDeclarationInvalidError(self.name, "count()", value, expected)
+
+        whole_declared(refuse, "count()", value, 0)
         return value
 
     async def read_batch(self, after: Any, limit: int) -> list[Any]:
@@ -155,8 +158,11 @@ def declare(
         raise BackfillDeclarationInvalidError(name, "requires", requires, "an async def or None")
     if not callable(key) or _is_async(key):
         raise BackfillDeclarationInvalidError(name, "key", key, "a plain function of a row")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise BackfillDeclarationInvalidError(name, "batch_size", batch_size, "a whole number ≥ 1")
+
+    def refuse(expected: str) -> JobsError:
+        return BackfillDeclarationInvalidError(name, "batch_size", batch_size, expected)
+
+    whole_declared(refuse, "batch_size", batch_size, 1)
     if rate is not None and (
         isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < float("inf")
     ):
@@ -195,7 +201,7 @@ def declare(
     )
 
 
-def is_declared(definition: object) -> bool:
+def is_declared(definition: object) -> TypeGuard[BackfillDefinition]:
     """True only for a definition `declare()` built."""
     return isinstance(definition, BackfillDefinition) and definition.origin is _ORIGIN
 

@@ -27,8 +27,8 @@ from engine.backfill.registry import BackfillRegistry, default_backfills
 from engine.context import JobContext
 from engine.declare import JobDefinition, JobRegistry, default_registry, job
 from engine.drivers.base import Driver
-from engine.errors import JobsError, JobSlotLostError
-from engine.execute import describe_error
+from engine.errors import JobCancelledError, JobsError, JobSlotLostError
+from engine.execute import error_line, failure_text
 from engine.retry import Retry
 from schemas.states import BackfillStatus
 
@@ -209,7 +209,7 @@ class _Sweep:
                 started_at=now,
             )
         try:
-            await self.save("failed", finished_at=self._now(), error=describe_error(exc))
+            await self.save("failed", finished_at=self._now(), error=failure_text(exc))
         except JobsError as ledger_exc:
             # The pass's own error is the one to report; the row catches up on the next attempt.
             logger.warning("backfill %s: ledger not updated: %s", self.definition.name, ledger_exc)
@@ -224,7 +224,7 @@ class _Sweep:
                 await self.save(
                     "failed",
                     finished_at=self._now(),
-                    error=f"JOB_CANCELLED: pass job {self.ctx.job_id} was cancelled by an operator",
+                    error=error_line(JobCancelledError(self.ctx.job_id).to_payload()),
                 )
         except JobsError as exc:
             logger.warning("backfill %s: ledger not updated: %s", self.definition.name, exc)

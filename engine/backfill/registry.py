@@ -5,7 +5,7 @@ Registered by importing the module that declares them, exactly like jobs (`--app
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from engine.backfill.declaration import (
     BackfillDefinition,
@@ -22,15 +22,14 @@ from engine.backfill.errors import (
     BackfillNameTakenError,
     BackfillUnknownError,
 )
+from engine.errors import JobsError
+from engine.registry import Registry
 
 
-class BackfillRegistry:
+class BackfillRegistry(Registry[BackfillDefinition]):
     """Declared backfills by name."""
 
-    def __init__(self) -> None:
-        self._backfills: dict[str, BackfillDefinition] = {}
-
-    def add(self, definition: BackfillDefinition) -> None:
+    def check(self, definition: object) -> BackfillDefinition:
         if not is_declared(definition):
             raise BackfillDeclarationInvalidError(
                 str(getattr(definition, "name", "?")),
@@ -38,38 +37,21 @@ class BackfillRegistry:
                 definition,
                 "built by backfill(...)",
             )
-        existing = self._backfills.get(definition.name)
+        return definition
+
+    def clash(
+        self, existing: BackfillDefinition, definition: BackfillDefinition
+    ) -> JobsError | None:
         # The same handler declaring again is a module re-import; anything else is two sweeps
         # fighting over one ledger name.
-        if existing is not None and existing.qualified_name != definition.qualified_name:
-            raise BackfillNameTakenError(
-                definition.name, existing.qualified_name, definition.qualified_name
-            )
-        self._backfills[definition.name] = definition
+        if existing.qualified_name == definition.qualified_name:
+            return None
+        return BackfillNameTakenError(
+            definition.name, existing.qualified_name, definition.qualified_name
+        )
 
-    def get(self, name: str) -> BackfillDefinition | None:
-        return self._backfills.get(name)
-
-    def require(self, name: str) -> BackfillDefinition:
-        found = self._backfills.get(name)
-        if found is None:
-            raise BackfillUnknownError(name, list(self._backfills))
-        return found
-
-    def names(self) -> list[str]:
-        return sorted(self._backfills)
-
-    def remove(self, name: str) -> None:
-        self._backfills.pop(name, None)
-
-    def __iter__(self) -> Iterator[BackfillDefinition]:
-        return iter([self._backfills[n] for n in sorted(self._backfills)])
-
-    def __len__(self) -> int:
-        return len(self._backfills)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._backfills
+    def unknown(self, name: str, known: Sequence[str]) -> JobsError:
+        return BackfillUnknownError(name, known)
 
 
 # The registry `backfill(...)` writes into. Importing an app module registers its backfills here.

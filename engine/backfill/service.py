@@ -24,6 +24,7 @@ from engine.backfill.ledger import completed_run
 from engine.backfill.pass_job import PASS_JOB, PassInput, install_pass
 from engine.backfill.pending import is_pending, pending_errors, runs_by_name
 from engine.backfill.registry import BackfillRegistry, default_backfills
+from engine.drivers.base import BACKFILL_LEDGER, require
 from engine.errors import JobsError
 from engine.ids import new_id
 from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
@@ -49,6 +50,7 @@ class Backfills:
         environment: str | None = None,
     ) -> None:
         self.jobs = jobs
+        self.ledger = require(jobs.driver, BACKFILL_LEDGER)
         self.registry = registry if registry is not None else default_backfills
         self.environment = bounds.text(
             "environment", resolve_environment(environment), bounds.MAX_ACTOR_BYTES
@@ -75,7 +77,7 @@ class Backfills:
     async def runs(self, name: str | None = None) -> builtins.list[BackfillRun]:
         """Ledger rows in this environment, newest first (every run, forced reruns included)."""
         name = bounds.optional_text("name", name, bounds.MAX_NAME_BYTES)
-        return await self.jobs.driver.backfill_runs(name, self.environment)
+        return await self.ledger.backfill_runs(name, self.environment)
 
     async def pending(self) -> builtins.list[BackfillPendingError]:
         """Declared here and not completed here, as findings with the line that runs each."""

@@ -1,17 +1,57 @@
-"""Backends behind one Protocol, chosen from a URL by one factory."""
+"""Backends behind one Protocol, chosen from a URL through a scheme -> factory table.
+
+A driver is a plug-in: `register_driver("redis", factory)` (or an entry point in the group
+`mcp_jobs.drivers`, named for the scheme and loading to the factory) makes `open_driver` answer
+`redis://…` URLs, with no edit here. Memory, SQLite and PostgreSQL register the same way.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import Any
 
 from engine.clock import SYSTEM_CLOCK, Clock
-from engine.drivers.base import Driver
+from engine.drivers.base import (
+    CAPABILITIES,
+    JOBS,
+    AckWrite,
+    Capability,
+    Driver,
+    StepWrite,
+    capabilities,
+    require,
+)
 from engine.drivers.urls import check_postgres_url, sqlite_path
 from engine.errors import DatabaseUrlInvalidError
 
 DATABASE_URL_ENV = "MCP_JOBS_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///.mcp-jobs/jobs.db"
+ENTRY_POINT_GROUP = "mcp_jobs.drivers"
+
+# `factory(url, clock=clock, **options)`: checks the URL (DATABASE_URL_INVALID) before it opens
+# anything, and returns the driver unopened (the client calls `migrate`).
+DriverFactory = Callable[..., Driver]
+DRIVERS: dict[str, DriverFactory] = {}
+
+
+class DriverSchemeTakenError(RuntimeError):
+    """Raised when a second factory claims a scheme: two drivers for one URL is a bug."""
+
+
+def register_driver(scheme: str, factory: DriverFactory) -> None:
+    """Answer `scheme://…` URLs with `factory`. Registering the same factory again is a no-op."""
+    key = scheme.lower()
+    taken = DRIVERS.get(key)
+    if taken is not None and taken is not factory:
+        raise DriverSchemeTakenError(f"the scheme {key}:// is already registered to {taken!r}")
+    DRIVERS[key] = factory
+
+
+def unregister_driver(scheme: str) -> None:
+    """Forget `scheme` (a test's toy driver, once the test is done)."""
+    DRIVERS.pop(scheme.lower(), None)
 
 
 def resolve_url(url: str | None = None) -> str:
@@ -23,29 +63,75 @@ def open_driver(url: str | None = None, *, clock: Clock | None = None, **options
     """The driver for `url` (see `resolve_url`). A URL no driver could use raises
     DATABASE_URL_INVALID here, before any file is opened or connection tried."""
     resolved = resolve_url(url)
-    clock = clock or SYSTEM_CLOCK
     scheme = resolved.split("://", 1)[0].lower() if "://" in resolved else ""
-    if scheme == "memory":
-        from engine.drivers.memory import MemoryDriver
+    factory = DRIVERS.get(scheme) or _from_entry_point(scheme)
+    if factory is None:
+        raise DatabaseUrlInvalidError(resolved, schemes=registered_schemes())
+    driver = factory(resolved, clock=clock or SYSTEM_CLOCK, **options)
+    require(driver, JOBS)
+    return driver
 
-        return MemoryDriver(clock)
-    if scheme == "sqlite":
-        from engine.drivers.sqlite import SqliteDriver
 
-        return SqliteDriver(sqlite_path(resolved), clock=clock, **options)
-    if scheme in ("postgresql", "postgres"):
-        check_postgres_url(resolved)  # before asyncpg is imported or any connection is tried
-        from engine.drivers.postgres import PostgresDriver
+def registered_schemes() -> list[str]:
+    """Every scheme `open_driver` answers: the table and the installed entry points."""
+    return sorted(set(DRIVERS) | {ep.name.lower() for ep in entry_points(group=ENTRY_POINT_GROUP)})
 
-        return PostgresDriver(resolved, clock=clock, **options)
-    raise DatabaseUrlInvalidError(resolved)
 
+def _from_entry_point(scheme: str) -> DriverFactory | None:
+    # Looked up only for a scheme the table lacks, so the built-in drivers never pay for it.
+    if not scheme:
+        return None
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name.lower() == scheme:
+            factory: DriverFactory = ep.load()
+            register_driver(scheme, factory)
+            return factory
+    return None
+
+
+def _memory(url: str, *, clock: Clock, **options: Any) -> Driver:
+    from engine.drivers.memory import MemoryDriver
+
+    return MemoryDriver(clock)
+
+
+def _sqlite(url: str, *, clock: Clock, **options: Any) -> Driver:
+    path = sqlite_path(url)
+    from engine.drivers.sqlite import SqliteDriver
+
+    return SqliteDriver(path, clock=clock, **options)
+
+
+def _postgres(url: str, *, clock: Clock, **options: Any) -> Driver:
+    check_postgres_url(url)  # before asyncpg is imported or any connection is tried
+    from engine.drivers.postgres import PostgresDriver
+
+    return PostgresDriver(url, clock=clock, **options)
+
+
+register_driver("memory", _memory)
+register_driver("sqlite", _sqlite)
+register_driver("postgresql", _postgres)
+register_driver("postgres", _postgres)
 
 __all__ = [
+    "CAPABILITIES",
     "DATABASE_URL_ENV",
     "DEFAULT_DATABASE_URL",
+    "DRIVERS",
+    "ENTRY_POINT_GROUP",
+    "AckWrite",
+    "Capability",
     "Driver",
+    "DriverFactory",
+    "DriverSchemeTakenError",
+    "StepWrite",
+    "capabilities",
     "open_driver",
+    "register_driver",
+    "registered_schemes",
+    "require",
     "resolve_url",
     "sqlite_path",
+    "unregister_driver",
 ]

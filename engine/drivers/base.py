@@ -1,16 +1,21 @@
-"""The one driver Protocol every backend implements: job-level operations over `schemas` models.
+"""The driver Protocol, split by capability: job-level operations over `schemas` models.
 
 A driver never exposes SQL (or any storage shape) to its callers. Every method takes and returns
-models; times are epoch ms read from the driver's injected clock. The parity suite in
-`tests/parity/` is the executable half of this contract.
+models; times are epoch ms read from the driver's injected clock. Each capability is a small
+Protocol (`JobStore` is the core every driver has); `Driver` is their union. A driver offers a
+capability by implementing its methods; the engine asks with `require(driver, OUTBOX)` and gets
+DRIVER_CAPABILITY_MISSING instead of an AttributeError mid-run. The conformance kit in
+`engine/testing/` is the executable half of this contract.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 from engine.clock import Clock
+from engine.errors import DriverCapabilityMissingError, JobsError
 from schemas.backfill import BackfillRun
 from schemas.events import EventRecord
 from schemas.jobs import (
@@ -29,10 +34,27 @@ from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
 
 
-class Driver(Protocol):
-    """Storage for jobs, steps, events, limiter slots, workers, backfills, tasks and the outbox."""
+class AckWrite(NamedTuple):
+    """One job to settle as done by `ack_many`: fenced by `token`, storing `output`."""
 
-    kind: str  # "memory" | "sqlite" | "postgres"
+    job_id: str
+    token: str
+    output: Any
+
+
+class StepWrite(NamedTuple):
+    """One step record to upsert by `save_steps_many`, fenced by `token`."""
+
+    job_id: str
+    token: str
+    step: StepRecord
+
+
+@runtime_checkable
+class JobStore(Protocol):
+    """The core every driver offers: jobs, their lifecycle, events, and the schema."""
+
+    kind: str  # the driver's name: "memory", "sqlite", "postgres" or a plug-in's
     clock: Clock
 
     async def migrate(self) -> None:
@@ -40,8 +62,6 @@ class Driver(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-    # --- jobs ---------------------------------------------------------------------------------
 
     async def enqueue(
         self, requests: Sequence[EnqueueRequest], *, now: int | None = None
@@ -82,8 +102,13 @@ class Driver(Protocol):
         longer holds the job; `cancel_requested=True` if an operator cancelled it."""
         ...
 
-    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
-        """Settle as done, store `output`, release the lease and slots. Fenced by token."""
+    async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
+        """Settle each job as done, store its `output`, release its lease and slots, clear
+        `last_error`. Fenced by token. One outcome per item, in order: None when written, else
+        that item's own error (`JobSlotLostError` when its token no longer holds the job;
+        `JobOutputInvalidError`/`InvalidArgumentError` when the database refused its value).
+        One item's failure never settles or fails another. Raises only for a failure of the
+        whole call (`DriverUnavailableError`). No two items share a `job_id`."""
         ...
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
@@ -110,8 +135,11 @@ class Driver(Protocol):
         """The record, its run's steps in start order, and its events oldest first."""
         ...
 
-    async def stats(self, queues: Sequence[str] | None = None) -> list[QueueStats]:
-        """Per queue, following rule 7. Queues with no rows at all are omitted."""
+    async def stats(
+        self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
+    ) -> list[QueueStats]:
+        """Per queue, following rule 7. Queues with no rows at all are omitted. With
+        `tenant_id`, only that tenant's jobs count (a tenant-pinned server's view)."""
         ...
 
     async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
@@ -129,16 +157,24 @@ class Driver(Protocol):
 
     async def record_event(self, event: EventRecord) -> None: ...
 
-    # --- steps (rule 6) -----------------------------------------------------------------------
+
+@runtime_checkable
+class StepStore(Protocol):
+    """Completed steps of a run (rule 6), so a retry does not run them again."""
 
     async def load_steps(self, run_id: str) -> list[StepRecord]: ...
 
-    async def save_step(self, job_id: str, token: str, step: StepRecord) -> None:
-        """Upsert by `(run_id, name)`. `JobSlotLostError` if the token no longer holds the job,
-        so a stale holder cannot write over a run that moved on."""
+    async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
+        """Upsert each step by `(run_id, name)`. One outcome per item, in order, as in
+        `ack_many`: `JobSlotLostError` for an item whose token no longer holds its job, so a
+        stale holder cannot write over a run that moved on. No two items share
+        `(job_id, step name)`."""
         ...
 
-    # --- limiter slots: caps shared by every worker on this database --------------------------
+
+@runtime_checkable
+class SlotStore(Protocol):
+    """Limiter slots: caps shared by every worker on this database."""
 
     async def acquire_slots(
         self, job_id: str, caps: Sequence[tuple[str, int]], expires_at: int
@@ -150,7 +186,10 @@ class Driver(Protocol):
 
     async def release_slots(self, job_id: str) -> None: ...
 
-    # --- workers ------------------------------------------------------------------------------
+
+@runtime_checkable
+class PresenceStore(Protocol):
+    """Workers' presence rows, so operators and health checks see who is alive."""
 
     async def worker_seen(self, info: WorkerInfo) -> None:
         """Upsert `info`'s presence row, and delete up to `EXPIRED_PER_BEAT` OTHER workers' rows
@@ -161,14 +200,20 @@ class Driver(Protocol):
 
     async def live_workers(self, seen_since: int) -> list[WorkerInfo]: ...
 
-    # --- wake-ups -----------------------------------------------------------------------------
+
+@runtime_checkable
+class WakeSource(Protocol):
+    """Wake-ups: how an idle worker learns that new work may be due."""
 
     async def wait_for_work(self, timeout_ms: int) -> None:
         """Return when new work may be due (an enqueue here or, where the backend can tell,
         elsewhere), or after `timeout_ms` of clock time. Never raises on timeout."""
         ...
 
-    # --- backfill ledger ----------------------------------------------------------------------
+
+@runtime_checkable
+class BackfillLedger(Protocol):
+    """The backfill ledger: one row per backfill run."""
 
     async def backfill_save(self, run: BackfillRun) -> None:
         """Insert or update the ledger row `run.run_id`."""
@@ -180,7 +225,10 @@ class Driver(Protocol):
         """Ledger rows, newest first."""
         ...
 
-    # --- scheduler ----------------------------------------------------------------------------
+
+@runtime_checkable
+class SchedulerState(Protocol):
+    """The scheduler's leadership lease and each task's last fired occurrence."""
 
     async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
         """Take or renew the one scheduler leadership lease; True while `holder` leads."""
@@ -192,7 +240,10 @@ class Driver(Protocol):
         """Record the latest fired occurrence; never moves backwards."""
         ...
 
-    # --- outbox -------------------------------------------------------------------------------
+
+@runtime_checkable
+class OutboxStore(Protocol):
+    """The transactional outbox: jobs staged in the application's own transaction."""
 
     async def outbox_stage(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
         """Stage jobs inside the application's own open transaction `tx` (driver-specific type).
@@ -211,3 +262,76 @@ class Driver(Protocol):
         ...
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None: ...
+
+
+@runtime_checkable
+class Driver(
+    JobStore,
+    StepStore,
+    SlotStore,
+    PresenceStore,
+    WakeSource,
+    BackfillLedger,
+    SchedulerState,
+    OutboxStore,
+    Protocol,
+):
+    """A driver with every capability: what memory, SQLite and PostgreSQL implement."""
+
+
+C = TypeVar("C")
+
+
+@dataclass(frozen=True)
+class Capability(Generic[C]):
+    """A named capability and the Protocol a driver implements to offer it."""
+
+    name: str
+    protocol: type[Any]
+
+    def offered_by(self, driver: object) -> bool:
+        return isinstance(driver, self.protocol)
+
+
+JOBS: Capability[JobStore] = Capability("jobs", JobStore)
+STEPS: Capability[StepStore] = Capability("steps", StepStore)
+SLOTS: Capability[SlotStore] = Capability("slots", SlotStore)
+PRESENCE: Capability[PresenceStore] = Capability("presence", PresenceStore)
+WAKE: Capability[WakeSource] = Capability("wake", WakeSource)
+BACKFILL_LEDGER: Capability[BackfillLedger] = Capability("backfill_ledger", BackfillLedger)
+SCHEDULER: Capability[SchedulerState] = Capability("scheduler", SchedulerState)
+OUTBOX: Capability[OutboxStore] = Capability("outbox", OutboxStore)
+CAPABILITIES: tuple[Capability[Any], ...] = (
+    JOBS,
+    STEPS,
+    SLOTS,
+    PRESENCE,
+    WAKE,
+    BACKFILL_LEDGER,
+    SCHEDULER,
+    OUTBOX,
+)
+
+
+def capabilities(driver: object) -> frozenset[str]:
+    """The names of the capabilities `driver` offers."""
+    return frozenset(c.name for c in CAPABILITIES if c.offered_by(driver))
+
+
+def require(driver: object, capability: Capability[C]) -> C:
+    """`driver` typed as `capability`'s Protocol, or DRIVER_CAPABILITY_MISSING naming what it
+    lacks. Checks attribute presence (runtime_checkable), so call it once at setup, not per job."""
+    if not capability.offered_by(driver):
+        missing = [name for name in _members(capability.protocol) if not hasattr(driver, name)]
+        kind = str(getattr(driver, "kind", type(driver).__name__))
+        raise DriverCapabilityMissingError(kind, capability.name, missing)
+    return cast(C, driver)
+
+
+def _members(protocol: type[Any]) -> list[str]:
+    names: set[str] = set()
+    for cls in protocol.__mro__:
+        if cls.__module__ == __name__:
+            names.update(getattr(cls, "__annotations__", {}))
+            names.update(n for n in vars(cls) if not n.startswith("_"))
+    return sorted(names)

@@ -1,8 +1,9 @@
 """The in-memory driver: the whole Protocol over dicts, for tests and for trying things out.
 
-It implements the job-level Protocol directly — it never sees SQL — and mirrors every rule the
-SQL drivers enforce, which the parity suite proves. One event loop owns it; a method with no
-`await` between its read and its write is atomic, which is what makes claims and fences hold.
+It implements the job-level Protocol directly — it never sees SQL — and takes every transition
+from engine.rules, as the SQL drivers do; the parity suite proves they agree. One event loop
+owns it; a method with no `await` between its read and its write is atomic, which is what makes
+claims and fences hold.
 """
 
 from __future__ import annotations
@@ -12,16 +13,36 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.clock import Clock
+from engine.drivers.base import AckWrite, StepWrite
 from engine.errors import (
     JobDuplicateError,
     JobNotCancellableError,
     JobNotFoundError,
     JobNotRetryableError,
+    JobsError,
     JobSlotLostError,
     OutboxNoTxError,
 )
 from engine.ids import new_id, new_token
 from engine.presence import EXPIRED_PER_BEAT, is_expired
+from engine.rules import (
+    LIVE_STATES,
+    DedupeKey,
+    ack_transition,
+    apply_nack,
+    can_cancel,
+    can_retry,
+    cancel_event_data,
+    cancel_transition,
+    claim_transition,
+    dedupe_key,
+    event_kind_for,
+    is_claimable,
+    nack_event_data,
+    queue_stats,
+    retry_event_data,
+    retry_transition,
+)
 from engine.wake import Waker
 from schemas.backfill import BackfillRun
 from schemas.events import EventRecord
@@ -37,16 +58,8 @@ from schemas.jobs import (
 )
 from schemas.outbox import OutboxRow
 from schemas.scheduler import LeaderLease, TaskState
-from schemas.states import LIVE_STATES, RETRYABLE_STATES, JobState
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
-
-DedupeKey = tuple[str, str, str]
-
-
-def dedupe_key(name: str, tenant_id: str | None, key: str) -> DedupeKey:
-    # `or ''` mirrors the SQL index's coalesce: all tenantless rows share one namespace.
-    return (name, tenant_id or "", key)
 
 
 @dataclass
@@ -148,23 +161,14 @@ class MemoryDriver:
         candidates = [
             job
             for job in self._jobs.values()
-            if (wanted is None or job.queue in wanted) and self._claimable(job, now)
+            if (wanted is None or job.queue in wanted) and is_claimable(job, now)
         ]
         candidates.sort(key=lambda j: (j.run_at, j.id))
         claimed: list[ClaimedJob] = []
         for job in candidates[: max(0, limit)]:
             token = new_token()
+            record = claim_transition(job, worker_id, now, lease_ms)
             expires = now + lease_ms
-            record = job.model_copy(
-                update={
-                    "state": "running",
-                    "attempt": job.attempt + 1,
-                    "worker_id": worker_id,
-                    "lease_expires_at": expires,
-                    "cancel_requested": False,
-                    "updated_at": now,
-                }
-            )
             self._jobs[job.id] = record
             self._leases[job.id] = _Lease(token, expires)
             # As every driver: past its first attempt (or with steps stored) a run reads its steps.
@@ -175,13 +179,6 @@ class MemoryDriver:
                 )
             )
         return claimed
-
-    def _claimable(self, job: JobRecord, now: int) -> bool:
-        if job.state in ("ready", "delayed", "suspended"):
-            return job.run_at <= now
-        if job.state == "running":
-            return job.lease_expires_at is not None and job.lease_expires_at <= now
-        return False
 
     def _held(self, job_id: str, token: str, *, running: bool = True) -> JobRecord:
         job = self._jobs.get(job_id)
@@ -209,78 +206,54 @@ class MemoryDriver:
                 holders[job_id] = expires
         return HeartbeatResult(lease_expires_at=expires, cancel_requested=False)
 
-    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
-        job = self._held(job_id, token)
+    async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
         now = self.clock.now_ms()
-        self._settle(job, "done", now, output=output)
-        await self.release_slots(job_id)
+        outcomes: list[JobsError | None] = []
+        for write in writes:
+            try:
+                job = self._held(write.job_id, write.token)
+            except JobsError as exc:
+                outcomes.append(exc)
+                continue
+            self._handed_back(ack_transition(job, now, write.output))
+            outcomes.append(None)
+        return outcomes
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
         job = self._held(job_id, token)
         now = self.clock.now_ms()
-        attempt = job.attempt if options.counts_as_attempt else max(job.attempt - 1, 0)
-        last_error = options.error if options.error is not None else job.last_error
-        await self.release_slots(job_id)
-        state = options.next_state()
-        if state in ("dead", "failed"):
-            record = self._settle(job, state, now, attempt=attempt, last_error=last_error)
-            self._event(job, state, now, {"attempt": job.attempt, "error": options.error})
-            return record
-        run_at = now + max(0, options.delay_ms)
-        is_shed = options.is_shed
-        record = job.model_copy(
-            update={
-                "state": state,
-                "attempt": attempt,
-                "run_at": run_at,
-                "queued_at": job.queued_at if is_shed else run_at,
-                "last_error": last_error,
-                "worker_id": None,
-                "lease_expires_at": None,
-                "updated_at": now,
-            }
-        )
-        self._jobs[job_id] = record
-        self._leases.pop(job_id, None)
-        if options.park:
-            self._event(job, "parked", now, {"until": run_at, "reason": options.error})
-        elif options.error is not None:
-            self._event(job, "retried", now, {"attempt": job.attempt, "error": options.error})
-        self._waker.notify()
+        record = apply_nack(job, options, now)
+        self._handed_back(record)
+        kind = event_kind_for(options)
+        if kind is not None:
+            self._event(job, kind, now, nack_event_data(options, job.attempt, record.run_at))
+        if record.state in LIVE_STATES:
+            self._waker.notify()
         return record
 
-    def _settle(
+    def _handed_back(self, record: JobRecord) -> None:
+        """Store a record its holder let go of: no lease, no slots, and its key free again
+        unless it is still live."""
+        self._jobs[record.id] = record
+        self._leases.pop(record.id, None)
+        for holders in self._slots.values():
+            holders.pop(record.id, None)
+        if record.state not in LIVE_STATES:
+            key = dedupe_key(record.name, record.tenant_id, record.idempotency_key)
+            self._live.pop(key, None)
+
+    def _event(
         self,
         job: JobRecord,
-        state: JobState,
+        kind: str,
         now: int,
-        *,
-        output: Any = None,
-        attempt: int | None = None,
-        last_error: str | None = None,
-    ) -> JobRecord:
-        update: dict[str, Any] = {
-            "state": state,
-            "updated_at": now,
-            "finished_at": now,
-            "worker_id": None,
-            "lease_expires_at": None,
-        }
-        if output is not None:
-            update["output"] = output
-        if attempt is not None:
-            update["attempt"] = attempt
-        if last_error is not None:
-            update["last_error"] = last_error
-        record = job.model_copy(update=update)
-        self._jobs[job.id] = record
-        self._leases.pop(job.id, None)
-        self._live.pop(dedupe_key(job.name, job.tenant_id, job.idempotency_key), None)
-        return record
-
-    def _event(self, job: JobRecord, kind: str, now: int, data: dict[str, Any] | None) -> None:
+        data: dict[str, Any] | None,
+        actor: str | None = None,
+    ) -> None:
         self._events.append(
-            EventRecord(job_id=job.id, at=now, kind=kind, tenant_id=job.tenant_id, data=data)
+            EventRecord(
+                job_id=job.id, at=now, kind=kind, actor=actor, tenant_id=job.tenant_id, data=data
+            )
         )
 
     def _find(self, job_id: str, tenant_id: str | None) -> JobRecord:
@@ -315,94 +288,45 @@ class MemoryDriver:
         events = [e for e in self._events if e.job_id == job_id]
         return job, steps, events
 
-    async def stats(self, queues: Sequence[str] | None = None) -> list[QueueStats]:
-        now = self.clock.now_ms()
-        acc: dict[str, dict[str, int]] = {}
-        for job in self._jobs.values():
-            if queues is not None and job.queue not in queues:
-                continue
-            s = acc.setdefault(job.queue, {})
-            bucket = _bucket(job, now)
-            s[bucket] = s.get(bucket, 0) + 1
-            if bucket == "ready" and job.queued_at <= now:
-                s["oldest_ready_ms"] = max(s.get("oldest_ready_ms", 0), now - job.queued_at)
-            if job.state == "running" and (job.lease_expires_at or 0) <= now:
-                s["expired_leases"] = s.get("expired_leases", 0) + 1
-            if job.state == "suspended" and job.run_at <= now:
-                s["due_suspended"] = s.get("due_suspended", 0) + 1
-                s["oldest_due_suspended_ms"] = max(
-                    s.get("oldest_due_suspended_ms", 0), now - job.run_at
-                )
-        return [QueueStats(queue=q, **counts) for q, counts in sorted(acc.items())]
+    async def stats(
+        self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
+    ) -> list[QueueStats]:
+        wanted: Iterable[JobRecord] = self._jobs.values()
+        if queues is not None:
+            wanted = [job for job in wanted if job.queue in queues]
+        if tenant_id is not None:
+            wanted = [job for job in wanted if job.tenant_id == tenant_id]
+        return queue_stats(wanted, self.clock.now_ms())
 
     async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
         job = self._find(job_id, tenant_id)
-        if job.state not in LIVE_STATES:
+        if not can_cancel(job.state):
             raise JobNotCancellableError(job_id, job.state)
         now = self.clock.now_ms()
-        was_running = job.state == "running"
-        record = job.model_copy(
-            update={
-                "state": "cancelled",
-                "cancel_requested": was_running,
-                "updated_at": now,
-                "finished_at": now,
-            }
-        )
+        record = cancel_transition(job, now)
         self._jobs[job_id] = record
-        if not was_running:
-            self._leases.pop(job_id, None)
+        if not record.cancel_requested:
+            self._leases.pop(job_id, None)  # a running holder keeps its lease to hear the cancel
         self._live.pop(dedupe_key(job.name, job.tenant_id, job.idempotency_key), None)
-        self._events.append(
-            EventRecord(
-                job_id=job_id,
-                at=now,
-                kind="cancelled",
-                actor=actor,
-                tenant_id=job.tenant_id,
-                data={"from": job.state},
-            )
-        )
+        self._event(job, "cancelled", now, cancel_event_data(job.state), actor)
         return record
 
     async def retry(
         self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
     ) -> JobRecord:
         job = self._find(job_id, tenant_id)
-        allowed = job.state in RETRYABLE_STATES or (include_cancelled and job.state == "cancelled")
-        if not allowed:
+        if not can_retry(job.state, include_cancelled):
             raise JobNotRetryableError(job_id, job.state)
         key = dedupe_key(job.name, job.tenant_id, job.idempotency_key)
         holder = self._live.get(key)
         if holder is not None:
             raise JobDuplicateError(job.name, job.idempotency_key, holder, job.tenant_id)
         now = self.clock.now_ms()
-        record = job.model_copy(
-            update={
-                "state": "ready",
-                "attempt": 0,
-                "run_at": now,
-                "queued_at": now,
-                "updated_at": now,
-                "finished_at": None,
-                "cancel_requested": False,
-                "worker_id": None,
-                "lease_expires_at": None,
-            }
-        )
+        record = retry_transition(job, now)
         self._jobs[job_id] = record
         self._leases.pop(job_id, None)
         self._live[key] = job_id
-        self._events.append(
-            EventRecord(
-                job_id=job_id,
-                at=now,
-                kind="requeued",
-                actor=actor,
-                tenant_id=job.tenant_id,
-                data={"from": job.state},
-            )
-        )
+        self._event(job, "requeued", now, retry_event_data(job.state), actor)
         self._waker.notify()
         return record
 
@@ -414,9 +338,17 @@ class MemoryDriver:
     async def load_steps(self, run_id: str) -> list[StepRecord]:
         return sorted(self._steps.get(run_id, {}).values(), key=lambda s: s.started_at)
 
-    async def save_step(self, job_id: str, token: str, step: StepRecord) -> None:
-        self._held(job_id, token)
-        self._steps.setdefault(step.run_id, {})[step.name] = step
+    async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
+        outcomes: list[JobsError | None] = []
+        for write in writes:
+            try:
+                self._held(write.job_id, write.token)
+            except JobsError as exc:
+                outcomes.append(exc)
+                continue
+            self._steps.setdefault(write.step.run_id, {})[write.step.name] = write.step
+            outcomes.append(None)
+        return outcomes
 
     # --- limiter slots ------------------------------------------------------------------------
 
@@ -585,10 +517,3 @@ def _new_record(request: EnqueueRequest, now: int) -> JobRecord:
         traceparent=request.traceparent,
         enqueued_by=request.enqueued_by,
     )
-
-
-def _bucket(job: JobRecord, now: int) -> str:
-    """Which stats bucket a row counts in (rule 7): a due delayed row is ready."""
-    if job.state == "delayed":
-        return "ready" if job.run_at <= now else "delayed"
-    return job.state

@@ -15,12 +15,14 @@ from __future__ import annotations
 import difflib
 import inspect
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from engine.declare import JobRegistry, default_registry
+from engine.declare import JobRegistry, default_registry, whole_declared
+from engine.errors import JobsError
+from engine.registry import Registry
 from engine.tasks.errors import (
     TaskCatchUpInvalidError,
     TaskCronInvalidError,
@@ -68,42 +70,23 @@ class TaskDefinition:
         return produced
 
 
-class TaskRegistry:
+class TaskRegistry(Registry[TaskDefinition]):
     """The cron tasks of one `JobRegistry`, by name."""
 
-    def __init__(self) -> None:
-        self._tasks: dict[str, TaskDefinition] = {}
-
-    def add(self, definition: TaskDefinition) -> None:
+    def check(self, definition: object) -> TaskDefinition:
         if not isinstance(definition, TaskDefinition) or definition.origin is not _ORIGIN:
             raise TaskDeclarationInvalidError(
                 getattr(definition, "name", "?"), "definition", definition, "built by task(...)"
             )
-        existing = self._tasks.get(definition.name)
-        if existing is not None and _identity(existing) != _identity(definition):
-            raise TaskNameTakenError(definition.name, existing.declared_by, definition.declared_by)
-        self._tasks[definition.name] = definition
+        return definition
 
-    def get(self, name: str) -> TaskDefinition | None:
-        return self._tasks.get(name)
+    def clash(self, existing: TaskDefinition, definition: TaskDefinition) -> JobsError | None:
+        if _identity(existing) == _identity(definition):
+            return None
+        return TaskNameTakenError(definition.name, existing.declared_by, definition.declared_by)
 
-    def require(self, name: str) -> TaskDefinition:
-        found = self._tasks.get(name)
-        if found is None:
-            raise TaskUnknownError(name, list(self._tasks))
-        return found
-
-    def names(self) -> list[str]:
-        return sorted(self._tasks)
-
-    def remove(self, name: str) -> None:
-        self._tasks.pop(name, None)
-
-    def __iter__(self) -> Iterator[TaskDefinition]:
-        return iter([self._tasks[n] for n in sorted(self._tasks)])
-
-    def __len__(self) -> int:
-        return len(self._tasks)
+    def unknown(self, name: str, known: Sequence[str]) -> JobsError:
+        return TaskUnknownError(name, known)
 
 
 _BY_REGISTRY: weakref.WeakKeyDictionary[JobRegistry, TaskRegistry] = weakref.WeakKeyDictionary()
@@ -159,9 +142,10 @@ def _suggest(tz: str) -> list[str]:
 def _max_catch_up(task: str, value: object) -> int:
     # bool is an int subclass, and a float admits fractions, NaN and infinity: only a real whole
     # number ≥ 1 fires at all and fires a bounded amount.
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise TaskCatchUpInvalidError(task, "max_catch_up", value, "a whole number ≥ 1")
-    return value
+    def refuse(expected: str) -> JobsError:
+        return TaskCatchUpInvalidError(task, "max_catch_up", value, expected)
+
+    return whole_declared(refuse, "max_catch_up", value, 1)
 
 
 def task(

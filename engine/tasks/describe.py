@@ -6,13 +6,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.errors import InvalidArgumentError
+from engine import bounds
 from engine.tasks.declare import CatchUp, TaskDefinition, tasks_of
 
 if TYPE_CHECKING:
     from engine.client import Jobs
 
 DEFAULT_NEXT = 5
+MAX_NEXT = 100  # occurrences one describe may list
 
 
 class TaskOccurrence(BaseModel):
@@ -45,8 +46,7 @@ async def describe_tasks(
 ) -> list[TaskDescriptor]:
     """Descriptors of the tasks declared under `jobs.registry` (one when `name` is given;
     TASK_UNKNOWN when it names none), with the next `count` occurrences from now."""
-    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 100:
-        raise InvalidArgumentError("count", count, "a whole number from 0 to 100")
+    bounds.whole("count", count, 0, MAX_NEXT)
     registry = tasks_of(jobs.registry)
     definitions = [registry.require(name)] if name is not None else list(registry)
     now = jobs.clock.now_ms()

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from engine import bounds
 from engine.client import Enqueue
-from engine.errors import InvalidArgumentError, JobsError
+from engine.drivers.base import SCHEDULER, require
+from engine.errors import JobsError
 from engine.ids import worker_id
 from engine.tasks.declare import TaskDefinition, TaskRegistry, tasks_of
 from engine.tasks.errors import TaskEnqueueFailedError, TaskEntryInvalidError
@@ -75,9 +77,9 @@ class Scheduler:
         backlog_ms: int = DEFAULT_BACKLOG_MS,
     ) -> None:
         for name, value in (("lease_ms", lease_ms), ("backlog_ms", backlog_ms)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(name, value, "a whole number of ms ≥ 1")
+            bounds.whole(name, value, 1, bounds.MAX_DELAY_MS, unit="ms")
         self.jobs = jobs
+        require(jobs.driver, SCHEDULER)
         self.driver = jobs.driver
         self.clock = jobs.clock
         self.tasks = tasks if tasks is not None else tasks_of(jobs.registry)

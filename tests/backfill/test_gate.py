@@ -118,7 +118,7 @@ async def test_a_precondition_that_regressed_before_the_pass_ran_fails_the_pass(
 
     record = await jobs.get(start.job_id)
     assert record.state == "failed" and record.last_error is not None
-    assert record.last_error.startswith("BACKFILL_MIGRATION_PENDING")
+    assert record.last_error.code == "BACKFILL_MIGRATION_PENDING"
     assert customers.handled == [] and customers.read_calls == 0
     (run,) = await jobs.driver.backfill_runs("normalize_emails")
     assert run.status == "failed" and run.rows_processed == 0

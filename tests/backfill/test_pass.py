@@ -80,7 +80,7 @@ async def test_a_handler_failure_fails_the_attempt_and_the_retry_resumes_after_t
     assert record.state == "delayed" and record.attempt == 1
     # The handler's own error, not a framework code: the job's retry policy applies to it.
     assert record.last_error is not None
-    assert record.last_error.startswith("BackfillHandleFailure:")
+    assert record.last_error.cause.startswith("BackfillHandleFailure:")
     (run,) = await jobs.driver.backfill_runs("normalize_emails")
     assert run.status == "failed" and run.error is not None
     assert run.error.startswith("BackfillHandleFailure:")
@@ -155,7 +155,7 @@ async def test_a_handler_that_keeps_failing_dead_letters_the_pass_with_its_own_e
     record = await jobs.get(start.job_id)
     assert record.state == "dead" and record.attempt == record.max_attempts
     assert record.last_error is not None
-    assert record.last_error.startswith("BackfillHandleFailure:")
+    assert record.last_error.cause.startswith("BackfillHandleFailure:")
     (run,) = await jobs.driver.backfill_runs("normalize_emails")
     assert run.status == "failed" and run.rows_processed == 0 and run.cursor is None
     assert run.error is not None and run.error.startswith("BackfillHandleFailure:")
@@ -174,7 +174,7 @@ async def test_a_sweep_whose_source_runs_dry_while_count_matches_fails_stalled(
     record = await jobs.get(start.job_id)
     # Terminal: an authoring bug is not retried into a dead letter.
     assert record.state == "failed" and record.attempt == 1
-    assert record.last_error is not None and record.last_error.startswith("BACKFILL_STALLED")
+    assert record.last_error is not None and record.last_error.code == "BACKFILL_STALLED"
     (run,) = await jobs.driver.backfill_runs("normalize_emails")
     assert run.status == "failed" and run.error is not None
     assert run.error.startswith("BACKFILL_STALLED")
@@ -216,7 +216,7 @@ async def test_a_read_that_ignores_its_cursor_fails_instead_of_looping(
     record = await jobs.get(start.job_id)
     assert record.state == "failed"
     assert record.last_error is not None
-    assert record.last_error.startswith("BACKFILL_DECLARATION_INVALID")
+    assert record.last_error.code == "BACKFILL_DECLARATION_INVALID"
     assert customers.handled == [[0]]  # the first batch, once; the repeat was refused
 
 

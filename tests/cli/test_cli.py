@@ -15,10 +15,10 @@ from jsonschema import Draft202012Validator
 
 import examples.shop
 from engine import connect
-from mcp_jobs.app import build_server
 from mcp_jobs.cli import build_parser, main
+from mcp_jobs.cli.render import ProgressBar
 from mcp_jobs.config import Settings
-from mcp_jobs.render import ProgressBar
+from mcp_jobs.server import build_server
 
 APP = "examples.shop"
 

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine.errors import InvalidArgumentError
-from mcp_jobs import event_loop
-from mcp_jobs.cli import main
-from mcp_jobs.event_loop import EVENT_LOOP_ENV, backend_options
+from mcp_jobs.cli import event_loop, main
+from mcp_jobs.cli.event_loop import EVENT_LOOP_ENV, backend_options
 
 
 @pytest.mark.parametrize(

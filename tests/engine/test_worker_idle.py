@@ -1,5 +1,5 @@
 """A worker waiting for work on real time: `stop()` ends the wait at once (the poke cancels the
-waiting task), and a cancellation from outside that lands with a poke is not swallowed."""
+wait's scope), and a cancellation from outside that lands with a poke is not swallowed."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ async def idle_worker() -> tuple[Worker, asyncio.Task[None]]:
     worker = Worker(jobs, poll_ms=AN_HOUR_MS, scheduler=False, outbox_relay=False)
     run = asyncio.create_task(worker.run())
     await anyio.wait_all_tasks_blocked()
-    assert worker._idle_task is run  # waiting for work, not for a slot
+    assert worker._idle_scope is not None  # waiting for work, not for a slot
     return worker, run
 
 
@@ -30,7 +30,7 @@ async def test_stop_ends_an_hour_long_wait_for_work_at_once() -> None:
     worker.stop()
     with anyio.fail_after(5):
         await run  # returns normally: the poke's own cancellation is swallowed
-    assert worker._idle_task is None
+    assert worker._idle_scope is None
 
 
 async def test_a_cancellation_from_outside_is_not_taken_for_the_poke() -> None:

@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine import JobContext, JobRegistry, Jobs, Retry, job
 from engine.backfill import BackfillRegistry
-from mcp_jobs.app import build_server
 from mcp_jobs.config import Settings
+from mcp_jobs.server import build_server
 
 # Keys a test "heals": the flaky job fails until its key is in here.
 HEALED: set[str] = set()

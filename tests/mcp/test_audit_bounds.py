@@ -7,8 +7,8 @@ from typing import Any
 
 from engine import Jobs
 from mcp_jobs.config import Settings
-from mcp_jobs.envelope import PAYLOAD_LIMIT
-from mcp_jobs.runtime import AUDIT_EVENT
+from mcp_jobs.operations.envelope import PAYLOAD_LIMIT
+from mcp_jobs.server.audit import AUDIT_EVENT
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import Caller, stored_rows
 

@@ -18,7 +18,7 @@ from engine import JobRegistry, Jobs
 from engine.backfill import BackfillRegistry
 from engine.errors import short_repr
 from mcp_jobs.config import Settings
-from mcp_jobs.envelope import PAYLOAD_LIMIT
+from mcp_jobs.operations.envelope import PAYLOAD_LIMIT
 from tests.mcp.support import Caller, serve, stored_rows
 
 pytestmark = pytest.mark.drivers("sqlite", "postgres", reason="the durable backends")

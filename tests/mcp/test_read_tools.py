@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
-from mcp_jobs.config import Limits, Settings
+from mcp_jobs.config import ServerLimits, Settings
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import HEALED
 
@@ -280,6 +280,48 @@ async def test_diagnose_finds_jobs_parked_under_an_unknown_name_and_overdue_slee
     assert sleeper.id not in codes["PARKED_UNKNOWN_NAME"]["job_ids"]
 
 
+async def test_a_failure_reads_as_a_code_and_a_fix_in_list_inspect_and_diagnose(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    r = await jobs.enqueue("flaky", {"key": "k"})
+    worker = Worker(jobs)
+    await worker.run_until_idle()
+    clock.advance(1_000)
+    await worker.run_until_idle()
+    async with open_mcp() as mcp:
+        (listed,) = (await mcp.ok("list_jobs", {"state": "dead"}))["jobs"]
+        inspected = (await mcp.ok("inspect_job", {"job_id": r.id}))["job"]
+        found = await mcp.ok("diagnose_queue")
+        (dead,) = [f for f in found["findings"] if f["code"] == "DEAD_LETTERS"]
+        for error in (listed["last_error"], inspected["last_error"], dead["last_error"]):
+            assert error["code"] == "JOB_FAILED"
+            assert "upstream down for k" in error["cause"]
+            assert error["fix"] == f"mcp-jobs jobs show {r.id} --json"
+        HEALED.add("k")
+        await mcp.ok("retry_job", {"job_id": r.id})
+        await worker.run_until_idle()
+        done = (await mcp.ok("inspect_job", {"job_id": r.id}))["job"]
+        assert done["state"] == "done" and done["last_error"] is None
+
+
+async def test_diagnose_names_jobs_parked_by_a_worker_that_did_not_know_them(
+    jobs: Jobs, registry: JobRegistry, open_mcp: OpenMcp
+) -> None:
+    ghost = await jobs.enqueue("greet", {"user_id": 9})
+    greet = registry.get("greet")
+    assert greet is not None
+    registry.remove("greet")  # the worker that claims it was started without its module
+    try:
+        await Worker(jobs, queues=["mail"]).run_until_idle()
+    finally:
+        registry.add(greet)  # ...while this server knows the name
+    assert (await jobs.get(ghost.id)).state == "suspended"
+    async with open_mcp() as mcp:
+        found = await mcp.ok("diagnose_queue")
+    (parked,) = [f for f in found["findings"] if f["code"] == "PARKED_UNKNOWN_NAME"]
+    assert parked["job_ids"] == [ghost.id]
+
+
 async def test_diagnose_sees_a_live_worker(jobs: Jobs, open_mcp: OpenMcp) -> None:
     await jobs.enqueue("greet", {"user_id": 1})
     worker = Worker(jobs)
@@ -295,7 +337,7 @@ async def test_diagnose_sees_a_live_worker(jobs: Jobs, open_mcp: OpenMcp) -> Non
 
 
 async def test_limits_come_from_the_settings(jobs: Jobs, open_mcp: OpenMcp) -> None:
-    async with open_mcp(Settings(limits=Limits(max_page_size=3))) as mcp:
+    async with open_mcp(Settings(limits=ServerLimits(max_page_size=3))) as mcp:
         await mcp.ok("list_jobs", {"limit": 3})
         error = await mcp.fails("list_jobs", {"limit": 4}, "LIMIT_EXCEEDED")
         assert error["details"]["limit"] == 3

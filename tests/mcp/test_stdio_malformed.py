@@ -14,7 +14,7 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from mcp_jobs.config import Limits
+from mcp_jobs.config import ServerLimits
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -42,7 +42,11 @@ BAD_LINES: list[tuple[str, bytes, int]] = [
     ("a raw NUL byte", b'{"jsonrpc": "2.0", "id": 4, "method": "ping\x00"}', PARSE_ERROR),
     ("bytes that are not UTF-8", b'{"jsonrpc": "2.0", "id": 5, "method": "\xff\xfe"}', PARSE_ERROR),
     ("JSON that is not a message", b"[1, 2]", INVALID_REQUEST),
-    ("a line over the request bound", b'"' + b"x" * Limits().max_request_bytes + b'"', -32600),
+    (
+        "a line over the request bound",
+        b'"' + b"x" * ServerLimits().max_request_bytes + b'"',
+        -32600,
+    ),
 ]
 
 

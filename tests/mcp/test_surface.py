@@ -7,8 +7,8 @@ import pytest
 from mcp import Client
 
 from engine import JobRegistry, Jobs
-from mcp_jobs.app import MUTATING_TOOLS, READ_TOOLS, build_server
 from mcp_jobs.config import Settings
+from mcp_jobs.server import MUTATING_TOOLS, READ_TOOLS, build_server
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import Caller, serve
 

@@ -17,8 +17,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from engine import JobRegistry, connect
-from mcp_jobs.app import build_server
 from mcp_jobs.config import Settings
+from mcp_jobs.server import build_server
 from tests.mcp.support import Caller, declare_app
 
 TOKEN = "s3cret-token-for-tests"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from engine import Jobs, ManualClock, Worker
-from mcp_jobs.config import Limits, Settings
-from mcp_jobs.runtime import AUDIT_EVENT
+from mcp_jobs.config import ServerLimits, Settings
+from mcp_jobs.server.audit import AUDIT_EVENT
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import HEALED
 
@@ -71,7 +71,7 @@ async def test_enqueue_refuses_bad_input_with_the_field_errors(open_mcp: OpenMcp
 
 
 async def test_enqueue_refuses_an_input_over_the_size_limit(jobs: Jobs, open_mcp: OpenMcp) -> None:
-    async with open_mcp(Settings(limits=Limits(max_input_bytes=100))) as mcp:
+    async with open_mcp(Settings(limits=ServerLimits(max_input_bytes=100))) as mcp:
         error = await mcp.fails(
             "enqueue_job",
             {"name": "greet", "input": {"user_id": 1, "note": "x" * 200}},

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.ids import new_id
+from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest, OnConflict
 
 
@@ -31,4 +32,11 @@ def request(
         run_at=now if run_at is None else run_at,
         max_attempts=3,
         on_conflict=on_conflict,
+    )
+
+
+def failure(cause: str = "boom") -> ErrorPayload:
+    """A job's failure as a nack stores it."""
+    return ErrorPayload(
+        code="JOB_FAILED", title="the job's body raised", cause=cause, fix="-", retryable=True
     )

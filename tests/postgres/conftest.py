@@ -11,6 +11,7 @@ import pytest
 
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
+from engine.settle import Settler
 from tests.support.postgres import PG_DSN_ENV, fresh_database
 
 
@@ -49,6 +50,12 @@ async def make_driver(pg_url: str, clock: ManualClock) -> AsyncIterator[DriverFa
 @pytest.fixture
 async def driver(make_driver: DriverFactory) -> PostgresDriver:
     return await make_driver()
+
+
+@pytest.fixture
+def settler(driver: PostgresDriver) -> Settler:
+    """The engine's group commit over `driver`: how a worker acks and saves steps."""
+    return Settler(driver)
 
 
 @pytest.fixture

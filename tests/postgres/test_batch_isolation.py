@@ -4,7 +4,6 @@ other items commit and only the bad one's caller gets a typed, terminal error.""
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -15,8 +14,9 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, ManualClock, Retry, Worker, connect, job
+from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.postgres.batch import GroupCommit, Item, flush_apart, settle_all
+from engine.drivers.postgres.batch import flush_apart
 from engine.drivers.postgres.faults import data_error
 from engine.errors import (
     DriverUnavailableError,
@@ -25,6 +25,7 @@ from engine.errors import (
     JobsError,
     JobSlotLostError,
 )
+from engine.settle import Settler
 from schemas.jobs import ClaimedJob
 from schemas.steps import StepRecord
 from tests.postgres.builders import request
@@ -47,21 +48,28 @@ async def _claim(driver: PostgresDriver, now: int) -> list[ClaimedJob]:
     return claimed
 
 
-def _spied(flush: Any) -> tuple[GroupCommit[Any], list[int]]:
-    """A group commit over `flush` that records the size of each batch it is handed."""
+def _spied(driver: PostgresDriver, monkeypatch: pytest.MonkeyPatch) -> tuple[Settler, list[int]]:
+    """A Settler over `driver` whose set-wise writes record the size of each call."""
     sizes: list[int] = []
+    ack_many, save_steps_many = driver.ack_many, driver.save_steps_many
 
-    async def spy(batch: Sequence[Item[Any]]) -> None:
-        sizes.append(len(batch))
-        await flush(batch)
+    async def acks(writes: Sequence[AckWrite]) -> list[JobsError | None]:
+        sizes.append(len(writes))
+        return await ack_many(writes)
 
-    return GroupCommit(spy), sizes
+    async def steps(writes: Sequence[StepWrite]) -> list[JobsError | None]:
+        sizes.append(len(writes))
+        return await save_steps_many(writes)
+
+    monkeypatch.setattr(driver, "ack_many", acks)
+    monkeypatch.setattr(driver, "save_steps_many", steps)
+    return Settler(driver), sizes
 
 
 def _assert_refused(exc: BaseException, path: str) -> None:
     assert isinstance(exc, JobsError)
     assert exc.code == JobOutputInvalidError.code and not exc.retryable
-    assert exc.details["path"] == path
+    assert exc.details is not None and exc.details["path"] == path
 
 
 @pytest.mark.parametrize("case", list(BAD_VALUES))
@@ -70,15 +78,16 @@ async def test_a_refused_ack_fails_alone_and_its_batch_mates_commit(
     clock: ManualClock,
     sql: asyncpg.Connection[asyncpg.Record],
     case: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bad_value, path = BAD_VALUES[case]
     claimed = await _claim(driver, clock.now_ms())
-    driver._acks, sizes = _spied(driver._flush_acks)
+    settler, sizes = _spied(driver, monkeypatch)
     refused: dict[str, BaseException] = {}
 
     async def ack(n: int, c: ClaimedJob) -> None:
         try:
-            await driver.ack(c.record.id, c.token, bad_value if n == BAD else {"n": n})
+            await settler.ack(c.record.id, c.token, bad_value if n == BAD else {"n": n})
         except Exception as exc:
             refused[c.record.id] = exc
 
@@ -99,11 +108,11 @@ async def test_a_refused_ack_fails_alone_and_its_batch_mates_commit(
 
 @pytest.mark.parametrize("case", list(BAD_VALUES))
 async def test_a_refused_step_write_fails_alone_and_its_batch_mates_commit(
-    driver: PostgresDriver, clock: ManualClock, case: str
+    driver: PostgresDriver, clock: ManualClock, case: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bad_value, path = BAD_VALUES[case]
     claimed = await _claim(driver, clock.now_ms())
-    driver._steps, sizes = _spied(driver._flush_steps)
+    settler, sizes = _spied(driver, monkeypatch)
     now = clock.now_ms()
     refused: dict[str, BaseException] = {}
 
@@ -119,7 +128,7 @@ async def test_a_refused_step_write_fails_alone_and_its_batch_mates_commit(
             attempts=1,
         )
         try:
-            await driver.save_step(c.record.id, c.token, step)
+            await settler.save_step(c.record.id, c.token, step)
         except Exception as exc:
             refused[c.record.id] = exc
 
@@ -137,7 +146,7 @@ async def test_a_refused_step_write_fails_alone_and_its_batch_mates_commit(
             (step,) = await driver.load_steps(c.record.run_id)
             assert (step.name, step.output) == ("fetch", [n])
     # The refusal settled nothing else: the bad job's own ack still goes through.
-    await driver.ack(bad.record.id, bad.token, None)
+    await settler.ack(bad.record.id, bad.token, None)
     assert (await driver.get(bad.record.id)).state == "done"
 
 
@@ -168,7 +177,7 @@ async def test_a_job_whose_ack_is_refused_fails_for_good_and_runs_once(
             assert await worker.run_until_idle() == 0
         bad = await jobs.get(ids[BAD])
         assert (bad.state, bad.attempt) == ("failed", 1)
-        assert bad.last_error is not None and bad.last_error.startswith("JOB_OUTPUT_INVALID")
+        assert bad.last_error is not None and bad.last_error.code == "JOB_OUTPUT_INVALID"
         for n, job_id in enumerate(ids):
             if n != BAD:
                 record = await jobs.get(job_id)
@@ -176,11 +185,6 @@ async def test_a_job_whose_ack_is_refused_fails_for_good_and_runs_once(
         assert runs == Counter(range(COUNT))
     finally:
         await jobs.close()
-
-
-def _items(values: Sequence[int]) -> list[Item[int]]:
-    loop = asyncio.get_running_loop()
-    return [Item(value, value, loop.create_future()) for value in values]
 
 
 @pytest.mark.parametrize("converted", [True, False], ids=["as-invalid-argument", "as-unavailable"])
@@ -196,16 +200,16 @@ async def test_a_refused_statement_is_split_until_each_refused_item_stands_alone
         else DriverUnavailableError("postgres", "the server refused the operation")
     )
 
-    async def flush(batch: Sequence[Item[int]]) -> None:
-        statements.append([item.value for item in batch])
-        if any(item.value in (2, 5) for item in batch):
+    async def flush(batch: Sequence[int]) -> list[JobsError | None]:
+        statements.append(list(batch))
+        if any(value in (2, 5) for value in batch):
             raise raised from refusal
-        settle_all(batch, lambda item: None)
+        return [None] * len(batch)
 
-    batch = _items(range(8))
-    await flush_apart(batch, flush, data_error, lambda item, found: JobSlotLostError("x"))
-    assert all(item.finished for item in batch)
-    assert [item.value for item in batch if item.error is not None] == [2, 5]
+    batch = list(range(8))
+    outcomes = await flush_apart(batch, flush, data_error, lambda v, found: JobSlotLostError("x"))
+    assert len(outcomes) == 8
+    assert [v for v, outcome in zip(batch, outcomes, strict=True) if outcome is not None] == [2, 5]
     # Halves, not one statement per item: a refused half is split again, a clean one commits.
     assert statements[0] == list(range(8)) and len(statements) == 11
 
@@ -226,12 +230,10 @@ async def test_a_failure_that_is_not_the_data_is_not_split_and_settles_no_item(
     (which hands it to every caller), and no item is marked refused."""
     statements: list[int] = []
 
-    async def flush(batch: Sequence[Item[int]]) -> None:
+    async def flush(batch: Sequence[int]) -> list[JobsError | None]:
         statements.append(len(batch))
         raise DriverUnavailableError("postgres", "down") from failure
 
-    batch = _items(range(4))
     with pytest.raises(DriverUnavailableError):
-        await flush_apart(batch, flush, data_error, lambda item, found: JobSlotLostError("x"))
+        await flush_apart(list(range(4)), flush, data_error, lambda v, found: JobSlotLostError("x"))
     assert statements == [4]
-    assert not any(item.finished for item in batch)

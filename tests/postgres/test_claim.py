@@ -9,8 +9,9 @@ import pytest
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import JobsError
+from engine.settle import Settler
 from schemas.jobs import NackOptions
-from tests.postgres.builders import request
+from tests.postgres.builders import failure, request
 from tests.postgres.conftest import DriverFactory
 
 
@@ -66,7 +67,7 @@ async def test_a_batch_takes_the_due_rows_in_run_at_then_id_order(
 
 
 async def test_an_expired_lease_is_claimed_again_and_the_old_token_is_fenced(
-    driver: PostgresDriver, clock: ManualClock
+    driver: PostgresDriver, settler: Settler, clock: ManualClock
 ) -> None:
     (r,) = await driver.enqueue([request(clock.now_ms())])
     (old,) = await driver.claim("w1", 1, 1_000)
@@ -76,25 +77,25 @@ async def test_an_expired_lease_is_claimed_again_and_the_old_token_is_fenced(
     assert (new.record.attempt, new.record.worker_id) == (2, "w2")
     assert new.token != old.token
     for call in (
-        lambda: driver.ack(r.id, old.token),
-        lambda: driver.nack(r.id, old.token, NackOptions(error="late")),
+        lambda: settler.ack(r.id, old.token),
+        lambda: driver.nack(r.id, old.token, NackOptions(error=failure("late"))),
         lambda: driver.heartbeat(r.id, old.token, 1_000),
     ):
         with pytest.raises(JobsError) as raised:
             await call()
         assert raised.value.code == "JOB_SLOT_LOST"
-    await driver.ack(r.id, new.token, {"ok": True})
+    await settler.ack(r.id, new.token, {"ok": True})
     assert (await driver.get(r.id)).output == {"ok": True}
 
 
 async def test_a_settled_job_refuses_a_second_settle(
-    driver: PostgresDriver, clock: ManualClock
+    driver: PostgresDriver, settler: Settler, clock: ManualClock
 ) -> None:
     (r,) = await driver.enqueue([request(clock.now_ms())])
     (claimed,) = await driver.claim("w", 1, 1_000)
-    await driver.ack(r.id, claimed.token)
+    await settler.ack(r.id, claimed.token)
     with pytest.raises(JobsError) as raised:
-        await driver.ack(r.id, claimed.token)
+        await settler.ack(r.id, claimed.token)
     assert raised.value.code == "JOB_SLOT_LOST"
 
 

@@ -23,7 +23,7 @@ async def test_three_concurrent_operations_use_own_connections_and_a_fourth_the_
     entered: list[int] = []
 
     async def hold() -> None:
-        async with driver.conn() as conn:
+        async with driver.db.conn() as conn:
             entered.append(await backend_pid(conn))
             if len(entered) == 4:
                 all_in.set()
@@ -35,21 +35,21 @@ async def test_three_concurrent_operations_use_own_connections_and_a_fourth_the_
                 tg.start_soon(hold)
             await all_in.wait()
             assert len(set(entered)) == 4
-            assert len(driver._own) == 3 and driver._pool is not None
+            assert len(driver.db.own) == 3 and driver.db.pool is not None
             holding.set()
     # Given back clean: the next lone operations reuse them, no new connection is made.
-    async with driver.conn() as conn:
+    async with driver.db.conn() as conn:
         assert await backend_pid(conn) in entered
-    assert len(driver._own) == 3
+    assert len(driver.db.own) == 3
 
 
 async def test_a_connection_left_inside_a_transaction_is_closed_not_reused(
     driver: PostgresDriver,
 ) -> None:
-    async with driver.conn() as conn:
+    async with driver.db.conn() as conn:
         left = await backend_pid(conn)
         await conn.execute("BEGIN")
-    async with driver.conn() as conn:
+    async with driver.db.conn() as conn:
         assert await backend_pid(conn) != left
         assert not conn.is_in_transaction()
 
@@ -58,10 +58,10 @@ async def test_an_error_between_statements_keeps_the_connection(driver: Postgres
     # A refused duplicate or an invalid batch item is raised with the session in good order:
     # reconnecting after each would cost more than the statement.
     with pytest.raises(KeyError):
-        async with driver.conn() as conn:
+        async with driver.db.conn() as conn:
             kept = await backend_pid(conn)
             raise KeyError("the caller's own refusal, between statements")
-    async with driver.conn() as conn:
+    async with driver.db.conn() as conn:
         assert await backend_pid(conn) == kept
 
 
@@ -70,7 +70,7 @@ async def test_a_cancelled_statement_closes_its_connection(driver: PostgresDrive
     asked = anyio.Event()
 
     async def sleep_on_the_server() -> None:
-        async with driver.conn() as conn:
+        async with driver.db.conn() as conn:
             pids.append(await backend_pid(conn))
             asked.set()
             await conn.execute("SELECT pg_sleep(30)")
@@ -81,17 +81,17 @@ async def test_a_cancelled_statement_closes_its_connection(driver: PostgresDrive
             await asked.wait()
             await anyio.wait_all_tasks_blocked()  # the sleep is on the server
             tg.cancel_scope.cancel()
-    async with driver.conn() as conn:
+    async with driver.db.conn() as conn:
         assert await backend_pid(conn) != pids[0]
 
 
 async def test_close_ends_free_and_busy_own_connections(driver: PostgresDriver) -> None:
-    async with driver.conn() as first, driver.conn() as second:
+    async with driver.db.conn() as first, driver.db.conn() as second:
         assert first is not second
-    async with driver.conn() as busy:
+    async with driver.db.conn() as busy:
         free = first if busy is second else second
         await driver.close()
         with pytest.raises(asyncpg.InterfaceError):
             await backend_pid(busy)  # terminated under the operation in flight
     assert free.is_closed() and busy.is_closed()
-    assert driver._own == set() and driver._own_free == []
+    assert driver.db.own == set() and driver.db.own_free == []

@@ -17,6 +17,7 @@ from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres.sql import raw_queries, raw_schema
 from engine.errors import JobsError
+from engine.settle import Settler
 from schemas.states import LIVE_STATES
 from tests.postgres.builders import request
 
@@ -67,7 +68,10 @@ async def test_the_dedupe_index_is_the_only_unique_key_besides_the_id(
 
 
 async def test_the_three_together_decide_who_dedupes(
-    driver: PostgresDriver, clock: ManualClock, sql: asyncpg.Connection[asyncpg.Record]
+    driver: PostgresDriver,
+    settler: Settler,
+    clock: ManualClock,
+    sql: asyncpg.Connection[asyncpg.Record],
 ) -> None:
     now = clock.now_ms()
     # Tenant A and tenant B with one key: two jobs.
@@ -87,7 +91,7 @@ async def test_the_three_together_decide_who_dedupes(
     assert not other.deduped
     # A completed row does not block.
     (claimed,) = [c for c in await driver.claim("w", 10, 1000) if c.record.id == n1.id]
-    await driver.ack(n1.id, claimed.token)
+    await settler.ack(n1.id, claimed.token)
     (n3,) = await driver.enqueue([request(now, key="user:1")])
     assert not n3.deduped and n3.id != n1.id
     live = await sql.fetchval(

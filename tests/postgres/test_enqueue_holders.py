@@ -21,7 +21,7 @@ Hook = Callable[[], Awaitable[None]]
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch, driver: PostgresDriver) -> list[str]:
     """The names of the enqueue statements the driver runs, in order."""
-    names = {driver.q[n]: n for n in ("enqueue", "enqueue_one", "enqueue_holders")}
+    names = {driver.db.q[n]: n for n in ("enqueue", "enqueue_one", "enqueue_holders")}
     ran: list[str] = []
     for method in ("fetch", "fetchval"):
         real = getattr(asyncpg.connection.Connection, method)
@@ -42,7 +42,7 @@ def before_holders(monkeypatch: pytest.MonkeyPatch, driver: PostgresDriver) -> l
     real = asyncpg.connection.Connection.fetch
 
     async def fetch(self: Any, query: str, *args: Any, **kw: Any) -> Any:
-        if query == driver.q["enqueue_holders"]:
+        if query == driver.db.q["enqueue_holders"]:
             while hooks:
                 await hooks.pop(0)()
         return await real(self, query, *args, **kw)

@@ -12,7 +12,7 @@ import pytest
 
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver, enqueue
-from engine.drivers.postgres.enqueue import PgEnqueue
+from engine.drivers.postgres.enqueue import Enqueuer
 from engine.errors import InvalidArgumentError, JobDuplicateError
 from schemas.jobs import EnqueueRequest
 from tests.postgres.builders import request
@@ -24,9 +24,9 @@ Insert = tuple[bool, str]  # (new, how it ended: "ok" or the exception's class n
 def inserts(monkeypatch: pytest.MonkeyPatch) -> list[Insert]:
     """Every part insert the driver runs: which statement, and how it ended."""
     seen: list[Insert] = []
-    real_insert = PgEnqueue._insert
+    real_insert = Enqueuer._insert
 
-    async def insert(self: PgEnqueue, *args: Any, new: bool = False, **kw: Any) -> Any:
+    async def insert(self: Enqueuer, *args: Any, new: bool = False, **kw: Any) -> Any:
         try:
             result = await real_insert(self, *args, new=new, **kw)
         except Exception as exc:
@@ -35,7 +35,7 @@ def inserts(monkeypatch: pytest.MonkeyPatch) -> list[Insert]:
         seen.append((new, "ok"))
         return result
 
-    monkeypatch.setattr(PgEnqueue, "_insert", insert)
+    monkeypatch.setattr(Enqueuer, "_insert", insert)
     return seen
 
 

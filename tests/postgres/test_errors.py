@@ -61,7 +61,7 @@ async def test_pooled_connections_the_server_killed_are_replaced(
     assert killed >= 1
     # The pool may hand out one connection it has not yet seen die; it fails typed, and the
     # next operation gets a fresh connection.
-    for _ in range(driver._pool_max + 1):
+    for _ in range(driver.db.pool_max + 1):
         try:
             assert (await driver.get(r.id)).id == r.id
             break

@@ -23,7 +23,7 @@ from engine import ManualClock, SystemClock
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import DriverUnavailableError, JobsError
 from schemas.jobs import EnqueueRequest, EnqueueResult, NackOptions
-from tests.postgres.builders import request
+from tests.postgres.builders import failure, request
 from tests.postgres.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,7 +133,7 @@ async def test_enqueues_waiting_on_an_uncommitted_holder_dedupe_to_it(
             await d.stats()
         tx = sql.transaction()
         await tx.start()
-        (held,), _ = await holder.enqueue_on(
+        (held,), _ = await holder.enqueuer.enqueue_on(
             sql, [request(clock.now_ms(), key="same", tenant_id="t")]
         )
         async with anyio.create_task_group() as tg:
@@ -160,7 +160,9 @@ async def test_another_tenants_job_is_not_found_and_nothing_changes(
             [request(now, key="live", tenant_id="a"), request(now, key="dead", tenant_id="a")]
         )
         claimed = {c.record.id: c for c in await driver.claim("w", 10, 60_000)}
-        await driver.nack(dead.id, claimed[dead.id].token, NackOptions(error="x", dead_letter=True))
+        await driver.nack(
+            dead.id, claimed[dead.id].token, NackOptions(error=failure("x"), dead_letter=True)
+        )
         before = await sql.fetch("SELECT * FROM mcp_jobs.jobs ORDER BY id")
         events = await sql.fetchval("SELECT count(*) FROM mcp_jobs.events")
         for job_id in (live.id, dead.id, "no-such-job"):

@@ -171,8 +171,8 @@ def test_a_schema_name_that_is_not_a_plain_identifier_is_refused(schema: str) ->
 async def test_every_named_query_prepares_against_the_schema(
     driver: PostgresDriver, sql: asyncpg.Connection[asyncpg.Record]
 ) -> None:
-    assert len(driver.q) > 30
-    for name, text in driver.q.items():
+    assert len(driver.db.q) > 30
+    for name, text in driver.db.q.items():
         try:
             await sql.prepare(text)
         except asyncpg.PostgresError as exc:  # pragma: no cover - the message is the point

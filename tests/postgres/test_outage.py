@@ -23,6 +23,7 @@ from engine import JobContext, JobRegistry, ManualClock, Worker, job
 from engine.client import Jobs
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import DriverUnavailableError, JobsError
+from engine.settle import Settler
 from schemas.jobs import EnqueueResult
 from tests.postgres.builders import request
 from tests.postgres.test_faults import _pg_ctl_command, pg_ctl
@@ -100,7 +101,7 @@ async def test_a_claim_after_an_outage_first_writes_the_ack_held_through_it(
         acked = anyio.Event()
 
         async def ack() -> None:
-            await driver.ack(held.record.id, held.token, "out")
+            await Settler(driver).ack(held.record.id, held.token, "out")
             acked.set()
 
         async with anyio.create_task_group() as tg:
@@ -168,16 +169,16 @@ async def test_a_body_that_finished_as_the_server_stopped_runs_once(
                 tg.start_soon(first.run)
                 await body_over.wait()
                 server_down = True
-                await eventually(lambda: holder._holding == 1)  # its ack is held
+                await eventually(lambda: holder.db.retry.holding == 1)  # its ack is held
                 with pytest.raises(JobsError) as away:
                     await second.run_until_idle()  # the other worker sees the outage too
                 assert away.value.code == "DRIVER_UNAVAILABLE"
                 for _ in range(outage_s // 5):
-                    tried = holder._held_tried
+                    tried = holder.db.retry._held_tried
                     clock.advance(5_000)
                     retry.advance(5_000)
                     await tried.wait()  # the held ack tried again, and failed
-                assert holder._holding == 1  # still held after the whole outage
+                assert holder.db.retry.holding == 1  # still held after the whole outage
                 await pg_ctl("restart")
                 server_down = False
                 # Back: the other worker takes over no lease the outage let run out...
@@ -186,7 +187,7 @@ async def test_a_body_that_finished_as_the_server_stopped_runs_once(
 
                 def ack_written() -> bool:
                     clock.advance(POLL_MS)
-                    return holder._holding == 0
+                    return holder.db.retry.holding == 0
 
                 await eventually(ack_written, every=0.02)
                 first.stop()

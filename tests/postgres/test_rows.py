@@ -10,6 +10,7 @@ import pytest
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import JobsError
+from engine.settle import Settler
 from schemas.backfill import BackfillRun
 from schemas.jobs import JobFilter
 from schemas.steps import StepRecord
@@ -52,7 +53,7 @@ async def test_an_unknown_step_status_is_refused(
     step = StepRecord(
         job_id=r.id, run_id=r.run_id, name="one", status="completed", started_at=clock.now_ms()
     )
-    await driver.save_step(r.id, claimed.token, step)
+    await Settler(driver).save_step(r.id, claimed.token, step)
     await sql.execute("UPDATE mcp_jobs.steps SET status = 'half-done' WHERE run_id = $1", r.run_id)
     with pytest.raises(JobsError) as raised:
         await driver.load_steps(r.run_id)

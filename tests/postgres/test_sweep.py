@@ -52,7 +52,7 @@ async def test_the_dead_row_count_decides_whether_a_sweep_vacuums(
     vacuums: int,
 ) -> None:
     driver = await make_driver()
-    sweeper = Sweeper(driver, dead_rows)
+    sweeper = Sweeper(driver.db, dead_rows)
     await enqueue(driver, clock, jobs)
     await touch_every_row(sql)
     assert await stat(sql, "pg_stat_get_dead_tuples") == jobs
@@ -93,7 +93,7 @@ async def test_a_role_that_does_not_own_the_table_stops_asking(
         host = pg_url.partition("@")[2]
         visitor = PostgresDriver(f"postgresql://{guest}@{host}", clock=clock)
         try:
-            sweeper = Sweeper(visitor, 100)
+            sweeper = Sweeper(visitor.db, 100)
             assert await sweeper.sweep() is False
             assert not sweeper.enabled
             sweeper.claimed(1_000)

@@ -20,6 +20,7 @@ from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres.migrate import Conn
 from engine.errors import JobsError
+from engine.settle import Settler
 from schemas.jobs import EnqueueResult
 from tests.postgres.builders import request
 from tests.postgres.conftest import DriverFactory
@@ -95,7 +96,7 @@ async def test_calls_ride_out_terminated_backends_and_no_job_is_lost_or_doubled(
                     await call(driver.get(one[0].id))
                 claimed = await call(driver.claim("w", 2, LEASE_MS))
                 for job in claimed if isinstance(claimed, list) else []:
-                    await call(driver.ack(job.record.id, job.token, {"n": n}))
+                    await call(Settler(driver).ack(job.record.id, job.token, {"n": n}))
                     acked.add(job.record.id)
         finally:
             done = True
@@ -122,7 +123,7 @@ async def test_calls_ride_out_terminated_backends_and_no_job_is_lost_or_doubled(
     clock.advance(LEASE_MS)
     while claimed := await driver.claim("w", 100, LEASE_MS):
         for job in claimed:
-            await driver.ack(job.record.id, job.token, None)
+            await Settler(driver).ack(job.record.id, job.token, None)
     states = await sql.fetch("SELECT state, count(*) FROM mcp_jobs.jobs GROUP BY state")
     assert {r["state"]: r["count"] for r in states} == {"done": len(results)}
     assert acked <= set(by_key.values())
@@ -143,11 +144,11 @@ async def test_a_connection_that_broke_is_never_handed_out_again(
     async with AsyncExitStack() as own:
         if pooled:  # the driver's own connections are all busy: the next comes from the pool
             for _ in range(3):
-                await own.enter_async_context(driver.conn())
+                await own.enter_async_context(driver.db.conn())
         with pytest.raises(JobsError) as raised:
-            async with driver.conn() as conn:
+            async with driver.db.conn() as conn:
                 broke = await backend_pid(conn)
                 raise asyncpg.ConnectionDoesNotExistError("terminating connection")
         assert raised.value.code == "DRIVER_UNAVAILABLE"
-        async with driver.conn() as conn:
+        async with driver.db.conn() as conn:
             assert await backend_pid(conn) != broke

@@ -69,18 +69,18 @@ async def test_only_an_enqueue_that_inserts_notifies(
 
     listener: asyncpg.Connection[asyncpg.Record] = await asyncpg.connect(pg_url)
     try:
-        await listener.add_listener(driver.channel, on_notify)
+        await listener.add_listener(driver.db.channel, on_notify)
         await driver.enqueue([request(clock.now_ms(), key="held")])
         await until(1)
         await driver.enqueue([request(clock.now_ms(), key="held")])  # deduped: nothing new
         # Notifications arrive in commit order: one sent after the dedupe committed comes after
         # anything the dedupe sent.
-        await listener.execute("SELECT pg_notify($1, 'marker')", driver.channel)
+        await listener.execute("SELECT pg_notify($1, 'marker')", driver.db.channel)
         await until(2)
         assert heard == ["", "marker"]
         # A batch of many inserted rows sends one notification, not one per row.
         await driver.enqueue([request(clock.now_ms(), key=f"k{i}") for i in range(50)])
-        await listener.execute("SELECT pg_notify($1, 'marker')", driver.channel)
+        await listener.execute("SELECT pg_notify($1, 'marker')", driver.db.channel)
         await until(4)
         assert heard == ["", "marker", "", "marker"]
     finally:

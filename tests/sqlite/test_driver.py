@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, ManualClock, connect, job
 from engine.drivers import DATABASE_URL_ENV
+from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.errors import JobsError
 from schemas.jobs import EnqueueRequest, JobFilter, OnConflict
@@ -206,7 +207,9 @@ async def test_concurrent_calls_share_commits_and_keep_their_own_outcomes(
             if n % 3 == 0:
                 await driver.enqueue([request(n, key="taken", on_conflict="error")])
             elif n % 3 == 1:
-                await driver.ack(f"job{n:05d}", "no-token")
+                (lost,) = await driver.ack_many([AckWrite(f"job{n:05d}", "no-token", None)])
+                if lost is not None:
+                    raise lost
             else:
                 await driver.enqueue([request(n)])
             outcomes[n] = "ok"

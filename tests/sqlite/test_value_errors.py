@@ -13,8 +13,11 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, ManualClock, connect, job
+from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.errors import JobsError
+from schemas.jobs import EnqueueRequest
+from schemas.steps import StepRecord
 
 
 class Item(BaseModel):
@@ -88,3 +91,65 @@ async def test_a_file_that_is_not_a_database_names_the_integrity_check(
         await d.close()
     assert raised.value.code == "DRIVER_UNAVAILABLE"
     assert raised.value.fix == f"sqlite3 {shlex.quote(str(path))} 'PRAGMA integrity_check'"
+
+
+async def test_one_refused_item_fails_alone_in_a_set_wise_settle(
+    driver: SqliteDriver, clock: ManualClock
+) -> None:
+    now = clock.now_ms()
+    await driver.enqueue(
+        [
+            EnqueueRequest(
+                id=f"job{n}",
+                run_id=f"run{n}",
+                name="item",
+                queue="default",
+                idempotency_key=f"k{n}",
+                input={"n": n},
+                run_at=now,
+                max_attempts=3,
+            )
+            for n in range(3)
+        ]
+    )
+    held = {c.record.id: c.token for c in await driver.claim("w1", 3, 30_000)}
+    await driver._exec.run(lambda c: c.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 10_000))
+
+    def step(job_id: str, output: object) -> StepWrite:
+        record = StepRecord(
+            job_id=job_id,
+            run_id=job_id.replace("job", "run"),
+            name="s",
+            status="completed",
+            output=output,
+            started_at=now,
+            attempts=1,
+        )
+        return StepWrite(job_id, held[job_id], record)
+
+    steps = [
+        step("job0", 1),
+        step("job1", "x" * 20_000),
+        StepWrite("job2", "stale", step("job2", 2).step),
+    ]
+    saved = await driver.save_steps_many(steps)
+    assert [None if o is None else o.code for o in saved] == [
+        None,
+        "INVALID_ARGUMENT",
+        "JOB_SLOT_LOST",
+    ]
+    assert [s.name for s in await driver.load_steps("run0")] == ["s"]
+    assert await driver.load_steps("run1") == []
+
+    acks = [
+        AckWrite("job0", held["job0"], {"ok": True}),
+        AckWrite("job1", held["job1"], "x" * 20_000),
+        AckWrite("job2", "stale", None),
+    ]
+    acked = await driver.ack_many(acks)
+    assert [None if o is None else o.code for o in acked] == [
+        None,
+        "INVALID_ARGUMENT",
+        "JOB_SLOT_LOST",
+    ]
+    assert [(await driver.get(f"job{n}")).state for n in range(3)] == ["done", "running", "running"]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 from pydantic import BaseModel
 
 from engine import JobContext, JobDefinition, JobRegistry, ManualClock, job
+from engine.drivers.base import AckWrite
 from engine.drivers.memory import MemoryDriver
+from engine.errors import JobsError
 
 
 class Item(BaseModel):
@@ -48,7 +49,7 @@ class SlowAcks(MemoryDriver):
         self.gate = anyio.Event()
         self.waiting: list[str] = []
 
-    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
-        self.waiting.append(job_id)
+    async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
+        self.waiting.extend(write.job_id for write in writes)
         await self.gate.wait()
-        await super().ack(job_id, token, output)
+        return await super().ack_many(writes)

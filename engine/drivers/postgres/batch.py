@@ -1,168 +1,204 @@
-"""Group commit for the settle paths: concurrent calls of one kind share one statement.
-
-While one flush is in flight, new calls queue; the next flush sends every queued item in ONE
-statement (an `unnest` of arrays) and hands each caller its own outcome. Sixteen workers acking
-at once cost one round trip and one commit, not sixteen, and each caller still returns only
-after the statement carrying its item has committed (rule 6 for steps, fencing for acks).
+"""The set-wise writes over PostgreSQL: `ack_many` and `save_steps_many` as one statement each,
+and the batched step read. engine/settle.py groups concurrent callers' items into these calls.
 
 A statement the server refuses for what one item carries (a data error) is sent again in halves
-(`flush_apart`), so one item's bad value settles only that item: its batch-mates commit.
+(`flush_apart`), so one item's bad value fails only that item: its batch-mates commit. While
+the server cannot be reached, a write is held and retried (`Retrier.resilient`).
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Hashable, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
-from engine.errors import DriverUnavailableError
+from engine.clock import Clock
+from engine.drivers.base import AckWrite, StepWrite
+from engine.drivers.postgres import rows
+from engine.drivers.postgres.connections import Connections
+from engine.drivers.postgres.faults import data_error, describe_refusal
+from engine.errors import JobOutputInvalidError, JobsError, JobSlotLostError
+from engine.settle import GroupCommit
+from engine.storable import find_unstorable
+from schemas.steps import StepRecord
 
-T = TypeVar("T")
-R = TypeVar("R")
-
-# One flush sends at most this many items; the rest wait for the next (bounds statement size).
-MAX_BATCH = 500
-
-
-@dataclass(eq=False)
-class Item(Generic[T]):
-    """One caller's request and, once flushed, its outcome (`error` set means it raises)."""
-
-    value: T
-    key: Hashable
-    # Resolved once, when the item is done (or can no longer be): its caller waits on it.
-    waiter: asyncio.Future[None]
-    finished: bool = False
-    error: BaseException | None = None
-    result: Any = None
-
-
-# Runs one batch and settles every item in it (sets `finished`, and `error` or `result`).
-Flush = Callable[[Sequence[Item[T]]], Awaitable[None]]
-
-
-class GroupCommit(Generic[T]):
-    """Queue of one kind of write; one flush in flight at a time.
-
-    Flushes run in a task of their own, started when an item finds none running and ended
-    when the queue is empty. So no caller's job waits while its task flushes other callers'
-    batches, and no cancellation of a caller can interrupt a statement that carries other
-    callers' items: nothing here needs a shielded cancel scope, which anyio makes cost more
-    than the rest of a flush's Python. (Plain asyncio: the PostgreSQL driver runs on it.)"""
-
-    def __init__(self, flush: Flush[T]) -> None:
-        self._flush_batch = flush
-        self._pending: list[Item[T]] = []
-        self._runner: asyncio.Task[None] | None = None
-
-    async def submit(self, value: T, key: Hashable) -> Any:
-        """Queue `value` and return its result once its batch committed, or raise the item's
-        own error. Two items with one `key` never share a batch (one statement cannot write a
-        row twice). Cancelled while still queued, the item is dropped; once its batch was sent,
-        the batch is seen through without its caller."""
-        item: Item[T] = Item(value, key, asyncio.get_running_loop().create_future())
-        self._pending.append(item)
-        if self._runner is None:
-            self._runner = asyncio.ensure_future(self._run())
-        try:
-            await item.waiter
-        except BaseException:
-            if not item.finished and item in self._pending:
-                self._pending.remove(item)  # it must not run later on nobody's behalf
-            raise
-        if item.error is not None:
-            raise item.error
-        return item.result
-
-    async def idle(self) -> None:
-        """Return once no flush is running (a closing driver lets the last one commit)."""
-        while self._runner is not None:
-            await asyncio.wait({self._runner})
-
-    def _take(self) -> list[Item[T]]:
-        batch: list[Item[T]] = []
-        keys: set[Hashable] = set()
-        rest: list[Item[T]] = []
-        for item in self._pending:
-            if item.key in keys or len(batch) >= MAX_BATCH:
-                rest.append(item)
-            else:
-                keys.add(item.key)
-                batch.append(item)
-        self._pending = rest
-        return batch
-
-    async def _run(self) -> None:
-        batch: list[Item[T]] = []
-        try:
-            while self._pending:
-                batch = self._take()
-                try:
-                    await self._flush_batch(batch)
-                except Exception as exc:
-                    for item in batch:
-                        if not item.finished:
-                            item.error, item.finished = exc, True
-                for item in batch:
-                    _wake(item)
-                batch = []
-        finally:
-            self._runner = None
-            # Torn out mid-flush: whoever still waits hears it rather than waiting forever.
-            for item in [*batch, *self._pending]:
-                if not item.finished:
-                    item.error, item.finished = _abandoned(), True
-                    _wake(item)
-            self._pending = []
-
-
-def _abandoned() -> DriverUnavailableError:
-    return DriverUnavailableError(
-        "postgres",
-        "the flush carrying this write was cancelled before it settled (the event loop is "
-        "closing); the job's lease decides what happens to it",
-        "mcp-jobs jobs ls --json",
-    )
-
-
-def _wake(item: Item[Any]) -> None:
-    if not item.waiter.done():
-        item.waiter.set_result(None)
+W = TypeVar("W")
+Outcomes = list[JobsError | None]
 
 
 async def flush_apart(
-    batch: Sequence[Item[T]],
-    flush: Flush[T],
-    refusal: Callable[[BaseException], R | None],
-    refused: Callable[[Item[T], R], BaseException],
-) -> None:
-    """`flush(batch)`; when it raises an error in which `refusal` finds a refusal of what the
-    statement carried (None: anything else, which propagates), the batch is flushed again in
-    halves until each refused item stands alone, and that item gets `refused(item, refusal)`.
-
-    `flush` must settle every item of a batch it commits and none of one it raises for, which
-    holds for one statement per batch."""
+    batch: Sequence[W],
+    write: Callable[[Sequence[W]], Awaitable[Outcomes]],
+    refusal: Callable[[BaseException], BaseException | None],
+    refused: Callable[[W, BaseException], JobsError],
+) -> Outcomes:
+    """`write(batch)`; when it raises an error in which `refusal` finds a refusal of what the
+    statement carried (None: anything else, which propagates), the batch is written again in
+    halves until each refused item stands alone, and that item's outcome is `refused(item,
+    refusal)`. `write` must commit all of a batch or none of it (one statement)."""
     try:
-        await flush(batch)
-        return
+        return await write(batch)
     except Exception as exc:
         found = refusal(exc)
         if found is None:
             raise
         if len(batch) == 1:
-            batch[0].error, batch[0].finished = refused(batch[0], found), True
-            return
+            return [refused(batch[0], found)]
     middle = len(batch) // 2
     # One half after the other: what a half committed stays settled if a later one fails.
-    await flush_apart(batch[:middle], flush, refusal, refused)
-    await flush_apart(batch[middle:], flush, refusal, refused)
+    first = await flush_apart(batch[:middle], write, refusal, refused)
+    return first + await flush_apart(batch[middle:], write, refusal, refused)
 
 
-def settle_all(
-    batch: Sequence[Item[Any]], refused: Callable[[Item[Any]], BaseException | None]
-) -> None:
-    """Mark every item of `batch` finished, with the error `refused(item)` gives (None: done)."""
-    for item in batch:
-        item.error = refused(item)
-        item.finished = True
+def _refused_output(
+    job_id: str, origin: str, output: Any, refusal: BaseException
+) -> JobOutputInvalidError:
+    """The error for one write the server (or the encoder) refused on its own: where its output
+    breaks the engine's rule, or else the reason. Terminal: sent again, it fails again."""
+    bad = find_unstorable(output)
+    path, reason = (bad.path, bad.reason) if bad is not None else ("$", describe_refusal(refusal))
+    error = JobOutputInvalidError(job_id, origin, path, reason)
+    error.__cause__ = refusal
+    return error
+
+
+def _refused_ack(write: AckWrite, refusal: BaseException) -> JobsError:
+    return _refused_output(write.job_id, "the job", write.output, refusal)
+
+
+def _refused_step(write: StepWrite, refusal: BaseException) -> JobsError:
+    return _refused_output(write.job_id, f'step "{write.step.name}"', write.step.output, refusal)
+
+
+def _json_array(elements: Sequence[str]) -> str:
+    return "[" + ",".join(elements) + "]"
+
+
+def _encoded(
+    writes: Sequence[W],
+    encode: Callable[[W], str],
+    refused: Callable[[W, BaseException], JobsError],
+) -> tuple[list[tuple[W, str]], dict[int, JobsError]]:
+    """Each write as an element of its statement's JSON array; one that cannot be encoded fails
+    on its own (its index → error) and stays out of the statement."""
+    encoded: list[tuple[W, str]] = []
+    failed: dict[int, JobsError] = {}
+    for index, write in enumerate(writes):
+        try:
+            encoded.append((write, encode(write)))
+        except (TypeError, ValueError) as exc:
+            failed[index] = refused(write, exc)
+    return encoded, failed
+
+
+def _merged(count: int, failed: dict[int, JobsError], written: Outcomes) -> Outcomes:
+    """The outcomes of `count` writes: the encoding failures in their places, the rest in order."""
+    if not failed:
+        return written
+    rest = iter(written)
+    return [failed[i] if i in failed else next(rest) for i in range(count)]
+
+
+class SetWrites:
+    """`ack_many`, `save_steps_many` and the batched `load_steps` over `db`."""
+
+    def __init__(self, db: Connections, clock: Clock) -> None:
+        self.db = db
+        self.clock = clock
+        self._loads: GroupCommit[str, list[StepRecord]] = GroupCommit(
+            self._load_many, kind="postgres"
+        )
+
+    async def ack_many(self, writes: Sequence[AckWrite]) -> Outcomes:
+        encoded, failed = _encoded(writes, _ack_row, _refused_ack)
+        if not encoded:
+            return _merged(len(writes), failed, [])
+        written = await flush_apart(
+            encoded, self._ack_statement, data_error, lambda e, r: _refused_ack(e[0], r)
+        )
+        return _merged(len(writes), failed, written)
+
+    async def _ack_statement(self, batch: Sequence[tuple[AckWrite, str]]) -> Outcomes:
+        acks = _json_array([row for _, row in batch])
+        q = self.db.q
+
+        async def once(first: bool) -> set[tuple[str, str]]:
+            async with self.db.conn() as conn:
+                found = await conn.fetch(q["ack_many"], acks, self.clock.now_ms())
+                done = {(row["id"], row["token"]) for row in found}
+                if not first and len(done) < len(batch):
+                    # The try whose connection broke may have committed some of these.
+                    ids = [write.job_id for write, _ in batch]
+                    tokens = [write.token for write, _ in batch]
+                    settled = await conn.fetch(q["settled_many"], ids, tokens)
+                    done |= {(row["id"], row["token"]) for row in settled if row["state"] == "done"}
+            return done
+
+        done = await self.db.retry.resilient(once)
+        return [
+            None if (w.job_id, w.token) in done else JobSlotLostError(w.job_id) for w, _ in batch
+        ]
+
+    async def save_steps_many(self, writes: Sequence[StepWrite]) -> Outcomes:
+        encoded, failed = _encoded(writes, _step_row, _refused_step)
+        if not encoded:
+            return _merged(len(writes), failed, [])
+        written = await flush_apart(
+            encoded, self._step_statement, data_error, lambda e, r: _refused_step(e[0], r)
+        )
+        return _merged(len(writes), failed, written)
+
+    async def _step_statement(self, batch: Sequence[tuple[StepWrite, str]]) -> Outcomes:
+        steps = _json_array([row for _, row in batch])
+        q = self.db.q
+
+        async def once(first: bool) -> set[tuple[str, str]]:
+            # An upsert of the same values: safe to repeat after a broken connection.
+            async with self.db.conn() as conn:
+                found = await conn.fetch(q["save_steps"], steps)
+            return {(row["run_id"], row["name"]) for row in found}
+
+        written = await self.db.retry.resilient(once)
+        return [
+            None if (w.step.run_id, w.step.name) in written else JobSlotLostError(w.job_id)
+            for w, _ in batch
+        ]
+
+    async def load_steps(self, run_id: str) -> list[StepRecord]:
+        # Batched like the writes: every job starting at once reads its steps in one statement.
+        return await self._loads.submit(run_id, run_id)
+
+    async def _load_many(self, run_ids: Sequence[str]) -> list[list[StepRecord]]:
+        wanted = list(run_ids)
+        found = await self.db.idempotent(lambda c: c.fetch(self.db.q["load_steps_many"], wanted))
+        by_run: dict[str, list[StepRecord]] = {run_id: [] for run_id in wanted}
+        for row in found:
+            by_run[row["run_id"]].append(rows.step(row))
+        return [by_run[run_id] for run_id in wanted]
+
+    async def idle(self) -> None:
+        """Return once no step read is in flight (a closing driver lets the last one end)."""
+        await self._loads.idle()
+
+
+def _ack_row(write: AckWrite) -> str:
+    # A null output keeps the row's.
+    return rows.json_text({"id": write.job_id, "token": write.token, "output": write.output})
+
+
+def _step_row(write: StepWrite) -> str:
+    step = write.step
+    return rows.json_text(
+        {
+            "held_id": write.job_id,
+            "token": write.token,
+            "run_id": step.run_id,
+            "name": step.name,
+            "job_id": step.job_id,
+            "status": step.status,
+            "output": step.output,
+            "error": step.error,
+            "started_at": step.started_at,
+            "finished_at": step.finished_at,
+            "attempts": step.attempts,
+        }
+    )

@@ -1,168 +1,278 @@
-"""`PostgresDriver`: the production backend. Jobs come from `PgJobs`; this adds limiter slots,
-worker presence, the backfill ledger, the scheduler's state and lease, and the outbox."""
+"""`PostgresDriver`: the driver Protocol over asyncpg, in its own PostgreSQL schema.
+
+A thin front: it reads the injected clock and delegates to the modules that own each part —
+connections.py (pool, own connections, retries via retry.py), enqueue.py, claims.py, batch.py
+(the set-wise settle writes), jobs.py, ledgers.py, outbox.py, wake.py.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-import asyncpg
-
-from engine.drivers.postgres import rows
-from engine.drivers.postgres.jobs import PgJobs
-from engine.errors import OutboxNoTxError
-from engine.ids import new_id
-from engine.presence import EXPIRED_PER_BEAT, expired_before
+from engine.clock import SYSTEM_CLOCK, Clock
+from engine.drivers.base import AckWrite, StepWrite
+from engine.drivers.postgres import jobs, ledgers, outbox
+from engine.drivers.postgres.batch import SetWrites
+from engine.drivers.postgres.claims import Claimer
+from engine.drivers.postgres.connections import Connections
+from engine.drivers.postgres.enqueue import Enqueuer
+from engine.drivers.postgres.migrate import InstallFrom
+from engine.drivers.postgres.retry import MONOTONIC_CLOCK, Retrier
+from engine.drivers.postgres.sql import check_schema_name
+from engine.drivers.postgres.sweep import Sweeper
+from engine.drivers.postgres.wake import Listener, WakeSignal
+from engine.errors import InvalidArgumentError, JobsError
 from schemas.backfill import BackfillRun
-from schemas.jobs import EnqueueRequest, EnqueueResult
+from schemas.events import EventRecord
+from schemas.jobs import (
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    HeartbeatResult,
+    JobFilter,
+    JobPage,
+    JobRecord,
+    NackOptions,
+)
 from schemas.outbox import OutboxRow
 from schemas.scheduler import TaskState
-from schemas.stats import WorkerInfo
+from schemas.stats import QueueStats, WorkerInfo
+from schemas.steps import StepRecord
+
+DEFAULT_SCHEMA = "mcp_jobs"
+# The job states a nack leaves waiting: a worker may claim them, so waiters are woken.
+_REQUEUED = ("ready", "delayed", "suspended")
 
 
-class PostgresDriver(PgJobs):
+def _whole(name: str, value: object, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InvalidArgumentError(name, value, f"a whole number ≥ {low}")
+    return value
+
+
+class PostgresDriver:
     """The driver Protocol over an asyncpg pool, in its own PostgreSQL schema."""
+
+    kind = "postgres"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        schema: str = DEFAULT_SCHEMA,
+        listen: bool = True,
+        pool_min: int = 0,
+        pool_max: int = 10,
+        statement_cache_size: int = 100,
+        connect_timeout_ms: int = 5_000,
+        retry_deadline_ms: int = 10_000,
+        settle_retry_ms: int = 300_000,
+        vacuum_dead_rows: int = 50_000,
+        retry_clock: Clock = MONOTONIC_CLOCK,
+    ) -> None:
+        """`listen=False` polls instead of LISTEN (transaction-pooling PgBouncer; pair it with
+        `statement_cache_size=0`). `retry_deadline_ms`: how long an operation that is safe to
+        repeat (a read, an enqueue, a heartbeat) keeps retrying through a broken connection or
+        an unreachable server before it fails; 0 fails at the first break. `settle_retry_ms`:
+        how long an ack/nack/step write is held and retried while the server is unreachable
+        (its fence decides, once it gets through, whether it still counts). A process that
+        claims vacuums the jobs table when this many dead rows have piled up in it (sweep.py);
+        0 leaves the table to autovacuum alone. `retry_clock` times the retries (tests)."""
+        check_schema_name(schema)
+        _whole("pool_min", pool_min, 0)
+        _whole("pool_max", pool_max, max(1, pool_min))
+        _whole("statement_cache_size", statement_cache_size, 0)
+        _whole("connect_timeout_ms", connect_timeout_ms, 1)
+        _whole("retry_deadline_ms", retry_deadline_ms, 0)
+        _whole("settle_retry_ms", settle_retry_ms, 0)
+        _whole("vacuum_dead_rows", vacuum_dead_rows, 0)
+        self.url = url
+        self.clock = clock
+        self.schema = schema
+        self.listen = bool(listen)
+        retry = Retrier(
+            url,
+            deadline_ms=retry_deadline_ms,
+            settle_deadline_ms=settle_retry_ms,
+            clock=retry_clock,
+        )
+        self.db = Connections(
+            url,
+            schema=schema,
+            pool_min=pool_min,
+            pool_max=pool_max,
+            statement_cache_size=statement_cache_size,
+            connect_timeout_ms=connect_timeout_ms,
+            retry=retry,
+        )
+        self.signal = WakeSignal()
+        self._listener = Listener(url, self.db.channel, self.signal, self.db.connect_timeout_s)
+        self.enqueuer = Enqueuer(self.db, self.signal, clock)
+        self.claimer = Claimer(self.db, clock, vacuum_dead_rows)
+        self.writes = SetWrites(self.db, clock)
+
+    @property
+    def sweeper(self) -> Sweeper | None:
+        """The jobs table's sweeper, made by this process's first claim."""
+        return self.claimer.sweeper
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def migrate(self) -> None:
+        await self.migrate_with()
+
+    async def migrate_with(self, install_from: InstallFrom = "schema") -> list[int]:
+        """`migrate()`, choosing how a fresh database is built (tests compare the two roads)."""
+        return await self.db.migrate(self.clock.now_ms(), install_from)
+
+    async def close(self) -> None:
+        await self.claimer.close()
+        await self._listener.close()
+        await self.db.close()
+        self.signal.notify()
+        # A step read still running when the pool closed has ended by now; let it hand its
+        # callers their outcome before the driver is gone.
+        await self.writes.idle()
+
+    # --- jobs ---------------------------------------------------------------------------------
+
+    async def enqueue(
+        self, requests: Sequence[EnqueueRequest], *, now: int | None = None
+    ) -> list[EnqueueResult]:
+        return await self.enqueuer.enqueue(requests, now=now)
+
+    async def enqueue_parts(
+        self, parts: Iterable[Sequence[EnqueueRequest]], *, now: int | None = None
+    ) -> list[EnqueueResult]:
+        return await self.enqueuer.enqueue_parts(parts, now=now)
+
+    async def claim(
+        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+    ) -> list[ClaimedJob]:
+        return await self.claimer.claim(worker_id, limit, lease_ms, queues)
+
+    async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
+        return await self.claimer.heartbeat(job_id, token, lease_ms)
+
+    async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
+        return await self.writes.ack_many(writes)
+
+    async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
+        record = await jobs.nack(self.db, job_id, token, options, self.clock.now_ms())
+        if record.state in _REQUEUED:
+            self.signal.notify()
+        return record
+
+    async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
+        return await jobs.get(self.db, job_id, tenant_id)
+
+    async def list_jobs(self, filter: JobFilter) -> JobPage:
+        return await jobs.list_jobs(self.db, filter)
+
+    async def load_trace(
+        self, job_id: str, tenant_id: str | None = None
+    ) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
+        return await jobs.load_trace(self.db, job_id, tenant_id)
+
+    async def stats(
+        self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
+    ) -> list[QueueStats]:
+        return await jobs.stats(self.db, self.clock.now_ms(), queues, tenant_id)
+
+    async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
+        return await jobs.cancel(self.db, job_id, tenant_id, actor, self.clock.now_ms())
+
+    async def retry(
+        self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
+    ) -> JobRecord:
+        now = self.clock.now_ms()
+        record = await jobs.retry(self.db, job_id, tenant_id, include_cancelled, actor, now)
+        self.signal.notify()
+        return record
+
+    async def record_event(self, event: EventRecord) -> None:
+        await jobs.record_event(self.db, event)
+
+    # --- steps (rule 6) -----------------------------------------------------------------------
+
+    async def load_steps(self, run_id: str) -> list[StepRecord]:
+        return await self.writes.load_steps(run_id)
+
+    async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
+        return await self.writes.save_steps_many(writes)
 
     # --- limiter slots ------------------------------------------------------------------------
 
     async def acquire_slots(
         self, job_id: str, caps: Sequence[tuple[str, int]], expires_at: int
     ) -> str | None:
-        if not caps:
-            return None
-        # Re-running it for the same job decides the same way (its own slot never counts).
-        args = (job_id, [k for k, _ in caps], [c for _, c in caps], self.clock.now_ms(), expires_at)
-        blocked: str | None = await self.idempotent(
-            lambda c: c.fetchval(self.q["acquire_slots"], *args)
-        )
-        return blocked
+        return await ledgers.acquire_slots(self.db, job_id, caps, self.clock.now_ms(), expires_at)
 
     async def release_slots(self, job_id: str) -> None:
-        await self.idempotent(lambda c: c.execute(self.q["release_slots"], job_id))
+        await ledgers.release_slots(self.db, job_id)
 
     # --- workers ------------------------------------------------------------------------------
 
     async def worker_seen(self, info: WorkerInfo) -> None:
-        args = (
-            info.id,
-            info.hostname,
-            info.pid,
-            info.queues,
-            info.concurrency,
-            info.started_at,
-            info.last_seen_at,
-            expired_before(self.clock.now_ms()),
-            EXPIRED_PER_BEAT,
-        )
-        await self.idempotent(lambda c: c.execute(self.q["worker_seen"], *args))
+        await ledgers.worker_seen(self.db, info, self.clock.now_ms())
 
     async def worker_gone(self, worker_id: str) -> None:
-        await self.idempotent(lambda c: c.execute(self.q["worker_gone"], worker_id))
+        await ledgers.worker_gone(self.db, worker_id)
 
     async def live_workers(self, seen_since: int) -> list[WorkerInfo]:
-        found = await self.idempotent(lambda c: c.fetch(self.q["live_workers"], seen_since))
-        return [rows.worker(row) for row in found]
+        return await ledgers.live_workers(self.db, seen_since)
+
+    # --- wake-ups -----------------------------------------------------------------------------
+
+    async def start_listening(self) -> bool:
+        """Listen for other processes' enqueues now; False when `listen=False` or the server is
+        away (waits then poll)."""
+        if not self.listen or self.db.closed:
+            return False
+        return await self._listener.ensure()
+
+    async def wait_for_work(self, timeout_ms: int) -> None:
+        if self.db.closed:
+            return
+        if self.listen:
+            self._listener.kick()  # never waits for the connect: polling covers until it is up
+        await self.signal.wait(self.clock, timeout_ms)
 
     # --- backfill ledger ----------------------------------------------------------------------
 
     async def backfill_save(self, run: BackfillRun) -> None:
-        args = (
-            run.run_id,
-            run.name,
-            run.checksum,
-            run.environment,
-            run.status,
-            run.app_version,
-            run.rows_processed,
-            run.rows_total,
-            rows.dump(run.cursor),
-            run.job_id,
-            run.started_at,
-            run.finished_at,
-            run.error,
-        )
-        await self.idempotent(lambda c: c.execute(self.q["backfill_save"], *args))
+        await ledgers.backfill_save(self.db, run)
 
     async def backfill_runs(
         self, name: str | None = None, environment: str | None = None
     ) -> list[BackfillRun]:
-        found = await self.idempotent(lambda c: c.fetch(self.q["backfill_runs"], name, environment))
-        return [rows.backfill(row) for row in found]
+        return await ledgers.backfill_runs(self.db, name, environment)
 
     # --- scheduler ----------------------------------------------------------------------------
 
     async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
-        # Idempotent for one holder: a second run finds its own lease and renews it.
-        now = self.clock.now_ms()
-        taken = await self.idempotent(
-            lambda c: c.fetchval(self.q["scheduler_lead"], holder, now, lease_ms)
-        )
-        return taken is not None
+        return await ledgers.scheduler_lead(self.db, holder, lease_ms, self.clock.now_ms())
 
     async def task_state(self, task: str) -> TaskState | None:
-        row = await self.idempotent(lambda c: c.fetchrow(self.q["task_state"], task))
-        return rows.task(row) if row is not None else None
+        return await ledgers.task_state(self.db, task)
 
     async def task_fired(self, task: str, occurrence_ms: int) -> None:
-        now = self.clock.now_ms()
-        await self.idempotent(lambda c: c.execute(self.q["task_fired"], task, occurrence_ms, now))
+        await ledgers.task_fired(self.db, task, occurrence_ms, self.clock.now_ms())
 
     # --- outbox -------------------------------------------------------------------------------
 
     async def outbox_stage(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
-        """Stage through the application's own connection `tx`, which must be inside a
-        transaction: the jobs then exist exactly when the application's write commits."""
-        # isinstance() also accepts a pool's connection proxy (asyncpg's metaclass says so).
-        if not isinstance(tx, asyncpg.Connection) or not tx.is_in_transaction():
-            raise OutboxNoTxError(self.kind)
-        ids = [new_id() for _ in requests]
-        if not ids:
-            return []
-        async with self.guard():
-            await tx.execute(
-                self.q["outbox_stage"],
-                self.clock.now_ms(),
-                ids,
-                [r.to_json() for r in requests],
-            )
-        return ids
+        return await outbox.stage(self.db, tx, requests, self.clock.now_ms())
 
     async def outbox_claim(
         self, relay_id: str, token: str, limit: int, lease_ms: int
     ) -> list[OutboxRow]:
-        if limit <= 0:
-            return []
-        async with self.conn() as conn:
-            found = await conn.fetch(
-                self.q["outbox_claim"], self.clock.now_ms(), limit, token, lease_ms
-            )
-        claimed = [rows.outbox(row) for row in found]
-        claimed.sort(key=lambda r: (r.staged_at, r.id))
-        return claimed
+        return await outbox.claim(self.db, token, limit, lease_ms, self.clock.now_ms())
 
-    async def outbox_publish(self, token: str, rows_: Sequence[OutboxRow]) -> list[EnqueueResult]:
-        if not rows_:
-            return []
-        inserted = False
-        async with self.conn() as conn, conn.transaction():
-            locked = await conn.fetch(self.q["outbox_owned"], [r.id for r in rows_], token)
-            by_id = {row["id"]: rows.outbox(row) for row in locked}
-            owned = [by_id[r.id] for r in rows_ if r.id in by_id]
-            if not owned:
-                return []
-            # The enqueue and the stamp commit together, or neither does.
-            results, inserted = await self.enqueue_on(conn, [r.request for r in owned])
-            await conn.execute(
-                self.q["outbox_mark_published"],
-                self.clock.now_ms(),
-                [r.id for r in owned],
-                [result.id for result in results],
-            )
-        if inserted:
-            self.signal.notify()
-        return results
+    async def outbox_publish(self, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
+        return await outbox.publish(self.db, self.enqueuer, token, rows, self.clock.now_ms())
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        await self.idempotent(lambda c: c.execute(self.q["outbox_release"], list(ids), token))
+        await outbox.release(self.db, token, ids)

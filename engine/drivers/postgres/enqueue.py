@@ -13,19 +13,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import asyncpg
-from asyncpg.transaction import Transaction
 
+from engine import rules
+from engine.clock import Clock
 from engine.drivers.postgres import rows
-from engine.drivers.postgres.core import PgCore
+from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.faults import DEDUPE_INDEX, is_connection_failure
 from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.wake import WakeSignal
 from engine.errors import DriverUnavailableError, JobDuplicateError
+from engine.rules import DedupeKey
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.states import JobState
 
-DedupeKey = tuple[str, str, str]
 # How many inserts enqueue spends on items whose holder settled between statements.
 _ENQUEUE_ROUNDS = 5
+# `enqueue_new` is kept because batch enqueue runs about 9% faster with it (benchmarks/README.md).
 # After a large batch met a held key, how many large batches go straight to the insert that
 # skips held keys: a caller enqueuing keys again (a backfill run twice) pays for the failed try
 # once in this many batches, not in every one.
@@ -33,8 +36,7 @@ _SKIPPING_BATCHES = 32
 
 
 def dedupe_key(request: EnqueueRequest) -> DedupeKey:
-    # `or ''` is the index's coalesce: all tenantless rows share one namespace (rule 2).
-    return (request.name, request.tenant_id or "", request.idempotency_key)
+    return rules.dedupe_key(request.name, request.tenant_id, request.idempotency_key)
 
 
 class _Holder(NamedTuple):
@@ -45,9 +47,17 @@ class _Holder(NamedTuple):
     state: JobState
 
 
-class PgEnqueue(PgCore):
-    # Large batches left to insert skipping held keys before one expects all-new keys again.
-    _skipping = 0
+class Enqueuer:
+    """Enqueue over `db`; an insert that went in wakes `signal` (this process's waiters)."""
+
+    def __init__(self, db: Connections, signal: WakeSignal, clock: Clock) -> None:
+        self.db = db
+        self.q = db.q
+        self.channel = db.channel
+        self.signal = signal
+        self.clock = clock
+        # Large batches left to insert skipping held keys before one expects all-new keys again.
+        self._skipping = 0
 
     async def enqueue(
         self, requests: Sequence[EnqueueRequest], *, now: int | None = None
@@ -59,9 +69,10 @@ class PgEnqueue(PgCore):
         broke = False
         if len(requests) == 1:
             try:
-                one = await self.on_conn(self._insert_one, (requests[0], now))
+                async with self.db.conn() as conn:
+                    one = await self._insert_one(conn, requests[0], now)
             except DriverUnavailableError as exc:
-                if not self._retry_deadline_ms or not is_connection_failure(exc):
+                if not self.db.retry.deadline_ms or not is_connection_failure(exc):
                     raise
                 one, broke = None, True
             if one is not None:
@@ -73,21 +84,18 @@ class PgEnqueue(PgCore):
             # every item after a broken try, which may have committed: the caller's own row is
             # told from a holder by id (enqueue_holders) and answered as inserted, not deduped.
             refused = len(requests) == 1 or broke or not first
-            async with self.conn() as conn:
+            async with self.db.conn() as conn:
                 return await self.enqueue_on(conn, requests, refused=refused, now=now)
 
         # Safe to repeat: every item carries its id and dedupes by its key.
-        results, inserted = await self.retrying(once)
+        results, inserted = await self.db.retry.retrying(once)
         if inserted or broke:
             self.signal.notify()
         return results
 
-    async def _insert_one(
-        self, conn: Conn, item: tuple[EnqueueRequest, int]
-    ) -> EnqueueResult | None:
-        """The single-item fast road, at the instant given with it: the result when the row
-        went in; None when its key is held (nothing was written)."""
-        r, now = item
+    async def _insert_one(self, conn: Conn, r: EnqueueRequest, now: int) -> EnqueueResult | None:
+        """The single-item fast road, at `now`: the result when the row went in; None when its
+        key is held (nothing was written)."""
         found = await conn.fetch(
             self.q["enqueue_one"],
             now,
@@ -116,10 +124,10 @@ class PgEnqueue(PgCore):
         overlap instead of adding up. A refusal (an invalid item, or a duplicate under
         `on_conflict='error'`) rolls the whole batch back and comes out unchanged.
 
-        The batch first goes in expecting every key to be new (`enqueue_new`, a fifth cheaper
-        on the server). A held key fails that statement and rolls the batch back; it then goes
-        in again, parts already built first, with the insert that skips held keys, which the
-        next `_SKIPPING_BATCHES` batches also take."""
+        The batch first goes in expecting every key to be new (`enqueue_new`). A held key
+        fails that statement and rolls the batch back; it then goes in again, parts already
+        built first, with the insert that skips held keys, which the next `_SKIPPING_BATCHES`
+        batches also take."""
         # The caller's instant, read before any part is built: a later reading here made
         # run_at (resolved at the caller's) look 1 ms ahead, and the batch went in delayed.
         if now is None:
@@ -145,7 +153,7 @@ class PgEnqueue(PgCore):
             again = itertools.chain(list(built), remaining)
             return await self._enqueue_parts(again, new=False, now=now)
 
-        return await self.retrying(once)
+        return await self.db.retry.retrying(once)
 
     async def _enqueue_parts(
         self,
@@ -155,14 +163,12 @@ class PgEnqueue(PgCore):
         now: int,
         refused: bool = False,
     ) -> list[EnqueueResult]:
-        async with self.conn() as conn:
+        async with self.db.conn() as conn:
             tx = conn.transaction()
-            # BEGIN goes out first, as the pipeline's first flight: its round trip overlaps
-            # the building of the first part instead of preceding it.
-            begin = asyncio.ensure_future(_begin(tx))
+            await tx.start()
             try:
                 results, inserted = await self._pipeline(
-                    conn, parts, begin, new=new, now=now, refused=refused
+                    conn, parts, new=new, now=now, refused=refused
                 )
             except Exception:
                 # The pipeline let every statement end first; an ordinary error (a refusal)
@@ -180,22 +186,20 @@ class PgEnqueue(PgCore):
         self,
         conn: Conn,
         parts: Iterator[Sequence[EnqueueRequest]],
-        flight: asyncio.Task[tuple[dict[DedupeKey, _Holder], bool]] | None = None,
         *,
         new: bool = False,
         now: int,
         refused: bool = False,
     ) -> tuple[list[EnqueueResult], bool]:
-        """Insert the parts one statement at a time, each sent before the next part is built;
-        `flight` is a statement already on its way (BEGIN), awaited like a part. `new`: insert
-        with `enqueue_new` (see `enqueue_parts`); `refused`: look for holders first (`_insert`)."""
+        """Insert the parts one statement at a time, each sent before the next part is built.
+        `new`: insert with `enqueue_new` (see `enqueue_parts`); `refused`: look for holders
+        first (`_insert`)."""
         requests: list[EnqueueRequest] = []
         first_of: dict[DedupeKey, int] = {}
         held: dict[DedupeKey, _Holder] = {}
         inserted = False
+        flight: asyncio.Task[tuple[dict[DedupeKey, _Holder], bool]] | None = None
         try:
-            if flight is not None:
-                await asyncio.sleep(0)  # it goes out before the first part is built
             while (part := next(parts, None)) is not None:
                 unique = _fold(part, len(requests), first_of)
                 requests.extend(part)
@@ -338,12 +342,6 @@ def _recorded(
     for part in parts:
         built.append(part)
         yield part
-
-
-async def _begin(tx: Transaction) -> tuple[dict[DedupeKey, _Holder], bool]:
-    """Start `tx`, as a flight of `_pipeline`: it inserts nothing and finds no holder."""
-    await tx.start()
-    return {}, False
 
 
 async def _settle_flight(flight: asyncio.Task[Any], *, cancel: bool) -> None:

@@ -10,14 +10,12 @@
 -- job to job: [id, run_id, idempotency_key, input, shared]; `shared` indexes a second array
 -- ($3) of what a batch mostly repeats: [name, queue, tenant_id, state, run_at, max_attempts,
 -- timeout_ms, traceparent, enqueued_by]. jsonb, so every field is an O(1) lookup in one parsed
--- document (json_to_recordset of named fields read a batch at less than half this speed). Items
--- with one dedupe key were folded in Python first, so no two rows here collide with each other.
--- The placeholder before RETURNING makes this two statements (sql.py): `enqueue` skips the rows
--- whose key a live row holds (rule 2's ON CONFLICT), and `enqueue_new`, for a batch expected to
--- be all new keys, fails on a held key instead, at a fifth less server time a row. The answer is one row:
--- how many rows went in. The common batch inserts every row and is done; only a shorter count
--- sends the caller to enqueue_holders, to learn which rows were refused and who holds their
--- keys (finding them here, for every batch, cost a fifth of the statement). The wake-up is
+-- document. Items with one dedupe key were folded in Python first, so no two rows here collide
+-- with each other. The placeholder before RETURNING makes this two statements (sql.py):
+-- `enqueue` skips the rows whose key a live row holds (rule 2's ON CONFLICT), and
+-- `enqueue_new`, for a batch expected to be all new keys, fails on a held key instead. The
+-- answer is one row: how many rows went in. Only a shorter count sends the caller to
+-- enqueue_holders, to learn which rows were refused and who holds their keys. The wake-up is
 -- sent once, and only when some row was inserted.
 WITH req AS (
     SELECT r->>0 AS id, r->>1 AS run_id, r->>2 AS idempotency_key, r->3 AS input,
@@ -70,8 +68,8 @@ SELECT r.id AS request_id, live.id, live.run_id, live.state
 
 -- name: enqueue_one
 -- The common single enqueue: a plain VALUES insert, the cheapest statement the server has for
--- it, whose RETURNING sends the wake-up (a CTE around the insert and a SELECT over it cost
--- ~10 µs more a call). No row back means the key is held: the caller asks enqueue_holders.
+-- it, whose RETURNING sends the wake-up. No row back means the key is held: the caller asks
+-- enqueue_holders.
 INSERT INTO {schema}.jobs (
     id, run_id, name, queue, tenant_id, idempotency_key, input, state, attempt,
     max_attempts, run_at, queued_at, created_at, updated_at, timeout_ms, traceparent,
@@ -95,9 +93,8 @@ RETURNING pg_notify($15::text, '');
 -- snapshot). An abandoned row may have its stale holder mid-write, but it was claimed before,
 -- so its attempt is now above 1: any run past its first attempt reads (the rule every driver
 -- applies). The lease token ($5) is one per claim, drawn by the caller: every fence compares it
--- together with the row's id, so the rows of one batch may share it, and a token made in SQL
--- (gen_random_uuid per row) cost a tenth of an idle claim's round trip. $6 false leaves running
--- rows alone: right after an outage their holders get a lease to come back (core.py).
+-- together with the row's id, so the rows of one batch may share it. $6 false leaves running
+-- rows alone: right after an outage their holders get a lease to come back (claims.py).
 WITH due AS (
     SELECT id, run_at
       FROM (SELECT id, run_at
@@ -197,17 +194,14 @@ SELECT state, lease_expires_at
 -- holds its running job settles it and comes back. A pair missing from the result lost its slot.
 -- The rows are found by primary key, whatever the planner knows: `id = ANY(ARRAY(…))` is a
 -- probe of jobs_pkey for the batch's ids, and `(state = 'running') IS TRUE` (state is NOT NULL:
--- the same test) keeps jobs_running_idx out. Spelled plainly, the planner (which guesses 100
--- rows for the recordset) read the batch as every entry of that index: it holds a dead entry
--- for every job run since the last vacuum, so after 9,600 jobs an ack of 16 read 9,616 entries
--- and 552 heap pages (1.8 ms against 0.45 ms); on a table not yet analyzed, the IS TRUE alone
--- made it a sequential scan (6 ms). save_steps finds its jobs the same way for the same reason.
+-- the same test) keeps jobs_running_idx, full of dead entries between vacuums, out of the plan.
+-- save_steps finds its jobs the same way for the same reason. The ack clears last_error.
 WITH req AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id text, token text, output jsonb)
 ),
 done AS (
     UPDATE {schema}.jobs AS j
-       SET state = 'done', output = coalesce(req.output, j.output),
+       SET state = 'done', output = coalesce(req.output, j.output), last_error = NULL,
            updated_at = $2::bigint, finished_at = $2::bigint, worker_id = NULL,
            lease_expires_at = NULL, lease_token = NULL, settled_token = req.token
       FROM req
@@ -244,8 +238,9 @@ SELECT j.id, j.settled_token AS token, j.state
 
 -- name: nack
 -- Hand a claimed row back: requeue (ready/delayed/suspended) or settle (dead/failed). The
--- caller picks the state; $5 (new run_at) is NULL when settling, $6 keeps queued_at (a shed,
--- or a settle). The event ($10) is written only when the caller names one: no happy-path rows.
+-- caller picks the state from engine.rules.nack_transition; $5 (new run_at) is NULL when
+-- settling, $6 keeps queued_at (a shed, or a settle), $7 is the error as JSON text (NULL keeps
+-- the last one). The event ($10) is written only when the caller names one: no happy-path rows.
 WITH held AS (
     SELECT id, attempt
       FROM {schema}.jobs
@@ -274,8 +269,8 @@ logged AS (
     INSERT INTO {schema}.events (job_id, at, kind, tenant_id, data)
     SELECT id, $9::bigint, $10::text, tenant_id,
            CASE WHEN $10::text = 'parked'
-                THEN jsonb_build_object('until', $5::bigint, 'reason', $7::text)
-                ELSE jsonb_build_object('attempt', held_attempt, 'error', $7::text) END
+                THEN jsonb_build_object('until', $5::bigint, 'reason', $7::text::jsonb)
+                ELSE jsonb_build_object('attempt', held_attempt, 'error', $7::text::jsonb) END
       FROM moved
      WHERE $10::text IS NOT NULL
 )
@@ -329,6 +324,7 @@ SELECT queue,
        array_agg(DISTINCT state) AS states
   FROM {schema}.jobs
  WHERE ($2::text[] IS NULL OR queue = ANY($2))
+   AND ($3::text IS NULL OR tenant_id = $3)
  GROUP BY queue;
 
 -- name: cancel

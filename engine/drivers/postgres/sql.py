@@ -22,9 +22,8 @@ _MIGRATION_FILE = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
 # A query holding this comes in two: `<name>` skips the rows whose dedupe key a live row holds
 # (rule 2's conflict target, spelled exactly as jobs_dedupe_live_idx), and `<name>_new` has no
 # conflict clause, so a held key fails the whole statement with a unique violation. The plain
-# insert costs the server a fifth less a row (no speculative insertion: no probe of the index
-# ahead of the insert, no second WAL record to confirm the row), which a batch that is all new
-# keys, the common one, can take; the caller goes back to `<name>` when it meets a held key.
+# insert spares the server the speculative insertion a batch of all-new keys (the common one)
+# does not need; the caller goes back to `<name>` when it meets a held key.
 SKIP_HELD_KEYS = "{skip_held_keys}"
 _SKIP_HELD_KEYS_CLAUSE = """ON CONFLICT (idempotency_key, name, (coalesce(tenant_id, '')))
        WHERE state IN ('ready', 'delayed', 'running', 'suspended')

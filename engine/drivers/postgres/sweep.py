@@ -1,28 +1,13 @@
 """The claiming process vacuums the jobs table itself, between autovacuum's visits.
 
-Every job leaves dead index entries behind: its claim ends the row's entry in the claim index,
-its settle the entry in the running index. A claim walks the claim index from its oldest end,
-where those entries gather, and only VACUUM deletes them (a scan can mark an entry dead, but
-still reads the page to skip it). Autovacuum looks at a database once a minute
-(`autovacuum_naptime`), and a worker draining thousands of jobs a second claims hundreds of
-thousands of rows in that minute: in a drain of 200,000 jobs the claim of 16 rows read 1,549
-index pages by the end and took 2.5 ms instead of 0.4 ms (auto_explain).
-
-So this process reads the table's dead-row count from the statistics (one cheap query) at its
-first claim and after every `check_every` rows it claims since, and once the count reaches
+Every job leaves dead index entries behind (its claim's in the claim index, its settle's in the
+running index), a claim walks the claim index from the end where they gather, and only VACUUM
+deletes them; autovacuum visits once a minute, while a busy worker claims hundreds of thousands
+of rows in that time. So this process reads the table's dead-row count from the statistics at
+its first claim and after every `check_every` rows it claims since, and once the count reaches
 `dead_rows` it runs VACUUM in the background, off the claim's path. Many workers need no
 coordination beyond that: `SKIP_LOCKED` passes when another process (or autovacuum) is already
-vacuuming the table, and once one has vacuumed, the others read a low count. The count comes
-from the server, not from this process's claims, so ten workers do not vacuum ten times as
-often.
-
-The threshold is a trade on a small machine: a vacuum reads every index whole, and its CPU is
-taken from the worker and the claims beside it. With a threshold of 20,000 dead rows (and an
-ANALYZE at the first claim, since dropped) a drain of 20,000 jobs ran 10% slower than with no
-sweeping; at 50,000 it vacuums none in such a drain, and in drains of 200,000 jobs it did best:
-5,044 jobs/s against 4,812 at 20,000 and 3,861 with no sweeping (in-process drains, alternated).
-It vacuums about every 25,000 jobs then, which at about 120 entries an index page bounds the walk
-at the claim index's head near 200 pages (an estimate from the page counts above).
+vacuuming, and the count comes from the server, so ten workers do not vacuum ten times as often.
 """
 
 from __future__ import annotations
@@ -31,18 +16,18 @@ import asyncio
 import logging
 import time
 
-from engine.drivers.postgres.core import PgCore
+from engine.drivers.postgres.connections import Connections
 from engine.errors import DriverUnavailableError
 
 logger = logging.getLogger("mcp_jobs.postgres")
 
 
 class Sweeper:
-    """Keeps `core`'s jobs table vacuumed (see the module doc); `dead_rows` 0 leaves it to
+    """Keeps `db`'s jobs table vacuumed (see the module doc); `dead_rows` 0 leaves it to
     autovacuum alone."""
 
-    def __init__(self, core: PgCore, dead_rows: int) -> None:
-        self._core = core
+    def __init__(self, db: Connections, dead_rows: int) -> None:
+        self._db = db
         self.dead_rows = dead_rows
         # A job leaves two dead rows (its claim's and its settle's): checking after an eighth of
         # the threshold in claimed rows reads the count about four times per vacuum.
@@ -81,9 +66,9 @@ class Sweeper:
 
     async def sweep(self) -> bool:
         """Vacuum the jobs table if its dead rows reached the threshold; True when it did."""
-        core = self._core
-        async with core.conn() as conn:
-            due = await conn.fetchrow(core.q["sweep_due"])
+        db = self._db
+        async with db.conn() as conn:
+            due = await conn.fetchrow(db.q["sweep_due"])
             if due is None:
                 return False
             if not due["may_vacuum"]:
@@ -91,16 +76,16 @@ class Sweeper:
                 logger.info(
                     "this role does not own %s.jobs, so autovacuum alone sweeps it (connect "
                     "as the owner to let workers vacuum it between autovacuum's visits)",
-                    core.schema,
+                    db.schema,
                 )
                 return False
             if due["dead"] < self.dead_rows:
                 return False
             started = time.perf_counter()
-            await conn.execute(core.q["sweep"])
+            await conn.execute(db.q["sweep"])
         logger.debug(
             "vacuumed %s.jobs (%d dead rows): %.0f ms",
-            core.schema,
+            db.schema,
             due["dead"],
             (time.perf_counter() - started) * 1000,
         )

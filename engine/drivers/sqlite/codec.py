@@ -8,6 +8,7 @@ from typing import Any
 
 from engine.errors import JobRowStatusUnknownError
 from schemas.backfill import BackfillRun
+from schemas.errors import ErrorPayload
 from schemas.events import EventRecord
 from schemas.jobs import EnqueueRequest, JobRecord
 from schemas.outbox import OutboxRow
@@ -63,6 +64,11 @@ OUTBOX_COLUMNS = "id, staged_at, request, claimed_by, claim_expires_at, publishe
 def dumps(value: Any) -> str | None:
     """JSON text for a nullable JSON column; Python None is SQL NULL."""
     return None if value is None else json.dumps(value, separators=(",", ":"))
+
+
+def error_text(error: ErrorPayload | None) -> str | None:
+    """A job's structured error as its TEXT column holds it (JobRecord decodes it back)."""
+    return None if error is None else error.model_dump_json()
 
 
 def loads(text: str | None) -> Any:

@@ -14,7 +14,9 @@ from typing import Any
 
 import anyio
 
+from engine import rules
 from engine.clock import SYSTEM_CLOCK, Clock
+from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.sqlite import ledgers, lifecycle, migrate
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.errors import OutboxWrongDatabaseError, convert
@@ -40,7 +42,8 @@ from schemas.scheduler import TaskState
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
 
-DEFAULT_POLL_MS = 50
+# How often an idle wait looks for other processes' commits (the worker's own poll is apart).
+COMMIT_POLL_MS = 50
 
 
 def _data_version(conn: sqlite3.Connection) -> int:
@@ -63,7 +66,7 @@ class SqliteDriver:
         path: str,
         *,
         clock: Clock | None = None,
-        poll_ms: int = DEFAULT_POLL_MS,
+        poll_ms: int = COMMIT_POLL_MS,
         busy_timeout_ms: int = 5_000,
         synchronous: str = "NORMAL",
     ) -> None:
@@ -129,14 +132,15 @@ class SqliteDriver:
         now = self.clock.now_ms()
         return await self._exec.run(lambda c: lifecycle.heartbeat(c, job_id, token, lease_ms, now))
 
-    async def ack(self, job_id: str, token: str, output: Any = None) -> None:
+    async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
         now = self.clock.now_ms()
-        await self._exec.run(lambda c: lifecycle.ack(c, job_id, token, output, now))
+        batch = list(writes)
+        return await self._exec.run(lambda c: lifecycle.ack_many(c, self.path, batch, now))
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
         now = self.clock.now_ms()
         record = await self._exec.run(lambda c: lifecycle.nack(c, job_id, token, options, now))
-        if record.state in ("ready", "delayed", "suspended"):
+        if record.state in rules.WAITING_STATES:
             self._wake().notify()
         return record
 
@@ -153,10 +157,14 @@ class SqliteDriver:
             lambda c: lifecycle.load_trace(c, job_id, tenant_id), write=False
         )
 
-    async def stats(self, queues: Sequence[str] | None = None) -> list[QueueStats]:
+    async def stats(
+        self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
+    ) -> list[QueueStats]:
         now = self.clock.now_ms()
         wanted = None if queues is None else list(queues)
-        return await self._exec.run(lambda c: lifecycle.stats(c, wanted, now), write=False)
+        return await self._exec.run(
+            lambda c: lifecycle.stats(c, wanted, tenant_id, now), write=False
+        )
 
     async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
         now = self.clock.now_ms()
@@ -180,8 +188,9 @@ class SqliteDriver:
     async def load_steps(self, run_id: str) -> list[StepRecord]:
         return await self._exec.run(lambda c: lifecycle.load_steps(c, run_id), write=False)
 
-    async def save_step(self, job_id: str, token: str, step: StepRecord) -> None:
-        await self._exec.run(lambda c: ledgers.save_step(c, job_id, token, step))
+    async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
+        batch = list(writes)
+        return await self._exec.run(lambda c: ledgers.save_steps_many(c, self.path, batch))
 
     # --- limiter slots ------------------------------------------------------------------------
 
@@ -314,4 +323,4 @@ class SqliteDriver:
         await self._exec.run(lambda c: ledgers.outbox_release(c, token, wanted))
 
 
-__all__ = ["DEFAULT_POLL_MS", "SqliteDriver"]
+__all__ = ["COMMIT_POLL_MS", "SqliteDriver"]

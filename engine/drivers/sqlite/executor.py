@@ -19,7 +19,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -30,6 +30,7 @@ from engine.drivers.sqlite.errors import convert, is_busy
 from engine.errors import DriverUnavailableError, InvalidArgumentError, JobsError
 
 T = TypeVar("T")
+Item = TypeVar("Item")
 
 # Rounds of `busy_timeout` a batch may wait through before the caller gets a typed error.
 _BUSY_ROUNDS = 6
@@ -284,6 +285,29 @@ class Executor:
         conn.execute("COMMIT")
         for op in batch:
             op.finished = True
+
+
+def each_item(
+    conn: sqlite3.Connection, path: str, items: Sequence[Item], write: Callable[[Item], object]
+) -> list[JobsError | None]:
+    """Run `write(item)` for each item inside the current op, each under its own savepoint, as
+    `Executor._attempt` runs ops: a refusal undoes and fails only its item; a busy database, a
+    lost transaction or a bug fails the whole op."""
+    outcomes: list[JobsError | None] = []
+    for item in items:
+        conn.execute("SAVEPOINT item")
+        try:
+            write(item)
+        except (JobsError, sqlite3.Error, OverflowError) as exc:
+            if not conn.in_transaction or (isinstance(exc, sqlite3.Error) and is_busy(exc)):
+                raise
+            conn.execute("ROLLBACK TO item")
+            conn.execute("RELEASE item")
+            outcomes.append(exc if isinstance(exc, JobsError) else typed(path, exc))
+        else:
+            conn.execute("RELEASE item")
+            outcomes.append(None)
+    return outcomes
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

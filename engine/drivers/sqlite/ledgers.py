@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from engine.drivers.base import StepWrite
 from engine.drivers.sqlite import lifecycle
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import (
@@ -16,23 +17,31 @@ from engine.drivers.sqlite.codec import (
     worker_from_row,
     worker_params,
 )
-from engine.errors import JobSlotLostError
+from engine.drivers.sqlite.executor import each_item
+from engine.errors import JobsError, JobSlotLostError
 from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun
 from schemas.jobs import EnqueueResult
 from schemas.outbox import OutboxRow
 from schemas.scheduler import TaskState
 from schemas.stats import WorkerInfo
-from schemas.steps import StepRecord
 
 # --- steps (rule 6) -----------------------------------------------------------------------------
 
 
-def save_step(conn: sqlite3.Connection, job_id: str, token: str, step: StepRecord) -> None:
-    """Fenced: a holder whose lease moved on cannot write over the run's steps."""
-    if conn.execute(q.HOLDS_RUNNING, {"id": job_id, "token": token}).fetchone() is None:
-        raise JobSlotLostError(job_id)
-    conn.execute(q.UPSERT_STEP, step_params(step))
+def save_steps_many(
+    conn: sqlite3.Connection, path: str, writes: Sequence[StepWrite]
+) -> list[JobsError | None]:
+    """Upsert each step, fenced: a holder whose lease moved on cannot write over the run's steps.
+    Each write under its own savepoint, so one refusal fails only that write."""
+
+    def save(write: StepWrite) -> None:
+        held = {"id": write.job_id, "token": write.token}
+        if conn.execute(q.HOLDS_RUNNING, held).fetchone() is None:
+            raise JobSlotLostError(write.job_id)
+        conn.execute(q.UPSERT_STEP, step_params(write.step))
+
+    return each_item(conn, path, writes, save)
 
 
 # --- limiter slots ------------------------------------------------------------------------------

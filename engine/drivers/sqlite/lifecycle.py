@@ -1,5 +1,6 @@
 """Job lifecycle operations as plain functions of a connection, run inside the executor's
-transaction. Each mirrors the memory driver's method of the same name, rule for rule."""
+transaction. The transitions come from engine.rules (in SQL where a statement computes them,
+pinned by tests/sqlite/test_rules_sql.py), as in the memory driver."""
 
 from __future__ import annotations
 
@@ -8,15 +9,19 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from engine import rules
+from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import (
     dumps,
+    error_text,
     event_from_row,
     event_params,
     job_from_row,
     job_state,
     step_from_row,
 )
+from engine.drivers.sqlite.executor import each_item
 from engine.errors import (
     DriverUnavailableError,
     JobDuplicateError,
@@ -24,6 +29,7 @@ from engine.errors import (
     JobNotFoundError,
     JobNotRetryableError,
     JobRowStatusUnknownError,
+    JobsError,
     JobSlotLostError,
 )
 from schemas.events import EventRecord
@@ -37,7 +43,7 @@ from schemas.jobs import (
     JobRecord,
     NackOptions,
 )
-from schemas.states import JOB_STATES, LIVE_STATES, RETRYABLE_STATES
+from schemas.states import JOB_STATES
 from schemas.stats import QueueStats
 from schemas.steps import StepRecord
 
@@ -152,11 +158,19 @@ def heartbeat(
     return HeartbeatResult(lease_expires_at=expires, cancel_requested=False)
 
 
-def ack(conn: sqlite3.Connection, job_id: str, token: str, output: Any, now: int) -> None:
-    done = conn.execute(q.ACK, {"id": job_id, "token": token, "output": dumps(output), "now": now})
-    if done.rowcount != 1:
-        raise JobSlotLostError(job_id)
-    conn.execute(q.RELEASE_SLOTS, {"job_id": job_id})
+def ack_many(
+    conn: sqlite3.Connection, path: str, writes: Sequence[AckWrite], now: int
+) -> list[JobsError | None]:
+    """Settle each held job as done (rules.ack_transition, in SQL: `q.ACK`), each under its own
+    savepoint: a lost slot or a refused output fails that item only."""
+
+    def ack(write: AckWrite) -> None:
+        params = {"id": write.job_id, "token": write.token, "output": dumps(write.output)}
+        if conn.execute(q.ACK, {**params, "now": now}).rowcount != 1:
+            raise JobSlotLostError(write.job_id)
+        conn.execute(q.RELEASE_SLOTS, {"job_id": write.job_id})
+
+    return each_item(conn, path, writes, ack)
 
 
 def _write(conn: sqlite3.Connection, record: JobRecord, token: str | None) -> None:
@@ -170,7 +184,7 @@ def _write(conn: sqlite3.Connection, record: JobRecord, token: str | None) -> No
             "queued_at": record.queued_at,
             "updated_at": record.updated_at,
             "finished_at": record.finished_at,
-            "last_error": record.last_error,
+            "last_error": error_text(record.last_error),
             "worker_id": record.worker_id,
             "lease_expires_at": record.lease_expires_at,
             "cancel_requested": int(record.cancel_requested),
@@ -197,42 +211,12 @@ def nack(
     conn: sqlite3.Connection, job_id: str, token: str, options: NackOptions, now: int
 ) -> JobRecord:
     job = _held(conn, job_id, token)
-    attempt = job.attempt if options.counts_as_attempt else max(job.attempt - 1, 0)
-    last_error = options.error if options.error is not None else job.last_error
     conn.execute(q.RELEASE_SLOTS, {"job_id": job_id})
-    settled: dict[str, Any] = {"worker_id": None, "lease_expires_at": None, "updated_at": now}
-    state = options.next_state()
-    if state in ("dead", "failed"):
-        record = job.model_copy(
-            update={
-                **settled,
-                "state": state,
-                "finished_at": now,
-                "attempt": attempt,
-                "last_error": last_error,
-            }
-        )
-        _write(conn, record, None)
-        _event(conn, job, state, now, {"attempt": job.attempt, "error": options.error})
-        return record
-    run_at = now + max(0, options.delay_ms)
-    is_shed = options.is_shed
-    record = job.model_copy(
-        update={
-            **settled,
-            "state": state,
-            "attempt": attempt,
-            "run_at": run_at,
-            # A shed keeps its place in line: oldest-ready age keeps growing (rule 7).
-            "queued_at": job.queued_at if is_shed else run_at,
-            "last_error": last_error,
-        }
-    )
+    record = rules.apply_nack(job, options, now)
     _write(conn, record, None)
-    if options.park:
-        _event(conn, job, "parked", now, {"until": run_at, "reason": options.error})
-    elif options.error is not None:
-        _event(conn, job, "retried", now, {"attempt": job.attempt, "error": options.error})
+    kind = rules.event_kind_for(options)
+    if kind is not None:
+        _event(conn, job, kind, now, rules.nack_event_data(options, job.attempt, record.run_at))
     return record
 
 
@@ -277,8 +261,11 @@ def load_trace(
     return job, load_steps(conn, job.run_id), events
 
 
-def stats(conn: sqlite3.Connection, queues: Sequence[str] | None, now: int) -> list[QueueStats]:
-    params = {"now": now, "queues": None if queues is None else json.dumps(list(queues))}
+def stats(
+    conn: sqlite3.Connection, queues: Sequence[str] | None, tenant_id: str | None, now: int
+) -> list[QueueStats]:
+    queue_list = None if queues is None else json.dumps(list(queues))
+    params = {"now": now, "queues": queue_list, "tenant": tenant_id}
     found: list[QueueStats] = []
     for row in conn.execute(q.STATS, params):
         unknown = row[-1]
@@ -292,20 +279,12 @@ def cancel(
     conn: sqlite3.Connection, job_id: str, tenant_id: str | None, actor: str | None, now: int
 ) -> JobRecord:
     job, token = _find(conn, job_id, tenant_id)
-    if job.state not in LIVE_STATES:
+    if not rules.can_cancel(job.state):
         raise JobNotCancellableError(job_id, job.state)
-    was_running = job.state == "running"
-    record = job.model_copy(
-        update={
-            "state": "cancelled",
-            "cancel_requested": was_running,
-            "updated_at": now,
-            "finished_at": now,
-        }
-    )
+    record = rules.cancel_transition(job, now)
     # A running row keeps its token, so the holder's next heartbeat learns of the cancel.
-    _write(conn, record, token if was_running else None)
-    _event(conn, job, "cancelled", now, {"from": job.state}, actor)
+    _write(conn, record, token if record.cancel_requested else None)
+    _event(conn, job, "cancelled", now, rules.cancel_event_data(job.state), actor)
     return record
 
 
@@ -318,8 +297,7 @@ def retry(
     now: int,
 ) -> JobRecord:
     job, _ = _find(conn, job_id, tenant_id)
-    allowed = job.state in RETRYABLE_STATES or (include_cancelled and job.state == "cancelled")
-    if not allowed:
+    if not rules.can_retry(job.state, include_cancelled):
         raise JobNotRetryableError(job_id, job.state)
     holder = conn.execute(
         q.FIND_LIVE,
@@ -327,21 +305,9 @@ def retry(
     ).fetchone()
     if holder is not None:
         raise JobDuplicateError(job.name, job.idempotency_key, holder[0], job.tenant_id)
-    record = job.model_copy(
-        update={
-            "state": "ready",
-            "attempt": 0,
-            "run_at": now,
-            "queued_at": now,
-            "updated_at": now,
-            "finished_at": None,
-            "cancel_requested": False,
-            "worker_id": None,
-            "lease_expires_at": None,
-        }
-    )
+    record = rules.retry_transition(job, now)
     _write(conn, record, None)
-    _event(conn, job, "requeued", now, {"from": job.state}, actor)
+    _event(conn, job, "requeued", now, rules.retry_event_data(job.state), actor)
     return record
 
 

@@ -7,6 +7,7 @@ below are the single spelling the last two use, and a test checks the index agai
 
 from __future__ import annotations
 
+from engine import rules
 from engine.drivers.sqlite.codec import (
     BACKFILL_COLUMNS,
     EVENT_COLUMNS,
@@ -16,10 +17,17 @@ from engine.drivers.sqlite.codec import (
     WORKER_COLUMNS,
 )
 from schemas.states import JOB_STATES
+from schemas.stats import QueueStats
 
+
+def _listed(states: tuple[str, ...]) -> str:
+    return ", ".join(f"'{state}'" for state in states)  # constants, not values
+
+
+# rules.dedupe_key and rules.LIVE_STATES in SQL (tests/sqlite/test_rules_sql.py pins them).
 DEDUPE_KEY = "name, coalesce(tenant_id, ''), idempotency_key"
-LIVE_PREDICATE = "state IN ('ready', 'delayed', 'running', 'suspended')"
-WAITING_PREDICATE = "state IN ('ready', 'delayed', 'suspended')"
+LIVE_PREDICATE = f"state IN ({_listed(rules.LIVE_STATES)})"
+WAITING_PREDICATE = f"state IN ({_listed(rules.WAITING_STATES)})"
 
 # --- jobs ---------------------------------------------------------------------------------------
 
@@ -41,7 +49,8 @@ WHERE name = :name AND coalesce(tenant_id, '') = coalesce(:tenant_id, '')
   AND idempotency_key = :idempotency_key AND {LIVE_PREDICATE}
 """
 
-# Two index-backed halves (due waiting rows; running rows whose lease ran out), each cut to the
+# rules.is_claimable and rules.claim_transition in SQL, pinned like the rest. Two index-backed
+# halves (due waiting rows; running rows whose lease ran out), each cut to the
 # limit, then merged in the one (run_at, id) order the memory driver sorts by.
 CLAIM = f"""
 UPDATE mcp_jobs_jobs
@@ -67,13 +76,13 @@ RETURNING {JOB_SELECT}, token,
     attempt > 1 OR EXISTS (SELECT 1 FROM mcp_jobs_steps AS s WHERE s.run_id = mcp_jobs_jobs.run_id)
 """
 
-SELECT_JOB = f"SELECT {JOB_SELECT} FROM mcp_jobs_jobs WHERE id = :id"
 SELECT_HELD = f"SELECT {JOB_SELECT}, token FROM mcp_jobs_jobs WHERE id = :id"
 
+# rules.ack_transition in SQL (tests/sqlite/test_rules_sql.py pins the two together).
 ACK = """
 UPDATE mcp_jobs_jobs
 SET state = 'done', output = coalesce(:output, output), updated_at = :now, finished_at = :now,
-    worker_id = NULL, lease_expires_at = NULL, token = NULL
+    worker_id = NULL, lease_expires_at = NULL, token = NULL, last_error = NULL
 WHERE id = :id AND token = :token AND state = 'running'
 """
 
@@ -100,9 +109,10 @@ ORDER BY id DESC
 LIMIT :limit
 """
 
-# Rule 7 buckets: a delayed row whose time has come counts as ready; a shed row is `ready`
-# (with a future run_at) and counts as ready too, its age measured from `queued_at`.
-_KNOWN = ", ".join(f"'{state}'" for state in JOB_STATES)  # constants, not values
+# rules.queue_stats in SQL (rule 7), pinned like the rest: a delayed row whose time has come
+# counts as ready; a shed row is `ready` (with a future run_at) and counts as ready too, its age
+# measured from `queued_at`.
+_KNOWN = _listed(JOB_STATES)
 _READY = "(state = 'ready' OR (state = 'delayed' AND run_at <= :now))"
 STATS = f"""
 SELECT queue,
@@ -122,23 +132,13 @@ SELECT queue,
        max(CASE WHEN state NOT IN ({_KNOWN}) THEN state END)
 FROM mcp_jobs_jobs
 WHERE (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+  AND (:tenant IS NULL OR tenant_id = :tenant)
 GROUP BY queue
 ORDER BY queue
 """
-STATS_FIELDS = (
-    "ready",
-    "delayed",
-    "running",
-    "suspended",
-    "dead",
-    "failed",
-    "done",
-    "cancelled",
-    "oldest_ready_ms",
-    "expired_leases",
-    "due_suspended",
-    "oldest_due_suspended_ms",
-)
+# The QueueStats fields the columns above fill, in their order (every field but `queue`).
+STATS_FIELDS = tuple(name for name in QueueStats.model_fields if name != "queue")
+
 # --- events -------------------------------------------------------------------------------------
 
 INSERT_EVENT = """

@@ -1,0 +1,130 @@
+"""Claiming over PostgreSQL: lease due jobs in one statement, extend a lease by heartbeat.
+
+The claim rule itself (which rows, in what order, what a claim writes) is queries.sql's `claim`,
+pinned to engine.rules by tests/postgres/test_rules_agree.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+
+from engine.clock import Clock
+from engine.drivers.postgres import rows
+from engine.drivers.postgres.connections import Connections
+from engine.drivers.postgres.faults import is_connection_failure
+from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.sweep import Sweeper
+from engine.errors import DriverUnavailableError, JobSlotLostError
+from engine.ids import new_token
+from schemas.jobs import ClaimedJob, HeartbeatResult
+
+
+class Claimer:
+    """`claim` and `heartbeat` over `db`, with what a claiming process keeps between claims:
+    when expired leases may be taken over again after an outage, and the jobs table's sweeper."""
+
+    def __init__(self, db: Connections, clock: Clock, vacuum_dead_rows: int) -> None:
+        self.db = db
+        self.clock = clock
+        self.vacuum_dead_rows = vacuum_dead_rows
+        # Made by the first claim: only a process that claims vacuums.
+        self.sweeper: Sweeper | None = None
+        # When (jobs' clock) claims may take over expired leases again after an outage.
+        self._take_over_from = 0
+
+    async def claim(
+        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+    ) -> list[ClaimedJob]:
+        if limit <= 0 or (queues is not None and not queues):
+            return []
+        db = self.db
+        # Settles held through an outage first: their jobs are not run again here.
+        if db.retry.holding:
+            await db.retry.flush_held()
+        token = new_token()
+        try:
+            async with db.conn() as conn:
+                found = await self._claim_rows(conn, worker_id, limit, lease_ms, queues, token)
+        except DriverUnavailableError as exc:
+            if not db.retry.deadline_ms or not is_connection_failure(exc):
+                raise
+
+            async def again(first: bool) -> list[asyncpg.Record]:
+                async with db.conn() as conn:
+                    # The broken try may have committed: its rows carry its token.
+                    mine = await conn.fetch(db.q["claimed_with"], token)
+                    if mine:
+                        return mine
+                    return await self._claim_rows(conn, worker_id, limit, lease_ms, queues, token)
+
+            found = await db.retry.retrying(again)
+        claimed = [
+            ClaimedJob(
+                record=rows.job(row),
+                token=row["lease_token"],
+                lease_expires_at=row["lease_expires_at"],
+                has_steps=row["has_steps"],
+            )
+            for row in found
+        ]
+        claimed.sort(key=lambda c: (c.record.run_at, c.record.id))
+        if claimed:
+            sweeper = self.sweeper
+            if sweeper is None:
+                sweeper = self.sweeper = Sweeper(db, self.vacuum_dead_rows)
+            sweeper.claimed(len(claimed))
+        return claimed
+
+    async def _claim_rows(
+        self,
+        conn: Conn,
+        worker_id: str,
+        limit: int,
+        lease_ms: int,
+        queues: Sequence[str] | None,
+        token: str,
+    ) -> list[asyncpg.Record]:
+        db = self.db
+        now = self.clock.now_ms()
+        # After an outage, running jobs keep their leases one lease longer: holders that lived
+        # through it reach the server again, flush their settles and heartbeat.
+        outage = db.outage_seen
+        take_over = not outage and now >= self._take_over_from
+        if queues is None:
+            found = await conn.fetch(
+                db.q["claim"], now, limit, worker_id, lease_ms, token, take_over
+            )
+        else:
+            found = await conn.fetch(
+                db.q["claim_queues"],
+                now,
+                limit,
+                worker_id,
+                lease_ms,
+                token,
+                list(queues),
+                take_over,
+            )
+        if outage:
+            db.outage_seen = False
+            self._take_over_from = now + lease_ms
+        return found
+
+    async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
+        expires = self.clock.now_ms() + lease_ms
+        q = self.db.q["heartbeat"]
+        found = await self.db.idempotent(lambda c: c.fetch(q, job_id, token, expires))
+        if not found:
+            raise JobSlotLostError(job_id)
+        row = found[0]
+        if row["state"] == "cancelled":
+            return HeartbeatResult(
+                lease_expires_at=row["lease_expires_at"] or 0, cancel_requested=True
+            )
+        return HeartbeatResult(lease_expires_at=row["lease_expires_at"], cancel_requested=False)
+
+    async def close(self) -> None:
+        if self.sweeper is not None:
+            await self.sweeper.close()

@@ -1,0 +1,283 @@
+"""The PostgreSQL driver's connections: the asyncpg pool, a few connections of its own, failure
+conversion, and the retry policy every operation shares.
+
+Nothing here knows what a job is. `Connections.conn()` hands out a connection and turns every
+asyncpg/OS failure raised inside it into `DriverUnavailableError` (chained with `from`); a
+connection that broke is closed, never handed out again. `idempotent()` re-runs an operation
+that is safe to repeat through a broken connection or a short outage (retry.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import TypeVar
+
+import anyio
+import asyncpg
+from asyncpg.pool import PoolAcquireContext
+
+from engine.drivers.postgres.faults import DRIVER_FAILURES, is_connection_failure, unavailable
+from engine.drivers.postgres.migrate import Conn, InstallFrom
+from engine.drivers.postgres.migrate import migrate as run_migrations
+from engine.drivers.postgres.retry import Retrier
+from engine.drivers.postgres.sql import queries
+from engine.errors import DriverUnavailableError
+
+T = TypeVar("T")
+
+# Kept because a single enqueue runs a third faster on them than through the pool's
+# acquire/release: connections held out of the pool, as many as a busy worker uses at once
+# (its claim loop, the ack flush and the step flush). Beyond them, the pool.
+_OWN_MAX = 3
+# Real time: after an own connection failed to connect, the pool serves alone this long.
+_OWN_RETRY_S = 1.0
+
+
+async def _keep_session(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """The pool's reset on release: nothing to undo. asyncpg's default sends UNLISTEN, RESET
+    ALL and friends on every release, one more round trip per operation; this driver never
+    leaves session state on a pooled connection (no LISTEN, SET, cursors or session locks), and
+    the pool still rolls back any transaction left open before calling this."""
+
+
+class Connections:
+    """Pool, own connections and the failure rules every PostgreSQL operation shares."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str,
+        pool_min: int,
+        pool_max: int,
+        statement_cache_size: int,
+        connect_timeout_ms: int,
+        retry: Retrier,
+    ) -> None:
+        self.url = url
+        self.schema = schema
+        self.q = queries(schema)
+        # One wake-up channel per schema: two installs in one database do not wake each other.
+        self.channel = f"{schema}_wake"
+        self.retry = retry
+        self.pool_max = pool_max
+        self._pool_min = pool_min
+        self._statement_cache_size = statement_cache_size
+        self.connect_timeout_s = connect_timeout_ms / 1000
+        self.pool: asyncpg.Pool[asyncpg.Record] | None = None
+        self._pool_lock = anyio.Lock()
+        # The connections kept out of the pool (see `conn`): every one, and the free ones.
+        self.own: set[asyncpg.Connection[asyncpg.Record]] = set()
+        self.own_free: list[asyncpg.Connection[asyncpg.Record]] = []
+        self._own_connecting = 0
+        self._own_retry_at = 0.0
+        self.closed = False
+        # Set when a connection could not even be opened (the server was unreachable, not one
+        # connection broken); a claim reads it to spare the leases that outage let run out.
+        self.outage_seen = False
+
+    async def _get_pool(self) -> asyncpg.Pool[asyncpg.Record]:
+        if self.pool is not None:
+            return self.pool
+        async with self._pool_lock:
+            if self.closed:
+                raise DriverUnavailableError(
+                    "postgres", "this driver was closed", "jobs = await connect(url)"
+                )
+            if self.pool is None:
+                self.pool = await asyncpg.create_pool(
+                    self.url,
+                    min_size=self._pool_min,
+                    max_size=self.pool_max,
+                    statement_cache_size=self._statement_cache_size,
+                    timeout=self.connect_timeout_s,
+                    server_settings={"application_name": "mcp-jobs"},
+                    reset=_keep_session,
+                )
+            return self.pool
+
+    @asynccontextmanager
+    async def guard(self) -> AsyncIterator[None]:
+        """Convert asyncpg/OS failures raised inside into `DriverUnavailableError`."""
+        try:
+            yield
+        except DRIVER_FAILURES as exc:
+            raise unavailable(exc, self.url, self.schema) from exc
+
+    def conn(self) -> _Borrowed:
+        """A connection for one operation (`async with db.conn() as conn`); failures inside
+        come out as `DriverUnavailableError`. One of the driver's own connections when one is
+        free (or may be opened), else one from the pool."""
+        return _Borrowed(self)
+
+    async def idempotent(self, op: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run `op` on a connection; through a broken connection or an unreachable server, run
+        it again on a fresh one (retry.py). Only for operations whose second run changes
+        nothing the first did not (reads, upserts of the same values, fenced writes)."""
+
+        async def once(first: bool) -> T:
+            async with self.conn() as conn:
+                return await op(conn)
+
+        return await self.retry.retrying(once)
+
+    async def migrate(self, now_ms: int, install_from: InstallFrom = "schema") -> list[int]:
+        async with self.conn() as conn:
+            return await run_migrations(conn, self.schema, now_ms, install_from=install_from)
+
+    # --- own connections ----------------------------------------------------------------------
+
+    def _release_own(
+        self, conn: asyncpg.Connection[asyncpg.Record], exc: BaseException | None
+    ) -> None:
+        """Give `conn` back after an operation that raised `exc` (None: it did not); a
+        driver failure, from either, comes out as `DriverUnavailableError`."""
+        try:
+            self._give_back_own(conn, clean=_clean(exc))
+        except DRIVER_FAILURES as failure:
+            raise unavailable(failure, self.url, self.schema) from failure
+        if isinstance(exc, DRIVER_FAILURES):
+            raise unavailable(exc, self.url, self.schema) from exc
+
+    def _take_free_own(self) -> asyncpg.Connection[asyncpg.Record] | None:
+        """A free own connection that is open (taken), without a coroutine: the common path."""
+        free = self.own_free
+        while free and not self.closed:
+            conn = free.pop()
+            if not conn.is_closed():
+                return conn
+            self.own.discard(conn)
+        return None
+
+    async def _open_own(self) -> asyncpg.Connection[asyncpg.Record] | None:
+        """A newly opened own connection (taken), when none is free and there is room."""
+        if self.closed or len(self.own) + self._own_connecting >= _OWN_MAX:
+            return None
+        if time.monotonic() < self._own_retry_at:
+            return None
+        self._own_connecting += 1
+        try:
+            conn = await asyncpg.connect(
+                self.url,
+                statement_cache_size=self._statement_cache_size,
+                timeout=self.connect_timeout_s,
+                server_settings={"application_name": "mcp-jobs"},
+            )
+        except DRIVER_FAILURES:
+            # The pool will try (and report) for this call; back off before trying again.
+            self._own_retry_at = time.monotonic() + _OWN_RETRY_S
+            return None
+        finally:
+            self._own_connecting -= 1
+        if self.closed:
+            conn.terminate()
+            return None
+        self.own.add(conn)
+        return conn
+
+    def _give_back_own(self, conn: asyncpg.Connection[asyncpg.Record], clean: bool) -> None:
+        """Return a taken own connection. One that was interrupted (a cancellation may land
+        mid-statement), broke (its session was ended under it: asyncpg may not have seen the
+        socket close yet, and reusing it fails mid-protocol) or was left inside a transaction
+        has an unknown session: it is closed, never reused. An ordinary error raised between
+        statements (a refused duplicate, an invalid item of a batch) leaves the session as it
+        was."""
+        if clean and not self.closed and conn in self.own and not conn.is_in_transaction():
+            self.own_free.append(conn)
+        else:
+            self.own.discard(conn)
+            conn.terminate()
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        self.closed = True
+        self.retry.close()
+        own, free = self.own, set(self.own_free)
+        self.own, self.own_free = set(), []
+        for conn in own:
+            if conn in free:
+                await self._close_or_terminate(conn)
+            else:
+                conn.terminate()  # mid-operation in another task: that task sees it closed
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            await self._close_or_terminate(pool)
+
+    async def _close_or_terminate(
+        self, closing: asyncpg.Pool[asyncpg.Record] | asyncpg.Connection[asyncpg.Record]
+    ) -> None:
+        """A graceful close, bounded and shielded from the caller's cancellation; a hard
+        terminate when the server does not answer in time or the close fails."""
+        with anyio.move_on_after(self.connect_timeout_s, shield=True) as scope:
+            try:
+                await closing.close()
+            except DRIVER_FAILURES:
+                closing.terminate()
+        if scope.cancelled_caught:
+            closing.terminate()
+
+
+class _Borrowed:
+    """One operation's hold on a connection: see `Connections.conn`. A class, not a
+    generator-based context manager: every statement the driver runs goes through one."""
+
+    __slots__ = ("_db", "_own", "_pooled")
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+        self._own: asyncpg.Connection[asyncpg.Record] | None = None
+        self._pooled: PoolAcquireContext[asyncpg.Record] | None = None
+
+    async def __aenter__(self) -> Conn:
+        db = self._db
+        own = db._take_free_own()
+        if own is not None:
+            self._own = own
+            return own
+        try:
+            own = await db._open_own()
+            if own is not None:
+                self._own = own
+                return own
+            self._pooled = (await db._get_pool()).acquire()
+            return await self._pooled.__aenter__()
+        except DRIVER_FAILURES as exc:
+            if is_connection_failure(exc):
+                db.outage_seen = True
+            raise unavailable(exc, db.url, db.schema) from exc
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        db = self._db
+        if self._own is not None:
+            db._release_own(self._own, exc)
+            return
+        try:
+            if self._pooled is not None:
+                if _broken(exc) and self._pooled.connection is not None:
+                    # The pool's release does not test a connection: close it, so the pool
+                    # opens a fresh one instead of handing this one out mid-protocol.
+                    self._pooled.connection.terminate()
+                await self._pooled.__aexit__(exc_type, exc, tb)
+        except DRIVER_FAILURES as failure:
+            raise unavailable(failure, db.url, db.schema) from failure
+        if isinstance(exc, DRIVER_FAILURES):
+            raise unavailable(exc, db.url, db.schema) from exc
+
+
+def _broken(exc: BaseException | None) -> bool:
+    return exc is not None and is_connection_failure(exc)
+
+
+def _clean(exc: BaseException | None) -> bool:
+    """Whether a connection whose operation ended with `exc` may be used again: not after a
+    cancellation (it may have landed mid-statement) nor once it broke."""
+    return exc is None or (isinstance(exc, Exception) and not is_connection_failure(exc))

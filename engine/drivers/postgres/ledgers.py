@@ -1,0 +1,108 @@
+"""The small tables beside the jobs over PostgreSQL, one function each: limiter slots, worker
+presence, the backfill ledger and the scheduler's state and leadership lease.
+
+Every one is safe to repeat (an upsert, a delete, a read, or a decision that a second run for
+the same caller makes the same way), so each runs through `Connections.idempotent`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.drivers.postgres import rows
+from engine.drivers.postgres.connections import Connections
+from engine.presence import EXPIRED_PER_BEAT, expired_before
+from schemas.backfill import BackfillRun
+from schemas.scheduler import TaskState
+from schemas.stats import WorkerInfo
+
+# --- limiter slots ----------------------------------------------------------------------------
+
+
+async def acquire_slots(
+    db: Connections, job_id: str, caps: Sequence[tuple[str, int]], now: int, expires_at: int
+) -> str | None:
+    if not caps:
+        return None
+    # Re-running it for the same job decides the same way (its own slot never counts).
+    args = (job_id, [k for k, _ in caps], [c for _, c in caps], now, expires_at)
+    blocked: str | None = await db.idempotent(lambda c: c.fetchval(db.q["acquire_slots"], *args))
+    return blocked
+
+
+async def release_slots(db: Connections, job_id: str) -> None:
+    await db.idempotent(lambda c: c.execute(db.q["release_slots"], job_id))
+
+
+# --- workers ----------------------------------------------------------------------------------
+
+
+async def worker_seen(db: Connections, info: WorkerInfo, now: int) -> None:
+    args = (
+        info.id,
+        info.hostname,
+        info.pid,
+        info.queues,
+        info.concurrency,
+        info.started_at,
+        info.last_seen_at,
+        expired_before(now),
+        EXPIRED_PER_BEAT,
+    )
+    await db.idempotent(lambda c: c.execute(db.q["worker_seen"], *args))
+
+
+async def worker_gone(db: Connections, worker_id: str) -> None:
+    await db.idempotent(lambda c: c.execute(db.q["worker_gone"], worker_id))
+
+
+async def live_workers(db: Connections, seen_since: int) -> list[WorkerInfo]:
+    found = await db.idempotent(lambda c: c.fetch(db.q["live_workers"], seen_since))
+    return [rows.worker(row) for row in found]
+
+
+# --- backfill ledger --------------------------------------------------------------------------
+
+
+async def backfill_save(db: Connections, run: BackfillRun) -> None:
+    args = (
+        run.run_id,
+        run.name,
+        run.checksum,
+        run.environment,
+        run.status,
+        run.app_version,
+        run.rows_processed,
+        run.rows_total,
+        rows.dump(run.cursor),
+        run.job_id,
+        run.started_at,
+        run.finished_at,
+        run.error,
+    )
+    await db.idempotent(lambda c: c.execute(db.q["backfill_save"], *args))
+
+
+async def backfill_runs(
+    db: Connections, name: str | None = None, environment: str | None = None
+) -> list[BackfillRun]:
+    found = await db.idempotent(lambda c: c.fetch(db.q["backfill_runs"], name, environment))
+    return [rows.backfill(row) for row in found]
+
+
+# --- scheduler --------------------------------------------------------------------------------
+
+
+async def scheduler_lead(db: Connections, holder: str, lease_ms: int, now: int) -> bool:
+    # Idempotent for one holder: a second run finds its own lease and renews it.
+    taken = await db.idempotent(lambda c: c.fetchval(db.q["scheduler_lead"], holder, now, lease_ms))
+    return taken is not None
+
+
+async def task_state(db: Connections, task: str) -> TaskState | None:
+    row = await db.idempotent(lambda c: c.fetchrow(db.q["task_state"], task))
+    return rows.task(row) if row is not None else None
+
+
+async def task_fired(db: Connections, task: str, occurrence_ms: int, now: int) -> None:
+    await db.idempotent(lambda c: c.execute(db.q["task_fired"], task, occurrence_ms, now))

@@ -1,0 +1,166 @@
+"""Retrying through a broken connection or a short outage, and holding settles through a long one.
+
+`retrying` re-runs an operation that is safe to repeat for up to `retry_deadline_ms`;
+`resilient` holds a settle for up to `settle_retry_ms` (its lease token decides, once a try gets
+through, whether it still counts); `flush_held` lets the held settles through before a claim.
+Deadlines and pauses read `clock`, a monotonic clock a test can replace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
+
+from engine.clock import Clock
+from engine.drivers.postgres.faults import is_connection_failure, readiness_fix
+from engine.errors import DriverUnavailableError
+
+T = TypeVar("T")
+
+# Pauses between retries through a lost connection: the first retry goes at once (most often
+# one stale connection, and a fresh one just works), then 50 ms doubling up to 1 s.
+_FIRST_PAUSE_MS = 50
+_LAST_PAUSE_MS = 1_000
+
+
+class MonotonicClock:
+    """Real elapsed time, for retry deadlines and pauses: a restarting server takes seconds of
+    wall time whatever the jobs' clock says, and the wall clock may jump."""
+
+    def now_ms(self) -> int:
+        return time.monotonic_ns() // 1_000_000
+
+    async def sleep_ms(self, ms: int) -> None:
+        await anyio.sleep(max(0, ms) / 1000)
+
+
+MONOTONIC_CLOCK = MonotonicClock()
+
+
+class Retrier:
+    """The retry and hold policy of one driver (see the module doc)."""
+
+    def __init__(
+        self, url: str, *, deadline_ms: int, settle_deadline_ms: int, clock: Clock
+    ) -> None:
+        self._url = url
+        self.deadline_ms = deadline_ms
+        self._settle_deadline_ms = settle_deadline_ms
+        self.clock = clock
+        self._closed = False
+        # Settles held through a lost connection: how many, the pauses of retries (which
+        # `flush_held` cuts short), the event each held try sets, and its last failure.
+        self.holding = 0
+        self._pausing: set[anyio.CancelScope] = set()
+        self._held_tried = asyncio.Event()
+        self._held_failure: DriverUnavailableError | None = None
+
+    async def retrying(self, op: Callable[[bool], Awaitable[T]]) -> T:
+        """Run `op(first_try)`; through a broken connection or an unreachable server, run it
+        again, pausing between tries, for up to `retry_deadline_ms`. Only for operations whose
+        second run changes nothing the first did not (a later try may find what an earlier,
+        broken one committed)."""
+        return await self._retry(op, self.deadline_ms, held=False)
+
+    async def resilient(self, op: Callable[[bool], Awaitable[T]]) -> T:
+        """Run the settle `op(first_try)`; while the server cannot be reached, hold it and run
+        it again (`first_try=False`, so it can check whether a broken try committed) for up to
+        `settle_retry_ms`. Its fence (the lease token) decides once a try gets through: no
+        other worker can take the job while the server is unreachable, and none that saw the
+        outage takes it over for a lease after (`claim`), so the settle still counts."""
+        return await self._retry(op, self._settle_deadline_ms, held=True)
+
+    async def _retry(self, op: Callable[[bool], Awaitable[T]], deadline_ms: int, held: bool) -> T:
+        clock = self.clock
+        started = 0
+        pause = 0
+        tries = 0
+        holding = False
+        try:
+            while True:
+                tries += 1
+                try:
+                    return await op(tries == 1)
+                except DriverUnavailableError as exc:
+                    if self._closed or not is_connection_failure(exc) or deadline_ms == 0:
+                        raise
+                    now = clock.now_ms()
+                    if tries == 1:
+                        started = now
+                    left = started + deadline_ms - now
+                    if left <= 0:
+                        raise self._gave_up(exc, now - started, tries) from (exc.__cause__ or exc)
+                    if held:
+                        if not holding:
+                            holding = True
+                            self.holding += 1
+                        self._held_failure = exc
+                        self._held_tried_now()
+                # The last try goes at the deadline itself.
+                await self._pause(min(pause, left))
+                pause = min(max(pause * 2, _FIRST_PAUSE_MS), _LAST_PAUSE_MS)
+        finally:
+            if holding:
+                self.holding -= 1
+                self._held_tried_now()
+
+    def _gave_up(
+        self, last: DriverUnavailableError, tried_ms: int, tries: int
+    ) -> DriverUnavailableError:
+        cause = last.__cause__ if last.__cause__ is not None else last
+        detail = str(cause).strip() or type(cause).__name__
+        error = DriverUnavailableError(
+            "postgres",
+            f"cannot reach the server: gave up after {tries} tries over {tried_ms / 1000:.1f} s "
+            f"(last error {type(cause).__name__}: {detail})",
+            readiness_fix(self._url),
+        )
+        error.details = {**(error.details or {}), "tried_ms": tried_ms, "tries": tries}
+        return error
+
+    async def _pause(self, ms: int) -> None:
+        """Wait `ms` on the retry clock, or until `flush_held` asks the held settles to go. The
+        sleep starts in this task, before it yields: a clock moved meanwhile cannot skip it."""
+        if ms <= 0:
+            await anyio.lowlevel.checkpoint()
+            return
+        with anyio.CancelScope() as scope:
+            self._pausing.add(scope)
+            try:
+                await self.clock.sleep_ms(ms)
+            finally:
+                self._pausing.discard(scope)
+
+    def _retry_now(self) -> None:
+        for scope in self._pausing:
+            scope.cancel()
+
+    def _held_tried_now(self) -> None:
+        self._held_tried.set()
+        self._held_tried = asyncio.Event()
+
+    async def flush_held(self) -> None:
+        """Before a claim: settles held through an outage go first. Each is tried now; the
+        claim waits until none is held, and fails as they do while the server stays away."""
+        while self.holding and not self._closed:
+            self._held_failure = None
+            tried = self._held_tried
+            self._retry_now()
+            await tried.wait()
+            failure = self._held_failure
+            if failure is not None and self.holding:
+                raise DriverUnavailableError(
+                    "postgres",
+                    f"{self.holding} settle(s) held through a lost connection could not be "
+                    f"written yet, so nothing is claimed ({failure.cause})",
+                    readiness_fix(self._url),
+                ) from failure.__cause__
+
+    def close(self) -> None:
+        """Retries stop waiting: each fails at its next try."""
+        self._closed = True
+        self._retry_now()

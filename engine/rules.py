@@ -1,0 +1,305 @@
+"""The job rules every driver applies, as pure functions: no I/O, no clock, no driver.
+
+A driver calls these (memory, SQLite) or encodes them in SQL pinned by a test that the SQL and
+the function agree on every case (PostgreSQL, and SQLite's claim and stats statements). A rule
+changes here, and only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel
+
+from schemas.jobs import JobRecord, NackOptions
+from schemas.states import LIVE_STATES, RETRYABLE_STATES, JobState
+from schemas.stats import QueueStats
+
+__all__ = [
+    "LIVE_STATES",
+    "RETRYABLE_STATES",
+    "SETTLING_STATES",
+    "WAITING_STATES",
+    "DedupeKey",
+    "NackOutcome",
+    "ack_transition",
+    "apply_nack",
+    "can_cancel",
+    "can_retry",
+    "cancel_event_data",
+    "cancel_transition",
+    "claim_transition",
+    "dedupe_key",
+    "event_kind_for",
+    "is_claimable",
+    "is_shed",
+    "nack_attempt",
+    "nack_event_data",
+    "nack_state",
+    "nack_transition",
+    "queue_stats",
+    "retry_event_data",
+    "retry_transition",
+    "stats_bucket",
+]
+
+# Rows a claim takes once due; a running row is claimable only when its lease ran out (rule 13).
+WAITING_STATES: tuple[JobState, ...] = ("ready", "delayed", "suspended")
+# What a nack may settle a job into for good: an exhausted retry, or a permanent failure.
+SETTLING_STATES: tuple[JobState, ...] = ("dead", "failed")
+
+DedupeKey = tuple[str, str, str]
+
+
+def dedupe_key(name: str, tenant_id: str | None, key: str) -> DedupeKey:
+    """The dedupe namespace (rule 2): a null tenant folds to '' as the SQL index's coalesce."""
+    return (name, tenant_id or "", key)
+
+
+# --- claim --------------------------------------------------------------------------------------
+
+
+def is_claimable(job: JobRecord, now: int) -> bool:
+    """A waiting row whose time has come, or a running one whose lease ran out (rule 13)."""
+    if job.state in WAITING_STATES:
+        return job.run_at <= now
+    if job.state == "running":
+        return job.lease_expires_at is not None and job.lease_expires_at <= now
+    return False
+
+
+def claim_transition(job: JobRecord, worker_id: str, now: int, lease_ms: int) -> JobRecord:
+    """The row once claimed: running under a new lease, one attempt more, no cancel pending."""
+    return job.model_copy(
+        update={
+            "state": "running",
+            "attempt": job.attempt + 1,
+            "worker_id": worker_id,
+            "lease_expires_at": now + lease_ms,
+            "cancel_requested": False,
+            "updated_at": now,
+        }
+    )
+
+
+# --- ack ----------------------------------------------------------------------------------------
+
+
+def ack_transition(job: JobRecord, now: int, output: Any) -> JobRecord:
+    """The row once acked: done, the output kept unless none was given, the last error cleared
+    (it stays in the events)."""
+    update: dict[str, Any] = {
+        "state": "done",
+        "updated_at": now,
+        "finished_at": now,
+        "worker_id": None,
+        "lease_expires_at": None,
+        "last_error": None,
+    }
+    if output is not None:
+        update["output"] = output
+    return job.model_copy(update=update)
+
+
+# --- nack ---------------------------------------------------------------------------------------
+
+
+def is_shed(options: NackOptions) -> bool:
+    """A job handed back over a cap: no attempt burned, not parked, not settled (rule 7). It
+    stays `ready` and keeps its `queued_at`, so it still counts in depth and oldest-ready age."""
+    return (
+        not options.park
+        and not options.counts_as_attempt
+        and not options.dead_letter
+        and not options.fail
+    )
+
+
+def nack_state(options: NackOptions) -> JobState:
+    """Where a nacked job goes (rule 7): dead or failed when settled for good, suspended when
+    parked, delayed for a retry that waits, and otherwise ready (a shed included, whatever its
+    delay)."""
+    if options.dead_letter:
+        return "dead"
+    if options.fail:
+        return "failed"
+    if options.park:
+        return "suspended"
+    if options.delay_ms > 0 and not is_shed(options):
+        return "delayed"
+    return "ready"
+
+
+def nack_attempt(attempt: int, counts_as_attempt: bool) -> int:
+    """A hand-back that does not count gives the claim's attempt back (never below zero)."""
+    return attempt if counts_as_attempt else max(attempt - 1, 0)
+
+
+def event_kind_for(options: NackOptions) -> str | None:
+    """The event a nack writes: the settled state, `parked`, `retried` when it names an error,
+    and none otherwise (a shed or a silent requeue writes no happy-path rows)."""
+    state = nack_state(options)
+    if state in SETTLING_STATES:
+        return state
+    if options.park:
+        return "parked"
+    if options.error is not None:
+        return "retried"
+    return None
+
+
+class NackOutcome(NamedTuple):
+    """What a nack writes to the row (and its event), computed from the held row's values."""
+
+    state: JobState
+    attempt: int
+    # None when settling: run_at keeps its value.
+    run_at: int | None
+    queued_at: int
+    # True for a shed and a settle: the row keeps its place in line (oldest-ready age grows).
+    keeps_queued_at: bool
+    finished_at: int | None
+    # False when the nack names no error: last_error keeps the previous one.
+    replaces_error: bool
+    event: str | None
+
+
+def nack_transition(options: NackOptions, now: int, attempt: int, queued_at: int) -> NackOutcome:
+    """The row's next values after a nack, from the held row's `attempt` and `queued_at`."""
+    state = nack_state(options)
+    next_attempt = nack_attempt(attempt, options.counts_as_attempt)
+    replaces_error = options.error is not None
+    event = event_kind_for(options)
+    if state in SETTLING_STATES:
+        return NackOutcome(state, next_attempt, None, queued_at, True, now, replaces_error, event)
+    run_at = now + max(0, options.delay_ms)
+    keeps = is_shed(options)
+    return NackOutcome(
+        state,
+        next_attempt,
+        run_at,
+        queued_at if keeps else run_at,
+        keeps,
+        None,
+        replaces_error,
+        event,
+    )
+
+
+def apply_nack(job: JobRecord, options: NackOptions, now: int) -> JobRecord:
+    """The held row after a nack: its next values, no worker and no lease."""
+    outcome = nack_transition(options, now, job.attempt, job.queued_at)
+    update: dict[str, Any] = {
+        "state": outcome.state,
+        "attempt": outcome.attempt,
+        "queued_at": outcome.queued_at,
+        "updated_at": now,
+        "worker_id": None,
+        "lease_expires_at": None,
+    }
+    if outcome.run_at is not None:
+        update["run_at"] = outcome.run_at
+    if outcome.finished_at is not None:
+        update["finished_at"] = outcome.finished_at
+    if outcome.replaces_error:
+        update["last_error"] = options.error
+    return job.model_copy(update=update)
+
+
+def _plain(error: Any) -> Any:
+    """An error as event data holds it: a structured error as its JSON object."""
+    return error.model_dump(mode="json") if isinstance(error, BaseModel) else error
+
+
+def nack_event_data(options: NackOptions, held_attempt: int, run_at: int | None) -> dict[str, Any]:
+    """The data of a nack's event: when a parked job wakes and why, or else the attempt that
+    failed (the held row's) and its error."""
+    if options.park and not (options.dead_letter or options.fail):
+        return {"until": run_at, "reason": _plain(options.error)}
+    return {"attempt": held_attempt, "error": _plain(options.error)}
+
+
+# --- operator actions ---------------------------------------------------------------------------
+
+
+def can_cancel(state: JobState) -> bool:
+    """Only a live job can be cancelled; cancelled is terminal (rule 11)."""
+    return state in LIVE_STATES
+
+
+def cancel_transition(job: JobRecord, now: int) -> JobRecord:
+    """The row once cancelled. A running row is told to stop (`cancel_requested`), and keeps its
+    lease token so that its holder's next heartbeat learns of the cancel."""
+    return job.model_copy(
+        update={
+            "state": "cancelled",
+            "cancel_requested": job.state == "running",
+            "updated_at": now,
+            "finished_at": now,
+        }
+    )
+
+
+def cancel_event_data(previous: JobState) -> dict[str, Any]:
+    """The data of the `cancelled` event: the state the job was cancelled from."""
+    return {"from": previous}
+
+
+def can_retry(state: JobState, include_cancelled: bool) -> bool:
+    """Failed and dead jobs requeue; a cancelled one only when asked explicitly (rule 11)."""
+    return state in RETRYABLE_STATES or (include_cancelled and state == "cancelled")
+
+
+def retry_transition(job: JobRecord, now: int) -> JobRecord:
+    """The row once requeued by an operator: ready now, attempt 0, the same run (so completed
+    steps are not run again). Its last error stays until it succeeds."""
+    return job.model_copy(
+        update={
+            "state": "ready",
+            "attempt": 0,
+            "run_at": now,
+            "queued_at": now,
+            "updated_at": now,
+            "finished_at": None,
+            "cancel_requested": False,
+            "worker_id": None,
+            "lease_expires_at": None,
+        }
+    )
+
+
+def retry_event_data(previous: JobState) -> dict[str, Any]:
+    """The data of the `requeued` event: the state the job was requeued from."""
+    return {"from": previous}
+
+
+# --- stats (rule 7) -----------------------------------------------------------------------------
+
+
+def stats_bucket(job: JobRecord, now: int) -> str:
+    """The QueueStats count a row adds to: its state, except that a due delayed row is ready.
+    A shed row never left `ready`, so it counts there too (rule 7)."""
+    if job.state == "delayed":
+        return "ready" if job.run_at <= now else "delayed"
+    return job.state
+
+
+def queue_stats(jobs: Iterable[JobRecord], now: int) -> list[QueueStats]:
+    """Per-queue stats of these rows, by queue name: buckets, the oldest ready age (from
+    `queued_at`), expired leases and overdue suspensions."""
+    acc: dict[str, dict[str, int]] = {}
+    for job in jobs:
+        counts = acc.setdefault(job.queue, {})
+        bucket = stats_bucket(job, now)
+        counts[bucket] = counts.get(bucket, 0) + 1
+        if bucket == "ready" and job.queued_at <= now:
+            counts["oldest_ready_ms"] = max(counts.get("oldest_ready_ms", 0), now - job.queued_at)
+        if job.state == "running" and (job.lease_expires_at or 0) <= now:
+            counts["expired_leases"] = counts.get("expired_leases", 0) + 1
+        if job.state == "suspended" and job.run_at <= now:
+            counts["due_suspended"] = counts.get("due_suspended", 0) + 1
+            counts["oldest_due_suspended_ms"] = max(
+                counts.get("oldest_due_suspended_ms", 0), now - job.run_at
+            )
+    return [QueueStats(queue=queue, **counts) for queue, counts in sorted(acc.items())]

@@ -1,0 +1,176 @@
+"""The CLI's one-shot commands: `jobs`, `backfill`, `db`. They run the same operations as the MCP
+tools (through a `Scope` with actor `cli`), so `--json` prints exactly the envelope a tool returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from engine.client import Jobs, connect
+from engine.metrics import LIVE_WORKER_WINDOW_MS
+from mcp_jobs import operations
+from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
+from mcp_jobs.config import Settings, load_apps, redact
+from mcp_jobs.operations.envelope import error_payload, failure, success
+from mcp_jobs.operations.models import Envelope, MigrateResult
+from mcp_jobs.operations.scope import Scope
+
+# How long `backfill NAME --write` follows the pass at a terminal, when a worker is live.
+FOLLOW_SECONDS = 600.0
+
+
+@asynccontextmanager
+async def open_jobs(settings: Settings, *, migrate: bool = True) -> AsyncIterator[Jobs]:
+    load_apps(settings.apps)
+    jobs = await connect(settings.url, migrate=migrate)
+    try:
+        yield jobs
+    finally:
+        await jobs.close()
+
+
+def scope_of(jobs: Jobs, settings: Settings, command: str, bar: ProgressBar | None = None) -> Scope:
+    if bar is None:
+        return Scope(jobs=jobs, settings=settings, tool=command, actor="cli")
+    return Scope(jobs=jobs, settings=settings, tool=command, actor="cli", progress=bar.update)
+
+
+# --- output -------------------------------------------------------------------------------------
+
+
+def emit(kind: str, envelope: dict[str, Any], as_json: bool) -> int:
+    if as_json:
+        print_json(envelope)
+    elif envelope["ok"]:
+        print_text(kind, envelope)
+    else:
+        print_error(envelope["error"])
+    return 0 if envelope["ok"] else 1
+
+
+async def guarded(kind: str, as_json: bool, run: Callable[[], Awaitable[Envelope]]) -> int:
+    """Run a command; any failure prints as the same envelope (or code/cause/fix) and exits 1."""
+    try:
+        envelope = success(await run())
+    except Exception as exc:  # every failure is shown as an envelope; tracebacks go to the log
+        envelope = failure(error_payload(exc, where=f"mcp-jobs {kind}"))
+    return emit(kind, envelope, as_json)
+
+
+# --- jobs ---------------------------------------------------------------------------------------
+
+
+async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
+    action: str = args.action
+    kind = {
+        "ls": "list_jobs",
+        "show": "inspect_job",
+        "retry": "retry_job",
+        "cancel": "cancel_job",
+        "describe": "describe_jobs",
+        "stats": "queue_stats",
+        "diagnose": "diagnose_queue",
+        "drain": "drain",
+    }[action]
+
+    async def run() -> Envelope:
+        async with open_jobs(settings) as jobs:
+            scope = scope_of(jobs, settings, f"jobs {action}")
+            if action == "ls":
+                return await operations.list_jobs(
+                    scope,
+                    state=args.state or None,
+                    name=args.name,
+                    queue=args.queue,
+                    tenant_id=args.tenant_filter,
+                    limit=args.limit,
+                    cursor=args.cursor,
+                )
+            if action == "show":
+                return await operations.inspect_job(scope, args.job_id)
+            if action == "retry":
+                return await operations.retry_job(scope, args.job_id, args.include_cancelled)
+            if action == "cancel":
+                return await operations.cancel_job(scope, args.job_id)
+            if action == "describe":
+                return await operations.describe_jobs(scope, args.name)
+            if action == "stats":
+                return await operations.queue_stats(scope, args.queues)
+            if action == "diagnose":
+                return await operations.diagnose_queue(scope, args.queue)
+            bar = ProgressBar("drain", enabled=False if args.json else None)
+            scope = scope_of(jobs, settings, "jobs drain", bar)
+            try:
+                return await operations.drain(scope, args.queues, args.concurrency)
+            finally:
+                bar.close()
+
+    return await guarded(kind, args.json, run)
+
+
+# --- backfill -----------------------------------------------------------------------------------
+
+
+async def backfill_command(args: argparse.Namespace, settings: Settings) -> int:
+    name: str | None = args.name
+    kind = "list_backfills" if name is None else "run_backfill"
+
+    async def run() -> Envelope:
+        async with open_jobs(settings) as jobs:
+            if name is None:
+                scope = scope_of(jobs, settings, "backfill")
+                return await operations.list_backfills(scope, pending_only=args.pending)
+            bar = ProgressBar(f"backfill {name}", enabled=False if args.json else None)
+            scope = scope_of(jobs, settings, "backfill", bar)
+            try:
+                return await write_or_plan(scope, name, args, bar)
+            finally:
+                bar.close()
+
+    return await guarded(kind, args.json, run)
+
+
+async def write_or_plan(
+    scope: Scope, name: str, args: argparse.Namespace, bar: ProgressBar
+) -> Envelope:
+    if not args.write:
+        return await operations.run_backfill(scope, name, force=args.force)
+    result = await operations.run_backfill(scope, name, write=True, force=args.force)
+    wait = args.wait
+    if wait is None:
+        # At a terminal, follow the pass with a bar — when some worker can actually run it.
+        live = await scope.jobs.driver.live_workers(
+            scope.jobs.clock.now_ms() - LIVE_WORKER_WINDOW_MS
+        )
+        wait = FOLLOW_SECONDS if bar.enabled and live else 0.0
+        if bar.enabled and not live:
+            print(
+                "no live worker: the pass runs once one starts (mcp-jobs worker --app ...)",
+                file=sys.stderr,
+            )
+    if wait <= 0 or result.start is None:
+        return result
+    start = result.start
+    run, settled = await operations.follow_backfill(
+        scope, start.name, start.run_id, start.job_id, wait
+    )
+    return result.model_copy(update={"run": run, "settled": settled})
+
+
+# --- db -----------------------------------------------------------------------------------------
+
+
+async def db_command(args: argparse.Namespace, settings: Settings) -> int:
+    async def run() -> Envelope:
+        jobs = await connect(settings.url, migrate=False)
+        try:
+            await jobs.migrate()
+            return MigrateResult(ok=True, driver=jobs.driver.kind, database=redact(settings.url))
+        finally:
+            await jobs.close()
+
+    return await guarded("db_migrate", args.json, run)

@@ -1,0 +1,71 @@
+"""`mcp-jobs`: serve the MCP server, run a worker, the demo, and operate jobs and backfills.
+
+Every command takes `--database-url` (else `MCP_JOBS_DATABASE_URL`, else the SQLite file
+`./.mcp-jobs/jobs.db`) and `--app MODULE` (else `MCP_JOBS_APP`). A failure prints its code, cause
+and fix and exits 1; with `--json` it prints the same envelope the MCP tools return.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+
+import anyio
+
+from engine.errors import JobsError
+from mcp_jobs.cli import commands, serve
+from mcp_jobs.cli.event_loop import backend_options
+from mcp_jobs.cli.parser import build_parser
+from mcp_jobs.cli.render import print_error
+from mcp_jobs.config import settings_from_env
+from mcp_jobs.errors import AppImportError
+from mcp_jobs.operations.envelope import error_payload, failure
+
+# The walkthrough `mcp-jobs demo` runs: the example app's own module, installed beside this
+# package and loaded by name like any `--app`, so this package never imports the example.
+DEMO_MODULE = "examples.demo"
+
+
+def run_demo() -> int:
+    try:
+        demo = importlib.import_module(DEMO_MODULE)
+    except ImportError as exc:
+        refused = AppImportError(DEMO_MODULE, f"{type(exc).__name__}: {exc}")
+        print_error(failure(error_payload(refused, where="mcp-jobs demo"))["error"])
+        return 1
+    code: int = demo.main()
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        return run_demo()
+    settings = settings_from_env(
+        database_url=args.database_url,
+        apps=args.app,
+        read_only=getattr(args, "read_only", False),
+        tenant=args.tenant,
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+    )
+    command = {
+        "serve": serve.serve_command,
+        "worker": serve.worker_command,
+        "jobs": commands.jobs_command,
+        "backfill": commands.backfill_command,
+        "db": commands.db_command,
+    }[args.command]
+    options: dict[str, bool] = {}
+    if args.command == "worker":
+        # The long-running worker takes uvloop when it is installed (see event_loop.py).
+        try:
+            options = backend_options()
+        except JobsError as exc:
+            print_error(failure(error_payload(exc, where="mcp-jobs worker"))["error"])
+            return 1
+    try:
+        code: int = anyio.run(command, args, settings, backend_options=options)
+    except KeyboardInterrupt:
+        return 130
+    return code

@@ -1,0 +1,142 @@
+"""The `mcp-jobs` command line: its commands, their flags and the examples in `--help`."""
+
+from __future__ import annotations
+
+import argparse
+
+from mcp_jobs.config import DEFAULT_HOST, DEFAULT_PORT
+from schemas.states import JOB_STATES
+
+EPILOG = """\
+examples:
+  mcp-jobs demo
+  mcp-jobs serve --app examples.shop                  (stdio, for Claude Desktop / Code)
+  MCP_JOBS_TOKEN=... mcp-jobs serve --app examples.shop --transport http --port 8765
+  mcp-jobs worker --app examples.shop --concurrency 8
+  mcp-jobs jobs ls --state dead --json
+  mcp-jobs jobs retry JOB_ID
+  mcp-jobs backfill --pending
+  mcp-jobs backfill NAME --write
+  mcp-jobs db migrate
+"""
+
+
+def _common(json_flag: bool = True) -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--database-url",
+        help="memory://, sqlite:///path.db or postgresql://… (default: $MCP_JOBS_DATABASE_URL, "
+        "else sqlite:///.mcp-jobs/jobs.db)",
+    )
+    common.add_argument(
+        "--app",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="module declaring jobs, tasks and backfills (repeatable; default $MCP_JOBS_APP)",
+    )
+    common.add_argument(
+        "--tenant", help="act for this tenant only: another tenant's job is not found"
+    )
+    if json_flag:
+        common.add_argument("--json", action="store_true", help="print the envelope as JSON")
+    return common
+
+
+def _logging(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-format", choices=("text", "json"), default="text")
+    parser.add_argument("--log-level", default="INFO")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-jobs",
+        description="Durable background jobs for Python, operated by people and AI agents.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = _common()
+    common_no_json = _common(json_flag=False)
+
+    serve = commands.add_parser(
+        "serve", parents=[common_no_json], help="run the MCP server (stdio or streamable HTTP)"
+    )
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"HTTP bind address ({DEFAULT_HOST})")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port ({DEFAULT_PORT})")
+    serve.add_argument(
+        "--read-only", action="store_true", help="register no tool that changes anything"
+    )
+    _logging(serve)
+
+    worker = commands.add_parser("worker", parents=[common_no_json], help="run a worker")
+    worker.add_argument("--concurrency", type=int, default=16)
+    worker.add_argument(
+        "--prefetch",
+        type=int,
+        help="claimed jobs that may wait for a free slot (default: 2 x concurrency; 0: none)",
+    )
+    worker.add_argument(
+        "--queues",
+        nargs="+",
+        metavar="QUEUE",
+        help="claim these queues ('*': every queue; default: the queues of the app's jobs)",
+    )
+    worker.add_argument(
+        "--metrics-port", type=int, help="serve Prometheus metrics on this port (loopback)"
+    )
+    _logging(worker)
+
+    commands.add_parser(
+        "demo", help="run the example app: a worker, the server, and an agent's session"
+    )
+
+    jobs = commands.add_parser("jobs", help="list, inspect, retry, cancel, drain jobs")
+    actions = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")
+    ls = actions.add_parser("ls", parents=[common], help="list jobs, newest first")
+    ls.add_argument("--state", action="append", choices=JOB_STATES, help="repeatable")
+    ls.add_argument("--name")
+    ls.add_argument("--queue")
+    ls.add_argument("--tenant-id", dest="tenant_filter", help="only this tenant's jobs")
+    ls.add_argument("--limit", type=int, default=50)
+    ls.add_argument("--cursor")
+    show = actions.add_parser("show", parents=[common], help="one job: record, steps, events")
+    show.add_argument("job_id")
+    retry = actions.add_parser("retry", parents=[common], help="requeue a failed or dead job")
+    retry.add_argument("job_id")
+    retry.add_argument("--include-cancelled", action="store_true")
+    cancel = actions.add_parser("cancel", parents=[common], help="cancel a live job")
+    cancel.add_argument("job_id")
+    describe = actions.add_parser("describe", parents=[common], help="the registered jobs")
+    describe.add_argument("name", nargs="?")
+    stats = actions.add_parser("stats", parents=[common], help="per-queue counts")
+    stats.add_argument("--queues", nargs="+", metavar="QUEUE")
+    diagnose = actions.add_parser("diagnose", parents=[common], help="what is stuck and why")
+    diagnose.add_argument("--queue")
+    drain = actions.add_parser(
+        "drain", parents=[common], help="run every job due now in this process, then exit"
+    )
+    drain.add_argument("--queues", nargs="+", metavar="QUEUE")
+    drain.add_argument("--concurrency", type=int, default=8)
+
+    backfill = commands.add_parser(
+        "backfill",
+        parents=[common],
+        help="list backfills, rehearse one (dry run), or run it with --write",
+    )
+    backfill.add_argument("name", nargs="?", help="omit to list the declared backfills")
+    backfill.add_argument("--write", action="store_true", help="run it (default: dry run)")
+    backfill.add_argument("--force", action="store_true", help="rerun one already completed")
+    backfill.add_argument("--pending", action="store_true", help="list only pending ones")
+    backfill.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="with --write: follow the pass this long (default: at a terminal, until it ends)",
+    )
+
+    db = commands.add_parser("db", help="database maintenance")
+    db_actions = db.add_subparsers(dest="action", required=True, metavar="ACTION")
+    db_actions.add_parser("migrate", parents=[common], help="create or upgrade every table")
+    return parser

@@ -1,0 +1,266 @@
+"""What the CLI prints: envelopes as JSON (`--json`) or as short readable text, and a progress bar.
+
+The text forms are for people at a terminal; scripts and agents use `--json`, which prints exactly
+the envelope the MCP tools return.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+
+def when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def print_json(envelope: dict[str, Any], out: TextIO | None = None) -> None:
+    print(json.dumps(envelope, indent=2, ensure_ascii=False), file=out or sys.stdout)
+
+
+def print_error(error: dict[str, Any], out: TextIO | None = None) -> None:
+    out = out or sys.stderr
+    print(f"error {error['code']}: {error['title']}", file=out)
+    print(f"  cause: {error['cause']}", file=out)
+    print(f"  fix:   {error['fix']}", file=out)
+
+
+def error_line(error: dict[str, Any] | None, limit: int | None = None) -> str:
+    """A stored failure on one line, "CODE: cause", cut to `limit` characters."""
+    if not error:
+        return ""
+    text = f"{error['code']}: {error['cause']}"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
+    cells = [[str(h) for h in headers], *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+# --- per-result text ----------------------------------------------------------------------------
+
+
+def _jobs(env: dict[str, Any]) -> str:
+    rows = [
+        (
+            j["id"],
+            j["name"],
+            j["queue"],
+            j["tenant_id"] or "-",
+            j["state"],
+            f"{j['attempt']}/{j['max_attempts']}",
+            when(j["updated_at"]),
+            error_line(j["last_error"], 60),
+        )
+        for j in env["jobs"]
+    ]
+    text = table(rows, ["ID", "NAME", "QUEUE", "TENANT", "STATE", "TRY", "UPDATED", "LAST ERROR"])
+    if env.get("next_cursor"):
+        text += f"\n(more: --cursor {env['next_cursor']})"
+    return text if rows else "no jobs"
+
+
+def _inspect(env: dict[str, Any]) -> str:
+    job = env["job"]
+    lines = [
+        f"{job['name']} {job['id']}  [{job['state']}]  attempt {job['attempt']}/"
+        f"{job['max_attempts']}  queue {job['queue']}  tenant {job['tenant_id'] or '-'}",
+        f"  input:  {json.dumps(job['input'])}",
+    ]
+    if job.get("output") is not None:
+        lines.append(f"  output: {json.dumps(job['output'])}")
+    if job.get("last_error"):
+        lines.append(f"  last error: {error_line(job['last_error'])}")
+        lines.append(f"    fix: {job['last_error']['fix']}")
+    if env.get("lease"):
+        lease = env["lease"]
+        state = "EXPIRED" if lease["expired"] else "held"
+        lines.append(f"  lease: {state} by {lease['worker_id']} until {when(lease['expires_at'])}")
+    if env.get("next_attempt_at"):
+        lines.append(f"  due: {when(env['next_attempt_at'])}")
+    for step in env.get("steps") or []:
+        took = f"{step['finished_at'] - step['started_at']} ms" if step.get("finished_at") else "…"
+        extra = f"  {step['error']}" if step.get("error") else ""
+        lines.append(f"  step {step['name']}: {step['status']} ({took}){extra}")
+    for event in env.get("events") or []:
+        actor = f" by {event['actor']}" if event.get("actor") else ""
+        lines.append(f"  event {when(event['at'])} {event['kind']}{actor}")
+    return "\n".join(lines)
+
+
+def _describe(env: dict[str, Any]) -> str:
+    rows = [
+        (
+            d["name"],
+            d["queue"],
+            d["retry"]["attempts"],
+            ",".join(str(ms) for ms in d["retry"]["delays_ms"]) or "-",
+            "yes" if d["tenant_required"] else "no",
+            (d.get("description") or "").split("\n")[0][:60],
+        )
+        for d in env["jobs"]
+    ]
+    text = table(rows, ["NAME", "QUEUE", "ATTEMPTS", "DELAYS MS", "TENANT", "DESCRIPTION"])
+    tasks = env.get("tasks") or []
+    if tasks:
+        task_rows = [
+            (
+                t["name"],
+                t["cron"],
+                t["timezone"],
+                (t["next_occurrences"] or [{"local": "-"}])[0]["local"],
+                (t.get("last_fired") or {}).get("local", "-"),
+            )
+            for t in tasks
+        ]
+        text += "\n\n" + table(task_rows, ["TASK", "CRON", "ZONE", "NEXT", "LAST FIRED"])
+    return text
+
+
+def _stats(queues: list[dict[str, Any]]) -> str:
+    rows = [
+        (
+            q["queue"],
+            q["ready"],
+            q["delayed"],
+            q["running"],
+            q["suspended"],
+            q["dead"],
+            q["failed"],
+            q["done"],
+            f"{q['oldest_ready_ms'] // 1000} s",
+        )
+        for q in queues
+    ]
+    headers = ["QUEUE", "READY", "DELAYED", "RUNNING", "SUSP", "DEAD", "FAILED", "DONE", "OLDEST"]
+    return table(rows, headers) if rows else "no jobs in any queue"
+
+
+def _diagnose(env: dict[str, Any]) -> str:
+    lines = [f"healthy: {env['healthy']}   live workers: {env['live_workers']}"]
+    for f in env["findings"]:
+        where = f" [{f['queue']}]" if f.get("queue") else ""
+        lines += [f"{f['severity'].upper()} {f['code']}{where}", f"  {f['cause']}"]
+        lines.append(f"  fix: {f['fix']}")
+        failed = f.get("last_error")
+        if failed and failed["fix"] != f["fix"]:
+            lines.append(f"  newest failure's fix: {failed['fix']}")
+    return "\n".join(lines)
+
+
+def _backfill(env: dict[str, Any]) -> str:
+    if env.get("plan"):
+        p = env["plan"]
+        lines = [
+            f"dry run of {p['name']} in {p['environment']}: {p['rows_remaining']} row(s) in "
+            f"{p['batches']} batch(es) of {p['batch_size']}",
+            f"  first keys: {', '.join(str(k) for k in p['sample_keys']) or '-'}",
+        ]
+        if p.get("blocked_by"):
+            b = p["blocked_by"]
+            lines += [f"  a write would be refused: {b['code']}", f"  fix: {b['fix']}"]
+        else:
+            lines.append(f"  to run it: mcp-jobs backfill {p['name']} --write")
+        return "\n".join(lines)
+    s = env["start"]
+    text = (
+        f"started {s['name']} in {s['environment']}: job {s['job_id']} (ledger run {s['run_id']})"
+    )
+    run = env.get("run")
+    if run:
+        text += f"\n  {run['status']}: {run['rows_processed']} row(s) processed"
+    return text
+
+
+def _backfills(env: dict[str, Any]) -> str:
+    rows = []
+    for b in env["backfills"]:
+        last = b.get("last_run") or {}
+        rows.append(
+            (
+                b["name"],
+                "yes" if b["pending"] else "no",
+                last.get("status", "-"),
+                last.get("rows_processed", "-"),
+                b.get("live_job_id") or "-",
+            )
+        )
+    header = f"environment {env['environment']}\n"
+    return header + table(rows, ["NAME", "PENDING", "LAST RUN", "ROWS", "LIVE JOB"])
+
+
+def _job_line(env: dict[str, Any]) -> str:
+    j = env["job"]
+    return f"{j['name']} {j['id']} is now {j['state']}"
+
+
+def _drain(env: dict[str, Any]) -> str:
+    outcomes = ", ".join(f"{n} {kind}" for kind, n in sorted(env["outcomes"].items()))
+    text = f"ran {env['claimed']} job(s): {outcomes or 'nothing was due'}"
+    return text + "\n" + _stats(env["queues"]["queues"])
+
+
+TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
+    "db_migrate": lambda env: f"{env['driver']} database {env['database']} is up to date",
+    "drain": _drain,
+    "list_jobs": _jobs,
+    "inspect_job": _inspect,
+    "describe_jobs": _describe,
+    "queue_stats": lambda env: _stats(env["queues"]),
+    "diagnose_queue": _diagnose,
+    "run_backfill": _backfill,
+    "list_backfills": _backfills,
+    "retry_job": _job_line,
+    "cancel_job": _job_line,
+}
+
+
+def print_text(kind: str, envelope: dict[str, Any], out: TextIO | None = None) -> None:
+    render = TEXT.get(kind)
+    text = render(envelope) if render is not None else json.dumps(envelope, indent=2)
+    print(text, file=out or sys.stdout)
+
+
+# --- progress -----------------------------------------------------------------------------------
+
+
+class ProgressBar:
+    """A one-line bar on stderr, drawn only when stdout is a terminal (never into a pipe)."""
+
+    def __init__(self, label: str, *, enabled: bool | None = None, width: int = 30) -> None:
+        self.label = label
+        self.enabled = sys.stdout.isatty() if enabled is None else enabled
+        self.width = width
+        self._last = 0.0
+        self._drawn = False
+
+    async def update(self, done: float, total: float | None, message: str | None = None) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.1 and (total is None or done < total):
+            return
+        self._last = now
+        if total:
+            filled = int(self.width * min(1.0, done / total))
+            bar = "#" * filled + "-" * (self.width - filled)
+            text = f"\r{self.label} [{bar}] {int(done)}/{int(total)} {message or ''}"
+        else:
+            text = f"\r{self.label} {int(done)} {message or ''}"
+        sys.stderr.write(text[:120].ljust(80))
+        sys.stderr.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()

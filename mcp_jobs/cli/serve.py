@@ -1,0 +1,102 @@
+"""The CLI's long-running commands: `serve` (the MCP server) and `worker`, each stopped by a
+signal: the first SIGINT/SIGTERM stops gracefully, the second stops now."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import anyio
+
+from engine.logs import configure_logging
+from engine.worker import ALL_QUEUES, Worker
+from mcp_jobs.cli.commands import open_jobs
+from mcp_jobs.cli.event_loop import loop_name
+from mcp_jobs.cli.render import print_error
+from mcp_jobs.config import Settings
+from mcp_jobs.errors import MetricsUnavailableError, TokenRequiredError
+from mcp_jobs.operations.envelope import error_payload, failure
+
+logger = logging.getLogger("mcp_jobs.cli")
+
+
+async def _until_signal(on_first: Callable[[], object], cancel: anyio.CancelScope) -> None:
+    """First SIGINT/SIGTERM: stop gracefully; the second: stop now."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        first = True
+        async for _ in signals:
+            if first:
+                first = False
+                on_first()
+            else:
+                cancel.cancel()
+                return
+
+
+async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
+    from mcp_jobs.server import build_server
+
+    http = args.transport == "http"
+    try:
+        if http and not settings.token:
+            raise TokenRequiredError()
+        configure_logging(json=args.log_format == "json", level=args.log_level)
+        async with open_jobs(settings) as jobs:
+            server = build_server(settings, jobs, http=http)
+            if http:
+                logger.info("serving MCP at http://%s:%d/mcp", settings.host, settings.port)
+                await server.run_streamable_http_async(
+                    host=settings.host,
+                    port=settings.port,
+                    max_request_body_size=settings.limits.max_request_bytes,
+                )
+            else:
+                await server.run_stdio_async()
+    except Exception as exc:  # shown as code/cause/fix, not a traceback
+        print_error(failure(error_payload(exc, where="mcp-jobs serve"))["error"])
+        return 1
+    return 0
+
+
+async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        configure_logging(json=args.log_format == "json", level=args.log_level)
+        serve_metrics = _metrics() if args.metrics_port is not None else None
+        async with open_jobs(settings) as jobs:
+            queues = ALL_QUEUES if args.queues == [ALL_QUEUES] else args.queues
+            worker = Worker(
+                jobs, concurrency=args.concurrency, prefetch=args.prefetch, queues=queues
+            )
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_until_signal, worker.stop, tg.cancel_scope)
+                if serve_metrics is not None:
+                    await tg.start(serve_metrics, worker, args.metrics_port)
+                logger.info(
+                    "worker %s running %s from %s on %s",
+                    worker.id,
+                    ", ".join(jobs.registry.names()) or "no jobs",
+                    "every queue" if worker.queues is None else ", ".join(worker.queues),
+                    loop_name(),
+                )
+                if worker.queues == []:
+                    logger.warning(
+                        "no job is registered, so this worker claims nothing: "
+                        "pass --app MODULE, or --queues '*' to park jobs it cannot run"
+                    )
+                await worker.run()
+                tg.cancel_scope.cancel()
+    except Exception as exc:  # shown as code/cause/fix, not a traceback
+        print_error(failure(error_payload(exc, where="mcp-jobs worker"))["error"])
+        return 1
+    return 0
+
+
+def _metrics() -> Callable[..., Coroutine[Any, Any, None]]:
+    try:
+        from engine.metrics import serve_metrics
+    except ImportError as exc:
+        raise MetricsUnavailableError() from exc
+    return serve_metrics

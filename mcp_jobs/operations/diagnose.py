@@ -1,0 +1,179 @@
+"""`diagnose_queue`: what is stuck, why, and what to run, built on the queue statistics.
+
+Each finding carries a code, the cause with its numbers, a one-line fix and, where a tool call
+would act on it, the call itself. Under a tenant pin every count and every job id comes from that
+tenant's rows only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.errors import JobUnknownError
+from engine.metrics import LIVE_WORKER_WINDOW_MS
+from mcp_jobs.operations.models import DiagnoseQueueResult, Finding
+from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.stats import queue_stats
+from schemas.errors import NextCall
+from schemas.jobs import JobRecord
+from schemas.states import JobState
+
+# Job ids a finding lists at most.
+SAMPLE_IDS = 5
+
+
+async def _ids(
+    scope: Scope, state: JobState, queue: str | None, tenant: str | None
+) -> list[JobRecord]:
+    page = await scope.jobs.list(state=state, queue=queue, tenant_id=tenant, limit=200)
+    return page.jobs
+
+
+def _app_flag(scope: Scope) -> str:
+    apps = scope.settings.apps
+    return f"--app {','.join(apps)}" if apps else "--app <module>"
+
+
+async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueueResult:
+    tenant = scope.tenant(None)
+    stats_result = await queue_stats(scope, [queue] if queue else None)
+    stats = stats_result.queues or []
+    now = scope.jobs.clock.now_ms()
+    limits = scope.settings.limits
+    app = _app_flag(scope)
+    findings: list[Finding] = []
+
+    workers = await scope.jobs.driver.live_workers(now - LIVE_WORKER_WINDOW_MS)
+    waiting = sum(s.ready + s.expired_leases + s.due_suspended for s in stats)
+    if not workers and waiting:
+        findings.append(
+            Finding(
+                code="NO_LIVE_WORKERS",
+                severity="critical",
+                cause=f"{waiting} job(s) are due and no worker has checked in during the last "
+                f"{LIVE_WORKER_WINDOW_MS // 1000} s, so nothing will run them",
+                fix=f"mcp-jobs worker {app}",
+            )
+        )
+
+    for s in stats:
+        if s.expired_leases:
+            findings.append(
+                Finding(
+                    code="LEASES_EXPIRED",
+                    severity="warning",
+                    queue=s.queue,
+                    cause=f"{s.expired_leases} running job(s) in queue {s.queue} hold leases "
+                    "that ran out: their worker died or lost the database. Any live worker "
+                    "claims them again and their completed steps are not re-run",
+                    fix=f"mcp-jobs worker {app} --queues {s.queue}",
+                )
+            )
+        if s.ready and s.oldest_ready_ms > limits.backlog_age_ms:
+            findings.append(
+                Finding(
+                    code="BACKLOG_OLD",
+                    severity="warning",
+                    queue=s.queue,
+                    cause=f"queue {s.queue} has {s.ready} ready job(s) and the oldest has waited "
+                    f"{s.oldest_ready_ms // 1000} s (threshold {limits.backlog_age_ms // 1000} s): "
+                    "workers are too few, saturated by caps, or not listening on this queue",
+                    fix=f"mcp-jobs worker {app} --queues {s.queue} --concurrency 32",
+                )
+            )
+        if s.due_suspended and s.oldest_due_suspended_ms > limits.backlog_age_ms:
+            findings.append(
+                Finding(
+                    code="SUSPENSIONS_OVERDUE",
+                    severity="warning",
+                    queue=s.queue,
+                    cause=f"{s.due_suspended} suspended job(s) in queue {s.queue} passed their "
+                    f"wake-up time {s.oldest_due_suspended_ms // 1000} s ago and no worker has "
+                    "resumed them",
+                    fix=f"mcp-jobs worker {app} --queues {s.queue}",
+                )
+            )
+        if s.dead:
+            dead = await _ids(scope, "dead", s.queue, tenant)
+            first = dead[0].id if dead else None
+            newest_error = dead[0].last_error if dead else None
+            failed_with = (
+                f"; the newest failed with {newest_error.code}: {newest_error.cause}"
+                if newest_error
+                else ""
+            )
+            findings.append(
+                Finding(
+                    code="DEAD_LETTERS",
+                    severity="warning",
+                    queue=s.queue,
+                    cause=f"{s.dead} job(s) in queue {s.queue} used every attempt and are dead"
+                    + failed_with,
+                    fix=f"mcp-jobs jobs show {first} --json"
+                    if first
+                    else "mcp-jobs jobs ls --json",
+                    next_call=NextCall(tool="inspect_job", arguments={"job_id": first})
+                    if first
+                    else None,
+                    job_ids=[d.id for d in dead[:SAMPLE_IDS]],
+                    last_error=newest_error,
+                )
+            )
+        if s.suspended:
+            findings.extend(await _unknown_names(scope, s.queue, tenant, app))
+
+    findings.extend(await _pending_backfills(scope))
+    severity_rank = {"critical": 0, "warning": 1, "info": 2}
+    findings.sort(key=lambda f: (severity_rank[f.severity], f.queue or "", f.code))
+    return DiagnoseQueueResult(
+        ok=True,
+        healthy=not any(f.severity != "info" for f in findings),
+        findings=findings,
+        live_workers=len(workers),
+        queues=stats,
+        at=now,
+    )
+
+
+async def _unknown_names(scope: Scope, queue: str, tenant: str | None, app: str) -> list[Finding]:
+    """Suspended rows parked because no worker knows their name (rule 7: parked, no attempt)."""
+    parked = await _ids(scope, "suspended", queue, tenant)
+    by_name: dict[str, list[str]] = {}
+    for job in parked:
+        unknown_here = scope.jobs.registry.get(job.name) is None
+        error = job.last_error
+        parked_unknown = error is not None and error.code == JobUnknownError.code
+        if unknown_here or parked_unknown:
+            by_name.setdefault(job.name, []).append(job.id)
+    return [
+        Finding(
+            code="PARKED_UNKNOWN_NAME",
+            severity="critical",
+            queue=queue,
+            cause=f'{len(ids)} job(s) named "{name}" in queue {queue} are parked: no worker '
+            "that claimed them has this job registered (a deploy that renamed or removed it, "
+            "or a worker started without the module that declares it)",
+            fix=f"mcp-jobs worker {app} --queues {queue}",
+            job_ids=ids[:SAMPLE_IDS],
+        )
+        for name, ids in sorted(by_name.items())
+    ]
+
+
+async def _pending_backfills(scope: Scope) -> list[Finding]:
+    out: list[Finding] = []
+    for state in await scope.backfills().list(pending_only=True):
+        if state.live_job_id:
+            continue  # running now: nothing to do but wait
+        arguments: dict[str, Any] = {"name": state.name}
+        out.append(
+            Finding(
+                code="BACKFILL_PENDING",
+                severity="info",
+                cause=f'backfill "{state.name}" is declared for {scope.settings.environment} '
+                "and has not completed here",
+                fix=f"mcp-jobs backfill {state.name} --json",
+                next_call=NextCall(tool="run_backfill", arguments=arguments),
+            )
+        )
+    return out

@@ -1,0 +1,191 @@
+"""The job operations: describe, list, inspect, wait for, enqueue, retry, cancel.
+
+Each is a plain async function over a `Scope` that validates, calls the engine and shapes the
+result model, so the MCP tools and the CLI run the very same code and answer the same envelope.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from engine.errors import InvalidArgumentError
+from engine.tasks import describe_tasks
+from mcp_jobs.errors import LimitExceededError, example_call
+from mcp_jobs.operations.models import (
+    CancelJobResult,
+    DescribeJobsResult,
+    EnqueueJobResult,
+    InspectJobResult,
+    JobSummary,
+    LeaseInfo,
+    ListJobsResult,
+    RetryJobResult,
+    WaitForJobResult,
+)
+from mcp_jobs.operations.scope import Scope
+from schemas.jobs import OnConflict
+from schemas.states import SETTLED_STATES, JobState
+
+# How often wait_for_job reads the job while it waits.
+WAIT_POLL_MS = 200
+
+
+async def describe_jobs(scope: Scope, name: str | None = None) -> DescribeJobsResult:
+    descriptors = scope.jobs.describe(name)
+    tasks = await describe_tasks(scope.jobs) if name is None else None
+    return DescribeJobsResult(ok=True, jobs=descriptors, tasks=tasks)
+
+
+async def list_jobs(
+    scope: Scope,
+    *,
+    state: JobState | list[JobState] | None = None,
+    name: str | None = None,
+    queue: str | None = None,
+    tenant_id: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> ListJobsResult:
+    cap = scope.settings.limits.max_page_size
+    if isinstance(limit, int) and limit > cap:
+        raise LimitExceededError(
+            "limit", limit, cap, "rows", f"list_jobs {example_call({'limit': cap})}"
+        )
+    page = await scope.jobs.list(
+        state=state,
+        name=name,
+        queue=queue,
+        tenant_id=scope.tenant(tenant_id),
+        limit=limit,
+        cursor=cursor,
+    )
+    return ListJobsResult(
+        ok=True, jobs=[JobSummary.of(j) for j in page.jobs], next_cursor=page.next_cursor
+    )
+
+
+async def inspect_job(scope: Scope, job_id: str) -> InspectJobResult:
+    trace = await scope.jobs.trace(job_id, tenant_id=scope.tenant(None))
+    job = trace.job
+    now = scope.jobs.clock.now_ms()
+    lease = None
+    if job.state == "running" and job.lease_expires_at is not None:
+        lease = LeaseInfo(
+            worker_id=job.worker_id,
+            expires_at=job.lease_expires_at,
+            expired=job.lease_expires_at <= now,
+        )
+    pending = job.state in ("ready", "delayed", "suspended")
+    return InspectJobResult(
+        ok=True,
+        job=job,
+        steps=trace.steps,
+        events=trace.events,
+        lease=lease,
+        retry_delays_ms=trace.retry_delays_ms,
+        next_attempt_at=job.run_at if pending else None,
+        registered=trace.registered,
+    )
+
+
+async def wait_for_job(
+    scope: Scope, job_id: str, timeout_seconds: float | None = None
+) -> WaitForJobResult:
+    """Poll until the job settles or the (bounded) wait runs out; a timeout is not an error —
+    the job is simply still going, and `settled` says so."""
+    limits = scope.settings.limits
+    timeout = limits.default_wait_seconds if timeout_seconds is None else timeout_seconds
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise InvalidArgumentError("timeout_seconds", timeout, "a number of seconds ≥ 0")
+    if timeout > limits.max_wait_seconds or math.isinf(timeout):
+        cap = int(limits.max_wait_seconds)
+        raise LimitExceededError(
+            "timeout_seconds",
+            timeout,
+            cap,
+            "seconds",
+            f"wait_for_job {example_call({'job_id': job_id, 'timeout_seconds': cap})}",
+        )
+    tenant = scope.tenant(None)
+    clock = scope.jobs.clock
+    started = clock.now_ms()
+    total_ms = int(timeout * 1000)
+    deadline = started + total_ms
+    while True:
+        record = await scope.jobs.get(job_id, tenant_id=tenant)
+        now = clock.now_ms()
+        waited = now - started
+        if record.state in SETTLED_STATES or now >= deadline:
+            settled = record.state in SETTLED_STATES
+            await scope.progress(float(total_ms), float(total_ms), record.state)
+            return WaitForJobResult(
+                ok=True,
+                settled=settled,
+                job=JobSummary.of(record),
+                output=record.output if settled else None,
+                waited_ms=waited,
+            )
+        await scope.progress(
+            float(waited),
+            float(total_ms),
+            f"{record.state} (attempt {record.attempt} of {record.max_attempts})",
+        )
+        await clock.sleep_ms(min(WAIT_POLL_MS, deadline - now))
+
+
+async def enqueue_job(
+    scope: Scope,
+    name: str,
+    input: dict[str, Any],
+    *,
+    tenant_id: str | None = None,
+    delay_seconds: float | None = None,
+    run_at: int | None = None,
+    on_conflict: OnConflict = "dedupe",
+) -> EnqueueJobResult:
+    size = len(json.dumps(input, separators=(",", ":"), default=str).encode())
+    cap = scope.settings.limits.max_input_bytes
+    if size > cap:
+        raise LimitExceededError(
+            "input",
+            size,
+            cap,
+            "bytes",
+            f"enqueue_job {example_call({'name': name, 'input': {'ref': '<stored data id>'}})}",
+        )
+    tenant = scope.tenant(tenant_id)
+    result = await scope.jobs.enqueue(
+        name,
+        input,
+        tenant_id=tenant,
+        delay=delay_seconds,
+        run_at=run_at,
+        on_conflict=on_conflict,
+        enqueued_by=scope.actor,
+    )
+    return EnqueueJobResult(
+        ok=True,
+        job_id=result.id,
+        run_id=result.run_id,
+        name=name,
+        tenant_id=tenant,
+        state=result.state,
+        deduped=result.deduped,
+    )
+
+
+async def retry_job(scope: Scope, job_id: str, include_cancelled: bool = False) -> RetryJobResult:
+    record = await scope.jobs.retry(
+        job_id,
+        tenant_id=scope.tenant(None),
+        include_cancelled=include_cancelled,
+        actor=scope.actor,
+    )
+    return RetryJobResult(ok=True, job=JobSummary.of(record))
+
+
+async def cancel_job(scope: Scope, job_id: str) -> CancelJobResult:
+    record = await scope.jobs.cancel(job_id, tenant_id=scope.tenant(None), actor=scope.actor)
+    return CancelJobResult(ok=True, job=JobSummary.of(record), stopping=record.cancel_requested)

@@ -1,0 +1,58 @@
+"""The Scope every operation runs in: who acts, for which tenant, under which limits."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mcp_jobs.config import Settings
+from mcp_jobs.errors import TenantPinnedError
+
+if TYPE_CHECKING:
+    from engine.backfill import BackfillRegistry, Backfills
+    from engine.client import Jobs
+
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+@dataclass
+class Scope:
+    """One operation's view: the jobs client, the settings, who is acting, where progress goes.
+
+    The tools and the CLI both run operations through a Scope, so a pinned tenant, the limits
+    and the audit actor apply the same way to both.
+    """
+
+    jobs: Jobs
+    settings: Settings
+    tool: str
+    actor: str
+    progress: Progress = _no_progress
+    # The declared backfills; None means the process-wide `default_backfills`.
+    backfill_registry: BackfillRegistry | None = None
+    _backfills: Backfills | None = None
+
+    def tenant(self, asked: str | None) -> str | None:
+        """The tenant this call acts in: the pinned one, or what the caller asked for."""
+        pinned = self.settings.tenant
+        if pinned is None:
+            return asked or None
+        if asked and asked != pinned:
+            raise TenantPinnedError(self.tool, pinned, asked)
+        return pinned
+
+    def backfills(self) -> Backfills:
+        if self._backfills is None:
+            from engine.backfill import Backfills
+
+            self._backfills = Backfills(
+                self.jobs,
+                registry=self.backfill_registry,
+                environment=self.settings.environment,
+            )
+        return self._backfills

@@ -1,0 +1,79 @@
+"""What every tool call goes through: its Scope, the operation, the envelope, the audit event."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, TextContent
+
+from mcp_jobs.operations.envelope import error_payload, failure, success
+from mcp_jobs.operations.models import Envelope
+from mcp_jobs.operations.scope import Scope
+from mcp_jobs.server.audit import Subject, record_call
+from mcp_jobs.server.state import AppState
+from schemas.errors import NextCall
+
+M = TypeVar("M", bound=Envelope)
+
+ToolContext = Context[AppState, Any]
+
+
+def scope_for(ctx: ToolContext, tool: str) -> Scope:
+    state = ctx.request_context.lifespan_context
+    return Scope(
+        jobs=state.jobs,
+        settings=state.settings,
+        tool=tool,
+        actor=f"mcp:{tool}",
+        progress=ctx.report_progress,
+        backfill_registry=state.backfills,
+    )
+
+
+async def run_tool(
+    ctx: ToolContext,
+    tool: str,
+    operation: Callable[[Scope], Awaitable[M]],
+    *,
+    audit: dict[str, Any] | None = None,
+    subject: Callable[[M], Subject] | None = None,
+) -> CallToolResult:
+    """Run `operation` and shape its result or failure as this tool's envelope.
+
+    `audit` marks a mutating call: it is recorded as an event (tool, job, tenant, time, actor
+    `mcp:<tool>`) whether it succeeded or was refused, so the events table answers "who did
+    that" for every change an agent attempted.
+    """
+    scope = scope_for(ctx, tool)
+    acted_on: Subject = (None, None)
+    try:
+        model = await operation(scope)
+        envelope = success(model)
+        if subject is not None:
+            acted_on = subject(model)
+    except Exception as exc:  # the envelope is the error channel; cancellation still propagates
+        envelope = failure(error_payload(exc, where=f"tool {tool}"))
+    if audit is not None:
+        await record_call(scope, tool, envelope, acted_on, audit)
+    return tool_result(envelope)
+
+
+def as_text(envelope: dict[str, Any]) -> str:
+    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+
+
+def tool_result(envelope: dict[str, Any]) -> CallToolResult:
+    """The same JSON twice: structured for clients that read `structuredContent`, text for the
+    ones that only show content blocks."""
+    return CallToolResult(
+        is_error=not envelope["ok"],
+        structured_content=envelope,
+        content=[TextContent(type="text", text=as_text(envelope))],
+    )
+
+
+def tool_failure(exc: BaseException, *, where: str, call: NextCall | None = None) -> CallToolResult:
+    return tool_result(failure(error_payload(exc, where=where, call=call)))

@@ -1,0 +1,76 @@
+"""Prompts: the two procedures an operator most often asks an agent to follow."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import MCPServer
+
+from mcp_jobs.server.state import AppState
+
+
+def diagnose_stalled_jobs_text(queue: str | None = None, *, read_only: bool = False) -> str:
+    where = f"queue `{queue}`" if queue else "every queue"
+    arg = f', "queue": "{queue}"' if queue else ""
+    retry = (
+        "this server is read-only: give the user `mcp-jobs jobs retry <job_id>` for each"
+        if read_only
+        else "call `retry_job` on each such job, then `wait_for_job` on one of\n   them to "
+        "confirm it now settles as `done`"
+    )
+    return f"""Jobs in {where} seem stalled or failing. Find out why and fix what is safe to fix.
+
+1. Call `diagnose_queue {{{arg.lstrip(", ")}}}`. Each finding has a `code`, a `cause` with the
+   numbers, a one-line `fix`, and often a `next_call` you can issue as is.
+2. For NO_LIVE_WORKERS, LEASES_EXPIRED, BACKLOG_OLD, SUSPENSIONS_OVERDUE or PARKED_UNKNOWN_NAME
+   the fix is an operator command (start or scale a worker with the right `--app`/`--queues`).
+   Tell the user the exact command; you cannot run it through these tools.
+3. For DEAD_LETTERS, call `inspect_job` on the listed job ids. Read `job.last_error`, the failed
+   step (`steps[].status == "failed"`) and `events`. Decide whether the cause was transient (a
+   timeout, an outage that is over) or a bug or bad input that would fail again.
+4. Only for transient causes, {retry}.
+5. Never retry a cancelled job unless the user asks (`include_cancelled: true`), and never
+   cancel a running job without saying why.
+6. Finish with `queue_stats` and a short report:
+   what was wrong, what you did, what the user still has to do.
+
+Every tool error carries `error.code`, `error.cause`, `error.fix` and sometimes
+`error.next_call`: act on those instead of guessing."""
+
+
+def run_backfill_safely_text(name: str) -> str:
+    return f"""Run the backfill `{name}` safely.
+
+1. Call `list_backfills` and find `{name}`: check `pending`, `environments`, `last_run` and
+   `live_job_id`. If a pass is live, do not start another: follow it with `wait_for_job`.
+2. Rehearse: `run_backfill {{"name": "{name}"}}` (a dry run writes nothing). Report
+   `plan.rows_remaining`, `plan.batches` and `plan.sample_keys` to the user.
+3. If `plan.blocked_by` is set, stop and explain it: BACKFILL_APPLIED means it already completed
+   here (rerunning needs `force: true` and the user's explicit go-ahead);
+   BACKFILL_MIGRATION_PENDING means a precondition is missing; BACKFILL_ENVIRONMENT means this
+   environment is not declared. Follow `blocked_by.fix`.
+4. Ask the user to confirm the write, quoting the row count.
+5. Write: `run_backfill {{"name": "{name}", "write": true}}`. Then call `wait_for_job` with
+   `start.job_id` until `settled` is true (call again while it is false).
+6. Confirm with `list_backfills`: `{name}` should show `pending: false` and its `last_run`
+   `completed` with the rows processed. If the pass failed, `inspect_job` the job and report the
+   failed batch step and its error; do not force a rerun without the user."""
+
+
+def register(server: MCPServer[AppState], *, read_only: bool) -> None:
+    @server.prompt(
+        name="diagnose_stalled_jobs",
+        title="Diagnose stalled jobs",
+        description="Find why jobs are stuck or failing, retry what is safe, report the rest.",
+    )
+    def diagnose_stalled_jobs(queue: str | None = None) -> str:
+        return diagnose_stalled_jobs_text(queue, read_only=read_only)
+
+    if read_only:
+        return  # the procedure ends in a write this server cannot make
+
+    @server.prompt(
+        name="run_backfill_safely",
+        title="Run a backfill safely",
+        description="Rehearse a backfill, check what would block it, confirm, write, verify.",
+    )
+    def run_backfill_safely(name: str) -> str:
+        return run_backfill_safely_text(name)

@@ -1,0 +1,110 @@
+"""Read-only resources: descriptors, one run, backfills, stats — JSON an agent can attach.
+
+A missing descriptor or run is a resource-not-found error (JSON-RPC -32602), never an empty body.
+Other engine errors surface as a resource error carrying the code, cause and fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from pydantic import BaseModel
+
+from engine.errors import JobNotFoundError, JobsError, JobUnknownError
+from mcp_jobs import operations
+from mcp_jobs.operations.envelope import bounded_text
+from mcp_jobs.operations.scope import Scope
+from mcp_jobs.server.state import AppState, StateHolder
+
+JSON = "application/json"
+ENVELOPE_FIELDS = {"ok", "error"}
+
+
+def _dump(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude=ENVELOPE_FIELDS)
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+async def _read(holder: StateHolder, uri: str, read: Callable[[Scope], Awaitable[Any]]) -> str:
+    state = holder.require()
+    scope = Scope(
+        jobs=state.jobs,
+        settings=state.settings,
+        tool=uri,
+        actor=f"mcp:{uri}",
+        backfill_registry=state.backfills,
+    )
+    try:
+        return _dump(await read(scope))
+    except (JobNotFoundError, JobUnknownError) as exc:
+        message = f"{uri}: {exc.code}: {exc.cause}"
+        raise ResourceNotFoundError(bounded_text(message)) from exc
+    except JobsError as exc:
+        raise ResourceError(
+            bounded_text(f"{uri}: {exc.code}: {exc.cause} (fix: {exc.fix})")
+        ) from exc
+
+
+def register(server: MCPServer[AppState], holder: StateHolder) -> None:
+    @server.resource(
+        "jobs://descriptors",
+        name="descriptors",
+        title="Job descriptors",
+        description="Every registered job: queue, input schema, retry policy, timeout, tenancy.",
+        mime_type=JSON,
+    )
+    async def descriptors() -> str:
+        async def read(scope: Scope) -> Any:
+            return [d.model_dump(mode="json") for d in scope.jobs.describe()]
+
+        return await _read(holder, "jobs://descriptors", read)
+
+    @server.resource(
+        "jobs://descriptors/{name}",
+        name="descriptor",
+        title="One job's descriptor",
+        description="One registered job's descriptor, by name.",
+        mime_type=JSON,
+    )
+    async def descriptor(name: str) -> str:
+        async def read(scope: Scope) -> Any:
+            return scope.jobs.describe(name)[0].model_dump(mode="json")
+
+        return await _read(holder, f"jobs://descriptors/{name}", read)
+
+    @server.resource(
+        "jobs://runs/{job_id}",
+        name="run",
+        title="One job's run",
+        description="A job's record, steps, events, lease and retry schedule (as inspect_job).",
+        mime_type=JSON,
+    )
+    async def run(job_id: str) -> str:
+        return await _read(
+            holder, f"jobs://runs/{job_id}", lambda s: operations.inspect_job(s, job_id)
+        )
+
+    @server.resource(
+        "jobs://backfills",
+        name="backfills",
+        title="Backfills",
+        description="Declared backfills with their ledger state in this environment.",
+        mime_type=JSON,
+    )
+    async def backfills() -> str:
+        return await _read(holder, "jobs://backfills", operations.list_backfills)
+
+    @server.resource(
+        "jobs://stats",
+        name="stats",
+        title="Queue statistics",
+        description="Per-queue counts, oldest ready age, expired leases, overdue suspensions.",
+        mime_type=JSON,
+    )
+    async def stats() -> str:
+        return await _read(holder, "jobs://stats", lambda s: operations.queue_stats(s))
