@@ -13,6 +13,7 @@ from engine.limits import Limits
 from engine.logs import configure_logging
 from engine.observe import WorkerEvent
 from engine.outbox import OutboxRelay, StagedJob
+from engine.retention import Retention
 from engine.retry import Retry, retry_schedule
 from engine.steps import StepApi
 from engine.tasks import Scheduler, TaskDefinition, describe_tasks, task
@@ -47,6 +48,7 @@ __all__ = [
     "ManualClock",
     "OutboxRelay",
     "Permanent",
+    "Retention",
     "Retry",
     "Scheduler",
     "StagedJob",

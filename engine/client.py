@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
-from engine import bounds
+from engine import bounds, paging
 from engine.bounds import (
     MAX_ACTOR_BYTES,
     MAX_DELAY_MS,
@@ -40,7 +40,7 @@ from schemas.events import EventRecord
 from schemas.jobs import EnqueueRequest, EnqueueResult, JobFilter, JobPage, JobRecord, OnConflict
 from schemas.states import JOB_STATES, JobState
 from schemas.stats import QueueStats
-from schemas.trace import JobTrace
+from schemas.trace import JobTrace, TraceQuery
 
 JobRef = str | JobDefinition[Any]
 
@@ -337,13 +337,37 @@ class Jobs:
             )
         )
 
-    async def trace(self, job_id: str, *, tenant_id: str | None = None) -> JobTrace:
-        record, steps, events = await self.driver.load_trace(*_addressed(job_id, tenant_id))
-        definition = self.registry.get(record.name)
+    async def trace(
+        self,
+        job_id: str,
+        *,
+        tenant_id: str | None = None,
+        steps_limit: int = paging.DEFAULT_TRACE_PAGE,
+        steps_cursor: str | None = None,
+        events_limit: int = paging.DEFAULT_TRACE_PAGE,
+        events_cursor: str | None = None,
+    ) -> JobTrace:
+        """The record and one page of its history: the newest `steps_limit` steps and
+        `events_limit` events (each before its cursor when given), the totals, and a cursor for
+        each when older ones remain. A job with 20,000 steps answers a page, not the run."""
+        steps_cursor = bounds.optional_text("steps_cursor", steps_cursor, paging.MAX_CURSOR_BYTES)
+        events_cursor = bounds.optional_text(
+            "events_cursor", events_cursor, paging.MAX_CURSOR_BYTES
+        )
+        if steps_cursor is not None:
+            paging.parse_step_cursor(steps_cursor)
+        if events_cursor is not None:
+            paging.parse_event_cursor(events_cursor)
+        query = TraceQuery(
+            steps_limit=bounds.whole("steps_limit", steps_limit, 1, paging.MAX_TRACE_PAGE),
+            steps_cursor=steps_cursor,
+            events_limit=bounds.whole("events_limit", events_limit, 1, paging.MAX_TRACE_PAGE),
+            events_cursor=events_cursor,
+        )
+        page = await self.driver.load_trace(*_addressed(job_id, tenant_id), query)
+        definition = self.registry.get(page.job.name)
         return JobTrace(
-            job=record,
-            steps=steps,
-            events=events,
+            **dict(page),
             retry_delays_ms=retry_schedule(definition.retry) if definition else [],
             registered=definition is not None,
         )

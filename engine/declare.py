@@ -25,6 +25,7 @@ from engine.errors import (
     JobUnknownError,
 )
 from engine.registry import Registry
+from engine.retention import Retention
 from engine.retry import Retry, describe_retry
 from schemas.descriptor import JobDescriptor
 
@@ -54,6 +55,8 @@ class JobDefinition(Generic[InputT]):
     tenant_required: bool
     description: str | None
     origin: object = field(default=None, repr=False)
+    # How long this job's settled rows are kept, where it differs from the worker's policy.
+    retention: Retention | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -181,8 +184,10 @@ def job(
     tenant_required: bool = False,
     description: str | None = None,
     registry: JobRegistry | None = None,
+    retention: Retention | None = None,
 ) -> Callable[[JobFn[Any]], JobDefinition[Any]]:
-    """Declare a durable job. `idempotency_key` computes the dedupe key from the input."""
+    """Declare a durable job. `idempotency_key` computes the dedupe key from the input;
+    `retention` keeps its settled rows longer or shorter than the worker's policy."""
 
     def decorate(fn: JobFn[Any]) -> JobDefinition[Any]:
         job_name = name or fn.__name__
@@ -194,6 +199,10 @@ def job(
         _declared_text(job_name, "queue", queue, bounds.MAX_QUEUE_BYTES)
         policy = retry or Retry()
         policy.validate(job_name)
+        if retention is not None and not isinstance(retention, Retention):
+            raise JobDeclarationInvalidError(
+                job_name, "retention", retention, "a Retention(...) or None"
+            )
         definition: JobDefinition[Any] = JobDefinition(
             name=job_name,
             fn=fn,
@@ -208,6 +217,7 @@ def job(
             tenant_required=tenant_required,
             description=description or inspect.getdoc(fn),
             origin=_ORIGIN,
+            retention=retention,
         )
         (registry if registry is not None else default_registry).add(definition)
         return definition

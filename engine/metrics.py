@@ -28,6 +28,7 @@ from prometheus_client.exposition import choose_encoder
 
 from engine.errors import InvalidArgumentError, JobsError
 from engine.observe import WorkerEvent
+from engine.pruner import PrunePass
 from engine.worker import PRESENCE_MS, Worker
 from schemas.stats import QueueStats
 
@@ -145,6 +146,7 @@ class WorkerMetrics:
             namespace=ns,
             registry=r,
         )
+        self.pruned = counter("pruned_jobs", "Settled jobs deleted by retention.", ("state",))
         self._by_kind: dict[str, Callable[[WorkerEvent], None]] = {
             "claimed": lambda e: self.started.labels(e.queue, e.name).inc(),
             "succeeded": lambda e: self.succeeded.labels(e.queue, e.name).inc(),
@@ -171,6 +173,12 @@ class WorkerMetrics:
             count(event)
         if event.duration_ms is not None:
             self.duration.labels(event.queue, event.name).observe(event.duration_ms / 1000)
+
+    def observe_prune(self, report: PrunePass) -> None:
+        """Count what one prune pass deleted, per state (a pruner listener)."""
+        for state, n in report.by_state().items():
+            if n:
+                self.pruned.labels(state).inc(n)
 
     # --- gauges: the driver's stats -----------------------------------------------------------
 
@@ -278,6 +286,8 @@ def instrument(worker: Worker, metrics: WorkerMetrics | None = None) -> WorkerMe
         return existing
     metrics = metrics if metrics is not None else WorkerMetrics()
     worker.add_listener(metrics)
+    if worker.pruner is not None:
+        worker.pruner.add_listener(metrics.observe_prune)
     _attached[worker] = metrics
     return metrics
 

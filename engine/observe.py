@@ -100,7 +100,7 @@ class WorkerEvent:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-Listener = Callable[[WorkerEvent], None]
+WorkerEventListener = Callable[[WorkerEvent], None]
 
 
 def log_wants(kind: WorkerEventKind) -> bool:

@@ -33,7 +33,7 @@ logger = logging.getLogger("mcp_jobs.outbox")
 
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_CLAIM_LEASE_MS = 30_000
-DEFAULT_POLL_MS = 1_000
+RELAY_POLL_MS = 1_000
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class OutboxRelay:
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
         lease_ms: int = DEFAULT_CLAIM_LEASE_MS,
-        poll_ms: int = DEFAULT_POLL_MS,
+        poll_ms: int = RELAY_POLL_MS,
         relay_id: str | None = None,
     ) -> None:
         for name, value in (

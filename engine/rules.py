@@ -18,6 +18,8 @@ from schemas.stats import QueueStats
 
 __all__ = [
     "LIVE_STATES",
+    "RECENT_SETTLED_MS",
+    "RECENT_SETTLED_STATES",
     "RETRYABLE_STATES",
     "SETTLING_STATES",
     "WAITING_STATES",
@@ -30,6 +32,7 @@ __all__ = [
     "cancel_event_data",
     "cancel_transition",
     "claim_transition",
+    "counts_in_stats",
     "dedupe_key",
     "event_kind_for",
     "is_claimable",
@@ -277,6 +280,21 @@ def retry_event_data(previous: JobState) -> dict[str, Any]:
 # --- stats (rule 7) -----------------------------------------------------------------------------
 
 
+# Stats count what is live and what needs an operator (dead, failed: every row, they are few
+# and alerting needs them all). Done and cancelled rows are history: the stats count the ones
+# that finished within this window before now, so a read costs what is recent, not what ever ran.
+RECENT_SETTLED_MS = 3_600_000
+RECENT_SETTLED_STATES: tuple[JobState, ...] = ("done", "cancelled")
+
+
+def counts_in_stats(job: JobRecord, now: int) -> bool:
+    """Whether the stats count this row: every row but done/cancelled ones that finished before
+    the recent window (`finished_at < now - RECENT_SETTLED_MS`)."""
+    if job.state not in RECENT_SETTLED_STATES:
+        return True
+    return job.finished_at is not None and job.finished_at >= now - RECENT_SETTLED_MS
+
+
 def stats_bucket(job: JobRecord, now: int) -> str:
     """The QueueStats count a row adds to: its state, except that a due delayed row is ready.
     A shed row never left `ready`, so it counts there too (rule 7)."""
@@ -287,9 +305,12 @@ def stats_bucket(job: JobRecord, now: int) -> str:
 
 def queue_stats(jobs: Iterable[JobRecord], now: int) -> list[QueueStats]:
     """Per-queue stats of these rows, by queue name: buckets, the oldest ready age (from
-    `queued_at`), expired leases and overdue suspensions."""
+    `queued_at`), expired leases and overdue suspensions. Done and cancelled rows count only
+    within the recent window (`counts_in_stats`); a queue with nothing counted is omitted."""
     acc: dict[str, dict[str, int]] = {}
     for job in jobs:
+        if not counts_in_stats(job, now):
+            continue
         counts = acc.setdefault(job.queue, {})
         bucket = stats_bucket(job, now)
         counts[bucket] = counts.get(bucket, 0) + 1

@@ -30,19 +30,22 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from engine.claim_plan import PREFETCH_PER_SLOT, ClaimPlanner
+from engine.drivers.base import HISTORY, LEADER_LEASES
 from engine.errors import InvalidArgumentError, JobsError, JobSlotLostError
 from engine.execute import RunHandle, Runtime, execute, keep_leases
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
 from engine.observe import (
     CapKind,
-    Listener,
     WorkerEvent,
     WorkerEventKind,
+    WorkerEventListener,
     log_listener,
     log_wants,
 )
 from engine.outbox import OutboxRelay
+from engine.pruner import Pruner
+from engine.retention import Retention, prune_enabled_from_env
 from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
@@ -56,7 +59,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_jobs.worker")
 
 DEFAULT_LEASE_MS = 30_000
-DEFAULT_POLL_MS = 500
+WORKER_POLL_MS = 500
 PRESENCE_MS = 10_000
 # With a backlog, this many claims may be on their way at once. One claim at a time leaves the
 # slots idle for its round trip after every wave of short jobs; a second one in flight lets
@@ -92,7 +95,9 @@ class Worker:
     `queues`: None claims from the queues of the registered jobs, a list from those queues,
     `"*"` from every queue. `scheduler` / `outbox_relay`: None runs the cron scheduler only when
     tasks are registered, and the outbox relay only when the outbox is in use (this process
-    staged a job, or rows were waiting when the worker started); True or False decides."""
+    staged a job, or rows were waiting when the worker started); True or False decides.
+    `prune`: None prunes settled history (one worker at a time) unless MCP_JOBS_PRUNE=off;
+    `retention` is the policy it prunes by (engine.retention; per job: `@job(retention=...)`)."""
 
     def __init__(
         self,
@@ -102,13 +107,15 @@ class Worker:
         queues: QueueChoice = None,
         limits: Limits | None = None,
         lease_ms: int = DEFAULT_LEASE_MS,
-        poll_ms: int = DEFAULT_POLL_MS,
+        poll_ms: int = WORKER_POLL_MS,
         drain_ms: int = 30_000,
         prefetch: int | None = None,
-        listeners: Sequence[Listener] = (),
+        listeners: Sequence[WorkerEventListener] = (),
         worker_id: str | None = None,
         scheduler: bool | None = None,
         outbox_relay: bool | None = None,
+        prune: bool | None = None,
+        retention: Retention | None = None,
     ) -> None:
         for name, value in (("concurrency", concurrency), ("lease_ms", lease_ms)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -134,7 +141,7 @@ class Worker:
         # What the claims of the current run ask for, resolved when it starts.
         self._claim_queues = self.queues
         self.id = worker_id or new_worker_id()
-        self._listeners: list[Listener] = [log_listener, *listeners]
+        self._listeners: list[WorkerEventListener] = [log_listener, *listeners]
         self._inflight: dict[str, RunHandle] = {}
         # Job tasks are plain asyncio tasks, each under a cancel scope of its own (see _start).
         self._tasks: set[asyncio.Task[None]] = set()
@@ -183,6 +190,12 @@ class Worker:
         relay = outbox_relay if outbox_relay is not None else jobs.outbox_in_use
         self.outbox_relay: OutboxRelay | None = OutboxRelay(jobs) if relay else None
         self._choose_scheduler()
+        # Retention (engine.pruner): on unless `prune=False` or MCP_JOBS_PRUNE=off; one worker
+        # at a time prunes, under the prune lease.
+        self.pruner: Pruner | None = None
+        offered = HISTORY.offered_by(self.driver) and LEADER_LEASES.offered_by(self.driver)
+        if prune or (prune is None and offered and prune_enabled_from_env()):
+            self.pruner = Pruner(jobs, retention=retention)
 
     # --- what it claims and what runs beside it ----------------------------------------------
 
@@ -239,12 +252,12 @@ class Worker:
             self.outbox_relay = OutboxRelay(self.jobs)
             tg.start_soon(self.outbox_relay.run)
 
-    def _services(self) -> list[Scheduler | OutboxRelay]:
-        return [s for s in (self.scheduler, self.outbox_relay) if s is not None]
+    def _services(self) -> list[Scheduler | OutboxRelay | Pruner]:
+        return [s for s in (self.scheduler, self.outbox_relay, self.pruner) if s is not None]
 
     # --- events -------------------------------------------------------------------------------
 
-    def add_listener(self, listener: Listener) -> None:
+    def add_listener(self, listener: WorkerEventListener) -> None:
         self._listeners.append(listener)
 
     def _emit(self, event: WorkerEvent) -> None:

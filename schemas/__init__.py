@@ -30,7 +30,7 @@ from schemas.states import (
 )
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
-from schemas.trace import JobTrace
+from schemas.trace import JobTrace, TracePage, TraceQuery
 
 __all__ = [
     "BACKFILL_STATUSES",
@@ -68,5 +68,7 @@ __all__ = [
     "StepRecord",
     "StepStatus",
     "TaskState",
+    "TracePage",
+    "TraceQuery",
     "WorkerInfo",
 ]

@@ -1,30 +1,64 @@
-"""Queue statistics: the numbers autoscaling and paging read (rule 7)."""
+"""Queue statistics: the numbers autoscaling and paging read (rule 7).
+
+A queue appears when it has a row counted below: a live one, a dead or failed one, or one that
+finished done or cancelled within the recent window.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class QueueStats(BaseModel):
+    """One queue's counts at one reading. Live counts are exact; of settled history, dead and
+    failed are counted in full and done/cancelled over the recent window only."""
+
     model_config = ConfigDict(frozen=True)
 
     queue: str
-    # Ready and due: state `ready`, or `delayed` whose time has come. A shed job is counted here.
-    ready: int = 0
-    delayed: int = 0
-    running: int = 0
-    suspended: int = 0
-    dead: int = 0
-    failed: int = 0
-    done: int = 0
-    cancelled: int = 0
-    # Age of the oldest ready-and-due job, from when it began waiting; 0 when none is.
-    oldest_ready_ms: int = 0
-    # Running rows whose lease has run out: a worker died holding them. Claimable again.
-    expired_leases: int = 0
-    # Suspended rows whose wake-up time has passed and that nobody has picked up yet.
-    due_suspended: int = 0
-    oldest_due_suspended_ms: int = 0
+    ready: int = Field(
+        default=0,
+        description="Ready and due: state `ready`, or `delayed` whose time has come. A shed job"
+        " (handed back over a cap) counts here.",
+    )
+    delayed: int = Field(default=0, description="`delayed` rows whose run_at is still ahead.")
+    running: int = Field(default=0, description="Rows a worker holds now.")
+    suspended: int = Field(default=0, description="Parked rows (a sleep step, an unknown name).")
+    dead: int = Field(
+        default=0,
+        description="Every dead row still stored (until retention prunes it): retries ran out."
+        " Counted in full, since each needs an operator.",
+    )
+    failed: int = Field(
+        default=0,
+        description="Every failed row still stored (a permanent failure). Counted in full.",
+    )
+    done: int = Field(
+        default=0,
+        description="Rows that finished done within the last hour before this reading"
+        " (engine.rules.RECENT_SETTLED_MS): recent throughput, not all history.",
+    )
+    cancelled: int = Field(
+        default=0,
+        description="Rows cancelled within the last hour before this reading (same window).",
+    )
+    oldest_ready_ms: int = Field(
+        default=0,
+        description="Age of the oldest ready-and-due job, from when it began waiting; 0 when"
+        " none is.",
+    )
+    expired_leases: int = Field(
+        default=0,
+        description="Running rows whose lease has run out: a worker died holding them."
+        " Claimable again.",
+    )
+    due_suspended: int = Field(
+        default=0,
+        description="Suspended rows whose wake-up time has passed and nobody picked up yet.",
+    )
+    oldest_due_suspended_ms: int = Field(
+        default=0, description="How long the most overdue of those has been due; 0 when none."
+    )
 
 
 class WorkerInfo(BaseModel):

@@ -16,6 +16,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast, runtime_ch
 
 from engine.clock import Clock
 from engine.errors import DriverCapabilityMissingError, JobsError
+from engine.retention import Cutoffs, PruneCount
 from schemas.backfill import BackfillRun
 from schemas.events import EventRecord
 from schemas.jobs import (
@@ -32,6 +33,7 @@ from schemas.outbox import OutboxRow
 from schemas.scheduler import TaskState
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
+from schemas.trace import TracePage, TraceQuery
 
 
 class AckWrite(NamedTuple):
@@ -130,9 +132,13 @@ class JobStore(Protocol):
         ...
 
     async def load_trace(
-        self, job_id: str, tenant_id: str | None = None
-    ) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
-        """The record, its run's steps in start order, and its events oldest first."""
+        self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None
+    ) -> TracePage:
+        """The record and one page of its history: the newest `steps_limit` of its run's steps
+        before `steps_cursor` (in start order; ties keep first-save order), the newest
+        `events_limit` of its events before `events_cursor` (oldest first), both totals, and a
+        cursor for each when older ones remain (`engine.paging` encodes them). No `page`: the
+        defaults. Costs the page and the totals, never the whole history."""
         ...
 
     async def stats(
@@ -265,6 +271,36 @@ class OutboxStore(Protocol):
 
 
 @runtime_checkable
+class HistoryStore(Protocol):
+    """Settled history, pruned by `engine.retention`'s rules: set-wise, oldest first."""
+
+    async def prune_counts(
+        self, cutoffs: Cutoffs, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        """Per state and queue, the settled rows `cutoffs.expired` holds for (with `tenant_id`,
+        that tenant's only): what `prune` would take. Changes nothing."""
+        ...
+
+    async def prune(
+        self, cutoffs: Cutoffs, limit: int, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        """Delete at most `limit` expired settled rows, oldest `finished_at` first, with their
+        steps and events, in one short transaction; answer what went, per state and queue.
+        Never a live row. Two callers at once never take (or count) one row twice."""
+        ...
+
+
+@runtime_checkable
+class LeaderLeases(Protocol):
+    """Named leadership leases: one holder at a time per name (the pruner's, say)."""
+
+    async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
+        """Take or renew the lease `name`; True while `holder` holds it. A `lease_ms` of 0
+        hands it back (it expires at once)."""
+        ...
+
+
+@runtime_checkable
 class Driver(
     JobStore,
     StepStore,
@@ -274,6 +310,8 @@ class Driver(
     BackfillLedger,
     SchedulerState,
     OutboxStore,
+    HistoryStore,
+    LeaderLeases,
     Protocol,
 ):
     """A driver with every capability: what memory, SQLite and PostgreSQL implement."""
@@ -301,6 +339,8 @@ WAKE: Capability[WakeSource] = Capability("wake", WakeSource)
 BACKFILL_LEDGER: Capability[BackfillLedger] = Capability("backfill_ledger", BackfillLedger)
 SCHEDULER: Capability[SchedulerState] = Capability("scheduler", SchedulerState)
 OUTBOX: Capability[OutboxStore] = Capability("outbox", OutboxStore)
+HISTORY: Capability[HistoryStore] = Capability("history", HistoryStore)
+LEADER_LEASES: Capability[LeaderLeases] = Capability("leader_leases", LeaderLeases)
 CAPABILITIES: tuple[Capability[Any], ...] = (
     JOBS,
     STEPS,
@@ -310,6 +350,8 @@ CAPABILITIES: tuple[Capability[Any], ...] = (
     BACKFILL_LEDGER,
     SCHEDULER,
     OUTBOX,
+    HISTORY,
+    LEADER_LEASES,
 )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine import paging
 from engine.clock import Clock
 from engine.drivers.base import AckWrite, StepWrite
 from engine.errors import (
@@ -25,6 +26,7 @@ from engine.errors import (
 )
 from engine.ids import new_id, new_token
 from engine.presence import EXPIRED_PER_BEAT, is_expired
+from engine.retention import Cutoffs, PruneCount
 from engine.rules import (
     LIVE_STATES,
     DedupeKey,
@@ -58,8 +60,10 @@ from schemas.jobs import (
 )
 from schemas.outbox import OutboxRow
 from schemas.scheduler import LeaderLease, TaskState
+from schemas.states import JobState
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
+from schemas.trace import TracePage, TraceQuery
 
 
 @dataclass
@@ -92,6 +96,7 @@ class MemoryDriver:
         self._tasks: dict[str, TaskState] = {}
         self._leader: LeaderLease | None = None
         self._outbox: dict[str, OutboxRow] = {}
+        self._leaders: dict[str, LeaderLease] = {}
         self._waker = Waker()
 
     async def migrate(self) -> None:
@@ -281,12 +286,42 @@ class MemoryDriver:
         return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
 
     async def load_trace(
-        self, job_id: str, tenant_id: str | None = None
-    ) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
+        self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None
+    ) -> TracePage:
         job = self._find(job_id, tenant_id)
-        steps = sorted(self._steps.get(job.run_id, {}).values(), key=lambda s: s.started_at)
-        events = [e for e in self._events if e.job_id == job_id]
-        return job, steps, events
+        page = page or TraceQuery()
+        # Start order; the position in the run's dict (first-save order) breaks ties.
+        steps = sorted(
+            (
+                (step.started_at, pos, step)
+                for pos, step in enumerate(self._steps.get(job.run_id, {}).values())
+            ),
+            key=lambda t: (t[0], t[1]),
+        )
+        before_steps = (
+            steps
+            if page.steps_cursor is None
+            else [t for t in steps if (t[0], t[1]) < paging.parse_step_cursor(page.steps_cursor)]
+        )
+        step_page = before_steps[-page.steps_limit :]
+        events = [(seq, e) for seq, e in enumerate(self._events) if e.job_id == job_id]
+        before_events = (
+            events
+            if page.events_cursor is None
+            else [t for t in events if t[0] < paging.parse_event_cursor(page.events_cursor)]
+        )
+        event_page = before_events[-page.events_limit :]
+        more_steps = len(before_steps) > len(step_page)
+        more_events = len(before_events) > len(event_page)
+        return TracePage(
+            job=job,
+            steps=[t[2] for t in step_page],
+            events=[e for _, e in event_page],
+            steps_total=len(steps),
+            events_total=len(events),
+            steps_cursor=paging.step_cursor(*step_page[0][:2]) if more_steps else None,
+            events_cursor=paging.event_cursor(event_page[0][0]) if more_events else None,
+        )
 
     async def stats(
         self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
@@ -495,6 +530,56 @@ class MemoryDriver:
                 self._outbox[row_id] = row.model_copy(
                     update={"claimed_by": None, "claim_expires_at": None}
                 )
+
+    # --- history (engine.retention) -----------------------------------------------------------
+
+    def _expired(self, cutoffs: Cutoffs, tenant_id: str | None) -> list[JobRecord]:
+        found = [
+            job
+            for job in self._jobs.values()
+            if job.state not in LIVE_STATES
+            and (tenant_id is None or job.tenant_id == tenant_id)
+            and cutoffs.expired(job.name, job.state, job.finished_at)
+        ]
+        found.sort(key=lambda j: (j.finished_at or 0, j.id))
+        return found
+
+    async def prune_counts(
+        self, cutoffs: Cutoffs, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        return _counted(self._expired(cutoffs, tenant_id))
+
+    async def prune(
+        self, cutoffs: Cutoffs, limit: int, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        doomed = self._expired(cutoffs, tenant_id)[: max(0, limit)]
+        ids = {job.id for job in doomed}
+        for job in doomed:
+            del self._jobs[job.id]
+            self._steps.pop(job.run_id, None)
+            self._leases.pop(job.id, None)
+        if ids:
+            self._events = [e for e in self._events if e.job_id not in ids]
+            for holders in self._slots.values():
+                for job_id in ids & holders.keys():
+                    del holders[job_id]
+        return _counted(doomed)
+
+    async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
+        now = self.clock.now_ms()
+        lease = self._leaders.get(name)
+        if lease is None or lease.holder == holder or lease.expires_at <= now:
+            self._leaders[name] = LeaderLease(holder=holder, expires_at=now + lease_ms)
+            return True
+        return False
+
+
+def _counted(jobs: Iterable[JobRecord]) -> list[PruneCount]:
+    counts: dict[tuple[JobState, str], int] = {}
+    for job in jobs:
+        key = (job.state, job.queue)
+        counts[key] = counts.get(key, 0) + 1
+    return [PruneCount(state, queue, n) for (state, queue), n in sorted(counts.items())]
 
 
 def _new_record(request: EnqueueRequest, now: int) -> JobRecord:

@@ -165,6 +165,9 @@ async def write_or_plan(
 
 
 async def db_command(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "prune":
+        return await prune_command(args, settings)
+
     async def run() -> Envelope:
         jobs = await connect(settings.url, migrate=False)
         try:
@@ -174,3 +177,16 @@ async def db_command(args: argparse.Namespace, settings: Settings) -> int:
             await jobs.close()
 
     return await guarded("db_migrate", args.json, run)
+
+
+async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`db prune`: the dry run's counts, or every expired row pruned in batches."""
+
+    async def run() -> Envelope:
+        async with open_jobs(settings) as jobs:
+            scope = scope_of(jobs, settings, "db prune")
+            return await operations.prune_history(
+                scope, write=not args.dry_run, older_than=args.older_than, states=args.state
+            )
+
+    return await guarded("prune_history", args.json, run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mcp_jobs.config import DEFAULT_HOST, DEFAULT_PORT
-from schemas.states import JOB_STATES
+from schemas.states import JOB_STATES, SETTLED_STATES
 
 EPILOG = """\
 examples:
@@ -18,6 +18,7 @@ examples:
   mcp-jobs backfill --pending
   mcp-jobs backfill NAME --write
   mcp-jobs db migrate
+  mcp-jobs db prune --dry-run --json
 """
 
 
@@ -139,4 +140,23 @@ def build_parser() -> argparse.ArgumentParser:
     db = commands.add_parser("db", help="database maintenance")
     db_actions = db.add_subparsers(dest="action", required=True, metavar="ACTION")
     db_actions.add_parser("migrate", parents=[common], help="create or upgrade every table")
+    prune = db_actions.add_parser(
+        "prune",
+        parents=[common],
+        help="delete settled jobs past their retention (with their steps and events)",
+    )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="only count what would go, per state and queue"
+    )
+    prune.add_argument(
+        "--older-than",
+        metavar="DURATION",
+        help="prune rows finished longer ago than this (90s, 12h, 7d, ...) instead of the policy",
+    )
+    prune.add_argument(
+        "--state",
+        action="append",
+        choices=SETTLED_STATES,
+        help="only this settled state (repeatable; default: all four)",
+    )
     return parser

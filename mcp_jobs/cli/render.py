@@ -87,11 +87,17 @@ def _inspect(env: dict[str, Any]) -> str:
         lines.append(f"  lease: {state} by {lease['worker_id']} until {when(lease['expires_at'])}")
     if env.get("next_attempt_at"):
         lines.append(f"  due: {when(env['next_attempt_at'])}")
-    for step in env.get("steps") or []:
+    steps = env.get("steps") or []
+    if (env.get("steps_total") or 0) > len(steps):
+        lines.append(f"  steps: the newest {len(steps)} of {env['steps_total']}")
+    for step in steps:
         took = f"{step['finished_at'] - step['started_at']} ms" if step.get("finished_at") else "…"
         extra = f"  {step['error']}" if step.get("error") else ""
         lines.append(f"  step {step['name']}: {step['status']} ({took}){extra}")
-    for event in env.get("events") or []:
+    events = env.get("events") or []
+    if (env.get("events_total") or 0) > len(events):
+        lines.append(f"  events: the newest {len(events)} of {env['events_total']}")
+    for event in events:
         actor = f" by {event['actor']}" if event.get("actor") else ""
         lines.append(f"  event {when(event['at'])} {event['kind']}{actor}")
     return "\n".join(lines)
@@ -209,6 +215,16 @@ def _drain(env: dict[str, Any]) -> str:
     return text + "\n" + _stats(env["queues"]["queues"])
 
 
+def _prune(env: dict[str, Any]) -> str:
+    verb = "would prune" if env["mode"] == "dry_run" else "pruned"
+    counts = ", ".join(f"{state} {n}" for state, n in env["by_state"].items())
+    text = f"{verb} {sum(env['by_state'].values())} settled job(s): {counts}"
+    rows = [(r["state"], r["queue"], r["rows"]) for r in env["by_queue"]]
+    if rows:
+        text += "\n" + table(rows, ("state", "queue", "rows"))
+    return text
+
+
 TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "db_migrate": lambda env: f"{env['driver']} database {env['database']} is up to date",
     "drain": _drain,
@@ -221,6 +237,7 @@ TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "list_backfills": _backfills,
     "retry_job": _job_line,
     "cancel_job": _job_line,
+    "prune_history": _prune,
 }
 
 

@@ -15,6 +15,7 @@ from mcp_jobs.operations.jobs import (
     retry_job,
     wait_for_job,
 )
+from mcp_jobs.operations.prune import prune_history
 from mcp_jobs.operations.scope import Progress, Scope
 from mcp_jobs.operations.stats import queue_stats
 
@@ -30,6 +31,7 @@ __all__ = [
     "inspect_job",
     "list_backfills",
     "list_jobs",
+    "prune_history",
     "queue_stats",
     "retry_job",
     "run_backfill",

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from engine.errors import InvalidArgumentError
+from engine.paging import DEFAULT_TRACE_PAGE
 from engine.tasks import describe_tasks
 from mcp_jobs.errors import LimitExceededError, example_call
 from mcp_jobs.operations.models import (
@@ -66,8 +67,24 @@ async def list_jobs(
     )
 
 
-async def inspect_job(scope: Scope, job_id: str) -> InspectJobResult:
-    trace = await scope.jobs.trace(job_id, tenant_id=scope.tenant(None))
+async def inspect_job(
+    scope: Scope,
+    job_id: str,
+    *,
+    steps_limit: int = DEFAULT_TRACE_PAGE,
+    steps_cursor: str | None = None,
+    events_limit: int = DEFAULT_TRACE_PAGE,
+    events_cursor: str | None = None,
+) -> InspectJobResult:
+    """The record and a page of its steps and events (the newest; cursors for older ones)."""
+    trace = await scope.jobs.trace(
+        job_id,
+        tenant_id=scope.tenant(None),
+        steps_limit=steps_limit,
+        steps_cursor=steps_cursor,
+        events_limit=events_limit,
+        events_cursor=events_cursor,
+    )
     job = trace.job
     now = scope.jobs.clock.now_ms()
     lease = None
@@ -83,6 +100,10 @@ async def inspect_job(scope: Scope, job_id: str) -> InspectJobResult:
         job=job,
         steps=trace.steps,
         events=trace.events,
+        steps_total=trace.steps_total,
+        events_total=trace.events_total,
+        steps_cursor=trace.steps_cursor,
+        events_cursor=trace.events_cursor,
         lease=lease,
         retry_delays_ms=trace.retry_delays_ms,
         next_attempt_at=job.run_at if pending else None,

@@ -97,8 +97,20 @@ class LeaseInfo(BaseModel):
 
 class InspectJobResult(Envelope):
     job: JobRecord | None = None
-    steps: list[StepRecord] | None = None
-    events: list[EventRecord] | None = None
+    steps: list[StepRecord] | None = Field(
+        default=None, description="the newest steps of the run (a page), in start order"
+    )
+    events: list[EventRecord] | None = Field(
+        default=None, description="the newest events of the job (a page), oldest first"
+    )
+    steps_total: int | None = Field(default=None, description="every step the run has stored")
+    events_total: int | None = Field(default=None, description="every event the job has stored")
+    steps_cursor: str | None = Field(
+        default=None, description="pass back as steps_cursor for the steps before this page"
+    )
+    events_cursor: str | None = Field(
+        default=None, description="pass back as events_cursor for the events before this page"
+    )
     lease: LeaseInfo | None = Field(default=None, description="set while a worker holds the job")
     retry_delays_ms: list[int] | None = Field(
         default=None, description="the policy's delay before attempt 2, 3, … N"

@@ -33,7 +33,7 @@ failure `error` with `code`, `cause`, a one-line `fix`, and often `next_call` â€
 can issue as is. Enqueue is idempotent while a job is live (`deduped: true`). run_backfill is a \
 dry run unless write=true. wait_for_job is bounded: call it again while `settled` is false."""
 
-MUTATING_TOOLS = ("enqueue_job", "retry_job", "cancel_job", "run_backfill")
+MUTATING_TOOLS = ("enqueue_job", "retry_job", "cancel_job", "run_backfill", "prune_history")
 READ_TOOLS = (
     "describe_jobs",
     "list_jobs",

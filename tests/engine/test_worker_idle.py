@@ -18,7 +18,7 @@ AN_HOUR_MS = 3_600_000
 async def idle_worker() -> tuple[Worker, asyncio.Task[None]]:
     """A worker on the real clock, polling once an hour, caught waiting for work."""
     jobs = Jobs(MemoryDriver(SystemClock()), registry=JobRegistry())
-    worker = Worker(jobs, poll_ms=AN_HOUR_MS, scheduler=False, outbox_relay=False)
+    worker = Worker(jobs, poll_ms=AN_HOUR_MS, scheduler=False, outbox_relay=False, prune=False)
     run = asyncio.create_task(worker.run())
     await anyio.wait_all_tasks_blocked()
     assert worker._idle_scope is not None  # waiting for work, not for a slot

@@ -28,6 +28,9 @@ CALLS_PER_TOOL = 40
 # One audited call's event, at most (tool, outcome, a few arguments cut to 200 characters).
 EVENT_BYTES = 2_000
 MUTATING = {"enqueue_job", "retry_job", "cancel_job", "run_backfill"}
+# Audited too, but every argument is optional: a call left with none is a valid dry run. The
+# jobs' clock stands still, so no seeded row is ever past a cutoff and nothing is pruned.
+AUDITED = {*MUTATING, "prune_history"}
 
 
 def nest(depth: int) -> Any:
@@ -136,6 +139,11 @@ def _pools(seeded: Seeded, pinned: bool) -> dict[str, dict[str, list[Any]]]:
         "retry_job": {"job_id": ids, "include_cancelled": ANY},
         "cancel_job": {"job_id": ids},
         "run_backfill": {"name": ANY, "write": ANY, "force": ANY, "wait_seconds": ANY},
+        "prune_history": {
+            "write": ANY,
+            "older_than_seconds": ANY,
+            "states": [*ANY, ["ready"], ["done"] * 5, ["DONE"]],
+        },
     }
 
 
@@ -164,7 +172,7 @@ async def _fuzz(mcp: Caller, seeded: Seeded, pinned: bool, outcome: Outcome) -> 
         for _ in range(CALLS_PER_TOOL):
             arguments = _arguments(rng, pool, required[tool])
             outcome.calls += 1
-            outcome.mutating += tool in MUTATING
+            outcome.mutating += tool in AUDITED
             try:
                 answer = await mcp.call(tool, arguments)
             except Exception as exc:  # no envelope at all, or one that breaks the schema

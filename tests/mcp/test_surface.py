@@ -1,4 +1,4 @@
-"""The published surface: eleven tools with envelopes and annotations; read-only registers none
+"""The published surface: twelve tools with envelopes and annotations; read-only registers none
 that mutate; argument errors come back as the tool's own envelope."""
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ async def test_every_design_tool_is_published_with_an_envelope_schema(
             "run_backfill",
             "list_backfills",
             "wait_for_job",
+            "prune_history",
         }
     )
     for tool in tools.values():

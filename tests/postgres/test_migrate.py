@@ -22,6 +22,7 @@ TABLES = {
     "jobs",
     "outbox",
     "scheduler_leader",
+    "leaders",
     "scheduler_state",
     "schema_version",
     "slots",

@@ -128,7 +128,7 @@ async def test_a_nack_moves_the_row_and_writes_the_event_rules_say(
     clock.advance(10)
     moved = await driver.nack(result.id, claimed.token, options)
     assert moved == rules.apply_nack(claimed.record, options, clock.now_ms())
-    _, _, events = await driver.load_trace(result.id)
+    events = (await driver.load_trace(result.id)).events
     kind = rules.event_kind_for(options)
     if kind is None:
         assert events == []
@@ -169,7 +169,7 @@ async def test_cancel_follows_rules_in_every_state(
         return
     cancelled = await driver.cancel(record.id, None, "op")
     assert cancelled == rules.cancel_transition(record, clock.now_ms())
-    (event,) = (await driver.load_trace(record.id))[2]
+    (event,) = (await driver.load_trace(record.id)).events
     assert (event.kind, event.data) == ("cancelled", rules.cancel_event_data(state))
 
 
@@ -192,5 +192,5 @@ async def test_retry_follows_rules_in_every_state(
         return
     requeued = await driver.retry(record.id, None, include_cancelled, "op")
     assert requeued == rules.retry_transition(record, clock.now_ms())
-    (event,) = (await driver.load_trace(record.id))[2]
+    (event,) = (await driver.load_trace(record.id)).events
     assert (event.kind, event.data) == ("requeued", rules.retry_event_data(state))

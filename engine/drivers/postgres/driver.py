@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, StepWrite
-from engine.drivers.postgres import jobs, ledgers, outbox
+from engine.drivers.postgres import jobs, ledgers, outbox, retention
 from engine.drivers.postgres.batch import SetWrites
 from engine.drivers.postgres.claims import Claimer
 from engine.drivers.postgres.connections import Connections
@@ -21,8 +21,9 @@ from engine.drivers.postgres.migrate import InstallFrom
 from engine.drivers.postgres.retry import MONOTONIC_CLOCK, Retrier
 from engine.drivers.postgres.sql import check_schema_name
 from engine.drivers.postgres.sweep import Sweeper
-from engine.drivers.postgres.wake import Listener, WakeSignal
+from engine.drivers.postgres.wake import NotifyListener, WakeSignal
 from engine.errors import InvalidArgumentError, JobsError
+from engine.retention import Cutoffs, PruneCount
 from schemas.backfill import BackfillRun
 from schemas.events import EventRecord
 from schemas.jobs import (
@@ -39,6 +40,7 @@ from schemas.outbox import OutboxRow
 from schemas.scheduler import TaskState
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
+from schemas.trace import TracePage, TraceQuery
 
 DEFAULT_SCHEMA = "mcp_jobs"
 # The job states a nack leaves waiting: a worker may claim them, so waiters are woken.
@@ -108,7 +110,9 @@ class PostgresDriver:
             retry=retry,
         )
         self.signal = WakeSignal()
-        self._listener = Listener(url, self.db.channel, self.signal, self.db.connect_timeout_s)
+        self._listener = NotifyListener(
+            url, self.db.channel, self.signal, self.db.connect_timeout_s
+        )
         self.enqueuer = Enqueuer(self.db, self.signal, clock)
         self.claimer = Claimer(self.db, clock, vacuum_dead_rows)
         self.writes = SetWrites(self.db, clock)
@@ -172,9 +176,9 @@ class PostgresDriver:
         return await jobs.list_jobs(self.db, filter)
 
     async def load_trace(
-        self, job_id: str, tenant_id: str | None = None
-    ) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
-        return await jobs.load_trace(self.db, job_id, tenant_id)
+        self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None
+    ) -> TracePage:
+        return await jobs.load_trace(self.db, job_id, tenant_id, page or TraceQuery())
 
     async def stats(
         self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
@@ -276,3 +280,18 @@ class PostgresDriver:
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
         await outbox.release(self.db, token, ids)
+
+    # --- history and leader leases (retention.py) ---------------------------------------------
+
+    async def prune_counts(
+        self, cutoffs: Cutoffs, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        return await retention.prune_counts(self.db, cutoffs, tenant_id)
+
+    async def prune(
+        self, cutoffs: Cutoffs, limit: int, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        return await retention.prune(self.db, cutoffs, limit, tenant_id)
+
+    async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
+        return await retention.lead(self.db, name, holder, lease_ms, self.clock.now_ms())

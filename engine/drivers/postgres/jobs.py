@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from engine import rules
+from engine import paging, rules
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.sql import with_schema
 from engine.errors import (
     JobDuplicateError,
     JobNotCancellableError,
@@ -26,8 +27,9 @@ from engine.errors import (
 )
 from schemas.events import EventRecord
 from schemas.jobs import JobFilter, JobPage, JobRecord, NackOptions
+from schemas.states import LIVE_STATES, SETTLED_STATES
 from schemas.stats import QueueStats
-from schemas.steps import StepRecord
+from schemas.trace import TracePage, TraceQuery
 
 
 async def nack(
@@ -70,41 +72,118 @@ async def get(db: Connections, job_id: str, tenant_id: str | None = None) -> Job
     return rows.job(row)
 
 
+_LIVE = f"state IN ({paging.quoted(LIVE_STATES)})"
+_SETTLED = f"state IN ({paging.quoted(SETTLED_STATES)})"
+
+
+def list_sql(filter: JobFilter) -> tuple[str, list[object]]:
+    """A filtered list and its arguments: one arm over the live states it wants (jobs_live_idx,
+    few rows), one per settled state (the settled index its filter leads: jobs_settled_name_idx,
+    _queue_idx, _tenant_idx or _state_idx), each cut to the page and merged by id (a Merge
+    Append). Only the filters given appear, so each statement's plan fits its filters; `{schema}`
+    is left for the caller."""
+    args: list[object] = []
+
+    def arg(value: object, cast: str = "text") -> str:
+        args.append(value)
+        return f"${len(args)}::{cast}"
+
+    terms = [
+        f"{column} = {arg(value)}"
+        for column, value in (
+            ("name", filter.name),
+            ("queue", filter.queue),
+            ("tenant_id", filter.tenant_id),
+        )
+        if value is not None
+    ]
+    if filter.cursor is not None:
+        terms.append(f"id < {arg(filter.cursor)}")
+    limit = arg(filter.limit + 1, "integer")
+    live, settled = paging.list_arms(filter.states)
+    wheres: list[str] = []
+    if live:
+        subset = "" if len(live) == len(LIVE_STATES) else f" AND state IN ({paging.quoted(live)})"
+        wheres.append(_LIVE + subset)
+    wheres.extend(f"{_SETTLED} AND state = '{state}'" for state in settled)
+    arms = [
+        f"(SELECT * FROM {{schema}}.jobs WHERE {' AND '.join([where, *terms])}"
+        f" ORDER BY id DESC LIMIT {limit})"
+        for where in wheres
+    ]
+    if not arms:
+        return "SELECT * FROM {schema}.jobs WHERE false", []
+    if len(arms) == 1:
+        return arms[0][1:-1], args
+    return "\nUNION ALL\n".join(arms) + f"\nORDER BY id DESC LIMIT {limit}", args
+
+
 async def list_jobs(db: Connections, filter: JobFilter) -> JobPage:
-    args = (
-        list(filter.states) if filter.states is not None else None,
-        filter.name,
-        filter.queue,
-        filter.tenant_id,
-        filter.cursor,
-        filter.limit + 1,
-    )
-    found = await db.idempotent(lambda c: c.fetch(db.q["list_jobs"], *args))
+    unfiltered = (filter.states, filter.name, filter.queue, filter.tenant_id) == (None,) * 4
+    args: list[object]
+    if unfiltered:
+        query, args = db.q["list_jobs"], [filter.cursor, filter.limit + 1]
+    else:
+        text, args = list_sql(filter)
+        query = with_schema(text, db.schema)
+    found = await db.idempotent(lambda c: c.fetch(query, *args))
     page = [rows.job(row) for row in found[: filter.limit]]
     more = len(found) > filter.limit
     return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
 
 
 async def load_trace(
-    db: Connections, job_id: str, tenant_id: str | None = None
-) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
-    async def read(conn: Conn) -> tuple[JobRecord, list[asyncpg.Record], list[asyncpg.Record]]:
+    db: Connections, job_id: str, tenant_id: str | None, page: TraceQuery
+) -> TracePage:
+    step_at = None if page.steps_cursor is None else paging.parse_step_cursor(page.steps_cursor)
+    before = None if page.events_cursor is None else paging.parse_event_cursor(page.events_cursor)
+
+    async def read(conn: Conn) -> TracePage:
         row = await conn.fetchrow(db.q["get"], job_id, tenant_id)
         if row is None:
             raise JobNotFoundError(job_id, tenant_id)
         record = rows.job(row)
-        steps = await conn.fetch(db.q["trace_steps"], record.run_id)
-        events = await conn.fetch(db.q["trace_events"], job_id)
-        return record, steps, events
+        run = record.run_id
+        if step_at is None:
+            steps = await conn.fetch(db.q["trace_steps_newest"], run, page.steps_limit + 1)
+        else:
+            steps = await conn.fetch(
+                db.q["trace_steps_before"], run, *step_at, page.steps_limit + 1
+            )
+        if before is None:
+            events = await conn.fetch(db.q["trace_events_newest"], job_id, page.events_limit + 1)
+        else:
+            events = await conn.fetch(
+                db.q["trace_events_before"], job_id, before, page.events_limit + 1
+            )
+        steps_total = await conn.fetchval(db.q["trace_steps_count"], run)
+        events_total = await conn.fetchval(db.q["trace_events_count"], job_id)
+        step_page = steps[: page.steps_limit][::-1]
+        event_page = events[: page.events_limit][::-1]
+        more_steps = len(steps) > page.steps_limit and step_page
+        more_events = len(events) > page.events_limit and event_page
+        return TracePage(
+            job=record,
+            steps=[rows.step(s) for s in step_page],
+            events=[rows.event(e) for e in event_page],
+            steps_total=steps_total,
+            events_total=events_total,
+            steps_cursor=(
+                paging.step_cursor(step_page[0]["started_at"], step_page[0]["seq"])
+                if more_steps
+                else None
+            ),
+            events_cursor=paging.event_cursor(event_page[0]["id"]) if more_events else None,
+        )
 
-    record, steps, events = await db.idempotent(read)
-    return record, [rows.step(s) for s in steps], [rows.event(e) for e in events]
+    return await db.idempotent(read)
 
 
 async def stats(
     db: Connections, now: int, queues: Sequence[str] | None = None, tenant_id: str | None = None
 ) -> list[QueueStats]:
-    args = (now, list(queues) if queues is not None else None, tenant_id)
+    recent = now - rules.RECENT_SETTLED_MS
+    args = (now, list(queues) if queues is not None else None, tenant_id, recent)
     found = await db.idempotent(lambda c: c.fetch(db.q["stats"], *args))
     # Sorted here, not in SQL: Python's code-point order, whatever the database collation.
     return sorted((rows.queue_stats(row) for row in found), key=lambda s: s.queue)

@@ -284,25 +284,66 @@ SELECT * FROM {schema}.jobs WHERE id = $1 AND settled_token = $2;
 SELECT * FROM {schema}.jobs WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2);
 
 -- name: list_jobs
+-- Unfiltered: newest first, the primary key walked backwards. A filtered list is built per filter
+-- by engine.drivers.postgres.jobs.list_sql (one arm over live rows, one per settled state).
 SELECT *
   FROM {schema}.jobs
- WHERE ($1::text[] IS NULL OR state = ANY($1))
-   AND ($2::text IS NULL OR name = $2)
-   AND ($3::text IS NULL OR queue = $3)
-   AND ($4::text IS NULL OR tenant_id = $4)
-   AND ($5::text IS NULL OR id < $5)
+ WHERE ($1::text IS NULL OR id < $1)
  ORDER BY id DESC
- LIMIT $6;
+ LIMIT $2;
 
--- name: trace_steps
-SELECT * FROM {schema}.steps WHERE run_id = $1 ORDER BY started_at, seq;
+-- name: trace_steps_newest
+-- A trace's page of steps: the newest $2 of the run, read backwards on steps_run_order_idx.
+SELECT * FROM {schema}.steps WHERE run_id = $1 ORDER BY started_at DESC, seq DESC LIMIT $2;
 
--- name: trace_events
-SELECT * FROM {schema}.events WHERE job_id = $1 ORDER BY id;
+-- name: trace_steps_before
+-- The page before a cursor ($2 started_at, $3 seq): the row comparison is the index's range.
+SELECT *
+  FROM {schema}.steps
+ WHERE run_id = $1 AND (started_at, seq) < ($2::bigint, $3::bigint)
+ ORDER BY started_at DESC, seq DESC
+ LIMIT $4;
+
+-- name: trace_steps_count
+SELECT count(*) FROM {schema}.steps WHERE run_id = $1;
+
+-- name: trace_events_newest
+SELECT * FROM {schema}.events WHERE job_id = $1 ORDER BY id DESC LIMIT $2;
+
+-- name: trace_events_before
+SELECT * FROM {schema}.events WHERE job_id = $1 AND id < $2::bigint ORDER BY id DESC LIMIT $3;
+
+-- name: trace_events_count
+SELECT count(*) FROM {schema}.events WHERE job_id = $1;
 
 -- name: stats
 -- Rule 7: a due delayed row counts as ready; a shed row is ready (it never left the state) and
--- its age runs from queued_at, which a shed does not move.
+-- its age runs from queued_at, which a shed does not move. It reads what is live, not what ever
+-- ran: live rows (jobs_live_idx), every dead and failed row, done and cancelled rows finished
+-- since $4 (rules.counts_in_stats; both from jobs_settled_idx alone), and rows of a state this
+-- build does not know (jobs_unknown_state_idx, always empty), which the caller refuses by name.
+WITH counted AS (
+    SELECT queue, state, run_at, queued_at, lease_expires_at
+      FROM {schema}.jobs
+     WHERE state IN ('ready', 'delayed', 'running', 'suspended')
+       AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
+    UNION ALL
+    SELECT queue, state, NULL, NULL, NULL
+      FROM {schema}.jobs
+     WHERE state IN ('failed', 'dead')
+       AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
+    UNION ALL
+    SELECT queue, state, NULL, NULL, NULL
+      FROM {schema}.jobs
+     WHERE state IN ('done', 'cancelled') AND finished_at >= $4::bigint
+       AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
+    UNION ALL
+    SELECT queue, state, run_at, queued_at, lease_expires_at
+      FROM {schema}.jobs
+     WHERE state NOT IN ('ready', 'delayed', 'running', 'suspended',
+                         'done', 'failed', 'dead', 'cancelled')
+       AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
+)
 SELECT queue,
        count(*) FILTER (WHERE state = 'ready' OR (state = 'delayed' AND run_at <= $1::bigint))
            AS ready,
@@ -322,9 +363,7 @@ SELECT queue,
        coalesce(max($1::bigint - run_at) FILTER (
            WHERE state = 'suspended' AND run_at <= $1::bigint), 0) AS oldest_due_suspended_ms,
        array_agg(DISTINCT state) AS states
-  FROM {schema}.jobs
- WHERE ($2::text[] IS NULL OR queue = ANY($2))
-   AND ($3::text IS NULL OR tenant_id = $3)
+  FROM counted
  GROUP BY queue;
 
 -- name: cancel
@@ -552,3 +591,68 @@ UPDATE {schema}.outbox AS o
 UPDATE {schema}.outbox
    SET claimed_by = NULL, claim_expires_at = NULL
  WHERE id = ANY($1::text[]) AND claimed_by = $2 AND published_at IS NULL;
+
+-- --- retention: pruning settled history (engine/retention.py), named leader leases -------------
+
+-- name: prune_jobs
+-- Each rule (state, name or NULL, cutoff) walks jobs_settled_idx oldest first; the literal
+-- settled predicate lets the planner use that partial index. A NULL-name rule skips the names
+-- that have rules of their own ($4). SKIP LOCKED: two pruners never wait on, take, or count one
+-- row twice, and a row some other transaction holds (a retry) is left for the next batch. The
+-- steps, events and slots of the deleted jobs go in the same statement.
+WITH rules AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(state, name, cutoff)
+), doomed AS (
+    SELECT j.id, j.run_id
+      FROM rules r
+     CROSS JOIN LATERAL (
+        SELECT id, run_id, finished_at
+          FROM {schema}.jobs j
+         WHERE j.state IN ('done', 'failed', 'dead', 'cancelled')
+           AND j.state = r.state
+           AND j.finished_at < r.cutoff
+           AND CASE WHEN r.name IS NULL THEN j.name <> ALL($4::text[]) ELSE j.name = r.name END
+           AND ($5::text IS NULL OR j.tenant_id = $5)
+         ORDER BY j.finished_at, j.id
+         LIMIT $6
+         FOR UPDATE SKIP LOCKED
+     ) j
+     ORDER BY j.finished_at, j.id
+     LIMIT $6
+), gone AS (
+    DELETE FROM {schema}.jobs j
+     USING doomed d
+     WHERE j.id = d.id AND j.state IN ('done', 'failed', 'dead', 'cancelled')
+    RETURNING j.id, j.run_id, j.state, j.queue
+), steps_gone AS (
+    DELETE FROM {schema}.steps s USING gone g WHERE s.run_id = g.run_id
+), events_gone AS (
+    DELETE FROM {schema}.events e USING gone g WHERE e.job_id = g.id
+), slots_gone AS (
+    DELETE FROM {schema}.slots s USING gone g WHERE s.job_id = g.id
+)
+SELECT state, queue, count(*) AS n FROM gone GROUP BY state, queue;
+
+-- name: prune_counts
+-- What prune_jobs would take, without its limit: one range of jobs_settled_idx per rule.
+WITH rules AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(state, name, cutoff)
+)
+SELECT j.state, j.queue, count(*) AS n
+  FROM rules r
+  JOIN {schema}.jobs j
+    ON j.state IN ('done', 'failed', 'dead', 'cancelled')
+   AND j.state = r.state
+   AND j.finished_at < r.cutoff
+   AND CASE WHEN r.name IS NULL THEN j.name <> ALL($4::text[]) ELSE j.name = r.name END
+   AND ($5::text IS NULL OR j.tenant_id = $5)
+ GROUP BY j.state, j.queue;
+
+-- name: lead
+-- Take the lease row `name` when it is free, expired, or already ours; as scheduler_lead.
+INSERT INTO {schema}.leaders AS l (name, holder, expires_at)
+VALUES ($1, $2, $3::bigint + $4::bigint)
+ON CONFLICT (name) DO UPDATE
+   SET holder = excluded.holder, expires_at = excluded.expires_at
+ WHERE l.holder = excluded.holder OR l.expires_at <= $3::bigint
+RETURNING holder;

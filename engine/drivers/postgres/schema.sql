@@ -85,6 +85,40 @@ CREATE INDEX jobs_running_idx
     ON {schema}.jobs (lease_expires_at)
     WHERE state = 'running';
 
+-- Migration 4, reads that cost what is live: every index below is partial over live or over
+-- settled rows, so the hot path touches only the small live-side ones.
+-- Settled rows by state and finish time: the pruner walks it oldest first per state; the stats
+-- count dead and failed rows, and done/cancelled ones of the recent window, from it alone.
+CREATE INDEX jobs_settled_idx
+    ON {schema}.jobs (state, finished_at, id) INCLUDE (queue, tenant_id)
+    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+
+-- Live rows by queue: the stats' live counts, and the live side of every filtered list.
+CREATE INDEX jobs_live_idx
+    ON {schema}.jobs (queue, state, id)
+    WHERE state IN ('ready', 'delayed', 'running', 'suspended');
+
+-- The settled side of the filtered lists, newest first per (filter, state).
+CREATE INDEX jobs_settled_state_idx
+    ON {schema}.jobs (state, id)
+    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+CREATE INDEX jobs_settled_name_idx
+    ON {schema}.jobs (name, state, id)
+    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+CREATE INDEX jobs_settled_queue_idx
+    ON {schema}.jobs (queue, state, id)
+    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+CREATE INDEX jobs_settled_tenant_idx
+    ON {schema}.jobs (tenant_id, state, id)
+    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+
+-- Rows in a state this build does not know (rule 5): always empty, so the stats find such a
+-- row, and refuse it by name, in one descent instead of a scan.
+CREATE INDEX jobs_unknown_state_idx
+    ON {schema}.jobs (state)
+    WHERE state NOT IN ('ready', 'delayed', 'running', 'suspended',
+                        'done', 'failed', 'dead', 'cancelled');
+
 CREATE TABLE {schema}.steps (
     run_id text COLLATE "C" NOT NULL,
     name text NOT NULL,
@@ -99,6 +133,9 @@ CREATE TABLE {schema}.steps (
     attempts integer NOT NULL DEFAULT 1,
     PRIMARY KEY (run_id, name)
 );
+
+-- A run's steps in start order: a trace pages the newest without reading them all.
+CREATE INDEX steps_run_order_idx ON {schema}.steps (run_id, started_at, seq);
 
 CREATE TABLE {schema}.events (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -174,6 +211,14 @@ CREATE TABLE {schema}.scheduler_state (
 
 CREATE TABLE {schema}.scheduler_leader (
     id smallint PRIMARY KEY DEFAULT 1 CHECK (id = 1),
+    holder text NOT NULL,
+    expires_at bigint NOT NULL
+);
+
+-- Named leadership leases (migration 5), one row per name (the pruner's, say): one holder at a
+-- time, until expires_at.
+CREATE TABLE {schema}.leaders (
+    name text COLLATE "C" PRIMARY KEY,
     holder text NOT NULL,
     expires_at bigint NOT NULL
 );

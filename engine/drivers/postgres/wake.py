@@ -40,7 +40,7 @@ class WakeSignal:
         await self._waker.wait(clock, timeout_ms)
 
 
-class Listener:
+class NotifyListener:
     """LISTEN `channel` over a connection of its own; each notification wakes `signal`."""
 
     def __init__(

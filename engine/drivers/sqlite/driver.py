@@ -17,13 +17,14 @@ import anyio
 from engine import rules
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, StepWrite
-from engine.drivers.sqlite import ledgers, lifecycle, migrate
+from engine.drivers.sqlite import ledgers, lifecycle, migrate, retention
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.errors import OutboxWrongDatabaseError, convert
 from engine.drivers.sqlite.executor import Executor
 from engine.drivers.sqlite.wakeups import file_key, shared_waker
 from engine.errors import InvalidArgumentError, JobsError, OutboxNoTxError
 from engine.ids import new_id
+from engine.retention import Cutoffs, PruneCount
 from engine.wake import Waker
 from schemas.backfill import BackfillRun
 from schemas.events import EventRecord
@@ -41,6 +42,7 @@ from schemas.outbox import OutboxRow
 from schemas.scheduler import TaskState
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
+from schemas.trace import TracePage, TraceQuery
 
 # How often an idle wait looks for other processes' commits (the worker's own poll is apart).
 COMMIT_POLL_MS = 50
@@ -151,10 +153,11 @@ class SqliteDriver:
         return await self._exec.run(lambda c: lifecycle.list_jobs(c, filter), write=False)
 
     async def load_trace(
-        self, job_id: str, tenant_id: str | None = None
-    ) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
+        self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None
+    ) -> TracePage:
+        wanted = page or TraceQuery()
         return await self._exec.run(
-            lambda c: lifecycle.load_trace(c, job_id, tenant_id), write=False
+            lambda c: lifecycle.load_trace(c, job_id, tenant_id, wanted), write=False
         )
 
     async def stats(
@@ -321,6 +324,24 @@ class SqliteDriver:
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
         wanted = list(ids)
         await self._exec.run(lambda c: ledgers.outbox_release(c, token, wanted))
+
+    # --- history and leader leases (retention.py) ---------------------------------------------
+
+    async def prune_counts(
+        self, cutoffs: Cutoffs, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        return await self._exec.run(
+            lambda c: retention.prune_counts(c, cutoffs, tenant_id), write=False
+        )
+
+    async def prune(
+        self, cutoffs: Cutoffs, limit: int, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        return await self._exec.run(lambda c: retention.prune(c, cutoffs, limit, tenant_id))
+
+    async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
+        now = self.clock.now_ms()
+        return await self._exec.run(lambda c: retention.lead(c, name, holder, lease_ms, now))
 
 
 __all__ = ["COMMIT_POLL_MS", "SqliteDriver"]

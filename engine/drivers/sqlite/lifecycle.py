@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from engine import rules
+from engine import paging, rules
 from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import (
@@ -46,6 +46,7 @@ from schemas.jobs import (
 from schemas.states import JOB_STATES
 from schemas.stats import QueueStats
 from schemas.steps import StepRecord
+from schemas.trace import TracePage, TraceQuery
 
 _TENANT = 4  # index of tenant_id in JOB_COLUMNS: checked before a row is decoded
 
@@ -233,17 +234,22 @@ def get(conn: sqlite3.Connection, job_id: str, tenant_id: str | None) -> JobReco
 
 
 def list_jobs(conn: sqlite3.Connection, filter: JobFilter) -> JobPage:
-    rows = conn.execute(
-        q.LIST_JOBS,
-        {
-            "states": None if filter.states is None else json.dumps(list(filter.states)),
-            "name": filter.name,
-            "queue": filter.queue,
-            "tenant_id": filter.tenant_id,
-            "cursor": filter.cursor,
-            "limit": filter.limit + 1,
-        },
-    ).fetchall()
+    params = {
+        "name": filter.name,
+        "queue": filter.queue,
+        "tenant_id": filter.tenant_id,
+        "cursor": filter.cursor,
+        "limit": filter.limit + 1,
+    }
+    unfiltered = (filter.states, filter.name, filter.queue, filter.tenant_id) == (None,) * 4
+    sql = (
+        q.LIST_ALL
+        if unfiltered
+        else q.list_jobs_sql(
+            filter.states, filter.name, filter.queue, filter.tenant_id, filter.cursor
+        )
+    )
+    rows = conn.execute(sql, params).fetchall()
     page = [job_from_row(row) for row in rows[: filter.limit]]
     more = len(rows) > filter.limit
     return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
@@ -254,18 +260,46 @@ def load_steps(conn: sqlite3.Connection, run_id: str) -> list[StepRecord]:
 
 
 def load_trace(
-    conn: sqlite3.Connection, job_id: str, tenant_id: str | None
-) -> tuple[JobRecord, list[StepRecord], list[EventRecord]]:
+    conn: sqlite3.Connection, job_id: str, tenant_id: str | None, page: TraceQuery
+) -> TracePage:
     job, _ = _find(conn, job_id, tenant_id)
-    events = [event_from_row(r) for r in conn.execute(q.SELECT_EVENTS, {"job_id": job_id})]
-    return job, load_steps(conn, job.run_id), events
+    started_at, pos = (
+        (None, None) if page.steps_cursor is None else paging.parse_step_cursor(page.steps_cursor)
+    )
+    step_rows = conn.execute(
+        q.PAGE_STEPS,
+        {"run_id": job.run_id, "started_at": started_at, "pos": pos, "limit": page.steps_limit + 1},
+    ).fetchall()
+    before = None if page.events_cursor is None else paging.parse_event_cursor(page.events_cursor)
+    event_rows = conn.execute(
+        q.PAGE_EVENTS, {"job_id": job_id, "before": before, "limit": page.events_limit + 1}
+    ).fetchall()
+    steps = step_rows[: page.steps_limit][::-1]
+    events = event_rows[: page.events_limit][::-1]
+    (steps_total,) = conn.execute(q.COUNT_STEPS, {"run_id": job.run_id}).fetchone()
+    (events_total,) = conn.execute(q.COUNT_EVENTS, {"job_id": job_id}).fetchone()
+    more_steps = len(step_rows) > page.steps_limit
+    more_events = len(event_rows) > page.events_limit
+    first_step = steps[0] if steps else None
+    return TracePage(
+        job=job,
+        steps=[step_from_row(r[:-1]) for r in steps],
+        events=[event_from_row(r[:-1]) for r in events],
+        steps_total=steps_total,
+        events_total=events_total,
+        steps_cursor=(
+            paging.step_cursor(first_step[6], first_step[-1]) if more_steps and first_step else None
+        ),
+        events_cursor=paging.event_cursor(events[0][-1]) if more_events and events else None,
+    )
 
 
 def stats(
     conn: sqlite3.Connection, queues: Sequence[str] | None, tenant_id: str | None, now: int
 ) -> list[QueueStats]:
     queue_list = None if queues is None else json.dumps(list(queues))
-    params = {"now": now, "queues": queue_list, "tenant": tenant_id}
+    recent = now - rules.RECENT_SETTLED_MS
+    params = {"now": now, "queues": queue_list, "tenant": tenant_id, "recent": recent}
     found: list[QueueStats] = []
     for row in conn.execute(q.STATS, params):
         unknown = row[-1]

@@ -7,7 +7,9 @@ below are the single spelling the last two use, and a test checks the index agai
 
 from __future__ import annotations
 
-from engine import rules
+from collections.abc import Sequence
+
+from engine import paging, rules
 from engine.drivers.sqlite.codec import (
     BACKFILL_COLUMNS,
     EVENT_COLUMNS,
@@ -16,7 +18,7 @@ from engine.drivers.sqlite.codec import (
     STEP_COLUMNS,
     WORKER_COLUMNS,
 )
-from schemas.states import JOB_STATES
+from schemas.states import JOB_STATES, SETTLED_STATES, JobState
 from schemas.stats import QueueStats
 
 
@@ -98,22 +100,81 @@ SET state = :state, attempt = :attempt, run_at = :run_at, queued_at = :queued_at
 WHERE id = :id
 """
 
-LIST_JOBS = f"""
+SETTLED_PREDICATE = f"state IN ({_listed(SETTLED_STATES)})"
+UNKNOWN_PREDICATE = f"state NOT IN ({_listed(JOB_STATES)})"
+# Newest first, the whole table: the primary key walked backwards.
+LIST_ALL = f"""
 SELECT {JOB_SELECT} FROM mcp_jobs_jobs
-WHERE (:states IS NULL OR state IN (SELECT value FROM json_each(:states)))
-  AND (:name IS NULL OR name = :name)
-  AND (:queue IS NULL OR queue = :queue)
-  AND (:tenant_id IS NULL OR tenant_id = :tenant_id)
-  AND (:cursor IS NULL OR id < :cursor)
+WHERE (:cursor IS NULL OR id < :cursor)
 ORDER BY id DESC
 LIMIT :limit
 """
 
+
+def list_jobs_sql(
+    states: Sequence[JobState] | None,
+    name: str | None,
+    queue: str | None,
+    tenant_id: str | None,
+    cursor: str | None,
+) -> str:
+    """A filtered list: one arm over the live states it wants (the live index), one per settled
+    state (the settled index its filter leads), each cut to the page, merged by id. Each arm
+    spells its index's predicate exactly, as SQLite needs to use a partial index. Only the
+    filters given appear, so the plan fits them. Parameters: :name :queue :tenant_id :cursor
+    :limit."""
+    terms = [
+        term
+        for given, term in (
+            (name, "name = :name"),
+            (queue, "queue = :queue"),
+            (tenant_id, "tenant_id = :tenant_id"),
+            (cursor, "id < :cursor"),
+        )
+        if given is not None
+    ]
+    live, settled = paging.list_arms(states)
+    # Named, not left to the planner: with statistics that show one queue or one state holding
+    # most rows, SQLite would walk another index in id order and filter, which costs the
+    # history when the filter matches nothing.
+    leading = next(
+        (
+            f"mcp_jobs_jobs_settled_{column}"
+            for column, given in (("name", name), ("queue", queue), ("tenant", tenant_id))
+            if given is not None
+        ),
+        "mcp_jobs_jobs_settled_state",
+    )
+    wheres: list[tuple[str, str]] = []
+    # The narrower state term first: SQLite constrains the index by the first term on a column.
+    if live:
+        narrower = "" if len(live) == len(rules.LIVE_STATES) else f"state IN ({_listed(live)}) AND "
+        wheres.append(("mcp_jobs_jobs_live", narrower + LIVE_PREDICATE))
+    wheres.extend((leading, f"state = '{state}' AND {SETTLED_PREDICATE}") for state in settled)
+    arms = [
+        f"SELECT * FROM (SELECT {JOB_SELECT} FROM mcp_jobs_jobs INDEXED BY {index} "
+        f"WHERE {' AND '.join([where, *terms])} ORDER BY id DESC LIMIT :limit)"
+        for index, where in wheres
+    ]
+    if not arms:
+        return f"SELECT {JOB_SELECT} FROM mcp_jobs_jobs WHERE 0"
+    return "\nUNION ALL\n".join(arms) + "\nORDER BY id DESC LIMIT :limit"
+
+
 # rules.queue_stats in SQL (rule 7), pinned like the rest: a delayed row whose time has come
 # counts as ready; a shed row is `ready` (with a future run_at) and counts as ready too, its age
-# measured from `queued_at`.
+# measured from `queued_at`. What it reads costs what is live: the live rows (live index), every
+# dead and failed row, the done and cancelled rows finished since :recent (rules.counts_in_stats;
+# the settled index), and rows of a state this build does not know (an always-empty index).
 _KNOWN = _listed(JOB_STATES)
 _READY = "(state = 'ready' OR (state = 'delayed' AND run_at <= :now))"
+_STATS_FILTER = (
+    "(:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))"
+    " AND (:tenant IS NULL OR tenant_id = :tenant)"
+)
+_STATS_COLUMNS = "queue, state, run_at, queued_at, lease_expires_at"
+_ALWAYS = _listed(tuple(s for s in SETTLED_STATES if s not in rules.RECENT_SETTLED_STATES))
+_RECENT = _listed(rules.RECENT_SETTLED_STATES)
 STATS = f"""
 SELECT queue,
        sum({_READY}),
@@ -130,9 +191,20 @@ SELECT queue,
        coalesce(max(CASE WHEN state = 'suspended' AND run_at <= :now THEN :now - run_at END), 0),
        -- a state this build does not know: the caller refuses it by name, as on decode
        max(CASE WHEN state NOT IN ({_KNOWN}) THEN state END)
-FROM mcp_jobs_jobs
-WHERE (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-  AND (:tenant IS NULL OR tenant_id = :tenant)
+FROM (
+    SELECT {_STATS_COLUMNS} FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_live
+    WHERE {LIVE_PREDICATE} AND {_STATS_FILTER}
+    UNION ALL
+    SELECT {_STATS_COLUMNS} FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_settled
+    WHERE state IN ({_ALWAYS}) AND {SETTLED_PREDICATE} AND {_STATS_FILTER}
+    UNION ALL
+    SELECT {_STATS_COLUMNS} FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_settled
+    WHERE state IN ({_RECENT}) AND {SETTLED_PREDICATE} AND finished_at >= :recent
+      AND {_STATS_FILTER}
+    UNION ALL
+    SELECT {_STATS_COLUMNS} FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_unknown_state
+    WHERE {UNKNOWN_PREDICATE} AND {_STATS_FILTER}
+)
 GROUP BY queue
 ORDER BY queue
 """
@@ -146,6 +218,13 @@ INSERT INTO mcp_jobs_events (job_id, at, kind, actor, tenant_id, data)
 VALUES (:job_id, :at, :kind, :actor, :tenant_id, :data)
 """
 SELECT_EVENTS = f"SELECT {EVENT_COLUMNS} FROM mcp_jobs_events WHERE job_id = :job_id ORDER BY seq"
+# A trace's page of events: the newest :limit before :before (a seq; NULL for the newest).
+PAGE_EVENTS = f"""
+SELECT {EVENT_COLUMNS}, seq FROM mcp_jobs_events
+WHERE job_id = :job_id AND seq < coalesce(:before, 9223372036854775807)
+ORDER BY seq DESC LIMIT :limit
+"""
+COUNT_EVENTS = "SELECT count(*) FROM mcp_jobs_events WHERE job_id = :job_id"
 
 # --- steps --------------------------------------------------------------------------------------
 
@@ -153,6 +232,16 @@ SELECT_EVENTS = f"SELECT {EVENT_COLUMNS} FROM mcp_jobs_events WHERE job_id = :jo
 SELECT_STEPS = (
     f"SELECT {STEP_COLUMNS} FROM mcp_jobs_steps WHERE run_id = :run_id ORDER BY started_at, rowid"
 )
+# A trace's page of steps: the newest :limit before (:started_at, :pos) in start order (rowid
+# breaks ties); NULLs for the newest. The run-order index serves both the range and the order.
+PAGE_STEPS = f"""
+SELECT {STEP_COLUMNS}, rowid FROM mcp_jobs_steps
+WHERE run_id = :run_id
+  AND (started_at, rowid) < (coalesce(:started_at, 9223372036854775807),
+                             coalesce(:pos, 9223372036854775807))
+ORDER BY started_at DESC, rowid DESC LIMIT :limit
+"""
+COUNT_STEPS = "SELECT count(*) FROM mcp_jobs_steps WHERE run_id = :run_id"
 UPSERT_STEP = """
 INSERT INTO mcp_jobs_steps
     (job_id, run_id, name, status, output, error, started_at, finished_at, attempts)

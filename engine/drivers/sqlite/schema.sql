@@ -46,7 +46,39 @@ CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_leased
     ON mcp_jobs_jobs (lease_expires_at)
     WHERE state = 'running';
 
-CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_queue_state ON mcp_jobs_jobs (queue, state);
+-- 0002, reads that cost what is live: every index below is partial over live or over
+-- settled rows, so the hot path touches only the small live-side ones.
+-- Settled rows by state and finish time: the pruner walks it oldest first per state; the stats
+-- count dead and failed rows, and done/cancelled ones of the recent window, from it.
+CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled
+    ON mcp_jobs_jobs (state, finished_at, id)
+    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+
+-- Live rows by queue: the stats' live counts and the live side of every filtered list.
+CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_live
+    ON mcp_jobs_jobs (queue, state, id)
+    WHERE state IN ('ready', 'delayed', 'running', 'suspended');
+
+-- The settled side of the filtered lists, newest first per (filter, state).
+CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled_state
+    ON mcp_jobs_jobs (state, id)
+    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled_name
+    ON mcp_jobs_jobs (name, state, id)
+    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled_queue
+    ON mcp_jobs_jobs (queue, state, id)
+    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled_tenant
+    ON mcp_jobs_jobs (tenant_id, state, id)
+    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+
+-- Rows in a state this build does not know (rule 5): always empty, so the stats find such a
+-- row, and refuse it by name, in one descent instead of a scan.
+CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_unknown_state
+    ON mcp_jobs_jobs (state)
+    WHERE state NOT IN ('ready', 'delayed', 'running', 'suspended',
+                        'done', 'failed', 'dead', 'cancelled');
 
 CREATE TABLE IF NOT EXISTS mcp_jobs_steps (
     run_id      TEXT NOT NULL,
@@ -61,6 +93,9 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_steps (
     PRIMARY KEY (run_id, name)
 );
 CREATE INDEX IF NOT EXISTS mcp_jobs_steps_job ON mcp_jobs_steps (job_id);
+-- A run's steps in start order (rowid breaks ties): a trace pages the newest without reading
+-- them all (0002).
+CREATE INDEX IF NOT EXISTS mcp_jobs_steps_run_order ON mcp_jobs_steps (run_id, started_at);
 
 -- No foreign key: an operator's action on an id that does not exist is still recorded.
 CREATE TABLE IF NOT EXISTS mcp_jobs_events (
@@ -119,6 +154,14 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_scheduler_state (
 
 CREATE TABLE IF NOT EXISTS mcp_jobs_scheduler_leader (
     id         INTEGER PRIMARY KEY CHECK (id = 1),
+    holder     TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+
+-- Named leadership leases (0003), one row per name (the pruner's, say): one holder at a time,
+-- until expires_at.
+CREATE TABLE IF NOT EXISTS mcp_jobs_leaders (
+    name       TEXT PRIMARY KEY,
     holder     TEXT NOT NULL,
     expires_at INTEGER NOT NULL
 );

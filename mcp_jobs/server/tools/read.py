@@ -9,6 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from engine.paging import DEFAULT_TRACE_PAGE, MAX_TRACE_PAGE
 from mcp_jobs import operations
 from mcp_jobs.operations.models import (
     DescribeJobsResult,
@@ -90,13 +91,45 @@ def register(server: MCPServer[AppState]) -> None:
             "One job in full: its record (state, attempts, last error, input, output), its steps "
             "with status and timing, its events (retries, parks, operator actions), the lease "
             "while a worker holds it, the retry schedule and when the next attempt is due. Use it "
-            "to explain why a job failed or is stuck. JOB_NOT_FOUND when no such job is visible."
+            "to explain why a job failed or is stuck. Steps and events are paged: the newest "
+            "(50 by default) with their totals; pass `steps_cursor` / `events_cursor` back for "
+            "older ones. JOB_NOT_FOUND when no such job is visible."
         ),
     )
     async def inspect_job_tool(
-        ctx: ToolContext, job_id: JobId
+        ctx: ToolContext,
+        job_id: JobId,
+        steps_limit: Annotated[
+            int,
+            Field(description="steps in this page, 1 to 500", ge=1, le=MAX_TRACE_PAGE, strict=True),
+        ] = DEFAULT_TRACE_PAGE,
+        steps_cursor: Annotated[
+            str | None,
+            Field(description="steps_cursor of the previous answer", max_length=64),
+        ] = None,
+        events_limit: Annotated[
+            int,
+            Field(
+                description="events in this page, 1 to 500", ge=1, le=MAX_TRACE_PAGE, strict=True
+            ),
+        ] = DEFAULT_TRACE_PAGE,
+        events_cursor: Annotated[
+            str | None,
+            Field(description="events_cursor of the previous answer", max_length=64),
+        ] = None,
     ) -> Annotated[CallToolResult, InspectJobResult]:
-        return await run_tool(ctx, "inspect_job", lambda s: operations.inspect_job(s, job_id))
+        return await run_tool(
+            ctx,
+            "inspect_job",
+            lambda s: operations.inspect_job(
+                s,
+                job_id,
+                steps_limit=steps_limit,
+                steps_cursor=steps_cursor,
+                events_limit=events_limit,
+                events_cursor=events_cursor,
+            ),
+        )
 
     @server.tool(
         name="queue_stats",

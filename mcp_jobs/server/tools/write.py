@@ -1,4 +1,5 @@
-"""The mutating tools, registered over the operations: enqueue, retry, cancel, run a backfill.
+"""The mutating tools, registered over the operations: enqueue, retry, cancel, run a backfill,
+prune history.
 None is registered on a read-only server.
 
 Every call is recorded as an event (`calls.run_tool(audit=...)`), and the engine writes its own
@@ -7,7 +8,7 @@ Every call is recorded as an event (`calls.run_tool(audit=...)`), and the engine
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
@@ -20,6 +21,7 @@ from mcp_jobs.operations.models import (
     RetryJobResult,
     RunBackfillResult,
 )
+from mcp_jobs.operations.prune import TOOL_MAX_BATCHES, PruneHistoryResult
 from mcp_jobs.server.audit import Subject
 from mcp_jobs.server.calls import ToolContext, run_tool
 from mcp_jobs.server.state import AppState
@@ -34,6 +36,8 @@ def _writes(*, destructive: bool, idempotent: bool) -> ToolAnnotations:
         open_world_hint=False,
     )
 
+
+SettledState = Literal["done", "failed", "dead", "cancelled"]
 
 JobId = Annotated[str, Field(description="the job's id, as enqueue_job or list_jobs returned it")]
 
@@ -188,4 +192,52 @@ def register(server: MCPServer[AppState]) -> None:
             ),
             audit={"name": name, "write": write, "force": force} if write else None,
             subject=lambda m: (m.start.job_id if m.start is not None else None, None),
+        )
+
+    @server.tool(
+        name="prune_history",
+        title="Prune settled history",
+        annotations=_writes(destructive=True, idempotent=True),
+        description=(
+            "Delete settled jobs (done, failed, dead, cancelled) past their retention, with their "
+            "steps and events; live jobs are never touched. By default a DRY RUN: counts per "
+            "state and queue of what would go, and the cutoffs used (the workers' policy: done "
+            "and cancelled 7 days, failed and dead 30 days unless configured). write=true "
+            f"deletes, at most {TOOL_MAX_BATCHES} batches per call (`more: true`: call again). "
+            "older_than_seconds replaces the policy for this call. On a tenant-pinned server "
+            "only that tenant's jobs are pruned. Errors: INVALID_ARGUMENT."
+        ),
+    )
+    async def prune_history_tool(
+        ctx: ToolContext,
+        write: Annotated[
+            bool, Field(description="false (default): dry run only; true: delete")
+        ] = False,
+        older_than_seconds: Annotated[
+            int | None,
+            Field(
+                description="prune rows finished more than this many seconds ago, instead of "
+                "the retention policy",
+                ge=0,
+            ),
+        ] = None,
+        states: Annotated[
+            list[SettledState] | None,
+            Field(description="only these settled states (default: all four)", max_length=4),
+        ] = None,
+    ) -> Annotated[CallToolResult, PruneHistoryResult]:
+        return await run_tool(
+            ctx,
+            "prune_history",
+            lambda s: operations.prune_history(
+                s,
+                write=write,
+                older_than=older_than_seconds,
+                states=states,
+                max_batches=TOOL_MAX_BATCHES,
+            ),
+            audit={"write": write, "older_than_seconds": older_than_seconds, "states": states}
+            if write
+            else None,
+            subject=lambda m: (None, m.tenant_id),
         )

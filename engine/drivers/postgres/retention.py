@@ -1,0 +1,58 @@
+"""Pruning settled history on PostgreSQL (engine.retention's rules), and named leader leases.
+
+A `Cutoffs` travels as three parallel arrays (state, name, cutoff) plus the names with rules of
+their own, so one batch is one statement (`prune_jobs` in queries.sql) however many job names
+have a policy of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+
+from engine.drivers.postgres import rows
+from engine.drivers.postgres.connections import Connections
+from engine.retention import Cutoffs, PruneCount
+
+
+def _args(cutoffs: Cutoffs, tenant_id: str | None) -> tuple[object, ...]:
+    return (
+        [r.state for r in cutoffs.rules],
+        [r.name for r in cutoffs.rules],
+        [r.cutoff for r in cutoffs.rules],
+        list(cutoffs.named),
+        tenant_id,
+    )
+
+
+def _counts(found: Sequence[asyncpg.Record]) -> list[PruneCount]:
+    counted = [PruneCount(rows.job_state(r["state"]), r["queue"], int(r["n"])) for r in found]
+    return sorted(counted)
+
+
+async def prune_counts(
+    db: Connections, cutoffs: Cutoffs, tenant_id: str | None
+) -> list[PruneCount]:
+    if not cutoffs.rules:
+        return []
+    args = _args(cutoffs, tenant_id)
+    found = await db.idempotent(lambda c: c.fetch(db.q["prune_counts"], *args))
+    return _counts(found)
+
+
+async def prune(
+    db: Connections, cutoffs: Cutoffs, limit: int, tenant_id: str | None
+) -> list[PruneCount]:
+    if not cutoffs.rules or limit <= 0:
+        return []
+    # Not retried: a second run would delete other rows, and the next batch does that anyway.
+    async with db.conn() as conn:
+        found = await conn.fetch(db.q["prune_jobs"], *_args(cutoffs, tenant_id), limit)
+    return _counts(found)
+
+
+async def lead(db: Connections, name: str, holder: str, lease_ms: int, now: int) -> bool:
+    # Idempotent for one holder: a second run finds its own lease and renews it.
+    taken = await db.idempotent(lambda c: c.fetchval(db.q["lead"], name, holder, now, lease_ms))
+    return taken is not None

@@ -1,0 +1,241 @@
+"""The pruning pass: settled jobs past their retention are deleted, in small batches, by one
+worker at a time.
+
+Every worker runs a `Pruner` (unless `Worker(prune=False)` or `MCP_JOBS_PRUNE=off`); a named
+leadership lease (`lead("prune", ...)`, as the scheduler's) lets only one of them prune at a
+time. A pass computes its cutoffs once (`engine.retention.plan`), then deletes at most
+`batch_size` rows per transaction, renewing the lease and yielding to the event loop between
+batches, until a batch comes back short. Each pass logs one line and tells its listeners (the
+worker's metrics count `mcp_jobs_pruned_jobs_total{state}`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import anyio
+
+from engine import bounds
+from engine.drivers.base import HISTORY, LEADER_LEASES, require
+from engine.errors import JobsError
+from engine.ids import worker_id
+from engine.retention import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_POLICY,
+    Cutoffs,
+    Policy,
+    PruneCount,
+    Retention,
+    interval_from_env,
+    plan,
+    policy_from_env,
+    totals,
+)
+
+if TYPE_CHECKING:
+    from engine.client import Jobs
+    from engine.declare import JobRegistry
+
+logger = logging.getLogger("mcp_jobs.pruner")
+
+LEASE_NAME = "prune"
+DEFAULT_LEASE_MS = 60_000
+MAX_BATCH_SIZE = 10_000
+
+
+@dataclass(frozen=True)
+class PrunePass:
+    """What one pass did: whether this pruner led, the cutoffs it used, what it deleted."""
+
+    at: int
+    leader: bool
+    cutoffs: Cutoffs | None = None
+    pruned: list[PruneCount] = field(default_factory=list[PruneCount])
+    batches: int = 0
+
+    def by_state(self) -> dict[str, int]:
+        return totals(self.pruned)
+
+
+PassListener = Callable[[PrunePass], None]
+
+
+def worker_policy(retention: Retention | None, environ: Mapping[str, str] | None = None) -> Policy:
+    """A worker's default policy: the defaults, under what the code declares (`retention`),
+    under the environment (`MCP_JOBS_RETAIN_<STATE>`, state by state where set)."""
+    declared = DEFAULT_POLICY if retention is None else retention.over(DEFAULT_POLICY)
+    return policy_from_env(declared, environ)
+
+
+def job_policies(registry: JobRegistry, default: Policy) -> dict[str, Policy]:
+    """The policy of each registered job that declares `retention=`, over `default`."""
+    return {d.name: d.retention.over(default) for d in registry if d.retention is not None}
+
+
+def merge(counts: Sequence[PruneCount], more: Sequence[PruneCount]) -> list[PruneCount]:
+    """Two lists of counts as one, per state and queue."""
+    summed: dict[tuple[str, str], PruneCount] = {}
+    for c in (*counts, *more):
+        key = (c.state, c.queue)
+        prior = summed.get(key)
+        summed[key] = c if prior is None else c._replace(rows=prior.rows + c.rows)
+    return [summed[k] for k in sorted(summed)]
+
+
+async def prune_all(
+    jobs: Jobs,
+    cutoffs: Cutoffs,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    tenant_id: str | None = None,
+    max_batches: int | None = None,
+) -> tuple[list[PruneCount], int, bool]:
+    """Prune in batches of `batch_size` until a batch comes back short (or `max_batches` ran).
+    Returns the counts, the batches run, and whether expired rows may remain."""
+    bounds.whole("batch_size", batch_size, 1, MAX_BATCH_SIZE)
+    history = require(jobs.driver, HISTORY)
+    pruned: list[PruneCount] = []
+    batches = 0
+    while max_batches is None or batches < max_batches:
+        got = await history.prune(cutoffs, batch_size, tenant_id)
+        batches += 1
+        pruned = merge(pruned, got)
+        if sum(c.rows for c in got) < batch_size:
+            return pruned, batches, False
+        # Between batches: let the drain's claims and settles run before the next delete.
+        await anyio.lowlevel.checkpoint()
+    return pruned, batches, True
+
+
+class Pruner:
+    """Prunes settled history every `interval_ms` while it holds the prune lease. `Worker`
+    runs one in-process when retention is on."""
+
+    def __init__(
+        self,
+        jobs: Jobs,
+        *,
+        retention: Retention | None = None,
+        interval_ms: int | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        lease_ms: int = DEFAULT_LEASE_MS,
+        holder: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        every = interval_from_env(environ) if interval_ms is None else interval_ms
+        bounds.whole("interval_ms", every, 1, bounds.MAX_DELAY_MS, unit="ms")
+        bounds.whole("lease_ms", lease_ms, 1, bounds.MAX_DELAY_MS, unit="ms")
+        bounds.whole("batch_size", batch_size, 1, MAX_BATCH_SIZE)
+        self.jobs = jobs
+        self.history = require(jobs.driver, HISTORY)
+        self.leases = require(jobs.driver, LEADER_LEASES)
+        self.clock = jobs.clock
+        self.policy = worker_policy(retention, environ)
+        self.interval_ms = every
+        self.batch_size = batch_size
+        self.lease_ms = lease_ms
+        self.holder = holder or f"pruner:{worker_id()}"
+        self.leading = False
+        self._listeners: list[PassListener] = []
+        self._stopping = False
+        self._wake = anyio.Event()
+        self._done = anyio.Event()
+
+    def add_listener(self, listener: PassListener) -> None:
+        self._listeners.append(listener)
+
+    def cutoffs(self, now: int) -> Cutoffs:
+        return plan(self.policy, now, per_name=job_policies(self.jobs.registry, self.policy))
+
+    async def pass_once(self) -> PrunePass:
+        """Take or renew the lease; while leading, prune everything expired now, batch by
+        batch, renewing the lease between batches and stopping if it was lost."""
+        now = self.clock.now_ms()
+        self.leading = await self.leases.lead(LEASE_NAME, self.holder, self.lease_ms)
+        if not self.leading:
+            return PrunePass(at=now, leader=False)
+        cutoffs = self.cutoffs(now)
+        pruned: list[PruneCount] = []
+        batches = 0
+        while not self._stopping:
+            got = await self.history.prune(cutoffs, self.batch_size, None)
+            batches += 1
+            pruned = merge(pruned, got)
+            if sum(c.rows for c in got) < self.batch_size:
+                break
+            # Between batches: let the drain's claims and settles run before the next delete.
+            await anyio.lowlevel.checkpoint()
+            self.leading = await self.leases.lead(LEASE_NAME, self.holder, self.lease_ms)
+            if not self.leading:
+                break
+        report = PrunePass(at=now, leader=True, cutoffs=cutoffs, pruned=pruned, batches=batches)
+        self._report(report)
+        return report
+
+    def _report(self, report: PrunePass) -> None:
+        counts = report.by_state()
+        if any(counts.values()):
+            logger.info(
+                "pruned %d settled job(s) in %d batch(es): %s",
+                sum(counts.values()),
+                report.batches,
+                ", ".join(f"{state} {n}" for state, n in counts.items()),
+                extra={"prune": {"pruned": counts, "batches": report.batches}},
+            )
+        else:
+            logger.debug("prune pass: nothing expired", extra={"prune": {"pruned": counts}})
+        for listener in self._listeners:
+            try:
+                listener(report)
+            except Exception:
+                logger.exception("prune listener failed")
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """A pass now, then one every `interval_ms` (a follower checks the lease as often)."""
+        try:
+            while not self._stopping:
+                try:
+                    await self.pass_once()
+                except JobsError as exc:
+                    logger.warning("prune pass failed, retrying next interval: %s", exc)
+                await self._sleep(self.interval_ms)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._release()
+            self._done.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    async def wait_stopped(self) -> None:
+        await self._done.wait()
+
+    async def _sleep(self, ms: int) -> None:
+        if self._stopping:
+            return
+        wake = self._wake
+        async with anyio.create_task_group() as tg:
+
+            async def timer() -> None:
+                await self.clock.sleep_ms(ms)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(timer)
+            await wake.wait()
+            tg.cancel_scope.cancel()
+
+    async def _release(self) -> None:
+        """Hand the lease back on the way out so a peer prunes at its next pass."""
+        if not self.leading:
+            return
+        self.leading = False
+        try:
+            await self.leases.lead(LEASE_NAME, self.holder, 0)
+        except JobsError as exc:
+            logger.warning("prune lease not released (a peer takes over on expiry): %s", exc)

@@ -1,0 +1,298 @@
+"""How long settled jobs are kept, and which rows a prune takes: pure rules, no I/O.
+
+A policy keeps each settled state for a while (`DEFAULT_POLICY`: done and cancelled 7 days,
+failed and dead 30 days), measured from the row's `finished_at`. It is declared in code — per
+worker or client (`Worker(retention=Retention(...))`) and per job (`@job(retention=...)`) —
+and the environment overrides the code's default (`MCP_JOBS_RETAIN_DONE=3d`, ...). A job's own
+declaration is the most specific and wins over both. `None` on a `Retention` field inherits;
+`"forever"` keeps that state for good.
+
+A row is expired when it finished strictly before its cutoff, `now - keep`. `Cutoffs` is what a
+driver is handed: a few rules (one per state, plus one per state for each job name with a
+policy of its own), so a prune pass is a few statements however many jobs are declared. Steps
+and events go with their job; backfill ledger rows are kept; dead workers' rows expire by
+`engine.presence`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import NamedTuple
+
+from engine import bounds
+from engine.errors import InvalidArgumentError, JobsError
+from schemas.states import SETTLED_STATES, JobState
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_INTERVAL_MS",
+    "DEFAULT_POLICY",
+    "FOREVER",
+    "PRUNE_ENV",
+    "PRUNE_EVERY_ENV",
+    "RETAIN_ENV",
+    "Cutoffs",
+    "Policy",
+    "PruneCount",
+    "PruneRule",
+    "Retention",
+    "RetentionSettingInvalidError",
+    "cutoff",
+    "interval_from_env",
+    "is_expired",
+    "parse_duration",
+    "plan",
+    "policy_from_env",
+    "prune_enabled_from_env",
+    "totals",
+]
+
+DAY_MS = 86_400_000
+FOREVER = "forever"
+# Rows one prune transaction deletes at most: short locks, a drain that keeps its pace.
+DEFAULT_BATCH_SIZE = 500
+DEFAULT_INTERVAL_MS = 300_000
+# The environment: MCP_JOBS_RETAIN_<STATE> per settled state, the switch, the interval.
+RETAIN_ENV: dict[JobState, str] = {s: f"MCP_JOBS_RETAIN_{s.upper()}" for s in SETTLED_STATES}
+PRUNE_ENV = "MCP_JOBS_PRUNE"
+PRUNE_EVERY_ENV = "MCP_JOBS_PRUNE_EVERY"
+
+Keep = int | float | timedelta | str
+
+_UNITS_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": DAY_MS, "w": 7 * DAY_MS}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?")
+DURATION_WORDS = "seconds, or a duration such as 90s, 30m, 12h, 7d, 2w"
+
+
+class RetentionSettingInvalidError(JobsError):
+    code = "RETENTION_SETTING_INVALID"
+    title = "a retention setting in the environment is not a duration"
+
+    def __init__(self, variable: str, value: str, expected: str) -> None:
+        example = "on" if variable == PRUNE_ENV else "7d"
+        super().__init__(
+            f"{variable}={value!r} is not accepted; it must be {expected}",
+            f"export {variable}={example}",
+            details={"variable": variable, "expected": expected},
+        )
+
+
+def parse_duration(argument: str, value: Keep, *, forever: bool = True) -> int | None:
+    """`value` in ms: seconds (int/float), a `timedelta`, or text (`"90s"`, `"7d"`, a plain
+    number of seconds); `"forever"` is None when `forever`. Negative, NaN, or over ten years is
+    INVALID_ARGUMENT."""
+    expected = DURATION_WORDS + (f", or {FOREVER!r}" if forever else "")
+    ms: float
+    if isinstance(value, timedelta):
+        ms = value.total_seconds() * 1000
+    elif isinstance(value, str):
+        text = value.strip().lower()
+        if forever and text == FOREVER:
+            return None
+        match = _DURATION.fullmatch(text)
+        if match is None:
+            raise InvalidArgumentError(argument, value, expected)
+        ms = float(match[1]) * _UNITS_MS[match[2] or "s"]
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        ms = float(value) * 1000
+    else:
+        raise InvalidArgumentError(argument, value, expected)
+    if not 0 <= ms <= bounds.MAX_DELAY_MS:
+        raise InvalidArgumentError(argument, value, f"{expected}, from 0 to ten years")
+    return int(ms)
+
+
+class Policy(NamedTuple):
+    """A resolved policy: how long each settled state is kept, in ms; None keeps it forever."""
+
+    done: int | None
+    failed: int | None
+    dead: int | None
+    cancelled: int | None
+
+    def keep_ms(self, state: JobState) -> int | None:
+        value: int | None = getattr(self, state)
+        return value
+
+
+DEFAULT_POLICY = Policy(done=7 * DAY_MS, failed=30 * DAY_MS, dead=30 * DAY_MS, cancelled=7 * DAY_MS)
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long settled jobs are kept, per state: seconds, a `timedelta`, `"7d"`-style text, or
+    `"forever"`; None inherits (from the worker's policy for a job, from the environment and
+    the defaults for a worker). Checked when built: a bad value is INVALID_ARGUMENT."""
+
+    done: Keep | None = None
+    failed: Keep | None = None
+    dead: Keep | None = None
+    cancelled: Keep | None = None
+
+    def __post_init__(self) -> None:
+        for state in SETTLED_STATES:
+            value = getattr(self, state)
+            if value is not None:
+                parse_duration(f"retention.{state}", value)
+
+    def over(self, base: Policy) -> Policy:
+        """`base` with what this declares in its place."""
+        kept = {
+            state: base.keep_ms(state)
+            if getattr(self, state) is None
+            else parse_duration(f"retention.{state}", getattr(self, state))
+            for state in SETTLED_STATES
+        }
+        return Policy(**kept)
+
+
+def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
+
+
+def policy_from_env(
+    base: Policy = DEFAULT_POLICY, environ: Mapping[str, str] | None = None
+) -> Policy:
+    """`base` with each `MCP_JOBS_RETAIN_<STATE>` that is set in its place."""
+    env = _env(environ)
+    kept = {state: base.keep_ms(state) for state in SETTLED_STATES}
+    for state, variable in RETAIN_ENV.items():
+        raw = env.get(variable, "").strip()
+        if raw:
+            try:
+                kept[state] = parse_duration(variable, raw)
+            except InvalidArgumentError as exc:
+                expected = f"{DURATION_WORDS}, or {FOREVER!r}"
+                raise RetentionSettingInvalidError(variable, raw, expected) from exc
+    return Policy(**kept)
+
+
+_ON = {"1", "on", "true", "yes"}
+_OFF = {"0", "off", "false", "no"}
+
+
+def prune_enabled_from_env(environ: Mapping[str, str] | None = None) -> bool:
+    """`MCP_JOBS_PRUNE`: on (the default) or off."""
+    raw = _env(environ).get(PRUNE_ENV, "").strip().lower()
+    if not raw or raw in _ON:
+        return True
+    if raw in _OFF:
+        return False
+    raise RetentionSettingInvalidError(PRUNE_ENV, raw, "on or off")
+
+
+def interval_from_env(environ: Mapping[str, str] | None = None) -> int:
+    """`MCP_JOBS_PRUNE_EVERY`: ms between passes (default 5 minutes, at least 1 s)."""
+    raw = _env(environ).get(PRUNE_EVERY_ENV, "").strip()
+    if not raw:
+        return DEFAULT_INTERVAL_MS
+    try:
+        every = parse_duration(PRUNE_EVERY_ENV, raw, forever=False)
+    except InvalidArgumentError as exc:
+        raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, DURATION_WORDS) from exc
+    if every is None or every < 1_000:
+        raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, "at least 1s")
+    return every
+
+
+# --- the rule -----------------------------------------------------------------------------------
+
+
+def cutoff(policy: Policy, state: JobState, now: int) -> int | None:
+    """Rows of `state` that finished before this are expired at `now`; None: none ever are
+    (a live state, or kept forever)."""
+    if state not in SETTLED_STATES:
+        return None
+    keep = policy.keep_ms(state)
+    return None if keep is None else now - keep
+
+
+def is_expired(policy: Policy, state: JobState, finished_at: int | None, now: int) -> bool:
+    at = cutoff(policy, state, now)
+    return at is not None and finished_at is not None and finished_at < at
+
+
+class PruneRule(NamedTuple):
+    """Rows of `state` finished before `cutoff` go: of job `name`, or (None) of every job name
+    that has no rules of its own."""
+
+    state: JobState
+    cutoff: int
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Cutoffs:
+    """What one prune call takes. `named`: job names with rules of their own, which the
+    default rules (name None) skip. A state with no rule is kept."""
+
+    rules: tuple[PruneRule, ...]
+    named: tuple[str, ...] = ()
+
+    def cutoff_for(self, name: str, state: JobState) -> int | None:
+        wanted = name if name in self.named else None
+        for rule in self.rules:
+            if rule.state == state and rule.name == wanted:
+                return rule.cutoff
+        return None
+
+    def expired(self, name: str, state: JobState, finished_at: int | None) -> bool:
+        """THE rule every driver applies (memory calls it; the SQL drivers spell it, and the
+        conformance kit pins them to it)."""
+        at = self.cutoff_for(name, state)
+        return at is not None and finished_at is not None and finished_at < at
+
+
+class PruneCount(NamedTuple):
+    """Rows of one state in one queue that a prune took (or, in a dry run, would take)."""
+
+    state: JobState
+    queue: str
+    rows: int
+
+
+def plan(
+    policy: Policy,
+    now: int,
+    *,
+    per_name: Mapping[str, Policy] | None = None,
+    states: Iterable[JobState] | None = None,
+    older_than_ms: int | None = None,
+) -> Cutoffs:
+    """The cutoffs of a pass at `now`: `policy` for every job name, each name in `per_name`
+    under its own. `states` limits the pass to those states; `older_than_ms` replaces every
+    policy for this pass (one cutoff, every name)."""
+    chosen = tuple(SETTLED_STATES) if states is None else tuple(dict.fromkeys(states))
+    for state in chosen:
+        if state not in SETTLED_STATES:
+            expected = f"one of {', '.join(SETTLED_STATES)}"
+            raise InvalidArgumentError("state", state, expected)
+    if older_than_ms is not None:
+        return Cutoffs(tuple(PruneRule(s, now - older_than_ms) for s in chosen))
+    rules: list[PruneRule] = []
+    for state in chosen:
+        at = cutoff(policy, state, now)
+        if at is not None:
+            rules.append(PruneRule(state, at))
+    named: list[str] = []
+    for name, own in sorted((per_name or {}).items()):
+        if own == policy:
+            continue  # same as everyone's: the default rules cover it
+        named.append(name)
+        for state in chosen:
+            at = cutoff(own, state, now)
+            if at is not None:
+                rules.append(PruneRule(state, at, name))
+    return Cutoffs(tuple(rules), tuple(named))
+
+
+def totals(counts: Iterable[PruneCount]) -> dict[str, int]:
+    """Counts per state (every settled state present, zeros included)."""
+    by_state: dict[str, int] = dict.fromkeys(SETTLED_STATES, 0)
+    for c in counts:
+        by_state[c.state] = by_state.get(c.state, 0) + c.rows
+    return by_state

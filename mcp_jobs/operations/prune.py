@@ -1,0 +1,124 @@
+"""Pruning settled history on demand (`prune_history`, `mcp-jobs db prune`).
+
+A dry run (the default) answers the plan: what would go, per state and queue, and the cutoffs.
+A write prunes in batches (engine.pruner) and answers what went. The policy is the one a worker
+here would prune by (engine.retention: defaults, the environment, the jobs' own `retention=`),
+unless `older_than` replaces it for this call. A tenant-pinned scope prunes only its tenant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from engine import bounds
+from engine.drivers.base import HISTORY, require
+from engine.errors import InvalidArgumentError
+from engine.pruner import job_policies, prune_all, worker_policy
+from engine.retention import DEFAULT_BATCH_SIZE, Cutoffs, PruneCount, parse_duration, plan, totals
+from mcp_jobs.operations.models import Envelope
+from mcp_jobs.operations.scope import Scope
+from schemas.states import SETTLED_STATES, JobState
+
+# One write call through the tool deletes at most this many batches; `more` says to call again.
+TOOL_MAX_BATCHES = 20
+
+
+class PrunedRows(BaseModel):
+    state: JobState
+    queue: str
+    rows: int
+
+
+class PruneCutoff(BaseModel):
+    state: JobState
+    before: int = Field(description="rows that finished before this time (epoch ms) go")
+    name: str | None = Field(
+        default=None, description="only this job's rows (its own policy); null: every other job"
+    )
+
+
+class PruneHistoryResult(Envelope):
+    mode: str | None = Field(default=None, description="'dry_run' or 'write'")
+    at: int | None = Field(default=None, description="the instant the cutoffs were taken at")
+    tenant_id: str | None = None
+    cutoffs: list[PruneCutoff] | None = Field(
+        default=None, description="per state (and job with a policy of its own): what goes"
+    )
+    by_queue: list[PrunedRows] | None = Field(
+        default=None, description="rows that would go (dry run) or went (write), per queue"
+    )
+    by_state: dict[str, int] | None = Field(default=None, description="the same, per state")
+    batches: int | None = None
+    more: bool | None = Field(
+        default=None, description="write: expired rows may remain; call again to go on"
+    )
+
+
+def _states(states: Sequence[str] | None) -> list[JobState] | None:
+    if not states:
+        return None
+    chosen: list[JobState] = []
+    for state in states:
+        match = next((s for s in SETTLED_STATES if s == state), None)
+        if match is None:
+            raise InvalidArgumentError("state", state, f"one of {', '.join(SETTLED_STATES)}")
+        chosen.append(match)
+    return chosen
+
+
+def cutoffs_for(
+    scope: Scope, now: int, older_than: str | float | None, states: Sequence[str] | None
+) -> Cutoffs:
+    policy = worker_policy(None)
+    older_ms = None
+    if older_than is not None:
+        older_ms = parse_duration("older_than", older_than, forever=False)
+    return plan(
+        policy,
+        now,
+        per_name=job_policies(scope.jobs.registry, policy),
+        states=_states(states),
+        older_than_ms=older_ms,
+    )
+
+
+async def prune_history(
+    scope: Scope,
+    *,
+    write: bool = False,
+    older_than: str | float | None = None,
+    states: Sequence[str] | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_batches: int | None = None,
+) -> PruneHistoryResult:
+    bounds.flag("write", write)
+    bounds.whole("batch_size", batch_size, 1, 10_000)
+    tenant = scope.tenant(None)
+    history = require(scope.jobs.driver, HISTORY)
+    now = scope.jobs.clock.now_ms()
+    cutoffs = cutoffs_for(scope, now, older_than, states)
+    shown = [PruneCutoff(state=r.state, before=r.cutoff, name=r.name) for r in cutoffs.rules]
+    if not write:
+        counts = await history.prune_counts(cutoffs, tenant)
+        return _result("dry_run", now, tenant, shown, counts)
+    counts, batches, more = await prune_all(
+        scope.jobs, cutoffs, batch_size=batch_size, tenant_id=tenant, max_batches=max_batches
+    )
+    result = _result("write", now, tenant, shown, counts)
+    return result.model_copy(update={"batches": batches, "more": more})
+
+
+def _result(
+    mode: str, now: int, tenant: str | None, shown: list[PruneCutoff], counts: list[PruneCount]
+) -> PruneHistoryResult:
+    return PruneHistoryResult(
+        ok=True,
+        mode=mode,
+        at=now,
+        tenant_id=tenant,
+        cutoffs=shown,
+        by_queue=[PrunedRows(state=c.state, queue=c.queue, rows=c.rows) for c in counts],
+        by_state=totals(counts),
+    )

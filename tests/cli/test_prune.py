@@ -1,0 +1,78 @@
+"""`mcp-jobs db prune`: a dry run counts per state and queue, a write prunes, `--older-than` and
+`--state` narrow it, `--tenant` prunes one tenant's rows, and a bad duration exits 1 with a fix."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from engine import JobRegistry, ManualClock, connect
+from engine.testing.kit.test_retention import settle
+from mcp_jobs.cli import main
+
+
+@pytest.fixture
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.chdir(tmp_path)
+    for name in ("MCP_JOBS_DATABASE_URL", "MCP_JOBS_APP", "MCP_JOBS_TENANT"):
+        monkeypatch.delenv(name, raising=False)
+    yield f"sqlite:///{tmp_path}/jobs.db"
+
+
+def seed(url: str) -> None:
+    """Settled rows that finished an hour ago (by the system clock the CLI reads)."""
+
+    async def run() -> None:
+        import time
+
+        clock = ManualClock(time.time_ns() // 1_000_000 - 3_600_000)
+        jobs = await connect(url, clock=clock, registry=JobRegistry())
+        try:
+            await settle(jobs.driver, "done", queue="mail")
+            await settle(jobs.driver, "done", queue="mail", tenant="acme")
+            await settle(jobs.driver, "dead", queue="orders")
+        finally:
+            await jobs.close()
+
+    anyio.run(run)
+
+
+def prune(capsys: pytest.CaptureFixture[str], url: str, *argv: str) -> tuple[int, dict[str, Any]]:
+    code = main(["db", "prune", "--database-url", url, *argv, "--json"])
+    envelope: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return code, envelope
+
+
+def test_a_dry_run_counts_and_a_write_prunes(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    seed(url)
+    code, plan = prune(capsys, url, "--dry-run")
+    assert code == 0 and plan["by_state"] == {"done": 0, "failed": 0, "dead": 0, "cancelled": 0}
+
+    code, plan = prune(capsys, url, "--dry-run", "--older-than", "30m")
+    assert code == 0 and plan["mode"] == "dry_run"
+    assert plan["by_queue"] == [
+        {"state": "dead", "queue": "orders", "rows": 1},
+        {"state": "done", "queue": "mail", "rows": 2},
+    ]
+    code, done = prune(capsys, url, "--older-than", "30m", "--state", "done", "--tenant", "acme")
+    assert code == 0 and done["by_state"]["done"] == 1 and done["tenant_id"] == "acme"
+    code, rest = prune(capsys, url, "--older-than", "30m")
+    assert code == 0 and rest["by_state"] == {"done": 1, "failed": 0, "dead": 1, "cancelled": 0}
+    assert rest["more"] is False
+    code, after = prune(capsys, url, "--dry-run", "--older-than", "0")
+    assert sum(after["by_state"].values()) == 0
+
+
+def test_text_output_and_a_bad_duration(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    seed(url)
+    assert main(["db", "prune", "--database-url", url, "--dry-run", "--older-than", "1m"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("would prune 3 settled job(s): done 2, failed 0, dead 1, cancelled 0")
+    assert "orders" in out
+    code, bad = prune(capsys, url, "--older-than", "a while")
+    assert code == 1 and bad["error"]["code"] == "INVALID_ARGUMENT"

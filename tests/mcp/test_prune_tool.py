@@ -1,0 +1,91 @@
+"""`prune_history`: a dry run by default, a write that prunes and is audited, a pinned tenant's
+rows only, and no such tool on a read-only server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine import JobRegistry, Jobs, ManualClock, Worker
+from engine.retention import DAY_MS
+from mcp_jobs.config import Settings
+from mcp_jobs.server.audit import AUDIT_EVENT
+from tests.mcp.conftest import OpenMcp
+from tests.mcp.support import serve
+
+
+async def _done(jobs: Jobs, user_id: int, tenant: str | None = None) -> str:
+    if tenant is None:
+        result = await jobs.enqueue("greet", {"user_id": user_id})
+    else:
+        result = await jobs.enqueue("receipt", {"order_id": user_id}, tenant_id=tenant)
+    await Worker(jobs, queues="*", prune=False).run_until_idle()
+    return result.id
+
+
+async def test_a_dry_run_counts_then_a_write_prunes_and_is_audited(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    audited: list[dict[str, Any]] = []
+    record = jobs.record_event
+
+    async def spy(kind: str, **fields: Any) -> None:
+        if kind == AUDIT_EVENT:
+            audited.append(fields["data"])
+        await record(kind, **fields)
+
+    monkeypatch.setattr(jobs, "record_event", spy)
+    old = await _done(jobs, 1)
+    clock.advance(8 * DAY_MS)
+    fresh = await _done(jobs, 2)
+    async with open_mcp() as mcp:
+        plan = await mcp.ok("prune_history", {})
+        assert plan["mode"] == "dry_run" and plan["by_state"]["done"] == 1
+        assert plan["by_queue"] == [{"state": "done", "queue": "mail", "rows": 1}]
+        done_cutoff = next(c for c in plan["cutoffs"] if c["state"] == "done")
+        assert done_cutoff["before"] == clock.now_ms() - 7 * DAY_MS
+        assert (await jobs.get(old)).state == "done"  # a dry run changes nothing
+
+        pruned = await mcp.ok("prune_history", {"write": True})
+        assert pruned["by_state"]["done"] == 1 and pruned["more"] is False
+        assert [j.id for j in (await jobs.list(state="done")).jobs] == [fresh]
+
+        everything = await mcp.ok("prune_history", {"write": True, "older_than_seconds": 0})
+        assert everything["by_state"]["done"] == 0  # finished exactly now: kept
+        clock.advance(1)
+        everything = await mcp.ok("prune_history", {"write": True, "older_than_seconds": 0})
+        assert everything["by_state"]["done"] == 1
+    # The writes are recorded (tool, arguments, outcome); the dry run is a read.
+    assert [(a["tool"], a["ok"], a["arguments"]["write"]) for a in audited] == [
+        ("prune_history", True, True)
+    ] * 3
+
+
+async def test_a_pinned_server_prunes_only_its_tenant(
+    jobs: Jobs, clock: ManualClock, app: JobRegistry, mode: str
+) -> None:
+    mine = await _done(jobs, 1, tenant="acme")
+    theirs = await _done(jobs, 2, tenant="other")
+    clock.advance(8 * DAY_MS)
+    async with serve(jobs, mode, Settings(tenant="acme")) as mcp:
+        plan = await mcp.ok("prune_history", {})
+        assert plan["tenant_id"] == "acme" and plan["by_state"]["done"] == 1
+        await mcp.ok("prune_history", {"write": True})
+    remaining = {j.id for j in (await jobs.list(state="done")).jobs}
+    assert mine not in remaining and theirs in remaining
+
+
+async def test_bad_arguments_are_refused_with_the_tools_envelope(open_mcp: OpenMcp) -> None:
+    async with open_mcp() as mcp:
+        await mcp.fails("prune_history", {"states": ["ready"]}, "TOOL_ARGUMENTS_INVALID")
+        await mcp.fails("prune_history", {"older_than_seconds": -1}, "TOOL_ARGUMENTS_INVALID")
+
+
+async def test_a_read_only_server_has_no_prune_tool(
+    jobs: Jobs, app: JobRegistry, mode: str
+) -> None:
+    async with serve(jobs, mode, Settings(read_only=True)) as mcp:
+        assert "prune_history" not in mcp.schemas
+        result = await mcp.client.call_tool("prune_history", {"write": True})
+        assert result.is_error
