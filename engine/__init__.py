@@ -8,13 +8,13 @@ from engine.clock import Clock, ManualClock, SystemClock
 from engine.context import JobContext
 from engine.declare import JobDefinition, JobRegistry, default_registry, job
 from engine.errors import JobsError
-from engine.execute import Permanent
 from engine.limits import Limits
 from engine.logs import configure_logging
 from engine.observe import WorkerEvent
 from engine.outbox import OutboxRelay, StagedJob
 from engine.retention import Retention
 from engine.retry import Retry, retry_schedule
+from engine.run_job import Permanent
 from engine.steps import StepApi
 from engine.tasks import Scheduler, TaskDefinition, describe_tasks, task
 from engine.worker import Worker

@@ -1,6 +1,6 @@
 """Durable steps: results persisted before the step returns, replayed without re-running (rule 6).
 
-`step.sleep` is a suspension, not a failure: it raises `StepSuspension`, which the executor turns
+`step.sleep` is a suspension, not a failure: it raises `StepSuspension`, which run_job turns
 into a park that burns no attempt (rule 7).
 """
 

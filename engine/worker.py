@@ -32,7 +32,6 @@ import anyio
 from engine.claim_plan import PREFETCH_PER_SLOT, ClaimPlanner
 from engine.drivers.base import HISTORY, LEADER_LEASES
 from engine.errors import InvalidArgumentError, JobsError, JobSlotLostError
-from engine.execute import RunHandle, Runtime, execute, keep_leases
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
 from engine.observe import (
@@ -46,6 +45,7 @@ from engine.observe import (
 from engine.outbox import OutboxRelay
 from engine.pruner import Pruner
 from engine.retention import Retention, prune_enabled_from_env
+from engine.run_job import RunHandle, Runtime, execute, keep_leases
 from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions

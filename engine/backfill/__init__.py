@@ -8,7 +8,7 @@ resumable, rate-limited passes with a ledger, a gate, and a dry run.
     plan = await Backfills(jobs).dry_run("normalize_emails")
 """
 
-from engine.backfill.declaration import BackfillDefinition, checksum_of, declare
+from engine.backfill.declare import BackfillDefinition, checksum_of, declare
 from engine.backfill.errors import (
     BackfillAppliedError,
     BackfillDeclarationInvalidError,

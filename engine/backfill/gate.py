@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from engine.backfill.declaration import BackfillDefinition
+from engine.backfill.declare import BackfillDefinition
 from engine.backfill.errors import (
     BackfillAppliedError,
     BackfillEnvironmentError,

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from engine.backfill.declaration import BackfillDefinition
+from engine.backfill.declare import BackfillDefinition
 from engine.backfill.errors import BackfillDeclarationInvalidError, BackfillStalledError
 from engine.backfill.gate import check_requires
 from engine.backfill.ledger import Progress
@@ -28,8 +28,8 @@ from engine.context import JobContext
 from engine.declare import JobDefinition, JobRegistry, default_registry, job
 from engine.drivers.base import Driver
 from engine.errors import JobCancelledError, JobsError, JobSlotLostError
-from engine.execute import error_line, failure_text
 from engine.retry import Retry
+from engine.run_job import error_line, failure_text
 from schemas.states import BackfillStatus
 
 logger = logging.getLogger("mcp_jobs.backfill")
@@ -240,7 +240,7 @@ class BackfillPass:
         """Sweep one declared backfill in durable batches and record the run in the ledger."""
         definition = self.backfills.require(input.name)
         if ctx.driver is None:
-            raise RuntimeError("the backfill pass needs JobContext.driver (set by the executor)")
+            raise RuntimeError("the backfill pass needs JobContext.driver (set by run_job)")
         sweep = _Sweep(definition, input, ctx, ctx.driver)
         try:
             return await sweep.run()

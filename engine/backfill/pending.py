@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from engine.backfill.declaration import BackfillDefinition
+from engine.backfill.declare import BackfillDefinition
 from engine.backfill.errors import BackfillPendingError
 from engine.backfill.ledger import completed_run
 from schemas.backfill import BackfillRun

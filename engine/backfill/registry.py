@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.backfill.declaration import (
+from engine.backfill.declare import (
     BackfillDefinition,
     CountFn,
     HandleFn,

@@ -12,7 +12,7 @@ import builtins
 from typing import TYPE_CHECKING
 
 from engine import bounds
-from engine.backfill.declaration import BackfillDefinition
+from engine.backfill.declare import BackfillDefinition
 from engine.backfill.errors import BackfillMigrationPendingError, BackfillRunningError
 from engine.backfill.gate import (
     check_environment,

@@ -12,7 +12,6 @@ from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, Limits, ManualClock, Retry, Worker, job
 from engine.errors import JobsError
-from engine.execute import Permanent
 from engine.metrics import (
     DEFAULT_REFRESH_MS,
     LIVE_WORKER_WINDOW_MS,
@@ -21,6 +20,7 @@ from engine.metrics import (
     serve_metrics,
 )
 from engine.retry import retry_schedule
+from engine.run_job import Permanent
 from schemas.stats import WorkerInfo
 from tests.observability.scrape import http_get, samples, value
 from tests.support.observe import Recorder

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, connect, job
 from engine.drivers.sqlite import SqliteDriver
-from engine.drivers.sqlite.executor import Executor, Op
+from engine.drivers.sqlite.connection import Executor, Op
 from engine.errors import JobsError
 
 BIG = "x" * 100_000  # far more than the free space left in any page

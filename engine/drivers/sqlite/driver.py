@@ -19,8 +19,8 @@ from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.sqlite import ledgers, lifecycle, migrate, retention
 from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.connection import Executor
 from engine.drivers.sqlite.errors import OutboxWrongDatabaseError, convert
-from engine.drivers.sqlite.executor import Executor
 from engine.drivers.sqlite.wakeups import file_key, shared_waker
 from engine.errors import InvalidArgumentError, JobsError, OutboxNoTxError
 from engine.ids import new_id

@@ -17,7 +17,7 @@ from engine.drivers.sqlite.codec import (
     worker_from_row,
     worker_params,
 )
-from engine.drivers.sqlite.executor import each_item
+from engine.drivers.sqlite.connection import each_item
 from engine.errors import JobsError, JobSlotLostError
 from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun

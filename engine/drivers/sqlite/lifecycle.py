@@ -21,7 +21,7 @@ from engine.drivers.sqlite.codec import (
     job_state,
     step_from_row,
 )
-from engine.drivers.sqlite.executor import each_item
+from engine.drivers.sqlite.connection import each_item
 from engine.errors import (
     DriverUnavailableError,
     JobDuplicateError,
