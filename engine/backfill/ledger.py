@@ -3,6 +3,11 @@
 One row per run. A run's row is written only by its own pass (a single writer, so no progress
 can be overwritten by a stale copy), and a forced rerun is a new run with a new row: nothing
 here ever writes a row whose `run_id` it did not create.
+
+The ledger is kept (it is the record of what ran), so it is read a page at a time: one
+backfill's runs in one environment, newest first, `limit` at a time, with a cursor — the last
+row's position, "<started_at>.<run_id>" — for the older ones. A cursor is opaque to callers and
+checked here before a driver sees it.
 """
 
 from __future__ import annotations
@@ -12,10 +17,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from engine import bounds
+from engine.drivers.base import RunPosition
+from engine.errors import InvalidArgumentError
 from schemas.backfill import BackfillRun
 from schemas.states import BackfillStatus
 
 APP_VERSION_ENV = "MCP_JOBS_APP_VERSION"
+
+DEFAULT_RUNS_PAGE = 20  # ledger rows in one page unless asked otherwise
+MAX_RUNS_PAGE = 200
+# "<started_at>.<run_id>": at most 19 digits, the dot, and a run id (bounds.MAX_ID_BYTES).
+MAX_RUNS_CURSOR_BYTES = 19 + 1 + bounds.MAX_ID_BYTES
+_RUNS_CURSOR_EXPECTED = "a runs_cursor from a previous page of this backfill's runs"
 
 
 def app_version() -> str | None:
@@ -26,6 +40,36 @@ def app_version() -> str | None:
 def completed_run(runs: Sequence[BackfillRun]) -> BackfillRun | None:
     """The newest completed run among `runs` (newest first), which is what makes a name applied."""
     return next((r for r in runs if r.status == "completed"), None)
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    """One page of a backfill's ledger rows, newest first, and the cursor for the older ones
+    (None on the last page)."""
+
+    runs: list[BackfillRun]
+    runs_cursor: str | None
+
+
+def runs_cursor(run: BackfillRun) -> str:
+    """The cursor that continues after `run` (the last row of a page)."""
+    return f"{run.started_at}.{run.run_id}"
+
+
+def parse_runs_cursor(value: object) -> RunPosition:
+    """The position a runs cursor names; INVALID_ARGUMENT when `value` is not one."""
+    text = bounds.text("runs_cursor", value, MAX_RUNS_CURSOR_BYTES)
+    head, dot, tail = text.partition(".")
+    if (
+        dot
+        and 0 < len(head) <= 19
+        and head.isascii()
+        and head.isdigit()
+        and tail
+        and len(tail.encode()) <= bounds.MAX_ID_BYTES
+    ):
+        return RunPosition(int(head), tail)
+    raise InvalidArgumentError("runs_cursor", value, _RUNS_CURSOR_EXPECTED)
 
 
 @dataclass(frozen=True)
@@ -81,4 +125,15 @@ class Progress:
         )
 
 
-__all__ = ["APP_VERSION_ENV", "Progress", "app_version", "completed_run"]
+__all__ = [
+    "APP_VERSION_ENV",
+    "DEFAULT_RUNS_PAGE",
+    "MAX_RUNS_CURSOR_BYTES",
+    "MAX_RUNS_PAGE",
+    "Progress",
+    "RunsPage",
+    "app_version",
+    "completed_run",
+    "parse_runs_cursor",
+    "runs_cursor",
+]

@@ -26,8 +26,16 @@ def runs_by_name(runs: Iterable[BackfillRun]) -> dict[str, list[BackfillRun]]:
 def is_pending(
     definition: BackfillDefinition, environment: str, runs: Sequence[BackfillRun]
 ) -> bool:
-    """`runs` are this backfill's ledger rows in `environment`."""
-    return definition.applies_to(environment) and completed_run(runs) is None
+    """`runs` are this backfill's ledger rows in `environment` (newest first)."""
+    return pending_given(definition, environment, completed_run(runs))
+
+
+def pending_given(
+    definition: BackfillDefinition, environment: str, completed: BackfillRun | None
+) -> bool:
+    """The same rule given only what it depends on: the newest completed run of this backfill
+    in `environment`, or None — so a reader fetches that one row, not the ledger."""
+    return definition.applies_to(environment) and completed is None
 
 
 def pending_definitions(
@@ -48,4 +56,10 @@ def pending_errors(
     ]
 
 
-__all__ = ["is_pending", "pending_definitions", "pending_errors", "runs_by_name"]
+__all__ = [
+    "is_pending",
+    "pending_definitions",
+    "pending_errors",
+    "pending_given",
+    "runs_by_name",
+]

@@ -4,6 +4,11 @@ svc = Backfills(jobs)                     # environment from MCP_JOBS_ENV, else 
 plan = await svc.dry_run("normalize_emails")    # counts and samples; writes nothing anywhere
 start = await svc.write("normalize_emails")     # enqueues the durable pass
 states = await svc.list(pending_only=True)
+page = await svc.runs_page("normalize_emails", limit=20)   # its ledger, newest first, paged
+
+The ledger is kept forever (it is the record of what ran), so no read here loads it whole:
+`list` and `pending` read, per declared backfill, its newest run and its newest completed one
+(one index descent each on a SQL driver); `runs_page` pages one backfill's rows.
 """
 
 from __future__ import annotations
@@ -13,26 +18,35 @@ from typing import TYPE_CHECKING
 
 from engine import bounds
 from engine.backfill.declare import BackfillDefinition
-from engine.backfill.errors import BackfillMigrationPendingError, BackfillRunningError
+from engine.backfill.errors import (
+    BackfillMigrationPendingError,
+    BackfillPendingError,
+    BackfillRunningError,
+)
 from engine.backfill.gate import (
     check_environment,
     check_requires,
     resolve_environment,
     write_verdict,
 )
-from engine.backfill.ledger import completed_run
+from engine.backfill.ledger import (
+    DEFAULT_RUNS_PAGE,
+    MAX_RUNS_PAGE,
+    RunsPage,
+    parse_runs_cursor,
+    runs_cursor,
+)
 from engine.backfill.pass_job import PASS_JOB, PassInput, install_pass
-from engine.backfill.pending import is_pending, pending_errors, runs_by_name
+from engine.backfill.pending import pending_given
 from engine.backfill.registry import BackfillRegistry, default_backfills
 from engine.drivers.base import BACKFILL_LEDGER, require
 from engine.errors import JobsError
 from engine.ids import new_id
 from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
 from schemas.jobs import JobRecord
-from schemas.states import LIVE_STATES
+from schemas.states import LIVE_STATES, BackfillStatus
 
 if TYPE_CHECKING:
-    from engine.backfill.errors import BackfillPendingError
     from engine.client import Jobs
 
 # How many keys of the first batch a dry run shows.
@@ -75,13 +89,55 @@ class Backfills:
             cursor = page.next_cursor
 
     async def runs(self, name: str | None = None) -> builtins.list[BackfillRun]:
-        """Ledger rows in this environment, newest first (every run, forced reruns included)."""
+        """Ledger rows in this environment, newest first (every run, forced reruns included).
+        Unpaged: it costs the whole ledger, so reads that run often use `runs_page`."""
         name = bounds.optional_text("name", name, bounds.MAX_NAME_BYTES)
         return await self.ledger.backfill_runs(name, self.environment)
 
+    async def runs_page(
+        self, name: str, *, limit: int = DEFAULT_RUNS_PAGE, cursor: str | None = None
+    ) -> RunsPage:
+        """One backfill's ledger rows in this environment, newest first: `limit` (1 to
+        MAX_RUNS_PAGE) of them, older than `cursor` (a previous page's `runs_cursor`) when
+        given, and the cursor for the rest. Declared or not: the ledger is the record of what
+        ran. INVALID_ARGUMENT for a limit out of bounds or a cursor that is not one."""
+        name = bounds.text("name", name, bounds.MAX_NAME_BYTES)
+        limit = bounds.whole("runs_limit", limit, 1, MAX_RUNS_PAGE)
+        before = parse_runs_cursor(cursor) if cursor is not None else None
+        found = await self.ledger.backfill_runs(
+            name, self.environment, before=before, limit=limit + 1
+        )
+        page = found[:limit]
+        more = len(found) > limit and bool(page)
+        return RunsPage(runs=page, runs_cursor=runs_cursor(page[-1]) if more else None)
+
+    async def newest_run(
+        self, name: str, status: BackfillStatus | None = None
+    ) -> BackfillRun | None:
+        """This backfill's newest ledger row here (of `status` when given): one row read."""
+        found = await self.ledger.backfill_runs(name, self.environment, status=status, limit=1)
+        return found[0] if found else None
+
+    async def _last_runs(
+        self, definition: BackfillDefinition
+    ) -> tuple[BackfillRun | None, BackfillRun | None]:
+        """(the newest run here, the newest completed run here): at most two rows read."""
+        last = await self.newest_run(definition.name)
+        if last is None or last.status == "completed":
+            return last, last
+        return last, await self.newest_run(definition.name, "completed")
+
     async def pending(self) -> builtins.list[BackfillPendingError]:
-        """Declared here and not completed here, as findings with the line that runs each."""
-        return pending_errors(self.registry, self.environment, await self.runs())
+        """Declared here and not completed here, as findings with the line that runs each.
+        Reads one ledger row per backfill declared for this environment."""
+        found: builtins.list[BackfillPendingError] = []
+        for definition in self.registry:
+            if not definition.applies_to(self.environment):
+                continue
+            completed = await self.newest_run(definition.name, "completed")
+            if pending_given(definition, self.environment, completed):
+                found.append(BackfillPendingError(definition.name, self.environment))
+        return found
 
     # --- dry run -------------------------------------------------------------------------------
 
@@ -116,12 +172,12 @@ class Backfills:
         )
 
     async def _verdict(self, definition: BackfillDefinition, *, force: bool) -> JobsError | None:
-        runs = await self.runs(definition.name)
+        completed = await self.newest_run(definition.name, "completed")
         live = (await self.live_passes()).get(definition.name)
         return write_verdict(
             definition,
             self.environment,
-            completed=completed_run(runs),
+            completed=completed,
             live_job_id=live.id if live is not None else None,
             force=force,
         )
@@ -168,29 +224,42 @@ class Backfills:
         """Every declared backfill with its ledger state here, by name; `pending_only` keeps
         the ones declared for this environment and not completed in it."""
         pending_only = bounds.flag("pending_only", pending_only)
-        grouped = runs_by_name(await self.runs())
         live = await self.live_passes()
         states: builtins.list[BackfillState] = []
         for definition in self.registry:
-            runs = grouped.get(definition.name, [])
-            pending = is_pending(definition, self.environment, runs)
+            last, completed = await self._last_runs(definition)
+            pending = pending_given(definition, self.environment, completed)
             if pending_only and not pending:
                 continue
-            job = live.get(definition.name)
-            states.append(
-                BackfillState(
-                    name=definition.name,
-                    description=definition.description,
-                    environments=builtins.list(definition.environments),
-                    batch_size=definition.batch_size,
-                    rate=definition.rate,
-                    checksum=definition.checksum,
-                    pending=pending,
-                    last_run=runs[0] if runs else None,
-                    live_job_id=job.id if job is not None else None,
-                )
-            )
+            states.append(self._state(definition, last, pending, live.get(definition.name)))
         return states
+
+    async def state(self, name: str) -> BackfillState:
+        """One declared backfill's state here, as `list` shows it. BACKFILL_UNKNOWN otherwise."""
+        definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
+        last, completed = await self._last_runs(definition)
+        pending = pending_given(definition, self.environment, completed)
+        live = (await self.live_passes()).get(definition.name)
+        return self._state(definition, last, pending, live)
+
+    @staticmethod
+    def _state(
+        definition: BackfillDefinition,
+        last: BackfillRun | None,
+        pending: bool,
+        live: JobRecord | None,
+    ) -> BackfillState:
+        return BackfillState(
+            name=definition.name,
+            description=definition.description,
+            environments=builtins.list(definition.environments),
+            batch_size=definition.batch_size,
+            rate=definition.rate,
+            checksum=definition.checksum,
+            pending=pending,
+            last_run=last,
+            live_job_id=live.id if live is not None else None,
+        )
 
 
 __all__ = ["SAMPLE_KEYS", "Backfills"]

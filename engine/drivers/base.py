@@ -31,6 +31,7 @@ from schemas.jobs import (
 )
 from schemas.outbox import OutboxRow
 from schemas.scheduler import TaskState
+from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
@@ -42,6 +43,14 @@ class AckWrite(NamedTuple):
     job_id: str
     token: str
     output: Any
+
+
+class RunPosition(NamedTuple):
+    """Where a ledger row sits in newest-first order: `backfill_runs(before=...)` answers the
+    rows strictly older, (started_at, run_id) descending."""
+
+    started_at: int
+    run_id: str
 
 
 class StepWrite(NamedTuple):
@@ -226,9 +235,18 @@ class BackfillLedger(Protocol):
         ...
 
     async def backfill_runs(
-        self, name: str | None = None, environment: str | None = None
+        self,
+        name: str | None = None,
+        environment: str | None = None,
+        *,
+        status: BackfillStatus | None = None,
+        before: RunPosition | None = None,
+        limit: int | None = None,
     ) -> list[BackfillRun]:
-        """Ledger rows, newest first."""
+        """Ledger rows, newest first ((started_at, run_id) descending): only those of `status`
+        when given, only those strictly older than `before` when given, at most `limit` (≥ 1)
+        when given. With `name` and `environment` both set, a page costs its own rows, not the
+        ledger's (one index descent on a SQL driver)."""
         ...
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from engine import paging
 from engine.clock import Clock
-from engine.drivers.base import AckWrite, StepWrite
+from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.errors import (
     JobDuplicateError,
     JobNotCancellableError,
@@ -60,7 +60,7 @@ from schemas.jobs import (
 )
 from schemas.outbox import OutboxRow
 from schemas.scheduler import LeaderLease, TaskState
-from schemas.states import JobState
+from schemas.states import BackfillStatus, JobState
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
@@ -432,15 +432,24 @@ class MemoryDriver:
         self._backfills[run.run_id] = run
 
     async def backfill_runs(
-        self, name: str | None = None, environment: str | None = None
+        self,
+        name: str | None = None,
+        environment: str | None = None,
+        *,
+        status: BackfillStatus | None = None,
+        before: RunPosition | None = None,
+        limit: int | None = None,
     ) -> list[BackfillRun]:
         runs = [
             r
             for r in self._backfills.values()
             if (name is None or r.name == name)
             and (environment is None or r.environment == environment)
+            and (status is None or r.status == status)
+            and (before is None or (r.started_at, r.run_id) < before)
         ]
-        return sorted(runs, key=lambda r: (r.started_at, r.run_id), reverse=True)
+        runs.sort(key=lambda r: (r.started_at, r.run_id), reverse=True)
+        return runs if limit is None else runs[:limit]
 
     # --- scheduler ----------------------------------------------------------------------------
 

@@ -117,13 +117,20 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
 
 async def backfill_command(args: argparse.Namespace, settings: Settings) -> int:
     name: str | None = args.name
-    kind = "list_backfills" if name is None else "run_backfill"
+    listing = name is None or args.runs
+    kind = "list_backfills" if listing else "run_backfill"
 
     async def run() -> Envelope:
         async with open_jobs(settings) as jobs:
-            if name is None:
+            if name is None or args.runs:
                 scope = scope_of(jobs, settings, "backfill")
-                return await operations.list_backfills(scope, pending_only=args.pending)
+                return await operations.list_backfills(
+                    scope,
+                    pending_only=args.pending,
+                    name=name,
+                    runs_limit=args.runs_limit,
+                    runs_cursor=args.runs_cursor,
+                )
             bar = ProgressBar(f"backfill {name}", enabled=False if args.json else None)
             scope = scope_of(jobs, settings, "backfill", bar)
             try:

@@ -17,6 +17,7 @@ examples:
   mcp-jobs jobs retry JOB_ID
   mcp-jobs backfill --pending
   mcp-jobs backfill NAME --write
+  mcp-jobs backfill NAME --runs
   mcp-jobs db migrate
   mcp-jobs db prune --dry-run --json
 """
@@ -130,6 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--write", action="store_true", help="run it (default: dry run)")
     backfill.add_argument("--force", action="store_true", help="rerun one already completed")
     backfill.add_argument("--pending", action="store_true", help="list only pending ones")
+    backfill.add_argument(
+        "--runs",
+        action="store_true",
+        help="with NAME: its state and its ledger here, newest first, a page at a time",
+    )
+    backfill.add_argument(
+        "--runs-limit", type=int, metavar="N", help="with --runs: runs per page, 1 to 200 (20)"
+    )
+    backfill.add_argument(
+        "--runs-cursor", metavar="CURSOR", help="with --runs: the previous page's runs_cursor"
+    )
     backfill.add_argument(
         "--wait",
         type=float,

@@ -201,7 +201,19 @@ def _backfills(env: dict[str, Any]) -> str:
             )
         )
     header = f"environment {env['environment']}\n"
-    return header + table(rows, ["NAME", "PENDING", "LAST RUN", "ROWS", "LIVE JOB"])
+    text = header + table(rows, ["NAME", "PENDING", "LAST RUN", "ROWS", "LIVE JOB"])
+    runs = env.get("runs")
+    if runs is None:
+        return text
+    ledger = [
+        (r["run_id"], r["status"], r["rows_processed"], r["started_at"], r.get("job_id") or "-")
+        for r in runs
+    ]
+    text += "\nruns, newest first\n" + table(ledger, ["RUN", "STATUS", "ROWS", "STARTED", "JOB"])
+    if env.get("runs_cursor") and runs:
+        more = f"mcp-jobs backfill {runs[0]['name']} --runs --runs-cursor {env['runs_cursor']}"
+        text += f"\nolder runs: {more}"
+    return text
 
 
 def _job_line(env: dict[str, Any]) -> str:

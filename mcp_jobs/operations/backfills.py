@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
+from engine import bounds
+from engine.backfill.ledger import DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, parse_runs_cursor
 from engine.errors import InvalidArgumentError
 from mcp_jobs.errors import LimitExceededError, TenantScopeExceededError, example_call
 from mcp_jobs.operations.models import ListBackfillsResult, RunBackfillResult
@@ -11,13 +14,49 @@ from mcp_jobs.operations.scope import Scope
 from schemas.backfill import BackfillRun
 from schemas.states import SETTLED_STATES
 
+if TYPE_CHECKING:
+    from engine.backfill import Backfills
+
 # How often a followed pass's ledger row is read for progress.
 BACKFILL_POLL_MS = 250
 
 
-async def list_backfills(scope: Scope, pending_only: bool = False) -> ListBackfillsResult:
-    states = await scope.backfills().list(pending_only=pending_only)
-    return ListBackfillsResult(ok=True, environment=scope.settings.environment, backfills=states)
+async def list_backfills(
+    scope: Scope,
+    pending_only: bool = False,
+    *,
+    name: str | None = None,
+    runs_limit: int | None = None,
+    runs_cursor: str | None = None,
+) -> ListBackfillsResult:
+    """Every declared backfill's state here; with `name`, that one's state and a page of its
+    ledger rows, newest first (`runs_limit`, default 20, at most 200; `runs_cursor` from the
+    previous page). The paging arguments need `name`: INVALID_ARGUMENT without it."""
+    svc = scope.backfills()
+    env = scope.settings.environment
+    if name is None:
+        for argument, value in (("runs_limit", runs_limit), ("runs_cursor", runs_cursor)):
+            if value is not None:
+                raise InvalidArgumentError(
+                    argument, value, "given with `name`, the backfill whose runs to page"
+                )
+        states = await svc.list(pending_only=pending_only)
+        return ListBackfillsResult(ok=True, environment=env, backfills=states)
+    # Checked before any read, so a bad page argument is refused whatever the ledger holds.
+    limit = DEFAULT_RUNS_PAGE if runs_limit is None else runs_limit
+    limit = bounds.whole("runs_limit", limit, 1, MAX_RUNS_PAGE)
+    if runs_cursor is not None:
+        parse_runs_cursor(runs_cursor)
+    pending_only = bounds.flag("pending_only", pending_only)
+    state = await svc.state(name)
+    page = await svc.runs_page(state.name, limit=limit, cursor=runs_cursor)
+    return ListBackfillsResult(
+        ok=True,
+        environment=env,
+        backfills=[] if pending_only and not state.pending else [state],
+        runs=page.runs,
+        runs_cursor=page.runs_cursor,
+    )
 
 
 async def run_backfill(
@@ -69,10 +108,9 @@ async def follow_backfill(
     """Report the pass's progress from its ledger row until its job settles or the wait ends."""
     clock = scope.jobs.clock
     deadline = clock.now_ms() + int(wait_seconds * 1000)
-    env = scope.settings.environment
+    svc = scope.backfills()
     while True:
-        runs = await scope.jobs.driver.backfill_runs(name, env)
-        run = next((r for r in runs if r.run_id == run_id), None)
+        run = await _find_run(svc, name, run_id)
         job = await scope.jobs.get(job_id)
         settled = job.state in SETTLED_STATES
         if run is not None:
@@ -86,3 +124,15 @@ async def follow_backfill(
         if settled or now >= deadline:
             return run, settled
         await clock.sleep_ms(min(BACKFILL_POLL_MS, deadline - now))
+
+
+async def _find_run(svc: Backfills, name: str, run_id: str) -> BackfillRun | None:
+    """The ledger row `run_id` of `name`, read page by page from the newest (a pass just
+    started is on the first page), never the whole ledger at once."""
+    cursor: str | None = None
+    while True:
+        page = await svc.runs_page(name, limit=MAX_RUNS_PAGE, cursor=cursor)
+        found = next((r for r in page.runs if r.run_id == run_id), None)
+        if found is not None or page.runs_cursor is None:
+            return found
+        cursor = page.runs_cursor

@@ -204,6 +204,16 @@ class RunBackfillResult(Envelope):
 class ListBackfillsResult(Envelope):
     environment: str | None = None
     backfills: list[BackfillState] | None = None
+    runs: list[BackfillRun] | None = Field(
+        default=None,
+        description="with `name`: a page of that backfill's ledger rows in this environment, "
+        "newest first (every run, forced reruns included)",
+    )
+    runs_cursor: str | None = Field(
+        default=None,
+        description="with `name`: pass back as runs_cursor for the older runs; null on the "
+        "last page",
+    )
 
 
 class DrainResult(Envelope):

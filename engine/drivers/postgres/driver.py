@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from engine.clock import SYSTEM_CLOCK, Clock
-from engine.drivers.base import AckWrite, StepWrite
+from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.postgres import jobs, ledgers, outbox, retention
 from engine.drivers.postgres.batch import SetWrites
 from engine.drivers.postgres.claims import Claimer
@@ -38,6 +38,7 @@ from schemas.jobs import (
 )
 from schemas.outbox import OutboxRow
 from schemas.scheduler import TaskState
+from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
@@ -250,9 +251,17 @@ class PostgresDriver:
         await ledgers.backfill_save(self.db, run)
 
     async def backfill_runs(
-        self, name: str | None = None, environment: str | None = None
+        self,
+        name: str | None = None,
+        environment: str | None = None,
+        *,
+        status: BackfillStatus | None = None,
+        before: RunPosition | None = None,
+        limit: int | None = None,
     ) -> list[BackfillRun]:
-        return await ledgers.backfill_runs(self.db, name, environment)
+        return await ledgers.backfill_runs(
+            self.db, name, environment, status=status, before=before, limit=limit
+        )
 
     # --- scheduler ----------------------------------------------------------------------------
 

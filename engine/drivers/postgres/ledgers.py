@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.drivers.base import RunPosition
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun
 from schemas.scheduler import TaskState
+from schemas.states import BackfillStatus
 from schemas.stats import WorkerInfo
 
 # --- limiter slots ----------------------------------------------------------------------------
@@ -84,9 +86,37 @@ async def backfill_save(db: Connections, run: BackfillRun) -> None:
 
 
 async def backfill_runs(
-    db: Connections, name: str | None = None, environment: str | None = None
+    db: Connections,
+    name: str | None = None,
+    environment: str | None = None,
+    *,
+    status: BackfillStatus | None = None,
+    before: RunPosition | None = None,
+    limit: int | None = None,
 ) -> list[BackfillRun]:
-    found = await db.idempotent(lambda c: c.fetch(db.q["backfill_runs"], name, environment))
+    """Newest first. One name in one environment reads its page by index (the `_of` queries,
+    one per shape so each plan holds the index order); any other filter, the general query."""
+    query: str
+    args: tuple[object, ...]
+    at, run_id = (before.started_at, before.run_id) if before is not None else (None, None)
+    if name is None or environment is None:
+        query, args = db.q["backfill_runs"], (name, environment, status, at, run_id, limit)
+    elif status is None:
+        query, args = (
+            (db.q["backfill_runs_of"], (name, environment, limit))
+            if before is None
+            else (db.q["backfill_runs_of_before"], (name, environment, at, run_id, limit))
+        )
+    else:
+        query, args = (
+            (db.q["backfill_status_of"], (name, environment, status, limit))
+            if before is None
+            else (
+                db.q["backfill_status_of_before"],
+                (name, environment, status, at, run_id, limit),
+            )
+        )
+    found = await db.idempotent(lambda c: c.fetch(query, *args))
     return [rows.backfill(row) for row in found]
 
 

@@ -526,11 +526,47 @@ ON CONFLICT (run_id) DO UPDATE
        error = excluded.error;
 
 -- name: backfill_runs
+-- The general read (any filter may be absent): newest first; LIMIT NULL is no limit.
 SELECT *
   FROM {schema}.backfills
  WHERE ($1::text IS NULL OR name = $1)
    AND ($2::text IS NULL OR environment = $2)
- ORDER BY started_at DESC, run_id DESC;
+   AND ($3::text IS NULL OR status = $3)
+   AND ($4::bigint IS NULL OR (started_at, run_id) < ($4::bigint, $5::text))
+ ORDER BY started_at DESC, run_id DESC
+ LIMIT $6;
+
+-- name: backfill_runs_of
+-- One backfill's runs in one environment, newest first: one backward descent of
+-- backfills_newest_idx, stopping at the page.
+SELECT *
+  FROM {schema}.backfills
+ WHERE name = $1 AND environment = $2
+ ORDER BY started_at DESC, run_id DESC
+ LIMIT $3;
+
+-- name: backfill_runs_of_before
+SELECT *
+  FROM {schema}.backfills
+ WHERE name = $1 AND environment = $2 AND (started_at, run_id) < ($3::bigint, $4::text)
+ ORDER BY started_at DESC, run_id DESC
+ LIMIT $5;
+
+-- name: backfill_status_of
+-- The same, of one status (the newest completed run, say): backfills_status_idx.
+SELECT *
+  FROM {schema}.backfills
+ WHERE name = $1 AND environment = $2 AND status = $3
+ ORDER BY started_at DESC, run_id DESC
+ LIMIT $4;
+
+-- name: backfill_status_of_before
+SELECT *
+  FROM {schema}.backfills
+ WHERE name = $1 AND environment = $2 AND status = $3
+   AND (started_at, run_id) < ($4::bigint, $5::text)
+ ORDER BY started_at DESC, run_id DESC
+ LIMIT $6;
 
 -- name: scheduler_lead
 -- Take the one leadership row when it is free, expired, or already ours. The row lock taken by

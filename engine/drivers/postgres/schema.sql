@@ -186,7 +186,12 @@ CREATE TABLE {schema}.backfills (
     error text
 );
 
-CREATE INDEX backfills_name_idx ON {schema}.backfills (name, environment);
+-- One backfill's runs in one environment newest first, and the newest of one status: a page
+-- of the ledger is one descent (version 6).
+CREATE INDEX backfills_newest_idx
+    ON {schema}.backfills (name, environment, started_at, run_id);
+CREATE INDEX backfills_status_idx
+    ON {schema}.backfills (name, environment, status, started_at, run_id);
 
 CREATE TABLE {schema}.outbox (
     id text COLLATE "C" PRIMARY KEY,

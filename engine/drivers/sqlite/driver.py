@@ -16,7 +16,7 @@ import anyio
 
 from engine import rules
 from engine.clock import SYSTEM_CLOCK, Clock
-from engine.drivers.base import AckWrite, StepWrite
+from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.sqlite import ledgers, lifecycle, migrate, retention
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.connection import Executor
@@ -40,6 +40,7 @@ from schemas.jobs import (
 )
 from schemas.outbox import OutboxRow
 from schemas.scheduler import TaskState
+from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
@@ -257,10 +258,17 @@ class SqliteDriver:
         await self._exec.run(lambda c: ledgers.backfill_save(c, run))
 
     async def backfill_runs(
-        self, name: str | None = None, environment: str | None = None
+        self,
+        name: str | None = None,
+        environment: str | None = None,
+        *,
+        status: BackfillStatus | None = None,
+        before: RunPosition | None = None,
+        limit: int | None = None,
     ) -> list[BackfillRun]:
         return await self._exec.run(
-            lambda c: ledgers.backfill_runs(c, name, environment), write=False
+            lambda c: ledgers.backfill_runs(c, name, environment, status, before, limit),
+            write=False,
         )
 
     # --- scheduler ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from engine.drivers.base import StepWrite
+from engine.drivers.base import RunPosition, StepWrite
 from engine.drivers.sqlite import lifecycle
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import (
@@ -24,6 +24,7 @@ from schemas.backfill import BackfillRun
 from schemas.jobs import EnqueueResult
 from schemas.outbox import OutboxRow
 from schemas.scheduler import TaskState
+from schemas.states import BackfillStatus
 from schemas.stats import WorkerInfo
 
 # --- steps (rule 6) -----------------------------------------------------------------------------
@@ -96,10 +97,30 @@ def backfill_save(conn: sqlite3.Connection, run: BackfillRun) -> None:
 
 
 def backfill_runs(
-    conn: sqlite3.Connection, name: str | None, environment: str | None
+    conn: sqlite3.Connection,
+    name: str | None,
+    environment: str | None,
+    status: BackfillStatus | None = None,
+    before: RunPosition | None = None,
+    limit: int | None = None,
 ) -> list[BackfillRun]:
-    rows = conn.execute(q.SELECT_BACKFILLS, {"name": name, "environment": environment})
-    return [backfill_from_row(r) for r in rows]
+    """Newest first; one name in one environment reads only its page (see the query)."""
+    sql = q.select_backfills_sql(
+        name is not None,
+        environment is not None,
+        status is not None,
+        before is not None,
+        limit is not None,
+    )
+    params = {
+        "name": name,
+        "environment": environment,
+        "status": status,
+        "before_at": before.started_at if before is not None else None,
+        "before_id": before.run_id if before is not None else None,
+        "limit": limit,
+    }
+    return [backfill_from_row(r) for r in conn.execute(sql, params)]
 
 
 # --- scheduler ----------------------------------------------------------------------------------

@@ -301,11 +301,36 @@ ON CONFLICT (run_id) DO UPDATE SET
     cursor = excluded.cursor, job_id = excluded.job_id, started_at = excluded.started_at,
     finished_at = excluded.finished_at, error = excluded.error
 """
-SELECT_BACKFILLS = f"""
-SELECT {BACKFILL_COLUMNS} FROM mcp_jobs_backfills
-WHERE (:name IS NULL OR name = :name) AND (:environment IS NULL OR environment = :environment)
-ORDER BY started_at DESC, run_id DESC
-"""
+
+
+def select_backfills_sql(
+    name: bool, environment: bool, status: bool, before: bool, limit: bool
+) -> str:
+    """Ledger rows newest first, with only the filters given (each flag says one is), so the
+    plan fits them. With one name in one environment the page is one descent of an index that
+    holds the order — `mcp_jobs_backfills_newest`, or `mcp_jobs_backfills_status` for one
+    status — named, as the job lists name theirs. Parameters: :name :environment :status
+    :before_at :before_id :limit."""
+    terms = [
+        term
+        for given, term in (
+            (name, "name = :name"),
+            (environment, "environment = :environment"),
+            (status, "status = :status"),
+            (before, "(started_at, run_id) < (:before_at, :before_id)"),
+        )
+        if given
+    ]
+    index = ""
+    if name and environment:
+        which = "status" if status else "newest"
+        index = f" INDEXED BY mcp_jobs_backfills_{which}"
+    where = f"WHERE {' AND '.join(terms)}" if terms else ""
+    return (
+        f"SELECT {BACKFILL_COLUMNS} FROM mcp_jobs_backfills{index} {where} "
+        f"ORDER BY started_at DESC, run_id DESC{' LIMIT :limit' if limit else ''}"
+    )
+
 
 # --- scheduler ----------------------------------------------------------------------------------
 

@@ -143,8 +143,12 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_backfills (
     finished_at    INTEGER,
     error          TEXT
 );
-CREATE INDEX IF NOT EXISTS mcp_jobs_backfills_name
-    ON mcp_jobs_backfills (name, environment, started_at);
+-- One backfill's runs in one environment newest first, and the newest of one status: a page
+-- of the ledger is one descent (0004).
+CREATE INDEX IF NOT EXISTS mcp_jobs_backfills_newest
+    ON mcp_jobs_backfills (name, environment, started_at, run_id);
+CREATE INDEX IF NOT EXISTS mcp_jobs_backfills_status
+    ON mcp_jobs_backfills (name, environment, status, started_at, run_id);
 
 CREATE TABLE IF NOT EXISTS mcp_jobs_scheduler_state (
     task          TEXT PRIMARY KEY,

@@ -9,6 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from engine.backfill.ledger import MAX_RUNS_CURSOR_BYTES, MAX_RUNS_PAGE
 from engine.paging import DEFAULT_TRACE_PAGE, MAX_TRACE_PAGE
 from mcp_jobs import operations
 from mcp_jobs.operations.models import (
@@ -196,7 +197,10 @@ def register(server: MCPServer[AppState]) -> None:
             "The declared backfills (one-off data sweeps) with their ledger state in this "
             "environment: last run, rows processed, whether one is running, whether it is still "
             "pending here. Use `pending_only` to see what still has to run; run_backfill "
-            "rehearses or runs one."
+            "rehearses or runs one. Pass `name` for one backfill and a page of its ledger "
+            "(every run here, newest first, `runs_limit` 1 to 200, default 20); pass "
+            "`runs_cursor` back for older runs. Errors: BACKFILL_UNKNOWN (no such name), "
+            "INVALID_ARGUMENT (a runs_cursor that is not one, or paging without `name`)."
         ),
     )
     async def list_backfills_tool(
@@ -204,7 +208,31 @@ def register(server: MCPServer[AppState]) -> None:
         pending_only: Annotated[
             bool, Field(description="only backfills not yet completed in this environment")
         ] = False,
+        name: Annotated[
+            str | None,
+            Field(description="one backfill: its state and a page of its ledger rows"),
+        ] = None,
+        runs_limit: Annotated[
+            int | None,
+            Field(
+                description="with `name`: runs in this page, 1 to 200 (default 20)",
+                ge=1,
+                le=MAX_RUNS_PAGE,
+                strict=True,
+            ),
+        ] = None,
+        runs_cursor: Annotated[
+            str | None,
+            Field(
+                description="with `name`: runs_cursor of the previous answer",
+                max_length=MAX_RUNS_CURSOR_BYTES,
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, ListBackfillsResult]:
         return await run_tool(
-            ctx, "list_backfills", lambda s: operations.list_backfills(s, pending_only)
+            ctx,
+            "list_backfills",
+            lambda s: operations.list_backfills(
+                s, pending_only, name=name, runs_limit=runs_limit, runs_cursor=runs_cursor
+            ),
         )
