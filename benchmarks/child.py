@@ -113,7 +113,14 @@ async def role_latency_producer(system: System, spec: dict[str, Any]) -> dict[st
 async def role_mcp_tools(system: System, spec: dict[str, Any]) -> dict[str, Any]:
     from benchmarks.mcp_tools import measure
 
-    return await measure(spec["url"], spec["n"], spec["calls"], spec["fill_batch"])
+    return await measure(
+        spec["url"],
+        spec["live"],
+        spec["settled"],
+        spec["calls"],
+        spec["fill_batch"],
+        spec.get("trace_steps", 0),
+    )
 
 
 ROLES: dict[str, Callable[[System, dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]] = {

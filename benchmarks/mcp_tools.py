@@ -1,8 +1,13 @@
-"""Workload 7: the MCP tools' latency through the in-process client, on a table of n jobs.
+"""Workload 7: the MCP tools' latency through the in-process client, at small history and at
+large history (#21's acceptance: each call at large within 2× of the same call at small).
 
-The table is filled with `enqueue_many` (not timed); then each tool is called `calls` times
-after one warm-up call. The same reads are also timed on the engine directly, so the MCP layer's
-own share is visible next to the database's.
+The table holds live rows, enqueued with `enqueue_many` (ready, tenants `t0`…`t9`), settled
+rows written straight into the tables (`benchmarks.history`: one step each, a fixed mix of
+states, names, queues and tenants), and one done job with `trace_steps` steps. Nothing of this
+is timed. Then each call is made `calls` times after one warm-up call: the issue's calls
+(`HISTORY_CALLS`), and the three of the earlier workload 7 (`inspect_job` of a random live job,
+`list_jobs` unfiltered, `queue_stats`), which are also timed on the engine directly so the MCP
+layer's own share is visible next to the database's.
 """
 
 from __future__ import annotations
@@ -12,10 +17,25 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from benchmarks import history
 from benchmarks.systems.mcpjobs import QUEUE, REGISTRY, Item, bench_noop
 from engine import Enqueue, connect
 
 SAMPLE_IDS = 2_000
+LONG_TRACE = "inspect_job long trace"
+# (label, tool, arguments): every filter of list_jobs, including ones that match nothing.
+HISTORY_CALLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("queue_stats", "queue_stats", {}),
+    ("diagnose_queue", "diagnose_queue", {}),
+    ("list_jobs state=dead", "list_jobs", {"state": "dead"}),
+    ("list_jobs state=done", "list_jobs", {"state": "done"}),
+    ("list_jobs name=bench_noop", "list_jobs", {"name": "bench_noop"}),
+    ("list_jobs name=nosuch", "list_jobs", {"name": "nosuch"}),
+    ("list_jobs queue=bench", "list_jobs", {"queue": QUEUE}),
+    ("list_jobs tenant_id=t1", "list_jobs", {"tenant_id": "t1"}),
+    ("list_jobs state=dead queue=nosuch", "list_jobs", {"state": "dead", "queue": "nosuch"}),
+    (LONG_TRACE, "inspect_job", {}),  # the job id is filled in once the job exists
+)
 
 
 def _quantiles(samples: list[float]) -> dict[str, float]:
@@ -37,7 +57,14 @@ async def _time(calls: int, call: Callable[[], Awaitable[Any]]) -> dict[str, flo
     return _quantiles(samples)
 
 
-async def measure(url: str, n: int, calls: int, fill_batch: int) -> dict[str, Any]:
+async def measure(
+    url: str,
+    live: int,
+    settled: int,
+    calls: int,
+    fill_batch: int,
+    trace_steps: int = 0,
+) -> dict[str, Any]:
     from mcp import Client
 
     from mcp_jobs.config import Settings
@@ -46,14 +73,25 @@ async def measure(url: str, n: int, calls: int, fill_batch: int) -> dict[str, An
     jobs = await connect(url, registry=REGISTRY, migrate=True)
     rng = random.Random(7)
     sample: list[str] = []
+    now = jobs.clock.now_ms()
+    trace_id = f"{(now - 60_000) << 16:016x}{'f' * 16}"
     try:
         started = time.monotonic()
-        for lo in range(0, n, fill_batch):
+        await history.seed(url, history.Seed(rows=settled, now=now), analyze=False)
+        if trace_steps > 0:
+            await history.long_trace(url, trace_id, trace_steps, now)
+        seed_s = time.monotonic() - started
+        started = time.monotonic()
+        for lo in range(0, live, fill_batch):
             results = await jobs.enqueue_many(
-                [Enqueue(bench_noop, Item(i=i)) for i in range(lo, min(n, lo + fill_batch))]
+                [
+                    Enqueue(bench_noop, Item(i=i), tenant_id=f"t{i % history.TENANTS}")
+                    for i in range(lo, min(live, lo + fill_batch))
+                ]
             )
             sample.extend(r.id for r in rng.sample(results, min(len(results), 20)))
         fill_s = time.monotonic() - started
+        await history.analyze(url)
         sample = rng.sample(sample, min(len(sample), SAMPLE_IDS))
 
         def pick() -> str:
@@ -64,6 +102,9 @@ async def measure(url: str, n: int, calls: int, fill_batch: int) -> dict[str, An
             if result.is_error:
                 raise RuntimeError(f"{tool} failed: {result.structured_content}")
 
+        def call(tool: str, arguments: dict[str, Any]) -> Callable[[], Awaitable[None]]:
+            return lambda: ok(tool, arguments)
+
         server = build_server(Settings(database_url=url), jobs)
         async with Client(server) as client:
             tools = {
@@ -71,6 +112,13 @@ async def measure(url: str, n: int, calls: int, fill_batch: int) -> dict[str, An
                 "list_jobs": await _time(calls, lambda: ok("list_jobs", {})),
                 "queue_stats": await _time(calls, lambda: ok("queue_stats", {})),
             }
+            by_call: dict[str, dict[str, float]] = {}
+            for label, tool, arguments in HISTORY_CALLS:
+                if label == LONG_TRACE:
+                    if trace_steps <= 0:
+                        continue
+                    arguments = {"job_id": trace_id}
+                by_call[label] = await _time(calls, call(tool, arguments))
         engine = {
             "trace": await _time(calls, lambda: jobs.trace(pick())),
             "list": await _time(calls, lambda: jobs.list()),
@@ -78,4 +126,14 @@ async def measure(url: str, n: int, calls: int, fill_batch: int) -> dict[str, An
         }
     finally:
         await jobs.close()
-    return {"rows": n, "fill_s": fill_s, "tools": tools, "engine": engine}
+    return {
+        "rows": live + settled + (1 if trace_steps > 0 else 0),
+        "live": live,
+        "settled": settled,
+        "trace_steps": trace_steps,
+        "seed_s": seed_s,
+        "fill_s": fill_s,
+        "tools": tools,
+        "history": by_call,
+        "engine": engine,
+    }

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.mcp_tools import HISTORY_CALLS
 from benchmarks.systems import SYSTEMS
 
 SUBJECT = "mcp-jobs-pg"
@@ -69,10 +70,15 @@ def _tool_growth(tool: str) -> Callable[[Results, str], float | None]:
     return value
 
 
-def _stats_reported(results: Results, subject: str) -> float | None:
-    return _get(results, 7, subject, "large", "tools", "queue_stats", "p50_ms") or _get(
-        results, 7, subject, "small", "tools", "queue_stats", "p50_ms"
-    )
+def _history_growth(call: str) -> Callable[[Results, str], float | None]:
+    """#21's acceptance: one call at large history ÷ the same call at small history."""
+
+    def value(results: Results, subject: str) -> float | None:
+        large = _get(results, 7, subject, "large", "history", call, "p50_ms")
+        small = _get(results, 7, subject, "small", "history", call, "p50_ms")
+        return large / small if large is not None and small else None
+
+    return value
 
 
 def _memory(results: Results, subject: str) -> float | None:
@@ -94,7 +100,10 @@ TARGETS = (
     Target("6 drain at scale ÷ drain (3)", 0.8, ">=", _scale),
     Target("7 inspect_job large ÷ small (p50)", 2.0, "<=", _tool_growth("inspect_job")),
     Target("7 list_jobs large ÷ small (p50)", 2.0, "<=", _tool_growth("list_jobs")),
-    Target("7 queue_stats reported (p50 ms)", 0.0, ">=", _stats_reported),
+    *(
+        Target(f"7 {call} large ÷ small history (p50)", 2.0, "<=", _history_growth(call))
+        for call, _, _ in HISTORY_CALLS
+    ),
     Target("worker peak memory ÷ PgQueuer", 1.0, "<=", _memory),
 )
 
@@ -206,6 +215,32 @@ def tools_table(results: Results) -> str:
     return _table(header, rows) if rows else ""
 
 
+def history_table(results: Results) -> str:
+    """Workload 7's calls at small and large history, and large ÷ small, per backend."""
+    per = results.get("7", {})
+    keys = [k for k in per if "small" in per[k] and "history" in per[k]["small"]]
+    if not keys:
+        return ""
+    header = ["call (p50 ms)"]
+    for key in keys:
+        label = SYSTEMS[key].label
+        settled = _get(results, 7, key, "large", "settled")
+        header += [f"{label} small", f"{label} @{_fmt(settled)} settled", "large ÷ small"]
+    rows = []
+    for call, _, _ in HISTORY_CALLS:
+        cells = [call]
+        for key in keys:
+            small = _get(results, 7, key, "small", "history", call, "p50_ms")
+            large = _get(results, 7, key, "large", "history", call, "p50_ms")
+            cells += [
+                _fmt(small, 2),
+                _fmt(large, 2),
+                _fmt(large / small if large is not None and small else None, 2),
+            ]
+        rows.append(cells)
+    return _table(header, rows)
+
+
 def ratios_table(rows: list[dict[str, Any]]) -> str:
     header = ["target (mcp-jobs PostgreSQL)", "goal", "value", "met", "SQLite (info)"]
     body = []
@@ -230,6 +265,9 @@ def render(document: dict[str, Any]) -> str:
     tools = tools_table(results)
     if tools:
         parts += ["", tools]
+    history = history_table(results)
+    if history:
+        parts += ["", history]
     parts += ["", ratios_table(document["ratios"])]
     if document.get("failures"):
         parts += ["", "failures:"] + [f"  {f}" for f in document["failures"]]
@@ -242,13 +280,14 @@ def compare(documents: list[dict[str, Any]]) -> str:
     header += [f"run {i + 1}" for i in range(len(documents))]
     header.append("met in all")
     rows = []
-    for i, target in enumerate(TARGETS):
+    for target in TARGETS:
         cells = [target.name, f"{target.op} {target.goal:g}"]
         verdicts = []
         for document in documents:
-            row = document["ratios"][i]
-            cells.append(_fmt(row["value"], 2))
-            verdicts.append(row["met"])
+            # By name: a document written before a target existed has no row for it.
+            row = next((r for r in document["ratios"] if r["target"] == target.name), None)
+            cells.append(_fmt(None if row is None else row["value"], 2))
+            verdicts.append(None if row is None else row["met"])
         if any(v is None for v in verdicts):
             cells.append("—")
         else:

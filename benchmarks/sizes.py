@@ -22,7 +22,9 @@ class Sizes:
     steps: int
     # 6. workload 3 at scale (0 skips it)
     scale: int
-    # 7. MCP tool latency on tables of these sizes (0 skips a size); calls per tool
+    # 7. MCP tool latency, small history against large (0 skips a size); calls per tool.
+    # Small: `tools_small` rows in all, a tenth of them settled. Large: `tools_live` live rows
+    # and `tools_large` settled ones (`tools_large_sqlite` on SQLite, 0: the same).
     tools_small: int
     tools_large: int
     tool_calls: int
@@ -30,6 +32,17 @@ class Sizes:
     concurrency: int = 16
     # Systems left out of workload 6 (Procrastinate drains ~150 jobs/s: 200,000 is 20+ minutes)
     scale_exclude: tuple[str, ...] = ("procrastinate",)
+    # 7. settled rows at the large size on SQLite (0: tools_large), live rows at the large size,
+    # and the steps of the one long trace `inspect_job` reads at both sizes
+    tools_large_sqlite: int = 0
+    tools_live: int = 10_000
+    tools_trace_steps: int = 20_000
+
+    def tools_settled(self, backend: str) -> int:
+        """Workload 7's settled rows at the large size on `backend`."""
+        if backend == "sqlite" and self.tools_large_sqlite > 0:
+            return min(self.tools_large, self.tools_large_sqlite)
+        return self.tools_large
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -48,6 +61,7 @@ PROFILES: dict[str, Sizes] = {
         tools_small=200,
         tools_large=0,
         tool_calls=5,
+        tools_trace_steps=200,
     ),
     "quick": Sizes(
         single_enqueue=500,
@@ -60,6 +74,7 @@ PROFILES: dict[str, Sizes] = {
         tools_small=10_000,
         tools_large=50_000,
         tool_calls=30,
+        tools_large_sqlite=20_000,
     ),
     # The default: the issue's sizes for 1–5, workloads 6 and 7 scaled down to finish in minutes.
     "default": Sizes(
@@ -71,8 +86,9 @@ PROFILES: dict[str, Sizes] = {
         steps=5_000,
         scale=50_000,
         tools_small=10_000,
-        tools_large=100_000,
+        tools_large=200_000,
         tool_calls=50,
+        tools_large_sqlite=50_000,
     ),
     "full": Sizes(
         single_enqueue=5_000,
@@ -86,6 +102,7 @@ PROFILES: dict[str, Sizes] = {
         tools_large=1_000_000,
         tool_calls=100,
         scale_exclude=(),
+        tools_large_sqlite=200_000,
     ),
 }
 

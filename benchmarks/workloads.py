@@ -203,16 +203,32 @@ async def steps(run: Run, key: str) -> dict[str, Any]:
 
 
 async def mcp_tools(run: Run, key: str) -> dict[str, Any]:
-    """7. MCP tools through the in-process client on a small and a large table."""
+    """7. MCP tools through the in-process client at small history and at large history."""
+    sizes = run.sizes
+    backend = SYSTEMS[key].backend
     out: dict[str, Any] = {}
-    for label, n in (("small", run.sizes.tools_small), ("large", run.sizes.tools_large)):
-        if n <= 0:
+    small_settled = sizes.tools_small // 10
+    plans = (
+        ("small", sizes.tools_small - small_settled, small_settled),
+        ("large", sizes.tools_live, sizes.tools_settled(backend)),
+    )
+    for label, live, settled in plans:
+        if label == "small" and sizes.tools_small <= 0:
             continue
-        async with fresh_database(run.dsn, SYSTEMS[key].backend, f"{key}_7{label}") as url:
+        if label == "large" and settled <= 0:
+            continue
+        async with fresh_database(run.dsn, backend, f"{key}_7{label}") as url:
             spec = run.spec(
-                key, url, "mcp_tools", n=n, calls=run.sizes.tool_calls, fill_batch=10_000
+                key,
+                url,
+                "mcp_tools",
+                live=live,
+                settled=settled,
+                trace_steps=sizes.tools_trace_steps,
+                calls=sizes.tool_calls,
+                fill_batch=10_000,
             )
-            out[label] = await run.child(key, "7", spec, 600 + n / 200)
+            out[label] = await run.child(key, "7", spec, 600 + (live + settled) / 200)
     return out
 
 

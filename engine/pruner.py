@@ -4,9 +4,10 @@ worker at a time.
 Every worker runs a `Pruner` (unless `Worker(prune=False)` or `MCP_JOBS_PRUNE=off`); a named
 leadership lease (`lead("prune", ...)`, as the scheduler's) lets only one of them prune at a
 time. A pass computes its cutoffs once (`engine.retention.plan`), then deletes at most
-`batch_size` rows per transaction, renewing the lease and yielding to the event loop between
-batches, until a batch comes back short. Each pass logs one line and tells its listeners (the
-worker's metrics count `mcp_jobs_pruned_jobs_total{state}`).
+`batch_size` rows per transaction, renewing the lease and pausing `pause_ms` on the injected
+clock between batches (so a drain on the same server keeps its pace; benchmarks/README.md has
+the measurement), until a batch comes back short. Each pass logs one line and tells its
+listeners (the worker's metrics count `mcp_jobs_pruned_jobs_total{state}`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from engine.retention import (
 
 if TYPE_CHECKING:
     from engine.client import Jobs
+    from engine.clock import Clock
     from engine.declare import JobRegistry
 
 logger = logging.getLogger("mcp_jobs.pruner")
@@ -44,6 +46,10 @@ logger = logging.getLogger("mcp_jobs.pruner")
 LEASE_NAME = "prune"
 DEFAULT_LEASE_MS = 60_000
 MAX_BATCH_SIZE = 10_000
+# The background pass's pause between two batches: the drain's claims and settles get the
+# database between deletes. Chosen by benchmarks/prune_during_drain.py.
+DEFAULT_PAUSE_MS = 25
+MAX_PAUSE_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -92,10 +98,13 @@ async def prune_all(
     batch_size: int = DEFAULT_BATCH_SIZE,
     tenant_id: str | None = None,
     max_batches: int | None = None,
+    pause_ms: int = 0,
 ) -> tuple[list[PruneCount], int, bool]:
-    """Prune in batches of `batch_size` until a batch comes back short (or `max_batches` ran).
+    """Prune in batches of `batch_size` until a batch comes back short (or `max_batches` ran),
+    pausing `pause_ms` on the jobs' clock between batches (0: only yield to the event loop).
     Returns the counts, the batches run, and whether expired rows may remain."""
     bounds.whole("batch_size", batch_size, 1, MAX_BATCH_SIZE)
+    bounds.whole("pause_ms", pause_ms, 0, MAX_PAUSE_MS, unit="ms")
     history = require(jobs.driver, HISTORY)
     pruned: list[PruneCount] = []
     batches = 0
@@ -105,9 +114,19 @@ async def prune_all(
         pruned = merge(pruned, got)
         if sum(c.rows for c in got) < batch_size:
             return pruned, batches, False
-        # Between batches: let the drain's claims and settles run before the next delete.
-        await anyio.lowlevel.checkpoint()
+        if max_batches is not None and batches >= max_batches:
+            break
+        await _between_batches(jobs.clock, pause_ms)
     return pruned, batches, True
+
+
+async def _between_batches(clock: Clock, pause_ms: int) -> None:
+    """Let the drain's claims and settles run before the next delete: a pause on the injected
+    clock, or (0) one pass of the event loop."""
+    if pause_ms > 0:
+        await clock.sleep_ms(pause_ms)
+    else:
+        await anyio.lowlevel.checkpoint()
 
 
 class Pruner:
@@ -122,6 +141,7 @@ class Pruner:
         interval_ms: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         lease_ms: int = DEFAULT_LEASE_MS,
+        pause_ms: int = DEFAULT_PAUSE_MS,
         holder: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
@@ -129,6 +149,7 @@ class Pruner:
         bounds.whole("interval_ms", every, 1, bounds.MAX_DELAY_MS, unit="ms")
         bounds.whole("lease_ms", lease_ms, 1, bounds.MAX_DELAY_MS, unit="ms")
         bounds.whole("batch_size", batch_size, 1, MAX_BATCH_SIZE)
+        bounds.whole("pause_ms", pause_ms, 0, MAX_PAUSE_MS, unit="ms")
         self.jobs = jobs
         self.history = require(jobs.driver, HISTORY)
         self.leases = require(jobs.driver, LEADER_LEASES)
@@ -137,6 +158,7 @@ class Pruner:
         self.interval_ms = every
         self.batch_size = batch_size
         self.lease_ms = lease_ms
+        self.pause_ms = pause_ms
         self.holder = holder or f"pruner:{worker_id()}"
         self.leading = False
         self._listeners: list[PassListener] = []
@@ -152,7 +174,8 @@ class Pruner:
 
     async def pass_once(self) -> PrunePass:
         """Take or renew the lease; while leading, prune everything expired now, batch by
-        batch, renewing the lease between batches and stopping if it was lost."""
+        batch, pausing `pause_ms` and renewing the lease between batches, stopping if it was
+        lost or the pruner is stopping."""
         now = self.clock.now_ms()
         self.leading = await self.leases.lead(LEASE_NAME, self.holder, self.lease_ms)
         if not self.leading:
@@ -166,8 +189,9 @@ class Pruner:
             pruned = merge(pruned, got)
             if sum(c.rows for c in got) < self.batch_size:
                 break
-            # Between batches: let the drain's claims and settles run before the next delete.
-            await anyio.lowlevel.checkpoint()
+            await self._pause()
+            if self._stopping:
+                break
             self.leading = await self.leases.lead(LEASE_NAME, self.holder, self.lease_ms)
             if not self.leading:
                 break
@@ -215,6 +239,13 @@ class Pruner:
 
     async def wait_stopped(self) -> None:
         await self._done.wait()
+
+    async def _pause(self) -> None:
+        """The pause between two batches; `stop()` ends it early."""
+        if self.pause_ms <= 0:
+            await anyio.lowlevel.checkpoint()
+        else:
+            await self._sleep(self.pause_ms)
 
     async def _sleep(self, ms: int) -> None:
         if self._stopping:

@@ -278,8 +278,8 @@ async def test_of_two_workers_pruners_one_leads_and_prunes_in_batches(
     for _ in range(12):
         await settle(driver, "done")
     clock.advance(8 * DAY_MS)
-    first = Pruner(jobs, holder="w1", batch_size=5, interval_ms=60_000, environ={})
-    second = Pruner(jobs, holder="w2", batch_size=5, interval_ms=60_000, environ={})
+    first = Pruner(jobs, holder="w1", batch_size=5, interval_ms=60_000, pause_ms=0, environ={})
+    second = Pruner(jobs, holder="w2", batch_size=5, interval_ms=60_000, pause_ms=0, environ={})
     one = await first.pass_once()
     two = await second.pass_once()
     assert one.leader and not two.leader
