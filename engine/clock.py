@@ -54,3 +54,16 @@ class ManualClock:
 
 
 SYSTEM_CLOCK = SystemClock()
+
+
+async def sleep_unless_woken(clock: Clock, ms: int, wake: anyio.Event) -> None:
+    """Wait `ms` of `clock`'s time, or less if `wake` is set first (a stopping service)."""
+    async with anyio.create_task_group() as tg:
+
+        async def timer() -> None:
+            await clock.sleep_ms(ms)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(timer)
+        await wake.wait()
+        tg.cancel_scope.cancel()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from engine import bounds
+from engine.clock import sleep_unless_woken
 from engine.drivers.base import HISTORY, LEADER_LEASES, require
 from engine.errors import JobsError
 from engine.ids import worker_id
@@ -250,16 +251,7 @@ class Pruner:
     async def _sleep(self, ms: int) -> None:
         if self._stopping:
             return
-        wake = self._wake
-        async with anyio.create_task_group() as tg:
-
-            async def timer() -> None:
-                await self.clock.sleep_ms(ms)
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(timer)
-            await wake.wait()
-            tg.cancel_scope.cancel()
+        await sleep_unless_woken(self.clock, ms, self._wake)
 
     async def _release(self) -> None:
         """Hand the lease back on the way out so a peer prunes at its next pass."""

@@ -24,6 +24,7 @@ import anyio
 
 from engine import bounds
 from engine.client import Enqueue
+from engine.clock import sleep_unless_woken
 from engine.drivers.base import SCHEDULER, require
 from engine.errors import JobsError
 from engine.ids import worker_id
@@ -239,16 +240,7 @@ class Scheduler:
         if self._stopping or ms <= 0:
             await anyio.lowlevel.checkpoint()
             return
-        wake = self._wake
-        async with anyio.create_task_group() as tg:
-
-            async def timer() -> None:
-                await self.clock.sleep_ms(ms)
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(timer)
-            await wake.wait()
-            tg.cancel_scope.cancel()
+        await sleep_unless_woken(self.clock, ms, self._wake)
 
     async def _release(self) -> None:
         """Hand the lease back on the way out (renewed for 0 ms) so a peer leads at once

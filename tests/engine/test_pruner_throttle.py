@@ -53,7 +53,7 @@ async def test_a_pass_pauses_on_the_clock_between_batches_and_not_after_the_last
                 await clock.slept.wait()
                 assert await _remaining(jobs, clock) == 7  # one batch, then the pause
                 clock.advance(39)
-                await anyio.sleep(0.01)
+                await anyio.wait_all_tasks_blocked()
                 assert await _remaining(jobs, clock) == 7  # still pausing
                 waiting = clock.slept
                 clock.advance(1)
