@@ -22,10 +22,14 @@ from schemas.states import JobState
 SAMPLE_IDS = 5
 
 
+# Parked jobs a diagnosis reads to tell unknown names from sleeps.
+PARKED_SCAN = 200
+
+
 async def _ids(
-    scope: Scope, state: JobState, queue: str | None, tenant: str | None
+    scope: Scope, state: JobState, queue: str | None, tenant: str | None, limit: int
 ) -> list[JobRecord]:
-    page = await scope.jobs.list(state=state, queue=queue, tenant_id=tenant, limit=200)
+    page = await scope.jobs.list(state=state, queue=queue, tenant_id=tenant, limit=limit)
     return page.jobs
 
 
@@ -94,7 +98,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
                 )
             )
         if s.dead:
-            dead = await _ids(scope, "dead", s.queue, tenant)
+            dead = await _ids(scope, "dead", s.queue, tenant, SAMPLE_IDS)
             first = dead[0].id if dead else None
             newest_error = dead[0].last_error if dead else None
             failed_with = (
@@ -115,7 +119,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
                     next_call=NextCall(tool="inspect_job", arguments={"job_id": first})
                     if first
                     else None,
-                    job_ids=[d.id for d in dead[:SAMPLE_IDS]],
+                    job_ids=[d.id for d in dead],
                     last_error=newest_error,
                 )
             )
@@ -137,7 +141,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
 
 async def _unknown_names(scope: Scope, queue: str, tenant: str | None, app: str) -> list[Finding]:
     """Suspended rows parked because no worker knows their name (rule 7: parked, no attempt)."""
-    parked = await _ids(scope, "suspended", queue, tenant)
+    parked = await _ids(scope, "suspended", queue, tenant, PARKED_SCAN)
     by_name: dict[str, list[str]] = {}
     for job in parked:
         unknown_here = scope.jobs.registry.get(job.name) is None

@@ -18,6 +18,7 @@ from tests.support.postgres import fresh_database
 
 TABLES = {
     "backfills",
+    "dead_counts",
     "events",
     "jobs",
     "outbox",

@@ -124,7 +124,8 @@ async def test_stats_read_the_live_rows_and_the_settled_index(
         buffers, indexes, seq = await _explain(
             sql, history.db.q["stats"], now, queues, tenant, recent
         )
-        assert seq == [], (queues, tenant)
+        # dead_counts is one row per queue, tenant and state: a scan of it is O(queues).
+        assert [r for r in seq if r != "dead_counts"] == [], (queues, tenant)
         assert {"jobs_live_idx", "jobs_settled_idx", "jobs_unknown_state_idx"} <= indexes
         assert buffers < MAX_BUFFERS, (queues, tenant, buffers)
     (stats,) = await history.stats()

@@ -14,6 +14,7 @@ from schemas.states import LIVE_STATES
 
 DURABLE_TABLES = {
     "mcp_jobs_jobs",
+    "mcp_jobs_dead_counts",
     "mcp_jobs_steps",
     "mcp_jobs_events",
     "mcp_jobs_leases",

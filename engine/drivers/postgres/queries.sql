@@ -319,26 +319,28 @@ SELECT count(*) FROM {schema}.events WHERE job_id = $1;
 -- name: stats
 -- Rule 7: a due delayed row counts as ready; a shed row is ready (it never left the state) and
 -- its age runs from queued_at, which a shed does not move. It reads what is live, not what ever
--- ran: live rows (jobs_live_idx), every dead and failed row, done and cancelled rows finished
--- since $4 (rules.counts_in_stats; both from jobs_settled_idx alone), and rows of a state this
--- build does not know (jobs_unknown_state_idx, always empty), which the caller refuses by name.
+-- ran: live rows (jobs_live_idx), the dead and failed counts (dead_counts, kept by triggers;
+-- each row stands for n jobs, hence sum(n) for those two states), done and cancelled rows
+-- finished since $4 (rules.counts_in_stats; from jobs_settled_idx alone), and rows of a state
+-- this build does not know (jobs_unknown_state_idx, always empty), which the caller refuses by
+-- name. The counts fold a null tenant to '', and a tenant is never '' (bounds.text).
 WITH counted AS (
-    SELECT queue, state, run_at, queued_at, lease_expires_at
+    SELECT queue, state, run_at, queued_at, lease_expires_at, 1::bigint AS n
       FROM {schema}.jobs
      WHERE state IN ('ready', 'delayed', 'running', 'suspended')
        AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
     UNION ALL
-    SELECT queue, state, NULL, NULL, NULL
-      FROM {schema}.jobs
-     WHERE state IN ('failed', 'dead')
+    SELECT queue, state, NULL, NULL, NULL, n
+      FROM {schema}.dead_counts
+     WHERE n > 0
        AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
     UNION ALL
-    SELECT queue, state, NULL, NULL, NULL
+    SELECT queue, state, NULL, NULL, NULL, 1
       FROM {schema}.jobs
      WHERE state IN ('done', 'cancelled') AND finished_at >= $4::bigint
        AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
     UNION ALL
-    SELECT queue, state, run_at, queued_at, lease_expires_at
+    SELECT queue, state, run_at, queued_at, lease_expires_at, 1
       FROM {schema}.jobs
      WHERE state NOT IN ('ready', 'delayed', 'running', 'suspended',
                          'done', 'failed', 'dead', 'cancelled')
@@ -350,8 +352,8 @@ SELECT queue,
        count(*) FILTER (WHERE state = 'delayed' AND run_at > $1::bigint) AS delayed,
        count(*) FILTER (WHERE state = 'running') AS running,
        count(*) FILTER (WHERE state = 'suspended') AS suspended,
-       count(*) FILTER (WHERE state = 'dead') AS dead,
-       count(*) FILTER (WHERE state = 'failed') AS failed,
+       coalesce(sum(n) FILTER (WHERE state = 'dead'), 0)::bigint AS dead,
+       coalesce(sum(n) FILTER (WHERE state = 'failed'), 0)::bigint AS failed,
        count(*) FILTER (WHERE state = 'done') AS done,
        count(*) FILTER (WHERE state = 'cancelled') AS cancelled,
        coalesce(max($1::bigint - queued_at) FILTER (

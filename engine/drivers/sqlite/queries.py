@@ -172,8 +172,11 @@ _STATS_FILTER = (
     "(:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))"
     " AND (:tenant IS NULL OR tenant_id = :tenant)"
 )
-_STATS_COLUMNS = "queue, state, run_at, queued_at, lease_expires_at"
-_ALWAYS = _listed(tuple(s for s in SETTLED_STATES if s not in rules.RECENT_SETTLED_STATES))
+# Every arm yields these columns; `n` is how many jobs a row stands for: 1 for a job row, the
+# count of a dead/failed counts row (mcp_jobs_dead_counts, kept by triggers). The counts fold a
+# null tenant to '', and a tenant is never '' (bounds.text).
+_STATS_COLUMNS = "queue, state, run_at, queued_at, lease_expires_at, 1 AS n"
+_COUNTED = _listed(tuple(s for s in SETTLED_STATES if s not in rules.RECENT_SETTLED_STATES))
 _RECENT = _listed(rules.RECENT_SETTLED_STATES)
 STATS = f"""
 SELECT queue,
@@ -181,8 +184,8 @@ SELECT queue,
        sum(state = 'delayed' AND run_at > :now),
        sum(state = 'running'),
        sum(state = 'suspended'),
-       sum(state = 'dead'),
-       sum(state = 'failed'),
+       sum(CASE WHEN state = 'dead' THEN n ELSE 0 END),
+       sum(CASE WHEN state = 'failed' THEN n ELSE 0 END),
        sum(state = 'done'),
        sum(state = 'cancelled'),
        coalesce(max(CASE WHEN {_READY} AND queued_at <= :now THEN :now - queued_at END), 0),
@@ -195,8 +198,8 @@ FROM (
     SELECT {_STATS_COLUMNS} FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_live
     WHERE {LIVE_PREDICATE} AND {_STATS_FILTER}
     UNION ALL
-    SELECT {_STATS_COLUMNS} FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_settled
-    WHERE state IN ({_ALWAYS}) AND {SETTLED_PREDICATE} AND {_STATS_FILTER}
+    SELECT queue, state, NULL, NULL, NULL, n FROM mcp_jobs_dead_counts
+    WHERE n > 0 AND state IN ({_COUNTED}) AND {_STATS_FILTER}
     UNION ALL
     SELECT {_STATS_COLUMNS} FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_settled
     WHERE state IN ({_RECENT}) AND {SETTLED_PREDICATE} AND finished_at >= :recent

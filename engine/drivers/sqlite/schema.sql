@@ -49,7 +49,8 @@ CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_leased
 -- 0002, reads that cost what is live: every index below is partial over live or over
 -- settled rows, so the hot path touches only the small live-side ones.
 -- Settled rows by state and finish time: the pruner walks it oldest first per state; the stats
--- count dead and failed rows, and done/cancelled ones of the recent window, from it.
+-- count done/cancelled rows of the recent window from it (dead and failed ones from
+-- mcp_jobs_dead_counts, 0005).
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled
     ON mcp_jobs_jobs (state, finished_at, id)
     WHERE state IN ('done', 'failed', 'dead', 'cancelled');
@@ -183,3 +184,50 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_outbox (
 CREATE INDEX IF NOT EXISTS mcp_jobs_outbox_unpublished
     ON mcp_jobs_outbox (staged_at, id)
     WHERE published_at IS NULL;
+
+-- 0005: dead and failed counts kept by triggers.
+-- The dead and failed rows counted as they come and go, per (queue, tenant or '', state): the
+-- stats read these few rows instead of every kept dead and failed row. Triggers keep them, each
+-- with a WHEN that lets it fire only when a row enters or leaves dead/failed, so the hot path
+-- (ready, running, done) never runs one. A count that reaches 0 stays as a row of 0; the stats
+-- skip it.
+CREATE TABLE IF NOT EXISTS mcp_jobs_dead_counts (
+    queue     TEXT NOT NULL,
+    tenant_id TEXT NOT NULL,
+    state     TEXT NOT NULL,
+    n         INTEGER NOT NULL,
+    PRIMARY KEY (queue, tenant_id, state)
+);
+
+CREATE TRIGGER IF NOT EXISTS mcp_jobs_dead_counts_insert
+AFTER INSERT ON mcp_jobs_jobs
+WHEN NEW.state IN ('dead', 'failed')
+BEGIN
+    INSERT INTO mcp_jobs_dead_counts (queue, tenant_id, state, n)
+    VALUES (NEW.queue, coalesce(NEW.tenant_id, ''), NEW.state, 1)
+    ON CONFLICT (queue, tenant_id, state) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER IF NOT EXISTS mcp_jobs_dead_counts_update
+AFTER UPDATE OF state, queue, tenant_id ON mcp_jobs_jobs
+WHEN (OLD.state IN ('dead', 'failed') OR NEW.state IN ('dead', 'failed'))
+ AND (OLD.state IS NOT NEW.state OR OLD.queue IS NOT NEW.queue
+      OR OLD.tenant_id IS NOT NEW.tenant_id)
+BEGIN
+    UPDATE mcp_jobs_dead_counts SET n = n - 1
+     WHERE OLD.state IN ('dead', 'failed') AND queue = OLD.queue
+       AND tenant_id = coalesce(OLD.tenant_id, '') AND state = OLD.state AND n > 0;
+    INSERT INTO mcp_jobs_dead_counts (queue, tenant_id, state, n)
+    SELECT NEW.queue, coalesce(NEW.tenant_id, ''), NEW.state, 1
+     WHERE NEW.state IN ('dead', 'failed')
+    ON CONFLICT (queue, tenant_id, state) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER IF NOT EXISTS mcp_jobs_dead_counts_delete
+AFTER DELETE ON mcp_jobs_jobs
+WHEN OLD.state IN ('dead', 'failed')
+BEGIN
+    UPDATE mcp_jobs_dead_counts SET n = n - 1
+     WHERE queue = OLD.queue AND tenant_id = coalesce(OLD.tenant_id, '')
+       AND state = OLD.state AND n > 0;
+END;
