@@ -8,6 +8,7 @@ claims and fences hold.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,7 +90,9 @@ class MemoryDriver:
         self._leases: dict[str, _Lease] = {}
         self._live: dict[DedupeKey, str] = {}
         self._steps: dict[str, dict[str, StepRecord]] = {}
-        self._events: list[EventRecord] = []
+        # Keyed by a sequence that never repeats: a trace cursor stays valid across a prune.
+        self._events: dict[int, EventRecord] = {}
+        self._event_seq = itertools.count()
         self._slots: dict[str, dict[str, int]] = {}  # key -> job_id -> expires_at
         self._workers: dict[str, WorkerInfo] = {}
         self._backfills: dict[str, BackfillRun] = {}
@@ -255,10 +258,8 @@ class MemoryDriver:
         data: dict[str, Any] | None,
         actor: str | None = None,
     ) -> None:
-        self._events.append(
-            EventRecord(
-                job_id=job.id, at=now, kind=kind, actor=actor, tenant_id=job.tenant_id, data=data
-            )
+        self._events[next(self._event_seq)] = EventRecord(
+            job_id=job.id, at=now, kind=kind, actor=actor, tenant_id=job.tenant_id, data=data
         )
 
     def _find(self, job_id: str, tenant_id: str | None) -> JobRecord:
@@ -304,7 +305,7 @@ class MemoryDriver:
             else [t for t in steps if (t[0], t[1]) < paging.parse_step_cursor(page.steps_cursor)]
         )
         step_page = before_steps[-page.steps_limit :]
-        events = [(seq, e) for seq, e in enumerate(self._events) if e.job_id == job_id]
+        events = [(seq, e) for seq, e in self._events.items() if e.job_id == job_id]
         before_events = (
             events
             if page.events_cursor is None
@@ -366,7 +367,7 @@ class MemoryDriver:
         return record
 
     async def record_event(self, event: EventRecord) -> None:
-        self._events.append(event)
+        self._events[next(self._event_seq)] = event
 
     # --- steps --------------------------------------------------------------------------------
 
@@ -568,7 +569,7 @@ class MemoryDriver:
             self._steps.pop(job.run_id, None)
             self._leases.pop(job.id, None)
         if ids:
-            self._events = [e for e in self._events if e.job_id not in ids]
+            self._events = {s: e for s, e in self._events.items() if e.job_id not in ids}
             for holders in self._slots.values():
                 for job_id in ids & holders.keys():
                     del holders[job_id]

@@ -185,7 +185,7 @@ async def stored_rows(jobs: Jobs, table: str) -> list[tuple[Any, ...]]:
         held: list[Any] = {
             "jobs": list(driver._jobs.values()),
             "steps": [s for run in driver._steps.values() for s in run.values()],
-            "events": list(driver._events),
+            "events": list(driver._events.values()),
         }[table]
         return [tuple(m.model_dump(mode="json").values()) for m in held]
     if driver.kind == "sqlite":

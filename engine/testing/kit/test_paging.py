@@ -11,6 +11,8 @@ from engine import Jobs, ManualClock, rules
 from engine.drivers.base import AckWrite, StepWrite
 from engine.errors import InvalidArgumentError
 from engine.paging import MAX_TRACE_PAGE
+from engine.retention import DEFAULT_POLICY, plan
+from engine.testing.kit.test_retention import settle
 from schemas.events import EventRecord
 from schemas.jobs import EnqueueRequest, NackOptions
 from schemas.states import SETTLED_STATES
@@ -208,3 +210,22 @@ async def test_stats_count_done_and_cancelled_of_the_recent_window_only(
     assert await jobs.stats(tenant_id="acme") == [
         rules.queue_stats([await jobs.get("job0005")], clock.now_ms())[0]
     ]
+
+
+async def test_an_events_cursor_stays_valid_across_a_prune(jobs: Jobs, clock: ManualClock) -> None:
+    driver = jobs.driver
+    old = await settle(driver, "dead", name="old")
+    for _ in range(5):
+        await driver.record_event(EventRecord(job_id=old.id, at=clock.now_ms(), kind="note"))
+    clock.advance(31 * 86_400_000)
+    job_id = await _job_with_history(jobs, clock, steps=0, events=10)
+    first = await jobs.trace(job_id, events_limit=4)
+    seen = [e.data for e in first.events]
+    pruned = await driver.prune(plan(DEFAULT_POLICY, clock.now_ms()), 100)
+    assert sum(c.rows for c in pruned) == 1  # the old job and its events are gone
+    cursor = first.events_cursor
+    while cursor is not None:
+        page = await jobs.trace(job_id, events_limit=4, events_cursor=cursor)
+        seen[:0] = [e.data for e in page.events]
+        cursor = page.events_cursor
+    assert seen == [{"i": i} for i in range(10)]
