@@ -7,6 +7,7 @@ and the error for a name nobody declared. Everything else is shared.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Generic, Protocol, TypeVar
 
@@ -21,23 +22,23 @@ class Named(Protocol):
 T = TypeVar("T", bound=Named)
 
 
-class Registry(Generic[T]):
+class Registry(ABC, Generic[T]):
     """Declarations of one kind by name, iterated in name order."""
 
     def __init__(self) -> None:
         self._by_name: dict[str, T] = {}
 
+    @abstractmethod
     def check(self, definition: object) -> T:
         """`definition` if it is one of this registry's declarations; else raise."""
-        raise NotImplementedError
 
+    @abstractmethod
     def clash(self, existing: T, definition: T) -> JobsError | None:
         """The error when `definition` takes `existing`'s name, or None when it is the same."""
-        raise NotImplementedError
 
+    @abstractmethod
     def unknown(self, name: str, known: Sequence[str]) -> JobsError:
         """The error for a name nobody declared, naming the ones that were."""
-        raise NotImplementedError
 
     def add(self, definition: T) -> None:
         checked = self.check(definition)
