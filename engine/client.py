@@ -14,6 +14,7 @@ from engine.bounds import (
     MAX_DELAY_MS,
     MAX_DELAY_SECONDS,
     MAX_ID_BYTES,
+    MAX_KEY_BYTES,
     MAX_NAME_BYTES,
     MAX_PAGE,
     MAX_QUEUE_BYTES,
@@ -22,13 +23,15 @@ from engine.bounds import (
 )
 from engine.clock import Clock
 from engine.declare import JobDefinition, JobRegistry, default_registry
+from engine.descriptors import IdempotencyKeyMissingError, from_registry, judged, validate_input
 from engine.drivers import open_driver
-from engine.drivers.base import Driver
+from engine.drivers.base import DESCRIPTORS, DescriptorStore, Driver, require
 from engine.errors import (
     InvalidArgumentError,
     JobDuplicateError,
     JobInputInvalidError,
     JobTenantRequiredError,
+    JobUnknownError,
 )
 from engine.ids import new_ids
 from engine.outbox import StagedJob
@@ -36,6 +39,7 @@ from engine.retry import retry_schedule
 from engine.settle import Settler
 from engine.tracing import current_traceparent, require_traceparent
 from schemas.descriptor import JobDescriptor
+from schemas.errors import NextCall
 from schemas.events import EventRecord
 from schemas.jobs import EnqueueRequest, EnqueueResult, JobFilter, JobPage, JobRecord, OnConflict
 from schemas.states import JOB_STATES, JobState
@@ -49,6 +53,7 @@ JobRef = str | JobDefinition[Any]
 # row costs about half what inserting it does, so a part may be twice the size of the last.
 _FIRST_PART = 128
 _LARGEST_PART = 1024
+_DEFAULT_LIST_PAGE = 50
 
 
 class Enqueue(NamedTuple):
@@ -79,11 +84,51 @@ def _addressed(job_id: object, tenant_id: object) -> tuple[str, str | None]:
     )
 
 
+def _list_arguments(wanted: JobFilter) -> dict[str, Any]:
+    """The list_jobs arguments that ask for `wanted` (its cursor aside), defaults left out."""
+    arguments: dict[str, Any] = {}
+    if wanted.states is not None:
+        arguments["state"] = wanted.states[0] if len(wanted.states) == 1 else list(wanted.states)
+    for key in ("name", "queue", "tenant_id"):
+        if getattr(wanted, key) is not None:
+            arguments[key] = getattr(wanted, key)
+    if wanted.limit != _DEFAULT_LIST_PAGE:
+        arguments["limit"] = wanted.limit
+    return arguments
+
+
 def _field_errors(exc: ValidationError) -> list[dict[str, Any]]:
     return [
         {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
         for e in exc.errors(include_url=False, include_context=False, include_input=False)
     ]
+
+
+def _scheduled(
+    name: str, tenant_required: bool, item: Enqueue, enqueued_by: str | None, now: int
+) -> int:
+    """The item's checks that do not depend on its input (tenant, conflict mode, actor), and
+    when it runs: now, `delay` seconds from now, or `run_at`, within bounds."""
+    _, _, tenant, delay, run_at, on_conflict, _ = item
+    if tenant is None:
+        if tenant_required:
+            raise JobTenantRequiredError(name)
+    else:
+        bounds.text("tenant_id", tenant, MAX_TENANT_BYTES)
+    if on_conflict != "dedupe" and on_conflict != "error":
+        raise InvalidArgumentError("on_conflict", on_conflict, "'dedupe' or 'error'")
+    if delay is None and run_at is None:
+        run_at = now
+    elif delay is not None:
+        if run_at is not None:
+            raise InvalidArgumentError("delay", delay, "omitted when run_at is given")
+        seconds = bounds.number("delay", delay, 0, MAX_DELAY_SECONDS, whole=False)
+        run_at = now + int(seconds * 1000)
+    else:
+        run_at = bounds.whole("run_at", run_at, 0, now + MAX_DELAY_MS, "epoch milliseconds")
+    if enqueued_by is not None:
+        bounds.text("enqueued_by", enqueued_by, MAX_ACTOR_BYTES)
+    return run_at
 
 
 class Jobs:
@@ -108,6 +153,11 @@ class Jobs:
         # a worker starts its outbox relay then.
         self.outbox_in_use = False
         self._first_stage: builtins.list[Callable[[], None]] = []
+        # Where workers published their jobs' descriptors (engine.descriptors): a job this
+        # process has not imported is described and enqueued by them. None: the driver keeps none.
+        self.descriptors: DescriptorStore | None = (
+            require(driver, DESCRIPTORS) if DESCRIPTORS.offered_by(driver) else None
+        )
 
     # --- enqueue ------------------------------------------------------------------------------
 
@@ -160,31 +210,13 @@ class Jobs:
         traceparent, used when the item names none)."""
         # The hot path of every enqueue: one pass, the common case (no delay, no tenant) first.
         # Every value is checked against engine.bounds here, before any driver sees it.
-        job, input, tenant, delay, run_at, on_conflict, traceparent = item
+        job, input, tenant, _, _, on_conflict, traceparent = item
         definition = job if isinstance(job, JobDefinition) else self._definition(job)
-        model = definition.input_model
         try:
-            value = input if isinstance(input, model) else model.model_validate(input)
+            value = definition.parse_input(input)
         except ValidationError as exc:
             raise JobInputInvalidError(definition.name, _field_errors(exc)) from exc
-        if tenant is None:
-            if definition.tenant_required:
-                raise JobTenantRequiredError(definition.name)
-        else:
-            bounds.text("tenant_id", tenant, MAX_TENANT_BYTES)
-        if on_conflict != "dedupe" and on_conflict != "error":
-            raise InvalidArgumentError("on_conflict", on_conflict, "'dedupe' or 'error'")
-        if delay is None and run_at is None:
-            run_at = now
-        elif delay is not None:
-            if run_at is not None:
-                raise InvalidArgumentError("delay", delay, "omitted when run_at is given")
-            seconds = bounds.number("delay", delay, 0, MAX_DELAY_SECONDS, whole=False)
-            run_at = now + int(seconds * 1000)
-        else:
-            run_at = bounds.whole("run_at", run_at, 0, now + MAX_DELAY_MS, "epoch milliseconds")
-        if enqueued_by is not None:
-            bounds.text("enqueued_by", enqueued_by, MAX_ACTOR_BYTES)
+        run_at = _scheduled(definition.name, definition.tenant_required, item, enqueued_by, now)
         key = definition.key_for(value)
         dumped = value.model_dump(mode="json")
         bounds.payload("input", dumped, self.max_payload_bytes)
@@ -203,6 +235,55 @@ class Jobs:
             traceparent=ambient if traceparent is None else require_traceparent(traceparent),
             enqueued_by=enqueued_by,
         )
+
+    async def _published_request(
+        self,
+        store: DescriptorStore,
+        item: Enqueue,
+        key: object,
+        enqueued_by: str | None,
+        now: int,
+        job_id: str,
+        run_id: str,
+    ) -> EnqueueRequest:
+        """One item of a job this process has not imported, resolved against the descriptor a
+        worker published: its input validated with the published JSON Schema, its key the
+        caller's (the key function is the app's code; engine/descriptors.py)."""
+        job, input, tenant, _, _, on_conflict, traceparent = item
+        name = bounds.text("job", job, MAX_NAME_BYTES)
+        found = await store.published_descriptors(name)
+        if not found:
+            raise JobUnknownError(name, await self._known_names(store))
+        descriptor = found[0]
+        value = validate_input(
+            descriptor, input.model_dump(mode="json") if isinstance(input, BaseModel) else input
+        )
+        run_at = _scheduled(name, descriptor.tenant_required, item, enqueued_by, now)
+        if key is None:
+            raise IdempotencyKeyMissingError(name, descriptor.apps or [], value)
+        bounds.payload("input", value, self.max_payload_bytes)
+        return EnqueueRequest(
+            id=job_id,
+            run_id=run_id,
+            name=name,
+            queue=descriptor.queue,
+            idempotency_key=bounds.text("key", key, MAX_KEY_BYTES),
+            input=value,
+            run_at=run_at,
+            max_attempts=descriptor.retry.attempts,
+            tenant_id=tenant,
+            timeout_ms=descriptor.timeout_ms,
+            on_conflict=on_conflict,
+            traceparent=current_traceparent()
+            if traceparent is None
+            else require_traceparent(traceparent),
+            enqueued_by=enqueued_by,
+        )
+
+    async def _known_names(self, store: DescriptorStore) -> builtins.list[str]:
+        """Every job name this client can enqueue: registered here, or published."""
+        published = [d.name for d in await store.published_descriptors()]
+        return sorted({*self.registry.names(), *published})
 
     def _definition(self, job: object, argument: str = "job") -> JobDefinition[Any]:
         """The declaration named `job`; a name that no declaration could have is refused as an
@@ -223,11 +304,29 @@ class Jobs:
         on_conflict: OnConflict = "dedupe",
         traceparent: str | None = None,
         enqueued_by: str | None = None,
+        key: str | None = None,
     ) -> EnqueueResult:
+        """Enqueue one job. A job this process has not imported is enqueued by the descriptor a
+        worker published (input checked against its JSON Schema); its idempotency key cannot be
+        computed without the code, so `key` is required then (IDEMPOTENCY_KEY_MISSING). For a
+        registered job `key` may be omitted, or must equal the key the job computes."""
         job_id, run_id = new_ids(2)
         now = self.clock.now_ms()
         item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent)
-        request = self._request(item, enqueued_by, now, current_traceparent(), job_id, run_id)
+        store = self.descriptors
+        if store is not None and isinstance(job, str) and job not in self.registry:
+            request = await self._published_request(
+                store, item, key, enqueued_by, now, job_id, run_id
+            )
+        else:
+            request = self._request(item, enqueued_by, now, current_traceparent(), job_id, run_id)
+            if key is not None and key != request.idempotency_key:
+                raise InvalidArgumentError(
+                    "key",
+                    key,
+                    f"omitted, or {request.idempotency_key!r}: the key job {request.name!r} "
+                    "computes from this input",
+                )
         (result,) = await self.driver.enqueue([request], now=now)
         return result
 
@@ -314,7 +413,7 @@ class Jobs:
         name: str | None = None,
         queue: str | None = None,
         tenant_id: str | None = None,
-        limit: int = 50,
+        limit: int = _DEFAULT_LIST_PAGE,
         cursor: str | None = None,
     ) -> JobPage:
         if state is None or isinstance(state, str):
@@ -326,16 +425,22 @@ class Jobs:
         for s in states or ():
             if type(s) is not str or s not in JOB_STATES:
                 raise InvalidArgumentError("state", s, f"one of {', '.join(JOB_STATES)}")
-        return await self.driver.list_jobs(
-            JobFilter(
-                states=states,
-                name=bounds.optional_text("name", name, MAX_NAME_BYTES),
-                queue=bounds.optional_text("queue", queue, MAX_QUEUE_BYTES),
-                tenant_id=bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES),
-                limit=bounds.whole("limit", limit, 1, MAX_PAGE),
-                cursor=bounds.optional_text("cursor", cursor, MAX_ID_BYTES),
-            )
+        wanted = JobFilter(
+            states=states,
+            name=bounds.optional_text("name", name, MAX_NAME_BYTES),
+            queue=bounds.optional_text("queue", queue, MAX_QUEUE_BYTES),
+            tenant_id=bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES),
+            limit=bounds.whole("limit", limit, 1, MAX_PAGE),
         )
+        if cursor is not None:
+            # Drivers page by the last id; callers only ever see it encoded and checked.
+            first_page = NextCall(tool="list_jobs", arguments=_list_arguments(wanted))
+            after = paging.parse_list_cursor(cursor, first_page)
+            wanted = wanted.model_copy(update={"cursor": after})
+        page = await self.driver.list_jobs(wanted)
+        if page.next_cursor is None:
+            return page
+        return page.model_copy(update={"next_cursor": paging.list_cursor(page.next_cursor)})
 
     async def trace(
         self,
@@ -350,21 +455,20 @@ class Jobs:
         """The record and one page of its history: the newest `steps_limit` steps and
         `events_limit` events (each before its cursor when given), the totals, and a cursor for
         each when older ones remain. A job with 20,000 steps answers a page, not the run."""
-        steps_cursor = bounds.optional_text("steps_cursor", steps_cursor, paging.MAX_CURSOR_BYTES)
-        events_cursor = bounds.optional_text(
-            "events_cursor", events_cursor, paging.MAX_CURSOR_BYTES
-        )
+        job_id, tenant_id = _addressed(job_id, tenant_id)
+        # The fix of a cursor that does not decode: the same page from the newest.
+        newest = NextCall(tool="inspect_job", arguments={"job_id": job_id})
         if steps_cursor is not None:
-            paging.parse_step_cursor(steps_cursor)
+            paging.parse_step_cursor(steps_cursor, newest)
         if events_cursor is not None:
-            paging.parse_event_cursor(events_cursor)
+            paging.parse_event_cursor(events_cursor, newest)
         query = TraceQuery(
             steps_limit=bounds.whole("steps_limit", steps_limit, 1, paging.MAX_TRACE_PAGE),
             steps_cursor=steps_cursor,
             events_limit=bounds.whole("events_limit", events_limit, 1, paging.MAX_TRACE_PAGE),
             events_cursor=events_cursor,
         )
-        page = await self.driver.load_trace(*_addressed(job_id, tenant_id), query)
+        page = await self.driver.load_trace(job_id, tenant_id, query)
         definition = self.registry.get(page.job.name)
         return JobTrace(
             **dict(page),
@@ -384,10 +488,32 @@ class Jobs:
             queues = [bounds.text("queues", q, MAX_QUEUE_BYTES) for q in queues]
         return await self.driver.stats(queues, tenant_id=tenant_id)
 
-    def describe(self, name: str | None = None) -> builtins.list[JobDescriptor]:
+    async def describe(self, name: str | None = None) -> builtins.list[JobDescriptor]:
+        """The jobs this client can enqueue, by name: those registered here (`source:
+        "registry"`) and those only a worker published (`source: "published"`, `stale` when no
+        worker published them within the live-worker window). A name known both ways is
+        described by the registry. `name`: that job only (JOB_UNKNOWN listing both kinds)."""
+        store = self.descriptors
         if name is not None:
-            return [self._definition(name, "name").describe()]
-        return [d.describe() for d in self.registry]
+            found = self.registry.get(name) if isinstance(name, str) else None
+            if found is not None or store is None:
+                return [from_registry(self._definition(name, "name").describe())]
+            name = bounds.text("name", name, MAX_NAME_BYTES)
+            published = await self._published(store, name)
+            if not published:
+                raise JobUnknownError(name, await self._known_names(store))
+            return published
+        local = [from_registry(d.describe()) for d in self.registry]
+        if store is None:
+            return local
+        published = [d for d in await self._published(store) if d.name not in self.registry]
+        return sorted([*local, *published], key=lambda d: d.name)
+
+    async def _published(
+        self, store: DescriptorStore, name: str | None = None
+    ) -> builtins.list[JobDescriptor]:
+        now = self.clock.now_ms()
+        return [judged(d, now) for d in await store.published_descriptors(name)]
 
     # --- operate ------------------------------------------------------------------------------
 

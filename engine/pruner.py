@@ -21,7 +21,8 @@ import anyio
 
 from engine import bounds
 from engine.clock import sleep_unless_woken
-from engine.drivers.base import HISTORY, LEADER_LEASES, require
+from engine.descriptors import DESCRIPTOR_EXPIRY_MS
+from engine.drivers.base import DESCRIPTORS, HISTORY, LEADER_LEASES, require
 from engine.errors import JobsError
 from engine.ids import worker_id
 from engine.retention import (
@@ -154,6 +155,10 @@ class Pruner:
         self.jobs = jobs
         self.history = require(jobs.driver, HISTORY)
         self.leases = require(jobs.driver, LEADER_LEASES)
+        # Published job descriptors nobody republished for DESCRIPTOR_EXPIRY_MS go with a pass.
+        self.descriptors = (
+            require(jobs.driver, DESCRIPTORS) if DESCRIPTORS.offered_by(jobs.driver) else None
+        )
         self.clock = jobs.clock
         self.policy = worker_policy(retention, environ)
         self.interval_ms = every
@@ -196,6 +201,8 @@ class Pruner:
             self.leading = await self.leases.lead(LEASE_NAME, self.holder, self.lease_ms)
             if not self.leading:
                 break
+        if self.descriptors is not None and not self._stopping:
+            await self.descriptors.forget_descriptors(now - DESCRIPTOR_EXPIRY_MS)
         report = PrunePass(at=now, leader=True, cutoffs=cutoffs, pruned=pruned, batches=batches)
         self._report(report)
         return report

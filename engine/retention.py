@@ -10,8 +10,8 @@ declaration is the most specific and wins over both. `None` on a `Retention` fie
 A row is expired when it finished strictly before its cutoff, `now - keep`. `Cutoffs` is what a
 driver is handed: a few rules (one per state, plus one per state for each job name with a
 policy of its own), so a prune pass is a few statements however many jobs are declared. Steps
-and events go with their job; backfill ledger rows are kept; dead workers' rows expire by
-`engine.presence`.
+and events go with their job; backfill ledger rows are kept; published job descriptors expire
+by `engine.descriptors`, dead workers' rows by `engine.presence`.
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from engine.claim_plan import PREFETCH_PER_SLOT, ClaimPlanner
-from engine.drivers.base import HISTORY, LEADER_LEASES
+from engine.descriptors import PUBLISH_EVERY_BEATS, app_modules, describe_all
+from engine.drivers.base import DESCRIPTORS, HISTORY, LEADER_LEASES, DescriptorStore, require
 from engine.errors import InvalidArgumentError, JobsError, JobSlotLostError
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
@@ -48,6 +49,7 @@ from engine.retention import Retention, prune_enabled_from_env
 from engine.run_job import RunHandle, Runtime, execute, keep_leases
 from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
+from schemas.descriptor import JobDescriptor
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
 from schemas.stats import WorkerInfo
 
@@ -97,7 +99,9 @@ class Worker:
     tasks are registered, and the outbox relay only when the outbox is in use (this process
     staged a job, or rows were waiting when the worker started); True or False decides.
     `prune`: None prunes settled history (one worker at a time) unless MCP_JOBS_PRUNE=off;
-    `retention` is the policy it prunes by (engine.retention; per job: `@job(retention=...)`)."""
+    `retention` is the policy it prunes by (engine.retention; per job: `@job(retention=...)`).
+    `apps`: the app modules this worker imported (`--app`), published with its jobs'
+    descriptors (engine.descriptors); None names the modules that declare them."""
 
     def __init__(
         self,
@@ -116,6 +120,7 @@ class Worker:
         outbox_relay: bool | None = None,
         prune: bool | None = None,
         retention: Retention | None = None,
+        apps: Sequence[str] | None = None,
     ) -> None:
         for name, value in (("concurrency", concurrency), ("lease_ms", lease_ms)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -196,6 +201,13 @@ class Worker:
         offered = HISTORY.offered_by(self.driver) and LEADER_LEASES.offered_by(self.driver)
         if prune or (prune is None and offered and prune_enabled_from_env()):
             self.pruner = Pruner(jobs, retention=retention)
+        # Job descriptors published to the database (engine.descriptors), where the driver
+        # keeps them: at the first presence beat, then every PUBLISH_EVERY_BEATS beats.
+        self._apps = None if apps is None else [*apps]
+        self._descriptor_store: DescriptorStore | None = (
+            require(self.driver, DESCRIPTORS) if DESCRIPTORS.offered_by(self.driver) else None
+        )
+        self._described: tuple[tuple[str, ...], list[JobDescriptor]] | None = None
 
     # --- what it claims and what runs beside it ----------------------------------------------
 
@@ -708,7 +720,11 @@ class Worker:
             tg.start_soon(settled)
 
     async def _presence(self) -> None:
+        beat = 0
         while True:
+            if beat % PUBLISH_EVERY_BEATS == 0:
+                await self.publish_descriptors()
+            beat += 1
             try:
                 await self.driver.worker_seen(
                     WorkerInfo(
@@ -724,3 +740,25 @@ class Worker:
             except JobsError as exc:
                 logger.warning("worker presence not recorded: %s", exc)
             await self.clock.sleep_ms(PRESENCE_MS)
+
+    def _descriptors(self) -> list[JobDescriptor]:
+        """This worker's jobs' descriptors, built again only when the registry changed."""
+        names = tuple(self.jobs.registry.names())
+        if self._described is None or self._described[0] != names:
+            apps = self._apps if self._apps is not None else app_modules(self.jobs.registry)
+            self._described = (names, describe_all(self.jobs.registry, apps))
+        return self._described[1]
+
+    async def publish_descriptors(self) -> None:
+        """Publish the descriptors of the jobs registered here, so a process without their code
+        can describe and enqueue them (a driver without the capability keeps none)."""
+        store = self._descriptor_store
+        if store is None:
+            return
+        descriptors = self._descriptors()
+        if not descriptors:
+            return
+        try:
+            await store.publish_descriptors(self.id, descriptors, self.clock.now_ms())
+        except JobsError as exc:
+            logger.warning("job descriptors not published: %s", exc)

@@ -7,6 +7,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 Backoff = Literal["exponential", "linear", "fixed"]
+# Where a description comes from: the registry of this process (its code is imported here), or
+# the database, where a worker that imports it published it (engine/descriptors.py).
+DescriptorSource = Literal["registry", "published"]
 
 
 class RetryPolicyInfo(BaseModel):
@@ -34,3 +37,16 @@ class JobDescriptor(BaseModel):
     # Always true: `job()` refuses a declaration without an idempotency key. The key's value is
     # computed from input (app data) and never published.
     idempotent: bool
+    source: DescriptorSource = "registry"
+    # A fingerprint of everything above: two workers describing one job alike publish one version.
+    version: str | None = None
+    # Published descriptors only: when (epoch ms) and by which worker, and the app modules that
+    # worker imported (what `--app` names to run or enqueue it with the code).
+    published_at: int | None = None
+    published_by: str | None = None
+    apps: list[str] | None = None
+    # True for a published descriptor: the key function is code this process has not imported,
+    # so an enqueue from here passes the idempotency key itself (`key`).
+    key_required: bool = False
+    # Published descriptors only: no live worker has published it within the live-worker window.
+    stale: bool | None = None

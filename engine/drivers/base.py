@@ -18,6 +18,7 @@ from engine.clock import Clock
 from engine.errors import DriverCapabilityMissingError, JobsError
 from engine.retention import Cutoffs, PruneCount
 from schemas.backfill import BackfillRun
+from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
@@ -319,6 +320,29 @@ class LeaderLeases(Protocol):
 
 
 @runtime_checkable
+class DescriptorStore(Protocol):
+    """Published job descriptors (engine/descriptors.py): one row per job name, so a process
+    without a job's code can describe and enqueue it."""
+
+    async def publish_descriptors(
+        self, worker_id: str, descriptors: Sequence[JobDescriptor], now: int
+    ) -> None:
+        """Upsert each descriptor by name, set-wise, stamped `published_by=worker_id` and
+        `published_at=now` (`engine.descriptors.stamped`): the last writer wins. No two items
+        share a name."""
+        ...
+
+    async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
+        """Every published descriptor (only `name`'s when given), by name, as stored: `stale`
+        is judged by the caller."""
+        ...
+
+    async def forget_descriptors(self, published_before: int) -> int:
+        """Delete the descriptors published before `published_before`; answer how many."""
+        ...
+
+
+@runtime_checkable
 class Driver(
     JobStore,
     StepStore,
@@ -330,6 +354,7 @@ class Driver(
     OutboxStore,
     HistoryStore,
     LeaderLeases,
+    DescriptorStore,
     Protocol,
 ):
     """A driver with every capability: what memory, SQLite and PostgreSQL implement."""
@@ -359,6 +384,7 @@ SCHEDULER: Capability[SchedulerState] = Capability("scheduler", SchedulerState)
 OUTBOX: Capability[OutboxStore] = Capability("outbox", OutboxStore)
 HISTORY: Capability[HistoryStore] = Capability("history", HistoryStore)
 LEADER_LEASES: Capability[LeaderLeases] = Capability("leader_leases", LeaderLeases)
+DESCRIPTORS: Capability[DescriptorStore] = Capability("descriptors", DescriptorStore)
 CAPABILITIES: tuple[Capability[Any], ...] = (
     JOBS,
     STEPS,
@@ -370,6 +396,7 @@ CAPABILITIES: tuple[Capability[Any], ...] = (
     OUTBOX,
     HISTORY,
     LEADER_LEASES,
+    DESCRIPTORS,
 )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from engine import paging
 from engine.clock import Clock
+from engine.descriptors import stamped
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.errors import (
     JobDuplicateError,
@@ -48,6 +49,7 @@ from engine.rules import (
 )
 from engine.wake import Waker
 from schemas.backfill import BackfillRun
+from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
@@ -100,6 +102,7 @@ class MemoryDriver:
         self._leader: LeaderLease | None = None
         self._outbox: dict[str, OutboxRow] = {}
         self._leaders: dict[str, LeaderLease] = {}
+        self._descriptors: dict[str, JobDescriptor] = {}  # by job name: the last one published
         self._waker = Waker()
 
     async def migrate(self) -> None:
@@ -582,6 +585,30 @@ class MemoryDriver:
             self._leaders[name] = LeaderLease(holder=holder, expires_at=now + lease_ms)
             return True
         return False
+
+    # --- published descriptors (engine.descriptors) -------------------------------------------
+
+    async def publish_descriptors(
+        self, worker_id: str, descriptors: Sequence[JobDescriptor], now: int
+    ) -> None:
+        for descriptor in descriptors:
+            self._descriptors[descriptor.name] = stamped(descriptor, worker_id, now)
+
+    async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
+        if name is not None:
+            found = self._descriptors.get(name)
+            return [] if found is None else [found]
+        return [self._descriptors[n] for n in sorted(self._descriptors)]
+
+    async def forget_descriptors(self, published_before: int) -> int:
+        old = [
+            name
+            for name, d in self._descriptors.items()
+            if (d.published_at or 0) < published_before
+        ]
+        for name in old:
+            del self._descriptors[name]
+        return len(old)
 
 
 def _counted(jobs: Iterable[JobRecord]) -> list[PruneCount]:

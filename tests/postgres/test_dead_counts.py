@@ -114,10 +114,12 @@ async def test_the_counts_follow_every_operation(
 async def test_the_migration_counts_the_rows_already_there(
     driver: PostgresDriver, sql: Conn, clock: ManualClock
 ) -> None:
-    """Back to version 6 (the objects migration 7 adds dropped), rows written, then migrated."""
+    """Back to version 6 (the objects migrations 7 and 8 add dropped), rows written, then
+    migrated."""
     await sql.execute("DROP TABLE mcp_jobs.dead_counts")
     await sql.execute("DROP FUNCTION mcp_jobs.keep_dead_counts() CASCADE")
-    await sql.execute("DELETE FROM mcp_jobs.schema_version WHERE version = 7")
+    await sql.execute("DROP TABLE mcp_jobs.descriptors")
+    await sql.execute("DELETE FROM mcp_jobs.schema_version WHERE version >= 7")
     now = clock.now_ms()
     await sql.execute(
         """
@@ -131,7 +133,7 @@ async def test_the_migration_counts_the_rows_already_there(
         """,
         now,
     )
-    assert await driver.migrate_with("migrations") == [7] == [latest_version()]
+    assert await driver.migrate_with("migrations") == [7, 8] == [7, latest_version()]
     truth = as_counts(await sql.fetch(TRUTH))
     assert sum(truth.values()) == 200
     assert as_counts(await sql.fetch(COUNTS)) == truth

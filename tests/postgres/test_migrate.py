@@ -19,6 +19,7 @@ from tests.support.postgres import fresh_database
 TABLES = {
     "backfills",
     "dead_counts",
+    "descriptors",
     "events",
     "jobs",
     "outbox",

@@ -24,6 +24,7 @@ DURABLE_TABLES = {
     "mcp_jobs_scheduler_state",
     "mcp_jobs_scheduler_leader",
     "mcp_jobs_leaders",
+    "mcp_jobs_descriptors",
     "mcp_jobs_migrations",
 }
 

@@ -2,7 +2,7 @@
 
 A thin front: it reads the injected clock and delegates to the modules that own each part —
 connections.py (pool, own connections, retries via retry.py), enqueue.py, claims.py, batch.py
-(the set-wise settle writes), jobs.py, ledgers.py, outbox.py, wake.py.
+(the set-wise settle writes), jobs.py, ledgers.py, outbox.py, wake.py, descriptors.py.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.postgres import descriptors as descriptors_sql
 from engine.drivers.postgres import jobs, ledgers, outbox, retention
 from engine.drivers.postgres.batch import SetWrites
 from engine.drivers.postgres.claims import Claimer
@@ -25,6 +26,7 @@ from engine.drivers.postgres.wake import NotifyListener, WakeSignal
 from engine.errors import InvalidArgumentError, JobsError
 from engine.retention import Cutoffs, PruneCount
 from schemas.backfill import BackfillRun
+from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
@@ -304,3 +306,16 @@ class PostgresDriver:
 
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         return await retention.lead(self.db, name, holder, lease_ms, self.clock.now_ms())
+
+    # --- published descriptors (descriptors.py) -----------------------------------------------
+
+    async def publish_descriptors(
+        self, worker_id: str, descriptors: Sequence[JobDescriptor], now: int
+    ) -> None:
+        await descriptors_sql.publish(self.db, worker_id, descriptors, now)
+
+    async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
+        return await descriptors_sql.published(self.db, name)
+
+    async def forget_descriptors(self, published_before: int) -> int:
+        return await descriptors_sql.forget(self.db, published_before)

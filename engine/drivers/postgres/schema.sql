@@ -305,3 +305,13 @@ CREATE TRIGGER dead_counts_delete
     AFTER DELETE ON {schema}.jobs
     FOR EACH ROW WHEN (OLD.state IN ('dead', 'failed'))
     EXECUTE FUNCTION {schema}.keep_dead_counts();
+
+-- Published job descriptors (migration 8), one row per job name, the last one a worker published
+-- (engine/descriptors.py). The pruner deletes rows nobody published for a long time.
+CREATE TABLE {schema}.descriptors (
+    name text COLLATE "C" PRIMARY KEY,
+    version text NOT NULL,
+    published_by text NOT NULL,
+    published_at bigint NOT NULL,
+    descriptor jsonb NOT NULL
+);

@@ -17,6 +17,7 @@ import anyio
 from engine import rules
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.sqlite import descriptors as descriptors_sql
 from engine.drivers.sqlite import ledgers, lifecycle, migrate, retention
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.connection import Executor
@@ -27,6 +28,7 @@ from engine.ids import new_id
 from engine.retention import Cutoffs, PruneCount
 from engine.wake import Waker
 from schemas.backfill import BackfillRun
+from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
@@ -350,6 +352,20 @@ class SqliteDriver:
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         now = self.clock.now_ms()
         return await self._exec.run(lambda c: retention.lead(c, name, holder, lease_ms, now))
+
+    # --- published descriptors (descriptors.py) ------------------------------------------------
+
+    async def publish_descriptors(
+        self, worker_id: str, descriptors: Sequence[JobDescriptor], now: int
+    ) -> None:
+        items = list(descriptors)
+        await self._exec.run(lambda c: descriptors_sql.publish(c, worker_id, items, now))
+
+    async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
+        return await self._exec.run(lambda c: descriptors_sql.published(c, name), write=False)
+
+    async def forget_descriptors(self, published_before: int) -> int:
+        return await self._exec.run(lambda c: descriptors_sql.forget(c, published_before))
 
 
 __all__ = ["COMMIT_POLL_MS", "SqliteDriver"]

@@ -231,3 +231,13 @@ BEGIN
      WHERE queue = OLD.queue AND tenant_id = coalesce(OLD.tenant_id, '')
        AND state = OLD.state AND n > 0;
 END;
+
+-- 0006: published job descriptors, one row per job name, the last one a worker published
+-- (engine/descriptors.py). The pruner deletes rows nobody published for a long time.
+CREATE TABLE IF NOT EXISTS mcp_jobs_descriptors (
+    name         TEXT PRIMARY KEY,
+    version      TEXT NOT NULL,
+    published_by TEXT NOT NULL,
+    published_at INTEGER NOT NULL,
+    descriptor   TEXT NOT NULL                   -- JSON JobDescriptor
+);
