@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_type_hints
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, RootModel
 
 from engine import bounds
 from engine.errors import (
@@ -57,6 +57,13 @@ class JobDefinition(Generic[InputT]):
     origin: object = field(default=None, repr=False)
     # How long this job's settled rows are kept, where it differs from the worker's policy.
     retention: Retention | None = None
+    # What an enqueue validates against: `input_model`, refusing unknown fields unless the
+    # model says otherwise (`strict_input_model`). Built once, at the decorator.
+    enqueue_model: type[BaseModel] | None = None
+
+    def __post_init__(self) -> None:
+        if self.enqueue_model is None:
+            object.__setattr__(self, "enqueue_model", strict_input_model(self.input_model))
 
     @property
     def qualified_name(self) -> str:
@@ -80,18 +87,47 @@ class JobDefinition(Generic[InputT]):
             )
         return bounds.text("idempotency_key", key, bounds.MAX_KEY_BYTES)
 
+    def parse_input(self, input: object) -> InputT:
+        """`input` as this job's model, checked as an enqueue checks it: an instance of the
+        model as is, anything else validated with unknown fields refused (unless the model
+        allows or ignores them). ValidationError when it does not fit."""
+        if isinstance(input, self.input_model):
+            return input
+        model = self.enqueue_model or self.input_model
+        return model.model_validate(input)  # type: ignore[return-value]
+
     def describe(self) -> JobDescriptor:
         return JobDescriptor(
             name=self.name,
             queue=self.queue,
             description=self.description,
-            input_schema=self.input_model.model_json_schema(),
+            input_schema=(self.enqueue_model or self.input_model).model_json_schema(),
             retry=describe_retry(self.retry),
             timeout_ms=self.timeout_ms,
             concurrency=self.concurrency,
             tenant_required=self.tenant_required,
             idempotent=True,
         )
+
+
+def strict_input_model(model: type[InputT]) -> type[InputT]:
+    """The model an enqueue validates against: `model` itself when its config says what to do
+    with unknown fields (`extra` set, on it or a base) or it has no fields to be unknown to (a
+    RootModel); else a subclass that forbids them, so `{"order_id": 1, "priority": 5}` is
+    JOB_INPUT_INVALID naming `priority` instead of `priority` being dropped. The subclass keeps
+    the model's name, so its JSON schema differs only by `additionalProperties: false`.
+
+    Only enqueue uses it: a worker decodes stored input with `model` as declared, so input
+    stored before a field was removed (or before this rule) still runs."""
+    if "extra" in model.model_config or issubclass(model, RootModel):
+        return model
+    namespace = {
+        "model_config": ConfigDict(extra="forbid"),
+        "__module__": model.__module__,
+        "__qualname__": model.__qualname__,
+        "__doc__": model.__doc__,
+    }
+    return type(model.__name__, (model,), namespace)
 
 
 class JobRegistry(Registry[JobDefinition[Any]]):

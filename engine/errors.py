@@ -8,6 +8,7 @@ import, so a code is declared in exactly one place.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -411,6 +412,34 @@ class InvalidArgumentError(JobsError):
             f"pass {argument} as {expected}",
             details={"argument": argument, "expected": expected},
         )
+
+
+class CursorInvalidError(InvalidArgumentError):
+    """A kind of INVALID_ARGUMENT (code apart, so an agent can tell it from a bad value): the
+    text is not a cursor this server handed out, or it was cut or edited on the way back."""
+
+    code = "CURSOR_INVALID"
+    title = "a paging cursor that this server did not hand out"
+
+    def __init__(self, argument: str, value: str, call: NextCall | None) -> None:
+        # Without the call (a driver reached directly) the fix can only be said, not given.
+        fix = (
+            f"{call.tool} {_arguments_text(call.arguments)}"
+            if call is not None
+            else f"the same call without {argument}"
+        )
+        JobsError.__init__(
+            self,
+            f"{argument}={short_repr(value)} does not decode: it is not a cursor from a previous "
+            "page, or it was cut or changed. Start again from the first page",
+            fix,
+            next_call=call,
+            details={"argument": argument, "expected": f"the {argument} of a previous answer"},
+        )
+
+
+def _arguments_text(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(dict(arguments), separators=(", ", ": "), ensure_ascii=False)
 
 
 class OutboxNoTxError(JobsError):

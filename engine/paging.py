@@ -1,10 +1,15 @@
-"""Pages of history: the cursors of a trace's steps and events, and the arms of a filtered list.
+"""Pages of history: the cursors of a list, a trace's steps and events, and a backfill's runs,
+and the arms of a filtered list.
 
 A trace answers the newest `limit` steps and events (oldest first within the page) and a cursor
-for the ones before them, so a job with 20,000 steps answers a small page. A cursor is opaque to
-callers; a driver encodes its own order key with these functions (steps: start time and the
-position that breaks ties; events: the event's sequence number) and the client checks the text
-before any driver sees it.
+for the ones before them, so a job with 20,000 steps answers a small page.
+
+Every cursor is opaque and checked: a version tag, then base64url of the position the driver
+needs (a list: the last job id; steps: start time and the position that breaks ties; events: the
+event's sequence number; runs: start time and run id) and a 4-byte digest of the position and its
+kind. Text that does not decode — garbage, a cut or edited cursor, one of another kind — is
+CURSOR_INVALID, never a silent restart at page one. The digest is a check, not a secret: a
+forged cursor only moves the caller within rows it could list anyway.
 
 A filtered list of jobs reads one arm per side of the live/settled split: one arm over the live
 states it wants (few rows, one partial index) and one per settled state (newest first in a
@@ -13,44 +18,132 @@ partial index led by the filter), merged by id. `list_arms` says which.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
+import struct
 from collections.abc import Sequence
 
-from engine.errors import InvalidArgumentError
+from engine import bounds
+from engine.errors import CursorInvalidError, InvalidArgumentError
+from schemas.errors import NextCall
 from schemas.states import JOB_STATES, LIVE_STATES, SETTLED_STATES, JobState
 
 DEFAULT_TRACE_PAGE = 50  # steps, and events, in one trace page unless asked otherwise
 MAX_TRACE_PAGE = 500
-MAX_CURSOR_BYTES = 64
 
-_STEP_EXPECTED = "a steps_cursor from a previous trace page"
-_EVENT_EXPECTED = "an events_cursor from a previous trace page"
+# "c1." then base64url without padding. A new encoding gets a new tag, so an old cursor is
+# refused (CURSOR_INVALID) instead of being misread.
+_TAG = "c1."
+_CHECK_BYTES = 4
+_BODY = re.compile(r"[A-Za-z0-9_-]+")
+_INT = struct.Struct(">q")
+_TWO_INTS = struct.Struct(">qq")
+
+
+def _encoded_length(payload_bytes: int) -> int:
+    n = payload_bytes + _CHECK_BYTES
+    return len(_TAG) + (4 * n + 2) // 3  # unpadded base64 of n bytes
+
+
+MAX_CURSOR_BYTES = _encoded_length(_TWO_INTS.size)  # a steps or events cursor
+MAX_LIST_CURSOR_BYTES = _encoded_length(bounds.MAX_ID_BYTES)
+MAX_RUNS_CURSOR_BYTES = _encoded_length(_INT.size + bounds.MAX_ID_BYTES)
+
+
+def _check(kind: str, payload: bytes) -> bytes:
+    return hashlib.blake2b(payload, digest_size=_CHECK_BYTES, person=kind.encode()).digest()
+
+
+def encode(kind: str, payload: bytes) -> str:
+    body = base64.urlsafe_b64encode(payload + _check(kind, payload)).rstrip(b"=")
+    return _TAG + body.decode("ascii")
+
+
+def decode(kind: str, argument: str, value: object, max_bytes: int, call: NextCall | None) -> bytes:
+    """The position `value` encodes. Not text at all is INVALID_ARGUMENT; text that is not a
+    cursor of this kind (whatever is wrong with it) is CURSOR_INVALID, its fix `call`: the same
+    call without the cursor."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(argument, value, f"the {argument} text of a previous answer")
+    body = value[len(_TAG) :]
+    if (
+        len(value) <= max_bytes
+        and value.startswith(_TAG)
+        and _BODY.fullmatch(body)
+        and len(body) % 4 != 1
+    ):
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        payload, check = raw[:-_CHECK_BYTES], raw[-_CHECK_BYTES:]
+        # Only the canonical spelling: the unused low bits of the last character count too.
+        if (
+            len(raw) > _CHECK_BYTES
+            and check == _check(kind, payload)
+            and encode(kind, payload) == value
+        ):
+            return payload
+    raise CursorInvalidError(argument, value, call)
+
+
+# --- a list of jobs: the last id of the page ---------------------------------------------------
+
+
+def list_cursor(last_id: str) -> str:
+    return encode("jobs", last_id.encode())
+
+
+def parse_list_cursor(value: object, call: NextCall | None = None) -> str:
+    """The job id a list cursor continues after."""
+    payload = decode("jobs", "cursor", value, MAX_LIST_CURSOR_BYTES, call)
+    try:
+        return bounds.text("cursor", payload.decode(), bounds.MAX_ID_BYTES)
+    except (UnicodeDecodeError, InvalidArgumentError):
+        raise CursorInvalidError("cursor", str(value), call) from None
+
+
+# --- a trace: steps by (started_at, position), events by sequence --------------------------------
 
 
 def step_cursor(started_at: int, position: int) -> str:
-    return f"{started_at}.{position}"
+    return encode("steps", _TWO_INTS.pack(started_at, position))
 
 
-def parse_step_cursor(value: str) -> tuple[int, int]:
-    """(started_at, position) of a steps cursor; INVALID_ARGUMENT when it is not one."""
-    head, dot, tail = value.partition(".")
-    if dot and _is_whole(head) and _is_whole(tail):
-        return int(head), int(tail)
-    raise InvalidArgumentError("steps_cursor", value, _STEP_EXPECTED)
+def parse_step_cursor(value: object, call: NextCall | None = None) -> tuple[int, int]:
+    """(started_at, position) of a steps cursor; CURSOR_INVALID when it is not one."""
+    payload = decode("steps", "steps_cursor", value, MAX_CURSOR_BYTES, call)
+    if len(payload) != _TWO_INTS.size:
+        raise CursorInvalidError("steps_cursor", str(value), call)
+    started_at, position = _TWO_INTS.unpack(payload)
+    return started_at, position
 
 
 def event_cursor(seq: int) -> str:
-    return str(seq)
+    return encode("events", _INT.pack(seq))
 
 
-def parse_event_cursor(value: str) -> int:
-    if _is_whole(value):
-        return int(value)
-    raise InvalidArgumentError("events_cursor", value, _EVENT_EXPECTED)
+def parse_event_cursor(value: object, call: NextCall | None = None) -> int:
+    payload = decode("events", "events_cursor", value, MAX_CURSOR_BYTES, call)
+    if len(payload) != _INT.size:
+        raise CursorInvalidError("events_cursor", str(value), call)
+    (seq,) = _INT.unpack(payload)
+    return int(seq)
 
 
-def _is_whole(text: str) -> bool:
-    # At most 19 digits: a bigint, whatever the driver stores.
-    return 0 < len(text) <= 19 and text.isascii() and text.isdigit()
+# --- a backfill's runs: (started_at, run_id) ------------------------------------------------------
+
+
+def runs_cursor(started_at: int, run_id: str) -> str:
+    return encode("runs", _INT.pack(started_at) + run_id.encode())
+
+
+def parse_runs_cursor(value: object, call: NextCall | None = None) -> tuple[int, str]:
+    payload = decode("runs", "runs_cursor", value, MAX_RUNS_CURSOR_BYTES, call)
+    try:
+        (started_at,) = _INT.unpack(payload[: _INT.size])
+        run_id = bounds.text("runs_cursor", payload[_INT.size :].decode(), bounds.MAX_ID_BYTES)
+    except (struct.error, UnicodeDecodeError, InvalidArgumentError):
+        raise CursorInvalidError("runs_cursor", str(value), call) from None
+    return int(started_at), run_id
 
 
 def list_arms(

@@ -6,8 +6,8 @@ here ever writes a row whose `run_id` it did not create.
 
 The ledger is kept (it is the record of what ran), so it is read a page at a time: one
 backfill's runs in one environment, newest first, `limit` at a time, with a cursor — the last
-row's position, "<started_at>.<run_id>" — for the older ones. A cursor is opaque to callers and
-checked here before a driver sees it.
+row's position (started_at, run_id), encoded and checked by `engine.paging` — for the older
+ones. A cursor that does not decode is CURSOR_INVALID before a driver sees it.
 """
 
 from __future__ import annotations
@@ -17,19 +17,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine import bounds
+from engine import paging
 from engine.drivers.base import RunPosition
-from engine.errors import InvalidArgumentError
 from schemas.backfill import BackfillRun
+from schemas.errors import NextCall
 from schemas.states import BackfillStatus
 
 APP_VERSION_ENV = "MCP_JOBS_APP_VERSION"
 
 DEFAULT_RUNS_PAGE = 20  # ledger rows in one page unless asked otherwise
 MAX_RUNS_PAGE = 200
-# "<started_at>.<run_id>": at most 19 digits, the dot, and a run id (bounds.MAX_ID_BYTES).
-MAX_RUNS_CURSOR_BYTES = 19 + 1 + bounds.MAX_ID_BYTES
-_RUNS_CURSOR_EXPECTED = "a runs_cursor from a previous page of this backfill's runs"
+MAX_RUNS_CURSOR_BYTES = paging.MAX_RUNS_CURSOR_BYTES
 
 
 def app_version() -> str | None:
@@ -53,23 +51,14 @@ class RunsPage:
 
 def runs_cursor(run: BackfillRun) -> str:
     """The cursor that continues after `run` (the last row of a page)."""
-    return f"{run.started_at}.{run.run_id}"
+    return paging.runs_cursor(run.started_at, run.run_id)
 
 
-def parse_runs_cursor(value: object) -> RunPosition:
-    """The position a runs cursor names; INVALID_ARGUMENT when `value` is not one."""
-    text = bounds.text("runs_cursor", value, MAX_RUNS_CURSOR_BYTES)
-    head, dot, tail = text.partition(".")
-    if (
-        dot
-        and 0 < len(head) <= 19
-        and head.isascii()
-        and head.isdigit()
-        and tail
-        and len(tail.encode()) <= bounds.MAX_ID_BYTES
-    ):
-        return RunPosition(int(head), tail)
-    raise InvalidArgumentError("runs_cursor", value, _RUNS_CURSOR_EXPECTED)
+def parse_runs_cursor(value: object, name: str | None = None) -> RunPosition:
+    """The position a runs cursor names; CURSOR_INVALID when `value` does not decode (its fix:
+    `name`'s first page), INVALID_ARGUMENT when it is not text at all."""
+    call = NextCall(tool="list_backfills", arguments={"name": name}) if name else None
+    return RunPosition(*paging.parse_runs_cursor(value, call))
 
 
 @dataclass(frozen=True)

@@ -100,10 +100,11 @@ class Backfills:
         """One backfill's ledger rows in this environment, newest first: `limit` (1 to
         MAX_RUNS_PAGE) of them, older than `cursor` (a previous page's `runs_cursor`) when
         given, and the cursor for the rest. Declared or not: the ledger is the record of what
-        ran. INVALID_ARGUMENT for a limit out of bounds or a cursor that is not one."""
+        ran. INVALID_ARGUMENT for a limit out of bounds, CURSOR_INVALID for a cursor that is
+        not one."""
         name = bounds.text("name", name, bounds.MAX_NAME_BYTES)
         limit = bounds.whole("runs_limit", limit, 1, MAX_RUNS_PAGE)
-        before = parse_runs_cursor(cursor) if cursor is not None else None
+        before = parse_runs_cursor(cursor, name) if cursor is not None else None
         found = await self.ledger.backfill_runs(
             name, self.environment, before=before, limit=limit + 1
         )

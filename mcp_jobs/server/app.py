@@ -12,17 +12,20 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 from engine.backfill import BackfillRegistry
 from engine.client import Jobs
+from engine.errors import short_repr
 from mcp_jobs.config import ServerLimits, Settings
-from mcp_jobs.errors import ToolArgumentsInvalidError, example_call
 from mcp_jobs.server import prompts, resources, tools
+from mcp_jobs.server.arguments import make_strict, refusal
 from mcp_jobs.server.calls import tool_failure
 from mcp_jobs.server.http import StaticTokenVerifier, auth_settings
+from mcp_jobs.server.schemas import published
 from mcp_jobs.server.state import AppState, StateHolder, lifespan_for
 from mcp_jobs.server.stdio import stdio_transport
 
@@ -52,49 +55,20 @@ def _version() -> str:
         return "0"
 
 
-def _placeholder(schema: dict[str, Any], name: str) -> Any:
-    kinds = {s.get("type") for s in schema.get("anyOf", [schema])}
-    if "object" in kinds:
-        return {}
-    if "boolean" in kinds:
-        return True
-    if kinds & {"integer", "number"}:
-        return 0
-    return f"<{name}>"
-
-
-def example_arguments(input_schema: dict[str, Any]) -> str:
-    """A call with every required argument filled by a placeholder of its type."""
-    props: dict[str, Any] = input_schema.get("properties", {})
-    required = input_schema.get("required", [])
-    return example_call({n: _placeholder(props.get(n, {}), n) for n in required})
-
-
 class JobsServer(MCPServer[AppState]):
     """MCPServer whose tools fail with their envelope even when the SDK rejects the arguments,
     refuse arguments they do not declare, and read stdio through `server.stdio`."""
 
     max_request_bytes: int = ServerLimits().max_request_bytes
-    _declared: dict[str, frozenset[str]] | None = None
+    _listed: tuple[tuple[str, ...], list[MCPTool]] | None = None
 
     async def list_tools(self) -> list[MCPTool]:
-        # Published as refused, since they are: a misspelt `include_cancelled` must not be
-        # silently dropped from a retry.
-        return [
-            tool.model_copy(
-                update={"input_schema": {**tool.input_schema, "additionalProperties": False}}
-            )
-            for tool in await super().list_tools()
-        ]
-
-    async def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> list[str]:
-        if self._declared is None:
-            self._declared = {
-                t.name: frozenset(t.input_schema.get("properties", {}))
-                for t in await super().list_tools()
-            }
-        declared = self._declared.get(name)
-        return [] if declared is None else [a for a in arguments if a not in declared]
+        # Compacted once (`server.schemas`): the tools are all registered before a client lists.
+        tools = await super().list_tools()
+        names = tuple(t.name for t in tools)
+        if self._listed is None or self._listed[0] != names:
+            self._listed = (names, [published(t) for t in tools])
+        return list(self._listed[1])
 
     async def call_tool(
         self,
@@ -102,13 +76,9 @@ class JobsServer(MCPServer[AppState]):
         arguments: dict[str, Any],
         context: Context[AppState, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
-        unknown = await self._unknown_arguments(name, arguments)
-        if unknown:
-            extra: list[dict[str, Any]] = [
-                {"loc": [a], "msg": "unknown argument", "type": "extra_forbidden"} for a in unknown
-            ]
-            refused = ToolArgumentsInvalidError(name, extra, await self._example(name))
-            return tool_failure(refused, where=f"tool {name}")
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            raise MCPError(INVALID_PARAMS, self._unknown_tool(name), {"tool": name})
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -116,19 +86,46 @@ class JobsServer(MCPServer[AppState]):
                 exc.__cause__, ValidationError
             ):
                 raise
-            tool = next((t for t in await self.list_tools() if t.name == name), None)
-            if tool is None or tool.output_schema is None:
-                raise
-            errors = [
-                {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                for e in exc.__cause__.errors(include_url=False, include_input=False)
-            ]
-            error = ToolArgumentsInvalidError(name, errors, example_arguments(tool.input_schema))
-            return tool_failure(error, where=f"tool {name}")
+            # The strict model (`server.arguments`) refused them, before the tool ran.
+            return tool_failure(refusal(tool, arguments, exc.__cause__), where=f"tool {name}")
 
-    async def _example(self, name: str) -> str:
-        tool = next(t for t in await self.list_tools() if t.name == name)
-        return example_arguments(tool.input_schema)
+    def _unknown_tool(self, name: str) -> str:
+        known = sorted(t.name for t in self._tool_manager.list_tools())
+        why = (
+            "it changes state and this server is read-only"
+            if name in MUTATING_TOOLS
+            else "no tool has that name"
+        )
+        return f"unknown tool {short_repr(name)}: {why}; this server's tools: {', '.join(known)}"
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[AppState, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        """An unknown prompt, a missing required argument or an undeclared one is a JSON-RPC
+        invalid-params error saying which (the SDK answered code 0 and logged a traceback)."""
+        prompts_by_name = {p.name: p for p in await self.list_prompts()}
+        prompt = prompts_by_name.get(name)
+        if prompt is None:
+            known = sorted(prompts_by_name)
+            listed = ", ".join(known)
+            message = f"unknown prompt {short_repr(name)}; this server's prompts: {listed}"
+            raise MCPError(INVALID_PARAMS, message, {"prompt": name, "known": known})
+        declared = {a.name: a.required for a in prompt.arguments or []}
+        given = set(arguments or {})
+        missing = sorted(a for a, required in declared.items() if required and a not in given)
+        unknown = sorted(given - set(declared))
+        if missing or unknown:
+            takes = ", ".join(f"{a} (required)" if r else a for a, r in declared.items())
+            said = [f"missing required argument(s): {', '.join(missing)}"] if missing else []
+            if unknown:
+                said.append(f"unknown argument(s): {', '.join(map(short_repr, unknown))}")
+            message = f"prompt {name}: {'; '.join(said)}; it takes: {takes or 'no arguments'}"
+            data = {"prompt": name, "missing": missing, "unknown": unknown}
+            raise MCPError(INVALID_PARAMS, message, data)
+        return await super().get_prompt(name, arguments, context)
 
     async def run_stdio_async(self) -> None:
         """Serve stdio through our reader: a malformed or oversized line gets a JSON-RPC error
@@ -166,9 +163,10 @@ def build_server(
         **auth,
     )
     server.max_request_bytes = settings.limits.max_request_bytes
-    tools.read.register(server)
+    tools.read.register(server, settings.limits)
     if not settings.read_only:
-        tools.write.register(server)
+        tools.write.register(server, settings.limits)
+    make_strict(server._tool_manager.list_tools())
     resources.register(server, holder)
     prompts.register(server, read_only=settings.read_only)
     return server

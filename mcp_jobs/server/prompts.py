@@ -9,23 +9,24 @@ from mcp_jobs.server.state import AppState
 
 def diagnose_stalled_jobs_text(queue: str | None = None, *, read_only: bool = False) -> str:
     where = f"queue `{queue}`" if queue else "every queue"
-    arg = f', "queue": "{queue}"' if queue else ""
+    arg = f'"queue": "{queue}"' if queue else ""
     retry = (
         "this server is read-only: give the user `mcp-jobs jobs retry <job_id>` for each"
         if read_only
-        else "call `retry_job` on each such job, then `wait_for_job` on one of\n   them to "
-        "confirm it now settles as `done`"
+        else "call `retry_job` on each such job, then `wait_for_job` on one of\n   them "
+        "until `settled` is true and `job.state` is `done`"
     )
     return f"""Jobs in {where} seem stalled or failing. Find out why and fix what is safe to fix.
 
-1. Call `diagnose_queue {{{arg.lstrip(", ")}}}`. Each finding has a `code`, a `cause` with the
+1. Call `diagnose_queue {{{arg}}}`. Each of its `findings[]` has a `code`, a `cause` with the
    numbers, a one-line `fix`, and often a `next_call` you can issue as is.
 2. For NO_LIVE_WORKERS, LEASES_EXPIRED, BACKLOG_OLD, SUSPENSIONS_OVERDUE or PARKED_UNKNOWN_NAME
    the fix is an operator command (start or scale a worker with the right `--app`/`--queues`).
    Tell the user the exact command; you cannot run it through these tools.
-3. For DEAD_LETTERS, call `inspect_job` on the listed job ids. Read `job.last_error`, the failed
-   step (`steps[].status == "failed"`) and `events`. Decide whether the cause was transient (a
-   timeout, an outage that is over) or a bug or bad input that would fail again.
+3. For DEAD_LETTERS, call `inspect_job` on each of the finding's `job_ids`. Read
+   `job.last_error`, the failed step (`steps[].status` is `failed`) and `events`. Decide whether
+   the cause was transient (a timeout, an outage that is over) or a bug or bad input that would
+   fail again.
 4. Only for transient causes, {retry}.
 5. Never retry a cancelled job unless the user asks (`include_cancelled: true`), and never
    cancel a running job without saying why.
@@ -39,20 +40,25 @@ Every tool error carries `error.code`, `error.cause`, `error.fix` and sometimes
 def run_backfill_safely_text(name: str) -> str:
     return f"""Run the backfill `{name}` safely.
 
-1. Call `list_backfills` and find `{name}`: check `pending`, `environments`, `last_run` and
-   `live_job_id`. If a pass is live, do not start another: follow it with `wait_for_job`.
+1. Call `list_backfills {{"name": "{name}"}}` and read its `backfills[]` entry: `pending`,
+   `environments`, `last_run` and `live_job_id`. If `live_job_id` is set, a pass is live: do
+   not start another, follow it with `wait_for_job` on that id.
 2. Rehearse: `run_backfill {{"name": "{name}"}}` (a dry run writes nothing). Report
    `plan.rows_remaining`, `plan.batches` and `plan.sample_keys` to the user.
-3. If `plan.blocked_by` is set, stop and explain it: BACKFILL_APPLIED means it already completed
-   here (rerunning needs `force: true` and the user's explicit go-ahead);
-   BACKFILL_MIGRATION_PENDING means a precondition is missing; BACKFILL_ENVIRONMENT means this
-   environment is not declared. Follow `blocked_by.fix`.
-4. Ask the user to confirm the write, quoting the row count.
-5. Write: `run_backfill {{"name": "{name}", "write": true}}`. Then call `wait_for_job` with
+3. If the dry run itself fails, `error.code` says why: BACKFILL_MIGRATION_PENDING means a
+   precondition (a migration) is missing, so nothing can be counted yet. Stop and give the user
+   `error.fix`, the command that applies it.
+4. If `plan.blocked_by` is set, a write would be refused: stop and explain
+   `plan.blocked_by.code`. BACKFILL_APPLIED means it already completed here (rerunning needs
+   `force: true` and the user's explicit go-ahead); BACKFILL_RUNNING means a pass is live;
+   BACKFILL_ENVIRONMENT means this environment is not declared. Follow `plan.blocked_by.fix`.
+5. Ask the user to confirm the write, quoting the row count.
+6. Write: `run_backfill {{"name": "{name}", "write": true}}`. Then call `wait_for_job` with
    `start.job_id` until `settled` is true (call again while it is false).
-6. Confirm with `list_backfills`: `{name}` should show `pending: false` and its `last_run`
-   `completed` with the rows processed. If the pass failed, `inspect_job` the job and report the
-   failed batch step and its error; do not force a rerun without the user."""
+7. Confirm with `list_backfills {{"name": "{name}"}}`: `pending` should be false and
+   `last_run.status` `completed`, with `last_run.rows_processed` rows. If the pass failed,
+   `inspect_job` the job and report the failed batch step and its error; do not force a rerun
+   without the user."""
 
 
 def register(server: MCPServer[AppState], *, read_only: bool) -> None:

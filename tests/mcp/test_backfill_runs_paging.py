@@ -41,7 +41,7 @@ async def test_list_backfills_pages_one_backfills_runs(
         plain = await mcp.ok("list_backfills")
         (state,) = plain["backfills"]
         assert state["last_run"]["run_id"] == expected[0] and state["pending"] is False
-        assert plain["runs"] is None and plain["runs_cursor"] is None
+        assert "runs" not in plain and "runs_cursor" not in plain
 
         seen: list[str] = []
         cursor = None
@@ -56,7 +56,7 @@ async def test_list_backfills_pages_one_backfills_runs(
             assert {r["environment"] for r in page["runs"]} == {env}
             seen += [r["run_id"] for r in page["runs"]]
             pages += 1
-            cursor = page["runs_cursor"]
+            cursor = page.get("runs_cursor")
             if cursor is None:
                 break
         assert seen == expected and pages == 3
@@ -66,15 +66,20 @@ async def test_list_backfills_pages_one_backfills_runs(
         done = await mcp.ok("list_backfills", {"name": "normalize_emails", "pending_only": True})
         assert done["backfills"] == [] and len(done["runs"]) == 20
 
-        for bad in ({"runs_limit": 0}, {"runs_limit": 201}, {"runs_limit": "9"}):
+        for bad in ({"runs_limit": 0}, {"runs_limit": 201}):
             await mcp.fails(
-                "list_backfills", {"name": "normalize_emails", **bad}, "TOOL_ARGUMENTS_INVALID"
+                "list_backfills", {"name": "normalize_emails", **bad}, "INVALID_ARGUMENT"
             )
+        await mcp.fails(
+            "list_backfills",
+            {"name": "normalize_emails", "runs_limit": "9"},
+            "TOOL_ARGUMENTS_INVALID",
+        )
         for cursor_text in ("x", "12", "12.", "abc.run1"):
             error = await mcp.fails(
                 "list_backfills",
                 {"name": "normalize_emails", "runs_cursor": cursor_text},
-                "INVALID_ARGUMENT",
+                "CURSOR_INVALID",
             )
             assert error["details"]["argument"] == "runs_cursor"
         error = await mcp.fails(

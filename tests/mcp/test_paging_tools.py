@@ -26,18 +26,21 @@ async def test_inspect_job_pages_steps_and_events_with_cursors(
         first = await mcp.ok("inspect_job", {"job_id": job_id, "steps_limit": 2})
         assert [s["name"] for s in first["steps"]] == ["settle", "ship"]
         assert first["steps_total"] == 3 and first["steps_cursor"]
-        assert first["events_total"] == len(first["events"]) and first["events_cursor"] is None
+        assert first["events_total"] == len(first["events"]) and "events_cursor" not in first
         older = await mcp.ok(
             "inspect_job",
             {"job_id": job_id, "steps_limit": 2, "steps_cursor": first["steps_cursor"]},
         )
         assert [s["name"] for s in older["steps"]] == ["reserve"]
-        assert older["steps_cursor"] is None
+        assert "steps_cursor" not in older
 
-        for bad in ({"steps_limit": 0}, {"events_limit": 501}, {"steps_limit": "9"}):
-            await mcp.fails("inspect_job", {"job_id": job_id, **bad}, "TOOL_ARGUMENTS_INVALID")
+        for bad in ({"steps_limit": 0}, {"events_limit": 501}):
+            await mcp.fails("inspect_job", {"job_id": job_id, **bad}, "INVALID_ARGUMENT")
+        await mcp.fails(
+            "inspect_job", {"job_id": job_id, "steps_limit": "9"}, "TOOL_ARGUMENTS_INVALID"
+        )
         error = await mcp.fails(
-            "inspect_job", {"job_id": job_id, "events_cursor": "x"}, "INVALID_ARGUMENT"
+            "inspect_job", {"job_id": job_id, "events_cursor": "x"}, "CURSOR_INVALID"
         )
         assert error["details"]["argument"] == "events_cursor"
 
@@ -50,4 +53,4 @@ async def test_the_run_resource_answers_the_default_page_and_totals(
         result = await mcp.client.read_resource(f"jobs://runs/{job_id}")
         run = json.loads(result.contents[0].text)  # type: ignore[union-attr]
         assert [s["name"] for s in run["steps"]] == ["reserve", "settle", "ship"]
-        assert run["steps_total"] == 3 and run["steps_cursor"] is None
+        assert run["steps_total"] == 3 and "steps_cursor" not in run

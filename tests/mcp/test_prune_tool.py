@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from mcp import MCPError
+from mcp.types import INVALID_PARAMS
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.retention import DAY_MS
@@ -79,7 +81,7 @@ async def test_a_pinned_server_prunes_only_its_tenant(
 async def test_bad_arguments_are_refused_with_the_tools_envelope(open_mcp: OpenMcp) -> None:
     async with open_mcp() as mcp:
         await mcp.fails("prune_history", {"states": ["ready"]}, "TOOL_ARGUMENTS_INVALID")
-        await mcp.fails("prune_history", {"older_than_seconds": -1}, "TOOL_ARGUMENTS_INVALID")
+        await mcp.fails("prune_history", {"older_than_seconds": -1}, "INVALID_ARGUMENT")
 
 
 async def test_a_read_only_server_has_no_prune_tool(
@@ -87,5 +89,6 @@ async def test_a_read_only_server_has_no_prune_tool(
 ) -> None:
     async with serve(jobs, mode, Settings(read_only=True)) as mcp:
         assert "prune_history" not in mcp.schemas
-        result = await mcp.client.call_tool("prune_history", {"write": True})
-        assert result.is_error
+        with pytest.raises(MCPError) as raised:  # not served: JSON-RPC invalid params
+            await mcp.client.call_tool("prune_history", {"write": True})
+        assert raised.value.code == INVALID_PARAMS

@@ -4,7 +4,8 @@ that mutate; argument errors come back as the tool's own envelope."""
 from __future__ import annotations
 
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
+from mcp.types import INVALID_PARAMS
 
 from engine import JobRegistry, Jobs
 from mcp_jobs.config import Settings
@@ -66,8 +67,9 @@ async def test_read_only_registers_no_mutating_tool(
 ) -> None:
     async with serve(jobs, mode, Settings(read_only=True)) as mcp:
         assert set(mcp.schemas) == set(READ_TOOLS)
-        result = await mcp.client.call_tool("enqueue_job", {"name": "greet", "input": {}})
-        assert result.is_error
+        with pytest.raises(MCPError) as raised:  # not served: JSON-RPC invalid params
+            await mcp.client.call_tool("enqueue_job", {"name": "greet", "input": {}})
+        assert raised.value.code == INVALID_PARAMS
         prompts = {p.name for p in (await mcp.client.list_prompts()).prompts}
         assert prompts == {"diagnose_stalled_jobs"}
     assert (await jobs.list()).jobs == []

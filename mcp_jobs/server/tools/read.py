@@ -1,7 +1,8 @@
 """The read tools, registered over the operations: describe, list, inspect, stats, diagnose,
 wait, list backfills."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the SDK reads each tool's signature at
+# registration, and the bounds in it are this server's limits, local to `register`.
 
 from typing import Annotated
 
@@ -10,8 +11,14 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from engine.backfill.ledger import MAX_RUNS_CURSOR_BYTES, MAX_RUNS_PAGE
-from engine.paging import DEFAULT_TRACE_PAGE, MAX_TRACE_PAGE
+from engine.paging import (
+    DEFAULT_TRACE_PAGE,
+    MAX_CURSOR_BYTES,
+    MAX_LIST_CURSOR_BYTES,
+    MAX_TRACE_PAGE,
+)
 from mcp_jobs import operations
+from mcp_jobs.config import ServerLimits
 from mcp_jobs.operations.models import (
     DescribeJobsResult,
     DiagnoseQueueResult,
@@ -21,30 +28,34 @@ from mcp_jobs.operations.models import (
     QueueStatsResult,
     WaitForJobResult,
 )
+from mcp_jobs.server.arguments import ServerCap
 from mcp_jobs.server.calls import ToolContext, run_tool
 from mcp_jobs.server.state import AppState
 from schemas.states import JobState
 
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
-JobId = Annotated[str, Field(description="the job's id, as enqueue_job or list_jobs returned it")]
+JobId = Annotated[str, Field(description="from enqueue_job or list_jobs")]
 
 
-def register(server: MCPServer[AppState]) -> None:
+def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
+    """The read tools, their numeric arguments bounded by `limits` where the server caps them
+    (published as the schema's `maximum`)."""
+    page_cap = limits.max_page_size
+    wait_cap = limits.max_wait_seconds
+
     @server.tool(
         name="describe_jobs",
         title="Describe jobs",
         annotations=READ,
         description=(
-            "List the jobs this server can enqueue: name, queue, input JSON schema, retry policy "
-            "with its delays, timeout, concurrency, and whether a tenant is required. Call this "
-            "first, and before enqueue_job when unsure of a job's input. Pass `name` for one job "
-            "(JOB_UNKNOWN if no job has that name; its `details.known` lists the names)."
+            "Call first: the jobs this server can enqueue (queue, input schema, retry, timeout, "
+            "concurrency, tenancy) and the cron tasks. Errors: JOB_UNKNOWN (details.known)."
         ),
     )
     async def describe_jobs_tool(
         ctx: ToolContext,
-        name: Annotated[str | None, Field(description="one job's name; omit for all")] = None,
+        name: Annotated[str | None, Field(description="one job; omit for all")] = None,
     ) -> Annotated[CallToolResult, DescribeJobsResult]:
         return await run_tool(ctx, "describe_jobs", lambda s: operations.describe_jobs(s, name))
 
@@ -53,22 +64,30 @@ def register(server: MCPServer[AppState]) -> None:
         title="List jobs",
         annotations=READ,
         description=(
-            "List jobs newest first, filtered by state, name, queue or tenant; cursor-paged "
-            "(pass `next_cursor` back as `cursor`). Use it to find failed or dead jobs to inspect "
-            "or retry. Errors: INVALID_ARGUMENT (bad state or limit), LIMIT_EXCEEDED (page over "
-            "the server's cap), TENANT_PINNED (asked for another tenant on a pinned server)."
+            "Jobs, newest first; pass next_cursor back as cursor. Errors: INVALID_ARGUMENT, "
+            "LIMIT_EXCEEDED, CURSOR_INVALID (call again without it), TENANT_PINNED."
         ),
     )
     async def list_jobs_tool(
         ctx: ToolContext,
         state: Annotated[
-            JobState | list[JobState] | None, Field(description="one state or a list of states")
+            JobState | list[JobState] | None, Field(description="one or a list")
         ] = None,
-        name: Annotated[str | None, Field(description="only jobs with this name")] = None,
-        queue: Annotated[str | None, Field(description="only jobs in this queue")] = None,
-        tenant_id: Annotated[str | None, Field(description="only this tenant's jobs")] = None,
-        limit: Annotated[int, Field(description="page size, 1 to 200")] = 50,
-        cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+        name: Annotated[str | None, Field(description="job name")] = None,
+        queue: Annotated[str | None, Field(description="queue")] = None,
+        tenant_id: Annotated[str | None, Field(description="tenant")] = None,
+        limit: Annotated[
+            int,
+            Field(description="page size", ge=1, le=page_cap),
+            ServerCap("rows"),
+        ] = 50,
+        cursor: Annotated[
+            str | None,
+            Field(
+                description="the last page's next_cursor",
+                max_length=MAX_LIST_CURSOR_BYTES,
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, ListJobsResult]:
         return await run_tool(
             ctx,
@@ -89,12 +108,9 @@ def register(server: MCPServer[AppState]) -> None:
         title="Inspect a job",
         annotations=READ,
         description=(
-            "One job in full: its record (state, attempts, last error, input, output), its steps "
-            "with status and timing, its events (retries, parks, operator actions), the lease "
-            "while a worker holds it, the retry schedule and when the next attempt is due. Use it "
-            "to explain why a job failed or is stuck. Steps and events are paged: the newest "
-            "(50 by default) with their totals; pass `steps_cursor` / `events_cursor` back for "
-            "older ones. JOB_NOT_FOUND when no such job is visible."
+            "One job in full, to see why it failed or is stuck: record, steps and events (newest "
+            "first; totals, cursors), lease, retry delays, next attempt. Errors: JOB_NOT_FOUND, "
+            "CURSOR_INVALID (call again without it)."
         ),
     )
     async def inspect_job_tool(
@@ -102,21 +118,19 @@ def register(server: MCPServer[AppState]) -> None:
         job_id: JobId,
         steps_limit: Annotated[
             int,
-            Field(description="steps in this page, 1 to 500", ge=1, le=MAX_TRACE_PAGE, strict=True),
+            Field(description="steps in this page", ge=1, le=MAX_TRACE_PAGE),
         ] = DEFAULT_TRACE_PAGE,
         steps_cursor: Annotated[
             str | None,
-            Field(description="steps_cursor of the previous answer", max_length=64),
+            Field(description="from the last answer", max_length=MAX_CURSOR_BYTES),
         ] = None,
         events_limit: Annotated[
             int,
-            Field(
-                description="events in this page, 1 to 500", ge=1, le=MAX_TRACE_PAGE, strict=True
-            ),
+            Field(description="events in this page", ge=1, le=MAX_TRACE_PAGE),
         ] = DEFAULT_TRACE_PAGE,
         events_cursor: Annotated[
             str | None,
-            Field(description="events_cursor of the previous answer", max_length=64),
+            Field(description="from the last answer", max_length=MAX_CURSOR_BYTES),
         ] = None,
     ) -> Annotated[CallToolResult, InspectJobResult]:
         return await run_tool(
@@ -137,10 +151,8 @@ def register(server: MCPServer[AppState]) -> None:
         title="Queue statistics",
         annotations=READ,
         description=(
-            "Per queue: ready (due now, including jobs held back by a concurrency cap), delayed, "
-            "running, suspended, dead, failed, done, cancelled, the age of the oldest ready job, "
-            "expired leases and overdue suspensions. Use it for a quick health read; "
-            "diagnose_queue explains what the numbers mean."
+            "Per queue: a count per state (ready: due now), oldest ready age, expired leases, "
+            "overdue suspensions. diagnose_queue says what they mean."
         ),
     )
     async def queue_stats_tool(
@@ -154,11 +166,9 @@ def register(server: MCPServer[AppState]) -> None:
         title="Diagnose queues",
         annotations=READ,
         description=(
-            "Find what is wrong and say what to do: no live workers, expired leases, an old "
-            "ready backlog, dead letters, jobs parked because no worker knows their name, "
-            "overdue suspensions, pending backfills. Each finding has a code, the cause with its "
-            "numbers, a one-line fix, and often a next_call to make. Start here when jobs are "
-            "stalled or failing."
+            "Start here when jobs stall: findings (code, cause, fix, often next_call) on live "
+            "workers, expired leases, backlog, dead letters, unknown names, overdue suspensions, "
+            "pending backfills."
         ),
     )
     async def diagnose_queue_tool(
@@ -172,17 +182,21 @@ def register(server: MCPServer[AppState]) -> None:
         title="Wait for a job",
         annotations=READ,
         description=(
-            "Wait until a job settles (done, failed, dead or cancelled) or the timeout passes, "
-            "reporting progress while it waits. `settled: false` means it is still going: call "
-            "again. timeout_seconds defaults to 20 and is capped at 50 (LIMIT_EXCEEDED above); "
-            "JOB_NOT_FOUND when no such job is visible."
+            "Wait until a job settles (done, failed, dead, cancelled) or timeout_seconds pass; "
+            "settled false: call again. Errors: JOB_NOT_FOUND, LIMIT_EXCEEDED."
         ),
     )
     async def wait_for_job_tool(
         ctx: ToolContext,
         job_id: JobId,
         timeout_seconds: Annotated[
-            float | None, Field(description="how long to wait, in seconds (default 20, max 50)")
+            float | None,
+            Field(
+                description=f"seconds to wait (default {limits.default_wait_seconds:g})",
+                ge=0,
+                le=wait_cap,
+            ),
+            ServerCap("seconds"),
         ] = None,
     ) -> Annotated[CallToolResult, WaitForJobResult]:
         return await run_tool(
@@ -194,37 +208,30 @@ def register(server: MCPServer[AppState]) -> None:
         title="List backfills",
         annotations=READ,
         description=(
-            "The declared backfills (one-off data sweeps) with their ledger state in this "
-            "environment: last run, rows processed, whether one is running, whether it is still "
-            "pending here. Use `pending_only` to see what still has to run; run_backfill "
-            "rehearses or runs one. Pass `name` for one backfill and a page of its ledger "
-            "(every run here, newest first, `runs_limit` 1 to 200, default 20); pass "
-            "`runs_cursor` back for older runs. Errors: BACKFILL_UNKNOWN (no such name), "
-            "INVALID_ARGUMENT (a runs_cursor that is not one, or paging without `name`)."
+            "Declared backfills (one-off data sweeps) and their state here; `name`: one, with a "
+            "page of its runs. Errors: BACKFILL_UNKNOWN, CURSOR_INVALID, INVALID_ARGUMENT "
+            "(paging without name)."
         ),
     )
     async def list_backfills_tool(
         ctx: ToolContext,
-        pending_only: Annotated[
-            bool, Field(description="only backfills not yet completed in this environment")
-        ] = False,
+        pending_only: Annotated[bool, Field(description="only those not completed here")] = False,
         name: Annotated[
             str | None,
-            Field(description="one backfill: its state and a page of its ledger rows"),
+            Field(description="one backfill"),
         ] = None,
         runs_limit: Annotated[
             int | None,
             Field(
-                description="with `name`: runs in this page, 1 to 200 (default 20)",
+                description="with name: runs in this page (default 20)",
                 ge=1,
                 le=MAX_RUNS_PAGE,
-                strict=True,
             ),
         ] = None,
         runs_cursor: Annotated[
             str | None,
             Field(
-                description="with `name`: runs_cursor of the previous answer",
+                description="with name: from the last answer",
                 max_length=MAX_RUNS_CURSOR_BYTES,
             ),
         ] = None,

@@ -6,7 +6,8 @@ Every call is recorded as an event (`calls.run_tool(audit=...)`), and the engine
 `cancelled`/`requeued` events with the actor `mcp:<tool>`.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the SDK reads each tool's signature at
+# registration, and the bounds in it are this server's limits, local to `register`.
 
 from typing import Annotated, Any, Literal
 
@@ -14,7 +15,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from engine.bounds import MAX_DELAY_SECONDS
 from mcp_jobs import operations
+from mcp_jobs.config import ServerLimits
 from mcp_jobs.operations.models import (
     CancelJobResult,
     EnqueueJobResult,
@@ -22,6 +25,7 @@ from mcp_jobs.operations.models import (
     RunBackfillResult,
 )
 from mcp_jobs.operations.prune import TOOL_MAX_BATCHES, PruneHistoryResult
+from mcp_jobs.server.arguments import ServerCap
 from mcp_jobs.server.audit import Subject
 from mcp_jobs.server.calls import ToolContext, run_tool
 from mcp_jobs.server.state import AppState
@@ -39,14 +43,22 @@ def _writes(*, destructive: bool, idempotent: bool) -> ToolAnnotations:
 
 SettledState = Literal["done", "failed", "dead", "cancelled"]
 
-JobId = Annotated[str, Field(description="the job's id, as enqueue_job or list_jobs returned it")]
+JobId = Annotated[str, Field(description="from enqueue_job or list_jobs")]
+
+# The largest integer every JSON client holds exactly (2^53 - 1, JavaScript's safe integer): the
+# engine refuses a run_at beyond ten years from now, which no fixed schema bound can say.
+MAX_RUN_AT_MS = 2**53 - 1
 
 
 def _job_of(model: RetryJobResult | CancelJobResult) -> Subject:
     return (model.job.id, model.job.tenant_id) if model.job is not None else (None, None)
 
 
-def register(server: MCPServer[AppState]) -> None:
+def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
+    """The mutating tools; `limits` bound the arguments the server caps (published as the
+    schema's `maximum`)."""
+    wait_cap = limits.max_wait_seconds
+
     @server.tool(
         name="enqueue_job",
         title="Enqueue a job",
@@ -57,32 +69,41 @@ def register(server: MCPServer[AppState]) -> None:
             open_world_hint=False,
         ),
         description=(
-            "Enqueue a registered job. `input` is validated against the job's input schema "
-            "(describe_jobs shows it). A live job with the same idempotency key is not duplicated: "
-            "its id comes back with `deduped: true` (or JOB_DUPLICATE with on_conflict='error'). "
-            "Errors: JOB_UNKNOWN, JOB_INPUT_INVALID (details.errors lists each field), "
-            "JOB_TENANT_REQUIRED, LIMIT_EXCEEDED (input over the size cap), INVALID_ARGUMENT."
+            "Enqueue a job (describe_jobs: its input schema). A live job with the same "
+            "idempotency key answers instead: deduped true, or JOB_DUPLICATE with "
+            "on_conflict='error'. Errors: JOB_UNKNOWN, JOB_INPUT_INVALID (details.errors), "
+            "JOB_TENANT_REQUIRED, IDEMPOTENCY_KEY_MISSING, LIMIT_EXCEEDED, INVALID_ARGUMENT."
         ),
     )
     async def enqueue_job_tool(
         ctx: ToolContext,
-        name: Annotated[str, Field(description="the job's name (describe_jobs lists them)")],
-        input: Annotated[
-            dict[str, Any], Field(description="the job's input, matching its input schema")
-        ],
-        tenant_id: Annotated[
-            str | None, Field(description="the tenant the job runs for; required by some jobs")
-        ] = None,
+        name: Annotated[str, Field(description="a job describe_jobs lists")],
+        input: Annotated[dict[str, Any], Field(description="matching the job's input schema")],
+        tenant_id: Annotated[str | None, Field(description="the tenant it runs for")] = None,
         delay_seconds: Annotated[
-            float | None, Field(description="run no sooner than this many seconds from now")
+            float | None,
+            Field(
+                description="run no sooner than this from now",
+                ge=0,
+                le=MAX_DELAY_SECONDS,
+            ),
         ] = None,
         run_at: Annotated[
-            int | None, Field(description="run no sooner than this time (epoch ms)")
+            int | None,
+            Field(
+                description="run no sooner than this, epoch ms (ten years ahead at most)",
+                ge=0,
+                le=MAX_RUN_AT_MS,
+            ),
         ] = None,
         on_conflict: Annotated[
             OnConflict,
-            Field(description="'dedupe' returns a live duplicate's id; 'error' refuses it"),
+            Field(description="on a live duplicate: its id, or an error"),
         ] = "dedupe",
+        key: Annotated[
+            str | None,
+            Field(description="idempotency key; needed when describe_jobs says key_required"),
+        ] = None,
     ) -> Annotated[CallToolResult, EnqueueJobResult]:
         return await run_tool(
             ctx,
@@ -95,6 +116,7 @@ def register(server: MCPServer[AppState]) -> None:
                 delay_seconds=delay_seconds,
                 run_at=run_at,
                 on_conflict=on_conflict,
+                key=key,
             ),
             audit={"name": name, "tenant_id": tenant_id, "on_conflict": on_conflict},
             subject=lambda m: (m.job_id, m.tenant_id),
@@ -110,19 +132,15 @@ def register(server: MCPServer[AppState]) -> None:
             open_world_hint=False,
         ),
         description=(
-            "Requeue a failed or dead job now, with its attempts reset; steps it already "
-            "completed are not run again. A cancelled job is only requeued with "
-            "include_cancelled=true. Errors: JOB_NOT_FOUND, JOB_NOT_RETRYABLE (it is live or "
-            "done, or cancelled without include_cancelled), JOB_DUPLICATE (another live job now "
-            "holds its idempotency key)."
+            "Requeue a failed or dead job now, attempts reset, completed steps kept. Errors: "
+            "JOB_NOT_FOUND, JOB_NOT_RETRYABLE (live, done, or cancelled), JOB_DUPLICATE (a live "
+            "job holds its key)."
         ),
     )
     async def retry_job_tool(
         ctx: ToolContext,
         job_id: JobId,
-        include_cancelled: Annotated[
-            bool, Field(description="also requeue a job an operator cancelled")
-        ] = False,
+        include_cancelled: Annotated[bool, Field(description="also a cancelled job")] = False,
     ) -> Annotated[CallToolResult, RetryJobResult]:
         return await run_tool(
             ctx,
@@ -137,10 +155,9 @@ def register(server: MCPServer[AppState]) -> None:
         title="Cancel a job",
         annotations=_writes(destructive=True, idempotent=True),
         description=(
-            "Cancel a live job (ready, delayed, running or suspended). Cancelled is final: it is "
-            "never claimed again, and only retry_job with include_cancelled=true brings it back. "
-            "A running job is told to stop at its next heartbeat (`stopping: true`). Errors: "
-            "JOB_NOT_FOUND, JOB_NOT_CANCELLABLE (it already settled)."
+            "Cancel a live job (retry_job include_cancelled revives it). A running one stops at "
+            "its next heartbeat (stopping). Errors: JOB_NOT_FOUND, JOB_NOT_CANCELLABLE (done, "
+            "failed or dead)."
         ),
     )
     async def cancel_job_tool(
@@ -164,24 +181,25 @@ def register(server: MCPServer[AppState]) -> None:
             open_world_hint=False,
         ),
         description=(
-            "Rehearse or run a declared backfill (a one-off sweep over the app's data). By "
-            "default a DRY RUN: rows and batches it would sweep, sample keys, and `blocked_by` "
-            "if a write would be refused; nothing is written. write=true starts it as a durable "
-            "job (follow it with wait_for_job, or pass wait_seconds to follow it here with "
-            "progress). Errors: BACKFILL_UNKNOWN, BACKFILL_ENVIRONMENT, "
-            "BACKFILL_MIGRATION_PENDING, BACKFILL_APPLIED (rerun needs force=true), "
-            "BACKFILL_RUNNING (a pass is live: inspect it)."
+            "A backfill: by default a DRY RUN (rows, batches, sample keys; blocked_by: what a "
+            "write would answer); write=true starts a durable pass (follow it with wait_for_job). "
+            "Errors: BACKFILL_UNKNOWN, BACKFILL_ENVIRONMENT, BACKFILL_MIGRATION_PENDING, "
+            "BACKFILL_APPLIED (force=true reruns), BACKFILL_RUNNING."
         ),
     )
     async def run_backfill_tool(
         ctx: ToolContext,
-        name: Annotated[str, Field(description="the backfill's name (list_backfills lists them)")],
-        write: Annotated[
-            bool, Field(description="false (default): dry run only; true: start the sweep")
-        ] = False,
-        force: Annotated[bool, Field(description="rerun one that already completed here")] = False,
+        name: Annotated[str, Field(description="one list_backfills lists")],
+        write: Annotated[bool, Field(description="start the sweep")] = False,
+        force: Annotated[bool, Field(description="rerun one completed here")] = False,
         wait_seconds: Annotated[
-            float, Field(description="with write: follow the pass up to this long (max 50)")
+            float,
+            Field(
+                description="with write: follow the pass this long",
+                ge=0,
+                le=wait_cap,
+            ),
+            ServerCap("seconds"),
         ] = 0,
     ) -> Annotated[CallToolResult, RunBackfillResult]:
         return await run_tool(
@@ -199,31 +217,26 @@ def register(server: MCPServer[AppState]) -> None:
         title="Prune settled history",
         annotations=_writes(destructive=True, idempotent=True),
         description=(
-            "Delete settled jobs (done, failed, dead, cancelled) past their retention, with their "
-            "steps and events; live jobs are never touched. By default a DRY RUN: counts per "
-            "state and queue of what would go, and the cutoffs used (the workers' policy: done "
-            "and cancelled 7 days, failed and dead 30 days unless configured). write=true "
-            f"deletes, at most {TOOL_MAX_BATCHES} batches per call (`more: true`: call again). "
-            "older_than_seconds replaces the policy for this call. On a tenant-pinned server "
-            "only that tenant's jobs are pruned. Errors: INVALID_ARGUMENT."
+            "Delete settled jobs past retention, with their steps and events. By default a DRY "
+            f"RUN (counts, cutoffs); write=true deletes up to {TOOL_MAX_BATCHES} batches a call "
+            "(more: call again). A tenant-pinned server prunes its tenant only. Errors: "
+            "INVALID_ARGUMENT."
         ),
     )
     async def prune_history_tool(
         ctx: ToolContext,
-        write: Annotated[
-            bool, Field(description="false (default): dry run only; true: delete")
-        ] = False,
+        write: Annotated[bool, Field(description="delete")] = False,
         older_than_seconds: Annotated[
             int | None,
             Field(
-                description="prune rows finished more than this many seconds ago, instead of "
-                "the retention policy",
+                description="rows finished this long ago, not the retention policy's",
                 ge=0,
+                le=MAX_DELAY_SECONDS,
             ),
         ] = None,
         states: Annotated[
             list[SettledState] | None,
-            Field(description="only these settled states (default: all four)", max_length=4),
+            Field(description="only these (default: all)", max_length=4),
         ] = None,
     ) -> Annotated[CallToolResult, PruneHistoryResult]:
         return await run_tool(

@@ -1,0 +1,102 @@
+"""Cursors are opaque and checked on every driver: a list, a trace's steps and events, and a
+backfill's runs each page with a cursor the engine encodes, and text that is not one of those
+cursors — garbage, a cut or edited cursor, a cursor of another kind, the raw id an older version
+handed out — is CURSOR_INVALID (terminal, its next call the same call without the cursor),
+never a silent restart at page one."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+import pytest
+
+from engine import Jobs, ManualClock
+from engine.backfill import BackfillRegistry, Backfills
+from engine.errors import CursorInvalidError, JobsError
+from engine.testing.kit.test_backfill_ledger import _ledger
+from engine.testing.kit.test_paging import _job_with_history, request
+from schemas.errors import NextCall
+
+
+def _edited(cursor: str) -> list[str]:
+    """Near misses of a real cursor: cut, one character changed, another version tag, extended,
+    a NUL appended; and text far longer than any cursor."""
+    flipped = cursor[:-2] + ("A" if cursor[-2] != "A" else "B") + cursor[-1]
+    return [cursor[:-3], flipped, "c2" + cursor[2:], cursor + "AAAA", cursor + "\x00", "é" * 50]
+
+
+async def _refused(call: Awaitable[Any]) -> CursorInvalidError:
+    with pytest.raises(JobsError) as raised:
+        await call
+    error = raised.value
+    assert isinstance(error, CursorInvalidError), error
+    assert error.code == "CURSOR_INVALID" and error.retryable is False
+    return error
+
+
+async def test_a_list_cursor_walks_the_pages_and_anything_else_is_cursor_invalid(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    await jobs.driver.enqueue([request(n, run_at=clock.now_ms()) for n in range(1, 6)])
+    seen: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = await jobs.list(queue="default", limit=2, cursor=cursor)
+        seen += [j.id for j in page.jobs]
+        if page.next_cursor is None:
+            break
+        assert page.next_cursor not in {j.id for j in page.jobs}  # opaque, not the id
+        cursor = page.next_cursor
+    assert seen == [f"job{n:04d}" for n in range(5, 0, -1)]
+
+    real = (await jobs.list(state="ready", limit=2)).next_cursor
+    assert real is not None
+    steps = (await jobs.trace("job0001")).steps_cursor  # none: no steps; make one of another kind
+    assert steps is None
+    other_kind = await jobs.trace(await _job_with_history(jobs, clock, 3, 0), steps_limit=1)
+    assert other_kind.steps_cursor is not None
+    for bad in ["garbage", "job0003", other_kind.steps_cursor, *_edited(real)]:
+        error = await _refused(jobs.list(state="ready", limit=2, cursor=bad))
+        assert error.details == {
+            "argument": "cursor",
+            "expected": "the cursor of a previous answer",
+        }
+        # The fix is the same list from its first page.
+        assert error.next_call == NextCall(
+            tool="list_jobs", arguments={"state": "ready", "limit": 2}
+        )
+        assert error.fix == 'list_jobs {"state": "ready", "limit": 2}'
+
+
+async def test_a_trace_cursor_that_does_not_decode_is_cursor_invalid(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    job_id = await _job_with_history(jobs, clock, steps=5, events=5)
+    first = await jobs.trace(job_id, steps_limit=2, events_limit=2)
+    assert first.steps_cursor is not None and first.events_cursor is not None
+    # The real cursors walk on; each kind refuses the other's.
+    assert (
+        len((await jobs.trace(job_id, steps_limit=2, steps_cursor=first.steps_cursor)).steps) == 2
+    )
+    bad_steps = ["1.0", "x", first.events_cursor, *_edited(first.steps_cursor)]
+    bad_events = ["3", "x", first.steps_cursor, *_edited(first.events_cursor)]
+    newest = NextCall(tool="inspect_job", arguments={"job_id": job_id})
+    for bad in bad_steps:
+        error = await _refused(jobs.trace(job_id, steps_cursor=bad))
+        assert (error.details or {})["argument"] == "steps_cursor" and error.next_call == newest
+    for bad in bad_events:
+        error = await _refused(jobs.trace(job_id, events_cursor=bad))
+        assert (error.details or {})["argument"] == "events_cursor" and error.next_call == newest
+
+
+async def test_a_runs_cursor_that_does_not_decode_is_cursor_invalid(jobs: Jobs) -> None:
+    await _ledger(jobs)
+    svc = Backfills(jobs, registry=BackfillRegistry(), environment="development")
+    real = (await svc.runs_page("fill", limit=10)).runs_cursor
+    assert real is not None
+    assert len((await svc.runs_page("fill", limit=10, cursor=real)).runs) == 10
+    for bad in ["x", "12.run1", "1001.run0003", *_edited(real)]:
+        error = await _refused(svc.runs_page("fill", cursor=bad))
+        assert (error.details or {})["argument"] == "runs_cursor"
+        assert error.next_call == NextCall(tool="list_backfills", arguments={"name": "fill"})

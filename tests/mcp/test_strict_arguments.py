@@ -1,0 +1,260 @@
+"""Strict arguments on a live in-process server (issue #22 item 3): every tool takes a boolean only
+from a JSON boolean and a number only from a JSON number of its kind, never text parsed into
+one; every numeric argument publishes its range and a breach is INVALID_ARGUMENT (LIMIT_EXCEEDED
+over a server cap), naming the argument; a job's input refuses unknown fields; a second cancel
+is ok; an unknown tool or prompt, or a prompt missing its argument, is JSON-RPC -32602 and logs
+no traceback."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+import pytest
+from mcp import MCPError
+from mcp.types import INVALID_PARAMS
+
+from engine import JobRegistry, Jobs, ManualClock, Worker
+from engine.backfill import BackfillRegistry
+from mcp_jobs.cli.entry import main
+from mcp_jobs.config import ServerLimits, Settings
+from tests.backfill.support import Customers
+from tests.mcp.conftest import OpenMcp
+from tests.mcp.support import Caller
+
+# A valid value of every required argument, so that the argument under test is the only wrong
+# one. The arguments are refused before any tool runs: these need not name real things.
+REQUIRED: dict[str, Any] = {"job_id": "f" * 32, "name": "greet", "input": {"user_id": 1}}
+# The bounds that are the server's own limits (ServerLimits), over which LIMIT_EXCEEDED.
+SERVER_CAPS = {
+    ("list_jobs", "limit"),
+    ("wait_for_job", "timeout_seconds"),
+    ("run_backfill", "wait_seconds"),
+}
+
+
+def _kinds(schema: dict[str, Any]) -> set[str]:
+    return {s.get("type", "") for s in schema.get("anyOf", [schema])} - {"null"}
+
+
+def _wrong_values(schema: dict[str, Any]) -> list[Any]:
+    """Values a lax validator would coerce into `schema`'s kind, and a strict one refuses."""
+    kinds = _kinds(schema)
+    wrong: list[Any] = []
+    if "boolean" in kinds:
+        wrong += ["yes", "true", 1, 0]
+    if "integer" in kinds:
+        wrong += ["5", 5.0, True]
+    elif "number" in kinds:
+        wrong += ["5", True]
+    if "array" in kinds:
+        wrong += ['["failed"]']
+    if "object" in kinds:
+        wrong += ['{"user_id": 1}']
+    if kinds == {"string"} or (not kinds and "enum" in schema):
+        wrong += [5]
+    return wrong
+
+
+async def _schemas(mcp: Caller) -> dict[str, dict[str, Any]]:
+    return {t.name: t.input_schema for t in (await mcp.client.list_tools()).tools}
+
+
+def _call(schema: dict[str, Any], argument: str, value: Any) -> dict[str, Any]:
+    call = {n: REQUIRED[n] for n in schema.get("required", []) if n != argument}
+    return {**call, argument: value}
+
+
+async def test_every_argument_of_every_tool_is_strict(open_mcp: OpenMcp, jobs: Jobs) -> None:
+    checked = 0
+    async with open_mcp() as mcp:
+        for tool, schema in (await _schemas(mcp)).items():
+            for argument, prop in schema["properties"].items():
+                for value in _wrong_values(prop):
+                    error = await mcp.fails(
+                        tool, _call(schema, argument, value), "TOOL_ARGUMENTS_INVALID"
+                    )
+                    (entry,) = [e for e in error["details"]["errors"] if e["loc"][0] == argument]
+                    assert entry["expected"] and argument in error["cause"], (tool, argument)
+                    assert error["retryable"] is False
+                    checked += 1
+    # write, force, include_cancelled, pending_only, prune's write; the limits; input; state …
+    assert checked >= 40
+    assert (await jobs.list()).jobs == []
+
+
+async def test_yes_is_not_true_and_nothing_is_written(
+    jobs: Jobs, backfill_registry: BackfillRegistry, customers: Customers, open_mcp: OpenMcp
+) -> None:
+    customers.declare(backfill_registry)
+    before = customers.snapshot()
+    async with open_mcp() as mcp:
+        error = await mcp.fails(
+            "run_backfill", {"name": "normalize_emails", "write": "yes"}, "TOOL_ARGUMENTS_INVALID"
+        )
+        assert error["details"]["errors"][0]["loc"] == ["write"]
+        assert "true or false" in error["cause"]
+        # A JSON object or list sent as text is not parsed into one.
+        await mcp.fails(
+            "enqueue_job", {"name": "greet", "input": '{"user_id": 1}'}, "TOOL_ARGUMENTS_INVALID"
+        )
+        await mcp.fails("list_jobs", {"state": '["failed"]'}, "TOOL_ARGUMENTS_INVALID")
+    assert customers.snapshot() == before
+    assert (await jobs.list()).jobs == []
+
+
+async def test_every_numeric_argument_publishes_and_enforces_its_range(
+    open_mcp: OpenMcp,
+) -> None:
+    seen: set[tuple[str, str]] = set()
+    async with open_mcp() as mcp:
+        for tool, schema in (await _schemas(mcp)).items():
+            for argument, prop in schema["properties"].items():
+                kinds = _kinds(prop)
+                if not kinds & {"integer", "number"}:
+                    continue
+                seen.add((tool, argument))
+                bounds = next(s for s in prop.get("anyOf", [prop]) if s.get("type") != "null")
+                low, high = bounds.get("minimum"), bounds.get("maximum")
+                assert low is not None and high is not None, (tool, argument, prop)
+                step = 1 if "integer" in kinds else 0.5
+                under = await mcp.fails(
+                    tool, _call(schema, argument, low - step), "INVALID_ARGUMENT"
+                )
+                assert under["details"]["argument"] == argument and under["retryable"] is False
+                over_code = (
+                    "LIMIT_EXCEEDED" if (tool, argument) in SERVER_CAPS else ("INVALID_ARGUMENT")
+                )
+                over = await mcp.fails(tool, _call(schema, argument, high + step), over_code)
+                assert over["details"]["argument"] == argument and over["retryable"] is False
+    assert seen >= {
+        ("list_jobs", "limit"),
+        ("inspect_job", "steps_limit"),
+        ("inspect_job", "events_limit"),
+        ("wait_for_job", "timeout_seconds"),
+        ("list_backfills", "runs_limit"),
+        ("enqueue_job", "delay_seconds"),
+        ("enqueue_job", "run_at"),
+        ("run_backfill", "wait_seconds"),
+        ("prune_history", "older_than_seconds"),
+    }
+
+
+async def test_a_server_cap_is_published_and_its_fix_is_the_call_at_the_cap(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    job = await jobs.enqueue("greet", {"user_id": 1})
+    limits = ServerLimits(max_page_size=3, max_wait_seconds=7)
+    async with open_mcp(Settings(limits=limits)) as mcp:
+        schemas = await _schemas(mcp)
+        assert schemas["list_jobs"]["properties"]["limit"]["maximum"] == 3
+        wait = schemas["run_backfill"]["properties"]["wait_seconds"]
+        assert (wait["minimum"], wait["maximum"]) == (0, 7)
+        error = await mcp.fails("list_jobs", {"state": "ready", "limit": 4}, "LIMIT_EXCEEDED")
+        assert error["details"] == {"argument": "limit", "value": 4, "limit": 3, "unit": "rows"}
+        assert error["fix"] == 'list_jobs {"state": "ready", "limit": 3}'
+        error = await mcp.fails(
+            "wait_for_job", {"job_id": job.id, "timeout_seconds": 7.5}, "LIMIT_EXCEEDED"
+        )
+        assert error["fix"] == f'wait_for_job {{"job_id": "{job.id}", "timeout_seconds": 7}}'
+        # The fix runs as given.
+        await mcp.ok("wait_for_job", {"job_id": job.id, "timeout_seconds": 0})
+        await mcp.fails("run_backfill", {"name": "x", "wait_seconds": -1}, "INVALID_ARGUMENT")
+
+
+async def test_unknown_input_fields_are_refused_and_the_schema_says_so(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    async with open_mcp() as mcp:
+        error = await mcp.fails(
+            "enqueue_job",
+            {"name": "fulfil", "input": {"order_id": 1, "priority": 5}},
+            "JOB_INPUT_INVALID",
+        )
+        (entry,) = error["details"]["errors"]
+        assert entry["loc"] == ["priority"] and entry["type"] == "extra_forbidden"
+        assert "priority" in error["cause"]
+        (described,) = (await mcp.ok("describe_jobs", {"name": "fulfil"}))["jobs"]
+        assert described["input_schema"]["additionalProperties"] is False
+        await mcp.ok("enqueue_job", {"name": "fulfil", "input": {"order_id": 1}})
+    assert [j.name for j in (await jobs.list()).jobs] == ["fulfil"]
+
+
+async def test_a_second_cancel_is_ok_and_says_already_cancelled(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    live = await jobs.enqueue("greet", {"user_id": 1})
+    done = await jobs.enqueue("greet", {"user_id": 2})
+    await jobs.cancel(live.id)
+    await Worker(jobs).run_until_idle()
+    async with open_mcp() as mcp:
+        again = await mcp.ok("cancel_job", {"job_id": live.id})
+        assert again["already_cancelled"] is True and again["job"]["state"] == "cancelled"
+        refused = await mcp.fails("cancel_job", {"job_id": done.id}, "JOB_NOT_CANCELLABLE")
+        assert refused["details"]["state"] == "done"
+    fresh = await jobs.enqueue("greet", {"user_id": 3})
+    async with open_mcp() as mcp:
+        first = await mcp.ok("cancel_job", {"job_id": fresh.id})
+        assert first["already_cancelled"] is False
+
+
+@pytest.mark.drivers("sqlite", reason="the CLI opens the database by URL")
+async def test_the_cli_shows_a_repeat_cancel(
+    jobs: Jobs, app: JobRegistry, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = await jobs.enqueue("greet", {"user_id": 1})
+    await jobs.cancel(job.id)
+    # A thread of its own: the CLI runs its own event loop.
+    code = await anyio.to_thread.run_sync(
+        main, ["jobs", "cancel", job.id, "--database-url", database_url]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "was already cancelled" in out, out
+
+
+def _no_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    for record in caplog.records:
+        assert record.exc_info is None, record.getMessage()
+        assert "Traceback" not in record.getMessage()
+
+
+async def test_unknown_tool_prompt_and_missing_argument_are_invalid_params(
+    open_mcp: OpenMcp, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with open_mcp() as mcp:
+        with pytest.raises(MCPError) as raised:
+            await mcp.client.call_tool("enqueue", {})
+        assert raised.value.error.code == INVALID_PARAMS
+        assert "unknown tool 'enqueue'" in raised.value.error.message
+        assert "enqueue_job" in raised.value.error.message  # the known ones are named
+
+        with pytest.raises(MCPError) as raised:
+            await mcp.client.get_prompt("diagnose", {})
+        assert raised.value.error.code == INVALID_PARAMS
+        assert "diagnose_stalled_jobs, run_backfill_safely" in raised.value.error.message
+
+        with pytest.raises(MCPError) as raised:
+            await mcp.client.get_prompt("run_backfill_safely", {})
+        assert raised.value.error.code == INVALID_PARAMS
+        assert "missing required argument(s): name" in raised.value.error.message
+
+        with pytest.raises(MCPError) as raised:
+            await mcp.client.get_prompt("run_backfill_safely", {"name": "x", "nmae": "y"})
+        assert raised.value.error.code == INVALID_PARAMS
+        assert "unknown argument(s): 'nmae'" in raised.value.error.message
+
+        with pytest.raises(MCPError) as raised:
+            await mcp.client.read_resource("jobs://nope/1")
+        assert raised.value.error.code == INVALID_PARAMS
+        await mcp.ok("list_jobs")  # the session goes on
+    _no_traceback(caplog)
+
+
+async def test_a_read_only_server_says_why_a_mutating_tool_is_unknown(open_mcp: OpenMcp) -> None:
+    async with open_mcp(Settings(read_only=True)) as mcp:
+        with pytest.raises(MCPError) as raised:
+            await mcp.client.call_tool("cancel_job", {"job_id": "x"})
+    assert raised.value.error.code == INVALID_PARAMS
+    assert "read-only" in raised.value.error.message
