@@ -7,21 +7,37 @@ backfills with the engine's default registries, and masks a database URL's passw
 from __future__ import annotations
 
 import importlib
+import math
 import os
+import shlex
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from engine.drivers import resolve_url
 from engine.errors import JobsError
-from mcp_jobs.errors import AppImportError
+from mcp_jobs.errors import (
+    AppImportError,
+    HttpSettingInvalidError,
+    TokenConflictError,
+    TokenFileError,
+)
 
 APP_ENV = "MCP_JOBS_APP"
 ENVIRONMENT_ENV = "MCP_JOBS_ENV"
 TOKEN_ENV = "MCP_JOBS_TOKEN"
+TOKEN_FILE_ENV = "MCP_JOBS_TOKEN_FILE"
+SESSION_IDLE_ENV = "MCP_JOBS_SESSION_IDLE_SECONDS"
+MAX_SESSIONS_ENV = "MCP_JOBS_MAX_SESSIONS"
 DEFAULT_ENVIRONMENT = "development"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+# An HTTP session nobody has sent a request for this long is closed (its id then answers 404):
+# a client that went away without DELETE must not hold server memory forever.
+DEFAULT_SESSION_IDLE_SECONDS = 30 * 60.0
+# Live HTTP sessions at once; one more is refused with 503 until one ends or expires.
+DEFAULT_MAX_SESSIONS = 1000
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,10 @@ class Settings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     token: str | None = None
+    # Where `token` was read from, for logs and fix lines (never the token itself).
+    token_source: str = TOKEN_ENV
+    session_idle_seconds: float = DEFAULT_SESSION_IDLE_SECONDS
+    max_sessions: int = DEFAULT_MAX_SESSIONS
     limits: ServerLimits = field(default_factory=ServerLimits)
 
     @property
@@ -87,6 +107,63 @@ def settings_from_env(
         port=port if port is not None else DEFAULT_PORT,
         token=os.environ.get(TOKEN_ENV) or None,
     )
+
+
+def http_settings(
+    settings: Settings,
+    *,
+    token_file: str | None = None,
+    session_idle_seconds: float | None = None,
+    max_sessions: int | None = None,
+) -> Settings:
+    """`settings` for `serve --transport http`: each flag given here wins over its `MCP_JOBS_*`
+    variable, and the token is read from its file when one is named. Read only when serving
+    HTTP, so a bad value here never breaks another command."""
+    token_file = token_file or os.environ.get(TOKEN_FILE_ENV) or None
+    token, source = settings.token, TOKEN_ENV
+    if token_file is not None:
+        if token is not None:
+            raise TokenConflictError(token_file)
+        token, source = read_token_file(token_file), token_file
+    if session_idle_seconds is None:
+        session_idle_seconds = _env_number(SESSION_IDLE_ENV, DEFAULT_SESSION_IDLE_SECONDS, float)
+    if max_sessions is None:
+        max_sessions = int(_env_number(MAX_SESSIONS_ENV, DEFAULT_MAX_SESSIONS, int))
+    return replace(
+        settings,
+        host=settings.host.strip("[]"),  # `--host [::1]` as URLs write it: the socket wants ::1
+        token=token,
+        token_source=source,
+        session_idle_seconds=session_idle_seconds,
+        max_sessions=max_sessions,
+    )
+
+
+def read_token_file(path: str) -> str:
+    """The token a file holds, without the newline `openssl rand -hex 32 > FILE` leaves."""
+    fix = f"(umask 077 && openssl rand -hex 32 > {shlex.quote(path)})"
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TokenFileError(path, reason, fix) from exc
+    if not token:
+        raise TokenFileError(path, "the file is empty", fix)
+    return token
+
+
+def _env_number(name: str, default: float, kind: type[float] | type[int]) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = 0
+    if not (math.isfinite(value) and value > 0):
+        expected = "a positive number" if kind is float else "a positive whole number"
+        raise HttpSettingInvalidError(name, raw, expected, f"export {name}={default:g}")
+    return value
 
 
 def load_apps(modules: Iterable[str]) -> None:

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
-from mcp_jobs.config import DEFAULT_HOST, DEFAULT_PORT
+from mcp_jobs.config import (
+    DEFAULT_HOST,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_PORT,
+    DEFAULT_SESSION_IDLE_SECONDS,
+)
 from schemas.states import JOB_STATES, SETTLED_STATES
 
 EPILOG = """\
 examples:
   mcp-jobs demo
   mcp-jobs serve --app examples.shop                  (stdio, for Claude Desktop / Code)
-  MCP_JOBS_TOKEN=... mcp-jobs serve --app examples.shop --transport http --port 8765
+  mcp-jobs serve --app examples.shop --transport http --token-file .mcp-jobs/token
   mcp-jobs worker --app examples.shop --concurrency 8
   mcp-jobs jobs ls --state dead --json
   mcp-jobs jobs retry JOB_ID
@@ -45,6 +52,21 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
     return common
 
 
+def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
+    """An argparse type: a finite number above zero, or a usage error that says so."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a positive {kind.__name__}")
+        return value
+
+    return parse
+
+
 def _logging(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--log-level", default="INFO")
@@ -64,9 +86,45 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", parents=[common_no_json], help="run the MCP server (stdio or streamable HTTP)"
     )
-    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    serve.add_argument("--host", default=DEFAULT_HOST, help=f"HTTP bind address ({DEFAULT_HOST})")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port ({DEFAULT_PORT})")
+    serve.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default) or streamable HTTP at http://HOST:PORT/mcp; HTTP requires a bearer "
+        "token: $MCP_JOBS_TOKEN or --token-file",
+    )
+    serve.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"HTTP bind address ({DEFAULT_HOST}); any address beyond loopback (0.0.0.0, a LAN "
+        "address) needs a token of at least 32 characters",
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"HTTP port ({DEFAULT_PORT}; 0: any free one)",
+    )
+    serve.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the HTTP bearer token from this file (default: $MCP_JOBS_TOKEN_FILE); "
+        "not together with $MCP_JOBS_TOKEN",
+    )
+    serve.add_argument(
+        "--session-idle-seconds",
+        type=_positive(float),
+        metavar="SECONDS",
+        help="close an HTTP session with no request for this long (default: "
+        f"$MCP_JOBS_SESSION_IDLE_SECONDS, else {DEFAULT_SESSION_IDLE_SECONDS:g})",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=_positive(int),
+        metavar="N",
+        help="HTTP sessions open at once; one more is refused with 503 (default: "
+        f"$MCP_JOBS_MAX_SESSIONS, else {DEFAULT_MAX_SESSIONS})",
+    )
     serve.add_argument(
         "--read-only", action="store_true", help="register no tool that changes anything"
     )

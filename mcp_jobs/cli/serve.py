@@ -16,8 +16,8 @@ from engine.worker import ALL_QUEUES, Worker
 from mcp_jobs.cli.commands import open_jobs
 from mcp_jobs.cli.event_loop import loop_name
 from mcp_jobs.cli.render import print_error
-from mcp_jobs.config import Settings
-from mcp_jobs.errors import MetricsUnavailableError, TokenRequiredError
+from mcp_jobs.config import Settings, http_settings
+from mcp_jobs.errors import MetricsUnavailableError
 from mcp_jobs.operations.envelope import error_payload, failure
 
 logger = logging.getLogger("mcp_jobs.cli")
@@ -37,22 +37,27 @@ async def _until_signal(on_first: Callable[[], object], cancel: anyio.CancelScop
 
 
 async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
+    # Imported here: the SDK and uvicorn are not worth loading for the other commands.
     from mcp_jobs.server import build_server
+    from mcp_jobs.server.http import require_token
+    from mcp_jobs.server.http_serve import serve_http
 
     http = args.transport == "http"
     try:
-        if http and not settings.token:
-            raise TokenRequiredError()
+        if http:
+            # Checked before the database opens: a refused start touches nothing.
+            settings = http_settings(
+                settings,
+                token_file=args.token_file,
+                session_idle_seconds=args.session_idle_seconds,
+                max_sessions=args.max_sessions,
+            )
+            require_token(settings)
         configure_logging(json=args.log_format == "json", level=args.log_level)
         async with open_jobs(settings) as jobs:
             server = build_server(settings, jobs, http=http)
             if http:
-                logger.info("serving MCP at http://%s:%d/mcp", settings.host, settings.port)
-                await server.run_streamable_http_async(
-                    host=settings.host,
-                    port=settings.port,
-                    max_request_body_size=settings.limits.max_request_bytes,
-                )
+                await serve_http(server, settings)
             else:
                 await server.run_stdio_async()
     except Exception as exc:  # shown as code/cause/fix, not a traceback
@@ -68,7 +73,11 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
         async with open_jobs(settings) as jobs:
             queues = ALL_QUEUES if args.queues == [ALL_QUEUES] else args.queues
             worker = Worker(
-                jobs, concurrency=args.concurrency, prefetch=args.prefetch, queues=queues
+                jobs,
+                concurrency=args.concurrency,
+                prefetch=args.prefetch,
+                queues=queues,
+                apps=settings.apps or None,  # published with the descriptors, as typed
             )
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_until_signal, worker.stop, tg.cancel_scope)

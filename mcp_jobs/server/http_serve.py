@@ -1,0 +1,124 @@
+"""Serving streamable HTTP: the ASGI app with its session bounds, the listening socket, and the
+line that says where the server listens.
+
+The socket is bound here rather than by uvicorn so a busy port is a typed error (uvicorn would
+log and exit the process), and the start line is logged once the port accepts connections.
+Session expiry and the session bound are the SDK's own (`StreamableHTTPSessionManager`'s
+`session_idle_timeout` and `max_sessions`): an expired session's id answers 404, a session over
+the bound is refused with 503 "Too many open sessions".
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import uvicorn
+from anyio.abc import TaskStatus
+from mcp.server.mcpserver import MCPServer
+from starlette.types import ASGIApp
+
+from mcp_jobs.config import Settings
+from mcp_jobs.errors import HttpBindError
+from mcp_jobs.server.http import LogRefusedRequests, is_loopback
+
+logger = logging.getLogger("mcp_jobs.server.http")
+
+MCP_PATH = "/mcp"
+
+
+def http_app(server: MCPServer[Any], settings: Settings) -> ASGIApp:
+    """The server's streamable HTTP app with the session bounds of `settings`, refusals logged."""
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        host=settings.host,
+        max_request_body_size=settings.limits.max_request_bytes,
+        session_idle_timeout=settings.session_idle_seconds,
+        max_sessions=settings.max_sessions,
+    )
+    return LogRefusedRequests(app)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host:port` (port 0: any free port)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise HttpBindError(host, port, _reason(exc), f"getent hosts {host}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        fix = (
+            f"ss -ltnp 'sport = :{port}'" if exc.errno == errno.EADDRINUSE else "ip -brief address"
+        )
+        raise HttpBindError(host, port, _reason(exc), fix) from exc
+    return sock
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def endpoint(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{MCP_PATH}"
+
+
+@dataclass(frozen=True)
+class Listening:
+    """What `serve_http` hands a task group that started it: where it listens, and a stop."""
+
+    url: str
+    server: uvicorn.Server
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+
+
+async def serve_http(
+    server: MCPServer[Any],
+    settings: Settings,
+    *,
+    task_status: TaskStatus[Listening] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until uvicorn's own SIGINT/SIGTERM handling (or `Listening.stop`) stops it."""
+    sock = bind(settings.host, settings.port)
+    try:
+        if not is_loopback(settings.host):
+            logger.warning(
+                "listening on %s, beyond loopback: any host that can reach port %d can try the "
+                "token, and plain HTTP carries it in clear; put a TLS proxy in front",
+                settings.host,
+                sock.getsockname()[1],
+            )
+        logger.info(
+            "serving MCP at %s (bearer token required, from %s; sessions idle %gs are closed; "
+            "at most %d open)",
+            endpoint(sock),
+            settings.token_source,
+            settings.session_idle_seconds,
+            settings.max_sessions,
+        )
+        config = uvicorn.Config(
+            http_app(server, settings),
+            log_config=None,  # our handlers (engine.logs) format uvicorn's records too
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+        )
+        running = uvicorn.Server(config)
+        task_status.started(Listening(endpoint(sock), running))
+        await running.serve(sockets=[sock])
+    finally:
+        sock.close()
