@@ -7,6 +7,7 @@ from engine.client import Enqueue, Jobs, connect
 from engine.clock import Clock, ManualClock, SystemClock
 from engine.context import JobContext
 from engine.declare import JobDefinition, JobRegistry, default_registry, job
+from engine.environment import uses_environment
 from engine.errors import JobsError
 from engine.limits import Limits
 from engine.logs import configure_logging
@@ -66,4 +67,5 @@ __all__ = [
     "retry_schedule",
     "serve_metrics",
     "task",
+    "uses_environment",
 ]

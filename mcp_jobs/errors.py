@@ -84,7 +84,8 @@ class TokenRequiredError(JobsError):
 
     def __init__(self) -> None:
         super().__init__(
-            "the HTTP transport refuses to start without MCP_JOBS_TOKEN: every request must carry "
+            "the HTTP transport refuses to start without a token (MCP_JOBS_TOKEN, or a file named "
+            "by --token-file or MCP_JOBS_TOKEN_FILE): every request must carry "
             "`Authorization: Bearer <token>`",
             "export MCP_JOBS_TOKEN=$(openssl rand -hex 32)",
         )
@@ -119,3 +120,76 @@ class InternalError(JobsError):
 def example_call(arguments: Mapping[str, Any]) -> str:
     """A tool call written the way fix lines write them: `tool {"arg": value}`."""
     return json.dumps(dict(arguments), separators=(", ", ": "))
+
+
+class TokenTooShortError(JobsError):
+    code = "HTTP_TOKEN_TOO_SHORT"
+    title = "a server reachable beyond loopback needs a token of at least 32 characters"
+
+    def __init__(self, host: str, length: int, minimum: int, fix: str) -> None:
+        super().__init__(
+            f"--host {host} listens beyond loopback, where anyone who can reach the port can guess "
+            f"at the token; it has {length} characters and must have at least {minimum}",
+            fix,
+            details={"host": host, "length": length, "minimum": minimum},
+        )
+
+
+class TokenFileError(JobsError):
+    code = "HTTP_TOKEN_FILE_UNREADABLE"
+    title = "the token file cannot be read or is empty"
+
+    def __init__(self, path: str, reason: str, fix: str) -> None:
+        super().__init__(f"token file {path}: {reason}", fix, details={"path": path})
+
+
+class TokenConflictError(JobsError):
+    code = "HTTP_TOKEN_CONFLICT"
+    title = "both MCP_JOBS_TOKEN and a token file are set"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"MCP_JOBS_TOKEN is set and so is a token file ({path}); the server will not guess "
+            "which one its clients hold",
+            "unset MCP_JOBS_TOKEN",
+            details={"path": path},
+        )
+
+
+class HttpSettingInvalidError(JobsError):
+    code = "HTTP_SETTING_INVALID"
+    title = "an HTTP server setting is not a valid value"
+
+    def __init__(self, name: str, value: str, expected: str, fix: str) -> None:
+        super().__init__(
+            f"{name}={short_repr(value)} is not accepted; it must be {expected}",
+            fix,
+            details={"setting": name, "expected": expected},
+        )
+
+
+class HttpBindError(JobsError):
+    code = "HTTP_BIND_FAILED"
+    title = "the HTTP server cannot listen on its address"
+
+    def __init__(self, host: str, port: int, reason: str, fix: str) -> None:
+        super().__init__(
+            f"cannot listen on {host} port {port}: {reason}",
+            fix,
+            details={"host": host, "port": port},
+        )
+
+
+class QueueUnknownError(JobsError):
+    code = "QUEUE_UNKNOWN"
+    title = "no job, stored row or live worker uses this queue"
+
+    def __init__(self, queue: str, known: Sequence[str]) -> None:
+        names = sorted(known)
+        super().__init__(
+            f"queue {short_repr(queue)} is not the queue of any registered job, holds no job and "
+            f"no live worker serves it (known queues: {', '.join(names) or 'none'})",
+            "mcp-jobs jobs stats --json",
+            next_call=NextCall(tool="queue_stats", arguments={}),
+            details={"queue": queue, "known": names},
+        )

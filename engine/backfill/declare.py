@@ -156,6 +156,13 @@ def declare(
             raise BackfillDeclarationInvalidError(name, label, fn, "an async def")
     if requires is not None and not _is_async(requires):
         raise BackfillDeclarationInvalidError(name, "requires", requires, "an async def or None")
+    # `requires_fix` is handed out as a fix line, so it is one command, never prose over lines.
+    if requires_fix is not None and (
+        not isinstance(requires_fix, str) or not requires_fix.strip() or "\n" in requires_fix
+    ):
+        raise BackfillDeclarationInvalidError(
+            name, "requires_fix", requires_fix, "None or one command line to run as given"
+        )
     if not callable(key) or _is_async(key):
         raise BackfillDeclarationInvalidError(name, "key", key, "a plain function of a row")
 

@@ -28,6 +28,13 @@ def write_command(name: str, *, force: bool = False, environment: str | None = N
 
 
 LIST_COMMAND = "mcp-jobs backfill --pending --json"
+# Every declared backfill, pending or not: what a misspelt name is checked against.
+ALL_COMMAND = "mcp-jobs backfill --json"
+
+
+def dry_run_command(name: str) -> str:
+    """The CLI line that rehearses backfill `name`: it re-checks `requires()` and writes nothing."""
+    return f"mcp-jobs backfill {name} --json"
 
 
 class BackfillUnknownError(JobsError):
@@ -42,12 +49,12 @@ class BackfillUnknownError(JobsError):
         cause = (
             f'no backfill named "{name}" is declared (declared: {", ".join(names)})'
             if names
-            else f'no backfill named "{name}" is declared, and this app declares none at all '
-            "(is its module imported with --app?)"
+            else f'no backfill named "{name}" is declared, and this process declares none at all: '
+            "the app module that declares it was not imported (--app MODULE or MCP_JOBS_APP)"
         )
         super().__init__(
             cause,
-            LIST_COMMAND,
+            ALL_COMMAND,
             next_call=_call("list_backfills"),
             details={"backfill": name, "known": names},
         )
@@ -82,10 +89,18 @@ class BackfillMigrationPendingError(JobsError):
     title = "the backfill's precondition does not hold yet"
 
     def __init__(self, name: str, requirement: str, fix: str | None = None) -> None:
+        # Without a declared `requires_fix` the one runnable line is the dry run, which checks
+        # the precondition again and shows the plan once it holds; how to apply it is cause.
+        how = (
+            ""
+            if fix
+            else f"; apply {requirement} to the app's database (declare requires_fix= with the "
+            "command that does it, and this fix becomes that command)"
+        )
         super().__init__(
             f'backfill "{name}" requires {requirement}, which its requires() check reports as '
-            "not applied; nothing was read or written",
-            fix or f"apply {requirement} to the app database, then rerun: {write_command(name)}",
+            f"not applied; nothing was read or written{how}",
+            fix or dry_run_command(name),
             details={"backfill": name, "requirement": requirement},
         )
 
@@ -192,6 +207,7 @@ class BackfillNameTakenError(JobsError):
 
 
 __all__ = [
+    "ALL_COMMAND",
     "LIST_COMMAND",
     "BackfillAppliedError",
     "BackfillDeclarationInvalidError",
@@ -202,5 +218,6 @@ __all__ = [
     "BackfillRunningError",
     "BackfillStalledError",
     "BackfillUnknownError",
+    "dry_run_command",
     "write_command",
 ]

@@ -13,7 +13,6 @@ called through `anyio.to_thread` so a batch never blocks the worker's event loop
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,7 @@ from typing import Any
 import anyio.to_thread
 
 from engine.backfill import backfill
-
-SHOP_DB_ENV = "SHOP_DB"
-DEFAULT_SHOP_DB = ".mcp-jobs/shop.db"
+from examples.shop.db import shop_db_path
 
 # The rows still to do. count() and read() select on exactly this, or the pass fails
 # BACKFILL_STALLED rather than report a sweep that left rows behind.
@@ -33,7 +30,7 @@ SEED_COMMAND = 'python -c "from examples.shop.backfills import seed_customers; s
 
 
 def _path() -> Path:
-    return Path(os.environ.get(SHOP_DB_ENV) or DEFAULT_SHOP_DB)
+    return shop_db_path()
 
 
 def _read_only() -> sqlite3.Connection | None:

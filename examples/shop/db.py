@@ -12,8 +12,12 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+from engine import uses_environment
+
 SHOP_DB_ENV = "SHOP_DB"
 DEFAULT_SHOP_DB = ".mcp-jobs/shop.db"
+# Declared, so every command handed out (a fix line) carries the same shop, from any directory.
+uses_environment(SHOP_DB_ENV, default=DEFAULT_SHOP_DB, path=True)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS stock (sku TEXT PRIMARY KEY, on_hand INTEGER NOT NULL,

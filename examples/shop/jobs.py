@@ -13,11 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from engine import JobContext, Retry, job
+from engine import JobContext, Retry, job, uses_environment
 from examples.shop.db import transaction
 
 # How long fulfilment waits for a card payment to settle before shipping.
-SETTLE_SECONDS = float(os.environ.get("SHOP_SETTLE_SECONDS", "1"))
+SETTLE_SECONDS_ENV = "SHOP_SETTLE_SECONDS"
+uses_environment(SETTLE_SECONDS_ENV)
+SETTLE_SECONDS = float(os.environ.get(SETTLE_SECONDS_ENV, "1"))
 # The simulated supplier rejects this many calls of every import before it answers.
 SUPPLIER_OUTAGE_CALLS = 2
 

@@ -5,16 +5,15 @@ tools (through a `Scope` with actor `cli`), so `--json` prints exactly the envel
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from engine.client import Jobs, connect
-from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs import operations
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings, load_apps, redact
+from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.models import Envelope, MigrateResult
 from mcp_jobs.operations.scope import Scope
@@ -35,30 +34,41 @@ async def open_jobs(settings: Settings, *, migrate: bool = True) -> AsyncIterato
 
 def scope_of(jobs: Jobs, settings: Settings, command: str, bar: ProgressBar | None = None) -> Scope:
     if bar is None:
-        return Scope(jobs=jobs, settings=settings, tool=command, actor="cli")
-    return Scope(jobs=jobs, settings=settings, tool=command, actor="cli", progress=bar.update)
+        return Scope(jobs=jobs, settings=settings, tool=command, actor="cli", face="cli")
+    return Scope(
+        jobs=jobs, settings=settings, tool=command, actor="cli", progress=bar.update, face="cli"
+    )
 
 
 # --- output -------------------------------------------------------------------------------------
 
 
-def emit(kind: str, envelope: dict[str, Any], as_json: bool) -> int:
+def emit(
+    kind: str, envelope: dict[str, Any], as_json: bool, fixes: FixContext | None = None
+) -> int:
     if as_json:
         print_json(envelope)
     elif envelope["ok"]:
-        print_text(kind, envelope)
+        print_text(kind, envelope, fixes=fixes)
     else:
         print_error(envelope["error"])
     return 0 if envelope["ok"] else 1
 
 
-async def guarded(kind: str, as_json: bool, run: Callable[[], Awaitable[Envelope]]) -> int:
-    """Run a command; any failure prints as the same envelope (or code/cause/fix) and exits 1."""
+async def guarded(
+    kind: str, as_json: bool, run: Callable[[], Awaitable[Envelope]], settings: Settings
+) -> int:
+    """Run a command; any failure prints as the same envelope (or code/cause/fix) and exits 1.
+    Every fix it prints is a command that runs as given (`FixContext`)."""
+    # Each context is taken once `run` has imported the app: its declared environment counts.
     try:
-        envelope = success(await run())
+        model = await run()
+        fixes = FixContext.of(settings, face="cli")
+        envelope = success(fixes.qualify_all(model))
     except Exception as exc:  # every failure is shown as an envelope; tracebacks go to the log
-        envelope = failure(error_payload(exc, where=f"mcp-jobs {kind}"))
-    return emit(kind, envelope, as_json)
+        fixes = FixContext.of(settings, face="cli")
+        envelope = failure(error_payload(exc, where=f"mcp-jobs {kind}", context=fixes))
+    return emit(kind, envelope, as_json, fixes)
 
 
 # --- jobs ---------------------------------------------------------------------------------------
@@ -109,7 +119,7 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
             finally:
                 bar.close()
 
-    return await guarded(kind, args.json, run)
+    return await guarded(kind, args.json, run, settings)
 
 
 # --- backfill -----------------------------------------------------------------------------------
@@ -138,7 +148,7 @@ async def backfill_command(args: argparse.Namespace, settings: Settings) -> int:
             finally:
                 bar.close()
 
-    return await guarded(kind, args.json, run)
+    return await guarded(kind, args.json, run, settings)
 
 
 async def write_or_plan(
@@ -149,23 +159,17 @@ async def write_or_plan(
     result = await operations.run_backfill(scope, name, write=True, force=args.force)
     wait = args.wait
     if wait is None:
-        # At a terminal, follow the pass with a bar — when some worker can actually run it.
-        live = await scope.jobs.driver.live_workers(
-            scope.jobs.clock.now_ms() - LIVE_WORKER_WINDOW_MS
-        )
-        wait = FOLLOW_SECONDS if bar.enabled and live else 0.0
-        if bar.enabled and not live:
-            print(
-                "no live worker: the pass runs once one starts (mcp-jobs worker --app ...)",
-                file=sys.stderr,
-            )
+        # At a terminal, follow the pass with a bar — when a worker serves its queue (else the
+        # answer's NO_LIVE_WORKERS notice says how to start one).
+        wait = FOLLOW_SECONDS if bar.enabled and not result.notices else 0.0
     if wait <= 0 or result.start is None:
         return result
     start = result.start
     run, settled = await operations.follow_backfill(
         scope, start.name, start.run_id, start.job_id, wait
     )
-    return result.model_copy(update={"run": run, "settled": settled})
+    followed = result.followed(run, settled)
+    return followed.model_copy(update={"notices": None}) if settled else followed
 
 
 # --- db -----------------------------------------------------------------------------------------
@@ -183,7 +187,7 @@ async def db_command(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             await jobs.close()
 
-    return await guarded("db_migrate", args.json, run)
+    return await guarded("db_migrate", args.json, run, settings)
 
 
 async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -196,4 +200,4 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
                 scope, write=not args.dry_run, older_than=args.older_than, states=args.state
             )
 
-    return await guarded("prune_history", args.json, run)
+    return await guarded("prune_history", args.json, run, settings)

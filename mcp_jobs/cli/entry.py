@@ -19,6 +19,7 @@ from mcp_jobs.cli.parser import build_parser
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import settings_from_env
 from mcp_jobs.errors import AppImportError
+from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.envelope import error_payload, failure
 
 # The walkthrough `mcp-jobs demo` runs: the example app's own module, installed beside this
@@ -31,7 +32,8 @@ def run_demo() -> int:
         demo = importlib.import_module(DEMO_MODULE)
     except ImportError as exc:
         refused = AppImportError(DEMO_MODULE, f"{type(exc).__name__}: {exc}")
-        print_error(failure(error_payload(refused, where="mcp-jobs demo"))["error"])
+        fixes = FixContext.of(settings_from_env(), face="cli")
+        print_error(failure(error_payload(refused, where="mcp-jobs demo", context=fixes))["error"])
         return 1
     code: int = demo.main()
     return code
@@ -62,7 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             options = backend_options()
         except JobsError as exc:
-            print_error(failure(error_payload(exc, where="mcp-jobs worker"))["error"])
+            fixes = FixContext.of(settings, face="cli")
+            payload = error_payload(exc, where="mcp-jobs worker", context=fixes)
+            print_error(failure(payload)["error"])
             return 1
     try:
         code: int = anyio.run(command, args, settings, backend_options=options)

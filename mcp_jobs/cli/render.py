@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from mcp_jobs.fix_context import FixContext
+
 
 def when(ms: int | None) -> str:
     if ms is None:
@@ -55,11 +57,11 @@ def _jobs(env: dict[str, Any]) -> str:
             j["id"],
             j["name"],
             j["queue"],
-            j["tenant_id"] or "-",
+            j.get("tenant_id") or "-",
             j["state"],
             f"{j['attempt']}/{j['max_attempts']}",
             when(j["updated_at"]),
-            error_line(j["last_error"], 60),
+            error_line(j.get("last_error"), 60),
         )
         for j in env["jobs"]
     ]
@@ -73,7 +75,7 @@ def _inspect(env: dict[str, Any]) -> str:
     job = env["job"]
     lines = [
         f"{job['name']} {job['id']}  [{job['state']}]  attempt {job['attempt']}/"
-        f"{job['max_attempts']}  queue {job['queue']}  tenant {job['tenant_id'] or '-'}",
+        f"{job['max_attempts']}  queue {job['queue']}  tenant {job.get('tenant_id') or '-'}",
         f"  input:  {json.dumps(job['input'])}",
     ]
     if job.get("output") is not None:
@@ -84,7 +86,9 @@ def _inspect(env: dict[str, Any]) -> str:
     if env.get("lease"):
         lease = env["lease"]
         state = "EXPIRED" if lease["expired"] else "held"
-        lines.append(f"  lease: {state} by {lease['worker_id']} until {when(lease['expires_at'])}")
+        lines.append(
+            f"  lease: {state} by {lease.get('worker_id', '-')} until {when(lease['expires_at'])}"
+        )
     if env.get("next_attempt_at"):
         lines.append(f"  due: {when(env['next_attempt_at'])}")
     steps = env.get("steps") or []
@@ -163,7 +167,15 @@ def _diagnose(env: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _backfill(env: dict[str, Any]) -> str:
+def _notices(env: dict[str, Any]) -> list[str]:
+    """What the answer says about why it may not move (no live worker, …), with the fix."""
+    lines: list[str] = []
+    for n in env.get("notices") or []:
+        lines += [f"{n['severity'].upper()} {n['code']}: {n['cause']}", f"  fix: {n['fix']}"]
+    return lines
+
+
+def _backfill(env: dict[str, Any], fixes: FixContext) -> str:
     if env.get("plan"):
         p = env["plan"]
         lines = [
@@ -175,7 +187,7 @@ def _backfill(env: dict[str, Any]) -> str:
             b = p["blocked_by"]
             lines += [f"  a write would be refused: {b['code']}", f"  fix: {b['fix']}"]
         else:
-            lines.append(f"  to run it: mcp-jobs backfill {p['name']} --write")
+            lines.append(f"  to run it: {fixes.command('backfill', p['name'], '--write')}")
         return "\n".join(lines)
     s = env["start"]
     text = (
@@ -184,10 +196,10 @@ def _backfill(env: dict[str, Any]) -> str:
     run = env.get("run")
     if run:
         text += f"\n  {run['status']}: {run['rows_processed']} row(s) processed"
-    return text
+    return "\n".join([text, *_notices(env)])
 
 
-def _backfills(env: dict[str, Any]) -> str:
+def _backfills(env: dict[str, Any], fixes: FixContext) -> str:
     rows = []
     for b in env["backfills"]:
         last = b.get("last_run") or {}
@@ -211,13 +223,17 @@ def _backfills(env: dict[str, Any]) -> str:
     ]
     text += "\nruns, newest first\n" + table(ledger, ["RUN", "STATUS", "ROWS", "STARTED", "JOB"])
     if env.get("runs_cursor") and runs:
-        more = f"mcp-jobs backfill {runs[0]['name']} --runs --runs-cursor {env['runs_cursor']}"
+        more = fixes.command(
+            "backfill", runs[0]["name"], "--runs", "--runs-cursor", env["runs_cursor"]
+        )
         text += f"\nolder runs: {more}"
     return text
 
 
 def _job_line(env: dict[str, Any]) -> str:
     j = env["job"]
+    if env.get("already_cancelled"):
+        return f"{j['name']} {j['id']} was already cancelled"
     return f"{j['name']} {j['id']} is now {j['state']}"
 
 
@@ -237,6 +253,11 @@ def _prune(env: dict[str, Any]) -> str:
     return text
 
 
+# The renderers that write commands of their own take the fix context too.
+WITH_FIXES: dict[str, Callable[[dict[str, Any], FixContext], str]] = {
+    "run_backfill": _backfill,
+    "list_backfills": _backfills,
+}
 TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "db_migrate": lambda env: f"{env['driver']} database {env['database']} is up to date",
     "drain": _drain,
@@ -245,17 +266,27 @@ TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "describe_jobs": _describe,
     "queue_stats": lambda env: _stats(env["queues"]),
     "diagnose_queue": _diagnose,
-    "run_backfill": _backfill,
-    "list_backfills": _backfills,
     "retry_job": _job_line,
     "cancel_job": _job_line,
     "prune_history": _prune,
 }
 
 
-def print_text(kind: str, envelope: dict[str, Any], out: TextIO | None = None) -> None:
+def print_text(
+    kind: str,
+    envelope: dict[str, Any],
+    out: TextIO | None = None,
+    *,
+    fixes: FixContext | None = None,
+) -> None:
+    with_fixes = WITH_FIXES.get(kind)
     render = TEXT.get(kind)
-    text = render(envelope) if render is not None else json.dumps(envelope, indent=2)
+    if with_fixes is not None:
+        text = with_fixes(envelope, fixes or FixContext())
+    elif render is not None:
+        text = render(envelope)
+    else:
+        text = json.dumps(envelope, indent=2)
     print(text, file=out or sys.stdout)
 
 

@@ -6,11 +6,14 @@ import math
 from typing import TYPE_CHECKING
 
 from engine import bounds
+from engine.backfill.errors import dry_run_command
 from engine.backfill.ledger import DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, parse_runs_cursor
+from engine.backfill.pass_job import PASS_QUEUE
 from engine.errors import InvalidArgumentError
 from mcp_jobs.errors import LimitExceededError, TenantScopeExceededError, example_call
 from mcp_jobs.operations.models import ListBackfillsResult, RunBackfillResult
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.workers import no_worker_notice
 from schemas.backfill import BackfillRun
 from schemas.states import SETTLED_STATES
 
@@ -46,7 +49,7 @@ async def list_backfills(
     limit = DEFAULT_RUNS_PAGE if runs_limit is None else runs_limit
     limit = bounds.whole("runs_limit", limit, 1, MAX_RUNS_PAGE)
     if runs_cursor is not None:
-        parse_runs_cursor(runs_cursor)
+        parse_runs_cursor(runs_cursor, name)
     pending_only = bounds.flag("pending_only", pending_only)
     state = await svc.state(name)
     page = await svc.runs_page(state.name, limit=limit, cursor=runs_cursor)
@@ -71,7 +74,7 @@ async def run_backfill(
         # A backfill sweeps the app's own tables across every tenant; a pinned server must not
         # start one on another tenant's data.
         raise TenantScopeExceededError(
-            f'backfill "{name}"', scope.settings.tenant, f"mcp-jobs backfill {name} --json"
+            f'backfill "{name}"', scope.settings.tenant, dry_run_command(name)
         )
     svc = scope.backfills()
     if not write:
@@ -79,27 +82,33 @@ async def run_backfill(
         plan = await svc.dry_run(name, force=force)
         return RunBackfillResult(ok=True, mode="dry_run", plan=plan)
     limits = scope.settings.limits
-    _check_wait(wait_seconds, limits.max_wait_seconds, name)
+    _check_wait(scope, wait_seconds, limits.max_wait_seconds, name)
     start = await svc.write(name, force=force, actor=scope.actor)
     result = RunBackfillResult(ok=True, mode="write", start=start)
-    if wait_seconds <= 0:
+    if wait_seconds > 0:
+        run, settled = await follow_backfill(
+            scope, start.name, start.run_id, start.job_id, wait_seconds
+        )
+        result = result.followed(run, settled)
+    if result.settled:
         return result
-    run, settled = await follow_backfill(
-        scope, start.name, start.run_id, start.job_id, wait_seconds
-    )
-    return result.model_copy(update={"run": run, "settled": settled})
+    # The pass is a job on PASS_QUEUE: with no worker there, nothing runs it.
+    notice = await no_worker_notice(scope, PASS_QUEUE, f'the pass of backfill "{start.name}"')
+    return result.model_copy(update={"notices": [notice] if notice is not None else None})
 
 
-def _check_wait(wait_seconds: float, cap: float, name: str) -> None:
+def _check_wait(scope: Scope, wait_seconds: float, cap: float, name: str) -> None:
     if isinstance(wait_seconds, bool) or not isinstance(wait_seconds, int | float):
         raise InvalidArgumentError("wait_seconds", wait_seconds, "a number of seconds ≥ 0")
     if not wait_seconds >= 0:
         raise InvalidArgumentError("wait_seconds", wait_seconds, "a number of seconds ≥ 0")
     if wait_seconds > cap or math.isinf(wait_seconds):
-        call = example_call({"name": name, "write": True, "wait_seconds": int(cap)})
-        raise LimitExceededError(
-            "wait_seconds", wait_seconds, int(cap), "seconds", f"run_backfill {call}"
-        )
+        if scope.face == "cli":
+            fix = scope.fixes.command("backfill", name, "--write", "--wait", str(int(cap)))
+        else:
+            call = example_call({"name": name, "write": True, "wait_seconds": int(cap)})
+            fix = f"run_backfill {call}"
+        raise LimitExceededError("wait_seconds", wait_seconds, int(cap), "seconds", fix)
 
 
 async def follow_backfill(
@@ -120,6 +129,11 @@ async def follow_backfill(
                 float(total) if total is not None else None,
                 f"{run.status}: {run.rows_processed} row(s)",
             )
+        elif not settled:
+            # No ledger row yet: the pass job waits for a worker; say whether one can take it.
+            notice = await no_worker_notice(scope, job.queue, f'the pass of backfill "{name}"')
+            why = f": no live worker serves queue {job.queue} ({notice.fix})" if notice else ""
+            await scope.progress(0.0, None, f"pass {job.state}, not started{why}")
         now = clock.now_ms()
         if settled or now >= deadline:
             return run, settled

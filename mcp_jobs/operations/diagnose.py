@@ -1,22 +1,34 @@
 """`diagnose_queue`: what is stuck, why, and what to run, built on the queue statistics.
 
 Each finding carries a code, the cause with its numbers, a one-line fix and, where a tool call
-would act on it, the call itself. Under a tenant pin every count and every job id comes from that
-tenant's rows only.
+would act on it, the call itself. Every fix is written with the server's effective context
+(`FixContext`), so it runs as given from any directory. Under a tenant pin every count and every
+job id comes from that tenant's rows only. A queue asked for that nothing knows is QUEUE_UNKNOWN
+(healthy: false), never an empty, healthy answer.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from engine.backfill.errors import dry_run_command
 from engine.errors import JobUnknownError
 from engine.metrics import LIVE_WORKER_WINDOW_MS
+from mcp_jobs.errors import QueueUnknownError
 from mcp_jobs.operations.models import DiagnoseQueueResult, Finding
 from mcp_jobs.operations.scope import Scope
-from mcp_jobs.operations.stats import queue_stats
+from mcp_jobs.operations.stats import queue_stats, unknown_queues
+from mcp_jobs.operations.workers import (
+    adopt_published_apps,
+    app_unknown,
+    live_workers,
+    serves,
+    worker_command,
+)
 from schemas.errors import NextCall
 from schemas.jobs import JobRecord
 from schemas.states import JobState
+from schemas.stats import QueueStats
 
 # Job ids a finding lists at most.
 SAMPLE_IDS = 5
@@ -33,21 +45,31 @@ async def _ids(
     return page.jobs
 
 
-def _app_flag(scope: Scope) -> str:
-    apps = scope.settings.apps
-    return f"--app {','.join(apps)}" if apps else "--app <module>"
+def _queue_unknown(queue: str, known: list[str]) -> Finding:
+    refused = QueueUnknownError(queue, known)
+    return Finding(
+        code=refused.code,
+        severity="warning",
+        queue=queue,
+        cause=refused.cause,
+        fix=refused.fix,
+        next_call=refused.next_call,
+    )
 
 
 async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueueResult:
     tenant = scope.tenant(None)
-    stats_result = await queue_stats(scope, [queue] if queue else None)
-    stats = stats_result.queues or []
+    findings: list[Finding] = []
+    unknown, known = await unknown_queues(scope, [queue] if queue else None)
+    findings.extend(_queue_unknown(q, known) for q in unknown)
+    stats: list[QueueStats] = []
+    if not unknown:
+        stats = (await queue_stats(scope, [queue] if queue else None)).queues or []
     now = scope.jobs.clock.now_ms()
     limits = scope.settings.limits
-    app = _app_flag(scope)
-    findings: list[Finding] = []
 
-    workers = await scope.jobs.driver.live_workers(now - LIVE_WORKER_WINDOW_MS)
+    workers = await live_workers(scope)
+    await adopt_published_apps(scope)
     waiting = sum(s.ready + s.expired_leases + s.due_suspended for s in stats)
     if not workers and waiting:
         findings.append(
@@ -55,10 +77,23 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
                 code="NO_LIVE_WORKERS",
                 severity="critical",
                 cause=f"{waiting} job(s) are due and no worker has checked in during the last "
-                f"{LIVE_WORKER_WINDOW_MS // 1000} s, so nothing will run them",
-                fix=f"mcp-jobs worker {app}",
+                f"{LIVE_WORKER_WINDOW_MS // 1000} s, so nothing will run them" + app_unknown(scope),
+                fix=worker_command(scope),
             )
         )
+    for s in stats if workers else []:
+        due = s.ready + s.expired_leases + s.due_suspended
+        if due and not any(serves(w, s.queue) for w in workers):
+            findings.append(
+                Finding(
+                    code="NO_LIVE_WORKERS",
+                    severity="critical",
+                    queue=s.queue,
+                    cause=f"{due} job(s) in queue {s.queue} are due and none of the "
+                    f"{len(workers)} live worker(s) serves this queue" + app_unknown(scope),
+                    fix=worker_command(scope, s.queue),
+                )
+            )
 
     for s in stats:
         if s.expired_leases:
@@ -70,7 +105,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
                     cause=f"{s.expired_leases} running job(s) in queue {s.queue} hold leases "
                     "that ran out: their worker died or lost the database. Any live worker "
                     "claims them again and their completed steps are not re-run",
-                    fix=f"mcp-jobs worker {app} --queues {s.queue}",
+                    fix=worker_command(scope, s.queue),
                 )
             )
         if s.ready and s.oldest_ready_ms > limits.backlog_age_ms:
@@ -82,7 +117,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
                     cause=f"queue {s.queue} has {s.ready} ready job(s) and the oldest has waited "
                     f"{s.oldest_ready_ms // 1000} s (threshold {limits.backlog_age_ms // 1000} s): "
                     "workers are too few, saturated by caps, or not listening on this queue",
-                    fix=f"mcp-jobs worker {app} --queues {s.queue} --concurrency 32",
+                    fix=f"{worker_command(scope, s.queue)} --concurrency 32",
                 )
             )
         if s.due_suspended and s.oldest_due_suspended_ms > limits.backlog_age_ms:
@@ -94,7 +129,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
                     cause=f"{s.due_suspended} suspended job(s) in queue {s.queue} passed their "
                     f"wake-up time {s.oldest_due_suspended_ms // 1000} s ago and no worker has "
                     "resumed them",
-                    fix=f"mcp-jobs worker {app} --queues {s.queue}",
+                    fix=worker_command(scope, s.queue),
                 )
             )
         if s.dead:
@@ -124,12 +159,12 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
                 )
             )
         if s.suspended:
-            findings.extend(await _unknown_names(scope, s.queue, tenant, app))
+            findings.extend(await _unknown_names(scope, s.queue, tenant))
 
     findings.extend(await _pending_backfills(scope))
     severity_rank = {"critical": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (severity_rank[f.severity], f.queue or "", f.code))
-    return DiagnoseQueueResult(
+    result = DiagnoseQueueResult(
         ok=True,
         healthy=not any(f.severity != "info" for f in findings),
         findings=findings,
@@ -137,9 +172,10 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
         queues=stats,
         at=now,
     )
+    return scope.fixes.qualify_all(result)
 
 
-async def _unknown_names(scope: Scope, queue: str, tenant: str | None, app: str) -> list[Finding]:
+async def _unknown_names(scope: Scope, queue: str, tenant: str | None) -> list[Finding]:
     """Suspended rows parked because no worker knows their name (rule 7: parked, no attempt)."""
     parked = await _ids(scope, "suspended", queue, tenant, PARKED_SCAN)
     by_name: dict[str, list[str]] = {}
@@ -157,7 +193,7 @@ async def _unknown_names(scope: Scope, queue: str, tenant: str | None, app: str)
             cause=f'{len(ids)} job(s) named "{name}" in queue {queue} are parked: no worker '
             "that claimed them has this job registered (a deploy that renamed or removed it, "
             "or a worker started without the module that declares it)",
-            fix=f"mcp-jobs worker {app} --queues {queue}",
+            fix=worker_command(scope, queue),
             job_ids=ids[:SAMPLE_IDS],
         )
         for name, ids in sorted(by_name.items())
@@ -176,7 +212,7 @@ async def _pending_backfills(scope: Scope) -> list[Finding]:
                 severity="info",
                 cause=f'backfill "{state.name}" is declared for {scope.settings.environment} '
                 "and has not completed here",
-                fix=f"mcp-jobs backfill {state.name} --json",
+                fix=dry_run_command(state.name),
                 next_call=NextCall(tool="run_backfill", arguments=arguments),
             )
         )

@@ -10,10 +10,11 @@ import json
 import math
 from typing import Any
 
-from engine.errors import InvalidArgumentError
+from engine.errors import InvalidArgumentError, JobNotCancellableError, JobUnknownError
 from engine.paging import DEFAULT_TRACE_PAGE
 from engine.tasks import describe_tasks
-from mcp_jobs.errors import LimitExceededError, example_call
+from mcp_jobs.errors import LimitExceededError, QueueUnknownError, example_call
+from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.models import (
     CancelJobResult,
     DescribeJobsResult,
@@ -26,6 +27,8 @@ from mcp_jobs.operations.models import (
     WaitForJobResult,
 )
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.stats import unknown_queues
+from mcp_jobs.operations.workers import no_worker_notice
 from schemas.jobs import OnConflict
 from schemas.states import SETTLED_STATES, JobState
 
@@ -34,7 +37,9 @@ WAIT_POLL_MS = 200
 
 
 async def describe_jobs(scope: Scope, name: str | None = None) -> DescribeJobsResult:
-    descriptors = scope.jobs.describe(name)
+    """The jobs this server can enqueue: registered here (`source: "registry"`), or published by
+    a worker that has the code (`source: "published"`, `stale` when no live worker did lately)."""
+    descriptors = await scope.jobs.describe(name)
     tasks = await describe_tasks(scope.jobs) if name is None else None
     return DescribeJobsResult(ok=True, jobs=descriptors, tasks=tasks)
 
@@ -49,22 +54,52 @@ async def list_jobs(
     limit: int = 50,
     cursor: str | None = None,
 ) -> ListJobsResult:
+    """A page of jobs, newest first. A `name` or `queue` filter that nothing knows is an error
+    listing the known ones (JOB_UNKNOWN, QUEUE_UNKNOWN), never an empty page that looks fine."""
     cap = scope.settings.limits.max_page_size
     if isinstance(limit, int) and limit > cap:
-        raise LimitExceededError(
-            "limit", limit, cap, "rows", f"list_jobs {example_call({'limit': cap})}"
-        )
+        if scope.face == "cli":
+            words = ["jobs", "ls", "--limit", str(cap)]
+            for one in [state] if isinstance(state, str) else state or []:
+                words += ["--state", one]
+            for flag, value in (("--name", name), ("--queue", queue), ("--tenant-id", tenant_id)):
+                if value is not None:
+                    words += [flag, value]
+            fix = scope.fixes.command(*words, "--json")
+        else:
+            asked = {"state": state, "name": name, "queue": queue, "tenant_id": tenant_id}
+            call = {k: v for k, v in asked.items() if v is not None}
+            fix = f"list_jobs {example_call({**call, 'limit': cap})}"
+        raise LimitExceededError("limit", limit, cap, "rows", fix)
+    tenant = scope.tenant(tenant_id)
     page = await scope.jobs.list(
         state=state,
         name=name,
         queue=queue,
-        tenant_id=scope.tenant(tenant_id),
+        tenant_id=tenant,
         limit=limit,
         cursor=cursor,
     )
+    if not page.jobs and cursor is None:
+        await _check_filters(scope, name, queue, tenant)
     return ListJobsResult(
         ok=True, jobs=[JobSummary.of(j) for j in page.jobs], next_cursor=page.next_cursor
     )
+
+
+async def _check_filters(
+    scope: Scope, name: str | None, queue: str | None, tenant: str | None
+) -> None:
+    """An empty first page: refuse a name or queue that is neither declared nor stored."""
+    if name is not None:
+        known = [d.name for d in await scope.jobs.describe()]
+        stored = await scope.jobs.list(name=name, tenant_id=tenant, limit=1)
+        if name not in known and not stored.jobs:
+            raise JobUnknownError(name, known)
+    if queue is not None:
+        unknown, known_queues = await unknown_queues(scope, [queue])
+        if unknown:
+            raise QueueUnknownError(queue, known_queues)
 
 
 async def inspect_job(
@@ -134,12 +169,15 @@ async def wait_for_job(
     started = clock.now_ms()
     total_ms = int(timeout * 1000)
     deadline = started + total_ms
+    attempts = AttemptCounter()
     while True:
         record = await scope.jobs.get(job_id, tenant_id=tenant)
         now = clock.now_ms()
         waited = now - started
-        if record.state in SETTLED_STATES or now >= deadline:
-            settled = record.state in SETTLED_STATES
+        settled = record.state in SETTLED_STATES
+        # A job no live worker serves never moves: say so, with the line that starts one.
+        notice = None if settled else await no_worker_notice(scope, record.queue, f"job {job_id}")
+        if settled or now >= deadline:
             await scope.progress(float(total_ms), float(total_ms), record.state)
             return WaitForJobResult(
                 ok=True,
@@ -147,12 +185,12 @@ async def wait_for_job(
                 job=JobSummary.of(record),
                 output=record.output if settled else None,
                 waited_ms=waited,
+                notices=[notice] if notice is not None else None,
             )
-        await scope.progress(
-            float(waited),
-            float(total_ms),
-            f"{record.state} (attempt {record.attempt} of {record.max_attempts})",
-        )
+        line = attempts.line(record)
+        if notice is not None:
+            line += f": no live worker serves queue {record.queue} ({notice.fix})"
+        await scope.progress(float(waited), float(total_ms), line)
         await clock.sleep_ms(min(WAIT_POLL_MS, deadline - now))
 
 
@@ -165,6 +203,7 @@ async def enqueue_job(
     delay_seconds: float | None = None,
     run_at: int | None = None,
     on_conflict: OnConflict = "dedupe",
+    key: str | None = None,
 ) -> EnqueueJobResult:
     size = len(json.dumps(input, separators=(",", ":"), default=str).encode())
     cap = scope.settings.limits.max_input_bytes
@@ -184,7 +223,14 @@ async def enqueue_job(
         delay=delay_seconds,
         run_at=run_at,
         on_conflict=on_conflict,
+        key=key,
         enqueued_by=scope.actor,
+    )
+    record = await scope.jobs.get(result.id, tenant_id=tenant)
+    notice = (
+        None
+        if record.state in SETTLED_STATES
+        else await no_worker_notice(scope, record.queue, f"job {result.id}")
     )
     return EnqueueJobResult(
         ok=True,
@@ -194,6 +240,7 @@ async def enqueue_job(
         tenant_id=tenant,
         state=result.state,
         deduped=result.deduped,
+        notices=[notice] if notice is not None else None,
     )
 
 
@@ -208,5 +255,27 @@ async def retry_job(scope: Scope, job_id: str, include_cancelled: bool = False) 
 
 
 async def cancel_job(scope: Scope, job_id: str) -> CancelJobResult:
-    record = await scope.jobs.cancel(job_id, tenant_id=scope.tenant(None), actor=scope.actor)
-    return CancelJobResult(ok=True, job=JobSummary.of(record), stopping=record.cancel_requested)
+    """Cancel a live job. Cancelling a cancelled job again is the same outcome, so it answers ok
+    with `already_cancelled: true` (the tool is annotated idempotent); a job that settled
+    otherwise (done, failed, dead) stays JOB_NOT_CANCELLABLE."""
+    tenant = scope.tenant(None)
+    try:
+        record = await scope.jobs.cancel(job_id, tenant_id=tenant, actor=scope.actor)
+    except JobNotCancellableError as exc:
+        if (exc.details or {}).get("state") != "cancelled":
+            raise
+        record = await scope.jobs.get(job_id, tenant_id=tenant)
+        if record.state != "cancelled":  # retried in between: the refusal stands as it was
+            raise
+        return CancelJobResult(
+            ok=True,
+            job=JobSummary.of(record),
+            stopping=record.cancel_requested,
+            already_cancelled=True,
+        )
+    return CancelJobResult(
+        ok=True,
+        job=JobSummary.of(record),
+        stopping=record.cancel_requested,
+        already_cancelled=False,
+    )

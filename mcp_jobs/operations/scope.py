@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from mcp_jobs.config import Settings
 from mcp_jobs.errors import TenantPinnedError
+from mcp_jobs.fix_context import Face, FixContext
 
 if TYPE_CHECKING:
     from engine.backfill import BackfillRegistry, Backfills
@@ -35,7 +36,17 @@ class Scope:
     progress: Progress = _no_progress
     # The declared backfills; None means the process-wide `default_backfills`.
     backfill_registry: BackfillRegistry | None = None
+    # Who asked: a fix for the CLI is a command, one for an MCP client may be a tool call.
+    face: Face = "mcp"
     _backfills: Backfills | None = None
+    _fixes: FixContext | None = None
+
+    @property
+    def fixes(self) -> FixContext:
+        """The context every fix line this operation hands out is written with."""
+        if self._fixes is None:
+            self._fixes = FixContext.of(self.settings, face=self.face)
+        return self._fixes
 
     def tenant(self, asked: str | None) -> str | None:
         """The tenant this call acts in: the pinned one, or what the caller asked for."""
@@ -43,7 +54,11 @@ class Scope:
         if pinned is None:
             return asked or None
         if asked and asked != pinned:
-            raise TenantPinnedError(self.tool, pinned, asked)
+            refused = TenantPinnedError(self.tool, pinned, asked)
+            if self.face == "cli":
+                # The pinned command itself, which acts in the pinned tenant (`--tenant`).
+                refused.fix = self.fixes.command(*self.tool.split(), "--json")
+            raise refused
         return pinned
 
     def backfills(self) -> Backfills:

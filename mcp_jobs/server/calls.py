@@ -30,6 +30,7 @@ def scope_for(ctx: ToolContext, tool: str) -> Scope:
         actor=f"mcp:{tool}",
         progress=ctx.report_progress,
         backfill_registry=state.backfills,
+        face="mcp",
     )
 
 
@@ -51,11 +52,12 @@ async def run_tool(
     acted_on: Subject = (None, None)
     try:
         model = await operation(scope)
-        envelope = success(model)
+        # Every fix inside the answer (findings, notices, a job's last error) runs as given.
+        envelope = success(scope.fixes.qualify_all(model))
         if subject is not None:
             acted_on = subject(model)
     except Exception as exc:  # the envelope is the error channel; cancellation still propagates
-        envelope = failure(error_payload(exc, where=f"tool {tool}"))
+        envelope = failure(error_payload(exc, where=f"tool {tool}", context=scope.fixes))
     if audit is not None:
         await record_call(scope, tool, envelope, acted_on, audit)
     return tool_result(envelope)

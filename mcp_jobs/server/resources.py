@@ -24,10 +24,17 @@ JSON = "application/json"
 ENVELOPE_FIELDS = {"ok", "error"}
 
 
-def _dump(value: Any) -> str:
+def _plain(value: Any) -> Any:
+    """As the tools answer: no envelope fields, no nulls."""
     if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json", exclude=ENVELOPE_FIELDS)
-    return json.dumps(value, ensure_ascii=False, indent=2)
+        return value.model_dump(mode="json", exclude=ENVELOPE_FIELDS, exclude_none=True)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(_plain(value), ensure_ascii=False, indent=2)
 
 
 async def _read(holder: StateHolder, uri: str, read: Callable[[Scope], Awaitable[Any]]) -> str:
@@ -46,7 +53,7 @@ async def _read(holder: StateHolder, uri: str, read: Callable[[Scope], Awaitable
         raise ResourceNotFoundError(bounded_text(message)) from exc
     except JobsError as exc:
         raise ResourceError(
-            bounded_text(f"{uri}: {exc.code}: {exc.cause} (fix: {exc.fix})")
+            bounded_text(f"{uri}: {exc.code}: {exc.cause} (fix: {scope.fixes.qualify(exc.fix)})")
         ) from exc
 
 
@@ -55,12 +62,15 @@ def register(server: MCPServer[AppState], holder: StateHolder) -> None:
         "jobs://descriptors",
         name="descriptors",
         title="Job descriptors",
-        description="Every registered job: queue, input schema, retry policy, timeout, tenancy.",
+        description=(
+            "Every job this server can enqueue: queue, input schema, retry policy, timeout, "
+            "tenancy; registered here or published by a worker (source, stale)."
+        ),
         mime_type=JSON,
     )
     async def descriptors() -> str:
         async def read(scope: Scope) -> Any:
-            return [d.model_dump(mode="json") for d in scope.jobs.describe()]
+            return (await operations.describe_jobs(scope)).jobs
 
         return await _read(holder, "jobs://descriptors", read)
 
@@ -68,12 +78,13 @@ def register(server: MCPServer[AppState], holder: StateHolder) -> None:
         "jobs://descriptors/{name}",
         name="descriptor",
         title="One job's descriptor",
-        description="One registered job's descriptor, by name.",
+        description="One job's descriptor, by name (registered here or published by a worker).",
         mime_type=JSON,
     )
     async def descriptor(name: str) -> str:
         async def read(scope: Scope) -> Any:
-            return scope.jobs.describe(name)[0].model_dump(mode="json")
+            found = (await operations.describe_jobs(scope, name)).jobs
+            return found[0] if found else None  # describe_jobs refuses a name it lacks
 
         return await _read(holder, f"jobs://descriptors/{name}", read)
 

@@ -90,23 +90,23 @@ async def test_every_mutating_call_is_recorded_as_an_event(
             "enqueue_job", {"name": "receipt", "input": {"order_id": 5}, "tenant_id": "acme"}
         )
         await mcp.ok("cancel_job", {"job_id": made["job_id"]})
-        await mcp.fails("cancel_job", {"job_id": made["job_id"]}, "JOB_NOT_CANCELLABLE")
+        await mcp.fails("retry_job", {"job_id": made["job_id"]}, "JOB_NOT_RETRYABLE")
         await mcp.ok("inspect_job", {"job_id": made["job_id"]})  # reads are not recorded
     trace = await jobs.trace(made["job_id"])
     audit = [e for e in trace.events if e.kind == AUDIT_EVENT]
     assert [(e.actor, e.tenant_id, e.at) for e in audit] == [
         ("mcp:enqueue_job", "acme", clock.now_ms()),
         ("mcp:cancel_job", "acme", clock.now_ms()),
-        ("mcp:cancel_job", "acme", clock.now_ms()),
+        ("mcp:retry_job", "acme", clock.now_ms()),
     ]
     assert audit[0].data is not None and audit[0].data["tool"] == "enqueue_job"
     assert audit[0].data["ok"] is True
     # The engine's own record of the cancel names the tool as the actor.
     (cancelled,) = [e for e in trace.events if e.kind == "cancelled"]
     assert cancelled.actor == "mcp:cancel_job"
-    # The refused second cancel is recorded too: the caller could see the job, so on it.
+    # The refused retry is recorded too: the caller could see the job, so on it.
     assert audit[2].data is not None and audit[2].data["ok"] is False
-    assert audit[2].data["error_code"] == "JOB_NOT_CANCELLABLE"
+    assert audit[2].data["error_code"] == "JOB_NOT_RETRYABLE"
 
 
 async def test_retry_requeues_a_dead_job_and_refuses_the_rest(
@@ -147,7 +147,7 @@ async def test_a_cancelled_job_comes_back_only_when_asked(jobs: Jobs, open_mcp: 
             "tool": "retry_job",
             "arguments": {"job_id": r.id, "include_cancelled": True},
         }
-        assert error["fix"] == f"mcp-jobs jobs retry {r.id} --include-cancelled"
+        assert f"mcp-jobs jobs retry {r.id} --include-cancelled --database-url " in error["fix"]
         back = await mcp.ok("retry_job", error["next_call"]["arguments"])
         assert back["job"]["state"] == "ready"
 

@@ -1,0 +1,245 @@
+"""The ONE rule that makes a fix line run as given: the effective context written into it.
+
+A fix such as `mcp-jobs worker --queues orders` is only right in the process that wrote it: run
+from another directory it opens another database (a relative SQLite URL, or the default one),
+imports no app, sweeps another shop (`SHOP_DB`), acts in another environment. `FixContext` holds
+what this process runs with — the database URL made absolute, the `--app` modules, a
+non-default `MCP_JOBS_ENV`, a pinned tenant, the environment variables the app declared
+(`engine.environment.uses_environment`) and, when an app imports only because the working
+directory is on `sys.path`, `PYTHONPATH` — and `qualify` writes it into any fix that is an
+`mcp-jobs …` or `python …` command: assignments in front, flags appended when absent. A tool
+call (`inspect_job {"job_id": …}`) or an instruction is left as it is.
+
+A database password is never written: the URL loses it, and the command then takes it from
+`PGPASSWORD` or `~/.pgpass` (libpq's own sources, which asyncpg reads too).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel
+
+from engine.drivers.urls import sqlite_path
+from engine.environment import NAME_PATTERN, EnvironmentUse, declared_environment
+from engine.errors import JobsError
+from mcp_jobs.config import DEFAULT_ENVIRONMENT, ENVIRONMENT_ENV, Settings
+
+Face = Literal["mcp", "cli"]
+
+# The subcommands that take --database-url, --app and --tenant after them (cli/parser.py).
+TAKES_CONTEXT = frozenset({"serve", "worker", "jobs", "backfill", "db"})
+# Only the `jobs` commands act within a tenant; a backfill spans every tenant (a pinned one is
+# refused) and a worker serves them all.
+TAKES_TENANT = frozenset({"jobs"})
+PYTHONS = frozenset({"python", "python3", sys.executable})
+# Written where the app module is unknown: the one case a fix line cannot be complete.
+APP_PLACEHOLDER = "<module>"
+_OPERATORS = frozenset(";&|<>()`")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def absolute_url(url: str, cwd: Path) -> str:
+    """`url` as a process anywhere opens the same database with: a relative SQLite path made
+    absolute against `cwd`, and a PostgreSQL password removed (in the user part or a
+    `password=` parameter)."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme == "sqlite":
+        try:
+            path = sqlite_path(url)
+        except JobsError:
+            return url  # a URL no driver opens: the fix says so when it runs
+        return url if path.startswith("/") else "sqlite:///" + os.path.normpath(cwd / path)
+    if scheme in ("postgres", "postgresql"):
+        return without_password(url)
+    return url
+
+
+def without_password(url: str) -> str:
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    netloc = f"{userinfo.partition(':')[0]}@{host}" if at and ":" in userinfo else parts.netloc
+    pairs = [pair for pair in parts.query.split("&") if pair]
+    kept = [p for p in pairs if p.partition("=")[0].lower() != "password"]
+    if netloc == parts.netloc and len(kept) == len(pairs):
+        return url
+    return urlunsplit(parts._replace(netloc=netloc, query="&".join(kept)))
+
+
+def needs_cwd_on_path(module: str, cwd: Path) -> bool:
+    """True when `module` imports only because `cwd` (or "") is on `sys.path`: another
+    directory then needs PYTHONPATH. Asked of every import finder, with the path search
+    narrowed to the other entries; nothing is imported."""
+    top = module.split(".", 1)[0]
+    here = os.path.realpath(cwd)
+    others = [p for p in sys.path if p and os.path.realpath(p) != here]
+    found_here = importlib.machinery.PathFinder.find_spec(top, [str(cwd)]) is not None
+    if not found_here:
+        return False
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            spec = (
+                importlib.machinery.PathFinder.find_spec(top, others)
+                if finder is importlib.machinery.PathFinder
+                else find(top, None)
+            )
+        except Exception:  # a third-party finder that chokes here cannot import it either
+            continue
+        if spec is not None:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class FixContext:
+    """What a command needs to act on what this process acts on (see the module docstring)."""
+
+    database_url: str | None = None
+    apps: tuple[str, ...] = ()
+    tenant: str | None = None
+    # `NAME=value` assignments written in front of a command, in order.
+    assignments: tuple[tuple[str, str], ...] = ()
+    face: Face = "mcp"
+
+    @classmethod
+    def of(
+        cls,
+        settings: Settings,
+        *,
+        face: Face = "mcp",
+        cwd: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        declared: Sequence[EnvironmentUse] | None = None,
+    ) -> FixContext:
+        """The context of `settings` run from `cwd` (default: this process's) with `environ`,
+        and the app environment `declared` (default: what the imported apps declared)."""
+        cwd = Path.cwd() if cwd is None else cwd
+        environ = os.environ if environ is None else environ
+        assignments: list[tuple[str, str]] = []
+        for use in declared_environment() if declared is None else declared:
+            value = use.effective(environ, cwd)
+            if value is not None:
+                assignments.append((use.name, value))
+        if settings.environment != DEFAULT_ENVIRONMENT:
+            assignments.append((ENVIRONMENT_ENV, settings.environment))
+        if any(needs_cwd_on_path(app, cwd) for app in settings.apps):
+            inherited = environ.get("PYTHONPATH")
+            here = str(cwd.resolve())
+            assignments.append(("PYTHONPATH", f"{here}:{inherited}" if inherited else here))
+        return cls(
+            database_url=absolute_url(settings.url, cwd),
+            apps=settings.apps,
+            tenant=settings.tenant,
+            assignments=tuple(assignments),
+            face=face,
+        )
+
+    def command(self, *words: str) -> str:
+        """`mcp-jobs <words>` with this context: the way to write a new fix line."""
+        return self.qualify(shlex.join(["mcp-jobs", *words]))
+
+    def qualify(self, fix: str) -> str:
+        """`fix` with this context written in when it is an `mcp-jobs` or `python` command;
+        unchanged otherwise. Applying it twice changes nothing the second time."""
+        try:
+            lexer = shlex.shlex(fix, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            words = list(lexer)
+        except ValueError:  # unbalanced quotes: not a command this can read
+            return fix
+        if any(w and set(w) <= _OPERATORS for w in words):
+            return fix  # a pipeline or a list: not one command to extend
+        assigned = set()
+        head = 0
+        while head < len(words) and "=" in words[head] and _is_name(words[head].split("=")[0]):
+            assigned.add(words[head].split("=", 1)[0])
+            head += 1
+        if head >= len(words):
+            return fix
+        program, rest = words[head], words[head + 1 :]
+        if program == "mcp-jobs":
+            suffix = self._flags(rest)
+        elif program in PYTHONS:
+            suffix = []
+        else:
+            return fix
+        prefix = [f"{n}={shlex.quote(v)}" for n, v in self.assignments if n not in assigned]
+        return " ".join([*prefix, fix, *suffix])
+
+    def _flags(self, rest: Sequence[str]) -> list[str]:
+        subcommand = rest[0] if rest else ""
+        if subcommand not in TAKES_CONTEXT:
+            return []
+        given = {w.split("=", 1)[0] for w in rest if w.startswith("--")}
+        out: list[str] = []
+        if "--database-url" not in given and self.database_url is not None:
+            out += ["--database-url", shlex.quote(self.database_url)]
+        if "--app" not in given:
+            if self.apps:
+                out += ["--app", shlex.quote(",".join(self.apps))]
+            elif subcommand == "worker":
+                out += ["--app", APP_PLACEHOLDER]
+        if "--tenant" not in given and self.tenant is not None and subcommand in TAKES_TENANT:
+            out += ["--tenant", shlex.quote(self.tenant)]
+        return out
+
+    def qualify_all(self, model: M) -> M:
+        """`model` with the fix of every error payload and finding inside it qualified, and of
+        every error an event's data carries (`{"code": …, "fix": …}`). A job's own input,
+        output and step results are never touched: they are the app's data."""
+        return _qualified(model, self)  # type: ignore[no-any-return]
+
+
+def _is_name(word: str) -> bool:
+    return NAME_PATTERN.fullmatch(word) is not None
+
+
+# Fields that hold the app's own JSON, where a "fix" key is the app's and not ours.
+APP_DATA = frozenset({"input", "output", "result"})
+
+
+def _qualified(value: Any, ctx: FixContext) -> Any:
+    if isinstance(value, BaseModel):
+        update: dict[str, Any] = {}
+        for name in type(value).model_fields:
+            if name in APP_DATA:
+                continue
+            current = getattr(value, name)
+            if name == "fix" and isinstance(current, str):
+                new: Any = ctx.qualify(current)
+            else:
+                new = _qualified(current, ctx)
+            if new is not current:
+                update[name] = new
+        return value.model_copy(update=update) if update else value
+    if isinstance(value, dict):
+        # Stored JSON the engine wrote (an event's data): an error in it is code + fix.
+        error_shaped = isinstance(value.get("fix"), str) and isinstance(value.get("code"), str)
+        out = {
+            k: ctx.qualify(v)
+            if k == "fix" and error_shaped
+            else v
+            if k in APP_DATA
+            else _qualified(v, ctx)
+            for k, v in value.items()
+        }
+        return out if any(out[k] is not value[k] for k in value) else value
+    if isinstance(value, list):
+        items = [_qualified(v, ctx) for v in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    return value
+
+
+__all__ = ["APP_PLACEHOLDER", "Face", "FixContext", "absolute_url", "needs_cwd_on_path"]

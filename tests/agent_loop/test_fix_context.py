@@ -1,0 +1,165 @@
+"""The one rule that writes the effective context into a fix line (`FixContext`), the app's
+declared environment, and the wait's monotone attempt counter."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.environment import (
+    EnvironmentUse,
+    declared_environment,
+    forget_environment,
+    uses_environment,
+)
+from engine.errors import InvalidArgumentError
+from mcp_jobs.config import Settings
+from mcp_jobs.fix_context import FixContext, absolute_url, needs_cwd_on_path
+from mcp_jobs.operations.attempts import AttemptCounter
+from mcp_jobs.operations.models import Finding
+from schemas.errors import ErrorPayload
+from schemas.jobs import JobRecord
+
+
+@pytest.fixture
+def app_env() -> Iterator[list[EnvironmentUse]]:
+    uses_environment("FIXCTX_DB", default="data/app.db", path=True)
+    uses_environment("FIXCTX_MODE")
+    yield [u for u in declared_environment() if u.name.startswith("FIXCTX_")]
+    forget_environment("FIXCTX_DB")
+    forget_environment("FIXCTX_MODE")
+
+
+def context(tmp_path: Path, **settings: object) -> FixContext:
+    """A context with no app environment (whatever apps other tests imported)."""
+    return FixContext.of(
+        Settings(**settings),  # type: ignore[arg-type]
+        cwd=tmp_path,
+        environ={},
+        declared=[],
+    )
+
+
+def test_a_relative_or_default_sqlite_url_is_made_absolute(tmp_path: Path) -> None:
+    assert absolute_url("sqlite:///x.db", tmp_path) == f"sqlite:///{tmp_path}/x.db"
+    assert absolute_url("sqlite:////abs/x.db", tmp_path) == "sqlite:////abs/x.db"
+    ctx = context(tmp_path)
+    assert ctx.database_url == f"sqlite:///{tmp_path}/.mcp-jobs/jobs.db"
+
+
+def test_a_password_is_never_written() -> None:
+    url = "postgresql://app:s3cret@db:5432/jobs?sslmode=require&password=s3cret"
+    written = absolute_url(url, Path("/"))
+    assert "s3cret" not in written
+    assert written == "postgresql://app@db:5432/jobs?sslmode=require"
+
+
+def test_a_command_gets_the_context_and_a_tool_call_does_not(tmp_path: Path) -> None:
+    ctx = context(tmp_path, database_url="sqlite:///j.db", apps=("a.b", "c"), tenant="t 1")
+    url = f"sqlite:///{tmp_path}/j.db"
+    assert ctx.qualify("mcp-jobs jobs show X --json") == (
+        f"mcp-jobs jobs show X --json --database-url {url} --app a.b,c --tenant 't 1'"
+    )
+    # A backfill spans every tenant and a worker serves them all: no --tenant there.
+    assert ctx.qualify("mcp-jobs worker --queues q").endswith(f"--database-url {url} --app a.b,c")
+    assert ctx.qualify('inspect_job {"job_id": "X"}') == 'inspect_job {"job_id": "X"}'
+    assert ctx.qualify("pip install --upgrade mcp-jobs") == "pip install --upgrade mcp-jobs"
+    assert ctx.qualify("mcp-jobs demo") == "mcp-jobs demo"
+    given = "mcp-jobs backfill n --database-url sqlite:////o.db --app x"
+    assert ctx.qualify(given) == given
+    once = ctx.qualify("mcp-jobs jobs ls")
+    assert ctx.qualify(once) == once
+
+
+def test_the_environment_goes_in_front_of_commands(
+    tmp_path: Path, app_env: list[EnvironmentUse]
+) -> None:
+    environ = {"FIXCTX_MODE": "fast lane"}
+    settings = Settings(environment="staging")
+    ctx = FixContext.of(settings, cwd=tmp_path, environ=environ, declared=app_env)
+    prefix = f"FIXCTX_DB={tmp_path}/data/app.db FIXCTX_MODE='fast lane' MCP_JOBS_ENV=staging"
+    assert ctx.qualify('python -c "import x"') == f'{prefix} python -c "import x"'
+    assert ctx.qualify("mcp-jobs db migrate").startswith(f"{prefix} mcp-jobs db migrate ")
+    # What the line sets itself is not set again.
+    assert ctx.qualify("MCP_JOBS_ENV=prod mcp-jobs backfill n --write").startswith(
+        f"FIXCTX_DB={tmp_path}/data/app.db FIXCTX_MODE='fast lane' MCP_JOBS_ENV=prod "
+    )
+
+
+def test_an_unknown_app_is_a_marked_placeholder_on_the_worker_line_only(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    assert ctx.qualify("mcp-jobs worker").endswith("--app <module>")
+    assert "--app" not in ctx.qualify("mcp-jobs jobs ls")
+
+
+def test_an_app_importable_only_from_the_cwd_gets_pythonpath(tmp_path: Path) -> None:
+    (tmp_path / "fixctx_only_here.py").write_text("")
+    assert needs_cwd_on_path("fixctx_only_here", tmp_path)
+    assert not needs_cwd_on_path("json", tmp_path)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        ctx = context(tmp_path, apps=("fixctx_only_here",))
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert ctx.qualify("mcp-jobs worker").startswith(f"PYTHONPATH={tmp_path} mcp-jobs worker ")
+
+
+def test_qualify_all_reaches_nested_payloads_and_leaves_job_data(tmp_path: Path) -> None:
+    ctx = context(tmp_path, database_url="sqlite:////j.db")
+    error = ErrorPayload(code="X", title="t", cause="c", fix="mcp-jobs jobs ls", retryable=False)
+    finding = Finding(
+        code="F", severity="info", cause="c", fix="mcp-jobs jobs ls", last_error=error
+    )
+    out = ctx.qualify_all(finding)
+    assert out.fix.endswith("--database-url sqlite:////j.db")
+    assert out.last_error is not None and out.last_error.fix.endswith("sqlite:////j.db")
+
+
+def test_an_environment_declaration_is_checked() -> None:
+    with pytest.raises(InvalidArgumentError):
+        uses_environment("NOT A NAME")
+
+
+def _record(state: str, attempt: int) -> JobRecord:
+    return JobRecord.model_validate(
+        {
+            "id": "j",
+            "run_id": "r",
+            "name": "n",
+            "queue": "q",
+            "tenant_id": None,
+            "state": state,
+            "attempt": attempt,
+            "max_attempts": 3,
+            "run_at": 0,
+            "created_at": 0,
+            "updated_at": 0,
+            "queued_at": 0,
+            "input": {},
+            "idempotency_key": "k",
+        }
+    )
+
+
+def test_the_attempt_in_progress_lines_never_goes_backwards() -> None:
+    counter = AttemptCounter()
+    seen = [
+        counter.line(_record(state, attempt))
+        for state, attempt in [
+            ("ready", 0),
+            ("running", 1),
+            ("running", 2),
+            ("ready", 0),
+            ("running", 1),
+        ]
+    ]
+    assert seen[:3] == [
+        "ready (attempt 0 of 3)",
+        "running (attempt 1 of 3)",
+        "running (attempt 2 of 3)",
+    ]
+    assert seen[3] == "ready (attempt 2 in all; 0 of 3 since it was requeued)"
+    assert seen[4] == "running (attempt 3 in all; 1 of 3 since it was requeued)"
