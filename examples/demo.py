@@ -45,15 +45,27 @@ class DemoFailedError(Exception):
     """A step answered something the walkthrough did not expect."""
 
 
+SHOWN_ITEMS = 4
+
+
 def _trim(value: Any, depth: int = 0) -> Any:
-    """Keep printed results legible: long lists, strings and deep objects are cut."""
+    """Keep printed results legible: long strings and deep objects are cut, and a long list shows
+    its first items with a note beside it (`"(sample_keys)": "4 of 10 shown"`), so a list of keys
+    never gains a string. A success has no null fields; the nulls left out here are inside
+    free-form event data (an audited call's omitted arguments)."""
     if isinstance(value, dict):
         if depth >= 5:
             return "{…}"
-        return {k: _trim(v, depth + 1) for k, v in value.items() if v is not None}
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if item is None:
+                continue
+            out[key] = _trim(item, depth + 1)
+            if isinstance(item, list) and len(item) > SHOWN_ITEMS:
+                out[f"({key})"] = f"{SHOWN_ITEMS} of {len(item)} shown"
+        return out
     if isinstance(value, list):
-        head = [_trim(v, depth + 1) for v in value[:4]]
-        return [*head, f"… {len(value) - 4} more"] if len(value) > 4 else head
+        return [_trim(v, depth + 1) for v in value[:SHOWN_ITEMS]]
     if isinstance(value, str) and len(value) > 200:
         return value[:197] + "…"
     return value

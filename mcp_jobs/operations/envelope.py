@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.errors import JobsError
 from mcp_jobs.errors import InternalError
+from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.models import Envelope
 from schemas.errors import ErrorPayload, NextCall
 
@@ -28,10 +29,19 @@ def new_correlation_id() -> str:
     return secrets.token_hex(6)
 
 
-def error_payload(exc: BaseException, *, where: str, call: NextCall | None = None) -> ErrorPayload:
-    """The payload for `exc`; an unexpected exception is logged with a fresh correlation id."""
+def error_payload(
+    exc: BaseException,
+    *,
+    where: str,
+    call: NextCall | None = None,
+    context: FixContext | None = None,
+) -> ErrorPayload:
+    """The payload for `exc`; an unexpected exception is logged with a fresh correlation id.
+    With `context` (the caller's Scope.fixes), a fix that is a command is written to run as
+    given from anywhere: the database, the app, the environment it needs."""
     if isinstance(exc, JobsError):
-        return exc.to_payload()
+        payload = exc.to_payload()
+        return context.qualify_all(payload) if context is not None else payload
     correlation_id = new_correlation_id()
     logger.error(
         "%s failed unexpectedly [correlation_id=%s]",
@@ -100,11 +110,13 @@ def bounded(payload: ErrorPayload) -> dict[str, Any]:
     out["retryable"] = data["retryable"]
     cut: list[bool] = []
     call = _bound(data["next_call"], 0, cut)
-    out["next_call"] = None if cut else call
-    out["details"] = _bound(data["details"], 0, [])
+    if call is not None and not cut:
+        out["next_call"] = call
+    if data["details"] is not None:
+        out["details"] = _bound(data["details"], 0, [])
     if len(json.dumps(out, ensure_ascii=False).encode()) > PAYLOAD_LIMIT:
         out["details"] = {"(cut)": "the details were too large to send"}
-        out["next_call"] = None
+        out.pop("next_call", None)
     return out
 
 
@@ -114,4 +126,7 @@ def failure(payload: ErrorPayload) -> dict[str, Any]:
 
 
 def success(model: Envelope) -> dict[str, Any]:
-    return model.model_dump(mode="json")
+    """The envelope of a success: a field that is None is left out (no `"error": null`, no wall
+    of nulls), and the published output schemas require none of them (`server.schemas`).
+    Values inside free-form JSON (a job's input or output) are sent as they are."""
+    return model.model_dump(mode="json", exclude_none=True)

@@ -4,15 +4,20 @@ envelope of `ok`, the payload fields, and `error`.
 Every payload field is optional, so a failure (`{"ok": false, "error": {...}}`) validates against
 the same `outputSchema` a success does: strict clients check structured content against it even
 when `isError` is true.
+
+Times are epoch milliseconds (`*_at`, what the engine stores and a caller passes back), each with
+its ISO 8601 UTC reading beside it (`*_at_iso`, "2026-12-01T13:20:00.123Z"), what an agent reads.
+The records of other layers get theirs through the `…View` subclasses here.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from engine.tasks import TaskDescriptor
+from engine.tasks import TaskDescriptor, TaskOccurrence
 from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
 from schemas.descriptor import JobDescriptor
 from schemas.errors import ErrorPayload, NextCall
@@ -22,9 +27,15 @@ from schemas.states import JobState
 from schemas.stats import QueueStats
 from schemas.steps import StepRecord
 
+# What the answers look like, computed `*_iso` fields included, whichever mode a schema is asked in
+# (the SDK asks for validation mode, which leaves computed fields out).
+_ANSWER = ConfigDict(json_schema_mode_override="serialization")
+
 
 class Envelope(BaseModel):
     """`ok` is false exactly when `error` is set; the payload fields are then absent."""
+
+    model_config = _ANSWER
 
     ok: bool = Field(description="true on success; false when `error` says what went wrong")
     error: ErrorPayload | None = Field(
@@ -33,16 +44,126 @@ class Envelope(BaseModel):
     )
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def iso(ms: int) -> str:
+    """Epoch milliseconds as ISO 8601 UTC with milliseconds: "2026-12-01T13:20:00.123Z".
+    Exact (no float on the way), and total: a value past year 9999 is clamped, not an error."""
+    try:
+        moment = _EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
+        moment = datetime.max.replace(tzinfo=UTC) if ms > 0 else datetime.min.replace(tzinfo=UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+
+
+def iso_of(field: str, *, optional: bool = False) -> Any:
+    """The read-only `<field>_iso` beside the epoch-ms `field`: a computed field, so it is in the
+    answer and in the output schema, and absent (exclude_none) when `field` is None.
+
+    Declared `name: ClassVar[str] = iso_of(...)`: the ClassVar keeps the pydantic mypy plugin from
+    reading it as an untyped field; pydantic still finds the computed field."""
+
+    def read(self: BaseModel) -> str | None:
+        ms = getattr(self, field)
+        return None if ms is None else iso(ms)
+
+    return computed_field(return_type=str | None if optional else str)(property(read))
+
+
+# The views: another layer's record with its times also in ISO, and None for each nullable field
+# it requires (a success omits None fields, and the SDK validates a success against the model).
+# `from_attributes` lets a field typed as the view take the record (`InspectJobResult(job=r)`).
+_VIEW = ConfigDict(frozen=True, from_attributes=True, json_schema_mode_override="serialization")
+
+
+class JobView(JobRecord):
+    model_config = _VIEW
+
+    tenant_id: str | None = None
+
+    run_at_iso: ClassVar[str] = iso_of("run_at")
+    queued_at_iso: ClassVar[str] = iso_of("queued_at")
+    created_at_iso: ClassVar[str] = iso_of("created_at")
+    updated_at_iso: ClassVar[str] = iso_of("updated_at")
+    finished_at_iso: ClassVar[str | None] = iso_of("finished_at", optional=True)
+    lease_expires_at_iso: ClassVar[str | None] = iso_of("lease_expires_at", optional=True)
+
+
+# A step or event of `inspect_job` leaves out the job and run it belongs to: the answer's `job`
+# says them. The defaults let the SDK validate an answer without them against the model.
+class StepView(StepRecord):
+    model_config = _VIEW
+
+    job_id: str = Field(default="", exclude=True)
+    run_id: str = Field(default="", exclude=True)
+
+    started_at_iso: ClassVar[str] = iso_of("started_at")
+    finished_at_iso: ClassVar[str | None] = iso_of("finished_at", optional=True)
+
+
+class EventView(EventRecord):
+    model_config = _VIEW
+
+    job_id: str | None = Field(default=None, exclude=True)
+
+    at_iso: ClassVar[str] = iso_of("at")
+
+
+class BackfillRunView(BackfillRun):
+    model_config = _VIEW
+
+    app_version: str | None = None
+
+    started_at_iso: ClassVar[str] = iso_of("started_at")
+    finished_at_iso: ClassVar[str | None] = iso_of("finished_at", optional=True)
+
+
+class BackfillStateView(BackfillState):
+    # No override of the schema mode in a view without times of its own: pydantic (2.14) loses a
+    # nested definition when both the view and its fields' views carry one.
+    model_config = ConfigDict(frozen=True, from_attributes=True)
+
+    description: str | None = None
+    rate: float | None = None
+    last_run: BackfillRunView | None = None
+    live_job_id: str | None = None
+
+
+class TaskOccurrenceView(TaskOccurrence):
+    model_config = _VIEW
+
+    at_iso: ClassVar[str] = iso_of("at")
+
+
+class TaskView(TaskDescriptor):
+    model_config = ConfigDict(frozen=True, from_attributes=True)  # as BackfillStateView
+
+    # Narrowed to the view; a list is invariant, so mypy cannot see that this is safe here.
+    next_occurrences: list[TaskOccurrenceView]  # type: ignore[assignment]
+    description: str | None = None
+    last_fired: TaskOccurrenceView | None = None
+
+
+class JobDescriptorView(JobDescriptor):
+    model_config = _VIEW
+
+    description: str | None = None
+    timeout_ms: int | None = None
+    concurrency: int | None = None
+    published_at_iso: ClassVar[str | None] = iso_of("published_at", optional=True)
+
+
 class JobSummary(BaseModel):
     """A job without its input and output: what a list or an operation's answer shows."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, json_schema_mode_override="serialization")
 
     id: str
     run_id: str
     name: str
     queue: str
-    tenant_id: str | None
+    tenant_id: str | None = None
     state: JobState
     attempt: int
     max_attempts: int
@@ -55,6 +176,10 @@ class JobSummary(BaseModel):
         description="why the last attempt failed: code, cause and the fix to run; cleared once "
         "the job succeeds",
     )
+    run_at_iso: ClassVar[str] = iso_of("run_at")
+    created_at_iso: ClassVar[str] = iso_of("created_at")
+    updated_at_iso: ClassVar[str] = iso_of("updated_at")
+    finished_at_iso: ClassVar[str | None] = iso_of("finished_at", optional=True)
 
     @classmethod
     def of(cls, record: JobRecord) -> JobSummary:
@@ -62,8 +187,8 @@ class JobSummary(BaseModel):
 
 
 class DescribeJobsResult(Envelope):
-    jobs: list[JobDescriptor] | None = None
-    tasks: list[TaskDescriptor] | None = Field(
+    jobs: list[JobDescriptorView] | None = None
+    tasks: list[TaskView] | None = Field(
         default=None,
         description="the app's cron tasks: schedule, zone, next occurrences, last fired "
         "(all jobs only)",
@@ -80,6 +205,11 @@ class EnqueueJobResult(Envelope):
         default=None,
         description="true when a live job already held this idempotency key; job_id is that job",
     )
+    notices: list[Finding] | None = Field(
+        default=None,
+        description="why this may not move: NO_LIVE_WORKERS when no live worker serves the "
+        "queue, with the command that starts one",
+    )
 
 
 class ListJobsResult(Envelope):
@@ -90,17 +220,20 @@ class ListJobsResult(Envelope):
 
 
 class LeaseInfo(BaseModel):
-    worker_id: str | None
+    model_config = _ANSWER
+
+    worker_id: str | None = None
     expires_at: int
     expired: bool
+    expires_at_iso: ClassVar[str] = iso_of("expires_at")
 
 
 class InspectJobResult(Envelope):
-    job: JobRecord | None = None
-    steps: list[StepRecord] | None = Field(
+    job: JobView | None = None
+    steps: list[StepView] | None = Field(
         default=None, description="the newest steps of the run (a page), in start order"
     )
-    events: list[EventRecord] | None = Field(
+    events: list[EventView] | None = Field(
         default=None, description="the newest events of the job (a page), oldest first"
     )
     steps_total: int | None = Field(default=None, description="every step the run has stored")
@@ -121,6 +254,7 @@ class InspectJobResult(Envelope):
     registered: bool | None = Field(
         default=None, description="false when no job of this name is registered in this server"
     )
+    next_attempt_at_iso: ClassVar[str | None] = iso_of("next_attempt_at", optional=True)
 
 
 class QueueStatsResult(Envelope):
@@ -129,6 +263,7 @@ class QueueStatsResult(Envelope):
         default=None, description="set when the counts cover only this tenant's jobs"
     )
     at: int | None = None
+    at_iso: ClassVar[str | None] = iso_of("at", optional=True)
 
 
 Severity = Literal["critical", "warning", "info"]
@@ -156,6 +291,7 @@ class DiagnoseQueueResult(Envelope):
     live_workers: int | None = None
     queues: list[QueueStats] | None = None
     at: int | None = None
+    at_iso: ClassVar[str | None] = iso_of("at", optional=True)
 
 
 class RetryJobResult(Envelope):
@@ -168,6 +304,10 @@ class CancelJobResult(Envelope):
         default=None,
         description="true when the job was running: its worker stops it at the next heartbeat",
     )
+    already_cancelled: bool | None = Field(
+        default=None,
+        description="true when the job was cancelled before this call: nothing changed",
+    )
 
 
 class WaitForJobResult(Envelope):
@@ -178,6 +318,11 @@ class WaitForJobResult(Envelope):
     job: JobSummary | None = None
     output: Any = Field(default=None, description="the job's return value once done")
     waited_ms: int | None = None
+    notices: list[Finding] | None = Field(
+        default=None,
+        description="why this may not move: NO_LIVE_WORKERS when no live worker serves the "
+        "queue, with the command that starts one",
+    )
 
 
 class RunBackfillResult(Envelope):
@@ -192,19 +337,30 @@ class RunBackfillResult(Envelope):
     start: BackfillStart | None = Field(
         default=None, description="write: the pass job (follow it with wait_for_job)"
     )
-    run: BackfillRun | None = Field(
+    run: BackfillRunView | None = Field(
         default=None,
         description="write with wait_seconds: the pass's ledger row as the wait ended",
     )
     settled: bool | None = Field(
         default=None, description="write with wait_seconds: true when the pass job finished"
     )
+    notices: list[Finding] | None = Field(
+        default=None,
+        description="why this may not move: NO_LIVE_WORKERS when no live worker serves the "
+        "queue, with the command that starts one",
+    )
+
+    def followed(self, run: BackfillRun | None, settled: bool) -> RunBackfillResult:
+        """This write's answer with the pass's ledger row as the wait ended. Use it rather than
+        `model_copy(update=...)`, which would keep `run` a bare record, without its ISO times."""
+        view = None if run is None else BackfillRunView.model_validate(run, from_attributes=True)
+        return self.model_copy(update={"run": view, "settled": settled})
 
 
 class ListBackfillsResult(Envelope):
     environment: str | None = None
-    backfills: list[BackfillState] | None = None
-    runs: list[BackfillRun] | None = Field(
+    backfills: list[BackfillStateView] | None = None
+    runs: list[BackfillRunView] | None = Field(
         default=None,
         description="with `name`: a page of that backfill's ledger rows in this environment, "
         "newest first (every run, forced reruns included)",

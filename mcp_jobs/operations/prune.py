@@ -9,15 +9,16 @@ unless `older_than` replaces it for this call. A tenant-pinned scope prunes only
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine import bounds
 from engine.drivers.base import HISTORY, require
 from engine.errors import InvalidArgumentError
 from engine.pruner import job_policies, prune_all, worker_policy
 from engine.retention import DEFAULT_BATCH_SIZE, Cutoffs, PruneCount, parse_duration, plan, totals
-from mcp_jobs.operations.models import Envelope
+from mcp_jobs.operations.models import Envelope, iso_of
 from mcp_jobs.operations.scope import Scope
 from schemas.states import SETTLED_STATES, JobState
 
@@ -32,8 +33,11 @@ class PrunedRows(BaseModel):
 
 
 class PruneCutoff(BaseModel):
+    model_config = ConfigDict(json_schema_mode_override="serialization")  # with before_iso
+
     state: JobState
     before: int = Field(description="rows that finished before this time (epoch ms) go")
+    before_iso: ClassVar[str] = iso_of("before")
     name: str | None = Field(
         default=None, description="only this job's rows (its own policy); null: every other job"
     )
@@ -42,6 +46,7 @@ class PruneCutoff(BaseModel):
 class PruneHistoryResult(Envelope):
     mode: str | None = Field(default=None, description="'dry_run' or 'write'")
     at: int | None = Field(default=None, description="the instant the cutoffs were taken at")
+    at_iso: ClassVar[str | None] = iso_of("at", optional=True)
     tenant_id: str | None = None
     cutoffs: list[PruneCutoff] | None = Field(
         default=None, description="per state (and job with a policy of its own): what goes"

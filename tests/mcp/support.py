@@ -147,7 +147,7 @@ class Caller:
         )
         assert not errors, f"{tool}: result does not match its outputSchema: {errors[0].message}"
         assert result.is_error == (not data["ok"]), f"{tool}: is_error disagrees with ok"
-        assert (data["error"] is not None) == (not data["ok"])
+        assert (data.get("error") is not None) == (not data["ok"])
         (text,) = result.content
         assert isinstance(text, TextContent) and json.loads(text.text) == data
         return Answer(is_error=bool(result.is_error), data=data)

@@ -18,11 +18,11 @@ async def test_a_dry_run_plans_and_writes_nothing(
     before = customers.snapshot()
     async with open_mcp() as mcp:
         dry = await mcp.ok("run_backfill", {"name": "normalize_emails"})
-    assert dry["mode"] == "dry_run" and dry["start"] is None
+    assert dry["mode"] == "dry_run" and "start" not in dry
     plan = dry["plan"]
     assert plan["rows_remaining"] == 25 and plan["batches"] == 3 and plan["batch_size"] == 10
     assert plan["sample_keys"] == customers.dirty_ids[:10]
-    assert plan["would_run"] is True and plan["blocked_by"] is None
+    assert plan["would_run"] is True and "blocked_by" not in plan
     assert customers.snapshot() == before
     assert (await jobs.list()).jobs == []
 

@@ -1,0 +1,192 @@
+"""What an agent reads (#22 item 5): a compact tools/list whose schemas still hold every answer,
+successes without nulls, and every time also in ISO 8601 UTC."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from pydantic import BaseModel
+
+from engine import Jobs
+from mcp_jobs.operations import models
+from mcp_jobs.operations.envelope import success
+from mcp_jobs.operations.models import Envelope, iso
+from mcp_jobs.operations.prune import PruneHistoryResult
+from mcp_jobs.server.schemas import TYPED
+from tests.mcp.conftest import OpenMcp
+
+# What `tools/list` costs an agent: the bytes of its JSON-RPC answer line on stdio, as the server
+# sends it, for the full tool list and the read-only one.
+READ_ONLY_BUDGET = 20_000
+# The full list is 25,137 bytes (60,516 as pydantic wrote it): its output schemas type every one
+# of the 400-odd fields the answers carry, and without any description it would still be 21 KB.
+# This guards against growth; #22's 20 KB would need answers that carry less.
+FULL_BUDGET = 25_600
+ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _wire(read_only: bool) -> tuple[int, list[dict[str, Any]]]:
+    """The `tools/list` answer line of `mcp-jobs serve --app examples.shop` on stdio: its size in
+    bytes (newline included) and the tools in it."""
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "lean-surface", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    argv = [sys.executable, "-m", "mcp_jobs.cli", "serve", "--app", "examples.shop"]
+    argv += ["--database-url", "memory://", *(["--read-only"] if read_only else [])]
+    done = subprocess.run(
+        argv,
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+        check=True,
+    )
+    for raw in done.stdout.splitlines(keepends=True):
+        answer = json.loads(raw)
+        if answer.get("id") == 2:
+            return len(raw), answer["result"]["tools"]
+    raise AssertionError(f"no tools/list answer: {done.stdout[-2000:]!r} {done.stderr[-2000:]!r}")
+
+
+def _nodes(schema: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """Every subschema of `schema`, with its path."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    if not isinstance(schema, dict):
+        return found
+    found.append((path, schema))
+    for key in ("properties", "$defs", "patternProperties"):
+        for name, sub in schema.get(key, {}).items():
+            found += _nodes(sub, f"{path}/{key}/{name}")
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for i, sub in enumerate(schema.get(key, [])):
+            found += _nodes(sub, f"{path}/{key}/{i}")
+    for key in ("items", "additionalProperties", "not"):
+        found += _nodes(schema.get(key), f"{path}/{key}")
+    return found
+
+
+def test_tools_list_fits_the_budget_with_valid_typed_schemas() -> None:
+    for read_only, budget in ((True, READ_ONLY_BUDGET), (False, FULL_BUDGET)):
+        size, listed = _wire(read_only)
+        assert size <= budget, (read_only, size)
+        for tool in listed:
+            for kind in ("inputSchema", "outputSchema"):
+                schema = tool[kind]
+                Draft202012Validator.check_schema(schema)
+                # What MCP Inspector --strict warns about: a node that says nothing of its value.
+                untyped = [p for p, node in _nodes(schema) if not any(k in node for k in TYPED)]
+                assert not untyped, (tool["name"], kind, untyped)
+                titled = [p for p, node in _nodes(schema) if isinstance(node.get("title"), str)]
+                assert not titled, (tool["name"], kind, titled)
+
+
+def _answer_models() -> list[type[BaseModel]]:
+    found: list[type[BaseModel]] = []
+
+    def walk(cls: type[BaseModel]) -> None:
+        if cls in found:
+            return
+        found.append(cls)
+        for field in cls.model_fields.values():
+            args = typing.get_args(field.annotation)
+            for kind in [field.annotation, *args, *(a for x in args for a in typing.get_args(x))]:
+                if isinstance(kind, type) and issubclass(kind, BaseModel):
+                    walk(kind)
+
+    for value in [*vars(models).values(), PruneHistoryResult]:
+        if isinstance(value, type) and issubclass(value, Envelope):
+            walk(value)
+    return found
+
+
+def test_no_answer_field_is_required_and_nullable() -> None:
+    """A success leaves None fields out, and the SDK validates it against the model: a field
+    that may be None must not be required (the views give such record fields a default)."""
+    offenders = [
+        f"{cls.__name__}.{name}"
+        for cls in _answer_models()
+        for name, field in cls.model_fields.items()
+        if field.is_required() and type(None) in typing.get_args(field.annotation)
+    ]
+    assert offenders == []
+
+
+def test_iso_is_exact_utc_with_milliseconds() -> None:
+    assert iso(1796131200123) == "2026-12-01T13:20:00.123Z"
+    assert iso(0) == "1970-01-01T00:00:00.000Z"
+    assert iso(10**18).startswith("9999-12-31T23:59:59.999")  # past datetime's range: clamped
+
+
+def _nulls(value: Any, path: str = "") -> list[str]:
+    if value is None:
+        return [path]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _nulls(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _nulls(v, f"{path}[{i}]")]
+    return []
+
+
+def _times(value: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """Every `*_at` / `at` epoch-ms field with its `_iso` twin, at any depth."""
+    found: list[tuple[str, Any, Any]] = []
+    if isinstance(value, dict):
+        for key, v in value.items():
+            if (key == "at" or key.endswith("_at")) and isinstance(v, int):
+                found.append((f"{path}.{key}", v, value.get(f"{key}_iso")))
+            found += _times(v, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += _times(v, f"{path}[{i}]")
+    return found
+
+
+async def test_successes_carry_no_null_and_every_time_in_iso(jobs: Jobs, open_mcp: OpenMcp) -> None:
+    await jobs.enqueue("fulfil", {"order_id": 7})
+    await jobs.enqueue("receipt", {"order_id": 7}, tenant_id="acme")
+    (claimed,) = await jobs.driver.claim("w-1", 1, 5_000)
+    async with open_mcp() as mcp:
+        answers = [
+            await mcp.ok("describe_jobs"),
+            await mcp.ok("list_jobs"),
+            await mcp.ok("inspect_job", {"job_id": claimed.record.id}),
+            await mcp.ok("queue_stats"),
+            await mcp.ok("diagnose_queue"),
+            await mcp.ok("wait_for_job", {"job_id": claimed.record.id, "timeout_seconds": 0}),
+            await mcp.ok("list_backfills"),
+            await mcp.ok("prune_history"),
+        ]
+    for answer in answers:
+        assert "error" not in answer
+        assert _nulls(answer) == [], answer
+        for path, ms, text in _times(answer):
+            if path.endswith(".data.until") or ".input." in path or ".output." in path:
+                continue
+            assert text == iso(ms) and ISO.fullmatch(text), (path, ms, text)
+    inspected = answers[2]
+    assert inspected["lease"]["expires_at_iso"] == iso(claimed.lease_expires_at)
+    assert all("at_iso" in e for e in inspected["events"])
+
+
+def test_success_omits_none_fields_but_keeps_falsy_values() -> None:
+    answer = success(models.CancelJobResult(ok=True, stopping=False))
+    assert answer == {"ok": True, "stopping": False}
