@@ -11,6 +11,7 @@ from engine.errors import REGISTRY
 # Every module that declares error classes; importing them fills the registry.
 _DECLARING = (
     "engine.errors",
+    "engine.descriptors",
     "engine.retention",
     "engine.metrics",
     "engine.tasks.errors",
