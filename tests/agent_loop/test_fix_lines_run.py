@@ -119,6 +119,15 @@ class Session:
             for q in stats["queues"]
         )
 
+    async def wait_on_one(self, queue: str | None) -> None:
+        """Wait (bounded, in the server) on one live job of `queue`: the worker is moving it."""
+        live = ["ready", "delayed", "running", "suspended"]
+        page = await self.ok(
+            "list_jobs", {"state": live, "limit": 1, **({"queue": queue} if queue else {})}
+        )
+        if page["jobs"]:
+            await self.ok("wait_for_job", {"job_id": page["jobs"][0]["id"], "timeout_seconds": 1})
+
 
 def notice_codes(envelope: dict[str, Any]) -> list[str]:
     return [n["code"] for n in envelope.get("notices") or []]
@@ -167,7 +176,7 @@ async def run_worker_line(session: Session, line: str, cwd: Path) -> None:
                 diagnosis = await session.ok("diagnose_queue", {"queue": queue} if queue else {})
                 if diagnosis["live_workers"] and not await session.busy(queue):
                     break
-                await anyio.sleep(0.2)
+                await session.wait_on_one(queue)
 
 
 async def run_fix_line(session: Session, line: str, cwd: Path) -> None:

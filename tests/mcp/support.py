@@ -25,6 +25,18 @@ from engine.backfill import BackfillRegistry
 from mcp_jobs.config import Settings
 from mcp_jobs.server import build_server
 
+# The first JSON-RPC message of a session, for tests that speak the wire themselves.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+
 # Keys a test "heals": the flaky job fails until its key is in here.
 HEALED: set[str] = set()
 # Checking a schema against the metaschema is slow; each distinct schema is checked once.

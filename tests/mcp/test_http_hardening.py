@@ -31,21 +31,11 @@ from mcp_jobs.errors import (
 from mcp_jobs.server import build_server
 from mcp_jobs.server.http import is_loopback, refusal_reason, require_token
 from mcp_jobs.server.http_serve import Listening, bind, serve_http
-from tests.mcp.support import declare_app
+from tests.mcp.support import INITIALIZE, declare_app
 
 TOKEN = "a-loopback-token"
 LONG_TOKEN = "f" * 64
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"},
-    },
-}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 SESSION = "mcp-session-id"
 

@@ -15,20 +15,11 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcp_jobs.config import ServerLimits
+from tests.mcp.support import INITIALIZE
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"},
-    },
-}
 
 # Each line, and the code its reply carries (its id is null: none can be read from it).
 BAD_LINES: list[tuple[str, bytes, int]] = [
