@@ -228,6 +228,19 @@ class WakeSource(Protocol):
 
 
 @runtime_checkable
+class ChangeSource(Protocol):
+    """Change signals (`engine.changes`): how a reader that follows state (the MCP server's
+    subscriptions) learns that jobs, backfills or descriptors may have changed. Optional: not
+    part of `Driver`, so a third-party driver without it still runs everything else."""
+
+    async def wait_for_change(self, seen: int, timeout_ms: int) -> int:
+        """The change count once it differs from `seen` (a write here or, where the backend
+        can tell, elsewhere), or the count after `timeout_ms` of clock time. Never raises; any
+        number of readers may wait at once and none consumes a change."""
+        ...
+
+
+@runtime_checkable
 class BackfillLedger(Protocol):
     """The backfill ledger: one row per backfill run."""
 
@@ -385,6 +398,8 @@ OUTBOX: Capability[OutboxStore] = Capability("outbox", OutboxStore)
 HISTORY: Capability[HistoryStore] = Capability("history", HistoryStore)
 LEADER_LEASES: Capability[LeaderLeases] = Capability("leader_leases", LeaderLeases)
 DESCRIPTORS: Capability[DescriptorStore] = Capability("descriptors", DescriptorStore)
+# Optional and outside CAPABILITIES (the union every built-in driver offers): see ChangeSource.
+CHANGES: Capability[ChangeSource] = Capability("changes", ChangeSource)
 CAPABILITIES: tuple[Capability[Any], ...] = (
     JOBS,
     STEPS,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine import paging
+from engine.changes import ChangeFeed
 from engine.clock import Clock
 from engine.descriptors import stamped
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
@@ -104,6 +105,7 @@ class MemoryDriver:
         self._leaders: dict[str, LeaderLease] = {}
         self._descriptors: dict[str, JobDescriptor] = {}  # by job name: the last one published
         self._waker = Waker()
+        self.changes = ChangeFeed()  # every write below that a reader may follow bumps it
 
     async def migrate(self) -> None:
         return None
@@ -162,6 +164,7 @@ class MemoryDriver:
             self._live[key] = request.id
         if planned:
             self._waker.notify()
+            self.changes.notify()
         return results
 
     async def claim(
@@ -189,6 +192,8 @@ class MemoryDriver:
                     record=record, token=token, lease_expires_at=expires, has_steps=has_steps
                 )
             )
+        if claimed:
+            self.changes.notify()
         return claimed
 
     def _held(self, job_id: str, token: str, *, running: bool = True) -> JobRecord:
@@ -228,6 +233,8 @@ class MemoryDriver:
                 continue
             self._handed_back(ack_transition(job, now, write.output))
             outcomes.append(None)
+        if any(outcome is None for outcome in outcomes):
+            self.changes.notify()
         return outcomes
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
@@ -240,6 +247,7 @@ class MemoryDriver:
             self._event(job, kind, now, nack_event_data(options, job.attempt, record.run_at))
         if record.state in LIVE_STATES:
             self._waker.notify()
+        self.changes.notify()
         return record
 
     def _handed_back(self, record: JobRecord) -> None:
@@ -348,6 +356,7 @@ class MemoryDriver:
             self._leases.pop(job_id, None)  # a running holder keeps its lease to hear the cancel
         self._live.pop(dedupe_key(job.name, job.tenant_id, job.idempotency_key), None)
         self._event(job, "cancelled", now, cancel_event_data(job.state), actor)
+        self.changes.notify()
         return record
 
     async def retry(
@@ -367,6 +376,7 @@ class MemoryDriver:
         self._live[key] = job_id
         self._event(job, "requeued", now, retry_event_data(job.state), actor)
         self._waker.notify()
+        self.changes.notify()
         return record
 
     async def record_event(self, event: EventRecord) -> None:
@@ -387,6 +397,8 @@ class MemoryDriver:
                 continue
             self._steps.setdefault(write.step.run_id, {})[write.step.name] = write.step
             outcomes.append(None)
+        if any(outcome is None for outcome in outcomes):
+            self.changes.notify()
         return outcomes
 
     # --- limiter slots ------------------------------------------------------------------------
@@ -430,10 +442,14 @@ class MemoryDriver:
     async def wait_for_work(self, timeout_ms: int) -> None:
         await self._waker.wait(self.clock, timeout_ms)
 
+    async def wait_for_change(self, seen: int, timeout_ms: int) -> int:
+        return await self.changes.wait(seen, self.clock, timeout_ms)
+
     # --- backfill ledger ----------------------------------------------------------------------
 
     async def backfill_save(self, run: BackfillRun) -> None:
         self._backfills[run.run_id] = run
+        self.changes.notify()
 
     async def backfill_runs(
         self,
@@ -576,6 +592,7 @@ class MemoryDriver:
             for holders in self._slots.values():
                 for job_id in ids & holders.keys():
                     del holders[job_id]
+            self.changes.notify()
         return _counted(doomed)
 
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
@@ -593,6 +610,7 @@ class MemoryDriver:
     ) -> None:
         for descriptor in descriptors:
             self._descriptors[descriptor.name] = stamped(descriptor, worker_id, now)
+        self.changes.notify()
 
     async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
         if name is not None:
@@ -608,6 +626,8 @@ class MemoryDriver:
         ]
         for name in old:
             del self._descriptors[name]
+        if old:
+            self.changes.notify()
         return len(old)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
@@ -28,6 +28,8 @@ class StateHolder:
 
     def __init__(self) -> None:
         self.state: AppState | None = None
+        # Run when the last session leaves, before the client closes (the subscription listener).
+        self.on_stop: list[Callable[[], Awaitable[None]]] = []
 
     def require(self) -> AppState:
         if self.state is None:
@@ -61,6 +63,10 @@ def lifespan_for(
             yield holder.state
         finally:
             users -= 1
+            if users == 0:
+                with anyio.CancelScope(shield=True):
+                    for stop in holder.on_stop:
+                        await stop()
             if users == 0 and opened is not None:
                 closing, opened = opened, None
                 holder.state = None

@@ -123,7 +123,9 @@ class SetWrites:
 
         async def once(first: bool) -> set[tuple[str, str]]:
             async with self.db.conn() as conn:
-                found = await conn.fetch(q["ack_many"], acks, self.clock.now_ms())
+                now = self.clock.now_ms()
+                channel = self.db.changes_channel if self.db.changes_followed else None
+                found = await conn.fetch(q["ack_many"], acks, now, channel)
                 done = {(row["id"], row["token"]) for row in found}
                 if not first and len(done) < len(batch):
                     # The try whose connection broke may have committed some of these.

@@ -62,6 +62,12 @@ class Connections:
         self.q = queries(schema)
         # One wake-up channel per schema: two installs in one database do not wake each other.
         self.channel = f"{schema}_wake"
+        # Settles notify here, for readers that follow state (engine/changes.py), not the wake-up
+        # channel: an ack must not wake every idle worker. Within NAMEDATALEN (schema ≤ 58).
+        self.changes_channel = f"{schema}_chg"
+        # Whether some process follows changes (its `followers:` lease is live), as this
+        # process's last presence beat read it: settles NOTIFY only then (queries.sql ack_many).
+        self.changes_followed = False
         self.retry = retry
         self.pool_max = pool_max
         self._pool_min = pool_min

@@ -14,15 +14,28 @@ from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.sql import with_schema
 from schemas.descriptor import JobDescriptor
 
+# A publish that adds a name or changes a version NOTIFYs the changes channel ($6) once, for
+# readers that follow the descriptor list (engine/changes.py); a worker's periodic republish of
+# the same versions does not. `old` reads the rows as they were before this statement's upsert.
 _PUBLISH = """
-INSERT INTO {schema}.descriptors AS d (name, version, published_by, published_at, descriptor)
-SELECT n, v, $3, $4, t::jsonb
-  FROM unnest($1::text[], $2::text[], $5::text[]) AS u(n, v, t)
-ON CONFLICT (name) DO UPDATE SET
-    version = excluded.version,
-    published_by = excluded.published_by,
-    published_at = excluded.published_at,
-    descriptor = excluded.descriptor
+WITH old AS (
+    SELECT name, version FROM {schema}.descriptors WHERE name = ANY($1::text[])
+),
+up AS (
+    INSERT INTO {schema}.descriptors AS d (name, version, published_by, published_at, descriptor)
+    SELECT n, v, $3, $4, t::jsonb
+      FROM unnest($1::text[], $2::text[], $5::text[]) AS u(n, v, t)
+    ON CONFLICT (name) DO UPDATE SET
+        version = excluded.version,
+        published_by = excluded.published_by,
+        published_at = excluded.published_at,
+        descriptor = excluded.descriptor
+)
+SELECT pg_notify($6::text, '')
+ WHERE EXISTS (SELECT 1
+                 FROM unnest($1::text[], $2::text[]) AS u(n, v)
+                 LEFT JOIN old ON old.name = u.n
+                WHERE old.version IS DISTINCT FROM u.v)
 """
 _ALL = "SELECT name, descriptor::text AS body FROM {schema}.descriptors ORDER BY name"
 _ONE = "SELECT name, descriptor::text AS body FROM {schema}.descriptors WHERE name = $1"
@@ -41,6 +54,7 @@ async def publish(
         worker_id,
         now,
         [encode(d) for d in kept],
+        db.changes_channel,
     )
     sql = with_schema(_PUBLISH, db.schema)
     await db.idempotent(lambda c: c.execute(sql, *args))

@@ -7,9 +7,11 @@ connections.py (pool, own connections, retries via retry.py), enqueue.py, claims
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from engine.changes import ChangeFeed
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.postgres import descriptors as descriptors_sql
@@ -44,6 +46,10 @@ from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
+
+# A follower's lease (see wait_for_change): refreshed by its waits, outliving a few of them.
+FOLLOW_LEASE_MS = 90_000
+FOLLOW_REFRESH_MS = 20_000
 
 DEFAULT_SCHEMA = "mcp_jobs"
 # The job states a nack leaves waiting: a worker may claim them, so waiters are woken.
@@ -116,6 +122,19 @@ class PostgresDriver:
         self._listener = NotifyListener(
             url, self.db.channel, self.signal, self.db.connect_timeout_s
         )
+        # Change signals (engine/changes.py): this process's writes move `changes` directly;
+        # other processes' reach it through a listener of its own, started only by a reader
+        # (wait_for_change), on the changes channel (settles) and the wake-up one (enqueues).
+        self.changes = ChangeFeed()
+        self._change_listener = NotifyListener(
+            url,
+            self.db.changes_channel,
+            self.changes,
+            self.db.connect_timeout_s,
+            also=(self.db.channel,),
+        )
+        self._follower = f"{ledgers.FOLLOWERS_PREFIX}{uuid.uuid4().hex}"
+        self._followed_at = -FOLLOW_REFRESH_MS
         self.enqueuer = Enqueuer(self.db, self.signal, clock)
         self.claimer = Claimer(self.db, clock, vacuum_dead_rows)
         self.writes = SetWrites(self.db, clock)
@@ -137,8 +156,10 @@ class PostgresDriver:
     async def close(self) -> None:
         await self.claimer.close()
         await self._listener.close()
+        await self._change_listener.close()
         await self.db.close()
         self.signal.notify()
+        self.changes.notify()
         # A step read still running when the pool closed has ended by now; let it hand its
         # callers their outcome before the driver is gone.
         await self.writes.idle()
@@ -148,28 +169,42 @@ class PostgresDriver:
     async def enqueue(
         self, requests: Sequence[EnqueueRequest], *, now: int | None = None
     ) -> list[EnqueueResult]:
-        return await self.enqueuer.enqueue(requests, now=now)
+        return self._enqueued(await self.enqueuer.enqueue(requests, now=now))
+
+    def _enqueued(self, results: list[EnqueueResult]) -> list[EnqueueResult]:
+        if any(not result.deduped for result in results):
+            self.changes.notify()
+        return results
+
+    def _settled(self, outcomes: list[JobsError | None]) -> list[JobsError | None]:
+        if any(outcome is None for outcome in outcomes):
+            self.changes.notify()
+        return outcomes
 
     async def enqueue_parts(
         self, parts: Iterable[Sequence[EnqueueRequest]], *, now: int | None = None
     ) -> list[EnqueueResult]:
-        return await self.enqueuer.enqueue_parts(parts, now=now)
+        return self._enqueued(await self.enqueuer.enqueue_parts(parts, now=now))
 
     async def claim(
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
     ) -> list[ClaimedJob]:
-        return await self.claimer.claim(worker_id, limit, lease_ms, queues)
+        claimed = await self.claimer.claim(worker_id, limit, lease_ms, queues)
+        if claimed:
+            self.changes.notify()
+        return claimed
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
         return await self.claimer.heartbeat(job_id, token, lease_ms)
 
     async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
-        return await self.writes.ack_many(writes)
+        return self._settled(await self.writes.ack_many(writes))
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
         record = await jobs.nack(self.db, job_id, token, options, self.clock.now_ms())
         if record.state in _REQUEUED:
             self.signal.notify()
+        self.changes.notify()
         return record
 
     async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
@@ -189,7 +224,9 @@ class PostgresDriver:
         return await jobs.stats(self.db, self.clock.now_ms(), queues, tenant_id)
 
     async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
-        return await jobs.cancel(self.db, job_id, tenant_id, actor, self.clock.now_ms())
+        record = await jobs.cancel(self.db, job_id, tenant_id, actor, self.clock.now_ms())
+        self.changes.notify()
+        return record
 
     async def retry(
         self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
@@ -197,6 +234,7 @@ class PostgresDriver:
         now = self.clock.now_ms()
         record = await jobs.retry(self.db, job_id, tenant_id, include_cancelled, actor, now)
         self.signal.notify()
+        self.changes.notify()
         return record
 
     async def record_event(self, event: EventRecord) -> None:
@@ -208,7 +246,7 @@ class PostgresDriver:
         return await self.writes.load_steps(run_id)
 
     async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
-        return await self.writes.save_steps_many(writes)
+        return self._settled(await self.writes.save_steps_many(writes))
 
     # --- limiter slots ------------------------------------------------------------------------
 
@@ -247,10 +285,38 @@ class PostgresDriver:
             self._listener.kick()  # never waits for the connect: polling covers until it is up
         await self.signal.wait(self.clock, timeout_ms)
 
+    async def start_listening_for_changes(self) -> bool:
+        """Listen for other processes' changes now (wait_for_change only starts it in the
+        background); False when `listen=False` or the server is away."""
+        if not self.listen or self.db.closed:
+            return False
+        return await self._change_listener.ensure()
+
+    async def wait_for_change(self, seen: int, timeout_ms: int) -> int:
+        """This process's writes at once; other processes' enqueues and settles as their NOTIFY
+        arrives (claims, nacks and cancels elsewhere: at the reader's `timeout_ms`). Workers
+        NOTIFY settles only while a follower's lease is live: this keeps one, from their next
+        presence beat on (engine.worker.PRESENCE_MS)."""
+        if self.listen and not self.db.closed:
+            self._change_listener.kick()  # its connect notifies: what it missed is looked at
+            await self._follow()
+        return await self.changes.wait(seen, self.clock, timeout_ms)
+
+    async def _follow(self) -> None:
+        now = self.clock.now_ms()
+        if now - self._followed_at < FOLLOW_REFRESH_MS:
+            return
+        try:
+            await self.lead(self._follower, self._follower, FOLLOW_LEASE_MS)
+            self._followed_at = now
+        except JobsError:
+            pass  # the database is away: the reader's timeout re-reads, and this retries next
+
     # --- backfill ledger ----------------------------------------------------------------------
 
     async def backfill_save(self, run: BackfillRun) -> None:
         await ledgers.backfill_save(self.db, run)
+        self.changes.notify()
 
     async def backfill_runs(
         self,
@@ -287,7 +353,8 @@ class PostgresDriver:
         return await outbox.claim(self.db, token, limit, lease_ms, self.clock.now_ms())
 
     async def outbox_publish(self, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
-        return await outbox.publish(self.db, self.enqueuer, token, rows, self.clock.now_ms())
+        now = self.clock.now_ms()
+        return self._enqueued(await outbox.publish(self.db, self.enqueuer, token, rows, now))
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
         await outbox.release(self.db, token, ids)
@@ -302,7 +369,10 @@ class PostgresDriver:
     async def prune(
         self, cutoffs: Cutoffs, limit: int, tenant_id: str | None = None
     ) -> list[PruneCount]:
-        return await retention.prune(self.db, cutoffs, limit, tenant_id)
+        pruned = await retention.prune(self.db, cutoffs, limit, tenant_id)
+        if pruned:
+            self.changes.notify()
+        return pruned
 
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         return await retention.lead(self.db, name, holder, lease_ms, self.clock.now_ms())
@@ -313,9 +383,13 @@ class PostgresDriver:
         self, worker_id: str, descriptors: Sequence[JobDescriptor], now: int
     ) -> None:
         await descriptors_sql.publish(self.db, worker_id, descriptors, now)
+        self.changes.notify()
 
     async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
         return await descriptors_sql.published(self.db, name)
 
     async def forget_descriptors(self, published_before: int) -> int:
-        return await descriptors_sql.forget(self.db, published_before)
+        forgotten = await descriptors_sql.forget(self.db, published_before)
+        if forgotten:
+            self.changes.notify()
+        return forgotten

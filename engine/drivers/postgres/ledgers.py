@@ -50,8 +50,14 @@ async def worker_seen(db: Connections, info: WorkerInfo, now: int) -> None:
         info.last_seen_at,
         expired_before(now),
         EXPIRED_PER_BEAT,
+        now,
     )
-    await db.idempotent(lambda c: c.execute(db.q["worker_seen"], *args))
+    followed = await db.idempotent(lambda c: c.fetchval(db.q["worker_seen"], *args))
+    db.changes_followed = bool(followed)
+
+
+# A process that follows changes holds a lease named so; workers read it at their beat.
+FOLLOWERS_PREFIX = "followers:"
 
 
 async def worker_gone(db: Connections, worker_id: str) -> None:

@@ -196,6 +196,9 @@ SELECT state, lease_expires_at
 -- probe of jobs_pkey for the batch's ids, and `(state = 'running') IS TRUE` (state is NOT NULL:
 -- the same test) keeps jobs_running_idx, full of dead entries between vacuums, out of the plan.
 -- save_steps finds its jobs the same way for the same reason. The ack clears last_error.
+-- One NOTIFY on the changes channel ($3) per statement that settled anything (an InitPlan, run
+-- once), for readers that follow state (engine/changes.py); none when nothing settled, and none
+-- when $3 is NULL: no process follows changes (worker_seen), so no NOTIFY lock at commit.
 WITH req AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id text, token text, output jsonb)
 ),
@@ -212,7 +215,9 @@ done AS (
 released AS (
     DELETE FROM {schema}.slots WHERE job_id IN (SELECT id FROM done)
 )
-SELECT id, token FROM done;
+SELECT id, token,
+       (SELECT pg_notify($3::text, '') FROM done WHERE $3::text IS NOT NULL LIMIT 1) AS changed
+  FROM done;
 
 -- name: sweep_due
 -- The jobs table's dead rows as the statistics count them, and whether this role may vacuum it
@@ -488,7 +493,9 @@ DELETE FROM {schema}.slots WHERE job_id = $1;
 
 -- name: worker_seen
 -- The beat also deletes up to $9 OTHER workers' rows last seen before $8 (engine.presence);
--- SKIP LOCKED: two workers beating at once never wait on each other's cleanup.
+-- SKIP LOCKED: two workers beating at once never wait on each other's cleanup. It answers
+-- whether a process follows changes (a live `followers:` lease, $10 the time): only then do
+-- this worker's settles NOTIFY, since a NOTIFY serialises committing transactions.
 WITH expired AS (
     DELETE FROM {schema}.workers
      WHERE id IN (
@@ -505,7 +512,11 @@ VALUES ($1, $2, $3, $4::text[], $5, $6, $7)
 ON CONFLICT (id) DO UPDATE
    SET hostname = excluded.hostname, pid = excluded.pid, queues = excluded.queues,
        concurrency = excluded.concurrency, started_at = excluded.started_at,
-       last_seen_at = excluded.last_seen_at;
+       last_seen_at = excluded.last_seen_at
+RETURNING EXISTS (
+    SELECT 1 FROM {schema}.leaders
+     WHERE name LIKE 'followers:%' AND expires_at > $10::bigint
+) AS followed;
 
 -- name: worker_gone
 DELETE FROM {schema}.workers WHERE id = $1;

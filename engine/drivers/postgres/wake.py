@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import anyio
 import asyncpg
@@ -40,14 +41,26 @@ class WakeSignal:
         await self._waker.wait(clock, timeout_ms)
 
 
+class Signal(Protocol):
+    """What a listener tells: a `WakeSignal`, or a `ChangeFeed` (engine/changes.py)."""
+
+    def notify(self) -> None: ...
+
+
 class NotifyListener:
-    """LISTEN `channel` over a connection of its own; each notification wakes `signal`."""
+    """LISTEN `channel` (and the `also` channels) over a connection of its own; each
+    notification wakes `signal`."""
 
     def __init__(
-        self, url: str, channel: str, signal: WakeSignal, connect_timeout_s: float
+        self,
+        url: str,
+        channel: str,
+        signal: Signal,
+        connect_timeout_s: float,
+        also: Sequence[str] = (),
     ) -> None:
         self._url = url
-        self._channel = channel
+        self._channels = (channel, *also)
         self._signal = signal
         self._timeout = connect_timeout_s
         self._conn: asyncpg.Connection[Any] | None = None
@@ -83,7 +96,8 @@ class NotifyListener:
             self._next_try = time.monotonic() + _RETRY_LISTEN_S
             return
         try:
-            await conn.add_listener(self._channel, self._on_notify)
+            for channel in self._channels:
+                await conn.add_listener(channel, self._on_notify)
         except DRIVER_FAILURES:
             conn.terminate()
             self._next_try = time.monotonic() + _RETRY_LISTEN_S

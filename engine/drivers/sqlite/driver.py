@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 
 from engine import rules
+from engine.changes import ChangeFeed
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.sqlite import descriptors as descriptors_sql
@@ -22,7 +23,7 @@ from engine.drivers.sqlite import ledgers, lifecycle, migrate, retention
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.connection import Executor
 from engine.drivers.sqlite.errors import OutboxWrongDatabaseError, convert
-from engine.drivers.sqlite.wakeups import file_key, shared_waker
+from engine.drivers.sqlite.wakeups import file_key, shared_feed, shared_waker
 from engine.errors import InvalidArgumentError, JobsError, OutboxNoTxError
 from engine.ids import new_id
 from engine.retention import Cutoffs, PruneCount
@@ -87,11 +88,20 @@ class SqliteDriver:
         # PRAGMA data_version as of the last claim: a different value later means another
         # connection committed since, so there may be work the claim did not see.
         self._seen_version: int | None = None
+        self._changes: ChangeFeed | None = None
+        # PRAGMA data_version as of the last change wait: another process's commits since.
+        self._change_version: int | None = None
 
     def _wake(self) -> Waker:
         if self._waker is None:  # made lazily: a Waker needs a running event loop
             self._waker = shared_waker(self.path)
         return self._waker
+
+    def _changed(self) -> None:
+        """A write a reader may follow went in (engine.changes): move this file's feed."""
+        if self._changes is None:  # made lazily, as the waker
+            self._changes = shared_feed(self.path)
+        self._changes.notify()
 
     async def migrate(self) -> None:
         now = self.clock.now_ms()
@@ -118,6 +128,7 @@ class SqliteDriver:
         results, inserted = await self._exec.run(lambda c: lifecycle.enqueue(c, batch, at))
         if inserted:
             self._wake().notify()
+            self._changed()
         return results
 
     async def claim(
@@ -131,6 +142,8 @@ class SqliteDriver:
             return claimed, _data_version(conn)
 
         claimed, self._seen_version = await self._exec.run(op)
+        if claimed:
+            self._changed()
         return claimed
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
@@ -140,13 +153,17 @@ class SqliteDriver:
     async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
         now = self.clock.now_ms()
         batch = list(writes)
-        return await self._exec.run(lambda c: lifecycle.ack_many(c, self.path, batch, now))
+        outcomes = await self._exec.run(lambda c: lifecycle.ack_many(c, self.path, batch, now))
+        if any(outcome is None for outcome in outcomes):
+            self._changed()
+        return outcomes
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
         now = self.clock.now_ms()
         record = await self._exec.run(lambda c: lifecycle.nack(c, job_id, token, options, now))
         if record.state in rules.WAITING_STATES:
             self._wake().notify()
+        self._changed()
         return record
 
     async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
@@ -174,7 +191,9 @@ class SqliteDriver:
 
     async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
         now = self.clock.now_ms()
-        return await self._exec.run(lambda c: lifecycle.cancel(c, job_id, tenant_id, actor, now))
+        record = await self._exec.run(lambda c: lifecycle.cancel(c, job_id, tenant_id, actor, now))
+        self._changed()
+        return record
 
     async def retry(
         self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
@@ -184,6 +203,7 @@ class SqliteDriver:
             lambda c: lifecycle.retry(c, job_id, tenant_id, include_cancelled, actor, now)
         )
         self._wake().notify()
+        self._changed()
         return record
 
     async def record_event(self, event: EventRecord) -> None:
@@ -196,7 +216,10 @@ class SqliteDriver:
 
     async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
         batch = list(writes)
-        return await self._exec.run(lambda c: ledgers.save_steps_many(c, self.path, batch))
+        outcomes = await self._exec.run(lambda c: ledgers.save_steps_many(c, self.path, batch))
+        if any(outcome is None for outcome in outcomes):
+            self._changed()
+        return outcomes
 
     # --- limiter slots ------------------------------------------------------------------------
 
@@ -254,10 +277,43 @@ class SqliteDriver:
         except JobsError:
             return  # closed or unreachable: let the caller's next call report it
 
+    async def wait_for_change(self, seen: int, timeout_ms: int) -> int:
+        """A write through any driver on this file in this process moves the feed at once;
+        another process's commit is seen within `poll_ms` (PRAGMA data_version, as above)."""
+        if self._changes is None:
+            self._changes = shared_feed(self.path)
+        feed = self._changes
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                await self._committed_since_last_change_wait()
+                feed.notify()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            await feed.wait(seen, self.clock, timeout_ms)
+            tg.cancel_scope.cancel()
+        return feed.count
+
+    async def _committed_since_last_change_wait(self) -> None:
+        """Return once another connection has committed since the last change wait; never
+        when the file cannot be read (the caller's timeout ends the wait)."""
+        try:
+            current = await self._exec.run(_data_version, write=False)
+            if self._change_version is None:
+                self._change_version = current
+            while current == self._change_version:
+                await anyio.sleep(self.poll_ms / 1000)  # real time: see _other_connection_committed
+                current = await self._exec.run(_data_version, write=False)
+            self._change_version = current
+        except JobsError:
+            await anyio.sleep_forever()
+
     # --- backfill ledger ----------------------------------------------------------------------
 
     async def backfill_save(self, run: BackfillRun) -> None:
         await self._exec.run(lambda c: ledgers.backfill_save(c, run))
+        self._changed()
 
     async def backfill_runs(
         self,
@@ -329,6 +385,7 @@ class SqliteDriver:
         )
         if inserted:
             self._wake().notify()
+            self._changed()
         return results
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
@@ -347,7 +404,10 @@ class SqliteDriver:
     async def prune(
         self, cutoffs: Cutoffs, limit: int, tenant_id: str | None = None
     ) -> list[PruneCount]:
-        return await self._exec.run(lambda c: retention.prune(c, cutoffs, limit, tenant_id))
+        pruned = await self._exec.run(lambda c: retention.prune(c, cutoffs, limit, tenant_id))
+        if pruned:
+            self._changed()
+        return pruned
 
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         now = self.clock.now_ms()
@@ -360,12 +420,16 @@ class SqliteDriver:
     ) -> None:
         items = list(descriptors)
         await self._exec.run(lambda c: descriptors_sql.publish(c, worker_id, items, now))
+        self._changed()
 
     async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
         return await self._exec.run(lambda c: descriptors_sql.published(c, name), write=False)
 
     async def forget_descriptors(self, published_before: int) -> int:
-        return await self._exec.run(lambda c: descriptors_sql.forget(c, published_before))
+        forgotten = await self._exec.run(lambda c: descriptors_sql.forget(c, published_before))
+        if forgotten:
+            self._changed()
+        return forgotten
 
 
 __all__ = ["COMMIT_POLL_MS", "SqliteDriver"]

@@ -12,6 +12,7 @@ import os
 import threading
 import weakref
 
+from engine.changes import ChangeFeed
 from engine.wake import Waker
 
 # Keyed by file AND thread: an anyio event belongs to one event loop, and a loop to one thread,
@@ -19,6 +20,9 @@ from engine.wake import Waker
 # Weak: a waker lives as long as a driver using it, so a later loop gets a fresh one rather
 # than an event bound to a loop that is gone.
 _WAKERS: weakref.WeakValueDictionary[tuple[str, int], Waker] = weakref.WeakValueDictionary()
+# The change feeds (engine.changes), shared and kept the same way: a worker's ack here moves
+# the feed a server in this process follows.
+_FEEDS: weakref.WeakValueDictionary[tuple[str, int], ChangeFeed] = weakref.WeakValueDictionary()
 
 
 def file_key(path: str) -> str:
@@ -33,3 +37,12 @@ def shared_waker(path: str) -> Waker:
         waker = Waker()
         _WAKERS[key] = waker
     return waker
+
+
+def shared_feed(path: str) -> ChangeFeed:
+    key = (file_key(path), threading.get_ident())
+    feed = _FEEDS.get(key)
+    if feed is None:
+        feed = ChangeFeed()
+        _FEEDS[key] = feed
+    return feed

@@ -1,0 +1,259 @@
+"""Subscriptions: a followed run, the stats and the descriptor list notify when they change, in
+both protocol eras, driven by the engine's change signal (mcp_jobs/server/subscriptions.py).
+
+Every wait is on the notification itself, bounded by `anyio.fail_after`. That a notification
+was NOT sent is shown by ordering: one re-read tells its URIs in sorted order, so once the
+`jobs://stats` notification arrives, a `jobs://runs/…` one from the same change would have too.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import ResourceListChangedNotification, ResourceUpdatedNotification
+
+from engine import JobRegistry, Jobs, ManualClock, Worker, connect
+from engine.backfill import BackfillRegistry
+from engine.testing.kit.test_descriptors import declare
+from mcp_jobs.config import Settings
+from mcp_jobs.server import build_server
+from mcp_jobs.server.app import JobsServer
+from mcp_jobs.server.subscriptions import SubscriptionHub
+from schemas.stats import WorkerInfo
+
+WAIT_S = 10  # a bound on every wait, never a pause
+
+
+class Inbox:
+    """The change notifications one legacy session received, awaitable by URI."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self._arrived = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            self.seen.append(str(message.params.uri))
+        elif isinstance(message, ResourceListChangedNotification):
+            self.seen.append("list_changed")
+        else:
+            return
+        self._arrived.set()
+        self._arrived = anyio.Event()
+
+    async def next(self, what: str) -> list[str]:
+        """Wait for `what`; answer what came before it."""
+        with anyio.fail_after(WAIT_S):
+            while what not in self.seen:
+                await self._arrived.wait()
+        return self.seen[: self.seen.index(what)]
+
+
+def _hub(server: JobsServer) -> SubscriptionHub:
+    assert server.subscriptions is not None
+    return server.subscriptions
+
+
+@asynccontextmanager
+async def session(
+    server: JobsServer, mode: str, inbox: Inbox | None = None
+) -> AsyncIterator[Client]:
+    async with Client(server, mode=mode, message_handler=inbox) as client:
+        yield client
+
+
+async def subscribe(client: Client, uri: str) -> None:
+    with warnings.catch_warnings():  # resources/subscribe is the 2025-11-25 road: on purpose
+        warnings.simplefilter("ignore")
+        await client.subscribe_resource(uri)
+
+
+async def unsubscribe(client: Client, uri: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        await client.unsubscribe_resource(uri)
+
+
+async def _greet(jobs: Jobs, user_id: int = 1) -> str:
+    return (await jobs.enqueue("greet", {"user_id": user_id})).id
+
+
+async def test_capabilities_declare_subscribe_and_list_changed(
+    jobs: Jobs, app: JobRegistry, mode: str
+) -> None:
+    async with session(build_server(Settings(), jobs), mode) as client:
+        resources = client.server_capabilities.resources
+        assert resources is not None and resources.subscribe and resources.list_changed
+
+
+async def test_a_worker_running_the_job_notifies_its_run_and_the_stats_legacy(
+    jobs: Jobs, app: JobRegistry
+) -> None:
+    server = build_server(Settings(), jobs)
+    inbox = Inbox()
+    job_id = await _greet(jobs)
+    run = f"jobs://runs/{job_id}"
+    async with session(server, "legacy", inbox) as client:
+        await subscribe(client, run)
+        await subscribe(client, "jobs://stats")
+        assert _hub(server).follows == 2 and _hub(server).listening
+        await Worker(jobs).run_until_idle()
+        await inbox.next(run)
+        await inbox.next("jobs://stats")
+
+        # Unsubscribed: the next change tells the stats, and nothing about the run.
+        await unsubscribe(client, run)
+        inbox.seen.clear()
+        await _greet(jobs, 2)
+        assert run not in await inbox.next("jobs://stats")
+        assert run not in inbox.seen
+    # The session ended: nothing it followed is kept, and the listener has stopped.
+    assert _hub(server).follows == 0 and not _hub(server).listening
+
+
+async def test_a_worker_running_the_job_notifies_a_listen_stream(
+    jobs: Jobs, app: JobRegistry
+) -> None:
+    server = build_server(Settings(), jobs)
+    job_id = await _greet(jobs)
+    run = f"jobs://runs/{job_id}"
+    async with session(server, "auto") as client:
+        async with client.listen(resource_subscriptions=[run, "jobs://stats"]) as stream:
+            assert _hub(server).follows == 2
+            await Worker(jobs).run_until_idle()
+            told: set[str] = set()
+            with anyio.fail_after(WAIT_S):
+                async for event in stream:
+                    told.add(str(getattr(event, "uri", "")))
+                    if {run, "jobs://stats"} <= told:
+                        break
+        # The stream ended: its follows went with it.
+        with anyio.fail_after(WAIT_S):
+            while _hub(server).follows:
+                await anyio.lowlevel.checkpoint()
+    assert not _hub(server).listening
+
+
+async def test_published_descriptors_change_the_resource_list(
+    jobs: Jobs, clock: ManualClock, mode: str
+) -> None:
+    server = build_server(Settings(), jobs, backfills=BackfillRegistry())
+    app = JobRegistry()
+    declare(app)
+    worker = Worker(Jobs(jobs.driver, registry=app, clock=clock), apps=["shop.jobs"])
+    if mode == "legacy":
+        inbox = Inbox()
+        async with session(server, mode, inbox) as client:
+            await client.list_resources()  # a session that listed resources hears of changes
+            with anyio.fail_after(WAIT_S):
+                while not _hub(server).listening:
+                    await anyio.lowlevel.checkpoint()
+            await _baseline(server)
+            await worker.publish_descriptors()
+            await inbox.next("list_changed")
+        return
+    async with (
+        session(server, mode) as client,
+        client.listen(resources_list_changed=True) as stream,
+    ):
+        await _baseline(server)
+        await worker.publish_descriptors()
+        with anyio.fail_after(WAIT_S):
+            event = await stream.__anext__()
+        assert type(event).__name__ == "ResourcesListChanged"
+
+
+async def _looked(server: JobsServer) -> None:
+    """The listener's first re-read is done: a later one needs a new change signal."""
+    with anyio.fail_after(WAIT_S):
+        while _hub(server).rounds < 1:
+            await anyio.lowlevel.checkpoint()
+
+
+async def _baseline(server: JobsServer) -> None:
+    """The listener's first reading of the descriptor list (the change is told against it)."""
+    hub = _hub(server)
+    with anyio.fail_after(WAIT_S):
+        while hub._last_list is None:
+            await anyio.lowlevel.checkpoint()
+
+
+async def test_bad_subscriptions_are_typed_errors(jobs: Jobs, app: JobRegistry, mode: str) -> None:
+    server = build_server(Settings(), jobs)
+    _hub(server).per_session = 1
+    job_id = await _greet(jobs)
+
+    async def refused(*uris: str) -> dict[str, Any]:
+        with pytest.raises(MCPError) as caught:
+            if mode == "legacy":
+                for uri in uris:
+                    await subscribe(client, uri)
+            else:
+                async with client.listen(resource_subscriptions=list(uris)):
+                    pass
+        data: dict[str, Any] = caught.value.error.data
+        return data
+
+    async with session(server, mode) as client:
+        assert (await refused("jobs://nope"))["code"] == "SUBSCRIPTION_UNSUPPORTED"
+        assert (await refused("jobs://runs/missing"))["code"] == "JOB_NOT_FOUND"
+        limit = await refused(f"jobs://runs/{job_id}", "jobs://stats")
+        assert limit["code"] == "SUBSCRIPTION_LIMIT" and limit["fix"]
+        _hub(server).per_session, _hub(server).total = 5, 0
+        assert (await refused("jobs://stats"))["code"] == "SUBSCRIPTION_LIMIT"
+    assert _hub(server).follows == 0
+
+
+async def _beat(jobs: Jobs) -> None:
+    """A worker's presence beat, as `Worker.run` makes at its start: on PostgreSQL it is where
+    the worker reads that a process follows changes, so its settles NOTIFY."""
+    now = jobs.clock.now_ms()
+    info = WorkerInfo(
+        id="elsewhere", hostname="test", pid=0, queues=None, concurrency=1,
+        started_at=now, last_seen_at=now,
+    )  # fmt: skip
+    await jobs.driver.worker_seen(info)
+
+
+@pytest.mark.drivers("postgres", "sqlite", reason="another connection's writes reach the server")
+async def test_another_process_settling_the_job_notifies(
+    jobs: Jobs, app: JobRegistry, database_url: str, clock: ManualClock, mode: str
+) -> None:
+    """The worker's own driver (another pool, another listener): on PostgreSQL the settle's
+    NOTIFY, on SQLite the file's feed, is what reaches the server's listener."""
+    server = build_server(Settings(), jobs)
+    job_id = await _greet(jobs)
+    run = f"jobs://runs/{job_id}"
+    elsewhere = await connect(database_url, clock=clock, registry=app)
+    driver: Any = jobs.driver
+    if driver.kind == "postgres":  # up before the worker runs: only its NOTIFY can tell
+        assert await driver.start_listening_for_changes()
+    try:
+        if mode == "legacy":
+            inbox = Inbox()
+            async with session(server, mode, inbox) as client:
+                await subscribe(client, run)
+                await _looked(server)
+                await _beat(elsewhere)
+                await Worker(elsewhere).run_until_idle()
+                await inbox.next(run)
+            return
+        async with (
+            session(server, mode) as client,
+            client.listen(resource_subscriptions=[run]) as stream,
+        ):
+            await _looked(server)
+            await _beat(elsewhere)
+            await Worker(elsewhere).run_until_idle()
+            with anyio.fail_after(WAIT_S):
+                event = await stream.__anext__()
+            assert getattr(event, "uri", None) == run
+    finally:
+        await elsewhere.close()
