@@ -276,7 +276,13 @@ async def _backfill(s: Session) -> None:
     else:
         s.say("Write it: a durable pass, followed here with progress.")
     write = {"name": name, "write": True, "force": force, "wait_seconds": 30}
-    started = await s.call("run_backfill", write)
+    asked = await s.call("run_backfill", write)
+    # This client cannot show the server's confirmation question, so the server answers the
+    # plan and a single-use token instead; the person reviews it and the token writes.
+    expect(asked.get("error", {}).get("code") == "CONFIRMATION_REQUIRED", "a write went unasked")
+    s.say("The server wants the plan confirmed first; the person reviewed it and says yes.")
+    confirmed = asked["error"]["next_call"]
+    started = await s.call(confirmed["tool"], confirmed["arguments"])
     expect(started["ok"] and started.get("settled") is True, "the backfill pass did not finish")
     expect(started["run"]["status"] == "completed", "the backfill pass did not complete")
 

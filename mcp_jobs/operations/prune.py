@@ -18,7 +18,7 @@ from engine.drivers.base import HISTORY, require
 from engine.errors import InvalidArgumentError
 from engine.pruner import job_policies, prune_all, worker_policy
 from engine.retention import DEFAULT_BATCH_SIZE, Cutoffs, PruneCount, parse_duration, plan, totals
-from mcp_jobs.operations.models import Envelope, iso_of
+from mcp_jobs.operations.models import ConfirmOffer, Envelope, iso_of
 from mcp_jobs.operations.scope import Scope
 from schemas.states import SETTLED_STATES, JobState
 
@@ -59,6 +59,10 @@ class PruneHistoryResult(Envelope):
     more: bool | None = Field(
         default=None, description="write: expired rows may remain; call again to go on"
     )
+    confirm: ConfirmOffer | None = Field(
+        default=None,
+        description="dry run, client without elicitation: the write's token",
+    )
 
 
 def _states(states: Sequence[str] | None) -> list[JobState] | None:
@@ -97,12 +101,15 @@ async def prune_history(
     states: Sequence[str] | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_batches: int | None = None,
+    at: int | None = None,
 ) -> PruneHistoryResult:
+    """`at` (epoch ms, default now) is the instant the cutoffs are taken at: a confirmed write
+    passes its plan's, so it deletes what the person was shown and no row that expired since."""
     bounds.flag("write", write)
     bounds.whole("batch_size", batch_size, 1, 10_000)
     tenant = scope.tenant(None)
     history = require(scope.jobs.driver, HISTORY)
-    now = scope.jobs.clock.now_ms()
+    now = scope.jobs.clock.now_ms() if at is None else at
     cutoffs = cutoffs_for(scope, now, older_than, states)
     shown = [PruneCutoff(state=r.state, before=r.cutoff, name=r.name) for r in cutoffs.rules]
     if not write:

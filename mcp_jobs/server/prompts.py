@@ -52,9 +52,14 @@ def run_backfill_safely_text(name: str) -> str:
    `plan.blocked_by.code`. BACKFILL_APPLIED means it already completed here (rerunning needs
    `force: true` and the user's explicit go-ahead); BACKFILL_RUNNING means a pass is live;
    BACKFILL_ENVIRONMENT means this environment is not declared. Follow `plan.blocked_by.fix`.
-5. Ask the user to confirm the write, quoting the row count.
-6. Write: `run_backfill {{"name": "{name}", "write": true}}`. Then call `wait_for_job` with
-   `start.job_id` until `settled` is true (call again while it is false).
+5. Tell the user the row count and that you are about to write.
+6. Write: `run_backfill {{"name": "{name}", "write": true}}`. The server asks the user to
+   confirm the plan it shows (rows, batches, environment) before anything is written; never
+   answer for them. If `error.code` is WRITE_DECLINED, the user said no: stop. If it is
+   CONFIRMATION_REQUIRED, your client cannot show that question: quote `error.details.plan`
+   (`rows_remaining`, `batches`) to the user and only once they agree issue `error.next_call`
+   as is (its single-use `confirm` token expires in minutes; if refused, rehearse again). Then
+   call `wait_for_job` with `start.job_id` until `settled` is true (call again while false).
 7. Confirm with `list_backfills {{"name": "{name}"}}`: `pending` should be false and
    `last_run.status` `completed`, with `last_run.rows_processed` rows. If the pass failed,
    `inspect_job` the job and report the failed batch step and its error; do not force a rerun

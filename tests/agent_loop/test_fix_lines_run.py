@@ -272,7 +272,11 @@ async def test_every_fix_line_of_a_session_runs_as_given(tmp_path: Path) -> None
         await run_fix_line(s, pending["fix"], elsewhere)
         plan = await s.ok("run_backfill", {"name": "normalize_emails"})
         assert plan["plan"]["rows_remaining"] > 0
-        written = await s.ok("run_backfill", {"name": "normalize_emails", "write": True})
+        # This client cannot be asked to confirm: the write answers its plan and a token first.
+        asked = await s.fails(
+            "run_backfill", {"name": "normalize_emails", "write": True}, "CONFIRMATION_REQUIRED"
+        )
+        written = await s.ok(asked["next_call"]["tool"], asked["next_call"]["arguments"])
         assert notice_codes(written) == ["NO_LIVE_WORKERS"]
         assert written["notices"][0]["queue"] == "backfills"
         unknown_backfill = await s.fails("run_backfill", {"name": "nosuch"}, "BACKFILL_UNKNOWN")
@@ -312,4 +316,12 @@ async def test_every_fix_line_of_a_session_runs_as_given(tmp_path: Path) -> None
         for line in list(seen.lines):
             await run_fix_line(s, line, elsewhere)
         for tool, arguments in list(seen.calls):
-            await s.ok(tool, arguments)
+            answer = await s.call(tool, arguments)
+            if "confirm" in arguments and not answer["ok"]:
+                # A confirmed write's token is single use and bound to its plan: replayed, it
+                # is refused, and its fix is the dry run that answers a fresh plan.
+                assert answer["error"]["code"] == "CONFIRMATION_INVALID", answer
+                again, _, given = answer["error"]["fix"].partition(" ")
+                await s.ok(again, json.loads(given))
+                continue
+            assert answer["ok"] is True, (tool, arguments, answer)

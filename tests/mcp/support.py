@@ -17,7 +17,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from mcp import Client
-from mcp.types import TextContent
+from mcp.types import ElicitResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import JobContext, JobRegistry, Jobs, Retry, job
@@ -140,9 +140,25 @@ class Answer:
 
 
 @dataclass
+class Person:
+    """The person behind the client, asked to confirm writes (elicitation): answers `action`
+    ("accept", "decline", "cancel", or "no": accept with confirm false) and keeps each question."""
+
+    action: str = "accept"
+    asked: list[str] = field(default_factory=list)
+
+    async def __call__(self, context: Any, params: Any) -> ElicitResult:
+        self.asked.append(params.message)
+        if self.action in ("accept", "no"):
+            return ElicitResult(action="accept", content={"confirm": self.action == "accept"})
+        return ElicitResult(action=self.action)  # type: ignore[arg-type]
+
+
+@dataclass
 class Caller:
     client: Client
     schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    person: Person | None = None
 
     async def load(self) -> None:
         for tool in (await self.client.list_tools()).tools:
@@ -181,10 +197,18 @@ async def serve(
     mode: str,
     settings: Settings | None = None,
     backfills: BackfillRegistry | None = None,
+    *,
+    person: Person | None = None,
+    elicitation: bool = True,
 ) -> AsyncIterator[Caller]:
+    """A client whose person accepts every write (a `Person`), unless `person` answers
+    otherwise; with `elicitation=False` the client cannot be asked (two-step confirm tokens)."""
     server = build_server(settings or Settings(), jobs, backfills=backfills)
-    async with Client(server, mode=mode) as client:
-        caller = Caller(client)
+    if elicitation and person is None:
+        person = Person()
+    callback = person if elicitation else None
+    async with Client(server, mode=mode, elicitation_callback=callback) as client:
+        caller = Caller(client, person=person if elicitation else None)
         await caller.load()
         yield caller
 

@@ -15,7 +15,7 @@ from engine.backfill import BackfillRegistry
 from schemas.jobs import EnqueueRequest
 from tests.backfill.support import Customers
 from tests.mcp.conftest import OpenMcp
-from tests.mcp.support import Caller
+from tests.mcp.support import Caller, Person, serve
 
 TICKED = re.compile(r"`([^`]+)`")
 PATH = re.compile(r"[a-z_]+(\[\])?(\.[a-z_]+(\[\])?)*")
@@ -102,7 +102,11 @@ async def _migrated() -> bool:
 
 
 async def test_run_backfill_safely_agrees_with_the_tools(
-    jobs: Jobs, backfill_registry: BackfillRegistry, customers: Customers, open_mcp: OpenMcp
+    jobs: Jobs,
+    backfill_registry: BackfillRegistry,
+    customers: Customers,
+    open_mcp: OpenMcp,
+    mode: str,
 ) -> None:
     customers.declare(backfill_registry, batch_size=10)
     customers.declare(backfill_registry, name="needs_migration", requires=_migrated)
@@ -139,6 +143,14 @@ async def test_run_backfill_safely_agrees_with_the_tools(
         by_code["BACKFILL_MIGRATION_PENDING"] = await call(
             "run_backfill", {"name": "needs_migration"}
         )
+        # The confirmation step: a user who says no, and a client that cannot ask them.
+        staging = {"name": "staging_only", "write": True}
+        async with serve(jobs, mode, backfills=backfill_registry, person=Person("decline")) as no:
+            by_code["WRITE_DECLINED"] = (await no.call("run_backfill", staging)).data
+        async with serve(jobs, mode, backfills=backfill_registry, elicitation=False) as unasked:
+            required = (await unasked.call("run_backfill", staging)).data
+        by_code["CONFIRMATION_REQUIRED"] = required
+        answers += [by_code["WRITE_DECLINED"], required]
         called = await _check_prompt(
             mcp, text, answers, by_code, values=frozenset({"normalize_emails"})
         )

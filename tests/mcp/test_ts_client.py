@@ -92,7 +92,16 @@ FLOW: list[dict[str, Any]] = [
     call("retry", "retry_job", {"job_id": JOB, "include_cancelled": True}),
     call("prune_dry", "prune_history", {}),
     call("prune_dry_old", "prune_history", {"older_than_seconds": 86400, "states": ["done"]}),
-    call("backfill_write", "run_backfill", {"name": BACKFILL, "write": True}),
+    # This client declares no elicitation: the write carries its dry run's confirm token.
+    call(
+        "backfill_write",
+        "run_backfill",
+        {
+            "name": BACKFILL,
+            "write": True,
+            "confirm": {"$ref": "backfill_dry.result.structuredContent.confirm.token"},
+        },
+    ),
     call("backfill_cancel", "cancel_job", {"job_id": PASS_JOB}),
     # The string-for-a-boolean write (STRICT_WRITE) runs here, with no pass live: the ledger and
     # the backfills queue right after it show whether it started one.

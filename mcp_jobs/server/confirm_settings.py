@@ -1,0 +1,59 @@
+"""The write-confirmation settings of `mcp-jobs serve`: `--confirm-writes on|off` (else
+MCP_JOBS_CONFIRM_WRITES) and `--confirm-ttl-seconds` (else MCP_JOBS_CONFIRM_TTL_SECONDS)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import replace
+
+from mcp_jobs.config import Settings
+from mcp_jobs.errors import ConfirmSettingInvalidError
+
+CONFIRM_WRITES_ENV = "MCP_JOBS_CONFIRM_WRITES"
+CONFIRM_TTL_ENV = "MCP_JOBS_CONFIRM_TTL_SECONDS"
+# A confirm token outliving a day would no longer be a confirmation of what is there now.
+MAX_TTL_SECONDS = 24 * 3600.0
+
+logger = logging.getLogger("mcp_jobs.server")
+
+
+def confirm_settings(settings: Settings, flag: str | None, ttl: float | None = None) -> Settings:
+    """`settings` with the confirmation flags applied: a flag wins over its variable."""
+    value = flag if flag is not None else os.environ.get(CONFIRM_WRITES_ENV) or "on"
+    if value not in ("on", "off"):
+        raise ConfirmSettingInvalidError(
+            CONFIRM_WRITES_ENV, value, "on or off", f"export {CONFIRM_WRITES_ENV}=on"
+        )
+    if ttl is None:
+        raw = os.environ.get(CONFIRM_TTL_ENV)
+        try:
+            ttl = float(raw) if raw else settings.confirm_ttl_seconds
+        except ValueError:
+            ttl = math.nan
+        name, shown = CONFIRM_TTL_ENV, raw or ""
+    else:
+        name, shown = "--confirm-ttl-seconds", str(ttl)
+    if not 1 <= ttl <= MAX_TTL_SECONDS:  # NaN fails too
+        expected = f"a number of seconds from 1 to {int(MAX_TTL_SECONDS)}"
+        raise ConfirmSettingInvalidError(name, shown, expected, f"export {CONFIRM_TTL_ENV}=600")
+    return replace(settings, confirm_writes=value == "on", confirm_ttl_seconds=ttl)
+
+
+def log_confirm_setting(settings: Settings) -> None:
+    """Said once at start: a server that writes unasked says so where its operator looks."""
+    if settings.read_only:
+        return
+    if settings.confirm_writes:
+        logger.info(
+            "writes through MCP ask the person to confirm (elicitation, or a dry run's token "
+            "valid %g s)",
+            settings.confirm_ttl_seconds,
+        )
+    else:
+        logger.warning(
+            "write confirmation is OFF (--confirm-writes off / %s=off): run_backfill and "
+            "prune_history write without asking anyone",
+            CONFIRM_WRITES_ENV,
+        )
