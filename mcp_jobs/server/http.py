@@ -11,6 +11,8 @@ import hmac
 import ipaddress
 import logging
 import shlex
+from contextvars import ContextVar
+from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -25,6 +27,10 @@ TOKEN_CLIENT_ID = "mcp-jobs-token"
 MIN_EXPOSED_TOKEN_LENGTH = 32
 
 logger = logging.getLogger("mcp_jobs.server.http")
+
+# Why the verifier refused this request's token (the OAuth one knows: expired, audience, ...),
+# for the one refusal line; set per request by LogRefusedRequests.
+refusal_notes: ContextVar[list[str] | None] = ContextVar("refusal_notes", default=None)
 
 
 class StaticTokenVerifier:
@@ -43,6 +49,21 @@ def auth_settings(host: str, port: int) -> AuthSettings:
     """Resource-server-only settings: the token is checked here; no OAuth endpoints are served."""
     shown = f"[{host}]" if ":" in host else host
     return AuthSettings(issuer_url=f"http://{shown}:{port}", resource_server_url=None)
+
+
+def http_auth(settings: Settings) -> dict[str, Any]:
+    """The `MCPServer` keyword arguments that check bearer tokens over HTTP: OAuth access tokens
+    when an issuer is set, else the static token (`config.http_settings` allows one only)."""
+    if settings.oauth is not None:
+        from mcp_jobs.server.oauth import oauth_auth  # PyJWT: the optional `oauth` extra
+
+        return oauth_auth(settings)
+    if settings.token:
+        return {
+            "token_verifier": StaticTokenVerifier(settings.token),
+            "auth": auth_settings(settings.host, settings.port),
+        }
+    return {}
 
 
 def is_loopback(host: str) -> bool:
@@ -83,7 +104,8 @@ def refusal_reason(authorization: str | None) -> str:
 
 class LogRefusedRequests:
     """ASGI middleware around the MCP app: a 401 answer is logged as a warning naming the
-    remote address, the method and path, and whether the token was missing, malformed or wrong."""
+    remote address, the method and path, and whether the token was missing, malformed or wrong
+    (with the verifier's why, when it gave one); a 403 `insufficient_scope` answer likewise."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -92,26 +114,44 @@ class LogRefusedRequests:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        notes: list[str] = []
+        reset = refusal_notes.set(notes)
 
         async def watch(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] == 401:
-                _log_refusal(scope)
+                _log_refusal(scope, notes)
+            elif message["type"] == "http.response.start" and _lacks_scope(message):
+                _log_refusal(scope, notes, reason="under-scoped")
             await send(message)
 
-        await self.app(scope, receive, watch)
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            refusal_notes.reset(reset)
 
 
-def _log_refusal(scope: Scope) -> None:
+def _lacks_scope(start: Message) -> bool:
+    return start["status"] == 403 and any(
+        key.lower() == b"www-authenticate" and b"insufficient_scope" in value
+        for key, value in start.get("headers", ())
+    )
+
+
+def _log_refusal(scope: Scope, notes: list[str], reason: str | None = None) -> None:
     headers = [value for key, value in scope.get("headers", ()) if key.lower() == b"authorization"]
-    reason = refusal_reason(headers[0].decode("latin-1") if headers else None)
+    reason = reason or refusal_reason(headers[0].decode("latin-1") if headers else None)
     client = scope.get("client")
     remote = f"{client[0]}:{client[1]}" if client else "unknown"
     path = scope.get("path", "")
+    auth = {"remote": remote, "path": path, "reason": reason}
+    if notes:
+        auth["detail"] = notes[0]
     logger.warning(
-        "refused %s %s from %s: %s bearer token",
+        "refused %s %s from %s: %s bearer token%s",
         scope.get("method", "?"),
         path,
         remote,
         reason,
-        extra={"auth": {"remote": remote, "path": path, "reason": reason}},
+        f" ({notes[0]})" if notes else "",
+        extra={"auth": auth},
     )

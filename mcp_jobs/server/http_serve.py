@@ -40,6 +40,10 @@ def http_app(server: MCPServer[Any], settings: Settings) -> ASGIApp:
         session_idle_timeout=settings.session_idle_seconds,
         max_sessions=settings.max_sessions,
     )
+    if settings.oauth is not None:
+        from mcp_jobs.server.oauth import ProtectedResourceMetadataApp
+
+        return LogRefusedRequests(ProtectedResourceMetadataApp(app, settings.oauth))
     return LogRefusedRequests(app)
 
 
@@ -75,6 +79,12 @@ def endpoint(sock: socket.socket) -> str:
     return f"http://{shown}:{port}{MCP_PATH}"
 
 
+def _token_line(settings: Settings) -> str:
+    if settings.oauth is not None:
+        return f"OAuth access token required, issued by {settings.oauth.issuer}"
+    return f"bearer token required, from {settings.token_source}"
+
+
 @dataclass(frozen=True)
 class Listening:
     """What `serve_http` hands a task group that started it: where it listens, and a stop."""
@@ -103,10 +113,9 @@ async def serve_http(
                 sock.getsockname()[1],
             )
         logger.info(
-            "serving MCP at %s (bearer token required, from %s; sessions idle %gs are closed; "
-            "at most %d open)",
+            "serving MCP at %s (%s; sessions idle %gs are closed; at most %d open)",
             endpoint(sock),
-            settings.token_source,
+            _token_line(settings),
             settings.session_idle_seconds,
             settings.max_sessions,
         )
