@@ -186,11 +186,16 @@ class Backfills:
     # --- write ---------------------------------------------------------------------------------
 
     async def write(
-        self, name: str, force: bool = False, actor: str | None = None
+        self,
+        name: str,
+        force: bool = False,
+        actor: str | None = None,
+        traceparent: str | None = None,
     ) -> BackfillStart:
         """Enqueue the pass as a durable job, after the gate: BACKFILL_UNKNOWN,
         BACKFILL_ENVIRONMENT, BACKFILL_MIGRATION_PENDING, BACKFILL_RUNNING, BACKFILL_APPLIED
         (unless `force`). The pass writes its own ledger row, `run_id`, when a worker starts it.
+        `traceparent` parents the pass (else the current span's, as `Jobs.enqueue`).
         """
         definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
         force = bounds.flag("force", force)
@@ -207,6 +212,7 @@ class Backfills:
                 name=definition.name, run_id=run_id, environment=self.environment, force=force
             ),
             enqueued_by=actor,
+            traceparent=traceparent,
         )
         if result.deduped:
             # Another write won the race since the check above; its pass holds the name.
