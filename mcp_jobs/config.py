@@ -10,7 +10,7 @@ import importlib
 import math
 import os
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -20,6 +20,8 @@ from engine.errors import JobsError
 from mcp_jobs.errors import (
     AppImportError,
     HttpSettingInvalidError,
+    OAuthConflictError,
+    OAuthSettingInvalidError,
     TokenConflictError,
     TokenFileError,
 )
@@ -38,6 +40,31 @@ DEFAULT_PORT = 8765
 DEFAULT_SESSION_IDLE_SECONDS = 30 * 60.0
 # Live HTTP sessions at once; one more is refused with 503 until one ends or expires.
 DEFAULT_MAX_SESSIONS = 1000
+OAUTH_ISSUER_ENV = "MCP_JOBS_OAUTH_ISSUER"
+OAUTH_AUDIENCE_ENV = "MCP_JOBS_OAUTH_AUDIENCE"
+OAUTH_JWKS_URL_ENV = "MCP_JOBS_OAUTH_JWKS_URL"
+OAUTH_RESOURCE_URL_ENV = "MCP_JOBS_OAUTH_RESOURCE_URL"
+OAUTH_ALGORITHMS_ENV = "MCP_JOBS_OAUTH_ALGORITHMS"
+OAUTH_TENANT_CLAIM_ENV = "MCP_JOBS_OAUTH_TENANT_CLAIM"
+# Asymmetric only: the server holds the issuer's public keys, never a shared secret, so an
+# HS* token (or `none`) is refused whatever its header says.
+OAUTH_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384")
+DEFAULT_OAUTH_ALGORITHMS = ("RS256", "ES256")
+DEFAULT_OAUTH_TENANT_CLAIM = "tenant"
+
+
+@dataclass(frozen=True)
+class OAuthSettings:
+    """Where access tokens come from (`serve --transport http --oauth-issuer URL`). The JWKS
+    URL is found in the issuer's metadata at start unless given."""
+
+    issuer: str
+    # The MCP endpoint's public URL: what RFC 9728 metadata names and the default audience.
+    resource_url: str
+    audience: str
+    jwks_url: str | None = None
+    algorithms: tuple[str, ...] = DEFAULT_OAUTH_ALGORITHMS
+    tenant_claim: str = DEFAULT_OAUTH_TENANT_CLAIM
 
 
 @dataclass(frozen=True)
@@ -73,6 +100,13 @@ class Settings:
     session_idle_seconds: float = DEFAULT_SESSION_IDLE_SECONDS
     max_sessions: int = DEFAULT_MAX_SESSIONS
     limits: ServerLimits = field(default_factory=ServerLimits)
+    # Set: HTTP takes OAuth access tokens (JWTs) instead of the static token.
+    oauth: OAuthSettings | None = None
+    # Writes through MCP (run_backfill, prune_history) ask the person first (server.confirm);
+    # off only by `serve --confirm-writes off` / MCP_JOBS_CONFIRM_WRITES=off.
+    confirm_writes: bool = True
+    # How long a dry run's confirm token stays good (clients without elicitation).
+    confirm_ttl_seconds: float = 600.0
 
     @property
     def url(self) -> str:
@@ -115,10 +149,13 @@ def http_settings(
     token_file: str | None = None,
     session_idle_seconds: float | None = None,
     max_sessions: int | None = None,
+    oauth: Mapping[str, str | None] | None = None,
 ) -> Settings:
     """`settings` for `serve --transport http`: each flag given here wins over its `MCP_JOBS_*`
     variable, and the token is read from its file when one is named. Read only when serving
-    HTTP, so a bad value here never breaks another command."""
+    HTTP, so a bad value here never breaks another command. `oauth` holds the `--oauth-*` flags
+    by name (`issuer`, `audience`, `jwks_url`, `resource_url`, `algorithms`, `tenant_claim`)."""
+    token_file_flag = token_file is not None
     token_file = token_file or os.environ.get(TOKEN_FILE_ENV) or None
     token, source = settings.token, TOKEN_ENV
     if token_file is not None:
@@ -129,13 +166,92 @@ def http_settings(
         session_idle_seconds = _env_number(SESSION_IDLE_ENV, DEFAULT_SESSION_IDLE_SECONDS, float)
     if max_sessions is None:
         max_sessions = int(_env_number(MAX_SESSIONS_ENV, DEFAULT_MAX_SESSIONS, int))
+    host = settings.host.strip("[]")  # `--host [::1]` as URLs write it: the socket wants ::1
+    oauth_settings = read_oauth(oauth or {}, host, settings.port) or settings.oauth
+    if oauth_settings is not None and token is not None:
+        raise OAuthConflictError(source, _conflict_fix(source, token_file_flag=token_file_flag))
     return replace(
         settings,
-        host=settings.host.strip("[]"),  # `--host [::1]` as URLs write it: the socket wants ::1
+        host=host,
         token=token,
         token_source=source,
         session_idle_seconds=session_idle_seconds,
         max_sessions=max_sessions,
+        oauth=oauth_settings,
+    )
+
+
+def _conflict_fix(source: str, *, token_file_flag: bool) -> str:
+    """Unset whichever side came from the environment; two flags leave only the help."""
+    if source == TOKEN_ENV:
+        return f"unset {TOKEN_ENV}"
+    if not token_file_flag:
+        return f"unset {TOKEN_FILE_ENV}"
+    if os.environ.get(OAUTH_ISSUER_ENV):
+        return f"unset {OAUTH_ISSUER_ENV}"
+    return "mcp-jobs serve --help"
+
+
+_OAUTH_ENV = {
+    "issuer": OAUTH_ISSUER_ENV,
+    "audience": OAUTH_AUDIENCE_ENV,
+    "jwks_url": OAUTH_JWKS_URL_ENV,
+    "resource_url": OAUTH_RESOURCE_URL_ENV,
+    "algorithms": OAUTH_ALGORITHMS_ENV,
+    "tenant_claim": OAUTH_TENANT_CLAIM_ENV,
+}
+
+
+def read_oauth(flags: Mapping[str, str | None], host: str, port: int) -> OAuthSettings | None:
+    """The OAuth settings from the `--oauth-*` flags, else `MCP_JOBS_OAUTH_*`; None without an
+    issuer (then every other OAuth setting is ignored)."""
+    given = {
+        name: (flags.get(name) or os.environ.get(env) or "").strip()
+        for name, env in _OAUTH_ENV.items()
+    }
+    issuer = given["issuer"]
+    if not issuer:
+        return None
+    _check_url(OAUTH_ISSUER_ENV, issuer)
+    shown = f"[{host}]" if ":" in host else host
+    resource_url = given["resource_url"] or f"http://{shown}:{port}/mcp"
+    _check_url(OAUTH_RESOURCE_URL_ENV, resource_url)
+    if given["jwks_url"]:
+        _check_url(OAUTH_JWKS_URL_ENV, given["jwks_url"])
+    algorithms: tuple[str, ...] = DEFAULT_OAUTH_ALGORITHMS
+    if given["algorithms"]:
+        algorithms = tuple(a.strip() for a in given["algorithms"].split(",") if a.strip())
+        unknown = [a for a in algorithms if a not in OAUTH_ALGORITHMS]
+        if unknown or not algorithms:
+            raise OAuthSettingInvalidError(
+                OAUTH_ALGORITHMS_ENV,
+                given["algorithms"],
+                f"a comma-separated list of {', '.join(OAUTH_ALGORITHMS)}",
+                f"export {OAUTH_ALGORITHMS_ENV}={','.join(DEFAULT_OAUTH_ALGORITHMS)}",
+            )
+    return OAuthSettings(
+        issuer=issuer,
+        resource_url=resource_url,
+        audience=given["audience"] or resource_url,
+        jwks_url=given["jwks_url"] or None,
+        algorithms=algorithms,
+        tenant_claim=given["tenant_claim"] or DEFAULT_OAUTH_TENANT_CLAIM,
+    )
+
+
+def _check_url(name: str, value: str) -> None:
+    """https, or plain http to this machine only: keys and tokens must not cross a network in
+    clear."""
+    parts = urlsplit(value)
+    host = parts.hostname or ""
+    loopback = host == "localhost" or host.startswith("127.") or host == "::1"
+    if (parts.scheme == "https" and host) or (parts.scheme == "http" and loopback):
+        return
+    raise OAuthSettingInvalidError(
+        name,
+        value,
+        "an https:// URL (plain http only to localhost)",
+        f"export {name}=https://{host or 'auth.example.com'}{parts.path}",
     )
 
 

@@ -193,3 +193,146 @@ class QueueUnknownError(JobsError):
             next_call=NextCall(tool="queue_stats", arguments={}),
             details={"queue": queue, "known": names},
         )
+
+
+class ScopeMissingError(JobsError):
+    code = "SCOPE_MISSING"
+    title = "the access token lacks the scope this call needs"
+
+    def __init__(self, tool: str, needed: str, granted: Sequence[str]) -> None:
+        super().__init__(
+            f"{tool} needs the OAuth scope {needed!r}; this access token grants "
+            f"{', '.join(sorted(granted)) or 'no scope'}",
+            f"ask the authorization server for a token with scope {needed!r} and reconnect",
+            details={"tool": tool, "needed": needed, "granted": sorted(granted)},
+        )
+
+
+class OAuthConflictError(JobsError):
+    code = "OAUTH_TOKEN_CONFLICT"
+    title = "both OAuth and the static token are configured"
+
+    def __init__(self, source: str, fix: str) -> None:
+        super().__init__(
+            f"an OAuth issuer is set and so is a static token ({source}); the server takes "
+            "one kind of bearer token, not both",
+            fix,
+            details={"source": source},
+        )
+
+
+class OAuthSettingInvalidError(JobsError):
+    code = "OAUTH_SETTING_INVALID"
+    title = "an OAuth setting is not a valid value"
+
+    def __init__(self, name: str, value: str, expected: str, fix: str) -> None:
+        super().__init__(
+            f"{name}={short_repr(value)} is not accepted; it must be {expected}",
+            fix,
+            details={"setting": name, "expected": expected},
+        )
+
+
+class OAuthDiscoveryError(JobsError):
+    code = "OAUTH_DISCOVERY_FAILED"
+    title = "the authorization server's metadata or keys could not be read"
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.reason = reason
+        super().__init__(
+            f"reading {url} failed: {reason}",
+            f"curl -fsS {url}",
+            details={"url": url},
+        )
+
+
+class OAuthUnavailableError(JobsError):
+    code = "OAUTH_UNAVAILABLE"
+    title = "OAuth needs the `oauth` extra"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "--oauth-issuer verifies JWT access tokens with PyJWT, which is not installed",
+            "pip install 'mcp-jobs[oauth]'",
+        )
+
+
+class WriteDeclinedError(JobsError):
+    code = "WRITE_DECLINED"
+    title = "the person declined the write when asked to confirm it; nothing was written"
+
+    def __init__(self, tool: str, action: str, dry_run: NextCall) -> None:
+        super().__init__(
+            f"{tool} asked the person to confirm its plan and the answer was {action}; "
+            "nothing was written",
+            f"{dry_run.tool} {example_call(dry_run.arguments)}",
+            next_call=dry_run,
+            details={"tool": tool, "action": action},
+        )
+
+
+class ConfirmationRequiredError(JobsError):
+    code = "CONFIRMATION_REQUIRED"
+    title = "this write needs the confirm token its dry run answers"
+
+    def __init__(
+        self, tool: str, write: NextCall, plan: Mapping[str, Any], expires_at: int
+    ) -> None:
+        super().__init__(
+            f"{tool} with write=true changes data, and this client cannot be asked to confirm "
+            "(no elicitation): review the plan in details.plan, then write with its token "
+            "(single use, short-lived)",
+            f"{write.tool} {example_call(write.arguments)}",
+            next_call=write,
+            details={"tool": tool, "plan": dict(plan), "expires_at": expires_at},
+        )
+
+
+class ConfirmationInvalidError(JobsError):
+    code = "CONFIRMATION_INVALID"
+    title = "the confirm token is expired, used, or not for this plan"
+
+    def __init__(self, tool: str, reason: str, dry_run: NextCall) -> None:
+        super().__init__(
+            f"the confirm token given to {tool} {reason}; nothing was written",
+            f"{dry_run.tool} {example_call(dry_run.arguments)}",
+            next_call=dry_run,
+            details={"tool": tool, "reason": reason},
+        )
+
+
+class ConfirmSettingInvalidError(JobsError):
+    code = "CONFIRM_SETTING_INVALID"
+    title = "a write-confirmation setting of the server is not a valid value"
+
+    def __init__(self, name: str, value: str, expected: str, fix: str) -> None:
+        super().__init__(
+            f"{name}={short_repr(value)} is not accepted; it must be {expected}",
+            fix,
+            details={"setting": name, "expected": expected},
+        )
+
+
+class SubscriptionUnsupportedError(JobsError):
+    code = "SUBSCRIPTION_UNSUPPORTED"
+    title = "this resource cannot be subscribed to"
+
+    def __init__(self, uri: str, subscribable: Sequence[str]) -> None:
+        super().__init__(
+            f"{short_repr(uri)} is not a resource this server notifies about; it notifies about "
+            f"{', '.join(subscribable)}",
+            'resources/subscribe {"uri": "jobs://stats"}',
+            details={"uri": uri, "subscribable": list(subscribable)},
+        )
+
+
+class SubscriptionLimitError(JobsError):
+    code = "SUBSCRIPTION_LIMIT"
+    title = "too many resource subscriptions"
+
+    def __init__(self, where: str, limit: int, fix: str) -> None:
+        super().__init__(
+            f"{where} already follows {limit} resources, the most this server allows",
+            fix,
+            details={"scope": where, "limit": limit},
+        )

@@ -126,7 +126,56 @@ def build_parser() -> argparse.ArgumentParser:
         f"$MCP_JOBS_MAX_SESSIONS, else {DEFAULT_MAX_SESSIONS})",
     )
     serve.add_argument(
+        "--oauth-issuer",
+        metavar="URL",
+        help="take OAuth access tokens (JWTs) from this authorization server instead of the "
+        "static token (default: $MCP_JOBS_OAUTH_ISSUER); scopes jobs:read, jobs:write, "
+        "backfills:write, admin",
+    )
+    serve.add_argument(
+        "--oauth-audience",
+        metavar="AUD",
+        help="the `aud` tokens must carry (default: $MCP_JOBS_OAUTH_AUDIENCE, else the resource "
+        "URL)",
+    )
+    serve.add_argument(
+        "--oauth-jwks-url",
+        metavar="URL",
+        help="the issuer's key set (default: $MCP_JOBS_OAUTH_JWKS_URL, else from its metadata)",
+    )
+    serve.add_argument(
+        "--oauth-resource-url",
+        metavar="URL",
+        help="this server's public MCP URL, as clients reach it (default: "
+        "$MCP_JOBS_OAUTH_RESOURCE_URL, else http://HOST:PORT/mcp)",
+    )
+    serve.add_argument(
+        "--oauth-algorithms",
+        metavar="ALGS",
+        help="allowed signing algorithms, comma-separated (default: $MCP_JOBS_OAUTH_ALGORITHMS, "
+        "else RS256,ES256)",
+    )
+    serve.add_argument(
+        "--oauth-tenant-claim",
+        metavar="CLAIM",
+        help="the claim that pins a token to one tenant, as --tenant does (default: "
+        "$MCP_JOBS_OAUTH_TENANT_CLAIM, else tenant)",
+    )
+    serve.add_argument(
         "--read-only", action="store_true", help="register no tool that changes anything"
+    )
+    serve.add_argument(
+        "--confirm-writes",
+        choices=["on", "off"],
+        help="off: run_backfill/prune_history write without asking the person (default: "
+        "$MCP_JOBS_CONFIRM_WRITES, else on)",
+    )
+    serve.add_argument(
+        "--confirm-ttl-seconds",
+        type=float,
+        metavar="SECONDS",
+        help="how long a dry run's confirm token is good (default: "
+        "$MCP_JOBS_CONFIRM_TTL_SECONDS, else 600)",
     )
     _logging(serve)
 

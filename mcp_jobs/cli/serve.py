@@ -39,11 +39,13 @@ async def _until_signal(on_first: Callable[[], object], cancel: anyio.CancelScop
 async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: the SDK and uvicorn are not worth loading for the other commands.
     from mcp_jobs.server import build_server
+    from mcp_jobs.server.confirm_settings import confirm_settings, log_confirm_setting
     from mcp_jobs.server.http import require_token
     from mcp_jobs.server.http_serve import serve_http
 
     http = args.transport == "http"
     try:
+        settings = confirm_settings(settings, args.confirm_writes, args.confirm_ttl_seconds)
         if http:
             # Checked before the database opens: a refused start touches nothing.
             settings = http_settings(
@@ -51,9 +53,14 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
                 token_file=args.token_file,
                 session_idle_seconds=args.session_idle_seconds,
                 max_sessions=args.max_sessions,
+                oauth=oauth_flags(args),
             )
-            require_token(settings)
+            if settings.oauth is None:
+                require_token(settings)
+            else:  # the issuer's keys, read once: a wrong issuer fails here
+                settings = await discover_oauth(settings)
         configure_logging(json=args.log_format == "json", level=args.log_level)
+        log_confirm_setting(settings)
         async with open_jobs(settings) as jobs:
             server = build_server(settings, jobs, http=http)
             if http:
@@ -64,6 +71,17 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
         print_error(failure(error_payload(exc, where="mcp-jobs serve"))["error"])
         return 1
     return 0
+
+
+def oauth_flags(args: argparse.Namespace) -> dict[str, str | None]:
+    names = ("issuer", "audience", "jwks_url", "resource_url", "algorithms", "tenant_claim")
+    return {name: getattr(args, f"oauth_{name}", None) for name in names}
+
+
+async def discover_oauth(settings: Settings) -> Settings:
+    from mcp_jobs.server.oauth import discover  # OAUTH_UNAVAILABLE without the `oauth` extra
+
+    return await discover(settings)
 
 
 async def worker_command(args: argparse.Namespace, settings: Settings) -> int:

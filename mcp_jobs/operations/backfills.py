@@ -83,7 +83,7 @@ async def run_backfill(
         return RunBackfillResult(ok=True, mode="dry_run", plan=plan)
     limits = scope.settings.limits
     _check_wait(scope, wait_seconds, limits.max_wait_seconds, name)
-    start = await svc.write(name, force=force, actor=scope.actor)
+    start = await svc.write(name, force=force, actor=scope.actor, traceparent=scope.traceparent)
     result = RunBackfillResult(ok=True, mode="write", start=start)
     if wait_seconds > 0:
         run, settled = await follow_backfill(

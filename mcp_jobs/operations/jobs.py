@@ -225,6 +225,7 @@ async def enqueue_job(
         on_conflict=on_conflict,
         key=key,
         enqueued_by=scope.actor,
+        traceparent=scope.traceparent,
     )
     record = await scope.jobs.get(result.id, tenant_id=tenant)
     notice = (

@@ -325,6 +325,18 @@ class WaitForJobResult(Envelope):
     )
 
 
+class ConfirmOffer(BaseModel):
+    """The confirm token a dry run hands a client that cannot be asked to confirm a write
+    (issued and checked by `mcp_jobs.server.confirm`)."""
+
+    model_config = ConfigDict(json_schema_mode_override="serialization")  # with expires_at_iso
+
+    token: str = Field(description="single use")
+    expires_at: int
+    expires_at_iso: ClassVar[str] = iso_of("expires_at")
+    next_call: NextCall = Field(description="the write, token included")
+
+
 class RunBackfillResult(Envelope):
     mode: Literal["dry_run", "write"] | None = Field(
         default=None, description="dry_run wrote nothing; write started a durable pass"
@@ -348,6 +360,10 @@ class RunBackfillResult(Envelope):
         default=None,
         description="why this may not move: NO_LIVE_WORKERS when no live worker serves the "
         "queue, with the command that starts one",
+    )
+    confirm: ConfirmOffer | None = Field(
+        default=None,
+        description="dry run, client without elicitation: the write's token",
     )
 
     def followed(self, run: BackfillRun | None, settled: bool) -> RunBackfillResult:

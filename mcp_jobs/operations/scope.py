@@ -38,6 +38,8 @@ class Scope:
     backfill_registry: BackfillRegistry | None = None
     # Who asked: a fix for the CLI is a command, one for an MCP client may be a tool call.
     face: Face = "mcp"
+    # The caller's W3C traceparent (an MCP request's `_meta`): the parent of what it enqueues.
+    traceparent: str | None = None
     _backfills: Backfills | None = None
     _fixes: FixContext | None = None
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult
 from mcp.types import Tool as MCPTool
@@ -21,10 +22,12 @@ from engine.backfill import BackfillRegistry
 from engine.client import Jobs
 from engine.errors import short_repr
 from mcp_jobs.config import ServerLimits, Settings
-from mcp_jobs.server import prompts, resources, tools
+from mcp_jobs.server import prompts, resources, subscriptions, tasks, tools
 from mcp_jobs.server.arguments import make_strict, refusal
 from mcp_jobs.server.calls import tool_failure
-from mcp_jobs.server.http import StaticTokenVerifier, auth_settings
+from mcp_jobs.server.completions import register as register_completions
+from mcp_jobs.server.http import http_auth
+from mcp_jobs.server.oauth_grants import callable_tools
 from mcp_jobs.server.schemas import published
 from mcp_jobs.server.state import AppState, StateHolder, lifespan_for
 from mcp_jobs.server.stdio import stdio_transport
@@ -60,6 +63,7 @@ class JobsServer(MCPServer[AppState]):
     refuse arguments they do not declare, and read stdio through `server.stdio`."""
 
     max_request_bytes: int = ServerLimits().max_request_bytes
+    subscriptions: subscriptions.SubscriptionHub | None = None
     _listed: tuple[tuple[str, ...], list[MCPTool]] | None = None
 
     async def list_tools(self) -> list[MCPTool]:
@@ -68,7 +72,7 @@ class JobsServer(MCPServer[AppState]):
         names = tuple(t.name for t in tools)
         if self._listed is None or self._listed[0] != names:
             self._listed = (names, [published(t) for t in tools])
-        return list(self._listed[1])
+        return callable_tools(list(self._listed[1]))  # what this request's OAuth token may call
 
     async def call_tool(
         self,
@@ -145,14 +149,10 @@ def build_server(
 ) -> JobsServer:
     """The server for `settings`. `jobs` is borrowed when given (tests, the CLI); otherwise the
     server connects to `settings.url` for its lifetime. `http=True` installs the bearer-token
-    check (`settings.token`). `backfills` defaults to the process-wide declarations."""
+    check (`settings.token`, or OAuth access tokens with `settings.oauth`). `backfills`
+    defaults to the process-wide declarations."""
     holder = StateHolder()
-    auth: dict[str, Any] = {}
-    if http and settings.token:
-        auth = {
-            "token_verifier": StaticTokenVerifier(settings.token),
-            "auth": auth_settings(settings.host, settings.port),
-        }
+    auth: dict[str, Any] = http_auth(settings) if http else {}
     server = JobsServer(
         name="mcp-jobs",
         title="mcp-jobs",
@@ -160,6 +160,8 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan_for(settings, jobs, holder, backfills),
         log_level="WARNING",
+        extensions=[tasks.JobTasks(read_only=settings.read_only)],
+        subscriptions=(bus := InMemorySubscriptionBus()),
         **auth,
     )
     server.max_request_bytes = settings.limits.max_request_bytes
@@ -168,5 +170,8 @@ def build_server(
         tools.write.register(server, settings.limits)
     make_strict(server._tool_manager.list_tools())
     resources.register(server, holder)
+    server.subscriptions = subscriptions.install(server._lowlevel_server, holder, bus)
     prompts.register(server, read_only=settings.read_only)
+    tasks.install(server, read_only=settings.read_only)
+    register_completions(server, holder)
     return server

@@ -13,7 +13,9 @@ from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.audit import Subject, record_call
+from mcp_jobs.server.oauth_grants import authorize, request_settings
 from mcp_jobs.server.state import AppState
+from mcp_jobs.server.trace_context import request_traceparent
 from schemas.errors import NextCall
 
 M = TypeVar("M", bound=Envelope)
@@ -25,12 +27,13 @@ def scope_for(ctx: ToolContext, tool: str) -> Scope:
     state = ctx.request_context.lifespan_context
     return Scope(
         jobs=state.jobs,
-        settings=state.settings,
+        settings=request_settings(state.settings),  # an OAuth token's tenant claim pins it
         tool=tool,
         actor=f"mcp:{tool}",
         progress=ctx.report_progress,
         backfill_registry=state.backfills,
         face="mcp",
+        traceparent=request_traceparent(ctx.request_context.meta),
     )
 
 
@@ -51,6 +54,7 @@ async def run_tool(
     scope = scope_for(ctx, tool)
     acted_on: Subject = (None, None)
     try:
+        authorize(scope.settings, tool, mutating=audit is not None)  # OAuth scopes
         model = await operation(scope)
         # Every fix inside the answer (findings, notices, a job's last error) runs as given.
         envelope = success(scope.fixes.qualify_all(model))

@@ -18,6 +18,7 @@ from engine.errors import JobNotFoundError, JobsError, JobUnknownError
 from mcp_jobs import operations
 from mcp_jobs.operations.envelope import bounded_text
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.server.oauth_grants import request_settings
 from mcp_jobs.server.state import AppState, StateHolder
 
 JSON = "application/json"
@@ -41,7 +42,7 @@ async def _read(holder: StateHolder, uri: str, read: Callable[[Scope], Awaitable
     state = holder.require()
     scope = Scope(
         jobs=state.jobs,
-        settings=state.settings,
+        settings=request_settings(state.settings),  # an OAuth token's tenant claim pins it
         tool=uri,
         actor=f"mcp:{uri}",
         backfill_registry=state.backfills,

@@ -11,7 +11,8 @@ Every call is recorded as an event (`calls.run_tool(audit=...)`), and the engine
 
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import MCPServer, Resolve
+from mcp.server.mcpserver.resolve import ElicitationResult
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
@@ -25,9 +26,24 @@ from mcp_jobs.operations.models import (
     RunBackfillResult,
 )
 from mcp_jobs.operations.prune import TOOL_MAX_BATCHES, PruneHistoryResult
+from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.arguments import ServerCap
 from mcp_jobs.server.audit import Subject
 from mcp_jobs.server.calls import ToolContext, run_tool
+from mcp_jobs.server.confirm import (
+    ConfirmWrite,
+    Planned,
+    WriteGate,
+    asker,
+    can_elicit,
+    guarded,
+)
+from mcp_jobs.server.confirm_plans import (
+    backfill_planner,
+    backfill_write,
+    prune_planner,
+    prune_write,
+)
 from mcp_jobs.server.state import AppState
 from schemas.jobs import OnConflict
 
@@ -45,6 +61,14 @@ SettledState = Literal["done", "failed", "dead", "cancelled"]
 
 JobId = Annotated[str, Field(description="from enqueue_job or list_jobs")]
 
+ConfirmToken = Annotated[
+    str | None,
+    Field(
+        description="with write: the dry run's confirm.token",
+        max_length=1024,
+    ),
+]
+
 # The largest integer every JSON client holds exactly (2^53 - 1, JavaScript's safe integer): the
 # engine refuses a run_at beyond ten years from now, which no fixed schema bound can say.
 MAX_RUN_AT_MS = 2**53 - 1
@@ -54,10 +78,21 @@ def _job_of(model: RetryJobResult | CancelJobResult) -> Subject:
     return (model.job.id, model.job.tenant_id) if model.job is not None else (None, None)
 
 
+def _offers(ctx: ToolContext, scope: Scope) -> bool:
+    """A dry run hands a confirm token to a client that cannot be asked instead."""
+    return scope.settings.confirm_writes and not can_elicit(ctx)
+
+
 def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
     """The mutating tools; `limits` bound the arguments the server caps (published as the
     schema's `maximum`)."""
     wait_cap = limits.max_wait_seconds
+    # One gate per server: its confirm tokens' secret and which tokens were spent.
+    gate = WriteGate()
+    plan_backfill = backfill_planner(gate)
+    ask_backfill = asker(plan_backfill)
+    plan_prune = prune_planner(gate)
+    ask_prune = asker(plan_prune)
 
     @server.tool(
         name="enqueue_job",
@@ -182,13 +217,16 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
         ),
         description=(
             "A backfill: by default a DRY RUN (rows, batches, sample keys; blocked_by: what a "
-            "write would answer); write=true starts a durable pass (follow it with wait_for_job). "
-            "Errors: BACKFILL_UNKNOWN, BACKFILL_ENVIRONMENT, BACKFILL_MIGRATION_PENDING, "
-            "BACKFILL_APPLIED (force=true reruns), BACKFILL_RUNNING."
+            "write would answer); write=true starts a durable pass (follow it with wait_for_job) "
+            "once the person confirms. Errors: BACKFILL_UNKNOWN, BACKFILL_ENVIRONMENT, "
+            "BACKFILL_MIGRATION_PENDING, BACKFILL_APPLIED (force=true reruns), BACKFILL_RUNNING, "
+            "WRITE_DECLINED, CONFIRMATION_REQUIRED."
         ),
     )
     async def run_backfill_tool(
         ctx: ToolContext,
+        planned: Annotated[Planned, Resolve(plan_backfill)],
+        answer: Annotated[ElicitationResult[ConfirmWrite], Resolve(ask_backfill)],
         name: Annotated[str, Field(description="one list_backfills lists")],
         write: Annotated[bool, Field(description="start the sweep")] = False,
         force: Annotated[bool, Field(description="rerun one completed here")] = False,
@@ -201,13 +239,13 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             ),
             ServerCap("seconds"),
         ] = 0,
+        confirm: ConfirmToken = None,
     ) -> Annotated[CallToolResult, RunBackfillResult]:
+        spec = backfill_write(name, force, wait_seconds)
         return await run_tool(
             ctx,
             "run_backfill",
-            lambda s: operations.run_backfill(
-                s, name, write=write, force=force, wait_seconds=wait_seconds
-            ),
+            lambda s: guarded(s, gate, spec, planned, answer, confirm, _offers(ctx, s)),
             audit={"name": name, "write": write, "force": force} if write else None,
             subject=lambda m: (m.start.job_id if m.start is not None else None, None),
         )
@@ -219,12 +257,14 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
         description=(
             "Delete settled jobs past retention, with their steps and events. By default a DRY "
             f"RUN (counts, cutoffs); write=true deletes up to {TOOL_MAX_BATCHES} batches a call "
-            "(more: call again). A tenant-pinned server prunes its tenant only. Errors: "
-            "INVALID_ARGUMENT."
+            "(more: call again) once the person confirms. A tenant-pinned server prunes its "
+            "tenant only. Errors: INVALID_ARGUMENT, WRITE_DECLINED, CONFIRMATION_REQUIRED."
         ),
     )
     async def prune_history_tool(
         ctx: ToolContext,
+        planned: Annotated[Planned, Resolve(plan_prune)],
+        answer: Annotated[ElicitationResult[ConfirmWrite], Resolve(ask_prune)],
         write: Annotated[bool, Field(description="delete")] = False,
         older_than_seconds: Annotated[
             int | None,
@@ -238,17 +278,13 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             list[SettledState] | None,
             Field(description="only these (default: all)", max_length=4),
         ] = None,
+        confirm: ConfirmToken = None,
     ) -> Annotated[CallToolResult, PruneHistoryResult]:
+        spec = prune_write(older_than_seconds, states)
         return await run_tool(
             ctx,
             "prune_history",
-            lambda s: operations.prune_history(
-                s,
-                write=write,
-                older_than=older_than_seconds,
-                states=states,
-                max_batches=TOOL_MAX_BATCHES,
-            ),
+            lambda s: guarded(s, gate, spec, planned, answer, confirm, _offers(ctx, s)),
             audit={"write": write, "older_than_seconds": older_than_seconds, "states": states}
             if write
             else None,
