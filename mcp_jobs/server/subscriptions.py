@@ -14,6 +14,9 @@ Bounded: at most `per_session` URIs per session (a legacy connection, or one lis
 `total` follows in all (SUBSCRIPTION_LIMIT). A legacy session's follows end with its connection
 (`Connection.exit_stack`), a listen stream's with the stream; the listener ends when nobody
 follows anything, and with the server (`stop`, run by the lifespan).
+
+Watchers (`watch`) ride the same listener for other things a change may move (task status,
+`tasks.py`): each is called once per change, and keeps the listener alive while it `wants` to.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
 import anyio
 from mcp.server.connection import Connection
@@ -60,6 +64,16 @@ _SEND_TIMEOUT_S = 5.0
 _LIST_METHODS = ("resources/list", "resources/templates/list")
 
 
+class Watcher(Protocol):
+    """Told on each engine change by the hub's listener."""
+
+    def wants(self) -> bool:
+        """Whether it still watches anything (the listener runs while one does)."""
+        ...
+
+    def changed(self, state: AppState) -> Awaitable[None]: ...
+
+
 def _refused(exc: JobsError) -> MCPError:
     """A typed engine or server error as the JSON-RPC error a subscribe request answers."""
     payload = exc.to_payload().model_dump(mode="json", exclude_none=True)
@@ -82,6 +96,7 @@ class SubscriptionHub:
         self._last: dict[str, str] = {}  # the last reading of each followed URI
         self._last_list: str | None = None
         self._task: asyncio.Task[None] | None = None
+        self._watchers: list[Watcher] = []
         self.rounds = 0  # re-reads done: how a test knows the listener looked before it writes
 
     # --- who follows what -----------------------------------------------------------------------
@@ -103,7 +118,15 @@ class SubscriptionHub:
         return uris
 
     def _anyone(self) -> bool:
-        return bool(self._sessions or self._streams or self._listers or self._list_streams)
+        followers = self._sessions or self._streams or self._listers or self._list_streams
+        return bool(followers) or any(w.wants() for w in self._watchers)
+
+    def watch(self, watcher: Watcher) -> None:
+        """Call `watcher` on each change from now on; a watcher calls this again when it has
+        something new to watch, since the listener ends while no one wants it."""
+        if watcher not in self._watchers:
+            self._watchers.append(watcher)
+        self._start()
 
     async def _admit(self, uris: set[str], held: int, where: str, fix: str) -> AppState:
         """Check `uris` (new to this follower, which holds `held`) against the URIs served and
@@ -223,6 +246,12 @@ class SubscriptionHub:
             self._last_list = listed
         for uri in moved:
             await self._tell_updated(uri)
+        for watcher in list(self._watchers):
+            if watcher.wants():
+                try:
+                    await watcher.changed(state)
+                except Exception:  # one watcher's failure costs only its round
+                    logger.exception("subscriptions: a change watcher failed")
 
     async def _tell_updated(self, uri: str) -> None:
         for connection, uris in list(self._sessions.items()):

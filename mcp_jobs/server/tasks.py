@@ -17,15 +17,25 @@ write=true, `wait_for_job` or `enqueue_job`; on 2026-07-28 the server decides, f
 declared the extension: `run_backfill` write=true and `wait_for_job` (an enqueue stays immediate;
 wait on its job). Status: ready/delayed/running/suspended -> working, done -> completed,
 failed/dead -> failed, cancelled -> cancelled.
+
+`StatusWatcher` tells a 2025-11-25 session `notifications/tasks/status` when a task it created
+changes status or statusMessage, until the task settles or the session ends. It rides the
+subscription hub's one listener on the engine's change signal (no poll per task), and watches
+at most `WATCHED_PER_SESSION` tasks per session: a task created beyond that is still served by
+`tasks/get`, it only sends no notifications. 2026-07-28 has no such notification (a server
+sends nothing there that a `subscriptions/listen` stream did not ask for): poll `tasks/get`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
+import anyio
+from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.shared.exceptions import MCPError
@@ -43,6 +53,7 @@ from mcp_jobs.server.audit import record_call
 from mcp_jobs.server.calls import tool_result
 from mcp_jobs.server.oauth_grants import authorize, request_settings
 from mcp_jobs.server.state import AppState
+from mcp_jobs.server.subscriptions import SubscriptionHub
 from schemas.backfill import BackfillStart
 from schemas.jobs import JobRecord
 from schemas.states import SETTLED_STATES
@@ -56,6 +67,12 @@ TASK_TOOLS = ("run_backfill", "wait_for_job", "enqueue_job")
 SERVER_CHOSEN = ("run_backfill", "wait_for_job")
 POLL_INTERVAL_MS = 1000
 LIST_PAGE = 50
+WATCHED_PER_SESSION = 256
+STATUS_METHOD = "notifications/tasks/status"
+# Real time one session may take to accept a status notification before its watch is dropped.
+_SEND_TIMEOUT_S = 5.0
+
+logger = logging.getLogger(__name__)
 
 STATUS = {
     "ready": "working",
@@ -212,6 +229,89 @@ async def _until_settled(scope: Scope, job_id: str) -> None:
             return
 
 
+@dataclass
+class _Watched:
+    scope: Scope  # the creating request's: its tenant pin reads the job
+    tool: str
+    job_id: str
+    told: tuple[str, str]  # the status and statusMessage the session last heard
+
+
+class StatusWatcher:
+    """Each 2025-11-25 session's unsettled tasks, and the status it last heard of each (a
+    `subscriptions.Watcher`, called by the hub on each engine change)."""
+
+    def __init__(self, hub: SubscriptionHub, per_session: int = WATCHED_PER_SESSION) -> None:
+        self.per_session = per_session
+        self._hub = hub
+        self._sessions: dict[Connection, dict[str, _Watched]] = {}
+        self._hooked: set[Connection] = set()  # connections whose end forgets them
+
+    @property
+    def watched(self) -> int:
+        """How many tasks are watched across sessions (what a test checks goes to 0)."""
+        return sum(map(len, self._sessions.values()))
+
+    def wants(self) -> bool:
+        return bool(self._sessions)
+
+    def follow(
+        self, connection: Connection, task_id: str, scope: Scope, tool: str, task: Mapping[str, Any]
+    ) -> bool:
+        """Watch a task the session just created; False when it is settled or over the cap."""
+        if task["status"] != "working":
+            return False
+        mine = self._sessions.get(connection, {})
+        if task_id not in mine and len(mine) >= self.per_session:
+            return False
+        if connection not in self._hooked:  # once per session, however often it goes idle
+            self._hooked.add(connection)
+            connection.exit_stack.callback(self.forget, connection)
+        self._sessions[connection] = mine
+        _, job_id = parse_task_id(task_id)
+        mine[task_id] = _Watched(scope, tool, job_id, (task["status"], task["statusMessage"]))
+        self._hub.watch(self)
+        return True
+
+    def forget(self, connection: Connection) -> None:
+        """The session ended: its watches go with it."""
+        self._sessions.pop(connection, None)
+        self._hooked.discard(connection)
+
+    async def changed(self, state: AppState) -> None:
+        for connection, mine in list(self._sessions.items()):
+            for task_id, watched in list(mine.items()):
+                task = await self._reading(task_id, watched)
+                if task is None or task["status"] != "working":
+                    mine.pop(task_id, None)  # settled or gone: this is its last word
+                if task is None or (task["status"], task["statusMessage"]) == watched.told:
+                    continue
+                watched.told = (task["status"], task["statusMessage"])
+                if not await self._tell(connection, task):
+                    break
+            if not mine:
+                self._sessions.pop(connection, None)
+
+    @staticmethod
+    async def _reading(task_id: str, watched: _Watched) -> dict[str, Any] | None:
+        scope = watched.scope
+        try:
+            record = await scope.jobs.get(watched.job_id, tenant_id=scope.tenant(None))
+        except JobNotFoundError:
+            return None  # pruned: tasks/get says so when asked
+        return await _described(scope, watched.tool, task_id, record)
+
+    async def _tell(self, connection: Connection, task: dict[str, Any]) -> bool:
+        try:
+            with anyio.fail_after(_SEND_TIMEOUT_S):
+                await connection.notify(STATUS_METHOD, task)
+        except TimeoutError:  # a session that stopped reading cannot hold up the others
+            logger.info("tasks: a session stopped taking status notifications; forgetting it")
+            self._sessions.pop(connection, None)
+            return False
+        return True
+
+
 class JobTasks(Extension):
     """The tasks methods over the jobs engine (both eras; see the module docstring)."""
 
@@ -346,8 +446,9 @@ class TaskMiddleware:
             return await self._call(ctx, ctx.params, call_next)
         return await call_next(ctx)
 
-    def __init__(self, *, read_only: bool = False) -> None:
+    def __init__(self, *, read_only: bool = False, watcher: StatusWatcher | None = None) -> None:
         self.read_only = read_only
+        self.watcher = watcher
 
     def _advertise(self, result: HandlerResult) -> HandlerResult:
         if isinstance(result, dict) and result.get("protocolVersion") in LEGACY_VERSIONS:
@@ -420,10 +521,17 @@ class TaskMiddleware:
         scope = _scope(ctx, str(name))
         task = await _described(scope, str(name), task_id, await _record(scope, task_id, job_id))
         if legacy:
+            if self.watcher is not None:
+                connection: Connection = ctx.session._connection  # lives as long as the session
+                self.watcher.follow(connection, task_id, scope, str(name), task)
             return {"task": task}
         return {"resultType": "task", **_v2(task)}
 
 
-def install(server: Any, *, read_only: bool = False) -> None:
-    """Add the wire-level half to a server built with `extensions=[JobTasks(...)]`."""
-    server._lowlevel_server.middleware.append(TaskMiddleware(read_only=read_only))
+def install(server: Any, *, read_only: bool = False) -> StatusWatcher | None:
+    """Add the wire-level half to a server built with `extensions=[JobTasks(...)]`; status
+    notifications ride its subscription hub (`server.subscriptions`) when it has one."""
+    hub = getattr(server, "subscriptions", None)
+    watcher = StatusWatcher(hub) if isinstance(hub, SubscriptionHub) else None
+    server._lowlevel_server.middleware.append(TaskMiddleware(read_only=read_only, watcher=watcher))
+    return watcher
