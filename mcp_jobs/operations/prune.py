@@ -1,7 +1,8 @@
 """Pruning settled history on demand (`prune_history`, `mcp-jobs db prune`).
 
 A dry run (the default) answers the plan: what would go, per state and queue, and the cutoffs.
-A write prunes in batches (engine.pruner) and answers what went. The policy is the one a worker
+A write prunes in batches (engine.pruner) and answers what went, telling `scope.progress`
+after each batch (batches done of `max_batches`). The policy is the one a worker
 here would prune by (engine.retention: defaults, the environment, the jobs' own `retention=`),
 unless `older_than` replaces it for this call. A tenant-pinned scope prunes only its tenant.
 """
@@ -11,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import bounds
 from engine.drivers.base import HISTORY, require
 from engine.errors import InvalidArgumentError
-from engine.pruner import job_policies, prune_all, worker_policy
+from engine.pruner import job_policies, merge, prune_all, worker_policy
 from engine.retention import DEFAULT_BATCH_SIZE, Cutoffs, PruneCount, parse_duration, plan, totals
 from mcp_jobs.operations.models import ConfirmOffer, Envelope, iso_of
 from mcp_jobs.operations.scope import Scope
@@ -115,11 +117,28 @@ async def prune_history(
     if not write:
         counts = await history.prune_counts(cutoffs, tenant)
         return _result("dry_run", now, tenant, shown, counts)
-    counts, batches, more = await prune_all(
-        scope.jobs, cutoffs, batch_size=batch_size, tenant_id=tenant, max_batches=max_batches
-    )
+    counts, batches, more = await _write(scope, cutoffs, batch_size, tenant, max_batches)
     result = _result("write", now, tenant, shown, counts)
     return result.model_copy(update={"batches": batches, "more": more})
+
+
+async def _write(
+    scope: Scope, cutoffs: Cutoffs, batch_size: int, tenant: str | None, max_batches: int | None
+) -> tuple[list[PruneCount], int, bool]:
+    """`prune_all` one batch at a time, so each batch is reported as progress."""
+    counts: list[PruneCount] = []
+    batches, more = 0, True
+    while more and (max_batches is None or batches < max_batches):
+        got, _, more = await prune_all(
+            scope.jobs, cutoffs, batch_size=batch_size, tenant_id=tenant, max_batches=1
+        )
+        batches += 1
+        counts = merge(counts, got)
+        rows = sum(c.rows for c in counts)
+        total = None if max_batches is None else float(max_batches)
+        await scope.progress(float(batches), total, f"batch {batches}: {rows} rows pruned")
+        await anyio.lowlevel.checkpoint()  # as prune_all does: a drain's writes go between
+    return counts, batches, more
 
 
 def _result(
