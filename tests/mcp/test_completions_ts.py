@@ -1,21 +1,17 @@
 """Completions with a real third-party client: the TypeScript SDK client (npm
 `@modelcontextprotocol/sdk`) asks `mcp-jobs serve --app examples.shop` over stdio for the values
-of the resource templates' and the prompts' arguments (`tests/node/complete_scenario.mjs`)."""
+of the resource templates' and the prompts' arguments (`tests/node/run_scenario.mjs`)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.mcp.tsclient_support import NODE_DIR, make_shop, toolchain
+from tests.mcp.tsclient_support import run_over
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]  # a cold `npm ci` fits in it
 
-SCRIPT = NODE_DIR / "complete_scenario.mjs"
 TIMEOUT = 50
 
 
@@ -51,26 +47,9 @@ STEPS: list[dict[str, Any]] = [
 
 @pytest.fixture(scope="module")
 def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    tools = toolchain()
-    shop = make_shop(Path(tmp_path_factory.mktemp("shop")))
-    done = subprocess.run(
-        [
-            tools.node,
-            str(SCRIPT),
-            "--stdio",
-            json.dumps(shop.serve_argv()),
-            "--deadline",
-            str((TIMEOUT - 5) * 1000),
-        ],
-        input=json.dumps(STEPS),
-        capture_output=True,
-        text=True,
-        env=shop.env,
-        cwd=shop.root,
-        timeout=TIMEOUT,
-    )
-    assert done.returncode == 0, f"complete_scenario.mjs failed: {done.stderr[-4000:]}"
-    return {step["id"]: step for step in json.loads(done.stdout)["steps"]}
+    with run_over("stdio", tmp_path_factory.mktemp("shop"), lambda shop: STEPS, TIMEOUT) as done:
+        by_id: dict[str, dict[str, Any]] = done["by_id"]
+        return by_id
 
 
 def completion(answers: dict[str, dict[str, Any]], step_id: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """MCP tasks with a real third-party client: the TypeScript SDK's `client.experimental.tasks`
 (`callToolStream`, `getTask`, `getTaskResult`, `cancelTask`, `listTasks`) drives
 `mcp-jobs serve --app examples.shop` over stdio and over HTTP with a bearer token, on the
-2025-11-25 protocol the SDK speaks (tests/node/tasks_scenario.mjs).
+2025-11-25 protocol the SDK speaks (tests/node/run_scenario.mjs).
 
 A worker runs as a scenario step (`exec`), so "while working" and "after" are fixed points in
 the scenario, not races. The SDK polls a streamed task itself at the task's pollInterval.
@@ -9,9 +9,6 @@ the scenario, not races. The SDK polls a streamed task itself at the task's poll
 
 from __future__ import annotations
 
-import json
-import secrets
-import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -19,11 +16,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.mcp.tsclient_support import NODE_DIR, Shop, http_server, make_shop, toolchain
+from tests.mcp.tsclient_support import Shop, run_over
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]
 
-TASKS_SCRIPT = NODE_DIR / "tasks_scenario.mjs"
 BACKFILL = "normalize_emails"
 RECEIPT = {"order_id": 1, "email": "ana@shop.example"}
 ORDER = {"order_id": 1, "sku": "tea-green", "quantity": 2}
@@ -112,38 +108,13 @@ def scenario(shop: Shop) -> list[dict[str, Any]]:
     ]
 
 
-def run_tasks(
-    shop: Shop, transport: list[str], env: dict[str, str], timeout: float = 60
-) -> dict[str, Any]:
-    tools = toolchain()
-    done = subprocess.run(
-        [tools.node, str(TASKS_SCRIPT), *transport, "--deadline", str(int((timeout - 5) * 1000))],
-        input=json.dumps(scenario(shop)),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=shop.root,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, f"tasks_scenario.mjs failed ({done.returncode}): {done.stderr}"
-    answer: dict[str, Any] = json.loads(done.stdout)
-    answer["by_id"] = {step["id"]: step for step in answer["steps"]}
-    return answer
-
-
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
-    toolchain()
-    shop = make_shop(tmp_path_factory.mktemp(f"ts-tasks-{request.param}"))
-    if request.param == "stdio":
-        transport = ["--stdio", json.dumps(shop.serve_argv()), "--cwd", str(shop.root)]
-        yield run_tasks(shop, transport, shop.env)
-        return
-    token = secrets.token_urlsafe(32)
-    with http_server(shop, token) as url:
-        yield run_tasks(shop, ["--http", url], {**shop.env, "MCP_JOBS_TOKEN": token})
+    root = tmp_path_factory.mktemp(f"ts-tasks-{request.param}")
+    with run_over(request.param, root, scenario) as done:
+        yield done
 
 
 def ok(run: dict[str, Any], step_id: str) -> dict[str, Any]:
@@ -242,3 +213,16 @@ def test_a_dry_run_is_no_task(run: dict[str, Any]) -> None:
     assert [m["type"] for m in messages] == ["error"]
     assert messages[0]["error"]["code"] == -32602
     assert "write=true" in messages[0]["error"]["message"]
+
+
+def test_the_client_is_told_task_status(run: dict[str, Any]) -> None:
+    """`notifications/tasks/status`, caught by the SDK's TaskStatusNotificationSchema handler.
+    The cancel is the server's own write, so its notification is out well before the backfill
+    steps after it end the run."""
+    parked = ok(run, "start_parked")["task"]["taskId"]
+    told = [(n["taskId"], n["status"]) for n in run["taskStatus"]]
+    assert (parked, "cancelled") in told, told
+    started = {ok(run, s)["task"]["taskId"] for s in ("start_wait", "start_parked")}
+    backfill = ok(run, "backfill")["messages"][0]["task"]["taskId"]
+    assert {task for task, _ in told} <= started | {backfill}
+    assert all(n["statusMessage"] and n["pollInterval"] for n in run["taskStatus"])

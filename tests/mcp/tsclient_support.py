@@ -11,12 +11,13 @@ import functools
 import json
 import os
 import re
+import secrets
 import shutil
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,7 +198,7 @@ class ScenarioRun:
     server_log: str  # the server's stderr (stdio) or log file (HTTP)
 
 
-def run_scenario(
+def run_document(
     tools: Toolchain,
     transport: list[str],
     steps: list[dict[str, Any]],
@@ -205,9 +206,10 @@ def run_scenario(
     env: dict[str, str],
     cwd: Path,
     timeout: float = 50,
-) -> tuple[dict[str, dict[str, Any]], str]:
-    """Run `steps` through the TypeScript SDK client; returns the answers by step id and the
-    client's stderr (which, over stdio, is the server's too)."""
+) -> dict[str, Any]:
+    """Run `steps` through the TypeScript SDK client (tests/node/run_scenario.mjs); returns its
+    document (`steps`, `capabilities`, `taskStatus`, `resourceUpdated`), the steps also by id as
+    `by_id`, and the client's stderr (over stdio, the server's too) as `stderr`."""
     done = subprocess.run(
         [
             tools.node,
@@ -226,5 +228,43 @@ def run_scenario(
     assert done.returncode == 0, (
         f"run_scenario.mjs failed ({done.returncode}): {done.stderr[-4000:]}"
     )
-    answers = json.loads(done.stdout)["steps"]
-    return {step["id"]: step for step in answers}, done.stderr
+    document: dict[str, Any] = json.loads(done.stdout)
+    document["by_id"] = {step["id"]: step for step in document["steps"]}
+    document["stderr"] = done.stderr
+    return document
+
+
+@contextmanager
+def run_over(
+    transport: str,
+    root: Path,
+    steps_of: Callable[[Shop], list[dict[str, Any]]],
+    timeout: float = 60,
+) -> Iterator[dict[str, Any]]:
+    """The document of a fresh shop's scenario (`steps_of(shop)`) run over "stdio" or "http" (a
+    server started with a token for the run)."""
+    tools = toolchain()
+    shop = make_shop(root)
+    steps = steps_of(shop)
+    if transport == "stdio":
+        argv = ["--stdio", json.dumps(shop.serve_argv()), "--cwd", str(shop.root)]
+        yield run_document(tools, argv, steps, env=shop.env, cwd=shop.root, timeout=timeout)
+        return
+    token = secrets.token_urlsafe(32)
+    with http_server(shop, token) as url:
+        env = {**shop.env, "MCP_JOBS_TOKEN": token}
+        yield run_document(tools, ["--http", url], steps, env=env, cwd=shop.root, timeout=timeout)
+
+
+def run_scenario(
+    tools: Toolchain,
+    transport: list[str],
+    steps: list[dict[str, Any]],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    timeout: float = 50,
+) -> tuple[dict[str, dict[str, Any]], str]:
+    """The answers of `steps` by step id, and the client's stderr."""
+    document = run_document(tools, transport, steps, env=env, cwd=cwd, timeout=timeout)
+    return document["by_id"], document["stderr"]

@@ -7,26 +7,42 @@
 //
 // The scenario (stdin, or --scenario FILE) is a JSON list of steps:
 //   {"id": "enqueue", "op": "callTool", "params": {"name": "enqueue_job", "arguments": {…}}}
-// ops: listTools, listResources, listResourceTemplates, readResource, listPrompts, getPrompt,
-// callTool. A value {"$ref": "enqueue.result.structuredContent.job_id"} is replaced by that
-// field of an earlier step's answer, so a scenario can cancel the job it enqueued, and
-// {"$format": "jobs://runs/{enqueue.result.structuredContent.job_id}"} puts such fields in a string.
+// ops:
+//   listTools, listResources, listResourceTemplates, readResource, listPrompts, getPrompt,
+//   callTool (the SDK's own outputSchema check, Ajv: a result that does not match throws, and the
+//   step's error carries "schemaViolation": true), capabilities, complete {ref, argument}
+//   tasks (2025-11-25): startTask {name, arguments} (callToolStream, stopped at taskCreated);
+//     streamTool {name, arguments, onWorking} (to its end; `onWorking`, an argv, runs once at the
+//     first `working` status); getTask, getTaskResult, cancelTask {taskId}; listTasks {cursor}
+//   subscriptions: subscribe {uri}, unsubscribe {uri}, waitUpdated {uri, timeoutMs} (until a
+//     notifications/resources/updated for `uri` has arrived; bounded)
+//   exec {argv}: run a command to its end (a worker, say)
+// A value {"$ref": "enqueue.result.structuredContent.job_id"} is replaced by that field of an
+// earlier step's answer; "$template": "jobs://runs/{}" beside it puts the field in a string, and
+// {"$format": "jobs://runs/{enqueue.result.structuredContent.job_id}"} does so for several.
 //
-// Output: {"steps": [{"id", "op", "ok": true, "result"} | {"id", "op", "ok": false, "error"}]}.
-// callTool runs the SDK's own outputSchema check (Ajv): a result that does not match throws, and
-// the step's error carries "schemaViolation": true. listTools always runs first, since the SDK
-// only validates tools it has listed.
+// Output: {"server", "capabilities", "steps": [{"id", "op", "ok", "result" | "error"}],
+// "taskStatus": [...], "resourceUpdated": [...]} (the notifications' params, in order of arrival).
+// listTools always runs first, since the SDK validates and knows the task support only of tools it
+// has listed.
 
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolResultSchema,
+  McpError,
+  ResourceUpdatedNotificationSchema,
+  TaskStatusNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 
 const TOKEN_ENV = "MCP_JOBS_TOKEN";
-// The messages Client.callTool throws when a result breaks the tool's outputSchema.
+const TASK_TTL_MS = 60000;
+// The messages the SDK throws (or yields) when a result breaks the tool's outputSchema.
 const SCHEMA_FAILURES = [
   "Structured content does not match the tool's output schema",
   "has an output schema but did not return structured content",
@@ -86,7 +102,10 @@ function lookup(ref, answers) {
 function resolveRefs(value, answers) {
   if (Array.isArray(value)) return value.map((v) => resolveRefs(v, answers));
   if (value === null || typeof value !== "object") return value;
-  if (typeof value.$ref === "string") return lookup(value.$ref, answers);
+  if (typeof value.$ref === "string") {
+    const found = lookup(value.$ref, answers);
+    return typeof value.$template === "string" ? value.$template.replace("{}", String(found)) : found;
+  }
   if (typeof value.$format === "string") {
     return value.$format.replace(/\{([^}]+)\}/g, (_, ref) => String(lookup(ref, answers)));
   }
@@ -104,9 +123,60 @@ function describeError(error) {
   return described;
 }
 
+function exec(argv) {
+  const done = spawnSync(argv[0], argv.slice(1), { encoding: "utf8", timeout: requestTimeout, cwd: values.cwd });
+  if (done.error) throw done.error;
+  if (done.status !== 0) throw new Error(`${argv.join(" ")} exited ${done.status}: ${done.stderr.slice(-2000)}`);
+  return { status: done.status };
+}
+
+// The notifications so far, and whoever waits for the next resource update.
+const taskStatus = [];
+const resourceUpdated = [];
+let arrived = () => {};
+
+function waitUpdated(uri, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      arrived = () => {};
+      reject(new Error(`no notifications/resources/updated for ${uri} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const check = () => {
+      const found = resourceUpdated.find((n) => n.uri === uri);
+      if (!found) return;
+      clearTimeout(timer);
+      arrived = () => {};
+      resolve(found);
+    };
+    arrived = check;
+    check();
+  });
+}
+
+// A stream message as JSON (an error yielded by the stream is an McpError object).
+function plain(message) {
+  return message.type === "error" ? { type: "error", error: describeError(message.error) } : message;
+}
+
+async function stream(client, params, options, onWorking, untilCreated) {
+  const messages = [];
+  let ran = false;
+  const taskOptions = { ...options, task: { ttl: TASK_TTL_MS } };
+  for await (const message of client.experimental.tasks.callToolStream(params, CallToolResultSchema, taskOptions)) {
+    messages.push(plain(message));
+    if (untilCreated && message.type === "taskCreated") break; // ends the generator: no polling
+    if (onWorking && !ran && message.type === "taskStatus" && message.task.status === "working") {
+      ran = true;
+      exec(onWorking);
+    }
+  }
+  return { messages };
+}
+
 async function run(client, step) {
   const options = { timeout: requestTimeout };
   const params = step.params ?? {};
+  const tasks = client.experimental.tasks;
   switch (step.op) {
     case "listTools":
       return client.listTools(params, options);
@@ -122,6 +192,34 @@ async function run(client, step) {
       return client.getPrompt(params, options);
     case "callTool":
       return client.callTool(params, undefined, options);
+    case "capabilities":
+      return client.getServerCapabilities();
+    case "complete":
+      return client.complete(params, options);
+    case "startTask": {
+      const { messages } = await stream(client, params, options, null, true);
+      const created = messages.find((m) => m.type === "taskCreated");
+      if (!created) throw Object.assign(new Error("no taskCreated"), { messages });
+      return { task: created.task };
+    }
+    case "streamTool":
+      return stream(client, { name: params.name, arguments: params.arguments }, options, params.onWorking, false);
+    case "getTask":
+      return tasks.getTask(params.taskId, options);
+    case "getTaskResult":
+      return tasks.getTaskResult(params.taskId, CallToolResultSchema, options);
+    case "cancelTask":
+      return tasks.cancelTask(params.taskId, options);
+    case "listTasks":
+      return tasks.listTasks(params.cursor, options);
+    case "subscribe":
+      return client.subscribeResource({ uri: params.uri }, options);
+    case "unsubscribe":
+      return client.unsubscribeResource({ uri: params.uri }, options);
+    case "waitUpdated":
+      return waitUpdated(params.uri, Number(params.timeoutMs ?? requestTimeout));
+    case "exec":
+      return exec(params.argv);
     default:
       throw new Error(`unknown op ${step.op}`);
   }
@@ -132,7 +230,14 @@ async function main() {
   const steps = JSON.parse(text);
   if (!Array.isArray(steps)) usage("the scenario is a JSON list of steps");
 
-  const client = new Client({ name: "mcp-jobs-ts-acceptance", version: "1.0.0" });
+  const client = new Client({ name: "mcp-jobs-ts-acceptance", version: "1.0.0" }, { capabilities: {} });
+  client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+    taskStatus.push(n.params);
+  });
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+    resourceUpdated.push(n.params);
+    arrived();
+  });
   await client.connect(transportFor(), { timeout: requestTimeout });
   const answers = new Map();
   const out = [];
@@ -150,7 +255,14 @@ async function main() {
   } finally {
     await client.close();
   }
-  return JSON.stringify({ server: client.getServerVersion(), steps: out }) + "\n";
+  const document = {
+    server: client.getServerVersion(),
+    capabilities: client.getServerCapabilities(),
+    steps: out,
+    taskStatus,
+    resourceUpdated,
+  };
+  return JSON.stringify(document) + "\n";
 }
 
 // Every wait is bounded: past the deadline the run fails loudly instead of hanging its caller.
