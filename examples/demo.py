@@ -1,6 +1,11 @@
 """`mcp-jobs demo`: the example shop, a worker, the MCP server as a subprocess, and an agent's
 session against it over stdio — every call and its structured result printed.
 
+The session speaks 2025-11-25, the revision whose clients ask for tasks (`params.task`) and
+subscribe to resources (`resources/subscribe`): it follows an order's run by subscription as the
+worker moves it, and runs the backfill write as a task the person behind the client confirms
+(elicitation) after reading its plan.
+
 The CLI loads this module by name (`mcp_jobs.cli.entry.DEMO_MODULE`); it lives beside the app it
 drives so that the mcp_jobs package never imports the example.
 
@@ -15,14 +20,29 @@ import json
 import logging
 import os
 import sys
+import textwrap
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 from mcp import Client
+from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import (
+    CallToolResult,
+    ElicitRequestParams,
+    ElicitResult,
+    GetTaskPayloadRequest,
+    GetTaskPayloadRequestParams,
+    GetTaskRequest,
+    GetTaskRequestParams,
+    GetTaskResult,
+    ResourceUpdatedNotification,
+    TextResourceContents,
+)
 
 from engine.client import Jobs, connect
 from engine.drivers import DATABASE_URL_ENV, resolve_url
@@ -39,6 +59,14 @@ TENANT = "acme"
 WAIT = {"timeout_seconds": 30}
 SEED_CUSTOMERS = 250
 DEMO_SECONDS = 90
+# The protocol revision the session speaks (see the module docstring).
+PROTOCOL = "legacy"  # the SDK client's name for the 2025-11-25 handshake
+TASK_TTL_MS = 60_000
+# A bound on following one run by subscription, never a pause. Past the server's re-read when
+# no change signal came (subscriptions.RECHECK_MS, 30 s): on PostgreSQL a settle NOTIFYs only
+# once the worker has seen that someone follows, so a lost race there costs time, not the demo.
+FOLLOW_SECONDS = 45
+SETTLED = ("done", "failed", "dead", "cancelled")
 
 
 class DemoFailedError(Exception):
@@ -108,13 +136,69 @@ def _abridged(tool: str, envelope: dict[str, Any]) -> dict[str, Any]:
     return envelope
 
 
+def _shown(value: Any) -> str:
+    return _pretty(_trim(value)).replace("\n", "\n     ")
+
+
+class Person:
+    """The person behind the client (its elicitation callback): reads each confirmation the
+    server asks for, printed as they see it, and accepts."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.asked: list[str] = []
+
+    async def __call__(
+        self, context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult:
+        self.asked.append(params.message)
+        question = textwrap.fill(
+            params.message, width=96, initial_indent="     ", subsequent_indent="       "
+        )
+        print(f"   ? the server asks the person (elicitation/create):\n{question}", file=self.out)
+        answer = ElicitResult(action="accept", content={"confirm": True})
+        print(
+            f"   ! the person answers: {_shown(answer.model_dump(exclude_none=True))}",
+            file=self.out,
+        )
+        return answer
+
+
+class Updates:
+    """The session's message handler: the `notifications/resources/updated` that arrived."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self._arrived = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+            arrived, self._arrived = self._arrived, anyio.Event()
+            arrived.set()
+
+    async def after(self, uri: str, seen: int) -> int:
+        """Wait until more than `seen` updates of `uri` have arrived; answer how many have."""
+        while self.uris.count(uri) <= seen:
+            await self._arrived.wait()
+        return self.uris.count(uri)
+
+
 class Session:
     """An agent's side of the conversation: call a tool, print the call and its result."""
 
-    def __init__(self, client: Client, out: TextIO) -> None:
+    def __init__(
+        self,
+        client: Client,
+        out: TextIO,
+        updates: Updates | None = None,
+        person: Person | None = None,
+    ) -> None:
         self.client = client
         self.out = out
         self.step = 0
+        self.updates = updates or Updates()
+        self.person = person
 
     def say(self, text: str) -> None:
         self.step += 1
@@ -137,6 +221,66 @@ class Session:
         if result.is_error != (not envelope.get("ok", False)):
             raise DemoFailedError(f"{tool}: is_error and ok disagree")
         return envelope
+
+    async def call_as_task(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A task-augmented `tools/call`: the server answers a task handle at once. Sent raw,
+        as the SDK's typed `call_tool` expects a tool result on a 2025-11-25 session."""
+        params = {"name": tool, "arguments": arguments, "task": {"ttl": TASK_TTL_MS}}
+        print(f"   → tools/call {json.dumps(params)}", file=self.out)
+        session: Any = self.client.session
+        data: dict[str, Any] = {"method": "tools/call", "params": params}
+        options: dict[str, Any] = {}
+        session._stamp(data, options)
+        created: dict[str, Any] = await session._dispatcher.send_raw_request(
+            "tools/call", data["params"], options
+        )
+        print(f"   ← {_shown(created)}", file=self.out)
+        task: dict[str, Any] = created.get("task") or {}
+        return task
+
+    async def get_task(self, task_id: str) -> GetTaskResult:
+        print(f"   → tasks/get {json.dumps({'taskId': task_id})}", file=self.out)
+        request = GetTaskRequest(params=GetTaskRequestParams(task_id=task_id))
+        task = await self.client.session.send_request(request, GetTaskResult)
+        print(f"   ← {_shown(task.model_dump(by_alias=True, mode='json'))}", file=self.out)
+        return task
+
+    async def task_result(self, task_id: str) -> dict[str, Any]:
+        """`tasks/result`: blocks until the task settles, then answers the tool's result."""
+        print(f"   → tasks/result {json.dumps({'taskId': task_id})}", file=self.out)
+        request = GetTaskPayloadRequest(params=GetTaskPayloadRequestParams(task_id=task_id))
+        result = await self.client.session.send_request(request, CallToolResult)
+        envelope: dict[str, Any] = result.structured_content or {}
+        print(f"   ← {_shown(envelope)}", file=self.out)
+        if result.is_error != (not envelope.get("ok", False)):
+            raise DemoFailedError("tasks/result: is_error and ok disagree")
+        return envelope
+
+    async def read_run(self, uri: str) -> dict[str, Any]:
+        read = await self.client.read_resource(uri, cache_mode="bypass")
+        (contents,) = read.contents
+        if not isinstance(contents, TextResourceContents):
+            raise DemoFailedError(f"{uri} is not text")
+        run: dict[str, Any] = json.loads(contents.text)
+        return run
+
+    async def follow(self, uri: str) -> dict[str, Any]:
+        """Print the run each time the server says it changed, until it settles."""
+        run = await self.read_run(uri)
+        seen = 0
+        with anyio.move_on_after(FOLLOW_SECONDS) as bound:
+            while run["job"]["state"] not in SETTLED:
+                seen = await self.updates.after(uri, seen)
+                run = await self.read_run(uri)
+                steps = [step["name"] for step in run.get("steps") or []]
+                print(
+                    f"   ⇠ notifications/resources/updated {uri}\n"
+                    f"     re-read: state {run['job']['state']}, {len(steps)} step(s) "
+                    f"{json.dumps(steps)}",
+                    file=self.out,
+                )
+        expect(not bound.cancelled_caught, f"{uri}: no update in {FOLLOW_SECONDS} s")
+        return run
 
 
 def expect(condition: bool, what: str) -> None:
@@ -164,7 +308,11 @@ async def _seed() -> None:
     await anyio.to_thread.run_sync(seed_customers, SEED_CUSTOMERS)
 
 
-async def walkthrough(session: Session, jobs: Jobs | None = None) -> None:
+async def walkthrough(
+    session: Session, jobs: Jobs | None = None, start_worker: Callable[[], object] | None = None
+) -> None:
+    """The agent's session. With `start_worker`, the worker starts once the first order's run
+    is subscribed to, so the subscription sees every move; without it, one already runs."""
     s = session
     s.say("What can run here?")
     described = await s.call("describe_jobs")
@@ -175,9 +323,24 @@ async def walkthrough(session: Session, jobs: Jobs | None = None) -> None:
     order = await s.call("enqueue_job", {"name": "fulfil_order", "input": ORDER})
     expect(order["ok"], "enqueue failed")
 
-    s.say("Wait for it, with progress.")
-    waited = await s.call("wait_for_job", {"job_id": order["job_id"], **WAIT})
-    expect(waited["settled"] and waited["job"]["state"] == "done", "the order did not finish")
+    uri = f"jobs://runs/{order['job_id']}"
+    s.say("Subscribe to its run, start the worker, and re-read the run at each update.")
+    print(f"   → resources/subscribe {json.dumps({'uri': uri})}", file=s.out)
+    with warnings.catch_warnings():  # resources/subscribe is the 2025-11-25 road, on purpose
+        warnings.simplefilter("ignore")
+        await s.client.subscribe_resource(uri)
+    first = await s.read_run(uri)
+    print(f"   ← {{}}; the run reads: state {first['job']['state']}", file=s.out)
+    if start_worker is not None:
+        start_worker()
+        print("   (worker started)", file=s.out)
+    run = await s.follow(uri)
+    expect(run["job"]["state"] == "done", "the order did not finish")
+    if start_worker is not None:  # the run moved only after the subscription began
+        expect(uri in s.updates.uris, "no update arrived for the order's run")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        await s.client.unsubscribe_resource(uri)
 
     s.say("Inspect its steps.")
     trace = await s.call("inspect_job", {"job_id": order["job_id"]})
@@ -273,18 +436,26 @@ async def _backfill(s: Session) -> None:
 
     if force:
         s.say("It already ran here (an earlier demo); the fix says rerun with force.")
-    else:
-        s.say("Write it: a durable pass, followed here with progress.")
-    write = {"name": name, "write": True, "force": force, "wait_seconds": 30}
-    asked = await s.call("run_backfill", write)
-    # This client cannot show the server's confirmation question, so the server answers the
-    # plan and a single-use token instead; the person reviews it and the token writes.
-    expect(asked.get("error", {}).get("code") == "CONFIRMATION_REQUIRED", "a write went unasked")
-    s.say("The server wants the plan confirmed first; the person reviewed it and says yes.")
-    confirmed = asked["error"]["next_call"]
-    started = await s.call(confirmed["tool"], confirmed["arguments"])
-    expect(started["ok"] and started.get("settled") is True, "the backfill pass did not finish")
-    expect(started["run"]["status"] == "completed", "the backfill pass did not complete")
+    s.say(
+        "Write it as a task: the server asks the person to confirm the plan first, then "
+        "answers a task handle at once."
+    )
+    asked = len(s.person.asked) if s.person is not None else 0
+    task = await s.call_as_task("run_backfill", {"name": name, "write": True, "force": force})
+    expect(s.person is not None and len(s.person.asked) == asked + 1, "the write went unasked")
+    task_id = task.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise DemoFailedError(f"no task handle: {task}")
+
+    s.say("Poll the task: its status message is the pass's ledger row.")
+    await s.get_task(task_id)
+
+    s.say("Take its result: tasks/result answers once the pass has settled.")
+    result = await s.task_result(task_id)
+    expect(result.get("settled") is True, "the backfill pass did not finish")
+    expect(result["run"]["status"] == "completed", "the backfill pass did not complete")
+    settled = await s.get_task(task_id)
+    expect(settled.status == "completed", f"the task is {settled.status}")
 
     s.say("List the backfills again.")
     after = await s.call("list_backfills")
@@ -319,13 +490,20 @@ async def run(out: TextIO = sys.stdout, argv: Sequence[str] = ()) -> int:
     try:
         with anyio.fail_after(DEMO_SECONDS):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(worker.run)
                 params = server_command(url)
                 print(f"server: {params.command} {' '.join(params.args)}", file=out)
-                async with Client(stdio_client(params, errlog=sys.stderr)) as client:
+                person, updates = Person(out), Updates()
+                connection = Client(
+                    stdio_client(params, errlog=sys.stderr),
+                    mode=PROTOCOL,
+                    elicitation_callback=person,
+                    message_handler=updates,
+                )
+                async with connection as client:
                     print(f"connected: protocol {client.protocol_version}", file=out)
+                    session = Session(client, out, updates, person)
                     try:
-                        await walkthrough(Session(client, out), jobs)
+                        await walkthrough(session, jobs, lambda: tg.start_soon(worker.run))
                     except DemoFailedError as exc:
                         print(f"\ndemo FAILED: {exc}", file=out)
                         code = 1
