@@ -156,9 +156,9 @@ class TokenConflictError(JobsError):
         )
 
 
-class HttpSettingInvalidError(JobsError):
-    code = "HTTP_SETTING_INVALID"
-    title = "an HTTP server setting is not a valid value"
+class SettingInvalidError(JobsError):
+    """A server setting (a flag or its `MCP_JOBS_*` variable) that is not a valid value; each
+    area declares its own code."""
 
     def __init__(self, name: str, value: str, expected: str, fix: str) -> None:
         super().__init__(
@@ -166,6 +166,11 @@ class HttpSettingInvalidError(JobsError):
             fix,
             details={"setting": name, "expected": expected},
         )
+
+
+class HttpSettingInvalidError(SettingInvalidError):
+    code = "HTTP_SETTING_INVALID"
+    title = "an HTTP server setting is not a valid value"
 
 
 class HttpBindError(JobsError):
@@ -221,16 +226,9 @@ class OAuthConflictError(JobsError):
         )
 
 
-class OAuthSettingInvalidError(JobsError):
+class OAuthSettingInvalidError(SettingInvalidError):
     code = "OAUTH_SETTING_INVALID"
     title = "an OAuth setting is not a valid value"
-
-    def __init__(self, name: str, value: str, expected: str, fix: str) -> None:
-        super().__init__(
-            f"{name}={short_repr(value)} is not accepted; it must be {expected}",
-            fix,
-            details={"setting": name, "expected": expected},
-        )
 
 
 class OAuthDiscoveryError(JobsError):
@@ -301,16 +299,9 @@ class ConfirmationInvalidError(JobsError):
         )
 
 
-class ConfirmSettingInvalidError(JobsError):
+class ConfirmSettingInvalidError(SettingInvalidError):
     code = "CONFIRM_SETTING_INVALID"
     title = "a write-confirmation setting of the server is not a valid value"
-
-    def __init__(self, name: str, value: str, expected: str, fix: str) -> None:
-        super().__init__(
-            f"{name}={short_repr(value)} is not accepted; it must be {expected}",
-            fix,
-            details={"setting": name, "expected": expected},
-        )
 
 
 class SubscriptionUnsupportedError(JobsError):
