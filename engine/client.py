@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from engine import bounds, paging
+from engine import pauses as pause_rules
 from engine.bounds import (
     MAX_ACTOR_BYTES,
     MAX_DELAY_MS,
@@ -25,7 +26,7 @@ from engine.clock import Clock
 from engine.declare import JobDefinition, JobRegistry, default_registry
 from engine.descriptors import IdempotencyKeyMissingError, from_registry, judged, validate_input
 from engine.drivers import open_driver
-from engine.drivers.base import DESCRIPTORS, DescriptorStore, Driver, require
+from engine.drivers.base import DESCRIPTORS, PAUSES, DescriptorStore, Driver, PauseStore, require
 from engine.errors import (
     InvalidArgumentError,
     JobDuplicateError,
@@ -42,6 +43,7 @@ from schemas.descriptor import JobDescriptor
 from schemas.errors import NextCall
 from schemas.events import EventRecord
 from schemas.jobs import EnqueueRequest, EnqueueResult, JobFilter, JobPage, JobRecord, OnConflict
+from schemas.pauses import Pause
 from schemas.states import JOB_STATES, JobState
 from schemas.stats import QueueStats
 from schemas.trace import JobTrace, TraceQuery
@@ -54,6 +56,11 @@ JobRef = str | JobDefinition[Any]
 _FIRST_PART = 128
 _LARGEST_PART = 1024
 _DEFAULT_LIST_PAGE = 50
+# `Jobs.select` reads at most this many rows by default: a bulk action's plan costs a bounded
+# read even when the database's filters (name, queue, tenant, state) leave a long history.
+SELECT_SCAN_LIMIT = 20_000
+# An epoch-ms window bound beyond this is no instant a row holds (JavaScript's safe integer).
+_MAX_EPOCH_MS = 2**53 - 1
 
 
 class Enqueue(NamedTuple):
@@ -129,6 +136,26 @@ def _scheduled(
     if enqueued_by is not None:
         bounds.text("enqueued_by", enqueued_by, MAX_ACTOR_BYTES)
     return run_at
+
+
+class JobSelection(NamedTuple):
+    """What `Jobs.select` found: the matching jobs, newest first, and whether it stopped short."""
+
+    jobs: builtins.list[JobRecord]
+    # A job past `limit` matched too: the selection is not every match.
+    more: bool
+    # Rows read to find them.
+    scanned: int
+    # The read stopped at `scan_limit` rows before the end: matches may lie beyond.
+    scan_capped: bool
+
+
+def _matches(job: JobRecord, error_code: str | None, after: int | None, before: int | None) -> bool:
+    if error_code is not None and (job.last_error is None or job.last_error.code != error_code):
+        return False
+    if after is not None and job.updated_at < after:
+        return False
+    return before is None or job.updated_at < before
 
 
 class Jobs:
@@ -442,6 +469,62 @@ class Jobs:
             return page
         return page.model_copy(update={"next_cursor": paging.list_cursor(page.next_cursor)})
 
+    async def select(
+        self,
+        *,
+        state: JobState | Sequence[JobState] | None = None,
+        name: str | None = None,
+        queue: str | None = None,
+        tenant_id: str | None = None,
+        error_code: str | None = None,
+        changed_after: int | None = None,
+        changed_before: int | None = None,
+        limit: int = MAX_PAGE,
+        scan_limit: int = SELECT_SCAN_LIMIT,
+    ) -> JobSelection:
+        """Up to `limit` jobs matching every filter given, newest first: `list`'s filters, the
+        stored `last_error.code`, and a window on `updated_at` (the job's last change: when a
+        settled job settled), `changed_after <= updated_at < changed_before`.
+
+        The last two are applied here over pages of `list` rather than in each driver's SQL
+        (a legacy text `last_error` decodes to its code only in Python), so every driver
+        answers alike; the read is bounded by `scan_limit` rows instead, and says when it
+        stopped short (`scan_capped`) so a caller narrows the filter rather than acting on a
+        partial match it takes for the whole."""
+        error_code = bounds.optional_text("error_code", error_code, MAX_NAME_BYTES)
+        after = None
+        if changed_after is not None:
+            after = bounds.whole("changed_after", changed_after, 0, _MAX_EPOCH_MS, "epoch ms")
+        before = None
+        if changed_before is not None:
+            before = bounds.whole("changed_before", changed_before, 0, _MAX_EPOCH_MS, "epoch ms")
+        limit = bounds.whole("limit", limit, 1, MAX_PAGE)
+        scan_limit = bounds.whole("scan_limit", scan_limit, 1, 100 * MAX_PAGE, "rows")
+        found: builtins.list[JobRecord] = []
+        scanned = 0
+        cursor: str | None = None
+        while True:
+            page = await self.list(
+                state=state,
+                name=name,
+                queue=queue,
+                tenant_id=tenant_id,
+                limit=min(MAX_PAGE, scan_limit - scanned),
+                cursor=cursor,
+            )
+            for job in page.jobs:
+                scanned += 1
+                if not _matches(job, error_code, after, before):
+                    continue
+                if len(found) == limit:
+                    return JobSelection(found, more=True, scanned=scanned, scan_capped=False)
+                found.append(job)
+            if page.next_cursor is None:
+                return JobSelection(found, more=False, scanned=scanned, scan_capped=False)
+            if scanned >= scan_limit:
+                return JobSelection(found, more=False, scanned=scanned, scan_capped=True)
+            cursor = page.next_cursor
+
     async def trace(
         self,
         job_id: str,
@@ -536,6 +619,41 @@ class Jobs:
         include_cancelled = bounds.flag("include_cancelled", include_cancelled)
         actor = bounds.optional_text("actor", actor, MAX_ACTOR_BYTES)
         return await self.driver.retry(job_id, tenant_id, include_cancelled, actor)
+
+    # --- pause (engine/pauses.py) ------------------------------------------------------------
+
+    def _pause_store(self) -> PauseStore:
+        # Asked per call, not at setup: a driver without pauses serves everything else.
+        return require(self.driver, PAUSES)
+
+    async def pause(
+        self,
+        *,
+        queue: str | None = None,
+        job: str | None = None,
+        actor: str | None = None,
+        reason: str | None = None,
+    ) -> pause_rules.Paused:
+        """Stop claims of `queue`'s waiting jobs, or of every job named `job` (exactly one),
+        in every process on this database, from the next claim after this returns. Running
+        jobs finish; held jobs stay waiting and keep counting in the stats. Pausing what is
+        paused already changes nothing and answers `already_paused=True`."""
+        kind, name = pause_rules.target(queue, job)
+        actor = pause_rules.checked_actor(actor)
+        reason = pause_rules.checked_reason(reason)
+        store = self._pause_store()
+        found, before = await store.pause(kind, name, actor, reason, self.clock.now_ms())
+        return pause_rules.Paused(found, before)
+
+    async def resume(self, *, queue: str | None = None, job: str | None = None) -> Pause | None:
+        """Lift the pause of `queue` or `job` (exactly one): the pause lifted, or None when
+        none was in force (nothing changed)."""
+        kind, name = pause_rules.target(queue, job)
+        return await self._pause_store().resume(kind, name)
+
+    async def pauses(self) -> builtins.list[Pause]:
+        """Every pause in force, by (kind, name)."""
+        return await self._pause_store().pauses()
 
     async def record_event(
         self,

@@ -36,9 +36,9 @@ from mcp_jobs.config import DEFAULT_ENVIRONMENT, ENVIRONMENT_ENV, Settings
 Face = Literal["mcp", "cli"]
 
 # The subcommands that take --database-url, --app and --tenant after them (cli/parser.py).
-TAKES_CONTEXT = frozenset({"serve", "worker", "jobs", "backfill", "db"})
-# Only the `jobs` commands act within a tenant; a backfill spans every tenant (a pinned one is
-# refused) and a worker serves them all.
+TAKES_CONTEXT = frozenset({"serve", "worker", "jobs", "backfill", "db", "queues"})
+# Only the `jobs` commands act within a tenant; a backfill or a pause (`queues`) spans every
+# tenant (a pinned one is refused) and a worker serves them all.
 TAKES_TENANT = frozenset({"jobs"})
 PYTHONS = frozenset({"python", "python3", sys.executable})
 # Written where the app module is unknown: the one case a fix line cannot be complete.

@@ -31,6 +31,7 @@ from schemas.jobs import (
     NackOptions,
 )
 from schemas.outbox import OutboxRow
+from schemas.pauses import Pause, PauseKind
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
@@ -356,6 +357,29 @@ class DescriptorStore(Protocol):
 
 
 @runtime_checkable
+class PauseStore(Protocol):
+    """Pauses (schemas.pauses): queues and job names whose waiting jobs `claim` leaves alone.
+    A driver that offers this filters its claim by the pauses stored at that claim, so a pause
+    holds from the next claim after it commits. Optional, like ChangeSource: a driver without
+    it claims as before and `Jobs.pause` answers DRIVER_CAPABILITY_MISSING."""
+
+    async def pause(
+        self, kind: PauseKind, name: str, actor: str | None, reason: str | None, now: int
+    ) -> tuple[Pause, bool]:
+        """Store the pause `(kind, name)` unless one is in force; answer the pause in force and
+        whether it was there before this call (then nothing changed: the first pause stays)."""
+        ...
+
+    async def resume(self, kind: PauseKind, name: str) -> Pause | None:
+        """Delete the pause `(kind, name)`; answer it, or None when none was in force."""
+        ...
+
+    async def pauses(self) -> list[Pause]:
+        """Every pause in force, by (kind, name)."""
+        ...
+
+
+@runtime_checkable
 class Driver(
     JobStore,
     StepStore,
@@ -398,8 +422,10 @@ OUTBOX: Capability[OutboxStore] = Capability("outbox", OutboxStore)
 HISTORY: Capability[HistoryStore] = Capability("history", HistoryStore)
 LEADER_LEASES: Capability[LeaderLeases] = Capability("leader_leases", LeaderLeases)
 DESCRIPTORS: Capability[DescriptorStore] = Capability("descriptors", DescriptorStore)
-# Optional and outside CAPABILITIES (the union every built-in driver offers): see ChangeSource.
+# Optional and outside CAPABILITIES (the union every built-in driver offers): see ChangeSource
+# and PauseStore.
 CHANGES: Capability[ChangeSource] = Capability("changes", ChangeSource)
+PAUSES: Capability[PauseStore] = Capability("pauses", PauseStore)
 CAPABILITIES: tuple[Capability[Any], ...] = (
     JOBS,
     STEPS,

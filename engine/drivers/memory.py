@@ -28,6 +28,7 @@ from engine.errors import (
     OutboxNoTxError,
 )
 from engine.ids import new_id, new_token
+from engine.pauses import PauseKey, is_held
 from engine.presence import EXPIRED_PER_BEAT, is_expired
 from engine.retention import Cutoffs, PruneCount
 from engine.rules import (
@@ -63,6 +64,7 @@ from schemas.jobs import (
     NackOptions,
 )
 from schemas.outbox import OutboxRow
+from schemas.pauses import Pause, PauseKind
 from schemas.scheduler import LeaderLease, TaskState
 from schemas.states import BackfillStatus, JobState
 from schemas.stats import QueueStats, WorkerInfo
@@ -104,6 +106,7 @@ class MemoryDriver:
         self._outbox: dict[str, OutboxRow] = {}
         self._leaders: dict[str, LeaderLease] = {}
         self._descriptors: dict[str, JobDescriptor] = {}  # by job name: the last one published
+        self._pauses: dict[PauseKey, Pause] = {}
         self._waker = Waker()
         self.changes = ChangeFeed()  # every write below that a reader may follow bumps it
 
@@ -175,7 +178,9 @@ class MemoryDriver:
         candidates = [
             job
             for job in self._jobs.values()
-            if (wanted is None or job.queue in wanted) and is_claimable(job, now)
+            if (wanted is None or job.queue in wanted)
+            and is_claimable(job, now)
+            and not (self._pauses and is_held(job, self._pauses))
         ]
         candidates.sort(key=lambda j: (j.run_at, j.id))
         claimed: list[ClaimedJob] = []
@@ -629,6 +634,30 @@ class MemoryDriver:
         if old:
             self.changes.notify()
         return len(old)
+
+    # --- pauses (engine.pauses) ---------------------------------------------------------------
+
+    async def pause(
+        self, kind: PauseKind, name: str, actor: str | None, reason: str | None, now: int
+    ) -> tuple[Pause, bool]:
+        found = self._pauses.get((kind, name))
+        if found is not None:
+            return found, True
+        made = Pause(kind=kind, name=name, paused_by=actor, paused_at=now, reason=reason)
+        self._pauses[(kind, name)] = made
+        self.changes.notify()
+        return made, False
+
+    async def resume(self, kind: PauseKind, name: str) -> Pause | None:
+        found = self._pauses.pop((kind, name), None)
+        if found is not None:
+            # Held jobs are claimable again: idle workers look now, not at their next poll.
+            self._waker.notify()
+            self.changes.notify()
+        return found
+
+    async def pauses(self) -> list[Pause]:
+        return [self._pauses[k] for k in sorted(self._pauses)]
 
 
 def _counted(jobs: Iterable[JobRecord]) -> list[PruneCount]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import anyio
 
 from engine.errors import JobsError
-from mcp_jobs.cli import commands, serve
+from mcp_jobs.cli import commands, pauses, serve
 from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.parser import build_parser
 from mcp_jobs.cli.render import print_error
@@ -57,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "jobs": commands.jobs_command,
         "backfill": commands.backfill_command,
         "db": commands.db_command,
+        "queues": pauses.queues_command,
     }[args.command]
     options: dict[str, bool] = {}
     if args.command == "worker":

@@ -15,7 +15,8 @@ from engine.backfill.errors import dry_run_command
 from engine.errors import JobUnknownError
 from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs.errors import QueueUnknownError
-from mcp_jobs.operations.models import DiagnoseQueueResult, Finding
+from mcp_jobs.operations.models import DiagnoseQueueResult, Finding, QueueStatsView
+from mcp_jobs.operations.pauses import pause_findings
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import queue_stats, unknown_queues
 from mcp_jobs.operations.workers import (
@@ -27,8 +28,8 @@ from mcp_jobs.operations.workers import (
 )
 from schemas.errors import NextCall
 from schemas.jobs import JobRecord
+from schemas.pauses import Pause
 from schemas.states import JobState
-from schemas.stats import QueueStats
 
 # Job ids a finding lists at most.
 SAMPLE_IDS = 5
@@ -62,9 +63,12 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
     findings: list[Finding] = []
     unknown, known = await unknown_queues(scope, [queue] if queue else None)
     findings.extend(_queue_unknown(q, known) for q in unknown)
-    stats: list[QueueStats] = []
+    stats: list[QueueStatsView] = []
+    paused_jobs: list[Pause] = []
     if not unknown:
-        stats = (await queue_stats(scope, [queue] if queue else None)).queues or []
+        counted = await queue_stats(scope, [queue] if queue else None)
+        stats = counted.queues or []
+        paused_jobs = counted.paused_jobs or []
     now = scope.jobs.clock.now_ms()
     limits = scope.settings.limits
 
@@ -161,6 +165,8 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
         if s.suspended:
             findings.extend(await _unknown_names(scope, s.queue, tenant))
 
+    if not unknown:
+        findings.extend(await pause_findings(scope, stats, paused_jobs, queue))
     findings.extend(await _pending_backfills(scope))
     severity_rank = {"critical": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (severity_rank[f.severity], f.queue or "", f.code))

@@ -26,6 +26,7 @@ from mcp_jobs.operations.models import (
     RetryJobResult,
     WaitForJobResult,
 )
+from mcp_jobs.operations.pauses import holding, pauses_in_force
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import unknown_queues
 from mcp_jobs.operations.workers import no_worker_notice
@@ -41,7 +42,8 @@ async def describe_jobs(scope: Scope, name: str | None = None) -> DescribeJobsRe
     a worker that has the code (`source: "published"`, `stale` when no live worker did lately)."""
     descriptors = await scope.jobs.describe(name)
     tasks = await describe_tasks(scope.jobs) if name is None else None
-    return DescribeJobsResult(ok=True, jobs=descriptors, tasks=tasks)
+    held = holding(await pauses_in_force(scope), descriptors)
+    return DescribeJobsResult(ok=True, jobs=descriptors, tasks=tasks, paused=held or None)
 
 
 async def list_jobs(

@@ -23,6 +23,7 @@ from schemas.descriptor import JobDescriptor
 from schemas.errors import ErrorPayload, NextCall
 from schemas.events import EventRecord
 from schemas.jobs import JobRecord
+from schemas.pauses import Pause
 from schemas.states import JobState
 from schemas.stats import QueueStats
 from schemas.steps import StepRecord
@@ -188,6 +189,11 @@ class JobSummary(BaseModel):
 
 class DescribeJobsResult(Envelope):
     jobs: list[JobDescriptorView] | None = None
+    paused: list[Pause] | None = Field(
+        default=None,
+        description="pauses holding these jobs back: their name (kind job) or their queue "
+        "(kind queue) is paused, so they are enqueued but not claimed",
+    )
     tasks: list[TaskView] | None = Field(
         default=None,
         description="the app's cron tasks: schedule, zone, next occurrences, last fired "
@@ -257,8 +263,22 @@ class InspectJobResult(Envelope):
     next_attempt_at_iso: ClassVar[str | None] = iso_of("next_attempt_at", optional=True)
 
 
+class QueueStatsView(QueueStats):
+    model_config = _VIEW
+
+    paused: Pause | None = Field(
+        default=None,
+        description="set while the queue is paused (who, when, why): its waiting jobs are not"
+        " claimed and keep counting above",
+    )
+
+
 class QueueStatsResult(Envelope):
-    queues: list[QueueStats] | None = None
+    queues: list[QueueStatsView] | None = None
+    paused_jobs: list[Pause] | None = Field(
+        default=None,
+        description="job names paused now (in any queue): their waiting jobs are not claimed",
+    )
     tenant_id: str | None = Field(
         default=None, description="set when the counts cover only this tenant's jobs"
     )
@@ -289,7 +309,7 @@ class DiagnoseQueueResult(Envelope):
     healthy: bool | None = None
     findings: list[Finding] | None = None
     live_workers: int | None = None
-    queues: list[QueueStats] | None = None
+    queues: list[QueueStatsView] | None = None
     at: int | None = None
     at_iso: ClassVar[str | None] = iso_of("at", optional=True)
 

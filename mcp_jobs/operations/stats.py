@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mcp_jobs.errors import QueueUnknownError
-from mcp_jobs.operations.models import QueueStatsResult
+from mcp_jobs.operations.models import QueueStatsResult, QueueStatsView
+from mcp_jobs.operations.pauses import pauses_in_force
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.workers import live_workers
 
@@ -41,4 +42,10 @@ async def queue_stats(scope: Scope, queues: Sequence[str] | None = None) -> Queu
         unknown, known = await unknown_queues(scope, queues)
         if unknown:
             raise QueueUnknownError(unknown[0], known)
-    return QueueStatsResult(ok=True, queues=counted, tenant_id=tenant, at=now)
+    pauses = await pauses_in_force(scope)
+    by_queue = {p.name: p for p in pauses if p.kind == "queue"}
+    shown = [QueueStatsView(**dict(s), paused=by_queue.get(s.queue)) for s in counted]
+    held = [p for p in pauses if p.kind == "job"]
+    return QueueStatsResult(
+        ok=True, queues=shown, paused_jobs=held or None, tenant_id=tenant, at=now
+    )

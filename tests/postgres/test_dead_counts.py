@@ -119,6 +119,7 @@ async def test_the_migration_counts_the_rows_already_there(
     await sql.execute("DROP TABLE mcp_jobs.dead_counts")
     await sql.execute("DROP FUNCTION mcp_jobs.keep_dead_counts() CASCADE")
     await sql.execute("DROP TABLE mcp_jobs.descriptors")
+    await sql.execute("DROP TABLE mcp_jobs.pauses")
     await sql.execute("DELETE FROM mcp_jobs.schema_version WHERE version >= 7")
     now = clock.now_ms()
     await sql.execute(
@@ -133,7 +134,7 @@ async def test_the_migration_counts_the_rows_already_there(
         """,
         now,
     )
-    assert await driver.migrate_with("migrations") == [7, 8] == [7, latest_version()]
+    assert await driver.migrate_with("migrations") == [7, 8, 9] == [7, 8, latest_version()]
     truth = as_counts(await sql.fetch(TRUTH))
     assert sum(truth.values()) == 200
     assert as_counts(await sql.fetch(COUNTS)) == truth

@@ -23,6 +23,7 @@ TABLES = {
     "events",
     "jobs",
     "outbox",
+    "pauses",
     "scheduler_leader",
     "leaders",
     "scheduler_state",

@@ -25,6 +25,7 @@ DURABLE_TABLES = {
     "mcp_jobs_scheduler_leader",
     "mcp_jobs_leaders",
     "mcp_jobs_descriptors",
+    "mcp_jobs_pauses",
     "mcp_jobs_migrations",
 }
 

@@ -6,6 +6,7 @@ pinned to engine.rules by tests/postgres/test_rules_agree.py.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import asyncpg
@@ -20,6 +21,10 @@ from engine.errors import DriverUnavailableError, JobSlotLostError
 from engine.ids import new_token
 from schemas.jobs import ClaimedJob, HeartbeatResult
 
+# How stale the paused set a claim filters by may be: another process's pause holds within this
+# (this process's own pause or resume at once).
+PAUSES_REFRESH_S = 1.0
+
 
 class Claimer:
     """`claim` and `heartbeat` over `db`, with what a claiming process keeps between claims:
@@ -33,6 +38,21 @@ class Claimer:
         self.sweeper: Sweeper | None = None
         # When (jobs' clock) claims may take over expired leases again after an outage.
         self._take_over_from = 0
+        # The paused queues and job names, and when (monotonic) they were read.
+        self._paused: tuple[list[str], list[str]] = ([], [])
+        self._paused_read = -PAUSES_REFRESH_S
+
+    def forget_pauses(self) -> None:
+        """This process paused or resumed something: the next claim reads the pauses again."""
+        self._paused_read = -PAUSES_REFRESH_S
+
+    async def _pauses(self, conn: Conn) -> tuple[list[str], list[str]]:
+        if time.monotonic() - self._paused_read >= PAUSES_REFRESH_S:
+            rows = await conn.fetch(self.db.q["pauses"])
+            queues = [r["name"] for r in rows if r["kind"] == "queue"]
+            self._paused = (queues, [r["name"] for r in rows if r["kind"] == "job"])
+            self._paused_read = time.monotonic()
+        return self._paused
 
     async def claim(
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
@@ -92,9 +112,18 @@ class Claimer:
         # through it reach the server again, flush their settles and heartbeat.
         outage = db.outage_seen
         take_over = not outage and now >= self._take_over_from
+        paused_queues, paused_jobs = await self._pauses(conn)
         if queues is None:
             found = await conn.fetch(
-                db.q["claim"], now, limit, worker_id, lease_ms, token, take_over
+                db.q["claim"],
+                now,
+                limit,
+                worker_id,
+                lease_ms,
+                token,
+                take_over,
+                paused_queues,
+                paused_jobs,
             )
         else:
             found = await conn.fetch(
@@ -106,6 +135,8 @@ class Claimer:
                 token,
                 list(queues),
                 take_over,
+                paused_queues,
+                paused_jobs,
             )
         if outage:
             db.outage_seen = False

@@ -16,6 +16,7 @@ from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.postgres import descriptors as descriptors_sql
 from engine.drivers.postgres import jobs, ledgers, outbox, retention
+from engine.drivers.postgres import pauses as pauses_sql
 from engine.drivers.postgres.batch import SetWrites
 from engine.drivers.postgres.claims import Claimer
 from engine.drivers.postgres.connections import Connections
@@ -41,6 +42,7 @@ from schemas.jobs import (
     NackOptions,
 )
 from schemas.outbox import OutboxRow
+from schemas.pauses import Pause, PauseKind
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
@@ -393,3 +395,24 @@ class PostgresDriver:
         if forgotten:
             self.changes.notify()
         return forgotten
+
+    # --- pauses (pauses.py) -------------------------------------------------------------------
+
+    async def pause(
+        self, kind: PauseKind, name: str, actor: str | None, reason: str | None, now: int
+    ) -> tuple[Pause, bool]:
+        found = await pauses_sql.pause(self.db, kind, name, actor, reason, now)
+        self.claimer.forget_pauses()
+        if not found[1]:
+            self.changes.notify()
+        return found
+
+    async def resume(self, kind: PauseKind, name: str) -> Pause | None:
+        lifted = await pauses_sql.resume(self.db, kind, name)
+        self.claimer.forget_pauses()
+        if lifted is not None:
+            self.changes.notify()
+        return lifted
+
+    async def pauses(self) -> list[Pause]:
+        return await pauses_sql.pauses(self.db)

@@ -20,6 +20,7 @@ from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.sqlite import descriptors as descriptors_sql
 from engine.drivers.sqlite import ledgers, lifecycle, migrate, retention
+from engine.drivers.sqlite import pauses as pauses_sql
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.connection import Executor
 from engine.drivers.sqlite.errors import OutboxWrongDatabaseError, convert
@@ -42,6 +43,7 @@ from schemas.jobs import (
     NackOptions,
 )
 from schemas.outbox import OutboxRow
+from schemas.pauses import Pause, PauseKind
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
@@ -430,6 +432,28 @@ class SqliteDriver:
         if forgotten:
             self._changed()
         return forgotten
+
+    # --- pauses (pauses.py) -------------------------------------------------------------------
+
+    async def pause(
+        self, kind: PauseKind, name: str, actor: str | None, reason: str | None, now: int
+    ) -> tuple[Pause, bool]:
+        found = await self._exec.run(lambda c: pauses_sql.pause(c, kind, name, actor, reason, now))
+        if not found[1]:
+            self._changed()
+        return found
+
+    async def resume(self, kind: PauseKind, name: str) -> Pause | None:
+        lifted = await self._exec.run(lambda c: pauses_sql.resume(c, kind, name))
+        if lifted is not None:
+            # Held jobs are claimable again: this process's idle workers look now (others see
+            # the commit through data_version at their next poll).
+            self._wake().notify()
+            self._changed()
+        return lifted
+
+    async def pauses(self) -> list[Pause]:
+        return await self._exec.run(pauses_sql.pauses, write=False)
 
 
 __all__ = ["COMMIT_POLL_MS", "SqliteDriver"]

@@ -51,6 +51,13 @@ WHERE name = :name AND coalesce(tenant_id, '') = coalesce(:tenant_id, '')
   AND idempotency_key = :idempotency_key AND {LIVE_PREDICATE}
 """
 
+# engine.pauses.is_held negated: two probes of the pauses table's primary key per candidate row,
+# nothing at all to read while no pause is stored.
+NOT_PAUSED = """NOT EXISTS (SELECT 1 FROM mcp_jobs_pauses AS p
+                            WHERE p.kind = 'queue' AND p.name = mcp_jobs_jobs.queue)
+              AND NOT EXISTS (SELECT 1 FROM mcp_jobs_pauses AS p
+                              WHERE p.kind = 'job' AND p.name = mcp_jobs_jobs.name)"""
+
 # rules.is_claimable and rules.claim_transition in SQL, pinned like the rest. Two index-backed
 # halves (due waiting rows; running rows whose lease ran out), each cut to the
 # limit, then merged in the one (run_at, id) order the memory driver sorts by.
@@ -65,12 +72,14 @@ WHERE id IN (
             SELECT id, run_at FROM mcp_jobs_jobs
             WHERE {WAITING_PREDICATE} AND run_at <= :now
               AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+              AND {NOT_PAUSED}
             ORDER BY run_at, id LIMIT :limit)
         UNION ALL
         SELECT id, run_at FROM (
             SELECT id, run_at FROM mcp_jobs_jobs
             WHERE state = 'running' AND lease_expires_at <= :now
               AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+              AND {NOT_PAUSED}
             ORDER BY run_at, id LIMIT :limit)
     )
     ORDER BY run_at, id LIMIT :limit)

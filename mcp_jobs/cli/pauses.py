@@ -1,0 +1,89 @@
+"""`mcp-jobs queues pause|resume|ls`: pause a queue or a job name, lift it, list what is paused.
+
+The same operations as the `pause_queue` / `resume_queue` tools (mcp_jobs/operations/pauses.py),
+so `--json` prints the tool's envelope. A pause spans every tenant, so `--tenant` is refused with
+TENANT_SCOPE_EXCEEDED (listing is allowed: it shows why work waits).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
+from mcp_jobs.cli.render import TEXT, table, when
+from mcp_jobs.config import Settings
+from mcp_jobs.operations.models import Envelope
+from mcp_jobs.operations.pauses import list_pauses, pause_queue, resume_queue
+
+
+def add_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    queues = commands.add_parser("queues", help="pause and resume a queue or a job name")
+    actions = queues.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, what in (
+        ("pause", "stop workers claiming QUEUE's jobs (or --job NAME's), every tenant's"),
+        ("resume", "let workers claim them again"),
+    ):
+        each = actions.add_parser(action, parents=[common], help=what)
+        each.add_argument("queue", nargs="?", metavar="QUEUE", help="or --job NAME")
+        each.add_argument("--job", metavar="NAME", help="a job name, in every queue")
+        if action == "pause":
+            each.add_argument("--reason", help="why, shown to whoever finds the pause")
+    actions.add_parser("ls", parents=[common], help="the queues and job names paused now")
+
+
+async def queues_command(args: argparse.Namespace, settings: Settings) -> int:
+    action: str = args.action
+    kind = {"pause": "pause_queue", "resume": "resume_queue", "ls": "list_pauses"}[action]
+
+    async def run() -> Envelope:
+        async with open_jobs(settings) as jobs:
+            scope = scope_of(jobs, settings, f"queues {action}")
+            if action == "pause":
+                return await pause_queue(scope, args.queue, args.job, args.reason)
+            if action == "resume":
+                return await resume_queue(scope, args.queue, args.job)
+            return await list_pauses(scope)
+
+    return await guarded(kind, args.json, run, settings)
+
+
+def _what(pause: dict[str, Any]) -> str:
+    return f"{pause['kind']} {pause['name']}"
+
+
+def _paused(env: dict[str, Any]) -> str:
+    pause = env["pause"]
+    if env["already_paused"]:
+        since = when(pause["paused_at"])
+        return f"{_what(pause)} was already paused (since {since}); resume: {env['resume']}"
+    return f"{_what(pause)} paused; resume: {env['resume']}"
+
+
+def _resumed(env: dict[str, Any]) -> str:
+    if not env["was_paused"]:
+        return "nothing to resume: it was not paused"
+    return f"{_what(env['pause'])} resumed"
+
+
+def _listed(env: dict[str, Any]) -> str:
+    rows = [
+        [
+            p["kind"],
+            p["name"],
+            p.get("paused_by") or "-",
+            when(p["paused_at"]),
+            p.get("reason") or "",
+        ]
+        for p in env["pauses"]
+    ]
+    if not rows:
+        return "nothing is paused"
+    return table(rows, ["kind", "name", "paused by", "since", "reason"])
+
+
+# Text for these answers, beside the other commands' (render.TEXT, keyed by answer kind).
+TEXT.update({"pause_queue": _paused, "resume_queue": _resumed, "list_pauses": _listed})

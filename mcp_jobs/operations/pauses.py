@@ -1,0 +1,164 @@
+"""`pause_queue`, `resume_queue` and the pauses in force (engine/pauses.py).
+
+A pause is global: it holds a queue or a job name for every tenant, so a tenant-pinned server or
+CLI (`--tenant`) is refused with TENANT_SCOPE_EXCEEDED rather than stopping other tenants' work.
+The refusal's fix is the same command without the pin, for an operator who may act on all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from pydantic import Field
+
+from engine.drivers.base import PAUSES
+from engine.pauses import target
+from mcp_jobs.errors import TenantScopeExceededError
+from mcp_jobs.operations.models import _VIEW, Envelope, Finding, QueueStatsView, iso_of
+from mcp_jobs.operations.scope import Scope
+from schemas.descriptor import JobDescriptor
+from schemas.errors import NextCall
+from schemas.pauses import Pause, PauseKind
+
+# Job ids a JOB_PAUSED finding lists at most (as diagnose's other findings).
+SAMPLE_IDS = 5
+
+
+class PauseView(Pause):
+    model_config = _VIEW
+
+    paused_at_iso: ClassVar[str] = iso_of("paused_at")
+
+
+class PauseQueueResult(Envelope):
+    pause: PauseView | None = Field(
+        default=None, description="the pause in force; the first one when already_paused"
+    )
+    already_paused: bool | None = Field(
+        default=None, description="true when it was paused before this call: nothing changed"
+    )
+    resume: str | None = Field(default=None, description="the command that lifts it")
+
+
+class ResumeQueueResult(Envelope):
+    was_paused: bool | None = Field(
+        default=None, description="false when nothing was paused: nothing changed"
+    )
+    pause: PauseView | None = Field(default=None, description="the pause lifted")
+
+
+class PausesResult(Envelope):
+    pauses: list[PauseView] | None = Field(default=None, description="every pause in force")
+
+
+def command_words(action: str, kind: PauseKind, name: str) -> list[str]:
+    """`queues pause|resume ...` naming `(kind, name)`, as the CLI takes it."""
+    return ["queues", action, name] if kind == "queue" else ["queues", action, "--job", name]
+
+
+def resume_command(scope: Scope, pause: Pause) -> str:
+    return scope.fixes.command(*command_words("resume", pause.kind, pause.name))
+
+
+def _unpinned(scope: Scope, action: str, kind: PauseKind, name: str) -> None:
+    pinned = scope.settings.tenant
+    if pinned is not None:
+        fix = scope.fixes.command(*command_words(action, kind, name), "--json")
+        raise TenantScopeExceededError(f"{action} of {kind} {name!r}", pinned, fix)
+
+
+async def pause_queue(
+    scope: Scope, queue: str | None = None, job: str | None = None, reason: str | None = None
+) -> PauseQueueResult:
+    kind, name = target(queue, job)
+    _unpinned(scope, "pause", kind, name)
+    found, before = await scope.jobs.pause(queue=queue, job=job, actor=scope.actor, reason=reason)
+    return PauseQueueResult(
+        ok=True,
+        pause=PauseView.model_validate(found),
+        already_paused=before,
+        resume=resume_command(scope, found),
+    )
+
+
+async def resume_queue(
+    scope: Scope, queue: str | None = None, job: str | None = None
+) -> ResumeQueueResult:
+    kind, name = target(queue, job)
+    _unpinned(scope, "resume", kind, name)
+    lifted = await scope.jobs.resume(queue=queue, job=job)
+    return ResumeQueueResult(
+        ok=True,
+        was_paused=lifted is not None,
+        pause=None if lifted is None else PauseView.model_validate(lifted),
+    )
+
+
+async def list_pauses(scope: Scope) -> PausesResult:
+    # Reading them is harmless under a pin: a tenant sees why its work waits.
+    found = await pauses_in_force(scope)
+    return PausesResult(ok=True, pauses=[PauseView.model_validate(p) for p in found])
+
+
+async def pauses_in_force(scope: Scope) -> list[Pause]:
+    """Every pause in force; none on a driver that keeps no pauses (it cannot hold any)."""
+    if not PAUSES.offered_by(scope.jobs.driver):
+        return []
+    return await scope.jobs.pauses()
+
+
+def _since(pause: Pause, now: int) -> str:
+    who = f"by {pause.paused_by} " if pause.paused_by else ""
+    why = f" ({pause.reason})" if pause.reason else ""
+    return f"{who}{(now - pause.paused_at) // 1000} s ago{why}"
+
+
+async def pause_findings(
+    scope: Scope, stats: Sequence[QueueStatsView], paused_jobs: Sequence[Pause], queue: str | None
+) -> list[Finding]:
+    """QUEUE_PAUSED / JOB_PAUSED for `diagnose_queue`: a warning while ready work waits behind
+    the pause, else info (nothing is held yet). The fix lifts it."""
+    now = scope.jobs.clock.now_ms()
+    tenant = scope.tenant(None)
+    out: list[Finding] = []
+    for s in stats:
+        if s.paused is None:
+            continue
+        out.append(
+            Finding(
+                code="QUEUE_PAUSED",
+                severity="warning" if s.ready else "info",
+                queue=s.queue,
+                cause=f"queue {s.queue} was paused {_since(s.paused, now)}: its {s.ready} ready "
+                "job(s) are not claimed until it is resumed",
+                fix=resume_command(scope, s.paused),
+                next_call=NextCall(tool="resume_queue", arguments={"queue": s.queue}),
+            )
+        )
+    for pause in paused_jobs:
+        page = await scope.jobs.list(
+            state="ready", name=pause.name, queue=queue, tenant_id=tenant, limit=SAMPLE_IDS
+        )
+        waiting = [j.id for j in page.jobs]
+        out.append(
+            Finding(
+                code="JOB_PAUSED",
+                severity="warning" if waiting else "info",
+                queue=queue,
+                cause=f'job "{pause.name}" was paused {_since(pause, now)}: its ready jobs'
+                + (" (these, and maybe more)" if waiting else "")
+                + " are not claimed until it is resumed",
+                fix=resume_command(scope, pause),
+                next_call=NextCall(tool="resume_queue", arguments={"job": pause.name}),
+                job_ids=waiting,
+            )
+        )
+    return out
+
+
+def holding(pauses: Sequence[Pause], described: Sequence[JobDescriptor]) -> list[Pause]:
+    """The pauses that hold any of the `described` jobs: by its name or by its queue."""
+    names = {d.name for d in described}
+    queues = {d.queue for d in described}
+    return [p for p in pauses if (p.name in names if p.kind == "job" else p.name in queues)]

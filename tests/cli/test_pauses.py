@@ -1,0 +1,88 @@
+"""`mcp-jobs queues pause|resume|ls`: the tool's envelopes under --json, idempotent answers, the
+pause held in the database for every process, and --tenant refused with a fix that runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from engine import JobRegistry, connect
+from mcp_jobs.cli import main
+
+
+@pytest.fixture
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.chdir(tmp_path)
+    for name in ("MCP_JOBS_DATABASE_URL", "MCP_JOBS_APP", "MCP_JOBS_TENANT"):
+        monkeypatch.delenv(name, raising=False)
+    yield f"sqlite:///{tmp_path}/jobs.db"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    return code, json.loads(out) if "--json" in argv else out
+
+
+def stored(url: str) -> list[tuple[str, str, str | None]]:
+    async def read() -> list[tuple[str, str, str | None]]:
+        jobs = await connect(url, registry=JobRegistry())
+        try:
+            return [(p.kind, p.name, p.paused_by) for p in await jobs.pauses()]
+        finally:
+            await jobs.close()
+
+    return anyio.run(read)
+
+
+def test_pause_resume_and_list(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    db = ["--database-url", url]
+    code, paused = run(capsys, "queues", "pause", "mail", "--reason", "smtp down", *db, "--json")
+    assert code == 0 and paused["already_paused"] is False
+    assert paused["pause"]["paused_by"] == "cli" and paused["pause"]["reason"] == "smtp down"
+    # (An app imported earlier in the process may prefix the environment it declares.)
+    assert "mcp-jobs queues resume mail --database-url" in paused["resume"]
+    code, again = run(capsys, "queues", "pause", "mail", *db, "--json")
+    assert code == 0 and again["already_paused"] is True
+    assert run(capsys, "queues", "pause", "--job", "greet", *db)[0] == 0
+    assert stored(url) == [("job", "greet", "cli"), ("queue", "mail", "cli")]
+
+    code, text = run(capsys, "queues", "ls", *db)
+    assert code == 0 and "smtp down" in text and "greet" in text
+    code, listed = run(capsys, "queues", "ls", *db, "--json")
+    assert [p["name"] for p in listed["pauses"]] == ["greet", "mail"]
+
+    code, resumed = run(capsys, "queues", "resume", "mail", *db, "--json")
+    assert code == 0 and resumed["was_paused"] is True
+    code, none = run(capsys, "queues", "resume", "mail", *db, "--json")
+    assert code == 0 and none["was_paused"] is False
+    assert stored(url) == [("job", "greet", "cli")]
+
+
+def test_a_pause_names_exactly_one_thing(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, refused = run(capsys, "queues", "pause", "--database-url", url, "--json")
+    assert code == 1 and refused["error"]["code"] == "INVALID_ARGUMENT"
+    code, refused = run(
+        capsys, "queues", "pause", "mail", "--job", "greet", "--database-url", url, "--json"
+    )
+    assert code == 1 and refused["error"]["code"] == "INVALID_ARGUMENT"
+
+
+def test_tenant_is_refused_with_a_fix_that_runs(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["queues", "pause", "mail", "--tenant", "acme", "--database-url", url, "--json"]
+    code, refused = run(capsys, *argv)
+    assert code == 1 and refused["error"]["code"] == "TENANT_SCOPE_EXCEEDED"
+    assert stored(url) == []
+    words = refused["error"]["fix"].split()
+    fix = words[words.index("mcp-jobs") :]  # after any environment an imported app declares
+    assert fix[:4] == ["mcp-jobs", "queues", "pause", "mail"] and "--tenant" not in fix
+    code, paused = run(capsys, *fix[1:])
+    assert code == 0 and paused["ok"] is True
+    assert stored(url) == [("queue", "mail", "cli")]

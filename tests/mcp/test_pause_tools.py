@@ -1,0 +1,116 @@
+"""`pause_queue` / `resume_queue`: idempotent answers, the claim held, what queue_stats,
+diagnose_queue and describe_jobs show, the audit, the tenant pin and the read-only server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine import Jobs, ManualClock
+from mcp_jobs.config import Settings
+from mcp_jobs.server import MUTATING_TOOLS
+from mcp_jobs.server.audit import AUDIT_EVENT
+from tests.mcp.conftest import OpenMcp
+
+
+async def test_pause_holds_the_queue_and_resume_lets_it_go(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    audited: list[dict[str, Any]] = []
+    record = jobs.record_event
+
+    async def spy(kind: str, **fields: Any) -> None:
+        if kind == AUDIT_EVENT:
+            audited.append(fields["data"])
+        await record(kind, **fields)
+
+    monkeypatch.setattr(jobs, "record_event", spy)
+    await jobs.enqueue("greet", {"user_id": 1})
+    at = clock.now_ms()
+    async with open_mcp() as mcp:
+        paused = await mcp.ok("pause_queue", {"queue": "mail", "reason": "smtp down"})
+        assert paused["already_paused"] is False
+        assert paused["pause"]["paused_by"] == "mcp:pause_queue"
+        assert paused["pause"]["paused_at"] == at and paused["pause"]["reason"] == "smtp down"
+        assert "queues resume mail" in paused["resume"]
+        assert await jobs.driver.claim("w", 10, 60_000) == []
+
+        clock.advance(5_000)
+        again = await mcp.ok("pause_queue", {"queue": "mail"})
+        assert again["already_paused"] is True and again["pause"]["paused_at"] == at
+
+        (mail,) = (await mcp.ok("queue_stats", {"queues": ["mail"]}))["queues"]
+        assert mail["ready"] == 1 and mail["paused"]["paused_by"] == "mcp:pause_queue"
+        diagnosis = await mcp.ok("diagnose_queue", {"queue": "mail"})
+        (finding,) = [f for f in diagnosis["findings"] if f["code"] == "QUEUE_PAUSED"]
+        assert finding["severity"] == "warning" and "mcp:pause_queue" in finding["cause"]
+        assert finding["next_call"] == {"tool": "resume_queue", "arguments": {"queue": "mail"}}
+        assert "queues resume mail" in finding["fix"] and diagnosis["healthy"] is False
+        described = await mcp.ok("describe_jobs", {"name": "greet"})
+        assert [(p["kind"], p["name"]) for p in described["paused"]] == [("queue", "mail")]
+
+        resumed = await mcp.ok("resume_queue", {"queue": "mail"})
+        assert resumed["was_paused"] is True and resumed["pause"]["reason"] == "smtp down"
+        not_paused = await mcp.ok("resume_queue", {"queue": "mail"})
+        assert not_paused["was_paused"] is False and "pause" not in not_paused
+        assert len(await jobs.driver.claim("w", 10, 60_000)) == 1
+        stats = await mcp.ok("queue_stats", {"queues": ["mail"]})
+        assert "paused" not in stats["queues"][0]
+    assert [(a["tool"], a["ok"]) for a in audited] == [
+        ("pause_queue", True),
+        ("pause_queue", True),
+        ("resume_queue", True),
+        ("resume_queue", True),
+    ]
+    assert audited[0]["arguments"]["queue"] == "mail"
+
+
+async def test_a_paused_job_name_is_a_finding_listing_its_waiting_jobs(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    made = await jobs.enqueue("greet", {"user_id": 2})
+    async with open_mcp() as mcp:
+        await mcp.ok("pause_queue", {"job": "greet"})
+        stats = await mcp.ok("queue_stats", {})
+        assert [p["name"] for p in stats["paused_jobs"]] == ["greet"]
+        diagnosis = await mcp.ok("diagnose_queue", {})
+        (finding,) = [f for f in diagnosis["findings"] if f["code"] == "JOB_PAUSED"]
+        assert finding["job_ids"] == [made.id] and finding["severity"] == "warning"
+        assert finding["next_call"] == {"tool": "resume_queue", "arguments": {"job": "greet"}}
+        assert "queues resume --job greet" in finding["fix"]
+        assert await jobs.driver.claim("w", 10, 60_000) == []
+        assert (await mcp.ok("resume_queue", {"job": "greet"}))["was_paused"] is True
+
+
+async def test_exactly_one_of_queue_and_job(open_mcp: OpenMcp) -> None:
+    async with open_mcp() as mcp:
+        await mcp.fails("pause_queue", {}, "INVALID_ARGUMENT")
+        await mcp.fails("pause_queue", {"queue": "mail", "job": "greet"}, "INVALID_ARGUMENT")
+        await mcp.fails("resume_queue", {}, "INVALID_ARGUMENT")
+
+
+async def test_a_tenant_pinned_server_may_not_pause_every_tenant(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    async with open_mcp(Settings(tenant="acme")) as mcp:
+        refused = await mcp.fails("pause_queue", {"queue": "mail"}, "TENANT_SCOPE_EXCEEDED")
+        assert refused["details"]["tenant_id"] == "acme"
+        # The fix is the command for an operator over every tenant: no --tenant in it.
+        assert "queues pause mail" in refused["fix"] and "--tenant" not in refused["fix"]
+        await mcp.fails("resume_queue", {"job": "greet"}, "TENANT_SCOPE_EXCEEDED")
+    assert await jobs.pauses() == []
+
+
+async def test_the_tools_are_idempotent_not_destructive_and_absent_when_read_only(
+    open_mcp: OpenMcp,
+) -> None:
+    assert {"pause_queue", "resume_queue"} <= set(MUTATING_TOOLS)
+    async with open_mcp() as mcp:
+        tools = {t.name: t for t in (await mcp.client.list_tools()).tools}
+        for name in ("pause_queue", "resume_queue"):
+            hints = tools[name].annotations
+            assert hints is not None and hints.read_only_hint is False
+            assert hints.idempotent_hint is True and hints.destructive_hint is False
+    async with open_mcp(Settings(read_only=True)) as mcp:
+        assert not {"pause_queue", "resume_queue"} & set(mcp.schemas)
