@@ -14,6 +14,7 @@ from mcp_jobs import operations
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings, load_apps, redact
 from mcp_jobs.fix_context import FixContext
+from mcp_jobs.operations.bulk import BulkAction, BulkFilter, bulk_command
 from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.models import Envelope, MigrateResult
 from mcp_jobs.operations.scope import Scope
@@ -85,6 +86,8 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
         "stats": "queue_stats",
         "diagnose": "diagnose_queue",
         "drain": "drain",
+        "retry-all": "retry_jobs",
+        "cancel-all": "cancel_jobs",
     }[action]
 
     async def run() -> Envelope:
@@ -106,6 +109,8 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
                 return await operations.retry_job(scope, args.job_id, args.include_cancelled)
             if action == "cancel":
                 return await operations.cancel_job(scope, args.job_id)
+            if action in ("retry-all", "cancel-all"):
+                return await _bulk(scope, args)
             if action == "describe":
                 return await operations.describe_jobs(scope, args.name)
             if action == "stats":
@@ -120,6 +125,33 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
                 bar.close()
 
     return await guarded(kind, args.json, run, settings)
+
+
+async def _bulk(scope: Scope, args: argparse.Namespace) -> Envelope:
+    """`jobs retry-all|cancel-all`: the plan; --yes acts on it (`operations.bulk`)."""
+    wanted = BulkFilter(
+        name=args.name,
+        queue=args.queue,
+        tenant_id=args.tenant_filter,
+        states=args.state,
+        error_code=args.error_code,
+        since_seconds=args.since_seconds,
+    )
+    words = ["jobs", args.action]
+    for flag, value in (
+        ("--name", args.name),
+        ("--queue", args.queue),
+        ("--tenant-id", args.tenant_filter),
+        ("--error-code", args.error_code),
+        ("--since-seconds", args.since_seconds),
+    ):
+        if value is not None:
+            words += [flag, str(value)]
+    for state in args.state or ():
+        words += ["--state", state]
+    action: BulkAction = "retry" if args.action == "retry-all" else "cancel"
+    act = args.yes and not args.dry_run
+    return await bulk_command(scope, action, wanted, act=act, words=words)
 
 
 # --- backfill -----------------------------------------------------------------------------------

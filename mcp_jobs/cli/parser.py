@@ -6,6 +6,7 @@ import argparse
 import math
 from collections.abc import Callable
 
+from mcp_jobs.cli import pauses
 from mcp_jobs.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_SESSIONS,
@@ -229,6 +230,23 @@ def build_parser() -> argparse.ArgumentParser:
     drain.add_argument("--queues", nargs="+", metavar="QUEUE")
     drain.add_argument("--concurrency", type=int, default=8)
 
+    for bulk, states, what in (
+        ("retry-all", ("failed", "dead", "cancelled"), "requeue every failed or dead job"),
+        ("cancel-all", ("ready", "delayed", "running", "suspended"), "cancel every live job"),
+    ):
+        # Bulk by filter (`operations.bulk`): the plan, then --yes acts on it.
+        each = actions.add_parser(bulk, parents=[common], help=f"{what} a filter matches")
+        each.add_argument("--name")
+        each.add_argument("--queue")
+        each.add_argument("--tenant-id", dest="tenant_filter", help="only this tenant's jobs")
+        each.add_argument("--state", action="append", choices=states, help="repeatable")
+        each.add_argument("--error-code", help="only jobs whose stored last_error.code is this")
+        each.add_argument(
+            "--since-seconds", type=int, metavar="N", help="only jobs last changed N s ago or less"
+        )
+        each.add_argument("--dry-run", action="store_true", help="only print the plan")
+        each.add_argument("--yes", action="store_true", help="act on the plan without asking")
+
     backfill = commands.add_parser(
         "backfill",
         parents=[common],
@@ -255,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="with --write: follow the pass this long (default: at a terminal, until it ends)",
     )
+
+    pauses.add_parser(commands, common)
 
     db = commands.add_parser("db", help="database maintenance")
     db_actions = db.add_subparsers(dest="action", required=True, metavar="ACTION")

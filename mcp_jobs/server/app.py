@@ -39,7 +39,17 @@ failure `error` with `code`, `cause`, a one-line `fix`, and often `next_call` â€
 can issue as is. Enqueue is idempotent while a job is live (`deduped: true`). run_backfill is a \
 dry run unless write=true. wait_for_job is bounded: call it again while `settled` is false."""
 
-MUTATING_TOOLS = ("enqueue_job", "retry_job", "cancel_job", "run_backfill", "prune_history")
+MUTATING_TOOLS = (
+    "enqueue_job",
+    "retry_job",
+    "cancel_job",
+    "run_backfill",
+    "prune_history",
+    "retry_jobs",
+    "cancel_jobs",
+    "pause_queue",
+    "resume_queue",
+)
 READ_TOOLS = (
     "describe_jobs",
     "list_jobs",

@@ -29,8 +29,9 @@ CALLS_PER_TOOL = 40
 EVENT_BYTES = 2_000
 MUTATING = {"enqueue_job", "retry_job", "cancel_job", "run_backfill"}
 # Audited too, but every argument is optional: a call left with none is a valid dry run. The
-# jobs' clock stands still, so no seeded row is ever past a cutoff and nothing is pruned.
-AUDITED = {*MUTATING, "prune_history"}
+# jobs' clock stands still, so no seeded row is ever past a cutoff and nothing is pruned. A
+# pause may succeed on a hostile but valid name: it changes no job, step or event row.
+AUDITED = {*MUTATING, "prune_history", "pause_queue", "resume_queue", "retry_jobs", "cancel_jobs"}
 
 
 def nest(depth: int) -> Any:
@@ -154,6 +155,21 @@ def _pools(seeded: Seeded, pinned: bool) -> dict[str, dict[str, list[Any]]]:
             "write": ANY,
             "older_than_seconds": ANY,
             "states": [*ANY, ["ready"], ["done"] * 5, ["DONE"]],
+        },
+        "pause_queue": {"queue": ANY, "job": ANY, "reason": ANY},
+        "resume_queue": {"queue": ANY, "job": ANY},
+        **{
+            bulk: {
+                "name": ANY,
+                "queue": ANY,
+                "tenant_id": [*ANY, "globex"],
+                "states": [*ANY, ["dead"], ["DEAD"], ["dead"] * 5],
+                "error_code": ANY,
+                "since_seconds": ANY,
+                "write": ANY,
+                "confirm": ANY,
+            }
+            for bulk in ("retry_jobs", "cancel_jobs")
         },
     }
 

@@ -38,6 +38,10 @@ async def test_every_design_tool_is_published_with_an_envelope_schema(
             "list_backfills",
             "wait_for_job",
             "prune_history",
+            "retry_jobs",
+            "cancel_jobs",
+            "pause_queue",
+            "resume_queue",
         }
     )
     for tool in tools.values():

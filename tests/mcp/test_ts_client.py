@@ -92,6 +92,10 @@ FLOW: list[dict[str, Any]] = [
     call("retry", "retry_job", {"job_id": JOB, "include_cancelled": True}),
     call("prune_dry", "prune_history", {}),
     call("prune_dry_old", "prune_history", {"older_than_seconds": 86400, "states": ["done"]}),
+    call("pause", "pause_queue", {"queue": "emails", "reason": "smtp down"}),
+    call("resume", "resume_queue", {"queue": "emails"}),
+    call("retry_plan", "retry_jobs", {"name": "fulfil_order", "since_seconds": 3600}),
+    call("cancel_plan", "cancel_jobs", {"queue": "emails", "states": ["delayed"]}),
     # This client declares no elicitation: the write carries its dry run's confirm token.
     call(
         "backfill_write",
@@ -133,6 +137,10 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "cancel_job": {"job_id": JOB},
     "run_backfill": {"name": BACKFILL},
     "prune_history": {},
+    "pause_queue": {"queue": "emails"},
+    "resume_queue": {"job": "send_receipt"},
+    "retry_jobs": {"error_code": "DRIVER_UNAVAILABLE"},
+    "cancel_jobs": {"name": "send_receipt"},
 }
 # One argument of each tool given a value of the wrong JSON type: (argument, arguments).
 WRONG_TYPE: dict[str, tuple[str, dict[str, Any]]] = {
@@ -148,6 +156,10 @@ WRONG_TYPE: dict[str, tuple[str, dict[str, Any]]] = {
     "cancel_job": ("job_id", {"job_id": 12345}),
     "run_backfill": ("force", {"name": BACKFILL, "force": "no"}),
     "prune_history": ("write", {"write": "no"}),
+    "pause_queue": ("queue", {"queue": ["emails"]}),
+    "resume_queue": ("job", {"job": 7}),
+    "retry_jobs": ("since_seconds", {"since_seconds": "an hour"}),
+    "cancel_jobs": ("write", {"write": "yes"}),
 }
 
 INVALID: list[dict[str, Any]] = [

@@ -27,6 +27,7 @@ from mcp_jobs.operations.models import (
 )
 from mcp_jobs.operations.prune import TOOL_MAX_BATCHES, PruneHistoryResult
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.server import confirm_bulk
 from mcp_jobs.server.arguments import ServerCap
 from mcp_jobs.server.audit import Subject
 from mcp_jobs.server.calls import ToolContext, run_tool
@@ -45,6 +46,7 @@ from mcp_jobs.server.confirm_plans import (
     prune_write,
 )
 from mcp_jobs.server.state import AppState
+from mcp_jobs.server.tools import pauses
 from schemas.jobs import OnConflict
 
 
@@ -290,3 +292,9 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             else None,
             subject=lambda m: (None, m.tenant_id),
         )
+
+    # Bulk retry/cancel by filter, confirmed through the same gate (`server.confirm_bulk`).
+    confirm_bulk.register(server, gate)
+
+    # Pause and resume a queue or a job name (`tools.pauses`).
+    pauses.register(server)

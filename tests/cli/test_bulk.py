@@ -1,0 +1,50 @@
+"""`mcp-jobs jobs retry-all|cancel-all`: the plan and the exact command that acts; --yes acts."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from engine import connect
+from engine.testing.kit.test_select import dead
+from mcp_jobs.cli.entry import main
+
+
+def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict[str, Any]]:
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out)
+
+
+async def _two_dead(url: str) -> str:
+    jobs = await connect(url)
+    try:
+        job = await dead(jobs.driver, "DRIVER_UNAVAILABLE")
+        await dead(jobs.driver, "JOB_FAILED")
+    finally:
+        await jobs.close()
+    return job
+
+
+def test_retry_all_prints_the_plan_and_the_command_then_acts_with_yes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
+    job = anyio.run(_two_dead, url)
+    argv = ["jobs", "retry-all", "--error-code", "DRIVER_UNAVAILABLE", "--database-url", url]
+    code, planned = _run(capsys, [*argv, "--json"])
+    assert code == 0 and planned["mode"] == "plan" and planned["plan"]["matched"] == 1
+    words = shlex.split(planned["act_command"])
+    # The app environment an earlier import declared (SHOP_DB=…) leads the line: the program
+    # is the first word that is not an assignment.
+    command = words[words.index("mcp-jobs") :]
+    assert command[1] == "jobs" and "--yes" in command and url in command
+    code, done = _run(capsys, [*command[1:], "--json"])
+    assert code == 0 and done["outcome"]["acted_ids"] == [job]
+    code, again = _run(capsys, [*argv, "--dry-run", "--json"])
+    assert again["plan"]["matched"] == 0 and again["act_command"] is not None

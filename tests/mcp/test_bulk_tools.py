@@ -1,0 +1,118 @@
+"""retry_jobs / cancel_jobs: a plan (counts, sample, a token for a client that cannot be asked),
+then an action on exactly the planned jobs; a job changed in between is skipped; the tenant pin
+holds; a read-only server has neither tool; a token is single use and expires; a decline writes
+nothing; one audit event per action."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine import JobRegistry, Jobs, ManualClock
+from engine.testing.kit.test_select import dead
+from mcp_jobs.config import Settings
+from mcp_jobs.server.audit import AUDIT_EVENT
+from tests.mcp.support import Caller, Person, serve, stored_rows
+
+FILTER = {"name": "fulfil", "error_code": "DRIVER_UNAVAILABLE", "since_seconds": 3600}
+
+
+async def _next(mcp: Caller, call: dict[str, Any]) -> dict[str, Any]:
+    return (await mcp.call(call["tool"], call["arguments"])).data
+
+
+async def _audits(jobs: Jobs, tool: str) -> list[Any]:
+    return [e for e in await stored_rows(jobs, "events") if AUDIT_EVENT in e and tool in str(e)]
+
+
+async def test_plan_then_act_on_exactly_the_plan_and_skip_what_changed(
+    jobs: Jobs, app: JobRegistry, mode: str, clock: ManualClock
+) -> None:
+    stale = await dead(jobs.driver, "DRIVER_UNAVAILABLE")
+    clock.advance(2 * 3600_000)
+    first = await dead(jobs.driver, "DRIVER_UNAVAILABLE")
+    second = await dead(jobs.driver, "DRIVER_UNAVAILABLE")
+    await dead(jobs.driver, "JOB_FAILED")
+    async with serve(jobs, mode, elicitation=False) as mcp:
+        planned = await mcp.ok("retry_jobs", FILTER)
+        plan = planned["plan"]
+        assert planned["mode"] == "plan" and plan["matched"] == 2
+        assert plan["by_name"] == {"fulfil": 2} and plan["by_error_code"] == {
+            "DRIVER_UNAVAILABLE": 2
+        }
+        assert [j["job_id"] for j in plan["sample"]] == [second, first]
+        write = planned["confirm"]["next_call"]
+        assert write["tool"] == "retry_jobs" and write["arguments"]["write"] is True
+        # A new match appears and one planned job is retried by someone else in between.
+        await dead(jobs.driver, "DRIVER_UNAVAILABLE")
+        clock.advance(1000)
+        await jobs.retry(second)
+        done = await _next(mcp, write)
+        assert done["ok"] and done["mode"] == "write"
+        assert done["outcome"]["acted_ids"] == [first]
+        (skip,) = done["outcome"]["skipped"]
+        assert skip["job_id"] == second and skip["code"] == "CHANGED_SINCE_PLAN"
+        reused = await _next(mcp, write)
+        assert reused["error"]["code"] == "CONFIRMATION_INVALID"
+    assert (await jobs.get(first)).state == "ready"
+    assert (await jobs.get(stale)).state == "dead"
+    # One event for the action (not one per job) with its counts, one for the refused reuse.
+    acted, refused = await _audits(jobs, "retry_jobs")
+    for count in ("matched", "acted", "skipped", "DRIVER_UNAVAILABLE"):
+        assert count in str(acted)
+    assert "CONFIRMATION_INVALID" in str(refused) and "acted" not in str(refused)
+
+
+async def test_a_write_without_token_answers_the_plan_and_tokens_expire(
+    jobs: Jobs, app: JobRegistry, mode: str, clock: ManualClock
+) -> None:
+    job = await dead(jobs.driver, "DRIVER_UNAVAILABLE")
+    settings = Settings(confirm_ttl_seconds=60)
+    async with serve(jobs, mode, settings, elicitation=False) as mcp:
+        required = await mcp.fails("retry_jobs", {**FILTER, "write": True}, "CONFIRMATION_REQUIRED")
+        assert required["details"]["plan"]["matched"] == 1
+        clock.advance(60_000)
+        expired = await _next(mcp, required["next_call"])
+        assert "expired" in expired["error"]["cause"]
+        assert (await jobs.get(job)).state == "dead"
+        other = await mcp.ok("retry_jobs", {"name": "fulfil"})
+        token = other["confirm"]["token"]
+        # A token is bound to its filter: another filter's write refuses it.
+        wrong = await mcp.call("retry_jobs", {**FILTER, "write": True, "confirm": token})
+        assert wrong.code == "CONFIRMATION_INVALID"
+    assert (await jobs.get(job)).state == "dead"
+
+
+async def test_the_person_confirms_the_plan_or_declines_and_nothing_moves(
+    jobs: Jobs, app: JobRegistry, mode: str
+) -> None:
+    job = await dead(jobs.driver, "DRIVER_UNAVAILABLE")
+    async with serve(jobs, mode, person=Person("decline")) as mcp:
+        await mcp.fails("retry_jobs", {**FILTER, "write": True}, "WRITE_DECLINED")
+        assert mcp.person is not None and "retry 1 job(s)" in mcp.person.asked[0]
+    assert (await jobs.get(job)).state == "dead"
+    async with serve(jobs, mode) as mcp:
+        assert "confirm" not in await mcp.ok("retry_jobs", FILTER)
+        done = await mcp.ok("retry_jobs", {**FILTER, "write": True})
+        assert done["outcome"]["acted_ids"] == [job]
+    assert (await jobs.get(job)).state == "ready"
+    assert len(await _audits(jobs, "retry_jobs")) == 2  # the decline and the action, once each
+
+
+async def test_cancel_jobs_in_the_pinned_tenant_only(
+    jobs: Jobs, app: JobRegistry, mode: str
+) -> None:
+    ours = await jobs.enqueue("receipt", {"order_id": 1}, tenant_id="acme")
+    theirs = await jobs.enqueue("receipt", {"order_id": 2}, tenant_id="globex")
+    async with serve(jobs, mode, Settings(tenant="acme")) as mcp:
+        plan = (await mcp.ok("cancel_jobs", {"name": "receipt"}))["plan"]
+        assert plan["matched"] == 1 and plan["by_tenant"] == {"acme": 1}
+        await mcp.fails("cancel_jobs", {"tenant_id": "globex"}, "TENANT_PINNED")
+        done = await mcp.ok("cancel_jobs", {"name": "receipt", "write": True})
+        assert done["outcome"]["acted_ids"] == [ours.id]
+    assert (await jobs.get(ours.id)).state == "cancelled"
+    assert (await jobs.get(theirs.id)).state == "ready"
+
+
+async def test_a_read_only_server_has_no_bulk_tool(jobs: Jobs, mode: str) -> None:
+    async with serve(jobs, mode, Settings(read_only=True)) as mcp:
+        assert not {"retry_jobs", "cancel_jobs"} & set(mcp.schemas)
