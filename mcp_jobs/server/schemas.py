@@ -1,5 +1,5 @@
 """What `tools/list` publishes: each tool's schemas compacted, since every session pays for them
-in context (60 KB as pydantic writes them; tests/mcp/test_lean_surface.py measures the wire).
+in context (tests/mcp/test_lean_surface.py measures them on the wire).
 
 The output schemas accept exactly what the tools answer. A success is dumped without its None
 fields (`envelope.success`), so an optional field is absent, never null: `anyOf [T, null]` becomes
