@@ -229,12 +229,12 @@ async def enqueue_job(
         enqueued_by=scope.actor,
         traceparent=scope.traceparent,
     )
-    record = await scope.jobs.get(result.id, tenant_id=tenant)
-    notice = (
-        None
-        if record.state in SETTLED_STATES
-        else await no_worker_notice(scope, record.queue, f"job {result.id}")
-    )
+    notice = None
+    if result.state not in SETTLED_STATES:  # a deduped answer may name a settled job
+        local = scope.jobs.registry.get(name)
+        # A job known only by its published descriptor: its queue is on the stored row.
+        queue = local.queue if local is not None else (await scope.jobs.get(result.id)).queue
+        notice = await no_worker_notice(scope, queue, f"job {result.id}")
     return EnqueueJobResult(
         ok=True,
         job_id=result.id,

@@ -57,6 +57,7 @@ from mcp_jobs.server.confirm import (
     can_elicit,
     plan_write,
 )
+from mcp_jobs.server.oauth_grants import request_settings
 from mcp_jobs.server.state import AppState
 
 BulkWrite = ConfirmedWrite[BulkJobsResult, BulkJobsResult]
@@ -259,7 +260,8 @@ def register(server: MCPServer[AppState], gate: WriteGate) -> None:
         )
 
     def scope_tenant(ctx: ToolContext) -> str | None:
-        return ctx.request_context.lifespan_context.settings.tenant
+        # The request's tenant: an OAuth token's claim pins it as --tenant does.
+        return request_settings(ctx.request_context.lifespan_context.settings).tenant
 
     described = (
         f"By default a PLAN (counts per name/queue/tenant/error code, a sample of ids; at most "
