@@ -9,6 +9,7 @@ from engine.context import JobContext
 from engine.declare import JobDefinition, JobRegistry, default_registry, job
 from engine.environment import uses_environment
 from engine.errors import JobsError
+from engine.inbound_events import EventOutcome, EventSent
 from engine.limits import Limits
 from engine.logs import configure_logging
 from engine.observe import WorkerEvent
@@ -40,6 +41,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Clock",
     "Enqueue",
+    "EventOutcome",
+    "EventSent",
     "JobContext",
     "JobDefinition",
     "JobRegistry",

@@ -17,6 +17,7 @@ from typing import Any
 import pydantic_core
 
 from engine.errors import InvalidArgumentError
+from engine.rules import PRIORITY_MAX, PRIORITY_MIN
 from engine.storable import find_unstorable
 
 MAX_NAME_BYTES = 200  # a job or backfill name, and a name filter
@@ -84,6 +85,11 @@ def number(
 def whole(argument: str, value: object, low: int, high: int, unit: str = "") -> int:
     """`number` for whole numbers."""
     return int(number(argument, value, low, high, whole=True, unit=unit))
+
+
+def priority(argument: str, value: object) -> int:
+    """A job priority: a whole number in engine.rules' range (higher is claimed first)."""
+    return whole(argument, value, PRIORITY_MIN, PRIORITY_MAX, "priority, higher first")
 
 
 def flag(argument: str, value: object) -> bool:

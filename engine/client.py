@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from engine import bounds, paging
+from engine import inbound_events as event_rules
 from engine import pauses as pause_rules
 from engine.bounds import (
     MAX_ACTOR_BYTES,
@@ -26,7 +27,16 @@ from engine.clock import Clock
 from engine.declare import JobDefinition, JobRegistry, default_registry
 from engine.descriptors import IdempotencyKeyMissingError, from_registry, judged, validate_input
 from engine.drivers import open_driver
-from engine.drivers.base import DESCRIPTORS, PAUSES, DescriptorStore, Driver, PauseStore, require
+from engine.drivers.base import (
+    DESCRIPTORS,
+    EVENTS,
+    PAUSES,
+    RERUNS,
+    DescriptorStore,
+    Driver,
+    PauseStore,
+    require,
+)
 from engine.errors import (
     InvalidArgumentError,
     JobDuplicateError,
@@ -35,6 +45,12 @@ from engine.errors import (
     JobUnknownError,
 )
 from engine.ids import new_ids
+from engine.inbound_events import (
+    DEFAULT_EVENT_WINDOW_MS,
+    EventSent,
+    InboundEvent,
+    checked_window_ms,
+)
 from engine.outbox import StagedJob
 from engine.retry import retry_schedule
 from engine.settle import Settler
@@ -46,6 +62,7 @@ from schemas.jobs import EnqueueRequest, EnqueueResult, JobFilter, JobPage, JobR
 from schemas.pauses import Pause
 from schemas.states import JOB_STATES, JobState
 from schemas.stats import QueueStats
+from schemas.steps import StepRecord
 from schemas.trace import JobTrace, TraceQuery
 
 JobRef = str | JobDefinition[Any]
@@ -74,6 +91,8 @@ class Enqueue(NamedTuple):
     run_at: int | None = None
     on_conflict: OnConflict = "dedupe"
     traceparent: str | None = None
+    # None: the job's declared priority (engine.rules.claim_rank; higher is claimed first).
+    priority: int | None = None
 
 
 def _item(index: int, item: object) -> Enqueue:
@@ -116,7 +135,7 @@ def _scheduled(
 ) -> int:
     """The item's checks that do not depend on its input (tenant, conflict mode, actor), and
     when it runs: now, `delay` seconds from now, or `run_at`, within bounds."""
-    _, _, tenant, delay, run_at, on_conflict, _ = item
+    _, _, tenant, delay, run_at, on_conflict, _, _ = item
     if tenant is None:
         if tenant_required:
             raise JobTenantRequiredError(name)
@@ -168,6 +187,7 @@ class Jobs:
         registry: JobRegistry | None = None,
         clock: Clock | None = None,
         max_payload_bytes: int | None = None,
+        event_window: float | None = None,
     ) -> None:
         self.driver = driver
         self.registry = registry if registry is not None else default_registry
@@ -176,6 +196,11 @@ class Jobs:
         self.max_payload_bytes = bounds.payload_limit(max_payload_bytes)
         # Every settle (ack) and step save goes through here, group-committed across jobs.
         self.settler = Settler(driver)
+        # How long an event this client sends stays matchable by a wait that starts later, in
+        # ms (engine/inbound_events.py): seconds given, 24 h by default.
+        self.event_window_ms = (
+            DEFAULT_EVENT_WINDOW_MS if event_window is None else checked_window_ms(event_window)
+        )
         # Whether this client staged a job (engine/outbox.py), and who to tell the first time:
         # a worker starts its outbox relay then.
         self.outbox_in_use = False
@@ -237,7 +262,7 @@ class Jobs:
         traceparent, used when the item names none)."""
         # The hot path of every enqueue: one pass, the common case (no delay, no tenant) first.
         # Every value is checked against engine.bounds here, before any driver sees it.
-        job, input, tenant, _, _, on_conflict, traceparent = item
+        job, input, tenant, _, _, on_conflict, traceparent, priority = item
         definition = job if isinstance(job, JobDefinition) else self._definition(job)
         try:
             value = definition.parse_input(input)
@@ -261,6 +286,9 @@ class Jobs:
             on_conflict=on_conflict,
             traceparent=ambient if traceparent is None else require_traceparent(traceparent),
             enqueued_by=enqueued_by,
+            priority=definition.priority
+            if priority is None
+            else bounds.priority("priority", priority),
         )
 
     async def _published_request(
@@ -276,7 +304,7 @@ class Jobs:
         """One item of a job this process has not imported, resolved against the descriptor a
         worker published: its input validated with the published JSON Schema, its key the
         caller's (the key function is the app's code; engine/descriptors.py)."""
-        job, input, tenant, _, _, on_conflict, traceparent = item
+        job, input, tenant, _, _, on_conflict, traceparent, priority = item
         name = bounds.text("job", job, MAX_NAME_BYTES)
         found = await store.published_descriptors(name)
         if not found:
@@ -305,6 +333,9 @@ class Jobs:
             if traceparent is None
             else require_traceparent(traceparent),
             enqueued_by=enqueued_by,
+            priority=descriptor.priority
+            if priority is None
+            else bounds.priority("priority", priority),
         )
 
     async def _known_names(self, store: DescriptorStore) -> builtins.list[str]:
@@ -332,6 +363,7 @@ class Jobs:
         traceparent: str | None = None,
         enqueued_by: str | None = None,
         key: str | None = None,
+        priority: int | None = None,
     ) -> EnqueueResult:
         """Enqueue one job. A job this process has not imported is enqueued by the descriptor a
         worker published (input checked against its JSON Schema); its idempotency key cannot be
@@ -339,7 +371,7 @@ class Jobs:
         registered job `key` may be omitted, or must equal the key the job computes."""
         job_id, run_id = new_ids(2)
         now = self.clock.now_ms()
-        item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent)
+        item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent, priority)
         store = self.descriptors
         if store is not None and isinstance(job, str) and job not in self.registry:
             request = await self._published_request(
@@ -388,10 +420,13 @@ class Jobs:
         run_at: int | None = None,
         traceparent: str | None = None,
         enqueued_by: str | None = None,
+        priority: int | None = None,
     ) -> StagedJob:
         """Enqueue inside the application's open transaction `tx`: the job exists if and only
         if `tx` commits (a relay publishes it). `OUTBOX_NO_TX` when `tx` is not in one."""
-        item = Enqueue(job, input, tenant_id, delay, run_at, traceparent=traceparent)
+        item = Enqueue(
+            job, input, tenant_id, delay, run_at, traceparent=traceparent, priority=priority
+        )
         (staged,) = await self.stage_many(tx, [item], enqueued_by=enqueued_by)
         return staged
 
@@ -614,11 +649,27 @@ class Jobs:
         tenant_id: str | None = None,
         include_cancelled: bool = False,
         actor: str | None = None,
+        from_step: str | None = None,
     ) -> JobRecord:
+        """Requeue a failed or dead job in its run (completed steps replay). With `from_step`,
+        rerun it (a done job too) in a NEW run from that step: engine/reruns.py."""
         job_id, tenant_id = _addressed(job_id, tenant_id)
         include_cancelled = bounds.flag("include_cancelled", include_cancelled)
         actor = bounds.optional_text("actor", actor, MAX_ACTOR_BYTES)
-        return await self.driver.retry(job_id, tenant_id, include_cancelled, actor)
+        from_step = bounds.optional_text("from_step", from_step, MAX_NAME_BYTES)
+        if from_step is None:
+            return await self.driver.retry(job_id, tenant_id, include_cancelled, actor)
+        store = require(self.driver, RERUNS)
+        (run_id,) = new_ids(1)
+        return await store.rerun(job_id, tenant_id, from_step, include_cancelled, actor, run_id)
+
+    async def run_steps(
+        self, job_id: str, run_id: str, *, tenant_id: str | None = None
+    ) -> builtins.list[StepRecord]:
+        """The steps of one run of this job, a previous one included (`rerun_of`), in order."""
+        job_id, tenant_id = _addressed(job_id, tenant_id)
+        run_id = bounds.text("run_id", run_id, MAX_ID_BYTES)
+        return await require(self.driver, RERUNS).run_steps(job_id, run_id, tenant_id)
 
     # --- pause (engine/pauses.py) ------------------------------------------------------------
 
@@ -654,6 +705,31 @@ class Jobs:
     async def pauses(self) -> builtins.list[Pause]:
         """Every pause in force, by (kind, name)."""
         return await self._pause_store().pauses()
+
+    async def send_event(
+        self, name: str, key: str, payload: Any = None, *, tenant_id: str | None = None
+    ) -> EventSent:
+        """Store the event (name, key) with `payload` for `tenant_id` (None: tenantless) and
+        wake every suspended job waiting for it, in one transaction: `ctx.step.wait_for_event`
+        receives it. Kept for `event_window` (a wait that starts within it still matches);
+        broadcast, never consumed. Answers the event's id and how many waiting jobs woke."""
+        name = event_rules.checked_name(name)
+        key = event_rules.checked_key(key)
+        tenant_id = event_rules.checked_tenant(tenant_id)
+        event_rules.checked_payload(payload)
+        store = require(self.driver, EVENTS)
+        now = self.clock.now_ms()
+        event = InboundEvent(
+            id=new_ids(1)[0],
+            name=name,
+            key=key,
+            tenant_id=tenant_id,
+            payload=payload,
+            sent_at=now,
+            expires_at=now + self.event_window_ms,
+        )
+        woken = await store.send_event(event, now)
+        return EventSent(event.id, woken)
 
     async def record_event(
         self,
@@ -700,6 +776,7 @@ async def connect(
     registry: JobRegistry | None = None,
     migrate: bool = True,
     max_payload_bytes: int | None = None,
+    event_window: float | None = None,
     **driver_options: Any,
 ) -> Jobs:
     """Connect to `url` (`memory://`, `sqlite:///path.db`, `postgresql://…`); with no URL,
@@ -710,7 +787,13 @@ async def connect(
     driver = open_driver(url, clock=clock, **driver_options)
     if migrate:
         await driver.migrate()
-    return Jobs(driver, registry=registry, clock=clock, max_payload_bytes=limit)
+    return Jobs(
+        driver,
+        registry=registry,
+        clock=clock,
+        max_payload_bytes=limit,
+        event_window=event_window,
+    )
 
 
 __all__ = ["Enqueue", "JobDuplicateError", "Jobs", "connect"]

@@ -24,6 +24,7 @@ from engine.errors import (
     JobsError,
     JobUnknownError,
 )
+from engine.rate_limits import RateLimit
 from engine.registry import Registry
 from engine.retention import Retention
 from engine.retry import Retry, describe_retry
@@ -57,6 +58,10 @@ class JobDefinition(Generic[InputT]):
     origin: object = field(default=None, repr=False)
     # How long this job's settled rows are kept, where it differs from the worker's policy.
     retention: Retention | None = None
+    # The priority its enqueues get unless one names its own (engine.rules.claim_rank).
+    priority: int = 0
+    # How many starts per period (engine.rate_limits), shared by every worker.
+    rate_limit: RateLimit | None = None
     # What an enqueue validates against: `input_model`, refusing unknown fields unless the
     # model says otherwise (`strict_input_model`). Built once, at the decorator.
     enqueue_model: type[BaseModel] | None = None
@@ -105,6 +110,8 @@ class JobDefinition(Generic[InputT]):
             retry=describe_retry(self.retry),
             timeout_ms=self.timeout_ms,
             concurrency=self.concurrency,
+            priority=self.priority,
+            rate_limit=None if self.rate_limit is None else self.rate_limit.info(),
             tenant_required=self.tenant_required,
             idempotent=True,
         )
@@ -175,6 +182,14 @@ def _positive_int(job: str, field_name: str, value: object) -> int:
     return whole_declared(refuse, field_name, value, 1)
 
 
+def _priority(job: str, value: object) -> int:
+    try:
+        return bounds.priority("priority", value)
+    except InvalidArgumentError as exc:
+        expected = (exc.details or {}).get("expected", "a whole number")
+        raise JobDeclarationInvalidError(job, "priority", value, expected) from None
+
+
 def _declared_text(job: str, field_name: str, value: object, max_bytes: int) -> None:
     # Checked once here, so an enqueue never sends the database a name or queue it refuses.
     try:
@@ -221,6 +236,8 @@ def job(
     description: str | None = None,
     registry: JobRegistry | None = None,
     retention: Retention | None = None,
+    rate_limit: RateLimit | None = None,
+    priority: int = 0,
 ) -> Callable[[JobFn[Any]], JobDefinition[Any]]:
     """Declare a durable job. `idempotency_key` computes the dedupe key from the input;
     `retention` keeps its settled rows longer or shorter than the worker's policy."""
@@ -239,6 +256,10 @@ def job(
             raise JobDeclarationInvalidError(
                 job_name, "retention", retention, "a Retention(...) or None"
             )
+        if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+            raise JobDeclarationInvalidError(
+                job_name, "rate_limit", rate_limit, "a RateLimit(limit, per=seconds) or None"
+            )
         definition: JobDefinition[Any] = JobDefinition(
             name=job_name,
             fn=fn,
@@ -254,6 +275,8 @@ def job(
             description=description or inspect.getdoc(fn),
             origin=_ORIGIN,
             retention=retention,
+            rate_limit=rate_limit,
+            priority=_priority(job_name, priority),
         )
         (registry if registry is not None else default_registry).add(definition)
         return definition

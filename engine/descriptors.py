@@ -56,6 +56,7 @@ _DESCRIPTION_FIELDS = {
     "timeout_ms",
     "concurrency",
     "tenant_required",
+    "rate_limit",
     "idempotent",
 }
 

@@ -9,6 +9,7 @@ import, so a code is declared in exactly one place.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -209,13 +210,19 @@ class JobNotRetryableError(JobsError):
     code = "JOB_NOT_RETRYABLE"
     title = "this job is not in a state a retry can requeue"
 
-    def __init__(self, job_id: str, state: str) -> None:
+    def __init__(self, job_id: str, state: str, *, rerun: bool = False) -> None:
         if state == "cancelled":
             cause = f"job {job_id} was cancelled; a plain retry does not resurrect cancelled work"
             fix = f"mcp-jobs jobs retry {job_id} --include-cancelled"
             call = _call("retry_job", job_id=job_id, include_cancelled=True)
         else:
-            cause = f"job {job_id} is {state}; only failed or dead jobs can be retried"
+            # A rerun from a step also takes a done job (engine/reruns.py).
+            allowed = (
+                "failed, dead or done jobs can be rerun"
+                if rerun
+                else "failed or dead jobs can be retried"
+            )
+            cause = f"job {job_id} is {state}; only {allowed}"
             fix = f"mcp-jobs jobs show {job_id} --json"
             call = _call("inspect_job", job_id=job_id)
         super().__init__(cause, fix, next_call=call, details={"job_id": job_id, "state": state})
@@ -233,6 +240,51 @@ class JobNotCancellableError(JobsError):
             next_call=_call("inspect_job", job_id=job_id),
             details={"job_id": job_id, "state": state},
         )
+
+
+class RerunStepUnknownError(JobsError):
+    code = "STEP_UNKNOWN"
+    title = "the run has no stored step of this name to rerun from"
+
+    def __init__(self, job_id: str, run_id: str, step: str, known: Sequence[str]) -> None:
+        # The run's first step (in run order) reruns everything: a fix that always runs.
+        first = known[0] if known else None
+        cause = (
+            f'run {run_id} of job {job_id} has no step "{step}"; its steps, in order: '
+            f"{', '.join(known) if known else 'none'}"
+        )
+        if first is None:
+            fix = f"mcp-jobs jobs retry {job_id}"
+            call = _call("retry_job", job_id=job_id)
+        else:
+            fix = f"mcp-jobs jobs retry {job_id} --from-step {_shell_word(first)}"
+            call = _call("retry_job", job_id=job_id, from_step=first)
+        super().__init__(
+            cause,
+            fix,
+            next_call=call,
+            details={"job_id": job_id, "run_id": run_id, "step": step, "steps": list(known)},
+        )
+
+
+class RerunStepUnreachedError(JobsError):
+    code = "STEP_NOT_RERUNNABLE"
+    title = "a step before the rerun point did not complete, so it cannot be kept"
+
+    def __init__(self, job_id: str, run_id: str, step: str, first_open: str, status: str) -> None:
+        super().__init__(
+            f'step "{step}" of run {run_id} comes after step "{first_open}", which is '
+            f"{status}, not completed; a rerun keeps only completed steps before its point, "
+            f'so it can start at "{first_open}" or earlier',
+            f"mcp-jobs jobs retry {job_id} --from-step {_shell_word(first_open)}",
+            next_call=_call("retry_job", job_id=job_id, from_step=first_open),
+            details={"job_id": job_id, "run_id": run_id, "step": step, "first_open": first_open},
+        )
+
+
+def _shell_word(text: str) -> str:
+    """`text` as one shell word, so a fix naming a step with spaces still runs as given."""
+    return shlex.quote(text)
 
 
 # --- execution ----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine.errors import InvalidArgumentError
+from engine.rate_limits import RateLimit, checked_rate
 
 
 def _check(name: str, value: int | None) -> None:
@@ -25,6 +26,11 @@ class Limits:
     # One cap for every tenant, with optional overrides for named tenants.
     per_tenant: int | None = None
     tenant_overrides: Mapping[str, int] = field(default_factory=dict[str, int])
+    # Rate limits (engine.rate_limits): starts per period per queue, and per tenant with
+    # overrides for named tenants. A job's own rate is declared on the job.
+    rate_per_queue: Mapping[str, RateLimit] = field(default_factory=dict[str, RateLimit])
+    rate_per_tenant: RateLimit | None = None
+    rate_tenant_overrides: Mapping[str, RateLimit] = field(default_factory=dict[str, RateLimit])
 
     def __post_init__(self) -> None:
         _check("global_cap", self.global_cap)
@@ -33,6 +39,20 @@ class Limits:
             _check(f"per_queue[{queue!r}]", cap)
         for tenant, cap in self.tenant_overrides.items():
             _check(f"tenant_overrides[{tenant!r}]", cap)
+        checked_rate("rate_per_tenant", self.rate_per_tenant, keyed=False)
+        for queue, rate in self.rate_per_queue.items():
+            checked_rate(f"rate_per_queue[{queue!r}]", rate, keyed=False)
+        for tenant, rate in self.rate_tenant_overrides.items():
+            checked_rate(f"rate_tenant_overrides[{tenant!r}]", rate, keyed=False)
+
+    @property
+    def has_rates(self) -> bool:
+        return bool(self.rate_per_queue or self.rate_per_tenant or self.rate_tenant_overrides)
+
+    def tenant_rate(self, tenant_id: str | None) -> RateLimit | None:
+        if tenant_id is None:
+            return None
+        return self.rate_tenant_overrides.get(tenant_id, self.rate_per_tenant)
 
     def caps_for(
         self, queue: str, tenant_id: str | None, job: str, job_concurrency: int | None

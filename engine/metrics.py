@@ -100,6 +100,11 @@ class WorkerMetrics:
             "Claims handed straight back because a concurrency cap was full (still ready).",
             (*job, "reason"),
         )
+        self.rate_limited = counter(
+            "jobs_rate_limited",
+            "Claims handed straight back over a rate limit (still ready), by the limit's kind.",
+            (*job, "limit"),
+        )
         self.parked = counter(
             "jobs_parked",
             "Jobs suspended: a step.sleep, or a job name unknown here.",
@@ -155,7 +160,7 @@ class WorkerMetrics:
             "failed": lambda e: self.failed.labels(e.queue, e.name).inc(),
             # A shed is labelled by the kind of cap that was full, not the cap's key: the key
             # names a tenant, and a tenant id is an unbounded label value.
-            "shed": lambda e: self.shed.labels(e.queue, e.name, e.cap_kind or "other").inc(),
+            "shed": self._shed,
             "parked": lambda e: self.parked.labels(e.queue, e.name, e.park_reason or "other").inc(),
             "cancelled": lambda e: self.cancelled.labels(e.queue, e.name).inc(),
             "lease_lost": lambda e: self.lease_lost.labels(e.queue, e.name).inc(),
@@ -164,6 +169,12 @@ class WorkerMetrics:
         self._queues: set[str] = set()
         self._refreshes = 0
         self._refreshed: anyio.Event | None = None
+
+    def _shed(self, event: WorkerEvent) -> None:
+        self.shed.labels(event.queue, event.name, event.cap_kind or "other").inc()
+        if event.rate_kind is not None:
+            # By kind (job, queue, tenant), not key: a computed key is unbounded app data.
+            self.rate_limited.labels(event.queue, event.name, event.rate_kind).inc()
 
     # --- counters: the worker's event feed ----------------------------------------------------
 

@@ -23,9 +23,10 @@ WorkerEventKind = Literal[
 ]
 
 # Why a job was parked: a `step.sleep`, or a name no job on this worker is registered under.
-ParkReason = Literal["sleep", "unknown_name"]
+ParkReason = Literal["sleep", "unknown_name", "event"]
 # Which cap a shed job was over (engine.limits): all jobs, its queue, its tenant, its job name.
-CapKind = Literal["global", "queue", "tenant", "job"]
+# "rate": over a rate limit (engine.rate_limits), not a concurrency cap.
+CapKind = Literal["global", "queue", "tenant", "job", "rate"]
 
 logger = logging.getLogger("mcp_jobs.worker")
 
@@ -62,6 +63,8 @@ class WorkerEvent:
     cap_kind: CapKind | None = None
     park_reason: ParkReason | None = None
     traceparent: str | None = None
+    # A shed over a rate limit ("rate" cap_kind): the kind of the key that held it back.
+    rate_kind: Literal["job", "queue", "tenant"] | None = None
 
     @classmethod
     def of(

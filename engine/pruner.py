@@ -22,7 +22,7 @@ import anyio
 from engine import bounds
 from engine.clock import sleep_unless_woken
 from engine.descriptors import DESCRIPTOR_EXPIRY_MS
-from engine.drivers.base import DESCRIPTORS, HISTORY, LEADER_LEASES, require
+from engine.drivers.base import DESCRIPTORS, EVENTS, HISTORY, LEADER_LEASES, require
 from engine.errors import JobsError
 from engine.ids import worker_id
 from engine.retention import (
@@ -203,6 +203,9 @@ class Pruner:
                 break
         if self.descriptors is not None and not self._stopping:
             await self.descriptors.forget_descriptors(now - DESCRIPTOR_EXPIRY_MS)
+        if EVENTS.offered_by(self.jobs.driver) and not self._stopping:
+            # Inbound events past their window (engine/inbound_events.py) go with each pass.
+            await require(self.jobs.driver, EVENTS).prune_events(now)
         report = PrunePass(at=now, leader=True, cutoffs=cutoffs, pruned=pruned, batches=batches)
         self._report(report)
         return report

@@ -18,6 +18,10 @@ from schemas.stats import QueueStats
 
 __all__ = [
     "LIVE_STATES",
+    "PRIORITY_DEFAULT",
+    "PRIORITY_MAX",
+    "PRIORITY_MIN",
+    "PRIORITY_STEP_MS",
     "RECENT_SETTLED_MS",
     "RECENT_SETTLED_STATES",
     "RETRYABLE_STATES",
@@ -31,6 +35,7 @@ __all__ = [
     "can_retry",
     "cancel_event_data",
     "cancel_transition",
+    "claim_rank",
     "claim_transition",
     "counts_in_stats",
     "dedupe_key",
@@ -70,6 +75,22 @@ def is_claimable(job: JobRecord, now: int) -> bool:
     if job.state == "running":
         return job.lease_expires_at is not None and job.lease_expires_at <= now
     return False
+
+
+# Priority: a small integer, higher first. One point is worth PRIORITY_STEP_MS of waiting: a
+# claim takes rows in (run_at - priority * step, id) order, so a job ready at t is claimed before
+# every job of priority q made ready after t + (q - its priority) * step. Higher priority goes
+# first through any backlog shorter than that, FIFO within a priority, and nothing starves.
+# Never below 0: then a due row's rank is at most now, which bounds the claim's index walk.
+PRIORITY_MIN = 0
+PRIORITY_MAX = 10
+PRIORITY_DEFAULT = 0
+PRIORITY_STEP_MS = 300_000
+
+
+def claim_rank(job: JobRecord) -> tuple[int, str]:
+    """The order claims take claimable rows in (both SQL drivers index this expression)."""
+    return (job.run_at - job.priority * PRIORITY_STEP_MS, job.id)
 
 
 def claim_transition(job: JobRecord, worker_id: str, now: int, lease_ms: int) -> JobRecord:

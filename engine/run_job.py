@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from engine.clock import Clock
 from engine.context import JobContext
 from engine.declare import JobDefinition
-from engine.drivers.base import Driver
+from engine.drivers.base import EVENTS, Driver, require
 from engine.errors import (
     JobFailedError,
     JobInputInvalidError,
@@ -31,9 +31,10 @@ from engine.errors import (
     JobUnknownError,
 )
 from engine.observe import WorkerEvent, WorkerEventKind
+from engine.progress import ProgressReporter
 from engine.retry import retry_delay_ms
 from engine.settle import Settler
-from engine.steps import StepApi, StepSuspension, storable_output
+from engine.steps import EventSuspension, StepApi, StepSuspension, storable_output
 from engine.storable import find_unstorable, storable_text
 from engine.tracing import run_span
 from schemas.errors import ErrorPayload
@@ -219,6 +220,7 @@ async def execute(
 
     started = rt.clock.now_ms()
     emit("claimed")
+    reporter = ProgressReporter(rt.driver, rt.clock, record.id, claimed.token, record.attempt)
     ctx = JobContext(
         job_id=record.id,
         run_id=record.run_id,
@@ -235,6 +237,7 @@ async def execute(
             run_id=record.run_id,
             token=claimed.token,
             completed=None if claimed.has_steps else {},
+            tenant_id=record.tenant_id,
         ),
         clock=rt.clock,
         log=logging.LoggerAdapter(
@@ -243,6 +246,7 @@ async def execute(
         ),
         traceparent=record.traceparent,
         driver=rt.driver,
+        reporter=reporter,
     )
 
     if definition.timeout_ms is None:
@@ -253,6 +257,8 @@ async def execute(
                 definition, job_input, ctx, handle, record
             )
     handle.body_done()
+    if reporter.active:
+        await _end_progress(reporter, handle)
     if handle.torn:
         raise asyncio.CancelledError("the worker tore this run down; its lease will expire")
     duration = rt.clock.now_ms() - started
@@ -268,6 +274,8 @@ async def execute(
         )
     if handle.reason == "timeout" and definition.timeout_ms is not None:
         failure = JobTimeoutError(record.name, definition.timeout_ms)
+    if isinstance(suspension, EventSuspension):
+        return await _park_for_event(rt, claimed, suspension, settle, duration)
     if suspension is not None:
         delay = max(0, suspension.wake_at - rt.clock.now_ms())
         return await settle(
@@ -296,6 +304,34 @@ async def execute(
     return emit("succeeded", duration_ms=duration)
 
 
+async def _park_for_event(
+    rt: Runtime,
+    claimed: ClaimedJob,
+    suspension: EventSuspension,
+    settle: Callable[..., Awaitable[WorkerEventKind]],
+    duration: int,
+) -> WorkerEventKind:
+    """Park until the wait's timeout, then look for the event once more: a send that committed
+    after the step's look but before this park found the job running and woke nothing."""
+    delay = max(0, suspension.wake_at - rt.clock.now_ms())
+    name, key, tenant_id = suspension.event
+    kind = await settle(
+        NackOptions(delay_ms=delay, counts_as_attempt=False, park=True),
+        "parked",
+        duration_ms=duration,
+        reason=f"step {suspension.step!r} waiting for event {name!r}",
+        park_reason="event",
+    )
+    if kind == "parked":
+        store = require(rt.driver, EVENTS)
+        found = await store.first_event(
+            name, key, tenant_id, suspension.started_at, suspension.after
+        )
+        if found is not None:
+            await store.wake_waiter(claimed.record.id, rt.clock.now_ms())
+    return kind
+
+
 async def _run_body(
     definition: JobDefinition[Any],
     job_input: Any,
@@ -319,6 +355,19 @@ async def _run_body(
         handle.in_body = False
     # Reached only when the stop switch cancelled the body: nothing came of it.
     return None, None, None
+
+
+async def _end_progress(reporter: ProgressReporter, handle: RunHandle) -> None:
+    """A run that goes on to settle stores its last report first (its token still holds the
+    job); a stopped one drops it."""
+    if handle.torn or handle.reason in ("cancelled", "lease_lost"):
+        reporter.abandon()
+        return
+    try:
+        await reporter.finish()
+    except BaseException:
+        reporter.abandon()  # torn down mid-write: leave no flush behind
+        raise
 
 
 def _after_failure(

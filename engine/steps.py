@@ -13,8 +13,12 @@ from typing import Any
 
 import anyio.to_thread
 
+from engine import bounds
+from engine import inbound_events as event_rules
 from engine.clock import Clock
+from engine.drivers.base import EVENTS, EventStore, require
 from engine.errors import InvalidArgumentError, JobOutputInvalidError, StepDuplicateError
+from engine.inbound_events import EventCursor, EventOutcome
 from engine.settle import Settler
 from engine.storable import find_unstorable, storable_text
 from schemas.states import StepStatus
@@ -29,6 +33,25 @@ class StepSuspension(BaseException):
         super().__init__(f"suspended at step {step!r} until {wake_at}")
         self.step = step
         self.wake_at = wake_at
+
+
+class EventSuspension(StepSuspension):
+    """A wait for an event parks like a sleep, until its timeout or a send wakes it. Carries
+    what run_job needs to look for the event once more after the park commits (a send that
+    committed between the step's look and the park found the job running and woke nothing)."""
+
+    def __init__(
+        self,
+        step: str,
+        wake_at: int,
+        event: tuple[str, str, str | None],
+        started_at: int,
+        after: EventCursor | None,
+    ) -> None:
+        super().__init__(step, wake_at)
+        self.event = event
+        self.started_at = started_at
+        self.after = after
 
 
 def storable_output(job: str, origin: str, value: Any) -> Any:
@@ -65,8 +88,13 @@ class StepApi:
         run_id: str,
         token: str,
         completed: dict[str, StepRecord] | None = None,
+        tenant_id: str | None = None,
     ) -> None:
         self._settler = settler
+        self._tenant = tenant_id
+        # (event name, key) -> the event the last wait of this run for it received: a later
+        # wait for the same pair only matches events after it (engine/inbound_events.py).
+        self._received: dict[tuple[str, str], EventCursor] = {}
         self._clock = clock
         self._job = job_name
         self._job_id = job_id
@@ -170,3 +198,74 @@ class StepApi:
         if existing is None or existing.status != "sleeping":
             await self._save(name, "sleeping", started, output={"wake_at": wake_at})
         raise StepSuspension(name, wake_at)
+
+    async def wait_for_event(
+        self,
+        name: str,
+        *,
+        match: str,
+        timeout: float,  # noqa: ASYNC109 - a durable timeout in the database, not a cancel scope
+        step: str | None = None,
+    ) -> EventOutcome:
+        """Durably wait for the event `name` with key `match` (this job's tenant), sent by
+        `jobs.send_event`, for at most `timeout` seconds: the job parks like a sleep (no slot
+        held, no attempt burned). Returns `EventOutcome(received=True, payload=...)`, or
+        `received=False` once the timeout passed — never raises for a timeout. The step is
+        named `event:<name>` unless `step=` names it (to wait for one event twice)."""
+        name = event_rules.checked_name(name)
+        key = event_rules.checked_key(match)
+        seconds = bounds.number(
+            "timeout", timeout, 0, bounds.MAX_DELAY_SECONDS, whole=False, unit="seconds"
+        )
+        step_name = event_rules.step_name(name) if step is None else step
+        existing = await self._enter(step_name)
+        pair = (name, key)
+        if existing is not None and existing.status == "completed":
+            outcome = EventOutcome.model_validate(existing.output)
+            self._remember(pair, outcome)
+            return outcome
+        store = self._events()
+        now = self._clock.now_ms()
+        if existing is not None and existing.status == "waiting":
+            stored = existing.output or {}
+            started = existing.started_at
+            timeout_at = int(stored.get("timeout_at", now))
+            after_raw = stored.get("after")
+            after = None if after_raw is None else (int(after_raw[0]), str(after_raw[1]))
+        else:
+            started = now
+            timeout_at = now + int(seconds * 1000)
+            after = self._received.get(pair)
+        # Listed as a waiter BEFORE the look: a send from here on wakes it once it parks.
+        await store.await_event(self._job_id, name, key, self._tenant)
+        event = await store.first_event(name, key, self._tenant, started, after)
+        if event is not None or now >= timeout_at:
+            outcome = EventOutcome.timeout(now) if event is None else EventOutcome.of(event)
+            await self._save(
+                step_name,
+                "completed",
+                started,
+                output=outcome.model_dump(mode="json"),
+                finished_at=now,
+            )
+            await store.forget_waiter(self._job_id)
+            self._remember(pair, outcome)
+            return outcome
+        if existing is None or existing.status != "waiting":
+            waiting = {
+                "event": name,
+                "key": key,
+                "tenant_id": self._tenant,
+                "timeout_at": timeout_at,
+                "wake_at": timeout_at,
+                "after": None if after is None else list(after),
+            }
+            await self._save(step_name, "waiting", started, output=waiting)
+        raise EventSuspension(step_name, timeout_at, (name, key, self._tenant), started, after)
+
+    def _events(self) -> EventStore:
+        return require(self._settler.driver, EVENTS)
+
+    def _remember(self, pair: tuple[str, str], outcome: EventOutcome) -> None:
+        if outcome.received and outcome.sent_at is not None and outcome.event_id is not None:
+            self._received[pair] = (outcome.sent_at, outcome.event_id)

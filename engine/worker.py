@@ -23,6 +23,7 @@ import os
 import socket
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import replace
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,7 +32,15 @@ import anyio
 
 from engine.claim_plan import PREFETCH_PER_SLOT, ClaimPlanner
 from engine.descriptors import PUBLISH_EVERY_BEATS, app_modules, describe_all
-from engine.drivers.base import DESCRIPTORS, HISTORY, LEADER_LEASES, DescriptorStore, require
+from engine.drivers.base import (
+    DESCRIPTORS,
+    HISTORY,
+    LEADER_LEASES,
+    RATES,
+    DescriptorStore,
+    RateStore,
+    require,
+)
 from engine.errors import InvalidArgumentError, JobsError, JobSlotLostError
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
@@ -45,6 +54,7 @@ from engine.observe import (
 )
 from engine.outbox import OutboxRelay
 from engine.pruner import Pruner
+from engine.rate_limits import kind_of, takes_for
 from engine.retention import Retention, prune_enabled_from_env
 from engine.run_job import RunHandle, Runtime, execute, keep_leases
 from engine.tasks.declare import tasks_of
@@ -57,6 +67,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from engine.client import Jobs
+    from engine.declare import JobDefinition
 
 logger = logging.getLogger("mcp_jobs.worker")
 
@@ -77,6 +88,11 @@ def cap_kind(key: str) -> CapKind:
     """The kind of a cap from its key (engine.limits names caps `kind:name`, or `global`)."""
     kind = key.partition(":")[0]
     return kind if kind in ("queue", "tenant", "job") else "global"  # type: ignore[return-value]
+
+
+def rate_reason(key: str, next_start_at: int, now: int) -> str:
+    """The log reason of a rate shed: the key, and when (epoch ms, and how soon) it may start."""
+    return f"over rate {key}: next start at {next_start_at} (in {next_start_at - now} ms)"
 
 
 class Stopping:
@@ -137,6 +153,12 @@ class Worker:
         self.concurrency = concurrency
         self._queue_choice: QueueChoice = queues if queues is None or queues == "*" else [*queues]
         self.limits = limits or Limits()
+        # The rate store, required when the first job with a rate limit is taken.
+        self._rates: RateStore | None = None
+        # Read once: a job with no rate limit anywhere pays one attribute test, no store call.
+        self._limits_rate = self.limits.has_rates
+        if self._limits_rate:
+            self._rates = require(self.driver, RATES)
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
         self.drain_ms = drain_ms
@@ -658,6 +680,9 @@ class Worker:
                             cap_kind=cap_kind(blocked),
                         )
                         return
+                rated = definition.rate_limit is not None or self._limits_rate
+                if rated and await self._over_rate(claimed, definition):
+                    return
             await execute(self.runtime, claimed, definition, handle)
         except Exception:
             logger.exception("job %s (%s) could not be settled", record.id, record.name)
@@ -665,6 +690,47 @@ class Worker:
             handle.body_done()  # when it never ran (shed, parked unknown name, failed input)
             self._inflight.pop(record.id, None)
             self._slot_freed()
+
+    async def _over_rate(self, claimed: ClaimedJob, definition: JobDefinition[Any]) -> bool:
+        """Take a start under every rate limit of this job (engine.rate_limits); over one, shed
+        it like a cap (rule 7) until its next allowed start, and answer True. Slots it took are
+        released by the nack that hands it back."""
+        record = claimed.record
+        takes = takes_for(
+            record.name,
+            definition.rate_limit,
+            lambda: definition.parse_input(record.input),
+            record.queue,
+            self.limits.rate_per_queue.get(record.queue),
+            record.tenant_id,
+            self.limits.tenant_rate(record.tenant_id),
+        )
+        if not takes:
+            return False
+        if self._rates is None:
+            self._rates = require(self.driver, RATES)
+        now = self.clock.now_ms()
+        verdict = await self._rates.take_rates(takes, now)
+        key = verdict.blocked_key
+        if key is None:
+            return False
+        delay = max(1, verdict.next_start_at - now)
+        try:
+            await self.driver.nack(
+                record.id, claimed.token, NackOptions(delay_ms=delay, counts_as_attempt=False)
+            )
+        except JobSlotLostError:
+            return True  # cancelled or taken meanwhile: no longer ours to hand back
+        event = WorkerEvent.of(
+            "shed",
+            record,
+            at=now,
+            worker_id=self.id,
+            reason=rate_reason(key, verdict.next_start_at, now),
+            cap_kind="rate",
+        )
+        self._emit(replace(event, rate_kind=kind_of(key)))
+        return True
 
     async def _give_back(
         self,

@@ -23,6 +23,18 @@ class RetryPolicyInfo(BaseModel):
     delays_ms: list[int]
 
 
+class RateLimitInfo(BaseModel):
+    """A declared rate limit (engine.rate_limits): `limit` starts per `per_ms`, `burst` at once;
+    `keyed`: each value of a key computed from the input has a limit of its own."""
+
+    model_config = ConfigDict(frozen=True)
+
+    limit: int
+    per_ms: int
+    burst: int = 1
+    keyed: bool = False
+
+
 class JobDescriptor(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -33,7 +45,11 @@ class JobDescriptor(BaseModel):
     retry: RetryPolicyInfo
     timeout_ms: int | None
     concurrency: int | None
+    # What its enqueues get unless one names a priority (higher is claimed first).
+    priority: int = 0
     tenant_required: bool
+    # Its declared rate limit, if any: starts per period shared by every worker.
+    rate_limit: RateLimitInfo | None = None
     # Always true: `job()` refuses a declaration without an idempotency key. The key's value is
     # computed from input (app data) and never published.
     idempotent: bool

@@ -9,6 +9,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
 
 from schemas.errors import ErrorPayload
+from schemas.progress import Progress
 from schemas.states import JobState
 
 OnConflict = Literal["dedupe", "error"]
@@ -36,6 +37,7 @@ class EnqueueRequest(NamedTuple):
     on_conflict: OnConflict = "dedupe"
     traceparent: str | None = None
     enqueued_by: str | None = None
+    priority: int = 0
 
     def initial_state(self, now: int) -> JobState:
         """The state a new row starts in, in every driver: due now is ready, later delayed."""
@@ -93,6 +95,18 @@ class JobRecord(BaseModel):
     cancel_requested: bool = False
     traceparent: str | None = None
     enqueued_by: str | None = None
+    # Higher is claimed first (engine.rules.claim_rank); 0 unless declared or given at enqueue.
+    priority: int = 0
+    # The body's last `ctx.progress` report (engine/progress.py); None until it reports.
+    progress: Progress | None = None
+    # The run this one reran from a step (engine/reruns.py); None for a first run.
+    rerun_of: str | None = None
+
+    @field_validator("progress", mode="before")
+    @classmethod
+    def _decode_progress(cls, value: Any) -> Any:
+        """SQL drivers hand the stored progress over as its JSON text."""
+        return Progress.model_validate_json(value) if isinstance(value, str | bytes) else value
 
     @field_validator("last_error", mode="before")
     @classmethod

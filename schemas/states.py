@@ -11,7 +11,7 @@ from typing import Literal, get_args
 JobState = Literal[
     "ready", "delayed", "running", "suspended", "done", "failed", "dead", "cancelled"
 ]
-StepStatus = Literal["completed", "sleeping", "failed"]
+StepStatus = Literal["completed", "sleeping", "failed", "waiting"]
 BackfillStatus = Literal["running", "completed", "failed"]
 
 JOB_STATES: tuple[JobState, ...] = get_args(JobState)

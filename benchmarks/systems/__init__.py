@@ -30,6 +30,13 @@ SYSTEMS: dict[str, Entry] = {
             frozenset({1, 2, 3, 4, 5, 6, 7}),
         ),
         Entry(
+            "mcp-jobs-pg-priority",
+            "mcp-jobs (PostgreSQL, mixed priorities)",
+            "benchmarks.systems.mcpjobs:McpJobsPriorities",
+            None,
+            frozenset({1, 2, 3, 4}),
+        ),
+        Entry(
             "mcp-jobs-sqlite",
             "mcp-jobs (SQLite)",
             "benchmarks.systems.mcpjobs:McpJobs",

@@ -17,6 +17,7 @@ from benchmarks.systems.base import STEP_COUNT, Kind, Producer, System
 from benchmarks.tally import Tally
 from engine import Enqueue, JobContext, JobRegistry, Jobs, Worker, connect, job
 from engine.claim_plan import PREFETCH_PER_SLOT
+from engine.rules import PRIORITY_MAX
 
 QUEUE = "bench"
 REGISTRY = JobRegistry()
@@ -62,15 +63,23 @@ _JOBS = {"noop": bench_noop, "steps": bench_steps}
 
 
 class _McpJobsProducer(Producer):
-    def __init__(self, jobs: Jobs) -> None:
+    def __init__(self, jobs: Jobs, priorities: bool) -> None:
         self.jobs = jobs
+        # Every priority in turn (0..10) instead of the default for all: the claim's rank order
+        # then mixes head starts, which is what the priority variant measures.
+        self.priorities = priorities
+
+    def _priority(self, i: int) -> int | None:
+        return i % (PRIORITY_MAX + 1) if self.priorities else None
 
     async def enqueue_one(self, kind: Kind, i: int) -> None:
-        await self.jobs.enqueue(_JOBS[kind], Item(i=i))
+        await self.jobs.enqueue(_JOBS[kind], Item(i=i), priority=self._priority(i))
 
     async def enqueue_many(self, kind: Kind, indexes: Sequence[int]) -> list[str]:
         definition = _JOBS[kind]
-        results = await self.jobs.enqueue_many([Enqueue(definition, Item(i=i)) for i in indexes])
+        results = await self.jobs.enqueue_many(
+            [Enqueue(definition, Item(i=i), priority=self._priority(i)) for i in indexes]
+        )
         return [r.id for r in results]
 
     async def close(self) -> None:
@@ -81,6 +90,7 @@ class McpJobs(System):
     # What `mcp-jobs worker` runs on when uvloop is installed (mcp_jobs/cli/event_loop.py), as
     # PgQueuer runs on what its CLI takes.
     loop: ClassVar[Literal["asyncio", "uvloop"]] = "uvloop"
+    priorities: ClassVar[bool] = False
 
     def settings(self, concurrency: int) -> dict[str, Any]:
         return {
@@ -101,7 +111,7 @@ class McpJobs(System):
         await jobs.close()
 
     async def producer(self, url: str) -> Producer:
-        return _McpJobsProducer(await self.connect(url))
+        return _McpJobsProducer(await self.connect(url), self.priorities)
 
     async def run_worker(self, url: str, kind: Kind, concurrency: int, tally: Tally) -> None:
         global _tally
@@ -127,3 +137,9 @@ class McpJobs(System):
             s.ready + s.delayed + s.running + s.suspended + s.dead + s.failed + s.cancelled
             for s in stats
         )
+
+
+class McpJobsPriorities(McpJobs):
+    """mcp-jobs with every job enqueued at one of the eleven priorities, in turn."""
+
+    priorities: ClassVar[bool] = True

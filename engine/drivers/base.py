@@ -16,6 +16,8 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast, runtime_ch
 
 from engine.clock import Clock
 from engine.errors import DriverCapabilityMissingError, JobsError
+from engine.inbound_events import EventCursor, InboundEvent
+from engine.rate_limits import RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount
 from schemas.backfill import BackfillRun
 from schemas.descriptor import JobDescriptor
@@ -32,6 +34,7 @@ from schemas.jobs import (
 )
 from schemas.outbox import OutboxRow
 from schemas.pauses import Pause, PauseKind
+from schemas.progress import Progress
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
@@ -380,6 +383,99 @@ class PauseStore(Protocol):
 
 
 @runtime_checkable
+class RerunStore(Protocol):
+    """Rerun from a step (engine/reruns.py). Optional, like PauseStore: without it
+    `Jobs.retry(from_step=...)` answers DRIVER_CAPABILITY_MISSING; a plain retry is unchanged."""
+
+    async def rerun(
+        self,
+        job_id: str,
+        tenant_id: str | None,
+        from_step: str,
+        include_cancelled: bool,
+        actor: str | None,
+        new_run_id: str,
+    ) -> JobRecord:
+        """In one transaction: `engine.reruns.plan_rerun` over the job and its run's steps (in
+        run order), refused as `retry` is when another live row holds the key; then the copied
+        steps under `new_run_id`, the row, and its `requeued` event. The old run's steps stay."""
+        ...
+
+    async def run_steps(self, job_id: str, run_id: str, tenant_id: str | None) -> list[StepRecord]:
+        """The steps of one run of this job (a previous run included), in run order; empty when
+        the job has no such run. JOB_NOT_FOUND when the job is not there (in that tenant)."""
+        ...
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """Inbound events and the jobs waiting for them (engine/inbound_events.py). Optional, like
+    PauseStore: without it `ctx.step.wait_for_event` and `Jobs.send_event` answer
+    DRIVER_CAPABILITY_MISSING."""
+
+    async def send_event(self, event: InboundEvent, now: int) -> int:
+        """Store `event` and, in the same transaction, set `run_at` to `now` (when later) on
+        every suspended job whose waiter row has the event's (name, key, tenant); wake idle
+        workers when any; answer how many jobs that was."""
+        ...
+
+    async def first_event(
+        self,
+        name: str,
+        key: str,
+        tenant_id: str | None,
+        started_at: int,
+        after: EventCursor | None,
+    ) -> InboundEvent | None:
+        """The earliest stored event, by (sent_at, id), that `inbound_events.matches`."""
+        ...
+
+    async def await_event(self, job_id: str, name: str, key: str, tenant_id: str | None) -> None:
+        """Record that `job_id` waits for (name, key, tenant): the waiters index a send reads.
+        One row per job; a second call replaces the first."""
+        ...
+
+    async def forget_waiter(self, job_id: str) -> None:
+        """Delete `job_id`'s waiter row, if any."""
+        ...
+
+    async def wake_waiter(self, job_id: str, now: int) -> bool:
+        """Set `run_at` to `now` (when later) on `job_id` if it is suspended; answer whether."""
+        ...
+
+    async def prune_events(self, now: int) -> int:
+        """Delete the events that expired at or before `now` and the waiter rows of jobs no
+        longer live; answer how many events went."""
+        ...
+
+
+@runtime_checkable
+class RateStore(Protocol):
+    """Rate limits (engine.rate_limits): one GCRA TAT per key, shared by every worker on this
+    database. Optional, like PauseStore: a worker that has a rate to apply requires it."""
+
+    async def take_rates(self, takes: Sequence[RateTake], now: int) -> RateVerdict:
+        """All or nothing, atomically: take one start under every key of `takes` (as
+        `rate_limits.take_all` decides over the stored TATs), or none when any key blocks."""
+        ...
+
+    async def rate_states(self, limit: int) -> list[RateState]:
+        """Up to `limit` stored keys, by key: their TAT and the rate that last took there."""
+        ...
+
+
+@runtime_checkable
+class ProgressStore(Protocol):
+    """A running job's reported progress (engine/progress.py). Optional, like PauseStore: on a
+    driver without it `ctx.progress` checks its arguments and stores nothing."""
+
+    async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
+        """Store `progress` on the job while `token` holds it running; answer whether it was
+        written (False for a stale holder: nothing changes). Moves no other column."""
+        ...
+
+
+@runtime_checkable
 class Driver(
     JobStore,
     StepStore,
@@ -426,6 +522,10 @@ DESCRIPTORS: Capability[DescriptorStore] = Capability("descriptors", DescriptorS
 # and PauseStore.
 CHANGES: Capability[ChangeSource] = Capability("changes", ChangeSource)
 PAUSES: Capability[PauseStore] = Capability("pauses", PauseStore)
+PROGRESS: Capability[ProgressStore] = Capability("progress", ProgressStore)
+RATES: Capability[RateStore] = Capability("rates", RateStore)
+RERUNS: Capability[RerunStore] = Capability("reruns", RerunStore)
+EVENTS: Capability[EventStore] = Capability("events", EventStore)
 CAPABILITIES: tuple[Capability[Any], ...] = (
     JOBS,
     STEPS,

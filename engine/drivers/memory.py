@@ -28,8 +28,13 @@ from engine.errors import (
     OutboxNoTxError,
 )
 from engine.ids import new_id, new_token
+from engine.inbound_events import EventCursor, InboundEvent
+from engine.inbound_events import matches as event_matches
+from engine.inbound_events import order as event_order
 from engine.pauses import PauseKey, is_held
 from engine.presence import EXPIRED_PER_BEAT, is_expired
+from engine.rate_limits import RateState, RateTake, RateVerdict, take_all
+from engine.reruns import plan_rerun
 from engine.retention import Cutoffs, PruneCount
 from engine.rules import (
     LIVE_STATES,
@@ -40,6 +45,7 @@ from engine.rules import (
     can_retry,
     cancel_event_data,
     cancel_transition,
+    claim_rank,
     claim_transition,
     dedupe_key,
     event_kind_for,
@@ -65,6 +71,7 @@ from schemas.jobs import (
 )
 from schemas.outbox import OutboxRow
 from schemas.pauses import Pause, PauseKind
+from schemas.progress import Progress
 from schemas.scheduler import LeaderLease, TaskState
 from schemas.states import BackfillStatus, JobState
 from schemas.stats import QueueStats, WorkerInfo
@@ -107,6 +114,9 @@ class MemoryDriver:
         self._leaders: dict[str, LeaderLease] = {}
         self._descriptors: dict[str, JobDescriptor] = {}  # by job name: the last one published
         self._pauses: dict[PauseKey, Pause] = {}
+        self._rates: dict[str, RateState] = {}  # rate-limit key -> its TAT and rate
+        self._inbound: dict[str, InboundEvent] = {}
+        self._waiters: dict[str, tuple[str, str, str | None]] = {}  # job id -> what it waits for
         self._waker = Waker()
         self.changes = ChangeFeed()  # every write below that a reader may follow bumps it
 
@@ -182,7 +192,7 @@ class MemoryDriver:
             and is_claimable(job, now)
             and not (self._pauses and is_held(job, self._pauses))
         ]
-        candidates.sort(key=lambda j: (j.run_at, j.id))
+        candidates.sort(key=claim_rank)
         claimed: list[ClaimedJob] = []
         for job in candidates[: max(0, limit)]:
             token = new_token()
@@ -406,6 +416,21 @@ class MemoryDriver:
             self.changes.notify()
         return outcomes
 
+    # --- rate limits (engine.rate_limits) -----------------------------------------------------
+
+    async def take_rates(self, takes: Sequence[RateTake], now: int) -> RateVerdict:
+        tats = {t.key: self._rates[t.key].tat for t in takes if t.key in self._rates}
+        verdict, new = take_all(tats, takes, now)
+        for take in takes:
+            if take.key in new:
+                self._rates[take.key] = RateState(
+                    take.key, new[take.key], take.limit, take.per_ms, take.burst
+                )
+        return verdict
+
+    async def rate_states(self, limit: int) -> list[RateState]:
+        return [self._rates[k] for k in sorted(self._rates)[:limit]]
+
     # --- limiter slots ------------------------------------------------------------------------
 
     async def acquire_slots(
@@ -593,6 +618,9 @@ class MemoryDriver:
             self._steps.pop(job.run_id, None)
             self._leases.pop(job.id, None)
         if ids:
+            # The runs a rerun left behind (engine/reruns.py) go with their job.
+            for run_id in [r for r, steps in self._steps.items() if _owned_by(steps, ids)]:
+                del self._steps[run_id]
             self._events = {s: e for s, e in self._events.items() if e.job_id not in ids}
             for holders in self._slots.values():
                 for job_id in ids & holders.keys():
@@ -659,6 +687,105 @@ class MemoryDriver:
     async def pauses(self) -> list[Pause]:
         return [self._pauses[k] for k in sorted(self._pauses)]
 
+    # --- progress (engine.progress) -----------------------------------------------------------
+
+    async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
+        try:
+            job = self._held(job_id, token)
+        except JobSlotLostError:
+            return False
+        self._jobs[job_id] = job.model_copy(update={"progress": progress})
+        return True
+
+    # --- reruns (engine.reruns) ---------------------------------------------------------------
+
+    async def rerun(
+        self,
+        job_id: str,
+        tenant_id: str | None,
+        from_step: str,
+        include_cancelled: bool,
+        actor: str | None,
+        new_run_id: str,
+    ) -> JobRecord:
+        job = self._find(job_id, tenant_id)
+        now = self.clock.now_ms()
+        # No await from this read to the writes below: two reruns cannot interleave.
+        steps = sorted(self._steps.get(job.run_id, {}).values(), key=lambda s: s.started_at)
+        plan = plan_rerun(job, steps, from_step, include_cancelled, new_run_id, now)
+        key = dedupe_key(job.name, job.tenant_id, job.idempotency_key)
+        holder = self._live.get(key)
+        if holder is not None:
+            raise JobDuplicateError(job.name, job.idempotency_key, holder, job.tenant_id)
+        self._steps[new_run_id] = {step.name: step for step in plan.copied}
+        self._jobs[job_id] = plan.record
+        self._leases.pop(job_id, None)
+        self._live[key] = job_id
+        self._event(job, "requeued", now, plan.event_data, actor)
+        self._waker.notify()
+        self.changes.notify()
+        return plan.record
+
+    async def run_steps(self, job_id: str, run_id: str, tenant_id: str | None) -> list[StepRecord]:
+        self._find(job_id, tenant_id)
+        return [step for step in await self.load_steps(run_id) if step.job_id == job_id]
+
+    # --- inbound events (engine.inbound_events) -----------------------------------------------
+
+    async def send_event(self, event: InboundEvent, now: int) -> int:
+        self._inbound[event.id] = event
+        target = (event.name, event.key, event.tenant_id)
+        woken = 0
+        for job_id, waiting in self._waiters.items():
+            if waiting == target and await self.wake_waiter(job_id, now):
+                woken += 1
+        return woken
+
+    async def first_event(
+        self,
+        name: str,
+        key: str,
+        tenant_id: str | None,
+        started_at: int,
+        after: EventCursor | None,
+    ) -> InboundEvent | None:
+        found = [
+            e
+            for e in self._inbound.values()
+            if event_matches(e, name, key, tenant_id, started_at, after)
+        ]
+        return min(found, key=event_order, default=None)
+
+    async def await_event(self, job_id: str, name: str, key: str, tenant_id: str | None) -> None:
+        self._waiters[job_id] = (name, key, tenant_id)
+
+    async def forget_waiter(self, job_id: str) -> None:
+        self._waiters.pop(job_id, None)
+
+    async def wake_waiter(self, job_id: str, now: int) -> bool:
+        job = self._jobs.get(job_id)
+        if job is None or job.state != "suspended":
+            return False
+        if job.run_at > now:
+            self._jobs[job_id] = job.model_copy(update={"run_at": now})
+            self._waker.notify()
+            self.changes.notify()
+        return True
+
+    async def prune_events(self, now: int) -> int:
+        expired = [i for i, e in self._inbound.items() if e.expires_at <= now]
+        for event_id in expired:
+            del self._inbound[event_id]
+        for job_id in list(self._waiters):
+            job = self._jobs.get(job_id)
+            if job is None or job.state not in LIVE_STATES:
+                del self._waiters[job_id]
+        return len(expired)
+
+
+def _owned_by(steps: dict[str, StepRecord], job_ids: set[str]) -> bool:
+    return any(step.job_id in job_ids for step in steps.values())
+
 
 def _counted(jobs: Iterable[JobRecord]) -> list[PruneCount]:
     counts: dict[tuple[JobState, str], int] = {}
@@ -687,4 +814,5 @@ def _new_record(request: EnqueueRequest, now: int) -> JobRecord:
         timeout_ms=request.timeout_ms,
         traceparent=request.traceparent,
         enqueued_by=request.enqueued_by,
+        priority=request.priority,
     )

@@ -23,6 +23,7 @@ import pytest
 from engine import JobRegistry, Jobs, ManualClock, connect
 from engine.drivers import Driver
 from engine.drivers.urls import sqlite_path
+from schemas.stats import WorkerInfo
 
 URL_OPTION = "--mcp-jobs-driver-url"
 DEFAULT_URL = "memory://"
@@ -76,6 +77,33 @@ async def jobs(database_url: str, clock: ManualClock, registry: JobRegistry) -> 
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture
+async def second_jobs(jobs: Jobs, database_url: str, clock: ManualClock) -> AsyncIterator[Jobs]:
+    """Another client on the same database, as another process would open it (its own driver,
+    an empty registry). Skips when the driver's database lives in one driver instance (memory):
+    a presence row written by `jobs` must be visible through it."""
+    other = await connect(database_url, clock=clock, registry=JobRegistry())
+    try:
+        now = clock.now_ms()
+        probe = WorkerInfo(
+            id="kit-probe",
+            hostname="kit",
+            pid=0,
+            queues=None,
+            concurrency=1,
+            started_at=now,
+            last_seen_at=now,
+        )
+        await jobs.driver.worker_seen(probe)
+        shared = any(w.id == probe.id for w in await other.driver.live_workers(now))
+        await jobs.driver.worker_gone(probe.id)
+        if not shared:
+            pytest.skip(f"two {jobs.driver.kind} drivers share no database")
+        yield other
+    finally:
+        await other.close()
 
 
 @pytest.fixture

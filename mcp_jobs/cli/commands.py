@@ -104,9 +104,11 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
                     cursor=args.cursor,
                 )
             if action == "show":
-                return await operations.inspect_job(scope, args.job_id)
+                return await operations.inspect_job(scope, args.job_id, run_id=args.run_id)
             if action == "retry":
-                return await operations.retry_job(scope, args.job_id, args.include_cancelled)
+                return await operations.retry_job(
+                    scope, args.job_id, args.include_cancelled, args.from_step
+                )
             if action == "cancel":
                 return await operations.cancel_job(scope, args.job_id)
             if action in ("retry-all", "cancel-all"):

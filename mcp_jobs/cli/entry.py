@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import anyio
 
 from engine.errors import JobsError
-from mcp_jobs.cli import commands, pauses, serve
+from mcp_jobs.cli import commands, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.parser import build_parser
 from mcp_jobs.cli.render import print_error
@@ -58,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "backfill": commands.backfill_command,
         "db": commands.db_command,
         "queues": pauses.queues_command,
+        "limits": rate_limits.limits_command,
+        "events": events.events_command,
     }[args.command]
     options: dict[str, bool] = {}
     if args.command == "worker":

@@ -6,7 +6,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from mcp_jobs.cli import pauses
+from mcp_jobs.cli import events, pauses, rate_limits
 from mcp_jobs.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_SESSIONS,
@@ -213,9 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--cursor")
     show = actions.add_parser("show", parents=[common], help="one job: record, steps, events")
     show.add_argument("job_id")
+    show.add_argument("--run-id", help="an earlier run's steps (the job's rerun_of)")
     retry = actions.add_parser("retry", parents=[common], help="requeue a failed or dead job")
     retry.add_argument("job_id")
     retry.add_argument("--include-cancelled", action="store_true")
+    retry.add_argument(
+        "--from-step", metavar="STEP", help="rerun in a new run from this step (a done job too)"
+    )
     cancel = actions.add_parser("cancel", parents=[common], help="cancel a live job")
     cancel.add_argument("job_id")
     describe = actions.add_parser("describe", parents=[common], help="the registered jobs")
@@ -275,6 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     pauses.add_parser(commands, common)
+    rate_limits.add_parser(commands, common)
+    events.add_parser(commands, common)
 
     db = commands.add_parser("db", help="database maintenance")
     db_actions = db.add_subparsers(dest="action", required=True, metavar="ACTION")

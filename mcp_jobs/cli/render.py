@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from mcp_jobs.cli.job_progress import progress_text
 from mcp_jobs.fix_context import FixContext
 
 
@@ -65,7 +66,15 @@ def _jobs(env: dict[str, Any]) -> str:
         )
         for j in env["jobs"]
     ]
-    text = table(rows, ["ID", "NAME", "QUEUE", "TENANT", "STATE", "TRY", "UPDATED", "LAST ERROR"])
+    headers = ["ID", "NAME", "QUEUE", "TENANT", "STATE", "TRY", "UPDATED", "LAST ERROR"]
+    shown: Sequence[Sequence[object]] = rows
+    if any(j.get("progress") for j in env["jobs"]):  # the column only where a job reported
+        shown = [
+            (*row, progress_text(j.get("progress"), 30))
+            for row, j in zip(rows, env["jobs"], strict=True)
+        ]
+        headers.append("PROGRESS")
+    text = table(shown, headers)
     if env.get("next_cursor"):
         text += f"\n(more: --cursor {env['next_cursor']})"
     return text if rows else "no jobs"
@@ -75,14 +84,23 @@ def _inspect(env: dict[str, Any]) -> str:
     job = env["job"]
     lines = [
         f"{job['name']} {job['id']}  [{job['state']}]  attempt {job['attempt']}/"
-        f"{job['max_attempts']}  queue {job['queue']}  tenant {job.get('tenant_id') or '-'}",
+        f"{job['max_attempts']}  queue {job['queue']}  tenant {job.get('tenant_id') or '-'}"
+        f"  priority {job.get('priority', 0)}",
         f"  input:  {json.dumps(job['input'])}",
     ]
     if job.get("output") is not None:
         lines.append(f"  output: {json.dumps(job['output'])}")
+    if job.get("progress"):
+        reported = job["progress"]
+        lines.append(
+            f"  progress: {progress_text(reported)}  (attempt {reported['attempt']}, "
+            f"{when(reported['at'])})"
+        )
     if job.get("last_error"):
         lines.append(f"  last error: {error_line(job['last_error'])}")
         lines.append(f"    fix: {job['last_error']['fix']}")
+    if job.get("rerun_of"):  # engine/reruns.py: `jobs show ID --run-id` reads the earlier run
+        lines.append(f"  run: {job['run_id']}  (rerun of {job['rerun_of']})")
     if env.get("lease"):
         lease = env["lease"]
         state = "EXPIRED" if lease["expired"] else "held"
@@ -112,6 +130,7 @@ def _describe(env: dict[str, Any]) -> str:
         (
             d["name"],
             d["queue"],
+            d.get("priority", 0),
             d["retry"]["attempts"],
             ",".join(str(ms) for ms in d["retry"]["delays_ms"]) or "-",
             "yes" if d["tenant_required"] else "no",
@@ -119,7 +138,8 @@ def _describe(env: dict[str, Any]) -> str:
         )
         for d in env["jobs"]
     ]
-    text = table(rows, ["NAME", "QUEUE", "ATTEMPTS", "DELAYS MS", "TENANT", "DESCRIPTION"])
+    headers = ["NAME", "QUEUE", "PRIORITY", "ATTEMPTS", "DELAYS MS", "TENANT", "DESCRIPTION"]
+    text = table(rows, headers)
     tasks = env.get("tasks") or []
     if tasks:
         task_rows = [
@@ -234,6 +254,9 @@ def _job_line(env: dict[str, Any]) -> str:
     j = env["job"]
     if env.get("already_cancelled"):
         return f"{j['name']} {j['id']} was already cancelled"
+    if env.get("rerun_of"):  # a rerun from a step (engine/reruns.py)
+        run = f"in run {j['run_id']} (rerun of {env['rerun_of']})"
+        return f"{j['name']} {j['id']} is now {j['state']} {run}"
     return f"{j['name']} {j['id']} is now {j['state']}"
 
 

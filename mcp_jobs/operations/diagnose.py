@@ -17,6 +17,7 @@ from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs.errors import QueueUnknownError
 from mcp_jobs.operations.models import DiagnoseQueueResult, Finding, QueueStatsView
 from mcp_jobs.operations.pauses import pause_findings
+from mcp_jobs.operations.rate_limits import rate_findings
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import queue_stats, unknown_queues
 from mcp_jobs.operations.workers import (
@@ -167,6 +168,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
 
     if not unknown:
         findings.extend(await pause_findings(scope, stats, paused_jobs, queue))
+        findings.extend(rate_findings(scope, stats, len(workers)))
     findings.extend(await _pending_backfills(scope))
     severity_rank = {"critical": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (severity_rank[f.severity], f.queue or "", f.code))

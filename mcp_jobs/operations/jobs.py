@@ -20,6 +20,7 @@ from mcp_jobs.operations.models import (
     DescribeJobsResult,
     EnqueueJobResult,
     InspectJobResult,
+    JobProgressSummary,
     JobSummary,
     LeaseInfo,
     ListJobsResult,
@@ -27,6 +28,8 @@ from mcp_jobs.operations.models import (
     WaitForJobResult,
 )
 from mcp_jobs.operations.pauses import holding, pauses_in_force
+from mcp_jobs.operations.progress import JobProgressNotes
+from mcp_jobs.operations.reruns import refuse_run_cursor, run_trace
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import unknown_queues
 from mcp_jobs.operations.workers import no_worker_notice
@@ -85,7 +88,7 @@ async def list_jobs(
     if not page.jobs and cursor is None:
         await _check_filters(scope, name, queue, tenant)
     return ListJobsResult(
-        ok=True, jobs=[JobSummary.of(j) for j in page.jobs], next_cursor=page.next_cursor
+        ok=True, jobs=[JobProgressSummary.of(j) for j in page.jobs], next_cursor=page.next_cursor
     )
 
 
@@ -112,8 +115,12 @@ async def inspect_job(
     steps_cursor: str | None = None,
     events_limit: int = DEFAULT_TRACE_PAGE,
     events_cursor: str | None = None,
+    run_id: str | None = None,
 ) -> InspectJobResult:
-    """The record and a page of its steps and events (the newest; cursors for older ones)."""
+    """The record and a page of its steps and events (the newest; cursors for older ones).
+    `run_id` names an earlier run of the job (`rerun_of`) whose steps to show instead."""
+    if run_id is not None:
+        refuse_run_cursor(steps_cursor)
     trace = await scope.jobs.trace(
         job_id,
         tenant_id=scope.tenant(None),
@@ -122,6 +129,8 @@ async def inspect_job(
         events_limit=events_limit,
         events_cursor=events_cursor,
     )
+    if run_id is not None and run_id != trace.job.run_id:
+        trace = await run_trace(scope, trace, run_id, steps_limit)
     job = trace.job
     now = scope.jobs.clock.now_ms()
     lease = None
@@ -172,6 +181,7 @@ async def wait_for_job(
     total_ms = int(timeout * 1000)
     deadline = started + total_ms
     attempts = AttemptCounter()
+    reports = JobProgressNotes()
     while True:
         record = await scope.jobs.get(job_id, tenant_id=tenant)
         now = clock.now_ms()
@@ -180,11 +190,14 @@ async def wait_for_job(
         # A job no live worker serves never moves: say so, with the line that starts one.
         notice = None if settled else await no_worker_notice(scope, record.queue, f"job {job_id}")
         if settled or now >= deadline:
-            await scope.progress(float(total_ms), float(total_ms), record.state)
+            if record.progress is not None:  # the job's own numbers, not the time waited
+                await reports.send(scope, record.progress, record.state)
+            else:
+                await scope.progress(float(total_ms), float(total_ms), record.state)
             return WaitForJobResult(
                 ok=True,
                 settled=settled,
-                job=JobSummary.of(record),
+                job=JobProgressSummary.of(record),
                 output=record.output if settled else None,
                 waited_ms=waited,
                 notices=[notice] if notice is not None else None,
@@ -192,7 +205,10 @@ async def wait_for_job(
         line = attempts.line(record)
         if notice is not None:
             line += f": no live worker serves queue {record.queue} ({notice.fix})"
-        await scope.progress(float(waited), float(total_ms), line)
+        if record.progress is not None:
+            await reports.send(scope, record.progress, line)
+        else:
+            await scope.progress(float(waited), float(total_ms), line)
         await clock.sleep_ms(min(WAIT_POLL_MS, deadline - now))
 
 
@@ -206,6 +222,7 @@ async def enqueue_job(
     run_at: int | None = None,
     on_conflict: OnConflict = "dedupe",
     key: str | None = None,
+    priority: int | None = None,
 ) -> EnqueueJobResult:
     size = len(json.dumps(input, separators=(",", ":"), default=str).encode())
     cap = scope.settings.limits.max_input_bytes
@@ -226,6 +243,7 @@ async def enqueue_job(
         run_at=run_at,
         on_conflict=on_conflict,
         key=key,
+        priority=priority,
         enqueued_by=scope.actor,
         traceparent=scope.traceparent,
     )
@@ -247,14 +265,20 @@ async def enqueue_job(
     )
 
 
-async def retry_job(scope: Scope, job_id: str, include_cancelled: bool = False) -> RetryJobResult:
+async def retry_job(
+    scope: Scope, job_id: str, include_cancelled: bool = False, from_step: str | None = None
+) -> RetryJobResult:
+    """Requeue in the same run; with `from_step`, rerun in a new run (engine/reruns.py)."""
     record = await scope.jobs.retry(
         job_id,
         tenant_id=scope.tenant(None),
         include_cancelled=include_cancelled,
         actor=scope.actor,
+        from_step=from_step,
     )
-    return RetryJobResult(ok=True, job=JobSummary.of(record))
+    return RetryJobResult(
+        ok=True, job=JobSummary.of(record), rerun_of=record.rerun_of if from_step else None
+    )
 
 
 async def cancel_job(scope: Scope, job_id: str) -> CancelJobResult:

@@ -24,6 +24,7 @@ from schemas.errors import ErrorPayload, NextCall
 from schemas.events import EventRecord
 from schemas.jobs import JobRecord
 from schemas.pauses import Pause
+from schemas.progress import Progress
 from schemas.states import JobState
 from schemas.stats import QueueStats
 from schemas.steps import StepRecord
@@ -78,10 +79,20 @@ def iso_of(field: str, *, optional: bool = False) -> Any:
 _VIEW = ConfigDict(frozen=True, from_attributes=True, json_schema_mode_override="serialization")
 
 
+class ProgressView(Progress):
+    """A job's last `ctx.progress` report; `attempt` says which run it came from (a retried job
+    keeps it until the new attempt reports)."""
+
+    model_config = _VIEW
+
+    at_iso: ClassVar[str] = iso_of("at")
+
+
 class JobView(JobRecord):
     model_config = _VIEW
 
     tenant_id: str | None = None
+    progress: ProgressView | None = None
 
     run_at_iso: ClassVar[str] = iso_of("run_at")
     queued_at_iso: ClassVar[str] = iso_of("queued_at")
@@ -168,6 +179,7 @@ class JobSummary(BaseModel):
     state: JobState
     attempt: int
     max_attempts: int
+    priority: int = 0
     run_at: int
     created_at: int
     updated_at: int
@@ -184,6 +196,19 @@ class JobSummary(BaseModel):
 
     @classmethod
     def of(cls, record: JobRecord) -> JobSummary:
+        return cls.model_validate(record.model_dump(include=set(cls.model_fields)))
+
+
+class JobProgressSummary(JobSummary):
+    """A summary with the job's last progress report: what list_jobs and wait_for_job show
+    (the answers of a write leave it out: it is not what they changed)."""
+
+    progress: ProgressView | None = Field(
+        default=None, description="the job's last own report of how far it got, when it made one"
+    )
+
+    @classmethod
+    def of(cls, record: JobRecord) -> JobProgressSummary:
         return cls.model_validate(record.model_dump(include=set(cls.model_fields)))
 
 
@@ -219,7 +244,7 @@ class EnqueueJobResult(Envelope):
 
 
 class ListJobsResult(Envelope):
-    jobs: list[JobSummary] | None = None
+    jobs: list[JobProgressSummary] | None = None
     next_cursor: str | None = Field(
         default=None, description="pass as `cursor` for the next page; null on the last page"
     )
@@ -263,6 +288,26 @@ class InspectJobResult(Envelope):
     next_attempt_at_iso: ClassVar[str | None] = iso_of("next_attempt_at", optional=True)
 
 
+class RateLimitView(BaseModel):
+    """A rate limit (engine.rate_limits) as stored: the rate that last took under its key, and
+    when a start may next happen there if the limit holds work back now."""
+
+    model_config = _VIEW
+
+    key: str = Field(
+        description="`job:<name>`, `job:<name>:<computed key>`, `queue:<q>` or `tenant:<t>`"
+    )
+    rate: str = Field(description='e.g. "50 per 1s", "10 per 60s, burst 5"')
+    limit: int
+    per_ms: int
+    burst: int
+    next_start_at: int | None = Field(
+        default=None,
+        description="set while the limit holds starts back: the earliest start under this key",
+    )
+    next_start_at_iso: ClassVar[str | None] = iso_of("next_start_at", optional=True)
+
+
 class QueueStatsView(QueueStats):
     model_config = _VIEW
 
@@ -270,6 +315,11 @@ class QueueStatsView(QueueStats):
         default=None,
         description="set while the queue is paused (who, when, why): its waiting jobs are not"
         " claimed and keep counting above",
+    )
+    rate_limits: list[RateLimitView] | None = Field(
+        default=None,
+        description="rate limits of this queue and of its jobs: starts over them are shed (they"
+        " stay ready above) until next_start_at",
     )
 
 
@@ -281,6 +331,9 @@ class QueueStatsResult(Envelope):
     )
     tenant_id: str | None = Field(
         default=None, description="set when the counts cover only this tenant's jobs"
+    )
+    tenant_rate_limits: list[RateLimitView] | None = Field(
+        default=None, description="per-tenant rate limits (they span every queue)"
     )
     at: int | None = None
     at_iso: ClassVar[str | None] = iso_of("at", optional=True)
@@ -316,6 +369,10 @@ class DiagnoseQueueResult(Envelope):
 
 class RetryJobResult(Envelope):
     job: JobSummary | None = None
+    rerun_of: str | None = Field(
+        default=None,
+        description="with from_step: the run this one reran from (job.run_id is the new run)",
+    )
 
 
 class CancelJobResult(Envelope):
@@ -335,7 +392,7 @@ class WaitForJobResult(Envelope):
         default=None,
         description="true when the job reached done, failed, dead or cancelled within the wait",
     )
-    job: JobSummary | None = None
+    job: JobProgressSummary | None = None
     output: Any = Field(default=None, description="the job's return value once done")
     waited_ms: int | None = None
     notices: list[Finding] | None = Field(

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from mcp_jobs.errors import QueueUnknownError
 from mcp_jobs.operations.models import QueueStatsResult, QueueStatsView
 from mcp_jobs.operations.pauses import pauses_in_force
+from mcp_jobs.operations.rate_limits import with_rate_limits
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.workers import live_workers
 
@@ -46,6 +47,12 @@ async def queue_stats(scope: Scope, queues: Sequence[str] | None = None) -> Queu
     by_queue = {p.name: p for p in pauses if p.kind == "queue"}
     shown = [QueueStatsView(**dict(s), paused=by_queue.get(s.queue)) for s in counted]
     held = [p for p in pauses if p.kind == "job"]
+    shown, tenant_rates = await with_rate_limits(scope, shown)
     return QueueStatsResult(
-        ok=True, queues=shown, paused_jobs=held or None, tenant_id=tenant, at=now
+        ok=True,
+        queues=shown,
+        paused_jobs=held or None,
+        tenant_id=tenant,
+        tenant_rate_limits=tenant_rates or None,
+        at=now,
     )

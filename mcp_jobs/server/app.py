@@ -49,6 +49,7 @@ MUTATING_TOOLS = (
     "cancel_jobs",
     "pause_queue",
     "resume_queue",
+    "send_event",
 )
 READ_TOOLS = (
     "describe_jobs",
@@ -178,6 +179,7 @@ def build_server(
     tools.read.register(server, settings.limits)
     if not settings.read_only:
         tools.write.register(server, settings.limits)
+        tools.events.register(server)
     make_strict(server._tool_manager.list_tools())
     resources.register(server, holder)
     server.subscriptions = subscriptions.install(server._lowlevel_server, holder, bus)

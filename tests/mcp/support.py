@@ -113,6 +113,7 @@ def declare_app(registry: JobRegistry) -> None:
         idempotency_key=lambda i: f"receipt:{i.order_id}",
         queue="mail",
         tenant_required=True,
+        priority=2,
         registry=registry,
     )
     async def receipt(input: Receipt, ctx: JobContext) -> str | None:

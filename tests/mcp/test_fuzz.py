@@ -30,8 +30,17 @@ EVENT_BYTES = 2_000
 MUTATING = {"enqueue_job", "retry_job", "cancel_job", "run_backfill"}
 # Audited too, but every argument is optional: a call left with none is a valid dry run. The
 # jobs' clock stands still, so no seeded row is ever past a cutoff and nothing is pruned. A
-# pause may succeed on a hostile but valid name: it changes no job, step or event row.
-AUDITED = {*MUTATING, "prune_history", "pause_queue", "resume_queue", "retry_jobs", "cancel_jobs"}
+# pause, or an event sent, may succeed on a hostile but valid name: it changes no job, step or
+# event row (the seeded jobs wait on no event).
+AUDITED = {
+    *MUTATING,
+    "prune_history",
+    "pause_queue",
+    "resume_queue",
+    "retry_jobs",
+    "cancel_jobs",
+    "send_event",
+}
 
 
 def nest(depth: int) -> Any:
@@ -147,6 +156,7 @@ def _pools(seeded: Seeded, pinned: bool) -> dict[str, dict[str, list[Any]]]:
             "delay_seconds": ANY,
             "run_at": ANY,
             "on_conflict": [*ANY, "DEDUPE", "replace"],
+            "priority": ANY,
         },
         "retry_job": {"job_id": ids, "include_cancelled": ANY},
         "cancel_job": {"job_id": ids},
@@ -158,6 +168,7 @@ def _pools(seeded: Seeded, pinned: bool) -> dict[str, dict[str, list[Any]]]:
         },
         "pause_queue": {"queue": ANY, "job": ANY, "reason": ANY},
         "resume_queue": {"queue": ANY, "job": ANY},
+        "send_event": {"name": ANY, "key": ANY, "payload": ANY, "tenant_id": [*ANY, "globex"]},
         **{
             bulk: {
                 "name": ANY,

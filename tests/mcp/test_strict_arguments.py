@@ -25,7 +25,12 @@ from tests.mcp.support import Caller
 
 # A valid value of every required argument, so that the argument under test is the only wrong
 # one. The arguments are refused before any tool runs: these need not name real things.
-REQUIRED: dict[str, Any] = {"job_id": "f" * 32, "name": "greet", "input": {"user_id": 1}}
+REQUIRED: dict[str, Any] = {
+    "job_id": "f" * 32,
+    "name": "greet",
+    "input": {"user_id": 1},
+    "key": "k",  # send_event
+}
 # The bounds that are the server's own limits (ServerLimits), over which LIMIT_EXCEEDED.
 SERVER_CAPS = {
     ("list_jobs", "limit"),

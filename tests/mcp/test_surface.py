@@ -42,6 +42,7 @@ async def test_every_design_tool_is_published_with_an_envelope_schema(
             "cancel_jobs",
             "pause_queue",
             "resume_queue",
+            "send_event",
         }
     )
     for tool in tools.values():

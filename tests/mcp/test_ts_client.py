@@ -94,6 +94,7 @@ FLOW: list[dict[str, Any]] = [
     call("prune_dry_old", "prune_history", {"older_than_seconds": 86400, "states": ["done"]}),
     call("pause", "pause_queue", {"queue": "emails", "reason": "smtp down"}),
     call("resume", "resume_queue", {"queue": "emails"}),
+    call("send_event", "send_event", {"name": "payment.settled", "key": "42"}),
     call("retry_plan", "retry_jobs", {"name": "fulfil_order", "since_seconds": 3600}),
     call("cancel_plan", "cancel_jobs", {"queue": "emails", "states": ["delayed"]}),
     # This client declares no elicitation: the write carries its dry run's confirm token.
@@ -139,6 +140,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "prune_history": {},
     "pause_queue": {"queue": "emails"},
     "resume_queue": {"job": "send_receipt"},
+    "send_event": {"name": "payment.settled", "key": "43"},
     "retry_jobs": {"error_code": "DRIVER_UNAVAILABLE"},
     "cancel_jobs": {"name": "send_receipt"},
 }
@@ -158,6 +160,7 @@ WRONG_TYPE: dict[str, tuple[str, dict[str, Any]]] = {
     "prune_history": ("write", {"write": "no"}),
     "pause_queue": ("queue", {"queue": ["emails"]}),
     "resume_queue": ("job", {"job": 7}),
+    "send_event": ("payload", {"name": "payment.settled", "key": "44", "payload": "paid"}),
     "retry_jobs": ("since_seconds", {"since_seconds": "an hour"}),
     "cancel_jobs": ("write", {"write": "yes"}),
 }
@@ -166,7 +169,7 @@ INVALID: list[dict[str, Any]] = [
     {"id": "list_resources", "op": "listResources"},
     {"id": "list_templates", "op": "listResourceTemplates"},
     {"id": "list_prompts", "op": "listPrompts"},
-    call("extra_priority", "enqueue_job", {"name": "fulfil_order", "input": ORDER, "priority": 5}),
+    call("extra_urgency", "enqueue_job", {"name": "fulfil_order", "input": ORDER, "urgency": 5}),
     call(
         "extra_input_field",
         "enqueue_job",
@@ -316,8 +319,8 @@ def test_every_prompt_renders(run: ScenarioRun) -> None:
 
 
 def test_an_undeclared_argument_is_refused_naming_it(run: ScenarioRun) -> None:
-    error = refused(run, "extra_priority", "TOOL_ARGUMENTS_INVALID")
-    assert "priority" in error["cause"]
+    error = refused(run, "extra_urgency", "TOOL_ARGUMENTS_INVALID")
+    assert "urgency" in error["cause"]
 
 
 def test_every_tool_refuses_an_undeclared_argument(run: ScenarioRun) -> None:

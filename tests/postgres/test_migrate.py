@@ -24,6 +24,10 @@ TABLES = {
     "jobs",
     "outbox",
     "pauses",
+    "rate_limits",  # engine/rate_limits.py
+    "inbound_events",  # engine/inbound_events.py
+    "inbound_event_waiters",
+    "reruns",  # engine/reruns.py
     "scheduler_leader",
     "leaders",
     "scheduler_state",

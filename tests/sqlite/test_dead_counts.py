@@ -109,7 +109,9 @@ async def test_the_migration_counts_the_rows_already_there(
     await driver.migrate()
     try:
         with reading(path) as conn:
-            assert [mig.version for mig in m.migrations()][4:] == [5, 6, 7]  # 6, 7 add tables only
+            # Undoing migration 5 alone stands for version 4 while no later one touches its objects.
+            later = [mig for mig in m.migrations() if mig.version > 5]
+            assert not [mig.version for mig in later if "dead_counts" in mig.sql]
             truth = as_counts(conn.execute(TRUTH))
             assert sum(truth.values()) == 200
             assert as_counts(conn.execute(COUNTS)) == truth

@@ -26,6 +26,9 @@ DURABLE_TABLES = {
     "mcp_jobs_leaders",
     "mcp_jobs_descriptors",
     "mcp_jobs_pauses",
+    "mcp_jobs_rate_limits",  # engine/rate_limits.py
+    "mcp_jobs_inbound_events",
+    "mcp_jobs_inbound_event_waiters",
     "mcp_jobs_migrations",
 }
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from engine import rules
 from engine.clock import Clock
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
@@ -89,7 +90,7 @@ class Claimer:
             )
             for row in found
         ]
-        claimed.sort(key=lambda c: (c.record.run_at, c.record.id))
+        claimed.sort(key=lambda c: rules.claim_rank(c.record))
         if claimed:
             sweeper = self.sweeper
             if sweeper is None:

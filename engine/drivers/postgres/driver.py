@@ -15,8 +15,12 @@ from engine.changes import ChangeFeed
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.postgres import descriptors as descriptors_sql
+from engine.drivers.postgres import inbound_events as events_sql
 from engine.drivers.postgres import jobs, ledgers, outbox, retention
 from engine.drivers.postgres import pauses as pauses_sql
+from engine.drivers.postgres import progress as progress_sql
+from engine.drivers.postgres import rate_limits as rates_sql
+from engine.drivers.postgres import reruns as reruns_sql
 from engine.drivers.postgres.batch import SetWrites
 from engine.drivers.postgres.claims import Claimer
 from engine.drivers.postgres.connections import Connections
@@ -27,6 +31,8 @@ from engine.drivers.postgres.sql import check_schema_name
 from engine.drivers.postgres.sweep import Sweeper
 from engine.drivers.postgres.wake import NotifyListener, WakeSignal
 from engine.errors import InvalidArgumentError, JobsError
+from engine.inbound_events import EventCursor, InboundEvent
+from engine.rate_limits import RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount
 from schemas.backfill import BackfillRun
 from schemas.descriptor import JobDescriptor
@@ -43,6 +49,7 @@ from schemas.jobs import (
 )
 from schemas.outbox import OutboxRow
 from schemas.pauses import Pause, PauseKind
+from schemas.progress import Progress
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
@@ -396,6 +403,14 @@ class PostgresDriver:
             self.changes.notify()
         return forgotten
 
+    # --- rate limits (rate_limits.py) ---------------------------------------------------------
+
+    async def take_rates(self, takes: Sequence[RateTake], now: int) -> RateVerdict:
+        return await rates_sql.take(self.db, takes, now)
+
+    async def rate_states(self, limit: int) -> list[RateState]:
+        return await rates_sql.states(self.db, limit)
+
     # --- pauses (pauses.py) -------------------------------------------------------------------
 
     async def pause(
@@ -416,3 +431,60 @@ class PostgresDriver:
 
     async def pauses(self) -> list[Pause]:
         return await pauses_sql.pauses(self.db)
+
+    # --- reruns (reruns.py) -------------------------------------------------------------------
+
+    async def rerun(
+        self,
+        job_id: str,
+        tenant_id: str | None,
+        from_step: str,
+        include_cancelled: bool,
+        actor: str | None,
+        new_run_id: str,
+    ) -> JobRecord:
+        now = self.clock.now_ms()
+        record = await reruns_sql.rerun(
+            self.db, job_id, tenant_id, from_step, include_cancelled, actor, new_run_id, now
+        )
+        self.signal.notify()
+        self.changes.notify()
+        return record
+
+    async def run_steps(self, job_id: str, run_id: str, tenant_id: str | None) -> list[StepRecord]:
+        return await reruns_sql.run_steps(self.db, job_id, run_id, tenant_id)
+
+    # --- progress (progress.py) ---------------------------------------------------------------
+
+    async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
+        return await progress_sql.save(self.db, job_id, token, progress)
+
+    # --- inbound events (inbound_events.py) ---------------------------------------------------
+
+    async def send_event(self, event: InboundEvent, now: int) -> int:
+        woken = await events_sql.send(self.db, event, now)
+        if woken:
+            self.changes.notify()
+        return woken
+
+    async def first_event(
+        self,
+        name: str,
+        key: str,
+        tenant_id: str | None,
+        started_at: int,
+        after: EventCursor | None,
+    ) -> InboundEvent | None:
+        return await events_sql.first(self.db, name, key, tenant_id, started_at, after)
+
+    async def await_event(self, job_id: str, name: str, key: str, tenant_id: str | None) -> None:
+        await events_sql.await_event(self.db, job_id, name, key, tenant_id)
+
+    async def forget_waiter(self, job_id: str) -> None:
+        await events_sql.forget(self.db, job_id)
+
+    async def wake_waiter(self, job_id: str, now: int) -> bool:
+        return await events_sql.wake_one(self.db, job_id, now)
+
+    async def prune_events(self, now: int) -> int:
+        return await events_sql.prune(self.db, now)

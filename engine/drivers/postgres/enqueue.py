@@ -113,6 +113,7 @@ class Enqueuer:
             r.traceparent,
             r.enqueued_by,
             self.channel,
+            r.priority,
         )
         return _inserted(r, now) if found else None
 
@@ -373,6 +374,7 @@ def _batch_json(requests: Sequence[EnqueueRequest], now: int) -> tuple[str, str]
             r.timeout_ms,
             r.traceparent,
             r.enqueued_by,
+            r.priority,
         )
         index = shared.get(common)
         if index is None:

@@ -9,7 +9,7 @@
 -- A batch in one round trip. Each row travels as a short JSON array ($2) of what differs from
 -- job to job: [id, run_id, idempotency_key, input, shared]; `shared` indexes a second array
 -- ($3) of what a batch mostly repeats: [name, queue, tenant_id, state, run_at, max_attempts,
--- timeout_ms, traceparent, enqueued_by]. jsonb, so every field is an O(1) lookup in one parsed
+-- timeout_ms, traceparent, enqueued_by, priority]. jsonb, so every field is an O(1) lookup in one parsed
 -- document. Items with one dedupe key were folded in Python first, so no two rows here collide
 -- with each other. The placeholder before RETURNING makes this two statements (sql.py):
 -- `enqueue` skips the rows whose key a live row holds (rule 2's ON CONFLICT), and
@@ -21,7 +21,8 @@ WITH req AS (
     SELECT r->>0 AS id, r->>1 AS run_id, r->>2 AS idempotency_key, r->3 AS input,
            g->>0 AS name, g->>1 AS queue, g->>2 AS tenant_id, g->>3 AS state,
            (g->>4)::bigint AS run_at, (g->>5)::integer AS max_attempts,
-           (g->>6)::bigint AS timeout_ms, g->>7 AS traceparent, g->>8 AS enqueued_by
+           (g->>6)::bigint AS timeout_ms, g->>7 AS traceparent, g->>8 AS enqueued_by,
+           (g->>9)::smallint AS priority
       FROM jsonb_array_elements($2::jsonb) AS r
       JOIN jsonb_array_elements($3::jsonb) WITH ORDINALITY AS shared(g, n)
         ON shared.n = (r->>4)::bigint + 1
@@ -30,11 +31,11 @@ ins AS (
     INSERT INTO {schema}.jobs (
         id, run_id, name, queue, tenant_id, idempotency_key, input, state, attempt,
         max_attempts, run_at, queued_at, created_at, updated_at, timeout_ms, traceparent,
-        enqueued_by
+        enqueued_by, priority
     )
     SELECT id, run_id, name, queue, tenant_id, idempotency_key, input, state, 0,
            max_attempts, run_at, run_at, $1::bigint, $1::bigint, timeout_ms, traceparent,
-           enqueued_by
+           enqueued_by, priority
       FROM req
     {skip_held_keys}
     RETURNING 1
@@ -73,17 +74,18 @@ SELECT r.id AS request_id, live.id, live.run_id, live.state
 INSERT INTO {schema}.jobs (
     id, run_id, name, queue, tenant_id, idempotency_key, input, state, attempt,
     max_attempts, run_at, queued_at, created_at, updated_at, timeout_ms, traceparent,
-    enqueued_by
+    enqueued_by, priority
 )
 VALUES ($2, $3, $4, $5, $6, $7, $8::jsonb, $9, 0, $10, $11, $11, $1::bigint, $1::bigint,
-        $12, $13, $14)
+        $12, $13, $14, $16)
 ON CONFLICT (idempotency_key, name, (coalesce(tenant_id, '')))
    WHERE state IN ('ready', 'delayed', 'running', 'suspended')
    DO NOTHING
 RETURNING pg_notify($15::text, '');
 
 -- name: claim
--- One statement: lock up to $2 due rows in (run_at, id) order, skipping rows another claimer
+-- One statement: lock up to $2 due rows in rules.claim_rank order (run_at less the priority's
+-- head start, the claim index's expression spelled alike), skipping rows another claimer
 -- holds, and lease them. A running row whose lease ran out is due again (rule 13). Two arms,
 -- each walking its own index in order and stopping at $2, so a deep backlog costs a batch, not
 -- a sort of the whole queue; rows an arm locked beyond the final batch are let go at commit.
@@ -99,26 +101,27 @@ RETURNING pg_notify($15::text, '');
 -- $8, $9): the claimer passes the paused names it read at most PAUSES_REFRESH_S ago, so the
 -- statement stays one index scan under LIMIT (a NOT EXISTS per row halved the drain).
 WITH due AS (
-    SELECT id, run_at
-      FROM (SELECT id, run_at
+    SELECT id, rank
+      FROM (SELECT id, run_at - priority * 300000 AS rank
               FROM {schema}.jobs
-             WHERE state IN ('ready', 'delayed', 'suspended') AND run_at <= $1::bigint
+             WHERE state IN ('ready', 'delayed', 'suspended')
+               AND run_at - priority * 300000 <= $1::bigint AND run_at <= $1::bigint
                AND jobs.queue <> ALL ($7::text[]) AND jobs.name <> ALL ($8::text[])
-             ORDER BY run_at, id
+             ORDER BY run_at - priority * 300000, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS waiting
     UNION ALL
-    SELECT id, run_at
-      FROM (SELECT id, run_at
+    SELECT id, rank
+      FROM (SELECT id, run_at - priority * 300000 AS rank
               FROM {schema}.jobs
              WHERE $6::boolean AND state = 'running' AND lease_expires_at <= $1::bigint
                AND jobs.queue <> ALL ($7::text[]) AND jobs.name <> ALL ($8::text[])
-             ORDER BY run_at, id
+             ORDER BY rank, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS abandoned
 ),
 batch AS (
-    SELECT id FROM due ORDER BY run_at, id LIMIT $2
+    SELECT id FROM due ORDER BY rank, id LIMIT $2
 )
 UPDATE {schema}.jobs AS j
    SET state = 'running', attempt = j.attempt + 1, worker_id = $3::text,
@@ -134,28 +137,29 @@ RETURNING j.*,
 -- claim, restricted to the worker's queues ($6; claim's $6 is $7 here). A separate text keeps
 -- each plan specific.
 WITH due AS (
-    SELECT id, run_at
-      FROM (SELECT id, run_at
+    SELECT id, rank
+      FROM (SELECT id, run_at - priority * 300000 AS rank
               FROM {schema}.jobs
-             WHERE state IN ('ready', 'delayed', 'suspended') AND run_at <= $1::bigint
+             WHERE state IN ('ready', 'delayed', 'suspended')
+               AND run_at - priority * 300000 <= $1::bigint AND run_at <= $1::bigint
                AND queue = ANY($6::text[])
                AND jobs.queue <> ALL ($8::text[]) AND jobs.name <> ALL ($9::text[])
-             ORDER BY run_at, id
+             ORDER BY run_at - priority * 300000, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS waiting
     UNION ALL
-    SELECT id, run_at
-      FROM (SELECT id, run_at
+    SELECT id, rank
+      FROM (SELECT id, run_at - priority * 300000 AS rank
               FROM {schema}.jobs
              WHERE $7::boolean AND state = 'running' AND lease_expires_at <= $1::bigint
                AND queue = ANY($6::text[])
                AND jobs.queue <> ALL ($8::text[]) AND jobs.name <> ALL ($9::text[])
-             ORDER BY run_at, id
+             ORDER BY rank, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS abandoned
 ),
 batch AS (
-    SELECT id FROM due ORDER BY run_at, id LIMIT $2
+    SELECT id FROM due ORDER BY rank, id LIMIT $2
 )
 UPDATE {schema}.jobs AS j
    SET state = 'running', attempt = j.attempt + 1, worker_id = $3::text,
@@ -682,6 +686,12 @@ WITH rules AS (
     RETURNING j.id, j.run_id, j.state, j.queue
 ), steps_gone AS (
     DELETE FROM {schema}.steps s USING gone g WHERE s.run_id = g.run_id
+), reruns_gone AS (
+    -- The earlier runs of a rerun job (engine/reruns.py) and their steps go with it.
+    DELETE FROM {schema}.reruns r USING gone g WHERE r.job_id = g.id
+    RETURNING r.previous_run_id
+), earlier_steps_gone AS (
+    DELETE FROM {schema}.steps s USING reruns_gone r WHERE s.run_id = r.previous_run_id
 ), events_gone AS (
     DELETE FROM {schema}.events e USING gone g WHERE e.job_id = g.id
 ), slots_gone AS (

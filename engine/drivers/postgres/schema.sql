@@ -50,7 +50,9 @@ CREATE TABLE {schema}.jobs (
     settled_token text,
     cancel_requested boolean NOT NULL DEFAULT false,
     traceparent text,
-    enqueued_by text
+    enqueued_by text,
+    -- Migration 10: higher is claimed first (engine/rules.py claim_rank).
+    priority smallint NOT NULL DEFAULT 0
 );
 
 -- A queue table churns: every job is one insert and two updates that leave dead versions
@@ -74,9 +76,10 @@ CREATE UNIQUE INDEX jobs_dedupe_live_idx
     ON {schema}.jobs (idempotency_key, name, (coalesce(tenant_id, '')))
     WHERE state IN ('ready', 'delayed', 'running', 'suspended');
 
--- The claim walks this in (run_at, id) order and stops after a batch.
+-- The claim walks this in rules.claim_rank order (migration 10: run_at less the priority's head
+-- start, spelled exactly as queries.sql's claim spells it) and stops after a batch.
 CREATE INDEX jobs_claim_idx
-    ON {schema}.jobs (run_at, id)
+    ON {schema}.jobs ((run_at - priority * 300000), id)
     WHERE state IN ('ready', 'delayed', 'suspended');
 
 -- Running rows are few (at most every worker's concurrency): the claim's second arm finds the
@@ -327,3 +330,57 @@ CREATE TABLE {schema}.pauses (
     reason text,
     PRIMARY KEY (kind, name)
 );
+
+-- Rate limits (migration 11), one row per key (engine/rate_limits.py): its GCRA theoretical
+-- arrival time in epoch µs, and the rate that last took from it (what queue_stats shows).
+CREATE TABLE {schema}.rate_limits (
+    key text COLLATE "C" PRIMARY KEY,
+    tat bigint NOT NULL,
+    rate_limit integer NOT NULL,
+    per_ms bigint NOT NULL,
+    burst integer NOT NULL,
+    updated_at bigint NOT NULL
+);
+
+-- Inbound events (migration 13, engine/inbound_events.py): events jobs wait for with
+-- ctx.step.wait_for_event, kept until expires_at (the pruner deletes them then), and the waiters
+-- index a send reads to wake the suspended jobs waiting on its (name, key, tenant).
+CREATE TABLE {schema}.inbound_events (
+    id text COLLATE "C" PRIMARY KEY,
+    name text COLLATE "C" NOT NULL,
+    key text COLLATE "C" NOT NULL,
+    tenant_id text COLLATE "C",
+    payload jsonb,
+    sent_at bigint NOT NULL,
+    expires_at bigint NOT NULL
+);
+-- A wait's look: the earliest live event of one (name, key, tenant) after a cursor.
+CREATE INDEX inbound_events_match_idx
+    ON {schema}.inbound_events (name, key, (coalesce(tenant_id, '')), sent_at, id);
+CREATE INDEX inbound_events_expiry_idx ON {schema}.inbound_events (expires_at);
+-- One row per job waiting for an event: a send wakes the suspended jobs listed for its
+-- (name, key, tenant).
+CREATE TABLE {schema}.inbound_event_waiters (
+    job_id text COLLATE "C" PRIMARY KEY,
+    name text COLLATE "C" NOT NULL,
+    key text COLLATE "C" NOT NULL,
+    tenant_id text COLLATE "C"
+);
+CREATE INDEX inbound_event_waiters_target_idx
+    ON {schema}.inbound_event_waiters (name, key, (coalesce(tenant_id, '')));
+
+-- Progress (migration 12, engine/progress.py): a running job's last `ctx.progress` report,
+-- {done, total, message, at, attempt}; NULL until it reports, kept through the ack and a retry.
+ALTER TABLE {schema}.jobs ADD COLUMN progress jsonb;
+
+-- Reruns from a step (migration 14, engine/reruns.py): `rerun_of` names the run a rerun came
+-- from; one `reruns` row per rerun finds a job's earlier runs (their steps go with the job).
+ALTER TABLE {schema}.jobs ADD COLUMN rerun_of text COLLATE "C";
+CREATE TABLE {schema}.reruns (
+    run_id text COLLATE "C" PRIMARY KEY,
+    job_id text NOT NULL,
+    previous_run_id text COLLATE "C" NOT NULL,
+    from_step text NOT NULL,
+    at bigint NOT NULL
+);
+CREATE INDEX reruns_job_idx ON {schema}.reruns (job_id);

@@ -48,6 +48,9 @@ JOB_COLUMNS = (
     "cancel_requested",
     "traceparent",
     "enqueued_by",
+    "priority",
+    "rerun_of",  # 0012 (engine/reruns.py)
+    "progress",  # 0010 (engine/progress.py): JSON text, decoded by JobRecord
 )
 JOB_SELECT = ", ".join(JOB_COLUMNS)
 

@@ -19,14 +19,20 @@ from engine.changes import ChangeFeed
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.sqlite import descriptors as descriptors_sql
+from engine.drivers.sqlite import inbound_events as events_sql
 from engine.drivers.sqlite import ledgers, lifecycle, migrate, retention
 from engine.drivers.sqlite import pauses as pauses_sql
+from engine.drivers.sqlite import progress as progress_sql
 from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite import rate_limits as rates_sql
+from engine.drivers.sqlite import reruns as reruns_sql
 from engine.drivers.sqlite.connection import Executor
 from engine.drivers.sqlite.errors import OutboxWrongDatabaseError, convert
 from engine.drivers.sqlite.wakeups import file_key, shared_feed, shared_waker
 from engine.errors import InvalidArgumentError, JobsError, OutboxNoTxError
 from engine.ids import new_id
+from engine.inbound_events import EventCursor, InboundEvent
+from engine.rate_limits import RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount
 from engine.wake import Waker
 from schemas.backfill import BackfillRun
@@ -44,6 +50,7 @@ from schemas.jobs import (
 )
 from schemas.outbox import OutboxRow
 from schemas.pauses import Pause, PauseKind
+from schemas.progress import Progress
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
@@ -433,6 +440,14 @@ class SqliteDriver:
             self._changed()
         return forgotten
 
+    # --- rate limits (rate_limits.py) ---------------------------------------------------------
+
+    async def take_rates(self, takes: Sequence[RateTake], now: int) -> RateVerdict:
+        return await self._exec.run(lambda c: rates_sql.take(c, takes, now))
+
+    async def rate_states(self, limit: int) -> list[RateState]:
+        return await self._exec.run(lambda c: rates_sql.states(c, limit), write=False)
+
     # --- pauses (pauses.py) -------------------------------------------------------------------
 
     async def pause(
@@ -454,6 +469,75 @@ class SqliteDriver:
 
     async def pauses(self) -> list[Pause]:
         return await self._exec.run(pauses_sql.pauses, write=False)
+
+    # --- progress (progress.py) ---------------------------------------------------------------
+
+    async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
+        return await self._exec.run(lambda c: progress_sql.save(c, job_id, token, progress))
+
+    # --- reruns (reruns.py) -------------------------------------------------------------------
+
+    async def rerun(
+        self,
+        job_id: str,
+        tenant_id: str | None,
+        from_step: str,
+        include_cancelled: bool,
+        actor: str | None,
+        new_run_id: str,
+    ) -> JobRecord:
+        now = self.clock.now_ms()
+        record = await self._exec.run(
+            lambda c: reruns_sql.rerun(
+                c, job_id, tenant_id, from_step, include_cancelled, actor, new_run_id, now
+            )
+        )
+        self._wake().notify()
+        self._changed()
+        return record
+
+    async def run_steps(self, job_id: str, run_id: str, tenant_id: str | None) -> list[StepRecord]:
+        return await self._exec.run(
+            lambda c: reruns_sql.run_steps(c, job_id, run_id, tenant_id), write=False
+        )
+
+    # --- inbound events (inbound_events.py) ---------------------------------------------------
+
+    async def send_event(self, event: InboundEvent, now: int) -> int:
+        woken = await self._exec.run(lambda c: events_sql.send(c, event, now))
+        if woken:
+            # This process's idle workers look now; others see the commit at their next poll.
+            self._wake().notify()
+            self._changed()
+        return woken
+
+    async def first_event(
+        self,
+        name: str,
+        key: str,
+        tenant_id: str | None,
+        started_at: int,
+        after: EventCursor | None,
+    ) -> InboundEvent | None:
+        return await self._exec.run(
+            lambda c: events_sql.first(c, name, key, tenant_id, started_at, after), write=False
+        )
+
+    async def await_event(self, job_id: str, name: str, key: str, tenant_id: str | None) -> None:
+        await self._exec.run(lambda c: events_sql.await_event(c, job_id, name, key, tenant_id))
+
+    async def forget_waiter(self, job_id: str) -> None:
+        await self._exec.run(lambda c: events_sql.forget(c, job_id))
+
+    async def wake_waiter(self, job_id: str, now: int) -> bool:
+        woke = await self._exec.run(lambda c: events_sql.wake_one(c, job_id, now))
+        if woke:
+            self._wake().notify()
+            self._changed()
+        return woke
+
+    async def prune_events(self, now: int) -> int:
+        return await self._exec.run(lambda c: events_sql.prune(c, now))
 
 
 __all__ = ["COMMIT_POLL_MS", "SqliteDriver"]

@@ -76,6 +76,7 @@ def enqueue(
             "timeout_ms": request.timeout_ms,
             "traceparent": request.traceparent,
             "enqueued_by": request.enqueued_by,
+            "priority": request.priority,
         }
         if conn.execute(q.INSERT_JOB, params).fetchone() is not None:
             inserted = True
@@ -126,7 +127,7 @@ def claim(
         )
         for row in rows
     ]
-    claimed.sort(key=lambda c: (c.record.run_at, c.record.id))  # RETURNING has no order
+    claimed.sort(key=lambda c: rules.claim_rank(c.record))  # RETURNING has no order
     return claimed
 
 

@@ -35,12 +35,13 @@ WAITING_PREDICATE = f"state IN ({_listed(rules.WAITING_STATES)})"
 
 _INSERT_COLUMNS = (
     "id, run_id, name, queue, tenant_id, idempotency_key, input, state, attempt, max_attempts, "
-    "run_at, queued_at, created_at, updated_at, timeout_ms, traceparent, enqueued_by"
+    "run_at, queued_at, created_at, updated_at, timeout_ms, traceparent, enqueued_by, priority"
 )
 INSERT_JOB = f"""
 INSERT INTO mcp_jobs_jobs ({_INSERT_COLUMNS})
 VALUES (:id, :run_id, :name, :queue, :tenant_id, :idempotency_key, :input, :state, 0,
-        :max_attempts, :run_at, :run_at, :now, :now, :timeout_ms, :traceparent, :enqueued_by)
+        :max_attempts, :run_at, :run_at, :now, :now, :timeout_ms, :traceparent, :enqueued_by,
+        :priority)
 ON CONFLICT ({DEDUPE_KEY}) WHERE {LIVE_PREDICATE} DO NOTHING
 RETURNING id
 """
@@ -58,9 +59,14 @@ NOT_PAUSED = """NOT EXISTS (SELECT 1 FROM mcp_jobs_pauses AS p
               AND NOT EXISTS (SELECT 1 FROM mcp_jobs_pauses AS p
                               WHERE p.kind = 'job' AND p.name = mcp_jobs_jobs.name)"""
 
+# rules.claim_rank in SQL: the expression the due index (schema.sql) is built on, spelled alike.
+CLAIM_RANK = f"run_at - priority * {rules.PRIORITY_STEP_MS}"
+
 # rules.is_claimable and rules.claim_transition in SQL, pinned like the rest. Two index-backed
-# halves (due waiting rows; running rows whose lease ran out), each cut to the
-# limit, then merged in the one (run_at, id) order the memory driver sorts by.
+# halves (due waiting rows; running rows whose lease ran out), each cut to the limit, then
+# merged in the one claim_rank order the memory driver sorts by. The waiting half bounds the
+# index walk by the rank and filters by run_at: what it skips is only higher-priority work due
+# within its priority's head start.
 CLAIM = f"""
 UPDATE mcp_jobs_jobs
 SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
@@ -68,21 +74,21 @@ SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
     updated_at = :now
 WHERE id IN (
     SELECT id FROM (
-        SELECT id, run_at FROM (
-            SELECT id, run_at FROM mcp_jobs_jobs
-            WHERE {WAITING_PREDICATE} AND run_at <= :now
+        SELECT id, rank FROM (
+            SELECT id, {CLAIM_RANK} AS rank FROM mcp_jobs_jobs
+            WHERE {WAITING_PREDICATE} AND {CLAIM_RANK} <= :now AND run_at <= :now
               AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
               AND {NOT_PAUSED}
-            ORDER BY run_at, id LIMIT :limit)
+            ORDER BY {CLAIM_RANK}, id LIMIT :limit)
         UNION ALL
-        SELECT id, run_at FROM (
-            SELECT id, run_at FROM mcp_jobs_jobs
+        SELECT id, rank FROM (
+            SELECT id, {CLAIM_RANK} AS rank FROM mcp_jobs_jobs
             WHERE state = 'running' AND lease_expires_at <= :now
               AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
               AND {NOT_PAUSED}
-            ORDER BY run_at, id LIMIT :limit)
+            ORDER BY rank, id LIMIT :limit)
     )
-    ORDER BY run_at, id LIMIT :limit)
+    ORDER BY rank, id LIMIT :limit)
 RETURNING {JOB_SELECT}, token,
     attempt > 1 OR EXISTS (SELECT 1 FROM mcp_jobs_steps AS s WHERE s.run_id = mcp_jobs_jobs.run_id)
 """

@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_jobs (
     lease_expires_at INTEGER,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     traceparent      TEXT,
-    enqueued_by      TEXT
+    enqueued_by      TEXT,
+    priority         INTEGER NOT NULL DEFAULT 0  -- 0008: higher is claimed first (rules.claim_rank)
 );
 
 -- Rule 2: the dedupe namespace is (name, tenant or '', key) over LIVE rows. The INSERT's
@@ -38,9 +39,11 @@ CREATE UNIQUE INDEX IF NOT EXISTS mcp_jobs_jobs_live_key
     ON mcp_jobs_jobs (name, coalesce(tenant_id, ''), idempotency_key)
     WHERE state IN ('ready', 'delayed', 'running', 'suspended');
 
--- Claims: due waiting rows in (run_at, id) order, and running rows whose lease ran out.
+-- Claims: due waiting rows in rules.claim_rank order (0008: the rank is run_at less the
+-- priority's head start; queries.CLAIM_RANK spells the expression alike), and running rows
+-- whose lease ran out.
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_due
-    ON mcp_jobs_jobs (run_at, id)
+    ON mcp_jobs_jobs (run_at - priority * 300000, id)
     WHERE state IN ('ready', 'delayed', 'suspended');
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_leased
     ON mcp_jobs_jobs (lease_expires_at)
@@ -252,3 +255,50 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_pauses (
     reason    TEXT,
     PRIMARY KEY (kind, name)
 );
+
+-- 0009: rate limits (engine/rate_limits.py). One row per key: its GCRA theoretical arrival time
+-- in epoch µs, and the rate that last took from it (what queue_stats and diagnose_queue show).
+CREATE TABLE IF NOT EXISTS mcp_jobs_rate_limits (
+    key        TEXT PRIMARY KEY,
+    tat        INTEGER NOT NULL,
+    rate_limit INTEGER NOT NULL,
+    per_ms     INTEGER NOT NULL,
+    burst      INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+
+-- 0011: inbound events (engine/inbound_events.py). Events jobs wait for with
+-- ctx.step.wait_for_event, kept until expires_at (the pruner deletes them then), and the waiters
+-- index a send reads to wake the suspended jobs waiting on its (name, key, tenant).
+CREATE TABLE IF NOT EXISTS mcp_jobs_inbound_events (
+    id         TEXT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    tenant_id  TEXT,
+    payload    TEXT,                             -- JSON
+    sent_at    INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+-- A wait's look: the earliest live event of one (name, key, tenant) after a cursor.
+CREATE INDEX IF NOT EXISTS mcp_jobs_inbound_events_match
+    ON mcp_jobs_inbound_events (name, key, coalesce(tenant_id, ''), sent_at, id);
+CREATE INDEX IF NOT EXISTS mcp_jobs_inbound_events_expiry
+    ON mcp_jobs_inbound_events (expires_at);
+-- One row per job waiting for an event: a send wakes the suspended jobs listed for its
+-- (name, key, tenant).
+CREATE TABLE IF NOT EXISTS mcp_jobs_inbound_event_waiters (
+    job_id    TEXT PRIMARY KEY,
+    name      TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    tenant_id TEXT
+);
+CREATE INDEX IF NOT EXISTS mcp_jobs_inbound_event_waiters_target
+    ON mcp_jobs_inbound_event_waiters (name, key, coalesce(tenant_id, ''));
+
+-- 0010: progress (engine/progress.py): a running job's last `ctx.progress` report, JSON text
+-- {done, total, message, at, attempt}; NULL until it reports, kept through the ack and a retry.
+-- Before 0012's column: the jobs table's columns are in migration order.
+ALTER TABLE mcp_jobs_jobs ADD COLUMN progress TEXT;
+
+-- 0012: reruns from a step (engine/reruns.py): `rerun_of` names the run a rerun came from.
+ALTER TABLE mcp_jobs_jobs ADD COLUMN rerun_of TEXT;

@@ -11,6 +11,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from engine.backfill.ledger import MAX_RUNS_CURSOR_BYTES, MAX_RUNS_PAGE
+from engine.bounds import MAX_ID_BYTES
 from engine.paging import (
     DEFAULT_TRACE_PAGE,
     MAX_CURSOR_BYTES,
@@ -132,6 +133,14 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             str | None,
             Field(description="from the last answer", max_length=MAX_CURSOR_BYTES),
         ] = None,
+        run_id: Annotated[
+            str | None,
+            Field(
+                description="an earlier run (job.rerun_of): its steps, one page",
+                min_length=1,
+                max_length=MAX_ID_BYTES,
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, InspectJobResult]:
         return await run_tool(
             ctx,
@@ -143,6 +152,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
                 steps_cursor=steps_cursor,
                 events_limit=events_limit,
                 events_cursor=events_cursor,
+                run_id=run_id,
             ),
         )
 

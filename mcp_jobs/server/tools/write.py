@@ -16,7 +16,8 @@ from mcp.server.mcpserver.resolve import ElicitationResult
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from engine.bounds import MAX_DELAY_SECONDS
+from engine.bounds import MAX_DELAY_SECONDS, MAX_NAME_BYTES
+from engine.rules import PRIORITY_MAX, PRIORITY_MIN
 from mcp_jobs import operations
 from mcp_jobs.config import ServerLimits
 from mcp_jobs.operations.models import (
@@ -106,8 +107,8 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             open_world_hint=False,
         ),
         description=(
-            "Enqueue a job (describe_jobs: its input schema). A live job with the same "
-            "idempotency key answers instead: deduped true, or JOB_DUPLICATE with "
+            "Enqueue a job (describe_jobs: its input schema and priority). A live job with the "
+            "same idempotency key answers instead: deduped true, or JOB_DUPLICATE with "
             "on_conflict='error'. Errors: JOB_UNKNOWN, JOB_INPUT_INVALID (details.errors), "
             "JOB_TENANT_REQUIRED, IDEMPOTENCY_KEY_MISSING, LIMIT_EXCEEDED, INVALID_ARGUMENT."
         ),
@@ -141,6 +142,14 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             str | None,
             Field(description="idempotency key; needed when describe_jobs says key_required"),
         ] = None,
+        priority: Annotated[
+            int | None,
+            Field(
+                description="higher is claimed first; default: the job's declared priority",
+                ge=PRIORITY_MIN,
+                le=PRIORITY_MAX,
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, EnqueueJobResult]:
         return await run_tool(
             ctx,
@@ -154,6 +163,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
                 run_at=run_at,
                 on_conflict=on_conflict,
                 key=key,
+                priority=priority,
             ),
             audit={"name": name, "tenant_id": tenant_id, "on_conflict": on_conflict},
             subject=lambda m: (m.job_id, m.tenant_id),
@@ -169,21 +179,35 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             open_world_hint=False,
         ),
         description=(
-            "Requeue a failed or dead job now, attempts reset, completed steps kept. Errors: "
+            "Requeue a failed or dead job now, attempts reset, completed steps kept. With "
+            "from_step (a done job too): a new run (rerun_of links the old, its steps stay in "
+            "inspect_job run_id) keeping only the completed steps before that one. Errors: "
             "JOB_NOT_FOUND, JOB_NOT_RETRYABLE (live, done, or cancelled), JOB_DUPLICATE (a live "
-            "job holds its key)."
+            "job holds its key), STEP_UNKNOWN, STEP_NOT_RERUNNABLE."
         ),
     )
     async def retry_job_tool(
         ctx: ToolContext,
         job_id: JobId,
         include_cancelled: Annotated[bool, Field(description="also a cancelled job")] = False,
+        from_step: Annotated[
+            str | None,
+            Field(
+                description="rerun from this step of the run (inspect_job lists them)",
+                min_length=1,
+                max_length=MAX_NAME_BYTES,
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RetryJobResult]:
         return await run_tool(
             ctx,
             "retry_job",
-            lambda s: operations.retry_job(s, job_id, include_cancelled),
-            audit={"job_id": job_id, "include_cancelled": include_cancelled},
+            lambda s: operations.retry_job(s, job_id, include_cancelled, from_step),
+            audit={
+                "job_id": job_id,
+                "include_cancelled": include_cancelled,
+                "from_step": from_step,
+            },
             subject=_job_of,
         )
 

@@ -1,0 +1,96 @@
+"""Rerun from a step (#24 item 5): the transition as pure functions, no I/O.
+
+A rerun gives a failed, dead or done job (a cancelled one when asked) a NEW run id linked to the
+old one (`rerun_of`). The completed steps that come before the named step, in the old run's
+order (started_at, then insertion), are copied into the new run with their stored results, so
+they replay without running; the named step and every step after it run again. The old run's
+steps stay stored, readable by run id.
+
+The named step must be a stored step of the run (it may be the one that failed). Every step
+before it must have completed: a rerun point after a step that did not complete would have to run
+that earlier step again, which is not what "from this step" says, so it is refused
+(STEP_NOT_RERUNNABLE, whose fix names the first step that did not complete).
+
+Every driver computes the outcome with `plan_rerun` inside its own transaction (the memory
+driver under its lock, the SQL drivers after locking the job row), so the three agree by
+construction; the kit's test_reruns.py pins it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import JobNotRetryableError, RerunStepUnknownError, RerunStepUnreachedError
+from schemas.jobs import JobRecord
+from schemas.states import JobState
+from schemas.steps import StepRecord
+
+__all__ = ["RERUNNABLE_STATES", "RerunPlan", "can_rerun", "plan_rerun", "rerun_event_data"]
+
+# Done joins failed and dead: rerunning finished work from a step is the point (DBOS's fork).
+RERUNNABLE_STATES: tuple[JobState, ...] = ("failed", "dead", "done")
+
+
+def can_rerun(state: JobState, include_cancelled: bool) -> bool:
+    """Failed, dead and done jobs rerun; a cancelled one only when asked (rule 11)."""
+    return state in RERUNNABLE_STATES or (include_cancelled and state == "cancelled")
+
+
+@dataclass(frozen=True)
+class RerunPlan:
+    """What a rerun writes: the job row, the steps copied into the new run (in run order), and
+    the data of its `requeued` event."""
+
+    record: JobRecord
+    copied: list[StepRecord]
+    event_data: dict[str, Any]
+
+
+def rerun_event_data(
+    previous: JobState, from_step: str, old_run: str, new_run: str
+) -> dict[str, Any]:
+    """The `requeued` event of a rerun: the retry's `from` plus where and from which run."""
+    return {"from": previous, "from_step": from_step, "previous_run_id": old_run, "run_id": new_run}
+
+
+def plan_rerun(
+    job: JobRecord,
+    steps: Sequence[StepRecord],
+    from_step: str,
+    include_cancelled: bool,
+    new_run_id: str,
+    now: int,
+) -> RerunPlan:
+    """The rerun of `job` from `from_step`, given its current run's `steps` in run order.
+    Raises JOB_NOT_RETRYABLE (a live job, or cancelled without `include_cancelled`),
+    STEP_UNKNOWN, or STEP_NOT_RERUNNABLE; the caller checks the dedupe key as retry does."""
+    if not can_rerun(job.state, include_cancelled):
+        raise JobNotRetryableError(job.id, job.state, rerun=True)
+    names = [step.name for step in steps]
+    if from_step not in names:
+        raise RerunStepUnknownError(job.id, job.run_id, from_step, names)
+    kept = steps[: names.index(from_step)]
+    for step in kept:
+        if step.status != "completed":
+            raise RerunStepUnreachedError(job.id, job.run_id, from_step, step.name, step.status)
+    copied = [step.model_copy(update={"run_id": new_run_id}) for step in kept]
+    record = job.model_copy(
+        update={
+            "run_id": new_run_id,
+            "rerun_of": job.run_id,
+            "state": "ready",
+            "attempt": 0,
+            "run_at": now,
+            "queued_at": now,
+            "updated_at": now,
+            "finished_at": None,
+            "output": None,
+            "cancel_requested": False,
+            "worker_id": None,
+            "lease_expires_at": None,
+        }
+    )
+    data = rerun_event_data(job.state, from_step, job.run_id, new_run_id)
+    return RerunPlan(record=record, copied=copied, event_data=data)

@@ -1,0 +1,53 @@
+"""`mcp-jobs limits`: the rate limits known (engine/rate_limits.py) and where they hold work back.
+
+The same operation `queue_stats` reads its rate limits with (mcp_jobs/operations/rate_limits.py),
+so `--json` prints that envelope. Under `--tenant`, other tenants' keys and keys computed from
+input are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
+from mcp_jobs.cli.render import TEXT, table, when
+from mcp_jobs.config import Settings
+from mcp_jobs.operations.models import Envelope
+from mcp_jobs.operations.rate_limits import list_rate_limits
+
+
+def add_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    commands.add_parser(
+        "limits",
+        parents=[common],
+        help="rate limits: each key's rate and, while it holds work back, its next start",
+    )
+
+
+async def limits_command(args: argparse.Namespace, settings: Settings) -> int:
+    async def run() -> Envelope:
+        async with open_jobs(settings) as jobs:
+            return await list_rate_limits(scope_of(jobs, settings, "limits"))
+
+    return await guarded("list_rate_limits", args.json, run, settings)
+
+
+def _listed(env: dict[str, Any]) -> str:
+    rows = [
+        [
+            r["key"],
+            r["rate"],
+            "-" if r.get("next_start_at") is None else when(r["next_start_at"]),
+        ]
+        for r in env["rate_limits"]
+    ]
+    if not rows:
+        return "no rate limits: none declared, none taken"
+    return table(rows, ["key", "rate", "holding until"])
+
+
+TEXT.update({"list_rate_limits": _listed})

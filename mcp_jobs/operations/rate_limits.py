@@ -1,0 +1,153 @@
+"""Rate limits as operators see them (engine/rate_limits.py): what `queue_stats`, `diagnose_queue`
+and `mcp-jobs limits` show.
+
+A limit is declared in code (a job's `rate_limit=`, a worker's `Limits`), so what the database
+knows is the rate that last took under each key and its TAT: that is what is shown, beside the
+job rates published descriptors declare. Under a tenant pin, other tenants' keys and keys
+computed from input (app data, e.g. a customer id) are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from engine.drivers.base import RATES, require
+from engine.rate_limits import RateLimit
+from mcp_jobs.operations.models import Envelope, Finding, QueueStatsView, RateLimitView, iso
+from mcp_jobs.operations.scope import Scope
+from schemas.descriptor import JobDescriptor
+
+# Stored keys read at most per answer: computed keys (one per customer) can be many.
+MAX_KEYS = 1000
+
+
+class RateLimitsResult(Envelope):
+    rate_limits: list[RateLimitView] | None = Field(
+        default=None,
+        description="every rate limit known, by key: declared on a job, or stored (with its next"
+        " start while it holds starts back)",
+    )
+    at: int | None = None
+
+
+async def list_rate_limits(scope: Scope) -> RateLimitsResult:
+    return RateLimitsResult(
+        ok=True, rate_limits=await rate_limit_views(scope), at=scope.jobs.clock.now_ms()
+    )
+
+
+def _rate_text(limit: int, per_ms: int, burst: int) -> str:
+    return RateLimit(limit, per=per_ms / 1000, burst=burst).describe()
+
+
+def _visible(key: str, tenant: str | None, names: set[str]) -> bool:
+    if tenant is None:
+        return True
+    kind, _, rest = key.partition(":")
+    if kind == "tenant":
+        return rest == tenant
+    return kind == "queue" or rest in names  # a job's own key, never a computed one
+
+
+def job_of(key: str, names: set[str]) -> str | None:
+    """The job a `job:` key limits (`job:<name>` or `job:<name>:<computed>`), if declared."""
+    if not key.startswith("job:"):
+        return None
+    candidate = key[4:]
+    while candidate:
+        if candidate in names:
+            return candidate
+        candidate = candidate.rpartition(":")[0]
+    return None
+
+
+async def rate_limit_views(
+    scope: Scope, descriptors: Sequence[JobDescriptor] | None = None
+) -> list[RateLimitView]:
+    """Every rate limit known: declared on a job, or stored (with its next start while it holds
+    starts back). Sorted by key."""
+    tenant = scope.tenant(None)
+    now = scope.jobs.clock.now_ms()
+    described = await scope.jobs.describe() if descriptors is None else descriptors
+    names = {d.name for d in described}
+    views: dict[str, RateLimitView] = {}
+    for d in described:
+        if d.rate_limit is not None:
+            r = d.rate_limit
+            views[f"job:{d.name}"] = RateLimitView(
+                key=f"job:{d.name}",
+                rate=_rate_text(r.limit, r.per_ms, r.burst) + (", per key" if r.keyed else ""),
+                limit=r.limit,
+                per_ms=r.per_ms,
+                burst=r.burst,
+            )
+    if RATES.offered_by(scope.jobs.driver):
+        for state in await require(scope.jobs.driver, RATES).rate_states(MAX_KEYS):
+            if not _visible(state.key, tenant, names):
+                continue
+            next_start = state.next_start_at(now)
+            views[state.key] = RateLimitView(
+                key=state.key,
+                rate=_rate_text(state.limit, state.per_ms, state.burst),
+                limit=state.limit,
+                per_ms=state.per_ms,
+                burst=state.burst,
+                next_start_at=next_start if next_start > now else None,
+            )
+    return [views[k] for k in sorted(views)]
+
+
+async def with_rate_limits(
+    scope: Scope, shown: list[QueueStatsView]
+) -> tuple[list[QueueStatsView], list[RateLimitView]]:
+    """`shown` with each queue's rate limits (its own and its jobs'), and the tenant limits."""
+    described = await scope.jobs.describe()
+    views = await rate_limit_views(scope, described)
+    if not views:
+        return shown, []
+    queue_of = {d.name: d.queue for d in described}
+    names = set(queue_of)
+    per_queue: dict[str, list[RateLimitView]] = {}
+    tenants: list[RateLimitView] = []
+    for view in views:
+        kind, _, rest = view.key.partition(":")
+        if kind == "tenant":
+            tenants.append(view)
+            continue
+        name = job_of(view.key, names)
+        queue = rest if kind == "queue" else (queue_of[name] if name else None)
+        if queue is not None:
+            per_queue.setdefault(queue, []).append(view)
+    attached = [
+        s.model_copy(update={"rate_limits": per_queue[s.queue]}) if s.queue in per_queue else s
+        for s in shown
+    ]
+    return attached, tenants
+
+
+def rate_findings(scope: Scope, stats: Sequence[QueueStatsView], workers: int) -> list[Finding]:
+    """RATE_LIMITED for `diagnose_queue`: ready work waits because a rate limit holds its starts
+    back, not for lack of workers (info: the limit works as declared; more workers would not
+    start it sooner). Names the key, the rate and the next start."""
+    now = scope.jobs.clock.now_ms()
+    out: list[Finding] = []
+    for s in stats:
+        holding = [v for v in s.rate_limits or () if v.next_start_at is not None]
+        if not (s.ready and workers and holding):
+            continue
+        last = max(holding, key=lambda v: v.next_start_at or 0)
+        at = last.next_start_at or now
+        out.append(
+            Finding(
+                code="RATE_LIMITED",
+                severity="info",
+                queue=s.queue,
+                cause=f"{s.ready} ready job(s) in queue {s.queue} wait for rate limit {last.key} "
+                f"({last.rate}), not for workers: the next start may happen at {iso(at)} (in "
+                f"{max(0, at - now) // 1000} s); more workers would not start them sooner",
+                fix=scope.fixes.command("limits", "--json"),
+            )
+        )
+    return out

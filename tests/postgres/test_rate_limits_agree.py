@@ -1,0 +1,72 @@
+"""The rate-limit take PostgreSQL computes in SQL (engine/drivers/postgres/rate_limits.py) agrees
+with its home, engine.rate_limits.take_all, on the boundary cases: a start exactly at its
+allowed time, a µs before it, a TAT far behind now, an interval that does not divide evenly, a
+burst, and several keys where one blocks. Also two concurrent takers of one new key."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import asyncpg
+
+from engine.drivers.postgres import PostgresDriver
+from engine.rate_limits import RateTake, interval_us, take_all, tolerance_us
+from tests.postgres.conftest import DriverFactory
+
+NOW = 1_767_225_600_000
+RATES = [RateTake("job:a", 3, 1000, 1), RateTake("queue:q", 7, 60_000, 3)]
+
+
+def _tats(take: RateTake) -> list[int | None]:
+    """Stored TATs around the boundary of a start at NOW."""
+    edge = NOW * 1000 + tolerance_us(take.limit, take.per_ms, take.burst)
+    step = interval_us(take.limit, take.per_ms)
+    return [None, 0, edge - 1, edge, edge + 1, edge + step, NOW * 1000 - step]
+
+
+async def _seed(sql: asyncpg.Connection[asyncpg.Record], tats: dict[str, int]) -> None:
+    await sql.execute("DELETE FROM mcp_jobs.rate_limits")
+    for key, tat in tats.items():
+        await sql.execute(
+            "INSERT INTO mcp_jobs.rate_limits VALUES ($1, $2, 1, 1000, 1, 0)", key, tat
+        )
+
+
+async def _stored(sql: asyncpg.Connection[asyncpg.Record]) -> dict[str, int]:
+    return {
+        r["key"]: r["tat"] for r in await sql.fetch("SELECT key, tat FROM mcp_jobs.rate_limits")
+    }
+
+
+async def test_one_key_agrees_with_take_all(
+    driver: PostgresDriver, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    for take in RATES:
+        for tat in _tats(take):
+            tats = {} if tat is None else {take.key: tat}
+            await _seed(sql, tats)
+            expected, new = take_all(tats, [take], NOW)
+            assert await driver.take_rates([take], NOW) == expected, (take, tat)
+            # Taken: the new TAT is stored; refused: nothing moved.
+            assert await _stored(sql) == (new or tats), (take, tat)
+
+
+async def test_several_keys_agree_all_or_nothing(
+    driver: PostgresDriver, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    a, q = RATES
+    for tat_a, tat_q in itertools.product(_tats(a), _tats(q)):
+        tats = {k: t for k, t in ((a.key, tat_a), (q.key, tat_q)) if t is not None}
+        await _seed(sql, {a.key: tats.get(a.key, 0), q.key: tats.get(q.key, 0)})
+        full = {a.key: tats.get(a.key, 0), q.key: tats.get(q.key, 0)}
+        expected, new = take_all(full, [a, q], NOW)
+        assert await driver.take_rates([a, q], NOW) == expected, (tat_a, tat_q)
+        assert await _stored(sql) == (new or full), (tat_a, tat_q)
+
+
+async def test_two_first_takers_of_a_new_key_admit_one(make_driver: DriverFactory) -> None:
+    one, two = await make_driver(), await make_driver()
+    take = [RateTake("job:new", 1, 60_000, 1)]
+    verdicts = await asyncio.gather(one.take_rates(take, NOW), two.take_rates(take, NOW))
+    assert sorted(v.blocked_key is None for v in verdicts) == [False, True]
