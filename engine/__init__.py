@@ -14,6 +14,7 @@ from engine.limits import Limits
 from engine.logs import configure_logging
 from engine.observe import WorkerEvent
 from engine.outbox import OutboxRelay, StagedJob
+from engine.rate_limits import RateLimit
 from engine.retention import Retention
 from engine.retry import Retry, retry_schedule
 from engine.run_job import Permanent
@@ -52,6 +53,7 @@ __all__ = [
     "ManualClock",
     "OutboxRelay",
     "Permanent",
+    "RateLimit",
     "Retention",
     "Retry",
     "Scheduler",

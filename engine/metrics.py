@@ -121,6 +121,14 @@ class WorkerMetrics:
             registry=r,
             buckets=tuple(buckets),
         )
+        self.waited = Histogram(
+            "job_wait_seconds",
+            "Time from ready to start, by queue and priority: what priority buys.",
+            ("queue", "priority"),
+            namespace=ns,
+            registry=r,
+            buckets=tuple(buckets),
+        )
         self.depth = gauge("queue_depth", "Jobs ready and due (a shed job counts here).")
         self.oldest_ready = gauge(
             "queue_oldest_ready_seconds", "Age of the oldest ready-and-due job; 0 when none."
@@ -153,7 +161,7 @@ class WorkerMetrics:
         )
         self.pruned = counter("pruned_jobs", "Settled jobs deleted by retention.", ("state",))
         self._by_kind: dict[str, Callable[[WorkerEvent], None]] = {
-            "claimed": lambda e: self.started.labels(e.queue, e.name).inc(),
+            "claimed": self._started,
             "succeeded": lambda e: self.succeeded.labels(e.queue, e.name).inc(),
             "retried": lambda e: self.retried.labels(e.queue, e.name).inc(),
             "dead": lambda e: self.dead_lettered.labels(e.queue, e.name).inc(),
@@ -169,6 +177,13 @@ class WorkerMetrics:
         self._queues: set[str] = set()
         self._refreshes = 0
         self._refreshed: anyio.Event | None = None
+
+    def _started(self, event: WorkerEvent) -> None:
+        self.started.labels(event.queue, event.name).inc()
+        if event.waited_ms is not None:
+            self.waited.labels(event.queue, str(event.priority or 0)).observe(
+                event.waited_ms / 1000
+            )
 
     def _shed(self, event: WorkerEvent) -> None:
         self.shed.labels(event.queue, event.name, event.cap_kind or "other").inc()

@@ -65,6 +65,9 @@ class WorkerEvent:
     traceparent: str | None = None
     # A shed over a rate limit ("rate" cap_kind): the kind of the key that held it back.
     rate_kind: Literal["job", "queue", "tenant"] | None = None
+    # A start ("claimed"): the job's priority, and how long it waited since it was ready.
+    priority: int | None = None
+    waited_ms: int | None = None
 
     @classmethod
     def of(
@@ -97,6 +100,8 @@ class WorkerEvent:
             cap_kind=cap_kind,
             park_reason=park_reason,
             traceparent=record.traceparent,
+            priority=record.priority if kind == "claimed" else None,
+            waited_ms=max(0, at - record.queued_at) if kind == "claimed" else None,
         )
 
     def fields(self) -> dict[str, object]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import JobNotRetryableError, RerunStepUnknownError, RerunStepUnreachedError
+from engine.rules import retry_transition
 from schemas.jobs import JobRecord
 from schemas.states import JobState
 from schemas.steps import StepRecord
@@ -76,21 +77,9 @@ def plan_rerun(
         if step.status != "completed":
             raise RerunStepUnreachedError(job.id, job.run_id, from_step, step.name, step.status)
     copied = [step.model_copy(update={"run_id": new_run_id}) for step in kept]
-    record = job.model_copy(
-        update={
-            "run_id": new_run_id,
-            "rerun_of": job.run_id,
-            "state": "ready",
-            "attempt": 0,
-            "run_at": now,
-            "queued_at": now,
-            "updated_at": now,
-            "finished_at": None,
-            "output": None,
-            "cancel_requested": False,
-            "worker_id": None,
-            "lease_expires_at": None,
-        }
+    # A retry's row (rules.retry_transition), in a new run linked to the old, its output gone.
+    record = retry_transition(job, now).model_copy(
+        update={"run_id": new_run_id, "rerun_of": job.run_id, "output": None}
     )
     data = rerun_event_data(job.state, from_step, job.run_id, new_run_id)
     return RerunPlan(record=record, copied=copied, event_data=data)

@@ -37,6 +37,13 @@ SYSTEMS: dict[str, Entry] = {
             frozenset({1, 2, 3, 4}),
         ),
         Entry(
+            "mcp-jobs-pg-ratelimit",
+            "mcp-jobs (PostgreSQL, a rate limit configured)",
+            "benchmarks.systems.mcpjobs:McpJobsRateLimited",
+            None,
+            frozenset({1, 2, 3, 4}),
+        ),
+        Entry(
             "mcp-jobs-sqlite",
             "mcp-jobs (SQLite)",
             "benchmarks.systems.mcpjobs:McpJobs",

@@ -15,8 +15,9 @@ from pydantic import BaseModel
 
 from benchmarks.systems.base import STEP_COUNT, Kind, Producer, System
 from benchmarks.tally import Tally
-from engine import Enqueue, JobContext, JobRegistry, Jobs, Worker, connect, job
+from engine import Enqueue, JobContext, JobRegistry, Jobs, RateLimit, Worker, connect, job
 from engine.claim_plan import PREFETCH_PER_SLOT
+from engine.declare import JobDefinition
 from engine.rules import PRIORITY_MAX
 
 QUEUE = "bench"
@@ -59,12 +60,30 @@ async def bench_steps(input: Item, ctx: JobContext) -> None:
     tally.end(input.i)
 
 
+# The no-op job under a rate limit it never reaches: what taking from the limit costs a start.
+@job(
+    registry=REGISTRY,
+    name="bench_noop_limited",
+    queue=QUEUE,
+    idempotency_key=_key,
+    rate_limit=RateLimit(1_000_000, per=1, burst=1_000_000),
+)
+async def bench_noop_limited(input: Item, ctx: JobContext) -> None:
+    tally = _current()
+    tally.start(input.i)
+    tally.end(input.i)
+
+
 _JOBS = {"noop": bench_noop, "steps": bench_steps}
+_LIMITED_JOBS = {**_JOBS, "noop": bench_noop_limited}
 
 
 class _McpJobsProducer(Producer):
-    def __init__(self, jobs: Jobs, priorities: bool) -> None:
+    def __init__(
+        self, jobs: Jobs, priorities: bool, definitions: dict[str, JobDefinition[Item]]
+    ) -> None:
         self.jobs = jobs
+        self.definitions = definitions
         # Every priority in turn (0..10) instead of the default for all: the claim's rank order
         # then mixes head starts, which is what the priority variant measures.
         self.priorities = priorities
@@ -73,10 +92,10 @@ class _McpJobsProducer(Producer):
         return i % (PRIORITY_MAX + 1) if self.priorities else None
 
     async def enqueue_one(self, kind: Kind, i: int) -> None:
-        await self.jobs.enqueue(_JOBS[kind], Item(i=i), priority=self._priority(i))
+        await self.jobs.enqueue(self.definitions[kind], Item(i=i), priority=self._priority(i))
 
     async def enqueue_many(self, kind: Kind, indexes: Sequence[int]) -> list[str]:
-        definition = _JOBS[kind]
+        definition = self.definitions[kind]
         results = await self.jobs.enqueue_many(
             [Enqueue(definition, Item(i=i), priority=self._priority(i)) for i in indexes]
         )
@@ -91,6 +110,7 @@ class McpJobs(System):
     # PgQueuer runs on what its CLI takes.
     loop: ClassVar[Literal["asyncio", "uvloop"]] = "uvloop"
     priorities: ClassVar[bool] = False
+    rate_limited: ClassVar[bool] = False
 
     def settings(self, concurrency: int) -> dict[str, Any]:
         return {
@@ -111,7 +131,8 @@ class McpJobs(System):
         await jobs.close()
 
     async def producer(self, url: str) -> Producer:
-        return _McpJobsProducer(await self.connect(url), self.priorities)
+        definitions = _LIMITED_JOBS if self.rate_limited else _JOBS
+        return _McpJobsProducer(await self.connect(url), self.priorities, definitions)
 
     async def run_worker(self, url: str, kind: Kind, concurrency: int, tally: Tally) -> None:
         global _tally
@@ -143,3 +164,9 @@ class McpJobsPriorities(McpJobs):
     """mcp-jobs with every job enqueued at one of the eleven priorities, in turn."""
 
     priorities: ClassVar[bool] = True
+
+
+class McpJobsRateLimited(McpJobs):
+    """mcp-jobs with the no-op job under a rate limit it never reaches."""
+
+    rate_limited: ClassVar[bool] = True

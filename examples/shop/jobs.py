@@ -172,6 +172,7 @@ def record_receipt(tenant: str, order_id: int, email: str) -> bool:
     idempotency_key=lambda i: f"receipt:{i.order_id}",
     tenant_required=True,
     retry=Retry(attempts=5, base_delay=1),
+    priority=5,  # a customer waits for it: ahead of the mail queue's bulk sends
 )
 async def send_receipt(input: ReceiptInput, ctx: JobContext) -> dict[str, Any]:
     """Email the order's receipt. Each storefront is a tenant: the same order number in two

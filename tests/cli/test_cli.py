@@ -114,8 +114,11 @@ def test_describe_lists_the_apps_jobs_and_names_an_unknown_one(
     (nightly,) = envelope["tasks"]
     assert nightly["name"] == "nightly-price-import" and nightly["timezone"] == "Europe/London"
     assert len(nightly["next_occurrences"]) == 5
+    assert {d["name"]: d["priority"] for d in envelope["jobs"]}["send_receipt"] == 5
     code, out, _ = cli(capsys, "jobs", "describe", "--app", APP, "--database-url", shop)
-    assert code == 0 and "fulfil_order" in out and "orders" in out
+    assert code == 0 and "fulfil_order" in out and "orders" in out and "PRIORITY" in out
+    (receipt_row,) = [line for line in out.splitlines() if line.startswith("send_receipt ")]
+    assert receipt_row.split()[1:3] == ["emails", "5"]
     assert "nightly-price-import" in out and "30 2 * * *" in out
 
     code, envelope = cli_json(capsys, "jobs", "describe", "nope", "--database-url", shop)
@@ -151,7 +154,7 @@ def test_operating_jobs_from_the_cli(shop: str, capsys: pytest.CaptureFixture[st
     assert_tool_shape("inspect_job", shown)
     assert [s["name"] for s in shown["steps"]] == ["reserve-stock", "charge-card", "settle-payment"]
     code, out, _ = cli(capsys, "jobs", "show", order, *db)
-    assert "step charge-card: completed" in out and "suspended" in out
+    assert "step charge-card: completed" in out and "suspended" in out and "priority 0" in out
 
     # The order is parked on its sleep: cancel it, then see the fix lines that follow.
     code, out, _ = cli(capsys, "jobs", "cancel", order, *db)

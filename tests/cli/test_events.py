@@ -3,9 +3,6 @@ the database, --payload as JSON, --tenant scoping the event, a bad payload refus
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,25 +10,11 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Worker, connect, job
-from mcp_jobs.cli import main
+from tests.cli.support import run
 
 
 class Invoice(BaseModel):
     invoice_id: int
-
-
-@pytest.fixture
-def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.chdir(tmp_path)
-    for name in ("MCP_JOBS_DATABASE_URL", "MCP_JOBS_APP", "MCP_JOBS_TENANT"):
-        monkeypatch.delenv(name, raising=False)
-    yield f"sqlite:///{tmp_path}/jobs.db"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
-    code = main(list(argv))
-    out = capsys.readouterr().out
-    return code, json.loads(out) if "--json" in argv else out
 
 
 def _registry() -> JobRegistry:

@@ -3,30 +3,11 @@ pause held in the database for every process, and --tenant refused with a fix th
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
 import anyio
 import pytest
 
 from engine import JobRegistry, connect
-from mcp_jobs.cli import main
-
-
-@pytest.fixture
-def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.chdir(tmp_path)
-    for name in ("MCP_JOBS_DATABASE_URL", "MCP_JOBS_APP", "MCP_JOBS_TENANT"):
-        monkeypatch.delenv(name, raising=False)
-    yield f"sqlite:///{tmp_path}/jobs.db"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
-    code = main(list(argv))
-    out = capsys.readouterr().out
-    return code, json.loads(out) if "--json" in argv else out
+from tests.cli.support import run
 
 
 def stored(url: str) -> list[tuple[str, str, str | None]]:

@@ -4,10 +4,8 @@ the page has reported."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -15,9 +13,9 @@ import pytest
 import examples.shop
 from engine import ManualClock, connect
 from engine.drivers.base import PROGRESS
-from mcp_jobs.cli import main
 from mcp_jobs.cli.job_progress import progress_text
 from schemas.progress import Progress
+from tests.cli.support import run
 
 
 @pytest.fixture
@@ -27,12 +25,6 @@ def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.db"))
     yield f"sqlite:///{tmp_path}/jobs.db"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
-    code = main(list(argv))
-    out = capsys.readouterr().out
-    return code, json.loads(out) if "--json" in argv else out
 
 
 def running_with_progress(url: str, progress: Progress | None) -> str:

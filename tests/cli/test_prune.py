@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,14 +12,6 @@ import pytest
 from engine import JobRegistry, ManualClock, connect
 from engine.testing.kit.test_retention import settle
 from mcp_jobs.cli import main
-
-
-@pytest.fixture
-def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.chdir(tmp_path)
-    for name in ("MCP_JOBS_DATABASE_URL", "MCP_JOBS_APP", "MCP_JOBS_TENANT"):
-        monkeypatch.delenv(name, raising=False)
-    yield f"sqlite:///{tmp_path}/jobs.db"
 
 
 def seed(url: str) -> None:

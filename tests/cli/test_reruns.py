@@ -3,36 +3,18 @@ tool envelopes under --json, the new run in the text, a fix that runs, and the t
 
 from __future__ import annotations
 
-import json
 import shlex
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Retry, Worker, connect, job
-from mcp_jobs.cli import main
+from tests.cli.support import run
 
 
 class Item(BaseModel):
     n: int
-
-
-@pytest.fixture
-def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.chdir(tmp_path)
-    for name in ("MCP_JOBS_DATABASE_URL", "MCP_JOBS_APP", "MCP_JOBS_TENANT"):
-        monkeypatch.delenv(name, raising=False)
-    yield f"sqlite:///{tmp_path}/jobs.db"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
-    code = main(list(argv))
-    out = capsys.readouterr().out
-    return code, json.loads(out) if "--json" in argv else out
 
 
 def dead_job(url: str, tenant: str | None = None) -> tuple[str, str]:

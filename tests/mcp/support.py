@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.types import ElicitResult, TextContent
@@ -24,6 +25,7 @@ from engine import JobContext, JobRegistry, Jobs, Retry, job
 from engine.backfill import BackfillRegistry
 from mcp_jobs.config import Settings
 from mcp_jobs.server import build_server
+from mcp_jobs.server.audit import AUDIT_EVENT
 
 # The first JSON-RPC message of a session, for tests that speak the wire themselves.
 INITIALIZE = {
@@ -212,6 +214,20 @@ async def serve(
         caller = Caller(client, person=person if elicitation else None)
         await caller.load()
         yield caller
+
+
+def audit_log(jobs: Jobs, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The data of every audit event `jobs` records from now on (each is still written)."""
+    audited: list[dict[str, Any]] = []
+    record = jobs.record_event
+
+    async def spy(kind: str, **fields: Any) -> None:
+        if kind == AUDIT_EVENT:
+            audited.append(fields["data"])
+        await record(kind, **fields)
+
+    monkeypatch.setattr(jobs, "record_event", spy)
+    return audited
 
 
 async def stored_rows(jobs: Jobs, table: str) -> list[tuple[Any, ...]]:

@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
 from mcp_jobs.config import Settings
 from mcp_jobs.server import MUTATING_TOOLS
-from mcp_jobs.server.audit import AUDIT_EVENT
 from tests.mcp.conftest import OpenMcp
+from tests.mcp.support import audit_log
 
 
 class Invoice(BaseModel):
@@ -36,15 +36,7 @@ async def test_send_event_wakes_the_waiting_job_and_is_audited(
     open_mcp: OpenMcp,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    audited: list[dict[str, Any]] = []
-    record = jobs.record_event
-
-    async def spy(kind: str, **fields: Any) -> None:
-        if kind == AUDIT_EVENT:
-            audited.append(fields["data"])
-        await record(kind, **fields)
-
-    monkeypatch.setattr(jobs, "record_event", spy)
+    audited = audit_log(jobs, monkeypatch)
     _declare_waiter(app)
     made = await jobs.enqueue("await_approval", {"invoice_id": 5})
     worker = Worker(jobs)

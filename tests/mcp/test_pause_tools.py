@@ -3,29 +3,19 @@ diagnose_queue and describe_jobs show, the audit, the tenant pin and the read-on
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from engine import Jobs, ManualClock
 from mcp_jobs.config import Settings
 from mcp_jobs.server import MUTATING_TOOLS
-from mcp_jobs.server.audit import AUDIT_EVENT
 from tests.mcp.conftest import OpenMcp
+from tests.mcp.support import audit_log
 
 
 async def test_pause_holds_the_queue_and_resume_lets_it_go(
     jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    audited: list[dict[str, Any]] = []
-    record = jobs.record_event
-
-    async def spy(kind: str, **fields: Any) -> None:
-        if kind == AUDIT_EVENT:
-            audited.append(fields["data"])
-        await record(kind, **fields)
-
-    monkeypatch.setattr(jobs, "record_event", spy)
+    audited = audit_log(jobs, monkeypatch)
     await jobs.enqueue("greet", {"user_id": 1})
     at = clock.now_ms()
     async with open_mcp() as mcp:

@@ -3,8 +3,6 @@ rows only, and no such tool on a read-only server."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from mcp import MCPError
 from mcp.types import INVALID_PARAMS
@@ -12,9 +10,8 @@ from mcp.types import INVALID_PARAMS
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.retention import DAY_MS
 from mcp_jobs.config import Settings
-from mcp_jobs.server.audit import AUDIT_EVENT
 from tests.mcp.conftest import OpenMcp
-from tests.mcp.support import serve
+from tests.mcp.support import audit_log, serve
 
 
 async def _done(jobs: Jobs, user_id: int, tenant: str | None = None) -> str:
@@ -29,15 +26,7 @@ async def _done(jobs: Jobs, user_id: int, tenant: str | None = None) -> str:
 async def test_a_dry_run_counts_then_a_write_prunes_and_is_audited(
     jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    audited: list[dict[str, Any]] = []
-    record = jobs.record_event
-
-    async def spy(kind: str, **fields: Any) -> None:
-        if kind == AUDIT_EVENT:
-            audited.append(fields["data"])
-        await record(kind, **fields)
-
-    monkeypatch.setattr(jobs, "record_event", spy)
+    audited = audit_log(jobs, monkeypatch)
     old = await _done(jobs, 1)
     clock.advance(8 * DAY_MS)
     fresh = await _done(jobs, 2)

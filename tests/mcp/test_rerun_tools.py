@@ -4,14 +4,12 @@ read-only server."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from engine import Jobs, ManualClock, Worker
 from mcp_jobs.config import Settings
-from mcp_jobs.server.audit import AUDIT_EVENT
 from tests.mcp.conftest import OpenMcp
+from tests.mcp.support import audit_log
 
 
 async def _done_order(jobs: Jobs, clock: ManualClock, order_id: int = 1) -> str:
@@ -27,15 +25,7 @@ async def _done_order(jobs: Jobs, clock: ManualClock, order_id: int = 1) -> str:
 async def test_retry_from_a_step_makes_a_linked_run_and_the_old_one_stays_readable(
     jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    audited: list[dict[str, Any]] = []
-    record = jobs.record_event
-
-    async def spy(kind: str, **fields: Any) -> None:
-        if kind == AUDIT_EVENT:
-            audited.append(fields["data"])
-        await record(kind, **fields)
-
-    monkeypatch.setattr(jobs, "record_event", spy)
+    audited = audit_log(jobs, monkeypatch)
     job_id = await _done_order(jobs, clock)
     old_run = (await jobs.get(job_id)).run_id
     async with open_mcp() as mcp:

@@ -258,3 +258,22 @@ async def test_each_worker_gets_its_own_registry(jobs: Jobs) -> None:
     bare = WorkerMetrics(namespace="")
     bare.observe_stats([], workers_alive=2, at_ms=0)
     assert value(text(bare), "workers_alive") == 2
+
+
+async def test_each_start_records_how_long_it_waited_by_priority(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock
+) -> None:
+    @job(idempotency_key=lambda i: f"w:{i.n}", queue="q", registry=registry)
+    async def quick(input: Item, ctx: JobContext) -> None:
+        return None
+
+    await jobs.enqueue(quick, {"n": 1})
+    await jobs.enqueue(quick, {"n": 2}, priority=7)
+    clock.advance(2_500)  # both waited 2.5 s before a worker came
+    metrics = WorkerMetrics()
+    await Worker(jobs, listeners=[metrics]).run_until_idle()
+    exposition = text(metrics)
+    for priority in ("0", "7"):
+        labels = {"queue": "q", "priority": priority}
+        assert value(exposition, "mcp_jobs_job_wait_seconds_count", **labels) == 1
+        assert value(exposition, "mcp_jobs_job_wait_seconds_sum", **labels) == 2.5
