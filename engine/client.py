@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from engine import bounds, paging
 from engine import inbound_events as event_rules
 from engine import pauses as pause_rules
 from engine.bounds import (
     MAX_ACTOR_BYTES,
-    MAX_DELAY_MS,
-    MAX_DELAY_SECONDS,
     MAX_ID_BYTES,
-    MAX_KEY_BYTES,
     MAX_NAME_BYTES,
     MAX_PAGE,
     MAX_QUEUE_BYTES,
@@ -24,8 +21,8 @@ from engine.bounds import (
     MAX_TENANT_BYTES,
 )
 from engine.clock import Clock
-from engine.declare import JobDefinition, JobRegistry, default_registry
-from engine.descriptors import IdempotencyKeyMissingError, from_registry, judged, validate_input
+from engine.declare import JobRegistry, default_registry
+from engine.descriptors import from_registry, judged
 from engine.drivers import open_driver
 from engine.drivers.base import (
     DESCRIPTORS,
@@ -37,11 +34,10 @@ from engine.drivers.base import (
     PauseStore,
     require,
 )
+from engine.enqueue_items import FIRST_PART, Enqueue, EnqueueItems, JobRef, as_item
 from engine.errors import (
     InvalidArgumentError,
     JobDuplicateError,
-    JobInputInvalidError,
-    JobTenantRequiredError,
     JobUnknownError,
 )
 from engine.ids import new_ids
@@ -54,52 +50,23 @@ from engine.inbound_events import (
 from engine.outbox import StagedJob
 from engine.retry import retry_schedule
 from engine.settle import Settler
-from engine.tracing import current_traceparent, require_traceparent
+from engine.tracing import current_traceparent
 from schemas.descriptor import JobDescriptor
 from schemas.errors import NextCall
 from schemas.events import EventRecord
-from schemas.jobs import EnqueueRequest, EnqueueResult, JobFilter, JobPage, JobRecord, OnConflict
+from schemas.jobs import EnqueueResult, JobFilter, JobPage, JobRecord, OnConflict
 from schemas.pauses import Pause
 from schemas.states import JOB_STATES, JobState
 from schemas.stats import QueueStats
 from schemas.steps import StepRecord
 from schemas.trace import JobTrace, TraceQuery
 
-JobRef = str | JobDefinition[Any]
-
-# Parts of a large batch (see `Jobs._parts`): the first is small so that the database starts
-# inserting early; each next part is built while the previous one is inserted, and building a
-# row costs about half what inserting it does, so a part may be twice the size of the last.
-_FIRST_PART = 128
-_LARGEST_PART = 1024
 _DEFAULT_LIST_PAGE = 50
 # `Jobs.select` reads at most this many rows by default: a bulk action's plan costs a bounded
 # read even when the database's filters (name, queue, tenant, state) leave a long history.
 SELECT_SCAN_LIMIT = 20_000
 # An epoch-ms window bound beyond this is no instant a row holds (JavaScript's safe integer).
 _MAX_EPOCH_MS = 2**53 - 1
-
-
-class Enqueue(NamedTuple):
-    """One item of `enqueue_many`. A named tuple: immutable, and built several times faster
-    than a frozen dataclass, which matters at a thousand items per call."""
-
-    job: JobRef
-    input: BaseModel | Mapping[str, Any]
-    tenant_id: str | None = None
-    delay: float | None = None
-    run_at: int | None = None
-    on_conflict: OnConflict = "dedupe"
-    traceparent: str | None = None
-    # None: the job's declared priority (engine.rules.claim_rank; higher is claimed first).
-    priority: int | None = None
-
-
-def _item(index: int, item: object) -> Enqueue:
-    """Item `index` of a batch as an `Enqueue`; anything else is refused by its position."""
-    if isinstance(item, tuple) and 2 <= len(item) <= len(Enqueue._fields):
-        return Enqueue(*item)
-    raise InvalidArgumentError(f"items[{index}]", item, "Enqueue(job, input, ...)")
 
 
 def _addressed(job_id: object, tenant_id: object) -> tuple[str, str | None]:
@@ -121,40 +88,6 @@ def _list_arguments(wanted: JobFilter) -> dict[str, Any]:
     if wanted.limit != _DEFAULT_LIST_PAGE:
         arguments["limit"] = wanted.limit
     return arguments
-
-
-def _field_errors(exc: ValidationError) -> list[dict[str, Any]]:
-    return [
-        {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-        for e in exc.errors(include_url=False, include_context=False, include_input=False)
-    ]
-
-
-def _scheduled(
-    name: str, tenant_required: bool, item: Enqueue, enqueued_by: str | None, now: int
-) -> int:
-    """The item's checks that do not depend on its input (tenant, conflict mode, actor), and
-    when it runs: now, `delay` seconds from now, or `run_at`, within bounds."""
-    _, _, tenant, delay, run_at, on_conflict, _, _ = item
-    if tenant is None:
-        if tenant_required:
-            raise JobTenantRequiredError(name)
-    else:
-        bounds.text("tenant_id", tenant, MAX_TENANT_BYTES)
-    if on_conflict != "dedupe" and on_conflict != "error":
-        raise InvalidArgumentError("on_conflict", on_conflict, "'dedupe' or 'error'")
-    if delay is None and run_at is None:
-        run_at = now
-    elif delay is not None:
-        if run_at is not None:
-            raise InvalidArgumentError("delay", delay, "omitted when run_at is given")
-        seconds = bounds.number("delay", delay, 0, MAX_DELAY_SECONDS, whole=False)
-        run_at = now + int(seconds * 1000)
-    else:
-        run_at = bounds.whole("run_at", run_at, 0, now + MAX_DELAY_MS, "epoch milliseconds")
-    if enqueued_by is not None:
-        bounds.text("enqueued_by", enqueued_by, MAX_ACTOR_BYTES)
-    return run_at
 
 
 class JobSelection(NamedTuple):
@@ -210,146 +143,10 @@ class Jobs:
         self.descriptors: DescriptorStore | None = (
             require(driver, DESCRIPTORS) if DESCRIPTORS.offered_by(driver) else None
         )
+        # What turns enqueue items into checked requests (engine/enqueue_items.py).
+        self.items = EnqueueItems(self.registry, self.descriptors, self.max_payload_bytes)
 
     # --- enqueue ------------------------------------------------------------------------------
-
-    def _requests(
-        self, items: Sequence[Enqueue], enqueued_by: str | None, now: int | None = None
-    ) -> builtins.list[EnqueueRequest]:
-        """Validate and resolve every item. One clock reading (`now`, else the clock's) and one
-        look at the current span serve the whole call: one instant, one span."""
-        at = self.clock.now_ms() if now is None else now
-        return self._build(items, enqueued_by, at, current_traceparent())
-
-    def _build(
-        self, items: Sequence[Enqueue], enqueued_by: str | None, now: int, ambient: str | None
-    ) -> builtins.list[EnqueueRequest]:
-        ids = new_ids(2 * len(items))
-        return [
-            self._request(
-                item if type(item) is Enqueue else _item(i, item),
-                enqueued_by,
-                now,
-                ambient,
-                ids[2 * i],
-                ids[2 * i + 1],
-            )
-            for i, item in enumerate(items)
-        ]
-
-    def _parts(
-        self, items: Sequence[Enqueue], enqueued_by: str | None, now: int
-    ) -> Iterator[builtins.list[EnqueueRequest]]:
-        """`_requests` in parts that double in size, each built only when the driver asks for
-        it (see `Driver.enqueue_parts`); one instant (the driver's too) and one span for all."""
-        ambient = current_traceparent()
-        start, size = 0, _FIRST_PART
-        while start < len(items):
-            yield self._build(items[start : start + size], enqueued_by, now, ambient)
-            start += size
-            size = min(2 * size, _LARGEST_PART)
-
-    def _request(
-        self,
-        item: Enqueue,
-        enqueued_by: str | None,
-        now: int,
-        ambient: str | None,
-        job_id: str,
-        run_id: str,
-    ) -> EnqueueRequest:
-        """One item resolved into the request a driver inserts (`ambient`: the current span's
-        traceparent, used when the item names none)."""
-        # The hot path of every enqueue: one pass, the common case (no delay, no tenant) first.
-        # Every value is checked against engine.bounds here, before any driver sees it.
-        job, input, tenant, _, _, on_conflict, traceparent, priority = item
-        definition = job if isinstance(job, JobDefinition) else self._definition(job)
-        try:
-            value = definition.parse_input(input)
-        except ValidationError as exc:
-            raise JobInputInvalidError(definition.name, _field_errors(exc)) from exc
-        run_at = _scheduled(definition.name, definition.tenant_required, item, enqueued_by, now)
-        key = definition.key_for(value)
-        dumped = value.model_dump(mode="json")
-        bounds.payload("input", dumped, self.max_payload_bytes)
-        return EnqueueRequest(
-            id=job_id,
-            run_id=run_id,
-            name=definition.name,
-            queue=definition.queue,
-            idempotency_key=key,
-            input=dumped,
-            run_at=run_at,
-            max_attempts=definition.retry.attempts,
-            tenant_id=tenant,
-            timeout_ms=definition.timeout_ms,
-            on_conflict=on_conflict,
-            traceparent=ambient if traceparent is None else require_traceparent(traceparent),
-            enqueued_by=enqueued_by,
-            priority=definition.priority
-            if priority is None
-            else bounds.priority("priority", priority),
-        )
-
-    async def _published_request(
-        self,
-        store: DescriptorStore,
-        item: Enqueue,
-        key: object,
-        enqueued_by: str | None,
-        now: int,
-        job_id: str,
-        run_id: str,
-    ) -> EnqueueRequest:
-        """One item of a job this process has not imported, resolved against the descriptor a
-        worker published: its input validated with the published JSON Schema, its key the
-        caller's (the key function is the app's code; engine/descriptors.py)."""
-        job, input, tenant, _, _, on_conflict, traceparent, priority = item
-        name = bounds.text("job", job, MAX_NAME_BYTES)
-        found = await store.published_descriptors(name)
-        if not found:
-            raise JobUnknownError(name, await self._known_names(store))
-        descriptor = found[0]
-        value = validate_input(
-            descriptor, input.model_dump(mode="json") if isinstance(input, BaseModel) else input
-        )
-        run_at = _scheduled(name, descriptor.tenant_required, item, enqueued_by, now)
-        if key is None:
-            raise IdempotencyKeyMissingError(name, descriptor.apps or [], value)
-        bounds.payload("input", value, self.max_payload_bytes)
-        return EnqueueRequest(
-            id=job_id,
-            run_id=run_id,
-            name=name,
-            queue=descriptor.queue,
-            idempotency_key=bounds.text("key", key, MAX_KEY_BYTES),
-            input=value,
-            run_at=run_at,
-            max_attempts=descriptor.retry.attempts,
-            tenant_id=tenant,
-            timeout_ms=descriptor.timeout_ms,
-            on_conflict=on_conflict,
-            traceparent=current_traceparent()
-            if traceparent is None
-            else require_traceparent(traceparent),
-            enqueued_by=enqueued_by,
-            priority=descriptor.priority
-            if priority is None
-            else bounds.priority("priority", priority),
-        )
-
-    async def _known_names(self, store: DescriptorStore) -> builtins.list[str]:
-        """Every job name this client can enqueue: registered here, or published."""
-        published = [d.name for d in await store.published_descriptors()]
-        return sorted({*self.registry.names(), *published})
-
-    def _definition(self, job: object, argument: str = "job") -> JobDefinition[Any]:
-        """The declaration named `job`; a name that no declaration could have is refused as an
-        argument (a declared name is always within bounds, so a hit skips the check)."""
-        found = self.registry.get(job) if isinstance(job, str) else None
-        if found is not None:
-            return found
-        return self.registry.require(bounds.text(argument, job, MAX_NAME_BYTES))
 
     async def enqueue(
         self,
@@ -374,11 +171,13 @@ class Jobs:
         item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent, priority)
         store = self.descriptors
         if store is not None and isinstance(job, str) and job not in self.registry:
-            request = await self._published_request(
+            request = await self.items.published_request(
                 store, item, key, enqueued_by, now, job_id, run_id
             )
         else:
-            request = self._request(item, enqueued_by, now, current_traceparent(), job_id, run_id)
+            request = self.items.request(
+                item, enqueued_by, now, current_traceparent(), job_id, run_id
+            )
             if key is not None and key != request.idempotency_key:
                 raise InvalidArgumentError(
                     "key",
@@ -400,9 +199,11 @@ class Jobs:
         # One instant for the whole call, the driver's included: a driver reading its own
         # "now" after the client's found run_at 1 ms ahead of it and stored the batch delayed.
         now = self.clock.now_ms()
-        if len(items) > _FIRST_PART:
-            return await self.driver.enqueue_parts(self._parts(items, enqueued_by, now), now=now)
-        requests = self._requests(items, enqueued_by, now)
+        if len(items) > FIRST_PART:
+            return await self.driver.enqueue_parts(
+                self.items.parts(items, enqueued_by, now), now=now
+            )
+        requests = self.items.build(items, enqueued_by, now, current_traceparent())
         if not requests:
             return []
         return await self.driver.enqueue(requests, now=now)
@@ -436,7 +237,9 @@ class Jobs:
         """`stage` for a batch: every item validated first, then one write through `tx`."""
         if isinstance(items, str | bytes) or not isinstance(items, Sequence):
             raise InvalidArgumentError("items", items, "a list of Enqueue(job, input, ...)")
-        items = [item if type(item) is Enqueue else _item(i, item) for i, item in enumerate(items)]
+        items = [
+            item if type(item) is Enqueue else as_item(i, item) for i, item in enumerate(items)
+        ]
         for item in items:
             # A duplicate is found when the relay publishes, after `tx` committed: too late to
             # raise to anyone, so staged jobs always dedupe.
@@ -444,7 +247,7 @@ class Jobs:
                 raise InvalidArgumentError(
                     "on_conflict", item.on_conflict, "'dedupe' for a staged job"
                 )
-        requests = self._requests(items, enqueued_by)
+        requests = self.items.build(items, enqueued_by, self.clock.now_ms(), current_traceparent())
         ids = await self.driver.outbox_stage(tx, requests)
         if not self.outbox_in_use:
             self.outbox_in_use = True
@@ -615,11 +418,11 @@ class Jobs:
         if name is not None:
             found = self.registry.get(name) if isinstance(name, str) else None
             if found is not None or store is None:
-                return [from_registry(self._definition(name, "name").describe())]
+                return [from_registry(self.items.definition(name, "name").describe())]
             name = bounds.text("name", name, MAX_NAME_BYTES)
             published = await self._published(store, name)
             if not published:
-                raise JobUnknownError(name, await self._known_names(store))
+                raise JobUnknownError(name, await self.items.known_names(store))
             return published
         local = [from_registry(d.describe()) for d in self.registry]
         if store is None:

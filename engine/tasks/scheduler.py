@@ -30,6 +30,7 @@ from engine.errors import JobsError
 from engine.ids import worker_id
 from engine.tasks.declare import TaskDefinition, TaskRegistry, tasks_of
 from engine.tasks.errors import TaskEnqueueFailedError, TaskEntryInvalidError
+from engine.tracing import current_traceparent
 from schemas.jobs import EnqueueRequest, EnqueueResult
 
 if TYPE_CHECKING:
@@ -181,7 +182,9 @@ class Scheduler:
         seen: dict[tuple[str, str], int] = {}
         items = [_item(definition, occurrence, entry) for entry in entries]
         requests: list[EnqueueRequest] = []
-        for request in self.jobs._requests(items, f"task:{definition.name}"):
+        actor = f"task:{definition.name}"
+        now = self.jobs.clock.now_ms()
+        for request in self.jobs.items.build(items, actor, now, current_traceparent()):
             # One occurrence may enqueue the same job more than once (one per region, say);
             # the repeat count keeps those apart deterministically, so peers agree on the keys.
             slot = (request.name, request.tenant_id or "")

@@ -135,7 +135,9 @@ async def test_one_row_that_cannot_publish_does_not_hold_back_the_rest(
     good = await jobs.stage_many(tx.handle, [Enqueue(item, {"n": 0}), Enqueue(item, {"n": 2})])
     # A row staged before `stage()` refused on_conflict='error' (by an older build, say): its
     # publish raises JOB_DUPLICATE against the live job and would fail the whole batch.
-    (poison,) = jobs._requests([Enqueue(item, {"n": 1}, on_conflict="error")], None)
+    (poison,) = jobs.items.build(
+        [Enqueue(item, {"n": 1}, on_conflict="error")], None, clock.now_ms(), None
+    )
     (poison_id,) = await jobs.driver.outbox_stage(tx.handle, [poison])
     await tx.commit()
     relay = OutboxRelay(jobs, relay_id="relay")
