@@ -5,7 +5,10 @@ On one fresh database, a backlog larger than the minute can start is enqueued (u
 two `Worker`s, each on a driver of its own (its own pool, as two machines would have), run a job
 declared `rate_limit=RateLimit(--rate)` for `--seconds`. Each start is timed in the handler; the
 achieved rate is the starts within `--seconds` of the first, divided by `--seconds`, and its
-error is against the configured rate. Also reported: the starts per worker and the sheds.
+error is against the configured rate. Also reported: the starts per worker, the sheds, and the
+sheds per job that started (a shed job reserves its start, so each is shed once at most), and
+the largest number of starts in any 1/rate-second window and in any second (the bunching seen,
+to compare with the declared burst and with rate + burst - 1).
 """
 
 from __future__ import annotations
@@ -70,13 +73,17 @@ async def run(
         await jobs.close()
     sheds = 0
     per_worker: dict[str, int] = {}
+    shed_jobs: dict[str, int] = {}
+    started: list[str] = []
 
     def count(event: WorkerEvent) -> None:
         nonlocal sheds
         if event.kind == "shed" and event.cap_kind == "rate":
             sheds += 1
+            shed_jobs[event.job_id] = shed_jobs.get(event.job_id, 0) + 1
         elif event.kind == "succeeded":
             per_worker[event.worker_id] = per_worker.get(event.worker_id, 0) + 1
+            started.append(event.job_id)
 
     clients = [await connect(url, registry=REGISTRY) for _ in range(2)]
     workers = [
@@ -96,6 +103,19 @@ async def run(
     first = every[0]
     within = [t for t in every if t < first + seconds]
     achieved = len(within) / seconds
+    # The most starts in any window of one interval (the GCRA's burst bound is `burst` there).
+    interval, most, low = 1 / rate, 0, 0
+    for high, t in enumerate(within):
+        while t - within[low] >= interval:
+            low += 1
+        most = max(most, high - low + 1)
+    # And in any one second (GCRA's bound there: rate + burst - 1).
+    most_1s, low = 0, 0
+    for high, t in enumerate(within):
+        while t - within[low] >= 1:
+            low += 1
+        most_1s = max(most_1s, high - low + 1)
+    started_sheds = [shed_jobs.get(j, 0) for j in started]
     return {
         "configured_per_s": rate,
         "burst": burst,
@@ -107,6 +127,10 @@ async def run(
         "starts_per_worker": sorted(per_worker.values()),
         "rate_sheds": sheds,
         "sheds_per_start": sheds / max(1, len(every)),
+        "sheds_per_started_job": sum(started_sheds) / max(1, len(started)),
+        "most_sheds_of_a_started_job": max(started_sheds, default=0),
+        "most_starts_in_an_interval": most,
+        "most_starts_in_a_second": most_1s,
     }
 
 
@@ -155,7 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{result['seconds']:g} s: "
         f"{result['achieved_per_s']:.2f} starts/s ({result['error_pct']:+.2f}%), "
         f"per worker {result['starts_per_worker']}, {result['rate_sheds']} sheds "
-        f"({result['sheds_per_start']:.1f} per start)"
+        f"({result['sheds_per_start']:.1f} per start; {result['sheds_per_started_job']:.2f} per "
+        f"job started, at most {result['most_sheds_of_a_started_job']}), at most "
+        f"{result['most_starts_in_an_interval']} starts in one interval and "
+        f"{result['most_starts_in_a_second']} in one second"
     )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

@@ -13,7 +13,19 @@ the arithmetic: the memory and SQLite drivers call them; PostgreSQL's SQL is pin
 tests/postgres/test_rate_limits_agree.py.
 
 A job over its rate is shed like a job over a concurrency cap (rule 7): handed back ready, no
-attempt, no `last_error`, with a delay until the moment it may next start.
+attempt, no `last_error`, with a delay until the moment it may next start. That take RESERVES its
+start (`take_all(..., reserve=True)`): every key's TAT moves as if the job started at its slot, the
+earliest moment all its keys allow, and the store keeps a reservation (job id, slot). Claimed again
+at its slot, the job finds the reservation and starts without taking again. So a backlog of B jobs
+over one limit is claimed about twice each, each at its own turn, instead of all B coming back at
+every next start to be shed again. A reservation is good from its slot to its `late_at`, one
+interval plus the burst's tolerance later (`late_window_ms`): a job claimed later than that (it
+waited behind other work) takes afresh instead, since starting it would bunch it with the jobs
+reserved after it. A slot whose job is that late (workers busy shedding the rest of a backlog,
+whose older jobs are claimed first) is not lost: a job over the same keys that takes afresh
+ADOPTS it (`adoptable`), starting at once, and the late job reserves again when it comes. A
+reservation past its `late_at` is void and the next take deletes it (its job cancelled, deleted
+or held back: its slot is simply lost).
 """
 
 from __future__ import annotations
@@ -138,23 +150,85 @@ def gcra(tat: int | None, now_us: int, take: RateTake) -> tuple[bool, int, int]:
 
 
 def take_all(
-    tats: Mapping[str, int], takes: Sequence[RateTake], now: int
+    tats: Mapping[str, int], takes: Sequence[RateTake], now: int, *, reserve: bool = False
 ) -> tuple[RateVerdict, dict[str, int]]:
-    """All or nothing: the verdict over `takes` given the stored `tats`, and the TATs to store
-    (empty when any key blocks: then nothing is taken anywhere)."""
+    """All or nothing: the verdict over `takes` given the stored `tats`, and the TATs to store.
+    When a key blocks, nothing is taken (empty TATs) unless `reserve`: then the start is taken at
+    the job's slot, the earliest µs every key allows (`slot_us`), and the verdict's
+    `next_start_at` is that slot, rounded up to the ms."""
     now_us = now * 1000
-    new: dict[str, int] = {}
     blocked: str | None = None
-    latest = now_us
+    slot = now_us
     for take in takes:
-        allowed, tat, allow_at = gcra(tats.get(take.key), now_us, take)
-        if allowed:
-            new[take.key] = tat
-        elif allow_at > latest:
-            blocked, latest = take.key, allow_at
-    if blocked is not None:
-        return RateVerdict(blocked, _ceil_ms(latest)), {}
-    return RateVerdict(None, now), new
+        _, _, allow_at = gcra(tats.get(take.key), now_us, take)
+        if allow_at > slot:
+            blocked, slot = take.key, allow_at
+    if blocked is not None and not reserve:
+        return RateVerdict(blocked, _ceil_ms(slot)), {}
+    # Taken at `slot` (now when every key allows): the start GCRA admits there, under each key.
+    new = {take.key: gcra(tats.get(take.key), slot, take)[1] for take in takes}
+    return RateVerdict(blocked, _ceil_ms(slot) if blocked else now), new
+
+
+# The least lateness a reservation forgives: the pickup lag of a claim (a wake-up, a claim, a
+# take) is a few ms, longer than the interval of a fast rate.
+LATE_MIN_US = 100_000
+
+
+def late_window_ms(takes: Sequence[RateTake]) -> int:
+    """How long after its slot a reservation still starts its job: the largest over its keys of
+    the burst's tolerance plus one interval (at least LATE_MIN_US), so a late start bunches with
+    the next ones no more than the burst allows, give or take one."""
+    return _ceil_ms(
+        max(
+            tolerance_us(t.limit, t.per_ms, t.burst)
+            + max(interval_us(t.limit, t.per_ms), LATE_MIN_US)
+            for t in takes
+        )
+    )
+
+
+# A reservation overdue by this much may be adopted: its own job, woken at its slot, is usually
+# claimed well within it.
+ADOPT_AFTER_MS = 50
+
+
+def keys_of(takes: Sequence[RateTake]) -> str:
+    """The keys of a take as stored with a reservation: one start over the same keys may stand
+    in for another (the TATs were moved under exactly these)."""
+    return "\n".join(t.key for t in takes)
+
+
+def adoptable(reservation: RateReservation, keys: str, now: int) -> bool:
+    """Whether a fresh take over `keys` at `now` may start on this overdue reservation's slot."""
+    return (
+        reservation.keys == keys
+        and reservation.slot_at <= now - ADOPT_AFTER_MS
+        and now <= reservation.late_at
+    )
+
+
+class RateReservation(NamedTuple):
+    """A start taken ahead for a shed job: its slot (epoch ms, the verdict's `next_start_at`, so
+    the job due then finds it reached), the last ms it may start the job, and the key that set
+    the slot."""
+
+    job_id: str
+    slot_at: int
+    late_at: int
+    blocked_key: str
+    keys: str = ""
+
+
+def use_reservation(reservation: RateReservation | None, now: int) -> RateVerdict | None:
+    """The verdict a stored reservation gives a job claimed at `now`: started (no new take) from
+    its slot to its `late_at`, held back before; None with none or one void (then the job takes
+    afresh). A store deletes the reservation unless the answer holds the job back."""
+    if reservation is None or reservation.late_at < now:
+        return None
+    if reservation.slot_at <= now:
+        return RateVerdict(None, now)
+    return RateVerdict(reservation.blocked_key, reservation.slot_at)
 
 
 def kind_of(key: str) -> RateKind:

@@ -18,6 +18,7 @@ in-flight jobs finish until its deadline, then hands the rest back unharmed.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import os
 import socket
@@ -88,6 +89,11 @@ def cap_kind(key: str) -> CapKind:
     """The kind of a cap from its key (engine.limits names caps `kind:name`, or `global`)."""
     kind = key.partition(":")[0]
     return kind if kind in ("queue", "tenant", "job") else "global"  # type: ignore[return-value]
+
+
+# At most this many reserved starts wait in one worker's timer (a few MB): jobs shed beyond them
+# are found by the next poll instead, up to poll_ms late.
+RATE_WAKES_MAX = 65_536
 
 
 def rate_reason(key: str, next_start_at: int, now: int) -> str:
@@ -192,6 +198,12 @@ class Worker:
         self._nudge = asyncio.Event()
         # The loop's wait for work while it waits; a poke takes it (and cancels it).
         self._idle_scope: anyio.CancelScope | None = None
+        # Reserved starts (epoch ms, a heap) of jobs this worker shed over a rate: a timer wakes
+        # the idle loop at each, so they start at their slot rather than at the next poll.
+        self._rate_wakes: list[int] = []
+        self._rate_timer: anyio.CancelScope | None = None
+        # A reserved start came due while the loop was busy: its next idle wait returns at once.
+        self._rate_due = False
         self._running = False
         self._done = asyncio.Event()
         # Set once the loop has made its first claim: what `start()` waits for.
@@ -407,6 +419,7 @@ class Worker:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._presence)
                 tg.start_soon(self._keep_leases)
+                tg.start_soon(self._wake_at_reserved_starts)
                 for service in self._services():
                     tg.start_soon(service.run)
                 if self.outbox_relay is None and self._want_relay is None:
@@ -446,7 +459,7 @@ class Worker:
                         # A quiet queue: let the new jobs begin before this loop sets up its
                         # wait, since a job's latency is measured to its start.
                         await asyncio.sleep(0)
-                    await self._race(lambda: self.driver.wait_for_work(self.poll_ms))
+                    await self._race(self._wait_for_work)
                 await self._hand_back_waiting()
                 await self._finish_inflight()
                 if self._crash is not None:
@@ -710,11 +723,15 @@ class Worker:
         if self._rates is None:
             self._rates = require(self.driver, RATES)
         now = self.clock.now_ms()
-        verdict = await self._rates.take_rates(takes, now)
+        verdict = await self._rates.take_rates(takes, now, record.id)
         key = verdict.blocked_key
         if key is None:
             return False
         delay = max(1, verdict.next_start_at - now)
+        if len(self._rate_wakes) < RATE_WAKES_MAX:
+            heapq.heappush(self._rate_wakes, verdict.next_start_at)
+            if self._rate_wakes[0] == verdict.next_start_at and self._rate_timer is not None:
+                self._rate_timer.cancel()  # an earlier wake than the timer's: re-aim it
         try:
             await self.driver.nack(
                 record.id, claimed.token, NackOptions(delay_ms=delay, counts_as_attempt=False)
@@ -731,6 +748,34 @@ class Worker:
         )
         self._emit(replace(event, rate_kind=kind_of(key)))
         return True
+
+    async def _wake_at_reserved_starts(self) -> None:
+        """Wake the idle loop (`_poke`) at each reserved start in `_rate_wakes`, earliest first,
+        on the injected clock; `_over_rate` cancels the wait when it adds an earlier one."""
+        while True:
+            with anyio.CancelScope() as scope:
+                self._rate_timer = scope
+                if self._rate_wakes:
+                    await self.clock.sleep_ms(self._rate_wakes[0] - self.clock.now_ms())
+                else:
+                    await anyio.sleep_forever()
+            self._rate_timer = None
+            if scope.cancel_called:
+                continue
+            now = self.clock.now_ms()
+            while self._rate_wakes and self._rate_wakes[0] <= now:
+                heapq.heappop(self._rate_wakes)
+            if self._idle_scope is None:
+                self._rate_due = True
+            self._poke()
+
+    async def _wait_for_work(self) -> None:
+        """The loop's idle wait: new work or the poll, unless a reserved start came due while
+        it was busy (`_wake_at_reserved_starts`)."""
+        if self._rate_due:
+            self._rate_due = False
+            return
+        await self.driver.wait_for_work(self.poll_ms)
 
     async def _give_back(
         self,

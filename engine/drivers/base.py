@@ -17,7 +17,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast, runtime_ch
 from engine.clock import Clock
 from engine.errors import DriverCapabilityMissingError, JobsError
 from engine.inbound_events import EventCursor, InboundEvent
-from engine.rate_limits import RateState, RateTake, RateVerdict
+from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount
 from schemas.backfill import BackfillRun
 from schemas.descriptor import JobDescriptor
@@ -454,13 +454,23 @@ class RateStore(Protocol):
     """Rate limits (engine.rate_limits): one GCRA TAT per key, shared by every worker on this
     database. Optional, like PauseStore: a worker that has a rate to apply requires it."""
 
-    async def take_rates(self, takes: Sequence[RateTake], now: int) -> RateVerdict:
+    async def take_rates(
+        self, takes: Sequence[RateTake], now: int, job_id: str | None = None
+    ) -> RateVerdict:
         """All or nothing, atomically: take one start under every key of `takes` (as
-        `rate_limits.take_all` decides over the stored TATs), or none when any key blocks."""
+        `rate_limits.take_all` decides over the stored TATs), or none when any key blocks.
+        With `job_id`: a live reservation of that job answers first (`use_reservation`, deleted
+        unless it holds the job back); else a blocked take reserves the job's slot
+        (`take_all(reserve=True)`, `late_window_ms`) and stores it, in the same transaction.
+        Every take deletes the reservations past their `late_at`."""
         ...
 
     async def rate_states(self, limit: int) -> list[RateState]:
         """Up to `limit` stored keys, by key: their TAT and the rate that last took there."""
+        ...
+
+    async def rate_reservations(self, limit: int) -> list[RateReservation]:
+        """Up to `limit` stored reservations, by slot then job id."""
         ...
 
 

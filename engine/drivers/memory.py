@@ -33,7 +33,17 @@ from engine.inbound_events import matches as event_matches
 from engine.inbound_events import order as event_order
 from engine.pauses import PauseKey, is_held
 from engine.presence import EXPIRED_PER_BEAT, is_expired
-from engine.rate_limits import RateState, RateTake, RateVerdict, take_all
+from engine.rate_limits import (
+    RateReservation,
+    RateState,
+    RateTake,
+    RateVerdict,
+    adoptable,
+    keys_of,
+    late_window_ms,
+    take_all,
+    use_reservation,
+)
 from engine.reruns import plan_rerun
 from engine.retention import Cutoffs, PruneCount
 from engine.rules import (
@@ -115,6 +125,7 @@ class MemoryDriver:
         self._descriptors: dict[str, JobDescriptor] = {}  # by job name: the last one published
         self._pauses: dict[PauseKey, Pause] = {}
         self._rates: dict[str, RateState] = {}  # rate-limit key -> its TAT and rate
+        self._reservations: dict[str, RateReservation] = {}  # job id -> its reserved start
         self._inbound: dict[str, InboundEvent] = {}
         self._waiters: dict[str, tuple[str, str, str | None]] = {}  # job id -> what it waits for
         self._waker = Waker()
@@ -418,9 +429,30 @@ class MemoryDriver:
 
     # --- rate limits (engine.rate_limits) -----------------------------------------------------
 
-    async def take_rates(self, takes: Sequence[RateTake], now: int) -> RateVerdict:
+    async def take_rates(
+        self, takes: Sequence[RateTake], now: int, job_id: str | None = None
+    ) -> RateVerdict:
+        for gone in [j for j, r in self._reservations.items() if r.late_at < now]:
+            del self._reservations[gone]
+        if job_id is not None:
+            held = use_reservation(self._reservations.get(job_id), now)
+            if held is not None:
+                if held.blocked_key is None:
+                    del self._reservations[job_id]
+                return held
+            self._reservations.pop(job_id, None)
+            keys = keys_of(takes)
+            due = [r for r in self._reservations.values() if adoptable(r, keys, now)]
+            if due:
+                del self._reservations[min(due, key=lambda r: r.slot_at).job_id]
+                return RateVerdict(None, now)
         tats = {t.key: self._rates[t.key].tat for t in takes if t.key in self._rates}
-        verdict, new = take_all(tats, takes, now)
+        verdict, new = take_all(tats, takes, now, reserve=job_id is not None)
+        if job_id is not None and verdict.blocked_key is not None:
+            slot = verdict.next_start_at
+            self._reservations[job_id] = RateReservation(
+                job_id, slot, slot + late_window_ms(takes), verdict.blocked_key, keys_of(takes)
+            )
         for take in takes:
             if take.key in new:
                 self._rates[take.key] = RateState(
@@ -430,6 +462,9 @@ class MemoryDriver:
 
     async def rate_states(self, limit: int) -> list[RateState]:
         return [self._rates[k] for k in sorted(self._rates)[:limit]]
+
+    async def rate_reservations(self, limit: int) -> list[RateReservation]:
+        return sorted(self._reservations.values(), key=lambda r: (r.slot_at, r.job_id))[:limit]
 
     # --- limiter slots ------------------------------------------------------------------------
 

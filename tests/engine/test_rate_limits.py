@@ -10,14 +10,21 @@ from engine import JobContext, JobRegistry, job
 from engine.metrics import WorkerMetrics
 from engine.observe import WorkerEvent
 from engine.rate_limits import (
+    ADOPT_AFTER_MS,
+    LATE_MIN_US,
     RateLimit,
+    RateReservation,
     RateState,
     RateTake,
+    adoptable,
     gcra,
     interval_us,
+    keys_of,
+    late_window_ms,
     take_all,
     takes_for,
     tolerance_us,
+    use_reservation,
 )
 
 
@@ -49,6 +56,46 @@ def test_take_all_names_the_key_that_holds_longest_and_rounds_up_to_a_ms() -> No
     assert verdict == ("queue:q", 10_001)
     verdict, new = take_all({}, [a, b], 10_000)
     assert verdict == (None, 10_000) and new == {"job:a": 11_000_000, "queue:q": 10_333_333}
+
+
+def test_a_reserving_take_moves_every_key_as_if_started_at_the_slot() -> None:
+    fast, slow = RateTake("job:a", 4, 1000, 1), RateTake("tenant:t", 1, 1000, 1)
+    now = 10_000
+    # slow allows from now + 600 ms; fast (TAT 100 ms ahead) would allow sooner.
+    tats = {fast.key: now * 1000 + 100_000, slow.key: now * 1000 + 600_000}
+    assert take_all(tats, [fast, slow], now) == (("tenant:t", now + 600), {})
+    verdict, new = take_all(tats, [fast, slow], now, reserve=True)
+    assert verdict == ("tenant:t", now + 600)
+    # Both keys taken at the slot: GCRA at now + 600 ms, so the next reserver queues behind.
+    assert new == {fast.key: (now + 600) * 1000 + 250_000, slow.key: (now + 1600) * 1000}
+    assert take_all(new, [fast, slow], now, reserve=True)[0] == ("tenant:t", now + 1600)
+    # Allowed: a reserving take is a plain take.
+    assert take_all({}, [fast], now, reserve=True) == take_all({}, [fast], now)
+
+
+def test_a_reservation_starts_its_job_from_its_slot_until_it_is_late() -> None:
+    held = RateReservation("j1", 5_000, 5_025, "job:a", "job:a")
+    assert use_reservation(None, 5_000) is None
+    assert use_reservation(held, 4_999) == ("job:a", 5_000)
+    assert use_reservation(held, 5_000) == (None, 5_000)
+    assert use_reservation(held, 5_025) == (None, 5_025)
+    assert use_reservation(held, 5_026) is None
+
+
+def test_an_overdue_slot_is_adoptable_over_the_same_keys_only() -> None:
+    keys = keys_of([RateTake("job:a", 1, 1000, 1), RateTake("tenant:t", 1, 1000, 1)])
+    held = RateReservation("j1", 5_000, 5_100, "job:a", keys)
+    assert not adoptable(held, keys, 5_000 + ADOPT_AFTER_MS - 1)
+    assert adoptable(held, keys, 5_000 + ADOPT_AFTER_MS)
+    assert adoptable(held, keys, 5_100) and not adoptable(held, keys, 5_101)
+    assert not adoptable(held, "job:a", 5_000 + ADOPT_AFTER_MS)
+
+
+def test_a_reservation_forgives_a_burst_and_an_interval_of_lateness() -> None:
+    assert late_window_ms([RateTake("job:a", 1, 1000, 1)]) == 1_000
+    assert late_window_ms([RateTake("job:a", 4, 1000, 3), RateTake("queue:q", 1, 600, 1)]) == 750
+    # A fast rate still forgives a claim's pickup lag.
+    assert late_window_ms([RateTake("job:a", 1000, 1000, 1)]) == LATE_MIN_US // 1000
 
 
 def test_a_state_says_when_its_next_start_may_happen() -> None:

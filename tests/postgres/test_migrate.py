@@ -25,6 +25,7 @@ TABLES = {
     "outbox",
     "pauses",
     "rate_limits",  # engine/rate_limits.py
+    "rate_reservations",
     "inbound_events",  # engine/inbound_events.py
     "inbound_event_waiters",
     "reruns",  # engine/reruns.py

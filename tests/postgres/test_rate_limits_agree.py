@@ -1,7 +1,8 @@
 """The rate-limit take PostgreSQL computes in SQL (engine/drivers/postgres/rate_limits.py) agrees
 with its home, engine.rate_limits.take_all, on the boundary cases: a start exactly at its
 allowed time, a µs before it, a TAT far behind now, an interval that does not divide evenly, a
-burst, and several keys where one blocks. Also two concurrent takers of one new key."""
+burst, and several keys where one blocks — plain and reserving (a job's take that blocks takes
+its slot and stores a reservation). Also two concurrent takers of one new key."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import itertools
 import asyncpg
 
 from engine.drivers.postgres import PostgresDriver
-from engine.rate_limits import RateTake, interval_us, take_all, tolerance_us
+from engine.rate_limits import RateTake, interval_us, late_window_ms, take_all, tolerance_us
 from tests.postgres.conftest import DriverFactory
 
 NOW = 1_767_225_600_000
@@ -27,6 +28,7 @@ def _tats(take: RateTake) -> list[int | None]:
 
 async def _seed(sql: asyncpg.Connection[asyncpg.Record], tats: dict[str, int]) -> None:
     await sql.execute("DELETE FROM mcp_jobs.rate_limits")
+    await sql.execute("DELETE FROM mcp_jobs.rate_reservations")
     for key, tat in tats.items():
         await sql.execute(
             "INSERT INTO mcp_jobs.rate_limits VALUES ($1, $2, 1, 1000, 1, 0)", key, tat
@@ -63,6 +65,30 @@ async def test_several_keys_agree_all_or_nothing(
         expected, new = take_all(full, [a, q], NOW)
         assert await driver.take_rates([a, q], NOW) == expected, (tat_a, tat_q)
         assert await _stored(sql) == (new or full), (tat_a, tat_q)
+
+
+async def test_reserving_takes_agree_and_store_the_slot(
+    driver: PostgresDriver, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    a, q = RATES
+    for tat_a, tat_q in itertools.product(_tats(a), _tats(q)):
+        full = {a.key: tat_a or 0, q.key: tat_q or 0}
+        await _seed(sql, full)
+        expected, new = take_all(full, [a, q], NOW, reserve=True)
+        assert await driver.take_rates([a, q], NOW, "job-1") == expected, (tat_a, tat_q)
+        assert await _stored(sql) == new, (tat_a, tat_q)
+        slot, late = expected.next_start_at, expected.next_start_at + late_window_ms([a, q])
+        held = (
+            []
+            if expected.blocked_key is None
+            else [("job-1", slot, late, expected[0], f"{a.key}\n{q.key}")]
+        )
+        assert [tuple(r) for r in await driver.rate_reservations(5)] == held, (tat_a, tat_q)
+        if held:
+            # Claimed again at its slot: started from the reservation, nothing taken again.
+            assert await driver.take_rates([a, q], slot - 1, "job-1") == expected
+            assert await driver.take_rates([a, q], slot, "job-1") == (None, slot)
+            assert await _stored(sql) == new and await driver.rate_reservations(5) == []
 
 
 async def test_two_first_takers_of_a_new_key_admit_one(make_driver: DriverFactory) -> None:

@@ -27,6 +27,7 @@ DURABLE_TABLES = {
     "mcp_jobs_descriptors",
     "mcp_jobs_pauses",
     "mcp_jobs_rate_limits",  # engine/rate_limits.py
+    "mcp_jobs_rate_reservations",
     "mcp_jobs_inbound_events",
     "mcp_jobs_inbound_event_waiters",
     "mcp_jobs_migrations",

@@ -32,7 +32,7 @@ from engine.drivers.postgres.sweep import Sweeper
 from engine.drivers.postgres.wake import NotifyListener, WakeSignal
 from engine.errors import InvalidArgumentError, JobsError
 from engine.inbound_events import EventCursor, InboundEvent
-from engine.rate_limits import RateState, RateTake, RateVerdict
+from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount
 from schemas.backfill import BackfillRun
 from schemas.descriptor import JobDescriptor
@@ -405,11 +405,16 @@ class PostgresDriver:
 
     # --- rate limits (rate_limits.py) ---------------------------------------------------------
 
-    async def take_rates(self, takes: Sequence[RateTake], now: int) -> RateVerdict:
-        return await rates_sql.take(self.db, takes, now)
+    async def take_rates(
+        self, takes: Sequence[RateTake], now: int, job_id: str | None = None
+    ) -> RateVerdict:
+        return await rates_sql.take(self.db, takes, now, job_id)
 
     async def rate_states(self, limit: int) -> list[RateState]:
         return await rates_sql.states(self.db, limit)
+
+    async def rate_reservations(self, limit: int) -> list[RateReservation]:
+        return await rates_sql.reservations(self.db, limit)
 
     # --- pauses (pauses.py) -------------------------------------------------------------------
 

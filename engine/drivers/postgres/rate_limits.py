@@ -7,6 +7,13 @@ is `rate_limits.take_all`'s, pinned by tests/postgres/test_rate_limits_agree.py.
 the first time gets its row from `SEED` (a TAT that allows at once) before the take runs again,
 so two first takers still meet on one locked row. Neither is retried through a broken
 connection: a take that may have committed must not take twice.
+
+With a job id, `USE` first reads (and deletes, when it lets the job start or has expired) the
+job's reservation; no other taker touches that row, since a claimed job has one worker. A take
+that blocks then reserves in the same statement: the TATs move to the job's slot
+(`take_all(reserve=True)`) and `rate_reservations` gets its row, good until `late_window_ms`
+after the slot. Every take deletes reservations past their late_at (an index on it: nothing to
+read when none is).
 """
 
 from __future__ import annotations
@@ -15,14 +22,23 @@ from collections.abc import Sequence
 
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.sql import with_schema
-from engine.rate_limits import RateState, RateTake, RateVerdict
+from engine.rate_limits import (
+    ADOPT_AFTER_MS,
+    LATE_MIN_US,
+    RateReservation,
+    RateState,
+    RateTake,
+    RateVerdict,
+    keys_of,
+    use_reservation,
+)
 
 _WANTED = """
-    SELECT w.key, w.rate_limit, w.per_ms, w.burst,
+    SELECT w.key, w.rate_limit, w.per_ms, w.burst, w.ord,
            w.per_ms * 1000 / w.rate_limit AS interval_us,
            (w.burst - 1) * (w.per_ms * 1000 / w.rate_limit) AS tolerance_us
-      FROM unnest($1::text[], $2::int[], $3::bigint[], $4::int[])
-           AS w(key, rate_limit, per_ms, burst)
+      FROM unnest($1::text[], $2::int[], $3::bigint[], $4::int[]) WITH ORDINALITY
+           AS w(key, rate_limit, per_ms, burst, ord)
 """
 
 TAKE = f"""
@@ -37,16 +53,33 @@ judged AS (
 ),
 verdict AS (
     SELECT bool_and(stored) AS complete,
-           bool_and(cur - tolerance_us <= $5::bigint * 1000) AS allowed
+           bool_and(cur - tolerance_us <= $5::bigint * 1000) AS allowed,
+           max(greatest(cur - tolerance_us, $5::bigint * 1000)) AS slot_us,
+           max(tolerance_us + greatest(interval_us, {LATE_MIN_US})) AS late_us
       FROM judged
 ),
 taken AS (
     UPDATE {{schema}}.rate_limits r
-       SET tat = j.cur + j.interval_us, rate_limit = j.rate_limit, per_ms = j.per_ms,
-           burst = j.burst, updated_at = $5
+       SET tat = greatest(j.cur, v.slot_us) + j.interval_us, rate_limit = j.rate_limit,
+           per_ms = j.per_ms, burst = j.burst, updated_at = $5
       FROM judged j, verdict v
-     WHERE r.key = j.key AND v.complete AND v.allowed
+     WHERE r.key = j.key AND v.complete AND (v.allowed OR $6::text IS NOT NULL)
     RETURNING r.key
+),
+reserved AS (
+    INSERT INTO {{schema}}.rate_reservations
+           (job_id, slot_at, late_at, blocked_key, keys, reserved_at)
+    SELECT $6::text, (v.slot_us + 999) / 1000, (v.slot_us + 999) / 1000 + (v.late_us + 999) / 1000,
+           (SELECT j.key FROM judged j ORDER BY j.cur - j.tolerance_us DESC, j.ord LIMIT 1),
+           array_to_string($1::text[], E'\\n'), $5
+      FROM verdict v
+     WHERE $6::text IS NOT NULL AND v.complete AND NOT v.allowed
+    ON CONFLICT (job_id) DO UPDATE SET slot_at = excluded.slot_at, late_at = excluded.late_at,
+        blocked_key = excluded.blocked_key, keys = excluded.keys,
+        reserved_at = excluded.reserved_at
+),
+expired AS (
+    DELETE FROM {{schema}}.rate_reservations WHERE late_at < $5::bigint
 )
 SELECT j.key, j.cur - j.tolerance_us AS allow_at, v.complete, v.allowed,
        (SELECT count(*) FROM taken) AS taken
@@ -60,12 +93,43 @@ SELECT w.key, 0, w.rate_limit, w.per_ms, w.burst, $5::bigint FROM ({_WANTED}) w
 ON CONFLICT (key) DO NOTHING
 """
 
+# The job's reservation, deleted unless it holds the job back (`use_reservation`): used from its
+# slot on, or void (slot_at <= now covers both). Only a row this statement deleted is used: one
+# adopted meanwhile (ADOPT, which locks it first) is gone, and the job takes afresh.
+USE = """
+WITH used AS (
+    DELETE FROM {schema}.rate_reservations WHERE job_id = $1 AND slot_at <= $2
+    RETURNING job_id, slot_at, late_at, blocked_key, keys
+)
+SELECT * FROM used
+UNION ALL
+SELECT job_id, slot_at, late_at, blocked_key, keys FROM {schema}.rate_reservations
+ WHERE job_id = $1 AND slot_at > $2
+"""
+
+# A fresh take first starts on an overdue slot over the same keys (`adoptable`), if one is there.
+ADOPT = """
+DELETE FROM {schema}.rate_reservations WHERE job_id = (
+    SELECT job_id FROM {schema}.rate_reservations
+     WHERE keys = $1 AND slot_at <= $2 AND late_at >= $3
+     ORDER BY slot_at LIMIT 1 FOR UPDATE SKIP LOCKED
+)
+RETURNING job_id
+"""
+
+RESERVATIONS = """
+SELECT job_id, slot_at, late_at, blocked_key, keys FROM {schema}.rate_reservations
+ ORDER BY slot_at, job_id LIMIT $1
+"""
+
 STATES = """
 SELECT key, tat, rate_limit, per_ms, burst FROM {schema}.rate_limits ORDER BY key LIMIT $1
 """
 
 
-async def take(db: Connections, takes: Sequence[RateTake], now: int) -> RateVerdict:
+async def take(
+    db: Connections, takes: Sequence[RateTake], now: int, job_id: str | None
+) -> RateVerdict:
     take_q, seed_q = with_schema(TAKE, db.schema), with_schema(SEED, db.schema)
     args = (
         [t.key for t in takes],
@@ -75,10 +139,18 @@ async def take(db: Connections, takes: Sequence[RateTake], now: int) -> RateVerd
         now,
     )
     async with db.conn() as conn:
-        rows = await conn.fetch(take_q, *args)
+        if job_id is not None:
+            row = await conn.fetchrow(with_schema(USE, db.schema), job_id, now)
+            held = use_reservation(None if row is None else RateReservation(*row), now)
+            if held is not None:
+                return held
+            adopt_q = with_schema(ADOPT, db.schema)
+            if await conn.fetchrow(adopt_q, keys_of(takes), now - ADOPT_AFTER_MS, now):
+                return RateVerdict(None, now)
+        rows = await conn.fetch(take_q, *args, job_id)
         if rows and not rows[0]["complete"]:
             await conn.execute(seed_q, *args)
-            rows = await conn.fetch(take_q, *args)
+            rows = await conn.fetch(take_q, *args, job_id)
     if not rows or rows[0]["allowed"]:
         return RateVerdict(None, now)
     allow_at = {row["key"]: row["allow_at"] for row in rows}
@@ -94,3 +166,9 @@ async def states(db: Connections, limit: int) -> list[RateState]:
     q = with_schema(STATES, db.schema)
     rows = await db.idempotent(lambda c: c.fetch(q, limit))
     return [RateState(r["key"], r["tat"], r["rate_limit"], r["per_ms"], r["burst"]) for r in rows]
+
+
+async def reservations(db: Connections, limit: int) -> list[RateReservation]:
+    q = with_schema(RESERVATIONS, db.schema)
+    rows = await db.idempotent(lambda c: c.fetch(q, limit))
+    return [RateReservation(*row) for row in rows]

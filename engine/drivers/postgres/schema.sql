@@ -384,3 +384,17 @@ CREATE TABLE {schema}.reruns (
     at bigint NOT NULL
 );
 CREATE INDEX reruns_job_idx ON {schema}.reruns (job_id);
+
+-- Rate-limit reservations (migration 15, engine/rate_limits.py): a job shed over its rate keeps
+-- the start its take reserved; claimed again from slot_at to late_at (epoch ms) it starts
+-- without taking again. Deleted when used, or by the next take once past late_at.
+CREATE TABLE {schema}.rate_reservations (
+    job_id text COLLATE "C" PRIMARY KEY,
+    slot_at bigint NOT NULL,
+    late_at bigint NOT NULL,
+    blocked_key text COLLATE "C" NOT NULL,
+    keys text COLLATE "C" NOT NULL,
+    reserved_at bigint NOT NULL
+);
+CREATE INDEX rate_reservations_late_idx ON {schema}.rate_reservations (late_at);
+CREATE INDEX rate_reservations_keys_idx ON {schema}.rate_reservations (keys, slot_at);

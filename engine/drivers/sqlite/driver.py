@@ -32,7 +32,7 @@ from engine.drivers.sqlite.wakeups import file_key, shared_feed, shared_waker
 from engine.errors import InvalidArgumentError, JobsError, OutboxNoTxError
 from engine.ids import new_id
 from engine.inbound_events import EventCursor, InboundEvent
-from engine.rate_limits import RateState, RateTake, RateVerdict
+from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount
 from engine.wake import Waker
 from schemas.backfill import BackfillRun
@@ -442,11 +442,16 @@ class SqliteDriver:
 
     # --- rate limits (rate_limits.py) ---------------------------------------------------------
 
-    async def take_rates(self, takes: Sequence[RateTake], now: int) -> RateVerdict:
-        return await self._exec.run(lambda c: rates_sql.take(c, takes, now))
+    async def take_rates(
+        self, takes: Sequence[RateTake], now: int, job_id: str | None = None
+    ) -> RateVerdict:
+        return await self._exec.run(lambda c: rates_sql.take(c, takes, now, job_id))
 
     async def rate_states(self, limit: int) -> list[RateState]:
         return await self._exec.run(lambda c: rates_sql.states(c, limit), write=False)
+
+    async def rate_reservations(self, limit: int) -> list[RateReservation]:
+        return await self._exec.run(lambda c: rates_sql.reservations(c, limit), write=False)
 
     # --- pauses (pauses.py) -------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 `take` runs inside the executor's write transaction, which holds the file's write lock from
 the read to the write: two processes taking under one key are serialised by SQLite itself, so
-the arithmetic can be `rate_limits.take_all`'s own, all or nothing across the keys.
+the arithmetic can be `rate_limits.take_all`'s own, all or nothing across the keys, and a
+reservation (`mcp_jobs_rate_reservations`) is written in that same transaction.
 """
 
 from __future__ import annotations
@@ -10,7 +11,17 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from engine.rate_limits import RateState, RateTake, RateVerdict, take_all
+from engine.rate_limits import (
+    ADOPT_AFTER_MS,
+    RateReservation,
+    RateState,
+    RateTake,
+    RateVerdict,
+    keys_of,
+    late_window_ms,
+    take_all,
+    use_reservation,
+)
 
 TABLE = "mcp_jobs_rate_limits"
 COLUMNS = "key, tat, rate_limit, per_ms, burst"
@@ -22,13 +33,45 @@ ON CONFLICT (key) DO UPDATE SET tat = excluded.tat, rate_limit = excluded.rate_l
 """
 
 
-def take(conn: sqlite3.Connection, takes: Sequence[RateTake], now: int) -> RateVerdict:
+RESERVATIONS = "job_id, slot_at, late_at, blocked_key, keys"
+
+
+def take(
+    conn: sqlite3.Connection, takes: Sequence[RateTake], now: int, job_id: str | None
+) -> RateVerdict:
+    conn.execute("DELETE FROM mcp_jobs_rate_reservations WHERE late_at < ?", (now,))
+    if job_id is not None:
+        row = conn.execute(
+            f"SELECT {RESERVATIONS} FROM mcp_jobs_rate_reservations WHERE job_id = ?", (job_id,)
+        ).fetchone()
+        held = use_reservation(None if row is None else RateReservation(*row), now)
+        if held is not None:
+            if held.blocked_key is None:
+                conn.execute("DELETE FROM mcp_jobs_rate_reservations WHERE job_id = ?", (job_id,))
+            return held
+        conn.execute("DELETE FROM mcp_jobs_rate_reservations WHERE job_id = ?", (job_id,))
+        # An overdue slot over the same keys (`adoptable`): start on it.
+        adopted = conn.execute(
+            "SELECT job_id FROM mcp_jobs_rate_reservations WHERE keys = ? AND slot_at <= ?"
+            " AND late_at >= ? ORDER BY slot_at LIMIT 1",
+            (keys_of(takes), now - ADOPT_AFTER_MS, now),
+        ).fetchone()
+        if adopted is not None:
+            conn.execute("DELETE FROM mcp_jobs_rate_reservations WHERE job_id = ?", adopted)
+            return RateVerdict(None, now)
     keys = [t.key for t in takes]
     marks = ", ".join("?" * len(keys))
     tats: dict[str, int] = dict(
         conn.execute(f"SELECT key, tat FROM mcp_jobs_rate_limits WHERE key IN ({marks})", keys)
     )
-    verdict, new = take_all(tats, takes, now)
+    verdict, new = take_all(tats, takes, now, reserve=job_id is not None)
+    if job_id is not None and verdict.blocked_key is not None:
+        slot = verdict.next_start_at
+        conn.execute(
+            f"INSERT OR REPLACE INTO mcp_jobs_rate_reservations ({RESERVATIONS}, reserved_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (job_id, slot, slot + late_window_ms(takes), verdict.blocked_key, keys_of(takes), now),
+        )
     conn.executemany(
         UPSERT, [(t.key, new[t.key], t.limit, t.per_ms, t.burst, now) for t in takes if new]
     )
@@ -40,3 +83,11 @@ def states(conn: sqlite3.Connection, limit: int) -> list[RateState]:
         f"SELECT {COLUMNS} FROM mcp_jobs_rate_limits ORDER BY key LIMIT ?", (limit,)
     )
     return [RateState(*row) for row in rows]
+
+
+def reservations(conn: sqlite3.Connection, limit: int) -> list[RateReservation]:
+    rows = conn.execute(
+        f"SELECT {RESERVATIONS} FROM mcp_jobs_rate_reservations ORDER BY slot_at, job_id LIMIT ?",
+        (limit,),
+    )
+    return [RateReservation(*row) for row in rows]

@@ -1,15 +1,20 @@
 """Rate limits (engine/rate_limits.py): GCRA admits exactly N per period, all or nothing across
 keys, shared by every process on one database; a job over its rate is shed like a cap (rule 7:
-ready, attempt and queued_at unchanged, no error) until its next allowed start."""
+ready, attempt and queued_at unchanged, no error) until the start its take reserved, and then
+starts from that reservation without being shed again."""
 
 from __future__ import annotations
 
+import asyncio
+
+import anyio
 import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, Limits, ManualClock, Worker, job
 from engine.drivers.base import RATES, RateStore, require
-from engine.rate_limits import RateLimit, RateTake
+from engine.observe import WorkerEvent
+from engine.rate_limits import ADOPT_AFTER_MS, RateLimit, RateReservation, RateTake
 from engine.testing.observe import Recorder
 
 
@@ -19,7 +24,7 @@ class Order(BaseModel):
 
 
 @pytest.fixture(autouse=True)
-def _offers_rates(jobs: Jobs) -> None:
+def offers_rates(jobs: Jobs) -> None:
     # Optional capability (engine/drivers/base.py): a driver without it is not held to this.
     if not RATES.offered_by(jobs.driver):
         pytest.skip(f"the {jobs.driver.kind} driver keeps no rate limits")
@@ -97,7 +102,8 @@ async def test_a_job_over_its_rate_is_shed_until_its_next_start(
     before = await jobs.get(second.id)
     start = clock.now_ms()
     recorder = Recorder()
-    await Worker(jobs, listeners=[recorder]).run_until_idle()
+    # One at a time: the first in line takes the start (two at once race for it).
+    await Worker(jobs, concurrency=1, listeners=[recorder]).run_until_idle()
     assert ran == [1]
     held = await jobs.get(second.id)
     # Shed, not failed: ready, no attempt, no error, its place in line kept, due at its start.
@@ -150,16 +156,166 @@ async def test_queue_and_tenant_rates_from_worker_limits(
     limits = Limits(rate_per_queue={"mail": mail}, rate_per_tenant=RateLimit(1))
     recorder = Recorder()
     # One at a time, in line: which key holds a job back depends on the starts before it.
+    start = clock.now_ms()
     await Worker(jobs, concurrency=1, limits=limits, listeners=[recorder]).run_until_idle()
-    # acme's second is over its tenant rate; globex takes the queue's second start.
-    assert ran == [0, 2]
-    (shed,) = [e for e in recorder.events if e.kind == "shed"]
-    assert (shed.reason or "").startswith("over rate tenant:acme:")
+    # acme's second is over its tenant rate: it reserves its start in 1 s under the tenant AND
+    # the queue, so the queue's second start is spoken for and globex waits for the third.
+    assert ran == [0]
+    sheds = [e.reason or "" for e in recorder.events if e.kind == "shed"]
+    assert sheds[0].startswith(f"over rate tenant:acme: next start at {start + 1_000}")
+    assert sheds[1].startswith(f"over rate queue:mail: next start at {start + 30_000}")
     clock.advance(1_000)
-    # The queue's two starts are spent for 30 s: acme's tenant rate allows, the queue does not.
     await Worker(jobs, limits=limits, listeners=[recorder]).run_until_idle()
-    assert len(ran) == 2
-    assert (recorder.events[-1].reason or "").startswith("over rate queue:mail:")
+    assert ran == [0, 1]  # started from its reservation, nothing shed again
+    clock.advance(29_000)
+    await Worker(jobs, limits=limits, listeners=[recorder]).run_until_idle()
+    assert ran == [0, 1, 2]
+    assert len([e for e in recorder.events if e.kind == "shed"]) == 2
+    assert await _store(jobs).rate_reservations(10) == []
+
+
+async def test_a_backlog_is_claimed_at_most_twice_each_and_starts_a_second_apart(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock
+) -> None:
+    started: dict[int, int] = {}
+
+    @job(idempotency_key=lambda i: f"o:{i.n}", rate_limit=RateLimit(1), registry=registry)
+    async def paced(input: Order, ctx: JobContext) -> None:
+        started[input.n] = clock.now_ms()
+
+    for n in range(10):
+        await jobs.enqueue(paced, {"n": n})
+    start = clock.now_ms()
+    recorder = Recorder()
+    worker = Worker(jobs, listeners=[recorder])
+    await worker.run_until_idle()
+    # One starts; the nine others each reserved their own second and went back until then.
+    assert len(started) == 1
+    slots = [r.slot_at for r in await _store(jobs).rate_reservations(20)]
+    assert slots == [start + 1_000 * i for i in range(1, 10)]
+    for _ in range(9):
+        clock.advance(1_000)
+        await worker.run_until_idle()
+    assert sorted(started.values()) == [start + 1_000 * i for i in range(10)]
+    # A claim ends in a start (`claimed`, emitted as the job runs) or a shed: twice at most.
+    claims: dict[str, int] = {}
+    for event in recorder.events:
+        if event.kind in ("claimed", "shed"):
+            claims[event.job_id] = claims.get(event.job_id, 0) + 1
+    assert len(claims) == 10 and sorted(claims.values()) == [1] + [2] * 9
+    assert await _store(jobs).rate_reservations(20) == []
+
+
+async def test_a_reservation_whose_job_never_comes_back_expires(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock
+) -> None:
+    @job(idempotency_key=lambda i: f"o:{i.n}", rate_limit=RateLimit(1, per=60), registry=registry)
+    async def slow(input: Order, ctx: JobContext) -> None:
+        return None
+
+    await jobs.enqueue(slow, {"n": 1})
+    held = await jobs.enqueue(slow, {"n": 2})
+    start = clock.now_ms()
+    await Worker(jobs, concurrency=1).run_until_idle()
+    store = _store(jobs)
+    # Good for one interval after its slot (burst 1: no tolerance).
+    assert await store.rate_reservations(10) == [
+        RateReservation(held.id, start + 60_000, start + 120_000, "job:slow", "job:slow")
+    ]
+    await jobs.cancel(held.id)
+    # Its slot is lost (the next start comes after it); its row goes with the next take once void.
+    take = [RateTake("job:slow", 1, 60_000, 1)]
+    clock.advance(120_000)
+    assert len(await store.rate_reservations(10)) == 1
+    clock.advance(1)
+    assert (await store.take_rates(take, clock.now_ms())).blocked_key is None
+    assert await store.rate_reservations(10) == []
+
+
+async def test_a_job_back_later_than_its_reservation_takes_afresh(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    store, now = _store(jobs), clock.now_ms()
+    take = [RateTake("job:late", 1, 1000, 1)]
+    assert (await store.take_rates(take, now, "a")).blocked_key is None
+    assert await store.take_rates(take, now, "b") == ("job:late", now + 1_000)
+    assert await store.take_rates(take, now, "c") == ("job:late", now + 2_000)
+    # b comes back after its late_at (now + 2 s), when c's slot is due: starting b too would
+    # bunch two starts; it reserves again behind c instead.
+    clock.advance(2_001)
+    assert await store.take_rates(take, now + 2_001, "b") == ("job:late", now + 3_000)
+    assert await store.take_rates(take, now + 2_001, "c") == (None, now + 2_001)
+    assert [(r.job_id, r.slot_at) for r in await store.rate_reservations(10)] == [
+        ("b", now + 3_000)
+    ]
+
+
+async def test_a_fresh_take_adopts_an_overdue_slot_over_the_same_keys(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    store, now = _store(jobs), clock.now_ms()
+    take = [RateTake("job:busy", 1, 1000, 1)]
+    assert (await store.take_rates(take, now, "a")).blocked_key is None
+    assert await store.take_rates(take, now, "b") == ("job:busy", now + 1_000)
+    # b is 50 ms late for its slot (still in its window): x, over the same keys, starts on it.
+    late = now + 1_000 + ADOPT_AFTER_MS
+    other = [RateTake("job:other", 1, 1000, 1)]
+    assert (await store.take_rates(other, late, "y")).blocked_key is None  # other keys: no
+    assert await store.take_rates(take, late, "x") == (None, late)
+    assert await store.rate_reservations(10) == []
+    # b, back at last, reserves again behind the TAT (nothing started twice on one slot).
+    assert await store.take_rates(take, late, "b") == ("job:busy", now + 2_000)
+
+
+async def test_two_driver_instances_share_reservations(
+    jobs: Jobs, second_jobs: Jobs, clock: ManualClock
+) -> None:
+    take, now = [RateTake("job:shared", 1, 1000, 1)], clock.now_ms()
+    one, two = _store(jobs), _store(second_jobs)
+    assert (await one.take_rates(take, now, "a")).blocked_key is None
+    assert await one.take_rates(take, now, "b") == ("job:shared", now + 1_000)
+    assert await two.take_rates(take, now, "c") == ("job:shared", now + 2_000)
+    # b's start is reserved on the other instance: it starts at its slot, c still waits.
+    assert await two.take_rates(take, now + 1_000, "b") == (None, now + 1_000)
+    assert await one.take_rates(take, now + 1_000, "c") == ("job:shared", now + 2_000)
+    assert [r.job_id for r in await two.rate_reservations(10)] == ["c"]
+
+
+async def test_a_running_worker_wakes_at_a_reserved_start_not_at_its_next_poll(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock
+) -> None:
+    started: list[int] = []
+    ran = [asyncio.Event() for _ in range(3)]
+    both_shed = asyncio.Event()
+
+    @job(idempotency_key=lambda i: f"o:{i.n}", rate_limit=RateLimit(1), registry=registry)
+    async def paced(input: Order, ctx: JobContext) -> None:
+        started.append(clock.now_ms())
+        ran[len(started) - 1].set()
+
+    def count_sheds(event: WorkerEvent) -> None:
+        if event.kind == "shed":
+            sheds.append(event.job_id)
+        if len(sheds) == 2:
+            both_shed.set()
+
+    sheds: list[str] = []
+    for n in range(3):
+        await jobs.enqueue(paced, {"n": n})
+    start = clock.now_ms()
+    # An hour between polls: only the reserved-start timer can start the next two.
+    worker = Worker(jobs, poll_ms=3_600_000, listeners=[count_sheds])
+    await worker.start()
+    try:
+        with anyio.fail_after(10):
+            await ran[0].wait()
+            await both_shed.wait()
+            for n in (1, 2):
+                clock.advance(1_000)
+                await ran[n].wait()
+    finally:
+        await worker.drain()
+    assert started == [start, start + 1_000, start + 2_000]
 
 
 def test_a_rate_limit_refuses_nonsense_at_declaration() -> None:
