@@ -24,7 +24,7 @@ from engine.drivers.base import (
     require,
 )
 from engine.drivers.urls import check_postgres_url, sqlite_path
-from engine.errors import DatabaseUrlInvalidError
+from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
 
 DATABASE_URL_ENV = "MCP_JOBS_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///.mcp-jobs/jobs.db"
@@ -109,10 +109,23 @@ def _postgres(url: str, *, clock: Clock, **options: Any) -> Driver:
     return PostgresDriver(url, clock=clock, **options)
 
 
+def _redis(url: str, *, clock: Clock, **options: Any) -> Driver:
+    try:
+        from engine.drivers.redis import RedisDriver, check_redis_url
+    except ImportError as exc:  # redis-py is the optional extra `redis`
+        fix = "pip install 'mcp-jobs[redis]'"
+        raise DriverUnavailableError("redis", f"redis-py is not installed ({exc})", fix) from exc
+
+    check_redis_url(url)  # before any connection is tried
+    return RedisDriver(url, clock=clock, **options)
+
+
 register_driver("memory", _memory)
 register_driver("sqlite", _sqlite)
 register_driver("postgresql", _postgres)
 register_driver("postgres", _postgres)
+register_driver("redis", _redis)
+register_driver("rediss", _redis)
 
 __all__ = [
     "CAPABILITIES",

@@ -24,7 +24,7 @@ class Order(BaseModel):
 
 
 @pytest.fixture(autouse=True)
-def _offers_events(jobs: Jobs) -> None:
+def offers_events(jobs: Jobs) -> None:
     # Optional capability (engine/drivers/base.py): a driver without it is not held to this.
     if not EVENTS.offered_by(jobs.driver):
         pytest.skip(f"the {jobs.driver.kind} driver keeps no inbound events")

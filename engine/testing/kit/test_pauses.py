@@ -18,7 +18,7 @@ class Item(BaseModel):
 
 
 @pytest.fixture(autouse=True)
-def _offers_pauses(jobs: Jobs) -> None:
+def offers_pauses(jobs: Jobs) -> None:
     # Optional capability (engine/drivers/base.py): a driver without it is not held to this.
     if not PAUSES.offered_by(jobs.driver):
         pytest.skip(f"the {jobs.driver.kind} driver keeps no pauses")

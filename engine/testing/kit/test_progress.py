@@ -25,7 +25,7 @@ class Item(BaseModel):
 
 
 @pytest.fixture(autouse=True)
-def _offers_progress(jobs: Jobs) -> None:
+def offers_progress(jobs: Jobs) -> None:
     # Optional capability (engine/drivers/base.py): a driver without it is not held to this.
     if not PROGRESS.offered_by(jobs.driver):
         pytest.skip(f"the {jobs.driver.kind} driver keeps no progress")

@@ -22,7 +22,7 @@ class Order(BaseModel):
 
 
 @pytest.fixture(autouse=True)
-def _offers_reruns(jobs: Jobs) -> None:
+def offers_reruns(jobs: Jobs) -> None:
     # Optional capability (engine/drivers/base.py): a driver without it is not held to this.
     if not RERUNS.offered_by(jobs.driver):
         pytest.skip(f"the {jobs.driver.kind} driver keeps no reruns")

@@ -1,0 +1,94 @@
+"""Job hashes <-> `JobRecord`: one hash field per record field, its value as JSON text.
+
+JSON per field (not one blob) lets a script move a single field without parsing the record;
+scripts write only values Python encoded, or integers. Three plain fields sit beside them for
+the scripts: `q` (the queue name), `rank` (rules.claim_rank's first part) and `token`; `ver`
+counts writes so an operator's guarded write sees that the row moved.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from engine.errors import JobRowStatusUnknownError
+from engine.rules import claim_rank
+from schemas.jobs import EnqueueRequest, JobRecord
+from schemas.states import JOB_STATES, JobState
+
+RECORD_FIELDS = tuple(JobRecord.model_fields)
+PLAIN_FIELDS = ("q", "rank", "token", "ver")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def record_fields(record: JobRecord) -> dict[str, str]:
+    """Every record field as stored, plus `q` and `rank` (not the token: it is the lease's)."""
+    plain = record.model_dump(mode="json")
+    fields = {name: dumps(plain[name]) for name in RECORD_FIELDS}
+    fields["q"] = record.queue
+    fields["rank"] = str(claim_rank(record)[0])
+    return fields
+
+
+def flat(fields: Mapping[str, str]) -> list[str]:
+    return [part for item in fields.items() for part in item]
+
+
+def job_state(text: str) -> JobState:
+    value = json.loads(text)
+    for state in JOB_STATES:
+        if state == value:
+            return state
+    raise JobRowStatusUnknownError("jobs", "state", str(value), JOB_STATES)
+
+
+def decode_record(fields: Mapping[str, str]) -> JobRecord:
+    """A stored hash as a record; an unknown state is refused (rule 5), never cast."""
+    job_state(fields["state"])
+    values = {name: json.loads(fields[name]) for name in RECORD_FIELDS if name in fields}
+    return JobRecord.model_validate(values)
+
+
+def pairs(raw: list[str]) -> dict[str, str]:
+    """HGETALL's flat answer (as a script returns it) as a dict."""
+    return dict(zip(raw[::2], raw[1::2], strict=True))
+
+
+def new_record(request: EnqueueRequest, now: int) -> JobRecord:
+    return JobRecord(
+        id=request.id,
+        run_id=request.run_id,
+        name=request.name,
+        queue=request.queue,
+        tenant_id=request.tenant_id,
+        idempotency_key=request.idempotency_key,
+        input=request.input,
+        state=request.initial_state(now),
+        attempt=0,
+        max_attempts=request.max_attempts,
+        run_at=request.run_at,
+        queued_at=request.run_at,
+        created_at=now,
+        updated_at=now,
+        timeout_ms=request.timeout_ms,
+        traceparent=request.traceparent,
+        enqueued_by=request.enqueued_by,
+        priority=request.priority,
+    )
+
+
+def dedupe_field(name: str, tenant_id: str | None, key: str) -> str:
+    """rules.dedupe_key as one hash field: JSON keeps the three parts apart whatever they hold."""
+    return dumps([name, tenant_id or "", key])
+
+
+def request_json(request: EnqueueRequest) -> str:
+    return dumps(request._asdict())
+
+
+def request_from_json(text: str) -> EnqueueRequest:
+    return EnqueueRequest(**json.loads(text))

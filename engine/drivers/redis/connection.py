@@ -1,0 +1,76 @@
+"""The connection: the URL checked before anything opens, one client pool, and every Redis or
+network failure turned into `DriverUnavailableError` where it arises (chained with `from`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from engine.drivers.redis.keys import DEFAULT_PREFIX
+from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
+
+SCHEMES = ("redis", "rediss")
+PREFIX_PARAM = "prefix"
+FIX = 'redis-cli -u "$MCP_JOBS_DATABASE_URL" ping'
+# Failures of the server or the network, not of a command: what DRIVER_UNAVAILABLE means.
+UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+def check_redis_url(url: str) -> None:
+    """DATABASE_URL_INVALID for a URL redis-py could not use, before a connection is tried."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in SCHEMES:
+        raise DatabaseUrlInvalidError(url, "a Redis URL starts with redis:// or rediss://")
+    if not parts.hostname:
+        raise DatabaseUrlInvalidError(url, "the Redis URL names no host")
+    db = parts.path.strip("/")
+    if db and not db.isdigit():
+        raise DatabaseUrlInvalidError(url, "the Redis database after the host is a number")
+
+
+def split_prefix(url: str) -> tuple[str, str | None]:
+    """The URL redis-py reads, and the key prefix its `?prefix=` named (redis-py would refuse
+    an argument it does not know)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefix = next((v for k, v in query if k == PREFIX_PARAM), None)
+    rest = urlencode([(k, v) for k, v in query if k != PREFIX_PARAM])
+    return urlunsplit(parts._replace(query=rest)), prefix
+
+
+def open_client(url: str, connect_timeout_s: float) -> Redis:
+    # A dropped connection is retried a few times with backoff. A resent guarded write re-checks
+    # its guards; a claim resent after its reply was lost leaves the first claim's rows to their
+    # lease expiry (rule 13), so nothing is lost, only delayed.
+    return Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_connect_timeout=connect_timeout_s,
+        health_check_interval=30,
+        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), 3),
+        retry_on_error=[RedisConnectionError],
+    )
+
+
+def resolve_prefix(url: str, prefix: str | None) -> str:
+    return prefix or split_prefix(url)[1] or DEFAULT_PREFIX
+
+
+@asynccontextmanager
+async def guard() -> AsyncIterator[None]:
+    """Redis or network failures raised inside come out as `DriverUnavailableError`."""
+    try:
+        yield
+    except UNAVAILABLE as exc:
+        raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", FIX) from exc
+    except RedisError as exc:
+        raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", FIX) from exc

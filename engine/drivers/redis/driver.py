@@ -1,0 +1,291 @@
+"""The Redis driver: the capabilities of `Driver` over redis-py's asyncio client.
+
+Each method converts Redis and network failures into DRIVER_UNAVAILABLE (connection.guard) and
+hands the work to the module that owns it. Works on one Redis server (standalone, or a Sentinel
+primary): the scripts touch keys they compute from the prefix, which Redis Cluster refuses.
+Left out, so the engine answers DRIVER_CAPABILITY_MISSING and the kit skips their tests: pauses,
+rate limits, reruns, progress, inbound events, change signals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from redis.asyncio.client import Pipeline
+
+from engine.clock import Clock
+from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.redis import (
+    claims,
+    enqueue,
+    ledgers,
+    operator,
+    outbox,
+    presence,
+    reads,
+    retention,
+    scheduler,
+    slots,
+    steps,
+)
+from engine.drivers.redis import descriptors as published
+from engine.drivers.redis.connection import guard, open_client, resolve_prefix, split_prefix
+from engine.drivers.redis.keys import Keys
+from engine.drivers.redis.scripts import ALL_SCRIPTS
+from engine.drivers.redis.store import Store
+from engine.drivers.redis.wake import WakeListener
+from engine.errors import JobsError
+from engine.retention import Cutoffs, PruneCount
+from schemas.backfill import BackfillRun
+from schemas.descriptor import JobDescriptor
+from schemas.events import EventRecord
+from schemas.jobs import (
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    HeartbeatResult,
+    JobFilter,
+    JobPage,
+    JobRecord,
+    NackOptions,
+)
+from schemas.outbox import OutboxRow
+from schemas.scheduler import TaskState
+from schemas.states import BackfillStatus
+from schemas.stats import QueueStats, WorkerInfo
+from schemas.steps import StepRecord
+from schemas.trace import TracePage, TraceQuery
+
+SCHEMA_VERSION = "1"
+
+
+class RedisDriver:
+    kind = "redis"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock,
+        prefix: str | None = None,
+        connect_timeout_s: float = 5.0,
+        **options: Any,
+    ) -> None:
+        self.clock = clock
+        client_url, _ = split_prefix(url)
+        keys = Keys(resolve_prefix(url, prefix))
+        client = open_client(client_url, connect_timeout_s)
+        self._store = Store(client, keys, clock, WakeListener(client, keys.wake))
+
+    @property
+    def prefix(self) -> str:
+        return self._store.keys.prefix
+
+    def transaction(self) -> Pipeline:
+        """An application transaction on this server (MULTI/EXEC), for `outbox_stage`."""
+        return self._store.client.pipeline(transaction=True)
+
+    async def migrate(self) -> None:
+        # Nothing to create: keys appear on first write. Loading the scripts checks the server.
+        async with guard():
+            for script in ALL_SCRIPTS:
+                await script.load(self._store.client)
+            await self._store.client.set(self._store.keys.version, SCHEMA_VERSION, nx=True)
+
+    async def close(self) -> None:
+        await self._store.wake.close()
+        await self._store.client.aclose()
+
+    # --- jobs ---------------------------------------------------------------------------------
+
+    async def enqueue(
+        self, requests: Sequence[EnqueueRequest], *, now: int | None = None
+    ) -> list[EnqueueResult]:
+        async with guard():
+            at = self.clock.now_ms() if now is None else now
+            return await enqueue.enqueue(self._store, requests, at)
+
+    async def enqueue_parts(
+        self, parts: Iterable[Sequence[EnqueueRequest]], *, now: int | None = None
+    ) -> list[EnqueueResult]:
+        # One script keeps the batch atomic, so the parts are built first and sent together.
+        return await self.enqueue([request for part in parts for request in part], now=now)
+
+    async def claim(
+        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+    ) -> list[ClaimedJob]:
+        async with guard():
+            return await claims.claim(self._store, worker_id, limit, lease_ms, queues)
+
+    async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
+        async with guard():
+            return await claims.heartbeat(self._store, job_id, token, lease_ms)
+
+    async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
+        async with guard():
+            return await claims.ack_many(self._store, writes)
+
+    async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
+        async with guard():
+            return await claims.nack(self._store, job_id, token, options)
+
+    async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
+        async with guard():
+            return await reads.get(self._store, job_id, tenant_id)
+
+    async def list_jobs(self, filter: JobFilter) -> JobPage:
+        async with guard():
+            return await reads.list_jobs(self._store, filter)
+
+    async def load_trace(
+        self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None
+    ) -> TracePage:
+        async with guard():
+            return await reads.load_trace(self._store, job_id, tenant_id, page)
+
+    async def stats(
+        self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
+    ) -> list[QueueStats]:
+        async with guard():
+            return await reads.stats(self._store, queues, tenant_id)
+
+    async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
+        async with guard():
+            return await operator.cancel(self._store, job_id, tenant_id, actor)
+
+    async def retry(
+        self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
+    ) -> JobRecord:
+        async with guard():
+            return await operator.retry(self._store, job_id, tenant_id, include_cancelled, actor)
+
+    async def record_event(self, event: EventRecord) -> None:
+        async with guard():
+            await operator.record_event(self._store, event)
+
+    # --- steps --------------------------------------------------------------------------------
+
+    async def load_steps(self, run_id: str) -> list[StepRecord]:
+        async with guard():
+            return await steps.load_steps(self._store, run_id)
+
+    async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
+        async with guard():
+            return await steps.save_steps_many(self._store, writes)
+
+    # --- limiter slots ------------------------------------------------------------------------
+
+    async def acquire_slots(
+        self, job_id: str, caps: Sequence[tuple[str, int]], expires_at: int
+    ) -> str | None:
+        async with guard():
+            return await slots.acquire_slots(self._store, job_id, caps, expires_at)
+
+    async def release_slots(self, job_id: str) -> None:
+        async with guard():
+            await slots.release_slots(self._store, job_id)
+
+    # --- workers and wake-ups -----------------------------------------------------------------
+
+    async def worker_seen(self, info: WorkerInfo) -> None:
+        async with guard():
+            await presence.worker_seen(self._store, info)
+
+    async def worker_gone(self, worker_id: str) -> None:
+        async with guard():
+            await presence.worker_gone(self._store, worker_id)
+
+    async def live_workers(self, seen_since: int) -> list[WorkerInfo]:
+        async with guard():
+            return await presence.live_workers(self._store, seen_since)
+
+    async def wait_for_work(self, timeout_ms: int) -> None:
+        await self._store.wake.wait(self.clock, timeout_ms)
+
+    # --- backfill ledger ----------------------------------------------------------------------
+
+    async def backfill_save(self, run: BackfillRun) -> None:
+        async with guard():
+            await ledgers.backfill_save(self._store, run)
+
+    async def backfill_runs(
+        self,
+        name: str | None = None,
+        environment: str | None = None,
+        *,
+        status: BackfillStatus | None = None,
+        before: RunPosition | None = None,
+        limit: int | None = None,
+    ) -> list[BackfillRun]:
+        async with guard():
+            return await ledgers.backfill_runs(
+                self._store, name, environment, status, before, limit
+            )
+
+    # --- scheduler and leader leases ----------------------------------------------------------
+
+    async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
+        async with guard():
+            return await scheduler.scheduler_lead(self._store, holder, lease_ms)
+
+    async def task_state(self, task: str) -> TaskState | None:
+        async with guard():
+            return await scheduler.task_state(self._store, task)
+
+    async def task_fired(self, task: str, occurrence_ms: int) -> None:
+        async with guard():
+            await scheduler.task_fired(self._store, task, occurrence_ms)
+
+    async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
+        async with guard():
+            return await scheduler.lead(self._store, name, holder, lease_ms)
+
+    # --- outbox -------------------------------------------------------------------------------
+
+    async def outbox_stage(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
+        return outbox.stage(self._store, tx, requests)
+
+    async def outbox_claim(
+        self, relay_id: str, token: str, limit: int, lease_ms: int
+    ) -> list[OutboxRow]:
+        async with guard():
+            return await outbox.claim(self._store, token, limit, lease_ms)
+
+    async def outbox_publish(self, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
+        async with guard():
+            return await outbox.publish(self._store, token, rows)
+
+    async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
+        async with guard():
+            await outbox.release(self._store, token, ids)
+
+    # --- history (engine.retention) -----------------------------------------------------------
+
+    async def prune_counts(
+        self, cutoffs: Cutoffs, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        async with guard():
+            return await retention.prune_counts(self._store, cutoffs, tenant_id)
+
+    async def prune(
+        self, cutoffs: Cutoffs, limit: int, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        async with guard():
+            return await retention.prune(self._store, cutoffs, limit, tenant_id)
+
+    # --- published descriptors ----------------------------------------------------------------
+
+    async def publish_descriptors(
+        self, worker_id: str, descriptors: Sequence[JobDescriptor], now: int
+    ) -> None:
+        async with guard():
+            await published.publish_descriptors(self._store, worker_id, descriptors, now)
+
+    async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
+        async with guard():
+            return await published.published_descriptors(self._store, name)
+
+    async def forget_descriptors(self, published_before: int) -> int:
+        async with guard():
+            return await published.forget_descriptors(self._store, published_before)

@@ -1,0 +1,33 @@
+"""The backfill ledger: one hash field per run, read newest first."""
+
+from __future__ import annotations
+
+from engine.drivers.base import RunPosition
+from engine.drivers.redis.store import Store
+from schemas.backfill import BackfillRun
+from schemas.states import BackfillStatus
+
+
+async def backfill_save(store: Store, run: BackfillRun) -> None:
+    await store.hset(store.keys.backfills, {run.run_id: run.model_dump_json()})
+
+
+async def backfill_runs(
+    store: Store,
+    name: str | None,
+    environment: str | None,
+    status: BackfillStatus | None,
+    before: RunPosition | None,
+    limit: int | None,
+) -> list[BackfillRun]:
+    texts = await store.hvals(store.keys.backfills)
+    runs = [
+        r
+        for r in (BackfillRun.model_validate_json(t) for t in texts)
+        if (name is None or r.name == name)
+        and (environment is None or r.environment == environment)
+        and (status is None or r.status == status)
+        and (before is None or (r.started_at, r.run_id) < before)
+    ]
+    runs.sort(key=lambda r: (r.started_at, r.run_id), reverse=True)
+    return runs if limit is None else runs[:limit]

@@ -1,0 +1,81 @@
+"""The outbox over Redis: rows staged in the application's own MULTI/EXEC pipeline.
+
+What it can promise: a row is staged atomically with the application's other Redis writes
+queued on the same transactional pipeline, and published (enqueued and marked) in one script,
+first writer wins. What it cannot: there is no shared transaction with an SQL database, so an
+application whose state lives in PostgreSQL gets no atomicity from this outbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio.client import Pipeline
+
+from engine.drivers.redis.codec import pairs, request_from_json, request_json
+from engine.drivers.redis.enqueue import enqueue
+from engine.drivers.redis.scripts import OUTBOX_CLAIM_SCRIPT
+from engine.drivers.redis.store import Store, Write
+from engine.errors import OutboxNoTxError
+from engine.ids import new_id
+from schemas.jobs import EnqueueRequest, EnqueueResult
+from schemas.outbox import OutboxRow
+
+
+def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
+    """Queue the rows on `tx`, a transactional pipeline (`client.pipeline(transaction=True)`);
+    they land when the application executes it."""
+    if not isinstance(tx, Pipeline) or not tx.is_transaction:
+        raise OutboxNoTxError("redis")
+    now = store.clock.now_ms()
+    ids: list[str] = []
+    for request in requests:
+        row_id = new_id()
+        tx.hset(
+            store.keys.outbox_row(row_id),
+            mapping={"id": row_id, "staged_at": now, "request": request_json(request)},
+        )
+        tx.zadd(store.keys.obq, {row_id: now})
+        ids.append(row_id)
+    return ids
+
+
+def _row(fields: dict[str, str]) -> OutboxRow:
+    def number(name: str) -> int | None:
+        value = fields.get(name)
+        return None if value is None else int(value)
+
+    return OutboxRow(
+        id=fields["id"],
+        staged_at=int(fields["staged_at"]),
+        request=request_from_json(fields["request"]),
+        claimed_by=fields.get("claimed_by"),
+        claim_expires_at=number("claim_expires_at"),
+        published_at=number("published_at"),
+        job_id=fields.get("job_id"),
+    )
+
+
+async def claim(store: Store, token: str, limit: int, lease_ms: int) -> list[OutboxRow]:
+    if limit <= 0:
+        return []
+    args = [store.keys.prefix, token, limit, store.clock.now_ms(), lease_ms]
+    return [_row(pairs(raw)) for raw in await OUTBOX_CLAIM_SCRIPT(store.client, args)]
+
+
+async def publish(store: Store, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
+    now = store.clock.now_ms()
+    return await enqueue(store, [r.request for r in rows], now, [r.id for r in rows], token)
+
+
+async def release(store: Store, token: str, ids: Sequence[str]) -> None:
+    writes = []
+    for row_id in ids:
+        key = store.keys.outbox_row(row_id)
+        w = Write()
+        w.guard_eq(key, "claimed_by", token)
+        w.guards.append(["absent", key, "published_at"])
+        w.op("HDEL", key, "claimed_by", "claim_expires_at")
+        writes.append(w)
+    await store.apply_many(writes)

@@ -1,0 +1,302 @@
+"""The Lua scripts: every atomic step of the driver, loaded once and called by SHA.
+
+Redis runs a script alone, so a script's reads and writes are one atomic step; nothing here
+reads in one round trip and writes in another unless the write is guarded by a script that
+re-checks what was read (`APPLY`). Numbers cross into Lua as strings and are written back with
+`%d`, because Lua 5.1's `tostring` prints epoch milliseconds in exponent form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+from redis.exceptions import NoScriptError
+
+# Guarded writes. ARGV[1]: JSON {"g": guards, "o": ops}. Every guard is checked first; the first
+# that fails is answered as -(its index) and nothing is written. Else the ops run in order and
+# the answer is how many conditional ops (`!hdel_if`) took effect. `!`-ops are the steps a
+# command list cannot say (a sequence, a loop over a set, a condition).
+APPLY = r"""
+local spec = cjson.decode(ARGV[1])
+for i, g in ipairs(spec.g) do
+  local kind = g[1]
+  if kind == 'eq' then
+    if redis.call('HGET', g[2], g[3]) ~= g[4] then return -i end
+  elseif kind == 'absent' then
+    if redis.call('HEXISTS', g[2], g[3]) == 1 then return -i end
+  elseif kind == 'absent_or' then
+    local v = redis.call('HGET', g[2], g[3])
+    if v and v ~= g[4] then return -i end
+  end
+end
+local done = 0
+for _, op in ipairs(spec.o) do
+  local cmd = op[1]
+  if cmd == '!event' then
+    local seq = redis.call('INCR', op[3]) - 1
+    redis.call('ZADD', op[2], seq, string.format('%d', seq) .. '|' .. op[4])
+  elseif cmd == '!release' then
+    for _, k in ipairs(redis.call('SMEMBERS', op[2])) do
+      redis.call('ZREM', op[3] .. k, op[4])
+    end
+    redis.call('DEL', op[2])
+  elseif cmd == '!extend' then
+    for _, k in ipairs(redis.call('SMEMBERS', op[2])) do
+      redis.call('ZADD', op[3] .. k, 'XX', op[5], op[4])
+    end
+  elseif cmd == '!hdel_if' then
+    if redis.call('HGET', op[2], op[3]) == op[4] then
+      redis.call('HDEL', op[2], op[3])
+      if op[5] then redis.call('ZREM', op[5], op[3]) end
+      done = done + 1
+    end
+  elseif cmd == '!zadd_seq' then
+    if not redis.call('ZSCORE', op[2], op[4]) then
+      redis.call('ZADD', op[2], redis.call('INCR', op[3]), op[4])
+    end
+  elseif cmd == '!step' then
+    redis.call('HSET', op[2], op[4], op[5])
+    redis.call('HSETNX', op[3], op[4], redis.call('HLEN', op[3]))
+  else
+    redis.call(unpack(op))
+  end
+end
+return done
+"""
+
+# Enqueue a batch atomically with dedupe (rules 2, 3). ARGV: prefix, items JSON, outbox token,
+# now. An item: {id, dk, oc, q, rank, st, f (field/value list), ob (outbox row id, optional)}.
+# An outbox item whose row `token` no longer holds (or that is published) is left out. Answers
+# {'dup', index, holder} and writes nothing when an 'error' item conflicts; else one entry per
+# item kept: {index, 'new'} | {index, 'held', id, run_id, state} | {index, 'earlier', index}.
+ENQUEUE = r"""
+local p, token, now = ARGV[1], ARGV[3], ARGV[4]
+local items = cjson.decode(ARGV[2])
+local planned, out, fresh = {}, {}, {}
+for i, it in ipairs(items) do
+  local keep = true
+  if it.ob then
+    local row = p .. 'ob:' .. it.ob
+    keep = redis.call('HGET', row, 'claimed_by') == token
+      and redis.call('HEXISTS', row, 'published_at') == 0
+  end
+  if keep then
+    local holder = redis.call('HGET', p .. 'dedupe', it.dk)
+    if holder then
+      if it.oc == 'error' then return {'dup', i, holder} end
+      local h = redis.call('HMGET', p .. 'job:' .. holder, 'run_id', 'state')
+      table.insert(out, {i, 'held', holder, h[1], h[2]})
+    elseif planned[it.dk] then
+      if it.oc == 'error' then return {'dup', i, items[planned[it.dk]].id} end
+      table.insert(out, {i, 'earlier', planned[it.dk]})
+    else
+      planned[it.dk] = i
+      table.insert(out, {i, 'new'})
+      table.insert(fresh, it)
+    end
+  end
+end
+for _, it in ipairs(fresh) do
+  local k = p .. 'job:' .. it.id
+  redis.call('HSET', k, unpack(it.f))
+  redis.call('HSET', p .. 'dedupe', it.dk, it.id)
+  redis.call('SADD', p .. 'live', it.id)
+  redis.call('ZADD', p .. 'ids', 0, it.id)
+  redis.call('SADD', p .. 'queues', it.q)
+  if it.st == 'ready' or it.st == 'delayed' then
+    redis.call('ZADD', p .. 'q:' .. it.q, it.rank, it.id)
+  end
+end
+for _, e in ipairs(out) do
+  local it = items[e[1]]
+  if it.ob then
+    local id = it.id
+    if e[2] == 'held' then id = e[3] elseif e[2] == 'earlier' then id = items[e[3]].id end
+    redis.call('HSET', p .. 'ob:' .. it.ob, 'published_at', now, 'job_id', id)
+    redis.call('ZREM', p .. 'obq', it.ob)
+  end
+end
+if #fresh > 0 then redis.call('PUBLISH', p .. 'wake', '1') end
+return out
+"""
+
+# Claim (rule 13): due waiting rows from each queue's sorted set (scored by rules.claim_rank,
+# ties by id) and running rows whose lease ran out, merged in claim order. ARGV: prefix, now,
+# lease_ms, worker id (JSON), limit, queues JSON ('' for every queue), tokens JSON.
+CLAIM = r"""
+local p, now, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local wid, limit = ARGV[4], tonumber(ARGV[5])
+local queues
+if ARGV[6] == '' then queues = redis.call('SMEMBERS', p .. 'queues')
+else queues = cjson.decode(ARGV[6]) end
+local tokens = cjson.decode(ARGV[7])
+local wanted = {}
+local cands = {}
+for _, q in ipairs(queues) do
+  wanted[q] = true
+  local found, offset = 0, 0
+  while found < limit do
+    local ids = redis.call('ZRANGEBYSCORE', p .. 'q:' .. q, '-inf', now, 'WITHSCORES',
+      'LIMIT', offset, 100)
+    if #ids == 0 then break end
+    for i = 1, #ids, 2 do
+      local runat = tonumber(redis.call('HGET', p .. 'job:' .. ids[i], 'run_at'))
+      if runat and runat <= now then
+        table.insert(cands, {tonumber(ids[i + 1]), ids[i]})
+        found = found + 1
+        if found >= limit then break end
+      end
+    end
+    offset = offset + 100
+  end
+end
+local found, offset = 0, 0
+while found < limit do
+  local ids = redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', now, 'LIMIT', offset, 100)
+  if #ids == 0 then break end
+  for _, id in ipairs(ids) do
+    local j = redis.call('HMGET', p .. 'job:' .. id, 'q', 'rank')
+    if j[1] and (ARGV[6] == '' or wanted[j[1]]) then
+      table.insert(cands, {tonumber(j[2]), id})
+      found = found + 1
+      if found >= limit then break end
+    end
+  end
+  offset = offset + 100
+end
+table.sort(cands, function(a, b)
+  if a[1] ~= b[1] then return a[1] < b[1] end
+  return a[2] < b[2]
+end)
+local out = {}
+local expires = string.format('%d', now + lease)
+for n = 1, math.min(limit, #cands) do
+  local id = cands[n][2]
+  local k = p .. 'job:' .. id
+  local j = redis.call('HMGET', k, 'q', 'attempt', 'run_id')
+  local attempt = tonumber(j[2]) + 1
+  redis.call('HSET', k, 'state', '"running"', 'attempt', string.format('%d', attempt),
+    'worker_id', wid, 'lease_expires_at', expires, 'cancel_requested', 'false',
+    'updated_at', string.format('%d', now), 'token', tokens[n])
+  redis.call('HINCRBY', k, 'ver', 1)
+  redis.call('ZREM', p .. 'q:' .. j[1], id)
+  redis.call('ZADD', p .. 'leases', expires, id)
+  local has = 0
+  if attempt > 1 or redis.call('EXISTS', p .. 'steps:' .. cjson.decode(j[3])) == 1 then
+    has = 1
+  end
+  table.insert(out, {has, redis.call('HGETALL', k)})
+end
+return out
+"""
+
+# All-or-nothing limiter slots. ARGV: prefix, job id, expires_at, now, then key/cap pairs.
+# Answers the first key at its cap, or '' when every slot was taken.
+ACQUIRE_SLOTS = r"""
+local p, id, expires, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+for i = 5, #ARGV, 2 do
+  local k = p .. 'slot:' .. ARGV[i]
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', now)
+  local taken = redis.call('ZCARD', k)
+  if redis.call('ZSCORE', k, id) then taken = taken - 1 end
+  if taken >= tonumber(ARGV[i + 1]) then return ARGV[i] end
+end
+for i = 5, #ARGV, 2 do
+  redis.call('ZADD', p .. 'slot:' .. ARGV[i], expires, id)
+  redis.call('SADD', p .. 'jslots:' .. id, ARGV[i])
+end
+return ''
+"""
+
+# A leadership lease in a hash field, as "holder|expires_at". ARGV: key, field, holder, now,
+# lease_ms. Taken when free, expired, or already this holder's; answers 1 while held.
+LEAD = r"""
+local raw = redis.call('HGET', ARGV[1], ARGV[2])
+local now = tonumber(ARGV[4])
+if raw then
+  local sep = string.find(raw, '|', 1, true)
+  local holder = string.sub(raw, 1, sep - 1)
+  local expires = tonumber(string.sub(raw, sep + 1))
+  if holder ~= ARGV[3] and expires > now then return 0 end
+end
+redis.call('HSET', ARGV[1], ARGV[2], ARGV[3] .. '|' .. string.format('%d', now + tonumber(ARGV[5])))
+return 1
+"""
+
+# A task's last fired occurrence, never moving backwards. ARGV: key, task, occurrence, now.
+TASK_FIRED = r"""
+local raw = redis.call('HGET', ARGV[1], ARGV[2])
+local last = tonumber(ARGV[3])
+if raw then
+  local prev = tonumber(string.sub(raw, 1, string.find(raw, '|', 1, true) - 1))
+  if prev > last then last = prev end
+end
+redis.call('HSET', ARGV[1], ARGV[2], string.format('%d', last) .. '|' .. ARGV[4])
+"""
+
+# Outbox claim: unpublished rows by (staged_at, id) whose claim is free or expired. ARGV:
+# prefix, token, limit, now, lease_ms. Answers each claimed row's fields.
+OUTBOX_CLAIM = r"""
+local p, token, limit, now = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local expires = string.format('%d', now + tonumber(ARGV[5]))
+local out, offset = {}, 0
+while #out < limit do
+  local ids = redis.call('ZRANGE', p .. 'obq', offset, offset + 99)
+  if #ids == 0 then break end
+  for _, id in ipairs(ids) do
+    local k = p .. 'ob:' .. id
+    local until_ = tonumber(redis.call('HGET', k, 'claim_expires_at'))
+    if until_ == nil or until_ <= now then
+      redis.call('HSET', k, 'claimed_by', token, 'claim_expires_at', expires)
+      table.insert(out, redis.call('HGETALL', k))
+      if #out >= limit then break end
+    end
+  end
+  offset = offset + 100
+end
+return out
+"""
+
+
+class Script:
+    """One script: called by SHA, loaded again when the server answers NOSCRIPT (a restart or
+    SCRIPT FLUSH forgot it)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+    async def load(self, client: Redis) -> None:
+        await client.script_load(self.source)
+
+    async def __call__(self, client: Redis, args: Sequence[Any]) -> Any:
+        try:
+            return await client.evalsha(self.sha, 0, *args)
+        except NoScriptError:
+            await self.load(client)
+            return await client.evalsha(self.sha, 0, *args)
+
+    def queue(self, pipe: Pipeline, args: Sequence[Any]) -> None:
+        pipe.evalsha(self.sha, 0, *args)
+
+
+APPLY_SCRIPT = Script(APPLY)
+ENQUEUE_SCRIPT = Script(ENQUEUE)
+CLAIM_SCRIPT = Script(CLAIM)
+ACQUIRE_SLOTS_SCRIPT = Script(ACQUIRE_SLOTS)
+LEAD_SCRIPT = Script(LEAD)
+TASK_FIRED_SCRIPT = Script(TASK_FIRED)
+OUTBOX_CLAIM_SCRIPT = Script(OUTBOX_CLAIM)
+ALL_SCRIPTS = (
+    APPLY_SCRIPT,
+    ENQUEUE_SCRIPT,
+    CLAIM_SCRIPT,
+    ACQUIRE_SLOTS_SCRIPT,
+    LEAD_SCRIPT,
+    TASK_FIRED_SCRIPT,
+    OUTBOX_CLAIM_SCRIPT,
+)

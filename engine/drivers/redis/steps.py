@@ -1,0 +1,51 @@
+"""Durable steps (rule 6): a hash per run, fenced on the holder's token, in first-save order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.drivers.base import StepWrite
+from engine.drivers.redis.store import Store, Write
+from engine.drivers.redis.transitions import held_by
+from engine.errors import JobsError, JobSlotLostError
+from schemas.steps import StepRecord
+
+
+async def ordered_steps(store: Store, run_id: str) -> list[tuple[int, int, StepRecord]]:
+    """The run's steps as (started_at, first-save position, step), in that order."""
+    pipe = store.client.pipeline(transaction=False)
+    pipe.hgetall(store.keys.steps(run_id))
+    pipe.hgetall(store.keys.step_positions(run_id))
+    records, positions = await pipe.execute()
+    rows = [
+        (step.started_at, int(positions.get(name, 0)), step)
+        for name, step in ((n, StepRecord.model_validate_json(t)) for n, t in records.items())
+    ]
+    rows.sort(key=lambda t: (t[0], t[1]))
+    return rows
+
+
+async def load_steps(store: Store, run_id: str) -> list[StepRecord]:
+    return [t[2] for t in await ordered_steps(store, run_id)]
+
+
+async def save_steps_many(store: Store, writes: Sequence[StepWrite]) -> list[JobsError | None]:
+    keys = store.keys
+    planned = []
+    for write in writes:
+        w = Write()
+        held_by(w, keys, write.job_id, write.token)
+        run_id = write.step.run_id
+        w.op(
+            "!step",
+            keys.steps(run_id),
+            keys.step_positions(run_id),
+            write.step.name,
+            write.step.model_dump_json(),
+        )
+        planned.append(w)
+    results = await store.apply_many(planned)
+    return [
+        JobSlotLostError(write.job_id) if result < 0 else None
+        for write, result in zip(writes, results, strict=True)
+    ]

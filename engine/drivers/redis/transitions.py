@@ -1,0 +1,57 @@
+"""A record's next values as a guarded write: the hash, and every index the state decides.
+
+Which sorted set or set holds a job follows from its state alone (keys.py), so one function
+moves a job between them for every transition, written after engine.rules computed the record.
+"""
+
+from __future__ import annotations
+
+from engine.drivers.redis.codec import dedupe_field, flat, record_fields
+from engine.drivers.redis.keys import Keys
+from engine.drivers.redis.store import Write
+from engine.rules import LIVE_STATES, SETTLING_STATES, WAITING_STATES, claim_rank
+from schemas.events import EventRecord
+from schemas.jobs import JobRecord
+
+
+def transition(keys: Keys, old: JobRecord, new: JobRecord) -> Write:
+    """The write that stores `new` over `old` (same id) and moves its index entries."""
+    w = Write()
+    k = keys.job(new.id)
+    job_id = new.id
+    w.op("HSET", k, *flat(record_fields(new)))
+    w.op("HINCRBY", k, "ver", 1)
+    w.op("ZREM", keys.queue(old.queue), job_id)
+    if new.state in WAITING_STATES:
+        w.op("ZADD", keys.queue(new.queue), claim_rank(new)[0], job_id)
+        w.op("SADD", keys.queues, new.queue)
+    if new.state == "running" and new.lease_expires_at is not None:
+        w.op("ZADD", keys.leases, new.lease_expires_at, job_id)
+    else:
+        w.op("ZREM", keys.leases, job_id)
+    dedupe = dedupe_field(new.name, new.tenant_id, new.idempotency_key)
+    if new.state in LIVE_STATES:
+        w.op("SADD", keys.live, job_id)
+        w.op("HSET", keys.dedupe, dedupe, job_id)
+        w.op("ZREM", keys.settled, job_id)
+    else:
+        w.op("SREM", keys.live, job_id)
+        w.op("!hdel_if", keys.dedupe, dedupe, job_id)
+        w.op("ZADD", keys.settled, new.finished_at or 0, job_id)
+    if new.state in SETTLING_STATES:
+        w.op("SADD", keys.failing, job_id)
+    else:
+        w.op("SREM", keys.failing, job_id)
+    if new.state in LIVE_STATES and new.state != "running":
+        w.op("PUBLISH", keys.wake, "1")
+    return w
+
+
+def held_by(w: Write, keys: Keys, job_id: str, token: str) -> None:
+    """Fence `w` on the holder: the token still holds the job, and the job is still running."""
+    w.guard_eq(keys.job(job_id), "token", token)
+    w.guard_eq(keys.job(job_id), "state", '"running"')
+
+
+def event(w: Write, keys: Keys, record: EventRecord) -> None:
+    w.op("!event", keys.events(record.job_id), keys.evseq, record.model_dump_json())

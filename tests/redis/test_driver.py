@@ -1,0 +1,122 @@
+"""What the kit cannot see of the Redis driver: its keys stay under the prefix and go with
+retention, its scripts come back after the server forgot them, an unreachable server is a typed
+error, and a bad URL is refused before anything connects."""
+
+from __future__ import annotations
+
+import os
+from typing import cast
+
+import pytest
+
+from engine import Jobs, ManualClock
+from engine.drivers import open_driver
+from engine.drivers.base import AckWrite, StepWrite
+from engine.errors import JobsError
+from engine.retention import Policy, plan
+from schemas.errors import ErrorPayload
+from schemas.jobs import EnqueueRequest, NackOptions
+from schemas.steps import StepRecord
+
+pytest.importorskip("redis", reason="the redis extra is not installed")
+
+from redis.asyncio import Redis
+
+from engine.drivers.redis import RedisDriver
+
+# Keys that outlive any one job: counters, the schema version, the queue names.
+SHARED = {"version", "evseq", "queues", "workerseq"}
+
+
+def _request(n: int, now: int) -> EnqueueRequest:
+    return EnqueueRequest(
+        id=f"{n:032x}",
+        run_id=f"{1000 + n:032x}",
+        name="work",
+        queue="default",
+        idempotency_key=f"k{n}",
+        input={"n": n},
+        run_at=now,
+        max_attempts=3,
+    )
+
+
+async def _keys(driver: RedisDriver) -> set[str]:
+    client = Redis.from_url(os.environ["MCP_JOBS_TEST_REDIS_URL"], decode_responses=True)
+    try:
+        found = {k async for k in client.scan_iter(match=f"{driver.prefix}*", count=1000)}
+    finally:
+        await client.aclose()
+    return {k.removeprefix(driver.prefix) for k in found}
+
+
+async def test_every_key_a_job_creates_goes_with_retention(jobs: Jobs, clock: ManualClock) -> None:
+    driver = cast(RedisDriver, jobs.driver)
+    await driver.enqueue([_request(1, clock.now_ms())])
+    (claimed,) = await driver.claim("w", 1, 60_000)
+    assert await driver.acquire_slots(claimed.record.id, [("job:work", 1)], 90_000) is None
+    step = StepRecord(
+        job_id=claimed.record.id,
+        run_id=claimed.record.run_id,
+        name="s",
+        status="completed",
+        started_at=clock.now_ms(),
+    )
+    assert await driver.save_steps_many([StepWrite(claimed.record.id, claimed.token, step)]) == [
+        None
+    ]
+    error = ErrorPayload(code="JOB_FAILED", title="t", cause="boom", fix="fix", retryable=True)
+    await driver.nack(claimed.record.id, claimed.token, NackOptions(error=error))
+    (again,) = await driver.claim("w", 1, 60_000)
+    assert await driver.ack_many([AckWrite(again.record.id, again.token, {"ok": True})]) == [None]
+    assert {"job:" + claimed.record.id, "ev:" + claimed.record.id} <= await _keys(driver)
+
+    clock.advance(2)
+    pruned = await driver.prune(plan(Policy(1, 1, 1, 1), clock.now_ms()), 10)
+    assert sum(c.rows for c in pruned) == 1
+    assert await _keys(driver) <= SHARED
+
+
+async def test_scripts_are_loaded_again_after_the_server_forgot_them(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    driver = cast(RedisDriver, jobs.driver)
+    client = Redis.from_url(os.environ["MCP_JOBS_TEST_REDIS_URL"], decode_responses=True)
+    try:
+        await client.script_flush()
+        await driver.enqueue([_request(1, clock.now_ms())])  # one call by SHA
+        (claimed,) = await driver.claim("w", 1, 60_000)
+        await client.script_flush()
+        outcomes = await driver.ack_many([AckWrite(claimed.record.id, claimed.token, None)])
+        assert outcomes == [None]  # pipelined calls by SHA
+    finally:
+        await client.aclose()
+    assert (await driver.get(claimed.record.id)).state == "done"
+
+
+async def test_an_unreachable_server_is_driver_unavailable(clock: ManualClock) -> None:
+    driver = open_driver("redis://127.0.0.1:1/0", clock=clock, connect_timeout_s=0.5)
+    try:
+        with pytest.raises(JobsError) as raised:
+            await driver.migrate()
+    finally:
+        await driver.close()
+    assert raised.value.code == "DRIVER_UNAVAILABLE"
+    assert raised.value.fix.startswith("redis-cli")
+    assert raised.value.__cause__ is not None  # the redis-py error, chained
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://", "redis://localhost/zero", "redis://localhost:6379/0/extra"]
+)
+def test_a_url_redis_could_not_use_is_refused_before_connecting(url: str) -> None:
+    with pytest.raises(JobsError) as raised:
+        open_driver(url)
+    assert raised.value.code == "DATABASE_URL_INVALID"
+
+
+def test_the_prefix_comes_from_the_url_or_the_option() -> None:
+    assert cast(RedisDriver, open_driver("redis://localhost/0?prefix=app:")).prefix == "app:"
+    given = open_driver("redis://localhost/0", prefix="other:")
+    assert cast(RedisDriver, given).prefix == "other:"
+    assert cast(RedisDriver, open_driver("rediss://localhost/0")).prefix == "mcp-jobs:"
