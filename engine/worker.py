@@ -18,7 +18,6 @@ in-flight jobs finish until its deadline, then hands the rest back unharmed.
 from __future__ import annotations
 
 import asyncio
-import heapq
 import logging
 import os
 import socket
@@ -37,9 +36,7 @@ from engine.drivers.base import (
     DESCRIPTORS,
     HISTORY,
     LEADER_LEASES,
-    RATES,
     DescriptorStore,
-    RateStore,
     require,
 )
 from engine.errors import InvalidArgumentError, JobsError, JobSlotLostError
@@ -55,11 +52,12 @@ from engine.observe import (
 )
 from engine.outbox import OutboxRelay
 from engine.pruner import Pruner
-from engine.rate_limits import kind_of, takes_for
+from engine.rate_limits import kind_of
 from engine.retention import Retention, prune_enabled_from_env
 from engine.run_job import RunHandle, Runtime, execute, keep_leases
 from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
+from engine.worker_rates import RateGate, rate_reason
 from schemas.descriptor import JobDescriptor
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
 from schemas.stats import WorkerInfo
@@ -89,16 +87,6 @@ def cap_kind(key: str) -> CapKind:
     """The kind of a cap from its key (engine.limits names caps `kind:name`, or `global`)."""
     kind = key.partition(":")[0]
     return kind if kind in ("queue", "tenant", "job") else "global"  # type: ignore[return-value]
-
-
-# At most this many reserved starts wait in one worker's timer (a few MB): jobs shed beyond them
-# are found by the next poll instead, up to poll_ms late.
-RATE_WAKES_MAX = 65_536
-
-
-def rate_reason(key: str, next_start_at: int, now: int) -> str:
-    """The log reason of a rate shed: the key, and when (epoch ms, and how soon) it may start."""
-    return f"over rate {key}: next start at {next_start_at} (in {next_start_at - now} ms)"
 
 
 class Stopping:
@@ -159,12 +147,6 @@ class Worker:
         self.concurrency = concurrency
         self._queue_choice: QueueChoice = queues if queues is None or queues == "*" else [*queues]
         self.limits = limits or Limits()
-        # The rate store, required when the first job with a rate limit is taken.
-        self._rates: RateStore | None = None
-        # Read once: a job with no rate limit anywhere pays one attribute test, no store call.
-        self._limits_rate = self.limits.has_rates
-        if self._limits_rate:
-            self._rates = require(self.driver, RATES)
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
         self.drain_ms = drain_ms
@@ -198,12 +180,10 @@ class Worker:
         self._nudge = asyncio.Event()
         # The loop's wait for work while it waits; a poke takes it (and cancels it).
         self._idle_scope: anyio.CancelScope | None = None
-        # Reserved starts (epoch ms, a heap) of jobs this worker shed over a rate: a timer wakes
-        # the idle loop at each, so they start at their slot rather than at the next poll.
-        self._rate_wakes: list[int] = []
-        self._rate_timer: anyio.CancelScope | None = None
-        # A reserved start came due while the loop was busy: its next idle wait returns at once.
-        self._rate_due = False
+        # Rate limits: the take before a start, and the wake-ups at starts it reserved.
+        self._rate_gate = RateGate(
+            self.driver, self.clock, self.limits, self._poke, lambda: self._idle_scope is not None
+        )
         self._running = False
         self._done = asyncio.Event()
         # Set once the loop has made its first claim: what `start()` waits for.
@@ -419,7 +399,7 @@ class Worker:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._presence)
                 tg.start_soon(self._keep_leases)
-                tg.start_soon(self._wake_at_reserved_starts)
+                tg.start_soon(self._rate_gate.run)
                 for service in self._services():
                     tg.start_soon(service.run)
                 if self.outbox_relay is None and self._want_relay is None:
@@ -693,8 +673,9 @@ class Worker:
                             cap_kind=cap_kind(blocked),
                         )
                         return
-                rated = definition.rate_limit is not None or self._limits_rate
-                if rated and await self._over_rate(claimed, definition):
+                if self._rate_gate.applies(definition) and await self._over_rate(
+                    claimed, definition
+                ):
                     return
             await execute(self.runtime, claimed, definition, handle)
         except Exception:
@@ -709,29 +690,12 @@ class Worker:
         it like a cap (rule 7) until its next allowed start, and answer True. Slots it took are
         released by the nack that hands it back."""
         record = claimed.record
-        takes = takes_for(
-            record.name,
-            definition.rate_limit,
-            lambda: definition.parse_input(record.input),
-            record.queue,
-            self.limits.rate_per_queue.get(record.queue),
-            record.tenant_id,
-            self.limits.tenant_rate(record.tenant_id),
-        )
-        if not takes:
-            return False
-        if self._rates is None:
-            self._rates = require(self.driver, RATES)
         now = self.clock.now_ms()
-        verdict = await self._rates.take_rates(takes, now, record.id)
-        key = verdict.blocked_key
-        if key is None:
+        held = await self._rate_gate.take(record, definition, now)
+        if held is None:
             return False
-        delay = max(1, verdict.next_start_at - now)
-        if len(self._rate_wakes) < RATE_WAKES_MAX:
-            heapq.heappush(self._rate_wakes, verdict.next_start_at)
-            if self._rate_wakes[0] == verdict.next_start_at and self._rate_timer is not None:
-                self._rate_timer.cancel()  # an earlier wake than the timer's: re-aim it
+        key, next_start_at = held
+        delay = max(1, next_start_at - now)
         try:
             await self.driver.nack(
                 record.id, claimed.token, NackOptions(delay_ms=delay, counts_as_attempt=False)
@@ -743,37 +707,16 @@ class Worker:
             record,
             at=now,
             worker_id=self.id,
-            reason=rate_reason(key, verdict.next_start_at, now),
+            reason=rate_reason(key, next_start_at, now),
             cap_kind="rate",
         )
         self._emit(replace(event, rate_kind=kind_of(key)))
         return True
 
-    async def _wake_at_reserved_starts(self) -> None:
-        """Wake the idle loop (`_poke`) at each reserved start in `_rate_wakes`, earliest first,
-        on the injected clock; `_over_rate` cancels the wait when it adds an earlier one."""
-        while True:
-            with anyio.CancelScope() as scope:
-                self._rate_timer = scope
-                if self._rate_wakes:
-                    await self.clock.sleep_ms(self._rate_wakes[0] - self.clock.now_ms())
-                else:
-                    await anyio.sleep_forever()
-            self._rate_timer = None
-            if scope.cancel_called:
-                continue
-            now = self.clock.now_ms()
-            while self._rate_wakes and self._rate_wakes[0] <= now:
-                heapq.heappop(self._rate_wakes)
-            if self._idle_scope is None:
-                self._rate_due = True
-            self._poke()
-
     async def _wait_for_work(self) -> None:
         """The loop's idle wait: new work or the poll, unless a reserved start came due while
         it was busy (`_wake_at_reserved_starts`)."""
-        if self._rate_due:
-            self._rate_due = False
+        if self._rate_gate.came_due_while_busy():
             return
         await self.driver.wait_for_work(self.poll_ms)
 

@@ -1,0 +1,111 @@
+"""A worker's side of rate limits (engine/rate_limits.py): the take before a job starts, and a
+timer that wakes the worker at each start it reserved for a job it shed, so reserved jobs start
+at their slot rather than at the worker's next poll."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from engine.clock import Clock
+from engine.declare import JobDefinition
+from engine.drivers.base import RATES, Driver, RateStore, require
+from engine.limits import Limits
+from engine.rate_limits import takes_for
+from schemas.jobs import JobRecord
+
+# At most this many reserved starts wait in one worker's timer (a few MB): jobs shed beyond them
+# are found by the next poll instead, up to poll_ms late.
+RATE_WAKES_MAX = 65_536
+
+
+def rate_reason(key: str, next_start_at: int, now: int) -> str:
+    """The log reason of a rate shed: the key, and when (epoch ms, and how soon) it may start."""
+    return f"over rate {key}: next start at {next_start_at} (in {next_start_at - now} ms)"
+
+
+class RateGate:
+    """Takes starts for one worker's jobs and wakes it (`poke`) at the starts it reserved.
+    `idle` says whether the worker's loop is waiting for work right now."""
+
+    def __init__(
+        self,
+        driver: Driver,
+        clock: Clock,
+        limits: Limits,
+        poke: Callable[[], None],
+        idle: Callable[[], bool],
+    ) -> None:
+        self.driver = driver
+        self.clock = clock
+        self.limits = limits
+        self._poke = poke
+        self._idle = idle
+        # Read once: a job with no rate limit anywhere pays one attribute test, no store call.
+        self._configured = limits.has_rates
+        # The rate store, required when the first job with a rate limit is taken.
+        self._store: RateStore | None = require(driver, RATES) if self._configured else None
+        # Reserved starts (epoch ms, a heap) of jobs this worker shed.
+        self._wakes: list[int] = []
+        self._timer: anyio.CancelScope | None = None
+        # A reserved start came due while the loop was busy: its next idle wait returns at once.
+        self._due = False
+
+    def applies(self, definition: JobDefinition[Any]) -> bool:
+        return definition.rate_limit is not None or self._configured
+
+    async def take(
+        self, record: JobRecord, definition: JobDefinition[Any], now: int
+    ) -> tuple[str, int] | None:
+        """Take a start under every rate limit of `record`: None when it may start now (or no
+        limit applies), else the key holding it back and its reserved start (remembered)."""
+        takes = takes_for(
+            record.name,
+            definition.rate_limit,
+            lambda: definition.parse_input(record.input),
+            record.queue,
+            self.limits.rate_per_queue.get(record.queue),
+            record.tenant_id,
+            self.limits.tenant_rate(record.tenant_id),
+        )
+        if not takes:
+            return None
+        if self._store is None:
+            self._store = require(self.driver, RATES)
+        verdict = await self._store.take_rates(takes, now, record.id)
+        key = verdict.blocked_key
+        if key is None:
+            return None
+        if len(self._wakes) < RATE_WAKES_MAX:
+            heapq.heappush(self._wakes, verdict.next_start_at)
+            if self._wakes[0] == verdict.next_start_at and self._timer is not None:
+                self._timer.cancel()  # an earlier wake than the timer's: re-aim it
+        return key, verdict.next_start_at
+
+    async def run(self) -> None:
+        """Wake the worker at each reserved start, earliest first, on the injected clock;
+        `take` cancels the wait when it adds an earlier one."""
+        while True:
+            with anyio.CancelScope() as scope:
+                self._timer = scope
+                if self._wakes:
+                    await self.clock.sleep_ms(self._wakes[0] - self.clock.now_ms())
+                else:
+                    await anyio.sleep_forever()
+            self._timer = None
+            if scope.cancel_called:
+                continue
+            now = self.clock.now_ms()
+            while self._wakes and self._wakes[0] <= now:
+                heapq.heappop(self._wakes)
+            if not self._idle():
+                self._due = True
+            self._poke()
+
+    def came_due_while_busy(self) -> bool:
+        """Whether a reserved start came due while the loop was busy (and forget it)."""
+        due, self._due = self._due, False
+        return due
