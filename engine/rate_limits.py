@@ -109,10 +109,12 @@ class RateTake(NamedTuple):
 
 class RateVerdict(NamedTuple):
     """What `RateStore.take_rates` answers: None and `now` when the start was taken under every
-    key; else the key that holds it back the longest and when (epoch ms) it may next start."""
+    key; else the key that holds it back the longest and when (epoch ms) it may next start.
+    `spare`: starts taken beyond this one (asked with `up_to`), for the caller to hand out."""
 
     blocked_key: str | None
     next_start_at: int
+    spare: int = 0
 
 
 class RateState(NamedTuple):
@@ -150,12 +152,19 @@ def gcra(tat: int | None, now_us: int, take: RateTake) -> tuple[bool, int, int]:
 
 
 def take_all(
-    tats: Mapping[str, int], takes: Sequence[RateTake], now: int, *, reserve: bool = False
+    tats: Mapping[str, int],
+    takes: Sequence[RateTake],
+    now: int,
+    *,
+    reserve: bool = False,
+    up_to: int = 1,
 ) -> tuple[RateVerdict, dict[str, int]]:
     """All or nothing: the verdict over `takes` given the stored `tats`, and the TATs to store.
     When a key blocks, nothing is taken (empty TATs) unless `reserve`: then the start is taken at
     the job's slot, the earliest µs every key allows (`slot_us`), and the verdict's
-    `next_start_at` is that slot, rounded up to the ms."""
+    `next_start_at` is that slot, rounded up to the ms. When every key allows, up to `up_to`
+    starts are taken at once — as many as every key admits now (`starts_allowed`) — and the
+    verdict's `spare` counts those beyond the first."""
     now_us = now * 1000
     blocked: str | None = None
     slot = now_us
@@ -165,9 +174,24 @@ def take_all(
             blocked, slot = take.key, allow_at
     if blocked is not None and not reserve:
         return RateVerdict(blocked, _ceil_ms(slot)), {}
-    # Taken at `slot` (now when every key allows): the start GCRA admits there, under each key.
-    new = {take.key: gcra(tats.get(take.key), slot, take)[1] for take in takes}
-    return RateVerdict(blocked, _ceil_ms(slot) if blocked else now), new
+    count = 1
+    if blocked is None and up_to > 1:
+        count = min(starts_allowed(tats.get(t.key), now_us, t, up_to) for t in takes)
+    # Taken at `slot` (now when every key allows): the starts GCRA admits there, under each key.
+    new = {
+        take.key: gcra(tats.get(take.key), slot, take)[1]
+        + (count - 1) * interval_us(take.limit, take.per_ms)
+        for take in takes
+    }
+    return RateVerdict(blocked, _ceil_ms(slot) if blocked else now, count - 1), new
+
+
+def starts_allowed(tat: int | None, now_us: int, take: RateTake, up_to: int) -> int:
+    """How many starts (1 to `up_to`) one key admits at once now, given it admits one: start j
+    (from 0) is admitted while its allow time, the first's plus j intervals, is not after now."""
+    current = now_us if tat is None else max(tat, now_us)
+    allow_at = current - tolerance_us(take.limit, take.per_ms, take.burst)
+    return min(up_to, 1 + (now_us - allow_at) // interval_us(take.limit, take.per_ms))
 
 
 # The least lateness a reservation forgives: the pickup lag of a claim (a wake-up, a claim, a

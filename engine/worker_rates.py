@@ -4,6 +4,7 @@ at their slot rather than at the worker's next poll."""
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,13 @@ from schemas.jobs import JobRecord
 # At most this many reserved starts wait in one worker's timer (a few MB): jobs shed beyond them
 # are found by the next poll instead, up to poll_ms late.
 RATE_WAKES_MAX = 65_536
+# A take asks for up to this many starts at once, never more than a quarter of the narrowest
+# burst (the rest stays for other workers): one locked write then serves waves of claimed jobs,
+# where a write per start serialised every start of a key on its row.
+SPARES_MAX = 256
+# Starts taken ahead are used within this long, or dropped: each was counted as started when it
+# was taken, so one held longer would let a later burst exceed the limit's.
+SPARE_TTL_MS = 100
 
 
 def rate_reason(key: str, next_start_at: int, now: int) -> str:
@@ -53,6 +61,11 @@ class RateGate:
         self._timer: anyio.CancelScope | None = None
         # A reserved start came due while the loop was busy: its next idle wait returns at once.
         self._due = False
+        # Starts taken ahead, per set of keys: how many, and until when (epoch ms) they hold.
+        self._spares: dict[tuple[str, ...], tuple[int, int]] = {}
+        # The take in flight per set of keys: the jobs of a claimed wave wait for it and start
+        # on its spares instead of each locking the keys' rows in turn.
+        self._taking: dict[tuple[str, ...], asyncio.Event] = {}
 
     def applies(self, definition: JobDefinition[Any]) -> bool:
         return definition.rate_limit is not None or self._configured
@@ -73,17 +86,45 @@ class RateGate:
         )
         if not takes:
             return None
+        keys = tuple(t.key for t in takes)
+        while (taking := self._taking.get(keys)) is not None:
+            await taking.wait()
+        if self._use_spare(keys, now):
+            return None
         if self._store is None:
             self._store = require(self.driver, RATES)
-        verdict = await self._store.take_rates(takes, now, record.id)
+        up_to = max(1, min(SPARES_MAX, min(t.burst for t in takes) // 4))
+        taking = self._taking[keys] = asyncio.Event()
+        try:
+            verdict = await self._store.take_rates(takes, now, record.id, up_to)
+        finally:
+            del self._taking[keys]
+            taking.set()
         key = verdict.blocked_key
         if key is None:
+            if verdict.spare:
+                self._spares[keys] = (verdict.spare, now + SPARE_TTL_MS)
             return None
         if len(self._wakes) < RATE_WAKES_MAX:
             heapq.heappush(self._wakes, verdict.next_start_at)
             if self._wakes[0] == verdict.next_start_at and self._timer is not None:
                 self._timer.cancel()  # an earlier wake than the timer's: re-aim it
         return key, verdict.next_start_at
+
+    def _use_spare(self, keys: tuple[str, ...], now: int) -> bool:
+        """Start on a start taken ahead over exactly these keys, while one is left and fresh."""
+        held = self._spares.get(keys)
+        if held is None:
+            return False
+        count, until = held
+        if now > until:
+            del self._spares[keys]
+            return False
+        if count > 1:
+            self._spares[keys] = (count - 1, until)
+        else:
+            del self._spares[keys]
+        return True
 
     async def run(self) -> None:
         """Wake the worker at each reserved start, earliest first, on the injected clock;

@@ -455,10 +455,11 @@ class RateStore(Protocol):
     database. Optional, like PauseStore: a worker that has a rate to apply requires it."""
 
     async def take_rates(
-        self, takes: Sequence[RateTake], now: int, job_id: str | None = None
+        self, takes: Sequence[RateTake], now: int, job_id: str | None = None, up_to: int = 1
     ) -> RateVerdict:
         """All or nothing, atomically: take one start under every key of `takes` (as
-        `rate_limits.take_all` decides over the stored TATs), or none when any key blocks.
+        `rate_limits.take_all` decides over the stored TATs, up to `up_to` at once when every
+        key admits them: the verdict's `spare`), or none when any key blocks.
         With `job_id`: a live reservation of that job answers first (`use_reservation`, deleted
         unless it holds the job back); else a blocked take reserves the job's slot
         (`take_all(reserve=True)`, `late_window_ms`) and stores it, in the same transaction.

@@ -430,7 +430,7 @@ class MemoryDriver:
     # --- rate limits (engine.rate_limits) -----------------------------------------------------
 
     async def take_rates(
-        self, takes: Sequence[RateTake], now: int, job_id: str | None = None
+        self, takes: Sequence[RateTake], now: int, job_id: str | None = None, up_to: int = 1
     ) -> RateVerdict:
         for gone in [j for j, r in self._reservations.items() if r.late_at < now]:
             del self._reservations[gone]
@@ -447,7 +447,7 @@ class MemoryDriver:
                 del self._reservations[min(due, key=lambda r: r.slot_at).job_id]
                 return RateVerdict(None, now)
         tats = {t.key: self._rates[t.key].tat for t in takes if t.key in self._rates}
-        verdict, new = take_all(tats, takes, now, reserve=job_id is not None)
+        verdict, new = take_all(tats, takes, now, reserve=job_id is not None, up_to=up_to)
         if job_id is not None and verdict.blocked_key is not None:
             slot = verdict.next_start_at
             self._reservations[job_id] = RateReservation(

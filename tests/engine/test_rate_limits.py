@@ -16,6 +16,7 @@ from engine.rate_limits import (
     RateReservation,
     RateState,
     RateTake,
+    RateVerdict,
     adoptable,
     gcra,
     interval_us,
@@ -51,11 +52,14 @@ def test_gcra_allows_at_its_boundary_and_not_a_microsecond_before() -> None:
 def test_take_all_names_the_key_that_holds_longest_and_rounds_up_to_a_ms() -> None:
     a, b = RateTake("job:a", 1, 1000, 1), RateTake("queue:q", 3, 1000, 1)
     verdict, new = take_all({"job:a": 10_500_000, "queue:q": 10_000_001}, [b, a], 10_000)
-    assert verdict == ("job:a", 10_500) and new == {}
+    assert verdict == RateVerdict("job:a", 10_500) and new == {}
     verdict, new = take_all({"queue:q": 10_000_001}, [b], 10_000)
-    assert verdict == ("queue:q", 10_001)
+    assert verdict == RateVerdict("queue:q", 10_001)
     verdict, new = take_all({}, [a, b], 10_000)
-    assert verdict == (None, 10_000) and new == {"job:a": 11_000_000, "queue:q": 10_333_333}
+    assert verdict == RateVerdict(None, 10_000) and new == {
+        "job:a": 11_000_000,
+        "queue:q": 10_333_333,
+    }
 
 
 def test_a_reserving_take_moves_every_key_as_if_started_at_the_slot() -> None:
@@ -63,12 +67,12 @@ def test_a_reserving_take_moves_every_key_as_if_started_at_the_slot() -> None:
     now = 10_000
     # slow allows from now + 600 ms; fast (TAT 100 ms ahead) would allow sooner.
     tats = {fast.key: now * 1000 + 100_000, slow.key: now * 1000 + 600_000}
-    assert take_all(tats, [fast, slow], now) == (("tenant:t", now + 600), {})
+    assert take_all(tats, [fast, slow], now) == (RateVerdict("tenant:t", now + 600), {})
     verdict, new = take_all(tats, [fast, slow], now, reserve=True)
-    assert verdict == ("tenant:t", now + 600)
+    assert verdict == RateVerdict("tenant:t", now + 600)
     # Both keys taken at the slot: GCRA at now + 600 ms, so the next reserver queues behind.
     assert new == {fast.key: (now + 600) * 1000 + 250_000, slow.key: (now + 1600) * 1000}
-    assert take_all(new, [fast, slow], now, reserve=True)[0] == ("tenant:t", now + 1600)
+    assert take_all(new, [fast, slow], now, reserve=True)[0] == RateVerdict("tenant:t", now + 1600)
     # Allowed: a reserving take is a plain take.
     assert take_all({}, [fast], now, reserve=True) == take_all({}, [fast], now)
 
@@ -76,9 +80,9 @@ def test_a_reserving_take_moves_every_key_as_if_started_at_the_slot() -> None:
 def test_a_reservation_starts_its_job_from_its_slot_until_it_is_late() -> None:
     held = RateReservation("j1", 5_000, 5_025, "job:a", "job:a")
     assert use_reservation(None, 5_000) is None
-    assert use_reservation(held, 4_999) == ("job:a", 5_000)
-    assert use_reservation(held, 5_000) == (None, 5_000)
-    assert use_reservation(held, 5_025) == (None, 5_025)
+    assert use_reservation(held, 4_999) == RateVerdict("job:a", 5_000)
+    assert use_reservation(held, 5_000) == RateVerdict(None, 5_000)
+    assert use_reservation(held, 5_025) == RateVerdict(None, 5_025)
     assert use_reservation(held, 5_026) is None
 
 
@@ -157,3 +161,19 @@ def test_rate_sheds_are_counted_by_the_kind_of_limit() -> None:
     assert sample("mcp_jobs_jobs_rate_limited_total", {**labels, "limit": "tenant"}) == 2
     assert sample("mcp_jobs_jobs_rate_limited_total", {**labels, "limit": "job"}) == 1
     assert sample("mcp_jobs_jobs_shed_total", {**labels, "reason": "rate"}) == 3
+
+
+def test_several_starts_are_taken_at_once_only_as_far_as_every_key_admits() -> None:
+    now = 1_000
+    wide = RateTake("job:w", 10, 1000, 8)  # 100 ms apart, a burst of 8
+    narrow = RateTake("queue:q", 10, 1000, 3)
+    verdict, new = take_all({}, [wide], now, up_to=5)
+    assert verdict == (None, now, 4)
+    assert new == {"job:w": now * 1000 + 5 * 100_000}
+    verdict, new = take_all({}, [wide, narrow], now, up_to=5)
+    assert verdict.spare == 2  # the narrower burst bounds the batch
+    assert new["queue:q"] == now * 1000 + 3 * 100_000
+    # What was taken at once leaves exactly the rest of the burst: one more, then a wait.
+    later, _ = take_all(new, [wide], now, up_to=10)
+    assert later.blocked_key is None and later.spare == 4
+    assert take_all(new, [narrow], now)[0].blocked_key == "queue:q"

@@ -12,7 +12,14 @@ import itertools
 import asyncpg
 
 from engine.drivers.postgres import PostgresDriver
-from engine.rate_limits import RateTake, interval_us, late_window_ms, take_all, tolerance_us
+from engine.rate_limits import (
+    RateTake,
+    RateVerdict,
+    interval_us,
+    late_window_ms,
+    take_all,
+    tolerance_us,
+)
 from tests.postgres.conftest import DriverFactory
 
 NOW = 1_767_225_600_000
@@ -87,7 +94,7 @@ async def test_reserving_takes_agree_and_store_the_slot(
         if held:
             # Claimed again at its slot: started from the reservation, nothing taken again.
             assert await driver.take_rates([a, q], slot - 1, "job-1") == expected
-            assert await driver.take_rates([a, q], slot, "job-1") == (None, slot)
+            assert await driver.take_rates([a, q], slot, "job-1") == RateVerdict(None, slot)
             assert await _stored(sql) == new and await driver.rate_reservations(5) == []
 
 
@@ -96,3 +103,22 @@ async def test_two_first_takers_of_a_new_key_admit_one(make_driver: DriverFactor
     take = [RateTake("job:new", 1, 60_000, 1)]
     verdicts = await asyncio.gather(one.take_rates(take, NOW), two.take_rates(take, NOW))
     assert sorted(v.blocked_key is None for v in verdicts) == [False, True]
+
+
+async def test_taking_several_starts_at_once_agrees_with_take_all(
+    driver: PostgresDriver, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    """`up_to`: as many starts as every key admits now (rate_limits.starts_allowed), the TATs
+    moved by that many intervals, the extra ones answered as `spare`."""
+    wide = RateTake("job:w", 10, 1000, 8)  # a burst of 8: several starts at once
+    for up_to in (1, 2, 5, 8, 20):
+        for tat_w, tat_q in itertools.product(_tats(wide), _tats(RATES[1])):
+            full = {wide.key: tat_w or 0, RATES[1].key: tat_q or 0}
+            await _seed(sql, full)
+            expected, new = take_all(full, [wide, RATES[1]], NOW, up_to=up_to)
+            got = await driver.take_rates([wide, RATES[1]], NOW, None, up_to)
+            assert got == expected, (up_to, tat_w, tat_q)
+            assert await _stored(sql) == (new or full), (up_to, tat_w, tat_q)
+    await _seed(sql, {})
+    verdict = await driver.take_rates([wide], NOW, None, 20)
+    assert verdict == (None, NOW, 7)  # a fresh key: its whole burst, no more

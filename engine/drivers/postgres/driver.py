@@ -406,9 +406,9 @@ class PostgresDriver:
     # --- rate limits (rate_limits.py) ---------------------------------------------------------
 
     async def take_rates(
-        self, takes: Sequence[RateTake], now: int, job_id: str | None = None
+        self, takes: Sequence[RateTake], now: int, job_id: str | None = None, up_to: int = 1
     ) -> RateVerdict:
-        return await rates_sql.take(self.db, takes, now, job_id)
+        return await rates_sql.take(self.db, takes, now, job_id, up_to)
 
     async def rate_states(self, limit: int) -> list[RateState]:
         return await rates_sql.states(self.db, limit)

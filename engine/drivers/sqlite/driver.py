@@ -443,9 +443,9 @@ class SqliteDriver:
     # --- rate limits (rate_limits.py) ---------------------------------------------------------
 
     async def take_rates(
-        self, takes: Sequence[RateTake], now: int, job_id: str | None = None
+        self, takes: Sequence[RateTake], now: int, job_id: str | None = None, up_to: int = 1
     ) -> RateVerdict:
-        return await self._exec.run(lambda c: rates_sql.take(c, takes, now, job_id))
+        return await self._exec.run(lambda c: rates_sql.take(c, takes, now, job_id, up_to))
 
     async def rate_states(self, limit: int) -> list[RateState]:
         return await self._exec.run(lambda c: rates_sql.states(c, limit), write=False)

@@ -37,7 +37,11 @@ RESERVATIONS = "job_id, slot_at, late_at, blocked_key, keys"
 
 
 def take(
-    conn: sqlite3.Connection, takes: Sequence[RateTake], now: int, job_id: str | None
+    conn: sqlite3.Connection,
+    takes: Sequence[RateTake],
+    now: int,
+    job_id: str | None,
+    up_to: int = 1,
 ) -> RateVerdict:
     conn.execute("DELETE FROM mcp_jobs_rate_reservations WHERE late_at < ?", (now,))
     if job_id is not None:
@@ -64,7 +68,7 @@ def take(
     tats: dict[str, int] = dict(
         conn.execute(f"SELECT key, tat FROM mcp_jobs_rate_limits WHERE key IN ({marks})", keys)
     )
-    verdict, new = take_all(tats, takes, now, reserve=job_id is not None)
+    verdict, new = take_all(tats, takes, now, reserve=job_id is not None, up_to=up_to)
     if job_id is not None and verdict.blocked_key is not None:
         slot = verdict.next_start_at
         conn.execute(

@@ -6,6 +6,7 @@ starts from that reservation without being shed again."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import anyio
 import pytest
@@ -14,8 +15,9 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, Jobs, Limits, ManualClock, Worker, job
 from engine.drivers.base import RATES, RateStore, require
 from engine.observe import WorkerEvent
-from engine.rate_limits import ADOPT_AFTER_MS, RateLimit, RateReservation, RateTake
+from engine.rate_limits import ADOPT_AFTER_MS, RateLimit, RateReservation, RateTake, RateVerdict
 from engine.testing.observe import Recorder
+from engine.worker_rates import SPARE_TTL_MS
 
 
 class Order(BaseModel):
@@ -65,7 +67,7 @@ async def test_a_take_is_all_or_nothing_across_its_keys(jobs: Jobs, clock: Manua
     job_key, tenant_key = RateTake("job:a", 1, 1000, 1), RateTake("tenant:acme", 1, 4000, 1)
     assert (await store.take_rates([tenant_key], now)).blocked_key is None
     verdict = await store.take_rates([job_key, tenant_key], now + 1)
-    assert verdict == (("tenant:acme", now + 4000))
+    assert verdict == RateVerdict("tenant:acme", now + 4000)
     # The job key was not spent by the refused take: it still admits one now.
     assert (await store.take_rates([job_key], now + 1)).blocked_key is None
     assert (await store.take_rates([job_key], now + 2)).blocked_key == "job:a"
@@ -83,7 +85,7 @@ async def test_two_driver_instances_on_one_database_share_the_limit(
     first = await _store(jobs).take_rates(take, now)
     second = await _store(other).take_rates(take, now)
     assert first.blocked_key is None
-    assert second == ("job:shared", now + 500)
+    assert second == RateVerdict("job:shared", now + 500)
     assert (await _store(other).take_rates(take, now + 500)).blocked_key is None
     assert (await _store(jobs).take_rates(take, now + 500)).blocked_key == "job:shared"
 
@@ -238,13 +240,13 @@ async def test_a_job_back_later_than_its_reservation_takes_afresh(
     store, now = _store(jobs), clock.now_ms()
     take = [RateTake("job:late", 1, 1000, 1)]
     assert (await store.take_rates(take, now, "a")).blocked_key is None
-    assert await store.take_rates(take, now, "b") == ("job:late", now + 1_000)
-    assert await store.take_rates(take, now, "c") == ("job:late", now + 2_000)
+    assert await store.take_rates(take, now, "b") == RateVerdict("job:late", now + 1_000)
+    assert await store.take_rates(take, now, "c") == RateVerdict("job:late", now + 2_000)
     # b comes back after its late_at (now + 2 s), when c's slot is due: starting b too would
     # bunch two starts; it reserves again behind c instead.
     clock.advance(2_001)
-    assert await store.take_rates(take, now + 2_001, "b") == ("job:late", now + 3_000)
-    assert await store.take_rates(take, now + 2_001, "c") == (None, now + 2_001)
+    assert await store.take_rates(take, now + 2_001, "b") == RateVerdict("job:late", now + 3_000)
+    assert await store.take_rates(take, now + 2_001, "c") == RateVerdict(None, now + 2_001)
     assert [(r.job_id, r.slot_at) for r in await store.rate_reservations(10)] == [
         ("b", now + 3_000)
     ]
@@ -256,15 +258,15 @@ async def test_a_fresh_take_adopts_an_overdue_slot_over_the_same_keys(
     store, now = _store(jobs), clock.now_ms()
     take = [RateTake("job:busy", 1, 1000, 1)]
     assert (await store.take_rates(take, now, "a")).blocked_key is None
-    assert await store.take_rates(take, now, "b") == ("job:busy", now + 1_000)
+    assert await store.take_rates(take, now, "b") == RateVerdict("job:busy", now + 1_000)
     # b is 50 ms late for its slot (still in its window): x, over the same keys, starts on it.
     late = now + 1_000 + ADOPT_AFTER_MS
     other = [RateTake("job:other", 1, 1000, 1)]
     assert (await store.take_rates(other, late, "y")).blocked_key is None  # other keys: no
-    assert await store.take_rates(take, late, "x") == (None, late)
+    assert await store.take_rates(take, late, "x") == RateVerdict(None, late)
     assert await store.rate_reservations(10) == []
     # b, back at last, reserves again behind the TAT (nothing started twice on one slot).
-    assert await store.take_rates(take, late, "b") == ("job:busy", now + 2_000)
+    assert await store.take_rates(take, late, "b") == RateVerdict("job:busy", now + 2_000)
 
 
 async def test_two_driver_instances_share_reservations(
@@ -273,11 +275,11 @@ async def test_two_driver_instances_share_reservations(
     take, now = [RateTake("job:shared", 1, 1000, 1)], clock.now_ms()
     one, two = _store(jobs), _store(second_jobs)
     assert (await one.take_rates(take, now, "a")).blocked_key is None
-    assert await one.take_rates(take, now, "b") == ("job:shared", now + 1_000)
-    assert await two.take_rates(take, now, "c") == ("job:shared", now + 2_000)
+    assert await one.take_rates(take, now, "b") == RateVerdict("job:shared", now + 1_000)
+    assert await two.take_rates(take, now, "c") == RateVerdict("job:shared", now + 2_000)
     # b's start is reserved on the other instance: it starts at its slot, c still waits.
-    assert await two.take_rates(take, now + 1_000, "b") == (None, now + 1_000)
-    assert await one.take_rates(take, now + 1_000, "c") == ("job:shared", now + 2_000)
+    assert await two.take_rates(take, now + 1_000, "b") == RateVerdict(None, now + 1_000)
+    assert await one.take_rates(take, now + 1_000, "c") == RateVerdict("job:shared", now + 2_000)
     assert [r.job_id for r in await two.rate_reservations(10)] == ["c"]
 
 
@@ -342,3 +344,46 @@ def test_a_rate_limit_refuses_nonsense_at_declaration() -> None:
             return None
 
     assert raised.value.code == "JOB_DECLARATION_INVALID"
+
+
+async def test_a_wave_of_starts_takes_the_rate_once_for_several_jobs(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A take asks for up to a quarter of the burst (SPARES_MAX at most) at once; the jobs of a
+    claimed wave start on those spares instead of each taking the keys' rows in turn. What was
+    taken is counted in the stored TAT, so the limit holds."""
+    ran: list[int] = []
+
+    @job(
+        idempotency_key=lambda i: f"w:{i.n}",
+        rate_limit=RateLimit(1000, per=1, burst=64),
+        registry=registry,
+    )
+    async def quick(input: Order, ctx: JobContext) -> None:
+        ran.append(input.n)
+
+    for n in range(20):
+        await jobs.enqueue(quick, {"n": n})
+    store = _store(jobs)
+    calls: list[int] = []
+    take = store.take_rates
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return await take(*args, **kwargs)
+
+    monkeypatch.setattr(store, "take_rates", counted)
+    worker = Worker(jobs, concurrency=20)
+    await worker.run_until_idle()
+    assert sorted(ran) == list(range(20))
+    assert len(calls) == 2  # 16 starts, then 16 more for the last 4
+    (state,) = await store.rate_states(10)
+    assert state.tat == clock.now_ms() * 1000 + 32 * 1000  # every start taken, used or not
+
+    await jobs.enqueue(quick, {"n": 20})  # within SPARE_TTL_MS: a spare starts it
+    await worker.run_until_idle()
+    assert len(calls) == 2 and ran[-1] == 20
+    clock.advance(SPARE_TTL_MS + 1)  # older spares are dropped: the next job takes afresh
+    await jobs.enqueue(quick, {"n": 21})
+    await worker.run_until_idle()
+    assert len(calls) == 3 and ran[-1] == 21
