@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from schemas.jobs import JobRecord, NackOptions
+from schemas.jobs import EnqueueRequest, JobRecord, NackOptions
 from schemas.states import LIVE_STATES, RETRYABLE_STATES, JobState
 from schemas.stats import QueueStats
 
@@ -46,6 +46,7 @@ __all__ = [
     "nack_event_data",
     "nack_state",
     "nack_transition",
+    "new_record",
     "queue_stats",
     "retry_event_data",
     "retry_transition",
@@ -63,6 +64,30 @@ DedupeKey = tuple[str, str, str]
 def dedupe_key(name: str, tenant_id: str | None, key: str) -> DedupeKey:
     """The dedupe namespace (rule 2): a null tenant folds to '' as the SQL index's coalesce."""
     return (name, tenant_id or "", key)
+
+
+def new_record(request: EnqueueRequest, now: int) -> JobRecord:
+    """The row an enqueue inserts: due now is ready, later delayed; waiting since its due time."""
+    return JobRecord(
+        id=request.id,
+        run_id=request.run_id,
+        name=request.name,
+        queue=request.queue,
+        tenant_id=request.tenant_id,
+        idempotency_key=request.idempotency_key,
+        input=request.input,
+        state=request.initial_state(now),
+        attempt=0,
+        max_attempts=request.max_attempts,
+        run_at=request.run_at,
+        queued_at=request.run_at,
+        created_at=now,
+        updated_at=now,
+        timeout_ms=request.timeout_ms,
+        traceparent=request.traceparent,
+        enqueued_by=request.enqueued_by,
+        priority=request.priority,
+    )
 
 
 # --- claim --------------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ from engine.rules import (
     event_kind_for,
     is_claimable,
     nack_event_data,
+    new_record,
     queue_stats,
     retry_event_data,
     retry_transition,
@@ -184,7 +185,7 @@ class MemoryDriver:
                 EnqueueResult(id=request.id, run_id=request.run_id, deduped=False, state=state)
             )
         for key, request in planned.items():
-            self._jobs[request.id] = _new_record(request, now)
+            self._jobs[request.id] = new_record(request, now)
             self._live[key] = request.id
         if planned:
             self._waker.notify()
@@ -828,26 +829,3 @@ def _counted(jobs: Iterable[JobRecord]) -> list[PruneCount]:
         key = (job.state, job.queue)
         counts[key] = counts.get(key, 0) + 1
     return [PruneCount(state, queue, n) for (state, queue), n in sorted(counts.items())]
-
-
-def _new_record(request: EnqueueRequest, now: int) -> JobRecord:
-    return JobRecord(
-        id=request.id,
-        run_id=request.run_id,
-        name=request.name,
-        queue=request.queue,
-        tenant_id=request.tenant_id,
-        idempotency_key=request.idempotency_key,
-        input=request.input,
-        state=request.initial_state(now),
-        attempt=0,
-        max_attempts=request.max_attempts,
-        run_at=request.run_at,
-        queued_at=request.run_at,
-        created_at=now,
-        updated_at=now,
-        timeout_ms=request.timeout_ms,
-        traceparent=request.traceparent,
-        enqueued_by=request.enqueued_by,
-        priority=request.priority,
-    )

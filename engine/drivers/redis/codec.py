@@ -58,29 +58,6 @@ def pairs(raw: list[str]) -> dict[str, str]:
     return dict(zip(raw[::2], raw[1::2], strict=True))
 
 
-def new_record(request: EnqueueRequest, now: int) -> JobRecord:
-    return JobRecord(
-        id=request.id,
-        run_id=request.run_id,
-        name=request.name,
-        queue=request.queue,
-        tenant_id=request.tenant_id,
-        idempotency_key=request.idempotency_key,
-        input=request.input,
-        state=request.initial_state(now),
-        attempt=0,
-        max_attempts=request.max_attempts,
-        run_at=request.run_at,
-        queued_at=request.run_at,
-        created_at=now,
-        updated_at=now,
-        timeout_ms=request.timeout_ms,
-        traceparent=request.traceparent,
-        enqueued_by=request.enqueued_by,
-        priority=request.priority,
-    )
-
-
 def dedupe_field(name: str, tenant_id: str | None, key: str) -> str:
     """rules.dedupe_key as one hash field: JSON keeps the three parts apart whatever they hold."""
     return dumps([name, tenant_id or "", key])

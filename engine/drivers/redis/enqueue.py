@@ -9,13 +9,12 @@ from engine.drivers.redis.codec import (
     dedupe_field,
     dumps,
     job_state,
-    new_record,
     record_fields,
 )
 from engine.drivers.redis.scripts import ENQUEUE_SCRIPT
 from engine.drivers.redis.store import Store
 from engine.errors import JobDuplicateError
-from engine.rules import claim_rank
+from engine.rules import claim_rank, new_record
 from schemas.jobs import EnqueueRequest, EnqueueResult
 
 
