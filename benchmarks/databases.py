@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import secrets
@@ -26,6 +27,16 @@ SETTINGS = (
     "max_connections",
     "wal_level",
 )
+
+
+def add_database_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--dsn` and `--backend`, as every stand-alone benchmark takes them."""
+    parser.add_argument(
+        "--dsn",
+        default=os.environ.get("MCP_JOBS_BENCH_DSN") or os.environ.get("MCP_JOBS_TEST_PG_DSN"),
+        help="an admin DSN on the server (a fresh database is made on it and dropped)",
+    )
+    parser.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
 
 
 def with_database(dsn: str, name: str) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from benchmarks import history
-from benchmarks.databases import fresh_database
+from benchmarks.databases import add_database_arguments, fresh_database
 from engine import Enqueue, JobContext, JobRegistry, Jobs, Worker, connect, job
 from engine.pruner import DEFAULT_PAUSE_MS, PrunePass, Pruner, prune_all
 from engine.retention import DEFAULT_POLICY, plan
@@ -199,12 +199,7 @@ def render(summary: Sequence[dict[str, Any]]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.prune_during_drain")
-    parser.add_argument(
-        "--dsn",
-        default=os.environ.get("MCP_JOBS_BENCH_DSN") or os.environ.get("MCP_JOBS_TEST_PG_DSN"),
-        help="an admin DSN on the server (a fresh database is made on it and dropped)",
-    )
-    parser.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
+    add_database_arguments(parser)
     parser.add_argument("--settled", type=int, default=200_000, help="expired rows per drain")
     parser.add_argument("--drain", type=int, default=20_000, help="no-op jobs per drain")
     parser.add_argument("--rounds", type=int, default=3)

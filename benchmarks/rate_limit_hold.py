@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from benchmarks.databases import fresh_database
+from benchmarks.databases import add_database_arguments, fresh_database
 from engine import Enqueue, JobContext, JobRegistry, Worker, connect, job
 from engine.observe import WorkerEvent
 from engine.rate_limits import RateLimit
@@ -136,12 +136,7 @@ async def run(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.rate_limit_hold")
-    parser.add_argument(
-        "--dsn",
-        default=os.environ.get("MCP_JOBS_BENCH_DSN") or os.environ.get("MCP_JOBS_TEST_PG_DSN"),
-        help="an admin DSN on the server (a fresh database is made on it and dropped)",
-    )
-    parser.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
+    add_database_arguments(parser)
     parser.add_argument("--rate", type=int, default=50, help="the job's limit, starts per second")
     parser.add_argument(
         "--burst",

@@ -26,7 +26,7 @@ import asyncpg
 from pydantic import BaseModel
 
 from benchmarks import history
-from benchmarks.databases import fresh_database
+from benchmarks.databases import add_database_arguments, fresh_database
 from engine import Enqueue, JobContext, JobRegistry, Jobs, Worker, connect, job
 from engine.pruner import PrunePass
 from engine.retention import PRUNE_EVERY_ENV, Retention
@@ -149,12 +149,7 @@ async def run(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.steady_state")
-    parser.add_argument(
-        "--dsn",
-        default=os.environ.get("MCP_JOBS_BENCH_DSN") or os.environ.get("MCP_JOBS_TEST_PG_DSN"),
-        help="an admin DSN on the server (a fresh database is made on it and dropped)",
-    )
-    parser.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
+    add_database_arguments(parser)
     parser.add_argument("--rate", type=int, default=500, help="jobs enqueued a second")
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--retain-s", type=int, default=60, help="retention of every state")
