@@ -18,6 +18,7 @@ from engine.changes import ChangeFeed
 from engine.clock import Clock
 from engine.descriptors import stamped
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.memory_controls import MemoryControls
 from engine.errors import (
     JobDuplicateError,
     JobNotCancellableError,
@@ -28,23 +29,8 @@ from engine.errors import (
     OutboxNoTxError,
 )
 from engine.ids import new_id, new_token
-from engine.inbound_events import EventCursor, InboundEvent
-from engine.inbound_events import matches as event_matches
-from engine.inbound_events import order as event_order
-from engine.pauses import PauseKey, is_held
+from engine.pauses import is_held
 from engine.presence import EXPIRED_PER_BEAT, is_expired
-from engine.rate_limits import (
-    RateReservation,
-    RateState,
-    RateTake,
-    RateVerdict,
-    adoptable,
-    keys_of,
-    late_window_ms,
-    take_all,
-    use_reservation,
-)
-from engine.reruns import plan_rerun
 from engine.retention import Cutoffs, PruneCount
 from engine.rules import (
     LIVE_STATES,
@@ -81,8 +67,6 @@ from schemas.jobs import (
     NackOptions,
 )
 from schemas.outbox import OutboxRow
-from schemas.pauses import Pause, PauseKind
-from schemas.progress import Progress
 from schemas.scheduler import LeaderLease, TaskState
 from schemas.states import BackfillStatus, JobState
 from schemas.stats import QueueStats, WorkerInfo
@@ -104,10 +88,11 @@ class _Lease:
     expires_at: int
 
 
-class MemoryDriver:
+class MemoryDriver(MemoryControls):
     kind = "memory"
 
     def __init__(self, clock: Clock) -> None:
+        super().__init__()
         self.clock = clock
         self._jobs: dict[str, JobRecord] = {}
         self._leases: dict[str, _Lease] = {}
@@ -124,11 +109,6 @@ class MemoryDriver:
         self._outbox: dict[str, OutboxRow] = {}
         self._leaders: dict[str, LeaderLease] = {}
         self._descriptors: dict[str, JobDescriptor] = {}  # by job name: the last one published
-        self._pauses: dict[PauseKey, Pause] = {}
-        self._rates: dict[str, RateState] = {}  # rate-limit key -> its TAT and rate
-        self._reservations: dict[str, RateReservation] = {}  # job id -> its reserved start
-        self._inbound: dict[str, InboundEvent] = {}
-        self._waiters: dict[str, tuple[str, str, str | None]] = {}  # job id -> what it waits for
         self._waker = Waker()
         self.changes = ChangeFeed()  # every write below that a reader may follow bumps it
 
@@ -428,45 +408,6 @@ class MemoryDriver:
             self.changes.notify()
         return outcomes
 
-    # --- rate limits (engine.rate_limits) -----------------------------------------------------
-
-    async def take_rates(
-        self, takes: Sequence[RateTake], now: int, job_id: str | None = None, up_to: int = 1
-    ) -> RateVerdict:
-        for gone in [j for j, r in self._reservations.items() if r.late_at < now]:
-            del self._reservations[gone]
-        if job_id is not None:
-            held = use_reservation(self._reservations.get(job_id), now)
-            if held is not None:
-                if held.blocked_key is None:
-                    del self._reservations[job_id]
-                return held
-            self._reservations.pop(job_id, None)
-            keys = keys_of(takes)
-            due = [r for r in self._reservations.values() if adoptable(r, keys, now)]
-            if due:
-                del self._reservations[min(due, key=lambda r: r.slot_at).job_id]
-                return RateVerdict(None, now)
-        tats = {t.key: self._rates[t.key].tat for t in takes if t.key in self._rates}
-        verdict, new = take_all(tats, takes, now, reserve=job_id is not None, up_to=up_to)
-        if job_id is not None and verdict.blocked_key is not None:
-            slot = verdict.next_start_at
-            self._reservations[job_id] = RateReservation(
-                job_id, slot, slot + late_window_ms(takes), verdict.blocked_key, keys_of(takes)
-            )
-        for take in takes:
-            if take.key in new:
-                self._rates[take.key] = RateState(
-                    take.key, new[take.key], take.limit, take.per_ms, take.burst
-                )
-        return verdict
-
-    async def rate_states(self, limit: int) -> list[RateState]:
-        return [self._rates[k] for k in sorted(self._rates)[:limit]]
-
-    async def rate_reservations(self, limit: int) -> list[RateReservation]:
-        return sorted(self._reservations.values(), key=lambda r: (r.slot_at, r.job_id))[:limit]
-
     # --- limiter slots ------------------------------------------------------------------------
 
     async def acquire_slots(
@@ -698,125 +639,6 @@ class MemoryDriver:
         if old:
             self.changes.notify()
         return len(old)
-
-    # --- pauses (engine.pauses) ---------------------------------------------------------------
-
-    async def pause(
-        self, kind: PauseKind, name: str, actor: str | None, reason: str | None, now: int
-    ) -> tuple[Pause, bool]:
-        found = self._pauses.get((kind, name))
-        if found is not None:
-            return found, True
-        made = Pause(kind=kind, name=name, paused_by=actor, paused_at=now, reason=reason)
-        self._pauses[(kind, name)] = made
-        self.changes.notify()
-        return made, False
-
-    async def resume(self, kind: PauseKind, name: str) -> Pause | None:
-        found = self._pauses.pop((kind, name), None)
-        if found is not None:
-            # Held jobs are claimable again: idle workers look now, not at their next poll.
-            self._waker.notify()
-            self.changes.notify()
-        return found
-
-    async def pauses(self) -> list[Pause]:
-        return [self._pauses[k] for k in sorted(self._pauses)]
-
-    # --- progress (engine.progress) -----------------------------------------------------------
-
-    async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
-        try:
-            job = self._held(job_id, token)
-        except JobSlotLostError:
-            return False
-        self._jobs[job_id] = job.model_copy(update={"progress": progress})
-        return True
-
-    # --- reruns (engine.reruns) ---------------------------------------------------------------
-
-    async def rerun(
-        self,
-        job_id: str,
-        tenant_id: str | None,
-        from_step: str,
-        include_cancelled: bool,
-        actor: str | None,
-        new_run_id: str,
-    ) -> JobRecord:
-        job = self._find(job_id, tenant_id)
-        now = self.clock.now_ms()
-        # No await from this read to the writes below: two reruns cannot interleave.
-        steps = sorted(self._steps.get(job.run_id, {}).values(), key=lambda s: s.started_at)
-        plan = plan_rerun(job, steps, from_step, include_cancelled, new_run_id, now)
-        key = dedupe_key(job.name, job.tenant_id, job.idempotency_key)
-        holder = self._live.get(key)
-        if holder is not None:
-            raise JobDuplicateError(job.name, job.idempotency_key, holder, job.tenant_id)
-        self._steps[new_run_id] = {step.name: step for step in plan.copied}
-        self._jobs[job_id] = plan.record
-        self._leases.pop(job_id, None)
-        self._live[key] = job_id
-        self._event(job, "requeued", now, plan.event_data, actor)
-        self._waker.notify()
-        self.changes.notify()
-        return plan.record
-
-    async def run_steps(self, job_id: str, run_id: str, tenant_id: str | None) -> list[StepRecord]:
-        self._find(job_id, tenant_id)
-        return [step for step in await self.load_steps(run_id) if step.job_id == job_id]
-
-    # --- inbound events (engine.inbound_events) -----------------------------------------------
-
-    async def send_event(self, event: InboundEvent, now: int) -> int:
-        self._inbound[event.id] = event
-        target = (event.name, event.key, event.tenant_id)
-        woken = 0
-        for job_id, waiting in self._waiters.items():
-            if waiting == target and await self.wake_waiter(job_id, now):
-                woken += 1
-        return woken
-
-    async def first_event(
-        self,
-        name: str,
-        key: str,
-        tenant_id: str | None,
-        started_at: int,
-        after: EventCursor | None,
-    ) -> InboundEvent | None:
-        found = [
-            e
-            for e in self._inbound.values()
-            if event_matches(e, name, key, tenant_id, started_at, after)
-        ]
-        return min(found, key=event_order, default=None)
-
-    async def await_event(self, job_id: str, name: str, key: str, tenant_id: str | None) -> None:
-        self._waiters[job_id] = (name, key, tenant_id)
-
-    async def forget_waiter(self, job_id: str) -> None:
-        self._waiters.pop(job_id, None)
-
-    async def wake_waiter(self, job_id: str, now: int) -> bool:
-        job = self._jobs.get(job_id)
-        if job is None or job.state != "suspended":
-            return False
-        if job.run_at > now:
-            self._jobs[job_id] = job.model_copy(update={"run_at": now})
-            self._waker.notify()
-            self.changes.notify()
-        return True
-
-    async def prune_events(self, now: int) -> int:
-        expired = [i for i, e in self._inbound.items() if e.expires_at <= now]
-        for event_id in expired:
-            del self._inbound[event_id]
-        for job_id in list(self._waiters):
-            job = self._jobs.get(job_id)
-            if job is None or job.state not in LIVE_STATES:
-                del self._waiters[job_id]
-        return len(expired)
 
 
 def _owned_by(steps: dict[str, StepRecord], job_ids: set[str]) -> bool:
