@@ -13,9 +13,11 @@ from engine import Jobs, ManualClock
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
 from engine.errors import JobsError
+from engine.rate_limits import RateTake
 from engine.retention import Policy, plan
 from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest, NackOptions
+from schemas.progress import Progress
 from schemas.steps import StepRecord
 
 pytest.importorskip("redis", reason="the redis extra is not installed")
@@ -75,6 +77,46 @@ async def test_every_key_a_job_creates_goes_with_retention(jobs: Jobs, clock: Ma
     pruned = await driver.prune(plan(Policy(1, 1, 1, 1), clock.now_ms()), 10)
     assert sum(c.rows for c in pruned) == 1
     assert await _keys(driver) <= SHARED
+
+
+async def test_every_key_the_optional_capabilities_add_goes_with_retention(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    # Progress, a waiter row, a rate reservation, a rerun's earlier run: all go with the job.
+    driver = cast(RedisDriver, jobs.driver)
+    await driver.enqueue([_request(1, clock.now_ms())])
+    (claimed,) = await driver.claim("w", 1, 60_000)
+    job_id, run_id = claimed.record.id, claimed.record.run_id
+    now = clock.now_ms()
+    steps = [
+        StepWrite(
+            job_id,
+            claimed.token,
+            StepRecord(job_id=job_id, run_id=run_id, name=name, status="completed", started_at=now),
+        )
+        for name in ("r", "s")
+    ]
+    assert await driver.save_steps_many(steps) == [None, None]
+    progress = Progress(done=1, total=2, at=now, attempt=1)
+    assert await driver.save_progress(job_id, claimed.token, progress)
+    await driver.await_event(job_id, "signal", "k", None)
+    takes = [RateTake("job:work", 1, 60_000, 1)]
+    assert (await driver.take_rates(takes, now)).blocked_key is None
+    assert (await driver.take_rates(takes, now, job_id)).blocked_key == "job:work"
+    assert await driver.ack_many([AckWrite(job_id, claimed.token, None)]) == [None]
+    rerun = await driver.rerun(job_id, None, "s", False, "ops", f"{2000:032x}")
+    (again,) = await driver.claim("w", 1, 60_000)
+    assert await driver.ack_many([AckWrite(job_id, again.token, None)]) == [None]
+    await driver.pause("queue", "elsewhere", None, None, now)
+    await driver.resume("queue", "elsewhere")
+    owned = {"runs:" + job_id, "waiters", "rsv:" + job_id, "steps:" + rerun.run_id}
+    assert owned <= await _keys(driver)
+
+    clock.advance(2)
+    pruned = await driver.prune(plan(Policy(1, 1, 1, 1), clock.now_ms()), 10)
+    assert sum(c.rows for c in pruned) == 1
+    # The rate key's TAT is the limit's, not the job's: it stays, as it does on SQL drivers.
+    assert await _keys(driver) <= SHARED | {"rate:job:work", "ratekeys"}
 
 
 async def test_scripts_are_loaded_again_after_the_server_forgot_them(

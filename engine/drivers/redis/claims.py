@@ -1,24 +1,23 @@
 """The lease lifecycle: claim (one script over the queues' sorted sets), heartbeat, and the
-fenced settles (ack, nack) that a stale holder cannot land (rule 13)."""
+fenced settles (ack, nack) that a stale holder cannot land (rule 13): each one script call
+(settle_scripts.py), so a settle is one round trip and never reads in Python first."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
+
+from pydantic_core import to_jsonable_python
 
 from engine.drivers.base import AckWrite
 from engine.drivers.redis.codec import decode_record, dumps, pairs
 from engine.drivers.redis.scripts import CLAIM_SCRIPT
-from engine.drivers.redis.store import MOVED_RETRIES, Store, Write
-from engine.drivers.redis.transitions import event, held_by, transition
+from engine.drivers.redis.settle_scripts import ACK_SCRIPT, HEARTBEAT_SCRIPT, NACK_SCRIPT
+from engine.drivers.redis.store import Store
 from engine.errors import JobsError, JobSlotLostError
 from engine.ids import new_token
-from engine.rules import (
-    LIVE_STATES,
-    ack_transition,
-    apply_nack,
-    event_kind_for,
-    nack_event_data,
-)
+from engine.rules import LIVE_STATES, nack_event_data, nack_transition
 from schemas.events import EventRecord
 from schemas.jobs import ClaimedJob, HeartbeatResult, JobRecord, NackOptions
 
@@ -50,89 +49,78 @@ async def claim(
     return claimed
 
 
-async def read_held(store: Store, job_id: str, token: str) -> JobRecord:
-    """The job `token` holds running, or JOB_SLOT_LOST."""
-    fields = await store.hgetall(store.keys.job(job_id))
-    if not fields or fields.get("token") != token:
-        raise JobSlotLostError(job_id)
-    record = decode_record(fields)
-    if record.state != "running":
-        raise JobSlotLostError(job_id)
-    return record
-
-
 async def heartbeat(store: Store, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
-    keys = store.keys
-    for _ in range(MOVED_RETRIES):
-        fields = await store.hgetall(keys.job(job_id))
-        if not fields or fields.get("token") != token:
-            raise JobSlotLostError(job_id)
-        record = decode_record(fields)
-        if record.state == "cancelled":
-            return HeartbeatResult(
-                lease_expires_at=record.lease_expires_at or 0, cancel_requested=True
-            )
-        if record.state != "running":
-            raise JobSlotLostError(job_id)
-        expires = store.clock.now_ms() + lease_ms
-        w = Write()
-        held_by(w, keys, job_id, token)
-        w.op("HSET", keys.job(job_id), "lease_expires_at", expires)
-        w.op("HINCRBY", keys.job(job_id), "ver", 1)
-        w.op("ZADD", keys.leases, expires, job_id)
-        w.op("!extend", keys.job_slots(job_id), keys.slot_prefix, job_id, expires)
-        if await store.apply(w) >= 0:
-            return HeartbeatResult(lease_expires_at=expires, cancel_requested=False)
-    raise JobSlotLostError(job_id)
-
-
-def _settle(store: Store, old: JobRecord, new: JobRecord, token: str) -> Write:
-    w = transition(store.keys, old, new)
-    held_by(w, store.keys, old.id, token)
-    w.op("HDEL", store.keys.job(old.id), "token")
-    w.op("!release", store.keys.job_slots(old.id), store.keys.slot_prefix, old.id)
-    return w
+    expires = store.clock.now_ms() + lease_ms
+    answer = await HEARTBEAT_SCRIPT(store.client, [store.keys.prefix, job_id, token, expires])
+    if answer[0] == "cancelled":
+        return HeartbeatResult(lease_expires_at=json.loads(answer[1]) or 0, cancel_requested=True)
+    if answer[0] != "ok":
+        raise JobSlotLostError(job_id)
+    return HeartbeatResult(lease_expires_at=expires, cancel_requested=False)
 
 
 async def ack_many(store: Store, writes: Sequence[AckWrite]) -> list[JobsError | None]:
+    """One ACK script per job, all in one pipeline: one round trip, each settle atomic."""
     now = store.clock.now_ms()
-    rows = await store.hgetall_many([store.keys.job(w.job_id) for w in writes])
-    outcomes: list[JobsError | None] = []
-    planned: list[tuple[int, Write]] = []
-    for n, (write, fields) in enumerate(zip(writes, rows, strict=True)):
-        if not fields or fields.get("token") != write.token:
-            outcomes.append(JobSlotLostError(write.job_id))
-            continue
-        record = decode_record(fields)
-        if record.state != "running":
-            outcomes.append(JobSlotLostError(write.job_id))
-            continue
-        outcomes.append(None)
-        planned.append(
-            (n, _settle(store, record, ack_transition(record, now, write.output), write.token))
-        )
-    results = await store.apply_many([w for _, w in planned])
-    for (n, _), result in zip(planned, results, strict=True):
-        if result < 0:  # the fence moved between the read and the write
-            outcomes[n] = JobSlotLostError(writes[n].job_id)
-    return outcomes
+    calls = [[store.keys.prefix, w.job_id, w.token, now, _output(w.output)] for w in writes]
+    results = await store.pipelined(ACK_SCRIPT, calls)
+    return [
+        None if int(result) == 1 else JobSlotLostError(write.job_id)
+        for write, result in zip(writes, results, strict=True)
+    ]
 
 
 async def nack(store: Store, job_id: str, token: str, options: NackOptions) -> JobRecord:
-    job = await read_held(store, job_id, token)
     now = store.clock.now_ms()
-    record = apply_nack(job, options, now)
-    w = _settle(store, job, record, token)
-    kind = event_kind_for(options)
-    if kind is not None:
-        data = nack_event_data(options, job.attempt, record.run_at)
-        event(
-            w,
-            store.keys,
-            EventRecord(job_id=job.id, at=now, kind=kind, tenant_id=job.tenant_id, data=data),
-        )
-    if await store.apply(w) < 0:
+    # What rules.nack_transition decides from the options alone; the script applies the rest
+    # (the attempt given back, the queued_at kept) to the held row's values.
+    outcome = nack_transition(options, now, 0, 0)
+    ev = data = ""
+    takes_attempt = False
+    if outcome.event is not None:
+        plain = nack_event_data(options, 0, outcome.run_at)
+        # The held attempt is the row's: the script writes it where the rule put it.
+        takes_attempt = "attempt" in plain
+        plain.pop("attempt", None)
+        data = dumps(plain)
+        ev = event_head(job_id, now, outcome.event, None)
+    error = "" if not outcome.replaces_error else dumps(_error(options))
+    answer = await NACK_SCRIPT(
+        store.client,
+        [
+            store.keys.prefix,
+            job_id,
+            token,
+            now,
+            dumps(outcome.state),
+            "" if outcome.run_at is None else outcome.run_at,
+            "" if outcome.finished_at is None else outcome.finished_at,
+            "1" if outcome.keeps_queued_at else "0",
+            "1" if options.counts_as_attempt else "0",
+            error,
+            ev,
+            data,
+            "1" if takes_attempt else "0",
+        ],
+    )
+    if not answer:
         raise JobSlotLostError(job_id)
+    record = decode_record(pairs(answer))
     if record.state in LIVE_STATES:
         store.wake.notify()
     return record
+
+
+def _output(output: Any) -> str:
+    """The output as its hash field holds it; '' when none was given (the stored one stays)."""
+    return "" if output is None else dumps(to_jsonable_python(output))
+
+
+def _error(options: NackOptions) -> Any:
+    return None if options.error is None else options.error.model_dump(mode="json")
+
+
+def event_head(job_id: str, now: int, kind: str, actor: str | None) -> str:
+    """An event's JSON but its tenant and data, which the script takes from the row."""
+    record = EventRecord(job_id=job_id, at=now, kind=kind, actor=actor)
+    return record.model_dump_json(exclude={"tenant_id", "data"})

@@ -3,8 +3,9 @@
 Each method converts Redis and network failures into DRIVER_UNAVAILABLE (connection.guard) and
 hands the work to the module that owns it. Works on one Redis server (standalone, or a Sentinel
 primary): the scripts touch keys they compute from the prefix, which Redis Cluster refuses.
-Left out, so the engine answers DRIVER_CAPABILITY_MISSING and the kit skips their tests: pauses,
-rate limits, reruns, progress, inbound events, change signals.
+Offers the optional pauses, progress, inbound events, rate limits and reruns (a module each).
+Left out, so the engine answers DRIVER_CAPABILITY_MISSING and the kit skips its tests: change
+signals.
 """
 
 from __future__ import annotations
@@ -19,23 +20,31 @@ from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.redis import (
     claims,
     enqueue,
+    inbound_events,
     ledgers,
     operator,
     outbox,
     presence,
+    rate_limits,
     reads,
+    reruns,
     retention,
     scheduler,
     slots,
     steps,
 )
 from engine.drivers.redis import descriptors as published
+from engine.drivers.redis import pauses as pause_store
+from engine.drivers.redis import progress as progress_store
 from engine.drivers.redis.connection import guard, open_client, resolve_prefix, split_prefix
 from engine.drivers.redis.keys import Keys
 from engine.drivers.redis.scripts import ALL_SCRIPTS
+from engine.drivers.redis.settle_scripts import SETTLE_SCRIPTS
 from engine.drivers.redis.store import Store
 from engine.drivers.redis.wake import WakeListener
 from engine.errors import JobsError
+from engine.inbound_events import EventCursor, InboundEvent
+from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount
 from schemas.backfill import BackfillRun
 from schemas.descriptor import JobDescriptor
@@ -51,6 +60,8 @@ from schemas.jobs import (
     NackOptions,
 )
 from schemas.outbox import OutboxRow
+from schemas.pauses import Pause, PauseKind
+from schemas.progress import Progress
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, WorkerInfo
@@ -89,7 +100,7 @@ class RedisDriver:
     async def migrate(self) -> None:
         # Nothing to create: keys appear on first write. Loading the scripts checks the server.
         async with guard():
-            for script in ALL_SCRIPTS:
+            for script in (*ALL_SCRIPTS, *SETTLE_SCRIPTS):
                 await script.load(self._store.client)
             await self._store.client.set(self._store.keys.version, SCHEMA_VERSION, nx=True)
 
@@ -289,3 +300,96 @@ class RedisDriver:
     async def forget_descriptors(self, published_before: int) -> int:
         async with guard():
             return await published.forget_descriptors(self._store, published_before)
+
+    # --- pauses (engine.pauses) ---------------------------------------------------------------
+
+    async def pause(
+        self, kind: PauseKind, name: str, actor: str | None, reason: str | None, now: int
+    ) -> tuple[Pause, bool]:
+        async with guard():
+            return await pause_store.pause(self._store, kind, name, actor, reason, now)
+
+    async def resume(self, kind: PauseKind, name: str) -> Pause | None:
+        async with guard():
+            return await pause_store.resume(self._store, kind, name)
+
+    async def pauses(self) -> list[Pause]:
+        async with guard():
+            return await pause_store.pauses(self._store)
+
+    # --- progress (engine.progress) -----------------------------------------------------------
+
+    async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
+        async with guard():
+            return await progress_store.save_progress(self._store, job_id, token, progress)
+
+    # --- inbound events (engine.inbound_events) -----------------------------------------------
+
+    async def send_event(self, event: InboundEvent, now: int) -> int:
+        async with guard():
+            return await inbound_events.send_event(self._store, event, now)
+
+    async def first_event(
+        self,
+        name: str,
+        key: str,
+        tenant_id: str | None,
+        started_at: int,
+        after: EventCursor | None,
+    ) -> InboundEvent | None:
+        async with guard():
+            return await inbound_events.first_event(
+                self._store, name, key, tenant_id, started_at, after
+            )
+
+    async def await_event(self, job_id: str, name: str, key: str, tenant_id: str | None) -> None:
+        async with guard():
+            await inbound_events.await_event(self._store, job_id, name, key, tenant_id)
+
+    async def forget_waiter(self, job_id: str) -> None:
+        async with guard():
+            await inbound_events.forget_waiter(self._store, job_id)
+
+    async def wake_waiter(self, job_id: str, now: int) -> bool:
+        async with guard():
+            return await inbound_events.wake_waiter(self._store, job_id, now)
+
+    async def prune_events(self, now: int) -> int:
+        async with guard():
+            return await inbound_events.prune_events(self._store, now)
+
+    # --- rate limits (engine.rate_limits) -----------------------------------------------------
+
+    async def take_rates(
+        self, takes: Sequence[RateTake], now: int, job_id: str | None = None, up_to: int = 1
+    ) -> RateVerdict:
+        async with guard():
+            return await rate_limits.take_rates(self._store, takes, now, job_id, up_to)
+
+    async def rate_states(self, limit: int) -> list[RateState]:
+        async with guard():
+            return await rate_limits.rate_states(self._store, limit)
+
+    async def rate_reservations(self, limit: int) -> list[RateReservation]:
+        async with guard():
+            return await rate_limits.rate_reservations(self._store, limit)
+
+    # --- reruns (engine.reruns) ---------------------------------------------------------------
+
+    async def rerun(
+        self,
+        job_id: str,
+        tenant_id: str | None,
+        from_step: str,
+        include_cancelled: bool,
+        actor: str | None,
+        new_run_id: str,
+    ) -> JobRecord:
+        async with guard():
+            return await reruns.rerun(
+                self._store, job_id, tenant_id, from_step, include_cancelled, actor, new_run_id
+            )
+
+    async def run_steps(self, job_id: str, run_id: str, tenant_id: str | None) -> list[StepRecord]:
+        async with guard():
+            return await reruns.run_steps(self._store, job_id, run_id, tenant_id)

@@ -16,6 +16,14 @@ Layout (P is the prefix):
   P workers, P backfills, P desc, P tasks, P leaders, P sched: one hash each
   P ob:<id>         hash: an outbox row; P obq: unpublished rows by staged_at (ties by id)
   P wake            pub/sub channel: an enqueue wakes idle workers in every process
+  P pauses          hash: "<kind>:<name>" -> a pause in force (the claim script reads it)
+  P inbound         hash: inbound event id -> event; P inboundexp: ids by expires_at
+  P ie:<target>     zset: a target's event ids by sent_at (ties by id); target is JSON
+                    [name, key, tenant]; P waiters: job id -> target; P waiting:<target>: ids
+  P rate:<key>      a rate key's TAT and rate (JSON); P ratekeys: the keys, lexically
+  P rsv:<id>        a job's rate reservation (JSON), indexed in P rsvslot (by slot_at), P rsvlate
+                    (by late_at) and P rsvadopt:<keys> (by slot_at, the ones a take may adopt)
+  P runs:<id>       set: a job's earlier run ids (a rerun's old steps, pruned with the job)
 """
 
 from __future__ import annotations
@@ -129,3 +137,51 @@ class Keys:
     @property
     def workerseq(self) -> str:
         return self.prefix + "workerseq"
+
+    # Optional capabilities (pauses, inbound events, rate limits, reruns).
+
+    @property
+    def pauses(self) -> str:
+        return self.prefix + "pauses"
+
+    @property
+    def inbound(self) -> str:
+        return self.prefix + "inbound"
+
+    @property
+    def inbound_expiry(self) -> str:
+        return self.prefix + "inboundexp"
+
+    def inbound_target(self, target: str) -> str:
+        return f"{self.prefix}ie:{target}"
+
+    @property
+    def waiters(self) -> str:
+        return self.prefix + "waiters"
+
+    def waiting(self, target: str) -> str:
+        return f"{self.prefix}waiting:{target}"
+
+    def rate(self, key: str) -> str:
+        return f"{self.prefix}rate:{key}"
+
+    @property
+    def rate_keys(self) -> str:
+        return self.prefix + "ratekeys"
+
+    def reservation(self, job_id: str) -> str:
+        return f"{self.prefix}rsv:{job_id}"
+
+    @property
+    def reservations_by_slot(self) -> str:
+        return self.prefix + "rsvslot"
+
+    @property
+    def reservations_by_late(self) -> str:
+        return self.prefix + "rsvlate"
+
+    def adoptable(self, rate_keys: str) -> str:
+        return f"{self.prefix}rsvadopt:{rate_keys}"
+
+    def job_runs(self, job_id: str) -> str:
+        return f"{self.prefix}runs:{job_id}"

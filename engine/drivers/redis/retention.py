@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 
 from engine.drivers.redis.codec import decode_record
+from engine.drivers.redis.owned_keys import delete_owned
 from engine.drivers.redis.store import Store, Write
 from engine.retention import Cutoffs, PruneCount
 from schemas.jobs import JobRecord
@@ -59,6 +60,7 @@ async def prune(
         w.op("ZREM", keys.ids, job.id)
         w.op("ZREM", keys.settled, job.id)
         w.op("SREM", keys.failing, job.id)
+        await delete_owned(store, w, job.id)
         writes.append(w)
     results = await store.apply_many(writes)
     return _counted([job for (job, _), r in zip(doomed, results, strict=True) if r >= 0])

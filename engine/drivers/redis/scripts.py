@@ -136,16 +136,28 @@ else queues = cjson.decode(ARGV[6]) end
 local tokens = cjson.decode(ARGV[7])
 local wanted = {}
 local cands = {}
+-- Pauses (engine/pauses.py, pauses.py): a paused queue is skipped whole, a paused job name one
+-- job at a time; expired leases too, since taking one over would start the job again.
+local paused = redis.call('HLEN', p .. 'pauses') > 0
+local function queue_held(q)
+  return paused and redis.call('HEXISTS', p .. 'pauses', 'queue:' .. q) == 1
+end
+local function held(q, id)
+  if not paused then return false end
+  if queue_held(q) then return true end
+  local name = redis.call('HGET', p .. 'job:' .. id, 'name')
+  return name and redis.call('HEXISTS', p .. 'pauses', 'job:' .. cjson.decode(name)) == 1
+end
 for _, q in ipairs(queues) do
   wanted[q] = true
   local found, offset = 0, 0
-  while found < limit do
+  while found < limit and not queue_held(q) do
     local ids = redis.call('ZRANGEBYSCORE', p .. 'q:' .. q, '-inf', now, 'WITHSCORES',
       'LIMIT', offset, 100)
     if #ids == 0 then break end
     for i = 1, #ids, 2 do
       local runat = tonumber(redis.call('HGET', p .. 'job:' .. ids[i], 'run_at'))
-      if runat and runat <= now then
+      if runat and runat <= now and not held(q, ids[i]) then
         table.insert(cands, {tonumber(ids[i + 1]), ids[i]})
         found = found + 1
         if found >= limit then break end
@@ -160,7 +172,7 @@ while found < limit do
   if #ids == 0 then break end
   for _, id in ipairs(ids) do
     local j = redis.call('HMGET', p .. 'job:' .. id, 'q', 'rank')
-    if j[1] and (ARGV[6] == '' or wanted[j[1]]) then
+    if j[1] and (ARGV[6] == '' or wanted[j[1]]) and not held(j[1], id) then
       table.insert(cands, {tonumber(j[2]), id})
       found = found + 1
       if found >= limit then break end
@@ -262,6 +274,74 @@ return out
 """
 
 
+# --- optional capabilities (pauses read in CLAIM; inbound_events.py, rate_limits.py, reruns.py)
+
+# Wake one waiting job (EventStore.wake_waiter): a suspended job's run_at becomes `now` when
+# later, its rank (rules.claim_rank: run_at - priority step) and queue score moving with it.
+# Answers 0: not suspended; 1: suspended, already due; 2: moved.
+_WAKE_FN = r"""
+local function wake(p, id, now)
+  local k = p .. 'job:' .. id
+  local j = redis.call('HMGET', k, 'state', 'run_at', 'rank', 'q')
+  if j[1] ~= '"suspended"' then return 0 end
+  local runat = tonumber(j[2])
+  if runat <= now then return 1 end
+  local rank = string.format('%d', tonumber(j[3]) - runat + now)
+  redis.call('HSET', k, 'run_at', string.format('%d', now), 'rank', rank)
+  redis.call('HINCRBY', k, 'ver', 1)
+  redis.call('ZADD', p .. 'q:' .. j[4], rank, id)
+  return 2
+end
+"""
+
+# ARGV: prefix, job id, now. Answers 1 when the job is suspended (woken or already due).
+WAKE_WAITER = (
+    _WAKE_FN
+    + r"""
+local r = wake(ARGV[1], ARGV[2], tonumber(ARGV[3]))
+if r == 2 then redis.call('PUBLISH', ARGV[1] .. 'wake', '1') end
+if r > 0 then return 1 end
+return 0
+"""
+)
+
+# Store an event and wake its target's suspended waiters in one step. ARGV: prefix, event id,
+# target, event JSON, sent_at, expires_at, now. Answers how many waiters were suspended.
+SEND_EVENT = (
+    _WAKE_FN
+    + r"""
+local p, id, target, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[7])
+redis.call('HSET', p .. 'inbound', id, ARGV[4])
+redis.call('ZADD', p .. 'ie:' .. target, ARGV[5], id)
+redis.call('ZADD', p .. 'inboundexp', ARGV[6], id)
+local woken, moved = 0, false
+for _, job in ipairs(redis.call('SMEMBERS', p .. 'waiting:' .. target)) do
+  local r = wake(p, job, now)
+  if r > 0 then woken = woken + 1 end
+  if r == 2 then moved = true end
+end
+if moved then redis.call('PUBLISH', p .. 'wake', '1') end
+return woken
+"""
+)
+
+# A job's one waiter row. ARGV: prefix, job id, target ('' deletes the row), and 'gone' to
+# delete it only while the job is not live (the pruner's check, made again in this step).
+WAITER = r"""
+local p, id, target = ARGV[1], ARGV[2], ARGV[3]
+if ARGV[4] == 'gone' and redis.call('SISMEMBER', p .. 'live', id) == 1 then return 0 end
+local old = redis.call('HGET', p .. 'waiters', id)
+if old then redis.call('SREM', p .. 'waiting:' .. old, id) end
+if target == '' then
+  redis.call('HDEL', p .. 'waiters', id)
+else
+  redis.call('HSET', p .. 'waiters', id, target)
+  redis.call('SADD', p .. 'waiting:' .. target, id)
+end
+return 1
+"""
+
+
 class Script:
     """One script: called by SHA, loaded again when the server answers NOSCRIPT (a restart or
     SCRIPT FLUSH forgot it)."""
@@ -291,6 +371,9 @@ ACQUIRE_SLOTS_SCRIPT = Script(ACQUIRE_SLOTS)
 LEAD_SCRIPT = Script(LEAD)
 TASK_FIRED_SCRIPT = Script(TASK_FIRED)
 OUTBOX_CLAIM_SCRIPT = Script(OUTBOX_CLAIM)
+WAKE_WAITER_SCRIPT = Script(WAKE_WAITER)
+SEND_EVENT_SCRIPT = Script(SEND_EVENT)
+WAITER_SCRIPT = Script(WAITER)
 ALL_SCRIPTS = (
     APPLY_SCRIPT,
     ENQUEUE_SCRIPT,
@@ -299,4 +382,7 @@ ALL_SCRIPTS = (
     LEAD_SCRIPT,
     TASK_FIRED_SCRIPT,
     OUTBOX_CLAIM_SCRIPT,
+    WAKE_WAITER_SCRIPT,
+    SEND_EVENT_SCRIPT,
+    WAITER_SCRIPT,
 )

@@ -1,10 +1,11 @@
 """What every module of the driver shares: the client, the keys, the clock, and guarded writes.
 
 A guarded write (`Write`) is a list of guards and a list of commands run by the APPLY script in
-one atomic step: the commands run only when every guard still holds. A transition reads the
-row, computes its next values with engine.rules (as the memory driver does), and writes them
-guarded by what it read (the token for a holder, the write counter `ver` for an operator); a
-guard that fails means the row moved, and the transition reads again or answers the fence.
+one atomic step: the commands run only when every guard still holds. The settles and operator
+actions (ack, nack, heartbeat, cancel, retry) do not use it: each is one script that reads and
+writes the row (settle_scripts.py). A write built in Python from a row it read is guarded by
+what it read (the token for a holder, the write counter `ver` otherwise); a guard that fails
+means the row moved, and the caller reads again or answers the fence.
 """
 
 from __future__ import annotations
