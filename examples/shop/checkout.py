@@ -44,6 +44,8 @@ async def checkout(jobs: Jobs, order: OrderInput) -> StagedJob:
         staged = await jobs.stage(tx, fulfil_order, order)
         driver.commit(tx)
         return staged
+    if driver.kind == "redis":
+        return await _checkout_redis(jobs, order)
     raise TypeError(f"no checkout for the {driver.kind} driver")
 
 
@@ -79,3 +81,28 @@ async def _checkout_postgres(jobs: Jobs, url: str, order: OrderInput) -> StagedJ
             raise OrderTakenError(f"order {order.order_id} is already checked out") from exc
     finally:
         await conn.close()
+
+
+async def _checkout_redis(jobs: Jobs, order: OrderInput) -> StagedJob:
+    """On Redis the checkout is a hash on the jobs server, written in the same MULTI/EXEC as the
+    staged job; WATCH makes a concurrent checkout of the same order fail instead of overwrite."""
+    from redis.exceptions import WatchError
+
+    from engine.drivers.redis import RedisDriver
+
+    driver = jobs.driver
+    if not isinstance(driver, RedisDriver):
+        raise TypeError(f"no checkout for the {driver.kind} driver")
+    key = f"{driver.prefix}shop:checkout:{order.order_id}"
+    async with driver.transaction() as tx:
+        try:
+            await tx.watch(key)
+            if await tx.exists(key):
+                raise OrderTakenError(f"order {order.order_id} is already checked out")
+            tx.multi()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+            tx.hset(key, mapping={"sku": order.sku, "quantity": order.quantity})
+            staged = await jobs.stage(tx, fulfil_order, order)
+            await tx.execute()
+        except WatchError as exc:
+            raise OrderTakenError(f"order {order.order_id} is already checked out") from exc
+    return staged
