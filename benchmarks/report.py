@@ -108,6 +108,34 @@ TARGETS = (
 )
 
 
+# Issue #25: mcp-jobs on Redis against arq on the same server, and against itself on PostgreSQL.
+REDIS_SUBJECT = "mcp-jobs-redis"
+REDIS_TARGETS = (
+    Target("3 drain ÷ arq", 1.5, ">=", _ratio(3, "arq", "jobs_per_s")),
+    Target("1 single enqueue ÷ arq", 1.0, ">=", _ratio(1, "arq", "jobs_per_s")),
+    Target("4 pickup p50 ÷ arq p50", 1.0, "<=", _ratio(4, "arq", "p50_ms")),
+)
+# No goal, shown beside the targets: Redis ÷ PostgreSQL for the same workloads, same run.
+REDIS_INFO = (
+    ("2 batch enqueue ÷ arq (no batch API)", _ratio(2, "arq", "jobs_per_s")),
+    ("1 single enqueue: Redis ÷ PostgreSQL", _ratio(1, SUBJECT, "jobs_per_s")),
+    ("2 batch enqueue: Redis ÷ PostgreSQL", _ratio(2, SUBJECT, "jobs_per_s")),
+    ("3 drain: Redis ÷ PostgreSQL", _ratio(3, SUBJECT, "jobs_per_s")),
+    ("4 pickup p50: Redis ÷ PostgreSQL", _ratio(4, SUBJECT, "p50_ms")),
+    ("5 steps: Redis ÷ PostgreSQL", _ratio(5, SUBJECT, "jobs_per_s")),
+    ("6 drain at scale: Redis ÷ PostgreSQL", _ratio(6, SUBJECT, "jobs_per_s")),
+)
+
+
+def redis_ratios(results: Results) -> list[dict[str, Any]]:
+    """The Redis targets (met or not) and the informational ratios, for `REDIS_SUBJECT`."""
+    rows = [t.evaluate(results, REDIS_SUBJECT) for t in REDIS_TARGETS]
+    for name, value in REDIS_INFO:
+        rows.append({"target": name, "goal": "info", "value": value(results, REDIS_SUBJECT)})
+        rows[-1]["met"] = None
+    return rows
+
+
 def ratios(results: Results) -> list[dict[str, Any]]:
     rows = []
     for target in TARGETS:
@@ -250,6 +278,15 @@ def ratios_table(rows: list[dict[str, Any]]) -> str:
     return _table(header, body)
 
 
+def redis_table(rows: list[dict[str, Any]]) -> str:
+    header = ["target (mcp-jobs Redis)", "goal", "value", "met"]
+    body = []
+    for r in rows:
+        met = "—" if r["met"] is None else ("met" if r["met"] else "MISSED")
+        body.append([r["target"], r["goal"], _fmt(r["value"], 2), met])
+    return _table(header, body)
+
+
 def render(document: dict[str, Any]) -> str:
     meta = document["meta"]
     results: Results = document["results"]
@@ -259,6 +296,7 @@ def render(document: dict[str, Any]) -> str:
         + (f", best of {meta['repeat']} runs per step" if meta.get("repeat", 1) > 1 else ""),
         f"machine: {meta['machine']}",
         f"postgres: {meta['server']}",
+        *([f"redis: {meta['redis']}"] if meta.get("redis") else []),
         "",
         main_table(results, keys, meta["sizes"]["scale"]),
     ]
@@ -269,6 +307,9 @@ def render(document: dict[str, Any]) -> str:
     if history:
         parts += ["", history]
     parts += ["", ratios_table(document["ratios"])]
+    redis_rows = document.get("redis_ratios") or []
+    if any(r["value"] is not None for r in redis_rows):
+        parts += ["", redis_table(redis_rows)]
     if document.get("failures"):
         parts += ["", "failures:"] + [f"  {f}" for f in document["failures"]]
     return "\n".join(parts)
@@ -294,7 +335,25 @@ def compare(documents: list[dict[str, Any]]) -> str:
             cells.append("yes" if all(verdicts) else "no")
         rows.append(cells)
     dates = [f"run {i + 1}: {d['meta']['date']}" for i, d in enumerate(documents)]
-    return "\n".join([*dates, "", _table(header, rows)])
+    parts = [*dates, "", _table(header, rows)]
+    redis = [d.get("redis_ratios") or [] for d in documents]
+    if any(r["value"] is not None for rows_ in redis for r in rows_):
+        header = ["target (mcp-jobs Redis)", "goal"]
+        header += [f"run {i + 1}" for i in range(len(documents))]
+        header.append("met in all")
+        names = [t.name for t in REDIS_TARGETS] + [name for name, _ in REDIS_INFO]
+        body = []
+        for name in names:
+            found = [next((r for r in rows_ if r["target"] == name), None) for rows_ in redis]
+            goal = next((r["goal"] for r in found if r is not None), "—")
+            cells = [name, goal] + [_fmt(None if r is None else r["value"], 2) for r in found]
+            verdicts = [None if r is None else r["met"] for r in found]
+            cells.append(
+                "—" if any(v is None for v in verdicts) else "yes" if all(verdicts) else "no"
+            )
+            body.append(cells)
+        parts += ["", _table(header, body)]
+    return "\n".join(parts)
 
 
 def main(argv: list[str]) -> int:

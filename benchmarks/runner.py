@@ -22,7 +22,9 @@ from typing import Any
 from benchmarks import workloads as w
 from benchmarks.databases import server_settings
 from benchmarks.launch import ChildFailedError
-from benchmarks.report import ratios, render
+from benchmarks.redis_space import RedisSpaceError, database_number
+from benchmarks.redis_space import server_settings as redis_settings
+from benchmarks.report import ratios, redis_ratios, render
 from benchmarks.sizes import Sizes, sizes_for
 from benchmarks.systems import SYSTEMS, available
 
@@ -72,6 +74,7 @@ async def run_suite(
     profile_dir: Path | None = None,
     profile_systems: Sequence[str] = (),
     repeat: int = 1,
+    redis_url: str | None = None,
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run the suite and return its JSON document (also what `render` prints)."""
@@ -87,6 +90,7 @@ async def run_suite(
         loop=loop,
         profile_dir=profile_dir,
         profile=frozenset(profile_systems),
+        redis_url=redis_url,
     )
     skipped = [k for k in keys if not available(k)]
     for key in skipped:
@@ -97,6 +101,11 @@ async def run_suite(
             if SYSTEMS[key].backend == "postgres" and key not in skipped:
                 skipped.append(key)
                 echo(f"skip {key}: no PostgreSQL DSN given")
+    if redis_url is None:
+        for key in keys:
+            if SYSTEMS[key].backend == "redis" and key not in skipped:
+                skipped.append(key)
+                echo(f"skip {key}: no --redis-url given")
     keys = [k for k in keys if k not in skipped]
     document: dict[str, Any] = {
         "meta": {
@@ -105,6 +114,7 @@ async def run_suite(
             "sizes": sizes.to_json(),
             "machine": _machine(),
             "server": await server_settings(dsn) if dsn else {},
+            "redis": await redis_settings(redis_url) if redis_url else {},
             "logs": str(logs),
             "skipped": skipped,
             "repeat": repeat,
@@ -155,6 +165,7 @@ async def run_suite(
         k: {"label": SYSTEMS[k].label, "settings": run.settings.get(k)} for k in keys
     }
     document["ratios"] = ratios(results)
+    document["redis_ratios"] = redis_ratios(results)
     return document
 
 
@@ -202,6 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--quick", action="store_true", help="small sizes, about a minute")
     size.add_argument("--tiny", action="store_true", help="smoke sizes: checks, not timing")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=INT")
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get("MCP_JOBS_BENCH_REDIS_URL"),
+        help="a Redis database the Redis systems may empty (not 0), e.g. redis://127.0.0.1:6379/15",
+    )
     parser.add_argument("--systems", help=f"comma-separated subset of {','.join(SYSTEMS)}")
     parser.add_argument("--workloads", help="comma-separated subset of 1..7")
     parser.add_argument("--json", type=Path, help="write the results document here")
@@ -224,6 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.dsn:
         print("--dsn (or MCP_JOBS_BENCH_DSN) is required", file=sys.stderr)
         return 2
+    if args.redis_url:
+        try:
+            database_number(args.redis_url)
+        except RedisSpaceError as exc:
+            print(exc, file=sys.stderr)
+            return 2
     profile = "full" if args.full else "quick" if args.quick else "tiny" if args.tiny else "default"
     sizes = sizes_for(profile, _overrides(args.set))
     document = asyncio.run(
@@ -238,6 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile_dir=args.profile_dir,
             profile_systems=args.profile_systems.split(","),
             repeat=max(1, args.repeat),
+            redis_url=args.redis_url,
         )
     )
     print()

@@ -11,12 +11,14 @@ import asyncio
 import shutil
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchmarks.databases import fresh_database
 from benchmarks.launch import Child, run_child
+from benchmarks.redis_space import fresh_keyspace
 from benchmarks.sizes import Sizes
 from benchmarks.systems import SYSTEMS
 from benchmarks.systems.base import Kind
@@ -39,6 +41,17 @@ class Run:
     loop: str | None = None
     # Each system's settings as its install step reported them.
     settings: dict[str, Any] = field(default_factory=dict)
+    # The Redis systems' server: a dedicated database number, emptied before and after each step.
+    redis_url: str | None = None
+
+    def database(self, key: str, label: str) -> AbstractAsyncContextManager[str]:
+        """A fresh database (PostgreSQL, SQLite) or key space (Redis) for one step."""
+        backend = SYSTEMS[key].backend
+        if backend == "redis":
+            if self.redis_url is None:
+                raise ValueError(f"{key} needs --redis-url")
+            return fresh_keyspace(self.redis_url, label)
+        return fresh_database(self.dsn, backend, label)
 
     def spec(self, key: str, url: str, role: str, **fields: Any) -> dict[str, Any]:
         spec = {"system": key, "url": url, "role": role, "concurrency": self.sizes.concurrency}
@@ -115,7 +128,7 @@ async def _enqueue(run: Run, key: str, name: str, url: str, kind: Kind, n: int, 
 async def single_enqueue(run: Run, key: str) -> dict[str, Any]:
     """1. One job per call, sequentially; then the jobs are drained to check them."""
     n = run.sizes.single_enqueue
-    async with fresh_database(run.dsn, SYSTEMS[key].backend, f"{key}_1") as url:
+    async with run.database(key, f"{key}_1") as url:
         await run.install(key, "1", url)
         enq = await _enqueue(run, key, "1", url, "noop", n, 1)
         drained = await _drain(run, key, "1", url, "noop", n)
@@ -132,7 +145,7 @@ async def batch_then_drain(run: Run, key: str, workload: int) -> dict[str, Any]:
     """2 + 3 (and 6): enqueue `batch` per call, then one worker drains them all."""
     n = run.sizes.drain if workload == 3 else run.sizes.scale
     name = str(workload)
-    async with fresh_database(run.dsn, SYSTEMS[key].backend, f"{key}_{workload}") as url:
+    async with run.database(key, f"{key}_{workload}") as url:
         await run.install(key, name, url)
         enq = await _enqueue(run, key, name, url, "noop", n, run.sizes.batch)
         drained = await _drain(run, key, name, url, "noop", n)
@@ -153,7 +166,7 @@ def _quantile(values: Sequence[float], p: float) -> float:
 async def pickup_latency(run: Run, key: str) -> dict[str, Any]:
     """4. An idle worker; jobs enqueued `gap` ms apart; enqueue-call-start to handler start."""
     n = run.sizes.latency_jobs
-    async with fresh_database(run.dsn, SYSTEMS[key].backend, f"{key}_4") as url:
+    async with run.database(key, f"{key}_4") as url:
         await run.install(key, "4", url)
         spec = run.spec(key, url, "worker", kind="noop", n=n + 1, keep_starts=True)
         worker = await Child(spec, run.log(key, "4"), wrap=run.wrap(spec)).start()
@@ -196,7 +209,7 @@ async def pickup_latency(run: Run, key: str) -> dict[str, Any]:
 async def steps(run: Run, key: str) -> dict[str, Any]:
     """5. Jobs of 3 durable steps, enqueued in batches (untimed), drained by one worker."""
     n = run.sizes.steps
-    async with fresh_database(run.dsn, SYSTEMS[key].backend, f"{key}_5") as url:
+    async with run.database(key, f"{key}_5") as url:
         await run.install(key, "5", url)
         await _enqueue(run, key, "5", url, "steps", n, run.sizes.batch)
         return await _drain(run, key, "5", url, "steps", n)
@@ -217,7 +230,7 @@ async def mcp_tools(run: Run, key: str) -> dict[str, Any]:
             continue
         if label == "large" and settled <= 0:
             continue
-        async with fresh_database(run.dsn, backend, f"{key}_7{label}") as url:
+        async with run.database(key, f"{key}_7{label}") as url:
             spec = run.spec(
                 key,
                 url,

@@ -51,6 +51,23 @@ SYSTEMS: dict[str, Entry] = {
             frozenset({1, 2, 3, 4, 5, 6, 7}),
             backend="sqlite",
         ),
+        # The Redis driver has no MCP history builder (workload 7 writes SQL tables directly).
+        Entry(
+            "mcp-jobs-redis",
+            "mcp-jobs (Redis)",
+            "benchmarks.systems.mcpjobs:McpJobs",
+            None,
+            frozenset({1, 2, 3, 4, 5, 6}),
+            backend="redis",
+        ),
+        Entry(
+            "arq",
+            "arq",
+            "benchmarks.systems.arq_queue:ArqQueue",
+            "arq",
+            frozenset({1, 2, 3, 4, 6}),
+            backend="redis",
+        ),
         Entry(
             "procrastinate",
             "Procrastinate",

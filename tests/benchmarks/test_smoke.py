@@ -3,7 +3,8 @@ few hundred jobs through every workload it takes part in, and each job runs exac
 
 Timing is never asserted. Peers (Procrastinate, PgQueuer, DBOS) come from the `bench` extra and
 are skipped when it is not installed; mcp-jobs on PostgreSQL and SQLite and the raw floor always
-run (PostgreSQL ones only when `MCP_JOBS_TEST_PG_DSN` is set, as `.ci/run` does).
+run (PostgreSQL ones only when `MCP_JOBS_TEST_PG_DSN` is set, as `.ci/run` does). The Redis ones
+(mcp-jobs on Redis, arq) run when `MCP_JOBS_BENCH_REDIS_URL` names a database they may empty.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from benchmarks.sizes import sizes_for
 from benchmarks.systems import SYSTEMS, available
 
 PG_DSN_ENV = "MCP_JOBS_TEST_PG_DSN"
+REDIS_URL_ENV = "MCP_JOBS_BENCH_REDIS_URL"
 
 pytestmark = pytest.mark.slow
 
@@ -31,10 +33,19 @@ async def test_every_workload_runs_each_job_exactly_once(key: str, tmp_path: Pat
     dsn = os.environ.get(PG_DSN_ENV)
     if entry.backend == "postgres" and not dsn:
         pytest.skip(f"{PG_DSN_ENV} is not set (.ci/run sets it)")
+    redis_url = os.environ.get(REDIS_URL_ENV)
+    if entry.backend == "redis" and not redis_url:
+        pytest.skip(f"{REDIS_URL_ENV} is not set (a Redis database the suite may FLUSHDB)")
     sizes = sizes_for("tiny")
 
     document = await run_suite(
-        dsn, sizes, profile="tiny", systems=[key], logs=tmp_path, echo=lambda _: None
+        dsn,
+        sizes,
+        profile="tiny",
+        systems=[key],
+        logs=tmp_path,
+        redis_url=redis_url,
+        echo=lambda _: None,
     )
 
     assert document["failures"] == []
