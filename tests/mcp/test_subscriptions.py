@@ -222,12 +222,15 @@ async def _beat(jobs: Jobs) -> None:
     await jobs.driver.worker_seen(info)
 
 
-@pytest.mark.drivers("postgres", "sqlite", reason="another connection's writes reach the server")
+@pytest.mark.drivers(
+    "postgres", "sqlite", "redis", reason="another connection's writes reach the server"
+)
 async def test_another_process_settling_the_job_notifies(
     jobs: Jobs, app: JobRegistry, database_url: str, clock: ManualClock, mode: str
 ) -> None:
     """The worker's own driver (another pool, another listener): on PostgreSQL the settle's
-    NOTIFY, on SQLite the file's feed, is what reaches the server's listener."""
+    NOTIFY, on SQLite the file's feed, on Redis the settle script's PUBLISH (tests/redis runs
+    this module) is what reaches the server's listener."""
     server = build_server(Settings(), jobs)
     job_id = await _greet(jobs)
     run = f"jobs://runs/{job_id}"

@@ -13,8 +13,11 @@ async def publish_descriptors(
     store: Store, worker_id: str, descriptors: Sequence[JobDescriptor], now: int
 ) -> None:
     if descriptors:
-        mapping = {d.name: encode(stamped(d, worker_id, now)) for d in descriptors}
-        await store.hset(store.keys.desc, mapping)
+        w = Write()
+        for d in descriptors:
+            w.op("HSET", store.keys.desc, d.name, encode(stamped(d, worker_id, now)))
+        w.op("!changed", store.keys.prefix)  # in the same script: no round trip added
+        await store.apply(w)
 
 
 async def published_descriptors(store: Store, name: str | None) -> list[JobDescriptor]:
@@ -32,4 +35,7 @@ async def forget_descriptors(store: Store, published_before: int) -> int:
         if (decode(name, text).published_at or 0) < published_before:
             # Only the descriptor as read: one published again meanwhile stays.
             w.op("!hdel_if", store.keys.desc, name, text)
-    return await store.apply(w) if w.ops else 0
+    if not w.ops:
+        return 0
+    w.op("!changed", store.keys.prefix)
+    return await store.apply(w)

@@ -3,9 +3,8 @@
 Each method converts Redis and network failures into DRIVER_UNAVAILABLE (connection.guard) and
 hands the work to the module that owns it. Works on one Redis server (standalone, or a Sentinel
 primary): the scripts touch keys they compute from the prefix, which Redis Cluster refuses.
-Offers the optional pauses, progress, inbound events, rate limits and reruns (a module each).
-Left out, so the engine answers DRIVER_CAPABILITY_MISSING and the kit skips its tests: change
-signals.
+Offers the optional pauses, progress, inbound events, rate limits, reruns and change signals
+(a module each).
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from engine.drivers.redis import (
 from engine.drivers.redis import descriptors as published
 from engine.drivers.redis import pauses as pause_store
 from engine.drivers.redis import progress as progress_store
+from engine.drivers.redis.changes import ChangeListener
 from engine.drivers.redis.connection import guard, open_client, resolve_prefix, split_prefix
 from engine.drivers.redis.keys import Keys
 from engine.drivers.redis.scripts import ALL_SCRIPTS
@@ -88,6 +88,7 @@ class RedisDriver:
         keys = Keys(resolve_prefix(url, prefix))
         client = open_client(client_url, connect_timeout_s)
         self._store = Store(client, keys, clock, WakeListener(client, keys.wake))
+        self._changes = ChangeListener(client, keys)
 
     @property
     def prefix(self) -> str:
@@ -105,6 +106,7 @@ class RedisDriver:
             await self._store.client.set(self._store.keys.version, SCHEMA_VERSION, nx=True)
 
     async def close(self) -> None:
+        await self._changes.close()
         await self._store.wake.close()
         await self._store.client.aclose()
 
@@ -213,6 +215,12 @@ class RedisDriver:
 
     async def wait_for_work(self, timeout_ms: int) -> None:
         await self._store.wake.wait(self.clock, timeout_ms)
+
+    async def wait_for_change(self, seen: int, timeout_ms: int) -> int:
+        """Any process's write on this server as its script publishes it (changes.py). Writes
+        are counted only while some reader is subscribed: the first wait subscribes, and a
+        reader re-reads after it anyway."""
+        return await self._changes.wait(seen, self.clock, timeout_ms)
 
     # --- backfill ledger ----------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ Layout (P is the prefix):
   P rsv:<id>        a job's rate reservation (JSON), indexed in P rsvslot (by slot_at), P rsvlate
                     (by late_at) and P rsvadopt:<keys> (by slot_at, the ones a take may adopt)
   P runs:<id>       set: a job's earlier run ids (a rerun's old steps, pruned with the job)
+  P chg             pub/sub channel: change signals for followers (changes.py); P chgn counts
 """
 
 from __future__ import annotations
@@ -185,3 +186,13 @@ class Keys:
 
     def job_runs(self, job_id: str) -> str:
         return f"{self.prefix}runs:{job_id}"
+
+    # Change signals (changes.py): the scripts spell these as p .. 'chg' and p .. 'chgn'.
+
+    @property
+    def changes(self) -> str:
+        return self.prefix + "chg"
+
+    @property
+    def change_count(self) -> str:
+        return self.prefix + "chgn"

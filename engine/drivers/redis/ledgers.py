@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from engine.drivers.base import RunPosition
-from engine.drivers.redis.store import Store
+from engine.drivers.redis.store import Store, Write
 from schemas.backfill import BackfillRun
 from schemas.states import BackfillStatus
 
 
 async def backfill_save(store: Store, run: BackfillRun) -> None:
-    await store.hset(store.keys.backfills, {run.run_id: run.model_dump_json()})
+    w = Write()
+    w.op("HSET", store.keys.backfills, run.run_id, run.model_dump_json())
+    w.op("!changed", store.keys.prefix)  # in the same script: no round trip added
+    await store.apply(w)
 
 
 async def backfill_runs(

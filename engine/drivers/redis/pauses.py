@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from engine.drivers.redis.store import Store
+from engine.drivers.redis.store import Store, Write
 from schemas.pauses import Pause, PauseKind
 
 
@@ -25,6 +25,9 @@ async def pause(
     pipe.hsetnx(store.keys.pauses, field, made.model_dump_json())
     pipe.hget(store.keys.pauses, field)
     created, stored = await pipe.execute()
+    if created:
+        # An operator's rare action: a second round trip here costs the hot path nothing.
+        await store.apply(_changed(store))
     return Pause.model_validate_json(cast(str, stored)), not created
 
 
@@ -37,8 +40,16 @@ async def resume(store: Store, kind: PauseKind, name: str) -> Pause | None:
     if stored is None:
         return None
     # Held jobs are claimable again: idle workers in every process look now, not at their poll.
-    await store.client.publish(store.keys.wake, "1")
+    w = _changed(store)
+    w.op("PUBLISH", store.keys.wake, "1")
+    await store.apply(w)
     return Pause.model_validate_json(cast(str, stored))
+
+
+def _changed(store: Store) -> Write:
+    w = Write()
+    w.op("!changed", store.keys.prefix)
+    return w
 
 
 async def pauses(store: Store) -> list[Pause]:

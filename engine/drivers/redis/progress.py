@@ -15,4 +15,5 @@ async def save_progress(store: Store, job_id: str, token: str, progress: Progres
     w.op("HSET", store.keys.job(job_id), "progress", dumps(progress.model_dump(mode="json")))
     # The write counter moves, so an operator's write computed from an older read reads again.
     w.op("HINCRBY", store.keys.job(job_id), "ver", 1)
+    w.op("!changed", store.keys.prefix)
     return await store.apply(w) >= 0

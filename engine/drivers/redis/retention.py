@@ -61,6 +61,7 @@ async def prune(
         w.op("ZREM", keys.settled, job.id)
         w.op("SREM", keys.failing, job.id)
         await delete_owned(store, w, job.id)
+        w.op("!changed", keys.prefix)
         writes.append(w)
     results = await store.apply_many(writes)
     return _counted([job for (job, _), r in zip(doomed, results, strict=True) if r >= 0])

@@ -16,11 +16,16 @@ from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 from redis.exceptions import NoScriptError
 
+from engine.drivers.redis.changes import CHANGED_FN
+
 # Guarded writes. ARGV[1]: JSON {"g": guards, "o": ops}. Every guard is checked first; the first
 # that fails is answered as -(its index) and nothing is written. Else the ops run in order and
 # the answer is how many conditional ops (`!hdel_if`) took effect. `!`-ops are the steps a
-# command list cannot say (a sequence, a loop over a set, a condition).
-APPLY = r"""
+# command list cannot say (a sequence, a loop over a set, a condition). `!changed` signals
+# followers (changes.py).
+APPLY = (
+    CHANGED_FN
+    + r"""
 local spec = cjson.decode(ARGV[1])
 for i, g in ipairs(spec.g) do
   local kind = g[1]
@@ -61,19 +66,24 @@ for _, op in ipairs(spec.o) do
   elseif cmd == '!step' then
     redis.call('HSET', op[2], op[4], op[5])
     redis.call('HSETNX', op[3], op[4], redis.call('HLEN', op[3]))
+  elseif cmd == '!changed' then
+    changed(op[2])
   else
     redis.call(unpack(op))
   end
 end
 return done
 """
+)
 
 # Enqueue a batch atomically with dedupe (rules 2, 3). ARGV: prefix, items JSON, outbox token,
 # now. An item: {id, dk, oc, q, rank, st, f (field/value list), ob (outbox row id, optional)}.
 # An outbox item whose row `token` no longer holds (or that is published) is left out. Answers
 # {'dup', index, holder} and writes nothing when an 'error' item conflicts; else one entry per
 # item kept: {index, 'new'} | {index, 'held', id, run_id, state} | {index, 'earlier', index}.
-ENQUEUE = r"""
+ENQUEUE = (
+    CHANGED_FN
+    + r"""
 local p, token, now = ARGV[1], ARGV[3], ARGV[4]
 local items = cjson.decode(ARGV[2])
 local planned, out, fresh = {}, {}, {}
@@ -120,14 +130,20 @@ for _, e in ipairs(out) do
     redis.call('ZREM', p .. 'obq', it.ob)
   end
 end
-if #fresh > 0 then redis.call('PUBLISH', p .. 'wake', '1') end
+if #fresh > 0 then
+  redis.call('PUBLISH', p .. 'wake', '1')
+  changed(p)
+end
 return out
 """
+)
 
 # Claim (rule 13): due waiting rows from each queue's sorted set (scored by rules.claim_rank,
 # ties by id) and running rows whose lease ran out, merged in claim order. ARGV: prefix, now,
 # lease_ms, worker id (JSON), limit, queues JSON ('' for every queue), tokens JSON.
-CLAIM = r"""
+CLAIM = (
+    CHANGED_FN
+    + r"""
 local p, now, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local wid, limit = ARGV[4], tonumber(ARGV[5])
 local queues
@@ -203,8 +219,10 @@ for n = 1, math.min(limit, #cands) do
   end
   table.insert(out, {has, redis.call('HGETALL', k)})
 end
+if #out > 0 then changed(p) end
 return out
 """
+)
 
 # All-or-nothing limiter slots. ARGV: prefix, job id, expires_at, now, then key/cap pairs.
 # Answers the first key at its cap, or '' when every slot was taken.
@@ -297,9 +315,13 @@ end
 # ARGV: prefix, job id, now. Answers 1 when the job is suspended (woken or already due).
 WAKE_WAITER = (
     _WAKE_FN
+    + CHANGED_FN
     + r"""
 local r = wake(ARGV[1], ARGV[2], tonumber(ARGV[3]))
-if r == 2 then redis.call('PUBLISH', ARGV[1] .. 'wake', '1') end
+if r == 2 then
+  redis.call('PUBLISH', ARGV[1] .. 'wake', '1')
+  changed(ARGV[1])
+end
 if r > 0 then return 1 end
 return 0
 """
@@ -309,6 +331,7 @@ return 0
 # target, event JSON, sent_at, expires_at, now. Answers how many waiters were suspended.
 SEND_EVENT = (
     _WAKE_FN
+    + CHANGED_FN
     + r"""
 local p, id, target, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[7])
 redis.call('HSET', p .. 'inbound', id, ARGV[4])
@@ -320,7 +343,10 @@ for _, job in ipairs(redis.call('SMEMBERS', p .. 'waiting:' .. target)) do
   if r > 0 then woken = woken + 1 end
   if r == 2 then moved = true end
 end
-if moved then redis.call('PUBLISH', p .. 'wake', '1') end
+if moved then
+  redis.call('PUBLISH', p .. 'wake', '1')
+  changed(p)
+end
 return woken
 """
 )

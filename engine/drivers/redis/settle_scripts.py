@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
+from engine.drivers.redis.changes import CHANGED_FN
 from engine.drivers.redis.scripts import Script
 from engine.rules import (
     LIVE_STATES,
@@ -54,8 +55,11 @@ def _data(rule: Callable[[JobState], object]) -> str:
 
 
 # Shared by every script. ARGV[1] is the prefix and ARGV[2] the job id. `place` puts the job in
-# the indexes its (new) state decides, as transitions.transition does for Python-built writes.
-_PRELUDE = f"""
+# the indexes its (new) state decides, as transitions.transition does for Python-built writes,
+# and signals followers (changes.py).
+_PRELUDE = (
+    CHANGED_FN
+    + f"""
 local p, id = ARGV[1], ARGV[2]
 local k = p .. 'job:' .. id
 local LIVE = {_set(LIVE_STATES)}
@@ -110,6 +114,7 @@ local function place(state)
   end
   redis.call('HINCRBY', k, 'ver', 1)
   if LIVE[state] and state ~= RUNNING then redis.call('PUBLISH', p .. 'wake', '1') end
+  changed(p)
 end
 local function release_slots()
   local js = p .. 'jslots:' .. id
@@ -132,6 +137,7 @@ local function find(has_tenant, tenant)
   return f[1]
 end
 """
+)
 
 # rules.ack_transition. ARGV: prefix, id, token, now, output JSON ('' keeps the stored one).
 # Answers 1, or 0 when the token no longer holds the running job (nothing written).

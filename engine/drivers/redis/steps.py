@@ -43,6 +43,7 @@ async def save_steps_many(store: Store, writes: Sequence[StepWrite]) -> list[Job
             write.step.name,
             write.step.model_dump_json(),
         )
+        w.op("!changed", keys.prefix)
         planned.append(w)
     results = await store.apply_many(planned)
     return [

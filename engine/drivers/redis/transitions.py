@@ -44,6 +44,7 @@ def transition(keys: Keys, old: JobRecord, new: JobRecord) -> Write:
         w.op("SREM", keys.failing, job_id)
     if new.state in LIVE_STATES and new.state != "running":
         w.op("PUBLISH", keys.wake, "1")
+    w.op("!changed", keys.prefix)
     return w
 
 
