@@ -69,7 +69,7 @@ class _ArqProducer(Producer):
                 job = await self.pool.enqueue_job(FUNCTION, i)
             if job is None:
                 raise RuntimeError(f"arq refused job {i}: an id that already exists")
-            return job.job_id
+            return str(job.job_id)
 
         return list(await asyncio.gather(*(one(i) for i in indexes)))
 
