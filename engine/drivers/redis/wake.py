@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -22,25 +23,27 @@ from engine.wake import Waker
 _RETRY_SUBSCRIBE_S = 1.0
 
 
-class WakeListener:
-    def __init__(self, client: Redis, channel: str) -> None:
+class Subscription:
+    """One SUBSCRIBE per driver to `channel`, started by the first `ready()`, calling `notify`
+    on every message (and once when it subscribes again after an outage, since what was
+    published meanwhile is missed). It never raises: it resubscribes while the server is away."""
+
+    def __init__(self, client: Redis, channel: str, notify: Callable[[], None]) -> None:
         self._client = client
         self._channel = channel
-        self._waker = Waker()
+        self._notify = notify
         self._task: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
 
-    def notify(self) -> None:
-        self._waker.notify()
-
-    async def wait(self, clock: Clock, timeout_ms: int) -> None:
+    async def ready(self) -> None:
+        """Start listening if not yet, and wait (at most 1 s) until subscribed."""
         if self._task is None:
             self._task = asyncio.create_task(self._listen())
-            # Bounded: a server that does not answer leaves the wait to its poll.
+        if not self._subscribed.is_set():
+            # Bounded: a server that does not answer leaves the caller to its timeout.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(1.0):
                     await self._subscribed.wait()
-        await self._waker.wait(clock, timeout_ms)
 
     async def _listen(self) -> None:
         while True:
@@ -48,18 +51,33 @@ class WakeListener:
                 async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
                     await pubsub.subscribe(self._channel)
                     if self._subscribed.is_set():
-                        # Back after an outage: what was published meanwhile is missed.
-                        self._waker.notify()
+                        self._notify()  # back after an outage
                     self._subscribed.set()
                     async for _ in pubsub.listen():
-                        self._waker.notify()
+                        self._notify()
             except (RedisError, OSError):
                 await asyncio.sleep(_RETRY_SUBSCRIBE_S)
 
     async def close(self) -> None:
-        self._waker.notify()
+        self._notify()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, RedisError, OSError):
                 await task
+
+
+class WakeListener:
+    def __init__(self, client: Redis, channel: str) -> None:
+        self._waker = Waker()
+        self._subscription = Subscription(client, channel, self._waker.notify)
+
+    def notify(self) -> None:
+        self._waker.notify()
+
+    async def wait(self, clock: Clock, timeout_ms: int) -> None:
+        await self._subscription.ready()
+        await self._waker.wait(clock, timeout_ms)
+
+    async def close(self) -> None:
+        await self._subscription.close()
