@@ -10,7 +10,8 @@ and never more than `limit + burst - 1` in any window of `per`. The TAT lives in
 Times in the store are epoch µs, so a rate like 3 per second keeps its interval exact to the µs
 instead of drifting by a third of a millisecond per start. The functions here are the one home of
 the arithmetic: the memory and SQLite drivers call them; PostgreSQL's SQL is pinned to them by
-tests/postgres/test_rate_limits_agree.py.
+tests/postgres/test_rate_limits_agree.py, Redis's Lua (rate_script.py) by
+tests/redis/test_rate_agreement.py.
 
 A job over its rate is shed like a job over a concurrency cap (rule 7): handed back ready, no
 attempt, no `last_error`, with a delay until the moment it may next start. That take RESERVES its

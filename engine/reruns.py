@@ -12,8 +12,9 @@ that earlier step again, which is not what "from this step" says, so it is refus
 (STEP_NOT_RERUNNABLE, whose fix names the first step that did not complete).
 
 Every driver computes the outcome with `plan_rerun` inside its own transaction (the memory
-driver under its lock, the SQL drivers after locking the job row), so the three agree by
-construction; the kit's test_reruns.py pins it.
+driver under its lock, the SQL drivers after locking the job row), so they agree by
+construction; the kit's test_reruns.py pins it. Redis transcribes it into one script
+(engine/drivers/redis/rerun_script.py), pinned by tests/redis/test_rerun_agreement.py.
 """
 
 from __future__ import annotations

@@ -1,18 +1,25 @@
-"""Rerun from a step (engine/reruns.py) on Redis: read the row and its run's steps, plan with
-`engine.reruns.plan_rerun`, then one guarded write (the row's write counter, the dedupe key
-free or its own, as `operator.retry`) stores the copied steps under the new run, the row and
-its event. The old run's id joins `P runs:<id>`, so retention deletes its steps with the job."""
+"""Rerun from a step (engine/reruns.py) on Redis: one script (rerun_script.RERUN) reads the
+row and its run's steps, plans as `engine.reruns.plan_rerun` and writes the copied steps, the
+row and its event in one atomic step. The old run's id joins `P runs:<id>`, so retention
+deletes its steps with the job."""
 
 from __future__ import annotations
 
-from engine.drivers.redis.codec import dedupe_field
+import json
+
+from engine.drivers.redis.claims import event_head
+from engine.drivers.redis.codec import decode_record, dumps, job_state, pairs
 from engine.drivers.redis.operator import find
+from engine.drivers.redis.rerun_script import RERUN_SCRIPT
 from engine.drivers.redis.steps import load_steps
-from engine.drivers.redis.store import MOVED_RETRIES, Store
-from engine.drivers.redis.transitions import event, transition
-from engine.errors import JobDuplicateError, JobNotRetryableError
-from engine.reruns import plan_rerun
-from schemas.events import EventRecord
+from engine.drivers.redis.store import Store
+from engine.errors import (
+    JobDuplicateError,
+    JobNotFoundError,
+    JobNotRetryableError,
+    RerunStepUnknownError,
+    RerunStepUnreachedError,
+)
 from schemas.jobs import JobRecord
 from schemas.steps import StepRecord
 
@@ -26,42 +33,38 @@ async def rerun(
     actor: str | None,
     new_run_id: str,
 ) -> JobRecord:
-    keys = store.keys
-    for _ in range(MOVED_RETRIES):
-        job, ver = await find(store, job_id, tenant_id)
-        steps = await load_steps(store, job.run_id)
-        now = store.clock.now_ms()
-        plan = plan_rerun(job, steps, from_step, include_cancelled, new_run_id, now)
-        dedupe = dedupe_field(job.name, job.tenant_id, job.idempotency_key)
-        holder = await store.hget(keys.dedupe, dedupe)
-        if holder is not None and holder != job_id:
-            raise JobDuplicateError(job.name, job.idempotency_key, holder, job.tenant_id)
-        w = transition(keys, job, plan.record)
-        w.guard_eq(keys.job(job_id), "ver", ver)
-        w.guard_absent_or(keys.dedupe, dedupe, job_id)
-        w.op("HDEL", keys.job(job_id), "token")
-        for step in plan.copied:  # in run order, so first-save positions keep it
-            w.op(
-                "!step",
-                keys.steps(new_run_id),
-                keys.step_positions(new_run_id),
-                step.name,
-                step.model_dump_json(),
-            )
-        w.op("SADD", keys.job_runs(job_id), job.run_id)
-        record = EventRecord(
-            job_id=job_id,
-            at=now,
-            kind="requeued",
-            actor=actor,
-            tenant_id=job.tenant_id,
-            data=plan.event_data,
-        )
-        event(w, keys, record)
-        if await store.apply(w) >= 0:
-            store.wake.notify()
-            return plan.record
-    raise JobNotRetryableError(job_id, job.state, rerun=True)
+    now = store.clock.now_ms()
+    answer = await RERUN_SCRIPT(
+        store.client,
+        [
+            store.keys.prefix,
+            job_id,
+            "0" if tenant_id is None else "1",
+            dumps(tenant_id),
+            now,
+            from_step,
+            "1" if include_cancelled else "0",
+            new_run_id,
+            dumps(new_run_id),
+            dumps(from_step),
+            event_head(job_id, now, "requeued", actor),
+        ],
+    )
+    kind = answer[0]
+    if kind == "missing":
+        raise JobNotFoundError(job_id, tenant_id)
+    if kind == "refused":
+        raise JobNotRetryableError(job_id, job_state(answer[1]), rerun=True)
+    if kind == "unknown":
+        raise RerunStepUnknownError(job_id, answer[1], from_step, list(answer[2:]))
+    if kind == "unreached":
+        _, old_run, step, status = answer
+        raise RerunStepUnreachedError(job_id, old_run, from_step, step, status)
+    if kind == "dup":
+        _, holder, name, tenant, key = answer
+        raise JobDuplicateError(json.loads(name), json.loads(key), holder, json.loads(tenant))
+    store.wake.notify()
+    return decode_record(pairs(answer[1]))
 
 
 async def run_steps(
