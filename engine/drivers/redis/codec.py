@@ -25,10 +25,48 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+# What `json.dumps` writes for a str (ensure_ascii): the same text, without building an encoder.
+_dumps_str = json.encoder.encode_basestring_ascii
+
+
+def _field(value: Any) -> str | None:
+    """`dumps(value)` for a value the JSON dump of the record leaves as it is; None otherwise.
+    A write stores some twenty-five fields: one `json.dumps` each was a quarter of an enqueue."""
+    kind = type(value)
+    if kind is str:
+        return _dumps_str(value)
+    if value is None:
+        return "null"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is dict:
+        # Inputs and outputs passed engine/storable.py (plain JSON types only) before any
+        # driver saw them, and such a value dumps to the same text as its JSON-mode dump.
+        try:
+            return dumps(value)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
 def record_fields(record: JobRecord) -> dict[str, str]:
-    """Every record field as stored, plus `q` and `rank` (not the token: it is the lease's)."""
-    plain = record.model_dump(mode="json")
-    fields = {name: dumps(plain[name]) for name in RECORD_FIELDS}
+    """Every record field as stored, plus `q` and `rank` (not the token: it is the lease's).
+    Byte for byte `dumps` of each field's JSON-mode dump; only models and values of other
+    types (an error, a progress report, a non-dict output) go through pydantic."""
+    values = record.__dict__
+    fields: dict[str, str] = {}
+    rest: list[str] = []
+    for name in RECORD_FIELDS:
+        text = _field(values[name])
+        if text is None:
+            rest.append(name)
+        else:
+            fields[name] = text
+    if rest:
+        plain = record.model_dump(mode="json", include=set(rest))
+        fields.update((name, dumps(plain[name])) for name in rest)
     fields["q"] = record.queue
     fields["rank"] = str(claim_rank(record)[0])
     return fields

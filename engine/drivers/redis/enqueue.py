@@ -14,7 +14,7 @@ from engine.drivers.redis.codec import (
 from engine.drivers.redis.scripts import ENQUEUE_SCRIPT
 from engine.drivers.redis.store import Store
 from engine.errors import JobDuplicateError
-from engine.rules import claim_rank, new_record
+from engine.rules import new_record
 from schemas.jobs import EnqueueRequest, EnqueueResult
 
 
@@ -39,7 +39,7 @@ async def enqueue(
             "dk": dedupe_field(request.name, request.tenant_id, request.idempotency_key),
             "oc": request.on_conflict,
             "q": request.queue,
-            "rank": str(claim_rank(record)[0]),
+            "rank": fields["rank"],
             "st": record.state,
             "f": [part for pair in fields.items() for part in pair],
         }
@@ -47,6 +47,10 @@ async def enqueue(
             item["ob"] = outbox_ids[n]
         items.append(item)
     answer = await ENQUEUE_SCRIPT(store.client, [store.keys.prefix, dumps(items), token, str(now)])
+    if answer == 1:
+        # Every request kept and new: the script says just that.
+        store.wake.notify()
+        return [EnqueueResult(r.id, r.run_id, False, r.initial_state(now)) for r in requests]
     if answer and answer[0] == "dup":
         request = requests[int(answer[1]) - 1]
         raise JobDuplicateError(

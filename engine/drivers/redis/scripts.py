@@ -80,7 +80,8 @@ return done
 # now. An item: {id, dk, oc, q, rank, st, f (field/value list), ob (outbox row id, optional)}.
 # An outbox item whose row `token` no longer holds (or that is published) is left out. Answers
 # {'dup', index, holder} and writes nothing when an 'error' item conflicts; else one entry per
-# item kept: {index, 'new'} | {index, 'held', id, run_id, state} | {index, 'earlier', index}.
+# item kept: {index, 'new'} | {index, 'held', id, run_id, state} | {index, 'earlier', index};
+# just 1 when every item was kept and new (the usual answer, and the least to parse).
 ENQUEUE = (
     CHANGED_FN
     + r"""
@@ -134,6 +135,7 @@ if #fresh > 0 then
   redis.call('PUBLISH', p .. 'wake', '1')
   changed(p)
 end
+if #fresh == #items then return 1 end
 return out
 """
 )
