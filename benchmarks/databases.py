@@ -47,13 +47,16 @@ def with_database(dsn: str, name: str) -> str:
 async def server_settings(dsn: str) -> dict[str, Any]:
     conn = await asyncpg.connect(dsn)
     try:
+        # current_setting() as SHOW prints it ("128MB"): pg_settings' raw value is in the unit's
+        # multiples ("16384" of "8kB"), which pasted together read as "163848kB".
         rows = await conn.fetch(
-            "SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1::text[])",
+            "SELECT name, current_setting(name) AS value FROM pg_settings"
+            " WHERE name = ANY($1::text[])",
             list(SETTINGS),
         )
     finally:
         await conn.close()
-    return {r["name"]: r["setting"] + (r["unit"] or "") for r in rows}
+    return {r["name"]: r["value"] for r in rows}
 
 
 @asynccontextmanager
