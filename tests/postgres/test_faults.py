@@ -8,14 +8,9 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO
 
 import anyio
-import anyio.abc
 import asyncpg
 import pytest
 
@@ -25,43 +20,7 @@ from engine.errors import DriverUnavailableError, JobsError
 from schemas.jobs import EnqueueRequest, EnqueueResult, NackOptions
 from tests.postgres.builders import failure, request
 from tests.postgres.waiting import eventually
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def _output_file(path: Path) -> IO[bytes]:
-    # A file, never a pipe nobody reads: a chatty child would block on a full pipe.
-    return path.open("wb")
-
-
-@asynccontextmanager
-async def worker_process(url: str, log: Path, *options: str) -> AsyncIterator[anyio.abc.Process]:
-    """`tests/postgres/worker_proc.py` in its own interpreter; drained (SIGTERM) on exit."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with _output_file(log.with_suffix(".stderr")) as stderr:
-        process = await anyio.open_process(
-            [sys.executable, "-m", "tests.postgres.worker_proc", url, str(log), *options],
-            cwd=ROOT,
-            env=env,
-            stdin=None,
-            stdout=stderr,
-            stderr=stderr,
-        )
-        try:
-            await eventually(lambda: "worker up" in lines(log), within=30)
-            yield process
-        finally:
-            if process.returncode is None:
-                process.terminate()
-                with anyio.move_on_after(15):
-                    await process.wait()
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
+from tests.support.worker_processes import ids_after, lines, worker_process
 
 
 async def done_count(driver: PostgresDriver) -> int:
@@ -74,10 +33,6 @@ async def done_count(driver: PostgresDriver) -> int:
 
 def noop_requests(now: int, count: int) -> list[EnqueueRequest]:
     return [request(now, name="noop", key=f"noop:{n}", input={"n": n}) for n in range(count)]
-
-
-def ran_ids(logs: Sequence[Path]) -> list[str]:
-    return [line.split()[1] for log in logs for line in lines(log) if line.startswith("ran ")]
 
 
 async def test_fifty_concurrent_enqueues_of_one_key_make_one_live_row(
@@ -209,7 +164,7 @@ async def test_two_worker_processes_run_two_thousand_jobs_exactly_once(
         }
     finally:
         await driver.close()
-    ran = ran_ids(logs)
+    ran = ids_after("ran ", logs)
     assert len(ran) == 2_000
     assert sorted(ran) == sorted(r.id for r in enqueued)  # every job, each exactly once
     assert attempts == {1: 2_000}  # and each was claimed once
@@ -225,7 +180,7 @@ async def test_a_killed_worker_s_job_finishes_elsewhere_without_rerunning_its_st
         (r,) = await driver.enqueue(
             [request(SystemClock().now_ms(), name="three_steps", key="three:1", input={"n": 1})]
         )
-        async with worker_process(pg_url, first, "--block-step3", "--lease-ms", "1500") as doomed:
+        async with worker_process(pg_url, first, "--block-step=3", "--lease-ms", "1500") as doomed:
             await eventually(lambda: "step three started" in lines(first), within=30)
             doomed.send_signal(signal.SIGKILL)
             await doomed.wait()
@@ -241,9 +196,10 @@ async def test_a_killed_worker_s_job_finishes_elsewhere_without_rerunning_its_st
         record = await driver.get(r.id)
     finally:
         await driver.close()
-    assert lines(first) == ["worker up", "step one", "step two", "step three started"]
-    assert lines(second) == ["worker up", "step three"]  # one and two replayed, not re-run
-    assert (record.attempt, record.output) == (2, "three")
+    assert lines(first) == ["worker up", "step one 1", "step two 1", "step three started"]
+    # One and two replayed, not re-run.
+    assert lines(second) == ["worker up", "step three 1", f"acked {r.id}"]
+    assert (record.attempt, record.output) == (2, "step one 1 | step two 1 | step three 1")
 
 
 def _pg_ctl_command(*args: str) -> list[str]:
@@ -299,5 +255,5 @@ async def test_a_worker_rides_out_a_server_restart_and_every_job_runs_once(
         if server_down:
             await pg_ctl("restart")
         await driver.close()
-    ran = ran_ids([log])
+    ran = ids_after("ran ", [log])
     assert sorted(ran) == sorted(r.id for r in enqueued)  # none lost, none twice

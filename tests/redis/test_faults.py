@@ -9,16 +9,14 @@ on an observable condition — a line a process wrote, a count on the server —
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -30,6 +28,7 @@ from engine.errors import JobNotFoundError, JobsError
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from tests.postgres.builders import request
 from tests.postgres.waiting import eventually
+from tests.support.worker_processes import ids_after, lines, worker_process
 
 pytest.importorskip("redis", reason="the redis extra is not installed")
 
@@ -132,46 +131,12 @@ def server(tmp_path: Path) -> Iterator[RedisServer]:
         yield own
 
 
-def lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
-@asynccontextmanager
-async def worker_process(url: str, log: Path, *options: str) -> AsyncIterator[anyio.abc.Process]:
-    """`tests/redis/fault_worker.py` in its own interpreter; drained (SIGTERM) on exit."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log.with_suffix(".stderr").open("wb") as stderr:
-        process = await anyio.open_process(
-            [sys.executable, "-m", "tests.redis.fault_worker", url, str(log), *options],
-            cwd=ROOT,
-            env=env,
-            stdin=None,
-            stdout=stderr,
-            stderr=stderr,
-        )
-        try:
-            await eventually(lambda: "worker up" in lines(log), within=30)
-            yield process
-        finally:
-            if process.returncode is None:
-                process.terminate()
-                with anyio.move_on_after(15):
-                    await process.wait()
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
-
-
 def now() -> int:
     return SystemClock().now_ms()
 
 
 def noop_requests(now: int, count: int) -> list[EnqueueRequest]:
     return [request(now, name="noop", key=f"noop:{n}", input={"n": n}) for n in range(count)]
-
-
-def ids_after(prefix: str, logs: Sequence[Path]) -> list[str]:
-    return [line.split()[1] for log in logs for line in lines(log) if line.startswith(prefix)]
 
 
 async def done_count(driver: RedisDriver) -> int:
@@ -208,7 +173,7 @@ async def test_a_worker_killed_in_step_two_finishes_elsewhere_without_rerunning_
         (r,) = await driver.enqueue(
             [request(SystemClock().now_ms(), name="three_steps", key="three:7", input={"n": 7})]
         )
-        async with worker_process(server.url, first, "--block-step2", "--lease-ms", "1500") as w:
+        async with worker_process(server.url, first, "--block-step=2", "--lease-ms", "1500") as w:
             await eventually(lambda: "step two started" in lines(first), within=30)
             w.send_signal(signal.SIGKILL)
             await w.wait()

@@ -1,9 +1,10 @@
-"""A worker PROCESS for the Redis fault tests: `python -m tests.redis.fault_worker URL LOG [...]`.
+"""A worker PROCESS for the fault tests of every server-backed driver:
+`python -m tests.support.fault_worker URL LOG [...]` (started by `worker_processes.worker_process`).
 
 Its jobs append one line per execution to LOG ("ran ID"), and one per ack the server answered
 ("acked ID"); O_APPEND, one write per line, so lines from concurrent jobs never interleave: that
 is how a test counts what really ran and what was acknowledged. SIGTERM drains it.
-With `--block-step2` the three-step job hangs inside its second step, for a test to SIGKILL it.
+With `--block-step N` the three-step job hangs inside its step N, for a test to SIGKILL it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from engine.observe import WorkerEvent
 
 registry = JobRegistry()
 LOG_PATH = ""
-BLOCK_STEP2 = False
+BLOCK_STEP = 0
 NOOP_SLEEP_S = 0.0
+STEP_WORDS = ("one", "two", "three")
 
 
 class Item(BaseModel):
@@ -52,21 +54,21 @@ async def noop(input: Item, ctx: JobContext) -> None:
 
 @job(idempotency_key=lambda i: f"three:{i.n}", registry=registry)
 async def three_steps(input: Item, ctx: JobContext) -> str:
-    one = await ctx.step.run("one", record, f"step one {input.n}")
+    done = []
+    for number, word in enumerate(STEP_WORDS, start=1):
 
-    async def second() -> str:
-        if BLOCK_STEP2:
-            record("step two started")
-            await anyio.sleep(3600)  # killed here
-        return record(f"step two {input.n}")
+        async def step(number: int = number, word: str = word) -> str:
+            if number == BLOCK_STEP:
+                record(f"step {word} started")
+                await anyio.sleep(3600)  # killed here
+            return record(f"step {word} {input.n}")
 
-    two: str = await ctx.step.run("two", second)
-    three = await ctx.step.run("three", record, f"step three {input.n}")
-    return f"{one} | {two} | {three}"
+        done.append(await ctx.step.run(word, step))
+    return " | ".join(done)
 
 
 async def main() -> None:
-    global LOG_PATH, BLOCK_STEP2, NOOP_SLEEP_S
+    global LOG_PATH, BLOCK_STEP, NOOP_SLEEP_S
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
     parser.add_argument("log")
@@ -74,9 +76,9 @@ async def main() -> None:
     parser.add_argument("--lease-ms", type=int, default=2_000)
     parser.add_argument("--poll-ms", type=int, default=100)
     parser.add_argument("--noop-sleep-ms", type=int, default=0)
-    parser.add_argument("--block-step2", action="store_true")
+    parser.add_argument("--block-step", type=int, default=0, choices=range(4))
     args = parser.parse_args()
-    LOG_PATH, BLOCK_STEP2 = args.log, args.block_step2
+    LOG_PATH, BLOCK_STEP = args.log, args.block_step
     NOOP_SLEEP_S = args.noop_sleep_ms / 1000
     jobs = await connect(args.url, clock=SystemClock(), registry=registry)
     worker = Worker(
