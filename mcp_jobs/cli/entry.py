@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import anyio
 
 from engine.errors import JobsError
-from mcp_jobs.cli import commands, events, pauses, rate_limits, serve
+from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.parser import build_parser
 from mcp_jobs.cli.render import print_error
@@ -60,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "queues": pauses.queues_command,
         "limits": rate_limits.limits_command,
         "events": events.events_command,
+        "dashboard": dashboard.dashboard_command,
     }[args.command]
     options: dict[str, bool] = {}
     if args.command == "worker":

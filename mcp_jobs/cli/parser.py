@@ -6,7 +6,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from mcp_jobs.cli import events, pauses, rate_limits
+from mcp_jobs.cli import dashboard, events, pauses, rate_limits
 from mcp_jobs.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_SESSIONS,
@@ -279,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     pauses.add_parser(commands, common)
+    dashboard.add_parser(commands, common_no_json)
     rate_limits.add_parser(commands, common)
     events.add_parser(commands, common)
 

@@ -64,7 +64,7 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
         async with open_jobs(settings) as jobs:
             server = build_server(settings, jobs, http=http)
             if http:
-                await serve_http(server, settings)
+                await serve_http(server, settings, jobs=jobs)
             else:
                 await server.run_stdio_async()
     except Exception as exc:  # shown as code/cause/fix, not a traceback

@@ -23,6 +23,7 @@ from engine.client import Jobs
 from engine.errors import short_repr
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.server import prompts, resources, subscriptions, tasks, tools
+from mcp_jobs.server.apps_ui import apps_extension
 from mcp_jobs.server.arguments import make_strict, refusal
 from mcp_jobs.server.calls import tool_failure
 from mcp_jobs.server.completions import register as register_completions
@@ -171,7 +172,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan_for(settings, jobs, holder, backfills),
         log_level="WARNING",
-        extensions=[tasks.JobTasks(read_only=settings.read_only)],
+        extensions=[tasks.JobTasks(read_only=settings.read_only), apps_extension()],
         subscriptions=(bus := InMemorySubscriptionBus()),
         **auth,
     )

@@ -14,7 +14,7 @@ import errno
 import logging
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import uvicorn
@@ -26,14 +26,20 @@ from mcp_jobs.config import Settings
 from mcp_jobs.errors import HttpBindError
 from mcp_jobs.server.http import LogRefusedRequests, is_loopback
 
+if TYPE_CHECKING:
+    from engine.client import Jobs
+
 logger = logging.getLogger("mcp_jobs.server.http")
 
 MCP_PATH = "/mcp"
 
 
-def http_app(server: MCPServer[Any], settings: Settings) -> ASGIApp:
-    """The server's streamable HTTP app with the session bounds of `settings`, refusals logged."""
-    app = server.streamable_http_app(
+def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = None) -> ASGIApp:
+    """The server's streamable HTTP app with the session bounds of `settings`, refusals logged,
+    and, given the server's `jobs` client, the web dashboard beside it at /dashboard/."""
+    from mcp_jobs.dashboard import WithDashboard
+
+    app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=settings.host,
         max_request_body_size=settings.limits.max_request_bytes,
@@ -43,7 +49,9 @@ def http_app(server: MCPServer[Any], settings: Settings) -> ASGIApp:
     if settings.oauth is not None:
         from mcp_jobs.server.oauth import ProtectedResourceMetadataApp
 
-        return LogRefusedRequests(ProtectedResourceMetadataApp(app, settings.oauth))
+        app = ProtectedResourceMetadataApp(app, settings.oauth)
+    if jobs is not None:
+        app = WithDashboard(app, settings, jobs)
     return LogRefusedRequests(app)
 
 
@@ -100,6 +108,7 @@ async def serve_http(
     server: MCPServer[Any],
     settings: Settings,
     *,
+    jobs: Jobs | None = None,
     task_status: TaskStatus[Listening] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until uvicorn's own SIGINT/SIGTERM handling (or `Listening.stop`) stops it."""
@@ -120,7 +129,7 @@ async def serve_http(
             settings.max_sessions,
         )
         config = uvicorn.Config(
-            http_app(server, settings),
+            http_app(server, settings, jobs),
             log_config=None,  # our handlers (engine.logs) format uvicorn's records too
             log_level="warning",
             access_log=False,

@@ -26,8 +26,9 @@ from tests.mcp.conftest import OpenMcp
 # sends it, for the full tool list and the read-only one.
 READ_ONLY_BUDGET = 20_000
 # The full list types every field the answers carry (about 450 for 17 tools): this budget guards
-# against growth. #22 asked for 20 KB; what it would take is in the closing note of #22.
-FULL_BUDGET = 40_000
+# against growth. #22 asked for 20 KB; what it would take is in the closing note of #22. The
+# MCP App's `_meta.ui.resourceUri` on three tools (#26) costs 186 bytes of it.
+FULL_BUDGET = 40_200
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 ROOT = Path(__file__).resolve().parents[2]
 

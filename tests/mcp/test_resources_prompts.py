@@ -11,6 +11,7 @@ from mcp.types import INVALID_PARAMS, TextResourceContents
 from engine import Jobs, Worker
 from engine.backfill import BackfillRegistry
 from mcp_jobs.config import Settings
+from mcp_jobs.server.apps_ui import DASHBOARD_URI as APP_URI
 from tests.backfill.support import Customers
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import Caller
@@ -31,7 +32,7 @@ async def test_resources_are_listed_and_read(
     await Worker(jobs).run_until_idle()
     async with open_mcp() as mcp:
         listed = {str(res.uri) for res in (await mcp.client.list_resources()).resources}
-        assert listed == {"jobs://descriptors", "jobs://backfills", "jobs://stats"}
+        assert listed == {"jobs://descriptors", "jobs://backfills", "jobs://stats", APP_URI}
         templates = {
             t.uri_template for t in (await mcp.client.list_resource_templates()).resource_templates
         }

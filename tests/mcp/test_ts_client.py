@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from mcp_jobs.server.apps_ui import DASHBOARD_URI as APP_URI
 from tests.mcp.tsclient_support import ScenarioRun, http_server, make_shop, run_scenario, toolchain
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(150)]  # a cold `npm ci` fits in it
@@ -116,6 +117,7 @@ FLOW: list[dict[str, Any]] = [
     read("res_descriptors", "jobs://descriptors"),
     read("res_backfills", "jobs://backfills"),
     read("res_stats", "jobs://stats"),
+    read("res_app", APP_URI),
     read("res_descriptor", "jobs://descriptors/fulfil_order"),
     read("res_run", {"$format": "jobs://runs/{enqueue.result.structuredContent.job_id}"}),
     prompt("prompt_diagnose", "diagnose_stalled_jobs", {}),
@@ -252,7 +254,11 @@ def test_the_scenario_calls_every_tool_resource_and_prompt(run: ScenarioRun) -> 
     assert called == listed == set(MINIMAL) == set(WRONG_TYPE)
     # The static resources read (a template's URI is built from an earlier answer: a dict).
     uris = [s["params"]["uri"] for s in FLOW if s["op"] == "readResource"]
-    static = {uri for uri in uris if isinstance(uri, str) and "/" not in uri[len("jobs://") :]}
+    static = {
+        uri
+        for uri in uris
+        if uri == APP_URI or (isinstance(uri, str) and "/" not in uri[len("jobs://") :])
+    }
     prompts = {s["params"]["name"] for s in FLOW if s["op"] == "getPrompt"}
     listed_resources = {r["uri"] for r in result(run, "list_resources")["resources"]}
     templates = {t["uriTemplate"] for t in result(run, "list_templates")["resourceTemplates"]}
@@ -298,12 +304,18 @@ def test_the_valid_answers_carry_what_they_say(run: ScenarioRun) -> None:
 
 def test_every_resource_reads_as_json(run: ScenarioRun) -> None:
     for step in FLOW:
-        if step["op"] == "readResource":
+        if step["op"] == "readResource" and step["params"]["uri"] != APP_URI:
             (content,) = result(run, step["id"])["contents"]
             assert content["mimeType"] == "application/json", step["id"]
             json.loads(content["text"])
     run_record = json.loads(result(run, "res_run")["contents"][0]["text"])
     assert answer(run, "enqueue")["job_id"] in json.dumps(run_record)
+
+
+def test_the_mcp_app_resource_reads_as_the_app_s_html(run: ScenarioRun) -> None:
+    (content,) = result(run, "res_app")["contents"]
+    assert content["mimeType"] == "text/html;profile=mcp-app"
+    assert content["text"].startswith("<!doctype html>")
 
 
 def test_every_prompt_renders(run: ScenarioRun) -> None:

@@ -29,6 +29,7 @@ from mcp_jobs.operations.models import (
     QueueStatsResult,
     WaitForJobResult,
 )
+from mcp_jobs.server.apps_ui import UI_META
 from mcp_jobs.server.arguments import ServerCap
 from mcp_jobs.server.calls import ToolContext, run_tool
 from mcp_jobs.server.state import AppState
@@ -106,6 +107,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
 
     @server.tool(
         name="inspect_job",
+        meta=UI_META,  # rendered by the MCP App (server.apps_ui)
         title="Inspect a job",
         annotations=READ,
         description=(
@@ -158,6 +160,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
 
     @server.tool(
         name="queue_stats",
+        meta=UI_META,  # rendered by the MCP App (server.apps_ui)
         title="Queue statistics",
         annotations=READ,
         description=(
@@ -173,6 +176,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
 
     @server.tool(
         name="diagnose_queue",
+        meta=UI_META,  # rendered by the MCP App (server.apps_ui)
         title="Diagnose queues",
         annotations=READ,
         description=(

@@ -1,0 +1,71 @@
+"""`mcp-jobs dashboard`: the web dashboard (mcp_jobs/dashboard) on its own port.
+
+Read-only with `--read-only`; on loopback (the default host) it asks no token, beyond loopback
+it needs the HTTP server's token (HTTP_TOKEN_REQUIRED, HTTP_TOKEN_TOO_SHORT, checked before the
+database opens). The socket is bound here, so a busy port is HTTP_BIND_FAILED with its fix, and
+`dashboard at http://HOST:PORT/` is printed on stderr once the app has started.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mcp_jobs.cli.commands import open_jobs
+from mcp_jobs.cli.render import print_error
+from mcp_jobs.config import DEFAULT_HOST, Settings
+from mcp_jobs.operations.envelope import error_payload, failure
+
+DEFAULT_DASHBOARD_PORT = 8766
+
+
+def add_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    dashboard = commands.add_parser(
+        "dashboard", parents=[common], help="serve the web dashboard (queues, jobs, dead letters)"
+    )
+    dashboard.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"bind address ({DEFAULT_HOST}: no token asked); beyond loopback a token of at "
+        "least 32 characters, $MCP_JOBS_TOKEN or --token-file",
+    )
+    dashboard.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_DASHBOARD_PORT,
+        help=f"port ({DEFAULT_DASHBOARD_PORT}; 0: any free one, printed at start)",
+    )
+    dashboard.add_argument(
+        "--token-file", metavar="PATH", help="read the token from this file (beyond loopback)"
+    )
+    dashboard.add_argument(
+        "--read-only", action="store_true", help="no retry, cancel, pause or resume actions"
+    )
+    dashboard.add_argument("--log-format", choices=("text", "json"), default="text")
+    dashboard.add_argument("--log-level", default="INFO")
+
+
+async def dashboard_command(args: argparse.Namespace, settings: Settings) -> int:
+    # Imported here: uvicorn and starlette are not worth loading for the other commands.
+    from engine.logs import configure_logging
+    from mcp_jobs.config import http_settings
+    from mcp_jobs.dashboard.auth import standalone_auth
+    from mcp_jobs.dashboard.serve import serve_dashboard
+    from mcp_jobs.server.http_serve import bind
+
+    try:
+        settings = http_settings(settings, token_file=args.token_file)
+        auth = standalone_auth(settings)  # refused before anything opens or listens
+        configure_logging(json=args.log_format == "json", level=args.log_level)
+        sock = bind(settings.host, settings.port)
+        try:
+            async with open_jobs(settings) as jobs:
+                await serve_dashboard(settings, jobs, auth, sock)
+        finally:
+            sock.close()
+    except Exception as exc:  # shown as code/cause/fix, not a traceback
+        print_error(failure(error_payload(exc, where="mcp-jobs dashboard"))["error"])
+        return 1
+    return 0

@@ -1,0 +1,204 @@
+"""The page's actions — retry, cancel, pause, resume — only when the dashboard is not read-only.
+
+Each is a GET that shows a confirmation form and a POST (from that form, with its CSRF token)
+that acts. An action runs the very operation the MCP tool runs and is recorded by the same
+`server.audit.record_call` with the tool's name and arguments, so the events table answers "who
+did that" alike; the actor says where it came from (`dashboard:retry_job`, as the tool's is
+`mcp:retry_job`). A POST whose token is missing or wrong is refused (403) before anything runs.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from mcp_jobs.dashboard.html import e, error_box, frame, path
+from mcp_jobs.operations.envelope import error_payload, failure, success
+from mcp_jobs.operations.jobs import cancel_job, retry_job
+from mcp_jobs.operations.models import CancelJobResult, Envelope, RetryJobResult
+from mcp_jobs.operations.pauses import pause_queue, resume_queue
+from mcp_jobs.operations.scope import Scope
+from mcp_jobs.server.audit import Subject, record_call
+
+if TYPE_CHECKING:
+    from mcp_jobs.dashboard.app import Dashboard, Page
+
+PATHS = (
+    "/jobs/{job_id}/retry",
+    "/jobs/{job_id}/cancel",
+    "/queues/{queue}/pause",
+    "/queues/{queue}/resume",
+)
+CSRF_FIELD = "csrf"
+# A confirmation form posts a token and a short reason: nothing bigger is read.
+MAX_FORM_BYTES = 4096
+
+FLASHES = {
+    "retry": "Retried: the job is queued again.",
+    "cancel": "Cancelled.",
+    "pause": "Paused: workers stop claiming this queue.",
+    "resume": "Resumed: workers claim this queue again.",
+}
+
+
+def flash_of(request: Request) -> str | None:
+    """The fixed message an action's redirect names (never text from the URL itself)."""
+    return FLASHES.get(request.query_params.get("flash", ""))
+
+
+async def refuse(request: Request) -> Response:
+    """A read-only dashboard's answer on every action path."""
+    body = frame("Read-only", "<p>This dashboard is read-only: it changes nothing.</p>", prefix="")
+    return HTMLResponse(body, status_code=403)
+
+
+def _job_of(model: RetryJobResult | CancelJobResult) -> Subject:
+    return (model.job.id, model.job.tenant_id) if model.job is not None else (None, None)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action: the tool it stands for, what the form asks, and how it runs."""
+
+    verb: str
+    tool: str
+    question: Callable[[dict[str, str]], str]
+    extra_fields: str
+    run: Callable[[Scope, dict[str, str], dict[str, str]], Awaitable[Envelope]]
+    audit: Callable[[dict[str, str], dict[str, str]], dict[str, Any]]
+    subject: Callable[[Any], Subject] | None
+    back: Callable[[str, dict[str, str]], str]
+
+
+def _checked(form: dict[str, str], name: str) -> bool:
+    return form.get(name) in ("1", "on", "true")
+
+
+ACTIONS = {
+    "retry": Action(
+        verb="retry",
+        tool="retry_job",
+        question=lambda p: (
+            f"Retry job {p['job_id']}? It is queued again with its attempts reset; "
+            "completed steps are kept."
+        ),
+        extra_fields='<label><input type="checkbox" name="include_cancelled" value="1"> '
+        "also when it was cancelled</label>",
+        run=lambda s, p, f: retry_job(s, p["job_id"], _checked(f, "include_cancelled")),
+        audit=lambda p, f: {
+            "job_id": p["job_id"],
+            "include_cancelled": _checked(f, "include_cancelled"),
+            "from_step": None,
+        },
+        subject=_job_of,
+        back=lambda prefix, p: path(prefix, "jobs", p["job_id"]),
+    ),
+    "cancel": Action(
+        verb="cancel",
+        tool="cancel_job",
+        question=lambda p: f"Cancel job {p['job_id']}? A running job is told to stop.",
+        extra_fields="",
+        run=lambda s, p, f: cancel_job(s, p["job_id"]),
+        audit=lambda p, f: {"job_id": p["job_id"]},
+        subject=_job_of,
+        back=lambda prefix, p: path(prefix, "jobs", p["job_id"]),
+    ),
+    "pause": Action(
+        verb="pause",
+        tool="pause_queue",
+        question=lambda p: (
+            f"Pause queue {p['queue']}? Workers stop claiming its jobs until it "
+            "is resumed; running jobs finish."
+        ),
+        extra_fields='<label>reason <input name="reason" maxlength="200"></label>',
+        run=lambda s, p, f: pause_queue(s, p["queue"], None, f.get("reason") or None),
+        audit=lambda p, f: {"queue": p["queue"], "job": None, "reason": f.get("reason") or None},
+        subject=None,
+        back=lambda prefix, p: prefix + "/",
+    ),
+    "resume": Action(
+        verb="resume",
+        tool="resume_queue",
+        question=lambda p: f"Resume queue {p['queue']}? Workers claim its jobs again.",
+        extra_fields="",
+        run=lambda s, p, f: resume_queue(s, p["queue"], None),
+        audit=lambda p, f: {"queue": p["queue"], "job": None},
+        subject=None,
+        back=lambda prefix, p: prefix + "/",
+    ),
+}
+
+
+async def perform(
+    dash: Dashboard, action: Action, params: dict[str, str], form: dict[str, str]
+) -> dict[str, Any]:
+    """Run the action as its tool does (`server.calls.run_tool`): the operation, the envelope,
+    then the audit event whether it succeeded or was refused."""
+    scope = dash.scope(action.tool)
+    acted_on: Subject = (None, None)
+    try:
+        model = await action.run(scope, params, form)
+        envelope = success(scope.fixes.qualify_all(model))
+        if action.subject is not None:
+            acted_on = action.subject(model)
+    except Exception as exc:  # the envelope carries the failure; cancellation still propagates
+        envelope = failure(
+            error_payload(exc, where=f"dashboard {action.tool}", context=scope.fixes)
+        )
+    await record_call(scope, action.tool, envelope, acted_on, action.audit(params, form))
+    return envelope
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return None
+    return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def handler(route: str) -> Page:
+    action = ACTIONS[route.rsplit("/", 1)[1]]
+
+    async def page(dash: Dashboard, request: Request) -> str | Response:
+        params = {k: str(v) for k, v in request.path_params.items()}
+        here = request.url.path
+        if request.method == "GET":
+            return _confirm(dash, action, params, here)
+        form = await _form(request)
+        token = (form or {}).get(CSRF_FIELD, "")
+        if form is None or not hmac.compare_digest(token.encode(), dash.csrf(here).encode()):
+            body = "<p>The form's token is missing or stale: open the action again and confirm.</p>"
+            return HTMLResponse(
+                frame("Refused", body, prefix=dash.prefix, read_only=dash.read_only),
+                status_code=403,
+            )
+        envelope = await perform(dash, action, params, form)
+        if not envelope["ok"]:
+            body = error_box(envelope["error"])
+            return HTMLResponse(
+                frame(f"{action.verb} refused", body, prefix=dash.prefix, read_only=False),
+                status_code=409,
+            )
+        target = action.back(dash.prefix, params)
+        return RedirectResponse(f"{target}?flash={action.verb}", status_code=303)
+
+    return page
+
+
+def _confirm(dash: Dashboard, action: Action, params: dict[str, str], here: str) -> str:
+    body = (
+        f'<form method="post" action="{e(here)}"><p>{e(action.question(params))}</p>'
+        f'<input type="hidden" name="{CSRF_FIELD}" value="{e(dash.csrf(here))}">'
+        f"<p>{action.extra_fields}</p>"
+        f'<button type="submit" data-testid="confirm">{e(action.verb)}</button> '
+        f'<a href="{e(action.back(dash.prefix, params))}">back</a></form>'
+    )
+    return frame(f"Confirm {action.verb}", body, prefix=dash.prefix, read_only=False)

@@ -1,0 +1,205 @@
+"""The dashboard's ASGI app: its routes over `mcp_jobs.operations`, and what they share.
+
+Build it with `dashboard_app(settings, jobs=..., prefix=...)`:
+
+- `settings`: the usual `Settings` (database URL, tenant pin, `read_only`, host for auth);
+- `jobs`: a `Jobs` client to borrow (tests, the HTTP server); None opens one on
+  `settings.url` for the app's lifespan;
+- `prefix`: where it is mounted ("" standalone, "/dashboard" inside `serve --transport http`);
+- `auth`: a `DashboardAuth` (default: `standalone_auth(settings)`, no token on loopback);
+- `clock`, `sample_interval_ms`: the sampler's clock and period (tests inject a ManualClock).
+
+The sampler runs in the app's lifespan; `Dashboard.running()` is that lifespan for a host app
+that mounts the routes itself (`mount.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from engine.clock import Clock
+from engine.errors import JobsError
+from mcp_jobs.config import Settings
+from mcp_jobs.dashboard.auth import AuthGate, DashboardAuth, standalone_auth
+from mcp_jobs.dashboard.html import error_box, frame
+from mcp_jobs.dashboard.sampler import DEFAULT_INTERVAL_MS, Sampler
+from mcp_jobs.fix_context import FixContext
+from mcp_jobs.operations.envelope import error_payload
+from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.stats import queue_stats
+
+if TYPE_CHECKING:
+    from engine.backfill import BackfillRegistry
+    from engine.client import Jobs
+
+Page = Callable[["Dashboard", Request], Awaitable[str | Response]]
+
+
+@dataclass
+class Dashboard:
+    """What every page reads: the jobs client, the settings, the sampler, the mode."""
+
+    settings: Settings
+    prefix: str = ""
+    read_only: bool = True
+    client: Jobs | None = None
+    clock: Clock | None = None
+    sampler: Sampler = field(default_factory=Sampler)
+    backfills: BackfillRegistry | None = None
+    # Signs the actions' CSRF tokens: per process, so a restart voids old forms.
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+
+    @property
+    def jobs(self) -> Jobs:
+        if self.client is None:
+            raise RuntimeError("the dashboard is not running (its lifespan has not started)")
+        return self.client
+
+    def scope(self, tool: str = "dashboard") -> Scope:
+        """A read (or an action named `tool`), acted as `dashboard:<tool>`; fixes are commands."""
+        return Scope(
+            jobs=self.jobs,
+            settings=self.settings,
+            tool=tool,
+            actor=f"dashboard:{tool}" if tool != "dashboard" else "dashboard",
+            backfill_registry=self.backfills,
+            face="cli",
+        )
+
+    def csrf(self, path: str) -> str:
+        """The token a form posting to `path` carries: bound to the path, signed per process."""
+        return hmac.new(self.secret, path.encode(), hashlib.sha256).hexdigest()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Dashboard]:
+        """Open the client when none was lent, and sample `queue_stats` until closed."""
+        opened = None
+        if self.client is None:
+            from engine.client import connect
+
+            opened = self.client = await connect(self.settings.url)
+        clock = self.clock or self.jobs.clock
+
+        async def read() -> Any:
+            return (await queue_stats(self.scope())).queues or []
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.sampler.run, read, clock)
+                yield self
+                tg.cancel_scope.cancel()
+        finally:
+            if opened is not None:
+                self.client = None
+                with anyio.CancelScope(shield=True):
+                    await opened.close()
+
+
+NOT_FOUND = {"JOB_NOT_FOUND", "QUEUE_UNKNOWN", "JOB_UNKNOWN", "BACKFILL_UNKNOWN"}
+
+
+def error_page(dash: Dashboard, exc: Exception, where: str) -> HTMLResponse:
+    """A typed failure as a page with its code, cause and fix (404 for what is not there)."""
+    payload = error_payload(exc, where=where, context=_fixes(dash))
+    status = 404 if payload.code in NOT_FOUND else 400 if isinstance(exc, JobsError) else 500
+    body = error_box(payload.model_dump())
+    return HTMLResponse(
+        frame("Error", body, prefix=dash.prefix, read_only=dash.read_only), status_code=status
+    )
+
+
+def _fixes(dash: Dashboard) -> FixContext | None:
+    try:
+        return dash.scope().fixes
+    except RuntimeError:
+        return None
+
+
+def _page(dash: Dashboard, render: Page) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        try:
+            shown = await render(dash, request)
+        except Exception as exc:  # shown as code, cause and fix, not a traceback
+            return error_page(dash, exc, f"dashboard {request.url.path}")
+        if isinstance(shown, Response):
+            return shown
+        return HTMLResponse(shown, headers={"cache-control": "no-store"})
+
+    return endpoint
+
+
+def routes(dash: Dashboard) -> list[Route]:
+    """Every route under `dash.prefix`; the action routes only when not read-only."""
+    from mcp_jobs.dashboard import actions
+    from mcp_jobs.dashboard.pages import backfills, dead, job, jobs, overview, workers
+
+    p = dash.prefix
+    found = [
+        Route(p + "/", _page(dash, overview.render), methods=["GET"]),
+        Route(p + "/jobs", _page(dash, jobs.render), methods=["GET"]),
+        Route(p + "/jobs/{job_id}", _page(dash, job.render), methods=["GET"]),
+        Route(p + "/dead", _page(dash, dead.render), methods=["GET"]),
+        Route(p + "/backfills", _page(dash, backfills.render), methods=["GET"]),
+        Route(p + "/workers", _page(dash, workers.render), methods=["GET"]),
+    ]
+    if p:
+        found.append(Route(p, lambda _: RedirectResponse(p + "/", 308)))
+    if dash.read_only:
+        found.extend(
+            Route(p + path, actions.refuse, methods=["GET", "POST"]) for path in actions.PATHS
+        )
+    else:
+        found.extend(
+            Route(p + path, _page(dash, actions.handler(path)), methods=["GET", "POST"])
+            for path in actions.PATHS
+        )
+    return found
+
+
+def dashboard_routes_app(dash: Dashboard, auth: DashboardAuth) -> ASGIApp:
+    """The routes behind the auth gate, with the sampler in the app's lifespan."""
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with dash.running():
+            yield
+
+    app = Starlette(routes=routes(dash), lifespan=lifespan)
+    return AuthGate(app, auth, cookie_path=dash.prefix + "/")
+
+
+def dashboard_app(
+    settings: Settings,
+    *,
+    jobs: Jobs | None = None,
+    prefix: str = "",
+    auth: DashboardAuth | None = None,
+    clock: Clock | None = None,
+    sample_interval_ms: int = DEFAULT_INTERVAL_MS,
+    backfills: BackfillRegistry | None = None,
+) -> ASGIApp:
+    """The dashboard as one ASGI app (see the module docstring); read-only when
+    `settings.read_only`."""
+    dash = Dashboard(
+        settings=settings,
+        prefix=prefix.rstrip("/"),
+        read_only=settings.read_only,
+        client=jobs,
+        clock=clock,
+        sampler=Sampler(sample_interval_ms),
+        backfills=backfills,
+    )
+    return dashboard_routes_app(dash, auth if auth is not None else standalone_auth(settings))

@@ -1,0 +1,180 @@
+"""Who may read the dashboard: the HTTP server's token rules, for a browser.
+
+Standalone on a loopback address no token is asked (like the worker's metrics port), but the
+Host header must name this machine, so a web page that rebinds its own name to 127.0.0.1 cannot
+read it. Beyond loopback, and always when mounted in the HTTP MCP server, every request carries
+the token: once as `?token=` (which sets an HttpOnly SameSite=Strict cookie and redirects to
+the clean URL, so the token leaves the address bar and history), then by cookie, or as
+`Authorization: Bearer`. A missing or wrong token is answered 401 before anything is read.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+from urllib.parse import parse_qsl, urlencode
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_jobs.config import Settings
+from mcp_jobs.dashboard.html import e, frame
+from mcp_jobs.server.http import is_loopback, require_token
+
+logger = logging.getLogger("mcp_jobs.dashboard")
+
+COOKIE = "mcp_jobs_dashboard"
+TOKEN_PARAM = "token"
+
+Verifier = Callable[[str], Awaitable[bool]]
+
+
+def static_verifier(token: str) -> Verifier:
+    """Accepts exactly `token`, compared in constant time."""
+    expected = token.encode()
+
+    async def verify(given: str) -> bool:
+        return hmac.compare_digest(given.encode(), expected)
+
+    return verify
+
+
+@dataclass(frozen=True)
+class DashboardAuth:
+    """`verify` None: no token asked. `hosts`: the Host names accepted (None: any)."""
+
+    verify: Verifier | None
+    hosts: frozenset[str] | None = None
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def standalone_auth(settings: Settings) -> DashboardAuth:
+    """`mcp-jobs dashboard`: none on loopback (Host checked), the token rule beyond it
+    (TOKEN_REQUIRED, TOKEN_TOO_SHORT, as `serve --transport http`)."""
+    if is_loopback(settings.host):
+        return DashboardAuth(None, LOOPBACK_NAMES | {settings.host.lower()})
+    return DashboardAuth(static_verifier(require_token(settings)))
+
+
+def mounted_auth(settings: Settings) -> DashboardAuth:
+    """Inside `serve --transport http`: the server's own verifier (static token or OAuth)."""
+    if settings.oauth is not None:
+        from mcp_jobs.server.http import http_auth
+
+        verifier = http_auth(settings)["token_verifier"]
+
+        async def verify(given: str) -> bool:
+            return await verifier.verify_token(given) is not None
+
+        return DashboardAuth(verify)
+    return DashboardAuth(static_verifier(require_token(settings)))
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _host_name(host: str) -> str:
+    if host.startswith("["):
+        return host[: host.find("]") + 1].lower()
+    return host.rsplit(":", 1)[0].lower() if host.count(":") == 1 else host.lower()
+
+
+class AuthGate:
+    """ASGI middleware in front of every dashboard route (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, auth: DashboardAuth, cookie_path: str) -> None:
+        self.app = app
+        self.auth = auth
+        self.cookie_path = cookie_path or "/"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        hosts = self.auth.hosts
+        if hosts is not None and _host_name(_header(scope, b"host") or "") not in hosts:
+            await self._refuse(scope, send, 403, "host not allowed", "unexpected Host header")
+            return
+        verify = self.auth.verify
+        if verify is None:
+            await self.app(scope, receive, send)
+            return
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        given = [v for k, v in query if k == TOKEN_PARAM]
+        if given:
+            if not await verify(given[0]):
+                await self._refuse(scope, send, 401, "wrong token", "wrong ?token=")
+                return
+            await self._set_cookie(scope, send, given[0], query)
+            return
+        token, how = self._presented(scope)
+        if token is None:
+            await self._refuse(scope, send, 401, "token required", "missing token")
+        elif not await verify(token):
+            await self._refuse(scope, send, 401, "wrong token", f"wrong {how}")
+        else:
+            await self.app(scope, receive, send)
+
+    def _presented(self, scope: Scope) -> tuple[str | None, str]:
+        authorization = _header(scope, b"authorization")
+        if authorization:
+            kind, _, credentials = authorization.partition(" ")
+            return (credentials.strip() if kind.lower() == "bearer" else ""), "bearer token"
+        cookie = SimpleCookie()
+        try:
+            cookie.load(_header(scope, b"cookie") or "")
+        except Exception:  # a malformed Cookie header is no token
+            return None, "cookie"
+        morsel = cookie.get(COOKIE)
+        return (morsel.value if morsel is not None else None), "cookie"
+
+    async def _set_cookie(
+        self, scope: Scope, send: Send, token: str, query: list[tuple[str, str]]
+    ) -> None:
+        rest = urlencode([(k, v) for k, v in query if k != TOKEN_PARAM])
+        target = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
+        cookie = SimpleCookie()
+        cookie[COOKIE] = token
+        cookie[COOKIE]["httponly"] = True
+        cookie[COOKIE]["samesite"] = "Strict"
+        cookie[COOKIE]["path"] = self.cookie_path
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 303,
+                "headers": [
+                    (b"location", target.encode("latin-1")),
+                    (b"set-cookie", cookie[COOKIE].OutputString().encode("latin-1")),
+                    (b"cache-control", b"no-store"),
+                    (b"content-length", b"0"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _refuse(self, scope: Scope, send: Send, status: int, title: str, why: str) -> None:
+        client = scope.get("client")
+        remote = f"{client[0]}:{client[1]}" if client else "unknown"
+        logger.warning("dashboard refused %s from %s: %s", scope.get("path"), remote, why)
+        body = frame(
+            title,
+            f"<p>{e(why)}: open the dashboard's URL with <code>?token=</code> and the server's "
+            "token once, or send <code>Authorization: Bearer</code>.</p>",
+            prefix="",
+        ).encode()
+        headers = [
+            (b"content-type", b"text/html; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        if status == 401:
+            headers.append((b"www-authenticate", b'Bearer realm="mcp-jobs dashboard"'))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,44 @@
+"""The dashboard inside `serve --transport http`: requests under `/dashboard` go to it (behind the
+server's token, by header or the `?token=` cookie), everything else to the MCP app. The
+dashboard's sampler runs for as long as the MCP app's lifespan does."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_jobs.config import Settings
+from mcp_jobs.dashboard.app import Dashboard, dashboard_routes_app
+from mcp_jobs.dashboard.auth import mounted_auth
+
+if TYPE_CHECKING:
+    from engine.client import Jobs
+
+MOUNT_PREFIX = "/dashboard"
+
+
+class WithDashboard:
+    """ASGI: the MCP app with the dashboard beside it at `MOUNT_PREFIX`."""
+
+    def __init__(self, mcp_app: ASGIApp, settings: Settings, jobs: Jobs) -> None:
+        # Actions need the caller's scopes, which an OAuth cookie cannot carry: read-only then.
+        self.dashboard = Dashboard(
+            settings=settings,
+            prefix=MOUNT_PREFIX,
+            read_only=settings.read_only or settings.oauth is not None,
+            client=jobs,
+        )
+        self.pages = dashboard_routes_app(self.dashboard, mounted_auth(settings))
+        self.mcp_app = mcp_app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            async with self.dashboard.running():
+                await self.mcp_app(scope, receive, send)
+            return
+        route = scope.get("path", "")
+        if route == MOUNT_PREFIX or route.startswith(MOUNT_PREFIX + "/"):
+            await self.pages(scope, receive, send)
+        else:
+            await self.mcp_app(scope, receive, send)

@@ -1,0 +1,107 @@
+"""The overview: one row per queue with `queue_stats`' counts, the sampled sparklines, pauses,
+rate limits and `diagnose_queue`'s findings. Reloads itself every few seconds."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from starlette.requests import Request
+
+from mcp_jobs.dashboard.actions import flash_of
+from mcp_jobs.dashboard.html import age, e, frame, link, path, sparkline, table, when
+from mcp_jobs.operations.diagnose import diagnose_queue
+from mcp_jobs.operations.models import QueueStatsView, RateLimitView
+from mcp_jobs.operations.stats import queue_stats
+
+if TYPE_CHECKING:
+    from mcp_jobs.dashboard.app import Dashboard
+
+REFRESH_MS = 5000
+# (contract field, the QueueStatsView attribute it shows)
+FIELDS = (
+    ("ready", "ready"),
+    ("running", "running"),
+    ("delayed", "delayed"),
+    ("suspended", "suspended"),
+    ("dead", "dead"),
+    ("failed", "failed"),
+    ("done", "done"),
+    ("cancelled", "cancelled"),
+    ("oldest_ready_age_ms", "oldest_ready_ms"),
+)
+
+
+def _cell(queue: str, name: str, value: int, href: str | None) -> str:
+    shown = age(value) if name == "oldest_ready_age_ms" and value else str(value)
+    text = link(href, shown) if href and value else e(shown)
+    return f'<td class="n" data-testid="queue:{e(queue)}:{name}" data-value="{value}">{text}</td>'
+
+
+def _limits(limits: list[RateLimitView] | None) -> str:
+    return "; ".join(f"{e(r.key)}: {e(r.rate)}" for r in limits or [])
+
+
+def _row(dash: Dashboard, q: QueueStatsView) -> str:
+    cells = []
+    for name, attr in FIELDS:
+        state = name if name in ("ready", "running", "delayed", "suspended", "dead") else None
+        href = (
+            path(dash.prefix, "jobs", query={"queue": q.queue, "state": state}) if state else None
+        )
+        cells.append(_cell(q.queue, name, int(getattr(q, attr)), href))
+    samples = dash.sampler.series(q.queue)
+    depth = sparkline([s.depth for s in samples], f"spark:{q.queue}:depth")
+    rate = sparkline([s.throughput_per_min for s in samples], f"spark:{q.queue}:throughput")
+    paused = ""
+    if q.paused is not None:
+        why = f" ({q.paused.reason})" if q.paused.reason else ""
+        paused = f'<span class="warn" data-testid="paused:{e(q.queue)}">paused{e(why)}</span> '
+    action = ""
+    if not dash.read_only:
+        verb = "resume" if q.paused is not None else "pause"
+        action = link(
+            path(dash.prefix, "queues", q.queue, verb), verb, data_testid=f"{verb}:{q.queue}"
+        )
+    name = link(path(dash.prefix, "jobs", query={"queue": q.queue}), q.queue)
+    return (
+        f'<tr data-queue="{e(q.queue)}"><td>{name}</td>{"".join(cells)}'
+        f"<td>{depth}</td><td>{rate}</td><td>{paused}{_limits(q.rate_limits)} {action}</td></tr>"
+    )
+
+
+async def render(dash: Dashboard, request: Request) -> str:
+    stats = await queue_stats(dash.scope())
+    queues = stats.queues or []
+    head = ["queue", *(f.removesuffix("_age_ms").replace("_", " ") for f, _ in FIELDS)]
+    head += ["depth (1 h)", "settled/min (1 h)", "controls"]
+    body = table(head, (_row(dash, q) for q in queues), data_testid="queues")
+    if not queues:
+        body += "<p>No queue holds a job yet.</p>"
+    for p in stats.paused_jobs or []:
+        body += (
+            f'<p class="warn" data-testid="paused-job:{e(p.name)}">job {e(p.name)} paused by '
+            f"{e(p.paused_by)} since {e(when(p.paused_at))} {e(p.reason or '')}</p>"
+        )
+    if stats.tenant_rate_limits:
+        body += f"<p>tenant rate limits: {_limits(stats.tenant_rate_limits)}</p>"
+    diagnosis = await diagnose_queue(dash.scope())
+    findings = [
+        f'<tr data-testid="finding:{e(f.code)}"><td>{e(f.severity)}</td><td>{e(f.code)}</td>'
+        f"<td>{e(f.queue or '')}</td><td>{e(f.cause)}</td><td><code>{e(f.fix)}</code></td></tr>"
+        for f in diagnosis.findings or []
+    ]
+    body += "<h2>Diagnosis</h2>" + (
+        table(["severity", "code", "queue", "cause", "fix"], findings)
+        if findings
+        else '<p data-testid="healthy">Healthy: nothing stuck.</p>'
+    )
+    every = REFRESH_MS // 1000
+    body += f'<p class="muted">read at {e(when(stats.at))} UTC; reloads every {every} s</p>'
+    return frame(
+        "Queues",
+        body,
+        prefix=dash.prefix,
+        flash=flash_of(request),
+        refresh_ms=REFRESH_MS,
+        read_only=dash.read_only,
+    )

@@ -1,0 +1,79 @@
+"""The sampler: a ring per queue bounded to the last hour whatever runs for how long, queues
+that left forgotten, and throughput that reads a steady rate as that rate (not zero)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from engine import ManualClock
+from engine.rules import RECENT_SETTLED_MS
+from mcp_jobs.dashboard.sampler import WINDOW_MS, Sampler
+from mcp_jobs.operations.models import QueueStatsView
+
+
+def reading(queue: str, **counts: int) -> QueueStatsView:
+    return QueueStatsView(queue=queue, **counts)
+
+
+def test_memory_stays_bounded_after_many_samples() -> None:
+    clock = ManualClock()
+    sampler = Sampler(interval_ms=10_000)
+    assert sampler.capacity == WINDOW_MS // 10_000
+    for i in range(5 * sampler.capacity):  # five hours
+        # A new queue every ten minutes, each seen for ten minutes only.
+        sampler.record(clock.now_ms(), [reading("steady", ready=i), reading(f"q{i // 60}")])
+        clock.advance(10_000)
+    assert len(sampler.series("steady")) == sampler.capacity
+    assert sampler.size() <= 2 * sampler.capacity
+    # Only the queues seen within the last hour keep a ring.
+    assert sampler.series("q0") == []
+    window = sampler.series("steady")
+    assert window[-1].at - window[0].at < WINDOW_MS
+    assert window[-1].depth == 5 * sampler.capacity - 1
+
+
+def test_a_steady_rate_reads_as_that_rate() -> None:
+    sampler = Sampler(interval_ms=60_000)
+    per_min = 30
+    done_in_window = per_min * RECENT_SETTLED_MS // 60_000  # the window is full and steady
+    at = 0
+    for _ in range(5):
+        sampler.record(at, [reading("q", done=done_in_window)])
+        at += 60_000
+    rates = [s.throughput_per_min for s in sampler.series("q")]
+    assert rates[0] == 0  # no earlier reading to compare with
+    assert rates[1:] == [pytest.approx(per_min)] * 4
+
+
+def test_a_burst_shows_and_a_retry_is_not_negative() -> None:
+    sampler = Sampler(interval_ms=60_000)
+    sampler.record(0, [reading("q", dead=10, failed=2)])
+    sampler.record(60_000, [reading("q", done=120, dead=10, failed=2)])
+    sampler.record(120_000, [reading("q", done=120, dead=4, failed=2)])  # six dead retried
+    sampler.record(180_000, [reading("q", done=120, dead=7, failed=2)])
+    rates = [round(s.throughput_per_min) for s in sampler.series("q")]
+    assert rates == [0, 120, 2, 5]  # 120 done; then the window's aged-out estimate (2/min)
+
+
+async def test_it_samples_on_its_clock_until_cancelled() -> None:
+    clock = ManualClock()
+    sampler = Sampler(interval_ms=1000)
+    reads = 0
+
+    async def read() -> list[QueueStatsView]:
+        nonlocal reads
+        reads += 1
+        if reads == 2:
+            raise RuntimeError("database restarting")  # skipped, not fatal
+        return [reading("q", ready=reads)]
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sampler.run, read, clock)
+            await anyio.wait_all_tasks_blocked()
+            while reads < 4:
+                clock.advance(1000)
+                await anyio.wait_all_tasks_blocked()
+            tg.cancel_scope.cancel()
+    assert [s.depth for s in sampler.series("q")] == [1, 3, 4]
