@@ -81,31 +81,75 @@ def _history_growth(call: str) -> Callable[[Results, str], float | None]:
     return value
 
 
-def _memory(results: Results, subject: str) -> float | None:
-    ours = [_get(results, w, subject, "peak_rss_mb") for w in (3, 6)]
-    theirs = [_get(results, w, "pgqueuer", "peak_rss_mb") for w in (3, 6)]
-    pairs = [(a, b) for a, b in zip(ours, theirs, strict=True) if a is not None and b]
-    return max(a / b for a, b in pairs) if pairs else None
+def _memory(peer: str) -> Callable[[Results, str], float | None]:
+    """The worker's peak RSS ÷ the peer's, the worse of the drains at 20,000 and at scale."""
+
+    def value(results: Results, subject: str) -> float | None:
+        ours = [_get(results, w, subject, "peak_rss_mb") for w in (3, 6)]
+        theirs = [_get(results, w, peer, "peak_rss_mb") for w in (3, 6)]
+        pairs = [(a, b) for a, b in zip(ours, theirs, strict=True) if a is not None and b]
+        return max(a / b for a, b in pairs) if pairs else None
+
+    return value
 
 
+def _large_tool_ms(tool: str) -> Callable[[Results, str], float | None]:
+    """One MCP call's p50 in-process at large history (#27: 1,000,000 settled rows)."""
+
+    def value(results: Results, subject: str) -> float | None:
+        return _get(results, 7, subject, "large", "tools", tool, "p50_ms")
+
+    return value
+
+
+# Issue #27's targets (round three), then the earlier rounds' that still hold.
 TARGETS = (
-    Target("3 drain ÷ PgQueuer", 1.5, ">=", _ratio(3, "pgqueuer", "jobs_per_s")),
+    Target("1 single enqueue ÷ floor", 0.95, ">=", _ratio(1, "floor", "jobs_per_s")),
+    Target("2 batch enqueue ÷ floor", 0.6, ">=", _ratio(2, "floor", "jobs_per_s")),
+    Target("2 batch enqueue ÷ PgQueuer", 1.5, ">=", _ratio(2, "pgqueuer", "jobs_per_s")),
+    Target("3 drain ÷ floor", 0.8, ">=", _ratio(3, "floor", "jobs_per_s")),
+    Target("3 drain ÷ PgQueuer", 3.0, ">=", _ratio(3, "pgqueuer", "jobs_per_s")),
+    Target("3 worker CPU per job ÷ floor", 1.5, "<=", _ratio(3, "floor", "cpu_ms_per_job")),
+    Target("5 steps ÷ floor", 0.75, ">=", _ratio(5, "floor", "jobs_per_s")),
+    Target("4 pickup p50 ÷ floor p50", 1.0, "<=", _ratio(4, "floor", "p50_ms")),
+    Target("4 pickup p95 ÷ floor p95", 1.0, "<=", _ratio(4, "floor", "p95_ms")),
+    Target("worker peak memory ÷ floor", 1.2, "<=", _memory("floor")),
+    Target("6 drain at scale ÷ drain (3)", 0.9, ">=", _scale),
+    *(
+        Target(f"7 {tool} p50 ms at large history", 5.0, "<=", _large_tool_ms(tool))
+        for tool in ("inspect_job", "list_jobs", "queue_stats")
+    ),
     Target("3 drain ÷ Procrastinate", 10, ">=", _ratio(3, "procrastinate", "jobs_per_s")),
-    Target("3 drain ÷ floor", 0.4, ">=", _ratio(3, "floor", "jobs_per_s")),
-    Target("1 single enqueue ÷ floor", 0.9, ">=", _ratio(1, "floor", "jobs_per_s")),
-    Target("2 batch enqueue ÷ PgQueuer", 1.0, ">=", _ratio(2, "pgqueuer", "jobs_per_s")),
-    Target("4 pickup p50 ÷ floor p50", 1.3, "<=", _ratio(4, "floor", "p50_ms")),
     Target("5 steps ÷ DBOS", 10, ">=", _ratio(5, "dbos", "jobs_per_s")),
-    Target("5 steps ÷ floor", 0.3, ">=", _ratio(5, "floor", "jobs_per_s")),
-    Target("6 drain at scale ÷ drain (3)", 0.8, ">=", _scale),
+    Target("worker peak memory ÷ PgQueuer", 1.0, "<=", _memory("pgqueuer")),
     Target("7 inspect_job large ÷ small (p50)", 2.0, "<=", _tool_growth("inspect_job")),
     Target("7 list_jobs large ÷ small (p50)", 2.0, "<=", _tool_growth("list_jobs")),
     *(
         Target(f"7 {call} large ÷ small history (p50)", 2.0, "<=", _history_growth(call))
         for call, _, _ in HISTORY_CALLS
     ),
-    Target("worker peak memory ÷ PgQueuer", 1.0, "<=", _memory),
 )
+
+# #27: mcp-jobs on SQLite against the SQLite peers on the same file system, every workload
+# they share (huey has no durable steps; neither peer a batch call: one call per job there).
+SQLITE_PEERS = (("huey-sqlite", "huey"), ("dbos-sqlite", "DBOS"))
+SQLITE_TARGETS = tuple(
+    target
+    for peer, label in SQLITE_PEERS
+    for target in (
+        Target(f"1 single enqueue ÷ {label}", 1.0, ">=", _ratio(1, peer, "jobs_per_s")),
+        Target(f"2 batch enqueue ÷ {label}", 1.0, ">=", _ratio(2, peer, "jobs_per_s")),
+        Target(f"3 drain ÷ {label}", 1.0, ">=", _ratio(3, peer, "jobs_per_s")),
+        Target(f"4 pickup p50 ÷ {label}", 1.0, "<=", _ratio(4, peer, "p50_ms")),
+        Target(f"4 pickup p95 ÷ {label}", 1.0, "<=", _ratio(4, peer, "p95_ms")),
+        Target(f"5 steps ÷ {label}", 1.0, ">=", _ratio(5, peer, "jobs_per_s")),
+    )
+)
+
+
+def sqlite_ratios(results: Results) -> list[dict[str, Any]]:
+    """The SQLite peer targets for `SQLITE`; a workload the peer did not run gives none."""
+    return [t.evaluate(results, SQLITE) for t in SQLITE_TARGETS]
 
 
 # Issue #25: mcp-jobs on Redis against arq on the same server, and against itself on PostgreSQL.
@@ -278,8 +322,8 @@ def ratios_table(rows: list[dict[str, Any]]) -> str:
     return _table(header, body)
 
 
-def redis_table(rows: list[dict[str, Any]]) -> str:
-    header = ["target (mcp-jobs Redis)", "goal", "value", "met"]
+def redis_table(rows: list[dict[str, Any]], title: str = "target (mcp-jobs Redis)") -> str:
+    header = [title, "goal", "value", "met"]
     body = []
     for r in rows:
         met = "—" if r["met"] is None else ("met" if r["met"] else "MISSED")
@@ -310,6 +354,9 @@ def render(document: dict[str, Any]) -> str:
     redis_rows = document.get("redis_ratios") or []
     if any(r["value"] is not None for r in redis_rows):
         parts += ["", redis_table(redis_rows)]
+    sqlite_rows = document.get("sqlite_ratios") or []
+    if any(r["value"] is not None for r in sqlite_rows):
+        parts += ["", redis_table(sqlite_rows, "target (mcp-jobs SQLite)")]
     if document.get("failures"):
         parts += ["", "failures:"] + [f"  {f}" for f in document["failures"]]
     return "\n".join(parts)
@@ -336,24 +383,32 @@ def compare(documents: list[dict[str, Any]]) -> str:
         rows.append(cells)
     dates = [f"run {i + 1}: {d['meta']['date']}" for i, d in enumerate(documents)]
     parts = [*dates, "", _table(header, rows)]
-    redis = [d.get("redis_ratios") or [] for d in documents]
-    if any(r["value"] is not None for rows_ in redis for r in rows_):
-        header = ["target (mcp-jobs Redis)", "goal"]
-        header += [f"run {i + 1}" for i in range(len(documents))]
-        header.append("met in all")
-        names = [t.name for t in REDIS_TARGETS] + [name for name, _ in REDIS_INFO]
-        body = []
-        for name in names:
-            found = [next((r for r in rows_ if r["target"] == name), None) for rows_ in redis]
-            goal = next((r["goal"] for r in found if r is not None), "—")
-            cells = [name, goal] + [_fmt(None if r is None else r["value"], 2) for r in found]
-            verdicts = [None if r is None else r["met"] for r in found]
-            cells.append(
-                "—" if any(v is None for v in verdicts) else "yes" if all(verdicts) else "no"
-            )
-            body.append(cells)
-        parts += ["", _table(header, body)]
+    redis_names = [t.name for t in REDIS_TARGETS] + [name for name, _ in REDIS_INFO]
+    sqlite_names = [t.name for t in SQLITE_TARGETS]
+    for title, key, names in (
+        ("target (mcp-jobs Redis)", "redis_ratios", redis_names),
+        ("target (mcp-jobs SQLite)", "sqlite_ratios", sqlite_names),
+    ):
+        side = _side_by_side(title, [d.get(key) or [] for d in documents], names)
+        if side:
+            parts += ["", side]
     return "\n".join(parts)
+
+
+def _side_by_side(title: str, runs: list[list[dict[str, Any]]], names: list[str]) -> str:
+    """Named ratio rows of several runs in columns ("" when no run has a value)."""
+    if not any(r["value"] is not None for rows_ in runs for r in rows_):
+        return ""
+    header = [title, "goal", *(f"run {i + 1}" for i in range(len(runs))), "met in all"]
+    body = []
+    for name in names:
+        found = [next((r for r in rows_ if r["target"] == name), None) for rows_ in runs]
+        goal = next((r["goal"] for r in found if r is not None), "—")
+        cells = [name, goal] + [_fmt(None if r is None else r["value"], 2) for r in found]
+        verdicts = [None if r is None else r["met"] for r in found]
+        cells.append("—" if any(v is None for v in verdicts) else "yes" if all(verdicts) else "no")
+        body.append(cells)
+    return _table(header, body)
 
 
 def main(argv: list[str]) -> int:

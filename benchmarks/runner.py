@@ -24,7 +24,7 @@ from benchmarks.databases import server_settings
 from benchmarks.launch import ChildFailedError
 from benchmarks.redis_space import RedisSpaceError, database_number
 from benchmarks.redis_space import server_settings as redis_settings
-from benchmarks.report import ratios, redis_ratios, render
+from benchmarks.report import ratios, redis_ratios, render, sqlite_ratios
 from benchmarks.sizes import Sizes, sizes_for
 from benchmarks.systems import SYSTEMS, available
 
@@ -166,6 +166,7 @@ async def run_suite(
     }
     document["ratios"] = ratios(results)
     document["redis_ratios"] = redis_ratios(results)
+    document["sqlite_ratios"] = sqlite_ratios(results)
     return document
 
 

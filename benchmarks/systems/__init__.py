@@ -89,6 +89,23 @@ SYSTEMS: dict[str, Entry] = {
             "dbos",
             frozenset({5}),
         ),
+        # The SQLite peers of mcp-jobs-sqlite: each run on its own file in a fresh temp dir.
+        Entry(
+            "huey-sqlite",
+            "huey (SqliteStorage)",
+            "benchmarks.systems.huey_sqlite:HueySqlite",
+            "huey",
+            frozenset({1, 2, 3, 4, 6}),
+            backend="sqlite",
+        ),
+        Entry(
+            "dbos-sqlite",
+            "DBOS Transact (SQLite)",
+            "benchmarks.systems.dbos_sqlite:DbosSqlite",
+            "dbos",
+            frozenset({1, 2, 3, 4, 5}),
+            backend="sqlite",
+        ),
         Entry(
             "floor",
             "raw asyncpg floor",
