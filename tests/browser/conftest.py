@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from tests.browser.dashboard_process import Dashboard, run_dashboard
 from tests.browser.seeding import Seeded, seed
 from tests.browser.support import (
     ACTION_MS,
@@ -25,6 +24,7 @@ from tests.browser.support import (
     chromium_path,
     run_async,
 )
+from tests.support.dashboard_process import Dashboard, run_dashboard
 
 SCREENSHOTS_ENV = "MCP_JOBS_SCREENSHOTS"
 PG_DSN_ENV = "MCP_JOBS_TEST_PG_DSN"

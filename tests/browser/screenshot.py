@@ -18,9 +18,9 @@ from engine import JobRegistry, Worker, connect
 from engine.backfill import BackfillRegistry
 from mcp_jobs.dashboard.sampler import DEFAULT_INTERVAL_MS
 from tests.browser.app_jobs import declare
-from tests.browser.dashboard_process import run_dashboard
 from tests.browser.seeding import seed
 from tests.browser.support import CHROMIUM_ARGS, LAUNCH_MS, chromium_path, run_async
+from tests.support.dashboard_process import run_dashboard
 
 # Jobs enqueued before each sample; every other sample a worker drains the queue first.
 WAVES = (8, 14, 6, 18, 10, 4)

@@ -15,7 +15,7 @@ from engine.backfill import BackfillRegistry
 from mcp_jobs.config import Settings
 from mcp_jobs.operations import Scope
 from tests.browser.app_jobs import declare
-from tests.browser.dashboard_process import APP
+from tests.support.dashboard_process import APP
 
 T = TypeVar("T")
 

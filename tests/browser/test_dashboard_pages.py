@@ -13,9 +13,9 @@ from mcp_jobs.operations.models import InspectJobResult, QueueStatsResult
 from mcp_jobs.operations.workers import live_workers
 from mcp_jobs.server.audit import AUDIT_EVENT
 from schemas.jobs import JobRecord
-from tests.browser.dashboard_process import Dashboard
 from tests.browser.seeding import WORKER_ID, Seeded, beat
 from tests.browser.support import on_engine, step_attempts, value
+from tests.support.dashboard_process import Dashboard
 
 COUNTS = ("ready", "running", "delayed", "suspended", "dead", "done", "failed", "cancelled")
 ACTION_PATHS = ("/retry", "/cancel", "/pause", "/resume")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = "tests.browser.seed_app"
+APP = "tests.browser.seed_app"  # the browser tests' seeded app
 READY = re.compile(r"dashboard at (http://\S+/)")
 START_SECONDS = 30.0
 STOP_SECONDS = 10.0
@@ -43,16 +43,26 @@ def _drain(stream: object, lines: queue.Queue[str | None], log: deque[str]) -> N
 
 
 @contextmanager
-def run_dashboard(url: str, *, read_only: bool, extra: tuple[str, ...] = ()) -> Iterator[Dashboard]:
+def run_dashboard(
+    url: str | None,
+    *,
+    read_only: bool,
+    extra: tuple[str, ...] = (),
+    cwd: Path = ROOT,
+    app: str | None = APP,
+) -> Iterator[Dashboard]:
+    """The dashboard on `url` (None: the default database, as a person in `cwd` opens it)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_JOBS_")}
-    # `-m` from the repository root puts it on sys.path: `--app tests.browser.seed_app` imports.
-    argv = [sys.executable, "-m", "mcp_jobs.cli", "dashboard", "--database-url", url]
-    argv += ["--app", APP, "--host", "127.0.0.1", "--port", "0", *extra]
+    env["PYTHONPATH"] = str(ROOT)  # `--app tests.browser.seed_app` imports from any cwd
+    argv = [sys.executable, "-m", "mcp_jobs.cli", "dashboard"]
+    argv += ["--database-url", url] if url is not None else []
+    argv += ["--app", app] if app is not None else []
+    argv += ["--host", "127.0.0.1", "--port", "0", *extra]
     if read_only:
         argv.append("--read-only")
     proc = subprocess.Popen(
         argv,
-        cwd=ROOT,
+        cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -65,7 +75,7 @@ def run_dashboard(url: str, *, read_only: bool, extra: tuple[str, ...] = ()) -> 
     reader.start()
     try:
         base = _wait_ready(proc, lines, log)
-        yield Dashboard(base, url, read_only, log)
+        yield Dashboard(base, url or "(the default database)", read_only, log)
     finally:
         proc.terminate()
         try:
