@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.databases import fresh_database
-from benchmarks.pressure import PHASES, build_parser, exactly_once, parse_phases, render, run
+from benchmarks.pressure import PHASES, build_parser, parse_phases, run
+from benchmarks.pressure_report import exactly_once, render
 
 PG_DSN_ENV = "MCP_JOBS_TEST_PG_DSN"
 
