@@ -1,7 +1,7 @@
 """One benchmark step in a fresh process: `python -m benchmarks.child '<spec json>'`.
 
 Every timed step runs in its own process, so each system starts cold, imports only itself, and
-its worker's peak memory (`ru_maxrss`) is its own. The child speaks JSON lines on the file
+its worker's peak memory (VmHWM) is its own. The child speaks JSON lines on the file
 descriptor that was its stdout (`{"event": "ready"}`, then one `{"event": "result", ...}`);
 anything the libraries print goes to stderr, which the parent keeps in a log file.
 """
@@ -32,6 +32,16 @@ def emit(event: str, **fields: Any) -> None:
 
 
 def peak_rss_mb() -> float:
+    """This process's own peak RSS. Not `ru_maxrss`: Linux keeps that across exec, so a child
+    reported the launcher's high-water mark whenever the launcher had grown larger (every
+    system printed the same 51.7 MB); VmHWM belongs to the process image and starts afresh."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
