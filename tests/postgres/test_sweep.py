@@ -15,7 +15,7 @@ import pytest
 
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.postgres.sweep import Sweeper
+from engine.drivers.postgres.sweep import Sweeper, stale_statistics
 from engine.errors import InvalidArgumentError
 from tests.postgres.builders import request
 from tests.postgres.conftest import DriverFactory
@@ -136,3 +136,53 @@ async def test_zero_leaves_the_table_to_autovacuum(
 def test_the_threshold_is_a_whole_number(value: object) -> None:
     with pytest.raises(InvalidArgumentError):
         PostgresDriver("postgresql://localhost/x", vacuum_dead_rows=value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("changed", "analyzed_rows", "pages", "analyzed_pages", "stale"),
+    [
+        (999, -1, 31, 0, False),  # too few changes and pages to matter, even never analyzed
+        (1_000, -1, 0, 0, True),  # never analyzed
+        (20_000, 0, 0, 0, True),  # analyzed while empty, then filled
+        (20_000, 19_999, 700, 700, True),  # changed more rows than the statistics saw
+        (20_000, 40_000, 700, 700, False),  # within half: autovacuum's business
+        (0, 0, 700, 0, True),  # grown, its changes not yet published by their sessions
+        (0, 1_000, 64, 32, True),  # doubled in pages
+        (0, 1_000, 63, 32, False),
+    ],
+)
+def test_statistics_are_stale_once_the_changes_or_pages_outgrow_what_they_saw(
+    changed: int, analyzed_rows: float, pages: int, analyzed_pages: int, stale: bool
+) -> None:
+    assert stale_statistics(changed, analyzed_rows, pages, analyzed_pages) is stale
+
+
+async def test_a_first_claim_on_a_table_without_statistics_analyzes_it(
+    make_driver: DriverFactory, sql: Sql, clock: ManualClock
+) -> None:
+    # Without statistics the planner sorted every ready row for each claim (8 ms at 20,000).
+    driver = await make_driver()
+    await enqueue(driver, clock, 3_000)  # its changes still unpublished: the pages decide
+    before = await stat(sql, "pg_stat_get_analyze_count")
+
+    assert len(await driver.claim("w", 16, 30_000, ["default"])) == 16
+    assert driver.sweeper is not None
+    await driver.sweeper.idle()
+
+    assert driver.sweeper.analyzed == 1
+    assert await stat(sql, "pg_stat_get_analyze_count") == before + 1
+    plan = await sql.fetch(
+        "EXPLAIN " + driver.db.q["claim_queues"],
+        clock.now_ms(),
+        16,
+        "w",
+        30_000,
+        "token",
+        ["default"],
+        True,
+        [],
+        [],
+    )
+    text = "\n".join(row[0] for row in plan)
+    assert "Index Scan using jobs_claim_idx" in text, text
+    assert "Sort Key: ((jobs.run_at" not in text, text  # the ready rows are not sorted

@@ -231,11 +231,21 @@ SELECT id, token,
   FROM done;
 
 -- name: sweep_due
--- The jobs table's dead rows as the statistics count them, and whether this role may vacuum it
--- (its owner or a member of the owner's role, which a superuser always is). See sweep.py.
-SELECT pg_stat_get_dead_tuples(c.oid) AS dead, pg_has_role(c.relowner, 'USAGE') AS may_vacuum
+-- The jobs table's dead rows as the statistics count them; its rows changed since the last
+-- ANALYZE and how many rows that ANALYZE saw (-1: never analyzed); its pages now (exact, not
+-- waiting for other sessions to publish their statistics) and at the last ANALYZE or VACUUM;
+-- and whether this role may vacuum and analyze it (its owner or a member of the owner's role,
+-- which a superuser always is). See sweep.py.
+SELECT pg_stat_get_dead_tuples(c.oid) AS dead, pg_has_role(c.relowner, 'USAGE') AS may_vacuum,
+       pg_stat_get_mod_since_analyze(c.oid) AS changed, c.reltuples AS analyzed_rows,
+       pg_relation_size(c.oid) / current_setting('block_size')::int AS pages,
+       c.relpages AS analyzed_pages
   FROM pg_catalog.pg_class AS c
  WHERE c.oid = '{schema}.jobs'::regclass;
+
+-- name: analyze
+-- The planner's statistics for the jobs table (see sweep.py); `SKIP_LOCKED` as for the sweep.
+ANALYZE (SKIP_LOCKED) {schema}.jobs;
 
 -- name: sweep
 -- `TRUNCATE false`: giving back the table's empty tail takes an exclusive lock that every claim
