@@ -29,6 +29,7 @@ from engine.drivers.base import (
     EVENTS,
     PAUSES,
     RERUNS,
+    SETTLED,
     DescriptorStore,
     Driver,
     PauseStore,
@@ -50,6 +51,7 @@ from engine.inbound_events import (
 from engine.outbox import StagedJob
 from engine.retry import retry_schedule
 from engine.settle import Settler
+from engine.settled_counts import checked_interval
 from engine.tracing import current_traceparent
 from schemas.descriptor import JobDescriptor
 from schemas.errors import NextCall
@@ -57,7 +59,7 @@ from schemas.events import EventRecord
 from schemas.jobs import EnqueueResult, JobFilter, JobPage, JobRecord, OnConflict
 from schemas.pauses import Pause
 from schemas.states import JOB_STATES, JobState
-from schemas.stats import QueueStats
+from schemas.stats import QueueStats, SettledCount
 from schemas.steps import StepRecord
 from schemas.trace import JobTrace, TraceQuery
 
@@ -408,6 +410,18 @@ class Jobs:
             bounds.whole("queues", len(queues), 0, MAX_QUEUES, "queue names")
             queues = [bounds.text("queues", q, MAX_QUEUE_BYTES) for q in queues]
         return await self.driver.stats(queues, tenant_id=tenant_id)
+
+    async def settled_counts(
+        self, since_ms: int, until_ms: int, *, tenant_id: str | None = None
+    ) -> dict[str, SettledCount] | None:
+        """Per queue, the jobs that settled with `since_ms <= finished_at < until_ms`, by state
+        (engine/settled_counts.py); None when the driver cannot count them exactly."""
+        since_ms, until_ms = checked_interval(since_ms, until_ms)
+        tenant_id = bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES)
+        if not SETTLED.offered_by(self.driver):
+            return None
+        store = require(self.driver, SETTLED)
+        return await store.settled_counts(since_ms, until_ms, tenant_id=tenant_id)
 
     async def describe(self, name: str | None = None) -> builtins.list[JobDescriptor]:
         """The jobs this client can enqueue, by name: those registered here (`source:

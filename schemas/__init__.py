@@ -28,7 +28,7 @@ from schemas.states import (
     JobState,
     StepStatus,
 )
-from schemas.stats import QueueStats, WorkerInfo
+from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import JobTrace, TracePage, TraceQuery
 
@@ -65,6 +65,7 @@ __all__ = [
     "QueueStats",
     "RetryClass",
     "RetryPolicyInfo",
+    "SettledCount",
     "StepRecord",
     "StepStatus",
     "TaskState",

@@ -61,6 +61,22 @@ class QueueStats(BaseModel):
     )
 
 
+class SettledCount(BaseModel):
+    """One queue's jobs that settled within an interval of `finished_at` (every one, not a
+    window's): what the dashboard's throughput reads (drivers/base.py `SettledCounts`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    done: int = 0
+    failed: int = 0
+    dead: int = 0
+    cancelled: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.done + self.failed + self.dead + self.cancelled
+
+
 class WorkerInfo(BaseModel):
     model_config = ConfigDict(frozen=True)
 

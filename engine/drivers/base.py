@@ -37,7 +37,7 @@ from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
-from schemas.stats import QueueStats, WorkerInfo
+from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
 
@@ -487,6 +487,20 @@ class ProgressStore(Protocol):
 
 
 @runtime_checkable
+class SettledCounts(Protocol):
+    """Exact settled counts per interval (engine/settled_counts.py), for throughput. Optional,
+    like PauseStore: without it `Jobs.settled_counts` answers None and the dashboard estimates."""
+
+    async def settled_counts(
+        self, since_ms: int, until_ms: int, *, tenant_id: str | None = None
+    ) -> dict[str, SettledCount]:
+        """Per queue, the stored jobs in a settled state with `since_ms <= finished_at <
+        until_ms` (with `tenant_id`, that tenant's only), by state. Queues with none are
+        absent. A database driver reads its settled index, never every row."""
+        ...
+
+
+@runtime_checkable
 class Driver(
     JobStore,
     StepStore,
@@ -537,6 +551,7 @@ PROGRESS: Capability[ProgressStore] = Capability("progress", ProgressStore)
 RATES: Capability[RateStore] = Capability("rates", RateStore)
 RERUNS: Capability[RerunStore] = Capability("reruns", RerunStore)
 EVENTS: Capability[EventStore] = Capability("events", EventStore)
+SETTLED: Capability[SettledCounts] = Capability("settled_counts", SettledCounts)
 CAPABILITIES: tuple[Capability[Any], ...] = (
     JOBS,
     STEPS,

@@ -25,9 +25,11 @@ from engine.rate_limits import (
 )
 from engine.reruns import plan_rerun
 from engine.rules import LIVE_STATES, DedupeKey, dedupe_key
+from engine.settled_counts import tally
 from schemas.jobs import JobRecord
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
+from schemas.stats import SettledCount
 from schemas.steps import StepRecord
 
 if TYPE_CHECKING:
@@ -138,6 +140,13 @@ class MemoryControls:
             return False
         self._jobs[job_id] = job.model_copy(update={"progress": progress})
         return True
+
+    # --- settled counts (engine.settled_counts) ----------------------------------------------
+
+    async def settled_counts(
+        self, since_ms: int, until_ms: int, *, tenant_id: str | None = None
+    ) -> dict[str, SettledCount]:
+        return tally(self._jobs.values(), since_ms, until_ms, tenant_id)
 
     # --- reruns (engine.reruns) ---------------------------------------------------------------
 

@@ -21,7 +21,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from starlette.applications import Starlette
@@ -38,8 +38,11 @@ from mcp_jobs.dashboard.html import error_box, frame
 from mcp_jobs.dashboard.sampler import DEFAULT_INTERVAL_MS, Sampler
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.envelope import error_payload
+from mcp_jobs.operations.models import QueueStatsView
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import queue_stats
+from mcp_jobs.operations.throughput import settled_counts
+from schemas.stats import SettledCount
 
 if TYPE_CHECKING:
     from engine.backfill import BackfillRegistry
@@ -83,6 +86,14 @@ class Dashboard:
         """The token a form posting to `path` carries: bound to the path, signed per process."""
         return hmac.new(self.secret, path.encode(), hashlib.sha256).hexdigest()
 
+    async def read_queues(self) -> list[QueueStatsView]:
+        """What the sampler reads each time: `queue_stats` in this dashboard's scope."""
+        return (await queue_stats(self.scope())).queues or []
+
+    async def count_settled(self, since_ms: int, until_ms: int) -> dict[str, SettledCount] | None:
+        """The sampler's exact throughput (None: the driver cannot count, it estimates)."""
+        return await settled_counts(self.scope(), since_ms, until_ms)
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Dashboard]:
         """Open the client when none was lent, and sample `queue_stats` until closed."""
@@ -92,13 +103,9 @@ class Dashboard:
 
             opened = self.client = await connect(self.settings.url)
         clock = self.clock or self.jobs.clock
-
-        async def read() -> Any:
-            return (await queue_stats(self.scope())).queues or []
-
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self.sampler.run, read, clock)
+                tg.start_soon(self.sampler.run, self.read_queues, clock, self.count_settled)
                 yield self
                 tg.cancel_scope.cancel()
         finally:

@@ -1,15 +1,20 @@
 """The sampler: a ring per queue bounded to the last hour whatever runs for how long, queues
-that left forgotten, and throughput that reads a steady rate as that rate (not zero)."""
+that left forgotten, and throughput counted exactly on drivers that count settled jobs by
+`finished_at` (a burst shows once, then silence reads zero), estimated on those that do not
+(a steady rate reads as that rate, not zero)."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from engine import ManualClock
+from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.rules import RECENT_SETTLED_MS
 from mcp_jobs.dashboard.sampler import WINDOW_MS, Sampler
 from mcp_jobs.operations.models import QueueStatsView
+from tests.dashboard.support import dashboard_for, declare
+
+INTERVAL_MS = 10_000
 
 
 def reading(queue: str, **counts: int) -> QueueStatsView:
@@ -33,7 +38,8 @@ def test_memory_stays_bounded_after_many_samples() -> None:
     assert window[-1].depth == 5 * sampler.capacity - 1
 
 
-def test_a_steady_rate_reads_as_that_rate() -> None:
+def test_the_estimate_reads_a_steady_rate_as_that_rate() -> None:
+    # The fallback for a driver without exact counts: no `settled` passed to `record`.
     sampler = Sampler(interval_ms=60_000)
     per_min = 30
     done_in_window = per_min * RECENT_SETTLED_MS // 60_000  # the window is full and steady
@@ -46,7 +52,7 @@ def test_a_steady_rate_reads_as_that_rate() -> None:
     assert rates[1:] == [pytest.approx(per_min)] * 4
 
 
-def test_a_burst_shows_and_a_retry_is_not_negative() -> None:
+def test_the_estimate_shows_a_burst_and_a_retry_is_not_negative() -> None:
     sampler = Sampler(interval_ms=60_000)
     sampler.record(0, [reading("q", dead=10, failed=2)])
     sampler.record(60_000, [reading("q", done=120, dead=10, failed=2)])
@@ -77,3 +83,50 @@ async def test_it_samples_on_its_clock_until_cancelled() -> None:
                 await anyio.wait_all_tasks_blocked()
             tg.cancel_scope.cancel()
     assert [s.depth for s in sampler.series("q")] == [1, 3, 4]
+
+
+async def _settle_mail(jobs: Jobs, n: int, first: int) -> None:
+    """`n` jobs of the `mail` queue run to done now, on the test's clock."""
+    for i in range(first, first + n):
+        await jobs.enqueue("ok", {"n": i})
+    await Worker(jobs, concurrency=4, queues=["mail"]).run_until_idle()
+
+
+async def test_after_a_burst_silence_reads_zero_throughput(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock
+) -> None:
+    declare(registry)
+    dash = dashboard_for(jobs)
+    sampler = dash.sampler = Sampler(interval_ms=INTERVAL_MS)
+
+    async def sample() -> None:
+        await sampler.take(clock.now_ms(), dash.read_queues, dash.count_settled)
+        clock.advance(INTERVAL_MS)
+
+    await _settle_mail(jobs, 1, 0)  # a queue to read before the burst, settled a reading ago
+    clock.advance(INTERVAL_MS)
+    await sample()
+    await _settle_mail(jobs, 60, 1)  # at the second reading's instant
+    for _ in range(13):  # two minutes of silence after it
+        await sample()
+    rates = [s.throughput_per_min for s in sampler.series("mail")]
+    # Counted at the reading after it (each counts up to SETTLE_LAG_MS before its instant),
+    # once. The estimate read ~1/min after it, for an hour: the burst aging out of the window.
+    assert rates == [0.0, 0.0, 60 * 60_000 / INTERVAL_MS] + [0.0] * 11
+
+
+async def test_a_steady_rate_reads_exactly(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock
+) -> None:
+    declare(registry)
+    dash = dashboard_for(jobs)
+    sampler = dash.sampler = Sampler(interval_ms=INTERVAL_MS)
+    per_interval = 5
+    for i in range(8):
+        await sampler.take(clock.now_ms(), dash.read_queues, dash.count_settled)
+        await _settle_mail(jobs, per_interval, i * per_interval)
+        clock.advance(INTERVAL_MS)
+    await sampler.take(clock.now_ms(), dash.read_queues, dash.count_settled)
+    rates = [s.throughput_per_min for s in sampler.series("mail")]
+    # The queue appears once it holds rows: from the second reading, 30/min at every one.
+    assert rates == [per_interval * 60_000 / INTERVAL_MS] * 8

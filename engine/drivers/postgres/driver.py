@@ -21,6 +21,7 @@ from engine.drivers.postgres import pauses as pauses_sql
 from engine.drivers.postgres import progress as progress_sql
 from engine.drivers.postgres import rate_limits as rates_sql
 from engine.drivers.postgres import reruns as reruns_sql
+from engine.drivers.postgres import settled_counts as settled_sql
 from engine.drivers.postgres.batch import SetWrites
 from engine.drivers.postgres.claims import Claimer
 from engine.drivers.postgres.connections import Connections
@@ -52,7 +53,7 @@ from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
-from schemas.stats import QueueStats, WorkerInfo
+from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
 
@@ -463,6 +464,13 @@ class PostgresDriver:
 
     async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
         return await progress_sql.save(self.db, job_id, token, progress)
+
+    # --- settled counts (settled_counts.py) ---------------------------------------------------
+
+    async def settled_counts(
+        self, since_ms: int, until_ms: int, *, tenant_id: str | None = None
+    ) -> dict[str, SettledCount]:
+        return await settled_sql.settled_counts(self.db, since_ms, until_ms, tenant_id)
 
     # --- inbound events (inbound_events.py) ---------------------------------------------------
 

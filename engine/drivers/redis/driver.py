@@ -35,6 +35,7 @@ from engine.drivers.redis import (
 from engine.drivers.redis import descriptors as published
 from engine.drivers.redis import pauses as pause_store
 from engine.drivers.redis import progress as progress_store
+from engine.drivers.redis import settled_counts as settled
 from engine.drivers.redis.changes import ChangeListener
 from engine.drivers.redis.connection import guard, open_client, resolve_prefix, split_prefix
 from engine.drivers.redis.keys import Keys
@@ -64,7 +65,7 @@ from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
-from schemas.stats import QueueStats, WorkerInfo
+from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
 
@@ -330,6 +331,14 @@ class RedisDriver:
     async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
         async with guard():
             return await progress_store.save_progress(self._store, job_id, token, progress)
+
+    # --- settled counts (engine.settled_counts) -----------------------------------------------
+
+    async def settled_counts(
+        self, since_ms: int, until_ms: int, *, tenant_id: str | None = None
+    ) -> dict[str, SettledCount]:
+        async with guard():
+            return await settled.settled_counts(self._store, since_ms, until_ms, tenant_id)
 
     # --- inbound events (engine.inbound_events) -----------------------------------------------
 

@@ -26,6 +26,7 @@ from engine.drivers.sqlite import progress as progress_sql
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite import rate_limits as rates_sql
 from engine.drivers.sqlite import reruns as reruns_sql
+from engine.drivers.sqlite import settled_counts as settled_sql
 from engine.drivers.sqlite.connection import Executor
 from engine.drivers.sqlite.errors import OutboxWrongDatabaseError, convert
 from engine.drivers.sqlite.wakeups import file_key, shared_feed, shared_waker
@@ -53,7 +54,7 @@ from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
-from schemas.stats import QueueStats, WorkerInfo
+from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
 
@@ -479,6 +480,15 @@ class SqliteDriver:
 
     async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
         return await self._exec.run(lambda c: progress_sql.save(c, job_id, token, progress))
+
+    # --- settled counts (settled_counts.py) ---------------------------------------------------
+
+    async def settled_counts(
+        self, since_ms: int, until_ms: int, *, tenant_id: str | None = None
+    ) -> dict[str, SettledCount]:
+        return await self._exec.run(
+            lambda c: settled_sql.settled_counts(c, since_ms, until_ms, tenant_id), write=False
+        )
 
     # --- reruns (reruns.py) -------------------------------------------------------------------
 

@@ -1,0 +1,25 @@
+"""Settled counts on SQLite (engine/settled_counts.py): one grouped read of the settled index
+`(state, finished_at, id)`, a range of `finished_at` under each settled state."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from engine.settled_counts import from_rows
+from schemas.stats import SettledCount
+
+# The state list repeats the partial index's own predicate, so the planner may use it.
+COUNT = """
+SELECT queue, state, count(*) FROM mcp_jobs_jobs
+WHERE state IN ('done', 'failed', 'dead', 'cancelled')
+  AND finished_at >= :since AND finished_at < :until
+  AND (:tenant IS NULL OR tenant_id = :tenant)
+GROUP BY queue, state
+"""
+
+
+def settled_counts(
+    conn: sqlite3.Connection, since_ms: int, until_ms: int, tenant_id: str | None
+) -> dict[str, SettledCount]:
+    params = {"since": since_ms, "until": until_ms, "tenant": tenant_id}
+    return from_rows(conn.execute(COUNT, params).fetchall())
