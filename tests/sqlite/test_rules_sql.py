@@ -13,6 +13,7 @@ import pytest
 from engine import ManualClock, rules
 from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import SqliteDriver
+from engine.errors import JobsError
 from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest, JobFilter, JobRecord
 from schemas.states import JOB_STATES
@@ -128,3 +129,102 @@ async def test_only_a_row_in_a_live_state_holds_its_key(driver: SqliteDriver, st
     _set(driver, "job00001", state=state)
     (result,) = await driver.enqueue([_request(2, key="same")])
     assert result.deduped is (state in rules.LIVE_STATES)
+
+
+async def test_a_batch_ack_writes_rules_ack_transition_per_item_and_fences_each(
+    driver: SqliteDriver,
+) -> None:
+    """The batch statement (ACK_MANY): every item as ack_transition, a stale token refused
+    for its own item only, and the slots released of exactly the jobs it settled."""
+    await driver.enqueue([_request(n) for n in range(1, 6)])
+    _set(driver, "job00001", output='{"old":1}')
+    held = {c.record.id: c for c in await driver.claim("w1", 5, 30_000)}
+    for job_id in held:
+        assert await driver.acquire_slots(job_id, [("cap", 10)], NOW + 30_000) is None
+    stale = "job00003"
+    outputs: dict[str, object] = {"job00002": {"sent": True}, "job00004": [1, "é"], "job00005": "x"}
+    writes = [
+        AckWrite(job_id, "stale" if job_id == stale else held[job_id].token, outputs.get(job_id))
+        for job_id in sorted(held)
+    ]
+    outcomes = await driver.ack_many(writes)
+    assert [None if o is None else o.code for o in outcomes] == [
+        None,
+        None,
+        "JOB_SLOT_LOST",
+        None,
+        None,
+    ]
+    for job_id, claimed in held.items():
+        expected = (
+            claimed.record
+            if job_id == stale
+            else rules.ack_transition(claimed.record, NOW, outputs.get(job_id))
+        )
+        assert await driver.get(job_id) == expected
+    conn = sqlite3.connect(driver.path)
+    left = {row[0] for row in conn.execute("SELECT job_id FROM mcp_jobs_leases")}
+    conn.close()
+    assert left == {stale}
+
+
+async def test_a_batch_naming_one_job_twice_settles_it_once(driver: SqliteDriver) -> None:
+    await driver.enqueue([_request(1)])
+    (held,) = await driver.claim("w1", 1, 30_000)
+    first, second = AckWrite("job00001", held.token, {"n": 1}), AckWrite("job00001", held.token, 2)
+    outcomes = await driver.ack_many([first, second])
+    assert [None if o is None else o.code for o in outcomes] == [None, "JOB_SLOT_LOST"]
+    assert await driver.get("job00001") == rules.ack_transition(held.record, NOW, {"n": 1})
+
+
+def _batch() -> list[EnqueueRequest]:
+    """Every way an item of a batch meets a key: a live row's (null and '' tenant alike), a
+    settled row's, an earlier item's, another tenant's or name's, and a delayed start."""
+    return [
+        _request(10, key="held"),
+        _request(11, tenant="", key="held"),
+        _request(12, key="gone"),
+        _request(13, key="gone"),
+        _request(14, tenant="a", key="gone"),
+        _request(15, name="mail", key="gone"),
+        _request(16, key="later")._replace(run_at=NOW + 1_000),
+        _request(17, tenant="a", key="gone"),
+    ]
+
+
+async def _keys_taken(driver: SqliteDriver) -> None:
+    await driver.enqueue([_request(1, key="held"), _request(2, key="gone")])
+    _set(driver, "job00002", state="dead")
+
+
+async def test_a_batch_enqueue_dedupes_as_one_enqueue_per_item(
+    driver: SqliteDriver, tmp_path: Path
+) -> None:
+    """The batch statement (INSERT_JOBS) against INSERT_JOB one item at a time: the same
+    results, the same rows."""
+    alone = SqliteDriver(str(tmp_path / "alone.db"), clock=ManualClock(NOW))
+    await alone.migrate()
+    try:
+        await _keys_taken(driver)
+        await _keys_taken(alone)
+        one_by_one = [(await alone.enqueue([request]))[0] for request in _batch()]
+        assert await driver.enqueue(_batch()) == one_by_one
+        deduped = [True, True, False, True, False, False, False, True]
+        assert [r.deduped for r in one_by_one] == deduped
+        every = JobFilter(limit=100)
+        assert (await driver.list_jobs(every)).jobs == (await alone.list_jobs(every)).jobs
+    finally:
+        await alone.close()
+
+
+async def test_a_batch_enqueue_with_on_conflict_error_stores_nothing(driver: SqliteDriver) -> None:
+    await _keys_taken(driver)
+    batch = _batch()
+    batch[3] = batch[3]._replace(on_conflict="error")  # meets item 2 of the same batch
+    with pytest.raises(JobsError) as raised:
+        await driver.enqueue(batch)
+    assert raised.value.code == "JOB_DUPLICATE"
+    assert {job.id for job in (await driver.list_jobs(JobFilter(limit=100))).jobs} == {
+        "job00001",
+        "job00002",
+    }

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from engine.drivers.sqlite.errors import convert, is_busy
@@ -110,13 +111,25 @@ class Executor:
 
     # --- the async side: queue, flush, hand results back ----------------------------------------
 
-    async def run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool = True) -> T:
+    async def run(
+        self, fn: Callable[[sqlite3.Connection], T], *, write: bool = True, inline: bool = False
+    ) -> T:
+        """`inline=True`: a short op (a lone enqueue, a version poll) that finds itself alone
+        runs on the calling thread, sparing the hop to a thread (most of its cost)."""
         if self._closed:
             fix = f"jobs = await connect({url(self.path)!r})"
             raise DriverUnavailableError("sqlite", f"{self.path}: this driver was closed", fix)
         op: Op[T] = Op(fn, write)
         self._pending.append(op)
         try:
+            if inline:
+                # One turn of the loop first: concurrent callers queue theirs, and then the
+                # batch (one hop, one commit for all) is the cheaper way, so it is taken.
+                await anyio.lowlevel.checkpoint()
+                if self._pending == [op] and not self._flushing:
+                    self._pending.clear()
+                    if not self._run_inline(op):
+                        self._pending.append(op)  # busy: the thread waits the lock out
             while not op.finished:
                 if self._flushing:
                     await self._done_event().wait()
@@ -245,6 +258,34 @@ class Executor:
                 for op in batch:
                     op.value, op.error, op.finished = None, exc, True
                 return
+
+    def _run_inline(self, op: Op[Any]) -> bool:
+        """Run `op` now on the event loop's thread, as a batch of one; False (nothing done) when
+        the connection is not open yet or the database is locked.
+
+        Safe because the connection is used by one thread at a time: no flusher is running
+        (checked by the caller, and a flusher clears `_flushing` only after its thread returned
+        the connection), and this runs to the end without awaiting, so no flush can start
+        meanwhile. The busy timeout is 0 for the while: a lock another process holds fails at
+        once, and the op goes to the thread, which may wait, instead of stalling the loop."""
+        conn = self._conn
+        if conn is None or self._conn_pid != os.getpid():
+            return False  # opening (and a fork's reopen) stays on the thread side
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            self._attempt(conn, [op], op.write)
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            if is_busy(exc):
+                op.finished, op.value, op.error = False, None, None
+                return False
+            self._fail_all([op], exc)
+        except Exception as exc:
+            _rollback(conn)  # a bug, reported as _run_batch does
+            op.value, op.error, op.finished = None, exc, True
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        return True
 
     def _fail_all(self, batch: list[Op[Any]], cause: BaseException) -> None:
         # One error object per op: each caller raises its own, with its own traceback.

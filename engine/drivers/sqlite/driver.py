@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -60,6 +61,11 @@ from schemas.trace import TracePage, TraceQuery
 
 # How often an idle wait looks for other processes' commits (the worker's own poll is apart).
 COMMIT_POLL_MS = 50
+# A wait that follows a claim which found work looks this often (the next job of a busy queue
+# is picked up within a few ms), for as long as work keeps coming and BUSY_HOLD_S after; then
+# each empty look doubles the gap back to `poll_ms`, so an idle worker costs what it did.
+FAST_POLL_MS = 2
+BUSY_HOLD_S = 1.0
 
 
 def _data_version(conn: sqlite3.Connection) -> int:
@@ -71,7 +77,8 @@ class SqliteDriver:
     """`SqliteDriver(path, clock=…, poll_ms=50, busy_timeout_ms=5000, synchronous="NORMAL")`.
 
     `poll_ms` is how often an idle wait looks for other processes' commits (real time; an
-    enqueue in this process wakes it at once). `synchronous="FULL"` also survives power loss
+    enqueue in this process wakes it at once); within a second of a claim that found work it
+    looks every FAST_POLL_MS. `synchronous="FULL"` also survives power loss
     (NORMAL, in WAL, survives any process crash) at the cost of an fsync per commit.
     """
 
@@ -98,6 +105,10 @@ class SqliteDriver:
         # PRAGMA data_version as of the last claim: a different value later means another
         # connection committed since, so there may be work the claim did not see.
         self._seen_version: int | None = None
+        # The adaptive look's state: when a claim last found work (monotonic s), and the gap
+        # the idle looks have grown to.
+        self._worked_at = float("-inf")
+        self._gap_ms = float(poll_ms)
         self._changes: ChangeFeed | None = None
         # PRAGMA data_version as of the last change wait: another process's commits since.
         self._change_version: int | None = None
@@ -135,7 +146,10 @@ class SqliteDriver:
     ) -> list[EnqueueResult]:
         at = self.clock.now_ms() if now is None else now
         batch = list(requests)
-        results, inserted = await self._exec.run(lambda c: lifecycle.enqueue(c, batch, at))
+        # A lone request is a short write: it may skip the thread hop (Executor.run's inline).
+        results, inserted = await self._exec.run(
+            lambda c: lifecycle.enqueue(c, batch, at), inline=len(batch) == 1
+        )
         if inserted:
             self._wake().notify()
             self._changed()
@@ -153,6 +167,7 @@ class SqliteDriver:
 
         claimed, self._seen_version = await self._exec.run(op)
         if claimed:
+            self._worked_at = time.monotonic()
             self._changed()
         return claimed
 
@@ -279,13 +294,22 @@ class SqliteDriver:
         try:
             baseline = self._seen_version
             if baseline is None:
-                baseline = await self._exec.run(_data_version, write=False)
+                baseline = await self._exec.run(_data_version, write=False, inline=True)
             while True:
-                await anyio.sleep(self.poll_ms / 1000)
-                if await self._exec.run(_data_version, write=False) != baseline:
+                await anyio.sleep(self._next_gap_ms() / 1000)
+                if await self._exec.run(_data_version, write=False, inline=True) != baseline:
                     return
         except JobsError:
             return  # closed or unreachable: let the caller's next call report it
+
+    def _next_gap_ms(self) -> float:
+        """Fast while work came recently (see FAST_POLL_MS), else double up to `poll_ms`."""
+        fast = min(FAST_POLL_MS, self.poll_ms)
+        if time.monotonic() - self._worked_at < BUSY_HOLD_S:
+            self._gap_ms = fast
+        else:
+            self._gap_ms = min(float(self.poll_ms), max(fast, self._gap_ms * 2))
+        return self._gap_ms
 
     async def wait_for_change(self, seen: int, timeout_ms: int) -> int:
         """A write through any driver on this file in this process moves the feed at once;
@@ -309,12 +333,12 @@ class SqliteDriver:
         """Return once another connection has committed since the last change wait; never
         when the file cannot be read (the caller's timeout ends the wait)."""
         try:
-            current = await self._exec.run(_data_version, write=False)
+            current = await self._exec.run(_data_version, write=False, inline=True)
             if self._change_version is None:
                 self._change_version = current
             while current == self._change_version:
                 await anyio.sleep(self.poll_ms / 1000)  # real time: see _other_connection_committed
-                current = await self._exec.run(_data_version, write=False)
+                current = await self._exec.run(_data_version, write=False, inline=True)
             self._change_version = current
         except JobsError:
             await anyio.sleep_forever()

@@ -22,6 +22,7 @@ from engine.drivers.sqlite.codec import (
     step_from_row,
 )
 from engine.drivers.sqlite.connection import each_item
+from engine.drivers.sqlite.errors import is_busy
 from engine.errors import (
     DriverUnavailableError,
     JobDuplicateError,
@@ -56,29 +57,20 @@ def enqueue(
 ) -> tuple[list[EnqueueResult], bool]:
     """Insert each request unless a live row (possibly an earlier item of this batch, already
     inserted in this transaction) holds its key. Returns the results and whether any row was
-    inserted. A `JobDuplicateError` aborts the op, and its savepoint takes every insert back."""
+    inserted. A `JobDuplicateError` aborts the op, and its savepoint takes every insert back.
+    A batch goes in as one statement (q.INSERT_JOBS) when JSON carries it exactly (`_packable`),
+    else one INSERT_JOB a row; the holders of deduped keys are looked up alike after."""
     results: list[EnqueueResult] = []
     inserted = False
-    for request in requests:
-        state = request.initial_state(now)
-        params = {
-            "id": request.id,
-            "run_id": request.run_id,
-            "name": request.name,
-            "queue": request.queue,
-            "tenant_id": request.tenant_id,
-            "idempotency_key": request.idempotency_key,
-            "input": json.dumps(request.input, separators=(",", ":")),
-            "state": state,
-            "max_attempts": request.max_attempts,
-            "run_at": request.run_at,
-            "now": now,
-            "timeout_ms": request.timeout_ms,
-            "traceparent": request.traceparent,
-            "enqueued_by": request.enqueued_by,
-            "priority": request.priority,
-        }
-        if conn.execute(q.INSERT_JOB, params).fetchone() is not None:
+    rows = [_enqueue_row(request, now) for request in requests]
+    went_in = _insert_set(conn, rows) if len(rows) > 1 and _packable(rows) else None
+    for request, params in zip(requests, rows, strict=True):
+        state = params["state"]
+        if went_in is None:
+            went = conn.execute(q.INSERT_JOB, params).fetchone() is not None
+        else:
+            went = request.id in went_in
+        if went:
             inserted = True
             results.append(
                 EnqueueResult(id=request.id, run_id=request.run_id, deduped=False, state=state)
@@ -95,6 +87,57 @@ def enqueue(
             EnqueueResult(id=holder[0], run_id=holder[1], deduped=True, state=job_state(holder[2]))
         )
     return results, inserted
+
+
+def _enqueue_row(request: EnqueueRequest, now: int) -> dict[str, Any]:
+    """INSERT_JOB's parameters for one request."""
+    return {
+        "id": request.id,
+        "run_id": request.run_id,
+        "name": request.name,
+        "queue": request.queue,
+        "tenant_id": request.tenant_id,
+        "idempotency_key": request.idempotency_key,
+        "input": json.dumps(request.input, separators=(",", ":")),
+        "state": request.initial_state(now),
+        "max_attempts": request.max_attempts,
+        "run_at": request.run_at,
+        "now": now,
+        "timeout_ms": request.timeout_ms,
+        "traceparent": request.traceparent,
+        "enqueued_by": request.enqueued_by,
+        "priority": request.priority,
+    }
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _packable(rows: Sequence[dict[str, Any]]) -> bool:
+    """Whether JSON carries these rows to SQLite exactly as binding them would: distinct ids
+    (RETURNING names rows by id), whole numbers within 64 bits (JSON would turn a bigger one
+    into a float where binding refuses it) and no NUL in a text (JSON's escape of NUL need not
+    come back as the same text). Otherwise the batch goes one statement per row."""
+    if len({row["id"] for row in rows}) != len(rows):
+        return False
+    for row in rows:
+        for value in row.values():
+            if isinstance(value, str):
+                if "\x00" in value:
+                    return False
+            elif value is not None and (not isinstance(value, int) or value not in _INT64):
+                return False
+    return True
+
+
+def _insert_set(conn: sqlite3.Connection, rows: Sequence[dict[str, Any]]) -> set[str]:
+    """Insert the batch with one statement (q.INSERT_JOBS): the ids that went in."""
+    packed = json.dumps(
+        [[row[column] for column in q.ENQUEUE_ROW] for row in rows],
+        ensure_ascii=False,  # a lone surrogate fails at the bind, as the per-row INSERT's does
+        separators=(",", ":"),
+    )
+    return {row_id for (row_id,) in conn.execute(q.INSERT_JOBS, {"rows": packed})}
 
 
 def claim(
@@ -163,8 +206,35 @@ def heartbeat(
 def ack_many(
     conn: sqlite3.Connection, path: str, writes: Sequence[AckWrite], now: int
 ) -> list[JobsError | None]:
-    """Settle each held job as done (rules.ack_transition, in SQL: `q.ACK`), each under its own
-    savepoint: a lost slot or a refused output fails that item only."""
+    """Settle each held job as done (rules.ack_transition, in SQL: `q.ACK_MANY`, `q.ACK`): a lost
+    slot or a refused output fails that item only.
+
+    The batch goes in one statement (and one slot release) when it can: each item's fenced
+    match stands alone in it, so an item whose token is stale is simply not matched and fails
+    alone. A batch naming one job twice, or one SQLite refuses as a whole (an output too
+    big, say), goes item by item under savepoints instead, which says whose it was."""
+    outputs = [dumps(write.output) for write in writes]
+    ids = [write.job_id for write in writes]
+    if len(writes) > 1 and len(set(ids)) == len(ids):
+        items = [[w.job_id, w.token, out] for w, out in zip(writes, outputs, strict=True)]
+        conn.execute("SAVEPOINT ack_many")
+        try:
+            acked = {
+                row_id
+                for (row_id,) in conn.execute(
+                    q.ACK_MANY,
+                    {"items": json.dumps(items, ensure_ascii=False), "now": now},
+                )
+            }
+            conn.execute(q.RELEASE_SLOTS_MANY, {"job_ids": json.dumps(sorted(acked))})
+        except sqlite3.Error as exc:
+            if not conn.in_transaction or is_busy(exc):
+                raise
+            conn.execute("ROLLBACK TO ack_many")
+            conn.execute("RELEASE ack_many")
+        else:
+            conn.execute("RELEASE ack_many")
+            return [None if w.job_id in acked else JobSlotLostError(w.job_id) for w in writes]
 
     def ack(write: AckWrite) -> None:
         params = {"id": write.job_id, "token": write.token, "output": dumps(write.output)}

@@ -46,6 +46,43 @@ ON CONFLICT ({DEDUPE_KEY}) WHERE {LIVE_PREDICATE} DO NOTHING
 RETURNING id
 """
 
+# INSERT_JOB for a whole batch in one statement: `:rows` is a JSON array of ENQUEUE_ROW arrays,
+# inserted in array order (`key`), so a later item meets an earlier one's live key exactly as
+# it would one statement each; RETURNING names the rows that went in. (`WHERE true` tells
+# SQLite's parser that ON CONFLICT is the upsert's, not a join's.)
+ENQUEUE_ROW = (
+    "id",
+    "run_id",
+    "name",
+    "queue",
+    "tenant_id",
+    "idempotency_key",
+    "input",
+    "state",
+    "max_attempts",
+    "run_at",
+    "now",
+    "timeout_ms",
+    "traceparent",
+    "enqueued_by",
+    "priority",
+)
+
+
+def _cell(name: str) -> str:
+    return f"json_extract(value, '$[{ENQUEUE_ROW.index(name)}]')"
+
+
+INSERT_JOBS = f"""
+INSERT INTO mcp_jobs_jobs ({_INSERT_COLUMNS})
+SELECT {", ".join(_cell(c) for c in ENQUEUE_ROW[:8])}, 0, {_cell("max_attempts")},
+       {_cell("run_at")}, {_cell("run_at")}, {_cell("now")}, {_cell("now")},
+       {", ".join(_cell(c) for c in ENQUEUE_ROW[11:])}
+FROM json_each(:rows) WHERE true ORDER BY key
+ON CONFLICT ({DEDUPE_KEY}) WHERE {LIVE_PREDICATE} DO NOTHING
+RETURNING id
+"""
+
 FIND_LIVE = f"""
 SELECT id, run_id, state FROM mcp_jobs_jobs
 WHERE name = :name AND coalesce(tenant_id, '') = coalesce(:tenant_id, '')
@@ -95,12 +132,25 @@ RETURNING {JOB_SELECT}, token,
 
 SELECT_HELD = f"SELECT {JOB_SELECT}, token FROM mcp_jobs_jobs WHERE id = :id"
 
-# rules.ack_transition in SQL (tests/sqlite/test_rules_sql.py pins the two together).
-ACK = """
+# rules.ack_transition in SQL (tests/sqlite/test_rules_sql.py pins the two together): one job
+# (ACK), or a batch (ACK_MANY: `:items` a JSON array of [id, token, output JSON text or null];
+# RETURNING names the jobs whose fence held). Both spell the same SET.
+_ACK_SET = """state = 'done', updated_at = :now, finished_at = :now,
+    worker_id = NULL, lease_expires_at = NULL, token = NULL, last_error = NULL"""
+ACK = f"""
 UPDATE mcp_jobs_jobs
-SET state = 'done', output = coalesce(:output, output), updated_at = :now, finished_at = :now,
-    worker_id = NULL, lease_expires_at = NULL, token = NULL, last_error = NULL
+SET {_ACK_SET}, output = coalesce(:output, output)
 WHERE id = :id AND token = :token AND state = 'running'
+"""
+ACK_MANY = f"""
+UPDATE mcp_jobs_jobs
+SET {_ACK_SET}, output = coalesce(item.output, mcp_jobs_jobs.output)
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token,
+             json_extract(value, '$[2]') AS output
+      FROM json_each(:items)) AS item
+WHERE mcp_jobs_jobs.id = item.id AND mcp_jobs_jobs.token = item.token
+  AND mcp_jobs_jobs.state = 'running'
+RETURNING mcp_jobs_jobs.id
 """
 
 EXTEND_LEASE = "UPDATE mcp_jobs_jobs SET lease_expires_at = :expires WHERE id = :id"
@@ -284,6 +334,9 @@ INSERT INTO mcp_jobs_leases (key, job_id, expires_at) VALUES (:key, :job_id, :ex
 ON CONFLICT (key, job_id) DO UPDATE SET expires_at = excluded.expires_at
 """
 RELEASE_SLOTS = "DELETE FROM mcp_jobs_leases WHERE job_id = :job_id"
+RELEASE_SLOTS_MANY = (
+    "DELETE FROM mcp_jobs_leases WHERE job_id IN (SELECT value FROM json_each(:job_ids))"
+)
 EXTEND_SLOTS = "UPDATE mcp_jobs_leases SET expires_at = :expires WHERE job_id = :id"
 
 # --- workers ------------------------------------------------------------------------------------
