@@ -120,12 +120,24 @@ def _redis(url: str, *, clock: Clock, **options: Any) -> Driver:
     return RedisDriver(url, clock=clock, **options)
 
 
+def _nats(url: str, *, clock: Clock, **options: Any) -> Driver:
+    try:
+        from engine.drivers.nats import NatsDriver, check_nats_url
+    except ImportError as exc:  # nats-py is the optional extra `nats`
+        fix = "pip install 'mcp-jobs[nats]'"
+        raise DriverUnavailableError("nats", f"nats-py is not installed ({exc})", fix) from exc
+
+    check_nats_url(url)  # before any connection is tried
+    return NatsDriver(url, clock=clock, **options)
+
+
 register_driver("memory", _memory)
 register_driver("sqlite", _sqlite)
 register_driver("postgresql", _postgres)
 register_driver("postgres", _postgres)
 register_driver("redis", _redis)
 register_driver("rediss", _redis)
+register_driver("nats", _nats)
 
 __all__ = [
     "CAPABILITIES",

@@ -8,6 +8,7 @@ relay publishes the staged job; nothing else has to run.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -33,7 +34,8 @@ class OrderTakenError(Exception):
 
 
 async def checkout(jobs: Jobs, order: OrderInput) -> StagedJob:
-    """Record the checkout and stage its fulfilment in one transaction of the jobs database."""
+    """Record the checkout and stage its fulfilment in one transaction of the jobs database
+    (on NATS, which has none over two keys, two writes in a safe order: `_checkout_nats`)."""
     driver = jobs.driver
     if isinstance(driver, SqliteDriver):
         return await _checkout_sqlite(jobs, driver.path, order)
@@ -46,6 +48,8 @@ async def checkout(jobs: Jobs, order: OrderInput) -> StagedJob:
         return staged
     if driver.kind == "redis":
         return await _checkout_redis(jobs, order)
+    if driver.kind == "nats":
+        return await _checkout_nats(jobs, order)
     raise TypeError(f"no checkout for the {driver.kind} driver")
 
 
@@ -105,4 +109,26 @@ async def _checkout_redis(jobs: Jobs, order: OrderInput) -> StagedJob:
             await tx.execute()
         except WatchError as exc:
             raise OrderTakenError(f"order {order.order_id} is already checked out") from exc
+    return staged
+
+
+async def _checkout_nats(jobs: Jobs, order: OrderInput) -> StagedJob:
+    """On NATS the checkout is a create-only key in the jobs bucket, then the staged job commits.
+
+    NATS has no transaction spanning two keys, so this is two writes, not one atomic step. What
+    holds: a taken order stages nothing (its create fails before anything is staged), and a
+    staged job always has its checkout. What does not: a crash between the two writes leaves a
+    checkout whose job was never staged (the outbox cannot close that gap; PostgreSQL can)."""
+    from engine.drivers.nats import NatsDriver
+
+    driver = jobs.driver
+    if not isinstance(driver, NatsDriver):
+        raise TypeError(f"no checkout for the {driver.kind} driver")
+    tx = driver.transaction()
+    row = json.dumps({"sku": order.sku, "quantity": order.quantity}).encode()
+    if await tx.store.write(f"shop.checkout.{order.order_id}", row, 0) is None:
+        tx.rollback()
+        raise OrderTakenError(f"order {order.order_id} is already checked out")
+    staged = await jobs.stage(tx, fulfil_order, order)
+    await tx.commit()
     return staged

@@ -223,7 +223,7 @@ async def _beat(jobs: Jobs) -> None:
 
 
 @pytest.mark.drivers(
-    "postgres", "sqlite", "redis", reason="another connection's writes reach the server"
+    "postgres", "sqlite", "redis", "nats", reason="another connection's writes reach the server"
 )
 async def test_another_process_settling_the_job_notifies(
     jobs: Jobs, app: JobRegistry, database_url: str, clock: ManualClock, mode: str

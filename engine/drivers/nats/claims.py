@@ -1,0 +1,168 @@
+"""Claims and settles: each one compare-and-set on the job document, fenced by its token.
+
+A claim syncs the replica (every write the stream held is applied), walks the live jobs in
+`rules.claim_rank` order, and takes each candidate with a CAS on the revision it read: two
+workers racing for one job both write against the same revision and exactly one wins; the loser
+moves on to the next candidate. A settle (ack, nack) checks the held token and state inside the
+transition and retries from a fresh read on a conflict, so a stale holder always gets
+JOB_SLOT_LOST and never writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+
+from engine.drivers.base import AckWrite
+from engine.drivers.nats import keys, slots
+from engine.drivers.nats.codec import JobDoc
+from engine.drivers.nats.pauses import paused
+from engine.drivers.nats.store import Store, Unchanged
+from engine.errors import JobsError, JobSlotLostError
+from engine.ids import new_token
+from engine.pauses import is_held
+from engine.rules import (
+    ack_transition,
+    apply_nack,
+    claim_rank,
+    claim_transition,
+    event_kind_for,
+    is_claimable,
+    nack_event_data,
+)
+from schemas.events import EventRecord
+from schemas.jobs import ClaimedJob, HeartbeatResult, JobRecord, NackOptions
+
+# Candidates tried at once per round of a claim: a lost race costs one more round, not a stall.
+PARALLEL = 16
+
+
+def held(doc: JobDoc | None, job_id: str, token: str, *, running: bool = True) -> JobDoc:
+    """The document if `token` holds the job (running, unless `running=False`)."""
+    if doc is None or doc.token != token:
+        raise JobSlotLostError(job_id)
+    if running and doc.record.state != "running":
+        raise JobSlotLostError(job_id)
+    return doc
+
+
+async def claim(
+    store: Store, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None
+) -> list[ClaimedJob]:
+    await store.replica.sync()
+    now = store.clock.now_ms()
+    wanted = set(queues) if queues is not None else None
+    holds = paused(store)
+    candidates = sorted(
+        (
+            doc.record
+            for doc in store.replica.live.values()
+            if (wanted is None or doc.record.queue in wanted)
+            and is_claimable(doc.record, now)
+            and not (holds and is_held(doc.record, holds))
+        ),
+        key=claim_rank,
+    )
+    claimed: list[ClaimedJob] = []
+    pending = iter(candidates)
+    while len(claimed) < limit:
+        batch = list(itertools.islice(pending, min(PARALLEL, limit - len(claimed))))
+        if not batch:
+            break
+        taken = await asyncio.gather(
+            *(_take(store, job, worker_id, now, lease_ms) for job in batch)
+        )
+        claimed.extend(t for t in taken if t is not None)
+    return claimed
+
+
+async def _take(
+    store: Store, job: JobRecord, worker_id: str, now: int, lease_ms: int
+) -> ClaimedJob | None:
+    held_doc = store.replica.doc(keys.job(job.id))
+    if held_doc is None or held_doc[1].record != job:
+        return None
+    revision, doc = held_doc
+    token = new_token()
+    record = claim_transition(doc.record, worker_id, now, lease_ms)
+    if await store.write_doc(doc.with_record(record, token), revision) is None:
+        return None  # another worker (or an operator) moved it first
+    has_steps = record.attempt > 1 or bool(doc.steps.get(record.run_id))
+    return ClaimedJob(
+        record=record, token=token, lease_expires_at=now + lease_ms, has_steps=has_steps
+    )
+
+
+async def heartbeat(store: Store, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
+    now = store.clock.now_ms()
+    expires = now + lease_ms
+
+    def extend(doc: JobDoc | None) -> JobDoc:
+        current = held(doc, job_id, token, running=False)
+        if current.record.state == "cancelled":
+            raise Unchanged
+        if current.record.state != "running":
+            raise JobSlotLostError(job_id)
+        return current.with_record(
+            current.record.model_copy(update={"lease_expires_at": expires}), token
+        )
+
+    _, after = await store.change_doc(job_id, extend)
+    if after.record.state == "cancelled":
+        return HeartbeatResult(
+            lease_expires_at=after.record.lease_expires_at or 0, cancel_requested=True
+        )
+    await slots.extend_slots(store, job_id, expires)
+    return HeartbeatResult(lease_expires_at=expires, cancel_requested=False)
+
+
+async def ack_many(store: Store, writes: Sequence[AckWrite]) -> list[JobsError | None]:
+    now = store.clock.now_ms()
+
+    async def ack(write: AckWrite) -> JobsError | None:
+        def done(doc: JobDoc | None) -> JobDoc:
+            current = held(doc, write.job_id, write.token)
+            return current.with_record(ack_transition(current.record, now, write.output), None)
+
+        try:
+            _, after = await store.change_doc(write.job_id, done)
+        except JobsError as exc:
+            return exc
+        await handed_back(store, after.record)
+        return None
+
+    return list(await asyncio.gather(*(ack(w) for w in writes)))
+
+
+async def nack(store: Store, job_id: str, token: str, options: NackOptions) -> JobRecord:
+    now = store.clock.now_ms()
+
+    def back(doc: JobDoc | None) -> JobDoc:
+        current = held(doc, job_id, token)
+        record = apply_nack(current.record, options, now)
+        after = current.with_record(record, None)
+        kind = event_kind_for(options)
+        if kind is not None:
+            data = nack_event_data(options, current.record.attempt, record.run_at)
+            after = after.with_event(event(current.record, kind, now, data))
+        return after
+
+    _, after = await store.change_doc(job_id, back)
+    await handed_back(store, after.record)
+    return after.record
+
+
+async def handed_back(store: Store, record: JobRecord) -> None:
+    """After a holder let go: its slots released. A settled job's dedupe key is left in place:
+    an index key naming a settled job is stale and the next enqueue of that key clears it
+    (enqueue.py), so a settle costs one write, and retention deletes it with the job."""
+    await slots.release_slots(store, record.id)
+
+
+def event(
+    job: JobRecord, kind: str, now: int, data: dict[str, object] | None, actor: str | None = None
+) -> EventRecord:
+    return EventRecord(
+        job_id=job.id, at=now, kind=kind, actor=actor, tenant_id=job.tenant_id, data=data
+    )

@@ -1,0 +1,121 @@
+"""The connection: the URL checked before anything opens, the bucket bound (created once, with
+the URL's replicas and storage), and every NATS or network failure turned into
+`DriverUnavailableError` where it arises (chained with `from`).
+
+    nats://host:port[,host:port...]/BUCKET?replicas=3&storage=file
+
+One KV bucket holds everything a namespace stores; its name is the URL's path (default
+`mcp_jobs`), so a test gets a fresh namespace by naming a fresh bucket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from urllib.parse import parse_qsl
+
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig, StorageType
+from nats.js.kv import KeyValue
+
+from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
+
+SCHEMES = ("nats", "tls")
+DEFAULT_BUCKET = "mcp_jobs"
+# Migrating reconnects and binds the bucket: the one command that checks the server end to end.
+FIX = "mcp-jobs db migrate"
+_BUCKET = re.compile(r"^[a-zA-Z0-9_-]+$")
+_STORAGE = {"file": StorageType.FILE, "memory": StorageType.MEMORY}
+# Failures of the server or the network, not of a request: what DRIVER_UNAVAILABLE means.
+UNAVAILABLE = (nats.errors.Error, nats.js.errors.Error, asyncio.TimeoutError, OSError)
+
+
+@dataclass(frozen=True)
+class NatsUrl:
+    servers: list[str]
+    bucket: str
+    replicas: int
+    storage: str
+
+
+def parse_nats_url(url: str) -> NatsUrl:
+    """The servers, bucket and bucket options a URL names; DATABASE_URL_INVALID otherwise."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in SCHEMES:
+        raise DatabaseUrlInvalidError(url, "a NATS URL starts with nats:// or tls://")
+    rest, _, query = rest.partition("?")
+    hosts, _, path = rest.partition("/")
+    if not hosts or any(not h.rpartition("@")[2].split(":")[0] for h in hosts.split(",")):
+        raise DatabaseUrlInvalidError(url, "the NATS URL names no host")
+    bucket = path.strip("/") or DEFAULT_BUCKET
+    if not _BUCKET.match(bucket):
+        raise DatabaseUrlInvalidError(url, "the bucket after the host is letters, digits, - or _")
+    options = dict(parse_qsl(query))
+    replicas = options.get("replicas", "1")
+    storage = options.get("storage", "file")
+    if not replicas.isdigit() or not 1 <= int(replicas) <= 5:
+        raise DatabaseUrlInvalidError(url, "replicas= is a number from 1 to 5")
+    if storage not in _STORAGE:
+        raise DatabaseUrlInvalidError(url, "storage= is file or memory")
+    servers = [f"{scheme}://{h}" for h in hosts.split(",")]
+    return NatsUrl(servers, bucket, int(replicas), storage)
+
+
+def check_nats_url(url: str) -> None:
+    parse_nats_url(url)
+
+
+async def open_bucket(
+    parsed: NatsUrl, connect_timeout_s: float
+) -> tuple[Client, JetStreamContext, KeyValue]:
+    # Reconnects forever with a short wait: a restarted server or a lost cluster node is a
+    # pause, and a request sent meanwhile fails as DRIVER_UNAVAILABLE after its own timeout.
+    client = Client()
+    # The first connect is bounded (nats-py would retry it as long as it reconnects).
+    async with asyncio.timeout(connect_timeout_s * 2):
+        # nats-py annotates these seconds as int; it hands them to asyncio, which takes floats.
+        await client.connect(
+            servers=parsed.servers,
+            connect_timeout=connect_timeout_s,  # type: ignore[arg-type]
+            reconnect_time_wait=0.2,  # type: ignore[arg-type]
+            max_reconnect_attempts=-1,
+            allow_reconnect=True,
+        )
+    try:
+        js = client.jetstream(timeout=connect_timeout_s)
+        return client, js, await _bucket(js, parsed)
+    except BaseException:
+        await client.close()  # a bucket not bound leaves no connection behind
+        raise
+
+
+async def _bucket(js: JetStreamContext, parsed: NatsUrl) -> KeyValue:
+    try:
+        kv = await js.key_value(parsed.bucket)
+    except nats.js.errors.BucketNotFoundError:
+        # direct=False: reads go to the stream leader, so a CAS is never checked against a
+        # lagging replica's copy.
+        config = KeyValueConfig(
+            bucket=parsed.bucket,
+            history=1,
+            replicas=parsed.replicas,
+            storage=_STORAGE[parsed.storage],
+            direct=False,
+        )
+        kv = await js.create_key_value(config)
+    return kv
+
+
+@asynccontextmanager
+async def guard() -> AsyncIterator[None]:
+    """NATS or network failures raised inside come out as `DriverUnavailableError`."""
+    try:
+        yield
+    except UNAVAILABLE as exc:
+        raise DriverUnavailableError("nats", f"{type(exc).__name__}: {exc}", FIX) from exc

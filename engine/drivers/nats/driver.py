@@ -1,0 +1,482 @@
+"""The NATS JetStream driver: the capabilities of `Driver` over one KV bucket (nats-py).
+
+Every method converts NATS and network failures into DRIVER_UNAVAILABLE (connection.guard) and
+hands the work to the module that owns it. The bucket is opened on first use (`migrate`, which
+the client calls first): bound if it exists, else created with the URL's replicas and storage.
+
+Layout and guarantees, in one place:
+- One KV bucket per namespace (keys.py). A job is one document (codec.py): record, lease
+  token, steps of every run, events. Every transition is one compare-and-set on its revision,
+  computed by engine.rules; a conflict retries the whole transition from a fresh server read.
+- Dedupe (rules 2, 3) is a create-only index key per (name, tenant or '', key) holding the
+  enqueue's intent (enqueue.py): 50 racing enqueues make one job.
+- Ready work is ordered by a replica of the bucket (replica.py) that the server feeds through a
+  KV watch: claims sync it to the stream's last sequence, sort the claimable live jobs by
+  `rules.claim_rank` and take each by CAS. The same pushed updates wake idle workers and feed
+  the change signal; nothing polls the server (a worker's wait still ends at its timeout).
+  The cost: each process holds every stored job in memory (retention bounds it), and a claim,
+  list or stats pays one stream-info round trip for its sync.
+- Concurrency caps (slots.py), leadership leases and cron state (scheduler.py) are CAS-guarded
+  keys shared by every process; a durable sleep is a `suspended` document with its `run_at`.
+- Durability is JetStream's: file storage (the default) survives a server restart; with
+  `?replicas=3` on a 3-node cluster a write is acknowledged once a quorum stored it, so losing
+  one node loses no acknowledged write. What the outbox promises: outbox.py.
+- Offers every optional capability: pauses, progress, reruns, inbound events, rate limits
+  (rate_limits.py: one CAS-guarded document for all rate state), settled counts and change
+  signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from engine.clock import Clock
+from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.nats import (
+    claims,
+    enqueue,
+    inbound_events,
+    keys,
+    ledgers,
+    operator,
+    outbox,
+    presence,
+    rate_limits,
+    reads,
+    retention,
+    scheduler,
+    settled,
+    slots,
+    steps,
+)
+from engine.drivers.nats import descriptors as published
+from engine.drivers.nats import pauses as pause_store
+from engine.drivers.nats import progress as progress_store
+from engine.drivers.nats import reruns as rerun_store
+from engine.drivers.nats.connection import guard, open_bucket, parse_nats_url
+from engine.drivers.nats.outbox import NatsTransaction
+from engine.drivers.nats.store import Store
+from engine.errors import JobsError
+from engine.inbound_events import EventCursor, InboundEvent
+from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
+from engine.retention import Cutoffs, PruneCount
+from schemas.backfill import BackfillRun
+from schemas.descriptor import JobDescriptor
+from schemas.events import EventRecord
+from schemas.jobs import (
+    ClaimedJob,
+    EnqueueRequest,
+    EnqueueResult,
+    HeartbeatResult,
+    JobFilter,
+    JobPage,
+    JobRecord,
+    NackOptions,
+)
+from schemas.outbox import OutboxRow
+from schemas.pauses import Pause, PauseKind
+from schemas.progress import Progress
+from schemas.scheduler import TaskState
+from schemas.states import BackfillStatus
+from schemas.stats import QueueStats, SettledCount, WorkerInfo
+from schemas.steps import StepRecord
+from schemas.trace import TracePage, TraceQuery
+
+SCHEMA_VERSION = b"1"
+
+
+class NatsDriver:
+    kind = "nats"
+
+    def __init__(
+        self, url: str, *, clock: Clock, connect_timeout_s: float = 5.0, **options: Any
+    ) -> None:
+        self.clock = clock
+        self._url = parse_nats_url(url)
+        self._timeout = connect_timeout_s
+        self._store: Store | None = None
+        self._opening = asyncio.Lock()
+
+    @property
+    def bucket(self) -> str:
+        return self._url.bucket
+
+    async def _open(self) -> Store:
+        if self._store is not None:
+            return self._store
+        async with self._opening:
+            if self._store is None:
+                async with guard():
+                    client, js, kv = await open_bucket(self._url, self._timeout)
+                    store = Store.open(client, js, kv, self.clock)
+                    await store.replica.start()
+                self._store = store
+        return self._store
+
+    def transaction(self) -> NatsTransaction:
+        """An application batch for `outbox_stage`; its rows are written by `commit()`."""
+        assert self._store is not None, "migrate() first"
+        return NatsTransaction(self._store)
+
+    async def migrate(self) -> None:
+        store = await self._open()
+        async with guard():
+            await store.write(keys.VERSION, SCHEMA_VERSION, 0)
+
+    async def close(self) -> None:
+        store, self._store = self._store, None
+        if store is None:
+            return
+        store.waker.notify()
+        await store.replica.stop()
+        async with guard():
+            await store.client.close()
+
+    # --- jobs ---------------------------------------------------------------------------------
+
+    async def enqueue(
+        self, requests: Sequence[EnqueueRequest], *, now: int | None = None
+    ) -> list[EnqueueResult]:
+        store = await self._open()
+        async with guard():
+            at = self.clock.now_ms() if now is None else now
+            return await enqueue.enqueue(store, requests, at)
+
+    async def enqueue_parts(
+        self, parts: Iterable[Sequence[EnqueueRequest]], *, now: int | None = None
+    ) -> list[EnqueueResult]:
+        # The batch is checked as a whole before anything is written: build every part first.
+        return await self.enqueue([request for part in parts for request in part], now=now)
+
+    async def claim(
+        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+    ) -> list[ClaimedJob]:
+        store = await self._open()
+        async with guard():
+            return await claims.claim(store, worker_id, limit, lease_ms, queues)
+
+    async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
+        store = await self._open()
+        async with guard():
+            return await claims.heartbeat(store, job_id, token, lease_ms)
+
+    async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
+        store = await self._open()
+        async with guard():
+            return await claims.ack_many(store, writes)
+
+    async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
+        store = await self._open()
+        async with guard():
+            return await claims.nack(store, job_id, token, options)
+
+    async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
+        store = await self._open()
+        async with guard():
+            return await reads.get(store, job_id, tenant_id)
+
+    async def list_jobs(self, filter: JobFilter) -> JobPage:
+        store = await self._open()
+        async with guard():
+            return await reads.list_jobs(store, filter)
+
+    async def load_trace(
+        self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None
+    ) -> TracePage:
+        store = await self._open()
+        async with guard():
+            return await reads.load_trace(store, job_id, tenant_id, page)
+
+    async def stats(
+        self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
+    ) -> list[QueueStats]:
+        store = await self._open()
+        async with guard():
+            return await reads.stats(store, queues, tenant_id)
+
+    async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
+        store = await self._open()
+        async with guard():
+            return await operator.cancel(store, job_id, tenant_id, actor)
+
+    async def retry(
+        self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
+    ) -> JobRecord:
+        store = await self._open()
+        async with guard():
+            return await operator.retry(store, job_id, tenant_id, include_cancelled, actor)
+
+    async def record_event(self, event: EventRecord) -> None:
+        store = await self._open()
+        async with guard():
+            await operator.record_event(store, event)
+
+    # --- steps --------------------------------------------------------------------------------
+
+    async def load_steps(self, run_id: str) -> list[StepRecord]:
+        store = await self._open()
+        async with guard():
+            return await steps.load_steps(store, run_id)
+
+    async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
+        store = await self._open()
+        async with guard():
+            return await steps.save_steps_many(store, writes)
+
+    # --- limiter slots ------------------------------------------------------------------------
+
+    async def acquire_slots(
+        self, job_id: str, caps: Sequence[tuple[str, int]], expires_at: int
+    ) -> str | None:
+        store = await self._open()
+        async with guard():
+            return await slots.acquire_slots(store, job_id, caps, expires_at)
+
+    async def release_slots(self, job_id: str) -> None:
+        store = await self._open()
+        async with guard():
+            await slots.release_slots(store, job_id)
+
+    # --- workers, wake-ups and change signals -------------------------------------------------
+
+    async def worker_seen(self, info: WorkerInfo) -> None:
+        store = await self._open()
+        async with guard():
+            await presence.worker_seen(store, info)
+
+    async def worker_gone(self, worker_id: str) -> None:
+        store = await self._open()
+        async with guard():
+            await presence.worker_gone(store, worker_id)
+
+    async def live_workers(self, seen_since: int) -> list[WorkerInfo]:
+        store = await self._open()
+        async with guard():
+            return await presence.live_workers(store, seen_since)
+
+    async def wait_for_work(self, timeout_ms: int) -> None:
+        """Any process's write of a waiting job, as the server pushes it to the replica."""
+        store = await self._open()
+        await store.waker.wait(self.clock, timeout_ms)
+
+    async def wait_for_change(self, seen: int, timeout_ms: int) -> int:
+        """Any process's write of a job, backfill or descriptor, pushed by the server."""
+        store = await self._open()
+        return await store.changes.wait(seen, self.clock, timeout_ms)
+
+    # --- backfill ledger ----------------------------------------------------------------------
+
+    async def backfill_save(self, run: BackfillRun) -> None:
+        store = await self._open()
+        async with guard():
+            await ledgers.backfill_save(store, run)
+
+    async def backfill_runs(
+        self,
+        name: str | None = None,
+        environment: str | None = None,
+        *,
+        status: BackfillStatus | None = None,
+        before: RunPosition | None = None,
+        limit: int | None = None,
+    ) -> list[BackfillRun]:
+        store = await self._open()
+        async with guard():
+            return await ledgers.backfill_runs(store, name, environment, status, before, limit)
+
+    # --- scheduler and leader leases ----------------------------------------------------------
+
+    async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
+        store = await self._open()
+        async with guard():
+            return await scheduler.scheduler_lead(store, holder, lease_ms)
+
+    async def task_state(self, task: str) -> TaskState | None:
+        store = await self._open()
+        async with guard():
+            return await scheduler.task_state(store, task)
+
+    async def task_fired(self, task: str, occurrence_ms: int) -> None:
+        store = await self._open()
+        async with guard():
+            await scheduler.task_fired(store, task, occurrence_ms)
+
+    async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
+        store = await self._open()
+        async with guard():
+            return await scheduler.lead(store, name, holder, lease_ms)
+
+    # --- outbox -------------------------------------------------------------------------------
+
+    async def outbox_stage(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
+        store = await self._open()
+        return outbox.stage(store, tx, requests)
+
+    async def outbox_claim(
+        self, relay_id: str, token: str, limit: int, lease_ms: int
+    ) -> list[OutboxRow]:
+        store = await self._open()
+        async with guard():
+            return await outbox.claim(store, token, limit, lease_ms)
+
+    async def outbox_publish(self, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
+        store = await self._open()
+        async with guard():
+            return await outbox.publish(store, token, rows)
+
+    async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
+        store = await self._open()
+        async with guard():
+            await outbox.release(store, token, ids)
+
+    # --- history (engine.retention) -----------------------------------------------------------
+
+    async def prune_counts(
+        self, cutoffs: Cutoffs, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        store = await self._open()
+        async with guard():
+            return await retention.prune_counts(store, cutoffs, tenant_id)
+
+    async def prune(
+        self, cutoffs: Cutoffs, limit: int, tenant_id: str | None = None
+    ) -> list[PruneCount]:
+        store = await self._open()
+        async with guard():
+            return await retention.prune(store, cutoffs, limit, tenant_id)
+
+    # --- published descriptors ----------------------------------------------------------------
+
+    async def publish_descriptors(
+        self, worker_id: str, descriptors: Sequence[JobDescriptor], now: int
+    ) -> None:
+        store = await self._open()
+        async with guard():
+            await published.publish_descriptors(store, worker_id, descriptors, now)
+
+    async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
+        store = await self._open()
+        async with guard():
+            return await published.published_descriptors(store, name)
+
+    async def forget_descriptors(self, published_before: int) -> int:
+        store = await self._open()
+        async with guard():
+            return await published.forget_descriptors(store, published_before)
+
+    # --- pauses (engine.pauses) ---------------------------------------------------------------
+
+    async def pause(
+        self, kind: PauseKind, name: str, actor: str | None, reason: str | None, now: int
+    ) -> tuple[Pause, bool]:
+        store = await self._open()
+        async with guard():
+            return await pause_store.pause(store, kind, name, actor, reason, now)
+
+    async def resume(self, kind: PauseKind, name: str) -> Pause | None:
+        store = await self._open()
+        async with guard():
+            return await pause_store.resume(store, kind, name)
+
+    async def pauses(self) -> list[Pause]:
+        store = await self._open()
+        async with guard():
+            return await pause_store.pauses(store)
+
+    # --- progress (engine.progress) -----------------------------------------------------------
+
+    async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
+        store = await self._open()
+        async with guard():
+            return await progress_store.save_progress(store, job_id, token, progress)
+
+    # --- reruns (engine.reruns) ---------------------------------------------------------------
+
+    async def rerun(
+        self,
+        job_id: str,
+        tenant_id: str | None,
+        from_step: str,
+        include_cancelled: bool,
+        actor: str | None,
+        new_run_id: str,
+    ) -> JobRecord:
+        store = await self._open()
+        async with guard():
+            return await rerun_store.rerun(
+                store, job_id, tenant_id, from_step, include_cancelled, actor, new_run_id
+            )
+
+    async def run_steps(self, job_id: str, run_id: str, tenant_id: str | None) -> list[StepRecord]:
+        store = await self._open()
+        async with guard():
+            return await rerun_store.run_steps(store, job_id, run_id, tenant_id)
+
+    # --- inbound events (engine.inbound_events) -----------------------------------------------
+
+    async def send_event(self, event: InboundEvent, now: int) -> int:
+        store = await self._open()
+        async with guard():
+            return await inbound_events.send_event(store, event, now)
+
+    async def first_event(
+        self,
+        name: str,
+        key: str,
+        tenant_id: str | None,
+        started_at: int,
+        after: EventCursor | None,
+    ) -> InboundEvent | None:
+        store = await self._open()
+        async with guard():
+            return await inbound_events.first_event(store, name, key, tenant_id, started_at, after)
+
+    async def await_event(self, job_id: str, name: str, key: str, tenant_id: str | None) -> None:
+        store = await self._open()
+        async with guard():
+            await inbound_events.await_event(store, job_id, name, key, tenant_id)
+
+    async def forget_waiter(self, job_id: str) -> None:
+        store = await self._open()
+        async with guard():
+            await inbound_events.forget_waiter(store, job_id)
+
+    async def wake_waiter(self, job_id: str, now: int) -> bool:
+        store = await self._open()
+        async with guard():
+            return await inbound_events.wake_waiter(store, job_id, now)
+
+    async def prune_events(self, now: int) -> int:
+        store = await self._open()
+        async with guard():
+            return await inbound_events.prune_events(store, now)
+
+    # --- rate limits (engine.rate_limits) -----------------------------------------------------
+
+    async def take_rates(
+        self, takes: Sequence[RateTake], now: int, job_id: str | None = None, up_to: int = 1
+    ) -> RateVerdict:
+        store = await self._open()
+        async with guard():
+            return await rate_limits.take_rates(store, takes, now, job_id, up_to)
+
+    async def rate_states(self, limit: int) -> list[RateState]:
+        store = await self._open()
+        async with guard():
+            return await rate_limits.rate_states(store, limit)
+
+    async def rate_reservations(self, limit: int) -> list[RateReservation]:
+        store = await self._open()
+        async with guard():
+            return await rate_limits.rate_reservations(store, limit)
+
+    # --- settled counts (engine.settled_counts) -----------------------------------------------
+
+    async def settled_counts(
+        self, since_ms: int, until_ms: int, *, tenant_id: str | None = None
+    ) -> dict[str, SettledCount]:
+        store = await self._open()
+        async with guard():
+            return await settled.settled_counts(store, since_ms, until_ms, tenant_id)

@@ -1,0 +1,175 @@
+"""Enqueue with dedupe (rules 2, 3) over a create-only index key per (name, tenant or '', key).
+
+An enqueue first creates `dd.<digest>` (`kv.create`: it fails when the key exists), holding
+the new job's id and its whole document, then creates the job's own key. Of 50 racing enqueues
+of one key exactly one create succeeds; the others read the index, find a live holder and
+answer it as deduped. The document in the index is the enqueue's intent: a racer that finds the
+index but no job (its creator died between the two writes, or is about to write) creates the
+job from it (create-only again, so it happens once), so a dedupe never answers an id that will
+not exist. The roll-forward expects no message at all on the job's key, so an intent read just
+before retention removed its job never brings that job back. An index key whose job has settled
+(or been pruned) is stale: it is deleted by compare-and-set on its revision and the create is
+tried again; a settle leaves it to be cleared so (one write per settle, not three).
+
+A batch is atomic as far as a keyed store allows: every `on_conflict='error'` item is checked
+before anything is written, and a duplicate that appears between that check and the write
+(another process's enqueue) removes this batch's unclaimed jobs again before raising.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from engine.drivers.nats import keys
+from engine.drivers.nats.codec import JobDoc, decode_doc, dumps, encode_doc, loads
+from engine.drivers.nats.store import MAX_CONFLICTS, Store, contended
+from engine.errors import JobDuplicateError
+from engine.rules import LIVE_STATES, DedupeKey, dedupe_key, new_record
+from schemas.jobs import EnqueueRequest, EnqueueResult, JobRecord
+
+# In-flight writes of one batch: enough to hide round trips, few enough to stay polite.
+PARALLEL = 32
+
+
+class Duplicate(Exception):
+    def __init__(self, holder: JobRecord) -> None:
+        self.holder = holder
+
+
+async def live_holder(store: Store, key: DedupeKey) -> JobRecord | None:
+    """The live job holding `key` now, from the server (rolling its intent forward first)."""
+    entry = await store.fresh(keys.dedupe(key))
+    if entry is None:
+        return None
+    holder = await _holder(store, entry.raw)
+    return holder if holder is not None and holder.state in LIVE_STATES else None
+
+
+async def _holder(store: Store, raw: bytes) -> JobRecord | None:
+    data = loads(raw)
+    held = await store.fresh_doc(data["id"])
+    base = data["base"]
+    if (held is None and base == 0) or (held is not None and held[0] == base):
+        # The intent's writer has not written the job yet (or died first): roll it forward.
+        # A CAS on the same base revision, so of several racers one writes it.
+        await store.write_doc(decode_doc(data["doc"].encode()), base, strict=True)
+        held = await store.fresh_doc(data["id"])
+    return None if held is None else held[1].record
+
+
+class Moved(Exception):
+    """The job changed between the read a requeue was computed from and its write."""
+
+
+async def take_key(store: Store, key: DedupeKey, doc: JobDoc, base: int) -> JobRecord:
+    """Make `doc`'s job the live holder of `key` and write `doc` over revision `base` (0: a new
+    job): create the index key holding `doc` as the intent, or clear a stale one and try again.
+    Raises `Duplicate` with another live holder, `Moved` when the job changed since `base`."""
+    dkey = keys.dedupe(key)
+    job_id = doc.record.id
+    raw = encode_doc(doc)
+    value = dumps({"id": job_id, "doc": raw.decode(), "base": base})
+    for _ in range(MAX_CONFLICTS):
+        mine = await store.write(dkey, value, 0)
+        if mine is not None:
+            if await store.write_doc(doc, base) is None:
+                now = await store.fresh_doc(job_id)
+                if now is None or encode_doc(now[1]) != raw:  # not rolled forward by a racer
+                    await store.delete(dkey, mine)
+                    raise Moved
+            return doc.record
+        entry = await store.fresh(dkey)
+        if entry is None:
+            continue
+        holder = await _holder(store, entry.raw)
+        if holder is not None and holder.state in LIVE_STATES:
+            if holder.id != job_id:
+                raise Duplicate(holder)
+            now = await store.fresh_doc(job_id)
+            if base == 0 or (now is not None and encode_doc(now[1]) == raw):
+                return holder  # our own intent, rolled forward by a racer
+            raise Moved  # another requeue of this job got there first
+        await store.delete(dkey, entry.revision)
+    raise contended(dkey)
+
+
+async def free_key(store: Store, record: JobRecord) -> None:
+    """Delete the index key if it still names this (settled) job: its key is free again."""
+    dkey = keys.dedupe(dedupe_key(record.name, record.tenant_id, record.idempotency_key))
+    entry = await store.fresh(dkey)
+    if entry is not None and loads(entry.raw)["id"] == record.id:
+        await store.delete(dkey, entry.revision)
+
+
+async def enqueue(
+    store: Store, requests: Sequence[EnqueueRequest], now: int
+) -> list[EnqueueResult]:
+    planned: dict[DedupeKey, EnqueueRequest] = {}
+    order: list[tuple[DedupeKey, EnqueueRequest]] = []
+    for request in requests:
+        key = dedupe_key(request.name, request.tenant_id, request.idempotency_key)
+        earlier = planned.get(key)
+        if earlier is not None and request.on_conflict == "error":
+            raise JobDuplicateError(
+                request.name, request.idempotency_key, earlier.id, request.tenant_id
+            )
+        planned.setdefault(key, request)
+        order.append((key, request))
+    for key, request in planned.items():
+        if request.on_conflict == "error":
+            holder = await live_holder(store, key)
+            if holder is not None:
+                raise JobDuplicateError(
+                    request.name, request.idempotency_key, holder.id, request.tenant_id
+                )
+    gate = asyncio.Semaphore(PARALLEL)
+
+    async def place(request: EnqueueRequest) -> EnqueueResult:
+        doc = JobDoc(new_record(request, now))
+        async with gate:
+            try:
+                record = await take_key(store, key_of(request), doc, 0)
+            except Duplicate as dup:
+                held = dup.holder
+                return EnqueueResult(id=held.id, run_id=held.run_id, deduped=True, state=held.state)
+            except Moved:
+                # This job id is stored already (an outbox row published twice): answer it.
+                got = await store.fresh_doc(request.id)
+                if got is None:
+                    raise
+                held = got[1].record
+                return EnqueueResult(id=held.id, run_id=held.run_id, deduped=True, state=held.state)
+        return EnqueueResult(id=record.id, run_id=record.run_id, deduped=False, state=record.state)
+
+    placed = await asyncio.gather(*(place(r) for r in planned.values()))
+    by_key = dict(zip(planned, placed, strict=True))
+    clash = next(
+        (r for k, r in planned.items() if r.on_conflict == "error" and by_key[k].deduped), None
+    )
+    if clash is not None:
+        await _undo(store, [res for res in placed if not res.deduped])
+        holder_id = by_key[key_of(clash)].id
+        raise JobDuplicateError(clash.name, clash.idempotency_key, holder_id, clash.tenant_id)
+    results: list[EnqueueResult] = []
+    for key, request in order:
+        first = by_key[key]
+        if request is planned[key]:
+            results.append(first)
+        else:
+            results.append(first._replace(deduped=True))
+    return results
+
+
+def key_of(request: EnqueueRequest) -> DedupeKey:
+    return dedupe_key(request.name, request.tenant_id, request.idempotency_key)
+
+
+async def _undo(store: Store, created: list[EnqueueResult]) -> None:
+    """Remove this batch's jobs that no worker has claimed yet, with their index keys."""
+    for result in created:
+        held = await store.fresh_doc(result.id)
+        if held is None or held[1].record.attempt > 0:
+            continue
+        await free_key(store, held[1].record)
+        await store.delete(keys.job(result.id), held[0])

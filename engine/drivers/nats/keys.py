@@ -1,0 +1,88 @@
+"""The key layout of the one KV bucket a namespace uses. Every key starts with a family name;
+caller values (queue, job and task names, tenants, cap keys) are base64url-encoded, since a KV
+key allows only `[-/_=.a-zA-Z0-9]`, and the dedupe key is a digest of its three parts.
+
+    job.<id>             the job document: record, lease token, steps of every run, events
+    dd.<digest>          the dedupe index: which live job holds (name, tenant or '', key)
+    slots                every concurrency cap's holders (slots.py)
+    wk.<worker>          a worker's presence row
+    bf.<run id>          a backfill ledger row
+    task.<name>          a cron task's last fired occurrence
+    lead.<name>          a leadership lease (the scheduler's is `lead.scheduler`)
+    ob.<id>              an outbox row
+    desc.<name>          a published job descriptor
+    pause.<kind>.<name>  a pause in force
+    rates                every rate limit's TAT and every reservation (rate_limits.py)
+    iev.<id>             an inbound event;  wait.<job>: the event a suspended job waits for
+    evx.<id>             an event of no stored job (an operator's call on a missing id)
+    version              the layout version
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+
+from engine.rules import DedupeKey
+
+VERSION = "version"
+SCHEDULER_LEADER = "scheduler"
+
+
+def enc(value: str) -> str:
+    """A caller value as a key token (base64url; '=' padding is a legal key character)."""
+    return base64.urlsafe_b64encode(value.encode()).decode() or "="
+
+
+def dec(token: str) -> str:
+    return "" if token == "=" else base64.urlsafe_b64decode(token.encode()).decode()
+
+
+def job(job_id: str) -> str:
+    return f"job.{job_id}"
+
+
+def dedupe(key: DedupeKey) -> str:
+    digest = hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:40]
+    return f"dd.{digest}"
+
+
+def worker(worker_id: str) -> str:
+    return f"wk.{enc(worker_id)}"
+
+
+def backfill(run_id: str) -> str:
+    return f"bf.{enc(run_id)}"
+
+
+def task(name: str) -> str:
+    return f"task.{enc(name)}"
+
+
+def lead(name: str) -> str:
+    return f"lead.{enc(name)}"
+
+
+def outbox(row_id: str) -> str:
+    return f"ob.{row_id}"
+
+
+def descriptor(name: str) -> str:
+    return f"desc.{enc(name)}"
+
+
+def pause(kind: str, name: str) -> str:
+    return f"pause.{kind}.{enc(name)}"
+
+
+def inbound(event_id: str) -> str:
+    return f"iev.{enc(event_id)}"
+
+
+def waiter(job_id: str) -> str:
+    return f"wait.{job_id}"
+
+
+def family(key: str) -> str:
+    return key.split(".", 1)[0]

@@ -1,0 +1,130 @@
+"""The outbox over NATS: rows staged in a `NatsTransaction`, written when it commits.
+
+What it can promise: rows staged in one transaction are written when the application commits
+it (`await tx.commit()`), each row a create-only key, and none if it is never committed. A row
+is claimed and released by compare-and-set, and published at least once: the relay enqueues
+the row's request (its job id is fixed when staged, so a second publication answers the job
+the first one made, never a second job) and then marks the row published by CAS, first writer
+wins. What it cannot: NATS has no transaction shared with the application's database, so
+staging is not atomic with the application's own writes (SQL or otherwise), and a crash in the
+middle of a commit can leave a prefix of its rows staged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.drivers.nats import keys
+from engine.drivers.nats.codec import dumps, loads
+from engine.drivers.nats.enqueue import enqueue
+from engine.drivers.nats.store import Store, Unchanged
+from engine.errors import OutboxNoTxError
+from engine.ids import new_id
+from schemas.jobs import EnqueueRequest, EnqueueResult
+from schemas.outbox import OutboxRow
+
+
+@dataclass
+class NatsTransaction:
+    """The application's batch of outbox rows; `commit` writes them, `rollback` drops them."""
+
+    store: Store
+    staged: list[OutboxRow] = field(default_factory=list[OutboxRow])
+    open: bool = True
+
+    async def commit(self) -> None:
+        self.open = False
+        for row in self.staged:
+            await self.store.write(keys.outbox(row.id), _raw(row), 0)
+        self.staged.clear()
+
+    def rollback(self) -> None:
+        self.open = False
+        self.staged.clear()
+
+
+def _raw(row: OutboxRow) -> bytes:
+    data = row.model_dump(mode="json", exclude={"request"})
+    data["request"] = row.request.to_json()
+    return dumps(data)
+
+
+def _row(raw: bytes) -> OutboxRow:
+    data = loads(raw)
+    data["request"] = EnqueueRequest.from_json(data["request"])
+    return OutboxRow.model_validate(data)
+
+
+def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
+    if not isinstance(tx, NatsTransaction) or not tx.open:
+        raise OutboxNoTxError("nats")
+    now = store.clock.now_ms()
+    ids: list[str] = []
+    for request in requests:
+        row = OutboxRow(id=new_id(), staged_at=now, request=request)
+        tx.staged.append(row)
+        ids.append(row.id)
+    return ids
+
+
+async def claim(store: Store, token: str, limit: int, lease_ms: int) -> list[OutboxRow]:
+    await store.replica.sync()
+    now = store.clock.now_ms()
+    free = [
+        (key, entry.revision, row)
+        for key, entry in store.replica.family("ob")
+        if (row := _row(entry.raw)).published_at is None
+        and (row.claim_expires_at is None or row.claim_expires_at <= now)
+    ]
+    free.sort(key=lambda t: (t[2].staged_at, t[2].id))
+    taken: list[OutboxRow] = []
+    for key, revision, row in free:
+        if len(taken) >= limit:
+            break
+        claimed = row.model_copy(update={"claimed_by": token, "claim_expires_at": now + lease_ms})
+        if await store.write(key, _raw(claimed), revision) is not None:
+            taken.append(claimed)
+    return taken
+
+
+async def publish(store: Store, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
+    owned: list[OutboxRow] = []
+    for row in rows:
+        entry = await store.fresh(keys.outbox(row.id))
+        if entry is None:
+            continue
+        current = _row(entry.raw)
+        if current.claimed_by == token and current.published_at is None:
+            owned.append(current)
+    if not owned:
+        return []
+    now = store.clock.now_ms()
+    results = await enqueue(store, [r.request for r in owned], now)
+    for row, result in zip(owned, results, strict=True):
+
+        def mark(raw: bytes | None, job_id: str = result.id) -> bytes:
+            if raw is None:
+                raise Unchanged
+            current = _row(raw)
+            if current.published_at is not None:
+                raise Unchanged  # first writer wins
+            return _raw(current.model_copy(update={"published_at": now, "job_id": job_id}))
+
+        await store.change_key(keys.outbox(row.id), mark)
+    return results
+
+
+async def release(store: Store, token: str, ids: Sequence[str]) -> None:
+    for row_id in ids:
+
+        def free(raw: bytes | None) -> bytes:
+            if raw is None:
+                raise Unchanged
+            row = _row(raw)
+            if row.claimed_by != token or row.published_at is not None:
+                raise Unchanged
+            return _raw(row.model_copy(update={"claimed_by": None, "claim_expires_at": None}))
+
+        await store.change_key(keys.outbox(row_id), free)

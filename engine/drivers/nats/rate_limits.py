@@ -1,0 +1,120 @@
+"""Rate limits (engine.rate_limits): every key's TAT and every reservation in ONE document,
+`rates`, changed by compare-and-set. A take over several keys must be all or nothing, and NATS
+KV writes one key atomically, so the state they share is one key: each take runs the same steps
+as the memory driver over that document and writes it back against the revision it read.
+Correct across processes; the price is one hot key that every rate-limited claim writes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from engine.drivers.nats.codec import dumps, loads
+from engine.drivers.nats.store import Store, Unchanged
+from engine.rate_limits import (
+    RateReservation,
+    RateState,
+    RateTake,
+    RateVerdict,
+    adoptable,
+    keys_of,
+    late_window_ms,
+    take_all,
+    use_reservation,
+)
+
+KEY = "rates"
+
+
+class _State:
+    def __init__(self, raw: bytes | None) -> None:
+        data: dict[str, Any] = {"rates": {}, "reservations": {}} if raw is None else loads(raw)
+        self.rates = {k: RateState(*v) for k, v in data["rates"].items()}
+        self.reservations = {j: RateReservation(*v) for j, v in data["reservations"].items()}
+
+    def raw(self) -> bytes:
+        return dumps(
+            {
+                "rates": {k: list(v) for k, v in self.rates.items()},
+                "reservations": {j: list(v) for j, v in self.reservations.items()},
+            }
+        )
+
+
+def _take(
+    state: _State, takes: Sequence[RateTake], now: int, job_id: str | None, up_to: int
+) -> RateVerdict:
+    """The memory driver's steps over the stored document (engine/drivers/memory_controls.py)."""
+    for gone in [j for j, r in state.reservations.items() if r.late_at < now]:
+        del state.reservations[gone]
+    if job_id is not None:
+        held = use_reservation(state.reservations.get(job_id), now)
+        if held is not None:
+            if held.blocked_key is None:
+                del state.reservations[job_id]
+            return held
+        state.reservations.pop(job_id, None)
+        wanted = keys_of(takes)
+        due = [r for r in state.reservations.values() if adoptable(r, wanted, now)]
+        if due:
+            del state.reservations[min(due, key=lambda r: r.slot_at).job_id]
+            return RateVerdict(None, now)
+    tats = {t.key: state.rates[t.key].tat for t in takes if t.key in state.rates}
+    verdict, new = take_all(tats, takes, now, reserve=job_id is not None, up_to=up_to)
+    if job_id is not None and verdict.blocked_key is not None:
+        slot = verdict.next_start_at
+        state.reservations[job_id] = RateReservation(
+            job_id, slot, slot + late_window_ms(takes), verdict.blocked_key, keys_of(takes)
+        )
+    for take in takes:
+        if take.key in new:
+            state.rates[take.key] = RateState(
+                take.key, new[take.key], take.limit, take.per_ms, take.burst
+            )
+    return verdict
+
+
+async def take_rates(
+    store: Store, takes: Sequence[RateTake], now: int, job_id: str | None, up_to: int
+) -> RateVerdict:
+    verdict = RateVerdict(None, now)
+
+    def take(raw: bytes | None) -> bytes:
+        nonlocal verdict
+        state = _State(raw)
+        verdict = _take(state, takes, now, job_id, up_to)
+        new = state.raw()
+        if raw is not None and new == raw:
+            raise Unchanged
+        return new
+
+    # Fresh first: a take is decided on the server's document, not a lagging copy.
+    await store.fresh(KEY)
+    await store.change_key(KEY, take)
+    return verdict
+
+
+async def rate_states(store: Store, limit: int) -> list[RateState]:
+    state = _State(entry.raw if (entry := await store.fresh(KEY)) else None)
+    return [state.rates[k] for k in sorted(state.rates)[:limit]]
+
+
+async def rate_reservations(store: Store, limit: int) -> list[RateReservation]:
+    state = _State(entry.raw if (entry := await store.fresh(KEY)) else None)
+    found = sorted(state.reservations.values(), key=lambda r: (r.slot_at, r.job_id))
+    return found[:limit]
+
+
+async def forget_reservation(store: Store, job_id: str) -> None:
+    """Drop a pruned job's reservation (retention), if it still has one."""
+    entry = store.replica.get(KEY)
+    if entry is None or job_id not in _State(entry.raw).reservations:
+        return
+
+    def drop(raw: bytes | None) -> bytes:
+        state = _State(raw)
+        if state.reservations.pop(job_id, None) is None:
+            raise Unchanged
+        return state.raw()
+
+    await store.change_key(KEY, drop)

@@ -1,0 +1,86 @@
+"""Reads: one job from the server; lists and stats from the replica once it has caught up
+with the stream (`Replica.sync`), through the same rules the memory driver applies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine import paging
+from engine.drivers.nats.operator import found
+from engine.drivers.nats.store import Store
+from engine.rules import queue_stats
+from schemas.jobs import JobFilter, JobPage, JobRecord
+from schemas.stats import QueueStats
+from schemas.trace import TracePage, TraceQuery
+
+
+async def get(store: Store, job_id: str, tenant_id: str | None) -> JobRecord:
+    held = await store.fresh_doc(job_id)
+    return found(None if held is None else held[1], job_id, tenant_id).record
+
+
+async def list_jobs(store: Store, filter: JobFilter) -> JobPage:
+    await store.replica.sync()
+    rows = [
+        job
+        for job in (doc.record for _, doc in store.replica.docs())
+        if (filter.states is None or job.state in filter.states)
+        and (filter.name is None or job.name == filter.name)
+        and (filter.queue is None or job.queue == filter.queue)
+        and (filter.tenant_id is None or job.tenant_id == filter.tenant_id)
+        and (filter.cursor is None or job.id < filter.cursor)
+    ]
+    rows.sort(key=lambda j: j.id, reverse=True)
+    page = rows[: filter.limit]
+    more = len(rows) > filter.limit
+    return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
+
+
+async def load_trace(
+    store: Store, job_id: str, tenant_id: str | None, page: TraceQuery | None
+) -> TracePage:
+    held = await store.fresh_doc(job_id)
+    doc = found(None if held is None else held[1], job_id, tenant_id)
+    page = page or TraceQuery()
+    # Start order; the position in the run (first-save order) breaks ties.
+    steps = sorted(
+        ((step.started_at, pos, step) for pos, step in enumerate(doc.run_steps(doc.record.run_id))),
+        key=lambda t: (t[0], t[1]),
+    )
+    before_steps = (
+        steps
+        if page.steps_cursor is None
+        else [t for t in steps if (t[0], t[1]) < paging.parse_step_cursor(page.steps_cursor)]
+    )
+    step_page = before_steps[-page.steps_limit :]
+    events = list(enumerate(doc.events))
+    before_events = (
+        events
+        if page.events_cursor is None
+        else [t for t in events if t[0] < paging.parse_event_cursor(page.events_cursor)]
+    )
+    event_page = before_events[-page.events_limit :]
+    more_steps = len(before_steps) > len(step_page)
+    more_events = len(before_events) > len(event_page)
+    return TracePage(
+        job=doc.record,
+        steps=[t[2] for t in step_page],
+        events=[e for _, e in event_page],
+        steps_total=len(steps),
+        events_total=len(events),
+        steps_cursor=paging.step_cursor(*step_page[0][:2]) if more_steps else None,
+        events_cursor=paging.event_cursor(event_page[0][0]) if more_events else None,
+    )
+
+
+async def stats(
+    store: Store, queues: Sequence[str] | None, tenant_id: str | None
+) -> list[QueueStats]:
+    await store.replica.sync()
+    rows = [
+        doc.record
+        for _, doc in store.replica.docs()
+        if (queues is None or doc.record.queue in queues)
+        and (tenant_id is None or doc.record.tenant_id == tenant_id)
+    ]
+    return queue_stats(rows, store.clock.now_ms())

@@ -1,0 +1,185 @@
+"""What every module of the driver shares: the bucket, its replica, the clock, the wake-up and
+change signals, and the compare-and-set loops every write goes through.
+
+A transition reads the value and its revision (the replica's copy first, the server's after a
+conflict), computes the next value with a pure function (engine.rules), and writes it only if
+the revision is still the one read; a conflict retries the whole transition from a fresh read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import nats.js.errors
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
+
+from engine.changes import ChangeFeed
+from engine.clock import Clock
+from engine.drivers.nats import keys
+from engine.drivers.nats.codec import JobDoc, decode_doc, encode_doc
+from engine.drivers.nats.replica import Entry, Replica
+from engine.errors import DriverUnavailableError
+from engine.rules import WAITING_STATES
+from engine.wake import Waker
+
+# A key written this often by others between our read and our write is contended beyond
+# reason: fail loudly rather than spin.
+MAX_CONFLICTS = 200
+CONFLICT = nats.js.errors.KeyWrongLastSequenceError
+WRONG_LAST_SEQUENCE = (10071, 10164)
+T = TypeVar("T")
+
+
+class Unchanged(Exception):
+    """Raised by a change function: nothing to write, the transition answers as is."""
+
+
+@dataclass
+class Store:
+    client: Client
+    js: JetStreamContext
+    kv: KeyValue
+    clock: Clock
+    replica: Replica
+    waker: Waker
+    changes: ChangeFeed
+
+    @classmethod
+    def open(cls, client: Client, js: JetStreamContext, kv: KeyValue, clock: Clock) -> Store:
+        waker = Waker()
+        changes = ChangeFeed()
+
+        def on_job(doc: JobDoc) -> None:
+            # Pushed by the server for every process's write: a waiting job wakes idle workers.
+            if doc.record.state in WAITING_STATES:
+                waker.notify()
+            changes.notify()
+
+        replica = Replica(kv, js, f"KV_{kv._name}", on_job)
+
+        def on_other(family: str) -> None:
+            if family in ("bf", "desc", "job"):
+                changes.notify()
+
+        replica.on_other = on_other
+        return cls(client, js, kv, clock, replica, waker, changes)
+
+    # --- single keys --------------------------------------------------------------------------
+
+    async def fresh(self, key: str) -> Entry | None:
+        """The server's current value of `key` (None when absent or deleted)."""
+        try:
+            got = await self.kv.get(key)
+        except nats.js.errors.KeyNotFoundError:
+            return None
+        assert got.revision is not None
+        entry = Entry(got.revision, got.value or b"")
+        self.replica.apply(key, entry.revision, entry.raw)
+        return entry
+
+    async def read(self, key: str) -> Entry | None:
+        """The replica's copy, or the server's when the replica has none."""
+        return self.replica.get(key) or await self.fresh(key)
+
+    async def write(self, key: str, raw: bytes, revision: int) -> int | None:
+        """Write `raw` if `key` is still at `revision` (0: if absent); None on a conflict."""
+        try:
+            if revision == 0:
+                new = await self.kv.create(key, raw)
+            else:
+                new = await self.kv.update(key, raw, last=revision)
+        except CONFLICT:
+            return None
+        self.replica.apply(key, new, raw)
+        return new
+
+    async def delete(self, key: str, revision: int) -> bool:
+        """Delete `key` if it is still at `revision`; False on a conflict."""
+        try:
+            await self.kv.delete(key, last=revision)
+        except nats.js.errors.APIError as exc:
+            # A conditional delete's conflict comes back as a plain bad request.
+            if exc.err_code in WRONG_LAST_SEQUENCE:
+                return False
+            raise
+        return True
+
+    async def purge(self, key: str) -> None:
+        """Remove `key` and its history (retention): watchers see the purge marker."""
+        await self.kv.purge(key)
+
+    async def change_key(self, key: str, change: Callable[[bytes | None], bytes | None]) -> None:
+        """Compare-and-set `key` to `change(current)`; `change` returning None deletes it (and
+        a missing key stays missing); `Unchanged` writes nothing."""
+        entry = await self.read(key)
+        for _ in range(MAX_CONFLICTS):
+            try:
+                new = change(None if entry is None else entry.raw)
+            except Unchanged:
+                return
+            if new is None:
+                if entry is None or await self.delete(key, entry.revision):
+                    return
+            elif await self.write(key, new, 0 if entry is None else entry.revision) is not None:
+                return
+            entry = await self.fresh(key)
+        raise contended(key)
+
+    # --- job documents ------------------------------------------------------------------------
+
+    async def fresh_doc(self, job_id: str) -> tuple[int, JobDoc] | None:
+        entry = await self.fresh(keys.job(job_id))
+        if entry is None:
+            return None
+        return entry.revision, decode_doc(entry.raw)
+
+    async def read_doc(self, job_id: str) -> tuple[int, JobDoc] | None:
+        return self.replica.doc(keys.job(job_id)) or await self.fresh_doc(job_id)
+
+    async def write_doc(self, doc: JobDoc, revision: int, *, strict: bool = False) -> int | None:
+        """Write the job document if its key is still at `revision` (0: create); None on a
+        conflict. Applied to the replica at once: this process reads its own writes.
+
+        `strict` with revision 0 expects no message at all on the key, a delete marker included
+        (`kv.create` writes over one): a racer rolling a dedupe intent forward never brings
+        back a job that retention removed (enqueue.py)."""
+        key = keys.job(doc.record.id)
+        raw = encode_doc(doc)
+        try:
+            if revision == 0 and not strict:
+                new = await self.kv.create(key, raw)
+            else:
+                new = await self.kv.update(key, raw, last=revision)
+        except CONFLICT:
+            return None
+        self.replica.apply_doc(key, new, raw, doc)
+        return new
+
+    async def change_doc(
+        self, job_id: str, change: Callable[[JobDoc | None], JobDoc]
+    ) -> tuple[JobDoc | None, JobDoc]:
+        """Compare-and-set the job's document to `change(current)` (current None when the job is
+        absent: `change` raises or creates it); `Unchanged` from `change` answers the current
+        document as both. Answers (before, after)."""
+        held = await self.read_doc(job_id)
+        for _ in range(MAX_CONFLICTS):
+            current = None if held is None else held[1]
+            try:
+                new = change(current)
+            except Unchanged:
+                assert current is not None
+                return current, current
+            if await self.write_doc(new, 0 if held is None else held[0]) is not None:
+                return current, new
+            held = await self.fresh_doc(job_id)
+        raise contended(keys.job(job_id))
+
+
+def contended(key: str) -> DriverUnavailableError:
+    return DriverUnavailableError(
+        "nats", f"{key} changed under {MAX_CONFLICTS} compare-and-sets in a row"
+    )

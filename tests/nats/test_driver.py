@@ -1,0 +1,240 @@
+"""What the kit cannot see of the NATS driver: racing processes (each its own connection) make
+one job of one key, claim one job once, share caps and one scheduler leader; a wake-up reaches
+another process's idle worker without polling; a crashed enqueue's intent is rolled forward;
+retention leaves no key of a job behind; a bad URL is refused before anything connects."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import cast
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from engine import Jobs, ManualClock
+from engine.drivers import open_driver
+from engine.drivers.base import AckWrite, StepWrite
+from engine.errors import JobsError
+from engine.retention import Policy, plan
+from engine.rules import dedupe_key
+from schemas.errors import ErrorPayload
+from schemas.jobs import EnqueueRequest, JobFilter, NackOptions
+from schemas.steps import StepRecord
+
+pytest.importorskip("nats", reason="the nats extra is not installed")
+
+from engine.drivers.nats import NatsDriver, keys
+from engine.drivers.nats import enqueue as enqueue_module
+from engine.drivers.nats.codec import JobDoc, dumps, encode_doc
+from engine.rules import new_record
+from tests.nats.server import free_port
+
+# Keys that outlive any one job.
+SHARED = {"version"}
+RACERS = 50
+
+
+def _request(n: int, now: int, key: str | None = None) -> EnqueueRequest:
+    return EnqueueRequest(
+        id=f"{n:032x}",
+        run_id=f"{1000 + n:032x}",
+        name="work",
+        queue="default",
+        idempotency_key=key or f"k{n}",
+        input={"n": n},
+        run_at=now,
+        max_attempts=3,
+    )
+
+
+@pytest.fixture
+async def drivers(
+    jobs: Jobs, database_url: str, clock: ManualClock
+) -> AsyncIterator[list[NatsDriver]]:
+    """Five more drivers on the same bucket, each with its own connection (as processes)."""
+    opened = [cast(NatsDriver, open_driver(database_url, clock=clock)) for _ in range(5)]
+    for driver in opened:
+        await driver.migrate()
+    try:
+        yield opened
+    finally:
+        for driver in opened:
+            await driver.close()
+
+
+async def _keys(driver: NatsDriver) -> set[str]:
+    store = await driver._open()
+    try:
+        return set(await store.kv.keys())
+    except Exception as exc:  # nats-py raises NoKeysError for an empty bucket
+        if type(exc).__name__ == "NoKeysError":
+            return set()
+        raise
+
+
+async def test_fifty_racing_enqueues_of_one_key_make_one_job(
+    drivers: list[NatsDriver], clock: ManualClock
+) -> None:
+    now = clock.now_ms()
+    requests = [_request(n, now, key="same") for n in range(RACERS)]
+    with anyio.fail_after(30):
+        results = await asyncio.gather(
+            *(drivers[n % len(drivers)].enqueue([r]) for n, r in enumerate(requests))
+        )
+    flat = [r for (r,) in results]
+    assert len({r.id for r in flat}) == 1
+    assert sum(not r.deduped for r in flat) == 1
+    page = await drivers[0].list_jobs(JobFilter(limit=100))
+    assert [j.id for j in page.jobs] == [flat[0].id]
+
+
+async def test_racing_claimants_take_one_job_once(
+    drivers: list[NatsDriver], clock: ManualClock
+) -> None:
+    await drivers[0].enqueue([_request(1, clock.now_ms())])
+    with anyio.fail_after(30):
+        claims = await asyncio.gather(*(d.claim(f"w{n}", 1, 60_000) for n, d in enumerate(drivers)))
+    assert sum(len(c) for c in claims) == 1
+
+
+async def test_a_cap_of_one_admits_one_process(
+    drivers: list[NatsDriver], clock: ManualClock
+) -> None:
+    expires = clock.now_ms() + 60_000
+    with anyio.fail_after(30):
+        outcomes = await asyncio.gather(
+            *(d.acquire_slots(f"job{n}", [("job:work", 1)], expires) for n, d in enumerate(drivers))
+        )
+    assert sorted(outcomes, key=str) == [None] + ["job:work"] * (len(drivers) - 1)
+
+
+async def test_one_scheduler_leads_each_lease(drivers: list[NatsDriver]) -> None:
+    with anyio.fail_after(30):
+        led = await asyncio.gather(
+            *(d.scheduler_lead(f"s{n}", 60_000) for n, d in enumerate(drivers))
+        )
+    assert sum(led) == 1
+
+
+async def test_an_enqueue_in_one_process_wakes_an_idle_worker_in_another(
+    drivers: list[NatsDriver], clock: ManualClock
+) -> None:
+    idle, other = drivers[0], drivers[1]
+    await idle.wait_for_work(0)  # consume anything pending
+    with anyio.fail_after(10):
+        # The manual clock never moves: only the server's push can end this wait.
+        async with anyio.create_task_group() as tg:
+            woke = anyio.Event()
+
+            async def wait() -> None:
+                await idle.wait_for_work(3_600_000)
+                woke.set()
+
+            tg.start_soon(wait)
+            await anyio.lowlevel.checkpoint()  # the waiter is waiting before the enqueue
+            await other.enqueue([_request(7, clock.now_ms())])
+            await woke.wait()
+
+
+async def test_a_crashed_enqueues_intent_is_rolled_forward_not_lost(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    driver = cast(NatsDriver, jobs.driver)
+    store = await driver._open()
+    # What an enqueuer that died between its two writes leaves: the index key, no job.
+    crashed = JobDoc(new_record(_request(1, clock.now_ms(), key="k"), clock.now_ms()))
+    index = keys.dedupe(dedupe_key("work", None, "k"))
+    await store.kv.create(
+        index, dumps({"id": crashed.record.id, "doc": encode_doc(crashed).decode(), "base": 0})
+    )
+    (result,) = await driver.enqueue([_request(2, clock.now_ms(), key="k")])
+    assert result.deduped and result.id == crashed.record.id
+    assert (await driver.get(crashed.record.id)).state == "ready"
+
+
+async def test_every_key_a_job_creates_goes_with_retention(jobs: Jobs, clock: ManualClock) -> None:
+    driver = cast(NatsDriver, jobs.driver)
+    await driver.enqueue([_request(1, clock.now_ms())])
+    (claimed,) = await driver.claim("w", 1, 60_000)
+    assert await driver.acquire_slots(claimed.record.id, [("job:work", 1)], 90_000) is None
+    step = StepRecord(
+        job_id=claimed.record.id,
+        run_id=claimed.record.run_id,
+        name="s",
+        status="completed",
+        started_at=clock.now_ms(),
+    )
+    assert await driver.save_steps_many([StepWrite(claimed.record.id, claimed.token, step)]) == [
+        None
+    ]
+    await driver.await_event(claimed.record.id, "paid", "1", None)
+    error = ErrorPayload(code="JOB_FAILED", title="t", cause="boom", fix="fix", retryable=True)
+    await driver.nack(claimed.record.id, claimed.token, NackOptions(error=error))
+    (again,) = await driver.claim("w", 1, 60_000)
+    assert await driver.ack_many([AckWrite(again.record.id, again.token, {"ok": True})]) == [None]
+    assert keys.job(claimed.record.id) in await _keys(driver)
+
+    clock.advance(2)
+    pruned = await driver.prune(plan(Policy(1, 1, 1, 1), clock.now_ms()), 10)
+    assert sum(c.rows for c in pruned) == 1
+    assert await _keys(driver) <= SHARED
+
+
+async def test_a_stale_holder_cannot_settle_after_another_claims(
+    jobs: Jobs, drivers: list[NatsDriver], clock: ManualClock
+) -> None:
+    await drivers[0].enqueue([_request(1, clock.now_ms())])
+    (first,) = await drivers[0].claim("w1", 1, 1_000)
+    clock.advance(1_001)
+    (second,) = await drivers[1].claim("w2", 1, 60_000)
+    (outcome,) = await drivers[0].ack_many([AckWrite(first.record.id, first.token, None)])
+    assert isinstance(outcome, JobsError) and outcome.code == "JOB_SLOT_LOST"
+    assert await drivers[1].ack_many([AckWrite(second.record.id, second.token, None)]) == [None]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "nats://",
+        "nats:///bucket",
+        "nats://127.0.0.1:4222/bad.bucket",
+        "nats://127.0.0.1:4222/b?replicas=9",
+        "nats://127.0.0.1:4222/b?storage=disk",
+    ],
+)
+def test_a_bad_url_is_refused_before_connecting(url: str) -> None:
+    with pytest.raises(JobsError) as caught:
+        open_driver(url, clock=ManualClock())
+    assert caught.value.code == "DATABASE_URL_INVALID"
+
+
+async def test_an_unreachable_server_is_a_typed_error() -> None:
+    url = f"nats://127.0.0.1:{free_port()}/b"
+    driver = open_driver(url, clock=ManualClock(), connect_timeout_s=0.5)
+    with pytest.raises(JobsError) as caught:
+        await driver.migrate()
+    assert caught.value.code == "DRIVER_UNAVAILABLE"
+
+
+async def test_a_pruned_job_is_not_brought_back_by_its_stale_intent(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    """An enqueuer that read the index key just before retention removed it and its job must
+    not roll the job's intent forward: a job id is never written after its delete."""
+    driver = cast(NatsDriver, jobs.driver)
+    store = await driver._open()
+    (made,) = await driver.enqueue([_request(1, clock.now_ms(), key="k")])
+    index = keys.dedupe(dedupe_key("work", None, "k"))
+    stale = (await store.kv.get(index)).value
+    (claimed,) = await driver.claim("w", 1, 60_000)
+    await driver.ack_many([AckWrite(claimed.record.id, claimed.token, None)])
+    clock.advance(2)
+    await driver.prune(plan(Policy(1, 1, 1, 1), clock.now_ms()), 10)
+    # What that enqueuer goes on to do with the index value it read.
+    assert stale is not None
+    assert await enqueue_module._holder(store, stale) is None
+    with pytest.raises(JobsError) as gone:
+        await driver.get(made.id)
+    assert gone.value.code == "JOB_NOT_FOUND"
