@@ -341,6 +341,7 @@ def render(document: dict[str, Any]) -> str:
         f"machine: {meta['machine']}",
         f"postgres: {meta['server']}",
         *([f"redis: {meta['redis']}"] if meta.get("redis") else []),
+        *([f"nats: {meta['nats']}"] if meta.get("nats") else []),
         "",
         main_table(results, keys, meta["sizes"]["scale"]),
     ]

@@ -22,6 +22,8 @@ from typing import Any
 from benchmarks import workloads as w
 from benchmarks.databases import server_settings
 from benchmarks.launch import ChildFailedError
+from benchmarks.nats_space import NatsSpaceError, server_address
+from benchmarks.nats_space import server_settings as nats_settings
 from benchmarks.redis_space import RedisSpaceError, database_number
 from benchmarks.redis_space import server_settings as redis_settings
 from benchmarks.report import ratios, redis_ratios, render, sqlite_ratios
@@ -75,6 +77,7 @@ async def run_suite(
     profile_systems: Sequence[str] = (),
     repeat: int = 1,
     redis_url: str | None = None,
+    nats_url: str | None = None,
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run the suite and return its JSON document (also what `render` prints)."""
@@ -91,6 +94,7 @@ async def run_suite(
         profile_dir=profile_dir,
         profile=frozenset(profile_systems),
         redis_url=redis_url,
+        nats_url=nats_url,
     )
     skipped = [k for k in keys if not available(k)]
     for key in skipped:
@@ -106,6 +110,11 @@ async def run_suite(
             if SYSTEMS[key].backend == "redis" and key not in skipped:
                 skipped.append(key)
                 echo(f"skip {key}: no --redis-url given")
+    if nats_url is None:
+        for key in keys:
+            if SYSTEMS[key].backend == "nats" and key not in skipped:
+                skipped.append(key)
+                echo(f"skip {key}: no --nats-url given")
     keys = [k for k in keys if k not in skipped]
     document: dict[str, Any] = {
         "meta": {
@@ -115,6 +124,7 @@ async def run_suite(
             "machine": _machine(),
             "server": await server_settings(dsn) if dsn else {},
             "redis": await redis_settings(redis_url) if redis_url else {},
+            "nats": await nats_settings(nats_url) if nats_url else {},
             "logs": str(logs),
             "skipped": skipped,
             "repeat": repeat,
@@ -219,6 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("MCP_JOBS_BENCH_REDIS_URL"),
         help="a Redis database the Redis systems may empty (not 0), e.g. redis://127.0.0.1:6379/15",
     )
+    parser.add_argument(
+        "--nats-url",
+        default=os.environ.get("MCP_JOBS_BENCH_NATS_URL"),
+        help="a nats-server with JetStream, e.g. nats://127.0.0.1:4222 (each step: its own bucket)",
+    )
     parser.add_argument("--systems", help=f"comma-separated subset of {','.join(SYSTEMS)}")
     parser.add_argument("--workloads", help="comma-separated subset of 1..7")
     parser.add_argument("--json", type=Path, help="write the results document here")
@@ -247,6 +262,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except RedisSpaceError as exc:
             print(exc, file=sys.stderr)
             return 2
+    if args.nats_url:
+        try:
+            server_address(args.nats_url)
+        except NatsSpaceError as exc:
+            print(exc, file=sys.stderr)
+            return 2
     profile = "full" if args.full else "quick" if args.quick else "tiny" if args.tiny else "default"
     sizes = sizes_for(profile, _overrides(args.set))
     document = asyncio.run(
@@ -262,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile_systems=args.profile_systems.split(","),
             repeat=max(1, args.repeat),
             redis_url=args.redis_url,
+            nats_url=args.nats_url,
         )
     )
     print()

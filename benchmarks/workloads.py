@@ -18,6 +18,7 @@ from typing import Any
 
 from benchmarks.databases import fresh_database
 from benchmarks.launch import Child, run_child
+from benchmarks.nats_space import fresh_namespace
 from benchmarks.redis_space import fresh_keyspace
 from benchmarks.sizes import Sizes
 from benchmarks.systems import SYSTEMS
@@ -43,6 +44,8 @@ class Run:
     settings: dict[str, Any] = field(default_factory=dict)
     # The Redis systems' server: a dedicated database number, emptied before and after each step.
     redis_url: str | None = None
+    # The NATS systems' server: each step gets its own bucket (stream) name, deleted after.
+    nats_url: str | None = None
 
     def database(self, key: str, label: str) -> AbstractAsyncContextManager[str]:
         """A fresh database (PostgreSQL, SQLite) or key space (Redis) for one step."""
@@ -51,6 +54,10 @@ class Run:
             if self.redis_url is None:
                 raise ValueError(f"{key} needs --redis-url")
             return fresh_keyspace(self.redis_url, label)
+        if backend == "nats":
+            if self.nats_url is None:
+                raise ValueError(f"{key} needs --nats-url")
+            return fresh_namespace(self.nats_url, label)
         return fresh_database(self.dsn, backend, label)
 
     def spec(self, key: str, url: str, role: str, **fields: Any) -> dict[str, Any]:

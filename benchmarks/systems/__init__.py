@@ -60,6 +60,23 @@ SYSTEMS: dict[str, Entry] = {
             frozenset({1, 2, 3, 4, 5, 6}),
             backend="redis",
         ),
+        # NATS JetStream: mcp-jobs' KV-bucket driver and taskiq on a JetStream stream (#28).
+        Entry(
+            "mcp-jobs-nats",
+            "mcp-jobs (NATS)",
+            "benchmarks.systems.mcpjobs:McpJobs",
+            "nats",
+            frozenset({1, 2, 3, 4, 5, 6}),
+            backend="nats",
+        ),
+        Entry(
+            "taskiq-nats",
+            "taskiq (taskiq-nats JetStream)",
+            "benchmarks.systems.taskiq_nats:TaskiqNats",
+            "taskiq_nats",
+            frozenset({1, 2, 3, 4, 6}),
+            backend="nats",
+        ),
         Entry(
             "arq",
             "arq",

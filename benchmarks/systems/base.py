@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 from benchmarks.tally import Tally
 
 Kind = Literal["noop", "steps"]
-Backend = Literal["postgres", "sqlite", "redis"]
+Backend = Literal["postgres", "sqlite", "redis", "nats"]
 STEP_COUNT = 3
 
 

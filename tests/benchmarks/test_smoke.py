@@ -36,6 +36,8 @@ async def test_every_workload_runs_each_job_exactly_once(key: str, tmp_path: Pat
     redis_url = os.environ.get(REDIS_URL_ENV)
     if entry.backend == "redis" and not redis_url:
         pytest.skip(f"{REDIS_URL_ENV} is not set (a Redis database the suite may FLUSHDB)")
+    if entry.backend == "nats":
+        pytest.skip("the NATS systems' tiny run is tests/benchmarks/test_nats_bench.py")
     sizes = sizes_for("tiny")
 
     document = await run_suite(
