@@ -23,9 +23,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema.exceptions import ValidationError as SchemaViolation
 from pydantic import ValidationError
 
 from engine.errors import JobInputInvalidError, JobsError, short_repr
@@ -33,6 +30,11 @@ from schemas.descriptor import JobDescriptor
 from schemas.errors import NextCall
 
 if TYPE_CHECKING:
+    # jsonschema is imported where a published schema is checked: a worker never does, and it
+    # is about 6 MB of every worker's memory otherwise.
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError as SchemaViolation
+
     from engine.declare import JobRegistry
 
 logger = logging.getLogger("mcp_jobs.descriptors")
@@ -167,6 +169,9 @@ def describe_all(registry: JobRegistry, apps: Sequence[str]) -> list[JobDescript
 
 @lru_cache(maxsize=256)
 def _validator(name: str, version: str | None, schema_text: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     schema = json.loads(schema_text)
     try:
         Draft202012Validator.check_schema(schema)
