@@ -256,6 +256,46 @@ def use_reservation(reservation: RateReservation | None, now: int) -> RateVerdic
     return RateVerdict(reservation.blocked_key, reservation.slot_at)
 
 
+def take_held(
+    rates: dict[str, RateState],
+    reservations: dict[str, RateReservation],
+    takes: Sequence[RateTake],
+    now: int,
+    job_id: str | None,
+    up_to: int,
+) -> RateVerdict:
+    """One take over rate state held whole in one place (the memory driver's dicts, the NATS
+    driver's one CAS-guarded document), changed in place: void late reservations, use or adopt
+    one, else GCRA over every key at once, reserving the slot of a job that must wait."""
+    for gone in [j for j, r in reservations.items() if r.late_at < now]:
+        del reservations[gone]
+    if job_id is not None:
+        held = use_reservation(reservations.get(job_id), now)
+        if held is not None:
+            if held.blocked_key is None:
+                del reservations[job_id]
+            return held
+        reservations.pop(job_id, None)
+        wanted = keys_of(takes)
+        due = [r for r in reservations.values() if adoptable(r, wanted, now)]
+        if due:
+            del reservations[min(due, key=lambda r: r.slot_at).job_id]
+            return RateVerdict(None, now)
+    tats = {t.key: rates[t.key].tat for t in takes if t.key in rates}
+    verdict, new = take_all(tats, takes, now, reserve=job_id is not None, up_to=up_to)
+    if job_id is not None and verdict.blocked_key is not None:
+        slot = verdict.next_start_at
+        reservations[job_id] = RateReservation(
+            job_id, slot, slot + late_window_ms(takes), verdict.blocked_key, keys_of(takes)
+        )
+    for take in takes:
+        if take.key in new:
+            rates[take.key] = RateState(
+                take.key, new[take.key], take.limit, take.per_ms, take.burst
+            )
+    return verdict
+
+
 def kind_of(key: str) -> RateKind:
     kind = key.partition(":")[0]
     return kind if kind in ("queue", "tenant") else "job"  # type: ignore[return-value]

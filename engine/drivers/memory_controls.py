@@ -17,11 +17,7 @@ from engine.rate_limits import (
     RateState,
     RateTake,
     RateVerdict,
-    adoptable,
-    keys_of,
-    late_window_ms,
-    take_all,
-    use_reservation,
+    take_held,
 )
 from engine.reruns import plan_rerun
 from engine.rules import LIVE_STATES, DedupeKey, dedupe_key
@@ -73,33 +69,7 @@ class MemoryControls:
     async def take_rates(
         self, takes: Sequence[RateTake], now: int, job_id: str | None = None, up_to: int = 1
     ) -> RateVerdict:
-        for gone in [j for j, r in self._reservations.items() if r.late_at < now]:
-            del self._reservations[gone]
-        if job_id is not None:
-            held = use_reservation(self._reservations.get(job_id), now)
-            if held is not None:
-                if held.blocked_key is None:
-                    del self._reservations[job_id]
-                return held
-            self._reservations.pop(job_id, None)
-            keys = keys_of(takes)
-            due = [r for r in self._reservations.values() if adoptable(r, keys, now)]
-            if due:
-                del self._reservations[min(due, key=lambda r: r.slot_at).job_id]
-                return RateVerdict(None, now)
-        tats = {t.key: self._rates[t.key].tat for t in takes if t.key in self._rates}
-        verdict, new = take_all(tats, takes, now, reserve=job_id is not None, up_to=up_to)
-        if job_id is not None and verdict.blocked_key is not None:
-            slot = verdict.next_start_at
-            self._reservations[job_id] = RateReservation(
-                job_id, slot, slot + late_window_ms(takes), verdict.blocked_key, keys_of(takes)
-            )
-        for take in takes:
-            if take.key in new:
-                self._rates[take.key] = RateState(
-                    take.key, new[take.key], take.limit, take.per_ms, take.burst
-                )
-        return verdict
+        return take_held(self._rates, self._reservations, takes, now, job_id, up_to)
 
     async def rate_states(self, limit: int) -> list[RateState]:
         return [self._rates[k] for k in sorted(self._rates)[:limit]]

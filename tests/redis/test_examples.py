@@ -3,55 +3,21 @@ its own write (an order taken twice stages nothing), and `mcp-jobs demo` runs un
 
 from __future__ import annotations
 
-import os
-import sys
+from pathlib import Path
 
-import anyio
 import pytest
 
-from engine import Jobs, ManualClock, Worker, connect, default_registry
-from examples.shop import OrderTakenError, checkout
-from examples.shop.jobs import OrderInput
-
-DEMO_BOUND_S = 55  # a bound on the whole run, never a pause
+from engine import ManualClock
+from tests.support.example_shop import check_checkout, check_demo
 
 
 async def test_a_checkout_stages_once_and_a_taken_order_stages_nothing(
-    database_url: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, tmp_path: object
+    database_url: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("SHOP_DB", f"{tmp_path}/shop.db")
-    jobs: Jobs = await connect(database_url, clock=clock, registry=default_registry)
-    try:
-        staged = await checkout(jobs, OrderInput(order_id=7, sku="mug", quantity=1))
-        with pytest.raises(OrderTakenError):
-            await checkout(jobs, OrderInput(order_id=7, sku="tea-black", quantity=2))
-        relay = Worker(jobs, scheduler=False).outbox_relay
-        assert relay is not None
-        await relay.run_until_empty()
-        (only,) = (await jobs.list(name="fulfil_order")).jobs
-        assert only.id == staged.job_id and only.input["sku"] == "mug"
-    finally:
-        await jobs.close()
+    await check_checkout(database_url, clock)
 
 
 @pytest.mark.slow
-def test_the_demo_runs_on_redis(database_url: str, tmp_path: object) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_JOBS_", "SHOP_"))}
-    env["MCP_JOBS_DATABASE_URL"] = database_url
-    env["PYTHONUNBUFFERED"] = "1"
-
-    async def run() -> tuple[int, str, str]:
-        with anyio.fail_after(DEMO_BOUND_S):
-            done = await anyio.run_process(
-                [sys.executable, "-m", "mcp_jobs.cli", "demo"],
-                cwd=str(tmp_path),
-                env=env,
-                check=False,
-            )
-        return done.returncode, done.stdout.decode(), done.stderr.decode()
-
-    code, out, err = anyio.run(run)
-    assert code == 0, out[-3000:] + err[-3000:]
-    assert f"database {database_url}" in out.splitlines()[0]
-    assert "demo finished: every step answered as expected." in out
-    assert "null" not in out
+def test_the_demo_runs_on_redis(database_url: str, tmp_path: Path) -> None:
+    check_demo(database_url, tmp_path)

@@ -16,11 +16,7 @@ from engine.rate_limits import (
     RateState,
     RateTake,
     RateVerdict,
-    adoptable,
-    keys_of,
-    late_window_ms,
-    take_all,
-    use_reservation,
+    take_held,
 )
 
 KEY = "rates"
@@ -44,34 +40,8 @@ class _State:
 def _take(
     state: _State, takes: Sequence[RateTake], now: int, job_id: str | None, up_to: int
 ) -> RateVerdict:
-    """The memory driver's steps over the stored document (engine/drivers/memory_controls.py)."""
-    for gone in [j for j, r in state.reservations.items() if r.late_at < now]:
-        del state.reservations[gone]
-    if job_id is not None:
-        held = use_reservation(state.reservations.get(job_id), now)
-        if held is not None:
-            if held.blocked_key is None:
-                del state.reservations[job_id]
-            return held
-        state.reservations.pop(job_id, None)
-        wanted = keys_of(takes)
-        due = [r for r in state.reservations.values() if adoptable(r, wanted, now)]
-        if due:
-            del state.reservations[min(due, key=lambda r: r.slot_at).job_id]
-            return RateVerdict(None, now)
-    tats = {t.key: state.rates[t.key].tat for t in takes if t.key in state.rates}
-    verdict, new = take_all(tats, takes, now, reserve=job_id is not None, up_to=up_to)
-    if job_id is not None and verdict.blocked_key is not None:
-        slot = verdict.next_start_at
-        state.reservations[job_id] = RateReservation(
-            job_id, slot, slot + late_window_ms(takes), verdict.blocked_key, keys_of(takes)
-        )
-    for take in takes:
-        if take.key in new:
-            state.rates[take.key] = RateState(
-                take.key, new[take.key], take.limit, take.per_ms, take.burst
-            )
-    return verdict
+    """The take over the stored document, as the memory driver takes over its dicts."""
+    return take_held(state.rates, state.reservations, takes, now, job_id, up_to)
 
 
 async def take_rates(
