@@ -22,11 +22,12 @@ import base64
 import hashlib
 import re
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from engine import bounds
 from engine.errors import CursorInvalidError, InvalidArgumentError
 from schemas.errors import NextCall
+from schemas.jobs import JobFilter, JobPage, JobRecord
 from schemas.states import JOB_STATES, LIVE_STATES, SETTLED_STATES, JobState
 
 DEFAULT_TRACE_PAGE = 50  # steps, and events, in one trace page unless asked otherwise
@@ -164,3 +165,21 @@ def quoted(states: Sequence[JobState]) -> str:
         if s not in JOB_STATES:
             raise InvalidArgumentError("state", s, f"one of {', '.join(JOB_STATES)}")
     return ", ".join(f"'{s}'" for s in states)
+
+
+def page_of(records: Iterable[JobRecord], filter: JobFilter) -> JobPage:
+    """A list page from records held in memory (the memory driver's, the NATS driver's replica):
+    the filter's matches, newest id first, after the cursor."""
+    rows = [
+        job
+        for job in records
+        if (filter.states is None or job.state in filter.states)
+        and (filter.name is None or job.name == filter.name)
+        and (filter.queue is None or job.queue == filter.queue)
+        and (filter.tenant_id is None or job.tenant_id == filter.tenant_id)
+        and (filter.cursor is None or job.id < filter.cursor)
+    ]
+    rows.sort(key=lambda j: j.id, reverse=True)
+    page = rows[: filter.limit]
+    more = len(rows) > filter.limit
+    return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)

@@ -290,19 +290,7 @@ class MemoryDriver(MemoryControls):
         return self._find(job_id, tenant_id)
 
     async def list_jobs(self, filter: JobFilter) -> JobPage:
-        rows = [
-            job
-            for job in self._jobs.values()
-            if (filter.states is None or job.state in filter.states)
-            and (filter.name is None or job.name == filter.name)
-            and (filter.queue is None or job.queue == filter.queue)
-            and (filter.tenant_id is None or job.tenant_id == filter.tenant_id)
-            and (filter.cursor is None or job.id < filter.cursor)
-        ]
-        rows.sort(key=lambda j: j.id, reverse=True)
-        page = rows[: filter.limit]
-        more = len(rows) > filter.limit
-        return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
+        return paging.page_of(self._jobs.values(), filter)
 
     async def load_trace(
         self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None

@@ -21,19 +21,7 @@ async def get(store: Store, job_id: str, tenant_id: str | None) -> JobRecord:
 
 async def list_jobs(store: Store, filter: JobFilter) -> JobPage:
     await store.replica.sync()
-    rows = [
-        job
-        for job in (doc.record for _, doc in store.replica.docs())
-        if (filter.states is None or job.state in filter.states)
-        and (filter.name is None or job.name == filter.name)
-        and (filter.queue is None or job.queue == filter.queue)
-        and (filter.tenant_id is None or job.tenant_id == filter.tenant_id)
-        and (filter.cursor is None or job.id < filter.cursor)
-    ]
-    rows.sort(key=lambda j: j.id, reverse=True)
-    page = rows[: filter.limit]
-    more = len(rows) > filter.limit
-    return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
+    return paging.page_of((doc.record for _, doc in store.replica.docs()), filter)
 
 
 async def load_trace(
