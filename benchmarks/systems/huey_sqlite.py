@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from typing import Any
 
-from huey import Huey  # type: ignore[import-untyped]
-from huey.storage import SqliteStorage  # type: ignore[import-untyped]
+from huey import Huey
+from huey.storage import SqliteStorage
 
 from benchmarks.systems.base import Kind, Producer, System
 from benchmarks.tally import Tally
