@@ -50,7 +50,8 @@ async def catalog(url: str, schema: str = "mcp_jobs") -> dict[str, Any]:
         )
         columns = await conn.fetch(
             "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,"
-            "       pg_get_expr(d.adbin, d.adrelid), a.attidentity, coll.collname"
+            "       pg_get_expr(d.adbin, d.adrelid), a.attidentity, coll.collname,"
+            "       a.attstattarget"
             "  FROM pg_attribute a"
             "  JOIN pg_class c ON c.oid = a.attrelid"
             "  JOIN pg_namespace n ON n.oid = c.relnamespace"

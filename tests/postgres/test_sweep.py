@@ -184,5 +184,5 @@ async def test_a_first_claim_on_a_table_without_statistics_analyzes_it(
         [],
     )
     text = "\n".join(row[0] for row in plan)
-    assert "Index Scan using jobs_claim_idx" in text, text
+    assert "Index Scan using jobs_claim_queue_idx" in text, text
     assert "Sort Key: ((jobs.run_at" not in text, text  # the ready rows are not sorted

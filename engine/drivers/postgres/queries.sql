@@ -100,13 +100,18 @@ RETURNING pg_notify($15::text, '');
 -- Neither arm takes a job whose queue ($7) or name ($8) is paused (engine/pauses.py; claim_queues:
 -- $8, $9): the claimer passes the paused names it read at most PAUSES_REFRESH_S ago, so the
 -- statement stays one index scan under LIMIT (a NOT EXISTS per row halved the drain).
+-- The pause test is spelled `NOT (paused @> ARRAY[column])`, not `column <> ALL (paused)`: the
+-- planner estimates `<> ALL` of an unknown array as matching no row when the column holds one
+-- value (one queue, one job name), and a plan made for no rows sorts the whole backlog. The
+-- claim runs on connections that plan it once (connections.py `claiming`), so that plan would
+-- be the one every claim ran.
 WITH due AS (
     SELECT id, rank
       FROM (SELECT id, run_at - priority * 300000 AS rank
               FROM {schema}.jobs
              WHERE state IN ('ready', 'delayed', 'suspended')
                AND run_at - priority * 300000 <= $1::bigint AND run_at <= $1::bigint
-               AND jobs.queue <> ALL ($7::text[]) AND jobs.name <> ALL ($8::text[])
+               AND NOT ($7::text[] @> ARRAY[jobs.queue]) AND NOT ($8::text[] @> ARRAY[jobs.name])
              ORDER BY run_at - priority * 300000, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS waiting
@@ -115,7 +120,7 @@ WITH due AS (
       FROM (SELECT id, run_at - priority * 300000 AS rank
               FROM {schema}.jobs
              WHERE $6::boolean AND state = 'running' AND lease_expires_at <= $1::bigint
-               AND jobs.queue <> ALL ($7::text[]) AND jobs.name <> ALL ($8::text[])
+               AND NOT ($7::text[] @> ARRAY[jobs.queue]) AND NOT ($8::text[] @> ARRAY[jobs.name])
              ORDER BY rank, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS abandoned
@@ -128,23 +133,31 @@ UPDATE {schema}.jobs AS j
        lease_token = $5::text,
        lease_expires_at = $1 + $4::bigint, cancel_requested = false, updated_at = $1
   FROM batch
- WHERE j.id = batch.id
+ WHERE j.id = ANY(ARRAY(SELECT id FROM batch)) AND j.id = batch.id
 RETURNING j.*,
           j.attempt > 1
           OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps;
 
 -- name: claim_queues
--- claim, restricted to the worker's queues ($6; claim's $6 is $7 here). A separate text keeps
--- each plan specific.
+-- claim, restricted to the worker's queues ($6; claim's $6 is $7 here). Each queue not paused is
+-- walked on its own in jobs_claim_queue_idx (queue, rank, id), up to $2 rows in rank order, and
+-- the batch is the best $2 of those: a worker of a small queue never reads past another queue's
+-- backlog, whatever plan the statement was given once (claim's note on planning). The rank is
+-- spelled `run_at - 300000 * priority` here, as that index spells it: the same number, but an
+-- expression jobs_claim_idx does not hold, so no plan can walk that index instead (through every
+-- other queue's rows) when the statistics say one queue holds everything.
 WITH due AS (
-    SELECT id, rank
-      FROM (SELECT id, run_at - priority * 300000 AS rank
+    SELECT waiting.id, waiting.rank
+      FROM (SELECT DISTINCT name FROM unnest($6::text[]) AS n(name)
+             WHERE NOT ($8::text[] @> ARRAY[name])) AS q
+     CROSS JOIN LATERAL (
+            SELECT id, run_at - 300000 * priority AS rank
               FROM {schema}.jobs
-             WHERE state IN ('ready', 'delayed', 'suspended')
-               AND run_at - priority * 300000 <= $1::bigint AND run_at <= $1::bigint
-               AND queue = ANY($6::text[])
-               AND jobs.queue <> ALL ($8::text[]) AND jobs.name <> ALL ($9::text[])
-             ORDER BY run_at - priority * 300000, id
+             WHERE jobs.queue = q.name
+               AND state IN ('ready', 'delayed', 'suspended')
+               AND run_at - 300000 * priority <= $1::bigint AND run_at <= $1::bigint
+               AND NOT ($9::text[] @> ARRAY[jobs.name])
+             ORDER BY run_at - 300000 * priority, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS waiting
     UNION ALL
@@ -153,7 +166,7 @@ WITH due AS (
               FROM {schema}.jobs
              WHERE $7::boolean AND state = 'running' AND lease_expires_at <= $1::bigint
                AND queue = ANY($6::text[])
-               AND jobs.queue <> ALL ($8::text[]) AND jobs.name <> ALL ($9::text[])
+               AND NOT ($8::text[] @> ARRAY[jobs.queue]) AND NOT ($9::text[] @> ARRAY[jobs.name])
              ORDER BY rank, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS abandoned
@@ -166,7 +179,7 @@ UPDATE {schema}.jobs AS j
        lease_token = $5::text,
        lease_expires_at = $1 + $4::bigint, cancel_requested = false, updated_at = $1
   FROM batch
- WHERE j.id = batch.id
+ WHERE j.id = ANY(ARRAY(SELECT id FROM batch)) AND j.id = batch.id
 RETURNING j.*,
           j.attempt > 1
           OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps;

@@ -68,6 +68,19 @@ ALTER TABLE {schema}.jobs SET (
     autovacuum_vacuum_cost_delay = 0
 );
 
+-- Migration 16: no statistics where no plan hangs on the column (a token is only compared beside
+-- the id or the running state); these values are the costly ones for the frequent ANALYZE
+-- (sweep.py) to sample.
+ALTER TABLE {schema}.jobs
+    ALTER COLUMN input SET STATISTICS 0,
+    ALTER COLUMN output SET STATISTICS 0,
+    ALTER COLUMN last_error SET STATISTICS 0,
+    ALTER COLUMN traceparent SET STATISTICS 0,
+    ALTER COLUMN lease_token SET STATISTICS 0,
+    ALTER COLUMN settled_token SET STATISTICS 0,
+    ALTER COLUMN worker_id SET STATISTICS 0,
+    ALTER COLUMN enqueued_by SET STATISTICS 0;
+
 -- Rule 2: the dedupe namespace is (name, tenant or '', key) over LIVE rows. The ON CONFLICT
 -- target in queries.sql spells this expression exactly, and the live-row lookup uses the same
 -- predicate; tests/postgres/test_dedupe.py pins the three together. The key leads: keys differ
@@ -80,6 +93,13 @@ CREATE UNIQUE INDEX jobs_dedupe_live_idx
 -- start, spelled exactly as queries.sql's claim spells it) and stops after a batch.
 CREATE INDEX jobs_claim_idx
     ON {schema}.jobs ((run_at - priority * 300000), id)
+    WHERE state IN ('ready', 'delayed', 'suspended');
+
+-- A worker of named queues walks each queue alone in rank order (migration 16; queries.sql
+-- claim_queues): a small queue's claim never reads past another queue's backlog. The rank is
+-- spelled apart from jobs_claim_idx's on purpose (claim_queues says why).
+CREATE INDEX jobs_claim_queue_idx
+    ON {schema}.jobs (queue, (run_at - 300000 * priority), id)
     WHERE state IN ('ready', 'delayed', 'suspended');
 
 -- Running rows are few (at most every worker's concurrency): the claim's second arm finds the

@@ -1,0 +1,178 @@
+"""The claim is planned once per claim connection (a generic plan), so that one plan has to be
+right for every queue: it walks a claim index in claim order, never sorts the backlog, and a
+worker of a small queue never reads through another queue's backlog."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeAlias
+
+import asyncpg
+import pytest
+
+from engine import ManualClock
+from engine.drivers.postgres import PostgresDriver
+
+Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
+
+BULK = 10_000  # ready in queue "bulk"
+RARE = 3  # ready in queue "rare"
+# Reading through the bulk queue costs its index entries and heap pages (well over a hundred
+# buffers); a claim of the rare queue alone costs a few index pages and its rows' pages.
+MAX_BUFFERS = 100
+
+CLAIM_TYPES = "bigint, int, text, bigint, text, boolean, text[], text[]"
+CLAIM_QUEUES_TYPES = "bigint, int, text, bigint, text, text[], boolean, text[], text[]"
+
+
+@pytest.fixture
+async def backlog(driver: PostgresDriver, sql: Conn, clock: ManualClock) -> PostgresDriver:
+    # One job name throughout: the column the old pause test (`name <> ALL ($8)`) was
+    # estimated to filter every row out of.
+    await sql.execute(
+        """
+        INSERT INTO mcp_jobs.jobs (id, run_id, name, queue, idempotency_key, input, state,
+            max_attempts, run_at, queued_at, created_at, updated_at)
+        SELECT lpad(g::text, 12, '0'), 'r' || g, 'work',
+               CASE WHEN g > $1 THEN 'rare' ELSE 'bulk' END,
+               'k' || g, '{}', 'ready', 3, $3::bigint, $3::bigint, $3::bigint, $3::bigint
+          FROM generate_series(1, $1::int + $2::int) AS g
+        """,
+        BULK,
+        RARE,
+        clock.now_ms(),
+    )
+    await sql.execute("ANALYZE mcp_jobs.jobs")
+    return driver
+
+
+async def generic_plan(sql: Conn, query: str, types: str, *args: Any) -> dict[str, Any]:
+    """EXPLAIN ANALYZE of `query`'s generic plan (what a claim connection runs), rolled back."""
+    await sql.execute("SET plan_cache_mode = force_generic_plan")
+    await sql.execute(f"PREPARE probe ({types}) AS {query}")
+    values = ", ".join(literal(arg) for arg in args)
+    claiming = sql.transaction()
+    await claiming.start()
+    try:
+        text = await sql.fetchval(
+            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE probe ({values})"
+        )
+    finally:
+        await claiming.rollback()  # the claim it ran leases nothing
+    plan: dict[str, Any] = json.loads(text)[0]["Plan"]
+    await sql.execute("DEALLOCATE probe")
+    return plan
+
+
+def literal(value: Any) -> str:
+    """A test's own argument as SQL text (EXPLAIN EXECUTE takes no parameters)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return "ARRAY[" + ", ".join(literal(v) for v in value) + "]::text[]"
+
+
+def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    found = [plan]
+    for child in plan.get("Plans", []):
+        found.extend(nodes(child))
+    return found
+
+
+def jobs_scan(node: dict[str, Any]) -> bool:
+    return node.get("Relation Name") == "jobs" and "Scan" in node["Node Type"]
+
+
+def buffers(plan: dict[str, Any]) -> int:
+    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
+
+
+async def test_the_claim_is_planned_once_on_its_claim_connection(
+    backlog: PostgresDriver,
+) -> None:
+    for _ in range(8):
+        assert len(await backlog.claim("w", 1, 30_000, ["bulk"])) == 1
+        assert len(await backlog.claim("w", 1, 30_000, None)) == 1
+    assert len(backlog.db.claimers.all) == 1
+    async with backlog.db.claiming() as conn:
+        rows = await conn.fetch(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE '%SET state = ''running''%'"
+        )
+    assert len(rows) == 2, rows  # claim and claim_queues
+    for row in rows:
+        assert row["custom_plans"] == 0 and row["generic_plans"] >= 8, dict(row)
+
+
+async def test_a_claim_of_a_small_queue_never_reads_another_queues_backlog(
+    backlog: PostgresDriver, sql: Conn, clock: ManualClock
+) -> None:
+    plan = await generic_plan(
+        sql,
+        backlog.db.q["claim_queues"],
+        CLAIM_QUEUES_TYPES,
+        clock.now_ms(),
+        16,
+        "w",
+        30_000,
+        "token",
+        ["rare"],
+        True,
+        [],
+        [],
+    )
+    assert plan["Actual Rows"] == RARE
+    scans = {n.get("Index Name") for n in nodes(plan) if n.get("Relation Name") == "jobs"}
+    assert "jobs_claim_queue_idx" in scans and "jobs_claim_idx" not in scans, scans
+    assert buffers(plan) <= MAX_BUFFERS, buffers(plan)
+
+
+async def test_the_generic_claim_of_every_queue_walks_its_index_in_order(
+    backlog: PostgresDriver, sql: Conn, clock: ManualClock
+) -> None:
+    # One queue and one name: where `<> ALL` of the paused names was estimated to keep no row.
+    await sql.execute("DELETE FROM mcp_jobs.jobs WHERE queue = 'rare'")
+    await sql.execute("ANALYZE mcp_jobs.jobs")
+    plan = await generic_plan(
+        sql,
+        backlog.db.q["claim"],
+        CLAIM_TYPES,
+        clock.now_ms(),
+        16,
+        "w",
+        30_000,
+        "token",
+        True,
+        [],
+        [],
+    )
+    assert plan["Actual Rows"] == 16
+    # Each scan of the jobs table stops at the batch; a plan that sorts the backlog reads it all.
+    read = [n["Actual Rows"] * n["Actual Loops"] for n in nodes(plan) if jobs_scan(n)]
+    assert read and max(read) <= 16, read
+
+
+@pytest.mark.parametrize("paused", ["queue", "name"])
+async def test_a_generic_claim_skips_what_is_paused(
+    backlog: PostgresDriver, sql: Conn, clock: ManualClock, paused: str
+) -> None:
+    # Paused: the bulk queue, or (by name) nothing of the rare queue may run either.
+    paused_queues, paused_names = (["bulk"], []) if paused == "queue" else ([], ["work"])
+    plan = await generic_plan(
+        sql,
+        backlog.db.q["claim_queues"],
+        CLAIM_QUEUES_TYPES,
+        clock.now_ms(),
+        16,
+        "w",
+        30_000,
+        "token",
+        ["bulk", "rare"],
+        True,
+        paused_queues,
+        paused_names,
+    )
+    assert plan["Actual Rows"] == (RARE if paused == "queue" else 0)
