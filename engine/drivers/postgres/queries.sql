@@ -384,27 +384,38 @@ WITH counted AS (
      WHERE state NOT IN ('ready', 'delayed', 'running', 'suspended',
                          'done', 'failed', 'dead', 'cancelled')
        AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
+),
+by_state AS (
+    SELECT queue, state, sum(n) AS n,
+           count(*) FILTER (WHERE run_at <= $1::bigint) AS due,
+           max($1::bigint - queued_at) FILTER (
+               WHERE queued_at <= $1::bigint AND (state = 'ready' OR run_at <= $1::bigint))
+               AS oldest_wait_ms,
+           count(*) FILTER (WHERE coalesce(lease_expires_at, 0) <= $1::bigint) AS expired,
+           max($1::bigint - run_at) FILTER (WHERE run_at <= $1::bigint) AS oldest_due_ms
+      FROM counted
+     GROUP BY queue, state
 )
+-- Two steps: each row is folded into its (queue, state) once, with the few sums its state
+-- needs; the per-queue columns then pick from those handful of groups (no sort of the rows).
 SELECT queue,
-       count(*) FILTER (WHERE state = 'ready' OR (state = 'delayed' AND run_at <= $1::bigint))
-           AS ready,
-       count(*) FILTER (WHERE state = 'delayed' AND run_at > $1::bigint) AS delayed,
-       count(*) FILTER (WHERE state = 'running') AS running,
-       count(*) FILTER (WHERE state = 'suspended') AS suspended,
+       (coalesce(sum(n) FILTER (WHERE state = 'ready'), 0)
+        + coalesce(sum(due) FILTER (WHERE state = 'delayed'), 0))::bigint AS ready,
+       coalesce(sum(n - due) FILTER (WHERE state = 'delayed'), 0)::bigint AS delayed,
+       coalesce(sum(n) FILTER (WHERE state = 'running'), 0)::bigint AS running,
+       coalesce(sum(n) FILTER (WHERE state = 'suspended'), 0)::bigint AS suspended,
        coalesce(sum(n) FILTER (WHERE state = 'dead'), 0)::bigint AS dead,
        coalesce(sum(n) FILTER (WHERE state = 'failed'), 0)::bigint AS failed,
-       count(*) FILTER (WHERE state = 'done') AS done,
-       count(*) FILTER (WHERE state = 'cancelled') AS cancelled,
-       coalesce(max($1::bigint - queued_at) FILTER (
-           WHERE (state = 'ready' OR (state = 'delayed' AND run_at <= $1::bigint))
-             AND queued_at <= $1::bigint), 0) AS oldest_ready_ms,
-       count(*) FILTER (WHERE state = 'running' AND coalesce(lease_expires_at, 0) <= $1::bigint)
-           AS expired_leases,
-       count(*) FILTER (WHERE state = 'suspended' AND run_at <= $1::bigint) AS due_suspended,
-       coalesce(max($1::bigint - run_at) FILTER (
-           WHERE state = 'suspended' AND run_at <= $1::bigint), 0) AS oldest_due_suspended_ms,
-       array_agg(DISTINCT state) AS states
-  FROM counted
+       coalesce(sum(n) FILTER (WHERE state = 'done'), 0)::bigint AS done,
+       coalesce(sum(n) FILTER (WHERE state = 'cancelled'), 0)::bigint AS cancelled,
+       coalesce(max(oldest_wait_ms) FILTER (WHERE state IN ('ready', 'delayed')), 0)
+           AS oldest_ready_ms,
+       coalesce(sum(expired) FILTER (WHERE state = 'running'), 0)::bigint AS expired_leases,
+       coalesce(sum(due) FILTER (WHERE state = 'suspended'), 0)::bigint AS due_suspended,
+       coalesce(max(oldest_due_ms) FILTER (WHERE state = 'suspended'), 0)
+           AS oldest_due_suspended_ms,
+       array_agg(state) AS states
+  FROM by_state
  GROUP BY queue;
 
 -- name: cancel
