@@ -9,7 +9,6 @@ the stop that an operator's cancel or a lost lease delivers at the next beat.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -33,8 +32,9 @@ from engine.errors import (
 from engine.observe import WorkerEvent, WorkerEventKind
 from engine.progress import ProgressReporter
 from engine.retry import retry_delay_ms
+from engine.run_context import RunContext
 from engine.settle import Settler
-from engine.steps import EventSuspension, StepApi, StepSuspension, storable_output
+from engine.steps import EventSuspension, StepSuspension, storable_output
 from engine.storable import find_unstorable, storable_text
 from engine.tracing import run_span
 from schemas.errors import ErrorPayload
@@ -49,6 +49,22 @@ class Permanent(Exception):
     """Raise from a job body to fail it now, without the retries its policy would allow."""
 
 
+# The class `anyio.CancelScope()` makes on the running backend, kept from the first call: each
+# call looks the backend up again (sniffio, a current_task()), once per job otherwise. The engine
+# runs on asyncio alone (the worker makes asyncio tasks itself), so the class never changes.
+_scope_class: type[anyio.CancelScope] | None = None
+
+
+def new_cancel_scope() -> anyio.CancelScope:
+    """`anyio.CancelScope()`, without looking the backend up again after the first."""
+    global _scope_class
+    if _scope_class is None:
+        scope = anyio.CancelScope()
+        _scope_class = type(scope)
+        return scope
+    return _scope_class()
+
+
 class RunHandle:
     """A claimed job in flight: its fencing token and its body's stop switch (first reason wins).
 
@@ -59,7 +75,7 @@ class RunHandle:
 
     def __init__(self, claimed: ClaimedJob) -> None:
         self.claimed = claimed
-        self.scope = anyio.CancelScope()
+        self.scope = new_cancel_scope()
         self.reason: StopReason | None = None
         # The task running this job (set when it starts), whether the body is running now,
         # and whether the worker tore the task down (one torn before it started never runs).
@@ -104,17 +120,6 @@ class Runtime:
     wants: Callable[[WorkerEventKind], bool] = lambda kind: True
     # The job names this worker can run, named in the error of a job it cannot.
     known_names: Callable[[], Sequence[str]] = lambda: ()
-
-
-# One logger per job name, looked up once: `logging.getLogger` takes the module lock each call.
-_job_loggers: dict[str, logging.Logger] = {}
-
-
-def _job_logger(name: str) -> logging.Logger:
-    found = _job_loggers.get(name)
-    if found is None:
-        found = _job_loggers[name] = logging.getLogger(f"mcp_jobs.job.{name}")
-    return found
 
 
 def failure_text(exc: BaseException) -> str:
@@ -171,13 +176,14 @@ async def execute(
     handle = handle or RunHandle(claimed)
 
     def emit(kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
+        if not rt.wants(kind):
+            return kind
         error: ErrorPayload | None = fields.pop("error", None)
         if error is not None:
             fields.update(error=error_line(error), error_code=error.code)
-        if rt.wants(kind):
-            rt.emit(
-                WorkerEvent.of(kind, record, at=rt.clock.now_ms(), worker_id=rt.worker_id, **fields)
-            )
+        rt.emit(
+            WorkerEvent.of(kind, record, at=rt.clock.now_ms(), worker_id=rt.worker_id, **fields)
+        )
         return kind
 
     async def settle(options: NackOptions, kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
@@ -220,34 +226,7 @@ async def execute(
 
     started = rt.clock.now_ms()
     emit("claimed")
-    reporter = ProgressReporter(rt.driver, rt.clock, record.id, claimed.token, record.attempt)
-    ctx = JobContext(
-        job_id=record.id,
-        run_id=record.run_id,
-        name=record.name,
-        queue=record.queue,
-        tenant_id=record.tenant_id,
-        attempt=record.attempt,
-        max_attempts=record.max_attempts,
-        step=StepApi(
-            settler=rt.settler,
-            clock=rt.clock,
-            job_name=record.name,
-            job_id=record.id,
-            run_id=record.run_id,
-            token=claimed.token,
-            completed=None if claimed.has_steps else {},
-            tenant_id=record.tenant_id,
-        ),
-        clock=rt.clock,
-        log=logging.LoggerAdapter(
-            _job_logger(record.name),
-            {"job": {"job_id": record.id, "name": record.name, "attempt": record.attempt}},
-        ),
-        traceparent=record.traceparent,
-        driver=rt.driver,
-        reporter=reporter,
-    )
+    ctx = RunContext(claimed, rt.settler, rt.clock, rt.driver)
 
     if definition.timeout_ms is None:
         output, failure, suspension = await _run_body(definition, job_input, ctx, handle, record)
@@ -257,7 +236,8 @@ async def execute(
                 definition, job_input, ctx, handle, record
             )
     handle.body_done()
-    if reporter.active:
+    reporter = ctx.reported
+    if reporter is not None and reporter.active:
         await _end_progress(reporter, handle)
     if handle.torn:
         raise asyncio.CancelledError("the worker tore this run down; its lease will expire")

@@ -178,6 +178,9 @@ class Worker:
         # asyncio's own events and tasks throughout: the engine runs on asyncio (the PostgreSQL
         # driver needs it), and an anyio.Event costs a backend lookup on every job that ends.
         self._nudge = asyncio.Event()
+        # Whether anyone waits on `_nudge`: a freed slot with no one waiting (the common case
+        # under a backlog) spends no event.
+        self._nudge_awaited = False
         # The loop's wait for work while it waits; a poke takes it (and cancels it).
         self._idle_scope: anyio.CancelScope | None = None
         # Rate limits: the take before a start, and the wake-ups at starts it reserved.
@@ -310,8 +313,10 @@ class Worker:
         waiting for work sleeps on: its last claim found less than it had room for, and a freed
         slot makes no new work (new work sends its own wake-up), so waking it would cost an
         empty claim after every job of a quiet queue."""
-        self._nudge.set()
-        self._nudge = asyncio.Event()
+        if self._nudge_awaited:
+            self._nudge_awaited = False
+            self._nudge.set()
+            self._nudge = asyncio.Event()
 
     @property
     def in_flight(self) -> int:
@@ -505,6 +510,7 @@ class Worker:
         if self._stopping:
             return
         if wait is None:
+            self._nudge_awaited = True
             await self._nudge.wait()
             return
         with anyio.CancelScope() as scope:
@@ -767,6 +773,7 @@ class Worker:
 
             async def settled() -> None:
                 while self._inflight:
+                    self._nudge_awaited = True
                     await self._nudge.wait()
                 tg.cancel_scope.cancel()
 

@@ -105,22 +105,30 @@ class JobRecord(BaseModel):
     @field_validator("progress", mode="before")
     @classmethod
     def _decode_progress(cls, value: Any) -> Any:
-        """SQL drivers hand the stored progress over as its JSON text."""
-        return Progress.model_validate_json(value) if isinstance(value, str | bytes) else value
+        return decode_progress(value)
 
     @field_validator("last_error", mode="before")
     @classmethod
     def _decode_last_error(cls, value: Any, info: ValidationInfo) -> Any:
-        """SQL drivers store the error as JSON text in their `last_error` column; rows written
-        before errors were structured hold a plain "CODE: cause" string."""
-        if not isinstance(value, str):
-            return value
-        if value.startswith("{"):
-            try:
-                return ErrorPayload.model_validate_json(value)
-            except ValueError:
-                pass  # a legacy message that happens to start with a brace
-        return legacy_error(value, info.data.get("id"))
+        return decode_last_error(value, info.data.get("id"))
+
+
+def decode_progress(value: Any) -> Any:
+    """SQL drivers hand the stored progress over as its JSON text."""
+    return Progress.model_validate_json(value) if isinstance(value, str | bytes) else value
+
+
+def decode_last_error(value: Any, job_id: str | None) -> Any:
+    """SQL drivers store the error as JSON text in their `last_error` column; rows written
+    before errors were structured hold a plain "CODE: cause" string."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith("{"):
+        try:
+            return ErrorPayload.model_validate_json(value)
+        except ValueError:
+            pass  # a legacy message that happens to start with a brace
+    return legacy_error(value, job_id)
 
 
 # A legacy stored message that starts with a registered-looking code: "JOB_TIMEOUT: ...".

@@ -21,10 +21,13 @@ from engine.drivers.postgres.sweep import Sweeper
 from engine.errors import DriverUnavailableError, JobSlotLostError
 from engine.ids import new_token
 from schemas.jobs import ClaimedJob, HeartbeatResult
+from schemas.trusted import trusted_constructor
 
 # How stale the paused set a claim filters by may be: another process's pause holds within this
 # (this process's own pause or resume at once).
 PAUSES_REFRESH_S = 1.0
+
+_claimed_job = trusted_constructor(ClaimedJob)
 
 
 class Claimer:
@@ -81,12 +84,15 @@ class Claimer:
                     return await self._claim_rows(conn, worker_id, limit, lease_ms, queues, token)
 
             found = await db.retry.retrying(again)
+        # Typed by the claim's own columns (schemas.trusted): no second validation per job.
         claimed = [
-            ClaimedJob(
-                record=rows.job(row),
-                token=row["lease_token"],
-                lease_expires_at=row["lease_expires_at"],
-                has_steps=row["has_steps"],
+            _claimed_job(
+                {
+                    "record": rows.job(row),
+                    "token": row["lease_token"],
+                    "lease_expires_at": row["lease_expires_at"],
+                    "has_steps": row["has_steps"],
+                }
             )
             for row in found
         ]
