@@ -45,6 +45,15 @@ _UTF8_MAX = 4
 def text(argument: str, value: object, max_bytes: int) -> str:
     """`value` when it is a non-empty str of at most `max_bytes` bytes of UTF-8 that may be
     stored (no NUL, no lone surrogate); else INVALID_ARGUMENT."""
+    # Most text is ASCII: a byte a character and no surrogate, so the str's ASCII flag and one
+    # scan for NUL decide it (every enqueue checks its key here).
+    if (
+        type(value) is str
+        and value.isascii()
+        and 0 < len(value) <= max_bytes
+        and "\x00" not in value
+    ):
+        return value
     if (
         isinstance(value, str)
         and value

@@ -31,6 +31,24 @@ def find_unstorable(value: Any) -> Unstorable | None:
 
     Accepts what `json.dumps` would write without `default=`: dict (str keys), list, tuple,
     str, int, float, bool and None."""
+    if type(value) is dict:
+        # One level of ASCII keys to ints, finite floats, bools, None and ASCII text without
+        # NUL is storable as is: decided in this loop (most job inputs, and every enqueue
+        # checks its input) instead of a call per key and per value. Anything else: the walk.
+        for key, item in value.items():
+            if type(key) is not str or not key.isascii() or "\x00" in key:
+                break
+            kind = type(item)
+            if kind is str:
+                if not item.isascii() or "\x00" in item:
+                    break
+            elif kind is float:
+                if not math.isfinite(item):
+                    break
+            elif not (kind is int or kind is bool or item is None):
+                break
+        else:
+            return None
     fault = _walk(value, 0)
     if fault is None:
         return None
