@@ -10,6 +10,7 @@ import inspect
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, RootModel
@@ -102,6 +103,13 @@ class JobDefinition(Generic[InputT]):
         return model.model_validate(input)  # type: ignore[return-value]
 
     def describe(self) -> JobDescriptor:
+        """What `describe_jobs`, the stats' rate limits and a worker's published descriptor say
+        of this job. Built once: a definition never changes, and generating its input's JSON
+        schema cost more than the rest of a `queue_stats` call."""
+        return self._descriptor
+
+    @cached_property
+    def _descriptor(self) -> JobDescriptor:
         return JobDescriptor(
             name=self.name,
             queue=self.queue,

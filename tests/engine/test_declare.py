@@ -108,3 +108,15 @@ def test_describe_publishes_the_contract_and_never_the_key(registry: JobRegistry
     assert d.retry.delays_ms == [10_000, 20_000]
     assert d.input_schema["properties"]["user_id"]["type"] == "integer"
     assert "secret-user" not in d.model_dump_json()
+
+
+def test_a_definition_is_described_once(registry: JobRegistry) -> None:
+    # queue_stats and describe_jobs describe every job on each call: the input's JSON schema is
+    # generated once per definition, not per call.
+    @job(idempotency_key=lambda i: f"u:{i.user_id}", registry=registry)
+    async def send(input: Welcome, ctx: JobContext) -> None:
+        return None
+
+    first = send.describe()
+    assert send.describe() is first
+    assert first.input_schema["properties"]["user_id"]["type"] == "integer"
