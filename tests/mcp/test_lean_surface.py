@@ -4,9 +4,12 @@ successes without nulls, and every time also in ISO 8601 UTC."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import selectors
 import subprocess
 import sys
+import time
 import typing
 from pathlib import Path
 from typing import Any
@@ -52,19 +55,37 @@ def _wire(read_only: bool) -> tuple[int, list[dict[str, Any]]]:
     ]
     argv = [sys.executable, "-m", "mcp_jobs.cli", "serve", "--app", "examples.shop"]
     argv += ["--database-url", "memory://", *(["--read-only"] if read_only else [])]
-    done = subprocess.run(
-        argv,
-        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
-        capture_output=True,
-        cwd=ROOT,
-        timeout=60,
-        check=True,
-    )
-    for raw in done.stdout.splitlines(keepends=True):
-        answer = json.loads(raw)
-        if answer.get("id") == 2:
-            return len(raw), answer["result"]["tools"]
-    raise AssertionError(f"no tools/list answer: {done.stdout[-2000:]!r} {done.stderr[-2000:]!r}")
+    # stdin stays open until the answer is read: a server that sees EOF first may end the
+    # session before it answers a request still in hand (it did, under load).
+    with subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(line) + "\n" for line in lines).encode())
+        proc.stdin.flush()
+        pending, seen = b"", b""
+        try:
+            with selectors.DefaultSelector() as ready:
+                ready.register(proc.stdout, selectors.EVENT_READ)
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and ready.select(deadline - time.monotonic()):
+                    chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                    if not chunk:
+                        break
+                    seen += chunk
+                    pending += chunk
+                    while b"\n" in pending:
+                        raw, _, pending = pending.partition(b"\n")
+                        answer = json.loads(raw)
+                        if answer.get("id") == 2:
+                            return len(raw) + 1, answer["result"]["tools"]
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    raise AssertionError(f"no tools/list answer: {seen[-2000:]!r}")
 
 
 def _nodes(schema: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
