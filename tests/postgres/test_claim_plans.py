@@ -64,6 +64,32 @@ async def generic_plan(sql: Conn, query: str, types: str, *args: Any) -> dict[st
     return plan
 
 
+def lease_args(clock: ManualClock) -> tuple[int, int, str, int, str]:
+    """A claim's first five arguments: now, a batch of 16, worker, lease, token."""
+    return (clock.now_ms(), 16, "w", 30_000, "token")
+
+
+async def claim_queues_plan(
+    driver: PostgresDriver,
+    sql: Conn,
+    clock: ManualClock,
+    queues: list[str],
+    paused_queues: list[str] | None = None,
+    paused_names: list[str] | None = None,
+) -> dict[str, Any]:
+    """The generic plan of `claim_queues` for `queues`, run (and rolled back)."""
+    return await generic_plan(
+        sql,
+        driver.db.q["claim_queues"],
+        CLAIM_QUEUES_TYPES,
+        *lease_args(clock),
+        queues,
+        True,
+        paused_queues or [],
+        paused_names or [],
+    )
+
+
 def literal(value: Any) -> str:
     """A test's own argument as SQL text (EXPLAIN EXECUTE takes no parameters)."""
     if isinstance(value, bool):
@@ -110,20 +136,7 @@ async def test_the_claim_is_planned_once_on_its_claim_connection(
 async def test_a_claim_of_a_small_queue_never_reads_another_queues_backlog(
     backlog: PostgresDriver, sql: Conn, clock: ManualClock
 ) -> None:
-    plan = await generic_plan(
-        sql,
-        backlog.db.q["claim_queues"],
-        CLAIM_QUEUES_TYPES,
-        clock.now_ms(),
-        16,
-        "w",
-        30_000,
-        "token",
-        ["rare"],
-        True,
-        [],
-        [],
-    )
+    plan = await claim_queues_plan(backlog, sql, clock, ["rare"])
     assert plan["Actual Rows"] == RARE
     scans = {n.get("Index Name") for n in nodes(plan) if n.get("Relation Name") == "jobs"}
     assert "jobs_claim_queue_idx" in scans and "jobs_claim_idx" not in scans, scans
@@ -136,19 +149,8 @@ async def test_the_generic_claim_of_every_queue_walks_its_index_in_order(
     # One queue and one name: where `<> ALL` of the paused names was estimated to keep no row.
     await sql.execute("DELETE FROM mcp_jobs.jobs WHERE queue = 'rare'")
     await sql.execute("ANALYZE mcp_jobs.jobs")
-    plan = await generic_plan(
-        sql,
-        backlog.db.q["claim"],
-        CLAIM_TYPES,
-        clock.now_ms(),
-        16,
-        "w",
-        30_000,
-        "token",
-        True,
-        [],
-        [],
-    )
+    claim = backlog.db.q["claim"]
+    plan = await generic_plan(sql, claim, CLAIM_TYPES, *lease_args(clock), True, [], [])
     assert plan["Actual Rows"] == 16
     # Each scan of the jobs table stops at the batch; a plan that sorts the backlog reads it all.
     read = [n["Actual Rows"] * n["Actual Loops"] for n in nodes(plan) if jobs_scan(n)]
@@ -161,18 +163,7 @@ async def test_a_generic_claim_skips_what_is_paused(
 ) -> None:
     # Paused: the bulk queue, or (by name) nothing of the rare queue may run either.
     paused_queues, paused_names = (["bulk"], []) if paused == "queue" else ([], ["work"])
-    plan = await generic_plan(
-        sql,
-        backlog.db.q["claim_queues"],
-        CLAIM_QUEUES_TYPES,
-        clock.now_ms(),
-        16,
-        "w",
-        30_000,
-        "token",
-        ["bulk", "rare"],
-        True,
-        paused_queues,
-        paused_names,
+    plan = await claim_queues_plan(
+        backlog, sql, clock, ["bulk", "rare"], paused_queues, paused_names
     )
     assert plan["Actual Rows"] == (RARE if paused == "queue" else 0)
