@@ -12,6 +12,7 @@ import pytest
 
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
+from tests.postgres.conftest import DriverFactory
 
 Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 
@@ -167,3 +168,13 @@ async def test_a_generic_claim_skips_what_is_paused(
         backlog, sql, clock, ["bulk", "rare"], paused_queues, paused_names
     )
     assert plan["Actual Rows"] == (RARE if paused == "queue" else 0)
+
+
+async def test_without_a_statement_cache_claims_use_the_general_connections(
+    make_driver: DriverFactory,
+) -> None:
+    # statement_cache_size=0 is the PgBouncer setting: nothing to plan once, and a transaction
+    # pooler would refuse the claim set's startup parameter.
+    driver = await make_driver(statement_cache_size=0)
+    assert await driver.claim("w", 1, 30_000, ["default"]) == []
+    assert driver.db.claimers.all == set() and driver.db.own

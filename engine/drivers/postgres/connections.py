@@ -87,9 +87,11 @@ class Connections:
             statement_cache_size=statement_cache_size,
             connect_timeout_s=self.connect_timeout_s,
         )
+        # Without a statement cache (PgBouncer in transaction mode) nothing is planned once,
+        # and such a pooler refuses a startup parameter like plan_cache_mode: no claim set.
         self.claimers = OwnConnections(
             url,
-            limit=_CLAIMING_MAX,
+            limit=_CLAIMING_MAX if statement_cache_size > 0 else 0,
             settings=_CLAIMING_SETTINGS,
             statement_cache_size=statement_cache_size,
             connect_timeout_s=self.connect_timeout_s,
