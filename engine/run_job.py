@@ -49,22 +49,6 @@ class Permanent(Exception):
     """Raise from a job body to fail it now, without the retries its policy would allow."""
 
 
-# The class `anyio.CancelScope()` makes on the running backend, kept from the first call: each
-# call looks the backend up again (sniffio, a current_task()), once per job otherwise. The engine
-# runs on asyncio alone (the worker makes asyncio tasks itself), so the class never changes.
-_scope_class: type[anyio.CancelScope] | None = None
-
-
-def new_cancel_scope() -> anyio.CancelScope:
-    """`anyio.CancelScope()`, without looking the backend up again after the first."""
-    global _scope_class
-    if _scope_class is None:
-        scope = anyio.CancelScope()
-        _scope_class = type(scope)
-        return scope
-    return _scope_class()
-
-
 class RunHandle:
     """A claimed job in flight: its fencing token and its body's stop switch (first reason wins).
 
@@ -75,7 +59,7 @@ class RunHandle:
 
     def __init__(self, claimed: ClaimedJob) -> None:
         self.claimed = claimed
-        self.scope = new_cancel_scope()
+        self.scope = anyio.CancelScope()
         self.reason: StopReason | None = None
         # The task running this job (set when it starts), whether the body is running now,
         # and whether the worker tore the task down (one torn before it started never runs).

@@ -177,4 +177,4 @@ async def test_without_a_statement_cache_claims_use_the_general_connections(
     # pooler would refuse the claim set's startup parameter.
     driver = await make_driver(statement_cache_size=0)
     assert await driver.claim("w", 1, 30_000, ["default"]) == []
-    assert driver.db.claimers.all == set() and driver.db.own
+    assert driver.db.claimers.all == set() and driver.db.general.all

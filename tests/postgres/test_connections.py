@@ -35,12 +35,12 @@ async def test_three_concurrent_operations_use_own_connections_and_a_fourth_the_
                 tg.start_soon(hold)
             await all_in.wait()
             assert len(set(entered)) == 4
-            assert len(driver.db.own) == 3 and driver.db.pool is not None
+            assert len(driver.db.general.all) == 3 and driver.db.pool is not None
             holding.set()
     # Given back clean: the next lone operations reuse them, no new connection is made.
     async with driver.db.conn() as conn:
         assert await backend_pid(conn) in entered
-    assert len(driver.db.own) == 3
+    assert len(driver.db.general.all) == 3
 
 
 async def test_a_connection_left_inside_a_transaction_is_closed_not_reused(
@@ -94,4 +94,4 @@ async def test_close_ends_free_and_busy_own_connections(driver: PostgresDriver) 
         with pytest.raises(asyncpg.InterfaceError):
             await backend_pid(busy)  # terminated under the operation in flight
     assert free.is_closed() and busy.is_closed()
-    assert driver.db.own == set() and driver.db.own_free == []
+    assert driver.db.general.all == set() and driver.db.general.free == []

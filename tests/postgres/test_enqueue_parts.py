@@ -140,7 +140,7 @@ async def test_a_refusal_in_a_late_part_rolls_back_and_keeps_the_connection(
     assert await live(jobs) == 0
     driver = jobs.driver
     assert isinstance(driver, PostgresDriver)
-    own = set(driver.db.own)
+    own = set(driver.db.general.all)
     assert not any(r.deduped for r in await jobs.enqueue_many(batch(300)))
-    assert driver.db.own == own  # the same connections, none closed and reopened
+    assert driver.db.general.all == own  # the same connections, none closed and reopened
     assert await live(jobs) == 300

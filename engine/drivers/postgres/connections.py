@@ -29,8 +29,8 @@ from engine.errors import DriverUnavailableError
 T = TypeVar("T")
 
 # Kept because a single enqueue runs a third faster on them than through the pool's
-# acquire/release: connections held out of the pool, as many as a busy worker uses at once
-# (its claim loop, the ack flush and the step flush). Beyond them, the pool.
+# acquire/release: connections held out of the pool, as many as a busy process uses at once
+# (a producer's enqueues, a worker's ack flush and step flush). Beyond them, the pool.
 _OWN_MAX = 3
 # The claim's own connections: one per worker loop claiming at once in this process; more
 # claimers share the general ones. Planning the claim anew costs about what running it does;
@@ -128,15 +128,6 @@ class Connections:
             yield
         except DRIVER_FAILURES as exc:
             raise unavailable(exc, self.url, self.schema) from exc
-
-    @property
-    def own(self) -> set[Connection]:
-        """The general own connections, every one (tests look at them)."""
-        return self.general.all
-
-    @property
-    def own_free(self) -> list[Connection]:
-        return self.general.free
 
     def conn(self) -> _Borrowed:
         """A connection for one operation (`async with db.conn() as conn`); failures inside
