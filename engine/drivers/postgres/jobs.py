@@ -77,11 +77,15 @@ _SETTLED = f"state IN ({paging.quoted(SETTLED_STATES)})"
 
 
 def list_sql(filter: JobFilter) -> tuple[str, list[object]]:
-    """A filtered list and its arguments: one arm over the live states it wants (jobs_live_idx,
-    few rows), one per settled state (the settled index its filter leads: jobs_settled_name_idx,
-    _queue_idx, _tenant_idx or _state_idx), each cut to the page and merged by id (a Merge
-    Append). Only the filters given appear, so each statement's plan fits its filters; `{schema}`
-    is left for the caller."""
+    """A filtered list and its arguments: one arm over the live states it wants (few rows), one
+    per settled state, each cut to the page and merged by id. Only the filters given appear, so
+    each statement's plan fits its filters; `{schema}` is left for the caller.
+
+    The settled arms pick ids alone, an index-only walk of the settled index the filter leads
+    (jobs_settled_name_idx, _queue_idx, _tenant_idx or _state_idx), and the page's settled rows
+    are then read by primary key. Fetching whole rows there, the planner walked the primary key
+    back through every live row, or a state's index through other names' rows, whenever its
+    column statistics said a match was near (at 1,000,000 rows: 7 ms instead of 2)."""
     args: list[object] = []
 
     def arg(value: object, cast: str = "text") -> str:
@@ -101,16 +105,34 @@ def list_sql(filter: JobFilter) -> tuple[str, list[object]]:
         terms.append(f"id < {arg(filter.cursor)}")
     limit = arg(filter.limit + 1, "integer")
     live, settled = paging.list_arms(filter.states)
-    wheres: list[str] = []
+    arms: list[str] = []
     if live:
         subset = "" if len(live) == len(LIVE_STATES) else f" AND state IN ({paging.quoted(live)})"
-        wheres.append(_LIVE + subset)
-    wheres.extend(f"{_SETTLED} AND state = '{state}'" for state in settled)
-    arms = [
-        f"(SELECT * FROM {{schema}}.jobs WHERE {' AND '.join([where, *terms])}"
-        f" ORDER BY id DESC LIMIT {limit})"
-        for where in wheres
+        where = " AND ".join([_LIVE + subset, *terms])
+        if filter.cursor is None:
+            arms.append(
+                f"(SELECT * FROM {{schema}}.jobs WHERE {where} ORDER BY id DESC LIMIT {limit})"
+            )
+        else:
+            # Past the first page the planner walked the primary key back from the cursor,
+            # expecting live rows there, and through the whole history when there were none:
+            # the live rows are read first (bounded by what is live), then ordered.
+            arms.append(
+                f"(WITH live AS MATERIALIZED (SELECT * FROM {{schema}}.jobs WHERE {where})"
+                f" SELECT * FROM live ORDER BY id DESC LIMIT {limit})"
+            )
+    settled_ids = [
+        f"(SELECT id FROM {{schema}}.jobs WHERE {_SETTLED} AND state = '{state}'"
+        f"{''.join(f' AND {t}' for t in terms)} ORDER BY id DESC LIMIT {limit})"
+        for state in settled
     ]
+    if settled_ids:
+        ids = settled_ids[0][1:-1]
+        if len(settled_ids) > 1:
+            ids = "\nUNION ALL\n".join(settled_ids) + f"\nORDER BY id DESC LIMIT {limit}"
+        arms.append(
+            f"(SELECT * FROM {{schema}}.jobs WHERE id = ANY(ARRAY({ids})) ORDER BY id DESC)"
+        )
     if not arms:
         return "SELECT * FROM {schema}.jobs WHERE false", []
     if len(arms) == 1:
