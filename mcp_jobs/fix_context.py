@@ -22,8 +22,11 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from types import UnionType
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel
@@ -210,12 +213,36 @@ def _is_name(word: str) -> bool:
 APP_DATA = frozenset({"input", "output", "result"})
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _may_hold_fix(annotation: Any) -> bool:
+    """Whether a field typed `annotation` can hold an error payload or stored JSON (a model, a
+    mapping, a list, anything untyped); a scalar, literal or enum cannot."""
+    if annotation in _SCALARS or get_origin(annotation) is Literal:
+        return False
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return False
+    if get_origin(annotation) in (Union, UnionType):
+        return any(_may_hold_fix(arg) for arg in get_args(annotation))
+    return True
+
+
+@cache
+def _fields_to_visit(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of `model` that `_qualified` looks into: a list page of records visits two
+    fields a row (the last error, the progress) instead of every field."""
+    return tuple(
+        name
+        for name, field in model.model_fields.items()
+        if name not in APP_DATA and (name == "fix" or _may_hold_fix(field.annotation))
+    )
+
+
 def _qualified(value: Any, ctx: FixContext) -> Any:
     if isinstance(value, BaseModel):
         update: dict[str, Any] = {}
-        for name in type(value).model_fields:
-            if name in APP_DATA:
-                continue
+        for name in _fields_to_visit(type(value)):
             current = getattr(value, name)
             if name == "fix" and isinstance(current, str):
                 new: Any = ctx.qualify(current)

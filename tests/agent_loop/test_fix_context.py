@@ -6,8 +6,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel
 
 from engine.environment import (
     EnvironmentUse,
@@ -17,7 +19,7 @@ from engine.environment import (
 )
 from engine.errors import InvalidArgumentError
 from mcp_jobs.config import Settings
-from mcp_jobs.fix_context import FixContext, absolute_url, needs_cwd_on_path
+from mcp_jobs.fix_context import FixContext, _fields_to_visit, absolute_url, needs_cwd_on_path
 from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.models import Finding
 from schemas.errors import ErrorPayload
@@ -116,6 +118,40 @@ def test_qualify_all_reaches_nested_payloads_and_leaves_job_data(tmp_path: Path)
     out = ctx.qualify_all(finding)
     assert out.fix.endswith("--database-url sqlite:////j.db")
     assert out.last_error is not None and out.last_error.fix.endswith("sqlite:////j.db")
+
+
+def test_qualify_all_looks_into_every_field_that_can_hold_a_fix(tmp_path: Path) -> None:
+    """Only scalar fields are skipped: a union with a model, a list of models, a mapping of
+    stored JSON and an untyped field are all looked into."""
+
+    class Row(BaseModel):
+        id: str
+        state: Literal["a", "b"]
+        attempt: int
+        last_error: ErrorPayload | None = None
+
+    class Page(BaseModel):
+        rows: list[Row]
+        data: dict[str, Any] = {}
+        anything: Any = None
+        by_name: dict[str, Row] = {}
+
+    ctx = context(tmp_path, database_url="sqlite:////j.db")
+    error = ErrorPayload(code="X", title="t", cause="c", fix="mcp-jobs jobs ls", retryable=False)
+    stored = {"code": "Y", "fix": "mcp-jobs jobs ls"}
+    page = Page(
+        rows=[Row(id="1", state="a", attempt=1, last_error=error)],
+        data={"error": stored},
+        anything=[stored],
+        by_name={"r": Row(id="2", state="b", attempt=0, last_error=error)},
+    )
+    out = ctx.qualify_all(page)
+    qualified = "mcp-jobs jobs ls --database-url sqlite:////j.db"
+    assert out.rows[0].last_error is not None and out.rows[0].last_error.fix == qualified
+    assert out.data["error"]["fix"] == qualified and out.anything[0]["fix"] == qualified
+    assert out.by_name["r"].last_error is not None
+    assert out.by_name["r"].last_error.fix == qualified
+    assert _fields_to_visit(Row) == ("last_error",)
 
 
 def test_an_environment_declaration_is_checked() -> None:
