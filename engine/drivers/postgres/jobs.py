@@ -77,9 +77,10 @@ _SETTLED = f"state IN ({paging.quoted(SETTLED_STATES)})"
 
 
 def list_sql(filter: JobFilter) -> tuple[str, list[object]]:
-    """A filtered list and its arguments: one arm over the live states it wants (few rows), one
-    per settled state, each cut to the page and merged by id. Only the filters given appear, so
-    each statement's plan fits its filters; `{schema}` is left for the caller.
+    """A filtered list and its arguments: one arm over the live states it wants (jobs_live_idx
+    walked back, at worst through the live rows), one per settled state, each cut to the page and
+    merged by id. Only the filters given appear, so each statement's plan fits its filters;
+    `{schema}` is left for the caller.
 
     The settled arms pick ids alone, an index-only walk of the settled index the filter leads
     (jobs_settled_name_idx, _queue_idx, _tenant_idx or _state_idx), and the page's settled rows
@@ -109,18 +110,7 @@ def list_sql(filter: JobFilter) -> tuple[str, list[object]]:
     if live:
         subset = "" if len(live) == len(LIVE_STATES) else f" AND state IN ({paging.quoted(live)})"
         where = " AND ".join([_LIVE + subset, *terms])
-        if filter.cursor is None:
-            arms.append(
-                f"(SELECT * FROM {{schema}}.jobs WHERE {where} ORDER BY id DESC LIMIT {limit})"
-            )
-        else:
-            # Past the first page the planner walked the primary key back from the cursor,
-            # expecting live rows there, and through the whole history when there were none:
-            # the live rows are read first (bounded by what is live), then ordered.
-            arms.append(
-                f"(WITH live AS MATERIALIZED (SELECT * FROM {{schema}}.jobs WHERE {where})"
-                f" SELECT * FROM live ORDER BY id DESC LIMIT {limit})"
-            )
+        arms.append(f"(SELECT * FROM {{schema}}.jobs WHERE {where} ORDER BY id DESC LIMIT {limit})")
     settled_ids = [
         f"(SELECT id FROM {{schema}}.jobs WHERE {_SETTLED} AND state = '{state}'"
         f"{''.join(f' AND {t}' for t in terms)} ORDER BY id DESC LIMIT {limit})"

@@ -117,9 +117,11 @@ CREATE INDEX jobs_settled_idx
     ON {schema}.jobs (state, finished_at, id) INCLUDE (queue, tenant_id)
     WHERE state IN ('done', 'failed', 'dead', 'cancelled');
 
--- Live rows by queue: the stats' live counts, and the live side of every filtered list.
+-- Live rows newest first (migration 17): the live side of every filtered list walks it back to
+-- its page, at worst through the live rows, never through the settled ones; the stats' live
+-- counts read it whole.
 CREATE INDEX jobs_live_idx
-    ON {schema}.jobs (queue, state, id)
+    ON {schema}.jobs (id)
     WHERE state IN ('ready', 'delayed', 'running', 'suspended');
 
 -- The settled side of the filtered lists, newest first per (filter, state).
