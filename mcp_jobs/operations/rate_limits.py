@@ -10,6 +10,7 @@ computed from input (app data, e.g. a customer id) are left out.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from pydantic import Field
 
@@ -99,14 +100,26 @@ async def rate_limit_views(
     return [views[k] for k in sorted(views)]
 
 
-async def with_rate_limits(
-    scope: Scope, shown: list[QueueStatsView]
-) -> tuple[list[QueueStatsView], list[RateLimitView]]:
-    """`shown` with each queue's rate limits (its own and its jobs'), and the tenant limits."""
+class RatesByQueue(NamedTuple):
+    """The rate limits `queue_stats` shows: each queue's (its own and its jobs'), the tenants'."""
+
+    per_queue: dict[str, list[RateLimitView]]
+    tenants: list[RateLimitView]
+
+    def attach(self, shown: list[QueueStatsView]) -> list[QueueStatsView]:
+        """`shown` with each queue's rate limits."""
+        return [
+            s.model_copy(update={"rate_limits": self.per_queue[s.queue]})
+            if s.queue in self.per_queue
+            else s
+            for s in shown
+        ]
+
+
+async def rates_by_queue(scope: Scope) -> RatesByQueue:
+    """Every rate limit known, sorted to the queue it holds back or to the tenants."""
     described = await scope.jobs.describe()
     views = await rate_limit_views(scope, described)
-    if not views:
-        return shown, []
     queue_of = {d.name: d.queue for d in described}
     names = set(queue_of)
     per_queue: dict[str, list[RateLimitView]] = {}
@@ -120,11 +133,7 @@ async def with_rate_limits(
         queue = rest if kind == "queue" else (queue_of[name] if name else None)
         if queue is not None:
             per_queue.setdefault(queue, []).append(view)
-    attached = [
-        s.model_copy(update={"rate_limits": per_queue[s.queue]}) if s.queue in per_queue else s
-        for s in shown
-    ]
-    return attached, tenants
+    return RatesByQueue(per_queue, tenants)
 
 
 def rate_findings(scope: Scope, stats: Sequence[QueueStatsView], workers: int) -> list[Finding]:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
+import anyio.lowlevel
+import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
+from engine.errors import DriverUnavailableError
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.operations.models import iso
 from tests.mcp.conftest import OpenMcp
@@ -127,6 +132,31 @@ async def test_queue_stats_counts_per_queue(
         assert "tenant_id" not in stats
         only = await mcp.ok("queue_stats", {"queues": ["orders"]})
         assert [q["queue"] for q in only["queues"]] == ["orders"]
+
+
+async def test_queue_stats_answers_a_failed_read_as_its_own_error(
+    jobs: Jobs, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counts, pauses and rate limits are read at once; a refused read comes back as its
+    own typed error (not a group of them) once the others have ended."""
+    ended: list[str] = []
+    describe = jobs.describe
+
+    async def slow_describe() -> Any:
+        await anyio.lowlevel.checkpoint()
+        found = await describe()
+        ended.append("describe")
+        return found
+
+    async def down(*args: object, **kwargs: object) -> Any:
+        raise DriverUnavailableError("postgres", "connection refused")
+
+    monkeypatch.setattr(jobs, "describe", slow_describe)
+    monkeypatch.setattr(jobs, "stats", down)
+    async with open_mcp() as mcp:
+        error = await mcp.fails("queue_stats", {}, "DRIVER_UNAVAILABLE")
+        assert "connection refused" in error["cause"]
+    assert ended == ["describe"]
 
 
 async def test_wait_for_job_returns_once_settled_with_progress(
