@@ -132,8 +132,7 @@ UPDATE {schema}.jobs AS j
    SET state = 'running', attempt = j.attempt + 1, worker_id = $3::text,
        lease_token = $5::text,
        lease_expires_at = $1 + $4::bigint, cancel_requested = false, updated_at = $1
-  FROM batch
- WHERE j.id = ANY(ARRAY(SELECT id FROM batch)) AND j.id = batch.id
+ WHERE j.id = ANY(ARRAY(SELECT id FROM batch))
 RETURNING j.*,
           j.attempt > 1
           OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps;
@@ -178,8 +177,7 @@ UPDATE {schema}.jobs AS j
    SET state = 'running', attempt = j.attempt + 1, worker_id = $3::text,
        lease_token = $5::text,
        lease_expires_at = $1 + $4::bigint, cancel_requested = false, updated_at = $1
-  FROM batch
- WHERE j.id = ANY(ARRAY(SELECT id FROM batch)) AND j.id = batch.id
+ WHERE j.id = ANY(ARRAY(SELECT id FROM batch))
 RETURNING j.*,
           j.attempt > 1
           OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps;
