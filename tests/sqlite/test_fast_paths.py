@@ -1,6 +1,7 @@
 """The SQLite driver's short cuts keep their promises: a lone enqueue skips the thread hop but
-never waits on another process's lock on the event loop, and the look for other processes'
-commits is fast after work and backs off to `poll_ms` when idle."""
+never waits on another process's lock on the event loop, a lone op is undone without a
+savepoint, and the look for other processes' commits is fast after work and backs off to
+`poll_ms` when idle."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
+from engine.drivers.sqlite.connection import Executor, Op
 from engine.drivers.sqlite.driver import BUSY_HOLD_S, FAST_POLL_MS
 from schemas.jobs import EnqueueRequest
 
@@ -58,6 +60,63 @@ async def test_a_lone_enqueue_runs_on_the_calling_thread(driver: SqliteDriver) -
     assert not result.deduped
     begins = [thread for statement, thread in seen if statement == "BEGIN IMMEDIATE"]
     assert begins == [threading.get_ident()]
+
+
+async def test_lone_enqueues_set_the_busy_timeout_once_and_the_thread_gets_its_own_back(
+    tmp_path: Path,
+) -> None:
+    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=ManualClock(NOW), busy_timeout_ms=4321)
+    await d.migrate()
+    try:
+        seen = await _trace(d)
+        for n in range(3):
+            await d.enqueue([_request(n)])
+        pragmas = [s for s, _ in seen if s.startswith("PRAGMA busy_timeout")]
+        assert pragmas == ["PRAGMA busy_timeout = 0"]
+        # The thread's next batch waits for locks again, as configured.
+        waits = await d._exec.run(
+            lambda c: c.execute("PRAGMA busy_timeout").fetchone()[0], write=False
+        )
+        assert waits == 4321
+    finally:
+        await d.close()
+
+
+async def test_a_lone_write_is_undone_without_a_savepoint_and_a_batched_one_with_one(
+    tmp_path: Path,
+) -> None:
+    executor = Executor(str(tmp_path / "t.db"))
+    seen: list[str] = []
+
+    def insert(value: str, *, refuse: bool = False) -> Op[None]:
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO t VALUES (?)", (value,))
+            if refuse:
+                raise ValueError(f"refused after writing {value}")
+
+        return Op(write, True)
+
+    def rows(conn: sqlite3.Connection) -> list[str]:
+        return [v for (v,) in conn.execute("SELECT v FROM t ORDER BY v")]
+
+    try:
+        await executor.run(lambda c: c.execute("CREATE TABLE t (v TEXT)"))
+        await executor.run(lambda c: c.set_trace_callback(seen.append), write=False)
+        seen.clear()
+        lone = insert("a", refuse=True)
+        executor._run_batch([lone])
+        assert isinstance(lone.error, ValueError)
+        assert "SAVEPOINT op" not in seen and "COMMIT" not in seen
+        assert await executor.run(rows, write=False) == []
+
+        seen.clear()
+        kept, refused = insert("b"), insert("c", refuse=True)
+        executor._run_batch([kept, refused])
+        assert kept.error is None and isinstance(refused.error, ValueError)
+        assert seen.count("SAVEPOINT op") == 2 and "ROLLBACK TO op" in seen
+        assert await executor.run(rows, write=False) == ["b"]
+    finally:
+        await executor.close()
 
 
 async def test_concurrent_lone_enqueues_still_share_one_commit(driver: SqliteDriver) -> None:

@@ -100,6 +100,8 @@ class Executor:
         self.synchronous = word
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
+        # The busy timeout the open connection has now (-1: none set yet).
+        self._busy_timeout_set = -1
         self._pending: list[Op[Any]] = []
         self._flushing = False
         self._batch_done: anyio.Event | None = None
@@ -224,7 +226,8 @@ class Executor:
                     if not is_busy(exc) or attempt == _BUSY_ROUNDS - 1:
                         raise
                     _backoff(attempt)
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            self._busy_timeout_set = -1
+            self._wait_for_locks(conn, int(self.busy_timeout_ms))
             # A PRAGMA takes no parameters; the word was checked against _SYNCHRONOUS.
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -241,6 +244,7 @@ class Executor:
             self._fail_all(batch, exc)
             return
         write = any(op.write for op in batch)
+        self._wait_for_locks(conn, int(self.busy_timeout_ms))
         for attempt in range(_BUSY_ROUNDS):
             try:
                 self._attempt(conn, batch, write)
@@ -266,12 +270,13 @@ class Executor:
         Safe because the connection is used by one thread at a time: no flusher is running
         (checked by the caller, and a flusher clears `_flushing` only after its thread returned
         the connection), and this runs to the end without awaiting, so no flush can start
-        meanwhile. The busy timeout is 0 for the while: a lock another process holds fails at
-        once, and the op goes to the thread, which may wait, instead of stalling the loop."""
+        meanwhile. The busy timeout is 0 on the loop (the thread sets its own back before its next
+        batch): a lock another process holds fails at once, and the op goes to the thread, which
+        may wait, instead of stalling the loop."""
         conn = self._conn
         if conn is None or self._conn_pid != os.getpid():
             return False  # opening (and a fork's reopen) stays on the thread side
-        conn.execute("PRAGMA busy_timeout = 0")
+        self._wait_for_locks(conn, 0)
         try:
             self._attempt(conn, [op], op.write)
         except sqlite3.Error as exc:
@@ -283,9 +288,14 @@ class Executor:
         except Exception as exc:
             _rollback(conn)  # a bug, reported as _run_batch does
             op.value, op.error, op.finished = None, exc, True
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
         return True
+
+    def _wait_for_locks(self, conn: sqlite3.Connection, ms: int) -> None:
+        """Set the busy timeout for what runs next, skipping the PRAGMA when it is already so:
+        the loop's inline ops wait for nothing, the thread's wait up to `busy_timeout_ms`."""
+        if self._busy_timeout_set != ms:
+            conn.execute(f"PRAGMA busy_timeout = {ms}")
+            self._busy_timeout_set = ms
 
     def _fail_all(self, batch: list[Op[Any]], cause: BaseException) -> None:
         # One error object per op: each caller raises its own, with its own traceback.
@@ -297,10 +307,13 @@ class Executor:
         rolls back and retries every op); any other error settles only the op that raised it."""
         # A batch of reads still takes a (deferred) transaction: one snapshot for all of it.
         conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        # A lone op needs no savepoint: undoing it is undoing the transaction.
+        alone = len(batch) == 1
         for op in batch:
             op.finished, op.value, op.error = False, None, None
             # Only a write can leave something to undo; a read needs no savepoint.
-            if op.write:
+            marked = op.write and not alone
+            if marked:
                 conn.execute("SAVEPOINT op")
             try:
                 op.value = op.fn(conn)
@@ -310,9 +323,11 @@ class Executor:
                     # ops before this one are undone too, so the whole batch fails with `exc`.
                     raise
                 # A refusal (duplicate, slot lost, a value SQLite refused …) undoes only this op.
-                if op.write:
+                if marked:
                     conn.execute("ROLLBACK TO op")
                     conn.execute("RELEASE op")
+                elif op.write:
+                    conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error) and is_busy(exc):
                     raise
                 if isinstance(exc, sqlite3.Error | OverflowError):
@@ -321,9 +336,10 @@ class Executor:
                 else:
                     op.error = exc
             else:
-                if op.write:
+                if marked:
                     conn.execute("RELEASE op")
-        conn.execute("COMMIT")
+        if conn.in_transaction:  # not when a lone write was refused and rolled back
+            conn.execute("COMMIT")
         for op in batch:
             op.finished = True
 
