@@ -14,6 +14,7 @@ import asyncpg
 from engine import ManualClock, rules
 from engine.drivers.base import AckWrite
 from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres.jobs import STATS_NO_LATER
 from engine.drivers.postgres.sql import latest_version, migrations, with_schema
 from engine.errors import JobsError
 from engine.retention import Cutoffs, PruneRule
@@ -213,6 +214,7 @@ async def test_the_stats_read_the_counts_not_the_dead_rows(
             queues,
             tenant,
             recent,
+            STATS_NO_LATER,
         )
         (plan,) = json.loads(raw)
         root = plan["Plan"]

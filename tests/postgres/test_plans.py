@@ -12,7 +12,7 @@ import pytest
 
 from engine import ManualClock, rules
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.postgres.jobs import list_sql
+from engine.drivers.postgres.jobs import STATS_NO_LATER, list_sql
 from engine.drivers.postgres.sql import with_schema
 from schemas.jobs import JobFilter
 from schemas.states import SETTLED_STATES
@@ -123,7 +123,7 @@ async def test_stats_read_the_live_rows_and_the_settled_index(
     recent = now - rules.RECENT_SETTLED_MS
     for queues, tenant in ((None, None), (["default"], None), (None, "t0")):
         buffers, indexes, seq = await _explain(
-            sql, history.db.q["stats"], now, queues, tenant, recent
+            sql, history.db.q["stats"], now, queues, tenant, recent, STATS_NO_LATER
         )
         # dead_counts is one row per queue, tenant and state: a scan of it is O(queues).
         assert [r for r in seq if r != "dead_counts"] == [], (queues, tenant)
@@ -131,6 +131,40 @@ async def test_stats_read_the_live_rows_and_the_settled_index(
         assert buffers < MAX_BUFFERS, (queues, tenant, buffers)
     (stats,) = await history.stats()
     assert (stats.done, stats.dead, stats.ready + stats.running) == (0, DEAD, LIVE)
+
+
+async def test_stats_planned_generically_expect_the_recent_settled_rows_few(
+    history: PostgresDriver, sql: Conn, clock: ManualClock
+) -> None:
+    """A pooled connection's prepared statement may switch to a generic plan (PostgreSQL does
+    after five runs when it looks no dearer). Not knowing the window's start, that plan must
+    still expect few recent settled rows: expecting a third of all history, it planned parallel
+    workers over the settled index, which cost several times the whole read."""
+    now = clock.now_ms()
+    recent = now - rules.RECENT_SETTLED_MS
+    await sql.execute(f"PREPARE generic_stats AS {history.db.q['stats']}")
+    await sql.execute("SET plan_cache_mode = force_generic_plan")
+    try:
+        for queues, tenant in (("NULL", "NULL"), ("ARRAY['default']", "NULL"), ("NULL", "'t0'")):
+            raw = await sql.fetchval(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE generic_stats("
+                f"{now}, {queues}, {tenant}, {recent}, {STATS_NO_LATER})"
+            )
+            (plan,) = json.loads(raw)
+            nodes = _walk(plan["Plan"])
+            (settled,) = [n for n in nodes if n.get("Index Name") == "jobs_settled_idx"]
+            assert settled["Plan Rows"] < SETTLED // 50, (queues, tenant, settled["Plan Rows"])
+            parallel = [
+                n["Node Type"]
+                for n in nodes
+                if n.get("Parallel Aware") or "Gather" in n["Node Type"]
+            ]
+            assert parallel == [], (queues, tenant)
+            buffers = plan["Plan"].get("Shared Hit Blocks", 0)
+            assert buffers < MAX_BUFFERS, (queues, tenant, buffers)
+    finally:
+        await sql.execute("RESET plan_cache_mode")
+        await sql.execute("DEALLOCATE generic_stats")
 
 
 @pytest.mark.parametrize(

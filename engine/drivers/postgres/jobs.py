@@ -191,11 +191,15 @@ async def load_trace(
     return await db.idempotent(read)
 
 
+# The stats' upper bound of finished_at, past any row (the statement says why it is a parameter).
+STATS_NO_LATER = 2**63 - 1
+
+
 async def stats(
     db: Connections, now: int, queues: Sequence[str] | None = None, tenant_id: str | None = None
 ) -> list[QueueStats]:
     recent = now - rules.RECENT_SETTLED_MS
-    args = (now, list(queues) if queues is not None else None, tenant_id, recent)
+    args = (now, list(queues) if queues is not None else None, tenant_id, recent, STATS_NO_LATER)
     found = await db.idempotent(lambda c: c.fetch(db.q["stats"], *args))
     # Sorted here, not in SQL: Python's code-point order, whatever the database collation.
     return sorted((rows.queue_stats(row) for row in found), key=lambda s: s.queue)

@@ -360,42 +360,46 @@ SELECT count(*) FROM {schema}.events WHERE job_id = $1;
 -- each row stands for n jobs, hence sum(n) for those two states), done and cancelled rows
 -- finished since $4 (rules.counts_in_stats; from jobs_settled_idx alone), and rows of a state
 -- this build does not know (jobs_unknown_state_idx, always empty), which the caller refuses by
--- name. The counts fold a null tenant to '', and a tenant is never '' (bounds.text).
-WITH counted AS (
-    SELECT queue, state, run_at, queued_at, lease_expires_at, 1::bigint AS n
+-- name. The counts fold a null tenant to '', and a tenant is never '' (bounds.text). $5 is the
+-- largest bigint, a bound no row reaches: as a parameter it makes a generic plan (which a pooled
+-- connection's prepared statement may switch to) estimate a narrow range of finished_at, not a
+-- third of all history, for which it planned parallel workers that cost more than the read.
+-- Each arm folds its rows into (queue, state) groups itself, the live rows with the few sums
+-- their states need (the oldest times as min, turned into ages below); the per-queue columns
+-- then pick from those handful of groups (no sort of the rows).
+WITH by_state AS (
+    SELECT queue, state, count(*) AS n,
+           count(*) FILTER (WHERE run_at <= $1::bigint) AS due,
+           min(queued_at) FILTER (
+               WHERE queued_at <= $1::bigint AND (state = 'ready' OR run_at <= $1::bigint))
+               AS oldest_queued_at,
+           count(*) FILTER (WHERE coalesce(lease_expires_at, 0) <= $1::bigint) AS expired,
+           min(run_at) FILTER (WHERE run_at <= $1::bigint) AS oldest_due_at
       FROM {schema}.jobs
      WHERE state IN ('ready', 'delayed', 'running', 'suspended')
        AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
+     GROUP BY queue, state
     UNION ALL
-    SELECT queue, state, NULL, NULL, NULL, n
+    SELECT queue, state, sum(n)::bigint, 0, NULL, 0, NULL
       FROM {schema}.dead_counts
      WHERE n > 0
        AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
+     GROUP BY queue, state
     UNION ALL
-    SELECT queue, state, NULL, NULL, NULL, 1
+    SELECT queue, state, count(*), 0, NULL, 0, NULL
       FROM {schema}.jobs
-     WHERE state IN ('done', 'cancelled') AND finished_at >= $4::bigint
+     WHERE state IN ('done', 'cancelled')
+       AND finished_at >= $4::bigint AND finished_at <= $5::bigint
        AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
+     GROUP BY queue, state
     UNION ALL
-    SELECT queue, state, run_at, queued_at, lease_expires_at, 1
+    SELECT queue, state, count(*), 0, NULL, 0, NULL
       FROM {schema}.jobs
      WHERE state NOT IN ('ready', 'delayed', 'running', 'suspended',
                          'done', 'failed', 'dead', 'cancelled')
        AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
-),
-by_state AS (
-    SELECT queue, state, sum(n) AS n,
-           count(*) FILTER (WHERE run_at <= $1::bigint) AS due,
-           max($1::bigint - queued_at) FILTER (
-               WHERE queued_at <= $1::bigint AND (state = 'ready' OR run_at <= $1::bigint))
-               AS oldest_wait_ms,
-           count(*) FILTER (WHERE coalesce(lease_expires_at, 0) <= $1::bigint) AS expired,
-           max($1::bigint - run_at) FILTER (WHERE run_at <= $1::bigint) AS oldest_due_ms
-      FROM counted
      GROUP BY queue, state
 )
--- Two steps: each row is folded into its (queue, state) once, with the few sums its state
--- needs; the per-queue columns then pick from those handful of groups (no sort of the rows).
 SELECT queue,
        (coalesce(sum(n) FILTER (WHERE state = 'ready'), 0)
         + coalesce(sum(due) FILTER (WHERE state = 'delayed'), 0))::bigint AS ready,
@@ -406,11 +410,11 @@ SELECT queue,
        coalesce(sum(n) FILTER (WHERE state = 'failed'), 0)::bigint AS failed,
        coalesce(sum(n) FILTER (WHERE state = 'done'), 0)::bigint AS done,
        coalesce(sum(n) FILTER (WHERE state = 'cancelled'), 0)::bigint AS cancelled,
-       coalesce(max(oldest_wait_ms) FILTER (WHERE state IN ('ready', 'delayed')), 0)
+       coalesce($1::bigint - min(oldest_queued_at) FILTER (WHERE state IN ('ready', 'delayed')), 0)
            AS oldest_ready_ms,
        coalesce(sum(expired) FILTER (WHERE state = 'running'), 0)::bigint AS expired_leases,
        coalesce(sum(due) FILTER (WHERE state = 'suspended'), 0)::bigint AS due_suspended,
-       coalesce(max(oldest_due_ms) FILTER (WHERE state = 'suspended'), 0)
+       coalesce($1::bigint - min(oldest_due_at) FILTER (WHERE state = 'suspended'), 0)
            AS oldest_due_suspended_ms,
        array_agg(state) AS states
   FROM by_state
