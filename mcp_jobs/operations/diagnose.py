@@ -15,11 +15,17 @@ from engine.backfill.errors import dry_run_command
 from engine.errors import JobUnknownError
 from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs.errors import QueueUnknownError
-from mcp_jobs.operations.models import DiagnoseQueueResult, Finding, QueueStatsView
+from mcp_jobs.operations.models import (
+    DiagnoseQueueResult,
+    Finding,
+    QueueStatsResult,
+    QueueStatsView,
+)
 from mcp_jobs.operations.pauses import pause_findings
 from mcp_jobs.operations.rate_limits import rate_findings
 from mcp_jobs.operations.scope import Scope
-from mcp_jobs.operations.stats import queue_stats, unknown_queues
+from mcp_jobs.operations.stats import queue_stats
+from mcp_jobs.operations.together import each, together
 from mcp_jobs.operations.workers import (
     adopt_published_apps,
     app_unknown,
@@ -27,6 +33,7 @@ from mcp_jobs.operations.workers import (
     serves,
     worker_command,
 )
+from schemas.backfill import BackfillState
 from schemas.errors import NextCall
 from schemas.jobs import JobRecord
 from schemas.pauses import Pause
@@ -47,8 +54,22 @@ async def _ids(
     return page.jobs
 
 
-def _queue_unknown(queue: str, known: list[str]) -> Finding:
-    refused = QueueUnknownError(queue, known)
+async def _stats_or_unknown(
+    scope: Scope, queue: str | None
+) -> QueueStatsResult | QueueUnknownError:
+    """The stats, of `queue` alone when given; a queue nothing knows is a finding, not a refusal
+    (queue_stats checks the name only when the queue has no rows to count)."""
+    try:
+        return await queue_stats(scope, [queue] if queue else None)
+    except QueueUnknownError as refused:
+        return refused
+
+
+async def _no_findings() -> list[Finding]:
+    return []
+
+
+def _queue_unknown(queue: str | None, refused: QueueUnknownError) -> Finding:
     return Finding(
         code=refused.code,
         severity="warning",
@@ -62,19 +83,33 @@ def _queue_unknown(queue: str, known: list[str]) -> Finding:
 async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueueResult:
     tenant = scope.tenant(None)
     findings: list[Finding] = []
-    unknown, known = await unknown_queues(scope, [queue] if queue else None)
-    findings.extend(_queue_unknown(q, known) for q in unknown)
+    # The reads are independent of one another: each round runs at once, then the findings are
+    # written from what came back (after the published apps are adopted for the fix lines).
+    counted, workers, _, backfills = await together(
+        _stats_or_unknown(scope, queue),
+        live_workers(scope),
+        adopt_published_apps(scope),
+        scope.backfills().list(pending_only=True),
+    )
     stats: list[QueueStatsView] = []
     paused_jobs: list[Pause] = []
-    if not unknown:
-        counted = await queue_stats(scope, [queue] if queue else None)
-        stats = counted.queues or []
-        paused_jobs = counted.paused_jobs or []
+    unknown = isinstance(counted, QueueUnknownError)
+    if isinstance(counted, QueueUnknownError):
+        findings.append(_queue_unknown(queue, counted))
+    else:
+        stats, paused_jobs = counted.queues or [], counted.paused_jobs or []
+    dead_queues = [s.queue for s in stats if s.dead]
+    parked_queues = [s.queue for s in stats if s.suspended]
+    dead_pages, parked_pages, paused = await together(
+        each(_ids(scope, "dead", q, tenant, SAMPLE_IDS) for q in dead_queues),
+        each(_ids(scope, "suspended", q, tenant, PARKED_SCAN) for q in parked_queues),
+        pause_findings(scope, stats, paused_jobs, queue) if not unknown else _no_findings(),
+    )
+    dead_of = dict(zip(dead_queues, dead_pages, strict=True))
+    parked_of = dict(zip(parked_queues, parked_pages, strict=True))
     now = scope.jobs.clock.now_ms()
     limits = scope.settings.limits
 
-    workers = await live_workers(scope)
-    await adopt_published_apps(scope)
     waiting = sum(s.ready + s.expired_leases + s.due_suspended for s in stats)
     if not workers and waiting:
         findings.append(
@@ -138,7 +173,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
                 )
             )
         if s.dead:
-            dead = await _ids(scope, "dead", s.queue, tenant, SAMPLE_IDS)
+            dead = dead_of[s.queue]
             first = dead[0].id if dead else None
             newest_error = dead[0].last_error if dead else None
             failed_with = (
@@ -164,12 +199,12 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
                 )
             )
         if s.suspended:
-            findings.extend(await _unknown_names(scope, s.queue, tenant))
+            findings.extend(_unknown_names(scope, s.queue, parked_of[s.queue]))
 
+    findings.extend(paused)
     if not unknown:
-        findings.extend(await pause_findings(scope, stats, paused_jobs, queue))
         findings.extend(rate_findings(scope, stats, len(workers)))
-    findings.extend(await _pending_backfills(scope))
+    findings.extend(_pending_backfills(scope, backfills))
     severity_rank = {"critical": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (severity_rank[f.severity], f.queue or "", f.code))
     result = DiagnoseQueueResult(
@@ -183,9 +218,8 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
     return scope.fixes.qualify_all(result)
 
 
-async def _unknown_names(scope: Scope, queue: str, tenant: str | None) -> list[Finding]:
+def _unknown_names(scope: Scope, queue: str, parked: list[JobRecord]) -> list[Finding]:
     """Suspended rows parked because no worker knows their name (rule 7: parked, no attempt)."""
-    parked = await _ids(scope, "suspended", queue, tenant, PARKED_SCAN)
     by_name: dict[str, list[str]] = {}
     for job in parked:
         unknown_here = scope.jobs.registry.get(job.name) is None
@@ -208,9 +242,9 @@ async def _unknown_names(scope: Scope, queue: str, tenant: str | None) -> list[F
     ]
 
 
-async def _pending_backfills(scope: Scope) -> list[Finding]:
+def _pending_backfills(scope: Scope, pending: list[BackfillState]) -> list[Finding]:
     out: list[Finding] = []
-    for state in await scope.backfills().list(pending_only=True):
+    for state in pending:
         if state.live_job_id:
             continue  # running now: nothing to do but wait
         arguments: dict[str, Any] = {"name": state.name}

@@ -7,20 +7,15 @@ lists the known ones: a misspelt queue would otherwise answer an empty, healthy-
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
 from mcp_jobs.errors import QueueUnknownError
 from mcp_jobs.operations.models import QueueStatsResult, QueueStatsView
 from mcp_jobs.operations.pauses import pauses_in_force
 from mcp_jobs.operations.rate_limits import rates_by_queue
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.together import together
 from mcp_jobs.operations.workers import live_workers
-
-A = TypeVar("A")
-B = TypeVar("B")
-C = TypeVar("C")
 
 
 async def known_queues(scope: Scope) -> list[str]:
@@ -47,7 +42,7 @@ async def queue_stats(scope: Scope, queues: Sequence[str] | None = None) -> Queu
     # Three independent reads at once: the pauses and rate limits (a round trip or two each)
     # take no longer than the counts beside them.
     counting = scope.jobs.stats(queues, tenant_id=tenant)
-    counted, pauses, rates = await _all(counting, pauses_in_force(scope), rates_by_queue(scope))
+    counted, pauses, rates = await together(counting, pauses_in_force(scope), rates_by_queue(scope))
     if queues and len(counted) < len(set(queues)):
         unknown, known = await unknown_queues(scope, queues)
         if unknown:
@@ -63,13 +58,3 @@ async def queue_stats(scope: Scope, queues: Sequence[str] | None = None) -> Queu
         tenant_rate_limits=rates.tenants or None,
         at=now,
     )
-
-
-async def _all(a: Awaitable[A], b: Awaitable[B], c: Awaitable[C]) -> tuple[A, B, C]:
-    """The three results, each read to its end before the first failure is raised as it came
-    (a typed error, not a group): nothing is left running behind a refusal."""
-    results = await asyncio.gather(a, b, c, return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results  # type: ignore[return-value]

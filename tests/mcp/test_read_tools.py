@@ -313,6 +313,72 @@ async def test_diagnose_finds_jobs_parked_under_an_unknown_name_and_overdue_slee
     assert sleeper.id not in codes["PARKED_UNKNOWN_NAME"]["job_ids"]
 
 
+async def test_diagnose_reads_at_once_and_answers_a_failed_read_as_its_own_error(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reads a diagnosis needs run at once (the counts, the live workers and the backfills;
+    then each queue's sampled jobs), and a refused one comes back as its own typed error once
+    the others have ended."""
+    r = await jobs.enqueue("flaky", {"key": "k"})
+    worker = Worker(jobs)
+    await worker.run_until_idle()
+    clock.advance(1_000)
+    await worker.run_until_idle()
+    assert (await jobs.get(r.id)).state == "dead"
+    seen: list[str] = []
+
+    def traced(name: str, read: Any, fails: bool = False) -> Any:
+        async def run(*args: object, **kwargs: object) -> Any:
+            seen.append(f"start {name}")
+            await anyio.lowlevel.checkpoint()
+            if fails:
+                seen.append(f"refused {name}")
+                raise DriverUnavailableError("postgres", "connection refused")
+            found = await read(*args, **kwargs)
+            seen.append(f"end {name}")
+            return found
+
+        return run
+
+    monkeypatch.setattr(jobs, "stats", traced("stats", jobs.stats))
+    monkeypatch.setattr(jobs.driver, "live_workers", traced("workers", jobs.driver.live_workers))
+    async with open_mcp() as mcp:
+        found = await mcp.ok("diagnose_queue")
+        assert "DEAD_LETTERS" in {f["code"] for f in found["findings"]}
+        assert seen.index("start workers") < seen.index("end stats")
+        assert seen.index("start stats") < seen.index("end workers")
+
+        seen.clear()
+        monkeypatch.setattr(jobs, "list", traced("list", jobs.list, fails=True))
+        error = await mcp.fails("diagnose_queue", {}, "DRIVER_UNAVAILABLE")
+        assert "connection refused" in error["cause"]
+        assert "refused list" in seen and "end stats" in seen and "end workers" in seen
+
+
+async def test_diagnosing_one_queue_counts_that_queue_alone(
+    jobs: Jobs, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queue with rows is known by them: its diagnosis does not count every queue first to
+    check the name (a queue nothing knows is still a QUEUE_UNKNOWN finding)."""
+    await jobs.enqueue("greet", {"user_id": 1})
+    asked: list[object] = []
+    stats = jobs.stats
+
+    async def counting(queues: Any = None, **kwargs: Any) -> Any:
+        asked.append(queues)
+        return await stats(queues, **kwargs)
+
+    monkeypatch.setattr(jobs, "stats", counting)
+    async with open_mcp() as mcp:
+        found = await mcp.ok("diagnose_queue", {"queue": "mail"})
+        assert [q["queue"] for q in found["queues"]] == ["mail"]
+        assert asked == [["mail"]]
+        missing = await mcp.ok("diagnose_queue", {"queue": "nosuch"})
+        (finding,) = missing["findings"]
+        assert finding["code"] == "QUEUE_UNKNOWN" and finding["queue"] == "nosuch"
+        assert missing["healthy"] is False and missing["queues"] == []
+
+
 async def test_a_failure_reads_as_a_code_and_a_fix_in_list_inspect_and_diagnose(
     jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
 ) -> None:
