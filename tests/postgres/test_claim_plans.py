@@ -4,7 +4,6 @@ worker of a small queue never reads through another queue's backlog."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypeAlias
 
 import asyncpg
@@ -13,6 +12,7 @@ import pytest
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
 from tests.postgres.conftest import DriverFactory
+from tests.postgres.plan_probe import generic_plan
 
 Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 
@@ -47,24 +47,6 @@ async def backlog(driver: PostgresDriver, sql: Conn, clock: ManualClock) -> Post
     return driver
 
 
-async def generic_plan(sql: Conn, query: str, types: str, *args: Any) -> dict[str, Any]:
-    """EXPLAIN ANALYZE of `query`'s generic plan (what a claim connection runs), rolled back."""
-    await sql.execute("SET plan_cache_mode = force_generic_plan")
-    await sql.execute(f"PREPARE probe ({types}) AS {query}")
-    values = ", ".join(literal(arg) for arg in args)
-    claiming = sql.transaction()
-    await claiming.start()
-    try:
-        text = await sql.fetchval(
-            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE probe ({values})"
-        )
-    finally:
-        await claiming.rollback()  # the claim it ran leases nothing
-    plan: dict[str, Any] = json.loads(text)[0]["Plan"]
-    await sql.execute("DEALLOCATE probe")
-    return plan
-
-
 def lease_args(clock: ManualClock) -> tuple[int, int, str, int, str]:
     """A claim's first five arguments: now, a batch of 16, worker, lease, token."""
     return (clock.now_ms(), 16, "w", 30_000, "token")
@@ -89,17 +71,6 @@ async def claim_queues_plan(
         paused_queues or [],
         paused_names or [],
     )
-
-
-def literal(value: Any) -> str:
-    """A test's own argument as SQL text (EXPLAIN EXECUTE takes no parameters)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    return "ARRAY[" + ", ".join(literal(v) for v in value) + "]::text[]"
 
 
 def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:

@@ -38,6 +38,13 @@ _OWN_MAX = 3
 # statistics say (queries.sql).
 _CLAIMING_MAX = 2
 _CLAIMING_SETTINGS = {"plan_cache_mode": "force_generic_plan"}
+# The reads planned for their values every time (custom plans): the filtered lists, whose
+# right plan depends on how many rows the filter matches. On a cached statement the server
+# switches to one generic plan after five runs when it looks no dearer, and for a list that plan
+# could walk the whole history to find a rare name. As many as a process lists at once, commonly;
+# beyond them, any connection, with the statement prepared anew (`fetch_for_values`).
+_FOR_VALUES_MAX = 2
+_FOR_VALUES_SETTINGS = {"plan_cache_mode": "force_custom_plan"}
 
 
 async def _keep_session(conn: asyncpg.Connection[asyncpg.Record]) -> None:
@@ -96,6 +103,13 @@ class Connections:
             statement_cache_size=statement_cache_size,
             connect_timeout_s=self.connect_timeout_s,
         )
+        self.for_values = OwnConnections(
+            url,
+            limit=_FOR_VALUES_MAX if statement_cache_size > 0 else 0,
+            settings=_FOR_VALUES_SETTINGS,
+            statement_cache_size=statement_cache_size,
+            connect_timeout_s=self.connect_timeout_s,
+        )
         self.closed = False
         # Set when a connection could not even be opened (the server was unreachable, not one
         # connection broken); a claim reads it to spare the leases that outage let run out.
@@ -140,16 +154,37 @@ class Connections:
         may be opened, else as `conn`. Plans never change results: any connection is correct."""
         return _Borrowed(self, (self.claimers, self.general))
 
-    async def idempotent(self, op: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run `op` on a connection; through a broken connection or an unreachable server, run
-        it again on a fresh one (retry.py). Only for operations whose second run changes
-        nothing the first did not (reads, upserts of the same values, fenced writes)."""
+    def reading_for_values(self) -> _Borrowed:
+        """A connection for a read planned for its values: one of that set's (custom plans)
+        when one is free or may be opened, else as `conn` (see `fetch_for_values`)."""
+        return _Borrowed(self, (self.for_values, self.general))
+
+    async def idempotent(
+        self, op: Callable[[Conn], Awaitable[T]], *, borrow: Callable[[], _Borrowed] | None = None
+    ) -> T:
+        """Run `op` on a connection (`borrow`'s, else `conn`'s); through a broken connection or
+        an unreachable server, run it again on a fresh one (retry.py). Only for operations whose
+        second run changes nothing the first did not (reads, upserts of the same values, fenced
+        writes)."""
+        take = borrow or self.conn
 
         async def once(first: bool) -> T:
-            async with self.conn() as conn:
+            async with take() as conn:
                 return await op(conn)
 
         return await self.retry.retrying(once)
+
+    async def fetch_for_values(self, query: str, *args: object) -> list[asyncpg.Record]:
+        """The rows of a read planned for these values (a custom plan), as `idempotent` runs
+        it: on a connection that plans each statement so, or without a statement cache (each
+        statement is then prepared anew); else with the statement prepared anew here."""
+
+        async def read(conn: Conn) -> list[asyncpg.Record]:
+            if self._statement_cache_size == 0 or conn in self.for_values.all:
+                return await conn.fetch(query, *args)
+            return await (await conn.prepare(query)).fetch(*args)
+
+        return await self.idempotent(read, borrow=self.reading_for_values)
 
     async def migrate(self, now_ms: int, install_from: InstallFrom = "schema") -> list[int]:
         async with self.conn() as conn:
@@ -174,7 +209,7 @@ class Connections:
     async def close(self) -> None:
         self.closed = True
         self.retry.close()
-        for kept in (self.general, self.claimers):
+        for kept in (self.general, self.claimers, self.for_values):
             every, free = kept.detach()
             for conn in every:
                 if conn in free:

@@ -1,0 +1,44 @@
+"""EXPLAIN ANALYZE of a statement's generic plan: the plan a connection that plans each
+statement once (Connections.planned_once) runs, or one the server switched to."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeAlias
+
+import asyncpg
+
+Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
+
+
+def literal(value: Any) -> str:
+    """A test's own argument as SQL text (EXPLAIN EXECUTE takes no parameters)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return "ARRAY[" + ", ".join(literal(v) for v in value) + "]::text[]"
+
+
+async def generic_plan(sql: Conn, query: str, types: str | None, *args: Any) -> dict[str, Any]:
+    """EXPLAIN (ANALYZE, BUFFERS) of `query`'s generic plan run with `args`, rolled back.
+    `types`: the parameters' types when the statement does not cast them itself."""
+    await sql.execute("SET plan_cache_mode = force_generic_plan")
+    await sql.execute(f"PREPARE probe {f'({types}) ' if types else ''}AS {query}")
+    values = ", ".join(literal(arg) for arg in args)
+    probing = sql.transaction()
+    await probing.start()
+    try:
+        text = await sql.fetchval(
+            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE probe ({values})"
+        )
+    finally:
+        await probing.rollback()  # a claim it ran leases nothing
+        await sql.execute("DEALLOCATE probe")
+        await sql.execute("RESET plan_cache_mode")
+    plan: dict[str, Any] = json.loads(text)[0]["Plan"]
+    return plan
