@@ -90,7 +90,8 @@ async def seed_postgres(
     url: str, seed: Seed, *, schema: str = "mcp_jobs", analyze: bool = True
 ) -> None:
     """Write `seed.rows` settled jobs and their steps; then VACUUM ANALYZE (what autovacuum
-    does to a table after a bulk load), unless `analyze` is False."""
+    does to a table after a bulk load), unless `analyze` is False: the jobs, their steps, and
+    the dead and failed counts, whose few rows the load's trigger updated once a dead job."""
     conn = await asyncpg.connect(url)
     try:
         if seed.rows > 0:
@@ -99,6 +100,7 @@ async def seed_postgres(
         if analyze:
             await conn.execute(f'VACUUM ANALYZE "{schema}".jobs')
             await conn.execute(f'VACUUM ANALYZE "{schema}".steps')
+            await conn.execute(f'VACUUM ANALYZE "{schema}".dead_counts')
     finally:
         await conn.close()
 
