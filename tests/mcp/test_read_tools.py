@@ -12,6 +12,7 @@ from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.errors import DriverUnavailableError
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.operations.models import iso
+from schemas.jobs import EnqueueResult
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import HEALED
 
@@ -262,15 +263,21 @@ async def test_diagnose_reports_no_workers_old_backlog_and_expired_leases(
         assert other["findings"] == []
 
 
-async def test_diagnose_finds_dead_letters_with_the_call_to_inspect_them(
-    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
-) -> None:
+async def _dead_flaky(jobs: Jobs, clock: ManualClock) -> tuple[EnqueueResult, Worker]:
+    """A `flaky` job run until it is dead (both attempts fail), and the worker that ran it."""
     r = await jobs.enqueue("flaky", {"key": "k"})
     worker = Worker(jobs)
     await worker.run_until_idle()
     clock.advance(1_000)
     await worker.run_until_idle()
     assert (await jobs.get(r.id)).state == "dead"
+    return r, worker
+
+
+async def test_diagnose_finds_dead_letters_with_the_call_to_inspect_them(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    r, worker = await _dead_flaky(jobs, clock)
     async with open_mcp() as mcp:
         found = await mcp.ok("diagnose_queue")
         (dead,) = [f for f in found["findings"] if f["code"] == "DEAD_LETTERS"]
@@ -319,12 +326,7 @@ async def test_diagnose_reads_at_once_and_answers_a_failed_read_as_its_own_error
     """The reads a diagnosis needs run at once (the counts, the live workers and the backfills;
     then each queue's sampled jobs), and a refused one comes back as its own typed error once
     the others have ended."""
-    r = await jobs.enqueue("flaky", {"key": "k"})
-    worker = Worker(jobs)
-    await worker.run_until_idle()
-    clock.advance(1_000)
-    await worker.run_until_idle()
-    assert (await jobs.get(r.id)).state == "dead"
+    await _dead_flaky(jobs, clock)
     seen: list[str] = []
 
     def traced(name: str, read: Any, fails: bool = False) -> Any:
@@ -382,11 +384,7 @@ async def test_diagnosing_one_queue_counts_that_queue_alone(
 async def test_a_failure_reads_as_a_code_and_a_fix_in_list_inspect_and_diagnose(
     jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
 ) -> None:
-    r = await jobs.enqueue("flaky", {"key": "k"})
-    worker = Worker(jobs)
-    await worker.run_until_idle()
-    clock.advance(1_000)
-    await worker.run_until_idle()
+    r, worker = await _dead_flaky(jobs, clock)
     async with open_mcp() as mcp:
         (listed,) = (await mcp.ok("list_jobs", {"state": "dead"}))["jobs"]
         inspected = (await mcp.ok("inspect_job", {"job_id": r.id}))["job"]

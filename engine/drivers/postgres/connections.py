@@ -9,7 +9,7 @@ that is safe to repeat through a broken connection or a short outage (retry.py).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TypeVar
@@ -86,30 +86,24 @@ class Connections:
         self.connect_timeout_s = connect_timeout_ms / 1000
         self.pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._pool_lock = anyio.Lock()
+
         # The connections kept out of the pool (see `conn` and `claiming`).
-        self.general = OwnConnections(
-            url,
-            limit=_OWN_MAX,
-            settings={},
-            statement_cache_size=statement_cache_size,
-            connect_timeout_s=self.connect_timeout_s,
-        )
-        # Without a statement cache (PgBouncer in transaction mode) nothing is planned once,
-        # and such a pooler refuses a startup parameter like plan_cache_mode: no claim set.
-        self.claimers = OwnConnections(
-            url,
-            limit=_CLAIMING_MAX if statement_cache_size > 0 else 0,
-            settings=_CLAIMING_SETTINGS,
-            statement_cache_size=statement_cache_size,
-            connect_timeout_s=self.connect_timeout_s,
-        )
-        self.for_values = OwnConnections(
-            url,
-            limit=_FOR_VALUES_MAX if statement_cache_size > 0 else 0,
-            settings=_FOR_VALUES_SETTINGS,
-            statement_cache_size=statement_cache_size,
-            connect_timeout_s=self.connect_timeout_s,
-        )
+        def kept(limit: int, settings: Mapping[str, str]) -> OwnConnections:
+            return OwnConnections(
+                url,
+                limit=limit,
+                settings=settings,
+                statement_cache_size=statement_cache_size,
+                connect_timeout_s=self.connect_timeout_s,
+            )
+
+        self.general = kept(_OWN_MAX, {})
+        # Without a statement cache (PgBouncer in transaction mode) nothing is planned once and
+        # every statement is planned for its values, and such a pooler refuses a startup
+        # parameter like plan_cache_mode: no claim set, no list set.
+        cached = statement_cache_size > 0
+        self.claimers = kept(_CLAIMING_MAX if cached else 0, _CLAIMING_SETTINGS)
+        self.for_values = kept(_FOR_VALUES_MAX if cached else 0, _FOR_VALUES_SETTINGS)
         self.closed = False
         # Set when a connection could not even be opened (the server was unreachable, not one
         # connection broken); a claim reads it to spare the leases that outage let run out.
