@@ -65,10 +65,6 @@ async def _stats_or_unknown(
         return refused
 
 
-async def _no_findings() -> list[Finding]:
-    return []
-
-
 def _queue_unknown(queue: str | None, refused: QueueUnknownError) -> Finding:
     return Finding(
         code=refused.code,
@@ -93,7 +89,6 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
     )
     stats: list[QueueStatsView] = []
     paused_jobs: list[Pause] = []
-    unknown = isinstance(counted, QueueUnknownError)
     if isinstance(counted, QueueUnknownError):
         findings.append(_queue_unknown(queue, counted))
     else:
@@ -103,7 +98,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
     dead_pages, parked_pages, paused = await together(
         each(_ids(scope, "dead", q, tenant, SAMPLE_IDS) for q in dead_queues),
         each(_ids(scope, "suspended", q, tenant, PARKED_SCAN) for q in parked_queues),
-        pause_findings(scope, stats, paused_jobs, queue) if not unknown else _no_findings(),
+        pause_findings(scope, stats, paused_jobs, queue),
     )
     dead_of = dict(zip(dead_queues, dead_pages, strict=True))
     parked_of = dict(zip(parked_queues, parked_pages, strict=True))
@@ -201,9 +196,9 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
         if s.suspended:
             findings.extend(_unknown_names(scope, s.queue, parked_of[s.queue]))
 
+    # An unknown queue has no stats and no paused jobs: these find nothing there.
     findings.extend(paused)
-    if not unknown:
-        findings.extend(rate_findings(scope, stats, len(workers)))
+    findings.extend(rate_findings(scope, stats, len(workers)))
     findings.extend(_pending_backfills(scope, backfills))
     severity_rank = {"critical": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (severity_rank[f.severity], f.queue or "", f.code))
