@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import selectors
 import subprocess
 import sys
 import time
 import typing
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +156,20 @@ def test_no_answer_field_is_required_and_nullable() -> None:
 def test_iso_is_exact_utc_with_milliseconds() -> None:
     assert iso(1796131200123) == "2026-12-01T13:20:00.123Z"
     assert iso(0) == "1970-01-01T00:00:00.000Z"
-    assert iso(10**18).startswith("9999-12-31T23:59:59.999")  # past datetime's range: clamped
+    assert iso(10**18) == "9999-12-31T23:59:59.999Z"  # past datetime's range: clamped
+    assert iso(-(10**18)) == "0001-01-01T00:00:00.000Z"
+    assert iso(-1) == "1969-12-31T23:59:59.999Z"
+    assert iso(-62_135_596_800_000 + 86_400_000 * 365 * 42) == "0042-12-22T00:00:00.000Z"
+
+
+def test_iso_reads_every_time_as_datetime_does() -> None:
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    first, last = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
+    rng = random.Random(27)
+    span = (first - epoch) // timedelta(milliseconds=1), (last - epoch) // timedelta(milliseconds=1)
+    for ms in [*span, *(rng.randint(*span) for _ in range(5_000))]:
+        moment = epoch + timedelta(milliseconds=ms)
+        assert iso(ms) == moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"), ms
 
 
 def _nulls(value: Any, path: str = "") -> list[str]:

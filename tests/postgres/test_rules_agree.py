@@ -87,8 +87,11 @@ async def test_stats_count_every_row_in_the_bucket_rules_gives_it(
 ) -> None:
     now = clock.now_ms()
     records: list[JobRecord] = []
-    cases = itertools.product(JOB_STATES, (now - 5, now, now + 5), (None, now - 3, now + 3))
-    for n, (state, run_at, lease_expires_at) in enumerate(cases):
+    # queued_at past now: a row written by a worker whose clock runs ahead has no age yet.
+    cases = itertools.product(
+        JOB_STATES, (now - 5, now, now + 5), (None, now - 3, now + 3), (-12, -2, 9)
+    )
+    for n, (state, run_at, lease_expires_at, queued) in enumerate(cases):
         records.append(
             await _in_state(
                 driver,
@@ -97,7 +100,7 @@ async def test_stats_count_every_row_in_the_bucket_rules_gives_it(
                 f"s{n}",
                 state,
                 run_at=run_at,
-                queued_at=run_at - 7,
+                queued_at=now + queued,
                 lease_expires_at=lease_expires_at,
             )
         )
