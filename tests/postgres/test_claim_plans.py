@@ -94,8 +94,8 @@ async def test_the_claim_is_planned_once_on_its_claim_connection(
     for _ in range(8):
         assert len(await backlog.claim("w", 1, 30_000, ["bulk"])) == 1
         assert len(await backlog.claim("w", 1, 30_000, None)) == 1
-    assert len(backlog.db.claimers.all) == 1
-    async with backlog.db.claiming() as conn:
+    assert len(backlog.db.generic.all) == 1
+    async with backlog.db.planned_once() as conn:
         rows = await conn.fetch(
             "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
             " WHERE statement LIKE '%SET state = ''running''%'"
@@ -148,4 +148,4 @@ async def test_without_a_statement_cache_claims_use_the_general_connections(
     # pooler would refuse the claim set's startup parameter.
     driver = await make_driver(statement_cache_size=0)
     assert await driver.claim("w", 1, 30_000, ["default"]) == []
-    assert driver.db.claimers.all == set() and driver.db.general.all
+    assert driver.db.generic.all == set() and driver.db.general.all

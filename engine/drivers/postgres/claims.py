@@ -69,14 +69,14 @@ class Claimer:
             await db.retry.flush_held()
         token = new_token()
         try:
-            async with db.claiming() as conn:
+            async with db.planned_once() as conn:
                 found = await self._claim_rows(conn, worker_id, limit, lease_ms, queues, token)
         except DriverUnavailableError as exc:
             if not db.retry.deadline_ms or not is_connection_failure(exc):
                 raise
 
             async def again(first: bool) -> list[asyncpg.Record]:
-                async with db.claiming() as conn:
+                async with db.planned_once() as conn:
                     # The broken try may have committed: its rows carry its token.
                     mine = await conn.fetch(db.q["claimed_with"], token)
                     if mine:

@@ -32,12 +32,12 @@ T = TypeVar("T")
 # acquire/release: connections held out of the pool, as many as a busy process uses at once
 # (a producer's enqueues, a worker's ack flush and step flush). Beyond them, the pool.
 _OWN_MAX = 3
-# The claim's own connections: one per worker loop claiming at once in this process; more
-# claimers share the general ones. Planning the claim anew costs about what running it does;
-# it is written so that its one generic plan walks an index in claim order whatever the
-# statistics say (queries.sql).
-_CLAIMING_MAX = 2
-_CLAIMING_SETTINGS = {"plan_cache_mode": "force_generic_plan"}
+# The statements planned once (one generic plan, kept): the claim and the stats, each written so
+# that its generic plan is right whatever the values (queries.sql), and planning either anew
+# costs a good part of running it. One per worker loop claiming at once in this process; more
+# claimers, and a stats read while both claim, share the general ones.
+_PLANNED_ONCE_MAX = 2
+_PLANNED_ONCE_SETTINGS = {"plan_cache_mode": "force_generic_plan"}
 # The reads planned for their values every time (custom plans): the filtered lists, whose
 # right plan depends on how many rows the filter matches. On a cached statement the server
 # switches to one generic plan after five runs when it looks no dearer, and for a list that plan
@@ -87,7 +87,8 @@ class Connections:
         self.pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._pool_lock = anyio.Lock()
 
-        # The connections kept out of the pool (see `conn` and `claiming`).
+        # The connections kept out of the pool (see `conn`, `planned_once` and
+        # `reading_for_values`).
         def kept(limit: int, settings: Mapping[str, str]) -> OwnConnections:
             return OwnConnections(
                 url,
@@ -100,9 +101,9 @@ class Connections:
         self.general = kept(_OWN_MAX, {})
         # Without a statement cache (PgBouncer in transaction mode) nothing is planned once and
         # every statement is planned for its values, and such a pooler refuses a startup
-        # parameter like plan_cache_mode: no claim set, no list set.
+        # parameter like plan_cache_mode: no planned-once set, no list set.
         cached = statement_cache_size > 0
-        self.claimers = kept(_CLAIMING_MAX if cached else 0, _CLAIMING_SETTINGS)
+        self.generic = kept(_PLANNED_ONCE_MAX if cached else 0, _PLANNED_ONCE_SETTINGS)
         self.for_values = kept(_FOR_VALUES_MAX if cached else 0, _FOR_VALUES_SETTINGS)
         self.closed = False
         # Set when a connection could not even be opened (the server was unreachable, not one
@@ -143,10 +144,11 @@ class Connections:
         free (or may be opened), else one from the pool."""
         return _Borrowed(self, (self.general,))
 
-    def claiming(self) -> _Borrowed:
-        """A connection for a claim: one of the claim's own (generic plans) when one is free or
-        may be opened, else as `conn`. Plans never change results: any connection is correct."""
-        return _Borrowed(self, (self.claimers, self.general))
+    def planned_once(self) -> _Borrowed:
+        """A connection for a statement planned once (the claim, the stats): one of that set's
+        (generic plans) when one is free or may be opened, else as `conn`. Plans never change
+        results: any connection is correct."""
+        return _Borrowed(self, (self.generic, self.general))
 
     def reading_for_values(self) -> _Borrowed:
         """A connection for a read planned for its values: one of that set's (custom plans)
@@ -203,7 +205,7 @@ class Connections:
     async def close(self) -> None:
         self.closed = True
         self.retry.close()
-        for kept in (self.general, self.claimers, self.for_values):
+        for kept in (self.general, self.generic, self.for_values):
             every, free = kept.detach()
             for conn in every:
                 if conn in free:

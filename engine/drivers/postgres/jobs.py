@@ -200,7 +200,7 @@ async def stats(
 ) -> list[QueueStats]:
     recent = now - rules.RECENT_SETTLED_MS
     args = (now, list(queues) if queues is not None else None, tenant_id, recent, STATS_NO_LATER)
-    found = await db.idempotent(lambda c: c.fetch(db.q["stats"], *args))
+    found = await db.idempotent(lambda c: c.fetch(db.q["stats"], *args), borrow=db.planned_once)
     # Sorted here, not in SQL: Python's code-point order, whatever the database collation.
     return sorted((rows.queue_stats(row) for row in found), key=lambda s: s.queue)
 

@@ -361,8 +361,8 @@ SELECT count(*) FROM {schema}.events WHERE job_id = $1;
 -- finished since $4 (rules.counts_in_stats; from jobs_settled_idx alone), and rows of a state
 -- this build does not know (jobs_unknown_state_idx, always empty), which the caller refuses by
 -- name. The counts fold a null tenant to '', and a tenant is never '' (bounds.text). $5 is the
--- largest bigint, a bound no row reaches: as a parameter it makes a generic plan (which a pooled
--- connection's prepared statement may switch to) estimate a narrow range of finished_at, not a
+-- largest bigint, a bound no row reaches: as a parameter it makes the generic plan (the one the
+-- planned-once connections run, connections.py) estimate a narrow range of finished_at, not a
 -- third of all history, for which it planned parallel workers that cost more than the read.
 -- Each arm folds its rows into (queue, state) groups itself, the live rows with the few sums
 -- their states need (the oldest times as min, turned into ages below); the per-queue columns
