@@ -53,7 +53,19 @@ class ManualClock:
             event.set()
 
 
+class MonotonicClock:
+    """Real elapsed time, for retry deadlines and pauses: a restarting server takes seconds of
+    wall time whatever the jobs' clock says, and the wall clock may jump."""
+
+    def now_ms(self) -> int:
+        return time.monotonic_ns() // 1_000_000
+
+    async def sleep_ms(self, ms: int) -> None:
+        await anyio.sleep(max(0, ms) / 1000)
+
+
 SYSTEM_CLOCK = SystemClock()
+MONOTONIC_CLOCK = MonotonicClock()
 
 
 async def sleep_unless_woken(clock: Clock, ms: int, wake: anyio.Event) -> None:

@@ -5,7 +5,7 @@ error, and a bad URL is refused before anything connects."""
 from __future__ import annotations
 
 import os
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -23,6 +23,7 @@ from schemas.steps import StepRecord
 pytest.importorskip("redis", reason="the redis extra is not installed")
 
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from engine.drivers.redis import RedisDriver
 
@@ -146,6 +147,78 @@ async def test_an_unreachable_server_is_driver_unavailable(clock: ManualClock) -
     assert raised.value.code == "DRIVER_UNAVAILABLE"
     assert raised.value.fix.startswith("redis-cli")
     assert raised.value.__cause__ is not None  # the redis-py error, chained
+
+
+class _PacedClock:
+    """A retry clock that moves by each pause it is asked to wait, and remembers them."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.pauses: list[int] = []
+
+    def now_ms(self) -> int:
+        return self.now
+
+    async def sleep_ms(self, ms: int) -> None:
+        self.pauses.append(ms)
+        self.now += ms
+
+
+def _dropping(driver: RedisDriver, drops: int) -> list[int]:
+    """The driver's pipelines lose their connection `drops` times, then reach the server."""
+    real = driver._store.pipelined
+    sent: list[int] = []
+
+    async def flaky(script: Any, calls: Any) -> list[Any]:
+        sent.append(len(calls))
+        if len(sent) <= drops:
+            raise RedisConnectionError("Connection closed by server.")
+        return await real(script, calls)
+
+    driver._store.pipelined = flaky  # type: ignore[method-assign]
+    return sent
+
+
+async def test_a_settle_is_held_through_dropped_connections(
+    database_url: str, clock: ManualClock
+) -> None:
+    """A connection cut under an ack (redis-py's own retries spent) does not give the ack up:
+    it is tried again, 50 ms doubling, until it lands; given up, its job would run twice."""
+    paced = _PacedClock()
+    driver = cast(RedisDriver, open_driver(database_url, clock=clock, retry_clock=paced))
+    try:
+        await driver.migrate()
+        await driver.enqueue([_request(1, clock.now_ms())])
+        (claimed,) = await driver.claim("w", 1, 60_000)
+        sent = _dropping(driver, 4)
+        outcomes = await driver.ack_many([AckWrite(claimed.record.id, claimed.token, None)])
+        assert (outcomes, len(sent), paced.pauses) == ([None], 5, [50, 100, 200, 400])
+        assert (await driver.get(claimed.record.id)).state == "done"
+    finally:
+        await driver.close()
+
+
+async def test_a_held_settle_fails_typed_at_its_deadline(
+    database_url: str, clock: ManualClock
+) -> None:
+    paced = _PacedClock()
+    driver = cast(
+        RedisDriver,
+        open_driver(database_url, clock=clock, retry_clock=paced, settle_retry_ms=1_000),
+    )
+    try:
+        await driver.migrate()
+        await driver.enqueue([_request(1, clock.now_ms())])
+        (claimed,) = await driver.claim("w", 1, 60_000)
+        sent = _dropping(driver, 1_000)
+        with pytest.raises(JobsError) as raised:
+            await driver.ack_many([AckWrite(claimed.record.id, claimed.token, None)])
+        assert raised.value.code == "DRIVER_UNAVAILABLE"
+        # The last try goes at the deadline itself.
+        assert (paced.pauses, paced.now, len(sent)) == ([50, 100, 200, 400, 250], 1_000, 6)
+        assert (await driver.get(claimed.record.id)).state == "running"
+    finally:
+        await driver.close()
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from engine.changes import ChangeFeed
-from engine.clock import SYSTEM_CLOCK, Clock
+from engine.clock import MONOTONIC_CLOCK, SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.postgres import descriptors as descriptors_sql
 from engine.drivers.postgres import inbound_events as events_sql
@@ -27,7 +27,7 @@ from engine.drivers.postgres.claims import Claimer
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.enqueue import Enqueuer
 from engine.drivers.postgres.migrate import InstallFrom
-from engine.drivers.postgres.retry import MONOTONIC_CLOCK, Retrier
+from engine.drivers.postgres.retry import Retrier
 from engine.drivers.postgres.sql import check_schema_name
 from engine.drivers.postgres.sweep import Sweeper
 from engine.drivers.postgres.wake import NotifyListener, WakeSignal

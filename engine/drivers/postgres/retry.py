@@ -9,7 +9,6 @@ Deadlines and pauses read `clock`, a monotonic clock a test can replace.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -25,20 +24,6 @@ T = TypeVar("T")
 # one stale connection, and a fresh one just works), then 50 ms doubling up to 1 s.
 _FIRST_PAUSE_MS = 50
 _LAST_PAUSE_MS = 1_000
-
-
-class MonotonicClock:
-    """Real elapsed time, for retry deadlines and pauses: a restarting server takes seconds of
-    wall time whatever the jobs' clock says, and the wall clock may jump."""
-
-    def now_ms(self) -> int:
-        return time.monotonic_ns() // 1_000_000
-
-    async def sleep_ms(self, ms: int) -> None:
-        await anyio.sleep(max(0, ms) / 1000)
-
-
-MONOTONIC_CLOCK = MonotonicClock()
 
 
 class Retrier:

@@ -4,8 +4,9 @@ network failure turned into `DriverUnavailableError` where it arises (chained wi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from redis.asyncio import Redis
@@ -15,6 +16,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from engine.clock import Clock
 from engine.drivers.redis.keys import DEFAULT_PREFIX
 from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
 
@@ -23,6 +25,11 @@ PREFIX_PARAM = "prefix"
 FIX = 'redis-cli -u "$MCP_JOBS_DATABASE_URL" ping'
 # Failures of the server or the network, not of a command: what DRIVER_UNAVAILABLE means.
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+# Pauses between the tries of a held settle: 50 ms doubling up to 1 s.
+_FIRST_PAUSE_MS = 50
+_LAST_PAUSE_MS = 1_000
+
+T = TypeVar("T")
 
 
 def check_redis_url(url: str) -> None:
@@ -74,3 +81,26 @@ async def guard() -> AsyncIterator[None]:
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", FIX) from exc
     except RedisError as exc:
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", FIX) from exc
+
+
+async def held(
+    settle: Callable[[], Awaitable[T]], *, within_ms: int, clock: Clock, stopped: Callable[[], bool]
+) -> T:
+    """Run `settle` under `guard`; while the connection drops or the server cannot be reached,
+    run it again for up to `within_ms` of `clock` (monotonic), as the PostgreSQL driver holds
+    a settle. redis-py's own few retries end within a second, and a job whose settle is given
+    up runs again once its lease expires. Safe to repeat: each settle script checks the lease
+    token, so a try after one whose reply was lost finds the job settled and answers slot lost;
+    it never writes twice."""
+    started = clock.now_ms()
+    pause = _FIRST_PAUSE_MS
+    while True:
+        try:
+            async with guard():
+                return await settle()
+        except DriverUnavailableError as exc:
+            left = started + within_ms - clock.now_ms()
+            if stopped() or not isinstance(exc.__cause__, UNAVAILABLE) or left <= 0:
+                raise
+            await clock.sleep_ms(min(pause, left))
+            pause = min(pause * 2, _LAST_PAUSE_MS)

@@ -9,12 +9,12 @@ Offers the optional pauses, progress, inbound events, rate limits, reruns and ch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from redis.asyncio.client import Pipeline
 
-from engine.clock import Clock
+from engine.clock import MONOTONIC_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.redis import (
     claims,
@@ -37,7 +37,13 @@ from engine.drivers.redis import pauses as pause_store
 from engine.drivers.redis import progress as progress_store
 from engine.drivers.redis import settled_counts as settled
 from engine.drivers.redis.changes import ChangeListener
-from engine.drivers.redis.connection import guard, open_client, resolve_prefix, split_prefix
+from engine.drivers.redis.connection import (
+    guard,
+    held,
+    open_client,
+    resolve_prefix,
+    split_prefix,
+)
 from engine.drivers.redis.keys import Keys
 from engine.drivers.redis.scripts import ALL_SCRIPTS
 from engine.drivers.redis.settle_scripts import SETTLE_SCRIPTS
@@ -71,6 +77,8 @@ from schemas.trace import TracePage, TraceQuery
 
 SCHEMA_VERSION = "1"
 
+T = TypeVar("T")
+
 
 class RedisDriver:
     kind = "redis"
@@ -82,9 +90,16 @@ class RedisDriver:
         clock: Clock,
         prefix: str | None = None,
         connect_timeout_s: float = 5.0,
+        settle_retry_ms: int = 300_000,
+        retry_clock: Clock = MONOTONIC_CLOCK,
         **options: Any,
     ) -> None:
+        """`settle_retry_ms`: how long a settle (ack, nack, step write) is held and tried again
+        through dropped connections before it fails (its lease then hands the job on)."""
         self.clock = clock
+        self._settle_retry_ms = settle_retry_ms
+        self._retry_clock = retry_clock
+        self._closed = False
         client_url, _ = split_prefix(url)
         keys = Keys(resolve_prefix(url, prefix))
         client = open_client(client_url, connect_timeout_s)
@@ -107,6 +122,7 @@ class RedisDriver:
             await self._store.client.set(self._store.keys.version, SCHEMA_VERSION, nx=True)
 
     async def close(self) -> None:
+        self._closed = True
         await self._changes.close()
         await self._store.wake.close()
         await self._store.client.aclose()
@@ -136,13 +152,19 @@ class RedisDriver:
         async with guard():
             return await claims.heartbeat(self._store, job_id, token, lease_ms)
 
+    def _held(self, settle: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+        return held(
+            settle,
+            within_ms=self._settle_retry_ms,
+            clock=self._retry_clock,
+            stopped=lambda: self._closed,
+        )
+
     async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
-        async with guard():
-            return await claims.ack_many(self._store, writes)
+        return await self._held(lambda: claims.ack_many(self._store, writes))
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
-        async with guard():
-            return await claims.nack(self._store, job_id, token, options)
+        return await self._held(lambda: claims.nack(self._store, job_id, token, options))
 
     async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
         async with guard():
@@ -185,8 +207,7 @@ class RedisDriver:
             return await steps.load_steps(self._store, run_id)
 
     async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
-        async with guard():
-            return await steps.save_steps_many(self._store, writes)
+        return await self._held(lambda: steps.save_steps_many(self._store, writes))
 
     # --- limiter slots ------------------------------------------------------------------------
 
