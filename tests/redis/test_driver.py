@@ -221,6 +221,14 @@ async def test_a_held_settle_fails_typed_at_its_deadline(
         await driver.close()
 
 
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "5", 86_400_001])
+def test_a_settle_hold_that_is_not_a_whole_span_is_refused(bad: object) -> None:
+    with pytest.raises(JobsError) as raised:
+        open_driver("redis://127.0.0.1:1/0", settle_retry_ms=bad)
+    assert raised.value.code == "INVALID_ARGUMENT"
+    assert "settle_retry_ms" in raised.value.cause
+
+
 @pytest.mark.parametrize(
     "url", ["redis://", "redis://localhost/zero", "redis://localhost:6379/0/extra"]
 )

@@ -1,5 +1,6 @@
-"""The connection: the URL checked before anything opens, one client pool, and every Redis or
-network failure turned into `DriverUnavailableError` where it arises (chained with `from`).
+"""The connection: the URL checked before anything opens, one client pool, every Redis or
+network failure turned into `DriverUnavailableError` where it arises (chained with `from`), and
+the settles held through dropped connections (`held`).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from redis.asyncio.client import Pipeline
 
+from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
 from engine.drivers.redis import (
@@ -97,7 +98,8 @@ class RedisDriver:
         """`settle_retry_ms`: how long a settle (ack, nack, step write) is held and tried again
         through dropped connections before it fails (its lease then hands the job on)."""
         self.clock = clock
-        self._settle_retry_ms = settle_retry_ms
+        # Up to a day: a settle held longer outlives any lease that waits for it.
+        self._settle_retry_ms = bounds.whole("settle_retry_ms", settle_retry_ms, 0, 86_400_000)
         self._retry_clock = retry_clock
         self._closed = False
         client_url, _ = split_prefix(url)
