@@ -14,16 +14,14 @@ from typing import TypeVar
 
 import anyio
 
-from engine.clock import Clock
+from engine.clock import Clock, next_retry_pause_ms
 from engine.drivers.postgres.faults import is_connection_failure, readiness_fix
 from engine.errors import DriverUnavailableError
 
 T = TypeVar("T")
 
-# Pauses between retries through a lost connection: the first retry goes at once (most often
-# one stale connection, and a fresh one just works), then 50 ms doubling up to 1 s.
-_FIRST_PAUSE_MS = 50
-_LAST_PAUSE_MS = 1_000
+# The first retry through a lost connection goes at once (most often one stale connection,
+# and a fresh one just works); then the pauses of `next_retry_pause_ms`.
 
 
 class Retrier:
@@ -87,7 +85,7 @@ class Retrier:
                         self._held_tried_now()
                 # The last try goes at the deadline itself.
                 await self._pause(min(pause, left))
-                pause = min(max(pause * 2, _FIRST_PAUSE_MS), _LAST_PAUSE_MS)
+                pause = next_retry_pause_ms(pause)
         finally:
             if holding:
                 self.holding -= 1

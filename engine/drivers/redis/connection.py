@@ -17,7 +17,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from engine.clock import Clock
+from engine.clock import Clock, next_retry_pause_ms
 from engine.drivers.redis.keys import DEFAULT_PREFIX
 from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
 
@@ -26,9 +26,6 @@ PREFIX_PARAM = "prefix"
 FIX = 'redis-cli -u "$MCP_JOBS_DATABASE_URL" ping'
 # Failures of the server or the network, not of a command: what DRIVER_UNAVAILABLE means.
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError)
-# Pauses between the tries of a held settle: 50 ms doubling up to 1 s.
-_FIRST_PAUSE_MS = 50
-_LAST_PAUSE_MS = 1_000
 
 T = TypeVar("T")
 
@@ -94,7 +91,8 @@ async def held(
     token, so a try after one whose reply was lost finds the job settled and answers slot lost;
     it never writes twice."""
     started = clock.now_ms()
-    pause = _FIRST_PAUSE_MS
+    # redis-py has just retried at once itself: the first pause is not skipped.
+    pause = next_retry_pause_ms(0)
     while True:
         try:
             async with guard():
@@ -104,4 +102,4 @@ async def held(
             if stopped() or not isinstance(exc.__cause__, UNAVAILABLE) or left <= 0:
                 raise
             await clock.sleep_ms(min(pause, left))
-            pause = min(pause * 2, _LAST_PAUSE_MS)
+            pause = next_retry_pause_ms(pause)
