@@ -7,14 +7,15 @@ changes here, and only here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
 from schemas.jobs import EnqueueRequest, JobRecord, NackOptions
 from schemas.states import LIVE_STATES, RETRYABLE_STATES, JobState
-from schemas.stats import QueueStats
+from schemas.stats import RECENT_SETTLED_CAP, RECENT_SETTLED_MS, QueueStats
 
 __all__ = [
     "LIVE_STATES",
@@ -22,6 +23,7 @@ __all__ = [
     "PRIORITY_MAX",
     "PRIORITY_MIN",
     "PRIORITY_STEP_MS",
+    "RECENT_SETTLED_CAP",
     "RECENT_SETTLED_MS",
     "RECENT_SETTLED_STATES",
     "RETRYABLE_STATES",
@@ -48,8 +50,10 @@ __all__ = [
     "nack_transition",
     "new_record",
     "queue_stats",
+    "recent_settled_since",
     "retry_event_data",
     "retry_transition",
+    "settled_window_ms",
     "stats_bucket",
 ]
 
@@ -328,17 +332,35 @@ def retry_event_data(previous: JobState) -> dict[str, Any]:
 
 # Stats count what is live and what needs an operator (dead, failed: every row, they are few
 # and alerting needs them all). Done and cancelled rows are history: the stats count the ones
-# that finished within this window before now, so a read costs what is recent, not what ever ran.
-RECENT_SETTLED_MS = 3_600_000
+# that finished within this window before now, and only about the newest RECENT_SETTLED_CAP of
+# either state, so a read costs a bounded number of rows however fast jobs finish.
 RECENT_SETTLED_STATES: tuple[JobState, ...] = ("done", "cancelled")
 
 
-def counts_in_stats(job: JobRecord, now: int) -> bool:
+def recent_settled_since(newest: Iterable[Sequence[int]], now: int, cap: int) -> int:
+    """Where the stats' recent window starts (inclusive): RECENT_SETTLED_MS before now, or, when
+    a recent state has more than `cap` rows finished since then, the finish time of its cap-th
+    newest (the rows that share it count too: an ack batch shares one), so that no state counts
+    many more than `cap`. `newest`: per recent state, the finished_at of its rows since the
+    hour's start, newest first (the first cap+1 are enough)."""
+    since = now - RECENT_SETTLED_MS
+    for times in newest:
+        if len(times) > cap:
+            since = max(since, times[cap - 1])
+    return since
+
+
+def settled_window_ms(since: int, now: int) -> int:
+    """The window a reading's done and cancelled counts cover, from `recent_settled_since`."""
+    return max(now - since, 0)
+
+
+def counts_in_stats(job: JobRecord, since: int) -> bool:
     """Whether the stats count this row: every row but done/cancelled ones that finished before
-    the recent window (`finished_at < now - RECENT_SETTLED_MS`)."""
+    the recent window's start (`recent_settled_since`)."""
     if job.state not in RECENT_SETTLED_STATES:
         return True
-    return job.finished_at is not None and job.finished_at >= now - RECENT_SETTLED_MS
+    return job.finished_at is not None and job.finished_at >= since
 
 
 def stats_bucket(job: JobRecord, now: int) -> str:
@@ -353,9 +375,23 @@ def queue_stats(jobs: Iterable[JobRecord], now: int) -> list[QueueStats]:
     """Per-queue stats of these rows, by queue name: buckets, the oldest ready age (from
     `queued_at`), expired leases and overdue suspensions. Done and cancelled rows count only
     within the recent window (`counts_in_stats`); a queue with nothing counted is omitted."""
+    rows = list(jobs)
+    hour = now - RECENT_SETTLED_MS
+    newest = [
+        heapq.nlargest(
+            RECENT_SETTLED_CAP + 1,
+            (
+                j.finished_at
+                for j in rows
+                if j.state == state and j.finished_at is not None and j.finished_at >= hour
+            ),
+        )
+        for state in RECENT_SETTLED_STATES
+    ]
+    since = recent_settled_since(newest, now, RECENT_SETTLED_CAP)
     acc: dict[str, dict[str, int]] = {}
-    for job in jobs:
-        if not counts_in_stats(job, now):
+    for job in rows:
+        if not counts_in_stats(job, since):
             continue
         counts = acc.setdefault(job.queue, {})
         bucket = stats_bucket(job, now)
@@ -369,4 +405,8 @@ def queue_stats(jobs: Iterable[JobRecord], now: int) -> list[QueueStats]:
             counts["oldest_due_suspended_ms"] = max(
                 counts.get("oldest_due_suspended_ms", 0), now - job.run_at
             )
-    return [QueueStats(queue=queue, **counts) for queue, counts in sorted(acc.items())]
+    window = settled_window_ms(since, now)
+    return [
+        QueueStats(queue=queue, settled_window_ms=window, **counts)
+        for queue, counts in sorted(acc.items())
+    ]

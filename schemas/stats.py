@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The stats' recent window of done and cancelled rows, and the most rows of either state it
+# holds: the rule is engine.rules.recent_settled_since; these are its numbers.
+RECENT_SETTLED_MS = 3_600_000
+RECENT_SETTLED_CAP = 10_000
+
 
 class QueueStats(BaseModel):
     """One queue's counts at one reading. Live counts are exact; of settled history, dead and
-    failed are counted in full and done/cancelled over the recent window only."""
+    failed are counted in full and done/cancelled over the recent window only
+    (`settled_window_ms`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -35,12 +41,19 @@ class QueueStats(BaseModel):
     )
     done: int = Field(
         default=0,
-        description="Rows that finished done within the last hour before this reading"
-        " (engine.rules.RECENT_SETTLED_MS): recent throughput, not all history.",
+        description="Rows that finished done within `settled_window_ms` before this reading:"
+        " recent throughput, not all history.",
     )
     cancelled: int = Field(
         default=0,
-        description="Rows cancelled within the last hour before this reading (same window).",
+        description="Rows cancelled within `settled_window_ms` before this reading.",
+    )
+    settled_window_ms: int = Field(
+        default=RECENT_SETTLED_MS,
+        description="The window `done` and `cancelled` cover: the last hour, or, when more than"
+        f" {RECENT_SETTLED_CAP:,} of either finished in it, from the finish time of that state's"
+        f" {RECENT_SETTLED_CAP:,}th newest, so the read stays cheap at any rate. The same for"
+        " every queue of a reading.",
     )
     oldest_ready_ms: int = Field(
         default=0,

@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.clock import Clock
-from engine.rules import RECENT_SETTLED_MS
 from mcp_jobs.operations.models import QueueStatsView
 from schemas.stats import SettledCount
 
@@ -50,6 +49,7 @@ class _Last:
     at: int
     done: int
     failed_dead: int
+    window_ms: int  # how far back `done` counted (QueueStats.settled_window_ms)
 
 
 def worked(count: SettledCount) -> int:
@@ -59,12 +59,14 @@ def worked(count: SettledCount) -> int:
 
 def estimated_settled(before: _Last, after: QueueStatsView, at: int) -> float:
     """The fallback for a driver that cannot count exactly: jobs settled between two readings.
-    `done` counts the last hour only, so its change is the new completions minus the ones that
-    aged out of that window; the aged-out part is estimated at the window's average rate (steady
-    state then reads its true rate, not zero; after a burst it reads a rate for up to an hour).
+    `done` counts a recent window only (the last hour, shorter on a busy queue), so its change is
+    the new completions minus the ones that aged out of that window; the aged-out part is
+    estimated at the window's average rate (steady state then reads its true rate, not zero;
+    after a burst it reads a rate for up to the window).
     Failed and dead are counted in full: a retry lowers them, which is not negative throughput."""
     elapsed = max(at - before.at, 0)
-    aged_out = before.done * min(elapsed, RECENT_SETTLED_MS) / RECENT_SETTLED_MS
+    window = before.window_ms
+    aged_out = before.done * min(elapsed, window) / window if window > 0 else before.done
     done = max(after.done - before.done + aged_out, 0.0)
     return done + max(after.failed + after.dead - before.failed_dead, 0)
 
@@ -102,7 +104,9 @@ class Sampler:
                 per_min = estimated_settled(last, q, at) * 60_000 / (at - last.at)
             ring = self._rings.setdefault(q.queue, deque(maxlen=self.capacity))
             ring.append(Sample(at=at, depth=q.ready, throughput_per_min=per_min))
-            self._last[q.queue] = _Last(at=at, done=q.done, failed_dead=q.failed + q.dead)
+            self._last[q.queue] = _Last(
+                at=at, done=q.done, failed_dead=q.failed + q.dead, window_ms=q.settled_window_ms
+            )
         self._at = at
         for name in [n for n, ring in self._rings.items() if ring[-1].at <= at - self.window_ms]:
             del self._rings[name], self._last[name]

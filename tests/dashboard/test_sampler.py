@@ -52,6 +52,22 @@ def test_the_estimate_reads_a_steady_rate_as_that_rate() -> None:
     assert rates[1:] == [pytest.approx(per_min)] * 4
 
 
+def test_the_estimate_reads_a_busy_queues_shorter_window_at_its_rate() -> None:
+    # Past the stats' cap, `done` holds the newest rows only, over a window shorter than an
+    # hour: a steady 600 a minute over a 100 s window keeps done at 1,000.
+    sampler = Sampler(interval_ms=60_000)
+    at = 0
+    for _ in range(4):
+        sampler.record(at, [reading("q", done=1_000, settled_window_ms=100_000)])
+        at += 60_000
+    rates = [s.throughput_per_min for s in sampler.series("q")]
+    assert rates[1:] == [pytest.approx(600)] * 3
+    # A window of 0 (every counted row finished at the reading's instant): all of it aged out.
+    sampler.record(at, [reading("q", done=1_000, settled_window_ms=0)])
+    sampler.record(at + 60_000, [reading("q", done=1_000, settled_window_ms=0)])
+    assert sampler.series("q")[-1].throughput_per_min == pytest.approx(1_000)
+
+
 def test_the_estimate_shows_a_burst_and_a_retry_is_not_negative() -> None:
     sampler = Sampler(interval_ms=60_000)
     sampler.record(0, [reading("q", dead=10, failed=2)])

@@ -277,3 +277,43 @@ def test_queue_stats_count_buckets_ages_expired_leases_and_overdue_sleepers() ->
     assert default.expired_leases == 1
     assert (default.due_suspended, default.oldest_due_suspended_ms) == (1, 300)
     assert (other.dead, other.ready, other.oldest_ready_ms) == (1, 0, 0)
+
+
+HOUR_AGO = NOW - rules.RECENT_SETTLED_MS
+
+
+@pytest.mark.parametrize(
+    ("done", "cancelled", "since"),
+    [
+        ([], [], HOUR_AGO),  # nothing recent: the whole hour
+        ([NOW - 1, NOW - 2, NOW - 3], [NOW], HOUR_AGO),  # at the cap: still the hour
+        ([NOW - 1, NOW - 2, NOW - 3, NOW - 4], [], NOW - 3),  # past it: from the 3rd newest
+        ([NOW, NOW - 5, NOW - 5, NOW - 5], [], NOW - 5),  # a tie there: every tied row counts
+        ([NOW - 1, NOW - 2, NOW - 3, NOW - 4], [NOW, NOW, NOW, NOW], NOW),  # the later edge wins
+        ([NOW + 9, NOW + 8, NOW + 7, NOW + 6], [], NOW + 7),  # a worker clock ahead: window 0
+    ],
+)
+def test_the_recent_window_starts_at_the_cap_th_newest_row_of_a_state_past_the_cap(
+    done: list[int], cancelled: list[int], since: int
+) -> None:
+    assert rules.recent_settled_since([done, cancelled], NOW, 3) == since
+    assert rules.settled_window_ms(since, NOW) == max(NOW - since, 0)
+
+
+def test_queue_stats_count_the_recent_window_and_say_how_long_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(rules, "RECENT_SETTLED_CAP", 2)
+    jobs = [
+        _job("done", id=f"d{n}", finished_at=NOW - 10 * n, queue=f"q{n % 2}") for n in range(6)
+    ] + [
+        _job("cancelled", id="c", finished_at=NOW - 15, queue="q0"),
+        _job("done", id="old", finished_at=HOUR_AGO - 1, queue="q0"),
+    ]
+    # Done past the cap of 2: the window starts at the 2nd newest (NOW - 10).
+    q0, q1 = rules.queue_stats(jobs, NOW)
+    assert (q0.done, q0.cancelled, q0.settled_window_ms) == (1, 0, 10)
+    assert (q1.done, q1.cancelled, q1.settled_window_ms) == (1, 0, 10)
+    # Of queue q0 alone (NOW, NOW - 20, NOW - 40): from NOW - 20, and the cancelled row counts.
+    (only,) = rules.queue_stats([j for j in jobs if j.queue != "q1"], NOW)
+    assert (only.done, only.cancelled, only.settled_window_ms) == (2, 1, 20)

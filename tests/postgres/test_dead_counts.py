@@ -11,10 +11,10 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
-from engine import ManualClock, rules
+from engine import ManualClock
 from engine.drivers.base import AckWrite
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.postgres.jobs import STATS_NO_LATER
+from engine.drivers.postgres.jobs import stats_args
 from engine.drivers.postgres.sql import latest_version, migrations, with_schema
 from engine.errors import JobsError
 from engine.retention import Cutoffs, PruneRule
@@ -206,15 +206,10 @@ async def test_the_stats_read_the_counts_not_the_dead_rows(
     # a queue's churn (one transition per transaction) is pruned page by page as it goes. Compact
     # them, so what is measured below is what the stats read of the jobs table.
     await sql.execute("VACUUM FULL ANALYZE mcp_jobs.dead_counts")
-    recent = now - rules.RECENT_SETTLED_MS
     for queues, tenant in ((None, None), (["default"], None), (None, "t0")):
         raw = await sql.fetchval(
             f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {driver.db.q['stats']}",
-            now,
-            queues,
-            tenant,
-            recent,
-            STATS_NO_LATER,
+            *stats_args(now, queues, tenant),
         )
         (plan,) = json.loads(raw)
         root = plan["Plan"]

@@ -5,6 +5,7 @@ buckets, and the nack / ack / cancel / retry transitions with the events they wr
 from __future__ import annotations
 
 import itertools
+import random
 from typing import TypeAlias
 
 import asyncpg
@@ -105,6 +106,39 @@ async def test_stats_count_every_row_in_the_bucket_rules_gives_it(
             )
         )
     assert await driver.stats() == rules.queue_stats(records, now)
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_the_stats_recent_window_and_its_cap_are_rules_recent_settled_since(
+    driver: PostgresDriver, clock: ManualClock, sql: Sql, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Done and cancelled rows around the window's edges, ties and past-now finishes included,
+    over two queues and tenants: every filter counts the rows, and finds the window, that
+    rules.queue_stats does under a cap of 4."""
+    monkeypatch.setattr(rules, "RECENT_SETTLED_CAP", 4)
+    now = clock.now_ms()
+    rng = random.Random(seed)
+    finishes = (now - HOUR_MS - 1, now - HOUR_MS, now - 40, now - 7, now - 7, now, now + 3)
+    records: list[JobRecord] = []
+    for n in range(40):
+        queue, tenant = rng.choice(("q0", "q1")), rng.choice((None, "t1"))
+        (made,) = await driver.enqueue([request(now, key=f"r{n}", queue=queue, tenant_id=tenant)])
+        state = rng.choice(("done", "done", "cancelled", "dead", "ready"))
+        finished = rng.choice(finishes) if state != "ready" else None
+        await sql.execute(
+            "UPDATE mcp_jobs.jobs SET state = $2, finished_at = $3 WHERE id = $1",
+            made.id,
+            state,
+            finished,
+        )
+        records.append(await driver.get(made.id))
+    for queues, tenant in ((None, None), (["q0"], None), (None, "t1"), (["q1"], "t1")):
+        wanted = [
+            r
+            for r in records
+            if (queues is None or r.queue in queues) and (tenant is None or r.tenant_id == tenant)
+        ]
+        assert await driver.stats(queues, tenant_id=tenant) == rules.queue_stats(wanted, now)
 
 
 _NACK_FLAGS = ("delay_ms", "counts_as_attempt", "park", "dead_letter", "fail")

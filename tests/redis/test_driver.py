@@ -243,3 +243,42 @@ def test_the_prefix_comes_from_the_url_or_the_option() -> None:
     given = open_driver("redis://localhost/0", prefix="other:")
     assert cast(RedisDriver, given).prefix == "other:"
     assert cast(RedisDriver, open_driver("rediss://localhost/0")).prefix == "mcp-jobs:"
+
+
+async def test_stats_walk_the_recent_window_a_page_at_a_time_and_stop_past_the_cap(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recent done rows are read newest first, a page at a time: a run of equal finish times
+    (one ack batch) spans pages without a row lost or read twice, and the walk stops once a
+    state has more than the cap and every row tied with its cap-th newest is read. The counts
+    are rules.queue_stats's; the rows read are the cap and its ties plus a page, not history."""
+    from engine import rules
+    from engine.drivers.redis import reads
+
+    monkeypatch.setattr(rules, "RECENT_SETTLED_CAP", 4)
+    monkeypatch.setattr(reads, "_STATS_BATCH", 2)
+    driver = cast(RedisDriver, jobs.driver)
+    start = clock.now_ms()
+    await driver.enqueue([_request(n, start) for n in range(60)])
+    held = {c.record.id: c.token for c in await driver.claim("w", 60, 600_000)}
+    ids = sorted(held)
+    # 50 rows of history at a ms each, then batches of 3, 5 and 2 sharing a time each.
+    batches = [[i] for i in ids[:50]] + [ids[50:53], ids[53:58], ids[58:60]]
+    for at, batch in enumerate(batches):
+        clock.set(start + at)
+        await driver.ack_many([AckWrite(i, held[i], None) for i in batch])
+    read: list[int] = []
+    hydrate = driver._store.hgetall_many
+
+    async def counted(keys: Any) -> list[dict[str, str]]:
+        read.append(len(keys))
+        return await hydrate(keys)
+
+    monkeypatch.setattr(driver._store, "hgetall_many", counted)
+    (stats,) = await driver.stats()
+    # The 4th newest is in the batch of 5: the window holds it and the batch of 2.
+    assert (stats.done, stats.settled_window_ms) == (7, 1)
+    monkeypatch.setattr(driver._store, "hgetall_many", hydrate)
+    records = [await driver.get(i, None) for i in ids]
+    assert [stats] == rules.queue_stats(records, clock.now_ms())
+    assert sum(read[1:]) <= 7 + reads._STATS_BATCH, read  # read[0]: the live and failing rows

@@ -12,10 +12,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from engine import ManualClock, rules
+from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite import migrate as m
 from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.lifecycle import stats_params
 from schemas.jobs import NackOptions
 from tests.postgres.test_dead_counts import random_operations
 
@@ -189,13 +190,8 @@ async def test_the_stats_read_the_counts_not_the_dead_rows(
             {"count": DEAD, "old": old},
         )
         conn.execute("ANALYZE")
-        for queues, tenant in ((None, None), ('["default"]', None), (None, "t0")):
-            params = {
-                "now": now,
-                "queues": queues,
-                "tenant": tenant,
-                "recent": now - rules.RECENT_SETTLED_MS,
-            }
+        for queues, tenant in ((None, None), (["default"], None), (None, "t0")):
+            params = stats_params(now, queues, tenant)
             plan = [r[-1] for r in conn.execute(f"EXPLAIN QUERY PLAN {q.STATS}", params)]
             assert any("mcp_jobs_dead_counts" in p for p in plan), plan
             steps = _kilo_steps(conn, q.STATS, params)

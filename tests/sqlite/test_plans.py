@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import ManualClock, rules
+from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.lifecycle import stats_params
 
 SETTLED = 50_000
 # A scan of the jobs table at this size runs millions of VM instructions; counted in steps of
@@ -82,13 +83,8 @@ async def test_stats_search_the_live_and_settled_indexes(
 ) -> None:
     conn = await _build(tmp_path, clock)
     now = clock.now_ms()
-    for queues, tenant in ((None, None), ('["default"]', None), (None, "t0")):
-        params = {
-            "now": now,
-            "queues": queues,
-            "tenant": tenant,
-            "recent": now - rules.RECENT_SETTLED_MS,
-        }
+    for queues, tenant in ((None, None), (["default"], None), (None, "t0")):
+        params = stats_params(now, queues, tenant)
         plan = _plan(conn, q.STATS, params)
         _no_table_scan(plan)
         joined = "\n".join(plan)

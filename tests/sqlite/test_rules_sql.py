@@ -4,6 +4,7 @@ the SQL and the function agree on every case."""
 from __future__ import annotations
 
 import itertools
+import random
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -80,6 +81,32 @@ async def test_the_stats_statement_counts_as_rules_queue_stats(driver: SqliteDri
     wanted = ["q1", "q2"]
     expected = rules.queue_stats([r for r in rows if r.queue in wanted], NOW)
     assert await driver.stats(wanted) == expected
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_the_stats_recent_window_and_its_cap_are_rules_recent_settled_since(
+    driver: SqliteDriver, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Done and cancelled rows around the window's edges, ties and past-now finishes included,
+    over three queues and two tenants: every filter counts the rows, and finds the window, that
+    rules.queue_stats does under a cap of 4."""
+    monkeypatch.setattr(rules, "RECENT_SETTLED_CAP", 4)
+    rng = random.Random(seed)
+    hour = rules.RECENT_SETTLED_MS
+    finishes = (NOW - hour - 1, NOW - hour, NOW - 40, NOW - 7, NOW - 7, NOW, NOW + 3)
+    await driver.enqueue([_request(n, tenant=rng.choice((None, "t1"))) for n in range(40)])
+    for n in range(40):
+        state = rng.choice(("done", "done", "cancelled", "dead", "ready"))
+        finished = rng.choice(finishes) if state != "ready" else None
+        _set(driver, f"job{n:05d}", state=state, finished_at=finished)
+    rows = (await driver.list_jobs(JobFilter(limit=1000))).jobs
+    for queues, tenant in ((None, None), (["q0"], None), (None, "t1"), (["q1", "q2"], "t1")):
+        wanted = [
+            r
+            for r in rows
+            if (queues is None or r.queue in queues) and (tenant is None or r.tenant_id == tenant)
+        ]
+        assert await driver.stats(queues, tenant_id=tenant) == rules.queue_stats(wanted, NOW)
 
 
 async def test_the_claim_statement_takes_what_rules_is_claimable_allows(

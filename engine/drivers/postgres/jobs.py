@@ -195,11 +195,19 @@ async def load_trace(
 STATS_NO_LATER = 2**63 - 1
 
 
+def stats_args(
+    now: int, queues: Sequence[str] | None, tenant_id: str | None
+) -> tuple[int, list[str] | None, str | None, int, int, int]:
+    """The stats statement's arguments, in order."""
+    listed = list(queues) if queues is not None else None
+    recent = now - rules.RECENT_SETTLED_MS
+    return (now, listed, tenant_id, recent, STATS_NO_LATER, rules.RECENT_SETTLED_CAP)
+
+
 async def stats(
     db: Connections, now: int, queues: Sequence[str] | None = None, tenant_id: str | None = None
 ) -> list[QueueStats]:
-    recent = now - rules.RECENT_SETTLED_MS
-    args = (now, list(queues) if queues is not None else None, tenant_id, recent, STATS_NO_LATER)
+    args = stats_args(now, queues, tenant_id)
     found = await db.idempotent(lambda c: c.fetch(db.q["stats"], *args), borrow=db.planned_once)
     # Sorted here, not in SQL: Python's code-point order, whatever the database collation.
     return sorted((rows.queue_stats(row) for row in found), key=lambda s: s.queue)

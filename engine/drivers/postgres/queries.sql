@@ -357,17 +357,43 @@ SELECT count(*) FROM {schema}.events WHERE job_id = $1;
 -- Rule 7: a due delayed row counts as ready; a shed row is ready (it never left the state) and
 -- its age runs from queued_at, which a shed does not move. It reads what is live, not what ever
 -- ran: live rows (jobs_live_idx), the dead and failed counts (dead_counts, kept by triggers;
--- each row stands for n jobs, hence sum(n) for those two states), done and cancelled rows
--- finished since $4 (rules.counts_in_stats; from jobs_settled_idx alone), and rows of a state
--- this build does not know (jobs_unknown_state_idx, always empty), which the caller refuses by
--- name. The counts fold a null tenant to '', and a tenant is never '' (bounds.text). $5 is the
--- largest bigint, a bound no row reaches: as a parameter it makes the generic plan (the one the
--- planned-once connections run, connections.py) estimate a narrow range of finished_at, not a
--- third of all history, for which it planned parallel workers that cost more than the read.
+-- each row stands for n jobs, hence sum(n) for those two states), done and cancelled rows of the
+-- recent window (rules.recent_settled_since: since $4, or from the $6-th newest row of a state
+-- that has more than $6, found by a backward walk of jobs_settled_idx that stops one row later;
+-- the count reads those few entries again), and rows of a state this build does not know
+-- (jobs_unknown_state_idx, always empty), which the caller refuses by name. The counts fold a
+-- null tenant to '', and a tenant is never '' (bounds.text). $5 is the largest bigint, a bound
+-- no row reaches: as a parameter it makes the generic plan (the one the planned-once
+-- connections run, connections.py) estimate a narrow range of finished_at, not a third of all
+-- history, for which it planned parallel workers that cost more than the read.
 -- Each arm folds its rows into (queue, state) groups itself, the live rows with the few sums
 -- their states need (the oldest times as min, turned into ages below); the per-queue columns
 -- then pick from those handful of groups (no sort of the rows).
-WITH by_state AS (
+WITH since AS (
+    SELECT greatest($4::bigint, max(at)) AS at
+      FROM (
+        SELECT CASE WHEN count(*) = 2 THEN max(finished_at) END
+          FROM (SELECT finished_at
+                  FROM {schema}.jobs
+                 WHERE state = 'done'
+                   AND finished_at >= $4::bigint AND finished_at <= $5::bigint
+                   AND ($2::text[] IS NULL OR queue = ANY($2))
+                   AND ($3::text IS NULL OR tenant_id = $3)
+                 ORDER BY finished_at DESC
+                 LIMIT 2 OFFSET $6::bigint - 1) AS edge
+        UNION ALL
+        SELECT CASE WHEN count(*) = 2 THEN max(finished_at) END
+          FROM (SELECT finished_at
+                  FROM {schema}.jobs
+                 WHERE state = 'cancelled'
+                   AND finished_at >= $4::bigint AND finished_at <= $5::bigint
+                   AND ($2::text[] IS NULL OR queue = ANY($2))
+                   AND ($3::text IS NULL OR tenant_id = $3)
+                 ORDER BY finished_at DESC
+                 LIMIT 2 OFFSET $6::bigint - 1) AS edge
+      ) AS capped (at)
+),
+by_state AS (
     SELECT queue, state, count(*) AS n,
            count(*) FILTER (WHERE run_at <= $1::bigint) AS due,
            min(queued_at) FILTER (
@@ -389,7 +415,7 @@ WITH by_state AS (
     SELECT queue, state, count(*), 0, NULL, 0, NULL
       FROM {schema}.jobs
      WHERE state IN ('done', 'cancelled')
-       AND finished_at >= $4::bigint AND finished_at <= $5::bigint
+       AND finished_at >= (SELECT at FROM since) AND finished_at <= $5::bigint
        AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
      GROUP BY queue, state
     UNION ALL
@@ -410,6 +436,7 @@ SELECT queue,
        coalesce(sum(n) FILTER (WHERE state = 'failed'), 0)::bigint AS failed,
        coalesce(sum(n) FILTER (WHERE state = 'done'), 0)::bigint AS done,
        coalesce(sum(n) FILTER (WHERE state = 'cancelled'), 0)::bigint AS cancelled,
+       greatest($1::bigint - (SELECT at FROM since), 0) AS settled_window_ms,
        coalesce($1::bigint - min(oldest_queued_at) FILTER (WHERE state IN ('ready', 'delayed')), 0)
            AS oldest_ready_ms,
        coalesce(sum(expired) FILTER (WHERE state = 'running'), 0)::bigint AS expired_leases,

@@ -151,6 +151,7 @@ _STAT_FIELDS = (
     "failed",
     "done",
     "cancelled",
+    "settled_window_ms",
     "oldest_ready_ms",
     "expired_leases",
     "due_suspended",

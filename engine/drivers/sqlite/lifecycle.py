@@ -365,12 +365,23 @@ def load_trace(
     )
 
 
+def stats_params(
+    now: int, queues: Sequence[str] | None, tenant_id: str | None
+) -> dict[str, object]:
+    """The stats statement's parameters."""
+    return {
+        "now": now,
+        "queues": None if queues is None else json.dumps(list(queues)),
+        "tenant": tenant_id,
+        "recent": now - rules.RECENT_SETTLED_MS,
+        "cap": rules.RECENT_SETTLED_CAP,
+    }
+
+
 def stats(
     conn: sqlite3.Connection, queues: Sequence[str] | None, tenant_id: str | None, now: int
 ) -> list[QueueStats]:
-    queue_list = None if queues is None else json.dumps(list(queues))
-    recent = now - rules.RECENT_SETTLED_MS
-    params = {"now": now, "queues": queue_list, "tenant": tenant_id, "recent": recent}
+    params = stats_params(now, queues, tenant_id)
     found: list[QueueStats] = []
     for row in conn.execute(q.STATS, params):
         unknown = row[-1]

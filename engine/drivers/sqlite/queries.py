@@ -229,8 +229,10 @@ def list_jobs_sql(
 # rules.queue_stats in SQL (rule 7), pinned like the rest: a delayed row whose time has come
 # counts as ready; a shed row is `ready` (with a future run_at) and counts as ready too, its age
 # measured from `queued_at`. What it reads costs what is live: the live rows (live index), every
-# dead and failed row, the done and cancelled rows finished since :recent (rules.counts_in_stats;
-# the settled index), and rows of a state this build does not know (an always-empty index).
+# dead and failed row, the done and cancelled rows of the recent window (rules.
+# recent_settled_since: since :recent, or from the :cap-th newest row of a state that has more
+# than :cap, found by a backward walk of the settled index that stops one row later), and rows of
+# a state this build does not know (an always-empty index).
 _KNOWN = _listed(JOB_STATES)
 _READY = "(state = 'ready' OR (state = 'delayed' AND run_at <= :now))"
 _STATS_FILTER = (
@@ -243,7 +245,21 @@ _STATS_FILTER = (
 _STATS_COLUMNS = "queue, state, run_at, queued_at, lease_expires_at, 1 AS n"
 _COUNTED = _listed(tuple(s for s in SETTLED_STATES if s not in rules.RECENT_SETTLED_STATES))
 _RECENT = _listed(rules.RECENT_SETTLED_STATES)
+# Per recent state, its :cap-th newest finish time when it has more than :cap rows (else NULL).
+_EDGES = "\n    UNION ALL\n".join(
+    f"""    SELECT CASE WHEN count(*) = 2 THEN max(finished_at) END AS at FROM (
+        SELECT finished_at FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_settled
+        WHERE state = '{state}' AND {SETTLED_PREDICATE} AND finished_at >= :recent
+          AND {_STATS_FILTER}
+        ORDER BY finished_at DESC LIMIT 2 OFFSET :cap - 1)"""
+    for state in rules.RECENT_SETTLED_STATES
+)
 STATS = f"""
+WITH since AS (
+    SELECT max(:recent, coalesce(max(at), :recent)) AS at FROM (
+{_EDGES}
+    )
+)
 SELECT queue,
        sum({_READY}),
        sum(state = 'delayed' AND run_at > :now),
@@ -253,6 +269,7 @@ SELECT queue,
        sum(CASE WHEN state = 'failed' THEN n ELSE 0 END),
        sum(state = 'done'),
        sum(state = 'cancelled'),
+       max(:now - (SELECT at FROM since), 0),
        coalesce(max(CASE WHEN {_READY} AND queued_at <= :now THEN :now - queued_at END), 0),
        sum(state = 'running' AND coalesce(lease_expires_at, 0) <= :now),
        sum(state = 'suspended' AND run_at <= :now),
@@ -267,8 +284,8 @@ FROM (
     WHERE n > 0 AND state IN ({_COUNTED}) AND {_STATS_FILTER}
     UNION ALL
     SELECT {_STATS_COLUMNS} FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_settled
-    WHERE state IN ({_RECENT}) AND {SETTLED_PREDICATE} AND finished_at >= :recent
-      AND {_STATS_FILTER}
+    WHERE state IN ({_RECENT}) AND {SETTLED_PREDICATE}
+      AND finished_at >= (SELECT at FROM since) AND {_STATS_FILTER}
     UNION ALL
     SELECT {_STATS_COLUMNS} FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_unknown_state
     WHERE {UNKNOWN_PREDICATE} AND {_STATS_FILTER}

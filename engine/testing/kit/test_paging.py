@@ -212,6 +212,60 @@ async def test_stats_count_done_and_cancelled_of_the_recent_window_only(
     ]
 
 
+async def test_stats_count_at_most_the_cap_of_recent_rows_and_say_their_window(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However fast jobs finish, the stats read a bounded number of settled rows: past
+    RECENT_SETTLED_CAP rows of a recent state, the window starts at the finish time of its
+    cap-th newest (rows sharing that time count too, as one ack batch's do) and
+    `settled_window_ms` says how long it is; the queue and tenant filters choose the rows
+    first."""
+    monkeypatch.setattr(rules, "RECENT_SETTLED_CAP", 3)
+    driver = jobs.driver
+    start = clock.now_ms()
+    settles = [  # (how, ms after start, queue)
+        ("done", 0, "default"),
+        ("cancelled", 5, "default"),
+        ("done", 10, "b"),
+        ("done", 20, "default"),
+        ("done", 20, "default"),
+        ("done", 20, "default"),
+        ("cancelled", 25, "default"),
+        ("done", 30, "default"),
+    ]
+    await driver.enqueue(
+        [request(n + 1, queue=queue, run_at=start) for n, (_, _, queue) in enumerate(settles)]
+    )
+    held = {c.record.id: c.token for c in await driver.claim("w1", 20, 600_000)}
+    ids = [f"job{n + 1:04d}" for n in range(len(settles))]
+
+    async def settle(upto: int) -> None:
+        for job_id, (how, at, _) in list(zip(ids, settles, strict=True))[:upto]:
+            if (await jobs.get(job_id)).state == "running":
+                clock.set(start + at)
+                await _settle(jobs, how, job_id, held[job_id])
+
+    async def read(queues: list[str] | None = None) -> list[tuple[str, int, int, int]]:
+        found = await jobs.stats(queues)
+        records = [await jobs.get(i) for i in ids]
+        wanted = [r for r in records if queues is None or r.queue in queues]
+        assert found == rules.queue_stats(wanted, clock.now_ms())
+        return [(s.queue, s.done, s.cancelled, s.settled_window_ms) for s in found]
+
+    await settle(7)  # done at 0, 10 (queue b), 20, 20, 20; cancelled at 5, 25
+    # Done's 3rd newest finished at 20: the window starts there (5 ms before now).
+    assert await read() == [("default", 3, 1, 5)]
+    assert await read(["b"]) == [("b", 1, 0, rules.RECENT_SETTLED_MS)]
+    await settle(8)  # and done at 30: the 3rd newest is still at 20, and the rows tied with it
+    assert await read() == [("default", 4, 1, 10)]
+    assert await read(["default"]) == [("default", 4, 1, 10)]
+    monkeypatch.setattr(rules, "RECENT_SETTLED_CAP", 1_000)
+    assert await read() == [
+        ("b", 1, 0, rules.RECENT_SETTLED_MS),
+        ("default", 5, 2, rules.RECENT_SETTLED_MS),
+    ]
+
+
 async def test_an_events_cursor_stays_valid_across_a_prune(jobs: Jobs, clock: ManualClock) -> None:
     driver = jobs.driver
     old = await settle(driver, "dead", name="old")
