@@ -7,7 +7,8 @@ changes here, and only here.
 
 from __future__ import annotations
 
-import heapq
+import itertools
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -31,6 +32,7 @@ __all__ = [
     "WAITING_STATES",
     "DedupeKey",
     "NackOutcome",
+    "Settled",
     "ack_transition",
     "apply_nack",
     "can_cancel",
@@ -39,7 +41,6 @@ __all__ = [
     "cancel_transition",
     "claim_rank",
     "claim_transition",
-    "counts_in_stats",
     "dedupe_key",
     "event_kind_for",
     "is_claimable",
@@ -50,6 +51,7 @@ __all__ = [
     "nack_transition",
     "new_record",
     "queue_stats",
+    "recent_settled_counts",
     "recent_settled_since",
     "retry_event_data",
     "retry_transition",
@@ -355,12 +357,35 @@ def settled_window_ms(since: int, now: int) -> int:
     return max(now - since, 0)
 
 
-def counts_in_stats(job: JobRecord, since: int) -> bool:
-    """Whether the stats count this row: every row but done/cancelled ones that finished before
-    the recent window's start (`recent_settled_since`)."""
-    if job.state not in RECENT_SETTLED_STATES:
-        return True
-    return job.finished_at is not None and job.finished_at >= since
+class Settled(NamedTuple):
+    """`n` done or cancelled rows of one queue that finished at one instant: what the stats read
+    of recent history (a driver may read them apart from the job records)."""
+
+    queue: str
+    state: JobState
+    finished_at: int
+    n: int = 1
+
+
+def recent_settled_counts(
+    rows: Iterable[Settled], now: int
+) -> tuple[int, Counter[tuple[str, JobState]]]:
+    """The recent window's start (`recent_settled_since`) and the done and cancelled rows in it
+    per (queue, state). `rows`: at least every row newer than the start, and the cap + 1 newest
+    of each state within the hour."""
+    hour = now - RECENT_SETTLED_MS
+    kept = [r for r in rows if r.state in RECENT_SETTLED_STATES and r.finished_at >= hour]
+    newest = []
+    for state in RECENT_SETTLED_STATES:
+        times = sorted(((r.finished_at, r.n) for r in kept if r.state == state), reverse=True)
+        each = itertools.chain.from_iterable(itertools.repeat(at, n) for at, n in times)
+        newest.append(list(itertools.islice(each, RECENT_SETTLED_CAP + 1)))
+    since = recent_settled_since(newest, now, RECENT_SETTLED_CAP)
+    counted: Counter[tuple[str, JobState]] = Counter()
+    for r in kept:
+        if r.finished_at >= since:
+            counted[(r.queue, r.state)] += r.n
+    return since, counted
 
 
 def stats_bucket(job: JobRecord, now: int) -> str:
@@ -371,27 +396,26 @@ def stats_bucket(job: JobRecord, now: int) -> str:
     return job.state
 
 
-def queue_stats(jobs: Iterable[JobRecord], now: int) -> list[QueueStats]:
+def queue_stats(
+    jobs: Iterable[JobRecord], now: int, recent: Iterable[Settled] | None = None
+) -> list[QueueStats]:
     """Per-queue stats of these rows, by queue name: buckets, the oldest ready age (from
     `queued_at`), expired leases and overdue suspensions. Done and cancelled rows count only
-    within the recent window (`counts_in_stats`); a queue with nothing counted is omitted."""
+    within the recent window (`recent_settled_counts`): those of `jobs`, or `recent` when the
+    caller read them apart. A queue with nothing counted is omitted."""
     rows = list(jobs)
-    hour = now - RECENT_SETTLED_MS
-    newest = [
-        heapq.nlargest(
-            RECENT_SETTLED_CAP + 1,
-            (
-                j.finished_at
-                for j in rows
-                if j.state == state and j.finished_at is not None and j.finished_at >= hour
-            ),
-        )
-        for state in RECENT_SETTLED_STATES
-    ]
-    since = recent_settled_since(newest, now, RECENT_SETTLED_CAP)
+    if recent is None:
+        recent = [
+            Settled(j.queue, j.state, j.finished_at)
+            for j in rows
+            if j.state in RECENT_SETTLED_STATES and j.finished_at is not None
+        ]
+    since, counted = recent_settled_counts(recent, now)
     acc: dict[str, dict[str, int]] = {}
+    for (queue, state), n in sorted(counted.items()):
+        acc.setdefault(queue, {})[state] = n
     for job in rows:
-        if not counts_in_stats(job, since):
+        if job.state in RECENT_SETTLED_STATES:
             continue
         counts = acc.setdefault(job.queue, {})
         bucket = stats_bucket(job, now)

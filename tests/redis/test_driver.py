@@ -245,18 +245,18 @@ def test_the_prefix_comes_from_the_url_or_the_option() -> None:
     assert cast(RedisDriver, open_driver("rediss://localhost/0")).prefix == "mcp-jobs:"
 
 
-async def test_stats_walk_the_recent_window_a_page_at_a_time_and_stop_past_the_cap(
+async def test_stats_walk_the_recent_window_a_chunk_at_a_time_and_stop_past_the_cap(
     jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The recent done rows are read newest first, a page at a time: a run of equal finish times
-    (one ack batch) spans pages without a row lost or read twice, and the walk stops once a
-    state has more than the cap and every row tied with its cap-th newest is read. The counts
-    are rules.queue_stats's; the rows read are the cap and its ties plus a page, not history."""
+    """The recent done rows are read newest first, a chunk at a time: a run of equal finish
+    times (one ack batch) spans chunks without a row lost or read twice, and the walk stops once
+    a state has more than the cap and every row tied with its cap-th newest is read. The counts
+    are rules.queue_stats's; the rows read are the cap and its ties plus a chunk, not history."""
     from engine import rules
-    from engine.drivers.redis import reads
+    from engine.drivers.redis import recent_settled
 
     monkeypatch.setattr(rules, "RECENT_SETTLED_CAP", 4)
-    monkeypatch.setattr(reads, "_STATS_BATCH", 2)
+    monkeypatch.setattr(recent_settled, "CHUNK", 2)
     driver = cast(RedisDriver, jobs.driver)
     start = clock.now_ms()
     await driver.enqueue([_request(n, start) for n in range(60)])
@@ -268,17 +268,21 @@ async def test_stats_walk_the_recent_window_a_page_at_a_time_and_stop_past_the_c
         clock.set(start + at)
         await driver.ack_many([AckWrite(i, held[i], None) for i in batch])
     read: list[int] = []
-    hydrate = driver._store.hgetall_many
+    script = recent_settled.RECENT_SCRIPT
 
-    async def counted(keys: Any) -> list[dict[str, str]]:
-        read.append(len(keys))
-        return await hydrate(keys)
+    async def counted(client: Any, args: Any) -> Any:
+        out = await script(client, args)
+        read.append(int(out[0]))
+        return out
 
-    monkeypatch.setattr(driver._store, "hgetall_many", counted)
+    monkeypatch.setattr(recent_settled, "RECENT_SCRIPT", counted)
     (stats,) = await driver.stats()
     # The 4th newest is in the batch of 5: the window holds it and the batch of 2.
     assert (stats.done, stats.settled_window_ms) == (7, 1)
-    monkeypatch.setattr(driver._store, "hgetall_many", hydrate)
     records = [await driver.get(i, None) for i in ids]
     assert [stats] == rules.queue_stats(records, clock.now_ms())
-    assert sum(read[1:]) <= 7 + reads._STATS_BATCH, read  # read[0]: the live and failing rows
+    assert sum(read) <= 7 + recent_settled.CHUNK, read
+    # Filters apply before the cap: another tenant has none; the queue has all seven.
+    assert await driver.stats(tenant_id="nobody") == []
+    (named,) = await driver.stats(["default"])
+    assert (named.done, named.settled_window_ms) == (7, 1)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import cast
+from collections.abc import Sequence
 
-from engine import paging, rules
+from engine import paging
 from engine.drivers.redis.codec import decode_record
 from engine.drivers.redis.operator import find
+from engine.drivers.redis.recent_settled import recent_settled
 from engine.drivers.redis.steps import ordered_steps
 from engine.drivers.redis.store import Store
-from engine.rules import RECENT_SETTLED_MS, RECENT_SETTLED_STATES, queue_stats
+from engine.rules import RECENT_SETTLED_MS, queue_stats
 from schemas.events import EventRecord
 from schemas.jobs import JobFilter, JobPage, JobRecord
 from schemas.stats import QueueStats
@@ -18,8 +18,6 @@ from schemas.trace import TracePage, TraceQuery
 
 # Ids read per round trip while a filtered page is being filled.
 _LIST_BATCH = 200
-# Settled ids read per round trip while the stats walk the recent window.
-_STATS_BATCH = 500
 
 
 async def get(store: Store, job_id: str, tenant_id: str | None) -> JobRecord:
@@ -92,57 +90,22 @@ def _event(member: str) -> tuple[int, EventRecord]:
     return int(seq), EventRecord.model_validate_json(text)
 
 
-async def _recent(store: Store, hour: int, wanted: Callable[[JobRecord], bool]) -> list[JobRecord]:
-    """The done and cancelled rows of the recent window the stats count: the `settled` zset
-    walked newest first until a state has more than RECENT_SETTLED_CAP wanted rows and the walk
-    has passed its cap-th newest finish time, since nothing older counts then
-    (rules.recent_settled_since). The cursor is (score, members of it already read)."""
-    cap = rules.RECENT_SETTLED_CAP
-    found: list[JobRecord] = []
-    times: dict[str, list[int]] = {state: [] for state in RECENT_SETTLED_STATES}
-    top: float | str = "+inf"
-    skip = 0
-    while True:
-        page = cast(
-            list[tuple[str, float]],
-            await store.client.zrevrangebyscore(
-                store.keys.settled, top, hour, start=skip, num=_STATS_BATCH, withscores=True
-            ),
-        )
-        rows = await store.hgetall_many([store.keys.job(member) for member, _ in page])
-        for (_, score), row in zip(page, rows, strict=True):
-            if score == top:
-                skip += 1
-            else:
-                top, skip = score, 1
-            job = decode_record(row) if row else None
-            if job is not None and job.state in times and wanted(job):
-                found.append(job)
-                times[job.state].append(job.finished_at or 0)
-        edges = [t[cap - 1] for t in times.values() if len(t) > cap]
-        if len(page) < _STATS_BATCH or (edges and isinstance(top, float) and top < max(edges)):
-            return found
-
-
 async def stats(
     store: Store, queues: Sequence[str] | None, tenant_id: str | None
 ) -> list[QueueStats]:
-    """Rule 7's buckets over what the stats count: live rows, dead and failed rows, and rows
-    settled within the recent window."""
+    """Rule 7's buckets over what the stats count: live rows, dead and failed rows, and the done
+    and cancelled rows of the recent window (recent_settled.py)."""
     now = store.clock.now_ms()
     keys = store.keys
-
-    def wanted(job: JobRecord) -> bool:
-        return (queues is None or job.queue in queues) and (
-            tenant_id is None or job.tenant_id == tenant_id
-        )
-
     pipe = store.client.pipeline(transaction=False)
     pipe.smembers(keys.live)
     pipe.smembers(keys.failing)
     live, failing = await pipe.execute()
     rows = await store.hgetall_many([keys.job(i) for i in sorted(set(live) | set(failing))])
-    jobs = {j.id: j for j in (decode_record(r) for r in rows if r) if wanted(j)}
-    for job in await _recent(store, now - RECENT_SETTLED_MS, wanted):
-        jobs.setdefault(job.id, job)
-    return queue_stats(jobs.values(), now)
+    jobs = [
+        j
+        for j in (decode_record(r) for r in rows if r)
+        if (queues is None or j.queue in queues) and (tenant_id is None or j.tenant_id == tenant_id)
+    ]
+    recent = await recent_settled(store, now - RECENT_SETTLED_MS, queues, tenant_id)
+    return queue_stats(jobs, now, recent)
