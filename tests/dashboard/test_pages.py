@@ -10,6 +10,7 @@ import pytest
 
 from engine import Jobs
 from mcp_jobs.config import Settings
+from mcp_jobs.dashboard.html import age
 from mcp_jobs.dashboard.pages import jobs as jobs_page
 from mcp_jobs.operations import inspect_job, list_jobs, queue_stats
 from tests.dashboard.support import XSS, Marks, Seeded, browse, dashboard_for
@@ -43,6 +44,8 @@ async def test_the_overview_shows_queue_stats_for_every_queue(jobs: Jobs, seeded
         for field, attr in FIELDS.items():
             cell = marks.one(f"queue:{q.queue}:{field}")
             assert int(cell.attrs["data-value"]) == getattr(q, attr), (q.queue, field)
+            if field in ("done", "cancelled"):  # the window they count, in words
+                assert cell.attrs["title"] == f"in the last {age(q.settled_window_ms)}"
         marks.one(f"spark:{q.queue}:depth")
         marks.one(f"spark:{q.queue}:throughput")
     # Every state the seed made is counted somewhere on the page.

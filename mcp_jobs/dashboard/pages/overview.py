@@ -29,12 +29,15 @@ FIELDS = (
     ("cancelled", "cancelled"),
     ("oldest_ready_age_ms", "oldest_ready_ms"),
 )
+RECENT = ("done", "cancelled")
 
 
-def _cell(queue: str, name: str, value: int, href: str | None) -> str:
+def _cell(queue: str, name: str, value: int, href: str | None, title: str | None) -> str:
     shown = age(value) if name == "oldest_ready_age_ms" and value else str(value)
     text = link(href, shown) if href and value else e(shown)
-    return f'<td class="n" data-testid="queue:{e(queue)}:{name}" data-value="{value}">{text}</td>'
+    hint = f' title="{e(title)}"' if title else ""
+    testid = f"queue:{e(queue)}:{name}"
+    return f'<td class="n" data-testid="{testid}" data-value="{value}"{hint}>{text}</td>'
 
 
 def _limits(limits: list[RateLimitView] | None) -> str:
@@ -48,7 +51,9 @@ def _row(dash: Dashboard, q: QueueStatsView) -> str:
         href = (
             path(dash.prefix, "jobs", query={"queue": q.queue, "state": state}) if state else None
         )
-        cells.append(_cell(q.queue, name, int(getattr(q, attr)), href))
+        # Done and cancelled count a recent window: an hour, shorter on a busy queue.
+        window = f"in the last {age(q.settled_window_ms)}" if name in RECENT else None
+        cells.append(_cell(q.queue, name, int(getattr(q, attr)), href, window))
     samples = dash.sampler.series(q.queue)
     depth = sparkline([s.depth for s in samples], f"spark:{q.queue}:depth")
     rate = sparkline([s.throughput_per_min for s in samples], f"spark:{q.queue}:throughput")
