@@ -360,7 +360,8 @@ SELECT count(*) FROM {schema}.events WHERE job_id = $1;
 -- each row stands for n jobs, hence sum(n) for those two states), done and cancelled rows of the
 -- recent window (rules.recent_settled_since: since $4, or from the $6-th newest row of a state
 -- that has more than $6, found by a backward walk of jobs_settled_idx that stops one row later;
--- the count reads those few entries again), and rows of a state this build does not know
+-- the count reads those few entries again; the walk is spelt once per state, as the partial
+-- index is used only for a literal state), and rows of a state this build does not know
 -- (jobs_unknown_state_idx, always empty), which the caller refuses by name. The counts fold a
 -- null tenant to '', and a tenant is never '' (bounds.text). $5 is the largest bigint, a bound
 -- no row reaches: as a parameter it makes the generic plan (the one the planned-once
