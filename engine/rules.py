@@ -7,7 +7,9 @@ changes here, and only here.
 
 from __future__ import annotations
 
+import heapq
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -368,23 +370,26 @@ class Settled(NamedTuple):
 
 
 def recent_settled_counts(
-    rows: Iterable[Settled], now: int
+    rows: Iterable[tuple[str, JobState, int, int]], now: int
 ) -> tuple[int, Counter[tuple[str, JobState]]]:
     """The recent window's start (`recent_settled_since`) and the done and cancelled rows in it
-    per (queue, state). `rows`: at least every row newer than the start, and the cap + 1 newest
-    of each state within the hour."""
+    per (queue, state). `rows`: `Settled` rows, at least every one newer than the start and the
+    cap + 1 newest of each state within the hour."""
     hour = now - RECENT_SETTLED_MS
-    kept = [r for r in rows if r.state in RECENT_SETTLED_STATES and r.finished_at >= hour]
+    listed = list(rows)
+    by_state = [[r for r in listed if r[1] == s and r[2] >= hour] for s in RECENT_SETTLED_STATES]
     newest = []
-    for state in RECENT_SETTLED_STATES:
-        times = sorted(((r.finished_at, r.n) for r in kept if r.state == state), reverse=True)
-        each = itertools.chain.from_iterable(itertools.repeat(at, n) for at, n in times)
+    for kept in by_state:
+        # The cap + 1 newest entries hold at least cap + 1 rows (an entry stands for n >= 1).
+        top = heapq.nlargest(RECENT_SETTLED_CAP + 1, kept, key=operator.itemgetter(2))
+        each = itertools.chain.from_iterable(itertools.repeat(r[2], r[3]) for r in top)
         newest.append(list(itertools.islice(each, RECENT_SETTLED_CAP + 1)))
     since = recent_settled_since(newest, now, RECENT_SETTLED_CAP)
     counted: Counter[tuple[str, JobState]] = Counter()
-    for r in kept:
-        if r.finished_at >= since:
-            counted[(r.queue, r.state)] += r.n
+    for kept in by_state:
+        for queue, state, at, n in kept:
+            if at >= since:
+                counted[(queue, state)] += n
     return since, counted
 
 
@@ -397,7 +402,9 @@ def stats_bucket(job: JobRecord, now: int) -> str:
 
 
 def queue_stats(
-    jobs: Iterable[JobRecord], now: int, recent: Iterable[Settled] | None = None
+    jobs: Iterable[JobRecord],
+    now: int,
+    recent: Iterable[tuple[str, JobState, int, int]] | None = None,
 ) -> list[QueueStats]:
     """Per-queue stats of these rows, by queue name: buckets, the oldest ready age (from
     `queued_at`), expired leases and overdue suspensions. Done and cancelled rows count only
@@ -406,7 +413,7 @@ def queue_stats(
     rows = list(jobs)
     if recent is None:
         recent = [
-            Settled(j.queue, j.state, j.finished_at)
+            (j.queue, j.state, j.finished_at, 1)
             for j in rows
             if j.state in RECENT_SETTLED_STATES and j.finished_at is not None
         ]

@@ -317,3 +317,23 @@ def test_queue_stats_count_the_recent_window_and_say_how_long_it_is(
     # Of queue q0 alone (NOW, NOW - 20, NOW - 40): from NOW - 20, and the cancelled row counts.
     (only,) = rules.queue_stats([j for j in jobs if j.queue != "q1"], NOW)
     assert (only.done, only.cancelled, only.settled_window_ms) == (2, 1, 20)
+
+
+def test_recent_settled_counts_read_folded_rows_as_the_rows_they_stand_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A driver may fold rows that share a queue, state and finish time into one `Settled` of n
+    (Redis does): the window and the counts are those of the rows unfolded."""
+    monkeypatch.setattr(rules, "RECENT_SETTLED_CAP", 3)
+    folded = [
+        rules.Settled("q", "done", NOW - 10, 1),
+        rules.Settled("q", "done", NOW - 20, 5),
+        rules.Settled("p", "done", NOW - 20, 1),
+        rules.Settled("q", "done", NOW - 30, 2),
+        rules.Settled("q", "cancelled", NOW - 25, 1),
+        rules.Settled("q", "done", HOUR_AGO - 1, 4),
+    ]
+    unfolded = [rules.Settled(r.queue, r.state, r.finished_at) for r in folded for _ in range(r.n)]
+    since, counted = rules.recent_settled_counts(folded, NOW)
+    assert (since, dict(counted)) == (NOW - 20, {("q", "done"): 6, ("p", "done"): 1})
+    assert rules.recent_settled_counts(unfolded, NOW) == (since, counted)
