@@ -164,8 +164,9 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
         title="Queue statistics",
         annotations=READ,
         description=(
-            "Per queue: a count per state (ready: due now), oldest ready age, expired leases, "
-            "overdue suspensions. diagnose_queue says what they mean."
+            "Per queue: a count per state (ready: due now; done and cancelled: within "
+            "settled_window_ms, an hour or less on a busy queue), oldest ready age, expired "
+            "leases, overdue suspensions. diagnose_queue says what they mean."
         ),
     )
     async def queue_stats_tool(
