@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from mcp_jobs.cli.job_progress import progress_text
 from mcp_jobs.fix_context import FixContext
+from schemas.stats import RECENT_SETTLED_MS
 
 
 def when(ms: int | None) -> str:
@@ -156,6 +157,12 @@ def _describe(env: dict[str, Any]) -> str:
     return text
 
 
+def _done(q: dict[str, Any]) -> str:
+    """Done in the last hour, or with the shorter window a busy queue's count covers."""
+    window = int(q.get("settled_window_ms", RECENT_SETTLED_MS))
+    return str(q["done"]) if window >= RECENT_SETTLED_MS else f"{q['done']} in {window // 1000} s"
+
+
 def _stats(queues: list[dict[str, Any]]) -> str:
     rows = [
         (
@@ -166,12 +173,22 @@ def _stats(queues: list[dict[str, Any]]) -> str:
             q["suspended"],
             q["dead"],
             q["failed"],
-            q["done"],
+            _done(q),
             f"{q['oldest_ready_ms'] // 1000} s",
         )
         for q in queues
     ]
-    headers = ["QUEUE", "READY", "DELAYED", "RUNNING", "SUSP", "DEAD", "FAILED", "DONE", "OLDEST"]
+    headers = [
+        "QUEUE",
+        "READY",
+        "DELAYED",
+        "RUNNING",
+        "SUSP",
+        "DEAD",
+        "FAILED",
+        "DONE 1H",
+        "OLDEST",
+    ]
     return table(rows, headers) if rows else "no jobs in any queue"
 
 

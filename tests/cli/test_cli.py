@@ -3,6 +3,7 @@ error output, and `--json` envelopes that validate against the MCP tools' own ou
 
 from __future__ import annotations
 
+import io
 import json
 import shlex
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from jsonschema import Draft202012Validator
 import examples.shop
 from engine import connect
 from mcp_jobs.cli import build_parser, main
-from mcp_jobs.cli.render import ProgressBar
+from mcp_jobs.cli.render import ProgressBar, print_text
 from mcp_jobs.config import Settings
 from mcp_jobs.server import build_server
 
@@ -261,3 +262,17 @@ def test_the_worker_command_refuses_a_negative_prefetch(
     assert code == 1
     err = capsys.readouterr().err
     assert "INVALID_ARGUMENT" in err and "prefetch" in err
+
+
+def test_the_stats_table_shows_a_busy_queues_shorter_done_window() -> None:
+    counts = dict(ready=0, delayed=0, running=0, suspended=0, dead=0, failed=0, oldest_ready_ms=0)
+    queues = [
+        {"queue": "calm", "done": 12, "settled_window_ms": 3_600_000, **counts},
+        {"queue": "busy", "done": 10_000, "settled_window_ms": 46_500, **counts},
+    ]
+    out = io.StringIO()
+    print_text("queue_stats", {"ok": True, "queues": queues}, out)
+    header, calm, busy = out.getvalue().splitlines()[:3]
+    assert "DONE 1H" in header
+    assert calm.split()[7] == "12"
+    assert "10000 in 46 s" in busy
