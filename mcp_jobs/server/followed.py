@@ -19,8 +19,9 @@ STATS = "jobs://stats"
 BACKFILLS = "jobs://backfills"
 DESCRIPTORS = "jobs://descriptors"
 SUBSCRIBABLE = (f"{RUN_PREFIX}{{job_id}}", STATS, BACKFILLS, DESCRIPTORS)
-# Ages that grow while nothing is written: a reading changes with them, the stats do not.
-_CLOCK_FIELDS = {"oldest_ready_ms", "oldest_due_suspended_ms"}
+# What grows while nothing is written (ages, and a busy queue's done window): a reading changes
+# with them, the stats do not.
+_CLOCK_FIELDS = {"oldest_ready_ms", "oldest_due_suspended_ms", "settled_window_ms"}
 
 
 def run_id_of(uri: str) -> str | None:

@@ -19,12 +19,16 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ResourceListChangedNotification, ResourceUpdatedNotification
 
-from engine import JobRegistry, Jobs, ManualClock, Worker, connect
+from engine import JobRegistry, Jobs, ManualClock, Worker, connect, rules
 from engine.backfill import BackfillRegistry
+from engine.drivers.base import AckWrite
 from engine.testing.kit.test_descriptors import declare
+from engine.testing.kit.test_paging import request
 from mcp_jobs.config import Settings
 from mcp_jobs.server import build_server
 from mcp_jobs.server.app import JobsServer
+from mcp_jobs.server.followed import STATS, fingerprint
+from mcp_jobs.server.state import AppState
 from mcp_jobs.server.subscriptions import SubscriptionHub
 from schemas.stats import WorkerInfo
 
@@ -260,3 +264,29 @@ async def test_another_process_settling_the_job_notifies(
             assert getattr(event, "uri", None) == run
     finally:
         await elsewhere.close()
+
+
+async def test_the_stats_reading_ignores_what_only_the_clock_moves(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A waiting job's age and a busy queue's done window grow while nothing is written: the
+    stats' reading does not change with them, so no notification is sent for the clock."""
+    monkeypatch.setattr(rules, "RECENT_SETTLED_CAP", 1)
+    driver = jobs.driver
+    now = clock.now_ms()
+    await driver.enqueue([request(n, run_at=now) for n in (1, 2)])
+    held = await driver.claim("w", 2, 600_000)
+    for c in held:
+        clock.advance(10)
+        await driver.ack_many([AckWrite(c.record.id, c.token, None)])
+    await driver.enqueue([request(3, run_at=clock.now_ms())])
+    state = AppState(jobs=jobs, settings=Settings(database_url="memory://"))
+    (before,) = await jobs.stats()
+    reading = await fingerprint(state, STATS)
+    clock.advance(1_000)
+    (after,) = await jobs.stats()
+    assert after.settled_window_ms == before.settled_window_ms + 1_000 < rules.RECENT_SETTLED_MS
+    assert after.oldest_ready_ms == before.oldest_ready_ms + 1_000
+    assert await fingerprint(state, STATS) == reading
+    await driver.enqueue([request(4, run_at=clock.now_ms())])  # a write: a new reading
+    assert await fingerprint(state, STATS) != reading
