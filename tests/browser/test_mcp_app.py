@@ -117,6 +117,9 @@ def test_the_app_speaks_the_apps_handshake_and_renders_queue_stats(
                 q["queue"],
                 field,
             )
+        # The window done counts, on hover: here the full hour (no queue is busy).
+        window = app.get_by_test_id(f"queue:{q['queue']}:done").get_attribute("title")
+        assert (q["settled_window_ms"], window) == (3_600_000, "in the last 1 h 0 min")
         shown = value(app.get_by_test_id(f"queue:{q['queue']}:oldest_ready_age_ms"))
         assert shown == q["oldest_ready_ms"]
         paused = app.get_by_test_id(f"paused:{q['queue']}")
