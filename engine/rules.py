@@ -11,7 +11,7 @@ import heapq
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
@@ -54,11 +54,14 @@ __all__ = [
     "new_record",
     "queue_stats",
     "recent_settled_counts",
+    "recent_settled_edge",
     "recent_settled_since",
+    "recent_settled_start",
     "retry_event_data",
     "retry_transition",
     "settled_window_ms",
     "stats_bucket",
+    "stats_filter",
 ]
 
 # Rows a claim takes once due; a running row is claimable only when its lease ran out (rule 13).
@@ -337,21 +340,25 @@ def retry_event_data(previous: JobState) -> dict[str, Any]:
 # Stats count what is live and what needs an operator (dead, failed: every row, they are few
 # and alerting needs them all). Done and cancelled rows are history: the stats count the ones
 # that finished within this window before now, and only about the newest RECENT_SETTLED_CAP of
-# either state, so a read costs a bounded number of rows however fast jobs finish.
+# either state, so a read costs a bounded number of rows however fast jobs finish. The window is
+# the whole history's, whatever a reading filters: a queue or tenant filter chooses which of its
+# rows count, not where it starts, so a filter that matches few rows reads no more than one that
+# matches all, and a queue reads the same alone as among all queues.
 RECENT_SETTLED_STATES: tuple[JobState, ...] = ("done", "cancelled")
 
 
-def recent_settled_since(newest: Iterable[Sequence[int]], now: int, cap: int) -> int:
-    """Where the stats' recent window starts (inclusive): RECENT_SETTLED_MS before now, or, when
-    a recent state has more than `cap` rows finished since then, the finish time of its cap-th
-    newest (the rows that share it count too: an ack batch shares one), so that no state counts
-    many more than `cap`. `newest`: per recent state, the finished_at of its rows since the
-    hour's start, newest first (the first cap+1 are enough)."""
-    since = now - RECENT_SETTLED_MS
-    for times in newest:
-        if len(times) > cap:
-            since = max(since, times[cap - 1])
-    return since
+def recent_settled_edge(newest: Sequence[int], cap: int) -> int | None:
+    """Where one recent state caps the window: the finish time of its cap-th newest row when it
+    has more than `cap` since the hour's start (the rows that share that time count too: an ack
+    batch shares one), else None. `newest`: those finish times, newest first (the first cap + 1
+    are enough)."""
+    return newest[cap - 1] if len(newest) > cap else None
+
+
+def recent_settled_since(edges: Iterable[int | None], now: int) -> int:
+    """Where the stats' recent window starts (inclusive): RECENT_SETTLED_MS before now, or the
+    latest of the recent states' `recent_settled_edge`s."""
+    return max([now - RECENT_SETTLED_MS, *(e for e in edges if e is not None)])
 
 
 def settled_window_ms(since: int, now: int) -> int:
@@ -369,28 +376,45 @@ class Settled(NamedTuple):
     n: int = 1
 
 
-def recent_settled_counts(
-    rows: Iterable[tuple[str, JobState, int, int]], now: int
-) -> tuple[int, Counter[tuple[str, JobState]]]:
-    """The recent window's start (`recent_settled_since`) and the done and cancelled rows in it
-    per (queue, state). `rows`: `Settled` rows, at least every one newer than the start and the
-    cap + 1 newest of each state within the hour."""
+def recent_settled_start(rows: Iterable[tuple[str, JobState, int, int]], now: int) -> int:
+    """The recent window's start (`recent_settled_since`) from `Settled` rows of every queue and
+    tenant: at least every one newer than the start and the cap + 1 newest of each state within
+    the hour."""
     hour = now - RECENT_SETTLED_MS
     listed = list(rows)
-    by_state = [[r for r in listed if r[1] == s and r[2] >= hour] for s in RECENT_SETTLED_STATES]
-    newest = []
-    for kept in by_state:
+    edges = []
+    for state in RECENT_SETTLED_STATES:
+        kept = [r for r in listed if r[1] == state and r[2] >= hour]
         # The cap + 1 newest entries hold at least cap + 1 rows (an entry stands for n >= 1).
         top = heapq.nlargest(RECENT_SETTLED_CAP + 1, kept, key=operator.itemgetter(2))
         each = itertools.chain.from_iterable(itertools.repeat(r[2], r[3]) for r in top)
-        newest.append(list(itertools.islice(each, RECENT_SETTLED_CAP + 1)))
-    since = recent_settled_since(newest, now, RECENT_SETTLED_CAP)
+        newest = list(itertools.islice(each, RECENT_SETTLED_CAP + 1))
+        edges.append(recent_settled_edge(newest, RECENT_SETTLED_CAP))
+    return recent_settled_since(edges, now)
+
+
+def recent_settled_counts(
+    rows: Iterable[tuple[str, JobState, int, int]], since: int
+) -> Counter[tuple[str, JobState]]:
+    """The done and cancelled rows among `Settled` rows that finished since `since`, per
+    (queue, state)."""
     counted: Counter[tuple[str, JobState]] = Counter()
-    for kept in by_state:
-        for queue, state, at, n in kept:
-            if at >= since:
-                counted[(queue, state)] += n
-    return since, counted
+    for queue, state, at, n in rows:
+        if state in RECENT_SETTLED_STATES and at >= since:
+            counted[(queue, state)] += n
+    return counted
+
+
+def stats_filter(
+    queues: Sequence[str] | None, tenant_id: str | None
+) -> Callable[[JobRecord], bool]:
+    """Whether a row is one a reading filtered to `queues` (any when None) and `tenant_id` (any
+    when None) counts."""
+    listed = None if queues is None else frozenset(queues)
+    return lambda job: (
+        (listed is None or job.queue in listed)
+        and (tenant_id is None or job.tenant_id == tenant_id)
+    )
 
 
 def stats_bucket(job: JobRecord, now: int) -> str:
@@ -404,26 +428,34 @@ def stats_bucket(job: JobRecord, now: int) -> str:
 def queue_stats(
     jobs: Iterable[JobRecord],
     now: int,
-    recent: Iterable[tuple[str, JobState, int, int]] | None = None,
+    recent: tuple[int, Iterable[tuple[str, JobState, int, int]]] | None = None,
+    *,
+    queues: Sequence[str] | None = None,
+    tenant_id: str | None = None,
 ) -> list[QueueStats]:
-    """Per-queue stats of these rows, by queue name: buckets, the oldest ready age (from
-    `queued_at`), expired leases and overdue suspensions. Done and cancelled rows count only
-    within the recent window (`recent_settled_counts`): those of `jobs`, or `recent` when the
-    caller read them apart. A queue with nothing counted is omitted."""
+    """Per-queue stats of the rows a reading filtered to `queues` and `tenant_id` counts, by
+    queue name: buckets, the oldest ready age (from `queued_at`), expired leases and overdue
+    suspensions. Done and cancelled rows count only within the recent window: found from every
+    row of `jobs`, or `recent`, (its start, the filtered `Settled` rows since), when the caller
+    read them apart. A queue with nothing counted is omitted."""
+    wanted = stats_filter(queues, tenant_id)
     rows = list(jobs)
     if recent is None:
-        recent = [
-            (j.queue, j.state, j.finished_at, 1)
+        settled = [
+            (j, (j.queue, j.state, j.finished_at, 1))
             for j in rows
             if j.state in RECENT_SETTLED_STATES and j.finished_at is not None
         ]
-    since, counted = recent_settled_counts(recent, now)
+        since = recent_settled_start((r for _, r in settled), now)
+        counted = recent_settled_counts((r for j, r in settled if wanted(j)), since)
+    else:
+        since, kept = recent
+        counted = recent_settled_counts(kept, since)
+    rows = [j for j in rows if j.state not in RECENT_SETTLED_STATES and wanted(j)]
     acc: dict[str, dict[str, int]] = {}
     for (queue, state), n in sorted(counted.items()):
         acc.setdefault(queue, {})[state] = n
     for job in rows:
-        if job.state in RECENT_SETTLED_STATES:
-            continue
         counts = acc.setdefault(job.queue, {})
         bucket = stats_bucket(job, now)
         counts[bucket] = counts.get(bucket, 0) + 1

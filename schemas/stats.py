@@ -52,8 +52,9 @@ class QueueStats(BaseModel):
         default=RECENT_SETTLED_MS,
         description="The window `done` and `cancelled` cover: the last hour, or, when more than"
         f" {RECENT_SETTLED_CAP:,} of either finished in it, from the finish time of that state's"
-        f" {RECENT_SETTLED_CAP:,}th newest, so the read stays cheap at any rate. The same for"
-        " every queue of a reading.",
+        f" {RECENT_SETTLED_CAP:,}th newest, so the read stays cheap at any rate. Found over"
+        " every queue and tenant, so the same for every queue of a reading, and for a queue"
+        " read alone.",
     )
     oldest_ready_ms: int = Field(
         default=0,

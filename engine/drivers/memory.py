@@ -333,12 +333,9 @@ class MemoryDriver(MemoryControls):
     async def stats(
         self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
     ) -> list[QueueStats]:
-        wanted: Iterable[JobRecord] = self._jobs.values()
-        if queues is not None:
-            wanted = [job for job in wanted if job.queue in queues]
-        if tenant_id is not None:
-            wanted = [job for job in wanted if job.tenant_id == tenant_id]
-        return queue_stats(wanted, self.clock.now_ms())
+        return queue_stats(
+            self._jobs.values(), self.clock.now_ms(), queues=queues, tenant_id=tenant_id
+        )
 
     async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
         job = self._find(job_id, tenant_id)

@@ -59,9 +59,9 @@ def worked(count: SettledCount) -> int:
 
 def estimated_settled(before: _Last, after: QueueStatsView, at: int) -> float:
     """The fallback for a driver that cannot count exactly: jobs settled between two readings.
-    `done` counts a recent window only (the last hour, shorter on a busy queue), so its change is
-    the new completions minus the ones that aged out of that window; the aged-out part is
-    estimated at the window's average rate (steady state then reads its true rate, not zero;
+    `done` counts a recent window only (the last hour, shorter when jobs finish fast), so its
+    change is the new completions minus the ones that aged out of that window; the aged-out part
+    is estimated at the window's average rate (steady state then reads its true rate, not zero;
     after a burst it reads a rate for up to the window).
     Failed and dead are counted in full: a retry lowers them, which is not negative throughput."""
     elapsed = max(at - before.at, 0)

@@ -10,6 +10,7 @@ import pytest
 from engine import rules
 from schemas.jobs import JobRecord, NackOptions
 from schemas.states import JOB_STATES, JobState
+from schemas.stats import QueueStats
 
 NOW = 1_000_000
 
@@ -296,7 +297,8 @@ HOUR_AGO = NOW - rules.RECENT_SETTLED_MS
 def test_the_recent_window_starts_at_the_cap_th_newest_row_of_a_state_past_the_cap(
     done: list[int], cancelled: list[int], since: int
 ) -> None:
-    assert rules.recent_settled_since([done, cancelled], NOW, 3) == since
+    edges = [rules.recent_settled_edge(times, 3) for times in (done, cancelled)]
+    assert rules.recent_settled_since(edges, NOW) == since
     assert rules.settled_window_ms(since, NOW) == max(NOW - since, 0)
 
 
@@ -305,7 +307,8 @@ def test_queue_stats_count_the_recent_window_and_say_how_long_it_is(
 ) -> None:
     monkeypatch.setattr(rules, "RECENT_SETTLED_CAP", 2)
     jobs = [
-        _job("done", id=f"d{n}", finished_at=NOW - 10 * n, queue=f"q{n % 2}") for n in range(6)
+        _job("done", id=f"d{n}", finished_at=NOW - 10 * n, queue=f"q{n % 2}", tenant_id=f"t{n}")
+        for n in range(6)
     ] + [
         _job("cancelled", id="c", finished_at=NOW - 15, queue="q0"),
         _job("done", id="old", finished_at=HOUR_AGO - 1, queue="q0"),
@@ -314,9 +317,16 @@ def test_queue_stats_count_the_recent_window_and_say_how_long_it_is(
     q0, q1 = rules.queue_stats(jobs, NOW)
     assert (q0.done, q0.cancelled, q0.settled_window_ms) == (1, 0, 10)
     assert (q1.done, q1.cancelled, q1.settled_window_ms) == (1, 0, 10)
-    # Of queue q0 alone (NOW, NOW - 20, NOW - 40): from NOW - 20, and the cancelled row counts.
-    (only,) = rules.queue_stats([j for j in jobs if j.queue != "q1"], NOW)
-    assert (only.done, only.cancelled, only.settled_window_ms) == (2, 1, 20)
+    # The window is the whole history's: queue q0 alone (done at NOW, NOW - 20, NOW - 40,
+    # cancelled at NOW - 15) reads as it does among all, and so does a tenant's share.
+    assert rules.queue_stats(jobs, NOW, queues=["q0"]) == [q0]
+    assert rules.queue_stats(jobs, NOW, queues=["q0", "nowhere"]) == [q0]
+    assert rules.queue_stats(jobs, NOW, tenant_id="nobody") == []
+    # Tenant t2's one row (NOW - 20) is older than the window; t0's (NOW) is in it.
+    assert rules.queue_stats(jobs, NOW, tenant_id="t2") == []
+    assert rules.queue_stats(jobs, NOW, tenant_id="t0") == [
+        QueueStats(queue="q0", done=1, settled_window_ms=10)
+    ]
 
 
 def test_recent_settled_counts_read_folded_rows_as_the_rows_they_stand_for(
@@ -334,6 +344,8 @@ def test_recent_settled_counts_read_folded_rows_as_the_rows_they_stand_for(
         rules.Settled("q", "done", HOUR_AGO - 1, 4),
     ]
     unfolded = [rules.Settled(r.queue, r.state, r.finished_at) for r in folded for _ in range(r.n)]
-    since, counted = rules.recent_settled_counts(folded, NOW)
+    since = rules.recent_settled_start(folded, NOW)
+    counted = rules.recent_settled_counts(folded, since)
     assert (since, dict(counted)) == (NOW - 20, {("q", "done"): 6, ("p", "done"): 1})
-    assert rules.recent_settled_counts(unfolded, NOW) == (since, counted)
+    assert rules.recent_settled_start(unfolded, NOW) == since
+    assert rules.recent_settled_counts(unfolded, since) == counted

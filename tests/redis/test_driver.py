@@ -249,9 +249,10 @@ async def test_stats_walk_the_recent_window_a_chunk_at_a_time_and_stop_past_the_
     jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The recent done rows are read newest first, a chunk at a time: a run of equal finish
-    times (one ack batch) spans chunks without a row lost or read twice, and the walk stops once
-    a state has more than the cap and every row tied with its cap-th newest is read. The counts
-    are rules.queue_stats's; the rows read are the cap and its ties plus a chunk, not history."""
+    times (one ack batch) spans chunks without a row lost or read twice, and the walk stops at
+    the first row of a state past the cap that is older than its cap-th newest. The counts are
+    rules.queue_stats's; the rows read are the cap and its ties, not history, whatever the
+    filter."""
     from engine import rules
     from engine.drivers.redis import recent_settled
 
@@ -281,8 +282,12 @@ async def test_stats_walk_the_recent_window_a_chunk_at_a_time_and_stop_past_the_
     assert (stats.done, stats.settled_window_ms) == (7, 1)
     records = [await driver.get(i, None) for i in ids]
     assert [stats] == rules.queue_stats(records, clock.now_ms())
-    assert sum(read) <= 7 + recent_settled.CHUNK, read
-    # Filters apply before the cap: another tenant has none; the queue has all seven.
+    # The walk stops at the first row past the cap older than the 4th newest.
+    assert sum(read) == 7, read
+    # The window is the whole history's: a filter that matches no row reads no more, and the
+    # queue reads as it does among all.
+    read.clear()
     assert await driver.stats(tenant_id="nobody") == []
+    assert sum(read) == 7, read
     (named,) = await driver.stats(["default"])
     assert (named.done, named.settled_window_ms) == (7, 1)

@@ -65,10 +65,5 @@ async def stats(
     store: Store, queues: Sequence[str] | None, tenant_id: str | None
 ) -> list[QueueStats]:
     await store.replica.sync()
-    rows = [
-        doc.record
-        for _, doc in store.replica.docs()
-        if (queues is None or doc.record.queue in queues)
-        and (tenant_id is None or doc.record.tenant_id == tenant_id)
-    ]
-    return queue_stats(rows, store.clock.now_ms())
+    rows = [doc.record for _, doc in store.replica.docs()]
+    return queue_stats(rows, store.clock.now_ms(), queues=queues, tenant_id=tenant_id)

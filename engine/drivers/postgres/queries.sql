@@ -360,13 +360,15 @@ SELECT count(*) FROM {schema}.events WHERE job_id = $1;
 -- each row stands for n jobs, hence sum(n) for those two states), done and cancelled rows of the
 -- recent window (rules.recent_settled_since: since $4, or from the $6-th newest row of a state
 -- that has more than $6, found by a backward walk of jobs_settled_idx that stops one row later;
--- the count reads those few entries again; the walk is spelt once per state, as the partial
--- index is used only for a literal state), and rows of a state this build does not know
--- (jobs_unknown_state_idx, always empty), which the caller refuses by name. The counts fold a
--- null tenant to '', and a tenant is never '' (bounds.text). $5 is the largest bigint, a bound
--- no row reaches: as a parameter it makes the generic plan (the one the planned-once
--- connections run, connections.py) estimate a narrow range of finished_at, not a third of all
--- history, for which it planned parallel workers that cost more than the read.
+-- the walk reads every queue and tenant, as the window is the whole history's, so a filter
+-- matching few rows never walks the hour; the count reads those few entries again; the walk is
+-- spelt once per state, as the partial index is used only for a literal state), and rows of a
+-- state this build does not know (jobs_unknown_state_idx, always empty), which the caller
+-- refuses by name. The counts fold a null tenant to '', and a tenant is never '' (bounds.text).
+-- $5 is the largest bigint, a bound no row reaches: as a parameter it makes the generic plan
+-- (the one the planned-once connections run, connections.py) estimate a narrow range of
+-- finished_at, not a third of all history, for which it planned parallel workers that cost
+-- more than the read.
 -- Each arm folds its rows into (queue, state) groups itself, the live rows with the few sums
 -- their states need (the oldest times as min, turned into ages below); the per-queue columns
 -- then pick from those handful of groups (no sort of the rows).
@@ -378,8 +380,6 @@ WITH since AS (
                   FROM {schema}.jobs
                  WHERE state = 'done'
                    AND finished_at >= $4::bigint AND finished_at <= $5::bigint
-                   AND ($2::text[] IS NULL OR queue = ANY($2))
-                   AND ($3::text IS NULL OR tenant_id = $3)
                  ORDER BY finished_at DESC
                  LIMIT 2 OFFSET $6::bigint - 1) AS edge
         UNION ALL
@@ -388,8 +388,6 @@ WITH since AS (
                   FROM {schema}.jobs
                  WHERE state = 'cancelled'
                    AND finished_at >= $4::bigint AND finished_at <= $5::bigint
-                   AND ($2::text[] IS NULL OR queue = ANY($2))
-                   AND ($3::text IS NULL OR tenant_id = $3)
                  ORDER BY finished_at DESC
                  LIMIT 2 OFFSET $6::bigint - 1) AS edge
       ) AS capped (at)

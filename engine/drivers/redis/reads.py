@@ -10,7 +10,7 @@ from engine.drivers.redis.operator import find
 from engine.drivers.redis.recent_settled import recent_settled
 from engine.drivers.redis.steps import ordered_steps
 from engine.drivers.redis.store import Store
-from engine.rules import RECENT_SETTLED_MS, queue_stats
+from engine.rules import queue_stats
 from schemas.events import EventRecord
 from schemas.jobs import JobFilter, JobPage, JobRecord
 from schemas.stats import QueueStats
@@ -102,10 +102,6 @@ async def stats(
     pipe.smembers(keys.failing)
     live, failing = await pipe.execute()
     rows = await store.hgetall_many([keys.job(i) for i in sorted(set(live) | set(failing))])
-    jobs = [
-        j
-        for j in (decode_record(r) for r in rows if r)
-        if (queues is None or j.queue in queues) and (tenant_id is None or j.tenant_id == tenant_id)
-    ]
-    recent = await recent_settled(store, now - RECENT_SETTLED_MS, queues, tenant_id)
-    return queue_stats(jobs, now, recent)
+    jobs = [decode_record(r) for r in rows if r]
+    recent = await recent_settled(store, now, queues, tenant_id)
+    return queue_stats(jobs, now, recent, queues=queues, tenant_id=tenant_id)

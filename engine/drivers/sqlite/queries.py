@@ -231,8 +231,8 @@ def list_jobs_sql(
 # measured from `queued_at`. What it reads costs what is live: the live rows (live index), every
 # dead and failed row, the done and cancelled rows of the recent window (rules.
 # recent_settled_since: since :recent, or from the :cap-th newest row of a state that has more
-# than :cap, found by a backward walk of the settled index that stops one row later), and rows of
-# a state this build does not know (an always-empty index).
+# than :cap, found by a backward walk of the settled index, over every queue and tenant, that
+# stops one row later), and rows of a state this build does not know (an always-empty index).
 _KNOWN = _listed(JOB_STATES)
 _READY = "(state = 'ready' OR (state = 'delayed' AND run_at <= :now))"
 _STATS_FILTER = (
@@ -245,12 +245,12 @@ _STATS_FILTER = (
 _STATS_COLUMNS = "queue, state, run_at, queued_at, lease_expires_at, 1 AS n"
 _COUNTED = _listed(tuple(s for s in SETTLED_STATES if s not in rules.RECENT_SETTLED_STATES))
 _RECENT = _listed(rules.RECENT_SETTLED_STATES)
-# Per recent state, its :cap-th newest finish time when it has more than :cap rows (else NULL).
+# Per recent state, its :cap-th newest finish time when it has more than :cap rows (else NULL):
+# rules.recent_settled_edge.
 _EDGES = "\n    UNION ALL\n".join(
     f"""    SELECT CASE WHEN count(*) = 2 THEN max(finished_at) END AS at FROM (
         SELECT finished_at FROM mcp_jobs_jobs INDEXED BY mcp_jobs_jobs_settled
         WHERE state = '{state}' AND {SETTLED_PREDICATE} AND finished_at >= :recent
-          AND {_STATS_FILTER}
         ORDER BY finished_at DESC LIMIT 2 OFFSET :cap - 1)"""
     for state in rules.RECENT_SETTLED_STATES
 )

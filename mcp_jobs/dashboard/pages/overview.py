@@ -51,7 +51,7 @@ def _row(dash: Dashboard, q: QueueStatsView) -> str:
         href = (
             path(dash.prefix, "jobs", query={"queue": q.queue, "state": state}) if state else None
         )
-        # Done and cancelled count a recent window: an hour, shorter on a busy queue.
+        # Done and cancelled count a recent window: an hour, shorter when jobs finish fast.
         window = f"in the last {age(q.settled_window_ms)}" if name in RECENT else None
         cells.append(_cell(q.queue, name, int(getattr(q, attr)), href, window))
     samples = dash.sampler.series(q.queue)

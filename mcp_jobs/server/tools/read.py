@@ -165,7 +165,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
         annotations=READ,
         description=(
             "Per queue: a count per state (ready: due now; done and cancelled: within "
-            "settled_window_ms, an hour or less on a busy queue), oldest ready age, expired "
+            "settled_window_ms, an hour or less when busy), oldest ready age, expired "
             "leases, overdue suspensions. diagnose_queue says what they mean."
         ),
     )
