@@ -11,7 +11,7 @@ import heapq
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
@@ -32,7 +32,9 @@ __all__ = [
     "RETRYABLE_STATES",
     "SETTLING_STATES",
     "WAITING_STATES",
+    "CountedApart",
     "DedupeKey",
+    "LiveGroup",
     "NackOutcome",
     "Settled",
     "ack_transition",
@@ -47,6 +49,7 @@ __all__ = [
     "event_kind_for",
     "is_claimable",
     "is_shed",
+    "live_groups",
     "nack_attempt",
     "nack_event_data",
     "nack_state",
@@ -425,6 +428,44 @@ def stats_bucket(job: JobRecord, now: int) -> str:
     return job.state
 
 
+class LiveGroup(NamedTuple):
+    """The live rows of one (queue, state) as the stats fold them: how many, how many are due
+    (run_at <= now), the oldest queued_at of those waiting to be ready counted (`stats_bucket`
+    ready, queued by now), how many hold a lease that ran out, and the oldest due run_at."""
+
+    queue: str
+    state: JobState
+    n: int
+    due: int
+    oldest_queued_at: int | None
+    expired: int
+    oldest_due_at: int | None
+
+
+class CountedApart(NamedTuple):
+    """What a driver read of the stats without job records, for the rows its reading counts:
+    the live rows folded (`live_groups`), and dead and failed counts per (queue, state)."""
+
+    live: Sequence[LiveGroup]
+    settling: Mapping[tuple[str, JobState], int]
+
+
+def live_groups(rows: Iterable[JobRecord], now: int) -> list[LiveGroup]:
+    """Live rows folded per (queue, state), by queue and state."""
+    acc: dict[tuple[str, JobState], list[Any]] = {}
+    for job in rows:
+        g = acc.setdefault((job.queue, job.state), [0, 0, None, 0, None])
+        g[0] += 1
+        if job.run_at <= now:
+            g[1] += 1
+            g[4] = job.run_at if g[4] is None else min(g[4], job.run_at)
+        if stats_bucket(job, now) == "ready" and job.queued_at <= now:
+            g[2] = job.queued_at if g[2] is None else min(g[2], job.queued_at)
+        if (job.lease_expires_at or 0) <= now:
+            g[3] += 1
+    return [LiveGroup(q, st, *g) for (q, st), g in sorted(acc.items())]
+
+
 def queue_stats(
     jobs: Iterable[JobRecord],
     now: int,
@@ -432,12 +473,14 @@ def queue_stats(
     *,
     queues: Sequence[str] | None = None,
     tenant_id: str | None = None,
+    apart: CountedApart | None = None,
 ) -> list[QueueStats]:
     """Per-queue stats of the rows a reading filtered to `queues` and `tenant_id` counts, by
     queue name: buckets, the oldest ready age (from `queued_at`), expired leases and overdue
     suspensions. Done and cancelled rows count only within the recent window: found from every
     row of `jobs`, or `recent`, (its start, the filtered `Settled` rows since), when the caller
-    read them apart. A queue with nothing counted is omitted."""
+    read them apart; live, dead and failed rows from `jobs`, or `apart`. A queue with nothing
+    counted is omitted."""
     wanted = stats_filter(queues, tenant_id)
     rows = list(jobs)
     if recent is None:
@@ -451,23 +494,38 @@ def queue_stats(
     else:
         since, kept = recent
         counted = recent_settled_counts(kept, since)
-    rows = [j for j in rows if j.state not in RECENT_SETTLED_STATES and wanted(j)]
+    if apart is None:
+        others = [j for j in rows if j.state not in RECENT_SETTLED_STATES and wanted(j)]
+        live = live_groups((j for j in others if j.state in LIVE_STATES), now)
+        settling = Counter((j.queue, j.state) for j in others if j.state not in LIVE_STATES)
+        apart = CountedApart(live, settling)
     acc: dict[str, dict[str, int]] = {}
-    for (queue, state), n in sorted(counted.items()):
-        acc.setdefault(queue, {})[state] = n
-    for job in rows:
-        counts = acc.setdefault(job.queue, {})
-        bucket = stats_bucket(job, now)
-        counts[bucket] = counts.get(bucket, 0) + 1
-        if bucket == "ready" and job.queued_at <= now:
-            counts["oldest_ready_ms"] = max(counts.get("oldest_ready_ms", 0), now - job.queued_at)
-        if job.state == "running" and (job.lease_expires_at or 0) <= now:
-            counts["expired_leases"] = counts.get("expired_leases", 0) + 1
-        if job.state == "suspended" and job.run_at <= now:
-            counts["due_suspended"] = counts.get("due_suspended", 0) + 1
-            counts["oldest_due_suspended_ms"] = max(
-                counts.get("oldest_due_suspended_ms", 0), now - job.run_at
-            )
+
+    def add(queue: str, name: str, n: int) -> None:
+        counts = acc.setdefault(queue, {})
+        counts[name] = counts.get(name, 0) + n
+
+    def oldest(queue: str, name: str, at: int | None) -> None:
+        if at is not None:
+            counts = acc.setdefault(queue, {})
+            counts[name] = max(counts.get(name, 0), now - at)
+
+    for (queue, state), n in sorted([*counted.items(), *apart.settling.items()]):
+        if n:
+            add(queue, state, n)
+    for g in apart.live:
+        if g.state == "delayed":  # a due delayed row counts as ready (stats_bucket)
+            add(g.queue, "ready", g.due)
+            add(g.queue, "delayed", g.n - g.due)
+        else:
+            add(g.queue, g.state, g.n)
+        if g.state in ("ready", "delayed"):
+            oldest(g.queue, "oldest_ready_ms", g.oldest_queued_at)
+        if g.state == "running":
+            add(g.queue, "expired_leases", g.expired)
+        if g.state == "suspended":
+            add(g.queue, "due_suspended", g.due)
+            oldest(g.queue, "oldest_due_suspended_ms", g.oldest_due_at)
     window = settled_window_ms(since, now)
     return [
         QueueStats(queue=queue, settled_window_ms=window, **counts)

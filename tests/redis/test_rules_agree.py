@@ -23,7 +23,7 @@ from schemas.states import JOB_STATES, JobState
 pytest.importorskip("redis", reason="the redis extra is not installed")
 
 from engine.drivers.redis import RedisDriver
-from engine.drivers.redis.codec import dedupe_field
+from engine.drivers.redis.codec import dedupe_field, failing_group
 from engine.drivers.redis.store import Store
 from engine.drivers.redis.transitions import transition
 
@@ -88,7 +88,10 @@ async def _assert_stored(driver: RedisDriver, expected: JobRecord) -> None:
     )
     pipe.zscore(keys.settled, expected.id)
     pipe.sismember(keys.failing, expected.id)
-    rank, queued, leased, live, holder, settled, failing = await pipe.execute()
+    for state in rules.SETTLING_STATES:
+        group = failing_group(state, expected.tenant_id, expected.queue)
+        pipe.sismember(keys.failing_group(group), expected.id)
+    rank, queued, leased, live, holder, settled, failing, *grouped = await pipe.execute()
     assert int(rank) == rules.claim_rank(expected)[0]
     waiting = expected.state in rules.WAITING_STATES
     assert (queued is not None) == waiting
@@ -101,6 +104,7 @@ async def _assert_stored(driver: RedisDriver, expected: JobRecord) -> None:
     assert (holder == expected.id) == is_live
     assert settled == (None if is_live else (expected.finished_at or 0))
     assert bool(failing) == (expected.state in rules.SETTLING_STATES)
+    assert [bool(g) for g in grouped] == [s == expected.state for s in rules.SETTLING_STATES]
 
 
 async def test_a_claim_takes_exactly_the_rows_rules_calls_claimable(

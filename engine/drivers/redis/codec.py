@@ -91,6 +91,12 @@ def decode_record(fields: Mapping[str, str]) -> JobRecord:
     return JobRecord.model_validate(values)
 
 
+def failing_group(state: str, tenant_id: str | None, queue: str) -> str:
+    """The group a dead or failed row is counted in (keys.py): state and tenant as stored, so a
+    script builds the same text from the hash; JSON text holds no NUL, and the queue is last."""
+    return f"{_dumps_str(state)}\0{_field(tenant_id)}\0{queue}"
+
+
 def pairs(raw: list[str]) -> dict[str, str]:
     """HGETALL's flat answer (as a script returns it) as a dict."""
     return dict(zip(raw[::2], raw[1::2], strict=True))

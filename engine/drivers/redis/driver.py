@@ -37,6 +37,7 @@ from engine.drivers.redis import descriptors as published
 from engine.drivers.redis import pauses as pause_store
 from engine.drivers.redis import progress as progress_store
 from engine.drivers.redis import settled_counts as settled
+from engine.drivers.redis import stats as stats_store
 from engine.drivers.redis.changes import ChangeListener
 from engine.drivers.redis.connection import (
     guard,
@@ -122,6 +123,8 @@ class RedisDriver:
             for script in (*ALL_SCRIPTS, *SETTLE_SCRIPTS):
                 await script.load(self._store.client)
             await self._store.client.set(self._store.keys.version, SCHEMA_VERSION, nx=True)
+            # Dead and failed rows stored before their groups' sets (stats.py) join them now.
+            await stats_store.regroup(self._store)
 
     async def close(self) -> None:
         self._closed = True
@@ -186,7 +189,7 @@ class RedisDriver:
         self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
     ) -> list[QueueStats]:
         async with guard():
-            return await reads.stats(self._store, queues, tenant_id)
+            return await stats_store.stats(self._store, queues, tenant_id)
 
     async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
         async with guard():

@@ -6,7 +6,11 @@ Layout (P is the prefix):
   P queues          set: every queue name ever enqueued to (a claim for all queues walks them)
   P leases          zset: running ids by lease expiry (rule 13: an expired one is claimable)
   P dedupe          hash: dedupe key (rule 2) -> the live job holding it
-  P live / failing  sets: live ids; dead and failed ids (stats count every one of these)
+  P live / failing  sets: live ids; dead and failed ids
+  P fail:<group>    set: the dead or failed ids of one group, "<state>\0<tenant_id>\0<queue>"
+                    (state and tenant_id as stored, JSON), listed in P failgroups: the stats
+                    count these sets, not the rows
+  P reading:<id>    set: the live ids one stats reading has still to fold (expires in 60 s)
   P settled         zset: settled ids by finished_at (recent stats, retention, oldest first)
   P ids             zset: every id at score 0, so lexical ranges page newest first
   P ev:<id>         zset: a job's events by a global sequence (P evseq)
@@ -82,6 +86,16 @@ class Keys:
     @property
     def failing(self) -> str:
         return self.prefix + "failing"
+
+    @property
+    def failing_groups(self) -> str:
+        return self.prefix + "failgroups"
+
+    def failing_group(self, group: str) -> str:
+        return f"{self.prefix}fail:{group}"
+
+    def reading(self, reading_id: str) -> str:
+        return f"{self.prefix}reading:{reading_id}"
 
     @property
     def settled(self) -> str:

@@ -1,19 +1,14 @@
-"""Reads: one job, a page of jobs, a job's trace page, and the stats of rule 7."""
+"""Reads: one job, a page of jobs, a job's trace page."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from engine import paging
 from engine.drivers.redis.codec import decode_record
 from engine.drivers.redis.operator import find
-from engine.drivers.redis.recent_settled import recent_settled
 from engine.drivers.redis.steps import ordered_steps
 from engine.drivers.redis.store import Store
-from engine.rules import queue_stats
 from schemas.events import EventRecord
 from schemas.jobs import JobFilter, JobPage, JobRecord
-from schemas.stats import QueueStats
 from schemas.trace import TracePage, TraceQuery
 
 # Ids read per round trip while a filtered page is being filled.
@@ -88,20 +83,3 @@ async def load_trace(
 def _event(member: str) -> tuple[int, EventRecord]:
     seq, _, text = member.partition("|")
     return int(seq), EventRecord.model_validate_json(text)
-
-
-async def stats(
-    store: Store, queues: Sequence[str] | None, tenant_id: str | None
-) -> list[QueueStats]:
-    """Rule 7's buckets over what the stats count: live rows, dead and failed rows, and the done
-    and cancelled rows of the recent window (recent_settled.py)."""
-    now = store.clock.now_ms()
-    keys = store.keys
-    pipe = store.client.pipeline(transaction=False)
-    pipe.smembers(keys.live)
-    pipe.smembers(keys.failing)
-    live, failing = await pipe.execute()
-    rows = await store.hgetall_many([keys.job(i) for i in sorted(set(live) | set(failing))])
-    jobs = [decode_record(r) for r in rows if r]
-    recent = await recent_settled(store, now, queues, tenant_id)
-    return queue_stats(jobs, now, recent, queues=queues, tenant_id=tenant_id)

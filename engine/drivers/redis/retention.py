@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 
-from engine.drivers.redis.codec import decode_record
+from engine.drivers.redis.codec import decode_record, failing_group
 from engine.drivers.redis.owned_keys import delete_owned
 from engine.drivers.redis.store import Store, Write
 from engine.retention import Cutoffs, PruneCount
@@ -60,6 +60,8 @@ async def prune(
         w.op("ZREM", keys.ids, job.id)
         w.op("ZREM", keys.settled, job.id)
         w.op("SREM", keys.failing, job.id)
+        group = failing_group(job.state, job.tenant_id, job.queue)
+        w.op("SREM", keys.failing_group(group), job.id)
         await delete_owned(store, w, job.id)
         w.op("!changed", keys.prefix)
         writes.append(w)

@@ -107,8 +107,15 @@ local function place(state)
     local finished = tonumber(f[4]) or 0
     redis.call('ZADD', p .. 'settled', fmt(finished), id)
   end
+  -- its dead/failed group (codec.failing_group: state and tenant as stored, then the queue)
+  for s in pairs(SETTLING) do
+    if s ~= state then redis.call('SREM', p .. 'fail:' .. s .. '\0' .. f[6] .. '\0' .. q, id) end
+  end
   if SETTLING[state] then
     redis.call('SADD', p .. 'failing', id)
+    local group = state .. '\0' .. f[6] .. '\0' .. q
+    redis.call('SADD', p .. 'fail:' .. group, id)
+    redis.call('SADD', p .. 'failgroups', group)
   else
     redis.call('SREM', p .. 'failing', id)
   end

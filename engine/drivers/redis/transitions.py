@@ -6,7 +6,7 @@ moves a job between them for every transition, written after engine.rules comput
 
 from __future__ import annotations
 
-from engine.drivers.redis.codec import dedupe_field, flat, record_fields
+from engine.drivers.redis.codec import dedupe_field, failing_group, flat, record_fields
 from engine.drivers.redis.keys import Keys
 from engine.drivers.redis.store import Write
 from engine.rules import LIVE_STATES, SETTLING_STATES, WAITING_STATES, claim_rank
@@ -38,8 +38,14 @@ def transition(keys: Keys, old: JobRecord, new: JobRecord) -> Write:
         w.op("SREM", keys.live, job_id)
         w.op("!hdel_if", keys.dedupe, dedupe, job_id)
         w.op("ZADD", keys.settled, new.finished_at or 0, job_id)
+    for state in SETTLING_STATES:
+        if state != new.state:
+            w.op("SREM", keys.failing_group(failing_group(state, old.tenant_id, old.queue)), job_id)
     if new.state in SETTLING_STATES:
+        group = failing_group(new.state, new.tenant_id, new.queue)
         w.op("SADD", keys.failing, job_id)
+        w.op("SADD", keys.failing_group(group), job_id)
+        w.op("SADD", keys.failing_groups, group)
     else:
         w.op("SREM", keys.failing, job_id)
     if new.state in LIVE_STATES and new.state != "running":

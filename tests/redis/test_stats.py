@@ -1,0 +1,171 @@
+"""The Redis stats read no job record: the live rows are folded by one script on the server and
+the dead and failed rows are counted by their groups' sets (engine/drivers/redis/stats.py).
+These check that the counts are still rules.queue_stats's, through every move into and out of
+those groups, and that rows stored before the groups existed are counted and then regrouped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import pytest
+
+from engine import Jobs, ManualClock, rules
+from engine.drivers.base import AckWrite
+from engine.retention import DEFAULT_POLICY, plan
+from engine.rules import SETTLING_STATES as SETTLING
+from schemas.jobs import EnqueueRequest, JobRecord, NackOptions
+
+pytest.importorskip("redis", reason="the redis extra is not installed")
+
+from engine.drivers.redis import RedisDriver
+from engine.drivers.redis.codec import failing_group
+from engine.drivers.redis.store import Store
+
+FILTERS: list[tuple[list[str] | None, str | None]] = [
+    (None, None),
+    (["a"], None),
+    (["b", "nowhere"], None),
+    (None, "t"),
+    (None, "nobody"),
+    (["a"], "t"),
+]
+
+
+def _request(n: int, now: int, queue: str, tenant: str | None, run_at: int) -> EnqueueRequest:
+    return EnqueueRequest(
+        id=f"{n:032x}",
+        run_id=f"{5000 + n:032x}",
+        name="work",
+        queue=queue,
+        tenant_id=tenant,
+        idempotency_key=f"k{n}",
+        input={},
+        run_at=run_at,
+        max_attempts=3,
+    )
+
+
+def _store(driver: RedisDriver) -> Store:
+    return cast(Store, driver._store)  # pyright: ignore[reportPrivateUsage]
+
+
+class _RecordReads:
+    """Counts the job records a reading fetched (every record read goes through these)."""
+
+    def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.read = 0
+        many, one = store.hgetall_many, store.hgetall
+
+        async def hgetall_many(keys: Sequence[str]) -> list[dict[str, str]]:
+            self.read += len(keys)
+            return await many(keys)
+
+        async def hgetall(key: str) -> dict[str, str]:
+            self.read += 1
+            return await one(key)
+
+        monkeypatch.setattr(store, "hgetall_many", hgetall_many)
+        monkeypatch.setattr(store, "hgetall", hgetall)
+
+
+async def _every_kind(driver: RedisDriver, clock: ManualClock) -> list[str]:
+    """Rows of every state over queues a and b and tenants t, u and none; answers their ids."""
+    now = clock.now_ms()
+    shape = [(q, t) for q in ("a", "b") for t in ("t", "u", None)]
+    requests = [_request(n, now, *shape[n % len(shape)], now - 100 * n) for n in range(24)]
+    requests.append(_request(24, now, "a", "t", now + 60_000))  # delayed
+    await driver.enqueue(requests)
+    claimed = {c.record.id: c.token for c in await driver.claim("w", 18, 600_000)}
+    ids = sorted(claimed)
+    clock.advance(5)
+    for i in ids[:5]:
+        await driver.nack(i, claimed[i], NackOptions(fail=True))
+    for i in ids[5:10]:
+        await driver.nack(i, claimed[i], NackOptions(dead_letter=True))
+    await driver.ack_many([AckWrite(i, claimed[i], None) for i in ids[10:13]])
+    await driver.nack(ids[13], claimed[ids[13]], NackOptions(park=True, delay_ms=5))
+    # Out of the groups again: a failed and a dead job retried.
+    await driver.retry(ids[0], None, False, "op")
+    await driver.retry(ids[5], None, False, "op")
+    clock.advance(10)  # the parked row is due; leases of the rest have 600 s to run
+    return [r.id for r in requests]
+
+
+async def _prune_failed_and_dead(driver: RedisDriver, clock: ManualClock) -> None:
+    cutoffs = plan(DEFAULT_POLICY, clock.now_ms(), states=("failed", "dead"))
+    assert sum(c.rows for c in await driver.prune(cutoffs, 100)) == 8
+
+
+async def _agree(driver: RedisDriver, clock: ManualClock, ids: list[str]) -> None:
+    records: list[JobRecord] = []
+    for i in ids:
+        try:
+            records.append(await driver.get(i, None))
+        except Exception:  # pruned
+            continue
+    for queues, tenant in FILTERS:
+        expected = rules.queue_stats(records, clock.now_ms(), queues=queues, tenant_id=tenant)
+        assert await driver.stats(queues, tenant_id=tenant) == expected, (queues, tenant)
+
+
+async def test_stats_read_no_job_record_and_count_what_rules_count(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver = cast(RedisDriver, jobs.driver)
+    ids = await _every_kind(driver, clock)
+    records = [await driver.get(i, None) for i in ids]
+    assert {r.state for r in records} == {
+        "ready",
+        "delayed",
+        "running",
+        "suspended",
+        "done",
+        "failed",
+        "dead",
+    }
+    reads = _RecordReads(_store(driver), monkeypatch)
+    for queues, tenant in FILTERS:
+        expected = rules.queue_stats(records, clock.now_ms(), queues=queues, tenant_id=tenant)
+        assert await driver.stats(queues, tenant_id=tenant) == expected, (queues, tenant)
+    assert reads.read == 0
+    # Retention takes the failed and dead rows: their groups count them no more.
+    clock.advance(31 * 86_400_000)
+    await _prune_failed_and_dead(driver, clock)
+    await _agree(driver, clock, ids)
+    reads.read = 0
+    assert [(s.failed, s.dead) for s in await driver.stats()] == [(0, 0), (0, 0)]
+    assert reads.read == 0
+
+
+async def test_rows_stored_before_their_groups_are_counted_then_regrouped_by_migrate(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver = cast(RedisDriver, jobs.driver)
+    store = _store(driver)
+    keys = store.keys
+    ids = await _every_kind(driver, clock)
+    client: Any = store.client
+    groups = await client.smembers(keys.failing_groups)
+    assert groups
+    # As an older build left them: no group sets, and an id in `failing` that is done now.
+    await client.delete(keys.failing_groups, *(keys.failing_group(g) for g in groups))
+    records = [await driver.get(i, None) for i in ids]
+    done = next(r.id for r in records if r.state == "done")
+    await client.sadd(keys.failing, done)
+    reads = _RecordReads(store, monkeypatch)
+    await _agree(driver, clock, ids)
+    assert reads.read > 0  # counted from the rows
+    await driver.migrate()
+    held = {failing_group(r.state, r.tenant_id, r.queue) for r in records if r.state in SETTLING}
+    assert held < groups  # the groups a retry emptied are gone too
+    assert await client.smembers(keys.failing_groups) == held
+    assert not await client.sismember(keys.failing, done)
+    reads.read = 0
+    await _agree(driver, clock, ids)
+    assert reads.read == len(ids)  # _agree's own gets; the stats read none
+    # Groups that retention emptied are forgotten at the next migrate.
+    clock.advance(31 * 86_400_000)
+    await _prune_failed_and_dead(driver, clock)
+    await driver.migrate()
+    assert await client.smembers(keys.failing_groups) == set()
