@@ -240,6 +240,11 @@ class Cutoffs:
                 return rule.cutoff
         return None
 
+    def latest(self) -> int | None:
+        """The latest cutoff of any rule (None without rules): no row finished at or after it
+        is expired, so a driver walking rows by finish time stops there."""
+        return max((rule.cutoff for rule in self.rules), default=None)
+
     def expired(self, name: str, state: JobState, finished_at: int | None) -> bool:
         """THE rule every driver applies (memory calls it; the SQL drivers spell it, and the
         conformance kit pins them to it)."""

@@ -61,6 +61,27 @@ def test_forever_keeps_a_state_and_a_row_without_finish_time_is_kept() -> None:
     assert not is_expired(DEFAULT_POLICY, "done", None, NOW)
 
 
+def test_no_row_finished_at_or_after_the_latest_cutoff_is_expired() -> None:
+    """A driver that walks rows by finish time stops at Cutoffs.latest (Redis does)."""
+    policy = Retention(dead="forever").over(DEFAULT_POLICY)
+    cutoffs = plan(policy, NOW, per_name={"send": Policy(DAY_MS, DAY_MS, DAY_MS, DAY_MS)})
+    latest = cutoffs.latest()
+    assert latest == NOW - DAY_MS
+    for name in ("send", "other"):
+        for state in ("done", "failed", "dead", "cancelled"):
+            assert not cutoffs.expired(name, state, latest)  # type: ignore[arg-type]
+    assert cutoffs.expired("send", "done", latest - 1)
+    assert (
+        plan(
+            Retention(done="forever", failed="forever", dead="forever", cancelled="forever").over(
+                DEFAULT_POLICY
+            ),
+            NOW,
+        ).latest()
+        is None
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "ms"),
     [

@@ -14,7 +14,7 @@ from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
 from engine.errors import JobsError
 from engine.rate_limits import RateTake
-from engine.retention import Policy, plan
+from engine.retention import DAY_MS, DEFAULT_POLICY, Policy, plan
 from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest, NackOptions
 from schemas.progress import Progress
@@ -291,3 +291,36 @@ async def test_stats_walk_the_recent_window_a_chunk_at_a_time_and_stop_past_the_
     assert sum(read) == 7, read
     (named,) = await driver.stats(["default"])
     assert (named.done, named.settled_window_ms) == (7, 1)
+
+
+async def test_a_prune_pass_reads_no_row_that_every_rule_keeps(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settled rows are walked oldest first only up to Cutoffs.latest: a pass over a history
+    its rules keep costs nothing, however long that history is."""
+    driver = cast(RedisDriver, jobs.driver)
+    store = driver._store  # pyright: ignore[reportPrivateUsage]
+    start = clock.now_ms()
+    await driver.enqueue([_request(n, start) for n in range(10)])
+    held = {c.record.id: c.token for c in await driver.claim("w", 10, 30 * DAY_MS)}
+    ids = sorted(held)
+    for n, job_id in enumerate(ids):  # finished a day apart
+        clock.set(start + n * DAY_MS)
+        await driver.ack_many([AckWrite(job_id, held[job_id], None)])
+    clock.set(start + 12 * DAY_MS)
+    read: list[str] = []
+    walk = store.zrangebyscore
+
+    async def counted(key: str, upper: str, offset: int, num: int) -> list[str]:
+        found = await walk(key, upper, offset, num)
+        read.extend(found)
+        return found
+
+    monkeypatch.setattr(store, "zrangebyscore", counted)
+    # Done is kept 7 days: the rows of days 0-4 go, and those of days 5-9 are not even read.
+    pruned = await driver.prune(plan(DEFAULT_POLICY, clock.now_ms()), 100)
+    assert sum(c.rows for c in pruned) == 5
+    assert sorted(read) == ids[:5]
+    read.clear()
+    assert await driver.prune(plan(DEFAULT_POLICY, clock.now_ms()), 100) == []
+    assert read == []

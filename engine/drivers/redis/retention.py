@@ -4,35 +4,66 @@ once never take one row twice."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterable
+from typing import NamedTuple
 
-from engine.drivers.redis.codec import decode_record, failing_group
+from engine.drivers.redis.codec import failing_group, job_state
 from engine.drivers.redis.owned_keys import delete_owned
 from engine.drivers.redis.store import Store, Write
 from engine.retention import Cutoffs, PruneCount
-from schemas.jobs import JobRecord
 from schemas.states import JobState
 
 _BATCH = 500
 
 
+class _Expiring(NamedTuple):
+    """What a prune reads of a settled row (not the whole record)."""
+
+    id: str
+    run_id: str
+    name: str
+    state: JobState
+    queue: str
+    tenant_id: str | None
+    finished_at: int | None
+
+
+_FIELDS = ("run_id", "name", "state", "q", "tenant_id", "finished_at", "ver")
+
+
 async def _expired(
     store: Store, cutoffs: Cutoffs, tenant_id: str | None
-) -> AsyncIterator[tuple[JobRecord, str]]:
+) -> AsyncIterator[tuple[_Expiring, str]]:
+    # Rows finished at or after the latest cutoff are kept by every rule: not read.
+    latest = cutoffs.latest()
+    if latest is None:
+        return
     start = 0
     while True:
-        ids = await store.zrange(store.keys.settled, start, start + _BATCH - 1)
+        ids = await store.zrangebyscore(store.keys.settled, f"({latest}", start, _BATCH)
         if not ids:
             return
-        rows = await store.hgetall_many([store.keys.job(i) for i in ids])
-        for fields in rows:
-            if not fields:
+        pipe = store.client.pipeline(transaction=False)
+        for i in ids:
+            pipe.hmget(store.keys.job(i), _FIELDS)
+        for job_id, values in zip(ids, await pipe.execute(), strict=True):
+            if values[0] is None:
                 continue
-            job = decode_record(fields)
-            if (tenant_id is None or job.tenant_id == tenant_id) and cutoffs.expired(
-                job.name, job.state, job.finished_at
+            run_id, name, state, queue, tenant, finished, ver = values
+            row = _Expiring(
+                job_id,
+                json.loads(run_id),
+                json.loads(name),
+                job_state(state),
+                queue,
+                json.loads(tenant),
+                json.loads(finished),
+            )
+            if (tenant_id is None or row.tenant_id == tenant_id) and cutoffs.expired(
+                row.name, row.state, row.finished_at
             ):
-                yield job, fields.get("ver", "")
+                yield row, ver or ""
         start += _BATCH
 
 
@@ -43,7 +74,7 @@ async def prune_counts(store: Store, cutoffs: Cutoffs, tenant_id: str | None) ->
 async def prune(
     store: Store, cutoffs: Cutoffs, limit: int, tenant_id: str | None
 ) -> list[PruneCount]:
-    doomed: list[tuple[JobRecord, str]] = []
+    doomed: list[tuple[_Expiring, str]] = []
     if limit > 0:
         async for found in _expired(store, cutoffs, tenant_id):
             doomed.append(found)
@@ -69,7 +100,7 @@ async def prune(
     return _counted([job for (job, _), r in zip(doomed, results, strict=True) if r >= 0])
 
 
-def _counted(jobs: Iterable[JobRecord]) -> list[PruneCount]:
+def _counted(jobs: Iterable[_Expiring]) -> list[PruneCount]:
     counts: dict[tuple[JobState, str], int] = {}
     for job in jobs:
         key = (job.state, job.queue)

@@ -108,8 +108,8 @@ class Store:
     async def hset(self, key: str, mapping: dict[str, str]) -> None:
         await self.client.hset(key, mapping=cast(dict[Any, Any], mapping))
 
-    async def zrange(self, key: str, start: int, end: int) -> list[str]:
-        return cast(list[str], await self.client.zrange(key, start, end))
+    async def zrangebyscore(self, key: str, upper: str, start: int, num: int) -> list[str]:
+        return cast(list[str], await self.client.zrangebyscore(key, "-inf", upper, start, num))
 
     async def zrevrangebylex(self, key: str, upper: str, num: int) -> list[str]:
         return cast(list[str], await self.client.zrevrangebylex(key, upper, "-", 0, num))
