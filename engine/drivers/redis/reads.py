@@ -2,17 +2,55 @@
 
 from __future__ import annotations
 
+import json
+
 from engine import paging
-from engine.drivers.redis.codec import decode_record
+from engine.drivers.redis.codec import decode_record, dumps
 from engine.drivers.redis.operator import find
+from engine.drivers.redis.scripts import Script
 from engine.drivers.redis.steps import ordered_steps
 from engine.drivers.redis.store import Store
 from schemas.events import EventRecord
 from schemas.jobs import JobFilter, JobPage, JobRecord
 from schemas.trace import TracePage, TraceQuery
 
-# Ids read per round trip while a filtered page is being filled.
-_LIST_BATCH = 200
+# Ids one call of the list script examines at most: a few milliseconds of the server's time.
+_LIST_CHUNK = 5_000
+
+# ARGV: ids zset, job key prefix, the lex bound to walk down from, ids to examine at most, ids
+# to answer at most, then the filters as stored or '' for any: states (JSON list of stored
+# state texts), name (JSON), queue (JSON), tenant_id (JSON). Answers {last id examined or '',
+# 1 when no id is left below it, the ids that pass, newest first}. The filters are _wanted's,
+# applied to four fields, so a filter that matches few rows reads no record it drops.
+LIST = r"""
+local ids = redis.call('ZREVRANGEBYLEX', ARGV[1], ARGV[3], '-', 'LIMIT', 0, tonumber(ARGV[4]))
+local states = nil
+if ARGV[6] ~= '' then
+  states = {}
+  for _, s in ipairs(cjson.decode(ARGV[6])) do states[s] = true end
+end
+local queue = nil
+if ARGV[8] ~= '' then queue = cjson.decode(ARGV[8]) end
+local want = tonumber(ARGV[5])
+local out = {'', 0}
+local n = 0
+for i, id in ipairs(ids) do
+  out[1] = id
+  local f = redis.call('HMGET', ARGV[2] .. id, 'state', 'name', 'q', 'tenant_id')
+  if f[1] and (states == nil or states[f[1]]) and (ARGV[7] == '' or f[2] == ARGV[7])
+     and (queue == nil or f[3] == queue) and (ARGV[9] == '' or f[4] == ARGV[9]) then
+    out[#out + 1] = id
+    n = n + 1
+    if n >= want then
+      if i == #ids and #ids < tonumber(ARGV[4]) then out[2] = 1 end
+      return out
+    end
+  end
+end
+if #ids < tonumber(ARGV[4]) then out[2] = 1 end
+return out
+"""
+LIST_SCRIPT = Script(LIST)
 
 
 async def get(store: Store, job_id: str, tenant_id: str | None) -> JobRecord:
@@ -29,16 +67,25 @@ def _wanted(job: JobRecord, f: JobFilter) -> bool:
 
 
 async def list_jobs(store: Store, f: JobFilter) -> JobPage:
-    """Newest first: the ids' lexical order, walked down from the cursor in batches."""
+    """Newest first: the ids' lexical order, walked down from the cursor by the list script."""
+    keys = store.keys
+    states = "" if f.states is None else json.dumps([dumps(s) for s in f.states])
+    name = "" if f.name is None else dumps(f.name)
+    queue = "" if f.queue is None else dumps(f.queue)
+    tenant = "" if f.tenant_id is None else dumps(f.tenant_id)
     found: list[JobRecord] = []
     upper = "+" if f.cursor is None else f"({f.cursor}"
     while len(found) <= f.limit:
-        ids = await store.zrevrangebylex(store.keys.ids, upper, _LIST_BATCH)
-        if not ids:
-            break
-        rows = await store.hgetall_many([store.keys.job(i) for i in ids])
+        want = f.limit + 1 - len(found)
+        args = [keys.ids, keys.job(""), upper, _LIST_CHUNK, want, states, name, queue, tenant]
+        out = await LIST_SCRIPT(store.client, args)
+        last, exhausted, ids = str(out[0]), int(out[1]), [str(i) for i in out[2:]]
+        rows = await store.hgetall_many([keys.job(i) for i in ids])
+        # A row may have moved since the script read it: the filter is applied again.
         found.extend(j for j in (decode_record(r) for r in rows if r) if _wanted(j, f))
-        upper = f"({ids[-1]}"
+        if exhausted or not last:
+            break
+        upper = f"({last}"
     page = found[: f.limit]
     more = len(found) > f.limit
     return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)

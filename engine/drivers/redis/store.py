@@ -111,9 +111,6 @@ class Store:
     async def zrangebyscore(self, key: str, upper: str, start: int, num: int) -> list[str]:
         return cast(list[str], await self.client.zrangebyscore(key, "-inf", upper, start, num))
 
-    async def zrevrangebylex(self, key: str, upper: str, num: int) -> list[str]:
-        return cast(list[str], await self.client.zrevrangebylex(key, upper, "-", 0, num))
-
     async def zrevrangebyscore(self, key: str, top: str, num: int) -> list[str]:
         answer = await self.client.zrevrangebyscore(key, top, "-inf", start=0, num=num)
         return cast(list[str], answer)

@@ -1,7 +1,9 @@
-"""The Redis stats read no job record: the live rows are folded by one script on the server and
-the dead and failed rows are counted by their groups' sets (engine/drivers/redis/stats.py).
-These check that the counts are still rules.queue_stats's, through every move into and out of
-those groups, and that rows stored before the groups existed are counted and then regrouped."""
+"""The Redis reads that once fetched every record they looked at. The stats read none: the live
+rows are folded by one script on the server and the dead and failed rows are counted by their
+groups' sets (engine/drivers/redis/stats.py); these check that the counts are still
+rules.queue_stats's through every move into and out of those groups, and that rows stored
+before the groups existed are counted and then regrouped. A filtered list reads only the records
+it answers (reads.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from engine import Jobs, ManualClock, rules
 from engine.drivers.base import AckWrite
 from engine.retention import DEFAULT_POLICY, plan
 from engine.rules import SETTLING_STATES as SETTLING
-from schemas.jobs import EnqueueRequest, JobRecord, NackOptions
+from schemas.jobs import EnqueueRequest, JobFilter, JobRecord, NackOptions
 
 pytest.importorskip("redis", reason="the redis extra is not installed")
 
@@ -169,3 +171,53 @@ async def test_rows_stored_before_their_groups_are_counted_then_regrouped_by_mig
     await _prune_failed_and_dead(driver, clock)
     await driver.migrate()
     assert await client.smembers(keys.failing_groups) == set()
+
+
+async def test_a_filtered_list_reads_only_the_records_it_answers(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list script applies the filter to four fields on the server, a chunk of ids at a
+    time: pages cross chunk edges without a row lost or repeated, and a filter that matches
+    few rows reads no record it drops."""
+    from engine.drivers.redis import reads
+
+    driver = cast(RedisDriver, jobs.driver)
+    ids = await _every_kind(driver, clock)
+    odd = [_request(100 + n, clock.now_ms(), 'q "\\ü😀', "t😀", clock.now_ms()) for n in range(3)]
+    await driver.enqueue(odd)
+    records = [await driver.get(i, None) for i in [*ids, *(r.id for r in odd)]]
+    monkeypatch.setattr(reads, "_LIST_CHUNK", 3)
+    reading = _RecordReads(_store(driver), monkeypatch)
+    filters = [
+        JobFilter(limit=4),
+        JobFilter(limit=2, states=("dead", "failed")),
+        JobFilter(limit=3, queue="a", tenant_id="u"),
+        JobFilter(limit=2, queue='q "\\ü😀', tenant_id="t😀"),
+        JobFilter(limit=5, name="work", states=("running",)),
+        JobFilter(limit=5, tenant_id="nobody"),
+    ]
+    for f in filters:
+        expected = sorted(
+            (
+                r.id
+                for r in records
+                if (f.states is None or r.state in f.states)
+                and (f.queue is None or r.queue == f.queue)
+                and (f.tenant_id is None or r.tenant_id == f.tenant_id)
+                and (f.name is None or r.name == f.name)
+            ),
+            reverse=True,
+        )
+        walked: list[str] = []
+        reading.read = 0
+        cursor = None
+        while True:
+            page = await driver.list_jobs(f.model_copy(update={"cursor": cursor}))
+            walked.extend(j.id for j in page.jobs)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert walked == expected, f
+        # Each page reads its rows and the one past it that says there is more.
+        pages = -(-len(expected) // f.limit) if expected else 1
+        assert reading.read <= len(expected) + pages, f
