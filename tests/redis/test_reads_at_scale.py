@@ -158,6 +158,9 @@ async def test_rows_stored_before_their_groups_are_counted_then_regrouped_by_mig
     reads = _RecordReads(store, monkeypatch)
     await _agree(driver, clock, ids)
     assert reads.read > 0  # counted from the rows
+    # A list of dead jobs walks every id meanwhile, and finds them all.
+    dead = sorted((r.id for r in records if r.state == "dead"), reverse=True)
+    assert [j.id for j in (await driver.list_jobs(JobFilter(states=("dead",)))).jobs] == dead
     await driver.migrate()
     held = {failing_group(r.state, r.tenant_id, r.queue) for r in records if r.state in SETTLING}
     assert held < groups  # the groups a retry emptied are gone too
@@ -195,7 +198,20 @@ async def test_a_filtered_list_reads_only_the_records_it_answers(
         JobFilter(limit=2, queue='q "\\ü😀', tenant_id="t😀"),
         JobFilter(limit=5, name="work", states=("running",)),
         JobFilter(limit=5, tenant_id="nobody"),
+        JobFilter(limit=2, states=("dead",)),
+        JobFilter(limit=1, states=("failed", "dead"), tenant_id="u"),
+        JobFilter(limit=3, states=("dead", "failed"), queue="b", name="work"),
+        JobFilter(limit=3, states=("failed",), name="nothing"),
     ]
+    walks: list[str] = []
+    for script in ("LIST_SCRIPT", "LIST_FAILING_SCRIPT"):
+        real = getattr(reads, script)
+
+        async def call(client: Any, args: Any, real: Any = real, script: str = script) -> Any:
+            walks.append(script)
+            return await real(client, args)
+
+        monkeypatch.setattr(reads, script, call)
     for f in filters:
         expected = sorted(
             (
@@ -210,6 +226,7 @@ async def test_a_filtered_list_reads_only_the_records_it_answers(
         )
         walked: list[str] = []
         reading.read = 0
+        walks.clear()
         cursor = None
         while True:
             page = await driver.list_jobs(f.model_copy(update={"cursor": cursor}))
@@ -221,3 +238,56 @@ async def test_a_filtered_list_reads_only_the_records_it_answers(
         # Each page reads its rows and the one past it that says there is more.
         pages = -(-len(expected) // f.limit) if expected else 1
         assert reading.read <= len(expected) + pages, f
+        # A list of dead or failed jobs goes through their groups, never through every id.
+        failing_only = f.states is not None and set(f.states) <= {"dead", "failed"}
+        assert set(walks) == {"LIST_FAILING_SCRIPT" if failing_only else "LIST_SCRIPT"}, f
+
+
+async def test_a_list_of_dead_jobs_pages_through_their_groups_in_id_order(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Groups merged newest first a chunk at a time: a page stops at the highest of the chunks'
+    last ids (below it a fuller group may still hold newer ids than the others gave) and the next
+    one goes on from there, so no id is lost or repeated however the groups interleave."""
+    from engine.drivers.redis import reads
+
+    driver = cast(RedisDriver, jobs.driver)
+    now = clock.now_ms()
+    # The newest twenty in one group, the older ten spread over three: a chunk of the big group
+    # ends above ids the small groups give.
+    shape = [("a", "t"), ("b", None), ("a", "u")]
+    await driver.enqueue(
+        [_request(n, now, *(shape[n % 3] if n < 10 else ("a", "t")), now) for n in range(30)]
+    )
+    claimed = {c.record.id: c.token for c in await driver.claim("w", 30, 600_000)}
+    for n, job_id in enumerate(sorted(claimed)):
+        how = NackOptions(fail=True) if n % 7 == 0 else NackOptions(dead_letter=True)
+        await driver.nack(job_id, claimed[job_id], how)
+    records = [await driver.get(i, None) for i in sorted(claimed)]
+    monkeypatch.setattr(reads, "_LIST_CHUNK", 2)
+    for f in (
+        JobFilter(limit=3, states=("dead",)),
+        JobFilter(limit=4, states=("dead", "failed")),
+        JobFilter(limit=2, states=("failed", "dead"), queue="a"),
+        JobFilter(limit=5, states=("dead",), tenant_id="t"),
+    ):
+        expected = sorted(
+            (
+                r.id
+                for r in records
+                if r.state in (f.states or ())
+                and (f.queue is None or r.queue == f.queue)
+                and (f.tenant_id is None or r.tenant_id == f.tenant_id)
+            ),
+            reverse=True,
+        )
+        walked: list[str] = []
+        cursor = None
+        while True:
+            page = await driver.list_jobs(f.model_copy(update={"cursor": cursor}))
+            assert len(page.jobs) <= f.limit
+            walked.extend(j.id for j in page.jobs)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert walked == expected, f

@@ -90,7 +90,7 @@ async def _assert_stored(driver: RedisDriver, expected: JobRecord) -> None:
     pipe.sismember(keys.failing, expected.id)
     for state in rules.SETTLING_STATES:
         group = failing_group(state, expected.tenant_id, expected.queue)
-        pipe.sismember(keys.failing_group(group), expected.id)
+        pipe.zscore(keys.failing_group(group), expected.id)
     rank, queued, leased, live, holder, settled, failing, *grouped = await pipe.execute()
     assert int(rank) == rules.claim_rank(expected)[0]
     waiting = expected.state in rules.WAITING_STATES
@@ -104,7 +104,7 @@ async def _assert_stored(driver: RedisDriver, expected: JobRecord) -> None:
     assert (holder == expected.id) == is_live
     assert settled == (None if is_live else (expected.finished_at or 0))
     assert bool(failing) == (expected.state in rules.SETTLING_STATES)
-    assert [bool(g) for g in grouped] == [s == expected.state for s in rules.SETTLING_STATES]
+    assert [g is not None for g in grouped] == [s == expected.state for s in rules.SETTLING_STATES]
 
 
 async def test_a_claim_takes_exactly_the_rows_rules_calls_claimable(

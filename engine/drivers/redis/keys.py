@@ -7,9 +7,10 @@ Layout (P is the prefix):
   P leases          zset: running ids by lease expiry (rule 13: an expired one is claimable)
   P dedupe          hash: dedupe key (rule 2) -> the live job holding it
   P live / failing  sets: live ids; dead and failed ids
-  P fail:<group>    set: the dead or failed ids of one group, "<state>\0<tenant_id>\0<queue>"
-                    (state and tenant_id as stored, JSON), listed in P failgroups: the stats
-                    count these sets, not the rows
+  P fail:<group>    zset: the dead or failed ids of one group at score 0 (lexical order),
+                    group "<state>\0<tenant_id>\0<queue>" (state and tenant_id as stored, JSON),
+                    listed in P failgroups: the stats count these, and a list of dead or
+                    failed jobs pages through them, not through the rows
   P reading:<id>    set: the live ids one stats reading has still to fold (expires in 60 s)
   P settled         zset: settled ids by finished_at (recent stats, retention, oldest first)
   P ids             zset: every id at score 0, so lexical ranges page newest first

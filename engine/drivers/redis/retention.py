@@ -92,7 +92,7 @@ async def prune(
         w.op("ZREM", keys.settled, job.id)
         w.op("SREM", keys.failing, job.id)
         group = failing_group(job.state, job.tenant_id, job.queue)
-        w.op("SREM", keys.failing_group(group), job.id)
+        w.op("ZREM", keys.failing_group(group), job.id)
         await delete_owned(store, w, job.id)
         w.op("!changed", keys.prefix)
         writes.append(w)

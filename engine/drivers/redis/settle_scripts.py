@@ -109,12 +109,12 @@ local function place(state)
   end
   -- its dead/failed group (codec.failing_group: state and tenant as stored, then the queue)
   for s in pairs(SETTLING) do
-    if s ~= state then redis.call('SREM', p .. 'fail:' .. s .. '\0' .. f[6] .. '\0' .. q, id) end
+    if s ~= state then redis.call('ZREM', p .. 'fail:' .. s .. '\0' .. f[6] .. '\0' .. q, id) end
   end
   if SETTLING[state] then
     redis.call('SADD', p .. 'failing', id)
     local group = state .. '\0' .. f[6] .. '\0' .. q
-    redis.call('SADD', p .. 'fail:' .. group, id)
+    redis.call('ZADD', p .. 'fail:' .. group, 0, id)
     redis.call('SADD', p .. 'failgroups', group)
   else
     redis.call('SREM', p .. 'failing', id)

@@ -87,7 +87,7 @@ end
 if ARGV[7] == '1' then
   out[1] = redis.call('SCARD', p .. 'failing')
   for _, group in ipairs(redis.call('SMEMBERS', p .. 'failgroups')) do
-    local n = redis.call('SCARD', p .. 'fail:' .. group)
+    local n = redis.call('ZCARD', p .. 'fail:' .. group)
     out[2] = out[2] + n
     local a = string.find(group, '\0', 1, true)
     local b = string.find(group, '\0', a + 1, true)
@@ -117,7 +117,7 @@ local SETTLING = {"""
         + r"""}
 local total = 0
 for _, group in ipairs(redis.call('SMEMBERS', p .. 'failgroups')) do
-  local n = redis.call('SCARD', p .. 'fail:' .. group)
+  local n = redis.call('ZCARD', p .. 'fail:' .. group)
   if n == 0 then redis.call('SREM', p .. 'failgroups', group) end
   total = total + n
 end
@@ -131,7 +131,7 @@ for _, id in ipairs(redis.call('SMEMBERS', p .. 'failing')) do
   local f = redis.call('HMGET', p .. 'job:' .. id, 'q', 'state', 'tenant_id')
   if f[1] and f[2] and f[3] and SETTLING[f[2]] then
     local group = f[2] .. '\0' .. f[3] .. '\0' .. f[1]
-    redis.call('SADD', p .. 'fail:' .. group, id)
+    redis.call('ZADD', p .. 'fail:' .. group, 0, id)
     redis.call('SADD', p .. 'failgroups', group)
     moved = moved + 1
   else

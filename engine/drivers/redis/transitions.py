@@ -40,11 +40,11 @@ def transition(keys: Keys, old: JobRecord, new: JobRecord) -> Write:
         w.op("ZADD", keys.settled, new.finished_at or 0, job_id)
     for state in SETTLING_STATES:
         if state != new.state:
-            w.op("SREM", keys.failing_group(failing_group(state, old.tenant_id, old.queue)), job_id)
+            w.op("ZREM", keys.failing_group(failing_group(state, old.tenant_id, old.queue)), job_id)
     if new.state in SETTLING_STATES:
         group = failing_group(new.state, new.tenant_id, new.queue)
         w.op("SADD", keys.failing, job_id)
-        w.op("SADD", keys.failing_group(group), job_id)
+        w.op("ZADD", keys.failing_group(group), 0, job_id)
         w.op("SADD", keys.failing_groups, group)
     else:
         w.op("SREM", keys.failing, job_id)
