@@ -477,10 +477,10 @@ def queue_stats(
 ) -> list[QueueStats]:
     """Per-queue stats of the rows a reading filtered to `queues` and `tenant_id` counts, by
     queue name: buckets, the oldest ready age (from `queued_at`), expired leases and overdue
-    suspensions. Done and cancelled rows count only within the recent window: found from every
-    row of `jobs`, or `recent`, (its start, the filtered `Settled` rows since), when the caller
-    read them apart; live, dead and failed rows from `jobs`, or `apart`. A queue with nothing
-    counted is omitted."""
+    suspensions. Done and cancelled rows count only within the recent window, which is found
+    from every row of `jobs`, or given as `recent` (its start, and the filtered `Settled` rows
+    since) by a caller that read them apart; live, dead and failed rows come from `jobs`, or from
+    `apart`. A queue with nothing counted is omitted."""
     wanted = stats_filter(queues, tenant_id)
     rows = list(jobs)
     if recent is None:

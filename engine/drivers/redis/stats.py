@@ -1,9 +1,10 @@
-"""Rule 7's stats on Redis without reading a job record: one script folds the live rows per
-(queue, state) on the server from the few fields the stats need (rules.live_groups), and counts
-the dead and failed rows by their groups' sets (keys.py), so a reading costs what is live, not
-the dead and failed history retention keeps. The recent done and cancelled rows are
-recent_settled.py's. Groups written before these sets existed (or by an older build) leave
-their sum short of the `failing` set: the reading then counts those rows one by one, and
+"""Rule 7's stats on Redis without reading a job record. A script folds the live rows per
+(queue, state) on the server from the few fields the stats need (rules.live_groups), a chunk
+at a time from a copy of the live set the reading takes, so no call holds the server long; the
+dead and failed rows are counted by their groups (sorted sets, keys.py), so a reading costs what
+is live, not the failures retention keeps. The recent done and cancelled rows are
+recent_settled.py's. Rows written before the groups existed (or by an older build) leave the
+groups' sum short of the `failing` set: the reading then counts those rows one by one, and
 `regroup` (run by migrate) puts them in their groups."""
 
 from __future__ import annotations
