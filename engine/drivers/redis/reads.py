@@ -123,20 +123,19 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
     name = "" if f.name is None else dumps(f.name)
     queue = "" if f.queue is None else dumps(f.queue)
     tenant = "" if f.tenant_id is None else dumps(f.tenant_id)
+    states = "" if f.states is None else json.dumps([dumps(s) for s in f.states])
     failing_only = f.states is not None and set(f.states) <= set(SETTLING_STATES)
     found: list[JobRecord] = []
     upper = "+" if f.cursor is None else f"({f.cursor}"
     while len(found) <= f.limit:
         want = f.limit + 1 - len(found)
         if failing_only:
-            states = json.dumps([dumps(s) for s in f.states or ()])
             args = [keys.prefix, upper, _LIST_CHUNK, want, states, name, queue, tenant]
             out = await LIST_FAILING_SCRIPT(store.client, args)
             if out == [-1]:
                 failing_only = False
                 continue
         else:
-            states = "" if f.states is None else json.dumps([dumps(s) for s in f.states])
             args = [keys.ids, keys.job(""), upper, _LIST_CHUNK, want, states, name, queue, tenant]
             out = await LIST_SCRIPT(store.client, args)
         last, exhausted, ids = str(out[0]), int(out[1]), [str(i) for i in out[2:]]

@@ -17,6 +17,7 @@ from typing import cast
 from engine.drivers.redis.codec import decode_record, dumps, job_state
 from engine.drivers.redis.recent_settled import recent_settled
 from engine.drivers.redis.scripts import Script
+from engine.drivers.redis.settle_scripts import _set as lua_set  # the settles' Lua state set
 from engine.drivers.redis.store import Store
 from engine.ids import new_id
 from engine.rules import SETTLING_STATES, CountedApart, LiveGroup, queue_stats, stats_filter
@@ -33,9 +34,9 @@ from schemas.stats import QueueStats
 STATS = (
     r"""
 local p, now, mine = ARGV[1], tonumber(ARGV[2]), ARGV[5]
-local SETTLED = {"""
-    + ",".join(f"[{json.dumps(dumps(s))}]=true" for s in SETTLED_STATES)
-    + r"""}
+local SETTLED = """
+    + lua_set(SETTLED_STATES)
+    + r"""
 local queues = nil
 if ARGV[4] ~= '' then
   queues = {}
@@ -109,13 +110,12 @@ CHUNK = 2_000
 
 
 def _regroup_lua() -> str:
-    settling = ",".join(f"[{json.dumps(dumps(s))}]=true" for s in SETTLING_STATES)
     return (
         r"""
 local p = ARGV[1]
-local SETTLING = {"""
-        + settling
-        + r"""}
+local SETTLING = """
+        + lua_set(SETTLING_STATES)
+        + r"""
 local total = 0
 for _, group in ipairs(redis.call('SMEMBERS', p .. 'failgroups')) do
   local n = redis.call('ZCARD', p .. 'fail:' .. group)
