@@ -163,17 +163,87 @@ async def test_rows_stored_before_their_groups_are_counted_then_regrouped_by_mig
     assert [j.id for j in (await driver.list_jobs(JobFilter(states=("dead",)))).jobs] == dead
     await driver.migrate()
     held = {failing_group(r.state, r.tenant_id, r.queue) for r in records if r.state in SETTLING}
-    assert held < groups  # the groups a retry emptied are gone too
+    assert held == groups  # a retry forgot the groups it emptied: nothing older to drop
     assert await client.smembers(keys.failing_groups) == held
     assert not await client.sismember(keys.failing, done)
     reads.read = 0
     await _agree(driver, clock, ids)
     assert reads.read == len(ids)  # _agree's own gets; the stats read none
-    # Groups that retention emptied are forgotten at the next migrate.
-    clock.advance(31 * 86_400_000)
-    await _prune_failed_and_dead(driver, clock)
+    # An older build left emptied groups listed: the next migrate forgets them.
+    await client.sadd(keys.failing_groups, failing_group("dead", None, "gone"))
     await driver.migrate()
-    assert await client.smembers(keys.failing_groups) == set()
+    assert await client.smembers(keys.failing_groups) == held
+
+
+async def test_a_group_leaves_the_list_the_reads_walk_once_it_is_empty(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    """`failgroups` lists exactly the groups that hold jobs after every move out of them (a
+    retry, a settle out of failed, retention), so the stats and dead/failed lists walk the
+    groups that hold jobs, not every (state, tenant, queue) that ever failed."""
+    driver = cast(RedisDriver, jobs.driver)
+    store = _store(driver)
+    client: Any = store.client
+    ids = await _every_kind(driver, clock)
+
+    async def listed_groups_are_the_held_ones() -> set[str]:
+        held: set[str] = set()
+        for i in ids:
+            try:
+                r = await driver.get(i, None)
+            except Exception:  # pruned
+                continue
+            if r.state in SETTLING:
+                held.add(failing_group(r.state, r.tenant_id, r.queue))
+        assert await client.smembers(store.keys.failing_groups) == held
+        return held
+
+    held = await listed_groups_are_the_held_ones()
+    # Every failed job retried and settled done: the failed groups empty and go.
+    failed = [i for i in ids if (await driver.get(i, None)).state == "failed"]
+    assert failed
+    for i in failed:
+        await driver.retry(i, None, False, "op")
+    claimed = await driver.claim("w", 100, 600_000)
+    await driver.ack_many([AckWrite(c.record.id, c.token, None) for c in claimed])
+    now_held = await listed_groups_are_the_held_ones()
+    assert now_held < held and all(g.startswith('"dead"') for g in now_held)
+    # Retention takes the dead rows: no group is left listed.
+    clock.advance(31 * 86_400_000)
+    cutoffs = plan(DEFAULT_POLICY, clock.now_ms(), states=("failed", "dead"))
+    assert sum(c.rows for c in await driver.prune(cutoffs, 100)) > 0
+    assert await listed_groups_are_the_held_ones() == set()
+
+
+async def test_a_claim_over_every_queue_walks_only_the_queues_that_hold_jobs(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    """A claim for every queue forgets a queue it finds empty, and an enqueue (or a retry, or
+    a delayed row) keeps or brings it back, so no job becomes unclaimable and the walk costs
+    the queues that hold jobs, not every name ever used."""
+    driver = cast(RedisDriver, jobs.driver)
+    store = _store(driver)
+    client: Any = store.client
+    now = clock.now_ms()
+    await driver.enqueue([_request(n, now, f"q{n}", None, now) for n in range(50)])
+    await driver.enqueue([_request(50, now, "later", None, now + 60_000)])
+    claimed = await driver.claim("w", 100, 600_000)
+    assert len(claimed) == 50
+    await driver.ack_many([AckWrite(c.record.id, c.token, None) for c in claimed[:49]])
+    nacked = claimed[49].record
+    await driver.nack(nacked.id, claimed[49].token, NackOptions(fail=True))
+    assert await driver.claim("w", 100, 600_000) == []
+    # The delayed row's queue stays; the emptied ones are gone.
+    assert await client.smembers(store.keys.queues) == {"later"}
+    await driver.enqueue([_request(51, now, "q7", None, now)])
+    await driver.retry(nacked.id, None, False, "op")
+    clock.advance(60_000)
+    again = await driver.claim("w", 100, 600_000)
+    assert sorted(c.record.id for c in again) == sorted(
+        [f"{51:032x}", nacked.id, f"{50:032x}"]
+    )
+    assert await driver.claim("w", 100, 600_000) == []
+    assert await client.smembers(store.keys.queues) == set()
 
 
 async def test_a_filtered_list_reads_only_the_records_it_answers(

@@ -105,6 +105,9 @@ async def _assert_stored(driver: RedisDriver, expected: JobRecord) -> None:
     assert settled == (None if is_live else (expected.finished_at or 0))
     assert bool(failing) == (expected.state in rules.SETTLING_STATES)
     assert [g is not None for g in grouped] == [s == expected.state for s in rules.SETTLING_STATES]
+    # A group is listed while it holds jobs, no longer (the reads walk the listed ones).
+    for group in await store.client.smembers(keys.failing_groups):
+        assert await store.client.exists(keys.failing_group(group)), group
 
 
 async def test_a_claim_takes_exactly_the_rows_rules_calls_claimable(

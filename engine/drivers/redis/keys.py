@@ -3,14 +3,15 @@
 Layout (P is the prefix):
   P job:<id>        hash: a job's fields (JSON values; see codec.py), its lease token, a version
   P q:<queue>       zset: the queue's waiting ids, scored by rules.claim_rank (ties by id)
-  P queues          set: every queue name ever enqueued to (a claim for all queues walks them)
+  P queues          set: the queues that may hold waiting ids (a claim for all queues walks
+                    them and forgets one it finds empty; an enqueue adds it back)
   P leases          zset: running ids by lease expiry (rule 13: an expired one is claimable)
   P dedupe          hash: dedupe key (rule 2) -> the live job holding it
   P live / failing  sets: live ids; dead and failed ids
   P fail:<group>    zset: the dead or failed ids of one group at score 0 (lexical order),
                     group "<state>\0<tenant_id>\0<queue>" (state and tenant_id as stored, JSON),
-                    listed in P failgroups: the stats count these, and a list of dead or
-                    failed jobs pages through them, not through the rows
+                    listed in P failgroups while it holds any: the stats count these, and a
+                    list of dead or failed jobs pages through them, not through the rows
   P reading:<id>    set: the live ids one stats reading has still to fold (expires in 60 s)
   P settled         zset: settled ids by finished_at (recent stats, retention, oldest first)
   P ids             zset: every id at score 0, so lexical ranges page newest first

@@ -11,6 +11,7 @@ from typing import NamedTuple
 from engine.drivers.redis.codec import failing_group, job_state
 from engine.drivers.redis.owned_keys import delete_owned
 from engine.drivers.redis.store import Store, Write
+from engine.drivers.redis.transitions import leave_group
 from engine.retention import Cutoffs, PruneCount
 from schemas.states import JobState
 
@@ -91,8 +92,7 @@ async def prune(
         w.op("ZREM", keys.ids, job.id)
         w.op("ZREM", keys.settled, job.id)
         w.op("SREM", keys.failing, job.id)
-        group = failing_group(job.state, job.tenant_id, job.queue)
-        w.op("ZREM", keys.failing_group(group), job.id)
+        leave_group(w, keys, failing_group(job.state, job.tenant_id, job.queue), job.id)
         await delete_owned(store, w, job.id)
         w.op("!changed", keys.prefix)
         writes.append(w)

@@ -66,6 +66,11 @@ for _, op in ipairs(spec.o) do
   elseif cmd == '!step' then
     redis.call('HSET', op[2], op[4], op[5])
     redis.call('HSETNX', op[3], op[4], redis.call('HLEN', op[3]))
+  elseif cmd == '!ungroup' then
+    -- a job leaves a dead/failed group; an emptied group leaves the list the reads walk
+    if redis.call('ZREM', op[2], op[3]) == 1 and redis.call('EXISTS', op[2]) == 0 then
+      redis.call('SREM', op[4], op[5])
+    end
   elseif cmd == '!changed' then
     changed(op[2])
   else
@@ -172,7 +177,14 @@ for _, q in ipairs(queues) do
   while found < limit and not queue_held(q) do
     local ids = redis.call('ZRANGEBYSCORE', p .. 'q:' .. q, '-inf', now, 'WITHSCORES',
       'LIMIT', offset, 100)
-    if #ids == 0 then break end
+    if #ids == 0 then
+      -- An emptied queue leaves the walk of every queue until an enqueue names it again, so
+      -- the walk costs the queues that hold jobs, not every name ever used.
+      if offset == 0 and ARGV[6] == '' and redis.call('EXISTS', p .. 'q:' .. q) == 0 then
+        redis.call('SREM', p .. 'queues', q)
+      end
+      break
+    end
     for i = 1, #ids, 2 do
       local runat = tonumber(redis.call('HGET', p .. 'job:' .. ids[i], 'run_at'))
       if runat and runat <= now and not held(q, ids[i]) then
@@ -310,6 +322,7 @@ local function wake(p, id, now)
   redis.call('HSET', k, 'run_at', string.format('%d', now), 'rank', rank)
   redis.call('HINCRBY', k, 'ver', 1)
   redis.call('ZADD', p .. 'q:' .. j[4], rank, id)
+  redis.call('SADD', p .. 'queues', j[4])
   return 2
 end
 """

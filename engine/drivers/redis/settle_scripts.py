@@ -109,7 +109,13 @@ local function place(state)
   end
   -- its dead/failed group (codec.failing_group: state and tenant as stored, then the queue)
   for s in pairs(SETTLING) do
-    if s ~= state then redis.call('ZREM', p .. 'fail:' .. s .. '\0' .. f[6] .. '\0' .. q, id) end
+    if s ~= state then
+      local group = s .. '\0' .. f[6] .. '\0' .. q
+      local key = p .. 'fail:' .. group
+      if redis.call('ZREM', key, id) == 1 and redis.call('EXISTS', key) == 0 then
+        redis.call('SREM', p .. 'failgroups', group)
+      end
+    end
   end
   if SETTLING[state] then
     redis.call('SADD', p .. 'failing', id)

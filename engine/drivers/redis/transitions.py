@@ -40,7 +40,7 @@ def transition(keys: Keys, old: JobRecord, new: JobRecord) -> Write:
         w.op("ZADD", keys.settled, new.finished_at or 0, job_id)
     for state in SETTLING_STATES:
         if state != new.state:
-            w.op("ZREM", keys.failing_group(failing_group(state, old.tenant_id, old.queue)), job_id)
+            leave_group(w, keys, failing_group(state, old.tenant_id, old.queue), job_id)
     if new.state in SETTLING_STATES:
         group = failing_group(new.state, new.tenant_id, new.queue)
         w.op("SADD", keys.failing, job_id)
@@ -52,6 +52,12 @@ def transition(keys: Keys, old: JobRecord, new: JobRecord) -> Write:
         w.op("PUBLISH", keys.wake, "1")
     w.op("!changed", keys.prefix)
     return w
+
+
+def leave_group(w: Write, keys: Keys, group: str, job_id: str) -> None:
+    """Take `job_id` out of a dead/failed group; the group leaves `failgroups` once empty, so
+    the reads that walk the groups cost the groups that hold jobs, not every one ever used."""
+    w.op("!ungroup", keys.failing_group(group), job_id, keys.failing_groups, group)
 
 
 def held_by(w: Write, keys: Keys, job_id: str, token: str) -> None:
