@@ -25,7 +25,8 @@ from tests.postgres.builders import failure, request
 Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 Counts = dict[tuple[str, str, str], int]
 # What the stats read from the counts table, and what they must equal.
-COUNTS = "SELECT queue, tenant_id, state, n FROM mcp_jobs.dead_counts WHERE n <> 0"
+# Every row: a count that reaches 0 is deleted, so the table holds only groups with failures.
+COUNTS = "SELECT queue, tenant_id, state, n FROM mcp_jobs.dead_counts"
 TRUTH = (
     "SELECT queue, coalesce(tenant_id, ''), state, count(*) FROM mcp_jobs.jobs"
     " WHERE state IN ('dead', 'failed') GROUP BY 1, 2, 3"
@@ -225,3 +226,25 @@ async def test_the_stats_read_the_counts_not_the_dead_rows(
     assert (stats.dead, stats.failed) == (DEAD // 2, DEAD // 2)
     (pinned,) = await driver.stats(tenant_id="t0")
     assert (pinned.dead, pinned.failed) == (DEAD // 2, 0)
+
+
+async def test_the_migration_to_version_18_deletes_the_counts_of_zero(
+    driver: PostgresDriver, sql: Conn
+) -> None:
+    """The stats read every row of the counts table, so a group whose failures were all retried
+    or pruned must leave it (the random test above checks the trigger); rows of 0 an earlier
+    version kept go with migration 18."""
+    await sql.execute("DROP SCHEMA mcp_jobs CASCADE")
+    first = [m for m in migrations() if m.version <= 17]
+    for migration in first:
+        await sql.execute(with_schema(migration.text, "mcp_jobs"))
+    await sql.executemany(
+        "INSERT INTO mcp_jobs.schema_version (version, name, applied_at) VALUES ($1, $2, 0)",
+        [(m.version, m.name) for m in first],
+    )
+    await sql.execute(
+        "INSERT INTO mcp_jobs.dead_counts SELECT 'q', 't' || g, s, 0"
+        " FROM generate_series(1, 50) AS g, (VALUES ('dead'), ('failed')) AS v (s)"
+    )
+    assert await driver.migrate_with("migrations") == [18]
+    assert await sql.fetchval("SELECT count(*) FROM mcp_jobs.dead_counts") == 0

@@ -21,7 +21,8 @@ from schemas.jobs import NackOptions
 from tests.postgres.test_dead_counts import random_operations
 
 Counts = dict[tuple[str, str, str], int]
-COUNTS = "SELECT queue, tenant_id, state, n FROM mcp_jobs_dead_counts WHERE n <> 0"
+# Every row: a count that reaches 0 is deleted, so the table holds only groups with failures.
+COUNTS = "SELECT queue, tenant_id, state, n FROM mcp_jobs_dead_counts"
 TRUTH = (
     "SELECT queue, coalesce(tenant_id, ''), state, count(*) FROM mcp_jobs_jobs"
     " WHERE state IN ('dead', 'failed') GROUP BY 1, 2, 3"
@@ -80,7 +81,8 @@ async def test_the_counts_follow_every_operation(tmp_path: Path, clock: ManualCl
 async def test_the_migration_counts_the_rows_already_there(
     tmp_path: Path, clock: ManualClock
 ) -> None:
-    """Back to version 4 (the objects migration 5 adds dropped), rows written, then migrated."""
+    """Back to version 4 (the objects migrations 5 and 14 make dropped), rows written, then
+    migrated."""
     path = tmp_path / "jobs.db"
     driver = SqliteDriver(str(path), clock=clock)
     await driver.migrate()
@@ -90,7 +92,7 @@ async def test_the_migration_counts_the_rows_already_there(
         for trigger in TRIGGERS:
             conn.execute(f"DROP TRIGGER {trigger}")
         conn.execute("DROP TABLE mcp_jobs_dead_counts")
-        conn.execute("DELETE FROM mcp_jobs_migrations WHERE version = 5")
+        conn.execute("DELETE FROM mcp_jobs_migrations WHERE version IN (5, 14)")
         conn.execute(
             """
             WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 500)
@@ -110,9 +112,9 @@ async def test_the_migration_counts_the_rows_already_there(
     await driver.migrate()
     try:
         with reading(path) as conn:
-            # Undoing migration 5 alone stands for version 4 while no later one touches its objects.
+            # Undoing migrations 5 and 14 stands for version 4 while no other touches their objects.
             later = [mig for mig in m.migrations() if mig.version > 5]
-            assert not [mig.version for mig in later if "dead_counts" in mig.sql]
+            assert [mig.version for mig in later if "dead_counts" in mig.sql] == [14]
             truth = as_counts(conn.execute(TRUTH))
             assert sum(truth.values()) == 200
             assert as_counts(conn.execute(COUNTS)) == truth
@@ -201,5 +203,29 @@ async def test_the_stats_read_the_counts_not_the_dead_rows(
         assert (stats.dead, stats.failed) == (DEAD // 2, DEAD // 2)
         (pinned,) = await driver.stats(tenant_id="t0")
         assert (pinned.dead, pinned.failed) == (DEAD // 2, 0)
+    finally:
+        await driver.close()
+
+
+async def test_a_count_that_reaches_zero_is_deleted_and_the_migration_deletes_old_zeros(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """The stats read every row of the counts table, so a group whose failures were all retried
+    or pruned must leave it; rows of 0 an earlier version kept go with migration 14."""
+    path = tmp_path / "jobs.db"
+    driver = SqliteDriver(str(path), clock=clock)
+    await driver.migrate()
+    await driver.close()
+    with reading(path) as conn:
+        conn.execute("DELETE FROM mcp_jobs_migrations WHERE version = 14")
+        conn.executemany(
+            "INSERT INTO mcp_jobs_dead_counts (queue, tenant_id, state, n) VALUES (?, ?, ?, 0)",
+            [("q", f"t{n}", state) for n in range(50) for state in ("dead", "failed")],
+        )
+    driver = SqliteDriver(str(path), clock=clock)
+    await driver.migrate()
+    try:
+        with reading(path) as conn:
+            assert conn.execute("SELECT count(*) FROM mcp_jobs_dead_counts").fetchone() == (0,)
     finally:
         await driver.close()

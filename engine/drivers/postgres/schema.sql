@@ -289,7 +289,7 @@ $fn$;
 -- stats read these few rows instead of every kept dead and failed row. Row triggers keep them,
 -- and each fires only when a row enters or leaves dead/failed: a WHEN condition is checked
 -- without calling the function, so the hot path (ready, running, done) never calls it. A count
--- that reaches 0 stays as a row of 0; the stats skip it.
+-- that reaches 0 is deleted (migration 18), so the table holds the groups that have failures.
 CREATE TABLE {schema}.dead_counts (
     queue text COLLATE "C" NOT NULL,
     tenant_id text COLLATE "C" NOT NULL,
@@ -299,12 +299,22 @@ CREATE TABLE {schema}.dead_counts (
 );
 
 CREATE FUNCTION {schema}.keep_dead_counts() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    left_n bigint;
 BEGIN
     IF TG_OP <> 'INSERT' AND OLD.state IN ('dead', 'failed') THEN
         UPDATE {schema}.dead_counts
            SET n = n - 1
          WHERE queue = OLD.queue AND tenant_id = coalesce(OLD.tenant_id, '')
-           AND state = OLD.state AND n > 0;
+           AND state = OLD.state AND n > 0
+        RETURNING n INTO left_n;
+        -- This transaction holds the row until it commits; an upsert of the same count waits
+        -- and then inserts it anew (ON CONFLICT's insert-or-update guarantee).
+        IF left_n = 0 THEN
+            DELETE FROM {schema}.dead_counts
+             WHERE queue = OLD.queue AND tenant_id = coalesce(OLD.tenant_id, '')
+               AND state = OLD.state AND n = 0;
+        END IF;
     END IF;
     IF TG_OP <> 'DELETE' AND NEW.state IN ('dead', 'failed') THEN
         INSERT INTO {schema}.dead_counts AS c (queue, tenant_id, state, n)

@@ -192,8 +192,8 @@ CREATE INDEX IF NOT EXISTS mcp_jobs_outbox_unpublished
 -- The dead and failed rows counted as they come and go, per (queue, tenant or '', state): the
 -- stats read these few rows instead of every kept dead and failed row. Triggers keep them, each
 -- with a WHEN that lets it fire only when a row enters or leaves dead/failed, so the hot path
--- (ready, running, done) never runs one. A count that reaches 0 stays as a row of 0; the stats
--- skip it.
+-- (ready, running, done) never runs one. A count that reaches 0 is deleted (0014), so the table
+-- holds the groups that have failures.
 CREATE TABLE IF NOT EXISTS mcp_jobs_dead_counts (
     queue     TEXT NOT NULL,
     tenant_id TEXT NOT NULL,
@@ -220,6 +220,9 @@ BEGIN
     UPDATE mcp_jobs_dead_counts SET n = n - 1
      WHERE OLD.state IN ('dead', 'failed') AND queue = OLD.queue
        AND tenant_id = coalesce(OLD.tenant_id, '') AND state = OLD.state AND n > 0;
+    DELETE FROM mcp_jobs_dead_counts
+     WHERE OLD.state IN ('dead', 'failed') AND queue = OLD.queue
+       AND tenant_id = coalesce(OLD.tenant_id, '') AND state = OLD.state AND n = 0;
     INSERT INTO mcp_jobs_dead_counts (queue, tenant_id, state, n)
     SELECT NEW.queue, coalesce(NEW.tenant_id, ''), NEW.state, 1
      WHERE NEW.state IN ('dead', 'failed')
@@ -233,6 +236,9 @@ BEGIN
     UPDATE mcp_jobs_dead_counts SET n = n - 1
      WHERE queue = OLD.queue AND tenant_id = coalesce(OLD.tenant_id, '')
        AND state = OLD.state AND n > 0;
+    DELETE FROM mcp_jobs_dead_counts
+     WHERE queue = OLD.queue AND tenant_id = coalesce(OLD.tenant_id, '')
+       AND state = OLD.state AND n = 0;
 END;
 
 -- 0006: published job descriptors, one row per job name, the last one a worker published
