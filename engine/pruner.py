@@ -1,5 +1,6 @@
 """The pruning pass: settled jobs past their retention are deleted, in small batches, by one
-worker at a time.
+worker at a time; with them go expired descriptors and inbound events, and rate-limit keys no
+start took for a day.
 
 Every worker runs a `Pruner` (unless `Worker(prune=False)` or `MCP_JOBS_PRUNE=off`); a named
 leadership lease (`lead("prune", ...)`, as the scheduler's) lets only one of them prune at a
@@ -22,9 +23,10 @@ import anyio
 from engine import bounds
 from engine.clock import sleep_unless_woken
 from engine.descriptors import DESCRIPTOR_EXPIRY_MS
-from engine.drivers.base import DESCRIPTORS, EVENTS, HISTORY, LEADER_LEASES, require
+from engine.drivers.base import DESCRIPTORS, EVENTS, HISTORY, LEADER_LEASES, RATES, require
 from engine.errors import JobsError
 from engine.ids import worker_id
+from engine.rate_limits import idle_before_us
 from engine.retention import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_POLICY,
@@ -206,9 +208,20 @@ class Pruner:
         if EVENTS.offered_by(self.jobs.driver) and not self._stopping:
             # Inbound events past their window (engine/inbound_events.py) go with each pass.
             await require(self.jobs.driver, EVENTS).prune_events(now)
+        if RATES.offered_by(self.jobs.driver):
+            await self._forget_idle_rates(now)
         report = PrunePass(at=now, leader=True, cutoffs=cutoffs, pruned=pruned, batches=batches)
         self._report(report)
         return report
+
+    async def _forget_idle_rates(self, now: int) -> None:
+        """Rate-limit keys no start took for a day (engine/rate_limits.py), a batch at a time."""
+        rates = require(self.jobs.driver, RATES)
+        bound = idle_before_us(now)
+        while not self._stopping:
+            if await rates.forget_idle_rates(bound, self.batch_size) < self.batch_size:
+                return
+            await self._pause()
 
     def _report(self, report: PrunePass) -> None:
         counts = report.by_state()

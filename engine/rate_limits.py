@@ -195,6 +195,36 @@ def starts_allowed(tat: int | None, now_us: int, take: RateTake, up_to: int) -> 
     return min(up_to, 1 + (now_us - allow_at) // interval_us(take.limit, take.per_ms))
 
 
+# A key no start took for a day is forgotten by the pruner (`RateStore.forget_idle_rates`): its
+# TAT is long past, so a take finds it exactly as it finds a key never stored, and the stored keys
+# stay as many as were used lately, not every customer or tenant a key was ever computed for.
+IDLE_KEY_EXPIRY_MS = 86_400_000
+
+
+def idle_before_us(now: int) -> int:
+    """The TAT (epoch µs) below which a stored key is idle: no start under it for a day."""
+    return (now - IDLE_KEY_EXPIRY_MS) * 1000
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with `prefix`, in code point order (the
+    order of UTF-8 bytes, SQLite's and PostgreSQL's "C" collation and Redis's lexical ranges),
+    or None when there is none to give (no prefix)."""
+    stripped = prefix.rstrip(chr(0x10FFFF))
+    if not stripped:
+        return None
+    following = ord(stripped[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:  # a surrogate is no text; the next character is
+        following = 0xE000
+    return stripped[:-1] + chr(following)
+
+
+def states_with_prefix(states: Mapping[str, RateState], prefix: str, limit: int) -> list[RateState]:
+    """Up to `limit` of `states` whose key starts with `prefix`, by key (the drivers that hold
+    their keys in memory)."""
+    return [states[k] for k in sorted(k for k in states if k.startswith(prefix))[:limit]]
+
+
 # The least lateness a reservation forgives: the pickup lag of a claim (a wake-up, a claim, a
 # take) is a few ms, longer than the interval of a fast rate.
 LATE_MIN_US = 100_000

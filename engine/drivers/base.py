@@ -466,8 +466,16 @@ class RateStore(Protocol):
         Every take deletes the reservations past their `late_at`."""
         ...
 
-    async def rate_states(self, limit: int) -> list[RateState]:
-        """Up to `limit` stored keys, by key: their TAT and the rate that last took there."""
+    async def rate_states(self, limit: int, prefix: str = "") -> list[RateState]:
+        """Up to `limit` stored keys that start with `prefix`, by key: their TAT and the rate
+        that last took there. Read a kind at a time (`job:`, `queue:`, `tenant:`), so the many
+        keys computed from inputs never crowd a queue's or a tenant's out of an answer."""
+        ...
+
+    async def forget_idle_rates(self, tat_before: int, limit: int) -> int:
+        """Delete up to `limit` stored keys whose TAT (epoch µs) is before `tat_before`
+        (`rate_limits.idle_before_us`), leaving every other key and reservation; answers how
+        many went. A take under a forgotten key decides as it did before: its TAT was past."""
         ...
 
     async def rate_reservations(self, limit: int) -> list[RateReservation]:

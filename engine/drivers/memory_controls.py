@@ -17,6 +17,7 @@ from engine.rate_limits import (
     RateState,
     RateTake,
     RateVerdict,
+    states_with_prefix,
     take_held,
 )
 from engine.reruns import plan_rerun
@@ -71,8 +72,14 @@ class MemoryControls:
     ) -> RateVerdict:
         return take_held(self._rates, self._reservations, takes, now, job_id, up_to)
 
-    async def rate_states(self, limit: int) -> list[RateState]:
-        return [self._rates[k] for k in sorted(self._rates)[:limit]]
+    async def rate_states(self, limit: int, prefix: str = "") -> list[RateState]:
+        return states_with_prefix(self._rates, prefix, limit)
+
+    async def forget_idle_rates(self, tat_before: int, limit: int) -> int:
+        idle = [k for k, state in self._rates.items() if state.tat < tat_before][:limit]
+        for key in idle:
+            del self._rates[key]
+        return len(idle)
 
     async def rate_reservations(self, limit: int) -> list[RateReservation]:
         return sorted(self._reservations.values(), key=lambda r: (r.slot_at, r.job_id))[:limit]

@@ -15,12 +15,12 @@ from typing import NamedTuple
 from pydantic import Field
 
 from engine.drivers.base import RATES, require
-from engine.rate_limits import RateLimit
+from engine.rate_limits import RateLimit, RateState
 from mcp_jobs.operations.models import Envelope, Finding, QueueStatsView, RateLimitView, iso
 from mcp_jobs.operations.scope import Scope
 from schemas.descriptor import JobDescriptor
 
-# Stored keys read at most per answer: computed keys (one per customer) can be many.
+# Stored keys of one kind read at most per answer: computed keys (one per customer) can be many.
 MAX_KEYS = 1000
 
 
@@ -64,6 +64,14 @@ def job_of(key: str, names: set[str]) -> str | None:
     return None
 
 
+async def _stored(scope: Scope, tenant: str | None) -> list[RateState]:
+    """The stored keys, a kind at a time: computed `job:` keys (one per customer) can be many,
+    and must not crowd the queues' and tenants' keys out of the answer."""
+    store = require(scope.jobs.driver, RATES)
+    kinds = ("job:", "queue:", "tenant:" if tenant is None else f"tenant:{tenant}")
+    return [state for kind in kinds for state in await store.rate_states(MAX_KEYS, kind)]
+
+
 async def rate_limit_views(
     scope: Scope, descriptors: Sequence[JobDescriptor] | None = None
 ) -> list[RateLimitView]:
@@ -85,7 +93,7 @@ async def rate_limit_views(
                 burst=r.burst,
             )
     if RATES.offered_by(scope.jobs.driver):
-        for state in await require(scope.jobs.driver, RATES).rate_states(MAX_KEYS):
+        for state in await _stored(scope, tenant):
             if not _visible(state.key, tenant, names):
                 continue
             next_start = state.next_start_at(now)

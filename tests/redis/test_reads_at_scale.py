@@ -239,9 +239,7 @@ async def test_a_claim_over_every_queue_walks_only_the_queues_that_hold_jobs(
     await driver.retry(nacked.id, None, False, "op")
     clock.advance(60_000)
     again = await driver.claim("w", 100, 600_000)
-    assert sorted(c.record.id for c in again) == sorted(
-        [f"{51:032x}", nacked.id, f"{50:032x}"]
-    )
+    assert sorted(c.record.id for c in again) == sorted([f"{51:032x}", nacked.id, f"{50:032x}"])
     assert await driver.claim("w", 100, 600_000) == []
     assert await client.smembers(store.keys.queues) == set()
 

@@ -462,10 +462,15 @@ class NatsDriver:
         async with guard():
             return await rate_limits.take_rates(store, takes, now, job_id, up_to)
 
-    async def rate_states(self, limit: int) -> list[RateState]:
+    async def rate_states(self, limit: int, prefix: str = "") -> list[RateState]:
         store = await self._open()
         async with guard():
-            return await rate_limits.rate_states(store, limit)
+            return await rate_limits.rate_states(store, limit, prefix)
+
+    async def forget_idle_rates(self, tat_before: int, limit: int) -> int:
+        store = await self._open()
+        async with guard():
+            return await rate_limits.forget_idle_rates(store, tat_before, limit)
 
     async def rate_reservations(self, limit: int) -> list[RateReservation]:
         store = await self._open()

@@ -16,6 +16,7 @@ from engine.rate_limits import (
     RateState,
     RateTake,
     RateVerdict,
+    states_with_prefix,
     take_held,
 )
 
@@ -64,9 +65,32 @@ async def take_rates(
     return verdict
 
 
-async def rate_states(store: Store, limit: int) -> list[RateState]:
+async def rate_states(store: Store, limit: int, prefix: str) -> list[RateState]:
     state = _State(entry.raw if (entry := await store.fresh(KEY)) else None)
-    return [state.rates[k] for k in sorted(state.rates)[:limit]]
+    return states_with_prefix(state.rates, prefix, limit)
+
+
+async def forget_idle_rates(store: Store, tat_before: int, limit: int) -> int:
+    """Drop idle keys from the one document every take rewrites, so it holds the keys used
+    lately, not every key ever computed."""
+    entry = store.replica.get(KEY)
+    if entry is None or not any(s.tat < tat_before for s in _State(entry.raw).rates.values()):
+        return 0
+    forgot = 0
+
+    def drop(raw: bytes | None) -> bytes:
+        nonlocal forgot
+        state = _State(raw)
+        idle = [k for k, s in state.rates.items() if s.tat < tat_before][:limit]
+        if not idle:
+            raise Unchanged
+        for key in idle:
+            del state.rates[key]
+        forgot = len(idle)
+        return state.raw()
+
+    await store.change_key(KEY, drop)
+    return forgot
 
 
 async def rate_reservations(store: Store, limit: int) -> list[RateReservation]:

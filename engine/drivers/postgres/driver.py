@@ -411,8 +411,11 @@ class PostgresDriver:
     ) -> RateVerdict:
         return await rates_sql.take(self.db, takes, now, job_id, up_to)
 
-    async def rate_states(self, limit: int) -> list[RateState]:
-        return await rates_sql.states(self.db, limit)
+    async def rate_states(self, limit: int, prefix: str = "") -> list[RateState]:
+        return await rates_sql.states(self.db, limit, prefix)
+
+    async def forget_idle_rates(self, tat_before: int, limit: int) -> int:
+        return await rates_sql.forget_idle(self.db, tat_before, limit)
 
     async def rate_reservations(self, limit: int) -> list[RateReservation]:
         return await rates_sql.reservations(self.db, limit)

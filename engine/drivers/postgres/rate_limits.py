@@ -30,6 +30,7 @@ from engine.rate_limits import (
     RateTake,
     RateVerdict,
     keys_of,
+    prefix_end,
     use_reservation,
 )
 
@@ -132,7 +133,16 @@ SELECT job_id, slot_at, late_at, blocked_key, keys FROM {schema}.rate_reservatio
 """
 
 STATES = """
-SELECT key, tat, rate_limit, per_ms, burst FROM {schema}.rate_limits ORDER BY key LIMIT $1
+SELECT key, tat, rate_limit, per_ms, burst FROM {schema}.rate_limits
+ WHERE key >= $2 AND ($3::text IS NULL OR key < $3)
+ ORDER BY key LIMIT $1
+"""
+
+# A key a take holds locked is being used: skipped, not waited for.
+FORGET_IDLE = """
+DELETE FROM {schema}.rate_limits
+ WHERE key IN (SELECT key FROM {schema}.rate_limits WHERE tat < $1
+                LIMIT $2 FOR UPDATE SKIP LOCKED)
 """
 
 
@@ -177,10 +187,17 @@ async def take(
     return RateVerdict(blocked, -(-latest // 1000))
 
 
-async def states(db: Connections, limit: int) -> list[RateState]:
+async def states(db: Connections, limit: int, prefix: str) -> list[RateState]:
     q = with_schema(STATES, db.schema)
-    rows = await db.idempotent(lambda c: c.fetch(q, limit))
+    rows = await db.idempotent(lambda c: c.fetch(q, limit, prefix, prefix_end(prefix)))
     return [RateState(r["key"], r["tat"], r["rate_limit"], r["per_ms"], r["burst"]) for r in rows]
+
+
+async def forget_idle(db: Connections, tat_before: int, limit: int) -> int:
+    q = with_schema(FORGET_IDLE, db.schema)
+    # Idempotent: run twice, it deletes idle keys either way.
+    status = await db.idempotent(lambda c: c.execute(q, tat_before, limit))
+    return int(status.split()[-1])
 
 
 async def reservations(db: Connections, limit: int) -> list[RateReservation]:

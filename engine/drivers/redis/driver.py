@@ -409,9 +409,13 @@ class RedisDriver:
         async with guard():
             return await rate_limits.take_rates(self._store, takes, now, job_id, up_to)
 
-    async def rate_states(self, limit: int) -> list[RateState]:
+    async def rate_states(self, limit: int, prefix: str = "") -> list[RateState]:
         async with guard():
-            return await rate_limits.rate_states(self._store, limit)
+            return await rate_limits.rate_states(self._store, limit, prefix)
+
+    async def forget_idle_rates(self, tat_before: int, limit: int) -> int:
+        async with guard():
+            return await rate_limits.forget_idle_rates(self._store, tat_before, limit)
 
     async def rate_reservations(self, limit: int) -> list[RateReservation]:
         async with guard():

@@ -16,8 +16,44 @@ from redis.asyncio.client import Pipeline
 
 from engine.drivers.redis.codec import dumps
 from engine.drivers.redis.rate_script import RATE_TAKE_SCRIPT
+from engine.drivers.redis.scripts import Script
 from engine.drivers.redis.store import Store
-from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict, keys_of
+from engine.rate_limits import (
+    RateReservation,
+    RateState,
+    RateTake,
+    RateVerdict,
+    keys_of,
+    prefix_end,
+)
+
+# Forget idle keys: walk `ratekeys` after a lexical cursor, a chunk a call, and delete each key
+# whose TAT (the value's second item) is before ARGV[4], with its name (and a name whose value is
+# gone). ARGV: prefix, cursor ('' from the start), chunk, TAT bound. Answers {next cursor ('' at
+# the end), keys deleted}. Atomic with the take script, which writes both.
+FORGET_IDLE = Script(
+    r"""
+local p, chunk, before = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4])
+local lo = '-'
+if ARGV[2] ~= '' then lo = '(' .. ARGV[2] end
+local names = redis.call('ZRANGEBYLEX', p .. 'ratekeys', lo, '+', 'LIMIT', 0, chunk)
+local gone = 0
+for _, name in ipairs(names) do
+  local raw = redis.call('GET', p .. 'rate:' .. name)
+  if not raw then
+    redis.call('ZREM', p .. 'ratekeys', name)
+  elseif cjson.decode(raw)[2] < before then
+    redis.call('DEL', p .. 'rate:' .. name)
+    redis.call('ZREM', p .. 'ratekeys', name)
+    gone = gone + 1
+  end
+end
+local last = ''
+if #names == chunk then last = names[#names] end
+return {last, gone}
+"""
+)
+_FORGET_CHUNK = 1_000
 
 
 def _reservation(text: str) -> RateReservation:
@@ -56,10 +92,16 @@ async def drop_reservation(store: Store, pipe: Pipeline, job_id: str) -> None:
         _drop(pipe, store, _reservation(text))
 
 
-async def rate_states(store: Store, limit: int) -> list[RateState]:
+async def rate_states(store: Store, limit: int, prefix: str) -> list[RateState]:
     if limit <= 0:
         return []
-    names = cast(list[str], await store.client.zrange(store.keys.rate_keys, 0, limit - 1))
+    end = prefix_end(prefix)
+    names = cast(
+        list[str],
+        await store.client.zrangebylex(
+            store.keys.rate_keys, f"[{prefix}", "+" if end is None else f"({end}", 0, limit
+        ),
+    )
     if not names:
         return []
     texts = cast(list[str | None], await store.client.mget([store.keys.rate(k) for k in names]))
@@ -76,3 +118,15 @@ async def rate_reservations(store: Store, limit: int) -> list[RateReservation]:
         list[str | None], await store.client.mget([store.keys.reservation(i) for i in ids])
     )
     return [_reservation(t) for t in texts if t is not None]
+
+
+async def forget_idle_rates(store: Store, tat_before: int, limit: int) -> int:
+    cursor, forgot = "", 0
+    while forgot < limit:
+        chunk = min(_FORGET_CHUNK, limit - forgot)
+        args = [store.keys.prefix, cursor, chunk, tat_before]
+        cursor, gone = await FORGET_IDLE(store.client, args)
+        forgot += int(gone)
+        if not cursor:
+            break
+    return forgot

@@ -472,8 +472,11 @@ class SqliteDriver:
     ) -> RateVerdict:
         return await self._exec.run(lambda c: rates_sql.take(c, takes, now, job_id, up_to))
 
-    async def rate_states(self, limit: int) -> list[RateState]:
-        return await self._exec.run(lambda c: rates_sql.states(c, limit), write=False)
+    async def rate_states(self, limit: int, prefix: str = "") -> list[RateState]:
+        return await self._exec.run(lambda c: rates_sql.states(c, limit, prefix), write=False)
+
+    async def forget_idle_rates(self, tat_before: int, limit: int) -> int:
+        return await self._exec.run(lambda c: rates_sql.forget_idle(c, tat_before, limit))
 
     async def rate_reservations(self, limit: int) -> list[RateReservation]:
         return await self._exec.run(lambda c: rates_sql.reservations(c, limit), write=False)

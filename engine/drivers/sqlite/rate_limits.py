@@ -19,6 +19,7 @@ from engine.rate_limits import (
     RateVerdict,
     keys_of,
     late_window_ms,
+    prefix_end,
     take_all,
     use_reservation,
 )
@@ -82,11 +83,23 @@ def take(
     return verdict
 
 
-def states(conn: sqlite3.Connection, limit: int) -> list[RateState]:
+def states(conn: sqlite3.Connection, limit: int, prefix: str) -> list[RateState]:
+    end = prefix_end(prefix)
+    below = "" if end is None else " AND key < :end"
     rows = conn.execute(
-        f"SELECT {COLUMNS} FROM mcp_jobs_rate_limits ORDER BY key LIMIT ?", (limit,)
+        f"SELECT {COLUMNS} FROM mcp_jobs_rate_limits WHERE key >= :prefix{below}"
+        " ORDER BY key LIMIT :limit",
+        {"prefix": prefix, "end": end, "limit": limit},
     )
     return [RateState(*row) for row in rows]
+
+
+def forget_idle(conn: sqlite3.Connection, tat_before: int, limit: int) -> int:
+    return conn.execute(
+        "DELETE FROM mcp_jobs_rate_limits WHERE key IN"
+        " (SELECT key FROM mcp_jobs_rate_limits WHERE tat < ? LIMIT ?)",
+        (tat_before, limit),
+    ).rowcount
 
 
 def reservations(conn: sqlite3.Connection, limit: int) -> list[RateReservation]:

@@ -15,7 +15,15 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, Jobs, Limits, ManualClock, Worker, job
 from engine.drivers.base import RATES, RateStore, require
 from engine.observe import WorkerEvent
-from engine.rate_limits import ADOPT_AFTER_MS, RateLimit, RateReservation, RateTake, RateVerdict
+from engine.rate_limits import (
+    ADOPT_AFTER_MS,
+    IDLE_KEY_EXPIRY_MS,
+    RateLimit,
+    RateReservation,
+    RateTake,
+    RateVerdict,
+    idle_before_us,
+)
 from engine.testing.observe import Recorder
 from engine.worker_rates import SPARE_TTL_MS
 
@@ -387,3 +395,81 @@ async def test_a_wave_of_starts_takes_the_rate_once_for_several_jobs(
     await jobs.enqueue(quick, {"n": 21})
     await worker.run_until_idle()
     assert len(calls) == 3 and ran[-1] == 21
+
+
+async def test_stored_keys_are_read_a_kind_at_a_time(jobs: Jobs, clock: ManualClock) -> None:
+    """`rate_states(limit, prefix)`: only keys that start with the prefix, by key, up to the
+    limit, whatever the other kinds hold; a prefix ending in any character bounds its range."""
+    store, now = _store(jobs), clock.now_ms()
+    keys = [
+        *(f"job:send:c{n}" for n in range(5)),
+        "job:send",
+        "job:sené",
+        "queue:mail",
+        "queue:mail2",
+        "tenant:acme",
+        "tenant:acme-2",
+        "tenant:b",
+        "tenant:\U0010ffff",
+    ]
+    for key in keys:
+        await store.take_rates([RateTake(key, 5, 1000, 5)], now)
+    assert [s.key for s in await store.rate_states(3, "job:")] == sorted(keys)[:3]
+    assert [s.key for s in await store.rate_states(100, "job:send:")] == [
+        f"job:send:c{n}" for n in range(5)
+    ]
+    assert [s.key for s in await store.rate_states(100, "job:sené")] == ["job:sené"]
+    assert [s.key for s in await store.rate_states(100, "queue:")] == ["queue:mail", "queue:mail2"]
+    assert [s.key for s in await store.rate_states(100, "tenant:acme")] == [
+        "tenant:acme",
+        "tenant:acme-2",
+    ]
+    assert [s.key for s in await store.rate_states(100, "tenant:\U0010ffff")] == [
+        "tenant:\U0010ffff"
+    ]
+    assert [s.key for s in await store.rate_states(100, "nothing:")] == []
+    assert [s.key for s in await store.rate_states(100)] == sorted(keys)
+
+
+async def test_idle_keys_are_forgotten_and_a_take_decides_as_before(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    """A key whose TAT is older than the bound goes (a batch at most); a newer one and the
+    reservations stay; a take under a forgotten key decides as it did with the key stored."""
+    store, start = _store(jobs), clock.now_ms()
+    for n in range(5):
+        await store.take_rates([RateTake(f"job:old:{n}", 2, 1000, 1)], start)
+    later = start + IDLE_KEY_EXPIRY_MS + 1_000
+    await store.take_rates([RateTake("queue:busy", 1, 60_000, 1)], later)
+    held = await store.take_rates([RateTake("queue:busy", 1, 60_000, 1)], later, job_id="j1")
+    assert held.blocked_key == "queue:busy"
+    # What a take under an old key answers with it stored, to compare after it is forgotten.
+    kept = await store.take_rates([RateTake("job:old:0", 2, 1000, 1)], later)
+    assert await store.forget_idle_rates(idle_before_us(later), 2) == 2
+    assert await store.forget_idle_rates(idle_before_us(later), 10) == 2
+    assert await store.forget_idle_rates(idle_before_us(later), 10) == 0
+    assert [s.key for s in await store.rate_states(10)] == ["job:old:0", "queue:busy"]
+    assert [r.job_id for r in await store.rate_reservations(10)] == ["j1"]
+    # A day after it, job:old:0 is idle too; queue:busy's reservation moved its TAT 120 s on.
+    day_later = idle_before_us(later + IDLE_KEY_EXPIRY_MS + 61_000)
+    assert await store.forget_idle_rates(day_later, 10) == 1
+    assert [s.key for s in await store.rate_states(10)] == ["queue:busy"]
+    assert await store.take_rates([RateTake("job:old:1", 2, 1000, 1)], later) == kept
+
+
+async def test_the_pruner_forgets_keys_no_start_took_for_a_day(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    from engine.pruner import Pruner
+
+    store, now = _store(jobs), clock.now_ms()
+    for n in range(7):
+        await store.take_rates([RateTake(f"job:send:c{n}", 1, 1000, 1)], now)
+    clock.advance(IDLE_KEY_EXPIRY_MS // 2)
+    await store.take_rates([RateTake("job:send:c0", 1, 1000, 1)], clock.now_ms())
+    pruner = Pruner(jobs, holder="w1", batch_size=2, pause_ms=0, environ={})
+    await pruner.pass_once()
+    assert len(await store.rate_states(10)) == 7
+    clock.advance(IDLE_KEY_EXPIRY_MS // 2 + 5_000)  # past the TATs of c1..c6 (start + 1 s)
+    await pruner.pass_once()
+    assert [s.key for s in await store.rate_states(10)] == ["job:send:c0"]
