@@ -34,6 +34,9 @@ logger = logging.getLogger("mcp_jobs.outbox")
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_CLAIM_LEASE_MS = 30_000
 RELAY_POLL_MS = 1_000
+# A published row says what its staged job became (`job_id`) for this long, then the pruner
+# deletes it: the outbox holds what is waiting and what went lately, not every row ever staged.
+PUBLISHED_KEEP_MS = 7 * 86_400_000
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The pruning pass: settled jobs past their retention are deleted, in small batches, by one
-worker at a time; with them go expired descriptors and inbound events, and rate-limit keys no
-start took for a day.
+worker at a time; with them go expired descriptors and inbound events, rate-limit keys no
+start took for a day, and outbox rows published a week ago.
 
 Every worker runs a `Pruner` (unless `Worker(prune=False)` or `MCP_JOBS_PRUNE=off`); a named
 leadership lease (`lead("prune", ...)`, as the scheduler's) lets only one of them prune at a
@@ -23,9 +23,18 @@ import anyio
 from engine import bounds
 from engine.clock import sleep_unless_woken
 from engine.descriptors import DESCRIPTOR_EXPIRY_MS
-from engine.drivers.base import DESCRIPTORS, EVENTS, HISTORY, LEADER_LEASES, RATES, require
+from engine.drivers.base import (
+    DESCRIPTORS,
+    EVENTS,
+    HISTORY,
+    LEADER_LEASES,
+    OUTBOX,
+    RATES,
+    require,
+)
 from engine.errors import JobsError
 from engine.ids import worker_id
+from engine.outbox import PUBLISHED_KEEP_MS
 from engine.rate_limits import idle_before_us
 from engine.retention import (
     DEFAULT_BATCH_SIZE,
@@ -210,6 +219,7 @@ class Pruner:
             await require(self.jobs.driver, EVENTS).prune_events(now)
         if RATES.offered_by(self.jobs.driver):
             await self._forget_idle_rates(now)
+        await self._forget_published_outbox(now)
         report = PrunePass(at=now, leader=True, cutoffs=cutoffs, pruned=pruned, batches=batches)
         self._report(report)
         return report
@@ -220,6 +230,15 @@ class Pruner:
         bound = idle_before_us(now)
         while not self._stopping:
             if await rates.forget_idle_rates(bound, self.batch_size) < self.batch_size:
+                return
+            await self._pause()
+
+    async def _forget_published_outbox(self, now: int) -> None:
+        """Outbox rows published more than `PUBLISHED_KEEP_MS` ago, a batch at a time."""
+        outbox = require(self.jobs.driver, OUTBOX)
+        before = now - PUBLISHED_KEEP_MS
+        while not self._stopping:
+            if await outbox.outbox_forget_published(before, self.batch_size) < self.batch_size:
                 return
             await self._pause()
 

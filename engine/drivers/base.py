@@ -305,6 +305,11 @@ class OutboxStore(Protocol):
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None: ...
 
+    async def outbox_forget_published(self, published_before: int, limit: int) -> int:
+        """Delete up to `limit` published rows whose `published_at` is before
+        `published_before`, oldest first; never an unpublished one. Answers how many went."""
+        ...
+
 
 @runtime_checkable
 class HistoryStore(Protocol):

@@ -552,6 +552,16 @@ class MemoryDriver(MemoryControls):
                     update={"claimed_by": None, "claim_expires_at": None}
                 )
 
+    async def outbox_forget_published(self, published_before: int, limit: int) -> int:
+        done = sorted(
+            (row.published_at, row.id)
+            for row in self._outbox.values()
+            if row.published_at is not None and row.published_at < published_before
+        )[:limit]
+        for _, row_id in done:
+            del self._outbox[row_id]
+        return len(done)
+
     # --- history (engine.retention) -----------------------------------------------------------
 
     def _expired(self, cutoffs: Cutoffs, tenant_id: str | None) -> list[JobRecord]:

@@ -359,3 +359,32 @@ async def test_a_list_of_dead_jobs_pages_through_their_groups_in_id_order(
             if cursor is None:
                 break
         assert walked == expected, f
+
+
+async def test_outbox_rows_published_before_their_index_are_indexed_once_by_migrate(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    """Rows an earlier build published are not in `P obpub`: migrate puts them there once (the
+    flag `P obpub:built` spares every later connect the walk), and the pruner can find them."""
+    driver = cast(RedisDriver, jobs.driver)
+    store = _store(driver)
+    client: Any = store.client
+    keys = store.keys
+    now = clock.now_ms()
+    tx = driver.transaction()
+    await driver.outbox_stage(tx, [_request(n, now, "a", None, now) for n in range(3)])
+    await tx.execute()
+    rows = await driver.outbox_claim("relay", "t", 10, 60_000)
+    await driver.outbox_publish("t", rows)
+    assert await client.zcard(keys.obpub) == 3
+    # As an earlier build left them: published, unindexed, no flag.
+    await client.delete(keys.obpub, keys.obpub_built)
+    await driver.migrate()
+    assert await client.zcard(keys.obpub) == 3 and await client.exists(keys.obpub_built)
+    await client.delete(keys.obpub)
+    await driver.migrate()  # the flag: no second walk
+    assert await client.zcard(keys.obpub) == 0
+    await client.delete(keys.obpub_built)
+    await driver.migrate()
+    assert await driver.outbox_forget_published(now + 1, 10) == 3
+    assert not await client.exists(*(keys.outbox_row(r.id) for r in rows))

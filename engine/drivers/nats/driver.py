@@ -331,6 +331,11 @@ class NatsDriver:
         async with guard():
             await outbox.release(store, token, ids)
 
+    async def outbox_forget_published(self, published_before: int, limit: int) -> int:
+        store = await self._open()
+        async with guard():
+            return await outbox.forget_published(store, published_before, limit)
+
     # --- history (engine.retention) -----------------------------------------------------------
 
     async def prune_counts(

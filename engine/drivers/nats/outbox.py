@@ -116,6 +116,17 @@ async def publish(store: Store, token: str, rows: Sequence[OutboxRow]) -> list[E
     return results
 
 
+async def forget_published(store: Store, published_before: int, limit: int) -> int:
+    await store.replica.sync()
+    done = sorted(
+        (row.published_at, key, entry.revision)
+        for key, entry in store.replica.family("ob")
+        if (row := _row(entry.raw)).published_at is not None and row.published_at < published_before
+    )[:limit]
+    # By revision: a row written since (none is, once published) is left for the next pass.
+    return sum([await store.delete(key, revision) for _, key, revision in done])
+
+
 async def release(store: Store, token: str, ids: Sequence[str]) -> None:
     for row_id in ids:
 

@@ -369,6 +369,9 @@ class PostgresDriver:
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
         await outbox.release(self.db, token, ids)
 
+    async def outbox_forget_published(self, published_before: int, limit: int) -> int:
+        return await outbox.forget_published(self.db, published_before, limit)
+
     # --- history and leader leases (retention.py) ---------------------------------------------
 
     async def prune_counts(

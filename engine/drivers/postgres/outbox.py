@@ -74,3 +74,10 @@ async def release(db: Connections, token: str, ids: Sequence[str]) -> None:
     if not ids:
         return
     await db.idempotent(lambda c: c.execute(db.q["outbox_release"], list(ids), token))
+
+
+async def forget_published(db: Connections, published_before: int, limit: int) -> int:
+    # Idempotent: run twice, it deletes rows past their keep either way.
+    q = db.q["outbox_forget_published"]
+    status = await db.idempotent(lambda c: c.execute(q, published_before, limit))
+    return int(status.split()[-1])

@@ -714,6 +714,15 @@ UPDATE {schema}.outbox
    SET claimed_by = NULL, claim_expires_at = NULL
  WHERE id = ANY($1::text[]) AND claimed_by = $2 AND published_at IS NULL;
 
+-- name: outbox_forget_published
+-- Published rows past their keep, oldest first on outbox_published_idx (a published row is
+-- never written again, so no lock is waited for).
+DELETE FROM {schema}.outbox
+ WHERE id IN (SELECT id FROM {schema}.outbox
+               WHERE published_at < $1::bigint
+               ORDER BY published_at
+               LIMIT $2);
+
 -- --- retention: pruning settled history (engine/retention.py), named leader leases -------------
 
 -- name: prune_jobs

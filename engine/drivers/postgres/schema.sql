@@ -233,6 +233,10 @@ CREATE TABLE {schema}.outbox (
 CREATE INDEX outbox_unpublished_idx
     ON {schema}.outbox (staged_at, id)
     WHERE published_at IS NULL;
+-- Published rows by publish time (migration 19): the pruner deletes them past their keep.
+CREATE INDEX outbox_published_idx
+    ON {schema}.outbox (published_at)
+    WHERE published_at IS NOT NULL;
 
 CREATE TABLE {schema}.scheduler_state (
     task text PRIMARY KEY,

@@ -122,9 +122,10 @@ class RedisDriver:
         async with guard():
             for script in (*ALL_SCRIPTS, *SETTLE_SCRIPTS):
                 await script.load(self._store.client)
-            await self._store.client.set(self._store.keys.version, SCHEMA_VERSION, nx=True)
+            fresh = await self._store.client.set(self._store.keys.version, SCHEMA_VERSION, nx=True)
             # Dead and failed rows stored before their groups' sets (stats.py) join them now.
             await stats_store.regroup(self._store)
+            await outbox.index_published(self._store, fresh=bool(fresh))
 
     async def close(self) -> None:
         self._closed = True
@@ -301,6 +302,10 @@ class RedisDriver:
     async def outbox_publish(self, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
         async with guard():
             return await outbox.publish(self._store, token, rows)
+
+    async def outbox_forget_published(self, published_before: int, limit: int) -> int:
+        async with guard():
+            return await outbox.forget_published(self._store, published_before, limit)
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
         async with guard():

@@ -20,7 +20,9 @@ Layout (P is the prefix):
   P slot:<key>      zset: holders of a limiter key by expiry; P jslots:<id>: the job's keys
   P workerorder     zset: workers by first beat (P workerseq counts), the order they list in
   P workers, P backfills, P desc, P tasks, P leaders, P sched: one hash each
-  P ob:<id>         hash: an outbox row; P obq: unpublished rows by staged_at (ties by id)
+  P ob:<id>         hash: an outbox row; P obq: unpublished rows by staged_at (ties by id);
+                    P obpub: published rows by published_at (the pruner deletes the old ones;
+                    P obpub:built says migrate indexed the rows published before it existed)
   P wake            pub/sub channel: an enqueue wakes idle workers in every process
   P pauses          hash: "<kind>:<name>" -> a pause in force (the claim script reads it)
   P inbound         hash: inbound event id -> event; P inboundexp: ids by expires_at
@@ -138,6 +140,14 @@ class Keys:
     @property
     def obq(self) -> str:
         return self.prefix + "obq"
+
+    @property
+    def obpub(self) -> str:
+        return self.prefix + "obpub"
+
+    @property
+    def obpub_built(self) -> str:
+        return self.prefix + "obpub:built"
 
     @property
     def wake(self) -> str:

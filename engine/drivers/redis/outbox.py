@@ -9,7 +9,7 @@ application whose state lives in PostgreSQL gets no atomicity from this outbox.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from redis.asyncio.client import Pipeline
 
@@ -67,6 +67,41 @@ async def claim(store: Store, token: str, limit: int, lease_ms: int) -> list[Out
 async def publish(store: Store, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
     now = store.clock.now_ms()
     return await enqueue(store, [r.request for r in rows], now, [r.id for r in rows], token)
+
+
+async def forget_published(store: Store, published_before: int, limit: int) -> int:
+    """A published row is never written again, so reading the old ones and deleting them in a
+    second round trip races with nothing."""
+    if limit <= 0:
+        return 0
+    keys = store.keys
+    ids = cast(
+        list[str],
+        await store.client.zrangebyscore(keys.obpub, "-inf", f"({published_before}", 0, limit),
+    )
+    if ids:
+        pipe = store.client.pipeline(transaction=True)
+        pipe.delete(*(keys.outbox_row(i) for i in ids))
+        pipe.zrem(keys.obpub, *ids)
+        await pipe.execute()
+    return len(ids)
+
+
+async def index_published(store: Store, *, fresh: bool) -> None:
+    """Rows published before `P obpub` existed join it, once per database (a walk of the
+    keyspace, so not at every connect; none on a `fresh` one, which holds no rows yet)."""
+    keys = store.keys
+    client = store.client
+    if fresh:
+        await client.set(keys.obpub_built, "1")
+        return
+    if await client.exists(keys.obpub_built):
+        return
+    async for key in client.scan_iter(match=f"{keys.outbox_row('')}*", count=1_000):
+        fields = cast(list[str | None], await client.hmget(key, ["id", "published_at"]))
+        if fields[0] is not None and fields[1] is not None:
+            await client.zadd(keys.obpub, {fields[0]: int(fields[1])})
+    await client.set(keys.obpub_built, "1")
 
 
 async def release(store: Store, token: str, ids: Sequence[str]) -> None:

@@ -134,6 +134,7 @@ for _, e in ipairs(out) do
     if e[2] == 'held' then id = e[3] elseif e[2] == 'earlier' then id = items[e[3]].id end
     redis.call('HSET', p .. 'ob:' .. it.ob, 'published_at', now, 'job_id', id)
     redis.call('ZREM', p .. 'obq', it.ob)
+    redis.call('ZADD', p .. 'obpub', now, it.ob)
   end
 end
 if #fresh > 0 then

@@ -426,6 +426,11 @@ class SqliteDriver:
         wanted = list(ids)
         await self._exec.run(lambda c: ledgers.outbox_release(c, token, wanted))
 
+    async def outbox_forget_published(self, published_before: int, limit: int) -> int:
+        return await self._exec.run(
+            lambda c: ledgers.outbox_forget_published(c, published_before, limit)
+        )
+
     # --- history and leader leases (retention.py) ---------------------------------------------
 
     async def prune_counts(

@@ -182,3 +182,9 @@ def outbox_publish(
 def outbox_release(conn: sqlite3.Connection, token: str, ids: Sequence[str]) -> None:
     for row_id in ids:
         conn.execute(q.OUTBOX_RELEASE, {"id": row_id, "token": token})
+
+
+def outbox_forget_published(conn: sqlite3.Connection, published_before: int, limit: int) -> int:
+    return conn.execute(
+        q.OUTBOX_FORGET_PUBLISHED, {"before": published_before, "limit": limit}
+    ).rowcount

@@ -468,3 +468,9 @@ OUTBOX_RELEASE = """
 UPDATE mcp_jobs_outbox SET claimed_by = NULL, claim_expires_at = NULL
 WHERE id = :id AND claimed_by = :token AND published_at IS NULL
 """
+# Published rows past their keep, oldest first on mcp_jobs_outbox_published.
+OUTBOX_FORGET_PUBLISHED = """
+DELETE FROM mcp_jobs_outbox WHERE id IN (
+    SELECT id FROM mcp_jobs_outbox INDEXED BY mcp_jobs_outbox_published
+    WHERE published_at < :before ORDER BY published_at LIMIT :limit)
+"""

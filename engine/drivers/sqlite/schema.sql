@@ -187,6 +187,10 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_outbox (
 CREATE INDEX IF NOT EXISTS mcp_jobs_outbox_unpublished
     ON mcp_jobs_outbox (staged_at, id)
     WHERE published_at IS NULL;
+-- Published rows by publish time (0015): the pruner deletes them past their keep.
+CREATE INDEX IF NOT EXISTS mcp_jobs_outbox_published
+    ON mcp_jobs_outbox (published_at)
+    WHERE published_at IS NOT NULL;
 
 -- 0005: dead and failed counts kept by triggers.
 -- The dead and failed rows counted as they come and go, per (queue, tenant or '', state): the

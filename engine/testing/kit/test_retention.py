@@ -9,6 +9,7 @@ import asyncio
 from engine import Jobs, ManualClock
 from engine.drivers.base import AckWrite, Driver, StepWrite
 from engine.errors import JobNotFoundError
+from engine.outbox import PUBLISHED_KEEP_MS
 from engine.pruner import LEASE_NAME, Pruner
 from engine.retention import (
     DAY_MS,
@@ -18,6 +19,8 @@ from engine.retention import (
     plan,
     totals,
 )
+from engine.testing.kit.test_mirror import staging
+from engine.testing.plugin import AppTransaction
 from schemas.errors import ErrorPayload
 from schemas.events import EventRecord
 from schemas.jobs import EnqueueRequest, NackOptions
@@ -286,3 +289,33 @@ async def test_of_two_workers_pruners_one_leads_and_prunes_in_batches(
     assert one.by_state()["done"] == 12 and one.batches == 3
     assert two.pruned == []
     assert await driver.lead(LEASE_NAME, "w1", 60_000)  # still w1's
+
+
+async def test_published_outbox_rows_go_a_week_after_and_waiting_ones_stay(
+    jobs: Jobs, clock: ManualClock, database_url: str, app_transaction: AppTransaction
+) -> None:
+    """A published row is deleted once its `published_at` is before the bound (oldest first, a
+    batch at most); an unpublished one never is, and is claimed and published as before. The
+    pruner's pass deletes rows published `PUBLISHED_KEEP_MS` ago."""
+    driver = jobs.driver
+    stage = staging(driver, database_url, app_transaction)
+    now = clock.now_ms()
+    await stage([_request(now, f"o{n}", "q", None, now) for n in range(7)])
+    first = await driver.outbox_claim("relay", "t1", 3, 60_000)
+    await driver.outbox_publish("t1", first)
+    published_at = clock.now_ms()
+    clock.advance(1_000)
+    second = await driver.outbox_claim("relay", "t2", 2, 60_000)
+    await driver.outbox_publish("t2", second)
+    assert await driver.outbox_forget_published(published_at, 100) == 0  # strictly before
+    assert await driver.outbox_forget_published(published_at + 1, 2) == 2
+    assert await driver.outbox_forget_published(published_at + 1, 100) == 1
+    # The two waiting rows are still there, and publish.
+    rest = await driver.outbox_claim("relay", "t3", 10, 60_000)
+    assert len(rest) == 2 and not {r.id for r in rest} & {r.id for r in [*first, *second]}
+    await driver.outbox_publish("t3", rest)
+    pruner = Pruner(jobs, holder="w1", batch_size=1, pause_ms=0, environ={})
+    clock.advance(PUBLISHED_KEEP_MS + 1)
+    await pruner.pass_once()  # the two published a week and a ms ago go
+    assert await driver.outbox_forget_published(clock.now_ms() + 1, 100) == 0
+    assert await driver.outbox_claim("relay", "t4", 10, 60_000) == []
