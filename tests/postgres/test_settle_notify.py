@@ -10,6 +10,7 @@ import asyncpg
 from engine import ManualClock
 from engine.drivers.base import AckWrite
 from engine.drivers.postgres import PostgresDriver
+from engine.presence import EXPIRED_PER_BEAT, WORKER_EXPIRY_MS
 from schemas.stats import WorkerInfo
 from tests.postgres.builders import request
 
@@ -62,3 +63,24 @@ async def test_a_settle_notifies_only_while_a_process_follows_changes(
         assert heard == [""]
     finally:
         await sql.remove_listener(channel, on_notify)
+
+
+async def test_a_beat_deletes_the_leases_of_followers_gone_an_hour(
+    driver: PostgresDriver, clock: ManualClock, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    """Every MCP server that followed changes named a lease of its own; the beats delete those
+    that expired an hour ago (a hundred a beat), so the check reads the followers of late."""
+    now = clock.now_ms()
+    stale = now - WORKER_EXPIRY_MS - 1
+    await sql.executemany(
+        "INSERT INTO mcp_jobs.leaders (name, holder, expires_at) VALUES ($1, $1, $2)",
+        [(f"followers:gone{n:03}", stale) for n in range(EXPIRED_PER_BEAT + 20)]
+        + [("followers:late", now - 1_000), ("prune", stale)],
+    )
+    await driver.wait_for_change(0, 0)  # this process follows: its lease is live
+    await _beat(driver, now)
+    await _beat(driver, now)
+    names = {r["name"] for r in await sql.fetch("SELECT name FROM mcp_jobs.leaders")}
+    # The expired-a-while-ago ones are gone; one expired a second ago and other leases stay.
+    assert names == {"followers:late", "prune", driver._follower}  # pyright: ignore[reportPrivateUsage]
+    assert driver.db.changes_followed

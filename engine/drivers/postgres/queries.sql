@@ -568,12 +568,24 @@ DELETE FROM {schema}.slots WHERE job_id = $1;
 -- The beat also deletes up to $9 OTHER workers' rows last seen before $8 (engine.presence);
 -- SKIP LOCKED: two workers beating at once never wait on each other's cleanup. It answers
 -- whether a process follows changes (a live `followers:` lease, $10 the time): only then do
--- this worker's settles NOTIFY, since a NOTIFY serialises committing transactions.
+-- this worker's settles NOTIFY, since a NOTIFY serialises committing transactions. Every
+-- process that followed changes (an MCP server) named a lease of its own: up to $9 of those
+-- that expired before $8 go too, so the check reads the followers of late, not of all time (a
+-- follower whose lease went takes it anew at its next refresh).
 WITH expired AS (
     DELETE FROM {schema}.workers
      WHERE id IN (
            SELECT id FROM {schema}.workers
             WHERE last_seen_at < $8::bigint AND id <> $1
+            LIMIT $9::integer
+              FOR UPDATE SKIP LOCKED
+     )
+),
+unfollowed AS (
+    DELETE FROM {schema}.leaders
+     WHERE name IN (
+           SELECT name FROM {schema}.leaders
+            WHERE name LIKE 'followers:%' AND expires_at < $8::bigint
             LIMIT $9::integer
               FOR UPDATE SKIP LOCKED
      )
