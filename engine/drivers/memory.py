@@ -262,8 +262,7 @@ class MemoryDriver(MemoryControls):
         unless it is still live."""
         self._jobs[record.id] = record
         self._leases.pop(record.id, None)
-        for holders in self._slots.values():
-            holders.pop(record.id, None)
+        self._drop_slots({record.id})
         if record.state not in LIVE_STATES:
             key = dedupe_key(record.name, record.tenant_id, record.idempotency_key)
             self._live.pop(key, None)
@@ -409,8 +408,17 @@ class MemoryDriver(MemoryControls):
         return None
 
     async def release_slots(self, job_id: str) -> None:
-        for holders in self._slots.values():
-            holders.pop(job_id, None)
+        self._drop_slots({job_id})
+
+    def _drop_slots(self, job_ids: set[str]) -> None:
+        """The jobs' slots freed; a key no job holds goes, so the walks over the keys (every
+        heartbeat, settle and release) cost the keys held now, not every key ever computed."""
+        for key in list(self._slots):
+            holders = self._slots[key]
+            for job_id in job_ids & holders.keys():
+                del holders[job_id]
+            if not holders:
+                del self._slots[key]
 
     # --- workers ------------------------------------------------------------------------------
 
@@ -594,9 +602,7 @@ class MemoryDriver(MemoryControls):
             for run_id in [r for r, steps in self._steps.items() if _owned_by(steps, ids)]:
                 del self._steps[run_id]
             self._events = {s: e for s, e in self._events.items() if e.job_id not in ids}
-            for holders in self._slots.values():
-                for job_id in ids & holders.keys():
-                    del holders[job_id]
+            self._drop_slots(ids)
             self.changes.notify()
         return _counted(doomed)
 
