@@ -27,8 +27,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from engine.drivers.redis import RedisDriver
 
-# Keys that outlive any one job: counters, the schema version, the queue names.
-SHARED = {"version", "evseq", "queues", "workerseq"}
+# Keys that outlive any one job: counters, the schema version, the queue names, the flag that
+# says published outbox rows are indexed.
+SHARED = {"version", "evseq", "queues", "workerseq", "obpub:built"}
 
 
 def _request(n: int, now: int) -> EnqueueRequest:

@@ -270,9 +270,13 @@ async def test_a_filtered_list_reads_only_the_records_it_answers(
         JobFilter(limit=1, states=("failed", "dead"), tenant_id="u"),
         JobFilter(limit=3, states=("dead", "failed"), queue="b", name="work"),
         JobFilter(limit=3, states=("failed",), name="nothing"),
+        JobFilter(limit=2, states=("ready", "delayed")),
+        JobFilter(limit=3, states=("running",), queue="a"),
+        JobFilter(limit=2, states=("ready", "running", "suspended", "delayed"), tenant_id="t"),
+        JobFilter(limit=4, states=("suspended",), name="nothing"),
     ]
     walks: list[str] = []
-    for script in ("LIST_SCRIPT", "LIST_FAILING_SCRIPT"):
+    for script in ("LIST_SCRIPT", "LIST_FAILING_SCRIPT", "LIST_LIVE_SCRIPT"):
         real = getattr(reads, script)
 
         async def call(client: Any, args: Any, real: Any = real, script: str = script) -> Any:
@@ -306,9 +310,28 @@ async def test_a_filtered_list_reads_only_the_records_it_answers(
         # Each page reads its rows and the one past it that says there is more.
         pages = -(-len(expected) // f.limit) if expected else 1
         assert reading.read <= len(expected) + pages, f
-        # A list of dead or failed jobs goes through their groups, never through every id.
-        failing_only = f.states is not None and set(f.states) <= {"dead", "failed"}
-        assert set(walks) == {"LIST_FAILING_SCRIPT" if failing_only else "LIST_SCRIPT"}, f
+        # A list of dead or failed jobs goes through their groups, one of live jobs through the
+        # live set, never through every id.
+        if f.states is not None and set(f.states) <= {"dead", "failed"}:
+            assert set(walks) == {"LIST_FAILING_SCRIPT"}, f
+        elif f.states is not None and set(f.states) <= set(rules.LIVE_STATES):
+            # The newest ids first (where a backlog's rows are), then the live set once it is
+            # smaller than the ids left.
+            assert set(walks) <= {"LIST_SCRIPT", "LIST_LIVE_SCRIPT"}, f
+        else:
+            assert set(walks) == {"LIST_SCRIPT"}, f
+
+    # With more jobs live than ids left below, a live list keeps walking the ids, and agrees.
+    async def never(store: Any, upper: str) -> bool:
+        return False
+
+    monkeypatch.setattr(reads, "_fewer_live", never)
+    walks.clear()
+    f = JobFilter(limit=2, states=("ready", "delayed"))
+    assert [j.id for j in (await driver.list_jobs(f)).jobs] == sorted(
+        (r.id for r in records if r.state in ("ready", "delayed")), reverse=True
+    )[:2]
+    assert set(walks) == {"LIST_SCRIPT"}
 
 
 async def test_a_list_of_dead_jobs_pages_through_their_groups_in_id_order(
@@ -388,3 +411,37 @@ async def test_outbox_rows_published_before_their_index_are_indexed_once_by_migr
     await driver.migrate()
     assert await driver.outbox_forget_published(now + 1, 10) == 3
     assert not await client.exists(*(keys.outbox_row(r.id) for r in rows))
+
+
+async def test_a_list_of_live_jobs_below_a_long_history_walks_the_live_set(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three running jobs older than sixty done ones: one chunk of the newest ids finds none, and
+    the rest comes from the live set (three) instead of the sixty ids below."""
+    from engine.drivers.redis import reads
+
+    driver = cast(RedisDriver, jobs.driver)
+    now = clock.now_ms()
+    await driver.enqueue([_request(n, now, "a", None, now) for n in range(3)])
+    running = await driver.claim("w", 3, 600_000)
+    await driver.enqueue([_request(n, now, "b", None, now) for n in range(3, 63)])
+    done = await driver.claim("w", 60, 600_000)
+    await driver.ack_many([AckWrite(c.record.id, c.token, None) for c in done])
+    monkeypatch.setattr(reads, "_LIST_CHUNK", 5)
+    walks: list[str] = []
+    for script in ("LIST_SCRIPT", "LIST_LIVE_SCRIPT"):
+        real = getattr(reads, script)
+
+        async def call(client: Any, args: Any, real: Any = real, script: str = script) -> Any:
+            walks.append(script)
+            return await real(client, args)
+
+        monkeypatch.setattr(reads, script, call)
+    page = await driver.list_jobs(JobFilter(limit=2, states=("running",)))
+    expected = sorted((c.record.id for c in running), reverse=True)
+    assert [j.id for j in page.jobs] == expected[:2] and page.next_cursor == expected[1]
+    assert walks == ["LIST_SCRIPT", "LIST_LIVE_SCRIPT"]
+    walks.clear()
+    rest = await driver.list_jobs(JobFilter(limit=2, states=("running",), cursor=expected[1]))
+    assert [j.id for j in rest.jobs] == expected[2:] and rest.next_cursor is None
+    assert walks == ["LIST_SCRIPT"]  # one id left below the cursor: the chunk ends the walk

@@ -10,7 +10,7 @@ from engine.drivers.redis.operator import find
 from engine.drivers.redis.scripts import Script
 from engine.drivers.redis.steps import ordered_steps
 from engine.drivers.redis.store import Store
-from engine.rules import SETTLING_STATES
+from engine.rules import LIVE_STATES, SETTLING_STATES
 from schemas.events import EventRecord
 from schemas.jobs import JobFilter, JobPage, JobRecord
 from schemas.trace import TracePage, TraceQuery
@@ -18,28 +18,41 @@ from schemas.trace import TracePage, TraceQuery
 # Ids one call of the list script examines at most: a few milliseconds of the server's time.
 _LIST_CHUNK = 5_000
 
-# ARGV: ids zset, job key prefix, the lex bound to walk down from, ids to examine at most, ids
-# to answer at most, then the filters as stored or '' for any: states (JSON list of stored
-# state texts), name (JSON), queue (JSON), tenant_id (JSON). Answers {last id examined or '',
-# 1 when no id is left below it, the ids that pass, newest first}. The filters are _wanted's,
-# applied to four fields, so a filter that matches few rows reads no record it drops.
-LIST = r"""
-local ids = redis.call('ZREVRANGEBYLEX', ARGV[1], ARGV[3], '-', 'LIMIT', 0, tonumber(ARGV[4]))
-local states = nil
-if ARGV[6] ~= '' then
-  states = {}
-  for _, s in ipairs(cjson.decode(ARGV[6])) do states[s] = true end
+# A list's filter as the stored texts, from ARGV[at] on: states (JSON list of stored state
+# texts), name (JSON), queue (JSON), tenant_id (JSON), each '' for any. `matcher(at)` answers a
+# test of one job key against it, on four fields, so a filter that matches few rows reads no
+# record it drops. The filters are _wanted's.
+_MATCH_FN = r"""
+local function matcher(at)
+  local states = nil
+  if ARGV[at] ~= '' then
+    states = {}
+    for _, s in ipairs(cjson.decode(ARGV[at])) do states[s] = true end
+  end
+  local name, queue, tenant = ARGV[at + 1], nil, ARGV[at + 3]
+  if ARGV[at + 2] ~= '' then queue = cjson.decode(ARGV[at + 2]) end
+  return function(key)
+    local f = redis.call('HMGET', key, 'state', 'name', 'q', 'tenant_id')
+    return f[1] and (states == nil or states[f[1]]) and (name == '' or f[2] == name)
+      and (queue == nil or f[3] == queue) and (tenant == '' or f[4] == tenant)
+  end
 end
-local queue = nil
-if ARGV[8] ~= '' then queue = cjson.decode(ARGV[8]) end
+"""
+
+# ARGV: ids zset, job key prefix, the lex bound to walk down from, ids to examine at most, ids
+# to answer at most, then the filter (_MATCH_FN). Answers {last id examined or '', 1 when no id
+# is left below it, the ids that pass, newest first}.
+LIST = (
+    _MATCH_FN
+    + r"""
+local ids = redis.call('ZREVRANGEBYLEX', ARGV[1], ARGV[3], '-', 'LIMIT', 0, tonumber(ARGV[4]))
+local matches = matcher(6)
 local want = tonumber(ARGV[5])
 local out = {'', 0}
 local n = 0
 for i, id in ipairs(ids) do
   out[1] = id
-  local f = redis.call('HMGET', ARGV[2] .. id, 'state', 'name', 'q', 'tenant_id')
-  if f[1] and (states == nil or states[f[1]]) and (ARGV[7] == '' or f[2] == ARGV[7])
-     and (queue == nil or f[3] == queue) and (ARGV[9] == '' or f[4] == ARGV[9]) then
+  if matches(ARGV[2] .. id) then
     out[#out + 1] = id
     n = n + 1
     if n >= want then
@@ -51,7 +64,26 @@ end
 if #ids < tonumber(ARGV[4]) then out[2] = 1 end
 return out
 """
+)
 LIST_SCRIPT = Script(LIST)
+
+# A list of live jobs walks the live set, a chunk a call (SSCAN), not the history: bounded by
+# what is live however much has run. ARGV: live set, job key prefix, SSCAN cursor, ids to
+# examine, the id the page goes below ('' for the first page), then the filter (_MATCH_FN).
+# Answers {next cursor ('0' at the end), the ids that pass, in no order}.
+LIST_LIVE = (
+    _MATCH_FN
+    + r"""
+local matches = matcher(6)
+local r = redis.call('SSCAN', ARGV[1], ARGV[3], 'COUNT', tonumber(ARGV[4]))
+local out = {r[1]}
+for _, id in ipairs(r[2]) do
+  if (ARGV[5] == '' or id < ARGV[5]) and matches(ARGV[2] .. id) then out[#out + 1] = id end
+end
+return out
+"""
+)
+LIST_LIVE_SCRIPT = Script(LIST_LIVE)
 
 # The same for a list of dead or failed jobs only, through their groups (keys.py), so it reads
 # those jobs and no other. ARGV: prefix, the lex bound, ids to examine per group at most, ids to
@@ -118,26 +150,40 @@ def _wanted(job: JobRecord, f: JobFilter) -> bool:
 
 async def list_jobs(store: Store, f: JobFilter) -> JobPage:
     """Newest first, walked down from the cursor: through the dead and failed groups when the
-    filter wants only those states, else through every id (the list script)."""
+    filter wants only those states, else through every id (the list script). A filter that
+    wants only live states walks a short chunk of the newest ids (a backlog's rows are there),
+    then, if its page is not full and fewer jobs are live than ids are left below, the live
+    set."""
     keys = store.keys
     name = "" if f.name is None else dumps(f.name)
     queue = "" if f.queue is None else dumps(f.queue)
     tenant = "" if f.tenant_id is None else dumps(f.tenant_id)
     states = "" if f.states is None else json.dumps([dumps(s) for s in f.states])
+    filters = [states, name, queue, tenant]
     failing_only = f.states is not None and set(f.states) <= set(SETTLING_STATES)
+    live_only = f.states is not None and set(f.states) <= set(LIVE_STATES)
     found: list[JobRecord] = []
     upper = "+" if f.cursor is None else f"({f.cursor}"
+    walked = False
     while len(found) <= f.limit:
         want = f.limit + 1 - len(found)
         if failing_only:
-            args = [keys.prefix, upper, _LIST_CHUNK, want, states, name, queue, tenant]
+            args = [keys.prefix, upper, _LIST_CHUNK, want, *filters]
             out = await LIST_FAILING_SCRIPT(store.client, args)
             if out == [-1]:
                 failing_only = False
                 continue
+        elif live_only and walked and await _fewer_live(store, upper):
+            below = upper.removeprefix("(")
+            found.extend(await _live_rows(store, f, filters, below, want))
+            break
         else:
-            args = [keys.ids, keys.job(""), upper, _LIST_CHUNK, want, states, name, queue, tenant]
+            # A live list's first chunk is short: where it finds no full page, the live set may
+            # be the shorter walk.
+            chunk = min(_LIST_CHUNK, 10 * want) if live_only and not walked else _LIST_CHUNK
+            args = [keys.ids, keys.job(""), upper, chunk, want, *filters]
             out = await LIST_SCRIPT(store.client, args)
+            walked = True
         last, exhausted, ids = str(out[0]), int(out[1]), [str(i) for i in out[2:]]
         rows = await store.hgetall_many([keys.job(i) for i in ids])
         # A row may have moved since the script read it: the filter is applied again.
@@ -145,8 +191,46 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
         if exhausted or not last:
             break
         upper = f"({last}"
-    page = found[: f.limit]
-    more = len(found) > f.limit
+    return _page(found, f.limit)
+
+
+async def _fewer_live(store: Store, upper: str) -> bool:
+    """Whether the live set is smaller than the ids left below `upper` (a lex bound)."""
+    client = store.client
+    return int(await client.scard(store.keys.live)) < int(
+        await client.zlexcount(store.keys.ids, "-", upper)
+    )
+
+
+async def _live_rows(
+    store: Store, f: JobFilter, filters: list[str], below: str, want: int
+) -> list[JobRecord]:
+    """Up to `want` live jobs below the id `below` that pass the filter, newest first: their ids
+    gathered from the whole live set, then fetched newest first until enough pass (a row that
+    moved meanwhile is dropped by the filter applied again)."""
+    keys = store.keys
+    passing: set[str] = set()  # SSCAN may answer an id twice
+    cursor = "0"
+    while True:
+        args = [keys.live, keys.job(""), cursor, _LIST_CHUNK, below, *filters]
+        out = await LIST_LIVE_SCRIPT(store.client, args)
+        cursor = str(out[0])
+        passing.update(str(i) for i in out[1:])
+        if cursor == "0":
+            break
+    ordered = sorted(passing, reverse=True)
+    found: list[JobRecord] = []
+    for lo in range(0, len(ordered), want):
+        rows = await store.hgetall_many([keys.job(i) for i in ordered[lo : lo + want]])
+        found.extend(j for j in (decode_record(r) for r in rows if r) if _wanted(j, f))
+        if len(found) >= want:
+            break
+    return found[:want]
+
+
+def _page(found: list[JobRecord], limit: int) -> JobPage:
+    page = found[:limit]
+    more = len(found) > limit
     return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
 
 
