@@ -18,6 +18,7 @@ from engine.drivers.base import RATES, require
 from engine.rate_limits import RateLimit, RateState
 from mcp_jobs.operations.models import Envelope, Finding, QueueStatsView, RateLimitView, iso
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.together import each
 from schemas.descriptor import JobDescriptor
 
 # Stored keys of one kind read at most per answer: computed keys (one per customer) can be many.
@@ -69,7 +70,8 @@ async def _stored(scope: Scope, tenant: str | None) -> list[RateState]:
     and must not crowd the queues' and tenants' keys out of the answer."""
     store = require(scope.jobs.driver, RATES)
     kinds = ("job:", "queue:", "tenant:" if tenant is None else f"tenant:{tenant}")
-    return [state for kind in kinds for state in await store.rate_states(MAX_KEYS, kind)]
+    found = await each(store.rate_states(MAX_KEYS, kind) for kind in kinds)
+    return [state for states in found for state in states]
 
 
 async def rate_limit_views(
