@@ -113,18 +113,23 @@ async def test_the_counts_follow_every_operation(
         assert {k: v for k, v in got.items() if v != [0, 0]} == expected
 
 
-async def test_the_migration_counts_the_rows_already_there(
-    driver: PostgresDriver, sql: Conn, clock: ManualClock
-) -> None:
-    """The schema at version 6 (migrations 1-6 only), rows written, then migrated to the end."""
+async def install_up_to(sql: Conn, version: int) -> None:
+    """The schema as it stood at `version`: migrations 1..version only, recorded as applied."""
     await sql.execute("DROP SCHEMA mcp_jobs CASCADE")
-    first = [m for m in migrations() if m.version <= 6]
+    first = [m for m in migrations() if m.version <= version]
     for migration in first:
         await sql.execute(with_schema(migration.text, "mcp_jobs"))
     await sql.executemany(
         "INSERT INTO mcp_jobs.schema_version (version, name, applied_at) VALUES ($1, $2, 0)",
         [(m.version, m.name) for m in first],
     )
+
+
+async def test_the_migration_counts_the_rows_already_there(
+    driver: PostgresDriver, sql: Conn, clock: ManualClock
+) -> None:
+    """The schema at version 6 (migrations 1-6 only), rows written, then migrated to the end."""
+    await install_up_to(sql, 6)
     now = clock.now_ms()
     await sql.execute(
         """
@@ -234,14 +239,7 @@ async def test_the_migration_to_version_18_deletes_the_counts_of_zero(
     """The stats read every row of the counts table, so a group whose failures were all retried
     or pruned must leave it (the random test above checks the trigger); rows of 0 an earlier
     version kept go with migration 18."""
-    await sql.execute("DROP SCHEMA mcp_jobs CASCADE")
-    first = [m for m in migrations() if m.version <= 17]
-    for migration in first:
-        await sql.execute(with_schema(migration.text, "mcp_jobs"))
-    await sql.executemany(
-        "INSERT INTO mcp_jobs.schema_version (version, name, applied_at) VALUES ($1, $2, 0)",
-        [(m.version, m.name) for m in first],
-    )
+    await install_up_to(sql, 17)
     await sql.execute(
         "INSERT INTO mcp_jobs.dead_counts SELECT 'q', 't' || g, s, 0"
         " FROM generate_series(1, 50) AS g, (VALUES ('dead'), ('failed')) AS v (s)"
