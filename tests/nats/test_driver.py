@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import cast
+from typing import Any, cast
 
 import anyio
 import anyio.lowlevel
@@ -238,3 +238,33 @@ async def test_a_pruned_job_is_not_brought_back_by_its_stale_intent(
     with pytest.raises(JobsError) as gone:
         await driver.get(made.id)
     assert gone.value.code == "JOB_NOT_FOUND"
+
+
+async def test_a_relay_claim_decodes_only_the_rows_still_waiting(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outbox keeps published rows for a week; a claim (every relay poll) tells them from the
+    waiting ones by their stored bytes and decodes only the waiting ones."""
+    from engine.drivers.nats import outbox
+
+    driver = cast(NatsDriver, jobs.driver)
+    now = clock.now_ms()
+    tx = driver.transaction()
+    await driver.outbox_stage(tx, [_request(n, now) for n in range(40)])
+    await tx.commit()
+    published = await driver.outbox_claim("relay", "t1", 38, 60_000)
+    await driver.outbox_publish("t1", published)
+    decoded = 0
+    real = outbox._row  # pyright: ignore[reportPrivateUsage]
+
+    def counting(raw: bytes) -> Any:
+        nonlocal decoded
+        decoded += 1
+        return real(raw)
+
+    monkeypatch.setattr(outbox, "_row", counting)
+    waiting = await driver.outbox_claim("relay", "t2", 10, 60_000)
+    assert len(waiting) == 2 and not {r.id for r in waiting} & {r.id for r in published}
+    assert decoded == 2
+    # Published rows are still found by the week's retention.
+    assert await driver.outbox_forget_published(clock.now_ms() + 1, 100) == 38

@@ -69,13 +69,20 @@ def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str
     return ids
 
 
+# How an unpublished row's stored JSON says so (`_raw`: compact, the request a string inside,
+# so its own quotes are escaped): a claim decodes only the rows that hold this, not the week of
+# published rows beside them.
+_UNPUBLISHED = b'"published_at":null'
+
+
 async def claim(store: Store, token: str, limit: int, lease_ms: int) -> list[OutboxRow]:
     await store.replica.sync()
     now = store.clock.now_ms()
     free = [
         (key, entry.revision, row)
-        for key, entry in store.replica.family("ob")
-        if (row := _row(entry.raw)).published_at is None
+        for key, entry in store.replica.family_unordered("ob")
+        if _UNPUBLISHED in entry.raw
+        and (row := _row(entry.raw)).published_at is None
         and (row.claim_expires_at is None or row.claim_expires_at <= now)
     ]
     free.sort(key=lambda t: (t[2].staged_at, t[2].id))
@@ -120,8 +127,10 @@ async def forget_published(store: Store, published_before: int, limit: int) -> i
     await store.replica.sync()
     done = sorted(
         (row.published_at, key, entry.revision)
-        for key, entry in store.replica.family("ob")
-        if (row := _row(entry.raw)).published_at is not None and row.published_at < published_before
+        for key, entry in store.replica.family_unordered("ob")
+        if _UNPUBLISHED not in entry.raw
+        and (row := _row(entry.raw)).published_at is not None
+        and row.published_at < published_before
     )[:limit]
     # By revision: a row written since (none is, once published) is left for the next pass.
     return sum([await store.delete(key, revision) for _, key, revision in done])

@@ -181,5 +181,9 @@ class Replica:
     def family(self, name: str) -> list[tuple[str, Entry]]:
         return sorted(self._families.get(name, {}).items())
 
+    def family_unordered(self, name: str) -> list[tuple[str, Entry]]:
+        """`family` without the sort, for a reader that orders what it keeps itself."""
+        return list(self._families.get(name, {}).items())
+
     def job_of_run(self, run_id: str) -> str | None:
         return self._runs.get(run_id)
