@@ -14,8 +14,9 @@ listeners (the worker's metrics count `mcp_jobs_pruned_jobs_total{state}`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -218,27 +219,19 @@ class Pruner:
             # Inbound events past their window (engine/inbound_events.py) go with each pass.
             await require(self.jobs.driver, EVENTS).prune_events(now)
         if RATES.offered_by(self.jobs.driver):
-            await self._forget_idle_rates(now)
-        await self._forget_published_outbox(now)
+            # Rate-limit keys no start took for a day (engine/rate_limits.py).
+            rates = require(self.jobs.driver, RATES)
+            await self._in_batches(partial(rates.forget_idle_rates, idle_before_us(now)))
+        outbox = require(self.jobs.driver, OUTBOX)
+        await self._in_batches(partial(outbox.outbox_forget_published, now - PUBLISHED_KEEP_MS))
         report = PrunePass(at=now, leader=True, cutoffs=cutoffs, pruned=pruned, batches=batches)
         self._report(report)
         return report
 
-    async def _forget_idle_rates(self, now: int) -> None:
-        """Rate-limit keys no start took for a day (engine/rate_limits.py), a batch at a time."""
-        rates = require(self.jobs.driver, RATES)
-        bound = idle_before_us(now)
+    async def _in_batches(self, forget: Callable[[int], Awaitable[int]]) -> None:
+        """`forget(batch_size)` until a batch comes back short, pausing between batches."""
         while not self._stopping:
-            if await rates.forget_idle_rates(bound, self.batch_size) < self.batch_size:
-                return
-            await self._pause()
-
-    async def _forget_published_outbox(self, now: int) -> None:
-        """Outbox rows published more than `PUBLISHED_KEEP_MS` ago, a batch at a time."""
-        outbox = require(self.jobs.driver, OUTBOX)
-        before = now - PUBLISHED_KEEP_MS
-        while not self._stopping:
-            if await outbox.outbox_forget_published(before, self.batch_size) < self.batch_size:
+            if await forget(self.batch_size) < self.batch_size:
                 return
             await self._pause()
 

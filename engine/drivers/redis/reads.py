@@ -196,10 +196,11 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
 
 async def _fewer_live(store: Store, upper: str) -> bool:
     """Whether the live set is smaller than the ids left below `upper` (a lex bound)."""
-    client = store.client
-    return int(await client.scard(store.keys.live)) < int(
-        await client.zlexcount(store.keys.ids, "-", upper)
-    )
+    pipe = store.client.pipeline(transaction=False)
+    pipe.scard(store.keys.live)
+    pipe.zlexcount(store.keys.ids, "-", upper)
+    live, left = await pipe.execute()
+    return int(live) < int(left)
 
 
 async def _live_rows(
