@@ -276,23 +276,30 @@ async def test_a_commit_from_another_process_wakes_a_waiter_by_polling(
 
 
 async def test_wait_for_work_times_out_on_the_injected_clock(
-    driver: SqliteDriver, clock: ManualClock
+    tmp_path: Path, clock: ManualClock
 ) -> None:
+    # The poll for other processes' commits an hour away: at the default 50 ms it wakes in step
+    # with wait_all_tasks_blocked's 100 ms re-checks, which then never see every task blocked.
+    driver = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock, poll_ms=3_600_000)
+    await driver.migrate()
     woke = anyio.Event()
-    async with anyio.create_task_group() as tg:
+    try:
+        async with anyio.create_task_group() as tg:
 
-        async def wait() -> None:
-            await driver.wait_for_work(1_000)
-            woke.set()
+            async def wait() -> None:
+                await driver.wait_for_work(1_000)
+                woke.set()
 
-        tg.start_soon(wait)
-        await anyio.wait_all_tasks_blocked()
-        clock.advance(999)
-        await anyio.wait_all_tasks_blocked()
-        assert not woke.is_set()
-        clock.advance(1)
-        with anyio.fail_after(5):
-            await woke.wait()
+            tg.start_soon(wait)
+            await anyio.wait_all_tasks_blocked()
+            clock.advance(999)
+            await anyio.wait_all_tasks_blocked()
+            assert not woke.is_set()
+            clock.advance(1)
+            with anyio.fail_after(5):
+                await woke.wait()
+    finally:
+        await driver.close()
 
 
 async def test_outbox_stages_through_the_apps_own_transaction(
