@@ -121,7 +121,9 @@ class Replica:
         if raw is None:
             self._families.get(family, {}).pop(key, None)
             self._gone[key] = revision
-            if len(self._gone) > GONE_KEPT:
+            # Twice the bound: a filter leaves at most GONE_KEPT (revisions are distinct), so
+            # a burst of deletes (a prune pass, a replay) filters once per GONE_KEPT, not each.
+            if len(self._gone) > 2 * GONE_KEPT:
                 self._forget_old_deletes()
             if family == "job":
                 self._forget_doc(key)
