@@ -1,6 +1,7 @@
 """The pruning pass: settled jobs past their retention are deleted, in small batches, by one
 worker at a time; with them go expired descriptors and inbound events, rate-limit keys no
-start took for a day, and outbox rows published a week ago.
+start took for a day, outbox rows published a week ago, and the delete markers a store keeps
+(NATS KV) an hour after their delete.
 
 Every worker runs a `Pruner` (unless `Worker(prune=False)` or `MCP_JOBS_PRUNE=off`); a named
 leadership lease (`lead("prune", ...)`, as the scheduler's) lets only one of them prune at a
@@ -31,6 +32,7 @@ from engine.drivers.base import (
     LEADER_LEASES,
     OUTBOX,
     RATES,
+    TOMBSTONES,
     require,
 )
 from engine.errors import JobsError
@@ -64,6 +66,9 @@ MAX_BATCH_SIZE = 10_000
 # database between deletes. Chosen by benchmarks/prune_during_drain.py.
 DEFAULT_PAUSE_MS = 25
 MAX_PAUSE_MS = 60_000
+# A delete marker outlives its key by this long: a writer that read the key before the delete
+# (an enqueue rolling a dedupe intent forward) has long finished, so none relies on it after.
+TOMBSTONE_KEEP_MS = 3_600_000
 
 
 @dataclass(frozen=True)
@@ -224,6 +229,10 @@ class Pruner:
             await self._in_batches(partial(rates.forget_idle_rates, idle_before_us(now)))
         outbox = require(self.jobs.driver, OUTBOX)
         await self._in_batches(partial(outbox.outbox_forget_published, now - PUBLISHED_KEEP_MS))
+        if TOMBSTONES.offered_by(self.jobs.driver):
+            # The markers of keys deleted an hour ago (NATS KV), this pass's deletes included.
+            tombstones = require(self.jobs.driver, TOMBSTONES)
+            await self._in_batches(partial(tombstones.forget_tombstones, now - TOMBSTONE_KEEP_MS))
         report = PrunePass(at=now, leader=True, cutoffs=cutoffs, pruned=pruned, batches=batches)
         self._report(report)
         return report

@@ -514,6 +514,18 @@ class SettledCounts(Protocol):
 
 
 @runtime_checkable
+class TombstoneStore(Protocol):
+    """The delete markers a store keeps for deleted keys (NATS KV keeps one per key, for good,
+    and every process start replays them). Optional: only a store that keeps them offers it;
+    the pruner's pass calls it."""
+
+    async def forget_tombstones(self, deleted_before: int, limit: int) -> int:
+        """Remove up to `limit` markers of keys deleted before `deleted_before` (epoch ms on
+        the injected clock), never a value written after its marker; answers how many went."""
+        ...
+
+
+@runtime_checkable
 class Driver(
     JobStore,
     StepStore,
@@ -565,6 +577,7 @@ RATES: Capability[RateStore] = Capability("rates", RateStore)
 RERUNS: Capability[RerunStore] = Capability("reruns", RerunStore)
 EVENTS: Capability[EventStore] = Capability("events", EventStore)
 SETTLED: Capability[SettledCounts] = Capability("settled_counts", SettledCounts)
+TOMBSTONES: Capability[TombstoneStore] = Capability("tombstones", TombstoneStore)
 CAPABILITIES: tuple[Capability[Any], ...] = (
     JOBS,
     STEPS,

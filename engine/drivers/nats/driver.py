@@ -50,6 +50,7 @@ from engine.drivers.nats import (
     settled,
     slots,
     steps,
+    tombstones,
 )
 from engine.drivers.nats import descriptors as published
 from engine.drivers.nats import pauses as pause_store
@@ -351,6 +352,11 @@ class NatsDriver:
         store = await self._open()
         async with guard():
             return await retention.prune(store, cutoffs, limit, tenant_id)
+
+    async def forget_tombstones(self, deleted_before: int, limit: int) -> int:
+        store = await self._open()
+        async with guard():
+            return await tombstones.forget(store, deleted_before, limit)
 
     # --- published descriptors ----------------------------------------------------------------
 

@@ -15,6 +15,7 @@ key allows only `[-/_=.a-zA-Z0-9]`, and the dedupe key is a digest of its three 
     rates                every rate limit's TAT and every reservation (rate_limits.py)
     iev.<id>             an inbound event;  wait.<job>: the event a suspended job waits for
     evx.<id>             an event of no stored job (an operator's call on a missing id)
+    tomb                 the delete-marker purge's cursor and marks (tombstones.py)
     version              the layout version
 """
 
@@ -27,6 +28,7 @@ import json
 from engine.rules import DedupeKey
 
 VERSION = "version"
+TOMBSTONES = "tomb"
 SCHEDULER_LEADER = "scheduler"
 
 

@@ -56,6 +56,11 @@ class Replica:
         self._task: asyncio.Task[None] | None = None
         self._watcher: KeyValue.KeyWatcher | None = None
 
+    @property
+    def stream(self) -> str:
+        """The bucket's stream (`KV_<bucket>`)."""
+        return self._stream
+
     async def start(self) -> None:
         self._watcher = await self._kv.watchall()
         self._task = asyncio.create_task(self._follow(self._watcher))
