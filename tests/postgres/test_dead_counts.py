@@ -9,6 +9,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
+import anyio
 import asyncpg
 
 from engine import ManualClock
@@ -21,6 +22,8 @@ from engine.retention import Cutoffs, PruneRule
 from schemas.jobs import NackOptions
 from schemas.states import SETTLED_STATES
 from tests.postgres.builders import failure, request
+from tests.postgres.conftest import DriverFactory
+from tests.postgres.waiting import eventually
 
 Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 Counts = dict[tuple[str, str, str], int]
@@ -246,3 +249,61 @@ async def test_the_migration_to_version_18_deletes_the_counts_of_zero(
     )
     assert await driver.migrate_with("migrations") == list(range(18, latest_version() + 1))
     assert await sql.fetchval("SELECT count(*) FROM mcp_jobs.dead_counts") == 0
+
+
+async def _dead(driver: PostgresDriver, clock: ManualClock, name: str, queue: str) -> None:
+    """One dead job of `name` in `queue`, finished a millisecond after the one before."""
+    clock.advance(1)
+    await driver.enqueue([request(clock.now_ms(), name=name, key=f"{name}-{queue}", queue=queue)])
+    (claimed,) = await driver.claim("w", 1, 60_000)
+    clock.advance(1)
+    options = NackOptions(error=failure(), dead_letter=True)
+    await driver.nack(claimed.record.id, claimed.token, options)
+
+
+async def test_prunes_meeting_the_same_counts_in_opposite_orders_both_commit(
+    make_driver: DriverFactory, pg_url: str, sql: Conn, clock: ManualClock
+) -> None:
+    """Each deleted dead row moves its group's count: two prunes (the worker's pass beside a
+    prune_history call) whose rows meet the counts in opposite orders, a -> c -> b and
+    b -> c -> a, both held at c until both wait, then let go: neither is aborted."""
+    first, second = await make_driver(listen=False), await make_driver(listen=False)
+    for name, queues in (("x", "acb"), ("y", "bca")):
+        for queue in queues:
+            await _dead(first, clock, name, queue)
+    clock.advance(1)
+    cutoff = clock.now_ms()
+
+    def only(name: str) -> Cutoffs:
+        return Cutoffs(rules=(PruneRule("dead", cutoff, name),), named=(name,))
+
+    watcher: Conn = await asyncpg.connect(pg_url)
+    held = sql.transaction()
+    await held.start()
+    await sql.execute("SELECT FROM mcp_jobs.dead_counts WHERE queue = 'c' FOR UPDATE")
+    outcomes: list[object] = []
+
+    async def prune(driver: PostgresDriver, cutoffs: Cutoffs) -> None:
+        try:
+            outcomes.append(sum(c.rows for c in await driver.prune(cutoffs, 10)))
+        except JobsError as exc:
+            outcomes.append(exc.code)
+
+    async def both_waiting() -> bool:
+        waiting: int = await watcher.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND application_name = 'mcp-jobs'"
+        )
+        return waiting == 2
+
+    try:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(prune, first, only("x"))
+                tg.start_soon(prune, second, only("y"))
+                await eventually(both_waiting)
+                await held.rollback()
+    finally:
+        await watcher.close()
+    assert outcomes == [3, 3]
+    assert as_counts(await sql.fetch(COUNTS)) == {}

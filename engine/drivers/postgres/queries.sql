@@ -742,14 +742,15 @@ DELETE FROM {schema}.outbox
 -- settled predicate lets the planner use that partial index. A NULL-name rule skips the names
 -- that have rules of their own ($4). SKIP LOCKED: two pruners never wait on, take, or count one
 -- row twice, and a row some other transaction holds (a retry) is left for the next batch. The
--- steps, events and slots of the deleted jobs go in the same statement.
+-- steps, events and slots of the deleted jobs go in the same statement. The dead/failed counts
+-- the delete moves are locked first, in key order (schema.sql, dead_counts).
 WITH rules AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(state, name, cutoff)
 ), doomed AS (
-    SELECT j.id, j.run_id
+    SELECT j.id, j.run_id, j.queue, j.tenant_id, j.state
       FROM rules r
      CROSS JOIN LATERAL (
-        SELECT id, run_id, finished_at
+        SELECT id, run_id, finished_at, queue, tenant_id, state
           FROM {schema}.jobs j
          WHERE j.state IN ('done', 'failed', 'dead', 'cancelled')
            AND j.state = r.state
@@ -762,10 +763,21 @@ WITH rules AS (
      ) j
      ORDER BY j.finished_at, j.id
      LIMIT $6
+), counted AS (
+    SELECT 1
+      FROM {schema}.dead_counts c
+      JOIN (SELECT DISTINCT queue, coalesce(tenant_id, '') AS tenant_id, state
+              FROM doomed
+             WHERE state IN ('dead', 'failed')) AS g
+        ON c.queue = g.queue AND c.tenant_id = g.tenant_id AND c.state = g.state
+     ORDER BY c.queue, c.tenant_id, c.state
+       FOR UPDATE OF c
 ), gone AS (
     DELETE FROM {schema}.jobs j
      USING doomed d
      WHERE j.id = d.id AND j.state IN ('done', 'failed', 'dead', 'cancelled')
+       -- Always true: it runs `counted` before any count is moved (triggers fire at the end).
+       AND (SELECT count(*) FROM counted) >= 0
     RETURNING j.id, j.run_id, j.state, j.queue
 ), steps_gone AS (
     DELETE FROM {schema}.steps s USING gone g WHERE s.run_id = g.run_id

@@ -294,6 +294,9 @@ $fn$;
 -- and each fires only when a row enters or leaves dead/failed: a WHEN condition is checked
 -- without calling the function, so the hot path (ready, running, done) never calls it. A count
 -- that reaches 0 is deleted (migration 18), so the table holds the groups that have failures.
+-- Each firing holds its count until commit, so a statement that moves rows of several groups
+-- locks their counts first, in key order (prune_jobs): two taking them in the order of their
+-- rows can deadlock. A one-row statement (nack, retry) takes one count, at its end.
 CREATE TABLE {schema}.dead_counts (
     queue text COLLATE "C" NOT NULL,
     tenant_id text COLLATE "C" NOT NULL,
