@@ -1,9 +1,9 @@
 """A worker PROCESS for the fault tests of every server-backed driver:
 `python -m tests.support.fault_worker URL LOG [...]` (started by `worker_processes.worker_process`).
 
-Its jobs append one line per execution to LOG ("ran ID"), and one per ack the server answered
-("acked ID"); O_APPEND, one write per line, so lines from concurrent jobs never interleave: that
-is how a test counts what really ran and what was acknowledged. SIGTERM drains it.
+Its jobs append one line per execution to LOG ("ran ID ATTEMPT"), and one per ack the server
+answered ("acked ID"); O_APPEND, one write per line, so lines from concurrent jobs never
+interleave: that is how a test counts what really ran and what was acknowledged. SIGTERM drains it.
 With `--block-step N` the three-step job hangs inside its step N, for a test to SIGKILL it.
 """
 
@@ -49,7 +49,7 @@ def record(line: str) -> str:
 async def noop(input: Item, ctx: JobContext) -> None:
     if NOOP_SLEEP_S:
         await anyio.sleep(NOOP_SLEEP_S)
-    record(f"ran {ctx.job_id}")
+    record(f"ran {ctx.job_id} {ctx.attempt}")
 
 
 @job(idempotency_key=lambda i: f"three:{i.n}", registry=registry)

@@ -1,7 +1,7 @@
 """Worker processes for the fault tests of every server-backed driver, and reading their logs.
 
 Each process is `tests/support/fault_worker.py` in its own interpreter; its log holds one line
-per job execution ("ran ID"), step and answered ack ("acked ID"): what a test counts.
+per job execution ("ran ID ATTEMPT"), step and answered ack ("acked ID"): what a test counts.
 """
 
 from __future__ import annotations
