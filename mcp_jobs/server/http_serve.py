@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_jobs.server.http")
 
 MCP_PATH = "/mcp"
+KEEP_ALIVE_S = 75
 
 
 def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = None) -> ASGIApp:
@@ -134,6 +135,9 @@ async def serve_http(
             log_level="warning",
             access_log=False,
             lifespan="on",
+            # Longer than a client's or a proxy's idle pool keeps a connection (undici 4 s, load
+            # balancers 60 s): the server closing first races a request sent on that socket.
+            timeout_keep_alive=KEEP_ALIVE_S,
         )
         running = uvicorn.Server(config)
         task_status.started(Listening(endpoint(sock), running))
