@@ -29,7 +29,7 @@ from engine.drivers.redis import RedisDriver
 
 # Keys that outlive any one job: counters, the schema version, the queue names, the flag that
 # says published outbox rows are indexed.
-SHARED = {"version", "evseq", "queues", "workerseq", "obpub:built"}
+SHARED = {"version", "evseq", "queues", "workerseq", "obpub:built", "byindex:built"}
 
 
 def _request(n: int, now: int) -> EnqueueRequest:

@@ -322,7 +322,7 @@ async def test_a_filtered_list_reads_only_the_records_it_answers(
             assert set(walks) == {"LIST_SCRIPT"}, f
 
     # With more jobs live than ids left below, a live list keeps walking the ids, and agrees.
-    async def never(store: Any, upper: str) -> bool:
+    async def never(store: Any, walk: str, upper: str) -> bool:
         return False
 
     monkeypatch.setattr(reads, "_fewer_live", never)
@@ -445,3 +445,72 @@ async def test_a_list_of_live_jobs_below_a_long_history_walks_the_live_set(
     rest = await driver.list_jobs(JobFilter(limit=2, states=("running",), cursor=expected[1]))
     assert [j.id for j in rest.jobs] == expected[2:] and rest.next_cursor is None
     assert walks == ["LIST_SCRIPT"]  # one id left below the cursor: the chunk ends the walk
+
+
+def _named(n: int, now: int, name: str, tenant: str | None) -> EnqueueRequest:
+    return _request(n, now, "a", tenant, now)._replace(name=name, idempotency_key=f"{name}{n}")
+
+
+async def test_a_list_by_name_or_tenant_walks_their_ids_not_every_id(
+    jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three jobs of a name and a tenant of their own, older than twelve chunks of other jobs:
+    a list by that name or tenant pages through their ids, one short walk, and finds them."""
+    from engine.drivers.redis import reads
+
+    driver = cast(RedisDriver, jobs.driver)
+    keys = _store(driver).keys
+    monkeypatch.setattr(reads, "_LIST_CHUNK", 5)
+    now = clock.now_ms()
+    rare = await driver.enqueue([_named(n, now, "rare", "few") for n in range(3)])
+    await driver.enqueue([_named(n, now, "work", None) for n in range(10, 70)])
+    await driver.enqueue([_named(n, now, "work", "many") for n in range(70, 80)])
+    walked: list[str] = []
+    real = reads.LIST_SCRIPT
+
+    async def call(client: Any, args: Any) -> Any:
+        walked.append(args[0])
+        return await real(client, args)
+
+    monkeypatch.setattr(reads, "LIST_SCRIPT", call)
+    expected = sorted((r.id for r in rare), reverse=True)
+    for f, walk in (
+        (JobFilter(limit=10, name="rare"), keys.by_name("rare")),
+        (JobFilter(limit=10, tenant_id="few"), keys.by_tenant("few")),
+        (
+            JobFilter(limit=10, name="rare", tenant_id="few", states=("ready",)),
+            keys.by_name("rare"),
+        ),
+    ):
+        walked.clear()
+        assert [j.id for j in (await driver.list_jobs(f)).jobs] == expected, f
+        assert walked == [walk], f
+    walked.clear()
+    page = await driver.list_jobs(JobFilter(limit=4, tenant_id="many"))
+    assert [j.id for j in page.jobs] == [f"{n:032x}" for n in range(79, 75, -1)]
+    assert set(walked) == {keys.by_tenant("many")}
+
+
+async def test_jobs_stored_before_the_name_index_are_indexed_once_by_migrate(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    driver = cast(RedisDriver, jobs.driver)
+    store = _store(driver)
+    keys = store.keys
+    now = clock.now_ms()
+    made = await driver.enqueue([_named(n, now, "old", "t") for n in range(3)])
+    await driver.enqueue([_named(n, now, "other", None) for n in range(10, 15)])
+    # As an earlier build left them: no name or tenant index, and no record of building one.
+    await store.client.delete(
+        keys.by_name("old"), keys.by_name("other"), keys.by_tenant("t"), keys.by_index_built
+    )
+    assert (await driver.list_jobs(JobFilter(name="old"))).jobs == []
+    await driver.migrate()
+    expected = sorted((r.id for r in made), reverse=True)
+    assert [j.id for j in (await driver.list_jobs(JobFilter(name="old"))).jobs] == expected
+    assert [j.id for j in (await driver.list_jobs(JobFilter(tenant_id="t"))).jobs] == expected
+    assert await store.client.zcard(keys.by_name("other")) == 5
+    # Once: a database whose index is built is not walked again.
+    await store.client.delete(keys.by_name("other"))
+    await driver.migrate()
+    assert await store.client.zcard(keys.by_name("other")) == 0

@@ -88,10 +88,25 @@ async def _assert_stored(driver: RedisDriver, expected: JobRecord) -> None:
     )
     pipe.zscore(keys.settled, expected.id)
     pipe.sismember(keys.failing, expected.id)
+    pipe.zscore(keys.by_name(expected.name), expected.id)
+    pipe.zscore(keys.by_tenant(expected.tenant_id or ""), expected.id)
     for state in rules.SETTLING_STATES:
         group = failing_group(state, expected.tenant_id, expected.queue)
         pipe.zscore(keys.failing_group(group), expected.id)
-    rank, queued, leased, live, holder, settled, failing, *grouped = await pipe.execute()
+    (
+        rank,
+        queued,
+        leased,
+        live,
+        holder,
+        settled,
+        failing,
+        named,
+        tenanted,
+        *grouped,
+    ) = await pipe.execute()
+    # The indexes a list by name or tenant walks (reads.py) hold every job of theirs.
+    assert named == 0 and (tenanted == 0) == (expected.tenant_id is not None)
     assert int(rank) == rules.claim_rank(expected)[0]
     waiting = expected.state in rules.WAITING_STATES
     assert (queued is not None) == waiting

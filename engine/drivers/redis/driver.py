@@ -126,6 +126,7 @@ class RedisDriver:
             # Dead and failed rows stored before their groups' sets (stats.py) join them now.
             await stats_store.regroup(self._store)
             await outbox.index_published(self._store, fresh=bool(fresh))
+            await reads.index_names(self._store, fresh=bool(fresh))
 
     async def close(self) -> None:
         self._closed = True

@@ -39,10 +39,13 @@ async def enqueue(
             "dk": dedupe_field(request.name, request.tenant_id, request.idempotency_key),
             "oc": request.on_conflict,
             "q": request.queue,
+            "nm": request.name,
             "rank": fields["rank"],
             "st": record.state,
             "f": [part for pair in fields.items() for part in pair],
         }
+        if request.tenant_id is not None:
+            item["tn"] = request.tenant_id
         if outbox_ids is not None:
             item["ob"] = outbox_ids[n]
         items.append(item)

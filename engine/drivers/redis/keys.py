@@ -15,6 +15,9 @@ Layout (P is the prefix):
   P reading:<id>    set: the live ids one stats reading has still to fold (expires in 60 s)
   P settled         zset: settled ids by finished_at (recent stats, retention, oldest first)
   P ids             zset: every id at score 0, so lexical ranges page newest first
+  P byname:<name>   zset: the ids of one job name at score 0, and P bytenant:<tenant> of one
+                    tenant: a list filtered by either pages through these, not through ids
+                    (P byindex:built says migrate indexed the jobs stored before they existed)
   P ev:<id>         zset: a job's events by a global sequence (P evseq)
   P steps:<run>     hash: step name -> record; P steppos:<run>: name -> first-save position
   P slot:<key>      zset: holders of a limiter key by expiry; P jslots:<id>: the job's keys
@@ -144,6 +147,16 @@ class Keys:
     @property
     def obpub(self) -> str:
         return self.prefix + "obpub"
+
+    def by_name(self, name: str) -> str:
+        return self.prefix + "byname:" + name
+
+    def by_tenant(self, tenant_id: str) -> str:
+        return self.prefix + "bytenant:" + tenant_id
+
+    @property
+    def by_index_built(self) -> str:
+        return self.prefix + "byindex:built"
 
     @property
     def obpub_built(self) -> str:

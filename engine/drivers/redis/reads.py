@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from engine import paging
 from engine.drivers.redis.codec import decode_record, dumps
@@ -17,6 +18,7 @@ from schemas.trace import TracePage, TraceQuery
 
 # Ids one call of the list script examines at most: a few milliseconds of the server's time.
 _LIST_CHUNK = 5_000
+_INDEX_CHUNK = 1_000
 
 # A list's filter as the stored texts, from ARGV[at] on: states (JSON list of stored state
 # texts), name (JSON), queue (JSON), tenant_id (JSON), each '' for any. `matcher(at)` answers a
@@ -66,6 +68,23 @@ return out
 """
 )
 LIST_SCRIPT = Script(LIST)
+
+# Jobs stored before the name and tenant indexes existed join them (migrate, once). ARGV:
+# prefix, then ids; a job deleted meanwhile joins nothing.
+INDEX_NAMES = r"""
+local p = ARGV[1]
+for i = 2, #ARGV do
+  local f = redis.call('HMGET', p .. 'job:' .. ARGV[i], 'name', 'tenant_id')
+  if f[1] then
+    redis.call('ZADD', p .. 'byname:' .. cjson.decode(f[1]), 0, ARGV[i])
+    if f[2] and f[2] ~= 'null' then
+      redis.call('ZADD', p .. 'bytenant:' .. cjson.decode(f[2]), 0, ARGV[i])
+    end
+  end
+end
+return #ARGV - 1
+"""
+INDEX_NAMES_SCRIPT = Script(INDEX_NAMES)
 
 # A list of live jobs walks the live set, a chunk a call (SSCAN), not the history: bounded by
 # what is live however much has run. ARGV: live set, job key prefix, SSCAN cursor, ids to
@@ -150,11 +169,18 @@ def _wanted(job: JobRecord, f: JobFilter) -> bool:
 
 async def list_jobs(store: Store, f: JobFilter) -> JobPage:
     """Newest first, walked down from the cursor: through the dead and failed groups when the
-    filter wants only those states, else through every id (the list script). A filter that
-    wants only live states walks a short chunk of the newest ids (a backlog's rows are there),
-    then, if its page is not full and fewer jobs are live than ids are left below, the live
-    set."""
+    filter wants only those states, else through the ids of its job name or tenant, or every
+    id (the list script). A filter that wants only live states walks a short chunk of the
+    newest ids (a backlog's rows are there), then, if its page is not full and fewer jobs are
+    live than ids are left below, the live set."""
     keys = store.keys
+    walk = (
+        keys.by_name(f.name)
+        if f.name is not None
+        else keys.ids
+        if f.tenant_id is None
+        else keys.by_tenant(f.tenant_id)
+    )
     name = "" if f.name is None else dumps(f.name)
     queue = "" if f.queue is None else dumps(f.queue)
     tenant = "" if f.tenant_id is None else dumps(f.tenant_id)
@@ -173,7 +199,7 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
             if out == [-1]:
                 failing_only = False
                 continue
-        elif live_only and walked and await _fewer_live(store, upper):
+        elif live_only and walked and await _fewer_live(store, walk, upper):
             below = upper.removeprefix("(")
             found.extend(await _live_rows(store, f, filters, below, want))
             break
@@ -181,7 +207,7 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
             # A live list's first chunk is short: where it finds no full page, the live set may
             # be the shorter walk.
             chunk = min(_LIST_CHUNK, 10 * want) if live_only and not walked else _LIST_CHUNK
-            args = [keys.ids, keys.job(""), upper, chunk, want, *filters]
+            args = [walk, keys.job(""), upper, chunk, want, *filters]
             out = await LIST_SCRIPT(store.client, args)
             walked = True
         last, exhausted, ids = str(out[0]), int(out[1]), [str(i) for i in out[2:]]
@@ -194,11 +220,11 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
     return _page(found, f.limit)
 
 
-async def _fewer_live(store: Store, upper: str) -> bool:
-    """Whether the live set is smaller than the ids left below `upper` (a lex bound)."""
+async def _fewer_live(store: Store, walk: str, upper: str) -> bool:
+    """Whether the live set is smaller than the ids of `walk` left below `upper` (a lex bound)."""
     pipe = store.client.pipeline(transaction=False)
     pipe.scard(store.keys.live)
-    pipe.zlexcount(store.keys.ids, "-", upper)
+    pipe.zlexcount(walk, "-", upper)
     live, left = await pipe.execute()
     return int(live) < int(left)
 
@@ -274,3 +300,18 @@ async def load_trace(
 def _event(member: str) -> tuple[int, EventRecord]:
     seq, _, text = member.partition("|")
     return int(seq), EventRecord.model_validate_json(text)
+
+
+async def index_names(store: Store, *, fresh: bool) -> None:
+    """Jobs stored before `P byname:` and `P bytenant:` existed join them, once per database
+    (a walk of every id, so not at every connect; none on a `fresh` one, which holds no jobs)."""
+    keys = store.keys
+    client = store.client
+    if not fresh and not await client.exists(keys.by_index_built):
+        lower = "-"
+        while ids := cast(
+            list[str], await client.zrangebylex(keys.ids, lower, "+", 0, _INDEX_CHUNK)
+        ):
+            await INDEX_NAMES_SCRIPT(client, [keys.prefix, *ids])
+            lower = f"({ids[-1]}"
+    await client.set(keys.by_index_built, "1")

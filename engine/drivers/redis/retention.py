@@ -90,6 +90,9 @@ async def prune(
         w.op("DEL", keys.job(job.id), keys.events(job.id))
         w.op("DEL", keys.steps(job.run_id), keys.step_positions(job.run_id))
         w.op("ZREM", keys.ids, job.id)
+        w.op("ZREM", keys.by_name(job.name), job.id)
+        if job.tenant_id is not None:
+            w.op("ZREM", keys.by_tenant(job.tenant_id), job.id)
         w.op("ZREM", keys.settled, job.id)
         w.op("SREM", keys.failing, job.id)
         leave_group(w, keys, failing_group(job.state, job.tenant_id, job.queue), job.id)

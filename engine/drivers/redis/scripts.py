@@ -82,7 +82,8 @@ return done
 )
 
 # Enqueue a batch atomically with dedupe (rules 2, 3). ARGV: prefix, items JSON, outbox token,
-# now. An item: {id, dk, oc, q, rank, st, f (field/value list), ob (outbox row id, optional)}.
+# now. An item: {id, dk, oc, q, nm (name), tn (tenant, optional), rank, st, f (field/value
+# list), ob (outbox row id, optional)}.
 # An outbox item whose row `token` no longer holds (or that is published) is left out. Answers
 # {'dup', index, holder} and writes nothing when an 'error' item conflicts; else one entry per
 # item kept: {index, 'new'} | {index, 'held', id, run_id, state} | {index, 'earlier', index};
@@ -122,6 +123,8 @@ for _, it in ipairs(fresh) do
   redis.call('HSET', p .. 'dedupe', it.dk, it.id)
   redis.call('SADD', p .. 'live', it.id)
   redis.call('ZADD', p .. 'ids', 0, it.id)
+  redis.call('ZADD', p .. 'byname:' .. it.nm, 0, it.id)
+  if it.tn then redis.call('ZADD', p .. 'bytenant:' .. it.tn, 0, it.id) end
   redis.call('SADD', p .. 'queues', it.q)
   if it.st == 'ready' or it.st == 'delayed' then
     redis.call('ZADD', p .. 'q:' .. it.q, it.rank, it.id)
