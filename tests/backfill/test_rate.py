@@ -9,6 +9,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker, connect
 from engine.backfill import BackfillRegistry, Backfills, Pacer, interval_ms
+from engine.testing.blocked import wait_all_tasks_blocked
 from tests.backfill.support import Customers, RecordingClock
 
 
@@ -59,7 +60,7 @@ async def test_batches_are_spaced_by_the_rate_on_the_injected_clock(
                 await recording_clock.wait_for_sleep(500)
                 assert customers.handled == batches[:done]
                 recording_clock.advance(499)
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
                 assert customers.handled == batches[:done]
                 recording_clock.advance(1)
             # The last wait precedes the read that finds the source empty.

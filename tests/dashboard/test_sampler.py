@@ -10,6 +10,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.rules import RECENT_SETTLED_MS
+from engine.testing.blocked import wait_all_tasks_blocked
 from mcp_jobs.dashboard.sampler import WINDOW_MS, Sampler
 from mcp_jobs.operations.models import QueueStatsView
 from tests.dashboard.support import dashboard_for, declare
@@ -93,10 +94,10 @@ async def test_it_samples_on_its_clock_until_cancelled() -> None:
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(sampler.run, read, clock)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             while reads < 4:
                 clock.advance(1000)
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
             tg.cancel_scope.cancel()
     assert [s.depth for s in sampler.series("q")] == [1, 3, 4]
 

@@ -11,6 +11,7 @@ from engine.clock import ManualClock
 from engine.errors import InvalidArgumentError
 from engine.pruner import DEFAULT_PAUSE_MS, Pruner, prune_all
 from engine.retention import DAY_MS, DEFAULT_POLICY, plan
+from engine.testing.blocked import wait_all_tasks_blocked
 from engine.testing.kit.test_retention import settle
 
 
@@ -53,7 +54,7 @@ async def test_a_pass_pauses_on_the_clock_between_batches_and_not_after_the_last
                 await clock.slept.wait()
                 assert await _remaining(jobs, clock) == 7  # one batch, then the pause
                 clock.advance(39)
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
                 assert await _remaining(jobs, clock) == 7  # still pausing
                 waiting = clock.slept
                 clock.advance(1)

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.drivers.memory import MemoryDriver
 from engine.tasks import task
+from engine.testing.blocked import wait_all_tasks_blocked
 from engine.worker import PRESENCE_MS
 from tests.support.worker_jobs import Item, keyed_job, recording_job
 
@@ -142,7 +143,7 @@ async def test_the_outbox_relay_runs_only_where_the_outbox_is_in_use(
             assert worker.outbox_relay is not None  # the first stage started one
             while (await jobs.list()).jobs == []:
                 clock.advance(worker.outbox_relay.poll_ms)
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
     assert (await jobs.get(staged.job_id)).state == "done"
 
 
@@ -161,7 +162,7 @@ async def test_a_worker_that_finds_staged_rows_waiting_starts_a_relay(
     with anyio.fail_after(10):
         async with worker:
             assert worker.outbox_relay is not None
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
     assert (await app.get(staged.job_id)).state == "done"
 
 
@@ -181,7 +182,7 @@ async def test_rows_another_process_stages_later_start_a_relay(
             driver.commit(tx)
             while worker.outbox_relay is None or (await app.list()).jobs == []:
                 clock.advance(PRESENCE_MS)
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
             while (await app.get(staged.job_id)).state != "done":
                 clock.advance(PRESENCE_MS)
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()

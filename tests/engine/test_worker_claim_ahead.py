@@ -9,6 +9,7 @@ import anyio
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.drivers.memory import MemoryDriver
+from engine.testing.blocked import wait_all_tasks_blocked
 from engine.worker import CLAIMS_IN_FLIGHT
 from tests.support.worker_jobs import Item, keyed_job, recording_job
 
@@ -47,12 +48,12 @@ async def test_with_a_backlog_two_claims_are_on_their_way_at_once(
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker.run)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             # The first claim filled the slots; the next two left while those jobs ran.
             assert driver.open == CLAIMS_IN_FLIGHT == 2
             driver.gate.set()
             while len(ran) < 40:
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
             worker.stop()
     assert sorted(ran) == list(range(40)) and driver.most == CLAIMS_IN_FLIGHT
 
@@ -77,11 +78,11 @@ async def test_jobs_that_run_long_are_not_claimed_ahead(
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker.run)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             while len(ran) < 20:
                 held.append(worker.in_flight)
                 clock.advance(1_000)
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
             worker.stop()
             clock.advance(1_000)
     # Untimed at first, it claimed ahead as far as `prefetch`; from the third second on it

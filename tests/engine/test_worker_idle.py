@@ -11,6 +11,7 @@ import pytest
 from engine import JobRegistry, Jobs, Worker
 from engine.clock import SystemClock
 from engine.drivers.memory import MemoryDriver
+from engine.testing.blocked import wait_all_tasks_blocked
 
 AN_HOUR_MS = 3_600_000
 
@@ -20,7 +21,7 @@ async def idle_worker() -> tuple[Worker, asyncio.Task[None]]:
     jobs = Jobs(MemoryDriver(SystemClock()), registry=JobRegistry())
     worker = Worker(jobs, poll_ms=AN_HOUR_MS, scheduler=False, outbox_relay=False, prune=False)
     run = asyncio.create_task(worker.run())
-    await anyio.wait_all_tasks_blocked()
+    await wait_all_tasks_blocked()
     assert worker._idle_scope is not None  # waiting for work, not for a slot
     return worker, run
 
@@ -49,7 +50,7 @@ async def test_the_wait_swallows_the_pokes_cancellation_and_no_other() -> None:
     never = asyncio.Event()
     for also_cancelled in (False, True):
         waiting = asyncio.create_task(worker._race(never.wait))
-        await anyio.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         worker._poke()
         if also_cancelled:
             waiting.cancel()

@@ -12,6 +12,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.drivers.memory import MemoryDriver
+from engine.testing.blocked import wait_all_tasks_blocked
 from tests.support.worker_jobs import SlowAcks, keyed_job, recording_job
 
 
@@ -27,7 +28,7 @@ async def test_the_next_body_runs_while_the_previous_ack_commits(
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker.run)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             # One slot: job 1's body ran, its ack waits, and job 2's body ran anyway.
             assert started == [1, 2]
             # Job 1's ack is in the driver; job 2's queues behind it in the settler (one
@@ -39,7 +40,7 @@ async def test_the_next_body_runs_while_the_previous_ack_commits(
             assert worker.in_flight == 2 + prefetch
             assert (await jobs.get(c.id)).state == ("running" if prefetch else "ready")
             driver.gate.set()
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             assert started == [1, 2, 3] and worker.in_flight == 0
             worker.stop()
     assert [(await jobs.get(r.id)).state for r in (a, b, c)] == ["done", "done", "done"]
@@ -69,13 +70,13 @@ async def test_a_finished_job_does_not_send_an_idle_worker_back_to_an_empty_queu
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker.run)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             assert driver.claims == [0]  # idle: one claim found nothing
             a = await jobs.enqueue(work, {"n": 1})
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             assert (await jobs.get(a.id)).state == "done"
             assert driver.claims == [0, 1]  # woken by the enqueue; no claim after the job ended
             b = await jobs.enqueue(work, {"n": 2})
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             assert (await jobs.get(b.id)).state == "done" and driver.claims == [0, 1, 1]
             worker.stop()

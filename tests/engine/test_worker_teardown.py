@@ -11,6 +11,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.drivers.memory import MemoryDriver
+from engine.testing.blocked import wait_all_tasks_blocked
 from tests.support.worker_jobs import Item, SlowAcks, keyed_job
 
 
@@ -37,9 +38,9 @@ async def test_a_torn_down_body_finishes_its_shielded_section_and_settles_nothin
     worker = worker_for(jobs)
     with anyio.fail_after(10):
         run = asyncio.create_task(worker.run())
-        await anyio.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         run.cancel()
-        await anyio.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         assert not run.done()  # waiting for the shield, not past it
         gate.set()
         with pytest.raises(asyncio.CancelledError):
@@ -58,7 +59,7 @@ async def test_a_job_torn_down_while_its_ack_commits_is_left_to_its_lease(
     worker = worker_for(jobs)
     with anyio.fail_after(10):
         run = asyncio.create_task(worker.run())
-        await anyio.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         assert driver.waiting == [enqueued.id]
         run.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -6,6 +6,7 @@ import anyio
 
 from engine import Jobs, ManualClock, Worker
 from engine.backfill import BackfillRegistry
+from engine.testing.blocked import wait_all_tasks_blocked
 from mcp_jobs.config import Settings
 from tests.backfill.support import Customers
 from tests.mcp.conftest import OpenMcp
@@ -92,7 +93,7 @@ async def test_a_write_followed_here_reports_progress(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(write)
                 while not answer:
-                    await anyio.wait_all_tasks_blocked()
+                    await wait_all_tasks_blocked()
                     await worker.run_until_idle()
                     clock.advance(250)
     assert answer["settled"] is True

@@ -10,6 +10,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.errors import DriverUnavailableError
+from engine.testing.blocked import wait_all_tasks_blocked
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.operations.models import iso
 from schemas.jobs import EnqueueResult
@@ -193,7 +194,7 @@ async def test_wait_for_job_returns_once_settled_with_progress(
                 while not answer:
                     clock.advance(1_000)  # wakes the poll and, at 10 s, the sleeping step
                     await worker.run_until_idle()
-                    await anyio.wait_all_tasks_blocked()
+                    await wait_all_tasks_blocked()
         assert answer["settled"] is True and answer["output"] is not None
         job = answer["job"]
         assert isinstance(job, dict) and job["state"] == "done"
@@ -217,7 +218,7 @@ async def test_wait_for_job_gives_up_at_the_timeout_without_an_error(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(wait)
                 while not answer:
-                    await anyio.wait_all_tasks_blocked()
+                    await wait_all_tasks_blocked()
                     clock.advance(200)
         # At least the timeout: the clock only moves forward, and the tool saw it pass.
         waited = answer["waited_ms"]
@@ -426,7 +427,7 @@ async def test_diagnose_sees_a_live_worker(jobs: Jobs, open_mcp: OpenMcp) -> Non
         tg.start_soon(worker.run)
         with anyio.fail_after(10):
             while not await jobs.driver.live_workers(0):
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
         found = await mcp.ok("diagnose_queue")
         worker.stop()
     assert found["live_workers"] == 1

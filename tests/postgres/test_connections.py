@@ -9,6 +9,7 @@ import pytest
 
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres.migrate import Conn
+from engine.testing.blocked import wait_all_tasks_blocked
 
 
 async def backend_pid(conn: Conn) -> int:
@@ -79,7 +80,7 @@ async def test_a_cancelled_statement_closes_its_connection(driver: PostgresDrive
         async with anyio.create_task_group() as tg:
             tg.start_soon(sleep_on_the_server)
             await asked.wait()
-            await anyio.wait_all_tasks_blocked()  # the sleep is on the server
+            await wait_all_tasks_blocked()  # the sleep is on the server
             tg.cancel_scope.cancel()
     async with driver.db.conn() as conn:
         assert await backend_pid(conn) != pids[0]

@@ -13,6 +13,7 @@ import anyio
 from engine import JobRegistry, Jobs, ManualClock, Worker, connect
 from engine.drivers.base import CHANGES, ChangeSource, require
 from engine.drivers.redis import RedisDriver
+from engine.testing.blocked import wait_all_tasks_blocked
 from tests.mcp.support import declare_app
 
 WAIT_S = 10  # a bound on every wait, never a pause
@@ -46,7 +47,7 @@ async def test_a_write_elsewhere_wakes_a_follower_and_moves_the_count(
             async with anyio.create_task_group() as tg:
                 moved: list[int] = []
                 tg.start_soon(_follow, source, baseline, moved)
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
                 assert not moved
                 with anyio.fail_after(WAIT_S):
                     if write == "enqueue":
@@ -76,7 +77,7 @@ async def test_a_wait_with_no_change_ends_at_its_timeout(jobs: Jobs, clock: Manu
             answers.append(await source.wait_for_change(seen, 1_000))
 
         tg.start_soon(follow)
-        await anyio.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         assert not answers
         clock.advance(1_000)
     assert answers == [seen]

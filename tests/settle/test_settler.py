@@ -13,6 +13,7 @@ import pytest
 from engine.drivers.base import AckWrite, Driver, StepWrite
 from engine.errors import DriverUnavailableError, JobsError, JobSlotLostError
 from engine.settle import MAX_BATCH, GroupCommit, Settler
+from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.steps import StepRecord
 
 
@@ -79,10 +80,10 @@ async def test_queued_acks_share_the_next_flush_and_keep_their_own_outcome() -> 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(ack, "a", "t")
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             for job_id, token in (("b", "stale"), ("c", "t"), ("d", "t")):
                 tg.start_soon(ack, job_id, token)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             driver.gate.set()
     # One flush in flight at a time; the queued calls went together.
     assert driver.acks == [["a"], ["b", "c", "d"]]
@@ -96,10 +97,10 @@ async def test_two_writes_of_one_step_never_share_a_flush() -> None:
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(settler.save_step, "j0", "t", _step("j0", "a"))
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             for job_id, name in (("j1", "a"), ("j2", "a"), ("j2", "a"), ("j2", "b")):
                 tg.start_soon(settler.save_step, job_id, "t", _step(job_id, name))
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             driver.gate.set()
     assert driver.steps == [[("j0", "a")], [("j1", "a"), ("j2", "a"), ("j2", "b")], [("j2", "a")]]
 
@@ -111,12 +112,12 @@ async def test_a_call_cancelled_while_queued_never_runs() -> None:
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(settler.ack, "a", "t", None)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             with anyio.CancelScope() as scope:
                 scope.cancel()
                 await settler.ack("b", "t", None)
             tg.start_soon(settler.ack, "c", "t", None)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             driver.gate.set()
     assert driver.acks == [["a"], ["c"]]
 
@@ -135,7 +136,7 @@ async def test_a_caller_cancelled_mid_flush_does_not_interrupt_its_batch() -> No
         async with anyio.create_task_group() as tg:
             with anyio.CancelScope() as scope:
                 tg.start_soon(ack, "other")
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
                 scope.cancel()
                 with pytest.raises(anyio.get_cancelled_exc_class()):
                     await settler.ack("mine", "t", None)
@@ -178,9 +179,9 @@ async def test_a_flush_carries_at_most_max_batch_items() -> None:
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(queue.submit, -1, -1)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             for n in range(MAX_BATCH + 3):
                 tg.start_soon(queue.submit, n, n)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             release.set()
     assert sizes == [1, MAX_BATCH, 3]

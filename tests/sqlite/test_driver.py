@@ -16,6 +16,7 @@ from engine.drivers import DATABASE_URL_ENV
 from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.errors import JobsError
+from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.jobs import EnqueueRequest, JobFilter, OnConflict
 
 START = 1_767_225_600_000
@@ -244,7 +245,7 @@ async def test_an_enqueue_wakes_a_waiter_on_another_driver_of_the_same_file(
                 woke.set()
 
             tg.start_soon(wait)
-            await anyio.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             assert not woke.is_set()
             await other.enqueue([request(1)])
             with anyio.fail_after(5):  # the clock never moves and the poll is an hour away
@@ -276,30 +277,26 @@ async def test_a_commit_from_another_process_wakes_a_waiter_by_polling(
 
 
 async def test_wait_for_work_times_out_on_the_injected_clock(
-    tmp_path: Path, clock: ManualClock
+    driver: SqliteDriver, clock: ManualClock
 ) -> None:
-    # The poll for other processes' commits an hour away: at the default 50 ms it wakes in step
-    # with wait_all_tasks_blocked's 100 ms re-checks, which then never see every task blocked.
-    driver = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock, poll_ms=3_600_000)
-    await driver.migrate()
+    # The default 50 ms poll for other processes' commits runs throughout, and finds none: the
+    # injected clock alone ends the wait. (With anyio's own wait_all_tasks_blocked, whose looks
+    # are 100 ms of real time apart, the poll woke in step with them and the test hung.)
     woke = anyio.Event()
-    try:
-        async with anyio.create_task_group() as tg:
+    async with anyio.create_task_group() as tg:
 
-            async def wait() -> None:
-                await driver.wait_for_work(1_000)
-                woke.set()
+        async def wait() -> None:
+            await driver.wait_for_work(1_000)
+            woke.set()
 
-            tg.start_soon(wait)
-            await anyio.wait_all_tasks_blocked()
-            clock.advance(999)
-            await anyio.wait_all_tasks_blocked()
-            assert not woke.is_set()
-            clock.advance(1)
-            with anyio.fail_after(5):
-                await woke.wait()
-    finally:
-        await driver.close()
+        tg.start_soon(wait)
+        await wait_all_tasks_blocked()
+        clock.advance(999)
+        await wait_all_tasks_blocked()
+        assert not woke.is_set()
+        clock.advance(1)
+        with anyio.fail_after(5):
+            await woke.wait()
 
 
 async def test_outbox_stages_through_the_apps_own_transaction(
@@ -358,13 +355,13 @@ async def test_cancelled_callers_neither_strand_others_nor_write_later(
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call, 1, scopes[1])
-                await anyio.wait_all_tasks_blocked()  # 1 is in the thread, waiting on the lock
+                await wait_all_tasks_blocked()  # 1 is in the thread, waiting on the lock
                 tg.start_soon(call, 2, scopes[2])
                 tg.start_soon(call, 3, scopes[3])
-                await anyio.wait_all_tasks_blocked()  # 2 and 3 are queued
+                await wait_all_tasks_blocked()  # 2 and 3 are queued
                 scopes[1].cancel()
                 scopes[2].cancel()
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
                 holder.execute("COMMIT")
     finally:
         holder.close()

@@ -8,11 +8,11 @@ from zoneinfo import ZoneInfo
 
 import anyio
 import pytest
-from anyio import wait_all_tasks_blocked
 from pydantic import BaseModel
 
 from engine import Enqueue, JobContext, JobDefinition, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.tasks import CatchUp, Scheduler, SchedulerRound, describe_tasks, task
+from engine.testing.blocked import wait_all_tasks_blocked
 from tests.tasks.waiting import until_set
 
 MINUTE = 60_000

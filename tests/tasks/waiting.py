@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 
 from engine import ManualClock
+from engine.testing.blocked import wait_all_tasks_blocked
 
 
 async def until_set(event: anyio.Event, clock: ManualClock, poll_ms: int) -> None:
@@ -13,6 +14,6 @@ async def until_set(event: anyio.Event, clock: ManualClock, poll_ms: int) -> Non
     starts waiting for work, and then only its poll wakes it. Callers bound this with
     `anyio.fail_after`."""
     while not event.is_set():
-        await anyio.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         if not event.is_set():
             clock.advance(poll_ms)

@@ -15,6 +15,7 @@ from engine.drivers import open_driver
 from engine.drivers.base import PROGRESS
 from engine.errors import JobNotFoundError, JobsError
 from engine.progress import PROGRESS_INTERVAL_MS, ProgressReporter
+from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.progress import Progress
 
 LEASE_MS = 30_000
@@ -63,7 +64,7 @@ async def test_reports_inside_the_interval_write_once_then_the_last_value(
     @job(idempotency_key=lambda i: f"c:{i.n}", registry=registry)
     async def crunch(input: Item, ctx: JobContext) -> str:
         ctx.progress(1, 10, "one")
-        await anyio.wait_all_tasks_blocked()  # the first report's write goes out now
+        await wait_all_tasks_blocked()  # the first report's write goes out now
         ctx.progress(2, 10, "two")
         ctx.progress(3, 10, "three")
         reported.set()
@@ -77,7 +78,7 @@ async def test_reports_inside_the_interval_write_once_then_the_last_value(
         tg.start_soon(Worker(jobs).run_until_idle)
         await writes.reach(1)
         await reported.wait()
-        await anyio.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         # Three reports inside one interval: one write, the first value.
         assert [p.done for p in writes.seen] == [1]
         stored = (await jobs.get(r.id)).progress
@@ -200,7 +201,7 @@ async def test_a_retry_keeps_the_last_progress_until_the_new_attempt_reports(
         tg.start_soon(worker.run_until_idle)
         with anyio.fail_after(10):
             while (await jobs.get(r.id)).state != "running":
-                await anyio.wait_all_tasks_blocked()
+                await wait_all_tasks_blocked()
         running = await jobs.get(r.id)
         # The new attempt has not reported: the last value stays, saying which attempt it is.
         assert running.attempt == 2 and running.progress is not None
