@@ -15,7 +15,6 @@ from engine.drivers.base import TOMBSTONES, AckWrite
 from engine.pruner import TOMBSTONE_KEEP_MS, Pruner
 from engine.retention import Policy, Retention, plan
 from engine.rules import dedupe_key
-from schemas.jobs import EnqueueRequest
 
 pytest.importorskip("nats", reason="the nats extra is not installed")
 
@@ -23,23 +22,9 @@ import nats.js.errors
 
 from engine.drivers.nats import NatsDriver, keys
 from engine.drivers.nats.store import Store
+from tests.nats.test_driver import _request
 
 HOUR = TOMBSTONE_KEEP_MS
-
-
-def _request(n: int, now: int, job: int | None = None) -> EnqueueRequest:
-    """Job `job` (default `n`) under the idempotency key of job `n`."""
-    job = n if job is None else job
-    return EnqueueRequest(
-        id=f"{job:032x}",
-        run_id=f"{1000 + job:032x}",
-        name="work",
-        queue="default",
-        idempotency_key=f"k{n}",
-        input={"n": n},
-        run_at=now,
-        max_attempts=3,
-    )
 
 
 async def _settle_and_prune(driver: NatsDriver, clock: ManualClock, ns: range) -> list[str]:
@@ -116,7 +101,7 @@ async def test_a_value_written_after_its_marker_stays_though_it_races_the_purge(
     assert await _last(store, _dedupe(0)) == "DEL"
     await _forget(driver, clock)
     clock.advance(HOUR + 1)
-    again = _request(0, clock.now_ms(), job=100)
+    again = _request(100, clock.now_ms(), key="k0")
     purge = store.js.purge_stream
 
     async def racing_purge(*args: Any, **kwargs: Any) -> bool:
@@ -127,7 +112,7 @@ async def test_a_value_written_after_its_marker_stays_though_it_races_the_purge(
     monkeypatch.setattr(store.js, "purge_stream", racing_purge)
     assert await _forget(driver, clock) >= 1
     assert await _last(store, _dedupe(0)) == "value"
-    (result,) = await driver.enqueue([_request(0, clock.now_ms(), job=101)])
+    (result,) = await driver.enqueue([_request(101, clock.now_ms(), key="k0")])
     assert result.id == again.id and result.deduped
 
 
