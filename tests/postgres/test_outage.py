@@ -27,26 +27,11 @@ from engine.settle import Settler
 from schemas.jobs import EnqueueResult
 from tests.postgres.builders import request
 from tests.postgres.test_faults import _pg_ctl_command, pg_ctl
-from tests.postgres.waiting import eventually
+from tests.postgres.waiting import CountingClock, eventually, pump
 
 LEASE_MS = 30_000
 POLL_MS = 500
 RETRY_DEADLINE_MS = 10_000  # the driver's default
-
-
-class CountingClock(ManualClock):
-    """A retry clock that says how many retries are waiting on it."""
-
-    def __init__(self) -> None:
-        super().__init__(0)
-        self.waiting = 0
-
-    async def sleep_ms(self, ms: int) -> None:
-        self.waiting += 1
-        try:
-            await super().sleep_ms(ms)
-        finally:
-            self.waiting -= 1
 
 
 @pytest.fixture(autouse=True)
@@ -203,17 +188,6 @@ async def test_a_body_that_finished_as_the_server_stopped_runs_once(
     assert dict(record) == {"state": "done", "attempt": 1, "output": '"finished"'}
 
 
-async def _pump(retry: ManualClock, done: anyio.Event, step_ms: int) -> None:
-    """Move the retry clock in steps until `done` (bounded by the caller)."""
-
-    def moved() -> bool:
-        if not done.is_set():
-            retry.advance(step_ms)
-        return done.is_set()
-
-    await eventually(moved, every=0.02)
-
-
 @pytest.mark.slow
 async def test_enqueues_during_a_short_outage_are_carried_over_by_the_retry(
     pg_url: str, clock: ManualClock
@@ -244,7 +218,7 @@ async def test_enqueues_during_a_short_outage_are_carried_over_by_the_retry(
                         tg.start_soon(one, n)
                     tg.start_soon(many)
                     await eventually(lambda: retry.waiting == 9)  # every call is waiting
-                await _pump(retry, all_in, 100)
+                await pump(retry, all_in, 100)
         assert retry.now_ms() < RETRY_DEADLINE_MS  # carried over, well within the deadline
     finally:
         await driver.close()
@@ -282,7 +256,7 @@ async def test_past_the_retry_deadline_a_call_fails_with_what_it_tried(
                     retry.advance(RETRY_DEADLINE_MS - 1_000)
                     await eventually(lambda: retry.waiting == 1)
                     assert not over.is_set()  # still trying before the deadline
-                    await _pump(retry, over, 200)
+                    await pump(retry, over, 200)
     finally:
         await driver.close()
         await at_once.close()

@@ -7,6 +7,8 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from engine import ManualClock
+
 
 async def eventually(
     check: Callable[[], bool | Awaitable[bool]], *, within: float = 10, every: float = 0.01
@@ -21,3 +23,29 @@ async def eventually(
             if outcome:
                 return
             await anyio.sleep(every)
+
+
+class CountingClock(ManualClock):
+    """A retry clock that says how many retries are waiting on it."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.waiting = 0
+
+    async def sleep_ms(self, ms: int) -> None:
+        self.waiting += 1
+        try:
+            await super().sleep_ms(ms)
+        finally:
+            self.waiting -= 1
+
+
+async def pump(retry: ManualClock, done: anyio.Event, step_ms: int) -> None:
+    """Move the retry clock in steps until `done` (bounded by the caller)."""
+
+    def moved() -> bool:
+        if not done.is_set():
+            retry.advance(step_ms)
+        return done.is_set()
+
+    await eventually(moved, every=0.02)

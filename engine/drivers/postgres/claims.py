@@ -15,7 +15,7 @@ from engine import rules
 from engine.clock import Clock
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
-from engine.drivers.postgres.faults import is_connection_failure
+from engine.drivers.postgres.faults import is_retried
 from engine.drivers.postgres.migrate import Conn
 from engine.drivers.postgres.sweep import Sweeper
 from engine.errors import DriverUnavailableError, JobSlotLostError
@@ -72,7 +72,7 @@ class Claimer:
             async with db.planned_once() as conn:
                 found = await self._claim_rows(conn, worker_id, limit, lease_ms, queues, token)
         except DriverUnavailableError as exc:
-            if not db.retry.deadline_ms or not is_connection_failure(exc):
+            if not db.retry.deadline_ms or not is_retried(exc):
                 raise
 
             async def again(first: bool) -> list[asyncpg.Record]:

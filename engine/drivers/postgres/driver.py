@@ -96,7 +96,8 @@ class PostgresDriver:
         """`listen=False` polls instead of LISTEN (transaction-pooling PgBouncer; pair it with
         `statement_cache_size=0`). `retry_deadline_ms`: how long an operation that is safe to
         repeat (a read, an enqueue, a heartbeat) keeps retrying through a broken connection or
-        an unreachable server before it fails; 0 fails at the first break. `settle_retry_ms`:
+        an unreachable server before it fails, and any operation through a transaction the
+        server rolled back (a deadlock); 0 fails at the first break. `settle_retry_ms`:
         how long an ack/nack/step write is held and retried while the server is unreachable
         (its fence decides, once it gets through, whether it still counts). A process that
         claims vacuums the jobs table when this many dead rows have piled up in it (sweep.py);

@@ -18,7 +18,7 @@ from engine import rules
 from engine.clock import Clock
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
-from engine.drivers.postgres.faults import DEDUPE_INDEX, is_connection_failure
+from engine.drivers.postgres.faults import DEDUPE_INDEX, is_retried
 from engine.drivers.postgres.migrate import Conn
 from engine.drivers.postgres.wake import WakeSignal
 from engine.errors import DriverUnavailableError, JobDuplicateError
@@ -72,7 +72,7 @@ class Enqueuer:
                 async with self.db.conn() as conn:
                     one = await self._insert_one(conn, requests[0], now)
             except DriverUnavailableError as exc:
-                if not self.db.retry.deadline_ms or not is_connection_failure(exc):
+                if not self.db.retry.deadline_ms or not is_retried(exc):
                     raise
                 one, broke = None, True
             if one is not None:

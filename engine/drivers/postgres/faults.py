@@ -9,7 +9,8 @@ failure says nothing about whether the statement committed; the caller decides i
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import shlex
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 import asyncpg.exceptions as pgx
@@ -40,6 +41,11 @@ _SCHEMA_MISSING = (pgx.UndefinedTableError, pgx.InvalidSchemaNameError, pgx.Unde
 # number out of range), 23 integrity constraint violation, 54 program limit exceeded (an index
 # row over the btree limit).
 _VALUE_REFUSED_CLASSES = frozenset({"22", "23", "54"})
+# SQLSTATEs after which the server rolled the transaction back whole, so the same operation sent
+# again is safe and most often goes through: class 40 (40001 serialization failure, 40P01
+# deadlock) and 55P03 (a lock not granted within lock_timeout).
+_ROLLED_BACK_CLASSES = frozenset({"40"})
+_ROLLED_BACK_STATES = frozenset({"55P03"})
 # The unique index of rule 2. Its violation is no bad value: the enqueue that raised it learns
 # the holder and goes in again, so it stays a driver failure the enqueue path recognises.
 DEDUPE_INDEX = "jobs_dedupe_live_idx"
@@ -52,6 +58,23 @@ def is_connection_failure(exc: BaseException) -> bool:
     return isinstance(exc, CONNECTION_FAILURES)
 
 
+def is_rolled_back(exc: BaseException) -> bool:
+    """True when `exc` (or the error it was converted from) is the server rolling back a
+    transaction that met another (see `_ROLLED_BACK_CLASSES`): nothing of it was written."""
+    if isinstance(exc, DriverUnavailableError) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    if not isinstance(exc, asyncpg.PostgresError):
+        return False
+    sqlstate = str(exc.sqlstate or "")
+    return sqlstate[:2] in _ROLLED_BACK_CLASSES or sqlstate in _ROLLED_BACK_STATES
+
+
+def is_retried(exc: BaseException) -> bool:
+    """True when the retry paths (retry.py) run an operation again after `exc`: a broken
+    connection, or a transaction the server rolled back."""
+    return is_connection_failure(exc) or is_rolled_back(exc)
+
+
 def readiness_fix(url: str) -> str:
     """A one-line check of the server named by `url`, without its password."""
     try:
@@ -61,6 +84,29 @@ def readiness_fix(url: str) -> str:
         return "pg_isready"
     args = (f" -h {host}" if host else "") + (f" -p {port}" if port else "")
     return f"pg_isready{args}"
+
+
+def psql_fix(url: str, sql: str) -> str:
+    """`psql` running `sql` on the database named by `url`, without its password (psql takes
+    it from PGPASSWORD or ~/.pgpass); a URL that cannot be parsed gives psql's defaults."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc.rpartition("@")[2]
+        if parts.username is not None:
+            netloc = f"{parts.username}@{netloc}"
+        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"])
+        target = " " + shlex.quote(urlunsplit(parts._replace(netloc=netloc, query=query)))
+    except ValueError:
+        target = ""
+    return f"psql -X{target} -c {shlex.quote(sql)}"
+
+
+# Who waits on whom, oldest transaction first: what keeps rolling the engine's writes back.
+_CONTENTION_SQL = (
+    "SELECT pid, pg_blocking_pids(pid) AS blocked_by, state, xact_start, left(query, 80) AS query"
+    " FROM pg_stat_activity WHERE datname = current_database() AND xact_start IS NOT NULL"
+    " ORDER BY xact_start"
+)
 
 
 # A converted error is chained to what it was converted from once or twice: look no further.
@@ -133,5 +179,26 @@ def unavailable(
     if is_connection_failure(exc):
         cause = f"cannot reach the server ({type(exc).__name__}: {detail})"
         return DriverUnavailableError("postgres", cause, readiness_fix(url))
-    cause = f"the server refused the operation ({type(exc).__name__}: {detail})"
-    return DriverUnavailableError("postgres", cause)
+    state = getattr(exc, "sqlstate", None)
+    if is_rolled_back(exc):
+        cause = (
+            f"the server rolled back a transaction that met another (SQLSTATE {state}: {detail}); "
+            "what it wrote was undone, and the same call can be made again"
+        )
+        return DriverUnavailableError("postgres", cause, psql_fix(url, _CONTENTION_SQL))
+    cause = f"the server refused the operation ({type(exc).__name__}, SQLSTATE {state}: {detail})"
+    return DriverUnavailableError("postgres", cause, psql_fix(url, _refusal_sql(state, schema)))
+
+
+def _refusal_sql(sqlstate: object, schema: str) -> str:
+    """What to look at first when the server refuses for a reason that is neither the value,
+    the schema nor the connection: the setting or the privileges at fault, else who the driver
+    is and where (a standby, a read-only default)."""
+    if sqlstate == "57014":  # a statement timeout (or an operator) cancelled the statement
+        return "SHOW statement_timeout"
+    if sqlstate == "42501":  # the role lacks a privilege on the schema's objects
+        return f"\\dn+ {schema}"
+    return (
+        "SELECT current_user, current_database(), pg_is_in_recovery() AS standby,"
+        " current_setting('default_transaction_read_only') AS read_only"
+    )

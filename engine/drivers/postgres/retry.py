@@ -3,6 +3,8 @@
 `retrying` re-runs an operation that is safe to repeat for up to `retry_deadline_ms`;
 `resilient` holds a settle for up to `settle_retry_ms` (its lease token decides, once a try gets
 through, whether it still counts); `flush_held` lets the held settles through before a claim.
+A transaction the server rolled back (a deadlock, a serialization failure) is run again by both
+for up to `retry_deadline_ms`: a conflict is not an outage, and no settle is held for it.
 Deadlines and pauses read `clock`, a monotonic clock a test can replace.
 """
 
@@ -15,7 +17,11 @@ from typing import TypeVar
 import anyio
 
 from engine.clock import Clock, next_retry_pause_ms
-from engine.drivers.postgres.faults import is_connection_failure, readiness_fix
+from engine.drivers.postgres.faults import (
+    is_connection_failure,
+    is_retried,
+    readiness_fix,
+)
 from engine.errors import DriverUnavailableError
 
 T = TypeVar("T")
@@ -69,15 +75,17 @@ class Retrier:
                 try:
                     return await op(tries == 1)
                 except DriverUnavailableError as exc:
-                    if self._closed or not is_connection_failure(exc) or deadline_ms == 0:
+                    lost = is_connection_failure(exc)
+                    limit_ms = deadline_ms if lost else min(deadline_ms, self.deadline_ms)
+                    if self._closed or limit_ms == 0 or not is_retried(exc):
                         raise
                     now = clock.now_ms()
                     if tries == 1:
                         started = now
-                    left = started + deadline_ms - now
+                    left = started + limit_ms - now
                     if left <= 0:
                         raise self._gave_up(exc, now - started, tries) from (exc.__cause__ or exc)
-                    if held:
+                    if held and lost:
                         if not holding:
                             holding = True
                             self.holding += 1
@@ -96,11 +104,17 @@ class Retrier:
     ) -> DriverUnavailableError:
         cause = last.__cause__ if last.__cause__ is not None else last
         detail = str(cause).strip() or type(cause).__name__
+        if is_connection_failure(last):
+            what = "cannot reach the server"
+        else:
+            what = "the server rolled the transaction back each time, as it met others"
+        state = getattr(cause, "sqlstate", None)
+        kind = f"{type(cause).__name__}, SQLSTATE {state}" if state else type(cause).__name__
         error = DriverUnavailableError(
             "postgres",
-            f"cannot reach the server: gave up after {tries} tries over {tried_ms / 1000:.1f} s "
-            f"(last error {type(cause).__name__}: {detail})",
-            readiness_fix(self._url),
+            f"{what}: gave up after {tries} tries over {tried_ms / 1000:.1f} s "
+            f"(last error {kind}: {detail})",
+            last.fix,
         )
         error.details = {**(error.details or {}), "tried_ms": tried_ms, "tries": tries}
         return error

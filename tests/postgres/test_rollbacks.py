@@ -1,0 +1,249 @@
+"""A transaction PostgreSQL rolls back because it met another (a deadlock, a serialization
+failure, a lock not granted within lock_timeout) wrote nothing, so the driver runs it again. When
+it keeps being rolled back, and for every other refusal that is not a value's, the error's fix is
+a psql line that runs as given and shows what to look at, never "mcp-jobs db migrate"."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import anyio
+import asyncpg
+import pytest
+
+from engine import ManualClock
+from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres.faults import psql_fix, unavailable
+from engine.errors import DriverUnavailableError, JobsError
+from engine.settle import Settler
+from tests.postgres.builders import request
+from tests.postgres.conftest import DriverFactory
+from tests.postgres.waiting import CountingClock, eventually, pump
+
+ROLLED_BACK = ["40001", "40P01", "55P03"]  # serialization failure, deadlock, lock timeout
+RETRY_DEADLINE_MS = 10_000  # the driver's default
+SETTLE_RETRY_MS = 300_000  # the driver's default
+
+
+async def _refuse(
+    sql: asyncpg.Connection[asyncpg.Record], event: str, sqlstate: str, times: int
+) -> None:
+    """The next `times` statements that `event` the jobs table are refused with `sqlstate` by
+    the server itself (a sequence counts them: it is not rolled back with the statement)."""
+    await sql.execute(
+        f"""
+        CREATE SEQUENCE public.refusals;
+        CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF nextval('public.refusals') <= {times} THEN
+            RAISE EXCEPTION 'refused by the test' USING ERRCODE = '{sqlstate}';
+          END IF;
+          RETURN NULL;
+        END $$;
+        CREATE TRIGGER refuse BEFORE {event} ON mcp_jobs.jobs
+          FOR EACH STATEMENT EXECUTE FUNCTION public.refuse();
+        """
+    )
+
+
+async def _refused_so_far(sql: asyncpg.Connection[asyncpg.Record]) -> int:
+    return int(await sql.fetchval("SELECT last_value FROM public.refusals"))
+
+
+def _run_as_given(fix: str) -> str:
+    """Run the fix line through a shell, with the test server's binaries on the PATH."""
+    path = os.pathsep.join(
+        p for p in (os.environ.get("MCP_JOBS_TEST_PG_BIN"), os.environ.get("PATH")) if p
+    )
+    if shutil.which("psql", path=path) is None:
+        pytest.skip("psql is not installed here (MCP_JOBS_TEST_PG_BIN names its directory)")
+    done = subprocess.run(
+        fix,
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PATH": path},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("sqlstate", ROLLED_BACK)
+async def test_an_enqueue_rolled_back_twice_goes_in_once(
+    make_driver: DriverFactory,
+    clock: ManualClock,
+    sql: asyncpg.Connection[asyncpg.Record],
+    sqlstate: str,
+) -> None:
+    retry = CountingClock()
+    driver = await make_driver(retry_clock=retry, listen=False)
+    await _refuse(sql, "INSERT", sqlstate, times=2)
+    results = []
+    done = anyio.Event()
+
+    async def enqueue() -> None:
+        results.extend(await driver.enqueue([request(clock.now_ms(), key="once")]))
+        done.set()
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(enqueue)
+            await pump(retry, done, 50)
+    assert await _refused_so_far(sql) == 3  # two refusals, then the insert that went in
+    (result,) = results
+    assert not result.deduped
+    stored = await sql.fetch("SELECT id, state FROM mcp_jobs.jobs")
+    assert [(r["id"], r["state"]) for r in stored] == [(result.id, "ready")]
+
+
+async def test_an_ack_rolled_back_by_a_deadlock_is_written_on_the_next_try(
+    make_driver: DriverFactory, clock: ManualClock, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    driver = await make_driver(listen=False)
+    await driver.enqueue([request(clock.now_ms())])
+    (claimed,) = await driver.claim("w", 1, 60_000)
+    await _refuse(sql, "UPDATE", "40P01", times=1)
+    with anyio.fail_after(30):
+        await Settler(driver).ack(claimed.record.id, claimed.token, {"ok": True})
+    assert await _refused_so_far(sql) == 2
+    row = await sql.fetchrow("SELECT state, attempt, output FROM mcp_jobs.jobs")
+    assert row is not None and dict(row) == {
+        "state": "done",
+        "attempt": 1,
+        "output": '{"ok": true}',
+    }
+
+
+async def test_an_ack_rolled_back_every_time_fails_at_the_retry_deadline_with_a_fix_that_runs(
+    make_driver: DriverFactory, clock: ManualClock, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    retry = CountingClock()
+    driver = await make_driver(retry_clock=retry, listen=False)
+    await driver.enqueue([request(clock.now_ms())])
+    (claimed,) = await driver.claim("w", 1, 60_000)
+    await _refuse(sql, "UPDATE", "40001", times=1_000_000)
+    failed: list[BaseException] = []
+    over = anyio.Event()
+
+    async def ack() -> None:
+        try:
+            await Settler(driver).ack(claimed.record.id, claimed.token, {"ok": True})
+        except JobsError as exc:
+            failed.append(exc)
+        over.set()
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ack)
+            await eventually(lambda: retry.waiting == 1)
+            # A conflict is no outage: the settle is not held, so claims are not held back.
+            assert driver.db.retry.holding == 0
+            await pump(retry, over, 500)
+    # Given up at the deadline of a retry, not after the five minutes a settle is held through
+    # an unreachable server.
+    assert RETRY_DEADLINE_MS <= retry.now_ms() < SETTLE_RETRY_MS
+    (error,) = failed
+    assert isinstance(error, DriverUnavailableError) and error.retryable
+    assert "rolled the transaction back each time" in error.cause and "40001" in error.cause
+    assert error.fix.startswith("psql -X ") and "pg_blocking_pids" in error.fix
+    assert "blocked_by" in _run_as_given(error.fix)
+    row = await sql.fetchrow("SELECT state, output FROM mcp_jobs.jobs")
+    assert row is not None and dict(row) == {"state": "running", "output": None}
+
+
+async def _refusal(sql: asyncpg.Connection[asyncpg.Record], sqlstate: str) -> Exception:
+    try:
+        await sql.execute(
+            f"DO $$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = '{sqlstate}'; END $$"
+        )
+    except asyncpg.PostgresError as exc:
+        return exc
+    raise AssertionError(f"SQLSTATE {sqlstate} was not raised")
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "shows"),
+    [
+        *((state, "blocked_by") for state in ROLLED_BACK),
+        ("57014", "statement_timeout"),  # a statement timeout cancelled the statement
+        ("42501", "Access privileges"),  # the role lacks a privilege: the schema's grants
+        ("25006", "read_only"),  # a standby, or read-only by default
+        ("53300", None),  # too many connections: the server is not reachable for now
+    ],
+)
+async def test_each_refusal_that_is_not_a_value_names_a_fix_that_runs(
+    driver: PostgresDriver,
+    pg_url: str,
+    sql: asyncpg.Connection[asyncpg.Record],
+    sqlstate: str,
+    shows: str | None,
+) -> None:
+    error = unavailable(await _refusal(sql, sqlstate), pg_url, driver.schema)
+    assert error.code == "DRIVER_UNAVAILABLE" and error.retryable
+    assert "migrate" not in error.fix
+    output = _run_as_given(error.fix)
+    if shows is not None:
+        assert error.fix.startswith("psql -X ") and shows in output
+
+
+def test_the_psql_fix_never_carries_the_password() -> None:
+    url = "postgresql://app:s3cret@db.example:6432/jobs?sslmode=require&password=other"
+    assert psql_fix(url, "SELECT 1") == (
+        "psql -X 'postgresql://app@db.example:6432/jobs?sslmode=require' -c 'SELECT 1'"
+    )
+
+
+async def test_a_claim_rolled_back_by_a_deadlock_claims_on_the_next_try(
+    make_driver: DriverFactory, clock: ManualClock, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    driver = await make_driver(listen=False)
+    (enqueued,) = await driver.enqueue([request(clock.now_ms())])
+    await _refuse(sql, "UPDATE", "40P01", times=1)
+    with anyio.fail_after(30):
+        (claimed,) = await driver.claim("w", 1, 60_000)
+    assert claimed.record.id == enqueued.id and claimed.record.attempt == 1
+    assert await _refused_so_far(sql) == 2
+
+
+async def test_workers_on_a_serializable_database_drain_every_job_once(
+    pg_url: str,
+    make_driver: DriverFactory,
+    clock: ManualClock,
+    sql: asyncpg.Connection[asyncpg.Record],
+) -> None:
+    """A database whose default isolation is SERIALIZABLE rolls back claims and acks that
+    overlap (SQLSTATE 40001): the driver's retries carry them, and no job runs twice."""
+    database = await sql.fetchval("SELECT current_database()")
+    await sql.execute(
+        f'ALTER DATABASE "{database}" SET default_transaction_isolation = serializable'
+    )
+    driver = await make_driver(listen=False)
+    ids = {
+        r.id
+        for r in await driver.enqueue([request(clock.now_ms(), key=f"k{n}") for n in range(200)])
+    }
+    settler = Settler(driver)
+    ran: list[str] = []
+
+    async def work(worker: str) -> None:
+        while True:
+            claimed = await driver.claim(worker, 4, 60_000)
+            if not claimed:
+                return
+            for c in claimed:
+                ran.append(c.record.id)
+            with anyio.CancelScope(shield=True):
+                async with anyio.create_task_group() as acks:
+                    for c in claimed:
+                        acks.start_soon(settler.ack, c.record.id, c.token, None)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for n in range(6):
+                tg.start_soon(work, f"w{n}")
+    assert sorted(ran) == sorted(ids)  # each job claimed once
+    states = await sql.fetch("SELECT state, count(*) FROM mcp_jobs.jobs GROUP BY state")
+    assert [tuple(r) for r in states] == [("done", 200)]
