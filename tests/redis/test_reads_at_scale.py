@@ -447,22 +447,23 @@ async def test_a_list_of_live_jobs_below_a_long_history_walks_the_live_set(
     assert walks == ["LIST_SCRIPT"]  # one id left below the cursor: the chunk ends the walk
 
 
-def _named(n: int, now: int, name: str, tenant: str | None) -> EnqueueRequest:
-    return _request(n, now, "a", tenant, now)._replace(name=name, idempotency_key=f"{name}{n}")
+def _named(n: int, now: int, name: str, tenant: str | None, queue: str = "a") -> EnqueueRequest:
+    return _request(n, now, queue, tenant, now)._replace(name=name, idempotency_key=f"{name}{n}")
 
 
-async def test_a_list_by_name_or_tenant_walks_their_ids_not_every_id(
+async def test_a_list_by_name_tenant_or_queue_walks_the_fewest_ids_not_every_id(
     jobs: Jobs, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Three jobs of a name and a tenant of their own, older than twelve chunks of other jobs:
-    a list by that name or tenant pages through their ids, one short walk, and finds them."""
+    """Three jobs of a name, a tenant and a queue of their own, older than twelve chunks of
+    other jobs: a list by any of them pages through the smallest of their id sets, one short
+    walk, and finds them."""
     from engine.drivers.redis import reads
 
     driver = cast(RedisDriver, jobs.driver)
     keys = _store(driver).keys
     monkeypatch.setattr(reads, "_LIST_CHUNK", 5)
     now = clock.now_ms()
-    rare = await driver.enqueue([_named(n, now, "rare", "few") for n in range(3)])
+    rare = await driver.enqueue([_named(n, now, "rare", "few", "side") for n in range(3)])
     await driver.enqueue([_named(n, now, "work", None) for n in range(10, 70)])
     await driver.enqueue([_named(n, now, "work", "many") for n in range(70, 80)])
     walked: list[str] = []
@@ -477,6 +478,7 @@ async def test_a_list_by_name_or_tenant_walks_their_ids_not_every_id(
     for f, walk in (
         (JobFilter(limit=10, name="rare"), keys.by_name("rare")),
         (JobFilter(limit=10, tenant_id="few"), keys.by_tenant("few")),
+        (JobFilter(limit=10, queue="side"), keys.by_queue("side")),
         (
             JobFilter(limit=10, name="rare", tenant_id="few", states=("ready",)),
             keys.by_name("rare"),
@@ -487,6 +489,15 @@ async def test_a_list_by_name_or_tenant_walks_their_ids_not_every_id(
         assert walked == [walk], f
     walked.clear()
     page = await driver.list_jobs(JobFilter(limit=4, tenant_id="many"))
+    assert [j.id for j in page.jobs] == [f"{n:032x}" for n in range(79, 75, -1)]
+    assert set(walked) == {keys.by_tenant("many")}
+    # The name "work" holds 70 ids, the queue "side" 3 (none of them named "work").
+    walked.clear()
+    assert (await driver.list_jobs(JobFilter(limit=10, name="work", queue="side"))).jobs == []
+    assert walked == [keys.by_queue("side")]
+    # Of "work" (70 ids) and queue "a" (70) with tenant "many" (10): the tenant's ids.
+    walked.clear()
+    page = await driver.list_jobs(JobFilter(limit=4, name="work", queue="a", tenant_id="many"))
     assert [j.id for j in page.jobs] == [f"{n:032x}" for n in range(79, 75, -1)]
     assert set(walked) == {keys.by_tenant("many")}
 
@@ -502,7 +513,11 @@ async def test_jobs_stored_before_the_name_index_are_indexed_once_by_migrate(
     await driver.enqueue([_named(n, now, "other", None) for n in range(10, 15)])
     # As an earlier build left them: no name or tenant index, and no record of building one.
     await store.client.delete(
-        keys.by_name("old"), keys.by_name("other"), keys.by_tenant("t"), keys.by_index_built
+        keys.by_name("old"),
+        keys.by_name("other"),
+        keys.by_tenant("t"),
+        keys.by_queue("a"),
+        keys.by_index_built,
     )
     assert (await driver.list_jobs(JobFilter(name="old"))).jobs == []
     await driver.migrate()
@@ -510,7 +525,14 @@ async def test_jobs_stored_before_the_name_index_are_indexed_once_by_migrate(
     assert [j.id for j in (await driver.list_jobs(JobFilter(name="old"))).jobs] == expected
     assert [j.id for j in (await driver.list_jobs(JobFilter(tenant_id="t"))).jobs] == expected
     assert await store.client.zcard(keys.by_name("other")) == 5
+    assert await store.client.zcard(keys.by_queue("a")) == 8
     # Once: a database whose index is built is not walked again.
     await store.client.delete(keys.by_name("other"))
     await driver.migrate()
     assert await store.client.zcard(keys.by_name("other")) == 0
+    # A database indexed by a build before the queue index (version 1) gets it at its migrate.
+    await store.client.delete(keys.by_queue("a"))
+    await store.client.set(keys.by_index_built, "1")
+    await driver.migrate()
+    assert await store.client.zcard(keys.by_queue("a")) == 8
+    assert await store.client.get(keys.by_index_built) == "2"

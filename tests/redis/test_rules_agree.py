@@ -90,6 +90,7 @@ async def _assert_stored(driver: RedisDriver, expected: JobRecord) -> None:
     pipe.sismember(keys.failing, expected.id)
     pipe.zscore(keys.by_name(expected.name), expected.id)
     pipe.zscore(keys.by_tenant(expected.tenant_id or ""), expected.id)
+    pipe.zscore(keys.by_queue(expected.queue), expected.id)
     for state in rules.SETTLING_STATES:
         group = failing_group(state, expected.tenant_id, expected.queue)
         pipe.zscore(keys.failing_group(group), expected.id)
@@ -103,10 +104,11 @@ async def _assert_stored(driver: RedisDriver, expected: JobRecord) -> None:
         failing,
         named,
         tenanted,
+        in_queue,
         *grouped,
     ) = await pipe.execute()
-    # The indexes a list by name or tenant walks (reads.py) hold every job of theirs.
-    assert named == 0 and (tenanted == 0) == (expected.tenant_id is not None)
+    # The indexes a list by name, tenant or queue walks (reads.py) hold every job of theirs.
+    assert named == 0 and (tenanted == 0) == (expected.tenant_id is not None) and in_queue == 0
     assert int(rank) == rules.claim_rank(expected)[0]
     waiting = expected.state in rules.WAITING_STATES
     assert (queued is not None) == waiting

@@ -15,9 +15,10 @@ Layout (P is the prefix):
   P reading:<id>    set: the live ids one stats reading has still to fold (expires in 60 s)
   P settled         zset: settled ids by finished_at (recent stats, retention, oldest first)
   P ids             zset: every id at score 0, so lexical ranges page newest first
-  P byname:<name>   zset: the ids of one job name at score 0, and P bytenant:<tenant> of one
-                    tenant: a list filtered by either pages through these, not through ids
-                    (P byindex:built says migrate indexed the jobs stored before they existed)
+  P byname:<name>   zset: the ids of one job name at score 0; P bytenant:<tenant> of one
+                    tenant and P byqueue:<queue> of one queue: a filtered list pages through
+                    the smallest that applies, not through ids (P byindex:built holds the
+                    version migrate indexed the jobs stored before them to)
   P ev:<id>         zset: a job's events by a global sequence (P evseq)
   P steps:<run>     hash: step name -> record; P steppos:<run>: name -> first-save position
   P slot:<key>      zset: holders of a limiter key by expiry; P jslots:<id>: the job's keys
@@ -153,6 +154,9 @@ class Keys:
 
     def by_tenant(self, tenant_id: str) -> str:
         return self.prefix + "bytenant:" + tenant_id
+
+    def by_queue(self, queue: str) -> str:
+        return self.prefix + "byqueue:" + queue
 
     @property
     def by_index_built(self) -> str:

@@ -69,22 +69,25 @@ return out
 )
 LIST_SCRIPT = Script(LIST)
 
-# Jobs stored before the name and tenant indexes existed join them (migrate, once). ARGV:
-# prefix, then ids; a job deleted meanwhile joins nothing.
+# Jobs stored before the name, tenant and queue indexes existed join them (migrate, once per
+# INDEX_VERSION). ARGV: prefix, then ids; a job deleted meanwhile joins nothing.
 INDEX_NAMES = r"""
 local p = ARGV[1]
 for i = 2, #ARGV do
-  local f = redis.call('HMGET', p .. 'job:' .. ARGV[i], 'name', 'tenant_id')
+  local f = redis.call('HMGET', p .. 'job:' .. ARGV[i], 'name', 'tenant_id', 'q')
   if f[1] then
     redis.call('ZADD', p .. 'byname:' .. cjson.decode(f[1]), 0, ARGV[i])
     if f[2] and f[2] ~= 'null' then
       redis.call('ZADD', p .. 'bytenant:' .. cjson.decode(f[2]), 0, ARGV[i])
     end
+    if f[3] then redis.call('ZADD', p .. 'byqueue:' .. f[3], 0, ARGV[i]) end
   end
 end
 return #ARGV - 1
 """
 INDEX_NAMES_SCRIPT = Script(INDEX_NAMES)
+# What INDEX_NAMES builds: 1 the name and tenant indexes, 2 the queue index too.
+INDEX_VERSION = "2"
 
 # A list of live jobs walks the live set, a chunk a call (SSCAN), not the history: bounded by
 # what is live however much has run. ARGV: live set, job key prefix, SSCAN cursor, ids to
@@ -174,13 +177,7 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
     newest ids (a backlog's rows are there), then, if its page is not full and fewer jobs are
     live than ids are left below, the live set."""
     keys = store.keys
-    walk = (
-        keys.by_name(f.name)
-        if f.name is not None
-        else keys.ids
-        if f.tenant_id is None
-        else keys.by_tenant(f.tenant_id)
-    )
+    walk = await _shortest_walk(store, f)
     name = "" if f.name is None else dumps(f.name)
     queue = "" if f.queue is None else dumps(f.queue)
     tenant = "" if f.tenant_id is None else dumps(f.tenant_id)
@@ -218,6 +215,24 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
             break
         upper = f"({last}"
     return _page(found, f.limit)
+
+
+async def _shortest_walk(store: Store, f: JobFilter) -> str:
+    """The id set a list pages through: of the filter's name, tenant and queue indexes, the one
+    holding the fewest ids; every id when the filter names none of them."""
+    keys = store.keys
+    walks = [
+        *([keys.by_name(f.name)] if f.name is not None else []),
+        *([keys.by_tenant(f.tenant_id)] if f.tenant_id is not None else []),
+        *([keys.by_queue(f.queue)] if f.queue is not None else []),
+    ]
+    if len(walks) < 2:
+        return walks[0] if walks else keys.ids
+    pipe = store.client.pipeline(transaction=False)
+    for walk in walks:
+        pipe.zcard(walk)
+    sizes = await pipe.execute()
+    return min(zip(sizes, walks, strict=True), key=lambda pair: int(pair[0]))[1]
 
 
 async def _fewer_live(store: Store, walk: str, upper: str) -> bool:
@@ -303,15 +318,16 @@ def _event(member: str) -> tuple[int, EventRecord]:
 
 
 async def index_names(store: Store, *, fresh: bool) -> None:
-    """Jobs stored before `P byname:` and `P bytenant:` existed join them, once per database
-    (a walk of every id, so not at every connect; none on a `fresh` one, which holds no jobs)."""
+    """Jobs stored before `P byname:`, `P bytenant:` and `P byqueue:` existed join them, once
+    per database and INDEX_VERSION (a walk of every id, so not at every connect; none on a
+    `fresh` one, which holds no jobs)."""
     keys = store.keys
     client = store.client
-    if not fresh and not await client.exists(keys.by_index_built):
+    if not fresh and await client.get(keys.by_index_built) != INDEX_VERSION:
         lower = "-"
         while ids := cast(
             list[str], await client.zrangebylex(keys.ids, lower, "+", 0, _INDEX_CHUNK)
         ):
             await INDEX_NAMES_SCRIPT(client, [keys.prefix, *ids])
             lower = f"({ids[-1]}"
-    await client.set(keys.by_index_built, "1")
+    await client.set(keys.by_index_built, INDEX_VERSION)

@@ -93,6 +93,7 @@ async def prune(
         w.op("ZREM", keys.by_name(job.name), job.id)
         if job.tenant_id is not None:
             w.op("ZREM", keys.by_tenant(job.tenant_id), job.id)
+        w.op("ZREM", keys.by_queue(job.queue), job.id)
         w.op("ZREM", keys.settled, job.id)
         w.op("SREM", keys.failing, job.id)
         leave_group(w, keys, failing_group(job.state, job.tenant_id, job.queue), job.id)

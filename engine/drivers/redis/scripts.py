@@ -125,6 +125,7 @@ for _, it in ipairs(fresh) do
   redis.call('ZADD', p .. 'ids', 0, it.id)
   redis.call('ZADD', p .. 'byname:' .. it.nm, 0, it.id)
   if it.tn then redis.call('ZADD', p .. 'bytenant:' .. it.tn, 0, it.id) end
+  redis.call('ZADD', p .. 'byqueue:' .. it.q, 0, it.id)
   redis.call('SADD', p .. 'queues', it.q)
   if it.st == 'ready' or it.st == 'delayed' then
     redis.call('ZADD', p .. 'q:' .. it.q, it.rank, it.id)
