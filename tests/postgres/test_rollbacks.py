@@ -208,19 +208,29 @@ async def test_a_claim_rolled_back_by_a_deadlock_claims_on_the_next_try(
     assert await _refused_so_far(sql) == 2
 
 
+@pytest.mark.parametrize("statement_cache_size", [100, 0], ids=["own-sessions", "pooler"])
 async def test_workers_on_a_serializable_database_drain_every_job_once(
-    pg_url: str,
     make_driver: DriverFactory,
     clock: ManualClock,
     sql: asyncpg.Connection[asyncpg.Record],
+    statement_cache_size: int,
 ) -> None:
-    """A database whose default isolation is SERIALIZABLE rolls back claims and acks that
-    overlap (SQLSTATE 40001): the driver's retries carry them, and no job runs twice."""
+    """A database whose default isolation is SERIALIZABLE. The driver's sessions run READ
+    COMMITTED, which its statements are written for; through a transaction pooler (no statement
+    cache, no startup parameters) they keep the default, the server rolls back claims and acks
+    that overlap (SQLSTATE 40001), and the retries carry them. Either way no job runs twice."""
     database = await sql.fetchval("SELECT current_database()")
     await sql.execute(
         f'ALTER DATABASE "{database}" SET default_transaction_isolation = serializable'
     )
-    driver = await make_driver(listen=False)
+    driver = await make_driver(listen=False, statement_cache_size=statement_cache_size)
+    expected = "read committed" if statement_cache_size else "serializable"
+    for borrow in (driver.db.conn, driver.db.planned_once, driver.db.reading_for_values):
+        async with borrow() as conn:
+            assert await conn.fetchval("SHOW transaction_isolation") == expected
+    pool = await driver.db._get_pool()  # pyright: ignore[reportPrivateUsage]
+    async with pool.acquire() as pooled:
+        assert await pooled.fetchval("SHOW transaction_isolation") == expected
     ids = {
         r.id
         for r in await driver.enqueue([request(clock.now_ms(), key=f"k{n}") for n in range(200)])

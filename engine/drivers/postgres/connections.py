@@ -45,6 +45,15 @@ _PLANNED_ONCE_SETTINGS = {"plan_cache_mode": "force_generic_plan"}
 # beyond them, any connection, with the statement prepared anew (`fetch_for_values`).
 _FOR_VALUES_MAX = 2
 _FOR_VALUES_SETTINGS = {"plan_cache_mode": "force_custom_plan"}
+# Every session of the driver's: its statements are written for READ COMMITTED, and a database
+# whose default is stricter (REPEATABLE READ, SERIALIZABLE) would only roll back overlapping
+# claims and acks (retry.py runs them again, at a cost). Not sent through a transaction pooler
+# (no statement cache), which refuses startup parameters it does not know.
+_SESSION_SETTINGS = {
+    "application_name": "mcp-jobs",
+    "default_transaction_isolation": "read committed",
+}
+_POOLER_SETTINGS = {"application_name": "mcp-jobs"}
 
 
 async def _keep_session(conn: asyncpg.Connection[asyncpg.Record]) -> None:
@@ -87,22 +96,24 @@ class Connections:
         self.pool: asyncpg.Pool[asyncpg.Record] | None = None
         self._pool_lock = anyio.Lock()
 
+        # Without a statement cache (PgBouncer in transaction mode) nothing is planned once and
+        # every statement is planned for its values, and such a pooler refuses a startup
+        # parameter like plan_cache_mode: no planned-once set, no list set.
+        cached = statement_cache_size > 0
+        self._session = _SESSION_SETTINGS if cached else _POOLER_SETTINGS
+
         # The connections kept out of the pool (see `conn`, `planned_once` and
         # `reading_for_values`).
         def kept(limit: int, settings: Mapping[str, str]) -> OwnConnections:
             return OwnConnections(
                 url,
                 limit=limit,
-                settings=settings,
+                settings={**self._session, **settings},
                 statement_cache_size=statement_cache_size,
                 connect_timeout_s=self.connect_timeout_s,
             )
 
         self.general = kept(_OWN_MAX, {})
-        # Without a statement cache (PgBouncer in transaction mode) nothing is planned once and
-        # every statement is planned for its values, and such a pooler refuses a startup
-        # parameter like plan_cache_mode: no planned-once set, no list set.
-        cached = statement_cache_size > 0
         self.generic = kept(_PLANNED_ONCE_MAX if cached else 0, _PLANNED_ONCE_SETTINGS)
         self.for_values = kept(_FOR_VALUES_MAX if cached else 0, _FOR_VALUES_SETTINGS)
         self.closed = False
@@ -125,7 +136,7 @@ class Connections:
                     max_size=self.pool_max,
                     statement_cache_size=self._statement_cache_size,
                     timeout=self.connect_timeout_s,
-                    server_settings={"application_name": "mcp-jobs"},
+                    server_settings=dict(self._session),
                     reset=_keep_session,
                 )
             return self.pool

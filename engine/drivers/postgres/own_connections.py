@@ -37,7 +37,7 @@ class OwnConnections:
     ) -> None:
         self.url = url
         self.limit = limit
-        self.settings = {"application_name": "mcp-jobs", **settings}
+        self.settings = dict(settings)
         self.statement_cache_size = statement_cache_size
         self.connect_timeout_s = connect_timeout_s
         self.all: set[Connection] = set()
