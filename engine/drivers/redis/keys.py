@@ -18,7 +18,9 @@ Layout (P is the prefix):
   P byname:<name>   zset: the ids of one job name at score 0, and P bytenant:<tenant> of one
                     tenant: a list filtered by either pages through these, not through ids
                     (P byindex:built says migrate indexed the jobs stored before they existed)
-  P ev:<id>         zset: a job's events by a global sequence (P evseq)
+  P ev:<id>         zset: a job's events by a global sequence (P evseq), as "<seq>|<json>"
+  P jobless         zset: the events of no job, "<seq>|<json>" by their `at` (the pruner deletes
+                    the old ones; an earlier build kept them in P ev:, migrate moves them)
   P steps:<run>     hash: step name -> record; P steppos:<run>: name -> first-save position
   P slot:<key>      zset: holders of a limiter key by expiry; P jslots:<id>: the job's keys
   P workerorder     zset: workers by first beat (P workerseq counts), the order they list in
@@ -115,6 +117,10 @@ class Keys:
     @property
     def evseq(self) -> str:
         return self.prefix + "evseq"
+
+    @property
+    def jobless_events(self) -> str:
+        return self.prefix + "jobless"
 
     @property
     def workers(self) -> str:
