@@ -264,6 +264,10 @@ def job(
             raise JobDeclarationInvalidError(
                 job_name, "retention", retention, "a Retention(...) or None"
             )
+        if retention is not None and retention.audit is not None:
+            # Events of no job belong to no job's policy: the worker's Retention sets it.
+            expected = "a Retention(...) without audit (a Worker's retention sets it)"
+            raise JobDeclarationInvalidError(job_name, "retention", retention, expected)
         if rate_limit is not None and not isinstance(rate_limit, RateLimit):
             raise JobDeclarationInvalidError(
                 job_name, "rate_limit", rate_limit, "a RateLimit(limit, per=seconds) or None"

@@ -1,7 +1,8 @@
 """The pruning pass: settled jobs past their retention are deleted, in small batches, by one
 worker at a time; with them go expired descriptors and inbound events, rate-limit keys no
-start took for a day, outbox rows published a week ago, and the delete markers a store keeps
-(NATS KV) an hour after their delete.
+start took for a day, outbox rows published a week ago, events of no job past the audit
+retention (90 days unless set), and the delete markers a store keeps (NATS KV) an hour after
+their delete.
 
 Every worker runs a `Pruner` (unless `Worker(prune=False)` or `MCP_JOBS_PRUNE=off`); a named
 leadership lease (`lead("prune", ...)`, as the scheduler's) lets only one of them prune at a
@@ -46,6 +47,7 @@ from engine.retention import (
     Policy,
     PruneCount,
     Retention,
+    audit_cutoff,
     interval_from_env,
     plan,
     policy_from_env,
@@ -90,7 +92,8 @@ PassListener = Callable[[PrunePass], None]
 
 def worker_policy(retention: Retention | None, environ: Mapping[str, str] | None = None) -> Policy:
     """A worker's default policy: the defaults, under what the code declares (`retention`),
-    under the environment (`MCP_JOBS_RETAIN_<STATE>`, state by state where set)."""
+    under the environment (`MCP_JOBS_RETAIN_<STATE>` and `MCP_JOBS_RETAIN_AUDIT`, each where
+    set)."""
     declared = DEFAULT_POLICY if retention is None else retention.over(DEFAULT_POLICY)
     return policy_from_env(declared, environ)
 
@@ -229,6 +232,11 @@ class Pruner:
             await self._in_batches(partial(rates.forget_idle_rates, idle_before_us(now)))
         outbox = require(self.jobs.driver, OUTBOX)
         await self._in_batches(partial(outbox.outbox_forget_published, now - PUBLISHED_KEEP_MS))
+        audit_before = audit_cutoff(self.policy, now)
+        if audit_before is not None:
+            # Events of no job (the audit of refused and bulk calls) have no job to go with.
+            forget = partial(self.history.forget_jobless_events, audit_before)
+            await self._in_batches(forget)
         if TOMBSTONES.offered_by(self.jobs.driver):
             # The markers of keys deleted an hour ago (NATS KV), this pass's deletes included.
             tombstones = require(self.jobs.driver, TOMBSTONES)

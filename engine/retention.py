@@ -7,6 +7,10 @@ and the environment overrides the code's default (`MCP_JOBS_RETAIN_DONE=3d`, ...
 declaration is the most specific and wins over both. `None` on a `Retention` field inherits;
 `"forever"` keeps that state for good.
 
+Events of no job (an agent's refused or bulk calls, written by the audit) have no job to go
+with: they are kept `Policy.audit` (90 days by default, `MCP_JOBS_RETAIN_AUDIT`, or a worker's
+`Retention(audit=...)`), counted from their `at`. A job's own `retention=` cannot set it.
+
 A row is expired when it finished strictly before its cutoff, `now - keep`. `Cutoffs` is what a
 driver is handed: a few rules (one per state, plus one per state for each job name with a
 policy of its own), so a prune pass is a few statements however many jobs are declared. Steps
@@ -28,12 +32,14 @@ from engine.errors import InvalidArgumentError, JobsError
 from schemas.states import SETTLED_STATES, JobState
 
 __all__ = [
+    "DEFAULT_AUDIT_MS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_INTERVAL_MS",
     "DEFAULT_POLICY",
     "FOREVER",
     "PRUNE_ENV",
     "PRUNE_EVERY_ENV",
+    "RETAIN_AUDIT_ENV",
     "RETAIN_ENV",
     "Cutoffs",
     "Policy",
@@ -41,6 +47,7 @@ __all__ = [
     "PruneRule",
     "Retention",
     "RetentionSettingInvalidError",
+    "audit_cutoff",
     "cutoff",
     "interval_from_env",
     "is_expired",
@@ -58,6 +65,7 @@ DEFAULT_BATCH_SIZE = 500
 DEFAULT_INTERVAL_MS = 300_000
 # The environment: MCP_JOBS_RETAIN_<STATE> per settled state, the switch, the interval.
 RETAIN_ENV: dict[JobState, str] = {s: f"MCP_JOBS_RETAIN_{s.upper()}" for s in SETTLED_STATES}
+RETAIN_AUDIT_ENV = "MCP_JOBS_RETAIN_AUDIT"
 PRUNE_ENV = "MCP_JOBS_PRUNE"
 PRUNE_EVERY_ENV = "MCP_JOBS_PRUNE_EVERY"
 
@@ -106,13 +114,18 @@ def parse_duration(argument: str, value: Keep, *, forever: bool = True) -> int |
     return int(ms)
 
 
+DEFAULT_AUDIT_MS = 90 * DAY_MS
+
+
 class Policy(NamedTuple):
-    """A resolved policy: how long each settled state is kept, in ms; None keeps it forever."""
+    """A resolved policy: how long each settled state is kept, and (`audit`) events of no job,
+    in ms; None keeps them forever."""
 
     done: int | None
     failed: int | None
     dead: int | None
     cancelled: int | None
+    audit: int | None = DEFAULT_AUDIT_MS
 
     def keep_ms(self, state: JobState) -> int | None:
         value: int | None = getattr(self, state)
@@ -124,30 +137,35 @@ DEFAULT_POLICY = Policy(done=7 * DAY_MS, failed=30 * DAY_MS, dead=30 * DAY_MS, c
 
 @dataclass(frozen=True)
 class Retention:
-    """How long settled jobs are kept, per state: seconds, a `timedelta`, `"7d"`-style text, or
-    `"forever"`; None inherits (from the worker's policy for a job, from the environment and
-    the defaults for a worker). Checked when built: a bad value is INVALID_ARGUMENT."""
+    """How long settled jobs are kept, per state, and (`audit`, a worker's only) events of no
+    job: seconds, a `timedelta`, `"7d"`-style text, or `"forever"`; None inherits (from the
+    worker's policy for a job, from the environment and the defaults for a worker). Checked
+    when built: a bad value is INVALID_ARGUMENT."""
 
     done: Keep | None = None
     failed: Keep | None = None
     dead: Keep | None = None
     cancelled: Keep | None = None
+    audit: Keep | None = None
 
     def __post_init__(self) -> None:
-        for state in SETTLED_STATES:
-            value = getattr(self, state)
+        for field in _FIELDS:
+            value = getattr(self, field)
             if value is not None:
-                parse_duration(f"retention.{state}", value)
+                parse_duration(f"retention.{field}", value)
 
     def over(self, base: Policy) -> Policy:
         """`base` with what this declares in its place."""
         kept = {
-            state: base.keep_ms(state)
-            if getattr(self, state) is None
-            else parse_duration(f"retention.{state}", getattr(self, state))
-            for state in SETTLED_STATES
+            field: getattr(base, field)
+            if getattr(self, field) is None
+            else parse_duration(f"retention.{field}", getattr(self, field))
+            for field in _FIELDS
         }
         return Policy(**kept)
+
+
+_FIELDS: tuple[str, ...] = (*SETTLED_STATES, "audit")
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -157,14 +175,15 @@ def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
 def policy_from_env(
     base: Policy = DEFAULT_POLICY, environ: Mapping[str, str] | None = None
 ) -> Policy:
-    """`base` with each `MCP_JOBS_RETAIN_<STATE>` that is set in its place."""
+    """`base` with each `MCP_JOBS_RETAIN_<STATE>` (and `MCP_JOBS_RETAIN_AUDIT`) that is set in
+    its place."""
     env = _env(environ)
-    kept = {state: base.keep_ms(state) for state in SETTLED_STATES}
-    for state, variable in RETAIN_ENV.items():
+    kept: dict[str, int | None] = base._asdict()
+    for field, variable in (*RETAIN_ENV.items(), ("audit", RETAIN_AUDIT_ENV)):
         raw = env.get(variable, "").strip()
         if raw:
             try:
-                kept[state] = parse_duration(variable, raw)
+                kept[field] = parse_duration(variable, raw)
             except InvalidArgumentError as exc:
                 expected = f"{DURATION_WORDS}, or {FOREVER!r}"
                 raise RetentionSettingInvalidError(variable, raw, expected) from exc
@@ -209,6 +228,11 @@ def cutoff(policy: Policy, state: JobState, now: int) -> int | None:
         return None
     keep = policy.keep_ms(state)
     return None if keep is None else now - keep
+
+
+def audit_cutoff(policy: Policy, now: int) -> int | None:
+    """Events of no job recorded (`at`) before this are expired at `now`; None: kept forever."""
+    return None if policy.audit is None else now - policy.audit
 
 
 def is_expired(policy: Policy, state: JobState, finished_at: int | None, now: int) -> bool:

@@ -330,6 +330,17 @@ class HistoryStore(Protocol):
         Never a live row. Two callers at once never take (or count) one row twice."""
         ...
 
+    async def count_jobless_events(self, before: int) -> int:
+        """The events of no job (`job_id` None: the audit of calls that named no job the caller
+        may see) recorded before `before`: what `forget_jobless_events` would take."""
+        ...
+
+    async def forget_jobless_events(self, before: int, limit: int) -> int:
+        """Delete up to `limit` events of no job recorded (`at`) before `before`, oldest first;
+        never an event tied to a job (it goes with its job). Answers how many went. Costs what
+        it deletes, not the events kept."""
+        ...
+
 
 @runtime_checkable
 class LeaderLeases(Protocol):

@@ -606,6 +606,20 @@ class MemoryDriver(MemoryControls):
             self.changes.notify()
         return _counted(doomed)
 
+    def _jobless_before(self, before: int) -> list[tuple[int, int]]:
+        """(at, seq) of the events of no job recorded before `before`, oldest first."""
+        events = self._events.items()
+        return sorted((e.at, s) for s, e in events if e.job_id is None and e.at < before)
+
+    async def count_jobless_events(self, before: int) -> int:
+        return len(self._jobless_before(before))
+
+    async def forget_jobless_events(self, before: int, limit: int) -> int:
+        doomed = self._jobless_before(before)[: max(0, limit)]
+        for _, seq in doomed:
+            del self._events[seq]
+        return len(doomed)
+
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         now = self.clock.now_ms()
         lease = self._leaders.get(name)

@@ -289,7 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     prune = db_actions.add_parser(
         "prune",
         parents=[common],
-        help="delete settled jobs past their retention (with their steps and events)",
+        help="delete settled jobs past their retention (with their steps and events), and "
+        "audit events of no job past the audit retention",
     )
     prune.add_argument(
         "--dry-run", action="store_true", help="only count what would go, per state and queue"

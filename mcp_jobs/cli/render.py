@@ -287,6 +287,8 @@ def _prune(env: dict[str, Any]) -> str:
     verb = "would prune" if env["mode"] == "dry_run" else "pruned"
     counts = ", ".join(f"{state} {n}" for state, n in env["by_state"].items())
     text = f"{verb} {sum(env['by_state'].values())} settled job(s): {counts}"
+    if env.get("audit_events") is not None:
+        text += f"; and {env['audit_events']} audit event(s) of no job"
     rows = [(r["state"], r["queue"], r["rows"]) for r in env["by_queue"]]
     if rows:
         text += "\n" + table(rows, ("state", "queue", "rows"))

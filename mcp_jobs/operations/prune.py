@@ -5,6 +5,10 @@ A write prunes in batches (engine.pruner) and answers what went, telling `scope.
 after each batch (batches done of `max_batches`). The policy is the one a worker
 here would prune by (engine.retention: defaults, the environment, the jobs' own `retention=`),
 unless `older_than` replaces it for this call. A tenant-pinned scope prunes only its tenant.
+
+Events of no job (the audit of calls that named no job) go too, by the audit retention only
+(`older_than` does not replace it), after the jobs; not in a call scoped to a tenant or to
+some `states`, whose caller asked about jobs, not the audit trail.
 """
 
 from __future__ import annotations
@@ -16,10 +20,18 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import bounds
-from engine.drivers.base import HISTORY, require
+from engine.drivers.base import HISTORY, HistoryStore, require
 from engine.errors import InvalidArgumentError
 from engine.pruner import job_policies, merge, prune_all, worker_policy
-from engine.retention import DEFAULT_BATCH_SIZE, Cutoffs, PruneCount, parse_duration, plan, totals
+from engine.retention import (
+    DEFAULT_BATCH_SIZE,
+    Cutoffs,
+    PruneCount,
+    audit_cutoff,
+    parse_duration,
+    plan,
+    totals,
+)
 from mcp_jobs.operations.models import ConfirmOffer, Envelope, iso_of
 from mcp_jobs.operations.scope import Scope
 from schemas.states import SETTLED_STATES, JobState
@@ -60,6 +72,15 @@ class PruneHistoryResult(Envelope):
     batches: int | None = None
     more: bool | None = Field(
         default=None, description="write: expired rows may remain; call again to go on"
+    )
+    audit_before: int | None = Field(
+        default=None,
+        description="audit events of no job recorded before this (epoch ms) go "
+        "(MCP_JOBS_RETAIN_AUDIT); null: kept (tenant or states given, or forever)",
+    )
+    audit_before_iso: ClassVar[str | None] = iso_of("audit_before", optional=True)
+    audit_events: int | None = Field(
+        default=None, description="how many of them would go (dry run) or went"
     )
     confirm: ConfirmOffer | None = Field(
         default=None,
@@ -114,12 +135,36 @@ async def prune_history(
     now = scope.jobs.clock.now_ms() if at is None else at
     cutoffs = cutoffs_for(scope, now, older_than, states)
     shown = [PruneCutoff(state=r.state, before=r.cutoff, name=r.name) for r in cutoffs.rules]
+    audit_before = None if tenant is not None or states else audit_cutoff(worker_policy(None), now)
+    audit: dict[str, int] = {} if audit_before is None else {"audit_before": audit_before}
     if not write:
         counts = await history.prune_counts(cutoffs, tenant)
-        return _result("dry_run", now, tenant, shown, counts)
+        if audit_before is not None:
+            audit["audit_events"] = await history.count_jobless_events(audit_before)
+        return _result("dry_run", now, tenant, shown, counts).model_copy(update=audit)
     counts, batches, more = await _write(scope, cutoffs, batch_size, tenant, max_batches)
+    if audit_before is not None and not more:
+        left = None if max_batches is None else max_batches - batches
+        gone, more = await _forget_audit(history, audit_before, batch_size, left)
+        audit["audit_events"] = gone
     result = _result("write", now, tenant, shown, counts)
-    return result.model_copy(update={"batches": batches, "more": more})
+    return result.model_copy(update={"batches": batches, "more": more, **audit})
+
+
+async def _forget_audit(
+    history: HistoryStore, before: int, batch_size: int, max_batches: int | None
+) -> tuple[int, bool]:
+    """Audit events of no job recorded before `before`, in batches after the jobs' (within
+    what is left of `max_batches`, at least one); answers how many went and whether more may
+    remain."""
+    gone, batches = 0, 0
+    while max_batches is None or batches < max(1, max_batches):
+        got = await history.forget_jobless_events(before, batch_size)
+        gone, batches = gone + got, batches + 1
+        if got < batch_size:
+            return gone, False
+        await anyio.lowlevel.checkpoint()
+    return gone, True
 
 
 async def _write(

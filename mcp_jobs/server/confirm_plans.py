@@ -74,6 +74,9 @@ def prune_write(older_than_seconds: int | None, states: Sequence[str] | None) ->
             "by_state": model.by_state,
             "by_queue": [q.model_dump(mode="json") for q in model.by_queue],
         }
+        if model.audit_before is not None:
+            content["audit_before"] = model.audit_before
+            content["audit_events"] = model.audit_events
         summary = _prune_summary(model)
         tenant = scope.settings.tenant
         return model, Plan("prune_history", arguments, tenant, model.at, content, summary)
@@ -115,8 +118,14 @@ def _prune_summary(model: PruneHistoryResult) -> str:
             for c in model.cutoffs or []
         ]
     )
+    audit = (
+        ""
+        if model.audit_before is None
+        else f" and {model.audit_events} audit event(s) of no job recorded before "
+        f"{iso(model.audit_before)}"
+    )
     return (
-        f"delete {total} settled job(s) with their steps and events (at most "
+        f"delete {total} settled job(s) with their steps and events{audit} (at most "
         f"{TOOL_MAX_BATCHES} batches this call); per state: {states}; per queue: {queues}; "
         f"cutoffs: {cutoffs or 'none'} (taken at {iso(model.at or 0)})."
     )

@@ -1,5 +1,6 @@
 """`mcp-jobs db prune`: a dry run counts per state and queue, a write prunes, `--older-than` and
-`--state` narrow it, `--tenant` prunes one tenant's rows, and a bad duration exits 1 with a fix."""
+`--state` narrow it, `--tenant` prunes one tenant's rows, and a bad duration exits 1 with a fix.
+Audit events of no job go by the audit retention."""
 
 from __future__ import annotations
 
@@ -66,3 +67,30 @@ def test_text_output_and_a_bad_duration(url: str, capsys: pytest.CaptureFixture[
     assert "orders" in out
     code, bad = prune(capsys, url, "--older-than", "a while")
     assert code == 1 and bad["error"]["code"] == "INVALID_ARGUMENT"
+
+
+def test_audit_events_of_no_job_past_the_audit_retention_are_counted_and_pruned(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def run() -> None:
+        import time
+
+        now = time.time_ns() // 1_000_000
+        for at in (now - 91 * 86_400_000, now - 89 * 86_400_000):
+            jobs = await connect(url, clock=ManualClock(at), registry=JobRegistry())
+            try:
+                await jobs.record_event("mcp.call", actor="agent")
+            finally:
+                await jobs.close()
+
+    anyio.run(run)
+    code, plan = prune(capsys, url, "--dry-run")
+    assert code == 0 and plan["audit_events"] == 1
+    assert main(["db", "prune", "--database-url", url, "--dry-run"]) == 0
+    assert "and 1 audit event(s) of no job" in capsys.readouterr().out
+    code, tenant = prune(capsys, url, "--tenant", "acme")
+    assert code == 0 and "audit_events" not in tenant
+    code, done = prune(capsys, url)
+    assert code == 0 and done["audit_events"] == 1
+    code, after = prune(capsys, url, "--dry-run")
+    assert after["audit_events"] == 0

@@ -139,6 +139,30 @@ def test_a_bad_environment_value_names_the_variable_and_a_fix_that_runs() -> Non
         interval_from_env({"MCP_JOBS_PRUNE_EVERY": "10ms"})
 
 
+def test_the_audit_retention_is_90_days_set_by_a_worker_or_the_environment() -> None:
+    assert DEFAULT_POLICY.audit == 90 * DAY_MS == worker_policy(None, {}).audit
+    assert worker_policy(Retention(audit="30d"), {}).audit == 30 * DAY_MS
+    env = {"MCP_JOBS_RETAIN_AUDIT": "forever"}
+    assert worker_policy(Retention(audit="30d"), env).audit is None
+    assert policy_from_env(environ={"MCP_JOBS_RETAIN_AUDIT": "2w"}).audit == 14 * DAY_MS
+    with pytest.raises(RetentionSettingInvalidError) as caught:
+        policy_from_env(environ={"MCP_JOBS_RETAIN_AUDIT": "a quarter"})
+    assert caught.value.code == "RETENTION_SETTING_INVALID"
+    assert (caught.value.details or {})["variable"] == "MCP_JOBS_RETAIN_AUDIT"
+    with pytest.raises(InvalidArgumentError):
+        Retention(audit="a quarter")
+
+
+def test_a_job_declaring_an_audit_retention_is_refused_at_the_decorator() -> None:
+    """Events of no job belong to no job's policy."""
+    with pytest.raises(JobsError) as caught:
+
+        @job(idempotency_key=lambda i: "k", retention=Retention(audit="1d"), registry=JobRegistry())
+        async def work(input: Greet, ctx: JobContext) -> None: ...
+
+    assert caught.value.code == "JOB_DECLARATION_INVALID"
+
+
 def test_the_switch_and_the_interval_from_the_environment() -> None:
     assert prune_enabled_from_env({}) is True
     assert prune_enabled_from_env({"MCP_JOBS_PRUNE": "off"}) is False

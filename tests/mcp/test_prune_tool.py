@@ -81,3 +81,22 @@ async def test_a_read_only_server_has_no_prune_tool(
         with pytest.raises(MCPError) as raised:  # not served: JSON-RPC invalid params
             await mcp.client.call_tool("prune_history", {"write": True})
         assert raised.value.code == INVALID_PARAMS
+
+
+async def test_audit_events_of_no_job_go_by_the_audit_retention_not_by_older_than(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    await jobs.record_event("mcp.call", actor="agent")
+    clock.advance(90 * DAY_MS + 1)
+    await jobs.record_event("mcp.call", actor="agent")
+    async with open_mcp() as mcp:
+        plan = await mcp.ok("prune_history", {})
+        assert plan["audit_events"] == 1
+        assert plan["audit_before"] == clock.now_ms() - 90 * DAY_MS and plan["audit_before_iso"]
+        # A call about some states (or a tenant's rows) leaves the audit trail alone.
+        assert "audit_events" not in await mcp.ok("prune_history", {"states": ["done"]})
+        pruned = await mcp.ok("prune_history", {"write": True, "older_than_seconds": 0})
+        assert pruned["audit_events"] == 1 and pruned["more"] is False
+        assert (await mcp.ok("prune_history", {}))["audit_events"] == 0
+    # The young event and the write's own audit stay.
+    assert await jobs.driver.count_jobless_events(clock.now_ms() + 1) == 2

@@ -38,6 +38,7 @@ from engine.drivers.nats import (
     claims,
     enqueue,
     inbound_events,
+    jobless_events,
     keys,
     ledgers,
     operator,
@@ -352,6 +353,16 @@ class NatsDriver:
         store = await self._open()
         async with guard():
             return await retention.prune(store, cutoffs, limit, tenant_id)
+
+    async def count_jobless_events(self, before: int) -> int:
+        store = await self._open()
+        async with guard():
+            return await jobless_events.count(store, before)
+
+    async def forget_jobless_events(self, before: int, limit: int) -> int:
+        store = await self._open()
+        async with guard():
+            return await jobless_events.forget(store, before, limit)
 
     async def forget_tombstones(self, deleted_before: int, limit: int) -> int:
         store = await self._open()

@@ -14,7 +14,9 @@ key allows only `[-/_=.a-zA-Z0-9]`, and the dedupe key is a digest of its three 
     pause.<kind>.<name>  a pause in force
     rates                every rate limit's TAT and every reservation (rate_limits.py)
     iev.<id>             an inbound event;  wait.<job>: the event a suspended job waits for
-    evx.<id>             an event of no stored job (an operator's call on a missing id)
+    evx.<id>             an event of no stored job (an operator's call on a missing id); the
+                         id's first 12 hex digits are the event's `at` (ms), so keys sort by
+                         time (an earlier build's: `new_id`'s wall-clock ms, near it)
     tomb                 the delete-marker purge's cursor and marks (tombstones.py)
     version              the layout version
 """
@@ -30,6 +32,7 @@ from engine.rules import DedupeKey
 VERSION = "version"
 TOMBSTONES = "tomb"
 SCHEDULER_LEADER = "scheduler"
+LOOSE_EVENT = "evx."
 
 
 def enc(value: str) -> str:
@@ -64,6 +67,17 @@ def task(name: str) -> str:
 
 def lead(name: str) -> str:
     return f"lead.{enc(name)}"
+
+
+def loose_event(at: int, unique: str) -> str:
+    """The key of an event of no stored job recorded at `at`: 12 hex digits of time, then the
+    last 20 of `unique` (a `new_id`), the shape of a `new_id` so both kinds sort together."""
+    return f"{LOOSE_EVENT}{max(0, at):012x}{unique[12:]}"
+
+
+def loose_events_before(at: int) -> str:
+    """Every loose event key recorded before `at` sorts before this one."""
+    return f"{LOOSE_EVENT}{max(0, at):012x}"
 
 
 def outbox(row_id: str) -> str:

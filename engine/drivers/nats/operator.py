@@ -96,7 +96,8 @@ async def record_event(store: Store, recorded: EventRecord) -> None:
             return
         except _Gone:
             pass  # pruned meanwhile: kept as an event of no job
-    await store.write(f"evx.{new_id()}", dumps(recorded.model_dump(mode="json")), 0)
+    key = keys.loose_event(recorded.at, new_id())
+    await store.write(key, dumps(recorded.model_dump(mode="json")), 0)
 
 
 class _Gone(Exception):

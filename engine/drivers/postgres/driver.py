@@ -388,6 +388,12 @@ class PostgresDriver:
             self.changes.notify()
         return pruned
 
+    async def count_jobless_events(self, before: int) -> int:
+        return await retention.count_jobless_events(self.db, before)
+
+    async def forget_jobless_events(self, before: int, limit: int) -> int:
+        return await retention.forget_jobless_events(self.db, before, limit)
+
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         return await retention.lead(self.db, name, holder, lease_ms, self.clock.now_ms())
 

@@ -809,6 +809,20 @@ SELECT j.state, j.queue, count(*) AS n
    AND ($5::text IS NULL OR j.tenant_id = $5)
  GROUP BY j.state, j.queue;
 
+-- name: count_jobless_events
+-- Events of no job recorded before $1: one range of events_jobless_idx.
+SELECT count(*) FROM {schema}.events WHERE job_id IS NULL AND at < $1::bigint;
+
+-- name: forget_jobless_events
+-- Events of no job past the audit retention, oldest first on events_jobless_idx (an event is
+-- never written again, so no lock is waited for). `= ANY(ARRAY(...))`, not `IN (...)`: the
+-- generic plan, which cannot see the limit, hash-joined a scan of every event to the batch.
+DELETE FROM {schema}.events
+ WHERE id = ANY(ARRAY(SELECT id FROM {schema}.events
+                       WHERE job_id IS NULL AND at < $1::bigint
+                       ORDER BY at, id
+                       LIMIT $2));
+
 -- name: lead
 -- Take the lease row `name` when it is free, expired, or already ours; as scheduler_lead.
 INSERT INTO {schema}.leaders AS l (name, holder, expires_at)

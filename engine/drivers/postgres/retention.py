@@ -2,7 +2,8 @@
 
 A `Cutoffs` travels as three parallel arrays (state, name, cutoff) plus the names with rules of
 their own, so one batch is one statement (`prune_jobs` in queries.sql) however many job names
-have a policy of their own.
+have a policy of their own. Events of no job past the audit retention go oldest first on their
+partial index (migration 20).
 """
 
 from __future__ import annotations
@@ -50,6 +51,20 @@ async def prune(
     async with db.conn() as conn:
         found = await conn.fetch(db.q["prune_jobs"], *_args(cutoffs, tenant_id), limit)
     return _counts(found)
+
+
+async def count_jobless_events(db: Connections, before: int) -> int:
+    found = await db.idempotent(lambda c: c.fetchval(db.q["count_jobless_events"], before))
+    return int(found)
+
+
+async def forget_jobless_events(db: Connections, before: int, limit: int) -> int:
+    if limit <= 0:
+        return 0
+    # Idempotent: run twice, it deletes events past their keep either way.
+    q = db.q["forget_jobless_events"]
+    status = await db.idempotent(lambda c: c.execute(q, before, limit))
+    return int(status.split()[-1])
 
 
 async def lead(db: Connections, name: str, holder: str, lease_ms: int, now: int) -> bool:

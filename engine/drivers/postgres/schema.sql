@@ -174,6 +174,10 @@ CREATE TABLE {schema}.events (
 );
 
 CREATE INDEX events_job_idx ON {schema}.events (job_id, id);
+-- Events of no job by time (migration 20): the pruner deletes them past the audit retention.
+CREATE INDEX events_jobless_idx
+    ON {schema}.events (at, id)
+    WHERE job_id IS NULL;
 
 -- Limiter leases: one row per (cap key, job) holding a slot until expires_at.
 CREATE TABLE {schema}.slots (

@@ -21,6 +21,7 @@ from engine.drivers.redis import (
     claims,
     enqueue,
     inbound_events,
+    jobless_events,
     ledgers,
     operator,
     outbox,
@@ -127,6 +128,7 @@ class RedisDriver:
             await stats_store.regroup(self._store)
             await outbox.index_published(self._store, fresh=bool(fresh))
             await reads.index_names(self._store, fresh=bool(fresh))
+            await jobless_events.move_from_sequence(self._store)
 
     async def close(self) -> None:
         self._closed = True
@@ -325,6 +327,14 @@ class RedisDriver:
     ) -> list[PruneCount]:
         async with guard():
             return await retention.prune(self._store, cutoffs, limit, tenant_id)
+
+    async def count_jobless_events(self, before: int) -> int:
+        async with guard():
+            return await jobless_events.count(self._store, before)
+
+    async def forget_jobless_events(self, before: int, limit: int) -> int:
+        async with guard():
+            return await jobless_events.forget(self._store, before, limit)
 
     # --- published descriptors ----------------------------------------------------------------
 

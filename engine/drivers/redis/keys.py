@@ -19,7 +19,9 @@ Layout (P is the prefix):
                     tenant and P byqueue:<queue> of one queue: a filtered list pages through
                     the smallest that applies, not through ids (P byindex:built holds the
                     version migrate indexed the jobs stored before them to)
-  P ev:<id>         zset: a job's events by a global sequence (P evseq)
+  P ev:<id>         zset: a job's events by a global sequence (P evseq), as "<seq>|<json>"
+  P jobless         zset: the events of no job, "<seq>|<json>" by their `at` (the pruner deletes
+                    the old ones; an earlier build kept them in P ev:, migrate moves them)
   P steps:<run>     hash: step name -> record; P steppos:<run>: name -> first-save position
   P slot:<key>      zset: holders of a limiter key by expiry; P jslots:<id>: the job's keys
   P workerorder     zset: workers by first beat (P workerseq counts), the order they list in
@@ -116,6 +118,10 @@ class Keys:
     @property
     def evseq(self) -> str:
         return self.prefix + "evseq"
+
+    @property
+    def jobless_events(self) -> str:
+        return self.prefix + "jobless"
 
     @property
     def workers(self) -> str:

@@ -42,8 +42,9 @@ local done = 0
 for _, op in ipairs(spec.o) do
   local cmd = op[1]
   if cmd == '!event' then
+    -- op[5], when given, is the score (an event of no job: its `at`); else the sequence
     local seq = redis.call('INCR', op[3]) - 1
-    redis.call('ZADD', op[2], seq, string.format('%d', seq) .. '|' .. op[4])
+    redis.call('ZADD', op[2], op[5] or seq, string.format('%d', seq) .. '|' .. op[4])
   elseif cmd == '!release' then
     for _, k in ipairs(redis.call('SMEMBERS', op[2])) do
       redis.call('ZREM', op[3] .. k, op[4])

@@ -67,4 +67,9 @@ def held_by(w: Write, keys: Keys, job_id: str, token: str) -> None:
 
 
 def event(w: Write, keys: Keys, record: EventRecord) -> None:
-    w.op("!event", keys.events(record.job_id), keys.evseq, record.model_dump_json())
+    if record.job_id is None:
+        # By time, not sequence: the pruner deletes the old ones by range (jobless_events.py).
+        text = record.model_dump_json()
+        w.op("!event", keys.jobless_events, keys.evseq, text, record.at)
+    else:
+        w.op("!event", keys.events(record.job_id), keys.evseq, record.model_dump_json())

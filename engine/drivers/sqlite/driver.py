@@ -448,6 +448,14 @@ class SqliteDriver:
             self._changed()
         return pruned
 
+    async def count_jobless_events(self, before: int) -> int:
+        return await self._exec.run(
+            lambda c: retention.count_jobless_events(c, before), write=False
+        )
+
+    async def forget_jobless_events(self, before: int, limit: int) -> int:
+        return await self._exec.run(lambda c: retention.forget_jobless_events(c, before, limit))
+
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         now = self.clock.now_ms()
         return await self._exec.run(lambda c: retention.lead(c, name, holder, lease_ms, now))

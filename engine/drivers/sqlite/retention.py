@@ -4,7 +4,8 @@ Each rule of a `Cutoffs` is one range of the settled index `(state, finished_at,
 statement spells the index's predicate literally, since SQLite uses a partial index only for a
 WHERE clause that contains it. A prune reads each rule's oldest rows, keeps the `limit` oldest of
 all of them, and deletes those jobs with their steps, events and slots, all in the executor's
-one write transaction: no other writer runs in between, so no row is taken twice.
+one write transaction: no other writer runs in between, so no row is taken twice. Events of no
+job past the audit retention go oldest first on their partial index (0016).
 """
 
 from __future__ import annotations
@@ -91,3 +92,25 @@ def prune(
 def lead(conn: sqlite3.Connection, name: str, holder: str, lease_ms: int, now: int) -> bool:
     params = {"name": name, "holder": holder, "expires": now + lease_ms, "now": now}
     return bool(conn.execute(TAKE_LEAD, params).fetchall())
+
+
+# Events of no job recorded before :before, oldest first on mcp_jobs_events_jobless (the WHERE
+# spells the index's predicate, which SQLite needs to use a partial index).
+JOBLESS_EVENTS = """
+SELECT seq FROM mcp_jobs_events INDEXED BY mcp_jobs_events_jobless
+WHERE job_id IS NULL AND at < :before ORDER BY at, seq LIMIT :limit
+"""
+COUNT_JOBLESS_EVENTS = """
+SELECT count(*) FROM mcp_jobs_events INDEXED BY mcp_jobs_events_jobless
+WHERE job_id IS NULL AND at < :before
+"""
+FORGET_JOBLESS_EVENTS = f"DELETE FROM mcp_jobs_events WHERE seq IN ({JOBLESS_EVENTS})"
+
+
+def count_jobless_events(conn: sqlite3.Connection, before: int) -> int:
+    row = conn.execute(COUNT_JOBLESS_EVENTS, {"before": before}).fetchone()
+    return int(row[0])
+
+
+def forget_jobless_events(conn: sqlite3.Connection, before: int, limit: int) -> int:
+    return conn.execute(FORGET_JOBLESS_EVENTS, {"before": before, "limit": limit}).rowcount

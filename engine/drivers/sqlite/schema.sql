@@ -112,6 +112,10 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_events (
     data      TEXT                               -- JSON object
 );
 CREATE INDEX IF NOT EXISTS mcp_jobs_events_job ON mcp_jobs_events (job_id, seq);
+-- Events of no job by time (0016): the pruner deletes them past the audit retention.
+CREATE INDEX IF NOT EXISTS mcp_jobs_events_jobless
+    ON mcp_jobs_events (at, seq)
+    WHERE job_id IS NULL;
 
 -- Limiter slots: one row per (cap key, job) holding a slot until it expires or is released.
 CREATE TABLE IF NOT EXISTS mcp_jobs_leases (

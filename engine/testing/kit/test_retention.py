@@ -1,6 +1,6 @@
 """Retention: a driver prunes exactly the settled rows `engine.retention` calls expired, oldest
 first, in batches, with their steps and events, never a live row, one tenant's when asked; the
-prune lease lets one pruner lead at a time."""
+prune lease lets one pruner lead at a time. Events of no job go by the audit retention."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from engine.retention import (
     DEFAULT_POLICY,
     Policy,
     PruneCount,
+    Retention,
     plan,
     totals,
 )
@@ -319,3 +320,65 @@ async def test_published_outbox_rows_go_a_week_after_and_waiting_ones_stay(
     await pruner.pass_once()  # the two published a week and a ms ago go
     assert await driver.outbox_forget_published(clock.now_ms() + 1, 100) == 0
     assert await driver.outbox_claim("relay", "t4", 10, 60_000) == []
+
+
+async def test_events_of_no_job_go_oldest_first_a_batch_at_a_time_and_a_jobs_events_stay(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    """`forget_jobless_events` takes the events with no job recorded strictly before the bound,
+    oldest `at` first (not in the order written), at most `limit`; an event naming a job, its
+    own or one not stored here, is never taken (a job's go with it)."""
+    driver = jobs.driver
+    job = await settle(driver, "dead")
+    t0 = clock.now_ms()
+    for n, at in enumerate((t0 + 20, t0, t0 + 30, t0 + 10)):
+        await driver.record_event(EventRecord(job_id=None, at=at, kind="mcp.call", data={"n": n}))
+    for job_id in (job.id, "job-not-stored"):
+        await driver.record_event(EventRecord(job_id=job_id, at=t0 - DAY_MS, kind="mcp.call"))
+    assert await driver.count_jobless_events(t0) == 0  # strictly before
+    assert await driver.count_jobless_events(t0 + 25) == 3
+    assert await driver.forget_jobless_events(t0, 100) == 0
+    assert await driver.forget_jobless_events(t0 + 25, 2) == 2  # t0 and t0 + 10
+    assert await driver.count_jobless_events(t0 + 15) == 0
+    assert await driver.count_jobless_events(t0 + 25) == 1
+    assert await driver.forget_jobless_events(t0 + 25, 100) == 1
+    assert await driver.forget_jobless_events(t0 + 25, 100) == 0
+    assert await driver.count_jobless_events(t0 + 31) == 1  # the young one stays
+    _, events = await _trace(driver, job.id)
+    assert [e.kind for e in events] == ["dead", "mcp.call"]
+
+
+async def test_the_pruner_forgets_events_of_no_job_90_days_on_unless_set_otherwise(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    """Each pass deletes the events of no job older than the audit retention (90 days by
+    default; `Retention(audit=...)` in code, `MCP_JOBS_RETAIN_AUDIT` over it), in batches;
+    "forever" keeps them."""
+    driver = jobs.driver
+
+    async def pass_with(retention: Retention | None, environ: dict[str, str]) -> int:
+        pruner = Pruner(
+            jobs, retention=retention, holder="w1", batch_size=1, pause_ms=0, environ=environ
+        )
+        await pruner.pass_once()
+        return await driver.count_jobless_events(clock.now_ms() + 1)
+
+    async def record(count: int) -> int:
+        at = clock.now_ms()
+        for n in range(count):
+            await driver.record_event(
+                EventRecord(job_id=None, at=at, kind="mcp.call", data={"n": n})
+            )
+        return at
+
+    start = await record(3)
+    clock.set(start + 2 * DAY_MS + 1)
+    assert await pass_with(None, {"MCP_JOBS_RETAIN_AUDIT": "forever"}) == 3
+    assert await pass_with(Retention(audit="forever"), {}) == 3
+    assert await pass_with(Retention(audit="1d"), {"MCP_JOBS_RETAIN_AUDIT": "forever"}) == 3
+    assert await pass_with(Retention(audit="2d"), {}) == 0
+    again = await record(3)
+    clock.set(again + 90 * DAY_MS)
+    assert await pass_with(None, {}) == 3  # exactly 90 days old: kept
+    clock.advance(1)
+    assert await pass_with(None, {}) == 0
