@@ -728,12 +728,12 @@ UPDATE {schema}.outbox
 
 -- name: outbox_forget_published
 -- Published rows past their keep, oldest first on outbox_published_idx (a published row is
--- never written again, so no lock is waited for).
+-- never written again, so no lock is waited for). `= ANY(ARRAY(...))` as forget_jobless_events.
 DELETE FROM {schema}.outbox
- WHERE id IN (SELECT id FROM {schema}.outbox
-               WHERE published_at < $1::bigint
-               ORDER BY published_at
-               LIMIT $2);
+ WHERE id = ANY(ARRAY(SELECT id FROM {schema}.outbox
+                       WHERE published_at < $1::bigint
+                       ORDER BY published_at
+                       LIMIT $2));
 
 -- --- retention: pruning settled history (engine/retention.py), named leader leases -------------
 
