@@ -27,11 +27,10 @@ from functools import cache
 from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel
 
-from engine.drivers.urls import sqlite_path
+from engine.drivers.urls import sqlite_path, without_password
 from engine.environment import NAME_PATTERN, EnvironmentUse, declared_environment
 from engine.errors import JobsError
 from mcp_jobs.config import DEFAULT_ENVIRONMENT, ENVIRONMENT_ENV, Settings
@@ -65,17 +64,6 @@ def absolute_url(url: str, cwd: Path) -> str:
     if scheme in ("postgres", "postgresql"):
         return without_password(url)
     return url
-
-
-def without_password(url: str) -> str:
-    parts = urlsplit(url)
-    userinfo, at, host = parts.netloc.rpartition("@")
-    netloc = f"{userinfo.partition(':')[0]}@{host}" if at and ":" in userinfo else parts.netloc
-    pairs = [pair for pair in parts.query.split("&") if pair]
-    kept = [p for p in pairs if p.partition("=")[0].lower() != "password"]
-    if netloc == parts.netloc and len(kept) == len(pairs):
-        return url
-    return urlunsplit(parts._replace(netloc=netloc, query="&".join(kept)))
 
 
 def needs_cwd_on_path(module: str, cwd: Path) -> bool:

@@ -9,7 +9,7 @@ any part of it: the URL may carry a password.
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from engine.errors import DatabaseUrlInvalidError
 
@@ -104,3 +104,16 @@ def _is_port(text: str) -> bool:
 
 
 __all__ = ["check_postgres_url", "postgres_url_problem", "sqlite_path"]
+
+
+def without_password(url: str) -> str:
+    """A PostgreSQL `url` without its password (in the user part or a `password=` parameter):
+    what a fix line may print. The client takes the password from PGPASSWORD or ~/.pgpass."""
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    netloc = f"{userinfo.partition(':')[0]}@{host}" if at and ":" in userinfo else parts.netloc
+    pairs = [pair for pair in parts.query.split("&") if pair]
+    kept = [p for p in pairs if p.partition("=")[0].lower() != "password"]
+    if netloc == parts.netloc and len(kept) == len(pairs):
+        return url
+    return urlunsplit(parts._replace(netloc=netloc, query="&".join(kept)))

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import socket
+import sys
+import tempfile
+from pathlib import Path
 
+import anyio
 import asyncpg
 import pytest
 
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres.faults import migrate_fix
 from engine.errors import DriverUnavailableError, JobsError
 from tests.postgres.builders import request
 from tests.support.postgres import fresh_database
@@ -37,17 +44,41 @@ async def test_a_server_that_is_not_there_is_driver_unavailable(clock: ManualClo
     assert isinstance(raised.value.__cause__, OSError)
 
 
-async def test_a_database_never_migrated_says_to_migrate(clock: ManualClock) -> None:
+async def test_a_database_never_migrated_says_to_migrate_it_and_that_runs_as_given(
+    clock: ManualClock,
+) -> None:
     async with fresh_database(migrated=False) as url:
         driver = PostgresDriver(url, clock=clock, listen=False)
         try:
             with pytest.raises(JobsError) as raised:
                 await driver.get("x")
+            error = raised.value
+            assert error.code == "DRIVER_UNAVAILABLE"
+            assert isinstance(error.__cause__, asyncpg.PostgresError)
+            # The database is named: the bare command would migrate the default SQLite file.
+            assert error.fix == f"mcp-jobs db migrate --database-url {shlex.quote(url)}"
+            # From another directory, with nothing of this environment but PATH and HOME.
+            bin_dir = Path(sys.executable).parent
+            env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+            with tempfile.TemporaryDirectory() as elsewhere:
+                with anyio.fail_after(60):
+                    ran = await anyio.run_process(
+                        ["bash", "-c", error.fix], cwd=elsewhere, env=env, check=False
+                    )
+                assert ran.returncode == 0, ran.stderr.decode()
+                assert not os.listdir(elsewhere)  # no SQLite file was made instead
+            with pytest.raises(JobsError) as missing:
+                await driver.get("x")
+            assert missing.value.code == "JOB_NOT_FOUND"  # the schema is there now
         finally:
             await driver.close()
-    assert raised.value.code == "DRIVER_UNAVAILABLE"
-    assert raised.value.fix == "mcp-jobs db migrate"
-    assert isinstance(raised.value.__cause__, asyncpg.PostgresError)
+
+
+def test_the_migrate_fix_names_the_database_without_its_password() -> None:
+    url = "postgresql://app:s3cret@db.example:6432/jobs?sslmode=require"
+    assert migrate_fix(url) == (
+        "mcp-jobs db migrate --database-url 'postgresql://app@db.example:6432/jobs?sslmode=require'"
+    )
 
 
 async def test_pooled_connections_the_server_killed_are_replaced(

@@ -10,11 +10,12 @@ failure says nothing about whether the statement committed; the caller decides i
 from __future__ import annotations
 
 import shlex
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import asyncpg
 import asyncpg.exceptions as pgx
 
+from engine.drivers.urls import without_password
 from engine.errors import DriverUnavailableError, InvalidArgumentError
 
 # What asyncpg and the OS raise when the path to the server is gone or not up yet.
@@ -86,19 +87,26 @@ def readiness_fix(url: str) -> str:
     return f"pg_isready{args}"
 
 
-def psql_fix(url: str, sql: str) -> str:
-    """`psql` running `sql` on the database named by `url`, without its password (psql takes
-    it from PGPASSWORD or ~/.pgpass); a URL that cannot be parsed gives psql's defaults."""
+def _without_password(url: str) -> str | None:
+    """`url` without its password, quoted for a shell; None when it cannot be parsed."""
     try:
-        parts = urlsplit(url)
-        netloc = parts.netloc.rpartition("@")[2]
-        if parts.username is not None:
-            netloc = f"{parts.username}@{netloc}"
-        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"])
-        target = " " + shlex.quote(urlunsplit(parts._replace(netloc=netloc, query=query)))
+        return shlex.quote(without_password(url))
     except ValueError:
-        target = ""
-    return f"psql -X{target} -c {shlex.quote(sql)}"
+        return None
+
+
+def psql_fix(url: str, sql: str) -> str:
+    """`psql` running `sql` on the database named by `url`, without its password; a URL that
+    cannot be parsed gives psql's defaults."""
+    target = _without_password(url)
+    return f"psql -X{'' if target is None else ' ' + target} -c {shlex.quote(sql)}"
+
+
+def migrate_fix(url: str) -> str:
+    """`mcp-jobs db migrate` on the database named by `url`, without its password: run where
+    MCP_JOBS_DATABASE_URL is not set, the bare command would migrate the default SQLite file."""
+    target = _without_password(url)
+    return "mcp-jobs db migrate" + ("" if target is None else f" --database-url {target}")
 
 
 # Who waits on whom, oldest transaction first: what keeps rolling the engine's writes back.
@@ -175,7 +183,7 @@ def unavailable(
     detail = _detail(exc)
     if isinstance(exc, _SCHEMA_MISSING):
         cause = f"the {schema} schema is missing or out of date ({detail})"
-        return DriverUnavailableError("postgres", cause, "mcp-jobs db migrate")
+        return DriverUnavailableError("postgres", cause, migrate_fix(url))
     if is_connection_failure(exc):
         cause = f"cannot reach the server ({type(exc).__name__}: {detail})"
         return DriverUnavailableError("postgres", cause, readiness_fix(url))
