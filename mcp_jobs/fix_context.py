@@ -30,7 +30,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from engine.drivers.urls import sqlite_path, without_password
+from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
 from engine.environment import NAME_PATTERN, EnvironmentUse, declared_environment
 from engine.errors import JobsError
 from mcp_jobs.config import DEFAULT_ENVIRONMENT, ENVIRONMENT_ENV, Settings
@@ -50,10 +50,10 @@ _OPERATORS = frozenset(";&|<>()`")
 M = TypeVar("M", bound=BaseModel)
 
 
-def absolute_url(url: str, cwd: Path) -> str:
-    """`url` as a process anywhere opens the same database with: a relative SQLite path made
-    absolute against `cwd`, and a PostgreSQL password removed (in the user part or a
-    `password=` parameter)."""
+def absolute_url(url: str, cwd: Path) -> str | None:
+    """`url` as a process anywhere opens the same database with and a fix line may print: a
+    relative SQLite path made absolute against `cwd`, a PostgreSQL password removed, and None
+    for another URL that carries a secret (see `printable_url`)."""
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme == "sqlite":
         try:
@@ -61,9 +61,7 @@ def absolute_url(url: str, cwd: Path) -> str:
         except JobsError:
             return url  # a URL no driver opens: the fix says so when it runs
         return url if path.startswith("/") else "sqlite:///" + os.path.normpath(cwd / path)
-    if scheme in ("postgres", "postgresql"):
-        return without_password(url)
-    return url
+    return printable_url(url)
 
 
 def needs_cwd_on_path(module: str, cwd: Path) -> bool:
@@ -98,6 +96,8 @@ class FixContext:
     """What a command needs to act on what this process acts on (see the module docstring)."""
 
     database_url: str | None = None
+    # The database's URL carries a secret: a command names it by the environment variable.
+    url_secret: bool = False
     apps: tuple[str, ...] = ()
     tenant: str | None = None
     # `NAME=value` assignments written in front of a command, in order.
@@ -129,8 +129,10 @@ class FixContext:
             inherited = environ.get("PYTHONPATH")
             here = str(cwd.resolve())
             assignments.append(("PYTHONPATH", f"{here}:{inherited}" if inherited else here))
+        url = absolute_url(settings.url, cwd)
         return cls(
-            database_url=absolute_url(settings.url, cwd),
+            database_url=url,
+            url_secret=url is None,
             apps=settings.apps,
             tenant=settings.tenant,
             assignments=tuple(assignments),
@@ -177,6 +179,8 @@ class FixContext:
         out: list[str] = []
         if "--database-url" not in given and self.database_url is not None:
             out += ["--database-url", shlex.quote(self.database_url)]
+        elif "--database-url" not in given and self.url_secret:
+            out += ["--database-url", URL_FROM_ENV]
         if "--app" not in given:
             if self.apps:
                 out += ["--app", shlex.quote(",".join(self.apps))]

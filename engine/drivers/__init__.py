@@ -23,10 +23,9 @@ from engine.drivers.base import (
     capabilities,
     require,
 )
-from engine.drivers.urls import check_postgres_url, sqlite_path
+from engine.drivers.urls import DATABASE_URL_ENV, check_postgres_url, sqlite_path
 from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
 
-DATABASE_URL_ENV = "MCP_JOBS_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///.mcp-jobs/jobs.db"
 ENTRY_POINT_GROUP = "mcp_jobs.drivers"
 

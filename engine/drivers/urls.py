@@ -9,7 +9,8 @@ any part of it: the URL may carry a password.
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+import shlex
+from urllib.parse import parse_qs, parse_qsl, urlsplit, urlunsplit
 
 from engine.errors import DatabaseUrlInvalidError
 
@@ -117,3 +118,37 @@ def without_password(url: str) -> str:
     if netloc == parts.netloc and len(kept) == len(pairs):
         return url
     return urlunsplit(parts._replace(netloc=netloc, query="&".join(kept)))
+
+
+DATABASE_URL_ENV = "MCP_JOBS_DATABASE_URL"
+# How a fix line names a database whose URL carries a secret it must not print.
+URL_FROM_ENV = f'"${DATABASE_URL_ENV}"'
+_SECRET_PARAMS = frozenset({"password", "token", "user", "username", "pass"})
+
+
+def printable_url(url: str) -> str | None:
+    """The database URL as a fix line may print it: a PostgreSQL one without its password;
+    any other as it is when it carries no credentials, else None (a Redis password, a NATS user
+    or token: such a driver's client reads them from nowhere else)."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    try:
+        if scheme in ("postgres", "postgresql"):
+            return without_password(url)
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    secret = any(k.lower() in _SECRET_PARAMS for k, _ in parse_qsl(parts.query))
+    return None if "@" in parts.netloc or secret else url
+
+
+def url_word(url: str) -> str:
+    """`url` as one shell word of a fix line: `printable_url` quoted, else the environment
+    variable that names the database."""
+    printable = printable_url(url)
+    return URL_FROM_ENV if printable is None else shlex.quote(printable)
+
+
+def migrate_fix(url: str) -> str:
+    """`mcp-jobs db migrate` on the database `url` names: the bare command, run where
+    MCP_JOBS_DATABASE_URL is not set, would migrate the default SQLite file instead."""
+    return f"mcp-jobs db migrate --database-url {url_word(url)}"

@@ -3,6 +3,7 @@ declared environment, and the wait's monotone attempt counter."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,8 +56,35 @@ def test_a_relative_or_default_sqlite_url_is_made_absolute(tmp_path: Path) -> No
 def test_a_password_is_never_written() -> None:
     url = "postgresql://app:s3cret@db:5432/jobs?sslmode=require&password=s3cret"
     written = absolute_url(url, Path("/"))
-    assert "s3cret" not in written
     assert written == "postgresql://app@db:5432/jobs?sslmode=require"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://:s3cret@cache:6379/0",
+        "redis://app:s3cret@cache:6379/0?prefix=jobs:",
+        "nats://s3cret@broker:4222/jobs",
+        "nats://a:4222,app:s3cret@b:4222/jobs",
+        "redis://cache:6379/0?password=s3cret",
+    ],
+)
+def test_a_url_with_a_secret_is_named_by_its_variable(tmp_path: Path, url: str) -> None:
+    """Redis and NATS clients read the secret from nowhere else: the command names the
+    environment variable that holds the URL, never the secret."""
+    assert absolute_url(url, tmp_path) is None
+    ctx = context(tmp_path, database_url=url)
+    line = ctx.qualify("mcp-jobs jobs ls")
+    assert "s3cret" not in line
+    assert line.startswith('mcp-jobs jobs ls --database-url "$MCP_JOBS_DATABASE_URL"')
+
+
+def test_a_url_without_a_secret_is_written_out(tmp_path: Path) -> None:
+    for url in ("redis://cache:6379/0?prefix=jobs:", "nats://a:4222,b:4222/jobs"):
+        ctx = context(tmp_path, database_url=url)
+        assert ctx.qualify("mcp-jobs jobs ls").startswith(
+            f"mcp-jobs jobs ls --database-url {shlex.quote(url)}"
+        )
 
 
 def test_a_command_gets_the_context_and_a_tool_call_does_not(tmp_path: Path) -> None:

@@ -6,7 +6,11 @@ retention leaves no key of a job behind; a bad URL is refused before anything co
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
+import tempfile
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, cast
 
 import anyio
@@ -16,6 +20,7 @@ import pytest
 from engine import Jobs, ManualClock
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
+from engine.drivers.urls import migrate_fix
 from engine.errors import JobsError
 from engine.retention import Policy, plan
 from engine.rules import dedupe_key
@@ -216,6 +221,22 @@ async def test_an_unreachable_server_is_a_typed_error() -> None:
     with pytest.raises(JobsError) as caught:
         await driver.migrate()
     assert caught.value.code == "DRIVER_UNAVAILABLE"
+    # The server the driver was given: the bare command would migrate the default SQLite file.
+    assert caught.value.fix == f"mcp-jobs db migrate --database-url {url}"
+
+
+async def test_the_migrate_fix_runs_as_given_from_anywhere(database_url: str) -> None:
+    fix = migrate_fix(database_url)
+    bin_dir = Path(sys.executable).parent
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+    with tempfile.TemporaryDirectory() as elsewhere:
+        with anyio.fail_after(60):
+            ran = await anyio.run_process(["bash", "-c", fix], cwd=elsewhere, env=env, check=False)
+        assert ran.returncode == 0, ran.stderr.decode()
+        assert not os.listdir(elsewhere)  # no SQLite file was made instead
+    assert migrate_fix("nats://s3cret@broker:4222/jobs") == (
+        'mcp-jobs db migrate --database-url "$MCP_JOBS_DATABASE_URL"'
+    )
 
 
 async def test_a_pruned_job_is_not_brought_back_by_its_stale_intent(

@@ -5,13 +5,16 @@ error, and a bad URL is refused before anything connects."""
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any, cast
 
+import anyio
 import pytest
 
 from engine import Jobs, ManualClock
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
+from engine.drivers.redis.connection import ping_fix
 from engine.errors import JobsError
 from engine.rate_limits import RateTake
 from engine.retention import DAY_MS, DEFAULT_POLICY, Policy, plan
@@ -146,8 +149,20 @@ async def test_an_unreachable_server_is_driver_unavailable(clock: ManualClock) -
     finally:
         await driver.close()
     assert raised.value.code == "DRIVER_UNAVAILABLE"
-    assert raised.value.fix.startswith("redis-cli")
+    # The server the driver was given, not whatever $MCP_JOBS_DATABASE_URL holds where it runs.
+    assert raised.value.fix == "redis-cli -u redis://127.0.0.1:1/0 ping"
     assert raised.value.__cause__ is not None  # the redis-py error, chained
+
+
+async def test_the_ping_fix_runs_as_given_and_never_prints_a_password(database_url: str) -> None:
+    if shutil.which("redis-cli") is None:
+        pytest.skip("redis-cli is not installed here")
+    fix = ping_fix(database_url)  # the test's URL carries a ?prefix=, which redis-cli refuses
+    with anyio.fail_after(30):
+        ran = await anyio.run_process(["bash", "-c", fix], check=False)
+    assert ran.returncode == 0 and ran.stdout.strip() == b"PONG", ran.stderr
+    secret = ping_fix("redis://app:s3cret@cache:6379/0")
+    assert secret == 'redis-cli -u "$MCP_JOBS_DATABASE_URL" ping'
 
 
 class _PacedClock:

@@ -28,8 +28,6 @@ from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
 
 SCHEMES = ("nats", "tls")
 DEFAULT_BUCKET = "mcp_jobs"
-# Migrating reconnects and binds the bucket: the one command that checks the server end to end.
-FIX = "mcp-jobs db migrate"
 _BUCKET = re.compile(r"^[a-zA-Z0-9_-]+$")
 _STORAGE = {"file": StorageType.FILE, "memory": StorageType.MEMORY}
 # Failures of the server or the network, not of a request: what DRIVER_UNAVAILABLE means.
@@ -113,9 +111,11 @@ async def _bucket(js: JetStreamContext, parsed: NatsUrl) -> KeyValue:
 
 
 @asynccontextmanager
-async def guard() -> AsyncIterator[None]:
-    """NATS or network failures raised inside come out as `DriverUnavailableError`."""
+async def guard(fix: str) -> AsyncIterator[None]:
+    """NATS or network failures raised inside come out as `DriverUnavailableError`, with `fix`:
+    migrating the driver's URL reconnects and binds the bucket, the one command that checks
+    the server end to end."""
     try:
         yield
     except UNAVAILABLE as exc:
-        raise DriverUnavailableError("nats", f"{type(exc).__name__}: {exc}", FIX) from exc
+        raise DriverUnavailableError("nats", f"{type(exc).__name__}: {exc}", fix) from exc

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import asyncpg.exceptions as pgx
 
-from engine.drivers.urls import without_password
+from engine.drivers.urls import migrate_fix, url_word
 from engine.errors import DriverUnavailableError, InvalidArgumentError
 
 # What asyncpg and the OS raise when the path to the server is gone or not up yet.
@@ -87,26 +87,9 @@ def readiness_fix(url: str) -> str:
     return f"pg_isready{args}"
 
 
-def _without_password(url: str) -> str | None:
-    """`url` without its password, quoted for a shell; None when it cannot be parsed."""
-    try:
-        return shlex.quote(without_password(url))
-    except ValueError:
-        return None
-
-
 def psql_fix(url: str, sql: str) -> str:
-    """`psql` running `sql` on the database named by `url`, without its password; a URL that
-    cannot be parsed gives psql's defaults."""
-    target = _without_password(url)
-    return f"psql -X{'' if target is None else ' ' + target} -c {shlex.quote(sql)}"
-
-
-def migrate_fix(url: str) -> str:
-    """`mcp-jobs db migrate` on the database named by `url`, without its password: run where
-    MCP_JOBS_DATABASE_URL is not set, the bare command would migrate the default SQLite file."""
-    target = _without_password(url)
-    return "mcp-jobs db migrate" + ("" if target is None else f" --database-url {target}")
+    """`psql` running `sql` on the database named by `url`, without its password."""
+    return f"psql -X {url_word(url)} -c {shlex.quote(sql)}"
 
 
 # Who waits on whom, oldest transaction first: what keeps rolling the engine's writes back.

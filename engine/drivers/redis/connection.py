@@ -19,11 +19,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine.clock import Clock, next_retry_pause_ms
 from engine.drivers.redis.keys import DEFAULT_PREFIX
+from engine.drivers.urls import url_word
 from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
 
 SCHEMES = ("redis", "rediss")
 PREFIX_PARAM = "prefix"
-FIX = 'redis-cli -u "$MCP_JOBS_DATABASE_URL" ping'
 # Failures of the server or the network, not of a command: what DRIVER_UNAVAILABLE means.
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 
@@ -70,19 +70,31 @@ def resolve_prefix(url: str, prefix: str | None) -> str:
     return prefix or split_prefix(url)[1] or DEFAULT_PREFIX
 
 
+def ping_fix(url: str) -> str:
+    """The fix of a failure on the server `url` names: ping it (redis-cli reads a password
+    left out of the line from REDISCLI_AUTH)."""
+    return f"redis-cli -u {url_word(split_prefix(url)[0])} ping"
+
+
 @asynccontextmanager
-async def guard() -> AsyncIterator[None]:
-    """Redis or network failures raised inside come out as `DriverUnavailableError`."""
+async def guard(fix: str) -> AsyncIterator[None]:
+    """Redis or network failures raised inside come out as `DriverUnavailableError`, with
+    `fix` (`ping_fix` of the driver's URL)."""
     try:
         yield
     except UNAVAILABLE as exc:
-        raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", FIX) from exc
+        raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
     except RedisError as exc:
-        raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", FIX) from exc
+        raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
 
 
 async def held(
-    settle: Callable[[], Awaitable[T]], *, within_ms: int, clock: Clock, stopped: Callable[[], bool]
+    settle: Callable[[], Awaitable[T]],
+    *,
+    within_ms: int,
+    clock: Clock,
+    stopped: Callable[[], bool],
+    fix: str,
 ) -> T:
     """Run `settle` under `guard`; while the connection drops or the server cannot be reached,
     run it again for up to `within_ms` of `clock` (monotonic), as the PostgreSQL driver holds
@@ -95,7 +107,7 @@ async def held(
     pause = next_retry_pause_ms(0)
     while True:
         try:
-            async with guard():
+            async with guard(fix):
                 return await settle()
         except DriverUnavailableError as exc:
             left = started + within_ms - clock.now_ms()
