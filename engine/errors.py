@@ -445,11 +445,12 @@ class StorageFullError(JobsError):
     title = "the database has no room left to write"
     retry = "transient"
 
-    def __init__(self, driver: str, where: str, detail: str) -> None:
+    def __init__(self, driver: str, where: str, detail: str, fix: str | None = None) -> None:
+        """`fix`: how to see the space left, when `df -h where` cannot (a server elsewhere)."""
         super().__init__(
             f"{driver}: the disk or volume holding {where} is full ({detail}); nothing of the "
             "refused write was stored",
-            f"df -h {where}",
+            f"df -h {where}" if fix is None else fix,
             details={"driver": driver, "where": where},
         )
 

@@ -257,3 +257,13 @@ async def test_workers_on_a_serializable_database_drain_every_job_once(
     assert sorted(ran) == sorted(ids)  # each job claimed once
     states = await sql.fetch("SELECT state, count(*) FROM mcp_jobs.jobs GROUP BY state")
     assert [tuple(r) for r in states] == [("done", 200)]
+
+
+async def test_a_full_disk_on_the_server_is_storage_full_with_a_fix_that_runs(
+    driver: PostgresDriver, pg_url: str, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    error = unavailable(await _refusal(sql, "53100"), pg_url, driver.schema)
+    assert error.code == "STORAGE_FULL" and error.retryable
+    assert "the server's data directory" in error.cause
+    assert error.fix.startswith("psql -X ") and "pg_database_size" in error.fix
+    assert "postgres" in _run_as_given(error.fix)  # every database's size, the test's among them

@@ -16,7 +16,7 @@ import asyncpg
 import asyncpg.exceptions as pgx
 
 from engine.drivers.urls import migrate_fix, url_word
-from engine.errors import DriverUnavailableError, InvalidArgumentError
+from engine.errors import DriverUnavailableError, InvalidArgumentError, StorageFullError
 
 # What asyncpg and the OS raise when the path to the server is gone or not up yet.
 CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
@@ -92,6 +92,11 @@ def psql_fix(url: str, sql: str) -> str:
     return f"psql -X {url_word(url)} -c {shlex.quote(sql)}"
 
 
+# What the databases on a full server take, largest first: any role may read it.
+_SIZES_SQL = (
+    "SELECT datname, pg_size_pretty(pg_database_size(datname)) AS size FROM pg_database"
+    " ORDER BY pg_database_size(datname) DESC"
+)
 # Who waits on whom, oldest transaction first: what keeps rolling the engine's writes back.
 _CONTENTION_SQL = (
     "SELECT pid, pg_blocking_pids(pid) AS blocked_by, state, xact_start, left(query, 80) AS query"
@@ -157,9 +162,10 @@ def _detail(exc: BaseException) -> str:
 
 def unavailable(
     exc: BaseException, url: str, schema: str
-) -> DriverUnavailableError | InvalidArgumentError:
+) -> DriverUnavailableError | InvalidArgumentError | StorageFullError:
     """The typed error for an asyncpg/OS failure; the caller raises it `from exc`. A refused
-    value is INVALID_ARGUMENT (terminal), whatever else is true of the connection."""
+    value is INVALID_ARGUMENT (terminal), whatever else is true of the connection; a full disk
+    on the server is STORAGE_FULL."""
     refused = refused_value(exc)
     if refused is not None:
         return refused
@@ -171,6 +177,10 @@ def unavailable(
         cause = f"cannot reach the server ({type(exc).__name__}: {detail})"
         return DriverUnavailableError("postgres", cause, readiness_fix(url))
     state = getattr(exc, "sqlstate", None)
+    if isinstance(exc, pgx.DiskFullError):  # 53100: the server's data or WAL volume
+        return StorageFullError(
+            "postgres", "the server's data directory", detail, psql_fix(url, _SIZES_SQL)
+        )
     if is_rolled_back(exc):
         cause = (
             f"the server rolled back a transaction that met another (SQLSTATE {state}: {detail}); "
