@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import anyio
@@ -14,12 +15,12 @@ import pytest
 from engine import Jobs, ManualClock
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
-from engine.drivers.redis.connection import ping_fix
+from engine.drivers.redis.connection import server_word
 from engine.errors import JobsError
 from engine.rate_limits import RateTake
 from engine.retention import DAY_MS, DEFAULT_POLICY, Policy, plan
 from schemas.errors import ErrorPayload
-from schemas.jobs import EnqueueRequest, NackOptions
+from schemas.jobs import EnqueueRequest, JobFilter, NackOptions
 from schemas.progress import Progress
 from schemas.steps import StepRecord
 
@@ -154,23 +155,74 @@ async def test_an_unreachable_server_is_driver_unavailable(clock: ManualClock) -
     assert raised.value.__cause__ is not None  # the redis-py error, chained
 
 
-async def test_the_ping_fix_runs_as_given_and_never_prints_a_password(database_url: str) -> None:
+async def _run_as_given(fix: str) -> bytes:
     if shutil.which("redis-cli") is None:
         pytest.skip("redis-cli is not installed here")
-    fix = ping_fix(database_url)  # the test's URL carries a ?prefix=, which redis-cli refuses
     with anyio.fail_after(30):
         ran = await anyio.run_process(["bash", "-c", fix], check=False)
-    assert ran.returncode == 0 and ran.stdout.strip() == b"PONG", ran.stderr
-    secret = ping_fix("redis://app:s3cret@cache:6379/0")
-    assert secret == 'redis-cli -u "$MCP_JOBS_DATABASE_URL" ping'
+    assert ran.returncode == 0, ran.stderr
+    return bytes(ran.stdout)
+
+
+async def test_a_refused_command_names_the_server_in_a_fix_that_runs(
+    database_url: str, clock: ManualClock
+) -> None:
+    driver = cast(RedisDriver, open_driver(database_url, clock=clock))
+    try:
+        await driver.migrate()
+        client = driver._store.client  # pyright: ignore[reportPrivateUsage]
+        await client.set(driver.prefix + "live", "not a set")  # the enqueue's SADD is refused
+        with pytest.raises(JobsError) as raised:
+            await driver.enqueue([_request(1, clock.now_ms())])
+    finally:
+        await driver.close()
+    error = raised.value
+    assert error.code == "DRIVER_UNAVAILABLE" and "WRONGTYPE" in error.cause
+    # The test's URL carries a ?prefix=, which redis-cli refuses: the fix leaves it out.
+    assert (
+        error.fix == f"redis-cli -u {server_word(database_url)} ping" and "prefix" not in error.fix
+    )
+    assert (await _run_as_given(error.fix)).strip() == b"PONG"
+    assert server_word("redis://app:s3cret@cache:6379/0") == '"$MCP_JOBS_DATABASE_URL"'
+
+
+async def test_a_server_out_of_memory_is_storage_full_and_keeps_what_it_held(
+    database_url: str, clock: ManualClock
+) -> None:
+    driver = cast(RedisDriver, open_driver(database_url, clock=clock))
+    client = driver._store.client  # pyright: ignore[reportPrivateUsage]
+    await driver.migrate()
+    (kept,) = await driver.enqueue([_request(1, clock.now_ms())])
+    was = await client.config_get("maxmemory*")
+    try:
+        used = int((await client.info("memory"))["used_memory"])
+        await client.config_set("maxmemory-policy", "noeviction")
+        await client.config_set("maxmemory", str(max(1, used // 2)))
+        with pytest.raises(JobsError) as raised:
+            await driver.enqueue([_request(n, clock.now_ms()) for n in range(2, 12)])
+    finally:
+        await client.config_set("maxmemory", was["maxmemory"])
+        await client.config_set("maxmemory-policy", was["maxmemory-policy"])
+    try:
+        error = raised.value
+        assert error.code == "STORAGE_FULL" and error.retryable
+        assert error.fix == f"redis-cli -u {server_word(database_url)} info memory"
+        assert b"used_memory" in await _run_as_given(error.fix)
+        # Nothing of the refused batch went in; what was stored stays.
+        page = await driver.list_jobs(JobFilter(limit=20))
+        assert [j.id for j in page.jobs] == [kept.id]
+    finally:
+        await driver.close()
 
 
 class _PacedClock:
     """A retry clock that moves by each pause it is asked to wait, and remembers them."""
 
-    def __init__(self) -> None:
+    def __init__(self, then: tuple[int, Callable[[], Awaitable[None]]] | None = None) -> None:
+        """`then`: after that many pauses, run that (a server freed meanwhile)."""
         self.now = 0
         self.pauses: list[int] = []
+        self._then = then
 
     def now_ms(self) -> int:
         return self.now
@@ -178,6 +230,39 @@ class _PacedClock:
     async def sleep_ms(self, ms: int) -> None:
         self.pauses.append(ms)
         self.now += ms
+        if self._then is not None and len(self.pauses) == self._then[0]:
+            await self._then[1]()
+
+
+async def test_a_settle_is_held_while_the_server_is_out_of_memory(
+    database_url: str, clock: ManualClock
+) -> None:
+    """An ack refused at `maxmemory` is tried again, as through a dropped connection, and
+    lands once memory is freed (here after the second pause); given up, its job would run
+    twice."""
+    driver = cast(RedisDriver, open_driver(database_url, clock=clock, retry_clock=_PacedClock()))
+    client = driver._store.client  # pyright: ignore[reportPrivateUsage]
+    was = await client.config_get("maxmemory*")
+
+    async def free() -> None:
+        await client.config_set("maxmemory", was["maxmemory"])
+        await client.config_set("maxmemory-policy", was["maxmemory-policy"])
+
+    try:
+        await driver.migrate()
+        await driver.enqueue([_request(1, clock.now_ms())])
+        (claimed,) = await driver.claim("w", 1, 60_000)
+        paced = _PacedClock(then=(2, free))
+        driver._retry_clock = paced  # pyright: ignore[reportPrivateUsage]
+        used = int((await client.info("memory"))["used_memory"])
+        await client.config_set("maxmemory-policy", "noeviction")
+        await client.config_set("maxmemory", str(max(1, used // 2)))
+        outcomes = await driver.ack_many([AckWrite(claimed.record.id, claimed.token, None)])
+        assert (outcomes, paced.pauses) == ([None], [50, 100])
+        assert (await driver.get(claimed.record.id)).state == "done"
+    finally:
+        await free()
+        await driver.close()
 
 
 def _dropping(driver: RedisDriver, drops: int) -> list[int]:

@@ -14,18 +14,21 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import OutOfMemoryError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine.clock import Clock, next_retry_pause_ms
 from engine.drivers.redis.keys import DEFAULT_PREFIX
 from engine.drivers.urls import url_word
-from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
+from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError, StorageFullError
 
 SCHEMES = ("redis", "rediss")
 PREFIX_PARAM = "prefix"
 # Failures of the server or the network, not of a command: what DRIVER_UNAVAILABLE means.
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+# What a settle is held through: those, and a server refusing writes at `maxmemory` (a prune or
+# an operator frees memory; given up, the finished job would run again).
+HELD_THROUGH = (*UNAVAILABLE, OutOfMemoryError)
 
 T = TypeVar("T")
 
@@ -70,21 +73,28 @@ def resolve_prefix(url: str, prefix: str | None) -> str:
     return prefix or split_prefix(url)[1] or DEFAULT_PREFIX
 
 
-def ping_fix(url: str) -> str:
-    """The fix of a failure on the server `url` names: ping it (redis-cli reads a password
-    left out of the line from REDISCLI_AUTH)."""
-    return f"redis-cli -u {url_word(split_prefix(url)[0])} ping"
+def server_word(url: str) -> str:
+    """The server `url` names as redis-cli's `-u` takes it (without the ?prefix= it refuses);
+    a password is left out, and redis-cli reads it from REDISCLI_AUTH."""
+    return url_word(split_prefix(url)[0])
 
 
 @asynccontextmanager
-async def guard(fix: str) -> AsyncIterator[None]:
-    """Redis or network failures raised inside come out as `DriverUnavailableError`, with
-    `fix` (`ping_fix` of the driver's URL)."""
+async def guard(server: str) -> AsyncIterator[None]:
+    """Redis or network failures raised inside come out as `DriverUnavailableError` (fix: ping
+    `server`, a `server_word`), and a server out of memory under `maxmemory` as STORAGE_FULL."""
     try:
         yield
     except UNAVAILABLE as exc:
+        fix = f"redis-cli -u {server} ping"
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
     except RedisError as exc:
+        if isinstance(exc, OutOfMemoryError):
+            fix = f"redis-cli -u {server} info memory"
+            raise StorageFullError(
+                "redis", "the server's memory (maxmemory)", str(exc), fix
+            ) from exc
+        fix = f"redis-cli -u {server} ping"
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
 
 
@@ -94,24 +104,24 @@ async def held(
     within_ms: int,
     clock: Clock,
     stopped: Callable[[], bool],
-    fix: str,
+    server: str,
 ) -> T:
-    """Run `settle` under `guard`; while the connection drops or the server cannot be reached,
-    run it again for up to `within_ms` of `clock` (monotonic), as the PostgreSQL driver holds
-    a settle. redis-py's own few retries end within a second, and a job whose settle is given
-    up runs again once its lease expires. Safe to repeat: each settle script checks the lease
-    token, so a try after one whose reply was lost finds the job settled and answers slot lost;
-    it never writes twice."""
+    """Run `settle` under `guard`; while the connection drops, the server cannot be reached or
+    it is out of memory, run it again for up to `within_ms` of `clock` (monotonic), as the
+    PostgreSQL driver holds a settle. redis-py's own few retries end within a second, and a
+    job whose settle is given up runs again once its lease expires. Safe to repeat: each
+    settle script checks the lease token, so a try after one whose reply was lost finds the
+    job settled and answers slot lost; it never writes twice."""
     started = clock.now_ms()
     # redis-py has just retried at once itself: the first pause is not skipped.
     pause = next_retry_pause_ms(0)
     while True:
         try:
-            async with guard(fix):
+            async with guard(server):
                 return await settle()
-        except DriverUnavailableError as exc:
+        except (DriverUnavailableError, StorageFullError) as exc:
             left = started + within_ms - clock.now_ms()
-            if stopped() or not isinstance(exc.__cause__, UNAVAILABLE) or left <= 0:
+            if stopped() or not isinstance(exc.__cause__, HELD_THROUGH) or left <= 0:
                 raise
             await clock.sleep_ms(min(pause, left))
             pause = next_retry_pause_ms(pause)
