@@ -42,3 +42,24 @@ async def generic_plan(sql: Conn, query: str, types: str | None, *args: Any) -> 
         await sql.execute("RESET plan_cache_mode")
     plan: dict[str, Any] = json.loads(text)[0]["Plan"]
     return plan
+
+
+def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every node of `plan`, itself first."""
+    return [plan, *(n for child in plan.get("Plans", []) for n in nodes(child))]
+
+
+async def assert_a_batch_reads_its_rows(
+    sql: Conn, table: str, query: str, index: str, *args: Any, max_buffers: int
+) -> None:
+    """A delete batch's generic plan walks `index` and reads fewer than `max_buffers` pages,
+    on a `table` (freshly analysed) more than twice that big, so a scan of it could not pass."""
+    await sql.execute(f"VACUUM ANALYZE {table}")
+    pages = await sql.fetchval(f"SELECT relpages FROM pg_class WHERE oid = '{table}'::regclass")
+    assert pages > 2 * max_buffers
+    plan = await generic_plan(sql, query, None, *args)
+    found = nodes(plan)
+    assert "Seq Scan" not in {n["Node Type"] for n in found}, found
+    assert index in {n.get("Index Name") for n in found}
+    buffers = plan.get("Shared Hit Blocks", 0) + plan.get("Shared Read Blocks", 0)
+    assert buffers < max_buffers, buffers

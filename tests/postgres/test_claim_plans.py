@@ -12,7 +12,7 @@ import pytest
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
 from tests.postgres.conftest import DriverFactory
-from tests.postgres.plan_probe import generic_plan
+from tests.postgres.plan_probe import generic_plan, nodes
 
 Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 
@@ -71,13 +71,6 @@ async def claim_queues_plan(
         paused_queues or [],
         paused_names or [],
     )
-
-
-def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [plan]
-    for child in plan.get("Plans", []):
-        found.extend(nodes(child))
-    return found
 
 
 def jobs_scan(node: dict[str, Any]) -> bool:
