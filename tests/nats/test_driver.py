@@ -30,6 +30,8 @@ from schemas.steps import StepRecord
 
 pytest.importorskip("nats", reason="the nats extra is not installed")
 
+import nats.errors
+
 from engine.drivers.nats import NatsDriver, keys
 from engine.drivers.nats import enqueue as enqueue_module
 from engine.drivers.nats.codec import JobDoc, dumps, encode_doc
@@ -289,3 +291,82 @@ async def test_a_relay_claim_decodes_only_the_rows_still_waiting(
     assert decoded == 2
     # Published rows are still found by the week's retention.
     assert await driver.outbox_forget_published(clock.now_ms() + 1, 100) == 38
+
+
+class _PacedClock:
+    """A retry clock that moves by each pause it is asked to wait, and remembers them."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.pauses: list[int] = []
+
+    def now_ms(self) -> int:
+        return self.now
+
+    async def sleep_ms(self, ms: int) -> None:
+        self.pauses.append(ms)
+        self.now += ms
+
+
+def _timing_out(store: Any, times: int) -> list[str]:
+    """The store's compare-and-sets time out `times` times (the server away), then go through."""
+    real = store.kv.update
+    tried: list[str] = []
+
+    async def update(key: str, value: bytes, last: int | None = None) -> int:
+        tried.append(key)
+        if len(tried) <= times:
+            raise nats.errors.TimeoutError
+        return int(await real(key, value, last=last))
+
+    store.kv.update = update
+    return tried
+
+
+async def test_a_settle_is_held_while_the_server_is_away(
+    database_url: str, clock: ManualClock
+) -> None:
+    """An ack whose write times out (a server restarting) is tried again, 50 ms doubling,
+    until it lands; given up, its finished job would run again after its lease."""
+    paced = _PacedClock()
+    driver = cast(NatsDriver, open_driver(database_url, clock=clock, retry_clock=paced))
+    try:
+        await driver.migrate()
+        await driver.enqueue([_request(1, clock.now_ms())])
+        (claimed,) = await driver.claim("w", 1, 60_000)
+        tried = _timing_out(await driver._open(), 3)
+        outcomes = await driver.ack_many([AckWrite(claimed.record.id, claimed.token, None)])
+        assert (outcomes, len(tried), paced.pauses) == ([None], 4, [50, 100, 200])
+        assert (await driver.get(claimed.record.id)).state == "done"
+    finally:
+        await driver.close()
+
+
+async def test_a_held_settle_fails_typed_at_its_deadline_and_a_refusal_is_not_held(
+    database_url: str, clock: ManualClock
+) -> None:
+    paced = _PacedClock()
+    driver = cast(
+        NatsDriver,
+        open_driver(database_url, clock=clock, retry_clock=paced, settle_retry_ms=1_000),
+    )
+    try:
+        await driver.migrate()
+        await driver.enqueue([_request(1, clock.now_ms())])
+        (claimed,) = await driver.claim("w", 1, 60_000)
+        # A stale token is a refusal, not an outage: answered at once, never held.
+        (stale,) = await driver.ack_many([AckWrite(claimed.record.id, "not-the-token", None)])
+        assert stale is not None and stale.code == "JOB_SLOT_LOST" and paced.pauses == []
+        _timing_out(await driver._open(), 1_000)
+        with pytest.raises(JobsError) as raised:
+            await driver.ack_many([AckWrite(claimed.record.id, claimed.token, None)])
+        assert raised.value.code == "DRIVER_UNAVAILABLE"
+        # The last try goes at the deadline itself.
+        assert (paced.pauses, paced.now) == ([50, 100, 200, 400, 250], 1_000)
+    finally:
+        await driver.close()
+    reopened = cast(NatsDriver, open_driver(database_url, clock=clock))
+    try:
+        assert (await reopened.get(claimed.record.id)).state == "running"
+    finally:
+        await reopened.close()

@@ -29,11 +29,13 @@ Layout and guarantees, in one place:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-from engine.clock import Clock
+from engine import bounds
+from engine.clock import MONOTONIC_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.holding import hold
 from engine.drivers.nats import (
     claims,
     enqueue,
@@ -57,7 +59,7 @@ from engine.drivers.nats import descriptors as published
 from engine.drivers.nats import pauses as pause_store
 from engine.drivers.nats import progress as progress_store
 from engine.drivers.nats import reruns as rerun_store
-from engine.drivers.nats.connection import guard, open_bucket, parse_nats_url
+from engine.drivers.nats.connection import UNAVAILABLE, guard, open_bucket, parse_nats_url
 from engine.drivers.nats.outbox import NatsTransaction
 from engine.drivers.nats.store import Store
 from engine.drivers.urls import migrate_fix
@@ -87,6 +89,8 @@ from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
 
+T = TypeVar("T")
+
 SCHEMA_VERSION = b"1"
 
 
@@ -94,12 +98,25 @@ class NatsDriver:
     kind = "nats"
 
     def __init__(
-        self, url: str, *, clock: Clock, connect_timeout_s: float = 5.0, **options: Any
+        self,
+        url: str,
+        *,
+        clock: Clock,
+        connect_timeout_s: float = 5.0,
+        settle_retry_ms: int = 300_000,
+        retry_clock: Clock = MONOTONIC_CLOCK,
+        **options: Any,
     ) -> None:
+        """`settle_retry_ms`: how long a settle (ack, nack, step write) is held and tried again
+        while the server is away before it fails (its lease then hands the job on)."""
         self.clock = clock
         self._url = parse_nats_url(url)
         self._fix = migrate_fix(url)
         self._timeout = connect_timeout_s
+        # Up to a day: a settle held longer outlives any lease that waits for it.
+        self._settle_retry_ms = bounds.whole("settle_retry_ms", settle_retry_ms, 0, 86_400_000)
+        self._retry_clock = retry_clock
+        self._closed = False
         self._store: Store | None = None
         self._opening = asyncio.Lock()
 
@@ -130,6 +147,7 @@ class NatsDriver:
             await store.write(keys.VERSION, SCHEMA_VERSION, 0)
 
     async def close(self) -> None:
+        self._closed = True
         store, self._store = self._store, None
         if store is None:
             return
@@ -166,15 +184,25 @@ class NatsDriver:
         async with guard(self._fix):
             return await claims.heartbeat(store, job_id, token, lease_ms)
 
+    def _held(self, settle: Callable[[Store], Awaitable[T]]) -> Awaitable[T]:
+        async def guarded() -> T:
+            store = await self._open()
+            async with guard(self._fix):
+                return await settle(store)
+
+        return hold(
+            guarded,
+            within_ms=self._settle_retry_ms,
+            clock=self._retry_clock,
+            stopped=lambda: self._closed,
+            passes=lambda exc: isinstance(exc.__cause__, UNAVAILABLE),
+        )
+
     async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
-        store = await self._open()
-        async with guard(self._fix):
-            return await claims.ack_many(store, writes)
+        return await self._held(lambda store: claims.ack_many(store, writes))
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
-        store = await self._open()
-        async with guard(self._fix):
-            return await claims.nack(store, job_id, token, options)
+        return await self._held(lambda store: claims.nack(store, job_id, token, options))
 
     async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
         store = await self._open()
@@ -225,9 +253,7 @@ class NatsDriver:
             return await steps.load_steps(store, run_id)
 
     async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
-        store = await self._open()
-        async with guard(self._fix):
-            return await steps.save_steps_many(store, writes)
+        return await self._held(lambda store: steps.save_steps_many(store, writes))
 
     # --- limiter slots ------------------------------------------------------------------------
 

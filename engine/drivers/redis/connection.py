@@ -5,7 +5,7 @@ the settles held through dropped connections (`held`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -17,10 +17,14 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from engine.clock import Clock, next_retry_pause_ms
 from engine.drivers.redis.keys import DEFAULT_PREFIX
 from engine.drivers.urls import url_word
-from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError, StorageFullError
+from engine.errors import (
+    DatabaseUrlInvalidError,
+    DriverUnavailableError,
+    JobsError,
+    StorageFullError,
+)
 
 SCHEMES = ("redis", "rediss")
 PREFIX_PARAM = "prefix"
@@ -98,30 +102,6 @@ async def guard(server: str) -> AsyncIterator[None]:
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
 
 
-async def held(
-    settle: Callable[[], Awaitable[T]],
-    *,
-    within_ms: int,
-    clock: Clock,
-    stopped: Callable[[], bool],
-    server: str,
-) -> T:
-    """Run `settle` under `guard`; while the connection drops, the server cannot be reached or
-    it is out of memory, run it again for up to `within_ms` of `clock` (monotonic), as the
-    PostgreSQL driver holds a settle. redis-py's own few retries end within a second, and a
-    job whose settle is given up runs again once its lease expires. Safe to repeat: each
-    settle script checks the lease token, so a try after one whose reply was lost finds the
-    job settled and answers slot lost; it never writes twice."""
-    started = clock.now_ms()
-    # redis-py has just retried at once itself: the first pause is not skipped.
-    pause = next_retry_pause_ms(0)
-    while True:
-        try:
-            async with guard(server):
-                return await settle()
-        except (DriverUnavailableError, StorageFullError) as exc:
-            left = started + within_ms - clock.now_ms()
-            if stopped() or not isinstance(exc.__cause__, HELD_THROUGH) or left <= 0:
-                raise
-            await clock.sleep_ms(min(pause, left))
-            pause = next_retry_pause_ms(pause)
+def passes(exc: JobsError) -> bool:
+    """Whether a settle is held through `exc` (see engine/drivers/holding.py)."""
+    return isinstance(exc.__cause__, HELD_THROUGH)

@@ -17,6 +17,7 @@ from redis.asyncio.client import Pipeline
 from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.holding import hold
 from engine.drivers.redis import (
     claims,
     enqueue,
@@ -42,8 +43,8 @@ from engine.drivers.redis import stats as stats_store
 from engine.drivers.redis.changes import ChangeListener
 from engine.drivers.redis.connection import (
     guard,
-    held,
     open_client,
+    passes,
     resolve_prefix,
     server_word,
     split_prefix,
@@ -164,12 +165,16 @@ class RedisDriver:
             return await claims.heartbeat(self._store, job_id, token, lease_ms)
 
     def _held(self, settle: Callable[[], Awaitable[T]]) -> Awaitable[T]:
-        return held(
-            settle,
+        async def guarded() -> T:
+            async with guard(self._server):
+                return await settle()
+
+        return hold(
+            guarded,
             within_ms=self._settle_retry_ms,
             clock=self._retry_clock,
             stopped=lambda: self._closed,
-            server=self._server,
+            passes=passes,
         )
 
     async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
