@@ -37,6 +37,7 @@ from engine.drivers.nats import enqueue as enqueue_module
 from engine.drivers.nats.codec import JobDoc, dumps, encode_doc
 from engine.rules import new_record
 from tests.nats.server import free_port
+from tests.support.paced_clock import PacedClock
 
 # Keys that outlive any one job.
 SHARED = {"version"}
@@ -293,21 +294,6 @@ async def test_a_relay_claim_decodes_only_the_rows_still_waiting(
     assert await driver.outbox_forget_published(clock.now_ms() + 1, 100) == 38
 
 
-class _PacedClock:
-    """A retry clock that moves by each pause it is asked to wait, and remembers them."""
-
-    def __init__(self) -> None:
-        self.now = 0
-        self.pauses: list[int] = []
-
-    def now_ms(self) -> int:
-        return self.now
-
-    async def sleep_ms(self, ms: int) -> None:
-        self.pauses.append(ms)
-        self.now += ms
-
-
 def _timing_out(store: Any, times: int) -> list[str]:
     """The store's compare-and-sets time out `times` times (the server away), then go through."""
     real = store.kv.update
@@ -328,7 +314,7 @@ async def test_a_settle_is_held_while_the_server_is_away(
 ) -> None:
     """An ack whose write times out (a server restarting) is tried again, 50 ms doubling,
     until it lands; given up, its finished job would run again after its lease."""
-    paced = _PacedClock()
+    paced = PacedClock()
     driver = cast(NatsDriver, open_driver(database_url, clock=clock, retry_clock=paced))
     try:
         await driver.migrate()
@@ -345,7 +331,7 @@ async def test_a_settle_is_held_while_the_server_is_away(
 async def test_a_held_settle_fails_typed_at_its_deadline_and_a_refusal_is_not_held(
     database_url: str, clock: ManualClock
 ) -> None:
-    paced = _PacedClock()
+    paced = PacedClock()
     driver = cast(
         NatsDriver,
         open_driver(database_url, clock=clock, retry_clock=paced, settle_retry_ms=1_000),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import anyio
@@ -30,6 +29,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from engine.drivers.redis import RedisDriver
+from tests.support.paced_clock import PacedClock
 
 # Keys that outlive any one job: counters, the schema version, the queue names, the flag that
 # says published outbox rows are indexed.
@@ -215,32 +215,13 @@ async def test_a_server_out_of_memory_is_storage_full_and_keeps_what_it_held(
         await driver.close()
 
 
-class _PacedClock:
-    """A retry clock that moves by each pause it is asked to wait, and remembers them."""
-
-    def __init__(self, then: tuple[int, Callable[[], Awaitable[None]]] | None = None) -> None:
-        """`then`: after that many pauses, run that (a server freed meanwhile)."""
-        self.now = 0
-        self.pauses: list[int] = []
-        self._then = then
-
-    def now_ms(self) -> int:
-        return self.now
-
-    async def sleep_ms(self, ms: int) -> None:
-        self.pauses.append(ms)
-        self.now += ms
-        if self._then is not None and len(self.pauses) == self._then[0]:
-            await self._then[1]()
-
-
 async def test_a_settle_is_held_while_the_server_is_out_of_memory(
     database_url: str, clock: ManualClock
 ) -> None:
     """An ack refused at `maxmemory` is tried again, as through a dropped connection, and
     lands once memory is freed (here after the second pause); given up, its job would run
     twice."""
-    driver = cast(RedisDriver, open_driver(database_url, clock=clock, retry_clock=_PacedClock()))
+    driver = cast(RedisDriver, open_driver(database_url, clock=clock, retry_clock=PacedClock()))
     client = driver._store.client  # pyright: ignore[reportPrivateUsage]
     was = await client.config_get("maxmemory*")
 
@@ -252,7 +233,7 @@ async def test_a_settle_is_held_while_the_server_is_out_of_memory(
         await driver.migrate()
         await driver.enqueue([_request(1, clock.now_ms())])
         (claimed,) = await driver.claim("w", 1, 60_000)
-        paced = _PacedClock(then=(2, free))
+        paced = PacedClock(then=(2, free))
         driver._retry_clock = paced  # pyright: ignore[reportPrivateUsage]
         used = int((await client.info("memory"))["used_memory"])
         await client.config_set("maxmemory-policy", "noeviction")
@@ -285,7 +266,7 @@ async def test_a_settle_is_held_through_dropped_connections(
 ) -> None:
     """A connection cut under an ack (redis-py's own retries spent) does not give the ack up:
     it is tried again, 50 ms doubling, until it lands; given up, its job would run twice."""
-    paced = _PacedClock()
+    paced = PacedClock()
     driver = cast(RedisDriver, open_driver(database_url, clock=clock, retry_clock=paced))
     try:
         await driver.migrate()
@@ -302,7 +283,7 @@ async def test_a_settle_is_held_through_dropped_connections(
 async def test_a_held_settle_fails_typed_at_its_deadline(
     database_url: str, clock: ManualClock
 ) -> None:
-    paced = _PacedClock()
+    paced = PacedClock()
     driver = cast(
         RedisDriver,
         open_driver(database_url, clock=clock, retry_clock=paced, settle_retry_ms=1_000),
