@@ -104,9 +104,6 @@ def _is_port(text: str) -> bool:
     return text.isascii() and text.isdigit() and 1 <= int(text) <= 65_535
 
 
-__all__ = ["check_postgres_url", "postgres_url_problem", "sqlite_path"]
-
-
 def without_password(url: str) -> str:
     """A PostgreSQL `url` without its password (in the user part or a `password=` parameter):
     what a fix line may print. The client takes the password from PGPASSWORD or ~/.pgpass."""
@@ -152,3 +149,16 @@ def migrate_fix(url: str) -> str:
     """`mcp-jobs db migrate` on the database `url` names: the bare command, run where
     MCP_JOBS_DATABASE_URL is not set, would migrate the default SQLite file instead."""
     return f"mcp-jobs db migrate --database-url {url_word(url)}"
+
+
+__all__ = [
+    "DATABASE_URL_ENV",
+    "URL_FROM_ENV",
+    "check_postgres_url",
+    "migrate_fix",
+    "postgres_url_problem",
+    "printable_url",
+    "sqlite_path",
+    "url_word",
+    "without_password",
+]
