@@ -19,14 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from engine.errors import JobInputInvalidError, JobsError, short_repr
-from schemas.descriptor import JobDescriptor
+from schemas.descriptor import JobDescriptor, RetentionInfo
 from schemas.errors import NextCall
 
 if TYPE_CHECKING:
@@ -153,13 +153,22 @@ def app_modules(registry: JobRegistry) -> list[str]:
     return sorted({definition.fn.__module__ for definition in registry})
 
 
-def describe_all(registry: JobRegistry, apps: Sequence[str]) -> list[JobDescriptor]:
-    """What a worker publishes: each job's descriptor. A job whose input model cannot be
-    described as JSON Schema (a bug in the app) is left out, with the reason in the log."""
+def describe_all(
+    registry: JobRegistry,
+    apps: Sequence[str],
+    retention: Callable[[str], RetentionInfo] | None = None,
+) -> list[JobDescriptor]:
+    """What a worker publishes: each job's descriptor, with the retention it prunes that job by
+    (`retention(name)`; None: it does not prune). A job whose input model cannot be described
+    as JSON Schema (a bug in the app) is left out, with the reason in the log."""
     found: list[JobDescriptor] = []
     for definition in registry:
         try:
-            found.append(to_publish(definition.describe(), apps))
+            described = definition.describe()
+            if retention is not None:
+                kept = retention(definition.name)
+                described = described.model_copy(update={"retention": kept})
+            found.append(to_publish(described, apps))
         except Exception as exc:
             logger.warning(
                 "job %s not published: its descriptor cannot be built: %s", definition.name, exc

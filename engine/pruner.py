@@ -16,7 +16,7 @@ listeners (the worker's metrics count `mcp_jobs_pruned_jobs_total{state}`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from engine.client import Jobs
     from engine.clock import Clock
     from engine.declare import JobRegistry
+    from schemas.descriptor import JobDescriptor, RetentionInfo
 
 logger = logging.getLogger("mcp_jobs.pruner")
 
@@ -101,6 +102,31 @@ def worker_policy(retention: Retention | None, environ: Mapping[str, str] | None
 def job_policies(registry: JobRegistry, default: Policy) -> dict[str, Policy]:
     """The policy of each registered job that declares `retention=`, over `default`."""
     return {d.name: d.retention.over(default) for d in registry if d.retention is not None}
+
+
+def declared_retention(registry: JobRegistry, policy: Policy) -> Callable[[str], RetentionInfo]:
+    """What a worker publishes as job `name`'s retention: its own `retention=` over `policy`."""
+    own = job_policies(registry, policy)
+    return lambda name: own.get(name, policy).info()
+
+
+def in_force(
+    policy: Policy, per_name: Mapping[str, Policy], published: Iterable[JobDescriptor]
+) -> tuple[Policy, dict[str, Policy]]:
+    """What a prune here applies: this process's `policy` (and `per_name`, its jobs' own) with,
+    for each job a worker published a retention for, the longer of the two field by field, and
+    the longest audit retention of all. So no prune deletes a row that the policy of the worker
+    running its job keeps, whatever this process declares or does not know."""
+    audit = policy.audit
+    names = dict(per_name)
+    for descriptor in published:
+        if descriptor.retention is None:
+            continue
+        theirs = Policy.of(descriptor.retention)
+        names[descriptor.name] = names.get(descriptor.name, policy).longest(theirs)
+        audit = None if audit is None or theirs.audit is None else max(audit, theirs.audit)
+    # The audit retention is the whole store's, not a job's: every policy carries the one.
+    return policy._replace(audit=audit), {n: p._replace(audit=audit) for n, p in names.items()}
 
 
 def merge(counts: Sequence[PruneCount], more: Sequence[PruneCount]) -> list[PruneCount]:
@@ -195,8 +221,13 @@ class Pruner:
     def add_listener(self, listener: PassListener) -> None:
         self._listeners.append(listener)
 
-    def cutoffs(self, now: int) -> Cutoffs:
-        return plan(self.policy, now, per_name=job_policies(self.jobs.registry, self.policy))
+    async def policies(self) -> tuple[Policy, dict[str, Policy]]:
+        """This pass's policies: this worker's, under what other workers published (in_force)."""
+        own = job_policies(self.jobs.registry, self.policy)
+        published = (
+            [] if self.descriptors is None else await self.descriptors.published_descriptors()
+        )
+        return in_force(self.policy, own, published)
 
     async def pass_once(self) -> PrunePass:
         """Take or renew the lease; while leading, prune everything expired now, batch by
@@ -206,7 +237,8 @@ class Pruner:
         self.leading = await self.leases.lead(LEASE_NAME, self.holder, self.lease_ms)
         if not self.leading:
             return PrunePass(at=now, leader=False)
-        cutoffs = self.cutoffs(now)
+        policy, per_name = await self.policies()
+        cutoffs = plan(policy, now, per_name=per_name)
         pruned: list[PruneCount] = []
         batches = 0
         while not self._stopping:
@@ -232,7 +264,7 @@ class Pruner:
             await self._in_batches(partial(rates.forget_idle_rates, idle_before_us(now)))
         outbox = require(self.jobs.driver, OUTBOX)
         await self._in_batches(partial(outbox.outbox_forget_published, now - PUBLISHED_KEEP_MS))
-        audit_before = audit_cutoff(self.policy, now)
+        audit_before = audit_cutoff(policy, now)
         if audit_before is not None:
             # Events of no job (the audit of refused and bulk calls) have no job to go with.
             forget = partial(self.history.forget_jobless_events, audit_before)

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from engine import bounds
 from engine.errors import InvalidArgumentError, JobsError
+from schemas.descriptor import RetentionInfo
 from schemas.states import SETTLED_STATES, JobState
 
 __all__ = [
@@ -130,6 +131,23 @@ class Policy(NamedTuple):
     def keep_ms(self, state: JobState) -> int | None:
         value: int | None = getattr(self, state)
         return value
+
+    def info(self) -> RetentionInfo:
+        """As a published descriptor carries it."""
+        return RetentionInfo(**{f"{field}_ms": value for field, value in self._asdict().items()})
+
+    @classmethod
+    def of(cls, info: RetentionInfo) -> Policy:
+        return cls(**{field: getattr(info, f"{field}_ms") for field in cls._fields})
+
+    def longest(self, other: Policy) -> Policy:
+        """Each field the longer of the two: what neither policy would delete yet."""
+        return Policy(
+            *(
+                None if a is None or b is None else max(a, b)
+                for a, b in zip(self, other, strict=True)
+            )
+        )
 
 
 DEFAULT_POLICY = Policy(done=7 * DAY_MS, failed=30 * DAY_MS, dead=30 * DAY_MS, cancelled=7 * DAY_MS)

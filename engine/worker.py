@@ -51,9 +51,9 @@ from engine.observe import (
     log_wants,
 )
 from engine.outbox import OutboxRelay
-from engine.pruner import Pruner
+from engine.pruner import Pruner, declared_retention, worker_policy
 from engine.rate_limits import kind_of
-from engine.retention import Retention, prune_enabled_from_env
+from engine.retention import Policy, Retention, RetentionSettingInvalidError, prune_enabled_from_env
 from engine.run_job import RunHandle, Runtime, execute, keep_leases
 from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
@@ -218,6 +218,9 @@ class Worker:
         offered = HISTORY.offered_by(self.driver) and LEADER_LEASES.offered_by(self.driver)
         if prune or (prune is None and offered and prune_enabled_from_env()):
             self.pruner = Pruner(jobs, retention=retention)
+        # Published with the jobs' descriptors even when this worker does not prune, so the
+        # worker that does (and a prune by hand) keeps what this one declares.
+        self._retention = self.pruner.policy if self.pruner else _declared_policy(retention)
         # Job descriptors published to the database (engine.descriptors), where the driver
         # keeps them: at the first presence beat, then every PUBLISH_EVERY_BEATS beats.
         self._apps = None if apps is None else [*apps]
@@ -807,7 +810,10 @@ class Worker:
         names = tuple(self.jobs.registry.names())
         if self._described is None or self._described[0] != names:
             apps = self._apps if self._apps is not None else app_modules(self.jobs.registry)
-            self._described = (names, describe_all(self.jobs.registry, apps))
+            retention = None
+            if self._retention is not None:
+                retention = declared_retention(self.jobs.registry, self._retention)
+            self._described = (names, describe_all(self.jobs.registry, apps, retention))
         return self._described[1]
 
     async def publish_descriptors(self) -> None:
@@ -823,3 +829,13 @@ class Worker:
             await store.publish_descriptors(self.id, descriptors, self.clock.now_ms())
         except JobsError as exc:
             logger.warning("job descriptors not published: %s", exc)
+
+
+def _declared_policy(retention: Retention | None) -> Policy | None:
+    """The policy a worker that does not prune publishes; None (nothing published) when the
+    environment's is not a duration, which only a pruning worker refuses to start with."""
+    try:
+        return worker_policy(retention)
+    except RetentionSettingInvalidError as exc:
+        logger.warning("job retention not published: %s", exc)
+        return None

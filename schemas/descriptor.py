@@ -35,6 +35,19 @@ class RateLimitInfo(BaseModel):
     keyed: bool = False
 
 
+class RetentionInfo(BaseModel):
+    """How long the worker that published a descriptor keeps the job's settled rows, per state,
+    and (`audit_ms`) events of no job, in ms; null keeps them forever (engine.retention)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    done_ms: int | None
+    failed_ms: int | None
+    dead_ms: int | None
+    cancelled_ms: int | None
+    audit_ms: int | None
+
+
 class JobDescriptor(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -66,3 +79,6 @@ class JobDescriptor(BaseModel):
     key_required: bool = False
     # Published descriptors only: no live worker has published it within the live-worker window.
     stale: bool | None = None
+    # Published descriptors only: the policy its publisher prunes it by (None: that worker does
+    # not prune). A prune elsewhere never deletes a row this keeps (engine.pruner.in_force).
+    retention: RetentionInfo | None = None

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from engine.tasks import TaskDescriptor, TaskOccurrence
 from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
-from schemas.descriptor import JobDescriptor
+from schemas.descriptor import JobDescriptor, RetentionInfo
 from schemas.errors import ErrorPayload, NextCall
 from schemas.events import EventRecord
 from schemas.jobs import JobRecord
@@ -172,6 +172,8 @@ class JobDescriptorView(JobDescriptor):
     timeout_ms: int | None = None
     concurrency: int | None = None
     published_at_iso: ClassVar[str | None] = iso_of("published_at", optional=True)
+    # What a prune goes by (prune_history shows its cutoffs), not how to call the job.
+    retention: RetentionInfo | None = Field(default=None, exclude=True)
 
 
 class JobSummary(BaseModel):

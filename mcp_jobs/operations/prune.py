@@ -4,11 +4,13 @@ A dry run (the default) answers the plan: what would go, per state and queue, an
 A write prunes in batches (engine.pruner) and answers what went, telling `scope.progress`
 after each batch (batches done of `max_batches`). The policy is the one a worker
 here would prune by (engine.retention: defaults, the environment, the jobs' own `retention=`),
-unless `older_than` replaces it for this call. A tenant-pinned scope prunes only its tenant.
+each job's kept at least as long as the worker running it published (engine.pruner.in_force:
+a prune by hand never deletes what that worker keeps), unless `older_than` replaces it for
+this call. A tenant-pinned scope prunes only its tenant.
 
-Events of no job (the audit of calls that named no job) go too, by the audit retention only
-(`older_than` does not replace it), after the jobs; not in a call scoped to a tenant or to
-some `states`, whose caller asked about jobs, not the audit trail.
+Events of no job (the audit of calls that named no job) go too, by the longest audit retention
+declared here or published (`older_than` does not replace it), after the jobs; not in a call
+scoped to a tenant or to some `states`, whose caller asked about jobs, not the audit trail.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import bounds
-from engine.drivers.base import HISTORY, HistoryStore, require
+from engine.drivers.base import DESCRIPTORS, HISTORY, HistoryStore, require
 from engine.errors import InvalidArgumentError
-from engine.pruner import job_policies, merge, prune_all, worker_policy
+from engine.pruner import in_force, job_policies, merge, prune_all, worker_policy
 from engine.retention import (
     DEFAULT_BATCH_SIZE,
     Cutoffs,
+    Policy,
     PruneCount,
     audit_cutoff,
     parse_duration,
@@ -100,20 +103,31 @@ def _states(states: Sequence[str] | None) -> list[JobState] | None:
     return chosen
 
 
-def cutoffs_for(
-    scope: Scope, now: int, older_than: str | float | None, states: Sequence[str] | None
-) -> Cutoffs:
+async def policies_for(scope: Scope) -> tuple[Policy, dict[str, Policy]]:
+    """The policies a prune from here applies: this process's, under what the workers published
+    (engine.pruner.in_force), so it never deletes what the worker running a job keeps."""
     policy = worker_policy(None)
+    own = job_policies(scope.jobs.registry, policy)
+    driver = scope.jobs.driver
+    published = (
+        await require(driver, DESCRIPTORS).published_descriptors()
+        if DESCRIPTORS.offered_by(driver)
+        else []
+    )
+    return in_force(policy, own, published)
+
+
+def cutoffs_for(
+    policy: Policy,
+    per_name: dict[str, Policy],
+    now: int,
+    older_than: str | float | None,
+    states: Sequence[str] | None,
+) -> Cutoffs:
     older_ms = None
     if older_than is not None:
         older_ms = parse_duration("older_than", older_than, forever=False)
-    return plan(
-        policy,
-        now,
-        per_name=job_policies(scope.jobs.registry, policy),
-        states=_states(states),
-        older_than_ms=older_ms,
-    )
+    return plan(policy, now, per_name=per_name, states=_states(states), older_than_ms=older_ms)
 
 
 async def prune_history(
@@ -133,9 +147,10 @@ async def prune_history(
     tenant = scope.tenant(None)
     history = require(scope.jobs.driver, HISTORY)
     now = scope.jobs.clock.now_ms() if at is None else at
-    cutoffs = cutoffs_for(scope, now, older_than, states)
+    policy, per_name = await policies_for(scope)
+    cutoffs = cutoffs_for(policy, per_name, now, older_than, states)
     shown = [PruneCutoff(state=r.state, before=r.cutoff, name=r.name) for r in cutoffs.rules]
-    audit_before = None if tenant is not None or states else audit_cutoff(worker_policy(None), now)
+    audit_before = None if tenant is not None or states else audit_cutoff(policy, now)
     audit: dict[str, int] = {} if audit_before is None else {"audit_before": audit_before}
     if not write:
         counts = await history.prune_counts(cutoffs, tenant)

@@ -9,9 +9,10 @@ import anyio
 import pytest
 
 from engine import JobContext, JobRegistry, ManualClock, Worker, connect, job
+from engine.descriptors import to_publish
 from engine.errors import InvalidArgumentError, JobsError
 from engine.metrics import instrument
-from engine.pruner import worker_policy
+from engine.pruner import in_force, worker_policy
 from engine.retention import (
     DAY_MS,
     DEFAULT_INTERVAL_MS,
@@ -29,6 +30,7 @@ from engine.retention import (
     policy_from_env,
     prune_enabled_from_env,
 )
+from engine.testing.kit.test_descriptors import declare
 from tests.mcp.support import Greet
 
 NOW = 100 * DAY_MS
@@ -254,3 +256,32 @@ async def test_the_environment_turns_the_workers_pruner_off(
         assert Worker(jobs, prune=True).pruner is not None
     finally:
         await jobs.close()
+
+
+def test_a_prune_keeps_each_job_as_long_as_the_longest_policy_it_knows_for_it() -> None:
+    """in_force: per job, the longer of this process's policy and the published one, field by
+    field (forever wins); the audit retention the longest of all; a job published without a
+    retention (a worker too old to publish one) changes nothing."""
+    app = JobRegistry()
+    declare(app)
+    (charge,) = [to_publish(d.describe(), []) for d in app]
+    year = 365 * DAY_MS
+    theirs = Policy(done=30 * DAY_MS, failed=DAY_MS, dead=None, cancelled=DAY_MS, audit=year)
+    published = [
+        charge.model_copy(update={"retention": theirs.info()}),
+        charge.model_copy(update={"name": "plain"}),
+    ]
+    refund = DEFAULT_POLICY._replace(done=DAY_MS)
+    policy, per_name = in_force(DEFAULT_POLICY, {"refund": refund}, published)
+    assert policy == DEFAULT_POLICY._replace(audit=year)
+    assert per_name == {
+        "charge": Policy(30 * DAY_MS, 30 * DAY_MS, None, 7 * DAY_MS, year),
+        "refund": refund._replace(audit=year),
+    }
+    assert Policy.of(theirs.info()) == theirs
+    forever = Policy(None, None, None, None, None)
+    kept = charge.model_copy(update={"retention": forever.info()})
+    assert in_force(DEFAULT_POLICY, {}, [kept]) == (
+        DEFAULT_POLICY._replace(audit=None),
+        {"charge": forever},
+    )

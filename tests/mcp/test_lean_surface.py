@@ -131,6 +131,8 @@ def _answer_models() -> list[type[BaseModel]]:
             return
         found.append(cls)
         for field in cls.model_fields.values():
+            if field.exclude:
+                continue  # never in an answer
             args = typing.get_args(field.annotation)
             for kind in [field.annotation, *args, *(a for x in args for a in typing.get_args(x))]:
                 if isinstance(kind, type) and issubclass(kind, BaseModel):

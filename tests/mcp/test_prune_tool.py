@@ -8,7 +8,9 @@ from mcp import MCPError
 from mcp.types import INVALID_PARAMS
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
-from engine.retention import DAY_MS
+from engine.backfill import BackfillRegistry
+from engine.retention import DAY_MS, Retention
+from engine.testing.kit.test_descriptors import declare
 from mcp_jobs.config import Settings
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import audit_log, serve
@@ -100,3 +102,32 @@ async def test_audit_events_of_no_job_go_by_the_audit_retention_not_by_older_tha
         assert (await mcp.ok("prune_history", {}))["audit_events"] == 0
     # The young event and the write's own audit stay.
     assert await jobs.driver.count_jobless_events(clock.now_ms() + 1) == 2
+
+
+async def test_a_server_without_the_app_keeps_what_the_worker_running_a_job_published(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock, mode: str
+) -> None:
+    """The worker running `charge` keeps done jobs 30 days and events of no job a year; a
+    server that has not imported it plans and prunes by that, not by its own defaults."""
+    assert len(registry) == 0  # the server's own registry: no app imported
+    app = JobRegistry()
+    declare(app)
+    with_code = Jobs(jobs.driver, registry=app, clock=clock)
+    running = Worker(with_code, prune=False, retention=Retention(done="30d", audit="365d"))
+    await running.publish_descriptors()
+    kept = await with_code.enqueue("charge", {"order_id": 1})
+    assert await running.run_until_idle() == 1
+    clock.advance(8 * DAY_MS)
+    now = clock.now_ms()
+    async with serve(jobs, mode, backfills=BackfillRegistry()) as mcp:
+        plan = await mcp.ok("prune_history", {})
+        charge = {c["state"]: c["before"] for c in plan["cutoffs"] if c.get("name") == "charge"}
+        assert charge["done"] == now - 30 * DAY_MS
+        assert plan["audit_before"] == now - 365 * DAY_MS
+        assert plan["by_state"]["done"] == 0
+        pruned = await mcp.ok("prune_history", {"write": True})
+        assert pruned["by_state"]["done"] == 0
+        assert (await jobs.get(kept.id)).state == "done"
+        # `older_than` still replaces every policy for the call it is given to.
+        forced = await mcp.ok("prune_history", {"write": True, "older_than_seconds": 86_400})
+        assert forced["by_state"]["done"] == 1

@@ -15,6 +15,8 @@ from engine.descriptors import DESCRIPTOR_EXPIRY_MS, STALE_AFTER_MS, to_publish
 from engine.drivers.base import DESCRIPTORS, DescriptorStore, require
 from engine.errors import JobsError
 from engine.pruner import Pruner
+from engine.retention import DAY_MS, Policy, Retention
+from schemas.events import EventRecord
 
 
 class Charge(BaseModel):
@@ -174,3 +176,43 @@ async def test_the_pruner_deletes_descriptors_nobody_published_for_the_expiry(
     assert [d.name for d in await store.published_descriptors()] == ["refund"]
     assert await store.forget_descriptors(clock.now_ms() + 1) == 1
     assert await store.published_descriptors() == []
+
+
+async def test_a_pruner_without_a_job_keeps_it_as_long_as_the_worker_running_it_published(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock
+) -> None:
+    """The worker running `charge` keeps done jobs 30 days and events of no job a year, set in
+    its code (and does not prune); a pruner elsewhere that knows neither (its defaults: 7 and 90
+    days) keeps them as long, and then prunes them."""
+    store = store_of(jobs)
+    declare(registry)
+    running = Worker(jobs, prune=False, retention=Retention(done="30d", audit="365d"))
+    await jobs.enqueue("charge", {"order_id": 1})
+    assert await running.run_until_idle() == 1
+    start = clock.now_ms()
+    await jobs.driver.record_event(EventRecord(job_id=None, at=start, kind="mcp.call"))
+    elsewhere = Pruner(without_code(jobs), holder="elsewhere", pause_ms=0, environ={})
+
+    async def pass_at(days: int) -> tuple[int, int]:
+        """Done jobs and events of no job left after a pass `days` days and 1 ms on."""
+        clock.set(start + days * DAY_MS + 1)
+        await running.publish_descriptors()  # a live worker republishes every 20 s
+        await elsewhere.pass_once()
+        done = len((await jobs.list(state="done")).jobs)
+        return done, await jobs.driver.count_jobless_events(clock.now_ms())
+
+    assert await pass_at(29) == (1, 1)
+    (published,) = await store.published_descriptors()
+    assert (
+        published.retention
+        == Policy(
+            done=30 * DAY_MS,
+            failed=30 * DAY_MS,
+            dead=30 * DAY_MS,
+            cancelled=7 * DAY_MS,
+            audit=365 * DAY_MS,
+        ).info()
+    )
+    assert await pass_at(30) == (0, 1)
+    assert await pass_at(364) == (0, 1)
+    assert await pass_at(365) == (0, 0)
