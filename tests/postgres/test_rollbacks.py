@@ -5,10 +5,6 @@ a psql line that runs as given and shows what to look at, never "mcp-jobs db mig
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-
 import anyio
 import asyncpg
 import pytest
@@ -20,55 +16,15 @@ from engine.errors import DriverUnavailableError, JobsError
 from engine.settle import Settler
 from tests.postgres.builders import request
 from tests.postgres.conftest import DriverFactory
+from tests.postgres.refusals import (
+    RETRY_DEADLINE_MS,
+    ROLLED_BACK,
+    SETTLE_RETRY_MS,
+    refuse,
+    refused_so_far,
+    run_as_given,
+)
 from tests.postgres.waiting import CountingClock, eventually, pump
-
-ROLLED_BACK = ["40001", "40P01", "55P03"]  # serialization failure, deadlock, lock timeout
-RETRY_DEADLINE_MS = 10_000  # the driver's default
-SETTLE_RETRY_MS = 300_000  # the driver's default
-
-
-async def _refuse(
-    sql: asyncpg.Connection[asyncpg.Record], event: str, sqlstate: str, times: int
-) -> None:
-    """The next `times` statements that `event` the jobs table are refused with `sqlstate` by
-    the server itself (a sequence counts them: it is not rolled back with the statement)."""
-    await sql.execute(
-        f"""
-        CREATE SEQUENCE public.refusals;
-        CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          IF nextval('public.refusals') <= {times} THEN
-            RAISE EXCEPTION 'refused by the test' USING ERRCODE = '{sqlstate}';
-          END IF;
-          RETURN NULL;
-        END $$;
-        CREATE TRIGGER refuse BEFORE {event} ON mcp_jobs.jobs
-          FOR EACH STATEMENT EXECUTE FUNCTION public.refuse();
-        """
-    )
-
-
-async def _refused_so_far(sql: asyncpg.Connection[asyncpg.Record]) -> int:
-    return int(await sql.fetchval("SELECT last_value FROM public.refusals"))
-
-
-def _run_as_given(fix: str) -> str:
-    """Run the fix line through a shell, with the test server's binaries on the PATH."""
-    path = os.pathsep.join(
-        p for p in (os.environ.get("MCP_JOBS_TEST_PG_BIN"), os.environ.get("PATH")) if p
-    )
-    if shutil.which("psql", path=path) is None:
-        pytest.skip("psql is not installed here (MCP_JOBS_TEST_PG_BIN names its directory)")
-    done = subprocess.run(
-        fix,
-        shell=True,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env={**os.environ, "PATH": path},
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.mark.parametrize("sqlstate", ROLLED_BACK)
@@ -80,7 +36,7 @@ async def test_an_enqueue_rolled_back_twice_goes_in_once(
 ) -> None:
     retry = CountingClock()
     driver = await make_driver(retry_clock=retry, listen=False)
-    await _refuse(sql, "INSERT", sqlstate, times=2)
+    await refuse(sql, "INSERT", sqlstate, times=2)
     results = []
     done = anyio.Event()
 
@@ -92,7 +48,7 @@ async def test_an_enqueue_rolled_back_twice_goes_in_once(
         async with anyio.create_task_group() as tg:
             tg.start_soon(enqueue)
             await pump(retry, done, 50)
-    assert await _refused_so_far(sql) == 3  # two refusals, then the insert that went in
+    assert await refused_so_far(sql) == 3  # two refusals, then the insert that went in
     (result,) = results
     assert not result.deduped
     stored = await sql.fetch("SELECT id, state FROM mcp_jobs.jobs")
@@ -105,10 +61,10 @@ async def test_an_ack_rolled_back_by_a_deadlock_is_written_on_the_next_try(
     driver = await make_driver(listen=False)
     await driver.enqueue([request(clock.now_ms())])
     (claimed,) = await driver.claim("w", 1, 60_000)
-    await _refuse(sql, "UPDATE", "40P01", times=1)
+    await refuse(sql, "UPDATE", "40P01", times=1)
     with anyio.fail_after(30):
         await Settler(driver).ack(claimed.record.id, claimed.token, {"ok": True})
-    assert await _refused_so_far(sql) == 2
+    assert await refused_so_far(sql) == 2
     row = await sql.fetchrow("SELECT state, attempt, output FROM mcp_jobs.jobs")
     assert row is not None and dict(row) == {
         "state": "done",
@@ -124,7 +80,7 @@ async def test_an_ack_rolled_back_every_time_fails_at_the_retry_deadline_with_a_
     driver = await make_driver(retry_clock=retry, listen=False)
     await driver.enqueue([request(clock.now_ms())])
     (claimed,) = await driver.claim("w", 1, 60_000)
-    await _refuse(sql, "UPDATE", "40001", times=1_000_000)
+    await refuse(sql, "UPDATE", "40001", times=1_000_000)
     failed: list[BaseException] = []
     over = anyio.Event()
 
@@ -149,7 +105,7 @@ async def test_an_ack_rolled_back_every_time_fails_at_the_retry_deadline_with_a_
     assert isinstance(error, DriverUnavailableError) and error.retryable
     assert "rolled the transaction back each time" in error.cause and "40001" in error.cause
     assert error.fix.startswith("psql -X ") and "pg_blocking_pids" in error.fix
-    assert "blocked_by" in _run_as_given(error.fix)
+    assert "blocked_by" in run_as_given(error.fix)
     row = await sql.fetchrow("SELECT state, output FROM mcp_jobs.jobs")
     assert row is not None and dict(row) == {"state": "running", "output": None}
 
@@ -184,7 +140,7 @@ async def test_each_refusal_that_is_not_a_value_names_a_fix_that_runs(
     error = unavailable(await _refusal(sql, sqlstate), pg_url, driver.schema)
     assert error.code == "DRIVER_UNAVAILABLE" and error.retryable
     assert "migrate" not in error.fix
-    output = _run_as_given(error.fix)
+    output = run_as_given(error.fix)
     if shows is not None:
         assert error.fix.startswith("psql -X ") and shows in output
 
@@ -201,11 +157,11 @@ async def test_a_claim_rolled_back_by_a_deadlock_claims_on_the_next_try(
 ) -> None:
     driver = await make_driver(listen=False)
     (enqueued,) = await driver.enqueue([request(clock.now_ms())])
-    await _refuse(sql, "UPDATE", "40P01", times=1)
+    await refuse(sql, "UPDATE", "40P01", times=1)
     with anyio.fail_after(30):
         (claimed,) = await driver.claim("w", 1, 60_000)
     assert claimed.record.id == enqueued.id and claimed.record.attempt == 1
-    assert await _refused_so_far(sql) == 2
+    assert await refused_so_far(sql) == 2
 
 
 @pytest.mark.parametrize("statement_cache_size", [100, 0], ids=["own-sessions", "pooler"])
@@ -266,4 +222,4 @@ async def test_a_full_disk_on_the_server_is_storage_full_with_a_fix_that_runs(
     assert error.code == "STORAGE_FULL" and error.retryable
     assert "the server's data directory" in error.cause
     assert error.fix.startswith("psql -X ") and "pg_database_size" in error.fix
-    assert "postgres" in _run_as_given(error.fix)  # every database's size, the test's among them
+    assert "postgres" in run_as_given(error.fix)  # every database's size, the test's among them

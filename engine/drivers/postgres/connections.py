@@ -4,7 +4,8 @@ conversion, and the retry policy every operation shares.
 Nothing here knows what a job is. `Connections.conn()` hands out a connection and turns every
 asyncpg/OS failure raised inside it into `DriverUnavailableError` (chained with `from`); a
 connection that broke is closed, never handed out again. `idempotent()` re-runs an operation
-that is safe to repeat through a broken connection or a short outage (retry.py).
+that is safe to repeat through a broken connection or a short outage (retry.py); `atomic()` re-runs
+one that is not only when the server rolled its transaction back.
 """
 
 from __future__ import annotations
@@ -181,6 +182,19 @@ class Connections:
 
         return await self.retry.retrying(once)
 
+    async def atomic(self, op: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run `op` (one statement, or one transaction it opens) on a connection; when the
+        server rolled it back (a deadlock, a lock timeout), run it again whole on a fresh
+        borrow (retry.py). Not through a broken connection, which may have committed it: for
+        operations whose second run would act twice (a cancel, a prune, an audit event).
+        `op` reads what it decides by inside its transaction, so a rerun decides afresh."""
+
+        async def once() -> T:
+            async with self.conn() as conn:
+                return await op(conn)
+
+        return await self.retry.rolled_back_again(once)
+
     async def fetch_for_values(self, query: str, *args: object) -> list[asyncpg.Record]:
         """The rows of a read planned for these values (a custom plan), as `idempotent` runs
         it: on a connection that plans each statement so, or without a statement cache (each
@@ -194,8 +208,10 @@ class Connections:
         return await self.idempotent(read, borrow=self.reading_for_values)
 
     async def migrate(self, now_ms: int, install_from: InstallFrom = "schema") -> list[int]:
-        async with self.conn() as conn:
-            return await run_migrations(conn, self.schema, now_ms, install_from=install_from)
+        # One transaction that reads the version under its lock: a rerun applies what is left.
+        return await self.atomic(
+            lambda conn: run_migrations(conn, self.schema, now_ms, install_from=install_from)
+        )
 
     # --- own connections ----------------------------------------------------------------------
 

@@ -216,8 +216,9 @@ async def stats(
 async def cancel(
     db: Connections, job_id: str, tenant_id: str | None, actor: str | None, now: int
 ) -> JobRecord:
-    async with db.conn() as conn:
-        row = await conn.fetchrow(db.q["cancel"], job_id, tenant_id, now, actor)
+    # One statement: run again only when rolled back, since a second run after one that
+    # committed would find the job cancelled and refuse.
+    row = await db.atomic(lambda c: c.fetchrow(db.q["cancel"], job_id, tenant_id, now, actor))
     if row is None:
         raise JobNotFoundError(job_id, tenant_id)
     if row["id"] is None:
@@ -234,12 +235,16 @@ async def retry(
     now: int,
 ) -> JobRecord:
     args = (job_id, tenant_id, include_cancelled, now, actor, db.channel)
-    async with db.conn() as conn:
+
+    async def requeue(conn: Conn) -> asyncpg.Record | None:
         try:
-            row = await conn.fetchrow(db.q["retry"], *args)
+            return await conn.fetchrow(db.q["retry"], *args)
         except asyncpg.UniqueViolationError:
             # A live row took the key between our look and our write: look again.
-            row = await conn.fetchrow(db.q["retry"], *args)
+            return await conn.fetchrow(db.q["retry"], *args)
+
+    # Not repeated once it may have committed: it would requeue twice and log two events.
+    row = await db.atomic(requeue)
     if row is None:
         raise JobNotFoundError(job_id, tenant_id)
     if row["id"] is None:
@@ -253,13 +258,6 @@ async def retry(
 
 
 async def record_event(db: Connections, event: EventRecord) -> None:
-    async with db.conn() as conn:
-        await conn.execute(
-            db.q["record_event"],
-            event.job_id,
-            event.at,
-            event.kind,
-            event.actor,
-            event.tenant_id,
-            rows.dump(event.data),
-        )
+    args = (event.job_id, event.at, event.kind, event.actor, event.tenant_id, rows.dump(event.data))
+    # An insert without a key: one that may have committed is not sent again (two events).
+    await db.atomic(lambda c: c.execute(db.q["record_event"], *args))

@@ -1,5 +1,8 @@
 """The transactional outbox over PostgreSQL: stage through the application's own transaction,
-then a relay claims, publishes (enqueues) and stamps the rows."""
+then a relay claims, publishes (enqueues) and stamps the rows.
+
+A claim or a publish the server rolled back is run again (`Connections.atomic`); a stage is not,
+since the transaction rolled back is the application's, which only the application can rerun."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import asyncpg
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.enqueue import Enqueuer
+from engine.drivers.postgres.migrate import Conn
 from engine.errors import OutboxNoTxError
 from engine.ids import new_id
 from schemas.jobs import EnqueueRequest, EnqueueResult
@@ -38,8 +42,8 @@ async def claim(
 ) -> list[OutboxRow]:
     if limit <= 0:
         return []
-    async with db.conn() as conn:
-        found = await conn.fetch(db.q["outbox_claim"], now, limit, token, lease_ms)
+    # A claim that may have committed is not sent again: its rows would sit claimed, unseen.
+    found = await db.atomic(lambda c: c.fetch(db.q["outbox_claim"], now, limit, token, lease_ms))
     claimed = [rows.outbox(row) for row in found]
     claimed.sort(key=lambda r: (r.staged_at, r.id))
     return claimed
@@ -50,21 +54,25 @@ async def publish(
 ) -> list[EnqueueResult]:
     if not rows_:
         return []
-    inserted = False
-    async with db.conn() as conn, conn.transaction():
-        locked = await conn.fetch(db.q["outbox_owned"], [r.id for r in rows_], token)
-        by_id = {row["id"]: rows.outbox(row) for row in locked}
-        owned = [by_id[r.id] for r in rows_ if r.id in by_id]
-        if not owned:
-            return []
-        # The enqueue and the stamp commit together, or neither does.
-        results, inserted = await enqueuer.enqueue_on(conn, [r.request for r in owned])
-        await conn.execute(
-            db.q["outbox_mark_published"],
-            now,
-            [r.id for r in owned],
-            [result.id for result in results],
-        )
+
+    async def once(conn: Conn) -> tuple[list[EnqueueResult], bool]:
+        async with conn.transaction():
+            locked = await conn.fetch(db.q["outbox_owned"], [r.id for r in rows_], token)
+            by_id = {row["id"]: rows.outbox(row) for row in locked}
+            owned = [by_id[r.id] for r in rows_ if r.id in by_id]
+            if not owned:
+                return [], False
+            # The enqueue and the stamp commit together, or neither does.
+            results, inserted = await enqueuer.enqueue_on(conn, [r.request for r in owned])
+            await conn.execute(
+                db.q["outbox_mark_published"],
+                now,
+                [r.id for r in owned],
+                [result.id for result in results],
+            )
+            return results, inserted
+
+    results, inserted = await db.atomic(once)
     if inserted:
         enqueuer.signal.notify()
     return results

@@ -6,7 +6,8 @@ TAT only when every key allows, so a start is taken under all its keys or none. 
 is `rate_limits.take_all`'s, pinned by tests/postgres/test_rate_limits_agree.py. A key seen for
 the first time gets its row from `SEED` (a TAT that allows at once) before the take runs again,
 so two first takers still meet on one locked row. Neither is retried through a broken
-connection: a take that may have committed must not take twice.
+connection: a take that may have committed must not take twice; a take the server rolled back
+took nothing and is run again (`Connections.atomic`).
 
 With a job id, `USE` first reads (and deletes, when it lets the job start or has expired) the
 job's reservation; no other taker touches that row, since a claimed job has one worker. A take
@@ -20,7 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import asyncpg
+
 from engine.drivers.postgres.connections import Connections
+from engine.drivers.postgres.migrate import Conn
 from engine.drivers.postgres.sql import with_schema
 from engine.rate_limits import (
     ADOPT_AFTER_MS,
@@ -157,23 +161,31 @@ async def take(
         [t.burst for t in takes],
         now,
     )
+
     # One transaction, committed without waiting for its WAL flush: rate state is advisory, so
     # a crash that loses its last few hundred ms of takes lets at most that much through again,
     # and a take is on the path of every start.
-    async with db.conn() as conn, conn.transaction():
-        await conn.execute("SET LOCAL synchronous_commit = off")
-        if job_id is not None:
-            row = await conn.fetchrow(with_schema(USE, db.schema), job_id, now)
-            held = use_reservation(None if row is None else RateReservation(*row), now)
-            if held is not None:
-                return held
-            adopt_q = with_schema(ADOPT, db.schema)
-            if await conn.fetchrow(adopt_q, keys_of(takes), now - ADOPT_AFTER_MS, now):
-                return RateVerdict(None, now)
-        rows = await conn.fetch(take_q, *args, job_id, up_to)
-        if rows and not rows[0]["complete"]:
-            await conn.execute(seed_q, *args)
+    async def once(conn: Conn) -> RateVerdict | list[asyncpg.Record]:
+        async with conn.transaction():
+            await conn.execute("SET LOCAL synchronous_commit = off")
+            if job_id is not None:
+                row = await conn.fetchrow(with_schema(USE, db.schema), job_id, now)
+                held = use_reservation(None if row is None else RateReservation(*row), now)
+                if held is not None:
+                    return held
+                adopt_q = with_schema(ADOPT, db.schema)
+                if await conn.fetchrow(adopt_q, keys_of(takes), now - ADOPT_AFTER_MS, now):
+                    return RateVerdict(None, now)
             rows = await conn.fetch(take_q, *args, job_id, up_to)
+            if rows and not rows[0]["complete"]:
+                await conn.execute(seed_q, *args)
+                rows = await conn.fetch(take_q, *args, job_id, up_to)
+            return rows
+
+    taken = await db.atomic(once)
+    if isinstance(taken, RateVerdict):
+        return taken
+    rows = taken
     if not rows:
         return RateVerdict(None, now)
     if rows[0]["allowed"]:

@@ -3,7 +3,8 @@ read its run's steps in run order, plan with `engine.reruns.plan_rerun` (the rul
 SQLite drivers use), then copy the kept steps into the new run server-side (their stored jsonb as
 is, in run order so `seq` keeps it), update the row, log the `requeued` event and record the
 rerun in `reruns`. A concurrent rerun of the same job waits on the row lock, then finds it ready
-and is refused. Not repeated through a broken connection: a second run would rerun twice.
+and is refused. Not repeated through a broken connection: a second run would rerun twice; run
+again when the server rolled it back, as nothing of it was written (`Connections.atomic`).
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ async def rerun(
     def q(text: str) -> str:
         return with_schema(text, db.schema)
 
-    async def once() -> JobRecord:
-        async with db.conn() as conn, conn.transaction():
+    async def once(conn: Conn) -> JobRecord:
+        async with conn.transaction():
             found = await conn.fetchrow(q(LOCK_JOB), job_id, tenant_id)
             if found is None:
                 raise JobNotFoundError(job_id, tenant_id)
@@ -106,11 +107,14 @@ async def rerun(
             await conn.execute("SELECT pg_notify($1::text, '')", db.channel)
             return rows.job(row)
 
-    try:
-        return await once()
-    except asyncpg.UniqueViolationError:
-        # A live row took the key between our look and our write: look again (it is refused).
-        return await once()
+    async def twice(conn: Conn) -> JobRecord:
+        try:
+            return await once(conn)
+        except asyncpg.UniqueViolationError:
+            # A live row took the key between our look and our write: look again (refused).
+            return await once(conn)
+
+    return await db.atomic(twice)
 
 
 async def run_steps(

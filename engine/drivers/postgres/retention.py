@@ -47,9 +47,10 @@ async def prune(
 ) -> list[PruneCount]:
     if not cutoffs.rules or limit <= 0:
         return []
-    # Not retried: a second run would delete other rows, and the next batch does that anyway.
-    async with db.conn() as conn:
-        found = await conn.fetch(db.q["prune_jobs"], *_args(cutoffs, tenant_id), limit)
+    # Not repeated once it may have committed: a second run would delete a second batch (the
+    # next call does that anyway). Run again when rolled back: it deleted nothing.
+    args = (*_args(cutoffs, tenant_id), limit)
+    found = await db.atomic(lambda c: c.fetch(db.q["prune_jobs"], *args))
     return _counts(found)
 
 

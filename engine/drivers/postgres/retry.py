@@ -5,6 +5,8 @@
 through, whether it still counts); `flush_held` lets the held settles through before a claim.
 A transaction the server rolled back (a deadlock, a serialization failure) is run again by both
 for up to `retry_deadline_ms`: a conflict is not an outage, and no settle is held for it.
+`rolled_back_again` runs again only such a transaction, for operations that must not run twice
+(a cancel, a prune): nothing of a rolled-back one was written, while a broken try may have been.
 Deadlines and pauses read `clock`, a monotonic clock a test can replace.
 """
 
@@ -20,6 +22,7 @@ from engine.clock import Clock, next_retry_pause_ms
 from engine.drivers.postgres.faults import (
     is_connection_failure,
     is_retried,
+    is_rolled_back,
     readiness_fix,
 )
 from engine.errors import DriverUnavailableError
@@ -63,7 +66,23 @@ class Retrier:
         outage takes it over for a lease after (`claim`), so the settle still counts."""
         return await self._retry(op, self._settle_deadline_ms, held=True)
 
-    async def _retry(self, op: Callable[[bool], Awaitable[T]], deadline_ms: int, held: bool) -> T:
+    async def rolled_back_again(self, op: Callable[[], Awaitable[T]]) -> T:
+        """Run `op()`, one transaction; when the server rolled it back, run it again, pausing
+        between tries, for up to `retry_deadline_ms`. Not through a broken connection: that try
+        may have committed, and `op` is one whose second run would act twice."""
+
+        async def once(first: bool) -> T:
+            return await op()
+
+        return await self._retry(once, self.deadline_ms, held=False, lost_too=False)
+
+    async def _retry(
+        self,
+        op: Callable[[bool], Awaitable[T]],
+        deadline_ms: int,
+        held: bool,
+        lost_too: bool = True,
+    ) -> T:
         clock = self.clock
         started = 0
         pause = 0
@@ -77,7 +96,8 @@ class Retrier:
                 except DriverUnavailableError as exc:
                     lost = is_connection_failure(exc)
                     limit_ms = deadline_ms if lost else min(deadline_ms, self.deadline_ms)
-                    if self._closed or limit_ms == 0 or not is_retried(exc):
+                    retried = is_retried(exc) if lost_too else is_rolled_back(exc)
+                    if self._closed or limit_ms == 0 or not retried:
                         raise
                     now = clock.now_ms()
                     if tries == 1:
