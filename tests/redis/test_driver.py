@@ -28,7 +28,7 @@ pytest.importorskip("redis", reason="the redis extra is not installed")
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from engine.drivers.redis import RedisDriver
+from engine.drivers.redis import RedisDriver, claims
 from tests.support.paced_clock import PacedClock
 
 # Keys that outlive any one job: counters, the schema version, the queue names, the flag that
@@ -276,6 +276,57 @@ async def test_a_settle_is_held_through_dropped_connections(
         outcomes = await driver.ack_many([AckWrite(claimed.record.id, claimed.token, None)])
         assert (outcomes, len(sent), paced.pauses) == ([None], 5, [50, 100, 200, 400])
         assert (await driver.get(claimed.record.id)).state == "done"
+    finally:
+        await driver.close()
+
+
+def _reply_lost(driver: RedisDriver, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The first ack pipeline and the first NACK script reach the server and run, then lose
+    their connection before the reply: the settle landed, and its caller cannot know it."""
+    real_pipelined = driver._store.pipelined  # pyright: ignore[reportPrivateUsage]
+    real_nack = claims.NACK_SCRIPT
+    sent: list[int] = []
+
+    async def lossy(run: Any, *args: Any) -> Any:
+        sent.append(1)
+        answer = await run(*args)
+        if len(sent) == 1:
+            raise RedisConnectionError("Connection closed by server.")
+        return answer
+
+    driver._store.pipelined = lambda *a: lossy(real_pipelined, *a)  # type: ignore[method-assign]
+    monkeypatch.setattr(claims, "NACK_SCRIPT", lambda *a: lossy(real_nack, *a))
+    return sent
+
+
+async def test_a_settle_whose_reply_was_lost_succeeds_when_tried_again(
+    database_url: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The try after one that landed finds its own settle: the ack succeeds and the nack answers
+    the row it left, as on PostgreSQL. Without that the finished job was reported lost."""
+    paced = PacedClock()
+    driver = cast(RedisDriver, open_driver(database_url, clock=clock, retry_clock=paced))
+    try:
+        await driver.migrate()
+        await driver.enqueue([_request(1, clock.now_ms()), _request(2, clock.now_ms())])
+        first, second = await driver.claim("w", 2, 60_000)
+        sent = _reply_lost(driver, monkeypatch)
+        outcomes = await driver.ack_many([AckWrite(first.record.id, first.token, {"ok": 1})])
+        assert (outcomes, len(sent), paced.pauses) == ([None], 2, [50])
+        record = await driver.get(first.record.id)
+        assert (record.state, record.output) == ("done", {"ok": 1})
+
+        sent.clear()
+        failure = ErrorPayload(code="JOB_FAILED", title="t", cause="c", fix="f", retryable=False)
+        options = NackOptions(error=failure, fail=True)
+        nacked = await driver.nack(second.record.id, second.token, options)
+        assert (nacked.state, len(sent)) == ("failed", 2)
+
+        # Only the token that settled it, and only on a try after one that may have landed.
+        stale = await driver.ack_many([AckWrite(first.record.id, second.token, None)])
+        assert [type(e).__name__ for e in stale] == ["JobSlotLostError"]
+        twice = await driver.ack_many([AckWrite(first.record.id, first.token, None)])
+        assert [type(e).__name__ for e in twice] == ["JobSlotLostError"]
     finally:
         await driver.close()
 

@@ -59,10 +59,14 @@ async def heartbeat(store: Store, job_id: str, token: str, lease_ms: int) -> Hea
     return HeartbeatResult(lease_expires_at=expires, cancel_requested=False)
 
 
-async def ack_many(store: Store, writes: Sequence[AckWrite]) -> list[JobsError | None]:
-    """One ACK script per job, all in one pipeline: one round trip, each settle atomic."""
+async def ack_many(
+    store: Store, writes: Sequence[AckWrite], again: bool = False
+) -> list[JobsError | None]:
+    """One ACK script per job, all in one pipeline: one round trip, each settle atomic.
+    `again`: an earlier try may have landed, so an ack of this token already there succeeds."""
     now = store.clock.now_ms()
-    calls = [[store.keys.prefix, w.job_id, w.token, now, _output(w.output)] for w in writes]
+    flag = "1" if again else "0"
+    calls = [[store.keys.prefix, w.job_id, w.token, now, _output(w.output), flag] for w in writes]
     results = await store.pipelined(ACK_SCRIPT, calls)
     return [
         None if int(result) == 1 else JobSlotLostError(write.job_id)
@@ -70,7 +74,10 @@ async def ack_many(store: Store, writes: Sequence[AckWrite]) -> list[JobsError |
     ]
 
 
-async def nack(store: Store, job_id: str, token: str, options: NackOptions) -> JobRecord:
+async def nack(
+    store: Store, job_id: str, token: str, options: NackOptions, again: bool = False
+) -> JobRecord:
+    """`again` as for `ack_many`: a nack of this token already there answers its row."""
     now = store.clock.now_ms()
     # What rules.nack_transition decides from the options alone; the script applies the rest
     # (the attempt given back, the queued_at kept) to the held row's values.
@@ -101,6 +108,7 @@ async def nack(store: Store, job_id: str, token: str, options: NackOptions) -> J
             ev,
             data,
             "1" if takes_attempt else "0",
+            "1" if again else "0",
         ],
     )
     if not answer:

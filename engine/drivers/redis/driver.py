@@ -164,10 +164,16 @@ class RedisDriver:
         async with guard(self._server):
             return await claims.heartbeat(self._store, job_id, token, lease_ms)
 
-    def _held(self, settle: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+    def _held(self, settle: Callable[[bool], Awaitable[T]]) -> Awaitable[T]:
+        """`settle(again)` held through an outage; `again` from the second try on, when the
+        try before may have landed with its reply lost."""
+        tries = 0
+
         async def guarded() -> T:
+            nonlocal tries
+            tries += 1
             async with guard(self._server):
-                return await settle()
+                return await settle(tries > 1)
 
         return hold(
             guarded,
@@ -178,10 +184,12 @@ class RedisDriver:
         )
 
     async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
-        return await self._held(lambda: claims.ack_many(self._store, writes))
+        return await self._held(lambda again: claims.ack_many(self._store, writes, again))
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
-        return await self._held(lambda: claims.nack(self._store, job_id, token, options))
+        return await self._held(
+            lambda again: claims.nack(self._store, job_id, token, options, again)
+        )
 
     async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
         async with guard(self._server):
@@ -224,7 +232,8 @@ class RedisDriver:
             return await steps.load_steps(self._store, run_id)
 
     async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
-        return await self._held(lambda: steps.save_steps_many(self._store, writes))
+        # A step written twice is the same record: no `again` needed.
+        return await self._held(lambda _: steps.save_steps_many(self._store, writes))
 
     # --- limiter slots ------------------------------------------------------------------------
 

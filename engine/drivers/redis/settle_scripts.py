@@ -144,6 +144,16 @@ end
 local function held(token)
   return redis.call('HGET', k, 'token') == token and redis.call('HGET', k, 'state') == RUNNING
 end
+-- A settle lets go of the lease and records whose lease it was: a try whose reply was lost,
+-- sent again (`again` '1'), finds its own settle there (in `state`, unless nil) and succeeds.
+local function settled_by(token)
+  redis.call('HDEL', k, 'token')
+  redis.call('HSET', k, 'settled_by', token)
+end
+local function landed(token, again, state)
+  if again ~= '1' or redis.call('HGET', k, 'settled_by') ~= token then return false end
+  return state == nil or redis.call('HGET', k, 'state') == state
+end
 local function find(has_tenant, tenant)
   local f = redis.call('HMGET', k, 'state', 'tenant_id')
   if not f[1] or (has_tenant == '1' and f[2] ~= tenant) then return nil end
@@ -152,17 +162,18 @@ end
 """
 )
 
-# rules.ack_transition. ARGV: prefix, id, token, now, output JSON ('' keeps the stored one).
-# Answers 1, or 0 when the token no longer holds the running job (nothing written).
+# rules.ack_transition. ARGV: prefix, id, token, now, output JSON ('' keeps the stored one),
+# '1' when an earlier try of this ack may have landed (its reply was lost). Answers 1, or 0 when
+# the token no longer holds the running job (nothing written) and did not ack it.
 ACK = (
     _PRELUDE
     + """
 local now = ARGV[4]
-if not held(ARGV[3]) then return 0 end
+if not held(ARGV[3]) then return landed(ARGV[3], ARGV[6], '"done"') and 1 or 0 end
 redis.call('HSET', k, 'state', '"done"', 'updated_at', now, 'finished_at', now,
   'worker_id', 'null', 'lease_expires_at', 'null', 'last_error', 'null')
 if ARGV[5] ~= '' then redis.call('HSET', k, 'output', ARGV[5]) end
-redis.call('HDEL', k, 'token')
+settled_by(ARGV[3])
 release_slots()
 place('"done"')
 return 1
@@ -172,13 +183,17 @@ return 1
 # rules.apply_nack. ARGV: prefix, id, token, now, then rules.nack_transition's values that do
 # not depend on the row: state (JSON), run_at ('' keeps it), finished_at ('' keeps it),
 # keeps_queued_at ('1'/'0'), counts_as_attempt ('1'/'0'), last_error JSON ('' keeps it); then
-# the event ('' for none) and its data, and '1' when the data takes the held row's attempt.
-# Answers the row's fields, or {} when the token no longer holds the running job.
+# the event ('' for none) and its data, '1' when the data takes the held row's attempt, and '1'
+# when an earlier try may have landed. Answers the row's fields, or {} when the token no longer
+# holds the running job and did not settle it.
 NACK = (
     _PRELUDE
     + """
 local now, state, run_at, finished = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-if not held(ARGV[3]) then return {} end
+if not held(ARGV[3]) then
+  if landed(ARGV[3], ARGV[14], nil) then return redis.call('HGETALL', k) end
+  return {}
+end
 local held_attempt = tonumber(redis.call('HGET', k, 'attempt'))
 local attempt = held_attempt
 if ARGV[9] ~= '1' then attempt = math.max(held_attempt - 1, 0) end
@@ -199,7 +214,7 @@ if ARGV[11] ~= '' then
   end
   event(ARGV[11], data)
 end
-redis.call('HDEL', k, 'token')
+settled_by(ARGV[3])
 release_slots()
 place(state)
 return redis.call('HGETALL', k)
