@@ -1,5 +1,6 @@
 """A nats-server the tests start and stop themselves: a free loopback port, a temporary store
-directory, JetStream on; optionally one node of a local cluster (`routes`)."""
+directory, JetStream on; optionally one node of a local cluster (`routes`), or JetStream limits
+(`jetstream`, e.g. `max_file_store: 64KB`) written to a config file."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ class NatsServer:
     cluster_port: int | None = None
     routes: list[int] = field(default_factory=list[int])
     name: str = "n"
+    # Lines for the config file's jetstream block (the command line has no flag for limits).
+    jetstream: str = ""
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -50,6 +53,10 @@ class NatsServer:
     def start(self) -> None:
         args = [self.binary, "-js", "-a", "127.0.0.1", "-p", str(self.port)]
         args += ["-sd", str(self.store_dir), "-n", self.name]
+        if self.jetstream:
+            config = self.store_dir.parent / f"{self.name}.conf"
+            config.write_text(f"jetstream {{\n  {self.jetstream}\n}}\n")  # the flags name the rest
+            args += ["-c", str(config)]
         if self.cluster_port is not None:
             args += [
                 "--cluster_name",

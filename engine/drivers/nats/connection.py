@@ -1,6 +1,7 @@
 """The connection: the URL checked before anything opens, the bucket bound (created once, with
 the URL's replicas and storage), and every NATS or network failure turned into
-`DriverUnavailableError` where it arises (chained with `from`).
+`DriverUnavailableError` where it arises (chained with `from`), a write refused because the
+store is full into `StorageFullError`.
 
     nats://host:port[,host:port...]/BUCKET?replicas=3&storage=file
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -24,7 +26,13 @@ from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
-from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
+from engine.drivers.urls import migrate_fix, url_word
+from engine.errors import (
+    DatabaseUrlInvalidError,
+    DriverUnavailableError,
+    JobsError,
+    StorageFullError,
+)
 
 SCHEMES = ("nats", "tls")
 DEFAULT_BUCKET = "mcp_jobs"
@@ -32,6 +40,14 @@ _BUCKET = re.compile(r"^[a-zA-Z0-9_-]+$")
 _STORAGE = {"file": StorageType.FILE, "memory": StorageType.MEMORY}
 # Failures of the server or the network, not of a request: what DRIVER_UNAVAILABLE means.
 UNAVAILABLE = (nats.errors.Error, nats.js.errors.Error, asyncio.TimeoutError, OSError)
+# JetStream's codes for a store with no room: 10023 the server's or account's max_file_store /
+# max_mem_store reached, 10028 and 10047 its memory or storage reservation refused.
+_FULL_CODES = frozenset({10023, 10028, 10047})
+# A stream at its own limit with discard=new answers 10077 (its store failed) for many causes:
+# only its description tells a limit apart, the server has no code of its own for it.
+_STORE_FAILED = 10077
+_STREAM_LIMITS = frozenset({"maximum bytes exceeded", "maximum messages exceeded"})
+WHERE_FULL = "the JetStream store (max_file_store / max_mem_store, or the stream's max_bytes)"
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,37 @@ def parse_nats_url(url: str) -> NatsUrl:
 
 def check_nats_url(url: str) -> None:
     parse_nats_url(url)
+
+
+@dataclass(frozen=True)
+class Fixes:
+    """The fix lines a failure on the driver's URL carries. Built from the URL the way every
+    driver's are (engine.drivers.urls): a URL with a secret is named by its variable."""
+
+    # Migrating reconnects and binds the bucket: the one command that checks the server end
+    # to end.
+    unavailable: str
+    # report.py on the URL, run by the project's own client (the `nats` CLI is seldom
+    # installed, the monitoring port is off by default): what takes the store's room, or with
+    # a key added, who keeps changing that key.
+    report: str
+
+    @classmethod
+    def of(cls, url: str) -> Fixes:
+        return cls(migrate_fix(url), f"python3 -m engine.drivers.nats.report {url_word(url)}")
+
+    def contended(self, key: str) -> str:
+        return f"{self.report} {shlex.quote(key)}"
+
+
+def storage_full(exc: BaseException) -> bool:
+    """Whether `exc` is JetStream refusing a write because the store has no room left: space
+    can be freed (an operator's purge, a raised limit), so it is not the server going away."""
+    if not isinstance(exc, nats.js.errors.APIError):
+        return False
+    if exc.err_code in _FULL_CODES:
+        return True
+    return exc.err_code == _STORE_FAILED and (exc.description or "") in _STREAM_LIMITS
 
 
 async def open_bucket(
@@ -111,11 +158,23 @@ async def _bucket(js: JetStreamContext, parsed: NatsUrl) -> KeyValue:
 
 
 @asynccontextmanager
-async def guard(fix: str) -> AsyncIterator[None]:
-    """NATS or network failures raised inside come out as `DriverUnavailableError`, with `fix`:
-    migrating the driver's URL reconnects and binds the bucket, the one command that checks
-    the server end to end."""
+async def guard(fixes: Fixes) -> AsyncIterator[None]:
+    """NATS or network failures raised inside come out as `DriverUnavailableError`, and a
+    write refused for want of room as `StorageFullError`, each with its line of `fixes`."""
     try:
         yield
     except UNAVAILABLE as exc:
-        raise DriverUnavailableError("nats", f"{type(exc).__name__}: {exc}", fix) from exc
+        if storage_full(exc):
+            detail = f"{type(exc).__name__}: {getattr(exc, 'description', None) or exc}"
+            raise StorageFullError("nats", WHERE_FULL, detail, fixes.report) from exc
+        cause = f"{type(exc).__name__}: {exc}"
+        raise DriverUnavailableError("nats", cause, fixes.unavailable) from exc
+
+
+def held_through(exc: JobsError) -> bool:
+    """Whether a settle is held through `exc` (engine/drivers/holding.py): the server away,
+    or its store full (an operator frees room; given up, the finished job would run again).
+    Not a refusal, and not a key contended beyond reason."""
+    return isinstance(exc, (DriverUnavailableError, StorageFullError)) and isinstance(
+        exc.__cause__, UNAVAILABLE
+    )

@@ -1,8 +1,9 @@
 """The NATS JetStream driver: the capabilities of `Driver` over one KV bucket (nats-py).
 
-Every method converts NATS and network failures into DRIVER_UNAVAILABLE (connection.guard) and
-hands the work to the module that owns it. The bucket is opened on first use (`migrate`, which
-the client calls first): bound if it exists, else created with the URL's replicas and storage.
+Every method converts NATS and network failures into DRIVER_UNAVAILABLE and a full store into
+STORAGE_FULL (connection.guard), and hands the work to the module that owns it. The bucket is
+opened on first use (`migrate`, which the client calls first): bound if it exists, else created
+with the URL's replicas and storage. A settle is held through both (connection.held_through).
 
 Layout and guarantees, in one place:
 - One KV bucket per namespace (keys.py). A job is one document (codec.py): record, lease
@@ -59,10 +60,15 @@ from engine.drivers.nats import descriptors as published
 from engine.drivers.nats import pauses as pause_store
 from engine.drivers.nats import progress as progress_store
 from engine.drivers.nats import reruns as rerun_store
-from engine.drivers.nats.connection import UNAVAILABLE, guard, open_bucket, parse_nats_url
+from engine.drivers.nats.connection import (
+    Fixes,
+    guard,
+    held_through,
+    open_bucket,
+    parse_nats_url,
+)
 from engine.drivers.nats.outbox import NatsTransaction
 from engine.drivers.nats.store import Store
-from engine.drivers.urls import migrate_fix
 from engine.errors import JobsError
 from engine.inbound_events import EventCursor, InboundEvent
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
@@ -111,7 +117,7 @@ class NatsDriver:
         while the server is away before it fails (its lease then hands the job on)."""
         self.clock = clock
         self._url = parse_nats_url(url)
-        self._fix = migrate_fix(url)
+        self._fixes = Fixes.of(url)
         self._timeout = connect_timeout_s
         # Up to a day: a settle held longer outlives any lease that waits for it.
         self._settle_retry_ms = bounds.whole("settle_retry_ms", settle_retry_ms, 0, 86_400_000)
@@ -129,9 +135,9 @@ class NatsDriver:
             return self._store
         async with self._opening:
             if self._store is None:
-                async with guard(self._fix):
+                async with guard(self._fixes):
                     client, js, kv = await open_bucket(self._url, self._timeout)
-                    store = Store.open(client, js, kv, self.clock)
+                    store = Store.open(client, js, kv, self.clock, self._fixes)
                     await store.replica.start()
                 self._store = store
         return self._store
@@ -143,7 +149,7 @@ class NatsDriver:
 
     async def migrate(self) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await store.write(keys.VERSION, SCHEMA_VERSION, 0)
 
     async def close(self) -> None:
@@ -153,7 +159,7 @@ class NatsDriver:
             return
         store.waker.notify()
         await store.replica.stop()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await store.client.close()
 
     # --- jobs ---------------------------------------------------------------------------------
@@ -162,7 +168,7 @@ class NatsDriver:
         self, requests: Sequence[EnqueueRequest], *, now: int | None = None
     ) -> list[EnqueueResult]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             at = self.clock.now_ms() if now is None else now
             return await enqueue.enqueue(store, requests, at)
 
@@ -176,18 +182,18 @@ class NatsDriver:
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
     ) -> list[ClaimedJob]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await claims.claim(store, worker_id, limit, lease_ms, queues)
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await claims.heartbeat(store, job_id, token, lease_ms)
 
     def _held(self, settle: Callable[[Store], Awaitable[T]]) -> Awaitable[T]:
         async def guarded() -> T:
             store = await self._open()
-            async with guard(self._fix):
+            async with guard(self._fixes):
                 return await settle(store)
 
         return hold(
@@ -195,7 +201,7 @@ class NatsDriver:
             within_ms=self._settle_retry_ms,
             clock=self._retry_clock,
             stopped=lambda: self._closed,
-            passes=lambda exc: isinstance(exc.__cause__, UNAVAILABLE),
+            passes=held_through,
         )
 
     async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
@@ -206,50 +212,50 @@ class NatsDriver:
 
     async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await reads.get(store, job_id, tenant_id)
 
     async def list_jobs(self, filter: JobFilter) -> JobPage:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await reads.list_jobs(store, filter)
 
     async def load_trace(
         self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None
     ) -> TracePage:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await reads.load_trace(store, job_id, tenant_id, page)
 
     async def stats(
         self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
     ) -> list[QueueStats]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await reads.stats(store, queues, tenant_id)
 
     async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await operator.cancel(store, job_id, tenant_id, actor)
 
     async def retry(
         self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
     ) -> JobRecord:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await operator.retry(store, job_id, tenant_id, include_cancelled, actor)
 
     async def record_event(self, event: EventRecord) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await operator.record_event(store, event)
 
     # --- steps --------------------------------------------------------------------------------
 
     async def load_steps(self, run_id: str) -> list[StepRecord]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await steps.load_steps(store, run_id)
 
     async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
@@ -261,29 +267,29 @@ class NatsDriver:
         self, job_id: str, caps: Sequence[tuple[str, int]], expires_at: int
     ) -> str | None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await slots.acquire_slots(store, job_id, caps, expires_at)
 
     async def release_slots(self, job_id: str) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await slots.release_slots(store, job_id)
 
     # --- workers, wake-ups and change signals -------------------------------------------------
 
     async def worker_seen(self, info: WorkerInfo) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await presence.worker_seen(store, info)
 
     async def worker_gone(self, worker_id: str) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await presence.worker_gone(store, worker_id)
 
     async def live_workers(self, seen_since: int) -> list[WorkerInfo]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await presence.live_workers(store, seen_since)
 
     async def wait_for_work(self, timeout_ms: int) -> None:
@@ -300,7 +306,7 @@ class NatsDriver:
 
     async def backfill_save(self, run: BackfillRun) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await ledgers.backfill_save(store, run)
 
     async def backfill_runs(
@@ -313,29 +319,29 @@ class NatsDriver:
         limit: int | None = None,
     ) -> list[BackfillRun]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await ledgers.backfill_runs(store, name, environment, status, before, limit)
 
     # --- scheduler and leader leases ----------------------------------------------------------
 
     async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await scheduler.scheduler_lead(store, holder, lease_ms)
 
     async def task_state(self, task: str) -> TaskState | None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await scheduler.task_state(store, task)
 
     async def task_fired(self, task: str, occurrence_ms: int) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await scheduler.task_fired(store, task, occurrence_ms)
 
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await scheduler.lead(store, name, holder, lease_ms)
 
     # --- outbox -------------------------------------------------------------------------------
@@ -348,22 +354,22 @@ class NatsDriver:
         self, relay_id: str, token: str, limit: int, lease_ms: int
     ) -> list[OutboxRow]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await outbox.claim(store, token, limit, lease_ms)
 
     async def outbox_publish(self, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await outbox.publish(store, token, rows)
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await outbox.release(store, token, ids)
 
     async def outbox_forget_published(self, published_before: int, limit: int) -> int:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await outbox.forget_published(store, published_before, limit)
 
     # --- history (engine.retention) -----------------------------------------------------------
@@ -372,29 +378,29 @@ class NatsDriver:
         self, cutoffs: Cutoffs, tenant_id: str | None = None
     ) -> list[PruneCount]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await retention.prune_counts(store, cutoffs, tenant_id)
 
     async def prune(
         self, cutoffs: Cutoffs, limit: int, tenant_id: str | None = None
     ) -> list[PruneCount]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await retention.prune(store, cutoffs, limit, tenant_id)
 
     async def count_jobless_events(self, before: int) -> int:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await jobless_events.count(store, before)
 
     async def forget_jobless_events(self, before: int, limit: int) -> int:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await jobless_events.forget(store, before, limit)
 
     async def forget_tombstones(self, deleted_before: int, limit: int) -> int:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await tombstones.forget(store, deleted_before, limit)
 
     # --- published descriptors ----------------------------------------------------------------
@@ -403,17 +409,17 @@ class NatsDriver:
         self, worker_id: str, descriptors: Sequence[JobDescriptor], now: int
     ) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await published.publish_descriptors(store, worker_id, descriptors, now)
 
     async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await published.published_descriptors(store, name)
 
     async def forget_descriptors(self, published_before: int) -> int:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await published.forget_descriptors(store, published_before)
 
     # --- pauses (engine.pauses) ---------------------------------------------------------------
@@ -422,24 +428,24 @@ class NatsDriver:
         self, kind: PauseKind, name: str, actor: str | None, reason: str | None, now: int
     ) -> tuple[Pause, bool]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await pause_store.pause(store, kind, name, actor, reason, now)
 
     async def resume(self, kind: PauseKind, name: str) -> Pause | None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await pause_store.resume(store, kind, name)
 
     async def pauses(self) -> list[Pause]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await pause_store.pauses(store)
 
     # --- progress (engine.progress) -----------------------------------------------------------
 
     async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await progress_store.save_progress(store, job_id, token, progress)
 
     # --- reruns (engine.reruns) ---------------------------------------------------------------
@@ -454,21 +460,21 @@ class NatsDriver:
         new_run_id: str,
     ) -> JobRecord:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await rerun_store.rerun(
                 store, job_id, tenant_id, from_step, include_cancelled, actor, new_run_id
             )
 
     async def run_steps(self, job_id: str, run_id: str, tenant_id: str | None) -> list[StepRecord]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await rerun_store.run_steps(store, job_id, run_id, tenant_id)
 
     # --- inbound events (engine.inbound_events) -----------------------------------------------
 
     async def send_event(self, event: InboundEvent, now: int) -> int:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await inbound_events.send_event(store, event, now)
 
     async def first_event(
@@ -480,27 +486,27 @@ class NatsDriver:
         after: EventCursor | None,
     ) -> InboundEvent | None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await inbound_events.first_event(store, name, key, tenant_id, started_at, after)
 
     async def await_event(self, job_id: str, name: str, key: str, tenant_id: str | None) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await inbound_events.await_event(store, job_id, name, key, tenant_id)
 
     async def forget_waiter(self, job_id: str) -> None:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await inbound_events.forget_waiter(store, job_id)
 
     async def wake_waiter(self, job_id: str, now: int) -> bool:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await inbound_events.wake_waiter(store, job_id, now)
 
     async def prune_events(self, now: int) -> int:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await inbound_events.prune_events(store, now)
 
     # --- rate limits (engine.rate_limits) -----------------------------------------------------
@@ -509,22 +515,22 @@ class NatsDriver:
         self, takes: Sequence[RateTake], now: int, job_id: str | None = None, up_to: int = 1
     ) -> RateVerdict:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await rate_limits.take_rates(store, takes, now, job_id, up_to)
 
     async def rate_states(self, limit: int, prefix: str = "") -> list[RateState]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await rate_limits.rate_states(store, limit, prefix)
 
     async def forget_idle_rates(self, tat_before: int, limit: int) -> int:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await rate_limits.forget_idle_rates(store, tat_before, limit)
 
     async def rate_reservations(self, limit: int) -> list[RateReservation]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await rate_limits.rate_reservations(store, limit)
 
     # --- settled counts (engine.settled_counts) -----------------------------------------------
@@ -533,5 +539,5 @@ class NatsDriver:
         self, since_ms: int, until_ms: int, *, tenant_id: str | None = None
     ) -> dict[str, SettledCount]:
         store = await self._open()
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await settled.settled_counts(store, since_ms, until_ms, tenant_id)

@@ -13,7 +13,10 @@ tried again; a settle leaves it to be cleared so (one write per settle, not thre
 
 A batch is atomic as far as a keyed store allows: every `on_conflict='error'` item is checked
 before anything is written, and a duplicate that appears between that check and the write
-(another process's enqueue) removes this batch's unclaimed jobs again before raising.
+(another process's enqueue) removes this batch's unclaimed jobs again before raising. A store
+that fills up mid-batch refuses the rest: what the batch wrote is taken back (`Store.take_back`,
+which a full server still accepts) before STORAGE_FULL is raised, an index key left without its
+job included, so no intent of a refused enqueue is ever rolled forward.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from collections.abc import Sequence
 
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, dumps, encode_doc, loads
-from engine.drivers.nats.store import MAX_CONFLICTS, Store, contended
+from engine.drivers.nats.connection import storage_full
+from engine.drivers.nats.store import MAX_CONFLICTS, Store
 from engine.errors import JobDuplicateError
 from engine.rules import LIVE_STATES, DedupeKey, dedupe_key, new_record
 from schemas.jobs import EnqueueRequest, EnqueueResult, JobRecord
@@ -62,10 +66,18 @@ class Moved(Exception):
     """The job changed between the read a requeue was computed from and its write."""
 
 
-async def take_key(store: Store, key: DedupeKey, doc: JobDoc, base: int) -> JobRecord:
+async def take_key(
+    store: Store,
+    key: DedupeKey,
+    doc: JobDoc,
+    base: int,
+    written: list[tuple[str, int]] | None = None,
+) -> JobRecord:
     """Make `doc`'s job the live holder of `key` and write `doc` over revision `base` (0: a new
     job): create the index key holding `doc` as the intent, or clear a stale one and try again.
-    Raises `Duplicate` with another live holder, `Moved` when the job changed since `base`."""
+    Raises `Duplicate` with another live holder, `Moved` when the job changed since `base`.
+    `written` is told each (key, revision) written, for a batch that must take them back."""
+    written = [] if written is None else written
     dkey = keys.dedupe(key)
     job_id = doc.record.id
     raw = encode_doc(doc)
@@ -73,11 +85,15 @@ async def take_key(store: Store, key: DedupeKey, doc: JobDoc, base: int) -> JobR
     for _ in range(MAX_CONFLICTS):
         mine = await store.write(dkey, value, 0)
         if mine is not None:
-            if await store.write_doc(doc, base) is None:
+            written.append((dkey, mine))
+            new = await store.write_doc(doc, base)
+            if new is None:
                 now = await store.fresh_doc(job_id)
                 if now is None or encode_doc(now[1]) != raw:  # not rolled forward by a racer
                     await store.delete(dkey, mine)
                     raise Moved
+            else:
+                written.append((keys.job(job_id), new))
             return doc.record
         entry = await store.fresh(dkey)
         if entry is None:
@@ -91,7 +107,7 @@ async def take_key(store: Store, key: DedupeKey, doc: JobDoc, base: int) -> JobR
                 return holder  # our own intent, rolled forward by a racer
             raise Moved  # another requeue of this job got there first
         await store.delete(dkey, entry.revision)
-    raise contended(dkey)
+    raise store.contended(dkey)
 
 
 async def free_key(store: Store, record: JobRecord) -> None:
@@ -124,12 +140,14 @@ async def enqueue(
                     request.name, request.idempotency_key, holder.id, request.tenant_id
                 )
     gate = asyncio.Semaphore(PARALLEL)
+    written: dict[str, list[tuple[str, int]]] = {}
 
     async def place(request: EnqueueRequest) -> EnqueueResult:
         doc = JobDoc(new_record(request, now))
         async with gate:
             try:
-                record = await take_key(store, key_of(request), doc, 0)
+                mine = written.setdefault(request.id, [])
+                record = await take_key(store, key_of(request), doc, 0, mine)
             except Duplicate as dup:
                 held = dup.holder
                 return EnqueueResult(id=held.id, run_id=held.run_id, deduped=True, state=held.state)
@@ -142,7 +160,15 @@ async def enqueue(
                 return EnqueueResult(id=held.id, run_id=held.run_id, deduped=True, state=held.state)
         return EnqueueResult(id=record.id, run_id=record.run_id, deduped=False, state=record.state)
 
-    placed = await asyncio.gather(*(place(r) for r in planned.values()))
+    # Every place ends before a failure is raised: a refused batch takes back all it wrote.
+    outcomes = await asyncio.gather(*(place(r) for r in planned.values()), return_exceptions=True)
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    if failed:
+        if any(storage_full(exc) for exc in failed):
+            for writes in written.values():
+                await _take_back(store, writes)
+        raise next((exc for exc in failed if storage_full(exc)), failed[0])
+    placed = [o for o in outcomes if not isinstance(o, BaseException)]
     by_key = dict(zip(planned, placed, strict=True))
     clash = next(
         (r for k, r in planned.items() if r.on_conflict == "error" and by_key[k].deduped), None
@@ -163,6 +189,14 @@ async def enqueue(
 
 def key_of(request: EnqueueRequest) -> DedupeKey:
     return dedupe_key(request.name, request.tenant_id, request.idempotency_key)
+
+
+async def _take_back(store: Store, writes: list[tuple[str, int]]) -> None:
+    """Take back one request's writes, its job before its index key: a job a worker claimed
+    meanwhile stays, and so does the key that indexes it."""
+    for key, revision in reversed(writes):
+        if not await store.take_back(key, revision):
+            return
 
 
 async def _undo(store: Store, created: list[EnqueueResult]) -> None:

@@ -6,7 +6,7 @@ from engine.drivers.nats import keys
 from engine.drivers.nats.claims import event
 from engine.drivers.nats.codec import JobDoc, dumps
 from engine.drivers.nats.enqueue import Duplicate, Moved, free_key, take_key
-from engine.drivers.nats.store import MAX_CONFLICTS, Store, contended
+from engine.drivers.nats.store import MAX_CONFLICTS, Store
 from engine.errors import (
     JobDuplicateError,
     JobNotCancellableError,
@@ -78,7 +78,7 @@ async def retry(
             ) from None
         except Moved:
             continue
-    raise contended(keys.job(job_id))
+    raise store.contended(keys.job(job_id))
 
 
 async def record_event(store: Store, recorded: EventRecord) -> None:

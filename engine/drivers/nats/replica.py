@@ -141,6 +141,14 @@ class Replica:
         else:
             self.on_other(family)
 
+    def purged(self, key: str, revision: int) -> None:
+        """Our write of `key` at `revision` was purged, which no watch reports: forget it as a
+        delete at that revision would, so a later write still lands."""
+        held = self.get(key)
+        if held is not None and held.revision == revision:
+            self._families[keys.family(key)].pop(key)
+            self.apply(key, revision, None)
+
     def _forget_old_deletes(self) -> None:
         # A late write of ours is at most the writes in flight behind the watch: a delete the
         # watch passed GONE_KEPT sequences ago can no longer be undone by one.

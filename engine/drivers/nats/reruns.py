@@ -9,7 +9,7 @@ from engine.drivers.nats import keys
 from engine.drivers.nats.claims import event
 from engine.drivers.nats.enqueue import Duplicate, Moved, take_key
 from engine.drivers.nats.operator import found
-from engine.drivers.nats.store import MAX_CONFLICTS, Store, contended
+from engine.drivers.nats.store import MAX_CONFLICTS, Store
 from engine.errors import JobDuplicateError
 from engine.reruns import plan_rerun
 from engine.rules import dedupe_key
@@ -47,7 +47,7 @@ async def rerun(
             ) from None
         except Moved:
             continue
-    raise contended(keys.job(job_id))
+    raise store.contended(keys.job(job_id))
 
 
 async def run_steps(

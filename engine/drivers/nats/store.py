@@ -21,6 +21,7 @@ from engine.changes import ChangeFeed
 from engine.clock import Clock
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, encode_doc
+from engine.drivers.nats.connection import Fixes, storage_full
 from engine.drivers.nats.replica import Entry, Replica
 from engine.errors import DriverUnavailableError
 from engine.rules import WAITING_STATES
@@ -47,9 +48,12 @@ class Store:
     replica: Replica
     waker: Waker
     changes: ChangeFeed
+    fixes: Fixes
 
     @classmethod
-    def open(cls, client: Client, js: JetStreamContext, kv: KeyValue, clock: Clock) -> Store:
+    def open(
+        cls, client: Client, js: JetStreamContext, kv: KeyValue, clock: Clock, fixes: Fixes
+    ) -> Store:
         waker = Waker()
         changes = ChangeFeed()
 
@@ -66,7 +70,7 @@ class Store:
                 changes.notify()
 
         replica.on_other = on_other
-        return cls(client, js, kv, clock, replica, waker, changes)
+        return cls(client, js, kv, clock, replica, waker, changes, fixes)
 
     # --- single keys --------------------------------------------------------------------------
 
@@ -112,6 +116,24 @@ class Store:
         """Remove `key` and its history (retention): watchers see the purge marker."""
         await self.kv.purge(key)
 
+    async def take_back(self, key: str, revision: int) -> bool:
+        """Remove our own write of `key` at `revision`; False when the key changed since (it is
+        left). A delete every replica sees, or, where a full store refuses even a delete
+        marker, a purge of the key's messages up to `revision` (it frees room, so a full server
+        takes it; other processes' replicas keep their copy until they restart)."""
+        try:
+            return await self.delete(key, revision)
+        except nats.js.errors.APIError as exc:
+            if not storage_full(exc):
+                raise
+        now = await self.fresh(key)
+        if now is None or now.revision != revision:
+            return False
+        subject = f"$KV.{self.kv._name}.{key}"
+        await self.js.purge_stream(self.replica.stream, subject=subject, seq=revision + 1)
+        self.replica.purged(key, revision)
+        return True
+
     async def change_key(self, key: str, change: Callable[[bytes | None], bytes | None]) -> None:
         """Compare-and-set `key` to `change(current)`; `change` returning None deletes it (and
         a missing key stays missing); `Unchanged` writes nothing."""
@@ -127,7 +149,7 @@ class Store:
             elif await self.write(key, new, 0 if entry is None else entry.revision) is not None:
                 return
             entry = await self.fresh(key)
-        raise contended(key)
+        raise self.contended(key)
 
     # --- job documents ------------------------------------------------------------------------
 
@@ -176,10 +198,14 @@ class Store:
             if await self.write_doc(new, 0 if held is None else held[0]) is not None:
                 return current, new
             held = await self.fresh_doc(job_id)
-        raise contended(keys.job(job_id))
+        raise self.contended(keys.job(job_id))
 
-
-def contended(key: str) -> DriverUnavailableError:
-    return DriverUnavailableError(
-        "nats", f"{key} changed under {MAX_CONFLICTS} compare-and-sets in a row"
-    )
+    def contended(self, key: str) -> DriverUnavailableError:
+        """`key` changed under every compare-and-set: others write it that often. Nothing of
+        the call was written, so it may be made again (retryable); the fix shows the key and
+        how often it is written."""
+        cause = (
+            f"{key} changed under {MAX_CONFLICTS} compare-and-sets in a row (other writers); "
+            "nothing of the call was written, and the same call can be made again"
+        )
+        return DriverUnavailableError("nats", cause, self.fixes.contended(key))

@@ -1,0 +1,112 @@
+"""What an operator runs from a NATS fix line, with only the project installed (the `nats` CLI
+is seldom there, and the server's monitoring port is off by default):
+
+    python3 -m engine.drivers.nats.report URL          what takes the JetStream store's room
+    python3 -m engine.drivers.nats.report URL KEY      a key as stored now, and its writers' pace
+
+The first is STORAGE_FULL's fix, the second a contended key's. Both only read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+
+import nats
+import nats.js.errors
+from nats.js import JetStreamContext
+from nats.js.api import AccountInfo, StreamInfo
+
+from engine.drivers.nats.connection import NatsUrl, parse_nats_url
+
+CONNECT_TIMEOUT_S = 5.0
+# How long the key is watched for writes: long enough to see a hot key move, short to wait.
+WATCH_S = 1.0
+VALUE_SHOWN = 300
+
+
+def _limit(value: int | None) -> str:
+    return "none" if value is None or value < 0 else f"{value:,}"
+
+
+def storage_lines(account: AccountInfo, streams: Sequence[StreamInfo]) -> list[str]:
+    """The account's use against its limits, then every stream's, largest first."""
+    limits = account.limits
+    lines = [
+        f"account: file storage {account.storage:,} bytes used (account limit "
+        f"{_limit(limits.max_storage)}), memory {account.memory:,} bytes used (account limit "
+        f"{_limit(limits.max_memory)})",
+        "a server-wide limit is max_file_store / max_mem_store in the server's jetstream config",
+    ]
+    for info in sorted(streams, key=lambda s: s.state.bytes, reverse=True):
+        config = info.config
+        # nats-py hands the policy back as the server's word, not its enum.
+        discard = str(getattr(config.discard, "value", config.discard) or "old")
+        lines.append(
+            f"stream {config.name}: {info.state.bytes:,} bytes, {info.state.messages:,} messages "
+            f"(max_bytes {_limit(config.max_bytes)}, max_msgs {_limit(config.max_msgs)}, "
+            f"discard {discard})"
+        )
+    return lines
+
+
+async def _key_lines(js: JetStreamContext, parsed: NatsUrl, key: str) -> list[str]:
+    try:
+        kv = await js.key_value(parsed.bucket)
+    except nats.js.errors.BucketNotFoundError:
+        return [f"no bucket {parsed.bucket} on the server"]
+    try:
+        entry = await kv.get(key)
+        value = (entry.value or b"").decode(errors="replace")[:VALUE_SHOWN]
+        lines = [f"{key} in {parsed.bucket}: revision {entry.revision}: {value}"]
+    except nats.js.errors.KeyNotFoundError:
+        lines = [f"{key} in {parsed.bucket}: absent"]
+    writes = 0
+    watcher = await kv.watch(key, meta_only=True)
+    try:
+        async with asyncio.timeout(WATCH_S):
+            started = False
+            async for update in watcher:
+                # The watch first replays the current value, then marks the end with None.
+                if update is None:
+                    started = True
+                elif started:
+                    writes += 1
+    except TimeoutError:
+        pass
+    finally:
+        await watcher.stop()  # type: ignore[no-untyped-call]
+    lines.append(f"written {writes} times in the next {WATCH_S:g} s")
+    return lines
+
+
+async def report(url: str, key: str | None) -> list[str]:
+    parsed = parse_nats_url(url)
+    # Not the driver's connection: one try, and no bucket made where there is none.
+    async with asyncio.timeout(CONNECT_TIMEOUT_S * 2):
+        client = await nats.connect(
+            servers=parsed.servers,
+            connect_timeout=CONNECT_TIMEOUT_S,
+            allow_reconnect=False,
+        )
+    js = client.jetstream(timeout=CONNECT_TIMEOUT_S)
+    try:
+        if key is not None:
+            return await _key_lines(js, parsed, key)
+        return storage_lines(await js.account_info(), await js.streams_info())
+    finally:
+        await client.close()
+
+
+def main(argv: Sequence[str]) -> int:
+    if len(argv) not in (1, 2):
+        print("usage: python3 -m engine.drivers.nats.report URL [KEY]", file=sys.stderr)
+        return 2
+    for line in asyncio.run(report(argv[0], argv[1] if len(argv) == 2 else None)):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
