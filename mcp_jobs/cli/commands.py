@@ -16,7 +16,7 @@ from mcp_jobs.config import Settings, load_apps, redact
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.bulk import BulkAction, BulkFilter, bulk_command
 from mcp_jobs.operations.envelope import error_payload, failure, success
-from mcp_jobs.operations.models import Envelope, MigrateResult
+from mcp_jobs.operations.models import Envelope, MigrateResult, NatsReportResult
 from mcp_jobs.operations.scope import Scope
 
 # How long `backfill NAME --write` follows the pass at a terminal, when a worker is live.
@@ -212,6 +212,8 @@ async def write_or_plan(
 async def db_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "prune":
         return await prune_command(args, settings)
+    if args.action == "nats-report":
+        return await nats_report_command(args, settings)
 
     async def run() -> Envelope:
         jobs = await connect(settings.url, migrate=False)
@@ -235,3 +237,15 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
             )
 
     return await guarded("prune_history", args.json, run, settings)
+
+
+async def nats_report_command(args: argparse.Namespace, settings: Settings) -> int:
+    """`db nats-report`: the NATS driver's STORAGE_FULL and contended-key fix."""
+
+    async def run() -> Envelope:
+        # Imported here: the nats extra is installed only where the NATS driver is used.
+        from engine.drivers.nats.report import report
+
+        return NatsReportResult(ok=True, lines=await report(settings.url, args.key))
+
+    return await guarded("db_nats_report", args.json, run, settings)

@@ -306,4 +306,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=SETTLED_STATES,
         help="only this settled state (repeatable; default: all four)",
     )
+    report = db_actions.add_parser(
+        "nats-report",
+        parents=[common],
+        help="NATS: what takes the JetStream store's room, or (with KEY) a key as stored and "
+        "how often it is written; only reads",
+    )
+    report.add_argument("key", nargs="?", metavar="KEY", help="a key of the bucket")
     return parser

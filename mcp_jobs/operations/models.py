@@ -481,3 +481,7 @@ class DrainResult(Envelope):
 class MigrateResult(Envelope):
     driver: str | None = None
     database: str | None = None
+
+
+class NatsReportResult(Envelope):
+    lines: list[str] | None = None

@@ -218,12 +218,18 @@ def test_a_bad_url_is_refused_before_connecting(url: str) -> None:
     assert caught.value.code == "DATABASE_URL_INVALID"
 
 
-async def test_an_unreachable_server_is_a_typed_error() -> None:
+async def test_an_unreachable_server_is_a_typed_error(caplog: pytest.LogCaptureFixture) -> None:
+    """Its cause names the refusal, and the log says it once: nats-py's own callback logged a
+    traceback on every try, five a second."""
     url = f"nats://127.0.0.1:{free_port()}/b"
     driver = open_driver(url, clock=ManualClock(), connect_timeout_s=0.5)
     with pytest.raises(JobsError) as caught:
         await driver.migrate()
     assert caught.value.code == "DRIVER_UNAVAILABLE"
+    assert "ConnectionRefusedError" in caught.value.cause
+    logged = [r for r in caplog.records if r.name.startswith("nats") or "NATS" in r.getMessage()]
+    assert [r.getMessage().split(" (")[0] for r in logged] == ["NATS connection failed"]
+    assert all(r.exc_info is None for r in logged)
     # The server the driver was given: the bare command would migrate the default SQLite file.
     assert caught.value.fix == f"mcp-jobs db migrate --database-url {url}"
 

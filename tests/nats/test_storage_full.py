@@ -138,9 +138,9 @@ async def test_an_enqueue_into_a_full_store_is_storage_full_and_stores_nothing(
             await driver.enqueue(batch)
         error = raised.value
         assert error.code == "STORAGE_FULL" and error.retryable
-        assert error.fix == f"python3 -m engine.drivers.nats.report {url}"
+        assert error.fix == f"mcp-jobs db nats-report --database-url {url}"
         fixes = connection.Fixes.of("nats://s3cret@broker:4222/jobs")
-        assert fixes.report == ('python3 -m engine.drivers.nats.report "$MCP_JOBS_DATABASE_URL"')
+        assert fixes.report == 'mcp-jobs db nats-report --database-url "$MCP_JOBS_DATABASE_URL"'
         printed = await _run_as_given(error.fix)
         assert "account: file storage" in printed
         assert f"stream {FILLER}:" in printed and f"stream KV_{driver.bucket}:" in printed
@@ -267,7 +267,7 @@ async def test_a_contended_key_is_retryable_and_its_fix_shows_the_key(database_u
         error = raised.value
         assert error.code == "DRIVER_UNAVAILABLE" and error.retryable and tried
         key = f"job.{job.id}"
-        assert error.fix == f"python3 -m engine.drivers.nats.report {database_url} {key}"
+        assert error.fix == f"mcp-jobs db nats-report --database-url {database_url} {key}"
         printed = await _run_as_given(error.fix)
         assert printed.startswith(f"{key} in {driver.bucket}: revision ")
         assert "written 0 times" in printed

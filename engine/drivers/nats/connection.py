@@ -12,6 +12,7 @@ One KV bucket holds everything a namespace stores; its name is the URL's path (d
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import shlex
 from collections.abc import AsyncIterator
@@ -33,6 +34,8 @@ from engine.errors import (
     JobsError,
     StorageFullError,
 )
+
+logger = logging.getLogger("mcp_jobs.nats")
 
 SCHEMES = ("nats", "tls")
 DEFAULT_BUCKET = "mcp_jobs"
@@ -93,14 +96,14 @@ class Fixes:
     # Migrating reconnects and binds the bucket: the one command that checks the server end
     # to end.
     unavailable: str
-    # report.py on the URL, run by the project's own client (the `nats` CLI is seldom
-    # installed, the monitoring port is off by default): what takes the store's room, or with
-    # a key added, who keeps changing that key.
+    # report.py on the URL through the project's CLI (the `nats` CLI is seldom installed, the
+    # monitoring port is off by default): what takes the store's room, or with a key added,
+    # how often that key is written.
     report: str
 
     @classmethod
     def of(cls, url: str) -> Fixes:
-        return cls(migrate_fix(url), f"python3 -m engine.drivers.nats.report {url_word(url)}")
+        return cls(migrate_fix(url), f"mcp-jobs db nats-report --database-url {url_word(url)}")
 
     def contended(self, key: str) -> str:
         return f"{self.report} {shlex.quote(key)}"
@@ -116,22 +119,59 @@ def storage_full(exc: BaseException) -> bool:
     return exc.err_code == _STORE_FAILED and (exc.description or "") in _STREAM_LIMITS
 
 
+class ConnectionLog:
+    """nats-py's error callbacks. Its default logs a traceback on every failed try, five a
+    second while a server is away: this logs the first failure of an outage and the reconnect,
+    and keeps the last failure, which names what went wrong when the first connect times out."""
+
+    def __init__(self) -> None:
+        self.last: BaseException | None = None
+        self.away = False
+
+    async def error(self, exc: Exception) -> None:
+        self.last = exc
+        if not self.away:
+            self.away = True
+            logger.warning("NATS connection failed (%s: %s); reconnecting", type(exc).__name__, exc)
+
+    async def reconnected(self) -> None:
+        if self.away:
+            self.away = False
+            logger.warning("NATS connection back")
+
+
+async def connect(servers: list[str], connect_timeout_s: float, *, reconnect: bool) -> Client:
+    """A client connected to one of `servers`; the first connect is bounded (nats-py would
+    retry it as long as it reconnects) and fails with the last error it met. With
+    `reconnect`, it reconnects forever with a short wait: a restarted server or a lost cluster
+    node is a pause, and a request sent meanwhile fails after its own timeout."""
+    client = Client()
+    log = ConnectionLog()
+    try:
+        async with asyncio.timeout(connect_timeout_s * 2):
+            # nats-py annotates these seconds as int; it hands them to asyncio, which takes
+            # floats.
+            await client.connect(
+                servers=servers,
+                connect_timeout=connect_timeout_s,  # type: ignore[arg-type]
+                reconnect_time_wait=0.2,  # type: ignore[arg-type]
+                max_reconnect_attempts=-1 if reconnect else 0,
+                allow_reconnect=reconnect,
+                error_cb=log.error,
+                reconnected_cb=log.reconnected,
+            )
+    except TimeoutError:
+        await client.close()
+        if log.last is not None:
+            raise log.last from None
+        raise
+    return client
+
+
 async def open_bucket(
     parsed: NatsUrl, connect_timeout_s: float
 ) -> tuple[Client, JetStreamContext, KeyValue]:
-    # Reconnects forever with a short wait: a restarted server or a lost cluster node is a
-    # pause, and a request sent meanwhile fails as DRIVER_UNAVAILABLE after its own timeout.
-    client = Client()
-    # The first connect is bounded (nats-py would retry it as long as it reconnects).
-    async with asyncio.timeout(connect_timeout_s * 2):
-        # nats-py annotates these seconds as int; it hands them to asyncio, which takes floats.
-        await client.connect(
-            servers=parsed.servers,
-            connect_timeout=connect_timeout_s,  # type: ignore[arg-type]
-            reconnect_time_wait=0.2,  # type: ignore[arg-type]
-            max_reconnect_attempts=-1,
-            allow_reconnect=True,
-        )
+    client = await connect(parsed.servers, connect_timeout_s, reconnect=True)
     try:
         js = client.jetstream(timeout=connect_timeout_s)
         return client, js, await _bucket(js, parsed)

@@ -1,8 +1,8 @@
 """What an operator runs from a NATS fix line, with only the project installed (the `nats` CLI
 is seldom there, and the server's monitoring port is off by default):
 
-    python3 -m engine.drivers.nats.report URL          what takes the JetStream store's room
-    python3 -m engine.drivers.nats.report URL KEY      a key as stored now, and its writers' pace
+    mcp-jobs db nats-report --database-url URL         what takes the JetStream store's room
+    mcp-jobs db nats-report --database-url URL KEY     a key as stored now, and its writers' pace
 
 The first is STORAGE_FULL's fix, the second a contended key's. Both only read.
 """
@@ -10,7 +10,6 @@ The first is STORAGE_FULL's fix, the second a contended key's. Both only read.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Sequence
 
 import nats
@@ -18,7 +17,7 @@ import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.api import AccountInfo, StreamInfo
 
-from engine.drivers.nats.connection import NatsUrl, parse_nats_url
+from engine.drivers.nats.connection import Fixes, NatsUrl, connect, guard, parse_nats_url
 
 CONNECT_TIMEOUT_S = 5.0
 # How long the key is watched for writes: long enough to see a hot key move, short to wait.
@@ -83,13 +82,13 @@ async def _key_lines(js: JetStreamContext, parsed: NatsUrl, key: str) -> list[st
 
 async def report(url: str, key: str | None) -> list[str]:
     parsed = parse_nats_url(url)
+    async with guard(Fixes.of(url)):
+        return await _report(parsed, key)
+
+
+async def _report(parsed: NatsUrl, key: str | None) -> list[str]:
     # Not the driver's connection: one try, and no bucket made where there is none.
-    async with asyncio.timeout(CONNECT_TIMEOUT_S * 2):
-        client = await nats.connect(
-            servers=parsed.servers,
-            connect_timeout=CONNECT_TIMEOUT_S,
-            allow_reconnect=False,
-        )
+    client = await connect(parsed.servers, CONNECT_TIMEOUT_S, reconnect=False)
     js = client.jetstream(timeout=CONNECT_TIMEOUT_S)
     try:
         if key is not None:
@@ -97,16 +96,3 @@ async def report(url: str, key: str | None) -> list[str]:
         return storage_lines(await js.account_info(), await js.streams_info())
     finally:
         await client.close()
-
-
-def main(argv: Sequence[str]) -> int:
-    if len(argv) not in (1, 2):
-        print("usage: python3 -m engine.drivers.nats.report URL [KEY]", file=sys.stderr)
-        return 2
-    for line in asyncio.run(report(argv[0], argv[1] if len(argv) == 2 else None)):
-        print(line)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
