@@ -3,8 +3,9 @@ drivers without a retrier of their own (Redis, NATS; PostgreSQL's is postgres/re
 
 A body that finished is not run again because its settle met a restart or a dropped
 connection: the settle is tried again, 50 ms doubling to 1 s, for up to `within_ms` of the
-retry clock. Safe to repeat: every settle is fenced by the lease token, so a try after one whose
-reply was lost finds the job settled and answers slot lost; it never writes twice.
+retry clock. Safe to repeat: every settle is fenced by the lease token and records it as the
+settle's (`settled_by`), so a try after one whose reply was lost finds its own settle there and
+succeeds without writing again.
 """
 
 from __future__ import annotations

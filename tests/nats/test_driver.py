@@ -334,6 +334,55 @@ async def test_a_settle_is_held_while_the_server_is_away(
         await driver.close()
 
 
+def _reply_lost(store: Any) -> list[str]:
+    """The store's first compare-and-set is written, then its reply is lost (a timeout)."""
+    real = store.kv.update
+    tried: list[str] = []
+
+    async def update(key: str, value: bytes, last: int | None = None) -> int:
+        tried.append(key)
+        revision = int(await real(key, value, last=last))
+        if len(tried) == 1:
+            raise nats.errors.TimeoutError
+        return revision
+
+    store.kv.update = update
+    return tried
+
+
+async def test_a_settle_whose_reply_was_lost_succeeds_when_tried_again(
+    database_url: str, clock: ManualClock
+) -> None:
+    """The try after one that landed finds its own settle: the ack succeeds and the nack answers
+    the row it left, as on PostgreSQL. Without that the finished job was reported lost."""
+    paced = PacedClock()
+    driver = cast(NatsDriver, open_driver(database_url, clock=clock, retry_clock=paced))
+    try:
+        await driver.migrate()
+        await driver.enqueue([_request(1, clock.now_ms()), _request(2, clock.now_ms())])
+        first, second = await driver.claim("w", 2, 60_000)
+        store = await driver._open()  # pyright: ignore[reportPrivateUsage]
+        tried = _reply_lost(store)
+        outcomes = await driver.ack_many([AckWrite(first.record.id, first.token, {"ok": 1})])
+        assert (outcomes, len(tried), paced.pauses) == ([None], 1, [50])
+        record = await driver.get(first.record.id)
+        assert (record.state, record.output) == ("done", {"ok": 1})
+
+        tried = _reply_lost(store)
+        failure = ErrorPayload(code="JOB_FAILED", title="t", cause="c", fix="f", retryable=False)
+        options = NackOptions(error=failure, fail=True)
+        nacked = await driver.nack(second.record.id, second.token, options)
+        assert (nacked.state, len(tried)) == ("failed", 1)
+
+        # Only the token that settled it, and only on a try after one that may have landed.
+        stale = await driver.ack_many([AckWrite(first.record.id, second.token, None)])
+        assert [e.code if e else None for e in stale] == ["JOB_SLOT_LOST"]
+        twice = await driver.ack_many([AckWrite(first.record.id, first.token, None)])
+        assert [e.code if e else None for e in twice] == ["JOB_SLOT_LOST"]
+    finally:
+        await driver.close()
+
+
 async def test_a_held_settle_fails_typed_at_its_deadline_and_a_refusal_is_not_held(
     database_url: str, clock: ManualClock
 ) -> None:

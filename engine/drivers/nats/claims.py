@@ -117,13 +117,23 @@ async def heartbeat(store: Store, job_id: str, token: str, lease_ms: int) -> Hea
     return HeartbeatResult(lease_expires_at=expires, cancel_requested=False)
 
 
-async def ack_many(store: Store, writes: Sequence[AckWrite]) -> list[JobsError | None]:
+def landed(doc: JobDoc | None, token: str, again: bool) -> bool:
+    """Whether the settle by `token` is already there, on a try after one that may have landed
+    (`again`): its reply was lost, and the try answers as that one did."""
+    return again and doc is not None and doc.settled_by == token
+
+
+async def ack_many(
+    store: Store, writes: Sequence[AckWrite], again: bool = False
+) -> list[JobsError | None]:
     now = store.clock.now_ms()
 
     async def ack(write: AckWrite) -> JobsError | None:
         def done(doc: JobDoc | None) -> JobDoc:
+            if landed(doc, write.token, again) and doc and doc.record.state == "done":
+                raise Unchanged
             current = held(doc, write.job_id, write.token)
-            return current.with_record(ack_transition(current.record, now, write.output), None)
+            return current.settled(ack_transition(current.record, now, write.output), write.token)
 
         try:
             _, after = await store.change_doc(write.job_id, done)
@@ -135,13 +145,17 @@ async def ack_many(store: Store, writes: Sequence[AckWrite]) -> list[JobsError |
     return list(await asyncio.gather(*(ack(w) for w in writes)))
 
 
-async def nack(store: Store, job_id: str, token: str, options: NackOptions) -> JobRecord:
+async def nack(
+    store: Store, job_id: str, token: str, options: NackOptions, again: bool = False
+) -> JobRecord:
     now = store.clock.now_ms()
 
     def back(doc: JobDoc | None) -> JobDoc:
+        if landed(doc, token, again):
+            raise Unchanged
         current = held(doc, job_id, token)
         record = apply_nack(current.record, options, now)
-        after = current.with_record(record, None)
+        after = current.settled(record, token)
         kind = event_kind_for(options)
         if kind is not None:
             data = nack_event_data(options, current.record.attempt, record.run_at)

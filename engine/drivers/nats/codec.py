@@ -26,9 +26,16 @@ class JobDoc:
         default_factory=dict[str, dict[str, StepRecord]]
     )
     events: tuple[EventRecord, ...] = ()
+    # The token of the lease whose ack or nack let the job go: a try of that settle sent again
+    # after its reply was lost finds it here (claims.py).
+    settled_by: str | None = None
 
     def with_record(self, record: JobRecord, token: str | None) -> JobDoc:
         return replace(self, record=record, token=token)
+
+    def settled(self, record: JobRecord, token: str) -> JobDoc:
+        """Let go by the holder of `token`, with `record` its settle's."""
+        return replace(self, record=record, token=None, settled_by=token)
 
     def with_event(self, event: EventRecord) -> JobDoc:
         return replace(self, events=(*self.events, event))
@@ -54,6 +61,7 @@ def encode_doc(doc: JobDoc) -> bytes:
                 for run, steps in doc.steps.items()
             },
             "events": [e.model_dump(mode="json") for e in doc.events],
+            "settled_by": doc.settled_by,
         },
         separators=(",", ":"),
     ).encode()
@@ -73,6 +81,7 @@ def decode_doc(raw: bytes) -> JobDoc:
         token=data["token"],
         steps=steps,
         events=tuple(EventRecord.model_validate(e) for e in data["events"]),
+        settled_by=data.get("settled_by"),
     )
 
 

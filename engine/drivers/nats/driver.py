@@ -190,11 +190,17 @@ class NatsDriver:
         async with guard(self._fixes):
             return await claims.heartbeat(store, job_id, token, lease_ms)
 
-    def _held(self, settle: Callable[[Store], Awaitable[T]]) -> Awaitable[T]:
+    def _held(self, settle: Callable[[Store, bool], Awaitable[T]]) -> Awaitable[T]:
+        """`settle(store, again)` held through an outage; `again` from the second try on, when
+        the try before may have landed with its reply lost."""
+        tries = 0
+
         async def guarded() -> T:
+            nonlocal tries
+            tries += 1
             store = await self._open()
             async with guard(self._fixes):
-                return await settle(store)
+                return await settle(store, tries > 1)
 
         return hold(
             guarded,
@@ -205,10 +211,12 @@ class NatsDriver:
         )
 
     async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
-        return await self._held(lambda store: claims.ack_many(store, writes))
+        return await self._held(lambda store, again: claims.ack_many(store, writes, again))
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
-        return await self._held(lambda store: claims.nack(store, job_id, token, options))
+        return await self._held(
+            lambda store, again: claims.nack(store, job_id, token, options, again)
+        )
 
     async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
         store = await self._open()
@@ -259,7 +267,8 @@ class NatsDriver:
             return await steps.load_steps(store, run_id)
 
     async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
-        return await self._held(lambda store: steps.save_steps_many(store, writes))
+        # A step written twice is the same record: no `again` needed.
+        return await self._held(lambda store, _: steps.save_steps_many(store, writes))
 
     # --- limiter slots ------------------------------------------------------------------------
 
