@@ -10,12 +10,11 @@ by message text.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shlex
 import sqlite3
-import urllib.parse
 
+from engine.drivers.sqlite.fix_lines import python_holders, python_sql
 from engine.errors import (
     DriverUnavailableError,
     InvalidArgumentError,
@@ -98,7 +97,7 @@ def convert(path: str, exc: BaseException) -> JobsError:
             fix = "store the large value elsewhere and pass a reference to it"
             return SqliteValueRefusedError(path, refused, detail, fix)
         # The cause names the column and the constraint; the schema shows what it accepts.
-        fix = _python_sql(path, "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")
+        fix = python_sql(path, "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")
         return SqliteValueRefusedError(path, "a value its schema does not accept", detail, fix)
     return DriverUnavailableError("sqlite", f"{path}: {name}: {exc}", _unavailable_fix(path, exc))
 
@@ -108,11 +107,11 @@ def _unavailable_fix(path: str, exc: BaseException) -> str:
     quoted = shlex.quote(path)
     directory = shlex.quote(os.path.dirname(os.path.abspath(path)))
     if code in _BUSY_CODES:
-        return f"lsof {quoted}"  # who holds the lock
+        return python_holders(path)  # who has the file open, so who may hold the lock
     if code in _ACCESS_CODES or isinstance(exc, OSError):
         return f"ls -ld {directory} {quoted}"
     if code in _DAMAGE_CODES:
-        return _python_sql(path, "PRAGMA integrity_check")
+        return python_sql(path, "PRAGMA integrity_check")
     if code == sqlite3.SQLITE_IOERR:
         return f"df -h {directory}"
     if code is None:
@@ -120,14 +119,3 @@ def _unavailable_fix(path: str, exc: BaseException) -> str:
         return "pip install --upgrade mcp-jobs"
     # A plain SQL error here is a missing or older table or column.
     return f"mcp-jobs db migrate --database-url {shlex.quote('sqlite:///' + path)}"
-
-
-def _python_sql(path: str, sql: str) -> str:
-    """A line printing what `sql` answers on the file at `path`, read-only, through Python's
-    own sqlite3 (the `sqlite3` shell is often not installed where Python is)."""
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
-    code = (
-        f"import sqlite3; db = sqlite3.connect({json.dumps(uri)}, uri=True); "
-        f"print(*(row[0] for row in db.execute({json.dumps(sql)})), sep=chr(10))"
-    )
-    return f"python3 -c {shlex.quote(code)}"

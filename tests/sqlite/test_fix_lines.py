@@ -1,0 +1,111 @@
+"""The fix of a locked file runs as given where only Python is installed, and does what it says:
+it names the process that holds the lock."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.abc import Process
+
+from engine import ManualClock
+from engine.drivers.sqlite import SqliteDriver
+from engine.errors import JobsError
+from schemas.jobs import EnqueueRequest
+from tests.sqlite.fix_runner import run_fix
+
+START = 1_767_225_600_000
+NOBODY = 65534
+# The interpreter another user may run: this test's own may sit under root's home.
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+# A second process that takes the write lock, says so, and keeps it until its stdin closes.
+HOLD_THE_LOCK = (
+    "import sqlite3, sys; db = sqlite3.connect(sys.argv[1], isolation_level=None); "
+    "db.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.read()"
+)
+
+
+def request(n: int, key: str) -> EnqueueRequest:
+    return EnqueueRequest(
+        id=f"job{n:05d}",
+        run_id=f"run{n:05d}",
+        name="item",
+        queue="default",
+        idempotency_key=key,
+        input={"n": n},
+        run_at=START,
+        max_attempts=3,
+    )
+
+
+@pytest.fixture
+async def driver(tmp_path: Path, clock: ManualClock) -> AsyncIterator[SqliteDriver]:
+    # busy_timeout 0: a held lock fails the driver's rounds at once instead of after seconds.
+    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock, busy_timeout_ms=0)
+    await d.migrate()
+    yield d
+    await d.close()
+
+
+@pytest.fixture
+async def holder(driver: SqliteDriver) -> AsyncIterator[Process]:
+    """Another process holding the write lock on the driver's file."""
+    async with await anyio.open_process([sys.executable, "-c", HOLD_THE_LOCK, driver.path]) as p:
+        assert p.stdout is not None and p.stdin is not None
+        with anyio.fail_after(30):
+            said = b""
+            while b"\n" not in said:
+                said += await p.stdout.receive()
+        assert said == b"locked\n"
+        yield p
+        await p.stdin.aclose()
+        with anyio.fail_after(30):
+            assert await p.wait() == 0
+
+
+async def busy_fix(driver: SqliteDriver) -> str:
+    with pytest.raises(JobsError) as raised:
+        await driver.enqueue([request(1, "k1")])
+    assert raised.value.code == "DRIVER_UNAVAILABLE"
+    cause = raised.value.__cause__
+    assert isinstance(cause, sqlite3.OperationalError)
+    assert cause.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return raised.value.fix
+
+
+async def test_a_locked_file_names_the_process_holding_the_lock(
+    driver: SqliteDriver, holder: Process
+) -> None:
+    fix = await busy_fix(driver)
+    ran = await run_fix(fix)
+    assert ran.returncode == 0, ran.stderr
+    held = {line.split(" ", 1)[0]: line for line in ran.stdout.decode().splitlines()}
+    # The holder by pid, with its command line; this process has the file open too.
+    assert "BEGIN IMMEDIATE" in held[str(holder.pid)], ran.stdout
+    assert str(os.getpid()) in held, ran.stdout
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists(SYSTEM_PYTHON),
+    reason=f"runs the line as another user (needs root) with {SYSTEM_PYTHON}",
+)
+async def test_the_lock_line_run_by_a_user_who_may_not_look_says_so(
+    driver: SqliteDriver, holder: Process
+) -> None:
+    fix = await busy_fix(driver)
+    # Another user may not read this root-owned test's /proc/PID/fd: skipped and counted, and
+    # the line still exits cleanly.
+    ran = await run_fix(fix, python3=SYSTEM_PYTHON, user=NOBODY)
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.decode().splitlines()
+    assert str(holder.pid) not in {line.split(" ", 1)[0] for line in lines}
+    assert any(line.startswith("no process this user may inspect has ") for line in lines), lines
+    assert any(
+        line.endswith(" more processes whose open files this user may not read") for line in lines
+    ), lines
