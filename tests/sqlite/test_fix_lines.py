@@ -1,5 +1,6 @@
-"""The fix of a locked file runs as given where only Python is installed, and does what it says:
-it names the process that holds the lock."""
+"""The fixes of a locked file and of a dedupe index that disagrees with the live-row lookup run as
+given where only Python is installed, and do what they say: the first names the process that
+holds the lock, the second rebuilds the index so that enqueue works again."""
 
 from __future__ import annotations
 
@@ -109,3 +110,35 @@ async def test_the_lock_line_run_by_a_user_who_may_not_look_says_so(
     assert any(
         line.endswith(" more processes whose open files this user may not read") for line in lines
     ), lines
+
+
+async def test_an_index_that_disagrees_with_the_live_lookup_is_rebuilt_by_the_fix(
+    driver: SqliteDriver,
+) -> None:
+    (first,) = await driver.enqueue([request(1, "key")])
+    # An index like an older schema's: ON CONFLICT matches it (only the collation differs),
+    # but it calls "KEY" taken by "key" where FIND_LIVE, comparing exactly, finds no holder.
+    damage = sqlite3.connect(driver.path, isolation_level=None)
+    (declared,) = damage.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'mcp_jobs_jobs_live_key'"
+    ).fetchone()
+    damage.execute("DROP INDEX mcp_jobs_jobs_live_key")
+    damage.execute(declared.replace("idempotency_key)", "idempotency_key COLLATE NOCASE)"))
+    damage.close()
+    with pytest.raises(JobsError) as raised:
+        await driver.enqueue([request(2, "KEY")])
+    assert raised.value.code == "DRIVER_UNAVAILABLE"
+
+    ran = await run_fix(raised.value.fix)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == b"ok\n"  # the integrity check of the jobs table, after the rebuild
+    check = sqlite3.connect(driver.path)
+    (rebuilt,) = check.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'mcp_jobs_jobs_live_key'"
+    ).fetchone()
+    check.close()
+    assert rebuilt == declared
+    (second,) = await driver.enqueue([request(2, "KEY")])
+    (again,) = await driver.enqueue([request(3, "key")])
+    assert not second.deduped
+    assert again.deduped and again.id == first.id

@@ -14,7 +14,8 @@ import os
 import shlex
 import sqlite3
 
-from engine.drivers.sqlite.fix_lines import python_holders, python_sql
+from engine.drivers.sqlite.fix_lines import python_holders, python_sql, rebuild_index
+from engine.drivers.sqlite.migrate import declared_statement
 from engine.errors import (
     DriverUnavailableError,
     InvalidArgumentError,
@@ -36,6 +37,9 @@ _DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+# The unique index rule 2's dedupe stands on (schema.sql), and its table.
+LIVE_KEY_INDEX, JOBS_TABLE = "mcp_jobs_jobs_live_key", "mcp_jobs_jobs"
 
 
 class OutboxWrongDatabaseError(JobsError):
@@ -63,6 +67,20 @@ class SqliteValueRefusedError(InvalidArgumentError):
             fix,
             details={"driver": "sqlite", "refused": refused},
         )
+
+
+def live_key_disagrees(path: str) -> DriverUnavailableError:
+    """The error for an insert ON CONFLICT skipped while FIND_LIVE finds no live row on its key:
+    the index does not say what schema.sql declares (damaged, or built by another definition).
+    `db migrate` would leave it as it is (0001 creates it IF NOT EXISTS, once), so the fix
+    builds it again as declared."""
+    create = declared_statement(LIVE_KEY_INDEX)
+    return DriverUnavailableError(
+        "sqlite",
+        f"{path}: ON CONFLICT skipped a row no live row holds: index {LIVE_KEY_INDEX} disagrees "
+        "with the live-row lookup (a damaged index, or one an older schema built)",
+        rebuild_index(path, JOBS_TABLE, LIVE_KEY_INDEX, create),
+    )
 
 
 def primary_code(exc: BaseException) -> int | None:

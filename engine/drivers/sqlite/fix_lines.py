@@ -20,15 +20,26 @@ def _line(code: str) -> str:
     return f"python3 -c {shlex.quote(code)}"
 
 
-def python_sql(path: str, sql: str) -> str:
-    """A line printing what `sql` answers on the file at `path`, read-only, through Python's
-    own sqlite3."""
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
+def python_sql(path: str, sql: str, *, script: str | None = None) -> str:
+    """A line printing what `sql` answers on the file at `path` through Python's own sqlite3:
+    read-only, or with `script` (a change, such as an index rebuild) executed first."""
+    mode = "ro" if script is None else "rw"  # rw, not rwc: a missing file is not created
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + f"?mode={mode}"
+    first = "" if script is None else f"db.executescript({_literal(script)}); "
     code = (
-        f"import sqlite3; db = sqlite3.connect({_literal(uri)}, uri=True); "
+        f"import sqlite3; db = sqlite3.connect({_literal(uri)}, uri=True); {first}"
         f"print(*(row[0] for row in db.execute({_literal(sql)})), sep=chr(10))"
     )
     return _line(code)
+
+
+def rebuild_index(path: str, table: str, name: str, create: str) -> str:
+    """A line that drops index `name` and creates it again by `create`, in one transaction (a
+    failed CREATE, such as two live rows on one unique key, leaves the old index), then prints
+    the integrity check of `table`: "ok" once the table and its indexes agree."""
+    create = create.strip().removesuffix(";")
+    script = f"BEGIN IMMEDIATE; DROP INDEX IF EXISTS {name}; {create}; COMMIT;"
+    return python_sql(path, f"PRAGMA integrity_check({table})", script=script)
 
 
 def python_holders(path: str) -> str:

@@ -22,9 +22,8 @@ from engine.drivers.sqlite.codec import (
     step_from_row,
 )
 from engine.drivers.sqlite.connection import each_item
-from engine.drivers.sqlite.errors import is_busy
+from engine.drivers.sqlite.errors import is_busy, live_key_disagrees
 from engine.errors import (
-    DriverUnavailableError,
     JobDuplicateError,
     JobNotCancellableError,
     JobNotFoundError,
@@ -53,7 +52,7 @@ _TENANT = 4  # index of tenant_id in JOB_COLUMNS: checked before a row is decode
 
 
 def enqueue(
-    conn: sqlite3.Connection, requests: Sequence[EnqueueRequest], now: int
+    conn: sqlite3.Connection, path: str, requests: Sequence[EnqueueRequest], now: int
 ) -> tuple[list[EnqueueResult], bool]:
     """Insert each request unless a live row (possibly an earlier item of this batch, already
     inserted in this transaction) holds its key. Returns the results and whether any row was
@@ -78,7 +77,7 @@ def enqueue(
             continue
         holder = conn.execute(q.FIND_LIVE, params).fetchone()
         if holder is None:  # the index and FIND_LIVE disagree: the very bug rule 2 forbids
-            raise DriverUnavailableError("sqlite", "ON CONFLICT skipped a row no live row holds")
+            raise live_key_disagrees(path)
         if request.on_conflict == "error":
             raise JobDuplicateError(
                 request.name, request.idempotency_key, holder[0], request.tenant_id
