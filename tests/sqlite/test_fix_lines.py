@@ -1,6 +1,7 @@
-"""The fixes of a locked file and of a dedupe index that disagrees with the live-row lookup run as
-given where only Python is installed, and do what they say: the first names the process that
-holds the lock, the second rebuilds the index so that enqueue works again."""
+"""The fixes of a locked file and of a dedupe index that is not as declared (damaged, dropped, or
+disagreeing with the live-row lookup) run as given where only Python is installed, and do what
+they say: the first names the process that holds the lock, the second rebuilds the index so
+that enqueue works again."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from anyio.abc import Process
 
 from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
+from engine.drivers.sqlite.errors import live_key_off
 from engine.errors import JobsError
 from schemas.jobs import EnqueueRequest
 from tests.sqlite.fix_runner import run_fix
@@ -142,3 +144,30 @@ async def test_an_index_that_disagrees_with_the_live_lookup_is_rebuilt_by_the_fi
     (again,) = await driver.enqueue([request(3, "key")])
     assert not second.deduped
     assert again.deduped and again.id == first.id
+
+
+async def test_a_dropped_dedupe_index_is_rebuilt_by_the_fix_not_left_to_migrate(
+    driver: SqliteDriver,
+) -> None:
+    await driver.enqueue([request(1, "key")])
+    assert not await driver._exec.run(live_key_off, write=False)  # as migrated: as declared
+    damage = sqlite3.connect(driver.path, isolation_level=None)
+    damage.execute("DROP INDEX mcp_jobs_jobs_live_key")
+    damage.close()
+    # One job and a batch: both insert statements name the index as their ON CONFLICT target.
+    for batch in ([request(2, "other")], [request(2, "other"), request(3, "third")]):
+        with pytest.raises(JobsError) as raised:
+            await driver.enqueue(batch)
+        assert raised.value.code == "DRIVER_UNAVAILABLE"
+        assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+
+    ran = await run_fix(raised.value.fix)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == b"ok\n"
+    assert not await driver._exec.run(live_key_off, write=False)
+    (again,) = await driver.enqueue([request(4, "key")])
+    assert again.deduped and again.id == "job00001"
+    assert [r.deduped for r in await driver.enqueue([request(2, "other"), request(3, "3")])] == [
+        False,
+        False,
+    ]

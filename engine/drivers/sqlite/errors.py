@@ -69,18 +69,28 @@ class SqliteValueRefusedError(InvalidArgumentError):
         )
 
 
-def live_key_disagrees(path: str) -> DriverUnavailableError:
-    """The error for an insert ON CONFLICT skipped while FIND_LIVE finds no live row on its key:
-    the index does not say what schema.sql declares (damaged, or built by another definition).
-    `db migrate` would leave it as it is (0001 creates it IF NOT EXISTS, once), so the fix
-    builds it again as declared."""
+def live_key_broken(path: str, what: str) -> DriverUnavailableError:
+    """The error for an enqueue the live-key index failed: `what` says how. The index is not what
+    schema.sql declares (dropped, damaged, or built by another definition), and `db migrate`
+    would leave it so (0001 creates it IF NOT EXISTS, once), so the fix builds it as declared."""
     create = declared_statement(LIVE_KEY_INDEX)
     return DriverUnavailableError(
         "sqlite",
-        f"{path}: ON CONFLICT skipped a row no live row holds: index {LIVE_KEY_INDEX} disagrees "
-        "with the live-row lookup (a damaged index, or one an older schema built)",
+        f"{path}: {what}: index {LIVE_KEY_INDEX} is not as schema.sql declares it",
         rebuild_index(path, JOBS_TABLE, LIVE_KEY_INDEX, create),
     )
+
+
+def live_key_off(conn: sqlite3.Connection) -> bool:
+    """Whether the jobs table is there but its live-key index is missing or other than declared
+    (as SQLite stores a CREATE: without IF NOT EXISTS or the semicolon)."""
+    found = dict(
+        conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE name IN (?, ?)", (JOBS_TABLE, LIVE_KEY_INDEX)
+        ).fetchall()
+    )
+    declared = declared_statement(LIVE_KEY_INDEX).replace(" IF NOT EXISTS", "", 1)
+    return JOBS_TABLE in found and found.get(LIVE_KEY_INDEX) != declared.removesuffix(";")
 
 
 def primary_code(exc: BaseException) -> int | None:
