@@ -4,7 +4,8 @@
 most likely to help: a full disk is STORAGE_FULL, a value the database refused is
 INVALID_ARGUMENT (terminal: the same value fails the same way every time), and only a locked,
 unreadable or unmigrated file is DRIVER_UNAVAILABLE. Classified by SQLite's result code, never
-by message text.
+by message text. A dedupe index other than schema.sql declares is DRIVER_UNAVAILABLE too
+(`live_key_broken`), found by reading the schema. Every fix runs where only Python is installed.
 """
 
 from __future__ import annotations
