@@ -175,7 +175,7 @@ async def test_a_lock_never_released_ends_in_a_typed_transient_error(
         assert raised.value.code == "DRIVER_UNAVAILABLE"
         assert raised.value.retryable
         assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
-        assert raised.value.fix.startswith("lsof ")
+        assert raised.value.fix.startswith("python3 -c ")  # run in tests/sqlite/test_fix_lines.py
         holder.execute("COMMIT")
         (result,) = await d.enqueue([request(1)])
         assert not result.deduped

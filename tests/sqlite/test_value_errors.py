@@ -9,7 +9,6 @@ import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import pytest
 from pydantic import BaseModel
 
@@ -19,6 +18,7 @@ from engine.drivers.sqlite import SqliteDriver
 from engine.errors import JobsError
 from schemas.jobs import EnqueueRequest
 from schemas.steps import StepRecord
+from tests.sqlite.fix_runner import run_fix
 
 
 class Item(BaseModel):
@@ -56,7 +56,7 @@ async def test_a_value_the_schema_refuses_is_invalid_argument(driver: SqliteDriv
     # The schema, printed by a line that runs as given (Python's sqlite3, not the shell).
     fix = raised.value.fix
     assert fix.startswith("python3 -c ") and shlex.quote(driver.path)[1:-1] in fix
-    ran = await anyio.run_process(["bash", "-c", fix], check=False)
+    ran = await run_fix(fix)
     assert ran.returncode == 0 and b"CREATE TABLE mcp_jobs_workers" in ran.stdout, ran.stderr
     assert await driver.live_workers(0) == []
 
@@ -97,7 +97,7 @@ async def test_a_file_that_is_not_a_database_names_the_integrity_check(
     assert raised.value.code == "DRIVER_UNAVAILABLE"
     fix = raised.value.fix
     assert fix.startswith("python3 -c ") and "PRAGMA integrity_check" in fix
-    ran = await anyio.run_process(["bash", "-c", fix], check=False)
+    ran = await run_fix(fix)
     # It runs, and says what is wrong with the file (a sound database prints "ok").
     assert b"file is not a database" in ran.stderr, ran.stderr
     assert path.read_bytes().startswith(b"this is not a database file")  # read-only

@@ -148,7 +148,7 @@ class SqliteDriver:
         batch = list(requests)
         # A lone request is a short write: it may skip the thread hop (Executor.run's inline).
         results, inserted = await self._exec.run(
-            lambda c: lifecycle.enqueue(c, batch, at), inline=len(batch) == 1
+            lambda c: lifecycle.enqueue(c, self.path, batch, at), inline=len(batch) == 1
         )
         if inserted:
             self._wake().notify()
@@ -415,7 +415,7 @@ class SqliteDriver:
         now = self.clock.now_ms()
         wanted = list(rows)
         results, inserted = await self._exec.run(
-            lambda c: ledgers.outbox_publish(c, token, wanted, now)
+            lambda c: ledgers.outbox_publish(c, self.path, token, wanted, now)
         )
         if inserted:
             self._wake().notify()

@@ -4,18 +4,19 @@
 most likely to help: a full disk is STORAGE_FULL, a value the database refused is
 INVALID_ARGUMENT (terminal: the same value fails the same way every time), and only a locked,
 unreadable or unmigrated file is DRIVER_UNAVAILABLE. Classified by SQLite's result code, never
-by message text.
+by message text. A dedupe index other than schema.sql declares is DRIVER_UNAVAILABLE too
+(`live_key_broken`), found by reading the schema. Every fix runs where only Python is installed.
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shlex
 import sqlite3
-import urllib.parse
 
+from engine.drivers.sqlite.fix_lines import python_holders, python_sql, rebuild_index
+from engine.drivers.sqlite.migrate import declared_statement
 from engine.errors import (
     DriverUnavailableError,
     InvalidArgumentError,
@@ -37,6 +38,9 @@ _DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+# The unique index rule 2's dedupe stands on (schema.sql), and its table.
+LIVE_KEY_INDEX, JOBS_TABLE = "mcp_jobs_jobs_live_key", "mcp_jobs_jobs"
 
 
 class OutboxWrongDatabaseError(JobsError):
@@ -64,6 +68,30 @@ class SqliteValueRefusedError(InvalidArgumentError):
             fix,
             details={"driver": "sqlite", "refused": refused},
         )
+
+
+def live_key_broken(path: str, what: str) -> DriverUnavailableError:
+    """The error for an enqueue the live-key index failed: `what` says how. The index is not what
+    schema.sql declares (dropped, damaged, or built by another definition), and `db migrate`
+    would leave it so (0001 creates it IF NOT EXISTS, once), so the fix builds it as declared."""
+    create = declared_statement(LIVE_KEY_INDEX)
+    return DriverUnavailableError(
+        "sqlite",
+        f"{path}: {what}: index {LIVE_KEY_INDEX} is not as schema.sql declares it",
+        rebuild_index(path, JOBS_TABLE, LIVE_KEY_INDEX, create),
+    )
+
+
+def live_key_off(conn: sqlite3.Connection) -> bool:
+    """Whether the jobs table is there but its live-key index is missing or other than declared
+    (as SQLite stores a CREATE: without IF NOT EXISTS or the semicolon)."""
+    found = dict(
+        conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE name IN (?, ?)", (JOBS_TABLE, LIVE_KEY_INDEX)
+        ).fetchall()
+    )
+    declared = declared_statement(LIVE_KEY_INDEX).replace(" IF NOT EXISTS", "", 1)
+    return JOBS_TABLE in found and found.get(LIVE_KEY_INDEX) != declared.removesuffix(";")
 
 
 def primary_code(exc: BaseException) -> int | None:
@@ -98,7 +126,7 @@ def convert(path: str, exc: BaseException) -> JobsError:
             fix = "store the large value elsewhere and pass a reference to it"
             return SqliteValueRefusedError(path, refused, detail, fix)
         # The cause names the column and the constraint; the schema shows what it accepts.
-        fix = _python_sql(path, "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")
+        fix = python_sql(path, "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")
         return SqliteValueRefusedError(path, "a value its schema does not accept", detail, fix)
     return DriverUnavailableError("sqlite", f"{path}: {name}: {exc}", _unavailable_fix(path, exc))
 
@@ -108,11 +136,11 @@ def _unavailable_fix(path: str, exc: BaseException) -> str:
     quoted = shlex.quote(path)
     directory = shlex.quote(os.path.dirname(os.path.abspath(path)))
     if code in _BUSY_CODES:
-        return f"lsof {quoted}"  # who holds the lock
+        return python_holders(path)  # who has the file open, so who may hold the lock
     if code in _ACCESS_CODES or isinstance(exc, OSError):
         return f"ls -ld {directory} {quoted}"
     if code in _DAMAGE_CODES:
-        return _python_sql(path, "PRAGMA integrity_check")
+        return python_sql(path, "PRAGMA integrity_check")
     if code == sqlite3.SQLITE_IOERR:
         return f"df -h {directory}"
     if code is None:
@@ -120,14 +148,3 @@ def _unavailable_fix(path: str, exc: BaseException) -> str:
         return "pip install --upgrade mcp-jobs"
     # A plain SQL error here is a missing or older table or column.
     return f"mcp-jobs db migrate --database-url {shlex.quote('sqlite:///' + path)}"
-
-
-def _python_sql(path: str, sql: str) -> str:
-    """A line printing what `sql` answers on the file at `path`, read-only, through Python's
-    own sqlite3 (the `sqlite3` shell is often not installed where Python is)."""
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
-    code = (
-        f"import sqlite3; db = sqlite3.connect({json.dumps(uri)}, uri=True); "
-        f"print(*(row[0] for row in db.execute({json.dumps(sql)})), sep=chr(10))"
-    )
-    return f"python3 -c {shlex.quote(code)}"

@@ -161,7 +161,7 @@ def outbox_claim(
 
 
 def outbox_publish(
-    conn: sqlite3.Connection, token: str, rows: Sequence[OutboxRow], now: int
+    conn: sqlite3.Connection, path: str, token: str, rows: Sequence[OutboxRow], now: int
 ) -> tuple[list[EnqueueResult], bool]:
     """Enqueue the rows `token` still owns and mark them published, in one transaction: the
     stamp is first-writer-wins (`published_at IS NULL`), so a relay that lost its claim
@@ -173,7 +173,7 @@ def outbox_publish(
             owned.append(outbox_from_row(found))
     if not owned:
         return [], False
-    results, inserted = lifecycle.enqueue(conn, [r.request for r in owned], now)
+    results, inserted = lifecycle.enqueue(conn, path, [r.request for r in owned], now)
     for row, result in zip(owned, results, strict=True):
         conn.execute(q.OUTBOX_PUBLISHED, {"id": row.id, "job_id": result.id, "now": now})
     return results, inserted

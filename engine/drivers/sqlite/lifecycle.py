@@ -22,9 +22,8 @@ from engine.drivers.sqlite.codec import (
     step_from_row,
 )
 from engine.drivers.sqlite.connection import each_item
-from engine.drivers.sqlite.errors import is_busy
+from engine.drivers.sqlite.errors import is_busy, live_key_broken, live_key_off
 from engine.errors import (
-    DriverUnavailableError,
     JobDuplicateError,
     JobNotCancellableError,
     JobNotFoundError,
@@ -53,7 +52,7 @@ _TENANT = 4  # index of tenant_id in JOB_COLUMNS: checked before a row is decode
 
 
 def enqueue(
-    conn: sqlite3.Connection, requests: Sequence[EnqueueRequest], now: int
+    conn: sqlite3.Connection, path: str, requests: Sequence[EnqueueRequest], now: int
 ) -> tuple[list[EnqueueResult], bool]:
     """Insert each request unless a live row (possibly an earlier item of this batch, already
     inserted in this transaction) holds its key. Returns the results and whether any row was
@@ -63,13 +62,10 @@ def enqueue(
     results: list[EnqueueResult] = []
     inserted = False
     rows = [_enqueue_row(request, now) for request in requests]
-    went_in = _insert_set(conn, rows) if len(rows) > 1 and _packable(rows) else None
+    went_in = _inserted(conn, path, rows) if len(rows) > 1 and _packable(rows) else None
     for request, params in zip(requests, rows, strict=True):
         state = params["state"]
-        if went_in is None:
-            went = conn.execute(q.INSERT_JOB, params).fetchone() is not None
-        else:
-            went = request.id in went_in
+        went = request.id in (_inserted(conn, path, [params]) if went_in is None else went_in)
         if went:
             inserted = True
             results.append(
@@ -78,7 +74,7 @@ def enqueue(
             continue
         holder = conn.execute(q.FIND_LIVE, params).fetchone()
         if holder is None:  # the index and FIND_LIVE disagree: the very bug rule 2 forbids
-            raise DriverUnavailableError("sqlite", "ON CONFLICT skipped a row no live row holds")
+            raise live_key_broken(path, "ON CONFLICT skipped a row no live row holds")
         if request.on_conflict == "error":
             raise JobDuplicateError(
                 request.name, request.idempotency_key, holder[0], request.tenant_id
@@ -128,6 +124,20 @@ def _packable(rows: Sequence[dict[str, Any]]) -> bool:
             elif value is not None and (not isinstance(value, int) or value not in _INT64):
                 return False
     return True
+
+
+def _inserted(conn: sqlite3.Connection, path: str, rows: Sequence[dict[str, Any]]) -> set[str]:
+    """Insert one row (q.INSERT_JOB) or a packable batch (q.INSERT_JOBS): the ids that went in."""
+    try:
+        if len(rows) == 1:
+            return {row_id for (row_id,) in conn.execute(q.INSERT_JOB, rows[0])}
+        return _insert_set(conn, rows)
+    except sqlite3.OperationalError as exc:
+        # Without the index as declared the ON CONFLICT target matches nothing: a plain SQL
+        # error whose usual fix, `db migrate`, would not bring the index back.
+        if is_busy(exc) or not live_key_off(conn):
+            raise
+        raise live_key_broken(path, f"{exc.sqlite_errorname}: {exc}") from exc
 
 
 def _insert_set(conn: sqlite3.Connection, rows: Sequence[dict[str, Any]]) -> set[str]:

@@ -22,6 +22,9 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_migrations (
 """
 
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_CREATES = re.compile(
+    r"CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|TRIGGER)\s+(?:IF NOT EXISTS\s+)?(\w+)\b"
+)
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,15 @@ def migrations() -> list[Migration]:
 
 def declared_schema() -> str:
     return resources.files("engine.drivers.sqlite").joinpath("schema.sql").read_text("utf-8")
+
+
+def declared_statement(name: str) -> str:
+    """The statement in schema.sql that creates the table, index or trigger `name`."""
+    for statement in statements(declared_schema()):
+        match = _CREATES.match(statement)
+        if match is not None and match[1] == name:
+            return statement
+    raise KeyError(name)
 
 
 def statements(script: str) -> list[str]:
