@@ -292,6 +292,13 @@ def _prune(env: dict[str, Any]) -> str:
     rows = [(r["state"], r["queue"], r["rows"]) for r in env["by_queue"]]
     if rows:
         text += "\n" + table(rows, ("state", "queue", "rows"))
+    # The jobs kept by a policy of their own (theirs, or their worker's): why their rows stay.
+    named: dict[str, list[str]] = {}
+    for cut in env.get("cutoffs") or []:
+        if cut.get("name"):
+            named.setdefault(cut["name"], []).append(f"{cut['state']} before {cut['before_iso']}")
+    for name, cuts in sorted(named.items()):
+        text += f"\njob {name} by its own policy: {', '.join(cuts)}"
     return text
 
 

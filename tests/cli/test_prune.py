@@ -10,7 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
-from engine import JobRegistry, ManualClock, connect
+from engine import JobRegistry, ManualClock, Worker, connect
+from engine.retention import Retention
+from engine.testing.kit.test_descriptors import declare
 from engine.testing.kit.test_retention import settle
 from mcp_jobs.cli import main
 
@@ -94,3 +96,29 @@ def test_audit_events_of_no_job_past_the_audit_retention_are_counted_and_pruned(
     assert code == 0 and done["audit_events"] == 1
     code, after = prune(capsys, url, "--dry-run")
     assert after["audit_events"] == 0
+
+
+def test_a_job_kept_longer_by_its_workers_published_policy_is_named(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI has not imported `charge`; its worker keeps done jobs 30 days (in code), and the
+    dry run goes by that and says so."""
+
+    async def run() -> None:
+        app = JobRegistry()
+        declare(app)
+        jobs = await connect(url, registry=app)
+        try:
+            await Worker(jobs, prune=False, retention=Retention(done="30d")).publish_descriptors()
+        finally:
+            await jobs.close()
+
+    anyio.run(run)
+    assert main(["db", "prune", "--database-url", url, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [row for row in out.splitlines() if row.startswith("job charge")]
+    assert line.startswith("job charge by its own policy: done before ")
+    code, plan = prune(capsys, url, "--dry-run")
+    assert code == 0
+    charge = {c["state"]: c["before"] for c in plan["cutoffs"] if c.get("name") == "charge"}
+    assert charge["done"] == plan["at"] - 30 * 86_400_000
