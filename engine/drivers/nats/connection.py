@@ -119,6 +119,16 @@ def storage_full(exc: BaseException) -> bool:
     return exc.err_code == _STORE_FAILED and (exc.description or "") in _STREAM_LIMITS
 
 
+# What a try to reach a server fails with (the rest, a slow consumer say, is logged each time).
+_CONNECTING = (
+    OSError,
+    asyncio.TimeoutError,
+    nats.errors.NoServersError,
+    nats.errors.UnexpectedEOF,
+    nats.errors.StaleConnectionError,
+)
+
+
 class ConnectionLog:
     """nats-py's error callbacks. Its default logs a traceback on every failed try, five a
     second while a server is away: this logs the first failure of an outage and the reconnect,
@@ -130,7 +140,9 @@ class ConnectionLog:
 
     async def error(self, exc: Exception) -> None:
         self.last = exc
-        if not self.away:
+        if not isinstance(exc, _CONNECTING):
+            logger.warning("NATS client error: %s: %s", type(exc).__name__, exc)
+        elif not self.away:
             self.away = True
             logger.warning("NATS connection failed (%s: %s); reconnecting", type(exc).__name__, exc)
 
