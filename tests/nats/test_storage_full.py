@@ -124,6 +124,19 @@ async def _run_as_given(fix: str) -> str:
     return ran.stdout.decode()
 
 
+async def _nothing_left_behind(
+    driver: NatsDriver, js: JetStreamContext, kept: str, refused: range
+) -> None:
+    """Once room is freed, only `kept` is stored, and no index key of the refused batch was
+    left behind to be rolled forward: the caller's next try makes its own jobs."""
+    await js.purge_stream(FILLER)
+    page = await driver.list_jobs(JobFilter(limit=50))
+    assert [j.id for j in page.jobs] == [kept]
+    again = [_request(n, driver.clock.now_ms(), attempt=1) for n in refused]
+    placed = await driver.enqueue(again)
+    assert [(r.id, r.deduped) for r in placed] == [(r.id, False) for r in again]
+
+
 async def test_an_enqueue_into_a_full_store_is_storage_full_and_stores_nothing(
     url: str, js: JetStreamContext
 ) -> None:
@@ -144,14 +157,7 @@ async def test_an_enqueue_into_a_full_store_is_storage_full_and_stores_nothing(
         printed = await _run_as_given(error.fix)
         assert "account: file storage" in printed
         assert f"stream {FILLER}:" in printed and f"stream KV_{driver.bucket}:" in printed
-        await js.purge_stream(FILLER)
-        page = await driver.list_jobs(JobFilter(limit=20))
-        assert [j.id for j in page.jobs] == [kept.id]
-        # No index key of the refused batch was left behind to be rolled forward: the
-        # caller's next try makes its own jobs.
-        again = [_request(n, clock.now_ms(), attempt=1) for n in range(2, 12)]
-        placed = await driver.enqueue(again)
-        assert [(r.id, r.deduped) for r in placed] == [(r.id, False) for r in again]
+        await _nothing_left_behind(driver, js, kept.id, range(2, 12))
     finally:
         await driver.close()
 
@@ -175,12 +181,7 @@ async def test_a_batch_that_fills_the_store_takes_back_what_it_wrote(
         assert raised.value.code == "STORAGE_FULL"
         # The store did fill up mid-batch: some of its writes had gone in.
         assert (await js.stream_info(stream)).state.last_seq > before
-        await js.purge_stream(FILLER)
-        page = await driver.list_jobs(JobFilter(limit=50))
-        assert [j.id for j in page.jobs] == [kept.id]
-        again = [_request(n, clock.now_ms(), attempt=1) for n in range(2, 22)]
-        placed = await driver.enqueue(again)
-        assert [(r.id, r.deduped) for r in placed] == [(r.id, False) for r in again]
+        await _nothing_left_behind(driver, js, kept.id, range(2, 22))
     finally:
         await driver.close()
 
