@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any
 
 from engine.drivers.sqlite.codec import dumps, loads
+from engine.drivers.sqlite.queries import LIVE_PREDICATE
 from engine.inbound_events import EventCursor, InboundEvent
 
 INSERT = """
@@ -42,10 +43,9 @@ WAKE_ONE = """
 UPDATE mcp_jobs_jobs SET run_at = min(run_at, ?) WHERE id = ? AND state = 'suspended'
 """
 PRUNE = "DELETE FROM mcp_jobs_inbound_events WHERE expires_at <= ?"
-PRUNE_WAITERS = """
+PRUNE_WAITERS = f"""
 DELETE FROM mcp_jobs_inbound_event_waiters
- WHERE job_id NOT IN (SELECT id FROM mcp_jobs_jobs
-                       WHERE state IN ('ready', 'delayed', 'running', 'suspended'))
+ WHERE job_id NOT IN (SELECT id FROM mcp_jobs_jobs WHERE {LIVE_PREDICATE})
 """
 
 

@@ -130,7 +130,8 @@ def _inserted(conn: sqlite3.Connection, path: str, rows: Sequence[dict[str, Any]
     """Insert one row (q.INSERT_JOB) or a packable batch (q.INSERT_JOBS): the ids that went in."""
     try:
         if len(rows) == 1:
-            return {row_id for (row_id,) in conn.execute(q.INSERT_JOB, rows[0])}
+            row = rows[0]
+            return {row["id"]} if conn.execute(q.INSERT_JOB, row).rowcount == 1 else set()
         return _insert_set(conn, rows)
     except sqlite3.OperationalError as exc:
         # Without the index as declared the ON CONFLICT target matches nothing: a plain SQL

@@ -26,10 +26,22 @@ def _listed(states: tuple[str, ...]) -> str:
     return ", ".join(f"'{state}'" for state in states)  # constants, not values
 
 
+def state_in(states: Sequence[str]) -> str:
+    """`state IN (…)` spelled as equalities, as the partial indexes' predicates are (0017):
+    SQLite evaluates an IN list of three or more through a temporary b-tree it builds anew
+    for every statement, a cost each write of a row paid once per index."""
+    return "(" + " OR ".join(f"state = '{state}'" for state in states) + ")"
+
+
+def state_not_in(states: Sequence[str]) -> str:
+    """`state NOT IN (…)` spelled as inequalities, for the reason `state_in` gives."""
+    return "(" + " AND ".join(f"state != '{state}'" for state in states) + ")"
+
+
 # rules.dedupe_key and rules.LIVE_STATES in SQL (tests/sqlite/test_rules_sql.py pins them).
 DEDUPE_KEY = "name, coalesce(tenant_id, ''), idempotency_key"
-LIVE_PREDICATE = f"state IN ({_listed(rules.LIVE_STATES)})"
-WAITING_PREDICATE = f"state IN ({_listed(rules.WAITING_STATES)})"
+LIVE_PREDICATE = state_in(rules.LIVE_STATES)
+WAITING_PREDICATE = state_in(rules.WAITING_STATES)
 
 # --- jobs ---------------------------------------------------------------------------------------
 
@@ -37,13 +49,14 @@ _INSERT_COLUMNS = (
     "id, run_id, name, queue, tenant_id, idempotency_key, input, state, attempt, max_attempts, "
     "run_at, queued_at, created_at, updated_at, timeout_ms, traceparent, enqueued_by, priority"
 )
+# One row; whether it went in is the cursor's rowcount (1 or 0). No RETURNING: SQLite gathers
+# RETURNING rows in a temporary b-tree, whose page cache is allocated and freed every statement.
 INSERT_JOB = f"""
 INSERT INTO mcp_jobs_jobs ({_INSERT_COLUMNS})
 VALUES (:id, :run_id, :name, :queue, :tenant_id, :idempotency_key, :input, :state, 0,
         :max_attempts, :run_at, :run_at, :now, :now, :timeout_ms, :traceparent, :enqueued_by,
         :priority)
 ON CONFLICT ({DEDUPE_KEY}) WHERE {LIVE_PREDICATE} DO NOTHING
-RETURNING id
 """
 
 # INSERT_JOB for a whole batch in one statement: `:rows` is a JSON array of ENQUEUE_ROW arrays,
@@ -165,8 +178,8 @@ SET state = :state, attempt = :attempt, run_at = :run_at, queued_at = :queued_at
 WHERE id = :id
 """
 
-SETTLED_PREDICATE = f"state IN ({_listed(SETTLED_STATES)})"
-UNKNOWN_PREDICATE = f"state NOT IN ({_listed(JOB_STATES)})"
+SETTLED_PREDICATE = state_in(SETTLED_STATES)
+UNKNOWN_PREDICATE = state_not_in(JOB_STATES)
 # Newest first, the whole table: the primary key walked backwards.
 LIST_ALL = f"""
 SELECT {JOB_SELECT} FROM mcp_jobs_jobs
@@ -213,7 +226,7 @@ def list_jobs_sql(
     wheres: list[tuple[str, str]] = []
     # The narrower state term first: SQLite constrains the index by the first term on a column.
     if live:
-        narrower = "" if len(live) == len(rules.LIVE_STATES) else f"state IN ({_listed(live)}) AND "
+        narrower = "" if len(live) == len(rules.LIVE_STATES) else f"{state_in(live)} AND "
         wheres.append(("mcp_jobs_jobs_live", narrower + LIVE_PREDICATE))
     wheres.extend((leading, f"state = '{state}' AND {SETTLED_PREDICATE}") for state in settled)
     arms = [

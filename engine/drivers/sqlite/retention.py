@@ -14,10 +14,9 @@ import json
 import sqlite3
 
 from engine.drivers.sqlite.codec import job_state
+from engine.drivers.sqlite.queries import SETTLED_PREDICATE
 from engine.retention import Cutoffs, PruneCount, PruneRule
-from schemas.states import SETTLED_STATES, JobState
-
-SETTLED_PREDICATE = f"state IN ({', '.join(repr(s) for s in SETTLED_STATES)})"
+from schemas.states import JobState
 
 _WHERE = f"""
  WHERE {SETTLED_PREDICATE}

@@ -37,14 +37,14 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_jobs (
 -- ON CONFLICT target and the live-row lookup spell this expression and predicate exactly.
 CREATE UNIQUE INDEX IF NOT EXISTS mcp_jobs_jobs_live_key
     ON mcp_jobs_jobs (name, coalesce(tenant_id, ''), idempotency_key)
-    WHERE state IN ('ready', 'delayed', 'running', 'suspended');
+    WHERE (state = 'ready' OR state = 'delayed' OR state = 'running' OR state = 'suspended');
 
 -- Claims: due waiting rows in rules.claim_rank order (0008: the rank is run_at less the
 -- priority's head start; queries.CLAIM_RANK spells the expression alike), and running rows
 -- whose lease ran out.
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_due
     ON mcp_jobs_jobs (run_at - priority * 300000, id)
-    WHERE state IN ('ready', 'delayed', 'suspended');
+    WHERE (state = 'ready' OR state = 'delayed' OR state = 'suspended');
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_leased
     ON mcp_jobs_jobs (lease_expires_at)
     WHERE state = 'running';
@@ -56,33 +56,32 @@ CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_leased
 -- mcp_jobs_dead_counts, 0005).
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled
     ON mcp_jobs_jobs (state, finished_at, id)
-    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+    WHERE (state = 'done' OR state = 'failed' OR state = 'dead' OR state = 'cancelled');
 
 -- Live rows by queue: the stats' live counts and the live side of every filtered list.
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_live
     ON mcp_jobs_jobs (queue, state, id)
-    WHERE state IN ('ready', 'delayed', 'running', 'suspended');
+    WHERE (state = 'ready' OR state = 'delayed' OR state = 'running' OR state = 'suspended');
 
 -- The settled side of the filtered lists, newest first per (filter, state).
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled_state
     ON mcp_jobs_jobs (state, id)
-    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+    WHERE (state = 'done' OR state = 'failed' OR state = 'dead' OR state = 'cancelled');
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled_name
     ON mcp_jobs_jobs (name, state, id)
-    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+    WHERE (state = 'done' OR state = 'failed' OR state = 'dead' OR state = 'cancelled');
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled_queue
     ON mcp_jobs_jobs (queue, state, id)
-    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+    WHERE (state = 'done' OR state = 'failed' OR state = 'dead' OR state = 'cancelled');
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_settled_tenant
     ON mcp_jobs_jobs (tenant_id, state, id)
-    WHERE state IN ('done', 'failed', 'dead', 'cancelled');
+    WHERE (state = 'done' OR state = 'failed' OR state = 'dead' OR state = 'cancelled');
 
 -- Rows in a state this build does not know (rule 5): always empty, so the stats find such a
 -- row, and refuse it by name, in one descent instead of a scan.
 CREATE INDEX IF NOT EXISTS mcp_jobs_jobs_unknown_state
     ON mcp_jobs_jobs (state)
-    WHERE state NOT IN ('ready', 'delayed', 'running', 'suspended',
-                        'done', 'failed', 'dead', 'cancelled');
+    WHERE (state != 'ready' AND state != 'delayed' AND state != 'running' AND state != 'suspended' AND state != 'done' AND state != 'failed' AND state != 'dead' AND state != 'cancelled');
 
 CREATE TABLE IF NOT EXISTS mcp_jobs_steps (
     run_id      TEXT NOT NULL,

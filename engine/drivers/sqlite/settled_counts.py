@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import sqlite3
 
+from engine.drivers.sqlite.queries import SETTLED_PREDICATE
 from engine.settled_counts import from_rows
 from schemas.stats import SettledCount
 
-# The state list repeats the partial index's own predicate, so the planner may use it.
-COUNT = """
+# The partial index's own predicate, so the planner may use it.
+COUNT = f"""
 SELECT queue, state, count(*) FROM mcp_jobs_jobs
-WHERE state IN ('done', 'failed', 'dead', 'cancelled')
+WHERE {SETTLED_PREDICATE}
   AND finished_at >= :since AND finished_at < :until
   AND (:tenant IS NULL OR tenant_id = :tenant)
 GROUP BY queue, state

@@ -1,0 +1,135 @@
+"""What a write to the jobs table costs SQLite beyond its rows: no temporary b-tree for the
+partial indexes' state tests (0017)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from engine import ManualClock
+from engine.drivers.sqlite import SqliteDriver
+from engine.drivers.sqlite import migrate as m
+from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.errors import live_key_off
+from schemas.jobs import EnqueueRequest
+
+NOW = 1_767_225_600_000
+# Every statement that writes rows of the jobs table on the hot path.
+WRITES = ("INSERT_JOB", "INSERT_JOBS", "CLAIM", "ACK", "ACK_MANY", "UPDATE_JOB")
+# The lone-row ones, which read nothing else: no temporary b-tree at all.
+LONE_WRITES = ("INSERT_JOB", "ACK", "UPDATE_JOB")
+
+
+def _request(n: int, key: str | None = None) -> EnqueueRequest:
+    return EnqueueRequest(
+        id=f"job{n:05d}",
+        run_id=f"run{n:05d}",
+        name="send",
+        queue="default",
+        idempotency_key=key or f"k{n}",
+        input={"n": n},
+        run_at=NOW,
+        max_attempts=3,
+    )
+
+
+@pytest.fixture
+async def driver(tmp_path: Path) -> AsyncIterator[SqliteDriver]:
+    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=ManualClock(NOW), poll_ms=50)
+    await d.migrate()
+    yield d
+    await d.close()
+
+
+def _temporary_btrees(conn: sqlite3.Connection, sql: str) -> int:
+    """How many temporary b-trees the compiled statement opens (EXPLAIN's OpenEphemeral)."""
+    params = dict.fromkeys(re.findall(r":(\w+)", sql))
+    return sum(1 for row in conn.execute(f"EXPLAIN {sql}", params) if row[1] == "OpenEphemeral")
+
+
+async def test_the_partial_indexes_add_no_temporary_btree_to_a_write(
+    driver: SqliteDriver, tmp_path: Path
+) -> None:
+    await driver.close()
+    bare = tmp_path / "bare.db"
+    shutil.copy(tmp_path / "jobs.db", bare)
+    conn = sqlite3.connect(bare, isolation_level=None)
+    try:
+        with_indexes = {name: _temporary_btrees(conn, getattr(q, name)) for name in WRITES}
+        partial = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mcp_jobs_jobs'"
+            " AND sql LIKE '%WHERE%'"
+        ).fetchall()
+        assert len(partial) >= 9
+        for (name,) in partial:
+            conn.execute(f"DROP INDEX {name}")
+        without = {name: _temporary_btrees(conn, getattr(q, name)) for name in WRITES}
+    finally:
+        conn.close()
+    assert with_indexes == without
+    assert all(with_indexes[name] == 0 for name in LONE_WRITES), with_indexes
+
+
+async def test_no_partial_index_on_jobs_tests_its_states_with_an_in_list(
+    driver: SqliteDriver, tmp_path: Path
+) -> None:
+    await driver.close()
+    conn = sqlite3.connect(tmp_path / "jobs.db")
+    try:
+        rows = conn.execute(
+            "SELECT name, sql FROM sqlite_master"
+            " WHERE type = 'index' AND tbl_name = 'mcp_jobs_jobs' AND sql IS NOT NULL"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert [name for name, sql in rows if re.search(r"\bIN\s*\(", sql)] == []
+
+
+async def test_a_file_at_version_16_rebuilds_its_indexes_and_keeps_deduping(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(m.MIGRATIONS_TABLE)
+    for migration in m.migrations():
+        if migration.version > 16:
+            break
+        for statement in m.statements(migration.sql):
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO mcp_jobs_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            (migration.version, migration.name, NOW),
+        )
+    # A live row written by the version-16 build, under its spelling of the live key.
+    conn.execute(
+        "INSERT INTO mcp_jobs_jobs (id, run_id, name, queue, idempotency_key, input, state,"
+        " attempt, max_attempts, run_at, queued_at, created_at, updated_at)"
+        " VALUES ('old1', 'oldrun1', 'send', 'default', 'k1', '{}', 'ready', 0, 3, ?, ?, ?, ?)",
+        (NOW, NOW, NOW, NOW),
+    )
+    assert live_key_off(conn)  # not yet as this build declares it
+    conn.close()
+
+    driver = SqliteDriver(str(path), clock=ManualClock(NOW))
+    try:
+        await driver.migrate()
+        (again,) = await driver.enqueue([_request(2, key="k1")])
+        (fresh,) = await driver.enqueue([_request(3, key="k3")])
+    finally:
+        await driver.close()
+    assert (again.id, again.deduped) == ("old1", True)
+    assert not fresh.deduped
+    conn = sqlite3.connect(path)
+    try:
+        assert not live_key_off(conn)
+        unique = conn.execute("PRAGMA index_info(mcp_jobs_jobs_live_key)").fetchall()
+        versions = [v for (v,) in conn.execute("SELECT version FROM mcp_jobs_migrations")]
+    finally:
+        conn.close()
+    assert len(unique) == 3
+    assert versions[-1] == 17
