@@ -1,20 +1,23 @@
 """What a write to the jobs table costs SQLite beyond its rows: no temporary b-tree for the
-partial indexes' state tests (0017)."""
+partial indexes' state tests (0017), and no WAL checkpoint inside a caller's commit."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite import migrate as m
 from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, WAKE_COMMITS
 from engine.drivers.sqlite.errors import live_key_off
 from schemas.jobs import EnqueueRequest
 
@@ -133,3 +136,31 @@ async def test_a_file_at_version_16_rebuilds_its_indexes_and_keeps_deduping(
         conn.close()
     assert len(unique) == 3
     assert versions[-1] == 17
+
+
+async def test_commits_wake_a_thread_that_checkpoints_the_wal(
+    driver: SqliteDriver, tmp_path: Path
+) -> None:
+    backstop = await driver._exec.run(
+        lambda c: c.execute("PRAGMA wal_autocheckpoint").fetchone()[0], write=False
+    )
+    assert backstop == BACKSTOP_FRAMES
+    for n in range(WAKE_COMMITS):
+        await driver.enqueue([_request(n)])
+    checkpoints = driver._exec._checkpoints
+    assert checkpoints is not None
+    # Closing the checkpointer lets it finish the checkpoint it was asked for; the driver's own
+    # connection stays open, so nothing else has checkpointed.
+    await anyio.to_thread.run_sync(checkpoints.close)
+    assert checkpoints.done == 1
+    # The database file itself, without its WAL, now holds every job committed before the wake.
+    alone = tmp_path / "alone.db"
+    shutil.copy(tmp_path / "jobs.db", alone)
+    conn = sqlite3.connect(alone)
+    try:
+        (count,) = conn.execute("SELECT count(*) FROM mcp_jobs_jobs").fetchone()
+    finally:
+        conn.close()
+    assert count >= WAKE_COMMITS - 1, count
+    await driver.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("mcp-jobs checkpoints")]

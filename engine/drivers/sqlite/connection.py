@@ -27,6 +27,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, Checkpointer
 from engine.drivers.sqlite.errors import convert, is_busy
 from engine.errors import DriverUnavailableError, InvalidArgumentError, JobsError
 
@@ -100,6 +101,8 @@ class Executor:
         self.synchronous = word
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
+        # WAL checkpoints off the committing thread; None until the connection is in WAL mode.
+        self._checkpoints: Checkpointer | None = None
         # The busy timeout the open connection has now (-1: none set yet).
         self._busy_timeout_set = -1
         self._pending: list[Op[Any]] = []
@@ -190,10 +193,14 @@ class Executor:
             else:
                 await self._flush()
         conn, self._conn = self._conn, None
+        checkpoints, self._checkpoints = self._checkpoints, None
         if conn is not None and self._conn_pid == os.getpid():
+            if checkpoints is not None:
+                await anyio.to_thread.run_sync(checkpoints.close)
             await anyio.to_thread.run_sync(conn.close)
         elif conn is not None:
             _INHERITED.append(conn)
+            self._abandon(checkpoints)
 
     # --- the thread side ------------------------------------------------------------------------
 
@@ -206,6 +213,8 @@ class Executor:
             # this process's own connection.
             _INHERITED.append(self._conn)
             self._conn = None
+            self._abandon(self._checkpoints)
+            self._checkpoints = None
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
         # isolation_level=None: this module issues BEGIN/COMMIT itself. check_same_thread=False
@@ -220,7 +229,7 @@ class Executor:
             for attempt in range(_BUSY_ROUNDS):
                 try:
                     # Switching to WAL needs a brief exclusive lock another process may hold.
-                    conn.execute("PRAGMA journal_mode = WAL")
+                    (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
                     break
                 except sqlite3.OperationalError as exc:
                     if not is_busy(exc) or attempt == _BUSY_ROUNDS - 1:
@@ -231,11 +240,22 @@ class Executor:
             # A PRAGMA takes no parameters; the word was checked against _SYNCHRONOUS.
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
+            if mode == "wal":
+                conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_FRAMES}")
         except BaseException:
             conn.close()
             raise
+        if mode == "wal" and self._checkpoints is None:
+            self._checkpoints = Checkpointer(self.path)
         self._conn, self._conn_pid = conn, os.getpid()
         return conn
+
+    @staticmethod
+    def _abandon(checkpoints: Checkpointer | None) -> None:
+        """A forked child's share of the parent's checkpointer: its connection is kept, unused."""
+        inherited = None if checkpoints is None else checkpoints.abandon()
+        if inherited is not None:
+            _INHERITED.append(inherited)
 
     def _run_batch(self, batch: list[Op[Any]]) -> None:
         try:
@@ -340,6 +360,8 @@ class Executor:
                     conn.execute("RELEASE op")
         if conn.in_transaction:  # not when a lone write was refused and rolled back
             conn.execute("COMMIT")
+            if write and self._checkpoints is not None:
+                self._checkpoints.committed(conn.total_changes)
         for op in batch:
             op.finished = True
 

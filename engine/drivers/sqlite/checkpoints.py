@@ -1,0 +1,104 @@
+"""WAL checkpoints on a thread of their own, so that no caller's commit pays for one.
+
+SQLite's automatic checkpoint runs inside the commit that crosses its threshold: that one
+commit copies the WAL into the database file and syncs both, a stall of milliseconds for one
+caller in every hundred or so. Here a thread with its own connection runs PASSIVE checkpoints
+(which never take a writer's lock) as the writes add up. The driver's connection keeps its
+automatic checkpoint as a backstop, set high enough that it fires only if this thread falls
+behind or cannot checkpoint at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+
+logger = logging.getLogger("mcp_jobs.sqlite")
+
+# The driver's own automatic checkpoint, in WAL frames (pages): SQLite's default is 1,000. The
+# thread below keeps the WAL well under it; it fires only when the thread cannot keep up.
+BACKSTOP_FRAMES = 10_000
+# The thread is woken after this many write transactions, or this many rows written, since its
+# last checkpoint: a few hundred pages of WAL for the lone enqueues, acks and claims of a queue.
+WAKE_COMMITS = 64
+WAKE_ROWS = 512
+
+
+class Checkpointer:
+    """Counts the driver's write commits and checkpoints the WAL on its own thread."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._commits = 0
+        self._rows_at = 0  # the driver connection's `total_changes` at the last wake
+        self._wake = threading.Event()
+        self._asked = False  # a checkpoint was asked for and has not run yet
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._failed = False
+        self.done = 0  # checkpoints run
+
+    def committed(self, total_changes: int) -> None:
+        """After each write transaction the driver committed, with its connection's
+        `total_changes`. Called by whichever thread holds the driver's connection: one at a
+        time, so the counts need no lock."""
+        self._commits += 1
+        if self._commits < WAKE_COMMITS and total_changes - self._rows_at < WAKE_ROWS:
+            return
+        self._commits, self._rows_at = 0, total_changes
+        self._asked = True
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop, name=f"mcp-jobs checkpoints {self.path}", daemon=True
+            )
+            self._thread.start()
+        self._wake.set()
+
+    def close(self) -> None:
+        """Stop the thread, after the checkpoint last asked for, and close its connection."""
+        self._closing = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def abandon(self) -> sqlite3.Connection | None:
+        """In a forked child: the thread did not come along, and the connection it opened in
+        the parent must never be used or closed here. Returns that connection to be kept."""
+        conn, self._conn, self._thread = self._conn, None, None
+        self._closing = True
+        return conn
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._asked:
+                    self._asked = False
+                    self._checkpoint()
+                if self._closing:
+                    return
+        finally:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+
+    def _checkpoint(self) -> None:
+        try:
+            if self._conn is None:
+                # No busy timeout: PASSIVE never waits, and opening needs no lock.
+                self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=0)
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:
+            # The commits' own backstop checkpoint still runs (and reports what stops it).
+            if not self._failed:
+                logger.warning("background WAL checkpoint of %s failed: %s", self.path, exc)
+            self._failed = True
+        else:
+            self._failed = False
+            self.done += 1
