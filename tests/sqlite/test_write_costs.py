@@ -15,6 +15,7 @@ import pytest
 
 from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
+from engine.drivers.sqlite import checkpoints as checkpoints_module
 from engine.drivers.sqlite import migrate as m
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, WAKE_COMMITS
@@ -164,3 +165,28 @@ async def test_commits_wake_a_thread_that_checkpoints_the_wal(
     assert count >= WAKE_COMMITS - 1, count
     await driver.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("mcp-jobs checkpoints")]
+
+
+async def test_an_idle_checkpoint_thread_ends_and_the_next_wake_starts_another(
+    driver: SqliteDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No wait at all for more work: the thread ends as soon as it has nothing to do.
+    monkeypatch.setattr(checkpoints_module, "IDLE_S", 0.0)
+    for n in range(WAKE_COMMITS):
+        await driver.enqueue([_request(n)])
+    checkpoints = driver._exec._checkpoints
+    assert checkpoints is not None
+    first = checkpoints._thread
+    assert first is not None
+    await anyio.to_thread.run_sync(first.join, 10)
+    assert not first.is_alive()
+    assert checkpoints._thread is None
+    assert checkpoints.done == 1
+    for n in range(WAKE_COMMITS, 2 * WAKE_COMMITS):
+        await driver.enqueue([_request(n)])
+    second = checkpoints._thread  # None if it has already run and left
+    if second is not None:
+        assert second is not first
+        await anyio.to_thread.run_sync(second.join, 10)
+    assert checkpoints.done == 2
+    assert checkpoints._thread is None

@@ -24,6 +24,8 @@ BACKSTOP_FRAMES = 10_000
 # last checkpoint: a few hundred pages of WAL for the lone enqueues, acks and claims of a queue.
 WAKE_COMMITS = 64
 WAKE_ROWS = 512
+# A thread with nothing to do for this long (real seconds) ends; the next wake starts another.
+IDLE_S = 30.0
 
 
 class Checkpointer:
@@ -34,6 +36,8 @@ class Checkpointer:
         self._commits = 0
         self._rows_at = 0  # the driver connection's `total_changes` at the last wake
         self._wake = threading.Event()
+        # Guards the hand-over between a wake and a thread leaving when idle, so no wake is lost.
+        self._lock = threading.Lock()
         self._asked = False  # a checkpoint was asked for and has not run yet
         self._closing = False
         self._thread: threading.Thread | None = None
@@ -49,25 +53,28 @@ class Checkpointer:
         if self._commits < WAKE_COMMITS and total_changes - self._rows_at < WAKE_ROWS:
             return
         self._commits, self._rows_at = 0, total_changes
-        self._asked = True
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._loop, name=f"mcp-jobs checkpoints {self.path}", daemon=True
-            )
-            self._thread.start()
+        with self._lock:
+            self._asked = True
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name=f"mcp-jobs checkpoints {self.path}", daemon=True
+                )
+                self._thread.start()
         self._wake.set()
 
     def close(self) -> None:
         """Stop the thread, after the checkpoint last asked for, and close its connection."""
-        self._closing = True
+        with self._lock:
+            self._closing = True
+            thread = self._thread
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        if thread is not None:
+            thread.join()
 
     def abandon(self) -> sqlite3.Connection | None:
-        """In a forked child: the thread did not come along, and the connection it opened in
-        the parent must never be used or closed here. Returns that connection to be kept."""
+        """In a forked child: the thread did not come along (nor may its lock be trusted), and
+        the connection it opened in the parent must never be used or closed here. Returns that
+        connection, to be kept."""
         conn, self._conn, self._thread = self._conn, None, None
         self._closing = True
         return conn
@@ -75,10 +82,16 @@ class Checkpointer:
     def _loop(self) -> None:
         try:
             while True:
-                self._wake.wait()
-                self._wake.clear()
-                if self._asked:
-                    self._asked = False
+                woken = self._wake.wait(IDLE_S)
+                with self._lock:
+                    if not woken and not self._asked:
+                        # Idle: leave, so that a driver dropped without close() leaves no thread
+                        # behind for long. The next wake starts another.
+                        self._thread = None
+                        return
+                    self._wake.clear()
+                    asked, self._asked = self._asked, False
+                if asked:
                     self._checkpoint()
                 if self._closing:
                     return
