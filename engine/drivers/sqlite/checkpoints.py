@@ -4,8 +4,9 @@ SQLite's automatic checkpoint runs inside the commit that crosses its threshold:
 commit copies the WAL into the database file and syncs both, a stall of milliseconds for one
 caller in every hundred or so. Here a thread with its own connection runs PASSIVE checkpoints
 (which never take a writer's lock) as the writes add up. The driver's connection keeps its
-automatic checkpoint as a backstop, set high enough that it fires only if this thread falls
-behind or cannot checkpoint at all.
+automatic checkpoint at a higher threshold: a PASSIVE checkpoint running beside steady writes
+never leaves the WAL wholly copied when a write begins, so only a writer's own checkpoint lets
+the WAL start over from its beginning, and by then little is left for it to copy.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import threading
 logger = logging.getLogger("mcp_jobs.sqlite")
 
 # The driver's own automatic checkpoint, in WAL frames (pages): SQLite's default is 1,000. The
-# thread below keeps the WAL well under it; it fires only when the thread cannot keep up.
-BACKSTOP_FRAMES = 10_000
+# thread below has copied most of the WAL by then, so the commit that crosses it mostly syncs;
+# the WAL file stays about 8 MB.
+BACKSTOP_FRAMES = 2_000
 # The thread is woken after this many write transactions, or this many rows written, since its
 # last checkpoint: a few hundred pages of WAL for the lone enqueues, acks and claims of a queue.
 WAKE_COMMITS = 64
