@@ -17,29 +17,12 @@ from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.errors import JobsError
 from engine.testing.blocked import wait_all_tasks_blocked
-from schemas.jobs import EnqueueRequest, JobFilter, OnConflict
-
-START = 1_767_225_600_000
+from schemas.jobs import JobFilter
+from tests.sqlite.enqueues import request
 
 
 class Item(BaseModel):
     n: int
-
-
-def request(
-    n: int, *, key: str | None = None, on_conflict: OnConflict = "dedupe"
-) -> EnqueueRequest:
-    return EnqueueRequest(
-        id=f"job{n:05d}",
-        run_id=f"run{n:05d}",
-        name="item",
-        queue="default",
-        idempotency_key=key or f"k{n}",
-        input={"n": n},
-        run_at=START,
-        max_attempts=3,
-        on_conflict=on_conflict,
-    )
 
 
 @pytest.fixture

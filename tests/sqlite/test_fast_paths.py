@@ -7,40 +7,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
-import pytest
 
 from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.connection import Executor, Op
 from engine.drivers.sqlite.driver import BUSY_HOLD_S, FAST_POLL_MS
-from schemas.jobs import EnqueueRequest
-
-NOW = 1_767_225_600_000
-
-
-def _request(n: int) -> EnqueueRequest:
-    return EnqueueRequest(
-        id=f"job{n:05d}",
-        run_id=f"run{n:05d}",
-        name="send",
-        queue="default",
-        idempotency_key=f"k{n}",
-        input={"n": n},
-        run_at=NOW,
-        max_attempts=3,
-    )
-
-
-@pytest.fixture
-async def driver(tmp_path: Path) -> AsyncIterator[SqliteDriver]:
-    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=ManualClock(NOW), poll_ms=50)
-    await d.migrate()
-    yield d
-    await d.close()
+from tests.sqlite.enqueues import START, request
 
 
 async def _trace(driver: SqliteDriver) -> list[tuple[str, int]]:
@@ -56,7 +31,7 @@ async def _trace(driver: SqliteDriver) -> list[tuple[str, int]]:
 
 async def test_a_lone_enqueue_runs_on_the_calling_thread(driver: SqliteDriver) -> None:
     seen = await _trace(driver)
-    (result,) = await driver.enqueue([_request(1)])
+    (result,) = await driver.enqueue([request(1)])
     assert not result.deduped
     begins = [thread for statement, thread in seen if statement == "BEGIN IMMEDIATE"]
     assert begins == [threading.get_ident()]
@@ -65,12 +40,12 @@ async def test_a_lone_enqueue_runs_on_the_calling_thread(driver: SqliteDriver) -
 async def test_lone_enqueues_set_the_busy_timeout_once_and_the_thread_gets_its_own_back(
     tmp_path: Path,
 ) -> None:
-    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=ManualClock(NOW), busy_timeout_ms=4321)
+    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=ManualClock(START), busy_timeout_ms=4321)
     await d.migrate()
     try:
         seen = await _trace(d)
         for n in range(3):
-            await d.enqueue([_request(n)])
+            await d.enqueue([request(n)])
         pragmas = [s for s, _ in seen if s.startswith("PRAGMA busy_timeout")]
         assert pragmas == ["PRAGMA busy_timeout = 0"]
         # The thread's next batch waits for locks again, as configured.
@@ -124,7 +99,7 @@ async def test_concurrent_lone_enqueues_still_share_one_commit(driver: SqliteDri
     results: list[bool] = []
 
     async def one(n: int) -> None:
-        (result,) = await driver.enqueue([_request(n)])
+        (result,) = await driver.enqueue([request(n)])
         results.append(result.deduped)
 
     async with anyio.create_task_group() as tg:
@@ -137,7 +112,7 @@ async def test_concurrent_lone_enqueues_still_share_one_commit(driver: SqliteDri
 async def test_a_lone_enqueue_meeting_a_lock_waits_for_it_off_the_event_loop(
     tmp_path: Path,
 ) -> None:
-    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=ManualClock(NOW), busy_timeout_ms=60_000)
+    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=ManualClock(START), busy_timeout_ms=60_000)
     await d.migrate()
     holder = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
@@ -152,7 +127,7 @@ async def test_a_lone_enqueue_meeting_a_lock_waits_for_it_off_the_event_loop(
     await d._exec.run(lambda c: c.set_trace_callback(release_once_off_the_loop), write=False)
     try:
         with anyio.fail_after(10):
-            (result,) = await d.enqueue([_request(1)])
+            (result,) = await d.enqueue([request(1)])
     finally:
         holder.close()
         await d.close()
@@ -168,7 +143,7 @@ async def test_the_commit_look_is_fast_after_work_and_backs_off_when_idle(
     driver: SqliteDriver,
 ) -> None:
     assert driver._next_gap_ms() == 50  # never worked: the idle gap from the start
-    await driver.enqueue([_request(1)])
+    await driver.enqueue([request(1)])
     assert len(await driver.claim("w", 1, 30_000)) == 1
     assert [driver._next_gap_ms() for _ in range(3)] == [FAST_POLL_MS] * 3
     driver._worked_at -= BUSY_HOLD_S  # the hold has run out

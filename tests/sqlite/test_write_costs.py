@@ -7,7 +7,6 @@ import re
 import shutil
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -20,34 +19,12 @@ from engine.drivers.sqlite import migrate as m
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, WAKE_COMMITS
 from engine.drivers.sqlite.errors import live_key_off
-from schemas.jobs import EnqueueRequest
+from tests.sqlite.enqueues import START, request
 
-NOW = 1_767_225_600_000
 # Every statement that writes rows of the jobs table on the hot path.
 WRITES = ("INSERT_JOB", "INSERT_JOBS", "CLAIM", "ACK", "ACK_MANY", "UPDATE_JOB")
 # The lone-row ones, which read nothing else: no temporary b-tree at all.
 LONE_WRITES = ("INSERT_JOB", "ACK", "UPDATE_JOB")
-
-
-def _request(n: int, key: str | None = None) -> EnqueueRequest:
-    return EnqueueRequest(
-        id=f"job{n:05d}",
-        run_id=f"run{n:05d}",
-        name="send",
-        queue="default",
-        idempotency_key=key or f"k{n}",
-        input={"n": n},
-        run_at=NOW,
-        max_attempts=3,
-    )
-
-
-@pytest.fixture
-async def driver(tmp_path: Path) -> AsyncIterator[SqliteDriver]:
-    d = SqliteDriver(str(tmp_path / "jobs.db"), clock=ManualClock(NOW), poll_ms=50)
-    await d.migrate()
-    yield d
-    await d.close()
 
 
 def _temporary_btrees(conn: sqlite3.Connection, sql: str) -> int:
@@ -107,23 +84,23 @@ async def test_a_file_at_version_16_rebuilds_its_indexes_and_keeps_deduping(
             conn.execute(statement)
         conn.execute(
             "INSERT INTO mcp_jobs_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-            (migration.version, migration.name, NOW),
+            (migration.version, migration.name, START),
         )
     # A live row written by the version-16 build, under its spelling of the live key.
     conn.execute(
         "INSERT INTO mcp_jobs_jobs (id, run_id, name, queue, idempotency_key, input, state,"
         " attempt, max_attempts, run_at, queued_at, created_at, updated_at)"
-        " VALUES ('old1', 'oldrun1', 'send', 'default', 'k1', '{}', 'ready', 0, 3, ?, ?, ?, ?)",
-        (NOW, NOW, NOW, NOW),
+        " VALUES ('old1', 'oldrun1', 'item', 'default', 'k1', '{}', 'ready', 0, 3, ?, ?, ?, ?)",
+        (START, START, START, START),
     )
     assert live_key_off(conn)  # not yet as this build declares it
     conn.close()
 
-    driver = SqliteDriver(str(path), clock=ManualClock(NOW))
+    driver = SqliteDriver(str(path), clock=ManualClock(START))
     try:
         await driver.migrate()
-        (again,) = await driver.enqueue([_request(2, key="k1")])
-        (fresh,) = await driver.enqueue([_request(3, key="k3")])
+        (again,) = await driver.enqueue([request(2, key="k1")])
+        (fresh,) = await driver.enqueue([request(3, key="k3")])
     finally:
         await driver.close()
     assert (again.id, again.deduped) == ("old1", True)
@@ -147,7 +124,7 @@ async def test_commits_wake_a_thread_that_checkpoints_the_wal(
     )
     assert backstop == BACKSTOP_FRAMES
     for n in range(WAKE_COMMITS):
-        await driver.enqueue([_request(n)])
+        await driver.enqueue([request(n)])
     checkpoints = driver._exec._checkpoints
     assert checkpoints is not None
     # Closing the checkpointer lets it finish the checkpoint it was asked for; the driver's own
@@ -173,7 +150,7 @@ async def test_an_idle_checkpoint_thread_ends_and_the_next_wake_starts_another(
     # No wait at all for more work: the thread ends as soon as it has nothing to do.
     monkeypatch.setattr(checkpoints_module, "IDLE_S", 0.0)
     for n in range(WAKE_COMMITS):
-        await driver.enqueue([_request(n)])
+        await driver.enqueue([request(n)])
     checkpoints = driver._exec._checkpoints
     assert checkpoints is not None
     first = checkpoints._thread
@@ -183,7 +160,7 @@ async def test_an_idle_checkpoint_thread_ends_and_the_next_wake_starts_another(
     assert checkpoints._thread is None
     assert checkpoints.done == 1
     for n in range(WAKE_COMMITS, 2 * WAKE_COMMITS):
-        await driver.enqueue([_request(n)])
+        await driver.enqueue([request(n)])
     second = checkpoints._thread  # None if it has already run and left
     if second is not None:
         assert second is not first
