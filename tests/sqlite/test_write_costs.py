@@ -167,3 +167,21 @@ async def test_an_idle_checkpoint_thread_ends_and_the_next_wake_starts_another(
         await anyio.to_thread.run_sync(second.join, 10)
     assert checkpoints.done == 2
     assert checkpoints._thread is None
+
+
+async def test_a_commit_stands_when_no_checkpoint_thread_can_start(
+    driver: SqliteDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    results = [(await driver.enqueue([request(n)]))[0] for n in range(WAKE_COMMITS + 1)]
+    assert [r.deduped for r in results] == [False] * (WAKE_COMMITS + 1)
+    checkpoints = driver._exec._checkpoints
+    assert checkpoints is not None and checkpoints._thread is None and checkpoints.done == 0
+    monkeypatch.undo()
+    for n in range(WAKE_COMMITS + 1, 2 * WAKE_COMMITS + 1):
+        await driver.enqueue([request(n)])
+    await anyio.to_thread.run_sync(checkpoints.close)
+    assert checkpoints.done == 1

@@ -58,10 +58,17 @@ class Checkpointer:
         with self._lock:
             self._asked = True
             if self._thread is None:
-                self._thread = threading.Thread(
+                thread = threading.Thread(
                     target=self._loop, name=f"mcp-jobs checkpoints {self.path}", daemon=True
                 )
-                self._thread.start()
+                try:
+                    thread.start()
+                except RuntimeError as exc:
+                    # Out of threads: this commit stands all the same, and the commits' own
+                    # checkpoint still runs; the next wake tries again.
+                    logger.warning("no thread for WAL checkpoints of %s: %s", self.path, exc)
+                    return
+                self._thread = thread
         self._wake.set()
 
     def close(self) -> None:

@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_jobs (
 
 -- Rule 2: the dedupe namespace is (name, tenant or '', key) over LIVE rows. The INSERT's
 -- ON CONFLICT target and the live-row lookup spell this expression and predicate exactly.
+-- Every partial index spells its states as equalities, not an IN list (0017, queries.state_in).
 CREATE UNIQUE INDEX IF NOT EXISTS mcp_jobs_jobs_live_key
     ON mcp_jobs_jobs (name, coalesce(tenant_id, ''), idempotency_key)
     WHERE (state = 'ready' OR state = 'delayed' OR state = 'running' OR state = 'suspended');

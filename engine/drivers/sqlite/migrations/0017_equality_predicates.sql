@@ -1,8 +1,8 @@
 -- 0017: the jobs table's partial indexes with their states spelled as equalities (schema.sql).
 
--- SQLite tests `state IN (a, b, c)` through a temporary b-tree it builds and frees every time
--- the predicate is evaluated: on every write of a row, once per index. Equalities joined by OR
--- cost a few comparisons. The queries spell the same predicates (queries.py), so that the
+-- SQLite tests `state IN (a, b, c)` through a temporary b-tree it builds and frees for every
+-- statement that evaluates it: on every write of a job row, once per index. Equalities joined
+-- by OR cost a few comparisons. The queries spell the same predicates (queries.py), so that the
 -- planner still proves them and the upsert's conflict target still names the live key.
 
 DROP INDEX IF EXISTS mcp_jobs_jobs_live_key;
