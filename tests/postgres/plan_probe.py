@@ -4,6 +4,8 @@ statement once (Connections.planned_once) runs, or one the server switched to.""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, TypeAlias
 
 import asyncpg
@@ -24,24 +26,49 @@ def literal(value: Any) -> str:
     return "ARRAY[" + ", ".join(literal(v) for v in value) + "]::text[]"
 
 
-async def generic_plan(sql: Conn, query: str, types: str | None, *args: Any) -> dict[str, Any]:
+GENERIC = {"plan_cache_mode": "force_generic_plan"}
+
+
+@asynccontextmanager
+async def prepared(
+    sql: Conn, query: str, types: str | None, settings: Mapping[str, str] = GENERIC
+) -> AsyncIterator[Callable[..., Awaitable[dict[str, Any]]]]:
+    """`query` prepared under `settings` (by default, a generic plan and nothing else: a
+    pooled connection's statement the server switched to one plan); inside, `explain(*args)`
+    runs EXPLAIN (ANALYZE, BUFFERS) of that prepared plan with `args`, rolled back. The plan is
+    made at the first `explain` and kept, as a connection keeps it."""
+    for name, value in settings.items():
+        await sql.execute(f"SET {name} = {literal(value)}")
+    await sql.execute(f"PREPARE probe {f'({types}) ' if types else ''}AS {query}")
+
+    async def explain(*args: Any) -> dict[str, Any]:
+        values = ", ".join(literal(arg) for arg in args)
+        probing = sql.transaction()
+        await probing.start()
+        try:
+            text = await sql.fetchval(
+                f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE probe ({values})"
+            )
+        finally:
+            await probing.rollback()  # a claim it ran leases nothing
+        plan: dict[str, Any] = json.loads(text)[0]["Plan"]
+        return plan
+
+    try:
+        yield explain
+    finally:
+        await sql.execute("DEALLOCATE probe")
+        for name in settings:
+            await sql.execute(f"RESET {name}")
+
+
+async def generic_plan(
+    sql: Conn, query: str, types: str | None, *args: Any, settings: Mapping[str, str] = GENERIC
+) -> dict[str, Any]:
     """EXPLAIN (ANALYZE, BUFFERS) of `query`'s generic plan run with `args`, rolled back.
     `types`: the parameters' types when the statement does not cast them itself."""
-    await sql.execute("SET plan_cache_mode = force_generic_plan")
-    await sql.execute(f"PREPARE probe {f'({types}) ' if types else ''}AS {query}")
-    values = ", ".join(literal(arg) for arg in args)
-    probing = sql.transaction()
-    await probing.start()
-    try:
-        text = await sql.fetchval(
-            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE probe ({values})"
-        )
-    finally:
-        await probing.rollback()  # a claim it ran leases nothing
-        await sql.execute("DEALLOCATE probe")
-        await sql.execute("RESET plan_cache_mode")
-    plan: dict[str, Any] = json.loads(text)[0]["Plan"]
-    return plan
+    async with prepared(sql, query, types, settings) as explain:
+        return await explain(*args)
 
 
 def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:

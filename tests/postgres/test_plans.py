@@ -12,11 +12,12 @@ import pytest
 
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres.connections import PLANNED_ONCE_SETTINGS
 from engine.drivers.postgres.jobs import list_sql, stats_args
 from engine.drivers.postgres.sql import with_schema
 from schemas.jobs import JobFilter
 from schemas.states import SETTLED_STATES
-from tests.postgres.plan_probe import generic_plan
+from tests.postgres.plan_probe import GENERIC, generic_plan
 
 SETTLED = 60_000  # done long ago, in two names, two tenants
 DEAD = 40
@@ -133,17 +134,21 @@ async def test_stats_read_the_live_rows_and_the_settled_index(
     assert (stats.done, stats.dead, stats.ready + stats.running) == (0, DEAD, LIVE)
 
 
+@pytest.mark.parametrize(
+    "settings", [GENERIC, PLANNED_ONCE_SETTINGS], ids=["pooled", "planned-once"]
+)
 async def test_stats_planned_generically_expect_the_recent_settled_rows_few(
-    history: PostgresDriver, sql: Conn, clock: ManualClock
+    history: PostgresDriver, sql: Conn, clock: ManualClock, settings: dict[str, str]
 ) -> None:
-    """A pooled connection's prepared statement may switch to a generic plan (PostgreSQL does
-    after five runs when it looks no dearer). Not knowing the window's start, that plan must
-    still expect few recent settled rows: expecting a third of all history, it planned parallel
-    workers over the settled index, which cost several times the whole read."""
+    """The stats run planned once (below), and a pooled connection's prepared statement may
+    switch to a generic plan (PostgreSQL does after five runs when it looks no dearer). Not
+    knowing the window's start, that plan must still expect few recent settled rows: expecting
+    a third of all history, it planned parallel workers over the settled index, which cost
+    several times the whole read."""
     now = clock.now_ms()
     for queues, tenant in ((None, None), (["default"], None), (None, "t0")):
         plan = await generic_plan(
-            sql, history.db.q["stats"], None, *stats_args(now, queues, tenant)
+            sql, history.db.q["stats"], None, *stats_args(now, queues, tenant), settings=settings
         )
         nodes = _walk(plan)
         settled = [n["Plan Rows"] for n in nodes if n.get("Index Name") == "jobs_settled_idx"]

@@ -38,7 +38,14 @@ _OWN_MAX = 3
 # costs a good part of running it. One per worker loop claiming at once in this process; more
 # claimers, and a stats read while both claim, share the general ones.
 _PLANNED_ONCE_MAX = 2
-_PLANNED_ONCE_SETTINGS = {"plan_cache_mode": "force_generic_plan"}
+# Their plans never scan a table whole: a plan is kept while the tables grow, and one made while
+# a table was small (a new deployment's first claim, with no steps stored yet) would scan it on
+# every run from then on. Each statement here has an index for every table it reads.
+PLANNED_ONCE_SETTINGS = {
+    "plan_cache_mode": "force_generic_plan",
+    "enable_seqscan": "off",
+    "enable_bitmapscan": "off",
+}
 # The reads planned for their values every time (custom plans): the filtered lists, whose
 # right plan depends on how many rows the filter matches. On a cached statement the server
 # switches to one generic plan after five runs when it looks no dearer, and for a list that plan
@@ -115,7 +122,7 @@ class Connections:
             )
 
         self.general = kept(_OWN_MAX, {})
-        self.generic = kept(_PLANNED_ONCE_MAX if cached else 0, _PLANNED_ONCE_SETTINGS)
+        self.generic = kept(_PLANNED_ONCE_MAX if cached else 0, PLANNED_ONCE_SETTINGS)
         self.for_values = kept(_FOR_VALUES_MAX if cached else 0, _FOR_VALUES_SETTINGS)
         self.closed = False
         # Set when a connection could not even be opened (the server was unreachable, not one

@@ -94,8 +94,11 @@ RETURNING pg_notify($15::text, '');
 -- there). The probe is exact for a waiting row (no holder: no step can commit after this
 -- snapshot). An abandoned row may have its stale holder mid-write, but it was claimed before,
 -- so its attempt is now above 1: any run past its first attempt reads (the rule every driver
--- applies). The lease token ($5) is one per claim, drawn by the caller: every fence compares it
--- together with the row's id, so the rows of one batch may share it. $6 false leaves running
+-- applies). The probe is a scalar subquery, not EXISTS: the planner may run an EXISTS as one
+-- hashed read of every stored step, and the claim's plan, kept as the table grows (see below),
+-- would read them all at every claim; a scalar subquery is one index probe per claimed row.
+-- The lease token ($5) is one per claim, drawn by the caller: every fence compares it together
+-- with the row's id, so the rows of one batch may share it. $6 false leaves running
 -- rows alone: right after an outage their holders get a lease to come back (claims.py).
 -- Neither arm takes a job whose queue ($7) or name ($8) is paused (engine/pauses.py; claim_queues:
 -- $8, $9): the claimer passes the paused names it read at most PAUSES_REFRESH_S ago, so the
@@ -103,8 +106,8 @@ RETURNING pg_notify($15::text, '');
 -- The pause test is spelled `NOT (paused @> ARRAY[column])`, not `column <> ALL (paused)`: the
 -- planner estimates `<> ALL` of an unknown array as matching no row when the column holds one
 -- value (one queue, one job name), and a plan made for no rows sorts the whole backlog. The
--- claim runs on connections that plan it once (connections.py `claiming`), so that plan would
--- be the one every claim ran.
+-- claim runs on connections that plan it once (connections.py `planned_once`), so that plan
+-- would be the one every claim ran.
 WITH due AS (
     SELECT id, rank
       FROM (SELECT id, run_at - priority * 300000 AS rank
@@ -135,7 +138,8 @@ UPDATE {schema}.jobs AS j
  WHERE j.id = ANY(ARRAY(SELECT id FROM batch))
 RETURNING j.*,
           j.attempt > 1
-          OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps;
+          OR (SELECT true FROM {schema}.steps AS s WHERE s.run_id = j.run_id LIMIT 1) IS NOT NULL
+             AS has_steps;
 
 -- name: claim_queues
 -- claim, restricted to the worker's queues ($6; claim's $6 is $7 here). Each queue not paused is
@@ -180,13 +184,15 @@ UPDATE {schema}.jobs AS j
  WHERE j.id = ANY(ARRAY(SELECT id FROM batch))
 RETURNING j.*,
           j.attempt > 1
-          OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps;
+          OR (SELECT true FROM {schema}.steps AS s WHERE s.run_id = j.run_id LIMIT 1) IS NOT NULL
+             AS has_steps;
 
 -- name: claimed_with
 -- After a claim whose connection broke: the rows it leased, if it committed (its token, $1).
 SELECT j.*,
        j.attempt > 1
-       OR EXISTS (SELECT 1 FROM {schema}.steps AS s WHERE s.run_id = j.run_id) AS has_steps
+       OR (SELECT true FROM {schema}.steps AS s WHERE s.run_id = j.run_id LIMIT 1) IS NOT NULL
+          AS has_steps
   FROM {schema}.jobs AS j
  WHERE j.state = 'running' AND j.lease_token = $1;
 
