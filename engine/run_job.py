@@ -57,9 +57,11 @@ class RunHandle:
     the whole task for a worker that has to go: through the scope while the body runs (so a
     shield in it still holds), by cancelling the task anywhere else (the engine's own code)."""
 
-    def __init__(self, claimed: ClaimedJob) -> None:
+    def __init__(
+        self, claimed: ClaimedJob, scope_type: type[anyio.CancelScope] = anyio.CancelScope
+    ) -> None:
         self.claimed = claimed
-        self.scope = anyio.CancelScope()
+        self.scope = scope_type()
         self.reason: StopReason | None = None
         # The task running this job (set when it starts), whether the body is running now,
         # and whether the worker tore the task down (one torn before it started never runs).

@@ -158,6 +158,7 @@ class Worker:
         self.id = worker_id or new_worker_id()
         self._listeners: list[WorkerEventListener] = [log_listener, *listeners]
         self._inflight: dict[str, RunHandle] = {}
+        self._scope_type: type[anyio.CancelScope] | None = None
         # Job tasks are plain asyncio tasks, each under a cancel scope of its own (see _start).
         self._tasks: set[asyncio.Task[None]] = set()
         self._crash: BaseException | None = None
@@ -621,7 +622,12 @@ class Worker:
 
     def _hold(self, claimed: ClaimedJob) -> RunHandle:
         """Take a claimed job into the worker's care (heartbeats, drain) before it starts."""
-        handle = RunHandle(claimed)
+        scope_type = self._scope_type
+        if scope_type is None:
+            # The running loop's own scope class: made directly, a scope skips anyio's lookup
+            # of the async library at every job.
+            scope_type = self._scope_type = type(anyio.CancelScope())
+        handle = RunHandle(claimed, scope_type)
         self._inflight[claimed.record.id] = handle
         return handle
 
