@@ -24,10 +24,18 @@ HOUR_MS = 3_600_000
 
 
 async def _in_state(
-    driver: PostgresDriver, sql: Sql, now: int, key: str, state: JobState, **columns: int | None
+    driver: PostgresDriver,
+    sql: Sql,
+    now: int,
+    key: str,
+    state: JobState,
+    *,
+    queue: str = "default",
+    tenant_id: str | None = None,
+    **columns: int | None,
 ) -> JobRecord:
     """A row put straight into `state` (and any other columns given), as the driver reads it."""
-    (result,) = await driver.enqueue([request(now, key=key)])
+    (result,) = await driver.enqueue([request(now, key=key, queue=queue, tenant_id=tenant_id)])
     sets = ", ".join(f"{name} = ${n}" for n, name in enumerate(["state", *columns], start=2))
     await sql.execute(
         f"UPDATE mcp_jobs.jobs SET {sets} WHERE id = $1", result.id, state, *columns.values()
@@ -100,12 +108,16 @@ async def test_stats_count_every_row_in_the_bucket_rules_gives_it(
                 now,
                 f"s{n}",
                 state,
+                queue=("q0", "q1")[n % 2],
+                tenant_id=(None, "t1", "t2")[n % 3],
                 run_at=run_at,
                 queued_at=now + queued,
                 lease_expires_at=lease_expires_at,
             )
         )
-    assert await driver.stats() == rules.queue_stats(records, now)
+    for queues, tenant in ((None, None), (["q0"], None), (None, "t1"), (["q1"], "t2")):
+        expected = rules.queue_stats(records, now, queues=queues, tenant_id=tenant)
+        assert await driver.stats(queues, tenant_id=tenant) == expected
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -377,7 +377,9 @@ SELECT count(*) FROM {schema}.events WHERE job_id = $1;
 -- more than the read.
 -- Each arm folds its rows into (queue, state) groups itself, the live rows with the few sums
 -- their states need (the oldest times as min, turned into ages below); the per-queue columns
--- then pick from those handful of groups (no sort of the rows).
+-- then pick from those handful of groups (no sort of the rows). Expired leases are counted in
+-- an arm of their own over the few running rows (jobs_running_idx): named in the live arm,
+-- lease_expires_at made every live row be read out to its 21st column.
 WITH since AS (
     SELECT greatest($4::bigint, max(at)) AS at
       FROM (
@@ -404,10 +406,16 @@ by_state AS (
            min(queued_at) FILTER (
                WHERE queued_at <= $1::bigint AND (state = 'ready' OR run_at <= $1::bigint))
                AS oldest_queued_at,
-           count(*) FILTER (WHERE coalesce(lease_expires_at, 0) <= $1::bigint) AS expired,
+           0 AS expired,
            min(run_at) FILTER (WHERE run_at <= $1::bigint) AS oldest_due_at
       FROM {schema}.jobs
      WHERE state IN ('ready', 'delayed', 'running', 'suspended')
+       AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
+     GROUP BY queue, state
+    UNION ALL
+    SELECT queue, state, 0, 0, NULL, count(*), NULL
+      FROM {schema}.jobs
+     WHERE state = 'running' AND coalesce(lease_expires_at, 0) <= $1::bigint
        AND ($2::text[] IS NULL OR queue = ANY($2)) AND ($3::text IS NULL OR tenant_id = $3)
      GROUP BY queue, state
     UNION ALL
