@@ -13,7 +13,6 @@ PostgreSQL are built in). The kit needs pytest-asyncio with `asyncio_mode = "aut
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, cast
@@ -122,6 +121,9 @@ async def builtin_app_transaction(driver: Driver, url: str) -> AsyncIterator[Any
         yield tx
         memory.commit(tx)
     elif driver.kind == "sqlite":
+        # The driver's own sqlite3 module: another copy of SQLite would release its locks.
+        from engine.drivers.sqlite.library import sqlite3
+
         app = sqlite3.connect(sqlite_path(url), isolation_level=None)
         try:
             app.execute("BEGIN")

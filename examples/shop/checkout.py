@@ -9,7 +9,6 @@ relay publishes the staged job; nothing else has to run.
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 import asyncpg
@@ -17,7 +16,7 @@ import asyncpg
 from engine import Jobs
 from engine.drivers.memory import MemoryDriver
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.sqlite import SqliteDriver
+from engine.drivers.sqlite import SqliteDriver, sqlite3  # the driver's own sqlite3 module
 from engine.outbox import StagedJob
 from examples.shop.jobs import OrderInput, fulfil_order
 

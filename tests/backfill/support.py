@@ -3,7 +3,6 @@ test uses to fail, block or watch a batch. Plain stdlib sqlite3, separate from t
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import anyio
 
 from engine import ManualClock
 from engine.backfill import BackfillDefinition, BackfillRegistry, backfill
+from engine.drivers.sqlite.library import sqlite3
 
 DIRTY = "email != lower(trim(email))"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import anyio
@@ -10,6 +9,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, Worker, connect
 from engine.backfill import Backfills, default_backfills, interval_ms
+from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError
 from tests.backfill.support import RecordingClock
 

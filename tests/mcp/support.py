@@ -9,7 +9,6 @@ anything else.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine import JobContext, JobRegistry, Jobs, Retry, job
 from engine.backfill import BackfillRegistry
+from engine.drivers.sqlite.library import sqlite3
 from mcp_jobs.config import Settings
 from mcp_jobs.server import build_server
 from mcp_jobs.server.audit import AUDIT_EVENT

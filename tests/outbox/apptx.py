@@ -8,13 +8,13 @@ an asyncpg connection in `conn.transaction()`, SQLite a sqlite3 connection after
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from engine import Jobs
 from engine.drivers.memory import MemoryDriver, MemoryTransaction
+from engine.drivers.sqlite.library import sqlite3
 
 SQLITE_PREFIX = "sqlite:///"
 

@@ -4,7 +4,6 @@ the order (EXPLAIN QUERY PLAN: no scan, no sort), whatever the ledger holds."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from engine import ManualClock
 from engine.drivers.base import RunPosition
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.library import sqlite3
 
 RUNS = 20_000
 

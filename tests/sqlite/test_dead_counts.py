@@ -6,7 +6,6 @@ rows."""
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +15,7 @@ from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite import migrate as m
 from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.lifecycle import stats_params
 from schemas.jobs import NackOptions
 from tests.postgres.test_dead_counts import random_operations

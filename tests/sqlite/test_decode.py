@@ -3,7 +3,6 @@ name, never cast. Each bad row is written by hand, as a newer deploy would have 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, connect, job
+from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError
 from schemas.backfill import BackfillRun
 

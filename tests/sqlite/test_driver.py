@@ -3,7 +3,6 @@ transaction for the outbox, and group commit."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from engine import JobContext, JobRegistry, ManualClock, connect, job
 from engine.drivers import DATABASE_URL_ENV
 from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import SqliteDriver
+from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError
 from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.jobs import JobFilter

@@ -5,7 +5,6 @@ savepoint, and the look for other processes' commits is fast after work and back
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.connection import Executor, Op
 from engine.drivers.sqlite.driver import BUSY_HOLD_S, FAST_POLL_MS
+from engine.drivers.sqlite.library import sqlite3
 from tests.sqlite.enqueues import START, request
 
 

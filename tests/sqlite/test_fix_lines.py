@@ -6,7 +6,6 @@ that enqueue works again."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from anyio.abc import Process
 from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.errors import live_key_off
+from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError
 from schemas.jobs import EnqueueRequest
 from tests.sqlite.fix_runner import run_fix

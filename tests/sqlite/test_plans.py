@@ -4,7 +4,6 @@ table, and runs a bounded number of VM instructions."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.lifecycle import stats_params
 
 SETTLED = 50_000

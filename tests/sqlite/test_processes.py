@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine import connect
+from engine.drivers.sqlite.library import sqlite3
 from tests.sqlite.proc_app import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]

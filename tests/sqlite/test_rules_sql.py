@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from engine import ManualClock, rules
 from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import SqliteDriver
+from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError
 from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest, JobFilter, JobRecord

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 
 from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite import migrate as m
 from engine.drivers.sqlite import queries as q
+from engine.drivers.sqlite.library import sqlite3
 from schemas.states import LIVE_STATES
 
 DURABLE_TABLES = {

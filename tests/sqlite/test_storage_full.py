@@ -7,7 +7,6 @@ gives. No root, no mount, nothing to clean up.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
@@ -18,6 +17,7 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, Jobs, ManualClock, connect, job
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.connection import Executor, Op
+from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError
 
 BIG = "x" * 100_000  # far more than the free space left in any page

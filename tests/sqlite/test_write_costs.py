@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sqlite3
 import threading
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from engine.drivers.sqlite import migrate as m
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, WAKE_COMMITS
 from engine.drivers.sqlite.errors import live_key_off
+from engine.drivers.sqlite.library import sqlite3
 from tests.sqlite.enqueues import START, request
 
 # Every statement that writes rows of the jobs table on the hot path.
@@ -52,7 +52,8 @@ async def test_the_partial_indexes_add_no_temporary_btree_to_a_write(
         without = {name: _temporary_btrees(conn, getattr(q, name)) for name in WRITES}
     finally:
         conn.close()
-    assert with_indexes == without
+    # No more with them than without (SQLite 3.51 even plans CLAIM with one fewer through them).
+    assert all(with_indexes[name] <= without[name] for name in WRITES), (with_indexes, without)
     assert all(with_indexes[name] == 0 for name in LONE_WRITES), with_indexes
 
 

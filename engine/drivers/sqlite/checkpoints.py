@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sqlite3
 import threading
+
+from engine.drivers.sqlite.library import sqlite3
 
 logger = logging.getLogger("mcp_jobs.sqlite")
 

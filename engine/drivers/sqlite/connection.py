@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,8 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, Checkpointer
-from engine.drivers.sqlite.errors import convert, is_busy
+from engine.drivers.sqlite.errors import SqliteTooOldError, convert, is_busy
+from engine.drivers.sqlite.library import new_enough, sqlite3
 from engine.errors import DriverUnavailableError, InvalidArgumentError, JobsError
 
 T = TypeVar("T")
@@ -37,7 +37,6 @@ Item = TypeVar("Item")
 # Rounds of `busy_timeout` a batch may wait through before the caller gets a typed error.
 _BUSY_ROUNDS = 6
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-MIN_SQLITE = (3, 35, 0)
 # Connections a forked child inherited from its parent: held so they are never closed here.
 _INHERITED: list[sqlite3.Connection] = []
 
@@ -89,13 +88,8 @@ class Executor:
         if word not in _SYNCHRONOUS:
             expected = f"one of {', '.join(_SYNCHRONOUS)}"
             raise InvalidArgumentError("synchronous", synchronous, expected)
-        if sqlite3.sqlite_version_info < MIN_SQLITE:
-            raise DriverUnavailableError(
-                "sqlite",
-                f"this Python links SQLite {sqlite3.sqlite_version}; the driver needs "
-                f"{'.'.join(map(str, MIN_SQLITE))} or newer (RETURNING, partial-index upserts)",
-                "uv venv --python 3.12",
-            )
+        if not new_enough(sqlite3):
+            raise SqliteTooOldError(sqlite3.sqlite_version)
         self.path = path
         self.busy_timeout_ms = busy_timeout_ms
         self.synchronous = word

@@ -6,10 +6,10 @@ atomic upsert and the last writer wins per name.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from engine.descriptors import decode, encode, stamped
+from engine.drivers.sqlite.library import sqlite3
 from schemas.descriptor import JobDescriptor
 
 PUBLISH = """

@@ -8,7 +8,6 @@ in one transaction. The semantics are the memory driver's; `lifecycle` and `ledg
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -29,7 +28,8 @@ from engine.drivers.sqlite import rate_limits as rates_sql
 from engine.drivers.sqlite import reruns as reruns_sql
 from engine.drivers.sqlite import settled_counts as settled_sql
 from engine.drivers.sqlite.connection import Executor
-from engine.drivers.sqlite.errors import OutboxWrongDatabaseError, convert
+from engine.drivers.sqlite.errors import OutboxOtherSqliteError, OutboxWrongDatabaseError, convert
+from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.wakeups import file_key, shared_feed, shared_waker
 from engine.errors import InvalidArgumentError, JobsError, OutboxNoTxError
 from engine.ids import new_id
@@ -66,6 +66,15 @@ COMMIT_POLL_MS = 50
 # each empty look doubles the gap back to `poll_ms`, so an idle worker costs what it did.
 FAST_POLL_MS = 2
 BUSY_HOLD_S = 1.0
+
+
+def _other_sqlite(tx: Any) -> str | None:
+    """The module of `tx` when it is a connection of another sqlite3 module than the driver's
+    (Python's own while the driver runs on the fallback, or the other way round)."""
+    module = type(tx).__module__
+    if type(tx).__name__ == "Connection" and module in ("sqlite3", "pysqlite3.dbapi2"):
+        return module
+    return None
 
 
 def _data_version(conn: sqlite3.Connection) -> int:
@@ -382,7 +391,12 @@ class SqliteDriver:
         """Insert through the application's own connection `tx`, inside ITS open transaction:
         the jobs exist exactly when that transaction commits. Runs on the calling thread,
         because a sqlite3 connection belongs to the thread that made it."""
-        if not isinstance(tx, sqlite3.Connection) or not tx.in_transaction:
+        if not isinstance(tx, sqlite3.Connection):
+            other = _other_sqlite(tx)
+            if other is not None:
+                raise OutboxOtherSqliteError(other, sqlite3.__name__, self.path)
+            raise OutboxNoTxError(self.kind)
+        if not tx.in_transaction:
             raise OutboxNoTxError(self.kind)
         now = self.clock.now_ms()
         ids: list[str] = []

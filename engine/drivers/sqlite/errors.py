@@ -13,9 +13,15 @@ from __future__ import annotations
 import errno
 import os
 import shlex
-import sqlite3
 
 from engine.drivers.sqlite.fix_lines import python_holders, python_sql, rebuild_index
+from engine.drivers.sqlite.library import (
+    FALLBACK_MODULE,
+    FALLBACK_PACKAGE,
+    MIN_SQLITE,
+    sqlite3,
+    too_old_fix,
+)
 from engine.drivers.sqlite.migrate import declared_statement
 from engine.errors import (
     DriverUnavailableError,
@@ -53,6 +59,42 @@ class OutboxWrongDatabaseError(JobsError):
             "row staged there would never be published, and a commit is atomic per file only",
             f"tx = sqlite3.connect({jobs_path!r})",
             details={"jobs_path": jobs_path, "tx_path": tx_path},
+        )
+
+
+class SqliteTooOldError(JobsError):
+    code = "SQLITE_TOO_OLD"
+    title = "the SQLite this Python links is older than the driver needs"
+
+    def __init__(self, version: str, fix: str | None = None) -> None:
+        fix = fix or too_old_fix()
+        needs = ".".join(map(str, MIN_SQLITE))
+        if FALLBACK_PACKAGE in fix:
+            then = (
+                f"{FALLBACK_PACKAGE} carries a current SQLite, which the driver uses once installed"
+            )
+        else:
+            then = "a Python from uv carries a current SQLite: install mcp-jobs into the venv made"
+        super().__init__(
+            f"sqlite: this Python links SQLite {version} (and {FALLBACK_MODULE} is not installed "
+            f"or no newer); the driver needs {needs} or newer, for RETURNING and upserts on a "
+            f"partial unique index; {then}",
+            fix,
+            details={"driver": "sqlite", "sqlite_version": version, "needs": needs},
+        )
+
+
+class OutboxOtherSqliteError(JobsError):
+    code = "OUTBOX_OTHER_SQLITE"
+    title = "outbox staging was given a connection of another SQLite library than the driver's"
+
+    def __init__(self, given: str, used: str, jobs_path: str) -> None:
+        super().__init__(
+            f"stage() was given a {given} connection, but the driver runs on {used} (this "
+            "Python's own SQLite is older than it needs); two copies of SQLite on one file in "
+            "one process release each other's locks",
+            f"from engine.drivers.sqlite import sqlite3; tx = sqlite3.connect({jobs_path!r})",
+            details={"given": given, "driver_module": used},
         )
 
 

@@ -7,10 +7,10 @@ waiting jobs in one commit, so a job that parked before it is never missed. The 
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from engine.drivers.sqlite.codec import dumps, loads
+from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.queries import LIVE_PREDICATE
 from engine.inbound_events import EventCursor, InboundEvent
 

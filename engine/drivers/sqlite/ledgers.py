@@ -3,7 +3,6 @@ workers, the backfill ledger, the scheduler and the outbox. Each mirrors the mem
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from engine.drivers.base import RunPosition, StepWrite
@@ -18,6 +17,7 @@ from engine.drivers.sqlite.codec import (
     worker_params,
 )
 from engine.drivers.sqlite.connection import each_item
+from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError, JobSlotLostError
 from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun

@@ -5,7 +5,6 @@ pinned by tests/sqlite/test_rules_sql.py), as in the memory driver."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from engine.drivers.sqlite.codec import (
 )
 from engine.drivers.sqlite.connection import each_item
 from engine.drivers.sqlite.errors import is_busy, live_key_broken, live_key_off
+from engine.drivers.sqlite.library import sqlite3
 from engine.errors import (
     JobDuplicateError,
     JobNotCancellableError,

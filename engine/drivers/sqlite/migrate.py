@@ -9,9 +9,10 @@ serialize: the second finds every version recorded and applies nothing.
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass
 from importlib import resources
+
+from engine.drivers.sqlite.library import sqlite3
 
 MIGRATIONS_TABLE = """
 CREATE TABLE IF NOT EXISTS mcp_jobs_migrations (

@@ -7,9 +7,9 @@ commits, on every connection to the file.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import cast
 
+from engine.drivers.sqlite.library import sqlite3
 from schemas.pauses import Pause, PauseKind
 
 INSERT = """

@@ -6,8 +6,7 @@ job running writes; a stale holder's report changes nothing.
 
 from __future__ import annotations
 
-import sqlite3
-
+from engine.drivers.sqlite.library import sqlite3
 from schemas.progress import Progress
 
 SAVE = """

@@ -8,9 +8,9 @@ reservation (`mcp_jobs_rate_reservations`) is written in that same transaction.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
+from engine.drivers.sqlite.library import sqlite3
 from engine.rate_limits import (
     ADOPT_AFTER_MS,
     RateReservation,

@@ -5,11 +5,10 @@ first to commit and then finds it ready, so it is refused as a live job's retry 
 
 from __future__ import annotations
 
-import sqlite3
-
 from engine.drivers.sqlite import lifecycle
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import STEP_COLUMNS, dumps, step_from_row, step_params
+from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobDuplicateError
 from engine.reruns import plan_rerun
 from schemas.events import EventRecord

@@ -11,9 +11,9 @@ job past the audit retention go oldest first on their partial index (0016).
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from engine.drivers.sqlite.codec import job_state
+from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.queries import SETTLED_PREDICATE
 from engine.retention import Cutoffs, PruneCount, PruneRule
 from schemas.states import JobState

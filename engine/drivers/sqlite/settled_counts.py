@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import sqlite3
-
+from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.queries import SETTLED_PREDICATE
 from engine.settled_counts import from_rows
 from schemas.stats import SettledCount
