@@ -16,21 +16,29 @@ SETTLE_RETRY_MS = 300_000  # the driver's default
 
 
 async def refuse(
-    sql: asyncpg.Connection[asyncpg.Record], event: str, sqlstate: str, times: int
+    sql: asyncpg.Connection[asyncpg.Record],
+    event: str,
+    sqlstate: str,
+    times: int,
+    *,
+    table: str = "jobs",
+    after: int = 0,
 ) -> None:
-    """The next `times` statements that `event` the jobs table are refused with `sqlstate` by
-    the server itself (a sequence counts them: it is not rolled back with the statement)."""
+    """After the next `after` statements that `event` the table (of schema mcp_jobs), the
+    `times` after them are refused with `sqlstate` by the server itself (a sequence counts
+    them: it is not rolled back with the statement)."""
     await sql.execute(
         f"""
         CREATE SEQUENCE public.refusals;
         CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE n bigint := nextval('public.refusals');
         BEGIN
-          IF nextval('public.refusals') <= {times} THEN
+          IF n > {after} AND n <= {after + times} THEN
             RAISE EXCEPTION 'refused by the test' USING ERRCODE = '{sqlstate}';
           END IF;
           RETURN NULL;
         END $$;
-        CREATE TRIGGER refuse BEFORE {event} ON mcp_jobs.jobs
+        CREATE TRIGGER refuse BEFORE {event} ON mcp_jobs.{table}
           FOR EACH STATEMENT EXECUTE FUNCTION public.refuse();
         """
     )
