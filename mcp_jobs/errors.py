@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.errors import JobsError, short_repr
+from engine.extras import install_line
 from schemas.errors import NextCall
 
 
@@ -251,7 +252,7 @@ class OAuthUnavailableError(JobsError):
     def __init__(self) -> None:
         super().__init__(
             "--oauth-issuer verifies JWT access tokens with PyJWT, which is not installed",
-            "pip install 'mcp-jobs[oauth]'",
+            install_line("oauth"),
         )
 
 

@@ -25,6 +25,7 @@ from engine.drivers.base import (
 )
 from engine.drivers.urls import DATABASE_URL_ENV, check_postgres_url, sqlite_path
 from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
+from engine.extras import install_line
 
 DEFAULT_DATABASE_URL = "sqlite:///.mcp-jobs/jobs.db"
 ENTRY_POINT_GROUP = "mcp_jobs.drivers"
@@ -112,7 +113,7 @@ def _redis(url: str, *, clock: Clock, **options: Any) -> Driver:
     try:
         from engine.drivers.redis import RedisDriver, check_redis_url
     except ImportError as exc:  # redis-py is the optional extra `redis`
-        fix = "pip install 'mcp-jobs[redis]'"
+        fix = install_line("redis")
         raise DriverUnavailableError("redis", f"redis-py is not installed ({exc})", fix) from exc
 
     check_redis_url(url)  # before any connection is tried
@@ -123,7 +124,7 @@ def _nats(url: str, *, clock: Clock, **options: Any) -> Driver:
     try:
         from engine.drivers.nats import NatsDriver, check_nats_url
     except ImportError as exc:  # nats-py is the optional extra `nats`
-        fix = "pip install 'mcp-jobs[nats]'"
+        fix = install_line("nats")
         raise DriverUnavailableError("nats", f"nats-py is not installed ({exc})", fix) from exc
 
     check_nats_url(url)  # before any connection is tried

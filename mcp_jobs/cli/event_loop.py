@@ -13,10 +13,10 @@ import os
 import sys
 
 from engine.errors import InvalidArgumentError
+from engine.extras import install_line
 
 EVENT_LOOP_ENV = "MCP_JOBS_EVENT_LOOP"
 CHOICES = ("auto", "asyncio", "uvloop")
-INSTALL_HINT = "pip install 'mcp-jobs[uvloop]'"
 
 
 def uvloop_installed() -> bool:
@@ -32,7 +32,9 @@ def backend_options(choice: str | None = None) -> dict[str, bool]:
     installed = uvloop_installed()
     if value == "uvloop" and not installed:
         raise InvalidArgumentError(
-            EVENT_LOOP_ENV, raw, f"auto or asyncio: uvloop is not installed ({INSTALL_HINT})"
+            EVENT_LOOP_ENV,
+            raw,
+            f"auto or asyncio: uvloop is not installed ({install_line('uvloop')})",
         )
     return {"use_uvloop": value == "uvloop" or (value == "auto" and installed)}
 

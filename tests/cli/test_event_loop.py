@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import InvalidArgumentError
+from engine.extras import install_line
 from mcp_jobs.cli import event_loop, main
 from mcp_jobs.cli.event_loop import EVENT_LOOP_ENV, backend_options
 
@@ -43,7 +44,7 @@ def test_uvloop_asked_for_but_missing_is_refused_with_the_install_hint(
     with pytest.raises(InvalidArgumentError) as caught:
         backend_options("uvloop")
     assert caught.value.code == "INVALID_ARGUMENT"
-    assert "pip install 'mcp-jobs[uvloop]'" in caught.value.fix
+    assert install_line("uvloop") in caught.value.fix
 
 
 def test_an_unknown_loop_is_refused() -> None:
