@@ -61,6 +61,7 @@ def test_the_fix_installs_the_fallback_where_it_has_wheels_and_a_bundling_python
     ):
         fix = too_old_fix(python, build, libc)
         assert fix.startswith(f"{quoted} -m pip install uv && {quoted} -m uv venv"), fix
+        assert "--python-preference only-managed" in fix
         assert "pysqlite3" not in fix
 
 

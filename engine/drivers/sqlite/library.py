@@ -64,7 +64,9 @@ def too_old_fix(
         libc = platform.libc_ver()[0]  # reads the interpreter's binary: only when asked
     if fallback_has_wheels(build_platform, libc):
         return f"{python} -m pip install {FALLBACK_PACKAGE}"
-    return f"{python} -m pip install uv && {python} -m uv venv --python 3.12 .venv"
+    # Managed only: a system Python 3.12 could link the same old SQLite. --seed gives it pip.
+    uv_venv = "uv venv --seed --python 3.12 --python-preference only-managed .venv"
+    return f"{python} -m pip install uv && {python} -m {uv_venv}"
 
 
 if TYPE_CHECKING:
