@@ -40,7 +40,7 @@ import nats
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StreamConfig
 
-from engine.drivers.nats import NatsDriver, connection
+from engine.drivers.nats import NatsDriver, connection, keys
 from engine.drivers.nats.store import Store
 
 LIMIT = "max_file_store: 64KB"
@@ -274,3 +274,74 @@ async def test_a_contended_key_is_retryable_and_its_fix_shows_the_key(database_u
         assert "written 0 times" in printed
     finally:
         await driver.close()
+
+
+async def _two_holding_a_ghost(url: str) -> tuple[NatsDriver, NatsDriver, str, str]:
+    """Two drivers on one bucket (two processes), both holding job 2 in their replicas, as
+    when the other's watch took a batch's write before the batch was taken back."""
+    clock = ManualClock()
+    writer = cast(NatsDriver, open_driver(url, clock=clock))
+    other = cast(NatsDriver, open_driver(url, clock=clock))
+    await writer.migrate()
+    await other.migrate()
+    (kept,) = await writer.enqueue([_request(1, clock.now_ms())])
+    (ghost,) = await writer.enqueue([_request(2, clock.now_ms())])
+    seen = await other.list_jobs(JobFilter(limit=50))
+    assert sorted(j.id for j in seen.jobs) == sorted([kept.id, ghost.id])
+    return writer, other, kept.id, ghost.id
+
+
+async def test_a_take_back_s_purge_is_announced_to_the_other_processes(
+    url: str, js: JetStreamContext
+) -> None:
+    """A full store refuses even a delete marker, so the take-back purges, and no watch reports
+    a purge: the other process (here one that never claims, as an MCP server) hears it on the
+    replicas' notice subject and stops listing a job nobody enqueued."""
+    writer, other, kept, ghost = await _two_holding_a_ghost(url)
+    try:
+        heard = anyio.Event()
+        other_store = await other._open()  # pyright: ignore[reportPrivateUsage]
+        forget = other_store.replica.purged
+
+        def noted(key: str, revision: int) -> None:
+            forget(key, revision)
+            heard.set()
+
+        other_store.replica.purged = noted  # type: ignore[method-assign]
+        store = await writer._open()  # pyright: ignore[reportPrivateUsage]
+        key = keys.job(ghost)
+        entry = store.replica.get(key)
+        assert entry is not None
+        await store.purge_own(key, entry.revision)
+        with anyio.fail_after(5):
+            await heard.wait()
+        page = await other.list_jobs(JobFilter(limit=50))
+        assert [j.id for j in page.jobs] == [kept]
+        assert other_store.replica.doc(key) is None
+    finally:
+        await other.close()
+        await writer.close()
+
+
+async def test_a_purge_whose_notice_was_missed_is_dropped_at_the_next_claim(
+    url: str, js: JetStreamContext
+) -> None:
+    """A process that missed the notice (disconnected then) holds the purged job: its claim's
+    compare-and-set fails, and the read after it finds the key gone and drops it."""
+    writer, other, kept, ghost = await _two_holding_a_ghost(url)
+    try:
+        store = await writer._open()  # pyright: ignore[reportPrivateUsage]
+        key = keys.job(ghost)
+        entry = store.replica.get(key)
+        assert entry is not None
+        # The purge alone, announced to nobody.
+        subject = f"$KV.{writer.bucket}.{key}"
+        await js.purge_stream(store.replica.stream, subject=subject, seq=entry.revision + 1)
+
+        claimed = await other.claim("w", 30, 60_000)
+        assert [c.record.id for c in claimed] == [kept]
+        page = await other.list_jobs(JobFilter(limit=50))
+        assert [j.id for j in page.jobs] == [kept]
+    finally:
+        await other.close()
+        await writer.close()

@@ -87,7 +87,10 @@ async def _take(
     token = new_token()
     record = claim_transition(doc.record, worker_id, now, lease_ms)
     if await store.write_doc(doc.with_record(record, token), revision) is None:
-        return None  # another worker (or an operator) moved it first
+        # Another worker (or an operator) moved it first; or it was purged, which no watch
+        # reports: the read takes the new value, or drops the key, before the next claim.
+        await store.fresh(keys.job(job.id))
+        return None
     has_steps = record.attempt > 1 or bool(doc.steps.get(record.run_id))
     return ClaimedJob(
         record=record, token=token, lease_expires_at=now + lease_ms, has_steps=has_steps

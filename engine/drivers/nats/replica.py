@@ -18,6 +18,9 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
@@ -28,6 +31,7 @@ from engine.rules import LIVE_STATES
 SYNC_TIMEOUT_S = 15.0
 STALL_S = 1.0
 GONE_KEPT = 10_000
+PURGE_SUBJECT_PREFIX = "mcp_jobs.purged"
 
 
 class Entry(NamedTuple):
@@ -37,11 +41,19 @@ class Entry(NamedTuple):
 
 class Replica:
     def __init__(
-        self, kv: KeyValue, js: JetStreamContext, stream: str, on_job: Callable[[JobDoc], None]
+        self,
+        kv: KeyValue,
+        js: JetStreamContext,
+        stream: str,
+        on_job: Callable[[JobDoc], None],
+        client: Client | None = None,
     ) -> None:
         self._kv = kv
         self._js = js
         self._stream = stream
+        # Where purge notices are heard (Store.purge_own): None, none are.
+        self._client = client
+        self._notices: Subscription | None = None
         self._on_job = on_job
         self.on_other: Callable[[str], None] = lambda family: None
         # family -> key -> entry; deleted keys are kept as a revision so that an older write of
@@ -61,11 +73,26 @@ class Replica:
         """The bucket's stream (`KV_<bucket>`)."""
         return self._stream
 
+    @property
+    def purge_subject(self) -> str:
+        """The core NATS subject a process announces its purges on: no watch reports a purge."""
+        return f"{PURGE_SUBJECT_PREFIX}.{self._stream}"
+
     async def start(self) -> None:
+        if self._client is not None:
+            self._notices = await self._client.subscribe(self.purge_subject, cb=self._on_notice)
         self._watcher = await self._kv.watchall()
         self._task = asyncio.create_task(self._follow(self._watcher))
 
+    async def _on_notice(self, msg: Msg) -> None:
+        revision, _, key = msg.data.decode("utf-8", "replace").partition(" ")
+        if revision.isdigit() and key:
+            self.purged(key, int(revision))
+
     async def stop(self) -> None:
+        if self._notices is not None:
+            with contextlib.suppress(Exception):
+                await self._notices.unsubscribe()
         if self._watcher is not None:
             with contextlib.suppress(Exception):
                 await self._watcher.stop()  # type: ignore[no-untyped-call]
@@ -142,12 +169,13 @@ class Replica:
             self.on_other(family)
 
     def purged(self, key: str, revision: int) -> None:
-        """Our write of `key` at `revision` was purged, which no watch reports: forget it as a
-        delete at that revision would, so a later write still lands."""
+        """`key`'s messages up to `revision` were purged, which no watch reports: forget what is
+        held of it up to there as a delete at that revision would, so that a later write still
+        lands and a late copy of a purged one is not taken."""
         held = self.get(key)
-        if held is not None and held.revision == revision:
+        if held is not None and held.revision <= revision:
             self._families[keys.family(key)].pop(key)
-            self.apply(key, revision, None)
+        self.apply(key, revision, None)
 
     def _forget_old_deletes(self) -> None:
         # A late write of ours is at most the writes in flight behind the watch: a delete the

@@ -63,7 +63,7 @@ class Store:
                 waker.notify()
             changes.notify()
 
-        replica = Replica(kv, js, f"KV_{kv._name}", on_job)
+        replica = Replica(kv, js, f"KV_{kv._name}", on_job, client)
 
         def on_other(family: str) -> None:
             if family in ("bf", "desc", "job"):
@@ -76,9 +76,14 @@ class Store:
 
     async def fresh(self, key: str) -> Entry | None:
         """The server's current value of `key` (None when absent or deleted)."""
+        held = self.replica.get(key)
         try:
             got = await self.kv.get(key)
         except nats.js.errors.KeyNotFoundError:
+            if held is not None:
+                # Gone, though the replica holds it: purged by another process's take-back,
+                # which no watch reports. Forgotten unless a newer write arrived meanwhile.
+                self.replica.purged(key, held.revision)
             return None
         assert got.revision is not None
         entry = Entry(got.revision, got.value or b"")
@@ -120,7 +125,7 @@ class Store:
         """Remove our own write of `key` at `revision`; False when the key changed since (it is
         left). A delete every replica sees, or, where a full store refuses even a delete
         marker, a purge of the key's messages up to `revision` (it frees room, so a full server
-        takes it; other processes' replicas keep their copy until they restart)."""
+        takes it; `purge_own` tells the other processes' replicas)."""
         try:
             return await self.delete(key, revision)
         except nats.js.errors.APIError as exc:
@@ -129,10 +134,17 @@ class Store:
         now = await self.fresh(key)
         if now is None or now.revision != revision:
             return False
+        await self.purge_own(key, revision)
+        return True
+
+    async def purge_own(self, key: str, revision: int) -> None:
+        """Purge `key`'s messages up to `revision` and announce it on the replicas' notice
+        subject: a core message, which a full JetStream store still carries. A process that
+        misses it (disconnected then) drops the key when a read finds it gone (`fresh`)."""
         subject = f"$KV.{self.kv._name}.{key}"
         await self.js.purge_stream(self.replica.stream, subject=subject, seq=revision + 1)
         self.replica.purged(key, revision)
-        return True
+        await self.client.publish(self.replica.purge_subject, f"{revision} {key}".encode())
 
     async def change_key(self, key: str, change: Callable[[bytes | None], bytes | None]) -> None:
         """Compare-and-set `key` to `change(current)`; `change` returning None deletes it (and
