@@ -89,10 +89,12 @@ class OutboxOtherSqliteError(JobsError):
     title = "outbox staging was given a connection of another SQLite library than the driver's"
 
     def __init__(self, given: str, used: str, jobs_path: str) -> None:
+        why = (
+            " (this Python's own SQLite is older than it needs)" if used == FALLBACK_MODULE else ""
+        )
         super().__init__(
-            f"stage() was given a {given} connection, but the driver runs on {used} (this "
-            "Python's own SQLite is older than it needs); two copies of SQLite on one file in "
-            "one process release each other's locks",
+            f"stage() was given a {given} connection, but the driver runs on {used}{why}; two "
+            "copies of SQLite on one file in one process release each other's locks",
             f"from engine.drivers.sqlite import sqlite3; tx = sqlite3.connect({jobs_path!r})",
             details={"given": given, "driver_module": used},
         )
