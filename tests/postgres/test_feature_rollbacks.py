@@ -18,8 +18,9 @@ from engine.rate_limits import RateTake
 from tests.postgres.builders import request
 from tests.postgres.conftest import DriverFactory
 from tests.postgres.refusals import ROLLED_BACK, refuse, refused_so_far
-from tests.postgres.test_operator_rollbacks import ACTOR, _pumped
-from tests.postgres.waiting import CountingClock
+from tests.postgres.waiting import CountingClock, pumped
+
+ACTOR = "operator@test"
 
 
 class Nothing(BaseModel):
@@ -56,7 +57,7 @@ async def test_a_rerun_rolled_back_at_its_last_write_copies_its_steps_once(
     # The rerun's last statement records it in `reruns`: by then the kept step is copied, the
     # row requeued and the audit event written, all in the transaction the server rolls back.
     await refuse(sql, "INSERT", sqlstate, times=2, table="reruns")
-    rerun = await _pumped(retry, lambda: jobs.retry(dead.id, from_step="b", actor=ACTOR))
+    rerun = await pumped(retry, lambda: jobs.retry(dead.id, from_step="b", actor=ACTOR))
     assert (rerun.state, rerun.rerun_of) == ("ready", dead.run_id)
     assert await refused_so_far(sql) == 3  # two refusals, then the rerun that went through
 
@@ -93,7 +94,7 @@ async def test_an_outbox_publish_rolled_back_at_its_stamp_enqueues_each_row_once
 
     # The publish enqueues the rows' jobs, then stamps the rows published: refuse the stamp.
     await refuse(sql, "UPDATE", sqlstate, times=2, table="outbox")
-    results = await _pumped(retry, lambda: driver.outbox_publish("token", rows))
+    results = await pumped(retry, lambda: driver.outbox_publish("token", rows))
     assert await refused_so_far(sql) == 3
     assert [r.deduped for r in results] == [False, False]
 
@@ -124,7 +125,7 @@ async def test_a_rate_take_rolled_back_after_seeding_its_key_takes_once(
     # A key's first take finds no row (the take statement, let through), seeds one, and takes
     # again: refuse that second take, so the seeded row must go with the rollback.
     await refuse(sql, "UPDATE", sqlstate, times=2, table="rate_limits", after=1)
-    verdict = await _pumped(retry, lambda: driver.take_rates([rate], now))
+    verdict = await pumped(retry, lambda: driver.take_rates([rate], now))
     assert verdict.blocked_key is None
     assert await refused_so_far(sql) == 5  # let through, refused twice, then seed and take
 

@@ -6,16 +6,12 @@ included. One that keeps being rolled back fails at the retry deadline with the 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
-import anyio
 import asyncpg
 import pytest
 
 from engine import JobRegistry, Jobs, ManualClock
 from engine.drivers.postgres import PostgresDriver
-from engine.errors import DriverUnavailableError, JobsError
+from engine.errors import DriverUnavailableError
 from engine.retention import Cutoffs, PruneCount, PruneRule
 from mcp_jobs.config import Settings
 from mcp_jobs.operations.bulk import BulkFilter, bulk_command
@@ -30,34 +26,9 @@ from tests.postgres.refusals import (
     refused_so_far,
     run_as_given,
 )
-from tests.postgres.waiting import CountingClock, pump
+from tests.postgres.waiting import CountingClock, pumped
 
-T = TypeVar("T")
 ACTOR = "operator@test"
-
-
-async def _pumped(retry: ManualClock, call: Callable[[], Awaitable[T]], step_ms: int = 50) -> T:
-    """`call()`, with the retry clock moved on until it ends (its pauses between tries pass
-    without the test waiting for time)."""
-    outcome: list[T] = []
-    failed: list[JobsError] = []
-    done = anyio.Event()
-
-    async def run() -> None:
-        try:
-            outcome.append(await call())
-        except JobsError as exc:
-            failed.append(exc)
-        finally:
-            done.set()
-
-    with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            await pump(retry, done, step_ms)
-    if failed:
-        raise failed[0]
-    return outcome[0]
 
 
 async def _dead(driver: PostgresDriver, clock: ManualClock, key: str) -> str:
@@ -92,7 +63,7 @@ async def test_a_cancel_rolled_back_twice_cancels_once(
     driver = await make_driver(retry_clock=retry, listen=False)
     (enqueued,) = await driver.enqueue([request(clock.now_ms())])
     await refuse(sql, "UPDATE", sqlstate, times=2)
-    record = await _pumped(retry, lambda: driver.cancel(enqueued.id, None, ACTOR))
+    record = await pumped(retry, lambda: driver.cancel(enqueued.id, None, ACTOR))
     assert record.state == "cancelled"
     assert await refused_so_far(sql) == 3  # two refusals, then the cancel that went through
     assert await _states(sql) == [(enqueued.id, "cancelled")]
@@ -106,7 +77,7 @@ async def test_a_retry_of_a_dead_job_rolled_back_twice_requeues_it_once(
     driver = await make_driver(retry_clock=retry, listen=False)
     job_id = await _dead(driver, clock, "k")
     await refuse(sql, "UPDATE", "40P01", times=2)
-    record = await _pumped(retry, lambda: driver.retry(job_id, None, False, ACTOR))
+    record = await pumped(retry, lambda: driver.retry(job_id, None, False, ACTOR))
     assert (record.state, record.attempt) == ("ready", 0)
     assert await refused_so_far(sql) == 3
     assert await _states(sql) == [(job_id, "ready")]
@@ -122,7 +93,7 @@ async def test_a_bulk_retry_rolled_back_twice_requeues_every_planned_job_once(
     jobs = Jobs(driver, registry=JobRegistry(), clock=clock)
     scope = Scope(jobs=jobs, settings=Settings(), tool="jobs retry-all", actor=ACTOR, face="cli")
     await refuse(sql, "UPDATE", "40001", times=2)
-    done = await _pumped(
+    done = await pumped(
         retry,
         lambda: bulk_command(scope, "retry", BulkFilter(), act=True, words=["jobs", "retry-all"]),
     )
@@ -146,7 +117,7 @@ async def test_a_prune_rolled_back_twice_deletes_one_batch(
         clock.advance(1_000)
     cutoffs = Cutoffs((PruneRule("cancelled", clock.now_ms()),))
     await refuse(sql, "DELETE", "55P03", times=2)
-    pruned = await _pumped(retry, lambda: driver.prune(cutoffs, 2))
+    pruned = await pumped(retry, lambda: driver.prune(cutoffs, 2))
     assert pruned == [PruneCount("cancelled", "default", 2)]
     assert await refused_so_far(sql) == 3
     # The oldest two went, with their events; a second batch was not taken.
@@ -162,7 +133,7 @@ async def test_a_cancel_rolled_back_every_time_fails_at_the_retry_deadline_with_
     (enqueued,) = await driver.enqueue([request(clock.now_ms())])
     await refuse(sql, "UPDATE", "40P01", times=1_000_000)
     with pytest.raises(DriverUnavailableError) as caught:
-        await _pumped(retry, lambda: driver.cancel(enqueued.id, None, ACTOR), step_ms=500)
+        await pumped(retry, lambda: driver.cancel(enqueued.id, None, ACTOR), step_ms=500)
     error = caught.value
     assert error.retryable and error.details is not None
     assert error.details["tried_ms"] >= RETRY_DEADLINE_MS and error.details["tries"] > 2

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import anyio
 
 from engine import ManualClock
+from engine.errors import JobsError
+
+T = TypeVar("T")
 
 
 async def eventually(
@@ -49,3 +53,27 @@ async def pump(retry: ManualClock, done: anyio.Event, step_ms: int) -> None:
         return done.is_set()
 
     await eventually(moved, every=0.02)
+
+
+async def pumped(retry: ManualClock, call: Callable[[], Awaitable[T]], step_ms: int = 50) -> T:
+    """`call()`, with the retry clock moved on until it ends (its pauses between tries pass
+    without the test waiting for time)."""
+    outcome: list[T] = []
+    failed: list[JobsError] = []
+    done = anyio.Event()
+
+    async def run() -> None:
+        try:
+            outcome.append(await call())
+        except JobsError as exc:
+            failed.append(exc)
+        finally:
+            done.set()
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await pump(retry, done, step_ms)
+    if failed:
+        raise failed[0]
+    return outcome[0]
