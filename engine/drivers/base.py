@@ -536,6 +536,27 @@ class TombstoneStore(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class StoreReport:
+    """What `mcp-jobs db report` prints: whether the server answered, and one fact a line."""
+
+    reachable: bool
+    lines: list[str]
+
+
+@runtime_checkable
+class ServerReport(Protocol):
+    """The store as an operator needs to see it when it misbehaves: where the driver connects
+    and as whom, the settings that refuse its writes, what holds its room and who holds it up.
+    Optional: the fix of an unreachable, full or refusing server runs it (`mcp-jobs db report`),
+    so it needs nothing but this package installed."""
+
+    async def server_report(self) -> StoreReport:
+        """Only reads, on a connection of its own tried once. A server that does not answer
+        is a report (`reachable=False`, the failure in its first line), not an exception."""
+        ...
+
+
 @runtime_checkable
 class Driver(
     JobStore,
@@ -589,6 +610,7 @@ RERUNS: Capability[RerunStore] = Capability("reruns", RerunStore)
 EVENTS: Capability[EventStore] = Capability("events", EventStore)
 SETTLED: Capability[SettledCounts] = Capability("settled_counts", SettledCounts)
 TOMBSTONES: Capability[TombstoneStore] = Capability("tombstones", TombstoneStore)
+REPORT: Capability[ServerReport] = Capability("report", ServerReport)
 CAPABILITIES: tuple[Capability[Any], ...] = (
     JOBS,
     STEPS,

@@ -17,7 +17,7 @@ from engine import paging
 from engine.changes import ChangeFeed
 from engine.clock import Clock
 from engine.descriptors import stamped
-from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.memory_controls import MemoryControls
 from engine.errors import (
     JobDuplicateError,
@@ -114,6 +114,9 @@ class MemoryDriver(MemoryControls):
 
     async def migrate(self) -> None:
         return None
+
+    async def server_report(self) -> StoreReport:
+        return StoreReport(True, ["memory: this process's own store; nothing outlives it"])
 
     async def close(self) -> None:
         self._waker.notify()

@@ -151,6 +151,12 @@ def migrate_fix(url: str) -> str:
     return f"mcp-jobs db migrate --database-url {url_word(url)}"
 
 
+def report_fix(url: str) -> str:
+    """`mcp-jobs db report` on the database `url` names: the fix of a server that does not
+    answer, is full or refuses, runnable wherever this package is (no psql or redis-cli)."""
+    return f"mcp-jobs db report --database-url {url_word(url)}"
+
+
 __all__ = [
     "DATABASE_URL_ENV",
     "URL_FROM_ENV",
@@ -158,6 +164,7 @@ __all__ = [
     "migrate_fix",
     "postgres_url_problem",
     "printable_url",
+    "report_fix",
     "sqlite_path",
     "url_word",
     "without_password",

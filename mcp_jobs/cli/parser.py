@@ -306,6 +306,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=SETTLED_STATES,
         help="only this settled state (repeatable; default: all four)",
     )
+    db_actions.add_parser(
+        "report",
+        parents=[common],
+        help="where the database is and as whom, the settings that refuse writes, what takes "
+        "its room and who holds it up; only reads",
+    )
     report = db_actions.add_parser(
         "nats-report",
         parents=[common],

@@ -310,6 +310,7 @@ WITH_FIXES: dict[str, Callable[[dict[str, Any], FixContext], str]] = {
 TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "db_migrate": lambda env: f"{env['driver']} database {env['database']} is up to date",
     "db_nats_report": lambda env: "\n".join(env["lines"]),
+    "db_report": lambda env: "\n".join(env["lines"]),
     "drain": _drain,
     "list_jobs": _jobs,
     "inspect_job": _inspect,

@@ -485,3 +485,10 @@ class MigrateResult(Envelope):
 
 class NatsReportResult(Envelope):
     lines: list[str] | None = None
+
+
+class DbReportResult(Envelope):
+    driver: str | None = None
+    database: str | None = None
+    reachable: bool | None = None
+    lines: list[str] | None = None

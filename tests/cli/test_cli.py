@@ -97,6 +97,21 @@ def test_db_migrate_creates_the_schema(shop: str, capsys: pytest.CaptureFixture[
     assert envelope["driver"] == "memory"
 
 
+def test_db_report_answers_whether_the_database_is_there_and_exits_1_when_not(
+    shop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, envelope = cli_json(capsys, "db", "report", "--database-url", shop)
+    assert code == 0 and envelope["reachable"] is False
+    assert envelope["driver"] == "sqlite" and envelope["lines"][0].startswith("file: none at ")
+    cli(capsys, "db", "migrate", "--database-url", shop)
+    code, envelope = cli_json(capsys, "db", "report", "--database-url", shop)
+    assert code == 0 and envelope["reachable"] is True
+    code, out, _ = cli(capsys, "db", "report", "--database-url", shop)
+    assert code == 0 and out.splitlines() == envelope["lines"]
+    code, envelope = cli_json(capsys, "db", "report", "--database-url", "memory://")
+    assert code == 0 and envelope["driver"] == "memory" and envelope["reachable"] is True
+
+
 def test_the_default_database_is_the_embedded_sqlite_file(
     shop: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,14 +1,9 @@
-"""Making the server itself refuse statements on the jobs table with a chosen SQLSTATE, and
-running a fix line as given: what the rollback tests share."""
+"""Making the server itself refuse statements on the jobs table with a chosen SQLSTATE: what the
+rollback tests share."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-
 import asyncpg
-import pytest
 
 ROLLED_BACK = ["40001", "40P01", "55P03"]  # serialization failure, deadlock, lock timeout
 RETRY_DEADLINE_MS = 10_000  # the driver's default
@@ -47,22 +42,3 @@ async def refuse(
 async def refused_so_far(sql: asyncpg.Connection[asyncpg.Record]) -> int:
     """How many statements reached the trigger: the refused ones and those let through."""
     return int(await sql.fetchval("SELECT last_value FROM public.refusals"))
-
-
-def run_as_given(fix: str) -> str:
-    """Run the fix line through a shell, with the test server's binaries on the PATH."""
-    path = os.pathsep.join(
-        p for p in (os.environ.get("MCP_JOBS_TEST_PG_BIN"), os.environ.get("PATH")) if p
-    )
-    if shutil.which("psql", path=path) is None:
-        pytest.skip("psql is not installed here (MCP_JOBS_TEST_PG_BIN names its directory)")
-    done = subprocess.run(
-        fix,
-        shell=True,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env={**os.environ, "PATH": path},
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout

@@ -18,6 +18,7 @@ from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres.faults import migrate_fix
 from engine.errors import DriverUnavailableError, JobsError
 from tests.postgres.builders import request
+from tests.support.fix_lines import run_fix
 from tests.support.postgres import fresh_database
 
 
@@ -40,7 +41,10 @@ async def test_a_server_that_is_not_there_is_driver_unavailable(clock: ManualClo
         await driver.close()
     assert raised.value.code == "DRIVER_UNAVAILABLE"
     assert raised.value.retryable
-    assert raised.value.fix == f"pg_isready -h 127.0.0.1 -p {port}"
+    assert raised.value.fix == f"mcp-jobs db report --database-url {url}"
+    # Run as given: the report says what is wrong.
+    output = run_fix(raised.value.fix)
+    assert f"server: no answer from 127.0.0.1:{port} (ConnectionRefusedError" in output
     assert isinstance(raised.value.__cause__, OSError)
 
 

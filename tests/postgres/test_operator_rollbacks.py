@@ -11,6 +11,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock
 from engine.drivers.postgres import PostgresDriver
+from engine.drivers.urls import report_fix
 from engine.errors import DriverUnavailableError
 from engine.retention import Cutoffs, PruneCount, PruneRule
 from mcp_jobs.config import Settings
@@ -24,9 +25,9 @@ from tests.postgres.refusals import (
     ROLLED_BACK,
     refuse,
     refused_so_far,
-    run_as_given,
 )
 from tests.postgres.waiting import CountingClock, pumped
+from tests.support.fix_lines import run_fix
 
 ACTOR = "operator@test"
 
@@ -139,7 +140,7 @@ async def test_a_cancel_rolled_back_every_time_fails_at_the_retry_deadline_with_
     assert error.details["tried_ms"] >= RETRY_DEADLINE_MS and error.details["tries"] > 2
     assert RETRY_DEADLINE_MS <= retry.now_ms() < 2 * RETRY_DEADLINE_MS
     assert "rolled the transaction back each time" in error.cause and "40P01" in error.cause
-    assert error.fix.startswith("psql -X ") and "pg_blocking_pids" in error.fix
-    assert "blocked_by" in run_as_given(error.fix)
+    assert error.fix == report_fix(driver.url)
+    assert "transactions open" in run_fix(error.fix)
     assert await _states(sql) == [(enqueued.id, "ready")]
     assert await _events(sql, "cancelled") == []

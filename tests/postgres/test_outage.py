@@ -12,7 +12,6 @@ import os
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from urllib.parse import urlsplit
 
 import anyio
 import asyncpg
@@ -22,12 +21,14 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, ManualClock, Worker, job
 from engine.client import Jobs
 from engine.drivers.postgres import PostgresDriver
+from engine.drivers.urls import report_fix
 from engine.errors import DriverUnavailableError, JobsError
 from engine.settle import Settler
 from schemas.jobs import EnqueueResult
 from tests.postgres.builders import request
 from tests.postgres.test_faults import _pg_ctl_command, pg_ctl
 from tests.postgres.waiting import CountingClock, eventually, pump
+from tests.support.fix_lines import run_fix
 
 LEASE_MS = 30_000
 POLL_MS = 500
@@ -262,8 +263,8 @@ async def test_past_the_retry_deadline_a_call_fails_with_what_it_tried(
         await at_once.close()
     (error,) = failed
     assert error.code == "DRIVER_UNAVAILABLE" and error.retryable
-    parts = urlsplit(pg_url)
-    assert error.fix == f"pg_isready -h {parts.hostname} -p {parts.port}"
+    assert error.fix == report_fix(pg_url)
+    assert "server: PostgreSQL " in run_fix(error.fix)  # the server is back: it answers
     assert error.details is not None
     assert error.details["tried_ms"] >= RETRY_DEADLINE_MS and error.details["tries"] > 2
     assert isinstance(error.__cause__, OSError)  # the last failure itself, chained

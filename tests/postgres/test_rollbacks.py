@@ -5,13 +5,16 @@ a psql line that runs as given and shows what to look at, never "mcp-jobs db mig
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import anyio
 import asyncpg
 import pytest
 
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.postgres.faults import psql_fix, unavailable
+from engine.drivers.postgres.faults import unavailable
+from engine.drivers.urls import report_fix
 from engine.errors import DriverUnavailableError, JobsError
 from engine.settle import Settler
 from tests.postgres.builders import request
@@ -22,9 +25,9 @@ from tests.postgres.refusals import (
     SETTLE_RETRY_MS,
     refuse,
     refused_so_far,
-    run_as_given,
 )
 from tests.postgres.waiting import CountingClock, eventually, pump
+from tests.support.fix_lines import run_fix
 
 
 @pytest.mark.parametrize("sqlstate", ROLLED_BACK)
@@ -104,8 +107,8 @@ async def test_an_ack_rolled_back_every_time_fails_at_the_retry_deadline_with_a_
     (error,) = failed
     assert isinstance(error, DriverUnavailableError) and error.retryable
     assert "rolled the transaction back each time" in error.cause and "40001" in error.cause
-    assert error.fix.startswith("psql -X ") and "pg_blocking_pids" in error.fix
-    assert "blocked_by" in run_as_given(error.fix)
+    assert error.fix == report_fix(driver.url)
+    assert "transactions open" in run_fix(error.fix)
     row = await sql.fetchrow("SELECT state, output FROM mcp_jobs.jobs")
     assert row is not None and dict(row) == {"state": "running", "output": None}
 
@@ -123,10 +126,10 @@ async def _refusal(sql: asyncpg.Connection[asyncpg.Record], sqlstate: str) -> Ex
 @pytest.mark.parametrize(
     ("sqlstate", "shows"),
     [
-        *((state, "blocked_by") for state in ROLLED_BACK),
-        ("57014", "statement_timeout"),  # a statement timeout cancelled the statement
-        ("42501", "Access privileges"),  # the role lacks a privilege: the schema's grants
-        ("25006", "read_only"),  # a standby, or read-only by default
+        *((state, "transactions open") for state in ROLLED_BACK),
+        ("57014", "statement_timeout 0"),  # a statement timeout cancelled the statement
+        ("42501", "on schema mcp_jobs usage yes"),  # the role lacks a privilege: the grants
+        ("25006", "default_transaction_read_only off"),  # a standby, or read-only by default
         ("53300", None),  # too many connections: the server is not reachable for now
     ],
 )
@@ -140,15 +143,16 @@ async def test_each_refusal_that_is_not_a_value_names_a_fix_that_runs(
     error = unavailable(await _refusal(sql, sqlstate), pg_url, driver.schema)
     assert error.code == "DRIVER_UNAVAILABLE" and error.retryable
     assert "migrate" not in error.fix
-    output = run_as_given(error.fix)
+    assert error.fix == report_fix(pg_url)
+    output = run_fix(error.fix)
     if shows is not None:
-        assert error.fix.startswith("psql -X ") and shows in output
+        assert shows in output
 
 
-def test_the_psql_fix_never_carries_the_password() -> None:
+def test_the_report_fix_never_carries_the_password() -> None:
     url = "postgresql://app:s3cret@db.example:6432/jobs?sslmode=require&password=other"
-    assert psql_fix(url, "SELECT 1") == (
-        "psql -X 'postgresql://app@db.example:6432/jobs?sslmode=require' -c 'SELECT 1'"
+    assert report_fix(url) == (
+        "mcp-jobs db report --database-url 'postgresql://app@db.example:6432/jobs?sslmode=require'"
     )
 
 
@@ -221,5 +225,8 @@ async def test_a_full_disk_on_the_server_is_storage_full_with_a_fix_that_runs(
     error = unavailable(await _refusal(sql, "53100"), pg_url, driver.schema)
     assert error.code == "STORAGE_FULL" and error.retryable
     assert "the server's data directory" in error.cause
-    assert error.fix.startswith("psql -X ") and "pg_database_size" in error.fix
-    assert "postgres" in run_as_given(error.fix)  # every database's size, the test's among them
+    assert error.fix == report_fix(pg_url)
+    output = run_fix(error.fix)
+    # The room the driver's database takes, and the largest ones beside it.
+    assert f"database {urlsplit(pg_url).path.strip('/')} (" in output
+    assert "databases by size: " in output

@@ -5,7 +5,6 @@ error, and a bad URL is refused before anything connects."""
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Any, cast
 
 import anyio
@@ -14,7 +13,7 @@ import pytest
 from engine import Jobs, ManualClock
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
-from engine.drivers.redis.connection import server_word
+from engine.drivers.urls import report_fix
 from engine.errors import JobsError
 from engine.rate_limits import RateTake
 from engine.retention import DAY_MS, DEFAULT_POLICY, Policy, plan
@@ -29,6 +28,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from engine.drivers.redis import RedisDriver, claims
+from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
 
 # Keys that outlive any one job: counters, the schema version, the queue names, the flag that
@@ -151,17 +151,11 @@ async def test_an_unreachable_server_is_driver_unavailable(clock: ManualClock) -
         await driver.close()
     assert raised.value.code == "DRIVER_UNAVAILABLE"
     # The server the driver was given, not whatever $MCP_JOBS_DATABASE_URL holds where it runs.
-    assert raised.value.fix == "redis-cli -u redis://127.0.0.1:1/0 ping"
+    assert raised.value.fix == "mcp-jobs db report --database-url redis://127.0.0.1:1/0"
     assert raised.value.__cause__ is not None  # the redis-py error, chained
-
-
-async def _run_as_given(fix: str) -> bytes:
-    if shutil.which("redis-cli") is None:
-        pytest.skip("redis-cli is not installed here")
-    with anyio.fail_after(30):
-        ran = await anyio.run_process(["bash", "-c", fix], check=False)
-    assert ran.returncode == 0, ran.stderr
-    return bytes(ran.stdout)
+    # Run as given: the report says what is wrong.
+    output = await anyio.to_thread.run_sync(lambda: run_fix(raised.value.fix))
+    assert "server: no answer from 127.0.0.1:1 (ConnectionError" in output
 
 
 async def test_a_refused_command_names_the_server_in_a_fix_that_runs(
@@ -178,12 +172,13 @@ async def test_a_refused_command_names_the_server_in_a_fix_that_runs(
         await driver.close()
     error = raised.value
     assert error.code == "DRIVER_UNAVAILABLE" and "WRONGTYPE" in error.cause
-    # The test's URL carries a ?prefix=, which redis-cli refuses: the fix leaves it out.
-    assert (
-        error.fix == f"redis-cli -u {server_word(database_url)} ping" and "prefix" not in error.fix
+    # The test's URL with its ?prefix=: the report reads that prefix's version key.
+    assert error.fix == report_fix(database_url)
+    output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
+    assert f"prefix {driver.prefix}: version 1, this package's" in output
+    assert report_fix("redis://app:s3cret@cache:6379/0") == (
+        'mcp-jobs db report --database-url "$MCP_JOBS_DATABASE_URL"'
     )
-    assert (await _run_as_given(error.fix)).strip() == b"PONG"
-    assert server_word("redis://app:s3cret@cache:6379/0") == '"$MCP_JOBS_DATABASE_URL"'
 
 
 async def test_a_server_out_of_memory_is_storage_full_and_keeps_what_it_held(
@@ -206,8 +201,8 @@ async def test_a_server_out_of_memory_is_storage_full_and_keeps_what_it_held(
     try:
         error = raised.value
         assert error.code == "STORAGE_FULL" and error.retryable
-        assert error.fix == f"redis-cli -u {server_word(database_url)} info memory"
-        assert b"used_memory" in await _run_as_given(error.fix)
+        assert error.fix == report_fix(database_url)
+        assert "memory: " in await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
         # Nothing of the refused batch went in; what was stored stays.
         page = await driver.list_jobs(JobFilter(limit=20))
         assert [j.id for j in page.jobs] == [kept.id]

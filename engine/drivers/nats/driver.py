@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock
-from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.holding import hold
 from engine.drivers.nats import (
     claims,
@@ -151,6 +151,12 @@ class NatsDriver:
         store = await self._open()
         async with guard(self._fixes):
             await store.write(keys.VERSION, SCHEMA_VERSION, 0)
+
+    async def server_report(self) -> StoreReport:
+        # Imported here: the report's module is only needed by `mcp-jobs db report`.
+        from engine.drivers.nats.report import server_report
+
+        return await server_report(self._url)
 
     async def close(self) -> None:
         self._closed = True

@@ -17,7 +17,15 @@ import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.api import AccountInfo, StreamInfo
 
-from engine.drivers.nats.connection import Fixes, NatsUrl, connect, guard, parse_nats_url
+from engine.drivers.base import StoreReport
+from engine.drivers.nats.connection import (
+    UNAVAILABLE,
+    Fixes,
+    NatsUrl,
+    connect,
+    guard,
+    parse_nats_url,
+)
 
 CONNECT_TIMEOUT_S = 5.0
 # How long the key is watched for writes: long enough to see a hot key move, short to wait.
@@ -84,6 +92,21 @@ async def report(url: str, key: str | None) -> list[str]:
     parsed = parse_nats_url(url)
     async with guard(Fixes.of(url)):
         return await _report(parsed, key)
+
+
+async def server_report(parsed: NatsUrl) -> StoreReport:
+    """What `ServerReport.server_report` answers for the NATS driver: the servers, then the
+    storage lines. A server that does not answer is the report's one line."""
+    try:
+        lines = await _report(parsed, None)
+    except UNAVAILABLE as exc:
+        servers = ", ".join(parsed.servers)
+        return StoreReport(
+            False, [f"server: no answer from {servers} ({type(exc).__name__}: {exc})"]
+        )
+    return StoreReport(
+        True, [f"servers: {', '.join(parsed.servers)}, bucket {parsed.bucket}", *lines]
+    )
 
 
 async def _report(parsed: NatsUrl, key: str | None) -> list[str]:

@@ -13,13 +13,14 @@ from typing import Any
 
 from engine.changes import ChangeFeed
 from engine.clock import MONOTONIC_CLOCK, SYSTEM_CLOCK, Clock
-from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.postgres import descriptors as descriptors_sql
 from engine.drivers.postgres import inbound_events as events_sql
 from engine.drivers.postgres import jobs, ledgers, outbox, retention
 from engine.drivers.postgres import pauses as pauses_sql
 from engine.drivers.postgres import progress as progress_sql
 from engine.drivers.postgres import rate_limits as rates_sql
+from engine.drivers.postgres import report as report_sql
 from engine.drivers.postgres import reruns as reruns_sql
 from engine.drivers.postgres import settled_counts as settled_sql
 from engine.drivers.postgres.batch import SetWrites
@@ -163,6 +164,9 @@ class PostgresDriver:
     async def migrate_with(self, install_from: InstallFrom = "schema") -> list[int]:
         """`migrate()`, choosing how a fresh database is built (tests compare the two roads)."""
         return await self.db.migrate(self.clock.now_ms(), install_from)
+
+    async def server_report(self) -> StoreReport:
+        return await report_sql.report(self.url, self.schema, self.db.connect_timeout_s)
 
     async def close(self) -> None:
         await self.claimer.close()

@@ -9,13 +9,10 @@ failure says nothing about whether the statement committed; the caller decides i
 
 from __future__ import annotations
 
-import shlex
-from urllib.parse import urlsplit
-
 import asyncpg
 import asyncpg.exceptions as pgx
 
-from engine.drivers.urls import migrate_fix, url_word
+from engine.drivers.urls import migrate_fix, report_fix
 from engine.errors import DriverUnavailableError, InvalidArgumentError, StorageFullError
 
 # What asyncpg and the OS raise when the path to the server is gone or not up yet.
@@ -74,35 +71,6 @@ def is_retried(exc: BaseException) -> bool:
     """True when the retry paths (retry.py) run an operation again after `exc`: a broken
     connection, or a transaction the server rolled back."""
     return is_connection_failure(exc) or is_rolled_back(exc)
-
-
-def readiness_fix(url: str) -> str:
-    """A one-line check of the server named by `url`, without its password."""
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return "pg_isready"
-    args = (f" -h {host}" if host else "") + (f" -p {port}" if port else "")
-    return f"pg_isready{args}"
-
-
-def psql_fix(url: str, sql: str) -> str:
-    """`psql` running `sql` on the database named by `url`, without its password."""
-    return f"psql -X {url_word(url)} -c {shlex.quote(sql)}"
-
-
-# What the databases on a full server take, largest first: any role may read it.
-_SIZES_SQL = (
-    "SELECT datname, pg_size_pretty(pg_database_size(datname)) AS size FROM pg_database"
-    " ORDER BY pg_database_size(datname) DESC"
-)
-# Who waits on whom, oldest transaction first: what keeps rolling the engine's writes back.
-_CONTENTION_SQL = (
-    "SELECT pid, pg_blocking_pids(pid) AS blocked_by, state, xact_start, left(query, 80) AS query"
-    " FROM pg_stat_activity WHERE datname = current_database() AND xact_start IS NOT NULL"
-    " ORDER BY xact_start"
-)
 
 
 # A converted error is chained to what it was converted from once or twice: look no further.
@@ -175,31 +143,15 @@ def unavailable(
         return DriverUnavailableError("postgres", cause, migrate_fix(url))
     if is_connection_failure(exc):
         cause = f"cannot reach the server ({type(exc).__name__}: {detail})"
-        return DriverUnavailableError("postgres", cause, readiness_fix(url))
+        return DriverUnavailableError("postgres", cause, report_fix(url))
     state = getattr(exc, "sqlstate", None)
     if isinstance(exc, pgx.DiskFullError):  # 53100: the server's data or WAL volume
-        return StorageFullError(
-            "postgres", "the server's data directory", detail, psql_fix(url, _SIZES_SQL)
-        )
+        return StorageFullError("postgres", "the server's data directory", detail, report_fix(url))
     if is_rolled_back(exc):
         cause = (
             f"the server rolled back a transaction that met another (SQLSTATE {state}: {detail}); "
             "what it wrote was undone, and the same call can be made again"
         )
-        return DriverUnavailableError("postgres", cause, psql_fix(url, _CONTENTION_SQL))
+        return DriverUnavailableError("postgres", cause, report_fix(url))
     cause = f"the server refused the operation ({type(exc).__name__}, SQLSTATE {state}: {detail})"
-    return DriverUnavailableError("postgres", cause, psql_fix(url, _refusal_sql(state, schema)))
-
-
-def _refusal_sql(sqlstate: object, schema: str) -> str:
-    """What to look at first when the server refuses for a reason that is neither the value,
-    the schema nor the connection: the setting or the privileges at fault, else who the driver
-    is and where (a standby, a read-only default)."""
-    if sqlstate == "57014":  # a statement timeout (or an operator) cancelled the statement
-        return "SHOW statement_timeout"
-    if sqlstate == "42501":  # the role lacks a privilege on the schema's objects
-        return f"\\dn+ {schema}"
-    return (
-        "SELECT current_user, current_database(), pg_is_in_recovery() AS standby,"
-        " current_setting('default_transaction_read_only') AS read_only"
-    )
+    return DriverUnavailableError("postgres", cause, report_fix(url))

@@ -23,8 +23,8 @@ from engine.drivers.postgres.faults import (
     is_connection_failure,
     is_retried,
     is_rolled_back,
-    readiness_fix,
 )
+from engine.drivers.urls import report_fix
 from engine.errors import DriverUnavailableError
 
 T = TypeVar("T")
@@ -174,7 +174,7 @@ class Retrier:
                     "postgres",
                     f"{self.holding} settle(s) held through a lost connection could not be "
                     f"written yet, so nothing is claimed ({failure.cause})",
-                    readiness_fix(self._url),
+                    report_fix(self._url),
                 ) from failure.__cause__
 
     def close(self) -> None:

@@ -18,7 +18,6 @@ from redis.exceptions import OutOfMemoryError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine.drivers.redis.keys import DEFAULT_PREFIX
-from engine.drivers.urls import url_word
 from engine.errors import (
     DatabaseUrlInvalidError,
     DriverUnavailableError,
@@ -77,28 +76,19 @@ def resolve_prefix(url: str, prefix: str | None) -> str:
     return prefix or split_prefix(url)[1] or DEFAULT_PREFIX
 
 
-def server_word(url: str) -> str:
-    """The server `url` names as redis-cli's `-u` takes it (without the ?prefix= it refuses);
-    a password is left out, and redis-cli reads it from REDISCLI_AUTH."""
-    return url_word(split_prefix(url)[0])
-
-
 @asynccontextmanager
-async def guard(server: str) -> AsyncIterator[None]:
-    """Redis or network failures raised inside come out as `DriverUnavailableError` (fix: ping
-    `server`, a `server_word`), and a server out of memory under `maxmemory` as STORAGE_FULL."""
+async def guard(fix: str) -> AsyncIterator[None]:
+    """Redis or network failures raised inside come out as `DriverUnavailableError`, and a
+    server out of memory under `maxmemory` as STORAGE_FULL; `fix` is the driver's `report_fix`."""
     try:
         yield
     except UNAVAILABLE as exc:
-        fix = f"redis-cli -u {server} ping"
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
     except RedisError as exc:
         if isinstance(exc, OutOfMemoryError):
-            fix = f"redis-cli -u {server} info memory"
             raise StorageFullError(
                 "redis", "the server's memory (maxmemory)", str(exc), fix
             ) from exc
-        fix = f"redis-cli -u {server} ping"
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
 
 

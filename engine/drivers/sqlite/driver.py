@@ -17,7 +17,7 @@ import anyio
 from engine import rules
 from engine.changes import ChangeFeed
 from engine.clock import SYSTEM_CLOCK, Clock
-from engine.drivers.base import AckWrite, RunPosition, StepWrite
+from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.sqlite import descriptors as descriptors_sql
 from engine.drivers.sqlite import inbound_events as events_sql
 from engine.drivers.sqlite import ledgers, lifecycle, migrate, retention
@@ -25,6 +25,7 @@ from engine.drivers.sqlite import pauses as pauses_sql
 from engine.drivers.sqlite import progress as progress_sql
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite import rate_limits as rates_sql
+from engine.drivers.sqlite import report as report_sql
 from engine.drivers.sqlite import reruns as reruns_sql
 from engine.drivers.sqlite import settled_counts as settled_sql
 from engine.drivers.sqlite.connection import Executor
@@ -136,6 +137,9 @@ class SqliteDriver:
     async def migrate(self) -> None:
         now = self.clock.now_ms()
         await self._exec.run(lambda c: migrate.apply(c, now))
+
+    async def server_report(self) -> StoreReport:
+        return await anyio.to_thread.run_sync(report_sql.report, self.path)
 
     async def close(self) -> None:
         await self._exec.close()

@@ -1,0 +1,94 @@
+"""`mcp-jobs db report` on Redis: the fix of an unreachable server and of one out of memory. It
+reads what redis-cli's `ping` and `info` would show, through redis-py, so it runs wherever this
+package is installed (redis-cli seldom is where the application runs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from engine.drivers.base import StoreReport
+from engine.drivers.redis.connection import UNAVAILABLE, split_prefix
+from engine.drivers.urls import migrate_fix
+
+# The one policy under which Redis never drops a key to make room: under any other a job, its
+# lease or its dedupe key can vanish when memory runs short.
+KEEPS_KEYS = "noeviction"
+
+
+async def report(url: str, prefix: str, timeout_s: float, schema_version: str) -> StoreReport:
+    """What `ServerReport.server_report` answers for the Redis driver."""
+    server_url = split_prefix(url)[0]
+    # Not the driver's client: one try, no retries through a server that does not answer.
+    client: Redis = Redis.from_url(
+        server_url,
+        decode_responses=True,
+        socket_connect_timeout=timeout_s,
+        socket_timeout=timeout_s,
+    )
+    try:
+        info = await client.info("everything")
+        stored = await client.get(prefix + "version")
+        stored = stored.decode() if isinstance(stored, bytes) else stored
+        keys = await client.dbsize()
+    except (*UNAVAILABLE, RedisError) as exc:
+        return StoreReport(False, _unreachable(server_url, exc))
+    finally:
+        await client.aclose()
+    return StoreReport(True, _lines(url, info, prefix, stored, keys, schema_version))
+
+
+def _unreachable(url: str, exc: BaseException) -> list[str]:
+    parts = urlsplit(url)
+    where = f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
+    failure = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, UNAVAILABLE):
+        return [
+            f"server: no answer from {where} ({failure})",
+            f"start Redis at {where}, or point the URL at where it runs",
+        ]
+    return [
+        f"server: {where} answered and refused ({failure})",
+        "the password (in the URL) or the user's ACL is at fault, or the server is loading",
+    ]
+
+
+def _lines(
+    url: str, info: dict[str, Any], prefix: str, stored: str | None, keys: int, schema: str
+) -> list[str]:
+    maxmemory = int(info.get("maxmemory", 0))
+    used = f"{info.get('used_memory_human')} used"
+    limit = f"of maxmemory {info.get('maxmemory_human')}" if maxmemory else "(no maxmemory)"
+    policy = str(info.get("maxmemory_policy", "?"))
+    lines = [
+        f"server: Redis {info.get('redis_version')} on port {info.get('tcp_port')}, "
+        f"role {info.get('role')}"
+        + (" (read-only: point the URL at the primary)" if info.get("role") == "slave" else ""),
+        f"memory: {used} {limit}, peak {info.get('used_memory_peak_human')}",
+        f"maxmemory-policy: {policy}"
+        + (
+            ""
+            if policy == KEEPS_KEYS
+            else f" (evicts keys when memory runs short, jobs among them: set {KEEPS_KEYS})"
+        ),
+        f"persistence: appendonly {'yes' if info.get('aof_enabled') else 'no'}, "
+        f"last save {info.get('rdb_last_bgsave_status')}, "
+        f"last AOF write {info.get('aof_last_write_status', 'n/a')}",
+        f"clients: {info.get('connected_clients')} connected of maxclients "
+        f"{info.get('maxclients', '?')}, {info.get('blocked_clients', 0)} blocked",
+    ]
+    if stored is None:
+        lines.append(f"prefix {prefix}: no jobs stored yet (run {migrate_fix(url)})")
+    elif stored != schema:
+        lines.append(f"prefix {prefix}: stored by version {stored}, this package's {schema}")
+    else:
+        lines.append(f"prefix {prefix}: version {stored}, this package's")
+    lines.append(f"keys in this database: {keys:,}")
+    return lines
+
+
+__all__ = ["report"]

@@ -1,0 +1,73 @@
+"""`mcp-jobs db report` on SQLite: the file, the library that opens it, its journal mode and
+schema version, and the room left beside it. Read-only: a missing file is reported, not made.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import urllib.parse
+
+from engine.drivers.base import StoreReport
+from engine.drivers.sqlite.library import sqlite3
+from engine.drivers.sqlite.migrate import migrations
+
+_VERSION = "SELECT coalesce(max(version), 0) FROM mcp_jobs_migrations"
+_INSTALLED = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mcp_jobs_migrations'"
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def report(path: str) -> StoreReport:
+    """What `ServerReport.server_report` answers for the SQLite driver (blocking: run it in a
+    thread)."""
+    migrate = f"mcp-jobs db migrate --database-url {shlex.quote('sqlite:///' + path)}"
+    library = f"{sqlite3.__name__} (SQLite {sqlite3.sqlite_version})"
+    if not os.path.exists(path):
+        return StoreReport(
+            False, [f"file: none at {path}", f"library: {library}", f"create it: {migrate}"]
+        )
+    uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, timeout=1.0)
+        try:
+            journal = db.execute("PRAGMA journal_mode").fetchone()[0]
+            installed = db.execute(_INSTALLED).fetchone() is not None
+            version = db.execute(_VERSION).fetchone()[0] if installed else 0
+            pages = db.execute("PRAGMA page_count").fetchone()[0]
+            free = db.execute("PRAGMA freelist_count").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return StoreReport(
+            False,
+            [f"file: {path} cannot be read ({type(exc).__name__}: {exc})", f"library: {library}"],
+        )
+    latest = migrations()[-1].version
+    if version == latest:
+        schema = f"schema: version {version}, this package's"
+    elif version < latest:
+        schema = f"schema: version {version}, behind this package's {latest} (run {migrate})"
+    else:
+        schema = f"schema: version {version}, ahead of this package's {latest} (upgrade it)"
+    disk = shutil.disk_usage(os.path.dirname(path) or ".")
+    return StoreReport(
+        True,
+        [
+            f"file: {path}, {_size(path):,} bytes (write-ahead log {_size(path + '-wal'):,}), "
+            f"{free:,} of {pages:,} pages free",
+            f"library: {library}",
+            f"journal_mode: {journal}",
+            schema,
+            f"disk: {disk.free:,} bytes free of {disk.total:,}",
+        ],
+    )
+
+
+__all__ = ["report"]

@@ -1,0 +1,25 @@
+"""`mcp-jobs db report` on NATS: the servers and bucket, then what takes the store's room (the
+lines of `db nats-report`); a server that does not answer is what the report says."""
+
+from __future__ import annotations
+
+import anyio
+
+from engine.drivers.urls import migrate_fix, report_fix
+from tests.support.fix_lines import run_fix
+
+
+async def test_the_report_names_the_servers_and_the_store_s_room(database_url: str) -> None:
+    await anyio.to_thread.run_sync(lambda: run_fix(migrate_fix(database_url)))
+    output = await anyio.to_thread.run_sync(lambda: run_fix(report_fix(database_url)))
+    lines = output.splitlines()
+    server, _, bucket = database_url.rpartition("/")
+    assert lines[0] == f"servers: {server}, bucket {bucket}"
+    assert lines[1].startswith("account: file storage ")
+    assert [line for line in lines if line.startswith(f"stream KV_{bucket}: ")]
+
+
+async def test_a_server_that_does_not_answer_is_what_the_report_says(driver_kind: str) -> None:
+    url = "nats://127.0.0.1:1/mcp_jobs"
+    output = await anyio.to_thread.run_sync(lambda: run_fix(report_fix(url)))
+    assert output.startswith("server: no answer from nats://127.0.0.1:1 (")

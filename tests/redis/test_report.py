@@ -1,0 +1,46 @@
+"""`mcp-jobs db report` on Redis, run as the fix lines print it (tests/support/fix_lines.py: no
+redis-cli on the PATH): the server, its memory and eviction policy, and the prefix's version. A
+server that does not answer: test_driver.py."""
+
+from __future__ import annotations
+
+import anyio
+
+from engine.drivers.urls import migrate_fix
+from tests.support.fix_lines import report_lines, run_fix, the_line
+
+
+async def test_a_prefix_never_migrated_says_to_migrate_and_that_runs_as_given(
+    database_url: str,
+) -> None:
+    prefix = database_url.partition("prefix=")[2]
+    lines = await report_lines(database_url)
+    assert the_line(lines, "server: Redis ").endswith(", role master")
+    assert the_line(lines, "memory: ")
+    assert the_line(lines, "persistence: appendonly ")
+    assert the_line(lines, f"prefix {prefix}: ") == (
+        f"prefix {prefix}: no jobs stored yet (run {migrate_fix(database_url)})"
+    )
+    await anyio.to_thread.run_sync(lambda: run_fix(migrate_fix(database_url)))
+    lines = await report_lines(database_url)
+    assert the_line(lines, f"prefix {prefix}: ") == f"prefix {prefix}: version 1, this package's"
+
+
+async def test_an_eviction_policy_that_can_drop_jobs_is_called_out(database_url: str) -> None:
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(database_url.partition("?")[0], decode_responses=True)
+    was = (await client.config_get("maxmemory-policy"))["maxmemory-policy"]
+    try:
+        await client.config_set("maxmemory-policy", "noeviction")
+        assert the_line(await report_lines(database_url), "maxmemory-policy: ") == (
+            "maxmemory-policy: noeviction"
+        )
+        await client.config_set("maxmemory-policy", "allkeys-lru")
+        assert the_line(await report_lines(database_url), "maxmemory-policy: ") == (
+            "maxmemory-policy: allkeys-lru (evicts keys when memory runs short, jobs among them: "
+            "set noeviction)"
+        )
+    finally:
+        await client.config_set("maxmemory-policy", was)
+        await client.aclose()
