@@ -13,6 +13,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from engine.extras import upgrade_line
 from schemas.errors import ErrorPayload, NextCall, RetryClass
 
 REGISTRY: dict[str, type[JobsError]] = {}
@@ -377,7 +378,7 @@ class JobRowStatusUnknownError(JobsError):
         super().__init__(
             f'{table}.{column} holds "{value}", which this build does not know (it reads '
             f"{', '.join(known)}); a newer deploy almost certainly wrote it",
-            "pip install --upgrade mcp-jobs",
+            upgrade_line(),
             details={"table": table, "column": column, "value": value},
         )
 

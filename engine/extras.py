@@ -1,5 +1,5 @@
-"""The command that installs one of mcp-jobs' optional extras (redis, nats, oauth, uvloop), for
-the fix of an error that needs it.
+"""The commands that install one of mcp-jobs' optional extras (redis, nats, oauth, uvloop), or
+a newer mcp-jobs, for the fix of an error that needs it.
 
 `pip install 'mcp-jobs[redis]'` runs as given only where `pip` on the PATH is this
 interpreter's: a service started as `/srv/app/.venv/bin/mcp-jobs` leaves the operator's shell
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from pathlib import Path
 
 DISTRIBUTION = "mcp-jobs"
 
@@ -20,3 +21,20 @@ def install_line(extra: str, executable: str | None = None) -> str:
     """`<this python> -m pip install 'mcp-jobs[<extra>]'`."""
     python = shlex.quote(executable or sys.executable)
     return f"{python} -m pip install {shlex.quote(f'{DISTRIBUTION}[{extra}]')}"
+
+
+def _checkout() -> Path | None:
+    """The git checkout this package runs from (an editable install), or None."""
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / ".git").exists() and (root / "pyproject.toml").exists() else None
+
+
+def upgrade_line(executable: str | None = None, checkout: Path | None = None) -> str:
+    """The line that brings a newer mcp-jobs: from the index, or, run from a checkout (where
+    the index's copy would not replace the checkout's code), its branch pulled and installed."""
+    python = shlex.quote(executable or sys.executable)
+    root = checkout or _checkout()
+    if root is None:
+        return f"{python} -m pip install --upgrade {DISTRIBUTION}"
+    where = shlex.quote(str(root))
+    return f"git -C {where} pull --ff-only && {python} -m pip install -e {where}"

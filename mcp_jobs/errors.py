@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.errors import JobsError, short_repr
-from engine.extras import install_line
+from engine.extras import install_line, upgrade_line
 from schemas.errors import NextCall
 
 
@@ -99,7 +99,7 @@ class MetricsUnavailableError(JobsError):
     def __init__(self) -> None:
         super().__init__(
             "--metrics-port needs engine.metrics.serve_metrics, which this installation lacks",
-            "pip install --upgrade mcp-jobs",
+            upgrade_line(),
         )
 
 

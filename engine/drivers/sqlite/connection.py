@@ -30,6 +30,7 @@ from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, Checkpointer
 from engine.drivers.sqlite.errors import SqliteTooOldError, convert, is_busy
 from engine.drivers.sqlite.library import new_enough, sqlite3
 from engine.errors import DriverUnavailableError, InvalidArgumentError, JobsError
+from engine.extras import upgrade_line
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -137,7 +138,7 @@ class Executor:
                     if not op.finished and op not in self._pending:
                         # Cannot happen while _flush keeps its contract; spinning would hang.
                         raise DriverUnavailableError(
-                            "sqlite", "an operation was lost", "pip install --upgrade mcp-jobs"
+                            "sqlite", "an operation was lost", upgrade_line()
                         )
         except BaseException:
             # Cancelled before a thread took it: it must not run later on nobody's behalf.

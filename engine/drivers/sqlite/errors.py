@@ -29,6 +29,7 @@ from engine.errors import (
     JobsError,
     StorageFullError,
 )
+from engine.extras import upgrade_line
 
 # SQLite's primary result codes (the low byte of an extended code).
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
@@ -189,6 +190,6 @@ def _unavailable_fix(path: str, exc: BaseException) -> str:
         return f"df -h {directory}"
     if code is None:
         # Not SQLite's result but sqlite3's own misuse check: a bug in this build.
-        return "pip install --upgrade mcp-jobs"
+        return upgrade_line()
     # A plain SQL error here is a missing or older table or column.
     return f"mcp-jobs db migrate --database-url {shlex.quote('sqlite:///' + path)}"
