@@ -4,9 +4,14 @@ server that does not answer: test_driver.py."""
 
 from __future__ import annotations
 
-import anyio
+import logging
 
-from engine.drivers.urls import migrate_fix
+import anyio
+import pytest
+
+from engine import ManualClock
+from engine.drivers import open_driver
+from engine.drivers.urls import migrate_fix, report_fix
 from tests.support.fix_lines import report_lines, run_fix, the_line
 
 
@@ -26,7 +31,9 @@ async def test_a_prefix_never_migrated_says_to_migrate_and_that_runs_as_given(
     assert the_line(lines, f"prefix {prefix}: ") == f"prefix {prefix}: version 1, this package's"
 
 
-async def test_an_eviction_policy_that_can_drop_jobs_is_called_out(database_url: str) -> None:
+async def test_an_eviction_policy_that_can_drop_jobs_is_called_out(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     from redis.asyncio import Redis
 
     client = Redis.from_url(database_url.partition("?")[0], decode_responses=True)
@@ -38,8 +45,22 @@ async def test_an_eviction_policy_that_can_drop_jobs_is_called_out(database_url:
         )
         await client.config_set("maxmemory-policy", "allkeys-lru")
         assert the_line(await report_lines(database_url), "maxmemory-policy: ") == (
-            "maxmemory-policy: allkeys-lru (evicts keys when memory runs short, jobs among them: "
-            "set noeviction)"
+            "maxmemory-policy: allkeys-lru (drops any key when memory runs short, jobs among "
+            "them: set noeviction)"
+        )
+        # A process that opens the store says so in its log, with the fix.
+        driver = open_driver(database_url, clock=ManualClock(0))
+        try:
+            with caplog.at_level(logging.WARNING, logger="mcp_jobs.redis"):
+                await driver.migrate()
+        finally:
+            await driver.close()
+        (warning,) = [r.getMessage() for r in caplog.records if r.name == "mcp_jobs.redis"]
+        assert warning.startswith("Redis maxmemory-policy is allkeys-lru: ")
+        assert "set maxmemory-policy noeviction" in warning and report_fix(database_url) in warning
+        await client.config_set("maxmemory-policy", "volatile-lru")
+        assert the_line(await report_lines(database_url), "maxmemory-policy: ") == (
+            "maxmemory-policy: volatile-lru (drops only keys with a TTL, which no job's key has)"
         )
     finally:
         await client.config_set("maxmemory-policy", was)

@@ -9,10 +9,12 @@ Offers the optional pauses, progress, inbound events, rate limits, reruns and ch
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from redis.asyncio.client import Pipeline
+from redis.exceptions import ResponseError
 
 from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock
@@ -82,6 +84,7 @@ from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
 
 SCHEMA_VERSION = "1"
+logger = logging.getLogger("mcp_jobs.redis")
 
 T = TypeVar("T")
 
@@ -135,6 +138,19 @@ class RedisDriver:
             await outbox.index_published(self._store, fresh=bool(fresh))
             await reads.index_names(self._store, fresh=bool(fresh))
             await jobless_events.move_from_sequence(self._store)
+            try:
+                memory = await self._store.client.info("memory")
+            except ResponseError:  # an ACL without INFO: `db report` says what it can
+                memory = {}
+            policy = str(memory.get("maxmemory_policy", ""))
+        if report.evicts_jobs(policy):
+            logger.warning(
+                "Redis maxmemory-policy is %s: when memory runs short the server drops keys, "
+                "jobs among them; set maxmemory-policy %s in its configuration (%s shows it)",
+                policy,
+                report.KEEPS_KEYS,
+                self._fix,
+            )
 
     async def server_report(self) -> StoreReport:
         return await report.report(self._url, self.prefix, self._connect_timeout_s, SCHEMA_VERSION)

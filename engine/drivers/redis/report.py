@@ -15,9 +15,25 @@ from engine.drivers.base import StoreReport
 from engine.drivers.redis.connection import UNAVAILABLE, split_prefix
 from engine.drivers.urls import migrate_fix
 
-# The one policy under which Redis never drops a key to make room: under any other a job, its
-# lease or its dedupe key can vanish when memory runs short.
+# The policy that keeps every key: at maxmemory, writes are refused (STORAGE_FULL) instead.
 KEEPS_KEYS = "noeviction"
+
+
+def evicts_jobs(policy: str) -> bool:
+    """Whether Redis under `policy` may drop a job's keys to make room: the allkeys-* policies
+    pick from every key; the volatile-* ones only from keys with a TTL, which no job's key has."""
+    return policy.startswith("allkeys-")
+
+
+def policy_line(policy: str) -> str:
+    if evicts_jobs(policy):
+        return (
+            f"maxmemory-policy: {policy} (drops any key when memory runs short, jobs among "
+            f"them: set {KEEPS_KEYS})"
+        )
+    if policy.startswith("volatile-"):
+        return f"maxmemory-policy: {policy} (drops only keys with a TTL, which no job's key has)"
+    return f"maxmemory-policy: {policy}"
 
 
 async def report(url: str, prefix: str, timeout_s: float, schema_version: str) -> StoreReport:
@@ -69,12 +85,7 @@ def _lines(
         f"role {info.get('role')}"
         + (" (read-only: point the URL at the primary)" if info.get("role") == "slave" else ""),
         f"memory: {used} {limit}, peak {info.get('used_memory_peak_human')}",
-        f"maxmemory-policy: {policy}"
-        + (
-            ""
-            if policy == KEEPS_KEYS
-            else f" (evicts keys when memory runs short, jobs among them: set {KEEPS_KEYS})"
-        ),
+        policy_line(policy),
         f"persistence: appendonly {'yes' if info.get('aof_enabled') else 'no'}, "
         f"last save {info.get('rdb_last_bgsave_status')}, "
         f"last AOF write {info.get('aof_last_write_status', 'n/a')}",
