@@ -68,8 +68,12 @@ ORDER BY xact_start LIMIT $1
 async def report(url: str, schema: str, timeout_s: float) -> StoreReport:
     """What `ServerReport.server_report` answers for the PostgreSQL driver."""
     try:
+        # No statement cache: the report may go through a transaction pooler (PgBouncer).
         conn = await asyncpg.connect(
-            url, timeout=timeout_s, server_settings={"application_name": "mcp-jobs report"}
+            url,
+            timeout=timeout_s,
+            statement_cache_size=0,
+            server_settings={"application_name": "mcp-jobs report"},
         )
     except DRIVER_FAILURES as exc:
         return StoreReport(False, _unreachable(url, exc))
