@@ -91,7 +91,7 @@ async def test_a_role_without_grants_is_shown_without_them(
         )
         # What it may not read says so; the rest of the report is there.
         assert the_line(lines, "schema mcp_jobs: ").startswith(
-            "schema mcp_jobs: cannot be read as this user (InsufficientPrivilegeError"
+            "schema mcp_jobs: cannot be read (InsufficientPrivilegeError"
         )
         assert lines[-1] == "transactions open: none besides this report's"
     finally:
@@ -128,3 +128,24 @@ async def test_the_report_opens_no_pool_and_leaves_no_session(
     reports = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'mcp-jobs report'"
     assert await sql.fetchval(reports) == 0
     assert driver.db.pool is None
+
+
+async def test_a_lock_held_on_what_it_reads_does_not_hang_the_report(
+    driver: PostgresDriver, pg_url: str
+) -> None:
+    """A migration holding the version table: the report waits its lock_timeout (2 s) for the
+    schema line, says why it has none, and shows the rest, the holder among the sessions."""
+    holder = await asyncpg.connect(pg_url)
+    try:
+        async with holder.transaction():
+            await holder.execute("LOCK TABLE mcp_jobs.schema_version IN ACCESS EXCLUSIVE MODE")
+            with anyio.fail_after(60):
+                lines = await report_lines(pg_url)
+    finally:
+        await holder.close()
+    assert the_line(lines, "schema mcp_jobs: ") == (
+        "schema mcp_jobs: cannot be read (LockNotAvailableError: "
+        "canceling statement due to lock timeout)"
+    )
+    assert "statement_timeout 0" in the_line(lines, "settings: ")  # the database's, not ours
+    assert [line for line in lines if line.startswith(f"  pid {holder.get_server_pid()} since ")]

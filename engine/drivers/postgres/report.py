@@ -49,6 +49,7 @@ FROM (SELECT 1) AS one
 LEFT JOIN pg_class t ON t.relname = 'jobs' AND t.relkind IN ('r', 'p')
      AND t.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = $1)
 """
+_BOUNDED = "SET lock_timeout = '2s'; SET statement_timeout = '20s'"
 _SCHEMA_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)"
 _SIZES = """
 SELECT datname, pg_size_pretty(pg_database_size(datname)) AS size, count(*) OVER () AS total
@@ -113,6 +114,9 @@ async def _lines(conn: asyncpg.Connection[Any], url: str, schema: str) -> list[s
         "settings: "
         + ", ".join([f"{name} {await conn.fetchval(f'SHOW {name}')}" for name in _SETTINGS]),
     ]
+    # Read after the settings line, which shows the defaults the driver's sessions get: a lock
+    # held on a table it reads (a migration running) does not hang the report.
+    await conn.execute(_BOUNDED)
     # A role without grants still gets the rest of the report: what it may not read says so.
     lines += await _read(f"schema {schema}", _schema_line(conn, url, schema))
     if await conn.fetchval(_SCHEMA_EXISTS, schema):
@@ -131,7 +135,7 @@ async def _read(label: str, lines: Awaitable[str | list[str]]) -> list[str]:
         found = await lines
     except asyncpg.PostgresError as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return [f"{label}: cannot be read as this user ({type(exc).__name__}: {detail})"]
+        return [f"{label}: cannot be read ({type(exc).__name__}: {detail})"]
     return [found] if isinstance(found, str) else found
 
 
