@@ -3,8 +3,12 @@ lines of `db nats-report`); a server that does not answer is what the report say
 
 from __future__ import annotations
 
-import anyio
+import logging
 
+import anyio
+import pytest
+
+from engine.drivers.nats.connection import connect
 from engine.drivers.urls import migrate_fix, report_fix
 from tests.support.fix_lines import run_fix
 
@@ -23,3 +27,15 @@ async def test_a_server_that_does_not_answer_is_what_the_report_says(driver_kind
     url = "nats://127.0.0.1:1/mcp_jobs"
     output = await anyio.to_thread.run_sync(lambda: run_fix(report_fix(url)))
     assert output.startswith("server: no answer from nats://127.0.0.1:1 (")
+
+
+async def test_a_one_try_connect_fails_once_every_server_refused(
+    driver_kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """nats-py goes round the servers until the connect's bound (here two minutes); a report
+    connects once, so it fails as soon as each server has refused, and says no "reconnecting"."""
+    servers = ["nats://127.0.0.1:1", "nats://127.0.0.1:2"]
+    logged = caplog.at_level(logging.WARNING, logger="mcp_jobs.nats")
+    with logged, anyio.fail_after(30), pytest.raises(ConnectionRefusedError):
+        await connect(servers, 60.0, reconnect=False)
+    assert not [r for r in caplog.records if r.name == "mcp_jobs.nats"]

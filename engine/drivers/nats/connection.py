@@ -12,6 +12,7 @@ One KV bucket holds everything a namespace stores; its name is the URL's path (d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import shlex
@@ -132,16 +133,27 @@ _CONNECTING = (
 class ConnectionLog:
     """nats-py's error callbacks. Its default logs a traceback on every failed try, five a
     second while a server is away: this logs the first failure of an outage and the reconnect,
-    and keeps the last failure, which names what went wrong when the first connect times out."""
+    and keeps the last failure, which names what went wrong when the first connect times out.
+    Without `reconnect`, `refused_all` is set once every server has failed a try: nats-py
+    would go round them again until the connect's bound."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, reconnect: bool = True, servers: int = 1) -> None:
         self.last: BaseException | None = None
         self.away = False
+        self._reconnect = reconnect
+        self._servers = servers
+        self._failed_tries = 0
+        self.refused_all = asyncio.Event()
 
     async def error(self, exc: Exception) -> None:
         self.last = exc
         if not isinstance(exc, _CONNECTING):
             logger.warning("NATS client error: %s: %s", type(exc).__name__, exc)
+            return
+        self._failed_tries += 1
+        if not self._reconnect:
+            if self._failed_tries >= self._servers:
+                self.refused_all.set()
         elif not self.away:
             self.away = True
             logger.warning("NATS connection failed (%s: %s); reconnecting", type(exc).__name__, exc)
@@ -156,28 +168,42 @@ async def connect(servers: list[str], connect_timeout_s: float, *, reconnect: bo
     """A client connected to one of `servers`; the first connect is bounded (nats-py would
     retry it as long as it reconnects) and fails with the last error it met. With
     `reconnect`, it reconnects forever with a short wait: a restarted server or a lost cluster
-    node is a pause, and a request sent meanwhile fails after its own timeout."""
+    node is a pause, and a request sent meanwhile fails after its own timeout. Without it, the
+    connect fails once every server has failed one try."""
     client = Client()
-    log = ConnectionLog()
+    log = ConnectionLog(reconnect=reconnect, servers=len(servers))
+    # nats-py annotates these seconds as int; it hands them to asyncio, which takes floats.
+    attempt = asyncio.ensure_future(
+        client.connect(
+            servers=servers,
+            connect_timeout=connect_timeout_s,  # type: ignore[arg-type]
+            reconnect_time_wait=0.2,  # type: ignore[arg-type]
+            max_reconnect_attempts=-1 if reconnect else 0,
+            allow_reconnect=reconnect,
+            error_cb=log.error,
+            reconnected_cb=log.reconnected,
+        )
+    )
+    refused = asyncio.ensure_future(log.refused_all.wait())
     try:
-        async with asyncio.timeout(connect_timeout_s * 2):
-            # nats-py annotates these seconds as int; it hands them to asyncio, which takes
-            # floats.
-            await client.connect(
-                servers=servers,
-                connect_timeout=connect_timeout_s,  # type: ignore[arg-type]
-                reconnect_time_wait=0.2,  # type: ignore[arg-type]
-                max_reconnect_attempts=-1 if reconnect else 0,
-                allow_reconnect=reconnect,
-                error_cb=log.error,
-                reconnected_cb=log.reconnected,
-            )
-    except TimeoutError:
-        await client.close()
-        if log.last is not None:
-            raise log.last from None
+        await asyncio.wait(
+            {attempt, refused}, timeout=connect_timeout_s * 2, return_when=asyncio.FIRST_COMPLETED
+        )
+    except BaseException:  # this task cancelled: the connect goes with it
+        attempt.cancel()
         raise
-    return client
+    finally:
+        refused.cancel()
+    if attempt.done():
+        attempt.result()  # a failure nats-py raised itself
+        return client
+    attempt.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await attempt
+    await client.close()
+    if log.last is not None:
+        raise log.last from None
+    raise TimeoutError(f"no NATS server answered within {connect_timeout_s * 2:g} s")
 
 
 async def open_bucket(
