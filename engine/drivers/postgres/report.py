@@ -56,12 +56,14 @@ SELECT datname, pg_size_pretty(pg_database_size(datname)) AS size, count(*) OVER
 FROM pg_database WHERE datallowconn ORDER BY pg_database_size(datname) DESC LIMIT $1
 """
 # Who waits on whom, oldest transaction first: what keeps rolling the engine's writes back.
+# Sessions only (an autovacuum worker a session waits on shows in its "blocked by").
 _OPEN = """
 SELECT pid, pg_blocking_pids(pid) AS blocked_by, state, xact_start,
        left(regexp_replace(query, '\\s+', ' ', 'g'), $2) AS query, count(*) OVER () AS total,
        now() - xact_start AS age
 FROM pg_stat_activity
 WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
+  AND backend_type = 'client backend'
 ORDER BY xact_start LIMIT $1
 """
 
