@@ -125,9 +125,17 @@ async def test_the_report_opens_no_pool_and_leaves_no_session(
 ) -> None:
     found = await driver.server_report()
     assert found.reachable
-    reports = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'mcp-jobs report'"
-    assert await sql.fetchval(reports) == 0
     assert driver.db.pool is None
+    reports = (
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND application_name = 'mcp-jobs report'"
+    )
+
+    async def closed() -> bool:
+        # A closed session's backend leaves pg_stat_activity once it has exited.
+        return bool(await sql.fetchval(reports) == 0)
+
+    await eventually(closed)
 
 
 async def test_a_lock_held_on_what_it_reads_does_not_hang_the_report(

@@ -23,6 +23,7 @@ from engine.drivers.sqlite.library import (
     too_old_fix,
 )
 from engine.drivers.sqlite.migrate import declared_statement
+from engine.drivers.urls import migrate_fix
 from engine.errors import (
     DriverUnavailableError,
     InvalidArgumentError,
@@ -192,4 +193,4 @@ def _unavailable_fix(path: str, exc: BaseException) -> str:
         # Not SQLite's result but sqlite3's own misuse check: a bug in this build.
         return upgrade_line()
     # A plain SQL error here is a missing or older table or column.
-    return f"mcp-jobs db migrate --database-url {shlex.quote('sqlite:///' + path)}"
+    return migrate_fix(f"sqlite:///{path}")

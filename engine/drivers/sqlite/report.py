@@ -5,13 +5,13 @@ schema version, and the room left beside it. Read-only: a missing file is report
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import urllib.parse
 
 from engine.drivers.base import StoreReport
 from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.migrate import migrations
+from engine.drivers.urls import migrate_fix
 
 _VERSION = "SELECT coalesce(max(version), 0) FROM mcp_jobs_migrations"
 _INSTALLED = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mcp_jobs_migrations'"
@@ -27,7 +27,7 @@ def _size(path: str) -> int:
 def report(path: str) -> StoreReport:
     """What `ServerReport.server_report` answers for the SQLite driver (blocking: run it in a
     thread)."""
-    migrate = f"mcp-jobs db migrate --database-url {shlex.quote('sqlite:///' + path)}"
+    migrate = migrate_fix(f"sqlite:///{path}")
     library = f"{sqlite3.__name__} (SQLite {sqlite3.sqlite_version})"
     if not os.path.exists(path):
         return StoreReport(
