@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from urllib.parse import parse_qs, parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qs, parse_qsl, quote_plus, unquote_plus, urlsplit, urlunsplit
 
 from engine.errors import DatabaseUrlInvalidError
 
@@ -19,6 +19,12 @@ _IPV6_HOST = re.compile(r"\[[^\]]+\](?::(?P<port>.*))?")
 # The sslmode values libpq (and asyncpg) accept.
 _SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 _SQLITE_FORMS = "sqlite:///relative/jobs.db or sqlite:////absolute/jobs.db"
+# `postgresql://…?schema=NAME`: the PostgreSQL schema the tables live in, so that the CLI, the
+# server and every fix line reach an install outside the default one. asyncpg never sees it.
+SCHEMA_PARAM = "schema"
+# ≤ 58 characters: the wake-up channel "<schema>_wake" must fit PostgreSQL's 63-byte names.
+SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,57}")
+SCHEMA_NAME_RULE = "at most 58 lowercase letters, digits and _ (not starting with a digit)"
 
 
 def sqlite_path(url: str) -> str:
@@ -88,7 +94,7 @@ def _hosts_problem(hosts: str) -> str | None:
 
 def _query_problem(query: str) -> str | None:
     try:
-        options = parse_qs(query, strict_parsing=True)
+        options = parse_qs(query, keep_blank_values=True, strict_parsing=True)
     except ValueError:
         return "the query string is not key=value pairs joined by &"
     for value in options.get("port", []):
@@ -97,7 +103,37 @@ def _query_problem(query: str) -> str | None:
     for value in options.get("sslmode", []):
         if value not in _SSL_MODES:
             return f"sslmode must be one of {', '.join(_SSL_MODES)}"
+    schemas = options.get(SCHEMA_PARAM, [])
+    if len(schemas) > 1:
+        return f"the {SCHEMA_PARAM} option is given more than once"
+    if schemas and not SCHEMA_NAME.fullmatch(schemas[0]):
+        return f"the {SCHEMA_PARAM} option must be {SCHEMA_NAME_RULE}"
     return None
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """The URL asyncpg reads (asyncpg would send an unknown option to the server as a
+    setting), and the schema its `?schema=` names, if any."""
+    parts = urlsplit(url)
+    pairs = [pair for pair in parts.query.split("&") if pair]
+    named = [unquote_plus(p.partition("=")[2]) for p in pairs if _key(p) == SCHEMA_PARAM]
+    if not named:
+        return url, None
+    kept = [p for p in pairs if _key(p) != SCHEMA_PARAM]
+    return urlunsplit(parts._replace(query="&".join(kept))), named[0]
+
+
+def naming(url: str, param: str, value: str) -> str:
+    """`url` with its `param` option set to `value`: the URL of an install that an option of
+    `connect()` chose, as the CLI and a fix line must name it."""
+    parts = urlsplit(url)
+    kept = [p for p in parts.query.split("&") if p and _key(p) != param]
+    query = "&".join([*kept, f"{quote_plus(param)}={quote_plus(value, safe=':')}"])
+    return urlunsplit(parts._replace(query=query))
+
+
+def _key(pair: str) -> str:
+    return unquote_plus(pair.partition("=")[0])
 
 
 def _is_port(text: str) -> bool:
@@ -159,12 +195,17 @@ def report_fix(url: str) -> str:
 
 __all__ = [
     "DATABASE_URL_ENV",
+    "SCHEMA_NAME",
+    "SCHEMA_NAME_RULE",
+    "SCHEMA_PARAM",
     "URL_FROM_ENV",
     "check_postgres_url",
     "migrate_fix",
+    "naming",
     "postgres_url_problem",
     "printable_url",
     "report_fix",
+    "split_schema",
     "sqlite_path",
     "url_word",
     "without_password",

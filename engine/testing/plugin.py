@@ -21,7 +21,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, connect
 from engine.drivers import Driver
-from engine.drivers.urls import sqlite_path
+from engine.drivers.urls import split_schema, sqlite_path
 from schemas.stats import WorkerInfo
 
 URL_OPTION = "--mcp-jobs-driver-url"
@@ -134,7 +134,7 @@ async def builtin_app_transaction(driver: Driver, url: str) -> AsyncIterator[Any
     elif driver.kind == "postgres":
         import asyncpg
 
-        conn = await asyncpg.connect(url)
+        conn = await asyncpg.connect(split_schema(url)[0])
         try:
             async with conn.transaction():
                 yield conn

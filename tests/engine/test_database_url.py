@@ -25,6 +25,10 @@ BAD_POSTGRES = [
     f"postgresql://u:{SECRET}@host/x?novalue",
     f"postgresql://u:{SECRET}@bad@host/x",
     f"postgresql://u:{SECRET} @host/x",
+    f"postgresql://u:{SECRET}@host/x?schema=Tenant",  # the schema is a plain identifier
+    f"postgresql://u:{SECRET}@host/x?schema=a;drop",
+    f"postgresql://u:{SECRET}@host/x?schema=",
+    f"postgresql://u:{SECRET}@host/x?schema=a&schema=b",
 ]
 
 
@@ -58,6 +62,7 @@ async def test_a_malformed_sqlite_url_is_database_url_invalid(
         "postgresql://u@host:/jobs",
         "postgresql://%2Fvar%2Frun%2Fpostgresql/jobs",
         "postgresql://u:@host",
+        "postgresql://u@host/jobs?schema=tenant_a&sslmode=disable",
     ],
 )
 def test_well_formed_postgres_urls_pass(url: str) -> None:

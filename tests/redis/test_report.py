@@ -5,12 +5,15 @@ server that does not answer: test_driver.py."""
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 import anyio
 import pytest
 
 from engine import ManualClock
 from engine.drivers import open_driver
+from engine.drivers.redis import RedisDriver
+from engine.drivers.redis.connection import split_prefix
 from engine.drivers.urls import migrate_fix, report_fix
 from tests.support.fix_lines import report_lines, run_fix, the_line
 
@@ -29,6 +32,25 @@ async def test_a_prefix_never_migrated_says_to_migrate_and_that_runs_as_given(
     await anyio.to_thread.run_sync(lambda: run_fix(migrate_fix(database_url)))
     lines = await report_lines(database_url)
     assert the_line(lines, f"prefix {prefix}: ") == f"prefix {prefix}: version 1, this package's"
+
+
+async def test_a_prefix_given_to_the_driver_is_the_one_its_fix_lines_name(
+    database_url: str,
+) -> None:
+    base, prefix = split_prefix(database_url)
+    assert prefix is not None
+    driver = cast(RedisDriver, open_driver(base, clock=ManualClock(0), prefix=prefix))
+    try:
+        lines = (await driver.server_report()).lines
+        line = the_line(lines, f"prefix {prefix}: ")
+        fix = line.partition("(run ")[2].removesuffix(")")
+        assert fix == migrate_fix(database_url)  # the URL names the prefix
+        await anyio.to_thread.run_sync(lambda: run_fix(fix))
+        lines = (await driver.server_report()).lines
+        line = the_line(lines, f"prefix {prefix}: ")
+        assert line == f"prefix {prefix}: version 1, this package's"
+    finally:
+        await driver.close()
 
 
 async def test_an_eviction_policy_that_can_drop_jobs_is_called_out(

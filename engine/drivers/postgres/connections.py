@@ -25,6 +25,7 @@ from engine.drivers.postgres.migrate import migrate as run_migrations
 from engine.drivers.postgres.own_connections import Connection, OwnConnections
 from engine.drivers.postgres.retry import Retrier
 from engine.drivers.postgres.sql import queries
+from engine.drivers.urls import split_schema
 from engine.errors import DriverUnavailableError
 
 T = TypeVar("T")
@@ -86,6 +87,8 @@ class Connections:
         retry: Retrier,
     ) -> None:
         self.url = url
+        # What asyncpg reads: the URL without this package's own `?schema=`.
+        self.dsn = split_schema(url)[0]
         self.schema = schema
         self.q = queries(schema)
         # One wake-up channel per schema: two installs in one database do not wake each other.
@@ -114,7 +117,7 @@ class Connections:
         # `reading_for_values`).
         def kept(limit: int, settings: Mapping[str, str]) -> OwnConnections:
             return OwnConnections(
-                url,
+                self.dsn,
                 limit=limit,
                 settings={**self._session, **settings},
                 statement_cache_size=statement_cache_size,
@@ -139,7 +142,7 @@ class Connections:
                 )
             if self.pool is None:
                 self.pool = await asyncpg.create_pool(
-                    self.url,
+                    self.dsn,
                     min_size=self._pool_min,
                     max_size=self.pool_max,
                     statement_cache_size=self._statement_cache_size,

@@ -32,6 +32,7 @@ from engine.drivers.postgres.retry import Retrier
 from engine.drivers.postgres.sql import check_schema_name
 from engine.drivers.postgres.sweep import Sweeper
 from engine.drivers.postgres.wake import NotifyListener, WakeSignal
+from engine.drivers.urls import SCHEMA_PARAM, naming, split_schema
 from engine.errors import InvalidArgumentError, JobsError
 from engine.inbound_events import EventCursor, InboundEvent
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
@@ -83,7 +84,7 @@ class PostgresDriver:
         url: str,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        schema: str = DEFAULT_SCHEMA,
+        schema: str | None = None,
         listen: bool = True,
         pool_min: int = 0,
         pool_max: int = 10,
@@ -103,7 +104,7 @@ class PostgresDriver:
         (its fence decides, once it gets through, whether it still counts). A process that
         claims vacuums the jobs table when this many dead rows have piled up in it (sweep.py);
         0 leaves the table to autovacuum alone. `retry_clock` times the retries (tests)."""
-        check_schema_name(schema)
+        url, schema = _naming_schema(url, schema)
         _whole("pool_min", pool_min, 0)
         _whole("pool_max", pool_max, max(1, pool_min))
         _whole("statement_cache_size", statement_cache_size, 0)
@@ -111,6 +112,7 @@ class PostgresDriver:
         _whole("retry_deadline_ms", retry_deadline_ms, 0)
         _whole("settle_retry_ms", settle_retry_ms, 0)
         _whole("vacuum_dead_rows", vacuum_dead_rows, 0)
+        # Names the schema when it is not the default: fix lines and `db report` act on it.
         self.url = url
         self.clock = clock
         self.schema = schema
@@ -132,14 +134,14 @@ class PostgresDriver:
         )
         self.signal = WakeSignal()
         self._listener = NotifyListener(
-            url, self.db.channel, self.signal, self.db.connect_timeout_s
+            self.db.dsn, self.db.channel, self.signal, self.db.connect_timeout_s
         )
         # Change signals (engine/changes.py): this process's writes move `changes` directly;
         # other processes' reach it through a listener of its own, started only by a reader
         # (wait_for_change), on the changes channel (settles) and the wake-up one (enqueues).
         self.changes = ChangeFeed()
         self._change_listener = NotifyListener(
-            url,
+            self.db.dsn,
             self.db.changes_channel,
             self.changes,
             self.db.connect_timeout_s,
@@ -518,3 +520,14 @@ class PostgresDriver:
 
     async def prune_events(self, now: int) -> int:
         return await events_sql.prune(self.db, now)
+
+
+def _naming_schema(url: str, schema: str | None) -> tuple[str, str]:
+    """The URL naming the schema the tables live in, and that schema: `schema=` if given, else
+    the URL's `?schema=`, else the default."""
+    url_schema = split_schema(url)[1]
+    chosen = schema if schema is not None else url_schema or DEFAULT_SCHEMA
+    check_schema_name(chosen)
+    if chosen == (url_schema or DEFAULT_SCHEMA):
+        return url, chosen
+    return naming(url, SCHEMA_PARAM, chosen), chosen

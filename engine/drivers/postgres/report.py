@@ -17,7 +17,7 @@ from engine.drivers.base import StoreReport
 from engine.drivers.postgres.faults import DRIVER_FAILURES
 from engine.drivers.postgres.migrate import current_version
 from engine.drivers.postgres.sql import latest_version
-from engine.drivers.urls import migrate_fix
+from engine.drivers.urls import migrate_fix, split_schema
 
 # The sessions and databases listed; the rest are counted.
 SHOWN = 10
@@ -73,7 +73,7 @@ async def report(url: str, schema: str, timeout_s: float) -> StoreReport:
     try:
         # No statement cache: the report may go through a transaction pooler (PgBouncer).
         conn = await asyncpg.connect(
-            url,
+            split_schema(url)[0],
             timeout=timeout_s,
             statement_cache_size=0,
             server_settings={"application_name": "mcp-jobs report"},

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from engine.drivers.urls import SCHEMA_NAME, SCHEMA_NAME_RULE
 from engine.errors import InvalidArgumentError
 
 SCHEMA_PLACEHOLDER = "{schema}"
-# ≤ 58 characters: the wake-up channel "<schema>_wake" must fit PostgreSQL's 63-byte names.
-_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,57}")
 _QUERY_HEADER = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
 _MIGRATION_FILE = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
 # A query holding this comes in two: `<name>` skips the rows whose dedupe key a live row holds
@@ -39,12 +38,8 @@ class Migration:
 
 def check_schema_name(schema: str) -> str:
     """The schema name as a quoted identifier; refused unless lowercase [a-z0-9_] (≤ 58)."""
-    if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
-        raise InvalidArgumentError(
-            "schema",
-            schema,
-            "at most 58 lowercase letters, digits and _ (not starting with a digit)",
-        )
+    if not isinstance(schema, str) or not SCHEMA_NAME.fullmatch(schema):
+        raise InvalidArgumentError("schema", schema, SCHEMA_NAME_RULE)
     return f'"{schema}"'
 
 

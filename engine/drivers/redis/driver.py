@@ -45,18 +45,19 @@ from engine.drivers.redis import settled_counts as settled
 from engine.drivers.redis import stats as stats_store
 from engine.drivers.redis.changes import ChangeListener
 from engine.drivers.redis.connection import (
+    PREFIX_PARAM,
     guard,
     open_client,
     passes,
     resolve_prefix,
     split_prefix,
 )
-from engine.drivers.redis.keys import Keys
+from engine.drivers.redis.keys import DEFAULT_PREFIX, Keys
 from engine.drivers.redis.scripts import ALL_SCRIPTS
 from engine.drivers.redis.settle_scripts import SETTLE_SCRIPTS
 from engine.drivers.redis.store import Store
 from engine.drivers.redis.wake import WakeListener
-from engine.drivers.urls import report_fix
+from engine.drivers.urls import naming, report_fix
 from engine.errors import JobsError
 from engine.inbound_events import EventCursor, InboundEvent
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
@@ -110,11 +111,14 @@ class RedisDriver:
         self._settle_retry_ms = bounds.whole("settle_retry_ms", settle_retry_ms, 0, 86_400_000)
         self._retry_clock = retry_clock
         self._closed = False
-        client_url, _ = split_prefix(url)
+        client_url, url_prefix = split_prefix(url)
+        keys = Keys(resolve_prefix(url, prefix))
+        if keys.prefix != (url_prefix or DEFAULT_PREFIX):
+            # Chosen by `prefix=`: fix lines and `db report` must name it to act on these keys.
+            url = naming(url, PREFIX_PARAM, keys.prefix)
         self._url = url
         self._connect_timeout_s = connect_timeout_s
         self._fix = report_fix(url)
-        keys = Keys(resolve_prefix(url, prefix))
         client = open_client(client_url, connect_timeout_s)
         self._store = Store(client, keys, clock, WakeListener(client, keys.wake))
         self._changes = ChangeListener(client, keys)
