@@ -413,7 +413,14 @@ class DatabaseUrlInvalidError(JobsError):
     code = "DATABASE_URL_INVALID"
     title = "the database URL cannot be used"
 
-    def __init__(self, url: str, reason: str | None = None, *, schemes: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        url: str,
+        reason: str | None = None,
+        *,
+        schemes: Sequence[str] = (),
+        fix: str = "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
+    ) -> None:
         # The URL itself is never echoed: it may carry a password.
         head = url.split("://", 1)[0] if "://" in url else ""
         scheme = head if head.isascii() and head.replace("+", "").isalnum() else "(no scheme)"
@@ -423,7 +430,7 @@ class DatabaseUrlInvalidError(JobsError):
             reason = f'"{scheme[:40]}" is not a registered driver scheme (registered: {known})'
         super().__init__(
             f"the database URL ({scheme[:40]}) cannot be used: {reason}",
-            "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
+            fix,
             details={"scheme": scheme[:40]},
         )
 

@@ -111,3 +111,31 @@ async def test_a_closed_driver_refuses_work(driver: PostgresDriver) -> None:
     with pytest.raises(JobsError) as raised:
         await driver.get("x")
     assert raised.value.code == "DRIVER_UNAVAILABLE"
+
+
+@pytest.mark.parametrize(
+    ("option", "refusal"),
+    [
+        ("sslmod=require", 'unrecognized configuration parameter "sslmod"'),
+        ("statement_timeout=soon", 'invalid value for parameter "statement_timeout"'),
+    ],
+)
+async def test_a_url_option_the_server_refuses_is_database_url_invalid(
+    clock: ManualClock, option: str, refusal: str
+) -> None:
+    """asyncpg sends an option it does not know to the server as a setting, and the server
+    refuses every session over it: no retry can help, so it is not DRIVER_UNAVAILABLE."""
+    async with fresh_database() as url:
+        driver = PostgresDriver(f"{url}?{option}", clock=clock, listen=False)
+        try:
+            with pytest.raises(JobsError) as raised:
+                await driver.get("x")
+        finally:
+            await driver.close()
+        error = raised.value
+        assert error.code == "DATABASE_URL_INVALID" and not error.retryable
+        assert refusal in error.cause
+        assert error.fix == f"mcp-jobs db report --database-url {shlex.quote(f'{url}?{option}')}"
+        output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
+    assert "answered and refused the session (" in output and refusal in output
+    assert "an option in the URL's query string is not a setting the server knows" in output

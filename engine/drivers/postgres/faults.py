@@ -13,7 +13,12 @@ import asyncpg
 import asyncpg.exceptions as pgx
 
 from engine.drivers.urls import migrate_fix, report_fix
-from engine.errors import DriverUnavailableError, InvalidArgumentError, StorageFullError
+from engine.errors import (
+    DatabaseUrlInvalidError,
+    DriverUnavailableError,
+    InvalidArgumentError,
+    StorageFullError,
+)
 
 # What asyncpg and the OS raise when the path to the server is gone or not up yet.
 CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
@@ -128,12 +133,30 @@ def _detail(exc: BaseException) -> str:
     return str(exc).strip() or type(exc).__name__
 
 
+def setting_refused(exc: BaseException) -> bool:
+    """True when the server refused a session at its start over a setting: asyncpg sends each
+    URL option it does not know (`?sslmod=`, `?statement_timeout=abc`) as one, and the driver's
+    own are valid. Told by where the server raised it, not by its (translated) message."""
+    return (
+        isinstance(exc, asyncpg.PostgresError)
+        and getattr(exc, "severity_en", None) == "FATAL"
+        and getattr(exc, "server_source_filename", None) == "guc.c"
+    )
+
+
 def unavailable(
     exc: BaseException, url: str, schema: str
-) -> DriverUnavailableError | InvalidArgumentError | StorageFullError:
+) -> DriverUnavailableError | InvalidArgumentError | StorageFullError | DatabaseUrlInvalidError:
     """The typed error for an asyncpg/OS failure; the caller raises it `from exc`. A refused
     value is INVALID_ARGUMENT (terminal), whatever else is true of the connection; a full disk
-    on the server is STORAGE_FULL."""
+    on the server is STORAGE_FULL; a URL option the server refuses is DATABASE_URL_INVALID."""
+    if setting_refused(exc):
+        reason = (
+            "the server refused a setting that the URL's query string gives it (asyncpg sends "
+            f"every option it does not know to the server as a setting): {_detail(exc)}"
+        )
+        # The report names the option and says what to do with it.
+        return DatabaseUrlInvalidError(url, reason=reason, fix=report_fix(url))
     refused = refused_value(exc)
     if refused is not None:
         return refused

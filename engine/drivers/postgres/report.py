@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import asyncpg
 
 from engine.drivers.base import StoreReport
-from engine.drivers.postgres.faults import DRIVER_FAILURES
+from engine.drivers.postgres.faults import DRIVER_FAILURES, setting_refused
 from engine.drivers.postgres.migrate import current_version
 from engine.drivers.postgres.sql import latest_version
 from engine.drivers.urls import migrate_fix, split_schema
@@ -91,6 +91,12 @@ def _unreachable(url: str, exc: BaseException) -> list[str]:
     where = f"{parts.hostname or 'the local socket'}" + (f":{parts.port}" if parts.port else "")
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     failure = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    if setting_refused(exc):
+        return [
+            f"server: {where} answered and refused the session ({failure})",
+            "an option in the URL's query string is not a setting the server knows or takes "
+            "(asyncpg sends each option it does not know as one): correct or remove it",
+        ]
     if isinstance(exc, asyncpg.PostgresError):
         return [
             f"server: {where} answered and refused the session ({failure})",
