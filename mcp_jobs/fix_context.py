@@ -8,7 +8,8 @@ non-default `MCP_JOBS_ENV`, a pinned tenant, the environment variables the app d
 (`engine.environment.uses_environment`) and, when an app imports only because the working
 directory is on `sys.path`, `PYTHONPATH` — and `qualify` writes it into any fix that is an
 `mcp-jobs …` or `python …` command: assignments in front, flags appended when absent. A tool
-call (`inspect_job {"job_id": …}`) or an instruction is left as it is.
+call (`inspect_job {"job_id": …}`) or an instruction is left as it is. For an MCP client, a
+command that a tool does too (`db report`) becomes that tool's call, with its `next_call`.
 
 A database password is never written: the URL loses it, and the command then takes it from
 `PGPASSWORD` or `~/.pgpass` (libpq's own sources, which asyncpg reads too).
@@ -34,6 +35,7 @@ from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
 from engine.environment import NAME_PATTERN, EnvironmentUse, declared_environment
 from engine.errors import JobsError
 from mcp_jobs.config import DEFAULT_ENVIRONMENT, ENVIRONMENT_ENV, Settings
+from schemas.errors import NextCall
 
 Face = Literal["mcp", "cli"]
 
@@ -43,6 +45,9 @@ TAKES_CONTEXT = frozenset({"serve", "worker", "jobs", "backfill", "db", "queues"
 # tenant (a pinned one is refused) and a worker serves them all.
 TAKES_TENANT = frozenset({"jobs"})
 PYTHONS = frozenset({"python", "python3", sys.executable})
+# Commands an MCP client is given as the tool that does the same (`database_report {}`): the
+# tool runs where the server runs, which reaches the database, and needs no shell.
+TOOL_FOR_COMMAND = {("db", "report"): "database_report"}
 # Written where the app module is unknown: the one case a fix line cannot be complete.
 APP_PLACEHOLDER = "<module>"
 _OPERATORS = frozenset(";&|<>()`")
@@ -162,6 +167,9 @@ class FixContext:
         if head >= len(words):
             return fix
         program, rest = words[head], words[head + 1 :]
+        call = self.tool_call(fix)
+        if call is not None:
+            return f"{call.tool} {{}}"
         if program == "mcp-jobs":
             suffix = self._flags(rest)
         elif program in PYTHONS:
@@ -170,6 +178,21 @@ class FixContext:
             return fix
         prefix = [f"{n}={shlex.quote(v)}" for n, v in self.assignments if n not in assigned]
         return " ".join([*prefix, fix, *suffix])
+
+    def tool_call(self, fix: str) -> NextCall | None:
+        """The tool call that does what the command `fix` does, for an MCP client; None for
+        the CLI, under a pinned tenant (such a tool spans every tenant), or for a command no
+        tool matches."""
+        if self.face != "mcp" or self.tenant is not None:
+            return None
+        try:
+            words = shlex.split(fix)
+        except ValueError:
+            return None
+        if len(words) < 3 or words[0] != "mcp-jobs":
+            return None
+        tool = TOOL_FOR_COMMAND.get((words[1], words[2]))
+        return None if tool is None else NextCall(tool=tool, arguments={})
 
     def _flags(self, rest: Sequence[str]) -> list[str]:
         subcommand = rest[0] if rest else ""
@@ -238,6 +261,9 @@ def _qualified(value: Any, ctx: FixContext) -> Any:
             current = getattr(value, name)
             if name == "fix" and isinstance(current, str):
                 new: Any = ctx.qualify(current)
+                call = ctx.tool_call(current)
+                if call is not None and getattr(value, "next_call", call) is None:
+                    update["next_call"] = call
             else:
                 new = _qualified(current, ctx)
             if new is not current:

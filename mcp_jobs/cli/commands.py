@@ -10,14 +10,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from engine.client import Jobs, connect
-from engine.drivers.base import REPORT, require
 from mcp_jobs import operations
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings, load_apps, redact
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.bulk import BulkAction, BulkFilter, bulk_command
+from mcp_jobs.operations.database import report_of
 from mcp_jobs.operations.envelope import error_payload, failure, success
-from mcp_jobs.operations.models import DbReportResult, Envelope, MigrateResult, NatsReportResult
+from mcp_jobs.operations.models import Envelope, MigrateResult, NatsReportResult
 from mcp_jobs.operations.scope import Scope
 
 # How long `backfill NAME --write` follows the pass at a terminal, when a worker is live.
@@ -243,22 +243,14 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def report_command(args: argparse.Namespace, settings: Settings) -> int:
-    """`db report`: the fix of a database that does not answer, is full or refuses. A server
-    that does not answer is what the report says (`reachable: false`), not a failure of it."""
+    """`db report`: the fix of a database that does not answer, is full or refuses."""
 
     async def run() -> Envelope:
         jobs = await connect(settings.url, migrate=False)
         try:
-            found = await require(jobs.driver, REPORT).server_report()
+            return await report_of(jobs.driver, settings.url)
         finally:
             await jobs.close()
-        return DbReportResult(
-            ok=True,
-            driver=jobs.driver.kind,
-            database=redact(settings.url),
-            reachable=found.reachable,
-            lines=found.lines,
-        )
 
     return await guarded("db_report", args.json, run, settings)
 

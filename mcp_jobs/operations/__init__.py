@@ -4,6 +4,7 @@ limits). No transport here: the server registers these as tools, the CLI prints 
 """
 
 from mcp_jobs.operations.backfills import follow_backfill, list_backfills, run_backfill
+from mcp_jobs.operations.database import database_report
 from mcp_jobs.operations.diagnose import diagnose_queue
 from mcp_jobs.operations.drain import drain
 from mcp_jobs.operations.jobs import (
@@ -23,6 +24,7 @@ __all__ = [
     "Progress",
     "Scope",
     "cancel_job",
+    "database_report",
     "describe_jobs",
     "diagnose_queue",
     "drain",

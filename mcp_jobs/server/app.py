@@ -58,6 +58,7 @@ READ_TOOLS = (
     "inspect_job",
     "queue_stats",
     "diagnose_queue",
+    "database_report",
     "wait_for_job",
     "list_backfills",
 )

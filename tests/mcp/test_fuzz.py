@@ -142,6 +142,7 @@ def _pools(seeded: Seeded, pinned: bool) -> dict[str, dict[str, list[Any]]]:
         },
         "queue_stats": {"queues": [*ANY, *([s] for s in STRINGS), list(range(5000))]},
         "diagnose_queue": {"queue": ANY},
+        "database_report": {},
         "wait_for_job": {"job_id": ids, "timeout_seconds": ANY},
         "list_backfills": {
             "pending_only": ANY,

@@ -32,6 +32,7 @@ async def test_every_design_tool_is_published_with_an_envelope_schema(
             "inspect_job",
             "queue_stats",
             "diagnose_queue",
+            "database_report",
             "retry_job",
             "cancel_job",
             "run_backfill",

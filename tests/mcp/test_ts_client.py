@@ -84,6 +84,7 @@ FLOW: list[dict[str, Any]] = [
     call("stats_orders", "queue_stats", {"queues": ["orders"]}),
     call("diagnose_all", "diagnose_queue", {}),
     call("diagnose_orders", "diagnose_queue", {"queue": "orders"}),
+    call("db_report", "database_report", {}),
     call("backfills_all", "list_backfills", {}),
     call("backfills_pending", "list_backfills", {"pending_only": True}),
     call("backfill_dry", "run_backfill", {"name": BACKFILL}),
@@ -133,6 +134,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "inspect_job": {"job_id": JOB},
     "queue_stats": {},
     "diagnose_queue": {},
+    "database_report": {},
     "wait_for_job": {"job_id": JOB, "timeout_seconds": 1},
     "list_backfills": {},
     "enqueue_job": {"name": "fulfil_order", "input": {**ORDER, "order_id": 2}},
@@ -146,7 +148,8 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "retry_jobs": {"error_code": "DRIVER_UNAVAILABLE"},
     "cancel_jobs": {"name": "send_receipt"},
 }
-# One argument of each tool given a value of the wrong JSON type: (argument, arguments).
+# One argument of each tool that takes any, given a value of the wrong JSON type.
+NO_ARGUMENTS = {"database_report"}
 WRONG_TYPE: dict[str, tuple[str, dict[str, Any]]] = {
     "describe_jobs": ("name", {"name": ["fulfil_order"]}),
     "list_jobs": ("limit", {"limit": "ten"}),
@@ -251,7 +254,7 @@ def rpc_error(run: ScenarioRun, step_id: str) -> dict[str, Any]:
 def test_the_scenario_calls_every_tool_resource_and_prompt(run: ScenarioRun) -> None:
     listed = {tool["name"] for tool in result(run, "_listTools")["tools"]}
     called = {s["params"]["name"] for s in FLOW if s["op"] == "callTool"}
-    assert called == listed == set(MINIMAL) == set(WRONG_TYPE)
+    assert called == listed == set(MINIMAL) == {*WRONG_TYPE, *NO_ARGUMENTS}
     # The static resources read (a template's URI is built from an earlier answer: a dict).
     uris = [s["params"]["uri"] for s in FLOW if s["op"] == "readResource"]
     static = {
@@ -300,6 +303,9 @@ def test_the_valid_answers_carry_what_they_say(run: ScenarioRun) -> None:
     assert answer(run, "wait")["settled"] is True
     assert answer(run, "backfill_dry")["plan"]["would_run"] is True
     assert answer(run, "backfill_write")["start"]["name"] == BACKFILL
+    report = answer(run, "db_report")
+    assert report["reachable"] is True
+    assert any(line.startswith("schema") for line in report["lines"])
 
 
 def test_every_resource_reads_as_json(run: ScenarioRun) -> None:

@@ -1,5 +1,5 @@
 """The read tools, registered over the operations: describe, list, inspect, stats, diagnose,
-wait, list backfills."""
+the database report, wait, list backfills."""
 
 # No `from __future__ import annotations`: the SDK reads each tool's signature at
 # registration, and the bounds in it are this server's limits, local to `register`.
@@ -21,6 +21,7 @@ from engine.paging import (
 from mcp_jobs import operations
 from mcp_jobs.config import ServerLimits
 from mcp_jobs.operations.models import (
+    DbReportResult,
     DescribeJobsResult,
     DiagnoseQueueResult,
     InspectJobResult,
@@ -191,6 +192,18 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
         queue: Annotated[str | None, Field(description="only this queue")] = None,
     ) -> Annotated[CallToolResult, DiagnoseQueueResult]:
         return await run_tool(ctx, "diagnose_queue", lambda s: operations.diagnose_queue(s, queue))
+
+    @server.tool(
+        name="database_report",
+        title="Database report",
+        annotations=READ,
+        description=(
+            "The fix of DRIVER_UNAVAILABLE and STORAGE_FULL: the database server's state, read "
+            "from this server (reachable, settings, schema, privileges, sessions, transactions)."
+        ),
+    )
+    async def database_report_tool(ctx: ToolContext) -> Annotated[CallToolResult, DbReportResult]:
+        return await run_tool(ctx, "database_report", operations.database_report)
 
     @server.tool(
         name="wait_for_job",
