@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 
+from engine.client import Jobs
+from engine.errors import JobsError
 from engine.logs import configure_logging
 from engine.worker import ALL_QUEUES, Worker
 from mcp_jobs.cli.commands import open_jobs
@@ -61,7 +64,7 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
                 settings = await discover_oauth(settings)
         configure_logging(json=args.log_format == "json", level=args.log_level)
         log_confirm_setting(settings)
-        async with open_jobs(settings) as jobs:
+        async with open_jobs(settings, migrate=False) as jobs, migrated_or_retrying(jobs):
             server = build_server(settings, jobs, http=http)
             if http:
                 await serve_http(server, settings, jobs=jobs)
@@ -71,6 +74,55 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
         print_error(failure(error_payload(exc, where="mcp-jobs serve"))["error"])
         return 1
     return 0
+
+
+@asynccontextmanager
+async def migrated_or_retrying(
+    jobs: Jobs, *, first_wait_s: float = 1.0, longest_wait_s: float = 30.0
+) -> AsyncIterator[None]:
+    """Migrate, then run the body. A database that does not answer yet (DRIVER_UNAVAILABLE,
+    STORAGE_FULL) does not stop the server: its tools answer that error, whose fix through MCP
+    is the `database_report` tool, while the migration is tried again, backing off, until the
+    database answers. Any other failure (a URL no driver can use) still stops the start."""
+    try:
+        await jobs.driver.migrate()
+    except JobsError as exc:
+        if not exc.retryable:
+            raise
+        logger.warning(
+            "the database does not answer (%s: %s); serving anyway: tools answer that error "
+            "until it does (database_report shows why), and the schema is migrated then",
+            exc.code,
+            exc.cause,
+        )
+    else:
+        yield
+        return
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_migrate_when_up, jobs, first_wait_s, longest_wait_s)
+            yield
+            tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The body's own failure, as the caller would meet it without the retries beside it.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from group.exceptions[0].__cause__
+        raise
+
+
+async def _migrate_when_up(jobs: Jobs, wait_s: float, longest_wait_s: float) -> None:
+    while True:
+        await anyio.sleep(wait_s)
+        try:
+            await jobs.driver.migrate()
+        except JobsError as exc:
+            if not exc.retryable:
+                logger.error("the database cannot be migrated: %s: %s", exc.code, exc.cause)
+                return
+            wait_s = min(wait_s * 2, longest_wait_s)
+            continue
+        logger.info("the database answers again and is migrated: tools act on it")
+        return
 
 
 def oauth_flags(args: argparse.Namespace) -> dict[str, str | None]:
