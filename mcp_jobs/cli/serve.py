@@ -98,16 +98,10 @@ async def migrated_or_retrying(
     else:
         yield
         return
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_migrate_when_up, jobs, first_wait_s, longest_wait_s)
-            yield
-            tg.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        # The body's own failure, as the caller would meet it without the retries beside it.
-        if len(group.exceptions) == 1:
-            raise group.exceptions[0] from group.exceptions[0].__cause__
-        raise
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_migrate_when_up, jobs, first_wait_s, longest_wait_s)
+        yield
+        tg.cancel_scope.cancel()
 
 
 async def _migrate_when_up(jobs: Jobs, wait_s: float, longest_wait_s: float) -> None:

@@ -1,8 +1,9 @@
 """The ONE place a failure becomes an envelope, for the tools and the CLI's `--json` alike.
 
-An engine error (`JobsError`) keeps its code, cause and fix. Anything else is a bug: it becomes
-`INTERNAL` with a correlation id, and the traceback goes to the server log under that id — never
-into the result, where it would leak internals and teach an agent nothing it can act on.
+An engine error (`JobsError`) keeps its code, cause and fix, also when a task group wrapped it.
+Anything else is a bug: it becomes `INTERNAL` with a correlation id, and the traceback goes to
+the server log under that id — never into the result, where it would leak internals and teach
+an agent nothing it can act on.
 
 Whatever an error echoes of the caller's input is bounded here (`bounded`), whichever module
 built it: a 10 MB argument never comes back as a 20 MB answer.
@@ -39,6 +40,7 @@ def error_payload(
     """The payload for `exc`; an unexpected exception is logged with a fresh correlation id.
     With `context` (the caller's Scope.fixes), a fix that is a command is written to run as
     given from anywhere: the database, the app, the environment it needs."""
+    exc = sole(exc)
     if isinstance(exc, JobsError):
         payload = exc.to_payload()
         return context.qualify_all(payload) if context is not None else payload
@@ -51,6 +53,14 @@ def error_payload(
         extra={"correlation_id": correlation_id},
     )
     return InternalError(where, correlation_id, call).to_payload()
+
+
+def sole(exc: BaseException) -> BaseException:
+    """`exc`, or the one failure a task group wrapped in it (a worker's metrics port taken, a
+    server's bind refused): that failure's code, not INTERNAL."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 # Bounds on an error's text: each string, each list, the nesting, and the whole payload.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import shlex
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -291,3 +292,20 @@ def test_the_stats_table_shows_a_busy_queues_shorter_done_window() -> None:
     assert "DONE 1H" in header
     assert calm.split()[7] == "12"
     assert "10000 in 46 s" in busy
+
+
+def test_a_worker_whose_metrics_port_is_taken_fails_with_that_code(
+    shop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The port is bound inside the worker's task group: its typed failure comes out as itself,
+    not as INTERNAL around an exception group."""
+    pytest.importorskip("prometheus_client", reason="the metrics extra is not installed")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = str(holder.getsockname()[1])
+        code, out, err = cli(
+            capsys, "worker", "--database-url", shop, "--queues", "*", "--metrics-port", taken
+        )
+    assert code == 1
+    assert "METRICS_PORT_UNAVAILABLE" in out + err and "INTERNAL" not in out + err

@@ -93,22 +93,3 @@ async def test_a_failure_no_retry_helps_still_stops_the_start(
     finally:
         await jobs.close()
     assert raised.value.code == "DATABASE_URL_INVALID"
-
-
-async def test_the_body_s_failure_comes_out_as_itself_while_retries_run(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """`serve` shows a typed failure (HTTP_BIND_FAILED, say) as code, cause and fix: not an
-    exception group around it."""
-    jobs = await connect("memory://", migrate=False)
-
-    async def away() -> None:
-        raise DriverUnavailableError("memory", "away", "mcp-jobs db report")
-
-    monkeypatch.setattr(jobs.driver, "migrate", away)
-    try:
-        with pytest.raises(DatabaseUrlInvalidError):
-            async with migrated_or_retrying(jobs, first_wait_s=0, longest_wait_s=0):
-                raise DatabaseUrlInvalidError("postgresql://h/db", reason="the body's")
-    finally:
-        await jobs.close()
