@@ -34,7 +34,8 @@ def diagnose_stalled_jobs_text(queue: str | None = None, *, read_only: bool = Fa
    what was wrong, what you did, what the user still has to do.
 
 Every tool error carries `error.code`, `error.cause`, `error.fix` and sometimes
-`error.next_call`: act on those instead of guessing."""
+`error.next_call`: act on those instead of guessing. DRIVER_UNAVAILABLE or STORAGE_FULL means
+the database itself is at fault: call `database_report` and tell the user what it says."""
 
 
 def run_backfill_safely_text(name: str) -> str:
