@@ -18,6 +18,7 @@ A database password is never written: the URL loses it, and the command then tak
 from __future__ import annotations
 
 import importlib.machinery
+import json
 import os
 import shlex
 import sys
@@ -48,6 +49,27 @@ PYTHONS = frozenset({"python", "python3", sys.executable})
 # Commands an MCP client is given as the tool that does the same (`database_report {}`): the
 # tool runs where the server runs, which reaches the database, and needs no shell.
 TOOL_FOR_COMMAND = {("db", "report"): "database_report"}
+# The other way, for the CLI: a tool call the CLI can make, as its command. Each tool's arguments
+# by the flag that takes them; a positional argument has no flag; True is a bare flag.
+_NAME = ("name", None)
+COMMAND_FOR_TOOL: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str | None], ...]]] = {
+    "list_jobs": (
+        ("jobs", "ls"),
+        (
+            ("state", "--state"),
+            ("name", "--name"),
+            ("queue", "--queue"),
+            ("tenant_id", "--tenant-id"),
+            ("limit", "--limit"),
+        ),
+    ),
+    "describe_jobs": (("jobs", "describe"), (_NAME,)),
+    "list_backfills": (("backfill",), (_NAME, ("runs_limit", "--runs-limit"))),
+    "run_backfill": (
+        ("backfill",),
+        (_NAME, ("write", "--write"), ("force", "--force"), ("wait_seconds", "--wait")),
+    ),
+}
 # Written where the app module is unknown: the one case a fix line cannot be complete.
 APP_PLACEHOLDER = "<module>"
 _OPERATORS = frozenset(";&|<>()`")
@@ -151,6 +173,10 @@ class FixContext:
     def qualify(self, fix: str) -> str:
         """`fix` with this context written in when it is an `mcp-jobs` or `python` command;
         unchanged otherwise. Applying it twice changes nothing the second time."""
+        if self.face == "cli":
+            command = self.cli_command(fix)
+            if command is not None:
+                return command
         try:
             lexer = shlex.shlex(fix, posix=True, punctuation_chars=True)
             lexer.whitespace_split = True
@@ -194,6 +220,33 @@ class FixContext:
         tool = TOOL_FOR_COMMAND.get((words[1], words[2]))
         return None if tool is None else NextCall(tool=tool, arguments={})
 
+    def cli_command(self, fix: str) -> str | None:
+        """The `mcp-jobs` command that makes the tool call `fix` (`list_jobs {"limit": 200}`),
+        or None when `fix` is no such call or the CLI has no way to give one of its arguments."""
+        tool, _, given = fix.partition(" ")
+        shape = COMMAND_FOR_TOOL.get(tool)
+        if shape is None:
+            return None
+        try:
+            arguments = json.loads(given)
+        except ValueError:
+            return None
+        subcommand, flags = shape
+        if not isinstance(arguments, dict) or not set(arguments) <= {k for k, _ in flags}:
+            return None
+        words = list(subcommand)
+        for key, flag in flags:
+            for value in _as_list(arguments.get(key)):
+                if flag is None:
+                    words.insert(len(subcommand), str(value))
+                elif value is True:
+                    words.append(flag)
+                elif value is not False:
+                    words += [flag, str(value)]
+        if tool == "list_backfills" and "name" in arguments:
+            words.append("--runs")
+        return self.command(*words, "--json")
+
     def _flags(self, rest: Sequence[str]) -> list[str]:
         subcommand = rest[0] if rest else ""
         if subcommand not in TAKES_CONTEXT:
@@ -218,6 +271,12 @@ class FixContext:
         every error an event's data carries (`{"code": …, "fix": …}`). A job's own input,
         output and step results are never touched: they are the app's data."""
         return _qualified(model, self)  # type: ignore[no-any-return]
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _is_name(word: str) -> bool:

@@ -82,7 +82,7 @@ async def run_backfill(
         plan = await svc.dry_run(name, force=force)
         return RunBackfillResult(ok=True, mode="dry_run", plan=plan)
     limits = scope.settings.limits
-    _check_wait(scope, wait_seconds, limits.max_wait_seconds, name)
+    _check_wait(wait_seconds, limits.max_wait_seconds, name)
     start = await svc.write(name, force=force, actor=scope.actor, traceparent=scope.traceparent)
     result = RunBackfillResult(ok=True, mode="write", start=start)
     if wait_seconds > 0:
@@ -97,18 +97,17 @@ async def run_backfill(
     return result.model_copy(update={"notices": [notice] if notice is not None else None})
 
 
-def _check_wait(scope: Scope, wait_seconds: float, cap: float, name: str) -> None:
+def _check_wait(wait_seconds: float, cap: float, name: str) -> None:
     if isinstance(wait_seconds, bool) or not isinstance(wait_seconds, int | float):
         raise InvalidArgumentError("wait_seconds", wait_seconds, "a number of seconds ≥ 0")
     if not wait_seconds >= 0:
         raise InvalidArgumentError("wait_seconds", wait_seconds, "a number of seconds ≥ 0")
     if wait_seconds > cap or math.isinf(wait_seconds):
-        if scope.face == "cli":
-            fix = scope.fixes.command("backfill", name, "--write", "--wait", str(int(cap)))
-        else:
-            call = example_call({"name": name, "write": True, "wait_seconds": int(cap)})
-            fix = f"run_backfill {call}"
-        raise LimitExceededError("wait_seconds", wait_seconds, int(cap), "seconds", fix)
+        # A tool call; the CLI's FixContext writes it as `mcp-jobs backfill NAME --write …`.
+        call = example_call({"name": name, "write": True, "wait_seconds": int(cap)})
+        raise LimitExceededError(
+            "wait_seconds", wait_seconds, int(cap), "seconds", f"run_backfill {call}"
+        )
 
 
 async def follow_backfill(

@@ -62,19 +62,14 @@ async def list_jobs(
     """A page of jobs, newest first. A `name` or `queue` filter that nothing knows is an error
     listing the known ones (JOB_UNKNOWN, QUEUE_UNKNOWN), never an empty page that looks fine."""
     cap = scope.settings.limits.max_page_size
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit < 1:
+        # This server's cap, not the engine's own bound (which only a direct caller meets).
+        raise InvalidArgumentError("limit", limit, f"a whole number from 1 to {cap}")
     if isinstance(limit, int) and limit > cap:
-        if scope.face == "cli":
-            words = ["jobs", "ls", "--limit", str(cap)]
-            for one in [state] if isinstance(state, str) else state or []:
-                words += ["--state", one]
-            for flag, value in (("--name", name), ("--queue", queue), ("--tenant-id", tenant_id)):
-                if value is not None:
-                    words += [flag, value]
-            fix = scope.fixes.command(*words, "--json")
-        else:
-            asked = {"state": state, "name": name, "queue": queue, "tenant_id": tenant_id}
-            call = {k: v for k, v in asked.items() if v is not None}
-            fix = f"list_jobs {example_call({**call, 'limit': cap})}"
+        # A tool call; the CLI's FixContext writes it as `mcp-jobs jobs ls …`.
+        asked = {"state": state, "name": name, "queue": queue, "tenant_id": tenant_id}
+        call = {k: v for k, v in asked.items() if v is not None}
+        fix = f"list_jobs {example_call({**call, 'limit': cap})}"
         raise LimitExceededError("limit", limit, cap, "rows", fix)
     tenant = scope.tenant(tenant_id)
     page = await scope.jobs.list(
