@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import anyio
 
-from engine.errors import JobsError
+from engine.drivers.urls import DATABASE_URL_ENV
+from engine.errors import DatabaseUrlInvalidError, JobsError
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.parser import build_parser
@@ -22,6 +23,11 @@ from mcp_jobs.errors import AppImportError
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.envelope import error_payload, failure
 
+EMPTY_URL = (
+    "--database-url is empty; a fix line names a URL that holds a secret as "
+    f'"${DATABASE_URL_ENV}", so export {DATABASE_URL_ENV} with that URL where you run it, or '
+    "leave --database-url out for the default database"
+)
 # The walkthrough `mcp-jobs demo` runs: the example app's own module, installed beside this
 # package and loaded by name like any `--app`, so this package never imports the example.
 DEMO_MODULE = "examples.demo"
@@ -43,6 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         return run_demo()
+    if args.database_url == "":
+        # Most often a fix line's "$MCP_JOBS_DATABASE_URL" (how it names a URL holding a
+        # secret) run where that variable is not set: not the default database instead.
+        refused = DatabaseUrlInvalidError("", reason=EMPTY_URL)
+        envelope = failure(error_payload(refused, where=f"mcp-jobs {args.command}"))
+        return commands.emit(args.command, envelope, getattr(args, "json", False))
     settings = settings_from_env(
         database_url=args.database_url,
         apps=args.app,

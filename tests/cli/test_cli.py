@@ -20,6 +20,7 @@ from engine import connect
 from mcp_jobs.cli import build_parser, main
 from mcp_jobs.cli.render import ProgressBar, print_text
 from mcp_jobs.config import Settings
+from mcp_jobs.fix_context import FixContext
 from mcp_jobs.server import build_server
 
 APP = "examples.shop"
@@ -309,3 +310,63 @@ def test_a_worker_whose_metrics_port_is_taken_fails_with_that_code(
         )
     assert code == 1
     assert "METRICS_PORT_UNAVAILABLE" in out + err and "INTERNAL" not in out + err
+
+
+def test_a_fix_that_is_a_tool_call_reaches_the_cli_as_its_command(
+    shop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cursor that does not decode, a page or a wait over the cap: the engine's fix is a tool
+    call (`list_jobs {…}`), which a shell cannot run; the CLI prints the command that makes it,
+    and that command runs as given."""
+    db = ("--database-url", shop, "--app", APP)
+    for asked, code, command in (
+        (["jobs", "ls", "--cursor", "zz", "--state", "dead"], "CURSOR_INVALID", ["jobs", "ls"]),
+        (["jobs", "ls", "--limit", "5000"], "LIMIT_EXCEEDED", ["jobs", "ls"]),
+        (
+            ["backfill", "normalize_emails", "--runs", "--runs-cursor", "zz"],
+            "CURSOR_INVALID",
+            ["backfill", "normalize_emails", "--runs"],
+        ),
+    ):
+        status, refused = cli_json(capsys, *asked, *db)
+        assert status == 1 and refused["error"]["code"] == code, refused
+        fix = refused["error"]["fix"]
+        assert words_of(fix)[: len(command)] == command, fix
+        status, out, err = cli(capsys, *words_of(fix))
+        assert status == 0 and json.loads(out)["ok"] is True, (fix, out, err)
+    status, refused = cli_json(capsys, "jobs", "ls", "--cursor", "zz", "--state", "dead", *db)
+    assert words_of(refused["error"]["fix"])[:4] == ["jobs", "ls", "--state", "dead"]
+    # Below the range, the range this server takes (not the engine's wider one).
+    status, refused = cli_json(capsys, "jobs", "ls", "--limit", "0", *db)
+    assert refused["error"]["code"] == "INVALID_ARGUMENT"
+    assert "a whole number from 1 to 200" in refused["error"]["cause"]
+
+
+@pytest.mark.parametrize(
+    "fix",
+    [
+        'list_jobs {"cursor": "zz"}',  # an argument the command has no flag for
+        'inspect_job {"job_id": "x"}',  # a tool the CLI does not map
+        "list_jobs not json",
+        "mcp-jobs jobs ls",
+    ],
+)
+def test_a_tool_call_the_cli_cannot_make_is_left_as_it_is(fix: str) -> None:
+    fixes = FixContext.of(Settings(database_url="sqlite:////tmp/x.db"), face="cli")
+    assert fixes.cli_command(fix) is None
+    mcp = FixContext.of(Settings(database_url="sqlite:////tmp/x.db"), face="mcp")
+    if not fix.startswith("mcp-jobs"):
+        assert mcp.qualify(fix) == fix  # an MCP client makes tool calls as they are
+
+
+def test_an_empty_database_url_is_refused_not_read_as_the_default(
+    shop: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fix line names a URL holding a secret as "$MCP_JOBS_DATABASE_URL"; run where that is
+    not set, the flag is empty, and the command must not act on the default SQLite file."""
+    status, refused = cli_json(capsys, "db", "report", "--database-url", "")
+    assert status == 1 and refused["error"]["code"] == "DATABASE_URL_INVALID"
+    assert "$MCP_JOBS_DATABASE_URL" in refused["error"]["cause"]
+    status, _, err = cli(capsys, "jobs", "stats", "--database-url", "")
+    assert status == 1 and "DATABASE_URL_INVALID" in err
+    assert not (tmp_path / ".mcp-jobs").exists()
