@@ -37,6 +37,7 @@ from engine.drivers.nats import enqueue as enqueue_module
 from engine.drivers.nats.codec import JobDoc, dumps, encode_doc
 from engine.rules import new_record
 from tests.nats.server import free_port
+from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
 
 # Keys that outlive any one job.
@@ -230,8 +231,11 @@ async def test_an_unreachable_server_is_a_typed_error(caplog: pytest.LogCaptureF
     logged = [r for r in caplog.records if r.name.startswith("nats") or "NATS" in r.getMessage()]
     assert [r.getMessage().split(" (")[0] for r in logged] == ["NATS connection failed"]
     assert all(r.exc_info is None for r in logged)
-    # The server the driver was given: the bare command would migrate the default SQLite file.
-    assert caught.value.fix == f"mcp-jobs db migrate --database-url {url}"
+    # The server the driver was given (the bare command would read the default SQLite file),
+    # and the report says it does not answer.
+    assert caught.value.fix == f"mcp-jobs db report --database-url {url}"
+    output = await anyio.to_thread.run_sync(lambda: run_fix(caught.value.fix))
+    assert output.startswith(f"server: no answer from {url.rpartition('/')[0]} (")
 
 
 async def test_the_migrate_fix_runs_as_given_from_anywhere(database_url: str) -> None:

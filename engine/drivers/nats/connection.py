@@ -28,7 +28,7 @@ from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
-from engine.drivers.urls import migrate_fix, url_word
+from engine.drivers.urls import migrate_fix, report_fix, url_word
 from engine.errors import (
     DatabaseUrlInvalidError,
     DriverUnavailableError,
@@ -97,6 +97,9 @@ class Fixes:
     # Migrating reconnects and binds the bucket: the one command that checks the server end
     # to end.
     unavailable: str
+    # A server that does not answer: `db report` says which and how (the `database_report`
+    # tool through MCP), and names the migrate line when the bucket is missing.
+    unreachable: str
     # report.py on the URL through the project's CLI (the `nats` CLI is seldom installed, the
     # monitoring port is off by default): what takes the store's room, or with a key added,
     # how often that key is written.
@@ -104,7 +107,11 @@ class Fixes:
 
     @classmethod
     def of(cls, url: str) -> Fixes:
-        return cls(migrate_fix(url), f"mcp-jobs db nats-report --database-url {url_word(url)}")
+        return cls(
+            migrate_fix(url),
+            report_fix(url),
+            f"mcp-jobs db nats-report --database-url {url_word(url)}",
+        )
 
     def contended(self, key: str) -> str:
         return f"{self.report} {shlex.quote(key)}"
@@ -246,7 +253,8 @@ async def guard(fixes: Fixes) -> AsyncIterator[None]:
             detail = f"{type(exc).__name__}: {getattr(exc, 'description', None) or exc}"
             raise StorageFullError("nats", WHERE_FULL, detail, fixes.report) from exc
         cause = f"{type(exc).__name__}: {exc}"
-        raise DriverUnavailableError("nats", cause, fixes.unavailable) from exc
+        fix = fixes.unreachable if isinstance(exc, _CONNECTING) else fixes.unavailable
+        raise DriverUnavailableError("nats", cause, fix) from exc
 
 
 def held_through(exc: JobsError) -> bool:

@@ -156,7 +156,7 @@ class NatsDriver:
         # Imported here: the report's module is only needed by `mcp-jobs db report`.
         from engine.drivers.nats.report import server_report
 
-        return await server_report(self._url)
+        return await server_report(self._url, self._fixes.unavailable)
 
     async def close(self) -> None:
         self._closed = True

@@ -94,19 +94,27 @@ async def report(url: str, key: str | None) -> list[str]:
         return await _report(parsed, key)
 
 
-async def server_report(parsed: NatsUrl) -> StoreReport:
-    """What `ServerReport.server_report` answers for the NATS driver: the servers, then the
-    storage lines. A server that does not answer is the report's one line."""
+async def server_report(parsed: NatsUrl, migrate: str) -> StoreReport:
+    """What `ServerReport.server_report` answers for the NATS driver: the servers and bucket
+    (`migrate`, the line that makes it, when it is missing), then the storage lines. A server
+    that does not answer is what the report says."""
+    servers = ", ".join(parsed.servers)
     try:
         lines = await _report(parsed, None)
     except UNAVAILABLE as exc:
-        servers = ", ".join(parsed.servers)
         return StoreReport(
-            False, [f"server: no answer from {servers} ({type(exc).__name__}: {exc})"]
+            False,
+            [
+                f"server: no answer from {servers} ({type(exc).__name__}: {exc})",
+                "start nats-server -js there, or point the URL at where it runs",
+            ],
         )
-    return StoreReport(
-        True, [f"servers: {', '.join(parsed.servers)}, bucket {parsed.bucket}", *lines]
+    stream = f"stream KV_{parsed.bucket}: "
+    made = any(line.startswith(stream) for line in lines)
+    bucket = (
+        f"bucket {parsed.bucket}" if made else f"bucket {parsed.bucket} missing (run {migrate})"
     )
+    return StoreReport(True, [f"servers: {servers}, {bucket}", *lines])
 
 
 async def _report(parsed: NatsUrl, key: str | None) -> list[str]:
