@@ -244,7 +244,7 @@ class FixContext:
                 elif value is not False:
                     words += [flag, str(value)]
         if tool == "list_backfills" and "name" in arguments:
-            words.append("--runs")
+            words.append("--runs")  # `backfill NAME` alone would rehearse it, not list its runs
         return self.command(*words, "--json")
 
     def _flags(self, rest: Sequence[str]) -> list[str]:
