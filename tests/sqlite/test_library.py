@@ -144,6 +144,7 @@ async def test_an_outbox_connection_of_the_other_sqlite_module_is_refused(tmp_pa
 
 
 @needs_fallback
+@pytest.mark.timeout(600)  # a nested run of the suites, about a minute: bounded by fail_after
 async def test_the_sqlite_driver_passes_its_own_suites_on_the_fallback() -> None:
     """The driver's tests, the conformance kit, the per-driver rules, the outbox, backfills,
     tasks and the example shop on SQLite, in a Python whose own SQLite is too old: every
