@@ -48,7 +48,7 @@ TAKES_TENANT = frozenset({"jobs"})
 PYTHONS = frozenset({"python", "python3", sys.executable})
 # Commands an MCP client is given as the tool that does the same (`database_report {}`): the
 # tool runs where the server runs, which reaches the database, and needs no shell.
-TOOL_FOR_COMMAND = {("db", "report"): "database_report"}
+TOOL_FOR_COMMAND: dict[tuple[str, ...], str] = {("db", "report"): "database_report"}
 # The other way, for the CLI: a tool call the CLI can make, as its command. Each tool's arguments
 # by the flag that takes them; a positional argument has no flag; True is a bare flag.
 _NAME = ("name", None)
@@ -173,52 +173,43 @@ class FixContext:
     def qualify(self, fix: str) -> str:
         """`fix` with this context written in when it is an `mcp-jobs` or `python` command;
         unchanged otherwise. Applying it twice changes nothing the second time."""
+        return self.rewrite(fix)[0]
+
+    def rewrite(self, fix: str) -> tuple[str, NextCall | None]:
+        """`qualify`'s answer, and the tool call the fix became for an MCP client (a command a
+        tool does too, unless a tenant is pinned: such a tool spans every tenant), else None."""
         if self.face == "cli":
             command = self.cli_command(fix)
             if command is not None:
-                return command
+                return command, None
         try:
             lexer = shlex.shlex(fix, posix=True, punctuation_chars=True)
             lexer.whitespace_split = True
             words = list(lexer)
         except ValueError:  # unbalanced quotes: not a command this can read
-            return fix
+            return fix, None
         if any(w and set(w) <= _OPERATORS for w in words):
-            return fix  # a pipeline or a list: not one command to extend
+            return fix, None  # a pipeline or a list: not one command to extend
         assigned = set()
         head = 0
         while head < len(words) and "=" in words[head] and _is_name(words[head].split("=")[0]):
             assigned.add(words[head].split("=", 1)[0])
             head += 1
         if head >= len(words):
-            return fix
+            return fix, None
         program, rest = words[head], words[head + 1 :]
-        call = self.tool_call(fix)
-        if call is not None:
-            return f"{call.tool} {{}}"
+        if program == "mcp-jobs" and self.face == "mcp" and self.tenant is None:
+            tool = TOOL_FOR_COMMAND.get(tuple(rest[:2]))
+            if tool is not None:
+                return f"{tool} {{}}", NextCall(tool=tool, arguments={})
         if program == "mcp-jobs":
             suffix = self._flags(rest)
         elif program in PYTHONS:
             suffix = []
         else:
-            return fix
+            return fix, None
         prefix = [f"{n}={shlex.quote(v)}" for n, v in self.assignments if n not in assigned]
-        return " ".join([*prefix, fix, *suffix])
-
-    def tool_call(self, fix: str) -> NextCall | None:
-        """The tool call that does what the command `fix` does, for an MCP client; None for
-        the CLI, under a pinned tenant (such a tool spans every tenant), or for a command no
-        tool matches."""
-        if self.face != "mcp" or self.tenant is not None:
-            return None
-        try:
-            words = shlex.split(fix)
-        except ValueError:
-            return None
-        if len(words) < 3 or words[0] != "mcp-jobs":
-            return None
-        tool = TOOL_FOR_COMMAND.get((words[1], words[2]))
-        return None if tool is None else NextCall(tool=tool, arguments={})
+        return " ".join([*prefix, fix, *suffix]), None
 
     def cli_command(self, fix: str) -> str | None:
         """The `mcp-jobs` command that makes the tool call `fix` (`list_jobs {"limit": 200}`),
@@ -319,8 +310,7 @@ def _qualified(value: Any, ctx: FixContext) -> Any:
         for name in _fields_to_visit(type(value)):
             current = getattr(value, name)
             if name == "fix" and isinstance(current, str):
-                new: Any = ctx.qualify(current)
-                call = ctx.tool_call(current)
+                new, call = ctx.rewrite(current)
                 if call is not None and getattr(value, "next_call", call) is None:
                     update["next_call"] = call
             else:

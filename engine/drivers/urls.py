@@ -111,16 +111,21 @@ def _query_problem(query: str) -> str | None:
     return None
 
 
-def split_schema(url: str) -> tuple[str, str | None]:
-    """The URL asyncpg reads (asyncpg would send an unknown option to the server as a
-    setting), and the schema its `?schema=` names, if any."""
+def split_param(url: str, param: str) -> tuple[str, str | None]:
+    """`url` without this package's own option `param` (a database library would refuse it, or
+    send it to the server), and the option's value, if given. The rest is left as written."""
     parts = urlsplit(url)
     pairs = [pair for pair in parts.query.split("&") if pair]
-    named = [unquote_plus(p.partition("=")[2]) for p in pairs if _key(p) == SCHEMA_PARAM]
+    named = [unquote_plus(p.partition("=")[2]) for p in pairs if _key(p) == param]
     if not named:
         return url, None
-    kept = [p for p in pairs if _key(p) != SCHEMA_PARAM]
+    kept = [p for p in pairs if _key(p) != param]
     return urlunsplit(parts._replace(query="&".join(kept))), named[0]
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """The URL asyncpg reads, and the schema its `?schema=` names, if any."""
+    return split_param(url, SCHEMA_PARAM)
 
 
 def naming(url: str, param: str, value: str) -> str:
@@ -205,6 +210,7 @@ __all__ = [
     "postgres_url_problem",
     "printable_url",
     "report_fix",
+    "split_param",
     "split_schema",
     "sqlite_path",
     "url_word",

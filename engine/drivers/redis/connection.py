@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
@@ -18,6 +18,7 @@ from redis.exceptions import OutOfMemoryError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine.drivers.redis.keys import DEFAULT_PREFIX
+from engine.drivers.urls import split_param
 from engine.errors import (
     DatabaseUrlInvalidError,
     DriverUnavailableError,
@@ -49,13 +50,8 @@ def check_redis_url(url: str) -> None:
 
 
 def split_prefix(url: str) -> tuple[str, str | None]:
-    """The URL redis-py reads, and the key prefix its `?prefix=` named (redis-py would refuse
-    an argument it does not know)."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    prefix = next((v for k, v in query if k == PREFIX_PARAM), None)
-    rest = urlencode([(k, v) for k, v in query if k != PREFIX_PARAM])
-    return urlunsplit(parts._replace(query=rest)), prefix
+    """The URL redis-py reads, and the key prefix its `?prefix=` named."""
+    return split_param(url, PREFIX_PARAM)
 
 
 def open_client(url: str, connect_timeout_s: float) -> Redis:
