@@ -139,7 +139,7 @@ async def ack_many(
             return current.settled(ack_transition(current.record, now, write.output), write.token)
 
         try:
-            _, after = await store.change_doc(write.job_id, done)
+            _, after = await store.change_doc(write.job_id, done, fresh=again)
         except JobsError as exc:
             return exc
         await handed_back(store, after.record)
@@ -165,7 +165,7 @@ async def nack(
             after = after.with_event(event(current.record, kind, now, data))
         return after
 
-    _, after = await store.change_doc(job_id, back)
+    _, after = await store.change_doc(job_id, back, fresh=again)
     await handed_back(store, after.record)
     return after.record
 

@@ -194,12 +194,15 @@ class Store:
         return new
 
     async def change_doc(
-        self, job_id: str, change: Callable[[JobDoc | None], JobDoc]
+        self, job_id: str, change: Callable[[JobDoc | None], JobDoc], *, fresh: bool = False
     ) -> tuple[JobDoc | None, JobDoc]:
         """Compare-and-set the job's document to `change(current)` (current None when the job is
         absent: `change` raises or creates it); `Unchanged` from `change` answers the current
-        document as both. Answers (before, after)."""
-        held = await self.read_doc(job_id)
+        document as both. Answers (before, after).
+
+        `fresh` starts from the server's copy: after a write whose reply was lost, the replica
+        may not hold it yet, and a write against its revision would be a certain conflict."""
+        held = await (self.fresh_doc(job_id) if fresh else self.read_doc(job_id))
         for _ in range(MAX_CONFLICTS):
             current = None if held is None else held[1]
             try:
