@@ -409,6 +409,18 @@ class DriverUnavailableError(JobsError):
         super().__init__(f"{driver}: {cause}", fix, details={"driver": driver})
 
 
+class StoreDamagedError(JobsError):
+    """Data the driver stored cannot be read as it wrote it: a damaged file or page, or a key of
+    ours that another program overwrote. Terminal: waiting does not mend it, so nothing (a
+    settle, an agent) tries it again; the fix looks at the damage."""
+
+    code = "STORE_DAMAGED"
+    title = "the stored data is damaged or was overwritten"
+
+    def __init__(self, driver: str, cause: str, fix: str) -> None:
+        super().__init__(f"{driver}: {cause}", fix, details={"driver": driver})
+
+
 class DatabaseUrlInvalidError(JobsError):
     code = "DATABASE_URL_INVALID"
     title = "the database URL cannot be used"

@@ -35,7 +35,9 @@ def diagnose_stalled_jobs_text(queue: str | None = None, *, read_only: bool = Fa
 
 Every tool error carries `error.code`, `error.cause`, `error.fix` and sometimes
 `error.next_call`: act on those instead of guessing. DRIVER_UNAVAILABLE or STORAGE_FULL means
-the database itself is at fault: call `database_report` and tell the user what it says."""
+the database itself is at fault: call `database_report` and tell the user what it says.
+STORE_DAMAGED means stored data is damaged or was overwritten: retry nothing, and give the user
+its cause and fix."""
 
 
 def run_backfill_safely_text(name: str) -> str:

@@ -139,3 +139,37 @@ async def test_a_url_option_the_server_refuses_is_database_url_invalid(
         output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
     assert "answered and refused the session (" in output and refusal in output
     assert "an option in the URL's query string is not a setting the server knows" in output
+
+
+@pytest.mark.parametrize("condition", ["data_corrupted", "index_corrupted"])
+async def test_data_the_server_found_damaged_is_store_damaged_and_not_retried(
+    clock: ManualClock, condition: str
+) -> None:
+    """The server's own SQLSTATE (XX001, XX002), raised here by a trigger on the jobs table as
+    a damaged page would raise it on a read: waiting does not mend the page."""
+    async with fresh_database() as url:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(
+                f"""
+                CREATE FUNCTION mcp_jobs.damaged() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'invalid page in block 7' USING ERRCODE = '{condition}';
+                END $$;
+                CREATE TRIGGER damaged BEFORE INSERT ON mcp_jobs.jobs
+                FOR EACH ROW EXECUTE FUNCTION mcp_jobs.damaged();
+                """
+            )
+        finally:
+            await conn.close()
+        driver = PostgresDriver(url, clock=clock, listen=False)
+        try:
+            with pytest.raises(JobsError) as raised:
+                await driver.enqueue([request(clock.now_ms())])
+        finally:
+            await driver.close()
+        error = raised.value
+        assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+        assert "invalid page in block 7" in error.cause and "REINDEX" in error.cause
+        assert error.fix == f"mcp-jobs db report --database-url {url}"
+        output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
+    assert "schema mcp_jobs: version" in output

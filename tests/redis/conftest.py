@@ -10,6 +10,7 @@ writes lives under its prefix. The test's keys are deleted when it ends.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -51,9 +52,35 @@ async def database_url(driver_kind: str) -> AsyncIterator[str]:
     try:
         doomed = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
         if doomed:
+            await _check_types(client, prefix, doomed)
             await client.unlink(*doomed)
     finally:
         await client.aclose()
+
+
+# Keys under a test's prefix that are not the driver's: the checkout example's own rows.
+APP_FAMILIES = ("shop:",)
+# A test that opens several stores gives each a prefix of its own below the test's, "s<n>:".
+SUB_PREFIX = re.compile(r"s[0-9]+:")
+
+
+async def _check_types(client: Any, prefix: str, found: list[str]) -> None:
+    """Every key the test left is one the layout declares, of the type declared: the table
+    `db report` checks a store's keys against (keys.FIXED_KEY_TYPES) is what the driver writes."""
+    from engine.drivers.redis.keys import expected_type
+
+    pipe = client.pipeline(transaction=False)
+    for key in found:
+        pipe.type(key)
+    types = await pipe.execute()
+    wrong = {}
+    for key, kind in zip(found, types, strict=True):
+        name = key.removeprefix(prefix)
+        if name.startswith(APP_FAMILIES):
+            continue
+        if expected_type(name) != kind and expected_type(SUB_PREFIX.sub("", name, 1)) != kind:
+            wrong[key] = kind
+    assert not wrong, f"keys outside the declared layout (key: type): {wrong}"
 
 
 @asynccontextmanager

@@ -158,7 +158,7 @@ async def test_an_unreachable_server_is_driver_unavailable(clock: ManualClock) -
     assert "server: no answer from 127.0.0.1:1 (ConnectionError" in output
 
 
-async def test_a_refused_command_names_the_server_in_a_fix_that_runs(
+async def test_a_key_another_program_overwrote_is_damage_named_by_a_fix_that_runs(
     database_url: str, clock: ManualClock
 ) -> None:
     driver = cast(RedisDriver, open_driver(database_url, clock=clock))
@@ -168,14 +168,25 @@ async def test_a_refused_command_names_the_server_in_a_fix_that_runs(
         await client.set(driver.prefix + "live", "not a set")  # the enqueue's SADD is refused
         with pytest.raises(JobsError) as raised:
             await driver.enqueue([_request(1, clock.now_ms())])
+        # Terminal: waiting does not turn the string back into the set.
+        error = raised.value
+        assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+        assert "WRONGTYPE" in error.cause and "another program" in error.cause
+        # The test's URL with its ?prefix=: the report reads that prefix's keys.
+        assert error.fix == report_fix(database_url)
+        output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
+        assert f"key {driver.prefix}live: a string, where the driver keeps a set" in output
+        assert f"prefix {driver.prefix}: another program writes under it" in output
+
+        # The version key too: the report does not take it for a store never migrated.
+        await client.delete(driver.prefix + "version")
+        await client.hset(driver.prefix + "version", "v", "1")
+        output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
+        assert f"key {driver.prefix}version: a hash, where the driver keeps a string" in output
+        assert "no jobs stored yet" not in output
+        await client.delete(driver.prefix + "live", driver.prefix + "version")
     finally:
         await driver.close()
-    error = raised.value
-    assert error.code == "DRIVER_UNAVAILABLE" and "WRONGTYPE" in error.cause
-    # The test's URL with its ?prefix=: the report reads that prefix's version key.
-    assert error.fix == report_fix(database_url)
-    output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
-    assert f"prefix {driver.prefix}: version 1, this package's" in output
     assert report_fix("redis://app:s3cret@cache:6379/0") == (
         'mcp-jobs db report --database-url "$MCP_JOBS_DATABASE_URL"'
     )

@@ -1,6 +1,6 @@
 """What SQLite refuses is typed by what went wrong: a value it cannot hold is INVALID_ARGUMENT
-(terminal, nothing stored), and only a locked, unreadable or unmigrated file is
-DRIVER_UNAVAILABLE, each with a command that helps."""
+(terminal, nothing stored), a damaged file STORE_DAMAGED (terminal), and only a locked,
+unreadable or unmigrated file is DRIVER_UNAVAILABLE, each with a command that helps."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError
-from schemas.jobs import EnqueueRequest
+from schemas.jobs import EnqueueRequest, JobFilter
 from schemas.steps import StepRecord
 from tests.sqlite.fix_runner import run_fix
 
@@ -92,7 +92,7 @@ async def test_a_string_past_sqlites_length_limit_is_invalid_argument_and_stores
         await jobs.close()
 
 
-async def test_a_file_that_is_not_a_database_names_the_integrity_check(
+async def test_a_file_that_is_not_a_database_is_damaged_and_names_the_integrity_check(
     tmp_path: Path, clock: ManualClock
 ) -> None:
     path = tmp_path / "jobs.db"
@@ -103,13 +103,63 @@ async def test_a_file_that_is_not_a_database_names_the_integrity_check(
             await d.migrate()
     finally:
         await d.close()
-    assert raised.value.code == "DRIVER_UNAVAILABLE"
+    # Terminal: waiting does not make the file a database.
+    assert (raised.value.code, raised.value.retryable) == ("STORE_DAMAGED", False)
+    assert "is not an SQLite database" in raised.value.cause
     fix = raised.value.fix
     assert fix.startswith("python3 -c ") and "PRAGMA integrity_check" in fix
     ran = await run_fix(fix)
     # It runs, and says what is wrong with the file (a sound database prints "ok").
     assert b"file is not a database" in ran.stderr, ran.stderr
     assert path.read_bytes().startswith(b"this is not a database file")  # read-only
+
+
+async def test_a_file_with_damaged_pages_is_damaged_and_its_fix_names_them(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    path = tmp_path / "jobs.db"
+    sound = SqliteDriver(str(path), clock=clock)
+    await sound.migrate()
+    await sound.close()  # the last close checkpoints: the schema's pages are in the file
+    schema_pages = path.stat().st_size  # the jobs' rows go on pages after these
+    sound = SqliteDriver(str(path), clock=clock)
+    try:
+        requests = [
+            EnqueueRequest(
+                id=f"job{n}",
+                run_id=f"run{n}",
+                name="item",
+                queue="default",
+                idempotency_key=f"k{n}",
+                input={"n": n, "pad": "x" * 500},
+                run_at=clock.now_ms(),
+                max_attempts=3,
+            )
+            for n in range(200)
+        ]
+        await sound.enqueue(requests)
+    finally:
+        await sound.close()
+    # Bit rot: the cell pointers of every other page written after the schema.
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    for start in range(schema_pages, len(data) - page, 2 * page):
+        data[start + 8 : start + 40] = b"\xff" * 32
+    path.write_bytes(bytes(data))
+
+    d = SqliteDriver(str(path), clock=clock)
+    try:
+        with pytest.raises(JobsError) as raised:
+            await d.list_jobs(JobFilter(limit=500))
+    finally:
+        await d.close()
+    assert (raised.value.code, raised.value.retryable) == ("STORE_DAMAGED", False)
+    assert (
+        "SQLITE_CORRUPT" in raised.value.cause and "restore it from a backup" in raised.value.cause
+    )
+    ran = await run_fix(raised.value.fix)
+    # The check runs and names the damaged pages, where a sound file prints "ok".
+    assert ran.returncode == 0 and b"On tree page" in ran.stdout, ran
 
 
 @needs_setlimit

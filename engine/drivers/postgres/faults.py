@@ -18,6 +18,7 @@ from engine.errors import (
     DriverUnavailableError,
     InvalidArgumentError,
     StorageFullError,
+    StoreDamagedError,
 )
 
 # What asyncpg and the OS raise when the path to the server is gone or not up yet.
@@ -146,10 +147,17 @@ def setting_refused(exc: BaseException) -> bool:
 
 def unavailable(
     exc: BaseException, url: str, schema: str
-) -> DriverUnavailableError | InvalidArgumentError | StorageFullError | DatabaseUrlInvalidError:
+) -> (
+    DriverUnavailableError
+    | InvalidArgumentError
+    | StorageFullError
+    | DatabaseUrlInvalidError
+    | StoreDamagedError
+):
     """The typed error for an asyncpg/OS failure; the caller raises it `from exc`. A refused
     value is INVALID_ARGUMENT (terminal), whatever else is true of the connection; a full disk
-    on the server is STORAGE_FULL; a URL option the server refuses is DATABASE_URL_INVALID."""
+    on the server is STORAGE_FULL; a URL option the server refuses is DATABASE_URL_INVALID;
+    data or an index the server found damaged is STORE_DAMAGED (terminal)."""
     if setting_refused(exc):
         reason = (
             "the server refused a setting that the URL's query string gives it (asyncpg sends "
@@ -170,6 +178,12 @@ def unavailable(
     state = getattr(exc, "sqlstate", None)
     if isinstance(exc, pgx.DiskFullError):  # 53100: the server's data or WAL volume
         return StorageFullError("postgres", "the server's data directory", detail, report_fix(url))
+    if isinstance(exc, pgx.DataCorruptedError | pgx.IndexCorruptedError):  # XX001, XX002
+        cause = (
+            f"the server found damaged data (SQLSTATE {state}: {detail}); a damaged index is "
+            "rebuilt by REINDEX, a damaged table restored from a backup"
+        )
+        return StoreDamagedError("postgres", cause, report_fix(url))
     if is_rolled_back(exc):
         cause = (
             f"the server rolled back a transaction that met another (SQLSTATE {state}: {detail}); "

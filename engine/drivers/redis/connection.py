@@ -1,6 +1,7 @@
 """The connection: the URL checked before anything opens, one client pool, every Redis or
-network failure turned into `DriverUnavailableError` where it arises (chained with `from`), and
-the settles held through dropped connections (`held`).
+network failure turned into `DriverUnavailableError` where it arises (chained with `from`), a
+key of ours that another program overwrote into `StoreDamagedError`, and the settles held
+through dropped connections (`held`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import OutOfMemoryError, RedisError
+from redis.exceptions import OutOfMemoryError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine.drivers.redis.keys import DEFAULT_PREFIX
@@ -24,6 +25,7 @@ from engine.errors import (
     DriverUnavailableError,
     JobsError,
     StorageFullError,
+    StoreDamagedError,
 )
 
 SCHEMES = ("redis", "rediss")
@@ -85,7 +87,22 @@ async def guard(fix: str) -> AsyncIterator[None]:
             raise StorageFullError(
                 "redis", "the server's memory (maxmemory)", str(exc), fix
             ) from exc
+        if wrong_type(exc):
+            cause = (
+                f"{exc}: a key under this prefix holds another type than the driver keeps "
+                "there, so another program writes under the prefix; the report checks the "
+                "store's fixed keys"
+            )
+            raise StoreDamagedError("redis", cause, fix) from exc
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
+
+
+def wrong_type(exc: RedisError) -> bool:
+    """A command (or a script's) refused as WRONGTYPE. Redis's error code is the reply's first
+    word; Redis 6 puts a script's after "@user_script:N: ", 7 keeps it first."""
+    return isinstance(exc, ResponseError) and (
+        str(exc).startswith("WRONGTYPE ") or ": WRONGTYPE " in str(exc)
+    )
 
 
 def passes(exc: JobsError) -> bool:

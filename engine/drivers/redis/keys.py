@@ -47,6 +47,64 @@ from dataclasses import dataclass
 
 DEFAULT_PREFIX = "mcp-jobs:"
 
+# The Redis type of each key above that has one fixed name (after the prefix): a key of another
+# type there was written by another program, and every command of ours on it fails WRONGTYPE.
+FIXED_KEY_TYPES: dict[str, str] = {
+    **dict.fromkeys(("queues", "live", "failing", "failgroups"), "set"),
+    **dict.fromkeys(
+        (
+            "leases",
+            "settled",
+            "ids",
+            "jobless",
+            "obq",
+            "obpub",
+            "workerorder",
+            "inboundexp",
+            "ratekeys",
+            "rsvslot",
+            "rsvlate",
+        ),
+        "zset",
+    ),
+    **dict.fromkeys(
+        (
+            "dedupe",
+            "workers",
+            "backfills",
+            "desc",
+            "tasks",
+            "leaders",
+            "sched",
+            "pauses",
+            "inbound",
+            "waiters",
+        ),
+        "hash",
+    ),
+    **dict.fromkeys(
+        ("version", "evseq", "workerseq", "chgn", "byindex:built", "obpub:built"), "string"
+    ),
+}
+# The same for each family of keys named `<family>:<part>`.
+FAMILY_KEY_TYPES: dict[str, str] = {
+    **dict.fromkeys(("job", "steps", "steppos", "ob"), "hash"),
+    **dict.fromkeys(
+        ("q", "ev", "fail", "byname", "bytenant", "byqueue", "slot", "ie", "rsvadopt"), "zset"
+    ),
+    **dict.fromkeys(("jslots", "reading", "waiting", "runs"), "set"),
+    **dict.fromkeys(("rate", "rsv"), "string"),
+}
+
+
+def expected_type(name: str) -> str | None:
+    """The Redis type the driver keeps at `name` (a key without its prefix); None for a name
+    that is none of its keys."""
+    fixed = FIXED_KEY_TYPES.get(name)
+    if fixed is not None or ":" not in name:
+        return fixed
+    return FAMILY_KEY_TYPES.get(name.split(":", 1)[0])
+
 
 @dataclass(frozen=True)
 class Keys:

@@ -13,6 +13,7 @@ from redis.exceptions import RedisError
 
 from engine.drivers.base import StoreReport
 from engine.drivers.redis.connection import UNAVAILABLE, split_prefix
+from engine.drivers.redis.keys import FIXED_KEY_TYPES
 from engine.drivers.urls import migrate_fix
 
 # The policy that keeps every key: at maxmemory, writes are refused (STORAGE_FULL) instead.
@@ -48,14 +49,46 @@ async def report(url: str, prefix: str, timeout_s: float, schema_version: str) -
     )
     try:
         info = await client.info("everything")
-        stored = await client.get(prefix + "version")
+        wrong = await _wrong_types(client, prefix)
+        stored = None if prefix + "version" in wrong else await client.get(prefix + "version")
         stored = stored.decode() if isinstance(stored, bytes) else stored
         keys = await client.dbsize()
     except (*UNAVAILABLE, RedisError) as exc:
         return StoreReport(False, _unreachable(server_url, exc))
     finally:
         await client.aclose()
-    return StoreReport(True, _lines(url, info, prefix, stored, keys, schema_version))
+    lines = _lines(url, info, prefix, stored, keys, schema_version)
+    if wrong:
+        # Not "no jobs stored yet" when the version key itself was overwritten.
+        lines = [line for line in lines if not line.startswith(f"prefix {prefix}:")]
+    return StoreReport(True, lines + _wrong_type_lines(prefix, wrong))
+
+
+async def _wrong_types(client: Redis, prefix: str) -> dict[str, tuple[str, str]]:
+    """The driver's fixed keys that hold another type than it keeps there: key -> (found,
+    kept). Every command of ours on one fails WRONGTYPE (STORE_DAMAGED)."""
+    pipe = client.pipeline(transaction=False)
+    for name in FIXED_KEY_TYPES:
+        pipe.type(prefix + name)
+    found = await pipe.execute()
+    return {
+        prefix + name: (kind, kept)
+        for (name, kept), kind in zip(FIXED_KEY_TYPES.items(), found, strict=True)
+        if kind not in ("none", kept)
+    }
+
+
+def _wrong_type_lines(prefix: str, wrong: dict[str, tuple[str, str]]) -> list[str]:
+    lines = [
+        f"key {key}: a {found}, where the driver keeps a {kept}"
+        for key, (found, kept) in wrong.items()
+    ]
+    if lines:
+        lines.append(
+            f"prefix {prefix}: another program writes under it; give the jobs a prefix "
+            "(?prefix=) or a database number of their own (what an overwritten key held is lost)"
+        )
+    return lines
 
 
 def _unreachable(url: str, exc: BaseException) -> list[str]:

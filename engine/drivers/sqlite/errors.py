@@ -2,8 +2,9 @@
 
 `convert` is where a sqlite3 (or binding) failure becomes a typed error, with the one command
 most likely to help: a full disk is STORAGE_FULL, a value the database refused is
-INVALID_ARGUMENT (terminal: the same value fails the same way every time), and only a locked,
-unreadable or unmigrated file is DRIVER_UNAVAILABLE. Classified by SQLite's result code, never
+INVALID_ARGUMENT (terminal: the same value fails the same way every time), a damaged file or
+one that is no database is STORE_DAMAGED (terminal too), and only a locked, unreadable or
+unmigrated file is DRIVER_UNAVAILABLE. Classified by SQLite's result code, never
 by message text. A dedupe index other than schema.sql declares is DRIVER_UNAVAILABLE too
 (`live_key_broken`), found by reading the schema. Every fix runs where only Python is installed.
 """
@@ -29,6 +30,7 @@ from engine.errors import (
     InvalidArgumentError,
     JobsError,
     StorageFullError,
+    StoreDamagedError,
 )
 from engine.extras import upgrade_line
 
@@ -174,7 +176,22 @@ def convert(path: str, exc: BaseException) -> JobsError:
         # The cause names the column and the constraint; the schema shows what it accepts.
         fix = python_sql(path, "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")
         return SqliteValueRefusedError(path, "a value its schema does not accept", detail, fix)
+    if code in _DAMAGE_CODES:
+        return _damaged(path, code, f"{name}: {exc}")
     return DriverUnavailableError("sqlite", f"{path}: {name}: {exc}", _unavailable_fix(path, exc))
+
+
+def _damaged(path: str, code: int, detail: str) -> StoreDamagedError:
+    if code == sqlite3.SQLITE_NOTADB:
+        why = (
+            "the file is not an SQLite database (another program wrote it, or the URL names "
+            "another file than the jobs database)"
+        )
+    else:
+        why = "pages of the file are damaged; restore it from a backup, or recover what is left"
+    # The integrity check names the damaged pages, or says the file is no database.
+    fix = python_sql(path, "PRAGMA integrity_check")
+    return StoreDamagedError("sqlite", f"{path}: {detail}: {why}", fix)
 
 
 def _unavailable_fix(path: str, exc: BaseException) -> str:
@@ -185,8 +202,6 @@ def _unavailable_fix(path: str, exc: BaseException) -> str:
         return python_holders(path)  # who has the file open, so who may hold the lock
     if code in _ACCESS_CODES or isinstance(exc, OSError):
         return f"ls -ld {directory} {quoted}"
-    if code in _DAMAGE_CODES:
-        return python_sql(path, "PRAGMA integrity_check")
     if code == sqlite3.SQLITE_IOERR:
         return f"df -h {directory}"
     if code is None:
