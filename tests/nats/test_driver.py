@@ -427,3 +427,37 @@ async def test_a_held_settle_fails_typed_at_its_deadline_and_a_refusal_is_not_he
         assert (await reopened.get(claimed.record.id)).state == "running"
     finally:
         await reopened.close()
+
+
+async def test_a_job_key_another_program_wrote_is_damage_and_the_rest_goes_on(
+    database_url: str, clock: ManualClock
+) -> None:
+    """A value the driver did not write under a job's key: reading that job is STORE_DAMAGED
+    (not retried) with a fix that shows the value; every other job is listed and claimed, and
+    the replica's watch, which the value used to end, follows on."""
+    writer = cast(NatsDriver, open_driver(database_url, clock=clock))
+    reader = cast(NatsDriver, open_driver(database_url, clock=clock))
+    try:
+        await writer.migrate()
+        first = (await writer.enqueue([_request(1, clock.now_ms())]))[0].id
+        store = await writer._open()  # pyright: ignore[reportPrivateUsage]
+        await store.kv.put(keys.job("job9999"), b"not a job document")
+        second = (await writer.enqueue([_request(2, clock.now_ms())]))[0].id
+
+        listed = await reader.list_jobs(JobFilter(limit=10))
+        assert sorted(j.id for j in listed.jobs) == [first, second]
+        claimed = await reader.claim("w", 5, 60_000)
+        assert sorted(c.record.id for c in claimed) == [first, second]
+        replica = (await reader._open()).replica  # pyright: ignore[reportPrivateUsage]
+        assert replica._task is not None and not replica._task.done()  # pyright: ignore
+
+        with pytest.raises(JobsError) as raised:
+            await reader.get("job9999")
+        error = raised.value
+        assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+        assert "job.job9999 holds a value that is not what the driver writes" in error.cause
+        output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
+        assert "job.job9999 in" in output and "not a job document" in output
+    finally:
+        await writer.close()
+        await reader.close()

@@ -113,7 +113,8 @@ class Fixes:
             f"mcp-jobs db nats-report --database-url {url_word(url)}",
         )
 
-    def contended(self, key: str) -> str:
+    def key(self, key: str) -> str:
+        """The report on one key: its value as stored now, and how often it is written."""
         return f"{self.report} {shlex.quote(key)}"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
@@ -25,8 +26,11 @@ from nats.js import JetStreamContext
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
 from engine.drivers.nats import keys
-from engine.drivers.nats.codec import JobDoc, decode_doc
+from engine.drivers.nats.codec import UNDECODABLE, JobDoc, decode_doc
+from engine.errors import JobsError
 from engine.rules import LIVE_STATES
+
+logger = logging.getLogger(__name__)
 
 SYNC_TIMEOUT_S = 15.0
 STALL_S = 1.0
@@ -163,10 +167,19 @@ class Replica:
             return
         self._gone.pop(key, None)
         self._families.setdefault(family, {})[key] = Entry(revision, raw)
-        if family == "job":
-            self._remember_doc(key, revision, decode_doc(raw))
-        else:
+        if family != "job":
             self.on_other(family)
+            return
+        try:
+            doc = decode_doc(raw)
+        except (*UNDECODABLE, JobsError) as exc:
+            # Not a document the driver wrote. Left out of the views (claims and lists go on
+            # without it); a read of the job goes to the server and fails typed there
+            # (Store.fresh_doc), and the watch, which the failure would end, follows on.
+            self._forget_doc(key)
+            logger.warning("nats: %s at revision %d is not a job document: %r", key, revision, exc)
+            return
+        self._remember_doc(key, revision, doc)
 
     def purged(self, key: str, revision: int) -> None:
         """`key`'s messages up to `revision` were purged, which no watch reports: forget what is

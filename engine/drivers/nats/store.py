@@ -20,10 +20,10 @@ from nats.js.kv import KeyValue
 from engine.changes import ChangeFeed
 from engine.clock import Clock
 from engine.drivers.nats import keys
-from engine.drivers.nats.codec import JobDoc, decode_doc, encode_doc
+from engine.drivers.nats.codec import UNDECODABLE, JobDoc, decode_doc, encode_doc
 from engine.drivers.nats.connection import Fixes, storage_full
 from engine.drivers.nats.replica import Entry, Replica
-from engine.errors import DriverUnavailableError
+from engine.errors import DriverUnavailableError, StoreDamagedError
 from engine.rules import WAITING_STATES
 from engine.wake import Waker
 
@@ -166,10 +166,14 @@ class Store:
     # --- job documents ------------------------------------------------------------------------
 
     async def fresh_doc(self, job_id: str) -> tuple[int, JobDoc] | None:
-        entry = await self.fresh(keys.job(job_id))
+        key = keys.job(job_id)
+        entry = await self.fresh(key)
         if entry is None:
             return None
-        return entry.revision, decode_doc(entry.raw)
+        try:
+            return entry.revision, decode_doc(entry.raw)
+        except UNDECODABLE as exc:
+            raise self.damaged(key, exc) from exc
 
     async def read_doc(self, job_id: str) -> tuple[int, JobDoc] | None:
         return self.replica.doc(keys.job(job_id)) or await self.fresh_doc(job_id)
@@ -215,6 +219,14 @@ class Store:
             held = await self.fresh_doc(job_id)
         raise self.contended(keys.job(job_id))
 
+    def damaged(self, key: str, exc: BaseException) -> StoreDamagedError:
+        """`key` holds a value the driver did not write. Terminal: the fix shows it as stored."""
+        cause = (
+            f"{key} holds a value that is not what the driver writes there "
+            f"({type(exc).__name__}: {str(exc)[:200]}); another program writes in this bucket"
+        )
+        return StoreDamagedError("nats", cause, self.fixes.key(key))
+
     def contended(self, key: str) -> DriverUnavailableError:
         """`key` changed under every compare-and-set: others write it that often. Nothing of
         the call was written, so it may be made again (retryable); the fix shows the key and
@@ -223,4 +235,4 @@ class Store:
             f"{key} changed under {MAX_CONFLICTS} compare-and-sets in a row (other writers); "
             "nothing of the call was written, and the same call can be made again"
         )
-        return DriverUnavailableError("nats", cause, self.fixes.contended(key))
+        return DriverUnavailableError("nats", cause, self.fixes.key(key))
