@@ -192,6 +192,35 @@ async def test_a_key_another_program_overwrote_is_damage_named_by_a_fix_that_run
     )
 
 
+async def test_a_job_hash_another_program_wrote_is_damage_and_the_others_are_claimed(
+    database_url: str, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A field of a job's hash that is not what the driver writes: reading that job is
+    STORE_DAMAGED (not retried, naming the job), and a claim that takes it hands out the jobs
+    beside it instead of failing whole (a worker would stop claiming at all)."""
+    driver = cast(RedisDriver, open_driver(database_url, clock=clock))
+    try:
+        await driver.migrate()
+        await driver.enqueue([_request(1, clock.now_ms()), _request(2, clock.now_ms())])
+        client = driver._store.client  # pyright: ignore[reportPrivateUsage]
+        damaged = _request(2, 0).id
+        await client.hset(f"{driver.prefix}job:{damaged}", "input", "not json")
+
+        with pytest.raises(JobsError) as raised:
+            await driver.get(damaged)
+        error = raised.value
+        assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+        assert f"job {damaged}: JSONDecodeError" in error.cause
+        assert error.fix == report_fix(database_url)
+
+        claimed = await driver.claim("w", 5, 60_000)
+        assert [c.record.id for c in claimed] == [_request(1, 0).id]
+        assert f"claimed a job that cannot be read (STORE_DAMAGED): job {damaged}" in caplog.text
+        await client.delete(f"{driver.prefix}job:{damaged}")
+    finally:
+        await driver.close()
+
+
 async def test_a_server_out_of_memory_is_storage_full_and_keeps_what_it_held(
     database_url: str, clock: ManualClock
 ) -> None:

@@ -34,6 +34,19 @@ needs_setlimit = pytest.mark.skipif(
 )
 
 
+def _item(n: int, now: int, **extra: str) -> EnqueueRequest:
+    return EnqueueRequest(
+        id=f"job{n}",
+        run_id=f"run{n}",
+        name="item",
+        queue="default",
+        idempotency_key=f"k{n}",
+        input={"n": n, **extra},
+        run_at=now,
+        max_attempts=3,
+    )
+
+
 @pytest.fixture
 async def driver(tmp_path: Path, clock: ManualClock) -> AsyncIterator[SqliteDriver]:
     d = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock)
@@ -124,20 +137,7 @@ async def test_a_file_with_damaged_pages_is_damaged_and_its_fix_names_them(
     schema_pages = path.stat().st_size  # the jobs' rows go on pages after these
     sound = SqliteDriver(str(path), clock=clock)
     try:
-        requests = [
-            EnqueueRequest(
-                id=f"job{n}",
-                run_id=f"run{n}",
-                name="item",
-                queue="default",
-                idempotency_key=f"k{n}",
-                input={"n": n, "pad": "x" * 500},
-                run_at=clock.now_ms(),
-                max_attempts=3,
-            )
-            for n in range(200)
-        ]
-        await sound.enqueue(requests)
+        await sound.enqueue([_item(n, clock.now_ms(), pad="x" * 500) for n in range(200)])
     finally:
         await sound.close()
     # Bit rot: the cell pointers of every other page written after the schema.
@@ -167,21 +167,7 @@ async def test_one_refused_item_fails_alone_in_a_set_wise_settle(
     driver: SqliteDriver, clock: ManualClock
 ) -> None:
     now = clock.now_ms()
-    await driver.enqueue(
-        [
-            EnqueueRequest(
-                id=f"job{n}",
-                run_id=f"run{n}",
-                name="item",
-                queue="default",
-                idempotency_key=f"k{n}",
-                input={"n": n},
-                run_at=now,
-                max_attempts=3,
-            )
-            for n in range(3)
-        ]
-    )
+    await driver.enqueue([_item(n, now) for n in range(3)])
     held = {c.record.id: c.token for c in await driver.claim("w1", 3, 30_000)}
     await driver._exec.run(lambda c: c.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 10_000))
 

@@ -5,13 +5,14 @@ fenced settles (ack, nack) that a stale holder cannot land (rule 13): each one s
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic_core import to_jsonable_python
 
 from engine.drivers.base import AckWrite
-from engine.drivers.redis.codec import decode_record, dumps, pairs
+from engine.drivers.redis.codec import UndecodableRecord, decode_record, dumps, pairs
 from engine.drivers.redis.scripts import CLAIM_SCRIPT
 from engine.drivers.redis.settle_scripts import ACK_SCRIPT, HEARTBEAT_SCRIPT, NACK_SCRIPT
 from engine.drivers.redis.store import Store
@@ -20,6 +21,8 @@ from engine.ids import new_token
 from engine.rules import LIVE_STATES, nack_event_data, nack_transition
 from schemas.events import EventRecord
 from schemas.jobs import ClaimedJob, HeartbeatResult, JobRecord, NackOptions
+
+logger = logging.getLogger(__name__)
 
 
 async def claim(
@@ -37,7 +40,12 @@ async def claim(
     claimed: list[ClaimedJob] = []
     for has_steps, raw in answer:
         fields = pairs(raw)
-        record = decode_record(fields)
+        try:
+            record = decode_record(fields)
+        except UndecodableRecord as exc:
+            # The others claimed with it still run; this one goes back at its lease's end.
+            logger.error("redis: claimed a job that cannot be read (STORE_DAMAGED): %s", exc)
+            continue
         claimed.append(
             ClaimedJob(
                 record=record,

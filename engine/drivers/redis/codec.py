@@ -84,11 +84,34 @@ def job_state(text: str) -> JobState:
     raise JobRowStatusUnknownError("jobs", "state", str(value), JOB_STATES)
 
 
+class UndecodableRecord(Exception):
+    """A job hash holding what the driver did not write (another program's value): not JSON,
+    or not a record's shape. `connection.guard` makes it STORE_DAMAGED."""
+
+    def __init__(self, job_id: str, exc: BaseException) -> None:
+        super().__init__(f"job {job_id}: {type(exc).__name__}: {str(exc)[:200]}")
+        self.job_id = job_id
+
+
+# A JSON decode error and pydantic's ValidationError are ValueErrors; a missing field a KeyError.
+_UNDECODABLE = (ValueError, KeyError, TypeError)
+
+
 def decode_record(fields: Mapping[str, str]) -> JobRecord:
     """A stored hash as a record; an unknown state is refused (rule 5), never cast."""
-    job_state(fields["state"])
-    values = {name: json.loads(fields[name]) for name in RECORD_FIELDS if name in fields}
-    return JobRecord.model_validate(values)
+    try:
+        job_state(fields["state"])
+        values = {name: json.loads(fields[name]) for name in RECORD_FIELDS if name in fields}
+        return JobRecord.model_validate(values)
+    except _UNDECODABLE as exc:
+        raise UndecodableRecord(_stored_id(fields), exc) from exc
+
+
+def _stored_id(fields: Mapping[str, str]) -> str:
+    try:
+        return str(json.loads(fields["id"]))
+    except _UNDECODABLE:
+        return repr(fields.get("id"))
 
 
 def failing_group(state: str, tenant_id: str | None, queue: str) -> str:
