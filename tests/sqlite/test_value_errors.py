@@ -162,6 +162,31 @@ async def test_a_file_with_damaged_pages_is_damaged_and_its_fix_names_them(
     assert ran.returncode == 0 and b"On tree page" in ran.stdout, ran
 
 
+async def test_a_row_another_program_wrote_is_damage_and_the_others_are_claimed(
+    driver: SqliteDriver, tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A job's JSON column that is not JSON: reading that job is STORE_DAMAGED (not retried),
+    with a fix that prints the row's columns as stored, and a claim that takes it hands out
+    the jobs beside it instead of failing whole (a worker would stop claiming at all)."""
+    await driver.enqueue([_item(1, clock.now_ms()), _item(2, clock.now_ms())])
+    other = sqlite3.connect(tmp_path / "jobs.db")
+    other.execute("UPDATE mcp_jobs_jobs SET input = 'not json' WHERE id = 'job2'")
+    other.commit()
+    other.close()
+
+    with pytest.raises(JobsError) as raised:
+        await driver.get("job2")
+    error = raised.value
+    assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+    assert "job job2: JSONDecodeError" in error.cause
+    ran = await run_fix(error.fix)
+    assert ran.returncode == 0 and b"input: 'not json'" in ran.stdout, ran
+
+    claimed = await driver.claim("w", 5, 60_000)
+    assert [c.record.id for c in claimed] == ["job1"]
+    assert "claimed a job that cannot be read (STORE_DAMAGED): job job2" in caplog.text
+
+
 @needs_setlimit
 async def test_one_refused_item_fails_alone_in_a_set_wise_settle(
     driver: SqliteDriver, clock: ManualClock

@@ -10,8 +10,6 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import pydantic
-
 from engine.errors import JobRowStatusUnknownError
 from schemas.events import EventRecord
 from schemas.jobs import JobRecord
@@ -67,11 +65,6 @@ def encode_doc(doc: JobDoc) -> bytes:
         },
         separators=(",", ":"),
     ).encode()
-
-
-# What decoding raises on a value the driver did not write (another program's, or bytes damaged):
-# not JSON, not UTF-8, not the document's shape. A JSON decode error is a ValueError.
-UNDECODABLE = (ValueError, KeyError, TypeError, AttributeError, pydantic.ValidationError)
 
 
 def decode_doc(raw: bytes) -> JobDoc:

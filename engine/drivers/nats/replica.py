@@ -25,8 +25,9 @@ from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
+from engine.drivers.damage import UNDECODABLE
 from engine.drivers.nats import keys
-from engine.drivers.nats.codec import UNDECODABLE, JobDoc, decode_doc
+from engine.drivers.nats.codec import JobDoc, decode_doc
 from engine.errors import JobsError
 from engine.rules import LIVE_STATES
 

@@ -19,8 +19,9 @@ from nats.js.kv import KeyValue
 
 from engine.changes import ChangeFeed
 from engine.clock import Clock
+from engine.drivers.damage import UNDECODABLE
 from engine.drivers.nats import keys
-from engine.drivers.nats.codec import UNDECODABLE, JobDoc, decode_doc, encode_doc
+from engine.drivers.nats.codec import JobDoc, decode_doc, encode_doc
 from engine.drivers.nats.connection import Fixes, storage_full
 from engine.drivers.nats.replica import Entry, Replica
 from engine.errors import DriverUnavailableError, StoreDamagedError

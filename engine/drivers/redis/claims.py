@@ -12,7 +12,8 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from engine.drivers.base import AckWrite
-from engine.drivers.redis.codec import UndecodableRecord, decode_record, dumps, pairs
+from engine.drivers.damage import UndecodableRow
+from engine.drivers.redis.codec import decode_record, dumps, pairs
 from engine.drivers.redis.scripts import CLAIM_SCRIPT
 from engine.drivers.redis.settle_scripts import ACK_SCRIPT, HEARTBEAT_SCRIPT, NACK_SCRIPT
 from engine.drivers.redis.store import Store
@@ -42,7 +43,7 @@ async def claim(
         fields = pairs(raw)
         try:
             record = decode_record(fields)
-        except UndecodableRecord as exc:
+        except UndecodableRow as exc:
             # The others claimed with it still run; this one goes back at its lease's end.
             logger.error("redis: claimed a job that cannot be read (STORE_DAMAGED): %s", exc)
             continue

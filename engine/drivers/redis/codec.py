@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from engine.drivers.damage import UNDECODABLE, UndecodableRow
 from engine.errors import JobRowStatusUnknownError
 from engine.rules import claim_rank
 from schemas.jobs import EnqueueRequest, JobRecord
@@ -84,33 +85,20 @@ def job_state(text: str) -> JobState:
     raise JobRowStatusUnknownError("jobs", "state", str(value), JOB_STATES)
 
 
-class UndecodableRecord(Exception):
-    """A job hash holding what the driver did not write (another program's value): not JSON,
-    or not a record's shape. `connection.guard` makes it STORE_DAMAGED."""
-
-    def __init__(self, job_id: str, exc: BaseException) -> None:
-        super().__init__(f"job {job_id}: {type(exc).__name__}: {str(exc)[:200]}")
-        self.job_id = job_id
-
-
-# A JSON decode error and pydantic's ValidationError are ValueErrors; a missing field a KeyError.
-_UNDECODABLE = (ValueError, KeyError, TypeError)
-
-
 def decode_record(fields: Mapping[str, str]) -> JobRecord:
     """A stored hash as a record; an unknown state is refused (rule 5), never cast."""
     try:
         job_state(fields["state"])
         values = {name: json.loads(fields[name]) for name in RECORD_FIELDS if name in fields}
         return JobRecord.model_validate(values)
-    except _UNDECODABLE as exc:
-        raise UndecodableRecord(_stored_id(fields), exc) from exc
+    except UNDECODABLE as exc:
+        raise UndecodableRow(_stored_id(fields), exc) from exc
 
 
 def _stored_id(fields: Mapping[str, str]) -> str:
     try:
         return str(json.loads(fields["id"]))
-    except _UNDECODABLE:
+    except UNDECODABLE:
         return repr(fields.get("id"))
 
 

@@ -18,7 +18,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from engine.drivers.redis.codec import UndecodableRecord
+from engine.drivers.damage import UndecodableRow
 from engine.drivers.redis.keys import DEFAULT_PREFIX
 from engine.drivers.urls import split_param
 from engine.errors import (
@@ -83,7 +83,7 @@ async def guard(fix: str) -> AsyncIterator[None]:
         yield
     except UNAVAILABLE as exc:
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
-    except UndecodableRecord as exc:
+    except UndecodableRow as exc:
         cause = f"{exc}: the job's hash holds a value the driver did not write (another program's)"
         raise StoreDamagedError("redis", cause, fix) from exc
     except RedisError as exc:

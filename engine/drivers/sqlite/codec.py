@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from engine.drivers.damage import UNDECODABLE, UndecodableRow
 from engine.errors import JobRowStatusUnknownError
 from schemas.backfill import BackfillRun
 from schemas.errors import ErrorPayload
@@ -102,10 +103,13 @@ def backfill_status(value: str) -> BackfillStatus:
 def job_from_row(row: Sequence[Any]) -> JobRecord:
     values = dict(zip(JOB_COLUMNS, row, strict=True))
     values["state"] = job_state(values["state"])
-    values["input"] = json.loads(values["input"])
-    values["output"] = loads(values["output"])
-    values["cancel_requested"] = bool(values["cancel_requested"])
-    return JobRecord.model_validate(values)
+    try:
+        values["input"] = json.loads(values["input"])
+        values["output"] = loads(values["output"])
+        values["cancel_requested"] = bool(values["cancel_requested"])
+        return JobRecord.model_validate(values)
+    except UNDECODABLE as exc:
+        raise UndecodableRow(str(values["id"]), exc) from exc
 
 
 def step_from_row(row: Sequence[Any]) -> StepRecord:

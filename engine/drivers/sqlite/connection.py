@@ -26,6 +26,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from engine.drivers.damage import UndecodableRow
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, Checkpointer
 from engine.drivers.sqlite.errors import SqliteTooOldError, convert, is_busy
 from engine.drivers.sqlite.library import new_enough, sqlite3
@@ -345,7 +346,7 @@ class Executor:
                     conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error) and is_busy(exc):
                     raise
-                if isinstance(exc, sqlite3.Error | OverflowError):
+                if isinstance(exc, sqlite3.Error | OverflowError | UndecodableRow):
                     # OverflowError: sqlite3 could not bind an int past 64 bits.
                     op.error = typed(self.path, exc)
                 else:

@@ -2,10 +2,10 @@
 
 `convert` is where a sqlite3 (or binding) failure becomes a typed error, with the one command
 most likely to help: a full disk is STORAGE_FULL, a value the database refused is
-INVALID_ARGUMENT (terminal: the same value fails the same way every time), a damaged file or
-one that is no database is STORE_DAMAGED (terminal too), and only a locked, unreadable or
-unmigrated file is DRIVER_UNAVAILABLE. Classified by SQLite's result code, never
-by message text. A dedupe index other than schema.sql declares is DRIVER_UNAVAILABLE too
+INVALID_ARGUMENT (terminal: the same value fails the same way every time), a damaged file, one
+that is no database or a row another program wrote is STORE_DAMAGED (terminal too), and only a
+locked, unreadable or unmigrated file is DRIVER_UNAVAILABLE. Classified by SQLite's result code,
+never by message text. A dedupe index other than schema.sql declares is DRIVER_UNAVAILABLE too
 (`live_key_broken`), found by reading the schema. Every fix runs where only Python is installed.
 """
 
@@ -15,6 +15,7 @@ import errno
 import os
 import shlex
 
+from engine.drivers.damage import UndecodableRow
 from engine.drivers.sqlite.fix_lines import python_holders, python_sql, rebuild_index
 from engine.drivers.sqlite.library import (
     FALLBACK_MODULE,
@@ -155,6 +156,8 @@ def is_busy(exc: BaseException) -> bool:
 def convert(path: str, exc: BaseException) -> JobsError:
     """The typed error for a failure SQLite (or sqlite3's binding of a value) raised on the
     database at `path`. The caller raises it `from exc`."""
+    if isinstance(exc, UndecodableRow):
+        return _undecodable(path, exc)
     directory = os.path.dirname(os.path.abspath(path))
     code = primary_code(exc)
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
@@ -192,6 +195,17 @@ def _damaged(path: str, code: int, detail: str) -> StoreDamagedError:
     # The integrity check names the damaged pages, or says the file is no database.
     fix = python_sql(path, "PRAGMA integrity_check")
     return StoreDamagedError("sqlite", f"{path}: {detail}: {why}", fix)
+
+
+def _undecodable(path: str, exc: UndecodableRow) -> StoreDamagedError:
+    cause = f"{path}: {exc}: the job's row holds a value the driver did not write"
+    # The row's JSON columns as stored, each quoted, whatever they hold.
+    shown = " || char(10) || ".join(
+        f"'{column}: ' || quote({column})" for column in ("input", "output", "last_error")
+    )
+    job = exc.job_id.replace("'", "''")
+    fix = python_sql(path, f"SELECT {shown} FROM {JOBS_TABLE} WHERE id = '{job}'")
+    return StoreDamagedError("sqlite", cause, fix)
 
 
 def _unavailable_fix(path: str, exc: BaseException) -> str:

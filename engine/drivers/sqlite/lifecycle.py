@@ -5,11 +5,13 @@ pinned by tests/sqlite/test_rules_sql.py), as in the memory driver."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from engine import paging, rules
 from engine.drivers.base import AckWrite
+from engine.drivers.damage import UndecodableRow
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import (
     dumps,
@@ -49,6 +51,8 @@ from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
 
 _TENANT = 4  # index of tenant_id in JOB_COLUMNS: checked before a row is decoded
+
+logger = logging.getLogger(__name__)
 
 
 def enqueue(
@@ -172,15 +176,20 @@ def claim(
             "queues": None if queues is None else json.dumps(list(queues)),
         },
     ).fetchall()
-    claimed = [
-        ClaimedJob(
-            record=job_from_row(row[:-2]),
-            token=row[-2],
-            lease_expires_at=expires,
-            has_steps=bool(row[-1]),  # past its first attempt, or steps stored: read them
+    claimed = []
+    for row in rows:
+        try:
+            record = job_from_row(row[:-2])
+        except UndecodableRow as exc:
+            # The others claimed with it still run; this one goes back at its lease's end.
+            logger.error("sqlite: claimed a job that cannot be read (STORE_DAMAGED): %s", exc)
+            continue
+        # Past its first attempt, or steps stored: its steps are read.
+        claimed.append(
+            ClaimedJob(
+                record=record, token=row[-2], lease_expires_at=expires, has_steps=bool(row[-1])
+            )
         )
-        for row in rows
-    ]
     claimed.sort(key=lambda c: rules.claim_rank(c.record))  # RETURNING has no order
     return claimed
 
