@@ -75,13 +75,14 @@ async def test_wait_for_job_notifies_the_jobs_own_numbers(
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(wait)
-                for _ in range(3):  # polls that find the same report again say nothing new
-                    await polls.next()
+                await polls.asleep()
+                for _ in range(2):  # polls that find the same report again say nothing new
+                    await polls.poll()
                 second = Progress(done=7, total=10, message=None, at=clock.now_ms(), attempt=1)
                 await _report(jobs, r.id, claimed.token, second)
-                await polls.next()
+                await polls.poll()
                 await jobs.settler.ack(r.id, claimed.token, {"greeted": 1})
-                await polls.next()
+                polls.wake()  # the last poll finds the job settled and answers
     assert answer["settled"] is True
     job = answer["job"]
     assert isinstance(job, dict) and job["progress"]["done"] == 7
@@ -91,8 +92,9 @@ async def test_wait_for_job_notifies_the_jobs_own_numbers(
 
 
 class Polls:
-    """wait_for_job's polls, one at a time: `next` lets the waiting one run once it sleeps (a
-    poll's notification goes out before its sleep), whatever its reads cost on the driver."""
+    """wait_for_job's polls, one at a time. The clock moves only between the test's writes, so
+    each poll reads after the write before it, whatever its reads cost on the driver (a poll's
+    notification goes out before its sleep)."""
 
     def __init__(self, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
         self._clock = clock
@@ -106,10 +108,18 @@ class Polls:
 
         monkeypatch.setattr(clock, "sleep_ms", watched)
 
-    async def next(self) -> None:
+    async def asleep(self) -> None:
+        """Until the waiting call has polled and sleeps."""
         await self._asleep.wait()
         self._asleep = anyio.Event()
+
+    def wake(self) -> None:
         self._clock.advance(WAIT_POLL_MS)
+
+    async def poll(self) -> None:
+        """One more poll, done before this returns."""
+        self.wake()
+        await self.asleep()
 
 
 async def test_a_pinned_tenant_sees_no_other_tenants_progress(
