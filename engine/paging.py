@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from engine import bounds
 from engine.errors import CursorInvalidError, InvalidArgumentError
 from schemas.errors import NextCall
-from schemas.jobs import JobFilter, JobPage, JobRecord
+from schemas.jobs import DamagedJob, JobFilter, JobPage, JobRecord
 from schemas.states import JOB_STATES, LIVE_STATES, SETTLED_STATES, JobState
 
 DEFAULT_TRACE_PAGE = 50  # steps, and events, in one trace page unless asked otherwise
@@ -167,10 +167,12 @@ def quoted(states: Sequence[JobState]) -> str:
     return ", ".join(f"'{s}'" for s in states)
 
 
-def page_of(records: Iterable[JobRecord], filter: JobFilter) -> JobPage:
+def page_of(
+    records: Iterable[JobRecord], filter: JobFilter, unreadable: Iterable[DamagedJob] = ()
+) -> JobPage:
     """A list page from records held in memory (the memory driver's, the NATS driver's replica):
-    the filter's matches, newest id first, after the cursor."""
-    rows = [
+    the filter's matches, newest id first, after the cursor; `unreadable` rows in their places."""
+    rows: list[JobRecord | DamagedJob] = [
         job
         for job in records
         if (filter.states is None or job.state in filter.states)
@@ -179,7 +181,18 @@ def page_of(records: Iterable[JobRecord], filter: JobFilter) -> JobPage:
         and (filter.tenant_id is None or job.tenant_id == filter.tenant_id)
         and (filter.cursor is None or job.id < filter.cursor)
     ]
+    rows.extend(d for d in unreadable if filter.cursor is None or d.id < filter.cursor)
     rows.sort(key=lambda j: j.id, reverse=True)
-    page = rows[: filter.limit]
-    more = len(rows) > filter.limit
-    return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
+    return cut_page(rows, filter.limit)
+
+
+def cut_page(found: Sequence[JobRecord | DamagedJob], limit: int) -> JobPage:
+    """The page of the first `limit` of `found` (newest first; more than `limit` means there
+    are more). A row that cannot be read keeps its place, so the cursor moves past it too."""
+    page = found[:limit]
+    more = len(found) > limit
+    return JobPage(
+        jobs=[j for j in page if isinstance(j, JobRecord)],
+        next_cursor=page[-1].id if more and page else None,
+        damaged=[d for d in page if isinstance(d, DamagedJob)],
+    )

@@ -202,8 +202,20 @@ class JobFilter(BaseModel):
     cursor: str | None = None
 
 
+class DamagedJob(BaseModel):
+    """A job on a list page whose stored row the driver cannot read (STORE_DAMAGED): named in
+    its place instead of failing the page, with the cause and the fix that shows the row."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    cause: str
+    fix: str
+
+
 class JobPage(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     jobs: list[JobRecord]
     next_cursor: str | None
+    damaged: list[DamagedJob] = Field(default_factory=list)

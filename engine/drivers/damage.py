@@ -6,6 +6,15 @@ boundary, which knows the store and its fix, makes it STORE_DAMAGED (terminal).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
+from engine import rules
+from engine.errors import StoreDamagedError
+from schemas.jobs import DamagedJob, JobRecord, NackOptions
+
+R = TypeVar("R")
+
 # What decoding a stored value raises when it is not what the driver wrote: a JSON decode error
 # and pydantic's ValidationError are ValueErrors, a missing field a KeyError, a wrong type a
 # TypeError.
@@ -16,3 +25,29 @@ class UndecodableRow(Exception):
     def __init__(self, job_id: str, exc: BaseException) -> None:
         super().__init__(f"job {job_id}: {type(exc).__name__}: {str(exc)[:200]}")
         self.job_id = job_id
+
+
+def read_or_name(
+    row: R,
+    decode: Callable[[R], JobRecord],
+    describe: Callable[[UndecodableRow], StoreDamagedError],
+) -> JobRecord | DamagedJob:
+    """A list's row as its record, or, when it cannot be read, named with the error the driver's
+    boundary would raise for it (`describe`): one damaged row does not fail the whole page."""
+    try:
+        return decode(row)
+    except UndecodableRow as exc:
+        return named(exc.job_id, describe(exc))
+
+
+def named(job_id: str, error: StoreDamagedError) -> DamagedJob:
+    return DamagedJob(id=job_id, cause=error.cause, fix=error.fix)
+
+
+def burial(damage: StoreDamagedError, now: int) -> tuple[NackOptions, rules.NackOutcome]:
+    """How a claim settles a row it took but cannot read: dead at once, its error the damage.
+    Trying it again cannot mend it, and left running it would come back at every lease's end.
+    The outcome is what the nack rule decides from the options alone (state, finish, event):
+    the row's attempt and times stay as stored, like the rest of it, for the fix to show."""
+    options = NackOptions(error=damage.to_payload(), dead_letter=True)
+    return options, rules.nack_transition(options, now, 0, 0)

@@ -75,10 +75,10 @@ def _jobs(env: dict[str, Any]) -> str:
             for row, j in zip(rows, env["jobs"], strict=True)
         ]
         headers.append("PROGRESS")
-    text = table(shown, headers)
+    text = table(shown, headers) if rows else "no jobs"
     if env.get("next_cursor"):
         text += f"\n(more: --cursor {env['next_cursor']})"
-    return text if rows else "no jobs"
+    return "\n".join([text, *_notices(env)])
 
 
 def _inspect(env: dict[str, Any]) -> str:

@@ -10,7 +10,12 @@ import json
 import math
 from typing import Any
 
-from engine.errors import InvalidArgumentError, JobNotCancellableError, JobUnknownError
+from engine.errors import (
+    InvalidArgumentError,
+    JobNotCancellableError,
+    JobUnknownError,
+    StoreDamagedError,
+)
 from engine.paging import DEFAULT_TRACE_PAGE
 from engine.tasks import describe_tasks
 from mcp_jobs.errors import LimitExceededError, QueueUnknownError, example_call
@@ -19,6 +24,7 @@ from mcp_jobs.operations.models import (
     CancelJobResult,
     DescribeJobsResult,
     EnqueueJobResult,
+    Finding,
     InspectJobResult,
     JobProgressSummary,
     JobSummary,
@@ -33,7 +39,7 @@ from mcp_jobs.operations.reruns import refuse_run_cursor, run_trace
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import unknown_queues
 from mcp_jobs.operations.workers import no_worker_notice
-from schemas.jobs import OnConflict
+from schemas.jobs import DamagedJob, OnConflict
 from schemas.states import SETTLED_STATES, JobState
 
 # How often wait_for_job reads the job while it waits.
@@ -80,10 +86,24 @@ async def list_jobs(
         limit=limit,
         cursor=cursor,
     )
-    if not page.jobs and cursor is None:
+    if not page.jobs and not page.damaged and cursor is None:
         await _check_filters(scope, name, queue, tenant)
     return ListJobsResult(
-        ok=True, jobs=[JobProgressSummary.of(j) for j in page.jobs], next_cursor=page.next_cursor
+        ok=True,
+        jobs=[JobProgressSummary.of(j) for j in page.jobs],
+        next_cursor=page.next_cursor,
+        notices=[damaged_notice(d) for d in page.damaged] or None,
+    )
+
+
+def damaged_notice(job: DamagedJob) -> Finding:
+    """A row of a page that cannot be read: named, with the driver's STORE_DAMAGED fix."""
+    return Finding(
+        code=StoreDamagedError.code,
+        severity="critical",
+        cause=f"job {job.id} cannot be read: {job.cause}",
+        fix=job.fix,
+        job_ids=[job.id],
     )
 
 

@@ -255,6 +255,11 @@ class ListJobsResult(Envelope):
     next_cursor: str | None = Field(
         default=None, description="pass as `cursor` for the next page; null on the last page"
     )
+    notices: list[Finding] | None = Field(
+        default=None,
+        description="STORE_DAMAGED: a row of this page the store cannot read, in job_ids, with "
+        "the fix that shows it; the rest of the page and the cursor go on past it",
+    )
 
 
 class LeaseInfo(BaseModel):

@@ -38,6 +38,7 @@ from engine.drivers.nats import enqueue as enqueue_module
 from engine.drivers.nats.codec import JobDoc, dumps, encode_doc
 from engine.rules import new_record
 from tests.nats.server import free_port
+from tests.support.damaged_rows import pages
 from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
 
@@ -446,6 +447,13 @@ async def test_a_job_key_another_program_wrote_is_damage_and_the_rest_goes_on(
 
         listed = await reader.list_jobs(JobFilter(limit=10))
         assert sorted(j.id for j in listed.jobs) == [first, second]
+        # Named in an unfiltered list, in its place (the newest id), with the key's fix; a
+        # filtered list cannot tell whether it would match.
+        (named,) = listed.damaged
+        assert named.id == "job9999" and "job.job9999 holds a value" in named.cause
+        assert await pages(reader, 1) == [([], ["job9999"]), ([second], []), ([first], [])]
+        ready = await reader.list_jobs(JobFilter(states=("ready",), limit=10))
+        assert sorted(j.id for j in ready.jobs) == [first, second] and ready.damaged == []
         claimed = await reader.claim("w", 5, 60_000)
         assert sorted(c.record.id for c in claimed) == [first, second]
         replica = (await reader._open()).replica  # pyright: ignore[reportPrivateUsage]
@@ -458,6 +466,10 @@ async def test_a_job_key_another_program_wrote_is_damage_and_the_rest_goes_on(
         assert "job.job9999 holds a value that is not what the driver writes" in error.cause
         output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
         assert "job.job9999 in" in output and "not a job document" in output
+        assert named.fix == error.fix
+
+        await store.kv.delete(keys.job("job9999"))  # mended: the lists no longer name it
+        assert (await reader.list_jobs(JobFilter(limit=10))).damaged == []
     finally:
         await writer.close()
         await reader.close()

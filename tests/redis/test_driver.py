@@ -28,6 +28,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from engine.drivers.redis import RedisDriver, claims
+from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place, pages
 from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
 
@@ -192,18 +193,19 @@ async def test_a_key_another_program_overwrote_is_damage_named_by_a_fix_that_run
     )
 
 
-async def test_a_job_hash_another_program_wrote_is_damage_and_the_others_are_claimed(
+async def test_a_job_hash_another_program_wrote_is_damage_named_in_lists_and_buried_on_claim(
     database_url: str, clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A field of a job's hash that is not what the driver writes: reading that job is
-    STORE_DAMAGED (not retried, naming the job), and a claim that takes it hands out the jobs
-    beside it instead of failing whole (a worker would stop claiming at all)."""
+    STORE_DAMAGED (not retried, naming the job); a list names it in its place and pages on; a
+    claim that takes it settles it dead and hands out the jobs beside it (a worker would stop
+    claiming at all, and a row left running would come back at every lease's end)."""
     driver = cast(RedisDriver, open_driver(database_url, clock=clock))
     try:
         await driver.migrate()
-        await driver.enqueue([_request(1, clock.now_ms()), _request(2, clock.now_ms())])
+        await driver.enqueue([_request(n, clock.now_ms()) for n in (1, 2, 3)])
         client = driver._store.client  # pyright: ignore[reportPrivateUsage]
-        damaged = _request(2, 0).id
+        first, damaged, third = (_request(n, 0).id for n in (1, 2, 3))
         await client.hset(f"{driver.prefix}job:{damaged}", "input", "not json")
 
         with pytest.raises(JobsError) as raised:
@@ -212,10 +214,13 @@ async def test_a_job_hash_another_program_wrote_is_damage_and_the_others_are_cla
         assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
         assert f"job {damaged}: JSONDecodeError" in error.cause
         assert error.fix == report_fix(database_url)
+        assert await check_listed_in_place(driver, third, damaged, first) == error.fix
+        assert await pages(driver, 1, ("ready",)) == [([third], []), ([], [damaged]), ([first], [])]
 
-        claimed = await driver.claim("w", 5, 60_000)
-        assert [c.record.id for c in claimed] == [_request(1, 0).id]
-        assert f"claimed a job that cannot be read (STORE_DAMAGED): job {damaged}" in caplog.text
+        await check_buried_on_claim(driver, damaged, [first, third])
+        assert "claimed a job that cannot be read; it is dead now (STORE_DAMAGED)" in caplog.text
+        stored = await client.hgetall(f"{driver.prefix}job:{damaged}")
+        assert stored["input"] == "not json" and "STORE_DAMAGED" in stored["last_error"]
         await client.delete(f"{driver.prefix}job:{damaged}")
     finally:
         await driver.close()

@@ -19,6 +19,7 @@ from engine.errors import JobsError
 from schemas.jobs import EnqueueRequest, JobFilter
 from schemas.steps import StepRecord
 from tests.sqlite.fix_runner import run_fix
+from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
 
 
 class Item(BaseModel):
@@ -162,13 +163,14 @@ async def test_a_file_with_damaged_pages_is_damaged_and_its_fix_names_them(
     assert ran.returncode == 0 and b"On tree page" in ran.stdout, ran
 
 
-async def test_a_row_another_program_wrote_is_damage_and_the_others_are_claimed(
+async def test_a_row_another_program_wrote_is_damage_named_in_lists_and_buried_on_claim(
     driver: SqliteDriver, tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A job's JSON column that is not JSON: reading that job is STORE_DAMAGED (not retried),
-    with a fix that prints the row's columns as stored, and a claim that takes it hands out
-    the jobs beside it instead of failing whole (a worker would stop claiming at all)."""
-    await driver.enqueue([_item(1, clock.now_ms()), _item(2, clock.now_ms())])
+    with a fix that prints the row's columns as stored; a list names it in its place and pages
+    on; a claim that takes it settles it dead and hands out the jobs beside it (a worker would
+    stop claiming at all, and a row left running would come back at every lease's end)."""
+    await driver.enqueue([_item(n, clock.now_ms()) for n in (1, 2, 3)])
     other = sqlite3.connect(tmp_path / "jobs.db")
     other.execute("UPDATE mcp_jobs_jobs SET input = 'not json' WHERE id = 'job2'")
     other.commit()
@@ -181,10 +183,16 @@ async def test_a_row_another_program_wrote_is_damage_and_the_others_are_claimed(
     assert "job job2: JSONDecodeError" in error.cause
     ran = await run_fix(error.fix)
     assert ran.returncode == 0 and b"input: 'not json'" in ran.stdout, ran
+    assert await check_listed_in_place(driver, "job3", "job2", "job1") == error.fix
 
-    claimed = await driver.claim("w", 5, 60_000)
-    assert [c.record.id for c in claimed] == ["job1"]
-    assert "claimed a job that cannot be read (STORE_DAMAGED): job job2" in caplog.text
+    await check_buried_on_claim(driver, "job2", ["job1", "job3"])
+    assert "claimed a job that cannot be read; it is dead now (STORE_DAMAGED)" in caplog.text
+    ran = await run_fix(error.fix)  # the row as stored: its input, and the damage as its error
+    assert b"input: 'not json'" in ran.stdout and b"STORE_DAMAGED" in ran.stdout, ran
+    other = sqlite3.connect(tmp_path / "jobs.db")
+    (event,) = other.execute("SELECT kind, data FROM mcp_jobs_events WHERE job_id = 'job2'")
+    other.close()
+    assert event[0] == "dead" and "STORE_DAMAGED" in event[1], event
 
 
 @needs_setlimit

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine import paging
+from engine.drivers.damage import named
+from engine.drivers.nats import keys
 from engine.drivers.nats.operator import found
 from engine.drivers.nats.store import Store
 from engine.rules import queue_stats
@@ -20,8 +22,17 @@ async def get(store: Store, job_id: str, tenant_id: str | None) -> JobRecord:
 
 
 async def list_jobs(store: Store, filter: JobFilter) -> JobPage:
+    """A page from the replica. A job key holding a value that is not a job document is named
+    in an unfiltered list; a filtered one cannot tell whether it would match."""
     await store.replica.sync()
-    return paging.page_of((doc.record for _, doc in store.replica.docs()), filter)
+    records = (doc.record for _, doc in store.replica.docs())
+    if (filter.states, filter.name, filter.queue, filter.tenant_id) != (None,) * 4:
+        return paging.page_of(records, filter)
+    unreadable = [
+        named(key.removeprefix(keys.job("")), store.damaged(key, exc))
+        for key, exc in list(store.replica.unreadable.items())
+    ]
+    return paging.page_of(records, filter, unreadable)
 
 
 async def load_trace(

@@ -66,6 +66,9 @@ class Replica:
         self._families: dict[str, dict[str, Entry]] = {}
         self._gone: dict[str, int] = {}
         self._docs: dict[str, tuple[int, JobDoc]] = {}
+        # Job keys holding a value that is not a job document, with why: an unfiltered list
+        # names them (reads.list_jobs).
+        self.unreadable: dict[str, BaseException] = {}
         self.live: dict[str, JobDoc] = {}
         self._runs: dict[str, str] = {}  # run id -> job key
         self.seq = 0
@@ -178,6 +181,7 @@ class Replica:
             # without it); a read of the job goes to the server and fails typed there
             # (Store.fresh_doc), and the watch, which the failure would end, follows on.
             self._forget_doc(key)
+            self.unreadable[key] = exc
             logger.warning("nats: %s at revision %d is not a job document: %r", key, revision, exc)
             return
         self._remember_doc(key, revision, doc)
@@ -208,6 +212,7 @@ class Replica:
 
     def _remember_doc(self, key: str, revision: int, doc: JobDoc) -> None:
         self._docs[key] = (revision, doc)
+        self.unreadable.pop(key, None)
         if doc.record.state in LIVE_STATES:
             self.live[key] = doc
         else:
@@ -217,6 +222,7 @@ class Replica:
         self._on_job(doc)
 
     def _forget_doc(self, key: str) -> None:
+        self.unreadable.pop(key, None)
         held = self._docs.pop(key, None)
         self.live.pop(key, None)
         if held is not None:

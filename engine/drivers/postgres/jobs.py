@@ -139,9 +139,7 @@ async def list_jobs(db: Connections, filter: JobFilter) -> JobPage:
         text, args = list_sql(filter)
         query = with_schema(text, db.schema)
     found = await db.fetch_for_values(query, *args)
-    page = [rows.job(row) for row in found[: filter.limit]]
-    more = len(found) > filter.limit
-    return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
+    return paging.cut_page([rows.job(row) for row in found], filter.limit)
 
 
 async def load_trace(

@@ -7,17 +7,18 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydantic_core import to_jsonable_python
 
 from engine.drivers.base import AckWrite
-from engine.drivers.damage import UndecodableRow
+from engine.drivers.damage import UndecodableRow, burial
 from engine.drivers.redis.codec import decode_record, dumps, pairs
+from engine.drivers.redis.connection import undecodable
 from engine.drivers.redis.scripts import CLAIM_SCRIPT
 from engine.drivers.redis.settle_scripts import ACK_SCRIPT, HEARTBEAT_SCRIPT, NACK_SCRIPT
 from engine.drivers.redis.store import Store
-from engine.errors import JobsError, JobSlotLostError
+from engine.errors import JobsError, JobSlotLostError, StoreDamagedError
 from engine.ids import new_token
 from engine.rules import LIVE_STATES, nack_event_data, nack_transition
 from schemas.events import EventRecord
@@ -27,7 +28,12 @@ logger = logging.getLogger(__name__)
 
 
 async def claim(
-    store: Store, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None
+    store: Store,
+    worker_id: str,
+    limit: int,
+    lease_ms: int,
+    queues: Sequence[str] | None,
+    fix: str,
 ) -> list[ClaimedJob]:
     if limit <= 0:
         return []
@@ -44,8 +50,8 @@ async def claim(
         try:
             record = decode_record(fields)
         except UndecodableRow as exc:
-            # The others claimed with it still run; this one goes back at its lease's end.
-            logger.error("redis: claimed a job that cannot be read (STORE_DAMAGED): %s", exc)
+            # The others claimed with it still run; this one is settled without being read.
+            await _bury(store, exc.job_id, fields.get("token", ""), undecodable(exc, fix))
             continue
         claimed.append(
             ClaimedJob(
@@ -83,10 +89,36 @@ async def ack_many(
     ]
 
 
+async def _bury(store: Store, job_id: str, token: str, damage: StoreDamagedError) -> None:
+    options, outcome = burial(damage, store.clock.now_ms())
+    try:
+        await _nack(store, job_id, token, options)
+    except JobSlotLostError:
+        # Its id is what cannot be read: it goes back at its lease's end, as nothing settles it.
+        logger.error("redis: claimed a job that cannot be read or settled: %s", damage.cause)
+        return
+    logger.error(
+        "redis: claimed a job that cannot be read; it is %s now (STORE_DAMAGED): %s",
+        outcome.state,
+        damage.cause,
+    )
+
+
 async def nack(
     store: Store, job_id: str, token: str, options: NackOptions, again: bool = False
 ) -> JobRecord:
     """`again` as for `ack_many`: a nack of this token already there answers its row."""
+    record = decode_record(pairs(await _nack(store, job_id, token, options, again)))
+    if record.state in LIVE_STATES:
+        store.wake.notify()
+    return record
+
+
+async def _nack(
+    store: Store, job_id: str, token: str, options: NackOptions, again: bool = False
+) -> list[str]:
+    """The NACK script's answer: the row's fields as stored after it (JobSlotLostError when the
+    token no longer holds the job)."""
     now = store.clock.now_ms()
     # What rules.nack_transition decides from the options alone; the script applies the rest
     # (the attempt given back, the queued_at kept) to the held row's values.
@@ -122,10 +154,7 @@ async def nack(
     )
     if not answer:
         raise JobSlotLostError(job_id)
-    record = decode_record(pairs(answer))
-    if record.state in LIVE_STATES:
-        store.wake.notify()
-    return record
+    return cast(list[str], answer)
 
 
 def _output(output: Any) -> str:

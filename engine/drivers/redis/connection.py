@@ -84,8 +84,7 @@ async def guard(fix: str) -> AsyncIterator[None]:
     except UNAVAILABLE as exc:
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
     except UndecodableRow as exc:
-        cause = f"{exc}: the job's hash holds a value the driver did not write (another program's)"
-        raise StoreDamagedError("redis", cause, fix) from exc
+        raise undecodable(exc, fix) from exc
     except RedisError as exc:
         if isinstance(exc, OutOfMemoryError):
             raise StorageFullError(
@@ -99,6 +98,11 @@ async def guard(fix: str) -> AsyncIterator[None]:
             )
             raise StoreDamagedError("redis", cause, fix) from exc
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
+
+
+def undecodable(exc: UndecodableRow, fix: str) -> StoreDamagedError:
+    cause = f"{exc}: the job's hash holds a value the driver did not write (another program's)"
+    return StoreDamagedError("redis", cause, fix)
 
 
 def wrong_type(exc: RedisError) -> bool:

@@ -184,7 +184,7 @@ class RedisDriver:
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
     ) -> list[ClaimedJob]:
         async with guard(self._fix):
-            return await claims.claim(self._store, worker_id, limit, lease_ms, queues)
+            return await claims.claim(self._store, worker_id, limit, lease_ms, queues, self._fix)
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
         async with guard(self._fix):
@@ -223,7 +223,7 @@ class RedisDriver:
 
     async def list_jobs(self, filter: JobFilter) -> JobPage:
         async with guard(self._fix):
-            return await reads.list_jobs(self._store, filter)
+            return await reads.list_jobs(self._store, filter, self._fix)
 
     async def load_trace(
         self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None

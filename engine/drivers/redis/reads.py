@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import cast
 
 from engine import paging
+from engine.drivers.damage import read_or_name
 from engine.drivers.redis.codec import decode_record, dumps
+from engine.drivers.redis.connection import undecodable
 from engine.drivers.redis.operator import find
 from engine.drivers.redis.scripts import Script
 from engine.drivers.redis.steps import ordered_steps
 from engine.drivers.redis.store import Store
 from engine.rules import LIVE_STATES, SETTLING_STATES
 from schemas.events import EventRecord
-from schemas.jobs import JobFilter, JobPage, JobRecord
+from schemas.jobs import DamagedJob, JobFilter, JobPage, JobRecord
 from schemas.trace import TracePage, TraceQuery
 
 # Ids one call of the list script examines at most: a few milliseconds of the server's time.
@@ -170,7 +173,7 @@ def _wanted(job: JobRecord, f: JobFilter) -> bool:
     )
 
 
-async def list_jobs(store: Store, f: JobFilter) -> JobPage:
+async def list_jobs(store: Store, f: JobFilter, fix: str) -> JobPage:
     """Newest first, walked down from the cursor: through the dead and failed groups when the
     filter wants only those states, else through the ids of its job name or tenant, or every
     id (the list script). A filter that wants only live states walks a short chunk of the
@@ -185,7 +188,14 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
     filters = [states, name, queue, tenant]
     failing_only = f.states is not None and set(f.states) <= set(SETTLING_STATES)
     live_only = f.states is not None and set(f.states) <= set(LIVE_STATES)
-    found: list[JobRecord] = []
+    found: list[JobRecord | DamagedJob] = []
+
+    def passing(rows: list[dict[str, str]]) -> list[JobRecord | DamagedJob]:
+        # A row may have moved since the script read it: the filter is applied again. One that
+        # cannot be read is named where it stands (the script's filter read its plain fields).
+        read = (read_or_name(r, decode_record, lambda e: undecodable(e, fix)) for r in rows if r)
+        return [j for j in read if isinstance(j, DamagedJob) or _wanted(j, f)]
+
     upper = "+" if f.cursor is None else f"({f.cursor}"
     walked = False
     while len(found) <= f.limit:
@@ -198,7 +208,7 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
                 continue
         elif live_only and walked and await _fewer_live(store, walk, upper):
             below = upper.removeprefix("(")
-            found.extend(await _live_rows(store, f, filters, below, want))
+            found.extend(await _live_rows(store, filters, below, want, passing))
             break
         else:
             # A live list's first chunk is short: where it finds no full page, the live set may
@@ -208,13 +218,11 @@ async def list_jobs(store: Store, f: JobFilter) -> JobPage:
             out = await LIST_SCRIPT(store.client, args)
             walked = True
         last, exhausted, ids = str(out[0]), int(out[1]), [str(i) for i in out[2:]]
-        rows = await store.hgetall_many([keys.job(i) for i in ids])
-        # A row may have moved since the script read it: the filter is applied again.
-        found.extend(j for j in (decode_record(r) for r in rows if r) if _wanted(j, f))
+        found.extend(passing(await store.hgetall_many([keys.job(i) for i in ids])))
         if exhausted or not last:
             break
         upper = f"({last}"
-    return _page(found, f.limit)
+    return paging.cut_page(found, f.limit)
 
 
 async def _shortest_walk(store: Store, f: JobFilter) -> str:
@@ -245,35 +253,34 @@ async def _fewer_live(store: Store, walk: str, upper: str) -> bool:
 
 
 async def _live_rows(
-    store: Store, f: JobFilter, filters: list[str], below: str, want: int
-) -> list[JobRecord]:
+    store: Store,
+    filters: list[str],
+    below: str,
+    want: int,
+    passing: Callable[[list[dict[str, str]]], list[JobRecord | DamagedJob]],
+) -> list[JobRecord | DamagedJob]:
     """Up to `want` live jobs below the id `below` that pass the filter, newest first: their ids
-    gathered from the whole live set, then fetched newest first until enough pass (a row that
-    moved meanwhile is dropped by the filter applied again)."""
+    gathered from the whole live set, then fetched newest first until enough pass (`passing`
+    reads them and applies the filter again to rows that moved meanwhile)."""
     keys = store.keys
-    passing: set[str] = set()  # SSCAN may answer an id twice
+    ids: set[str] = set()  # SSCAN may answer an id twice
     cursor = "0"
     while True:
         args = [keys.live, keys.job(""), cursor, _LIST_CHUNK, below, *filters]
         out = await LIST_LIVE_SCRIPT(store.client, args)
         cursor = str(out[0])
-        passing.update(str(i) for i in out[1:])
+        ids.update(str(i) for i in out[1:])
         if cursor == "0":
             break
-    ordered = sorted(passing, reverse=True)
-    found: list[JobRecord] = []
+    ordered = sorted(ids, reverse=True)
+    found: list[JobRecord | DamagedJob] = []
     for lo in range(0, len(ordered), want):
-        rows = await store.hgetall_many([keys.job(i) for i in ordered[lo : lo + want]])
-        found.extend(j for j in (decode_record(r) for r in rows if r) if _wanted(j, f))
+        found.extend(
+            passing(await store.hgetall_many([keys.job(i) for i in ordered[lo : lo + want]]))
+        )
         if len(found) >= want:
             break
     return found[:want]
-
-
-def _page(found: list[JobRecord], limit: int) -> JobPage:
-    page = found[:limit]
-    more = len(found) > limit
-    return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
 
 
 async def load_trace(

@@ -175,7 +175,7 @@ class SqliteDriver:
         wanted = None if queues is None else list(queues)
 
         def op(conn: sqlite3.Connection) -> tuple[list[ClaimedJob], int]:
-            claimed = lifecycle.claim(conn, worker_id, limit, lease_ms, wanted, now)
+            claimed = lifecycle.claim(conn, worker_id, limit, lease_ms, wanted, now, self.path)
             return claimed, _data_version(conn)
 
         claimed, self._seen_version = await self._exec.run(op)
@@ -208,7 +208,9 @@ class SqliteDriver:
         return await self._exec.run(lambda c: lifecycle.get(c, job_id, tenant_id), write=False)
 
     async def list_jobs(self, filter: JobFilter) -> JobPage:
-        return await self._exec.run(lambda c: lifecycle.list_jobs(c, filter), write=False)
+        return await self._exec.run(
+            lambda c: lifecycle.list_jobs(c, filter, self.path), write=False
+        )
 
     async def load_trace(
         self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None

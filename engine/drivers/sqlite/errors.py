@@ -157,7 +157,7 @@ def convert(path: str, exc: BaseException) -> JobsError:
     """The typed error for a failure SQLite (or sqlite3's binding of a value) raised on the
     database at `path`. The caller raises it `from exc`."""
     if isinstance(exc, UndecodableRow):
-        return _undecodable(path, exc)
+        return undecodable(path, exc)
     directory = os.path.dirname(os.path.abspath(path))
     code = primary_code(exc)
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
@@ -197,7 +197,7 @@ def _damaged(path: str, code: int, detail: str) -> StoreDamagedError:
     return StoreDamagedError("sqlite", f"{path}: {detail}: {why}", fix)
 
 
-def _undecodable(path: str, exc: UndecodableRow) -> StoreDamagedError:
+def undecodable(path: str, exc: UndecodableRow) -> StoreDamagedError:
     cause = f"{path}: {exc}: the job's row holds a value the driver did not write"
     # The row's JSON columns as stored, each quoted, whatever they hold.
     shown = " || char(10) || ".join(

@@ -11,7 +11,7 @@ from typing import Any
 
 from engine import paging, rules
 from engine.drivers.base import AckWrite
-from engine.drivers.damage import UndecodableRow
+from engine.drivers.damage import UndecodableRow, burial, read_or_name
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import (
     dumps,
@@ -23,7 +23,7 @@ from engine.drivers.sqlite.codec import (
     step_from_row,
 )
 from engine.drivers.sqlite.connection import each_item
-from engine.drivers.sqlite.errors import is_busy, live_key_broken, live_key_off
+from engine.drivers.sqlite.errors import is_busy, live_key_broken, live_key_off, undecodable
 from engine.drivers.sqlite.library import sqlite3
 from engine.errors import (
     JobDuplicateError,
@@ -33,6 +33,7 @@ from engine.errors import (
     JobRowStatusUnknownError,
     JobsError,
     JobSlotLostError,
+    StoreDamagedError,
 )
 from schemas.events import EventRecord
 from schemas.jobs import (
@@ -162,6 +163,7 @@ def claim(
     lease_ms: int,
     queues: Sequence[str] | None,
     now: int,
+    path: str,
 ) -> list[ClaimedJob]:
     if limit <= 0 or (queues is not None and not queues):
         return []  # SQLite reads a negative LIMIT as none at all
@@ -181,8 +183,8 @@ def claim(
         try:
             record = job_from_row(row[:-2])
         except UndecodableRow as exc:
-            # The others claimed with it still run; this one goes back at its lease's end.
-            logger.error("sqlite: claimed a job that cannot be read (STORE_DAMAGED): %s", exc)
+            # The others claimed with it still run; this one is settled without being read.
+            _bury(conn, exc.job_id, row[-2], row[_TENANT], undecodable(path, exc), now)
             continue
         # Past its first attempt, or steps stored: its steps are read.
         claimed.append(
@@ -192,6 +194,39 @@ def claim(
         )
     claimed.sort(key=lambda c: rules.claim_rank(c.record))  # RETURNING has no order
     return claimed
+
+
+def _bury(
+    conn: sqlite3.Connection,
+    job_id: str,
+    token: str,
+    tenant_id: object,
+    damage: StoreDamagedError,
+    now: int,
+) -> None:
+    options, outcome = burial(damage, now)
+    conn.execute(
+        q.BURY,
+        {
+            "id": job_id,
+            "token": token,
+            "state": outcome.state,
+            "now": now,
+            "finished_at": outcome.finished_at,
+            "last_error": error_text(options.error),
+        },
+    )
+    if outcome.event is not None:
+        data = rules.nack_event_data(options, 0, None)
+        data.pop("attempt")  # the row's, which may be what cannot be read
+        tenant = tenant_id if isinstance(tenant_id, str) else None
+        event = EventRecord(job_id=job_id, at=now, kind=outcome.event, tenant_id=tenant, data=data)
+        conn.execute(q.INSERT_EVENT, event_params(event))
+    logger.error(
+        "sqlite: claimed a job that cannot be read; it is %s now (STORE_DAMAGED): %s",
+        outcome.state,
+        damage.cause,
+    )
 
 
 def _held(conn: sqlite3.Connection, job_id: str, token: str) -> JobRecord:
@@ -324,7 +359,8 @@ def get(conn: sqlite3.Connection, job_id: str, tenant_id: str | None) -> JobReco
     return _find(conn, job_id, tenant_id)[0]
 
 
-def list_jobs(conn: sqlite3.Connection, filter: JobFilter) -> JobPage:
+def list_jobs(conn: sqlite3.Connection, filter: JobFilter, path: str) -> JobPage:
+    """A page of jobs; a row that cannot be read is named in its place, not fatal."""
     params = {
         "name": filter.name,
         "queue": filter.queue,
@@ -341,9 +377,8 @@ def list_jobs(conn: sqlite3.Connection, filter: JobFilter) -> JobPage:
         )
     )
     rows = conn.execute(sql, params).fetchall()
-    page = [job_from_row(row) for row in rows[: filter.limit]]
-    more = len(rows) > filter.limit
-    return JobPage(jobs=page, next_cursor=page[-1].id if more and page else None)
+    found = [read_or_name(row, job_from_row, lambda exc: undecodable(path, exc)) for row in rows]
+    return paging.cut_page(found, filter.limit)
 
 
 def load_steps(conn: sqlite3.Connection, run_id: str) -> list[StepRecord]:

@@ -178,6 +178,14 @@ SET state = :state, attempt = :attempt, run_at = :run_at, queued_at = :queued_at
 WHERE id = :id
 """
 
+# engine.drivers.damage.burial: a claimed row that cannot be read, settled without reading it.
+BURY = """
+UPDATE mcp_jobs_jobs
+SET state = :state, updated_at = :now, finished_at = :finished_at, last_error = :last_error,
+    worker_id = NULL, lease_expires_at = NULL, token = NULL
+WHERE id = :id AND token = :token
+"""
+
 SETTLED_PREDICATE = state_in(SETTLED_STATES)
 UNKNOWN_PREDICATE = state_not_in(JOB_STATES)
 # Newest first, the whole table: the primary key walked backwards.

@@ -61,6 +61,13 @@ async def render(dash: Dashboard, request: Request) -> str:
     body = _form(asked) + table(head, rows, data_testid="jobs")
     if not rows:
         body += "<p>No job matches.</p>"
+    damaged = [  # rows of this page the store cannot read (STORE_DAMAGED), with their fix
+        f'<tr data-testid="damaged" data-job-id="{e(n.job_ids[0])}"><td>{e(n.code)}</td>'
+        f"<td>{e(n.cause)}</td><td><code>{e(n.fix)}</code></td></tr>"
+        for n in page.notices or []
+    ]
+    if damaged:
+        body += table(["code", "cause", "fix"], damaged, data_testid="notices")
     if page.next_cursor:
         href = path(dash.prefix, "jobs", query={**asked, "cursor": page.next_cursor})
         body += f"<p>{link(href, 'next page →', data_testid='next-page')}</p>"

@@ -1,0 +1,81 @@
+"""A job row another program wrote, seen by an agent: `list_jobs` answers the rest of the page
+with the row named in a STORE_DAMAGED notice whose fix runs; the CLI's list and the dashboard's
+show the same notice; a worker runs the jobs beside it and its claim settles the row dead."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import anyio
+import pytest
+
+from engine import JobRegistry, Jobs, Worker
+from mcp_jobs.cli.entry import main
+from tests.dashboard.support import Marks, browse, dashboard_for
+from tests.mcp.conftest import OpenMcp
+from tests.sqlite.fix_runner import run_fix
+
+pytestmark = pytest.mark.drivers("sqlite", reason="another program writes into the file")
+
+
+async def _three_with_the_middle_damaged(jobs: Jobs, database_url: str) -> list[str]:
+    ids = [(await jobs.enqueue("greet", {"user_id": n})).id for n in (1, 2, 3)]
+    other = sqlite3.connect(database_url.removeprefix("sqlite:///"))
+    other.execute("UPDATE mcp_jobs_jobs SET input = 'not json' WHERE id = ?", (ids[1],))
+    other.commit()
+    other.close()
+    return ids
+
+
+async def test_list_jobs_names_a_damaged_row_and_answers_the_rest(
+    jobs: Jobs, database_url: str, open_mcp: OpenMcp
+) -> None:
+    first, damaged, third = await _three_with_the_middle_damaged(jobs, database_url)
+    async with open_mcp() as mcp:
+        listed = await mcp.ok("list_jobs")
+        assert [j["id"] for j in listed["jobs"]] == [third, first]
+        (notice,) = listed["notices"]
+        assert notice["code"] == "STORE_DAMAGED" and notice["job_ids"] == [damaged]
+        assert f"job {damaged} cannot be read" in notice["cause"]
+        ran = await run_fix(notice["fix"])
+        assert ran.returncode == 0 and b"input: 'not json'" in ran.stdout, ran
+
+        # Pages of one walk past it: the page that holds only the damaged row says so.
+        page = await mcp.ok("list_jobs", {"limit": 1})
+        assert [j["id"] for j in page["jobs"]] == [third] and "notices" not in page
+        page = await mcp.ok("list_jobs", {"limit": 1, "cursor": page["next_cursor"]})
+        assert page["jobs"] == [] and page["notices"][0]["job_ids"] == [damaged]
+        page = await mcp.ok("list_jobs", {"limit": 1, "cursor": page["next_cursor"]})
+        assert [j["id"] for j in page["jobs"]] == [first]
+
+        # Reading the row itself stays the typed error, not retried.
+        failed = await mcp.fails("inspect_job", {"job_id": damaged}, "STORE_DAMAGED")
+        assert failed["retryable"] is False
+
+        # A worker runs the others; the damaged row is dead, its error the damage.
+        assert await Worker(jobs).run_until_idle() == 2
+        for done in (first, third):
+            assert (await mcp.ok("inspect_job", {"job_id": done}))["job"]["state"] == "done"
+        dead = await mcp.ok("list_jobs", {"state": "dead"})
+        assert dead["jobs"] == [] and dead["notices"][0]["job_ids"] == [damaged]
+        ran = await run_fix(notice["fix"])
+        assert b"input: 'not json'" in ran.stdout and b"STORE_DAMAGED" in ran.stdout, ran
+
+
+async def test_the_cli_and_the_dashboard_show_the_damaged_row(
+    jobs: Jobs, app: JobRegistry, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, damaged, third = await _three_with_the_middle_damaged(jobs, database_url)
+    code = await anyio.to_thread.run_sync(main, ["jobs", "ls", "--database-url", database_url])
+    out = capsys.readouterr().out
+    assert code == 0 and first in out and third in out, out
+    assert f"CRITICAL STORE_DAMAGED: job {damaged} cannot be read" in out
+    assert "  fix: python3 -c" in out
+
+    dash = dashboard_for(jobs)
+    async with browse(dash) as http:
+        page = await http.get("/jobs")
+    assert page.status_code == 200
+    marks = Marks(page.text)
+    assert {m.attrs["data-job-id"] for m in marks.all("job-row")} == {first, third}
+    assert marks.one("damaged").attrs["data-job-id"] == damaged
