@@ -7,7 +7,7 @@ boundary, which knows the store and its fix, makes it STORE_DAMAGED (terminal).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from engine import rules
 from engine.errors import StoreDamagedError
@@ -22,9 +22,20 @@ UNDECODABLE = (ValueError, KeyError, TypeError)
 
 
 class UndecodableRow(Exception):
-    def __init__(self, job_id: str, exc: BaseException) -> None:
-        super().__init__(f"job {job_id}: {type(exc).__name__}: {str(exc)[:200]}")
+    """`kind`: which row of the job cannot be read, its own or one of its steps' or events'
+    (`name` says which)."""
+
+    def __init__(
+        self,
+        job_id: str,
+        exc: BaseException,
+        kind: Literal["job", "step", "event"] = "job",
+        name: str = "",
+    ) -> None:
+        where = f"job {job_id}" if kind == "job" else f"job {job_id}, {kind} {name!r}"
+        super().__init__(f"{where}: {type(exc).__name__}: {str(exc)[:200]}")
         self.job_id = job_id
+        self.kind = kind
 
 
 def read_or_name(

@@ -9,7 +9,7 @@ import sqlite3
 import anyio
 import pytest
 
-from engine import JobRegistry, Jobs, Worker
+from engine import JobRegistry, Jobs, ManualClock, Worker
 from mcp_jobs.cli.entry import main
 from tests.dashboard.support import Marks, browse, dashboard_for
 from tests.mcp.conftest import OpenMcp
@@ -79,3 +79,33 @@ async def test_the_cli_and_the_dashboard_show_the_damaged_row(
     marks = Marks(page.text)
     assert {m.attrs["data-job-id"] for m in marks.all("job-row")} == {first, third}
     assert marks.one("damaged").attrs["data-job-id"] == damaged
+
+
+async def test_a_damaged_step_fails_its_job_for_good_and_the_worker_goes_on(
+    jobs: Jobs, database_url: str, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    """A stored step's output that is not JSON: the job's replay cannot read it, so the job
+    fails for good (STORE_DAMAGED is terminal; retrying would read it again) with a fix that
+    prints its steps as stored; inspecting the job answers the same; other jobs run."""
+    order = await jobs.enqueue("fulfil", {"order_id": 7})
+    await Worker(jobs).run_until_idle()  # reserves, then sleeps 10 s
+    other = sqlite3.connect(database_url.removeprefix("sqlite:///"))
+    other.execute("UPDATE mcp_jobs_steps SET output = 'not json' WHERE job_id = ?", (order.id,))
+    other.commit()
+    other.close()
+    greeting = await jobs.enqueue("greet", {"user_id": 1})
+    clock.advance(10_000)
+    await Worker(jobs).run_until_idle()
+
+    async with open_mcp() as mcp:
+        assert (await mcp.ok("inspect_job", {"job_id": greeting.id}))["job"]["state"] == "done"
+        (job,) = (await mcp.ok("list_jobs", {"name": "fulfil"}))["jobs"]
+        assert job["state"] == "failed", job
+        error = job["last_error"]
+        assert (
+            error["code"] == "STORE_DAMAGED" and f"job {order.id}, step 'reserve'" in error["cause"]
+        )
+        ran = await run_fix(error["fix"])
+        assert ran.returncode == 0 and b"reserve: 'not json'" in ran.stdout, ran
+        failed = await mcp.fails("inspect_job", {"job_id": order.id}, "STORE_DAMAGED")
+        assert failed["fix"] == error["fix"]

@@ -16,7 +16,8 @@ from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError
-from schemas.jobs import EnqueueRequest, JobFilter
+from schemas.errors import ErrorPayload
+from schemas.jobs import EnqueueRequest, JobFilter, NackOptions
 from schemas.steps import StepRecord
 from tests.sqlite.fix_runner import run_fix
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
@@ -242,3 +243,30 @@ async def test_one_refused_item_fails_alone_in_a_set_wise_settle(
         "JOB_SLOT_LOST",
     ]
     assert [(await driver.get(f"job{n}")).state for n in range(3)] == ["done", "running", "running"]
+
+
+async def test_an_event_another_program_wrote_is_damage_named_with_its_job(
+    driver: SqliteDriver, tmp_path: Path, clock: ManualClock
+) -> None:
+    """An event's data that is not JSON: the job's trace is STORE_DAMAGED naming the job and
+    the event, with a fix that prints the job's events as stored."""
+    await driver.enqueue([_item(1, clock.now_ms())])
+    (claimed,) = await driver.claim("w", 1, 60_000)
+    await driver.nack("job1", claimed.token, NackOptions(error=_failure(), delay_ms=1_000))
+    other = sqlite3.connect(tmp_path / "jobs.db")
+    other.execute("UPDATE mcp_jobs_events SET data = 'not json' WHERE job_id = 'job1'")
+    other.commit()
+    other.close()
+
+    with pytest.raises(JobsError) as raised:
+        await driver.load_trace("job1")
+    error = raised.value
+    assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+    assert "job job1, event 'retried at" in error.cause
+    ran = await run_fix(error.fix)
+    assert ran.returncode == 0 and b"retried at" in ran.stdout and b"'not json'" in ran.stdout
+    assert (await driver.get("job1")).state == "delayed"  # the job's own row reads as before
+
+
+def _failure() -> ErrorPayload:
+    return ErrorPayload(code="JOB_FAILED", title="t", cause="boom", fix="retry", retryable=True)

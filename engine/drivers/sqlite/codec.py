@@ -114,17 +114,20 @@ def job_from_row(row: Sequence[Any]) -> JobRecord:
 
 def step_from_row(row: Sequence[Any]) -> StepRecord:
     job_id, run_id, name, status, output, error, started_at, finished_at, attempts = row
-    return StepRecord(
-        job_id=job_id,
-        run_id=run_id,
-        name=name,
-        status=step_status(status),
-        output=loads(output),
-        error=error,
-        started_at=started_at,
-        finished_at=finished_at,
-        attempts=attempts,
-    )
+    try:
+        return StepRecord(
+            job_id=job_id,
+            run_id=run_id,
+            name=name,
+            status=step_status(status),
+            output=loads(output),
+            error=error,
+            started_at=started_at,
+            finished_at=finished_at,
+            attempts=attempts,
+        )
+    except UNDECODABLE as exc:
+        raise UndecodableRow(str(job_id), exc, "step", str(name)) from exc
 
 
 def step_params(step: StepRecord) -> dict[str, Any]:
@@ -143,9 +146,12 @@ def step_params(step: StepRecord) -> dict[str, Any]:
 
 def event_from_row(row: Sequence[Any]) -> EventRecord:
     job_id, at, kind, actor, tenant_id, data = row
-    return EventRecord(
-        job_id=job_id, at=at, kind=kind, actor=actor, tenant_id=tenant_id, data=loads(data)
-    )
+    try:
+        return EventRecord(
+            job_id=job_id, at=at, kind=kind, actor=actor, tenant_id=tenant_id, data=loads(data)
+        )
+    except UNDECODABLE as exc:
+        raise UndecodableRow(str(job_id), exc, "event", f"{kind} at {at}") from exc
 
 
 def event_params(event: EventRecord) -> dict[str, Any]:

@@ -198,14 +198,22 @@ def _damaged(path: str, code: int, detail: str) -> StoreDamagedError:
 
 
 def undecodable(path: str, exc: UndecodableRow) -> StoreDamagedError:
-    cause = f"{path}: {exc}: the job's row holds a value the driver did not write"
-    # The row's JSON columns as stored, each quoted, whatever they hold.
-    shown = " || char(10) || ".join(
-        f"'{column}: ' || quote({column})" for column in ("input", "output", "last_error")
-    )
+    cause = f"{path}: {exc}: the {exc.kind}'s row holds a value the driver did not write"
     job = exc.job_id.replace("'", "''")
-    fix = python_sql(path, f"SELECT {shown} FROM {JOBS_TABLE} WHERE id = '{job}'")
-    return StoreDamagedError("sqlite", cause, fix)
+    # The JSON columns of the job's rows of that kind as stored, each quoted, whatever it holds.
+    if exc.kind == "step":
+        shown = f"SELECT name || ': ' || quote(output) FROM mcp_jobs_steps WHERE job_id = '{job}'"
+    elif exc.kind == "event":
+        shown = (
+            "SELECT kind || ' at ' || at || ': ' || quote(data) FROM mcp_jobs_events "
+            f"WHERE job_id = '{job}'"
+        )
+    else:
+        columns = " || char(10) || ".join(
+            f"'{column}: ' || quote({column})" for column in ("input", "output", "last_error")
+        )
+        shown = f"SELECT {columns} FROM {JOBS_TABLE} WHERE id = '{job}'"
+    return StoreDamagedError("sqlite", cause, python_sql(path, shown))
 
 
 def _unavailable_fix(path: str, exc: BaseException) -> str:
