@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -172,10 +173,7 @@ async def test_a_row_another_program_wrote_is_damage_named_in_lists_and_buried_o
     on; a claim that takes it settles it dead and hands out the jobs beside it (a worker would
     stop claiming at all, and a row left running would come back at every lease's end)."""
     await driver.enqueue([_item(n, clock.now_ms()) for n in (1, 2, 3)])
-    other = sqlite3.connect(tmp_path / "jobs.db")
-    other.execute("UPDATE mcp_jobs_jobs SET input = 'not json' WHERE id = 'job2'")
-    other.commit()
-    other.close()
+    _another_program(tmp_path, "UPDATE mcp_jobs_jobs SET input = 'not json' WHERE id = 'job2'")
 
     with pytest.raises(JobsError) as raised:
         await driver.get("job2")
@@ -190,9 +188,9 @@ async def test_a_row_another_program_wrote_is_damage_named_in_lists_and_buried_o
     assert "claimed a job that cannot be read; it is dead now (STORE_DAMAGED)" in caplog.text
     ran = await run_fix(error.fix)  # the row as stored: its input, and the damage as its error
     assert b"input: 'not json'" in ran.stdout and b"STORE_DAMAGED" in ran.stdout, ran
-    other = sqlite3.connect(tmp_path / "jobs.db")
-    (event,) = other.execute("SELECT kind, data FROM mcp_jobs_events WHERE job_id = 'job2'")
-    other.close()
+    (event,) = _another_program(
+        tmp_path, "SELECT kind, data FROM mcp_jobs_events WHERE job_id = 'job2'"
+    )
     assert event[0] == "dead" and "STORE_DAMAGED" in event[1], event
 
 
@@ -253,10 +251,7 @@ async def test_an_event_another_program_wrote_is_damage_named_with_its_job(
     await driver.enqueue([_item(1, clock.now_ms())])
     (claimed,) = await driver.claim("w", 1, 60_000)
     await driver.nack("job1", claimed.token, NackOptions(error=_failure(), delay_ms=1_000))
-    other = sqlite3.connect(tmp_path / "jobs.db")
-    other.execute("UPDATE mcp_jobs_events SET data = 'not json' WHERE job_id = 'job1'")
-    other.commit()
-    other.close()
+    _another_program(tmp_path, "UPDATE mcp_jobs_events SET data = 'not json' WHERE job_id = 'job1'")
 
     with pytest.raises(JobsError) as raised:
         await driver.load_trace("job1")
@@ -270,3 +265,14 @@ async def test_an_event_another_program_wrote_is_damage_named_with_its_job(
 
 def _failure() -> ErrorPayload:
     return ErrorPayload(code="JOB_FAILED", title="t", cause="boom", fix="retry", retryable=True)
+
+
+def _another_program(tmp_path: Path, sql: str) -> list[tuple[Any, ...]]:
+    """Run `sql` on the jobs file through a connection of its own, as another program would."""
+    other = sqlite3.connect(tmp_path / "jobs.db")
+    try:
+        rows = other.execute(sql).fetchall()
+        other.commit()
+        return rows
+    finally:
+        other.close()
