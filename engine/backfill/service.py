@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 # How many keys of the first batch a dry run shows.
 SAMPLE_KEYS = 10
+LIVE_PASS_PAGE = 1000  # pass jobs read per page when looking for the live ones
 
 
 class Backfills:
@@ -79,12 +80,16 @@ class Backfills:
         live: dict[str, JobRecord] = {}
         cursor: str | None = None
         while True:
-            page = await self.jobs.list(state=LIVE_STATES, name=PASS_JOB, limit=1000, cursor=cursor)
+            page = await self.jobs.list(
+                state=LIVE_STATES, name=PASS_JOB, limit=LIVE_PASS_PAGE, cursor=cursor
+            )
             for record in page.jobs:
                 name = record.input.get("name")
                 if isinstance(name, str):
                     live.setdefault(name, record)
-            if page.next_cursor is None or not page.jobs:
+            # A page may hold only rows that cannot be read (`page.damaged`); the cursor still
+            # moves past them, and a live pass may lie beyond.
+            if page.next_cursor is None or not (page.jobs or page.damaged):
                 return live
             cursor = page.next_cursor
 

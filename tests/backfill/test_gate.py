@@ -3,11 +3,17 @@ nothing anywhere and reports what a write would answer."""
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 
-from engine import Jobs, Worker
-from engine.backfill import PASS_JOB, BackfillRegistry, Backfills
+from engine import Jobs, ManualClock, Worker
+from engine.backfill import PASS_JOB, BackfillRegistry, Backfills, service
 from engine.errors import JobsError
+from engine.ids import new_id
+from schemas.jobs import EnqueueRequest
+from schemas.states import LIVE_STATES
 from tests.backfill.support import Customers
 
 
@@ -200,3 +206,42 @@ async def test_applied_is_per_environment(
     assert caught.value.code == "BACKFILL_APPLIED"
     start = await production.write("normalize_emails")  # a rehearsal does not apply production
     assert start.environment == "production"
+
+
+@pytest.mark.drivers("sqlite", reason="a row another program wrote into the jobs file")
+async def test_a_live_pass_behind_a_page_of_damaged_rows_still_holds_the_name(
+    jobs: Jobs,
+    backfills: Backfills,
+    backfill_registry: BackfillRegistry,
+    customers: Customers,
+    clock: ManualClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The live-pass read pages past a page that holds only a damaged pass row (the list names
+    it in `damaged`), so the backfill's state still shows the pass that runs."""
+    customers.declare(backfill_registry)
+    started = await backfills.write("normalize_emails")
+    newer = new_id()
+    await jobs.driver.enqueue(
+        [
+            EnqueueRequest(
+                id=newer,
+                run_id=new_id(),
+                name=PASS_JOB,
+                queue="default",
+                idempotency_key="another pass",
+                input={},
+                run_at=clock.now_ms(),
+                max_attempts=1,
+            )
+        ]
+    )
+    with sqlite3.connect(tmp_path / "jobs.db") as other:
+        other.execute("UPDATE mcp_jobs_jobs SET input = 'not json' WHERE id = ?", (newer,))
+    other.close()
+    monkeypatch.setattr(service, "LIVE_PASS_PAGE", 1)
+
+    first = await jobs.list(state=LIVE_STATES, name=PASS_JOB, limit=1)
+    assert (first.jobs, [d.id for d in first.damaged]) == ([], [newer])
+    assert (await backfills.state("normalize_emails")).live_job_id == started.job_id
