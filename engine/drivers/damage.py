@@ -23,7 +23,8 @@ UNDECODABLE = (ValueError, KeyError, TypeError)
 
 class UndecodableRow(Exception):
     """`kind`: which row of the job cannot be read, its own or one of its steps' or events'
-    (`name` says which)."""
+    (`name` says which). A step read by its run alone (a replay on a store that keys steps by
+    run) names the run, `job_id` empty."""
 
     def __init__(
         self,
@@ -31,10 +32,14 @@ class UndecodableRow(Exception):
         exc: BaseException,
         kind: Literal["job", "step", "event"] = "job",
         name: str = "",
+        *,
+        run_id: str = "",
     ) -> None:
-        where = f"job {job_id}" if kind == "job" else f"job {job_id}, {kind} {name!r}"
+        owner = f"job {job_id}" if job_id else f"run {run_id}"
+        where = owner if kind == "job" else f"{owner}, {kind} {name!r}"
         super().__init__(f"{where}: {type(exc).__name__}: {str(exc)[:200]}")
         self.job_id = job_id
+        self.run_id = run_id
         self.kind = kind
 
 

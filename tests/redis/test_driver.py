@@ -10,7 +10,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from engine import Jobs, ManualClock
+from engine import JobRegistry, Jobs, ManualClock, Worker, connect
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.urls import report_fix
@@ -28,6 +28,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from engine.drivers.redis import RedisDriver, claims
+from tests.mcp.support import declare_app
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place, pages
 from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
@@ -213,15 +214,73 @@ async def test_a_job_hash_another_program_wrote_is_damage_named_in_lists_and_bur
         error = raised.value
         assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
         assert f"job {damaged}: JSONDecodeError" in error.cause
-        assert error.fix == report_fix(database_url)
+        assert "input: 'not json'" in run_fix(error.fix)  # the hash as stored
         assert await check_listed_in_place(driver, third, damaged, first) == error.fix
         assert await pages(driver, 1, ("ready",)) == [([third], []), ([], [damaged]), ([first], [])]
 
         await check_buried_on_claim(driver, damaged, [first, third])
         assert "claimed a job that cannot be read; it is dead now (STORE_DAMAGED)" in caplog.text
-        stored = await client.hgetall(f"{driver.prefix}job:{damaged}")
-        assert stored["input"] == "not json" and "STORE_DAMAGED" in stored["last_error"]
+        shown = run_fix(error.fix)  # the row as stored: its input, and the damage as its error
+        assert "input: 'not json'" in shown and "STORE_DAMAGED" in shown, shown
         await client.delete(f"{driver.prefix}job:{damaged}")
+    finally:
+        await driver.close()
+
+
+async def test_a_step_or_event_another_program_wrote_is_damage_named_with_its_job(
+    database_url: str, clock: ManualClock
+) -> None:
+    """A step's value or an event's member that is not what the driver writes: the job's
+    trace, its run's steps and a rerun from the step are STORE_DAMAGED (not retried) naming
+    the job, or the run where the caller knows only the run (a replay), and the step or event;
+    the fix prints them as stored. The job's own hash reads as before."""
+    driver = cast(RedisDriver, open_driver(database_url, clock=clock))
+    try:
+        await driver.migrate()
+        request = _request(1, clock.now_ms())
+        await driver.enqueue([request])
+        (claimed,) = await driver.claim("w", 1, 60_000)
+        step = StepRecord(
+            job_id=request.id,
+            run_id=request.run_id,
+            name="reserve",
+            status="completed",
+            output=1,
+            started_at=clock.now_ms(),
+            attempts=1,
+        )
+        await driver.save_steps_many([StepWrite(request.id, claimed.token, step)])
+        await driver.ack_many([AckWrite(request.id, claimed.token, None)])
+        client = driver._store.client  # pyright: ignore[reportPrivateUsage]
+        await client.hset(f"{driver.prefix}steps:{request.run_id}", "reserve", "not json")
+
+        reads = [
+            (f"job {request.id}, step 'reserve'", driver.load_trace(request.id)),
+            (f"run {request.run_id}, step 'reserve'", driver.load_steps(request.run_id)),
+            (
+                f"job {request.id}, step 'reserve'",
+                driver.rerun(request.id, None, "reserve", False, "ops", "f" * 32),
+            ),
+        ]
+        for named, read in reads:
+            with pytest.raises(JobsError) as raised:
+                await read
+            error = raised.value
+            assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+            assert f"{named}: " in error.cause, error.cause
+            assert run_fix(error.fix) == "reserve: 'not json'\n"
+
+        await client.delete(f"{driver.prefix}steps:{request.run_id}")
+        events = f"{driver.prefix}ev:{request.id}"
+        await client.zadd(events, {"999|not json": 999})
+        with pytest.raises(JobsError) as raised:
+            await driver.load_trace(request.id)
+        error = raised.value
+        assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+        assert f"job {request.id}, event '#999': ValidationError" in error.cause, error.cause
+        assert "'999|not json'" in run_fix(error.fix).splitlines()
+        job = await driver.get(request.id)
+        assert (job.state, job.run_id) == ("done", request.run_id)  # the rerun wrote nothing
     finally:
         await driver.close()
 
@@ -497,3 +556,34 @@ async def test_a_prune_pass_reads_no_row_that_every_rule_keeps(
     read.clear()
     assert await driver.prune(plan(DEFAULT_POLICY, clock.now_ms()), 100) == []
     assert read == []
+
+
+async def test_a_replay_that_meets_a_damaged_step_fails_the_job_for_good(
+    database_url: str, clock: ManualClock, registry: JobRegistry
+) -> None:
+    """A replay reads its run's steps by the run alone: a value another program wrote there
+    fails the job for good (retrying would read it again), naming the run and the step, with
+    the fix that prints them; other jobs run."""
+    declare_app(registry)  # "fulfil" reserves, then sleeps 10 s; "greet"
+    jobs = await connect(database_url, clock=clock, registry=registry)
+    try:
+        order = await jobs.enqueue("fulfil", {"order_id": 7})
+        await Worker(jobs).run_until_idle()
+        run_id = (await jobs.get(order.id)).run_id
+        driver = cast(RedisDriver, jobs.driver)
+        await driver._store.client.hset(  # pyright: ignore[reportPrivateUsage]
+            f"{driver.prefix}steps:{run_id}", "reserve", "not json"
+        )
+        greeting = await jobs.enqueue("greet", {"user_id": 1})
+        clock.advance(10_000)
+        await Worker(jobs).run_until_idle()
+
+        assert (await jobs.get(greeting.id)).state == "done"
+        failed = await jobs.get(order.id)
+        error = failed.last_error
+        assert failed.state == "failed" and error is not None, failed
+        assert error.code == "STORE_DAMAGED" and not error.retryable
+        assert f"run {run_id}, step 'reserve'" in error.cause, error.cause
+        assert "reserve: 'not json'" in run_fix(error.fix).splitlines()  # beside "settle"
+    finally:
+        await jobs.close()

@@ -14,7 +14,7 @@ from pydantic_core import to_jsonable_python
 from engine.drivers.base import AckWrite
 from engine.drivers.damage import UndecodableRow, burial
 from engine.drivers.redis.codec import decode_record, dumps, pairs
-from engine.drivers.redis.connection import undecodable
+from engine.drivers.redis.connection import Fixes
 from engine.drivers.redis.scripts import CLAIM_SCRIPT
 from engine.drivers.redis.settle_scripts import ACK_SCRIPT, HEARTBEAT_SCRIPT, NACK_SCRIPT
 from engine.drivers.redis.store import Store
@@ -33,7 +33,7 @@ async def claim(
     limit: int,
     lease_ms: int,
     queues: Sequence[str] | None,
-    fix: str,
+    fixes: Fixes,
 ) -> list[ClaimedJob]:
     if limit <= 0:
         return []
@@ -51,7 +51,7 @@ async def claim(
             record = decode_record(fields)
         except UndecodableRow as exc:
             # The others claimed with it still run; this one is settled without being read.
-            await _bury(store, exc.job_id, fields.get("token", ""), undecodable(exc, fix))
+            await _bury(store, exc.job_id, fields.get("token", ""), fixes.damaged(exc))
             continue
         claimed.append(
             ClaimedJob(

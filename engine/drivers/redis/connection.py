@@ -19,8 +19,9 @@ from redis.exceptions import OutOfMemoryError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine.drivers.damage import UndecodableRow
-from engine.drivers.redis.keys import DEFAULT_PREFIX
-from engine.drivers.urls import split_param
+from engine.drivers.redis.fix_lines import stored_values
+from engine.drivers.redis.keys import DEFAULT_PREFIX, Keys
+from engine.drivers.urls import report_fix, split_param
 from engine.errors import (
     DatabaseUrlInvalidError,
     DriverUnavailableError,
@@ -75,16 +76,33 @@ def resolve_prefix(url: str, prefix: str | None) -> str:
     return prefix or split_prefix(url)[1] or DEFAULT_PREFIX
 
 
+class Fixes:
+    """The fix lines the driver's errors carry: `report` (`mcp-jobs db report`) for a server
+    that does not answer, is full or holds keys of another type; `damaged` for a value that
+    another program wrote, with a line that prints it as stored."""
+
+    def __init__(self, url: str, keys: Keys) -> None:
+        self.url = url
+        self.keys = keys
+        self.report = report_fix(url)
+
+    def damaged(self, exc: UndecodableRow) -> StoreDamagedError:
+        cause = f"{exc}: the {exc.kind}'s value is not one the driver wrote (another program's)"
+        return StoreDamagedError("redis", cause, stored_values(self.url, self.keys, exc))
+
+
 @asynccontextmanager
-async def guard(fix: str) -> AsyncIterator[None]:
-    """Redis or network failures raised inside come out as `DriverUnavailableError`, and a
-    server out of memory under `maxmemory` as STORAGE_FULL; `fix` is the driver's `report_fix`."""
+async def guard(fixes: Fixes) -> AsyncIterator[None]:
+    """Redis or network failures raised inside come out as `DriverUnavailableError`, a server
+    out of memory under `maxmemory` as STORAGE_FULL, and a value the driver cannot read as
+    STORE_DAMAGED."""
+    fix = fixes.report
     try:
         yield
     except UNAVAILABLE as exc:
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
     except UndecodableRow as exc:
-        raise undecodable(exc, fix) from exc
+        raise fixes.damaged(exc) from exc
     except RedisError as exc:
         if isinstance(exc, OutOfMemoryError):
             raise StorageFullError(
@@ -98,11 +116,6 @@ async def guard(fix: str) -> AsyncIterator[None]:
             )
             raise StoreDamagedError("redis", cause, fix) from exc
         raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
-
-
-def undecodable(exc: UndecodableRow, fix: str) -> StoreDamagedError:
-    cause = f"{exc}: the job's hash holds a value the driver did not write (another program's)"
-    return StoreDamagedError("redis", cause, fix)
 
 
 def wrong_type(exc: RedisError) -> bool:

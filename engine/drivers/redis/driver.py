@@ -46,6 +46,7 @@ from engine.drivers.redis import stats as stats_store
 from engine.drivers.redis.changes import ChangeListener
 from engine.drivers.redis.connection import (
     PREFIX_PARAM,
+    Fixes,
     guard,
     open_client,
     passes,
@@ -57,7 +58,7 @@ from engine.drivers.redis.scripts import ALL_SCRIPTS
 from engine.drivers.redis.settle_scripts import SETTLE_SCRIPTS
 from engine.drivers.redis.store import Store
 from engine.drivers.redis.wake import WakeListener
-from engine.drivers.urls import naming, report_fix
+from engine.drivers.urls import naming
 from engine.errors import JobsError
 from engine.inbound_events import EventCursor, InboundEvent
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
@@ -118,7 +119,7 @@ class RedisDriver:
             url = naming(url, PREFIX_PARAM, keys.prefix)
         self._url = url
         self._connect_timeout_s = connect_timeout_s
-        self._fix = report_fix(url)
+        self._fixes = Fixes(url, keys)
         client = open_client(client_url, connect_timeout_s)
         self._store = Store(client, keys, clock, WakeListener(client, keys.wake))
         self._changes = ChangeListener(client, keys)
@@ -133,7 +134,7 @@ class RedisDriver:
 
     async def migrate(self) -> None:
         # Nothing to create: keys appear on first write. Loading the scripts checks the server.
-        async with guard(self._fix):
+        async with guard(self._fixes):
             for script in (*ALL_SCRIPTS, *SETTLE_SCRIPTS):
                 await script.load(self._store.client)
             fresh = await self._store.client.set(self._store.keys.version, SCHEMA_VERSION, nx=True)
@@ -153,7 +154,7 @@ class RedisDriver:
                 "jobs among them; set maxmemory-policy %s in its configuration (%s shows it)",
                 policy,
                 report.KEEPS_KEYS,
-                self._fix,
+                self._fixes.report,
             )
 
     async def server_report(self) -> StoreReport:
@@ -170,7 +171,7 @@ class RedisDriver:
     async def enqueue(
         self, requests: Sequence[EnqueueRequest], *, now: int | None = None
     ) -> list[EnqueueResult]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             at = self.clock.now_ms() if now is None else now
             return await enqueue.enqueue(self._store, requests, at)
 
@@ -183,11 +184,11 @@ class RedisDriver:
     async def claim(
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
     ) -> list[ClaimedJob]:
-        async with guard(self._fix):
-            return await claims.claim(self._store, worker_id, limit, lease_ms, queues, self._fix)
+        async with guard(self._fixes):
+            return await claims.claim(self._store, worker_id, limit, lease_ms, queues, self._fixes)
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await claims.heartbeat(self._store, job_id, token, lease_ms)
 
     def _held(self, settle: Callable[[bool], Awaitable[T]]) -> Awaitable[T]:
@@ -198,7 +199,7 @@ class RedisDriver:
         async def guarded() -> T:
             nonlocal tries
             tries += 1
-            async with guard(self._fix):
+            async with guard(self._fixes):
                 return await settle(tries > 1)
 
         return hold(
@@ -218,43 +219,43 @@ class RedisDriver:
         )
 
     async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await reads.get(self._store, job_id, tenant_id)
 
     async def list_jobs(self, filter: JobFilter) -> JobPage:
-        async with guard(self._fix):
-            return await reads.list_jobs(self._store, filter, self._fix)
+        async with guard(self._fixes):
+            return await reads.list_jobs(self._store, filter, self._fixes)
 
     async def load_trace(
         self, job_id: str, tenant_id: str | None = None, page: TraceQuery | None = None
     ) -> TracePage:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await reads.load_trace(self._store, job_id, tenant_id, page)
 
     async def stats(
         self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
     ) -> list[QueueStats]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await stats_store.stats(self._store, queues, tenant_id)
 
     async def cancel(self, job_id: str, tenant_id: str | None, actor: str | None) -> JobRecord:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await operator.cancel(self._store, job_id, tenant_id, actor)
 
     async def retry(
         self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
     ) -> JobRecord:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await operator.retry(self._store, job_id, tenant_id, include_cancelled, actor)
 
     async def record_event(self, event: EventRecord) -> None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await operator.record_event(self._store, event)
 
     # --- steps --------------------------------------------------------------------------------
 
     async def load_steps(self, run_id: str) -> list[StepRecord]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await steps.load_steps(self._store, run_id)
 
     async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
@@ -266,25 +267,25 @@ class RedisDriver:
     async def acquire_slots(
         self, job_id: str, caps: Sequence[tuple[str, int]], expires_at: int
     ) -> str | None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await slots.acquire_slots(self._store, job_id, caps, expires_at)
 
     async def release_slots(self, job_id: str) -> None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await slots.release_slots(self._store, job_id)
 
     # --- workers and wake-ups -----------------------------------------------------------------
 
     async def worker_seen(self, info: WorkerInfo) -> None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await presence.worker_seen(self._store, info)
 
     async def worker_gone(self, worker_id: str) -> None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await presence.worker_gone(self._store, worker_id)
 
     async def live_workers(self, seen_since: int) -> list[WorkerInfo]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await presence.live_workers(self._store, seen_since)
 
     async def wait_for_work(self, timeout_ms: int) -> None:
@@ -299,7 +300,7 @@ class RedisDriver:
     # --- backfill ledger ----------------------------------------------------------------------
 
     async def backfill_save(self, run: BackfillRun) -> None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await ledgers.backfill_save(self._store, run)
 
     async def backfill_runs(
@@ -311,7 +312,7 @@ class RedisDriver:
         before: RunPosition | None = None,
         limit: int | None = None,
     ) -> list[BackfillRun]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await ledgers.backfill_runs(
                 self._store, name, environment, status, before, limit
             )
@@ -319,19 +320,19 @@ class RedisDriver:
     # --- scheduler and leader leases ----------------------------------------------------------
 
     async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await scheduler.scheduler_lead(self._store, holder, lease_ms)
 
     async def task_state(self, task: str) -> TaskState | None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await scheduler.task_state(self._store, task)
 
     async def task_fired(self, task: str, occurrence_ms: int) -> None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await scheduler.task_fired(self._store, task, occurrence_ms)
 
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await scheduler.lead(self._store, name, holder, lease_ms)
 
     # --- outbox -------------------------------------------------------------------------------
@@ -342,19 +343,19 @@ class RedisDriver:
     async def outbox_claim(
         self, relay_id: str, token: str, limit: int, lease_ms: int
     ) -> list[OutboxRow]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await outbox.claim(self._store, token, limit, lease_ms)
 
     async def outbox_publish(self, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await outbox.publish(self._store, token, rows)
 
     async def outbox_forget_published(self, published_before: int, limit: int) -> int:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await outbox.forget_published(self._store, published_before, limit)
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await outbox.release(self._store, token, ids)
 
     # --- history (engine.retention) -----------------------------------------------------------
@@ -362,21 +363,21 @@ class RedisDriver:
     async def prune_counts(
         self, cutoffs: Cutoffs, tenant_id: str | None = None
     ) -> list[PruneCount]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await retention.prune_counts(self._store, cutoffs, tenant_id)
 
     async def prune(
         self, cutoffs: Cutoffs, limit: int, tenant_id: str | None = None
     ) -> list[PruneCount]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await retention.prune(self._store, cutoffs, limit, tenant_id)
 
     async def count_jobless_events(self, before: int) -> int:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await jobless_events.count(self._store, before)
 
     async def forget_jobless_events(self, before: int, limit: int) -> int:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await jobless_events.forget(self._store, before, limit)
 
     # --- published descriptors ----------------------------------------------------------------
@@ -384,15 +385,15 @@ class RedisDriver:
     async def publish_descriptors(
         self, worker_id: str, descriptors: Sequence[JobDescriptor], now: int
     ) -> None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await published.publish_descriptors(self._store, worker_id, descriptors, now)
 
     async def published_descriptors(self, name: str | None = None) -> list[JobDescriptor]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await published.published_descriptors(self._store, name)
 
     async def forget_descriptors(self, published_before: int) -> int:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await published.forget_descriptors(self._store, published_before)
 
     # --- pauses (engine.pauses) ---------------------------------------------------------------
@@ -400,21 +401,21 @@ class RedisDriver:
     async def pause(
         self, kind: PauseKind, name: str, actor: str | None, reason: str | None, now: int
     ) -> tuple[Pause, bool]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await pause_store.pause(self._store, kind, name, actor, reason, now)
 
     async def resume(self, kind: PauseKind, name: str) -> Pause | None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await pause_store.resume(self._store, kind, name)
 
     async def pauses(self) -> list[Pause]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await pause_store.pauses(self._store)
 
     # --- progress (engine.progress) -----------------------------------------------------------
 
     async def save_progress(self, job_id: str, token: str, progress: Progress) -> bool:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await progress_store.save_progress(self._store, job_id, token, progress)
 
     # --- settled counts (engine.settled_counts) -----------------------------------------------
@@ -422,13 +423,13 @@ class RedisDriver:
     async def settled_counts(
         self, since_ms: int, until_ms: int, *, tenant_id: str | None = None
     ) -> dict[str, SettledCount]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await settled.settled_counts(self._store, since_ms, until_ms, tenant_id)
 
     # --- inbound events (engine.inbound_events) -----------------------------------------------
 
     async def send_event(self, event: InboundEvent, now: int) -> int:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await inbound_events.send_event(self._store, event, now)
 
     async def first_event(
@@ -439,25 +440,25 @@ class RedisDriver:
         started_at: int,
         after: EventCursor | None,
     ) -> InboundEvent | None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await inbound_events.first_event(
                 self._store, name, key, tenant_id, started_at, after
             )
 
     async def await_event(self, job_id: str, name: str, key: str, tenant_id: str | None) -> None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await inbound_events.await_event(self._store, job_id, name, key, tenant_id)
 
     async def forget_waiter(self, job_id: str) -> None:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             await inbound_events.forget_waiter(self._store, job_id)
 
     async def wake_waiter(self, job_id: str, now: int) -> bool:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await inbound_events.wake_waiter(self._store, job_id, now)
 
     async def prune_events(self, now: int) -> int:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await inbound_events.prune_events(self._store, now)
 
     # --- rate limits (engine.rate_limits) -----------------------------------------------------
@@ -465,19 +466,19 @@ class RedisDriver:
     async def take_rates(
         self, takes: Sequence[RateTake], now: int, job_id: str | None = None, up_to: int = 1
     ) -> RateVerdict:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await rate_limits.take_rates(self._store, takes, now, job_id, up_to)
 
     async def rate_states(self, limit: int, prefix: str = "") -> list[RateState]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await rate_limits.rate_states(self._store, limit, prefix)
 
     async def forget_idle_rates(self, tat_before: int, limit: int) -> int:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await rate_limits.forget_idle_rates(self._store, tat_before, limit)
 
     async def rate_reservations(self, limit: int) -> list[RateReservation]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await rate_limits.rate_reservations(self._store, limit)
 
     # --- reruns (engine.reruns) ---------------------------------------------------------------
@@ -491,11 +492,11 @@ class RedisDriver:
         actor: str | None,
         new_run_id: str,
     ) -> JobRecord:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await reruns.rerun(
                 self._store, job_id, tenant_id, from_step, include_cancelled, actor, new_run_id
             )
 
     async def run_steps(self, job_id: str, run_id: str, tenant_id: str | None) -> list[StepRecord]:
-        async with guard(self._fix):
+        async with guard(self._fixes):
             return await reruns.run_steps(self._store, job_id, run_id, tenant_id)

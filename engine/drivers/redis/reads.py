@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import cast
 
 from engine import paging
-from engine.drivers.damage import read_or_name
+from engine.drivers.damage import UNDECODABLE, UndecodableRow, read_or_name
 from engine.drivers.redis.codec import decode_record, dumps
-from engine.drivers.redis.connection import undecodable
+from engine.drivers.redis.connection import Fixes
 from engine.drivers.redis.operator import find
 from engine.drivers.redis.scripts import Script
 from engine.drivers.redis.steps import ordered_steps
@@ -173,7 +173,7 @@ def _wanted(job: JobRecord, f: JobFilter) -> bool:
     )
 
 
-async def list_jobs(store: Store, f: JobFilter, fix: str) -> JobPage:
+async def list_jobs(store: Store, f: JobFilter, fixes: Fixes) -> JobPage:
     """Newest first, walked down from the cursor: through the dead and failed groups when the
     filter wants only those states, else through the ids of its job name or tenant, or every
     id (the list script). A filter that wants only live states walks a short chunk of the
@@ -193,7 +193,7 @@ async def list_jobs(store: Store, f: JobFilter, fix: str) -> JobPage:
     def passing(rows: list[dict[str, str]]) -> list[JobRecord | DamagedJob]:
         # A row may have moved since the script read it: the filter is applied again. One that
         # cannot be read is named where it stands (the script's filter read its plain fields).
-        read = (read_or_name(r, decode_record, lambda e: undecodable(e, fix)) for r in rows if r)
+        read = (read_or_name(r, decode_record, fixes.damaged) for r in rows if r)
         return [j for j in read if isinstance(j, DamagedJob) or _wanted(j, f)]
 
     upper = "+" if f.cursor is None else f"({f.cursor}"
@@ -288,7 +288,7 @@ async def load_trace(
 ) -> TracePage:
     job = await get(store, job_id, tenant_id)
     page = page or TraceQuery()
-    steps = await ordered_steps(store, job.run_id)
+    steps = await ordered_steps(store, job.run_id, job_id)
     before_steps = (
         steps
         if page.steps_cursor is None
@@ -302,7 +302,7 @@ async def load_trace(
         else f"({paging.parse_event_cursor(page.events_cursor)}"
     )
     raw = await store.zrevrangebyscore(key, top, page.events_limit)
-    events = [_event(member) for member in reversed(raw)]
+    events = [_event(member, job_id) for member in reversed(raw)]
     total = int(await store.client.zcard(key))
     more_events = (
         bool(events) and int(await store.client.zcount(key, "-inf", f"({events[0][0]}")) > 0
@@ -319,9 +319,12 @@ async def load_trace(
     )
 
 
-def _event(member: str) -> tuple[int, EventRecord]:
+def _event(member: str, job_id: str) -> tuple[int, EventRecord]:
     seq, _, text = member.partition("|")
-    return int(seq), EventRecord.model_validate_json(text)
+    try:
+        return int(seq), EventRecord.model_validate_json(text)
+    except UNDECODABLE as exc:
+        raise UndecodableRow(job_id, exc, "event", f"#{seq}") from exc
 
 
 async def index_names(store: Store, *, fresh: bool) -> None:

@@ -9,8 +9,8 @@ the old, its output gone. Only Python's values are passed in: now, the new run i
 ARGV: prefix, id, has_tenant ('1'/'0'), tenant (JSON), now, from_step, include_cancelled
 ('1'/'0'), new run id, new run id as JSON, from_step as JSON, event JSON (without tenant and
 data). Answers {'missing'}, {'refused', state}, {'unknown', old run id, step names in run
-order...}, {'unreached', old run id, step, status}, {'dup', holder, name, tenant, key}, or
-{'ok', fields}.
+order...}, {'unreached', old run id, step, status}, {'dup', holder, name, tenant, key}, {'damaged',
+old run id, step, why} (a step's value is not a step record), or {'ok', fields}.
 """
 
 from __future__ import annotations
@@ -42,7 +42,12 @@ local raw = redis.call('HGETALL', p .. 'steppos:' .. old_run)
 for i = 1, #raw, 2 do positions[raw[i]] = tonumber(raw[i + 1]) end
 local steps = {}
 for i = 1, #texts, 2 do
-  local s = cjson.decode(texts[i + 1])
+  -- A value another program wrote: named, for the driver to answer STORE_DAMAGED.
+  local read, s = pcall(cjson.decode, texts[i + 1])
+  if not read or type(s) ~= 'table' or type(s.status) ~= 'string'
+      or type(s.started_at) ~= 'number' then
+    return {'damaged', old_run, texts[i], read and 'not a step record' or tostring(s)}
+  end
   table.insert(steps, {name = texts[i], text = texts[i + 1], status = s.status,
     started = s.started_at, pos = positions[texts[i]] or 0})
 end

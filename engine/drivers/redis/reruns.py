@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from engine.drivers.damage import UndecodableRow
 from engine.drivers.redis.claims import event_head
 from engine.drivers.redis.codec import decode_record, dumps, job_state, pairs
 from engine.drivers.redis.operator import find
@@ -60,6 +61,9 @@ async def rerun(
     if kind == "unreached":
         _, old_run, step, status = answer
         raise RerunStepUnreachedError(job_id, old_run, from_step, step, status)
+    if kind == "damaged":
+        _, old_run, step, why = answer
+        raise UndecodableRow(job_id, ValueError(why), "step", step, run_id=old_run)
     if kind == "dup":
         _, holder, name, tenant, key = answer
         raise JobDuplicateError(json.loads(name), json.loads(key), holder, json.loads(tenant))
@@ -71,4 +75,4 @@ async def run_steps(
     store: Store, job_id: str, run_id: str, tenant_id: str | None
 ) -> list[StepRecord]:
     await find(store, job_id, tenant_id)
-    return [step for step in await load_steps(store, run_id) if step.job_id == job_id]
+    return [step for step in await load_steps(store, run_id, job_id) if step.job_id == job_id]

@@ -5,28 +5,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.drivers.base import StepWrite
+from engine.drivers.damage import UNDECODABLE, UndecodableRow
 from engine.drivers.redis.store import Store, Write
 from engine.drivers.redis.transitions import held_by
 from engine.errors import JobsError, JobSlotLostError
 from schemas.steps import StepRecord
 
 
-async def ordered_steps(store: Store, run_id: str) -> list[tuple[int, int, StepRecord]]:
-    """The run's steps as (started_at, first-save position, step), in that order."""
+async def ordered_steps(
+    store: Store, run_id: str, job_id: str = ""
+) -> list[tuple[int, int, StepRecord]]:
+    """The run's steps as (started_at, first-save position, step), in that order. A value that
+    is not a step is UndecodableRow naming `job_id` (the run where the caller knows no job)."""
     pipe = store.client.pipeline(transaction=False)
     pipe.hgetall(store.keys.steps(run_id))
     pipe.hgetall(store.keys.step_positions(run_id))
     records, positions = await pipe.execute()
     rows = [
         (step.started_at, int(positions.get(name, 0)), step)
-        for name, step in ((n, StepRecord.model_validate_json(t)) for n, t in records.items())
+        for name, step in ((n, _step(t, n, run_id, job_id)) for n, t in records.items())
     ]
     rows.sort(key=lambda t: (t[0], t[1]))
     return rows
 
 
-async def load_steps(store: Store, run_id: str) -> list[StepRecord]:
-    return [t[2] for t in await ordered_steps(store, run_id)]
+def _step(text: str, name: str, run_id: str, job_id: str) -> StepRecord:
+    try:
+        return StepRecord.model_validate_json(text)
+    except UNDECODABLE as exc:
+        raise UndecodableRow(job_id, exc, "step", name, run_id=run_id) from exc
+
+
+async def load_steps(store: Store, run_id: str, job_id: str = "") -> list[StepRecord]:
+    return [t[2] for t in await ordered_steps(store, run_id, job_id)]
 
 
 async def save_steps_many(store: Store, writes: Sequence[StepWrite]) -> list[JobsError | None]:

@@ -1,23 +1,15 @@
-"""The command lines SQLite's errors carry as their fix. Each is one `python3 -c` line that runs
-where only Python is installed: the `sqlite3` shell, lsof and fuser are missing from slim images.
+"""The command lines SQLite's errors carry as their fix. Each is one `python3 -c` line
+(`engine/drivers/python_lines.py`): the `sqlite3` shell, lsof and fuser are missing from slim
+images.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import urllib.parse
 
-
-def _literal(text: str) -> str:
-    """`text` as a Python string literal holding no single quote, so that shlex wraps the code
-    in one pair of them instead of splicing each quote in SQL or a path out of the shell's."""
-    return json.dumps(text).replace("'", "\\u0027")
-
-
-def _line(code: str) -> str:
-    return f"python3 -c {shlex.quote(code)}"
+from engine.drivers.python_lines import literal, python_line
 
 
 def python_sql(path: str, sql: str, *, script: str | None = None) -> str:
@@ -25,12 +17,12 @@ def python_sql(path: str, sql: str, *, script: str | None = None) -> str:
     read-only, or with `script` (a change, such as an index rebuild) executed first."""
     mode = "ro" if script is None else "rw"  # rw, not rwc: a missing file is not created
     uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + f"?mode={mode}"
-    first = "" if script is None else f"db.executescript({_literal(script)}); "
+    first = "" if script is None else f"db.executescript({literal(script)}); "
     code = (
-        f"import sqlite3; db = sqlite3.connect({_literal(uri)}, uri=True); {first}"
-        f"print(*(row[0] for row in db.execute({_literal(sql)})), sep=chr(10))"
+        f"import sqlite3; db = sqlite3.connect({literal(uri)}, uri=True); {first}"
+        f"print(*(row[0] for row in db.execute({literal(sql)})), sep=chr(10))"
     )
-    return _line(code)
+    return python_line(code)
 
 
 def rebuild_index(path: str, table: str, name: str, create: str) -> str:
@@ -47,10 +39,10 @@ def python_holders(path: str) -> str:
     (or its -wal or -shm) open, read from /proc, and how many processes' files it could not
     read. Where there is no /proc (macOS) it says to run lsof, which is installed there."""
     real = os.path.realpath(path)
-    files = ", ".join(_literal(real + end) for end in ("", "-wal", "-shm"))
-    elsewhere = _literal(f"no /proc on this system: run lsof {shlex.quote(path)}")
-    nobody = _literal(f"no process this user may inspect has {real} open")
-    unseen = _literal("more processes whose open files this user may not read")
+    files = ", ".join(literal(real + end) for end in ("", "-wal", "-shm"))
+    elsewhere = literal(f"no /proc on this system: run lsof {shlex.quote(path)}")
+    nobody = literal(f"no process this user may inspect has {real} open")
+    unseen = literal("more processes whose open files this user may not read")
     # No try in a one-liner, so nothing here may raise: glob skips a fd directory it may not
     # list, exists() is False for a link it may not follow, linecache reads a gone file as "".
     code = (
@@ -67,4 +59,4 @@ def python_holders(path: str) -> str:
         f"pids or print({nobody}); "
         f"hidden and print(len(hidden), {unseen})"
     )
-    return _line(code)
+    return python_line(code)

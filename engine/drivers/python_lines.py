@@ -1,0 +1,19 @@
+"""Fix lines that are one `python3 -c` command: they run where only Python is installed (slim
+images lack the sqlite3 shell, redis-cli, lsof and fuser)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+
+def literal(text: str) -> str:
+    """`text` as a Python string literal holding no single quote, so that shlex wraps the code
+    in one pair of them instead of splicing each quote in SQL, a path or a key out of the
+    shell's."""
+    return json.dumps(text).replace("'", "\\u0027")
+
+
+def python_line(code: str, *words: str) -> str:
+    """`code` run by python3; `words` follow as its arguments, each already one shell word."""
+    return " ".join((f"python3 -c {shlex.quote(code)}", *words))
