@@ -12,7 +12,7 @@ import itertools
 import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
@@ -408,9 +408,17 @@ def recent_settled_counts(
     return counted
 
 
-def stats_filter(
-    queues: Sequence[str] | None, tenant_id: str | None
-) -> Callable[[JobRecord], bool]:
+class Placed(Protocol):
+    """What a stats filter reads of a row: a record, or a store's few plain fields."""
+
+    @property
+    def queue(self) -> str: ...
+
+    @property
+    def tenant_id(self) -> str | None: ...
+
+
+def stats_filter(queues: Sequence[str] | None, tenant_id: str | None) -> Callable[[Placed], bool]:
     """Whether a row is one a reading filtered to `queues` (any when None) and `tenant_id` (any
     when None) counts."""
     listed = None if queues is None else frozenset(queues)

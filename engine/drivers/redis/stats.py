@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
-from engine.drivers.redis.codec import decode_record, dumps, job_state
+from engine.drivers.redis.codec import dumps, job_state
 from engine.drivers.redis.recent_settled import recent_settled
 from engine.drivers.redis.scripts import Script
 from engine.drivers.redis.settle_scripts import _set as lua_set  # the settles' Lua state set
@@ -211,12 +211,26 @@ def _merged(a: LiveGroup, b: LiveGroup) -> LiveGroup:
     )
 
 
+class _Placed(NamedTuple):
+    queue: str
+    state: JobState
+    tenant_id: str  # as stored (JSON), as the script compares it
+
+
 async def _settling_from_rows(
     store: Store, queues: Sequence[str] | None, tenant_id: str | None
 ) -> Counter[tuple[str, JobState]]:
+    """The dead and failed rows counted one by one from the fields `regroup` reads (queue,
+    state, tenant), not the whole record: a row another program wrote elsewhere is counted."""
     keys = store.keys
     ids = sorted(cast(set[str], await store.client.smembers(keys.failing)))
-    rows = await store.hgetall_many([keys.job(i) for i in ids])
-    counted = stats_filter(queues, tenant_id)
-    jobs = [decode_record(r) for r in rows if r]
-    return Counter((j.queue, j.state) for j in jobs if j.state in SETTLING_STATES and counted(j))
+    pipe = store.client.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.hmget(keys.job(job_id), "q", "state", "tenant_id")
+    counted = stats_filter(queues, None if tenant_id is None else dumps(tenant_id))
+    rows = [
+        _Placed(queue, job_state(state), tenant)
+        for queue, state, tenant in await pipe.execute()
+        if queue is not None and state is not None and tenant is not None  # gone since listed
+    ]
+    return Counter((r.queue, r.state) for r in rows if r.state in SETTLING_STATES and counted(r))
