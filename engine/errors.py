@@ -479,10 +479,20 @@ class InvalidArgumentError(JobsError):
     code = "INVALID_ARGUMENT"
     title = "an argument is out of bounds or of the wrong kind"
 
-    def __init__(self, argument: str, value: object, expected: str) -> None:
+    def __init__(
+        self,
+        argument: str,
+        value: object,
+        expected: str,
+        *,
+        fix: str | None = None,
+        next_call: NextCall | None = None,
+    ) -> None:
+        """`fix`: a line that runs as given (the call mended), where the caller can make one."""
         super().__init__(
             f"{argument}={short_repr(value)} is not accepted; it must be {expected}",
-            f"pass {argument} as {expected}",
+            fix or f"pass {argument} as {expected}",
+            next_call=next_call,
             details={"argument": argument, "expected": expected},
         )
 

@@ -19,10 +19,19 @@ class LimitExceededError(JobsError):
     code = "LIMIT_EXCEEDED"
     title = "an argument is over the server's limit"
 
-    def __init__(self, argument: str, value: object, limit: int, unit: str, fix: str) -> None:
+    def __init__(
+        self,
+        argument: str,
+        value: object,
+        limit: int,
+        unit: str,
+        fix: str,
+        next_call: NextCall | None = None,
+    ) -> None:
         super().__init__(
             f"{argument} is {value} {unit}; this server accepts at most {limit} {unit}",
             fix,
+            next_call=next_call,
             details={"argument": argument, "value": value, "limit": limit, "unit": unit},
         )
 
@@ -57,12 +66,19 @@ class ToolArgumentsInvalidError(JobsError):
     code = "TOOL_ARGUMENTS_INVALID"
     title = "the tool's arguments do not match its input schema"
 
-    def __init__(self, tool: str, errors: Sequence[Mapping[str, Any]], example: str) -> None:
+    def __init__(
+        self,
+        tool: str,
+        errors: Sequence[Mapping[str, Any]],
+        example: str,
+        next_call: NextCall | None = None,
+    ) -> None:
         first = errors[0] if errors else {"loc": (), "msg": "invalid"}
         where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
         super().__init__(
             f"{tool}: argument {where}: {first.get('msg')} ({len(errors)} error(s) in all)",
             f"{tool} {example}",
+            next_call=next_call,
             details={"tool": tool, "errors": [dict(e) for e in errors]},
         )
 

@@ -11,6 +11,8 @@ what the argument takes.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +23,7 @@ from pydantic import ConfigDict, ValidationError
 
 from engine.errors import InvalidArgumentError, JobsError, short_repr
 from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError, example_call
+from schemas.errors import NextCall
 
 _LOWER = {"greater_than", "greater_than_equal"}
 _UPPER = {"less_than", "less_than_equal"}
@@ -106,10 +109,14 @@ def _number(value: float) -> str:
 
 
 def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> JobsError:
-    """The error for arguments the strict model refused."""
+    """The error for arguments the strict model refused. Its fix is the caller's own call
+    mended where the mend is plain (a number at its range's nearest end, "5" as 5, JSON text
+    as the value it spells), with a placeholder for anything else; `next_call` is that call
+    when it needs no placeholder and the strict model accepts it, so it runs as given."""
     props: dict[str, Any] = tool.parameters.get("properties", {})
     errors = exc.errors(include_url=False)
-    breach = _range_breach(tool, arguments, errors, props)
+    mended = _Mended(tool, arguments)
+    breach = _range_breach(tool, errors, props, mended)
     if breach is not None:
         return breach
     entries: list[dict[str, Any]] = []
@@ -123,9 +130,12 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
         if e["type"] == "extra_forbidden":
             expected = f"no such argument: {tool.name} takes {', '.join(props) or 'none'}"
             msg = "unknown argument"
+            mended.drop(name)
         else:
             expected = takes(props.get(name, {}))
             msg = e["msg"]
+            if name:
+                mended.set(name, _as_intended(props.get(name, {}), arguments.get(name, _MISSING)))
         entries.append(
             {
                 "loc": list(e["loc"]),
@@ -134,18 +144,129 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
                 "expected": expected,
             }
         )
-    return ToolArgumentsInvalidError(tool.name, entries, _placeholder_call(tool.parameters))
+    mended.settle()
+    return ToolArgumentsInvalidError(tool.name, entries, mended.text(), next_call=mended.call())
+
+
+_MISSING = object()
+
+
+class _Mended:
+    """The caller's call, mended one argument at a time, for a refusal's fix and next_call."""
+
+    def __init__(self, tool: Tool, arguments: Mapping[str, Any]) -> None:
+        self.tool = tool
+        self.props: Mapping[str, Any] = tool.parameters.get("properties", {})
+        self.arguments = dict(arguments)
+        self.mended: set[str] = set()
+        self.placeholders = False
+        self.dropped = False
+        self.valid = False
+
+    def set(self, name: str, value: Any) -> None:
+        """`value` for `name`; _MISSING puts a slot there, "<name>", that no tool takes as
+        given (a value of the argument's kind, such as `true` for `write`, would run)."""
+        if value is _MISSING:
+            value = f"<{name}>"
+            self.placeholders = True
+        self.arguments[name] = value
+        self.mended.add(name)
+
+    def drop(self, name: str) -> None:
+        self.arguments.pop(name, None)
+        self.dropped = True
+
+    def settle(self) -> None:
+        """Check the mended call: a mended number still out of range goes to its range's
+        nearest end, and any other mended value still refused becomes a placeholder."""
+        for _ in range(2):
+            try:
+                self.tool.fn_metadata.arg_model.model_validate(self.arguments)
+            except ValidationError as exc:
+                for e in exc.errors(include_url=False):
+                    name = str(e["loc"][0]) if e["loc"] else ""
+                    if name not in self.mended:
+                        continue
+                    ranged = e["type"] in _LOWER | _UPPER and len(e["loc"]) == 1
+                    self.set(name, _nearest(e) if ranged else _MISSING)
+            else:
+                self.valid = True
+                return
+
+    def _shown(self) -> dict[str, Any]:
+        # An argument too long to echo is left out, or a placeholder when the tool requires it.
+        required = self.tool.parameters.get("required", [])
+        shown: dict[str, Any] = {}
+        for name, given in self.arguments.items():
+            if len(short_repr(given, _ECHO_CHARS + 1)) <= _ECHO_CHARS:
+                shown[name] = given
+            elif name in required:
+                shown[name] = _placeholder(self.props.get(name, {}), name)
+        for name in required:
+            if name not in shown:
+                shown[name] = _placeholder(self.props.get(name, {}), name)
+        order = {name: i for i, name in enumerate(self.props)}
+        return dict(sorted(shown.items(), key=lambda item: order.get(item[0], len(order))))
+
+    def text(self) -> str:
+        return example_call(self._shown())
+
+    def call(self) -> NextCall | None:
+        """The mended call, when it runs as given and means what the caller asked: the strict
+        model takes it, and nothing in it is a placeholder, left out or dropped (an unknown
+        argument may have been meant as another)."""
+        shown = self._shown()
+        if not self.valid or self.placeholders or self.dropped or shown != self.arguments:
+            return None
+        return NextCall(tool=self.tool.name, arguments=shown)
+
+
+def _as_intended(schema: Mapping[str, Any], value: Any) -> Any:
+    """`value` as the value of a kind `schema` takes that it plainly means ("5" or 5.0 for an
+    integer, "true" for a boolean, JSON text of a list or an object), else _MISSING."""
+    kinds = {v.get("type") for v in schema.get("anyOf", [schema])}
+    if isinstance(value, float) and "integer" in kinds and value.is_integer():
+        return int(value)
+    if not isinstance(value, str):
+        return _MISSING
+    if kinds & {"integer", "number"}:
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if number.is_integer():
+            return int(number)
+        if "number" in kinds and math.isfinite(number):
+            return number
+    if "boolean" in kinds and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if kinds & {"array", "object"}:
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return _MISSING
+        if isinstance(parsed, list) and "array" in kinds:
+            return parsed
+        if isinstance(parsed, dict) and "object" in kinds:
+            return parsed
+    return _MISSING
 
 
 def _range_breach(
     tool: Tool,
-    arguments: Mapping[str, Any],
     errors: list[Any],
     props: Mapping[str, Any],
+    mended: _Mended,
 ) -> JobsError | None:
-    """INVALID_ARGUMENT or LIMIT_EXCEEDED when every error is a number out of its range."""
+    """INVALID_ARGUMENT or LIMIT_EXCEEDED when every error is a number out of its range; the
+    fix is the call with each such number at its range's nearest end."""
     if not errors or any(e["type"] not in _LOWER | _UPPER or len(e["loc"]) != 1 for e in errors):
         return None
+    for e in errors:
+        mended.set(str(e["loc"][0]), _nearest(e))
+    mended.settle()
+    fix = f"{tool.name} {mended.text()}"
+    call = mended.call()
     first = errors[0]
     name = str(first["loc"][0])
     value = first["input"]
@@ -153,38 +274,32 @@ def _range_breach(
     cap = next((m for m in field.metadata if isinstance(m, ServerCap)), None) if field else None
     if first["type"] in _UPPER and cap is not None:
         limit = next(iter(first["ctx"].values()))
-        fix = f"{tool.name} {_call_at(tool, arguments, name, limit)}"
-        return LimitExceededError(name, value, limit, cap.unit, fix)
-    return InvalidArgumentError(name, value, takes(props.get(name, {})))
+        return LimitExceededError(name, value, limit, cap.unit, fix, next_call=call)
+    return InvalidArgumentError(
+        name, value, takes(props.get(name, {})), fix=fix if call else None, next_call=call
+    )
 
 
-def _call_at(tool: Tool, arguments: Mapping[str, Any], name: str, value: Any) -> str:
-    """The caller's own call with `name` set to `value`: what to send instead. An argument too
-    long to echo is left out, or written as a placeholder when the tool requires it."""
-    required = set(tool.parameters.get("required", []))
-    call: dict[str, Any] = {}
-    for key, given in arguments.items():
-        if len(short_repr(given, _ECHO_CHARS + 1)) <= _ECHO_CHARS:
-            call[key] = given
-        elif key in required:
-            call[key] = f"<{key}>"
-    call[name] = int(value) if float(value).is_integer() else value
-    return example_call(call)
+def _nearest(error: Mapping[str, Any]) -> Any:
+    """The value nearest to a refused one that its bound admits: the bound itself when
+    inclusive, the next whole number past it for an integer; _MISSING for a number that has
+    no nearest (past an exclusive bound of a float)."""
+    bound = next(iter(error["ctx"].values()))
+    if error["type"] in ("greater_than_equal", "less_than_equal"):
+        return int(bound) if float(bound).is_integer() else bound
+    if isinstance(error["input"], int) and float(bound).is_integer():
+        return int(bound) + (1 if error["type"] == "greater_than" else -1)
+    return _MISSING
 
 
 def _placeholder(schema: Mapping[str, Any], name: str) -> Any:
-    kinds = {s.get("type") for s in schema.get("anyOf", [schema])}
+    variants = schema.get("anyOf", [schema])
+    kinds = {s.get("type") for s in variants}
     if "object" in kinds:
         return {}
     if "boolean" in kinds:
         return True
     if kinds & {"integer", "number"}:
-        return schema.get("minimum", 0)
+        numeric = next(s for s in variants if s.get("type") in ("integer", "number"))
+        return numeric.get("minimum", 0)
     return f"<{name}>"
-
-
-def _placeholder_call(input_schema: Mapping[str, Any]) -> str:
-    """A call with every required argument filled by a placeholder of its type."""
-    props: Mapping[str, Any] = input_schema.get("properties", {})
-    required = input_schema.get("required", [])
-    return example_call({n: _placeholder(props.get(n, {}), n) for n in required})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -232,7 +233,9 @@ async def test_wait_for_job_errors(jobs: Jobs, open_mcp: OpenMcp) -> None:
         error = await mcp.fails(
             "wait_for_job", {"job_id": r.id, "timeout_seconds": 51}, "LIMIT_EXCEEDED"
         )
-        assert "next_call" not in error and '"timeout_seconds": 50' in error["fix"]
+        at_cap = {"job_id": r.id, "timeout_seconds": 50}
+        assert error["next_call"] == {"tool": "wait_for_job", "arguments": at_cap}
+        assert error["fix"] == f"wait_for_job {json.dumps(at_cap, separators=(', ', ': '))}"
         await mcp.fails("wait_for_job", {"job_id": r.id, "timeout_seconds": -1}, "INVALID_ARGUMENT")
         await mcp.fails("wait_for_job", {"job_id": "f" * 32, "timeout_seconds": 0}, "JOB_NOT_FOUND")
         now = await mcp.ok("wait_for_job", {"job_id": r.id, "timeout_seconds": 0})

@@ -19,6 +19,7 @@ from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.backfill import BackfillRegistry
 from mcp_jobs.cli.entry import main
 from mcp_jobs.config import ServerLimits, Settings
+from mcp_jobs.errors import example_call
 from tests.backfill.support import Customers
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import Caller
@@ -31,6 +32,12 @@ REQUIRED: dict[str, Any] = {
     "input": {"user_id": 1},
     "key": "k",  # send_event
 }
+# An argument that is taken only beside another (runs page the runs of one backfill).
+COMPANIONS: dict[str, dict[str, Any]] = {"runs_limit": {"name": "greet"}}
+# A bound that moves with the clock (run_at: ten years ahead), so the schema publishes a fixed
+# one beyond it and the engine refuses what lies between.
+MOVING_BOUNDS = {("enqueue_job", "run_at")}
+ARGUMENT_REFUSALS = {"INVALID_ARGUMENT", "LIMIT_EXCEEDED", "TOOL_ARGUMENTS_INVALID"}
 # The bounds that are the server's own limits (ServerLimits), over which LIMIT_EXCEEDED.
 SERVER_CAPS = {
     ("list_jobs", "limit"),
@@ -68,7 +75,7 @@ async def _schemas(mcp: Caller) -> dict[str, dict[str, Any]]:
 
 def _call(schema: dict[str, Any], argument: str, value: Any) -> dict[str, Any]:
     call = {n: REQUIRED[n] for n in schema.get("required", []) if n != argument}
-    return {**call, argument: value}
+    return {**call, **COMPANIONS.get(argument, {}), argument: value}
 
 
 async def test_every_argument_of_every_tool_is_strict(open_mcp: OpenMcp, jobs: Jobs) -> None:
@@ -128,11 +135,14 @@ async def test_every_numeric_argument_publishes_and_enforces_its_range(
                     tool, _call(schema, argument, low - step), "INVALID_ARGUMENT"
                 )
                 assert under["details"]["argument"] == argument and under["retryable"] is False
+                await _runs_at(mcp, under, tool, _call(schema, argument, low))
                 over_code = (
                     "LIMIT_EXCEEDED" if (tool, argument) in SERVER_CAPS else ("INVALID_ARGUMENT")
                 )
                 over = await mcp.fails(tool, _call(schema, argument, high + step), over_code)
                 assert over["details"]["argument"] == argument and over["retryable"] is False
+                if (tool, argument) not in MOVING_BOUNDS:
+                    await _runs_at(mcp, over, tool, _call(schema, argument, high))
     assert seen >= {
         ("list_jobs", "limit"),
         ("inspect_job", "steps_limit"),
@@ -144,6 +154,57 @@ async def test_every_numeric_argument_publishes_and_enforces_its_range(
         ("run_backfill", "wait_seconds"),
         ("prune_history", "older_than_seconds"),
     }
+
+
+async def _runs_at(mcp: Caller, error: dict[str, Any], tool: str, call: dict[str, Any]) -> None:
+    """The refusal's fix and next_call are the caller's call at the range's nearest end, and
+    the arguments pass when it is issued as given (the fake ids may then be unknown)."""
+    assert error["next_call"] == {"tool": tool, "arguments": call}, error  # 50 == 50.0
+    assert error["fix"] == f"{tool} {example_call(error['next_call']['arguments'])}", error
+    answer = await mcp.call(tool, call)
+    code = answer.data.get("error", {}).get("code")
+    assert code not in ARGUMENT_REFUSALS, (tool, call, answer.data)
+
+
+async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """TOOL_ARGUMENTS_INVALID's fix is the caller's own call: a value whose kind is plain ("5"
+    for a whole number, 5.0, "true", a list sent as JSON text) mended, and its next_call runs;
+    anything else a "<name>" slot (so no next_call), an unknown argument dropped (it may have
+    been meant as another: no next_call either)."""
+    job = await jobs.enqueue("greet", {"user_id": 1})
+    mended = [
+        ("inspect_job", {"job_id": job.id, "steps_limit": "5"}, {"steps_limit": 5}),
+        ("inspect_job", {"job_id": job.id, "events_limit": 5.0}, {"events_limit": 5}),
+        ("inspect_job", {"job_id": job.id, "steps_limit": "0"}, {"steps_limit": 1}),
+        ("list_jobs", {"state": '["ready"]', "limit": "2"}, {"state": ["ready"], "limit": 2}),
+    ]
+    async with open_mcp() as mcp:
+        for tool, given, mends in mended:
+            error = await mcp.fails(tool, given, "TOOL_ARGUMENTS_INVALID")
+            call = {**given, **mends}
+            assert error["next_call"] == {"tool": tool, "arguments": call}, error
+            assert error["fix"] == f"{tool} {example_call(call)}"
+            await mcp.ok(tool, call)
+        slots = [
+            ("list_jobs", {"state": "readdy", "limit": 2}, '{"state": "<state>", "limit": 2}'),
+            ("run_backfill", {"name": "x", "write": "yes"}, '{"name": "x", "write": "<write>"}'),
+            (
+                "enqueue_job",
+                {"input": {"user_id": 1}},
+                '{"name": "<name>", "input": {"user_id": 1}}',
+            ),
+            (
+                "enqueue_job",
+                {"name": "greet", "input": {"user_id": 2}, "idempotency_key": "k"},
+                '{"name": "greet", "input": {"user_id": 2}}',
+            ),
+        ]
+        for tool, given, fix in slots:
+            error = await mcp.fails(tool, given, "TOOL_ARGUMENTS_INVALID")
+            assert error["fix"] == f"{tool} {fix}" and "next_call" not in error, error
+    assert [j.id for j in (await jobs.list()).jobs] == [job.id]  # nothing else was written
 
 
 async def test_a_server_cap_is_published_and_its_fix_is_the_call_at_the_cap(
