@@ -6,6 +6,7 @@ boundary, which knows the store and its fix, makes it STORE_DAMAGED (terminal).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Literal, TypeVar
 
@@ -14,6 +15,7 @@ from engine.errors import StoreDamagedError
 from schemas.jobs import DamagedJob, JobRecord, NackOptions
 
 R = TypeVar("R")
+logger = logging.getLogger(__name__)
 
 # What decoding a stored value raises when it is not what the driver wrote: a JSON decode error
 # and pydantic's ValidationError are ValueErrors, a missing field a KeyError, a wrong type a
@@ -67,3 +69,13 @@ def burial(damage: StoreDamagedError, now: int) -> tuple[NackOptions, rules.Nack
     the row's attempt and times stay as stored, like the rest of it, for the fix to show."""
     options = NackOptions(error=damage.to_payload(), dead_letter=True)
     return options, rules.nack_transition(options, now, 0, 0)
+
+
+def log_burial(driver: str, state: str, damage: StoreDamagedError) -> None:
+    """What a claim that buried a row logs: the operator learns of it without listing."""
+    logger.error(
+        "%s: claimed a job that cannot be read; it is %s now (STORE_DAMAGED): %s",
+        driver,
+        state,
+        damage.cause,
+    )

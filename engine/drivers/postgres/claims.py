@@ -13,12 +13,14 @@ import asyncpg
 
 from engine import rules
 from engine.clock import Clock
+from engine.drivers.damage import UndecodableRow, burial, log_burial
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.faults import is_retried
+from engine.drivers.postgres.jobs import nack_row
 from engine.drivers.postgres.migrate import Conn
 from engine.drivers.postgres.sweep import Sweeper
-from engine.errors import DriverUnavailableError, JobSlotLostError
+from engine.errors import DriverUnavailableError, JobSlotLostError, StoreDamagedError
 from engine.ids import new_token
 from schemas.jobs import ClaimedJob, HeartbeatResult
 from schemas.trusted import trusted_constructor
@@ -85,17 +87,24 @@ class Claimer:
 
             found = await db.retry.retrying(again)
         # Typed by the claim's own columns (schemas.trusted): no second validation per job.
-        claimed = [
-            _claimed_job(
-                {
-                    "record": rows.job(row),
-                    "token": row["lease_token"],
-                    "lease_expires_at": row["lease_expires_at"],
-                    "has_steps": row["has_steps"],
-                }
+        claimed: list[ClaimedJob] = []
+        for row in found:
+            try:
+                record = rows.job(row)
+            except UndecodableRow as exc:
+                # The others claimed with it still run; this one is settled without being read.
+                await self._bury(exc.job_id, row["lease_token"], db.damaged(exc))
+                continue
+            claimed.append(
+                _claimed_job(
+                    {
+                        "record": record,
+                        "token": row["lease_token"],
+                        "lease_expires_at": row["lease_expires_at"],
+                        "has_steps": row["has_steps"],
+                    }
+                )
             )
-            for row in found
-        ]
         claimed.sort(key=lambda c: rules.claim_rank(c.record))
         if claimed:
             sweeper = self.sweeper
@@ -103,6 +112,11 @@ class Claimer:
                 sweeper = self.sweeper = Sweeper(db, self.vacuum_dead_rows)
             sweeper.claimed(len(claimed))
         return claimed
+
+    async def _bury(self, job_id: str, token: str, damage: StoreDamagedError) -> None:
+        options, outcome = burial(damage, self.clock.now_ms())
+        await nack_row(self.db, job_id, token, options, self.clock.now_ms())
+        log_burial("postgres", outcome.state, damage)
 
     async def _claim_rows(
         self,

@@ -19,14 +19,20 @@ import anyio
 import asyncpg
 from asyncpg.pool import PoolAcquireContext
 
-from engine.drivers.postgres.faults import DRIVER_FAILURES, is_connection_failure, unavailable
+from engine.drivers.damage import UndecodableRow
+from engine.drivers.postgres.faults import (
+    DRIVER_FAILURES,
+    damaged,
+    is_connection_failure,
+    unavailable,
+)
 from engine.drivers.postgres.migrate import Conn, InstallFrom
 from engine.drivers.postgres.migrate import migrate as run_migrations
 from engine.drivers.postgres.own_connections import Connection, OwnConnections
 from engine.drivers.postgres.retry import Retrier
 from engine.drivers.postgres.sql import queries
 from engine.drivers.urls import split_schema
-from engine.errors import DriverUnavailableError
+from engine.errors import DriverUnavailableError, StoreDamagedError
 
 T = TypeVar("T")
 
@@ -159,6 +165,10 @@ class Connections:
             yield
         except DRIVER_FAILURES as exc:
             raise unavailable(exc, self.url, self.schema) from exc
+
+    def damaged(self, exc: UndecodableRow) -> StoreDamagedError:
+        """The error for a row of this database that cannot be read (faults.damaged)."""
+        return damaged(exc, self.url, self.schema)
 
     def conn(self) -> _Borrowed:
         """A connection for one operation (`async with db.conn() as conn`); failures inside

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncpg
 import asyncpg.exceptions as pgx
 
+from engine.drivers.damage import UndecodableRow
+from engine.drivers.postgres.stored import show_job_line
 from engine.drivers.urls import migrate_fix, report_fix
 from engine.errors import (
     DatabaseUrlInvalidError,
@@ -192,3 +194,10 @@ def unavailable(
         return DriverUnavailableError("postgres", cause, report_fix(url))
     cause = f"the server refused the operation ({type(exc).__name__}, SQLSTATE {state}: {detail})"
     return DriverUnavailableError("postgres", cause, report_fix(url))
+
+
+def damaged(exc: UndecodableRow, url: str, schema: str) -> StoreDamagedError:
+    """A job row holding a value of a shape the driver never writes (by hand: jsonb takes any
+    JSON): STORE_DAMAGED naming the job, its fix printing the row's values as stored."""
+    cause = f"{exc}: the job's row holds a value the driver did not write"
+    return StoreDamagedError("postgres", cause, show_job_line(url, schema, exc.job_id))

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import asyncpg
 
 from engine import paging, rules
+from engine.drivers.damage import read_or_name
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.migrate import Conn
@@ -37,10 +38,18 @@ async def nack(
 ) -> JobRecord:
     """Hand a claimed job back. The next state, run_at and event come from `rules`; the
     attempt and queued_at, which need the held row, are computed in the statement."""
+    return rows.record(await nack_row(db, job_id, token, options, now), db)
+
+
+async def nack_row(
+    db: Connections, job_id: str, token: str, options: NackOptions, now: int
+) -> asyncpg.Record:
+    """`nack`'s write, answering the row as stored: a claim burying a row it cannot read
+    settles it without reading it back."""
     outcome = rules.nack_transition(options, now, 0, 0)
     error = options.error.model_dump_json() if options.error is not None else None
 
-    async def once(first: bool) -> JobRecord:
+    async def once(first: bool) -> asyncpg.Record:
         async with db.conn() as conn:
             row = await conn.fetchrow(
                 db.q["nack"],
@@ -59,7 +68,7 @@ async def nack(
                 row = await conn.fetchrow(db.q["settled_by"], job_id, token)
         if row is None:
             raise JobSlotLostError(job_id)
-        return rows.job(row)
+        return row
 
     return await db.retry.resilient(once)
 
@@ -69,7 +78,7 @@ async def get(db: Connections, job_id: str, tenant_id: str | None = None) -> Job
     row = await db.idempotent(lambda c: c.fetchrow(q, job_id, tenant_id))
     if row is None:
         raise JobNotFoundError(job_id, tenant_id)
-    return rows.job(row)
+    return rows.record(row, db)
 
 
 _LIVE = f"state IN ({paging.quoted(LIVE_STATES)})"
@@ -139,7 +148,8 @@ async def list_jobs(db: Connections, filter: JobFilter) -> JobPage:
         text, args = list_sql(filter)
         query = with_schema(text, db.schema)
     found = await db.fetch_for_values(query, *args)
-    return paging.cut_page([rows.job(row) for row in found], filter.limit)
+    read = [read_or_name(row, rows.job, db.damaged) for row in found]
+    return paging.cut_page(read, filter.limit)
 
 
 async def load_trace(
@@ -152,7 +162,7 @@ async def load_trace(
         row = await conn.fetchrow(db.q["get"], job_id, tenant_id)
         if row is None:
             raise JobNotFoundError(job_id, tenant_id)
-        record = rows.job(row)
+        record = rows.record(row, db)
         run = record.run_id
         if step_at is None:
             steps = await conn.fetch(db.q["trace_steps_newest"], run, page.steps_limit + 1)
@@ -221,7 +231,7 @@ async def cancel(
         raise JobNotFoundError(job_id, tenant_id)
     if row["id"] is None:
         raise JobNotCancellableError(job_id, rows.job_state(row["previous_state"]))
-    return rows.job(row)
+    return rows.record(row, db)
 
 
 async def retry(
@@ -252,7 +262,7 @@ async def retry(
                 row["target_name"], row["target_key"], row["holder_id"], row["target_tenant"]
             )
         raise JobNotRetryableError(job_id, previous)
-    return rows.job(row)
+    return rows.record(row, db)
 
 
 async def record_event(db: Connections, event: EventRecord) -> None:

@@ -79,7 +79,7 @@ async def rerun(
             found = await conn.fetchrow(q(LOCK_JOB), job_id, tenant_id)
             if found is None:
                 raise JobNotFoundError(job_id, tenant_id)
-            job = rows.job(found)
+            job = rows.record(found, db)
             steps = [rows.step(r) for r in await conn.fetch(q(STEPS_IN_ORDER), job.run_id)]
             plan = plan_rerun(job, steps, from_step, include_cancelled, new_run_id, now)
             holder = await conn.fetchval(q(HOLDER), job.name, job.tenant_id, job.idempotency_key)
@@ -105,7 +105,7 @@ async def rerun(
             await conn.execute(q(LOG_EVENT), job_id, now, actor, job.tenant_id, data)
             await conn.execute(q(RECORD_RERUN), new_run_id, job_id, job.run_id, from_step, now)
             await conn.execute("SELECT pg_notify($1::text, '')", db.channel)
-            return rows.job(row)
+            return rows.record(row, db)
 
     async def twice(conn: Conn) -> JobRecord:
         try:

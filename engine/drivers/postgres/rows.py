@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from asyncpg import Record
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
+from engine.drivers.damage import UNDECODABLE, UndecodableRow
 from engine.errors import JobRowStatusUnknownError
 from schemas.backfill import BackfillRun
 from schemas.events import EventRecord
@@ -31,6 +32,9 @@ from schemas.states import (
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trusted import trusted_constructor
+
+if TYPE_CHECKING:
+    from engine.drivers.postgres.connections import Connections
 
 Row = Record
 S = TypeVar("S", bound=str)
@@ -97,14 +101,25 @@ def job(row: Row) -> JobRecord:
         fields = {name: row[name] for name in _JOB_FIELDS}
     except KeyError:
         return validated_job(row)
-    fields["input"] = load(fields["input"])
-    fields["output"] = load(fields["output"])
     fields["state"] = job_state(fields["state"])
-    if fields["last_error"] is not None:
-        fields["last_error"] = decode_last_error(fields["last_error"], fields["id"])
-    if fields["progress"] is not None:
-        fields["progress"] = decode_progress(fields["progress"])
+    try:
+        fields["input"] = load(fields["input"])
+        fields["output"] = load(fields["output"])
+        if fields["last_error"] is not None:
+            fields["last_error"] = decode_last_error(fields["last_error"], fields["id"])
+        if fields["progress"] is not None:
+            fields["progress"] = decode_progress(fields["progress"])
+    except UNDECODABLE as exc:  # a value written by hand: jsonb takes any JSON, of any shape
+        raise UndecodableRow(str(fields["id"]), exc) from exc
     return _trusted_job(fields)
+
+
+def record(row: Row, db: Connections) -> JobRecord:
+    """`job`, with a row that cannot be read raised as the driver's STORE_DAMAGED."""
+    try:
+        return job(row)
+    except UndecodableRow as exc:
+        raise db.damaged(exc) from exc
 
 
 def validated_job(row: Row) -> JobRecord:

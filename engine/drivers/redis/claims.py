@@ -12,7 +12,7 @@ from typing import Any, cast
 from pydantic_core import to_jsonable_python
 
 from engine.drivers.base import AckWrite
-from engine.drivers.damage import UndecodableRow, burial
+from engine.drivers.damage import UndecodableRow, burial, log_burial
 from engine.drivers.redis.codec import decode_record, dumps, pairs
 from engine.drivers.redis.connection import Fixes
 from engine.drivers.redis.scripts import CLAIM_SCRIPT
@@ -97,11 +97,7 @@ async def _bury(store: Store, job_id: str, token: str, damage: StoreDamagedError
         # Its id is what cannot be read: it goes back at its lease's end, as nothing settles it.
         logger.error("redis: claimed a job that cannot be read or settled: %s", damage.cause)
         return
-    logger.error(
-        "redis: claimed a job that cannot be read; it is %s now (STORE_DAMAGED): %s",
-        outcome.state,
-        damage.cause,
-    )
+    log_burial("redis", outcome.state, damage)
 
 
 async def nack(

@@ -11,7 +11,7 @@ from typing import Any
 
 from engine import paging, rules
 from engine.drivers.base import AckWrite
-from engine.drivers.damage import UndecodableRow, burial, read_or_name
+from engine.drivers.damage import UndecodableRow, burial, log_burial, read_or_name
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import (
     dumps,
@@ -222,11 +222,7 @@ def _bury(
         tenant = tenant_id if isinstance(tenant_id, str) else None
         event = EventRecord(job_id=job_id, at=now, kind=outcome.event, tenant_id=tenant, data=data)
         conn.execute(q.INSERT_EVENT, event_params(event))
-    logger.error(
-        "sqlite: claimed a job that cannot be read; it is %s now (STORE_DAMAGED): %s",
-        outcome.state,
-        damage.cause,
-    )
+    log_burial("sqlite", outcome.state, damage)
 
 
 def _held(conn: sqlite3.Connection, job_id: str, token: str) -> JobRecord:

@@ -1,0 +1,43 @@
+"""A job row holding a value of a shape the driver never writes (by hand: jsonb takes any JSON):
+reading it is STORE_DAMAGED naming the job, with a fix that prints the row's values as stored;
+a list names it in its place and pages on; a claim that takes it settles it dead and hands out
+the jobs beside it (a worker would stop claiming at all)."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from engine import ManualClock
+from engine.errors import JobsError
+from tests.postgres.builders import request
+from tests.postgres.conftest import DriverFactory
+from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
+from tests.support.fix_lines import run_fix
+
+
+@pytest.mark.parametrize("schema", ["mcp_jobs", "tenant_b"])
+async def test_a_row_written_by_hand_is_damage_named_in_lists_and_buried_on_claim(
+    make_driver: DriverFactory,
+    sql: asyncpg.Connection[asyncpg.Record],
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+    schema: str,
+) -> None:
+    driver = await make_driver(schema=schema)
+    first, damaged, third = (request(clock.now_ms(), key=f"k{n}") for n in (1, 2, 3))
+    await driver.enqueue([first, damaged, third])
+    await sql.execute(f"UPDATE {schema}.jobs SET progress = '5'::jsonb WHERE id = $1", damaged.id)
+
+    with pytest.raises(JobsError) as raised:
+        await driver.get(damaged.id)
+    error = raised.value
+    assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+    assert f"job {damaged.id}: ValidationError" in error.cause, error.cause
+    assert "progress: '5'" in run_fix(error.fix).splitlines()  # the row as stored
+    assert await check_listed_in_place(driver, third.id, damaged.id, first.id) == error.fix
+
+    await check_buried_on_claim(driver, damaged.id, [first.id, third.id])
+    assert "claimed a job that cannot be read; it is dead now (STORE_DAMAGED)" in caplog.text
+    shown = run_fix(error.fix)  # its value as before, and the damage as its error
+    assert "progress: '5'" in shown and "STORE_DAMAGED" in shown, shown
