@@ -9,8 +9,10 @@ import asyncpg
 import pytest
 
 from engine import ManualClock
+from engine.drivers.postgres import PostgresDriver
 from engine.errors import JobsError
-from tests.postgres.builders import request
+from schemas.jobs import NackOptions
+from tests.postgres.builders import failure, request
 from tests.postgres.conftest import DriverFactory
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
 from tests.support.fix_lines import run_fix
@@ -41,3 +43,23 @@ async def test_a_row_written_by_hand_is_damage_named_in_lists_and_buried_on_clai
     assert "claimed a job that cannot be read; it is dead now (STORE_DAMAGED)" in caplog.text
     shown = run_fix(error.fix)  # its value as before, and the damage as its error
     assert "progress: '5'" in shown and "STORE_DAMAGED" in shown, shown
+
+
+async def test_an_event_written_by_hand_is_damage_named_with_its_job(
+    driver: PostgresDriver, sql: asyncpg.Connection[asyncpg.Record], clock: ManualClock
+) -> None:
+    """An event's data that is JSON but no object: the job's trace is STORE_DAMAGED naming the
+    job and the event, with a fix that prints the job's events as stored."""
+    (job,) = await driver.enqueue([request(clock.now_ms())])
+    (claimed,) = await driver.claim("w", 1, 60_000)
+    await driver.nack(job.id, claimed.token, NackOptions(error=failure(), delay_ms=1_000))
+    await sql.execute("UPDATE mcp_jobs.events SET data = '5'::jsonb WHERE job_id = $1", job.id)
+
+    with pytest.raises(JobsError) as raised:
+        await driver.load_trace(job.id)
+    error = raised.value
+    assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+    assert f"job {job.id}, event 'retried at " in error.cause, error.cause
+    (shown,) = run_fix(error.fix).splitlines()
+    assert shown.startswith("retried at ") and shown.endswith(": '5'"), shown
+    assert (await driver.get(job.id)).state == "delayed"  # the job's own row reads as before

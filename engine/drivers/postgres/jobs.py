@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import asyncpg
 
 from engine import paging, rules
-from engine.drivers.damage import read_or_name
+from engine.drivers.damage import UndecodableRow, read_or_name
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.migrate import Conn
@@ -182,10 +182,14 @@ async def load_trace(
         event_page = events[: page.events_limit][::-1]
         more_steps = len(steps) > page.steps_limit and step_page
         more_events = len(events) > page.events_limit and event_page
+        try:
+            trace_events = [rows.event(e) for e in event_page]
+        except UndecodableRow as exc:
+            raise db.damaged(exc) from exc
         return TracePage(
             job=record,
             steps=[rows.step(s) for s in step_page],
-            events=[rows.event(e) for e in event_page],
+            events=trace_events,
             steps_total=steps_total,
             events_total=events_total,
             steps_cursor=(

@@ -147,14 +147,18 @@ def step(row: Row) -> StepRecord:
 
 
 def event(row: Row) -> EventRecord:
-    return EventRecord(
-        job_id=row["job_id"],
-        at=row["at"],
-        kind=row["kind"],
-        actor=row["actor"],
-        tenant_id=row["tenant_id"],
-        data=load(row["data"]),
-    )
+    try:
+        return EventRecord(
+            job_id=row["job_id"],
+            at=row["at"],
+            kind=row["kind"],
+            actor=row["actor"],
+            tenant_id=row["tenant_id"],
+            data=load(row["data"]),
+        )
+    except UNDECODABLE as exc:  # data written by hand: jsonb takes any JSON, not only objects
+        name = f"{row['kind']} at {row['at']}"
+        raise UndecodableRow(str(row["job_id"]), exc, "event", name) from exc
 
 
 _STAT_FIELDS = (

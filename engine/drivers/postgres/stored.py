@@ -17,28 +17,35 @@ from engine.drivers.urls import split_schema, url_word
 
 # The columns a value of the wrong shape can sit in (jsonb, and the error's text), as text.
 SHOWN = ("input", "output", "last_error", "progress")
-_SELECT = "SELECT {columns} FROM {{schema}}.jobs WHERE id = $1".format(
+_JOB = "SELECT {columns} FROM {{schema}}.jobs WHERE id = $1".format(
     columns=", ".join(f"{c}::text AS {c}" for c in SHOWN)
 )
+_EVENTS = "SELECT kind, at, data::text AS data FROM {schema}.events WHERE job_id = $1 ORDER BY id"
 _CODE = "import sys; from engine.drivers.postgres.stored import show_job; show_job(*sys.argv[1:])"
 
 
-def show_job_line(url: str, schema: str, job_id: str) -> str:
-    """The fix line printing job `job_id`'s row of the jobs table in `schema`."""
-    return python_line(_CODE, url_word(url), shlex.quote(schema), shlex.quote(job_id))
+def show_job_line(url: str, schema: str, job_id: str, kind: str = "job") -> str:
+    """The fix line printing job `job_id`'s row of the jobs table in `schema`, or its events
+    (`kind` "event")."""
+    words = (url_word(url), shlex.quote(schema), shlex.quote(job_id), kind)
+    return python_line(_CODE, *words)
 
 
-def show_job(url: str, schema: str, job_id: str) -> None:
-    """Print each of `SHOWN` of the job's row as stored, quoted, one per line."""
-    for line in asyncio.run(_read(url, schema, job_id)):
+def show_job(url: str, schema: str, job_id: str, kind: str = "job") -> None:
+    """Print the job's row as stored, each of `SHOWN` quoted on a line of its own; or, for
+    `kind` "event", each of its events as "kind at ms: data"."""
+    for line in asyncio.run(_read(url, schema, job_id, kind)):
         print(line)
 
 
-async def _read(url: str, schema: str, job_id: str) -> list[str]:
+async def _read(url: str, schema: str, job_id: str, kind: str) -> list[str]:
     # No statement cache: the fix may go through a transaction pooler (PgBouncer).
     conn = await asyncpg.connect(split_schema(url)[0], statement_cache_size=0)
     try:
-        row = await conn.fetchrow(with_schema(_SELECT, schema), job_id)
+        if kind == "event":
+            found = await conn.fetch(with_schema(_EVENTS, schema), job_id)
+            return [f"{e['kind']} at {e['at']}: {e['data']!r}" for e in found]
+        row = await conn.fetchrow(with_schema(_JOB, schema), job_id)
     finally:
         await conn.close()
     if row is None:
