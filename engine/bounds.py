@@ -16,7 +16,7 @@ from typing import Any
 
 import pydantic_core
 
-from engine.errors import InvalidArgumentError
+from engine.errors import NOTHING_NEAR, InvalidArgumentError
 from engine.rules import PRIORITY_MAX, PRIORITY_MIN
 from engine.storable import find_unstorable
 
@@ -88,7 +88,20 @@ def number(
         return value
     kind = "a whole number" if whole else "a finite number"
     of = f" of {unit}" if unit else ""
-    raise InvalidArgumentError(argument, value, f"{kind}{of} from {low} to {high}")
+    raise InvalidArgumentError(
+        argument, value, f"{kind}{of} from {low} to {high}", nearest=_range_end(value, low, high)
+    )
+
+
+def _range_end(value: object, low: float, high: float) -> object:
+    """The end of the range a number of the right kind lies beyond; nothing for any other value
+    (NaN, a bool, a fraction where a whole number is due: no end is plainly what it meant)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if value > high:
+            return high
+        if value < low:
+            return low
+    return NOTHING_NEAR
 
 
 def whole(argument: str, value: object, low: int, high: int, unit: str = "") -> int:

@@ -186,6 +186,7 @@ class Jobs:
                     key,
                     f"omitted, or {request.idempotency_key!r}: the key job {request.name!r} "
                     "computes from this input",
+                    nearest=request.idempotency_key,
                 )
         (result,) = await self.driver.enqueue([request], now=now)
         return result

@@ -475,6 +475,10 @@ class StorageFullError(JobsError):
         )
 
 
+# InvalidArgumentError.nearest when no value near the refused one is admitted.
+NOTHING_NEAR: Any = object()
+
+
 class InvalidArgumentError(JobsError):
     code = "INVALID_ARGUMENT"
     title = "an argument is out of bounds or of the wrong kind"
@@ -487,14 +491,21 @@ class InvalidArgumentError(JobsError):
         *,
         fix: str | None = None,
         next_call: NextCall | None = None,
+        nearest: object = NOTHING_NEAR,
     ) -> None:
-        """`fix`: a line that runs as given (the call mended), where the caller can make one."""
+        """`fix`: a line that runs as given (the call mended), where the caller can make one.
+        `nearest`: the value nearest to `value` that the check admits (a number's range end,
+        the key the job computes), for a caller that can mend the call it was given."""
         super().__init__(
             f"{argument}={short_repr(value)} is not accepted; it must be {expected}",
             fix or f"pass {argument} as {expected}",
             next_call=next_call,
             details={"argument": argument, "expected": expected},
         )
+        self.argument = argument
+        self.value = value
+        self.expected = expected
+        self.nearest = nearest
 
 
 class CursorInvalidError(InvalidArgumentError):

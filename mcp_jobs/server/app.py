@@ -24,7 +24,7 @@ from engine.errors import short_repr
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.server import prompts, resources, subscriptions, tasks, tools
 from mcp_jobs.server.apps_ui import apps_extension
-from mcp_jobs.server.arguments import make_strict, refusal
+from mcp_jobs.server.arguments import calling, make_strict, refusal
 from mcp_jobs.server.calls import tool_failure
 from mcp_jobs.server.completions import register as register_completions
 from mcp_jobs.server.http import http_auth
@@ -97,7 +97,8 @@ class JobsServer(MCPServer[AppState]):
         if tool is None:
             raise MCPError(INVALID_PARAMS, self._unknown_tool(name), {"tool": name})
         try:
-            return await super().call_tool(name, arguments, context)
+            with calling(tool, arguments):
+                return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(
                 exc.__cause__, ValidationError

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import ConfigDict, ValidationError
 
-from engine.errors import InvalidArgumentError, JobsError, short_repr
+from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
 from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError, example_call
 from schemas.errors import NextCall
 
@@ -149,6 +151,40 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
 
 
 _MISSING = object()
+
+# The tool call under way, for an INVALID_ARGUMENT the engine raises while the tool runs.
+_CALL: ContextVar[tuple[Tool, Mapping[str, Any]] | None] = ContextVar("tool_call", default=None)
+
+
+@contextmanager
+def calling(tool: Tool, arguments: Mapping[str, Any]) -> Iterator[None]:
+    """Mark `tool` called with `arguments` while the block runs (see `mended`)."""
+    token = _CALL.set((tool, arguments))
+    try:
+        yield
+    finally:
+        _CALL.reset(token)
+
+
+def mended(exc: BaseException) -> BaseException:
+    """`exc`, or, when it is the engine refusing an argument of the tool call under way as the
+    caller gave it, the same refusal whose fix is that call mended: the value the engine named
+    nearest to it (a range's end that moves with the clock, the key the job computes), or a
+    "<name>" slot; with next_call when the mended call runs as given."""
+    current = _CALL.get()
+    if current is None or type(exc) is not InvalidArgumentError or exc.next_call is not None:
+        return exc
+    tool, arguments = current
+    name, given = exc.argument, arguments.get(exc.argument, _MISSING)
+    # The engine's value must be the caller's own (not one converted to other units).
+    if type(given) is not type(exc.value) or given != exc.value:
+        return exc
+    mend = _Mended(tool, arguments)
+    mend.set(name, _MISSING if exc.nearest is NOTHING_NEAR else exc.nearest)
+    mend.settle()
+    return InvalidArgumentError(
+        name, exc.value, exc.expected, fix=f"{tool.name} {mend.text()}", next_call=mend.call()
+    )
 
 
 class _Mended:

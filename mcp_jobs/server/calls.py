@@ -12,6 +12,7 @@ from pydantic_core import to_json
 from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.server.arguments import mended
 from mcp_jobs.server.audit import Subject, record_call
 from mcp_jobs.server.oauth_grants import authorize, request_settings
 from mcp_jobs.server.state import AppState
@@ -61,7 +62,8 @@ async def run_tool(
         if subject is not None:
             acted_on = subject(model)
     except Exception as exc:  # the envelope is the error channel; cancellation still propagates
-        envelope = failure(error_payload(exc, where=f"tool {tool}", context=scope.fixes))
+        # An argument the engine refused comes back as the caller's call, mended.
+        envelope = failure(error_payload(mended(exc), where=f"tool {tool}", context=scope.fixes))
     if audit is not None:
         await record_call(scope, tool, envelope, acted_on, audit)
     return tool_result(envelope)

@@ -8,6 +8,7 @@ no traceback."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -17,6 +18,7 @@ from mcp.types import INVALID_PARAMS
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.backfill import BackfillRegistry
+from engine.bounds import MAX_DELAY_MS
 from mcp_jobs.cli.entry import main
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.errors import example_call
@@ -34,9 +36,11 @@ REQUIRED: dict[str, Any] = {
 }
 # An argument that is taken only beside another (runs page the runs of one backfill).
 COMPANIONS: dict[str, dict[str, Any]] = {"runs_limit": {"name": "greet"}}
-# A bound that moves with the clock (run_at: ten years ahead), so the schema publishes a fixed
-# one beyond it and the engine refuses what lies between.
-MOVING_BOUNDS = {("enqueue_job", "run_at")}
+# A bound that moves with the clock (run_at: ten years ahead): the schema publishes a fixed one
+# beyond it, the engine refuses what lies past the moving one, and its fix is the call there.
+MOVING_BOUNDS: dict[tuple[str, str], Callable[[Jobs], int]] = {
+    ("enqueue_job", "run_at"): lambda jobs: jobs.clock.now_ms() + MAX_DELAY_MS
+}
 ARGUMENT_REFUSALS = {"INVALID_ARGUMENT", "LIMIT_EXCEEDED", "TOOL_ARGUMENTS_INVALID"}
 # The bounds that are the server's own limits (ServerLimits), over which LIMIT_EXCEEDED.
 SERVER_CAPS = {
@@ -117,7 +121,7 @@ async def test_yes_is_not_true_and_nothing_is_written(
 
 
 async def test_every_numeric_argument_publishes_and_enforces_its_range(
-    open_mcp: OpenMcp,
+    open_mcp: OpenMcp, jobs: Jobs
 ) -> None:
     seen: set[tuple[str, str]] = set()
     async with open_mcp() as mcp:
@@ -141,8 +145,9 @@ async def test_every_numeric_argument_publishes_and_enforces_its_range(
                 )
                 over = await mcp.fails(tool, _call(schema, argument, high + step), over_code)
                 assert over["details"]["argument"] == argument and over["retryable"] is False
-                if (tool, argument) not in MOVING_BOUNDS:
-                    await _runs_at(mcp, over, tool, _call(schema, argument, high))
+                moving = MOVING_BOUNDS.get((tool, argument))
+                end = high if moving is None else moving(jobs)
+                await _runs_at(mcp, over, tool, _call(schema, argument, end))
     assert seen >= {
         ("list_jobs", "limit"),
         ("inspect_job", "steps_limit"),
@@ -205,6 +210,43 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
             error = await mcp.fails(tool, given, "TOOL_ARGUMENTS_INVALID")
             assert error["fix"] == f"{tool} {fix}" and "next_call" not in error, error
     assert [j.id for j in (await jobs.list()).jobs] == [job.id]  # nothing else was written
+
+
+async def test_an_argument_the_engine_refuses_comes_back_as_the_callers_call_mended(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    """A bound only the engine can check (a run_at ten years from now, the key the job
+    computes, a text's bytes or a NUL) is INVALID_ARGUMENT whose fix is the caller's call with
+    the value the engine named, and next_call when that runs as given; else a "<name>" slot."""
+    greet = {"name": "greet", "input": {"user_id": 1}}
+    later = clock.now_ms() + MAX_DELAY_MS
+    mends = [
+        ({**greet, "run_at": later + 1}, {"run_at": later}),
+        ({**greet, "run_at": 2**70}, {"run_at": later}),
+        ({**greet, "key": "mine"}, {"key": "greet:1"}),
+    ]
+    async with open_mcp() as mcp:
+        for given, mend in mends:
+            error = await mcp.fails("enqueue_job", given, "INVALID_ARGUMENT")
+            call = {**given, **mend}
+            assert error["next_call"] == {"tool": "enqueue_job", "arguments": call}, error
+            assert error["fix"] == f"enqueue_job {example_call(call)}"
+            assert error["details"]["argument"] in mend and error["retryable"] is False
+        # Each next_call, issued as given: the first enqueues, the others dedupe onto it.
+        first = await mcp.ok("enqueue_job", {**greet, "run_at": later})
+        assert (await jobs.get(first["job_id"])).run_at == later
+        assert (await mcp.ok("enqueue_job", {**greet, "key": "greet:1"}))["deduped"] is True
+        slots = [
+            ("enqueue_job", {**greet, "tenant_id": "a\x00b"}, "tenant_id"),
+            ("enqueue_job", {**greet, "tenant_id": "é" * 150}, "tenant_id"),
+            ("list_jobs", {"queue": "q\x00", "limit": 2}, "queue"),
+            ("inspect_job", {"job_id": "x\x00"}, "job_id"),
+        ]
+        for tool, given, name in slots:
+            error = await mcp.fails(tool, given, "INVALID_ARGUMENT")
+            fix = example_call({**given, name: f"<{name}>"})
+            assert error["fix"] == f"{tool} {fix}" and "next_call" not in error, error
+    assert [j.id for j in (await jobs.list()).jobs] == [first["job_id"]]
 
 
 async def test_a_server_cap_is_published_and_its_fix_is_the_call_at_the_cap(

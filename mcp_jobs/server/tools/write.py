@@ -72,8 +72,9 @@ ConfirmToken = Annotated[
     ),
 ]
 
-# The largest integer every JSON client holds exactly (2^53 - 1, JavaScript's safe integer): the
-# engine refuses a run_at beyond ten years from now, which no fixed schema bound can say.
+# The largest integer every JSON client holds exactly (2^53 - 1, JavaScript's safe integer),
+# published as run_at's maximum. The engine checks the bound that matters, ten years from now,
+# which moves with the clock: its refusal's fix is the call at that bound (`arguments.mended`).
 MAX_RUN_AT_MS = 2**53 - 1
 
 
@@ -131,7 +132,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             Field(
                 description="run no sooner than this, epoch ms (ten years ahead at most)",
                 ge=0,
-                le=MAX_RUN_AT_MS,
+                json_schema_extra={"maximum": MAX_RUN_AT_MS},
             ),
         ] = None,
         on_conflict: Annotated[
