@@ -7,7 +7,7 @@ boundary, which knows the store and its fix, makes it STORE_DAMAGED (terminal).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal, TypeVar
 
 from engine import rules
@@ -15,6 +15,7 @@ from engine.errors import StoreDamagedError
 from schemas.jobs import DamagedJob, JobRecord, NackOptions
 
 R = TypeVar("R")
+T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 # What decoding a stored value raises when it is not what the driver wrote: a JSON decode error
@@ -26,19 +27,22 @@ UNDECODABLE = (ValueError, KeyError, TypeError)
 class UndecodableRow(Exception):
     """`kind`: which row of the job cannot be read, its own or one of its steps' or events'
     (`name` says which). A step read by its run alone (a replay on a store that keys steps by
-    run) names the run, `job_id` empty."""
+    run) names the run, `job_id` empty; so does a backfill run's row in the ledger."""
 
     def __init__(
         self,
         job_id: str,
         exc: BaseException,
-        kind: Literal["job", "step", "event"] = "job",
+        kind: Literal["job", "step", "event", "backfill"] = "job",
         name: str = "",
         *,
         run_id: str = "",
     ) -> None:
         owner = f"job {job_id}" if job_id else f"run {run_id}"
-        where = owner if kind == "job" else f"{owner}, {kind} {name!r}"
+        if kind == "backfill":
+            where = f"backfill run {run_id}"
+        else:
+            where = owner if kind == "job" else f"{owner}, {kind} {name!r}"
         super().__init__(f"{where}: {type(exc).__name__}: {str(exc)[:200]}")
         self.job_id = job_id
         self.run_id = run_id
@@ -79,3 +83,36 @@ def log_burial(driver: str, state: str, damage: StoreDamagedError) -> None:
         state,
         damage.cause,
     )
+
+
+# Rows already logged by `readable` (bounded: cleared when full), so a read that runs every
+# second (a wait's poll, each worker's metrics) logs a damaged row once, not at every read.
+_LOGGED: set[str] = set()
+_LOGGED_MOST = 1000
+
+
+def readable(
+    rows: Iterable[R],
+    decode: Callable[[R], T],
+    where: Callable[[R], str],
+) -> list[T]:
+    """The rows that decode, in order; each that does not is left where it is and logged once,
+    named by `where`. For rows a read may pass over: a worker's presence (its next beat rewrites
+    the row, an expired one is deleted) and an outbox claim (the row comes back at its lease's
+    end, as a row that failed to publish does; the relay goes on with the others)."""
+    found: list[T] = []
+    for row in rows:
+        try:
+            found.append(decode(row))
+        except UNDECODABLE as exc:
+            named = where(row)
+            if named not in _LOGGED:
+                if len(_LOGGED) >= _LOGGED_MOST:
+                    _LOGGED.clear()
+                _LOGGED.add(named)
+                logger.error("%s cannot be read, left as stored: %s", named, _reason(exc))
+    return found
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}" if str(exc) else repr(exc)

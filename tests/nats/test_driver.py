@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -37,7 +37,14 @@ from engine.drivers.nats import NatsDriver, keys
 from engine.drivers.nats import enqueue as enqueue_module
 from engine.drivers.nats.codec import JobDoc, dumps, encode_doc
 from engine.rules import new_record
+from engine.testing.plugin import AppTransaction
 from tests.nats.server import free_port
+from tests.support.damaged_ledgers import (
+    Overwrite,
+    check_ledger_row_is_damage,
+    check_outbox_passes_over,
+    check_presence_passes_over,
+)
 from tests.support.damaged_rows import pages
 from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
@@ -473,3 +480,48 @@ async def test_a_job_key_another_program_wrote_is_damage_and_the_rest_goes_on(
     finally:
         await writer.close()
         await reader.close()
+
+
+@pytest.fixture
+def nats_driver(jobs: Jobs) -> NatsDriver:
+    return cast(NatsDriver, jobs.driver)
+
+
+def _put(driver: NatsDriver, key: Callable[[str], str], value: bytes) -> Overwrite:
+    """Another program's put of a value the driver never writes."""
+
+    async def overwrite(row_id: str) -> None:
+        store = await driver._open()  # pyright: ignore[reportPrivateUsage]
+        await store.kv.put(key(row_id), value)
+
+    return overwrite
+
+
+async def test_a_worker_key_another_program_wrote_is_passed_over_and_dropped_at_a_beat(
+    nats_driver: NatsDriver, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    overwrite = _put(nats_driver, keys.worker, b"not json")
+    await check_presence_passes_over(nats_driver, clock.now_ms(), overwrite, caplog)
+
+
+async def test_an_outbox_key_another_program_wrote_is_passed_over(
+    nats_driver: NatsDriver,
+    database_url: str,
+    app_transaction: AppTransaction,
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Unpublished by the look of it, so the claim decodes it.
+    overwrite = _put(nats_driver, keys.outbox, b'{"published_at":null,"request":"not json"}')
+    requests = [_request(n, clock.now_ms()) for n in (1, 2)]
+    await check_outbox_passes_over(
+        nats_driver, database_url, app_transaction, requests, overwrite, caplog, clock.advance
+    )
+
+
+async def test_a_backfill_key_another_program_wrote_is_damage_named_by_its_run(
+    nats_driver: NatsDriver, clock: ManualClock
+) -> None:
+    overwrite = _put(nats_driver, keys.backfill, b"not json")
+    error = await check_ledger_row_is_damage(nats_driver, clock.now_ms(), overwrite)
+    assert "not json" in run_fix(error.fix)

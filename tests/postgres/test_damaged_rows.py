@@ -11,9 +11,11 @@ import pytest
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import JobsError
+from engine.testing.plugin import builtin_app_transaction
 from schemas.jobs import NackOptions
 from tests.postgres.builders import failure, request
 from tests.postgres.conftest import DriverFactory
+from tests.support.damaged_ledgers import check_outbox_passes_over
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
 from tests.support.fix_lines import run_fix
 
@@ -63,3 +65,27 @@ async def test_an_event_written_by_hand_is_damage_named_with_its_job(
     (shown,) = run_fix(error.fix).splitlines()
     assert shown.startswith("retried at ") and shown.endswith(": '5'"), shown
     assert (await driver.get(job.id)).state == "delayed"  # the job's own row reads as before
+
+
+async def test_an_outbox_row_written_by_hand_is_passed_over(
+    driver: PostgresDriver,
+    pg_url: str,
+    sql: asyncpg.Connection[asyncpg.Record],
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A staged row whose request jsonb is of a shape the driver never writes: the relay's claim
+    hands out the rows beside it, and the row stays as stored, unpublished."""
+
+    async def overwrite(row_id: str) -> None:
+        await sql.execute("UPDATE mcp_jobs.outbox SET request = '5'::jsonb WHERE id = $1", row_id)
+
+    requests = [request(clock.now_ms(), key=f"k{n}") for n in (1, 2)]
+    await check_outbox_passes_over(
+        driver, pg_url, builtin_app_transaction, requests, overwrite, caplog, clock.advance
+    )
+    stored = await sql.fetch("SELECT request::text, published_at FROM mcp_jobs.outbox ORDER BY id")
+    assert sorted((r["request"] == "5", r["published_at"] is None) for r in stored) == [
+        (False, False),
+        (True, True),
+    ]

@@ -5,6 +5,7 @@ error, and a bad URL is refused before anything connects."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, cast
 
 import anyio
@@ -28,7 +29,14 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from engine.drivers.redis import RedisDriver, claims
+from engine.testing.plugin import AppTransaction
 from tests.mcp.support import declare_app
+from tests.support.damaged_ledgers import (
+    Overwrite,
+    check_ledger_row_is_damage,
+    check_outbox_passes_over,
+    check_presence_passes_over,
+)
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place, pages
 from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
@@ -593,3 +601,56 @@ async def test_a_replay_that_meets_a_damaged_step_fails_the_job_for_good(
         assert "reserve: 'not json'" in run_fix(error.fix).splitlines()  # beside "settle"
     finally:
         await jobs.close()
+
+
+@pytest.fixture
+def redis_driver(jobs: Jobs) -> RedisDriver:
+    return cast(RedisDriver, jobs.driver)
+
+
+def _hset(driver: RedisDriver, key: Callable[[str], str], field: Callable[[str], str]) -> Overwrite:
+    """Another program's HSET of a value the driver never writes."""
+
+    async def overwrite(row_id: str) -> None:
+        client = driver._store.client  # pyright: ignore[reportPrivateUsage]
+        await client.hset(key(row_id), field(row_id), "not json")
+
+    return overwrite
+
+
+async def test_a_worker_row_another_program_wrote_is_passed_over_and_dropped_at_a_beat(
+    redis_driver: RedisDriver, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    keys = redis_driver._store.keys  # pyright: ignore[reportPrivateUsage]
+    overwrite = _hset(redis_driver, lambda _: keys.workers, lambda worker_id: worker_id)
+    await check_presence_passes_over(redis_driver, clock.now_ms(), overwrite, caplog)
+
+
+async def test_an_outbox_row_another_program_wrote_is_passed_over(
+    redis_driver: RedisDriver,
+    database_url: str,
+    app_transaction: AppTransaction,
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    keys = redis_driver._store.keys  # pyright: ignore[reportPrivateUsage]
+    overwrite = _hset(redis_driver, keys.outbox_row, lambda _: "request")
+    requests = [_request(n, clock.now_ms()) for n in (1, 2)]
+    await check_outbox_passes_over(
+        redis_driver,
+        database_url,
+        app_transaction,
+        requests,
+        overwrite,
+        caplog,
+        clock.advance,
+    )
+
+
+async def test_a_backfill_run_another_program_wrote_is_damage_named_by_its_run(
+    redis_driver: RedisDriver, clock: ManualClock
+) -> None:
+    keys = redis_driver._store.keys  # pyright: ignore[reportPrivateUsage]
+    overwrite = _hset(redis_driver, lambda _: keys.backfills, lambda run_id: run_id)
+    error = await check_ledger_row_is_damage(redis_driver, clock.now_ms(), overwrite)
+    assert run_fix(error.fix) == "'not json'\n"

@@ -17,10 +17,17 @@ from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError
+from engine.testing.plugin import builtin_app_transaction
 from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest, JobFilter, NackOptions
 from schemas.steps import StepRecord
 from tests.sqlite.fix_runner import run_fix
+from tests.support.damaged_ledgers import (
+    Overwrite,
+    check_ledger_row_is_damage,
+    check_outbox_passes_over,
+    check_presence_passes_over,
+)
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
 
 
@@ -276,3 +283,41 @@ def _another_program(tmp_path: Path, sql: str) -> list[tuple[Any, ...]]:
         return rows
     finally:
         other.close()
+
+
+def _overwrite(tmp_path: Path, sql: str) -> Overwrite:
+    async def overwrite(row_id: str) -> None:
+        _another_program(tmp_path, sql.replace("?", f"'{row_id}'"))
+
+    return overwrite
+
+
+async def test_a_worker_row_another_program_wrote_is_passed_over(
+    driver: SqliteDriver, tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    overwrite = _overwrite(tmp_path, "UPDATE mcp_jobs_workers SET queues = 'not json' WHERE id = ?")
+    await check_presence_passes_over(driver, clock.now_ms(), overwrite, caplog)
+
+
+async def test_an_outbox_row_another_program_wrote_is_passed_over(
+    driver: SqliteDriver, tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    overwrite = _overwrite(tmp_path, "UPDATE mcp_jobs_outbox SET request = 'not json' WHERE id = ?")
+    requests = [_item(n, clock.now_ms()) for n in (1, 2)]
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    await check_outbox_passes_over(
+        driver, url, builtin_app_transaction, requests, overwrite, caplog, clock.advance
+    )
+    assert _another_program(tmp_path, "SELECT request FROM mcp_jobs_outbox ORDER BY id") == [
+        ("not json",),
+        (requests[1].to_json(),),
+    ]
+
+
+async def test_a_backfill_run_another_program_wrote_is_damage_named_by_its_run(
+    driver: SqliteDriver, tmp_path: Path, clock: ManualClock
+) -> None:
+    sql = "UPDATE mcp_jobs_backfills SET cursor = 'not json' WHERE run_id = ?"
+    error = await check_ledger_row_is_damage(driver, clock.now_ms(), _overwrite(tmp_path, sql))
+    ran = await run_fix(error.fix)
+    assert (ran.returncode, ran.stdout) == (0, b"cursor: 'not json'\n"), ran

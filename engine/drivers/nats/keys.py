@@ -44,6 +44,15 @@ def dec(token: str) -> str:
     return "" if token == "=" else base64.urlsafe_b64decode(token.encode()).decode()
 
 
+def named(key: str, what: str) -> str:
+    """`key` as `what` and the caller's value it encodes (a worker's id, a run's); the key alone
+    where its token is not one this module wrote."""
+    try:
+        return f"{what} {dec(key.partition('.')[2])!r} (key {key})"
+    except ValueError:
+        return f"{what} key {key!r}"
+
+
 def job(job_id: str) -> str:
     return f"job.{job_id}"
 

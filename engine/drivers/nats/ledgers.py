@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.drivers.base import RunPosition
+from engine.drivers.damage import UNDECODABLE
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.store import Store
@@ -25,7 +26,7 @@ async def backfill_runs(
     limit: int | None,
 ) -> list[BackfillRun]:
     await store.replica.sync()
-    runs = [BackfillRun.model_validate(loads(e.raw)) for _, e in store.replica.family("bf")]
+    runs = [_run(store, key, e.raw) for key, e in store.replica.family("bf")]
     runs = [
         r
         for r in runs
@@ -36,3 +37,12 @@ async def backfill_runs(
     ]
     runs.sort(key=lambda r: (r.started_at, r.run_id), reverse=True)
     return runs if limit is None else runs[:limit]
+
+
+def _run(store: Store, key: str, raw: bytes) -> BackfillRun:
+    """A run of the ledger; STORE_DAMAGED for a value the driver did not write, never a run left
+    out (a ledger that forgets a run would let a backfill run again)."""
+    try:
+        return BackfillRun.model_validate(loads(raw))
+    except UNDECODABLE as exc:
+        raise store.damaged(key, exc, keys.named(key, "backfill run")) from exc

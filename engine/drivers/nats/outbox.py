@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.drivers.damage import readable
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.enqueue import enqueue
+from engine.drivers.nats.replica import Entry
 from engine.drivers.nats.store import Store, Unchanged
 from engine.errors import OutboxNoTxError
 from engine.ids import new_id
@@ -57,6 +59,10 @@ def _row(raw: bytes) -> OutboxRow:
     return OutboxRow.model_validate(data)
 
 
+def _keyed_row(pair: tuple[str, Entry]) -> tuple[str, int, OutboxRow]:
+    return pair[0], pair[1].revision, _row(pair[1].raw)
+
+
 def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
     if not isinstance(tx, NatsTransaction) or not tx.open:
         raise OutboxNoTxError("nats")
@@ -78,11 +84,13 @@ _UNPUBLISHED = b'"published_at":null'
 async def claim(store: Store, token: str, limit: int, lease_ms: int) -> list[OutboxRow]:
     await store.replica.sync()
     now = store.clock.now_ms()
+    unpublished = [p for p in store.replica.family_unordered("ob") if _UNPUBLISHED in p[1].raw]
+    # A row another program wrote is passed over at every claim (logged once); the others go on.
+    found = readable(unpublished, _keyed_row, lambda pair: f"outbox row key {pair[0]!r}")
     free = [
-        (key, entry.revision, row)
-        for key, entry in store.replica.family_unordered("ob")
-        if _UNPUBLISHED in entry.raw
-        and (row := _row(entry.raw)).published_at is None
+        (key, revision, row)
+        for key, revision, row in found
+        if row.published_at is None
         and (row.claim_expires_at is None or row.claim_expires_at <= now)
     ]
     free.sort(key=lambda t: (t[2].staged_at, t[2].id))

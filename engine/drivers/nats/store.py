@@ -220,9 +220,10 @@ class Store:
             held = await self.fresh_doc(job_id)
         raise self.contended(keys.job(job_id))
 
-    def damaged(self, key: str, exc: BaseException) -> StoreDamagedError:
-        """`key` holds a value the driver did not write. Terminal: the fix shows it as stored."""
-        cause = (
+    def damaged(self, key: str, exc: BaseException, named: str = "") -> StoreDamagedError:
+        """`key` holds a value the driver did not write (`named`: what the key is for, by the
+        caller's name). Terminal: the fix shows it as stored."""
+        cause = (named + ": " if named else "") + (
             f"{key} holds a value that is not what the driver writes there "
             f"({type(exc).__name__}: {str(exc)[:200]}); another program writes in this bucket"
         )

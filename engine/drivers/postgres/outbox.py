@@ -11,6 +11,7 @@ from typing import Any
 
 import asyncpg
 
+from engine.drivers.damage import readable
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.enqueue import Enqueuer
@@ -44,7 +45,9 @@ async def claim(
         return []
     # A claim that may have committed is not sent again: its rows would sit claimed, unseen.
     found = await db.atomic(lambda c: c.fetch(db.q["outbox_claim"], now, limit, token, lease_ms))
-    claimed = [rows.outbox(row) for row in found]
+    # A row another program wrote stays claimed and comes back at its lease's end, as a row that
+    # failed to publish does; the others go on.
+    claimed = readable(found, rows.outbox, lambda row: f"outbox row {row['id']!r}")
     claimed.sort(key=lambda r: (r.staged_at, r.id))
     return claimed
 

@@ -15,17 +15,30 @@ _CLIENT = (
     "import sys, redis; from engine.drivers.redis.connection import split_prefix; "
     "r = redis.Redis.from_url(split_prefix(sys.argv[1])[0], decode_responses=True); "
 )
-_HASH = 'print(*(f"{k}: {v!r}" for k, v in sorted(r.hgetall(KEY).items())), sep=chr(10))'
-_ZSET = "print(*map(repr, r.zrange(KEY, 0, -1)), sep=chr(10))"
+
+
+def _hash(key: str) -> str:
+    fields = f"sorted(r.hgetall({literal(key)}).items())"
+    return f'print(*(f"{{k}}: {{v!r}}" for k, v in {fields}), sep=chr(10))'
+
+
+def _zset(key: str) -> str:
+    return f"print(*map(repr, r.zrange({literal(key)}, 0, -1)), sep=chr(10))"
+
+
+def _field(key: str, field: str) -> str:
+    return f"print(repr(r.hget({literal(key)}, {literal(field)})))"
 
 
 def stored_values(url: str, keys: Keys, exc: UndecodableRow) -> str:
     """A line printing the key holding what `exc` names: the job's hash, its run's steps hash,
-    or its events (members "<seq>|<json>")."""
-    if exc.kind == "step":
-        key, show = keys.steps(exc.run_id), _HASH
+    its events (members "<seq>|<json>"), or a backfill run's field of the ledger."""
+    if exc.kind == "backfill":
+        show = _field(keys.backfills, exc.run_id)
+    elif exc.kind == "step":
+        show = _hash(keys.steps(exc.run_id))
     elif exc.kind == "event":
-        key, show = keys.events(exc.job_id), _ZSET
+        show = _zset(keys.events(exc.job_id))
     else:
-        key, show = keys.job(exc.job_id), _HASH
-    return python_line(_CLIENT + show.replace("KEY", literal(key)), url_word(url))
+        show = _hash(keys.job(exc.job_id))
+    return python_line(_CLIENT + show, url_word(url))

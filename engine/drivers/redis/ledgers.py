@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.drivers.base import RunPosition
+from engine.drivers.damage import UNDECODABLE, UndecodableRow
 from engine.drivers.redis.store import Store, Write
 from schemas.backfill import BackfillRun
 from schemas.states import BackfillStatus
@@ -23,10 +24,10 @@ async def backfill_runs(
     before: RunPosition | None,
     limit: int | None,
 ) -> list[BackfillRun]:
-    texts = await store.hvals(store.keys.backfills)
+    texts = await store.hgetall(store.keys.backfills)
     runs = [
         r
-        for r in (BackfillRun.model_validate_json(t) for t in texts)
+        for r in (_run(run_id, text) for run_id, text in texts.items())
         if (name is None or r.name == name)
         and (environment is None or r.environment == environment)
         and (status is None or r.status == status)
@@ -34,3 +35,10 @@ async def backfill_runs(
     ]
     runs.sort(key=lambda r: (r.started_at, r.run_id), reverse=True)
     return runs if limit is None else runs[:limit]
+
+
+def _run(run_id: str, text: str) -> BackfillRun:
+    try:
+        return BackfillRun.model_validate_json(text)
+    except UNDECODABLE as exc:
+        raise UndecodableRow("", exc, "backfill", run_id=run_id) from exc

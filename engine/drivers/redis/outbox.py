@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from redis.asyncio.client import Pipeline
 
+from engine.drivers.damage import readable
 from engine.drivers.redis.codec import pairs, request_from_json, request_json
 from engine.drivers.redis.enqueue import enqueue
 from engine.drivers.redis.scripts import OUTBOX_CLAIM_SCRIPT
@@ -61,7 +62,10 @@ async def claim(store: Store, token: str, limit: int, lease_ms: int) -> list[Out
     if limit <= 0:
         return []
     args = [store.keys.prefix, token, limit, store.clock.now_ms(), lease_ms]
-    return [_row(pairs(raw)) for raw in await OUTBOX_CLAIM_SCRIPT(store.client, args)]
+    found = [pairs(raw) for raw in await OUTBOX_CLAIM_SCRIPT(store.client, args)]
+    # A row another program wrote stays claimed and comes back at its lease's end, as a row that
+    # failed to publish does; the others go on.
+    return readable(found, _row, lambda fields: f"outbox row {fields.get('id')!r}")
 
 
 async def publish(store: Store, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from engine.drivers.damage import UNDECODABLE, readable
 from engine.drivers.redis.store import Store, Write
 from engine.presence import EXPIRED_PER_BEAT, is_expired
 from schemas.stats import WorkerInfo
@@ -14,8 +17,7 @@ async def worker_seen(store: Store, info: WorkerInfo) -> None:
     expired = [
         (worker_id, text)
         for worker_id, text in rows.items()
-        if worker_id != info.id
-        and is_expired(WorkerInfo.model_validate_json(text).last_seen_at, now)
+        if worker_id != info.id and _expired(text, now)
     ]
     for worker_id, text in expired[:EXPIRED_PER_BEAT]:
         # Only the row as read: a worker that beat meanwhile is alive again and stays.
@@ -40,5 +42,19 @@ async def live_workers(store: Store, seen_since: int) -> list[WorkerInfo]:
     # First beat first, as the SQL drivers list them.
     rank = {worker_id: n for n, worker_id in enumerate(order)}
     ids = sorted(rows, key=lambda i: (rank.get(i, len(rank)), i))
-    infos = [WorkerInfo.model_validate_json(rows[i]) for i in ids]
+    infos = readable(ids, lambda i: WorkerInfo.model_validate_json(rows[i]), _where(store))
     return [w for w in infos if w.last_seen_at >= seen_since]
+
+
+def _expired(text: str, now: int) -> bool:
+    """Past its time, or not a row a worker wrote (a live worker's own beat writes its row
+    anew, so deleting such a row loses nothing)."""
+    try:
+        seen = WorkerInfo.model_validate_json(text).last_seen_at
+    except UNDECODABLE:
+        return True
+    return is_expired(seen, now)
+
+
+def _where(store: Store) -> Callable[[str], str]:
+    return lambda worker_id: f"worker {worker_id!r} in {store.keys.workers}"

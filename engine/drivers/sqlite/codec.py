@@ -198,6 +198,10 @@ def backfill_from_row(row: Sequence[Any]) -> BackfillRun:
         finished_at,
         error,
     ) = row
+    try:
+        loaded = loads(cursor)
+    except UNDECODABLE as exc:
+        raise UndecodableRow("", exc, "backfill", run_id=run_id) from exc
     return BackfillRun(
         run_id=run_id,
         name=name,
@@ -207,7 +211,7 @@ def backfill_from_row(row: Sequence[Any]) -> BackfillRun:
         app_version=app_version,
         rows_processed=rows_processed,
         rows_total=rows_total,
-        cursor=loads(cursor),
+        cursor=loaded,
         job_id=job_id,
         started_at=started_at,
         finished_at=finished_at,

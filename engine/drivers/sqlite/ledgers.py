@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.drivers.base import RunPosition, StepWrite
+from engine.drivers.damage import readable
 from engine.drivers.sqlite import lifecycle
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import (
@@ -86,7 +87,9 @@ def worker_gone(conn: sqlite3.Connection, worker_id: str) -> None:
 
 
 def live_workers(conn: sqlite3.Connection, seen_since: int) -> list[WorkerInfo]:
-    return [worker_from_row(r) for r in conn.execute(q.LIVE_WORKERS, {"since": seen_since})]
+    # A row another program wrote is no live worker: left out until it expires.
+    found = conn.execute(q.LIVE_WORKERS, {"since": seen_since})
+    return readable(found, worker_from_row, lambda r: f"mcp_jobs_workers row {r[0]!r}")
 
 
 # --- backfill ledger ----------------------------------------------------------------------------
@@ -155,7 +158,9 @@ def outbox_claim(
     rows = conn.execute(
         q.OUTBOX_CLAIM, {"token": token, "expires": now + lease_ms, "now": now, "limit": limit}
     ).fetchall()
-    claimed = [outbox_from_row(r) for r in rows]
+    # A row another program wrote stays claimed and comes back at its lease's end, as a row that
+    # failed to publish does; the others go on.
+    claimed = readable(rows, outbox_from_row, lambda r: f"mcp_jobs_outbox row {r[0]!r}")
     claimed.sort(key=lambda r: (r.staged_at, r.id))  # RETURNING has no order
     return claimed
 

@@ -1,0 +1,119 @@
+"""What a driver answers around a row of its own bookkeeping that another program wrote: a
+worker's presence row and an outbox row are passed over, logged once, and the rest goes on (a
+worker's next beat rewrites its row; an outbox row comes back at its lease's end); a backfill
+run's row in the ledger is STORE_DAMAGED naming the run, with a fix that prints it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+import pytest
+
+from engine.drivers.base import Driver
+from engine.errors import JobsError
+from engine.ids import new_id
+from engine.testing.plugin import AppTransaction
+from schemas.backfill import BackfillRun
+from schemas.jobs import EnqueueRequest
+from schemas.stats import WorkerInfo
+
+# Another program's write: the key or row of `id`, overwritten with a value the driver never
+# writes.
+Overwrite = Callable[[str], Awaitable[None]]
+LEASE_MS = 1_000
+
+
+def _damage_logged(caplog: pytest.LogCaptureFixture, named: str) -> list[logging.LogRecord]:
+    return [
+        r for r in caplog.records if "cannot be read" in r.getMessage() and named in r.getMessage()
+    ]
+
+
+def _worker(worker_id: str, now: int) -> WorkerInfo:
+    return WorkerInfo(
+        id=worker_id,
+        hostname="h",
+        pid=1,
+        queues=["default"],
+        concurrency=4,
+        started_at=now,
+        last_seen_at=now,
+    )
+
+
+async def check_presence_passes_over(
+    driver: Driver, now: int, overwrite: Overwrite, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two workers beat; another program overwrites the second's row. The live list answers the
+    first and logs the row once however often it is read; the first's beat, which on some stores
+    reads every other row, goes on; the second's next beat makes it live again."""
+    first, second = f"wa-{new_id()}", f"wb-{new_id()}"  # fresh names: each is logged once
+    await driver.worker_seen(_worker(first, now))
+    await driver.worker_seen(_worker(second, now))
+    await overwrite(second)
+    for _ in range(3):
+        assert [w.id for w in await driver.live_workers(0)] == [first]
+    assert len(_damage_logged(caplog, second)) == 1, caplog.text
+    await driver.worker_seen(_worker(first, now))
+    await driver.worker_seen(_worker(second, now))
+    assert [w.id for w in await driver.live_workers(0)] == [first, second]
+
+
+async def check_outbox_passes_over(
+    driver: Driver,
+    url: str,
+    app_transaction: AppTransaction,
+    requests: Sequence[EnqueueRequest],
+    overwrite: Overwrite,
+    caplog: pytest.LogCaptureFixture,
+    advance: Callable[[int], None],
+) -> None:
+    """Two staged rows, the first (in the relay's order) overwritten: a claim hands out the
+    second, which publishes; the first stays claimed and unpublished, comes back at its lease's
+    end and is passed over again, logged once."""
+    async with app_transaction(driver, url) as tx:
+        damaged, healthy = await driver.outbox_stage(tx, requests)
+    await overwrite(damaged)
+    claimed = await driver.outbox_claim("relay", "t1", 10, LEASE_MS)
+    assert [r.id for r in claimed] == [healthy]
+    (published,) = await driver.outbox_publish("t1", claimed)
+    assert published.id == requests[1].id and not published.deduped
+    assert await driver.outbox_claim("relay", "t2", 10, LEASE_MS) == []  # still claimed
+    advance(LEASE_MS)
+    assert await driver.outbox_claim("relay", "t3", 10, LEASE_MS) == []
+    assert len(_damage_logged(caplog, damaged)) == 1, caplog.text
+
+
+def backfill_run(run_id: str, now: int) -> BackfillRun:
+    return BackfillRun(
+        run_id=run_id,
+        name="fill",
+        checksum="c",
+        environment="default",
+        status="running",
+        app_version=None,
+        rows_processed=5,
+        rows_total=10,
+        cursor={"after": 5},
+        job_id=None,
+        started_at=now,
+        finished_at=None,
+        error=None,
+    )
+
+
+async def check_ledger_row_is_damage(driver: Driver, now: int, overwrite: Overwrite) -> JobsError:
+    """A backfill run whose ledger row another program overwrote: reading the ledger is
+    STORE_DAMAGED (not retried) naming the run, never a run quietly left out, since a ledger
+    that forgets a run would let a backfill run again. Answers the error, whose fix the caller
+    runs as its reader would."""
+    run_id = new_id()
+    await driver.backfill_save(backfill_run(run_id, now))
+    await overwrite(run_id)
+    with pytest.raises(JobsError) as raised:
+        await driver.backfill_runs("fill")
+    error = raised.value
+    assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+    assert run_id in error.cause, error.cause
+    return error
