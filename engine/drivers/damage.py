@@ -27,13 +27,14 @@ UNDECODABLE = (ValueError, KeyError, TypeError)
 class UndecodableRow(Exception):
     """`kind`: which row of the job cannot be read, its own or one of its steps' or events'
     (`name` says which). A step read by its run alone (a replay on a store that keys steps by
-    run) names the run, `job_id` empty; so does a backfill run's row in the ledger."""
+    run) names the run, `job_id` empty; so does a backfill run's row in the ledger. An inbound
+    event (`name`: its id) is named alone: the job that waits for it meets the error."""
 
     def __init__(
         self,
         job_id: str,
         exc: BaseException,
-        kind: Literal["job", "step", "event", "backfill"] = "job",
+        kind: Literal["job", "step", "event", "backfill", "inbound"] = "job",
         name: str = "",
         *,
         run_id: str = "",
@@ -41,12 +42,20 @@ class UndecodableRow(Exception):
         owner = f"job {job_id}" if job_id else f"run {run_id}"
         if kind == "backfill":
             where = f"backfill run {run_id}"
+        elif kind == "inbound":
+            where = f"inbound event {name}"
         else:
             where = owner if kind == "job" else f"{owner}, {kind} {name!r}"
         super().__init__(f"{where}: {type(exc).__name__}: {str(exc)[:200]}")
         self.job_id = job_id
         self.run_id = run_id
         self.kind = kind
+        self.name = name
+
+    @property
+    def what(self) -> str:
+        """The row's kind in words: "the {what}'s row"."""
+        return {"inbound": "inbound event", "backfill": "backfill run"}.get(self.kind, self.kind)
 
 
 def read_or_name(

@@ -18,7 +18,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from engine import Jobs, ManualClock
+from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.urls import migrate_fix
@@ -44,6 +44,7 @@ from tests.support.damaged_ledgers import (
     check_ledger_row_is_damage,
     check_outbox_passes_over,
     check_presence_passes_over,
+    declare_waiter,
 )
 from tests.support.damaged_rows import pages
 from tests.support.fix_lines import run_fix
@@ -525,3 +526,28 @@ async def test_a_backfill_key_another_program_wrote_is_damage_named_by_its_run(
     overwrite = _put(nats_driver, keys.backfill, b"not json")
     error = await check_ledger_row_is_damage(nats_driver, clock.now_ms(), overwrite)
     assert "not json" in run_fix(error.fix)
+
+
+async def test_an_inbound_key_another_program_wrote_is_passed_over(
+    jobs: Jobs,
+    registry: JobRegistry,
+    nats_driver: NatsDriver,
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The replica cannot tell which wait such a value was meant for: each wait passes it over
+    (logged once), so does the pruner, and the job waiting resumes with the next event."""
+    waiter = declare_waiter(registry)
+    enqueued = await jobs.enqueue(waiter, {"order_id": 7})
+    worker = Worker(jobs)
+    await worker.run_until_idle()
+    sent = await jobs.send_event("paid", "7", {"amount": 1})
+    await _put(nats_driver, keys.inbound, b"not json")(sent.event_id)
+    await worker.run_until_idle()
+    assert (await jobs.get(enqueued.id)).state == "suspended"
+    assert "cannot be read" in caplog.text
+    assert await nats_driver.prune_events(clock.now_ms()) == 0
+    await jobs.send_event("paid", "7", {"amount": 2})
+    await worker.run_until_idle()
+    done = await jobs.get(enqueued.id)
+    assert (done.state, done.output) == ("done", {"amount": 2})

@@ -33,6 +33,7 @@ from engine.testing.plugin import AppTransaction
 from tests.mcp.support import declare_app
 from tests.support.damaged_ledgers import (
     Overwrite,
+    check_a_wait_fails_on_a_damaged_event,
     check_ledger_row_is_damage,
     check_outbox_passes_over,
     check_presence_passes_over,
@@ -654,3 +655,14 @@ async def test_a_backfill_run_another_program_wrote_is_damage_named_by_its_run(
     overwrite = _hset(redis_driver, lambda _: keys.backfills, lambda run_id: run_id)
     error = await check_ledger_row_is_damage(redis_driver, clock.now_ms(), overwrite)
     assert run_fix(error.fix) == "'not json'\n"
+
+
+async def test_an_inbound_event_another_program_wrote_fails_its_waiter_for_good(
+    jobs: Jobs, registry: JobRegistry, redis_driver: RedisDriver, clock: ManualClock
+) -> None:
+    keys = redis_driver._store.keys  # pyright: ignore[reportPrivateUsage]
+    overwrite = _hset(redis_driver, lambda _: keys.inbound, lambda event_id: event_id)
+    error = await check_a_wait_fails_on_a_damaged_event(jobs, registry, overwrite)
+    assert run_fix(error.fix) == "'not json'\n"
+    # The pruner, past the event's window, removes it without reading where it was sent.
+    assert await redis_driver.prune_events(clock.now_ms() + 30 * DAY_MS) == 1

@@ -24,6 +24,7 @@ from schemas.steps import StepRecord
 from tests.sqlite.fix_runner import run_fix
 from tests.support.damaged_ledgers import (
     Overwrite,
+    check_a_wait_fails_on_a_damaged_event,
     check_ledger_row_is_damage,
     check_outbox_passes_over,
     check_presence_passes_over,
@@ -321,3 +322,18 @@ async def test_a_backfill_run_another_program_wrote_is_damage_named_by_its_run(
     error = await check_ledger_row_is_damage(driver, clock.now_ms(), _overwrite(tmp_path, sql))
     ran = await run_fix(error.fix)
     assert (ran.returncode, ran.stdout) == (0, b"cursor: 'not json'\n"), ran
+
+
+async def test_an_inbound_event_another_program_wrote_fails_its_waiter_for_good(
+    tmp_path: Path, clock: ManualClock, registry: JobRegistry
+) -> None:
+    jobs = await connect(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock, registry=registry)
+    try:
+        sql = "UPDATE mcp_jobs_inbound_events SET payload = 'not json' WHERE id = ?"
+        error = await check_a_wait_fails_on_a_damaged_event(
+            jobs, registry, _overwrite(tmp_path, sql)
+        )
+    finally:
+        await jobs.close()
+    ran = await run_fix(error.fix)
+    assert (ran.returncode, ran.stdout) == (0, b"payload: 'not json'\n"), ran

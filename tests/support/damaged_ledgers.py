@@ -1,20 +1,25 @@
 """What a driver answers around a row of its own bookkeeping that another program wrote: a
 worker's presence row and an outbox row are passed over, logged once, and the rest goes on (a
 worker's next beat rewrites its row; an outbox row comes back at its lease's end); a backfill
-run's row in the ledger is STORE_DAMAGED naming the run, with a fix that prints it."""
+run's row in the ledger is STORE_DAMAGED naming the run, with a fix that prints it; so is an
+inbound event that a waiting job meets, which fails that job for good."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
+from engine import JobContext, JobRegistry, Jobs, Retry, Worker, job
 from engine.drivers.base import Driver
 from engine.errors import JobsError
 from engine.ids import new_id
 from engine.testing.plugin import AppTransaction
 from schemas.backfill import BackfillRun
+from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest
 from schemas.stats import WorkerInfo
 
@@ -117,3 +122,39 @@ async def check_ledger_row_is_damage(driver: Driver, now: int, overwrite: Overwr
     assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
     assert run_id in error.cause, error.cause
     return error
+
+
+class Order(BaseModel):
+    order_id: int
+
+
+def declare_waiter(registry: JobRegistry) -> Any:
+    """A job of three attempts that waits for `paid` keyed by its order and answers the payload."""
+
+    @job(idempotency_key=lambda i: f"o:{i.order_id}", retry=Retry(attempts=3), registry=registry)
+    async def await_payment(input: Order, ctx: JobContext) -> Any:
+        outcome = await ctx.step.wait_for_event("paid", match=str(input.order_id), timeout=3600)
+        return outcome.payload
+
+    return await_payment
+
+
+async def check_a_wait_fails_on_a_damaged_event(
+    jobs: Jobs, registry: JobRegistry, overwrite: Overwrite
+) -> ErrorPayload:
+    """A job waits; the event sent for it is overwritten before it resumes. The wait fails the
+    job for good with STORE_DAMAGED naming the event (retrying would read the same bytes), not a
+    job error retried through its attempts. Answers the job's last error."""
+    waiter = declare_waiter(registry)
+    enqueued = await jobs.enqueue(waiter, {"order_id": 7})
+    worker = Worker(jobs)
+    await worker.run_until_idle()
+    assert (await jobs.get(enqueued.id)).state == "suspended"
+    sent = await jobs.send_event("paid", "7", {"amount": 42})
+    await overwrite(sent.event_id)
+    await worker.run_until_idle()
+    record = await jobs.get(enqueued.id)
+    assert (record.state, record.attempt) == ("failed", 1), record
+    assert record.last_error is not None and record.last_error.code == "STORE_DAMAGED"
+    assert f"inbound event {sent.event_id}: " in record.last_error.cause, record.last_error
+    return record.last_error

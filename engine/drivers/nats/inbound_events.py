@@ -4,8 +4,10 @@ so the wake-up reaches idle workers as any job write does, pushed by the server.
 
 from __future__ import annotations
 
+from engine.drivers.damage import UNDECODABLE, readable
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, dumps, loads
+from engine.drivers.nats.replica import Entry
 from engine.drivers.nats.store import Store, Unchanged
 from engine.inbound_events import EventCursor, InboundEvent
 from engine.inbound_events import matches as event_matches
@@ -33,7 +35,8 @@ async def first_event(
     after: EventCursor | None,
 ) -> InboundEvent | None:
     await store.replica.sync()
-    events = (InboundEvent.model_validate(loads(e.raw)) for _, e in store.replica.family("iev"))
+    # A value another program wrote names no event a wait could match: passed over, logged once.
+    events = readable(store.replica.family("iev"), _event, lambda pair: f"inbound key {pair[0]!r}")
     found = [e for e in events if event_matches(e, name, key, tenant_id, started_at, after)]
     return min(found, key=event_order, default=None)
 
@@ -70,6 +73,10 @@ async def wake_waiter(store: Store, job_id: str, now: int) -> bool:
     return suspended
 
 
+def _event(pair: tuple[str, Entry]) -> InboundEvent:
+    return InboundEvent.model_validate(loads(pair[1].raw))
+
+
 class _Gone(Exception):
     pass
 
@@ -78,7 +85,10 @@ async def prune_events(store: Store, now: int) -> int:
     await store.replica.sync()
     gone = 0
     for key, entry in store.replica.family("iev"):
-        expired = InboundEvent.model_validate(loads(entry.raw)).expires_at <= now
+        try:
+            expired = _event((key, entry)).expires_at <= now
+        except UNDECODABLE:
+            continue  # no expiry to read: left as stored (a wait logs it)
         if expired and await store.delete(key, entry.revision):
             gone += 1
     for key, entry in store.replica.family("wait"):

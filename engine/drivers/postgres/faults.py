@@ -199,5 +199,5 @@ def unavailable(
 def damaged(exc: UndecodableRow, url: str, schema: str) -> StoreDamagedError:
     """A job's or an event's row holding a value of a shape the driver never writes (by hand:
     jsonb takes any JSON): STORE_DAMAGED naming the job, its fix printing them as stored."""
-    cause = f"{exc}: the {exc.kind}'s row holds a value the driver did not write"
+    cause = f"{exc}: the {exc.what}'s row holds a value the driver did not write"
     return StoreDamagedError("postgres", cause, show_job_line(url, schema, exc.job_id, exc.kind))

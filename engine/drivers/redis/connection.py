@@ -87,7 +87,7 @@ class Fixes:
         self.report = report_fix(url)
 
     def damaged(self, exc: UndecodableRow) -> StoreDamagedError:
-        cause = f"{exc}: the {exc.kind}'s value is not one the driver wrote (another program's)"
+        cause = f"{exc}: the {exc.what}'s value is not one the driver wrote (another program's)"
         return StoreDamagedError("redis", cause, stored_values(self.url, self.keys, exc))
 
 

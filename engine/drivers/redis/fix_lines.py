@@ -32,9 +32,11 @@ def _field(key: str, field: str) -> str:
 
 def stored_values(url: str, keys: Keys, exc: UndecodableRow) -> str:
     """A line printing the key holding what `exc` names: the job's hash, its run's steps hash,
-    its events (members "<seq>|<json>"), or a backfill run's field of the ledger."""
+    its events (members "<seq>|<json>"), or a backfill run's or an inbound event's field."""
     if exc.kind == "backfill":
         show = _field(keys.backfills, exc.run_id)
+    elif exc.kind == "inbound":
+        show = _field(keys.inbound, exc.name)
     elif exc.kind == "step":
         show = _hash(keys.steps(exc.run_id))
     elif exc.kind == "event":

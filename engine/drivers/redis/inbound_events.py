@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from engine.drivers.damage import UNDECODABLE, UndecodableRow
 from engine.drivers.redis.codec import dumps
 from engine.drivers.redis.scripts import SEND_EVENT_SCRIPT, WAITER_SCRIPT, WAKE_WAITER_SCRIPT
 from engine.drivers.redis.store import Store
@@ -56,10 +57,10 @@ async def first_event(
         if not ids:
             return None
         bodies = cast(list[str | None], await store.client.hmget(store.keys.inbound, ids))
-        for body in bodies:
+        for event_id, body in zip(ids, bodies, strict=True):
             if body is None:  # pruned between the two reads
                 continue
-            event = InboundEvent.model_validate_json(body)
+            event = _event(event_id, body)
             if matches(event, name, key, tenant_id, started_at, after):
                 return event
         offset += _PAGE
@@ -90,21 +91,22 @@ async def prune_events(store: Store, now: int) -> int:
         if not ids:
             break
         bodies = cast(list[str | None], await store.client.hmget(keys.inbound, ids))
+        # A body another program wrote names no target: its entry there is skipped by reads.
+        events = [None if body is None else _decoded(body) for body in bodies]
         pipe = store.client.pipeline(transaction=True)
-        for event_id, body in zip(ids, bodies, strict=True):
+        for event_id, event in zip(ids, events, strict=True):
             pipe.zrem(keys.inbound_expiry, event_id)
             pipe.hdel(keys.inbound, event_id)
-            if body is not None:
-                event = InboundEvent.model_validate_json(body)
+            if event is not None:
                 target = target_of(event.name, event.key, event.tenant_id)
                 pipe.zrem(keys.inbound_target(target), event_id)
         removed = await pipe.execute()
         # Counted by the expiry index's ZREM (each event's first command): a pruner running
         # beside this one counts only the events it removed itself.
         firsts, n = [], 0
-        for body in bodies:
+        for event in events:
             firsts.append(removed[n])
-            n += 2 if body is None else 3
+            n += 2 if event is None else 3
         gone += sum(int(r) for r in firsts)
     await _forget_gone_waiters(store)
     return gone
@@ -123,3 +125,19 @@ async def _forget_gone_waiters(store: Store) -> None:
         if not live:
             # Re-checked in the script: a retry may have made the job live and waiting again.
             await WAITER_SCRIPT(store.client, [store.keys.prefix, job_id, "", "gone"])
+
+
+def _event(event_id: str, body: str) -> InboundEvent:
+    """The event stored under `event_id`: one a waiter's target index lists for it, so a body
+    another program wrote fails that wait (STORE_DAMAGED) rather than being passed over."""
+    try:
+        return InboundEvent.model_validate_json(body)
+    except UNDECODABLE as exc:
+        raise UndecodableRow("", exc, "inbound", event_id) from exc
+
+
+def _decoded(body: str) -> InboundEvent | None:
+    try:
+        return InboundEvent.model_validate_json(body)
+    except UNDECODABLE:
+        return None

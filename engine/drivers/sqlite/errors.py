@@ -198,12 +198,18 @@ def _damaged(path: str, code: int, detail: str) -> StoreDamagedError:
 
 
 def undecodable(path: str, exc: UndecodableRow) -> StoreDamagedError:
-    cause = f"{path}: {exc}: the {exc.kind}'s row holds a value the driver did not write"
+    cause = f"{path}: {exc}: the {exc.what}'s row holds a value the driver did not write"
     job = exc.job_id.replace("'", "''")
     # The JSON columns of the job's rows of that kind as stored, each quoted, whatever it holds.
     if exc.kind == "backfill":
         run = exc.run_id.replace("'", "''")
         shown = f"SELECT 'cursor: ' || quote(cursor) FROM mcp_jobs_backfills WHERE run_id = '{run}'"
+    elif exc.kind == "inbound":
+        event = exc.name.replace("'", "''")
+        shown = (
+            "SELECT 'payload: ' || quote(payload) FROM mcp_jobs_inbound_events "
+            f"WHERE id = '{event}'"
+        )
     elif exc.kind == "step":
         shown = f"SELECT name || ': ' || quote(output) FROM mcp_jobs_steps WHERE job_id = '{job}'"
     elif exc.kind == "event":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.drivers.damage import UNDECODABLE, UndecodableRow
 from engine.drivers.sqlite.codec import dumps, loads
 from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.queries import LIVE_PREDICATE
@@ -51,12 +52,18 @@ DELETE FROM mcp_jobs_inbound_event_waiters
 
 def _event(row: tuple[Any, ...]) -> InboundEvent:
     event_id, name, key, tenant_id, payload, sent_at, expires_at = row
+    try:
+        payload = loads(payload)
+    except UNDECODABLE as exc:
+        # The event is this waiter's by its columns: failing the wait names it, where passing it
+        # over would leave the job waiting for an event that came.
+        raise UndecodableRow("", exc, "inbound", str(event_id)) from exc
     return InboundEvent(
         id=event_id,
         name=name,
         key=key,
         tenant_id=tenant_id,
-        payload=loads(payload),
+        payload=payload,
         sent_at=sent_at,
         expires_at=expires_at,
     )
