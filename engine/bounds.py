@@ -10,6 +10,7 @@ PostgreSQL, which holds at most 2704 bytes, and these bounds keep the three well
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -109,6 +110,15 @@ def whole(argument: str, value: object, low: int, high: int, unit: str = "") -> 
     return int(number(argument, value, low, high, whole=True, unit=unit))
 
 
+def at_least(argument: str, value: object, low: int) -> int:
+    """`value` when it is a whole number ≥ `low` (a count with no upper bound of its own)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= low:
+        return value
+    raise InvalidArgumentError(
+        argument, value, f"a whole number ≥ {low}", nearest=_range_end(value, low, math.inf)
+    )
+
+
 def priority(argument: str, value: object) -> int:
     """A job priority: a whole number in engine.rules' range (higher is claimed first)."""
     return whole(argument, value, PRIORITY_MIN, PRIORITY_MAX, "priority, higher first")
@@ -170,6 +180,7 @@ __all__ = [
     "MAX_TENANT_BYTES",
     "PAYLOAD_CEILING",
     "PAYLOAD_ENV",
+    "at_least",
     "flag",
     "number",
     "optional_text",

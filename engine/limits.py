@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from engine.errors import InvalidArgumentError
+from engine import bounds
 from engine.rate_limits import RateLimit, checked_rate
 
 
 def _check(name: str, value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidArgumentError(name, value, "a whole number ≥ 1")
+    if value is not None:
+        bounds.at_least(name, value, 1)
 
 
 @dataclass(frozen=True)

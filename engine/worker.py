@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from engine import bounds
 from engine.claim_plan import PREFETCH_PER_SLOT, ClaimPlanner
 from engine.descriptors import PUBLISH_EVERY_BEATS, app_modules, describe_all
 from engine.drivers.base import (
@@ -132,13 +133,11 @@ class Worker:
         retention: Retention | None = None,
         apps: Sequence[str] | None = None,
     ) -> None:
-        for name, value in (("concurrency", concurrency), ("lease_ms", lease_ms)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(name, value, "a whole number ≥ 1")
+        bounds.at_least("concurrency", concurrency, 1)
+        bounds.at_least("lease_ms", lease_ms, 1)
         if prefetch is None:
             prefetch = PREFETCH_PER_SLOT * concurrency
-        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
-            raise InvalidArgumentError("prefetch", prefetch, "a whole number ≥ 0")
+        bounds.at_least("prefetch", prefetch, 0)
         if isinstance(queues, str) and queues != ALL_QUEUES:
             raise InvalidArgumentError("queues", queues, 'a list of queue names, or "*"')
         self.jobs = jobs

@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.client import Jobs, connect
 from mcp_jobs import operations
+from mcp_jobs.cli.mend import mended
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings, load_apps, redact
 from mcp_jobs.fix_context import FixContext
@@ -69,7 +70,9 @@ async def guarded(
         envelope = success(fixes.qualify_all(model))
     except Exception as exc:  # every failure is shown as an envelope; tracebacks go to the log
         fixes = FixContext.of(settings, face="cli")
-        envelope = failure(error_payload(exc, where=f"mcp-jobs {kind}", context=fixes))
+        # A value refused after one of the command's flags comes back as the command, mended.
+        payload = error_payload(mended(exc, fixes), where=f"mcp-jobs {kind}", context=fixes)
+        envelope = failure(payload)
     return emit(kind, envelope, as_json, fixes)
 
 

@@ -8,6 +8,7 @@ and fix and exits 1; with `--json` it prints the same envelope the MCP tools ret
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Sequence
 
 import anyio
@@ -16,6 +17,7 @@ from engine.drivers.urls import DATABASE_URL_ENV
 from engine.errors import DatabaseUrlInvalidError, JobsError
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
+from mcp_jobs.cli.mend import typed
 from mcp_jobs.cli.parser import build_parser
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import settings_from_env
@@ -85,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_error(failure(payload)["error"])
             return 1
     try:
-        code: int = anyio.run(command, args, settings, backend_options=options)
+        with typed(sys.argv[1:] if argv is None else argv):
+            code: int = anyio.run(command, args, settings, backend_options=options)
     except KeyboardInterrupt:
         return 130
     return code

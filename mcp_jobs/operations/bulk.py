@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from engine import bounds
+from engine.bounds import MAX_DELAY_SECONDS
 from engine.errors import JobsError
 from mcp_jobs.operations.models import ConfirmOffer, Envelope, iso
 from mcp_jobs.operations.scope import Scope
@@ -34,6 +36,8 @@ CancelState = Literal["ready", "delayed", "running", "suspended"]
 # One action touches at most this many jobs: a plan a person can still be shown as counts, and
 # an action that ends within one call. More: act in pages (see the module docstring).
 MAX_BULK_JOBS = 1000
+# since_seconds: a second at least, ten years at most (the tools publish this range).
+SINCE_SECONDS = (1, MAX_DELAY_SECONDS)
 # The plan shows this many jobs by id; the counts cover all.
 SAMPLE_JOBS = 20
 # The skip code of a job whose row changed between the plan and the action.
@@ -127,7 +131,10 @@ async def plan_bulk(
     """The plan of `action` over `wanted` at `at` (None: now), in the scope's tenant."""
     at = scope.jobs.clock.now_ms() if at is None else at
     states = states_of(action, wanted.states)
-    after = None if wanted.since_seconds is None else at - wanted.since_seconds * 1000
+    after = None
+    if wanted.since_seconds is not None:
+        since = bounds.whole("since_seconds", wanted.since_seconds, *SINCE_SECONDS, "seconds")
+        after = at - since * 1000
     found = await scope.jobs.select(
         state=states,
         name=wanted.name,

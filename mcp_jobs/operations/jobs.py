@@ -70,7 +70,7 @@ async def list_jobs(
     cap = scope.settings.limits.max_page_size
     if isinstance(limit, int) and not isinstance(limit, bool) and limit < 1:
         # This server's cap, not the engine's own bound (which only a direct caller meets).
-        raise InvalidArgumentError("limit", limit, f"a whole number from 1 to {cap}")
+        raise InvalidArgumentError("limit", limit, f"a whole number from 1 to {cap}", nearest=1)
     if isinstance(limit, int) and limit > cap:
         # A tool call; the CLI's FixContext writes it as `mcp-jobs jobs ls …`.
         asked = {"state": state, "name": name, "queue": queue, "tenant_id": tenant_id}

@@ -25,7 +25,7 @@ from mcp.server.mcpserver.resolve import (
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from engine.bounds import MAX_DELAY_SECONDS, MAX_NAME_BYTES, MAX_TENANT_BYTES
+from engine.bounds import MAX_NAME_BYTES, MAX_TENANT_BYTES
 from mcp_jobs.errors import (
     ConfirmationInvalidError,
     ConfirmationRequiredError,
@@ -33,6 +33,7 @@ from mcp_jobs.errors import (
 )
 from mcp_jobs.operations.bulk import (
     MAX_BULK_JOBS,
+    SINCE_SECONDS,
     BulkAction,
     BulkFilter,
     BulkJobsResult,
@@ -210,8 +211,8 @@ ErrorCode = Annotated[
 ]
 Since = Annotated[
     int | None,
-    Field(description="only jobs last changed this many seconds ago or less", ge=1,
-          le=MAX_DELAY_SECONDS),
+    Field(description="only jobs last changed this many seconds ago or less",
+          ge=SINCE_SECONDS[0], le=SINCE_SECONDS[1]),
 ]  # fmt: skip
 Write = Annotated[bool, Field(description="act on the plan")]
 Token = Annotated[

@@ -1,0 +1,78 @@
+"""A refused argument's fix at the terminal: the command line as it was typed, with the flag
+that carried the refused value set to the value nearest it that the check admits (the same
+`InvalidArgumentError.nearest` an MCP refusal mends the caller's call with)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from engine.errors import NOTHING_NEAR, InvalidArgumentError
+from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext
+
+# The command line under way (without the program), for a refusal raised while it runs.
+_ARGV: ContextVar[tuple[str, ...] | None] = ContextVar("cli_argv", default=None)
+
+
+@contextmanager
+def typed(argv: Sequence[str]) -> Iterator[None]:
+    """Mark `argv` as the command line the block runs (see `mended`)."""
+    token = _ARGV.set(tuple(argv))
+    try:
+        yield
+    finally:
+        _ARGV.reset(token)
+
+
+def mended(exc: BaseException, fixes: FixContext) -> BaseException:
+    """`exc`, or, when it refuses a value typed after one of the command's flags and names the
+    value nearest it, the same refusal whose fix is the command with that value."""
+    argv = _ARGV.get()
+    if argv is None or type(exc) is not InvalidArgumentError or exc.nearest is NOTHING_NEAR:
+        return exc
+    words = _with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
+    if words is None:
+        return exc
+    return InvalidArgumentError(
+        exc.argument, exc.value, exc.expected, fix=fixes.command(*words), nearest=exc.nearest
+    )
+
+
+def _flags(argument: str) -> set[str]:
+    """The flags that may carry `argument`: its own name as a flag, and the one a tool's
+    command gives it (`wait_seconds` is `backfill --wait`)."""
+    flags = {"--" + argument.removeprefix("--").replace("_", "-")}
+    for _, arguments in COMMAND_FOR_TOOL.values():
+        flags |= {flag for name, flag in arguments if name == argument and flag is not None}
+    return flags
+
+
+def _with_value(
+    argv: Sequence[str], flags: set[str], value: object, nearest: object
+) -> list[str] | None:
+    """`argv` with the first of `flags` that carries `value` set to `nearest`; None when none
+    does (the value came from elsewhere, or in other units)."""
+    words = list(argv)
+    for n, word in enumerate(words):
+        flag, equals, given = word.partition("=")
+        if equals and flag in flags and _means(given, value):
+            words[n] = f"{flag}={_word(nearest)}"
+            return words
+        if word in flags and n + 1 < len(words) and _means(words[n + 1], value):
+            words[n + 1] = _word(nearest)
+            return words
+    return None
+
+
+def _means(token: str, value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return float(token) == value
+    except ValueError:
+        return False
+
+
+def _word(value: object) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)

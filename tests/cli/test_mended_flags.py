@@ -1,0 +1,58 @@
+"""A value the command refuses after one of its flags: the fix is the command as typed with the
+value nearest it that the check admits, and it runs as given."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from mcp_jobs.cli.entry import main
+
+MENDED = [
+    (["jobs", "ls", "--limit", "0"], ["--limit", "1"]),
+    (["jobs", "ls", "--limit=-3", "--state", "dead"], ["--limit=1"]),
+    (["jobs", "retry-all", "--since-seconds", "-5"], ["--since-seconds", "1"]),
+    (["jobs", "retry-all", "--since-seconds", "99999999999"], ["--since-seconds", "315360000"]),
+    (["jobs", "cancel-all", "--name", "x", "--since-seconds", "0"], ["--since-seconds", "1"]),
+]
+
+
+def _command(fix: str) -> list[str]:
+    # Assignments an app declared may lead the line: the program is the first other word.
+    words = shlex.split(fix)
+    return words[words.index("mcp-jobs") + 1 :]
+
+
+@pytest.mark.parametrize(("argv", "mended"), MENDED)
+def test_a_refused_flag_value_comes_back_as_the_command_at_the_nearest_value(
+    argv: list[str],
+    mended: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    assert main([*argv, "--json", "--database-url", url]) == 1
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
+    command = _command(error["fix"])
+    at = next(n for n, word in enumerate(command) if word.startswith(mended[0]))
+    assert command[at : at + len(mended)] == mended, error["fix"]
+    assert main(command) == 0  # as given
+    capsys.readouterr()
+
+
+def test_a_worker_refused_at_its_start_is_given_the_command_that_starts_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    assert main(["worker", "--concurrency", "0", "--database-url", url]) == 1
+    printed = capsys.readouterr()
+    (fix,) = [line for line in (printed.out + printed.err).splitlines() if "fix:" in line]
+    command = _command(fix.split("fix:", 1)[1])
+    assert command[:3] == ["worker", "--concurrency", "1"] and url in command, fix
