@@ -78,7 +78,7 @@ def _jobs(env: dict[str, Any]) -> str:
     text = table(shown, headers) if rows else "no jobs"
     if env.get("next_cursor"):
         text += f"\n(more: --cursor {env['next_cursor']})"
-    return "\n".join([text, *_notices(env)])
+    return "\n".join([text, *notice_lines(env)])
 
 
 def _inspect(env: dict[str, Any]) -> str:
@@ -204,7 +204,7 @@ def _diagnose(env: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _notices(env: dict[str, Any]) -> list[str]:
+def notice_lines(env: dict[str, Any]) -> list[str]:
     """What the answer says about why it may not move (no live worker, …), with the fix."""
     lines: list[str] = []
     for n in env.get("notices") or []:
@@ -233,7 +233,7 @@ def _backfill(env: dict[str, Any], fixes: FixContext) -> str:
     run = env.get("run")
     if run:
         text += f"\n  {run['status']}: {run['rows_processed']} row(s) processed"
-    return "\n".join([text, *_notices(env)])
+    return "\n".join([text, *notice_lines(env)])
 
 
 def _backfills(env: dict[str, Any], fixes: FixContext) -> str:

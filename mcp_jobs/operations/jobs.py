@@ -13,13 +13,13 @@ from typing import Any
 from engine.errors import (
     InvalidArgumentError,
     JobNotCancellableError,
-    JobUnknownError,
     StoreDamagedError,
 )
 from engine.paging import DEFAULT_TRACE_PAGE
 from engine.tasks import describe_tasks
-from mcp_jobs.errors import LimitExceededError, QueueUnknownError, example_call
+from mcp_jobs.errors import LimitExceededError, example_call
 from mcp_jobs.operations.attempts import AttemptCounter
+from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import (
     CancelJobResult,
     DescribeJobsResult,
@@ -37,7 +37,6 @@ from mcp_jobs.operations.pauses import holding, pauses_in_force
 from mcp_jobs.operations.progress import JobProgressNotes
 from mcp_jobs.operations.reruns import refuse_run_cursor, run_trace
 from mcp_jobs.operations.scope import Scope
-from mcp_jobs.operations.stats import unknown_queues
 from mcp_jobs.operations.workers import no_worker_notice
 from schemas.jobs import DamagedJob, OnConflict
 from schemas.states import SETTLED_STATES, JobState
@@ -87,7 +86,9 @@ async def list_jobs(
         cursor=cursor,
     )
     if not page.jobs and not page.damaged and cursor is None:
-        await _check_filters(scope, name, queue, tenant)
+        unknown = await unknown_filter(scope, name, queue, tenant)
+        if unknown is not None:
+            raise unknown
     return ListJobsResult(
         ok=True,
         jobs=[JobProgressSummary.of(j) for j in page.jobs],
@@ -105,21 +106,6 @@ def damaged_notice(job: DamagedJob) -> Finding:
         fix=job.fix,
         job_ids=[job.id],
     )
-
-
-async def _check_filters(
-    scope: Scope, name: str | None, queue: str | None, tenant: str | None
-) -> None:
-    """An empty first page: refuse a name or queue that is neither declared nor stored."""
-    if name is not None:
-        known = [d.name for d in await scope.jobs.describe()]
-        stored = await scope.jobs.list(name=name, tenant_id=tenant, limit=1)
-        if name not in known and not stored.jobs:
-            raise JobUnknownError(name, known)
-    if queue is not None:
-        unknown, known_queues = await unknown_queues(scope, [queue])
-        if unknown:
-            raise QueueUnknownError(queue, known_queues)
 
 
 async def inspect_job(

@@ -13,8 +13,10 @@ from typing import ClassVar
 from pydantic import Field
 
 from engine.drivers.base import PAUSES
+from engine.errors import JobsError
 from engine.pauses import target
 from mcp_jobs.errors import TenantScopeExceededError
+from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import _VIEW, Envelope, Finding, QueueStatsView, iso_of
 from mcp_jobs.operations.scope import Scope
 from schemas.descriptor import JobDescriptor
@@ -39,6 +41,10 @@ class PauseQueueResult(Envelope):
         default=None, description="true when it was paused before this call: nothing changed"
     )
     resume: str | None = Field(default=None, description="the command that lifts it")
+    notices: list[Finding] | None = Field(
+        default=None,
+        description="JOB_UNKNOWN / QUEUE_UNKNOWN: nothing uses the name (a typo?)",
+    )
 
 
 class ResumeQueueResult(Envelope):
@@ -74,11 +80,28 @@ async def pause_queue(
     kind, name = target(queue, job)
     _unpinned(scope, "pause", kind, name)
     found, before = await scope.jobs.pause(queue=queue, job=job, actor=scope.actor, reason=reason)
+    # Held for jobs to come all the same (a queue may be paused before its first job), but a
+    # name nothing uses is more often a typo that leaves the intended work running.
+    unknown = await unknown_filter(scope, job, queue, None)
+    notice = None if unknown is None else _holds_nothing(scope, found, unknown)
     return PauseQueueResult(
         ok=True,
         pause=PauseView.model_validate(found),
         already_paused=before,
         resume=resume_command(scope, found),
+        notices=[notice] if notice is not None else None,
+    )
+
+
+def _holds_nothing(scope: Scope, pause: Pause, unknown: JobsError) -> Finding:
+    arguments = {pause.kind: pause.name}
+    return Finding(
+        code=unknown.code,
+        severity="warning",
+        queue=pause.name if pause.kind == "queue" else None,
+        cause=f"{unknown.cause}: the pause holds nothing now, only such jobs enqueued later",
+        fix=resume_command(scope, pause),
+        next_call=NextCall(tool="resume_queue", arguments=arguments),
     )
 
 

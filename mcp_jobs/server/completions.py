@@ -26,8 +26,8 @@ from mcp.types import (
 )
 
 from engine.errors import JobsError, short_repr
+from mcp_jobs.operations.known import known_queues
 from mcp_jobs.operations.scope import Scope
-from mcp_jobs.operations.stats import known_queues
 from mcp_jobs.server.oauth_grants import request_settings
 from mcp_jobs.server.state import AppState, StateHolder
 

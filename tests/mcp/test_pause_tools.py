@@ -73,6 +73,28 @@ async def test_a_paused_job_name_is_a_finding_listing_its_waiting_jobs(
         assert (await mcp.ok("resume_queue", {"job": "greet"}))["was_paused"] is True
 
 
+async def test_a_pause_of_a_name_nothing_uses_says_so_and_its_next_call_lifts_it(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """Held all the same (a queue may be paused before its first job), with a notice naming
+    the known ones: a typo would otherwise leave the intended work running, unnoticed."""
+    async with open_mcp() as mcp:
+        for arguments, code, known in (
+            ({"queue": "mial"}, "QUEUE_UNKNOWN", "known queues: "),
+            ({"job": "greeet"}, "JOB_UNKNOWN", "registered: "),
+        ):
+            paused = await mcp.ok("pause_queue", arguments)
+            (notice,) = paused["notices"]
+            assert (notice["code"], notice["severity"]) == (code, "warning")
+            assert known in notice["cause"] and "holds nothing now" in notice["cause"]
+            assert notice["next_call"] == {"tool": "resume_queue", "arguments": arguments}
+            lifted = await mcp.ok("resume_queue", notice["next_call"]["arguments"])
+            assert lifted["was_paused"] is True
+        assert "notices" not in await mcp.ok("pause_queue", {"queue": "mail"})
+        assert "notices" not in await mcp.ok("pause_queue", {"job": "greet"})
+    assert {(p.kind, p.name) for p in await jobs.pauses()} == {("queue", "mail"), ("job", "greet")}
+
+
 async def test_exactly_one_of_queue_and_job(open_mcp: OpenMcp) -> None:
     async with open_mcp() as mcp:
         await mcp.fails("pause_queue", {}, "INVALID_ARGUMENT")

@@ -1,0 +1,51 @@
+"""Whether this system knows a job name or a queue.
+
+A job name is known when a job is declared under it (here, or published by a worker) or a job
+row holds it; a queue when it is the queue of such a job, holds rows (this tenant's, under a
+pin), or a live worker serves it. A filter or a pause naming neither is most often a typo: the
+answer says so and lists the known ones, rather than an empty list that looks healthy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.errors import JobsError, JobUnknownError
+from mcp_jobs.errors import QueueUnknownError
+from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.workers import live_workers
+
+
+async def known_queues(scope: Scope) -> list[str]:
+    """Every queue this system knows (see the module docstring), sorted."""
+    tenant = scope.tenant(None)
+    names = {d.queue for d in await scope.jobs.describe()}
+    names.update(s.queue for s in await scope.jobs.stats(None, tenant_id=tenant))
+    for worker in await live_workers(scope):
+        names.update(worker.queues or ())
+    return sorted(names)
+
+
+async def unknown_queues(scope: Scope, queues: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """(the asked queues this system does not know, the known ones); nothing asked: ([], [])."""
+    if not queues:
+        return [], []
+    known = await known_queues(scope)
+    return [q for q in queues if q not in known], known
+
+
+async def unknown_filter(
+    scope: Scope, name: str | None, queue: str | None, tenant: str | None
+) -> JobsError | None:
+    """JOB_UNKNOWN or QUEUE_UNKNOWN for a job name or queue that is neither declared nor stored
+    (nor served), listing the known ones; None when both are known."""
+    if name is not None:
+        known = [d.name for d in await scope.jobs.describe()]
+        stored = await scope.jobs.list(name=name, tenant_id=tenant, limit=1)
+        if name not in known and not stored.jobs:
+            return JobUnknownError(name, known)
+    if queue is not None:
+        unknown, known = await unknown_queues(scope, [queue])
+        if unknown:
+            return QueueUnknownError(queue, known)
+    return None
