@@ -41,10 +41,12 @@ from schemas.errors import NextCall
 Face = Literal["mcp", "cli"]
 
 # The subcommands that take --database-url, --app and --tenant after them (cli/parser.py).
-TAKES_CONTEXT = frozenset({"serve", "worker", "jobs", "backfill", "db", "queues"})
-# Only the `jobs` commands act within a tenant; a backfill or a pause (`queues`) spans every
-# tenant (a pinned one is refused) and a worker serves them all.
-TAKES_TENANT = frozenset({"jobs"})
+TAKES_CONTEXT = frozenset(
+    {"serve", "worker", "jobs", "backfill", "db", "queues", "limits", "events", "dashboard"}
+)
+# Only the `jobs` commands and `events send` act within a tenant; a backfill or a pause
+# (`queues`) spans every tenant (a pinned one is refused) and a worker serves them all.
+TAKES_TENANT = frozenset({"jobs", "events"})
 PYTHONS = frozenset({"python", "python3", sys.executable})
 # Commands an MCP client is given as the tool that does the same (`database_report {}`): the
 # tool runs where the server runs, which reaches the database, and needs no shell.

@@ -40,7 +40,9 @@ def _payload(text: str | None) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise InvalidArgumentError("--payload", text, f"a JSON value ({exc})") from exc
+        # Text that is no JSON most plainly means that text, as a JSON string.
+        expected = f"a JSON value ({exc})"
+        raise InvalidArgumentError("--payload", text, expected, nearest=json.dumps(text)) from exc
 
 
 async def events_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,6 +1,7 @@
 """A refused argument's fix at the terminal: the command line as it was typed, with the flag
 that carried the refused value set to the value nearest it that the check admits (the same
-`InvalidArgumentError.nearest` an MCP refusal mends the caller's call with)."""
+`InvalidArgumentError.nearest` an MCP refusal mends the caller's call with): a number at its
+range's end, text that is no JSON as a JSON string."""
 
 from __future__ import annotations
 
@@ -66,6 +67,9 @@ def _with_value(
 
 
 def _means(token: str, value: object) -> bool:
+    """Whether the typed `token` is the refused `value` (a number as argparse parsed it)."""
+    if isinstance(value, str):
+        return token == value
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     try:

@@ -102,6 +102,13 @@ def test_a_command_gets_the_context_and_a_tool_call_does_not(tmp_path: Path) -> 
     assert ctx.qualify(given) == given
     once = ctx.qualify("mcp-jobs jobs ls")
     assert ctx.qualify(once) == once
+    # Every command that takes the context gets it: a rate-limit finding's `limits` line ran on
+    # the default database from any other directory.
+    assert ctx.qualify("mcp-jobs limits --json") == (
+        f"mcp-jobs limits --json --database-url {url} --app a.b,c"
+    )
+    assert ctx.qualify("mcp-jobs events send paid 7").endswith(f"{url} --app a.b,c --tenant 't 1'")
+    assert ctx.qualify("mcp-jobs dashboard --port 9").endswith(f"--database-url {url} --app a.b,c")
 
 
 def test_the_environment_goes_in_front_of_commands(

@@ -17,6 +17,9 @@ MENDED = [
     (["jobs", "retry-all", "--since-seconds", "-5"], ["--since-seconds", "1"]),
     (["jobs", "retry-all", "--since-seconds", "99999999999"], ["--since-seconds", "315360000"]),
     (["jobs", "cancel-all", "--name", "x", "--since-seconds", "0"], ["--since-seconds", "1"]),
+    # Text that is no JSON, as the JSON string it most plainly means.
+    (["events", "send", "paid", "7", "--payload", "hello"], ["--payload", '"hello"']),
+    (["events", "send", "paid", "7", "--payload={a: 1}"], ['--payload="{a: 1}"']),
 ]
 
 
