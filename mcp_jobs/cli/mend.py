@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from engine.errors import NOTHING_NEAR, InvalidArgumentError
 from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext
 
+URL_FLAG = "--database-url"
 # The command line under way (without the program), for a refusal raised while it runs.
 _ARGV: ContextVar[tuple[str, ...] | None] = ContextVar("cli_argv", default=None)
 
@@ -35,9 +36,23 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     words = _with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
     if words is None:
         return exc
-    return InvalidArgumentError(
-        exc.argument, exc.value, exc.expected, fix=fixes.command(*words), nearest=exc.nearest
-    )
+    # The URL as typed may hold a password: `fixes` writes it back as every fix line has it.
+    fix = fixes.command(*_without(words, URL_FLAG))
+    return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+
+
+def _without(words: Sequence[str], flag: str) -> list[str]:
+    """`words` without `flag` and its value (`--flag V` or `--flag=V`)."""
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == flag:
+            skip = True
+        elif not word.startswith(flag + "="):
+            kept.append(word)
+    return kept
 
 
 def _flags(argument: str) -> set[str]:

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import InvalidArgumentError
 from mcp_jobs.cli.entry import main
+from mcp_jobs.cli.mend import mended, typed
+from mcp_jobs.config import Settings
+from mcp_jobs.fix_context import FixContext
 
 MENDED = [
     (["jobs", "ls", "--limit", "0"], ["--limit", "1"]),
@@ -59,3 +63,14 @@ def test_a_worker_refused_at_its_start_is_given_the_command_that_starts_it(
     (fix,) = [line for line in (printed.out + printed.err).splitlines() if "fix:" in line]
     command = _command(fix.split("fix:", 1)[1])
     assert command[:3] == ["worker", "--concurrency", "1"] and url in command, fix
+
+
+def test_a_mended_command_never_writes_the_password_it_was_typed_with(tmp_path: Path) -> None:
+    url = "postgresql://ops:s3cret@127.0.0.1:5432/jobs"
+    refused = InvalidArgumentError("limit", 0, "a whole number from 1 to 200", nearest=1)
+    fixes = FixContext.of(Settings(database_url=url), face="cli", cwd=tmp_path, environ={})
+    with typed(["jobs", "ls", "--database-url", url, "--limit", "0"]):
+        fix = mended(refused, fixes)
+    assert isinstance(fix, InvalidArgumentError)
+    assert "s3cret" not in fix.fix and "--limit 1" in fix.fix, fix.fix
+    assert "postgresql://ops@127.0.0.1:5432/jobs" in fix.fix, fix.fix
