@@ -551,3 +551,20 @@ async def test_an_inbound_key_another_program_wrote_is_passed_over(
     await worker.run_until_idle()
     done = await jobs.get(enqueued.id)
     assert (done.state, done.output) == ("done", {"amount": 2})
+
+
+async def test_a_pause_key_another_program_wrote_still_holds_and_claims_go_on(
+    nats_driver: NatsDriver, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A claim reads what a pause holds from its key, not its value: a value the driver never
+    writes there neither stops every claim (as it did) nor lifts the pause."""
+    now = clock.now_ms()
+    held, free = _request(1, now), _request(2, now)._replace(queue="other")
+    await nats_driver.enqueue([held, free])
+    await nats_driver.pause("queue", "default", "ops", None, now)
+    await _put(nats_driver, lambda _: keys.pause("queue", "default"), b"not json")("")
+    await _put(nats_driver, lambda _: "pause.bogus.eA==", b"{}")("")  # no pause this build writes
+    claimed = await nats_driver.claim("w", 10, 60_000)
+    assert [c.record.id for c in claimed] == [free.id]
+    assert await nats_driver.claim("w", 10, 60_000) == []  # the held job stays held
+    assert "pause key 'pause.bogus.eA==' cannot be read" in caplog.text

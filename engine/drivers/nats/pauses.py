@@ -3,19 +3,29 @@ replica holds after its sync, so a pause holds from the next claim after it is w
 
 from __future__ import annotations
 
+from typing import cast
+
+from engine.drivers.damage import readable
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import dumps, loads
+from engine.drivers.nats.replica import Entry
 from engine.drivers.nats.store import Store
 from engine.pauses import PauseKey
 from schemas.pauses import Pause, PauseKind
 
 
 def paused(store: Store) -> set[PauseKey]:
-    found: set[PauseKey] = set()
-    for _, entry in store.replica.family("pause"):
-        pause = Pause.model_validate(loads(entry.raw))
-        found.add((pause.kind, pause.name))
-    return found
+    """What every claim holds back, read from the keys alone: a pause holds by what it names,
+    so a value another program wrote under it cannot stop the claim (or lift the pause)."""
+    found = readable(store.replica.family("pause"), _held, lambda pair: f"pause key {pair[0]!r}")
+    return set(found)
+
+
+def _held(pair: tuple[str, Entry]) -> PauseKey:
+    kind, _, token = pair[0].removeprefix("pause.").partition(".")
+    if kind not in ("queue", "job"):
+        raise ValueError(f"no pause kind {kind!r}")
+    return cast(PauseKind, kind), keys.dec(token)
 
 
 async def pause(
