@@ -17,11 +17,11 @@ from engine import JobContext, JobRegistry, Jobs, Retry, Worker, job
 from engine.drivers.base import Driver
 from engine.errors import JobsError
 from engine.ids import new_id
+from engine.testing.kit.test_worker_expiry import seen
 from engine.testing.plugin import AppTransaction
 from schemas.backfill import BackfillRun
 from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest
-from schemas.stats import WorkerInfo
 
 # Another program's write: the key or row of `id`, overwritten with a value the driver never
 # writes.
@@ -35,18 +35,6 @@ def _damage_logged(caplog: pytest.LogCaptureFixture, named: str) -> list[logging
     ]
 
 
-def _worker(worker_id: str, now: int) -> WorkerInfo:
-    return WorkerInfo(
-        id=worker_id,
-        hostname="h",
-        pid=1,
-        queues=["default"],
-        concurrency=4,
-        started_at=now,
-        last_seen_at=now,
-    )
-
-
 async def check_presence_passes_over(
     driver: Driver, now: int, overwrite: Overwrite, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -54,14 +42,14 @@ async def check_presence_passes_over(
     first and logs the row once however often it is read; the first's beat, which on some stores
     reads every other row, goes on; the second's next beat makes it live again."""
     first, second = f"wa-{new_id()}", f"wb-{new_id()}"  # fresh names: each is logged once
-    await driver.worker_seen(_worker(first, now))
-    await driver.worker_seen(_worker(second, now))
+    await driver.worker_seen(seen(first, now))
+    await driver.worker_seen(seen(second, now))
     await overwrite(second)
     for _ in range(3):
         assert [w.id for w in await driver.live_workers(0)] == [first]
     assert len(_damage_logged(caplog, second)) == 1, caplog.text
-    await driver.worker_seen(_worker(first, now))
-    await driver.worker_seen(_worker(second, now))
+    await driver.worker_seen(seen(first, now))
+    await driver.worker_seen(seen(second, now))
     assert [w.id for w in await driver.live_workers(0)] == [first, second]
 
 
@@ -90,31 +78,16 @@ async def check_outbox_passes_over(
     assert len(_damage_logged(caplog, damaged)) == 1, caplog.text
 
 
-def backfill_run(run_id: str, now: int) -> BackfillRun:
-    return BackfillRun(
-        run_id=run_id,
-        name="fill",
-        checksum="c",
-        environment="default",
-        status="running",
-        app_version=None,
-        rows_processed=5,
-        rows_total=10,
-        cursor={"after": 5},
-        job_id=None,
-        started_at=now,
-        finished_at=None,
-        error=None,
-    )
-
-
 async def check_ledger_row_is_damage(driver: Driver, now: int, overwrite: Overwrite) -> JobsError:
     """A backfill run whose ledger row another program overwrote: reading the ledger is
     STORE_DAMAGED (not retried) naming the run, never a run quietly left out, since a ledger
     that forgets a run would let a backfill run again. Answers the error, whose fix the caller
     runs as its reader would."""
     run_id = new_id()
-    await driver.backfill_save(backfill_run(run_id, now))
+    run = {"name": "fill", "checksum": "c", "environment": "default", "app_version": None}
+    await driver.backfill_save(
+        BackfillRun(run_id=run_id, status="running", rows_processed=5, started_at=now, **run)
+    )
     await overwrite(run_id)
     with pytest.raises(JobsError) as raised:
         await driver.backfill_runs("fill")

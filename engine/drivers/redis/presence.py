@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from engine.drivers.damage import UNDECODABLE, readable
 from engine.drivers.redis.store import Store, Write
 from engine.presence import EXPIRED_PER_BEAT, is_expired
@@ -42,7 +40,10 @@ async def live_workers(store: Store, seen_since: int) -> list[WorkerInfo]:
     # First beat first, as the SQL drivers list them.
     rank = {worker_id: n for n, worker_id in enumerate(order)}
     ids = sorted(rows, key=lambda i: (rank.get(i, len(rank)), i))
-    infos = readable(ids, lambda i: WorkerInfo.model_validate_json(rows[i]), _where(store))
+    where = f"in {store.keys.workers}"
+    infos = readable(
+        ids, lambda i: WorkerInfo.model_validate_json(rows[i]), lambda i: f"worker {i!r} {where}"
+    )
     return [w for w in infos if w.last_seen_at >= seen_since]
 
 
@@ -54,7 +55,3 @@ def _expired(text: str, now: int) -> bool:
     except UNDECODABLE:
         return True
     return is_expired(seen, now)
-
-
-def _where(store: Store) -> Callable[[str], str]:
-    return lambda worker_id: f"worker {worker_id!r} in {store.keys.workers}"
