@@ -22,5 +22,8 @@ class Pause(BaseModel):
     kind: PauseKind = Field(description="`queue`: every job of the queue; `job`: one job name")
     name: str = Field(description="the queue, or the job name")
     paused_by: str | None = Field(default=None, description="the actor that paused it")
-    paused_at: int = Field(description="epoch ms")
+    paused_at: int | None = Field(
+        default=None,
+        description="epoch ms; null when another program wrote the stored pause (it still holds)",
+    )
     reason: str | None = None

@@ -7,12 +7,13 @@ boundary, which knows the store and its fix, makes it STORE_DAMAGED (terminal).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, TypeVar
 
 from engine import rules
 from engine.errors import StoreDamagedError
 from schemas.jobs import DamagedJob, JobRecord, NackOptions
+from schemas.pauses import PAUSE_KINDS, Pause, PauseKind
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -114,13 +115,34 @@ def readable(
         try:
             found.append(decode(row))
         except UNDECODABLE as exc:
-            named = where(row)
-            if named not in _LOGGED:
-                if len(_LOGGED) >= _LOGGED_MOST:
-                    _LOGGED.clear()
-                _LOGGED.add(named)
-                logger.error("%s cannot be read, left as stored: %s", named, _reason(exc))
+            _log_once(where(row), exc)
     return found
+
+
+def pause_as_stored(kind: object, name: object, details: Callable[[], object]) -> Pause:
+    """A stored pause: what it holds is its key (`kind`, `name`), as every claim reads it; who
+    set it, when and why are `details()`, a mapping. Details another program wrote are left out
+    (`paused_at` None) and logged once, so the pause still shows and resuming it lifts it. A key
+    of no kind this build writes raises (it holds nothing: `readable` passes it over)."""
+    if kind not in PAUSE_KINDS or not isinstance(name, str):
+        raise ValueError(f"no pause kind {kind!r} or name {name!r}")
+    held: PauseKind = kind
+    try:
+        stored = details()
+        if not isinstance(stored, Mapping):
+            raise TypeError(f"details of type {type(stored).__name__}")
+        return Pause.model_validate({**stored, "kind": held, "name": name})
+    except UNDECODABLE as exc:
+        _log_once(f"the details of pause {kind} {name!r}", exc)
+        return Pause(kind=held, name=name, paused_at=None)
+
+
+def _log_once(named: str, exc: BaseException) -> None:
+    if named not in _LOGGED:
+        if len(_LOGGED) >= _LOGGED_MOST:
+            _LOGGED.clear()
+        _LOGGED.add(named)
+        logger.error("%s cannot be read, left as stored: %s", named, _reason(exc))
 
 
 def _reason(exc: BaseException) -> str:

@@ -58,7 +58,7 @@ def _what(pause: dict[str, Any]) -> str:
 def _paused(env: dict[str, Any]) -> str:
     pause = env["pause"]
     if env["already_paused"]:
-        since = when(pause["paused_at"])
+        since = when(pause.get("paused_at"))
         return f"{_what(pause)} was already paused (since {since}); resume: {env['resume']}"
     return "\n".join([f"{_what(pause)} paused; resume: {env['resume']}", *notice_lines(env)])
 
@@ -75,7 +75,7 @@ def _listed(env: dict[str, Any]) -> str:
             p["kind"],
             p["name"],
             p.get("paused_by") or "-",
-            when(p["paused_at"]),
+            when(p.get("paused_at")),
             p.get("reason") or "",
         ]
         for p in env["pauses"]

@@ -30,7 +30,7 @@ SAMPLE_IDS = 5
 class PauseView(Pause):
     model_config = _VIEW
 
-    paused_at_iso: ClassVar[str] = iso_of("paused_at")
+    paused_at_iso: ClassVar[str | None] = iso_of("paused_at", optional=True)
 
 
 class PauseQueueResult(Envelope):
@@ -134,6 +134,8 @@ async def pauses_in_force(scope: Scope) -> list[Pause]:
 def _since(pause: Pause, now: int) -> str:
     who = f"by {pause.paused_by} " if pause.paused_by else ""
     why = f" ({pause.reason})" if pause.reason else ""
+    if pause.paused_at is None:
+        return f"{who}at a time that cannot be read{why}"
     return f"{who}{(now - pause.paused_at) // 1000} s ago{why}"
 
 

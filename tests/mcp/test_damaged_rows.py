@@ -1,9 +1,11 @@
 """A job row another program wrote, seen by an agent: `list_jobs` answers the rest of the page
 with the row named in a STORE_DAMAGED notice whose fix runs; the CLI's list and the dashboard's
-show the same notice; a worker runs the jobs beside it and its claim settles the row dead."""
+show the same notice; a worker runs the jobs beside it and its claim settles the row dead. A
+pause whose details another program wrote still shows, and its fix lifts it."""
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 
 import anyio
@@ -11,6 +13,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from mcp_jobs.cli.entry import main
+from mcp_jobs.config import Settings
 from tests.dashboard.support import Marks, browse, dashboard_for
 from tests.mcp.conftest import OpenMcp
 from tests.sqlite.fix_runner import run_fix
@@ -112,3 +115,34 @@ async def test_a_damaged_step_fails_its_job_for_good_and_the_worker_goes_on(
         assert ran.returncode == 0 and b"reserve: 'not json'" in ran.stdout, ran
         failed = await mcp.fails("inspect_job", {"job_id": order.id}, "STORE_DAMAGED")
         assert failed["fix"] == error["fix"]
+
+
+async def test_a_pause_another_program_wrote_shows_and_its_fix_lifts_it(
+    jobs: Jobs, database_url: str, open_mcp: OpenMcp, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, queue_stats, diagnose_queue and resume_queue failed INTERNAL on such a pause
+    while it went on holding the queue: nothing could show it or lift it."""
+    await jobs.enqueue("greet", {"user_id": 1})
+    await jobs.pause(queue="mail", actor="ops", reason="smtp down")
+    other = sqlite3.connect(database_url.removeprefix("sqlite:///"))
+    other.execute("UPDATE mcp_jobs_pauses SET paused_at = 'abc' WHERE name = 'mail'")
+    other.commit()
+    other.close()
+    async with open_mcp(Settings(database_url=database_url)) as mcp:
+        (mail,) = (await mcp.ok("queue_stats", {"queues": ["mail"]}))["queues"]
+        assert mail["ready"] == 1 and mail["paused"] == {"kind": "queue", "name": "mail"}
+        diagnosis = await mcp.ok("diagnose_queue", {"queue": "mail"})
+        (finding,) = [f for f in diagnosis["findings"] if f["code"] == "QUEUE_PAUSED"]
+        assert "mail was paused at a time that cannot be read: its 1 ready" in finding["cause"]
+        described = await mcp.ok("describe_jobs", {"name": "greet"})
+        assert described["paused"] == [mail["paused"]]
+
+        code = await anyio.to_thread.run_sync(
+            main, ["queues", "ls", "--database-url", database_url]
+        )
+        assert code == 0 and "mail" in capsys.readouterr().out
+        fix = shlex.split(finding["fix"])
+        assert await anyio.to_thread.run_sync(main, fix[fix.index("mcp-jobs") + 1 :]) == 0
+        (mail,) = (await mcp.ok("queue_stats", {"queues": ["mail"]}))["queues"]
+        assert "paused" not in mail
+    assert len(await jobs.driver.claim("w", 10, 60_000)) == 1

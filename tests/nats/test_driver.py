@@ -43,6 +43,7 @@ from tests.support.damaged_ledgers import (
     Overwrite,
     check_ledger_row_is_damage,
     check_outbox_passes_over,
+    check_pause_details_left_out,
     check_presence_passes_over,
     declare_waiter,
 )
@@ -568,3 +569,13 @@ async def test_a_pause_key_another_program_wrote_still_holds_and_claims_go_on(
     assert [c.record.id for c in claimed] == [free.id]
     assert await nats_driver.claim("w", 10, 60_000) == []  # the held job stays held
     assert "pause key 'pause.bogus.eA==' cannot be read" in caplog.text
+
+
+async def test_a_pause_another_program_wrote_still_shows_and_resuming_lifts_it(
+    nats_driver: NatsDriver, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    overwrite = _put(nats_driver, lambda queue: keys.pause("queue", queue), b"not json")
+    stray = _put(nats_driver, lambda _: "pause.bogus.eQ==", b"{}")
+    await check_pause_details_left_out(
+        nats_driver, clock.now_ms(), overwrite, caplog, lambda: stray("")
+    )

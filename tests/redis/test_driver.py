@@ -36,6 +36,7 @@ from tests.support.damaged_ledgers import (
     check_a_wait_fails_on_a_damaged_event,
     check_ledger_row_is_damage,
     check_outbox_passes_over,
+    check_pause_details_left_out,
     check_presence_passes_over,
 )
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place, pages
@@ -625,6 +626,17 @@ async def test_a_worker_row_another_program_wrote_is_passed_over_and_dropped_at_
     keys = redis_driver._store.keys  # pyright: ignore[reportPrivateUsage]
     overwrite = _hset(redis_driver, lambda _: keys.workers, lambda worker_id: worker_id)
     await check_presence_passes_over(redis_driver, clock.now_ms(), overwrite, caplog)
+
+
+async def test_a_pause_another_program_wrote_still_holds_and_resuming_lifts_it(
+    redis_driver: RedisDriver, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    keys = redis_driver._store.keys  # pyright: ignore[reportPrivateUsage]
+    overwrite = _hset(redis_driver, lambda _: keys.pauses, lambda queue: f"queue:{queue}")
+    stray = _hset(redis_driver, lambda _: keys.pauses, lambda name: f"no-kind:{name}")
+    await check_pause_details_left_out(
+        redis_driver, clock.now_ms(), overwrite, caplog, lambda: stray("x")
+    )
 
 
 async def test_an_outbox_row_another_program_wrote_is_passed_over(

@@ -27,6 +27,7 @@ from tests.support.damaged_ledgers import (
     check_a_wait_fails_on_a_damaged_event,
     check_ledger_row_is_damage,
     check_outbox_passes_over,
+    check_pause_details_left_out,
     check_presence_passes_over,
 )
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
@@ -298,6 +299,20 @@ async def test_a_worker_row_another_program_wrote_is_passed_over(
 ) -> None:
     overwrite = _overwrite(tmp_path, "UPDATE mcp_jobs_workers SET queues = 'not json' WHERE id = ?")
     await check_presence_passes_over(driver, clock.now_ms(), overwrite, caplog)
+
+
+async def test_a_pause_another_program_wrote_still_holds_and_resuming_lifts_it(
+    driver: SqliteDriver, tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    sql = "UPDATE mcp_jobs_pauses SET paused_at = 'abc', reason = x'00ff' WHERE name = ?"
+    stray = "INSERT INTO mcp_jobs_pauses (kind, name, paused_at) VALUES ('queue', x'00ff', 1)"
+
+    async def write_stray() -> None:
+        _another_program(tmp_path, stray)
+
+    await check_pause_details_left_out(
+        driver, clock.now_ms(), _overwrite(tmp_path, sql), caplog, write_stray
+    )
 
 
 async def test_an_outbox_row_another_program_wrote_is_passed_over(

@@ -1,6 +1,7 @@
 """What a driver answers around a row of its own bookkeeping that another program wrote: a
 worker's presence row and an outbox row are passed over, logged once, and the rest goes on (a
-worker's next beat rewrites its row; an outbox row comes back at its lease's end); a backfill
+worker's next beat rewrites its row; an outbox row comes back at its lease's end); a pause
+still holds by what it names and shows without its details until it is resumed; a backfill
 run's row in the ledger is STORE_DAMAGED naming the run, with a fix that prints it; so is an
 inbound event that a waiting job meets, which fails that job for good."""
 
@@ -17,11 +18,13 @@ from engine import JobContext, JobRegistry, Jobs, Retry, Worker, job
 from engine.drivers.base import Driver
 from engine.errors import JobsError
 from engine.ids import new_id
+from engine.testing.kit.test_paging import request
 from engine.testing.kit.test_worker_expiry import seen
 from engine.testing.plugin import AppTransaction
 from schemas.backfill import BackfillRun
 from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest
+from schemas.pauses import Pause
 
 # Another program's write: the key or row of `id`, overwritten with a value the driver never
 # writes.
@@ -76,6 +79,34 @@ async def check_outbox_passes_over(
     advance(LEASE_MS)
     assert await driver.outbox_claim("relay", "t3", 10, LEASE_MS) == []
     assert len(_damage_logged(caplog, damaged)) == 1, caplog.text
+
+
+async def check_pause_details_left_out(
+    driver: Driver,
+    now: int,
+    overwrite: Overwrite,
+    caplog: pytest.LogCaptureFixture,
+    stray: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """A queue's pause whose details (who, when, why) another program overwrote: it still holds
+    the queue's jobs, every read answers it without them (`paused_at` None), logged once, and
+    resuming lifts it. `stray`, where the store can hold one, writes a pause of no kind this
+    build writes: it holds nothing and every read passes it over."""
+    queue = f"q-{new_id()}"  # a fresh name: it is logged once
+    await driver.pause("queue", queue, "ops", "deploy", now)
+    await driver.enqueue([request(1, queue=queue, run_at=now)])
+    await overwrite(queue)
+    if stray is not None:
+        await stray()
+    bare = Pause(kind="queue", name=queue, paused_at=None)
+    for _ in range(3):
+        assert await driver.pauses() == [bare]
+    assert await driver.pause("queue", queue, "ops", "again", now) == (bare, True)
+    assert await driver.claim("w1", 10, LEASE_MS) == []
+    assert await driver.resume("queue", queue) == bare
+    assert await driver.pauses() == []
+    assert [c.record.queue for c in await driver.claim("w1", 10, LEASE_MS)] == [queue]
+    assert len(_damage_logged(caplog, queue)) == 1, caplog.text
 
 
 async def check_ledger_row_is_damage(driver: Driver, now: int, overwrite: Overwrite) -> JobsError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from engine.drivers.damage import readable
+from engine.drivers.damage import pause_as_stored, readable
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.replica import Entry
@@ -39,7 +39,7 @@ async def pause(
             return made, False
         entry = await store.fresh(key)
         if entry is not None:
-            return Pause.model_validate(loads(entry.raw)), True
+            return _pause((key, entry)), True
 
 
 async def resume(store: Store, kind: PauseKind, name: str) -> Pause | None:
@@ -52,10 +52,16 @@ async def resume(store: Store, kind: PauseKind, name: str) -> Pause | None:
             # Held jobs are claimable again: idle workers look now, not at their next poll.
             store.waker.notify()
             store.changes.notify()
-            return Pause.model_validate(loads(entry.raw))
+            return _pause((key, entry))
 
 
 async def pauses(store: Store) -> list[Pause]:
     await store.replica.sync()
-    found = [Pause.model_validate(loads(e.raw)) for _, e in store.replica.family("pause")]
+    found = readable(store.replica.family("pause"), _pause, lambda pair: f"pause key {pair[0]!r}")
     return sorted(found, key=lambda p: (p.kind, p.name))
+
+
+def _pause(pair: tuple[str, Entry]) -> Pause:
+    # What the key holds is what claims hold by (`paused`); the value only says who, when, why.
+    kind, name = _held(pair)
+    return pause_as_stored(kind, name, lambda: loads(pair[1].raw))

@@ -102,9 +102,6 @@ class Store:
     async def hget(self, key: str, name: str) -> str | None:
         return cast(str | None, await self.client.hget(key, name))
 
-    async def hvals(self, key: str) -> list[str]:
-        return cast(list[str], await self.client.hvals(key))
-
     async def hset(self, key: str, mapping: dict[str, str]) -> None:
         await self.client.hset(key, mapping=cast(dict[Any, Any], mapping))
 

@@ -7,8 +7,7 @@ commits, on every connection to the file.
 
 from __future__ import annotations
 
-from typing import cast
-
+from engine.drivers.damage import pause_as_stored, readable
 from engine.drivers.sqlite.library import sqlite3
 from schemas.pauses import Pause, PauseKind
 
@@ -22,15 +21,10 @@ ALL = f"SELECT {COLUMNS} FROM mcp_jobs_pauses ORDER BY kind, name"
 DELETE = "DELETE FROM mcp_jobs_pauses WHERE kind = ? AND name = ?"
 
 
-def _pause(row: tuple[str, str, str | None, int, str | None]) -> Pause:
+def _pause(row: tuple[object, ...]) -> Pause:
     kind, name, paused_by, paused_at, reason = row
-    return Pause(
-        kind=cast(PauseKind, kind),
-        name=name,
-        paused_by=paused_by,
-        paused_at=paused_at,
-        reason=reason,
-    )
+    details = {"paused_by": paused_by, "paused_at": paused_at, "reason": reason}
+    return pause_as_stored(kind, name, lambda: details)
 
 
 def pause(
@@ -54,4 +48,4 @@ def resume(conn: sqlite3.Connection, kind: PauseKind, name: str) -> Pause | None
 
 
 def pauses(conn: sqlite3.Connection) -> list[Pause]:
-    return [_pause(row) for row in conn.execute(ALL)]
+    return readable(conn.execute(ALL), _pause, lambda row: f"pause row {row[:2]!r}")
