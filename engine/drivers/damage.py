@@ -119,22 +119,34 @@ def readable(
     return found
 
 
+def or_none(decode: Callable[[], T], named: str) -> T | None:
+    """`decode()`, or None when the stored value it reads is not what the driver wrote, logged
+    once as `named`. For a value whose absence is safe to act on: a task's last occurrence
+    (the occurrence keys dedupe one fired again), a lease (taken over), a pause's details."""
+    try:
+        return decode()
+    except UNDECODABLE as exc:
+        _log_once(named, exc)
+        return None
+
+
 def pause_as_stored(kind: object, name: object, details: Callable[[], object]) -> Pause:
     """A stored pause: what it holds is its key (`kind`, `name`), as every claim reads it; who
     set it, when and why are `details()`, a mapping. Details another program wrote are left out
-    (`paused_at` None) and logged once, so the pause still shows and resuming it lifts it. A key
-    of no kind this build writes raises (it holds nothing: `readable` passes it over)."""
+    (`paused_at` None), so the pause still shows and resuming it lifts it. A key of no kind
+    this build writes raises (it holds nothing: `readable` passes it over)."""
     if kind not in PAUSE_KINDS or not isinstance(name, str):
         raise ValueError(f"no pause kind {kind!r} or name {name!r}")
     held: PauseKind = kind
-    try:
+
+    def told() -> Pause:
         stored = details()
         if not isinstance(stored, Mapping):
             raise TypeError(f"details of type {type(stored).__name__}")
         return Pause.model_validate({**stored, "kind": held, "name": name})
-    except UNDECODABLE as exc:
-        _log_once(f"the details of pause {kind} {name!r}", exc)
-        return Pause(kind=held, name=name, paused_at=None)
+
+    found = or_none(told, f"the details of pause {kind} {name!r}")
+    return found or Pause(kind=held, name=name, paused_at=None)
 
 
 def _log_once(named: str, exc: BaseException) -> None:

@@ -40,11 +40,13 @@ from engine.rules import new_record
 from engine.testing.plugin import AppTransaction
 from tests.nats.server import free_port
 from tests.support.damaged_ledgers import (
+    LEASE,
     Overwrite,
     check_ledger_row_is_damage,
     check_outbox_passes_over,
     check_pause_details_left_out,
     check_presence_passes_over,
+    check_scheduler_goes_on,
     declare_waiter,
 )
 from tests.support.damaged_rows import pages
@@ -579,3 +581,18 @@ async def test_a_pause_another_program_wrote_still_shows_and_resuming_lifts_it(
     await check_pause_details_left_out(
         nats_driver, clock.now_ms(), overwrite, caplog, lambda: stray("")
     )
+
+
+async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler_going(
+    jobs: Jobs,
+    registry: JobRegistry,
+    nats_driver: NatsDriver,
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def spoil(task: str) -> None:
+        await _put(nats_driver, keys.task, b"not json")(task)
+        await _put(nats_driver, keys.lead, b'{"holder": "first"}')(keys.SCHEDULER_LEADER)
+        await _put(nats_driver, keys.lead, b"[]")(LEASE)
+
+    await check_scheduler_goes_on(jobs, registry, clock.advance, spoil, caplog)

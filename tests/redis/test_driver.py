@@ -32,12 +32,14 @@ from engine.drivers.redis import RedisDriver, claims
 from engine.testing.plugin import AppTransaction
 from tests.mcp.support import declare_app
 from tests.support.damaged_ledgers import (
+    LEASE,
     Overwrite,
     check_a_wait_fails_on_a_damaged_event,
     check_ledger_row_is_damage,
     check_outbox_passes_over,
     check_pause_details_left_out,
     check_presence_passes_over,
+    check_scheduler_goes_on,
 )
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place, pages
 from tests.support.fix_lines import run_fix
@@ -637,6 +639,24 @@ async def test_a_pause_another_program_wrote_still_holds_and_resuming_lifts_it(
     await check_pause_details_left_out(
         redis_driver, clock.now_ms(), overwrite, caplog, lambda: stray("x")
     )
+
+
+async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler_going(
+    jobs: Jobs,
+    registry: JobRegistry,
+    redis_driver: RedisDriver,
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    keys = redis_driver._store.keys  # pyright: ignore[reportPrivateUsage]
+
+    async def spoil(task: str) -> None:
+        client = redis_driver._store.client  # pyright: ignore[reportPrivateUsage]
+        await client.hset(keys.tasks, task, "abc")
+        await client.hset(keys.sched, "scheduler", "first|abc")
+        await client.hset(keys.leaders, LEASE, "abc")
+
+    await check_scheduler_goes_on(jobs, registry, clock.advance, spoil, caplog)
 
 
 async def test_an_outbox_row_another_program_wrote_is_passed_over(

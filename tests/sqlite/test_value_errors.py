@@ -29,6 +29,7 @@ from tests.support.damaged_ledgers import (
     check_outbox_passes_over,
     check_pause_details_left_out,
     check_presence_passes_over,
+    check_scheduler_goes_on,
 )
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
 
@@ -328,6 +329,25 @@ async def test_an_outbox_row_another_program_wrote_is_passed_over(
         ("not json",),
         (requests[1].to_json(),),
     ]
+
+
+async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler_going(
+    tmp_path: Path, clock: ManualClock, registry: JobRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    jobs = await connect(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock, registry=registry)
+
+    async def spoil(_: str) -> None:
+        for table, column in [
+            ("scheduler_state", "last_fired_at"),
+            ("scheduler_leader", "expires_at"),
+            ("leaders", "expires_at"),
+        ]:
+            _another_program(tmp_path, f"UPDATE mcp_jobs_{table} SET {column} = 'abc'")
+
+    try:
+        await check_scheduler_goes_on(jobs, registry, clock.advance, spoil, caplog)
+    finally:
+        await jobs.close()
 
 
 async def test_a_backfill_run_another_program_wrote_is_damage_named_by_its_run(

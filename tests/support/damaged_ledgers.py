@@ -1,7 +1,8 @@
 """What a driver answers around a row of its own bookkeeping that another program wrote: a
 worker's presence row and an outbox row are passed over, logged once, and the rest goes on (a
 worker's next beat rewrites its row; an outbox row comes back at its lease's end); a pause
-still holds by what it names and shows without its details until it is resumed; a backfill
+still holds by what it names and shows without its details until it is resumed; a lease is
+taken over and a task's scheduler state is none (the task fires on); a backfill
 run's row in the ledger is STORE_DAMAGED naming the run, with a fix that prints it; so is an
 inbound event that a waiting job meets, which fails that job for good."""
 
@@ -14,10 +15,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, Jobs, Retry, Worker, job
-from engine.drivers.base import Driver
+from engine import Enqueue, JobContext, JobRegistry, Jobs, Retry, Worker, describe_tasks, job, task
+from engine.drivers.base import LEADER_LEASES, SCHEDULER, Driver, require
 from engine.errors import JobsError
 from engine.ids import new_id
+from engine.tasks.scheduler import Scheduler
 from engine.testing.kit.test_paging import request
 from engine.testing.kit.test_worker_expiry import seen
 from engine.testing.plugin import AppTransaction
@@ -107,6 +109,56 @@ async def check_pause_details_left_out(
     assert await driver.pauses() == []
     assert [c.record.queue for c in await driver.claim("w1", 10, LEASE_MS)] == [queue]
     assert len(_damage_logged(caplog, queue)) == 1, caplog.text
+
+
+# The named lease `check_scheduler_goes_on` has another program overwrite, with the
+# scheduler's lease and the state of the task it names.
+LEASE = "chores"
+
+
+async def check_scheduler_goes_on(
+    jobs: Jobs,
+    registry: JobRegistry,
+    advance: Callable[[int], None],
+    spoil: Overwrite,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A task's state and the leases another program overwrote: the next scheduler takes the
+    leases over (a value that is no lease holds nothing, where it held for ever or failed
+    every round, which stopped the worker), the task fires on from now, its next firing
+    writes its state anew, and describing it answers (no last occurrence)."""
+
+    @job(idempotency_key=lambda i: f"t:{i.order_id}", registry=registry)
+    async def tick(input: Order, ctx: JobContext) -> None:
+        return None
+
+    name = f"every_minute_{new_id()}"  # a fresh name: it is logged once
+    task(
+        name=name,
+        cron="* * * * *",
+        tz="UTC",
+        enqueue=lambda at: [Enqueue(tick, {"order_id": at})],
+        registry=registry,
+    )
+    leases = require(jobs.driver, LEADER_LEASES)
+    scheduler = require(jobs.driver, SCHEDULER)
+    first = Scheduler(jobs, holder="first")
+    assert await leases.lead(LEASE, "first", 60_000)
+    advance(60_000)
+    assert len((await first.round()).fired) == 1
+    await spoil(name)
+
+    second = Scheduler(jobs, holder="second")
+    advance(60_000)
+    fired = await second.round()
+    assert (fired.leader, fired.failed, len(fired.fired)) == (True, {}, 1), fired
+    again = await second.round()
+    assert (again.leader, again.fired) == (True, []), again
+    state = await scheduler.task_state(name)
+    assert state is not None and state.last_fired_at == fired.fired[0].occurrence_ms, state
+    assert await leases.lead(LEASE, "second", 60_000)
+    assert [d.name for d in await describe_tasks(jobs)] == [name]
+    assert len(_damage_logged(caplog, name)) == 1, caplog.text
 
 
 async def check_ledger_row_is_damage(driver: Driver, now: int, overwrite: Overwrite) -> JobsError:

@@ -6,10 +6,17 @@ A task's last fired occurrence only moves forward (the CAS retries from a fresh 
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from engine.drivers.damage import or_none
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.store import Store, Unchanged
 from schemas.scheduler import LeaderLease, TaskState
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class _Held(Exception):
@@ -20,10 +27,9 @@ async def lead(store: Store, name: str, holder: str, lease_ms: int) -> bool:
     now = store.clock.now_ms()
 
     def take(raw: bytes | None) -> bytes:
-        if raw is not None:
-            lease = LeaderLease.model_validate(loads(raw))
-            if lease.holder != holder and lease.expires_at > now:
-                raise _Held
+        lease = None if raw is None else _stored(LeaderLease, raw, f"lease {name!r}")
+        if lease is not None and lease.holder != holder and lease.expires_at > now:
+            raise _Held
         return dumps({"holder": holder, "expires_at": now + lease_ms})
 
     try:
@@ -41,7 +47,7 @@ async def scheduler_lead(store: Store, holder: str, lease_ms: int) -> bool:
 
 async def task_state(store: Store, task: str) -> TaskState | None:
     entry = await store.fresh(keys.task(task))
-    return None if entry is None else TaskState.model_validate(loads(entry.raw))
+    return None if entry is None else _stored(TaskState, entry.raw, _state_of(task))
 
 
 async def task_fired(store: Store, task: str, occurrence_ms: int) -> None:
@@ -49,10 +55,19 @@ async def task_fired(store: Store, task: str, occurrence_ms: int) -> None:
 
     def fired(raw: bytes | None) -> bytes:
         last = occurrence_ms
-        if raw is not None:
-            current = TaskState.model_validate(loads(raw))
-            if current.last_fired_at is not None and current.last_fired_at >= occurrence_ms:
-                raise Unchanged
+        current = None if raw is None else _stored(TaskState, raw, _state_of(task))
+        if current and current.last_fired_at is not None and current.last_fired_at >= occurrence_ms:
+            raise Unchanged
         return dumps(TaskState(task=task, last_fired_at=last, updated_at=now).model_dump())
 
     await store.change_key(keys.task(task), fired)
+
+
+def _stored(model: type[M], raw: bytes, named: str) -> M | None:
+    # Another program's value is none: a lease is taken over, a task fires from now (its
+    # occurrence keys dedupe a repeat) and its next firing writes the state anew.
+    return or_none(lambda: model.model_validate(loads(raw)), named)
+
+
+def _state_of(task: str) -> str:
+    return f"the scheduler state of task {task!r}"

@@ -3,6 +3,9 @@ already held), each task's last occurrence one script that never moves it backwa
 
 from __future__ import annotations
 
+from functools import partial
+
+from engine.drivers.damage import or_none
 from engine.drivers.redis.scripts import LEAD_SCRIPT, TASK_FIRED_SCRIPT
 from engine.drivers.redis.store import Store
 from schemas.scheduler import TaskState
@@ -25,7 +28,9 @@ async def task_state(store: Store, task: str) -> TaskState | None:
     if raw is None:
         return None
     last, _, updated = raw.partition("|")
-    return TaskState(task=task, last_fired_at=int(last), updated_at=int(updated))
+    # Another program's value is no state: the task fires from now, its keys dedupe a repeat.
+    state = partial(TaskState, task=task, last_fired_at=last, updated_at=updated)
+    return or_none(state, f"the scheduler state of task {task!r}")
 
 
 async def task_fired(store: Store, task: str, occurrence_ms: int) -> None:

@@ -263,28 +263,29 @@ return ''
 """
 
 # A leadership lease in a hash field, as "holder|expires_at". ARGV: key, field, holder, now,
-# lease_ms. Taken when free, expired, or already this holder's; answers 1 while held.
+# lease_ms. Taken when free, expired, or already this holder's; answers 1 while held. A value
+# of another shape (another program's) is no lease.
 LEAD = r"""
 local raw = redis.call('HGET', ARGV[1], ARGV[2])
 local now = tonumber(ARGV[4])
-if raw then
-  local sep = string.find(raw, '|', 1, true)
+local sep = raw and string.find(raw, '|', 1, true)
+if sep then
   local holder = string.sub(raw, 1, sep - 1)
   local expires = tonumber(string.sub(raw, sep + 1))
-  if holder ~= ARGV[3] and expires > now then return 0 end
+  if expires and holder ~= ARGV[3] and expires > now then return 0 end
 end
 redis.call('HSET', ARGV[1], ARGV[2], ARGV[3] .. '|' .. string.format('%d', now + tonumber(ARGV[5])))
 return 1
 """
 
-# A task's last fired occurrence, never moving backwards. ARGV: key, task, occurrence, now.
+# A task's last fired occurrence, never moving backwards; a value of another shape gives way.
+# ARGV: key, task, occurrence, now.
 TASK_FIRED = r"""
 local raw = redis.call('HGET', ARGV[1], ARGV[2])
 local last = tonumber(ARGV[3])
-if raw then
-  local prev = tonumber(string.sub(raw, 1, string.find(raw, '|', 1, true) - 1))
-  if prev > last then last = prev end
-end
+local sep = raw and string.find(raw, '|', 1, true)
+local prev = sep and tonumber(string.sub(raw, 1, sep - 1))
+if prev and prev > last then last = prev end
 redis.call('HSET', ARGV[1], ARGV[2], string.format('%d', last) .. '|' .. ARGV[4])
 """
 

@@ -4,9 +4,10 @@ workers, the backfill ledger, the scheduler and the outbox. Each mirrors the mem
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from engine.drivers.base import RunPosition, StepWrite
-from engine.drivers.damage import readable
+from engine.drivers.damage import or_none, readable
 from engine.drivers.sqlite import lifecycle
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import (
@@ -140,7 +141,9 @@ def task_state(conn: sqlite3.Connection, task: str) -> TaskState | None:
     row = conn.execute(q.SELECT_TASK, {"task": task}).fetchone()
     if row is None:
         return None
-    return TaskState(task=row[0], last_fired_at=row[1], updated_at=row[2])
+    # Another program's value is no state: the task fires from now, its keys dedupe a repeat.
+    state = partial(TaskState, task=row[0], last_fired_at=row[1], updated_at=row[2])
+    return or_none(state, f"the scheduler state of task {task!r}")
 
 
 def task_fired(conn: sqlite3.Connection, task: str, occurrence_ms: int, now: int) -> None:

@@ -38,6 +38,18 @@ def state_not_in(states: Sequence[str]) -> str:
     return "(" + " AND ".join(f"state != '{state}'" for state in states) + ")"
 
 
+def is_number(column: str) -> str:
+    """Whether `column` holds a number: SQLite keeps another program's text as it was given."""
+    return f"typeof({column}) IN ('integer', 'real')"
+
+
+def lease_over(column: str) -> str:
+    """The lease whose expiry is `column` ran out by :now, or holds no number (another
+    program's value), which is no lease: text sorts after every number, so it would hold
+    for ever."""
+    return f"(NOT {is_number(column)} OR {column} <= :now)"
+
+
 # rules.dedupe_key and rules.LIVE_STATES in SQL (tests/sqlite/test_rules_sql.py pins them).
 DEDUPE_KEY = "name, coalesce(tenant_id, ''), idempotency_key"
 LIVE_PREDICATE = state_in(rules.LIVE_STATES)
@@ -444,22 +456,24 @@ def select_backfills_sql(
 # --- scheduler ----------------------------------------------------------------------------------
 
 # Take the lease when nobody holds it, when we hold it, or when it ran out; no row back = lost.
-TAKE_LEAD = """
+TAKE_LEAD = f"""
 INSERT INTO mcp_jobs_scheduler_leader (id, holder, expires_at) VALUES (1, :holder, :expires)
 ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 WHERE mcp_jobs_scheduler_leader.holder = excluded.holder
-   OR mcp_jobs_scheduler_leader.expires_at <= :now
+   OR {lease_over("mcp_jobs_scheduler_leader.expires_at")}
 RETURNING holder
 """
 SELECT_TASK = (
     "SELECT task, last_fired_at, updated_at FROM mcp_jobs_scheduler_state WHERE task = :task"
 )
-# Never moves backwards. coalesce: SQLite's max() of anything and NULL is NULL.
-TASK_FIRED = """
+# Never moves backwards. A value that is no number (NULL, or another program's text, which
+# sorts after every number) gives way to the occurrence.
+TASK_FIRED = f"""
 INSERT INTO mcp_jobs_scheduler_state (task, last_fired_at, updated_at)
 VALUES (:task, :occurrence, :now)
 ON CONFLICT (task) DO UPDATE SET
-    last_fired_at = max(coalesce(last_fired_at, excluded.last_fired_at), excluded.last_fired_at),
+    last_fired_at = CASE WHEN {is_number("last_fired_at")}
+        THEN max(last_fired_at, excluded.last_fired_at) ELSE excluded.last_fired_at END,
     updated_at = excluded.updated_at
 """
 

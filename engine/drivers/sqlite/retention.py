@@ -14,7 +14,7 @@ import json
 
 from engine.drivers.sqlite.codec import job_state
 from engine.drivers.sqlite.library import sqlite3
-from engine.drivers.sqlite.queries import SETTLED_PREDICATE
+from engine.drivers.sqlite.queries import SETTLED_PREDICATE, lease_over
 from engine.retention import Cutoffs, PruneCount, PruneRule
 from schemas.states import JobState
 
@@ -38,10 +38,10 @@ DELETE_STEPS = "DELETE FROM mcp_jobs_steps WHERE job_id = ?"
 DELETE_EVENTS = "DELETE FROM mcp_jobs_events WHERE job_id = ?"
 DELETE_SLOTS = "DELETE FROM mcp_jobs_leases WHERE job_id = ?"
 
-TAKE_LEAD = """
+TAKE_LEAD = f"""
 INSERT INTO mcp_jobs_leaders (name, holder, expires_at) VALUES (:name, :holder, :expires)
 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-WHERE mcp_jobs_leaders.holder = excluded.holder OR mcp_jobs_leaders.expires_at <= :now
+WHERE mcp_jobs_leaders.holder = excluded.holder OR {lease_over("mcp_jobs_leaders.expires_at")}
 RETURNING holder
 """
 
