@@ -132,6 +132,52 @@ class RateState(NamedTuple):
         return max(now, _ceil_ms(self.tat - tolerance_us(self.limit, self.per_ms, self.burst)))
 
 
+def stored_state(fields: Sequence[object]) -> RateState:
+    """A stored key's fields (key, TAT, limit, per_ms, burst) as the rule reads them. A value no
+    build writes raises ValueError or TypeError (a store's `damage.readable` passes it over):
+    a TAT that is no number would stop every take under its key, a limit of 0 every read."""
+    key, tat, limit, per_ms, burst = fields
+    state = RateState(
+        _text(key),
+        stored_tat(tat),
+        _stored_whole(limit),
+        _stored_whole(per_ms),
+        _stored_whole(burst),
+    )
+    if min(state.limit, state.per_ms, state.burst) < 1:
+        raise ValueError(f"no rate: {state!r:.200}")
+    return state
+
+
+def stored_reservation(fields: Sequence[object]) -> RateReservation:
+    """A stored reservation's fields as the rule reads them (`keys` may be absent: rows stored
+    before it was); a value no build writes raises ValueError or TypeError."""
+    job_id, slot_at, late_at, blocked_key, *rest = fields
+    if len(rest) > 1:
+        raise ValueError(f"no reservation: {list(fields)!r:.200}")
+    keys = _text(rest[0]) if rest else ""
+    return RateReservation(
+        _text(job_id), _stored_whole(slot_at), _stored_whole(late_at), _text(blocked_key), keys
+    )
+
+
+def stored_tat(value: object) -> int:
+    """A stored TAT (epoch µs); a value no build writes raises ValueError."""
+    return _stored_whole(value)
+
+
+def _stored_whole(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValueError(f"not a whole number: {value!r:.100}")
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"not text: {value!r:.100}")
+
+
 def interval_us(limit: int, per_ms: int) -> int:
     return per_ms * 1000 // limit
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import tempfile
@@ -46,6 +47,7 @@ from tests.support.damaged_ledgers import (
     check_outbox_passes_over,
     check_pause_details_left_out,
     check_presence_passes_over,
+    check_rate_limits_go_on,
     check_scheduler_goes_on,
     declare_waiter,
 )
@@ -596,3 +598,27 @@ async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler
         await _put(nats_driver, keys.lead, b"[]")(LEASE)
 
     await check_scheduler_goes_on(jobs, registry, clock.advance, spoil, caplog)
+
+
+async def test_a_rate_key_and_reservation_another_program_wrote_leave_the_jobs_running(
+    jobs: Jobs, registry: JobRegistry, nats_driver: NatsDriver, clock: ManualClock
+) -> None:
+    """Every key and reservation shares one document: an entry another program wrote is
+    passed over, and so is a document that is no object."""
+    store = nats_driver._store  # pyright: ignore[reportPrivateUsage]
+
+    def spoil(part: str) -> Overwrite:
+        async def overwrite(name: str) -> None:
+            entry = await store.fresh("rates")
+            assert entry is not None
+            document = json.loads(entry.raw)
+            document[part][name] = "not a list"
+            await store.kv.put("rates", json.dumps(document).encode())
+
+        return overwrite
+
+    await check_rate_limits_go_on(
+        jobs, registry, clock.advance, spoil("rates"), spoil("reservations")
+    )
+    await store.kv.put("rates", b"not json")
+    assert await nats_driver.rate_states(10, "") == []

@@ -39,6 +39,7 @@ from tests.support.damaged_ledgers import (
     check_outbox_passes_over,
     check_pause_details_left_out,
     check_presence_passes_over,
+    check_rate_limits_go_on,
     check_scheduler_goes_on,
 )
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place, pages
@@ -657,6 +658,25 @@ async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler
         await client.hset(keys.leaders, LEASE, "abc")
 
     await check_scheduler_goes_on(jobs, registry, clock.advance, spoil, caplog)
+
+
+async def test_a_rate_key_and_reservation_another_program_wrote_leave_the_jobs_running(
+    jobs: Jobs, registry: JobRegistry, redis_driver: RedisDriver, clock: ManualClock
+) -> None:
+    keys = redis_driver._store.keys  # pyright: ignore[reportPrivateUsage]
+    client = redis_driver._store.client  # pyright: ignore[reportPrivateUsage]
+
+    def spoil(key: Callable[[str], str]) -> Overwrite:
+        async def overwrite(name: str) -> None:
+            await client.set(key(name), "not json")
+
+        return overwrite
+
+    await check_rate_limits_go_on(
+        jobs, registry, clock.advance, spoil(keys.rate), spoil(keys.reservation)
+    )
+    await client.set(keys.rate("job:limited"), "[]")
+    assert await redis_driver.forget_idle_rates(0, 10) == 1  # no take can read it
 
 
 async def test_an_outbox_row_another_program_wrote_is_passed_over(

@@ -29,6 +29,7 @@ from tests.support.damaged_ledgers import (
     check_outbox_passes_over,
     check_pause_details_left_out,
     check_presence_passes_over,
+    check_rate_limits_go_on,
     check_scheduler_goes_on,
 )
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
@@ -346,6 +347,22 @@ async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler
 
     try:
         await check_scheduler_goes_on(jobs, registry, clock.advance, spoil, caplog)
+    finally:
+        await jobs.close()
+
+
+async def test_a_rate_key_and_reservation_another_program_wrote_leave_the_jobs_running(
+    tmp_path: Path, clock: ManualClock, registry: JobRegistry
+) -> None:
+    jobs = await connect(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock, registry=registry)
+    spoil_key = _overwrite(tmp_path, "UPDATE mcp_jobs_rate_limits SET tat = 'abc' WHERE key = ?")
+    sql = "UPDATE mcp_jobs_rate_reservations SET slot_at = 'abc' WHERE job_id = ?"
+    try:
+        await check_rate_limits_go_on(
+            jobs, registry, clock.advance, spoil_key, _overwrite(tmp_path, sql)
+        )
+        _another_program(tmp_path, "UPDATE mcp_jobs_rate_limits SET tat = 'abc'")
+        assert await jobs.driver.forget_idle_rates(0, 10) == 1  # no take can read it
     finally:
         await jobs.close()
 

@@ -2,7 +2,8 @@
 worker's presence row and an outbox row are passed over, logged once, and the rest goes on (a
 worker's next beat rewrites its row; an outbox row comes back at its lease's end); a pause
 still holds by what it names and shows without its details until it is resumed; a lease is
-taken over and a task's scheduler state is none (the task fires on); a backfill
+taken over and a task's scheduler state is none (the task fires on); a rate key's TAT and a
+rate reservation are none (the next take writes them anew); a backfill
 run's row in the ledger is STORE_DAMAGED naming the run, with a fix that prints it; so is an
 inbound event that a waiting job meets, which fails that job for good."""
 
@@ -15,8 +16,19 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from engine import Enqueue, JobContext, JobRegistry, Jobs, Retry, Worker, describe_tasks, job, task
-from engine.drivers.base import LEADER_LEASES, SCHEDULER, Driver, require
+from engine import (
+    Enqueue,
+    JobContext,
+    JobRegistry,
+    Jobs,
+    RateLimit,
+    Retry,
+    Worker,
+    describe_tasks,
+    job,
+    task,
+)
+from engine.drivers.base import LEADER_LEASES, RATES, SCHEDULER, Driver, require
 from engine.errors import JobsError
 from engine.ids import new_id
 from engine.tasks.scheduler import Scheduler
@@ -159,6 +171,43 @@ async def check_scheduler_goes_on(
     assert await leases.lead(LEASE, "second", 60_000)
     assert [d.name for d in await describe_tasks(jobs)] == [name]
     assert len(_damage_logged(caplog, name)) == 1, caplog.text
+
+
+async def check_rate_limits_go_on(
+    jobs: Jobs,
+    registry: JobRegistry,
+    advance: Callable[[int], None],
+    spoil_key: Overwrite,
+    spoil_reservation: Overwrite,
+) -> None:
+    """A rate key's TAT and a shed job's reservation another program overwrote: reads pass
+    them over, the job takes afresh and runs, and its take writes the key anew. Before, every
+    claim under the key failed to settle, so each job stayed running and came back at its
+    lease's end, for ever."""
+
+    @job(
+        idempotency_key=lambda i: f"r:{i.order_id}",
+        rate_limit=RateLimit(1, per=60),
+        registry=registry,
+    )
+    async def limited(input: Order, ctx: JobContext) -> None:
+        return None
+
+    rates = require(jobs.driver, RATES)
+    first = await jobs.enqueue(limited, {"order_id": 1})
+    second = await jobs.enqueue(limited, {"order_id": 2})
+    worker = Worker(jobs)
+    await worker.run_until_idle()
+    assert [(await jobs.get(j.id)).state for j in (first, second)] == ["done", "ready"]
+    (reservation,) = await rates.rate_reservations(10)
+    assert reservation.job_id == second.id
+    await spoil_key("job:limited")
+    await spoil_reservation(second.id)
+    assert (await rates.rate_states(10, ""), await rates.rate_reservations(10)) == ([], [])
+    advance(60_000)
+    await worker.run_until_idle()
+    assert (await jobs.get(second.id)).state == "done"
+    assert [s.key for s in await rates.rate_states(10, "")] == ["job:limited"]
 
 
 async def check_ledger_row_is_damage(driver: Driver, now: int, overwrite: Overwrite) -> JobsError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engine.drivers.damage import or_none, readable
 from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.store import Store, Unchanged
 from engine.rate_limits import (
@@ -17,6 +18,8 @@ from engine.rate_limits import (
     RateTake,
     RateVerdict,
     states_with_prefix,
+    stored_reservation,
+    stored_state,
     take_held,
 )
 
@@ -24,10 +27,21 @@ KEY = "rates"
 
 
 class _State:
+    """The document as the rule reads it. What another program wrote reads as none, logged
+    once: a key's TAT is taken afresh, a reservation dropped, a document that is no object
+    empty, and the next take writes the document anew."""
+
     def __init__(self, raw: bytes | None) -> None:
-        data: dict[str, Any] = {"rates": {}, "reservations": {}} if raw is None else loads(raw)
-        self.rates = {k: RateState(*v) for k, v in data["rates"].items()}
-        self.reservations = {j: RateReservation(*v) for j, v in data["reservations"].items()}
+        data = None if raw is None else or_none(lambda: _document(raw), f"the {KEY!r} document")
+        rates, reservations = data or ({}, {})
+        self.rates = dict(readable(rates.items(), _rate, lambda kv: f"rate key {kv[0]!r}"))
+        self.reservations = dict(
+            readable(
+                reservations.items(),
+                _reservation,
+                lambda kv: f"the rate reservation of job {kv[0]!r}",
+            )
+        )
 
     def raw(self) -> bytes:
         return dumps(
@@ -36,6 +50,22 @@ class _State:
                 "reservations": {j: list(v) for j, v in self.reservations.items()},
             }
         )
+
+
+def _document(raw: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    data = loads(raw)
+    rates, reservations = data["rates"], data["reservations"]
+    if not isinstance(rates, dict) or not isinstance(reservations, dict):
+        raise TypeError("rates and reservations are no objects")
+    return rates, reservations
+
+
+def _rate(kv: tuple[str, Any]) -> tuple[str, RateState]:
+    return kv[0], stored_state(kv[1])
+
+
+def _reservation(kv: tuple[str, Any]) -> tuple[str, RateReservation]:
+    return kv[0], stored_reservation(kv[1])
 
 
 def _take(

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from engine.drivers.damage import readable
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.migrate import Conn
 from engine.drivers.postgres.sql import with_schema
@@ -35,6 +36,7 @@ from engine.rate_limits import (
     RateVerdict,
     keys_of,
     prefix_end,
+    stored_state,
     use_reservation,
 )
 
@@ -202,7 +204,8 @@ async def take(
 async def states(db: Connections, limit: int, prefix: str) -> list[RateState]:
     q = with_schema(STATES, db.schema)
     rows = await db.idempotent(lambda c: c.fetch(q, limit, prefix, prefix_end(prefix)))
-    return [RateState(r["key"], r["tat"], r["rate_limit"], r["per_ms"], r["burst"]) for r in rows]
+    # A rate of 0 another program wrote would divide by zero in every stats read: passed over.
+    return readable(rows, lambda r: stored_state(tuple(r.values())), lambda r: f"rate key {r[0]!r}")
 
 
 async def forget_idle(db: Connections, tat_before: int, limit: int) -> int:

@@ -14,6 +14,7 @@ from typing import cast
 
 from redis.asyncio.client import Pipeline
 
+from engine.drivers.damage import or_none, readable
 from engine.drivers.redis.codec import dumps
 from engine.drivers.redis.rate_script import RATE_TAKE_SCRIPT
 from engine.drivers.redis.scripts import Script
@@ -25,12 +26,15 @@ from engine.rate_limits import (
     RateVerdict,
     keys_of,
     prefix_end,
+    stored_reservation,
+    stored_state,
 )
 
 # Forget idle keys: walk `ratekeys` after a lexical cursor, a chunk a call, and delete each key
-# whose TAT (the value's second item) is before ARGV[4], with its name (and a name whose value is
-# gone). ARGV: prefix, cursor ('' from the start), chunk, TAT bound. Answers {next cursor ('' at
-# the end), keys deleted}. Atomic with the take script, which writes both.
+# whose TAT (the value's second item) is before ARGV[4] or is no number (another program's
+# value), with its name (and a name whose value is gone). ARGV: prefix, cursor ('' from the
+# start), chunk, TAT bound. Answers {next cursor ('' at the end), keys deleted}. Atomic with the
+# take script, which writes both.
 FORGET_IDLE = Script(
     r"""
 local p, chunk, before = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -40,9 +44,11 @@ local names = redis.call('ZRANGEBYLEX', p .. 'ratekeys', lo, '+', 'LIMIT', 0, ch
 local gone = 0
 for _, name in ipairs(names) do
   local raw = redis.call('GET', p .. 'rate:' .. name)
+  local ok, r = false, nil
+  if raw then ok, r = pcall(cjson.decode, raw) end
   if not raw then
     redis.call('ZREM', p .. 'ratekeys', name)
-  elseif cjson.decode(raw)[2] < before then
+  elseif not ok or type(r) ~= 'table' or type(r[2]) ~= 'number' or r[2] < before then
     redis.call('DEL', p .. 'rate:' .. name)
     redis.call('ZREM', p .. 'ratekeys', name)
     gone = gone + 1
@@ -57,7 +63,7 @@ _FORGET_CHUNK = 1_000
 
 
 def _reservation(text: str) -> RateReservation:
-    return RateReservation(*json.loads(text))
+    return stored_reservation(json.loads(text))
 
 
 async def take_rates(
@@ -88,8 +94,11 @@ def _drop(pipe: Pipeline, store: Store, row: RateReservation) -> None:
 async def drop_reservation(store: Store, pipe: Pipeline, job_id: str) -> None:
     """Queue the deletion of `job_id`'s reservation, if any (retention, with its job)."""
     text = cast(str | None, await store.client.get(store.keys.reservation(job_id)))
-    if text is not None:
-        _drop(pipe, store, _reservation(text))
+    if text is None:
+        return
+    # A reservation another program wrote leaves its adoption entry, whose keys it cannot say.
+    found = or_none(lambda: _reservation(text), f"the rate reservation of job {job_id!r}")
+    _drop(pipe, store, found or RateReservation(job_id, 0, 0, ""))
 
 
 async def rate_states(store: Store, limit: int, prefix: str) -> list[RateState]:
@@ -105,7 +114,8 @@ async def rate_states(store: Store, limit: int, prefix: str) -> list[RateState]:
     if not names:
         return []
     texts = cast(list[str | None], await store.client.mget([store.keys.rate(k) for k in names]))
-    return [RateState(*json.loads(t)) for t in texts if t is not None]
+    stored = [(k, t) for k, t in zip(names, texts, strict=True) if t is not None]
+    return readable(stored, lambda row: stored_state(json.loads(row[1])), _named)
 
 
 async def rate_reservations(store: Store, limit: int) -> list[RateReservation]:
@@ -117,7 +127,8 @@ async def rate_reservations(store: Store, limit: int) -> list[RateReservation]:
     texts = cast(
         list[str | None], await store.client.mget([store.keys.reservation(i) for i in ids])
     )
-    return [_reservation(t) for t in texts if t is not None]
+    stored = [(i, t) for i, t in zip(ids, texts, strict=True) if t is not None]
+    return readable(stored, lambda row: _reservation(row[1]), _reservation_named)
 
 
 async def forget_idle_rates(store: Store, tat_before: int, limit: int) -> int:
@@ -130,3 +141,11 @@ async def forget_idle_rates(store: Store, tat_before: int, limit: int) -> int:
         if not cursor:
             break
     return forgot
+
+
+def _named(row: tuple[str, str]) -> str:
+    return f"rate key {row[0]!r}"
+
+
+def _reservation_named(row: tuple[str, str]) -> str:
+    return f"the rate reservation of job {row[0]!r}"

@@ -48,17 +48,33 @@ local function gcra(tat, at_us, t)
   local allow_at = current - t.tolerance
   return current + t.interval, allow_at
 end
+-- A stored value another program wrote reads as none (rate_limits.stored_state and
+-- stored_reservation): a TAT is taken afresh and written anew, a reservation dropped.
+local function decoded(text)
+  local ok, r = pcall(cjson.decode, text)
+  if ok and type(r) == 'table' then return r end
+  return {}
+end
+local function tat_of(text)
+  local tat = decoded(text)[2]
+  if type(tat) == 'number' then return tat end
+  return nil
+end
 local function reservation(id)
   local text = redis.call('GET', p .. 'rsv:' .. id)
   if not text then return nil end
-  local r = cjson.decode(text)
+  local r = decoded(text)
+  if type(r[2]) ~= 'number' or type(r[3]) ~= 'number' or type(r[4]) ~= 'string'
+      or type(r[5]) ~= 'string' then
+    return {id = id, damaged = true}
+  end
   return {id = id, slot = r[2], late = r[3], blocked = r[4], keys = r[5]}
 end
 local function drop(r)
   redis.call('DEL', p .. 'rsv:' .. r.id)
   redis.call('ZREM', p .. 'rsvslot', r.id)
   redis.call('ZREM', p .. 'rsvlate', r.id)
-  redis.call('ZREM', p .. 'rsvadopt:' .. r.keys, r.id)
+  if r.keys then redis.call('ZREM', p .. 'rsvadopt:' .. r.keys, r.id) end
 end
 
 -- Void reservations (late_at < now) are deleted by every take.
@@ -73,6 +89,10 @@ local drops, blocked, next_at, spare, decided = {}, nil, now, 0, false
 if job ~= '' then
   local own = nil
   if not void[job] then own = reservation(job) end
+  if own ~= nil and own.damaged then
+    table.insert(drops, own)
+    own = nil
+  end
   -- rate_limits.use_reservation
   if own ~= nil and own.late >= now then
     decided = true
@@ -89,7 +109,9 @@ if job ~= '' then
     for _, id in ipairs(due) do
       if not void[id] and id ~= job then
         local r = reservation(id)
-        if r then
+        if r and r.damaged then
+          table.insert(drops, r)
+        elseif r then
           table.insert(drops, r)
           decided = true
           break
@@ -104,7 +126,7 @@ if not decided then
   local tats = {}
   for _, t in ipairs(takes) do
     local text = redis.call('GET', p .. 'rate:' .. t.key)
-    if text then tats[t.key] = cjson.decode(text)[2] end
+    if text then tats[t.key] = tat_of(text) end
   end
   local now_us = now * 1000
   local slot = now_us

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.drivers.damage import or_none, readable
 from engine.drivers.sqlite.library import sqlite3
+from engine.drivers.sqlite.queries import is_number
 from engine.rate_limits import (
     ADOPT_AFTER_MS,
     RateReservation,
@@ -20,6 +22,9 @@ from engine.rate_limits import (
     keys_of,
     late_window_ms,
     prefix_end,
+    stored_reservation,
+    stored_state,
+    stored_tat,
     take_all,
     use_reservation,
 )
@@ -49,7 +54,7 @@ def take(
         row = conn.execute(
             f"SELECT {RESERVATIONS} FROM mcp_jobs_rate_reservations WHERE job_id = ?", (job_id,)
         ).fetchone()
-        held = use_reservation(None if row is None else RateReservation(*row), now)
+        held = use_reservation(None if row is None else _reservation(row), now)
         if held is not None:
             if held.blocked_key is None:
                 conn.execute("DELETE FROM mcp_jobs_rate_reservations WHERE job_id = ?", (job_id,))
@@ -66,9 +71,9 @@ def take(
             return RateVerdict(None, now)
     keys = [t.key for t in takes]
     marks = ", ".join("?" * len(keys))
-    tats: dict[str, int] = dict(
-        conn.execute(f"SELECT key, tat FROM mcp_jobs_rate_limits WHERE key IN ({marks})", keys)
-    )
+    # A TAT another program wrote is none: the key takes as a fresh one and is written anew.
+    stored = conn.execute(f"SELECT key, tat FROM mcp_jobs_rate_limits WHERE key IN ({marks})", keys)
+    tats = dict(readable(stored, lambda row: (row[0], stored_tat(row[1])), _named))
     verdict, new = take_all(tats, takes, now, reserve=job_id is not None, up_to=up_to)
     if job_id is not None and verdict.blocked_key is not None:
         slot = verdict.next_start_at
@@ -91,14 +96,15 @@ def states(conn: sqlite3.Connection, limit: int, prefix: str) -> list[RateState]
         " ORDER BY key LIMIT :limit",
         {"prefix": prefix, "end": end, "limit": limit},
     )
-    return [RateState(*row) for row in rows]
+    return readable(rows, stored_state, _named)
 
 
 def forget_idle(conn: sqlite3.Connection, tat_before: int, limit: int) -> int:
+    # A TAT that is no number (another program's) is forgotten too: no take can read it.
     return conn.execute(
-        "DELETE FROM mcp_jobs_rate_limits WHERE key IN"
-        " (SELECT key FROM mcp_jobs_rate_limits WHERE tat < ? LIMIT ?)",
-        (tat_before, limit),
+        "DELETE FROM mcp_jobs_rate_limits WHERE key IN (SELECT key FROM mcp_jobs_rate_limits"
+        f" WHERE tat < :before OR NOT {is_number('tat')} LIMIT :limit)",
+        {"before": tat_before, "limit": limit},
     ).rowcount
 
 
@@ -107,4 +113,17 @@ def reservations(conn: sqlite3.Connection, limit: int) -> list[RateReservation]:
         f"SELECT {RESERVATIONS} FROM mcp_jobs_rate_reservations ORDER BY slot_at, job_id LIMIT ?",
         (limit,),
     )
-    return [RateReservation(*row) for row in rows]
+    return readable(rows, stored_reservation, _reservation_named)
+
+
+def _reservation(row: tuple[object, ...]) -> RateReservation | None:
+    # Another program's row is none: the job takes afresh, and the take deletes the row.
+    return or_none(lambda: stored_reservation(row), _reservation_named(row))
+
+
+def _named(row: tuple[object, ...]) -> str:
+    return f"rate key {row[0]!r}"
+
+
+def _reservation_named(row: tuple[object, ...]) -> str:
+    return f"the rate reservation of job {row[0]!r}"
