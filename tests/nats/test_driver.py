@@ -43,6 +43,7 @@ from tests.nats.server import free_port
 from tests.support.damaged_ledgers import (
     LEASE,
     Overwrite,
+    check_caps_go_on,
     check_ledger_row_is_damage,
     check_outbox_passes_over,
     check_pause_details_left_out,
@@ -622,3 +623,10 @@ async def test_a_rate_key_and_reservation_another_program_wrote_leave_the_jobs_r
     )
     await store.kv.put("rates", b"not json")
     assert await nats_driver.rate_states(10, "") == []
+
+
+@pytest.mark.parametrize("stored", [b"not json", b'{"job:capped": {"gone": "abc"}}'])
+async def test_a_cap_holder_another_program_wrote_holds_nothing(
+    jobs: Jobs, registry: JobRegistry, nats_driver: NatsDriver, stored: bytes
+) -> None:
+    await check_caps_go_on(jobs, registry, _put(nats_driver, lambda _: "slots", stored))

@@ -25,6 +25,7 @@ from tests.sqlite.fix_runner import run_fix
 from tests.support.damaged_ledgers import (
     Overwrite,
     check_a_wait_fails_on_a_damaged_event,
+    check_caps_go_on,
     check_ledger_row_is_damage,
     check_outbox_passes_over,
     check_pause_details_left_out,
@@ -363,6 +364,17 @@ async def test_a_rate_key_and_reservation_another_program_wrote_leave_the_jobs_r
         )
         _another_program(tmp_path, "UPDATE mcp_jobs_rate_limits SET tat = 'abc'")
         assert await jobs.driver.forget_idle_rates(0, 10) == 1  # no take can read it
+    finally:
+        await jobs.close()
+
+
+async def test_a_cap_holder_another_program_wrote_holds_nothing(
+    tmp_path: Path, clock: ManualClock, registry: JobRegistry
+) -> None:
+    jobs = await connect(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock, registry=registry)
+    sql = "INSERT INTO mcp_jobs_leases (key, job_id, expires_at) VALUES (?, 'gone', 'abc')"
+    try:
+        await check_caps_go_on(jobs, registry, _overwrite(tmp_path, sql))
     finally:
         await jobs.close()
 

@@ -3,7 +3,8 @@ worker's presence row and an outbox row are passed over, logged once, and the re
 worker's next beat rewrites its row; an outbox row comes back at its lease's end); a pause
 still holds by what it names and shows without its details until it is resumed; a lease is
 taken over and a task's scheduler state is none (the task fires on); a rate key's TAT and a
-rate reservation are none (the next take writes them anew); a backfill
+rate reservation are none (the next take writes them anew), and so is a concurrency cap's
+holder; a backfill
 run's row in the ledger is STORE_DAMAGED naming the run, with a fix that prints it; so is an
 inbound event that a waiting job meets, which fails that job for good."""
 
@@ -208,6 +209,25 @@ async def check_rate_limits_go_on(
     await worker.run_until_idle()
     assert (await jobs.get(second.id)).state == "done"
     assert [s.key for s in await rates.rate_states(10, "")] == ["job:limited"]
+
+
+async def check_caps_go_on(jobs: Jobs, registry: JobRegistry, spoil: Overwrite) -> None:
+    """A concurrency cap's holders another program overwrote (`spoil` gets the cap's key) hold
+    nothing: the jobs under the cap run, one at a time. Before, every take under the cap
+    failed (NATS: each job claimed stayed running, back at its lease's end) or counted the
+    holder for ever (SQLite: a cap of one never admitted another job)."""
+
+    @job(idempotency_key=lambda i: f"c:{i.order_id}", concurrency=1, registry=registry)
+    async def capped(input: Order, ctx: JobContext) -> None:
+        return None
+
+    worker = Worker(jobs)
+    first = await jobs.enqueue(capped, {"order_id": 1})
+    assert await worker.run_until_idle() == 1
+    await spoil("job:capped")
+    second = await jobs.enqueue(capped, {"order_id": 2})
+    assert await worker.run_until_idle() == 1
+    assert [(await jobs.get(j.id)).state for j in (first, second)] == ["done", "done"]
 
 
 async def check_ledger_row_is_damage(driver: Driver, now: int, overwrite: Overwrite) -> JobsError:

@@ -10,7 +10,9 @@ retries from a fresh read). A job with no caps never touches it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from engine.drivers.damage import or_none, readable
 from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.store import Store, Unchanged
 
@@ -24,7 +26,29 @@ class _Full(Exception):
 
 
 def _held(raw: bytes | None) -> Holders:
-    return {} if raw is None else dict(loads(raw))
+    """The document as the caps read it. What another program wrote is none, logged once: a
+    cap's holders that cannot be read hold nothing (better a cap exceeded while its holders
+    finish than every take under it failing), and the next take writes the document anew."""
+    if raw is None:
+        return {}
+    data = or_none(lambda: _document(raw), f"the {KEY!r} document") or {}
+    return dict(readable(data.items(), _holders, lambda kv: f"the holders of cap {kv[0]!r}"))
+
+
+def _document(raw: bytes) -> dict[str, Any]:
+    data = loads(raw)
+    if not isinstance(data, dict):
+        raise TypeError(f"a {type(data).__name__}, not an object")
+    return data
+
+
+def _holders(kv: tuple[str, Any]) -> tuple[str, dict[str, int]]:
+    key, holders = kv
+    if not isinstance(holders, dict) or not all(
+        isinstance(e, int) and not isinstance(e, bool) for e in holders.values()
+    ):
+        raise TypeError(f"holders {holders!r:.100}")
+    return key, holders
 
 
 async def acquire_slots(

@@ -375,9 +375,10 @@ HOLDS_RUNNING = (
 
 # --- limiter slots ------------------------------------------------------------------------------
 
-COUNT_SLOTS = """
+# A holder whose expiry another program overwrote holds nothing (`lease_over`).
+COUNT_SLOTS = f"""
 SELECT count(*) FROM mcp_jobs_leases
-WHERE key = :key AND expires_at > :now AND job_id != :job_id
+WHERE key = :key AND NOT {lease_over("expires_at")} AND job_id != :job_id
 """
 UPSERT_SLOT = """
 INSERT INTO mcp_jobs_leases (key, job_id, expires_at) VALUES (:key, :job_id, :expires_at)
