@@ -141,6 +141,17 @@ def decode(name: str, text: str | bytes) -> JobDescriptor:
         raise DescriptorInvalidError(name, reason) from exc
 
 
+def forgettable(name: str, text: str | bytes, published_before: int) -> bool:
+    """Whether the pruner forgets a stored descriptor: published before `published_before`, or
+    one that cannot be read (another program wrote it), which would otherwise fail every
+    pruner pass and every listing until it expired; a worker that declares the job publishes
+    it anew."""
+    try:
+        return (decode(name, text).published_at or 0) < published_before
+    except DescriptorInvalidError:
+        return True
+
+
 def judged(descriptor: JobDescriptor, now: int) -> JobDescriptor:
     """A published descriptor with `stale` set as of `now`."""
     seen = descriptor.published_at

@@ -25,7 +25,7 @@ import anyio
 
 from engine import bounds
 from engine.clock import sleep_unless_woken
-from engine.descriptors import DESCRIPTOR_EXPIRY_MS
+from engine.descriptors import DESCRIPTOR_EXPIRY_MS, DescriptorInvalidError
 from engine.drivers.base import (
     DESCRIPTORS,
     EVENTS,
@@ -72,6 +72,8 @@ MAX_PAUSE_MS = 60_000
 # A delete marker outlives its key by this long: a writer that read the key before the delete
 # (an enqueue rolling a dedupe intent forward) has long finished, so none relies on it after.
 TOMBSTONE_KEEP_MS = 3_600_000
+# What a pass applies while a published retention cannot be read: every row kept.
+KEEP_ALL = Policy(done=None, failed=None, dead=None, cancelled=None, audit=None)
 
 
 @dataclass(frozen=True)
@@ -224,9 +226,15 @@ class Pruner:
     async def policies(self) -> tuple[Policy, dict[str, Policy]]:
         """This pass's policies: this worker's, under what other workers published (in_force)."""
         own = job_policies(self.jobs.registry, self.policy)
-        published = (
-            [] if self.descriptors is None else await self.descriptors.published_descriptors()
-        )
+        try:
+            published = (
+                [] if self.descriptors is None else await self.descriptors.published_descriptors()
+            )
+        except DescriptorInvalidError as exc:
+            # A job's published retention is unknown, so this pass deletes no history (none
+            # its worker's policy keeps); it forgets that row, and the next pass reads the rest.
+            logger.warning("prune pass keeps all history: %s", exc)
+            return KEEP_ALL, {}
         return in_force(self.policy, own, published)
 
     async def pass_once(self) -> PrunePass:

@@ -48,6 +48,7 @@ from tests.support.damaged_ledgers import (
     check_outbox_passes_over,
     check_pause_details_left_out,
     check_presence_passes_over,
+    check_pruner_forgets_a_damaged_descriptor,
     check_rate_limits_go_on,
     check_scheduler_goes_on,
     declare_waiter,
@@ -630,3 +631,10 @@ async def test_a_cap_holder_another_program_wrote_holds_nothing(
     jobs: Jobs, registry: JobRegistry, nats_driver: NatsDriver, stored: bytes
 ) -> None:
     await check_caps_go_on(jobs, registry, _put(nats_driver, lambda _: "slots", stored))
+
+
+async def test_a_descriptor_another_program_wrote_is_forgotten_by_the_pruner(
+    jobs: Jobs, registry: JobRegistry, nats_driver: NatsDriver, clock: ManualClock
+) -> None:
+    spoil = _put(nats_driver, keys.descriptor, b"[1]")
+    await check_pruner_forgets_a_damaged_descriptor(jobs, registry, clock.advance, spoil)

@@ -8,14 +8,17 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from engine import ManualClock
+from engine import JobRegistry, Jobs, ManualClock
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import JobsError
 from engine.testing.plugin import builtin_app_transaction
 from schemas.jobs import NackOptions
 from tests.postgres.builders import failure, request
 from tests.postgres.conftest import DriverFactory
-from tests.support.damaged_ledgers import check_outbox_passes_over
+from tests.support.damaged_ledgers import (
+    check_outbox_passes_over,
+    check_pruner_forgets_a_damaged_descriptor,
+)
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
 from tests.support.fix_lines import run_fix
 
@@ -89,3 +92,17 @@ async def test_an_outbox_row_written_by_hand_is_passed_over(
         (False, False),
         (True, True),
     ]
+
+
+async def test_a_descriptor_written_by_hand_is_forgotten_by_the_pruner(
+    driver: PostgresDriver, sql: asyncpg.Connection[asyncpg.Record], clock: ManualClock
+) -> None:
+    registry = JobRegistry()
+    jobs = Jobs(driver, registry=registry, clock=clock)
+
+    async def spoil(name: str) -> None:
+        await sql.execute(
+            "UPDATE mcp_jobs.descriptors SET descriptor = '[1]' WHERE name = $1", name
+        )
+
+    await check_pruner_forgets_a_damaged_descriptor(jobs, registry, clock.advance, spoil)

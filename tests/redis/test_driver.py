@@ -39,6 +39,7 @@ from tests.support.damaged_ledgers import (
     check_outbox_passes_over,
     check_pause_details_left_out,
     check_presence_passes_over,
+    check_pruner_forgets_a_damaged_descriptor,
     check_rate_limits_go_on,
     check_scheduler_goes_on,
 )
@@ -677,6 +678,14 @@ async def test_a_rate_key_and_reservation_another_program_wrote_leave_the_jobs_r
     )
     await client.set(keys.rate("job:limited"), "[]")
     assert await redis_driver.forget_idle_rates(0, 10) == 1  # no take can read it
+
+
+async def test_a_descriptor_another_program_wrote_is_forgotten_by_the_pruner(
+    jobs: Jobs, registry: JobRegistry, redis_driver: RedisDriver, clock: ManualClock
+) -> None:
+    keys = redis_driver._store.keys  # pyright: ignore[reportPrivateUsage]
+    spoil = _hset(redis_driver, lambda _: keys.desc, lambda name: name)
+    await check_pruner_forgets_a_damaged_descriptor(jobs, registry, clock.advance, spoil)
 
 
 async def test_an_outbox_row_another_program_wrote_is_passed_over(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, ManualClock, connect, job
+from engine import JobContext, JobRegistry, Jobs, ManualClock, connect, job
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.library import sqlite3
@@ -30,6 +30,7 @@ from tests.support.damaged_ledgers import (
     check_outbox_passes_over,
     check_pause_details_left_out,
     check_presence_passes_over,
+    check_pruner_forgets_a_damaged_descriptor,
     check_rate_limits_go_on,
     check_scheduler_goes_on,
 )
@@ -68,6 +69,16 @@ async def driver(tmp_path: Path, clock: ManualClock) -> AsyncIterator[SqliteDriv
     await d.migrate()
     yield d
     await d.close()
+
+
+@pytest.fixture
+async def file_jobs(
+    tmp_path: Path, clock: ManualClock, registry: JobRegistry
+) -> AsyncIterator[Jobs]:
+    """A client of `registry` on the file another program writes into (`_another_program`)."""
+    jobs = await connect(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock, registry=registry)
+    yield jobs
+    await jobs.close()
 
 
 async def test_an_integer_past_64_bits_is_invalid_argument_and_stores_nothing(
@@ -334,10 +345,12 @@ async def test_an_outbox_row_another_program_wrote_is_passed_over(
 
 
 async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler_going(
-    tmp_path: Path, clock: ManualClock, registry: JobRegistry, caplog: pytest.LogCaptureFixture
+    file_jobs: Jobs,
+    tmp_path: Path,
+    clock: ManualClock,
+    registry: JobRegistry,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    jobs = await connect(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock, registry=registry)
-
     async def spoil(_: str) -> None:
         for table, column in [
             ("scheduler_state", "last_fired_at"),
@@ -346,37 +359,34 @@ async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler
         ]:
             _another_program(tmp_path, f"UPDATE mcp_jobs_{table} SET {column} = 'abc'")
 
-    try:
-        await check_scheduler_goes_on(jobs, registry, clock.advance, spoil, caplog)
-    finally:
-        await jobs.close()
+    await check_scheduler_goes_on(file_jobs, registry, clock.advance, spoil, caplog)
 
 
 async def test_a_rate_key_and_reservation_another_program_wrote_leave_the_jobs_running(
-    tmp_path: Path, clock: ManualClock, registry: JobRegistry
+    file_jobs: Jobs, tmp_path: Path, clock: ManualClock, registry: JobRegistry
 ) -> None:
-    jobs = await connect(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock, registry=registry)
     spoil_key = _overwrite(tmp_path, "UPDATE mcp_jobs_rate_limits SET tat = 'abc' WHERE key = ?")
     sql = "UPDATE mcp_jobs_rate_reservations SET slot_at = 'abc' WHERE job_id = ?"
-    try:
-        await check_rate_limits_go_on(
-            jobs, registry, clock.advance, spoil_key, _overwrite(tmp_path, sql)
-        )
-        _another_program(tmp_path, "UPDATE mcp_jobs_rate_limits SET tat = 'abc'")
-        assert await jobs.driver.forget_idle_rates(0, 10) == 1  # no take can read it
-    finally:
-        await jobs.close()
+    await check_rate_limits_go_on(
+        file_jobs, registry, clock.advance, spoil_key, _overwrite(tmp_path, sql)
+    )
+    _another_program(tmp_path, "UPDATE mcp_jobs_rate_limits SET tat = 'abc'")
+    assert await file_jobs.driver.forget_idle_rates(0, 10) == 1  # no take can read it
 
 
 async def test_a_cap_holder_another_program_wrote_holds_nothing(
-    tmp_path: Path, clock: ManualClock, registry: JobRegistry
+    file_jobs: Jobs, tmp_path: Path, registry: JobRegistry
 ) -> None:
-    jobs = await connect(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock, registry=registry)
     sql = "INSERT INTO mcp_jobs_leases (key, job_id, expires_at) VALUES (?, 'gone', 'abc')"
-    try:
-        await check_caps_go_on(jobs, registry, _overwrite(tmp_path, sql))
-    finally:
-        await jobs.close()
+    await check_caps_go_on(file_jobs, registry, _overwrite(tmp_path, sql))
+
+
+async def test_a_descriptor_another_program_wrote_is_forgotten_by_the_pruner(
+    file_jobs: Jobs, tmp_path: Path, clock: ManualClock, registry: JobRegistry
+) -> None:
+    sql = "UPDATE mcp_jobs_descriptors SET descriptor = 'not json', published_at = 'abc'"
+    spoil = _overwrite(tmp_path, sql + " WHERE name = ?")
+    await check_pruner_forgets_a_damaged_descriptor(file_jobs, registry, clock.advance, spoil)
 
 
 async def test_a_backfill_run_another_program_wrote_is_damage_named_by_its_run(
@@ -389,15 +399,11 @@ async def test_a_backfill_run_another_program_wrote_is_damage_named_by_its_run(
 
 
 async def test_an_inbound_event_another_program_wrote_fails_its_waiter_for_good(
-    tmp_path: Path, clock: ManualClock, registry: JobRegistry
+    file_jobs: Jobs, tmp_path: Path, registry: JobRegistry
 ) -> None:
-    jobs = await connect(f"sqlite:///{tmp_path / 'jobs.db'}", clock=clock, registry=registry)
-    try:
-        sql = "UPDATE mcp_jobs_inbound_events SET payload = 'not json' WHERE id = ?"
-        error = await check_a_wait_fails_on_a_damaged_event(
-            jobs, registry, _overwrite(tmp_path, sql)
-        )
-    finally:
-        await jobs.close()
+    sql = "UPDATE mcp_jobs_inbound_events SET payload = 'not json' WHERE id = ?"
+    error = await check_a_wait_fails_on_a_damaged_event(
+        file_jobs, registry, _overwrite(tmp_path, sql)
+    )
     ran = await run_fix(error.fix)
     assert (ran.returncode, ran.stdout) == (0, b"payload: 'not json'\n"), ran

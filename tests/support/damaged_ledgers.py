@@ -4,7 +4,7 @@ worker's next beat rewrites its row; an outbox row comes back at its lease's end
 still holds by what it names and shows without its details until it is resumed; a lease is
 taken over and a task's scheduler state is none (the task fires on); a rate key's TAT and a
 rate reservation are none (the next take writes them anew), and so is a concurrency cap's
-holder; a backfill
+holder; a published descriptor is DESCRIPTOR_INVALID until the pruner forgets it; a backfill
 run's row in the ledger is STORE_DAMAGED naming the run, with a fix that prints it; so is an
 inbound event that a waiting job meets, which fails that job for good."""
 
@@ -29,9 +29,19 @@ from engine import (
     job,
     task,
 )
-from engine.drivers.base import LEADER_LEASES, RATES, SCHEDULER, Driver, require
+from engine.drivers.base import (
+    DESCRIPTORS,
+    LEADER_LEASES,
+    PAUSES,
+    RATES,
+    SCHEDULER,
+    Driver,
+    require,
+)
 from engine.errors import JobsError
 from engine.ids import new_id
+from engine.pruner import Pruner
+from engine.retention import DEFAULT_POLICY
 from engine.tasks.scheduler import Scheduler
 from engine.testing.kit.test_paging import request
 from engine.testing.kit.test_worker_expiry import seen
@@ -107,19 +117,20 @@ async def check_pause_details_left_out(
     the queue's jobs, every read answers it without them (`paused_at` None), logged once, and
     resuming lifts it. `stray`, where the store can hold one, writes a pause of no kind this
     build writes: it holds nothing and every read passes it over."""
+    pauses = require(driver, PAUSES)
     queue = f"q-{new_id()}"  # a fresh name: it is logged once
-    await driver.pause("queue", queue, "ops", "deploy", now)
+    await pauses.pause("queue", queue, "ops", "deploy", now)
     await driver.enqueue([request(1, queue=queue, run_at=now)])
     await overwrite(queue)
     if stray is not None:
         await stray()
     bare = Pause(kind="queue", name=queue, paused_at=None)
     for _ in range(3):
-        assert await driver.pauses() == [bare]
-    assert await driver.pause("queue", queue, "ops", "again", now) == (bare, True)
+        assert await pauses.pauses() == [bare]
+    assert await pauses.pause("queue", queue, "ops", "again", now) == (bare, True)
     assert await driver.claim("w1", 10, LEASE_MS) == []
-    assert await driver.resume("queue", queue) == bare
-    assert await driver.pauses() == []
+    assert await pauses.resume("queue", queue) == bare
+    assert await pauses.pauses() == []
     assert [c.record.queue for c in await driver.claim("w1", 10, LEASE_MS)] == [queue]
     assert len(_damage_logged(caplog, queue)) == 1, caplog.text
 
@@ -228,6 +239,38 @@ async def check_caps_go_on(jobs: Jobs, registry: JobRegistry, spoil: Overwrite) 
     second = await jobs.enqueue(capped, {"order_id": 2})
     assert await worker.run_until_idle() == 1
     assert [(await jobs.get(j.id)).state for j in (first, second)] == ["done", "done"]
+
+
+async def check_pruner_forgets_a_damaged_descriptor(
+    jobs: Jobs, registry: JobRegistry, advance: Callable[[int], None], spoil: Overwrite
+) -> None:
+    """A published descriptor another program overwrote (`spoil` gets the job's name): reading
+    it is DESCRIPTOR_INVALID, whose fix republishes it. The pruner's next pass deletes no
+    history (that job's published retention is unknown), forgets the row and goes on; the pass
+    after it prunes as before. Before, every pass failed at its start (on NATS with a bare
+    error, which ended the worker running the pruner): history was never pruned again."""
+
+    @job(idempotency_key=lambda i: f"d:{i.order_id}", registry=registry)
+    async def described(input: Order, ctx: JobContext) -> None:
+        return None
+
+    store = require(jobs.driver, DESCRIPTORS)
+    done = await jobs.enqueue(described, {"order_id": 1})
+    worker = Worker(jobs)
+    await worker.run_until_idle()
+    advance(DEFAULT_POLICY.keep_ms("done") + 1)  # type: ignore[operator]
+    await worker.publish_descriptors()
+    await spoil("described")
+    with pytest.raises(JobsError) as raised:
+        await store.published_descriptors()
+    assert (raised.value.code, raised.value.retryable) == ("DESCRIPTOR_INVALID", False)
+    pruner = Pruner(jobs)
+    kept = await pruner.pass_once()
+    assert (kept.leader, kept.pruned) == (True, []), kept
+    assert await store.published_descriptors() == []
+    assert (await pruner.pass_once()).by_state()["done"] == 1
+    with pytest.raises(JobsError):
+        await jobs.get(done.id)
 
 
 async def check_ledger_row_is_damage(driver: Driver, now: int, overwrite: Overwrite) -> JobsError:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.descriptors import stamped
+from engine.descriptors import decode, forgettable, stamped
 from engine.drivers.nats import keys
-from engine.drivers.nats.codec import dumps, loads
+from engine.drivers.nats.codec import dumps
 from engine.drivers.nats.store import Store
 from schemas.descriptor import JobDescriptor
 
@@ -23,9 +23,9 @@ async def publish_descriptors(
 async def published_descriptors(store: Store, name: str | None) -> list[JobDescriptor]:
     if name is not None:
         entry = await store.fresh(keys.descriptor(name))
-        return [] if entry is None else [JobDescriptor.model_validate(loads(entry.raw))]
+        return [] if entry is None else [decode(name, entry.raw)]
     await store.replica.sync()
-    found = [JobDescriptor.model_validate(loads(e.raw)) for _, e in store.replica.family("desc")]
+    found = [decode(_name(key), e.raw) for key, e in store.replica.family("desc")]
     return sorted(found, key=lambda d: d.name)
 
 
@@ -33,9 +33,18 @@ async def forget_descriptors(store: Store, published_before: int) -> int:
     await store.replica.sync()
     gone = 0
     for key, entry in store.replica.family("desc"):
-        old = (loads(entry.raw).get("published_at") or 0) < published_before
-        if old and await store.delete(key, entry.revision):
+        if forgettable(_name(key), entry.raw, published_before) and await store.delete(
+            key, entry.revision
+        ):
             gone += 1
     if gone:
         store.changes.notify()
     return gone
+
+
+def _name(key: str) -> str:
+    # The job name the key encodes; the key itself where another program wrote the token.
+    try:
+        return keys.dec(key.removeprefix("desc."))
+    except ValueError:
+        return key

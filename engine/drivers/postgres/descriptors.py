@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.descriptors import decode, encode, stamped
+from engine.descriptors import decode, encode, forgettable, stamped
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.sql import with_schema
 from schemas.descriptor import JobDescriptor
@@ -40,6 +40,9 @@ SELECT pg_notify($6::text, '')
 _ALL = "SELECT name, descriptor::text AS body FROM {schema}.descriptors ORDER BY name"
 _ONE = "SELECT name, descriptor::text AS body FROM {schema}.descriptors WHERE name = $1"
 _FORGET = "DELETE FROM {schema}.descriptors WHERE published_at < $1"
+_STORED = "SELECT name, descriptor::text AS body, published_at FROM {schema}.descriptors"
+# Only the row as read: one a worker published again meanwhile stays.
+_FORGET_ONE = "DELETE FROM {schema}.descriptors WHERE name = $1 AND published_at = $2"
 
 
 async def publish(
@@ -73,4 +76,12 @@ async def published(db: Connections, name: str | None) -> list[JobDescriptor]:
 async def forget(db: Connections, published_before: int) -> int:
     sql = with_schema(_FORGET, db.schema)
     status: str = await db.idempotent(lambda c: c.execute(sql, published_before))
-    return int(status.rsplit(" ", 1)[-1])
+    gone = int(status.rsplit(" ", 1)[-1])
+    # The rest, read whole (a row per job name): one another program wrote goes too.
+    rows = await db.idempotent(lambda c: c.fetch(with_schema(_STORED, db.schema)))
+    doomed = [r for r in rows if forgettable(r["name"], r["body"], published_before)]
+    if doomed:
+        one = with_schema(_FORGET_ONE, db.schema)
+        pairs = [(r["name"], r["published_at"]) for r in doomed]
+        await db.idempotent(lambda c: c.executemany(one, pairs))
+    return gone + len(doomed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.descriptors import decode, encode, stamped
+from engine.descriptors import decode, encode, forgettable, stamped
 from engine.drivers.redis.store import Store, Write
 from schemas.descriptor import JobDescriptor
 
@@ -32,7 +32,7 @@ async def forget_descriptors(store: Store, published_before: int) -> int:
     rows = await store.hgetall(store.keys.desc)
     w = Write()
     for name, text in rows.items():
-        if (decode(name, text).published_at or 0) < published_before:
+        if forgettable(name, text, published_before):
             # Only the descriptor as read: one published again meanwhile stays.
             w.op("!hdel_if", store.keys.desc, name, text)
     if not w.ops:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.descriptors import decode, encode, stamped
+from engine.descriptors import decode, encode, forgettable, stamped
 from engine.drivers.sqlite.library import sqlite3
 from schemas.descriptor import JobDescriptor
 
@@ -24,6 +24,8 @@ ON CONFLICT (name) DO UPDATE SET
 ALL = "SELECT name, descriptor FROM mcp_jobs_descriptors ORDER BY name"
 ONE = "SELECT name, descriptor FROM mcp_jobs_descriptors WHERE name = ?"
 FORGET = "DELETE FROM mcp_jobs_descriptors WHERE published_at < ?"
+FORGET_ONE = "DELETE FROM mcp_jobs_descriptors WHERE name = ?"
+STORED = "SELECT name, descriptor, published_at FROM mcp_jobs_descriptors"
 
 
 def publish(
@@ -42,4 +44,11 @@ def published(conn: sqlite3.Connection, name: str | None) -> list[JobDescriptor]
 
 
 def forget(conn: sqlite3.Connection, published_before: int) -> int:
-    return conn.execute(FORGET, (published_before,)).rowcount
+    gone = conn.execute(FORGET, (published_before,)).rowcount
+    # The rest, read whole (a row per job name): one another program wrote goes too.
+    doomed = [
+        (name,)
+        for name, text, at in conn.execute(STORED)
+        if not isinstance(at, int) or forgettable(name, text, published_before)
+    ]
+    return gone + conn.executemany(FORGET_ONE, doomed).rowcount
