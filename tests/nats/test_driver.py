@@ -24,7 +24,9 @@ from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.urls import migrate_fix
 from engine.errors import JobsError
-from engine.retention import Policy, plan
+from engine.ids import new_id
+from engine.pruner import Pruner
+from engine.retention import DEFAULT_AUDIT_MS, Policy, plan
 from engine.rules import dedupe_key
 from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest, JobFilter, NackOptions
@@ -638,3 +640,21 @@ async def test_a_descriptor_another_program_wrote_is_forgotten_by_the_pruner(
 ) -> None:
     spoil = _put(nats_driver, keys.descriptor, b"[1]")
     await check_pruner_forgets_a_damaged_descriptor(jobs, registry, clock.advance, spoil)
+
+
+async def test_an_audit_event_and_the_pruner_record_another_program_wrote_leave_it_going(
+    jobs: Jobs, nats_driver: NatsDriver, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An old event key of no job and the pruner's record of delete markers, each holding a
+    value the driver never writes: the pass forgets the one and writes the other anew. Before,
+    the pass raised a bare error, which ended the worker running the pruner."""
+    store = nats_driver._store  # pyright: ignore[reportPrivateUsage]
+    stray = keys.loose_event(clock.now_ms(), new_id())
+    await store.kv.put(stray, b"not json")
+    await store.kv.put(keys.TOMBSTONES, b"not json")
+    clock.advance(DEFAULT_AUDIT_MS + 1)
+    assert (await Pruner(jobs).pass_once()).leader
+    assert await store.fresh(stray) is None
+    record = await store.fresh(keys.TOMBSTONES)
+    assert record is not None and set(json.loads(record.raw)) == {"cursor", "marks"}
+    assert f"event key {stray!r} cannot be read" in caplog.text

@@ -24,6 +24,7 @@ import nats.errors
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.kv import KV_DEL, KV_PURGE
 
+from engine.drivers.damage import or_none
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.store import Store
@@ -131,9 +132,15 @@ async def _load(store: Store) -> _Progress:
     entry = await store.fresh(keys.TOMBSTONES)
     if entry is None:
         return _Progress(cursor=0, marks=[], revision=0)
-    data = loads(entry.raw)
-    marks = [(int(ms), int(seq)) for ms, seq in data["marks"]]
-    return _Progress(cursor=int(data["cursor"]), marks=marks, revision=entry.revision)
+    # A record another program wrote is none: this pass scans from the start and writes it anew.
+    read = or_none(lambda: _read(entry.raw), f"the pruner's record {keys.TOMBSTONES!r}")
+    cursor, marks = read or (0, [])
+    return _Progress(cursor=cursor, marks=marks, revision=entry.revision)
+
+
+def _read(raw: bytes) -> tuple[int, list[tuple[int, int]]]:
+    data = loads(raw)
+    return int(data["cursor"]), [(int(ms), int(seq)) for ms, seq in data["marks"]]
 
 
 async def _save(store: Store, progress: _Progress) -> None:
