@@ -22,6 +22,7 @@ import anyio
 
 from engine.errors import InvalidArgumentError, JobsError
 from engine.ids import new_token, worker_id
+from engine.services import attempt
 from engine.wake import Waker
 from schemas.jobs import EnqueueResult
 from schemas.outbox import OutboxRow
@@ -145,11 +146,7 @@ class OutboxRelay:
         """Publish batches until `stop()`; a full batch is followed at once by the next."""
         try:
             while not self._stopping:
-                try:
-                    batch = await self.pass_once()
-                except JobsError as exc:
-                    logger.warning("outbox relay pass failed, retrying: %s", exc)
-                    batch = None
+                batch = await attempt("outbox relay pass", logger, self.pass_once)
                 if batch is not None and len(batch.rows) == self.batch_size:
                     await anyio.lowlevel.checkpoint()
                     continue

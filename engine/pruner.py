@@ -53,6 +53,7 @@ from engine.retention import (
     policy_from_env,
     totals,
 )
+from engine.services import attempt
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -316,10 +317,7 @@ class Pruner:
         """A pass now, then one every `interval_ms` (a follower checks the lease as often)."""
         try:
             while not self._stopping:
-                try:
-                    await self.pass_once()
-                except JobsError as exc:
-                    logger.warning("prune pass failed, retrying next interval: %s", exc)
+                await attempt("prune pass", logger, self.pass_once)
                 await self._sleep(self.interval_ms)
         finally:
             with anyio.CancelScope(shield=True):

@@ -28,6 +28,7 @@ from engine.clock import sleep_unless_woken
 from engine.drivers.base import SCHEDULER, require
 from engine.errors import JobsError
 from engine.ids import worker_id
+from engine.services import attempt
 from engine.tasks.declare import TaskDefinition, TaskRegistry, tasks_of
 from engine.tasks.errors import TaskEnqueueFailedError, TaskEntryInvalidError
 from engine.tracing import current_traceparent
@@ -201,13 +202,8 @@ class Scheduler:
         try:
             while not self._stopping:
                 started = self.clock.now_ms()
-                try:
-                    report = await self.round()
-                except JobsError as exc:
-                    logger.warning("scheduler round failed, retrying: %s", exc)
-                    wake_at = started + self.renew_ms
-                else:
-                    wake_at = self._wake_at(report)
+                report = await attempt("scheduler round", logger, self.round)
+                wake_at = started + self.renew_ms if report is None else self._wake_at(report)
                 # An absolute deadline: time that passed during the round is not slept again.
                 await self._sleep(wake_at - self.clock.now_ms())
         finally:

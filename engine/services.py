@@ -1,0 +1,26 @@
+"""How a worker's background services (the cron scheduler, the outbox relay, the pruner) meet a
+pass that fails: logged, and tried again at the next. A failure never ends the worker that runs
+them, which would stop its jobs too (and, restarted, meet the same failure again).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from engine.errors import JobsError
+
+T = TypeVar("T")
+
+
+async def attempt(what: str, log: logging.Logger, run: Callable[[], Awaitable[T]]) -> T | None:
+    """`run()`'s answer, or None when it failed: a typed error (the database away, say) as a
+    warning, anything else with its traceback, since it is a defect to report."""
+    try:
+        return await run()
+    except JobsError as exc:
+        log.warning("%s failed, retrying: %s", what, exc)
+    except Exception:
+        log.exception("%s failed unexpectedly, retrying", what)
+    return None
