@@ -287,7 +287,7 @@ async def test_a_pruned_job_is_not_brought_back_by_its_stale_intent(
     await driver.prune(plan(Policy(1, 1, 1, 1), clock.now_ms()), 10)
     # What that enqueuer goes on to do with the index value it read.
     assert stale is not None
-    assert await enqueue_module._holder(store, stale) is None
+    assert await enqueue_module._holder(store, index, stale) is None
     with pytest.raises(JobsError) as gone:
         await driver.get(made.id)
     assert gone.value.code == "JOB_NOT_FOUND"
@@ -658,3 +658,33 @@ async def test_an_audit_event_and_the_pruner_record_another_program_wrote_leave_
     record = await store.fresh(keys.TOMBSTONES)
     assert record is not None and set(json.loads(record.raw)) == {"cursor", "marks"}
     assert f"event key {stray!r} cannot be read" in caplog.text
+
+
+async def test_a_dedupe_key_another_program_wrote_lets_its_job_settle_and_the_key_be_taken(
+    jobs: Jobs, registry: JobRegistry, nats_driver: NatsDriver, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A job's dedupe key holding a value the driver never writes names no holder: the job
+    settles (before, its settle raised, so it stayed running, back at each lease's end), and
+    the next enqueue of the key replaces it."""
+    waiter = declare_waiter(registry)  # any job of the registry: it waits for an event
+    first = await jobs.get((await jobs.enqueue(waiter, {"order_id": 7})).id)
+    dkey = keys.dedupe(dedupe_key(first.name, None, first.idempotency_key))
+    await _put(nats_driver, lambda _: dkey, b"not json")("")
+    assert (await jobs.cancel(first.id)).state == "cancelled"
+    second = await jobs.enqueue(waiter, {"order_id": 7})
+    assert (second.id != first.id, second.deduped) == (True, False)
+    assert f"dedupe key {dkey!r} cannot be read" in caplog.text
+
+
+async def test_a_wait_key_another_program_wrote_matches_no_event_and_others_are_woken(
+    jobs: Jobs, registry: JobRegistry, nats_driver: NatsDriver
+) -> None:
+    waiter = declare_waiter(registry)
+    spoiled = await jobs.enqueue(waiter, {"order_id": 1})
+    woken = await jobs.enqueue(waiter, {"order_id": 2})
+    await Worker(jobs).run_until_idle()
+    await _put(nats_driver, keys.waiter, b"not json")(spoiled.id)
+    await jobs.send_event("paid", "2", {"amount": 5})
+    await Worker(jobs).run_until_idle()
+    assert (await jobs.get(woken.id)).state == "done"
+    assert (await jobs.get(spoiled.id)).state == "suspended"

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from functools import partial
 
+from engine.drivers.damage import or_none
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, dumps, encode_doc, loads
 from engine.drivers.nats.connection import storage_full
@@ -46,20 +48,40 @@ async def live_holder(store: Store, key: DedupeKey) -> JobRecord | None:
     entry = await store.fresh(keys.dedupe(key))
     if entry is None:
         return None
-    holder = await _holder(store, entry.raw)
+    holder = await _holder(store, keys.dedupe(key), entry.raw)
     return holder if holder is not None and holder.state in LIVE_STATES else None
 
 
-async def _holder(store: Store, raw: bytes) -> JobRecord | None:
-    data = loads(raw)
-    held = await store.fresh_doc(data["id"])
-    base = data["base"]
+async def _holder(store: Store, dkey: str, raw: bytes) -> JobRecord | None:
+    intent = _intent(dkey, raw)
+    if intent is None:
+        return None
+    job_id, base, doc = intent
+    held = await store.fresh_doc(job_id)
     if (held is None and base == 0) or (held is not None and held[0] == base):
         # The intent's writer has not written the job yet (or died first): roll it forward.
         # A CAS on the same base revision, so of several racers one writes it.
-        await store.write_doc(decode_doc(data["doc"].encode()), base, strict=True)
-        held = await store.fresh_doc(data["id"])
+        written = or_none(partial(decode_doc, doc.encode()), f"dedupe key {dkey!r}")
+        if written is None:
+            return None
+        await store.write_doc(written, base, strict=True)
+        held = await store.fresh_doc(job_id)
     return None if held is None else held[1].record
+
+
+def _intent(dkey: str, raw: bytes) -> tuple[str, int, str] | None:
+    """A dedupe key's value: its job's id, the job's base revision and its document. One
+    another program wrote names no holder (logged once), so it is stale, like one whose job is
+    gone: the next enqueue of the key replaces it, and a settle leaves it be."""
+
+    def read() -> tuple[str, int, str]:
+        data = loads(raw)
+        job_id, base, doc = data["id"], data["base"], data["doc"]
+        if not (isinstance(job_id, str) and isinstance(base, int) and isinstance(doc, str)):
+            raise TypeError(f"an intent of {type(job_id).__name__}, {type(base).__name__}")
+        return job_id, base, doc
+
+    return or_none(read, f"dedupe key {dkey!r}")
 
 
 class Moved(Exception):
@@ -98,7 +120,7 @@ async def take_key(
         entry = await store.fresh(dkey)
         if entry is None:
             continue
-        holder = await _holder(store, entry.raw)
+        holder = await _holder(store, dkey, entry.raw)
         if holder is not None and holder.state in LIVE_STATES:
             if holder.id != job_id:
                 raise Duplicate(holder)
@@ -114,7 +136,8 @@ async def free_key(store: Store, record: JobRecord) -> None:
     """Delete the index key if it still names this (settled) job: its key is free again."""
     dkey = keys.dedupe(dedupe_key(record.name, record.tenant_id, record.idempotency_key))
     entry = await store.fresh(dkey)
-    if entry is not None and loads(entry.raw)["id"] == record.id:
+    intent = None if entry is None else _intent(dkey, entry.raw)
+    if entry is not None and intent is not None and intent[0] == record.id:
         await store.delete(dkey, entry.revision)
 
 

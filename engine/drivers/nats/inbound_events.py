@@ -4,7 +4,9 @@ so the wake-up reaches idle workers as any job write does, pushed by the server.
 
 from __future__ import annotations
 
-from engine.drivers.damage import UNDECODABLE, readable
+from functools import partial
+
+from engine.drivers.damage import UNDECODABLE, or_none, readable
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, dumps, loads
 from engine.drivers.nats.replica import Entry
@@ -21,7 +23,9 @@ async def send_event(store: Store, event: InboundEvent, now: int) -> int:
     target = [event.name, event.key, event.tenant_id]
     woken = 0
     for key, entry in store.replica.family("wait"):
-        if loads(entry.raw) == target and await wake_waiter(store, key.removeprefix("wait."), now):
+        # A wait key another program wrote matches no event (logged once); its waiter times out.
+        waits_for = or_none(partial(loads, entry.raw), f"wait key {key!r}")
+        if waits_for == target and await wake_waiter(store, key.removeprefix("wait."), now):
             woken += 1
     return woken
 
