@@ -1,6 +1,7 @@
-"""How a worker's background services (the cron scheduler, the outbox relay, the pruner) meet a
-pass that fails: logged, and tried again at the next. A failure never ends the worker that runs
-them, which would stop its jobs too (and, restarted, meet the same failure again).
+"""How a worker's loops beside its jobs (its presence beat and lease heartbeats, the cron
+scheduler, the outbox relay, the pruner) meet a pass that fails: logged, and tried again at the
+next. A failure never ends the worker, which would stop its jobs too (and, restarted, meet the
+same failure again).
 """
 
 from __future__ import annotations

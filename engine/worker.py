@@ -56,6 +56,7 @@ from engine.pruner import Pruner, declared_retention, worker_policy
 from engine.rate_limits import kind_of
 from engine.retention import Policy, Retention, RetentionSettingInvalidError, prune_enabled_from_env
 from engine.run_job import RunHandle, Runtime, execute, keep_leases
+from engine.services import attempt
 from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
 from engine.worker_rates import RateGate, rate_reason
@@ -526,7 +527,8 @@ class Worker:
     async def _keep_leases(self) -> None:
         while True:
             await self.clock.sleep_ms(max(1, self.lease_ms // 3))
-            await keep_leases(self.runtime, self._inflight.values())
+            beats = partial(keep_leases, self.runtime, self._inflight.values())
+            await attempt("lease heartbeat", logger, beats)
 
     def _free_slots(self) -> int:
         return self.plan.free_slots(self._bodies, len(self._inflight), len(self._waiting))
@@ -791,24 +793,24 @@ class Worker:
     async def _presence(self) -> None:
         beat = 0
         while True:
-            if beat % PUBLISH_EVERY_BEATS == 0:
-                await self.publish_descriptors()
+            publish = beat % PUBLISH_EVERY_BEATS == 0
             beat += 1
-            try:
-                await self.driver.worker_seen(
-                    WorkerInfo(
-                        id=self.id,
-                        hostname=socket.gethostname(),
-                        pid=os.getpid(),
-                        queues=self.queues,
-                        concurrency=self.concurrency,
-                        started_at=self._started_at,
-                        last_seen_at=self.clock.now_ms(),
-                    )
-                )
-            except JobsError as exc:
-                logger.warning("worker presence not recorded: %s", exc)
+            await attempt("worker presence beat", logger, partial(self._beat, publish))
             await self.clock.sleep_ms(PRESENCE_MS)
+
+    async def _beat(self, publish: bool) -> None:
+        if publish:
+            await self.publish_descriptors()
+        info = WorkerInfo(
+            id=self.id,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            queues=self.queues,
+            concurrency=self.concurrency,
+            started_at=self._started_at,
+            last_seen_at=self.clock.now_ms(),
+        )
+        await self.driver.worker_seen(info)
 
     def _descriptors(self) -> list[JobDescriptor]:
         """This worker's jobs' descriptors, built again only when the registry changed."""

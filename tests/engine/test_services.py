@@ -1,5 +1,5 @@
-"""A background service's pass that fails (engine/services.py) is logged and tried again at the
-next: it never ends the worker that runs the service, which would stop its jobs too."""
+"""A pass of a worker's loops beside its jobs that fails (engine/services.py) is logged and tried
+again at the next: it never ends the worker, which would stop its jobs too."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from collections.abc import Callable
 import anyio
 import pytest
 from anyio.lowlevel import checkpoint
+from pydantic import BaseModel
 
-from engine import Jobs, ManualClock, OutboxRelay, Scheduler
+from engine import JobContext, JobRegistry, Jobs, ManualClock, OutboxRelay, Scheduler, Worker, job
 from engine.errors import DriverUnavailableError
 from engine.pruner import Pruner
 from engine.testing.blocked import wait_all_tasks_blocked
@@ -61,3 +62,45 @@ async def test_a_failed_pass_is_logged_and_the_next_one_runs(
             await service.wait_stopped()
     assert passes == 2
     assert logged in caplog.text, caplog.text
+
+
+class Item(BaseModel):
+    n: int
+
+
+async def test_a_worker_whose_beats_fail_unexpectedly_runs_its_jobs(
+    jobs: Jobs,
+    registry: JobRegistry,
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its presence beat and a running job's lease heartbeat raise: both are logged, and the job
+    runs to its end. Before, either ended the worker (and the job with it)."""
+    started, release = anyio.Event(), anyio.Event()
+
+    @job(idempotency_key=lambda i: f"s:{i.n}", registry=registry)
+    async def slow(input: Item, ctx: JobContext) -> None:
+        started.set()
+        await release.wait()
+
+    async def broken(*args: object) -> None:
+        raise RuntimeError("a defect")
+
+    monkeypatch.setattr(jobs.driver, "worker_seen", broken)
+    monkeypatch.setattr(jobs.driver, "heartbeat", broken)
+    enqueued = await jobs.enqueue(slow, {"n": 1})
+    worker = Worker(jobs, concurrency=1, scheduler=False, outbox_relay=False)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run)
+            while not started.is_set():
+                await wait_all_tasks_blocked()
+                clock.advance(worker.poll_ms)
+            clock.advance(worker.lease_ms // 3)  # a heartbeat's turn
+            await wait_all_tasks_blocked()
+            release.set()
+            await worker.drain()
+    assert (await jobs.get(enqueued.id)).state == "done"
+    assert "worker presence beat failed unexpectedly" in caplog.text, caplog.text
+    assert "lease heartbeat failed unexpectedly" in caplog.text, caplog.text
