@@ -91,3 +91,12 @@ def dumps(value: Any) -> bytes:
 
 def loads(raw: bytes) -> Any:
     return json.loads(raw)
+
+
+def loads_object(raw: bytes) -> dict[str, Any]:
+    """A stored value that is a JSON object; another shape (another program's) raises TypeError,
+    which `damage.readable` and `or_none` count as undecodable."""
+    data = loads(raw)
+    if not isinstance(data, dict):
+        raise TypeError(f"a {type(data).__name__}, not an object")
+    return data

@@ -3,15 +3,13 @@ replica holds after its sync, so a pause holds from the next claim after it is w
 
 from __future__ import annotations
 
-from typing import cast
-
 from engine.drivers.damage import pause_as_stored, readable
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.replica import Entry
 from engine.drivers.nats.store import Store
 from engine.pauses import PauseKey
-from schemas.pauses import Pause, PauseKind
+from schemas.pauses import PAUSE_KINDS, Pause, PauseKind
 
 
 def paused(store: Store) -> set[PauseKey]:
@@ -23,9 +21,9 @@ def paused(store: Store) -> set[PauseKey]:
 
 def _held(pair: tuple[str, Entry]) -> PauseKey:
     kind, _, token = pair[0].removeprefix("pause.").partition(".")
-    if kind not in ("queue", "job"):
+    if kind not in PAUSE_KINDS:
         raise ValueError(f"no pause kind {kind!r}")
-    return cast(PauseKind, kind), keys.dec(token)
+    return kind, keys.dec(token)
 
 
 async def pause(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.drivers.damage import or_none, readable
-from engine.drivers.nats.codec import dumps, loads
+from engine.drivers.nats.codec import dumps, loads_object
 from engine.drivers.nats.store import Store, Unchanged
 from engine.rate_limits import (
     RateReservation,
@@ -53,7 +53,7 @@ class _State:
 
 
 def _document(raw: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
-    data = loads(raw)
+    data = loads_object(raw)
     rates, reservations = data["rates"], data["reservations"]
     if not isinstance(rates, dict) or not isinstance(reservations, dict):
         raise TypeError("rates and reservations are no objects")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.drivers.damage import or_none, readable
-from engine.drivers.nats.codec import dumps, loads
+from engine.drivers.nats.codec import dumps, loads_object
 from engine.drivers.nats.store import Store, Unchanged
 
 KEY = "slots"
@@ -31,15 +31,8 @@ def _held(raw: bytes | None) -> Holders:
     finish than every take under it failing), and the next take writes the document anew."""
     if raw is None:
         return {}
-    data = or_none(lambda: _document(raw), f"the {KEY!r} document") or {}
+    data = or_none(lambda: loads_object(raw), f"the {KEY!r} document") or {}
     return dict(readable(data.items(), _holders, lambda kv: f"the holders of cap {kv[0]!r}"))
-
-
-def _document(raw: bytes) -> dict[str, Any]:
-    data = loads(raw)
-    if not isinstance(data, dict):
-        raise TypeError(f"a {type(data).__name__}, not an object")
-    return data
 
 
 def _holders(kv: tuple[str, Any]) -> tuple[str, dict[str, int]]:

@@ -83,22 +83,19 @@ async def take_rates(
     return RateVerdict(blocked or None, int(next_start_at), int(spare))
 
 
-def _drop(pipe: Pipeline, store: Store, row: RateReservation) -> None:
-    keys = store.keys
-    pipe.delete(keys.reservation(row.job_id))
-    pipe.zrem(keys.reservations_by_slot, row.job_id)
-    pipe.zrem(keys.reservations_by_late, row.job_id)
-    pipe.zrem(keys.adoptable(row.keys), row.job_id)
-
-
 async def drop_reservation(store: Store, pipe: Pipeline, job_id: str) -> None:
     """Queue the deletion of `job_id`'s reservation, if any (retention, with its job)."""
-    text = cast(str | None, await store.client.get(store.keys.reservation(job_id)))
+    keys = store.keys
+    text = cast(str | None, await store.client.get(keys.reservation(job_id)))
     if text is None:
         return
+    pipe.delete(keys.reservation(job_id))
+    pipe.zrem(keys.reservations_by_slot, job_id)
+    pipe.zrem(keys.reservations_by_late, job_id)
     # A reservation another program wrote leaves its adoption entry, whose keys it cannot say.
     found = or_none(lambda: _reservation(text), f"the rate reservation of job {job_id!r}")
-    _drop(pipe, store, found or RateReservation(job_id, 0, 0, ""))
+    if found is not None:
+        pipe.zrem(keys.adoptable(found.keys), job_id)
 
 
 async def rate_states(store: Store, limit: int, prefix: str) -> list[RateState]:
