@@ -41,6 +41,9 @@ class PauseQueueResult(Envelope):
         default=None, description="true when it was paused before this call: nothing changed"
     )
     resume: str | None = Field(default=None, description="the command that lifts it")
+    resume_call: NextCall | None = Field(
+        default=None, description="the resume_queue call that lifts it"
+    )
     notices: list[Finding] | None = Field(
         default=None,
         description="JOB_UNKNOWN / QUEUE_UNKNOWN: nothing uses the name (a typo?)",
@@ -67,6 +70,11 @@ def resume_command(scope: Scope, pause: Pause) -> str:
     return scope.fixes.command(*command_words("resume", pause.kind, pause.name))
 
 
+def resume_call(pause: Pause) -> NextCall:
+    """`resume_command` as the tool call an MCP client makes instead."""
+    return NextCall(tool="resume_queue", arguments={pause.kind: pause.name})
+
+
 def _unpinned(scope: Scope, action: str, kind: PauseKind, name: str) -> None:
     pinned = scope.settings.tenant
     if pinned is not None:
@@ -89,19 +97,19 @@ async def pause_queue(
         pause=PauseView.model_validate(found),
         already_paused=before,
         resume=resume_command(scope, found),
+        resume_call=resume_call(found),
         notices=[notice] if notice is not None else None,
     )
 
 
 def _holds_nothing(scope: Scope, pause: Pause, unknown: JobsError) -> Finding:
-    arguments = {pause.kind: pause.name}
     return Finding(
         code=unknown.code,
         severity="warning",
         queue=pause.name if pause.kind == "queue" else None,
         cause=f"{unknown.cause}: the pause holds nothing now, only such jobs enqueued later",
         fix=resume_command(scope, pause),
-        next_call=NextCall(tool="resume_queue", arguments=arguments),
+        next_call=resume_call(pause),
     )
 
 
@@ -158,7 +166,7 @@ async def pause_findings(
                 cause=f"queue {s.queue} was paused {_since(s.paused, now)}: its {s.ready} ready "
                 "job(s) are not claimed until it is resumed",
                 fix=resume_command(scope, s.paused),
-                next_call=NextCall(tool="resume_queue", arguments={"queue": s.queue}),
+                next_call=resume_call(s.paused),
             )
         )
     for pause in paused_jobs:
@@ -175,7 +183,7 @@ async def pause_findings(
                 + (" (these, and maybe more)" if waiting else "")
                 + " are not claimed until it is resumed",
                 fix=resume_command(scope, pause),
-                next_call=NextCall(tool="resume_queue", arguments={"job": pause.name}),
+                next_call=resume_call(pause),
                 job_ids=waiting,
             )
         )

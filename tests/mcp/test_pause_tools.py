@@ -24,6 +24,8 @@ async def test_pause_holds_the_queue_and_resume_lets_it_go(
         assert paused["pause"]["paused_by"] == "mcp:pause_queue"
         assert paused["pause"]["paused_at"] == at and paused["pause"]["reason"] == "smtp down"
         assert "queues resume mail" in paused["resume"]
+        call = paused["resume_call"]
+        assert call == {"tool": "resume_queue", "arguments": {"queue": "mail"}}
         assert await jobs.driver.claim("w", 10, 60_000) == []
 
         clock.advance(5_000)
@@ -40,7 +42,7 @@ async def test_pause_holds_the_queue_and_resume_lets_it_go(
         described = await mcp.ok("describe_jobs", {"name": "greet"})
         assert [(p["kind"], p["name"]) for p in described["paused"]] == [("queue", "mail")]
 
-        resumed = await mcp.ok("resume_queue", {"queue": "mail"})
+        resumed = await mcp.ok(call["tool"], call["arguments"])  # the call, as it was given
         assert resumed["was_paused"] is True and resumed["pause"]["reason"] == "smtp down"
         not_paused = await mcp.ok("resume_queue", {"queue": "mail"})
         assert not_paused["was_paused"] is False and "pause" not in not_paused
@@ -61,7 +63,8 @@ async def test_a_paused_job_name_is_a_finding_listing_its_waiting_jobs(
 ) -> None:
     made = await jobs.enqueue("greet", {"user_id": 2})
     async with open_mcp() as mcp:
-        await mcp.ok("pause_queue", {"job": "greet"})
+        paused = await mcp.ok("pause_queue", {"job": "greet"})
+        assert paused["resume_call"] == {"tool": "resume_queue", "arguments": {"job": "greet"}}
         stats = await mcp.ok("queue_stats", {})
         assert [p["name"] for p in stats["paused_jobs"]] == ["greet"]
         diagnosis = await mcp.ok("diagnose_queue", {})
