@@ -217,6 +217,36 @@ async def test_a_row_another_program_wrote_is_damage_named_in_lists_and_buried_o
     assert event[0] == "dead" and "STORE_DAMAGED" in event[1], event
 
 
+@pytest.mark.parametrize("value", ["'soon'", "X'01'"])
+async def test_a_run_at_another_program_wrote_is_due_and_buried_on_claim(
+    driver: SqliteDriver, tmp_path: Path, clock: ManualClock, value: str
+) -> None:
+    """Text (or a blob) sorts after every number, so the row was never due: it sat `ready` for
+    ever, counted in the queue's depth and age, and no worker said why."""
+    await driver.enqueue([_item(n, clock.now_ms()) for n in (1, 2, 3)])
+    _another_program(tmp_path, f"UPDATE mcp_jobs_jobs SET run_at = {value} WHERE id = 'job2'")
+    await check_buried_on_claim(driver, "job2", ["job1", "job3"])
+
+
+async def test_a_lease_another_program_wrote_is_over_and_the_job_is_taken_over(
+    driver: SqliteDriver, tmp_path: Path, clock: ManualClock
+) -> None:
+    """A running job whose lease expiry is text held it for ever: its worker gone, no claim
+    took it over. Now it counts as an expired lease and the next claim takes it, writing a
+    lease of its own."""
+    await driver.enqueue([_item(n, clock.now_ms()) for n in (1, 2)])
+    assert len(await driver.claim("w1", 10, 60_000)) == 2
+    _another_program(tmp_path, "UPDATE mcp_jobs_jobs SET lease_expires_at = 'x' WHERE id = 'job2'")
+    (stats,) = await driver.stats(None)
+    assert (stats.running, stats.expired_leases) == (2, 1), stats
+
+    (taken,) = await driver.claim("w2", 10, 60_000)
+    assert (taken.record.id, taken.record.attempt, taken.record.worker_id) == ("job2", 2, "w2")
+    assert taken.record.lease_expires_at == clock.now_ms() + 60_000
+    assert (await driver.get("job2")).lease_expires_at == clock.now_ms() + 60_000
+    assert await driver.claim("w3", 10, 60_000) == []
+
+
 @needs_setlimit
 async def test_one_refused_item_fails_alone_in_a_set_wise_settle(
     driver: SqliteDriver, clock: ManualClock

@@ -124,11 +124,30 @@ NOT_PAUSED = """NOT EXISTS (SELECT 1 FROM mcp_jobs_pauses AS p
 # rules.claim_rank in SQL: the expression the due index (schema.sql) is built on, spelled alike.
 CLAIM_RANK = f"run_at - priority * {rules.PRIORITY_STEP_MS}"
 
-# rules.is_claimable and rules.claim_transition in SQL, pinned like the rest. Two index-backed
-# halves (due waiting rows; running rows whose lease ran out), each cut to the limit, then
-# merged in the one claim_rank order the memory driver sorts by. The waiting half bounds the
-# index walk by the rank and filters by run_at: what it skips is only higher-priority work due
-# within its priority's head start.
+# rules.is_claimable and rules.claim_transition in SQL, pinned like the rest. Index-backed
+# arms (due waiting rows; running rows whose lease ran out), each cut to the limit, then merged
+# in the one claim_rank order the memory driver sorts by. The waiting arm bounds the index walk
+# by the rank and filters by run_at: what it skips is only higher-priority work due within its
+# priority's head start.
+#
+# A time another program wrote as text (or a blob) is no time: such a row is due and its lease
+# is over, and the claim settles it dead as a row it cannot read (damage.burial), where it would
+# wait or run for ever (both sort after every number). A lapsed lease is then two ranges of the
+# leased index, each its own arm: an OR of them is planned as a walk of every live row.
+_CLAIM_FILTER = f"""(:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+              AND {NOT_PAUSED}"""
+_LEASE_LAPSED = ("lease_expires_at <= :now", "lease_expires_at >= ''")
+_CLAIM_ARMS = "\n        UNION ALL\n".join(
+    f"""        SELECT id, rank FROM (
+            SELECT id, {CLAIM_RANK} AS rank FROM mcp_jobs_jobs
+            WHERE {where} AND {_CLAIM_FILTER}
+            ORDER BY rank, id LIMIT :limit)"""
+    for where in (
+        f"{WAITING_PREDICATE} AND {CLAIM_RANK} <= :now"
+        f" AND (run_at <= :now OR NOT {is_number('run_at')})",
+        *(f"state = 'running' AND {lapsed}" for lapsed in _LEASE_LAPSED),
+    )
+)
 CLAIM = f"""
 UPDATE mcp_jobs_jobs
 SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
@@ -136,19 +155,7 @@ SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
     updated_at = :now
 WHERE id IN (
     SELECT id FROM (
-        SELECT id, rank FROM (
-            SELECT id, {CLAIM_RANK} AS rank FROM mcp_jobs_jobs
-            WHERE {WAITING_PREDICATE} AND {CLAIM_RANK} <= :now AND run_at <= :now
-              AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-              AND {NOT_PAUSED}
-            ORDER BY {CLAIM_RANK}, id LIMIT :limit)
-        UNION ALL
-        SELECT id, rank FROM (
-            SELECT id, {CLAIM_RANK} AS rank FROM mcp_jobs_jobs
-            WHERE state = 'running' AND lease_expires_at <= :now
-              AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-              AND {NOT_PAUSED}
-            ORDER BY rank, id LIMIT :limit)
+{_CLAIM_ARMS}
     )
     ORDER BY rank, id LIMIT :limit)
 RETURNING {JOB_SELECT}, token,
@@ -304,7 +311,7 @@ SELECT queue,
        sum(state = 'cancelled'),
        max(:now - (SELECT at FROM since), 0),
        coalesce(max(CASE WHEN {_READY} AND queued_at <= :now THEN :now - queued_at END), 0),
-       sum(state = 'running' AND coalesce(lease_expires_at, 0) <= :now),
+       sum(state = 'running' AND {lease_over("lease_expires_at")}),
        sum(state = 'suspended' AND run_at <= :now),
        coalesce(max(CASE WHEN state = 'suspended' AND run_at <= :now THEN :now - run_at END), 0),
        -- a state this build does not know: the caller refuses it by name, as on decode
