@@ -62,6 +62,7 @@ class RateGate:
         # A reserved start came due while the loop was busy: its next idle wait returns at once.
         self._due = False
         # Starts taken ahead, per set of keys: how many, and until when (epoch ms) they hold.
+        # In the order they were taken, so the oldest (the first to lapse) are at the front.
         self._spares: dict[tuple[str, ...], tuple[int, int]] = {}
         # The take in flight per set of keys: the jobs of a claimed wave wait for it and start
         # on its spares instead of each locking the keys' rows in turn.
@@ -103,6 +104,7 @@ class RateGate:
         key = verdict.blocked_key
         if key is None:
             if verdict.spare:
+                self._forget_lapsed_spares(now)
                 self._spares[keys] = (verdict.spare, now + SPARE_TTL_MS)
             return None
         if len(self._wakes) < RATE_WAKES_MAX:
@@ -125,6 +127,15 @@ class RateGate:
         else:
             del self._spares[keys]
         return True
+
+    def _forget_lapsed_spares(self, now: int) -> None:
+        """Drop the spares that lapsed unused, oldest first: keys are as many as the inputs'
+        sub-keys and tenants, and one never seen again would otherwise be held for ever."""
+        while self._spares:
+            keys = next(iter(self._spares))
+            if self._spares[keys][1] >= now:
+                return
+            del self._spares[keys]
 
     async def run(self) -> None:
         """Wake the worker at each reserved start, earliest first, on the injected clock;
