@@ -39,6 +39,8 @@ import nats.errors
 from engine.drivers.nats import NatsDriver, keys
 from engine.drivers.nats import enqueue as enqueue_module
 from engine.drivers.nats.codec import JobDoc, dumps, encode_doc
+from engine.drivers.nats.rate_limits import KEYS_KEPT
+from engine.rate_limits import RateTake
 from engine.rules import new_record
 from engine.testing.plugin import AppTransaction
 from tests.nats.server import free_port
@@ -626,6 +628,26 @@ async def test_a_rate_key_and_reservation_another_program_wrote_leave_the_jobs_r
     )
     await store.kv.put("rates", b"not json")
     assert await nats_driver.rate_states(10, "") == []
+
+
+async def test_the_rate_document_keeps_the_keys_whose_time_is_ahead(
+    nats_driver: NatsDriver, clock: ManualClock
+) -> None:
+    """Every take decodes and rewrites the one document, so a key per customer ever served
+    made each take slower than the last (a soak of 2,000 jobs of distinct customers ran at 1.5
+    jobs a second). Past `KEYS_KEPT` keys a take drops those whose TAT has passed, which GCRA
+    reads as none; a key still holding a start back is kept."""
+    slow = RateTake("tenant:slow", 1, 3_600_000, 1)
+    assert (await nats_driver.take_rates([slow], clock.now_ms())).blocked_key is None
+    for n in range(2 * KEYS_KEPT):
+        verdict = await nats_driver.take_rates(
+            [RateTake(f"job:ship:c{n}", 1000, 1000, 1)], clock.now_ms()
+        )
+        assert verdict.blocked_key is None
+        clock.advance(2)  # each customer's TAT (1 ms ahead) has passed by the next take
+    held = {s.key for s in await nats_driver.rate_states(10 * KEYS_KEPT, "")}
+    assert len(held) <= KEYS_KEPT + 1 and "tenant:slow" in held, len(held)
+    assert (await nats_driver.take_rates([slow], clock.now_ms())).blocked_key == "tenant:slow"
 
 
 @pytest.mark.parametrize("stored", [b"not json", b'{"job:capped": {"gone": "abc"}}'])

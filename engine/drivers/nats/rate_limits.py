@@ -24,6 +24,8 @@ from engine.rate_limits import (
 )
 
 KEY = "rates"
+# Keys the document holds before a take drops the idle ones (`_take`).
+KEYS_KEPT = 256
 
 
 class _State:
@@ -71,8 +73,16 @@ def _reservation(kv: tuple[str, Any]) -> tuple[str, RateReservation]:
 def _take(
     state: _State, takes: Sequence[RateTake], now: int, job_id: str | None, up_to: int
 ) -> RateVerdict:
-    """The take over the stored document, as the memory driver takes over its dicts."""
-    return take_held(state.rates, state.reservations, takes, now, job_id, up_to)
+    """The take over the stored document, as the memory driver takes over its dicts. Past
+    `KEYS_KEPT` keys it also drops those whose TAT has passed: GCRA reads such a key as none
+    (it counts from now), and every take decodes and rewrites the whole document, so a key per
+    customer or tenant ever served made each take slower than the last."""
+    verdict = take_held(state.rates, state.reservations, takes, now, job_id, up_to)
+    if len(state.rates) > KEYS_KEPT:
+        passed = now * 1000  # TATs are epoch µs
+        for key in [k for k, s in state.rates.items() if s.tat <= passed]:
+            del state.rates[key]
+    return verdict
 
 
 async def take_rates(
