@@ -17,9 +17,16 @@ from pathlib import Path
 DISTRIBUTION = "mcp-jobs"
 
 
+def this_python(executable: str | None = None) -> str:
+    """This interpreter as one shell word: the one this package and its dependencies are
+    installed in, which the `python3` on PATH is not when the install was pipx's or a venv that
+    the reader's shell has not activated."""
+    return shlex.quote(executable or sys.executable or "python3")
+
+
 def install_line(extra: str, executable: str | None = None) -> str:
     """`<this python> -m pip install 'mcp-jobs[<extra>]'`."""
-    python = shlex.quote(executable or sys.executable)
+    python = this_python(executable)
     return f"{python} -m pip install {shlex.quote(f'{DISTRIBUTION}[{extra}]')}"
 
 
@@ -32,7 +39,7 @@ def _checkout() -> Path | None:
 def upgrade_line(executable: str | None = None, checkout: Path | None = None) -> str:
     """The line that brings a newer mcp-jobs: from the index, or, run from a checkout (where
     the index's copy would not replace the checkout's code), its branch pulled and installed."""
-    python = shlex.quote(executable or sys.executable)
+    python = this_python(executable)
     root = checkout or _checkout()
     if root is None:
         return f"{python} -m pip install --upgrade {DISTRIBUTION}"

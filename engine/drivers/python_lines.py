@@ -1,10 +1,12 @@
-"""Fix lines that are one `python3 -c` command: they run where only Python is installed (slim
+"""Fix lines that are one `python -c` command: they run where only Python is installed (slim
 images lack the sqlite3 shell, redis-cli, lsof and fuser)."""
 
 from __future__ import annotations
 
 import json
 import shlex
+
+from engine.extras import this_python
 
 
 def literal(text: str) -> str:
@@ -15,5 +17,11 @@ def literal(text: str) -> str:
 
 
 def python_line(code: str, *words: str) -> str:
-    """`code` run by python3; `words` follow as its arguments, each already one shell word."""
+    """`code`, which needs the standard library alone, run by python3; `words` follow as its
+    arguments, each already one shell word."""
     return " ".join((f"python3 -c {shlex.quote(code)}", *words))
+
+
+def package_line(code: str, *words: str) -> str:
+    """`code`, which imports this package or one of its dependencies, run by `this_python`."""
+    return " ".join((f"{this_python()} -c {shlex.quote(code)}", *words))

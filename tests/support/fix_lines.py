@@ -1,10 +1,13 @@
 """Running a fix line the way its reader would: through a shell, from a scratch directory, with
-nothing of the test's environment but HOME and a PATH that holds this project's scripts alone
-(no psql, pg_isready or redis-cli: slim images and Debian's server packages lack them)."""
+nothing of the test's environment but HOME and a PATH as an install by pipx leaves it: the
+`mcp-jobs` command, and a `python3` that has the standard library alone, not this package or
+its dependencies (no psql, pg_isready or redis-cli: slim images and Debian's server packages
+lack them)."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -18,10 +21,23 @@ BIN = Path(sys.executable).parent
 COMMAND_SECONDS = 60
 
 
+def _pipx_path(place: Path) -> str:
+    """A directory in `place` holding `mcp-jobs` and a bare `python3` (its site-packages off)."""
+    bin_dir = place / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "mcp-jobs").symlink_to(BIN / "mcp-jobs")
+    bare = bin_dir / "python3"
+    bare.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S "$@"\n')
+    bare.chmod(0o755)
+    return str(bin_dir)
+
+
 def run_fix(fix: str) -> str:
     """The fix's output; it must succeed."""
-    env = {"PATH": str(BIN), "HOME": os.environ.get("HOME", "/root")}
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as place:
+        scratch = Path(place) / "work"
+        scratch.mkdir()
+        env = {"PATH": _pipx_path(Path(place)), "HOME": os.environ.get("HOME", "/root")}
         done = subprocess.run(
             fix,
             shell=True,

@@ -12,7 +12,7 @@ import shlex
 import asyncpg
 
 from engine.drivers.postgres.sql import with_schema
-from engine.drivers.python_lines import python_line
+from engine.drivers.python_lines import package_line
 from engine.drivers.urls import split_schema, url_word
 
 # The columns a value of the wrong shape can sit in (jsonb, and the error's text), as text.
@@ -28,7 +28,7 @@ def show_job_line(url: str, schema: str, job_id: str, kind: str = "job") -> str:
     """The fix line printing job `job_id`'s row of the jobs table in `schema`, or its events
     (`kind` "event")."""
     words = (url_word(url), shlex.quote(schema), shlex.quote(job_id), kind)
-    return python_line(_CODE, *words)
+    return package_line(_CODE, *words)
 
 
 def show_job(url: str, schema: str, job_id: str, kind: str = "job") -> None:

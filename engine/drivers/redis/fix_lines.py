@@ -5,7 +5,7 @@ where the application runs)."""
 from __future__ import annotations
 
 from engine.drivers.damage import UndecodableRow
-from engine.drivers.python_lines import literal, python_line
+from engine.drivers.python_lines import literal, package_line
 from engine.drivers.redis.keys import Keys
 from engine.drivers.urls import url_word
 
@@ -43,4 +43,4 @@ def stored_values(url: str, keys: Keys, exc: UndecodableRow) -> str:
         show = _zset(keys.events(exc.job_id))
     else:
         show = _hash(keys.job(exc.job_id))
-    return python_line(_CLIENT + show, url_word(url))
+    return package_line(_CLIENT + show, url_word(url))

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import importlib
 import platform
-import shlex
-import sys
 import sysconfig
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
+
+from engine.extras import this_python
 
 # RETURNING and upserts on a partial unique index.
 MIN_SQLITE = (3, 35, 0)
@@ -57,7 +57,7 @@ def too_old_fix(
     """The command that gets this interpreter a new enough SQLite: the fallback's wheel where
     one exists; elsewhere a Python build that bundles a current SQLite (uv's). The arguments
     default to this interpreter's own."""
-    python = shlex.quote(executable or sys.executable)
+    python = this_python(executable)
     if build_platform is None:
         build_platform = sysconfig.get_platform()
     if libc is None:
