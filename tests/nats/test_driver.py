@@ -23,7 +23,7 @@ from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.urls import migrate_fix
-from engine.errors import JobsError
+from engine.errors import JobDuplicateError, JobsError
 from engine.ids import new_id
 from engine.pruner import Pruner
 from engine.retention import DEFAULT_AUDIT_MS, Policy, plan
@@ -685,13 +685,20 @@ async def test_an_audit_event_and_the_pruner_record_another_program_wrote_leave_
 async def test_a_dedupe_key_another_program_wrote_lets_its_job_settle_and_the_key_be_taken(
     jobs: Jobs, registry: JobRegistry, nats_driver: NatsDriver, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A job's dedupe key holding a value the driver never writes names no holder: the job
-    settles (before, its settle raised, so it stayed running, back at each lease's end), and
-    the next enqueue of the key replaces it."""
+    """A job's dedupe key holding a value the driver never writes names no holder: while its
+    job is live, an enqueue of the key finds the job without it and answers it (before, the
+    key was taken as stale and a second live job of the key was stored); the job settles
+    (before, its settle raised, so it stayed running, back at each lease's end), and the next
+    enqueue of the key replaces it."""
     waiter = declare_waiter(registry)  # any job of the registry: it waits for an event
     first = await jobs.get((await jobs.enqueue(waiter, {"order_id": 7})).id)
     dkey = keys.dedupe(dedupe_key(first.name, None, first.idempotency_key))
     await _put(nats_driver, lambda _: dkey, b"not json")("")
+    again = await jobs.enqueue(waiter, {"order_id": 7})
+    assert (again.id, again.deduped) == (first.id, True)
+    with pytest.raises(JobDuplicateError) as refused:
+        await jobs.enqueue(waiter, {"order_id": 7}, on_conflict="error")
+    assert refused.value.details["job_id"] == first.id
     assert (await jobs.cancel(first.id)).state == "cancelled"
     second = await jobs.enqueue(waiter, {"order_id": 7})
     assert (second.id != first.id, second.deduped) == (True, False)

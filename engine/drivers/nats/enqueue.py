@@ -48,14 +48,15 @@ async def live_holder(store: Store, key: DedupeKey) -> JobRecord | None:
     entry = await store.fresh(keys.dedupe(key))
     if entry is None:
         return None
-    holder = await _holder(store, keys.dedupe(key), entry.raw)
+    holder = await _holder(store, key, entry.raw)
     return holder if holder is not None and holder.state in LIVE_STATES else None
 
 
-async def _holder(store: Store, dkey: str, raw: bytes) -> JobRecord | None:
+async def _holder(store: Store, key: DedupeKey, raw: bytes) -> JobRecord | None:
+    dkey = keys.dedupe(key)
     intent = _intent(dkey, raw)
     if intent is None:
-        return None
+        return await _live_job_of(store, key)
     job_id, base, doc = intent
     held = await store.fresh_doc(job_id)
     if (held is None and base == 0) or (held is not None and held[0] == base):
@@ -69,10 +70,22 @@ async def _holder(store: Store, dkey: str, raw: bytes) -> JobRecord | None:
     return None if held is None else held[1].record
 
 
+async def _live_job_of(store: Store, key: DedupeKey) -> JobRecord | None:
+    """The live job of `key`, found without its index (a walk of every live job): the index
+    key's value cannot be read, and a job may still hold the key."""
+    await store.replica.sync()
+    for doc in list(store.replica.live.values()):
+        record = doc.record
+        if dedupe_key(record.name, record.tenant_id, record.idempotency_key) == key:
+            return record
+    return None
+
+
 def _intent(dkey: str, raw: bytes) -> tuple[str, int, str] | None:
     """A dedupe key's value: its job's id, the job's base revision and its document. One
-    another program wrote names no holder (logged once), so it is stale, like one whose job is
-    gone: the next enqueue of the key replaces it, and a settle leaves it be."""
+    another program wrote names no holder (logged once): the key's live job, if one is left, is
+    found without it (`_live_job_of`); with none, the key is stale, like one whose job is gone:
+    the next enqueue of the key replaces it, and a settle leaves it be."""
 
     def read() -> tuple[str, int, str]:
         data = loads(raw)
@@ -120,7 +133,7 @@ async def take_key(
         entry = await store.fresh(dkey)
         if entry is None:
             continue
-        holder = await _holder(store, dkey, entry.raw)
+        holder = await _holder(store, key, entry.raw)
         if holder is not None and holder.state in LIVE_STATES:
             if holder.id != job_id:
                 raise Duplicate(holder)
