@@ -15,7 +15,7 @@ from engine import JobRegistry, Jobs, ManualClock, Worker, connect
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.urls import report_fix
-from engine.errors import JobsError
+from engine.errors import JobDuplicateError, JobsError
 from engine.rate_limits import RateTake
 from engine.retention import DAY_MS, DEFAULT_POLICY, Policy, plan
 from schemas.errors import ErrorPayload
@@ -29,6 +29,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from engine.drivers.redis import RedisDriver, claims
+from engine.drivers.redis.codec import dedupe_field
 from engine.testing.plugin import AppTransaction
 from tests.mcp.support import declare_app
 from tests.support.damaged_ledgers import (
@@ -42,6 +43,7 @@ from tests.support.damaged_ledgers import (
     check_pruner_forgets_a_damaged_descriptor,
     check_rate_limits_go_on,
     check_scheduler_goes_on,
+    declare_waiter,
 )
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place, pages
 from tests.support.fix_lines import run_fix
@@ -727,3 +729,39 @@ async def test_an_inbound_event_another_program_wrote_fails_its_waiter_for_good(
     assert run_fix(error.fix) == "'not json'\n"
     # The pruner, past the event's window, removes it without reading where it was sent.
     assert await redis_driver.prune_events(clock.now_ms() + 30 * DAY_MS) == 1
+
+
+async def test_a_dedupe_field_another_program_wrote_is_set_right_to_its_live_job(
+    jobs: Jobs, registry: JobRegistry, redis_driver: RedisDriver
+) -> None:
+    """A dedupe field naming no live job: an enqueue of its key answers the live job that holds
+    it (before: a bare TypeError, and with on_conflict='error' a duplicate naming the stray
+    id), and once no job holds it the next enqueue, or a retry, takes the key."""
+    waiter = declare_waiter(registry)
+    first = await jobs.get((await jobs.enqueue(waiter, {"order_id": 7})).id)
+    store = redis_driver._store  # pyright: ignore[reportPrivateUsage]
+    field = dedupe_field(first.name, None, first.idempotency_key)
+
+    async def spoil() -> None:
+        await store.client.hset(store.keys.dedupe, field, "stray")
+
+    await spoil()
+    again = await jobs.enqueue(waiter, {"order_id": 7})
+    assert (again.id, again.deduped) == (first.id, True)
+    assert await store.client.hget(store.keys.dedupe, field) == first.id
+    await spoil()
+    with pytest.raises(JobDuplicateError) as refused:
+        await jobs.enqueue(waiter, {"order_id": 7}, on_conflict="error")
+    assert refused.value.details["job_id"] == first.id
+    assert (await jobs.cancel(first.id)).state == "cancelled"
+    await spoil()
+    second = await jobs.enqueue(waiter, {"order_id": 7})
+    assert (second.id != first.id, second.deduped) == (True, False)
+    await spoil()
+    with pytest.raises(JobDuplicateError) as held:
+        await jobs.retry(first.id, include_cancelled=True)
+    assert held.value.details["job_id"] == second.id
+    assert (await jobs.cancel(second.id)).state == "cancelled"
+    await spoil()
+    assert (await jobs.retry(first.id, include_cancelled=True)).state == "ready"
+    assert await store.client.hget(store.keys.dedupe, field) == first.id

@@ -118,6 +118,13 @@ def dedupe_field(name: str, tenant_id: str | None, key: str) -> str:
     return dumps([name, tenant_id or "", key])
 
 
+def stored_dedupe_field(name: str, tenant_id: str, key: str) -> str:
+    """`dedupe_field` from a job hash's stored JSON texts, built as the settle scripts build it
+    (settle_scripts `dedupe_field`)."""
+    tenant = '""' if tenant_id == "null" else tenant_id
+    return f"[{name},{tenant},{key}]"
+
+
 def request_json(request: EnqueueRequest) -> str:
     return dumps(request._asdict())
 

@@ -11,6 +11,7 @@ from engine.drivers.redis.codec import (
     job_state,
     record_fields,
 )
+from engine.drivers.redis.dedupe_index import mended
 from engine.drivers.redis.scripts import ENQUEUE_SCRIPT
 from engine.drivers.redis.store import Store
 from engine.errors import JobDuplicateError
@@ -49,7 +50,8 @@ async def enqueue(
         if outbox_ids is not None:
             item["ob"] = outbox_ids[n]
         items.append(item)
-    answer = await ENQUEUE_SCRIPT(store.client, [store.keys.prefix, dumps(items), token, str(now)])
+    args = [store.keys.prefix, dumps(items), token, str(now)]
+    answer = await mended(store, lambda: ENQUEUE_SCRIPT(store.client, args), len(items))
     if answer == 1:
         # Every request kept and new: the script says just that.
         store.wake.notify()

@@ -7,6 +7,7 @@ import json
 
 from engine.drivers.redis.claims import event_head
 from engine.drivers.redis.codec import decode_record, dumps, job_state, pairs
+from engine.drivers.redis.dedupe_index import mended
 from engine.drivers.redis.settle_scripts import CANCEL_SCRIPT, RETRY_SCRIPT
 from engine.drivers.redis.store import Store, Write
 from engine.drivers.redis.transitions import event
@@ -48,15 +49,13 @@ async def retry(
     store: Store, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
 ) -> JobRecord:
     now = store.clock.now_ms()
-    answer = await RETRY_SCRIPT(
-        store.client,
-        [
-            *_target(store, job_id, tenant_id),
-            now,
-            "1" if include_cancelled else "0",
-            event_head(job_id, now, "requeued", actor),
-        ],
-    )
+    args = [
+        *_target(store, job_id, tenant_id),
+        now,
+        "1" if include_cancelled else "0",
+        event_head(job_id, now, "requeued", actor),
+    ]
+    answer = await mended(store, lambda: RETRY_SCRIPT(store.client, args))
     if answer[0] == "missing":
         raise JobNotFoundError(job_id, tenant_id)
     if answer[0] == "refused":

@@ -9,8 +9,9 @@ the old, its output gone. Only Python's values are passed in: now, the new run i
 ARGV: prefix, id, has_tenant ('1'/'0'), tenant (JSON), now, from_step, include_cancelled
 ('1'/'0'), new run id, new run id as JSON, from_step as JSON, event JSON (without tenant and
 data). Answers {'missing'}, {'refused', state}, {'unknown', old run id, step names in run
-order...}, {'unreached', old run id, step, status}, {'dup', holder, name, tenant, key}, {'damaged',
-old run id, step, why} (a step's value is not a step record), or {'ok', fields}.
+order...}, {'unreached', old run id, step, status}, {'dup', holder, name, tenant, key}, {'stale',
+field, name} (scripts.LIVE_HOLDER_FN), {'damaged', old run id, step, why} (a step's value is
+not a step record), or {'ok', fields}.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ for i = 1, at - 1 do
   copies[i] = string.sub(step.text, 1, s - 1) .. new_tag .. string.sub(step.text, e + 1)
 end
 local f = redis.call('HMGET', k, 'name', 'tenant_id', 'idempotency_key')
-local holder = redis.call('HGET', p .. 'dedupe', dedupe_field(f))
+local holder, stale = live_holder(p, dedupe_field(f))
+if stale then return {'stale', dedupe_field(f), stale} end
 if holder and holder ~= id then return {'dup', holder, f[1], f[2], f[3]} end
 -- Copied in run order, so the new run's first-save positions keep it.
 for i, text in ipairs(copies) do

@@ -10,6 +10,7 @@ import json
 from engine.drivers.damage import UndecodableRow
 from engine.drivers.redis.claims import event_head
 from engine.drivers.redis.codec import decode_record, dumps, job_state, pairs
+from engine.drivers.redis.dedupe_index import mended
 from engine.drivers.redis.operator import find
 from engine.drivers.redis.rerun_script import RERUN_SCRIPT
 from engine.drivers.redis.steps import load_steps
@@ -35,22 +36,20 @@ async def rerun(
     new_run_id: str,
 ) -> JobRecord:
     now = store.clock.now_ms()
-    answer = await RERUN_SCRIPT(
-        store.client,
-        [
-            store.keys.prefix,
-            job_id,
-            "0" if tenant_id is None else "1",
-            dumps(tenant_id),
-            now,
-            from_step,
-            "1" if include_cancelled else "0",
-            new_run_id,
-            dumps(new_run_id),
-            dumps(from_step),
-            event_head(job_id, now, "requeued", actor),
-        ],
-    )
+    args = [
+        store.keys.prefix,
+        job_id,
+        "0" if tenant_id is None else "1",
+        dumps(tenant_id),
+        now,
+        from_step,
+        "1" if include_cancelled else "0",
+        new_run_id,
+        dumps(new_run_id),
+        dumps(from_step),
+        event_head(job_id, now, "requeued", actor),
+    ]
+    answer = await mended(store, lambda: RERUN_SCRIPT(store.client, args))
     kind = answer[0]
     if kind == "missing":
         raise JobNotFoundError(job_id, tenant_id)

@@ -82,15 +82,41 @@ return done
 """
 )
 
+# The live job holding dedupe field `dk`, or false; and, when the field names a job the live
+# set lacks (another program's value: the driver keeps a field on live jobs alone), that name,
+# which the caller answers as {'stale', dk, name} for `dedupe_index.mend` to set right.
+LIVE_HOLDER_FN = r"""
+local function live_holder(p, dk)
+  local holder = redis.call('HGET', p .. 'dedupe', dk)
+  if holder and redis.call('SISMEMBER', p .. 'live', holder) == 0 then return false, holder end
+  return holder, false
+end
+"""
+
+# A stale dedupe field set to `found` (a live job's id) or, with `found` '', removed; only
+# while it still names `stale`. ARGV: prefix, field, stale, found.
+MEND_DEDUPE = r"""
+local p, dk, stale, found = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if redis.call('HGET', p .. 'dedupe', dk) ~= stale then return 0 end
+if found ~= '' and redis.call('SISMEMBER', p .. 'live', found) == 1 then
+  redis.call('HSET', p .. 'dedupe', dk, found)
+else
+  redis.call('HDEL', p .. 'dedupe', dk)
+end
+return 1
+"""
+
 # Enqueue a batch atomically with dedupe (rules 2, 3). ARGV: prefix, items JSON, outbox token,
 # now. An item: {id, dk, oc, q, nm (name), tn (tenant, optional), rank, st, f (field/value
 # list), ob (outbox row id, optional)}.
 # An outbox item whose row `token` no longer holds (or that is published) is left out. Answers
 # {'dup', index, holder} and writes nothing when an 'error' item conflicts; else one entry per
 # item kept: {index, 'new'} | {index, 'held', id, run_id, state} | {index, 'earlier', index};
-# just 1 when every item was kept and new (the usual answer, and the least to parse).
+# just 1 when every item was kept and new (the usual answer, and the least to parse); and
+# {'stale', field, name}, writing nothing, when a dedupe field names no live job.
 ENQUEUE = (
     CHANGED_FN
+    + LIVE_HOLDER_FN
     + r"""
 local p, token, now = ARGV[1], ARGV[3], ARGV[4]
 local items = cjson.decode(ARGV[2])
@@ -103,7 +129,8 @@ for i, it in ipairs(items) do
       and redis.call('HEXISTS', row, 'published_at') == 0
   end
   if keep then
-    local holder = redis.call('HGET', p .. 'dedupe', it.dk)
+    local holder, stale = live_holder(p, it.dk)
+    if stale then return {'stale', it.dk, stale} end
     if holder then
       if it.oc == 'error' then return {'dup', i, holder} end
       local h = redis.call('HMGET', p .. 'job:' .. holder, 'run_id', 'state')
@@ -422,6 +449,7 @@ OUTBOX_CLAIM_SCRIPT = Script(OUTBOX_CLAIM)
 WAKE_WAITER_SCRIPT = Script(WAKE_WAITER)
 SEND_EVENT_SCRIPT = Script(SEND_EVENT)
 WAITER_SCRIPT = Script(WAITER)
+MEND_DEDUPE_SCRIPT = Script(MEND_DEDUPE)
 ALL_SCRIPTS = (
     APPLY_SCRIPT,
     ENQUEUE_SCRIPT,

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterable
 
 from engine.drivers.redis.changes import CHANGED_FN
-from engine.drivers.redis.scripts import Script
+from engine.drivers.redis.scripts import LIVE_HOLDER_FN, Script
 from engine.rules import (
     LIVE_STATES,
     PRIORITY_STEP_MS,
@@ -59,6 +59,7 @@ def _data(rule: Callable[[JobState], object]) -> str:
 # and signals followers (changes.py).
 _PRELUDE = (
     CHANGED_FN
+    + LIVE_HOLDER_FN
     + f"""
 local p, id = ARGV[1], ARGV[2]
 local k = p .. 'job:' .. id
@@ -264,7 +265,8 @@ return {'ok', redis.call('HGETALL', k)}
 
 # rules.retry_transition. ARGV: prefix, id, has_tenant, tenant (JSON), now, include_cancelled
 # ('1'/'0'), event JSON. Answers {'missing'}, {'refused', state}, {'dup', holder, name, tenant,
-# key} when another live job holds its dedupe key, or {'ok', fields}.
+# key} when another live job holds its dedupe key, {'stale', field, name} when its dedupe field
+# names no live job (scripts.LIVE_HOLDER_FN), or {'ok', fields}.
 RETRY = (
     _PRELUDE
     + """
@@ -275,7 +277,8 @@ local allowed = RETRYABLE
 if ARGV[6] == '1' then allowed = RETRYABLE_ALL end
 if not allowed[state] then return {'refused', state} end
 local f = redis.call('HMGET', k, 'name', 'tenant_id', 'idempotency_key')
-local holder = redis.call('HGET', p .. 'dedupe', dedupe_field(f))
+local holder, stale = live_holder(p, dedupe_field(f))
+if stale then return {'stale', dedupe_field(f), stale} end
 if holder and holder ~= id then return {'dup', holder, f[1], f[2], f[3]} end
 redis.call('HSET', k, 'state', '"ready"', 'attempt', '0', 'run_at', now, 'queued_at', now,
   'updated_at', now, 'finished_at', 'null', 'cancel_requested', 'false', 'worker_id', 'null',
