@@ -28,7 +28,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 from engine import bounds
-from engine.errors import InvalidArgumentError, JobsError
+from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError
 from schemas.descriptor import RetentionInfo
 from schemas.states import SETTLED_STATES, JobState
 
@@ -111,7 +111,12 @@ def parse_duration(argument: str, value: Keep, *, forever: bool = True) -> int |
     else:
         raise InvalidArgumentError(argument, value, expected)
     if not 0 <= ms <= bounds.MAX_DELAY_MS:
-        raise InvalidArgumentError(argument, value, f"{expected}, from 0 to ten years")
+        # Past the top, ten years is the nearest; below 0 it would be 0, which keeps nothing:
+        # no fix offers that.
+        longest = f"{bounds.MAX_DELAY_MS // DAY_MS}d" if ms > 0 else NOTHING_NEAR
+        raise InvalidArgumentError(
+            argument, value, f"{expected}, from 0 to ten years", nearest=longest
+        )
     return int(ms)
 
 

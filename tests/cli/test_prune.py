@@ -5,6 +5,7 @@ Audit events of no job go by the audit retention."""
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 import anyio
@@ -69,6 +70,24 @@ def test_text_output_and_a_bad_duration(url: str, capsys: pytest.CaptureFixture[
     assert "orders" in out
     code, bad = prune(capsys, url, "--older-than", "a while")
     assert code == 1 and bad["error"]["code"] == "INVALID_ARGUMENT"
+
+
+def test_a_duration_past_ten_years_is_fixed_by_ten_years(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fix is the command with the range's end (it ran as prose before); a negative
+    duration gets no such fix, since its nearest, 0, would prune every settled row."""
+    seed(url)
+    code, bad = prune(capsys, url, "--dry-run", "--older-than", "4000d")
+    fix = bad["error"]["fix"]
+    assert code == 1 and "--older-than 3650d" in fix, fix
+    words = shlex.split(fix)  # after any NAME=value the fix sets for the app's declarations
+    argv = words[words.index("mcp-jobs") :]
+    assert argv[:3] == ["mcp-jobs", "db", "prune"]
+    assert main([*argv[1:], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mode"] == "dry_run"
+    code, negative = prune(capsys, url, "--dry-run", "--older-than=-5")
+    assert code == 1 and not negative["error"]["fix"].startswith("mcp-jobs")
 
 
 def test_audit_events_of_no_job_past_the_audit_retention_are_counted_and_pruned(
