@@ -44,9 +44,9 @@ def is_held(job: JobRecord, paused: Collection[PauseKey]) -> bool:
 def target(queue: object, job: object) -> PauseKey:
     """The one thing a pause call names, within bounds: exactly one of `queue` and `job`."""
     if (queue is None) == (job is None):
-        raise InvalidArgumentError(
-            "queue", {"queue": queue, "job": job}, "exactly one of queue= and job="
-        )
+        if queue is None:
+            raise InvalidArgumentError("queue", None, "a queue's name, or else a job name as job")
+        raise InvalidArgumentError("job", job, "left out when queue is given: a pause names one")
     if queue is not None:
         return ("queue", bounds.text("queue", queue, MAX_QUEUE_BYTES))
     return ("job", bounds.text("job", job, MAX_NAME_BYTES))

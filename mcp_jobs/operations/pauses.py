@@ -13,8 +13,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from engine.drivers.base import PAUSES
-from engine.errors import JobsError
-from engine.pauses import target
+from engine.errors import InvalidArgumentError, JobsError
+from engine.pauses import PauseKey, target
 from mcp_jobs.errors import TenantScopeExceededError
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import _VIEW, Envelope, Finding, QueueStatsView, iso_of
@@ -75,6 +75,25 @@ def resume_call(pause: Pause) -> NextCall:
     return NextCall(tool="resume_queue", arguments={pause.kind: pause.name})
 
 
+def _named(scope: Scope, action: str, queue: str | None, job: str | None) -> PauseKey:
+    """`target`, whose refusal of both names or neither carries a call that runs: with both, the
+    same call on the queue alone; with neither, the queue stats, which name every queue."""
+    try:
+        return target(queue, job)
+    except InvalidArgumentError as exc:
+        if (queue is None) != (job is None):
+            raise  # one name, of a bad value: the argument's own refusal
+        if queue is not None:
+            words = command_words(action, "queue", queue)
+            call = NextCall(tool=f"{action}_queue", arguments={"queue": queue})
+        else:
+            words, call = ["jobs", "stats"], NextCall(tool="queue_stats", arguments={})
+        fix = scope.fixes.command(*words, "--json")
+        raise InvalidArgumentError(
+            exc.argument, exc.value, exc.expected, fix=fix, next_call=call
+        ) from None
+
+
 def _unpinned(scope: Scope, action: str, kind: PauseKind, name: str) -> None:
     pinned = scope.settings.tenant
     if pinned is not None:
@@ -85,7 +104,7 @@ def _unpinned(scope: Scope, action: str, kind: PauseKind, name: str) -> None:
 async def pause_queue(
     scope: Scope, queue: str | None = None, job: str | None = None, reason: str | None = None
 ) -> PauseQueueResult:
-    kind, name = target(queue, job)
+    kind, name = _named(scope, "pause", queue, job)
     _unpinned(scope, "pause", kind, name)
     found, before = await scope.jobs.pause(queue=queue, job=job, actor=scope.actor, reason=reason)
     # Held for jobs to come all the same (a queue may be paused before its first job), but a
@@ -116,7 +135,7 @@ def _holds_nothing(scope: Scope, pause: Pause, unknown: JobsError) -> Finding:
 async def resume_queue(
     scope: Scope, queue: str | None = None, job: str | None = None
 ) -> ResumeQueueResult:
-    kind, name = target(queue, job)
+    kind, name = _named(scope, "resume", queue, job)
     _unpinned(scope, "resume", kind, name)
     lifted = await scope.jobs.resume(queue=queue, job=job)
     return ResumeQueueResult(

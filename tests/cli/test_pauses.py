@@ -3,6 +3,8 @@ pause held in the database for every process, and --tenant refused with a fix th
 
 from __future__ import annotations
 
+import shlex
+
 import anyio
 import pytest
 
@@ -67,3 +69,18 @@ def test_tenant_is_refused_with_a_fix_that_runs(
     code, paused = run(capsys, *fix[1:])
     assert code == 0 and paused["ok"] is True
     assert stored(url) == [("queue", "mail", "cli")]
+
+
+def test_naming_both_or_neither_is_refused_with_a_command_that_runs(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--database-url", url]
+    code, both = run(capsys, "queues", "pause", "mail", "--job", "greet", *db, "--json")
+    assert code == 1 and both["error"]["code"] == "INVALID_ARGUMENT"
+    fix = shlex.split(both["error"]["fix"])
+    fix = fix[fix.index("mcp-jobs") + 1 :]  # after any NAME=value an imported app declares
+    assert fix[:3] == ["queues", "pause", "mail"] and "--job" not in fix
+    code, neither = run(capsys, "queues", "resume", *db, "--json")
+    assert code == 1 and "jobs stats" in neither["error"]["fix"]
+    code, _ = run(capsys, *fix)
+    assert code == 0 and stored(url) == [("queue", "mail", "cli")]
