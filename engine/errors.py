@@ -477,6 +477,9 @@ class StorageFullError(JobsError):
 
 # InvalidArgumentError.nearest when no value near the refused one is admitted.
 NOTHING_NEAR: Any = object()
+# InvalidArgumentError.nearest when the call runs without the argument: it was given where it
+# has no use (a steps cursor with run_id), and leaving it out is the whole mend.
+LEFT_OUT: Any = object()
 
 
 class InvalidArgumentError(JobsError):

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from engine import bounds
 from engine.bounds import MAX_ACTOR_BYTES, MAX_NAME_BYTES, MAX_QUEUE_BYTES
-from engine.errors import InvalidArgumentError
+from engine.errors import LEFT_OUT, InvalidArgumentError
 from schemas.jobs import JobRecord
 from schemas.pauses import Pause, PauseKind
 
@@ -46,7 +46,9 @@ def target(queue: object, job: object) -> PauseKey:
     if (queue is None) == (job is None):
         if queue is None:
             raise InvalidArgumentError("queue", None, "a queue's name, or else a job name as job")
-        raise InvalidArgumentError("job", job, "left out when queue is given: a pause names one")
+        raise InvalidArgumentError(
+            "job", job, "left out when queue is given: a pause names one", nearest=LEFT_OUT
+        )
     if queue is not None:
         return ("queue", bounds.text("queue", queue, MAX_QUEUE_BYTES))
     return ("job", bounds.text("job", job, MAX_NAME_BYTES))

@@ -1,7 +1,8 @@
 """A refused argument's fix at the terminal: the command line as it was typed, with the flag
 that carried the refused value set to the value nearest it that the check admits (the same
 `InvalidArgumentError.nearest` an MCP refusal mends the caller's call with): a number at its
-range's end, text that is no JSON as a JSON string."""
+range's end, text that is no JSON as a JSON string; or without the flag, when it was given where
+it has no use (`LEFT_OUT`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from engine.errors import NOTHING_NEAR, InvalidArgumentError
+from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError
 from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext
 
 URL_FLAG = "--database-url"
@@ -33,7 +34,10 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     argv = _ARGV.get()
     if argv is None or type(exc) is not InvalidArgumentError or exc.nearest is NOTHING_NEAR:
         return exc
-    words = _with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
+    if exc.nearest is LEFT_OUT:
+        words = _without_value(argv, _flags(exc.argument), exc.value)
+    else:
+        words = _with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
     if words is None:
         return exc
     # The URL as typed may hold a password: `fixes` writes it back as every fix line has it.
@@ -78,6 +82,18 @@ def _with_value(
         if word in flags and n + 1 < len(words) and _means(words[n + 1], value):
             words[n + 1] = _word(nearest)
             return words
+    return None
+
+
+def _without_value(argv: Sequence[str], flags: set[str], value: object) -> list[str] | None:
+    """`argv` without the first of `flags` that carries `value` (and the value); None when none
+    does."""
+    for n, word in enumerate(argv):
+        flag, equals, given = word.partition("=")
+        if equals and flag in flags and _means(given, value):
+            return [*argv[:n], *argv[n + 1 :]]
+        if word in flags and n + 1 < len(argv) and _means(argv[n + 1], value):
+            return [*argv[:n], *argv[n + 2 :]]
     return None
 
 

@@ -9,7 +9,7 @@ from engine import bounds
 from engine.backfill.errors import dry_run_command
 from engine.backfill.ledger import DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, parse_runs_cursor
 from engine.backfill.pass_job import PASS_QUEUE
-from engine.errors import InvalidArgumentError
+from engine.errors import LEFT_OUT, InvalidArgumentError
 from mcp_jobs.errors import LimitExceededError, TenantScopeExceededError, example_call
 from mcp_jobs.operations.models import ListBackfillsResult, RunBackfillResult
 from mcp_jobs.operations.scope import Scope
@@ -41,7 +41,10 @@ async def list_backfills(
         for argument, value in (("runs_limit", runs_limit), ("runs_cursor", runs_cursor)):
             if value is not None:
                 raise InvalidArgumentError(
-                    argument, value, "given with `name`, the backfill whose runs to page"
+                    argument,
+                    value,
+                    "given with `name`, the backfill whose runs to page",
+                    nearest=LEFT_OUT,
                 )
         states = await svc.list(pending_only=pending_only)
         return ListBackfillsResult(ok=True, environment=env, backfills=states)

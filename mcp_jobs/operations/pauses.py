@@ -75,20 +75,16 @@ def resume_call(pause: Pause) -> NextCall:
     return NextCall(tool="resume_queue", arguments={pause.kind: pause.name})
 
 
-def _named(scope: Scope, action: str, queue: str | None, job: str | None) -> PauseKey:
-    """`target`, whose refusal of both names or neither carries a call that runs: with both, the
-    same call on the queue alone; with neither, the queue stats, which name every queue."""
+def _named(scope: Scope, queue: str | None, job: str | None) -> PauseKey:
+    """`target`, whose refusal of a call naming neither carries one that runs: the queue
+    stats, which name every queue. (Naming both, the call is mended by leaving `job` out.)"""
     try:
         return target(queue, job)
     except InvalidArgumentError as exc:
-        if (queue is None) != (job is None):
-            raise  # one name, of a bad value: the argument's own refusal
-        if queue is not None:
-            words = command_words(action, "queue", queue)
-            call = NextCall(tool=f"{action}_queue", arguments={"queue": queue})
-        else:
-            words, call = ["jobs", "stats"], NextCall(tool="queue_stats", arguments={})
-        fix = scope.fixes.command(*words, "--json")
+        if queue is not None or job is not None:
+            raise
+        fix = scope.fixes.command("jobs", "stats", "--json")
+        call = NextCall(tool="queue_stats", arguments={})
         raise InvalidArgumentError(
             exc.argument, exc.value, exc.expected, fix=fix, next_call=call
         ) from None
@@ -104,7 +100,7 @@ def _unpinned(scope: Scope, action: str, kind: PauseKind, name: str) -> None:
 async def pause_queue(
     scope: Scope, queue: str | None = None, job: str | None = None, reason: str | None = None
 ) -> PauseQueueResult:
-    kind, name = _named(scope, "pause", queue, job)
+    kind, name = _named(scope, queue, job)
     _unpinned(scope, "pause", kind, name)
     found, before = await scope.jobs.pause(queue=queue, job=job, actor=scope.actor, reason=reason)
     # Held for jobs to come all the same (a queue may be paused before its first job), but a
@@ -135,7 +131,7 @@ def _holds_nothing(scope: Scope, pause: Pause, unknown: JobsError) -> Finding:
 async def resume_queue(
     scope: Scope, queue: str | None = None, job: str | None = None
 ) -> ResumeQueueResult:
-    kind, name = _named(scope, "resume", queue, job)
+    kind, name = _named(scope, queue, job)
     _unpinned(scope, "resume", kind, name)
     lifted = await scope.jobs.resume(queue=queue, job=job)
     return ResumeQueueResult(

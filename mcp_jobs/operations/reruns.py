@@ -8,7 +8,7 @@ shows no steps: runs are not listed apart from their steps.
 
 from __future__ import annotations
 
-from engine.errors import InvalidArgumentError
+from engine.errors import LEFT_OUT, InvalidArgumentError
 from mcp_jobs.operations.scope import Scope
 from schemas.trace import JobTrace
 
@@ -17,7 +17,10 @@ def refuse_run_cursor(steps_cursor: str | None) -> None:
     """With `run_id`, steps come as one page: a steps cursor has nothing to continue."""
     if steps_cursor is not None:
         raise InvalidArgumentError(
-            "steps_cursor", steps_cursor, "omitted with run_id (a run's steps are one page)"
+            "steps_cursor",
+            steps_cursor,
+            "omitted with run_id (a run's steps are one page)",
+            nearest=LEFT_OUT,
         )
 
 

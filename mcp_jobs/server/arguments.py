@@ -23,7 +23,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import ConfigDict, ValidationError
 
-from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
+from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
 from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError, example_call
 from schemas.errors import NextCall
 
@@ -180,7 +180,10 @@ def mended(exc: BaseException) -> BaseException:
     if type(given) is not type(exc.value) or given != exc.value:
         return exc
     mend = _Mended(tool, arguments)
-    mend.set(name, _MISSING if exc.nearest is NOTHING_NEAR else exc.nearest)
+    if exc.nearest is LEFT_OUT:
+        mend.leave_out(name)
+    else:
+        mend.set(name, _MISSING if exc.nearest is NOTHING_NEAR else exc.nearest)
     mend.settle()
     return InvalidArgumentError(
         name, exc.value, exc.expected, fix=f"{tool.name} {mend.text()}", next_call=mend.call()
@@ -211,6 +214,10 @@ class _Mended:
     def drop(self, name: str) -> None:
         self.arguments.pop(name, None)
         self.dropped = True
+
+    def leave_out(self, name: str) -> None:
+        """`name` taken out of a call that asks the same without it (`LEFT_OUT`)."""
+        self.arguments.pop(name, None)
 
     def settle(self) -> None:
         """Check the mended call: a mended number still out of range goes to its range's

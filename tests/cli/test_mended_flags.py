@@ -53,6 +53,33 @@ def test_a_refused_flag_value_comes_back_as_the_command_at_the_nearest_value(
     capsys.readouterr()
 
 
+LEFT_OUT = [
+    (["backfill", "--runs", "--runs-limit", "5"], "--runs-limit"),
+    (["backfill", "--runs-cursor=abc"], "--runs-cursor"),
+    (["queues", "pause", "mail", "--job", "greet"], "--job"),
+]
+
+
+@pytest.mark.parametrize(("argv", "flag"), LEFT_OUT)
+def test_a_flag_given_where_it_has_no_use_comes_back_as_the_command_without_it(
+    argv: list[str],
+    flag: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    assert main([*argv, "--json", "--database-url", url]) == 1
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
+    command = _command(error["fix"])
+    assert not any(word.startswith(flag) for word in command), error["fix"]
+    assert command[0] == argv[0]
+    assert main(command) == 0  # as given
+    capsys.readouterr()
+
+
 def test_a_worker_refused_at_its_start_is_given_the_command_that_starts_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
