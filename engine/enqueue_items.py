@@ -23,6 +23,7 @@ from engine.declare import JobDefinition, JobRegistry
 from engine.descriptors import IdempotencyKeyMissingError, validate_input
 from engine.drivers.base import DescriptorStore
 from engine.errors import (
+    LEFT_OUT,
     InvalidArgumentError,
     JobInputInvalidError,
     JobTenantRequiredError,
@@ -100,7 +101,9 @@ def _scheduled(
         run_at = now
     elif delay is not None:
         if run_at is not None:
-            raise InvalidArgumentError("delay", delay, "omitted when run_at is given")
+            raise InvalidArgumentError(
+                "delay", delay, "omitted when run_at is given", nearest=LEFT_OUT
+            )
         seconds = bounds.number("delay", delay, 0, MAX_DELAY_SECONDS, whole=False)
         run_at = now + int(seconds * 1000)
     else:

@@ -35,7 +35,7 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     if argv is None or type(exc) is not InvalidArgumentError or exc.nearest is NOTHING_NEAR:
         return exc
     if exc.nearest is LEFT_OUT:
-        words = _without_value(argv, _flags(exc.argument), exc.value)
+        words = _without_flag(argv, _flags(exc.argument))
     else:
         words = _with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
     if words is None:
@@ -85,14 +85,13 @@ def _with_value(
     return None
 
 
-def _without_value(argv: Sequence[str], flags: set[str], value: object) -> list[str] | None:
-    """`argv` without the first of `flags` that carries `value` (and the value); None when none
-    does."""
+def _without_flag(argv: Sequence[str], flags: set[str]) -> list[str] | None:
+    """`argv` without the first of `flags` and its value, whatever that is (the command has no
+    use for the flag); None when none was typed."""
     for n, word in enumerate(argv):
-        flag, equals, given = word.partition("=")
-        if equals and flag in flags and _means(given, value):
+        if word.partition("=")[0] in flags and "=" in word:
             return [*argv[:n], *argv[n + 1 :]]
-        if word in flags and n + 1 < len(argv) and _means(argv[n + 1], value):
+        if word in flags and n + 1 < len(argv):
             return [*argv[:n], *argv[n + 2 :]]
     return None
 

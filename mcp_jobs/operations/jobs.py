@@ -236,18 +236,26 @@ async def enqueue_job(
             f"enqueue_job {example_call({'name': name, 'input': {'ref': '<stored data id>'}})}",
         )
     tenant = scope.tenant(tenant_id)
-    result = await scope.jobs.enqueue(
-        name,
-        input,
-        tenant_id=tenant,
-        delay=delay_seconds,
-        run_at=run_at,
-        on_conflict=on_conflict,
-        key=key,
-        priority=priority,
-        enqueued_by=scope.actor,
-        traceparent=scope.traceparent,
-    )
+    try:
+        result = await scope.jobs.enqueue(
+            name,
+            input,
+            tenant_id=tenant,
+            delay=delay_seconds,
+            run_at=run_at,
+            on_conflict=on_conflict,
+            key=key,
+            priority=priority,
+            enqueued_by=scope.actor,
+            traceparent=scope.traceparent,
+        )
+    except InvalidArgumentError as exc:
+        if exc.argument != "delay":
+            raise
+        # The engine's `delay` is this tool's `delay_seconds`: named so, the call is mended.
+        raise InvalidArgumentError(
+            "delay_seconds", exc.value, exc.expected, nearest=exc.nearest
+        ) from None
     notice = None
     if result.state not in SETTLED_STATES:  # a deduped answer may name a settled job
         local = scope.jobs.registry.get(name)

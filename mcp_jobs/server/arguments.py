@@ -176,12 +176,12 @@ def mended(exc: BaseException) -> BaseException:
         return exc
     tool, arguments = current
     name, given = exc.argument, arguments.get(exc.argument, _MISSING)
-    # The engine's value must be the caller's own (not one converted to other units).
-    if type(given) is not type(exc.value) or given != exc.value:
-        return exc
     mend = _Mended(tool, arguments)
-    if exc.nearest is LEFT_OUT:
-        mend.leave_out(name)
+    if exc.nearest is LEFT_OUT and given is not _MISSING:
+        mend.leave_out(name)  # whatever its value: the call has no use for it
+    # The engine's value must be the caller's own (not one converted to other units).
+    elif type(given) is not type(exc.value) or given != exc.value:
+        return exc
     else:
         mend.set(name, _MISSING if exc.nearest is NOTHING_NEAR else exc.nearest)
     mend.settle()

@@ -58,11 +58,17 @@ async def test_enqueue_refuses_bad_input_with_the_field_errors(open_mcp: OpenMcp
             {"name": "greet", "input": {"user_id": 1}, "delay_seconds": -5},
             "INVALID_ARGUMENT",
         )
-        await mcp.fails(
+        both = await mcp.fails(
             "enqueue_job",
             {"name": "greet", "input": {"user_id": 1}, "delay_seconds": 1, "run_at": 1},
             "INVALID_ARGUMENT",
         )
+        # Named as the tool names it, and mended by leaving it out (prose naming the engine's
+        # `delay` before): the call runs as given.
+        assert both["details"]["argument"] == "delay_seconds"
+        call = both["next_call"]
+        assert call["arguments"] == {"name": "greet", "input": {"user_id": 1}, "run_at": 1}
+        assert (await mcp.ok(call["tool"], call["arguments"]))["job_id"]
         await mcp.fails(
             "enqueue_job",
             {"name": "greet", "input": {"user_id": 1}, "on_conflict": "replace"},
