@@ -213,6 +213,10 @@ async def wait_for_job(
         await clock.sleep_ms(min(WAIT_POLL_MS, deadline - now))
 
 
+# enqueue_job's arguments that the engine's enqueue names otherwise.
+_ENGINE_NAMES = {"delay": "delay_seconds", "job": "name"}
+
+
 async def enqueue_job(
     scope: Scope,
     name: str,
@@ -250,12 +254,11 @@ async def enqueue_job(
             traceparent=scope.traceparent,
         )
     except InvalidArgumentError as exc:
-        if exc.argument != "delay":
+        argument = _ENGINE_NAMES.get(exc.argument)
+        if argument is None:
             raise
-        # The engine's `delay` is this tool's `delay_seconds`: named so, the call is mended.
-        raise InvalidArgumentError(
-            "delay_seconds", exc.value, exc.expected, nearest=exc.nearest
-        ) from None
+        # Named as this tool names it, the refusal's fix is the call mended.
+        raise InvalidArgumentError(argument, exc.value, exc.expected, nearest=exc.nearest) from None
     notice = None
     if result.state not in SETTLED_STATES:  # a deduped answer may name a settled job
         local = scope.jobs.registry.get(name)

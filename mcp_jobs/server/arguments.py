@@ -179,8 +179,16 @@ def mended(exc: BaseException) -> BaseException:
     mend = _Mended(tool, arguments)
     if exc.nearest is LEFT_OUT and given is not _MISSING:
         mend.leave_out(name)  # whatever its value: the call has no use for it
+    elif exc.nearest is NOTHING_NEAR and _holds(given, exc.value):
+        # An item no stored thing can match (a queue name with a NUL) selects nothing: the
+        # list without it asks the same.
+        kept = [item for item in given if not _same(item, exc.value)]
+        if kept:
+            mend.set(name, kept)
+        else:
+            mend.leave_out(name)
     # The engine's value must be the caller's own (not one converted to other units).
-    elif type(given) is not type(exc.value) or given != exc.value:
+    elif not _same(given, exc.value):
         return exc
     else:
         mend.set(name, _MISSING if exc.nearest is NOTHING_NEAR else exc.nearest)
@@ -188,6 +196,15 @@ def mended(exc: BaseException) -> BaseException:
     return InvalidArgumentError(
         name, exc.value, exc.expected, fix=f"{tool.name} {mend.text()}", next_call=mend.call()
     )
+
+
+def _same(given: Any, value: object) -> bool:
+    return type(given) is type(value) and given == value
+
+
+def _holds(given: Any, value: object) -> bool:
+    """Whether the caller's list `given` holds the refused `value` as one of its items."""
+    return isinstance(given, list) and any(_same(item, value) for item in given)
 
 
 class _Mended:
@@ -318,9 +335,7 @@ def _range_breach(
     if first["type"] in _UPPER and cap is not None:
         limit = next(iter(first["ctx"].values()))
         return LimitExceededError(name, value, limit, cap.unit, fix, next_call=call)
-    return InvalidArgumentError(
-        name, value, takes(props.get(name, {})), fix=fix if call else None, next_call=call
-    )
+    return InvalidArgumentError(name, value, takes(props.get(name, {})), fix=fix, next_call=call)
 
 
 def _nearest(error: Mapping[str, Any]) -> Any:

@@ -148,6 +148,12 @@ async def test_every_numeric_argument_publishes_and_enforces_its_range(
                 moving = MOVING_BOUNDS.get((tool, argument))
                 end = high if moving is None else moving(jobs)
                 await _runs_at(mcp, over, tool, _call(schema, argument, end))
+        # Beside an argument too long to echo, the call mended is a fix with a slot (it was
+        # prose): no next_call, since the slot does not run.
+        given = {"name": "x" * 300, "wait_seconds": -5}
+        error = await mcp.fails("run_backfill", given, "INVALID_ARGUMENT")
+        assert error["fix"] == 'run_backfill {"name": "<name>", "wait_seconds": 0}', error
+        assert "next_call" not in error
     assert seen >= {
         ("list_jobs", "limit"),
         ("inspect_job", "steps_limit"),
@@ -241,11 +247,18 @@ async def test_an_argument_the_engine_refuses_comes_back_as_the_callers_call_men
             ("enqueue_job", {**greet, "tenant_id": "é" * 150}, "tenant_id"),
             ("list_jobs", {"queue": "q\x00", "limit": 2}, "queue"),
             ("inspect_job", {"job_id": "x\x00"}, "job_id"),
+            # The tool's `name` (the engine checks it as the job's): a slot, not prose.
+            ("enqueue_job", {"name": "a\x00", "input": {}}, "name"),
         ]
         for tool, given, name in slots:
             error = await mcp.fails(tool, given, "INVALID_ARGUMENT")
             fix = example_call({**given, name: f"<{name}>"})
             assert error["fix"] == f"{tool} {fix}" and "next_call" not in error, error
+        # An item of a list that no queue can be named: the list without it asks the same.
+        for queues, mended in ((["mail", "q\x00"], {"queues": ["mail"]}), ([""], {})):
+            error = await mcp.fails("queue_stats", {"queues": queues}, "INVALID_ARGUMENT")
+            assert error["next_call"] == {"tool": "queue_stats", "arguments": mended}, error
+            await mcp.ok("queue_stats", mended)
     assert [j.id for j in (await jobs.list()).jobs] == [first["job_id"]]
 
 
