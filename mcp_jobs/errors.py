@@ -7,10 +7,11 @@ registers its code in the one engine registry, so a clash with an engine code fa
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.errors import JobsError, short_repr
+from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
 from engine.extras import install_line, upgrade_line
 from schemas.errors import NextCall
 
@@ -81,6 +82,24 @@ class ToolArgumentsInvalidError(JobsError):
             next_call=next_call,
             details={"tool": tool, "errors": [dict(e) for e in errors]},
         )
+
+
+class CommandLineInvalidError(InvalidArgumentError):
+    """A command line the CLI's parser refuses (an unknown flag, a value of the wrong kind, a
+    choice it does not offer), typed as every other refusal; the fix prints the command's help,
+    which lists what it takes."""
+
+    def __init__(self, command: str, message: str) -> None:
+        found = re.match(r"argument ([^:]+): ", message)
+        argument = found[1].split("/")[0] if found else "command line"
+        JobsError.__init__(
+            self,
+            f"{command}: {message}",
+            f"{command} --help",
+            details={"argument": argument, "expected": message},
+        )
+        self.argument, self.value, self.expected = argument, None, message
+        self.nearest = NOTHING_NEAR
 
 
 class AppImportError(JobsError):

@@ -2,7 +2,8 @@
 
 Every command takes `--database-url` (else `MCP_JOBS_DATABASE_URL`, else the SQLite file
 `./.mcp-jobs/jobs.db`) and `--app MODULE` (else `MCP_JOBS_APP`). A failure prints its code, cause
-and fix and exits 1; with `--json` it prints the same envelope the MCP tools return.
+and fix and exits 1 (2 for a command line the parser refuses); with `--json` it prints the same
+envelope the MCP tools return.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from engine.errors import DatabaseUrlInvalidError, JobsError
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.mend import typed
-from mcp_jobs.cli.parser import build_parser
-from mcp_jobs.cli.render import print_error
+from mcp_jobs.cli.parser import UsageError, build_parser
+from mcp_jobs.cli.render import print_error, print_json
 from mcp_jobs.config import settings_from_env
-from mcp_jobs.errors import AppImportError
+from mcp_jobs.errors import AppImportError, CommandLineInvalidError
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.envelope import error_payload, failure
 
@@ -47,8 +48,29 @@ def run_demo() -> int:
     return code
 
 
+# argparse's exit status for a command line it refuses, kept for scripts that test it.
+USAGE_EXIT = 2
+
+
+def refuse_usage(refused: UsageError, argv: Sequence[str]) -> int:
+    """A command line the parser refused, as INVALID_ARGUMENT: the envelope under --json, else
+    the usage line and code, cause and fix."""
+    error = CommandLineInvalidError(refused.prog, refused.message)
+    envelope = failure(error_payload(error, where=refused.prog))
+    if "--json" in argv:
+        print_json(envelope)
+    else:
+        sys.stderr.write(refused.usage)
+        print_error(envelope["error"])
+    return USAGE_EXIT
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser().parse_args(given)
+    except UsageError as usage:
+        return refuse_usage(usage, given)
     if args.command == "demo":
         return run_demo()
     if args.database_url == "":
@@ -87,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_error(failure(payload)["error"])
             return 1
     try:
-        with typed(sys.argv[1:] if argv is None else argv):
+        with typed(given):
             code: int = anyio.run(command, args, settings, backend_options=options)
     except KeyboardInterrupt:
         return 130

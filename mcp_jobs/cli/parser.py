@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, NoReturn
 
 from mcp_jobs.cli import dashboard, events, pauses, rate_limits
 from mcp_jobs.config import (
@@ -73,8 +75,45 @@ def _logging(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="INFO")
 
 
+class UsageError(Exception):
+    """A command line the parser refused: `prog` is the (sub)command, `usage` its usage line."""
+
+    def __init__(self, prog: str, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.prog, self.message, self.usage = prog, message, usage
+
+
+# The parsers a parse has entered, outermost first: an unknown flag is refused by the outermost
+# (argparse collects the words no subcommand took), but is the innermost's to explain.
+_ENTERED: ContextVar[list[argparse.ArgumentParser] | None] = ContextVar("entered", default=None)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser that raises `UsageError` where argparse would print usage and exit, so that the
+    refusal is typed like every other (`entry.main`); its subcommands' parsers are of this class
+    too (argparse makes them of the parser's own)."""
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        token = _ENTERED.set([])
+        try:
+            return super().parse_args(args, namespace)
+        finally:
+            _ENTERED.reset(token)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        entered = _ENTERED.get()
+        if entered is not None:
+            entered.append(self)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        entered = _ENTERED.get()
+        explains = entered[-1] if entered else self
+        raise UsageError(explains.prog, message, explains.format_usage())
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="mcp-jobs",
         description="Durable background jobs for Python, operated by people and AI agents.",
         epilog=EPILOG,

@@ -101,3 +101,31 @@ def test_a_mended_command_never_writes_the_password_it_was_typed_with(tmp_path: 
     assert isinstance(fix, InvalidArgumentError)
     assert "s3cret" not in fix.fix and "--limit 1" in fix.fix, fix.fix
     assert "postgresql://ops@127.0.0.1:5432/jobs" in fix.fix, fix.fix
+
+
+REFUSED_BY_THE_PARSER = [
+    (["jobs", "ls", "--limit", "abc"], "mcp-jobs jobs ls", "--limit"),
+    (["jobs", "ls", "--state", "bogus"], "mcp-jobs jobs ls", "--state"),
+    (["jobs", "ls", "--bogus"], "mcp-jobs jobs ls", "command line"),
+    (["jobs", "show"], "mcp-jobs jobs show", "command line"),
+    (["nope"], "mcp-jobs", "COMMAND"),
+]
+
+
+@pytest.mark.parametrize(("argv", "command", "argument"), REFUSED_BY_THE_PARSER)
+def test_a_command_line_the_parser_refuses_is_typed_and_its_fix_runs(
+    argv: list[str], command: str, argument: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, argparse printed its usage alone and exited 2: no code, no fix, and nothing on
+    stdout under --json. Now INVALID_ARGUMENT (still exit 2), the envelope under --json."""
+    assert main([*argv, "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
+    assert error["cause"].startswith(f"{command}: ") and error["details"]["argument"] == argument
+    assert error["fix"] == f"{command} --help"
+    assert main(argv) == 2
+    text = capsys.readouterr()
+    assert text.err.startswith("usage: ") and "error INVALID_ARGUMENT" in text.err
+    with pytest.raises(SystemExit) as helped:  # argparse's help exits 0 once printed
+        main(shlex.split(error["fix"])[1:])
+    assert helped.value.code == 0 and capsys.readouterr().out.startswith("usage: ")

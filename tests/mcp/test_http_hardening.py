@@ -18,7 +18,7 @@ import pytest
 
 from engine import JobRegistry, connect
 from mcp_jobs.cli.entry import main
-from mcp_jobs.cli.parser import build_parser
+from mcp_jobs.cli.parser import UsageError, build_parser
 from mcp_jobs.config import Settings, http_settings
 from mcp_jobs.errors import (
     HttpBindError,
@@ -146,8 +146,9 @@ def test_serve_flags_parse_and_refuse_nonsense() -> None:
     )
     assert (args.token_file, args.session_idle_seconds, args.max_sessions) == ("t", 0.5, 4)
     for bad in (["--session-idle-seconds", "0"], ["--max-sessions", "-3"]):
-        with pytest.raises(SystemExit):
+        with pytest.raises(UsageError) as refused:
             parser.parse_args(["serve", *bad])
+        assert refused.value.prog == "mcp-jobs serve" and bad[0] in refused.value.message
 
 
 def test_a_busy_port_is_a_typed_error() -> None:
