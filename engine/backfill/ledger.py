@@ -56,8 +56,9 @@ def runs_cursor(run: BackfillRun) -> str:
 
 def parse_runs_cursor(value: object, name: str | None = None) -> RunPosition:
     """The position a runs cursor names; CURSOR_INVALID when `value` does not decode (its fix:
-    `name`'s first page), INVALID_ARGUMENT when it is not text at all."""
-    call = NextCall(tool="list_backfills", arguments={"name": name}) if name else None
+    `name`'s first page, or with no name the list of backfills), INVALID_ARGUMENT when it is not
+    text at all."""
+    call = NextCall(tool="list_backfills", arguments={"name": name} if name else {})
     return RunPosition(*paging.parse_runs_cursor(value, call))
 
 

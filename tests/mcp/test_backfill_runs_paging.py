@@ -92,5 +92,10 @@ async def test_list_backfills_pages_one_backfills_runs(
         assert error["next_call"] == {"tool": "list_backfills", "arguments": {}}
         listed = await mcp.ok("list_backfills", {})
         assert [b["name"] for b in listed["backfills"]] == ["normalize_emails"]
+        # With a name no backfill can have, the cursor's fix is the list (it was prose).
+        nameless = await mcp.fails(
+            "list_backfills", {"name": "", "runs_cursor": "junk"}, "CURSOR_INVALID"
+        )
+        assert nameless["next_call"] == {"tool": "list_backfills", "arguments": {}}
         unknown = await mcp.fails("list_backfills", {"name": "nosuch"}, "BACKFILL_UNKNOWN")
         assert unknown["details"]["known"] == ["normalize_emails"]
