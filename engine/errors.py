@@ -485,6 +485,9 @@ LEFT_OUT: Any = object()
 class InvalidArgumentError(JobsError):
     code = "INVALID_ARGUMENT"
     title = "an argument is out of bounds or of the wrong kind"
+    # Whether its fix only says what to pass: a face that can write a line that runs may
+    # replace it (a subclass with a fix of its own leaves this False).
+    fix_said: bool = False
 
     def __init__(
         self,
@@ -509,6 +512,7 @@ class InvalidArgumentError(JobsError):
         self.value = value
         self.expected = expected
         self.nearest = nearest
+        self.fix_said = fix is None
 
 
 class CursorInvalidError(InvalidArgumentError):

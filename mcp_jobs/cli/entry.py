@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_error(failure(payload)["error"])
             return 1
     try:
-        with typed(given):
+        with typed(given, args.prog):
             code: int = anyio.run(command, args, settings, backend_options=options)
     except KeyboardInterrupt:
         return 130

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 from engine.errors import InvalidArgumentError
@@ -34,11 +35,22 @@ def add_parser(
     send.add_argument("--payload", metavar="JSON", help="a JSON value the waiting jobs receive")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e309: JSON, but no number a payload can store
+        raise ValueError(f"{text} is past a float's range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no JSON value")  # NaN, Infinity: Python's, not JSON's
+
+
 def _payload(text: str | None) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
     except ValueError as exc:
         # Text that is no JSON most plainly means that text, as a JSON string.
         expected = f"a JSON value ({exc})"

@@ -14,14 +14,26 @@ from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError
 from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext
 
 URL_FLAG = "--database-url"
-# The command line under way (without the program), for a refusal raised while it runs.
-_ARGV: ContextVar[tuple[str, ...] | None] = ContextVar("cli_argv", default=None)
+# The command line under way (without the program) and the command it runs ("mcp-jobs jobs
+# ls"), for a refusal raised while it runs.
+_ARGV: ContextVar[tuple[tuple[str, ...], str] | None] = ContextVar("cli_argv", default=None)
+# The command that lists what an argument names, by the command group and the argument: a name
+# that no such thing can have (empty, a NUL, too long) is fixed, as a name that names nothing
+# is, by showing what there is to name. "*" is any group.
+_LISTING: dict[tuple[str, str], tuple[str, ...]] = {
+    ("*", "job_id"): ("jobs", "ls"),
+    ("*", "queue"): ("jobs", "stats"),
+    ("*", "queues"): ("jobs", "stats"),
+    ("jobs", "name"): ("jobs", "describe"),
+    ("queues", "job"): ("jobs", "describe"),
+    ("backfill", "name"): ("backfill",),
+}
 
 
 @contextmanager
-def typed(argv: Sequence[str]) -> Iterator[None]:
-    """Mark `argv` as the command line the block runs (see `mended`)."""
-    token = _ARGV.set(tuple(argv))
+def typed(argv: Sequence[str], command: str = "mcp-jobs") -> Iterator[None]:
+    """Mark `argv` as the command line the block runs, of `command` (see `mended`)."""
+    token = _ARGV.set((tuple(argv), command))
     try:
         yield
     finally:
@@ -29,20 +41,33 @@ def typed(argv: Sequence[str]) -> Iterator[None]:
 
 
 def mended(exc: BaseException, fixes: FixContext) -> BaseException:
-    """`exc`, or, when it refuses a value typed after one of the command's flags and names the
-    value nearest it, the same refusal whose fix is the command with that value."""
-    argv = _ARGV.get()
-    if argv is None or type(exc) is not InvalidArgumentError or exc.nearest is NOTHING_NEAR:
+    """`exc`, or, when it refuses a value typed on the command line, the same refusal whose fix
+    runs: the command with the value nearest the refused one, or without a flag it has no use
+    for; else, for a fix that only says what to pass, the command that lists what the argument
+    names, or the command's --help."""
+    typed_line = _ARGV.get()
+    if typed_line is None or not isinstance(exc, InvalidArgumentError):
         return exc
-    if exc.nearest is LEFT_OUT:
+    argv, command = typed_line
+    words = None
+    if type(exc) is InvalidArgumentError and exc.nearest is LEFT_OUT:
         words = _without_flag(argv, _flags(exc.argument))
-    else:
+    elif type(exc) is InvalidArgumentError and exc.nearest is not NOTHING_NEAR:
         words = _with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
-    if words is None:
+    if words is not None:
+        # The URL as typed may hold a password: `fixes` writes it back as every fix line has it.
+        fix = fixes.command(*_without(words, URL_FLAG))
+    elif exc.fix_said:
+        fix = _fallback(exc.argument, argv, command, fixes)
+    else:
         return exc
-    # The URL as typed may hold a password: `fixes` writes it back as every fix line has it.
-    fix = fixes.command(*_without(words, URL_FLAG))
     return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+
+
+def _fallback(argument: str, argv: Sequence[str], command: str, fixes: FixContext) -> str:
+    group = argv[0] if argv else ""
+    listing = _LISTING.get((group, argument)) or _LISTING.get(("*", argument))
+    return fixes.command(*listing, "--json") if listing else f"{command} --help"
 
 
 def _without(words: Sequence[str], flag: str) -> list[str]:
@@ -103,7 +128,8 @@ def _means(token: str, value: object) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     try:
-        return float(token) == value
+        # A whole number past a float's precision (99999999999999999999) compares as int.
+        return int(token) == value if isinstance(value, int) else float(token) == value
     except ValueError:
         return False
 

@@ -94,11 +94,16 @@ class _Parser(argparse.ArgumentParser):
     too (argparse makes them of the parser's own)."""
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
-        token = _ENTERED.set([])
+        entered: list[argparse.ArgumentParser] = []
+        token = _ENTERED.set(entered)
         try:
-            return super().parse_args(args, namespace)
+            parsed = super().parse_args(args, namespace)
         finally:
             _ENTERED.reset(token)
+        # The command the line runs, as its help names it ("mcp-jobs jobs ls"): mend.py's
+        # fallback fix is its --help.
+        parsed.prog = entered[-1].prog if entered else self.prog
+        return parsed
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         entered = _ENTERED.get()

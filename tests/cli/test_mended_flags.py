@@ -129,3 +129,44 @@ def test_a_command_line_the_parser_refuses_is_typed_and_its_fix_runs(
     with pytest.raises(SystemExit) as helped:  # argparse's help exits 0 once printed
         main(shlex.split(error["fix"])[1:])
     assert helped.value.code == 0 and capsys.readouterr().out.startswith("usage: ")
+
+
+NOTHING_NEAR = [
+    # A name no such thing can have: the command that lists what there is to name.
+    (["jobs", "ls", "--queue", ""], ["jobs", "stats"]),
+    (["jobs", "show", "a\x00b"], ["jobs", "ls"]),
+    (["jobs", "ls", "--name", "x" * 300], ["jobs", "describe"]),
+    (["backfill", ""], ["backfill"]),
+    # Else the command's help, which says what it takes.
+    (["queues", "pause", "mail", "--reason", ""], ["queues", "pause", "--help"]),
+    (["db", "prune", "--older-than", "a while"], ["db", "prune", "--help"]),
+    (["jobs", "retry-all", "--error-code", ""], ["jobs", "retry-all", "--help"]),
+    # A number past a float's precision is still found on the line and mended.
+    (["jobs", "retry-all", "--since-seconds", "9" * 20], ["jobs", "retry-all"]),
+    # JSON that no payload can store (inf) as the JSON string it was typed as.
+    (["events", "send", "paid", "7", "--payload", "1e309"], ["events", "send", "paid"]),
+]
+
+
+@pytest.mark.parametrize(("argv", "head"), NOTHING_NEAR)
+def test_a_refused_value_with_nothing_near_it_still_gets_a_fix_that_runs(
+    argv: list[str],
+    head: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, each of these fixes was prose ("pass queue as a non-empty str …")."""
+    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    assert main([*argv, "--json", "--database-url", url]) == 1
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
+    command = _command(error["fix"])
+    assert command[: len(head)] == head, error["fix"]
+    try:
+        code = main(command)
+    except SystemExit as helped:  # argparse's --help exits 0 once printed
+        code = int(helped.code or 0)
+    assert code == 0, error["fix"]
+    capsys.readouterr()
