@@ -107,18 +107,38 @@ async def migrated_or_retrying(
 
 
 async def _migrate_when_up(jobs: Jobs, wait_s: float, longest_wait_s: float) -> None:
+    await anyio.sleep(wait_s)
+    try:
+        await until_migrated(jobs, first_wait_s=wait_s * 2, longest_wait_s=longest_wait_s)
+    except JobsError as exc:
+        logger.error("the database cannot be migrated: %s: %s", exc.code, exc.cause)
+        return
+    logger.info("the database answers again and is migrated: tools act on it")
+
+
+async def until_migrated(
+    jobs: Jobs, *, first_wait_s: float = 1.0, longest_wait_s: float = 30.0, say: bool = False
+) -> None:
+    """Migrate, trying again, backing off, while the database does not answer (a retryable
+    error; each wait logged when `say`); any other failure is raised."""
+    wait_s = first_wait_s
     while True:
-        await anyio.sleep(wait_s)
         try:
             await jobs.driver.migrate()
+            return
         except JobsError as exc:
             if not exc.retryable:
-                logger.error("the database cannot be migrated: %s: %s", exc.code, exc.cause)
-                return
-            wait_s = min(wait_s * 2, longest_wait_s)
-            continue
-        logger.info("the database answers again and is migrated: tools act on it")
-        return
+                raise
+            if say:
+                logger.warning(
+                    "the database does not answer (%s: %s); trying again in %g s (why: %s)",
+                    exc.code,
+                    exc.cause,
+                    wait_s,
+                    exc.fix,
+                )
+        await anyio.sleep(wait_s)
+        wait_s = min(wait_s * 2, longest_wait_s)
 
 
 def oauth_flags(args: argparse.Namespace) -> dict[str, str | None]:
@@ -136,7 +156,10 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
     try:
         configure_logging(json=args.log_format == "json", level=args.log_level)
         serve_metrics = _metrics() if args.metrics_port is not None else None
-        async with open_jobs(settings) as jobs:
+        async with open_jobs(settings, migrate=False) as jobs:
+            # A worker started before its database answers waits for it, as a running worker
+            # rides out an outage (compose and systemd start them side by side).
+            await until_migrated(jobs, say=True)
             queues = ALL_QUEUES if args.queues == [ALL_QUEUES] else args.queues
             worker = Worker(
                 jobs,

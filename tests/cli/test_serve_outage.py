@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from engine import connect
 from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError, JobsError
-from mcp_jobs.cli.serve import migrated_or_retrying
+from mcp_jobs.cli.serve import migrated_or_retrying, until_migrated
 from tests.mcp.support import Caller
 
 
@@ -93,3 +93,35 @@ async def test_a_failure_no_retry_helps_still_stops_the_start(
     finally:
         await jobs.close()
     assert raised.value.code == "DATABASE_URL_INVALID"
+
+
+async def test_a_worker_start_tries_again_while_the_database_does_not_answer_and_no_longer(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mcp-jobs worker` waits for its database (tests/postgres/test_worker_waits.py runs one),
+    saying why at each try; a failure no retry helps still stops the start."""
+    jobs = await connect("memory://", migrate=False)
+    migrate = jobs.driver.migrate
+    tries: list[int] = []
+
+    async def away_twice() -> None:
+        tries.append(len(tries))
+        if len(tries) <= 2:
+            raise DriverUnavailableError("memory", "away", "mcp-jobs db report")
+        await migrate()
+
+    async def refused() -> None:
+        raise DatabaseUrlInvalidError("postgresql://h/db", reason="a test's refusal")
+
+    monkeypatch.setattr(jobs.driver, "migrate", away_twice)
+    try:
+        with caplog.at_level(logging.WARNING, logger="mcp_jobs.cli"), anyio.fail_after(10):
+            await until_migrated(jobs, first_wait_s=0, longest_wait_s=0, say=True)
+        monkeypatch.setattr(jobs.driver, "migrate", refused)
+        with pytest.raises(JobsError) as raised:
+            await until_migrated(jobs, first_wait_s=0, longest_wait_s=0)
+    finally:
+        await jobs.close()
+    assert len(tries) == 3 and raised.value.code == "DATABASE_URL_INVALID"
+    said = [r.getMessage() for r in caplog.records if r.name == "mcp_jobs.cli"]
+    assert len(said) == 2 and "(why: mcp-jobs db report)" in said[0]
