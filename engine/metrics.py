@@ -29,7 +29,8 @@ from prometheus_client.exposition import choose_encoder
 from engine.errors import InvalidArgumentError, JobsError
 from engine.observe import WorkerEvent
 from engine.pruner import PrunePass
-from engine.worker import PRESENCE_MS, Worker
+from engine.worker import Worker
+from engine.worker_presence import PRESENCE_MS
 from schemas.stats import QueueStats
 
 if TYPE_CHECKING:

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import replace
@@ -32,13 +30,9 @@ import anyio
 
 from engine import bounds
 from engine.claim_plan import PREFETCH_PER_SLOT, ClaimPlanner
-from engine.descriptors import PUBLISH_EVERY_BEATS, app_modules, describe_all
 from engine.drivers.base import (
-    DESCRIPTORS,
     HISTORY,
     LEADER_LEASES,
-    DescriptorStore,
-    require,
 )
 from engine.errors import InvalidArgumentError, JobsError, JobSlotLostError
 from engine.ids import worker_id as new_worker_id
@@ -52,17 +46,16 @@ from engine.observe import (
     log_wants,
 )
 from engine.outbox import OutboxRelay
-from engine.pruner import Pruner, declared_retention, worker_policy
+from engine.pruner import Pruner
 from engine.rate_limits import kind_of
-from engine.retention import Policy, Retention, RetentionSettingInvalidError, prune_enabled_from_env
+from engine.retention import Retention, prune_enabled_from_env
 from engine.run_job import RunHandle, Runtime, execute, keep_leases
 from engine.services import attempt
 from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
+from engine.worker_presence import PRESENCE_MS, Presence, declared_policy
 from engine.worker_rates import RateGate, rate_reason
-from schemas.descriptor import JobDescriptor
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
-from schemas.stats import WorkerInfo
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -74,7 +67,6 @@ logger = logging.getLogger("mcp_jobs.worker")
 
 DEFAULT_LEASE_MS = 30_000
 WORKER_POLL_MS = 500
-PRESENCE_MS = 10_000
 # With a backlog, this many claims may be on their way at once. One claim at a time leaves the
 # slots idle for its round trip after every wave of short jobs; a second one in flight lets
 # the database work on the next wave while this process runs the last.
@@ -194,7 +186,6 @@ class Worker:
         self._claiming_now = asyncio.Event()
         # `run()` in the background, when started with `start()`.
         self._runner: asyncio.Task[None] | None = None
-        self._started_at = self.clock.now_ms()
         self.runtime = Runtime(
             driver=self.driver,
             settler=jobs.settler,
@@ -219,16 +210,16 @@ class Worker:
         offered = HISTORY.offered_by(self.driver) and LEADER_LEASES.offered_by(self.driver)
         if prune or (prune is None and offered and prune_enabled_from_env()):
             self.pruner = Pruner(jobs, retention=retention)
-        # Published with the jobs' descriptors even when this worker does not prune, so the
-        # worker that does (and a prune by hand) keeps what this one declares.
-        self._retention = self.pruner.policy if self.pruner else _declared_policy(retention)
-        # Job descriptors published to the database (engine.descriptors), where the driver
-        # keeps them: at the first presence beat, then every PUBLISH_EVERY_BEATS beats.
-        self._apps = None if apps is None else [*apps]
-        self._descriptor_store: DescriptorStore | None = (
-            require(self.driver, DESCRIPTORS) if DESCRIPTORS.offered_by(self.driver) else None
+        # The retention is published with the jobs' descriptors even when this worker does not
+        # prune, so the worker that does (and a prune by hand) keeps what this one declares.
+        self.presence = Presence(
+            jobs,
+            self.id,
+            lambda: self.queues,
+            concurrency,
+            self.pruner.policy if self.pruner else declared_policy(retention),
+            apps,
         )
-        self._described: tuple[tuple[str, ...], list[JobDescriptor]] | None = None
 
     # --- what it claims and what runs beside it ----------------------------------------------
 
@@ -406,7 +397,7 @@ class Worker:
             self._choose_scheduler()
             await self._choose_relay()
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._presence)
+                tg.start_soon(self.presence.run)
                 tg.start_soon(self._keep_leases)
                 tg.start_soon(self._rate_gate.run)
                 for service in self._services():
@@ -790,59 +781,7 @@ class Worker:
             tg.start_soon(deadline)
             tg.start_soon(settled)
 
-    async def _presence(self) -> None:
-        beat = 0
-        while True:
-            publish = beat % PUBLISH_EVERY_BEATS == 0
-            beat += 1
-            await attempt("worker presence beat", logger, partial(self._beat, publish))
-            await self.clock.sleep_ms(PRESENCE_MS)
-
-    async def _beat(self, publish: bool) -> None:
-        if publish:
-            await self.publish_descriptors()
-        info = WorkerInfo(
-            id=self.id,
-            hostname=socket.gethostname(),
-            pid=os.getpid(),
-            queues=self.queues,
-            concurrency=self.concurrency,
-            started_at=self._started_at,
-            last_seen_at=self.clock.now_ms(),
-        )
-        await self.driver.worker_seen(info)
-
-    def _descriptors(self) -> list[JobDescriptor]:
-        """This worker's jobs' descriptors, built again only when the registry changed."""
-        names = tuple(self.jobs.registry.names())
-        if self._described is None or self._described[0] != names:
-            apps = self._apps if self._apps is not None else app_modules(self.jobs.registry)
-            retention = None
-            if self._retention is not None:
-                retention = declared_retention(self.jobs.registry, self._retention)
-            self._described = (names, describe_all(self.jobs.registry, apps, retention))
-        return self._described[1]
-
     async def publish_descriptors(self) -> None:
         """Publish the descriptors of the jobs registered here, so a process without their code
         can describe and enqueue them (a driver without the capability keeps none)."""
-        store = self._descriptor_store
-        if store is None:
-            return
-        descriptors = self._descriptors()
-        if not descriptors:
-            return
-        try:
-            await store.publish_descriptors(self.id, descriptors, self.clock.now_ms())
-        except JobsError as exc:
-            logger.warning("job descriptors not published: %s", exc)
-
-
-def _declared_policy(retention: Retention | None) -> Policy | None:
-    """The policy a worker that does not prune publishes; None (nothing published) when the
-    environment's is not a duration, which only a pruning worker refuses to start with."""
-    try:
-        return worker_policy(retention)
-    except RetentionSettingInvalidError as exc:
-        logger.warning("job retention not published: %s", exc)
-        return None
+        await self.presence.publish_descriptors()

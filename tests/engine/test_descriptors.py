@@ -23,7 +23,7 @@ from engine.drivers.memory import MemoryDriver
 from engine.errors import JobsError
 from engine.metrics import LIVE_WORKER_WINDOW_MS
 from engine.testing.kit.test_descriptors import declare
-from engine.worker import PRESENCE_MS
+from engine.worker_presence import PRESENCE_MS
 from schemas.descriptor import JobDescriptor
 from schemas.stats import WorkerInfo
 from tests.mcp.support import declare_weird

@@ -11,7 +11,7 @@ from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.drivers.memory import MemoryDriver
 from engine.tasks import task
 from engine.testing.blocked import wait_all_tasks_blocked
-from engine.worker import PRESENCE_MS
+from engine.worker_presence import PRESENCE_MS
 from tests.support.worker_jobs import Item, keyed_job, recording_job
 
 

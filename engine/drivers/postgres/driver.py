@@ -313,7 +313,7 @@ class PostgresDriver:
         """This process's writes at once; other processes' enqueues and settles as their NOTIFY
         arrives (claims, nacks and cancels elsewhere: at the reader's `timeout_ms`). Workers
         NOTIFY settles only while a follower's lease is live: this keeps one, from their next
-        presence beat on (engine.worker.PRESENCE_MS)."""
+        presence beat on (engine.worker_presence.PRESENCE_MS)."""
         if self.listen and not self.db.closed:
             self._change_listener.kick()  # its connect notifies: what it missed is looked at
             await self._follow()

@@ -1,0 +1,116 @@
+"""A worker's presence in the database: a beat every PRESENCE_MS that says it is alive (what
+`queue_stats` and `diagnose_queue` count as live workers), and, at the first beat and every
+PUBLISH_EVERY_BEATS after, the descriptors of the jobs it runs (engine.descriptors), so a process
+without their code can describe and enqueue them."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING
+
+from engine.descriptors import PUBLISH_EVERY_BEATS, app_modules, describe_all
+from engine.drivers.base import DESCRIPTORS, DescriptorStore, require
+from engine.errors import JobsError
+from engine.pruner import declared_retention, worker_policy
+from engine.retention import Policy, Retention, RetentionSettingInvalidError
+from engine.services import attempt
+from schemas.descriptor import JobDescriptor
+from schemas.stats import WorkerInfo
+
+if TYPE_CHECKING:
+    from engine.client import Jobs
+
+logger = logging.getLogger("mcp_jobs.worker")
+
+PRESENCE_MS = 10_000
+
+
+class Presence:
+    """The beats of worker `worker_id`. `queues` says what it claims from now; `retention` is
+    the policy its descriptors carry (None: none published); `apps` the modules named with them
+    (None: those that declare the jobs)."""
+
+    def __init__(
+        self,
+        jobs: Jobs,
+        worker_id: str,
+        queues: Callable[[], list[str] | None],
+        concurrency: int,
+        retention: Policy | None,
+        apps: Sequence[str] | None,
+    ) -> None:
+        self.jobs = jobs
+        self.worker_id = worker_id
+        self.queues = queues
+        self.concurrency = concurrency
+        self.retention = retention
+        self.apps = None if apps is None else [*apps]
+        self.started_at = jobs.clock.now_ms()
+        driver = jobs.driver
+        self.store: DescriptorStore | None = (
+            require(driver, DESCRIPTORS) if DESCRIPTORS.offered_by(driver) else None
+        )
+        self._described: tuple[tuple[str, ...], list[JobDescriptor]] | None = None
+
+    async def run(self) -> None:
+        beat = 0
+        while True:
+            publish = beat % PUBLISH_EVERY_BEATS == 0
+            beat += 1
+            await attempt("worker presence beat", logger, partial(self.beat, publish))
+            await self.jobs.clock.sleep_ms(PRESENCE_MS)
+
+    async def beat(self, publish: bool) -> None:
+        if publish:
+            await self.publish_descriptors()
+        info = WorkerInfo(
+            id=self.worker_id,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            queues=self.queues(),
+            concurrency=self.concurrency,
+            started_at=self.started_at,
+            last_seen_at=self.jobs.clock.now_ms(),
+        )
+        await self.jobs.driver.worker_seen(info)
+
+    def descriptors(self) -> list[JobDescriptor]:
+        """The descriptors of the jobs registered, built again only when the registry changed."""
+        registry = self.jobs.registry
+        names = tuple(registry.names())
+        if self._described is None or self._described[0] != names:
+            apps = self.apps if self.apps is not None else app_modules(registry)
+            retention = None
+            if self.retention is not None:
+                retention = declared_retention(registry, self.retention)
+            self._described = (names, describe_all(registry, apps, retention))
+        return self._described[1]
+
+    async def publish_descriptors(self) -> None:
+        """Publish the descriptors of the jobs registered (a driver without the capability
+        keeps none)."""
+        if self.store is None:
+            return
+        descriptors = self.descriptors()
+        if not descriptors:
+            return
+        try:
+            await self.store.publish_descriptors(
+                self.worker_id, descriptors, self.jobs.clock.now_ms()
+            )
+        except JobsError as exc:
+            logger.warning("job descriptors not published: %s", exc)
+
+
+def declared_policy(retention: Retention | None) -> Policy | None:
+    """The policy a worker that does not prune publishes; None (nothing published) when the
+    environment's is not a duration, which only a pruning worker refuses to start with."""
+    try:
+        return worker_policy(retention)
+    except RetentionSettingInvalidError as exc:
+        logger.warning("job retention not published: %s", exc)
+        return None
