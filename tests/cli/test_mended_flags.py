@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,21 @@ def _command(fix: str) -> list[str]:
     return words[words.index("mcp-jobs") + 1 :]
 
 
+def _refused(
+    argv: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[dict[str, Any], list[str]]:
+    """The INVALID_ARGUMENT `argv` gets on a fresh SQLite file, and its fix as a command."""
+    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    assert main([*argv, "--json", "--database-url", url]) == 1
+    error: dict[str, Any] = json.loads(capsys.readouterr().out)["error"]
+    assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
+    return error, _command(error["fix"])
+
+
 @pytest.mark.parametrize(("argv", "mended"), MENDED)
 def test_a_refused_flag_value_comes_back_as_the_command_at_the_nearest_value(
     argv: list[str],
@@ -41,12 +57,7 @@ def test_a_refused_flag_value_comes_back_as_the_command_at_the_nearest_value(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
-    url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    assert main([*argv, "--json", "--database-url", url]) == 1
-    error = json.loads(capsys.readouterr().out)["error"]
-    assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
-    command = _command(error["fix"])
+    error, command = _refused(argv, tmp_path, capsys, monkeypatch)
     at = next(n for n, word in enumerate(command) if word.startswith(mended[0]))
     assert command[at : at + len(mended)] == mended, error["fix"]
     assert main(command) == 0  # as given
@@ -68,12 +79,7 @@ def test_a_flag_given_where_it_has_no_use_comes_back_as_the_command_without_it(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
-    url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    assert main([*argv, "--json", "--database-url", url]) == 1
-    error = json.loads(capsys.readouterr().out)["error"]
-    assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
-    command = _command(error["fix"])
+    error, command = _refused(argv, tmp_path, capsys, monkeypatch)
     assert not any(word.startswith(flag) for word in command), error["fix"]
     assert command[0] == argv[0]
     assert main(command) == 0  # as given
@@ -157,12 +163,7 @@ def test_a_refused_value_with_nothing_near_it_still_gets_a_fix_that_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Before, each of these fixes was prose ("pass queue as a non-empty str …")."""
-    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
-    url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    assert main([*argv, "--json", "--database-url", url]) == 1
-    error = json.loads(capsys.readouterr().out)["error"]
-    assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
-    command = _command(error["fix"])
+    error, command = _refused(argv, tmp_path, capsys, monkeypatch)
     assert command[: len(head)] == head, error["fix"]
     try:
         code = main(command)
