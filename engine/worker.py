@@ -127,12 +127,22 @@ class Worker:
         apps: Sequence[str] | None = None,
     ) -> None:
         bounds.at_least("concurrency", concurrency, 1)
-        bounds.at_least("lease_ms", lease_ms, 1)
+        # Each is a time it waits, or a lease it writes: within the range any stored time is.
+        bounds.whole("lease_ms", lease_ms, 1, bounds.MAX_DELAY_MS, "ms")
+        bounds.whole("poll_ms", poll_ms, 1, bounds.MAX_DELAY_MS, "ms")
+        bounds.whole("drain_ms", drain_ms, 0, bounds.MAX_DELAY_MS, "ms")
         if prefetch is None:
             prefetch = PREFETCH_PER_SLOT * concurrency
         bounds.at_least("prefetch", prefetch, 0)
         if isinstance(queues, str) and queues != ALL_QUEUES:
             raise InvalidArgumentError("queues", queues, 'a list of queue names, or "*"')
+        if queues is not None and queues != ALL_QUEUES:
+            for queue in queues:
+                bounds.text("queues", queue, bounds.MAX_QUEUE_BYTES)
+        bounds.optional_text("worker_id", worker_id, bounds.MAX_ACTOR_BYTES)
+        for listener in listeners:
+            if not callable(listener):
+                raise InvalidArgumentError("listeners", listener, "callables taking a WorkerEvent")
         self.jobs = jobs
         self.driver = jobs.driver
         self.clock = jobs.clock

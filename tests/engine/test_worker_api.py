@@ -3,12 +3,15 @@ queues it claims from, and the services it runs only when they have something to
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.drivers.memory import MemoryDriver
+from engine.errors import InvalidArgumentError
 from engine.tasks import task
 from engine.testing.blocked import wait_all_tasks_blocked
 from engine.worker_presence import PRESENCE_MS
@@ -186,3 +189,28 @@ async def test_rows_another_process_stages_later_start_a_relay(
             while (await app.get(staged.job_id)).state != "done":
                 clock.advance(PRESENCE_MS)
                 await wait_all_tasks_blocked()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"poll_ms": -1},
+        {"poll_ms": "x"},
+        {"drain_ms": -1},
+        {"drain_ms": float("nan")},
+        {"lease_ms": 10**30},
+        {"worker_id": ""},
+        {"worker_id": "a\x00b"},
+        {"queues": [""]},
+        {"queues": ["mail", "q\x00"]},
+        {"listeners": [1]},
+    ],
+)
+async def test_a_worker_refuses_a_bad_setting_before_it_runs(
+    jobs: Jobs, options: dict[str, Any]
+) -> None:
+    """Each was taken (before): a wait of -1 ms or "x" broke the loop later, a NUL in a queue
+    or the worker's id failed every claim or beat, a lease past the stored range every claim."""
+    with pytest.raises(InvalidArgumentError) as refused:
+        Worker(jobs, **options)
+    assert refused.value.argument == next(iter(options)) and not refused.value.retryable
