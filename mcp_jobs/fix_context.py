@@ -48,6 +48,15 @@ TAKES_CONTEXT = frozenset(
 # (`queues`) spans every tenant (a pinned one is refused) and a worker serves them all.
 TAKES_TENANT = frozenset({"jobs", "events"})
 PYTHONS = frozenset({"python", "python3", sys.executable})
+# FixContext.listing's commands, by command group and argument ("*": any group).
+_LISTING: dict[tuple[str, str], tuple[str, ...]] = {
+    ("*", "job_id"): ("jobs", "ls"),
+    ("*", "queue"): ("jobs", "stats"),
+    ("*", "queues"): ("jobs", "stats"),
+    ("jobs", "name"): ("jobs", "describe"),
+    ("queues", "job"): ("jobs", "describe"),
+    ("backfill", "name"): ("backfill",),
+}
 # Commands an MCP client is given as the tool that does the same (`database_report {}`): the
 # tool runs where the server runs, which reaches the database, and needs no shell.
 TOOL_FOR_COMMAND: dict[tuple[str, ...], str] = {("db", "report"): "database_report"}
@@ -167,6 +176,13 @@ class FixContext:
             assignments=tuple(assignments),
             face=face,
         )
+
+    def listing(self, group: str, argument: str) -> str | None:
+        """The command that lists what `argument` of a `group` command names (a queue, a job
+        id, a job or backfill name), or None: the fix of a name no such thing can have (empty,
+        a NUL, too long), as of a name that names nothing, is what there is to name."""
+        words = _LISTING.get((group, argument)) or _LISTING.get(("*", argument))
+        return None if words is None else self.command(*words, "--json")
 
     def command(self, *words: str) -> str:
         """`mcp-jobs <words>` with this context: the way to write a new fix line."""

@@ -17,17 +17,6 @@ URL_FLAG = "--database-url"
 # The command line under way (without the program) and the command it runs ("mcp-jobs jobs
 # ls"), for a refusal raised while it runs.
 _ARGV: ContextVar[tuple[tuple[str, ...], str] | None] = ContextVar("cli_argv", default=None)
-# The command that lists what an argument names, by the command group and the argument: a name
-# that no such thing can have (empty, a NUL, too long) is fixed, as a name that names nothing
-# is, by showing what there is to name. "*" is any group.
-_LISTING: dict[tuple[str, str], tuple[str, ...]] = {
-    ("*", "job_id"): ("jobs", "ls"),
-    ("*", "queue"): ("jobs", "stats"),
-    ("*", "queues"): ("jobs", "stats"),
-    ("jobs", "name"): ("jobs", "describe"),
-    ("queues", "job"): ("jobs", "describe"),
-    ("backfill", "name"): ("backfill",),
-}
 
 
 @contextmanager
@@ -65,9 +54,8 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
 
 
 def _fallback(argument: str, argv: Sequence[str], command: str, fixes: FixContext) -> str:
-    group = argv[0] if argv else ""
-    listing = _LISTING.get((group, argument)) or _LISTING.get(("*", argument))
-    return fixes.command(*listing, "--json") if listing else f"{command} --help"
+    listing = fixes.listing(argv[0] if argv else "", argument)
+    return listing if listing is not None else f"{command} --help"
 
 
 def _without(words: Sequence[str], flag: str) -> list[str]:

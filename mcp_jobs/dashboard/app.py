@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from engine.clock import Clock
-from engine.errors import JobsError
+from engine.errors import InvalidArgumentError, JobsError
 from mcp_jobs.config import Settings
 from mcp_jobs.dashboard.auth import AuthGate, DashboardAuth, standalone_auth
 from mcp_jobs.dashboard.html import error_box, frame
@@ -118,14 +119,30 @@ class Dashboard:
 NOT_FOUND = {"JOB_NOT_FOUND", "QUEUE_UNKNOWN", "JOB_UNKNOWN", "BACKFILL_UNKNOWN"}
 
 
+# The command each page shows the same as: a refused value's fix when it only says what to pass.
+_COMMAND_OF_PAGE = {"backfills": ("backfill",), "workers": ("jobs", "stats")}
+
+
 def error_page(dash: Dashboard, exc: Exception, where: str) -> HTMLResponse:
     """A typed failure as a page with its code, cause and fix (404 for what is not there)."""
-    payload = error_payload(exc, where=where, context=_fixes(dash))
+    fixes = _fixes(dash)
+    if isinstance(exc, InvalidArgumentError) and exc.fix_said and fixes is not None:
+        page = where.removeprefix("dashboard ").removeprefix(dash.prefix).strip("/").split("/")[0]
+        exc = _with_fix(exc, fixes, page)
+    payload = error_payload(exc, where=where, context=fixes)
     status = 404 if payload.code in NOT_FOUND else 400 if isinstance(exc, JobsError) else 500
     body = error_box(payload.model_dump())
     return HTMLResponse(
         frame("Error", body, prefix=dash.prefix, read_only=dash.read_only), status_code=status
     )
+
+
+def _with_fix(exc: InvalidArgumentError, fixes: FixContext, page: str) -> InvalidArgumentError:
+    """`exc` with a fix that runs: the command listing what its argument names, else the help
+    of the command `page` shows the same as."""
+    command = _COMMAND_OF_PAGE.get(page, ("jobs", "ls"))
+    fix = fixes.listing(command[0], exc.argument) or shlex.join(["mcp-jobs", *command, "--help"])
+    return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix)
 
 
 def _fixes(dash: Dashboard) -> FixContext | None:

@@ -150,3 +150,23 @@ async def test_job_data_holding_markup_is_shown_as_text(jobs: Jobs, seeded: Seed
         assert XSS not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in pages[0]  # the input
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in pages[1]  # the error's cause
+
+
+async def test_a_refused_value_shows_a_fix_that_runs(jobs: Jobs, seeded: Seeded) -> None:
+    """A value with nothing near it: the command listing what the argument names, else the
+    help of the command the page shows the same as (each fix was prose before)."""
+    dash = dashboard_for(jobs)
+    fixes = {}
+    async with browse(dash) as http:
+        for params, want in (
+            ({"queue": "q\x00"}, "mcp-jobs jobs stats --json"),
+            ({"name": "x" * 300}, "mcp-jobs jobs describe --json"),
+            ({"state": "bogus"}, "mcp-jobs jobs ls --help"),
+        ):
+            page = await http.get("/jobs", params=params)
+            assert page.status_code == 400
+            fixes[want] = Marks(page.text).one("error-fix").text
+        job_page = await http.get("/jobs/a%00b")
+        fixes["mcp-jobs jobs ls --json"] = Marks(job_page.text).one("error-fix").text
+    for want, fix in fixes.items():
+        assert fix.startswith(want), fix
