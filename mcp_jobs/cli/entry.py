@@ -57,7 +57,7 @@ def refuse_usage(refused: UsageError, argv: Sequence[str]) -> int:
     the usage line and code, cause and fix."""
     error = CommandLineInvalidError(refused.prog, refused.message)
     envelope = failure(error_payload(error, where=refused.prog))
-    if "--json" in argv:
+    if refused.takes_json and "--json" in argv:
         print_json(envelope)
     else:
         sys.stderr.write(refused.usage)

@@ -76,11 +76,12 @@ def _logging(parser: argparse.ArgumentParser) -> None:
 
 
 class UsageError(Exception):
-    """A command line the parser refused: `prog` is the (sub)command, `usage` its usage line."""
+    """A command line the parser refused: `prog` is the (sub)command, `usage` its usage line,
+    `takes_json` whether that command takes --json (`serve`'s stdout is the protocol's)."""
 
-    def __init__(self, prog: str, message: str, usage: str) -> None:
+    def __init__(self, prog: str, message: str, usage: str, takes_json: bool = False) -> None:
         super().__init__(message)
-        self.prog, self.message, self.usage = prog, message, usage
+        self.prog, self.message, self.usage, self.takes_json = prog, message, usage, takes_json
 
 
 # The parsers a parse has entered, outermost first: an unknown flag is refused by the outermost
@@ -114,7 +115,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         entered = _ENTERED.get()
         explains = entered[-1] if entered else self
-        raise UsageError(explains.prog, message, explains.format_usage())
+        # No command chosen yet (the root explains) answers as any might: --json is honoured.
+        takes_json = explains is (entered[0] if entered else self) or any(
+            "--json" in action.option_strings for action in explains._actions
+        )
+        raise UsageError(explains.prog, message, explains.format_usage(), takes_json)
 
 
 def build_parser() -> argparse.ArgumentParser:

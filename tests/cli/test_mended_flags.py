@@ -137,6 +137,16 @@ def test_a_command_line_the_parser_refuses_is_typed_and_its_fix_runs(
     assert helped.value.code == 0 and capsys.readouterr().out.startswith("usage: ")
 
 
+def test_serve_refused_on_its_command_line_writes_nothing_on_stdout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """stdout is where a stdio server speaks the protocol: `serve` takes no --json, so its
+    refusal goes to stderr even when --json was typed."""
+    assert main(["serve", "--json"]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == "" and "error INVALID_ARGUMENT" in printed.err
+
+
 NOTHING_NEAR = [
     # A name no such thing can have: the command that lists what there is to name.
     (["jobs", "ls", "--queue", ""], ["jobs", "stats"]),
