@@ -179,6 +179,36 @@ def printable_url(url: str) -> str | None:
     return None if "@" in parts.netloc or secret else url
 
 
+# Query options whose value is a secret, masked in a printed URL.
+_MASKED_PARAMS = frozenset({"password", "pass", "token"})
+# Schemes whose URL may carry a bare token as its user part (`nats://TOKEN@host`), one per host.
+_TOKEN_SCHEMES = frozenset({"nats", "tls"})
+
+
+def redact(url: str) -> str:
+    """The URL with its secrets masked (a password in the user part, a NATS token there, a
+    `password=` / `token=` option), for output and logs. Works on the raw text, so a
+    percent-encoded password is masked too."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    hosts = parts.netloc.split(",") if scheme in _TOKEN_SCHEMES else [parts.netloc]
+    netloc = ",".join(_masked_host(host, token=scheme in _TOKEN_SCHEMES) for host in hosts)
+    query = "&".join(
+        f"{key}=***" if key.lower() in _MASKED_PARAMS else f"{key}{eq}{value}"
+        for key, eq, value in (pair.partition("=") for pair in parts.query.split("&"))
+    )
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url  # nothing to hide (and urlunsplit would rewrite `sqlite:///…`)
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def _masked_host(netloc: str, *, token: bool) -> str:
+    userinfo, at, host = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        return f"{userinfo.partition(':')[0]}:***@{host}"
+    return f"***@{host}" if at and token else netloc
+
+
 def url_word(url: str) -> str:
     """`url` as one shell word of a fix line: `printable_url` quoted, else the environment
     variable that names the database."""
@@ -209,6 +239,7 @@ __all__ = [
     "naming",
     "postgres_url_problem",
     "printable_url",
+    "redact",
     "report_fix",
     "split_param",
     "split_schema",

@@ -1,6 +1,7 @@
 """A nats-server the tests start and stop themselves: a free loopback port, a temporary store
 directory, JetStream on; optionally one node of a local cluster (`routes`), or JetStream limits
-(`jetstream`, e.g. `max_file_store: 64KB`) written to a config file."""
+(`jetstream`, e.g. `max_file_store: 64KB`) written to a config file, or a `login` it asks
+every client for."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ class NatsServer:
     name: str = "n"
     # Lines for the config file's jetstream block (the command line has no flag for limits).
     jetstream: str = ""
+    # A user and password every client must give (--user / --pass).
+    login: tuple[str, str] | None = None
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -53,6 +56,8 @@ class NatsServer:
     def start(self) -> None:
         args = [self.binary, "-js", "-a", "127.0.0.1", "-p", str(self.port)]
         args += ["-sd", str(self.store_dir), "-n", self.name]
+        if self.login is not None:
+            args += ["--user", self.login[0], "--pass", self.login[1]]
         if self.jetstream:
             config = self.store_dir.parent / f"{self.name}.conf"
             config.write_text(f"jetstream {{\n  {self.jetstream}\n}}\n")  # the flags name the rest

@@ -8,6 +8,7 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import asyncpg
@@ -139,6 +140,37 @@ async def test_a_url_option_the_server_refuses_is_database_url_invalid(
         output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
     assert "answered and refused the session (" in output and refusal in output
     assert "an option in the URL's query string is not a setting the server knows" in output
+
+
+@pytest.mark.parametrize(
+    ("path", "user", "said"),
+    [
+        ("no_such_db_{tag}", None, "the database the URL's path names does not exist"),
+        ("postgres", "no_such_role_{tag}", "the URL's user is not a role on this server"),
+    ],
+)
+async def test_a_session_the_server_refuses_is_database_url_invalid(
+    pg_url: str, clock: ManualClock, path: str, user: str | None, said: str
+) -> None:
+    """A database or role the server does not have refuses every session the same way: not
+    DRIVER_UNAVAILABLE, which an agent would retry and a starting worker would wait on."""
+    tag = os.urandom(4).hex()
+    parts = urlsplit(pg_url)
+    netloc = (
+        parts.netloc if user is None else f"{user.format(tag=tag)}@{parts.netloc.split('@')[-1]}"
+    )
+    url = urlunsplit(parts._replace(netloc=netloc, path=f"/{path.format(tag=tag)}"))
+    driver = PostgresDriver(url, clock=clock, listen=False)
+    try:
+        with pytest.raises(JobsError) as raised:
+            await driver.get("x")
+    finally:
+        await driver.close()
+    error = raised.value
+    assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
+    assert "does not exist" in error.cause and tag in error.cause
+    output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
+    assert "answered and refused the session (" in output and said in output
 
 
 @pytest.mark.parametrize("condition", ["data_corrupted", "index_corrupted"])

@@ -105,3 +105,21 @@ async def test_a_worker_started_before_its_database_answers_waits_and_then_runs(
             process.kill()
         await process.aclose()
         await jobs.close()
+
+
+async def test_a_worker_whose_url_names_a_database_the_server_lacks_stops_at_once(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """No wait helps a database that does not exist: the start stops with the typed error."""
+    target = urlsplit(pg_url)
+    missing = urlunsplit(target._replace(path=f"/no_such_db_{os.urandom(4).hex()}"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_JOBS_", "SHOP_"))}
+    env |= {"SHOP_DB": str(tmp_path / "shop.db")}
+    argv = [sys.executable, "-m", "mcp_jobs.cli", "worker", "--app", "examples.shop"]
+    argv += ["--database-url", missing]
+    with anyio.fail_after(60):
+        done = await anyio.run_process(argv, cwd=tmp_path, env=env, check=False)
+    said = done.stderr.decode()
+    assert done.returncode == 1, said
+    assert "error DATABASE_URL_INVALID" in said and "does not exist" in said
+    assert "does not answer" not in said

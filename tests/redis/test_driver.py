@@ -176,6 +176,37 @@ async def test_an_unreachable_server_is_driver_unavailable(clock: ManualClock) -
     assert "server: no answer from 127.0.0.1:1 (ConnectionError" in output
 
 
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [
+        ("/999", "the server has fewer databases than the number after the URL's host"),
+        ("/0?username=no_such_user_{tag}", "the server refused the URL's user or password"),
+    ],
+)
+async def test_a_url_the_server_refuses_is_database_url_invalid(
+    clock: ManualClock, asked: str, said: str
+) -> None:
+    """A database number the server lacks, or a user it does not know, is refused the same way
+    every time: not DRIVER_UNAVAILABLE, which an agent would retry and a worker wait on."""
+    tag = os.urandom(4).hex()
+    server = os.environ["MCP_JOBS_TEST_REDIS_URL"].split("://", 1)[1].split("/", 1)[0]
+    url = f"redis://{server}{asked.format(tag=tag)}"
+    driver = cast(RedisDriver, open_driver(url, clock=clock))
+    try:
+        with pytest.raises(JobsError) as raised:
+            await driver.migrate()
+        report = await driver.server_report()
+    finally:
+        await driver.close()
+    error = raised.value
+    assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
+    assert said in error.cause
+    assert error.fix == report_fix(url)
+    assert not report.reachable
+    assert report.lines[0].startswith(f"server: {server} answered and refused (")
+    assert report.lines[1].startswith(said)
+
+
 async def test_a_key_another_program_overwrote_is_damage_named_by_a_fix_that_runs(
     database_url: str, clock: ManualClock
 ) -> None:

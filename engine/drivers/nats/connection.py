@@ -104,6 +104,8 @@ class Fixes:
     # monitoring port is off by default): what takes the store's room, or with a key added,
     # how often that key is written.
     report: str
+    # The URL itself, never printed: DATABASE_URL_INVALID names only its scheme.
+    url: str
 
     @classmethod
     def of(cls, url: str) -> Fixes:
@@ -111,6 +113,7 @@ class Fixes:
             migrate_fix(url),
             report_fix(url),
             f"mcp-jobs db nats-report --database-url {url_word(url)}",
+            url,
         )
 
     def key(self, key: str) -> str:
@@ -138,15 +141,37 @@ _CONNECTING = (
 )
 
 
+def authorization_refused(exc: BaseException) -> bool:
+    """Whether the server refused the URL's user, password or token ("Authorization
+    Violation"): nats-py raises it at connect as a plain `Error`, later as
+    `AuthorizationError`. Every try is refused the same way until the URL or the server's
+    authorization changes."""
+    if isinstance(exc, nats.errors.AuthorizationError):
+        return True
+    return isinstance(exc, nats.errors.Error) and "authorization violation" in str(exc).lower()
+
+
+AUTHORIZATION_REFUSED = "the server refused the URL's user, password or token"
+
+
+def shown_server(server: str) -> str:
+    """A server of the URL as output may print it: without its user, password or token."""
+    scheme, _, rest = server.partition("://")
+    return f"{scheme}://{rest.rpartition('@')[2]}"
+
+
 class ConnectionLog:
     """nats-py's error callbacks. Its default logs a traceback on every failed try, five a
     second while a server is away: this logs the first failure of an outage and the reconnect,
     and keeps the last failure, which names what went wrong when the first connect times out.
     Without `reconnect`, `refused_all` is set once every server has failed a try: nats-py
-    would go round them again until the connect's bound."""
+    would go round them again until the connect's bound. A refused authorization sets it at
+    once, and is what the first connect fails with (the reset that follows it says less)."""
 
     def __init__(self, *, reconnect: bool = True, servers: int = 1) -> None:
         self.last: BaseException | None = None
+        self.refusal: BaseException | None = None
+        self.connected = False
         self.away = False
         self._reconnect = reconnect
         self._servers = servers
@@ -155,6 +180,15 @@ class ConnectionLog:
 
     async def error(self, exc: Exception) -> None:
         self.last = exc
+        if authorization_refused(exc):
+            self.refusal = exc
+            self.refused_all.set()
+            if self.connected and not self.away:
+                self.away = True
+                logger.warning("NATS connection refused: %s; reconnecting", AUTHORIZATION_REFUSED)
+            return
+        if self.refusal is not None and not self.connected:
+            return  # the server closing the session it refused: the refusal says it all
         if not isinstance(exc, _CONNECTING):
             logger.warning("NATS client error: %s: %s", type(exc).__name__, exc)
             return
@@ -202,15 +236,17 @@ async def connect(servers: list[str], connect_timeout_s: float, *, reconnect: bo
         raise
     finally:
         refused.cancel()
-    if attempt.done():
+    if attempt.done() and log.refusal is None:
         attempt.result()  # a failure nats-py raised itself
+        log.connected = True
         return client
     attempt.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
+    with contextlib.suppress(asyncio.CancelledError, *UNAVAILABLE):
         await attempt
     await client.close()
-    if log.last is not None:
-        raise log.last from None
+    last = log.refusal or log.last
+    if last is not None:
+        raise last from None
     raise TimeoutError(f"no NATS server answered within {connect_timeout_s * 2:g} s")
 
 
@@ -250,6 +286,9 @@ async def guard(fixes: Fixes) -> AsyncIterator[None]:
     try:
         yield
     except UNAVAILABLE as exc:
+        if authorization_refused(exc):
+            url_refused = f"{AUTHORIZATION_REFUSED} ({exc})"
+            raise DatabaseUrlInvalidError(fixes.url, url_refused, fix=fixes.unreachable) from exc
         if storage_full(exc):
             detail = f"{type(exc).__name__}: {getattr(exc, 'description', None) or exc}"
             raise StorageFullError("nats", WHERE_FULL, detail, fixes.report) from exc

@@ -19,12 +19,15 @@ from nats.js.api import AccountInfo, StreamInfo
 
 from engine.drivers.base import StoreReport
 from engine.drivers.nats.connection import (
+    AUTHORIZATION_REFUSED,
     UNAVAILABLE,
     Fixes,
     NatsUrl,
+    authorization_refused,
     connect,
     guard,
     parse_nats_url,
+    shown_server,
 )
 
 CONNECT_TIMEOUT_S = 5.0
@@ -98,10 +101,18 @@ async def server_report(parsed: NatsUrl, migrate: str) -> StoreReport:
     """What `ServerReport.server_report` answers for the NATS driver: the servers and bucket
     (`migrate`, the line that makes it, when it is missing), then the storage lines. A server
     that does not answer is what the report says."""
-    servers = ", ".join(parsed.servers)
+    servers = ", ".join(shown_server(server) for server in parsed.servers)
     try:
         lines = await _report(parsed, None)
     except UNAVAILABLE as exc:
+        if authorization_refused(exc):
+            return StoreReport(
+                False,
+                [
+                    f"server: {servers} answered and refused ({type(exc).__name__}: {exc})",
+                    f"{AUTHORIZATION_REFUSED}: correct the URL, or the server's authorization",
+                ],
+            )
         return StoreReport(
             False,
             [

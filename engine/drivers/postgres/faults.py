@@ -147,6 +147,17 @@ def setting_refused(exc: BaseException) -> bool:
     )
 
 
+# The server answered and refused the session the URL asks for: 3D000 (no such database),
+# 28000 (no such role, or no pg_hba.conf rule lets it in) and its 28P01 (password refused).
+_SESSION_REFUSED = (pgx.InvalidCatalogNameError, pgx.InvalidAuthorizationSpecificationError)
+
+
+def session_refused(exc: BaseException) -> bool:
+    """True when the server refused a session over the URL's database, user or password: the
+    same URL is refused the same way until someone changes the URL or the server's rules."""
+    return isinstance(exc, _SESSION_REFUSED)
+
+
 def unavailable(
     exc: BaseException, url: str, schema: str
 ) -> (
@@ -158,14 +169,18 @@ def unavailable(
 ):
     """The typed error for an asyncpg/OS failure; the caller raises it `from exc`. A refused
     value is INVALID_ARGUMENT (terminal), whatever else is true of the connection; a full disk
-    on the server is STORAGE_FULL; a URL option the server refuses is DATABASE_URL_INVALID;
-    data or an index the server found damaged is STORE_DAMAGED (terminal)."""
+    on the server is STORAGE_FULL; a URL option, database, user or password the server refuses
+    is DATABASE_URL_INVALID; data or an index the server found damaged is STORE_DAMAGED
+    (terminal)."""
     if setting_refused(exc):
         reason = (
             "the server refused a setting that the URL's query string gives it (asyncpg sends "
             f"every option it does not know to the server as a setting): {_detail(exc)}"
         )
         # The report names the option and says what to do with it.
+        return DatabaseUrlInvalidError(url, reason=reason, fix=report_fix(url))
+    if session_refused(exc):
+        reason = f"the server refused the session it names: {_detail(exc)}"
         return DatabaseUrlInvalidError(url, reason=reason, fix=report_fix(url))
     refused = refused_value(exc)
     if refused is not None:

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
+import asyncpg.exceptions as pgx
 
 from engine.drivers.base import StoreReport
 from engine.drivers.postgres.faults import DRIVER_FAILURES, setting_refused
@@ -86,6 +87,22 @@ async def report(url: str, schema: str, timeout_s: float) -> StoreReport:
         await conn.close(timeout=timeout_s)
 
 
+# What to change for each way the server refuses the session the URL names.
+_SESSION_REFUSALS: dict[type[BaseException], str] = {
+    pgx.InvalidCatalogNameError: (
+        "the database the URL's path names does not exist on this server: correct the path, "
+        "or create the database (CREATE DATABASE, as a role that may)"
+    ),
+    pgx.InvalidPasswordError: (
+        "the server refused the password: give the right one in the URL, PGPASSWORD or ~/.pgpass"
+    ),
+    pgx.InvalidAuthorizationSpecificationError: (
+        "the URL's user is not a role on this server, or no pg_hba.conf rule lets it reach this "
+        "database from here: correct the user, or add the role or the rule"
+    ),
+}
+
+
 def _unreachable(url: str, exc: BaseException) -> list[str]:
     parts = urlsplit(url)
     where = f"{parts.hostname or 'the local socket'}" + (f":{parts.port}" if parts.port else "")
@@ -97,6 +114,9 @@ def _unreachable(url: str, exc: BaseException) -> list[str]:
             "an option in the URL's query string is not a setting the server knows or takes "
             "(asyncpg sends each option it does not know as one): correct or remove it",
         ]
+    refused = _SESSION_REFUSALS.get(type(exc))
+    if refused is not None:
+        return [f"server: {where} answered and refused the session ({failure})", refused]
     if isinstance(exc, asyncpg.PostgresError):
         return [
             f"server: {where} answered and refused the session ({failure})",

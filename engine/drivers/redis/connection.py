@@ -14,8 +14,16 @@ from urllib.parse import urlsplit
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
+from redis.exceptions import (
+    AuthenticationError,
+    AuthenticationWrongNumberOfArgsError,
+    AuthorizationError,
+    NoPermissionError,
+    OutOfMemoryError,
+    RedisError,
+    ResponseError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import OutOfMemoryError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine.drivers.damage import UndecodableRow
@@ -39,6 +47,28 @@ UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 HELD_THROUGH = (*UNAVAILABLE, OutOfMemoryError)
 
 T = TypeVar("T")
+
+# The server's refusals of what the URL says (its user, password, database number): the same
+# URL is refused the same way until someone changes it or the server's ACL.
+_CREDENTIALS_REFUSED = (
+    AuthenticationError,
+    AuthorizationError,
+    AuthenticationWrongNumberOfArgsError,
+)
+
+
+def url_refused(exc: BaseException) -> str | None:
+    """Why the server refuses what the URL asks for, or None when `exc` is no such refusal."""
+    if isinstance(exc, _CREDENTIALS_REFUSED):
+        return f"the server refused the URL's user or password ({exc})"
+    if isinstance(exc, NoPermissionError):
+        return f"the URL's user may not run a command or reach a key the driver needs ({exc})"
+    if isinstance(exc, ResponseError) and "DB index is out of range" in str(exc):
+        return (
+            "the server has fewer databases than the number after the URL's host (its "
+            "`databases` setting)"
+        )
+    return None
 
 
 def check_redis_url(url: str) -> None:
@@ -93,29 +123,32 @@ class Fixes:
 
 @asynccontextmanager
 async def guard(fixes: Fixes) -> AsyncIterator[None]:
-    """Redis or network failures raised inside come out as `DriverUnavailableError`, a server
-    out of memory under `maxmemory` as STORAGE_FULL, and a value the driver cannot read as
-    STORE_DAMAGED."""
-    fix = fixes.report
+    """Redis or network failures raised inside come out typed (`converted`), and a value the
+    driver cannot read as STORE_DAMAGED."""
     try:
         yield
-    except UNAVAILABLE as exc:
-        raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
     except UndecodableRow as exc:
         raise fixes.damaged(exc) from exc
-    except RedisError as exc:
-        if isinstance(exc, OutOfMemoryError):
-            raise StorageFullError(
-                "redis", "the server's memory (maxmemory)", str(exc), fix
-            ) from exc
-        if wrong_type(exc):
-            cause = (
-                f"{exc}: a key under this prefix holds another type than the driver keeps "
-                "there, so another program writes under the prefix; the report checks the "
-                "store's fixed keys"
-            )
-            raise StoreDamagedError("redis", cause, fix) from exc
-        raise DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix) from exc
+    except (*UNAVAILABLE, RedisError) as exc:
+        raise converted(exc, fixes.url, fixes.report) from exc
+
+
+def converted(exc: BaseException, url: str, fix: str) -> JobsError:
+    """DATABASE_URL_INVALID for a user, password or database number the server refuses,
+    STORAGE_FULL for a server out of memory under `maxmemory`, STORE_DAMAGED for a key of ours
+    holding another type, else DRIVER_UNAVAILABLE."""
+    refused = url_refused(exc)
+    if refused is not None:
+        return DatabaseUrlInvalidError(url, refused, fix=fix)
+    if isinstance(exc, OutOfMemoryError):
+        return StorageFullError("redis", "the server's memory (maxmemory)", str(exc), fix)
+    if isinstance(exc, RedisError) and wrong_type(exc):
+        cause = (
+            f"{exc}: a key under this prefix holds another type than the driver keeps there, so "
+            "another program writes under the prefix; the report checks the store's fixed keys"
+        )
+        return StoreDamagedError("redis", cause, fix)
+    return DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix)
 
 
 def wrong_type(exc: RedisError) -> bool:

@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from engine.drivers.base import StoreReport
-from engine.drivers.redis.connection import UNAVAILABLE, split_prefix
+from engine.drivers.redis.connection import UNAVAILABLE, split_prefix, url_refused
 from engine.drivers.redis.keys import FIXED_KEY_TYPES
 from engine.drivers.urls import migrate_fix
 
@@ -95,6 +95,12 @@ def _unreachable(url: str, exc: BaseException) -> list[str]:
     parts = urlsplit(url)
     where = f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
     failure = f"{type(exc).__name__}: {exc}"
+    refused = url_refused(exc)
+    if refused is not None:
+        return [
+            f"server: {where} answered and refused ({failure})",
+            f"{refused}: correct the URL, or the server's ACL or settings",
+        ]
     if isinstance(exc, UNAVAILABLE):
         return [
             f"server: no answer from {where} ({failure})",
@@ -102,7 +108,7 @@ def _unreachable(url: str, exc: BaseException) -> list[str]:
         ]
     return [
         f"server: {where} answered and refused ({failure})",
-        "the password (in the URL) or the user's ACL is at fault, or the server is loading",
+        "the server is loading its data, or refuses what the URL asks (its user's ACL?)",
     ]
 
 
