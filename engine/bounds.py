@@ -150,20 +150,24 @@ def payload(argument: str, value: Any, max_bytes: int) -> None:
 
 def payload_limit(value: int | None, environ: Mapping[str, str] | None = None) -> int:
     """The input-payload bound: `value` if given, else `MCP_JOBS_MAX_PAYLOAD_BYTES`, else 1 MiB."""
-    if value is None:
-        raw = (os.environ if environ is None else environ).get(PAYLOAD_ENV, "").strip()
-        if not raw:
-            return DEFAULT_MAX_PAYLOAD_BYTES
-        value = _parse_whole(PAYLOAD_ENV, raw)
-    return whole("max_payload_bytes", value, 1, PAYLOAD_CEILING, "bytes")
-
-
-def _parse_whole(argument: str, raw: str) -> int:
+    if value is not None:
+        return whole("max_payload_bytes", value, 1, PAYLOAD_CEILING, "bytes")
+    raw = (os.environ if environ is None else environ).get(PAYLOAD_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_PAYLOAD_BYTES
     try:
-        return int(raw)
-    except ValueError as exc:
-        expected = f"a whole number of bytes, e.g. {DEFAULT_MAX_PAYLOAD_BYTES}"
-        raise InvalidArgumentError(argument, raw, expected) from exc
+        return whole(PAYLOAD_ENV, int(raw), 1, PAYLOAD_CEILING, "bytes")
+    except (ValueError, InvalidArgumentError) as exc:
+        # Only the variable gives it: the fix sets the variable, to the ceiling a number is
+        # past, else the default (a bound of 1 byte would refuse every payload).
+        past = isinstance(exc, InvalidArgumentError) and exc.nearest == PAYLOAD_CEILING
+        nearest = PAYLOAD_CEILING if past else DEFAULT_MAX_PAYLOAD_BYTES
+        raise InvalidArgumentError(
+            PAYLOAD_ENV,
+            raw,
+            f"a whole number of bytes from 1 to {PAYLOAD_CEILING}",
+            fix=f"export {PAYLOAD_ENV}={nearest}",
+        ) from exc
 
 
 __all__ = [

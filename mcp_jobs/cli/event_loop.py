@@ -28,13 +28,16 @@ def backend_options(choice: str | None = None) -> dict[str, bool]:
     raw = choice if choice is not None else os.environ.get(EVENT_LOOP_ENV, "")
     value = raw.strip().lower() or "auto"
     if value not in CHOICES:
-        raise InvalidArgumentError(EVENT_LOOP_ENV, raw, "auto, asyncio or uvloop")
+        raise InvalidArgumentError(
+            EVENT_LOOP_ENV, raw, "auto, asyncio or uvloop", fix=f"export {EVENT_LOOP_ENV}=auto"
+        )
     installed = uvloop_installed()
     if value == "uvloop" and not installed:
         raise InvalidArgumentError(
             EVENT_LOOP_ENV,
             raw,
             f"auto or asyncio: uvloop is not installed ({install_line('uvloop')})",
+            fix=install_line("uvloop"),
         )
     return {"use_uvloop": value == "uvloop" or (value == "auto" and installed)}
 

@@ -60,3 +60,4 @@ def test_the_worker_command_reports_a_bad_choice_and_exits_1(
     assert code == 1
     err = capsys.readouterr().err
     assert "INVALID_ARGUMENT" in err and EVENT_LOOP_ENV in err
+    assert f"fix:   export {EVENT_LOOP_ENV}=auto" in err

@@ -244,16 +244,21 @@ async def test_the_payload_bound_is_set_on_connect_and_by_the_environment(
         await jobs.close()
 
 
-@pytest.mark.parametrize("setting", ["lots", "0", "-5", str(2**40)])
+@pytest.mark.parametrize(
+    ("setting", "mended"),
+    [("lots", 1 << 20), ("0", 1 << 20), ("-5", 1 << 20), (str(2**40), 1 << 27), ("1e6", 1 << 20)],
+)
 async def test_a_payload_bound_out_of_range_is_refused_before_connecting(
-    setting: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+    setting: str, mended: int, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(PAYLOAD_ENV, setting)
     with pytest.raises(JobsError) as raised:
         await connect("memory://", clock=clock)
     assert raised.value.code == "INVALID_ARGUMENT"
     assert raised.value.details is not None
-    assert raised.value.details["argument"] in (PAYLOAD_ENV, "max_payload_bytes")
+    assert raised.value.details["argument"] == PAYLOAD_ENV
+    # Only the variable sets it: the fix sets it, not a --help or prose.
+    assert raised.value.fix == f"export {PAYLOAD_ENV}={mended}"
 
 
 @pytest.mark.parametrize(
