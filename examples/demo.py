@@ -46,10 +46,10 @@ from mcp.types import (
 
 from engine.client import Jobs, connect
 from engine.drivers import DATABASE_URL_ENV, resolve_url
+from engine.drivers.urls import redact
 from engine.errors import JobNotFoundError
 from engine.observe import WorkerEvent
 from engine.worker import Worker
-from mcp_jobs.config import redact
 
 APP = "examples.shop"
 ORDER = {"order_id": 1001, "sku": "tea-green", "quantity": 2}

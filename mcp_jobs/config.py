@@ -1,29 +1,25 @@
-"""Server and CLI settings: flags first, then `MCP_JOBS_*` environment variables, then defaults.
-
-Also loads the application modules (`--app`), whose import registers their jobs, tasks and
-backfills with the engine's default registries, and masks a database URL's password for output.
-"""
+"""Server and CLI settings: flags first, then `MCP_JOBS_*` environment variables, then defaults."""
 
 from __future__ import annotations
 
-import importlib
+import ipaddress
 import math
 import os
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from engine.drivers import resolve_url
-from engine.errors import JobsError
 from mcp_jobs.errors import (
-    AppImportError,
     HttpSettingInvalidError,
     OAuthConflictError,
     OAuthSettingInvalidError,
     TokenConflictError,
     TokenFileError,
+    token_file_line,
 )
 
 APP_ENV = "MCP_JOBS_APP"
@@ -167,6 +163,15 @@ def http_settings(
     if max_sessions is None:
         max_sessions = int(_env_number(MAX_SESSIONS_ENV, DEFAULT_MAX_SESSIONS, int))
     host = settings.host.strip("[]")  # `--host [::1]` as URLs write it: the socket wants ::1
+    if not _is_host(host):
+        raise HttpSettingInvalidError(
+            "--host",
+            settings.host,
+            "an IP address or a host name (letters, digits, - and .)",
+            f"mcp-jobs serve --transport http --host {DEFAULT_HOST}",
+            flag="--host",
+            nearest=DEFAULT_HOST,
+        )
     oauth_settings = read_oauth(oauth or {}, host, settings.port) or settings.oauth
     if oauth_settings is not None and token is not None:
         raise OAuthConflictError(source, _conflict_fix(source, token_file_flag=token_file_flag))
@@ -202,6 +207,21 @@ _OAUTH_ENV = {
 }
 
 
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def _is_host(host: str) -> bool:
+    """An IP address, or a name DNS could hold: URLs built on it (the resource URL) and the
+    socket then take it."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    labels = host.removesuffix(".").split(".")
+    return 0 < len(host) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels)
+
+
 def read_oauth(flags: Mapping[str, str | None], host: str, port: int) -> OAuthSettings | None:
     """The OAuth settings from the `--oauth-*` flags, else `MCP_JOBS_OAUTH_*`; None without an
     issuer (then every other OAuth setting is ignored)."""
@@ -212,22 +232,30 @@ def read_oauth(flags: Mapping[str, str | None], host: str, port: int) -> OAuthSe
     issuer = given["issuer"]
     if not issuer:
         return None
-    _check_url(OAUTH_ISSUER_ENV, issuer)
+
+    def flag(name: str) -> str | None:
+        """The flag that gave `name`'s value, when a flag did (it wins over the variable)."""
+        return f"--oauth-{name.replace('_', '-')}" if flags.get(name) else None
+
+    _check_url(OAUTH_ISSUER_ENV, issuer, flag("issuer"))
     shown = f"[{host}]" if ":" in host else host
     resource_url = given["resource_url"] or f"http://{shown}:{port}/mcp"
-    _check_url(OAUTH_RESOURCE_URL_ENV, resource_url)
+    _check_url(OAUTH_RESOURCE_URL_ENV, resource_url, flag("resource_url"))
     if given["jwks_url"]:
-        _check_url(OAUTH_JWKS_URL_ENV, given["jwks_url"])
+        _check_url(OAUTH_JWKS_URL_ENV, given["jwks_url"], flag("jwks_url"))
     algorithms: tuple[str, ...] = DEFAULT_OAUTH_ALGORITHMS
     if given["algorithms"]:
         algorithms = tuple(a.strip() for a in given["algorithms"].split(",") if a.strip())
         unknown = [a for a in algorithms if a not in OAUTH_ALGORITHMS]
         if unknown or not algorithms:
+            known = [a for a in algorithms if a in OAUTH_ALGORITHMS] or DEFAULT_OAUTH_ALGORITHMS
             raise OAuthSettingInvalidError(
-                OAUTH_ALGORITHMS_ENV,
+                flag("algorithms") or OAUTH_ALGORITHMS_ENV,
                 given["algorithms"],
                 f"a comma-separated list of {', '.join(OAUTH_ALGORITHMS)}",
-                f"export {OAUTH_ALGORITHMS_ENV}={','.join(DEFAULT_OAUTH_ALGORITHMS)}",
+                f"export {OAUTH_ALGORITHMS_ENV}={','.join(known)}",
+                flag=flag("algorithms"),
+                nearest=",".join(known),
             )
     return OAuthSettings(
         issuer=issuer,
@@ -239,25 +267,31 @@ def read_oauth(flags: Mapping[str, str | None], host: str, port: int) -> OAuthSe
     )
 
 
-def _check_url(name: str, value: str) -> None:
+def _check_url(name: str, value: str, flag: str | None) -> None:
     """https, or plain http to this machine only: keys and tokens must not cross a network in
     clear."""
-    parts = urlsplit(value)
-    host = parts.hostname or ""
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname or ""
+    except ValueError:  # an unbalanced [ or a port that is no number
+        parts, host = urlsplit(""), ""
     loopback = host == "localhost" or host.startswith("127.") or host == "::1"
     if (parts.scheme == "https" and host) or (parts.scheme == "http" and loopback):
         return
+    nearest = f"https://{host or 'auth.example.com'}{parts.path}"
     raise OAuthSettingInvalidError(
-        name,
+        flag or name,
         value,
         "an https:// URL (plain http only to localhost)",
-        f"export {name}=https://{host or 'auth.example.com'}{parts.path}",
+        f"export {name}={shlex.quote(nearest)}",
+        flag=flag,
+        nearest=nearest,
     )
 
 
 def read_token_file(path: str) -> str:
-    """The token a file holds, without the newline `openssl rand -hex 32 > FILE` leaves."""
-    fix = f"(umask 077 && openssl rand -hex 32 > {shlex.quote(path)})"
+    """The token a file holds, without the newline the line that writes one leaves."""
+    fix = token_file_line(path)
     try:
         token = Path(path).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
@@ -280,30 +314,3 @@ def _env_number(name: str, default: float, kind: type[float] | type[int]) -> flo
         expected = "a positive number" if kind is float else "a positive whole number"
         raise HttpSettingInvalidError(name, raw, expected, f"export {name}={default:g}")
     return value
-
-
-def load_apps(modules: Iterable[str]) -> None:
-    """Import each app module so its declarations register. A declaration error (a
-    `JobsError`, e.g. `IDEMPOTENCY_REQUIRED`) passes through with its own code."""
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except JobsError:
-            raise
-        except Exception as exc:  # any import-time failure of user code is reported, not raised
-            raise AppImportError(module, f"{type(exc).__name__}: {exc}") from exc
-
-
-def redact(url: str) -> str:
-    """The URL without its password (in the user part or a `password=` parameter), for output
-    and logs. Works on the raw text, so a percent-encoded password is masked too."""
-    parts = urlsplit(url)
-    userinfo, at, host = parts.netloc.rpartition("@")
-    netloc = f"{userinfo.partition(':')[0]}:***@{host}" if at and ":" in userinfo else parts.netloc
-    query = "&".join(
-        f"{key}=***" if key.lower() == "password" else f"{key}{eq}{value}"
-        for key, eq, value in (pair.partition("=") for pair in parts.query.split("&"))
-    )
-    if (netloc, query) == (parts.netloc, parts.query):
-        return url  # nothing to hide (and urlunsplit would rewrite `sqlite:///…`)
-    return urlunsplit(parts._replace(netloc=netloc, query=query))

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
-from engine.extras import install_line, upgrade_line
+from engine.extras import install_line, this_python, upgrade_line
 from schemas.errors import NextCall
+
+# 32 random bytes as 64 hex digits, what `openssl rand -hex 32` prints.
+_TOKEN_MAKER = f"{this_python()} -c 'import secrets; print(secrets.token_hex(32))'"
 
 
 class LimitExceededError(JobsError):
@@ -107,11 +111,30 @@ class AppImportError(JobsError):
     title = "the application module could not be imported"
 
     def __init__(self, module: str, reason: str) -> None:
+        # The import again, by the interpreter this package runs in, for the traceback; quoted,
+        # though only a name `import` takes reaches here.
         super().__init__(
             f'importing --app "{module}" failed: {reason}',
-            f'python -c "import {module}"',
+            f"{this_python()} -c {shlex.quote(f'import {module}')}",
             details={"module": module},
         )
+
+
+def new_token_line() -> str:
+    """`export MCP_JOBS_TOKEN=<a new token>`, made by this Python (slim images have no openssl)."""
+    return f"export MCP_JOBS_TOKEN=$({_TOKEN_MAKER})"
+
+
+def token_file_line(path: str) -> str:
+    """A new token written to `path`, readable by its owner alone: its directory made, and the
+    mode set on a file that already exists, which a shell's umask would leave as it was."""
+    write = (
+        "import os, secrets, sys; p = sys.argv[1]; "
+        'os.makedirs(os.path.dirname(p) or ".", exist_ok=True); '
+        "fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600); os.fchmod(fd, 0o600); "
+        'os.write(fd, (secrets.token_hex(32) + "\\n").encode())'
+    )
+    return f"{this_python()} -c {shlex.quote(write)} {shlex.quote(path)}"
 
 
 class TokenRequiredError(JobsError):
@@ -123,7 +146,7 @@ class TokenRequiredError(JobsError):
             "the HTTP transport refuses to start without a token (MCP_JOBS_TOKEN, or a file named "
             "by --token-file or MCP_JOBS_TOKEN_FILE): every request must carry "
             "`Authorization: Bearer <token>`",
-            "export MCP_JOBS_TOKEN=$(openssl rand -hex 32)",
+            new_token_line(),
         )
 
 
@@ -192,16 +215,52 @@ class TokenConflictError(JobsError):
         )
 
 
-class SettingInvalidError(JobsError):
+class FlagMend(JobsError):
+    """A refusal the CLI mends by one of the command's flags (cli/mend.py), carrying
+    `flag`, set to `nearest`, where the typed value was `typed` (or, with `set_anyway`, added
+    when no flag gave the value: a default the command used). None: nothing to mend."""
+
+    flag: str | None = None
+    nearest: object = None
+    typed: object = None
+    set_anyway: bool = False
+
+    def with_fix(self, fix: str) -> Self:
+        # Not copy.copy: an exception is copied by calling its class with `args`.
+        mended = type(self).__new__(type(self))
+        mended.__dict__.update(self.__dict__)
+        mended.args = self.args
+        mended.fix = fix
+        return mended
+
+
+class SettingInvalidError(FlagMend):
     """A server setting (a flag or its `MCP_JOBS_*` variable) that is not a valid value; each
     area declares its own code."""
 
-    def __init__(self, name: str, value: str, expected: str, fix: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        value: str,
+        expected: str,
+        fix: str,
+        *,
+        flag: str | None = None,
+        nearest: object = None,
+        typed: object = None,
+    ) -> None:
+        """`flag`: the command-line flag that gave the value, when one did; `nearest`: the
+        value nearest it that is accepted; `typed`: the value as parsed from the flag, where
+        that is not `value` (a number). An `export` of the variable would not change what a
+        flag gives, so the CLI writes the command with the flag mended instead."""
         super().__init__(
             f"{name}={short_repr(value)} is not accepted; it must be {expected}",
             fix,
             details={"setting": name, "expected": expected},
         )
+        self.flag = flag
+        self.nearest = nearest
+        self.typed = value if typed is None else typed
 
 
 class HttpSettingInvalidError(SettingInvalidError):
@@ -209,16 +268,24 @@ class HttpSettingInvalidError(SettingInvalidError):
     title = "an HTTP server setting is not a valid value"
 
 
-class HttpBindError(JobsError):
+class HttpBindError(FlagMend):
     code = "HTTP_BIND_FAILED"
     title = "the HTTP server cannot listen on its address"
 
-    def __init__(self, host: str, port: int, reason: str, fix: str) -> None:
+    def __init__(
+        self, host: str, port: int, reason: str, fix: str, *, flag: str, nearest: object
+    ) -> None:
+        """`flag` (`--host` or `--port`) set to `nearest` is the command that listens: the
+        CLI writes it, whether the flag was typed or the default was used."""
         super().__init__(
             f"cannot listen on {host} port {port}: {reason}",
             fix,
             details={"host": host, "port": port},
         )
+        self.flag = flag
+        self.nearest = nearest
+        self.typed = host if flag == "--host" else port
+        self.set_anyway = True
 
 
 class QueueUnknownError(JobsError):
@@ -273,9 +340,15 @@ class OAuthDiscoveryError(JobsError):
 
     def __init__(self, url: str, reason: str) -> None:
         self.reason = reason
+        # Read by this Python, not curl, which slim images lack; the URL quoted, as it is the
+        # operator's text.
+        read = (
+            "import sys, urllib.request; "
+            "print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
+        )
         super().__init__(
             f"reading {url} failed: {reason}",
-            f"curl -fsS {url}",
+            f"{this_python()} -c {shlex.quote(read)} {shlex.quote(url)}",
             details={"url": url},
         )
 

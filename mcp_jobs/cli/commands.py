@@ -10,10 +10,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from engine.client import Jobs, connect
+from engine.drivers.urls import redact
 from mcp_jobs import operations
+from mcp_jobs.app_modules import load_apps
 from mcp_jobs.cli.mend import mended
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
-from mcp_jobs.config import Settings, load_apps, redact
+from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.bulk import BulkAction, BulkFilter, bulk_command
 from mcp_jobs.operations.database import report_of

@@ -11,9 +11,8 @@ from __future__ import annotations
 import argparse
 
 from mcp_jobs.cli.commands import open_jobs
-from mcp_jobs.cli.render import print_error
+from mcp_jobs.cli.mend import print_failure
 from mcp_jobs.config import DEFAULT_HOST, Settings
-from mcp_jobs.operations.envelope import error_payload, failure
 
 DEFAULT_DASHBOARD_PORT = 8766
 
@@ -66,6 +65,5 @@ async def dashboard_command(args: argparse.Namespace, settings: Settings) -> int
         finally:
             sock.close()
     except Exception as exc:  # shown as code/cause/fix, not a traceback
-        print_error(failure(error_payload(exc, where="mcp-jobs dashboard"))["error"])
-        return 1
+        return print_failure(exc, settings, "mcp-jobs dashboard")
     return 0

@@ -16,6 +16,7 @@ import anyio
 
 from engine.drivers.urls import DATABASE_URL_ENV
 from engine.errors import DatabaseUrlInvalidError, JobsError
+from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.mend import typed
@@ -67,6 +68,8 @@ def refuse_usage(refused: UsageError, argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
+    if argv is None:  # this process is the command: its --app modules are found from here
+        on_path_here()
     try:
         args = build_parser().parse_args(given)
     except UsageError as usage:

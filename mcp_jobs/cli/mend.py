@@ -11,7 +11,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError
+from mcp_jobs.cli.render import print_error
+from mcp_jobs.config import Settings
+from mcp_jobs.errors import FlagMend
 from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext
+from mcp_jobs.operations.envelope import error_payload, failure
 
 URL_FLAG = "--database-url"
 # The command line under way (without the program) and the command it runs ("mcp-jobs jobs
@@ -35,6 +39,8 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     for; else, for a fix that only says what to pass, the command that lists what the argument
     names, or the command's --help."""
     typed_line = _ARGV.get()
+    if typed_line is not None and isinstance(exc, FlagMend):
+        return _flag_mended(exc, typed_line[0], fixes)
     if typed_line is None or not isinstance(exc, InvalidArgumentError):
         return exc
     argv, command = typed_line
@@ -51,6 +57,30 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     else:
         return exc
     return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+
+
+def _flag_mended(exc: FlagMend, argv: Sequence[str], fixes: FixContext) -> FlagMend:
+    """The command with the refusal's flag set to the nearest value that works: an `export` of
+    a variable changes nothing where a flag wins over it, and a bind refusal names no command.
+    `exc` as it is when nothing would be mended."""
+    if exc.flag is None or exc.nearest is None:
+        return exc
+    words = _with_value(argv, {exc.flag}, exc.typed, exc.nearest)
+    if words is None and exc.set_anyway and not _typed_flag(argv, exc.flag):
+        words = [*argv, exc.flag, _word(exc.nearest)]
+    return exc if words is None else exc.with_fix(fixes.command(*_without(words, URL_FLAG)))
+
+
+def _typed_flag(argv: Sequence[str], flag: str) -> bool:
+    return any(word == flag or word.startswith(flag + "=") for word in argv)
+
+
+def print_failure(exc: BaseException, settings: Settings, where: str) -> int:
+    """A long-running command's failure (serve, worker, dashboard) on stderr as code, cause and
+    fix, the fix mended and written in this process's context as every command's is; exit 1."""
+    fixes = FixContext.of(settings, face="cli")
+    print_error(failure(error_payload(mended(exc, fixes), where=where, context=fixes))["error"])
+    return 1
 
 
 def _fallback(argument: str, argv: Sequence[str], command: str, fixes: FixContext) -> str:

@@ -18,12 +18,9 @@ from engine.logs import configure_logging
 from engine.worker import ALL_QUEUES, Worker
 from mcp_jobs.cli.commands import open_jobs
 from mcp_jobs.cli.event_loop import loop_name
-from mcp_jobs.cli.mend import mended
-from mcp_jobs.cli.render import print_error
+from mcp_jobs.cli.mend import print_failure
 from mcp_jobs.config import Settings, http_settings
 from mcp_jobs.errors import MetricsUnavailableError
-from mcp_jobs.fix_context import FixContext
-from mcp_jobs.operations.envelope import error_payload, failure
 
 logger = logging.getLogger("mcp_jobs.cli")
 
@@ -73,8 +70,7 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 await server.run_stdio_async()
     except Exception as exc:  # shown as code/cause/fix, not a traceback
-        print_error(failure(error_payload(exc, where="mcp-jobs serve"))["error"])
-        return 1
+        return print_failure(exc, settings, "mcp-jobs serve")
     return 0
 
 
@@ -187,10 +183,7 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
                 await worker.run()
                 tg.cancel_scope.cancel()
     except Exception as exc:  # shown as code/cause/fix, not a traceback
-        fixes = FixContext.of(settings, face="cli")
-        payload = error_payload(mended(exc, fixes), where="mcp-jobs worker", context=fixes)
-        print_error(failure(payload)["error"])
-        return 1
+        return print_failure(exc, settings, "mcp-jobs worker")
     return 0
 
 

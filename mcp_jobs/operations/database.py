@@ -8,7 +8,7 @@ runs on the server's side, which reaches the database by definition, so an agent
 from __future__ import annotations
 
 from engine.drivers.base import REPORT, Driver, require
-from mcp_jobs.config import redact
+from engine.drivers.urls import redact
 from mcp_jobs.errors import TenantScopeExceededError
 from mcp_jobs.operations.models import DbReportResult
 from mcp_jobs.operations.scope import Scope

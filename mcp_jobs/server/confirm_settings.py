@@ -34,10 +34,19 @@ def confirm_settings(settings: Settings, flag: str | None, ttl: float | None = N
             ttl = math.nan
         name, shown = CONFIRM_TTL_ENV, raw or ""
     else:
-        name, shown = "--confirm-ttl-seconds", str(ttl)
+        name, shown = "--confirm-ttl-seconds", f"{ttl:g}"
     if not 1 <= ttl <= MAX_TTL_SECONDS:  # NaN fails too
         expected = f"a number of seconds from 1 to {int(MAX_TTL_SECONDS)}"
-        raise ConfirmSettingInvalidError(name, shown, expected, f"export {CONFIRM_TTL_ENV}=600")
+        nearest = f"{min(max(ttl, 1), MAX_TTL_SECONDS):g}" if math.isfinite(ttl) else "600"
+        raise ConfirmSettingInvalidError(
+            name,
+            shown,
+            expected,
+            f"export {CONFIRM_TTL_ENV}={nearest}",
+            flag=name if name.startswith("--") else None,
+            nearest=nearest,
+            typed=ttl,
+        )
     return replace(settings, confirm_writes=value == "on", confirm_ttl_seconds=ttl)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
-import shlex
 from contextvars import ContextVar
 from typing import Any
 
@@ -19,11 +18,11 @@ from mcp.server.auth.settings import AuthSettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_jobs.config import TOKEN_ENV, Settings
-from mcp_jobs.errors import TokenRequiredError, TokenTooShortError
+from mcp_jobs.errors import TokenRequiredError, TokenTooShortError, new_token_line, token_file_line
 
 TOKEN_CLIENT_ID = "mcp-jobs-token"
 # Beyond loopback anyone who can reach the port can guess: 32 characters is what
-# `openssl rand -hex 16` gives, the least that makes guessing hopeless.
+# 16 random bytes in hex give, the least that makes guessing hopeless.
 MIN_EXPOSED_TOKEN_LENGTH = 32
 
 logger = logging.getLogger("mcp_jobs.server.http")
@@ -85,9 +84,9 @@ def require_token(settings: Settings) -> str:
         raise TokenRequiredError()
     if not is_loopback(settings.host) and len(token) < MIN_EXPOSED_TOKEN_LENGTH:
         if settings.token_source == TOKEN_ENV:
-            fix = f"export {TOKEN_ENV}=$(openssl rand -hex 32)"
+            fix = new_token_line()
         else:
-            fix = f"(umask 077 && openssl rand -hex 32 > {shlex.quote(settings.token_source)})"
+            fix = token_file_line(settings.token_source)
         raise TokenTooShortError(settings.host, len(token), MIN_EXPOSED_TOKEN_LENGTH, fix)
     return token
 

@@ -17,6 +17,7 @@ import pytest
 from engine import JobRegistry, connect
 from mcp_jobs.cli import main
 from tests.dashboard.support import Marks, declare, seed
+from tests.support.fix_lines import command_words
 
 LINE = "dashboard at "
 
@@ -74,7 +75,35 @@ def test_a_busy_port_is_a_typed_error(tmp_path: Path, capsys: pytest.CaptureFixt
         )
     err = capsys.readouterr().err
     assert code == 1 and "error HTTP_BIND_FAILED" in err
-    assert f"fix:   ss -ltnp 'sport = :{port}'" in err
+    # The command again on a port free now (the kernel's pick), not a tool slim images lack.
+    words = command_words(err.split("fix:", 1)[1].strip())
+    assert words[:2] == ["mcp-jobs", "dashboard"]
+    free = int(words[words.index("--port") + 1])
+    assert free != port
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", free))
+
+
+@pytest.mark.parametrize(
+    ("flags", "mended"),
+    [
+        (["--host", "bad host;x"], ["--host", "127.0.0.1"]),
+        (["--host", "nosuchhost.invalid"], ["--host", "127.0.0.1"]),
+        (["--host", "192.0.2.1"], ["--host", "127.0.0.1"]),  # TEST-NET-1: no interface has it
+    ],
+)
+def test_a_host_it_cannot_listen_on_is_mended_to_loopback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], mended: list[str]
+) -> None:
+    url = f"sqlite:///{tmp_path}/j.db"
+    token = tmp_path / "token"
+    token.write_text("t" * 64)
+    code = main(["dashboard", "--database-url", url, "--token-file", str(token), *flags])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    words = command_words(err.split("fix:", 1)[1].strip())
+    at = words.index("--host")
+    assert words[at : at + 2] == mended and "bad host;x" not in words
 
 
 def test_beyond_loopback_it_needs_a_token(

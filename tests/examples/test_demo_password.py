@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from engine.drivers import DATABASE_URL_ENV
+from engine.drivers.urls import redact
 from examples import demo
-from mcp_jobs.config import redact
 
 PASSWORD = "s3cret-Pa55"
 URL = f"postgresql://mcpjobs:{PASSWORD}@db.example:5432/jobs?sslmode=prefer"
@@ -32,6 +32,9 @@ def test_the_server_child_gets_the_url_from_its_environment_not_argv() -> None:
         ("postgresql://u:p%40ss@h/db", "postgresql://u:***@h/db"),
         ("postgresql://u@h/db?password=p", "postgresql://u@h/db?password=***"),
         ("sqlite:///.mcp-jobs/jobs.db", "sqlite:///.mcp-jobs/jobs.db"),
+        ("redis://:pw@h:6379/0?prefix=a", "redis://:***@h:6379/0?prefix=a"),
+        ("nats://s3cr3t@h1:4222,u:p@h2/jobs", "nats://***@h1:4222,u:***@h2/jobs"),
+        ("nats://h:4222/jobs?token=t", "nats://h:4222/jobs?token=***"),
     ],
 )
 def test_a_printed_url_has_its_password_masked(url: str, shown: str) -> None:

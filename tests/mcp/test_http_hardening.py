@@ -6,6 +6,7 @@ bounded, and the start line. Every server here is the real one `mcp-jobs serve` 
 from __future__ import annotations
 
 import logging
+import re
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -27,11 +28,14 @@ from mcp_jobs.errors import (
     TokenFileError,
     TokenRequiredError,
     TokenTooShortError,
+    new_token_line,
+    token_file_line,
 )
 from mcp_jobs.server import build_server
 from mcp_jobs.server.http import is_loopback, refusal_reason, require_token
 from mcp_jobs.server.http_serve import Listening, bind, serve_http
 from tests.mcp.support import INITIALIZE, declare_app
+from tests.support.fix_lines import run_fix
 
 TOKEN = "a-loopback-token"
 LONG_TOKEN = "f" * 64
@@ -54,7 +58,7 @@ def test_beyond_loopback_needs_32_characters(host: str) -> None:
     assert not is_loopback(host)
     with pytest.raises(TokenTooShortError) as refused:
         require_token(Settings(host=host, token="x" * 31))
-    assert refused.value.fix == "export MCP_JOBS_TOKEN=$(openssl rand -hex 32)"
+    assert refused.value.fix == new_token_line()
     assert refused.value.details == {"host": host, "length": 31, "minimum": 32}
     assert "x" * 31 not in str(refused.value.to_payload())
     assert require_token(Settings(host=host, token="x" * 32)) == "x" * 32
@@ -73,7 +77,7 @@ def test_a_short_token_from_a_file_is_fixed_in_the_file(tmp_path: Path) -> None:
     assert settings.token == "short"
     with pytest.raises(TokenTooShortError) as refused:
         require_token(settings)
-    assert refused.value.fix == f"(umask 077 && openssl rand -hex 32 > {path})"
+    assert refused.value.fix == token_file_line(str(path))
 
 
 def test_the_cli_refuses_a_short_token_beyond_loopback(
@@ -87,7 +91,7 @@ def test_the_cli_refuses_a_short_token_beyond_loopback(
     shown = capsys.readouterr()
     out = shown.out + shown.err
     assert "HTTP_TOKEN_TOO_SHORT" in out
-    assert "export MCP_JOBS_TOKEN=$(openssl rand -hex 32)" in out
+    assert f"fix:   {new_token_line()}" in out
     assert "short-token" not in out
     assert not (tmp_path / "jobs.db").exists()  # refused before the database opened
 
@@ -111,10 +115,20 @@ def test_token_file_flag_env_and_errors(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.delenv("MCP_JOBS_TOKEN_FILE")
     empty = tmp_path / "empty"
     empty.write_text("\n")
-    for missing in (empty, tmp_path / "absent"):
+    for missing in (empty, tmp_path / "absent", tmp_path / "no-such-dir" / "token"):
         with pytest.raises(TokenFileError) as unreadable:
             http_settings(Settings(), token_file=str(missing))
-        assert unreadable.value.fix == f"(umask 077 && openssl rand -hex 32 > {missing})"
+        assert unreadable.value.fix == token_file_line(str(missing))
+        # Run as given: a token of 64 hex digits, the owner's alone, that the server reads.
+        run_fix(unreadable.value.fix)
+        assert re.fullmatch("[0-9a-f]{64}\n", missing.read_text())
+        assert missing.stat().st_mode & 0o777 == 0o600
+        assert http_settings(Settings(), token_file=str(missing)).token == missing.read_text()[:-1]
+
+
+def test_the_new_token_line_runs_where_openssl_is_not() -> None:
+    made = run_fix(f'{new_token_line()} && printf %s "$MCP_JOBS_TOKEN"')
+    assert re.fullmatch("[0-9a-f]{64}", made)
 
 
 def test_session_settings_flags_win_over_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,7 +173,10 @@ def test_a_busy_port_is_a_typed_error() -> None:
     try:
         with pytest.raises(HttpBindError) as busy:
             bind("127.0.0.1", port)
-        assert busy.value.fix == f"ss -ltnp 'sport = :{port}'"
+        # A port free now, as the flag the CLI sets in the command that failed.
+        assert busy.value.flag == "--port" and busy.value.set_anyway
+        assert isinstance(busy.value.nearest, int) and busy.value.nearest != port
+        assert busy.value.fix == f"mcp-jobs serve --transport http --port {busy.value.nearest}"
     finally:
         taken.close()
 

@@ -5,6 +5,9 @@ algorithm; scopes gate the tools; a tenant claim pins the session; RFC 9728 meta
 from __future__ import annotations
 
 import logging
+import shlex
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -28,6 +31,7 @@ from mcp_jobs.server.oauth import discover, metadata_urls
 from mcp_jobs.server.oauth_grants import needed_scopes
 from tests.mcp.oauth_issuer import AUDIENCE, Issuer, issuer
 from tests.mcp.support import INITIALIZE, Caller, declare_app
+from tests.support.fix_lines import command_words
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 WRITER = "jobs:read jobs:write"
@@ -253,6 +257,66 @@ def test_oauth_settings_from_flags_and_env(monkeypatch: pytest.MonkeyPatch) -> N
     assert conflict.value.fix == "unset MCP_JOBS_TOKEN"
 
 
+@pytest.mark.parametrize(
+    ("flags", "said", "mended"),
+    [
+        (
+            ["--oauth-issuer", "http://a.example/x;touch {marker}"],
+            "--oauth-issuer='http://a.example/x;touch",
+            ["--oauth-issuer", "https://a.example/x;touch {marker}"],
+        ),
+        (
+            ["--oauth-issuer", "https://a.example", "--oauth-algorithms", "XX256,ES256"],
+            "--oauth-algorithms='XX256,ES256'",
+            ["--oauth-algorithms", "ES256"],
+        ),
+        (
+            ["--confirm-ttl-seconds", "-5"],
+            "--confirm-ttl-seconds='-5'",
+            ["--confirm-ttl-seconds", "1"],
+        ),
+    ],
+)
+def test_a_setting_a_flag_gave_is_mended_on_the_command_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    said: str,
+    mended: list[str],
+) -> None:
+    """An `export` of the variable would change nothing (the flag wins over it): the fix is
+    the command with the flag set to the nearest accepted value, each word quoted."""
+    for name in ("MCP_JOBS_TOKEN", "MCP_JOBS_TOKEN_FILE", "MCP_JOBS_OAUTH_ISSUER"):
+        monkeypatch.delenv(name, raising=False)
+    marker = tmp_path / "ran"
+    flags = [f.format(marker=marker) for f in flags]
+    argv = ["serve", "--transport", "http", "--port", "0", *flags, "--database-url", "memory://"]
+    assert main(argv) == 1
+    shown = capsys.readouterr().err
+    assert said in shown
+    fix = shown.split("fix:", 1)[1].strip()
+    words = command_words(fix)
+    assert words[:2] == ["mcp-jobs", "serve"]
+    at = words.index(mended[0])
+    assert words[at : at + 2] == [m.format(marker=marker) for m in mended]
+    assert not marker.exists()
+
+
+def test_an_oauth_url_from_the_environment_is_mended_in_one_quoted_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("MCP_JOBS_OAUTH_ISSUER", f"http://a.example/$(touch {marker})")
+    with pytest.raises(OAuthSettingInvalidError) as refused:
+        read_oauth({}, "127.0.0.1", 8765)
+    assert (
+        refused.value.fix == f"export MCP_JOBS_OAUTH_ISSUER='https://a.example/$(touch {marker})'"
+    )
+    subprocess.run(["sh", "-c", refused.value.fix], check=True, timeout=30)
+    assert not marker.exists()
+
+
 def test_the_cli_refuses_oauth_with_a_static_token(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -281,7 +345,10 @@ async def test_discovery(idp: Issuer) -> None:
     del idp.documents["/.well-known/openid-configuration"]
     with pytest.raises(OAuthDiscoveryError) as missing:
         await discover(_settings(idp))
-    assert missing.value.fix == f"curl -fsS {idp.url}/.well-known/oauth-authorization-server"
+    # Read by this package's Python (slim images have no curl), the URL one quoted word.
+    read = shlex.split(missing.value.fix)
+    assert read[:2] == [sys.executable, "-c"]
+    assert read[3:] == [f"{idp.url}/.well-known/oauth-authorization-server"]
     # A JWKS URL given skips discovery, and is read once to fail early.
     given = OAuthSettings(idp.url, AUDIENCE, AUDIENCE, jwks_url=f"{idp.url}/jwks.json")
     assert (await discover(_settings(idp, oauth=given))).oauth == given

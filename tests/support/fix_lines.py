@@ -7,6 +7,7 @@ lack them)."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -30,6 +31,15 @@ def _pipx_path(place: Path) -> str:
     bare.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S "$@"\n')
     bare.chmod(0o755)
     return str(bin_dir)
+
+
+def command_words(fix: str) -> list[str]:
+    """The fix's command as words, past the `NAME=value` assignments that carry this process's
+    context (an app imported earlier in the suite may declare one: `SHOP_DB=…`)."""
+    words = shlex.split(fix)
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0], re.DOTALL):
+        words.pop(0)
+    return words
 
 
 def run_fix(fix: str) -> str:

@@ -1,0 +1,106 @@
+"""Loading the application modules (`--app`, `MCP_JOBS_APP`), whose import registers their jobs,
+tasks and backfills with the engine's default registries.
+
+A name `import` could
+never take is refused before anything is imported, as INVALID_ARGUMENT
+with the name meant when one is plain (`examples/shop.py`, `examples.shop:jobs` →
+`examples.shop`), so a fix line mends the command; an import that fails is APP_IMPORT_FAILED,
+whose fix imports the module again to show the traceback, quoted so no name runs as a command.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import pkgutil
+import shlex
+import sys
+from collections.abc import Iterable, Sequence
+
+from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError
+from mcp_jobs.config import APP_ENV
+from mcp_jobs.errors import AppImportError
+
+APP_NAME_RULE = "a module's dotted name, as `import` takes it (e.g. examples.shop)"
+# How alike a module on the path must be to a missing one to be named as the one meant.
+_NEAR_CUTOFF = 0.8
+
+
+def load_apps(modules: Sequence[str]) -> None:
+    """Import each app module so its declarations register. A declaration error (a
+    `JobsError`, e.g. `IDEMPOTENCY_REQUIRED`) passes through with its own code."""
+    for module in modules:
+        if not is_module_name(module):
+            raise _refused(modules, module, _meant(module), APP_NAME_RULE)
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except JobsError:
+            raise
+        except ModuleNotFoundError as exc:
+            near = _near_missing(module, exc.name)
+            if near is not None:
+                found = f"a module that imports from here ({exc}; the nearest found is {near})"
+                raise _refused(modules, module, near, found) from exc
+            raise AppImportError(module, f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # any import-time failure of user code is reported, not raised
+            raise AppImportError(module, f"{type(exc).__name__}: {exc}") from exc
+
+
+def on_path_here() -> None:
+    """Put the working directory first on `sys.path`, as `python -m` and `python -c` do: an
+    installed `mcp-jobs` script starts with its own directory there instead, and would not
+    find the app module beside the project (`--app tasks` for ./tasks.py). Called once, by the
+    command's process (cli/entry.py), not by each load."""
+    here = os.getcwd()
+    if not any(os.path.realpath(entry or ".") == os.path.realpath(here) for entry in sys.path):
+        sys.path.insert(0, here)
+
+
+def is_module_name(name: str) -> bool:
+    return bool(name) and all(part.isidentifier() for part in name.split("."))
+
+
+def _meant(name: str) -> str | None:
+    """The module a name that is none plainly means: a file's path, or `module:attribute`."""
+    head = name.partition(":")[0].strip()
+    if head.endswith(".py"):
+        head = head[: -len(".py")]
+    head = head.removeprefix("./").replace("/", ".")
+    return head if is_module_name(head) else None
+
+
+def _near_missing(module: str, missing: str | None) -> str | None:
+    """`module` with the part that is not found replaced by the one on the path most like it,
+    when that part is the app's own name, not a module the app imports."""
+    if missing is None or not (module == missing or module.startswith(missing + ".")):
+        return None
+    parent, _, part = missing.rpartition(".")
+    try:
+        # A top-level app is looked for beside the project, not among installed packages.
+        path = importlib.import_module(parent).__path__ if parent else [os.getcwd()]
+    except (ImportError, AttributeError):
+        return None
+    found = difflib.get_close_matches(part, _names(path), n=1, cutoff=_NEAR_CUTOFF)
+    if not found:
+        return None
+    return ".".join(filter(None, [parent, found[0], module[len(missing) + 1 :]]))
+
+
+def _names(path: Iterable[str]) -> list[str]:
+    return [info.name for info in pkgutil.iter_modules(path)]
+
+
+def _refused(
+    modules: Sequence[str], module: str, meant: str | None, expected: str
+) -> InvalidArgumentError:
+    # The CLI writes the command line with `--app` mended (cli/mend.py); elsewhere the names
+    # came from the environment, and the fix sets it.
+    fix = None
+    if meant is not None:
+        apps = ",".join(meant if m == module else m for m in modules)
+        fix = f"export {APP_ENV}={shlex.quote(apps)}"
+    return InvalidArgumentError(
+        "app", module, expected, fix=fix, nearest=NOTHING_NEAR if meant is None else meant
+    )
