@@ -28,6 +28,19 @@ def server_binary() -> str | None:
     )
 
 
+NO_BINARY = "no nats-server binary (apt-get install nats-server, or set MCP_JOBS_TEST_NATS_SERVER)"
+
+
+def binary_or_skip() -> str:
+    """The nats-server to run, or the test skipped saying how to get one."""
+    import pytest  # a test helper only: the module is imported by conftest as well
+
+    found = server_binary()
+    if found is None:
+        pytest.skip(NO_BINARY)
+    return found
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

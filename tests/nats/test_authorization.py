@@ -12,18 +12,14 @@ from engine import ManualClock
 from engine.drivers.nats import NatsDriver
 from engine.drivers.urls import redact, report_fix
 from engine.errors import JobsError
-from tests.nats.server import NatsServer, server_binary
+from tests.nats.server import NatsServer, binary_or_skip
 
 PASSWORD = "s3cret-Pa55"
 
 
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
-    binary = server_binary()
-    if binary is None:
-        pytest.skip(
-            "no nats-server binary (apt-get install nats-server, or set MCP_JOBS_TEST_NATS_SERVER)"
-        )
+    binary = binary_or_skip()
     root = tmp_path_factory.mktemp("nats-login")
     server = NatsServer(binary, root / "store", name="login", login=("alice", PASSWORD))
     server.start()

@@ -32,7 +32,7 @@ from engine.drivers import open_driver
 from engine.drivers.base import AckWrite
 from engine.errors import DriverUnavailableError
 from schemas.jobs import EnqueueRequest
-from tests.nats.server import NatsServer, free_port, server_binary
+from tests.nats.server import NatsServer, binary_or_skip, free_port
 
 pytest.importorskip("nats", reason="the nats extra is not installed")
 
@@ -50,12 +50,7 @@ RETRY_PAUSE_S = 0.05
 
 @pytest.fixture
 def binary() -> str:
-    found = server_binary()
-    if found is None:
-        pytest.skip(
-            "no nats-server binary (apt-get install nats-server, or set MCP_JOBS_TEST_NATS_SERVER)"
-        )
-    return found
+    return binary_or_skip()
 
 
 def _requests(now: int) -> list[EnqueueRequest]:

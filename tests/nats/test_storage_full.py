@@ -31,7 +31,7 @@ from engine.drivers import open_driver
 from engine.drivers.base import AckWrite
 from engine.errors import JobsError
 from schemas.jobs import EnqueueRequest, JobFilter
-from tests.nats.server import NatsServer, server_binary
+from tests.nats.server import NatsServer, binary_or_skip
 from tests.support.paced_clock import PacedClock
 
 pytest.importorskip("nats", reason="the nats extra is not installed")
@@ -52,11 +52,7 @@ FIX_TIMEOUT_S = 60
 
 @pytest.fixture(scope="module")
 def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
-    binary = server_binary()
-    if binary is None:
-        pytest.skip(
-            "no nats-server binary (apt-get install nats-server, or set MCP_JOBS_TEST_NATS_SERVER)"
-        )
+    binary = binary_or_skip()
     root = tmp_path_factory.mktemp("nats-full")
     server = NatsServer(binary, root / "store", name="full", jetstream=LIMIT)
     server.start()

@@ -114,6 +114,17 @@ async def test_a_closed_driver_refuses_work(driver: PostgresDriver) -> None:
     assert raised.value.code == "DRIVER_UNAVAILABLE"
 
 
+async def _first_read_refused(url: str, clock: ManualClock) -> JobsError:
+    """What a driver on `url` raises at its first read."""
+    driver = PostgresDriver(url, clock=clock, listen=False)
+    try:
+        with pytest.raises(JobsError) as raised:
+            await driver.get("x")
+    finally:
+        await driver.close()
+    return raised.value
+
+
 @pytest.mark.parametrize(
     ("option", "refusal"),
     [
@@ -127,13 +138,7 @@ async def test_a_url_option_the_server_refuses_is_database_url_invalid(
     """asyncpg sends an option it does not know to the server as a setting, and the server
     refuses every session over it: no retry can help, so it is not DRIVER_UNAVAILABLE."""
     async with fresh_database() as url:
-        driver = PostgresDriver(f"{url}?{option}", clock=clock, listen=False)
-        try:
-            with pytest.raises(JobsError) as raised:
-                await driver.get("x")
-        finally:
-            await driver.close()
-        error = raised.value
+        error = await _first_read_refused(f"{url}?{option}", clock)
         assert error.code == "DATABASE_URL_INVALID" and not error.retryable
         assert refusal in error.cause
         assert error.fix == f"mcp-jobs db report --database-url {shlex.quote(f'{url}?{option}')}"
@@ -160,13 +165,7 @@ async def test_a_session_the_server_refuses_is_database_url_invalid(
         parts.netloc if user is None else f"{user.format(tag=tag)}@{parts.netloc.split('@')[-1]}"
     )
     url = urlunsplit(parts._replace(netloc=netloc, path=f"/{path.format(tag=tag)}"))
-    driver = PostgresDriver(url, clock=clock, listen=False)
-    try:
-        with pytest.raises(JobsError) as raised:
-            await driver.get("x")
-    finally:
-        await driver.close()
-    error = raised.value
+    error = await _first_read_refused(url, clock)
     assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
     assert "does not exist" in error.cause and tag in error.cause
     output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
