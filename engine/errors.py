@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from engine.extras import upgrade_line
 from schemas.errors import ErrorPayload, NextCall, RetryClass
@@ -477,6 +477,27 @@ class StorageFullError(JobsError):
 
 # InvalidArgumentError.nearest when no value near the refused one is admitted.
 NOTHING_NEAR: Any = object()
+
+
+class FlagMend(JobsError):
+    """A refusal the CLI mends by one of the command's flags (mcp_jobs/cli/mend.py), carrying
+    `flag`, set to `nearest`, where the typed value was `typed` (or, with `set_anyway`, added
+    when no flag gave the value: a default the command used). None: nothing to mend."""
+
+    flag: str | None = None
+    nearest: object = None
+    typed: object = None
+    set_anyway: bool = False
+
+    def with_fix(self, fix: str) -> Self:
+        # Not copy.copy: an exception is copied by calling its class with `args`.
+        mended = type(self).__new__(type(self))
+        mended.__dict__.update(self.__dict__)
+        mended.args = self.args
+        mended.fix = fix
+        return mended
+
+
 # InvalidArgumentError.nearest when the call runs without the argument: it was given where it
 # has no use (a steps cursor with run_id), and leaving it out is the whole mend.
 LEFT_OUT: Any = object()

@@ -83,7 +83,10 @@ def configure_logging(
     if isinstance(level, str):
         resolved = logging.getLevelNamesMapping().get(level.upper())
         if resolved is None:
-            raise InvalidArgumentError("level", level, "DEBUG, INFO, WARNING, ERROR or CRITICAL")
+            # `log_level`, as the commands' --log-level that gives it: the CLI mends that.
+            raise InvalidArgumentError(
+                "log_level", level, "DEBUG, INFO, WARNING, ERROR or CRITICAL", nearest="INFO"
+            )
         level = resolved
     target = logging.getLogger(logger)
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)

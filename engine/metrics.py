@@ -14,6 +14,8 @@ or mount `metrics.make_asgi_app()` / `make_wsgi_app()` in an app of your own and
 from __future__ import annotations
 
 import logging
+import shlex
+import socket
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,7 +28,8 @@ from prometheus_client import make_asgi_app as _make_asgi_app
 from prometheus_client import make_wsgi_app as _make_wsgi_app
 from prometheus_client.exposition import choose_encoder
 
-from engine.errors import InvalidArgumentError, JobsError
+from engine.errors import FlagMend, InvalidArgumentError, JobsError
+from engine.extras import this_python
 from engine.observe import WorkerEvent
 from engine.pruner import PrunePass
 from engine.worker import Worker
@@ -53,18 +56,36 @@ MAX_REQUEST_HEAD = 8192
 METRICS_PATHS = ("/metrics", "/")
 
 
-class MetricsPortUnavailableError(JobsError):
+class MetricsPortUnavailableError(FlagMend):
     code = "METRICS_PORT_UNAVAILABLE"
     title = "the metrics endpoint could not listen on its port"
     retry = "transient"
 
     def __init__(self, host: str, port: int, reason: str) -> None:
+        free = free_port(host)
+        # The worker command mends its --metrics-port to the free port; a program serving
+        # metrics itself is told which port is free now.
+        say = (
+            f"import socket; s = socket.socket(); s.bind(({host!r}, 0)); print(s.getsockname()[1])"
+        )
         super().__init__(
             f"cannot listen on {host}:{port} for metrics ({reason}); another process may hold "
             "the port, or the host is not an address of this machine",
-            f"ss -ltnp 'sport = :{port}'",
+            f"{this_python()} -c {shlex.quote(say)}",
             details={"host": host, "port": port},
         )
+        self.flag, self.typed = "--metrics-port", port
+        self.nearest = free
+
+
+def free_port(host: str) -> int | None:
+    """A port free on `host` now (the kernel's pick), or None when nothing can listen there."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.bind((host, 0))
+            return int(probe.getsockname()[1])
+    except OSError:
+        return None
 
 
 class WorkerMetrics:

@@ -10,9 +10,9 @@ import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import Any
 
-from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
+from engine.errors import NOTHING_NEAR, FlagMend, InvalidArgumentError, JobsError, short_repr
 from engine.extras import install_line, this_python, upgrade_line
 from schemas.errors import NextCall
 
@@ -213,25 +213,6 @@ class TokenConflictError(JobsError):
             "unset MCP_JOBS_TOKEN",
             details={"path": path},
         )
-
-
-class FlagMend(JobsError):
-    """A refusal the CLI mends by one of the command's flags (cli/mend.py), carrying
-    `flag`, set to `nearest`, where the typed value was `typed` (or, with `set_anyway`, added
-    when no flag gave the value: a default the command used). None: nothing to mend."""
-
-    flag: str | None = None
-    nearest: object = None
-    typed: object = None
-    set_anyway: bool = False
-
-    def with_fix(self, fix: str) -> Self:
-        # Not copy.copy: an exception is copied by calling its class with `args`.
-        mended = type(self).__new__(type(self))
-        mended.__dict__.update(self.__dict__)
-        mended.args = self.args
-        mended.fix = fix
-        return mended
 
 
 class SettingInvalidError(FlagMend):

@@ -19,7 +19,7 @@ from engine.errors import DatabaseUrlInvalidError, JobsError
 from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
-from mcp_jobs.cli.mend import typed
+from mcp_jobs.cli.mend import print_failure, typed
 from mcp_jobs.cli.parser import UsageError, build_parser
 from mcp_jobs.cli.render import print_error, print_json
 from mcp_jobs.config import settings_from_env
@@ -45,7 +45,10 @@ def run_demo() -> int:
         fixes = FixContext.of(settings_from_env(), face="cli")
         print_error(failure(error_payload(refused, where="mcp-jobs demo", context=fixes))["error"])
         return 1
-    code: int = demo.main()
+    try:
+        code: int = demo.main()
+    except Exception as exc:  # a database the demo cannot use: code, cause and fix, as any command
+        return print_failure(exc, settings_from_env(), "mcp-jobs demo")
     return code
 
 

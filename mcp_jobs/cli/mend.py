@@ -10,12 +10,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError
+from engine.errors import LEFT_OUT, NOTHING_NEAR, FlagMend, InvalidArgumentError
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings
-from mcp_jobs.errors import FlagMend
 from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext
-from mcp_jobs.operations.envelope import error_payload, failure
+from mcp_jobs.operations.envelope import error_payload, failure, sole
 
 URL_FLAG = "--database-url"
 # The command line under way (without the program) and the command it runs ("mcp-jobs jobs
@@ -79,7 +78,8 @@ def print_failure(exc: BaseException, settings: Settings, where: str) -> int:
     """A long-running command's failure (serve, worker, dashboard) on stderr as code, cause and
     fix, the fix mended and written in this process's context as every command's is; exit 1."""
     fixes = FixContext.of(settings, face="cli")
-    print_error(failure(error_payload(mended(exc, fixes), where=where, context=fixes))["error"])
+    refused = mended(sole(exc), fixes)
+    print_error(failure(error_payload(refused, where=where, context=fixes))["error"])
     return 1
 
 

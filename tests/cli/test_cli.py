@@ -22,6 +22,7 @@ from mcp_jobs.cli.render import ProgressBar, print_text
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.server import build_server
+from tests.support.fix_lines import command_words
 
 APP = "examples.shop"
 
@@ -315,6 +316,24 @@ def test_a_worker_whose_metrics_port_is_taken_fails_with_that_code(
         )
     assert code == 1
     assert "METRICS_PORT_UNAVAILABLE" in out + err and "INTERNAL" not in out + err
+    # The command again with a port free now (ss, which the fix named, is not in slim images).
+    words = command_words((out + err).split("fix:", 1)[1].strip())
+    free = words[words.index("--metrics-port") + 1]
+    assert words[:2] == ["mcp-jobs", "worker"] and free not in ("0", taken)
+
+
+@pytest.mark.parametrize(
+    ("flag", "typed", "mended"),
+    [("--metrics-port", "99999", "65535"), ("--log-level", "bogus", "INFO")],
+)
+def test_a_worker_flag_out_of_range_is_mended(
+    shop: str, capsys: pytest.CaptureFixture[str], flag: str, typed: str, mended: str
+) -> None:
+    pytest.importorskip("prometheus_client", reason="the metrics extra is not installed")
+    code, _, err = cli(capsys, "worker", "--database-url", shop, "--queues", "*", flag, typed)
+    assert code == 1 and "INVALID_ARGUMENT" in err
+    words = command_words(err.split("fix:", 1)[1].strip())
+    assert words[words.index(flag) + 1] == mended
 
 
 def test_a_fix_that_is_a_tool_call_reaches_the_cli_as_its_command(
@@ -375,3 +394,14 @@ def test_an_empty_database_url_is_refused_not_read_as_the_default(
     status, _, err = cli(capsys, "jobs", "stats", "--database-url", "")
     assert status == 1 and "DATABASE_URL_INVALID" in err
     assert not (tmp_path / ".mcp-jobs").exists()
+
+
+def test_the_demo_on_a_database_it_cannot_use_prints_code_cause_and_fix(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It printed a traceback (the README's first command, run where the variable is set)."""
+    monkeypatch.setenv("MCP_JOBS_DATABASE_URL", "mysql://x/y")
+    assert main(["demo"]) == 1
+    err = capsys.readouterr().err
+    assert "error DATABASE_URL_INVALID" in err and "Traceback" not in err
+    assert "fix:   export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db" in err

@@ -23,6 +23,7 @@ from engine.retry import retry_schedule
 from engine.run_job import Permanent
 from schemas.stats import WorkerInfo
 from tests.observability.scrape import http_get, samples, value
+from tests.support.fix_lines import run_fix
 from tests.support.observe import Recorder
 
 
@@ -237,6 +238,9 @@ async def test_a_taken_port_is_a_typed_error(jobs: Jobs) -> None:
         with pytest.raises(JobsError) as raised:
             await serve_metrics(Worker(jobs), taken)
         assert raised.value.code == "METRICS_PORT_UNAVAILABLE"
+        # Run as given: the fix prints a port free now.
+        free = int(run_fix(raised.value.fix))
+        assert free != taken
     finally:
         holder.close()
     for bad in (-1, 65536, True, "9100"):
