@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shlex
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -396,12 +399,14 @@ def test_an_empty_database_url_is_refused_not_read_as_the_default(
     assert not (tmp_path / ".mcp-jobs").exists()
 
 
-def test_the_demo_on_a_database_it_cannot_use_prints_code_cause_and_fix(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """It printed a traceback (the README's first command, run where the variable is set)."""
-    monkeypatch.setenv("MCP_JOBS_DATABASE_URL", "mysql://x/y")
-    assert main(["demo"]) == 1
-    err = capsys.readouterr().err
+def test_the_demo_on_a_database_it_cannot_use_prints_code_cause_and_fix(tmp_path: Path) -> None:
+    """It printed a traceback (the README's first command, run where the variable is set). A
+    process of its own: the demo quiets the worker's loggers in the process it runs in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_JOBS_", "SHOP_"))}
+    env["MCP_JOBS_DATABASE_URL"] = "mysql://x/y"
+    argv = [sys.executable, "-m", "mcp_jobs.cli", "demo"]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    err = done.stderr
+    assert done.returncode == 1
     assert "error DATABASE_URL_INVALID" in err and "Traceback" not in err
     assert "fix:   export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db" in err
