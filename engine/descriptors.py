@@ -68,10 +68,13 @@ class DescriptorInvalidError(JobsError):
     title = "a published job descriptor cannot be used"
 
     def __init__(self, job: str, reason: str) -> None:
+        # The prune forgets the row, as the worker's pruner does on its next pass; a worker
+        # that imports the job's code publishes it anew (at start and every 20 s).
         super().__init__(
-            f'the descriptor published for job "{job}" cannot be used ({reason}); a worker that '
-            "imports the job's code republishes it when it starts",
-            f"mcp-jobs worker --app <the module declaring {job}>",
+            f'the descriptor published for job "{job}" cannot be used ({reason}); a prune '
+            "forgets it (deleting no history on that pass), and a worker that imports the "
+            "job's code publishes it anew",
+            "mcp-jobs db prune",
             details={"job": job, "reason": reason},
         )
 
@@ -147,9 +150,11 @@ def forgettable(name: str, text: str | bytes, published_before: int) -> bool:
     pruner pass and every listing until it expired; a worker that declares the job publishes
     it anew."""
     try:
-        return (decode(name, text).published_at or 0) < published_before
+        descriptor = decode(name, text)
+        input_validator(descriptor)  # an input schema no enqueue could be checked against
     except DescriptorInvalidError:
         return True
+    return (descriptor.published_at or 0) < published_before
 
 
 def judged(descriptor: JobDescriptor, now: int) -> JobDescriptor:
@@ -185,6 +190,12 @@ def describe_all(
                 "job %s not published: its descriptor cannot be built: %s", definition.name, exc
             )
     return found
+
+
+def input_validator(descriptor: JobDescriptor) -> Draft202012Validator:
+    """The validator of `descriptor`'s input schema; DESCRIPTOR_INVALID when it is none."""
+    schema_text = json.dumps(descriptor.input_schema, sort_keys=True)
+    return _validator(descriptor.name, descriptor.version, schema_text)
 
 
 @lru_cache(maxsize=256)
@@ -237,9 +248,7 @@ def validate_input(descriptor: JobDescriptor, input: object) -> dict[str, Any]:
                    "type": "model_type"}]  # fmt: skip
         raise JobInputInvalidError(descriptor.name, errors)
     value = dict(input)
-    schema_text = json.dumps(descriptor.input_schema, sort_keys=True)
-    validator = _validator(descriptor.name, descriptor.version, schema_text)
-    errors = field_errors(validator.iter_errors(value))
+    errors = field_errors(input_validator(descriptor).iter_errors(value))
     if errors:
         raise JobInputInvalidError(descriptor.name, errors)
     return value

@@ -57,9 +57,12 @@ _LISTING: dict[tuple[str, str], tuple[str, ...]] = {
     ("queues", "job"): ("jobs", "describe"),
     ("backfill", "name"): ("backfill",),
 }
-# Commands an MCP client is given as the tool that does the same (`database_report {}`): the
-# tool runs where the server runs, which reaches the database, and needs no shell.
-TOOL_FOR_COMMAND: dict[tuple[str, ...], str] = {("db", "report"): "database_report"}
+# Commands an MCP client is given as the tool call that does the same (`database_report {}`):
+# the tool runs where the server runs, which reaches the database, and needs no shell.
+TOOL_FOR_COMMAND: dict[tuple[str, ...], tuple[str, dict[str, Any]]] = {
+    ("db", "report"): ("database_report", {}),
+    ("db", "prune"): ("prune_history", {"write": True}),
+}
 # The other way, for the CLI: a tool call the CLI can make, as its command. Each tool's arguments
 # by the flag that takes them; a positional argument has no flag; True is a bare flag.
 _NAME = ("name", None)
@@ -217,9 +220,10 @@ class FixContext:
             return fix, None
         program, rest = words[head], words[head + 1 :]
         if program == "mcp-jobs" and self.face == "mcp" and self.tenant is None:
-            tool = TOOL_FOR_COMMAND.get(tuple(rest[:2]))
-            if tool is not None:
-                return f"{tool} {{}}", NextCall(tool=tool, arguments={})
+            call = TOOL_FOR_COMMAND.get(tuple(rest[:2]))
+            if call is not None:
+                tool, arguments = call
+                return f"{tool} {json.dumps(arguments)}", NextCall(tool=tool, arguments=arguments)
         if program == "mcp-jobs":
             suffix = self._flags(rest)
         elif program in PYTHONS:

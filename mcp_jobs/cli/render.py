@@ -284,6 +284,20 @@ def _drain(env: dict[str, Any]) -> str:
 
 
 def _prune(env: dict[str, Any]) -> str:
+    if env.get("unreadable_descriptor") is not None:
+        forget, prune = (
+            ("would forget", "would prune")
+            if env["mode"] == "dry_run"
+            else (
+                "forgot",
+                "pruned",
+            )
+        )
+        return (
+            f"{forget} the published descriptor of job {env['unreadable_descriptor']}, which "
+            f"cannot be read, and {prune} no history (that job's retention is unknown): run "
+            "the prune again after it"
+        )
     verb = "would prune" if env["mode"] == "dry_run" else "pruned"
     counts = ", ".join(f"{state} {n}" for state, n in env["by_state"].items())
     text = f"{verb} {sum(env['by_state'].values())} settled job(s): {counts}"

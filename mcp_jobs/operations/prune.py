@@ -22,6 +22,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import bounds
+from engine.descriptors import DESCRIPTOR_EXPIRY_MS, DescriptorInvalidError
 from engine.drivers.base import DESCRIPTORS, HISTORY, HistoryStore, require
 from engine.errors import InvalidArgumentError
 from engine.pruner import in_force, job_policies, merge, prune_all, worker_policy
@@ -85,6 +86,11 @@ class PruneHistoryResult(Envelope):
     audit_events: int | None = Field(
         default=None, description="how many of them would go (dry run) or went"
     )
+    unreadable_descriptor: str | None = Field(
+        default=None,
+        description="a job whose published descriptor cannot be read: the write forgets it and "
+        "prunes nothing (`more`: call again)",
+    )
     confirm: ConfirmOffer | None = Field(
         default=None,
         description="dry run, client without elicitation: the write's token",
@@ -147,7 +153,10 @@ async def prune_history(
     tenant = scope.tenant(None)
     history = require(scope.jobs.driver, HISTORY)
     now = scope.jobs.clock.now_ms() if at is None else at
-    policy, per_name = await policies_for(scope)
+    try:
+        policy, per_name = await policies_for(scope)
+    except DescriptorInvalidError as exc:
+        return await _unreadable(scope, now, tenant, write, exc)
     cutoffs = cutoffs_for(policy, per_name, now, older_than, states)
     shown = [PruneCutoff(state=r.state, before=r.cutoff, name=r.name) for r in cutoffs.rules]
     audit_before = None if tenant is not None or states else audit_cutoff(policy, now)
@@ -164,6 +173,20 @@ async def prune_history(
         audit["audit_events"] = gone
     result = _result("write", now, tenant, shown, counts)
     return result.model_copy(update={"batches": batches, "more": more, **audit})
+
+
+async def _unreadable(
+    scope: Scope, now: int, tenant: str | None, write: bool, exc: DescriptorInvalidError
+) -> PruneHistoryResult:
+    """What the worker's pruner does on a pass that meets a descriptor it cannot read (engine.
+    pruner): forget it (with those expired), delete no history, and say to go on; a dry run
+    says so and writes nothing."""
+    if write:
+        store = require(scope.jobs.driver, DESCRIPTORS)
+        await store.forget_descriptors(now - DESCRIPTOR_EXPIRY_MS)
+    result = _result("write" if write else "dry_run", now, tenant, [], [])
+    job = (exc.details or {}).get("job")
+    return result.model_copy(update={"unreadable_descriptor": job, "more": True})
 
 
 async def _forget_audit(

@@ -15,6 +15,8 @@ from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.descriptors import (
     PUBLISH_EVERY_BEATS,
     STALE_AFTER_MS,
+    encode,
+    forgettable,
     to_publish,
     validate_input,
 )
@@ -146,3 +148,19 @@ def test_schema_errors_come_in_pydantics_shape() -> None:
     assert raised.value.details is not None
     assert raised.value.details["errors"][0]["type"] == "model_type"
     assert validate_input(descriptor, {"order_id": 3}) == {"order_id": 3}
+
+
+def test_a_prune_forgets_a_descriptor_whose_input_schema_is_none() -> None:
+    """DESCRIPTOR_INVALID's fix is a prune: it forgets a row that cannot be read, and one whose
+    input schema no enqueue could be checked against (another program wrote it)."""
+    registry = JobRegistry()
+    declare(registry)
+    (descriptor,) = [to_publish(d.describe(), []) for d in registry]
+    fresh = descriptor.model_copy(update={"published_at": 10_000})
+    assert not forgettable(fresh.name, encode(fresh), 5_000)
+    broken = fresh.model_copy(update={"input_schema": {"type": "no-such-type"}})
+    with pytest.raises(JobsError) as raised:
+        validate_input(broken, {"order_id": 1})
+    assert (raised.value.code, raised.value.fix) == ("DESCRIPTOR_INVALID", "mcp-jobs db prune")
+    assert forgettable(broken.name, encode(broken), 5_000)
+    assert forgettable(fresh.name, "[1]", 5_000)

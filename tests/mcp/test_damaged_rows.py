@@ -146,3 +146,28 @@ async def test_a_pause_another_program_wrote_shows_and_its_fix_lifts_it(
         (mail,) = (await mcp.ok("queue_stats", {"queues": ["mail"]}))["queues"]
         assert "paused" not in mail
     assert len(await jobs.driver.claim("w", 10, 60_000)) == 1
+
+
+async def test_a_descriptor_another_program_wrote_is_forgotten_by_its_next_call(
+    jobs: Jobs, database_url: str, open_mcp: OpenMcp
+) -> None:
+    """describe_jobs failed with a fix no agent could run (`--app <the module declaring …>`);
+    its next_call is now the prune that forgets the row (deleting no history), and describe_jobs
+    answers again."""
+    done = await jobs.enqueue("greet", {"user_id": 1})
+    await Worker(jobs).run_until_idle()
+    await Worker(jobs).publish_descriptors()
+    other = sqlite3.connect(database_url.removeprefix("sqlite:///"))
+    other.execute("UPDATE mcp_jobs_descriptors SET descriptor = '[1]' WHERE name = 'greet'")
+    other.commit()
+    other.close()
+    async with open_mcp() as mcp:
+        failed = await mcp.fails("describe_jobs", {}, "DESCRIPTOR_INVALID")
+        call = failed["next_call"]
+        assert call == {"tool": "prune_history", "arguments": {"write": True}}
+        forgot = await mcp.ok(call["tool"], call["arguments"])
+        assert forgot["unreadable_descriptor"] == "greet" and forgot["more"] is True
+        assert not any(forgot["by_state"].values())
+        assert (await jobs.get(done.id)).state == "done"
+        described = await mcp.ok("describe_jobs", {})
+        assert "greet" in [j["name"] for j in described["jobs"]]

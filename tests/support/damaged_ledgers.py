@@ -46,6 +46,9 @@ from engine.tasks.scheduler import Scheduler
 from engine.testing.kit.test_paging import request
 from engine.testing.kit.test_worker_expiry import seen
 from engine.testing.plugin import AppTransaction
+from mcp_jobs import operations
+from mcp_jobs.config import Settings
+from mcp_jobs.operations.scope import Scope
 from schemas.backfill import BackfillRun
 from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest
@@ -245,7 +248,7 @@ async def check_pruner_forgets_a_damaged_descriptor(
     jobs: Jobs, registry: JobRegistry, advance: Callable[[int], None], spoil: Overwrite
 ) -> None:
     """A published descriptor another program overwrote (`spoil` gets the job's name): reading
-    it is DESCRIPTOR_INVALID, whose fix republishes it. The pruner's next pass deletes no
+    it is DESCRIPTOR_INVALID, whose fix (a prune) forgets it. The pruner's next pass deletes no
     history (that job's published retention is unknown), forgets the row and goes on; the pass
     after it prunes as before. Before, every pass failed at its start (on NATS with a bare
     error, which ended the worker running the pruner): history was never pruned again."""
@@ -264,6 +267,19 @@ async def check_pruner_forgets_a_damaged_descriptor(
     with pytest.raises(JobsError) as raised:
         await store.published_descriptors()
     assert (raised.value.code, raised.value.retryable) == ("DESCRIPTOR_INVALID", False)
+    # Its fix, `mcp-jobs db prune`, does what the pruner's pass does: forgets the row and
+    # deletes no history; its dry run says so and writes nothing.
+    assert raised.value.fix == "mcp-jobs db prune"
+    scope = Scope(jobs, Settings(), "db prune", "test", face="cli")
+    for write in (False, True):
+        said = await operations.prune_history(scope, write=write)
+        assert (said.unreadable_descriptor, said.more) == ("described", True), said
+        assert not any((said.by_state or {}).values()), said
+    left = await store.published_descriptors()
+    assert left == [], left
+    assert (await jobs.get(done.id)).state == "done"
+    await worker.publish_descriptors()
+    await spoil("described")
     pruner = Pruner(jobs)
     kept = await pruner.pass_once()
     assert (kept.leader, kept.pruned) == (True, []), kept
