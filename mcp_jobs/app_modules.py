@@ -49,13 +49,13 @@ def load_apps(modules: Sequence[str]) -> None:
 
 
 def on_path_here() -> None:
-    """Put the working directory first on `sys.path`, as `python -m` and `python -c` do: an
-    installed `mcp-jobs` script starts with its own directory there instead, and would not
-    find the app module beside the project (`--app tasks` for ./tasks.py). Called once, by the
-    command's process (cli/entry.py), not by each load."""
+    """Search the working directory for app modules too: an installed `mcp-jobs` script's path
+    starts with its own directory, not the working one, so `--app tasks` for ./tasks.py was not
+    found. Last on the path, unlike `python -m`: a file there never shadows an installed module
+    that this package or the app imports. Called once, by the command's process (cli/entry.py)."""
     here = os.getcwd()
     if not any(os.path.realpath(entry or ".") == os.path.realpath(here) for entry in sys.path):
-        sys.path.insert(0, here)
+        sys.path.append(here)
 
 
 def is_module_name(name: str) -> bool:
