@@ -1,8 +1,7 @@
 """Loading the application modules (`--app`, `MCP_JOBS_APP`), whose import registers their jobs,
 tasks and backfills with the engine's default registries.
 
-A name `import` could
-never take is refused before anything is imported, as INVALID_ARGUMENT
+A name `import` could never take is refused before anything is imported, as INVALID_ARGUMENT
 with the name meant when one is plain (`examples/shop.py`, `examples.shop:jobs` →
 `examples.shop`), so a fix line mends the command; an import that fails is APP_IMPORT_FAILED,
 whose fix imports the module again to show the traceback, quoted so no name runs as a command.
