@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import shlex
-import socket
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,7 @@ from prometheus_client.exposition import choose_encoder
 from engine.errors import FlagMend, InvalidArgumentError, JobsError
 from engine.extras import this_python
 from engine.observe import WorkerEvent
+from engine.ports import free_port
 from engine.pruner import PrunePass
 from engine.worker import Worker
 from engine.worker_presence import PRESENCE_MS
@@ -76,16 +76,6 @@ class MetricsPortUnavailableError(FlagMend):
         )
         self.flag, self.typed = "--metrics-port", port
         self.nearest = free
-
-
-def free_port(host: str) -> int | None:
-    """A port free on `host` now (the kernel's pick), or None when nothing can listen there."""
-    try:
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-            probe.bind((host, 0))
-            return int(probe.getsockname()[1])
-    except OSError:
-        return None
 
 
 class WorkerMetrics:

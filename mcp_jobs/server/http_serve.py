@@ -22,6 +22,7 @@ from anyio.abc import TaskStatus
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
+from engine.ports import free_port
 from mcp_jobs.config import DEFAULT_HOST, DEFAULT_PORT, Settings
 from mcp_jobs.errors import HttpBindError
 from mcp_jobs.server.http import LogRefusedRequests, is_loopback
@@ -72,7 +73,10 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno in (errno.EADDRINUSE, errno.EACCES):  # taken, or below 1024 unprivileged
-            raise _refused(host, port, exc, "--port", _free_port(family, address)) from exc
+            free = free_port(host)
+            raise _refused(
+                host, port, exc, "--port", DEFAULT_PORT if free is None else free
+            ) from exc
         raise _refused(host, port, exc, "--host", DEFAULT_HOST) from exc
     return sock
 
@@ -81,16 +85,6 @@ def _refused(host: str, port: int, exc: OSError, flag: str, nearest: object) -> 
     # The CLI writes the command that failed with `flag` set to `nearest` (cli/mend.py).
     fix = f"mcp-jobs serve --transport http {flag} {nearest}"
     return HttpBindError(host, port, _reason(exc), fix, flag=flag, nearest=nearest)
-
-
-def _free_port(family: int, address: tuple[Any, ...]) -> int:
-    """A port free on the address now (the kernel's pick), else the default's."""
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.bind((address[0], 0))
-            return int(probe.getsockname()[1])
-    except OSError:
-        return DEFAULT_PORT
 
 
 def _reason(exc: OSError) -> str:

@@ -3,12 +3,11 @@ text names the command for the older runs."""
 
 from __future__ import annotations
 
-import shlex
-
 import pytest
 
 import examples.shop
 from tests.cli.test_cli import APP, assert_tool_shape, cli, cli_json, shop
+from tests.support.fix_lines import command_words
 
 __all__ = ["shop"]  # the fixture, used by name below
 
@@ -36,9 +35,8 @@ def test_the_runs_of_a_backfill_page_from_the_cli(
     code, out, _ = cli(capsys, *runs, "--runs-limit", "2", *db)
     assert code == 0 and "runs, newest first" in out
     (more,) = [line for line in out.splitlines() if line.startswith("older runs: ")]
-    words = shlex.split(more.removeprefix("older runs: "))
     # The line is written to run as given (env assignments, then `mcp-jobs`, then the flags).
-    code, rest = cli_json(capsys, *words[words.index("mcp-jobs") + 1 :], *db)
+    code, rest = cli_json(capsys, *command_words(more.removeprefix("older runs: "))[1:], *db)
     assert code == 0 and "runs_cursor" not in rest
     assert [r["run_id"] for r in first["runs"] + rest["runs"]] == [
         r["run_id"] for r in cli_json(capsys, *runs, *db)[1]["runs"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from engine import connect
 from engine.testing.kit.test_select import dead
 from mcp_jobs.cli.entry import main
+from tests.support.fix_lines import command_words
 
 
 def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict[str, Any]]:
@@ -39,10 +39,7 @@ def test_retry_all_prints_the_plan_and_the_command_then_acts_with_yes(
     argv = ["jobs", "retry-all", "--error-code", "DRIVER_UNAVAILABLE", "--database-url", url]
     code, planned = _run(capsys, [*argv, "--json"])
     assert code == 0 and planned["mode"] == "plan" and planned["plan"]["matched"] == 1
-    words = shlex.split(planned["act_command"])
-    # The app environment an earlier import declared (SHOP_DB=…) leads the line: the program
-    # is the first word that is not an assignment.
-    command = words[words.index("mcp-jobs") :]
+    command = command_words(planned["act_command"])
     assert command[1] == "jobs" and "--yes" in command and url in command
     code, done = _run(capsys, [*command[1:], "--json"])
     assert code == 0 and done["outcome"]["acted_ids"] == [job]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shlex
 import socket
 import subprocess
 import sys
@@ -43,8 +42,7 @@ def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def words_of(fix: str) -> list[str]:
     """The arguments of a fix line after `mcp-jobs` (it may start with VAR=value assignments,
     and ends with the context flags it needs to run as given)."""
-    words = shlex.split(fix)
-    return words[words.index("mcp-jobs") + 1 :]
+    return command_words(fix)[1:]
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

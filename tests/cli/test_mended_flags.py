@@ -15,6 +15,7 @@ from mcp_jobs.cli.entry import main
 from mcp_jobs.cli.mend import mended, typed
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import FixContext
+from tests.support.fix_lines import command_words
 
 MENDED = [
     (["jobs", "ls", "--limit", "0"], ["--limit", "1"]),
@@ -29,9 +30,7 @@ MENDED = [
 
 
 def _command(fix: str) -> list[str]:
-    # Assignments an app declared may lead the line: the program is the first other word.
-    words = shlex.split(fix)
-    return words[words.index("mcp-jobs") + 1 :]
+    return command_words(fix)[1:]
 
 
 def _refused(

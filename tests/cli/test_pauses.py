@@ -3,13 +3,12 @@ pause held in the database for every process, and --tenant refused with a fix th
 
 from __future__ import annotations
 
-import shlex
-
 import anyio
 import pytest
 
 from engine import JobRegistry, connect
 from tests.cli.support import run
+from tests.support.fix_lines import command_words
 
 
 def stored(url: str) -> list[tuple[str, str, str | None]]:
@@ -63,8 +62,7 @@ def test_tenant_is_refused_with_a_fix_that_runs(
     code, refused = run(capsys, *argv)
     assert code == 1 and refused["error"]["code"] == "TENANT_SCOPE_EXCEEDED"
     assert stored(url) == []
-    words = refused["error"]["fix"].split()
-    fix = words[words.index("mcp-jobs") :]  # after any environment an imported app declares
+    fix = command_words(refused["error"]["fix"])
     assert fix[:4] == ["mcp-jobs", "queues", "pause", "mail"] and "--tenant" not in fix
     code, paused = run(capsys, *fix[1:])
     assert code == 0 and paused["ok"] is True
@@ -77,8 +75,7 @@ def test_naming_both_or_neither_is_refused_with_a_command_that_runs(
     db = ["--database-url", url]
     code, both = run(capsys, "queues", "pause", "mail", "--job", "greet", *db, "--json")
     assert code == 1 and both["error"]["code"] == "INVALID_ARGUMENT"
-    fix = shlex.split(both["error"]["fix"])
-    fix = fix[fix.index("mcp-jobs") + 1 :]  # after any NAME=value an imported app declares
+    fix = command_words(both["error"]["fix"])[1:]
     assert fix[:3] == ["queues", "pause", "mail"] and "--job" not in fix
     code, neither = run(capsys, "queues", "resume", *db, "--json")
     assert code == 1 and "jobs stats" in neither["error"]["fix"]

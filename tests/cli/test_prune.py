@@ -5,7 +5,6 @@ Audit events of no job go by the audit retention."""
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Any
 
 import anyio
@@ -82,8 +81,7 @@ def test_a_duration_past_ten_years_is_fixed_by_ten_years(
     code, bad = prune(capsys, url, "--dry-run", "--older-than", "4000d")
     fix = bad["error"]["fix"]
     assert code == 1 and "--older-than 3650d" in fix, fix
-    words = shlex.split(fix)  # after any NAME=value the fix sets for the app's declarations
-    argv = words[words.index("mcp-jobs") :]
+    argv = command_words(fix)
     assert argv[:3] == ["mcp-jobs", "db", "prune"]
     assert main([*argv[1:], "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["mode"] == "dry_run"

@@ -3,14 +3,13 @@ tool envelopes under --json, the new run in the text, a fix that runs, and the t
 
 from __future__ import annotations
 
-import shlex
-
 import anyio
 import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Retry, Worker, connect, job
 from tests.cli.support import run
+from tests.support.fix_lines import command_words
 
 
 class Item(BaseModel):
@@ -50,8 +49,7 @@ def test_retry_from_a_step_reruns_in_a_new_run(
     assert code == 1 and refused["error"]["code"] == "STEP_UNKNOWN"
     assert "pick, pack" in refused["error"]["cause"]
     # The fix may lead with an app's declared environment (fix_context): from `mcp-jobs` on.
-    fix = shlex.split(refused["error"]["fix"])
-    fix = fix[fix.index("mcp-jobs") + 1 :]
+    fix = command_words(refused["error"]["fix"])[1:]
     assert fix[:5] == ["jobs", "retry", job_id, "--from-step", "pick"]
     code, again = run(capsys, *fix, "--json")
     assert code == 0 and again["rerun_of"] == old_run

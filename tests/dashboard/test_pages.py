@@ -15,6 +15,7 @@ from mcp_jobs.dashboard.html import age
 from mcp_jobs.dashboard.pages import jobs as jobs_page
 from mcp_jobs.operations import inspect_job, list_jobs, queue_stats
 from tests.dashboard.support import XSS, Marks, Seeded, browse, dashboard_for
+from tests.support.fix_lines import command_words
 
 pytestmark = pytest.mark.drivers("memory", "sqlite", reason="the pages over two drivers suffice")
 
@@ -170,5 +171,4 @@ async def test_a_refused_value_shows_a_fix_that_runs(jobs: Jobs, seeded: Seeded)
         job_page = await http.get("/jobs/a%00b")
         fixes["mcp-jobs jobs ls --json"] = Marks(job_page.text).one("error-fix").text
     for want, fix in fixes.items():
-        words = shlex.split(fix)  # after any NAME=value an app imported earlier declares
-        assert shlex.join(words[words.index("mcp-jobs") :]).startswith(want), fix
+        assert shlex.join(command_words(fix)).startswith(want), fix

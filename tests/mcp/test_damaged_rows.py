@@ -5,7 +5,6 @@ pause whose details another program wrote still shows, and its fix lifts it."""
 
 from __future__ import annotations
 
-import shlex
 import sqlite3
 
 import anyio
@@ -17,6 +16,7 @@ from mcp_jobs.config import Settings
 from tests.dashboard.support import Marks, browse, dashboard_for
 from tests.mcp.conftest import OpenMcp
 from tests.sqlite.fix_runner import run_fix
+from tests.support.fix_lines import command_words
 
 pytestmark = pytest.mark.drivers("sqlite", reason="another program writes into the file")
 
@@ -141,8 +141,8 @@ async def test_a_pause_another_program_wrote_shows_and_its_fix_lifts_it(
             main, ["queues", "ls", "--database-url", database_url]
         )
         assert code == 0 and "mail" in capsys.readouterr().out
-        fix = shlex.split(finding["fix"])
-        assert await anyio.to_thread.run_sync(main, fix[fix.index("mcp-jobs") + 1 :]) == 0
+        fix = command_words(finding["fix"])[1:]
+        assert await anyio.to_thread.run_sync(main, fix) == 0
         (mail,) = (await mcp.ok("queue_stats", {"queues": ["mail"]}))["queues"]
         assert "paused" not in mail
     assert len(await jobs.driver.claim("w", 10, 60_000)) == 1

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 BINARY_ENV = "MCP_JOBS_TEST_NATS_SERVER"
 READY_TIMEOUT_S = 20.0
 
@@ -33,8 +35,6 @@ NO_BINARY = "no nats-server binary (apt-get install nats-server, or set MCP_JOBS
 
 def binary_or_skip() -> str:
     """The nats-server to run, or the test skipped saying how to get one."""
-    import pytest  # a test helper only: the module is imported by conftest as well
-
     found = server_binary()
     if found is None:
         pytest.skip(NO_BINARY)
