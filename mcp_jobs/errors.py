@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from engine.errors import NOTHING_NEAR, FlagMend, InvalidArgumentError, JobsError, short_repr
 from engine.extras import install_line, this_python, upgrade_line
+from mcp_jobs.incidents import INCIDENT_DIR_ENV, incident_dir
 from schemas.errors import NextCall
 
 # 32 random bytes as 64 hex digits, what `openssl rand -hex 32` prints.
@@ -166,11 +169,23 @@ class InternalError(JobsError):
     title = "the server failed unexpectedly"
     retry = "transient"
 
-    def __init__(self, where: str, correlation_id: str, call: NextCall | None = None) -> None:
+    def __init__(
+        self, where: str, correlation_id: str, kept: Path | None, call: NextCall | None = None
+    ) -> None:
+        """`kept`: the file holding the traceback (`mcp_jobs.incidents`), None when it could not
+        be written; the fix then sets a directory that can be, for the next one."""
+        if kept is not None:
+            cause = f"the traceback is in {kept}"
+            fix = f"cat {shlex.quote(str(kept))}"
+        else:
+            writable = Path(tempfile.gettempdir()) / "mcp-jobs-incidents"
+            cause = (
+                f"{incident_dir()} cannot be written, so the traceback is only in the server's log"
+            )
+            fix = f"export {INCIDENT_DIR_ENV}={shlex.quote(str(writable))}"
         super().__init__(
-            f"{where} failed with an unexpected error; the server log has the traceback under "
-            f"correlation id {correlation_id}",
-            f"grep {correlation_id} <mcp-jobs server log>",
+            f"{where} failed with an unexpected error (correlation id {correlation_id}); {cause}",
+            fix,
             next_call=call,
             details={"correlation_id": correlation_id},
         )

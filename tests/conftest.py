@@ -21,6 +21,15 @@ ALL_DRIVERS = ("memory", "sqlite", "postgres")
 PG_DSN_ENV = "MCP_JOBS_TEST_PG_DSN"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _incidents_kept_apart(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An unexpected failure a test provokes keeps its traceback under pytest's temp directory,
+    not in the user's state directory (servers started as subprocesses inherit it)."""
+    from mcp_jobs.incidents import INCIDENT_DIR_ENV
+
+    os.environ[INCIDENT_DIR_ENV] = str(tmp_path_factory.mktemp("incidents"))
+
+
 @pytest.fixture(params=ALL_DRIVERS)
 def driver_kind(request: pytest.FixtureRequest) -> str:
     kind: str = request.param

@@ -2,8 +2,8 @@
 
 An engine error (`JobsError`) keeps its code, cause and fix, also when a task group wrapped it.
 Anything else is a bug: it becomes `INTERNAL` with a correlation id, and the traceback goes to
-the server log under that id — never into the result, where it would leak internals and teach
-an agent nothing it can act on.
+the server log and a file of its own under that id (`mcp_jobs.incidents`, the fix's `cat`) —
+never into the result, where it would leak internals and teach an agent nothing it can act on.
 
 Whatever an error echoes of the caller's input is bounded here (`bounded`), whichever module
 built it: a 10 MB argument never comes back as a 20 MB answer.
@@ -18,6 +18,7 @@ import secrets
 from typing import Any
 
 from engine.errors import JobsError
+from mcp_jobs import incidents
 from mcp_jobs.errors import InternalError
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.models import Envelope
@@ -52,7 +53,8 @@ def error_payload(
         exc_info=exc,
         extra={"correlation_id": correlation_id},
     )
-    return InternalError(where, correlation_id, call).to_payload()
+    kept = incidents.record(where, correlation_id, exc)
+    return InternalError(where, correlation_id, kept, call).to_payload()
 
 
 def sole(exc: BaseException) -> BaseException:

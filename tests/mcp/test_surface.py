@@ -3,6 +3,7 @@ that mutate; argument errors come back as the tool's own envelope."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from mcp import Client, MCPError
 from mcp.types import INVALID_PARAMS
@@ -110,3 +111,9 @@ async def test_an_unexpected_crash_is_internal_with_a_logged_correlation_id(
     assert "Traceback" not in error["cause"]
     logged = [r for r in caplog.records if r.name == "mcp_jobs.server"]
     assert any(correlation_id in r.getMessage() and r.exc_info for r in logged)
+    # The fix shows the traceback, as given.
+    with anyio.fail_after(30):
+        shown = await anyio.run_process(error["fix"], check=False)
+    assert shown.returncode == 0, shown.stderr
+    assert f"correlation_id: {correlation_id}" in shown.stdout.decode()
+    assert "Traceback (most recent call last)" in shown.stdout.decode()
