@@ -432,7 +432,11 @@ class DatabaseUrlInvalidError(JobsError):
         *,
         schemes: Sequence[str] = (),
         fix: str = "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
+        answered: bool = False,
     ) -> None:
+        """`answered`: the server the URL names answered and refused it (a database, role or
+        password it lacks), which it may stop doing without the URL changing."""
+        self.answered = answered
         # The URL itself is never echoed: it may carry a password.
         head = url.split("://", 1)[0] if "://" in url else ""
         scheme = head if head.isascii() and head.replace("+", "").isalnum() else "(no scheme)"

@@ -1,6 +1,7 @@
 """`mcp-jobs serve` while the database does not answer: the server starts, its tools answer
 DRIVER_UNAVAILABLE (whose fix through MCP is `database_report`), and the schema is migrated
-once the database answers. A URL no driver can use still stops the start."""
+once the database answers. A URL no driver can use still stops the start (a URL the server
+refuses does not: tests/postgres/test_serve_refused.py)."""
 
 from __future__ import annotations
 

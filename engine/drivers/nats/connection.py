@@ -288,7 +288,9 @@ async def guard(fixes: Fixes) -> AsyncIterator[None]:
     except UNAVAILABLE as exc:
         if authorization_refused(exc):
             url_refused = f"{AUTHORIZATION_REFUSED} ({exc})"
-            raise DatabaseUrlInvalidError(fixes.url, url_refused, fix=fixes.unreachable) from exc
+            raise DatabaseUrlInvalidError(
+                fixes.url, url_refused, fix=fixes.unreachable, answered=True
+            ) from exc
         if storage_full(exc):
             detail = f"{type(exc).__name__}: {getattr(exc, 'description', None) or exc}"
             raise StorageFullError("nats", WHERE_FULL, detail, fixes.report) from exc

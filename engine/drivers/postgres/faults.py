@@ -178,10 +178,10 @@ def unavailable(
             f"every option it does not know to the server as a setting): {_detail(exc)}"
         )
         # The report names the option and says what to do with it.
-        return DatabaseUrlInvalidError(url, reason=reason, fix=report_fix(url))
+        return DatabaseUrlInvalidError(url, reason=reason, fix=report_fix(url), answered=True)
     if session_refused(exc):
         reason = f"the server refused the session it names: {_detail(exc)}"
-        return DatabaseUrlInvalidError(url, reason=reason, fix=report_fix(url))
+        return DatabaseUrlInvalidError(url, reason=reason, fix=report_fix(url), answered=True)
     refused = refused_value(exc)
     if refused is not None:
         return refused

@@ -139,7 +139,7 @@ def converted(exc: BaseException, url: str, fix: str) -> JobsError:
     holding another type, else DRIVER_UNAVAILABLE."""
     refused = url_refused(exc)
     if refused is not None:
-        return DatabaseUrlInvalidError(url, refused, fix=fix)
+        return DatabaseUrlInvalidError(url, refused, fix=fix, answered=True)
     if isinstance(exc, OutOfMemoryError):
         return StorageFullError("redis", "the server's memory (maxmemory)", str(exc), fix)
     if isinstance(exc, RedisError) and wrong_type(exc):
