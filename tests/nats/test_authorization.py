@@ -11,7 +11,7 @@ import pytest
 from engine import ManualClock
 from engine.drivers.nats import NatsDriver
 from engine.drivers.urls import redact, report_fix
-from engine.errors import JobsError
+from engine.errors import DatabaseUrlInvalidError, JobsError
 from tests.nats.server import NatsServer, binary_or_skip
 
 PASSWORD = "s3cret-Pa55"
@@ -49,6 +49,7 @@ async def test_a_refused_login_is_database_url_invalid_and_its_report_says_so(
     error = raised.value
     # Without credentials the server also closes the session: the refusal, not that reset.
     assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
+    assert isinstance(error, DatabaseUrlInvalidError) and error.answered  # serve keeps serving
     assert "the server refused the URL's user, password or token" in error.cause
     assert error.fix == report_fix(url)
     assert not report.reachable

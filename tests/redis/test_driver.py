@@ -15,7 +15,7 @@ from engine import JobRegistry, Jobs, ManualClock, Worker, connect
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.urls import report_fix
-from engine.errors import JobDuplicateError, JobsError
+from engine.errors import DatabaseUrlInvalidError, JobDuplicateError, JobsError
 from engine.rate_limits import RateTake
 from engine.retention import DAY_MS, DEFAULT_POLICY, Policy, plan
 from schemas.errors import ErrorPayload
@@ -200,6 +200,7 @@ async def test_a_url_the_server_refuses_is_database_url_invalid(
         await driver.close()
     error = raised.value
     assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
+    assert isinstance(error, DatabaseUrlInvalidError) and error.answered  # serve keeps serving
     assert said in error.cause
     assert error.fix == report_fix(url)
     assert not report.reachable
@@ -521,6 +522,7 @@ def test_a_url_redis_could_not_use_is_refused_before_connecting(url: str) -> Non
     with pytest.raises(JobsError) as raised:
         open_driver(url)
     assert raised.value.code == "DATABASE_URL_INVALID"
+    assert isinstance(raised.value, DatabaseUrlInvalidError) and not raised.value.answered
 
 
 def test_the_prefix_comes_from_the_url_or_the_option() -> None:
