@@ -434,8 +434,9 @@ class DatabaseUrlInvalidError(JobsError):
         fix: str = "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
         answered: bool = False,
     ) -> None:
-        """`answered`: the server the URL names answered and refused it (a database, role or
-        password it lacks), which it may stop doing without the URL changing."""
+        """`answered`: what the URL names was reached and refused it (a database, role or
+        password the server lacks; a file where the SQLite path needs a directory), which may
+        change without the URL changing."""
         self.answered = answered
         # The URL itself is never echoed: it may carry a password.
         head = url.split("://", 1)[0] if "://" in url else ""

@@ -15,7 +15,7 @@ from engine.drivers import DATABASE_URL_ENV
 from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.library import sqlite3
-from engine.errors import JobsError
+from engine.errors import DatabaseUrlInvalidError, JobsError
 from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.jobs import JobFilter
 from tests.sqlite.enqueues import request
@@ -105,16 +105,56 @@ async def test_sqlite_errors_become_driver_unavailable_with_the_cause_chained(
     assert (await driver.enqueue([request(1)]))[0].deduped is False
 
 
-async def test_a_file_that_cannot_be_opened_is_a_typed_error(
+async def _migrate_refused(path: Path, clock: ManualClock) -> JobsError:
+    d = SqliteDriver(str(path), clock=clock)
+    try:
+        with pytest.raises(JobsError) as raised:
+            await d.migrate()
+    finally:
+        await d.close()
+    return raised.value
+
+
+async def _shown(fix: str) -> str:
+    with anyio.fail_after(30):
+        done = await anyio.run_process(fix, check=False)
+    assert done.returncode == 0, (fix, done.stderr)
+    return done.stdout.decode()
+
+
+async def test_a_url_naming_a_directory_is_refused_not_waited_on(
     tmp_path: Path, clock: ManualClock
 ) -> None:
+    """Before, DRIVER_UNAVAILABLE: an agent retried it and a starting worker waited for ever."""
     (tmp_path / "taken").mkdir()
-    d = SqliteDriver(str(tmp_path / "taken"), clock=clock)
-    with pytest.raises(JobsError) as raised:
-        await d.migrate()
-    await d.close()
-    assert raised.value.code == "DRIVER_UNAVAILABLE"
-    assert isinstance(raised.value.__cause__, sqlite3.Error)
+    error = await _migrate_refused(tmp_path / "taken", clock)
+    assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
+    assert isinstance(error, DatabaseUrlInvalidError) and error.answered  # serve keeps serving
+    assert f"{tmp_path / 'taken'} is a directory" in error.cause
+    assert isinstance(error.__cause__, sqlite3.Error)
+    assert (await _shown(error.fix)).startswith("d")  # ls -ld of the directory
+
+
+@pytest.mark.parametrize("under", ["jobs.db", "deeper/jobs.db"])
+async def test_a_file_where_the_path_needs_a_directory_is_refused_and_named(
+    tmp_path: Path, clock: ManualClock, under: str
+) -> None:
+    blocker = tmp_path / "it's a file"
+    blocker.write_text("not a directory")
+    error = await _migrate_refused(blocker / under, clock)
+    assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
+    assert isinstance(error, DatabaseUrlInvalidError) and error.answered
+    assert f"{blocker} is a file, not a directory" in error.cause
+    assert blocker.read_text() == "not a directory"  # nothing stored was touched
+    shown = await _shown(error.fix)
+    assert shown.startswith("-") and shown.rstrip().endswith(str(blocker))
+
+
+async def test_a_file_sqlite_cannot_open_for_another_reason_stays_unavailable(
+    clock: ManualClock,
+) -> None:
+    error = await _migrate_refused(Path("/proc/mcp-jobs-test.db"), clock)  # no file is made there
+    assert (error.code, error.retryable) == ("DRIVER_UNAVAILABLE", True)
 
 
 async def test_a_write_lock_held_by_another_connection_is_waited_out(

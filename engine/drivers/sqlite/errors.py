@@ -3,8 +3,9 @@
 `convert` is where a sqlite3 (or binding) failure becomes a typed error, with the one command
 most likely to help: a full disk is STORAGE_FULL, a value the database refused is
 INVALID_ARGUMENT (terminal: the same value fails the same way every time), a damaged file, one
-that is no database or a row another program wrote is STORE_DAMAGED (terminal too), and only a
-locked, unreadable or unmigrated file is DRIVER_UNAVAILABLE. Classified by SQLite's result code,
+that is no database or a row another program wrote is STORE_DAMAGED (terminal too), a path that
+names a directory or runs through a file is DATABASE_URL_INVALID, and only a locked, unreadable
+or unmigrated file is DRIVER_UNAVAILABLE. Classified by SQLite's result code,
 never by message text. A dedupe index other than schema.sql declares is DRIVER_UNAVAILABLE too
 (`live_key_broken`), found by reading the schema. Every fix runs where only Python is installed.
 """
@@ -27,6 +28,7 @@ from engine.drivers.sqlite.library import (
 from engine.drivers.sqlite.migrate import declared_statement
 from engine.drivers.urls import migrate_fix
 from engine.errors import (
+    DatabaseUrlInvalidError,
     DriverUnavailableError,
     InvalidArgumentError,
     JobsError,
@@ -47,6 +49,8 @@ _ACCESS_CODES = (
 )
 _DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+# What makedirs meets when a file stands where a directory of the path should be.
+_IN_THE_WAY = (errno.EEXIST, errno.ENOTDIR)
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -181,7 +185,44 @@ def convert(path: str, exc: BaseException) -> JobsError:
         return SqliteValueRefusedError(path, "a value its schema does not accept", detail, fix)
     if code in _DAMAGE_CODES:
         return _damaged(path, code, f"{name}: {exc}")
+    if code == sqlite3.SQLITE_CANTOPEN or (isinstance(exc, OSError) and exc.errno in _IN_THE_WAY):
+        in_the_way = _path_refused(path)
+        if in_the_way is not None:
+            return in_the_way
     return DriverUnavailableError("sqlite", f"{path}: {name}: {exc}", _unavailable_fix(path, exc))
+
+
+def _path_refused(path: str) -> DatabaseUrlInvalidError | None:
+    """DATABASE_URL_INVALID when the URL's path cannot be a database file as things stand: it
+    names a directory, or a file stands where one of its directories should be. No retry helps
+    (DRIVER_UNAVAILABLE would have a worker wait for ever); moving that file or directory does,
+    with the URL unchanged, hence `answered`: `serve` keeps serving the refusal meanwhile."""
+    if os.path.isdir(path):
+        shown = path
+        reason = (
+            f"{path} is a directory; the URL's path names the database file itself "
+            "(sqlite:///DIR/jobs.db)"
+        )
+    else:
+        blocker = _file_in_the_way(os.path.dirname(os.path.abspath(path)))
+        if blocker is None:
+            return None
+        shown = blocker
+        reason = f"{blocker} is a file, not a directory, so {path} cannot be made under it"
+    return DatabaseUrlInvalidError(
+        f"sqlite:///{path}", reason=reason, fix=f"ls -ld {shlex.quote(shown)}", answered=True
+    )
+
+
+def _file_in_the_way(directory: str) -> str | None:
+    """The nearest existing ancestor of `directory` (itself included) when it is no directory."""
+    while True:
+        if os.path.lexists(directory):
+            return None if os.path.isdir(directory) else directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
 
 
 def _damaged(path: str, code: int, detail: str) -> StoreDamagedError:
