@@ -19,6 +19,7 @@ from engine.errors import DatabaseUrlInvalidError, JobsError
 from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.jobs import JobFilter
 from tests.sqlite.enqueues import request
+from tests.sqlite.opening import migrate_refused
 
 
 class Item(BaseModel):
@@ -105,16 +106,6 @@ async def test_sqlite_errors_become_driver_unavailable_with_the_cause_chained(
     assert (await driver.enqueue([request(1)]))[0].deduped is False
 
 
-async def _migrate_refused(path: Path, clock: ManualClock) -> JobsError:
-    d = SqliteDriver(str(path), clock=clock)
-    try:
-        with pytest.raises(JobsError) as raised:
-            await d.migrate()
-    finally:
-        await d.close()
-    return raised.value
-
-
 async def _shown(fix: str) -> str:
     with anyio.fail_after(30):
         done = await anyio.run_process(fix, check=False)
@@ -127,7 +118,7 @@ async def test_a_url_naming_a_directory_is_refused_not_waited_on(
 ) -> None:
     """Before, DRIVER_UNAVAILABLE: an agent retried it and a starting worker waited for ever."""
     (tmp_path / "taken").mkdir()
-    error = await _migrate_refused(tmp_path / "taken", clock)
+    error = await migrate_refused(tmp_path / "taken", clock)
     assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
     assert isinstance(error, DatabaseUrlInvalidError) and error.answered  # serve keeps serving
     assert f"{tmp_path / 'taken'} is a directory" in error.cause
@@ -141,7 +132,7 @@ async def test_a_file_where_the_path_needs_a_directory_is_refused_and_named(
 ) -> None:
     blocker = tmp_path / "it's a file"
     blocker.write_text("not a directory")
-    error = await _migrate_refused(blocker / under, clock)
+    error = await migrate_refused(blocker / under, clock)
     assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
     assert isinstance(error, DatabaseUrlInvalidError) and error.answered
     assert f"{blocker} is a file, not a directory" in error.cause
@@ -153,7 +144,7 @@ async def test_a_file_where_the_path_needs_a_directory_is_refused_and_named(
 async def test_a_file_sqlite_cannot_open_for_another_reason_stays_unavailable(
     clock: ManualClock,
 ) -> None:
-    error = await _migrate_refused(Path("/proc/mcp-jobs-test.db"), clock)  # no file is made there
+    error = await migrate_refused(Path("/proc/mcp-jobs-test.db"), clock)  # no file is made there
     assert (error.code, error.retryable) == ("DRIVER_UNAVAILABLE", True)
 
 

@@ -22,6 +22,7 @@ from schemas.errors import ErrorPayload
 from schemas.jobs import EnqueueRequest, JobFilter, NackOptions
 from schemas.steps import StepRecord
 from tests.sqlite.fix_runner import run_fix
+from tests.sqlite.opening import migrate_refused
 from tests.support.damaged_ledgers import (
     Overwrite,
     check_a_wait_fails_on_a_damaged_event,
@@ -136,16 +137,11 @@ async def test_a_file_that_is_not_a_database_is_damaged_and_names_the_integrity_
 ) -> None:
     path = tmp_path / "jobs.db"
     path.write_bytes(b"this is not a database file, whatever its name says" * 100)
-    d = SqliteDriver(str(path), clock=clock)
-    try:
-        with pytest.raises(JobsError) as raised:
-            await d.migrate()
-    finally:
-        await d.close()
+    error = await migrate_refused(path, clock)
     # Terminal: waiting does not make the file a database.
-    assert (raised.value.code, raised.value.retryable) == ("STORE_DAMAGED", False)
-    assert "is not an SQLite database" in raised.value.cause
-    fix = raised.value.fix
+    assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+    assert "is not an SQLite database" in error.cause
+    fix = error.fix
     assert fix.startswith("python3 -c ") and "PRAGMA integrity_check" in fix
     ran = await run_fix(fix)
     # It runs, and says what is wrong with the file (a sound database prints "ok").
