@@ -146,6 +146,9 @@ async def test_a_file_sqlite_cannot_open_for_another_reason_stays_unavailable(
 ) -> None:
     error = await migrate_refused(Path("/proc/mcp-jobs-test.db"), clock)  # no file is made there
     assert (error.code, error.retryable) == ("DRIVER_UNAVAILABLE", True)
+    # Only what exists is listed, so the line succeeds (was `ls -ld /proc /proc/…`: exit 2).
+    assert error.fix == "ls -ld /proc"
+    assert (await _shown(error.fix)).startswith("d")
 
 
 async def test_a_write_lock_held_by_another_connection_is_waited_out(

@@ -204,8 +204,8 @@ def _path_refused(path: str) -> DatabaseUrlInvalidError | None:
             "(sqlite:///DIR/jobs.db)"
         )
     else:
-        blocker = _file_in_the_way(os.path.dirname(os.path.abspath(path)))
-        if blocker is None:
+        blocker = _nearest_existing(os.path.dirname(os.path.abspath(path)))
+        if blocker is None or os.path.isdir(blocker):
             return None
         shown = blocker
         reason = f"{blocker} is a file, not a directory, so {path} cannot be made under it"
@@ -214,15 +214,14 @@ def _path_refused(path: str) -> DatabaseUrlInvalidError | None:
     )
 
 
-def _file_in_the_way(directory: str) -> str | None:
-    """The nearest existing ancestor of `directory` (itself included) when it is no directory."""
-    while True:
-        if os.path.lexists(directory):
-            return None if os.path.isdir(directory) else directory
+def _nearest_existing(directory: str) -> str | None:
+    """`directory`, or its nearest ancestor that exists (a file, where one is in the way)."""
+    while not os.path.lexists(directory):
         parent = os.path.dirname(directory)
         if parent == directory:
             return None
         directory = parent
+    return directory
 
 
 def _damaged(path: str, code: int, detail: str) -> StoreDamagedError:
@@ -268,12 +267,15 @@ def undecodable(path: str, exc: UndecodableRow) -> StoreDamagedError:
 
 def _unavailable_fix(path: str, exc: BaseException) -> str:
     code = primary_code(exc)
-    quoted = shlex.quote(path)
     directory = shlex.quote(os.path.dirname(os.path.abspath(path)))
     if code in _BUSY_CODES:
         return python_holders(path)  # who has the file open, so who may hold the lock
     if code in _ACCESS_CODES or isinstance(exc, OSError):
-        return f"ls -ld {directory} {quoted}"
+        # Only what exists, so the line succeeds and shows the modes in the way.
+        shown = [_nearest_existing(os.path.dirname(os.path.abspath(path))) or "/"]
+        if os.path.lexists(path):
+            shown.append(path)
+        return "ls -ld " + " ".join(shlex.quote(p) for p in shown)
     if code == sqlite3.SQLITE_IOERR:
         return f"df -h {directory}"
     if code is None:
