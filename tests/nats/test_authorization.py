@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import anyio
 import pytest
 
 from engine import ManualClock
 from engine.drivers.nats import NatsDriver
-from engine.drivers.urls import redact, report_fix
-from engine.errors import DatabaseUrlInvalidError, JobsError
+from engine.drivers.urls import redact
 from tests.nats.server import NatsServer, binary_or_skip
+from tests.support.url_refusals import check_answered_refusal, refused_and_reported
 
 PASSWORD = "s3cret-Pa55"
 
@@ -38,20 +37,10 @@ async def test_a_refused_login_is_database_url_invalid_and_its_report_says_so(
     guarded: NatsServer, clock: ManualClock, login: str
 ) -> None:
     url = _url(guarded, login)
-    driver = NatsDriver(url, clock=clock)
-    try:
-        with anyio.fail_after(30), pytest.raises(JobsError) as raised:
-            await driver.migrate()
-        with anyio.fail_after(30):
-            report = await driver.server_report()
-    finally:
-        await driver.close()
-    error = raised.value
+    error, report = await refused_and_reported(NatsDriver(url, clock=clock))
     # Without credentials the server also closes the session: the refusal, not that reset.
-    assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
-    assert isinstance(error, DatabaseUrlInvalidError) and error.answered  # serve keeps serving
+    check_answered_refusal(error, url)
     assert "the server refused the URL's user, password or token" in error.cause
-    assert error.fix == report_fix(url)
     assert not report.reachable
     assert report.lines == [
         f"server: nats://127.0.0.1:{guarded.port} answered and refused "

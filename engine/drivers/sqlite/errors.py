@@ -267,17 +267,17 @@ def undecodable(path: str, exc: UndecodableRow) -> StoreDamagedError:
 
 def _unavailable_fix(path: str, exc: BaseException) -> str:
     code = primary_code(exc)
-    directory = shlex.quote(os.path.dirname(os.path.abspath(path)))
+    directory = os.path.dirname(os.path.abspath(path))
     if code in _BUSY_CODES:
         return python_holders(path)  # who has the file open, so who may hold the lock
     if code in _ACCESS_CODES or isinstance(exc, OSError):
         # Only what exists, so the line succeeds and shows the modes in the way.
-        shown = [_nearest_existing(os.path.dirname(os.path.abspath(path))) or "/"]
+        shown = [_nearest_existing(directory) or "/"]
         if os.path.lexists(path):
             shown.append(path)
         return "ls -ld " + " ".join(shlex.quote(p) for p in shown)
     if code == sqlite3.SQLITE_IOERR:
-        return f"df -h {directory}"
+        return f"df -h {shlex.quote(directory)}"
     if code is None:
         # Not SQLite's result but sqlite3's own misuse check: a bug in this build.
         return upgrade_line()
