@@ -19,10 +19,10 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 import anyio
 import pytest
@@ -46,6 +46,9 @@ DRAIN_TIMEOUT_S = 120
 FIGURES_ENV = "MCP_JOBS_NATS_FAULT_FIGURES"
 # Between attempts while the server is away: a retry pace, not a wait for time to pass.
 RETRY_PAUSE_S = 0.05
+ELECTION_TIMEOUT_S = 60
+ELECTION_POLL_S = 0.2
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -119,8 +122,20 @@ async def drain(driver: NatsDriver, clock: ManualClock, fault: Callable[[], None
 async def _settled(driver: NatsDriver, run: Drain) -> None:
     """Every acknowledged ack is there, and every job is done."""
     for job_id in sorted(run.acked):
-        assert (await driver.get(job_id)).state == "done", job_id
-    assert await _done(driver) == JOBS
+        job = await _answered(lambda job_id=job_id: driver.get(job_id))
+        assert job.state == "done", job_id
+    assert await _answered(lambda: _done(driver)) == JOBS
+
+
+async def _answered(read: Callable[[], Awaitable[T]]) -> T:
+    """`read`'s answer, asked again while the cluster answers 503 (DRIVER_UNAVAILABLE, which is
+    retryable): until JetStream has elected its leaders, at first or after a node was killed."""
+    with anyio.fail_after(ELECTION_TIMEOUT_S):
+        while True:
+            try:
+                return await read()
+            except DriverUnavailableError:
+                await asyncio.sleep(ELECTION_POLL_S)
 
 
 def _record(name: str, run: Drain, **extra: object) -> None:
@@ -143,13 +158,8 @@ def _record(name: str, run: Drain, **extra: object) -> None:
 
 async def _open(url: str, clock: ManualClock) -> NatsDriver:
     driver = cast(NatsDriver, open_driver(url, clock=clock))
-    with anyio.fail_after(60):
-        while True:  # a cluster answers 503 until JetStream has elected its leaders
-            try:
-                await driver.migrate()
-                return driver
-            except DriverUnavailableError:
-                await asyncio.sleep(0.2)
+    await _answered(driver.migrate)
+    return driver
 
 
 @pytest.fixture
