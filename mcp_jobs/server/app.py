@@ -96,8 +96,10 @@ class JobsServer(MCPServer[AppState]):
         tool = self._tool_manager.get_tool(name)
         if tool is None:
             raise MCPError(INVALID_PARAMS, self._unknown_tool(name), {"tool": name})
+        # As the strict model reads them (5.0 for an integer is 5), for the fixes of a refusal.
+        read = tool.fn_metadata.pre_parse_json(arguments)
         try:
-            with calling(tool, arguments):
+            with calling(tool, read):
                 return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(
@@ -105,7 +107,7 @@ class JobsServer(MCPServer[AppState]):
             ):
                 raise
             # The strict model (`server.arguments`) refused them, before the tool ran.
-            return tool_failure(refusal(tool, arguments, exc.__cause__), where=f"tool {name}")
+            return tool_failure(refusal(tool, read, exc.__cause__), where=f"tool {name}")
 
     def _unknown_tool(self, name: str) -> str:
         known = sorted(t.name for t in self._tool_manager.list_tools())

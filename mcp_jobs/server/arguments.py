@@ -1,8 +1,9 @@
 """Tool arguments, validated strictly for every tool in one place.
 
 `make_strict` swaps each registered tool's argument model for a strict copy of itself: a JSON
-boolean only for a boolean (never "yes", "true" or 1), a JSON integer only for an integer (never
-"5" or 5.0), no text parsed as a number or as JSON, and no argument the tool does not declare.
+boolean only for a boolean (never "yes", "true" or 1), a JSON number with no fraction only for an
+integer (5 or 5.0, as JSON Schema counts them, never "5" or 5.5), no text parsed as a number or as
+JSON, and no argument the tool does not declare.
 `refusal` turns what the check found into the error an agent can act on: a range breach is
 INVALID_ARGUMENT naming the argument and its range, or LIMIT_EXCEEDED when the bound is this
 server's cap (marked `ServerCap`); anything else is TOOL_ARGUMENTS_INVALID, each entry saying
@@ -44,10 +45,20 @@ class ServerCap:
 class StrictArguments(FuncMetadata):
     """The SDK's argument handling minus its one coercion: it parses a string argument as JSON
     when the parameter is not a str (`"[\\"failed\\"]"` became a list). Here a string stays a
-    string, and the strict model refuses it where a list or an object is declared."""
+    string, and the strict model refuses it where a list or an object is declared.
+
+    An integer argument sent as 5.0 is taken as 5: the published schema's "integer" admits it
+    (JSON Schema counts any number with no fraction), and a client that checks its call against
+    that schema, or whose JSON library writes every number as a float, sends it so."""
+
+    whole_numbers: frozenset[str] = frozenset()
 
     def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
-        return data
+        if not isinstance(data, dict) or not any(
+            isinstance(data.get(name), float) for name in self.whole_numbers
+        ):
+            return data
+        return {name: _whole(v) if name in self.whole_numbers else v for name, v in data.items()}
 
 
 def make_strict(tools: Iterable[Tool]) -> None:
@@ -67,11 +78,30 @@ def make_strict(tools: Iterable[Tool]) -> None:
             },
         )
         tool.fn_metadata = StrictArguments(
+            whole_numbers=_integer_arguments(tool.parameters),
             arg_model=strict,
             output_schema=meta.output_schema,
             output_model=meta.output_model,
             wrap_output=meta.wrap_output,
         )
+
+
+def _integer_arguments(parameters: Mapping[str, Any]) -> frozenset[str]:
+    return frozenset(
+        name
+        for name, schema in parameters.get("properties", {}).items()
+        if "integer" in _kinds(schema) and "number" not in _kinds(schema)
+    )
+
+
+def _kinds(schema: Mapping[str, Any]) -> set[Any]:
+    return {variant.get("type") for variant in schema.get("anyOf", [schema])}
+
+
+def _whole(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def takes(schema: Mapping[str, Any]) -> str:
@@ -241,7 +271,8 @@ class _Mended:
         nearest end, and any other mended value still refused becomes a placeholder."""
         for _ in range(2):
             try:
-                self.tool.fn_metadata.arg_model.model_validate(self.arguments)
+                meta = self.tool.fn_metadata
+                meta.arg_model.model_validate(meta.pre_parse_json(self.arguments))
             except ValidationError as exc:
                 for e in exc.errors(include_url=False):
                     name = str(e["loc"][0]) if e["loc"] else ""
@@ -282,11 +313,9 @@ class _Mended:
 
 
 def _as_intended(schema: Mapping[str, Any], value: Any) -> Any:
-    """`value` as the value of a kind `schema` takes that it plainly means ("5" or 5.0 for an
-    integer, "true" for a boolean, JSON text of a list or an object), else _MISSING."""
-    kinds = {v.get("type") for v in schema.get("anyOf", [schema])}
-    if isinstance(value, float) and "integer" in kinds and value.is_integer():
-        return int(value)
+    """`value` as the value of a kind `schema` takes that it plainly means ("5" for an integer,
+    "true" for a boolean, JSON text of a list or an object), else _MISSING."""
+    kinds = _kinds(schema)
     if not isinstance(value, str):
         return _MISSING
     if kinds & {"integer", "number"}:
@@ -352,7 +381,7 @@ def _nearest(error: Mapping[str, Any]) -> Any:
 
 def _placeholder(schema: Mapping[str, Any], name: str) -> Any:
     variants = schema.get("anyOf", [schema])
-    kinds = {s.get("type") for s in variants}
+    kinds = _kinds(schema)
     if "object" in kinds:
         return {}
     if "boolean" in kinds:

@@ -61,7 +61,7 @@ def _wrong_values(schema: dict[str, Any]) -> list[Any]:
     if "boolean" in kinds:
         wrong += ["yes", "true", 1, 0]
     if "integer" in kinds:
-        wrong += ["5", 5.0, True]
+        wrong += ["5", 5.5, True]
     elif "number" in kinds:
         wrong += ["5", True]
     if "array" in kinds:
@@ -98,6 +98,44 @@ async def test_every_argument_of_every_tool_is_strict(open_mcp: OpenMcp, jobs: J
     # write, force, include_cancelled, pending_only, prune's write; the limits; input; state …
     assert checked >= 40
     assert (await jobs.list()).jobs == []
+
+
+async def test_a_whole_number_sent_as_a_float_is_taken_as_the_integer(
+    open_mcp: OpenMcp, jobs: Jobs, clock: ManualClock
+) -> None:
+    """JSON Schema's "integer" admits 5.0, and so does every integer argument: a client that
+    checks its call against the published schema, or writes every number as a float, is not
+    refused for the type. 5.5 still is; a range breach or an engine refusal of such a value is
+    mended as the integer."""
+    job = await jobs.enqueue("greet", {"user_id": 1})
+    checked = 0
+    async with open_mcp() as mcp:
+        for tool, schema in (await _schemas(mcp)).items():
+            for argument, prop in schema["properties"].items():
+                kinds = _kinds(prop)
+                if "integer" not in kinds:
+                    continue
+                bounds = next(s for s in prop.get("anyOf", [prop]) if s.get("type") != "null")
+                value = float(bounds["minimum"])
+                answer = await mcp.call(tool, _call(schema, argument, value))
+                code = answer.data.get("error", {}).get("code")
+                assert code not in ARGUMENT_REFUSALS, (tool, argument, answer.data)
+                checked += 1
+        assert checked >= 8
+        listed = await mcp.ok("list_jobs", {"limit": 1.0})
+        assert [j["id"] for j in listed["jobs"]] == [job.id]
+        over = await mcp.fails("list_jobs", {"limit": 500.0}, "LIMIT_EXCEEDED")
+        assert over["next_call"] == {"tool": "list_jobs", "arguments": {"limit": 200}}, over
+        # The engine refuses a run_at past its moving bound: the fix is the call at that bound.
+        later = clock.now_ms() + MAX_DELAY_MS
+        greet = {"name": "greet", "input": {"user_id": 2}}
+        given = {**greet, "run_at": float(later + 60_000)}
+        error = await mcp.fails("enqueue_job", given, "INVALID_ARGUMENT")
+        call = {**greet, "run_at": later}
+        assert error["next_call"] == {"tool": "enqueue_job", "arguments": call}, error
+        error = await mcp.fails("list_jobs", {"limit": 2.5}, "TOOL_ARGUMENTS_INVALID")
+        assert "next_call" not in error and "a whole number" in error["cause"]
+    assert [j.id for j in (await jobs.list()).jobs] == [job.id]
 
 
 async def test_yes_is_not_true_and_nothing_is_written(
@@ -181,13 +219,12 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
     jobs: Jobs, open_mcp: OpenMcp
 ) -> None:
     """TOOL_ARGUMENTS_INVALID's fix is the caller's own call: a value whose kind is plain ("5"
-    for a whole number, 5.0, "true", a list sent as JSON text) mended, and its next_call runs;
+    for a whole number, "true", a list sent as JSON text) mended, and its next_call runs;
     anything else a "<name>" slot (so no next_call), an unknown argument dropped (it may have
     been meant as another: no next_call either)."""
     job = await jobs.enqueue("greet", {"user_id": 1})
     mended = [
         ("inspect_job", {"job_id": job.id, "steps_limit": "5"}, {"steps_limit": 5}),
-        ("inspect_job", {"job_id": job.id, "events_limit": 5.0}, {"events_limit": 5}),
         ("inspect_job", {"job_id": job.id, "steps_limit": "0"}, {"steps_limit": 1}),
         ("list_jobs", {"state": '["ready"]', "limit": "2"}, {"state": ["ready"], "limit": 2}),
     ]
