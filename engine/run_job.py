@@ -191,15 +191,20 @@ async def execute(
             park_reason="unknown_name",
         )
     if record.attempt > record.max_attempts:
-        # Only a lease that kept expiring gets here: the body never got to report a failure.
+        # A lease that kept expiring gets here (the body never got to report a failure), or a
+        # max_attempts lowered by hand below the runs the job already had.
         lost = JobSlotLostError(record.id).to_payload()
-        error = lost.model_copy(
-            update={
-                "cause": f"the lease of job {record.id} expired on each of its "
-                f"{record.max_attempts} attempts; the workers running it died",
-                "retryable": False,
-            }
-        )
+        if record.attempt == record.max_attempts + 1:
+            cause = (
+                f"the lease of job {record.id} expired on each of its {record.max_attempts} "
+                "attempts; the workers running it died"
+            )
+        else:
+            cause = (
+                f"job {record.id} was claimed for attempt {record.attempt}, past the "
+                f"{record.max_attempts} its row allows (max_attempts was lowered after it ran)"
+            )
+        error = lost.model_copy(update={"cause": cause, "retryable": False})
         return await settle(NackOptions(error=error, dead_letter=True), "dead", error=error)
     try:
         job_input = definition.input_model.model_validate(record.input)

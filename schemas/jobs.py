@@ -77,8 +77,10 @@ class JobRecord(BaseModel):
     idempotency_key: str
     input: dict[str, Any]
     state: JobState
-    attempt: int
-    max_attempts: int
+    # The runs begun, 0 until claimed; a claim may take it one past max_attempts (a lease that
+    # kept expiring), and that run settles it dead without running the body.
+    attempt: int = Field(ge=0)
+    max_attempts: int = Field(ge=1)
     run_at: int
     # When the job last started waiting to run: enqueue (or its due time), a retry's due time.
     # A shed does not move it, so the oldest-ready age keeps growing under saturation (rule 7).

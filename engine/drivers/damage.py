@@ -10,6 +10,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, TypeVar
 
+from pydantic import ValidationError
+
 from engine import rules
 from engine.errors import StoreDamagedError
 from schemas.jobs import DamagedJob, JobRecord, NackOptions
@@ -23,6 +25,11 @@ logger = logging.getLogger(__name__)
 # and pydantic's ValidationError are ValueErrors, a missing field a KeyError, a wrong type a
 # TypeError.
 UNDECODABLE = (ValueError, KeyError, TypeError)
+
+# The columns of a job's row that a damaged row's fix prints as stored: those a value of the
+# wrong shape can sit in (JSON), and the counts the record bounds (schemas.jobs).
+JOB_JSON_COLUMNS = ("input", "output", "last_error", "progress")
+JOB_COUNT_COLUMNS = ("attempt", "max_attempts")
 
 
 class UndecodableRow(Exception):
@@ -47,7 +54,7 @@ class UndecodableRow(Exception):
             where = f"inbound event {name}"
         else:
             where = owner if kind == "job" else f"{owner}, {kind} {name!r}"
-        super().__init__(f"{where}: {type(exc).__name__}: {str(exc)[:200]}")
+        super().__init__(f"{where}: {reason(exc)}")
         self.job_id = job_id
         self.run_id = run_id
         self.kind = kind
@@ -154,8 +161,21 @@ def _log_once(named: str, exc: BaseException) -> None:
         if len(_LOGGED) >= _LOGGED_MOST:
             _LOGGED.clear()
         _LOGGED.add(named)
-        logger.error("%s cannot be read, left as stored: %s", named, _reason(exc))
+        logger.error("%s cannot be read, left as stored: %s", named, reason(exc))
 
 
-def _reason(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}" if str(exc) else repr(exc)
+def reason(exc: BaseException) -> str:
+    """Why a stored value could not be read, on one line: `TypeName: what is wrong`."""
+    return f"{type(exc).__name__}: {_reason_text(exc)[:200]}" if str(exc) else repr(exc)
+
+
+def _reason_text(exc: BaseException) -> str:
+    """Pydantic's errors as `field: message` (its own text spans lines and ends each with a
+    link to its docs), anything else its first line."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or exc.title}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        )
+    lines = str(exc).splitlines()
+    return lines[0] if lines else ""

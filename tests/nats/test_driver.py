@@ -494,6 +494,33 @@ async def test_a_job_key_another_program_wrote_is_damage_and_the_rest_goes_on(
         await reader.close()
 
 
+@pytest.mark.parametrize(("field", "value"), [("max_attempts", 0), ("attempt", -5)])
+async def test_counts_no_job_can_have_are_damage_and_the_rest_goes_on(
+    nats_driver: NatsDriver, clock: ManualClock, field: str, value: int
+) -> None:
+    """A job document whose count another program set to one no job can have: it ran with
+    attempt -4, or went dead as if its lease had expired on each of its 0 attempts. Now it is
+    damage naming the field, and the jobs beside it are claimed."""
+    made = await nats_driver.enqueue([_request(n, clock.now_ms()) for n in (1, 2, 3)])
+    first, damaged, third = (m.id for m in made)
+    store = await nats_driver._open()  # pyright: ignore[reportPrivateUsage]
+    entry = await store.kv.get(keys.job(damaged))
+    assert entry.value is not None
+    doc = json.loads(entry.value)
+    doc["record"][field] = value
+    await store.kv.put(keys.job(damaged), dumps(doc))
+
+    with pytest.raises(JobsError) as raised:
+        await nats_driver.get(damaged)
+    error = raised.value
+    assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+    assert f"{field}: Input should be greater than or equal to" in error.cause, error.cause
+    claimed = await nats_driver.claim("w", 5, 60_000)
+    assert sorted(c.record.id for c in claimed) == sorted([first, third])
+    output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
+    assert f'"{field}":{value}' in output, output
+
+
 @pytest.fixture
 def nats_driver(jobs: Jobs) -> NatsDriver:
     return cast(NatsDriver, jobs.driver)

@@ -22,7 +22,17 @@ from tests.support.damaged_ledgers import (
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place
 from tests.support.fix_lines import run_fix
 
+# An edit the driver never makes, and the line of the fix that shows the column as stored,
+# before the claim and after it: a JSON value of the wrong shape, and counts no job can have
+# (it ran with attempt -4, or went dead as if its lease had expired on each of its 0 attempts).
+HAND_EDITS = [
+    ("progress = '5'::jsonb", "progress: '5'", "progress: '5'"),
+    ("max_attempts = 0", "max_attempts: 0", "max_attempts: 0"),
+    ("attempt = -5", "attempt: -5", "attempt: -4"),
+]
 
+
+@pytest.mark.parametrize(("edit", "stored", "claimed"), HAND_EDITS)
 @pytest.mark.parametrize("schema", ["mcp_jobs", "tenant_b"])
 async def test_a_row_written_by_hand_is_damage_named_in_lists_and_buried_on_claim(
     make_driver: DriverFactory,
@@ -30,24 +40,28 @@ async def test_a_row_written_by_hand_is_damage_named_in_lists_and_buried_on_clai
     clock: ManualClock,
     caplog: pytest.LogCaptureFixture,
     schema: str,
+    edit: str,
+    stored: str,
+    claimed: str,
 ) -> None:
     driver = await make_driver(schema=schema)
     first, damaged, third = (request(clock.now_ms(), key=f"k{n}") for n in (1, 2, 3))
     await driver.enqueue([first, damaged, third])
-    await sql.execute(f"UPDATE {schema}.jobs SET progress = '5'::jsonb WHERE id = $1", damaged.id)
+    await sql.execute(f"UPDATE {schema}.jobs SET {edit} WHERE id = $1", damaged.id)
 
     with pytest.raises(JobsError) as raised:
         await driver.get(damaged.id)
     error = raised.value
     assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
     assert f"job {damaged.id}: ValidationError" in error.cause, error.cause
-    assert "progress: '5'" in run_fix(error.fix).splitlines()  # the row as stored
+    assert stored.split(":")[0] in error.cause.lower(), error.cause
+    assert stored in run_fix(error.fix).splitlines()  # the row as stored
     assert await check_listed_in_place(driver, third.id, damaged.id, first.id) == error.fix
 
     await check_buried_on_claim(driver, damaged.id, [first.id, third.id])
     assert "claimed a job that cannot be read; it is dead now (STORE_DAMAGED)" in caplog.text
     shown = run_fix(error.fix)  # its value as before, and the damage as its error
-    assert "progress: '5'" in shown and "STORE_DAMAGED" in shown, shown
+    assert claimed in shown.splitlines() and "STORE_DAMAGED" in shown, shown
 
 
 async def test_an_event_written_by_hand_is_damage_named_with_its_job(

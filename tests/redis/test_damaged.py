@@ -116,6 +116,32 @@ async def test_a_job_hash_another_program_wrote_is_damage_named_in_lists_and_bur
         await driver.close()
 
 
+@pytest.mark.parametrize(("field", "value"), [("max_attempts", "0"), ("attempt", "-5")])
+async def test_counts_no_job_can_have_are_damage_and_buried_on_claim(
+    database_url: str, clock: ManualClock, field: str, value: str
+) -> None:
+    """A count edited to one no job can have: it ran with attempt -4, or went dead as if its
+    lease had expired on each of its 0 attempts. Now the hash is damage naming the field."""
+    driver = cast(RedisDriver, open_driver(database_url, clock=clock))
+    try:
+        await driver.migrate()
+        await driver.enqueue([request(n, clock.now_ms()) for n in (1, 2, 3)])
+        client = driver._store.client  # pyright: ignore[reportPrivateUsage]
+        first, damaged, third = (request(n, 0).id for n in (1, 2, 3))
+        await client.hset(f"{driver.prefix}job:{damaged}", field, value)
+        with pytest.raises(JobsError) as raised:
+            await driver.get(damaged)
+        error = raised.value
+        assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+        assert f"{field}: Input should be greater than or equal to" in error.cause, error.cause
+        await check_buried_on_claim(driver, damaged, [first, third])
+        shown = run_fix(error.fix)
+        assert f"{field}: '{value[0]}" in shown and "STORE_DAMAGED" in shown, shown
+        await client.delete(f"{driver.prefix}job:{damaged}")
+    finally:
+        await driver.close()
+
+
 async def test_a_step_or_event_another_program_wrote_is_damage_named_with_its_job(
     database_url: str, clock: ManualClock
 ) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, Jobs, ManualClock, connect, job
+from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, connect, job
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.library import sqlite3
@@ -211,6 +211,71 @@ async def test_a_row_another_program_wrote_is_damage_named_in_lists_and_buried_o
         tmp_path, "SELECT kind, data FROM mcp_jobs_events WHERE job_id = 'job2'"
     )
     assert event[0] == "dead" and "STORE_DAMAGED" in event[1], event
+
+
+@pytest.mark.parametrize(
+    ("edit", "shown"), [("max_attempts = 0", b"max_attempts: 0"), ("attempt = -5", b"attempt: -")]
+)
+async def test_counts_no_job_can_have_are_damage_and_buried_on_claim(
+    driver: SqliteDriver, tmp_path: Path, clock: ManualClock, edit: str, shown: bytes
+) -> None:
+    """A count edited to one no job can have: it ran with attempt -4, or went dead as if its
+    lease had expired on each of its 0 attempts. Now the row is damage naming the column."""
+    await driver.enqueue([_item(n, clock.now_ms()) for n in (1, 2, 3)])
+    _another_program(tmp_path, f"UPDATE mcp_jobs_jobs SET {edit} WHERE id = 'job2'")
+    with pytest.raises(JobsError) as raised:
+        await driver.get("job2")
+    error = raised.value
+    assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
+    assert edit.split()[0] + ": Input should be greater than or equal to" in error.cause
+    await check_buried_on_claim(driver, "job2", ["job1", "job3"])
+    ran = await run_fix(error.fix)
+    assert ran.returncode == 0 and shown in ran.stdout and b"STORE_DAMAGED" in ran.stdout, ran
+
+
+@pytest.mark.parametrize(
+    ("lowered", "cause"),
+    [
+        (
+            None,
+            "the lease of job job1 expired on each of its 3 attempts; the workers running it died",
+        ),
+        (
+            1,
+            "job job1 was claimed for attempt 4, past the 1 its row allows (max_attempts was",
+        ),
+    ],
+)
+async def test_a_job_past_its_attempts_goes_dead_saying_why(
+    tmp_path: Path, clock: ManualClock, lowered: int | None, cause: str
+) -> None:
+    """A job whose lease expired on each of its attempts goes dead at the next claim, its body
+    not run; one whose max_attempts someone lowered below the runs it had does too, and says
+    that, not that its lease expired on each of its (fewer) attempts."""
+    registry = JobRegistry()
+    ran: list[int] = []
+
+    @job(name="item", idempotency_key=lambda i: str(i.n), registry=registry)
+    async def item(input: Item, ctx: JobContext) -> None:
+        ran.append(input.n)
+
+    driver = SqliteDriver(str(tmp_path / "jobs.db"), clock=clock)
+    await driver.migrate()
+    jobs = Jobs(driver, registry=registry, clock=clock)
+    try:
+        await driver.enqueue([_item(1, clock.now_ms())])
+        for _ in range(3):  # three workers that died holding it
+            (claimed,) = await driver.claim("gone", 1, 1_000)
+            clock.advance(1_000)
+        assert claimed.record.attempt == 3
+        if lowered is not None:
+            _another_program(tmp_path, f"UPDATE mcp_jobs_jobs SET max_attempts = {lowered}")
+        assert await Worker(jobs, concurrency=1).run_until_idle() == 1
+        dead = await jobs.get("job1")
+        assert dead.state == "dead" and ran == []
+        assert dead.last_error is not None and dead.last_error.cause.startswith(cause), dead
+    finally:
+        await driver.close()
 
 
 @pytest.mark.parametrize("value", ["'soon'", "X'01'"])

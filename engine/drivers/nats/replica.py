@@ -25,7 +25,7 @@ from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.kv import KV_DEL, KV_PURGE, KeyValue
 
-from engine.drivers.damage import UNDECODABLE
+from engine.drivers.damage import UNDECODABLE, reason
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc
 from engine.errors import JobsError
@@ -182,7 +182,9 @@ class Replica:
             # (Store.fresh_doc), and the watch, which the failure would end, follows on.
             self._forget_doc(key)
             self.unreadable[key] = exc
-            logger.warning("nats: %s at revision %d is not a job document: %r", key, revision, exc)
+            logger.warning(
+                "nats: %s at revision %d is not a job document: %s", key, revision, reason(exc)
+            )
             return
         self._remember_doc(key, revision, doc)
 

@@ -19,7 +19,7 @@ from nats.js.kv import KeyValue
 
 from engine.changes import ChangeFeed
 from engine.clock import Clock
-from engine.drivers.damage import UNDECODABLE
+from engine.drivers.damage import UNDECODABLE, reason
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, encode_doc
 from engine.drivers.nats.connection import Fixes, storage_full
@@ -225,7 +225,7 @@ class Store:
         caller's name). Terminal: the fix shows it as stored."""
         cause = (named + ": " if named else "") + (
             f"{key} holds a value that is not what the driver writes there "
-            f"({type(exc).__name__}: {str(exc)[:200]}); another program writes in this bucket"
+            f"({reason(exc)}); another program writes in this bucket"
         )
         return StoreDamagedError("nats", cause, self.fixes.key(key))
 

@@ -109,9 +109,9 @@ def job(row: Row) -> JobRecord:
             fields["last_error"] = decode_last_error(fields["last_error"], fields["id"])
         if fields["progress"] is not None:
             fields["progress"] = decode_progress(fields["progress"])
+        return _trusted_job(fields)
     except UNDECODABLE as exc:  # a value written by hand: jsonb takes any JSON, of any shape
         raise UndecodableRow(str(fields["id"]), exc) from exc
-    return _trusted_job(fields)
 
 
 def record(row: Row, db: Connections) -> JobRecord:

@@ -11,14 +11,15 @@ import shlex
 
 import asyncpg
 
+from engine.drivers.damage import JOB_COUNT_COLUMNS, JOB_JSON_COLUMNS
 from engine.drivers.postgres.sql import with_schema
 from engine.drivers.python_lines import package_line
 from engine.drivers.urls import split_schema, url_word
 
-# The columns a value of the wrong shape can sit in (jsonb, and the error's text), as text.
-SHOWN = ("input", "output", "last_error", "progress")
+# jsonb (and the error's text) as text, the counts as numbers.
+SHOWN = (*JOB_JSON_COLUMNS, *JOB_COUNT_COLUMNS)
 _JOB = "SELECT {columns} FROM {{schema}}.jobs WHERE id = $1".format(
-    columns=", ".join(f"{c}::text AS {c}" for c in SHOWN)
+    columns=", ".join([*(f"{c}::text AS {c}" for c in JOB_JSON_COLUMNS), *JOB_COUNT_COLUMNS])
 )
 _EVENTS = "SELECT kind, at, data::text AS data FROM {schema}.events WHERE job_id = $1 ORDER BY id"
 _CODE = "import sys; from engine.drivers.postgres.stored import show_job; show_job(*sys.argv[1:])"

@@ -16,7 +16,7 @@ import errno
 import os
 import shlex
 
-from engine.drivers.damage import UndecodableRow
+from engine.drivers.damage import JOB_COUNT_COLUMNS, JOB_JSON_COLUMNS, UndecodableRow
 from engine.drivers.sqlite.fix_lines import python_holders, python_sql, rebuild_index
 from engine.drivers.sqlite.library import (
     FALLBACK_MODULE,
@@ -259,7 +259,7 @@ def undecodable(path: str, exc: UndecodableRow) -> StoreDamagedError:
         )
     else:
         columns = " || char(10) || ".join(
-            f"'{column}: ' || quote({column})" for column in ("input", "output", "last_error")
+            f"'{column}: ' || quote({column})" for column in (*JOB_JSON_COLUMNS, *JOB_COUNT_COLUMNS)
         )
         shown = f"SELECT {columns} FROM {JOBS_TABLE} WHERE id = '{job}'"
     return StoreDamagedError("sqlite", cause, python_sql(path, shown))
