@@ -608,7 +608,7 @@ async def connect(
     return Jobs(
         driver,
         registry=registry,
-        clock=clock,
+        clock=driver.clock,  # `clock`, or this machine's read as the server reads time
         max_payload_bytes=limit,
         event_window=event_window,
     )

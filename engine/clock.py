@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import anyio
+
+logger = logging.getLogger(__name__)
 
 
 class Clock(Protocol):
@@ -22,6 +26,79 @@ class SystemClock:
 
     async def sleep_ms(self, ms: int) -> None:
         await anyio.sleep(max(0, ms) / 1000)
+
+
+class ServerClock:
+    """A machine's wall clock read as a database server reads its own: `local` plus the offset
+    last measured against the server. Many machines share one database, and a lease, a due
+    time or a worker's last beat written by one is compared by another: a machine whose clock
+    ran a minute fast took over every lease still held elsewhere and ran those jobs twice.
+    Durations (`sleep_ms`) are the local clock's."""
+
+    def __init__(self, local: Clock, server: str) -> None:
+        self.local = local
+        self.server = server
+        self.offset_ms = 0
+        self.measured = False
+        self._noted = 0
+
+    def now_ms(self) -> int:
+        return self.local.now_ms() + self.offset_ms
+
+    async def sleep_ms(self, ms: int) -> None:
+        await self.local.sleep_ms(ms)
+
+    async def measure(self, read_server_ms: Callable[[], Awaitable[int]]) -> None:
+        """Read the server's time now (`read_server_ms`, one round trip) and keep the offset;
+        logged when it moved by NOTED_OFFSET_MS since last logged."""
+        self.offset_ms, round_trip = await measure_offset(read_server_ms, self.local)
+        self.measured = True
+        if abs(self.offset_ms - self._noted) >= NOTED_OFFSET_MS:
+            self._noted = self.offset_ms
+            logger.warning("%s: %s", self.server, offset_words(self.offset_ms, round_trip))
+
+
+# An offset this large is worth an operator's attention: the machine's time is wrong.
+NOTED_OFFSET_MS = 1_000
+
+
+async def measure_offset(
+    read_server_ms: Callable[[], Awaitable[int]], local: Clock | None = None
+) -> tuple[int, int]:
+    """How far the server's clock is ahead of this machine's (`local`, else the system clock),
+    and the round trip it was measured over: the server's reading is taken as made halfway,
+    so the offset is off by at most half the round trip."""
+    here = local or SYSTEM_CLOCK
+    sent = here.now_ms()
+    server = await read_server_ms()
+    received = here.now_ms()
+    return server - (sent + received) // 2, received - sent
+
+
+async def offset_line(read_server_ms: Callable[[], Awaitable[int]]) -> str:
+    """The `clock:` line of a `db report`."""
+    return "clock: " + offset_words(*await measure_offset(read_server_ms))
+
+
+def offset_words(offset: int, round_trip_ms: int) -> str:
+    """What an offset measured against the database server means, for a log line or a report."""
+    if abs(offset) < NOTED_OFFSET_MS:
+        return (
+            f"this machine's clock agrees with the database server's ({abs(offset)} ms apart, "
+            f"measured to within {max(1, round_trip_ms // 2)} ms)"
+        )
+    side = "ahead of" if offset < 0 else "behind"
+    return (
+        f"this machine's clock reads {abs(offset) / 1000:.1f} s {side} the database server's; "
+        "mcp-jobs here follows the server's clock (leases, due times, records), but other "
+        "programs on this machine read the wrong time: set it (NTP)"
+    )
+
+
+def server_clock(clock: Clock, server: str) -> Clock:
+    """`clock` read as `server` reads time when it is this machine's wall clock (a
+    `SystemClock`); any other clock (a test's) as it is."""
+    return ServerClock(clock, server) if isinstance(clock, SystemClock) else clock
 
 
 class ManualClock:

@@ -32,6 +32,10 @@ async def test_a_healthy_database_shows_where_it_is_its_settings_and_its_schema(
     assert the_line(lines, "recovery: ") == "recovery: none (a primary: writes go through)"
     assert "statement_timeout 7s" in the_line(lines, "settings: ")
     assert "default_transaction_read_only off" in the_line(lines, "settings: ")
+    # The server runs on this machine: one clock.
+    assert the_line(lines, "clock: ").startswith(
+        "clock: this machine's clock agrees with the database server's ("
+    )
     version = latest_version()
     assert (
         the_line(lines, "schema mcp_jobs: ")

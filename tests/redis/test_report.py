@@ -24,6 +24,9 @@ async def test_a_prefix_never_migrated_says_to_migrate_and_that_runs_as_given(
     prefix = database_url.partition("prefix=")[2]
     lines = await report_lines(database_url)
     assert the_line(lines, "server: Redis ").endswith(", role master")
+    assert the_line(lines, "clock: ").startswith(  # the server runs on this machine
+        "clock: this machine's clock agrees with the database server's ("
+    )
     assert the_line(lines, "memory: ")
     assert the_line(lines, "persistence: appendonly ")
     assert the_line(lines, f"prefix {prefix}: ") == (

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from engine import bounds
-from engine.clock import MONOTONIC_CLOCK, Clock
+from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.holding import hold
 from engine.drivers.nats import (
@@ -51,6 +51,7 @@ from engine.drivers.nats import (
     reads,
     retention,
     scheduler,
+    server_time,
     settled,
     slots,
     steps,
@@ -115,7 +116,8 @@ class NatsDriver:
     ) -> None:
         """`settle_retry_ms`: how long a settle (ack, nack, step write) is held and tried again
         while the server is away before it fails (its lease then hands the job on)."""
-        self.clock = clock
+        # This machine's clock, read as the server reads its own (engine/clock.py).
+        self.clock = clock = server_clock(clock, "nats")
         self._url = parse_nats_url(url)
         self._fixes = Fixes.of(url)
         self._timeout = connect_timeout_s
@@ -151,6 +153,7 @@ class NatsDriver:
         store = await self._open()
         async with guard(self._fixes):
             await store.write(keys.VERSION, SCHEMA_VERSION, 0)
+            await self._keep_time(store)
 
     async def server_report(self) -> StoreReport:
         # Imported here: the report's module is only needed by `mcp-jobs db report`.
@@ -189,6 +192,8 @@ class NatsDriver:
     ) -> list[ClaimedJob]:
         store = await self._open()
         async with guard(self._fixes):
+            if isinstance(self.clock, ServerClock) and not self.clock.measured:
+                await self._keep_time(store)  # leases are compared with the server's time
             return await claims.claim(store, worker_id, limit, lease_ms, queues)
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
@@ -296,6 +301,12 @@ class NatsDriver:
         store = await self._open()
         async with guard(self._fixes):
             await presence.worker_seen(store, info)
+            await self._keep_time(store)
+
+    async def _keep_time(self, store: Store) -> None:
+        """Measure the server's clock for a `ServerClock`; call inside `guard`."""
+        if isinstance(self.clock, ServerClock):
+            await self.clock.measure(lambda: server_time.read_ms(store.js, store.kv))
 
     async def worker_gone(self, worker_id: str) -> None:
         store = await self._open()

@@ -18,6 +18,7 @@ key allows only `[-/_=.a-zA-Z0-9]`, and the dedupe key is a digest of its three 
                          id's first 12 hex digits are the event's `at` (ms), so keys sort by
                          time (an earlier build's: `new_id`'s wall-clock ms, near it)
     tomb                 the delete-marker purge's cursor and marks (tombstones.py)
+    clock                written to read the server's clock from its stamp (server_time.py)
     version              the layout version
 """
 
@@ -31,6 +32,7 @@ from engine.rules import DedupeKey
 
 VERSION = "version"
 TOMBSTONES = "tomb"
+CLOCK = "clock"
 SCHEDULER_LEADER = "scheduler"
 LOOSE_EVENT = "evx."
 

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from engine.changes import ChangeFeed
-from engine.clock import MONOTONIC_CLOCK, SYSTEM_CLOCK, Clock
+from engine.clock import MONOTONIC_CLOCK, SYSTEM_CLOCK, Clock, ServerClock, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.postgres import descriptors as descriptors_sql
 from engine.drivers.postgres import inbound_events as events_sql
-from engine.drivers.postgres import jobs, ledgers, outbox, retention
+from engine.drivers.postgres import jobs, ledgers, outbox, retention, server_time
 from engine.drivers.postgres import pauses as pauses_sql
 from engine.drivers.postgres import progress as progress_sql
 from engine.drivers.postgres import rate_limits as rates_sql
@@ -114,7 +114,8 @@ class PostgresDriver:
         _whole("vacuum_dead_rows", vacuum_dead_rows, 0)
         # Names the schema when it is not the default: fix lines and `db report` act on it.
         self.url = url
-        self.clock = clock
+        # This machine's clock, read as the server reads its own (engine/clock.py).
+        self.clock = clock = server_clock(clock, "postgres")
         self.schema = schema
         self.listen = bool(listen)
         retry = Retrier(
@@ -165,7 +166,9 @@ class PostgresDriver:
 
     async def migrate_with(self, install_from: InstallFrom = "schema") -> list[int]:
         """`migrate()`, choosing how a fresh database is built (tests compare the two roads)."""
-        return await self.db.migrate(self.clock.now_ms(), install_from)
+        applied = await self.db.migrate(self.clock.now_ms(), install_from)
+        await self._keep_time()
+        return applied
 
     async def server_report(self) -> StoreReport:
         return await report_sql.report(self.url, self.schema, self.db.connect_timeout_s)
@@ -206,6 +209,8 @@ class PostgresDriver:
     async def claim(
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
     ) -> list[ClaimedJob]:
+        if isinstance(self.clock, ServerClock) and not self.clock.measured:
+            await self._keep_time()  # a lease is compared with the server's time from the first
         claimed = await self.claimer.claim(worker_id, limit, lease_ms, queues)
         if claimed:
             self.changes.notify()
@@ -279,6 +284,11 @@ class PostgresDriver:
 
     async def worker_seen(self, info: WorkerInfo) -> None:
         await ledgers.worker_seen(self.db, info, self.clock.now_ms())
+        await self._keep_time()
+
+    async def _keep_time(self) -> None:
+        if isinstance(self.clock, ServerClock):
+            await server_time.measure(self.db, self.clock)
 
     async def worker_gone(self, worker_id: str) -> None:
         await ledgers.worker_gone(self.db, worker_id)

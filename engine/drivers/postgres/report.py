@@ -14,7 +14,9 @@ from urllib.parse import urlsplit
 import asyncpg
 import asyncpg.exceptions as pgx
 
+from engine.clock import offset_line
 from engine.drivers.base import StoreReport
+from engine.drivers.postgres import server_time
 from engine.drivers.postgres.faults import DRIVER_FAILURES, setting_refused
 from engine.drivers.postgres.migrate import current_version
 from engine.drivers.postgres.sql import latest_version
@@ -141,6 +143,7 @@ async def _lines(conn: asyncpg.Connection[Any], url: str, schema: str) -> list[s
         else "recovery: none (a primary: writes go through)",
         "settings: "
         + ", ".join([f"{name} {await conn.fetchval(f'SHOW {name}')}" for name in _SETTINGS]),
+        await offset_line(lambda: server_time.read_ms(conn)),
     ]
     # Read after the settings line, which shows the defaults the driver's sessions get: a lock
     # held on a table it reads (a migration running) does not hang the report.

@@ -17,7 +17,7 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import ResponseError
 
 from engine import bounds
-from engine.clock import MONOTONIC_CLOCK, Clock
+from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.holding import hold
 from engine.drivers.redis import (
@@ -35,6 +35,7 @@ from engine.drivers.redis import (
     reruns,
     retention,
     scheduler,
+    server_time,
     slots,
     steps,
 )
@@ -107,7 +108,8 @@ class RedisDriver:
     ) -> None:
         """`settle_retry_ms`: how long a settle (ack, nack, step write) is held and tried again
         through dropped connections before it fails (its lease then hands the job on)."""
-        self.clock = clock
+        # This machine's clock, read as the server reads its own (engine/clock.py).
+        self.clock = clock = server_clock(clock, "redis")
         # Up to a day: a settle held longer outlives any lease that waits for it.
         self._settle_retry_ms = bounds.whole("settle_retry_ms", settle_retry_ms, 0, 86_400_000)
         self._retry_clock = retry_clock
@@ -141,6 +143,7 @@ class RedisDriver:
             # Dead and failed rows stored before their groups' sets (stats.py) join them now.
             await stats_store.regroup(self._store)
             await outbox.index_published(self._store, fresh=bool(fresh))
+            await self._keep_time()
             await reads.index_names(self._store, fresh=bool(fresh))
             await jobless_events.move_from_sequence(self._store)
             try:
@@ -185,6 +188,8 @@ class RedisDriver:
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
     ) -> list[ClaimedJob]:
         async with guard(self._fixes):
+            if isinstance(self.clock, ServerClock) and not self.clock.measured:
+                await self._keep_time()  # leases are compared with the server's time from the first
             return await claims.claim(self._store, worker_id, limit, lease_ms, queues, self._fixes)
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
@@ -279,6 +284,13 @@ class RedisDriver:
     async def worker_seen(self, info: WorkerInfo) -> None:
         async with guard(self._fixes):
             await presence.worker_seen(self._store, info)
+            await self._keep_time()
+
+    async def _keep_time(self) -> None:
+        """Measure the server's clock (`TIME`) for a `ServerClock`; call inside `guard`."""
+        if isinstance(self.clock, ServerClock):
+            client = self._store.client
+            await self.clock.measure(lambda: server_time.read_ms(client))
 
     async def worker_gone(self, worker_id: str) -> None:
         async with guard(self._fixes):

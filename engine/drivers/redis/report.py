@@ -11,7 +11,9 @@ from urllib.parse import urlsplit
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from engine.clock import offset_line
 from engine.drivers.base import StoreReport
+from engine.drivers.redis import server_time
 from engine.drivers.redis.connection import UNAVAILABLE, split_prefix, url_refused
 from engine.drivers.redis.keys import FIXED_KEY_TYPES
 from engine.drivers.urls import migrate_fix
@@ -53,11 +55,13 @@ async def report(url: str, prefix: str, timeout_s: float, schema_version: str) -
         stored = None if prefix + "version" in wrong else await client.get(prefix + "version")
         stored = stored.decode() if isinstance(stored, bytes) else stored
         keys = await client.dbsize()
+        clock = await offset_line(lambda: server_time.read_ms(client))
     except (*UNAVAILABLE, RedisError) as exc:
         return StoreReport(False, _unreachable(server_url, exc))
     finally:
         await client.aclose()
     lines = _lines(url, info, prefix, stored, keys, schema_version)
+    lines.insert(1, clock)
     if wrong:
         # Not "no jobs stored yet" when the version key itself was overwritten.
         lines = [line for line in lines if not line.startswith(f"prefix {prefix}:")]

@@ -1,0 +1,79 @@
+"""`ServerClock`: this machine's clock plus the offset last measured against the database server,
+logged when it is, or stops being, worth an operator's attention."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import anyio
+import pytest
+
+from engine.clock import ManualClock, ServerClock, measure_offset, offset_words, server_clock
+from engine.testing.blocked import wait_all_tasks_blocked
+
+
+def _server_at(
+    local: ManualClock, server_ms: int, round_trip_ms: int
+) -> Callable[[], Awaitable[int]]:
+    """A read of the server's clock that takes `round_trip_ms` of `local`'s time."""
+
+    async def read() -> int:
+        local.advance(round_trip_ms)
+        return server_ms
+
+    return read
+
+
+async def test_the_offset_is_taken_halfway_through_the_round_trip() -> None:
+    local = ManualClock(1_000_000)
+    offset, round_trip = await measure_offset(_server_at(local, 1_060_005, 10), local)
+    assert (offset, round_trip) == (60_000, 10)  # read at 1_000_005 local
+
+
+async def test_now_is_the_local_clock_moved_by_the_offset_and_sleeps_are_local(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    local = ManualClock(1_000_000)
+    clock = ServerClock(local, "postgres")
+    assert clock.now_ms() == 1_000_000 and not clock.measured
+    with caplog.at_level(logging.WARNING, logger="engine.clock"):
+        await clock.measure(_server_at(local, 880_002, 4))  # this machine 120 s fast
+        assert clock.now_ms() == local.now_ms() - 120_000 and clock.measured
+        await clock.measure(_server_at(local, 880_206, 4))  # 0.2 s more: not logged again
+        await clock.measure(_server_at(local, local.now_ms() + 2, 4))  # set right
+    assert [r.getMessage() for r in caplog.records] == [
+        "postgres: " + offset_words(-120_000, 4),
+        "postgres: " + offset_words(0, 4),
+    ]
+    assert "120.0 s ahead of the database server's" in caplog.records[0].getMessage()
+    assert "agrees with the database server's" in caplog.records[1].getMessage()
+    woke = anyio.Event()
+
+    async def sleeper() -> None:
+        await clock.sleep_ms(1_000)
+        woke.set()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sleeper)
+            await wait_all_tasks_blocked()
+            local.advance(999)
+            await wait_all_tasks_blocked()
+            assert not woke.is_set()
+            local.advance(1)
+    assert woke.is_set()
+
+
+def test_a_test_clock_is_not_read_as_a_server_does() -> None:
+    manual = ManualClock()
+    assert server_clock(manual, "postgres") is manual
+
+
+def test_the_words_say_which_way_and_how_far() -> None:
+    assert "reads 63.2 s behind the database server's" in offset_words(63_200, 2)
+    assert "set it (NTP)" in offset_words(-5_000, 2)
+    assert offset_words(999, 6) == (
+        "this machine's clock agrees with the database server's (999 ms apart, measured to "
+        "within 3 ms)"
+    )

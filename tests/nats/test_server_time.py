@@ -1,0 +1,44 @@
+"""A machine whose clock is set wrong, on a NATS server another machine shares: the driver
+reads this machine's clock as the server reads its own (JetStream's stamp on a stored message),
+so a lease held on either is not over on the other (a fast clock took them over, and the job
+ran twice)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import pytest
+
+from engine.drivers import open_driver
+
+pytest.importorskip("nats", reason="the nats extra is not installed")
+
+from engine.drivers.nats import NatsDriver
+from schemas.jobs import EnqueueRequest
+from tests.support.server_time import SKEW_MS, SkewedClock, check_wrong_clock_keeps_servers_time
+
+
+def _request(n: int, now: int) -> EnqueueRequest:
+    return EnqueueRequest(
+        id=f"{n:032x}",
+        run_id=f"{1000 + n:032x}",
+        name="work",
+        queue="default",
+        idempotency_key=f"k{n}",
+        input={"n": n},
+        run_at=now,
+        max_attempts=3,
+    )
+
+
+@pytest.mark.parametrize("skew_ms", [SKEW_MS, -SKEW_MS])
+async def test_a_machine_whose_clock_is_wrong_keeps_the_servers_time(
+    database_url: str, caplog: pytest.LogCaptureFixture, skew_ms: int
+) -> None:
+    honest = cast(NatsDriver, open_driver(database_url))
+    skewed = cast(NatsDriver, open_driver(database_url, clock=SkewedClock(skew_ms)))
+    try:
+        await check_wrong_clock_keeps_servers_time(honest, skewed, skew_ms, _request, caplog)
+    finally:
+        await honest.close()
+        await skewed.close()
