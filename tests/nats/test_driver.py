@@ -29,7 +29,7 @@ from engine.pruner import Pruner
 from engine.retention import DEFAULT_AUDIT_MS, Policy, plan
 from engine.rules import dedupe_key
 from schemas.errors import ErrorPayload
-from schemas.jobs import EnqueueRequest, JobFilter, NackOptions
+from schemas.jobs import JobFilter, NackOptions
 from schemas.steps import StepRecord
 
 pytest.importorskip("nats", reason="the nats extra is not installed")
@@ -60,23 +60,11 @@ from tests.support.damaged_ledgers import (
 from tests.support.damaged_rows import pages
 from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
+from tests.support.requests import numbered as _request
 
 # Keys that outlive any one job.
 SHARED = {"version"}
 RACERS = 50
-
-
-def _request(n: int, now: int, key: str | None = None) -> EnqueueRequest:
-    return EnqueueRequest(
-        id=f"{n:032x}",
-        run_id=f"{1000 + n:032x}",
-        name="work",
-        queue="default",
-        idempotency_key=key or f"k{n}",
-        input={"n": n},
-        run_at=now,
-        max_attempts=3,
-    )
 
 
 @pytest.fixture

@@ -14,21 +14,8 @@ from engine.drivers import open_driver
 pytest.importorskip("nats", reason="the nats extra is not installed")
 
 from engine.drivers.nats import NatsDriver
-from schemas.jobs import EnqueueRequest
+from tests.support.requests import numbered
 from tests.support.server_time import SKEW_MS, SkewedClock, check_wrong_clock_keeps_servers_time
-
-
-def _request(n: int, now: int) -> EnqueueRequest:
-    return EnqueueRequest(
-        id=f"{n:032x}",
-        run_id=f"{1000 + n:032x}",
-        name="work",
-        queue="default",
-        idempotency_key=f"k{n}",
-        input={"n": n},
-        run_at=now,
-        max_attempts=3,
-    )
 
 
 @pytest.mark.parametrize("skew_ms", [SKEW_MS, -SKEW_MS])
@@ -38,7 +25,7 @@ async def test_a_machine_whose_clock_is_wrong_keeps_the_servers_time(
     honest = cast(NatsDriver, open_driver(database_url))
     skewed = cast(NatsDriver, open_driver(database_url, clock=SkewedClock(skew_ms)))
     try:
-        await check_wrong_clock_keeps_servers_time(honest, skewed, skew_ms, _request, caplog)
+        await check_wrong_clock_keeps_servers_time(honest, skewed, skew_ms, numbered, caplog)
     finally:
         await honest.close()
         await skewed.close()

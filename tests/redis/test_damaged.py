@@ -25,7 +25,6 @@ from engine.drivers.redis import RedisDriver
 from engine.drivers.redis.codec import dedupe_field
 from engine.testing.plugin import AppTransaction
 from tests.mcp.support import declare_app
-from tests.redis.builders import request
 from tests.support.damaged_ledgers import (
     LEASE,
     Overwrite,
@@ -41,6 +40,7 @@ from tests.support.damaged_ledgers import (
 )
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place, pages
 from tests.support.fix_lines import run_fix
+from tests.support.requests import numbered as request
 
 
 async def test_a_key_another_program_overwrote_is_damage_named_by_a_fix_that_runs(
@@ -77,8 +77,30 @@ async def test_a_key_another_program_overwrote_is_damage_named_by_a_fix_that_run
     )
 
 
+# A field another program set, what reading the job says of it, and the line of the fix that
+# shows it as stored (after the claim): a value that is not JSON, and counts no job can have
+# (it ran with attempt -4, or went dead as if its lease had expired on each of its 0 attempts).
+HAND_EDITS = [
+    ("input", "not json", "JSONDecodeError", "input: 'not json'"),
+    (
+        "max_attempts",
+        "0",
+        "max_attempts: Input should be greater than or equal to 1",
+        "max_attempts: '0'",
+    ),
+    ("attempt", "-5", "attempt: Input should be greater than or equal to 0", "attempt: '-4'"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "cause", "stored"), HAND_EDITS)
 async def test_a_job_hash_another_program_wrote_is_damage_named_in_lists_and_buried_on_claim(
-    database_url: str, clock: ManualClock, caplog: pytest.LogCaptureFixture
+    database_url: str,
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+    field: str,
+    value: str,
+    cause: str,
+    stored: str,
 ) -> None:
     """A field of a job's hash that is not what the driver writes: reading that job is
     STORE_DAMAGED (not retried, naming the job); a list names it in its place and pages on; a
@@ -90,53 +112,27 @@ async def test_a_job_hash_another_program_wrote_is_damage_named_in_lists_and_bur
         await driver.enqueue([request(n, clock.now_ms()) for n in (1, 2, 3)])
         client = driver._store.client  # pyright: ignore[reportPrivateUsage]
         first, damaged, third = (request(n, 0).id for n in (1, 2, 3))
-        await client.hset(f"{driver.prefix}job:{damaged}", "input", "not json")
+        await client.hset(f"{driver.prefix}job:{damaged}", field, value)
 
         with pytest.raises(JobsError) as raised:
             await driver.get(damaged)
         error = raised.value
         assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
-        assert f"job {damaged}: JSONDecodeError" in error.cause
-        assert "input: 'not json'" in run_fix(error.fix)  # the hash as stored
+        assert f"job {damaged}: " in error.cause and cause in error.cause, error.cause
+        assert f"{field}: '{value}'" in run_fix(error.fix)  # the hash as stored
         assert await check_listed_in_place(driver, third, damaged, first) == error.fix
         assert await pages(driver, 1, ("ready",)) == [([third], []), ([], [damaged]), ([first], [])]
 
         await check_buried_on_claim(driver, damaged, [first, third])
         assert "claimed a job that cannot be read; it is dead now (STORE_DAMAGED)" in caplog.text
-        shown = run_fix(error.fix)  # the row as stored: its input, and the damage as its error
-        assert "input: 'not json'" in shown and "STORE_DAMAGED" in shown, shown
+        shown = run_fix(error.fix)  # the row as stored, and the damage as its error
+        assert stored in shown and "STORE_DAMAGED" in shown, shown
         # Groups short of the failing set (an older build's rows): the stats count the rows one
         # by one, the buried one among them, from the fields a claim's burial left readable.
         await client.delete(f"{driver.prefix}failgroups")
         for tenant in (None, "nobody"):
             dead = {s.queue: s.dead for s in await driver.stats(None, tenant_id=tenant)}
             assert dead.get("default", 0) == (1 if tenant is None else 0), dead
-        await client.delete(f"{driver.prefix}job:{damaged}")
-    finally:
-        await driver.close()
-
-
-@pytest.mark.parametrize(("field", "value"), [("max_attempts", "0"), ("attempt", "-5")])
-async def test_counts_no_job_can_have_are_damage_and_buried_on_claim(
-    database_url: str, clock: ManualClock, field: str, value: str
-) -> None:
-    """A count edited to one no job can have: it ran with attempt -4, or went dead as if its
-    lease had expired on each of its 0 attempts. Now the hash is damage naming the field."""
-    driver = cast(RedisDriver, open_driver(database_url, clock=clock))
-    try:
-        await driver.migrate()
-        await driver.enqueue([request(n, clock.now_ms()) for n in (1, 2, 3)])
-        client = driver._store.client  # pyright: ignore[reportPrivateUsage]
-        first, damaged, third = (request(n, 0).id for n in (1, 2, 3))
-        await client.hset(f"{driver.prefix}job:{damaged}", field, value)
-        with pytest.raises(JobsError) as raised:
-            await driver.get(damaged)
-        error = raised.value
-        assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
-        assert f"{field}: Input should be greater than or equal to" in error.cause, error.cause
-        await check_buried_on_claim(driver, damaged, [first, third])
-        shown = run_fix(error.fix)
-        assert f"{field}: '{value[0]}" in shown and "STORE_DAMAGED" in shown, shown
         await client.delete(f"{driver.prefix}job:{damaged}")
     finally:
         await driver.close()

@@ -13,7 +13,7 @@ from engine.drivers import open_driver
 pytest.importorskip("redis", reason="the redis extra is not installed")
 
 from engine.drivers.redis import RedisDriver
-from tests.redis.builders import request
+from tests.support.requests import numbered as request
 from tests.support.server_time import SKEW_MS, SkewedClock, check_wrong_clock_keeps_servers_time
 
 
