@@ -50,8 +50,13 @@ class ServerClock:
 
     async def measure(self, read_server_ms: Callable[[], Awaitable[int]]) -> None:
         """Read the server's time now (`read_server_ms`, one round trip) and keep the offset;
-        logged when it moved by NOTED_OFFSET_MS since last logged."""
-        self.offset_ms, round_trip = await measure_offset(read_server_ms, self.local)
+        logged when it moved by NOTED_OFFSET_MS since last logged. A round trip slower than
+        SLOW_ROUND_TRIP_MS (a pause here, a loaded server) keeps the offset measured before:
+        it could be that far off."""
+        offset, round_trip = await measure_offset(read_server_ms, self.local)
+        if self.measured and round_trip > SLOW_ROUND_TRIP_MS:
+            return
+        self.offset_ms = offset
         self.measured = True
         if abs(self.offset_ms - self._noted) >= NOTED_OFFSET_MS:
             self._noted = self.offset_ms
@@ -60,6 +65,7 @@ class ServerClock:
 
 # An offset this large is worth an operator's attention: the machine's time is wrong.
 NOTED_OFFSET_MS = 1_000
+SLOW_ROUND_TRIP_MS = 1_000
 
 
 async def measure_offset(

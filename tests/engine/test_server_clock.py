@@ -65,6 +65,19 @@ async def test_now_is_the_local_clock_moved_by_the_offset_and_sleeps_are_local(
     assert woke.is_set()
 
 
+async def test_a_slow_round_trip_keeps_the_offset_measured_before() -> None:
+    """A measure that took seconds (a pause, a loaded server) could be off by half of them: the
+    offset before stands. The first measure is taken whatever it took (nothing stands)."""
+    local = ManualClock(1_000_000)
+    clock = ServerClock(local, "redis")
+    await clock.measure(_server_at(local, 940_000, 3_000))  # read at 1_001_500: 61.5 s behind
+    assert clock.offset_ms == -61_500
+    await clock.measure(_server_at(local, local.now_ms() - 60_000 + 1, 2))
+    assert clock.offset_ms == -60_000
+    await clock.measure(_server_at(local, local.now_ms(), 5_000))  # slow: would say -2,500
+    assert clock.offset_ms == -60_000
+
+
 def test_a_test_clock_is_not_read_as_a_server_does() -> None:
     manual = ManualClock()
     assert server_clock(manual, "postgres") is manual
