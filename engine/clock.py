@@ -29,34 +29,50 @@ class SystemClock:
 
 
 class ServerClock:
-    """A machine's wall clock read as a database server reads its own: `local` plus the offset
-    last measured against the server. Many machines share one database, and a lease, a due
-    time or a worker's last beat written by one is compared by another: a machine whose clock
-    ran a minute fast took over every lease still held elsewhere and ran those jobs twice.
-    Durations (`sleep_ms`) are the local clock's."""
+    """A machine's clock read as a database server reads its own. Many machines share one
+    database, and a lease, a due time or a worker's last beat written by one is compared by
+    another: a machine whose clock ran a minute fast took over every lease still held elsewhere
+    and ran those jobs twice. After each measure, the server's time is its reading then plus
+    the time `elapsed` since (a monotonic clock), so a step of this machine's wall clock
+    (`local`) after it moves nothing. Where `local` agrees with that to within AGREES_WITHIN_MS
+    it is read as it is: the processes of one machine then read one clock, to the millisecond,
+    as they did before any measure. Durations (`sleep_ms`) are `local`'s."""
 
-    def __init__(self, local: Clock, server: str) -> None:
+    def __init__(self, local: Clock, server: str, elapsed: Clock | None = None) -> None:
         self.local = local
         self.server = server
+        self.elapsed = elapsed or MONOTONIC_CLOCK
+        # How far the server's clock is ahead of `local`, at the last measure (logs, reports).
         self.offset_ms = 0
         self.measured = False
+        # The server's reading at the last measure, and `elapsed`'s reading then.
+        self._anchor = (0, 0)
         self._noted = 0
 
     def now_ms(self) -> int:
-        return self.local.now_ms() + self.offset_ms
+        here = self.local.now_ms()
+        if not self.measured:
+            return here
+        server, at = self._anchor
+        there = server + self.elapsed.now_ms() - at
+        return here if abs(there - here) < AGREES_WITHIN_MS else there
 
     async def sleep_ms(self, ms: int) -> None:
         await self.local.sleep_ms(ms)
 
     async def measure(self, read_server_ms: Callable[[], Awaitable[int]]) -> None:
-        """Read the server's time now (`read_server_ms`, one round trip) and keep the offset;
-        logged when it moved by NOTED_OFFSET_MS since last logged. A round trip slower than
-        SLOW_ROUND_TRIP_MS (a pause here, a loaded server) keeps the offset measured before:
-        it could be that far off."""
-        offset, round_trip = await measure_offset(read_server_ms, self.local)
+        """Read the server's time now (`read_server_ms`, one round trip), taken as read halfway
+        through it; the offset is logged when it moved by NOTED_OFFSET_MS since last logged. A
+        round trip slower than SLOW_ROUND_TRIP_MS (a pause here, a loaded server) keeps the
+        measure before: it could be that far off."""
+        sent, sent_local = self.elapsed.now_ms(), self.local.now_ms()
+        server = await read_server_ms()
+        received, received_local = self.elapsed.now_ms(), self.local.now_ms()
+        round_trip = received - sent
         if self.measured and round_trip > SLOW_ROUND_TRIP_MS:
             return
-        self.offset_ms = offset
+        self._anchor = (server, (sent + received) // 2)
+        self.offset_ms = server - (sent_local + received_local) // 2
         self.measured = True
         if abs(self.offset_ms - self._noted) >= NOTED_OFFSET_MS:
             self._noted = self.offset_ms
@@ -65,6 +81,9 @@ class ServerClock:
 
 # An offset this large is worth an operator's attention: the machine's time is wrong.
 NOTED_OFFSET_MS = 1_000
+# Within this, this machine's clock is read as the server's (a measure is off by up to half its
+# round trip; a lease is seconds).
+AGREES_WITHIN_MS = 250
 SLOW_ROUND_TRIP_MS = 1_000
 
 

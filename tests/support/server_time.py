@@ -46,13 +46,15 @@ async def check_wrong_clock_keeps_servers_time(
     assert f"clock reads {seconds} s {side} the database server's" in caplog.text, caplog.text
     assert abs(skewed.clock.now_ms() - honest.clock.now_ms()) < AGREE_MS
 
-    (held,) = await honest.enqueue([request(1, honest.clock.now_ms())])
+    # Each job is due a little before its enqueuer's now: the two machines' readings of the
+    # server's clock agree to within AGREE_MS, not to the millisecond.
+    (held,) = await honest.enqueue([request(1, honest.clock.now_ms() - AGREE_MS)])
     (claimed,) = await honest.claim("honest", 1, 30_000)
     assert claimed.record.id == held.id
     assert await skewed.claim("skewed", 10, 30_000) == []
-    (mine,) = await honest.enqueue([request(2, honest.clock.now_ms())])
+    (mine,) = await honest.enqueue([request(2, honest.clock.now_ms() - AGREE_MS)])
     (claimed,) = await skewed.claim("skewed", 1, 30_000)
     assert claimed.record.id == mine.id
     assert await honest.claim("honest", 10, 30_000) == []
-    (due,) = await skewed.enqueue([request(3, skewed.clock.now_ms())])
+    (due,) = await skewed.enqueue([request(3, skewed.clock.now_ms() - AGREE_MS)])
     assert [c.record.id for c in await honest.claim("honest", 10, 30_000)] == [due.id]
