@@ -19,6 +19,7 @@ async def test_the_report_names_the_servers_and_the_store_s_room(database_url: s
     # A bucket never made: the report's migrate line makes it, run as given.
     missing = f"servers: {server}, bucket {bucket} missing (run {migrate_fix(database_url)})"
     assert output.splitlines()[0] == missing
+    assert "clock: " not in output  # read through the bucket: none yet
     fix = missing.partition("(run ")[2].removesuffix(")")
     await anyio.to_thread.run_sync(lambda: run_fix(fix))
     output = await anyio.to_thread.run_sync(lambda: run_fix(report_fix(database_url)))
@@ -26,6 +27,8 @@ async def test_the_report_names_the_servers_and_the_store_s_room(database_url: s
     assert lines[0] == f"servers: {server}, bucket {bucket}"
     assert lines[1].startswith("account: file storage ")
     assert [line for line in lines if line.startswith(f"stream KV_{bucket}: ")]
+    # The server runs on this machine: one clock.
+    assert lines[-1].startswith("clock: this machine's clock agrees with the database server's (")
 
 
 async def test_a_server_that_does_not_answer_is_what_the_report_says(driver_kind: str) -> None:

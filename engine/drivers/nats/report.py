@@ -17,7 +17,9 @@ import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.api import AccountInfo, StreamInfo
 
+from engine.clock import offset_line
 from engine.drivers.base import StoreReport
+from engine.drivers.nats import server_time
 from engine.drivers.nats.connection import (
     AUTHORIZATION_REFUSED,
     UNAVAILABLE,
@@ -91,6 +93,15 @@ async def _key_lines(js: JetStreamContext, parsed: NatsUrl, key: str) -> list[st
     return lines
 
 
+async def _clock_lines(js: JetStreamContext, parsed: NatsUrl) -> list[str]:
+    """This machine's clock against the server's, read through the bucket (none without it)."""
+    try:
+        kv = await js.key_value(parsed.bucket)
+    except nats.js.errors.BucketNotFoundError:
+        return []
+    return [await offset_line(lambda: server_time.read_ms(js, kv))]
+
+
 async def report(url: str, key: str | None) -> list[str]:
     parsed = parse_nats_url(url)
     async with guard(Fixes.of(url)):
@@ -135,6 +146,7 @@ async def _report(parsed: NatsUrl, key: str | None) -> list[str]:
     try:
         if key is not None:
             return await _key_lines(js, parsed, key)
-        return storage_lines(await js.account_info(), await js.streams_info())
+        lines = storage_lines(await js.account_info(), await js.streams_info())
+        return lines + await _clock_lines(js, parsed)
     finally:
         await client.close()
