@@ -32,30 +32,24 @@ class ServerClock:
     """A machine's clock read as a database server reads its own. Many machines share one
     database, and a lease, a due time or a worker's last beat written by one is compared by
     another: a machine whose clock ran a minute fast took over every lease still held elsewhere
-    and ran those jobs twice. After each measure, the server's time is its reading then plus
-    the time `elapsed` since (a monotonic clock), so a step of this machine's wall clock
-    (`local`) after it moves nothing. Where `local` agrees with that to within AGREES_WITHIN_MS
-    it is read as it is: the processes of one machine then read one clock, to the millisecond,
-    as they did before any measure. Durations (`sleep_ms`) are `local`'s."""
+    and ran those jobs twice. So `local` is read moved by the offset last measured against the
+    server, when that offset is AGREES_WITHIN_MS or more; within it, `local` is read as it is,
+    and the processes of one machine read one clock to the millisecond, as before any measure
+    (a measure is off by up to half its round trip). Durations (`sleep_ms`) are `local`'s."""
 
-    def __init__(self, local: Clock, server: str, elapsed: Clock | None = None) -> None:
+    def __init__(self, local: Clock, server: str) -> None:
         self.local = local
         self.server = server
-        self.elapsed = elapsed or MONOTONIC_CLOCK
-        # How far the server's clock is ahead of `local`, at the last measure (logs, reports).
+        # How far the server's clock is ahead of `local`, at the last measure.
         self.offset_ms = 0
         self.measured = False
-        # The server's reading at the last measure, and `elapsed`'s reading then.
-        self._anchor = (0, 0)
+        self._correction = 0
         self._noted = 0
+        # Read on every job's path (about four times a job): bound once.
+        self._local_ms = local.now_ms
 
     def now_ms(self) -> int:
-        here = self.local.now_ms()
-        if not self.measured:
-            return here
-        server, at = self._anchor
-        there = server + self.elapsed.now_ms() - at
-        return here if abs(there - here) < AGREES_WITHIN_MS else there
+        return self._local_ms() + self._correction
 
     async def sleep_ms(self, ms: int) -> None:
         await self.local.sleep_ms(ms)
@@ -63,20 +57,17 @@ class ServerClock:
     async def measure(self, read_server_ms: Callable[[], Awaitable[int]]) -> None:
         """Read the server's time now (`read_server_ms`, one round trip), taken as read halfway
         through it; the offset is logged when it moved by NOTED_OFFSET_MS since last logged. A
-        round trip slower than SLOW_ROUND_TRIP_MS (a pause here, a loaded server) keeps the
-        measure before: it could be that far off."""
-        sent, sent_local = self.elapsed.now_ms(), self.local.now_ms()
-        server = await read_server_ms()
-        received, received_local = self.elapsed.now_ms(), self.local.now_ms()
-        round_trip = received - sent
-        if self.measured and round_trip > SLOW_ROUND_TRIP_MS:
+        round trip slower than SLOW_ROUND_TRIP_MS (a pause here, a loaded server; or a step of
+        `local` during it) keeps the measure before: it could be that far off."""
+        offset, round_trip = await measure_offset(read_server_ms, self.local)
+        if self.measured and not 0 <= round_trip <= SLOW_ROUND_TRIP_MS:
             return
-        self._anchor = (server, (sent + received) // 2)
-        self.offset_ms = server - (sent_local + received_local) // 2
+        self.offset_ms = offset
+        self._correction = offset if abs(offset) >= AGREES_WITHIN_MS else 0
         self.measured = True
-        if abs(self.offset_ms - self._noted) >= NOTED_OFFSET_MS:
-            self._noted = self.offset_ms
-            logger.warning("%s: %s", self.server, offset_words(self.offset_ms, round_trip))
+        if abs(offset - self._noted) >= NOTED_OFFSET_MS:
+            self._noted = offset
+            logger.warning("%s: %s", self.server, offset_words(offset, round_trip))
 
 
 # An offset this large is worth an operator's attention: the machine's time is wrong.

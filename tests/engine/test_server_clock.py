@@ -35,7 +35,7 @@ async def test_now_is_the_local_clock_moved_by_the_offset_and_sleeps_are_local(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     local = ManualClock(1_000_000)
-    clock = ServerClock(local, "postgres", elapsed=local)
+    clock = ServerClock(local, "postgres")
     assert clock.now_ms() == 1_000_000 and not clock.measured
     with caplog.at_level(logging.WARNING, logger="engine.clock"):
         await clock.measure(_server_at(local, 880_002, 4))  # this machine 120 s fast
@@ -69,7 +69,7 @@ async def test_a_slow_round_trip_keeps_the_offset_measured_before() -> None:
     """A measure that took seconds (a pause, a loaded server) could be off by half of them: the
     offset before stands. The first measure is taken whatever it took (nothing stands)."""
     local = ManualClock(1_000_000)
-    clock = ServerClock(local, "redis", elapsed=local)
+    clock = ServerClock(local, "redis")
     await clock.measure(_server_at(local, 940_000, 3_000))  # read at 1_001_500: 61.5 s behind
     assert clock.offset_ms == -61_500
     await clock.measure(_server_at(local, local.now_ms() - 60_000 + 1, 2))
@@ -78,30 +78,28 @@ async def test_a_slow_round_trip_keeps_the_offset_measured_before() -> None:
     assert clock.offset_ms == -60_000
 
 
-async def test_a_step_of_this_machines_clock_moves_nothing_after_a_measure() -> None:
-    """An NTP step (or a VM resumed) moves the wall clock an hour: until the next measure a
-    worker would have taken every lease over. Now runs on from the server's last reading by
-    the time elapsed since."""
-    wall, elapsed = ManualClock(1_000_000), ManualClock(50)
-    clock = ServerClock(wall, "nats", elapsed=elapsed)
-    assert clock.now_ms() == 1_000_000  # the wall clock until the first measure
-    await clock.measure(_server_at(elapsed, 2_000_000, 4))
-    assert clock.now_ms() == 2_000_002 and clock.offset_ms == 1_000_000
-    wall.advance(3_600_000)
-    assert clock.now_ms() == 2_000_002
-    elapsed.advance(10)
-    assert clock.now_ms() == 2_000_012
+async def test_a_step_of_this_machines_clock_is_mended_by_the_next_measure() -> None:
+    """An NTP step (or a VM resumed) moves the wall clock an hour: the next measure (a worker's
+    beat, every 10 s) reads the server again; a step during a measure is not taken for one."""
+    local = ManualClock(1_000_000)
+    clock = ServerClock(local, "nats")
+    await clock.measure(_server_at(local, 1_000_002, 4))
+    assert clock.now_ms() == local.now_ms() == 1_000_004
+    local.advance(3_600_000)
+    await clock.measure(_server_at(local, 1_000_020, 4))
+    # Read at 4_600_006 local, 2 ms before now.
+    assert clock.now_ms() == 1_000_022 and clock.offset_ms == -3_599_986
+    await clock.measure(_server_at(local, 1_000_030, -7_200_000))  # stepped back mid-measure
+    assert clock.offset_ms == -3_599_986
 
 
 async def test_a_clock_that_agrees_with_the_server_is_read_as_it_is() -> None:
     """Two processes on one machine measure the same server a millisecond apart: each reads
     this machine's clock as it is, so a job one enqueues for now is due now for the other."""
-    wall, elapsed = ManualClock(1_000_000), ManualClock(50)
-    clock = ServerClock(wall, "postgres", elapsed=elapsed)
-    await clock.measure(_server_at(elapsed, 1_000_200, 4))  # 200 ms apart: within the window
-    assert clock.offset_ms == 200 and clock.now_ms() == wall.now_ms() == 1_000_000
-    wall.advance(7)
-    assert clock.now_ms() == 1_000_007
+    local = ManualClock(1_000_000)
+    clock = ServerClock(local, "postgres")
+    await clock.measure(_server_at(local, 1_000_202, 4))  # 200 ms apart: within the window
+    assert clock.offset_ms == 200 and clock.now_ms() == local.now_ms() == 1_000_004
 
 
 def test_a_test_clock_is_not_read_as_a_server_does() -> None:
