@@ -1,0 +1,107 @@
+"""Many machines on one store, one whose clock is set wrong (what NTP left undone on it): a
+driver that serves many machines reads this machine's clock as its server reads its own, so a
+lease held on either machine is not over on the other (a fast clock took them over, and the job
+ran twice; a slow one wrote leases already over for everyone else), and a job either enqueues
+for now is due on the other. A driver of one machine (memory, SQLite) is not held to this."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from engine import JobRegistry, ManualClock, connect
+from engine.clock import ServerClock, SystemClock
+from engine.drivers import open_driver
+from engine.drivers.base import Driver
+from schemas.jobs import EnqueueRequest
+
+SKEW_MS = 120_000
+# Two machines' readings of the server's clock agree to within this, not to the millisecond
+# (a measure is off by up to half its round trip): each job is due this much before its
+# enqueuer's now.
+AGREE_MS = 5_000
+LEASE_MS = 30_000
+
+
+class SkewedClock(SystemClock):
+    """This machine's clock, set `skew_ms` wrong."""
+
+    def __init__(self, skew_ms: int) -> None:
+        self.skew_ms = skew_ms
+
+    def now_ms(self) -> int:
+        return super().now_ms() + self.skew_ms
+
+
+def _due(driver: Driver, n: int) -> EnqueueRequest:
+    return EnqueueRequest(
+        id=f"{n:032x}",
+        run_id=f"{1000 + n:032x}",
+        name="work",
+        queue="default",
+        idempotency_key=f"clock-{n}",
+        input={"n": n},
+        run_at=driver.clock.now_ms() - AGREE_MS,
+        max_attempts=3,
+    )
+
+
+# Drivers whose store lives on one machine (a process's memory, a file): they read its clock.
+ONE_MACHINE = ("memory", "sqlite")
+
+
+def _many_machines(driver: Driver) -> None:
+    if driver.kind in ONE_MACHINE:
+        pytest.skip(f"the {driver.kind} driver serves one machine: it reads that machine's clock")
+
+
+@pytest.mark.parametrize("skew_ms", [SKEW_MS, -SKEW_MS])
+async def test_a_machine_whose_clock_is_wrong_keeps_the_servers_time(
+    database_url: str, caplog: pytest.LogCaptureFixture, skew_ms: int
+) -> None:
+    honest = open_driver(database_url)
+    skewed = open_driver(database_url, clock=SkewedClock(skew_ms))
+    try:
+        _many_machines(honest)
+        await honest.migrate()
+        with caplog.at_level(logging.WARNING):
+            await skewed.migrate()
+        side = "ahead of" if skew_ms > 0 else "behind"
+        seconds = f"{abs(skew_ms) / 1000:.1f}"
+        assert f"clock reads {seconds} s {side} the database server's" in caplog.text
+        assert abs(skewed.clock.now_ms() - honest.clock.now_ms()) < AGREE_MS
+
+        (held,) = await honest.enqueue([_due(honest, 1)])
+        (claimed,) = await honest.claim("honest", 1, LEASE_MS)
+        assert claimed.record.id == held.id
+        assert await skewed.claim("skewed", 10, LEASE_MS) == []
+        (mine,) = await honest.enqueue([_due(honest, 2)])
+        (claimed,) = await skewed.claim("skewed", 1, LEASE_MS)
+        assert claimed.record.id == mine.id
+        assert await honest.claim("honest", 10, LEASE_MS) == []
+        (due,) = await skewed.enqueue([_due(skewed, 3)])
+        assert [c.record.id for c in await honest.claim("honest", 10, LEASE_MS)] == [due.id]
+    finally:
+        await honest.close()
+        await skewed.close()
+
+
+async def test_jobs_read_the_drivers_time_and_a_test_clock_is_left_alone(
+    database_url: str,
+) -> None:
+    jobs = await connect(database_url, clock=SkewedClock(SKEW_MS), registry=JobRegistry())
+    try:
+        assert jobs.clock is jobs.driver.clock
+        _many_machines(jobs.driver)
+        assert isinstance(jobs.clock, ServerClock)
+        assert abs(jobs.clock.now_ms() - SystemClock().now_ms()) < AGREE_MS
+    finally:
+        await jobs.close()
+    manual = ManualClock()
+    driver = open_driver(database_url, clock=manual)
+    try:
+        await driver.migrate()
+        assert driver.clock is manual and manual.now_ms() == ManualClock().now_ms()
+    finally:
+        await driver.close()
