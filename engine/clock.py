@@ -43,6 +43,7 @@ class ServerClock:
         # How far the server's clock is ahead of `local`, at the last measure.
         self.offset_ms = 0
         self.measured = False
+        self.tried = False  # a measure was begun (it may have failed)
         self._correction = 0
         self._noted = 0
         # Read on every job's path (about four times a job): bound once.
@@ -59,6 +60,7 @@ class ServerClock:
         through it; the offset is logged when it moved by NOTED_OFFSET_MS since last logged. A
         round trip slower than SLOW_ROUND_TRIP_MS (a pause here, a loaded server; or a step of
         `local` during it) keeps the measure before: it could be that far off."""
+        self.tried = True
         offset, round_trip = await measure_offset(read_server_ms, self.local)
         if self.measured and not 0 <= round_trip <= SLOW_ROUND_TRIP_MS:
             return

@@ -27,6 +27,7 @@ import anyio
 import pytest
 
 from engine import ManualClock
+from engine.clock import ServerClock
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite
 from engine.errors import JobsError
@@ -153,9 +154,23 @@ async def test_an_enqueue_into_a_full_store_is_storage_full_and_stores_nothing(
         printed = await _run_as_given(error.fix)
         assert "account: file storage" in printed
         assert f"stream {FILLER}:" in printed and f"stream KV_{driver.bucket}:" in printed
+        # The server's clock is read from a write, which the full store refuses: the report
+        # says so, and a process on this machine's clock still opens, reads and claims.
+        assert "clock: not read (the server refused the write it is read from" in printed
+        await _still_opens(url, kept.id)
         await _nothing_left_behind(driver, js, kept.id, range(2, 12))
     finally:
         await driver.close()
+
+
+async def _still_opens(url: str, kept: str) -> None:
+    reader = cast(NatsDriver, open_driver(url))
+    try:
+        await reader.migrate()
+        assert [j.id for j in (await reader.list_jobs(JobFilter(limit=5))).jobs] == [kept]
+        assert isinstance(reader.clock, ServerClock) and not reader.clock.measured
+    finally:
+        await reader.close()
 
 
 async def test_a_batch_that_fills_the_store_takes_back_what_it_wrote(

@@ -30,6 +30,7 @@ Layout and guarantees, in one place:
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -62,6 +63,7 @@ from engine.drivers.nats import pauses as pause_store
 from engine.drivers.nats import progress as progress_store
 from engine.drivers.nats import reruns as rerun_store
 from engine.drivers.nats.connection import (
+    UNAVAILABLE,
     Fixes,
     guard,
     held_through,
@@ -96,6 +98,8 @@ from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
 
+logger = logging.getLogger(__name__)
+
 T = TypeVar("T")
 
 SCHEMA_VERSION = b"1"
@@ -118,6 +122,7 @@ class NatsDriver:
         while the server is away before it fails (its lease then hands the job on)."""
         # This machine's clock, read as the server reads its own (engine/clock.py).
         self.clock = clock = server_clock(clock, "nats")
+        self._clock_unread = False
         self._url = parse_nats_url(url)
         self._fixes = Fixes.of(url)
         self._timeout = connect_timeout_s
@@ -192,8 +197,7 @@ class NatsDriver:
     ) -> list[ClaimedJob]:
         store = await self._open()
         async with guard(self._fixes):
-            if isinstance(self.clock, ServerClock) and not self.clock.measured:
-                await self._keep_time(store)  # leases are compared with the server's time
+            await self._keep_time(store, first=True)  # a lease is compared with the server's time
             return await claims.claim(store, worker_id, limit, lease_ms, queues)
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
@@ -303,10 +307,22 @@ class NatsDriver:
             await presence.worker_seen(store, info)
             await self._keep_time(store)
 
-    async def _keep_time(self, store: Store) -> None:
-        """Measure the server's clock for a `ServerClock`; call inside `guard`."""
-        if isinstance(self.clock, ServerClock):
-            await self.clock.measure(lambda: server_time.read_ms(store.js, store.kv))
+    async def _keep_time(self, store: Store, *, first: bool = False) -> None:
+        """Measure the server's clock (`first`: unless a measure was already begun). It is read
+        from a write, which a full store refuses: then the offset before stands (none: this
+        machine's clock), and the call that measures goes on, so a full store can still be
+        migrated, read and pruned."""
+        clock = self.clock
+        if not isinstance(clock, ServerClock) or (first and clock.tried):
+            return
+        try:
+            await clock.measure(lambda: server_time.read_ms(store.js, store.kv))
+        except UNAVAILABLE as exc:
+            if not self._clock_unread:  # once until a measure gets through
+                logger.warning("nats: the server's clock could not be read (%r)", exc)
+            self._clock_unread = True
+        else:
+            self._clock_unread = False
 
     async def worker_gone(self, worker_id: str) -> None:
         store = await self._open()

@@ -209,8 +209,7 @@ class PostgresDriver:
     async def claim(
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
     ) -> list[ClaimedJob]:
-        if isinstance(self.clock, ServerClock) and not self.clock.measured:
-            await self._keep_time()  # a lease is compared with the server's time from the first
+        await self._keep_time(first=True)  # a lease is compared with the server's time
         claimed = await self.claimer.claim(worker_id, limit, lease_ms, queues)
         if claimed:
             self.changes.notify()
@@ -286,9 +285,11 @@ class PostgresDriver:
         await ledgers.worker_seen(self.db, info, self.clock.now_ms())
         await self._keep_time()
 
-    async def _keep_time(self) -> None:
-        if isinstance(self.clock, ServerClock):
-            await server_time.measure(self.db, self.clock)
+    async def _keep_time(self, *, first: bool = False) -> None:
+        """Measure the server's clock (`first`: unless a measure was already begun)."""
+        clock = self.clock
+        if isinstance(clock, ServerClock) and not (first and clock.tried):
+            await server_time.measure(self.db, clock)
 
     async def worker_gone(self, worker_id: str) -> None:
         await ledgers.worker_gone(self.db, worker_id)

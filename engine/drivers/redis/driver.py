@@ -188,8 +188,7 @@ class RedisDriver:
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
     ) -> list[ClaimedJob]:
         async with guard(self._fixes):
-            if isinstance(self.clock, ServerClock) and not self.clock.measured:
-                await self._keep_time()  # leases are compared with the server's time from the first
+            await self._keep_time(first=True)  # a lease is compared with the server's time
             return await claims.claim(self._store, worker_id, limit, lease_ms, queues, self._fixes)
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
@@ -286,11 +285,13 @@ class RedisDriver:
             await presence.worker_seen(self._store, info)
             await self._keep_time()
 
-    async def _keep_time(self) -> None:
-        """Measure the server's clock (`TIME`) for a `ServerClock`; call inside `guard`."""
-        if isinstance(self.clock, ServerClock):
+    async def _keep_time(self, *, first: bool = False) -> None:
+        """Measure the server's clock (`TIME`; `first`: unless a measure was already begun).
+        Call inside `guard`."""
+        clock = self.clock
+        if isinstance(clock, ServerClock) and not (first and clock.tried):
             client = self._store.client
-            await self.clock.measure(lambda: server_time.read_ms(client))
+            await clock.measure(lambda: server_time.read_ms(client))
 
     async def worker_gone(self, worker_id: str) -> None:
         async with guard(self._fixes):
