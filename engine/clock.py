@@ -99,8 +99,9 @@ async def offset_line(read_server_ms: Callable[[], Awaitable[int]]) -> str:
 
 
 def offset_words(offset: int, round_trip_ms: int) -> str:
-    """What an offset measured against the database server means, for a log line or a report."""
-    if abs(offset) < NOTED_OFFSET_MS:
+    """What an offset measured against the database server means, for a log line or a report:
+    agreement within AGREES_WITHIN_MS (read as it is), else the offset mcp-jobs corrects."""
+    if abs(offset) < AGREES_WITHIN_MS:
         return (
             f"this machine's clock agrees with the database server's ({abs(offset)} ms apart, "
             f"measured to within {max(1, round_trip_ms // 2)} ms)"

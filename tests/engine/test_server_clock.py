@@ -110,7 +110,8 @@ def test_a_test_clock_is_not_read_as_a_server_does() -> None:
 def test_the_words_say_which_way_and_how_far() -> None:
     assert "reads 63.2 s behind the database server's" in offset_words(63_200, 2)
     assert "set it (NTP)" in offset_words(-5_000, 2)
-    assert offset_words(999, 6) == (
-        "this machine's clock agrees with the database server's (999 ms apart, measured to "
+    assert offset_words(249, 6) == (
+        "this machine's clock agrees with the database server's (249 ms apart, measured to "
         "within 3 ms)"
     )
+    assert "reads 0.6 s behind the database server's; mcp-jobs here follows" in offset_words(600, 6)
