@@ -46,7 +46,7 @@ class ServerClock:
         self.tried = False  # a measure was begun (it may have failed)
         self._correction = 0
         self._noted = 0
-        # Read on every job's path (about four times a job): bound once.
+        # Read several times on every job's path: bound once.
         self._local_ms = local.now_ms
 
     def now_ms(self) -> int:

@@ -43,6 +43,7 @@ from engine.drivers.nats.rate_limits import KEYS_KEPT
 from engine.rate_limits import RateTake
 from engine.rules import new_record
 from engine.testing.plugin import AppTransaction
+from engine.testing.requests import numbered as _request
 from tests.nats.server import free_port
 from tests.support.damaged_ledgers import (
     LEASE,
@@ -60,7 +61,6 @@ from tests.support.damaged_ledgers import (
 from tests.support.damaged_rows import pages
 from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
-from tests.support.requests import numbered as _request
 
 # Keys that outlive any one job.
 SHARED = {"version"}

@@ -24,6 +24,7 @@ pytest.importorskip("redis", reason="the redis extra is not installed")
 from engine.drivers.redis import RedisDriver
 from engine.drivers.redis.codec import dedupe_field
 from engine.testing.plugin import AppTransaction
+from engine.testing.requests import numbered as request
 from tests.mcp.support import declare_app
 from tests.support.damaged_ledgers import (
     LEASE,
@@ -40,7 +41,6 @@ from tests.support.damaged_ledgers import (
 )
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place, pages
 from tests.support.fix_lines import run_fix
-from tests.support.requests import numbered as request
 
 
 async def test_a_key_another_program_overwrote_is_damage_named_by_a_fix_that_runs(

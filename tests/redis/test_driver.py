@@ -29,9 +29,9 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from engine.drivers.redis import RedisDriver, claims
+from engine.testing.requests import numbered as request
 from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
-from tests.support.requests import numbered as request
 
 # Keys that outlive any one job: counters, the schema version, the queue names, the flag that
 # says published outbox rows are indexed.

@@ -15,6 +15,7 @@ from engine.clock import ServerClock, SystemClock
 from engine.drivers import open_driver
 from engine.drivers.base import Driver
 from engine.errors import JobNotFoundError
+from engine.testing.requests import numbered
 from schemas.jobs import EnqueueRequest
 
 SKEW_MS = 120_000
@@ -35,18 +36,9 @@ class SkewedClock(SystemClock):
         return super().now_ms() + self.skew_ms
 
 
-def _due(driver: Driver, n: int, run_at: int | None = None) -> EnqueueRequest:
-    """Job `n`, due AGREE_MS before `driver`'s now (or at `run_at`)."""
-    return EnqueueRequest(
-        id=f"{n:032x}",
-        run_id=f"{1000 + n:032x}",
-        name="work",
-        queue="default",
-        idempotency_key=f"clock-{n}",
-        input={"n": n},
-        run_at=driver.clock.now_ms() - AGREE_MS if run_at is None else run_at,
-        max_attempts=3,
-    )
+def _due(driver: Driver, n: int) -> EnqueueRequest:
+    """Job `n`, due AGREE_MS before `driver`'s now."""
+    return numbered(n, driver.clock.now_ms() - AGREE_MS, key=f"clock-{n}")
 
 
 # Drivers whose store lives on one machine (a file): they read its clock.
@@ -58,7 +50,7 @@ async def _many_machines(first: Driver, second: Driver) -> None:
     not one in a process's memory (the memory driver, a kit's toy), not a file."""
     if first.kind in ONE_MACHINE:
         pytest.skip(f"the {first.kind} driver serves one machine: it reads that machine's clock")
-    probe = _due(first, 99, run_at=first.clock.now_ms() + 86_400_000)  # no claim here takes it
+    probe = numbered(99, first.clock.now_ms() + 86_400_000)  # no claim here takes it
     await first.enqueue([probe])
     try:
         await second.get(probe.id)

@@ -1,12 +1,12 @@
-"""Driver-level enqueue requests numbered by `n`, for the drivers' own tests: job `n` has the id
-and run id the number gives, the key `k{n}` (or `key`) and the input `{"n": n}`."""
+"""Driver-level enqueue requests numbered by `n`, for the kit's and the drivers' own tests: job
+`n` has the id and run id the number gives, the key `k{n}` (or `key`) and the input `{"n": n}`."""
 
 from __future__ import annotations
 
 from schemas.jobs import EnqueueRequest
 
 
-def numbered(n: int, now: int, key: str | None = None) -> EnqueueRequest:
+def numbered(n: int, run_at: int, key: str | None = None) -> EnqueueRequest:
     return EnqueueRequest(
         id=f"{n:032x}",
         run_id=f"{1000 + n:032x}",
@@ -14,6 +14,6 @@ def numbered(n: int, now: int, key: str | None = None) -> EnqueueRequest:
         queue="default",
         idempotency_key=key or f"k{n}",
         input={"n": n},
-        run_at=now,
+        run_at=run_at,
         max_attempts=3,
     )
