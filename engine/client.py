@@ -20,7 +20,7 @@ from engine.bounds import (
     MAX_QUEUES,
     MAX_TENANT_BYTES,
 )
-from engine.clock import Clock
+from engine.clock import Clock, agree
 from engine.declare import JobRegistry, default_registry
 from engine.descriptors import from_registry, judged
 from engine.drivers import open_driver
@@ -168,8 +168,9 @@ class Jobs:
         worker published (input checked against its JSON Schema); its idempotency key cannot be
         computed without the code, so `key` is required then (IDEMPOTENCY_KEY_MISSING). For a
         registered job `key` may be omitted, or must equal the key the job computes."""
-        job_id, run_id = new_ids(2)
+        await agree(self.clock)  # before a time another machine compares is read
         now = self.clock.now_ms()
+        job_id, run_id = new_ids(2, now)
         item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent, priority)
         store = self.descriptors
         if store is not None and isinstance(job, str) and job not in self.registry:
@@ -201,6 +202,7 @@ class Jobs:
             raise InvalidArgumentError("items", items, "a list of Enqueue(job, input, ...)")
         # One instant for the whole call, the driver's included: a driver reading its own
         # "now" after the client's found run_at 1 ms ahead of it and stored the batch delayed.
+        await agree(self.clock)
         now = self.clock.now_ms()
         if len(items) > FIRST_PART:
             return await self.driver.enqueue_parts(
@@ -250,6 +252,7 @@ class Jobs:
                 raise InvalidArgumentError(
                     "on_conflict", item.on_conflict, "'dedupe' for a staged job"
                 )
+        await agree(self.clock)
         requests = self.items.build(items, enqueued_by, self.clock.now_ms(), current_traceparent())
         ids = await self.driver.outbox_stage(tx, requests)
         if not self.outbox_in_use:
@@ -410,6 +413,7 @@ class Jobs:
                 raise InvalidArgumentError("queues", queues, "a list of queue names, or None")
             bounds.whole("queues", len(queues), 0, MAX_QUEUES, "queue names")
             queues = [bounds.text("queues", q, MAX_QUEUE_BYTES) for q in queues]
+        await agree(self.driver.clock)  # what is due, and whose lease is over, is by its time
         return await self.driver.stats(queues, tenant_id=tenant_id)
 
     async def settled_counts(
@@ -458,6 +462,7 @@ class Jobs:
     ) -> JobRecord:
         job_id, tenant_id = _addressed(job_id, tenant_id)
         actor = bounds.optional_text("actor", actor, MAX_ACTOR_BYTES)
+        await agree(self.driver.clock)
         return await self.driver.cancel(job_id, tenant_id, actor)
 
     async def retry(
@@ -475,6 +480,7 @@ class Jobs:
         include_cancelled = bounds.flag("include_cancelled", include_cancelled)
         actor = bounds.optional_text("actor", actor, MAX_ACTOR_BYTES)
         from_step = bounds.optional_text("from_step", from_step, MAX_NAME_BYTES)
+        await agree(self.driver.clock)
         if from_step is None:
             return await self.driver.retry(job_id, tenant_id, include_cancelled, actor)
         store = require(self.driver, RERUNS)
@@ -511,6 +517,7 @@ class Jobs:
         actor = pause_rules.checked_actor(actor)
         reason = pause_rules.checked_reason(reason)
         store = self._pause_store()
+        await agree(self.clock)
         found, before = await store.pause(kind, name, actor, reason, self.clock.now_ms())
         return pause_rules.Paused(found, before)
 
@@ -536,6 +543,7 @@ class Jobs:
         tenant_id = event_rules.checked_tenant(tenant_id)
         event_rules.checked_payload(payload)
         store = require(self.driver, EVENTS)
+        await agree(self.clock)
         now = self.clock.now_ms()
         event = InboundEvent(
             id=new_ids(1)[0],
@@ -562,6 +570,7 @@ class Jobs:
             if not isinstance(data, dict):
                 raise InvalidArgumentError("data", data, "a dict of JSON values, or None")
             bounds.payload("data", data, self.max_payload_bytes)
+        await agree(self.clock)
         await self.driver.record_event(
             EventRecord(
                 job_id=bounds.optional_text("job_id", job_id, MAX_ID_BYTES),

@@ -46,6 +46,10 @@ class ServerClock:
         self.tried = False  # a measure was begun (it may have failed)
         self._correction = 0
         self._noted = 0
+        self._began_ms = 0  # `local`'s reading when the last measure began
+        # The driver's measure, set once it has a server to read (`agree`).
+        self.keep: Callable[[], Awaitable[None]] | None = None
+        self._first: anyio.Event | None = None  # set when the first `agree` measure ends
         # Read several times on every job's path: bound once.
         self._local_ms = local.now_ms
 
@@ -61,6 +65,7 @@ class ServerClock:
         round trip slower than SLOW_ROUND_TRIP_MS (a pause here, a loaded server; or a step of
         `local` during it) keeps the measure before: it could be that far off."""
         self.tried = True
+        self._began_ms = self.local.now_ms()
         offset, round_trip = await measure_offset(read_server_ms, self.local)
         if self.measured and not 0 <= round_trip <= SLOW_ROUND_TRIP_MS:
             return
@@ -71,6 +76,34 @@ class ServerClock:
             self._noted = offset
             logger.warning("%s: %s", self.server, offset_words(offset, round_trip))
 
+    def due(self) -> bool:
+        """No measure begun yet, or REMEASURE_MS of `local`'s time since the last began."""
+        return not self.tried or abs(self._local_ms() - self._began_ms) >= REMEASURE_MS
+
+    async def agree(self) -> None:
+        """Measure the server's clock by the driver's `keep` when one is due, before a reading
+        another machine will compare: a process that only enqueues or operates (no worker, no
+        migrate) keeps the server's time too. Callers that find the first measure under way
+        wait for it; later measures are not waited for (the offset before stands meanwhile)."""
+        keep = self.keep
+        if keep is None:
+            return
+        if not self.due():
+            if self._first is not None:
+                await self._first.wait()
+            return
+        self.tried = True
+        self._began_ms = self._local_ms()
+        first = None if self.measured else anyio.Event()
+        if first is not None:
+            self._first = first
+        try:
+            await keep()
+        finally:
+            if first is not None:
+                first.set()
+                self._first = None
+
 
 # An offset this large is worth an operator's attention: the machine's time is wrong.
 NOTED_OFFSET_MS = 1_000
@@ -78,6 +111,9 @@ NOTED_OFFSET_MS = 1_000
 # round trip; a lease is seconds).
 AGREES_WITHIN_MS = 250
 SLOW_ROUND_TRIP_MS = 1_000
+# A process that does not beat (a producer, an operator) measures again after this: clocks
+# drift, and NTP steps them.
+REMEASURE_MS = 60_000
 
 
 async def measure_offset(
@@ -112,6 +148,12 @@ def offset_words(offset: int, round_trip_ms: int) -> str:
         "mcp-jobs here follows the server's clock (leases, due times, records), but other "
         "programs on this machine read the wrong time: set it (NTP)"
     )
+
+
+async def agree(clock: Clock) -> None:
+    """`ServerClock.agree` when `clock` is one; any other clock has no server to agree with."""
+    if isinstance(clock, ServerClock):
+        await clock.agree()
 
 
 def server_clock(clock: Clock, server: str) -> Clock:

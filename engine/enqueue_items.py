@@ -131,7 +131,7 @@ class EnqueueItems:
         self, items: Sequence[Enqueue], enqueued_by: str | None, now: int, ambient: str | None
     ) -> list[EnqueueRequest]:
         """Validate and resolve every item at one instant (`now`) under one span (`ambient`)."""
-        ids = new_ids(2 * len(items))
+        ids = new_ids(2 * len(items), now)
         return [
             self.request(
                 item if type(item) is Enqueue else as_item(i, item),

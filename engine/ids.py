@@ -7,8 +7,8 @@ import secrets
 import threading
 import time
 
-# The stamp of the last id made: wall-clock ms << 16 | a 16-bit in-process sequence. One number,
-# so the sequence carries into the ms on overflow by plain addition.
+# The stamp of the last id made: ms << 16 | a 16-bit in-process sequence. One number, so the
+# sequence carries into the ms on overflow by plain addition.
 _stamp = 0
 # Random hex digits drawn from the OS a page at a time: one syscall per 512 ids instead of one
 # each, and one hex conversion per page instead of one per id.
@@ -16,6 +16,8 @@ _RANDOM_PAGE = 4096
 _random = ""
 _random_at = 0
 _lock = threading.Lock()
+# What 48 bits of ms hold (the year 10889): a test clock past it would make ids too long.
+_MS_CAP = 1 << 48
 
 
 def _forget_random() -> None:
@@ -30,24 +32,24 @@ os.register_at_fork(after_in_child=_forget_random)
 
 
 def new_id() -> str:
-    """A 32-hex-digit id: 48 bits of wall-clock ms, a 16-bit in-process sequence, 64 random bits.
-
-    Wall-clock (not the injected clock) on purpose: ids only need to be unique and roughly
-    ordered, and a frozen test clock would otherwise collapse the ordering to the sequence.
-    """
+    """A 32-hex-digit id: 48 bits of wall-clock ms, a 16-bit in-process sequence, 64 random bits."""
     (one,) = new_ids(1)
     return one
 
 
-def new_ids(count: int) -> list[str]:
+def new_ids(count: int, at_ms: int | None = None) -> list[str]:
     """`count` ids in creation order, exactly as `new_id` would make them one by one, for one
-    reading of the clock: a batch enqueue needs two per job."""
+    reading of the clock: a batch enqueue needs two per job. `at_ms`: the instant they are made
+    at (a job's `created_at`, read as the server reads time, so jobs enqueued on many machines
+    list in the order they were made), else (or past what 48 bits hold) this machine's wall
+    clock. Within a process ids only grow, whatever `at_ms` says."""
     global _stamp, _random, _random_at
     with _lock:  # threads share the stamp and the random page
         # A new ms starts at sequence 0; within one ms (or after the clock stepped back) the
         # sequence goes on from the last id.
         stamp = _stamp + 1
-        now = (time.time_ns() // 1_000_000) << 16
+        ms = at_ms if at_ms is not None and 0 <= at_ms < _MS_CAP else time.time_ns() // 1_000_000
+        now = ms << 16
         if now > stamp:
             stamp = now
         page, at = _random, _random_at

@@ -61,3 +61,24 @@ def test_threads_drawing_ids_at_once_never_share_one(monkeypatch: pytest.MonkeyP
         sys.setswitchinterval(interval)
     every = [i for batch in drawn for i in batch]
     assert len(drawn) == 4 and len(set(every)) == len(every) == 20_000
+
+
+def _ms(job_id: str) -> int:
+    return int(job_id[:16], 16) >> 16
+
+
+def test_ids_made_at_an_instant_carry_it_and_still_only_grow() -> None:
+    # A job's id is made at its created_at, as the server reads time: a machine whose own
+    # clock is two minutes off still lists its jobs in the order they were made.
+    later = time.time_ns() // 1_000_000 + 1_000
+    first = new_ids(2, later)
+    assert [_ms(i) for i in first] == [later, later]
+    earlier = new_ids(3, later - 120_000)  # an instant before the last: the sequence goes on
+    assert first + earlier == sorted(first + earlier)
+    assert _ms(earlier[-1]) == later
+
+
+def test_an_instant_past_what_48_bits_hold_is_read_from_the_wall_clock() -> None:
+    for wild in (1 << 48, 1 << 62, -5):
+        (made,) = new_ids(1, wild)
+        assert len(made) == 32 and _ms(made) < 1 << 48

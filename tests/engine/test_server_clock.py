@@ -9,7 +9,14 @@ from collections.abc import Awaitable, Callable
 import anyio
 import pytest
 
-from engine.clock import ManualClock, ServerClock, measure_offset, offset_words, server_clock
+from engine.clock import (
+    REMEASURE_MS,
+    ManualClock,
+    ServerClock,
+    measure_offset,
+    offset_words,
+    server_clock,
+)
 from engine.testing.blocked import wait_all_tasks_blocked
 
 
@@ -115,3 +122,64 @@ def test_the_words_say_which_way_and_how_far() -> None:
         "within 3 ms)"
     )
     assert "reads 0.6 s behind the database server's; mcp-jobs here follows" in offset_words(600, 6)
+
+
+async def test_agree_measures_when_none_was_begun_or_a_minute_has_passed() -> None:
+    """A process that neither migrates nor runs a worker (a producer, an operator) has no beat:
+    its writes and reads measure the server first, and again after REMEASURE_MS."""
+    local = ManualClock(1_000_000)
+    clock = ServerClock(local, "postgres")
+    await clock.agree()  # no driver has given it a way to read the server: nothing to do
+    assert not clock.tried
+    reads: list[int] = []
+
+    async def keep() -> None:
+        reads.append(local.now_ms())
+        await clock.measure(_server_at(local, local.now_ms() - 120_000, 2))
+
+    clock.keep = keep
+    await clock.agree()
+    assert reads == [1_000_000] and clock.now_ms() == local.now_ms() - 120_001
+    local.advance(REMEASURE_MS - 10)
+    await clock.agree()
+    assert len(reads) == 1
+    local.advance(10)
+    await clock.agree()
+    assert len(reads) == 2
+    await clock.measure(_server_at(local, local.now_ms(), 2))  # a beat's measure counts too
+    local.advance(REMEASURE_MS - 10)
+    await clock.agree()
+    assert len(reads) == 2
+
+
+async def test_callers_that_find_the_first_measure_under_way_wait_for_it() -> None:
+    """Enqueues begun at once in a fresh process: none reads the uncorrected clock."""
+    local = ManualClock(1_000_000)
+    clock = ServerClock(local, "redis")
+    answered = anyio.Event()
+    measures = 0
+
+    async def slow_server() -> int:
+        await answered.wait()
+        return local.now_ms() + 120_000
+
+    async def keep() -> None:
+        nonlocal measures
+        measures += 1
+        await clock.measure(slow_server)
+
+    clock.keep = keep
+    seen: list[int] = []
+
+    async def enqueue() -> None:
+        await clock.agree()
+        seen.append(clock.now_ms())
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(enqueue)
+            await wait_all_tasks_blocked()
+            assert seen == [] and measures == 1
+            answered.set()
+    assert measures == 1 and seen == [local.now_ms() + 120_000] * 3

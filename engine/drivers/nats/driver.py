@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from engine import bounds
-from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, server_clock
+from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.holding import hold
 from engine.drivers.nats import (
@@ -122,6 +122,8 @@ class NatsDriver:
         while the server is away before it fails (its lease then hands the job on)."""
         # This machine's clock, read as the server reads its own (engine/clock.py).
         self.clock = clock = server_clock(clock, "nats")
+        if isinstance(clock, ServerClock):
+            clock.keep = self._agree
         self._clock_unread = False
         self._url = parse_nats_url(url)
         self._fixes = Fixes.of(url)
@@ -197,7 +199,7 @@ class NatsDriver:
     ) -> list[ClaimedJob]:
         store = await self._open()
         async with guard(self._fixes):
-            await self._keep_time(store, first=True)  # a lease is compared with the server's time
+            await agree(self.clock)  # a lease is compared with the server's time
             return await claims.claim(store, worker_id, limit, lease_ms, queues)
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
@@ -307,13 +309,18 @@ class NatsDriver:
             await presence.worker_seen(store, info)
             await self._keep_time(store)
 
-    async def _keep_time(self, store: Store, *, first: bool = False) -> None:
-        """Measure the server's clock (`first`: unless a measure was already begun). It is read
-        from a write, which a full store refuses: then the offset before stands (none: this
-        machine's clock), and the call that measures goes on, so a full store can still be
-        migrated, read and pruned."""
+    async def _agree(self) -> None:
+        """The `ServerClock`'s `keep`."""
+        store = await self._open()
+        async with guard(self._fixes):
+            await self._keep_time(store)
+
+    async def _keep_time(self, store: Store) -> None:
+        """Measure the server's clock. It is read from a write, which a full store refuses:
+        then the offset before stands (none: this machine's clock), and the call that measures
+        goes on, so a full store can still be migrated, read and pruned."""
         clock = self.clock
-        if not isinstance(clock, ServerClock) or (first and clock.tried):
+        if not isinstance(clock, ServerClock):
             return
         try:
             await clock.measure(lambda: server_time.read_ms(store.js, store.kv))

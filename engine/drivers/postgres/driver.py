@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from engine.changes import ChangeFeed
-from engine.clock import MONOTONIC_CLOCK, SYSTEM_CLOCK, Clock, ServerClock, server_clock
+from engine.clock import MONOTONIC_CLOCK, SYSTEM_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.postgres import descriptors as descriptors_sql
 from engine.drivers.postgres import inbound_events as events_sql
@@ -116,6 +116,8 @@ class PostgresDriver:
         self.url = url
         # This machine's clock, read as the server reads its own (engine/clock.py).
         self.clock = clock = server_clock(clock, "postgres")
+        if isinstance(clock, ServerClock):
+            clock.keep = self._keep_time
         self.schema = schema
         self.listen = bool(listen)
         retry = Retrier(
@@ -209,7 +211,7 @@ class PostgresDriver:
     async def claim(
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
     ) -> list[ClaimedJob]:
-        await self._keep_time(first=True)  # a lease is compared with the server's time
+        await agree(self.clock)  # a lease is compared with the server's time
         claimed = await self.claimer.claim(worker_id, limit, lease_ms, queues)
         if claimed:
             self.changes.notify()
@@ -285,10 +287,10 @@ class PostgresDriver:
         await ledgers.worker_seen(self.db, info, self.clock.now_ms())
         await self._keep_time()
 
-    async def _keep_time(self, *, first: bool = False) -> None:
-        """Measure the server's clock (`first`: unless a measure was already begun)."""
+    async def _keep_time(self) -> None:
+        """Measure the server's clock (also the `ServerClock`'s `keep`)."""
         clock = self.clock
-        if isinstance(clock, ServerClock) and not (first and clock.tried):
+        if isinstance(clock, ServerClock):
             await server_time.measure(self.db, clock)
 
     async def worker_gone(self, worker_id: str) -> None:

@@ -1,5 +1,5 @@
-"""The server's clock, read for `ServerClock` (engine/clock.py): at a migrate, before the first
-claim, and at each worker's beat, so a machine whose clock drifts is corrected within one."""
+"""The server's clock, read for `ServerClock` (engine/clock.py): at a migrate, at each worker's
+beat, and before a claim or a write when none was read for a minute (`ServerClock.agree`)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import ResponseError
 
 from engine import bounds
-from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, server_clock
+from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.holding import hold
 from engine.drivers.redis import (
@@ -110,6 +110,8 @@ class RedisDriver:
         through dropped connections before it fails (its lease then hands the job on)."""
         # This machine's clock, read as the server reads its own (engine/clock.py).
         self.clock = clock = server_clock(clock, "redis")
+        if isinstance(clock, ServerClock):
+            clock.keep = self._agree
         # Up to a day: a settle held longer outlives any lease that waits for it.
         self._settle_retry_ms = bounds.whole("settle_retry_ms", settle_retry_ms, 0, 86_400_000)
         self._retry_clock = retry_clock
@@ -188,7 +190,7 @@ class RedisDriver:
         self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
     ) -> list[ClaimedJob]:
         async with guard(self._fixes):
-            await self._keep_time(first=True)  # a lease is compared with the server's time
+            await agree(self.clock)  # a lease is compared with the server's time
             return await claims.claim(self._store, worker_id, limit, lease_ms, queues, self._fixes)
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
@@ -285,13 +287,17 @@ class RedisDriver:
             await presence.worker_seen(self._store, info)
             await self._keep_time()
 
-    async def _keep_time(self, *, first: bool = False) -> None:
-        """Measure the server's clock (`TIME`; `first`: unless a measure was already begun).
-        Call inside `guard`."""
+    async def _keep_time(self) -> None:
+        """Measure the server's clock (`TIME`). Call inside `guard`."""
         clock = self.clock
-        if isinstance(clock, ServerClock) and not (first and clock.tried):
+        if isinstance(clock, ServerClock):
             client = self._store.client
             await clock.measure(lambda: server_time.read_ms(client))
+
+    async def _agree(self) -> None:
+        """The `ServerClock`'s `keep`."""
+        async with guard(self._fixes):
+            await self._keep_time()
 
     async def worker_gone(self, worker_id: str) -> None:
         async with guard(self._fixes):

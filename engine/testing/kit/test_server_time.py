@@ -9,8 +9,9 @@ from __future__ import annotations
 import logging
 
 import pytest
+from pydantic import BaseModel
 
-from engine import JobRegistry, ManualClock, connect
+from engine import JobContext, JobRegistry, ManualClock, connect, job
 from engine.clock import ServerClock, SystemClock
 from engine.drivers import open_driver
 from engine.drivers.base import Driver
@@ -87,6 +88,40 @@ async def test_a_machine_whose_clock_is_wrong_keeps_the_servers_time(
     finally:
         await honest.close()
         await skewed.close()
+
+
+class Numbered(BaseModel):
+    n: int
+
+
+@pytest.mark.parametrize("skew_ms", [SKEW_MS, -SKEW_MS])
+async def test_a_process_that_only_enqueues_writes_the_servers_time(
+    database_url: str, skew_ms: int
+) -> None:
+    """A producer (a web app: it neither migrates nor runs a worker, so no beat measures for
+    it) on a machine whose clock is wrong: the job it enqueues for now is due now for the
+    others, made at the server's time, and its id, which orders lists, says that time."""
+    registry = JobRegistry()
+
+    @job(idempotency_key=lambda i: f"made:{i.n}", registry=registry)
+    async def made(input: Numbered, ctx: JobContext) -> None:
+        return None
+
+    honest = await connect(database_url, registry=registry)
+    producer = await connect(
+        database_url, clock=SkewedClock(skew_ms), registry=registry, migrate=False
+    )
+    try:
+        await _many_machines(honest.driver, producer.driver)
+        enqueued = await producer.enqueue(made, {"n": 1})
+        claimed = await honest.driver.claim("honest", 10, LEASE_MS)
+        assert [c.record.id for c in claimed] == [enqueued.id]
+        created_at = claimed[0].record.created_at
+        assert abs(created_at - honest.clock.now_ms()) < AGREE_MS
+        assert abs((int(enqueued.id[:16], 16) >> 16) - created_at) < AGREE_MS
+    finally:
+        await honest.close()
+        await producer.close()
 
 
 async def test_jobs_read_the_drivers_time_and_a_test_clock_is_left_alone(
