@@ -153,9 +153,9 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
         return breach
     entries: list[dict[str, Any]] = []
     named: set[str] = set()
-    for e in errors:
+    for e in _fitting_members(errors, props, arguments):
         name = str(e["loc"][0]) if e["loc"] else ""
-        # One entry per argument: a union reports every member it tried, a list every item.
+        # One entry per argument: a list reports every item.
         if name in named:
             continue
         named.add(name)
@@ -181,6 +181,35 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
 
 
 _MISSING = object()
+
+
+def _fitting_members(
+    errors: list[Any], props: Mapping[str, Any], arguments: Mapping[str, Any]
+) -> list[Any]:
+    """The errors with each union argument's (`"a" | list["a"]`) narrowed to the member the
+    value's kind fits (a list's error for a list: which item is wrong), and that member's name
+    (`list[literal['ready',…]]`, pydantic's) left out of the place it names."""
+    members: dict[str, list[Any]] = {}
+    for e in errors:
+        loc = e["loc"]
+        name = str(loc[0]) if loc else ""
+        choices = [m for m in props.get(name, {}).get("anyOf", ()) if m.get("type") != "null"]
+        if len(choices) > 1 and len(loc) > 1 and isinstance(loc[1], str):
+            members.setdefault(name, []).append(e)
+    out: list[Any] = []
+    shown: set[str] = set()
+    for e in errors:
+        name = str(e["loc"][0]) if e["loc"] else ""
+        tried = members.get(name)
+        if tried is None:
+            out.append(e)
+        elif name not in shown:
+            shown.add(name)
+            listed = isinstance(arguments.get(name), list)
+            fits = [t for t in tried if str(t["loc"][1]).startswith("list[") == listed] or tried
+            out.extend({**t, "loc": (t["loc"][0], *t["loc"][2:])} for t in fits)
+    return out
+
 
 # The tool call under way, for an INVALID_ARGUMENT the engine raises while the tool runs.
 _CALL: ContextVar[tuple[Tool, Mapping[str, Any]] | None] = ContextVar("tool_call", default=None)

@@ -93,6 +93,8 @@ async def test_every_argument_of_every_tool_is_strict(open_mcp: OpenMcp, jobs: J
                     )
                     (entry,) = [e for e in error["details"]["errors"] if e["loc"][0] == argument]
                     assert entry["expected"] and argument in error["cause"], (tool, argument)
+                    # The place in the value given, never the union member pydantic tried.
+                    assert entry["loc"] == [argument], (tool, argument, entry)
                     assert error["retryable"] is False
                     checked += 1
     # write, force, include_cancelled, pending_only, prune's write; the limits; input; state …
@@ -253,6 +255,23 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
             error = await mcp.fails(tool, given, "TOOL_ARGUMENTS_INVALID")
             assert error["fix"] == f"{tool} {fix}" and "next_call" not in error, error
     assert [j.id for j in (await jobs.list()).jobs] == [job.id]  # nothing else was written
+
+
+async def test_a_refusal_names_the_wrong_item_of_a_list_not_the_type_pydantic_tried(
+    open_mcp: OpenMcp,
+) -> None:
+    """`state` takes a state or a list of states: a list with one wrong item is refused naming
+    that item (`state.1`), a wrong single value naming `state`, and neither names the union
+    member pydantic tried (`literal['ready', …]`), which is no place in the caller's call."""
+    async with open_mcp() as mcp:
+        given = {"state": ["ready", "readdy"]}
+        error = await mcp.fails("list_jobs", given, "TOOL_ARGUMENTS_INVALID")
+        assert [e["loc"] for e in error["details"]["errors"]] == [["state", 1]], error
+        assert error["cause"].startswith("list_jobs: argument state.1: Input should be 'ready'")
+        for value in ("readdy", 5, True):
+            error = await mcp.fails("list_jobs", {"state": value}, "TOOL_ARGUMENTS_INVALID")
+            assert [e["loc"] for e in error["details"]["errors"]] == [["state"]], error
+            assert error["cause"].startswith("list_jobs: argument state: Input should be")
 
 
 async def test_an_argument_the_engine_refuses_comes_back_as_the_callers_call_mended(
