@@ -19,6 +19,7 @@ import pydantic_core
 
 from engine.errors import NOTHING_NEAR, InvalidArgumentError
 from engine.rules import PRIORITY_MAX, PRIORITY_MIN
+from engine.storable import RULE as STORABLE_RULE
 from engine.storable import find_unstorable
 
 MAX_NAME_BYTES = 200  # a job or backfill name, and a name filter
@@ -136,9 +137,7 @@ def payload(argument: str, value: Any, max_bytes: int) -> None:
     `max_bytes`. The error echoes where and how large, never the value itself."""
     bad = find_unstorable(value)
     if bad is not None:
-        raise InvalidArgumentError(
-            argument, f"{bad.reason} at {bad.path}", "storable JSON (see engine/storable.py)"
-        )
+        raise InvalidArgumentError(argument, f"{bad.reason} at {bad.path}", STORABLE_RULE)
     size = len(pydantic_core.to_json(value))
     if size > max_bytes:
         raise InvalidArgumentError(

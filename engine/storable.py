@@ -14,6 +14,11 @@ from typing import Any, NamedTuple
 
 # Deeper values are refused: no job output needs more, and a recursive walk must stay bounded.
 MAX_DEPTH = 64
+# The rule in words, for a refusal read by someone who cannot open this file.
+RULE = (
+    "JSON with no NaN or Infinity, no text holding a NUL character or a lone surrogate, string "
+    f"keys, and at most {MAX_DEPTH} levels of nesting"
+)
 # What text may not hold: NUL, and any surrogate code point (in a Python str one is always lone:
 # UTF-8 cannot encode it).
 _UNSTORABLE_CHARS = re.compile(r"[\x00\ud800-\udfff]")

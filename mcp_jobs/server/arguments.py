@@ -246,11 +246,14 @@ def mended(exc: BaseException) -> BaseException:
             mend.set(name, kept)
         else:
             mend.leave_out(name)
-    # The engine's value must be the caller's own (not one converted to other units).
-    elif not _same(given, exc.value):
-        return exc
-    else:
+    elif _same(given, exc.value):
         mend.set(name, _MISSING if exc.nearest is NOTHING_NEAR else exc.nearest)
+    # The engine named the value by what is wrong with it ("nested deeper than 64 levels at
+    # $.a…", "2000000 bytes of JSON"), or in other units: a slot, never its nearest value.
+    elif exc.nearest is NOTHING_NEAR and given is not _MISSING:
+        mend.set(name, _MISSING)
+    else:
+        return exc
     mend.settle()
     return InvalidArgumentError(
         name, exc.value, exc.expected, fix=f"{tool.name} {mend.text()}", next_call=mend.call()

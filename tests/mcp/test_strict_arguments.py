@@ -305,17 +305,27 @@ async def test_an_argument_the_engine_refuses_comes_back_as_the_callers_call_men
             ("inspect_job", {"job_id": "x\x00"}, "job_id"),
             # The tool's `name` (the engine checks it as the job's): a slot, not prose.
             ("enqueue_job", {"name": "a\x00", "input": {}}, "name"),
+            # A value the engine names by what is wrong with it, not by the value itself.
+            ("send_event", {"name": "e", "key": "k", "payload": _nested(70)}, "payload"),
         ]
         for tool, given, name in slots:
             error = await mcp.fails(tool, given, "INVALID_ARGUMENT")
             fix = example_call({**given, name: f"<{name}>"})
             assert error["fix"] == f"{tool} {fix}" and "next_call" not in error, error
+            assert ".py" not in error["cause"], error  # says the rule, not where it is written
         # An item of a list that no queue can be named: the list without it asks the same.
         for queues, mended in ((["mail", "q\x00"], {"queues": ["mail"]}), ([""], {})):
             error = await mcp.fails("queue_stats", {"queues": queues}, "INVALID_ARGUMENT")
             assert error["next_call"] == {"tool": "queue_stats", "arguments": mended}, error
             await mcp.ok("queue_stats", mended)
     assert [j.id for j in (await jobs.list()).jobs] == [first["job_id"]]
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
 
 
 async def test_a_server_cap_is_published_and_its_fix_is_the_call_at_the_cap(
