@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any
 
-from engine.errors import InvalidArgumentError
+from engine.errors import NOTHING_NEAR, InvalidArgumentError
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
 from mcp_jobs.cli.render import TEXT
 from mcp_jobs.config import Settings
@@ -52,9 +52,19 @@ def _payload(text: str | None) -> Any:
     try:
         return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
     except ValueError as exc:
-        # Text that is no JSON most plainly means that text, as a JSON string.
+        # Text that is no JSON most plainly means that text, as a JSON string; unless it was
+        # meant as JSON (an object, a list, a number, a quoted string) and went wrong.
         expected = f"a JSON value ({exc})"
-        raise InvalidArgumentError("--payload", text, expected, nearest=json.dumps(text)) from exc
+        nearest = NOTHING_NEAR if _meant_as_json(text) else json.dumps(text)
+        raise InvalidArgumentError("--payload", text, expected, nearest=nearest) from exc
+
+
+def _meant_as_json(text: str) -> bool:
+    start = text.lstrip()[:1]
+    return start in ("{", "[", '"', "-") or start.isdigit() or text.strip() in _CONSTANTS
+
+
+_CONSTANTS = ("NaN", "Infinity")
 
 
 async def events_command(args: argparse.Namespace, settings: Settings) -> int:

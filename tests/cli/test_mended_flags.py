@@ -25,7 +25,7 @@ MENDED = [
     (["jobs", "cancel-all", "--name", "x", "--since-seconds", "0"], ["--since-seconds", "1"]),
     # Text that is no JSON, as the JSON string it most plainly means.
     (["events", "send", "paid", "7", "--payload", "hello"], ["--payload", '"hello"']),
-    (["events", "send", "paid", "7", "--payload={a: 1}"], ['--payload="{a: 1}"']),
+    (["events", "send", "paid", "7", "--payload=order paid"], ['--payload="order paid"']),
 ]
 
 
@@ -61,6 +61,24 @@ def test_a_refused_flag_value_comes_back_as_the_command_at_the_nearest_value(
     assert command[at : at + len(mended)] == mended, error["fix"]
     assert main(command) == 0  # as given
     capsys.readouterr()
+
+
+# JSON that went wrong (an object, a list, a number, a constant JSON has not): sent as a string
+# it would run, and hand the waiting jobs a string where they read an object.
+MEANT_AS_JSON = ["{a: 1}", '{"x": NaN}', "[1, 2", "12abc", "NaN", '"open']
+
+
+@pytest.mark.parametrize("payload", MEANT_AS_JSON)
+def test_json_that_went_wrong_is_not_mended_into_a_string(
+    payload: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    argv = ["events", "send", "paid", "7", "--payload", payload]
+    error, command = _refused(argv, tmp_path, capsys, monkeypatch)
+    assert command[:3] == ["events", "send", "--help"], error["fix"]
+    assert "a JSON value" in error["cause"]
 
 
 LEFT_OUT = [
@@ -158,8 +176,8 @@ NOTHING_NEAR = [
     (["jobs", "retry-all", "--error-code", ""], ["jobs", "retry-all", "--help"]),
     # A number past a float's precision is still found on the line and mended.
     (["jobs", "retry-all", "--since-seconds", "9" * 20], ["jobs", "retry-all"]),
-    # JSON that no payload can store (inf) as the JSON string it was typed as.
-    (["events", "send", "paid", "7", "--payload", "1e309"], ["events", "send", "paid"]),
+    # A number no payload can store (past a float): not sent as a string, which would run.
+    (["events", "send", "paid", "7", "--payload", "1e309"], ["events", "send", "--help"]),
 ]
 
 
