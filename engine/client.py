@@ -306,12 +306,13 @@ class Jobs:
         if cursor is not None:
             # Drivers page by the last id; callers only ever see it encoded and checked.
             first_page = NextCall(tool="list_jobs", arguments=_list_arguments(wanted))
-            after = paging.parse_list_cursor(cursor, first_page)
+            after = paging.parse_list_cursor(cursor, wanted, first_page)
             wanted = wanted.model_copy(update={"cursor": after})
         page = await self.driver.list_jobs(wanted)
         if page.next_cursor is None:
             return page
-        return page.model_copy(update={"next_cursor": paging.list_cursor(page.next_cursor)})
+        next_cursor = paging.list_cursor(page.next_cursor, wanted)
+        return page.model_copy(update={"next_cursor": next_cursor})
 
     async def select(
         self,

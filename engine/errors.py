@@ -548,7 +548,14 @@ class CursorInvalidError(InvalidArgumentError):
     code = "CURSOR_INVALID"
     title = "a paging cursor that this server did not hand out"
 
-    def __init__(self, argument: str, value: str, call: NextCall | None) -> None:
+    def __init__(
+        self,
+        argument: str,
+        value: str,
+        call: NextCall | None,
+        handed: str = "a cursor from a previous page",
+    ) -> None:
+        """`handed`: what the cursor would have to be, in words."""
         # Without the call (a driver reached directly) the fix can only be said, not given.
         fix = (
             f"{call.tool} {_arguments_text(call.arguments)}"
@@ -557,8 +564,8 @@ class CursorInvalidError(InvalidArgumentError):
         )
         JobsError.__init__(
             self,
-            f"{argument}={short_repr(value)} does not decode: it is not a cursor from a previous "
-            "page, or it was cut or changed. Start again from the first page",
+            f"{argument}={short_repr(value)} does not decode: it is not {handed}, or it was cut "
+            "or changed. Start again from the first page",
             fix,
             next_call=call,
             details={"argument": argument, "expected": f"the {argument} of a previous answer"},

@@ -4,12 +4,14 @@ and the arms of a filtered list.
 A trace answers the newest `limit` steps and events (oldest first within the page) and a cursor
 for the ones before them, so a job with 20,000 steps answers a small page.
 
-Every cursor is opaque and checked: a version tag, then base64url of the position the driver
-needs (a list: the last job id; steps: start time and the position that breaks ties; events: the
-event's sequence number; runs: start time and run id) and a 4-byte digest of the position and its
-kind. Text that does not decode — garbage, a cut or edited cursor, one of another kind — is
-CURSOR_INVALID, never a silent restart at page one. The digest is a check, not a secret: a
-forged cursor only moves the caller within rows it could list anyway.
+Every cursor is opaque and checked: a version tag, then base64url of the position the driver needs
+(a list: the last job id; steps: start time and the position that breaks ties; events: the event's
+sequence number; runs: start time and run id) and a 4-byte digest of the position and its kind (a
+list's: and its filters, so a cursor sent with other filters than the call that returned it is
+refused instead of paging on through rows the first page never chose). Text that does not decode —
+garbage, a cut or edited cursor, one of another kind — is CURSOR_INVALID, never a silent restart at
+page one. The digest is a check, not a secret: a forged cursor only moves the caller within rows it
+could list anyway.
 
 A filtered list of jobs reads one arm per side of the live/settled split: one arm over the live
 states it wants (few rows, one partial index) and one per settled state (newest first in a
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import struct
 from collections.abc import Iterable, Sequence
@@ -52,16 +55,27 @@ MAX_LIST_CURSOR_BYTES = _encoded_length(bounds.MAX_ID_BYTES)
 MAX_RUNS_CURSOR_BYTES = _encoded_length(_INT.size + bounds.MAX_ID_BYTES)
 
 
-def _check(kind: str, payload: bytes) -> bytes:
-    return hashlib.blake2b(payload, digest_size=_CHECK_BYTES, person=kind.encode()).digest()
+def _check(kind: str, payload: bytes, bound: bytes) -> bytes:
+    person = kind.encode()
+    return hashlib.blake2b(payload + bound, digest_size=_CHECK_BYTES, person=person).digest()
 
 
-def encode(kind: str, payload: bytes) -> str:
-    body = base64.urlsafe_b64encode(payload + _check(kind, payload)).rstrip(b"=")
+def encode(kind: str, payload: bytes, bound: bytes = b"") -> str:
+    """`payload` encoded; `bound`: what else the check covers (not encoded, so a cursor
+    decodes only beside the same)."""
+    body = base64.urlsafe_b64encode(payload + _check(kind, payload, bound)).rstrip(b"=")
     return _TAG + body.decode("ascii")
 
 
-def decode(kind: str, argument: str, value: object, max_bytes: int, call: NextCall | None) -> bytes:
+def decode(
+    kind: str,
+    argument: str,
+    value: object,
+    max_bytes: int,
+    call: NextCall | None,
+    bound: bytes = b"",
+    handed: str = "a cursor from a previous page",
+) -> bytes:
     """The position `value` encodes. Not text at all is INVALID_ARGUMENT; text that is not a
     cursor of this kind (whatever is wrong with it) is CURSOR_INVALID, its fix `call`: the same
     call without the cursor."""
@@ -79,27 +93,46 @@ def decode(kind: str, argument: str, value: object, max_bytes: int, call: NextCa
         # Only the canonical spelling: the unused low bits of the last character count too.
         if (
             len(raw) > _CHECK_BYTES
-            and check == _check(kind, payload)
-            and encode(kind, payload) == value
+            and check == _check(kind, payload, bound)
+            and encode(kind, payload, bound) == value
         ):
             return payload
-    raise CursorInvalidError(argument, value, call)
+    raise CursorInvalidError(argument, value, call, handed)
 
 
 # --- a list of jobs: the last id of the page ---------------------------------------------------
 
 
-def list_cursor(last_id: str) -> str:
-    return encode("jobs", last_id.encode())
+_LIST_HANDED = (
+    "a cursor from a previous page of a list with these filters (a cursor goes with the state, "
+    "name, queue and tenant_id of the call that returned it)"
+)
 
 
-def parse_list_cursor(value: object, call: NextCall | None = None) -> str:
-    """The job id a list cursor continues after."""
-    payload = decode("jobs", "cursor", value, MAX_LIST_CURSOR_BYTES, call)
+def _filters(wanted: JobFilter) -> bytes:
+    """What a list cursor is bound to: its list's filters (none: nothing, so the cursors of
+    an unfiltered list read as before filters were bound). The order of states is no filter."""
+    states = sorted(set(wanted.states)) if wanted.states else None
+    chosen = (states, wanted.name, wanted.queue, wanted.tenant_id)
+    if chosen == (None, None, None, None):
+        return b""
+    return json.dumps(chosen, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def list_cursor(last_id: str, wanted: JobFilter) -> str:
+    """The cursor after `last_id` in the list `wanted` filters."""
+    return encode("jobs", last_id.encode(), _filters(wanted))
+
+
+def parse_list_cursor(value: object, wanted: JobFilter, call: NextCall | None = None) -> str:
+    """The job id a list cursor continues after, when it was handed out for `wanted`'s
+    filters."""
+    bound = _filters(wanted)
+    payload = decode("jobs", "cursor", value, MAX_LIST_CURSOR_BYTES, call, bound, _LIST_HANDED)
     try:
         return bounds.text("cursor", payload.decode(), bounds.MAX_ID_BYTES)
     except (UnicodeDecodeError, InvalidArgumentError):
-        raise CursorInvalidError("cursor", str(value), call) from None
+        raise CursorInvalidError("cursor", str(value), call, _LIST_HANDED) from None
 
 
 # --- a trace: steps by (started_at, position), events by sequence --------------------------------

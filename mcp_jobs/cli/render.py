@@ -77,7 +77,8 @@ def _jobs(env: dict[str, Any]) -> str:
         headers.append("PROGRESS")
     text = table(shown, headers) if rows else "no jobs"
     if env.get("next_cursor"):
-        text += f"\n(more: --cursor {env['next_cursor']})"
+        # The cursor goes with this list's filters: the same command, with it added.
+        text += f"\n(more: this command with --cursor {env['next_cursor']})"
     return "\n".join([text, *notice_lines(env)])
 
 

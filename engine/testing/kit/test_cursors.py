@@ -69,6 +69,35 @@ async def test_a_list_cursor_walks_the_pages_and_anything_else_is_cursor_invalid
         assert error.fix == 'list_jobs {"state": "ready", "limit": 2}'
 
 
+async def test_a_list_cursor_goes_with_the_filters_of_the_call_that_returned_it(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    """An agent that sends page 1's cursor without page 1's tenant (or with another state) was
+    paged on through every tenant's jobs after that id, as if they were the tenant's: now it is
+    CURSOR_INVALID, its fix the list it asked for from the first page. The limit may change from
+    page to page, and the order the states are given in is no filter."""
+    await jobs.driver.enqueue(
+        [request(n, run_at=clock.now_ms(), tenant_id=f"t{n % 2}") for n in range(1, 7)]
+    )
+    first = await jobs.list(tenant_id="t1", state=["ready", "dead"], limit=1)
+    cursor = first.next_cursor
+    assert cursor is not None and [j.tenant_id for j in first.jobs] == ["t1"]
+    same = await jobs.list(tenant_id="t1", state=["dead", "ready"], limit=5, cursor=cursor)
+    assert [j.tenant_id for j in same.jobs] == ["t1", "t1"]
+    for other in (
+        {},
+        {"tenant_id": "t0", "state": ["ready", "dead"]},
+        {"tenant_id": "t1", "state": "ready"},
+        {"tenant_id": "t1", "state": ["ready", "dead"], "queue": "default"},
+    ):
+        error = await _refused(jobs.list(**other, limit=1, cursor=cursor))
+        assert "a cursor goes with the state, name, queue and tenant_id" in error.cause
+        assert error.next_call == NextCall(tool="list_jobs", arguments={**other, "limit": 1})
+    unfiltered = await jobs.list(limit=2)
+    assert unfiltered.next_cursor is not None
+    assert len((await jobs.list(limit=2, cursor=unfiltered.next_cursor)).jobs) == 2
+
+
 async def test_a_trace_cursor_that_does_not_decode_is_cursor_invalid(
     jobs: Jobs, clock: ManualClock
 ) -> None:

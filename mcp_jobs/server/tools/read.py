@@ -87,7 +87,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
         cursor: Annotated[
             str | None,
             Field(
-                description="the last page's next_cursor",
+                description="the last page's next_cursor (same filters)",
                 max_length=MAX_LIST_CURSOR_BYTES,
             ),
         ] = None,
