@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import anyio
 
 from engine.drivers.urls import DATABASE_URL_ENV
-from engine.errors import DatabaseUrlInvalidError, JobsError
+from engine.errors import DatabaseUrlInvalidError, InvalidArgumentError, JobsError
 from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
@@ -32,6 +32,7 @@ EMPTY_URL = (
     f'"${DATABASE_URL_ENV}", so export {DATABASE_URL_ENV} with that URL where you run it, or '
     "leave --database-url out for the default database"
 )
+EMPTY_TENANT = "a tenant's name (left out, the command acts for every tenant)"
 # The walkthrough `mcp-jobs demo` runs: the example app's own module, installed beside this
 # package and loaded by name like any `--app`, so this package never imports the example.
 DEMO_MODULE = "examples.demo"
@@ -84,6 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # secret) run where that variable is not set: not the default database instead.
         refused = DatabaseUrlInvalidError("", reason=EMPTY_URL)
         envelope = failure(error_payload(refused, where=f"mcp-jobs {args.command}"))
+        return commands.emit(args.command, envelope, getattr(args, "json", False))
+    if getattr(args, "tenant", None) == "":
+        # Most often `--tenant "$TENANT"` with the variable unset: read as no tenant, the pin
+        # asked for would be dropped and the command (or server) act on every tenant's jobs.
+        empty = InvalidArgumentError("--tenant", "", EMPTY_TENANT, fix=f"{args.prog} --help")
+        envelope = failure(error_payload(empty, where=f"mcp-jobs {args.command}"))
         return commands.emit(args.command, envelope, getattr(args, "json", False))
     settings = settings_from_env(
         database_url=args.database_url,

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.errors import InvalidArgumentError
 from mcp_jobs.config import Settings
 from mcp_jobs.errors import TenantPinnedError
 from mcp_jobs.fix_context import Face, FixContext
@@ -15,6 +16,12 @@ if TYPE_CHECKING:
     from engine.client import Jobs
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+_NO_EMPTY_TENANT = (
+    "a tenant's name; a tenant is never '' (leave tenant_id out: every tenant's jobs to read, "
+    "no tenant for a new job)"
+)
 
 
 async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -51,10 +58,14 @@ class Scope:
         return self._fixes
 
     def tenant(self, asked: str | None) -> str | None:
-        """The tenant this call acts in: the pinned one, or what the caller asked for."""
+        """The tenant this call acts in: the pinned one, or what the caller asked for. An
+        empty name is refused, not read as none: as a filter it widened to every tenant's jobs
+        (a cancel_jobs for tenant "" planned them all), and an enqueue for it had no tenant."""
+        if asked == "":
+            raise InvalidArgumentError("tenant_id", asked, _NO_EMPTY_TENANT)
         pinned = self.settings.tenant
         if pinned is None:
-            return asked or None
+            return asked
         if asked and asked != pinned:
             refused = TenantPinnedError(self.tool, pinned, asked)
             if self.face == "cli":

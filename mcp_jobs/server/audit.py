@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from engine.errors import JobsError, short_repr
+from engine import bounds
+from engine.bounds import MAX_TENANT_BYTES
+from engine.errors import InvalidArgumentError, JobsError, short_repr
 from engine.storable import find_unstorable
 from mcp_jobs.operations.scope import Scope
 
@@ -45,6 +47,15 @@ _UNSEEN = frozenset(
 )
 
 
+def _tenant_tag(asked: Any) -> str | None:
+    """The tenant the caller asked for, to tag the event with, when it can be a tenant's name:
+    a refused one ("", a NUL, too many bytes) would have the event refused too."""
+    try:
+        return bounds.optional_text("tenant_id", asked, MAX_TENANT_BYTES)
+    except InvalidArgumentError:
+        return None
+
+
 async def record_call(
     scope: Scope, tool: str, envelope: dict[str, Any], acted_on: Subject, audit: dict[str, Any]
 ) -> None:
@@ -52,10 +63,7 @@ async def record_call(
     error = envelope.get("error") or {}
     arguments = {key: audit_value(value) for key, value in audit.items()}
     data: dict[str, Any] = {"tool": tool, "ok": envelope["ok"], "arguments": arguments}
-    # The tenant the caller asked for tags the event only when it was kept as given.
-    asked_tenant = audit.get("tenant_id")
-    if arguments.get("tenant_id") != asked_tenant:
-        asked_tenant = None
+    asked_tenant = _tenant_tag(audit.get("tenant_id"))
     try:
         if error:
             data["error_code"] = error.get("code")

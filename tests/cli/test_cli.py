@@ -397,6 +397,23 @@ def test_an_empty_database_url_is_refused_not_read_as_the_default(
     assert not (tmp_path / ".mcp-jobs").exists()
 
 
+def test_an_empty_tenant_is_refused_not_read_as_no_pin(
+    shop: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--tenant "$TENANT"` with the variable unset: read as no tenant, the pin was dropped and
+    the command listed (a server would have served) every tenant's jobs."""
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    status, refused = cli_json(capsys, "jobs", "ls", "--tenant", "", "--database-url", url)
+    assert status == 1 and refused["error"]["code"] == "INVALID_ARGUMENT"
+    assert refused["error"]["details"]["argument"] == "--tenant"
+    assert refused["error"]["fix"] == "mcp-jobs jobs ls --help"
+    status, _, err = cli(capsys, "serve", "--tenant", "", "--database-url", url)
+    assert status == 1 and "INVALID_ARGUMENT" in err
+    assert not (tmp_path / "jobs.db").exists()  # refused before the database is opened
+    status, refused = cli_json(capsys, "jobs", "ls", "--tenant-id", "", "--database-url", url)
+    assert status == 1 and refused["error"]["details"]["argument"] == "tenant_id"
+
+
 def test_the_demo_on_a_database_it_cannot_use_prints_code_cause_and_fix(tmp_path: Path) -> None:
     """It printed a traceback (the README's first command, run where the variable is set). A
     process of its own: the demo quiets the worker's loggers in the process it runs in."""
