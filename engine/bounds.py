@@ -76,6 +76,15 @@ def optional_text(argument: str, value: object, max_bytes: int) -> str | None:
     return None if value is None else text(argument, value, max_bytes)
 
 
+def narrowing(argument: str, values: object, left_out: str) -> None:
+    """Refuse an empty list where a list narrows what a call selects: read as left out, it
+    would select `left_out` (every state, every queue) where the caller chose none."""
+    if isinstance(values, list | tuple | set | frozenset) and not values:
+        raise InvalidArgumentError(
+            argument, [], f"one or more, or left out for {left_out} (an empty list chooses none)"
+        )
+
+
 def number(
     argument: str, value: object, low: float, high: float, *, whole: bool, unit: str = ""
 ) -> float:
@@ -185,6 +194,7 @@ __all__ = [
     "PAYLOAD_ENV",
     "at_least",
     "flag",
+    "narrowing",
     "number",
     "optional_text",
     "payload",

@@ -287,10 +287,11 @@ class Jobs:
         limit: int = _DEFAULT_LIST_PAGE,
         cursor: str | None = None,
     ) -> JobPage:
+        bounds.narrowing("state", state, "every state")
         if state is None or isinstance(state, str):
             states: tuple[JobState, ...] | None = None if state is None else (state,)
         elif isinstance(state, list | tuple | set | frozenset):
-            states = tuple(state) or None
+            states = tuple(state)
         else:
             raise InvalidArgumentError("state", state, f"one or a list of {', '.join(JOB_STATES)}")
         for s in states or ():

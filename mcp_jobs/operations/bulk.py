@@ -120,6 +120,8 @@ Planned = list[tuple[str, int]]
 def states_of(action: BulkAction, states: Sequence[str] | None) -> tuple[JobState, ...]:
     """The states an action matches: those asked, else a retry's failed and dead and a
     cancel's live ones. The tools' argument types keep each action to its own states."""
+    default = "failed and dead" if action == "retry" else "every live state"
+    bounds.narrowing("states", states, default)
     if states:
         return tuple(dict.fromkeys(states))  # type: ignore[arg-type]
     return RETRYABLE_STATES if action == "retry" else LIVE_STATES

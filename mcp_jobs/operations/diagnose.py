@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import bounds
 from engine.backfill.errors import dry_run_command
+from engine.bounds import MAX_QUEUE_BYTES
 from engine.errors import JobUnknownError
 from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs.errors import QueueUnknownError
@@ -77,6 +79,7 @@ def _queue_unknown(queue: str | None, refused: QueueUnknownError) -> Finding:
 
 
 async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueueResult:
+    queue = bounds.optional_text("queue", queue, MAX_QUEUE_BYTES)  # "" is no queue, not all
     tenant = scope.tenant(None)
     findings: list[Finding] = []
     # The reads are independent of one another: each round runs at once, then the findings are

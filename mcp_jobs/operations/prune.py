@@ -98,6 +98,7 @@ class PruneHistoryResult(Envelope):
 
 
 def _states(states: Sequence[str] | None) -> list[JobState] | None:
+    bounds.narrowing("states", states, "every settled state")
     if not states:
         return None
     chosen: list[JobState] = []

@@ -305,7 +305,7 @@ def register(server: MCPServer[AppState], gate: WriteGate) -> None:
             name=name,
             queue=queue,
             tenant_id=tenant_id,
-            states=list(states) if states else None,
+            states=None if states is None else list(states),
             error_code=error_code,
             since_seconds=since_seconds,
         )
@@ -342,7 +342,7 @@ def register(server: MCPServer[AppState], gate: WriteGate) -> None:
             name=name,
             queue=queue,
             tenant_id=tenant_id,
-            states=list(states) if states else None,
+            states=None if states is None else list(states),
             error_code=error_code,
             since_seconds=since_seconds,
         )

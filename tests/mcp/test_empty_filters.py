@@ -1,7 +1,10 @@
-"""A tenant is never "": `tenant_id: ""` is refused on every tool that takes one, not read as no
-tenant. Read as none it widened a filter to every tenant's jobs (a cancel_jobs for tenant ""
-planned, and would have cancelled, all of them) and enqueued a job with no tenant; its audit
-line was lost (the event was refused for the same tenant)."""
+"""An empty value where a value narrows what a call selects is refused, not read as left out.
+
+A tenant is never "": `tenant_id: ""` read as none widened a filter to every tenant's jobs (a
+cancel_jobs for tenant "" planned, and would have cancelled, all of them) and enqueued a job with
+no tenant; its audit line was lost (the event was refused for the same tenant). An empty list of
+states read as none chose every state (a prune_history with `states: []` would prune them all),
+and diagnose_queue for queue "" diagnosed every queue."""
 
 from __future__ import annotations
 
@@ -51,3 +54,29 @@ async def test_an_empty_tenant_is_refused_and_nothing_is_written(
     # bulk call without it is a plan: a read).
     assert sum(AUDIT_EVENT in str(row) for row in added) == 3
     assert "not recorded" not in caplog.text
+
+
+EMPTY_CHOICES: list[tuple[str, dict[str, Any], str]] = [
+    ("list_jobs", {"state": []}, "state"),
+    ("cancel_jobs", {"states": [], "write": True}, "states"),
+    ("retry_jobs", {"states": []}, "states"),
+    ("prune_history", {"states": [], "write": True}, "states"),
+    ("diagnose_queue", {"queue": ""}, "queue"),
+]
+
+
+async def test_an_empty_choice_is_refused_not_read_as_every_one(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    await jobs.enqueue("greet", {"user_id": 1})
+    before = await stored_rows(jobs, "jobs")
+    async with open_mcp() as mcp:
+        for tool, call, argument in EMPTY_CHOICES:
+            error = await mcp.fails(tool, call, "INVALID_ARGUMENT")
+            assert error["details"]["argument"] == argument, error
+            named, _, mended = error["fix"].partition(" ")
+            assert (named, json.loads(mended)) == (tool, {**call, argument: f"<{argument}>"})
+            assert "next_call" not in error, error
+        # Asking for no queue's numbers is answered as asked: none.
+        assert (await mcp.ok("queue_stats", {"queues": []}))["queues"] == []
+    assert await stored_rows(jobs, "jobs") == before
