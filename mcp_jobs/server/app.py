@@ -8,10 +8,12 @@ are turned into the tool's own envelope too, so every failure of every tool has 
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Iterable
 from typing import Any
 
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult
@@ -20,7 +22,7 @@ from pydantic import ValidationError
 
 from engine.backfill import BackfillRegistry
 from engine.client import Jobs
-from engine.errors import short_repr
+from engine.errors import ECHO_LIMIT, JobsError, short_repr
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.server import prompts, resources, subscriptions, tasks, tools
 from mcp_jobs.server.apps_ui import apps_extension
@@ -117,6 +119,22 @@ class JobsServer(MCPServer[AppState]):
             else "no tool has that name"
         )
         return f"unknown tool {short_repr(name)}: {why}; this server's tools: {', '.join(known)}"
+
+    async def read_resource(
+        self, uri: Any, context: Context[AppState, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        """A URI no resource or template matches is refused naming the ones there are, and
+        echoed cut (the SDK echoed it whole, twice: a 1 MB URI answered 2 MB)."""
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError as exc:
+            if isinstance(exc.__cause__, JobsError):  # a template's: no such job (resources.py)
+                raise
+            asked = str(uri)
+            known = [str(r.uri) for r in await self.list_resources()]
+            known += [t.uri_template for t in await self.list_resource_templates()]
+            message = f"unknown resource {short_repr(asked)}; this server's: {', '.join(known)}"
+            raise MCPError(INVALID_PARAMS, message, {"uri": asked[:ECHO_LIMIT]}) from None
 
     async def get_prompt(
         self,

@@ -61,6 +61,22 @@ async def test_a_missing_descriptor_or_run_is_resource_not_found(open_mcp: OpenM
             assert caught.value.error.code == INVALID_PARAMS
 
 
+async def test_an_unknown_resource_names_the_ones_there_are_and_echoes_the_uri_cut(
+    open_mcp: OpenMcp,
+) -> None:
+    """The SDK answered "Unknown resource: <uri>" with the URI whole in the message and again in
+    the data: a 1 MB URI cost a 2 MB answer, and named nothing the caller could read instead."""
+    async with open_mcp() as mcp:
+        for uri in ("jobs://nosuch", "jobs://nosuch/" + "x" * 1_000_000, "jobs://runs/%00"):
+            with pytest.raises(MCPError) as caught:
+                await mcp.client.read_resource(uri)
+            error = caught.value.error
+            assert error.code == INVALID_PARAMS
+            assert error.message.startswith("unknown resource 'jobs://"), error.message
+            assert "jobs://stats" in error.message and "jobs://runs/{job_id}" in error.message
+            assert len(error.message) < 1_000 and len(json.dumps(error.data)) < 1_000
+
+
 async def test_the_prompts_walk_an_agent_through_the_procedure(open_mcp: OpenMcp) -> None:
     async with open_mcp() as mcp:
         prompts = {p.name: p for p in (await mcp.client.list_prompts()).prompts}
