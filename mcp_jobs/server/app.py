@@ -20,9 +20,11 @@ from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequ
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
+from engine import bounds
 from engine.backfill import BackfillRegistry
+from engine.bounds import MAX_NAME_BYTES
 from engine.client import Jobs
-from engine.errors import ECHO_LIMIT, JobsError, short_repr
+from engine.errors import ECHO_LIMIT, InvalidArgumentError, JobsError, short_repr
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.server import prompts, resources, subscriptions, tasks, tools
 from mcp_jobs.server.apps_ui import apps_extension
@@ -150,11 +152,11 @@ class JobsServer(MCPServer[AppState]):
             known = sorted(prompts_by_name)
             listed = ", ".join(known)
             message = f"unknown prompt {short_repr(name)}; this server's prompts: {listed}"
-            raise MCPError(INVALID_PARAMS, message, {"prompt": name, "known": known})
+            raise MCPError(INVALID_PARAMS, message, {"prompt": name[:ECHO_LIMIT], "known": known})
         declared = {a.name: a.required for a in prompt.arguments or []}
         given = set(arguments or {})
         missing = sorted(a for a, required in declared.items() if required and a not in given)
-        unknown = sorted(given - set(declared))
+        unknown = sorted(a[:ECHO_LIMIT] for a in given - set(declared))
         if missing or unknown:
             takes = ", ".join(f"{a} (required)" if r else a for a, r in declared.items())
             said = [f"missing required argument(s): {', '.join(missing)}"] if missing else []
@@ -163,6 +165,17 @@ class JobsServer(MCPServer[AppState]):
             message = f"prompt {name}: {'; '.join(said)}; it takes: {takes or 'no arguments'}"
             data = {"prompt": name, "missing": missing, "unknown": unknown}
             raise MCPError(INVALID_PARAMS, message, data)
+        for argument, value in (arguments or {}).items():
+            # Each is a queue's or a backfill's name, written into the prompt: a megabyte there
+            # was a prompt of megabytes. An optional one left blank in a client's form is "".
+            if value == "" and not declared[argument]:
+                continue
+            try:
+                bounds.text(argument, value, MAX_NAME_BYTES)
+            except InvalidArgumentError as exc:
+                message = f"prompt {name}: {exc.cause}"
+                data = {"prompt": name, "argument": argument}
+                raise MCPError(INVALID_PARAMS, message, data) from None
         return await super().get_prompt(name, arguments, context)
 
     async def run_stdio_async(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from mcp.server.mcpserver import MCPServer
 
 from mcp_jobs.server.state import AppState
@@ -9,7 +11,7 @@ from mcp_jobs.server.state import AppState
 
 def diagnose_stalled_jobs_text(queue: str | None = None, *, read_only: bool = False) -> str:
     where = f"queue `{queue}`" if queue else "every queue"
-    arg = f'"queue": "{queue}"' if queue else ""
+    arg = f'"queue": {json.dumps(queue, ensure_ascii=False)}' if queue else ""
     retry = (
         "this server is read-only: give the user `mcp-jobs jobs retry <job_id>` for each"
         if read_only
@@ -41,12 +43,13 @@ its cause and fix."""
 
 
 def run_backfill_safely_text(name: str) -> str:
+    quoted = json.dumps(name, ensure_ascii=False)  # inside the calls' JSON
     return f"""Run the backfill `{name}` safely.
 
-1. Call `list_backfills {{"name": "{name}"}}` and read its `backfills[]` entry: `pending`,
+1. Call `list_backfills {{"name": {quoted}}}` and read its `backfills[]` entry: `pending`,
    `environments`, `last_run` and `live_job_id`. If `live_job_id` is set, a pass is live: do
    not start another, follow it with `wait_for_job` on that id.
-2. Rehearse: `run_backfill {{"name": "{name}"}}` (a dry run writes nothing). Report
+2. Rehearse: `run_backfill {{"name": {quoted}}}` (a dry run writes nothing). Report
    `plan.rows_remaining`, `plan.batches` and `plan.sample_keys` to the user.
 3. If the dry run itself fails, `error.code` says why: BACKFILL_MIGRATION_PENDING means a
    precondition (a migration) is missing, so nothing can be counted yet. Stop and give the user
@@ -56,14 +59,14 @@ def run_backfill_safely_text(name: str) -> str:
    `force: true` and the user's explicit go-ahead); BACKFILL_RUNNING means a pass is live;
    BACKFILL_ENVIRONMENT means this environment is not declared. Follow `plan.blocked_by.fix`.
 5. Tell the user the row count and that you are about to write.
-6. Write: `run_backfill {{"name": "{name}", "write": true}}`. The server asks the user to
+6. Write: `run_backfill {{"name": {quoted}, "write": true}}`. The server asks the user to
    confirm the plan it shows (rows, batches, environment) before anything is written; never
    answer for them. If `error.code` is WRITE_DECLINED, the user said no: stop. If it is
    CONFIRMATION_REQUIRED, your client cannot show that question: quote `error.details.plan`
    (`rows_remaining`, `batches`) to the user and only once they agree issue `error.next_call`
    as is (its single-use `confirm` token expires in minutes; if refused, rehearse again). Then
    call `wait_for_job` with `start.job_id` until `settled` is true (call again while false).
-7. Confirm with `list_backfills {{"name": "{name}"}}`: `pending` should be false and
+7. Confirm with `list_backfills {{"name": {quoted}}}`: `pending` should be false and
    `last_run.status` `completed`, with `last_run.rows_processed` rows. If the pass failed,
    `inspect_job` the job and report the failed batch step and its error; do not force a rerun
    without the user."""

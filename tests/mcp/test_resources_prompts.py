@@ -6,7 +6,7 @@ import json
 
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, TextResourceContents
+from mcp.types import INVALID_PARAMS, GetPromptResult, TextContent, TextResourceContents
 
 from engine import Jobs, Worker
 from engine.backfill import BackfillRegistry
@@ -15,6 +15,12 @@ from mcp_jobs.server.apps_ui import DASHBOARD_URI as APP_URI
 from tests.backfill.support import Customers
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import Caller
+
+
+def _text(prompt: GetPromptResult) -> str:
+    (message,) = prompt.messages
+    assert isinstance(message.content, TextContent)
+    return message.content.text
 
 
 async def _json(mcp: Caller, uri: str) -> object:
@@ -97,6 +103,36 @@ async def test_the_prompts_walk_an_agent_through_the_procedure(open_mcp: OpenMcp
         text = safely.messages[0].content.text  # type: ignore[union-attr]
         assert '"name": "normalize_emails"' in text
         assert "blocked_by" in text and '"write": true' in text
+
+
+async def test_a_prompts_arguments_are_names_bounded_and_quoted(open_mcp: OpenMcp) -> None:
+    """A prompt writes its argument into its text: a 1 MB queue name made a 2 MB prompt (5 MB
+    for a backfill's), an echo of an unknown prompt's name kept all of it in the error's data,
+    and a name with a quote in it broke the JSON of the calls the prompt spells out."""
+    huge = "x" * 1_000_000
+    async with open_mcp() as mcp:
+        for prompt, argument in (
+            ("diagnose_stalled_jobs", "queue"),
+            ("run_backfill_safely", "name"),
+        ):
+            for value in (huge, "a\x00b"):
+                with pytest.raises(MCPError) as caught:
+                    await mcp.client.get_prompt(prompt, {argument: value})
+                error = caught.value.error
+                assert (
+                    error.code == INVALID_PARAMS
+                    and f"prompt {prompt}: {argument}=" in error.message
+                )
+                assert len(error.message) < 1_000
+        for name, arguments in ((huge, {}), ("run_backfill_safely", {"name": "n", huge: "1"})):
+            with pytest.raises(MCPError) as caught:
+                await mcp.client.get_prompt(name, arguments)
+            assert len(json.dumps(caught.value.error.data)) < 1_000
+        # A blank optional argument (a client's empty form field) is no argument.
+        blank = await mcp.client.get_prompt("diagnose_stalled_jobs", {"queue": ""})
+        assert "every queue" in _text(blank)
+        quoted = _text(await mcp.client.get_prompt("run_backfill_safely", {"name": 'say "hi"'}))
+        assert 'run_backfill {"name": "say \\"hi\\""}' in quoted, quoted
 
 
 async def test_read_only_drops_the_prompt_that_ends_in_a_write(open_mcp: OpenMcp) -> None:
