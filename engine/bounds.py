@@ -131,7 +131,7 @@ def at_least(argument: str, value: object, low: int) -> int:
 
 def priority(argument: str, value: object) -> int:
     """A job priority: a whole number in engine.rules' range (higher is claimed first)."""
-    return whole(argument, value, PRIORITY_MIN, PRIORITY_MAX, "priority, higher first")
+    return whole(argument, value, PRIORITY_MIN, PRIORITY_MAX)
 
 
 def flag(argument: str, value: object) -> bool:
