@@ -61,10 +61,7 @@ def _payload(text: str | None) -> Any:
 
 def _meant_as_json(text: str) -> bool:
     start = text.lstrip()[:1]
-    return start in ("{", "[", '"', "-") or start.isdigit() or text.strip() in _CONSTANTS
-
-
-_CONSTANTS = ("NaN", "Infinity")
+    return start in ("{", "[", '"', "-") or start.isdigit() or text.strip() in ("NaN", "Infinity")
 
 
 async def events_command(args: argparse.Namespace, settings: Settings) -> int:

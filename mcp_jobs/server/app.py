@@ -156,14 +156,18 @@ class JobsServer(MCPServer[AppState]):
         declared = {a.name: a.required for a in prompt.arguments or []}
         given = set(arguments or {})
         missing = sorted(a for a, required in declared.items() if required and a not in given)
-        unknown = sorted(a[:ECHO_LIMIT] for a in given - set(declared))
+        unknown = sorted(given - set(declared))
         if missing or unknown:
             takes = ", ".join(f"{a} (required)" if r else a for a, r in declared.items())
             said = [f"missing required argument(s): {', '.join(missing)}"] if missing else []
             if unknown:
                 said.append(f"unknown argument(s): {', '.join(map(short_repr, unknown))}")
             message = f"prompt {name}: {'; '.join(said)}; it takes: {takes or 'no arguments'}"
-            data = {"prompt": name, "missing": missing, "unknown": unknown}
+            data = {
+                "prompt": name,
+                "missing": missing,
+                "unknown": [a[:ECHO_LIMIT] for a in unknown],
+            }
             raise MCPError(INVALID_PARAMS, message, data)
         for argument, value in (arguments or {}).items():
             # Each is a queue's or a backfill's name, written into the prompt: a megabyte there
