@@ -9,6 +9,8 @@ envelope the MCP tools return.
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -70,7 +72,22 @@ def refuse_usage(refused: UsageError, argv: Sequence[str]) -> int:
     return USAGE_EXIT
 
 
+# A reader that closed the pipe early (`mcp-jobs jobs ls --json | head`): what it read is
+# what it wanted, and the exit status says the pipe closed, as a shell's own tools do.
+BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        # The interpreter flushes stdout again at exit; into the closed pipe that is one more
+        # traceback. What is left unwritten goes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE_EXIT
+
+
+def _run(argv: Sequence[str] | None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     if argv is None:  # this process is the command: its --app modules are found from here
         on_path_here()

@@ -15,6 +15,7 @@ from mcp_jobs.config import (
     DEFAULT_PORT,
     DEFAULT_SESSION_IDLE_SECONDS,
 )
+from mcp_jobs.meant import meant_as
 from schemas.states import JOB_STATES, SETTLED_STATES
 
 EPILOG = """\
@@ -119,7 +120,28 @@ class _Parser(argparse.ArgumentParser):
         takes_json = explains is (entered[0] if entered else self) or any(
             "--json" in action.option_strings for action in explains._actions
         )
+        if message.startswith(_UNRECOGNIZED):
+            message += _meant_flags(explains, message.removeprefix(_UNRECOGNIZED).split())
         raise UsageError(explains.prog, message, explains.format_usage(), takes_json)
+
+
+_UNRECOGNIZED = "unrecognized arguments: "
+
+
+def _meant_flags(parser: argparse.ArgumentParser, words: list[str]) -> str:
+    """ " (meant: --state for --states?)" for each unknown flag that plainly stands for one the
+    command takes (`mcp_jobs.meant`), else ""."""
+    flags = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    declared = {flag.removeprefix("--"): flag for flag in flags}
+    hints = []
+    for word in words:
+        unknown = word.split("=", 1)[0]
+        if not unknown.startswith("--"):
+            continue
+        meant = meant_as(unknown.removeprefix("--"), declared)
+        if meant is not None:
+            hints.append(f"{declared[meant]} for {unknown}?")
+    return f" (meant: {', '.join(hints)})" if hints else ""
 
 
 def build_parser() -> argparse.ArgumentParser:

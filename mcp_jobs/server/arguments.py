@@ -26,6 +26,7 @@ from pydantic import ConfigDict, ValidationError
 
 from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
 from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError, example_call
+from mcp_jobs.meant import meant_as
 from schemas.errors import NextCall
 
 _LOWER = {"greater_than", "greater_than_equal"}
@@ -153,29 +154,40 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
         return breach
     entries: list[dict[str, Any]] = []
     named: set[str] = set()
-    for e in _fitting_members(errors, props, arguments):
+    fitting = _fitting_members(errors, props, arguments)
+    # Each unknown argument that plainly stands for a declared one, moved there in the fix.
+    required = tool.parameters.get("required", ())
+    meant = {
+        name: to
+        for e in fitting
+        if e["type"] == "extra_forbidden"
+        and (to := meant_as(name := str(e["loc"][0]), props, given=arguments, required=required))
+        is not None
+    }
+    # Two unknown arguments meant as one (`states` and `status`): which is plain is not.
+    meant = {k: to for k, to in meant.items() if list(meant.values()).count(to) == 1}
+    for e in fitting:
         name = str(e["loc"][0]) if e["loc"] else ""
         # One entry per argument: a list reports every item.
         if name in named:
             continue
         named.add(name)
         if e["type"] == "extra_forbidden":
-            expected = f"no such argument: {tool.name} takes {', '.join(props) or 'none'}"
-            msg = "unknown argument"
+            listed = f"{tool.name} takes {', '.join(props) or 'none'}"
+            hint = f" (meant as {meant[name]}?)" if name in meant else ""
+            entry = {"msg": f"unknown argument{hint}; {listed}"}
+            entry["expected"] = f"no such argument: {listed}"
             mended.drop(name)
+            if name in meant:
+                entry["meant"] = meant[name]
+                mended.set(meant[name], arguments[name])
         else:
             expected = takes(props.get(name, {}))
-            msg = e["msg"]
-            if name:
+            entry = {"msg": f"{e['msg']}; {name} takes {expected}" if name else e["msg"]}
+            entry["expected"] = expected
+            if name and name not in meant.values():
                 mended.set(name, _as_intended(props.get(name, {}), arguments.get(name, _MISSING)))
-        entries.append(
-            {
-                "loc": list(e["loc"]),
-                "msg": f"{msg}; {name} takes {expected}" if name else msg,
-                "type": e["type"],
-                "expected": expected,
-            }
-        )
+        entries.append({"loc": list(e["loc"]), "type": e["type"], **entry})
     mended.settle()
     return ToolArgumentsInvalidError(tool.name, entries, mended.text(), next_call=mended.call())
 

@@ -425,3 +425,21 @@ def test_the_demo_on_a_database_it_cannot_use_prints_code_cause_and_fix(tmp_path
     assert done.returncode == 1
     assert "error DATABASE_URL_INVALID" in err and "Traceback" not in err
     assert "fix:   export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db" in err
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(tmp_path: Path) -> None:
+    """`mcp-jobs jobs ls --json | head -1`: the pipe closed before the command wrote. It
+    printed two tracebacks on stderr (its write, then the interpreter's flush at exit); now
+    nothing, and the exit status a shell's own tools give (141, SIGPIPE's)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_JOBS_", "SHOP_"))}
+    read, write = os.pipe()
+    os.close(read)  # closed before the command starts: its first write finds no reader
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    argv = [sys.executable, "-m", "mcp_jobs.cli", "jobs", "ls", "--json", "--database-url", url]
+    try:
+        done = subprocess.run(
+            argv, cwd=tmp_path, env=env, stdout=write, stderr=subprocess.PIPE, timeout=60
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 141 and done.stderr == b"", done.stderr.decode()

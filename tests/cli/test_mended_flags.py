@@ -154,6 +154,19 @@ def test_a_command_line_the_parser_refuses_is_typed_and_its_fix_runs(
     assert helped.value.code == 0 and capsys.readouterr().out.startswith("usage: ")
 
 
+def test_an_unknown_flag_that_plainly_stands_for_one_the_command_takes_names_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--states`, `--tenant_id`: the refusal names the flag each was meant as (the same rule
+    as a tool's unknown argument, mcp_jobs/meant.py); a flag like none says nothing more."""
+    assert main(["jobs", "ls", "--states", "dead", "--tenant_id", "t1", "--json"]) == 2
+    cause = json.loads(capsys.readouterr().out)["error"]["cause"]
+    assert cause.endswith("(meant: --state for --states?, --tenant-id for --tenant_id?)"), cause
+    assert main(["jobs", "ls", "--bogus", "--json"]) == 2
+    cause = json.loads(capsys.readouterr().out)["error"]["cause"]
+    assert cause == "mcp-jobs jobs ls: unrecognized arguments: --bogus", cause
+
+
 def test_serve_refused_on_its_command_line_writes_nothing_on_stdout(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

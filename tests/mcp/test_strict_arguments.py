@@ -222,8 +222,8 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
 ) -> None:
     """TOOL_ARGUMENTS_INVALID's fix is the caller's own call: a value whose kind is plain ("5"
     for a whole number, "true", a list sent as JSON text) mended, and its next_call runs;
-    anything else a "<name>" slot (so no next_call), an unknown argument dropped (it may have
-    been meant as another: no next_call either)."""
+    anything else a "<name>" slot (so no next_call), an unknown argument dropped or moved to the
+    argument it stands for (a guess: no next_call either)."""
     job = await jobs.enqueue("greet", {"user_id": 1})
     mended = [
         ("inspect_job", {"job_id": job.id, "steps_limit": "5"}, {"steps_limit": 5}),
@@ -248,13 +248,55 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
             (
                 "enqueue_job",
                 {"name": "greet", "input": {"user_id": 2}, "idempotency_key": "k"},
-                '{"name": "greet", "input": {"user_id": 2}}',
+                '{"name": "greet", "input": {"user_id": 2}, "key": "k"}',
             ),
+            ("list_jobs", {"limit": 2, "zzz": 1}, '{"limit": 2}'),
         ]
         for tool, given, fix in slots:
             error = await mcp.fails(tool, given, "TOOL_ARGUMENTS_INVALID")
             assert error["fix"] == f"{tool} {fix}" and "next_call" not in error, error
     assert [j.id for j in (await jobs.list()).jobs] == [job.id]  # nothing else was written
+
+
+async def test_an_unknown_argument_that_plainly_stands_for_another_is_moved_there_in_the_fix(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """`states`, `tenant`, `tenantId`, `status`, a slip like `nmae`: each names the argument it
+    stands for, and the fix is the call with the value there — not the call without it, which
+    for a filter lists every tenant's or every state's jobs. An argument already given, two
+    unknown ones meant as one, or a name two arguments share (`queue_name`) moves nothing."""
+    job = await jobs.enqueue("greet", {"user_id": 1})
+    await jobs.cancel(job.id)
+    moved = [
+        ("list_jobs", {"states": ["cancelled"]}, "state", {"state": ["cancelled"]}),
+        ("list_jobs", {"status": "cancelled"}, "state", {"state": "cancelled"}),
+        ("list_jobs", {"tenant": "t1"}, "tenant_id", {"tenant_id": "t1"}),
+        ("list_jobs", {"tenantId": "t1", "limit": 2}, "tenant_id", {"tenant_id": "t1", "limit": 2}),
+        ("list_jobs", {"nmae": "greet"}, "name", {"name": "greet"}),
+        # Of job_id and run_id, the one the tool requires.
+        ("inspect_job", {"id": job.id}, "job_id", {"job_id": job.id}),
+    ]
+    async with open_mcp() as mcp:
+        for tool, given, meant, call in moved:
+            error = await mcp.fails(tool, given, "TOOL_ARGUMENTS_INVALID")
+            assert error["fix"] == f"{tool} {example_call(call)}", error
+            assert "next_call" not in error, error
+            unknown = [e for e in error["details"]["errors"] if e["type"] == "extra_forbidden"]
+            assert [e["meant"] for e in unknown] == [meant], error
+            assert f"(meant as {meant}?)" in unknown[0]["msg"], error
+            await mcp.ok(tool, call)  # the fix runs as given
+        listed = await mcp.ok("list_jobs", {"state": "cancelled"})
+        assert [j["id"] for j in listed["jobs"]] == [job.id]
+        kept = [
+            ("list_jobs", {"tenant": "t1", "tenant_id": "t2"}, {"tenant_id": "t2"}),
+            ("list_jobs", {"status": "dead", "states": ["done"]}, {}),
+            ("list_jobs", {"queue_name": "q"}, {}),
+            ("list_jobs", {"_": 1, "limit": 2}, {"limit": 2}),
+        ]
+        for tool, given, call in kept:
+            error = await mcp.fails(tool, given, "TOOL_ARGUMENTS_INVALID")
+            assert error["fix"] == f"{tool} {example_call(call)}", error
+            assert all("meant" not in e for e in error["details"]["errors"]), error
 
 
 async def test_a_refusal_names_the_wrong_item_of_a_list_not_the_type_pydantic_tried(
