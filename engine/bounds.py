@@ -141,9 +141,12 @@ def flag(argument: str, value: object) -> bool:
     raise InvalidArgumentError(argument, value, "true or false")
 
 
-def payload(argument: str, value: Any, max_bytes: int) -> None:
+def payload(
+    argument: str, value: Any, max_bytes: int, why: str = f"the bound is set by {PAYLOAD_ENV}"
+) -> None:
     """Refuse a JSON value that may not be stored, or whose compact UTF-8 JSON is larger than
-    `max_bytes`. The error echoes where and how large, never the value itself."""
+    `max_bytes` (`why`: what sets that bound). The error echoes where and how large, never the
+    value itself."""
     bad = find_unstorable(value)
     if bad is not None:
         raise InvalidArgumentError(argument, f"{bad.reason} at {bad.path}", STORABLE_RULE)
@@ -152,7 +155,7 @@ def payload(argument: str, value: Any, max_bytes: int) -> None:
         raise InvalidArgumentError(
             argument,
             f"{size} bytes of JSON",
-            f"at most {max_bytes} bytes of JSON (the bound is set by {PAYLOAD_ENV})",
+            f"at most {max_bytes} bytes of JSON ({why})",
         )
 
 

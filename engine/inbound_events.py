@@ -35,6 +35,10 @@ from engine.bounds import MAX_KEY_BYTES, MAX_NAME_BYTES, MAX_TENANT_BYTES
 DEFAULT_EVENT_WINDOW_MS = 24 * 3_600_000
 # The largest payload an event carries, as compact UTF-8 JSON: a signal, not a document.
 MAX_EVENT_PAYLOAD_BYTES = 64 * 1024
+# Said with a refusal: this bound is fixed (MCP_JOBS_MAX_PAYLOAD_BYTES does not move it).
+_EVENT_PAYLOAD_BOUND = (
+    "an event carries a signal: keep a document in your own storage and send its id"
+)
 
 # A wait's place after the event an earlier wait of its run received: (sent_at, id).
 EventCursor = tuple[int, str]
@@ -102,7 +106,8 @@ def checked_tenant(tenant_id: object) -> str | None:
 
 
 def checked_payload(payload: Any) -> None:
-    bounds.payload("payload", payload, MAX_EVENT_PAYLOAD_BYTES)
+    bounds.payload("payload", payload, MAX_EVENT_PAYLOAD_BYTES, _EVENT_PAYLOAD_BOUND)
+
 
 
 def checked_window_ms(window: object) -> int:

@@ -35,13 +35,17 @@ class LimitExceededError(JobsError):
         unit: str,
         fix: str,
         next_call: NextCall | None = None,
+        why: str = "",
     ) -> None:
+        said = f"{argument} is {value} {unit}; this server accepts at most {limit} {unit}"
         super().__init__(
-            f"{argument} is {value} {unit}; this server accepts at most {limit} {unit}",
+            f"{said} ({why})" if why else said,
             fix,
             next_call=next_call,
             details={"argument": argument, "value": value, "limit": limit, "unit": unit},
         )
+        self.argument, self.value, self.limit, self.unit = argument, value, limit, unit
+        self.why = why
 
 
 class TenantPinnedError(JobsError):

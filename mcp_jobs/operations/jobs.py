@@ -237,7 +237,9 @@ async def enqueue_job(
             size,
             cap,
             "bytes",
-            f"enqueue_job {example_call({'name': name, 'input': {'ref': '<stored data id>'}})}",
+            f"enqueue_job {example_call({'name': name, 'input': '<input>'})}",
+            why="an input holds the job's arguments: keep its data in your own storage and "
+            "pass the data's id",
         )
     tenant = scope.tenant(tenant_id)
     try:

@@ -243,9 +243,14 @@ def mended(exc: BaseException) -> BaseException:
     nearest to it (a range's end that moves with the clock, the key the job computes), or a
     "<name>" slot; with next_call when the mended call runs as given."""
     current = _CALL.get()
-    if current is None or type(exc) is not InvalidArgumentError or exc.next_call is not None:
+    if current is None or exc.__class__ not in (InvalidArgumentError, LimitExceededError):
+        return exc
+    assert isinstance(exc, InvalidArgumentError | LimitExceededError)
+    if exc.next_call is not None:
         return exc
     tool, arguments = current
+    if isinstance(exc, LimitExceededError):
+        return _within_limit(exc, tool, arguments)
     name, given = exc.argument, arguments.get(exc.argument, _MISSING)
     mend = _Mended(tool, arguments)
     if exc.nearest is LEFT_OUT and given is not _MISSING:
@@ -269,6 +274,22 @@ def mended(exc: BaseException) -> BaseException:
     mend.settle()
     return InvalidArgumentError(
         name, exc.value, exc.expected, fix=f"{tool.name} {mend.text()}", next_call=mend.call()
+    )
+
+
+def _within_limit(exc: LimitExceededError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
+    """A server cap only the tool's body checks (an input's bytes), as the caller's own call
+    with the argument at the cap when it is a number, else a "<name>" slot."""
+    given = arguments.get(exc.argument, _MISSING)
+    if given is _MISSING:
+        return exc
+    mend = _Mended(tool, arguments)
+    number = isinstance(given, int | float) and not isinstance(given, bool)
+    mend.set(exc.argument, exc.limit if number else _MISSING)
+    mend.settle()
+    fix = f"{tool.name} {mend.text()}"
+    return LimitExceededError(
+        exc.argument, exc.value, exc.limit, exc.unit, fix, next_call=mend.call(), why=exc.why
     )
 
 

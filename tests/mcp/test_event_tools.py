@@ -102,3 +102,17 @@ async def test_send_event_is_mutating_not_idempotent_and_absent_when_read_only(
         assert hints.idempotent_hint is False and hints.destructive_hint is False
     async with open_mcp(Settings(read_only=True)) as mcp:
         assert "send_event" not in mcp.schemas
+
+
+async def test_a_payload_over_the_events_bound_says_the_bound_is_fixed(open_mcp: OpenMcp) -> None:
+    """An event's payload has a fixed bound; the refusal said MCP_JOBS_MAX_PAYLOAD_BYTES set it
+    (that variable bounds a job's input; raising it changed nothing for an event)."""
+    async with open_mcp() as mcp:
+        given = {"name": "invoice.approved", "key": "5", "payload": {"doc": "x" * 70_000}}
+        error = await mcp.fails("send_event", given, "INVALID_ARGUMENT")
+        assert "MCP_JOBS_MAX_PAYLOAD_BYTES" not in error["cause"], error
+        assert "at most 65536 bytes of JSON (an event carries a signal" in error["cause"], error
+        assert (
+            error["fix"]
+            == 'send_event {"name": "invoice.approved", "key": "5", "payload": "<payload>"}'
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engine import Jobs, ManualClock, Worker
 from mcp_jobs.config import ServerLimits, Settings
+from mcp_jobs.errors import example_call
 from mcp_jobs.server.audit import AUDIT_EVENT
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import HEALED
@@ -77,13 +78,15 @@ async def test_enqueue_refuses_bad_input_with_the_field_errors(open_mcp: OpenMcp
 
 
 async def test_enqueue_refuses_an_input_over_the_size_limit(jobs: Jobs, open_mcp: OpenMcp) -> None:
+    """Its fix is the caller's call with an "<input>" slot: it printed a `{"ref": …}` input the
+    job need not take, and left out the tenant, key and priority the caller gave."""
     async with open_mcp(Settings(limits=ServerLimits(max_input_bytes=100))) as mcp:
-        error = await mcp.fails(
-            "enqueue_job",
-            {"name": "greet", "input": {"user_id": 1, "note": "x" * 200}},
-            "LIMIT_EXCEEDED",
-        )
+        given = {"input": {"user_id": 1, "note": "x" * 200}, "tenant_id": "t1", "priority": 3}
+        error = await mcp.fails("enqueue_job", {"name": "greet", **given}, "LIMIT_EXCEEDED")
         assert error["details"]["argument"] == "input" and error["details"]["limit"] == 100
+        slot = {"name": "greet", "input": "<input>", "tenant_id": "t1", "priority": 3}
+        assert error["fix"] == f"enqueue_job {example_call(slot)}" and "next_call" not in error
+        assert "keep its data in your own storage" in error["cause"], error
         await mcp.ok("enqueue_job", {"name": "greet", "input": {"user_id": 1, "note": "short"}})
     assert len((await jobs.list()).jobs) == 1
 
