@@ -251,13 +251,16 @@ def job(
     `retention` keeps its settled rows longer or shorter than the worker's policy."""
 
     def decorate(fn: JobFn[Any]) -> JobDefinition[Any]:
-        job_name = name or fn.__name__
+        # Only None means the function's own name: "" (a setting left blank) is refused.
+        job_name = fn.__name__ if name is None else name
+        _declared_text(fn.__name__, "name", job_name, bounds.MAX_NAME_BYTES)
         if idempotency_key is None or not callable(idempotency_key):
             raise IdempotencyRequiredError(job_name)
         if not inspect.iscoroutinefunction(fn):
             raise JobDeclarationInvalidError(job_name, "function", fn, "an async def")
-        _declared_text(job_name, "name", job_name, bounds.MAX_NAME_BYTES)
         _declared_text(job_name, "queue", queue, bounds.MAX_QUEUE_BYTES)
+        if retry is not None and not isinstance(retry, Retry):
+            raise JobDeclarationInvalidError(job_name, "retry", retry, "a Retry(...) or None")
         policy = retry or Retry()
         policy.validate(job_name)
         if retention is not None and not isinstance(retention, Retention):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TypeGuard, get_args
 
 from engine.errors import JobDeclarationInvalidError
 from schemas.descriptor import Backoff, RetryPolicyInfo
@@ -18,18 +20,36 @@ class Retry:
     max_delay: float = 3600.0
 
     def validate(self, job: str) -> None:
-        if not isinstance(self.attempts, int) or isinstance(self.attempts, bool):
-            raise JobDeclarationInvalidError(job, "retry.attempts", self.attempts, "an integer ≥ 1")
-        if self.attempts < 1:
-            raise JobDeclarationInvalidError(job, "retry.attempts", self.attempts, "an integer ≥ 1")
-        if not self.base_delay >= 0 or self.base_delay == float("inf"):
+        attempts = self.attempts
+        if not _whole(attempts) or not 1 <= attempts <= MAX_ATTEMPTS:
+            expected = f"a whole number from 1 to {MAX_ATTEMPTS}"
+            raise JobDeclarationInvalidError(job, "retry.attempts", attempts, expected)
+        if self.backoff not in BACKOFFS:
+            expected = f"one of {', '.join(BACKOFFS)}"
+            raise JobDeclarationInvalidError(job, "retry.backoff", self.backoff, expected)
+        if not _seconds(self.base_delay) or not self.base_delay >= 0:
             raise JobDeclarationInvalidError(
                 job, "retry.base_delay", self.base_delay, "a finite number of seconds ≥ 0"
             )
-        if not self.max_delay >= self.base_delay or self.max_delay == float("inf"):
+        if not _seconds(self.max_delay) or not self.max_delay >= self.base_delay:
             raise JobDeclarationInvalidError(
                 job, "retry.max_delay", self.max_delay, "finite and ≥ retry.base_delay"
             )
+
+
+# Runs a job may be given, the first included. Its descriptor lists the delay before each, and
+# a count of 2**31 (taken before) had every process that published it build that list for
+# minutes; 1,000 runs an hour apart are six weeks of trying.
+MAX_ATTEMPTS = 1_000
+BACKOFFS: tuple[str, ...] = get_args(Backoff)
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _seconds(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def retry_delay_ms(policy: Retry, failed_attempt: int) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
 from types import TracebackType
@@ -94,6 +94,41 @@ class Stopping:
         return self._worker._stopped().__await__()
 
 
+_LISTENERS = "callables taking a WorkerEvent"
+
+
+def _kinds_checked(
+    listeners: object,
+    limits: object,
+    retention: object,
+    apps: object,
+    *flags: object,
+) -> tuple[list[WorkerEventListener], list[str] | None]:
+    """Each argument of the kind it is declared, so that a wrong one is INVALID_ARGUMENT here,
+    not an AttributeError when the worker first uses it ("yes" for a flag is a mistake too);
+    the listeners and apps as lists (a generator is read once)."""
+    if isinstance(listeners, str | bytes) or not isinstance(listeners, Iterable):
+        raise InvalidArgumentError("listeners", listeners, f"a list of {_LISTENERS}")
+    listed = list(listeners)
+    for listener in listed:
+        if not callable(listener):
+            raise InvalidArgumentError("listeners", listener, _LISTENERS)
+    if limits is not None and not isinstance(limits, Limits):
+        raise InvalidArgumentError("limits", limits, "a Limits(...) or None")
+    if retention is not None and not isinstance(retention, Retention):
+        raise InvalidArgumentError("retention", retention, "a Retention(...) or None")
+    modules = None
+    if apps is not None:
+        # A module name given alone would be read as a list of one-letter modules.
+        if isinstance(apps, str | bytes) or not isinstance(apps, Iterable):
+            raise InvalidArgumentError("apps", apps, "a list of module names, or None")
+        modules = [bounds.text("apps", app, bounds.MAX_NAME_BYTES) for app in apps]
+    for name, flag in zip(("scheduler", "outbox_relay", "prune"), flags, strict=True):
+        if flag is not None:
+            bounds.flag(name, flag)
+    return listed, modules
+
+
 class Worker:
     """Runs the jobs registered with `jobs`. `await Worker(jobs).run()`, or in the background:
     `async with Worker(jobs) as worker: ...`.
@@ -118,13 +153,13 @@ class Worker:
         poll_ms: int = WORKER_POLL_MS,
         drain_ms: int = 30_000,
         prefetch: int | None = None,
-        listeners: Sequence[WorkerEventListener] = (),
+        listeners: Iterable[WorkerEventListener] = (),
         worker_id: str | None = None,
         scheduler: bool | None = None,
         outbox_relay: bool | None = None,
         prune: bool | None = None,
         retention: Retention | None = None,
-        apps: Sequence[str] | None = None,
+        apps: Iterable[str] | None = None,
     ) -> None:
         bounds.at_least("concurrency", concurrency, 1)
         # Each is a time it waits, or a lease it writes: within the range any stored time is.
@@ -140,9 +175,9 @@ class Worker:
             for queue in queues:
                 bounds.text("queues", queue, bounds.MAX_QUEUE_BYTES)
         bounds.optional_text("worker_id", worker_id, bounds.MAX_ACTOR_BYTES)
-        for listener in listeners:
-            if not callable(listener):
-                raise InvalidArgumentError("listeners", listener, "callables taking a WorkerEvent")
+        listed, apps = _kinds_checked(
+            listeners, limits, retention, apps, scheduler, outbox_relay, prune
+        )
         self.jobs = jobs
         self.driver = jobs.driver
         self.clock = jobs.clock
@@ -158,7 +193,7 @@ class Worker:
         # What the claims of the current run ask for, resolved when it starts.
         self._claim_queues = self.queues
         self.id = worker_id or new_worker_id()
-        self._listeners: list[WorkerEventListener] = [log_listener, *listeners]
+        self._listeners: list[WorkerEventListener] = [log_listener, *listed]
         self._inflight: dict[str, RunHandle] = {}
         self._scope_type: type[anyio.CancelScope] | None = None
         # Job tasks are plain asyncio tasks, each under a cancel scope of its own (see _start).

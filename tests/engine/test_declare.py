@@ -8,6 +8,7 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, Retry, job
 from engine.declare import JobDefinition
 from engine.errors import JobsError
+from engine.retry import MAX_ATTEMPTS
 
 
 class Welcome(BaseModel):
@@ -63,6 +64,17 @@ def test_a_look_alike_object_never_registers(registry: JobRegistry) -> None:
         ({"retry": Retry(attempts=0)}, "retry.attempts"),
         ({"retry": Retry(base_delay=-1)}, "retry.base_delay"),
         ({"queue": ""}, "queue"),
+        # Each was taken: 2**31 attempts had describe build a list of 2**31 delays (minutes at
+        # every start); an unknown backoff ran as exponential and broke describe_jobs; a retry
+        # that is no Retry, or a base_delay of text, was an AttributeError or TypeError; "" as
+        # the name was read as "use the function's name".
+        ({"retry": Retry(attempts=2**31)}, "retry.attempts"),
+        ({"retry": Retry(attempts=1_001)}, "retry.attempts"),
+        ({"retry": Retry(backoff="cubic")}, "retry.backoff"),  # type: ignore[arg-type]
+        ({"retry": Retry(base_delay="1")}, "retry.base_delay"),  # type: ignore[arg-type]
+        ({"retry": Retry(max_delay=None)}, "retry.max_delay"),  # type: ignore[arg-type]
+        ({"retry": 3}, "retry"),
+        ({"name": ""}, "name"),
     ],
 )
 def test_impossible_values_are_refused(
@@ -120,3 +132,12 @@ def test_a_definition_is_described_once(registry: JobRegistry) -> None:
     first = send.describe()
     assert send.describe() is first
     assert first.input_schema["properties"]["user_id"]["type"] == "integer"
+
+
+def test_the_most_attempts_a_job_may_declare_is_described_at_once(registry: JobRegistry) -> None:
+    @job(idempotency_key=lambda i: "k", registry=registry, retry=Retry(attempts=MAX_ATTEMPTS))
+    async def patient(input: Welcome, ctx: JobContext) -> None:
+        return None
+
+    delays = patient.describe().retry.delays_ms
+    assert len(delays) == MAX_ATTEMPTS - 1 and delays[-1] == 3_600_000

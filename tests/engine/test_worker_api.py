@@ -204,6 +204,17 @@ async def test_rows_another_process_stages_later_start_a_relay(
         {"queues": [""]},
         {"queues": ["mail", "q\x00"]},
         {"listeners": [1]},
+        # Each was an AttributeError or TypeError when first used, or read as something else:
+        # a module name as a list of one-letter modules, "yes" as true.
+        {"listeners": 5},
+        {"listeners": print},
+        {"limits": 5},
+        {"retention": "7d"},
+        {"apps": "examples.shop"},
+        {"apps": ["examples.shop", ""]},
+        {"scheduler": "yes"},
+        {"outbox_relay": 1},
+        {"prune": "off"},
     ],
 )
 async def test_a_worker_refuses_a_bad_setting_before_it_runs(
@@ -214,3 +225,10 @@ async def test_a_worker_refuses_a_bad_setting_before_it_runs(
     with pytest.raises(InvalidArgumentError) as refused:
         Worker(jobs, **options)
     assert refused.value.argument == next(iter(options)) and not refused.value.retryable
+
+
+async def test_a_worker_takes_its_listeners_and_apps_from_any_iterable(jobs: Jobs) -> None:
+    """Read once: a generator's items are the worker's, not lost to the check that reads them."""
+    seen: list[object] = []
+    worker = Worker(jobs, listeners=(f for f in [seen.append]), apps=iter(["examples.shop"]))
+    assert seen.append in worker._listeners and worker.presence.apps == ["examples.shop"]
