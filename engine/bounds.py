@@ -29,6 +29,7 @@ MAX_KEY_BYTES = 1024  # an idempotency key, as the job's function computes it
 MAX_ID_BYTES = 64  # a job id, a run id, a list cursor (an id): ids are 32 hex digits
 MAX_ACTOR_BYTES = 200  # enqueued_by / actor, an event's kind, a backfill environment
 MAX_PAGE = 1000  # rows per list page
+MAX_DESCRIPTION_BYTES = 16 * 1024  # a job's, task's or backfill's, in every descriptor
 MAX_QUEUES = 1000  # queue names in one stats call
 # 10 years of 365 days: no job waits longer, and now + delay stays far inside int64 ms.
 MAX_DELAY_SECONDS = 10 * 365 * 86_400
@@ -186,6 +187,7 @@ __all__ = [
     "MAX_ACTOR_BYTES",
     "MAX_DELAY_MS",
     "MAX_DELAY_SECONDS",
+    "MAX_DESCRIPTION_BYTES",
     "MAX_ID_BYTES",
     "MAX_KEY_BYTES",
     "MAX_NAME_BYTES",

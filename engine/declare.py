@@ -183,6 +183,17 @@ def whole_declared(
         raise refuse(f"a whole number ≥ {low}") from None
 
 
+def description_declared(refuse: Callable[[str], JobsError], value: object) -> None:
+    """A declared description (None, or text published with every descriptor), refused as the
+    declaring kind's own error: a description of 5 broke every describe_jobs answer."""
+    if value is None:
+        return
+    try:
+        bounds.text("description", value, bounds.MAX_DESCRIPTION_BYTES)
+    except InvalidArgumentError as exc:
+        raise refuse((exc.details or {}).get("expected", "a str")) from None
+
+
 def _positive_int(job: str, field_name: str, value: object) -> int:
     def refuse(expected: str) -> JobsError:
         return JobDeclarationInvalidError(job, field_name, value, expected)
@@ -259,6 +270,12 @@ def job(
         if not inspect.iscoroutinefunction(fn):
             raise JobDeclarationInvalidError(job_name, "function", fn, "an async def")
         _declared_text(job_name, "queue", queue, bounds.MAX_QUEUE_BYTES)
+        description_declared(
+            lambda expected: JobDeclarationInvalidError(
+                job_name, "description", description, expected
+            ),
+            description,
+        )
         if retry is not None and not isinstance(retry, Retry):
             raise JobDeclarationInvalidError(job_name, "retry", retry, "a Retry(...) or None")
         policy = retry or Retry()

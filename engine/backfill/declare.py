@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from engine.backfill.errors import BackfillDeclarationInvalidError
-from engine.declare import whole_declared
+from engine.declare import description_declared, whole_declared
 from engine.errors import JobsError
 
 CountFn = Callable[[], Awaitable[int]]
@@ -188,6 +188,12 @@ def declare(
             )
     if len(set(envs)) != len(envs):
         raise BackfillDeclarationInvalidError(name, "environments", envs, "distinct names")
+    description_declared(
+        lambda expected: BackfillDeclarationInvalidError(
+            name, "description", description, expected
+        ),
+        description,
+    )
     functions: list[object] = [count, read, key, handle]
     if requires is not None:
         functions.append(requires)

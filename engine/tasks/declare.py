@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from engine.declare import JobRegistry, default_registry, whole_declared
+from engine.declare import JobRegistry, default_registry, description_declared, whole_declared
 from engine.errors import JobsError
 from engine.registry import Registry
 from engine.tasks.errors import (
@@ -180,6 +180,12 @@ def task(
         raise TaskDeclarationInvalidError(
             task_name, "enqueue", enqueue, "a function of the occurrence (epoch ms)"
         )
+    description_declared(
+        lambda expected: TaskDeclarationInvalidError(
+            task_name, "description", description, expected
+        ),
+        description,
+    )
     declared_by = _declared_by(enqueue)
     definition = TaskDefinition(
         name=task_name,

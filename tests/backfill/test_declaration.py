@@ -74,6 +74,9 @@ def declare(registry: BackfillRegistry, **overrides: Any) -> Any:
         ("read", None),
         ("requires", lambda: None),
         ("key", None),
+        # A description that is no text broke every describe_jobs answer (INTERNAL).
+        ("description", 5),
+        ("description", "a\x00b"),
     ],
 )
 def test_a_declaration_that_could_never_work_is_refused(field: str, value: object) -> None:

@@ -75,6 +75,9 @@ def test_a_look_alike_object_never_registers(registry: JobRegistry) -> None:
         ({"retry": Retry(max_delay=None)}, "retry.max_delay"),  # type: ignore[arg-type]
         ({"retry": 3}, "retry"),
         ({"name": ""}, "name"),
+        # A description that is no text broke every describe_jobs answer (INTERNAL).
+        ({"description": 5}, "description"),
+        ({"description": "a\x00b"}, "description"),
     ],
 )
 def test_impossible_values_are_refused(

@@ -108,6 +108,17 @@ def test_a_name_that_cannot_key_an_occurrence_is_refused(
     assert caught.value.code == "TASK_DECLARATION_INVALID"
 
 
+@pytest.mark.parametrize("description", [5, ["x"], "a\x00b", "x" * 20_000])
+def test_a_description_that_cannot_be_published_is_refused(
+    registry: JobRegistry, description: object
+) -> None:
+    """It was taken, and every describe_jobs answer failed (INTERNAL) while it was registered."""
+    with pytest.raises(JobsError) as caught:
+        declare(registry, description=description)
+    assert caught.value.code == "TASK_DECLARATION_INVALID"
+    assert caught.value.details is not None and caught.value.details["field"] == "description"
+
+
 def test_an_enqueue_that_is_not_callable_is_refused(registry: JobRegistry) -> None:
     with pytest.raises(JobsError) as caught:
         declare(registry, enqueue=[("job", {})])
