@@ -613,6 +613,11 @@ async def connect(
     `max_payload_bytes`: the largest job input accepted (else `MCP_JOBS_MAX_PAYLOAD_BYTES`,
     else 1 MiB of JSON)."""
     limit = bounds.payload_limit(max_payload_bytes)  # refused before a connection is opened
+    if clock is not None and not (callable(getattr(clock, "now_ms", None))):
+        raise InvalidArgumentError("clock", clock, "a Clock (now_ms() and sleep_ms(ms)) or None")
+    if registry is not None and not isinstance(registry, JobRegistry):
+        raise InvalidArgumentError("registry", registry, "a JobRegistry or None")
+    bounds.flag("migrate", migrate)
     driver = open_driver(url, clock=clock, **driver_options)
     if migrate:
         await driver.migrate()

@@ -7,6 +7,7 @@ A driver is a plug-in: `register_driver("redis", factory)` (or an entry point in
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -24,7 +25,7 @@ from engine.drivers.base import (
     require,
 )
 from engine.drivers.urls import DATABASE_URL_ENV, check_postgres_url, sqlite_path
-from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
+from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError, InvalidArgumentError
 from engine.extras import install_line
 
 DEFAULT_DATABASE_URL = "sqlite:///.mcp-jobs/jobs.db"
@@ -89,9 +90,22 @@ def _from_entry_point(scheme: str) -> DriverFactory | None:
     return None
 
 
+def _taken_by(driver: type, scheme: str, options: dict[str, Any]) -> dict[str, Any]:
+    """`options` when `driver` takes each of them; else INVALID_ARGUMENT naming the first it
+    does not and what it takes (a PostgreSQL pool size given to SQLite was a TypeError)."""
+    params = inspect.signature(driver).parameters
+    takes = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n != "clock"]
+    for name, value in options.items():
+        if name not in takes:
+            expected = f"an option the {scheme} driver takes: {', '.join(takes) or 'none'}"
+            raise InvalidArgumentError(name, value, expected)
+    return options
+
+
 def _memory(url: str, *, clock: Clock, **options: Any) -> Driver:
     from engine.drivers.memory import MemoryDriver
 
+    _taken_by(MemoryDriver, "memory", options)
     return MemoryDriver(clock)
 
 
@@ -99,14 +113,14 @@ def _sqlite(url: str, *, clock: Clock, **options: Any) -> Driver:
     path = sqlite_path(url)
     from engine.drivers.sqlite import SqliteDriver
 
-    return SqliteDriver(path, clock=clock, **options)
+    return SqliteDriver(path, clock=clock, **_taken_by(SqliteDriver, "sqlite", options))
 
 
 def _postgres(url: str, *, clock: Clock, **options: Any) -> Driver:
     check_postgres_url(url)  # before asyncpg is imported or any connection is tried
     from engine.drivers.postgres import PostgresDriver
 
-    return PostgresDriver(url, clock=clock, **options)
+    return PostgresDriver(url, clock=clock, **_taken_by(PostgresDriver, "postgresql", options))
 
 
 def _redis(url: str, *, clock: Clock, **options: Any) -> Driver:
@@ -117,7 +131,7 @@ def _redis(url: str, *, clock: Clock, **options: Any) -> Driver:
         raise DriverUnavailableError("redis", f"redis-py is not installed ({exc})", fix) from exc
 
     check_redis_url(url)  # before any connection is tried
-    return RedisDriver(url, clock=clock, **options)
+    return RedisDriver(url, clock=clock, **_taken_by(RedisDriver, "redis", options))
 
 
 def _nats(url: str, *, clock: Clock, **options: Any) -> Driver:
@@ -128,7 +142,7 @@ def _nats(url: str, *, clock: Clock, **options: Any) -> Driver:
         raise DriverUnavailableError("nats", f"nats-py is not installed ({exc})", fix) from exc
 
     check_nats_url(url)  # before any connection is tried
-    return NatsDriver(url, clock=clock, **options)
+    return NatsDriver(url, clock=clock, **_taken_by(NatsDriver, "nats", options))
 
 
 register_driver("memory", _memory)

@@ -3,6 +3,7 @@ connection is tried, and the error never repeats the URL (it may hold a password
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,29 @@ async def test_a_malformed_sqlite_url_is_database_url_invalid(
 )
 def test_well_formed_postgres_urls_pass(url: str) -> None:
     assert postgres_url_problem(url) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "argument"),
+    [
+        # A PostgreSQL pool size kept when the URL moved to SQLite: it was a TypeError naming
+        # SqliteDriver.__init__, and memory:// dropped it without a word.
+        ("sqlite:///{tmp}/jobs.db", {"pool_max": 4}, "pool_max"),
+        ("memory://", {"pool_max": 4}, "pool_max"),
+        ("postgresql://u@127.0.0.1:1/db", {"pol_max": 4}, "pol_max"),
+        # Each was an AttributeError later, or read as something else.
+        ("memory://", {"clock": 5}, "clock"),
+        ("memory://", {"registry": 5}, "registry"),
+        ("memory://", {"migrate": "no"}, "migrate"),
+    ],
+)
+async def test_connect_refuses_an_option_it_cannot_use_before_it_opens_anything(
+    url: str, options: dict[str, object], argument: str, tmp_path: Path
+) -> None:
+    with pytest.raises(JobsError) as refused:
+        await connect(url.format(tmp=tmp_path), **options)  # type: ignore[arg-type]
+    assert refused.value.code == "INVALID_ARGUMENT" and not refused.value.retryable
+    assert refused.value.details is not None and refused.value.details["argument"] == argument
+    assert os.listdir(tmp_path) == []  # nothing opened
+    if argument.startswith("po"):
+        assert "driver takes: " in str(refused.value), refused.value

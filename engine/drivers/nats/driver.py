@@ -116,7 +116,6 @@ class NatsDriver:
         connect_timeout_s: float = 5.0,
         settle_retry_ms: int = 300_000,
         retry_clock: Clock = MONOTONIC_CLOCK,
-        **options: Any,
     ) -> None:
         """`settle_retry_ms`: how long a settle (ack, nack, step write) is held and tried again
         while the server is away before it fails (its lease then hands the job on)."""
