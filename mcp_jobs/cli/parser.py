@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NoReturn
@@ -116,16 +117,30 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         entered = _ENTERED.get()
         explains = entered[-1] if entered else self
-        # No command chosen yet (the root explains) answers as any might: --json is honoured.
-        takes_json = explains is (entered[0] if entered else self) or any(
-            "--json" in action.option_strings for action in explains._actions
-        )
+        # No command chosen yet (the root, or `jobs` before its action) answers as any of its
+        # commands might: --json is honoured when one of them takes it.
+        takes_json = _takes_json(explains)
         if message.startswith(_UNRECOGNIZED):
             message += _meant_flags(explains, message.removeprefix(_UNRECOGNIZED).split())
+        elif (choice := _INVALID_CHOICE.search(message)) is not None:
+            offered = re.findall(r"'([^']*)'", choice[2])
+            meant = meant_as(choice[1], offered)
+            message += f" (meant {meant}?)" if meant is not None else ""
         raise UsageError(explains.prog, message, explains.format_usage(), takes_json)
 
 
+def _takes_json(parser: argparse.ArgumentParser) -> bool:
+    for action in parser._actions:
+        if "--json" in action.option_strings:
+            return True
+        commands = action.choices.values() if isinstance(action, argparse._SubParsersAction) else ()
+        if any(_takes_json(command) for command in commands):
+            return True
+    return False
+
+
 _UNRECOGNIZED = "unrecognized arguments: "
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
 
 
 def _meant_flags(parser: argparse.ArgumentParser, words: list[str]) -> str:

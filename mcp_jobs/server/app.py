@@ -26,6 +26,7 @@ from engine.bounds import MAX_NAME_BYTES
 from engine.client import Jobs
 from engine.errors import ECHO_LIMIT, InvalidArgumentError, JobsError, short_repr
 from mcp_jobs.config import ServerLimits, Settings
+from mcp_jobs.meant import meant_as
 from mcp_jobs.server import prompts, resources, subscriptions, tasks, tools
 from mcp_jobs.server.apps_ui import apps_extension
 from mcp_jobs.server.arguments import calling, make_strict, refusal
@@ -99,7 +100,7 @@ class JobsServer(MCPServer[AppState]):
     ) -> CallToolResult | InputRequiredResult:
         tool = self._tool_manager.get_tool(name)
         if tool is None:
-            raise MCPError(INVALID_PARAMS, self._unknown_tool(name), {"tool": name})
+            raise self._unknown_tool(name)
         # As the strict model reads them (5.0 for an integer is 5), for the fixes of a refusal.
         read = tool.fn_metadata.pre_parse_json(arguments)
         try:
@@ -113,14 +114,19 @@ class JobsServer(MCPServer[AppState]):
             # The strict model (`server.arguments`) refused them, before the tool ran.
             return tool_failure(refusal(tool, read, exc.__cause__), where=f"tool {name}")
 
-    def _unknown_tool(self, name: str) -> str:
+    def _unknown_tool(self, name: str) -> MCPError:
         known = sorted(t.name for t in self._tool_manager.list_tools())
-        why = (
-            "it changes state and this server is read-only"
-            if name in MUTATING_TOOLS
-            else "no tool has that name"
-        )
-        return f"unknown tool {short_repr(name)}: {why}; this server's tools: {', '.join(known)}"
+        data: dict[str, Any] = {"tool": name[:ECHO_LIMIT]}
+        if name in MUTATING_TOOLS:
+            why = "it changes state and this server is read-only"
+        elif (meant := meant_as(name, known)) is not None:
+            why = f"no tool has that name (meant {meant}?)"
+            data["meant"] = meant
+        else:
+            why = "no tool has that name"
+        listed = ", ".join(known)
+        message = f"unknown tool {short_repr(name)}: {why}; this server's tools: {listed}"
+        return MCPError(INVALID_PARAMS, message, data)
 
     async def read_resource(
         self, uri: Any, context: Context[AppState, Any] | None = None

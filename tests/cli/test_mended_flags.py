@@ -157,14 +157,26 @@ def test_a_command_line_the_parser_refuses_is_typed_and_its_fix_runs(
 def test_an_unknown_flag_that_plainly_stands_for_one_the_command_takes_names_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`--states`, `--tenant_id`: the refusal names the flag each was meant as (the same rule
-    as a tool's unknown argument, mcp_jobs/meant.py); a flag like none says nothing more."""
+    """`--states`, `--tenant_id`, `job`, `--state deda`: the refusal names the flag or choice
+    each was meant as (the same rule as a tool's unknown argument, mcp_jobs/meant.py); a word
+    like none says nothing more."""
     assert main(["jobs", "ls", "--states", "dead", "--tenant_id", "t1", "--json"]) == 2
     cause = json.loads(capsys.readouterr().out)["error"]["cause"]
     assert cause.endswith("(meant: --state for --states?, --tenant-id for --tenant_id?)"), cause
     assert main(["jobs", "ls", "--bogus", "--json"]) == 2
     cause = json.loads(capsys.readouterr().out)["error"]["cause"]
     assert cause == "mcp-jobs jobs ls: unrecognized arguments: --bogus", cause
+    # A choice: the command, the action, a flag's value.
+    for argv, meant in (
+        (["job", "ls"], "jobs"),
+        (["jobs", "retry_all"], "retry-all"),
+        (["jobs", "ls", "--state", "deda"], "dead"),
+    ):
+        assert main([*argv, "--json"]) == 2
+        cause = json.loads(capsys.readouterr().out)["error"]["cause"]
+        assert cause.endswith(f") (meant {meant}?)"), cause
+    assert main(["jobs", "list", "--json"]) == 2  # ls? not plain: named with the others only
+    assert json.loads(capsys.readouterr().out)["error"]["cause"].endswith("'cancel-all')")
 
 
 def test_serve_refused_on_its_command_line_writes_nothing_on_stdout(

@@ -19,6 +19,7 @@ from mcp.types import INVALID_PARAMS
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.backfill import BackfillRegistry
 from engine.bounds import MAX_DELAY_MS
+from engine.errors import ECHO_LIMIT
 from mcp_jobs.cli.entry import main
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.errors import example_call
@@ -458,6 +459,17 @@ async def test_unknown_tool_prompt_and_missing_argument_are_invalid_params(
         assert raised.value.error.code == INVALID_PARAMS
         assert "unknown tool 'enqueue'" in raised.value.error.message
         assert "enqueue_job" in raised.value.error.message  # the known ones are named
+        # The one it plainly stands for is named, as an unknown argument's is; a 100,000-letter
+        # name was echoed whole in the error's data.
+        for asked, meant in (("enqueue", "enqueue_job"), ("listJobs", "list_jobs")):
+            with pytest.raises(MCPError) as raised:
+                await mcp.client.call_tool(asked, {})
+            assert f"no tool has that name (meant {meant}?)" in raised.value.error.message
+            assert raised.value.error.data == {"tool": asked, "meant": meant}
+        for asked in ("cancel", "x" * 100_000):  # cancel_job or cancel_jobs: not plain
+            with pytest.raises(MCPError) as raised:
+                await mcp.client.call_tool(asked, {})
+            assert raised.value.error.data == {"tool": asked[:ECHO_LIMIT]}
 
         with pytest.raises(MCPError) as raised:
             await mcp.client.get_prompt("diagnose", {})
