@@ -109,7 +109,6 @@ def checked_payload(payload: Any) -> None:
     bounds.payload("payload", payload, MAX_EVENT_PAYLOAD_BYTES, _EVENT_PAYLOAD_BOUND)
 
 
-
 def checked_window_ms(window: object) -> int:
     """`event_window` in seconds → ms: how long a sent event stays matchable."""
     seconds = bounds.number(
