@@ -15,7 +15,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from engine.errors import InvalidArgumentError
+from engine.errors import InvalidArgumentError, JobsError
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
 _STANDARD = frozenset(
@@ -68,6 +68,17 @@ class TextFormatter(logging.Formatter):
             return line
         first, newline, rest = line.partition("\n")  # keep a traceback below the fields
         return f"{first} {' '.join(pairs)}{newline}{rest}"
+
+
+def log_lost(logger: logging.Logger, exc: BaseException, message: str, *args: object) -> None:
+    """Log a failure that costs only what `message` names (an audit line, a dashboard sample,
+    a progress report). A typed one (the database down) is one warning with its code and cause,
+    not a traceback at every call while it lasts; anything else is a defect: an error with its
+    traceback."""
+    if isinstance(exc, JobsError):
+        logger.warning(f"{message}: %s: %s", *args, exc.code, exc.cause)
+    else:
+        logger.error(message, *args, exc_info=exc)
 
 
 def configure_logging(

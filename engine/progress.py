@@ -27,6 +27,7 @@ from engine import bounds
 from engine.clock import Clock
 from engine.drivers.base import ProgressStore
 from engine.errors import InvalidArgumentError
+from engine.logs import log_lost
 from schemas.progress import Progress
 
 # At most one progress write per run in this much of the worker's clock.
@@ -130,10 +131,10 @@ class ProgressReporter:
             return
         try:
             written = await store.save_progress(self._job_id, self._token, value)
-        except Exception:
+        except Exception as exc:
             # Best effort: a report must never fail the job. A later report (or the run's end)
             # writes the latest value again.
-            logger.warning("progress of job %s not stored", self._job_id, exc_info=True)
+            log_lost(logger, exc, "progress of job %s not stored", self._job_id)
             return
         if not written:
             # The token no longer holds the job: its lease went to another holder.

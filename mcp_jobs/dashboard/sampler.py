@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.clock import Clock
+from engine.logs import log_lost
 from mcp_jobs.operations.models import QueueStatsView
 from schemas.stats import SettledCount
 
@@ -135,6 +136,6 @@ class Sampler:
         while True:
             try:
                 await self.take(clock.now_ms(), read, count)
-            except Exception:  # the page still serves; the gap shows in the sparkline
-                logger.warning("dashboard sample not taken", exc_info=True)
+            except Exception as exc:  # the page still serves; the gap shows in the sparkline
+                log_lost(logger, exc, "dashboard sample not taken")
             await clock.sleep_ms(self.interval_ms)

@@ -8,6 +8,7 @@ from typing import Any
 from engine import bounds
 from engine.bounds import MAX_TENANT_BYTES
 from engine.errors import InvalidArgumentError, JobsError, short_repr
+from engine.logs import log_lost
 from engine.storable import find_unstorable
 from mcp_jobs.operations.scope import Scope
 
@@ -83,7 +84,7 @@ async def record_call(
             tenant_id=tenant or scope.settings.tenant or asked_tenant,
             data=data,
         )
-    except Exception:
+    except Exception as exc:
         # The change itself is done (or refused); losing its audit line must not change the
         # answer the caller gets.
-        logger.exception("audit event for %s not recorded", tool)
+        log_lost(logger, exc, "audit event for %s not recorded", tool)

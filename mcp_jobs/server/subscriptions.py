@@ -47,6 +47,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from engine.drivers.base import CHANGES, require
 from engine.errors import JobsError
+from engine.logs import log_lost
 from mcp_jobs.errors import SubscriptionLimitError
 from mcp_jobs.server import followed
 from mcp_jobs.server.state import AppState, StateHolder
@@ -224,8 +225,8 @@ class SubscriptionHub:
                 await state.jobs.clock.sleep_ms(RECHECK_MS)
             try:
                 await self.refresh(state)
-            except Exception:  # the listener outlives a failed reading; the next change retries
-                logger.exception("subscriptions: re-reading followed resources failed")
+            except Exception as exc:  # the listener outlives a failed reading; the next retries
+                log_lost(logger, exc, "subscriptions: re-reading followed resources failed")
 
     async def refresh(self, state: AppState) -> None:
         """Re-read each followed URI once; tell the followers of those that moved."""
@@ -250,8 +251,8 @@ class SubscriptionHub:
             if watcher.wants():
                 try:
                     await watcher.changed(state)
-                except Exception:  # one watcher's failure costs only its round
-                    logger.exception("subscriptions: a change watcher failed")
+                except Exception as exc:  # one watcher's failure costs only its round
+                    log_lost(logger, exc, "subscriptions: a change watcher failed")
 
     async def _tell_updated(self, uri: str) -> None:
         for connection, uris in list(self._sessions.items()):

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, ManualClock, Worker, connect, job
-from engine.errors import JobsError
+from engine.errors import DriverUnavailableError, JobsError
 from engine.progress import ProgressReporter
 from engine.steps import StepApi
 
@@ -72,3 +72,35 @@ async def test_a_sync_step_reports_from_its_worker_thread() -> None:
         assert (record.progress.done, record.progress.message) == (2, "in a thread")
     finally:
         await jobs.close()
+
+
+class DownProgressDriver:
+    """Its store refuses every write: `failure` is what each raises."""
+
+    kind = "down"
+
+    def __init__(self, failure: Exception) -> None:
+        self.failure = failure
+
+    async def save_progress(self, job_id: str, token: str, value: object) -> bool:
+        raise self.failure
+
+
+@pytest.mark.parametrize(
+    ("failure", "traceback"),
+    [(DriverUnavailableError("postgres", "connection refused"), False), (KeyError("x"), True)],
+)
+async def test_a_report_the_store_refuses_is_logged_once_a_traceback_only_for_a_defect(
+    failure: Exception, traceback: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While the database is down every report failed with a traceback in the log; a typed
+    failure is one warning naming its code, anything else (a defect) keeps its traceback."""
+    caplog.set_level(logging.WARNING, logger="engine")
+    reporter = ProgressReporter(DownProgressDriver(failure), ManualClock(), "j1", "t1", 1)
+    reporter.report(1, 2, "one")
+    await reporter.finish()
+    lost = [r for r in caplog.records if "progress of job j1 not stored" in r.getMessage()]
+    assert len(lost) == 1, [r.getMessage() for r in caplog.records]
+    assert (lost[0].exc_info is not None) is traceback
+    if not traceback:
+        assert lost[0].getMessage().endswith(": DRIVER_UNAVAILABLE: postgres: connection refused")

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from engine import Jobs, ManualClock, Worker
+from engine.errors import DriverUnavailableError
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.errors import example_call
 from mcp_jobs.server.audit import AUDIT_EVENT
@@ -174,3 +179,23 @@ async def test_cancel_tells_a_running_job_to_stop_and_refuses_a_settled_one(
         error = await mcp.fails("cancel_job", {"job_id": done.id}, "JOB_NOT_CANCELLABLE")
         assert error["details"]["state"] == "done"
         await mcp.fails("cancel_job", {"job_id": "0" * 32}, "JOB_NOT_FOUND")
+
+
+async def test_an_audit_line_lost_to_an_outage_is_logged_as_one_line(
+    jobs: Jobs, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While the database is down every mutating call's audit write fails too: each logged a
+    traceback. A typed failure is one warning naming its code; the answer is the call's own."""
+
+    async def down(*args: object, **kwargs: object) -> None:
+        raise DriverUnavailableError("postgres", "connection refused")
+
+    monkeypatch.setattr(jobs, "enqueue", down)
+    monkeypatch.setattr(jobs, "record_event", down)
+    caplog.set_level(logging.WARNING, logger="mcp_jobs")
+    async with open_mcp() as mcp:
+        greet = {"name": "greet", "input": {"user_id": 1}}
+        await mcp.fails("enqueue_job", greet, "DRIVER_UNAVAILABLE")
+    lost = [r for r in caplog.records if "audit event for enqueue_job not recorded" in r.message]
+    assert len(lost) == 1 and lost[0].exc_info is None, [r.message for r in lost]
+    assert "DRIVER_UNAVAILABLE: postgres: connection refused" in lost[0].getMessage()
