@@ -157,8 +157,11 @@ class JobsServer(MCPServer[AppState]):
         if prompt is None:
             known = sorted(prompts_by_name)
             listed = ", ".join(known)
-            message = f"unknown prompt {short_repr(name)}; this server's prompts: {listed}"
-            raise MCPError(INVALID_PARAMS, message, {"prompt": name[:ECHO_LIMIT], "known": known})
+            meant = meant_as(name, known)
+            hint = f" (meant {meant}?)" if meant is not None else ""
+            message = f"unknown prompt {short_repr(name)}{hint}; this server's prompts: {listed}"
+            data: dict[str, Any] = {"prompt": name[:ECHO_LIMIT], "known": known}
+            raise MCPError(INVALID_PARAMS, message, data | ({"meant": meant} if meant else {}))
         declared = {a.name: a.required for a in prompt.arguments or []}
         given = set(arguments or {})
         missing = sorted(a for a, required in declared.items() if required and a not in given)
@@ -168,6 +171,10 @@ class JobsServer(MCPServer[AppState]):
             said = [f"missing required argument(s): {', '.join(missing)}"] if missing else []
             if unknown:
                 said.append(f"unknown argument(s): {', '.join(map(short_repr, unknown))}")
+                meant_pairs = [(meant_as(a, declared, given=given), a) for a in unknown]
+                hints = [f"{m} for {short_repr(a)}" for m, a in meant_pairs if m is not None]
+                if hints:
+                    said[-1] += f" (meant {', '.join(hints)}?)"
             message = f"prompt {name}: {'; '.join(said)}; it takes: {takes or 'no arguments'}"
             data = {
                 "prompt": name,

@@ -485,6 +485,16 @@ async def test_unknown_tool_prompt_and_missing_argument_are_invalid_params(
             await mcp.client.get_prompt("run_backfill_safely", {"name": "x", "nmae": "y"})
         assert raised.value.error.code == INVALID_PARAMS
         assert "unknown argument(s): 'nmae'" in raised.value.error.message
+        # An unknown prompt or argument names the one it plainly stands for.
+        with pytest.raises(MCPError) as raised:
+            await mcp.client.get_prompt("run_backfill_safely", {"nmae": "y"})
+        assert "unknown argument(s): 'nmae' (meant name for 'nmae'?)" in raised.value.error.message
+        with pytest.raises(MCPError) as raised:
+            await mcp.client.get_prompt("run_backfill", {"name": "x"})
+        assert "unknown prompt 'run_backfill' (meant run_backfill_safely?)" in (
+            raised.value.error.message
+        )
+        assert (raised.value.error.data or {}).get("meant") == "run_backfill_safely"
 
         with pytest.raises(MCPError) as raised:
             await mcp.client.read_resource("jobs://nope/1")
