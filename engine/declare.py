@@ -173,14 +173,21 @@ default_registry = JobRegistry()
 
 
 def whole_declared(
-    refuse: Callable[[str], JobsError], argument: str, value: object, low: int
+    refuse: Callable[[str], JobsError],
+    argument: str,
+    value: object,
+    low: int,
+    high: int | None = None,
 ) -> int:
-    """`bounds.whole` (no upper bound) for a declaration: a refusal is raised as the declaring
-    kind's own error, `refuse(expected)`, instead of INVALID_ARGUMENT."""
+    """`bounds.whole` for a declaration (no upper bound unless `high`): a refusal is raised as
+    the declaring kind's own error, `refuse(expected)`, instead of INVALID_ARGUMENT."""
     try:
-        return bounds.whole(argument, value, low, sys.maxsize)
+        return bounds.whole(argument, value, low, sys.maxsize if high is None else high)
     except InvalidArgumentError:
-        raise refuse(f"a whole number ≥ {low}") from None
+        expected = (
+            f"a whole number ≥ {low}" if high is None else f"a whole number from {low} to {high}"
+        )
+        raise refuse(expected) from None
 
 
 def description_declared(refuse: Callable[[str], JobsError], value: object) -> None:

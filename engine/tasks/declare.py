@@ -36,6 +36,9 @@ from engine.tasks.occurrences import CronSyntaxError, Schedule
 CatchUp = Literal["skip", "all"]
 CATCH_UP_POLICIES: tuple[CatchUp, ...] = ("skip", "all")
 DEFAULT_MAX_CATCH_UP = 10
+# A round computes up to this many missed occurrences and enqueues their jobs in one write: a
+# billion read as "no limit" would compute a year of a minutely task at every round.
+MAX_CATCH_UP = 10_000
 
 # What an enqueue function returns: (job, input) or (job, input, tenant_id) tuples, or
 # `engine.Enqueue` items. Checked when the task fires (TASK_ENTRY_INVALID).
@@ -145,7 +148,7 @@ def _max_catch_up(task: str, value: object) -> int:
     def refuse(expected: str) -> JobsError:
         return TaskCatchUpInvalidError(task, "max_catch_up", value, expected)
 
-    return whole_declared(refuse, "max_catch_up", value, 1)
+    return whole_declared(refuse, "max_catch_up", value, 1, MAX_CATCH_UP)
 
 
 def task(

@@ -7,6 +7,7 @@ import pytest
 from engine import JobRegistry
 from engine.errors import JobsError
 from engine.tasks import DEFAULT_MAX_CATCH_UP, TaskDefinition, task, tasks_of
+from engine.tasks.declare import MAX_CATCH_UP
 
 
 def nothing(at: int) -> list[object]:
@@ -82,7 +83,9 @@ def test_full_zone_ids_and_utc_are_accepted(registry: JobRegistry, tz: str) -> N
 
 
 @pytest.mark.parametrize(
-    "value", [0, -1, 0.5, 2.5, 10.0, float("nan"), float("inf"), True, False, "10", None]
+    "value",
+    # 10**9 was taken: after a year down, each round computed every missed minute of it.
+    [0, -1, 0.5, 2.5, 10.0, float("nan"), float("inf"), True, False, "10", None, 10**9],
 )
 def test_max_catch_up_must_be_a_whole_number_of_at_least_one(
     registry: JobRegistry, value: object
@@ -90,6 +93,11 @@ def test_max_catch_up_must_be_a_whole_number_of_at_least_one(
     with pytest.raises(JobsError) as caught:
         declare(registry, catch_up="all", max_catch_up=value)
     assert caught.value.code == "TASK_CATCH_UP_INVALID"
+    assert f"a whole number from 1 to {MAX_CATCH_UP}" in caught.value.cause
+
+
+def test_the_largest_catch_up_is_taken(registry: JobRegistry) -> None:
+    assert declare(registry, catch_up="all", max_catch_up=MAX_CATCH_UP).max_catch_up == MAX_CATCH_UP
 
 
 @pytest.mark.parametrize("policy", ["none", "latest", "", None, True])
