@@ -9,14 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from engine import bounds
+from engine.errors import InvalidArgumentError
 from engine.rate_limits import RateLimit, checked_rate
+
+V = TypeVar("V")
 
 
 def _check(name: str, value: int | None) -> None:
     if value is not None:
         bounds.at_least(name, value, 1)
+
+
+def _named(name: str, value: Mapping[str, V], max_bytes: int) -> list[tuple[str, V]]:
+    """`value`'s items when it is a mapping keyed by names a queue or tenant can have: a cap
+    keyed by "" (or a NUL) matched nothing and held nothing back, without a word."""
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(name, value, "a dict of name to limit")
+    for key in value:
+        bounds.text(f"{name} key", key, max_bytes)
+    return list(value.items())
 
 
 @dataclass(frozen=True)
@@ -35,14 +49,17 @@ class Limits:
     def __post_init__(self) -> None:
         _check("global_cap", self.global_cap)
         _check("per_tenant", self.per_tenant)
-        for queue, cap in self.per_queue.items():
+        queue_bytes, tenant_bytes = bounds.MAX_QUEUE_BYTES, bounds.MAX_TENANT_BYTES
+        for queue, cap in _named("per_queue", self.per_queue, queue_bytes):
             _check(f"per_queue[{queue!r}]", cap)
-        for tenant, cap in self.tenant_overrides.items():
+        for tenant, cap in _named("tenant_overrides", self.tenant_overrides, tenant_bytes):
             _check(f"tenant_overrides[{tenant!r}]", cap)
         checked_rate("rate_per_tenant", self.rate_per_tenant, keyed=False)
-        for queue, rate in self.rate_per_queue.items():
+        for queue, rate in _named("rate_per_queue", self.rate_per_queue, queue_bytes):
             checked_rate(f"rate_per_queue[{queue!r}]", rate, keyed=False)
-        for tenant, rate in self.rate_tenant_overrides.items():
+        for tenant, rate in _named(
+            "rate_tenant_overrides", self.rate_tenant_overrides, tenant_bytes
+        ):
             checked_rate(f"rate_tenant_overrides[{tenant!r}]", rate, keyed=False)
 
     @property

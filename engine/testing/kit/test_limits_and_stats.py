@@ -6,7 +6,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, Jobs, Limits, ManualClock, Retry, Worker, job
+from engine import JobContext, JobRegistry, Jobs, Limits, ManualClock, RateLimit, Retry, Worker, job
 from engine.errors import JobsError
 from engine.testing.observe import Recorder
 
@@ -108,6 +108,18 @@ async def test_limits_refuse_nonsense_caps() -> None:
         with pytest.raises(JobsError) as raised:
             Limits(global_cap=bad)  # type: ignore[arg-type]
         assert raised.value.code == "INVALID_ARGUMENT"
+    # A cap keyed by a name no queue or tenant can have held nothing back, without a word; a
+    # cap that is no mapping was an AttributeError.
+    for keyed in (
+        {"per_queue": {"": 1}},
+        {"per_queue": {"q\x00": 1}},
+        {"tenant_overrides": {"": 2}},
+        {"rate_per_queue": {"": RateLimit(1, per=1)}},
+        {"per_queue": 5},
+    ):
+        with pytest.raises(JobsError) as raised:
+            Limits(**keyed)
+        assert raised.value.code == "INVALID_ARGUMENT", keyed
 
 
 async def test_stats_buckets_per_queue(
