@@ -28,8 +28,10 @@ from engine.errors import (
     JobInputInvalidError,
     JobTenantRequiredError,
     JobUnknownError,
+    short_repr,
 )
 from engine.ids import new_ids
+from engine.meant import meant_as
 from engine.tracing import current_traceparent, require_traceparent
 from schemas.jobs import EnqueueRequest, OnConflict
 
@@ -64,11 +66,35 @@ def as_item(index: int, item: object) -> Enqueue:
     raise InvalidArgumentError(f"items[{index}]", item, "Enqueue(job, input, ...)")
 
 
-def _field_errors(exc: ValidationError) -> list[dict[str, Any]]:
-    return [
-        {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-        for e in exc.errors(include_url=False, include_context=False, include_input=False)
-    ]
+def _field_errors(
+    exc: ValidationError, model: type[BaseModel], given: object
+) -> list[dict[str, Any]]:
+    """pydantic's errors, with each top-level field the model does not declare tied to the one
+    it plainly stands for (`userId` for `user_id`): named on both entries, so the first one,
+    which the refusal's cause quotes, says it."""
+    found = exc.errors(include_url=False, include_context=False, include_input=False)
+    fields = model.model_fields
+    required = [name for name, f in fields.items() if f.is_required()]
+    meant: dict[str, str] = {}  # the unknown field -> the declared one
+    if isinstance(given, dict):
+        for e in found:
+            if e["type"] == "extra_forbidden" and len(e["loc"]) == 1:
+                unknown = str(e["loc"][0])
+                to = meant_as(unknown, fields, given=given, required=required)
+                if to is not None:
+                    meant[unknown] = to
+    given_as = {to: unknown for unknown, to in meant.items()}
+    errors: list[dict[str, Any]] = []
+    for e in found:
+        entry: dict[str, Any] = {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+        name = str(e["loc"][0]) if len(e["loc"]) == 1 else None
+        if e["type"] == "extra_forbidden" and name in meant:
+            entry["msg"] += f" (meant {meant[name]}?)"
+            entry["meant"] = meant[name]
+        elif e["type"] == "missing" and name in given_as:
+            entry["msg"] += f" (given as {short_repr(given_as[name])}?)"
+        errors.append(entry)
+    return errors
 
 
 # An input model that keeps pydantic's own `model_dump` is dumped by its serializer directly.
@@ -174,7 +200,8 @@ class EnqueueItems:
         try:
             value = definition.parse_input(input)
         except ValidationError as exc:
-            raise JobInputInvalidError(definition.name, _field_errors(exc)) from exc
+            errors = _field_errors(exc, definition.input_model, input)
+            raise JobInputInvalidError(definition.name, errors) from exc
         run_at = _scheduled(definition.name, definition.tenant_required, item, enqueued_by, now)
         key = definition.key_for(value)
         # `value.model_dump(mode="json")`, without the frame that forwards its thirteen

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
+from engine.meant import meant_as
 from mcp_jobs.cli import dashboard, events, pauses, rate_limits
 from mcp_jobs.config import (
     DEFAULT_HOST,
@@ -16,7 +17,6 @@ from mcp_jobs.config import (
     DEFAULT_PORT,
     DEFAULT_SESSION_IDLE_SECONDS,
 )
-from mcp_jobs.meant import meant_as
 from schemas.states import JOB_STATES, SETTLED_STATES
 
 EPILOG = """\
@@ -145,7 +145,7 @@ _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
 
 def _meant_flags(parser: argparse.ArgumentParser, words: list[str]) -> str:
     """ " (meant: --state for --states?)" for each unknown flag that plainly stands for one the
-    command takes (`mcp_jobs.meant`), else ""."""
+    command takes (`engine.meant`), else ""."""
     flags = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
     declared = {flag.removeprefix("--"): flag for flag in flags}
     hints = []

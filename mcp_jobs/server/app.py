@@ -25,8 +25,8 @@ from engine.backfill import BackfillRegistry
 from engine.bounds import MAX_NAME_BYTES
 from engine.client import Jobs
 from engine.errors import ECHO_LIMIT, InvalidArgumentError, JobsError, short_repr
+from engine.meant import meant_as
 from mcp_jobs.config import ServerLimits, Settings
-from mcp_jobs.meant import meant_as
 from mcp_jobs.server import prompts, resources, subscriptions, tasks, tools
 from mcp_jobs.server.apps_ui import apps_extension
 from mcp_jobs.server.arguments import calling, make_strict, refusal

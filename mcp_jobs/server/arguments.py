@@ -25,8 +25,8 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import ConfigDict, ValidationError
 
 from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
+from engine.meant import meant_as
 from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError, example_call
-from mcp_jobs.meant import meant_as
 from schemas.errors import NextCall
 
 _LOWER = {"greater_than", "greater_than_equal"}

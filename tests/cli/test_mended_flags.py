@@ -158,7 +158,7 @@ def test_an_unknown_flag_that_plainly_stands_for_one_the_command_takes_names_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """`--states`, `--tenant_id`, `job`, `--state deda`: the refusal names the flag or choice
-    each was meant as (the same rule as a tool's unknown argument, mcp_jobs/meant.py); a word
+    each was meant as (the same rule as a tool's unknown argument, engine/meant.py); a word
     like none says nothing more."""
     assert main(["jobs", "ls", "--states", "dead", "--tenant_id", "t1", "--json"]) == 2
     cause = json.loads(capsys.readouterr().out)["error"]["cause"]

@@ -407,6 +407,20 @@ async def test_unknown_input_fields_are_refused_and_the_schema_says_so(
         assert "priority" in error["cause"]
         (described,) = (await mcp.ok("describe_jobs", {"name": "fulfil"}))["jobs"]
         assert described["input_schema"]["additionalProperties"] is False
+        # A field that plainly stands for a declared one is tied to it on both entries; the
+        # first, which the cause quotes, says it.
+        for given, meant in (("orderId", "order_id"), ("order", "order_id")):
+            error = await mcp.fails(
+                "enqueue_job", {"name": "fulfil", "input": {given: 1}}, "JOB_INPUT_INVALID"
+            )
+            missing, extra = error["details"]["errors"]
+            assert missing["loc"] == [meant] and extra["meant"] == meant, error
+            assert f"Field required (given as '{given}'?)" in error["cause"], error
+        error = await mcp.fails(
+            "enqueue_job", {"name": "fulfil", "input": {"zzz": 1}}, "JOB_INPUT_INVALID"
+        )
+        assert all("meant" not in e for e in error["details"]["errors"])
+        assert "given as" not in error["cause"]
         await mcp.ok("enqueue_job", {"name": "fulfil", "input": {"order_id": 1}})
     assert [j.name for j in (await jobs.list()).jobs] == ["fulfil"]
 

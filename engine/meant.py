@@ -1,5 +1,6 @@
 """Which declared name an unknown one was meant as (`states` for `state`, `--tenant_id` for
-`--tenant-id`): one rule for a tool's arguments and the command line's flags."""
+`--tenant-id`, `orderId` for `order_id`): one rule for a tool's arguments and name, a prompt's,
+the command line's flags and choices, and a job input's fields."""
 
 from __future__ import annotations
 
