@@ -1,0 +1,40 @@
+"""engine/meant.py: which declared name an unknown one plainly stands for, and when none."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.meant import meant_as
+
+DECLARED = ["state", "name", "queue", "tenant_id", "limit", "cursor"]
+
+
+@pytest.mark.parametrize(
+    ("unknown", "meant"),
+    [
+        ("states", "state"),  # the same words, another spelling
+        ("tenantId", "tenant_id"),
+        ("tenant-id", "tenant_id"),
+        ("TENANT_ID", "tenant_id"),
+        ("tenant", "tenant_id"),  # one's words within the other's
+        ("job_name", "name"),
+        ("nmae", "name"),  # a slip of the keys
+        ("status", "state"),
+        ("quueue", "queue"),
+        ("queue_name", None),  # queue or name: not plain
+        ("zzz", None),
+        ("", None),
+        ("_", None),
+        ("x" * 100_000, None),
+    ],
+)
+def test_an_unknown_name_is_meant_as_the_one_declared_name_it_plainly_stands_for(
+    unknown: str, meant: str | None
+) -> None:
+    assert meant_as(unknown, DECLARED) == meant
+
+
+def test_a_name_already_given_is_not_meant_and_the_required_one_breaks_a_tie() -> None:
+    assert meant_as("tenant", DECLARED, given={"tenant_id": "t"}) is None
+    assert meant_as("id", ["job_id", "run_id"]) is None
+    assert meant_as("id", ["job_id", "run_id"], required=["job_id"]) == "job_id"
