@@ -175,11 +175,15 @@ async def test_the_hot_path_never_calls_the_trigger_function(
         "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger"
         " WHERE tgrelid = 'mcp_jobs.jobs'::regclass AND NOT tgisinternal"
     )
-    assert all(" WHEN " in definition for _, definition in triggers)
+    # Every row trigger holds the function back with WHEN; TRUNCATE's fires once a statement.
+    row_triggers = [d for _, d in triggers if "FOR EACH ROW" in d]
+    assert row_triggers and all(" WHEN " in definition for definition in row_triggers)
+    assert all("AFTER TRUNCATE" in d for _, d in triggers if "FOR EACH ROW" not in d)
     assert {name for name, _ in triggers} >= {
         "dead_counts_insert",
         "dead_counts_update",
         "dead_counts_delete",
+        "dead_counts_truncate",
     }
 
 
@@ -307,3 +311,20 @@ async def test_prunes_meeting_the_same_counts_in_opposite_orders_both_commit(
         await watcher.close()
     assert outcomes == [3, 3]
     assert as_counts(await sql.fetch(COUNTS)) == {}
+
+
+async def test_a_truncate_of_the_jobs_table_clears_the_counts(
+    driver: PostgresDriver, sql: Conn, clock: ManualClock
+) -> None:
+    """TRUNCATE fires no row trigger: the stats showed the dead jobs it removed for ever."""
+
+    async def rows() -> Any:
+        return await sql.fetch("SELECT id, state, tenant_id FROM mcp_jobs.jobs ORDER BY id")
+
+    await random_operations(driver, clock, 7, 20, rows)
+    assert as_counts(await sql.fetch(COUNTS))  # some failures are counted
+    await sql.execute("TRUNCATE mcp_jobs.jobs CASCADE")
+    assert as_counts(await sql.fetch(COUNTS)) == {} == as_counts(await sql.fetch(TRUTH))
+    assert all(q.dead == q.failed == 0 for q in await driver.stats())
+    await random_operations(driver, clock, 8, 20, rows)  # counted from nothing again
+    assert as_counts(await sql.fetch(COUNTS)) == as_counts(await sql.fetch(TRUTH))

@@ -352,6 +352,20 @@ CREATE TRIGGER dead_counts_delete
     FOR EACH ROW WHEN (OLD.state IN ('dead', 'failed'))
     EXECUTE FUNCTION {schema}.keep_dead_counts();
 
+-- TRUNCATE fires no row trigger: the counts of the rows it removes are cleared with them
+-- (migration 21); without this the stats showed them for ever.
+CREATE FUNCTION {schema}.clear_dead_counts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM {schema}.dead_counts;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER dead_counts_truncate
+    AFTER TRUNCATE ON {schema}.jobs
+    FOR EACH STATEMENT
+    EXECUTE FUNCTION {schema}.clear_dead_counts();
+
 -- Published job descriptors (migration 8), one row per job name, the last one a worker published
 -- (engine/descriptors.py). The pruner deletes rows nobody published for a long time.
 CREATE TABLE {schema}.descriptors (
