@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from engine.extras import upgrade_line
+from engine.meant import meant_note
 from schemas.errors import ErrorPayload, NextCall, RetryClass
 
 REGISTRY: dict[str, type[JobsError]] = {}
@@ -142,11 +143,12 @@ class JobUnknownError(JobsError):
     title = "no job is registered under this name"
 
     def __init__(self, job: str, known: Sequence[str]) -> None:
+        hint, meant = meant_note(job, known)
         super().__init__(
-            f'no job named "{job}" is registered here (registered: {_names(known)})',
+            f'no job named "{job}" is registered here{hint} (registered: {_names(known)})',
             "mcp-jobs jobs describe --json",
             next_call=_call("describe_jobs"),
-            details={"job": job, "known": sorted(known)},
+            details={"job": job, "known": sorted(known), **meant},
         )
 
 

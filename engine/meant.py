@@ -31,12 +31,28 @@ def meant_as(
     if not found:
         found = [name for name in free if _words(name) <= words or words <= _words(name)]
     if not found:
-        snaked = {_snake(name): name for name in free}
-        close = difflib.get_close_matches(_snake(unknown), snaked, n=2, cutoff=0.7)
-        found = [snaked[name] for name in close]
+        found = _closest(_snake(unknown), free)
     if len(found) > 1:
         found = [name for name in found if name in required]
     return found[0] if len(found) == 1 else None
+
+
+def _closest(unknown: str, names: list[str]) -> list[str]:
+    """The name most like `unknown` when it is alike enough (a ratio of 0.7) and clearly more
+    alike than the next (by 0.1): `bench_nop` is `bench_noop`, not `bench_steps`."""
+    scored = sorted(
+        ((difflib.SequenceMatcher(None, unknown, _snake(name)).ratio(), name) for name in names),
+        reverse=True,
+    )
+    if not scored or scored[0][0] < _ALIKE:
+        return []
+    if len(scored) > 1 and scored[0][0] - scored[1][0] < _CLEARER:
+        return [scored[0][1], scored[1][1]]
+    return [scored[0][1]]
+
+
+_ALIKE = 0.7
+_CLEARER = 0.1
 
 
 def _words(name: str) -> frozenset[str]:
@@ -47,3 +63,10 @@ def _words(name: str) -> frozenset[str]:
 def _snake(name: str) -> str:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name[:_READ_CHARS])
     return "_".join(w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w)
+
+
+def meant_note(unknown: str, declared: Iterable[str]) -> tuple[str, dict[str, str]]:
+    """For an error about `unknown`: " (meant X?)" for its cause and {"meant": X} for its
+    details when `declared` holds the one it plainly stands for, else ("", {})."""
+    meant = meant_as(unknown, declared)
+    return ("", {}) if meant is None else (f" (meant {meant}?)", {"meant": meant})

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.errors import NOTHING_NEAR, FlagMend, InvalidArgumentError, JobsError, short_repr
 from engine.extras import install_line, this_python, upgrade_line
+from engine.meant import meant_note
 from mcp_jobs.incidents import INCIDENT_DIR_ENV, incident_dir
 from schemas.errors import NextCall
 
@@ -294,12 +295,13 @@ class QueueUnknownError(JobsError):
 
     def __init__(self, queue: str, known: Sequence[str]) -> None:
         names = sorted(known)
+        hint, meant = meant_note(queue, names)
         super().__init__(
-            f"queue {short_repr(queue)} is not the queue of any registered job, holds no job and "
-            f"no live worker serves it (known queues: {', '.join(names) or 'none'})",
+            f"queue {short_repr(queue)}{hint} is not the queue of any registered job, holds no "
+            f"job and no live worker serves it (known queues: {', '.join(names) or 'none'})",
             "mcp-jobs jobs stats --json",
             next_call=NextCall(tool="queue_stats", arguments={}),
-            details={"queue": queue, "known": names},
+            details={"queue": queue, "known": names, **meant},
         )
 
 

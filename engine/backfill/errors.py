@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.errors import JobsError
+from engine.meant import meant_note
 from schemas.errors import NextCall
 
 
@@ -46,8 +47,9 @@ class BackfillUnknownError(JobsError):
 
     def __init__(self, name: str, known: Sequence[str]) -> None:
         names = sorted(known)
+        hint, meant = meant_note(name, names)
         cause = (
-            f'no backfill named "{name}" is declared (declared: {", ".join(names)})'
+            f'no backfill named "{name}" is declared{hint} (declared: {", ".join(names)})'
             if names
             else f'no backfill named "{name}" is declared, and this process declares none at all: '
             "the app module that declares it was not imported (--app MODULE or MCP_JOBS_APP)"
@@ -56,7 +58,7 @@ class BackfillUnknownError(JobsError):
             cause,
             ALL_COMMAND,
             next_call=_call("list_backfills"),
-            details={"backfill": name, "known": names},
+            details={"backfill": name, "known": names, **meant},
         )
 
 

@@ -97,6 +97,12 @@ def test_a_valid_declaration_is_registered_by_name() -> None:
     with pytest.raises(JobsError) as caught:
         registry.require("nope")
     assert caught.value.code == "BACKFILL_UNKNOWN"
+    assert caught.value.details is not None and "meant" not in caught.value.details
+    with pytest.raises(JobsError) as caught:
+        registry.require("normalise_emails")
+    assert 'no backfill named "normalise_emails" is declared (meant normalize_emails?)' in str(
+        caught.value
+    )
 
 
 def test_one_name_declared_by_two_handlers_is_refused() -> None:

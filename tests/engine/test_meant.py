@@ -38,3 +38,11 @@ def test_a_name_already_given_is_not_meant_and_the_required_one_breaks_a_tie() -
     assert meant_as("tenant", DECLARED, given={"tenant_id": "t"}) is None
     assert meant_as("id", ["job_id", "run_id"]) is None
     assert meant_as("id", ["job_id", "run_id"], required=["job_id"]) == "job_id"
+
+
+def test_of_names_alike_the_clearly_closest_is_meant() -> None:
+    """`bench_steps` is alike enough too (0.7), but `bench_noop` is far closer."""
+    names = ["bench_noop", "bench_noop_limited", "bench_steps"]
+    assert meant_as("bench_nop", names) == "bench_noop"
+    assert meant_as("bench_step", names) == "bench_steps"
+    assert meant_as("mail", ["mail1", "mail2"]) is None  # as close to each

@@ -82,14 +82,18 @@ async def test_a_pause_of_a_name_nothing_uses_says_so_and_its_next_call_lifts_it
     """Held all the same (a queue may be paused before its first job), with a notice naming
     the known ones: a typo would otherwise leave the intended work running, unnoticed."""
     async with open_mcp() as mcp:
-        for arguments, code, known in (
-            ({"queue": "mial"}, "QUEUE_UNKNOWN", "known queues: "),
-            ({"job": "greeet"}, "JOB_UNKNOWN", "registered: "),
+        for arguments, listed, code, known, meant in (
+            ({"queue": "mial"}, {"queue": "mial"}, "QUEUE_UNKNOWN", "known queues: ", "mail"),
+            ({"job": "greeet"}, {"name": "greeet"}, "JOB_UNKNOWN", "registered: ", "greet"),
         ):
             paused = await mcp.ok("pause_queue", arguments)
             (notice,) = paused["notices"]
             assert (notice["code"], notice["severity"]) == (code, "warning")
             assert known in notice["cause"] and "holds nothing now" in notice["cause"]
+            # The name it plainly stands for is named, as for any unknown name.
+            assert f"(meant {meant}?)" in notice["cause"], notice
+            refused = await mcp.fails("list_jobs", listed, code)
+            assert refused["details"]["meant"] == meant, refused
             assert notice["next_call"] == {"tool": "resume_queue", "arguments": arguments}
             lifted = await mcp.ok("resume_queue", notice["next_call"]["arguments"])
             assert lifted["was_paused"] is True
