@@ -37,6 +37,11 @@ def meant_as(
     return found[0] if len(found) == 1 else None
 
 
+def same_words(one: str, other: str) -> bool:
+    """Whether two names are the same words in another spelling (`tenantId`, `tenant_id`)."""
+    return bool(_words(one)) and _words(one) == _words(other)
+
+
 def _closest(unknown: str, names: list[str]) -> list[str]:
     """The name most like `unknown` when it is alike enough (a ratio of 0.7) and clearly more
     alike than the next (by 0.1): `bench_nop` is `bench_noop`, not `bench_steps`."""

@@ -25,7 +25,7 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import ConfigDict, ValidationError
 
 from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
-from engine.meant import meant_as
+from engine.meant import meant_as, same_words
 from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError, example_call
 from schemas.errors import NextCall
 
@@ -177,7 +177,10 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
             hint = f" (meant as {meant[name]}?)" if name in meant else ""
             entry = {"msg": f"unknown argument{hint}; {listed}"}
             entry["expected"] = f"no such argument: {listed}"
-            mended.drop(name)
+            # A respelling (`tenantId`) is the argument itself: a read-only tool's next_call
+            # runs it. Anything else moved is a guess, shown in the fix but not run.
+            respelled = name in meant and same_words(name, meant[name]) and _reads_only(tool)
+            mended.drop(name, guessed=not respelled)
             if name in meant:
                 entry["meant"] = meant[name]
                 mended.set(meant[name], arguments[name])
@@ -193,6 +196,10 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
 
 
 _MISSING = object()
+
+
+def _reads_only(tool: Tool) -> bool:
+    return tool.annotations is not None and tool.annotations.read_only_hint is True
 
 
 def _fitting_members(
@@ -323,9 +330,11 @@ class _Mended:
         self.arguments[name] = value
         self.mended.add(name)
 
-    def drop(self, name: str) -> None:
+    def drop(self, name: str, guessed: bool = True) -> None:
+        """`name` taken out (an unknown argument); `guessed`: what it meant is not plain, so
+        the mended call is not offered to run."""
         self.arguments.pop(name, None)
-        self.dropped = True
+        self.dropped = self.dropped or guessed
 
     def leave_out(self, name: str) -> None:
         """`name` taken out of a call that asks the same without it (`LEFT_OUT`)."""
