@@ -184,6 +184,16 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
             if name in meant:
                 entry["meant"] = meant[name]
                 mended.set(meant[name], arguments[name])
+            if (
+                arguments.get(_WRITE) is True
+                and _WRITE in props
+                and not same_words(name, meant.get(name, ""))
+            ):
+                # Dropped, it may have been the call's only narrowing (`job_ids` on
+                # cancel_jobs), and moved, a guess: the call so mended, written, could reach
+                # every job. The fix is its dry run, whose plan shows what it selects.
+                mended.leave_out(_WRITE)
+                entry["msg"] += f"; the fix leaves out {_WRITE} (a dry run of what it selects)"
         else:
             expected = takes(props.get(name, {}))
             entry = {"msg": f"{e['msg']}; {name} takes {expected}" if name else e["msg"]}
@@ -196,6 +206,9 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
 
 
 _MISSING = object()
+# The argument of a tool that writes only when it is true (the bulk tools, run_backfill,
+# prune_history); left out, the call is a dry run.
+_WRITE = "write"
 
 
 def _reads_only(tool: Tool) -> bool:

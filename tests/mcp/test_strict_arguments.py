@@ -309,6 +309,29 @@ async def test_an_unknown_argument_that_plainly_stands_for_another_is_moved_ther
             assert all("meant" not in e for e in error["details"]["errors"]), error
 
 
+async def test_a_write_whose_unknown_argument_is_dropped_or_guessed_is_mended_as_a_dry_run(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """`cancel_jobs {"job_ids": [...], "write": true}`: dropped, `job_ids` was the call's only
+    narrowing, and its fix `cancel_jobs {"write": true}` led (through the confirm token it
+    answers) to cancelling every live job. A write so mended is its dry run; a respelling
+    (`Queue`) is the argument itself and keeps the write."""
+    job = await jobs.enqueue("greet", {"user_id": 1})
+    async with open_mcp() as mcp:
+        for given, fix in (
+            ({"job_ids": [job.id], "write": True}, {}),
+            ({"tenant": "t1", "write": True}, {"tenant_id": "t1"}),
+            ({"Queue": "mail", "write": True}, {"queue": "mail", "write": True}),
+        ):
+            error = await mcp.fails("cancel_jobs", given, "TOOL_ARGUMENTS_INVALID")
+            assert error["fix"] == f"cancel_jobs {example_call(fix)}", error
+            assert ("leaves out write" in error["cause"]) is ("write" not in fix), error
+            if "write" not in fix:
+                planned = await mcp.ok("cancel_jobs", fix)  # the fix runs: a dry run
+                assert planned["mode"] == "plan", planned
+    assert (await jobs.get(job.id)).state == "ready"  # nothing was cancelled
+
+
 async def test_a_refusal_names_the_wrong_item_of_a_list_not_the_type_pydantic_tried(
     open_mcp: OpenMcp,
 ) -> None:
