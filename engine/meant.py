@@ -30,6 +30,10 @@ def meant_as(
     found = [name for name in free if _words(name) == words]
     if not found:
         found = [name for name in free if _words(name) <= words or words <= _words(name)]
+        if words <= _QUALIFIERS:
+            # `id` alone is in many names (`tenant_id` of retry_jobs for its `ids`): it stands
+            # only for the one the call cannot do without (`job_id` of inspect_job).
+            found = [name for name in found if name in required]
     if not found:
         found = _closest(_snake(unknown), free)
     if len(found) > 1:
@@ -56,6 +60,8 @@ def _closest(unknown: str, names: list[str]) -> list[str]:
     return [scored[0][1]]
 
 
+# Words that qualify a name rather than name a thing.
+_QUALIFIERS = frozenset({"id"})
 _ALIKE = 0.7
 _CLEARER = 0.1
 

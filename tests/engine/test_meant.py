@@ -46,3 +46,9 @@ def test_of_names_alike_the_clearly_closest_is_meant() -> None:
     assert meant_as("bench_nop", names) == "bench_noop"
     assert meant_as("bench_step", names) == "bench_steps"
     assert meant_as("mail", ["mail1", "mail2"]) is None  # as close to each
+
+
+def test_id_alone_stands_only_for_the_name_the_call_requires() -> None:
+    """`ids` on retry_jobs was read as its `tenant_id`, the one name there holding `id`."""
+    assert meant_as("ids", ["name", "queue", "tenant_id", "states"]) is None
+    assert meant_as("id", ["job_id", "steps_limit"], required=["job_id"]) == "job_id"
