@@ -191,8 +191,9 @@ def whole_declared(
 
 
 def description_declared(refuse: Callable[[str], JobsError], value: object) -> None:
-    """A declared description (None, or text published with every descriptor), refused as the
-    declaring kind's own error: a description of 5 broke every describe_jobs answer."""
+    """A declared description (None, or text: every descriptor carries it, and a descriptor
+    that does not validate fails every describe_jobs answer), refused as the declaring kind's
+    own error."""
     if value is None:
         return
     try:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import math
+import sys
 from dataclasses import dataclass
-from typing import TypeGuard, get_args
+from typing import get_args
 
-from engine.errors import JobDeclarationInvalidError
+from engine import bounds
+from engine.errors import InvalidArgumentError, JobDeclarationInvalidError
 from schemas.descriptor import Backoff, RetryPolicyInfo
 
 
@@ -20,36 +21,29 @@ class Retry:
     max_delay: float = 3600.0
 
     def validate(self, job: str) -> None:
-        attempts = self.attempts
-        if not _whole(attempts) or not 1 <= attempts <= MAX_ATTEMPTS:
-            expected = f"a whole number from 1 to {MAX_ATTEMPTS}"
-            raise JobDeclarationInvalidError(job, "retry.attempts", attempts, expected)
+        def within(
+            field: str, value: object, low: float, high: float, expected: str, whole: bool = False
+        ) -> None:
+            try:  # bounds.number: THE range check (a bool, NaN and infinities refused)
+                bounds.number(field, value, low, high, whole=whole)
+            except InvalidArgumentError:
+                raise JobDeclarationInvalidError(job, field, value, expected) from None
+
+        counted = f"a whole number from 1 to {MAX_ATTEMPTS}"
+        within("retry.attempts", self.attempts, 1, MAX_ATTEMPTS, counted, whole=True)
         if self.backoff not in BACKOFFS:
             expected = f"one of {', '.join(BACKOFFS)}"
             raise JobDeclarationInvalidError(job, "retry.backoff", self.backoff, expected)
-        if not _seconds(self.base_delay) or not self.base_delay >= 0:
-            raise JobDeclarationInvalidError(
-                job, "retry.base_delay", self.base_delay, "a finite number of seconds ≥ 0"
-            )
-        if not _seconds(self.max_delay) or not self.max_delay >= self.base_delay:
-            raise JobDeclarationInvalidError(
-                job, "retry.max_delay", self.max_delay, "finite and ≥ retry.base_delay"
-            )
+        within("retry.base_delay", self.base_delay, 0, _FINITE, "a finite number of seconds ≥ 0")
+        capped = "finite and ≥ retry.base_delay"
+        within("retry.max_delay", self.max_delay, self.base_delay, _FINITE, capped)
 
 
-# Runs a job may be given, the first included. Its descriptor lists the delay before each, and
-# a count of 2**31 (taken before) had every process that published it build that list for
-# minutes; 1,000 runs an hour apart are six weeks of trying.
+# Runs a job may be given, the first included. Its descriptor lists the delay before each, so
+# the count bounds that list; 1,000 runs an hour apart are six weeks of trying.
 MAX_ATTEMPTS = 1_000
 BACKOFFS: tuple[str, ...] = get_args(Backoff)
-
-
-def _whole(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _seconds(value: object) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+_FINITE = sys.float_info.max
 
 
 def retry_delay_ms(policy: Retry, failed_attempt: int) -> int:

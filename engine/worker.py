@@ -53,6 +53,7 @@ from engine.run_job import RunHandle, Runtime, execute, keep_leases
 from engine.services import attempt
 from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
+from engine.worker_arguments import kinds_checked
 from engine.worker_presence import PRESENCE_MS, Presence, declared_policy
 from engine.worker_rates import RateGate, rate_reason
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
@@ -92,41 +93,6 @@ class Stopping:
 
     def __await__(self) -> Generator[Any, None, None]:
         return self._worker._stopped().__await__()
-
-
-_LISTENERS = "callables taking a WorkerEvent"
-
-
-def _kinds_checked(
-    listeners: object,
-    limits: object,
-    retention: object,
-    apps: object,
-    *flags: object,
-) -> tuple[list[WorkerEventListener], list[str] | None]:
-    """Each argument of the kind it is declared, so that a wrong one is INVALID_ARGUMENT here,
-    not an AttributeError when the worker first uses it ("yes" for a flag is a mistake too);
-    the listeners and apps as lists (a generator is read once)."""
-    if isinstance(listeners, str | bytes) or not isinstance(listeners, Iterable):
-        raise InvalidArgumentError("listeners", listeners, f"a list of {_LISTENERS}")
-    listed = list(listeners)
-    for listener in listed:
-        if not callable(listener):
-            raise InvalidArgumentError("listeners", listener, _LISTENERS)
-    if limits is not None and not isinstance(limits, Limits):
-        raise InvalidArgumentError("limits", limits, "a Limits(...) or None")
-    if retention is not None and not isinstance(retention, Retention):
-        raise InvalidArgumentError("retention", retention, "a Retention(...) or None")
-    modules = None
-    if apps is not None:
-        # A module name given alone would be read as a list of one-letter modules.
-        if isinstance(apps, str | bytes) or not isinstance(apps, Iterable):
-            raise InvalidArgumentError("apps", apps, "a list of module names, or None")
-        modules = [bounds.text("apps", app, bounds.MAX_NAME_BYTES) for app in apps]
-    for name, flag in zip(("scheduler", "outbox_relay", "prune"), flags, strict=True):
-        if flag is not None:
-            bounds.flag(name, flag)
-    return listed, modules
 
 
 class Worker:
@@ -175,7 +141,7 @@ class Worker:
             for queue in queues:
                 bounds.text("queues", queue, bounds.MAX_QUEUE_BYTES)
         bounds.optional_text("worker_id", worker_id, bounds.MAX_ACTOR_BYTES)
-        listed, apps = _kinds_checked(
+        listed, apps = kinds_checked(
             listeners, limits, retention, apps, scheduler, outbox_relay, prune
         )
         self.jobs = jobs

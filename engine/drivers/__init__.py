@@ -92,7 +92,7 @@ def _from_entry_point(scheme: str) -> DriverFactory | None:
 
 def _taken_by(driver: type, scheme: str, options: dict[str, Any]) -> dict[str, Any]:
     """`options` when `driver` takes each of them; else INVALID_ARGUMENT naming the first it
-    does not and what it takes (a PostgreSQL pool size given to SQLite was a TypeError)."""
+    does not and what it takes (a URL moved to another driver keeps the old one's options)."""
     params = inspect.signature(driver).parameters
     takes = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n != "clock"]
     for name, value in options.items():

@@ -36,8 +36,8 @@ from engine.tasks.occurrences import CronSyntaxError, Schedule
 CatchUp = Literal["skip", "all"]
 CATCH_UP_POLICIES: tuple[CatchUp, ...] = ("skip", "all")
 DEFAULT_MAX_CATCH_UP = 10
-# A round computes up to this many missed occurrences and enqueues their jobs in one write: a
-# billion read as "no limit" would compute a year of a minutely task at every round.
+# A round computes up to this many missed occurrences and enqueues their jobs in one write, so
+# the bound keeps a round after a long outage a bounded amount of work.
 MAX_CATCH_UP = 10_000
 
 # What an enqueue function returns: (job, input) or (job, input, tenant_id) tuples, or

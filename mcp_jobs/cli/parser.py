@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
-from engine.meant import meant_as
+from engine.meant import meant_as, meant_note
 from mcp_jobs.cli import dashboard, events, pauses, rate_limits
 from mcp_jobs.config import (
     DEFAULT_HOST,
@@ -123,9 +123,7 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith(_UNRECOGNIZED):
             message += _meant_flags(explains, message.removeprefix(_UNRECOGNIZED).split())
         elif (choice := _INVALID_CHOICE.search(message)) is not None:
-            offered = re.findall(r"'([^']*)'", choice[2])
-            meant = meant_as(choice[1], offered)
-            message += f" (meant {meant}?)" if meant is not None else ""
+            message += meant_note(choice[1], re.findall(r"'([^']*)'", choice[2]))[0]
         raise UsageError(explains.prog, message, explains.format_usage(), takes_json)
 
 

@@ -25,7 +25,7 @@ from engine.backfill import BackfillRegistry
 from engine.bounds import MAX_NAME_BYTES
 from engine.client import Jobs
 from engine.errors import ECHO_LIMIT, InvalidArgumentError, JobsError, short_repr
-from engine.meant import meant_as
+from engine.meant import meant_as, meant_note
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.server import prompts, resources, subscriptions, tasks, tools
 from mcp_jobs.server.apps_ui import apps_extension
@@ -116,17 +116,15 @@ class JobsServer(MCPServer[AppState]):
 
     def _unknown_tool(self, name: str) -> MCPError:
         known = sorted(t.name for t in self._tool_manager.list_tools())
-        data: dict[str, Any] = {"tool": name[:ECHO_LIMIT]}
-        if name in MUTATING_TOOLS:
-            why = "it changes state and this server is read-only"
-        elif (meant := meant_as(name, known)) is not None:
-            why = f"no tool has that name (meant {meant}?)"
-            data["meant"] = meant
-        else:
-            why = "no tool has that name"
+        hint, meant = ("", {}) if name in MUTATING_TOOLS else meant_note(name, known)
+        why = (
+            "it changes state and this server is read-only"
+            if name in MUTATING_TOOLS
+            else f"no tool has that name{hint}"
+        )
         listed = ", ".join(known)
         message = f"unknown tool {short_repr(name)}: {why}; this server's tools: {listed}"
-        return MCPError(INVALID_PARAMS, message, data)
+        return MCPError(INVALID_PARAMS, message, {"tool": name[:ECHO_LIMIT], **meant})
 
     async def read_resource(
         self, uri: Any, context: Context[AppState, Any] | None = None
@@ -157,11 +155,10 @@ class JobsServer(MCPServer[AppState]):
         if prompt is None:
             known = sorted(prompts_by_name)
             listed = ", ".join(known)
-            meant = meant_as(name, known)
-            hint = f" (meant {meant}?)" if meant is not None else ""
+            hint, meant = meant_note(name, known)
             message = f"unknown prompt {short_repr(name)}{hint}; this server's prompts: {listed}"
-            data: dict[str, Any] = {"prompt": name[:ECHO_LIMIT], "known": known}
-            raise MCPError(INVALID_PARAMS, message, data | ({"meant": meant} if meant else {}))
+            data = {"prompt": name[:ECHO_LIMIT], "known": known, **meant}
+            raise MCPError(INVALID_PARAMS, message, data)
         declared = {a.name: a.required for a in prompt.arguments or []}
         given = set(arguments or {})
         missing = sorted(a for a, required in declared.items() if required and a not in given)

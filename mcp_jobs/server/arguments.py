@@ -179,16 +179,12 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
             entry["expected"] = f"no such argument: {listed}"
             # A respelling (`tenantId`) is the argument itself: a read-only tool's next_call
             # runs it. Anything else moved is a guess, shown in the fix but not run.
-            respelled = name in meant and same_words(name, meant[name]) and _reads_only(tool)
-            mended.drop(name, guessed=not respelled)
+            respelled = name in meant and same_words(name, meant[name])
+            mended.drop(name, guessed=not (respelled and _reads_only(tool)))
             if name in meant:
                 entry["meant"] = meant[name]
                 mended.set(meant[name], arguments[name])
-            if (
-                arguments.get(_WRITE) is True
-                and _WRITE in props
-                and not same_words(name, meant.get(name, ""))
-            ):
+            if arguments.get(_WRITE) is True and _WRITE in props and not respelled:
                 # Dropped, it may have been the call's only narrowing (`job_ids` on
                 # cancel_jobs), and moved, a guess: the call so mended, written, could reach
                 # every job. The fix is its dry run, whose plan shows what it selects.
