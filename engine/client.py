@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
@@ -157,7 +158,7 @@ class Jobs:
         *,
         tenant_id: str | None = None,
         delay: float | None = None,
-        run_at: int | None = None,
+        run_at: int | datetime | str | None = None,
         on_conflict: OnConflict = "dedupe",
         traceparent: str | None = None,
         enqueued_by: str | None = None,
@@ -223,7 +224,7 @@ class Jobs:
         *,
         tenant_id: str | None = None,
         delay: float | None = None,
-        run_at: int | None = None,
+        run_at: int | datetime | str | None = None,
         traceparent: str | None = None,
         enqueued_by: str | None = None,
         priority: int | None = None,

@@ -6,6 +6,7 @@ settled. `Jobs` (engine/client.py) hands its enqueues and stages here."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
@@ -31,6 +32,7 @@ from engine.errors import (
     short_repr,
 )
 from engine.ids import new_ids
+from engine.instants import instant
 from engine.meant import meant_as
 from engine.tracing import current_traceparent, require_traceparent
 from schemas.jobs import EnqueueRequest, OnConflict
@@ -52,7 +54,8 @@ class Enqueue(NamedTuple):
     input: BaseModel | Mapping[str, Any]
     tenant_id: str | None = None
     delay: float | None = None
-    run_at: int | None = None
+    # Epoch ms, an aware datetime, or ISO 8601 text with its zone (engine.instants).
+    run_at: int | datetime | str | None = None
     on_conflict: OnConflict = "dedupe"
     traceparent: str | None = None
     # None: the job's declared priority (engine.rules.claim_rank; higher is claimed first).
@@ -133,7 +136,7 @@ def _scheduled(
         seconds = bounds.number("delay", delay, 0, MAX_DELAY_SECONDS, whole=False)
         run_at = now + int(seconds * 1000)
     else:
-        run_at = bounds.whole("run_at", run_at, 0, now + MAX_DELAY_MS, "epoch milliseconds")
+        run_at = instant("run_at", run_at, 0, now + MAX_DELAY_MS)
     if enqueued_by is not None:
         bounds.text("enqueued_by", enqueued_by, MAX_ACTOR_BYTES)
     return run_at

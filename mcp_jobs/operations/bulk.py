@@ -24,7 +24,8 @@ from pydantic import BaseModel, Field
 from engine import bounds
 from engine.bounds import MAX_DELAY_SECONDS
 from engine.errors import JobsError
-from mcp_jobs.operations.models import ConfirmOffer, Envelope, iso
+from engine.instants import iso
+from mcp_jobs.operations.models import ConfirmOffer, Envelope
 from mcp_jobs.operations.scope import Scope
 from schemas.jobs import JobRecord
 from schemas.states import LIVE_STATES, RETRYABLE_STATES, JobState

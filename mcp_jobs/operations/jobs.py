@@ -224,7 +224,7 @@ async def enqueue_job(
     *,
     tenant_id: str | None = None,
     delay_seconds: float | None = None,
-    run_at: int | None = None,
+    run_at: int | str | None = None,
     on_conflict: OnConflict = "dedupe",
     key: str | None = None,
     priority: int | None = None,

@@ -12,12 +12,11 @@ The records of other layers get theirs through the `…View` subclasses here.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from engine.instants import iso
 from engine.tasks import TaskDescriptor, TaskOccurrence
 from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
 from schemas.descriptor import JobDescriptor, RetentionInfo
@@ -45,26 +44,6 @@ class Envelope(BaseModel):
         default=None,
         description="set on failure: code, cause, the one-line fix, and a next_call to issue",
     )
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# datetime's range in epoch milliseconds: the ISO reading of a time outside it is clamped.
-_FIRST_MS = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
-_LAST_MS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
-
-
-@lru_cache(maxsize=4096)
-def _second(seconds: int) -> str:
-    # A page of rows shares few seconds; a cached one costs a tenth of reading it again.
-    t = _EPOCH + timedelta(seconds=seconds)
-    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
-
-
-def iso(ms: int) -> str:
-    """Epoch milliseconds as ISO 8601 UTC with milliseconds: "2026-12-01T13:20:00.123Z".
-    Exact (no float on the way), and total: a value past year 9999 is clamped, not an error."""
-    seconds, millis = divmod(min(max(ms, _FIRST_MS), _LAST_MS), 1000)
-    return f"{_second(seconds)}.{millis:03d}Z"
 
 
 def iso_of(field: str, *, optional: bool = False) -> Any:

@@ -15,8 +15,9 @@ from typing import NamedTuple
 from pydantic import Field
 
 from engine.drivers.base import RATES, require
+from engine.instants import iso
 from engine.rate_limits import RateLimit, RateState
-from mcp_jobs.operations.models import Envelope, Finding, QueueStatsView, RateLimitView, iso
+from mcp_jobs.operations.models import Envelope, Finding, QueueStatsView, RateLimitView
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.together import each
 from schemas.descriptor import JobDescriptor

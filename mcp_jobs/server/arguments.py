@@ -127,6 +127,8 @@ def takes(schema: Mapping[str, Any]) -> str:
         if low is not None:
             return f"{word} ≥ {_number(low)}"
         return word
+    if kind == "string" and schema.get("format") == "date-time":
+        return "ISO 8601 text with its zone (2027-01-01T09:00:00Z)"
     if kind == "string":
         most = schema.get("maxLength")
         return "a string" + (f" of at most {most} characters" if most is not None else "")
@@ -149,12 +151,12 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
     props: dict[str, Any] = tool.parameters.get("properties", {})
     errors = exc.errors(include_url=False)
     mended = _Mended(tool, arguments)
-    breach = _range_breach(tool, errors, props, mended)
+    fitting = _fitting_members(errors, props, arguments)
+    breach = _range_breach(tool, fitting, props, mended)
     if breach is not None:
         return breach
     entries: list[dict[str, Any]] = []
     named: set[str] = set()
-    fitting = _fitting_members(errors, props, arguments)
     # Each unknown argument that plainly stands for a declared one, moved there in the fix.
     required = tool.parameters.get("required", ())
     meant = {
@@ -214,9 +216,11 @@ def _reads_only(tool: Tool) -> bool:
 def _fitting_members(
     errors: list[Any], props: Mapping[str, Any], arguments: Mapping[str, Any]
 ) -> list[Any]:
-    """The errors with each union argument's (`"a" | list["a"]`) narrowed to the member the
-    value's kind fits (a list's error for a list: which item is wrong), and that member's name
-    (`list[literal['ready',…]]`, pydantic's) left out of the place it names."""
+    """The errors with each union argument's (`"a" | list["a"]`, `int | str`) narrowed to the
+    members the value's JSON kind fits (a list's: which item is wrong; -5's: the integer's
+    range), and the member's name (pydantic's `constrained-int`) left out of the place it names,
+    so a number out of its range reads as one. A value no member's kind fits keeps every error.
+    """
     members: dict[str, list[Any]] = {}
     for e in errors:
         loc = e["loc"]
@@ -233,10 +237,45 @@ def _fitting_members(
             out.append(e)
         elif name not in shown:
             shown.add(name)
-            listed = isinstance(arguments.get(name), list)
-            fits = [t for t in tried if str(t["loc"][1]).startswith("list[") == listed] or tried
+            fits = _of_kind(tried, props[name]["anyOf"], arguments.get(name, _MISSING)) or tried
             out.extend({**t, "loc": (t["loc"][0], *t["loc"][2:])} for t in fits)
     return out
+
+
+def _of_kind(tried: list[Any], choices: list[Any], value: Any) -> list[Any]:
+    """The errors of the union members whose JSON kind `value` has. pydantic reports its
+    members in the order the schema lists them (`anyOf`, null apart), so the n-th member
+    named among the errors is the n-th choice."""
+    schemas = [c for c in choices if c.get("type") != "null"]
+    order = list(dict.fromkeys(str(t["loc"][1]) for t in tried))
+    if len(order) != len(schemas):
+        return []
+    kinds = _json_kinds(value)
+    kind_of = {member: _member_kinds(schemas[i]) for i, member in enumerate(order)}
+    return [t for t in tried if kind_of[str(t["loc"][1])] & kinds]
+
+
+def _member_kinds(schema: Mapping[str, Any]) -> set[str]:
+    """The JSON kinds a union member takes: its type, or its values' (an enum published
+    without its type)."""
+    if "type" in schema:
+        return {schema["type"]}
+    values = schema.get("enum", [schema["const"]] if "const" in schema else [])
+    return {kind for v in values for kind in _json_kinds(v)}
+
+
+def _json_kinds(value: Any) -> set[str]:
+    """The JSON Schema types a JSON value is an instance of."""
+    if isinstance(value, bool):
+        return {"boolean"}
+    if isinstance(value, int):
+        return {"integer", "number"}
+    if isinstance(value, float):
+        return {"number", "integer"} if value.is_integer() else {"number"}
+    for kind, name in ((str, "string"), (list, "array"), (dict, "object")):
+        if isinstance(value, kind):
+            return {name}
+    return set()
 
 
 # The tool call under way, for an INVALID_ARGUMENT the engine raises while the tool runs.
@@ -357,7 +396,8 @@ class _Mended:
                 meta = self.tool.fn_metadata
                 meta.arg_model.model_validate(meta.pre_parse_json(self.arguments))
             except ValidationError as exc:
-                for e in exc.errors(include_url=False):
+                errors = exc.errors(include_url=False)
+                for e in _fitting_members(errors, self.props, self.arguments):
                     name = str(e["loc"][0]) if e["loc"] else ""
                     if name not in self.mended:
                         continue

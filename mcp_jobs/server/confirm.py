@@ -40,12 +40,13 @@ from mcp.server.mcpserver.resolve import (
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
+from engine.instants import iso
 from mcp_jobs.errors import (
     ConfirmationInvalidError,
     ConfirmationRequiredError,
     WriteDeclinedError,
 )
-from mcp_jobs.operations.models import ConfirmOffer, Envelope, iso
+from mcp_jobs.operations.models import ConfirmOffer, Envelope
 from mcp_jobs.operations.scope import Scope
 from schemas.errors import NextCall
 

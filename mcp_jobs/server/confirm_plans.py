@@ -6,8 +6,9 @@ is shown and a token binds to), its write, and its planning resolver for `server
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from engine.instants import iso
 from mcp_jobs import operations
-from mcp_jobs.operations.models import RunBackfillResult, iso
+from mcp_jobs.operations.models import RunBackfillResult
 from mcp_jobs.operations.prune import TOOL_MAX_BATCHES, PruneHistoryResult
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.calls import ToolContext, scope_for

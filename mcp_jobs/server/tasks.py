@@ -43,11 +43,12 @@ from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RequestP
 from pydantic import ConfigDict, Field
 
 from engine.errors import JobNotFoundError
+from engine.instants import iso
 from mcp_jobs import operations
 from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.backfills import follow_backfill
 from mcp_jobs.operations.envelope import error_payload, failure, success
-from mcp_jobs.operations.models import EnqueueJobResult, Envelope, RunBackfillResult, iso
+from mcp_jobs.operations.models import EnqueueJobResult, Envelope, RunBackfillResult
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.audit import record_call
 from mcp_jobs.server.calls import tool_result

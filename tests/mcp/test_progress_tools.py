@@ -9,9 +9,9 @@ import pytest
 
 from engine import Jobs, ManualClock
 from engine.drivers.base import PROGRESS
+from engine.instants import iso
 from mcp_jobs.config import Settings
 from mcp_jobs.operations.jobs import WAIT_POLL_MS
-from mcp_jobs.operations.models import iso
 from schemas.progress import Progress
 from tests.mcp.conftest import OpenMcp
 

@@ -11,9 +11,9 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.errors import DriverUnavailableError
+from engine.instants import iso
 from engine.testing.blocked import wait_all_tasks_blocked
 from mcp_jobs.config import ServerLimits, Settings
-from mcp_jobs.operations.models import iso
 from schemas.jobs import EnqueueResult
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import HEALED

@@ -62,7 +62,8 @@ def _wrong_values(schema: dict[str, Any]) -> list[Any]:
     if "boolean" in kinds:
         wrong += ["yes", "true", 1, 0]
     if "integer" in kinds:
-        wrong += ["5", 5.5, True]
+        # Text is a kind of its own where the argument also takes it (run_at's ISO 8601 time).
+        wrong += ([] if "string" in kinds else ["5"]) + [5.5, True]
     elif "number" in kinds:
         wrong += ["5", True]
     if "array" in kinds:

@@ -7,7 +7,9 @@ import logging
 import pytest
 
 from engine import Jobs, ManualClock, Worker
+from engine.bounds import MAX_DELAY_MS
 from engine.errors import DriverUnavailableError
+from engine.instants import iso
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.errors import example_call
 from mcp_jobs.server.audit import AUDIT_EVENT
@@ -80,6 +82,43 @@ async def test_enqueue_refuses_bad_input_with_the_field_errors(open_mcp: OpenMcp
             {"name": "greet", "input": {"user_id": 1}, "on_conflict": "replace"},
             "TOOL_ARGUMENTS_INVALID",
         )
+
+
+async def test_enqueue_takes_run_at_as_the_iso_text_answers_show(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    """An agent is shown every time as `*_at_iso` text and may pass it back as `run_at`: it
+    was refused as not an integer, with a `"<run_at>"` slot it had to fill with arithmetic."""
+    hour = clock.now_ms() + 3_600_000
+    greet = {"name": "greet", "input": {"user_id": 1}}
+    async with open_mcp() as mcp:
+        later = await mcp.ok("enqueue_job", {**greet, "run_at": iso(hour)})
+        shown = await mcp.ok("inspect_job", {"job_id": later["job_id"]})
+        assert later["state"] == "delayed" and shown["job"]["run_at"] == hour
+        assert shown["job"]["run_at_iso"] == iso(hour)
+
+        # No zone: which one it meant is not plain, so the fix (which runs) says UTC.
+        naive = iso(hour + 1000).removesuffix("Z")
+        error = await mcp.fails(
+            "enqueue_job", {**greet, "input": {"user_id": 2}, "run_at": naive}, "INVALID_ARGUMENT"
+        )
+        call = error["next_call"]
+        assert call["arguments"]["run_at"] == iso(hour + 1000) and "UTC" in error["cause"]
+        mended = await mcp.ok(call["tool"], call["arguments"])
+        assert (await jobs.get(mended["job_id"])).run_at == hour + 1000
+
+        # Past ten years: the fix is the call at that bound, in the form given.
+        far = {**greet, "input": {"user_id": 3}, "run_at": "2099-01-01T00:00:00Z"}
+        error = await mcp.fails("enqueue_job", far, "INVALID_ARGUMENT")
+        bound = iso(clock.now_ms() + MAX_DELAY_MS)
+        assert error["next_call"]["arguments"] == {**far, "run_at": bound}
+
+        # Text that is no time: a slot, nothing guessed; -5: the integer's range, mended.
+        error = await mcp.fails("enqueue_job", {**greet, "run_at": "soon"}, "INVALID_ARGUMENT")
+        assert '"run_at": "<run_at>"' in error["fix"] and "next_call" not in error
+        error = await mcp.fails("enqueue_job", {**greet, "run_at": -5}, "INVALID_ARGUMENT")
+        assert error["next_call"]["arguments"]["run_at"] == 0
+    assert len((await jobs.list()).jobs) == 2
 
 
 async def test_enqueue_refuses_an_input_over_the_size_limit(jobs: Jobs, open_mcp: OpenMcp) -> None:

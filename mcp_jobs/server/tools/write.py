@@ -17,6 +17,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from engine.bounds import MAX_DELAY_SECONDS, MAX_NAME_BYTES
+from engine.instants import MAX_TIME_CHARS
 from engine.rules import PRIORITY_MAX, PRIORITY_MIN
 from mcp_jobs import operations
 from mcp_jobs.config import ServerLimits
@@ -128,11 +129,15 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             ),
         ] = None,
         run_at: Annotated[
-            int | None,
+            Annotated[int, Field(ge=0, json_schema_extra={"maximum": MAX_RUN_AT_MS})]
+            | Annotated[
+                str,
+                Field(max_length=MAX_TIME_CHARS, json_schema_extra={"format": "date-time"}),
+            ]
+            | None,
             Field(
-                description="run no sooner than this, epoch ms (ten years ahead at most)",
-                ge=0,
-                json_schema_extra={"maximum": MAX_RUN_AT_MS},
+                description="run no sooner than this: epoch ms, or ISO 8601 with its zone; ten "
+                "years ahead at most",
             ),
         ] = None,
         on_conflict: Annotated[

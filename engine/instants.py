@@ -1,0 +1,79 @@
+"""Moments in time as the engine stores them (epoch milliseconds) and as people and agents write
+them (ISO 8601 UTC, "2026-12-01T13:20:00.123Z", the `*_at_iso` every answer carries).
+
+A caller may hand a moment in either form, or as an aware `datetime`: `instant` reads it. An
+agent reads a time as text and cannot be trusted with the arithmetic to epoch milliseconds, so
+the text it was shown is what it may pass back.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+
+from engine import bounds
+from engine.errors import NOTHING_NEAR, InvalidArgumentError
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# datetime's range in epoch milliseconds: the ISO reading of a time outside it is clamped.
+_FIRST_MS = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
+_LAST_MS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
+# Longer text is no time ISO 8601 writes (nanoseconds and a named offset fit in 40).
+MAX_TIME_CHARS = 64
+FORMS = "epoch milliseconds (a whole number) or ISO 8601 text with its zone, as *_at_iso reads"
+
+
+@lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    # A page of rows shares few seconds; a cached one costs a tenth of reading it again.
+    t = _EPOCH + timedelta(seconds=seconds)
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+
+
+def iso(ms: int) -> str:
+    """Epoch milliseconds as ISO 8601 UTC with milliseconds: "2026-12-01T13:20:00.123Z".
+    Exact (no float on the way), and total: a value past year 9999 is clamped, not an error."""
+    seconds, millis = divmod(min(max(ms, _FIRST_MS), _LAST_MS), 1000)
+    return f"{_second(seconds)}.{millis:03d}Z"
+
+
+def epoch_ms(moment: datetime) -> int:
+    """An aware datetime as epoch milliseconds, exactly (whole milliseconds, rounded down)."""
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+def instant(argument: str, value: object, low: int, high: int) -> int:
+    """`value` as epoch milliseconds from `low` to `high`: a whole number of them (also as
+    digits in text), an aware datetime, or ISO 8601 text with its zone. A time with no zone is
+    refused with its UTC reading as the nearest value: which zone it meant is not plain."""
+    if not isinstance(value, str | datetime):
+        return bounds.whole(argument, value, low, high, "epoch milliseconds")
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        ms = int(value)
+    else:
+        moment = value if isinstance(value, datetime) else _parsed(argument, value)
+        if moment.utcoffset() is None:
+            as_utc = iso(epoch_ms(moment.replace(tzinfo=UTC)))
+            raise InvalidArgumentError(
+                argument, value, f"a time with its zone ({as_utc}, if UTC)", nearest=as_utc
+            )
+        ms = epoch_ms(moment)
+    if low <= ms <= high:
+        return ms
+    end = high if ms > high else low
+    # The nearest in the form given: text for text, milliseconds for a datetime.
+    nearest = iso(end) if isinstance(value, str) else end
+    raise InvalidArgumentError(
+        argument, value, f"a time from {iso(low)} to {iso(high)}", nearest=nearest
+    )
+
+
+def _parsed(argument: str, text: str) -> datetime:
+    try:
+        if len(text) > MAX_TIME_CHARS:
+            raise ValueError(text)
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgumentError(
+            argument, text, f'{FORMS} ("2027-01-01T09:00:00Z")', nearest=NOTHING_NEAR
+        ) from None
