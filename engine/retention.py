@@ -90,6 +90,13 @@ class RetentionSettingInvalidError(JobsError):
         )
 
 
+def duration_text_ms(text: str) -> float | None:
+    """The milliseconds a duration's text spells ("90s", "7d", "12" seconds), unbounded; None
+    when it is no duration."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    return None if match is None else float(match[1]) * _UNITS_MS[match[2] or "s"]
+
+
 def parse_duration(argument: str, value: Keep, *, forever: bool = True) -> int | None:
     """`value` in ms: seconds (int/float), a `timedelta`, or text (`"90s"`, `"7d"`, a plain
     number of seconds); `"forever"` is None when `forever`. Negative, NaN, or over ten years is
@@ -102,10 +109,10 @@ def parse_duration(argument: str, value: Keep, *, forever: bool = True) -> int |
         text = value.strip().lower()
         if forever and text == FOREVER:
             return None
-        match = _DURATION.fullmatch(text)
-        if match is None:
+        spelt = duration_text_ms(text)
+        if spelt is None:
             raise InvalidArgumentError(argument, value, expected)
-        ms = float(match[1]) * _UNITS_MS[match[2] or "s"]
+        ms = spelt
     elif isinstance(value, int | float) and not isinstance(value, bool):
         ms = float(value) * 1000
     else:

@@ -26,6 +26,7 @@ from pydantic import ConfigDict, ValidationError
 
 from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
 from engine.meant import meant_as, same_words
+from engine.retention import duration_text_ms
 from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError, example_call
 from schemas.errors import NextCall
 
@@ -197,7 +198,8 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
             entry = {"msg": f"{e['msg']}; {name} takes {expected}" if name else e["msg"]}
             entry["expected"] = expected
             if name and name not in meant.values():
-                mended.set(name, _as_intended(props.get(name, {}), arguments.get(name, _MISSING)))
+                given = arguments.get(name, _MISSING)
+                mended.set(name, _as_intended(props.get(name, {}), given, seconds_of=name))
         entries.append({"loc": list(e["loc"]), "type": e["type"], **entry})
     mended.settle()
     return ToolArgumentsInvalidError(tool.name, entries, mended.text(), next_call=mended.call())
@@ -207,6 +209,8 @@ _MISSING = object()
 # The argument of a tool that writes only when it is true (the bulk tools, run_backfill,
 # prune_history); left out, the call is a dry run.
 _WRITE = "write"
+# The suffix of an argument in seconds, which a duration ("7d") plainly means.
+_SECONDS = "_seconds"
 
 
 def _reads_only(tool: Tool) -> bool:
@@ -435,9 +439,11 @@ class _Mended:
         return NextCall(tool=self.tool.name, arguments=shown)
 
 
-def _as_intended(schema: Mapping[str, Any], value: Any) -> Any:
+def _as_intended(schema: Mapping[str, Any], value: Any, *, seconds_of: str = "") -> Any:
     """`value` as the value of a kind `schema` takes that it plainly means ("5" for an integer,
-    "true" for a boolean, JSON text of a list or an object), else _MISSING."""
+    "true" for a boolean, JSON text of a list or an object, and for an argument in seconds
+    (`seconds_of` names it: `*_seconds`) a duration as the CLI and settings write it, "7d"),
+    else _MISSING."""
     kinds = _kinds(schema)
     if not isinstance(value, str):
         return _MISSING
@@ -445,7 +451,7 @@ def _as_intended(schema: Mapping[str, Any], value: Any) -> Any:
         try:
             number = float(value)
         except ValueError:
-            number = math.nan
+            number = _seconds_in(value) if seconds_of.endswith(_SECONDS) else math.nan
         if number.is_integer():
             return int(number)
         if "number" in kinds and math.isfinite(number):
@@ -462,6 +468,12 @@ def _as_intended(schema: Mapping[str, Any], value: Any) -> Any:
         if isinstance(parsed, dict) and "object" in kinds:
             return parsed
     return _MISSING
+
+
+def _seconds_in(text: str) -> float:
+    """The seconds a duration ("90s", "30m", "7d") spells, NaN for anything else."""
+    ms = duration_text_ms(text)
+    return math.nan if ms is None else ms / 1000
 
 
 def _range_breach(

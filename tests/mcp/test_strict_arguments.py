@@ -223,14 +223,18 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
     jobs: Jobs, open_mcp: OpenMcp
 ) -> None:
     """TOOL_ARGUMENTS_INVALID's fix is the caller's own call: a value whose kind is plain ("5"
-    for a whole number, "true", a list sent as JSON text) mended, and its next_call runs;
-    anything else a "<name>" slot (so no next_call), an unknown argument dropped or moved to the
-    argument it stands for (a guess, or a write: no next_call either)."""
+    for a whole number, "true", a list sent as JSON text, "7d" for seconds) mended, and its
+    next_call runs; anything else a "<name>" slot (so no next_call), an unknown argument dropped
+    or moved to the argument it stands for (a guess, or a write: no next_call either)."""
     job = await jobs.enqueue("greet", {"user_id": 1})
     mended = [
         ("inspect_job", {"job_id": job.id, "steps_limit": "5"}, {"steps_limit": 5}),
         ("inspect_job", {"job_id": job.id, "steps_limit": "0"}, {"steps_limit": 1}),
         ("list_jobs", {"state": '["ready"]', "limit": "2"}, {"state": ["ready"], "limit": 2}),
+        # A duration as the CLI and the settings write it, for an argument in seconds.
+        ("prune_history", {"older_than_seconds": "7d"}, {"older_than_seconds": 604_800}),
+        ("prune_history", {"older_than_seconds": "1.5h"}, {"older_than_seconds": 5_400}),
+        ("prune_history", {"older_than_seconds": "9999w"}, {"older_than_seconds": 315_360_000}),
     ]
     async with open_mcp() as mcp:
         for tool, given, mends in mended:
@@ -258,6 +262,12 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
                 '{"name": "greet", "input": {"user_id": 2}, "key": "k"}',
             ),
             ("list_jobs", {"limit": 2, "zzz": 1}, '{"limit": 2}'),
+            (
+                "prune_history",
+                {"older_than_seconds": "7 days"},
+                '{"older_than_seconds": "<older_than_seconds>"}',
+            ),
+            ("list_jobs", {"limit": "2d"}, '{"limit": "<limit>"}'),  # not in seconds
         ]
         for tool, given, fix in slots:
             error = await mcp.fails(tool, given, "TOOL_ARGUMENTS_INVALID")
