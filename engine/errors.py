@@ -196,6 +196,21 @@ class JobDuplicateError(JobsError):
 # --- id-addressed operations --------------------------------------------------------------------
 
 
+_ID_DIGITS = 32
+
+
+def _not_an_id(text: str) -> str:
+    """Why `text` can be no job's id, when it cannot (cut short, or not lower-case hex)."""
+    hex_digits = all(c in "0123456789abcdef" for c in text)
+    if len(text) == _ID_DIGITS and hex_digits:
+        return ""
+    shape = f"{len(text)} characters" + ("" if hex_digits else ", not all lower-case hex")
+    return (
+        f" (a job id is {_ID_DIGITS} lower-case hex digits, whole, as enqueue_job and list_jobs "
+        f"give it; this is {shape})"
+    )
+
+
 class JobNotFoundError(JobsError):
     code = "JOB_NOT_FOUND"
     title = "no job with this id (in this tenant)"
@@ -203,7 +218,7 @@ class JobNotFoundError(JobsError):
     def __init__(self, job_id: str, tenant_id: str | None = None) -> None:
         scope = f" in tenant {tenant_id}" if tenant_id is not None else ""
         super().__init__(
-            f"no job {job_id}{scope}",
+            f"no job {job_id}{scope}{_not_an_id(job_id)}",
             "mcp-jobs jobs ls --json",
             next_call=_call("list_jobs", tenant_id=tenant_id),
         )

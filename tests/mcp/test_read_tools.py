@@ -99,6 +99,15 @@ async def test_inspect_job_shows_steps_events_and_when_it_runs_next(
 
         error = await mcp.fails("inspect_job", {"job_id": "0" * 32}, "JOB_NOT_FOUND")
         assert error["next_call"]["tool"] == "list_jobs"
+        assert error["cause"] == f"no job {'0' * 32}"
+        # An id cut short or recased, as an agent copies one, is said to be no id at all.
+        error = await mcp.fails("inspect_job", {"job_id": r.id[:8]}, "JOB_NOT_FOUND")
+        assert (
+            "32 lower-case hex digits, whole" in error["cause"]
+            and "is 8 characters" in error["cause"]
+        )
+        error = await mcp.fails("inspect_job", {"job_id": r.id.upper()}, "JOB_NOT_FOUND")
+        assert "not all lower-case hex" in error["cause"]
 
 
 async def test_inspect_job_shows_a_lease_and_when_it_expired(
