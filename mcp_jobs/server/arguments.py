@@ -332,7 +332,12 @@ def mended(exc: BaseException) -> BaseException:
         return exc
     mend.settle()
     return InvalidArgumentError(
-        name, exc.value, exc.expected, fix=f"{tool.name} {mend.text()}", next_call=mend.call()
+        name,
+        # As the caller wrote it: 5, not the 5.0 a float argument made of it.
+        given if given is not _MISSING and given == exc.value else exc.value,
+        exc.expected,
+        fix=f"{tool.name} {mend.text()}",
+        next_call=mend.call(),
     )
 
 

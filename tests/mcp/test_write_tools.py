@@ -74,6 +74,7 @@ async def test_enqueue_refuses_bad_input_with_the_field_errors(open_mcp: OpenMcp
         # Named as the tool names it, and mended by leaving it out (prose naming the engine's
         # `delay` before): the call runs as given.
         assert both["details"]["argument"] == "delay_seconds"
+        assert both["cause"].startswith("delay_seconds=1 is not"), both  # as given, not 1.0
         call = both["next_call"]
         assert call["arguments"] == {"name": "greet", "input": {"user_id": 1}, "run_at": 1}
         assert (await mcp.ok(call["tool"], call["arguments"]))["job_id"]
