@@ -199,7 +199,19 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
             entry["expected"] = expected
             if name and name not in meant.values():
                 given = arguments.get(name, _MISSING)
-                mended.set(name, _as_intended(props.get(name, {}), given, seconds_of=name))
+                intended = _as_intended(props.get(name, {}), given, seconds_of=name)
+                choice, guessed = _as_choices(props.get(name, {}), given)
+                if intended is not _MISSING or choice is _MISSING:
+                    mended.set(name, intended)
+                elif guessed:
+                    # A slip of the keys ("deda"): shown in the fix, not run, and a write so
+                    # mended is its dry run, as for an argument moved by a guess.
+                    entry["msg"] += f" (meant {json.dumps(choice)}?)"
+                    mended.guess(name, choice)
+                    if arguments.get(_WRITE) is True and _WRITE in props:
+                        mended.leave_out(_WRITE)
+                else:
+                    mended.set(name, choice)
         entries.append({"loc": list(e["loc"]), "type": e["type"], **entry})
     mended.settle()
     return ToolArgumentsInvalidError(tool.name, entries, mended.text(), next_call=mended.call())
@@ -375,7 +387,7 @@ class _Mended:
         self.arguments = dict(arguments)
         self.mended: set[str] = set()
         self.placeholders = False
-        self.dropped = False
+        self.guessed = False
         self.valid = False
 
     def set(self, name: str, value: Any) -> None:
@@ -391,7 +403,13 @@ class _Mended:
         """`name` taken out (an unknown argument); `guessed`: what it meant is not plain, so
         the mended call is not offered to run."""
         self.arguments.pop(name, None)
-        self.dropped = self.dropped or guessed
+        self.guessed = self.guessed or guessed
+
+    def guess(self, name: str, value: Any) -> None:
+        """`value` for `name`, what the caller's plainly stood for only by a guess: shown in
+        the fix, never offered to run."""
+        self.set(name, value)
+        self.guessed = True
 
     def leave_out(self, name: str) -> None:
         """`name` taken out of a call that asks the same without it (`LEFT_OUT`)."""
@@ -436,10 +454,10 @@ class _Mended:
 
     def call(self) -> NextCall | None:
         """The mended call, when it runs as given and means what the caller asked: the strict
-        model takes it, and nothing in it is a placeholder, left out or dropped (an unknown
+        model takes it, and nothing in it is a placeholder, a guess, left out or dropped (an unknown
         argument may have been meant as another)."""
         shown = self._shown()
-        if not self.valid or self.placeholders or self.dropped or shown != self.arguments:
+        if not self.valid or self.placeholders or self.guessed or shown != self.arguments:
             return None
         return NextCall(tool=self.tool.name, arguments=shown)
 
@@ -473,6 +491,41 @@ def _as_intended(schema: Mapping[str, Any], value: Any, *, seconds_of: str = "")
         if isinstance(parsed, dict) and "object" in kinds:
             return parsed
     return _MISSING
+
+
+def _as_choices(schema: Mapping[str, Any], value: Any) -> tuple[Any, bool]:
+    """`value` as the choice, or list of choices, of an argument of named values that it
+    stands for: a value in another case ("Dead"), one value where a list is taken ("failed"),
+    text with commas ("failed,dead"); and whether a piece was only a slip of the keys ("deda",
+    a guess). (_MISSING, False) when a piece stands for none."""
+    singles: list[str] = []
+    items: list[str] = []
+    for member in schema.get("anyOf", [schema]):
+        singles += [v for v in member.get("enum", ()) if isinstance(v, str)]
+        if member.get("type") == "array":
+            items += [v for v in member.get("items", {}).get("enum", ()) if isinstance(v, str)]
+    if isinstance(value, str):
+        pieces = [piece.strip() for piece in value.split(",")]
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        pieces = [str(v).strip() for v in value]
+    else:
+        return _MISSING, False
+    declared = list(dict.fromkeys(singles + items))
+    if not declared:
+        return _MISSING, False
+    chosen: list[str] = []
+    guessed = False
+    for piece in pieces:
+        meant = piece if piece in declared else meant_as(piece, declared)
+        if meant is None:
+            return _MISSING, False
+        guessed = guessed or not (meant == piece or same_words(piece, meant))
+        chosen.append(meant)
+    if isinstance(value, str) and len(chosen) == 1 and chosen[0] in singles:
+        return chosen[0], guessed
+    if items and all(c in items for c in chosen):
+        return chosen, guessed
+    return _MISSING, False
 
 
 def _seconds_in(text: str) -> float:

@@ -223,9 +223,10 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
     jobs: Jobs, open_mcp: OpenMcp
 ) -> None:
     """TOOL_ARGUMENTS_INVALID's fix is the caller's own call: a value whose kind is plain ("5"
-    for a whole number, "true", a list sent as JSON text, "7d" for seconds) mended, and its
-    next_call runs; anything else a "<name>" slot (so no next_call), an unknown argument dropped
-    or moved to the argument it stands for (a guess, or a write: no next_call either)."""
+    for a whole number, "true", a list sent as JSON text, "7d" for seconds, "Dead" or
+    "failed,dead" for named values) mended, and its next_call runs; anything else a "<name>"
+    slot (so no next_call), an unknown argument dropped or moved to the argument it stands for
+    (a guess, or a write: no next_call either)."""
     job = await jobs.enqueue("greet", {"user_id": 1})
     mended = [
         ("inspect_job", {"job_id": job.id, "steps_limit": "5"}, {"steps_limit": 5}),
@@ -235,6 +236,11 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
         ("prune_history", {"older_than_seconds": "7d"}, {"older_than_seconds": 604_800}),
         ("prune_history", {"older_than_seconds": "1.5h"}, {"older_than_seconds": 5_400}),
         ("prune_history", {"older_than_seconds": "9999w"}, {"older_than_seconds": 315_360_000}),
+        # Named values in another case, one where a list is taken, a list written with commas.
+        ("list_jobs", {"state": "Dead"}, {"state": "dead"}),
+        ("list_jobs", {"state": "failed, DEAD"}, {"state": ["failed", "dead"]}),
+        ("retry_jobs", {"states": "failed"}, {"states": ["failed"]}),
+        ("list_jobs", {"state": ["Ready"]}, {"state": ["ready"]}),
     ]
     async with open_mcp() as mcp:
         for tool, given, mends in mended:
@@ -244,7 +250,10 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
             assert error["fix"] == f"{tool} {example_call(call)}"
             await mcp.ok(tool, call)
         slots = [
-            ("list_jobs", {"state": "readdy", "limit": 2}, '{"state": "<state>", "limit": 2}'),
+            # A slip of the keys is a guess: in the fix, not run; written, as its dry run.
+            ("list_jobs", {"state": "readdy", "limit": 2}, '{"state": "ready", "limit": 2}'),
+            ("cancel_jobs", {"states": ["redy"], "write": True}, '{"states": ["ready"]}'),
+            ("list_jobs", {"state": "failed,zzz"}, '{"state": "<state>"}'),
             ("run_backfill", {"name": "x", "write": "yes"}, '{"name": "x", "write": "<write>"}'),
             (
                 "enqueue_job",
