@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 
 # A name longer than this is no slip of a declared one; only its start is read.
 _READ_CHARS = 200
@@ -39,6 +39,21 @@ def meant_as(
     if len(found) > 1:
         found = [name for name in found if name in required]
     return found[0] if len(found) == 1 else None
+
+
+def meant_choices(pieces: Iterable[str], declared: Sequence[str]) -> tuple[list[str], bool] | None:
+    """The declared values `pieces` stand for (a state, a choice of a flag): each itself, in
+    another spelling ("Dead"), or a slip of the keys ("deda"); and whether any was only a slip,
+    so a guess. None when a piece stands for none."""
+    chosen: list[str] = []
+    guessed = False
+    for piece in (p.strip() for p in pieces):
+        meant = piece if piece in declared else meant_as(piece, declared)
+        if meant is None:
+            return None
+        guessed = guessed or not (meant == piece or same_words(piece, meant))
+        chosen.append(meant)
+    return (chosen, guessed) if chosen else None
 
 
 def same_words(one: str, other: str) -> bool:

@@ -98,16 +98,16 @@ class ToolArgumentsInvalidError(JobsError):
 
 class CommandLineInvalidError(InvalidArgumentError):
     """A command line the CLI's parser refuses (an unknown flag, a value of the wrong kind, a
-    choice it does not offer), typed as every other refusal; the fix prints the command's help,
-    which lists what it takes."""
+    choice it does not offer), typed as every other refusal; the fix is the line mended when the
+    caller can mend it (`fix`), else the command's help, which lists what it takes."""
 
-    def __init__(self, command: str, message: str) -> None:
+    def __init__(self, command: str, message: str, *, fix: str | None = None) -> None:
         found = re.match(r"argument ([^:]+): ", message)
         argument = found[1].split("/")[0] if found else "command line"
         JobsError.__init__(
             self,
             f"{command}: {message}",
-            f"{command} --help",
+            fix or f"{command} --help",
             details={"argument": argument, "expected": message},
         )
         self.argument, self.value, self.expected = argument, None, message

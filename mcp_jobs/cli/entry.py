@@ -8,6 +8,7 @@ envelope the MCP tools return.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import signal
@@ -21,10 +22,10 @@ from engine.errors import DatabaseUrlInvalidError, InvalidArgumentError, JobsErr
 from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
-from mcp_jobs.cli.mend import print_failure, typed
+from mcp_jobs.cli.mend import URL_FLAG, choice_mended, print_failure, typed, without_flag
 from mcp_jobs.cli.parser import UsageError, build_parser
 from mcp_jobs.cli.render import print_error, print_json
-from mcp_jobs.config import settings_from_env
+from mcp_jobs.config import Settings, settings_from_env
 from mcp_jobs.errors import AppImportError, CommandLineInvalidError
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.envelope import error_payload, failure
@@ -61,8 +62,9 @@ USAGE_EXIT = 2
 
 def refuse_usage(refused: UsageError, argv: Sequence[str]) -> int:
     """A command line the parser refused, as INVALID_ARGUMENT: the envelope under --json, else
-    the usage line and code, cause and fix."""
-    error = CommandLineInvalidError(refused.prog, refused.message)
+    the usage line and code, cause and fix (the line mended where a choice plainly stands for
+    one the command takes, else the command's --help)."""
+    error = CommandLineInvalidError(refused.prog, refused.message, fix=_choice_fix(refused, argv))
     envelope = failure(error_payload(error, where=refused.prog))
     if refused.takes_json and "--json" in argv:
         print_json(envelope)
@@ -70,6 +72,31 @@ def refuse_usage(refused: UsageError, argv: Sequence[str]) -> int:
         sys.stderr.write(refused.usage)
         print_error(envelope["error"])
     return USAGE_EXIT
+
+
+def _choice_fix(refused: UsageError, argv: Sequence[str]) -> str | None:
+    """The command line with its refused choice mended, written as every fix line is (the
+    database URL from the settings, a password left out), when the mended line parses."""
+    words = None if refused.choice is None else choice_mended(refused.choice, argv)
+    if words is None:
+        return None
+    try:
+        args = build_parser().parse_args(words)
+        fixes = FixContext.of(_settings(args), face="cli")
+    except (UsageError, JobsError):
+        return None
+    return fixes.command(*without_flag(words, URL_FLAG))
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return settings_from_env(
+        database_url=args.database_url,
+        apps=args.app,
+        read_only=getattr(args, "read_only", False),
+        tenant=args.tenant,
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+    )
 
 
 # A reader that closed the pipe early (`mcp-jobs jobs ls --json | head`): what it read is
@@ -109,14 +136,7 @@ def _run(argv: Sequence[str] | None) -> int:
         empty = InvalidArgumentError("--tenant", "", EMPTY_TENANT, fix=f"{args.prog} --help")
         envelope = failure(error_payload(empty, where=f"mcp-jobs {args.command}"))
         return commands.emit(args.command, envelope, getattr(args, "json", False))
-    settings = settings_from_env(
-        database_url=args.database_url,
-        apps=args.app,
-        read_only=getattr(args, "read_only", False),
-        tenant=args.tenant,
-        host=getattr(args, "host", None),
-        port=getattr(args, "port", None),
-    )
+    settings = _settings(args)
     command = {
         "serve": serve.serve_command,
         "worker": serve.worker_command,

@@ -9,14 +9,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 from engine.errors import LEFT_OUT, NOTHING_NEAR, FlagMend, InvalidArgumentError
+from engine.meant import meant_choices
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext
 from mcp_jobs.operations.envelope import error_payload, failure, sole
 
+if TYPE_CHECKING:  # the parser's modules import this one
+    from mcp_jobs.cli.parser import RefusedChoice
+
 URL_FLAG = "--database-url"
+# Acts on a plan without asking: a guessed line drops it.
+YES_FLAG = "--yes"
 # The command line under way (without the program) and the command it runs ("mcp-jobs jobs
 # ls"), for a refusal raised while it runs.
 _ARGV: ContextVar[tuple[tuple[str, ...], str] | None] = ContextVar("cli_argv", default=None)
@@ -50,7 +57,7 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
         words = _with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
     if words is not None:
         # The URL as typed may hold a password: `fixes` writes it back as every fix line has it.
-        fix = fixes.command(*_without(words, URL_FLAG))
+        fix = fixes.command(*without_flag(words, URL_FLAG))
     elif exc.fix_said:
         fix = _fallback(exc.argument, argv, command, fixes)
     else:
@@ -67,7 +74,32 @@ def _flag_mended(exc: FlagMend, argv: Sequence[str], fixes: FixContext) -> FlagM
     words = _with_value(argv, {exc.flag}, exc.typed, exc.nearest)
     if words is None and exc.set_anyway and not _typed_flag(argv, exc.flag):
         words = [*argv, exc.flag, _word(exc.nearest)]
-    return exc if words is None else exc.with_fix(fixes.command(*_without(words, URL_FLAG)))
+    return exc if words is None else exc.with_fix(fixes.command(*without_flag(words, URL_FLAG)))
+
+
+def choice_mended(choice: RefusedChoice, argv: Sequence[str]) -> list[str] | None:
+    """`argv` with a refused choice as the choices it stands for (`engine.meant`): `Dead` as
+    `dead`, `failed,dead` of a repeatable flag as `--state failed --state dead`, a command's
+    name slipped (`job`) as the name. A slip is a guess, so the line so mended writes nothing
+    without asking (`--yes` left out). None when a piece stands for no choice."""
+    pieces = choice.value.split(",") if choice.repeats else [choice.value]
+    found = meant_choices(pieces, choice.choices)
+    if found is None:
+        return None
+    values, guessed = found
+    words = list(argv)
+    for n, word in enumerate(words):
+        flag, equals, given = word.partition("=")
+        if not choice.flags and word == choice.value:
+            words[n : n + 1] = values[:1]
+        elif equals and flag in choice.flags and given == choice.value:
+            words[n : n + 1] = [f"{flag}={value}" for value in values]
+        elif word in choice.flags and words[n + 1 : n + 2] == [choice.value]:
+            words[n : n + 2] = [w for value in values for w in (word, value)]
+        else:
+            continue
+        return [w for w in words if w != YES_FLAG] if guessed else words
+    return None
 
 
 def _typed_flag(argv: Sequence[str], flag: str) -> bool:
@@ -88,7 +120,7 @@ def _fallback(argument: str, argv: Sequence[str], command: str, fixes: FixContex
     return listing if listing is not None else f"{command} --help"
 
 
-def _without(words: Sequence[str], flag: str) -> list[str]:
+def without_flag(words: Sequence[str], flag: str) -> list[str]:
     """`words` without `flag` and its value (`--flag V` or `--flag=V`)."""
     kept: list[str] = []
     skip = False

@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from engine.meant import meant_as, meant_note
@@ -77,13 +78,33 @@ def _logging(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="INFO")
 
 
+@dataclass(frozen=True)
+class RefusedChoice:
+    """A value typed where a command takes one of named choices: the flags that carry it (none
+    for a command's name), the value as typed, the choices, and whether the flag repeats."""
+
+    flags: tuple[str, ...]
+    value: str
+    choices: tuple[str, ...]
+    repeats: bool
+
+
 class UsageError(Exception):
     """A command line the parser refused: `prog` is the (sub)command, `usage` its usage line,
-    `takes_json` whether that command takes --json (`serve`'s stdout is the protocol's)."""
+    `takes_json` whether that command takes --json (`serve`'s stdout is the protocol's), and
+    `choice` the value refused as none of a flag's choices, when that was the refusal."""
 
-    def __init__(self, prog: str, message: str, usage: str, takes_json: bool = False) -> None:
+    def __init__(
+        self,
+        prog: str,
+        message: str,
+        usage: str,
+        takes_json: bool = False,
+        choice: RefusedChoice | None = None,
+    ) -> None:
         super().__init__(message)
         self.prog, self.message, self.usage, self.takes_json = prog, message, usage, takes_json
+        self.choice = choice
 
 
 # The parsers a parse has entered, outermost first: an unknown flag is refused by the outermost
@@ -120,11 +141,32 @@ class _Parser(argparse.ArgumentParser):
         # No command chosen yet (the root, or `jobs` before its action) answers as any of its
         # commands might: --json is honoured when one of them takes it.
         takes_json = _takes_json(explains)
+        refused = None
         if message.startswith(_UNRECOGNIZED):
             message += _meant_flags(explains, message.removeprefix(_UNRECOGNIZED).split())
         elif (choice := _INVALID_CHOICE.search(message)) is not None:
-            message += meant_note(choice[1], re.findall(r"'([^']*)'", choice[2]))[0]
-        raise UsageError(explains.prog, message, explains.format_usage(), takes_json)
+            choices = tuple(re.findall(r"'([^']*)'", choice[2]))
+            refused = _refused_choice(explains, message, choice[1], choices)
+            message += meant_note(choice[1], choices)[0]
+        raise UsageError(explains.prog, message, explains.format_usage(), takes_json, refused)
+
+
+def _refused_choice(
+    parser: argparse.ArgumentParser, message: str, value: str, choices: tuple[str, ...]
+) -> RefusedChoice | None:
+    """The choice refused, read back from argparse's message ("argument --state: invalid
+    choice: …"), which names the action by a flag or, for a command's name, its metavar."""
+    named = re.match(r"argument ([^:]+): ", message)
+    if named is None:
+        return None
+    names = set(named[1].split("/"))
+    for action in parser._actions:
+        if names & set(action.option_strings) or (
+            not action.option_strings and named[1] in (action.metavar, action.dest)
+        ):
+            repeats = isinstance(action, argparse._AppendAction)
+            return RefusedChoice(tuple(action.option_strings), value, choices, repeats)
+    return None
 
 
 def _takes_json(parser: argparse.ArgumentParser) -> bool:

@@ -25,7 +25,7 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import ConfigDict, ValidationError
 
 from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
-from engine.meant import meant_as, same_words
+from engine.meant import meant_as, meant_choices, same_words
 from engine.retention import duration_text_ms
 from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError, example_call
 from schemas.errors import NextCall
@@ -505,22 +505,15 @@ def _as_choices(schema: Mapping[str, Any], value: Any) -> tuple[Any, bool]:
         if member.get("type") == "array":
             items += [v for v in member.get("items", {}).get("enum", ()) if isinstance(v, str)]
     if isinstance(value, str):
-        pieces = [piece.strip() for piece in value.split(",")]
+        pieces = value.split(",")
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-        pieces = [str(v).strip() for v in value]
+        pieces = list(value)
     else:
         return _MISSING, False
-    declared = list(dict.fromkeys(singles + items))
-    if not declared:
+    found = meant_choices(pieces, list(dict.fromkeys(singles + items)))
+    if found is None:
         return _MISSING, False
-    chosen: list[str] = []
-    guessed = False
-    for piece in pieces:
-        meant = piece if piece in declared else meant_as(piece, declared)
-        if meant is None:
-            return _MISSING, False
-        guessed = guessed or not (meant == piece or same_words(piece, meant))
-        chosen.append(meant)
+    chosen, guessed = found
     if isinstance(value, str) and len(chosen) == 1 and chosen[0] in singles:
         return chosen[0], guessed
     if items and all(c in items for c in chosen):

@@ -179,6 +179,44 @@ def test_an_unknown_flag_that_plainly_stands_for_one_the_command_takes_names_it(
     assert json.loads(capsys.readouterr().out)["error"]["cause"].endswith("'cancel-all')")
 
 
+CHOICES = [
+    # Another case, a list written with commas (a repeatable flag), a slip of the keys.
+    (["jobs", "ls", "--state", "Dead"], ["jobs", "ls", "--state", "dead"]),
+    (
+        ["jobs", "ls", "--state", "failed,dead"],
+        ["jobs", "ls", "--state", "failed", "--state", "dead"],
+    ),
+    (["jobs", "ls", "--state=deda"], ["jobs", "ls", "--state=dead"]),
+    (["job", "ls"], ["jobs", "ls"]),
+    (["Jobs", "ls"], ["jobs", "ls"]),
+    # A guess on a line that acts: without --yes, so it only shows its plan.
+    (
+        ["jobs", "cancel-all", "--state", "redy", "--yes"],
+        ["jobs", "cancel-all", "--state", "ready"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "fixed"), CHOICES)
+def test_a_choice_written_another_way_comes_back_as_the_line_with_that_choice(
+    argv: list[str],
+    fixed: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fix was the command's --help; now the line as typed, the choice mended (the same
+    rule as a tool's named values, engine/meant.py), and it runs as given."""
+    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    assert main([*argv, "--json", "--database-url", url]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
+    assert _command(error["fix"]) == [*fixed, "--json", "--database-url", url], error["fix"]
+    assert main(_command(error["fix"])) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
 def test_serve_refused_on_its_command_line_writes_nothing_on_stdout(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

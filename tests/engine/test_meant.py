@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.meant import meant_as
+from engine.meant import meant_as, meant_choices
 
 DECLARED = ["state", "name", "queue", "tenant_id", "limit", "cursor"]
 
@@ -52,3 +52,24 @@ def test_id_alone_stands_only_for_the_name_the_call_requires() -> None:
     """`ids` on retry_jobs was read as its `tenant_id`, the one name there holding `id`."""
     assert meant_as("ids", ["name", "queue", "tenant_id", "states"]) is None
     assert meant_as("id", ["job_id", "steps_limit"], required=["job_id"]) == "job_id"
+
+
+STATES = ["ready", "delayed", "running", "suspended", "done", "failed", "dead", "cancelled"]
+
+
+@pytest.mark.parametrize(
+    ("pieces", "found"),
+    [
+        (["dead"], (["dead"], False)),
+        (["Dead", " FAILED "], (["dead", "failed"], False)),  # another case is no guess
+        (["deda"], (["dead"], True)),  # a slip of the keys is
+        (["failed", "redy"], (["failed", "ready"], True)),
+        (["failed", "zzz"], None),  # one piece standing for nothing: none is taken
+        ([""], None),
+        ([], None),
+    ],
+)
+def test_choices_are_read_as_the_declared_ones_they_stand_for(
+    pieces: list[str], found: tuple[list[str], bool] | None
+) -> None:
+    assert meant_choices(pieces, STATES) == found
