@@ -14,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import BaseModel
 
-from engine.errors import JobNotFoundError, JobsError, JobUnknownError
+from engine.errors import InvalidArgumentError, JobNotFoundError, JobsError, JobUnknownError
 from mcp_jobs import operations
 from mcp_jobs.operations.envelope import bounded_text
 from mcp_jobs.operations.scope import Scope
@@ -53,9 +53,12 @@ async def _read(holder: StateHolder, uri: str, read: Callable[[Scope], Awaitable
         message = f"{uri}: {exc.code}: {exc.cause}"
         raise ResourceNotFoundError(bounded_text(message)) from exc
     except JobsError as exc:
-        raise ResourceError(
-            bounded_text(f"{uri}: {exc.code}: {exc.cause} (fix: {scope.fixes.qualify(exc.fix)})")
-        ) from exc
+        fix = scope.fixes.qualify(exc.fix)
+        if isinstance(exc, InvalidArgumentError) and exc.fix_said:
+            # A fix that only says what to pass (a job id that is empty or too long): the line
+            # that lists what there is to name, as the CLI's fallback.
+            fix = scope.fixes.listing("jobs", exc.argument) or fix
+        raise ResourceError(bounded_text(f"{uri}: {exc.code}: {exc.cause} (fix: {fix})")) from exc
 
 
 def register(server: MCPServer[AppState], holder: StateHolder) -> None:

@@ -67,6 +67,19 @@ async def test_a_missing_descriptor_or_run_is_resource_not_found(open_mcp: OpenM
             assert caught.value.error.code == INVALID_PARAMS
 
 
+async def test_a_name_no_run_or_descriptor_can_have_is_fixed_by_the_line_that_lists_them(
+    open_mcp: OpenMcp,
+) -> None:
+    """An empty job id or name: the fix said "pass job_id as a non-empty str …", prose; now the
+    command that lists what there is to name."""
+    async with open_mcp() as mcp:
+        for uri, lists in (("jobs://runs/", "jobs ls"), ("jobs://descriptors/", "jobs describe")):
+            with pytest.raises(MCPError) as caught:
+                await mcp.client.read_resource(uri)
+            message = caught.value.error.message
+            assert "INVALID_ARGUMENT" in message and f"(fix: mcp-jobs {lists} --json" in message
+
+
 async def test_an_unknown_resource_names_the_ones_there_are_and_echoes_the_uri_cut(
     open_mcp: OpenMcp,
 ) -> None:
