@@ -7,18 +7,22 @@ gives. No root, no mount, nothing to clean up.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
 
+import anyio
 import pytest
 from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, Jobs, ManualClock, connect, job
+from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, connect, job
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.connection import Executor, Op
 from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError
+from engine.testing.blocked import wait_all_tasks_blocked
 
 BIG = "x" * 100_000  # far more than the free space left in any page
 
@@ -107,3 +111,34 @@ async def test_a_full_disk_that_undoes_the_whole_transaction_fails_every_op_in_i
         assert await executor.run(count, write=False) == 0
     finally:
         await executor.close()
+
+
+async def test_a_worker_whose_ack_finds_the_disk_full_settles_once_there_is_room(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The run's outcome is kept and written again: it was left `running`, to run a second time
+    once its lease ran out."""
+    ran: list[int] = []
+
+    @job(idempotency_key=lambda i: f"item:{i.n}", registry=registry)
+    async def report(input: Item, ctx: JobContext) -> str:
+        ran.append(input.n)
+        await cap_file(jobs)  # the disk fills while the body runs: its output has no room
+        return BIG
+
+    done = await jobs.enqueue(report, {"n": 1})
+    worker = Worker(jobs, concurrency=1, scheduler=False, outbox_relay=False, prune=False)
+    with anyio.fail_after(10), caplog.at_level(logging.WARNING, logger="mcp_jobs.worker"):
+        run = asyncio.create_task(worker.run())
+        while "is not settled yet" not in caplog.text:
+            await wait_all_tasks_blocked()
+        assert "STORAGE_FULL" in caplog.text
+        await cap_file(jobs, pages=1_000_000)  # an operator frees space
+        while (await jobs.get(done.id)).state != "done":
+            clock.advance(1_000)
+            await wait_all_tasks_blocked()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    record = await jobs.get(done.id)
+    assert (record.attempt, record.output, ran) == (1, BIG, [1])
