@@ -9,7 +9,6 @@ the stop that an operator's cancel or a lost lease delivers at the next beat.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import ValidationError
 
-from engine.clock import Clock, next_retry_pause_ms
+from engine.clock import Clock
 from engine.context import JobContext
 from engine.declare import JobDefinition
 from engine.drivers.base import EVENTS, Driver, require
@@ -34,14 +33,12 @@ from engine.observe import WorkerEvent, WorkerEventKind
 from engine.progress import ProgressReporter
 from engine.retry import retry_delay_ms
 from engine.run_context import RunContext
-from engine.settle import Settler
+from engine.settle import Settler, until_written
 from engine.steps import EventSuspension, StepSuspension, storable_output
 from engine.storable import find_unstorable, storable_text
 from engine.tracing import run_span
 from schemas.errors import ErrorPayload
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
-
-logger = logging.getLogger("mcp_jobs.worker")
 
 UNKNOWN_NAME_PARK_MS = 30_000
 
@@ -176,8 +173,11 @@ async def execute(
         return kind
 
     async def settle(options: NackOptions, kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
+        async def nack() -> None:
+            await rt.driver.nack(record.id, claimed.token, options)
+
         try:
-            await settled(rt, record, lambda: rt.driver.nack(record.id, claimed.token, options))
+            await until_written(rt.clock, f"job {record.id} ({record.name})", nack)
         except JobSlotLostError:
             return emit("lease_lost", reason=f"nack refused after {kind}")
         return emit(kind, **fields)
@@ -262,8 +262,12 @@ async def execute(
     if failure is not None:
         options, kind, reason = _after_failure(definition, record, failure)
         return await settle(options, kind, duration_ms=duration, error=options.error, reason=reason)
+
+    async def ack() -> None:
+        await rt.settler.ack(record.id, claimed.token, output)
+
     try:
-        await settled(rt, record, lambda: rt.settler.ack(record.id, claimed.token, output))
+        await until_written(rt.clock, f"job {record.id} ({record.name})", ack)
     except JobSlotLostError:
         return emit("lease_lost", duration_ms=duration, reason="ack refused")
     except JobsError as exc:
@@ -274,35 +278,6 @@ async def execute(
             NackOptions(error=error, fail=True), "failed", duration_ms=duration, error=error
         )
     return emit("succeeded", duration_ms=duration)
-
-
-async def settled(rt: Runtime, record: JobRecord, write: Callable[[], Awaitable[object]]) -> None:
-    """`write`, the run's settling ack or nack, again after a failure that may pass (the
-    database away, its disk full) until it commits or is refused for good. The run's outcome is
-    in hand and the heartbeat keeps its lease: given up, the job ran again once the lease ran
-    out. A lease another worker took meanwhile refuses it by its token (JOB_SLOT_LOST)."""
-    pause = 0
-    while True:
-        try:
-            await write()
-        except JobSlotLostError:
-            raise
-        except JobsError as exc:
-            if not exc.retryable:
-                raise
-            if pause == 0:
-                logger.warning(
-                    "job %s (%s) is not settled yet, trying again until it is: %s",
-                    record.id,
-                    record.name,
-                    exc,
-                )
-            pause = next_retry_pause_ms(pause)
-            await rt.clock.sleep_ms(pause)
-        else:
-            if pause:
-                logger.info("job %s (%s) is settled", record.id, record.name)
-            return
 
 
 async def _park_for_event(

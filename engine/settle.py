@@ -10,15 +10,19 @@ by implementing the two set-wise methods of the Protocol.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from engine.clock import Clock, next_retry_pause_ms
 from engine.drivers.base import AckWrite, Driver, StepWrite
-from engine.errors import DriverUnavailableError
+from engine.errors import DriverUnavailableError, JobsError, JobSlotLostError
 from schemas.steps import StepRecord
 
-__all__ = ["MAX_BATCH", "GroupCommit", "Settler"]
+__all__ = ["MAX_BATCH", "GroupCommit", "Settler", "until_written"]
+
+logger = logging.getLogger("mcp_jobs.worker")
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -161,3 +165,27 @@ class Settler:
         """Return once no flush of either kind is in flight."""
         await self._acks.idle()
         await self._steps.idle()
+
+
+async def until_written(clock: Clock, what: str, write: Callable[[], Awaitable[None]]) -> None:
+    """`write` (a run's ack or nack, a completed step) again after a failure that may pass (the
+    database away, its disk full) until it commits or is refused for good. What it writes is in
+    hand and the heartbeat keeps the lease: given up, the job (or the step) ran again once the
+    lease ran out. A lease another worker took meanwhile refuses it by its token (JOB_SLOT_LOST)."""
+    pause = 0
+    while True:
+        try:
+            await write()
+        except JobSlotLostError:
+            raise
+        except JobsError as exc:
+            if not exc.retryable:
+                raise
+            if pause == 0:
+                logger.warning("%s is not written yet, trying again until it is: %s", what, exc)
+            pause = next_retry_pause_ms(pause)
+            await clock.sleep_ms(pause)
+        else:
+            if pause:
+                logger.info("%s is written", what)
+            return

@@ -19,7 +19,7 @@ from engine.clock import Clock
 from engine.drivers.base import EVENTS, EventStore, require
 from engine.errors import InvalidArgumentError, JobOutputInvalidError, StepDuplicateError
 from engine.inbound_events import EventCursor, EventOutcome
-from engine.settle import Settler
+from engine.settle import Settler, until_written
 from engine.storable import find_unstorable, storable_text
 from schemas.states import StepStatus
 from schemas.steps import StepRecord
@@ -125,7 +125,12 @@ class StepApi:
             started_at=started_at,
             **fields,
         )
-        await self._settler.save_step(self._job_id, self._token, record)
+
+        async def save() -> None:
+            await self._settler.save_step(self._job_id, self._token, record)
+
+        what = f"step {name!r} of job {self._job_id} ({self._job})"
+        await until_written(self._clock, what, save)
         if self._stored is not None:
             self._stored[name] = record
 

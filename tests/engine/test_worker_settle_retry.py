@@ -13,7 +13,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Retry, Worker, job
 from engine.context import JobContext
-from engine.drivers.base import AckWrite
+from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.memory import MemoryDriver
 from engine.errors import JobOutputInvalidError, JobsError, StorageFullError
 from engine.testing.blocked import wait_all_tasks_blocked
@@ -43,6 +43,17 @@ class FailingSettles(MemoryDriver):
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
         self._fail()
         return await super().nack(job_id, token, options)
+
+
+class FailingSteps(FailingSettles):
+    """Its first `fails` step writes raise `error`; its settles go through."""
+
+    async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
+        self._fail()
+        return await super().save_steps_many(writes)
+
+    async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
+        return await MemoryDriver.ack_many(self, writes)
 
 
 async def _run_until_settled(worker: Worker, clock: ManualClock, driver: FailingSettles) -> None:
@@ -82,7 +93,7 @@ async def test_an_ack_that_fails_for_a_while_is_written_again_and_the_job_runs_o
     assert (record.state, record.attempt, record.output) == ("done", 1, {"charged": 1})
     assert ran == [1] and driver.tries == 4
     lines = [r.getMessage() for r in caplog.records if enqueued.id in r.getMessage()]
-    assert len(lines) == 2 and "STORAGE_FULL" in lines[0] and lines[1].endswith("is settled")
+    assert len(lines) == 2 and "STORAGE_FULL" in lines[0] and lines[1].endswith("is written")
     assert not any(r.exc_info for r in caplog.records)  # one line each, no traceback
 
 
@@ -123,3 +134,26 @@ async def test_an_output_the_database_refuses_for_good_still_fails_the_job(
     await _run_until_settled(_worker(jobs), clock, driver)
     assert (await jobs.get(enqueued.id)).state == "failed"
     assert driver.tries == 2  # the refused ack, then the nack that fails the job
+
+
+async def test_a_completed_step_whose_write_fails_for_a_while_is_written_again_not_rerun(
+    clock: ManualClock, registry: JobRegistry
+) -> None:
+    """Raised into the body, the failure burned an attempt, and the retry ran the step's side
+    effect a second time (its result was never stored)."""
+    driver = FailingSteps(clock, fails=2)
+    jobs = Jobs(driver, registry=registry, clock=clock)
+    charged: list[int] = []
+
+    async def charge_card(n: int) -> str:
+        charged.append(n)
+        return f"ch_{n}"
+
+    @job(name="order", idempotency_key=lambda i: str(i.n), registry=registry)
+    async def order(item: Item, ctx: JobContext) -> str:
+        return str(await ctx.step.run("charge", charge_card, item.n))
+
+    enqueued = await jobs.enqueue(order, Item(n=7))
+    await _run_until_settled(_worker(jobs), clock, driver)
+    record = await jobs.get(enqueued.id)
+    assert (record.state, record.attempt, record.output, charged) == ("done", 1, "ch_7", [7])

@@ -130,7 +130,7 @@ async def test_a_worker_whose_ack_finds_the_disk_full_settles_once_there_is_room
     worker = Worker(jobs, concurrency=1, scheduler=False, outbox_relay=False, prune=False)
     with anyio.fail_after(10), caplog.at_level(logging.WARNING, logger="mcp_jobs.worker"):
         run = asyncio.create_task(worker.run())
-        while "is not settled yet" not in caplog.text:
+        while "is not written yet" not in caplog.text:
             await wait_all_tasks_blocked()
         assert "STORAGE_FULL" in caplog.text
         await cap_file(jobs, pages=1_000_000)  # an operator frees space
