@@ -38,11 +38,13 @@ def _refused(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    status: int = 1,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The INVALID_ARGUMENT `argv` gets on a fresh SQLite file, and its fix as a command."""
+    """The INVALID_ARGUMENT `argv` gets on a fresh SQLite file (exit `status`: 2 for the
+    parser's refusal), and its fix as a command."""
     monkeypatch.delenv("MCP_JOBS_APP", raising=False)
     url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    assert main([*argv, "--json", "--database-url", url]) == 1
+    assert main([*argv, "--json", "--database-url", url]) == status
     error: dict[str, Any] = json.loads(capsys.readouterr().out)["error"]
     assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
     return error, _command(error["fix"])
@@ -207,13 +209,10 @@ def test_a_choice_written_another_way_comes_back_as_the_line_with_that_choice(
 ) -> None:
     """The fix was the command's --help; now the line as typed, the choice mended (the same
     rule as a tool's named values, engine/meant.py), and it runs as given."""
-    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
+    error, command = _refused(argv, tmp_path, capsys, monkeypatch, status=2)
     url = f"sqlite:///{tmp_path / 'jobs.db'}"
-    assert main([*argv, "--json", "--database-url", url]) == 2
-    error = json.loads(capsys.readouterr().out)["error"]
-    assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
-    assert _command(error["fix"]) == [*fixed, "--json", "--database-url", url], error["fix"]
-    assert main(_command(error["fix"])) == 0
+    assert command == [*fixed, "--json", "--database-url", url], error["fix"]
+    assert main(command) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
 
 
