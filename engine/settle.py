@@ -1,4 +1,5 @@
-"""Group commit above the driver: concurrent settles of one kind share one set-wise write.
+"""Group commit above the driver: concurrent settles of one kind share one set-wise write; and
+`until_written`, the rule that a write recording finished work is tried again while it can be.
 
 While one flush is in flight, new calls queue; the next flush hands every queued item to ONE
 `ack_many` / `save_steps_many` call and gives each caller its own outcome. Sixteen workers acking
@@ -170,8 +171,9 @@ class Settler:
 async def until_written(clock: Clock, what: str, write: Callable[[], Awaitable[None]]) -> None:
     """`write` (a run's ack or nack, a completed step) again after a failure that may pass (the
     database away, its disk full) until it commits or is refused for good. What it writes is in
-    hand and the heartbeat keeps the lease: given up, the job (or the step) ran again once the
-    lease ran out. A lease another worker took meanwhile refuses it by its token (JOB_SLOT_LOST)."""
+    hand and the heartbeat keeps the lease; given up on, the job (or the step) would run again
+    once the lease ran out. A lease another worker took meanwhile refuses it by its token
+    (JOB_SLOT_LOST)."""
     pause = 0
     while True:
         try:
