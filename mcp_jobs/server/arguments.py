@@ -186,7 +186,8 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
             mended.drop(name, guessed=not (respelled and _reads_only(tool)))
             if name in meant:
                 entry["meant"] = meant[name]
-                mended.set(meant[name], arguments[name])
+                intended = _as_intended(props.get(meant[name], {}), arguments[name])
+                mended.set(meant[name], arguments[name] if intended is _MISSING else intended)
             if arguments.get(_WRITE) is True and _WRITE in props and not respelled:
                 # Dropped, it may have been the call's only narrowing (`job_ids` on
                 # cancel_jobs), and moved, a guess: the call so mended, written, could reach
@@ -199,10 +200,9 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
             entry["expected"] = expected
             if name and name not in meant.values():
                 given = arguments.get(name, _MISSING)
-                intended = _as_intended(props.get(name, {}), given, seconds_of=name)
                 choice, guessed = _as_choices(props.get(name, {}), given)
-                if intended is not _MISSING or choice is _MISSING:
-                    mended.set(name, intended)
+                if choice is _MISSING:
+                    mended.set(name, _as_intended(props.get(name, {}), given, seconds_of=name))
                 elif guessed:
                     # A slip of the keys ("deda"): shown in the fix, not run, and a write so
                     # mended is its dry run, as for an argument moved by a guess.
@@ -465,9 +465,12 @@ class _Mended:
 def _as_intended(schema: Mapping[str, Any], value: Any, *, seconds_of: str = "") -> Any:
     """`value` as the value of a kind `schema` takes that it plainly means ("5" for an integer,
     "true" for a boolean, JSON text of a list or an object, and for an argument in seconds
-    (`seconds_of` names it: `*_seconds`) a duration as the CLI and settings write it, "7d"),
-    else _MISSING."""
+    (`seconds_of` names it: `*_seconds`) a duration as the CLI and settings write it, "7d"; a
+    list of one where one value is taken, and one value where a list of its kind is), else
+    _MISSING."""
     kinds = _kinds(schema)
+    if isinstance(value, list) and len(value) == 1 and "array" not in kinds:
+        return value[0] if _json_kinds(value[0]) & kinds else _MISSING
     if not isinstance(value, str):
         return _MISSING
     if kinds & {"integer", "number"}:
@@ -485,12 +488,22 @@ def _as_intended(schema: Mapping[str, Any], value: Any, *, seconds_of: str = "")
         try:
             parsed = json.loads(value)
         except ValueError:
-            return _MISSING
+            parsed = _MISSING
         if isinstance(parsed, list) and "array" in kinds:
             return parsed
         if isinstance(parsed, dict) and "object" in kinds:
             return parsed
+        if parsed is _MISSING and "string" not in kinds and _takes_text_items(schema):
+            return [value]
     return _MISSING
+
+
+def _takes_text_items(schema: Mapping[str, Any]) -> bool:
+    """Whether `schema` takes a list of free text (`queues`), which one text plainly starts."""
+    return any(
+        member.get("type") == "array" and member.get("items", {}).get("type") == "string"
+        for member in schema.get("anyOf", [schema])
+    )
 
 
 def _as_choices(schema: Mapping[str, Any], value: Any) -> tuple[Any, bool]:
@@ -504,6 +517,8 @@ def _as_choices(schema: Mapping[str, Any], value: Any) -> tuple[Any, bool]:
         singles += [v for v in member.get("enum", ()) if isinstance(v, str)]
         if member.get("type") == "array":
             items += [v for v in member.get("items", {}).get("enum", ()) if isinstance(v, str)]
+    if isinstance(value, str) and value.lstrip().startswith(("[", "{")):
+        return _MISSING, False  # JSON text: `_as_intended` reads it
     if isinstance(value, str):
         pieces = value.split(",")
     elif isinstance(value, list) and all(isinstance(v, str) for v in value):

@@ -239,8 +239,11 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
         # Named values in another case, one where a list is taken, a list written with commas.
         ("list_jobs", {"state": "Dead"}, {"state": "dead"}),
         ("list_jobs", {"state": "failed, DEAD"}, {"state": ["failed", "dead"]}),
-        ("retry_jobs", {"states": "failed"}, {"states": ["failed"]}),
+        ("retry_jobs", {"states": "Failed"}, {"states": ["failed"]}),
         ("list_jobs", {"state": ["Ready"]}, {"state": ["ready"]}),
+        # One value where a list of its kind is taken, a list of one where one value is.
+        ("queue_stats", {"queues": "mail"}, {"queues": ["mail"]}),
+        ("inspect_job", {"job_id": [job.id]}, {"job_id": job.id}),
     ]
     async with open_mcp() as mcp:
         for tool, given, mends in mended:
@@ -281,6 +284,10 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
         for tool, given, fix in slots:
             error = await mcp.fails(tool, given, "TOOL_ARGUMENTS_INVALID")
             assert error["fix"] == f"{tool} {fix}" and "next_call" not in error, error
+        # Respelt (`queues` for `queue`) and its list of one unwrapped: a read-only call, run.
+        error = await mcp.fails("diagnose_queue", {"queues": ["mail"]}, "TOOL_ARGUMENTS_INVALID")
+        assert error["next_call"] == {"tool": "diagnose_queue", "arguments": {"queue": "mail"}}
+        await mcp.ok("diagnose_queue", {"queue": "mail"})
     assert [j.id for j in (await jobs.list()).jobs] == [job.id]  # nothing else was written
 
 
