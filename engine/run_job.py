@@ -9,6 +9,7 @@ the stop that an operator's cancel or a lost lease delivers at the next beat.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ from engine.storable import find_unstorable, storable_text
 from engine.tracing import run_span
 from schemas.errors import ErrorPayload
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
+
+logger = logging.getLogger("mcp_jobs.worker")
 
 UNKNOWN_NAME_PARK_MS = 30_000
 
@@ -382,6 +385,30 @@ async def keep_leases(rt: Runtime, handles: Iterable[RunHandle]) -> None:
     async with anyio.create_task_group() as tg:
         for handle in list(handles):
             tg.start_soon(beat, handle)
+
+
+# Jobs a late heartbeat's warning names, at most.
+_NAMED_LATE = 5
+
+
+def late_heartbeat(late_ms: int, lease_ms: int, handles: Iterable[RunHandle]) -> None:
+    """Warn that the heartbeat ran `late_ms` late: the event loop was blocked (a job body
+    running blocking code, most often) or the clock jumped. A lease not renewed in time hands
+    its job to another worker, which runs it again beside the body still running here."""
+    running = [h.claimed.record for h in handles]
+    named = ", ".join(f"{r.id} ({r.name})" for r in running[:_NAMED_LATE])
+    more = f" and {len(running) - _NAMED_LATE} more" if len(running) > _NAMED_LATE else ""
+    logger.warning(
+        "the lease heartbeat ran %.1f s late (a lease is %.1f s): this worker's event loop was "
+        "blocked, most often by a job body running blocking code, while %s%s ran; a lease that "
+        "ran out hands its job to another worker, which runs it again. Run blocking code in a "
+        "thread: await anyio.to_thread.run_sync(fn), or ctx.step.run(name, fn) with a plain "
+        "function",
+        late_ms / 1000,
+        lease_ms / 1000,
+        named,
+        more,
+    )
 
 
 @asynccontextmanager

@@ -49,7 +49,7 @@ from engine.outbox import OutboxRelay
 from engine.pruner import Pruner
 from engine.rate_limits import kind_of
 from engine.retention import Retention, prune_enabled_from_env
-from engine.run_job import RunHandle, Runtime, execute, keep_leases
+from engine.run_job import RunHandle, Runtime, execute, keep_leases, late_heartbeat
 from engine.services import attempt
 from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
@@ -527,8 +527,13 @@ class Worker:
                 self._idle_scope = None
 
     async def _keep_leases(self) -> None:
+        every = max(1, self.lease_ms // 3)
         while True:
-            await self.clock.sleep_ms(max(1, self.lease_ms // 3))
+            due = self.clock.now_ms() + every
+            await self.clock.sleep_ms(every)
+            late = self.clock.now_ms() - due
+            if late > every and self._inflight:
+                late_heartbeat(late, self.lease_ms, self._inflight.values())
             beats = partial(keep_leases, self.runtime, self._inflight.values())
             await attempt("lease heartbeat", logger, beats)
 

@@ -1,0 +1,49 @@
+"""A heartbeat that runs far behind its time says why a lease may have run out: the event loop
+was blocked (a body running blocking code). Before, the worker logged `job.lease_lost` and the
+job ran again on another worker, with nothing naming the cause."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import anyio
+import pytest
+
+from engine import JobRegistry, Jobs, ManualClock, Worker
+from engine.drivers.memory import MemoryDriver
+from engine.testing.blocked import wait_all_tasks_blocked
+from tests.support.worker_jobs import Item, keyed_job
+
+LATE = "lease heartbeat ran"
+
+
+async def test_a_heartbeat_far_behind_its_time_names_the_jobs_that_were_running(
+    clock: ManualClock, registry: JobRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    jobs = Jobs(MemoryDriver(clock), registry=registry, clock=clock)
+    gate = anyio.Event()
+
+    async def body(item: Item) -> None:
+        await gate.wait()
+
+    enqueued = await jobs.enqueue(keyed_job(registry, body), {"n": 1})
+    worker = Worker(
+        jobs, concurrency=1, lease_ms=3_000, scheduler=False, outbox_relay=False, prune=False
+    )
+    with anyio.fail_after(10), caplog.at_level(logging.WARNING, logger="mcp_jobs.worker"):
+        run = asyncio.create_task(worker.run())
+        await wait_all_tasks_blocked()
+        for _ in range(4):  # each beat on its time (a third of the lease): nothing said
+            clock.advance(1_000)
+            await wait_all_tasks_blocked()
+        assert LATE not in caplog.text
+        clock.advance(10_000)  # as a loop blocked for ten seconds finds the time on waking
+        await wait_all_tasks_blocked()
+        gate.set()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    (line,) = [r.getMessage() for r in caplog.records if LATE in r.getMessage()]
+    assert "ran 9.0 s late (a lease is 3.0 s)" in line, line
+    assert f"{enqueued.id} (work)" in line and "anyio.to_thread.run_sync" in line
