@@ -4,13 +4,14 @@ The protocol (2025-11-25 and 2026-07-28 alike) completes only `ref/resource` (a 
 variable) and `ref/prompt` (a prompt's argument): there is no reference to a tool, so tool
 arguments cannot be completed. Values come from the engine: job names (registered and
 published), known queues, declared backfills, and the ids of the newest jobs this server can see
-(one tenant's under a pin). Matching is by prefix; at most `MAX_VALUES` are sent, with `total`
-and `has_more` saying how many matched.
+(one tenant's under a pin). What was typed matches in any case, the values it starts first and
+then, from three characters, those that hold it (`Mail` finds `mail`, `noop` finds
+`bench_noop`); at most `MAX_VALUES` are sent, with `total` and `has_more` saying how many matched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import cast
 
 from mcp.server.mcpserver import MCPServer
@@ -37,6 +38,8 @@ MAX_VALUES = 100
 # a completion is a hint for what was just enqueued, not a listing (list_jobs pages).
 RECENT_JOBS_WINDOW = 100
 RECENT_JOBS = 20
+# Typed text this long also matches the values that hold it past their start.
+HOLDS_FROM = 3
 
 Handler = Callable[
     [PromptReference | ResourceTemplateReference, CompletionArgument, CompletionContext | None],
@@ -46,25 +49,39 @@ Handler = Callable[
 Source = Callable[[Scope, str], Awaitable[tuple[list[str], int]]]
 
 
-async def job_names(scope: Scope, prefix: str) -> tuple[list[str], int]:
+def matching(values: Iterable[str], typed: str) -> list[str]:
+    """The `values` `typed` matches, in their order: those it starts, in any case, first, then
+    those that hold it elsewhere (once it is `HOLDS_FROM` characters: one letter is in most)."""
+    folded = typed.casefold()
+    starts: list[str] = []
+    holds: list[str] = []
+    for value in values:
+        seen = value.casefold()
+        if seen.startswith(folded):
+            starts.append(value)
+        elif len(folded) >= HOLDS_FROM and folded in seen:
+            holds.append(value)
+    return starts + holds
+
+
+async def job_names(scope: Scope, typed: str) -> tuple[list[str], int]:
     names = {d.name for d in await scope.jobs.describe()}
-    return sorted(n for n in names if n.startswith(prefix)), MAX_VALUES
+    return matching(sorted(names), typed), MAX_VALUES
 
 
-async def queue_names(scope: Scope, prefix: str) -> tuple[list[str], int]:
-    return [q for q in await known_queues(scope) if q.startswith(prefix)], MAX_VALUES
+async def queue_names(scope: Scope, typed: str) -> tuple[list[str], int]:
+    return matching(await known_queues(scope), typed), MAX_VALUES
 
 
-async def backfill_names(scope: Scope, prefix: str) -> tuple[list[str], int]:
-    registry = scope.backfills().registry
-    return sorted(n for n in registry.names() if n.startswith(prefix)), MAX_VALUES
+async def backfill_names(scope: Scope, typed: str) -> tuple[list[str], int]:
+    return matching(sorted(scope.backfills().registry.names()), typed), MAX_VALUES
 
 
-async def recent_job_ids(scope: Scope, prefix: str) -> tuple[list[str], int]:
+async def recent_job_ids(scope: Scope, typed: str) -> tuple[list[str], int]:
     """The matching ids among the newest visible jobs (one tenant's under a pin), newest
     first."""
     page = await scope.jobs.list(tenant_id=scope.tenant(None), limit=RECENT_JOBS_WINDOW)
-    return [j.id for j in page.jobs if j.id.startswith(prefix)], RECENT_JOBS
+    return matching([j.id for j in page.jobs], typed), RECENT_JOBS
 
 
 # (reference kind, template URI or prompt name) -> argument -> where its values come from.

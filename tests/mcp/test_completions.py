@@ -1,5 +1,6 @@
 """completion/complete over every driver and both protocol eras: the resource templates' and the
-prompts' arguments complete from the engine, bounded, prefix-matched, one tenant's under a pin."""
+prompts' arguments complete from the engine, bounded, matched in any case (the values typed text
+starts first, then those holding it), one tenant's under a pin."""
 
 from __future__ import annotations
 
@@ -47,6 +48,11 @@ async def test_job_names_come_from_the_registry_and_published_descriptors(
         assert (await complete(mcp, DESCRIPTOR, "name", "ch")).values == ["charge"]
         none = await complete(mcp, DESCRIPTOR, "name", "zz")
         assert (none.values, none.total, none.has_more) == ([], 0, False)
+        # In any case, and from three letters a part of a name too: the names it starts first.
+        assert (await complete(mcp, DESCRIPTOR, "name", "GR")).values == ["greet"]
+        assert (await complete(mcp, DESCRIPTOR, "name", "fil")).values == ["fulfil"]
+        assert (await complete(mcp, DESCRIPTOR, "name", "r")).values == ["receipt"]
+        assert (await complete(mcp, DESCRIPTOR, "name", "ree")).values == ["greet"]
 
 
 async def test_queues_complete_the_diagnose_prompt(jobs: Jobs, open_mcp: OpenMcp) -> None:
@@ -55,6 +61,7 @@ async def test_queues_complete_the_diagnose_prompt(jobs: Jobs, open_mcp: OpenMcp
         queues = await complete(mcp, DIAGNOSE, "queue")
         assert queues.values == ["catalog", "mail", "orders"]
         assert (await complete(mcp, DIAGNOSE, "queue", "ma")).values == ["mail"]
+        assert (await complete(mcp, DIAGNOSE, "queue", "Ord")).values == ["orders"]
 
 
 async def test_backfill_names_complete_the_backfill_prompt(
