@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port
+
 BINARY_ENV = "MCP_JOBS_TEST_NATS_SERVER"
 READY_TIMEOUT_S = 20.0
 
@@ -39,13 +41,6 @@ def binary_or_skip() -> str:
     if found is None:
         pytest.skip(NO_BINARY)
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -44,7 +44,6 @@ from engine.rate_limits import RateTake
 from engine.rules import new_record
 from engine.testing.plugin import AppTransaction
 from engine.testing.requests import numbered as _request
-from tests.nats.server import free_port
 from tests.support.damaged_ledgers import (
     LEASE,
     Overwrite,
@@ -61,6 +60,7 @@ from tests.support.damaged_ledgers import (
 from tests.support.damaged_rows import pages
 from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
+from tests.support.ports import free_port
 
 # Keys that outlive any one job.
 SHARED = {"version"}

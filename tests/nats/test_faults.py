@@ -32,7 +32,8 @@ from engine.drivers import open_driver
 from engine.drivers.base import AckWrite
 from engine.errors import DriverUnavailableError
 from schemas.jobs import EnqueueRequest
-from tests.nats.server import NatsServer, binary_or_skip, free_port
+from tests.nats.server import NatsServer, binary_or_skip
+from tests.support.ports import free_port
 
 pytest.importorskip("nats", reason="the nats extra is not installed")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -20,15 +19,9 @@ from engine.drivers.postgres.faults import migrate_fix
 from engine.errors import DriverUnavailableError, JobsError
 from tests.postgres.builders import request
 from tests.support.fix_lines import run_fix
+from tests.support.ports import free_port
 from tests.support.postgres import fresh_database
 from tests.support.url_refusals import check_answered_refusal
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def test_a_server_that_is_not_there_is_driver_unavailable(clock: ManualClock) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from contextlib import suppress
@@ -22,12 +21,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 import examples.shop
 from engine import connect
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.ports import free_port
 
 
 async def _pump(source: SocketStream, sink: SocketStream) -> None:
@@ -52,7 +46,7 @@ async def test_a_worker_started_before_its_database_answers_waits_and_then_runs(
     pg_url: str, tmp_path: Path
 ) -> None:
     target = urlsplit(pg_url)
-    port = _free_port()
+    port = free_port()
     proxied = urlunsplit(
         target._replace(netloc=target.netloc.replace(f":{target.port}", f":{port}"))
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -36,6 +35,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from engine.drivers.redis import RedisDriver
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_SERVER = shutil.which("redis-server")
@@ -44,13 +44,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not on PATH"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class RedisServer:
