@@ -20,7 +20,7 @@ _FIRST_MS = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // timedelta(millisecond
 _LAST_MS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
 # Longer text is no time ISO 8601 writes (nanoseconds and a named offset fit in 40).
 MAX_TIME_CHARS = 64
-FORMS = "epoch milliseconds (a whole number) or ISO 8601 text with its zone, as *_at_iso reads"
+_FORMS = "epoch milliseconds (a whole number) or ISO 8601 text with its zone, as *_at_iso reads"
 
 
 @lru_cache(maxsize=4096)
@@ -69,11 +69,11 @@ def instant(argument: str, value: object, low: int, high: int) -> int:
 
 
 def _parsed(argument: str, text: str) -> datetime:
-    try:
-        if len(text) > MAX_TIME_CHARS:
-            raise ValueError(text)
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidArgumentError(
-            argument, text, f'{FORMS} ("2027-01-01T09:00:00Z")', nearest=NOTHING_NEAR
-        ) from None
+    if len(text) <= MAX_TIME_CHARS:
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            pass  # refused below, as text too long to be a time is
+    raise InvalidArgumentError(
+        argument, text, f'{_FORMS} ("2027-01-01T09:00:00Z")', nearest=NOTHING_NEAR
+    )

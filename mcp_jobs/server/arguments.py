@@ -96,8 +96,9 @@ def _integer_arguments(parameters: Mapping[str, Any]) -> frozenset[str]:
     )
 
 
-def _kinds(schema: Mapping[str, Any]) -> set[Any]:
-    return {variant.get("type") for variant in schema.get("anyOf", [schema])}
+def _kinds(schema: Mapping[str, Any]) -> set[str]:
+    """The JSON kinds an argument takes, over its union's members (`_member_kinds`)."""
+    return {kind for variant in schema.get("anyOf", [schema]) for kind in _member_kinds(variant)}
 
 
 def _whole(value: Any) -> Any:
@@ -272,8 +273,8 @@ def _of_kind(tried: list[Any], choices: list[Any], value: Any) -> list[Any]:
 
 
 def _member_kinds(schema: Mapping[str, Any]) -> set[str]:
-    """The JSON kinds a union member takes: its type, or its values' (an enum published
-    without its type)."""
+    """The JSON kinds one schema (a union's member) takes: its type, or its values' (an enum
+    published without its type)."""
     if "type" in schema:
         return {schema["type"]}
     values = schema.get("enum", [schema["const"]] if "const" in schema else [])
