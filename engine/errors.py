@@ -426,6 +426,22 @@ class DriverUnavailableError(JobsError):
         super().__init__(f"{driver}: {cause}", fix, details={"driver": driver})
 
 
+class DriverClosedError(JobsError):
+    """A call on a driver after its `close()`. A closed driver does not reopen (a connection
+    opened behind the caller's back would outlive the `Jobs` that owns it), and waiting does not
+    mend it, so nothing (a settle, a worker's claim) tries it again."""
+
+    code = "DRIVER_CLOSED"
+    title = "the driver was closed"
+
+    def __init__(self, driver: str, fix: str = "jobs = await connect(url)") -> None:
+        super().__init__(
+            f"{driver}: this driver was closed (Jobs.close() ran); a closed driver does not reopen",
+            fix,
+            details={"driver": driver},
+        )
+
+
 class StoreDamagedError(JobsError):
     """Data the driver stored cannot be read as it wrote it: a damaged file or page, or a key of
     ours that another program overwrote. Terminal: waiting does not mend it, so nothing (a

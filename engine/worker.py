@@ -34,7 +34,7 @@ from engine.drivers.base import (
     HISTORY,
     LEADER_LEASES,
 )
-from engine.errors import InvalidArgumentError, JobsError, JobSlotLostError
+from engine.errors import DriverClosedError, InvalidArgumentError, JobsError, JobSlotLostError
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
 from engine.observe import (
@@ -403,6 +403,7 @@ class Worker:
         self._done = asyncio.Event()
         self._running = True
         self._crash = None
+        self._closed_under: DriverClosedError | None = None
         self._claim_queues = self.queues
         try:
             self._choose_scheduler()
@@ -470,6 +471,8 @@ class Worker:
                     logger.warning("worker %s could not deregister", self.id)
             self._running = False
             self._done.set()
+        if self._closed_under is not None:
+            raise self._closed_under
 
     async def run_until_idle(self) -> int:
         """Run every job that is due now, then return how many were claimed. For scripts and
@@ -501,6 +504,9 @@ class Worker:
     async def _claim(self, free: int) -> list[ClaimedJob]:
         try:
             return await self.driver.claim(self.id, free, self.lease_ms, self._claim_queues)
+        except DriverClosedError as closed:
+            self._closed(closed)
+            return []
         except JobsError as exc:
             logger.warning("claim failed, retrying after %d ms: %s", self.poll_ms, exc)
             await self._race(lambda: self.clock.sleep_ms(self.poll_ms))
@@ -741,7 +747,16 @@ class Worker:
         it was busy (`_wake_at_reserved_starts`)."""
         if self._rate_gate.came_due_while_busy():
             return
-        await self.driver.wait_for_work(self.poll_ms)
+        try:
+            await self.driver.wait_for_work(self.poll_ms)
+        except DriverClosedError as closed:
+            self._closed(closed)
+
+    def _closed(self, closed: DriverClosedError) -> None:
+        """The Jobs was closed under this worker: nothing it claims could be settled. It stops
+        as stop() would, and run() raises `closed` once the drain is done."""
+        self._closed_under = closed
+        self.stop()
 
     async def _give_back(
         self,

@@ -18,6 +18,7 @@ from engine.changes import ChangeFeed
 from engine.clock import Clock
 from engine.descriptors import stamped
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
+from engine.drivers.closing import closable
 from engine.drivers.memory_controls import MemoryControls
 from engine.errors import (
     JobDuplicateError,
@@ -88,6 +89,7 @@ class _Lease:
     expires_at: int
 
 
+@closable
 class MemoryDriver(MemoryControls):
     kind = "memory"
 

@@ -101,11 +101,15 @@ async def test_pooled_connections_the_server_killed_are_replaced(
         pytest.fail("the pool never replaced its dead connections")
 
 
-async def test_a_closed_driver_refuses_work(driver: PostgresDriver) -> None:
+async def test_a_closed_drivers_connections_refuse_its_own_background_work(
+    driver: PostgresDriver,
+) -> None:
+    # The driver's calls refuse at their door (engine/testing/kit/test_closed.py); what runs
+    # behind them (a held settle, the sweeper) meets the same refusal at the connections.
     await driver.close()
     with pytest.raises(JobsError) as raised:
-        await driver.get("x")
-    assert raised.value.code == "DRIVER_UNAVAILABLE"
+        await driver.db.idempotent(lambda c: c.fetchval("SELECT 1"))
+    assert (raised.value.code, raised.value.retryable) == ("DRIVER_CLOSED", False)
 
 
 async def _first_read_refused(url: str, clock: ManualClock) -> JobsError:

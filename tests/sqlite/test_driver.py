@@ -201,11 +201,15 @@ async def test_a_lock_never_released_ends_in_a_typed_transient_error(
         await d.close()
 
 
-async def test_a_closed_driver_refuses_calls(driver: SqliteDriver) -> None:
+async def test_a_closed_drivers_connection_refuses_its_own_background_work(
+    driver: SqliteDriver,
+) -> None:
+    # The driver's calls refuse at their door (engine/testing/kit/test_closed.py); what runs
+    # behind them (a checkpoint, a version poll) meets the same refusal at the connection.
     await driver.close()
     with pytest.raises(JobsError) as raised:
-        await driver.get("job00001")
-    assert raised.value.code == "DRIVER_UNAVAILABLE"
+        await driver._exec.run(lambda c: c.execute("SELECT 1").fetchone(), write=False)
+    assert (raised.value.code, raised.value.retryable) == ("DRIVER_CLOSED", False)
 
 
 async def test_concurrent_calls_share_commits_and_keep_their_own_outcomes(

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
+from engine.drivers.closing import closable
 from engine.drivers.holding import hold
 from engine.drivers.nats import (
     claims,
@@ -105,6 +106,7 @@ T = TypeVar("T")
 SCHEMA_VERSION = b"1"
 
 
+@closable
 class NatsDriver:
     kind = "nats"
 
@@ -130,7 +132,7 @@ class NatsDriver:
         # Up to a day: a settle held longer outlives any lease that waits for it.
         self._settle_retry_ms = bounds.whole("settle_retry_ms", settle_retry_ms, 0, 86_400_000)
         self._retry_clock = retry_clock
-        self._closed = False
+        self._closed = False  # set by close() (closing.closable)
         self._store: Store | None = None
         self._opening = asyncio.Lock()
 
@@ -168,7 +170,6 @@ class NatsDriver:
         return await server_report(self._url, self._fixes.unavailable)
 
     async def close(self) -> None:
-        self._closed = True
         store, self._store = self._store, None
         if store is None:
             return

@@ -32,7 +32,7 @@ from engine.drivers.postgres.own_connections import Connection, OwnConnections
 from engine.drivers.postgres.retry import Retrier
 from engine.drivers.postgres.sql import queries
 from engine.drivers.urls import split_schema
-from engine.errors import DriverUnavailableError, StoreDamagedError
+from engine.errors import DriverClosedError, StoreDamagedError
 
 T = TypeVar("T")
 
@@ -143,9 +143,7 @@ class Connections:
             return self.pool
         async with self._pool_lock:
             if self.closed:
-                raise DriverUnavailableError(
-                    "postgres", "this driver was closed", "jobs = await connect(url)"
-                )
+                raise DriverClosedError("postgres")
             if self.pool is None:
                 self.pool = await asyncpg.create_pool(
                     self.dsn,

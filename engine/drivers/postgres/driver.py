@@ -14,6 +14,7 @@ from typing import Any
 from engine.changes import ChangeFeed
 from engine.clock import MONOTONIC_CLOCK, SYSTEM_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
+from engine.drivers.closing import closable
 from engine.drivers.postgres import descriptors as descriptors_sql
 from engine.drivers.postgres import inbound_events as events_sql
 from engine.drivers.postgres import jobs, ledgers, outbox, retention, server_time
@@ -74,6 +75,7 @@ def _whole(name: str, value: object, low: int) -> int:
     return value
 
 
+@closable
 class PostgresDriver:
     """The driver Protocol over an asyncpg pool, in its own PostgreSQL schema."""
 

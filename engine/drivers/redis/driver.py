@@ -19,6 +19,7 @@ from redis.exceptions import ResponseError
 from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
+from engine.drivers.closing import closable
 from engine.drivers.holding import hold
 from engine.drivers.redis import (
     claims,
@@ -92,6 +93,7 @@ logger = logging.getLogger("mcp_jobs.redis")
 T = TypeVar("T")
 
 
+@closable
 class RedisDriver:
     kind = "redis"
 
@@ -114,7 +116,7 @@ class RedisDriver:
         # Up to a day: a settle held longer outlives any lease that waits for it.
         self._settle_retry_ms = bounds.whole("settle_retry_ms", settle_retry_ms, 0, 86_400_000)
         self._retry_clock = retry_clock
-        self._closed = False
+        self._closed = False  # set by close() (closing.closable)
         client_url, url_prefix = split_prefix(url)
         keys = Keys(resolve_prefix(url, prefix))
         if keys.prefix != (url_prefix or DEFAULT_PREFIX):
@@ -165,7 +167,6 @@ class RedisDriver:
         return await report.report(self._url, self.prefix, self._connect_timeout_s, SCHEMA_VERSION)
 
     async def close(self) -> None:
-        self._closed = True
         await self._changes.close()
         await self._store.wake.close()
         await self._store.client.aclose()

@@ -30,7 +30,7 @@ from engine.drivers.damage import UndecodableRow
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, Checkpointer
 from engine.drivers.sqlite.errors import SqliteTooOldError, convert, is_busy
 from engine.drivers.sqlite.library import new_enough, sqlite3
-from engine.errors import DriverUnavailableError, InvalidArgumentError, JobsError
+from engine.errors import DriverClosedError, DriverUnavailableError, InvalidArgumentError, JobsError
 from engine.extras import upgrade_line
 
 T = TypeVar("T")
@@ -41,11 +41,6 @@ _BUSY_ROUNDS = 6
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 # Connections a forked child inherited from its parent: held so they are never closed here.
 _INHERITED: list[sqlite3.Connection] = []
-
-
-def url(path: str) -> str:
-    """The URL that opens `path` again (`sqlite:////abs` or `sqlite:///rel`)."""
-    return f"sqlite:///{path}"
 
 
 def typed(path: str, exc: BaseException) -> JobsError:
@@ -118,8 +113,7 @@ class Executor:
         """`inline=True`: a short op (a lone enqueue, a version poll) that finds itself alone
         runs on the calling thread, sparing the hop to a thread (most of its cost)."""
         if self._closed:
-            fix = f"jobs = await connect({url(self.path)!r})"
-            raise DriverUnavailableError("sqlite", f"{self.path}: this driver was closed", fix)
+            raise DriverClosedError("sqlite")
         op: Op[T] = Op(fn, write)
         self._pending.append(op)
         try:

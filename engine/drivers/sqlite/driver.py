@@ -18,6 +18,7 @@ from engine import rules
 from engine.changes import ChangeFeed
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
+from engine.drivers.closing import closable
 from engine.drivers.sqlite import descriptors as descriptors_sql
 from engine.drivers.sqlite import inbound_events as events_sql
 from engine.drivers.sqlite import ledgers, lifecycle, migrate, retention
@@ -83,6 +84,7 @@ def _data_version(conn: sqlite3.Connection) -> int:
     return version
 
 
+@closable
 class SqliteDriver:
     """`SqliteDriver(path, clock=…, poll_ms=50, busy_timeout_ms=5000, synchronous="NORMAL")`.
 
