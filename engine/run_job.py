@@ -39,6 +39,7 @@ from engine.steps import EventSuspension, StepSuspension, storable_output
 from engine.storable import find_unstorable, storable_text
 from engine.tracing import run_span
 from schemas.errors import ErrorPayload
+from schemas.events import EventRecord
 from schemas.jobs import ClaimedJob, JobRecord, NackOptions
 
 logger = logging.getLogger("mcp_jobs.worker")
@@ -391,24 +392,45 @@ async def keep_leases(rt: Runtime, handles: Iterable[RunHandle]) -> None:
 _NAMED_LATE = 5
 
 
-def late_heartbeat(late_ms: int, lease_ms: int, handles: Iterable[RunHandle]) -> None:
-    """Warn that the heartbeat ran `late_ms` late: the event loop was blocked (a job body
-    running blocking code, most often) or the clock jumped. A lease not renewed in time hands
-    its job to another worker, which runs it again beside the body still running here."""
+# The kind of the event a late heartbeat leaves in each running job's history.
+HEARTBEAT_LATE = "heartbeat_late"
+_BLOCKED = (
+    "this worker's event loop was blocked, most often by a job body running blocking code; a "
+    "lease that ran out hands its job to another worker, which runs it again. Run blocking code "
+    "in a thread: await anyio.to_thread.run_sync(fn), or ctx.step.run(name, fn) with a plain "
+    "function"
+)
+
+
+async def late_heartbeat(rt: Runtime, late_ms: int, handles: Iterable[RunHandle]) -> None:
+    """Say that the heartbeat ran `late_ms` late: the event loop was blocked (a job body
+    running blocking code, most often) or the clock jumped. A warning in this worker's log, and
+    an event in the history of each job then running, which is where an agent asking why the
+    job ran again (inspect_job) looks."""
     running = [h.claimed.record for h in handles]
     named = ", ".join(f"{r.id} ({r.name})" for r in running[:_NAMED_LATE])
     more = f" and {len(running) - _NAMED_LATE} more" if len(running) > _NAMED_LATE else ""
+    late_s, lease_s = late_ms / 1000, rt.lease_ms / 1000
     logger.warning(
-        "the lease heartbeat ran %.1f s late (a lease is %.1f s): this worker's event loop was "
-        "blocked, most often by a job body running blocking code, while %s%s ran; a lease that "
-        "ran out hands its job to another worker, which runs it again. Run blocking code in a "
-        "thread: await anyio.to_thread.run_sync(fn), or ctx.step.run(name, fn) with a plain "
-        "function",
-        late_ms / 1000,
-        lease_ms / 1000,
+        "the lease heartbeat ran %.1f s late (a lease is %.1f s) while %s%s ran: %s",
+        late_s,
+        lease_s,
         named,
         more,
+        _BLOCKED,
     )
+    at = rt.clock.now_ms()
+    data = {"late_ms": late_ms, "lease_ms": rt.lease_ms, "cause": _BLOCKED}
+    for record in running:
+        event = EventRecord(
+            job_id=record.id,
+            at=at,
+            kind=HEARTBEAT_LATE,
+            actor=rt.worker_id,
+            tenant_id=record.tenant_id,
+            data=data,
+        )
+        await rt.driver.record_event(event)
 
 
 @asynccontextmanager

@@ -538,10 +538,12 @@ class Worker:
             due = self.clock.now_ms() + every
             await self.clock.sleep_ms(every)
             late = self.clock.now_ms() - due
-            if late > every and self._inflight:
-                late_heartbeat(late, self.lease_ms, self._inflight.values())
+            late_for = list(self._inflight.values()) if late > every else []
             beats = partial(keep_leases, self.runtime, self._inflight.values())
             await attempt("lease heartbeat", logger, beats)
+            if late_for:  # said once the leases are renewed, which cannot wait
+                noted = partial(late_heartbeat, self.runtime, late, late_for)
+                await attempt("late heartbeat note", logger, noted)
 
     def _free_slots(self) -> int:
         return self.plan.free_slots(self._bodies, len(self._inflight), len(self._waiting))

@@ -1,6 +1,7 @@
 """A heartbeat that runs far behind its time says why a lease may have run out: the event loop
 was blocked (a body running blocking code). Before, the worker logged `job.lease_lost` and the
-job ran again on another worker, with nothing naming the cause."""
+job ran again on another worker, with nothing naming the cause, and nothing in the job's own
+history (inspect_job) where an agent asking why it ran again looks."""
 
 from __future__ import annotations
 
@@ -47,3 +48,10 @@ async def test_a_heartbeat_far_behind_its_time_names_the_jobs_that_were_running(
     (line,) = [r.getMessage() for r in caplog.records if LATE in r.getMessage()]
     assert "ran 9.0 s late (a lease is 3.0 s)" in line, line
     assert f"{enqueued.id} (work)" in line and "anyio.to_thread.run_sync" in line
+    # The job's history says it too, for whoever reads the job rather than the worker's log.
+    (event,) = [e for e in (await jobs.trace(enqueued.id)).events if e.kind == "heartbeat_late"]
+    assert event.actor == worker.id
+    assert event.data is not None
+    assert (event.data["late_ms"], event.data["lease_ms"]) == (9_000, 3_000)
+    assert "event loop was blocked" in event.data["cause"]
+    assert "anyio.to_thread.run_sync" in event.data["cause"]
