@@ -51,14 +51,21 @@ class StrictArguments(FuncMetadata):
 
     An integer argument sent as 5.0 is taken as 5: the published schema's "integer" admits it
     (JSON Schema counts any number with no fraction), and a client that checks its call against
-    that schema, or whose JSON library writes every number as a float, sends it so."""
+    that schema, or whose JSON library writes every number as a float, sends it so.
+
+    A null for an optional argument that takes no null is the argument left out (its default):
+    a client that turns each tool's schema into strict function calling (OpenAI's) sends every
+    argument, the ones the model leaves unset as null. A required argument's null is refused."""
 
     whole_numbers: frozenset[str] = frozenset()
+    null_as_absent: frozenset[str] = frozenset()
 
     def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
-        if not isinstance(data, dict) or not any(
-            isinstance(data.get(name), float) for name in self.whole_numbers
-        ):
+        if not isinstance(data, dict):
+            return data
+        if None in data.values():
+            data = {k: v for k, v in data.items() if v is not None or k not in self.null_as_absent}
+        if not any(isinstance(data.get(name), float) for name in self.whole_numbers):
             return data
         return {name: _whole(v) if name in self.whole_numbers else v for name, v in data.items()}
 
@@ -81,6 +88,7 @@ def make_strict(tools: Iterable[Tool]) -> None:
         )
         tool.fn_metadata = StrictArguments(
             whole_numbers=_integer_arguments(tool.parameters),
+            null_as_absent=_optional_not_null(tool.parameters),
             arg_model=strict,
             output_schema=meta.output_schema,
             output_model=meta.output_model,
@@ -93,6 +101,15 @@ def _integer_arguments(parameters: Mapping[str, Any]) -> frozenset[str]:
         name
         for name, schema in parameters.get("properties", {}).items()
         if "integer" in _kinds(schema) and "number" not in _kinds(schema)
+    )
+
+
+def _optional_not_null(parameters: Mapping[str, Any]) -> frozenset[str]:
+    required = set(parameters.get("required", ()))
+    return frozenset(
+        name
+        for name, schema in parameters.get("properties", {}).items()
+        if name not in required and "null" not in _kinds(schema)
     )
 
 

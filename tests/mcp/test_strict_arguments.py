@@ -142,6 +142,39 @@ async def test_a_whole_number_sent_as_a_float_is_taken_as_the_integer(
     assert [j.id for j in (await jobs.list()).jobs] == [job.id]
 
 
+async def test_null_for_an_optional_argument_is_the_argument_left_out(
+    open_mcp: OpenMcp, jobs: Jobs
+) -> None:
+    """A client that turns each tool's schema into strict function calling (OpenAI's) sends
+    every argument, the unset ones as null. An optional argument's null is taken as left out:
+    the call answers as the same call without it. A required argument's null is refused."""
+    checked = 0
+    async with open_mcp() as mcp:
+        for tool, schema in (await _schemas(mcp)).items():
+            required = set(schema.get("required", []))
+            for argument in schema["properties"]:
+                call = _call(schema, argument, None)
+                if argument in required:
+                    await mcp.fails(tool, call, "TOOL_ARGUMENTS_INVALID")
+                    continue
+                without = {k: v for k, v in call.items() if k != argument}
+                given, left_out = await mcp.call(tool, call), await mcp.call(tool, without)
+                codes = [a.data.get("error", {}).get("code") for a in (given, left_out)]
+                # (pause_queue without either argument is INVALID_ARGUMENT both ways.)
+                assert codes[0] == codes[1] != "TOOL_ARGUMENTS_INVALID", (
+                    tool,
+                    argument,
+                    given.data,
+                )
+                checked += 1
+        assert checked >= 40
+        listed = await mcp.ok("list_jobs", {"limit": None, "state": None, "cursor": None})
+        assert listed["jobs"] and listed["jobs"] == (await mcp.ok("list_jobs", {}))["jobs"]
+        # Beside a misspelt argument, the null one stays left out and the fix runs.
+        error = await mcp.fails("list_jobs", {"limit": None, "lmit": 5}, "TOOL_ARGUMENTS_INVALID")
+        assert error["fix"] == 'list_jobs {"limit": 5}', error
+
+
 async def test_yes_is_not_true_and_nothing_is_written(
     jobs: Jobs, backfill_registry: BackfillRegistry, customers: Customers, open_mcp: OpenMcp
 ) -> None:
