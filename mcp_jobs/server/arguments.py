@@ -187,13 +187,26 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
     }
     # Two unknown arguments meant as one (`states` and `status`): which is plain is not.
     meant = {k: to for k, to in meant.items() if list(meant.values()).count(to) == 1}
+    wrapper = _wrapper(fitting, props, arguments)
     for e in fitting:
         name = str(e["loc"][0]) if e["loc"] else ""
         # One entry per argument: a list reports every item.
         if name in named:
             continue
         named.add(name)
-        if e["type"] == "extra_forbidden":
+        if e["type"] == "extra_forbidden" and name == wrapper:
+            inner = ", ".join(arguments[name])
+            entry = {
+                "msg": f"unknown argument, holding {tool.name}'s own ({inner}): the fix "
+                "takes them out of it"
+            }
+            entry["expected"] = f"no such argument: {tool.name}'s arguments go at the top level"
+            # Plainly the call wrapped once (`{"arguments": {...}}`): a read-only tool's
+            # next_call runs it unwrapped; a write's is shown in the fix.
+            mended.drop(name, guessed=not _reads_only(tool))
+            for inner_name, value in arguments[name].items():
+                mended.set(inner_name, _plainly(props[inner_name], value, inner_name))
+        elif e["type"] == "extra_forbidden":
             listed = f"{tool.name} takes {', '.join(props) or 'none'}"
             hint = f" (meant as {meant[name]}?)" if name in meant else ""
             entry = {"msg": f"unknown argument{hint}; {listed}"}
@@ -203,9 +216,9 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
             respelled = name in meant and same_words(name, meant[name])
             mended.drop(name, guessed=not (respelled and _reads_only(tool)))
             if name in meant:
-                entry["meant"] = meant[name]
-                intended = _as_intended(props.get(meant[name], {}), arguments[name])
-                mended.set(meant[name], arguments[name] if intended is _MISSING else intended)
+                to = entry["meant"] = meant[name]
+                intended = _as_intended(props.get(to, {}), arguments[name], seconds_of=to)
+                mended.set(to, arguments[name] if intended is _MISSING else intended)
             if arguments.get(_WRITE) is True and _WRITE in props and not respelled:
                 # Dropped, it may have been the call's only narrowing (`job_ids` on
                 # cancel_jobs), and moved, a guess: the call so mended, written, could reach
@@ -241,6 +254,31 @@ _MISSING = object()
 _WRITE = "write"
 # The suffix of an argument in seconds, which a duration ("7d") plainly means.
 _SECONDS = "_seconds"
+
+
+def _plainly(schema: Mapping[str, Any], value: Any, name: str) -> Any:
+    """`value` as `schema` plainly takes it ("Dead" as "dead", "5" as 5), or as given."""
+    choice, guessed = _as_choices(schema, value)
+    if choice is not _MISSING and not guessed:
+        return choice
+    intended = _as_intended(schema, value, seconds_of=name)
+    return value if intended is _MISSING else intended
+
+
+def _wrapper(
+    errors: list[Any], props: Mapping[str, Any], arguments: Mapping[str, Any]
+) -> str | None:
+    """The one unknown argument whose value is an object of this tool's own arguments, none of
+    them also given beside it (`list_jobs {"arguments": {"state": "dead"}}`): the call wrapped."""
+    unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden" and e["loc"]]
+    found = [
+        name
+        for name in dict.fromkeys(unknown)
+        if isinstance(value := arguments.get(name), dict)
+        and value
+        and all(k in props and k not in arguments for k in value)
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def _reads_only(tool: Tool) -> bool:

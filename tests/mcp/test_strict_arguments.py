@@ -369,6 +369,39 @@ async def test_an_unknown_argument_that_plainly_stands_for_another_is_moved_ther
             assert all("meant" not in e for e in error["details"]["errors"]), error
 
 
+async def test_a_call_wrapped_in_an_argument_of_its_own_is_unwrapped_in_the_fix(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """`list_jobs {"arguments": {"state": "dead"}}`: the call's arguments inside an unknown one.
+    The fix is the call unwrapped (each value mended as it would be at the top level), offered
+    to run on a read-only tool, shown only for a write; anything else inside leaves it dropped.
+    A duration moved to the `*_seconds` argument it stands for is its seconds."""
+    job = await jobs.enqueue("greet", {"user_id": 1})
+    await jobs.cancel(job.id)
+    async with open_mcp() as mcp:
+        for wrapped, call in [
+            ({"arguments": {"state": "cancelled"}}, {"state": "cancelled"}),
+            ({"params": {"state": "Cancelled", "limit": "5"}}, {"state": "cancelled", "limit": 5}),
+        ]:
+            error = await mcp.fails("list_jobs", wrapped, "TOOL_ARGUMENTS_INVALID")
+            assert error["fix"] == f"list_jobs {example_call(call)}", error
+            assert error["next_call"] == {"tool": "list_jobs", "arguments": call}, error
+            listed = await mcp.ok("list_jobs", call)  # the fix runs as given
+            assert [j["id"] for j in listed["jobs"]] == [job.id]
+        enqueue = {"name": "greet", "input": {"user_id": 2}}
+        error = await mcp.fails("enqueue_job", {"args": enqueue}, "TOOL_ARGUMENTS_INVALID")
+        assert error["fix"] == f"enqueue_job {example_call(enqueue)}", error
+        assert "next_call" not in error, error
+        error = await mcp.fails(
+            "list_jobs", {"arguments": {"state": "dead", "x": 1}}, "TOOL_ARGUMENTS_INVALID"
+        )
+        assert error["fix"] == "list_jobs {}", error
+        later = {**enqueue, "delay": "5m"}
+        error = await mcp.fails("enqueue_job", later, "TOOL_ARGUMENTS_INVALID")
+        assert error["fix"] == f"enqueue_job {example_call({**enqueue, 'delay_seconds': 300})}"
+    assert [j.id for j in (await jobs.list()).jobs] == [job.id]  # nothing was enqueued
+
+
 async def test_a_write_whose_unknown_argument_is_dropped_or_guessed_is_mended_as_a_dry_run(
     jobs: Jobs, open_mcp: OpenMcp
 ) -> None:
