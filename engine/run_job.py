@@ -44,6 +44,17 @@ from schemas.jobs import ClaimedJob, JobRecord, NackOptions
 
 logger = logging.getLogger("mcp_jobs.worker")
 
+# Jobs a late heartbeat's warning names, at most.
+_NAMED_LATE = 5
+# The kind of the event a late heartbeat leaves in each running job's history.
+HEARTBEAT_LATE = "heartbeat_late"
+_BLOCKED = (
+    "this worker's event loop was blocked, most often by a job body running blocking code; a "
+    "lease that ran out hands its job to another worker, which runs it again. Run blocking code "
+    "in a thread: await anyio.to_thread.run_sync(fn), or ctx.step.run(name, fn) with a plain "
+    "function"
+)
+
 UNKNOWN_NAME_PARK_MS = 30_000
 
 StopReason = Literal["timeout", "cancelled", "lease_lost", "drain"]
@@ -202,9 +213,13 @@ async def execute(
         # max_attempts lowered by hand below the runs the job already had.
         lost = JobSlotLostError(record.id).to_payload()
         if record.attempt == record.max_attempts + 1:
+            # Not "the workers died": a body blocking its loop loses its lease the same way,
+            # and the event the heartbeat left says which (late_heartbeat).
             cause = (
                 f"the lease of job {record.id} expired on each of its {record.max_attempts} "
-                "attempts; the workers running it died"
+                "attempts: the worker running it died, or its event loop was blocked (a body "
+                f"running blocking code) and could not renew the lease; a {HEARTBEAT_LATE} "
+                "event in the job's history says it was blocked"
             )
         else:
             cause = (
@@ -386,20 +401,6 @@ async def keep_leases(rt: Runtime, handles: Iterable[RunHandle]) -> None:
     async with anyio.create_task_group() as tg:
         for handle in list(handles):
             tg.start_soon(beat, handle)
-
-
-# Jobs a late heartbeat's warning names, at most.
-_NAMED_LATE = 5
-
-
-# The kind of the event a late heartbeat leaves in each running job's history.
-HEARTBEAT_LATE = "heartbeat_late"
-_BLOCKED = (
-    "this worker's event loop was blocked, most often by a job body running blocking code; a "
-    "lease that ran out hands its job to another worker, which runs it again. Run blocking code "
-    "in a thread: await anyio.to_thread.run_sync(fn), or ctx.step.run(name, fn) with a plain "
-    "function"
-)
 
 
 async def late_heartbeat(rt: Runtime, late_ms: int, handles: Iterable[RunHandle]) -> None:

@@ -238,7 +238,8 @@ async def test_counts_no_job_can_have_are_damage_and_buried_on_claim(
     [
         (
             None,
-            "the lease of job job1 expired on each of its 3 attempts; the workers running it died",
+            "the lease of job job1 expired on each of its 3 attempts: the worker running it died,"
+            " or its event loop was blocked",
         ),
         (
             1,
