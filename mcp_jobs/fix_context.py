@@ -105,6 +105,16 @@ def absolute_url(url: str, cwd: Path) -> str | None:
     return printable_url(url)
 
 
+def _with_cwd(inherited: str | None, cwd: Path) -> str:
+    """`PYTHONPATH` holding `cwd` (absolute, so the line runs from anywhere): the inherited one
+    as it is when it already names it, else with it in front."""
+    here = str(cwd.resolve())
+    entries = inherited.split(os.pathsep) if inherited else []
+    if any(os.path.isabs(e) and os.path.realpath(e) == os.path.realpath(here) for e in entries):
+        return inherited or here
+    return os.pathsep.join([here, *entries])
+
+
 def needs_cwd_on_path(module: str, cwd: Path) -> bool:
     """True when `module` imports only because `cwd` (or "") is on `sys.path`: another
     directory then needs PYTHONPATH. Asked of every import finder, with the path search
@@ -167,9 +177,7 @@ class FixContext:
         if settings.environment != DEFAULT_ENVIRONMENT:
             assignments.append((ENVIRONMENT_ENV, settings.environment))
         if any(needs_cwd_on_path(app, cwd) for app in settings.apps):
-            inherited = environ.get("PYTHONPATH")
-            here = str(cwd.resolve())
-            assignments.append(("PYTHONPATH", f"{here}:{inherited}" if inherited else here))
+            assignments.append(("PYTHONPATH", _with_cwd(environ.get("PYTHONPATH"), cwd)))
         url = absolute_url(settings.url, cwd)
         return cls(
             database_url=url,

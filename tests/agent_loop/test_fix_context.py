@@ -142,6 +142,27 @@ def test_an_app_importable_only_from_the_cwd_gets_pythonpath(tmp_path: Path) -> 
     finally:
         sys.path.remove(str(tmp_path))
     assert ctx.qualify("mcp-jobs worker").startswith(f"PYTHONPATH={tmp_path} mcp-jobs worker ")
+    # A PYTHONPATH this process inherited is kept behind it, and not doubled when it names the
+    # directory already (it was written as `PYTHONPATH=/dir:/dir`).
+    for inherited, written in [
+        ("/elsewhere", f"{tmp_path}:/elsewhere"),
+        (f"{tmp_path}", f"{tmp_path}"),
+        (f"/elsewhere:{tmp_path}", f"/elsewhere:{tmp_path}"),
+        (".", f"{tmp_path}:."),  # relative: it names another directory elsewhere
+    ]:
+        sys.path.insert(0, str(tmp_path))
+        try:
+            ctx = FixContext.of(
+                Settings(apps=("fixctx_only_here",)),
+                cwd=tmp_path,
+                environ={"PYTHONPATH": inherited},
+                declared=[],
+            )
+        finally:
+            sys.path.remove(str(tmp_path))
+        assert ctx.qualify("mcp-jobs worker").startswith(f"PYTHONPATH={written} mcp-jobs "), (
+            inherited
+        )
 
 
 def test_qualify_all_reaches_nested_payloads_and_leaves_job_data(tmp_path: Path) -> None:
