@@ -23,7 +23,7 @@ from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.mend import URL_FLAG, choice_mended, print_failure, typed, without_flag
-from mcp_jobs.cli.parser import UsageError, build_parser
+from mcp_jobs.cli.parser import UsageError, build_parser, groups_with
 from mcp_jobs.cli.render import print_error, print_json
 from mcp_jobs.config import Settings, settings_from_env
 from mcp_jobs.errors import AppImportError, CommandLineInvalidError
@@ -77,7 +77,10 @@ def refuse_usage(refused: UsageError, argv: Sequence[str]) -> int:
 def _choice_fix(refused: UsageError, argv: Sequence[str]) -> str | None:
     """The command line with its refused choice mended, written as every fix line is (the
     database URL from the settings, a password left out), when the mended line parses."""
-    words = None if refused.choice is None else choice_mended(refused.choice, argv)
+    choice = refused.choice
+    words = None if choice is None else choice_mended(choice, argv)
+    if words is None and choice is not None and not choice.flags:
+        words = _under_its_command(choice.value, argv)
     if words is None:
         return None
     try:
@@ -86,6 +89,15 @@ def _choice_fix(refused: UsageError, argv: Sequence[str]) -> str | None:
     except (UsageError, JobsError):
         return None
     return fixes.command(*without_flag(words, URL_FLAG))
+
+
+def _under_its_command(action: str, argv: Sequence[str]) -> list[str] | None:
+    """`argv` with the command before `action` replaced by the one command that has it."""
+    (command, *more) = groups_with(action) or [""]
+    at = list(argv).index(action) if action in argv else 0
+    if not command or more or at < 1:
+        return None
+    return [*argv[: at - 1], command, *argv[at:]]
 
 
 def _settings(args: argparse.Namespace) -> Settings:

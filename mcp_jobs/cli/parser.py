@@ -446,3 +446,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("key", nargs="?", metavar="KEY", help="a key of the bucket")
     return parser
+
+
+def groups_with(action: str) -> list[str]:
+    """The commands that have `action` among theirs (`diagnose`: `jobs`), so that an action
+    typed under the wrong command (`queues diagnose`) is mended to the one that has it."""
+    return [
+        command
+        for command, sub in _subcommands(build_parser()).items()
+        if action in _subcommands(sub)
+    ]
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}

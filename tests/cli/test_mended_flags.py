@@ -196,6 +196,10 @@ CHOICES = [
         ["jobs", "cancel-all", "--state", "redy", "--yes"],
         ["jobs", "cancel-all", "--state", "ready"],
     ),
+    # An action under a command that lacks it, moved to the one command that has it.
+    (["queues", "diagnose"], ["jobs", "diagnose"]),
+    (["db", "stats"], ["jobs", "stats"]),
+    (["jobs", "prune"], ["db", "prune"]),
 ]
 
 
@@ -214,6 +218,13 @@ def test_a_choice_written_another_way_comes_back_as_the_line_with_that_choice(
     assert command == [*fixed, "--json", "--database-url", url], error["fix"]
     assert main(command) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
+def test_an_action_two_commands_have_is_not_moved_to_either(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["db", "ls", "--json"]) == 2  # jobs ls or queues ls: not plain
+    assert json.loads(capsys.readouterr().out)["error"]["fix"].startswith("mcp-jobs db --help")
 
 
 def test_serve_refused_on_its_command_line_writes_nothing_on_stdout(
