@@ -411,11 +411,10 @@ async def late_heartbeat(rt: Runtime, late_ms: int, handles: Iterable[RunHandle]
     running = [h.claimed.record for h in handles]
     named = ", ".join(f"{r.id} ({r.name})" for r in running[:_NAMED_LATE])
     more = f" and {len(running) - _NAMED_LATE} more" if len(running) > _NAMED_LATE else ""
-    late_s, lease_s = late_ms / 1000, rt.lease_ms / 1000
     logger.warning(
         "the lease heartbeat ran %.1f s late (a lease is %.1f s) while %s%s ran: %s",
-        late_s,
-        lease_s,
+        late_ms / 1000,
+        rt.lease_ms / 1000,
         named,
         more,
         _BLOCKED,

@@ -22,8 +22,10 @@ def closable(cls: D) -> D:
     """Make `close()` idempotent and final on `cls`: once it ran, each public coroutine method
     (inherited ones too) raises DriverClosedError before it starts."""
     driver: Any = cls  # its methods are replaced by name
-    for name, method in inspect.getmembers(driver, inspect.iscoroutinefunction):
-        if name.startswith("_") or name == "close":
+    for name in dir(driver):
+        # As stored (getattr_static): a static or class method is left as it is.
+        method = inspect.getattr_static(driver, name)
+        if name.startswith("_") or name == "close" or not inspect.iscoroutinefunction(method):
             continue
         setattr(driver, name, _refusing(method))
     driver.close = _closing(driver.close)
