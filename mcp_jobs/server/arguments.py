@@ -217,8 +217,7 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
             mended.drop(name, guessed=not (respelled and _reads_only(tool)))
             if name in meant:
                 to = entry["meant"] = meant[name]
-                intended = _as_intended(props.get(to, {}), arguments[name], seconds_of=to)
-                mended.set(to, arguments[name] if intended is _MISSING else intended)
+                mended.set(to, _plainly(props.get(to, {}), arguments[name], to))
             if arguments.get(_WRITE) is True and _WRITE in props and not respelled:
                 # Dropped, it may have been the call's only narrowing (`job_ids` on
                 # cancel_jobs), and moved, a guess: the call so mended, written, could reach

@@ -336,6 +336,8 @@ async def test_an_unknown_argument_that_plainly_stands_for_another_is_moved_ther
     moved = [
         ("list_jobs", {"states": ["cancelled"]}, "state", {"state": ["cancelled"]}),
         ("list_jobs", {"status": "cancelled"}, "state", {"state": "cancelled"}),
+        # The value moved is mended as it would be in its place ("Cancelled" as "cancelled").
+        ("list_jobs", {"status": "Cancelled"}, "state", {"state": "cancelled"}),
         ("list_jobs", {"tenant": "t1"}, "tenant_id", {"tenant_id": "t1"}),
         ("list_jobs", {"tenantId": "t1", "limit": 2}, "tenant_id", {"tenant_id": "t1", "limit": 2}),
         ("list_jobs", {"nmae": "greet"}, "name", {"name": "greet"}),
