@@ -9,6 +9,7 @@ import, so a code is declared in exactly one place.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
@@ -197,6 +198,14 @@ class JobDuplicateError(JobsError):
 
 
 _ID_DIGITS = 32
+_ID_WITHIN = re.compile(rf"(?<![0-9a-fA-F])[0-9a-fA-F]{{{_ID_DIGITS}}}(?![0-9a-fA-F])")
+
+
+def id_within(text: str) -> str | None:
+    """The one job id `text` holds beside what no id has (spaces, quotes, a word such as
+    "job", capitals), lower-cased; None when it holds none or several, or is that id already."""
+    found = [str(held).lower() for held in _ID_WITHIN.findall(text[:ECHO_LIMIT])]
+    return found[0] if len(found) == 1 and found[0] != text else None
 
 
 def _not_an_id(text: str) -> str:
@@ -205,9 +214,11 @@ def _not_an_id(text: str) -> str:
     if len(text) == _ID_DIGITS and hex_digits:
         return ""
     shape = f"{len(text)} characters" + ("" if hex_digits else ", not all lower-case hex")
+    inner = id_within(text)
+    held = f"; the id it holds is {inner}" if inner is not None else ""
     return (
         f" (a job id is {_ID_DIGITS} lower-case hex digits, whole, as enqueue_job and list_jobs "
-        f"give it; this is {shape})"
+        f"give it; this is {shape}{held})"
     )
 
 
@@ -216,6 +227,7 @@ class JobNotFoundError(JobsError):
     title = "no job with this id (in this tenant)"
 
     def __init__(self, job_id: str, tenant_id: str | None = None) -> None:
+        self.job_id = job_id  # as the caller gave it: a face mends its call from it
         scope = f" in tenant {tenant_id}" if tenant_id is not None else ""
         super().__init__(
             f"no job {job_id}{scope}{_not_an_id(job_id)}",

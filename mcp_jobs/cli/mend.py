@@ -11,7 +11,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from engine.errors import LEFT_OUT, NOTHING_NEAR, FlagMend, InvalidArgumentError
+from engine.errors import (
+    LEFT_OUT,
+    NOTHING_NEAR,
+    FlagMend,
+    InvalidArgumentError,
+    JobNotFoundError,
+    id_within,
+)
 from engine.meant import meant_choices
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings
@@ -47,6 +54,8 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     typed_line = _ARGV.get()
     if typed_line is not None and isinstance(exc, FlagMend):
         return _flag_mended(exc, typed_line[0], fixes)
+    if typed_line is not None and isinstance(exc, JobNotFoundError):
+        return _id_held(exc, typed_line[0], fixes)
     if typed_line is None or not isinstance(exc, InvalidArgumentError):
         return exc
     argv, command = typed_line
@@ -63,6 +72,18 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     else:
         return exc
     return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+
+
+def _id_held(exc: JobNotFoundError, argv: Sequence[str], fixes: FixContext) -> JobNotFoundError:
+    """JOB_NOT_FOUND for a word that holds one job id (quoted with spaces, after "job", in
+    capitals) as the command with that id (engine.errors.id_within)."""
+    inner = id_within(exc.job_id)
+    if inner is None or list(argv).count(exc.job_id) != 1:
+        return exc
+    words = [inner if word == exc.job_id else word for word in argv]
+    # The listing's call no longer is the way on: the command with the id is.
+    exc.fix, exc.next_call = fixes.command(*without_flag(words, URL_FLAG)), None
+    return exc
 
 
 def _flag_mended(exc: FlagMend, argv: Sequence[str], fixes: FixContext) -> FlagMend:

@@ -24,7 +24,15 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import ConfigDict, ValidationError
 
-from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError, JobsError, short_repr
+from engine.errors import (
+    LEFT_OUT,
+    NOTHING_NEAR,
+    InvalidArgumentError,
+    JobNotFoundError,
+    JobsError,
+    id_within,
+    short_repr,
+)
 from engine.meant import meant_as, meant_choices, same_words
 from engine.retention import duration_text_ms
 from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError, example_call
@@ -369,6 +377,8 @@ def mended(exc: BaseException) -> BaseException:
     nearest to it (a range's end that moves with the clock, the key the job computes), or a
     "<name>" slot; with next_call when the mended call runs as given."""
     current = _CALL.get()
+    if current is not None and isinstance(exc, JobNotFoundError):
+        return _id_held(exc, *current)
     if current is None or exc.__class__ not in (InvalidArgumentError, LimitExceededError):
         return exc
     assert isinstance(exc, InvalidArgumentError | LimitExceededError)
@@ -406,6 +416,20 @@ def mended(exc: BaseException) -> BaseException:
         fix=f"{tool.name} {mend.text()}",
         next_call=mend.call(),
     )
+
+
+def _id_held(exc: JobNotFoundError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
+    """JOB_NOT_FOUND for text that holds one job id (`" 01a2…"`, `"job 01a2…"`, capitals) as
+    the caller's call with that id: it is plainly the id meant, and the call runs as given."""
+    inner = id_within(exc.job_id)
+    names = [name for name, value in arguments.items() if value == exc.job_id]
+    if inner is None or len(names) != 1:
+        return exc
+    mend = _Mended(tool, arguments)
+    mend.set(names[0], inner)
+    mend.settle()
+    exc.fix, exc.next_call = f"{tool.name} {mend.text()}", mend.call()
+    return exc
 
 
 def _within_limit(exc: LimitExceededError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:

@@ -196,6 +196,15 @@ def test_operating_jobs_from_the_cli(shop: str, capsys: pytest.CaptureFixture[st
     code, out, _ = cli(capsys, *words_of(again["error"]["fix"]), *db)
     assert code == 0 and json.loads(out)["job"]["state"] == "done"
 
+    # An id typed with what no id has (a space, "job ", capitals): the command with the id.
+    for typed in [f" {receipt}", f"job {receipt}", receipt.upper()]:
+        code, spaced = cli_json(capsys, "jobs", "show", typed, *db)
+        assert code == 1 and spaced["error"]["code"] == "JOB_NOT_FOUND"
+        assert words_of(spaced["error"]["fix"])[:3] == ["jobs", "show", receipt], spaced
+        assert "next_call" not in spaced["error"], spaced
+        code, out, _ = cli(capsys, *words_of(spaced["error"]["fix"]), *db)
+        assert code == 0 and receipt in out
+
     # Pinned to another tenant, acme's receipt does not exist.
     code, hidden = cli_json(capsys, "jobs", "show", receipt, "--tenant", "globex", *db)
     assert code == 1 and hidden["error"]["code"] == "JOB_NOT_FOUND"

@@ -51,3 +51,14 @@ def test_retry_schedule_values(policy: Retry, expected: list[int]) -> None:
 
 def test_a_huge_attempt_number_is_capped_not_overflowing() -> None:
     assert retry_delay_ms(Retry(attempts=2, max_delay=60), 10_000) == 60_000
+
+
+def test_id_within_finds_the_one_id_a_text_holds() -> None:
+    from engine.errors import id_within
+
+    job_id = "01a2461c7bc10000bf834e64fed742a6"
+    for held in [f" {job_id}\n", f'"{job_id}"', f"job {job_id}", job_id.upper()]:
+        assert id_within(held) == job_id, held
+    # Already the id, two ids, an id run into more digits, or none: no one id held.
+    for text in [job_id, f"{job_id} {job_id}", f"{job_id}0", "0" * 31, ""]:
+        assert id_within(text) is None, text

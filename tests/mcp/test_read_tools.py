@@ -108,6 +108,18 @@ async def test_inspect_job_shows_steps_events_and_when_it_runs_next(
         )
         error = await mcp.fails("inspect_job", {"job_id": r.id.upper()}, "JOB_NOT_FOUND")
         assert "not all lower-case hex" in error["cause"]
+        # Text that holds one id (recased, spaced, quoted, after a word): the call with that
+        # id is the fix and the next call, and it runs.
+        for held in [r.id.upper(), f" {r.id} ", f'"{r.id}"', f"job {r.id}", f"{r.id}\n"]:
+            error = await mcp.fails("inspect_job", {"job_id": held}, "JOB_NOT_FOUND")
+            assert error["cause"].endswith(f"; the id it holds is {r.id})"), error
+            call = {"tool": "inspect_job", "arguments": {"job_id": r.id}}
+            assert error["next_call"] == call, error
+            assert error["fix"] == f'inspect_job {{"job_id": "{r.id}"}}', error
+            assert (await mcp.ok("inspect_job", call["arguments"]))["job"]["id"] == r.id
+        # An id run into more digits is no id held: the list is the fix.
+        error = await mcp.fails("inspect_job", {"job_id": f"{r.id}0"}, "JOB_NOT_FOUND")
+        assert error["next_call"]["tool"] == "list_jobs", error
 
 
 async def test_inspect_job_shows_a_lease_and_when_it_expired(
