@@ -139,6 +139,11 @@ class JobDeclarationInvalidError(JobsError):
 # --- enqueue ------------------------------------------------------------------------------------
 
 
+# The refusals of a name nothing has (JOB_UNKNOWN, QUEUE_UNKNOWN), by the detail that holds the
+# name as given; a face mends its call from it and the name `meant`.
+NAMED = {"JOB_UNKNOWN": "job", "QUEUE_UNKNOWN": "queue"}
+
+
 class JobUnknownError(JobsError):
     code = "JOB_UNKNOWN"
     title = "no job is registered under this name"

@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING
 
 from engine.errors import (
     LEFT_OUT,
+    NAMED,
     NOTHING_NEAR,
     FlagMend,
     InvalidArgumentError,
     JobNotFoundError,
+    JobsError,
     id_within,
 )
-from engine.meant import meant_choices
+from engine.meant import meant_choices, same_words
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext
@@ -56,6 +58,8 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
         return _flag_mended(exc, typed_line[0], fixes)
     if typed_line is not None and isinstance(exc, JobNotFoundError):
         return _id_held(exc, typed_line[0], fixes)
+    if typed_line is not None and isinstance(exc, JobsError) and exc.code in NAMED:
+        return _name_meant(exc, typed_line[0], fixes)
     if typed_line is None or not isinstance(exc, InvalidArgumentError):
         return exc
     argv, command = typed_line
@@ -72,6 +76,20 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     else:
         return exc
     return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+
+
+def _name_meant(exc: JobsError, argv: Sequence[str], fixes: FixContext) -> JobsError:
+    """JOB_UNKNOWN or QUEUE_UNKNOWN for a name that plainly stands for a known one (its
+    `meant`) as the command with that name; a slip of the keys without `--yes`."""
+    details = exc.details or {}
+    given, meant = details.get(NAMED[exc.code]), details.get("meant")
+    if not isinstance(given, str) or meant is None or list(argv).count(given) != 1:
+        return exc
+    words = [meant if word == given else word for word in argv]
+    if not same_words(given, meant):
+        words = [word for word in words if word != YES_FLAG]
+    exc.fix, exc.next_call = fixes.command(*without_flag(words, URL_FLAG)), None
+    return exc
 
 
 def _id_held(exc: JobNotFoundError, argv: Sequence[str], fixes: FixContext) -> JobNotFoundError:

@@ -26,6 +26,7 @@ from pydantic import ConfigDict, ValidationError
 
 from engine.errors import (
     LEFT_OUT,
+    NAMED,
     NOTHING_NEAR,
     InvalidArgumentError,
     JobNotFoundError,
@@ -379,6 +380,8 @@ def mended(exc: BaseException) -> BaseException:
     current = _CALL.get()
     if current is not None and isinstance(exc, JobNotFoundError):
         return _id_held(exc, *current)
+    if current is not None and isinstance(exc, JobsError) and exc.code in NAMED:
+        return _name_meant(exc, *current)
     if current is None or exc.__class__ not in (InvalidArgumentError, LimitExceededError):
         return exc
     assert isinstance(exc, InvalidArgumentError | LimitExceededError)
@@ -416,6 +419,31 @@ def mended(exc: BaseException) -> BaseException:
         fix=f"{tool.name} {mend.text()}",
         next_call=mend.call(),
     )
+
+
+def _name_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
+    """JOB_UNKNOWN or QUEUE_UNKNOWN for a name that plainly stands for a known one (its
+    `meant`) as the caller's call with that name: with next_call when it is the name in another
+    spelling (`Bench_Noop`) on a read-only tool; a slip of the keys, or a write, shown only."""
+    details = exc.details or {}
+    given, meant = details.get(NAMED[exc.code]), details.get("meant")
+    places = [
+        (name, value)
+        for name, value in arguments.items()
+        if value == given or (isinstance(value, list) and value.count(given) == 1)
+    ]
+    if meant is None or not isinstance(given, str) or len(places) != 1:
+        return exc
+    name, value = places[0]
+    mend = _Mended(tool, arguments)
+    named = [meant if item == given else item for item in value] if value != given else meant
+    if same_words(given, meant) and _reads_only(tool):
+        mend.set(name, named)
+    else:
+        mend.guess(name, named)
+    mend.settle()
+    exc.fix, exc.next_call = f"{tool.name} {mend.text()}", mend.call()
+    return exc
 
 
 def _id_held(exc: JobNotFoundError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:

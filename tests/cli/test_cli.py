@@ -205,6 +205,17 @@ def test_operating_jobs_from_the_cli(shop: str, capsys: pytest.CaptureFixture[st
         code, out, _ = cli(capsys, *words_of(spaced["error"]["fix"]), *db)
         assert code == 0 and receipt in out
 
+    # A name in another spelling, or slipped: the command with the name meant.
+    for flag, typed, meant in [
+        ("--name", "Send_Receipt", "send_receipt"),
+        ("--queue", "ordres", "orders"),
+    ]:
+        code, unknown = cli_json(capsys, "jobs", "ls", flag, typed, *db)
+        assert code == 1 and unknown["error"]["code"] in ("JOB_UNKNOWN", "QUEUE_UNKNOWN")
+        assert words_of(unknown["error"]["fix"])[:4] == ["jobs", "ls", flag, meant], unknown
+        code, out, _ = cli(capsys, *words_of(unknown["error"]["fix"]), *db)
+        assert code == 0
+
     # Pinned to another tenant, acme's receipt does not exist.
     code, hidden = cli_json(capsys, "jobs", "show", receipt, "--tenant", "globex", *db)
     assert code == 1 and hidden["error"]["code"] == "JOB_NOT_FOUND"

@@ -14,6 +14,7 @@ from engine.errors import DriverUnavailableError
 from engine.instants import iso
 from engine.testing.blocked import wait_all_tasks_blocked
 from mcp_jobs.config import ServerLimits, Settings
+from mcp_jobs.errors import example_call
 from schemas.jobs import EnqueueResult
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import HEALED
@@ -37,6 +38,33 @@ async def test_describe_jobs_lists_every_job_or_one_by_name(open_mcp: OpenMcp) -
         error = await mcp.fails("describe_jobs", {"name": "nope"}, "JOB_UNKNOWN")
         assert error["details"]["known"] == names
         assert error["next_call"] == {"tool": "describe_jobs", "arguments": {}}
+
+
+async def test_a_name_that_plainly_stands_for_a_known_one_is_mended_in_the_fix(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """JOB_UNKNOWN and QUEUE_UNKNOWN had the list of names as their fix, the name meant in
+    plain view. The same name in another spelling, on a read-only tool, is the fix and the
+    next call; a slip of the keys, or a write, is the fix only."""
+    made = await jobs.enqueue("greet", {"user_id": 1})
+    async with open_mcp() as mcp:
+        for tool, given, call, code in [
+            ("list_jobs", {"name": "Greet"}, {"name": "greet"}, "JOB_UNKNOWN"),
+            ("describe_jobs", {"name": "GREET"}, {"name": "greet"}, "JOB_UNKNOWN"),
+            ("list_jobs", {"queue": "Mail"}, {"queue": "mail"}, "QUEUE_UNKNOWN"),
+            ("queue_stats", {"queues": ["Mail"]}, {"queues": ["mail"]}, "QUEUE_UNKNOWN"),
+        ]:
+            error = await mcp.fails(tool, given, code)
+            assert error["fix"] == f"{tool} {example_call(call)}", error
+            assert error["next_call"] == {"tool": tool, "arguments": call}, error
+            await mcp.ok(tool, call)  # the fix runs as given
+        slipped = await mcp.fails("list_jobs", {"name": "greeet"}, "JOB_UNKNOWN")
+        assert slipped["fix"] == 'list_jobs {"name": "greet"}' and "next_call" not in slipped
+        write = {"name": "Greet", "input": {"user_id": 2}}
+        error = await mcp.fails("enqueue_job", write, "JOB_UNKNOWN")
+        assert error["fix"] == f"enqueue_job {example_call({**write, 'name': 'greet'})}", error
+        assert "next_call" not in error, error
+    assert [j.id for j in (await jobs.list()).jobs] == [made.id]  # nothing was enqueued
 
 
 async def test_list_jobs_filters_and_pages(jobs: Jobs, open_mcp: OpenMcp) -> None:
