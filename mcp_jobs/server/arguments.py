@@ -382,6 +382,8 @@ def mended(exc: BaseException) -> BaseException:
         return _id_held(exc, *current)
     if current is not None and isinstance(exc, JobsError) and exc.code in NAMED:
         return _name_meant(exc, *current)
+    if current is not None and isinstance(exc, JobsError) and exc.code == "JOB_INPUT_INVALID":
+        return _fields_meant(exc, *current)
     if current is None or exc.__class__ not in (InvalidArgumentError, LimitExceededError):
         return exc
     assert isinstance(exc, InvalidArgumentError | LimitExceededError)
@@ -441,6 +443,27 @@ def _name_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> Job
         mend.set(name, named)
     else:
         mend.guess(name, named)
+    mend.settle()
+    exc.fix, exc.next_call = f"{tool.name} {mend.text()}", mend.call()
+    return exc
+
+
+def _fields_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
+    """JOB_INPUT_INVALID whose every error is a field given under a name that plainly stands
+    for a declared one (`userId` for `user_id`: the unknown one and the missing one) as the
+    call with those fields renamed. A write: shown in the fix, not run."""
+    given = arguments.get("input")
+    errors = (exc.details or {}).get("errors", [])
+    meant = {e["loc"][0]: e["meant"] for e in errors if e.get("meant") and len(e["loc"]) == 1}
+    explained = {*meant, *meant.values()}
+    if (
+        not isinstance(given, dict)
+        or not meant
+        or any(len(e["loc"]) != 1 or e["loc"][0] not in explained for e in errors)
+    ):
+        return exc
+    mend = _Mended(tool, arguments)
+    mend.guess("input", {meant.get(name, name): value for name, value in given.items()})
     mend.settle()
     exc.fix, exc.next_call = f"{tool.name} {mend.text()}", mend.call()
     return exc

@@ -56,6 +56,17 @@ async def test_enqueue_refuses_bad_input_with_the_field_errors(open_mcp: OpenMcp
         missing = await mcp.fails("enqueue_job", empty, "JOB_INPUT_INVALID")
         assert missing["details"]["errors"][0]["type"] == "missing"
 
+        # A field under a name that plainly stands for the declared one: the call with it
+        # renamed is the fix (a write: shown, not run); anything else left, the schema is.
+        camel = await mcp.fails(
+            "enqueue_job", {"name": "greet", "input": {"userId": 5}}, "JOB_INPUT_INVALID"
+        )
+        assert camel["fix"] == 'enqueue_job {"name": "greet", "input": {"user_id": 5}}', camel
+        assert "next_call" not in camel, camel
+        more = {"name": "greet", "input": {"userId": 5, "color": "red"}}
+        also = await mcp.fails("enqueue_job", more, "JOB_INPUT_INVALID")
+        assert also["next_call"] == {"tool": "describe_jobs", "arguments": {"name": "greet"}}
+
         unknown = await mcp.fails("enqueue_job", {"name": "nope", "input": {}}, "JOB_UNKNOWN")
         assert unknown["details"]["known"] == ["flaky", "fulfil", "greet", "receipt"]
         await mcp.fails(
