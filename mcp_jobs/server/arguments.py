@@ -376,20 +376,24 @@ def mended(exc: BaseException) -> BaseException:
     """`exc`, or, when it is the engine refusing an argument of the tool call under way as the
     caller gave it, the same refusal whose fix is that call mended: the value the engine named
     nearest to it (a range's end that moves with the clock, the key the job computes), or a
-    "<name>" slot; with next_call when the mended call runs as given."""
+    "<name>" slot; the id a text holds (JOB_NOT_FOUND), the name meant (JOB_UNKNOWN,
+    QUEUE_UNKNOWN), an input's fields renamed (JOB_INPUT_INVALID); with next_call when the
+    mended call runs as given."""
     current = _CALL.get()
-    if current is not None and isinstance(exc, JobNotFoundError):
-        return _id_held(exc, *current)
-    if current is not None and isinstance(exc, JobsError) and exc.code in NAMED:
-        return _name_meant(exc, *current)
-    if current is not None and isinstance(exc, JobsError) and exc.code == "JOB_INPUT_INVALID":
-        return _fields_meant(exc, *current)
-    if current is None or exc.__class__ not in (InvalidArgumentError, LimitExceededError):
+    if current is None or not isinstance(exc, JobsError):
+        return exc
+    tool, arguments = current
+    if isinstance(exc, JobNotFoundError):
+        return _id_held(exc, tool, arguments)
+    if exc.code in NAMED:
+        return _name_meant(exc, tool, arguments)
+    if exc.code == "JOB_INPUT_INVALID":
+        return _fields_meant(exc, tool, arguments)
+    if exc.__class__ not in (InvalidArgumentError, LimitExceededError):
         return exc
     assert isinstance(exc, InvalidArgumentError | LimitExceededError)
     if exc.next_call is not None:
         return exc
-    tool, arguments = current
     if isinstance(exc, LimitExceededError):
         return _within_limit(exc, tool, arguments)
     name, given = exc.argument, arguments.get(exc.argument, _MISSING)
