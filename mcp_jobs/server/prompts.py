@@ -28,7 +28,9 @@ def diagnose_stalled_jobs_text(queue: str | None = None, *, read_only: bool = Fa
 3. For DEAD_LETTERS, call `inspect_job` on each of the finding's `job_ids`. Read
    `job.last_error`, the failed step (`steps[].status` is `failed`) and `events`. Decide whether
    the cause was transient (a timeout, an outage that is over) or a bug or bad input that would
-   fail again.
+   fail again. A JOB_SLOT_LOST whose `events` include one of kind "heartbeat_late" is a bug:
+   the job's code blocked the worker's event loop, and a retry would block it again (tell the
+   user that event's cause).
 4. Only for transient causes, {retry}.
 5. Never retry a cancelled job unless the user asks (`include_cancelled: true`), and never
    cancel a running job without saying why.
