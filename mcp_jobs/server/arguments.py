@@ -240,7 +240,12 @@ def refusal(tool: Tool, arguments: Mapping[str, Any], exc: ValidationError) -> J
             if name and name not in meant.values():
                 given = arguments.get(name, _MISSING)
                 choice, guessed = _as_choices(props.get(name, {}), given)
-                if choice is _MISSING:
+                if name == _CONFIRM and _CONFIRM in props:
+                    # `true` for the token: without it the write answers its plan and the
+                    # token to confirm it with, writing nothing.
+                    entry["msg"] += "; the fix leaves it out, which answers the token to pass"
+                    mended.leave_out(name)
+                elif choice is _MISSING:
                     mended.set(name, _as_intended(props.get(name, {}), given, seconds_of=name))
                 elif guessed:
                     # A slip of the keys ("deda"): shown in the fix, not run, and a write so
@@ -260,6 +265,9 @@ _MISSING = object()
 # The argument of a tool that writes only when it is true (the bulk tools, run_backfill,
 # prune_history); left out, the call is a dry run.
 _WRITE = "write"
+# The argument of a write that carries the token its confirmation issued (mcp_jobs/server/
+# confirm.py); a write sent without it answers that token.
+_CONFIRM = "confirm"
 # The suffix of an argument in seconds, which a duration ("7d") plainly means.
 _SECONDS = "_seconds"
 

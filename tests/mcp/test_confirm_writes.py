@@ -115,6 +115,14 @@ async def test_a_client_that_cannot_be_asked_confirms_in_two_steps(
         assert again["error"]["code"] == "CONFIRMATION_INVALID"
         assert "already used" in again["error"]["cause"]
         assert again["error"]["next_call"]["arguments"] == BACKFILL
+        # `true` for the token: the fix is the write without it, which answers the token.
+        guessed = await mcp.fails(
+            "retry_jobs", {"write": True, "confirm": True}, "TOOL_ARGUMENTS_INVALID"
+        )
+        assert guessed["next_call"] == {"tool": "retry_jobs", "arguments": {"write": True}}
+        asked = await _next(mcp, guessed["next_call"])
+        assert asked["error"]["code"] == "CONFIRMATION_REQUIRED", asked
+        assert asked["error"]["next_call"]["arguments"]["confirm"], asked
 
 
 async def test_a_dry_run_token_writes_once_and_expires(
