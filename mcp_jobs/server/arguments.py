@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
@@ -435,6 +435,16 @@ def mended(exc: BaseException) -> BaseException:
     )
 
 
+E = TypeVar("E", bound=JobsError)
+
+
+def _as_mended(exc: E, tool: Tool, mend: _Mended) -> E:
+    """`exc` whose fix is the call `mend` holds, and its next_call when that runs as given."""
+    mend.settle()
+    exc.fix, exc.next_call = f"{tool.name} {mend.text()}", mend.call()
+    return exc
+
+
 def _name_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
     """JOB_UNKNOWN or QUEUE_UNKNOWN for a name that plainly stands for a known one (its
     `meant`) as the caller's call with that name: with next_call when it is the name in another
@@ -455,9 +465,7 @@ def _name_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> Job
         mend.set(name, named)
     else:
         mend.guess(name, named)
-    mend.settle()
-    exc.fix, exc.next_call = f"{tool.name} {mend.text()}", mend.call()
-    return exc
+    return _as_mended(exc, tool, mend)
 
 
 def _fields_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
@@ -476,9 +484,7 @@ def _fields_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> J
         return exc
     mend = _Mended(tool, arguments)
     mend.guess("input", {meant.get(name, name): value for name, value in given.items()})
-    mend.settle()
-    exc.fix, exc.next_call = f"{tool.name} {mend.text()}", mend.call()
-    return exc
+    return _as_mended(exc, tool, mend)
 
 
 def _id_held(exc: JobNotFoundError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
@@ -490,9 +496,7 @@ def _id_held(exc: JobNotFoundError, tool: Tool, arguments: Mapping[str, Any]) ->
         return exc
     mend = _Mended(tool, arguments)
     mend.set(names[0], inner)
-    mend.settle()
-    exc.fix, exc.next_call = f"{tool.name} {mend.text()}", mend.call()
-    return exc
+    return _as_mended(exc, tool, mend)
 
 
 def _within_limit(exc: LimitExceededError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
