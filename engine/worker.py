@@ -173,6 +173,9 @@ class Worker:
         # Claimed ahead, waiting for a slot: in `_inflight` already, so their leases are kept
         # and an operator's cancel reaches them before they start.
         self._waiting: deque[RunHandle] = deque()
+        # The bodies that ended last, with when: a body that blocked the event loop ends
+        # before a task that waits on a timer runs again (`_watch_loop`).
+        self._ended: deque[tuple[int, RunHandle]] = deque(maxlen=max(1, self.concurrency))
         # Claims on their way with a backlog, and how many jobs they asked for together.
         self._claims: set[asyncio.Task[list[ClaimedJob]]] = set()
         self._claiming = 0
@@ -411,6 +414,7 @@ class Worker:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.presence.run)
                 tg.start_soon(self._keep_leases)
+                tg.start_soon(self._watch_loop, tg)
                 tg.start_soon(self._rate_gate.run)
                 for service in self._services():
                     tg.start_soon(service.run)
@@ -488,6 +492,7 @@ class Worker:
             total += len(batch)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._keep_leases)
+                tg.start_soon(self._watch_loop, tg)
                 try:
                     for claimed in batch:
                         self._start(self._hold(claimed))
@@ -532,18 +537,36 @@ class Worker:
             finally:
                 self._idle_scope = None
 
+    def _beat_ms(self) -> int:
+        return max(1, self.lease_ms // 3)
+
     async def _keep_leases(self) -> None:
-        every = max(1, self.lease_ms // 3)
+        every = self._beat_ms()
         while True:
-            due = self.clock.now_ms() + every
             await self.clock.sleep_ms(every)
-            late = self.clock.now_ms() - due
-            late_for = list(self._inflight.values()) if late > every else []
             beats = partial(keep_leases, self.runtime, self._inflight.values())
             await attempt("lease heartbeat", logger, beats)
-            if late_for:  # said once the leases are renewed, which cannot wait
-                noted = partial(late_heartbeat, self.runtime, late, late_for)
-                await attempt("late heartbeat note", logger, noted)
+
+    async def _watch_loop(self, tg: anyio.abc.TaskGroup) -> None:
+        """How late the event loop wakes a task that awaits nothing but its sleep: more than a
+        beat late, the loop was blocked (a body running blocking code) and no heartbeat could
+        renew a lease meanwhile. Measured apart from the heartbeat, whose own writes would hide
+        a block that fell while they were awaited. Its notes are written beside it (`tg`), for
+        the same reason."""
+        every = self._beat_ms()
+        while True:
+            asleep = self.clock.now_ms()
+            await self.clock.sleep_ms(every)
+            late = self.clock.now_ms() - asleep - every
+            if late <= every:
+                continue
+            # In flight now, or ended while this task slept: the body that blocked the loop
+            # has most often returned by the time this task runs.
+            ran = {h.claimed.record.id: h for at, h in self._ended if at >= asleep}
+            ran.update(self._inflight)
+            if ran:
+                noted = partial(late_heartbeat, self.runtime, late, list(ran.values()))
+                tg.start_soon(attempt, "late heartbeat note", logger, noted)
 
     def _free_slots(self) -> int:
         return self.plan.free_slots(self._bodies, len(self._inflight), len(self._waiting))
@@ -633,7 +656,9 @@ class Worker:
 
     def _body_done(self, handle: RunHandle) -> None:
         self._bodies -= 1
-        self.plan.body_finished(self.clock.now_ms() - handle.started_ms)
+        now = self.clock.now_ms()
+        self.plan.body_finished(now - handle.started_ms)
+        self._ended.append((now, handle))
         self._slot_freed()
 
     def _hold(self, claimed: ClaimedJob) -> RunHandle:
