@@ -477,8 +477,9 @@ class Jobs:
         actor: str | None = None,
         from_step: str | None = None,
     ) -> JobRecord:
-        """Requeue a failed or dead job in its run (completed steps replay). With `from_step`,
-        rerun it (a done job too) in a NEW run from that step: engine/reruns.py."""
+        """Requeue a failed or dead job in its run (completed steps replay), or run a delayed
+        one now instead of at its run_at; attempts start again from 0. With `from_step`, rerun
+        it (a done job too) in a NEW run from that step: engine/reruns.py."""
         job_id, tenant_id = _addressed(job_id, tenant_id)
         include_cancelled = bounds.flag("include_cancelled", include_cancelled)
         actor = bounds.optional_text("actor", actor, MAX_ACTOR_BYTES)

@@ -255,7 +255,7 @@ class JobNotRetryableError(JobsError):
             allowed = (
                 "failed, dead or done jobs can be rerun"
                 if rerun
-                else "failed or dead jobs can be retried"
+                else "failed, dead or delayed jobs can be retried (a delayed one runs now)"
             )
             cause = f"job {job_id} is {state}; only {allowed}"
             fix = f"mcp-jobs jobs show {job_id} --json"

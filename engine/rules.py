@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Protocol
 from pydantic import BaseModel
 
 from schemas.jobs import EnqueueRequest, JobRecord, NackOptions
-from schemas.states import LIVE_STATES, RETRYABLE_STATES, JobState
+from schemas.states import LIVE_STATES, RETRYABLE_STATES, RUN_NOW_STATES, JobState
 from schemas.stats import RECENT_SETTLED_CAP, RECENT_SETTLED_MS, QueueStats
 
 __all__ = [
@@ -310,13 +310,19 @@ def cancel_event_data(previous: JobState) -> dict[str, Any]:
 
 
 def can_retry(state: JobState, include_cancelled: bool) -> bool:
-    """Failed and dead jobs requeue; a cancelled one only when asked explicitly (rule 11)."""
-    return state in RETRYABLE_STATES or (include_cancelled and state == "cancelled")
+    """Failed and dead jobs requeue, and a delayed one is run now instead of at its run_at; a
+    cancelled one only when asked explicitly (rule 11)."""
+    return (
+        state in RETRYABLE_STATES
+        or state in RUN_NOW_STATES
+        or (include_cancelled and state == "cancelled")
+    )
 
 
 def retry_transition(job: JobRecord, now: int) -> JobRecord:
     """The row once requeued by an operator: ready now, attempt 0, the same run (so completed
-    steps are not run again). Its last error stays until it succeeds."""
+    steps are not run again). Its last error stays until it succeeds. A delayed job keeps the
+    dedupe key it holds; a settled one takes it again (the driver refuses when another holds it)."""
     return job.model_copy(
         update={
             "state": "ready",

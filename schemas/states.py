@@ -24,6 +24,8 @@ LIVE_STATES: tuple[JobState, ...] = ("ready", "delayed", "running", "suspended")
 SETTLED_STATES: tuple[JobState, ...] = ("done", "failed", "dead", "cancelled")
 # What an operator may requeue with a plain retry. Cancelled needs an explicit opt-in (rule 11).
 RETRYABLE_STATES: tuple[JobState, ...] = ("failed", "dead")
+# A live job a retry runs now: one waiting for its run_at, or for its next attempt's backoff.
+RUN_NOW_STATES: tuple[JobState, ...] = ("delayed",)
 
 
 def is_job_state(value: str) -> bool:

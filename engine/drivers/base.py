@@ -170,9 +170,9 @@ class JobStore(Protocol):
     async def retry(
         self, job_id: str, tenant_id: str | None, include_cancelled: bool, actor: str | None
     ) -> JobRecord:
-        """failed/dead (or cancelled when asked) → ready now with attempt 0, same run id, so
-        completed steps are not re-run. `JobNotRetryableError` otherwise; `JobDuplicateError`
-        if another live row now holds the key."""
+        """failed/dead/delayed (or cancelled when asked) → ready now with attempt 0, same run
+        id, so completed steps are not re-run (`rules.can_retry`). `JobNotRetryableError`
+        otherwise; `JobDuplicateError` if another live row now holds the key."""
         ...
 
     async def record_event(self, event: EventRecord) -> None: ...

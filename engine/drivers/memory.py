@@ -363,7 +363,7 @@ class MemoryDriver(MemoryControls):
             raise JobNotRetryableError(job_id, job.state)
         key = dedupe_key(job.name, job.tenant_id, job.idempotency_key)
         holder = self._live.get(key)
-        if holder is not None:
+        if holder is not None and holder != job_id:  # a delayed job holds its own key
             raise JobDuplicateError(job.name, job.idempotency_key, holder, job.tenant_id)
         now = self.clock.now_ms()
         record = retry_transition(job, now)

@@ -340,7 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     show = actions.add_parser("show", parents=[common], help="one job: record, steps, events")
     show.add_argument("job_id")
     show.add_argument("--run-id", help="an earlier run's steps (the job's rerun_of)")
-    retry = actions.add_parser("retry", parents=[common], help="requeue a failed or dead job")
+    retry = actions.add_parser(
+        "retry", parents=[common], help="requeue a failed or dead job, or run a delayed one now"
+    )
     retry.add_argument("job_id")
     retry.add_argument("--include-cancelled", action="store_true")
     retry.add_argument(

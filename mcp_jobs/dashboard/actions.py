@@ -85,8 +85,8 @@ ACTIONS = {
         verb="retry",
         tool="retry_job",
         question=lambda p: (
-            f"Retry job {p['job_id']}? It is queued again with its attempts reset; "
-            "completed steps are kept."
+            f"Retry job {p['job_id']}? It is queued again with its attempts reset (a "
+            "delayed job runs now); completed steps are kept."
         ),
         extra_fields='<label><input type="checkbox" name="include_cancelled" value="1"> '
         "also when it was cancelled</label>",

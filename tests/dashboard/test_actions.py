@@ -96,6 +96,20 @@ async def test_confirmed_actions_act_and_flash(jobs: Jobs, seeded: Seeded) -> No
     assert [p.name for p in await jobs.pauses()] == ["mail"]
 
 
+async def test_a_delayed_job_is_run_now_from_its_page(jobs: Jobs, seeded: Seeded) -> None:
+    delayed = seeded.one("delayed")
+    async with browse(dashboard_for(jobs)) as http:
+        link = Marks((await http.get(f"/jobs/{delayed}")).text).one("retry")
+        assert link.text == "run now" and link.attrs["href"] == f"/jobs/{delayed}/retry"
+        form = await http.get(link.attrs["href"])
+        done = await http.post(link.attrs["href"], data={"csrf": csrf_of(form.text)})
+        assert done.status_code == 303
+        shown = Marks((await http.get(done.headers["location"])).text)
+        assert shown.one("job-state").text == "ready" and not shown.all("retry")
+    record = await jobs.get(delayed)
+    assert (record.state, record.run_at) == ("ready", jobs.clock.now_ms())
+
+
 async def test_a_retry_from_the_page_is_audited_as_the_retry_job_tool_is(
     jobs: Jobs, seeded: Seeded
 ) -> None:

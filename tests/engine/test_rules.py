@@ -234,10 +234,10 @@ def test_a_cancel_tells_only_a_running_job_to_stop(state: JobState) -> None:
 @pytest.mark.parametrize(
     ("state", "include_cancelled"), list(itertools.product(JOB_STATES, (True, False)))
 )
-def test_a_retry_takes_failed_and_dead_and_cancelled_only_when_asked(
+def test_a_retry_takes_failed_dead_and_delayed_and_cancelled_only_when_asked(
     state: JobState, include_cancelled: bool
 ) -> None:
-    allowed = state in ("failed", "dead") or (include_cancelled and state == "cancelled")
+    allowed = state in ("failed", "dead", "delayed") or (include_cancelled and state == "cancelled")
     assert rules.can_retry(state, include_cancelled) is allowed
 
 

@@ -202,6 +202,24 @@ async def test_retry_requeues_a_dead_job_and_refuses_the_rest(
         assert "mcp:retry_job" in [e.actor for e in trace.events if e.kind == "requeued"]
 
 
+async def test_retry_runs_a_delayed_job_now(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    async with open_mcp() as mcp:
+        later = await mcp.ok(
+            "enqueue_job", {"name": "greet", "input": {"user_id": 1}, "delay_seconds": 3600}
+        )
+        assert later["state"] == "delayed"
+        now = await mcp.ok("retry_job", {"job_id": later["job_id"]})
+        assert (now["job"]["state"], now["job"]["run_at"]) == ("ready", clock.now_ms())
+        assert await Worker(jobs).run_until_idle() == 1
+        done = await mcp.ok("inspect_job", {"job_id": later["job_id"]})
+        assert done["job"]["state"] == "done"
+        # Once it has run, a retry is refused and says which states a retry takes.
+        error = await mcp.fails("retry_job", {"job_id": later["job_id"]}, "JOB_NOT_RETRYABLE")
+        assert "failed, dead or delayed jobs can be retried" in error["cause"]
+
+
 async def test_a_cancelled_job_comes_back_only_when_asked(jobs: Jobs, open_mcp: OpenMcp) -> None:
     r = await jobs.enqueue("greet", {"user_id": 1})
     async with open_mcp() as mcp:

@@ -25,6 +25,7 @@ from engine.rules import (
 )
 from schemas.events import EventRecord
 from schemas.jobs import JobRecord
+from schemas.states import LIVE_STATES
 
 
 def found(doc: JobDoc | None, job_id: str, tenant_id: str | None) -> JobDoc:
@@ -69,6 +70,11 @@ async def retry(
             event(current.record, "requeued", now, data, actor)
         )
         record = current.record
+        if record.state in LIVE_STATES:
+            # A delayed job holds its dedupe key already: only its document changes.
+            if await store.write_doc(after, held[0]) is None:
+                continue
+            return after.record
         key = dedupe_key(record.name, record.tenant_id, record.idempotency_key)
         try:
             return await take_key(store, key, after, held[0])

@@ -28,7 +28,7 @@ from engine.errors import (
 )
 from schemas.events import EventRecord
 from schemas.jobs import JobFilter, JobPage, JobRecord, NackOptions
-from schemas.states import LIVE_STATES, SETTLED_STATES
+from schemas.states import JOB_STATES, LIVE_STATES, SETTLED_STATES
 from schemas.stats import QueueStats
 from schemas.trace import TracePage, TraceQuery
 
@@ -246,7 +246,8 @@ async def retry(
     actor: str | None,
     now: int,
 ) -> JobRecord:
-    args = (job_id, tenant_id, include_cancelled, now, actor, db.channel)
+    allowed = [s for s in JOB_STATES if rules.can_retry(s, include_cancelled)]
+    args = (job_id, tenant_id, allowed, now, actor, db.channel)
 
     async def requeue(conn: Conn) -> asyncpg.Record | None:
         try:

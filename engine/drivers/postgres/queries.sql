@@ -488,8 +488,9 @@ SELECT t.state AS previous_state, c.*
   FROM target AS t LEFT JOIN cancelled AS c ON c.id = t.id;
 
 -- name: retry
--- failed/dead (cancelled when $3) → ready now, attempt 0, same run id. Refused while another
--- live row holds the key (same predicate as the dedupe index).
+-- A row in one of $3 (rules.can_retry: failed, dead, delayed; cancelled when asked) → ready now,
+-- attempt 0, same run id. Refused while another live row holds the key (same predicate as the
+-- dedupe index): a delayed row holds its own.
 WITH target AS (
     SELECT id, state, name, tenant_id, idempotency_key
       FROM {schema}.jobs
@@ -503,6 +504,7 @@ holder AS (
        AND coalesce(live.tenant_id, '') = coalesce(target.tenant_id, '')
        AND live.idempotency_key = target.idempotency_key
        AND live.state IN ('ready', 'delayed', 'running', 'suspended')
+       AND live.id <> target.id
      LIMIT 1
 ),
 requeued AS (
@@ -512,7 +514,7 @@ requeued AS (
            worker_id = NULL, lease_expires_at = NULL, lease_token = NULL
       FROM target
      WHERE j.id = target.id
-       AND (target.state IN ('failed', 'dead') OR ($3::boolean AND target.state = 'cancelled'))
+       AND target.state = ANY($3::text[])
        AND NOT EXISTS (SELECT 1 FROM holder)
     RETURNING j.*
 ),

@@ -470,7 +470,7 @@ def retry(
         q.FIND_LIVE,
         {"name": job.name, "tenant_id": job.tenant_id, "idempotency_key": job.idempotency_key},
     ).fetchone()
-    if holder is not None:
+    if holder is not None and holder[0] != job_id:  # a delayed job holds its own key
         raise JobDuplicateError(job.name, job.idempotency_key, holder[0], job.tenant_id)
     record = rules.retry_transition(job, now)
     _write(conn, record, None)

@@ -205,6 +205,49 @@ async def test_retry_refuses_a_live_job_and_a_key_taken_again(
     assert (await jobs.get(live.id)).state == "dead"
 
 
+async def test_retry_runs_a_delayed_job_now(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock
+) -> None:
+    """A delayed job, waiting for its run_at or for its next attempt, runs now when retried:
+    ready at this instant, attempts from 0, the same run, its dedupe key still its own."""
+    broken = {"yes": True}
+    backoff = Retry(attempts=3, base_delay=600)
+
+    @job(idempotency_key=lambda i: f"t:{i.n}", retry=backoff, registry=registry)
+    async def flaky(input: Task, ctx: JobContext) -> None:
+        if broken["yes"]:
+            raise RuntimeError("not yet")
+
+    later = await jobs.enqueue(flaky, {"n": 1}, delay=3600)
+    assert later.state == "delayed"
+    worker = Worker(jobs)
+    assert await worker.run_until_idle() == 0
+    now = await jobs.retry(later.id, actor="ops")
+    assert (now.state, now.run_at, now.attempt, now.run_id) == (
+        "ready",
+        clock.now_ms(),
+        0,
+        later.run_id,
+    )
+    again = await jobs.enqueue(flaky, {"n": 1})
+    assert (again.deduped, again.id) == (True, later.id)
+    assert await worker.run_until_idle() == 1
+    waiting = await jobs.get(later.id)
+    assert (waiting.state, waiting.attempt) == ("delayed", 1)
+    assert waiting.run_at > clock.now_ms()
+    broken["yes"] = False
+    assert (await jobs.retry(later.id)).state == "ready"
+    assert await worker.run_until_idle() == 1  # the clock has not moved
+    assert (await jobs.get(later.id)).state == "done"
+    events = (await jobs.trace(later.id)).events
+    assert [(e.actor, e.data) for e in events if e.kind == "requeued"] == [
+        ("ops", {"from": "delayed"}),
+        (None, {"from": "delayed"}),
+    ]
+    (stats,) = await jobs.stats()
+    assert (stats.delayed, stats.ready, stats.dead, stats.failed) == (0, 0, 0, 0)
+
+
 async def test_an_unknown_job_name_parks_without_burning_an_attempt(
     jobs: Jobs, registry: JobRegistry, clock: ManualClock
 ) -> None:

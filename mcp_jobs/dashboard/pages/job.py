@@ -7,16 +7,15 @@ from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 
+from engine.rules import can_retry
 from mcp_jobs.dashboard.actions import flash_of
 from mcp_jobs.dashboard.html import age, as_json, e, error_box, frame, link, path, table, when
 from mcp_jobs.operations.jobs import inspect_job
 from mcp_jobs.operations.models import InspectJobResult, StepView
-from schemas.states import LIVE_STATES
+from schemas.states import LIVE_STATES, RUN_NOW_STATES
 
 if TYPE_CHECKING:
     from mcp_jobs.dashboard.app import Dashboard
-
-RETRYABLE = ("failed", "dead", "cancelled")
 
 
 def timeline(steps: list[StepView], now: int) -> str:
@@ -51,8 +50,10 @@ def _actions(dash: Dashboard, r: InspectJobResult) -> str:
         return ""
     job = r.job
     out = []
-    if job.state in RETRYABLE:
-        out.append(link(path(dash.prefix, "jobs", job.id, "retry"), "retry", data_testid="retry"))
+    if can_retry(job.state, include_cancelled=True):
+        # A delayed job's retry runs it now instead of at its run_at.
+        label = "run now" if job.state in RUN_NOW_STATES else "retry"
+        out.append(link(path(dash.prefix, "jobs", job.id, "retry"), label, data_testid="retry"))
     if job.state in LIVE_STATES:
         out.append(
             link(path(dash.prefix, "jobs", job.id, "cancel"), "cancel", data_testid="cancel")
