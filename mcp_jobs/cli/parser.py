@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, get_args
 
 from engine.meant import meant_as, meant_note
 from mcp_jobs.cli import dashboard, events, pauses, rate_limits
@@ -18,6 +18,7 @@ from mcp_jobs.config import (
     DEFAULT_PORT,
     DEFAULT_SESSION_IDLE_SECONDS,
 )
+from mcp_jobs.operations.bulk import CancelState, RetryState
 from schemas.states import JOB_STATES, SETTLED_STATES
 
 EPILOG = """\
@@ -363,8 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
     drain.add_argument("--concurrency", type=int, default=8)
 
     for bulk, states, what in (
-        ("retry-all", ("failed", "dead", "cancelled"), "requeue every failed or dead job"),
-        ("cancel-all", ("ready", "delayed", "running", "suspended"), "cancel every live job"),
+        ("retry-all", get_args(RetryState), "requeue every failed or dead job (or delayed)"),
+        ("cancel-all", get_args(CancelState), "cancel every live job"),
     ):
         # Bulk by filter (`operations.bulk`): the plan, then --yes acts on it.
         each = actions.add_parser(bulk, parents=[common], help=f"{what} a filter matches")

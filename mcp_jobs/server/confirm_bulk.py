@@ -282,8 +282,8 @@ def register(server: MCPServer[AppState], gate: WriteGate) -> None:
             idempotent_hint=False,
             open_world_hint=False,
         ),
-        description="Requeue every failed or dead job a filter matches (as retry_job does). "
-        + described,
+        description="Requeue every failed or dead job a filter matches (as retry_job does; "
+        "states delayed runs waiting jobs now, as after an outage). " + described,
     )
     async def retry_jobs_tool(
         ctx: ToolContext,
@@ -294,7 +294,10 @@ def register(server: MCPServer[AppState], gate: WriteGate) -> None:
         tenant_id: Tenant = None,
         states: Annotated[
             list[RetryState] | None,
-            Field(description="default failed and dead; cancelled too on request", max_length=3),
+            Field(
+                description="default failed and dead; cancelled, or delayed, on request",
+                max_length=4,
+            ),
         ] = None,
         error_code: ErrorCode = None,
         since_seconds: Since = None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import JobRegistry, Jobs, ManualClock
+from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.testing.kit.test_select import dead
 from mcp_jobs.config import Settings
 from mcp_jobs.server.audit import AUDIT_EVENT
@@ -60,6 +60,25 @@ async def test_plan_then_act_on_exactly_the_plan_and_skip_what_changed(
     for count in ("matched", "acted", "skipped", "DRIVER_UNAVAILABLE"):
         assert count in str(acted)
     assert "CONFIRMATION_INVALID" in str(refused) and "acted" not in str(refused)
+
+
+async def test_retry_jobs_runs_the_delayed_jobs_it_is_asked_for_now(
+    jobs: Jobs, app: JobRegistry, mode: str, clock: ManualClock
+) -> None:
+    waiting = sorted([(await jobs.enqueue("flaky", {"key": k})).id for k in ("d1", "d2")])
+    assert await Worker(jobs).run_until_idle() == 2  # each failed once: waiting out its backoff
+    later = await jobs.enqueue("greet", {"user_id": 1}, delay=3600)
+    async with serve(jobs, mode, elicitation=False) as mcp:
+        default = await mcp.ok("retry_jobs", {"name": "flaky"})
+        assert default["plan"]["matched"] == 0  # failed and dead only, unless asked
+        planned = await mcp.ok("retry_jobs", {"states": ["delayed"], "error_code": "JOB_FAILED"})
+        assert planned["plan"]["states"] == ["delayed"] and planned["plan"]["matched"] == 2
+        done = await _next(mcp, planned["confirm"]["next_call"])
+        assert sorted(done["outcome"]["acted_ids"]) == waiting
+    for job_id in waiting:
+        record = await jobs.get(job_id)
+        assert (record.state, record.run_at, record.attempt) == ("ready", clock.now_ms(), 0)
+    assert (await jobs.get(later.id)).state == "delayed"
 
 
 async def test_a_write_without_token_answers_the_plan_and_tokens_expire(
