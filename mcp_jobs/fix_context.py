@@ -154,6 +154,9 @@ class FixContext:
     # `NAME=value` assignments written in front of a command, in order.
     assignments: tuple[tuple[str, str], ...] = ()
     face: Face = "mcp"
+    # Tools the caller cannot call (a read-only server's, an OAuth grant's): a fix is never
+    # made into a call to one, and a next_call naming one is left out.
+    unserved: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -164,6 +167,7 @@ class FixContext:
         cwd: Path | None = None,
         environ: Mapping[str, str] | None = None,
         declared: Sequence[EnvironmentUse] | None = None,
+        unserved: frozenset[str] = frozenset(),
     ) -> FixContext:
         """The context of `settings` run from `cwd` (default: this process's) with `environ`,
         and the app environment `declared` (default: what the imported apps declared)."""
@@ -186,6 +190,7 @@ class FixContext:
             tenant=settings.tenant,
             assignments=tuple(assignments),
             face=face,
+            unserved=unserved,
         )
 
     def listing(self, group: str, argument: str) -> str | None:
@@ -229,7 +234,7 @@ class FixContext:
         program, rest = words[head], words[head + 1 :]
         if program == "mcp-jobs" and self.face == "mcp" and self.tenant is None:
             call = TOOL_FOR_COMMAND.get(tuple(rest[:2]))
-            if call is not None:
+            if call is not None and call[0] not in self.unserved:
                 tool, arguments = call
                 return f"{tool} {json.dumps(arguments)}", NextCall(tool=tool, arguments=arguments)
         if program == "mcp-jobs":
@@ -341,8 +346,11 @@ def _qualified(value: Any, ctx: FixContext) -> Any:
             current = getattr(value, name)
             if name == "fix" and isinstance(current, str):
                 new, call = ctx.rewrite(current)
-                if call is not None and getattr(value, "next_call", call) is None:
+                held = getattr(value, "next_call", call)
+                if call is not None and held is None:
                     update["next_call"] = call
+                elif isinstance(held, NextCall) and held.tool in ctx.unserved:
+                    update["next_call"] = None
             else:
                 new = _qualified(current, ctx)
             if new is not current:

@@ -47,6 +47,8 @@ class Scope:
     face: Face = "mcp"
     # The caller's W3C traceparent (an MCP request's `_meta`): the parent of what it enqueues.
     traceparent: str | None = None
+    # Tools the caller cannot call (mcp_jobs.server.served): no fix's next_call names one.
+    unserved: frozenset[str] = frozenset()
     _backfills: Backfills | None = None
     _fixes: FixContext | None = None
 
@@ -54,7 +56,7 @@ class Scope:
     def fixes(self) -> FixContext:
         """The context every fix line this operation hands out is written with."""
         if self._fixes is None:
-            self._fixes = FixContext.of(self.settings, face=self.face)
+            self._fixes = FixContext.of(self.settings, face=self.face, unserved=self.unserved)
         return self._fixes
 
     def tenant(self, asked: str | None) -> str | None:

@@ -35,6 +35,7 @@ from mcp_jobs.server.completions import register as register_completions
 from mcp_jobs.server.http import http_auth
 from mcp_jobs.server.oauth_grants import callable_tools
 from mcp_jobs.server.schemas import published
+from mcp_jobs.server.served import MUTATING_TOOLS
 from mcp_jobs.server.state import AppState, StateHolder, lifespan_for
 from mcp_jobs.server.stdio import stdio_transport
 
@@ -44,29 +45,6 @@ diagnose_queue (what is wrong). Every tool answers an envelope: `ok`, the payloa
 failure `error` with `code`, `cause`, a one-line `fix`, and often `next_call` — a tool call you \
 can issue as is. Enqueue is idempotent while a job is live (`deduped: true`). run_backfill is a \
 dry run unless write=true. wait_for_job is bounded: call it again while `settled` is false."""
-
-MUTATING_TOOLS = (
-    "enqueue_job",
-    "retry_job",
-    "cancel_job",
-    "run_backfill",
-    "prune_history",
-    "retry_jobs",
-    "cancel_jobs",
-    "pause_queue",
-    "resume_queue",
-    "send_event",
-)
-READ_TOOLS = (
-    "describe_jobs",
-    "list_jobs",
-    "inspect_job",
-    "queue_stats",
-    "diagnose_queue",
-    "database_report",
-    "wait_for_job",
-    "list_backfills",
-)
 
 
 def _version() -> str:

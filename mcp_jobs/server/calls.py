@@ -14,7 +14,8 @@ from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.arguments import mended
 from mcp_jobs.server.audit import Subject, record_call
-from mcp_jobs.server.oauth_grants import authorize, request_settings
+from mcp_jobs.server.oauth_grants import authorize
+from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState
 from mcp_jobs.server.trace_context import request_traceparent
 from schemas.errors import NextCall
@@ -25,15 +26,10 @@ ToolContext = Context[AppState, Any]
 
 
 def scope_for(ctx: ToolContext, tool: str) -> Scope:
-    state = ctx.request_context.lifespan_context
-    return Scope(
-        jobs=state.jobs,
-        settings=request_settings(state.settings),  # an OAuth token's tenant claim pins it
-        tool=tool,
-        actor=f"mcp:{tool}",
+    return request_scope(
+        ctx.request_context.lifespan_context,
+        tool,
         progress=ctx.report_progress,
-        backfill_registry=state.backfills,
-        face="mcp",
         traceparent=request_traceparent(ctx.request_context.meta),
     )
 

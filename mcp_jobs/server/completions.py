@@ -29,7 +29,7 @@ from mcp.types import (
 from engine.errors import JobsError, short_repr
 from mcp_jobs.operations.known import known_queues
 from mcp_jobs.operations.scope import Scope
-from mcp_jobs.server.oauth_grants import request_settings
+from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState, StateHolder
 
 # The protocol's cap on values in one answer.
@@ -135,15 +135,9 @@ def register(server: MCPServer[AppState], holder: StateHolder) -> None:
         prompts = {p.name for p in await server.list_prompts()}
         source = _source(ref, argument.name, prompts)
         state = holder.require()
-        scope = Scope(
-            jobs=state.jobs,
-            # An OAuth token's tenant claim pins completions as it pins tools: no other
-            # tenant's job ids.
-            settings=request_settings(state.settings),
-            tool="completion/complete",
-            actor="mcp:completion/complete",
-            backfill_registry=state.backfills,
-        )
+        # An OAuth token's tenant claim pins completions as it pins tools: no other tenant's
+        # job ids.
+        scope = request_scope(state, "completion/complete")
         try:
             matched, send = await source(scope, argument.value)
         except JobsError as exc:

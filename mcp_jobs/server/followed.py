@@ -11,7 +11,7 @@ import json
 
 from mcp_jobs import operations
 from mcp_jobs.errors import SubscriptionUnsupportedError
-from mcp_jobs.operations.scope import Scope
+from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState
 
 RUN_PREFIX = "jobs://runs/"
@@ -50,13 +50,7 @@ async def fingerprint(state: AppState, uri: str) -> str:
         stats = await state.jobs.stats(tenant_id=tenant)
         return json.dumps([s.model_dump(exclude=_CLOCK_FIELDS) for s in stats], sort_keys=True)
     if uri == BACKFILLS:
-        scope = Scope(
-            jobs=state.jobs,
-            settings=state.settings,
-            tool=uri,
-            actor=f"mcp:{uri}",
-            backfill_registry=state.backfills,
-        )
+        scope = request_scope(state, uri)
         return (await operations.list_backfills(scope)).model_dump_json()
     return await descriptor_list(state)
 

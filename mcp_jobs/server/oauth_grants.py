@@ -65,14 +65,20 @@ def authorize(settings: Settings, tool: str, *, mutating: bool) -> None:
             raise ScopeMissingError(tool, scope, granted)
 
 
-def callable_tools(tools: list[Tool]) -> list[Tool]:
-    """`tools` less the ones the request's OAuth token can never call: those that only change
-    state (enqueue_job, retry_job, cancel_job) without `jobs:write`. run_backfill and
-    prune_history stay: their dry runs need only `jobs:read`."""
+def hidden_by_grant() -> frozenset[str]:
+    """The tools the request's OAuth token can never call: those that only change state
+    (enqueue_job, retry_job, cancel_job) without `jobs:write`. run_backfill and prune_history
+    stay: their dry runs need only `jobs:read`."""
     grant = current_grant()
     if grant is None or WRITE in grant.scopes:
-        return tools
-    return [t for t in tools if t.name not in _ALWAYS_WRITE]
+        return frozenset()
+    return _ALWAYS_WRITE
+
+
+def callable_tools(tools: list[Tool]) -> list[Tool]:
+    """`tools` less the ones the request's OAuth token can never call (`hidden_by_grant`)."""
+    hidden = hidden_by_grant()
+    return [t for t in tools if t.name not in hidden] if hidden else tools
 
 
 def request_settings(settings: Settings) -> Settings:

@@ -18,7 +18,7 @@ from engine.errors import InvalidArgumentError, JobNotFoundError, JobsError, Job
 from mcp_jobs import operations
 from mcp_jobs.operations.envelope import bounded_text
 from mcp_jobs.operations.scope import Scope
-from mcp_jobs.server.oauth_grants import request_settings
+from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState, StateHolder
 
 JSON = "application/json"
@@ -40,13 +40,7 @@ def _dump(value: Any) -> str:
 
 async def _read(holder: StateHolder, uri: str, read: Callable[[Scope], Awaitable[Any]]) -> str:
     state = holder.require()
-    scope = Scope(
-        jobs=state.jobs,
-        settings=request_settings(state.settings),  # an OAuth token's tenant claim pins it
-        tool=uri,
-        actor=f"mcp:{uri}",
-        backfill_registry=state.backfills,
-    )
+    scope = request_scope(state, uri)
     try:
         return _dump(await read(scope))
     except (JobNotFoundError, JobUnknownError) as exc:

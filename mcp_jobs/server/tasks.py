@@ -52,7 +52,8 @@ from mcp_jobs.operations.models import EnqueueJobResult, Envelope, RunBackfillRe
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.audit import record_call
 from mcp_jobs.server.calls import tool_result
-from mcp_jobs.server.oauth_grants import authorize, request_settings
+from mcp_jobs.server.oauth_grants import authorize
+from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState
 from mcp_jobs.server.subscriptions import SubscriptionHub
 from schemas.backfill import BackfillStart
@@ -120,15 +121,7 @@ def _state(ctx: ServerRequestContext[Any, Any]) -> AppState:
 
 
 def _scope(ctx: ServerRequestContext[Any, Any], tool: str) -> Scope:
-    state = _state(ctx)
-    return Scope(
-        jobs=state.jobs,
-        settings=request_settings(state.settings),  # an OAuth token's tenant claim pins it
-        tool=tool,
-        actor=f"mcp:{tool}",
-        backfill_registry=state.backfills,
-        face="mcp",
-    )
+    return request_scope(_state(ctx), tool)
 
 
 async def _record(scope: Scope, task_id: str, job_id: str) -> JobRecord:

@@ -111,6 +111,33 @@ def test_a_command_gets_the_context_and_a_tool_call_does_not(tmp_path: Path) -> 
     assert ctx.qualify("mcp-jobs dashboard --port 9").endswith(f"--database-url {url} --app a.b,c")
 
 
+def test_no_call_is_made_to_a_tool_the_caller_cannot_call(tmp_path: Path) -> None:
+    """A read-only server serves no mutating tool: the fix stays the command the person runs,
+    and a next_call naming such a tool is left out."""
+    full = context(tmp_path, database_url="sqlite:///j.db")
+    assert full.rewrite("mcp-jobs db prune")[1] is not None  # prune_history {"write": true}
+    bare = FixContext.of(
+        Settings(database_url="sqlite:///j.db"),
+        cwd=tmp_path,
+        environ={},
+        declared=[],
+        unserved=frozenset({"prune_history", "resume_queue"}),
+    )
+    line, call = bare.rewrite("mcp-jobs db prune")
+    assert call is None and line.startswith("mcp-jobs db prune --database-url sqlite:///")
+    paused = Finding(
+        code="QUEUE_PAUSED",
+        severity="warning",
+        cause="paused",
+        fix="mcp-jobs queues resume mail",
+        next_call={"tool": "resume_queue", "arguments": {"queue": "mail"}},  # type: ignore[arg-type]
+    )
+    assert bare.qualify_all(paused).next_call is None
+    assert full.qualify_all(paused).next_call == paused.next_call
+    dead = paused.model_copy(update={"next_call": {"tool": "inspect_job", "arguments": {}}})
+    assert bare.qualify_all(dead).next_call == dead.next_call  # a tool it serves stays
+
+
 def test_the_environment_goes_in_front_of_commands(
     tmp_path: Path, app_env: list[EnvironmentUse]
 ) -> None:

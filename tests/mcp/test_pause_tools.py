@@ -121,6 +121,24 @@ async def test_a_tenant_pinned_server_may_not_pause_every_tenant(
     assert await jobs.pauses() == []
 
 
+async def test_a_read_only_server_gives_the_resume_command_not_a_call_it_does_not_serve(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    await jobs.enqueue("greet", {"user_id": 1})
+    await jobs.pause(queue="mail")
+    async with open_mcp() as mcp:
+        (paused,) = [
+            f for f in (await mcp.ok("diagnose_queue"))["findings"] if f["code"] == "QUEUE_PAUSED"
+        ]
+        assert paused["next_call"] == {"tool": "resume_queue", "arguments": {"queue": "mail"}}
+    async with open_mcp(Settings(read_only=True)) as mcp:
+        (paused,) = [
+            f for f in (await mcp.ok("diagnose_queue"))["findings"] if f["code"] == "QUEUE_PAUSED"
+        ]
+        assert "next_call" not in paused
+        assert paused["fix"].startswith("mcp-jobs queues resume mail --database-url ")
+
+
 async def test_the_tools_are_idempotent_not_destructive_and_absent_when_read_only(
     open_mcp: OpenMcp,
 ) -> None:
