@@ -282,8 +282,8 @@ def register(server: MCPServer[AppState], gate: WriteGate) -> None:
             idempotent_hint=False,
             open_world_hint=False,
         ),
-        description="Requeue every failed or dead job a filter matches (as retry_job does; "
-        "states delayed runs waiting jobs now, as after an outage). " + described,
+        description="Requeue every failed, dead (or, asked, delayed) job a filter matches, as "
+        "retry_job does. " + described,
     )
     async def retry_jobs_tool(
         ctx: ToolContext,
@@ -295,7 +295,7 @@ def register(server: MCPServer[AppState], gate: WriteGate) -> None:
         states: Annotated[
             list[RetryState] | None,
             Field(
-                description="default failed and dead; cancelled, or delayed, on request",
+                description="default failed and dead; also cancelled, delayed",
                 max_length=4,
             ),
         ] = None,

@@ -185,11 +185,10 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             open_world_hint=False,
         ),
         description=(
-            "Requeue a failed or dead job now, attempts reset, completed steps kept; a delayed "
-            "job (waiting for its run_at or its next attempt) runs now the same way. With "
-            "from_step (a done job too): a new run (rerun_of links the old, its steps stay in "
-            "inspect_job run_id) keeping only the completed steps before that one. Errors: "
-            "JOB_NOT_FOUND, JOB_NOT_RETRYABLE (ready, running, suspended, done, or cancelled), "
+            "Requeue a failed, dead or delayed job to run now, attempts reset, completed steps "
+            "kept. With from_step (a done job too): a new run (rerun_of links the old, its steps "
+            "stay in inspect_job run_id) keeping only the completed steps before that one. Errors: "
+            "JOB_NOT_FOUND, JOB_NOT_RETRYABLE (ready, running, suspended, done, cancelled), "
             "JOB_DUPLICATE (a live job holds its key), STEP_UNKNOWN, STEP_NOT_RERUNNABLE."
         ),
     )
