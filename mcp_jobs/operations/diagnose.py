@@ -9,6 +9,7 @@ job id comes from that tenant's rows only. A queue asked for that nothing knows 
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from engine import bounds
@@ -45,7 +46,8 @@ from schemas.states import JobState
 SAMPLE_IDS = 5
 
 
-# Parked jobs a diagnosis reads to tell unknown names from sleeps.
+# Parked jobs a diagnosis reads to tell unknown names from sleeps, and delayed ones to find
+# those waiting out a retry backoff.
 PARKED_SCAN = 200
 
 
@@ -98,13 +100,16 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
         stats, paused_jobs = counted.queues or [], counted.paused_jobs or []
     dead_queues = [s.queue for s in stats if s.dead]
     parked_queues = [s.queue for s in stats if s.suspended]
-    dead_pages, parked_pages, paused = await together(
+    delayed_queues = [s.queue for s in stats if s.delayed]
+    dead_pages, parked_pages, delayed_pages, paused = await together(
         each(_ids(scope, "dead", q, tenant, SAMPLE_IDS) for q in dead_queues),
         each(_ids(scope, "suspended", q, tenant, PARKED_SCAN) for q in parked_queues),
+        each(_ids(scope, "delayed", q, tenant, PARKED_SCAN) for q in delayed_queues),
         pause_findings(scope, stats, paused_jobs, queue),
     )
     dead_of = dict(zip(dead_queues, dead_pages, strict=True))
     parked_of = dict(zip(parked_queues, parked_pages, strict=True))
+    delayed_of = dict(zip(delayed_queues, delayed_pages, strict=True))
     now = scope.jobs.clock.now_ms()
     limits = scope.settings.limits
 
@@ -198,6 +203,8 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
             )
         if s.suspended:
             findings.extend(_unknown_names(scope, s.queue, parked_of[s.queue]))
+        if s.delayed:
+            findings.extend(_retries_waiting(scope, s.queue, delayed_of[s.queue], now))
 
     # An unknown queue has no stats and no paused jobs: these find nothing there.
     findings.extend(paused)
@@ -237,6 +244,43 @@ def _unknown_names(scope: Scope, queue: str, parked: list[JobRecord]) -> list[Fi
             job_ids=ids[:SAMPLE_IDS],
         )
         for name, ids in sorted(by_name.items())
+    ]
+
+
+def _retries_waiting(scope: Scope, queue: str, delayed: list[JobRecord], now: int) -> list[Finding]:
+    """Delayed jobs that failed and wait out their retry backoff. They run again by themselves
+    (info, not unhealthy); the finding says why they failed and, for the most common error
+    code, the call that runs them now once that cause is over."""
+    failing = [(j, j.last_error) for j in delayed if j.last_error is not None]
+    if not failing:
+        return []
+    codes = Counter(error.code for _, error in failing)
+    code = codes.most_common(1)[0][0]
+    newest_first = sorted(
+        ((j, e) for j, e in failing if e.code == code), key=lambda p: p[0].updated_at, reverse=True
+    )
+    error = newest_first[0][1]
+    due_in_s = max(min(j.run_at for j, _ in failing) - now, 0) // 1000
+    count = str(len(failing)) if len(delayed) < PARKED_SCAN else f"at least {len(failing)}"
+    per_code = ", ".join(f"{c} {n}" for c, n in codes.most_common(3))
+    return [
+        Finding(
+            code="RETRIES_WAITING",
+            severity="info",
+            queue=queue,
+            cause=f"{count} job(s) in queue {queue} failed and wait out a retry backoff "
+            f"({per_code}); the next is due in {due_in_s} s. They run again by themselves; once "
+            f"the cause is over (the newest {code}: {error.cause}), a retry runs them now",
+            fix=scope.fixes.command(
+                "jobs", "retry-all", "--queue", queue, "--state", "delayed", "--error-code", code
+            ),
+            next_call=NextCall(
+                tool="retry_jobs",
+                arguments={"queue": queue, "states": ["delayed"], "error_code": code},
+            ),
+            job_ids=[j.id for j, _ in newest_first[:SAMPLE_IDS]],
+            last_error=error,
+        )
     ]
 
 

@@ -345,7 +345,7 @@ class Finding(BaseModel):
     job_ids: list[str] = Field(default_factory=list)
     last_error: ErrorPayload | None = Field(
         default=None,
-        description="DEAD_LETTERS: how the newest dead job failed (code, cause, fix)",
+        description="DEAD_LETTERS, RETRIES_WAITING: how the newest such job failed",
     )
 
 

@@ -18,6 +18,12 @@ def diagnose_stalled_jobs_text(queue: str | None = None, *, read_only: bool = Fa
         else "call `retry_job` on each such job, then `wait_for_job` on one of\n   them "
         "until `settled` is true and `job.state` is `done`"
     )
+    run_now = (
+        "give the user\n   its `fix` (it prints the plan and the command that acts)"
+        if read_only
+        else "issue its\n   `next_call`: a plan, nothing retried yet. Tell the user "
+        "`plan.matched` and, with their\n   go-ahead, issue it again with `write: true`"
+    )
     return f"""Jobs in {where} seem stalled or failing. Find out why and fix what is safe to fix.
 
 1. Call `diagnose_queue {{{arg}}}`. Each of its `findings[]` has a `code`, a `cause` with the
@@ -32,9 +38,11 @@ def diagnose_stalled_jobs_text(queue: str | None = None, *, read_only: bool = Fa
    the job's code blocked the worker's event loop, and a retry would block it again (tell the
    user that event's cause).
 4. Only for transient causes, {retry}.
-5. Never retry a cancelled job unless the user asks (`include_cancelled: true`), and never
+5. RETRIES_WAITING is no fault: those jobs run again by themselves after their backoff. Once
+   their cause is over (the user says so, or it was transient as in step 3), {run_now}.
+6. Never retry a cancelled job unless the user asks (`include_cancelled: true`), and never
    cancel a running job without saying why.
-6. Finish with `queue_stats` and a short report:
+7. Finish with `queue_stats` and a short report:
    what was wrong, what you did, what the user still has to do.
 
 Every tool error carries `error.code`, `error.cause`, `error.fix` and sometimes

@@ -13,7 +13,8 @@ from typing import Any
 from engine import Jobs, ManualClock, Worker
 from engine.backfill import BackfillRegistry
 from engine.errors import REGISTRY
-from schemas.jobs import EnqueueRequest
+from schemas.errors import ErrorPayload
+from schemas.jobs import EnqueueRequest, NackOptions
 from tests.backfill.support import Customers
 from tests.mcp.conftest import OpenMcp
 from tests.mcp.support import Caller, Person, serve
@@ -184,6 +185,17 @@ async def test_diagnose_stalled_jobs_agrees_with_the_tools(
     await jobs.driver.claim("gone", 1, 1_000)
     await jobs.enqueue("greet", {"user_id": 2})
     clock.advance(120_000)
+    # One failed its first attempt and waits out a ten-minute backoff.
+    waits = EnqueueRequest(
+        id="a" * 32, run_id="b" * 32, name="flaky", queue="catalog", idempotency_key="flaky:again",
+        input={"key": "again"}, run_at=clock.now_ms(), max_attempts=3,
+    )  # fmt: skip
+    await jobs.driver.enqueue([waits])
+    (claimed,) = await jobs.driver.claim("w", 1, 60_000, ["catalog"])
+    failure = ErrorPayload(
+        code="JOB_FAILED", title="t", cause="upstream down", fix="f", retryable=True
+    )
+    await jobs.driver.nack(waits.id, claimed.token, NackOptions(delay_ms=600_000, error=failure))
     assert (await jobs.get(dead.id)).state == "dead"
     assert (await jobs.get(order.id)).state == "suspended"
 
@@ -198,6 +210,8 @@ async def test_diagnose_stalled_jobs_agrees_with_the_tools(
         for job_id in [*dead_letters["job_ids"], order.id]:  # the order has steps
             answers.append(await mcp.ok("inspect_job", {"job_id": job_id}))
         answers.append(await mcp.ok("queue_stats"))
+        waiting = next(f for f in found["findings"] if f["code"] == "RETRIES_WAITING")
+        answers.append(await mcp.ok("retry_jobs", waiting["next_call"]["arguments"]))
         answers.append(await mcp.ok("retry_job", {"job_id": dead.id}))
         answers.append(await mcp.ok("wait_for_job", {"job_id": dead.id, "timeout_seconds": 0}))
         answers.append((await mcp.call("inspect_job", {"job_id": "0" * 32})).data)  # an error

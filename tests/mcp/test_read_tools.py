@@ -17,7 +17,7 @@ from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.errors import example_call
 from schemas.jobs import EnqueueResult
 from tests.mcp.conftest import OpenMcp
-from tests.mcp.support import HEALED
+from tests.mcp.support import HEALED, serve
 
 
 async def test_describe_jobs_lists_every_job_or_one_by_name(open_mcp: OpenMcp) -> None:
@@ -344,6 +344,41 @@ async def test_diagnose_finds_dead_letters_with_the_call_to_inspect_them(
         await worker.run_until_idle()
         after = await mcp.ok("diagnose_queue")
         assert "DEAD_LETTERS" not in {f["code"] for f in after["findings"]}
+
+
+async def test_diagnose_names_jobs_waiting_out_a_retry_and_the_call_that_runs_them_now(
+    jobs: Jobs, app: JobRegistry, mode: str
+) -> None:
+    first = await jobs.enqueue("flaky", {"key": "w1"})
+    second = await jobs.enqueue("flaky", {"key": "w2"})
+    await jobs.enqueue("greet", {"user_id": 1}, delay=3600)  # delayed, and never failed
+    worker = Worker(jobs)
+    assert await worker.run_until_idle() == 2  # each failed once: waiting out its backoff
+    async with serve(jobs, mode, elicitation=False) as mcp:
+        found = await mcp.ok("diagnose_queue")
+        (waiting,) = [f for f in found["findings"] if f["code"] == "RETRIES_WAITING"]
+        assert (waiting["queue"], waiting["severity"], found["healthy"]) == (
+            "catalog",
+            "info",
+            True,
+        )
+        assert sorted(waiting["job_ids"]) == sorted([first.id, second.id])
+        assert "2 job(s) in queue catalog" in waiting["cause"]
+        assert "(JOB_FAILED 2)" in waiting["cause"] and "upstream down for w" in waiting["cause"]
+        assert waiting["last_error"]["code"] == "JOB_FAILED"
+        line = "mcp-jobs jobs retry-all --queue catalog --state delayed --error-code JOB_FAILED"
+        assert f"{line} --database-url " in waiting["fix"]
+        arguments = {"queue": "catalog", "states": ["delayed"], "error_code": "JOB_FAILED"}
+        assert waiting["next_call"] == {"tool": "retry_jobs", "arguments": arguments}
+        planned = await mcp.ok("retry_jobs", arguments)
+        assert planned["plan"]["matched"] == 2
+        HEALED.update({"w1", "w2"})
+        act = planned["confirm"]["next_call"]
+        assert (await mcp.ok(act["tool"], act["arguments"]))["outcome"]["acted"] == 2
+        assert await worker.run_until_idle() == 2  # now, not at the end of the backoff
+        after = await mcp.ok("diagnose_queue")
+        assert "RETRIES_WAITING" not in {f["code"] for f in after["findings"]}
+    assert {(await jobs.get(r.id)).state for r in (first, second)} == {"done"}
 
 
 async def test_diagnose_finds_jobs_parked_under_an_unknown_name_and_overdue_sleeps(
