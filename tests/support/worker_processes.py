@@ -21,7 +21,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
+    """The complete lines of `path`. A read may meet a line its writer has not finished (a
+    "ran " without its id, seen in a CI run): a last line without its newline waits for the
+    next read."""
+    text = path.read_text() if path.exists() else ""
+    return text[: text.rfind("\n") + 1].splitlines()
 
 
 def ids_after(prefix: str, logs: Sequence[Path]) -> list[str]:
