@@ -346,11 +346,12 @@ def _qualified(value: Any, ctx: FixContext) -> Any:
             current = getattr(value, name)
             if name == "fix" and isinstance(current, str):
                 new, call = ctx.rewrite(current)
-                held = getattr(value, "next_call", call)
-                if call is not None and held is None:
-                    update["next_call"] = call
-                elif isinstance(held, NextCall) and held.tool in ctx.unserved:
-                    update["next_call"] = None
+                if "next_call" in type(value).model_fields:
+                    held = getattr(value, "next_call", None)
+                    if held is None and call is not None:
+                        update["next_call"] = call
+                    elif isinstance(held, NextCall) and held.tool in ctx.unserved:
+                        update["next_call"] = None
             else:
                 new = _qualified(current, ctx)
             if new is not current:
