@@ -43,8 +43,9 @@ INSTRUCTIONS = """\
 mcp-jobs operates a durable background-jobs system. Start with describe_jobs (what can run) and \
 diagnose_queue (what is wrong). Every tool answers an envelope: `ok`, the payload, and on \
 failure `error` with `code`, `cause`, a one-line `fix`, and often `next_call` — a tool call you \
-can issue as is. Enqueue is idempotent while a job is live (`deduped: true`). run_backfill is a \
-dry run unless write=true. wait_for_job is bounded: call it again while `settled` is false."""
+can issue as is. Every time is epoch ms with an ISO 8601 UTC twin (`created_at_iso`). Enqueue \
+is idempotent while a job is live (`deduped: true`). run_backfill is a dry run unless \
+write=true. wait_for_job is bounded: call it again while `settled` is false."""
 
 
 def _version() -> str:

@@ -7,10 +7,10 @@ T and the field leaves `required`. What an output schema keeps: every property w
 enums, `required` on the envelope (`ok`) and on the error (what an agent branches on), one
 `$defs` entry per record a tool uses twice (a record used once is inlined). What goes: titles,
 defaults, descriptions (the tool's description says what it answers), the `required` lists of
-records (their fields are all listed), and one property per `*_iso` time: each `*_at` epoch-ms
-time has its ISO 8601 twin, published once per record as the pattern `_iso$`; the `type` of a
-nested node with `properties` or `items` (they say object or array); and the `View` suffix of
-a definition's name (`ErrorPayload` is `Error`).
+records (their fields are all listed), the ISO 8601 twin `*_iso` of each epoch-ms time (the
+server's instructions say every time has one), the `type` of a nested node with `properties`
+or `items` (they say object or array), and the `View` suffix of a definition's name
+(`ErrorPayload` is `Error`).
 
 An input schema keeps its descriptions and defaults (an agent fills those in); titles and the
 `null` branch of an optional argument go.
@@ -96,8 +96,9 @@ def _absent_not_null(node: Schema) -> Schema:
     return _set_required({**node, "properties": fields}, required)
 
 
-def _iso_pattern(node: Schema) -> Schema:
-    """An object's `*_iso` twins as the one pattern `_iso$` instead of a property each."""
+def _without_iso_twins(node: Schema) -> Schema:
+    """An object without its `*_iso` twins: the server's instructions name them once, while a
+    validating client checks every property a schema lists in every answer."""
     props = node.get("properties")
     if not isinstance(props, dict):
         return node
@@ -105,7 +106,6 @@ def _iso_pattern(node: Schema) -> Schema:
     if not twins:
         return node
     out = {**node, "properties": {n: sub for n, sub in props.items() if n not in twins}}
-    out["patternProperties"] = {f"{ISO_SUFFIX}$": {"type": "string"}}
     return _set_required(out, [r for r in node.get("required", []) if r not in twins])
 
 
@@ -122,7 +122,7 @@ def _clean_output(node: Schema, *, keep_required: bool, nulls: bool) -> Schema:
         del node["type"]  # the enum's values say it
     if not nulls:
         node = _absent_not_null(node)
-    node = _iso_pattern(node)
+    node = _without_iso_twins(node)
     if not keep_required:
         node.pop("required", None)
     if not any(key in node for key in TYPED):
