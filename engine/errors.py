@@ -483,13 +483,15 @@ class DatabaseUrlInvalidError(JobsError):
         schemes: Sequence[str] = (),
         fix: str = "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
         answered: bool = False,
+        scheme: str | None = None,
     ) -> None:
         """`answered`: what the URL names was reached and refused it (a database, role or
         password the server lacks; a file where the SQLite path needs a directory), which may
-        change without the URL changing."""
+        change without the URL changing. `scheme`: the one to name where the URL does not
+        write it with `://` (`sqlite:jobs.db`)."""
         self.answered = answered
         # The URL itself is never echoed: it may carry a password.
-        head = url.split("://", 1)[0] if "://" in url else ""
+        head = scheme or (url.split("://", 1)[0] if "://" in url else "")
         scheme = head if head.isascii() and head.replace("+", "").isalnum() else "(no scheme)"
         if reason is None:
             # `schemes`: the drivers registered when the URL was refused (engine.drivers.DRIVERS).

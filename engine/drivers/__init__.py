@@ -24,7 +24,13 @@ from engine.drivers.base import (
     capabilities,
     require,
 )
-from engine.drivers.urls import DATABASE_URL_ENV, check_postgres_url, sqlite_path
+from engine.drivers.urls import (
+    DATABASE_URL_ENV,
+    check_postgres_url,
+    slashes_missing,
+    slashes_reason,
+    sqlite_path,
+)
 from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError, InvalidArgumentError
 from engine.extras import install_line
 
@@ -67,7 +73,11 @@ def open_driver(url: str | None = None, *, clock: Clock | None = None, **options
     scheme = resolved.split("://", 1)[0].lower() if "://" in resolved else ""
     factory = DRIVERS.get(scheme) or _from_entry_point(scheme)
     if factory is None:
-        raise DatabaseUrlInvalidError(resolved, schemes=registered_schemes())
+        schemes = registered_schemes()
+        bare = slashes_missing(resolved, schemes)
+        if bare is not None:
+            raise DatabaseUrlInvalidError(resolved, reason=slashes_reason(bare), scheme=bare)
+        raise DatabaseUrlInvalidError(resolved, schemes=schemes)
     driver = factory(resolved, clock=clock or SYSTEM_CLOCK, **options)
     require(driver, JOBS)
     return driver

@@ -8,8 +8,11 @@ any part of it: the URL may carry a password.
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
 import shlex
+from collections.abc import Collection
 from urllib.parse import parse_qs, parse_qsl, quote_plus, unquote_plus, urlsplit, urlunsplit
 
 from engine.errors import DatabaseUrlInvalidError
@@ -34,6 +37,17 @@ def sqlite_path(url: str) -> str:
     if not rest.startswith("/") or len(rest) < 2:
         raise DatabaseUrlInvalidError(url, reason=f"it names no file; write {_SQLITE_FORMS}")
     path = rest[1:]
+    # Read as part of the path, `?mode=ro` or `#x` made a file of that name: refused instead.
+    path, question, query = path.partition("?")
+    path, hash_mark, _ = path.partition("#")
+    if question and not hash_mark:
+        option = _key(query.partition("#")[0].split("&")[0])
+        named = f": {json.dumps(option[:40])} is not one it takes" if option else ""
+        reason = f"the sqlite driver takes no option in the URL{named}; write {_SQLITE_FORMS}"
+        raise DatabaseUrlInvalidError(url, reason=reason)
+    if hash_mark:
+        reason = f"the sqlite driver takes no #fragment after the path; write {_SQLITE_FORMS}"
+        raise DatabaseUrlInvalidError(url, reason=reason)
     if "\x00" in path:
         raise DatabaseUrlInvalidError(url, reason="the path holds a NUL character")
     if path.endswith("/"):
@@ -41,6 +55,42 @@ def sqlite_path(url: str) -> str:
             url, reason=f"the path names a directory, not a file; write {_SQLITE_FORMS}"
         )
     return path
+
+
+# How alike a scheme must be to a registered one to be read as it (`postgress`, `sqllite`).
+_NEAR_SCHEME = 0.75
+
+
+def slashes_missing(url: str, schemes: Collection[str]) -> str | None:
+    """The registered scheme `url` begins with when no // follows its colon (`sqlite:jobs.db`),
+    or that `url` is alone (`memory`), else None: either reads as no scheme at all."""
+    head, _, _ = url.partition(":")
+    if url.startswith(f"{head}://") or head.lower() not in schemes:
+        return None
+    return head.lower()
+
+
+def meant_url(url: str, schemes: Collection[str]) -> str | None:
+    """The URL `url` plainly stands for, or None: a misspelt scheme (`postgress://`) as the
+    registered one nearest, `sqlite:` without its slashes, a sqlite URL without the options or
+    fragment it does not take."""
+    head, sep, rest = url.partition("://")
+    if not sep:
+        path = url.partition(":")[2]
+        return f"sqlite:///{path}" if slashes_missing(url, schemes) == "sqlite" and path else None
+    scheme = head.lower()
+    if scheme not in schemes:
+        near = difflib.get_close_matches(scheme, sorted(schemes), n=1, cutoff=_NEAR_SCHEME)
+        return f"{near[0]}://{rest}" if near else None
+    if scheme == "sqlite" and re.search(r"[?#]", rest):
+        return "sqlite://" + re.split(r"[?#]", rest, maxsplit=1)[0]
+    return None
+
+
+def slashes_reason(scheme: str) -> str:
+    """Why a `scheme:` URL without its // cannot be used, with the forms it takes."""
+    forms = _SQLITE_FORMS if scheme == "sqlite" else f"{scheme}://…"
+    return f"a {scheme} URL begins {scheme}:// (with two slashes); write {forms}"
 
 
 def check_postgres_url(url: str) -> None:
@@ -235,12 +285,15 @@ __all__ = [
     "SCHEMA_PARAM",
     "URL_FROM_ENV",
     "check_postgres_url",
+    "meant_url",
     "migrate_fix",
     "naming",
     "postgres_url_problem",
     "printable_url",
     "redact",
     "report_fix",
+    "slashes_missing",
+    "slashes_reason",
     "split_param",
     "split_schema",
     "sqlite_path",

@@ -1,20 +1,25 @@
 """A refused argument's fix at the terminal: the command line as it was typed, with the flag
 that carried the refused value set to the value nearest it that the check admits (the same
-`InvalidArgumentError.nearest` an MCP refusal mends the caller's call with): a number at its
-range's end, text that is no JSON as a JSON string; or without the flag, when it was given where
-it has no use (`LEFT_OUT`)."""
+`InvalidArgumentError.nearest` an MCP refusal mends the caller's call with), such as a number
+at its range's end; or without the flag, when it was given where it has no use (`LEFT_OUT`)."""
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.drivers import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, registered_schemes
+from engine.drivers.urls import meant_url, sqlite_path
 from engine.errors import (
     LEFT_OUT,
     NAMED,
     NOTHING_NEAR,
+    DatabaseUrlInvalidError,
     FlagMend,
     InvalidArgumentError,
     JobNotFoundError,
@@ -24,13 +29,16 @@ from engine.errors import (
 from engine.meant import meant_choices, same_words
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings
-from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext
+from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext, absolute_url
 from mcp_jobs.operations.envelope import error_payload, failure, sole
 
 if TYPE_CHECKING:  # the parser's modules import this one
     from mcp_jobs.cli.parser import RefusedChoice
 
 URL_FLAG = "--database-url"
+# The URL a DATABASE_URL_INVALID fix names, for a command that reads one backend only (else the
+# default SQLite file): the NATS server on its own port, as the README runs it.
+_URL_NEEDED = {"mcp-jobs db nats-report": "nats://127.0.0.1:4222"}
 # Acts on a plan without asking: a guessed line drops it.
 YES_FLAG = "--yes"
 # The command line under way (without the program) and the command it runs ("mcp-jobs jobs
@@ -52,8 +60,11 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     """`exc`, or, when it refuses a value typed on the command line, the same refusal whose fix
     runs: the command with the value nearest the refused one, or without a flag it has no use
     for; else, for a fix that only says what to pass, the command that lists what the argument
-    names, or the command's --help."""
+    names, or the command's --help. A URL that names no database comes back where it came
+    from: the command with one that does, or the export of one."""
     typed_line = _ARGV.get()
+    if isinstance(exc, DatabaseUrlInvalidError) and not exc.answered:
+        return _url_mended(exc, typed_line or ((), ""), fixes)
     if typed_line is not None and isinstance(exc, FlagMend):
         return _flag_mended(exc, typed_line[0], fixes)
     if typed_line is not None and isinstance(exc, JobNotFoundError):
@@ -76,6 +87,60 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     else:
         return exc
     return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+
+
+def _url_mended(
+    exc: DatabaseUrlInvalidError, typed_line: tuple[Sequence[str], str], fixes: FixContext
+) -> DatabaseUrlInvalidError:
+    """DATABASE_URL_INVALID for a URL that cannot name a database, fixed where the URL came
+    from: the command with a URL it can use where `--database-url` gave it (it outranks the
+    variable, so an export changed nothing), else the export. The URL is absolute: the line
+    runs from any directory."""
+    argv, command = typed_line
+    url = _meant(argv) or _URL_NEEDED.get(command) or _fresh_sqlite(fixes)
+    if _typed_flag(argv, URL_FLAG):
+        exc.fix = fixes.command(*without_flag(argv, URL_FLAG), URL_FLAG, url)
+    else:
+        exc.fix = f"export {DATABASE_URL_ENV}={shlex.quote(url)}"
+    exc.next_call = None
+    return exc
+
+
+def _meant(argv: Sequence[str]) -> str | None:
+    """The URL the refused one plainly stands for (`urls.meant_url`), as a fix may print it and
+    opens from any directory; None when there is none, or it is still no URL a driver opens."""
+    raw = (
+        _typed_value(argv, URL_FLAG)
+        if _typed_flag(argv, URL_FLAG)
+        else os.environ.get(DATABASE_URL_ENV)
+    )
+    meant = meant_url(raw, registered_schemes()) if raw else None
+    if meant is None:
+        return None
+    try:
+        if meant.startswith("sqlite://"):
+            sqlite_path(meant)
+    except JobsError:
+        return None
+    return absolute_url(meant, Path.cwd())
+
+
+def _typed_value(argv: Sequence[str], flag: str) -> str | None:
+    for at, word in enumerate(argv):
+        if word == flag and at + 1 < len(argv):
+            return argv[at + 1]
+        if word.startswith(flag + "="):
+            return word.partition("=")[2]
+    return None
+
+
+def _fresh_sqlite(fixes: FixContext) -> str:
+    """The default SQLite file as an absolute URL, or one beside it where the refused URL
+    names that file (another program's file, a device)."""
+    url = absolute_url(DEFAULT_DATABASE_URL, Path.cwd())
+    if url is None or url != fixes.database_url:
+        return url or DEFAULT_DATABASE_URL
+    return url.removesuffix(".db") + "-2.db"
 
 
 def _name_meant(exc: JobsError, argv: Sequence[str], fixes: FixContext) -> JobsError:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine import connect
-from engine.drivers.urls import postgres_url_problem
+from engine.drivers.urls import meant_url, postgres_url_problem
 from engine.errors import JobsError
 
 SECRET = "s3cretpw"
@@ -94,3 +94,61 @@ async def test_connect_refuses_an_option_it_cannot_use_before_it_opens_anything(
     assert os.listdir(tmp_path) == []  # nothing opened
     if argument.startswith("po"):
         assert "driver takes: " in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize(
+    ("tail", "named"),
+    [("?mode=ro&cache=shared", '"mode"'), ("?cache=shared", '"cache"'), ("#frag", "#")],
+)
+async def test_a_sqlite_url_with_a_query_or_fragment_is_refused_naming_it(
+    tail: str, named: str, tmp_path: Path
+) -> None:
+    """Each was read as part of the file name, and that file was made."""
+    with pytest.raises(JobsError) as raised:
+        await connect(f"sqlite:///{tmp_path}/q.db{tail}")
+    error = raised.value
+    assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
+    assert named in error.cause and "sqlite:////absolute/jobs.db" in error.cause
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "forms"),
+    [
+        ("sqlite:relative.db", "sqlite:////absolute/jobs.db"),
+        ("sqlite:/abs.db", "sqlite:////absolute/jobs.db"),
+        ("SQLite:jobs.db", "sqlite:////absolute/jobs.db"),
+        ("memory", "memory://"),
+    ],
+)
+async def test_a_registered_scheme_without_its_slashes_is_named_with_the_forms_it_takes(
+    url: str, forms: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said `(no scheme)` and `"(no scheme)" is not a registered driver scheme`."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(JobsError) as raised:
+        await connect(url)
+    error = raised.value
+    scheme = forms.partition(":")[0]
+    assert error.code == "DATABASE_URL_INVALID" and error.details == {"scheme": scheme}
+    assert "no scheme" not in error.cause and forms in error.cause
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "meant"),
+    [
+        ("postgress://u@h/db", "postgres://u@h/db"),
+        ("sqllite:///x.db", "sqlite:///x.db"),
+        ("sqlite:x.db", "sqlite:///x.db"),
+        ("sqlite:/abs/x.db", "sqlite:////abs/x.db"),
+        ("sqlite:////abs/x.db?mode=ro", "sqlite:////abs/x.db"),
+        ("mysql://x/y", None),
+        ("sqlite:", None),
+        ("memory", None),
+        ("postgresql://u@h/db", None),
+    ],
+)
+def test_the_url_meant_is_read_only_where_it_is_plain(url: str, meant: str | None) -> None:
+    schemes = ["memory", "nats", "postgres", "postgresql", "redis", "rediss", "sqlite"]
+    assert meant_url(url, schemes) == meant

@@ -3,6 +3,7 @@ transaction for the outbox, and group commit."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from engine import JobContext, JobRegistry, ManualClock, connect, job
 from engine.drivers import DATABASE_URL_ENV
 from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import SqliteDriver
+from engine.drivers.sqlite.errors import PathRefused
 from engine.drivers.sqlite.library import sqlite3
 from engine.errors import DatabaseUrlInvalidError, JobsError
 from engine.testing.blocked import wait_all_tasks_blocked
@@ -122,7 +124,7 @@ async def test_a_url_naming_a_directory_is_refused_not_waited_on(
     assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
     assert isinstance(error, DatabaseUrlInvalidError) and error.answered  # serve keeps serving
     assert f"{tmp_path / 'taken'} is a directory" in error.cause
-    assert isinstance(error.__cause__, sqlite3.Error)
+    assert isinstance(error.__cause__, PathRefused)  # refused before SQLite opens it
     assert (await _shown(error.fix)).startswith("d")  # ls -ld of the directory
 
 
@@ -139,6 +141,27 @@ async def test_a_file_where_the_path_needs_a_directory_is_refused_and_named(
     assert blocker.read_text() == "not a directory"  # nothing stored was touched
     shown = await _shown(error.fix)
     assert shown.startswith("-") and shown.rstrip().endswith(str(blocker))
+
+
+def _journals(path: Path) -> list[str]:
+    """The files SQLite writes beside a database that stand beside `path`."""
+    return [end for end in ("journal", "wal", "shm") if os.path.lexists(f"{path}-{end}")]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+async def test_a_path_that_is_no_regular_file_is_refused_before_sqlite_opens_it(
+    tmp_path: Path, clock: ManualClock, kind: str
+) -> None:
+    """/dev/null was DRIVER_UNAVAILABLE (retryable, `df -h /dev`), /dev/full STORAGE_FULL,
+    and SQLite wrote a journal beside each."""
+    path = tmp_path / "fifo" if kind == "fifo" else Path("/dev/null")
+    if kind == "fifo":
+        os.mkfifo(path)
+    error = await migrate_refused(path, clock)
+    assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
+    assert f"{path} is not a regular file" in error.cause
+    assert _journals(path) == []
+    assert (await _shown(error.fix)).startswith("p" if kind == "fifo" else "c")  # ls -ld
 
 
 async def test_a_file_sqlite_cannot_open_for_another_reason_stays_unavailable(

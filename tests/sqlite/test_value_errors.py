@@ -4,11 +4,13 @@ unreadable or unmigrated file is DRIVER_UNAVAILABLE, each with a command that he
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from pydantic import BaseModel
 
@@ -132,21 +134,41 @@ async def test_a_string_past_sqlites_length_limit_is_invalid_argument_and_stores
         await jobs.close()
 
 
-async def test_a_file_that_is_not_a_database_is_damaged_and_names_the_integrity_check(
+async def test_a_file_that_is_not_a_database_is_refused_untouched_with_a_fix_that_runs(
     tmp_path: Path, clock: ManualClock
 ) -> None:
+    """It was STORE_DAMAGED, and its fix (the integrity check) ended in a traceback: the URL
+    names another program's file, which no restore mends."""
     path = tmp_path / "jobs.db"
     path.write_bytes(b"this is not a database file, whatever its name says" * 100)
     error = await migrate_refused(path, clock)
     # Terminal: waiting does not make the file a database.
+    assert (error.code, error.retryable) == ("DATABASE_URL_INVALID", False)
+    assert f"{path} is not an SQLite database" in error.cause
+    with anyio.fail_after(30):
+        ran = await anyio.run_process(error.fix, check=False)
+    assert ran.returncode == 0 and ran.stdout.startswith(b"-"), ran  # ls -ld: a regular file
+    assert path.read_bytes().startswith(b"this is not a database file")  # never written
+    assert os.listdir(tmp_path) == ["jobs.db"]
+
+
+async def test_a_database_whose_header_is_damaged_is_damaged_and_its_fix_runs(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    path = tmp_path / "jobs.db"
+    sound = SqliteDriver(str(path), clock=clock)
+    await sound.migrate()
+    await sound.close()
+    data = bytearray(path.read_bytes())
+    data[16:18] = (3).to_bytes(2, "big")  # a page size no SQLite writes; the magic is intact
+    path.write_bytes(bytes(data))
+    error = await migrate_refused(path, clock)
     assert (error.code, error.retryable) == ("STORE_DAMAGED", False)
-    assert "is not an SQLite database" in error.cause
-    fix = error.fix
-    assert fix.startswith("python3 -c ") and "PRAGMA integrity_check" in fix
-    ran = await run_fix(fix)
-    # It runs, and says what is wrong with the file (a sound database prints "ok").
-    assert b"file is not a database" in ran.stderr, ran.stderr
-    assert path.read_bytes().startswith(b"this is not a database file")  # read-only
+    assert "SQLITE_NOTADB" in error.cause and "restore it from a backup" in error.cause
+    ran = await run_fix(error.fix)
+    # It says the file cannot be read as a database, without a traceback.
+    assert b"Traceback" not in ran.stderr and b"file is not a database" in ran.stderr, ran
+    assert path.read_bytes() == bytes(data)  # read-only
 
 
 async def test_a_file_with_damaged_pages_is_damaged_and_its_fix_names_them(

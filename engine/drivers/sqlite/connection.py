@@ -28,7 +28,13 @@ import anyio.to_thread
 
 from engine.drivers.damage import UndecodableRow
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, Checkpointer
-from engine.drivers.sqlite.errors import SqliteTooOldError, convert, is_busy
+from engine.drivers.sqlite.errors import (
+    PathRefused,
+    SqliteTooOldError,
+    check_path,
+    convert,
+    is_busy,
+)
 from engine.drivers.sqlite.library import new_enough, sqlite3
 from engine.errors import DriverClosedError, DriverUnavailableError, InvalidArgumentError, JobsError
 from engine.extras import upgrade_line
@@ -205,6 +211,8 @@ class Executor:
             self._conn = None
             self._abandon(self._checkpoints)
             self._checkpoints = None
+        # Before SQLite opens it: given /dev/null, SQLite wrote /dev/null-journal.
+        check_path(self.path)
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
         # isolation_level=None: this module issues BEGIN/COMMIT itself. check_same_thread=False
@@ -250,7 +258,8 @@ class Executor:
     def _run_batch(self, batch: list[Op[Any]]) -> None:
         try:
             conn = self._connect()
-        except (sqlite3.Error, OSError) as exc:  # OSError: the directory could not be made
+        # OSError: the directory could not be made; PathRefused: no file could be the database.
+        except (sqlite3.Error, OSError, PathRefused) as exc:
             self._fail_all(batch, exc)
             return
         write = any(op.write for op in batch)

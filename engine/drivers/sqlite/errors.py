@@ -2,10 +2,11 @@
 
 `convert` is where a sqlite3 (or binding) failure becomes a typed error, with the one command
 most likely to help: a full disk is STORAGE_FULL, a value the database refused is
-INVALID_ARGUMENT (terminal: the same value fails the same way every time), a damaged file, one
-that is no database or a row another program wrote is STORE_DAMAGED (terminal too), a path that
-names a directory or runs through a file is DATABASE_URL_INVALID, and only a locked, unreadable
-or unmigrated file is DRIVER_UNAVAILABLE. Classified by SQLite's result code,
+INVALID_ARGUMENT (terminal: the same value fails the same way every time), a damaged file or a
+row another program wrote is STORE_DAMAGED (terminal too), a path that names a directory, a
+device or another program's file, or runs through a file, is DATABASE_URL_INVALID (`refusal_of`,
+asked before SQLite opens the path too), and only a locked, unreadable or unmigrated file is
+DRIVER_UNAVAILABLE. Classified by SQLite's result code and the file's type and header,
 never by message text. A dedupe index other than schema.sql declares is DRIVER_UNAVAILABLE too
 (`live_key_broken`), found by reading the schema. Every fix runs where only Python is installed.
 """
@@ -15,6 +16,8 @@ from __future__ import annotations
 import errno
 import os
 import shlex
+import stat
+from dataclasses import dataclass
 
 from engine.drivers.damage import JOB_COUNT_COLUMNS, JOB_JSON_COLUMNS, UndecodableRow
 from engine.drivers.sqlite.fix_lines import python_holders, python_sql, rebuild_index
@@ -162,6 +165,8 @@ def convert(path: str, exc: BaseException) -> JobsError:
     database at `path`. The caller raises it `from exc`."""
     if isinstance(exc, UndecodableRow):
         return undecodable(path, exc)
+    if isinstance(exc, PathRefused):
+        return exc.refusal.error(path)
     directory = os.path.dirname(os.path.abspath(path))
     code = primary_code(exc)
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
@@ -183,35 +188,108 @@ def convert(path: str, exc: BaseException) -> JobsError:
         # The cause names the column and the constraint; the schema shows what it accepts.
         fix = python_sql(path, "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")
         return SqliteValueRefusedError(path, "a value its schema does not accept", detail, fix)
+    opening = code == sqlite3.SQLITE_CANTOPEN or (
+        isinstance(exc, OSError) and exc.errno in _IN_THE_WAY
+    )
+    if opening or code == sqlite3.SQLITE_NOTADB:
+        refusal = refusal_of(path)
+        if refusal is not None:
+            return refusal.error(path)
     if code in _DAMAGE_CODES:
         return _damaged(path, code, f"{name}: {exc}")
-    if code == sqlite3.SQLITE_CANTOPEN or (isinstance(exc, OSError) and exc.errno in _IN_THE_WAY):
-        in_the_way = _path_refused(path)
-        if in_the_way is not None:
-            return in_the_way
     return DriverUnavailableError("sqlite", f"{path}: {name}: {exc}", _unavailable_fix(path, exc))
 
 
-def _path_refused(path: str) -> DatabaseUrlInvalidError | None:
-    """DATABASE_URL_INVALID when the URL's path cannot be a database file as things stand: it
-    names a directory, or a file stands where one of its directories should be. No retry helps
-    (DRIVER_UNAVAILABLE would have a worker wait for ever); moving that file or directory does,
-    with the URL unchanged, hence `answered`: `serve` keeps serving the refusal meanwhile."""
-    if os.path.isdir(path):
-        shown = path
+# The first 16 bytes of every SQLite database file (an empty file is a new database).
+SQLITE_HEADER = b"SQLite format 3\x00"
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a path cannot be the database file, and what `ls -ld` is to show: a URL no retry
+    helps (DRIVER_UNAVAILABLE would have a worker wait for ever). `answered`: moving the file or
+    directory in the way mends it with the URL unchanged (`serve` keeps serving the refusal
+    meanwhile); otherwise the URL must name another file."""
+
+    reason: str
+    shown: str
+    answered: bool
+
+    def error(self, path: str) -> DatabaseUrlInvalidError:
+        fix = f"ls -ld {shlex.quote(self.shown)}"
+        return DatabaseUrlInvalidError(
+            f"sqlite:///{path}", reason=self.reason, fix=fix, answered=self.answered
+        )
+
+
+class PathRefused(Exception):
+    """Raised where the connection would open a path `refusal` refuses, so that SQLite never
+    opens it (it wrote a journal beside /dev/null); `convert` makes each caller's error of it."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.reason)
+        self.refusal = refusal
+
+
+def check_path(path: str) -> None:
+    """Raise PathRefused when `path` cannot be a database file; run before SQLite opens it."""
+    refusal = refusal_of(path)
+    if refusal is not None:
+        raise PathRefused(refusal)
+
+
+def refusal_of(path: str) -> Refusal | None:
+    """Why the URL's path cannot be a database file as things stand, or None: it names a
+    directory, a device, FIFO or socket, a file that is not SQLite's, or a file stands where one
+    of its directories should be."""
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
         reason = (
             f"{path} is a directory; the URL's path names the database file itself "
             "(sqlite:///DIR/jobs.db)"
         )
-    else:
-        blocker = _nearest_existing(os.path.dirname(os.path.abspath(path)))
-        if blocker is None or os.path.isdir(blocker):
-            return None
-        shown = blocker
-        reason = f"{blocker} is a file, not a directory, so {path} cannot be made under it"
-    return DatabaseUrlInvalidError(
-        f"sqlite:///{path}", reason=reason, fix=f"ls -ld {shlex.quote(shown)}", answered=True
-    )
+        return Refusal(reason, path, answered=True)
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "another kind of file")
+        reason = (
+            f"{path} is not a regular file but {kind}; the URL's path names the database file "
+            "itself"
+        )
+        return Refusal(reason, path, answered=False)
+    if mode is not None:
+        if _foreign(path):
+            reason = (
+                f"{path} is not an SQLite database (it does not begin with SQLite's header): the "
+                "URL names another file than the jobs database, left as it is"
+            )
+            return Refusal(reason, path, answered=False)
+        return None
+    blocker = _nearest_existing(os.path.dirname(os.path.abspath(path)))
+    if blocker is None or os.path.isdir(blocker):
+        return None
+    reason = f"{blocker} is a file, not a directory, so {path} cannot be made under it"
+    return Refusal(reason, blocker, answered=True)
+
+
+def _foreign(path: str) -> bool:
+    """Whether the file at `path` holds bytes but not SQLite's header: another program's file
+    (a damaged database keeps its header unless its first 16 bytes are hit). False when it
+    cannot be read: SQLite's own error says why."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(len(SQLITE_HEADER))
+    except OSError:
+        return False
+    return head != b"" and head != SQLITE_HEADER
 
 
 def _nearest_existing(directory: str) -> str | None:
@@ -226,14 +304,13 @@ def _nearest_existing(directory: str) -> str | None:
 
 def _damaged(path: str, code: int, detail: str) -> StoreDamagedError:
     if code == sqlite3.SQLITE_NOTADB:
-        why = (
-            "the file is not an SQLite database (another program wrote it, or the URL names "
-            "another file than the jobs database)"
-        )
+        # SQLite's header is there (else `refusal_of`): what follows it is damaged.
+        why = "the file's header is damaged, so none of it can be read; restore it from a backup"
     else:
         why = "pages of the file are damaged; restore it from a backup, or recover what is left"
-    # The integrity check names the damaged pages, or says the file is no database.
-    fix = python_sql(path, "PRAGMA integrity_check")
+    # The integrity check names the damaged pages; on a file SQLite cannot read at all it says
+    # so in a line, not a traceback.
+    fix = python_sql(path, "PRAGMA integrity_check", unreadable=f"{path} cannot be read:")
     return StoreDamagedError("sqlite", f"{path}: {detail}: {why}", fix)
 
 

@@ -12,14 +12,24 @@ import urllib.parse
 from engine.drivers.python_lines import literal, python_line
 
 
-def python_sql(path: str, sql: str, *, script: str | None = None) -> str:
+def python_sql(
+    path: str, sql: str, *, script: str | None = None, unreadable: str | None = None
+) -> str:
     """A line printing what `sql` answers on the file at `path` through Python's own sqlite3:
-    read-only, or with `script` (a change, such as an index rebuild) executed first."""
+    read-only, or with `script` (a change, such as an index rebuild) executed first. With
+    `unreadable`, an error (a file SQLite cannot read at all) prints as that text and SQLite's
+    message on one line, not as a traceback (a one-liner has no try)."""
     mode = "ro" if script is None else "rw"  # rw, not rwc: a missing file is not created
     uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + f"?mode={mode}"
     first = "" if script is None else f"db.executescript({literal(script)}); "
+    hook = (
+        ""
+        if unreadable is None
+        else "import sys; sys.excepthook = lambda kind, exc, tb: print("
+        f"{literal(unreadable)}, exc, file=sys.stderr); "
+    )
     code = (
-        f"import sqlite3; db = sqlite3.connect({literal(uri)}, uri=True); {first}"
+        f"{hook}import sqlite3; db = sqlite3.connect({literal(uri)}, uri=True); {first}"
         f"print(*(row[0] for row in db.execute({literal(sql)})), sep=chr(10))"
     )
     return python_line(code)
