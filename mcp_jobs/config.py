@@ -80,6 +80,12 @@ class ServerLimits:
     # How long a ready job may wait before diagnose calls the backlog old.
     backlog_age_ms: int = 60_000
 
+    @property
+    def answer_after_eof_seconds(self) -> float:
+        """At the end of stdin, how long requests in hand have to be answered: past the longest
+        bounded call (a wait at its cap)."""
+        return self.max_wait_seconds + 10
+
 
 @dataclass(frozen=True)
 class Settings:

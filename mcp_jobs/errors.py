@@ -66,10 +66,12 @@ class TenantScopeExceededError(JobsError):
     code = "TENANT_SCOPE_EXCEEDED"
     title = "this operation spans every tenant and the server is pinned to one"
 
-    def __init__(self, operation: str, pinned: str, fix: str) -> None:
+    def __init__(self, operation: str, pinned: str, fix: str, *, agent: bool = False) -> None:
+        # An agent is pinned so that it stays in one tenant: the fix is the operator's.
+        whose = "; the fix is an operator's, over every tenant: give it to the user"
         super().__init__(
             f"{operation} works across every tenant's data; this server is pinned to "
-            f'tenant "{pinned}"',
+            f'tenant "{pinned}"{whose if agent else ""}',
             fix,
             details={"tenant_id": pinned},
         )
@@ -111,6 +113,57 @@ class CommandLineInvalidError(InvalidArgumentError):
             details={"argument": argument, "expected": message},
         )
         self.argument, self.value, self.expected = argument, None, message
+        self.nearest = NOTHING_NEAR
+
+
+class ComputedKeyInvalidError(InvalidArgumentError):
+    """INVALID_ARGUMENT for an input whose idempotency key, as its job computes it, is refused
+    (too long): an enqueue_job call passes no key of its own, so what it can change is the
+    input. `fields`: the input's fields the key holds that make it too long, longest first;
+    the fix is the call with each of them a "<field>" slot (`slotted`), or with none found,
+    the job's description. Its code is INVALID_ARGUMENT's; the class keeps the MCP mend from
+    writing a slot for the whole input over that fix."""
+
+    def __init__(
+        self,
+        job: str,
+        key: str,
+        expected: str,
+        input: Mapping[str, Any],
+        fields: Sequence[str],
+        where: str | None,
+    ) -> None:
+        size = len(key.encode("utf-8", "surrogatepass"))
+        made = f" ({where})" if where else ""
+        cause = (
+            f'the idempotency key job "{job}" computes from this input{made} is {size} bytes '
+            f"({short_repr(key, 60)}); a key must be {expected}"
+        )
+        self.slotted: dict[str, Any] | None = None
+        if fields:
+            held = ", ".join(
+                f"input.{f} ({len(str(input[f]).encode('utf-8', 'surrogatepass'))} bytes)"
+                for f in fields
+            )
+            cause += f": shorten {held}, which the key holds"
+            self.slotted = {**input, **{f: f"<{f}>" for f in fields}}
+            fix = f"enqueue_job {example_call({'name': job, 'input': self.slotted})}"
+            call = None
+        else:
+            cause += ": shorten what the key function reads of the input"
+            fix = f"describe_jobs {example_call({'name': job})}"
+            call = NextCall(tool="describe_jobs", arguments={"name": job})
+        argument = f"input.{fields[0]}" if fields else "input"
+        JobsError.__init__(
+            self,
+            cause,
+            fix,
+            next_call=call,
+            details={"argument": argument, "expected": expected, "fields": list(fields)},
+        )
+        self.argument = argument
+        self.value = input[fields[0]] if fields else dict(input)
+        self.expected = expected
         self.nearest = NOTHING_NEAR
 
 
@@ -302,6 +355,25 @@ class QueueUnknownError(JobsError):
             "mcp-jobs jobs stats --json",
             next_call=NextCall(tool="queue_stats", arguments={}),
             details={"queue": queue, "known": names, **meant},
+        )
+
+
+class RunNotFoundError(JobsError):
+    code = "RUN_NOT_FOUND"
+    title = "this job has no run with this id"
+
+    def __init__(self, job_id: str, run_id: str, runs: Sequence[str]) -> None:
+        """`runs`: the job's runs, newest first (the current one first). The fix shows the run
+        before the current one, the one a rerun left behind; with none, the job itself."""
+        earlier = runs[1] if len(runs) > 1 else None
+        arguments = {"job_id": job_id} if earlier is None else {"job_id": job_id, "run_id": earlier}
+        shown = [] if earlier is None else ["--run-id", earlier]
+        super().__init__(
+            f"job {job_id} has no run {short_repr(run_id)}; its runs, newest first: "
+            f"{', '.join(runs)}",
+            shlex.join(["mcp-jobs", "jobs", "show", job_id, *shown, "--json"]),
+            next_call=NextCall(tool="inspect_job", arguments=arguments),
+            details={"job_id": job_id, "run_id": run_id, "runs": list(runs)},
         )
 
 

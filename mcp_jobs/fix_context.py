@@ -17,10 +17,13 @@ A database password is never written: the URL loses it, and the command then tak
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import json
 import os
+import re
 import shlex
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +38,7 @@ from pydantic import BaseModel
 from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
 from engine.environment import NAME_PATTERN, EnvironmentUse, declared_environment
 from engine.errors import JobsError
+from mcp_jobs.app_modules import load_apps
 from mcp_jobs.config import DEFAULT_ENVIRONMENT, ENVIRONMENT_ENV, Settings
 from schemas.errors import NextCall
 
@@ -48,6 +52,7 @@ TAKES_CONTEXT = frozenset(
 # (`queues`) spans every tenant (a pinned one is refused) and a worker serves them all.
 TAKES_TENANT = frozenset({"jobs", "events"})
 PYTHONS = frozenset({"python", "python3", sys.executable})
+PROGRAM = "mcp-jobs"
 # FixContext.listing's commands, by command group and argument ("*": any group).
 _LISTING: dict[tuple[str, str], tuple[str, ...]] = {
     ("*", "job_id"): ("jobs", "ls"),
@@ -105,6 +110,39 @@ def absolute_url(url: str, cwd: Path) -> str | None:
     return printable_url(url)
 
 
+@cache  # an app that does not import is tried once
+def _import_quietly(apps: tuple[str, ...]) -> None:
+    with contextlib.suppress(Exception):
+        load_apps(apps)
+
+
+def _declared_by(apps: Sequence[str]) -> list[EnvironmentUse]:
+    """The environment the apps declare, imported first when they were not yet: a command
+    refused before it loaded them (a flag out of range) still writes it into its fix. One that
+    fails to import declares nothing here; its own error says why."""
+    _import_quietly(tuple(apps))
+    return declared_environment()
+
+
+@cache  # one search of PATH per process: a fix is written on many calls
+def unreachable_programs(path: str | None) -> tuple[tuple[str, str], ...]:
+    """The programs a fix names (`mcp-jobs`, `python`) whose name, on the shell search `path`,
+    is not this installation's, each with the full path that is: an MCP client often starts
+    the server by its full path, from a virtualenv the agent's shell has not activated."""
+    here = Path(sys.executable).parent
+    named = [(PROGRAM, here / PROGRAM), ("python", Path(sys.executable))]
+    named.append(("python3", Path(sys.executable)))
+    out: list[tuple[str, str]] = []
+    for word, ours in named:
+        found = shutil.which(word, path=path)
+        # The directory, not the resolved file: a venv's python links to the base interpreter.
+        if found is not None and Path(os.path.abspath(found)).parent == here:
+            continue
+        if ours.is_file():
+            out.append((word, str(ours)))
+    return tuple(out)
+
+
 def _with_cwd(inherited: str | None, cwd: Path) -> str:
     """`PYTHONPATH` holding `cwd` (absolute, so the line runs from anywhere): the inherited one
     as it is when it already names it, else with it in front."""
@@ -157,6 +195,8 @@ class FixContext:
     # Tools the caller cannot call (a read-only server's, an OAuth grant's): a fix is never
     # made into a call to one, and a next_call naming one is left out.
     unserved: frozenset[str] = frozenset()
+    # (name, full path) of each program a fix names that the shell would not find as ours.
+    programs: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(
@@ -174,7 +214,7 @@ class FixContext:
         cwd = Path.cwd() if cwd is None else cwd
         environ = os.environ if environ is None else environ
         assignments: list[tuple[str, str]] = []
-        for use in declared_environment() if declared is None else declared:
+        for use in _declared_by(settings.apps) if declared is None else declared:
             value = use.effective(environ, cwd)
             if value is not None:
                 assignments.append((use.name, value))
@@ -191,6 +231,7 @@ class FixContext:
             assignments=tuple(assignments),
             face=face,
             unserved=unserved,
+            programs=unreachable_programs(environ.get("PATH")),
         )
 
     def listing(self, group: str, argument: str) -> str | None:
@@ -202,7 +243,7 @@ class FixContext:
 
     def command(self, *words: str) -> str:
         """`mcp-jobs <words>` with this context: the way to write a new fix line."""
-        return self.qualify(shlex.join(["mcp-jobs", *words]))
+        return self.qualify(shlex.join([PROGRAM, *words]))
 
     def qualify(self, fix: str) -> str:
         """`fix` with this context written in when it is an `mcp-jobs` or `python` command;
@@ -231,20 +272,30 @@ class FixContext:
             head += 1
         if head >= len(words):
             return fix, None
-        program, rest = words[head], words[head + 1 :]
-        if program == "mcp-jobs" and self.face == "mcp" and self.tenant is None:
+        named, rest = words[head], words[head + 1 :]
+        program = next((name for name, path in self.programs if path == named), named)
+        if program == PROGRAM and self.face == "mcp" and self.tenant is None:
             call = TOOL_FOR_COMMAND.get(tuple(rest[:2]))
             if call is not None and call[0] not in self.unserved:
                 tool, arguments = call
                 return f"{tool} {json.dumps(arguments)}", NextCall(tool=tool, arguments=arguments)
-        if program == "mcp-jobs":
+        if program == PROGRAM:
             suffix = self._flags(rest)
         elif program in PYTHONS:
             suffix = []
         else:
             return fix, None
         prefix = [f"{n}={shlex.quote(v)}" for n, v in self.assignments if n not in assigned]
-        return " ".join([*prefix, fix, *suffix]), None
+        return " ".join([*prefix, self._reachable(fix, named), *suffix]), None
+
+    def _reachable(self, fix: str, program: str) -> str:
+        """`fix` with its program, named as the shell would not find ours, as its path."""
+        path = dict(self.programs).get(program)
+        if path is None:
+            return fix
+        return re.sub(
+            rf"(^|\s){re.escape(program)}(?=\s|$)", lambda m: m[1] + shlex.quote(path), fix, count=1
+        )
 
     def cli_command(self, fix: str) -> str | None:
         """The `mcp-jobs` command that makes the tool call `fix` (`list_jobs {"limit": 200}`),

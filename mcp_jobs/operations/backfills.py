@@ -10,7 +10,7 @@ from engine.backfill.errors import dry_run_command
 from engine.backfill.ledger import DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, parse_runs_cursor
 from engine.backfill.pass_job import PASS_QUEUE
 from engine.errors import LEFT_OUT, InvalidArgumentError
-from mcp_jobs.errors import LimitExceededError, TenantScopeExceededError, example_call
+from mcp_jobs.errors import LimitExceededError, example_call
 from mcp_jobs.operations.models import ListBackfillsResult, RunBackfillResult
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.workers import no_worker_notice
@@ -73,12 +73,9 @@ async def run_backfill(
     force: bool = False,
     wait_seconds: float = 0,
 ) -> RunBackfillResult:
-    if scope.settings.tenant is not None:
-        # A backfill sweeps the app's own tables across every tenant; a pinned server must not
-        # start one on another tenant's data.
-        raise TenantScopeExceededError(
-            f'backfill "{name}"', scope.settings.tenant, dry_run_command(name)
-        )
+    # A backfill sweeps the app's own tables across every tenant; a pinned server must not
+    # start one on another tenant's data.
+    scope.across_tenants(f'backfill "{name}"', lambda: dry_run_command(name))
     svc = scope.backfills()
     if not write:
         # With force, the plan's `blocked_by` says what a forced write would answer.

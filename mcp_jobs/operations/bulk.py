@@ -25,6 +25,7 @@ from engine import bounds
 from engine.bounds import MAX_DELAY_SECONDS
 from engine.errors import JobsError
 from engine.instants import iso
+from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import ConfirmOffer, Envelope
 from mcp_jobs.operations.scope import Scope
 from schemas.jobs import JobRecord
@@ -139,16 +140,22 @@ async def plan_bulk(
     if wanted.since_seconds is not None:
         since = bounds.whole("since_seconds", wanted.since_seconds, *SINCE_SECONDS, "seconds")
         after = at - since * 1000
+    tenant = scope.tenant(wanted.tenant_id)
     found = await scope.jobs.select(
         state=states,
         name=wanted.name,
         queue=wanted.queue,
-        tenant_id=scope.tenant(wanted.tenant_id),
+        tenant_id=tenant,
         error_code=wanted.error_code,
         changed_after=after,
         limit=MAX_BULK_JOBS,
     )
     jobs = found.jobs
+    if not jobs:
+        # A name or queue nothing knows is a typo, not a plan of nothing to confirm (as list_jobs).
+        unknown = await unknown_filter(scope, wanted.name, wanted.queue, tenant)
+        if unknown is not None:
+            raise unknown
     plan = BulkPlan(
         action=action,
         at=at,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from engine.drivers.base import REPORT, Driver, require
 from engine.drivers.urls import redact
-from mcp_jobs.errors import TenantScopeExceededError
 from mcp_jobs.operations.models import DbReportResult
 from mcp_jobs.operations.scope import Scope
 
@@ -17,10 +16,8 @@ from mcp_jobs.operations.scope import Scope
 async def database_report(scope: Scope) -> DbReportResult:
     """The report on the scope's database. It shows the whole server (other sessions, other
     databases), so a server pinned to one tenant refuses it and names the operator's command."""
-    pinned = scope.settings.tenant
-    if pinned is not None:
-        fix = scope.fixes.command("db", "report", "--json")
-        raise TenantScopeExceededError("the database report", pinned, fix)
+    report = ("db", "report", "--json")
+    scope.across_tenants("the database report", lambda: scope.fixes.command(*report))
     return await report_of(scope.jobs.driver, scope.settings.url)
 
 

@@ -10,6 +10,7 @@ import json
 import math
 from typing import Any
 
+from engine.bounds import MAX_KEY_BYTES
 from engine.errors import (
     InvalidArgumentError,
     JobNotCancellableError,
@@ -17,7 +18,7 @@ from engine.errors import (
 )
 from engine.paging import DEFAULT_TRACE_PAGE
 from engine.tasks import describe_tasks
-from mcp_jobs.errors import LimitExceededError, example_call
+from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example_call
 from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import (
@@ -67,14 +68,24 @@ async def list_jobs(
     """A page of jobs, newest first. A `name` or `queue` filter that nothing knows is an error
     listing the known ones (JOB_UNKNOWN, QUEUE_UNKNOWN), never an empty page that looks fine."""
     cap = scope.settings.limits.max_page_size
-    if isinstance(limit, int) and not isinstance(limit, bool) and limit < 1:
-        # This server's cap, not the engine's own bound (which only a direct caller meets).
-        raise InvalidArgumentError("limit", limit, f"a whole number from 1 to {cap}", nearest=1)
-    if isinstance(limit, int) and limit > cap:
-        # A tool call; the CLI's FixContext writes it as `mcp-jobs jobs ls …`.
+    if isinstance(limit, int) and not isinstance(limit, bool) and not 1 <= limit <= cap:
+        if cursor is not None:
+            # A cursor that does not go with these filters is refused first (its fix: the first
+            # page), so the fix below, which keeps the cursor, runs as given.
+            await scope.jobs.list(
+                state=state,
+                name=name,
+                queue=queue,
+                tenant_id=scope.tenant(tenant_id),
+                limit=min(max(limit, 1), cap),
+                cursor=cursor,
+            )
+        if limit < 1:
+            # This server's cap, not the engine's own bound (which only a direct caller meets).
+            raise InvalidArgumentError("limit", limit, f"a whole number from 1 to {cap}", nearest=1)
         asked = {"state": state, "name": name, "queue": queue, "tenant_id": tenant_id}
         call = {k: v for k, v in asked.items() if v is not None}
-        fix = f"list_jobs {example_call({**call, 'limit': cap})}"
+        fix = _list_call(scope, {**call, "cursor": cursor, "limit": cap})
         raise LimitExceededError("limit", limit, cap, "rows", fix)
     tenant = scope.tenant(tenant_id)
     page = await scope.jobs.list(
@@ -95,6 +106,31 @@ async def list_jobs(
         next_cursor=page.next_cursor,
         notices=[damaged_notice(d) for d in page.damaged] or None,
     )
+
+
+# `jobs ls` flags of list_jobs' arguments, for a fix the CLI prints.
+_LS_FLAGS = {
+    "state": "--state",
+    "name": "--name",
+    "queue": "--queue",
+    "tenant_id": "--tenant-id",
+    "cursor": "--cursor",
+    "limit": "--limit",
+}
+
+
+def _list_call(scope: Scope, arguments: dict[str, Any]) -> str:
+    """The list_jobs call with `arguments` (None: left out) as the caller's face writes a fix:
+    the tool call, or at the terminal the `jobs ls` line, its cursor kept (FixContext writes no
+    command for a tool call with a cursor)."""
+    given = {k: v for k, v in arguments.items() if v is not None}
+    if scope.face != "cli":
+        return f"list_jobs {example_call(given)}"
+    words = ["jobs", "ls"]
+    for argument, value in given.items():
+        for each in value if isinstance(value, list | tuple) else [value]:
+            words += [_LS_FLAGS[argument], str(each)]
+    return scope.fixes.command(*words, "--json")
 
 
 def damaged_notice(job: DamagedJob) -> Finding:
@@ -215,6 +251,8 @@ async def wait_for_job(
 
 # enqueue_job's arguments that the engine's enqueue names otherwise.
 _ENGINE_NAMES = {"delay": "delay_seconds", "job": "name"}
+# What the engine calls the key a registered job computes from its input (`key_for`).
+_COMPUTED_KEY = "idempotency_key"
 
 
 async def enqueue_job(
@@ -256,6 +294,8 @@ async def enqueue_job(
             traceparent=scope.traceparent,
         )
     except InvalidArgumentError as exc:
+        if exc.argument == _COMPUTED_KEY and isinstance(exc.value, str):
+            raise _key_refused(scope, name, input, exc.value, exc.expected) from None
         argument = _ENGINE_NAMES.get(exc.argument)
         if argument is None:
             raise
@@ -277,6 +317,35 @@ async def enqueue_job(
         deduped=result.deduped,
         notices=[notice] if notice is not None else None,
     )
+
+
+def _key_refused(
+    scope: Scope, name: str, input: dict[str, Any], key: str, expected: str
+) -> ComputedKeyInvalidError:
+    """The refusal of the key job `name` computed from `input`, naming what to shorten: the
+    fewest of the input's fields the key holds, longest first, without which it would fit."""
+    size = _bytes(key)
+    # As a key function's f-string writes a value: str() of it.
+    held = [(field, _bytes(str(value))) for field, value in input.items() if str(value) in key]
+    fields: list[str] = []
+    for field, length in sorted(held, key=lambda pair: -pair[1]):
+        if size <= MAX_KEY_BYTES:
+            break
+        fields.append(field)
+        size -= length
+    definition = scope.jobs.registry.get(name)
+    code = getattr(definition.idempotency_key, "__code__", None) if definition else None
+    where = None
+    if definition is not None and code is not None:
+        where = f"idempotency_key of {definition.qualified_name}, line {code.co_firstlineno}"
+    # A key too long however the fields are cut (or refused for a character): none to name.
+    return ComputedKeyInvalidError(
+        name, key, expected, input, fields if size <= MAX_KEY_BYTES else [], where
+    )
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 async def retry_job(

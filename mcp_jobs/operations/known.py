@@ -35,17 +35,24 @@ async def unknown_queues(scope: Scope, queues: Sequence[str] | None) -> tuple[li
 
 
 async def unknown_filter(
-    scope: Scope, name: str | None, queue: str | None, tenant: str | None
+    scope: Scope,
+    name: str | None,
+    queue: str | None,
+    tenant: str | None,
+    *,
+    also: Sequence[str] = (),
 ) -> JobsError | None:
     """JOB_UNKNOWN or QUEUE_UNKNOWN for a job name or queue that is neither declared nor stored
-    (nor served), listing the known ones; None when both are known."""
+    (nor served), listing the known ones; None when both are known. `also`: names known
+    besides (a resume's pauses in force), listed and meant as the others are."""
     if name is not None:
         known = [d.name for d in await scope.jobs.describe()]
-        stored = await scope.jobs.list(name=name, tenant_id=tenant, limit=1)
-        if name not in known and not stored.jobs:
-            return JobUnknownError(name, known)
+        if name not in known and name not in also:
+            stored = await scope.jobs.list(name=name, tenant_id=tenant, limit=1)
+            if not stored.jobs:
+                return JobUnknownError(name, sorted({*known, *also}))
     if queue is not None:
         unknown, known = await unknown_queues(scope, [queue])
-        if unknown:
-            return QueueUnknownError(queue, known)
+        if unknown and queue not in also:
+            return QueueUnknownError(queue, sorted({*known, *also}))
     return None

@@ -15,7 +15,6 @@ from pydantic import Field
 from engine.drivers.base import PAUSES
 from engine.errors import InvalidArgumentError, JobsError
 from engine.pauses import PauseKey, target
-from mcp_jobs.errors import TenantScopeExceededError
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import _VIEW, Envelope, Finding, QueueStatsView, iso_of
 from mcp_jobs.operations.scope import Scope
@@ -91,10 +90,10 @@ def _named(scope: Scope, queue: str | None, job: str | None) -> PauseKey:
 
 
 def _unpinned(scope: Scope, action: str, kind: PauseKind, name: str) -> None:
-    pinned = scope.settings.tenant
-    if pinned is not None:
-        fix = scope.fixes.command(*command_words(action, kind, name), "--json")
-        raise TenantScopeExceededError(f"{action} of {kind} {name!r}", pinned, fix)
+    scope.across_tenants(
+        f"{action} of {kind} {name!r}",
+        lambda: scope.fixes.command(*command_words(action, kind, name), "--json"),
+    )
 
 
 async def pause_queue(
@@ -134,6 +133,12 @@ async def resume_queue(
     kind, name = _named(scope, queue, job)
     _unpinned(scope, "resume", kind, name)
     lifted = await scope.jobs.resume(queue=queue, job=job)
+    if lifted is None:
+        # Nothing lifted and nothing uses the name: a typo, which left the paused one paused.
+        paused = [p.name for p in await pauses_in_force(scope) if p.kind == kind]
+        unknown = await unknown_filter(scope, job, queue, None, also=paused)
+        if unknown is not None:
+            raise unknown
     return ResumeQueueResult(
         ok=True,
         was_paused=lifted is not None,

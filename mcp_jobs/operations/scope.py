@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import InvalidArgumentError
 from mcp_jobs.config import Settings
-from mcp_jobs.errors import TenantPinnedError
+from mcp_jobs.errors import TenantPinnedError, TenantScopeExceededError
 from mcp_jobs.fix_context import Face, FixContext
 
 if TYPE_CHECKING:
@@ -75,6 +75,13 @@ class Scope:
                 refused.fix = self.fixes.command(*self.tool.split(), "--json")
             raise refused
         return pinned
+
+    def across_tenants(self, operation: str, fix: Callable[[], str]) -> None:
+        """Refuse `operation`, which acts on every tenant's data, in a scope pinned to one;
+        `fix` makes the command an operator over every tenant runs instead."""
+        pinned = self.settings.tenant
+        if pinned is not None:
+            raise TenantScopeExceededError(operation, pinned, fix(), agent=self.face == "mcp")
 
     def backfills(self) -> Backfills:
         if self._backfills is None:

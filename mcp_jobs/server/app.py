@@ -60,6 +60,7 @@ class JobsServer(MCPServer[AppState]):
     refuse arguments they do not declare, and read stdio through `server.stdio`."""
 
     max_request_bytes: int = ServerLimits().max_request_bytes
+    answer_after_eof_seconds: float = ServerLimits().answer_after_eof_seconds
     subscriptions: subscriptions.SubscriptionHub | None = None
     _listed: tuple[tuple[str, ...], list[MCPTool]] | None = None
 
@@ -174,7 +175,9 @@ class JobsServer(MCPServer[AppState]):
     async def run_stdio_async(self) -> None:
         """Serve stdio through our reader: a malformed or oversized line gets a JSON-RPC error
         reply (as over HTTP) instead of silence, and the session goes on."""
-        async with stdio_transport(max_request_bytes=self.max_request_bytes) as (read, write):
+        async with stdio_transport(
+            max_request_bytes=self.max_request_bytes, answer_seconds=self.answer_after_eof_seconds
+        ) as (read, write):
             await self._lowlevel_server.run(
                 read, write, self._lowlevel_server.create_initialization_options()
             )
@@ -205,6 +208,7 @@ def build_server(
         **auth,
     )
     server.max_request_bytes = settings.limits.max_request_bytes
+    server.answer_after_eof_seconds = settings.limits.answer_after_eof_seconds
     tools.read.register(server, settings.limits)
     if not settings.read_only:
         tools.write.register(server, settings.limits)

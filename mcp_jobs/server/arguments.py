@@ -36,7 +36,12 @@ from engine.errors import (
 )
 from engine.meant import meant_as, meant_choices, same_words
 from engine.retention import duration_text_ms
-from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError, example_call
+from mcp_jobs.errors import (
+    ComputedKeyInvalidError,
+    LimitExceededError,
+    ToolArgumentsInvalidError,
+    example_call,
+)
 from schemas.errors import NextCall
 
 _LOWER = {"greater_than", "greater_than_equal"}
@@ -385,8 +390,9 @@ def mended(exc: BaseException) -> BaseException:
     caller gave it, the same refusal whose fix is that call mended: the value the engine named
     nearest to it (a range's end that moves with the clock, the key the job computes), or a
     "<name>" slot; the id a text holds (JOB_NOT_FOUND), the name meant (JOB_UNKNOWN,
-    QUEUE_UNKNOWN), an input's fields renamed (JOB_INPUT_INVALID); with next_call when the
-    mended call runs as given."""
+    QUEUE_UNKNOWN), an input's fields renamed (JOB_INPUT_INVALID), a "<tenant_id>" slot
+    (JOB_TENANT_REQUIRED), the input with slots for the fields a computed key is too long for;
+    with next_call when the mended call runs as given."""
     current = _CALL.get()
     if current is None or not isinstance(exc, JobsError):
         return exc
@@ -397,6 +403,10 @@ def mended(exc: BaseException) -> BaseException:
         return _name_meant(exc, tool, arguments)
     if exc.code == "JOB_INPUT_INVALID":
         return _fields_meant(exc, tool, arguments)
+    if exc.code == "JOB_TENANT_REQUIRED":
+        return _slotted(exc, tool, arguments, "tenant_id", _MISSING)
+    if isinstance(exc, ComputedKeyInvalidError) and exc.slotted is not None:
+        return _slotted(exc, tool, arguments, "input", exc.slotted)
     if exc.__class__ not in (InvalidArgumentError, LimitExceededError):
         return exc
     assert isinstance(exc, InvalidArgumentError | LimitExceededError)
@@ -465,6 +475,24 @@ def _name_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> Job
         mend.set(name, named)
     else:
         mend.guess(name, named)
+    if not same_words(given, meant) and arguments.get(_WRITE) is True:
+        # A slip of the keys is a guess: the write so mended is its dry run (a plan), as on
+        # the CLI, where such a line loses --yes.
+        mend.leave_out(_WRITE)
+    return _as_mended(exc, tool, mend)
+
+
+def _slotted(exc: E, tool: Tool, arguments: Mapping[str, Any], name: str, value: Any) -> E:
+    """`exc` as the caller's own call with `name` for them to fill in: a "<name>" slot
+    (`_MISSING`: the tenant a tenant_required job runs for), or `value` holding slots (the
+    input with the fields a computed key is too long for). Shown in the fix, never run."""
+    if name not in tool.parameters.get("properties", {}):
+        return exc
+    mend = _Mended(tool, arguments)
+    if value is _MISSING:
+        mend.set(name, value)
+    else:
+        mend.fill(name, value)
     return _as_mended(exc, tool, mend)
 
 
@@ -544,6 +572,12 @@ class _Mended:
             self.placeholders = True
         self.arguments[name] = value
         self.mended.add(name)
+
+    def fill(self, name: str, value: Any) -> None:
+        """`value` for `name`, holding "<…>" slots the caller fills in: shown in the fix,
+        never offered to run."""
+        self.set(name, value)
+        self.placeholders = True
 
     def drop(self, name: str, guessed: bool = True) -> None:
         """`name` taken out (an unknown argument); `guessed`: what it meant is not plain, so

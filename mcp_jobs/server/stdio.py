@@ -3,7 +3,9 @@
 The SDK's stdio reader drops a line it cannot parse without a reply (the client waits forever)
 and holds a line in memory however long it is. This one answers as the HTTP transport does — a
 parse error (-32700) or an invalid request (-32600), with the request's id when one can be read,
-else null — refuses a line over the request bound while it streams in, and reads on.
+else null — refuses a line over the request bound while it streams in, and reads on. At the end
+of input it answers every request it has read before the session ends (the SDK's would cancel
+them: a piped script closes stdin straight after its last request).
 """
 
 from __future__ import annotations
@@ -23,17 +25,54 @@ from mcp.types import (
     PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
 
 # What an oversized line is dropped in: it is never held whole.
 DROP_CHUNK = 64 * 1024
+CANCELLED = "notifications/cancelled"
 # An id longer than this is not echoed (a correlation id is short; a long one is an attack).
 ECHOED_ID_CHARS = 200
 
 Incoming = MemoryObjectSendStream[SessionMessage | Exception]
 Outgoing = MemoryObjectSendStream[SessionMessage]
+
+
+class Unanswered:
+    """The client's requests read and not yet answered, or cancelled by the client (MCP: a
+    cancelled request gets no answer)."""
+
+    def __init__(self) -> None:
+        self._ids: set[str | int] = set()
+        self._none = anyio.Event()
+        self._none.set()
+
+    def read(self, message: JSONRPCMessage) -> None:
+        if isinstance(message, JSONRPCRequest):
+            if not self._ids:
+                self._none = anyio.Event()
+            self._ids.add(message.id)
+        elif isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
+            self._done((message.params or {}).get("requestId"))
+
+    def sent(self, message: JSONRPCMessage) -> None:
+        if isinstance(message, JSONRPCResponse | JSONRPCError):
+            self._done(message.id)
+
+    def _done(self, ident: object) -> None:
+        if isinstance(ident, str | int) and ident in self._ids:
+            self._ids.discard(ident)
+            if not self._ids:
+                self._none.set()
+
+    async def all_answered(self, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            await self._none.wait()
 
 
 def parse_line(line: bytes) -> SessionMessage | JSONRPCError:
@@ -46,6 +85,10 @@ def parse_line(line: bytes) -> SessionMessage | JSONRPCError:
         message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:
         return _error(_id_of(raw), INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
+    if isinstance(message, JSONRPCNotification) and isinstance(raw, dict) and "id" in raw:
+        # An id the request model refused (null, a fraction, an object): read as a notification
+        # it would get no answer, and its sender would wait for one.
+        return _error(None, INVALID_REQUEST, "Invalid request: an id is a string or an integer")
     return SessionMessage(message)
 
 
@@ -76,11 +119,20 @@ def read_line(wire: BinaryIO, limit: int) -> tuple[bytes, bool] | None:
             return b"", True
 
 
-async def _read(wire: BinaryIO, limit: int, incoming: Incoming, replies: Outgoing) -> None:
+async def _read(
+    wire: BinaryIO,
+    limit: int,
+    incoming: Incoming,
+    replies: Outgoing,
+    unanswered: Unanswered,
+    answer_seconds: float,
+) -> None:
     async with incoming, replies:
         while True:
             got = await anyio.to_thread.run_sync(read_line, wire, limit, abandon_on_cancel=True)
             if got is None:
+                # The session ends when `incoming` closes: not before what was asked is answered.
+                await unanswered.all_answered(answer_seconds)
                 return
             line, oversized = got
             if oversized:
@@ -93,6 +145,7 @@ async def _read(wire: BinaryIO, limit: int, incoming: Incoming, replies: Outgoin
             if isinstance(parsed, JSONRPCError):
                 await replies.send(SessionMessage(parsed))
             else:
+                unanswered.read(parsed.message)
                 await incoming.send(parsed)
 
 
@@ -101,11 +154,14 @@ def _write_line(wire: BinaryIO, data: bytes) -> None:
     wire.flush()
 
 
-async def _write(wire: BinaryIO, outgoing: MemoryObjectReceiveStream[SessionMessage]) -> None:
+async def _write(
+    wire: BinaryIO, outgoing: MemoryObjectReceiveStream[SessionMessage], unanswered: Unanswered
+) -> None:
     async with outgoing:
         async for item in outgoing:
             text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
             await anyio.to_thread.run_sync(_write_line, wire, text.encode() + b"\n")
+            unanswered.sent(item.message)
 
 
 @contextmanager
@@ -138,6 +194,7 @@ def _claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
 async def stdio_transport(
     *,
     max_request_bytes: int,
+    answer_seconds: float,
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
 ) -> AsyncIterator[
@@ -146,18 +203,27 @@ async def stdio_transport(
         MemoryObjectSendStream[SessionMessage],
     ]
 ]:
-    """The (read, write) streams a low-level server runs on, over stdin/stdout by default."""
+    """The (read, write) streams a low-level server runs on, over stdin/stdout by default. At the
+    end of input, requests still in hand get `answer_seconds` to be answered."""
     with _claimed_stdio() if stdin is None or stdout is None else _given(stdin, stdout) as wires:
         wire_in, wire_out = wires
         incoming, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
+        unanswered = Unanswered()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_write, wire_out, outgoing)
+            tg.start_soon(_write, wire_out, outgoing, unanswered)
             reading = anyio.CancelScope()
 
             async def read_all() -> None:
                 with reading:
-                    await _read(wire_in, max_request_bytes, incoming, write.clone())
+                    await _read(
+                        wire_in,
+                        max_request_bytes,
+                        incoming,
+                        write.clone(),
+                        unanswered,
+                        answer_seconds,
+                    )
 
             tg.start_soon(read_all)
             try:

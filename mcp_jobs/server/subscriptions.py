@@ -46,10 +46,11 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from engine.drivers.base import CHANGES, require
-from engine.errors import JobsError
+from engine.errors import JobNotFoundError, JobsError, id_within
 from engine.logs import log_lost
 from mcp_jobs.errors import SubscriptionLimitError
 from mcp_jobs.server import followed
+from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState, StateHolder
 
 logger = logging.getLogger(__name__)
@@ -75,8 +76,15 @@ class Watcher(Protocol):
     def changed(self, state: AppState) -> Awaitable[None]: ...
 
 
-def _refused(exc: JobsError) -> MCPError:
-    """A typed engine or server error as the JSON-RPC error a subscribe request answers."""
+def _refused(exc: JobsError, holder: StateHolder, uri: str | None = None) -> MCPError:
+    """A typed engine or server error as the JSON-RPC error a subscribe request answers: its fix
+    written for this server's database and app (a bare command reads another), and a run whose
+    id `uri` holds in another shape (capitals, spaces) subscribed to by its id."""
+    inner = id_within(exc.job_id) if isinstance(exc, JobNotFoundError) else None
+    if uri is not None and inner is not None:
+        exc.fix = f'resources/subscribe {{"uri": "{followed.RUN_PREFIX}{inner}"}}'
+    elif (state := holder.state) is not None:
+        exc.fix = request_scope(state, "resources/subscribe").fixes.qualify(exc.fix)
     payload = exc.to_payload().model_dump(mode="json", exclude_none=True)
     return MCPError(INVALID_PARAMS, f"{exc.code}: {exc.cause} (fix: {exc.fix})", payload)
 
@@ -286,9 +294,10 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection:
 class _FollowingListen(ListenHandler):
     """The SDK's `subscriptions/listen` handler, telling the hub what each stream follows."""
 
-    def __init__(self, bus: SubscriptionBus, hub: SubscriptionHub) -> None:
+    def __init__(self, bus: SubscriptionBus, hub: SubscriptionHub, holder: StateHolder) -> None:
         super().__init__(bus)
         self._hub = hub
+        self._holder = holder
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
@@ -300,7 +309,7 @@ class _FollowingListen(ListenHandler):
         try:
             await self._hub.follow_stream(token, uris, list_changed)
         except JobsError as exc:
-            raise _refused(exc) from exc
+            raise _refused(exc, self._holder) from exc
         try:
             return await super().__call__(ctx, params)
         finally:
@@ -318,7 +327,7 @@ def install(server: Server[AppState], holder: StateHolder, bus: SubscriptionBus)
         try:
             await hub.subscribe(_connection(ctx), str(params.uri))
         except JobsError as exc:
-            raise _refused(exc) from exc
+            raise _refused(exc, holder, str(params.uri)) from exc
         return EmptyResult()
 
     async def on_unsubscribe(
@@ -335,7 +344,7 @@ def install(server: Server[AppState], holder: StateHolder, bus: SubscriptionBus)
     server.add_request_handler("resources/subscribe", SubscribeRequestParams, on_subscribe)
     server.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, on_unsubscribe)
     server.add_request_handler(
-        "subscriptions/listen", SubscriptionsListenRequestParams, _FollowingListen(bus, hub)
+        "subscriptions/listen", SubscriptionsListenRequestParams, _FollowingListen(bus, hub, holder)
     )
     server.middleware.append(remember_listers)
     # 2025-11-25 derives `resources.listChanged` from options every transport builds with no

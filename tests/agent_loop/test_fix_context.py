@@ -3,7 +3,9 @@ declared environment, and the wait's monotone attempt counter."""
 
 from __future__ import annotations
 
+import json
 import shlex
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -282,3 +284,28 @@ def test_the_attempt_in_progress_lines_never_goes_backwards() -> None:
     ]
     assert seen[3] == "ready (attempt 2 in all; 0 of 3 since it was requeued)"
     assert seen[4] == "running (attempt 3 in all; 1 of 3 since it was requeued)"
+
+
+def test_a_program_the_shell_would_not_find_as_ours_is_named_by_its_path(tmp_path: Path) -> None:
+    """An MCP client often starts the server by its full path, from a virtualenv the agent's
+    shell has not activated: there `mcp-jobs` or `python` is not found, or is another one."""
+    ours = Path(sys.executable).parent / "mcp-jobs"
+    url = f"sqlite:///{tmp_path}/jobs.db"
+
+    def of(path: str) -> FixContext:
+        environ = {"PATH": path}
+        return FixContext.of(
+            Settings(database_url=url), face="cli", cwd=tmp_path, environ=environ, declared=[]
+        )
+
+    elsewhere = of(str(tmp_path))
+    line = elsewhere.command("jobs", "ls", "--json")
+    assert shlex.split(line)[0] == str(ours)
+    assert elsewhere.qualify(line) == line  # written once
+    assert shlex.split(elsewhere.qualify("python -c 'print(1)'"))[0] == sys.executable
+    ran = subprocess.run(
+        shlex.split(line), env={"PATH": str(tmp_path)}, capture_output=True, timeout=60
+    )
+    assert ran.returncode == 0 and json.loads(ran.stdout)["ok"] is True, ran.stderr
+    # A shell that finds ours by name gets the name.
+    assert of(str(ours.parent)).command("jobs", "ls").startswith("mcp-jobs jobs ls ")

@@ -41,8 +41,10 @@ def test_pause_resume_and_list(url: str, capsys: pytest.CaptureFixture[str]) -> 
 
     code, resumed = run(capsys, "queues", "resume", "mail", *db, "--json")
     assert code == 0 and resumed["was_paused"] is True
+    # Not paused now, and no job, row or worker uses it: the name is unknown, not "not paused"
+    # (a known one answers was_paused false: tests/mcp/test_pause_tools.py).
     code, none = run(capsys, "queues", "resume", "mail", *db, "--json")
-    assert code == 0 and none["was_paused"] is False
+    assert code == 1 and none["error"]["code"] == "QUEUE_UNKNOWN"
     assert stored(url) == [("job", "greet", "cli")]
 
 
@@ -61,6 +63,7 @@ def test_tenant_is_refused_with_a_fix_that_runs(
     argv = ["queues", "pause", "mail", "--tenant", "acme", "--database-url", url, "--json"]
     code, refused = run(capsys, *argv)
     assert code == 1 and refused["error"]["code"] == "TENANT_SCOPE_EXCEEDED"
+    assert "give it to the user" not in refused["error"]["cause"]  # the user is at the shell
     assert stored(url) == []
     fix = command_words(refused["error"]["fix"])
     assert fix[:4] == ["mcp-jobs", "queues", "pause", "mail"] and "--tenant" not in fix
@@ -81,3 +84,21 @@ def test_naming_both_or_neither_is_refused_with_a_command_that_runs(
     assert code == 1 and "jobs stats" in neither["error"]["fix"]
     code, _ = run(capsys, *fix)
     assert code == 0 and stored(url) == [("queue", "mail", "cli")]
+
+
+def test_resuming_a_name_nothing_uses_or_holds_is_refused_with_the_command_meant(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With orders paused, `queues resume ordrs` said "nothing to resume" and left it paused."""
+    db = ["--database-url", url]
+    assert run(capsys, "queues", "pause", "orders", *db, "--json")[0] == 0
+    code, refused = run(capsys, "queues", "resume", "ordrs", *db, "--json")
+    assert code == 1 and refused["error"]["code"] == "QUEUE_UNKNOWN"
+    assert refused["error"]["details"]["meant"] == "orders"
+    fix = command_words(refused["error"]["fix"])
+    assert fix[1:4] == ["queues", "resume", "orders"]
+    code, resumed = run(capsys, *fix[1:], "--json")
+    assert code == 0 and resumed["was_paused"] is True
+    assert stored(url) == []
+    code, text = run(capsys, "queues", "resume", "ordrs", *db)
+    assert code == 1 and "nothing to resume" not in text

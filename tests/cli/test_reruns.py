@@ -94,3 +94,23 @@ def test_the_text_answer_names_the_new_run(url: str, capsys: pytest.CaptureFixtu
     # A second rerun while the first waits to run is refused as a live job's retry is.
     code, live = run(capsys, "jobs", "retry", job_id, "--from-step", "pack", *db, "--json")
     assert code == 1 and live["error"]["code"] == "JOB_NOT_RETRYABLE"
+
+
+def test_a_run_id_the_job_never_had_is_refused_with_a_command_that_shows_a_real_one(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`jobs show ID --run-id nope` exited 0 with the run header and no steps."""
+    job_id, old_run = dead_job(url)
+    _, other_run = dead_job(url)  # another job's run (its key's first job is dead: not live)
+    db = ("--database-url", url)
+    assert run(capsys, "jobs", "retry", job_id, "--from-step", "pack", *db, "--json")[0] == 0
+    for wrong in ("nope", other_run):
+        code, refused = run(capsys, "jobs", "show", job_id, "--run-id", wrong, *db, "--json")
+        assert code == 1 and refused["error"]["code"] == "RUN_NOT_FOUND", refused
+        assert old_run in refused["error"]["cause"] and refused["error"]["retryable"] is False
+        fix = command_words(refused["error"]["fix"])[1:]
+        assert fix[:5] == ["jobs", "show", job_id, "--run-id", old_run]
+        code, shown = run(capsys, *fix)
+        assert code == 0 and [s["name"] for s in shown["steps"]] == ["pick", "pack"]
+    code, text = run(capsys, "jobs", "show", job_id, "--run-id", "nope", *db)
+    assert code == 1 and "run: " not in text

@@ -135,3 +135,28 @@ async def test_cancel_jobs_in_the_pinned_tenant_only(
 async def test_a_read_only_server_has_no_bulk_tool(jobs: Jobs, mode: str) -> None:
     async with serve(jobs, mode, Settings(read_only=True)) as mcp:
         assert not {"retry_jobs", "cancel_jobs"} & set(mcp.schemas)
+
+
+async def test_a_filter_naming_no_known_job_or_queue_is_refused_not_planned_empty(
+    jobs: Jobs, app: JobRegistry, mode: str
+) -> None:
+    """A typo in a bulk filter matched nothing and answered a healthy empty plan, with a token
+    to act on it: now JOB_UNKNOWN / QUEUE_UNKNOWN as `list_jobs` answers, naming the one meant."""
+    job = await dead(jobs.driver, "DRIVER_UNAVAILABLE")
+    async with serve(jobs, mode, elicitation=False) as mcp:
+        nope = await mcp.fails("retry_jobs", {"name": "nope"}, "JOB_UNKNOWN")
+        assert nope["retryable"] is False and "fulfil" in nope["details"]["known"]
+        assert nope["next_call"] == {"tool": "describe_jobs", "arguments": {}}
+        slip = await mcp.fails("retry_jobs", {"name": "fulfl"}, "JOB_UNKNOWN")
+        # A write's name mended by a guess: shown in the fix (a dry run), not run.
+        assert slip["details"]["meant"] == "fulfil" and "(meant fulfil?)" in slip["cause"]
+        assert slip["fix"] == 'retry_jobs {"name": "fulfil"}' and "next_call" not in slip
+        planned = await mcp.ok("retry_jobs", {"name": "fulfil"})
+        assert planned["plan"]["matched"] == 1
+        queue = await mcp.fails("cancel_jobs", {"queue": "defualt", "write": True}, "QUEUE_UNKNOWN")
+        assert queue["details"]["meant"] == "default" and "next_call" not in queue
+        # A slip mended by a guess: the fix is the dry run (a plan), not the write.
+        assert queue["fix"] == 'cancel_jobs {"queue": "default"}', queue
+        # A known job with nothing to retry is still a plan of nothing, not an error.
+        assert (await mcp.ok("retry_jobs", {"name": "greet"}))["plan"]["matched"] == 0
+    assert (await jobs.get(job)).state == "dead"

@@ -32,6 +32,9 @@ async def test_a_server_pinned_to_a_tenant_refuses_it_with_the_operator_s_comman
     # The report shows every session and database of the server: an operator's command.
     assert refused["details"]["tenant_id"] == "acme" and refused.get("next_call") is None
     assert "mcp-jobs db report --json --database-url " in refused["fix"]
+    assert refused["cause"].endswith(
+        "the fix is an operator's, over every tenant: give it to the user"
+    )
     if not database_url.startswith("memory://"):  # a memory store lives in its process only
         assert '"reachable": true' in run_fix(refused["fix"])
 

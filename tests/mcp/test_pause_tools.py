@@ -115,8 +115,12 @@ async def test_a_tenant_pinned_server_may_not_pause_every_tenant(
     async with open_mcp(Settings(tenant="acme")) as mcp:
         refused = await mcp.fails("pause_queue", {"queue": "mail"}, "TENANT_SCOPE_EXCEEDED")
         assert refused["details"]["tenant_id"] == "acme"
-        # The fix is the command for an operator over every tenant: no --tenant in it.
+        # The fix is the command for an operator over every tenant: no --tenant in it. The
+        # agent is told it is the user's to run: the pin is what keeps the agent in its tenant.
         assert "queues pause mail" in refused["fix"] and "--tenant" not in refused["fix"]
+        assert (
+            "the fix is an operator's, over every tenant: give it to the user" in refused["cause"]
+        )
         await mcp.fails("resume_queue", {"job": "greet"}, "TENANT_SCOPE_EXCEEDED")
     assert await jobs.pauses() == []
 
@@ -171,3 +175,29 @@ async def test_naming_both_or_neither_is_refused_with_a_call_that_runs(
         assert await jobs.pauses() == []
         paused = await mcp.ok("pause_queue", {"queue": "mail"})  # both's call, as given
         assert paused["pause"]["name"] == "mail"
+
+
+async def test_resuming_a_name_nothing_uses_or_holds_is_refused_naming_the_one_meant(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """`resume_queue {"queue": "ordrs"}` with orders paused answered was_paused false and left
+    orders paused, unnoticed; a paused name counts as known, so its slip is named too."""
+    async with open_mcp() as mcp:
+        await mcp.ok("pause_queue", {"queue": "orders"})
+        await mcp.ok("pause_queue", {"queue": "zeta"})  # a queue no job uses yet
+        for arguments, code, meant in (
+            ({"queue": "ordrs"}, "QUEUE_UNKNOWN", "orders"),
+            ({"queue": "zeat"}, "QUEUE_UNKNOWN", "zeta"),
+            ({"job": "gret"}, "JOB_UNKNOWN", "greet"),
+        ):
+            refused = await mcp.fails("resume_queue", arguments, code)
+            assert refused["details"]["meant"] == meant and refused["retryable"] is False
+            assert f"(meant {meant}?)" in refused["cause"], refused
+            kind = next(iter(arguments))
+            assert refused["fix"] == f'resume_queue {{"{kind}": "{meant}"}}', refused
+        lifted = await mcp.ok("resume_queue", {"queue": "orders"})
+        assert lifted["was_paused"] is True
+        # A known name that is not paused answers as before: nothing changes.
+        assert (await mcp.ok("resume_queue", {"queue": "orders"}))["was_paused"] is False
+        assert (await mcp.ok("resume_queue", {"job": "greet"}))["was_paused"] is False
+    assert [(p.kind, p.name) for p in await jobs.pauses()] == [("queue", "zeta")]

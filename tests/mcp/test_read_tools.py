@@ -99,6 +99,29 @@ async def test_list_jobs_filters_and_pages(jobs: Jobs, open_mcp: OpenMcp) -> Non
         assert error["details"] == {"argument": "limit", "value": 201, "limit": 200, "unit": "rows"}
 
 
+async def test_a_page_size_over_the_cap_beside_a_cursor_keeps_the_cursor(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """The mended call keeps the cursor (the CLI's fix dropped it); a cursor of other filters
+    is then refused on its own, its fix the first page. Each next_call runs as given."""
+    for user in range(1, 6):
+        await jobs.enqueue("greet", {"user_id": user})
+    async with open_mcp() as mcp:
+        first = await mcp.ok("list_jobs", {"limit": 2})
+        cursor = first["next_cursor"]
+        rest = await mcp.ok("list_jobs", {"limit": 3, "cursor": cursor})
+        over = await mcp.fails("list_jobs", {"cursor": cursor, "limit": 500}, "LIMIT_EXCEEDED")
+        call = over["next_call"]
+        assert call["arguments"] == {"cursor": cursor, "limit": 200}, over
+        assert (await mcp.ok(call["tool"], call["arguments"]))["jobs"] == rest["jobs"]
+        other = {"cursor": cursor, "limit": 500, "state": "dead"}
+        over = await mcp.fails("list_jobs", other, "LIMIT_EXCEEDED")
+        call = over["next_call"]
+        refused = await mcp.fails(call["tool"], call["arguments"], "CURSOR_INVALID")
+        assert refused["next_call"]["arguments"] == {"state": "dead", "limit": 200}, refused
+        assert (await mcp.ok("list_jobs", refused["next_call"]["arguments"]))["jobs"] == []
+
+
 async def test_inspect_job_shows_steps_events_and_when_it_runs_next(
     jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
 ) -> None:

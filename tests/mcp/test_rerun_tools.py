@@ -117,3 +117,45 @@ async def test_the_arguments_are_published_and_a_read_only_server_has_no_retry(
         )
     async with open_mcp(Settings(read_only=True)) as mcp:
         assert "retry_job" not in mcp.schemas and "inspect_job" in mcp.schemas
+
+
+async def test_a_run_id_the_job_never_had_is_run_not_found_naming_its_runs(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    """It read as a run with no steps (ok, steps_total 0), as did another job's run id."""
+    job_id = await _done_order(jobs, clock)
+    first_run = (await jobs.get(job_id)).run_id
+    other = await _done_order(jobs, clock, order_id=2)
+    other_run = (await jobs.get(other)).run_id
+    async with open_mcp() as mcp:
+        # One run only: the fix reads the job itself, which shows that run.
+        alone = await mcp.fails(
+            "inspect_job", {"job_id": job_id, "run_id": "nope"}, "RUN_NOT_FOUND"
+        )
+        assert alone["retryable"] is False and first_run in alone["cause"]
+        assert alone["details"]["runs"] == [first_run]
+        assert alone["next_call"] == {"tool": "inspect_job", "arguments": {"job_id": job_id}}
+        assert (await mcp.ok("inspect_job", alone["next_call"]["arguments"]))["steps_total"] == 3
+
+        second = (await mcp.ok("retry_job", {"job_id": job_id, "from_step": "ship"}))["job"]
+        await Worker(jobs).run_until_idle()
+        third = (await mcp.ok("retry_job", {"job_id": job_id, "from_step": "ship"}))["job"]
+        runs = [third["run_id"], second["run_id"], first_run]
+        for wrong in ("nope", other_run):
+            refused = await mcp.fails(
+                "inspect_job", {"job_id": job_id, "run_id": wrong}, "RUN_NOT_FOUND"
+            )
+            assert refused["details"]["runs"] == runs, refused
+            assert all(run in refused["cause"] for run in runs)
+            # The run before this one, the one a rerun left behind: the call runs as given.
+            call = refused["next_call"]
+            assert call == {
+                "tool": "inspect_job",
+                "arguments": {"job_id": job_id, "run_id": second["run_id"]},
+            }
+            assert f"jobs show {job_id} --run-id {second['run_id']}" in refused["fix"]
+            shown = await mcp.ok(call["tool"], call["arguments"])
+            assert [s["name"] for s in shown["steps"]] == ["reserve", "settle", "ship"]
+        # Every real run still reads, the first one included.
+        oldest = await mcp.ok("inspect_job", {"job_id": job_id, "run_id": first_run})
+        assert oldest["steps_total"] == 3

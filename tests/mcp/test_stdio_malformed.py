@@ -33,6 +33,16 @@ BAD_LINES: list[tuple[str, bytes, int]] = [
     ("a raw NUL byte", b'{"jsonrpc": "2.0", "id": 4, "method": "ping\x00"}', PARSE_ERROR),
     ("bytes that are not UTF-8", b'{"jsonrpc": "2.0", "id": 5, "method": "\xff\xfe"}', PARSE_ERROR),
     ("JSON that is not a message", b"[1, 2]", INVALID_REQUEST),
+    # MCP: a request's id is a string or an integer, never null. A line with any other id
+    # read as a notification would leave its sender waiting for an answer.
+    *(
+        (
+            f"a request whose id is {ident}",
+            f'{{"jsonrpc": "2.0", "id": {ident}, "method": "tools/list"}}'.encode(),
+            INVALID_REQUEST,
+        )
+        for ident in ('{"a": 1}', "null", "1.5", "true", "[1]")
+    ),
     (
         "a line over the request bound",
         b'"' + b"x" * ServerLimits().max_request_bytes + b'"',
@@ -98,3 +108,39 @@ async def test_a_malformed_line_on_stdio_is_answered_and_the_session_goes_on(
 
             await wire.stdin.aclose()
             assert await process.wait() == 0
+
+
+@pytest.mark.slow
+async def test_every_request_read_before_stdin_closes_is_answered(tmp_path: Path) -> None:
+    """A piped script (`printf … | mcp-jobs serve`) closes stdin right after its last request:
+    each request already read is still answered, writes and reads alike, before the exit."""
+    url = f"sqlite:///{tmp_path}/jobs.db"
+    argv = [sys.executable, "-m", "mcp_jobs.cli", "serve", "--app", "examples.shop"]
+    env = {**os.environ, "MCP_JOBS_DATABASE_URL": url, "SHOP_DB": str(tmp_path / "shop.db")}
+    price = {"name": "import_supplier_prices", "input": {"supplier": "leafco", "batch": "b1"}}
+    calls = [
+        ("enqueue_job", price),
+        ("enqueue_job", {**price, "input": {"supplier": "leafco", "batch": "b2"}}),
+        ("list_jobs", {}),
+    ]
+    lines = [INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [
+        {
+            "jsonrpc": "2.0",
+            "id": 10 + i,
+            "method": "tools/call",
+            "params": {"name": n, "arguments": a},
+        }
+        for i, (n, a) in enumerate(calls)
+    ]
+    with anyio.fail_after(50):
+        async with await anyio.open_process([*argv], env=env, cwd=tmp_path) as process:
+            wire = Wire(process)
+            await wire.stdin.send(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+            await wire.stdin.aclose()
+            replies = [await wire.reply() for _ in range(1 + len(calls))]
+            assert await process.wait() == 0
+    by_id = {r["id"]: r for r in replies}
+    assert set(by_id) == {1, 10, 11, 12}, replies
+    answers = [by_id[10 + i]["result"]["structuredContent"] for i in range(len(calls))]
+    assert [a["ok"] for a in answers] == [True, True, True], answers

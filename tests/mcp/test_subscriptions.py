@@ -215,6 +215,25 @@ async def test_bad_subscriptions_are_typed_errors(jobs: Jobs, app: JobRegistry, 
     assert _hub(server).follows == 0
 
 
+async def test_a_refused_subscription_s_fix_runs_as_given(
+    jobs: Jobs, app: JobRegistry, database_url: str
+) -> None:
+    """The fix reads this server's database (a bare `mcp-jobs jobs ls` reads the default file
+    of whatever directory it runs in), and a run's id given in capitals is subscribed to as is."""
+    server = build_server(Settings(database_url=database_url), jobs)
+    job_id = await _greet(jobs)
+    async with session(server, "legacy") as client:
+        with pytest.raises(MCPError) as caught:
+            await subscribe(client, "jobs://runs/" + "0" * 32)
+        fix = caught.value.error.data["fix"]
+        assert fix.startswith("mcp-jobs jobs ls --json --database-url "), fix
+        with pytest.raises(MCPError) as caught:
+            await subscribe(client, f"jobs://runs/{job_id.upper()}")
+        fix = caught.value.error.data["fix"]
+        assert fix == f'resources/subscribe {{"uri": "jobs://runs/{job_id}"}}'
+        await subscribe(client, f"jobs://runs/{job_id}")
+
+
 async def _beat(jobs: Jobs) -> None:
     """A worker's presence beat, as `Worker.run` makes at its start: on PostgreSQL it is where
     the worker reads that a process follows changes, so its settles NOTIFY."""

@@ -268,3 +268,36 @@ async def test_an_audit_line_lost_to_an_outage_is_logged_as_one_line(
     lost = [r for r in caplog.records if "audit event for enqueue_job not recorded" in r.message]
     assert len(lost) == 1 and lost[0].exc_info is None, [r.message for r in lost]
     assert "DRIVER_UNAVAILABLE: postgres: connection refused" in lost[0].getMessage()
+
+
+async def test_a_key_the_job_computes_too_long_names_the_input_to_shorten(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """The fix was `pass idempotency_key as …`: enqueue_job has no such argument, its key is
+    the one the job computes. Now the input field the key holds is a slot, the rest as given."""
+    async with open_mcp() as mcp:
+        given = {"name": "flaky", "input": {"key": "s" * 1100}, "priority": 3}
+        error = await mcp.fails("enqueue_job", given, "INVALID_ARGUMENT")
+        assert error["retryable"] is False and error["details"]["argument"] == "input.key"
+        assert "1106 bytes" in error["cause"] and "1024" in error["cause"], error
+        assert "idempotency_key" not in error["fix"] and "next_call" not in error
+        slot = {"name": "flaky", "input": {"key": "<key>"}, "priority": 3}
+        assert error["fix"] == f"enqueue_job {example_call(slot)}", error
+        await mcp.ok("enqueue_job", {**given, "input": {"key": "s" * 100}})
+    assert len((await jobs.list()).jobs) == 1
+
+
+async def test_a_tenant_required_refusal_carries_the_callers_own_input(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """Its fix was `{"input": {...}, …}`: not JSON, and the caller's input gone."""
+    async with open_mcp() as mcp:
+        given = {"name": "receipt", "input": {"order_id": 9}, "priority": 1}
+        error = await mcp.fails("enqueue_job", given, "JOB_TENANT_REQUIRED")
+        slot = {"name": "receipt", "input": {"order_id": 9}, "tenant_id": "<tenant_id>"}
+        slot["priority"] = 1  # in the order the tool lists its arguments
+        assert error["fix"] == f"enqueue_job {example_call(slot)}", error
+        assert "next_call" not in error  # the tenant is the caller's to name
+        made = await mcp.ok("enqueue_job", {**given, "tenant_id": "acme"})
+        assert made["tenant_id"] == "acme"
+    assert len((await jobs.list()).jobs) == 1
