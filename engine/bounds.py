@@ -35,6 +35,9 @@ MAX_QUEUES = 1000  # queue names in one stats call
 MAX_DELAY_SECONDS = 10 * 365 * 86_400
 MAX_DELAY_MS = MAX_DELAY_SECONDS * 1000
 
+# A TCP port to listen on; 0 asks the system for any free one.
+MAX_PORT = 65_535
+
 # Input payloads: compact UTF-8 JSON of the validated input, at most this many bytes.
 PAYLOAD_ENV = "MCP_JOBS_MAX_PAYLOAD_BYTES"
 DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20
@@ -130,6 +133,19 @@ def at_least(argument: str, value: object, low: int) -> int:
     )
 
 
+def port(argument: str, value: object) -> int:
+    """A TCP port to listen on, 0 to 65535: a socket takes a larger one modulo 65536 and
+    refuses a negative one only as it binds."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_PORT:
+        return value
+    raise InvalidArgumentError(
+        argument,
+        value,
+        f"a TCP port from 0 to {MAX_PORT} (0: any free one)",
+        nearest=_range_end(value, 0, MAX_PORT),
+    )
+
+
 def priority(argument: str, value: object) -> int:
     """A job priority: a whole number in engine.rules' range (higher is claimed first)."""
     return whole(argument, value, PRIORITY_MIN, PRIORITY_MAX)
@@ -192,6 +208,7 @@ __all__ = [
     "MAX_KEY_BYTES",
     "MAX_NAME_BYTES",
     "MAX_PAGE",
+    "MAX_PORT",
     "MAX_QUEUES",
     "MAX_QUEUE_BYTES",
     "MAX_TENANT_BYTES",
@@ -204,6 +221,7 @@ __all__ = [
     "optional_text",
     "payload",
     "payload_limit",
+    "port",
     "text",
     "whole",
 ]

@@ -27,6 +27,7 @@ from prometheus_client import make_asgi_app as _make_asgi_app
 from prometheus_client import make_wsgi_app as _make_wsgi_app
 from prometheus_client.exposition import choose_encoder
 
+from engine import bounds
 from engine.errors import FlagMend, InvalidArgumentError, JobsError
 from engine.extras import this_python
 from engine.observe import WorkerEvent
@@ -344,8 +345,7 @@ async def serve_metrics(
     """Serve `worker`'s metrics at `http://host:port/metrics` and keep the queue gauges fresh,
     until cancelled. Port 0 picks a free port; `await tg.start(serve_metrics, worker, 0)`
     returns the bound one. The gauges are read once before the endpoint opens."""
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise InvalidArgumentError("port", port, "a TCP port from 0 to 65535")
+    bounds.port("port", port)
     _check_interval(interval_ms)
     metrics = instrument(worker)
     try:

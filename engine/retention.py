@@ -81,13 +81,24 @@ class RetentionSettingInvalidError(JobsError):
     code = "RETENTION_SETTING_INVALID"
     title = "a retention setting in the environment is not a duration"
 
-    def __init__(self, variable: str, value: str, expected: str) -> None:
-        example = "on" if variable == PRUNE_ENV else "7d"
+    def __init__(self, variable: str, value: str, expected: str, default: str) -> None:
+        """`default`: what the setting is when it is not set, which the fix sets it to."""
         super().__init__(
             f"{variable}={value!r} is not accepted; it must be {expected}",
-            f"export {variable}={example}",
+            f"export {variable}={default}",
             details={"variable": variable, "expected": expected},
         )
+
+
+def _duration_text(ms: int | None) -> str:
+    """`ms` as a setting's text in its largest whole unit up to days, as the README writes the
+    defaults ("7d", "5m"); None: "forever"."""
+    if ms is None:
+        return FOREVER
+    for unit in ("d", "h", "m", "s"):
+        if ms % _UNITS_MS[unit] == 0:
+            return f"{ms // _UNITS_MS[unit]}{unit}"
+    return f"{ms}ms"
 
 
 def duration_text_ms(text: str) -> float | None:
@@ -216,7 +227,9 @@ def policy_from_env(
                 kept[field] = parse_duration(variable, raw)
             except InvalidArgumentError as exc:
                 expected = f"{DURATION_WORDS}, or {FOREVER!r}"
-                raise RetentionSettingInvalidError(variable, raw, expected) from exc
+                # The fix keeps what the state is kept without the variable: `base`'s.
+                default = _duration_text(getattr(base, field))
+                raise RetentionSettingInvalidError(variable, raw, expected, default) from exc
     return Policy(**kept)
 
 
@@ -231,7 +244,7 @@ def prune_enabled_from_env(environ: Mapping[str, str] | None = None) -> bool:
         return True
     if raw in _OFF:
         return False
-    raise RetentionSettingInvalidError(PRUNE_ENV, raw, "on or off")
+    raise RetentionSettingInvalidError(PRUNE_ENV, raw, "on or off", "on")
 
 
 def interval_from_env(environ: Mapping[str, str] | None = None) -> int:
@@ -239,12 +252,13 @@ def interval_from_env(environ: Mapping[str, str] | None = None) -> int:
     raw = _env(environ).get(PRUNE_EVERY_ENV, "").strip()
     if not raw:
         return DEFAULT_INTERVAL_MS
+    default = _duration_text(DEFAULT_INTERVAL_MS)
     try:
         every = parse_duration(PRUNE_EVERY_ENV, raw, forever=False)
     except InvalidArgumentError as exc:
-        raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, DURATION_WORDS) from exc
+        raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, DURATION_WORDS, default) from exc
     if every is None or every < 1_000:
-        raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, "at least 1s")
+        raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, "at least 1s", default)
     return every
 
 

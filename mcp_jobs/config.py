@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from engine import bounds
 from engine.drivers import resolve_url
 from mcp_jobs.errors import (
     HttpSettingInvalidError,
@@ -178,6 +179,9 @@ def http_settings(
             flag="--host",
             nearest=DEFAULT_HOST,
         )
+    # The SDK and the socket refuse a port out of range only deep in their start (a traceback,
+    # or a port modulo 65536): refused here, with the command at the nearest port.
+    bounds.port("port", settings.port)
     oauth_settings = read_oauth(oauth or {}, host, settings.port) or settings.oauth
     if oauth_settings is not None and token is not None:
         raise OAuthConflictError(source, _conflict_fix(source, token_file_flag=token_file_flag))

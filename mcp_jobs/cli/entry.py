@@ -25,7 +25,7 @@ from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.mend import URL_FLAG, choice_mended, print_failure, typed, without_flag
 from mcp_jobs.cli.parser import UsageError, build_parser, groups_with
 from mcp_jobs.cli.render import print_error, print_json
-from mcp_jobs.config import Settings, settings_from_env
+from mcp_jobs.config import APP_ENV, Settings, settings_from_env, split_apps
 from mcp_jobs.errors import AppImportError, CommandLineInvalidError
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.envelope import error_payload, failure
@@ -36,6 +36,7 @@ EMPTY_URL = (
     "leave --database-url out for the default database"
 )
 EMPTY_TENANT = "a tenant's name (left out, the command acts for every tenant)"
+EMPTY_APP = "a module declaring jobs, or several by commas (left out, no app module is loaded)"
 # The walkthrough `mcp-jobs demo` runs: the example app's own module, installed beside this
 # package and loaded by name like any `--app`, so this package never imports the example.
 DEMO_MODULE = "examples.demo"
@@ -100,6 +101,23 @@ def _under_its_command(action: str, argv: Sequence[str]) -> list[str] | None:
     return [*argv[: at - 1], command, *argv[at:]]
 
 
+def _empty_setting(args: argparse.Namespace) -> InvalidArgumentError | None:
+    """An empty `--tenant` or `--app` (or `MCP_JOBS_APP`), most often `--tenant "$TENANT"` with
+    the variable unset: read as none, the pin asked for would be dropped (the command, or
+    server, acting on every tenant's jobs), or no app loaded (a worker running none of its
+    jobs)."""
+    fix = f"{args.prog} --help"
+    if getattr(args, "tenant", None) == "":
+        return InvalidArgumentError("--tenant", "", EMPTY_TENANT, fix=fix)
+    for app in args.app:
+        if not split_apps([app]):
+            return InvalidArgumentError("--app", app, EMPTY_APP, fix=fix)
+    from_env = os.environ.get(APP_ENV)
+    if not args.app and from_env is not None and not split_apps([from_env]):
+        return InvalidArgumentError(APP_ENV, from_env, EMPTY_APP, fix=fix)
+    return None
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     return settings_from_env(
         database_url=args.database_url,
@@ -142,10 +160,8 @@ def _run(argv: Sequence[str] | None) -> int:
         refused = DatabaseUrlInvalidError("", reason=EMPTY_URL)
         envelope = failure(error_payload(refused, where=f"mcp-jobs {args.command}"))
         return commands.emit(args.command, envelope, getattr(args, "json", False))
-    if getattr(args, "tenant", None) == "":
-        # Most often `--tenant "$TENANT"` with the variable unset: read as no tenant, the pin
-        # asked for would be dropped and the command (or server) act on every tenant's jobs.
-        empty = InvalidArgumentError("--tenant", "", EMPTY_TENANT, fix=f"{args.prog} --help")
+    empty = _empty_setting(args)
+    if empty is not None:
         envelope = failure(error_payload(empty, where=f"mcp-jobs {args.command}"))
         return commands.emit(args.command, envelope, getattr(args, "json", False))
     settings = _settings(args)

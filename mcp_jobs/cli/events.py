@@ -11,11 +11,16 @@ import json
 import math
 from typing import Any
 
-from engine.errors import NOTHING_NEAR, InvalidArgumentError
+from engine.errors import InvalidArgumentError
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
 from mcp_jobs.cli.render import TEXT
 from mcp_jobs.config import Settings
-from mcp_jobs.operations.events import send_event
+from mcp_jobs.operations.events import (
+    PAYLOAD_EXPECTED,
+    EventPayload,
+    checked_payload,
+    send_event,
+)
 from mcp_jobs.operations.models import Envelope
 
 
@@ -32,7 +37,9 @@ def add_parser(
     )
     send.add_argument("name", metavar="NAME", help="the event name jobs wait for")
     send.add_argument("key", metavar="KEY", help="the key they match")
-    send.add_argument("--payload", metavar="JSON", help="a JSON value the waiting jobs receive")
+    send.add_argument(
+        "--payload", metavar="JSON", help="a JSON object the waiting jobs receive ('{\"a\": 1}')"
+    )
 
 
 def _finite(text: str) -> float:
@@ -46,22 +53,18 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is no JSON value")  # NaN, Infinity: Python's, not JSON's
 
 
-def _payload(text: str | None) -> Any:
+def _payload(text: str | None) -> EventPayload | None:
+    """The `--payload` typed, parsed and checked as the tool's payload is (`checked_payload`).
+    No JSON object is plainly meant by text that is not one, so the fix is the help: text that
+    is no JSON (an empty `--payload "$P"`, P unset, too) is not sent as a string."""
     if text is None:
         return None
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        value = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
     except ValueError as exc:
-        # Text that is no JSON most plainly means that text, as a JSON string; unless it was
-        # meant as JSON (an object, a list, a number, a quoted string) and went wrong.
-        expected = f"a JSON value ({exc})"
-        nearest = NOTHING_NEAR if _meant_as_json(text) else json.dumps(text)
-        raise InvalidArgumentError("--payload", text, expected, nearest=nearest) from exc
-
-
-def _meant_as_json(text: str) -> bool:
-    start = text.lstrip()[:1]
-    return start in ("{", "[", '"', "-") or start.isdigit() or text.strip() in ("NaN", "Infinity")
+        expected = f"{PAYLOAD_EXPECTED} ({exc})"
+        raise InvalidArgumentError("--payload", text, expected) from exc
+    return checked_payload(value, "--payload")
 
 
 async def events_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -12,8 +12,9 @@ from typing import Any
 
 import anyio
 
+from engine import bounds
 from engine.client import Jobs
-from engine.errors import DatabaseUrlInvalidError, InvalidArgumentError, JobsError
+from engine.errors import DatabaseUrlInvalidError, JobsError
 from engine.logs import configure_logging
 from engine.worker import ALL_QUEUES, Worker
 from mcp_jobs.cli.commands import open_jobs
@@ -22,7 +23,6 @@ from mcp_jobs.cli.mend import print_failure
 from mcp_jobs.config import Settings, http_settings
 from mcp_jobs.errors import MetricsUnavailableError
 
-MAX_PORT = 65_535
 logger = logging.getLogger("mcp_jobs.cli")
 
 
@@ -180,15 +180,9 @@ async def discover_oauth(settings: Settings) -> Settings:
 async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
     try:
         configure_logging(json=args.log_format == "json", level=args.log_level)
+        if args.metrics_port is not None:
+            bounds.port("metrics_port", args.metrics_port)
         serve_metrics = _metrics() if args.metrics_port is not None else None
-        if args.metrics_port is not None and not 0 <= args.metrics_port <= MAX_PORT:
-            nearest = min(max(args.metrics_port, 0), MAX_PORT)
-            raise InvalidArgumentError(
-                "metrics_port",
-                args.metrics_port,
-                f"a TCP port from 0 to {MAX_PORT}",
-                nearest=nearest,
-            )
         async with open_jobs(settings, migrate=False) as jobs:
             # A worker started before its database answers waits for it, as a running worker
             # rides out an outage (compose and systemd start them side by side).

@@ -11,8 +11,14 @@ from typing import Any
 
 from pydantic import Field
 
+from engine.errors import InvalidArgumentError
 from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.scope import Scope
+
+# What an event carries to the jobs waiting for it, as the `send_event` tool's schema declares
+# it: named fields a job reads by name, so a sender can add one without breaking a waiting job.
+EventPayload = dict[str, Any]
+PAYLOAD_EXPECTED = "a JSON object"
 
 
 class SendEventResult(Envelope):
@@ -23,9 +29,18 @@ class SendEventResult(Envelope):
     tenant_id: str | None = Field(default=None, description="the tenant it was sent for")
 
 
+def checked_payload(payload: object, argument: str = "payload") -> EventPayload | None:
+    """`payload` when it is an `EventPayload` or None (no payload); else INVALID_ARGUMENT. The
+    rule of every face: the CLI's `--payload` and the tool's operation call it."""
+    if payload is None or isinstance(payload, dict):
+        return payload
+    raise InvalidArgumentError(argument, payload, PAYLOAD_EXPECTED)
+
+
 async def send_event(
     scope: Scope, name: str, key: str, payload: Any = None, tenant_id: str | None = None
 ) -> SendEventResult:
     tenant = scope.tenant(tenant_id)
-    sent = await scope.jobs.send_event(name, key, payload, tenant_id=tenant)
+    checked = checked_payload(payload)
+    sent = await scope.jobs.send_event(name, key, checked, tenant_id=tenant)
     return SendEventResult(ok=True, event_id=sent.event_id, woken=sent.woken, tenant_id=tenant)

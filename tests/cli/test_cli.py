@@ -357,6 +357,57 @@ def test_a_worker_flag_out_of_range_is_mended(
     assert words[words.index(flag) + 1] == mended
 
 
+PORT_FLAGS = [
+    ("serve", "--transport", "http", "--port"),
+    ("dashboard", "--port"),
+    ("worker", "--queues", "*", "--metrics-port"),
+]
+
+
+async def _never_served(*_: object, **__: object) -> None:
+    raise AssertionError("a port out of range was bound")
+
+
+@pytest.mark.parametrize("command", PORT_FLAGS, ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    ("typed", "nearest"), [("99999", "65535"), ("65536", "65535"), ("-1", "0")]
+)
+def test_a_port_out_of_range_is_refused_with_the_command_at_the_nearest_port(
+    shop: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: tuple[str, ...],
+    typed: str,
+    nearest: str,
+) -> None:
+    """One bound for every port flag. Before: `serve --transport http` crashed INTERNAL with a
+    traceback, `dashboard` bound 99999 - 65536 (65536: any port) and refused -1 with a fix
+    that failed the same way."""
+    pytest.importorskip("prometheus_client", reason="the metrics extra is not installed")
+    monkeypatch.setenv("MCP_JOBS_TOKEN", "a" * 64)
+    monkeypatch.setenv("MCP_JOBS_INCIDENT_DIR", str(tmp_path / "incidents"))
+    monkeypatch.setattr("mcp_jobs.dashboard.serve.serve_dashboard", _never_served)
+    code, out, err = cli(capsys, *command, typed, "--database-url", shop)
+    assert code == 1 and "error INVALID_ARGUMENT" in err, err
+    assert "Traceback" not in out + err and "dashboard at" not in err
+    words = command_words(err.split("fix:", 1)[1].strip())
+    assert words[:2] == ["mcp-jobs", command[0]]
+    assert words[words.index(command[-1]) + 1] == nearest, err
+
+
+def test_a_bad_prune_interval_is_mended_to_its_own_default(
+    shop: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fix said `export MCP_JOBS_PRUNE_EVERY=7d` (the retention's default): a prune a week
+    apart, where the default is every 5 minutes."""
+    for bad in ("0", "abc"):
+        monkeypatch.setenv("MCP_JOBS_PRUNE_EVERY", bad)
+        code, _, err = cli(capsys, "worker", "--queues", "*", "--database-url", shop)
+        assert code == 1 and "RETENTION_SETTING_INVALID" in err
+        assert err.split("fix:", 1)[1].strip() == "export MCP_JOBS_PRUNE_EVERY=5m"
+
+
 def test_a_fix_that_is_a_tool_call_reaches_the_cli_as_its_command(
     shop: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -385,6 +436,45 @@ def test_a_fix_that_is_a_tool_call_reaches_the_cli_as_its_command(
     status, refused = cli_json(capsys, "jobs", "ls", "--limit", "0", *db)
     assert refused["error"]["code"] == "INVALID_ARGUMENT"
     assert "a whole number from 1 to 200" in refused["error"]["cause"]
+
+
+def test_a_page_size_refused_beside_a_cursor_keeps_the_cursor_that_goes_with_the_filters(
+    shop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--cursor C --limit 500` was mended to the first page (the cursor dropped); `--cursor C
+    --limit 0 --state dead`, C from an unfiltered list, to a line that kept C and then failed
+    CURSOR_INVALID. A cursor that does not go with the filters is refused first; otherwise the
+    fix keeps it. Each fix runs as given."""
+    enqueue(
+        shop,
+        *[
+            ("fulfil_order", {"order_id": n, "sku": "tea", "quantity": 1}, None)
+            for n in range(1, 6)
+        ],
+    )
+    db = ("--database-url", shop, "--app", APP)
+    _, first = cli_json(capsys, "jobs", "ls", "--limit", "2", *db)
+    cursor = first["next_cursor"]
+    _, rest = cli_json(capsys, "jobs", "ls", "--cursor", cursor, "--limit", "3", *db)
+    after = [j["id"] for j in rest["jobs"]]
+    for limit, code, page in (
+        ("500", "LIMIT_EXCEEDED", after),
+        ("0", "INVALID_ARGUMENT", after[:1]),
+    ):
+        status, refused = cli_json(capsys, "jobs", "ls", "--cursor", cursor, "--limit", limit, *db)
+        assert status == 1 and refused["error"]["code"] == code, refused
+        fix = words_of(refused["error"]["fix"])
+        assert fix[:2] == ["jobs", "ls"] and fix[fix.index("--cursor") + 1] == cursor, fix
+        status, mended = cli_json(capsys, *fix)
+        assert status == 0 and [j["id"] for j in mended["jobs"]] == page, (fix, mended)
+    for limit in ("0", "500"):
+        asked = ("jobs", "ls", "--cursor", cursor, "--limit", limit, "--state", "dead")
+        status, refused = cli_json(capsys, *asked, *db)
+        assert refused["error"]["code"] == "CURSOR_INVALID", refused
+        fix = words_of(refused["error"]["fix"])
+        assert "--cursor" not in fix and fix[:4] == ["jobs", "ls", "--state", "dead"], fix
+        status, mended = cli_json(capsys, *fix)
+        assert status == 0 and mended["jobs"] == [], (fix, mended)
 
 
 @pytest.mark.parametrize(
@@ -434,6 +524,29 @@ def test_an_empty_tenant_is_refused_not_read_as_no_pin(
     assert status == 1 and refused["error"]["details"]["argument"] == "tenant_id"
 
 
+def test_an_empty_app_is_refused_not_read_as_no_app(
+    shop: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--app "$APP"` with the variable unset: read as no app, `jobs ls` answered and a worker
+    started serving none of the app's jobs."""
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    for app in ("", " ", ","):
+        status, refused = cli_json(capsys, "jobs", "ls", "--app", app, "--database-url", url)
+        assert status == 1 and refused["error"]["code"] == "INVALID_ARGUMENT"
+        assert refused["error"]["retryable"] is False
+        assert refused["error"]["details"]["argument"] == "--app"
+        assert refused["error"]["fix"] == "mcp-jobs jobs ls --help"
+    status, _, err = cli(capsys, "worker", "--app", APP, "--app", "", "--database-url", url)
+    assert status == 1 and "INVALID_ARGUMENT" in err
+    assert command_words(err.split("fix:", 1)[1].strip()) == ["mcp-jobs", "worker", "--help"]
+    monkeypatch.setenv("MCP_JOBS_APP", "")
+    status, refused = cli_json(capsys, "jobs", "ls", "--database-url", url)
+    assert status == 1 and refused["error"]["details"]["argument"] == "MCP_JOBS_APP"
+    assert not (tmp_path / "jobs.db").exists()  # refused before the database is opened
+    status, listed = cli_json(capsys, "jobs", "ls", "--app", APP, "--database-url", url)
+    assert status == 0, listed  # the flag wins over the empty variable
+
+
 def test_the_demo_on_a_database_it_cannot_use_prints_code_cause_and_fix(tmp_path: Path) -> None:
     """It printed a traceback (the README's first command, run where the variable is set). A
     process of its own: the demo quiets the worker's loggers in the process it runs in."""
@@ -444,7 +557,8 @@ def test_the_demo_on_a_database_it_cannot_use_prints_code_cause_and_fix(tmp_path
     err = done.stderr
     assert done.returncode == 1
     assert "error DATABASE_URL_INVALID" in err and "Traceback" not in err
-    assert "fix:   export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db" in err
+    # Absolute: the line works from any directory.
+    assert f"fix:   export MCP_JOBS_DATABASE_URL=sqlite:///{tmp_path}/.mcp-jobs/jobs.db" in err
 
 
 def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(tmp_path: Path) -> None:
@@ -463,3 +577,24 @@ def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(tmp_path: Path) -
     finally:
         os.close(write)
     assert done.returncode == 141 and done.stderr == b"", done.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "words",
+    [["worker", "--metrics-port", "70000"], ["jobs", "ls", "--state", "Dead"], ["job", "ls"]],
+)
+def test_a_command_refused_before_it_loads_the_app_still_writes_its_environment(
+    tmp_path: Path, words: list[str]
+) -> None:
+    """A flag out of range or a mended word is refused before `--app` is imported, which is
+    where the app declares what it reads (`SHOP_DB`): the fix names it all the same, so a
+    worker started from it elsewhere serves the same shop. A process of its own: here the
+    example is imported already."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_JOBS_", "SHOP_"))}
+    env["SHOP_DB"] = str(tmp_path / "shop.db")
+    url = f"sqlite:///{tmp_path}/jobs.db"
+    argv = [sys.executable, "-m", "mcp_jobs.cli", *words, "--app", APP, "--database-url", url]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    fix = next(line for line in done.stderr.splitlines() if line.startswith("  fix:"))
+    assert fix.split()[1] == f"SHOP_DB={tmp_path / 'shop.db'}", fix

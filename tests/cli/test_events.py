@@ -1,16 +1,24 @@
 """`mcp-jobs events send NAME KEY`: the tool's envelope under --json, the waiting job woken in
-the database, --payload as JSON, --tenant scoping the event, a bad payload refused."""
+the database, --payload as a JSON object (as the tool takes it), --tenant scoping the event, a
+bad payload refused."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Worker, connect, job
+from engine.errors import InvalidArgumentError
+from mcp_jobs.config import Settings
+from mcp_jobs.operations.events import checked_payload
+from mcp_jobs.server import build_server
 from tests.cli.support import run
+from tests.support.fix_lines import command_words
 
 
 class Invoice(BaseModel):
@@ -85,3 +93,49 @@ def test_a_payload_that_is_not_json_is_refused(
     argv = ["events", "send", "n", "k", "--payload", "{oops", "--database-url", url, "--json"]
     code, refused = run(capsys, *argv)
     assert code == 1 and refused["error"]["code"] == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("payload", ["[1]", '"s"', "7", "true", "", "hello", "order paid"])
+def test_a_payload_that_is_no_json_object_is_refused_as_the_tool_refuses_it(
+    payload: str, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI stored a list, a string or a number, which `send_event` refuses through MCP; an
+    empty --payload (`--payload "$P"`, P unset) was mended to '""', a string payload."""
+    argv = ["events", "send", "n", "k", "--payload", payload, "--database-url", url, "--json"]
+    code, refused = run(capsys, *argv)
+    error = refused["error"]
+    assert code == 1 and (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
+    assert "a JSON object" in error["cause"]
+    assert command_words(error["fix"])[:4] == ["mcp-jobs", "events", "send", "--help"], error
+
+    assert not Path(url.removeprefix("sqlite:///")).exists()  # refused before anything opens
+
+
+def _send_event_schema() -> dict[str, Any]:
+    async def load() -> dict[str, Any]:
+        jobs = await connect("memory://")
+        try:
+            tools = {t.name: t for t in await build_server(Settings(), jobs).list_tools()}
+            schema: dict[str, Any] = tools["send_event"].input_schema
+            return schema
+        finally:
+            await jobs.close()
+
+    return anyio.run(load)
+
+
+def test_the_payload_rule_and_the_tools_schema_agree() -> None:
+    """One rule for an event's payload (a JSON object, or none): the CLI and the operation call
+    it, and the tool's schema, which refuses before it, takes exactly what it takes."""
+    tool = _send_event_schema()
+    assert "payload" not in tool.get("required", [])  # left out: no payload
+    assert checked_payload(None) is None
+    schema = Draft202012Validator(tool["properties"]["payload"])
+    for payload in ({}, {"a": [1]}, [1], "s", "", 7, 1.5, True):
+        try:
+            checked_payload(payload)
+            taken = True
+        except InvalidArgumentError as refused:
+            assert refused.expected == "a JSON object"
+            taken = False
+        assert schema.is_valid(payload) is taken, payload

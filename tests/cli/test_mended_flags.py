@@ -22,10 +22,7 @@ MENDED = [
     (["jobs", "ls", "--limit=-3", "--state", "dead"], ["--limit=1"]),
     (["jobs", "retry-all", "--since-seconds", "-5"], ["--since-seconds", "1"]),
     (["jobs", "retry-all", "--since-seconds", "99999999999"], ["--since-seconds", "315360000"]),
-    (["jobs", "cancel-all", "--name", "x", "--since-seconds", "0"], ["--since-seconds", "1"]),
-    # Text that is no JSON, as the JSON string it most plainly means.
-    (["events", "send", "paid", "7", "--payload", "hello"], ["--payload", '"hello"']),
-    (["events", "send", "paid", "7", "--payload=order paid"], ['--payload="order paid"']),
+    (["jobs", "cancel-all", "--error-code", "X", "--since-seconds", "0"], ["--since-seconds", "1"]),
 ]
 
 
@@ -80,7 +77,7 @@ def test_json_that_went_wrong_is_not_mended_into_a_string(
     argv = ["events", "send", "paid", "7", "--payload", payload]
     error, command = _refused(argv, tmp_path, capsys, monkeypatch)
     assert command[:3] == ["events", "send", "--help"], error["fix"]
-    assert "a JSON value" in error["cause"]
+    assert "a JSON object" in error["cause"]
 
 
 LEFT_OUT = [
@@ -251,6 +248,9 @@ NOTHING_NEAR = [
     (["jobs", "retry-all", "--since-seconds", "9" * 20], ["jobs", "retry-all"]),
     # A number no payload can store (past a float): not sent as a string, which would run.
     (["events", "send", "paid", "7", "--payload", "1e309"], ["events", "send", "--help"]),
+    # Text that is no JSON: a payload is a JSON object, and no object is plainly meant by it.
+    (["events", "send", "paid", "7", "--payload", "hello"], ["events", "send", "--help"]),
+    (["events", "send", "paid", "7", "--payload=order paid"], ["events", "send", "--help"]),
 ]
 
 

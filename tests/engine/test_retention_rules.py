@@ -133,12 +133,46 @@ def test_layers_defaults_then_code_then_environment_then_the_job() -> None:
 def test_a_bad_environment_value_names_the_variable_and_a_fix_that_runs() -> None:
     with pytest.raises(RetentionSettingInvalidError) as caught:
         policy_from_env(environ={"MCP_JOBS_RETAIN_DEAD": "a month"})
-    assert caught.value.fix == "export MCP_JOBS_RETAIN_DEAD=7d"
-    assert parse_duration("x", caught.value.fix.split("=", 1)[1]) == 7 * DAY_MS
+    assert caught.value.fix == "export MCP_JOBS_RETAIN_DEAD=30d"
+    assert parse_duration("x", caught.value.fix.split("=", 1)[1]) == 30 * DAY_MS
     with pytest.raises(RetentionSettingInvalidError):
         prune_enabled_from_env({"MCP_JOBS_PRUNE": "maybe"})
     with pytest.raises(RetentionSettingInvalidError):
         interval_from_env({"MCP_JOBS_PRUNE_EVERY": "10ms"})
+
+
+@pytest.mark.parametrize(
+    ("variable", "default"),
+    [
+        ("MCP_JOBS_RETAIN_DONE", "7d"),
+        ("MCP_JOBS_RETAIN_FAILED", "30d"),
+        ("MCP_JOBS_RETAIN_DEAD", "30d"),
+        ("MCP_JOBS_RETAIN_CANCELLED", "7d"),
+        ("MCP_JOBS_RETAIN_AUDIT", "90d"),
+        ("MCP_JOBS_PRUNE_EVERY", "5m"),
+    ],
+)
+def test_a_bad_duration_setting_is_mended_to_its_own_default(variable: str, default: str) -> None:
+    """Every duration setting's fix said 7d, the done retention's default: a prune pass a week
+    apart (MCP_JOBS_PRUNE_EVERY), a dead job kept a week where the default keeps it a month."""
+
+    def read(value: str) -> tuple[Policy, int]:
+        return policy_from_env(environ={variable: value}), interval_from_env({variable: value})
+
+    for bad in ("0" if variable == "MCP_JOBS_PRUNE_EVERY" else "-1", "abc"):
+        with pytest.raises(RetentionSettingInvalidError) as caught:
+            read(bad)
+        assert caught.value.fix == f"export {variable}={default}"
+    assert read(default) == (DEFAULT_POLICY, DEFAULT_INTERVAL_MS)  # as if it were not set
+
+
+def test_a_bad_retention_setting_is_mended_to_what_the_worker_keeps_without_it() -> None:
+    """A worker's own policy is the default the variable overrides: the fix keeps it."""
+    base = DEFAULT_POLICY._replace(done=DAY_MS, dead=None)
+    for variable, kept in (("MCP_JOBS_RETAIN_DONE", "1d"), ("MCP_JOBS_RETAIN_DEAD", "forever")):
+        with pytest.raises(RetentionSettingInvalidError) as caught:
+            policy_from_env(base, {variable: "a while"})
+        assert caught.value.fix == f"export {variable}={kept}"
 
 
 def test_the_audit_retention_is_90_days_set_by_a_worker_or_the_environment() -> None:

@@ -6,14 +6,14 @@ a new event (a later wait in a run may receive the second one); not destructive.
 
 # No `from __future__ import annotations`: the SDK reads each tool's signature at registration.
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from engine.bounds import MAX_KEY_BYTES, MAX_NAME_BYTES, MAX_TENANT_BYTES
-from mcp_jobs.operations.events import SendEventResult, send_event
+from mcp_jobs.operations.events import EventPayload, SendEventResult, send_event
 from mcp_jobs.server.calls import ToolContext, run_tool
 from mcp_jobs.server.state import AppState
 
@@ -49,7 +49,7 @@ def register(server: MCPServer[AppState]) -> None:
             ),
         ],
         payload: Annotated[
-            dict[str, Any] | None,
+            EventPayload | None,
             Field(description="a JSON object the waiting jobs receive (64 KiB at most)"),
         ] = None,
         tenant_id: Annotated[
