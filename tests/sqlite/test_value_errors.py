@@ -152,13 +152,18 @@ async def test_a_file_that_is_not_a_database_is_refused_untouched_with_a_fix_tha
     assert os.listdir(tmp_path) == ["jobs.db"]
 
 
-async def test_a_database_whose_header_is_damaged_is_damaged_and_its_fix_runs(
-    tmp_path: Path, clock: ManualClock
-) -> None:
-    path = tmp_path / "jobs.db"
+async def _migrated(path: Path, clock: ManualClock) -> Path:
+    """A sound database file at `path`: the last close checkpoints, so its pages are in it."""
     sound = SqliteDriver(str(path), clock=clock)
     await sound.migrate()
     await sound.close()
+    return path
+
+
+async def test_a_database_whose_header_is_damaged_is_damaged_and_its_fix_runs(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    path = await _migrated(tmp_path / "jobs.db", clock)
     data = bytearray(path.read_bytes())
     data[16:18] = (3).to_bytes(2, "big")  # a page size no SQLite writes; the magic is intact
     path.write_bytes(bytes(data))
@@ -174,10 +179,7 @@ async def test_a_database_whose_header_is_damaged_is_damaged_and_its_fix_runs(
 async def test_a_file_with_damaged_pages_is_damaged_and_its_fix_names_them(
     tmp_path: Path, clock: ManualClock
 ) -> None:
-    path = tmp_path / "jobs.db"
-    sound = SqliteDriver(str(path), clock=clock)
-    await sound.migrate()
-    await sound.close()  # the last close checkpoints: the schema's pages are in the file
+    path = await _migrated(tmp_path / "jobs.db", clock)
     schema_pages = path.stat().st_size  # the jobs' rows go on pages after these
     sound = SqliteDriver(str(path), clock=clock)
     try:
