@@ -9,6 +9,7 @@ whose fix imports the module again to show the traceback, quoted so no name runs
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import os
@@ -45,6 +46,15 @@ def load_apps(modules: Sequence[str]) -> None:
             raise AppImportError(module, f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:  # any import-time failure of user code is reported, not raised
             raise AppImportError(module, f"{type(exc).__name__}: {exc}") from exc
+
+
+def load_apps_quietly(modules: Sequence[str]) -> None:
+    """Import the app modules that import, saying nothing of those that do not: done first in
+    the command's own process, so that a command refused before it loads them (a flag out of
+    range, a mended word) still writes what they declare (`SHOP_DB`) into its fix. The command
+    itself then reports an import that fails."""
+    with contextlib.suppress(Exception):
+        load_apps(modules)
 
 
 def on_path_here() -> None:

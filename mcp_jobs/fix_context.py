@@ -17,7 +17,6 @@ A database password is never written: the URL loses it, and the command then tak
 
 from __future__ import annotations
 
-import contextlib
 import importlib.machinery
 import json
 import os
@@ -38,7 +37,6 @@ from pydantic import BaseModel
 from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
 from engine.environment import NAME_PATTERN, EnvironmentUse, declared_environment
 from engine.errors import JobsError
-from mcp_jobs.app_modules import load_apps
 from mcp_jobs.config import DEFAULT_ENVIRONMENT, ENVIRONMENT_ENV, Settings
 from schemas.errors import NextCall
 
@@ -108,20 +106,6 @@ def absolute_url(url: str, cwd: Path) -> str | None:
             return url  # a URL no driver opens: the fix says so when it runs
         return url if path.startswith("/") else "sqlite:///" + os.path.normpath(cwd / path)
     return printable_url(url)
-
-
-@cache  # an app that does not import is tried once
-def _import_quietly(apps: tuple[str, ...]) -> None:
-    with contextlib.suppress(Exception):
-        load_apps(apps)
-
-
-def _declared_by(apps: Sequence[str]) -> list[EnvironmentUse]:
-    """The environment the apps declare, imported first when they were not yet: a command
-    refused before it loaded them (a flag out of range) still writes it into its fix. One that
-    fails to import declares nothing here; its own error says why."""
-    _import_quietly(tuple(apps))
-    return declared_environment()
 
 
 @cache  # one search of PATH per process: a fix is written on many calls
@@ -214,7 +198,7 @@ class FixContext:
         cwd = Path.cwd() if cwd is None else cwd
         environ = os.environ if environ is None else environ
         assignments: list[tuple[str, str]] = []
-        for use in _declared_by(settings.apps) if declared is None else declared:
+        for use in declared_environment() if declared is None else declared:
             value = use.effective(environ, cwd)
             if value is not None:
                 assignments.append((use.name, value))

@@ -13,7 +13,7 @@ from engine.client import Jobs, connect
 from engine.drivers.urls import redact
 from mcp_jobs import operations
 from mcp_jobs.app_modules import load_apps
-from mcp_jobs.cli.mend import mended
+from mcp_jobs.cli.mend import mended, refusal_context
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import FixContext
@@ -71,7 +71,7 @@ async def guarded(
         fixes = FixContext.of(settings, face="cli")
         envelope = success(fixes.qualify_all(model))
     except Exception as exc:  # every failure is shown as an envelope; tracebacks go to the log
-        fixes = FixContext.of(settings, face="cli")
+        fixes = refusal_context(settings)
         # A value refused after one of the command's flags comes back as the command, mended.
         payload = error_payload(mended(exc, fixes), where=f"mcp-jobs {kind}", context=fixes)
         envelope = failure(payload)

@@ -22,7 +22,14 @@ from engine.errors import DatabaseUrlInvalidError, InvalidArgumentError, JobsErr
 from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
-from mcp_jobs.cli.mend import URL_FLAG, choice_mended, print_failure, typed, without_flag
+from mcp_jobs.cli.mend import (
+    URL_FLAG,
+    choice_mended,
+    print_failure,
+    refusal_context,
+    typed,
+    without_flag,
+)
 from mcp_jobs.cli.parser import UsageError, build_parser, groups_with
 from mcp_jobs.cli.render import print_error, print_json
 from mcp_jobs.config import APP_ENV, Settings, settings_from_env, split_apps
@@ -86,7 +93,7 @@ def _choice_fix(refused: UsageError, argv: Sequence[str]) -> str | None:
         return None
     try:
         args = build_parser().parse_args(words)
-        fixes = FixContext.of(_settings(args), face="cli")
+        fixes = refusal_context(_settings(args))
     except (UsageError, JobsError):
         return None
     return fixes.command(*without_flag(words, URL_FLAG))
@@ -182,7 +189,7 @@ def _run(argv: Sequence[str] | None) -> int:
         try:
             options = backend_options()
         except JobsError as exc:
-            fixes = FixContext.of(settings, face="cli")
+            fixes = refusal_context(settings)
             payload = error_payload(exc, where="mcp-jobs worker", context=fixes)
             print_error(failure(payload)["error"])
             return 1

@@ -27,6 +27,7 @@ from engine.errors import (
     id_within,
 )
 from engine.meant import meant_choices, same_words
+from mcp_jobs.app_modules import load_apps_quietly
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext, absolute_url
@@ -210,10 +211,18 @@ def _typed_flag(argv: Sequence[str], flag: str) -> bool:
     return any(word == flag or word.startswith(flag + "=") for word in argv)
 
 
+def refusal_context(settings: Settings) -> FixContext:
+    """The context a command's refusal is written in, with its apps imported first where it
+    failed before it imported them (a flag out of range): what they declare (`SHOP_DB`)
+    belongs in the fix all the same."""
+    load_apps_quietly(settings.apps)
+    return FixContext.of(settings, face="cli")
+
+
 def print_failure(exc: BaseException, settings: Settings, where: str) -> int:
     """A long-running command's failure (serve, worker, dashboard) on stderr as code, cause and
     fix, the fix mended and written in this process's context as every command's is; exit 1."""
-    fixes = FixContext.of(settings, face="cli")
+    fixes = refusal_context(settings)
     refused = mended(sole(exc), fixes)
     print_error(failure(error_payload(refused, where=where, context=fixes))["error"])
     return 1
