@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import logging
 from contextvars import ContextVar
 from typing import Any
 
+import pydantic_core
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+from mcp.types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_jobs.config import TOKEN_ENV, Settings
 from mcp_jobs.errors import TokenRequiredError, TokenTooShortError, new_token_line, token_file_line
+from mcp_jobs.server.request_ids import INVALID_ID, has_invalid_id
 
 TOKEN_CLIENT_ID = "mcp-jobs-token"
 # Beyond loopback anyone who can reach the port can guess: 32 characters is what
@@ -154,3 +158,56 @@ def _log_refusal(scope: Scope, notes: list[str], reason: str | None = None) -> N
         f" ({notes[0]})" if notes else "",
         extra={"auth": auth},
     )
+
+
+class AnswerInvalidIds:
+    """ASGI middleware around the MCP app: the SDK's transport reads a POSTed request whose id
+    is neither a string nor an integer as a notification (202, no answer), so its sender waits.
+    Such a POST is answered 400 with JSON-RPC -32600 instead, as stdio answers it. Only the body
+    the SDK itself read, after its own checks (token, size, session), is looked at."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        replaced = False
+
+        async def read() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and len(body) <= self.limit:
+                body.extend(message.get("body", b""))
+            return message
+
+        async def answer(message: Message) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message["status"] == 202:
+                replaced = _invalid_id(bytes(body), self.limit)
+                if replaced:
+                    await _send_invalid_request(send)
+                    return
+            if not replaced:
+                await send(message)
+
+        await self.app(scope, read, answer)
+
+
+def _invalid_id(body: bytes, limit: int) -> bool:
+    if len(body) > limit:
+        return False
+    try:
+        return has_invalid_id(pydantic_core.from_json(body))
+    except ValueError:
+        return False
+
+
+async def _send_invalid_request(send: Send) -> None:
+    refused = {"code": INVALID_REQUEST, "message": INVALID_ID}
+    payload = json.dumps({"jsonrpc": "2.0", "id": None, "error": refused}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
+    await send({"type": "http.response.start", "status": 400, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})

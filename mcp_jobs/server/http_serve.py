@@ -25,7 +25,7 @@ from starlette.types import ASGIApp
 from engine.ports import free_port
 from mcp_jobs.config import DEFAULT_HOST, DEFAULT_PORT, Settings
 from mcp_jobs.errors import HttpBindError
-from mcp_jobs.server.http import LogRefusedRequests, is_loopback
+from mcp_jobs.server.http import AnswerInvalidIds, LogRefusedRequests, is_loopback
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -38,16 +38,19 @@ KEEP_ALIVE_S = 75
 
 def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = None) -> ASGIApp:
     """The server's streamable HTTP app with the session bounds of `settings`, refusals logged,
-    and, given the server's `jobs` client, the web dashboard beside it at /dashboard/."""
+    a request whose id is of the wrong type answered, and, given the server's `jobs` client, the
+    web dashboard beside it at /dashboard/."""
     from mcp_jobs.dashboard import WithDashboard
 
+    limit = settings.limits.max_request_bytes
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=settings.host,
-        max_request_body_size=settings.limits.max_request_bytes,
+        max_request_body_size=limit,
         session_idle_timeout=settings.session_idle_seconds,
         max_sessions=settings.max_sessions,
     )
+    app = AnswerInvalidIds(app, limit)
     if settings.oauth is not None:
         from mcp_jobs.server.oauth import ProtectedResourceMetadataApp
 

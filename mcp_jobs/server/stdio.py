@@ -33,6 +33,8 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
+from mcp_jobs.server.request_ids import INVALID_ID, has_invalid_id
+
 # What an oversized line is dropped in: it is never held whole.
 DROP_CHUNK = 64 * 1024
 CANCELLED = "notifications/cancelled"
@@ -85,10 +87,8 @@ def parse_line(line: bytes) -> SessionMessage | JSONRPCError:
         message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:
         return _error(_id_of(raw), INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
-    if isinstance(message, JSONRPCNotification) and isinstance(raw, dict) and "id" in raw:
-        # An id the request model refused (null, a fraction, an object): read as a notification
-        # it would get no answer, and its sender would wait for one.
-        return _error(None, INVALID_REQUEST, "Invalid request: an id is a string or an integer")
+    if has_invalid_id(raw):
+        return _error(None, INVALID_REQUEST, INVALID_ID)
     return SessionMessage(message)
 
 

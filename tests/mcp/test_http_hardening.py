@@ -34,6 +34,7 @@ from mcp_jobs.errors import (
 from mcp_jobs.server import build_server
 from mcp_jobs.server.http import is_loopback, refusal_reason, require_token
 from mcp_jobs.server.http_serve import Listening, bind, serve_http
+from mcp_jobs.server.request_ids import INVALID_ID
 from tests.mcp.support import INITIALIZE, declare_app
 from tests.support.fix_lines import run_fix
 
@@ -334,3 +335,32 @@ async def test_sessions_over_the_bound_are_refused_with_503() -> None:
 def test_a_bracketed_ipv6_host_is_bound_without_brackets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MCP_JOBS_TOKEN_FILE", raising=False)
     assert http_settings(Settings(host="[::1]")).host == "::1"
+
+
+async def test_a_request_whose_id_is_no_string_or_integer_is_answered() -> None:
+    """MCP: a request's id is a string or an integer. The SDK's transport read one whose id is
+    null, a fraction or an object as a notification (202, no answer): its sender waited. It is
+    answered -32600, as on stdio; without a token it is still 401 first."""
+    authorized = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    async with running(_settings(host="127.0.0.1")) as listening, authorized as http:
+        session = await _open_session(http, listening.url)
+        for ident in ({"a": 1}, None, 1.5, True, [1]):
+            message = {"jsonrpc": "2.0", "id": ident, "method": "tools/list"}
+            answer = await http.post(listening.url, json=message, headers=_in_session(session))
+            assert answer.status_code == 400, (ident, answer.status_code, answer.text)
+            assert answer.json() == {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": -32600, "message": INVALID_ID},
+            }
+        message = {"jsonrpc": "2.0", "id": None, "method": "tools/list"}
+        async with httpx2.AsyncClient() as anonymous:
+            answer = await anonymous.post(listening.url, json=message, headers=_in_session(session))
+            assert answer.status_code == 401
+        listed = {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}
+        answer = await http.post(listening.url, json=listed, headers=_in_session(session))
+        assert answer.status_code == 200 and '"id":7' in answer.text.replace(" ", "")
+        told = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (
+            await http.post(listening.url, json=told, headers=_in_session(session))
+        ).status_code == 202
