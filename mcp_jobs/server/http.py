@@ -174,19 +174,20 @@ class AnswerInvalidIds:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        body = bytearray()
+        # The chunks the SDK read, kept by reference: joined only for a 202 (no copy per POST).
+        chunks: list[bytes] = []
         replaced = False
 
         async def read() -> Message:
             message = await receive()
-            if message["type"] == "http.request" and len(body) <= self.limit:
-                body.extend(message.get("body", b""))
+            if message["type"] == "http.request":
+                chunks.append(message.get("body", b""))
             return message
 
         async def answer(message: Message) -> None:
             nonlocal replaced
             if message["type"] == "http.response.start" and message["status"] == 202:
-                replaced = _invalid_id(bytes(body), self.limit)
+                replaced = _invalid_id(chunks, self.limit)
                 if replaced:
                     await _send_invalid_request(send)
                     return
@@ -196,11 +197,11 @@ class AnswerInvalidIds:
         await self.app(scope, read, answer)
 
 
-def _invalid_id(body: bytes, limit: int) -> bool:
-    if len(body) > limit:
-        return False
+def _invalid_id(chunks: list[bytes], limit: int) -> bool:
+    if sum(map(len, chunks)) > limit:
+        return False  # the SDK refuses it by its size
     try:
-        return has_invalid_id(pydantic_core.from_json(body))
+        return has_invalid_id(pydantic_core.from_json(b"".join(chunks)))
     except ValueError:
         return False
 
