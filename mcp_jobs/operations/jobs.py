@@ -84,8 +84,9 @@ async def list_jobs(
             # This server's cap, not the engine's own bound (which only a direct caller meets).
             raise InvalidArgumentError("limit", limit, f"a whole number from 1 to {cap}", nearest=1)
         asked = {"state": state, "name": name, "queue": queue, "tenant_id": tenant_id}
-        call = {k: v for k, v in asked.items() if v is not None}
-        fix = _list_call(scope, {**call, "cursor": cursor, "limit": cap})
+        call = {k: v for k, v in {**asked, "cursor": cursor}.items() if v is not None}
+        # A tool call; the CLI's FixContext writes it as `mcp-jobs jobs ls …`, cursor kept.
+        fix = f"list_jobs {example_call({**call, 'limit': cap})}"
         raise LimitExceededError("limit", limit, cap, "rows", fix)
     tenant = scope.tenant(tenant_id)
     page = await scope.jobs.list(
@@ -106,31 +107,6 @@ async def list_jobs(
         next_cursor=page.next_cursor,
         notices=[damaged_notice(d) for d in page.damaged] or None,
     )
-
-
-# `jobs ls` flags of list_jobs' arguments, for a fix the CLI prints.
-_LS_FLAGS = {
-    "state": "--state",
-    "name": "--name",
-    "queue": "--queue",
-    "tenant_id": "--tenant-id",
-    "cursor": "--cursor",
-    "limit": "--limit",
-}
-
-
-def _list_call(scope: Scope, arguments: dict[str, Any]) -> str:
-    """The list_jobs call with `arguments` (None: left out) as the caller's face writes a fix:
-    the tool call, or at the terminal the `jobs ls` line, its cursor kept (FixContext writes no
-    command for a tool call with a cursor)."""
-    given = {k: v for k, v in arguments.items() if v is not None}
-    if scope.face != "cli":
-        return f"list_jobs {example_call(given)}"
-    words = ["jobs", "ls"]
-    for argument, value in given.items():
-        for each in value if isinstance(value, list | tuple) else [value]:
-            words += [_LS_FLAGS[argument], str(each)]
-    return scope.fixes.command(*words, "--json")
 
 
 def damaged_notice(job: DamagedJob) -> Finding:

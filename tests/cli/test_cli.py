@@ -480,7 +480,7 @@ def test_a_page_size_refused_beside_a_cursor_keeps_the_cursor_that_goes_with_the
 @pytest.mark.parametrize(
     "fix",
     [
-        'list_jobs {"cursor": "zz"}',  # an argument the command has no flag for
+        'list_jobs {"nosuch": "zz"}',  # an argument the command has no flag for
         'inspect_job {"job_id": "x"}',  # a tool the CLI does not map
         "list_jobs not json",
         "mcp-jobs jobs ls",
