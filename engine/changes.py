@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
-import anyio
-
 from engine.clock import Clock
+from engine.wake import wait_for_event
 
 
 class ChangeFeed:
@@ -35,14 +34,5 @@ class ChangeFeed:
             return self.count
         if self._moved is None:
             self._moved = asyncio.Event()
-        moved = self._moved
-        async with anyio.create_task_group() as tg:
-
-            async def _timer() -> None:
-                await clock.sleep_ms(timeout_ms)
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(_timer)
-            await moved.wait()
-            tg.cancel_scope.cancel()
+        await wait_for_event(self._moved, clock, timeout_ms)
         return self.count

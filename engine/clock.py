@@ -156,6 +156,14 @@ async def agree(clock: Clock) -> None:
         await clock.agree()
 
 
+def sleeps_in_real_time(clock: Clock) -> bool:
+    """Whether `clock.sleep_ms` is the event loop's own sleep (a `SystemClock`, or a
+    `ServerClock` over one): a wait bounded by it may then be the loop's own timeout."""
+    while isinstance(clock, ServerClock):
+        clock = clock.local
+    return type(clock).sleep_ms is SystemClock.sleep_ms
+
+
 def server_clock(clock: Clock, server: str) -> Clock:
     """`clock` read as `server` reads time when it is this machine's wall clock (a
     `SystemClock`); any other clock (a test's) as it is."""
