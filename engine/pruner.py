@@ -25,7 +25,7 @@ import anyio
 
 from engine import bounds
 from engine.clock import sleep_unless_woken
-from engine.descriptors import DESCRIPTOR_EXPIRY_MS, DescriptorInvalidError
+from engine.descriptors import DESCRIPTOR_EXPIRY_MS, DescriptorInvalidError, vouch_for
 from engine.drivers.base import (
     DESCRIPTORS,
     EVENTS,
@@ -263,6 +263,7 @@ class Pruner:
             if not self.leading:
                 break
         if self.descriptors is not None and not self._stopping:
+            vouch_for(self.jobs.registry)
             await self.descriptors.forget_descriptors(now - DESCRIPTOR_EXPIRY_MS)
         if EVENTS.offered_by(self.jobs.driver) and not self._stopping:
             # Inbound events past their window (engine/inbound_events.py) go with each pass.

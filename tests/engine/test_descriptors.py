@@ -19,6 +19,7 @@ from engine.descriptors import (
     forgettable,
     to_publish,
     validate_input,
+    vouch_for,
 )
 from engine.drivers.base import DESCRIPTORS, capabilities
 from engine.drivers.memory import MemoryDriver
@@ -164,3 +165,56 @@ def test_a_prune_forgets_a_descriptor_whose_input_schema_is_none() -> None:
     assert (raised.value.code, raised.value.fix) == ("DESCRIPTOR_INVALID", "mcp-jobs db prune")
     assert forgettable(broken.name, encode(broken), 5_000)
     assert forgettable(fresh.name, "[1]", 5_000)
+
+
+_PRUNE_OWN_ROWS = """
+import anyio, sys
+from engine import JobRegistry, connect
+from engine.descriptors import describe_all, to_publish
+from engine.pruner import Pruner
+from engine.testing.kit.test_descriptors import declare
+
+async def main():
+    registry = JobRegistry()
+    declare(registry)
+    jobs = await connect("sqlite:///" + sys.argv[1], registry=registry)
+    store = jobs.driver
+    await store.publish_descriptors("w1", describe_all(registry, []), jobs.clock.now_ms())
+    stranger = JobRegistry()
+    declare(stranger, queue="elsewhere")  # the same job as another program describes it
+    await store.publish_descriptors(
+        "w2", [to_publish(d.describe(), []) for d in stranger], jobs.clock.now_ms()
+    )
+    await Pruner(jobs).pass_once()
+    await jobs.close()
+    print("jsonschema" in sys.modules)
+
+anyio.run(main)
+"""
+
+
+def test_a_workers_prune_pass_over_its_own_jobs_rows_imports_no_jsonschema(tmp_path: Any) -> None:
+    # jsonschema is 3.6 MB of a process's memory: a worker's pruner takes the schemas pydantic
+    # made for its own jobs as valid instead of checking them against the metaschema.
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [sys.executable, "-c", _PRUNE_OWN_ROWS, str(tmp_path / "jobs.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "False"
+
+
+def test_a_schema_this_process_did_not_make_is_still_checked() -> None:
+    registry = JobRegistry()
+    declare(registry)
+    vouch_for(registry)
+    (descriptor,) = [to_publish(d.describe(), []) for d in registry]
+    broken = descriptor.model_copy(
+        update={"published_at": 10_000, "input_schema": {"type": "no-such-type"}}
+    )
+    assert forgettable(broken.name, encode(broken), 5_000)
