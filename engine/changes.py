@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from engine.clock import Clock
-from engine.wake import wait_for_event
+from engine.clock import Clock, sleep_unless_woken
 
 
 class ChangeFeed:
@@ -34,5 +33,5 @@ class ChangeFeed:
             return self.count
         if self._moved is None:
             self._moved = asyncio.Event()
-        await wait_for_event(self._moved, clock, timeout_ms)
+        await sleep_unless_woken(clock, timeout_ms, self._moved)
         return self.count

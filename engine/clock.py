@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -220,8 +221,27 @@ def next_retry_pause_ms(previous_ms: int) -> int:
     return min(max(previous_ms * 2, 50), 1_000)
 
 
-async def sleep_unless_woken(clock: Clock, ms: int, wake: anyio.Event) -> None:
-    """Wait `ms` of `clock`'s time, or less if `wake` is set first (a stopping service)."""
+class _Wake(Protocol):
+    """An asyncio or an anyio event."""
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> Any: ...
+
+
+async def sleep_unless_woken(clock: Clock, ms: int, wake: _Wake) -> None:
+    """Wait `ms` of `clock`'s time, or less if `wake` is set first (new work, a stop)."""
+    if wake.is_set():
+        return
+    if sleeps_in_real_time(clock):
+        # The loop's own timeout: no timer task to start and then cancel on every wake-up
+        # (a task group's cost doubled an idle worker's wake-up to its claim).
+        try:
+            async with asyncio.timeout(max(0, ms) / 1000):
+                await wake.wait()
+        except TimeoutError:
+            pass
+        return
     async with anyio.create_task_group() as tg:
 
         async def timer() -> None:
