@@ -5,18 +5,49 @@ A body that finished is not run again because its settle met a restart or a drop
 connection: the settle is tried again, 50 ms doubling to 1 s, for up to `within_ms` of the
 retry clock. Safe to repeat: every settle is fenced by the lease token and records it as the
 settle's (`settled_by`), so a try after one whose reply was lost finds its own settle there and
-succeeds without writing again.
+succeeds without writing again. A hold logs one warning line when it starts and one line when
+its settle is written (or given up), never one a try.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from engine.clock import Clock, next_retry_pause_ms
 from engine.errors import JobsError
 
+logger = logging.getLogger(__name__)
+
 T = TypeVar("T")
+
+
+def settle_of(kind: str, job_ids: Sequence[str]) -> str:
+    """What a held settle is, for its log lines: "ack of job 01a2…", "ack of 3 jobs (…)"."""
+    if len(job_ids) == 1:
+        return f"{kind} of job {job_ids[0]}"
+    more = ", …" if len(job_ids) > 5 else ""
+    return f"{kind} of {len(job_ids)} jobs ({', '.join(job_ids[:5])}{more})"
+
+
+def hold_started(driver: str, what: str, within_ms: int, exc: JobsError) -> None:
+    logger.warning(
+        "%s: the %s is held, tried again for up to %d s until it is written: %s",
+        driver,
+        what,
+        within_ms // 1000,
+        exc,
+    )
+
+
+def hold_ended(driver: str, what: str, held_ms: int, exc: BaseException | None = None) -> None:
+    if exc is None:
+        logger.info("%s: the %s held %.1f s is written", driver, what, held_ms / 1000)
+    else:
+        logger.warning(
+            "%s: the %s held %.1f s is not written: %s", driver, what, held_ms / 1000, exc
+        )
 
 
 async def hold(
@@ -26,18 +57,31 @@ async def hold(
     clock: Clock,
     stopped: Callable[[], bool],
     passes: Callable[[JobsError], bool],
+    driver: str,
+    what: str,
 ) -> T:
-    """Run `settle`; while it fails with an error that `passes` (an outage, not a refusal),
-    run it again until `within_ms` of `clock` have gone by or `stopped()`. The first pause is
-    not skipped: the client has just retried at once itself."""
+    """Run `settle` (the `what` of `driver`, for the log); while it fails with an error that
+    `passes` (an outage, not a refusal), run it again until `within_ms` of `clock` have gone by
+    or `stopped()`. The first pause is not skipped: the client has just retried at once
+    itself."""
     started = clock.now_ms()
     pause = next_retry_pause_ms(0)
+    held = False
     while True:
         try:
-            return await settle()
+            result = await settle()
         except JobsError as exc:
             left = started + within_ms - clock.now_ms()
             if stopped() or not passes(exc) or left <= 0:
+                if held:
+                    hold_ended(driver, what, clock.now_ms() - started, exc)
                 raise
+            if not held:
+                held = True
+                hold_started(driver, what, within_ms, exc)
             await clock.sleep_ms(min(pause, left))
             pause = next_retry_pause_ms(pause)
+        else:
+            if held:
+                hold_ended(driver, what, clock.now_ms() - started)
+            return result

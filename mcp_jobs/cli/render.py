@@ -31,7 +31,8 @@ def print_json(envelope: dict[str, Any], out: TextIO | None = None) -> None:
 def print_error(error: dict[str, Any], out: TextIO | None = None) -> None:
     out = out or sys.stderr
     print(f"error {error['code']}: {error['title']}", file=out)
-    print(f"  cause: {error['cause']}", file=out)
+    # The cause may quote a stored value; the fix is printed as it must be run.
+    print(f"  cause: {one_line(error['cause'])}", file=out)
     print(f"  fix:   {error['fix']}", file=out)
 
 
@@ -39,12 +40,21 @@ def error_line(error: dict[str, Any] | None, limit: int | None = None) -> str:
     """A stored failure on one line, "CODE: cause", cut to `limit` characters."""
     if not error:
         return ""
-    text = f"{error['code']}: {error['cause']}"
+    text = f"{error['code']}: {one_line(error['cause'])}"
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
+def one_line(value: object) -> str:
+    """A stored value as plain text shows it: a control character in it (an ESC that would
+    recolour the terminal, a newline that would split a row) escaped, as `\\x1b` or `\\n`."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
-    cells = [[str(h) for h in headers], *[[str(c) for c in r] for r in rows]]
+    cells = [[str(h) for h in headers], *[[one_line(c) for c in r] for r in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(line.rstrip() for line in lines)
@@ -84,9 +94,10 @@ def _jobs(env: dict[str, Any]) -> str:
 
 def _inspect(env: dict[str, Any]) -> str:
     job = env["job"]
+    name, queue, tenant = (one_line(job.get(k) or "-") for k in ("name", "queue", "tenant_id"))
     lines = [
-        f"{job['name']} {job['id']}  [{job['state']}]  attempt {job['attempt']}/"
-        f"{job['max_attempts']}  queue {job['queue']}  tenant {job.get('tenant_id') or '-'}"
+        f"{name} {job['id']}  [{job['state']}]  attempt {job['attempt']}/"
+        f"{job['max_attempts']}  queue {queue}  tenant {tenant}"
         f"  priority {job.get('priority', 0)}",
         f"  input:  {json.dumps(job['input'])}",
     ]
@@ -116,14 +127,14 @@ def _inspect(env: dict[str, Any]) -> str:
         lines.append(f"  steps: the newest {len(steps)} of {env['steps_total']}")
     for step in steps:
         took = f"{step['finished_at'] - step['started_at']} ms" if step.get("finished_at") else "…"
-        extra = f"  {step['error']}" if step.get("error") else ""
-        lines.append(f"  step {step['name']}: {step['status']} ({took}){extra}")
+        extra = f"  {one_line(step['error'])}" if step.get("error") else ""
+        lines.append(f"  step {one_line(step['name'])}: {step['status']} ({took}){extra}")
     events = env.get("events") or []
     if (env.get("events_total") or 0) > len(events):
         lines.append(f"  events: the newest {len(events)} of {env['events_total']}")
     for event in events:
-        actor = f" by {event['actor']}" if event.get("actor") else ""
-        lines.append(f"  event {when(event['at'])} {event['kind']}{actor}")
+        actor = f" by {one_line(event['actor'])}" if event.get("actor") else ""
+        lines.append(f"  event {when(event['at'])} {one_line(event['kind'])}{actor}")
     return "\n".join(lines)
 
 
@@ -197,7 +208,10 @@ def _diagnose(env: dict[str, Any]) -> str:
     lines = [f"healthy: {env['healthy']}   live workers: {env['live_workers']}"]
     for f in env["findings"]:
         where = f" [{f['queue']}]" if f.get("queue") else ""
-        lines += [f"{f['severity'].upper()} {f['code']}{where}", f"  {f['cause']}"]
+        lines += [
+            f"{f['severity'].upper()} {f['code']}{one_line(where)}",
+            f"  {one_line(f['cause'])}",
+        ]
         lines.append(f"  fix: {f['fix']}")
         failed = f.get("last_error")
         if failed and failed["fix"] != f["fix"]:
@@ -209,7 +223,10 @@ def notice_lines(env: dict[str, Any]) -> list[str]:
     """What the answer says about why it may not move (no live worker, …), with the fix."""
     lines: list[str] = []
     for n in env.get("notices") or []:
-        lines += [f"{n['severity'].upper()} {n['code']}: {n['cause']}", f"  fix: {n['fix']}"]
+        lines += [
+            f"{n['severity'].upper()} {n['code']}: {one_line(n['cause'])}",
+            f"  fix: {n['fix']}",
+        ]
     return lines
 
 
@@ -270,12 +287,13 @@ def _backfills(env: dict[str, Any], fixes: FixContext) -> str:
 
 def _job_line(env: dict[str, Any]) -> str:
     j = env["job"]
+    name = one_line(j["name"])
     if env.get("already_cancelled"):
-        return f"{j['name']} {j['id']} was already cancelled"
+        return f"{name} {j['id']} was already cancelled"
     if env.get("rerun_of"):  # a rerun from a step (engine/reruns.py)
         run = f"in run {j['run_id']} (rerun of {env['rerun_of']})"
-        return f"{j['name']} {j['id']} is now {j['state']} {run}"
-    return f"{j['name']} {j['id']} is now {j['state']}"
+        return f"{name} {j['id']} is now {j['state']} {run}"
+    return f"{name} {j['id']} is now {j['state']}"
 
 
 def _drain(env: dict[str, Any]) -> str:

@@ -10,12 +10,14 @@ did that" alike; the actor says where it came from (`dashboard:retry_job`, as th
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
-from starlette.requests import Request
+import anyio
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_jobs.dashboard.html import e, error_box, frame, path
@@ -29,6 +31,8 @@ from mcp_jobs.server.audit import Subject, record_call
 if TYPE_CHECKING:
     from mcp_jobs.dashboard.app import Dashboard, Page
 
+logger = logging.getLogger(__name__)
+
 PATHS = (
     "/jobs/{job_id}/retry",
     "/jobs/{job_id}/cancel",
@@ -38,6 +42,8 @@ PATHS = (
 CSRF_FIELD = "csrf"
 # A confirmation form posts a token and a short reason: nothing bigger is read.
 MAX_FORM_BYTES = 4096
+# How long its body may take to arrive.
+FORM_READ_S = 10
 
 FLASHES = {
     "retry": "Retried: the job is queued again.",
@@ -155,12 +161,32 @@ async def perform(
     return envelope
 
 
+class _Unread(Exception):
+    """The form was not read: the answer the client gets, if it is still there."""
+
+    def __init__(self, status: int, text: str) -> None:
+        self.status = status
+        self.text = text
+
+
 async def _form(request: Request) -> dict[str, str] | None:
+    """The posted form; None when it is larger than a confirmation form. A body declared too
+    large is refused before a byte is read, and the read is bounded in time: a client that
+    stalls or goes away is answered (or left) without an unexpected failure."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+        raise _Unread(413, f"The form is larger than {MAX_FORM_BYTES} bytes.")
     body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            return None
+    try:
+        with anyio.fail_after(FORM_READ_S):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_FORM_BYTES:
+                    return None
+    except TimeoutError:
+        raise _Unread(408, f"The form did not arrive within {FORM_READ_S} s.") from None
+    except ClientDisconnect:
+        raise _Unread(400, "The client went away before its form arrived.") from None
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
 
@@ -172,7 +198,15 @@ def handler(route: str) -> Page:
         here = request.url.path
         if request.method == "GET":
             return _confirm(dash, action, params, here)
-        form = await _form(request)
+        try:
+            form = await _form(request)
+        except _Unread as unread:
+            logger.info("dashboard %s: form not read (%s)", here, unread.text)
+            body = f"<p>{e(unread.text)}</p>"
+            return HTMLResponse(
+                frame("Refused", body, prefix=dash.prefix, read_only=dash.read_only),
+                status_code=unread.status,
+            )
         token = (form or {}).get(CSRF_FIELD, "")
         if form is None or not hmac.compare_digest(token.encode(), dash.csrf(here).encode()):
             body = "<p>The form's token is missing or stale: open the action again and confirm.</p>"

@@ -117,6 +117,9 @@ class Dashboard:
 
 
 NOT_FOUND = {"JOB_NOT_FOUND", "QUEUE_UNKNOWN", "JOB_UNKNOWN", "BACKFILL_UNKNOWN"}
+# A retryable failure (the database away, its disk full) is the server's, not the request's:
+# 503, and when to ask again.
+RETRY_AFTER_S = 5
 
 
 # The command each page shows the same as: a refused value's fix when it only says what to pass.
@@ -124,16 +127,25 @@ _COMMAND_OF_PAGE = {"backfills": ("backfill",), "workers": ("jobs", "stats")}
 
 
 def error_page(dash: Dashboard, exc: Exception, where: str) -> HTMLResponse:
-    """A typed failure as a page with its code, cause and fix (404 for what is not there)."""
+    """A typed failure as a page with its code, cause and fix: 404 for what is not there, 503
+    with Retry-After for a retryable one, 400 for the rest (500: not typed)."""
     fixes = _fixes(dash)
     if isinstance(exc, InvalidArgumentError) and exc.fix_said and fixes is not None:
         page = where.removeprefix("dashboard ").removeprefix(dash.prefix).strip("/").split("/")[0]
         exc = _with_fix(exc, fixes, page)
     payload = error_payload(exc, where=where, context=fixes)
-    status = 404 if payload.code in NOT_FOUND else 400 if isinstance(exc, JobsError) else 500
+    headers = {}
+    if payload.code in NOT_FOUND:
+        status = 404
+    elif isinstance(exc, JobsError) and payload.retryable:
+        status, headers = 503, {"retry-after": str(RETRY_AFTER_S)}
+    else:
+        status = 400 if isinstance(exc, JobsError) else 500
     body = error_box(payload.model_dump())
     return HTMLResponse(
-        frame("Error", body, prefix=dash.prefix, read_only=dash.read_only), status_code=status
+        frame("Error", body, prefix=dash.prefix, read_only=dash.read_only),
+        status_code=status,
+        headers=headers,
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from engine.drivers.base import AckWrite
 from engine.drivers.nats import keys, slots
 from engine.drivers.nats.codec import JobDoc
+from engine.drivers.nats.connection import SETTLE_ROOM, TooLarge
 from engine.drivers.nats.pauses import paused
 from engine.drivers.nats.store import Store, Unchanged
 from engine.errors import JobsError, JobSlotLostError
@@ -31,6 +32,7 @@ from engine.rules import (
     is_claimable,
     nack_event_data,
 )
+from schemas.errors import ErrorPayload
 from schemas.events import EventRecord
 from schemas.jobs import ClaimedJob, HeartbeatResult, JobRecord, NackOptions
 
@@ -54,16 +56,24 @@ async def claim(
     now = store.clock.now_ms()
     wanted = set(queues) if queues is not None else None
     holds = paused(store)
+    # After an outage, running jobs keep their leases one lease longer: holders that lived
+    # through it reach the server again, write their held settles and heartbeat.
+    outage = store.log.outage_seen
+    take_over = not outage and now >= store.take_over_from
     candidates = sorted(
         (
             doc.record
             for doc in store.replica.live.values()
             if (wanted is None or doc.record.queue in wanted)
             and is_claimable(doc.record, now)
+            and (take_over or doc.record.state != "running")
             and not (holds and is_held(doc.record, holds))
         ),
         key=claim_rank,
     )
+    if outage:
+        store.log.outage_seen = False
+        store.take_over_from = now + lease_ms
     claimed: list[ClaimedJob] = []
     pending = iter(candidates)
     while len(claimed) < limit:
@@ -139,9 +149,11 @@ async def ack_many(
             return current.settled(ack_transition(current.record, now, write.output), write.token)
 
         try:
-            _, after = await store.change_doc(write.job_id, done, fresh=again)
+            _, after = await store.change_doc(write.job_id, done, fresh=again, room=SETTLE_ROOM)
         except JobsError as exc:
             return exc
+        except TooLarge as exc:
+            return exc.output_refused(write.job_id, "the job")
         await handed_back(store, after.record)
         return None
 
@@ -165,9 +177,32 @@ async def nack(
             after = after.with_event(event(current.record, kind, now, data))
         return after
 
-    _, after = await store.change_doc(job_id, back, fresh=again)
+    try:
+        _, after = await store.change_doc(job_id, back, fresh=again)
+    except TooLarge:
+        # The job's value cannot hold this error's text too: stored cut, so the job still
+        # settles (left running, it would be run again at every lease's end).
+        options = options.model_copy(update={"error": _cut(options.error)})
+        _, after = await store.change_doc(job_id, back, fresh=True)
     await handed_back(store, after.record)
     return after.record
+
+
+# What a nack's error keeps of its text when the whole of it does not fit the job's value.
+CUT_ERROR_CHARS = 4096
+
+
+def _cut(error: ErrorPayload | None) -> ErrorPayload | None:
+    if error is None:
+        return None
+    cause, fix = error.cause, error.fix
+    return error.model_copy(
+        update={
+            "cause": cause if len(cause) <= CUT_ERROR_CHARS else cause[:CUT_ERROR_CHARS] + "…",
+            "fix": fix if len(fix) <= CUT_ERROR_CHARS else fix[:CUT_ERROR_CHARS] + "…",
+            "details": None,
+        }
+    )
 
 
 async def handed_back(store: Store, record: JobRecord) -> None:

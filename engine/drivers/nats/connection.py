@@ -32,6 +32,8 @@ from engine.drivers.urls import migrate_fix, report_fix, url_word
 from engine.errors import (
     DatabaseUrlInvalidError,
     DriverUnavailableError,
+    InvalidArgumentError,
+    JobOutputInvalidError,
     JobsError,
     StorageFullError,
 )
@@ -52,6 +54,52 @@ _FULL_CODES = frozenset({10023, 10028, 10047})
 _STORE_FAILED = 10077
 _STREAM_LIMITS = frozenset({"maximum bytes exceeded", "maximum messages exceeded"})
 WHERE_FULL = "the JetStream store (max_file_store / max_mem_store, or the stream's max_bytes)"
+# A KV write's headers ride in the same message, and the server counts them against
+# max_payload (nats-py checks the value alone; the server closes a connection that overshoots).
+HEADER_ROOM = 512
+# What a job's value keeps free when an input, step or output is written into it: the writes
+# that follow (a claim, a nack's error and event) must still fit, or the job could never settle.
+SETTLE_ROOM = 64 * 1024
+README_BOUND = 'README, "NATS": a job is one KV value, within the server\'s max_payload'
+RAISE_BOUND = "raise max_payload in nats-server's config (at most 64 MB)"
+
+
+class TooLarge(Exception):
+    """A value the server can never take in one message: refused before it is sent, never
+    taken for the server being away (which would be retried without end)."""
+
+    def __init__(self, key: str, size: int, bound: int, max_payload: int) -> None:
+        super().__init__(f"{key}: {size} bytes, past {bound}")
+        self.key = key
+        self.size = size
+        self.bound = bound
+        self.max_payload = max_payload
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"the job's stored value would be {self.size} bytes, past the {self.bound} bytes "
+            f"this NATS server takes (its max_payload of {self.max_payload} bytes, less room "
+            f"kept for the job's later writes; {README_BOUND})"
+        )
+
+    def output_refused(self, job_id: str, origin: str) -> JobOutputInvalidError:
+        """JOB_OUTPUT_INVALID for a step or output (`origin`) the job's value cannot hold:
+        terminal, as any output the store refuses (the same value fails every try)."""
+        error = JobOutputInvalidError(job_id, origin, "$", self.reason)
+        error.fix = f"return a smaller value from {origin}, or {RAISE_BOUND}"
+        error.__cause__ = self
+        return error
+
+    def refused(self) -> InvalidArgumentError:
+        """The typed refusal of a write no caller turned into its own error."""
+        return InvalidArgumentError(
+            "value",
+            f"{self.size} bytes for {self.key}",
+            f"at most {self.bound} bytes (the NATS server's max_payload of "
+            f"{self.max_payload} bytes; {README_BOUND})",
+            fix=RAISE_BOUND,
+        )
 
 
 @dataclass(frozen=True)
@@ -173,6 +221,9 @@ class ConnectionLog:
         self.refusal: BaseException | None = None
         self.connected = False
         self.away = False
+        # Set when a connection is lost; a claim reads it to spare the leases that outage let
+        # run out (claims.py), and clears it.
+        self.outage_seen = False
         self._reconnect = reconnect
         self._servers = servers
         self._failed_tries = 0
@@ -197,7 +248,7 @@ class ConnectionLog:
             if self._failed_tries >= self._servers:
                 self.refused_all.set()
         elif not self.away:
-            self.away = True
+            self.away = self.outage_seen = True
             logger.warning("NATS connection failed (%s: %s); reconnecting", type(exc).__name__, exc)
 
     async def reconnected(self) -> None:
@@ -206,14 +257,21 @@ class ConnectionLog:
             logger.warning("NATS connection back")
 
 
-async def connect(servers: list[str], connect_timeout_s: float, *, reconnect: bool) -> Client:
+async def connect(
+    servers: list[str],
+    connect_timeout_s: float,
+    *,
+    reconnect: bool,
+    log: ConnectionLog | None = None,
+) -> Client:
     """A client connected to one of `servers`; the first connect is bounded (nats-py would
     retry it as long as it reconnects) and fails with the last error it met. With
     `reconnect`, it reconnects forever with a short wait: a restarted server or a lost cluster
     node is a pause, and a request sent meanwhile fails after its own timeout. Without it, the
-    connect fails once every server has failed one try."""
+    connect fails once every server has failed one try. `log`: the connection's log, for a
+    caller that reads what it saw."""
     client = Client()
-    log = ConnectionLog(reconnect=reconnect, servers=len(servers))
+    log = log or ConnectionLog(reconnect=reconnect, servers=len(servers))
     # nats-py annotates these seconds as int; it hands them to asyncio, which takes floats.
     attempt = asyncio.ensure_future(
         client.connect(
@@ -251,9 +309,9 @@ async def connect(servers: list[str], connect_timeout_s: float, *, reconnect: bo
 
 
 async def open_bucket(
-    parsed: NatsUrl, connect_timeout_s: float
+    parsed: NatsUrl, connect_timeout_s: float, log: ConnectionLog
 ) -> tuple[Client, JetStreamContext, KeyValue]:
-    client = await connect(parsed.servers, connect_timeout_s, reconnect=True)
+    client = await connect(parsed.servers, connect_timeout_s, reconnect=True, log=log)
     try:
         js = client.jetstream(timeout=connect_timeout_s)
         return client, js, await _bucket(js, parsed)
@@ -281,11 +339,22 @@ async def _bucket(js: JetStreamContext, parsed: NatsUrl) -> KeyValue:
 
 @asynccontextmanager
 async def guard(fixes: Fixes) -> AsyncIterator[None]:
-    """NATS or network failures raised inside come out as `DriverUnavailableError`, and a
-    write refused for want of room as `StorageFullError`, each with its line of `fixes`."""
+    """NATS or network failures raised inside come out as `DriverUnavailableError`, a
+    write refused for want of room as `StorageFullError`, each with its line of `fixes`; a
+    value too large for one message as INVALID_ARGUMENT (not retryable: it never fits)."""
     try:
         yield
+    except TooLarge as exc:
+        raise exc.refused() from exc
     except UNAVAILABLE as exc:
+        if isinstance(exc, nats.errors.MaxPayloadError):
+            # A value the checks before the write did not size (they size every job's).
+            raise InvalidArgumentError(
+                "value",
+                "a value",
+                f"within the NATS server's max_payload ({README_BOUND})",
+                fix=RAISE_BOUND,
+            ) from exc
         if authorization_refused(exc):
             url_refused = f"{AUTHORIZATION_REFUSED} ({exc})"
             raise DatabaseUrlInvalidError(

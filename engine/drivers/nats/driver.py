@@ -38,7 +38,7 @@ from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.closing import closable
-from engine.drivers.holding import hold
+from engine.drivers.holding import hold, settle_of
 from engine.drivers.nats import (
     claims,
     enqueue,
@@ -65,6 +65,7 @@ from engine.drivers.nats import progress as progress_store
 from engine.drivers.nats import reruns as rerun_store
 from engine.drivers.nats.connection import (
     UNAVAILABLE,
+    ConnectionLog,
     Fixes,
     guard,
     held_through,
@@ -146,8 +147,9 @@ class NatsDriver:
         async with self._opening:
             if self._store is None:
                 async with guard(self._fixes):
-                    client, js, kv = await open_bucket(self._url, self._timeout)
-                    store = Store.open(client, js, kv, self.clock, self._fixes)
+                    log = ConnectionLog(servers=len(self._url.servers))
+                    client, js, kv = await open_bucket(self._url, self._timeout, log)
+                    store = Store.open(client, js, kv, self.clock, self._fixes, log)
                     await store.replica.start()
                 self._store = store
         return self._store
@@ -207,9 +209,9 @@ class NatsDriver:
         async with guard(self._fixes):
             return await claims.heartbeat(store, job_id, token, lease_ms)
 
-    def _held(self, settle: Callable[[Store, bool], Awaitable[T]]) -> Awaitable[T]:
-        """`settle(store, again)` held through an outage; `again` from the second try on, when
-        the try before may have landed with its reply lost."""
+    def _held(self, what: str, settle: Callable[[Store, bool], Awaitable[T]]) -> Awaitable[T]:
+        """`settle(store, again)` (`what`, for the log) held through an outage; `again` from
+        the second try on, when the try before may have landed with its reply lost."""
         tries = 0
 
         async def guarded() -> T:
@@ -224,15 +226,19 @@ class NatsDriver:
             within_ms=self._settle_retry_ms,
             clock=self._retry_clock,
             stopped=lambda: self._closed,
+            driver=self.kind,
+            what=what,
             passes=held_through,
         )
 
     async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
-        return await self._held(lambda store, again: claims.ack_many(store, writes, again))
+        what = settle_of("ack", [w.job_id for w in writes])
+        return await self._held(what, lambda store, again: claims.ack_many(store, writes, again))
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
         return await self._held(
-            lambda store, again: claims.nack(store, job_id, token, options, again)
+            settle_of("nack", [job_id]),
+            lambda store, again: claims.nack(store, job_id, token, options, again),
         )
 
     async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
@@ -285,7 +291,8 @@ class NatsDriver:
 
     async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
         # A step written twice is the same record: no `again` needed.
-        return await self._held(lambda store, _: steps.save_steps_many(store, writes))
+        what = settle_of("step write", [w.job_id for w in writes])
+        return await self._held(what, lambda store, _: steps.save_steps_many(store, writes))
 
     # --- limiter slots ------------------------------------------------------------------------
 

@@ -25,12 +25,14 @@ import asyncio
 from collections.abc import Sequence
 from functools import partial
 
+import pydantic_core
+
 from engine.drivers.damage import or_none
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, dumps, encode_doc, loads
-from engine.drivers.nats.connection import storage_full
+from engine.drivers.nats.connection import README_BOUND, SETTLE_ROOM, storage_full
 from engine.drivers.nats.store import MAX_CONFLICTS, Store
-from engine.errors import JobDuplicateError
+from engine.errors import InvalidArgumentError, JobDuplicateError
 from engine.rules import LIVE_STATES, DedupeKey, dedupe_key, new_record
 from schemas.jobs import EnqueueRequest, EnqueueResult, JobRecord
 
@@ -116,7 +118,7 @@ async def take_key(
     dkey = keys.dedupe(key)
     job_id = doc.record.id
     raw = encode_doc(doc)
-    value = dumps({"id": job_id, "doc": raw.decode(), "base": base})
+    value = intent(job_id, raw, base)
     for _ in range(MAX_CONFLICTS):
         mine = await store.write(dkey, value, 0)
         if mine is not None:
@@ -145,6 +147,36 @@ async def take_key(
     raise store.contended(dkey)
 
 
+def intent(job_id: str, raw: bytes, base: int) -> bytes:
+    """A dedupe key's value: the job's id and base revision, and its document as a string."""
+    return dumps({"id": job_id, "doc": raw.decode(), "base": base})
+
+
+def check_fits(store: Store, request: EnqueueRequest, now: int) -> None:
+    """INVALID_ARGUMENT naming the input bound this server takes, when the job's value (kept
+    `SETTLE_ROOM` short, for its steps and errors) or its dedupe key's could not be written."""
+    raw = encode_doc(JobDoc(new_record(request, now)))
+    over = max(
+        len(raw) - store.bound(SETTLE_ROOM),
+        len(intent(request.id, raw, 0)) - store.bound(),
+    )
+    if over <= 0:
+        return
+    size = len(pydantic_core.to_json(request.input))
+    # Each byte of input costs at least one stored byte: this much less always fits.
+    bound = max(0, size - over)
+    error = InvalidArgumentError(
+        "input",
+        f"{size} bytes of JSON",
+        f"at most {bound} bytes of JSON for job {request.name!r} on this NATS server "
+        f"(its max_payload is {store.client.max_payload} bytes; {README_BOUND})",
+        fix=f"send an input of at most {bound} bytes of JSON, or raise max_payload in "
+        "nats-server's config (at most 64 MB)",
+    )
+    error.details = {**(error.details or {}), "bound": bound}
+    raise error
+
+
 async def free_key(store: Store, record: JobRecord) -> None:
     """Delete the index key if it still names this (settled) job: its key is free again."""
     dkey = keys.dedupe(dedupe_key(record.name, record.tenant_id, record.idempotency_key))
@@ -168,6 +200,8 @@ async def enqueue(
             )
         planned.setdefault(key, request)
         order.append((key, request))
+    for request in planned.values():  # before anything is written: the batch is refused whole
+        check_fits(store, request, now)
     for key, request in planned.items():
         if request.on_conflict == "error":
             holder = await live_holder(store, key)

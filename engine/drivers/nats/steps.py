@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from engine.drivers.base import StepWrite
 from engine.drivers.nats.claims import held
 from engine.drivers.nats.codec import JobDoc
+from engine.drivers.nats.connection import SETTLE_ROOM, TooLarge
 from engine.drivers.nats.store import Store
 from engine.errors import JobsError
 from schemas.steps import StepRecord
@@ -43,10 +44,14 @@ async def save_steps_many(store: Store, writes: Sequence[StepWrite]) -> list[Job
             return current
 
         try:
-            await store.change_doc(job_id, put)
+            await store.change_doc(job_id, put, room=SETTLE_ROOM)
         except JobsError as exc:
             for i in indexes:
                 outcomes[i] = exc
+        except TooLarge as exc:
+            # The job's value cannot hold these steps: refused as any output the store refuses.
+            for i in indexes:
+                outcomes[i] = exc.output_refused(job_id, f'step "{writes[i].step.name}"')
 
     await asyncio.gather(*(save(job, idx) for job, idx in by_job.items()))
     return outcomes

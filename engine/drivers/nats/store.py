@@ -22,7 +22,13 @@ from engine.clock import Clock
 from engine.drivers.damage import UNDECODABLE, reason
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, encode_doc
-from engine.drivers.nats.connection import Fixes, storage_full
+from engine.drivers.nats.connection import (
+    HEADER_ROOM,
+    ConnectionLog,
+    Fixes,
+    TooLarge,
+    storage_full,
+)
 from engine.drivers.nats.replica import Entry, Replica
 from engine.errors import DriverUnavailableError, StoreDamagedError
 from engine.rules import WAITING_STATES
@@ -50,10 +56,19 @@ class Store:
     waker: Waker
     changes: ChangeFeed
     fixes: Fixes
+    log: ConnectionLog
+    # When (jobs' clock) claims may take over expired leases again after an outage (claims.py).
+    take_over_from: int = 0
 
     @classmethod
     def open(
-        cls, client: Client, js: JetStreamContext, kv: KeyValue, clock: Clock, fixes: Fixes
+        cls,
+        client: Client,
+        js: JetStreamContext,
+        kv: KeyValue,
+        clock: Clock,
+        fixes: Fixes,
+        log: ConnectionLog,
     ) -> Store:
         waker = Waker()
         changes = ChangeFeed()
@@ -71,7 +86,17 @@ class Store:
                 changes.notify()
 
         replica.on_other = on_other
-        return cls(client, js, kv, clock, replica, waker, changes, fixes)
+        return cls(client, js, kv, clock, replica, waker, changes, fixes, log)
+
+    def bound(self, room: int = 0) -> int:
+        """The most bytes a value may have, keeping `room` of them free for later writes."""
+        return self.client.max_payload - HEADER_ROOM - room
+
+    def check_size(self, key: str, raw: bytes, room: int = 0) -> None:
+        """TooLarge when `raw` is past `bound(room)`: sent, it would fail every try."""
+        bound = self.bound(room)
+        if len(raw) > bound:
+            raise TooLarge(key, len(raw), bound, self.client.max_payload)
 
     # --- single keys --------------------------------------------------------------------------
 
@@ -97,6 +122,7 @@ class Store:
 
     async def write(self, key: str, raw: bytes, revision: int) -> int | None:
         """Write `raw` if `key` is still at `revision` (0: if absent); None on a conflict."""
+        self.check_size(key, raw)
         try:
             if revision == 0:
                 new = await self.kv.create(key, raw)
@@ -179,15 +205,19 @@ class Store:
     async def read_doc(self, job_id: str) -> tuple[int, JobDoc] | None:
         return self.replica.doc(keys.job(job_id)) or await self.fresh_doc(job_id)
 
-    async def write_doc(self, doc: JobDoc, revision: int, *, strict: bool = False) -> int | None:
+    async def write_doc(
+        self, doc: JobDoc, revision: int, *, strict: bool = False, room: int = 0
+    ) -> int | None:
         """Write the job document if its key is still at `revision` (0: create); None on a
         conflict. Applied to the replica at once: this process reads its own writes.
 
         `strict` with revision 0 expects no message at all on the key, a delete marker included
         (`kv.create` writes over one): a racer rolling a dedupe intent forward never brings
-        back a job that retention removed (enqueue.py)."""
+        back a job that retention removed (enqueue.py). `room`: bytes the value must leave
+        free (connection.SETTLE_ROOM), else TooLarge."""
         key = keys.job(doc.record.id)
         raw = encode_doc(doc)
+        self.check_size(key, raw, room)
         try:
             if revision == 0 and not strict:
                 new = await self.kv.create(key, raw)
@@ -199,14 +229,20 @@ class Store:
         return new
 
     async def change_doc(
-        self, job_id: str, change: Callable[[JobDoc | None], JobDoc], *, fresh: bool = False
+        self,
+        job_id: str,
+        change: Callable[[JobDoc | None], JobDoc],
+        *,
+        fresh: bool = False,
+        room: int = 0,
     ) -> tuple[JobDoc | None, JobDoc]:
         """Compare-and-set the job's document to `change(current)` (current None when the job is
         absent: `change` raises or creates it); `Unchanged` from `change` answers the current
         document as both. Answers (before, after).
 
         `fresh` starts from the server's copy: after a write whose reply was lost, the replica
-        may not hold it yet, and a write against its revision would be a certain conflict."""
+        may not hold it yet, and a write against its revision would be a certain conflict.
+        `room` as for `write_doc`."""
         held = await (self.fresh_doc(job_id) if fresh else self.read_doc(job_id))
         for _ in range(MAX_CONFLICTS):
             current = None if held is None else held[1]
@@ -215,7 +251,7 @@ class Store:
             except Unchanged:
                 assert current is not None
                 return current, current
-            if await self.write_doc(new, 0 if held is None else held[0]) is not None:
+            if await self.write_doc(new, 0 if held is None else held[0], room=room) is not None:
                 return current, new
             held = await self.fresh_doc(job_id)
         raise self.contended(keys.job(job_id))

@@ -19,6 +19,7 @@ from typing import TypeVar
 import anyio
 
 from engine.clock import Clock, next_retry_pause_ms
+from engine.drivers.holding import hold_ended, hold_started
 from engine.drivers.postgres.faults import (
     is_connection_failure,
     is_retried,
@@ -58,13 +59,16 @@ class Retrier:
         broken one committed)."""
         return await self._retry(op, self.deadline_ms, held=False)
 
-    async def resilient(self, op: Callable[[bool], Awaitable[T]]) -> T:
+    async def resilient(
+        self, op: Callable[[bool], Awaitable[T]], what: str = "settle (ack, nack or step write)"
+    ) -> T:
         """Run the settle `op(first_try)`; while the server cannot be reached, hold it and run
         it again (`first_try=False`, so it can check whether a broken try committed) for up to
         `settle_retry_ms`. Its fence (the lease token) decides once a try gets through: no
         other worker can take the job while the server is unreachable, and none that saw the
-        outage takes it over for a lease after (`claim`), so the settle still counts."""
-        return await self._retry(op, self._settle_deadline_ms, held=True)
+        outage takes it over for a lease after (`claim`), so the settle still counts. A hold
+        logs one line as it starts and one as it ends (`what` names the settle)."""
+        return await self._retry(op, self._settle_deadline_ms, held=True, what=what)
 
     async def rolled_back_again(self, op: Callable[[], Awaitable[T]]) -> T:
         """Run `op()`, one transaction; when the server rolled it back, run it again, pausing
@@ -82,18 +86,21 @@ class Retrier:
         deadline_ms: int,
         held: bool,
         lost_too: bool = True,
+        what: str = "",
     ) -> T:
         clock = self.clock
         started = 0
         pause = 0
         tries = 0
         holding = False
+        failure: BaseException | None = None
         try:
             while True:
                 tries += 1
                 try:
-                    return await op(tries == 1)
+                    result = await op(tries == 1)
                 except DriverUnavailableError as exc:
+                    failure = exc
                     lost = is_connection_failure(exc)
                     limit_ms = deadline_ms if lost else min(deadline_ms, self.deadline_ms)
                     retried = is_retried(exc) if lost_too else is_rolled_back(exc)
@@ -109,8 +116,15 @@ class Retrier:
                         if not holding:
                             holding = True
                             self.holding += 1
+                            hold_started("postgres", what, limit_ms, exc)
                         self._held_failure = exc
                         self._held_tried_now()
+                except BaseException as exc:
+                    failure = exc  # what ended a hold, for its last line
+                    raise
+                else:
+                    failure = None
+                    return result
                 # The last try goes at the deadline itself.
                 await self._pause(min(pause, left))
                 pause = next_retry_pause_ms(pause)
@@ -118,6 +132,7 @@ class Retrier:
             if holding:
                 self.holding -= 1
                 self._held_tried_now()
+                hold_ended("postgres", what, clock.now_ms() - started, failure)
 
     def _gave_up(
         self, last: DriverUnavailableError, tried_ms: int, tries: int

@@ -20,7 +20,7 @@ from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.closing import closable
-from engine.drivers.holding import hold
+from engine.drivers.holding import hold, settle_of
 from engine.drivers.redis import (
     claims,
     enqueue,
@@ -197,9 +197,9 @@ class RedisDriver:
         async with guard(self._fixes):
             return await claims.heartbeat(self._store, job_id, token, lease_ms)
 
-    def _held(self, settle: Callable[[bool], Awaitable[T]]) -> Awaitable[T]:
-        """`settle(again)` held through an outage; `again` from the second try on, when the
-        try before may have landed with its reply lost."""
+    def _held(self, what: str, settle: Callable[[bool], Awaitable[T]]) -> Awaitable[T]:
+        """`settle(again)` (`what`, for the log) held through an outage; `again` from the
+        second try on, when the try before may have landed with its reply lost."""
         tries = 0
 
         async def guarded() -> T:
@@ -213,15 +213,19 @@ class RedisDriver:
             within_ms=self._settle_retry_ms,
             clock=self._retry_clock,
             stopped=lambda: self._closed,
+            driver=self.kind,
+            what=what,
             passes=passes,
         )
 
     async def ack_many(self, writes: Sequence[AckWrite]) -> list[JobsError | None]:
-        return await self._held(lambda again: claims.ack_many(self._store, writes, again))
+        what = settle_of("ack", [w.job_id for w in writes])
+        return await self._held(what, lambda again: claims.ack_many(self._store, writes, again))
 
     async def nack(self, job_id: str, token: str, options: NackOptions) -> JobRecord:
         return await self._held(
-            lambda again: claims.nack(self._store, job_id, token, options, again)
+            settle_of("nack", [job_id]),
+            lambda again: claims.nack(self._store, job_id, token, options, again),
         )
 
     async def get(self, job_id: str, tenant_id: str | None = None) -> JobRecord:
@@ -266,7 +270,8 @@ class RedisDriver:
 
     async def save_steps_many(self, writes: Sequence[StepWrite]) -> list[JobsError | None]:
         # A step written twice is the same record: no `again` needed.
-        return await self._held(lambda _: steps.save_steps_many(self._store, writes))
+        what = settle_of("step write", [w.job_id for w in writes])
+        return await self._held(what, lambda _: steps.save_steps_many(self._store, writes))
 
     # --- limiter slots ------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 
 from mcp_jobs.dashboard.html import e, frame, link, path, table, when
+from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.operations.dead_letters import dead_letters
 
 if TYPE_CHECKING:
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 
 async def render(dash: Dashboard, request: Request) -> str:
-    queue = request.query_params.get("queue") or None
+    queue = read_query(request, dash.prefix, "dead", ("queue",))["queue"] or None
     scope = dash.scope()
     r = scope.fixes.qualify_all(await dead_letters(scope, queue))
     rows = []

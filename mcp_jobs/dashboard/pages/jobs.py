@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 from starlette.requests import Request
 
 from mcp_jobs.dashboard.html import e, frame, link, path, table, when
+from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.operations.jobs import list_jobs
 from mcp_jobs.operations.models import JobProgressSummary
 from schemas.states import JOB_STATES, JobState
@@ -44,8 +45,9 @@ def _form(asked: dict[str, str]) -> str:
 
 
 async def render(dash: Dashboard, request: Request) -> str:
-    asked = {k: request.query_params.get(k, "") for k in FILTERS}
-    cursor = request.query_params.get("cursor") or None
+    given = read_query(request, dash.prefix, "jobs", (*FILTERS, "cursor"))
+    asked = {k: given[k] for k in FILTERS}
+    cursor = given["cursor"] or None
     state = asked["state"] or None
     page = await list_jobs(
         dash.scope("jobs ls"),  # a refusal's fix is then the CLI's own list command
