@@ -34,6 +34,9 @@ MAX_QUEUES = 1000  # queue names in one stats call
 # 10 years of 365 days: no job waits longer, and now + delay stays far inside int64 ms.
 MAX_DELAY_SECONDS = 10 * 365 * 86_400
 MAX_DELAY_MS = MAX_DELAY_SECONDS * 1000
+# A cap on jobs at once (`@job(concurrency=)`, `Limits`, `Worker(concurrency=)`): PostgreSQL's
+# slot function takes caps as int4, and a million jobs at once is past any fleet.
+MAX_CAP = 1_000_000
 
 # A TCP port to listen on; 0 asks the system for any free one.
 MAX_PORT = 65_535
@@ -124,6 +127,18 @@ def whole(argument: str, value: object, low: int, high: int, unit: str = "") -> 
     return int(number(argument, value, low, high, whole=True, unit=unit))
 
 
+def seconds(argument: str, value: object, low: float = 0) -> float:
+    """A duration in seconds, from `low` to 10 years: THE bound on every duration a caller
+    writes (an enqueue's delay, a job's timeout, a retry delay, a step's sleep), so that each,
+    in ms and added to now, stays far inside what every driver stores."""
+    return number(argument, value, low, MAX_DELAY_SECONDS, whole=False, unit="seconds")
+
+
+def cap(argument: str, value: object) -> int:
+    """A cap on how many jobs run at once: a whole number from 1 to MAX_CAP."""
+    return whole(argument, value, 1, MAX_CAP)
+
+
 def at_least(argument: str, value: object, low: int) -> int:
     """`value` when it is a whole number ≥ `low` (a count with no upper bound of its own)."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= low:
@@ -201,6 +216,7 @@ def payload_limit(value: int | None, environ: Mapping[str, str] | None = None) -
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
     "MAX_ACTOR_BYTES",
+    "MAX_CAP",
     "MAX_DELAY_MS",
     "MAX_DELAY_SECONDS",
     "MAX_DESCRIPTION_BYTES",
@@ -215,6 +231,7 @@ __all__ = [
     "PAYLOAD_CEILING",
     "PAYLOAD_ENV",
     "at_least",
+    "cap",
     "flag",
     "narrowing",
     "number",
@@ -222,6 +239,7 @@ __all__ = [
     "payload",
     "payload_limit",
     "port",
+    "seconds",
     "text",
     "whole",
 ]

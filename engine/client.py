@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -36,11 +36,19 @@ from engine.drivers.base import (
     PauseStore,
     require,
 )
-from engine.enqueue_items import FIRST_PART, Enqueue, EnqueueItems, JobRef, as_item
+from engine.enqueue_items import (
+    FIRST_PART,
+    Enqueue,
+    EnqueueItems,
+    JobRef,
+    as_item,
+    within_batch,
+)
 from engine.errors import (
     InvalidArgumentError,
     JobDuplicateError,
     JobUnknownError,
+    RunNotFoundError,
 )
 from engine.ids import new_ids
 from engine.inbound_events import (
@@ -49,6 +57,7 @@ from engine.inbound_events import (
     InboundEvent,
     checked_window_ms,
 )
+from engine.internal_jobs import refuse_rerun
 from engine.outbox import StagedJob
 from engine.retry import retry_schedule
 from engine.settle import Settler
@@ -57,7 +66,14 @@ from engine.tracing import current_traceparent
 from schemas.descriptor import JobDescriptor
 from schemas.errors import NextCall
 from schemas.events import EventRecord
-from schemas.jobs import EnqueueResult, JobFilter, JobPage, JobRecord, OnConflict
+from schemas.jobs import (
+    EnqueueRequest,
+    EnqueueResult,
+    JobFilter,
+    JobPage,
+    JobRecord,
+    OnConflict,
+)
 from schemas.pauses import Pause
 from schemas.states import JOB_STATES, JobState
 from schemas.stats import QueueStats, SettledCount
@@ -65,6 +81,9 @@ from schemas.steps import StepRecord
 from schemas.trace import JobTrace, TraceQuery
 
 _DEFAULT_LIST_PAGE = 50
+# Pages of events read, at most, to name a job's runs (a refusal's, so bounded, not exact for a
+# job with more events than that).
+RUNS_PAGES = 20
 # `Jobs.select` reads at most this many rows by default: a bulk action's plan costs a bounded
 # read even when the database's filters (name, queue, tenant, state) leave a long history.
 SELECT_SCAN_LIMIT = 20_000
@@ -91,6 +110,16 @@ def _list_arguments(wanted: JobFilter) -> dict[str, Any]:
     if wanted.limit != _DEFAULT_LIST_PAGE:
         arguments["limit"] = wanted.limit
     return arguments
+
+
+def _kept(
+    parts: Iterator[builtins.list[EnqueueRequest]], into: builtins.list[EnqueueRequest]
+) -> Iterator[builtins.list[EnqueueRequest]]:
+    """`parts`, each also added to `into` as the driver takes it (a refusal is read against
+    the items built so far)."""
+    for part in parts:
+        into.extend(part)
+        yield part
 
 
 class JobSelection(NamedTuple):
@@ -205,14 +234,21 @@ class Jobs:
         # "now" after the client's found run_at 1 ms ahead of it and stored the batch delayed.
         await agree(self.clock)
         now = self.clock.now_ms()
-        if len(items) > FIRST_PART:
-            return await self.driver.enqueue_parts(
-                self.items.parts(items, enqueued_by, now), now=now
-            )
-        requests = self.items.build(items, enqueued_by, now, current_traceparent())
-        if not requests:
-            return []
-        return await self.driver.enqueue(requests, now=now)
+        built: builtins.list[EnqueueRequest] = []
+        try:
+            if len(items) > FIRST_PART:
+                return await self.driver.enqueue_parts(
+                    _kept(self.items.parts(items, enqueued_by, now), built), now=now
+                )
+            built = self.items.build(items, enqueued_by, now, current_traceparent())
+            if not built:
+                return []
+            return await self.driver.enqueue(built, now=now)
+        except JobDuplicateError as exc:
+            found = within_batch(exc, built)
+            if found is exc:
+                raise
+            raise found from exc
 
     # --- outbox (engine/outbox.py) --------------------------------------------------------------
 
@@ -488,6 +524,8 @@ class Jobs:
         if from_step is None:
             return await self.driver.retry(job_id, tenant_id, include_cancelled, actor)
         store = require(self.driver, RERUNS)
+        # A job's name never changes, so this read cannot race the rerun.
+        refuse_rerun(await self.driver.get(job_id, tenant_id))
         (run_id,) = new_ids(1)
         return await store.rerun(job_id, tenant_id, from_step, include_cancelled, actor, run_id)
 
@@ -497,7 +535,37 @@ class Jobs:
         """The steps of one run of this job, a previous one included (`rerun_of`), in order."""
         job_id, tenant_id = _addressed(job_id, tenant_id)
         run_id = bounds.text("run_id", run_id, MAX_ID_BYTES)
-        return await require(self.driver, RERUNS).run_steps(job_id, run_id, tenant_id)
+        steps = await require(self.driver, RERUNS).run_steps(job_id, run_id, tenant_id)
+        if not steps:
+            job = await self.get(job_id, tenant_id=tenant_id)
+            # Every earlier run holds at least the step it was rerun from (engine/reruns.py):
+            # a run id with no steps that is not the current run is none of this job's.
+            if run_id != job.run_id:
+                raise RunNotFoundError(job_id, run_id, await self.runs(job, tenant_id=tenant_id))
+        return steps
+
+    async def runs(self, job: JobRecord, *, tenant_id: str | None = None) -> builtins.list[str]:
+        """The job's runs, newest first: the current one, then each one a rerun left behind, as
+        the reruns' `requeued` events name them (`engine.reruns.rerun_event_data`); the events
+        read are bounded (RUNS_PAGES pages), so a job with more names only the newest runs."""
+        runs: builtins.list[object] = [job.run_id, job.rerun_of]
+        cursor = None
+        for _ in range(RUNS_PAGES):
+            page = await self.trace(
+                job.id,
+                tenant_id=tenant_id,
+                steps_limit=1,
+                events_limit=paging.MAX_TRACE_PAGE,
+                events_cursor=cursor,
+            )
+            for event in reversed(page.events):  # a page is oldest first
+                data = event.data or {}
+                if event.kind == "requeued" and "previous_run_id" in data:
+                    runs += [data.get("run_id"), data["previous_run_id"]]
+            cursor = page.events_cursor
+            if cursor is None:
+                break
+        return builtins.list(dict.fromkeys(run for run in runs if isinstance(run, str)))
 
     # --- pause (engine/pauses.py) ------------------------------------------------------------
 

@@ -7,6 +7,7 @@ a concurrency that is not a whole number ≥ 1, an input annotation that is not 
 from __future__ import annotations
 
 import inspect
+import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, RootModel
 
 from engine import bounds
 from engine.errors import (
+    NOTHING_NEAR,
     IdempotencyKeyFailedError,
     IdempotencyRequiredError,
     InvalidArgumentError,
@@ -80,18 +82,24 @@ class JobDefinition(Generic[InputT]):
 
     def key_for(self, input: InputT) -> str:
         """The dedupe key of `input`. The function raising is IDEMPOTENCY_KEY_FAILED (an engine
-        error it raised on purpose stays itself); a key out of bounds is INVALID_ARGUMENT."""
+        error it raised on purpose stays itself); a result that cannot be a key is
+        INVALID_ARGUMENT naming that result, whose fix is this job's key function."""
         try:
             key = self.idempotency_key(input)
         except JobsError:
             raise
         except Exception as exc:
             raise IdempotencyKeyFailedError(self.name, exc) from exc
-        if not isinstance(key, str) or not key:
-            raise JobDeclarationInvalidError(
-                self.name, "idempotency_key", key, "a function returning a non-empty str"
+        try:
+            return bounds.text("idempotency_key", key, bounds.MAX_KEY_BYTES)
+        except InvalidArgumentError as exc:
+            expected = (
+                f"{exc.expected}; it is what the idempotency_key function of job "
+                f'"{self.name}" returned for this input'
             )
-        return bounds.text("idempotency_key", key, bounds.MAX_KEY_BYTES)
+            raise InvalidArgumentError(
+                "idempotency_key", key, expected, fix=key_function_fix(self.name)
+            ) from None
 
     def parse_input(self, input: object) -> InputT:
         """`input` as this job's model, checked as an enqueue checks it: an instance of the
@@ -172,6 +180,20 @@ class JobRegistry(Registry[JobDefinition[Any]]):
 default_registry = JobRegistry()
 
 
+def key_function(static: object = None) -> str:
+    """A key function, as code, that returns a usable key for any input: `static` itself when
+    it is a usable key (declared where a function was due), else a digest of the whole input."""
+    try:
+        return f"lambda i: {bounds.text('idempotency_key', static, bounds.MAX_KEY_BYTES)!r}"
+    except InvalidArgumentError:
+        return "lambda i: hashlib.sha256(i.model_dump_json().encode()).hexdigest()"
+
+
+def key_function_fix(job: str) -> str:
+    """The `@job(...)` line that gives `job` a key function returning a usable key."""
+    return f"@job(name={json.dumps(job, ensure_ascii=False)}, idempotency_key={key_function()})"
+
+
 def whole_declared(
     refuse: Callable[[str], JobsError],
     argument: str,
@@ -202,11 +224,13 @@ def description_declared(refuse: Callable[[str], JobsError], value: object) -> N
         raise refuse((exc.details or {}).get("expected", "a str")) from None
 
 
-def _positive_int(job: str, field_name: str, value: object) -> int:
-    def refuse(expected: str) -> JobsError:
-        return JobDeclarationInvalidError(job, field_name, value, expected)
-
-    return whole_declared(refuse, field_name, value, 1)
+def _cap(job: str, field_name: str, value: object) -> int:
+    try:
+        return bounds.cap(field_name, value)
+    except InvalidArgumentError as exc:
+        near = exc.nearest if exc.nearest is not NOTHING_NEAR else 1
+        expected = f"a whole number from 1 to {bounds.MAX_CAP}, or None for no cap"
+        raise JobDeclarationInvalidError(job, field_name, value, expected, str(near)) from None
 
 
 def _priority(job: str, value: object) -> int:
@@ -229,11 +253,26 @@ def _declared_text(job: str, field_name: str, value: object, max_bytes: int) -> 
 def _timeout_ms(job: str, timeout: float | None) -> int | None:
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise JobDeclarationInvalidError(job, "timeout", timeout, "a number of seconds > 0")
-    if not 0 < timeout < float("inf"):
-        raise JobDeclarationInvalidError(job, "timeout", timeout, "a finite number of seconds > 0")
-    return max(1, int(timeout * 1000))
+    most = bounds.MAX_DELAY_SECONDS
+    expected = f"a number of seconds > 0 and at most {most} (10 years)"
+    try:
+        seconds = bounds.seconds("timeout", timeout)
+    except InvalidArgumentError as exc:
+        near = most if exc.nearest == most else 60
+        raise JobDeclarationInvalidError(job, "timeout", timeout, expected, str(near)) from None
+    if seconds <= 0:
+        raise JobDeclarationInvalidError(job, "timeout", timeout, expected, "60")
+    return max(1, int(seconds * 1000))
+
+
+def _flag(job: str, field_name: str, value: object) -> bool:
+    try:
+        return bounds.flag(field_name, value)
+    except InvalidArgumentError:
+        # "false" and "0" are how a setting read from text says False.
+        meant = str(value).strip().lower() not in {"false", "0", "no", "off", "", "none"}
+        expected = "True or False"
+        raise JobDeclarationInvalidError(job, field_name, value, expected, str(meant)) from None
 
 
 def _input_model(job: str, fn: Callable[..., Any]) -> type[BaseModel]:
@@ -273,8 +312,16 @@ def job(
         # Only None means the function's own name: "" (a setting left blank) is refused.
         job_name = fn.__name__ if name is None else name
         _declared_text(fn.__name__, "name", job_name, bounds.MAX_NAME_BYTES)
-        if idempotency_key is None or not callable(idempotency_key):
+        if idempotency_key is None:
             raise IdempotencyRequiredError(job_name)
+        if not callable(idempotency_key):
+            raise JobDeclarationInvalidError(
+                job_name,
+                "idempotency_key",
+                idempotency_key,
+                "a function of the input returning its key",
+                key_function(idempotency_key),
+            )
         if not inspect.iscoroutinefunction(fn):
             raise JobDeclarationInvalidError(job_name, "function", fn, "an async def")
         _declared_text(job_name, "queue", queue, bounds.MAX_QUEUE_BYTES)
@@ -308,10 +355,8 @@ def job(
             queue=queue,
             retry=policy,
             timeout_ms=_timeout_ms(job_name, timeout),
-            concurrency=None
-            if concurrency is None
-            else _positive_int(job_name, "concurrency", concurrency),
-            tenant_required=tenant_required,
+            concurrency=None if concurrency is None else _cap(job_name, "concurrency", concurrency),
+            tenant_required=_flag(job_name, "tenant_required", tenant_required),
             description=description or inspect.getdoc(fn),
             origin=_ORIGIN,
             retention=retention,

@@ -5,17 +5,18 @@ settled. `Jobs` (engine/client.py) hands its enqueues and stages here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from engine import bounds
 from engine.bounds import (
     MAX_ACTOR_BYTES,
     MAX_DELAY_MS,
-    MAX_DELAY_SECONDS,
     MAX_KEY_BYTES,
     MAX_NAME_BYTES,
     MAX_TENANT_BYTES,
@@ -26,13 +27,17 @@ from engine.drivers.base import DescriptorStore
 from engine.errors import (
     LEFT_OUT,
     InvalidArgumentError,
+    JobDuplicateError,
+    JobDuplicateInBatchError,
     JobInputInvalidError,
+    JobsError,
     JobTenantRequiredError,
     JobUnknownError,
     short_repr,
 )
 from engine.ids import new_ids
 from engine.instants import instant
+from engine.internal_jobs import refuse_by_name
 from engine.meant import meant_as
 from engine.tracing import current_traceparent, require_traceparent
 from schemas.jobs import EnqueueRequest, OnConflict
@@ -104,6 +109,90 @@ def _field_errors(
 _MODEL_DUMP = BaseModel.model_dump
 
 
+def json_input(job: str, value: BaseModel) -> dict[str, Any]:
+    """`value.model_dump(mode="json")`: the input as it is stored. A value JSON cannot hold
+    (bytes that are not UTF-8, an object of no JSON kind) is JOB_INPUT_INVALID at its path;
+    a NaN or infinity that pydantic would write as null where the model types nothing (`Any`,
+    an extra field) is put back, so the storable rule refuses it instead of the data changing."""
+    model = type(value)
+    try:
+        if model.model_dump is _MODEL_DUMP:
+            # Without the frame that forwards model_dump's thirteen defaults to the serializer
+            # (a third of a small input's dump).
+            dumped: dict[str, Any] = model.__pydantic_serializer__.to_python(value, mode="json")
+        else:
+            dumped = value.model_dump(mode="json")
+    except Exception as exc:  # the serializer's, or a field serializer's (the app's code)
+        raise JobInputInvalidError(job, [_unjsonable(value, exc)]) from exc
+    if _holds_none(dumped):
+        _put_back_non_finite(dumped, _python_dump(value))
+    return dumped
+
+
+def _python_dump(value: BaseModel) -> Any:
+    try:
+        return type(value).__pydantic_serializer__.to_python(value, mode="python")
+    except Exception:  # the JSON dump went through, so this one is only a second look
+        return None
+
+
+def _unjsonable(value: BaseModel, exc: Exception) -> dict[str, Any]:
+    """The error entry (as pydantic's) for the first value of `value` JSON cannot hold."""
+    bytes_mode = value.model_config.get("ser_json_bytes", "utf8")
+    found = _first_unjsonable(_python_dump(value), [], bytes_mode)
+    loc, reason = found if found is not None else ([], f"{type(exc).__name__}: {exc}")
+    return {"loc": loc, "msg": reason, "type": "json_unserializable"}
+
+
+def _first_unjsonable(value: Any, loc: list[Any], bytes_mode: Any) -> tuple[list[Any], str] | None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _first_unjsonable(item, [*loc, key], bytes_mode)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list | tuple | set | frozenset):
+        for index, item in enumerate(value):
+            found = _first_unjsonable(item, [*loc, index], bytes_mode)
+            if found is not None:
+                return found
+        return None
+    try:
+        pydantic_core.to_jsonable_python(value, bytes_mode=bytes_mode)
+    except UnicodeDecodeError:
+        return loc, "bytes that are not UTF-8 cannot be JSON text: pass them base64-encoded"
+    except Exception as exc:
+        return loc, f"a {type(value).__name__}, which JSON cannot hold ({exc})"
+    return None
+
+
+def _holds_none(value: Any) -> bool:
+    kind = type(value)
+    items = value.values() if kind is dict else value if kind is list else None
+    if items is None:
+        return value is None
+    return any(item is None or (type(item) in (dict, list) and _holds_none(item)) for item in items)
+
+
+def _put_back_non_finite(dumped: Any, original: Any) -> None:
+    """Where `dumped` (the JSON dump) holds null and `original` (the Python dump of the same
+    value) a NaN or infinity, put that number back in `dumped`."""
+    if isinstance(dumped, dict) and isinstance(original, dict):
+        pairs: Iterable[tuple[Any, Any]] = (
+            (key, original[key]) for key in dumped if key in original
+        )
+    elif isinstance(dumped, list) and isinstance(original, list | tuple):
+        pairs = enumerate(original[: len(dumped)])
+    else:
+        return
+    for place, was in pairs:
+        now = dumped[place]
+        if now is None and isinstance(was, float) and not math.isfinite(was):
+            dumped[place] = was
+        elif type(now) in (dict, list):
+            _put_back_non_finite(now, was)
+
+
 def _scheduled(
     name: str, tenant_required: bool, item: Enqueue, enqueued_by: str | None, now: int
 ) -> int:
@@ -133,13 +222,31 @@ def _scheduled(
             raise InvalidArgumentError(
                 "delay", delay, "omitted when run_at is given", nearest=LEFT_OUT
             )
-        seconds = bounds.number("delay", delay, 0, MAX_DELAY_SECONDS, whole=False)
+        seconds = bounds.seconds("delay", delay)
         run_at = now + int(seconds * 1000)
     else:
         run_at = instant("run_at", run_at, 0, now + MAX_DELAY_MS)
     if enqueued_by is not None:
         bounds.text("enqueued_by", enqueued_by, MAX_ACTOR_BYTES)
     return run_at
+
+
+def within_batch(exc: JobDuplicateError, requests: Sequence[EnqueueRequest]) -> JobsError:
+    """`exc`, refusing the batch `requests`, as the batch's own duplicate when the live job it
+    names is an item of that batch (never stored: the batch was refused whole); else `exc`.
+    Every driver names the first item holding the key, and refuses the first later item with
+    on_conflict="error" that repeats it."""
+    holder_id = (exc.details or {}).get("job_id")
+    holder = next((i for i, r in enumerate(requests) if r.id == holder_id), None)
+    if holder is None:
+        return exc
+    first = requests[holder]
+    same = (first.name, first.tenant_id, first.idempotency_key)
+    for index in range(holder + 1, len(requests)):
+        r = requests[index]
+        if r.on_conflict == "error" and (r.name, r.tenant_id, r.idempotency_key) == same:
+            return JobDuplicateInBatchError(r.name, r.idempotency_key, holder, index)
+    return exc
 
 
 class EnqueueItems:
@@ -199,7 +306,11 @@ class EnqueueItems:
         # The hot path of every enqueue: one pass, the common case (no delay, no tenant) first.
         # Every value is checked against engine.bounds here, before any driver sees it.
         job, input, tenant, _, _, on_conflict, traceparent, priority = item
-        definition = job if isinstance(job, JobDefinition) else self.definition(job)
+        if isinstance(job, JobDefinition):
+            definition = job
+        else:
+            refuse_by_name(job, input)  # the engine enqueues its own jobs by definition
+            definition = self.definition(job)
         try:
             value = definition.parse_input(input)
         except ValidationError as exc:
@@ -207,13 +318,7 @@ class EnqueueItems:
             raise JobInputInvalidError(definition.name, errors) from exc
         run_at = _scheduled(definition.name, definition.tenant_required, item, enqueued_by, now)
         key = definition.key_for(value)
-        # `value.model_dump(mode="json")`, without the frame that forwards its thirteen
-        # defaults to the serializer (a third of a small input's dump) unless it is overridden.
-        model = type(value)
-        if model.model_dump is _MODEL_DUMP:
-            dumped: dict[str, Any] = model.__pydantic_serializer__.to_python(value, mode="json")
-        else:
-            dumped = value.model_dump(mode="json")
+        dumped = json_input(definition.name, value)
         bounds.payload("input", dumped, self.max_payload_bytes)
         return EnqueueRequest(
             id=job_id,
@@ -249,12 +354,13 @@ class EnqueueItems:
         caller's (the key function is the app's code; engine/descriptors.py)."""
         job, input, tenant, _, _, on_conflict, traceparent, priority = item
         name = bounds.text("job", job, MAX_NAME_BYTES)
+        refuse_by_name(name, input)
         found = await store.published_descriptors(name)
         if not found:
             raise JobUnknownError(name, await self.known_names(store))
         descriptor = found[0]
         value = validate_input(
-            descriptor, input.model_dump(mode="json") if isinstance(input, BaseModel) else input
+            descriptor, json_input(name, input) if isinstance(input, BaseModel) else input
         )
         run_at = _scheduled(name, descriptor.tenant_required, item, enqueued_by, now)
         if key is None:

@@ -124,14 +124,42 @@ class JobNameTakenError(JobsError):
         )
 
 
+# The keywords of `@job(...)` (engine.declare.job; a test pins the two together).
+JOB_KEYWORDS = frozenset(
+    {
+        "idempotency_key",
+        "name",
+        "queue",
+        "retry",
+        "timeout",
+        "concurrency",
+        "tenant_required",
+        "description",
+        "registry",
+        "retention",
+        "rate_limit",
+        "priority",
+    }
+)
+
+
 class JobDeclarationInvalidError(JobsError):
     code = "JOB_DECLARATION_INVALID"
     title = "a job declaration has a value that can never work"
 
-    def __init__(self, job: str, field: str, value: object, expected: str) -> None:
+    def __init__(
+        self, job: str, field: str, value: object, expected: str, mended: str | None = None
+    ) -> None:
+        """`mended`: the declared keyword's value mended, as code (`field` "retry.attempts"
+        mends `retry=`); without it the fix holds a slot saying what to write."""
+        keyword = field.partition(".")[0]
+        written = mended if mended is not None else f"<{expected}>"
+        fix = f"@job(name={json.dumps(job, ensure_ascii=False)}, {keyword}={written})"
+        if keyword not in JOB_KEYWORDS:  # a signature, an annotation: not a keyword of @job
+            fix = f'@job({field}=<{expected}>) on "{job}"'
         super().__init__(
             f'job "{job}" declares {field}={value!r}; {field} must be {expected}',
-            f'@job({field}=<{expected}>) on "{job}"',
+            fix,
             details={"job": job, "field": field, "value": repr(value)},
         )
 
@@ -141,7 +169,7 @@ class JobDeclarationInvalidError(JobsError):
 
 # The refusals of a name nothing has (JOB_UNKNOWN, QUEUE_UNKNOWN), by the detail that holds the
 # name as given; a face mends its call from it and the name `meant`.
-NAMED = {"JOB_UNKNOWN": "job", "QUEUE_UNKNOWN": "queue"}
+NAMED = {"JOB_UNKNOWN": "job", "QUEUE_UNKNOWN": "queue", "BACKFILL_UNKNOWN": "backfill"}
 
 
 class JobUnknownError(JobsError):
@@ -196,6 +224,22 @@ class JobDuplicateError(JobsError):
             f"mcp-jobs jobs show {existing_id} --json",
             next_call=_call("inspect_job", job_id=existing_id),
             details={"job_id": existing_id},
+        )
+
+
+class JobDuplicateInBatchError(JobDuplicateError):
+    """JOB_DUPLICATE where the holder is an earlier item of the same refused batch: no job of
+    the batch was stored, so the error names the two items, not a job id."""
+
+    def __init__(self, job: str, key: str, holder: int, refused: int) -> None:
+        JobsError.__init__(
+            self,
+            f'items[{refused}] (job "{job}", key "{key}", on_conflict=\'error\') repeats the key '
+            f"of items[{holder}] of the same enqueue_many, so the batch was refused and nothing "
+            "of it stored",
+            f'drop items[{refused}] from the batch, or give it on_conflict="dedupe" to share '
+            f"items[{holder}]'s job",
+            details={"job": job, "key": key, "items": [holder, refused]},
         )
 
 
@@ -282,23 +326,28 @@ class RerunStepUnknownError(JobsError):
     title = "the run has no stored step of this name to rerun from"
 
     def __init__(self, job_id: str, run_id: str, step: str, known: Sequence[str]) -> None:
-        # The run's first step (in run order) reruns everything: a fix that always runs.
-        first = known[0] if known else None
+        # A rerun is a write, so a guessed one is shown in the fix only; the next call reads the
+        # run's steps. Never the first step as a fallback: that reruns every side effect.
+        hint, meant = meant_note(step, known)
         cause = (
-            f'run {run_id} of job {job_id} has no step "{step}"; its steps, in order: '
+            f'run {run_id} of job {job_id} has no step "{step}"{hint}; its steps, in order: '
             f"{', '.join(known) if known else 'none'}"
         )
-        if first is None:
-            fix = f"mcp-jobs jobs retry {job_id}"
-            call = _call("retry_job", job_id=job_id)
+        if meant:
+            fix = f"mcp-jobs jobs retry {job_id} --from-step {_shell_word(meant['meant'])}"
         else:
-            fix = f"mcp-jobs jobs retry {job_id} --from-step {_shell_word(first)}"
-            call = _call("retry_job", job_id=job_id, from_step=first)
+            fix = f"mcp-jobs jobs show {job_id} --json"
         super().__init__(
             cause,
             fix,
-            next_call=call,
-            details={"job_id": job_id, "run_id": run_id, "step": step, "steps": list(known)},
+            next_call=_call("inspect_job", job_id=job_id),
+            details={
+                "job_id": job_id,
+                "run_id": run_id,
+                "step": step,
+                "steps": list(known),
+                **meant,
+            },
         )
 
 
@@ -628,6 +677,23 @@ def _arguments_text(arguments: Mapping[str, Any]) -> str:
     return json.dumps(dict(arguments), separators=(", ", ": "), ensure_ascii=False)
 
 
+class OutboxWrongDatabaseError(JobsError):
+    """The connection given to stage() reaches another database than the jobs': a row staged
+    there would never be published, and one transaction cannot span two databases. Each
+    driver says how it told the two apart and how to connect to the jobs' database."""
+
+    code = "OUTBOX_WRONG_DATABASE"
+    title = "outbox staging was given a connection to another database"
+
+    def __init__(self, jobs_db: str, tx_db: str, fix: str) -> None:
+        super().__init__(
+            f"stage() was given a connection to {tx_db}, but the jobs live in {jobs_db}; a row "
+            "staged there would never be published, and a commit is atomic per database only",
+            fix,
+            details={"jobs_database": jobs_db, "tx_database": tx_db},
+        )
+
+
 class OutboxNoTxError(JobsError):
     code = "OUTBOX_NO_TX"
     title = "outbox staging needs an open application transaction"
@@ -637,4 +703,23 @@ class OutboxNoTxError(JobsError):
             f"{driver}: stage() was given a connection that is not inside a transaction, so the "
             "job could exist without the write it belongs to",
             "async with conn.transaction(): await jobs.stage(conn, name, input)",
+        )
+
+
+class RunNotFoundError(JobsError):
+    code = "RUN_NOT_FOUND"
+    title = "this job has no run with this id"
+
+    def __init__(self, job_id: str, run_id: str, runs: Sequence[str]) -> None:
+        """`runs`: the job's runs, newest first (the current one first). The fix shows the run
+        before the current one, the one a rerun left behind; with none, the job itself."""
+        earlier = runs[1] if len(runs) > 1 else None
+        arguments = {"job_id": job_id} if earlier is None else {"job_id": job_id, "run_id": earlier}
+        shown = [] if earlier is None else ["--run-id", earlier]
+        super().__init__(
+            f"job {job_id} has no run {short_repr(run_id)}; its runs, newest first: "
+            f"{', '.join(runs)}",
+            shlex.join(["mcp-jobs", "jobs", "show", job_id, *shown, "--json"]),
+            next_call=NextCall(tool="inspect_job", arguments=arguments),
+            details={"job_id": job_id, "run_id": run_id, "runs": list(runs)},
         )

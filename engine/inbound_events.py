@@ -111,9 +111,7 @@ def checked_payload(payload: Any) -> None:
 
 def checked_window_ms(window: object) -> int:
     """`event_window` in seconds → ms: how long a sent event stays matchable."""
-    seconds = bounds.number(
-        "event_window", window, 0.001, bounds.MAX_DELAY_SECONDS, whole=False, unit="seconds"
-    )
+    seconds = bounds.seconds("event_window", window, low=0.001)
     return int(seconds * 1000)
 
 

@@ -20,7 +20,7 @@ V = TypeVar("V")
 
 def _check(name: str, value: int | None) -> None:
     if value is not None:
-        bounds.at_least(name, value, 1)
+        bounds.cap(name, value)
 
 
 def _named(name: str, value: Mapping[str, V], max_bytes: int) -> list[tuple[str, V]]:

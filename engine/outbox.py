@@ -159,5 +159,11 @@ class OutboxRelay:
         self._stopping = True
         self._waker.notify()
 
+    def rearm(self) -> None:
+        """Make a stopped relay runnable again, for its worker's next run (between runs only)."""
+        self._stopping = False
+        self._waker = Waker()
+        self._done = anyio.Event()
+
     async def wait_stopped(self) -> None:
         await self._done.wait()

@@ -329,6 +329,12 @@ class Pruner:
         self._stopping = True
         self._wake.set()
 
+    def rearm(self) -> None:
+        """Make a stopped pruner runnable again, for its worker's next run (between runs only)."""
+        self._stopping = False
+        self._wake = anyio.Event()
+        self._done = anyio.Event()
+
     async def wait_stopped(self) -> None:
         await self._done.wait()
 

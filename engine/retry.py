@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-from typing import get_args
+from typing import NoReturn, get_args
 
 from engine import bounds
 from engine.errors import InvalidArgumentError, JobDeclarationInvalidError
@@ -21,29 +20,56 @@ class Retry:
     max_delay: float = 3600.0
 
     def validate(self, job: str) -> None:
-        def within(
-            field: str, value: object, low: float, high: float, expected: str, whole: bool = False
-        ) -> None:
+        def within(field: str, value: object, low: float, high: float, expected: str) -> None:
             try:  # bounds.number: THE range check (a bool, NaN and infinities refused)
-                bounds.number(field, value, low, high, whole=whole)
+                bounds.number(f"retry.{field}", value, low, high, whole=field == "attempts")
             except InvalidArgumentError:
-                raise JobDeclarationInvalidError(job, field, value, expected) from None
+                refuse(field, value, expected)
 
-        counted = f"a whole number from 1 to {MAX_ATTEMPTS}"
-        within("retry.attempts", self.attempts, 1, MAX_ATTEMPTS, counted, whole=True)
+        def refuse(field: str, value: object, expected: str) -> NoReturn:
+            # A dataclass's repr is the call that builds it: the fix is this Retry mended.
+            mended = repr(self.mended())
+            raise JobDeclarationInvalidError(job, f"retry.{field}", value, expected, mended)
+
+        within(
+            "attempts", self.attempts, 1, MAX_ATTEMPTS, f"a whole number from 1 to {MAX_ATTEMPTS}"
+        )
         if self.backoff not in BACKOFFS:
-            expected = f"one of {', '.join(BACKOFFS)}"
-            raise JobDeclarationInvalidError(job, "retry.backoff", self.backoff, expected)
-        within("retry.base_delay", self.base_delay, 0, _FINITE, "a finite number of seconds ≥ 0")
-        capped = "finite and ≥ retry.base_delay"
-        within("retry.max_delay", self.max_delay, self.base_delay, _FINITE, capped)
+            refuse("backoff", self.backoff, f"one of {', '.join(BACKOFFS)}")
+        most = bounds.MAX_DELAY_SECONDS
+        within("base_delay", self.base_delay, 0, most, f"a number of seconds from 0 to {most}")
+        within(
+            "max_delay",
+            self.max_delay,
+            self.base_delay,
+            most,
+            f"a number of seconds from retry.base_delay to {most}",
+        )
+
+    def mended(self) -> Retry:
+        """This policy with each value out of bounds replaced by the nearest allowed one (the
+        default where none is nearest: NaN, a str)."""
+
+        def near(value: object, low: float, high: float, default: float) -> float:
+            try:
+                return bounds.number("value", value, low, high, whole=False)
+            except InvalidArgumentError as exc:
+                return float(exc.nearest) if isinstance(exc.nearest, int | float) else default
+
+        most = bounds.MAX_DELAY_SECONDS
+        attempts = Retry.attempts
+        if isinstance(self.attempts, int):  # a fraction is no nearer one whole number
+            attempts = int(near(self.attempts, 1, MAX_ATTEMPTS, Retry.attempts))
+        base = near(self.base_delay, 0, most, Retry.base_delay)
+        top = near(self.max_delay, base, most, max(base, Retry.max_delay))
+        backoff = self.backoff if self.backoff in BACKOFFS else Retry.backoff
+        return Retry(attempts=attempts, backoff=backoff, base_delay=base, max_delay=top)
 
 
 # Runs a job may be given, the first included. Its descriptor lists the delay before each, so
 # the count bounds that list; 1,000 runs an hour apart are six weeks of trying.
 MAX_ATTEMPTS = 1_000
 BACKOFFS: tuple[str, ...] = get_args(Backoff)
-_FINITE = sys.float_info.max
 
 
 def retry_delay_ms(policy: Retry, failed_attempt: int) -> int:

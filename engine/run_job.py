@@ -128,7 +128,21 @@ def failure_text(exc: BaseException) -> str:
     a NUL in an exception's message cannot make the database refuse the write)."""
     if isinstance(exc, JobsError):
         return storable_text(f"{exc.code}: {exc.cause}")
-    return storable_text(f"{type(exc).__name__}: {exc}")
+    said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return storable_text(said + _NOTES.get(type(exc), ""))
+
+
+# What a failure's text adds for an exception that would otherwise say nothing of its cause.
+_NOTES: dict[type[BaseException], str] = {
+    SystemExit: (
+        " (the job body called sys.exit(), as argparse's parser.error does: raise an exception "
+        "instead; it failed this job only)"
+    ),
+    asyncio.CancelledError: (
+        " (raised by the job body itself, not by a stop, timeout or cancel: a task it cancelled "
+        "and then awaited, most often)"
+    ),
+}
 
 
 def describe_error(exc: BaseException, job_id: str) -> ErrorPayload:
@@ -342,7 +356,14 @@ async def _run_body(
                 output = storable_output(record.name, "the job", await definition(job_input, ctx))
             except StepSuspension as exc:
                 return None, None, exc
-            except Exception as exc:
+            except asyncio.CancelledError as exc:
+                if handle.scope.cancel_called or _cancelling():
+                    raise  # the worker's own stop, timeout or cancel: it ends the run
+                span.failed(exc)  # the body's own (a task it cancelled and awaited)
+                return None, exc, None
+            except (Exception, SystemExit) as exc:
+                # SystemExit too (argparse's parser.error): it fails this job, not the worker
+                # and the jobs running beside it.
                 span.failed(exc)
                 return None, exc, None
             return output, None, None
@@ -350,6 +371,12 @@ async def _run_body(
         handle.in_body = False
     # Reached only when the stop switch cancelled the body: nothing came of it.
     return None, None, None
+
+
+def _cancelling() -> bool:
+    """Whether someone asked this task to stop (the worker tearing it down)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 async def _end_progress(reporter: ProgressReporter, handle: RunHandle) -> None:

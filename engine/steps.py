@@ -17,7 +17,7 @@ from engine import bounds
 from engine import inbound_events as event_rules
 from engine.clock import Clock
 from engine.drivers.base import EVENTS, EventStore, require
-from engine.errors import InvalidArgumentError, JobOutputInvalidError, StepDuplicateError
+from engine.errors import JobOutputInvalidError, StepDuplicateError
 from engine.inbound_events import EventCursor, EventOutcome
 from engine.settle import Settler, until_written
 from engine.storable import find_unstorable, storable_text
@@ -75,6 +75,13 @@ def storable_output(job: str, origin: str, value: Any) -> Any:
         raise JobOutputInvalidError(job, origin, "$", f"{type(exc).__name__}: {exc}") from exc
 
 
+def _named(argument: str, name: object) -> str:
+    """A step name as the body wrote it, within the bounds of every other name (engine.bounds):
+    refused at the call, before any driver stores it (a lone surrogate or a NUL was stored by
+    one driver, refused by another, and failed the batch-mates of its write on a third)."""
+    return bounds.text(argument, name, bounds.MAX_NAME_BYTES)
+
+
 class StepApi:
     """`ctx.step`: the durable operations available inside a job body."""
 
@@ -105,8 +112,7 @@ class StepApi:
         self._seen: set[str] = set()
 
     async def _enter(self, name: str) -> StepRecord | None:
-        if not isinstance(name, str) or not name:
-            raise InvalidArgumentError("step name", name, "a non-empty str")
+        """The stored record of step `name` of this run, if any; `name` checked by `_named`."""
         if name in self._seen:
             raise StepDuplicateError(self._job, name)
         self._seen.add(name)
@@ -148,7 +154,7 @@ class StepApi:
     async def run(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run `fn(*args, **kwargs)` once per run: on replay a completed step returns its stored
         result and `fn` is not called. Sync functions run in a worker thread."""
-        existing = await self._enter(name)
+        existing = await self._enter(_named("name", name))
         if existing is not None and existing.status == "completed":
             return existing.output
         started = self._clock.now_ms()
@@ -183,9 +189,8 @@ class StepApi:
     async def sleep(self, name: str, seconds: float) -> None:
         """Durably wait `seconds`: the job parks (no worker slot held, no attempt burned) and
         resumes after this step once the time has passed."""
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
-            raise InvalidArgumentError("seconds", seconds, "a number ≥ 0")
-        existing = await self._enter(name)
+        seconds = bounds.seconds("seconds", seconds)  # a longer park is no plan
+        existing = await self._enter(_named("name", name))
         now = self._clock.now_ms()
         if existing is not None and existing.status == "completed":
             return
@@ -219,10 +224,9 @@ class StepApi:
         named `event:<name>` unless `step=` names it (to wait for one event twice)."""
         name = event_rules.checked_name(name)
         key = event_rules.checked_key(match)
-        seconds = bounds.number(
-            "timeout", timeout, 0, bounds.MAX_DELAY_SECONDS, whole=False, unit="seconds"
-        )
-        step_name = event_rules.step_name(name) if step is None else step
+        seconds = bounds.seconds("timeout", timeout)
+        # The name derived from a checked event name needs no check of its own.
+        step_name = event_rules.step_name(name) if step is None else _named("step", step)
         existing = await self._enter(step_name)
         pair = (name, key)
         if existing is not None and existing.status == "completed":

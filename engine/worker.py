@@ -67,6 +67,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_jobs.worker")
 
 DEFAULT_LEASE_MS = 30_000
+# The shortest lease a worker takes. Its heartbeat renews every third of a lease (`_beat_ms`):
+# below a second, one slow write or pause of the loop lets a lease lapse and the job run twice.
+MIN_LEASE_MS = 1_000
 WORKER_POLL_MS = 500
 # With a backlog, this many claims may be on their way at once. One claim at a time leaves the
 # slots idle for its round trip after every wave of short jobs; a second one in flight lets
@@ -127,16 +130,18 @@ class Worker:
         retention: Retention | None = None,
         apps: Iterable[str] | None = None,
     ) -> None:
-        bounds.at_least("concurrency", concurrency, 1)
+        bounds.cap("concurrency", concurrency)
         # Each is a time it waits, or a lease it writes: within the range any stored time is.
-        bounds.whole("lease_ms", lease_ms, 1, bounds.MAX_DELAY_MS, "ms")
+        bounds.whole("lease_ms", lease_ms, MIN_LEASE_MS, bounds.MAX_DELAY_MS, "ms")
         bounds.whole("poll_ms", poll_ms, 1, bounds.MAX_DELAY_MS, "ms")
         bounds.whole("drain_ms", drain_ms, 0, bounds.MAX_DELAY_MS, "ms")
         if prefetch is None:
             prefetch = PREFETCH_PER_SLOT * concurrency
-        bounds.at_least("prefetch", prefetch, 0)
+        bounds.whole("prefetch", prefetch, 0, PREFETCH_PER_SLOT * bounds.MAX_CAP)
         if isinstance(queues, str) and queues != ALL_QUEUES:
             raise InvalidArgumentError("queues", queues, 'a list of queue names, or "*"')
+        # No queues claims nothing, ever: left out, it claims the registered jobs' queues.
+        bounds.narrowing("queues", queues, "the queues of the registered jobs")
         if queues is not None and queues != ALL_QUEUES:
             for queue in queues:
                 bounds.text("queues", queue, bounds.MAX_QUEUE_BYTES)
@@ -195,6 +200,8 @@ class Worker:
             self.driver, self.clock, self.limits, self._poke, lambda: self._idle_scope is not None
         )
         self._running = False
+        # The task group of the run now going, None between runs.
+        self._group: TaskGroup | None = None
         self._done = asyncio.Event()
         # Set once the loop has made its first claim: what `start()` waits for.
         self._claiming_now = asyncio.Event()
@@ -286,7 +293,8 @@ class Worker:
                 self._start_relay(tg)
 
     def _start_relay(self, tg: TaskGroup) -> None:
-        if self.outbox_relay is None and self._running and not self._stopping:
+        # `tg` is the run that asked: a hook left by an earlier run of this worker does nothing.
+        if self.outbox_relay is None and tg is self._group and not self._stopping:
             self.outbox_relay = OutboxRelay(self.jobs)
             tg.start_soon(self.outbox_relay.run)
 
@@ -336,6 +344,12 @@ class Worker:
     async def start(self) -> None:
         """Run the worker in a background task; return once it listens for new work and has made
         its first claim. `await stop()` ends it."""
+        if self._stopping and self._running:
+            # A stop still draining: wait for it (raising what crashed that run), then start
+            # afresh, rather than return with a worker about to end.
+            await self._stopped()
+        elif self._stopping and (self._runner is None or self._runner.done()):
+            self._ready_again()  # a stop that found nothing running: this start overrides it
         if self._runner is not None and not self._runner.done():
             return
         listen = getattr(self.driver, "start_listening", None)
@@ -358,7 +372,10 @@ class Worker:
 
     def stop(self) -> Stopping:
         """Stop claiming; in-flight jobs finish, or are handed back at the drain deadline.
-        `await worker.stop()` returns once that is done (`run()` returns then too)."""
+        `await worker.stop()` returns once that is done (`run()` returns then too). Once it is
+        done the worker may be started again. A stop while nothing runs is kept for a `run()`
+        about to begin, which then returns at once (a signal that came first still stops the
+        worker); `start()` forgets it: a worker stopped, then started, runs."""
         if not self._stopping:
             self._stopping = True
             self._drain_deadline = self.clock.now_ms() + self.drain_ms
@@ -366,6 +383,13 @@ class Worker:
             service.stop()
         self._poke()
         return Stopping(self)
+
+    def _ready_again(self) -> None:
+        """Forget a stop that is done (or found nothing running), and make the services it
+        stopped runnable again: the next run starts afresh."""
+        self._stopping = False
+        for service in self._services():
+            service.rearm()
 
     async def drain(self) -> None:
         """`await stop()`."""
@@ -402,7 +426,12 @@ class Worker:
     # --- the loop -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Claim and run jobs until `stop()`/`drain()`, then finish or hand back in-flight work."""
+        """Claim and run jobs until `stop()`/`drain()`, then finish or hand back in-flight work.
+        Called again once that is done, it runs again."""
+        if self._running and self._stopping:
+            await self._done.wait()  # the last run's drain ends first
+        elif self._stopping:
+            logger.info("worker %s was stopped before it ran: run() returns at once", self.id)
         self._done = asyncio.Event()
         self._running = True
         self._crash = None
@@ -410,8 +439,20 @@ class Worker:
         self._claim_queues = self.queues
         try:
             self._choose_scheduler()
+            if self._claim_queues == [] and self.scheduler is None:
+                # Most often the app module that declares the jobs was never imported.
+                logger.warning(
+                    "worker %s has no jobs registered, so it claims nothing: import the "
+                    "modules that declare them before it starts (mcp-jobs worker --app MODULE), "
+                    'or name its queues (queues=[...], or queues="*")',
+                    self.id,
+                )
             await self._choose_relay()
             async with anyio.create_task_group() as tg:
+                self._group = tg
+                if self._stopping:  # stopped while it set up: a service made since stops too
+                    for service in self._services():
+                        service.stop()
                 tg.start_soon(self.presence.run)
                 tg.start_soon(self._keep_leases)
                 tg.start_soon(self._watch_loop, tg)
@@ -473,6 +514,8 @@ class Worker:
                     await self.driver.worker_gone(self.id)
                 except JobsError:
                     logger.warning("worker %s could not deregister", self.id)
+            self._group = None
+            self._ready_again()
             self._running = False
             self._done.set()
         if self._closed_under is not None:

@@ -358,25 +358,6 @@ class QueueUnknownError(JobsError):
         )
 
 
-class RunNotFoundError(JobsError):
-    code = "RUN_NOT_FOUND"
-    title = "this job has no run with this id"
-
-    def __init__(self, job_id: str, run_id: str, runs: Sequence[str]) -> None:
-        """`runs`: the job's runs, newest first (the current one first). The fix shows the run
-        before the current one, the one a rerun left behind; with none, the job itself."""
-        earlier = runs[1] if len(runs) > 1 else None
-        arguments = {"job_id": job_id} if earlier is None else {"job_id": job_id, "run_id": earlier}
-        shown = [] if earlier is None else ["--run-id", earlier]
-        super().__init__(
-            f"job {job_id} has no run {short_repr(run_id)}; its runs, newest first: "
-            f"{', '.join(runs)}",
-            shlex.join(["mcp-jobs", "jobs", "show", job_id, *shown, "--json"]),
-            next_call=NextCall(tool="inspect_job", arguments=arguments),
-            details={"job_id": job_id, "run_id": run_id, "runs": list(runs)},
-        )
-
-
 class ScopeMissingError(JobsError):
     code = "SCOPE_MISSING"
     title = "the access token lacks the scope this call needs"

@@ -17,6 +17,7 @@ A database password is never written: the URL loses it, and the command then tak
 
 from __future__ import annotations
 
+import argparse
 import importlib.machinery
 import json
 import os
@@ -219,6 +220,12 @@ class FixContext:
             programs=unreachable_programs(environ.get("PATH")),
         )
 
+    @property
+    def private_store(self) -> bool:
+        """Whether the database lives inside this process (`memory://`): no worker or command
+        started elsewhere can reach it, so a line that starts one must not be handed out."""
+        return (self.database_url or "").lower().startswith("memory:")
+
     def listing(self, group: str, argument: str) -> str | None:
         """The command that lists what `argument` of a `group` command names (a queue, a job
         id, a job or backfill name), or None: the fix of a name no such thing can have (empty,
@@ -227,8 +234,9 @@ class FixContext:
         return None if words is None else self.command(*words, "--json")
 
     def command(self, *words: str) -> str:
-        """`mcp-jobs <words>` with this context: the way to write a new fix line."""
-        return self.qualify(shlex.join([PROGRAM, *words]))
+        """`mcp-jobs <words>` with this context: the way to write a new fix line. A name in
+        `words` that starts with `-` stays a name (`dash_safe`)."""
+        return self.qualify(shlex.join([PROGRAM, *dash_safe(words)]))
 
     def qualify(self, fix: str) -> str:
         """`fix` with this context written in when it is an `mcp-jobs` or `python` command;
@@ -258,6 +266,8 @@ class FixContext:
         if head >= len(words):
             return fix, None
         named, rest = words[head], words[head + 1 :]
+        # Past a `--` every word is a name (`dash_safe`): the context flags go before it.
+        ended = rest.index(END_OF_OPTIONS) if END_OF_OPTIONS in rest else len(rest)
         program = next((name for name, path in self.programs if path == named), named)
         if program == PROGRAM and self.face == "mcp" and self.tenant is None:
             call = TOOL_FOR_COMMAND.get(tuple(rest[:2]))
@@ -265,12 +275,18 @@ class FixContext:
                 tool, arguments = call
                 return f"{tool} {json.dumps(arguments)}", NextCall(tool=tool, arguments=arguments)
         if program == PROGRAM:
-            suffix = self._flags(rest)
+            suffix = self._flags(rest[:ended])
         elif program in PYTHONS:
             suffix = []
         else:
             return fix, None
         prefix = [f"{n}={shlex.quote(v)}" for n, v in self.assignments if n not in assigned]
+        if suffix and ended < len(rest):
+            written = [*words[:head], named, *rest[:ended]]
+            line = " ".join(_assignment(w) for w in words[:head])
+            line = f"{line} {self._reachable(shlex.join(written[head:]), named)}".lstrip()
+            tail = shlex.join(rest[ended:])
+            return " ".join([*prefix, line, *suffix, tail]), None
         return " ".join([*prefix, self._reachable(fix, named), *suffix]), None
 
     def _reachable(self, fix: str, program: str) -> str:
@@ -333,6 +349,81 @@ class FixContext:
         every error an event's data carries (`{"code": …, "fix": …}`). A job's own input,
         output and step results are never touched: they are the app's data."""
         return _qualified(model, self)  # type: ignore[no-any-return]
+
+
+# The fix where a worker is needed and the database is `memory://` (`private_store`).
+PRIVATE_STORE_FIX = (
+    "memory:// lives inside this one process and cannot be shared with a worker: restart the "
+    "server and the worker on one SQLite file or PostgreSQL URL (--database-url "
+    "sqlite:///ABSOLUTE/PATH/jobs.db)"
+)
+END_OF_OPTIONS = "--"
+# A fix line never asks for help: these words in one are names (a queue named `-h`).
+_NEVER_A_FLAG = frozenset({"-h", "--help"})
+
+
+@cache
+def _cli_options() -> dict[str, bool]:
+    """Every option string any `mcp-jobs` command takes, and whether it takes a value."""
+    from mcp_jobs.cli.parser import build_parser  # the CLI's modules import this one
+
+    options: dict[str, bool] = {}
+    parsers = [build_parser()]
+    while parsers:
+        for action in parsers.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            for option in action.option_strings:
+                options[option] = options.get(option, False) or action.nargs != 0
+    return options
+
+
+def _option(word: str) -> bool | None:
+    """Whether `word` is an option that takes a value (True) or none (False), as argparse reads
+    it (`--opt=value` with its value, an unambiguous prefix `--data`); None: not an option."""
+    flag, inline, _ = word.partition("=")
+    options = _cli_options()
+    if word in _NEVER_A_FLAG or not flag.startswith("-"):
+        return None
+    matches = [o for o in options if o == flag] or [
+        o for o in options if flag.startswith("--") and len(flag) > 2 and o.startswith(flag)
+    ]
+    if not matches:
+        return None
+    return not inline and all(options[o] for o in matches)
+
+
+def dash_safe(words: Sequence[str]) -> list[str]:
+    """A command's `words` with every name in them that starts with `-` read as that name, not
+    as a flag: an option's value joined to it (`--job=--yes`), and from the first such
+    positional on, the positionals after `--` (`queues resume -- -h`). Bounds admit such queue
+    and job names, and a fix line must run as given."""
+    out: list[str] = []
+    names: list[str] = []
+    value_next = False
+    for at, word in enumerate(words):
+        if value_next:
+            value_next = False
+            if word.startswith("-"):
+                out[-1] = f"{out[-1]}={word}"
+            else:
+                out.append(word)
+        elif word == END_OF_OPTIONS:
+            names += words[at + 1 :]
+            break
+        elif (option := _option(word)) is not None:
+            out.append(word)
+            value_next = option
+        elif names or word.startswith("-"):
+            names.append(word)
+        else:
+            out.append(word)
+    return [*out, END_OF_OPTIONS, *names] if names else out
+
+
+def _assignment(word: str) -> str:
+    name, _, value = word.partition("=")
+    return f"{name}={shlex.quote(value)}"
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -411,4 +502,12 @@ def _qualified(value: Any, ctx: FixContext) -> Any:
     return value
 
 
-__all__ = ["APP_PLACEHOLDER", "Face", "FixContext", "absolute_url", "needs_cwd_on_path"]
+__all__ = [
+    "APP_PLACEHOLDER",
+    "PRIVATE_STORE_FIX",
+    "Face",
+    "FixContext",
+    "absolute_url",
+    "dash_safe",
+    "needs_cwd_on_path",
+]

@@ -94,6 +94,13 @@ class BackfillDefinition:
         return value
 
 
+def _mended_name(name: object) -> str | None:
+    """A valid name for a refused one (`a b` -> `a_b`): its other characters as `_`, trimmed to
+    start alphanumeric; None when nothing of it is left."""
+    mended = re.sub(r"[^A-Za-z0-9_.:-]+", "_", str(name)).lstrip("_.:-")[:128]
+    return mended if NAME_PATTERN.fullmatch(mended) else None
+
+
 def _source_of(fn: object) -> str:
     """A function's source for the checksum; its qualified name when the source is not on disk."""
     try:
@@ -149,7 +156,11 @@ def declare(
     """Build a validated definition without registering it (`backfill()` registers)."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise BackfillDeclarationInvalidError(
-            str(name), "name", name, "1-128 of A-Z a-z 0-9 _ . : - (starting alphanumeric)"
+            str(name),
+            "name",
+            name,
+            "1-128 of A-Z a-z 0-9 _ . : - (starting alphanumeric)",
+            mended=_mended_name(name),
         )
     for label, fn in (("count", count), ("read", read), ("handle", handle)):
         if not _is_async(fn):

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.errors import JobsError
+from engine.internal_jobs import BACKFILLS_COMMAND as ALL_COMMAND
+from engine.internal_jobs import dry_run_command
 from engine.meant import meant_note
 from schemas.errors import NextCall
 
@@ -29,13 +31,8 @@ def write_command(name: str, *, force: bool = False, environment: str | None = N
 
 
 LIST_COMMAND = "mcp-jobs backfill --pending --json"
-# Every declared backfill, pending or not: what a misspelt name is checked against.
-ALL_COMMAND = "mcp-jobs backfill --json"
-
-
-def dry_run_command(name: str) -> str:
-    """The CLI line that rehearses backfill `name`: it re-checks `requires()` and writes nothing."""
-    return f"mcp-jobs backfill {name} --json"
+# ALL_COMMAND (imported): every declared backfill, pending or not, what a misspelt name is
+# checked against; dry_run_command (imported) is the JOB_INTERNAL refusal's fix too.
 
 
 class BackfillUnknownError(JobsError):
@@ -118,7 +115,9 @@ class BackfillAppliedError(JobsError):
             f'backfill "{name}" completed in {environment} as run {run_id} at {completed_at} '
             "(epoch ms); a forced rerun writes a NEW ledger row and never edits that one",
             write_command(name, force=True),
-            next_call=_call("run_backfill", name=name, write=True, force=True),
+            # The forced write is shown only; the call to make is its dry run, which shows the
+            # plan (and, to a client that cannot be asked, the token the write needs).
+            next_call=_call("run_backfill", name=name, force=True),
             details={
                 "backfill": name,
                 "environment": environment,
@@ -188,10 +187,18 @@ class BackfillDeclarationInvalidError(JobsError):
     code = "BACKFILL_DECLARATION_INVALID"
     title = "a backfill declaration has a value that can never work"
 
-    def __init__(self, name: str, field: str, value: object, expected: str) -> None:
+    def __init__(
+        self, name: str, field: str, value: object, expected: str, *, mended: str | None = None
+    ) -> None:
+        # `name` itself refused: the fix names it once, `mended` (a name that is valid) when
+        # there is one, and `...` stands for the declaration's other arguments as given.
+        if field == "name":
+            fix = f'backfill(name="{mended or f"<{expected}>"}", ...)'
+        else:
+            fix = f"backfill(name={name!r}, {field.split('(')[0]}=<{expected}>)"
         super().__init__(
             f'backfill "{name}" has {field}={value!r}; {field} must be {expected}',
-            f"backfill(name={name!r}, {field.split('(')[0]}=<{expected}>)",
+            fix,
             details={"backfill": name, "field": field, "value": repr(value)},
         )
 

@@ -28,13 +28,13 @@ from engine.context import JobContext
 from engine.declare import JobDefinition, JobRegistry, default_registry, job
 from engine.drivers.base import Driver
 from engine.errors import JobCancelledError, JobsError, JobSlotLostError
+from engine.internal_jobs import PASS_JOB
 from engine.retry import Retry
 from engine.run_job import error_line, failure_text
 from schemas.states import BackfillStatus
 
 logger = logging.getLogger("mcp_jobs.backfill")
 
-PASS_JOB = "backfill.pass"
 PASS_QUEUE = "backfills"
 # A handler failure is usually the app's database being briefly unhappy: a few spaced retries
 # resume from the cursor, then the pass dead-letters with the handler's error for a human.

@@ -14,7 +14,7 @@ The ledger is kept forever (it is the record of what ran), so no read here loads
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine import bounds
 from engine.backfill.declare import BackfillDefinition
@@ -152,8 +152,9 @@ class Backfills:
         would answer. Calls only the declaration's `requires`, `count` and `read`; writes
         nothing to the app's data, the jobs tables or the ledger.
 
-        Raises BACKFILL_UNKNOWN, and BACKFILL_MIGRATION_PENDING (nothing can be counted before
-        the precondition holds). The other refusals come back as `blocked_by`.
+        Raises BACKFILL_UNKNOWN, BACKFILL_MIGRATION_PENDING (nothing can be counted before the
+        precondition holds) and BACKFILL_DECLARATION_INVALID (a count, read or key that the pass
+        could not use). The other refusals come back as `blocked_by`.
         """
         definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
         force = bounds.flag("force", force)
@@ -162,8 +163,7 @@ class Backfills:
         except BackfillMigrationPendingError:
             check_environment(definition, self.environment)  # what a write would say first
             raise
-        rows = await definition.count_rows()
-        sample = await definition.read_batch(None, min(definition.batch_size, SAMPLE_KEYS))
+        rows, sample_keys = await self._probe(definition)
         verdict = await self._verdict(definition, force=force)
         return BackfillPlan(
             name=definition.name,
@@ -172,10 +172,18 @@ class Backfills:
             rows_remaining=rows,
             batch_size=definition.batch_size,
             batches=definition.batches_for(rows),
-            sample_keys=[definition.key_of(row) for row in sample[:SAMPLE_KEYS]],
+            sample_keys=sample_keys,
             would_run=verdict is None,
             blocked_by=verdict.to_payload() if verdict is not None else None,
         )
+
+    @staticmethod
+    async def _probe(definition: BackfillDefinition) -> tuple[int, builtins.list[Any]]:
+        """(the rows to do, the first batch's sample keys): `count`, `read` and `key` called as
+        the pass calls them, so a value the pass could not use is refused before it starts."""
+        rows = await definition.count_rows()
+        sample = await definition.read_batch(None, min(definition.batch_size, SAMPLE_KEYS))
+        return rows, [definition.key_of(row) for row in sample[:SAMPLE_KEYS]]
 
     async def _verdict(self, definition: BackfillDefinition, *, force: bool) -> JobsError | None:
         completed = await self.newest_run(definition.name, "completed")
@@ -190,6 +198,20 @@ class Backfills:
 
     # --- write ---------------------------------------------------------------------------------
 
+    async def check_write(self, name: str, force: bool = False) -> None:
+        """Raise what `write` would answer now, and start nothing."""
+        definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
+        await self._check(definition, bounds.flag("force", force))
+
+    async def _check(self, definition: BackfillDefinition, force: bool) -> None:
+        check_environment(definition, self.environment)
+        await check_requires(definition)
+        # What the dry run checks, so no pass starts that would only fail in the worker.
+        await self._probe(definition)
+        verdict = await self._verdict(definition, force=force)
+        if verdict is not None:
+            raise verdict
+
     async def write(
         self,
         name: str,
@@ -198,18 +220,15 @@ class Backfills:
         traceparent: str | None = None,
     ) -> BackfillStart:
         """Enqueue the pass as a durable job, after the gate: BACKFILL_UNKNOWN,
-        BACKFILL_ENVIRONMENT, BACKFILL_MIGRATION_PENDING, BACKFILL_RUNNING, BACKFILL_APPLIED
-        (unless `force`). The pass writes its own ledger row, `run_id`, when a worker starts it.
+        BACKFILL_ENVIRONMENT, BACKFILL_MIGRATION_PENDING, BACKFILL_DECLARATION_INVALID (what the
+        dry run refuses of count, read and key), BACKFILL_RUNNING, BACKFILL_APPLIED (unless
+        `force`). The pass writes its own ledger row, `run_id`, when a worker starts it.
         `traceparent` parents the pass (else the current span's, as `Jobs.enqueue`).
         """
         definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
         force = bounds.flag("force", force)
         actor = bounds.optional_text("actor", actor, bounds.MAX_ACTOR_BYTES)
-        check_environment(definition, self.environment)
-        await check_requires(definition)
-        verdict = await self._verdict(definition, force=force)
-        if verdict is not None:
-            raise verdict
+        await self._check(definition, force)
         run_id = new_id()
         result = await self.jobs.enqueue(
             self.pass_job,

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import json
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from engine import bounds
 from engine.declare import JobRegistry, default_registry, description_declared, whole_declared
-from engine.errors import JobsError
+from engine.errors import InvalidArgumentError, JobsError
 from engine.registry import Registry
+from engine.storable import find_unstorable
 from engine.tasks.errors import (
     TaskCatchUpInvalidError,
     TaskCronInvalidError,
@@ -48,6 +51,10 @@ EnqueueFn = Callable[[int], Sequence[Any] | Awaitable[Sequence[Any]]]
 _BARE_ZONES = frozenset({"UTC"})
 
 _ORIGIN = object()
+
+# What a task's jobs are enqueued by: this and the task's name (engine.tasks.scheduler).
+TASK_ACTOR = "task:"
+MAX_TASK_NAME_BYTES = bounds.MAX_ACTOR_BYTES - len(TASK_ACTOR)
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,13 +117,29 @@ def _identity(definition: TaskDefinition) -> tuple[str, str, str]:
 
 
 def _name(value: object) -> str:
-    if not isinstance(value, str) or not value or value != value.strip() or ":" in value:
-        raise TaskDeclarationInvalidError(
-            repr(value), "name", value, "a non-empty str without ':' or surrounding spaces"
-        )
-    if any(c.isspace() for c in value):
-        raise TaskDeclarationInvalidError(value, "name", value, "a str without whitespace")
-    return value
+    if isinstance(value, str) and value and not any(c.isspace() or c == ":" for c in value):
+        try:  # "task:<name>" is the enqueued_by of every job it enqueues, bounded as any actor
+            return bounds.text("name", value, MAX_TASK_NAME_BYTES)
+        except InvalidArgumentError as exc:
+            expected = exc.expected
+    else:
+        expected = "a non-empty str without whitespace or ':'"
+    shown = value if isinstance(value, str) else repr(value)
+    mended = json.dumps(_mended_name(value), ensure_ascii=False)
+    raise TaskDeclarationInvalidError(shown, "name", value, expected, mended)
+
+
+def _mended_name(value: object) -> str:
+    """`value` made a name `task()` takes: what may not be in one becomes `_`, the ends are
+    trimmed, and the whole cut to the bound; "nightly" where nothing of it is left."""
+    if not isinstance(value, str):
+        return "nightly"
+    kept = "".join(
+        "_" if c.isspace() or c == ":" or find_unstorable(c) is not None else c
+        for c in value.strip()
+    ).strip("_")
+    cut = kept.encode()[:MAX_TASK_NAME_BYTES].decode(errors="ignore")
+    return cut or "nightly"
 
 
 def _zone(task: str, tz: object) -> ZoneInfo:

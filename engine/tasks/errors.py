@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
-from engine.errors import JobsError
+from engine.errors import JobsError, short_repr
 
 EXAMPLE_ZONE = "America/New_York"
 LIST_ZONES = (
@@ -66,10 +67,23 @@ class TaskDeclarationInvalidError(JobsError):
     code = "TASK_DECLARATION_INVALID"
     title = "a task declaration has a value that can never work"
 
-    def __init__(self, task: str, field: str, value: object, expected: str) -> None:
+    def __init__(
+        self, task: str, field: str, value: object, expected: str, mended: str | None = None
+    ) -> None:
+        """`mended`: the field's value mended, as code; without it the fix holds a slot saying
+        what to write. A refused name is mended in place: the call has one `name=`."""
+        written = mended if mended is not None else f"<{expected}>"
+        if field == "name":
+            cause = f"a task declares name={short_repr(value)}; a task's name must be {expected}"
+            fix = f"task(name={written}, ...)"
+        else:
+            cause = (
+                f'task "{task}" declares {field}={short_repr(value)}; {field} must be {expected}'
+            )
+            fix = f"task(name={json.dumps(task, ensure_ascii=False)}, {field}={written}, ...)"
         super().__init__(
-            f'task "{task}" declares {field}={value!r}; {field} must be {expected}',
-            f'task(name="{task}", {field}=<{expected}>, ...)',
+            cause,
+            fix,
             details={"task": task, "field": field, "value": repr(value)},
         )
 

@@ -29,7 +29,7 @@ from engine.drivers.base import SCHEDULER, require
 from engine.errors import JobsError
 from engine.ids import worker_id
 from engine.services import attempt
-from engine.tasks.declare import TaskDefinition, TaskRegistry, tasks_of
+from engine.tasks.declare import TASK_ACTOR, TaskDefinition, TaskRegistry, tasks_of
 from engine.tasks.errors import TaskEnqueueFailedError, TaskEntryInvalidError
 from engine.tracing import current_traceparent
 from schemas.jobs import EnqueueRequest, EnqueueResult
@@ -179,11 +179,11 @@ class Scheduler:
         the job's own key function: the job's dedupe rule stays `(name, tenant, key)`."""
         if isinstance(entries, Enqueue) or not isinstance(entries, list | tuple):
             raise TaskEntryInvalidError(definition.name, occurrence, entries)
-        base = f"task:{definition.name}:{occurrence}"
+        base = f"{TASK_ACTOR}{definition.name}:{occurrence}"
         seen: dict[tuple[str, str], int] = {}
         items = [_item(definition, occurrence, entry) for entry in entries]
         requests: list[EnqueueRequest] = []
-        actor = f"task:{definition.name}"
+        actor = f"{TASK_ACTOR}{definition.name}"
         now = self.jobs.clock.now_ms()
         for request in self.jobs.items.build(items, actor, now, current_traceparent()):
             # One occurrence may enqueue the same job more than once (one per region, say);
@@ -214,6 +214,12 @@ class Scheduler:
     def stop(self) -> None:
         self._stopping = True
         self._wake.set()
+
+    def rearm(self) -> None:
+        """Make a stopped scheduler runnable again, for its worker's next run (between runs)."""
+        self._stopping = False
+        self._wake = anyio.Event()
+        self._done = anyio.Event()
 
     async def wait_stopped(self) -> None:
         await self._done.wait()

@@ -10,6 +10,7 @@ job id comes from that tenant's rows only. A queue asked for that nothing knows 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from engine import bounds
@@ -69,7 +70,14 @@ async def _stats_or_unknown(
         return refused
 
 
-def _queue_unknown(queue: str | None, refused: QueueUnknownError) -> Finding:
+def _queue_unknown(
+    queue: str | None, refused: QueueUnknownError, mend: Callable[[BaseException], BaseException]
+) -> Finding:
+    """QUEUE_UNKNOWN as a finding; its fix and next_call as the face mends the refusal (the
+    call with the queue it plainly stands for), as queue_stats' refusal is."""
+    mended = mend(refused)
+    if isinstance(mended, QueueUnknownError):
+        refused = mended
     return Finding(
         code=refused.code,
         severity="warning",
@@ -80,7 +88,16 @@ def _queue_unknown(queue: str | None, refused: QueueUnknownError) -> Finding:
     )
 
 
-async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueueResult:
+def _as_is(exc: BaseException) -> BaseException:
+    return exc
+
+
+async def diagnose_queue(
+    scope: Scope,
+    queue: str | None = None,
+    *,
+    mend: Callable[[BaseException], BaseException] = _as_is,
+) -> DiagnoseQueueResult:
     queue = bounds.optional_text("queue", queue, MAX_QUEUE_BYTES)  # "" is no queue, not all
     tenant = scope.tenant(None)
     findings: list[Finding] = []
@@ -95,7 +112,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
     stats: list[QueueStatsView] = []
     paused_jobs: list[Pause] = []
     if isinstance(counted, QueueUnknownError):
-        findings.append(_queue_unknown(queue, counted))
+        findings.append(_queue_unknown(queue, counted, mend))
     else:
         stats, paused_jobs = counted.queues or [], counted.paused_jobs or []
     dead_queues = [s.queue for s in stats if s.dead]
@@ -160,7 +177,7 @@ async def diagnose_queue(scope: Scope, queue: str | None = None) -> DiagnoseQueu
                     cause=f"queue {s.queue} has {s.ready} ready job(s) and the oldest has waited "
                     f"{s.oldest_ready_ms // 1000} s (threshold {limits.backlog_age_ms // 1000} s): "
                     "workers are too few, saturated by caps, or not listening on this queue",
-                    fix=f"{worker_command(scope, s.queue)} --concurrency 32",
+                    fix=worker_command(scope, s.queue, "--concurrency", "32"),
                 )
             )
         if s.due_suspended and s.oldest_due_suspended_ms > limits.backlog_age_ms:

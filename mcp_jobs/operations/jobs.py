@@ -16,6 +16,7 @@ from engine.errors import (
     JobNotCancellableError,
     StoreDamagedError,
 )
+from engine.internal_jobs import is_internal, refuse_by_name
 from engine.paging import DEFAULT_TRACE_PAGE
 from engine.tasks import describe_tasks
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example_call
@@ -48,8 +49,10 @@ WAIT_POLL_MS = 200
 
 async def describe_jobs(scope: Scope, name: str | None = None) -> DescribeJobsResult:
     """The jobs this server can enqueue: registered here (`source: "registry"`), or published by
-    a worker that has the code (`source: "published"`, `stale` when no live worker did lately)."""
-    descriptors = await scope.jobs.describe(name)
+    a worker that has the code (`source: "published"`, `stale` when no live worker did lately).
+    Not the engine's own jobs (a backfill's pass): they are started through their own tools."""
+    refuse_by_name(name, None)
+    descriptors = [d for d in await scope.jobs.describe(name) if not is_internal(d.name)]
     tasks = await describe_tasks(scope.jobs) if name is None else None
     held = holding(await pauses_in_force(scope), descriptors)
     return DescribeJobsResult(ok=True, jobs=descriptors, tasks=tasks, paused=held or None)
@@ -201,7 +204,11 @@ async def wait_for_job(
         waited = now - started
         settled = record.state in SETTLED_STATES
         # A job no live worker serves never moves: say so, with the line that starts one.
-        notice = None if settled else await no_worker_notice(scope, record.queue, f"job {job_id}")
+        notice = (
+            None
+            if settled
+            else await no_worker_notice(scope, record.queue, f"job {job_id}", [job_id])
+        )
         if settled or now >= deadline:
             if record.progress is not None:  # the job's own numbers, not the time waited
                 await reports.send(scope, record.progress, record.state)
@@ -282,7 +289,7 @@ async def enqueue_job(
         local = scope.jobs.registry.get(name)
         # A job known only by its published descriptor: its queue is on the stored row.
         queue = local.queue if local is not None else (await scope.jobs.get(result.id)).queue
-        notice = await no_worker_notice(scope, queue, f"job {result.id}")
+        notice = await no_worker_notice(scope, queue, f"job {result.id}", [result.id])
     return EnqueueJobResult(
         ok=True,
         job_id=result.id,

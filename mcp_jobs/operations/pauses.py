@@ -189,11 +189,15 @@ async def pause_findings(
                 next_call=resume_call(s.paused),
             )
         )
+    described = await scope.jobs.describe() if queue and paused_jobs else []
+    declared = {d.name: d.queue for d in described}
     for pause in paused_jobs:
         page = await scope.jobs.list(
             state="ready", name=pause.name, queue=queue, tenant_id=tenant, limit=SAMPLE_IDS
         )
         waiting = [j.id for j in page.jobs]
+        if queue and not waiting and not await _job_in_queue(scope, pause.name, queue, declared):
+            continue  # a pause of another queue's job (or of a name nothing uses) holds none here
         out.append(
             Finding(
                 code="JOB_PAUSED",
@@ -208,6 +212,14 @@ async def pause_findings(
             )
         )
     return out
+
+
+async def _job_in_queue(scope: Scope, name: str, queue: str, declared: dict[str, str]) -> bool:
+    """Whether job `name` belongs to `queue`: declared there, or any row of it stored there."""
+    if declared.get(name) == queue:
+        return True
+    page = await scope.jobs.list(name=name, queue=queue, tenant_id=scope.tenant(None), limit=1)
+    return bool(page.jobs)
 
 
 def holding(pauses: Sequence[Pause], described: Sequence[JobDescriptor]) -> list[Pause]:

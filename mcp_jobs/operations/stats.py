@@ -1,7 +1,9 @@
 """Queue statistics (`queue_stats`): the driver's per-queue counts, one tenant's under a pin.
 
-A queue asked for by name must be one this system knows (`operations.known`), else QUEUE_UNKNOWN
-lists the known ones: a misspelt queue would otherwise answer an empty, healthy-looking list.
+A queue asked for by name must be one this system knows (`operations.known`) or a paused one,
+else QUEUE_UNKNOWN lists the known ones: a misspelt queue would otherwise answer an empty,
+healthy-looking list. A paused queue that holds no rows is listed with zero counts: a pause made
+before the first job (or of a misspelt name) is in force all the same and is shown.
 """
 
 from __future__ import annotations
@@ -24,12 +26,20 @@ async def queue_stats(scope: Scope, queues: Sequence[str] | None = None) -> Queu
     # take no longer than the counts beside them.
     counting = scope.jobs.stats(queues, tenant_id=tenant)
     counted, pauses, rates = await together(counting, pauses_in_force(scope), rates_by_queue(scope))
+    by_queue = {p.name: p for p in pauses if p.kind == "queue"}
     if queues and len(counted) < len(set(queues)):
         unknown, known = await unknown_queues(scope, queues)
+        unknown = [q for q in unknown if q not in by_queue]
         if unknown:
-            raise QueueUnknownError(unknown[0], known)
-    by_queue = {p.name: p for p in pauses if p.kind == "queue"}
+            raise QueueUnknownError(unknown[0], sorted({*known, *by_queue}))
     shown = [QueueStatsView(**dict(s), paused=by_queue.get(s.queue)) for s in counted]
+    counted_queues = {s.queue for s in counted}
+    window = {"settled_window_ms": counted[0].settled_window_ms} if counted else {}
+    shown += [
+        QueueStatsView(queue=name, paused=pause, **window)
+        for name, pause in sorted(by_queue.items())
+        if name not in counted_queues and (not queues or name in queues)
+    ]
     held = [p for p in pauses if p.kind == "job"]
     return QueueStatsResult(
         ok=True,

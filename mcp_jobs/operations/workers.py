@@ -8,9 +8,11 @@ queue), so this is judged per queue, over the workers seen in `LIVE_WORKER_WINDO
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from engine.metrics import LIVE_WORKER_WINDOW_MS
+from mcp_jobs.fix_context import PRIVATE_STORE_FIX
 from mcp_jobs.operations.models import Finding
 from mcp_jobs.operations.scope import Scope
 from schemas.stats import WorkerInfo
@@ -40,10 +42,13 @@ def serves(worker: WorkerInfo, queue: str) -> bool:
     return worker.queues is None or queue in worker.queues
 
 
-def worker_command(scope: Scope, queue: str | None = None) -> str:
-    """The qualified line that starts a worker (on `queue` when given)."""
+def worker_command(scope: Scope, queue: str | None = None, *more: str) -> str:
+    """The qualified line that starts a worker (on `queue` when given, with `more` flags); on
+    a `memory://` store, which no other process reaches, what to run instead."""
+    if scope.fixes.private_store:
+        return PRIVATE_STORE_FIX
     words = ["worker"] if queue is None else ["worker", "--queues", queue]
-    return scope.fixes.command(*words)
+    return scope.fixes.command(*words, *more)
 
 
 def app_unknown(scope: Scope) -> str:
@@ -56,9 +61,11 @@ def app_unknown(scope: Scope) -> str:
     )
 
 
-async def no_worker_notice(scope: Scope, queue: str, what: str) -> Finding | None:
+async def no_worker_notice(
+    scope: Scope, queue: str, what: str, job_ids: Sequence[str] = ()
+) -> Finding | None:
     """NO_LIVE_WORKERS for `queue`, or None when a live worker serves it. `what` names what
-    waits ("job 01H…", "the pass of normalize_emails")."""
+    waits ("job 01H…", "the pass of normalize_emails"); `job_ids`, the jobs it names."""
     workers = await live_workers(scope)
     if not any(serves(w, queue) for w in workers):
         await adopt_published_apps(scope)
@@ -73,6 +80,7 @@ async def no_worker_notice(scope: Scope, queue: str, what: str) -> Finding | Non
         f"the last {LIVE_WORKER_WINDOW_MS // 1000} s, so {what} waits until one starts"
         + app_unknown(scope),
         fix=worker_command(scope, queue),
+        job_ids=list(job_ids),
     )
 
 

@@ -34,6 +34,7 @@ from mcp_jobs.server.calls import tool_failure
 from mcp_jobs.server.completions import register as register_completions
 from mcp_jobs.server.http import http_auth
 from mcp_jobs.server.oauth_grants import callable_tools
+from mcp_jobs.server.request_params import named_params
 from mcp_jobs.server.schemas import published
 from mcp_jobs.server.served import MUTATING_TOOLS
 from mcp_jobs.server.state import AppState, StateHolder, lifespan_for
@@ -219,4 +220,5 @@ def build_server(
     prompts.register(server, read_only=settings.read_only)
     tasks.install(server, read_only=settings.read_only)
     register_completions(server, holder)
+    server._lowlevel_server.middleware.append(named_params)
     return server

@@ -678,6 +678,13 @@ def _as_intended(schema: Mapping[str, Any], value: Any, *, seconds_of: str = "")
     return _MISSING
 
 
+def object_in_text(value: Any) -> dict[str, Any] | None:
+    """The JSON object `value` plainly means when it is JSON text of one (`"{}"`), as an object
+    argument is mended; else None."""
+    found = _as_intended({"type": "object"}, value)
+    return found if isinstance(found, dict) else None
+
+
 def _takes_text_items(schema: Mapping[str, Any]) -> bool:
     """Whether `schema` takes a list of free text (`queues`), which one text plainly starts."""
     return any(

@@ -27,6 +27,7 @@ from mcp.types import (
 )
 
 from engine.errors import JobsError, short_repr
+from engine.internal_jobs import is_internal
 from mcp_jobs.operations.known import known_queues
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.served import request_scope
@@ -65,7 +66,8 @@ def matching(values: Iterable[str], typed: str) -> list[str]:
 
 
 async def job_names(scope: Scope, typed: str) -> tuple[list[str], int]:
-    names = {d.name for d in await scope.jobs.describe()}
+    # As describe_jobs lists them: not the engine's own jobs (engine/internal_jobs.py).
+    names = {d.name for d in await scope.jobs.describe() if not is_internal(d.name)}
     return matching(sorted(names), typed), MAX_VALUES
 
 

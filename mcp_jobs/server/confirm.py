@@ -208,6 +208,12 @@ class ConfirmedWrite(Generic[D, W]):
     # The write, at the plan's instant (None: now).
     write: Callable[[Scope, int | None], Awaitable[W]]
     time_dependent: bool = False
+    # The refusal the write would answer now, given its dry run (None: it would run). No token
+    # is handed out, and nobody is asked, for a write that would only be refused.
+    refusal: Callable[[Scope, D], Awaitable[Exception | None]] | None = None
+
+    async def refused(self, scope: Scope, model: D) -> Exception | None:
+        return await self.refusal(scope, model) if self.refusal is not None else None
 
     def dry_run_call(self) -> NextCall:
         return NextCall(tool=self.tool, arguments=dict(self.dry_run_arguments))
@@ -261,9 +267,12 @@ async def plan_write(
         key = call_key(spec.tool, spec.arguments, scope.settings.tenant)
         at = gate.pin(key, scope.jobs.clock.now_ms(), _ttl_ms(scope))
     try:
-        _, plan = await spec.plan(scope, at)
+        model, plan = await spec.plan(scope, at)
+        refused = await spec.refused(scope, model)
     except Exception as exc:  # answered by the body as the tool's error, nothing asked
         return Planned(mode="elicit", error=exc)
+    if refused is not None:
+        return Planned(mode="elicit", error=refused)
     return Planned(mode="elicit", plan=plan)
 
 
@@ -303,7 +312,7 @@ async def guarded(
     clock = scope.jobs.clock
     if planned.mode == "dry_run":
         model, plan = await spec.plan(scope, None)
-        if not offer:
+        if not offer or await spec.refused(scope, model) is not None:
             return model
         issued, expires = gate.issue(plan, clock.now_ms(), _ttl_ms(scope))
         confirm = ConfirmOffer(token=issued, expires_at=expires, next_call=spec.write_call(issued))
@@ -320,7 +329,10 @@ async def _with_token(
 ) -> W:
     clock = scope.jobs.clock
     if token is None:
-        _, plan = await spec.plan(scope, None)
+        model, plan = await spec.plan(scope, None)
+        refused = await spec.refused(scope, model)
+        if refused is not None:
+            raise refused
         issued, expires = gate.issue(plan, clock.now_ms(), _ttl_ms(scope))
         raise ConfirmationRequiredError(spec.tool, spec.write_call(issued), _shown(plan), expires)
     key = call_key(spec.tool, spec.arguments, scope.settings.tenant)
@@ -330,12 +342,14 @@ async def _with_token(
         claims, why = None, "is not a confirm token"
     if claims is None:
         raise ConfirmationInvalidError(spec.tool, why, spec.dry_run_call())
+    # Spent before anything is awaited: of calls racing with one token, one writes and the
+    # rest are told it was used (not a refusal from the write that says to try again).
+    gate.spend(token, clock.now_ms())
     _, plan = await spec.plan(scope, claims.at)
     if plan.digest != claims.plan:
         raise ConfirmationInvalidError(
             spec.tool, "was for a plan that has changed since", spec.dry_run_call()
         )
-    gate.spend(token, clock.now_ms())
     logger.info("%s: write confirmed by token (plan %s)", spec.tool, plan.digest[:12])
     return await spec.write(scope, plan.at)
 

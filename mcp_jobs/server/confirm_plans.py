@@ -6,6 +6,7 @@ is shown and a token binds to), its write, and its planning resolver for `server
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from engine.errors import JobsError
 from engine.instants import iso
 from mcp_jobs import operations
 from mcp_jobs.operations.models import RunBackfillResult
@@ -45,6 +46,16 @@ def backfill_write(name: str, force: bool, wait_seconds: float) -> BackfillWrite
             scope, name, write=True, force=force, wait_seconds=wait_seconds
         )
 
+    async def refusal(scope: Scope, model: RunBackfillResult) -> Exception | None:
+        # Blocked (`would_run: false`): the refusal the write itself gives, read again now.
+        if model.plan is None or model.plan.would_run:
+            return None
+        try:
+            await scope.backfills().check_write(name, force)
+        except JobsError as exc:
+            return exc
+        return None
+
     return ConfirmedWrite(
         tool="run_backfill",
         arguments=arguments,
@@ -57,6 +68,7 @@ def backfill_write(name: str, force: bool, wait_seconds: float) -> BackfillWrite
         },
         plan=plan,
         write=write,
+        refusal=refusal,
     )
 
 

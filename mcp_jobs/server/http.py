@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_jobs.config import TOKEN_ENV, Settings
 from mcp_jobs.errors import TokenRequiredError, TokenTooShortError, new_token_line, token_file_line
-from mcp_jobs.server.request_ids import INVALID_ID, has_invalid_id
+from mcp_jobs.server.request_ids import read_message
 
 TOKEN_CLIENT_ID = "mcp-jobs-token"
 # Beyond loopback anyone who can reach the port can guess: 32 characters is what
@@ -161,10 +161,11 @@ def _log_refusal(scope: Scope, notes: list[str], reason: str | None = None) -> N
 
 
 class AnswerInvalidIds:
-    """ASGI middleware around the MCP app: the SDK's transport reads a POSTed request whose id
-    is neither a string nor an integer as a notification (202, no answer), so its sender waits.
-    Such a POST is answered 400 with JSON-RPC -32600 instead, as stdio answers it. Only the body
-    the SDK itself read, after its own checks (token, size, session), is looked at."""
+    """ASGI middleware around the MCP app: a POSTed message the SDK's transport would refuse
+    with a validator's dump (-32602, a batch, `"jsonrpc": "1.0"`) or read as a notification
+    (an id that is neither a string nor an integer: 202, no answer, so its sender waits) is
+    answered 400 with JSON-RPC -32600 instead, as stdio answers it (`request_ids`). Only the
+    body the SDK itself read, after its own checks (token, size, session), is looked at."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -174,7 +175,8 @@ class AnswerInvalidIds:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        # The chunks the SDK read, kept by reference: joined only for a 202 (no copy per POST).
+        # The chunks the SDK read, kept by reference: joined only for a 202 or a 400 (no copy
+        # per POST).
         chunks: list[bytes] = []
         replaced = False
 
@@ -186,10 +188,11 @@ class AnswerInvalidIds:
 
         async def answer(message: Message) -> None:
             nonlocal replaced
-            if message["type"] == "http.response.start" and message["status"] == 202:
-                replaced = _invalid_id(chunks, self.limit)
-                if replaced:
-                    await _send_invalid_request(send)
+            if message["type"] == "http.response.start" and message["status"] in (202, 400):
+                refused = _refusal(chunks, self.limit)
+                if refused is not None:
+                    replaced = True
+                    await _send_invalid_request(send, *refused)
                     return
             if not replaced:
                 await send(message)
@@ -197,18 +200,20 @@ class AnswerInvalidIds:
         await self.app(scope, read, answer)
 
 
-def _invalid_id(chunks: list[bytes], limit: int) -> bool:
+def _refusal(chunks: list[bytes], limit: int) -> tuple[str | int | None, str] | None:
     if sum(map(len, chunks)) > limit:
-        return False  # the SDK refuses it by its size
+        return None  # the SDK refuses it by its size
     try:
-        return has_invalid_id(pydantic_core.from_json(b"".join(chunks)))
+        raw = pydantic_core.from_json(b"".join(chunks))
     except ValueError:
-        return False
+        return None  # the SDK's parse error (-32700) stands
+    message = read_message(raw)
+    return message if isinstance(message, tuple) else None
 
 
-async def _send_invalid_request(send: Send) -> None:
-    refused = {"code": INVALID_REQUEST, "message": INVALID_ID}
-    payload = json.dumps({"jsonrpc": "2.0", "id": None, "error": refused}).encode()
+async def _send_invalid_request(send: Send, ident: str | int | None, said: str) -> None:
+    refused = {"code": INVALID_REQUEST, "message": said}
+    payload = json.dumps({"jsonrpc": "2.0", "id": ident, "error": refused}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
     await send({"type": "http.response.start", "status": 400, "headers": headers})
     await send({"type": "http.response.body", "body": payload})

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
+from engine.errors import JobsError
+from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState
 
 
@@ -99,5 +104,21 @@ def register(server: MCPServer[AppState], *, read_only: bool) -> None:
         title="Run a backfill safely",
         description="Rehearse a backfill, check what would block it, confirm, write, verify.",
     )
-    def run_backfill_safely(name: str) -> str:
+    def run_backfill_safely(name: str, ctx: Context[AppState, Any]) -> str:
+        require_backfill(ctx, name)
         return run_backfill_safely_text(name)
+
+
+def require_backfill(ctx: Context[AppState, Any], name: str) -> None:
+    """BACKFILL_UNKNOWN (its `meant` and the declared names in the data) as the prompt's
+    invalid-params error: a procedure for a backfill nobody declared would fail at step 1."""
+    scope = request_scope(ctx.request_context.lifespan_context, "prompts/get")
+    try:
+        scope.backfills().registry.require(name)
+    except JobsError as exc:
+        data = {"prompt": "run_backfill_safely", "argument": "name", "code": exc.code}
+        raise MCPError(
+            INVALID_PARAMS,
+            f"prompt run_backfill_safely: {exc.code}: {exc.cause}",
+            {**data, **(exc.details or {})},
+        ) from None

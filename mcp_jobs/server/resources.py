@@ -1,7 +1,8 @@
 """Read-only resources: descriptors, one run, backfills, stats — JSON an agent can attach.
 
-A missing descriptor or run is a resource-not-found error (JSON-RPC -32602), never an empty body.
-Other engine errors surface as a resource error carrying the code, cause and fix.
+A missing descriptor or run, or a URI naming none (`jobs://runs/`), is JSON-RPC -32602 with the
+typed payload (code, cause, fix) in `data`, as resources/subscribe answers: never an empty body,
+never -32603 (a server fault).
 """
 
 from __future__ import annotations
@@ -11,15 +12,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import BaseModel
 
-from engine.errors import InvalidArgumentError, JobNotFoundError, JobsError, JobUnknownError
+from engine.errors import InvalidArgumentError, JobsError
 from mcp_jobs import operations
-from mcp_jobs.operations.envelope import bounded_text
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState, StateHolder
+from mcp_jobs.server.uri_errors import uri_refusal
 
 JSON = "application/json"
 ENVELOPE_FIELDS = {"ok", "error"}
@@ -43,16 +43,12 @@ async def _read(holder: StateHolder, uri: str, read: Callable[[Scope], Awaitable
     scope = request_scope(state, uri)
     try:
         return _dump(await read(scope))
-    except (JobNotFoundError, JobUnknownError) as exc:
-        message = f"{uri}: {exc.code}: {exc.cause}"
-        raise ResourceNotFoundError(bounded_text(message)) from exc
     except JobsError as exc:
-        fix = scope.fixes.qualify(exc.fix)
         if isinstance(exc, InvalidArgumentError) and exc.fix_said:
             # A fix that only says what to pass (a job id that is empty or too long): the line
             # that lists what there is to name, as the CLI's fallback.
-            fix = scope.fixes.listing("jobs", exc.argument) or fix
-        raise ResourceError(bounded_text(f"{uri}: {exc.code}: {exc.cause} (fix: {fix})")) from exc
+            exc.fix = scope.fixes.listing("jobs", exc.argument) or exc.fix
+        raise uri_refusal(exc, "resources/read", uri, scope) from exc
 
 
 def register(server: MCPServer[AppState], holder: StateHolder) -> None:

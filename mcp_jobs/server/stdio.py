@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import anyio
 import pydantic_core
@@ -29,17 +29,13 @@ from mcp.types import (
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
-    jsonrpc_message_adapter,
 )
-from pydantic import ValidationError
 
-from mcp_jobs.server.request_ids import INVALID_ID, has_invalid_id
+from mcp_jobs.server.request_ids import read_message
 
 # What an oversized line is dropped in: it is never held whole.
 DROP_CHUNK = 64 * 1024
 CANCELLED = "notifications/cancelled"
-# An id longer than this is not echoed (a correlation id is short; a long one is an attack).
-ECHOED_ID_CHARS = 200
 
 Incoming = MemoryObjectSendStream[SessionMessage | Exception]
 Outgoing = MemoryObjectSendStream[SessionMessage]
@@ -82,26 +78,14 @@ def parse_line(line: bytes) -> SessionMessage | JSONRPCError:
     try:
         raw = pydantic_core.from_json(line)
     except ValueError as exc:
-        return _error(None, PARSE_ERROR, f"Parse error: {str(exc)[:200]}")
-    try:
-        message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
-    except ValidationError:
-        return _error(_id_of(raw), INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
-    if has_invalid_id(raw):
-        return _error(None, INVALID_REQUEST, INVALID_ID)
+        return _error(None, f"Parse error: {str(exc)[:200]}", PARSE_ERROR)
+    message = read_message(raw)
+    if isinstance(message, tuple):
+        return _error(*message)
     return SessionMessage(message)
 
 
-def _id_of(raw: Any) -> str | int | None:
-    ident = raw.get("id") if isinstance(raw, dict) else None
-    if isinstance(ident, int) and not isinstance(ident, bool):
-        return ident
-    if isinstance(ident, str) and len(ident) <= ECHOED_ID_CHARS:
-        return ident
-    return None
-
-
-def _error(ident: str | int | None, code: int, message: str) -> JSONRPCError:
+def _error(ident: str | int | None, message: str, code: int = INVALID_REQUEST) -> JSONRPCError:
     return JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message))
 
 
@@ -136,7 +120,7 @@ async def _read(
                 return
             line, oversized = got
             if oversized:
-                reply = _error(None, INVALID_REQUEST, f"Invalid request: over {limit} bytes")
+                reply = _error(None, f"Invalid request: over {limit} bytes")
                 await replies.send(SessionMessage(reply))
                 continue
             if not line.strip():

@@ -36,7 +36,6 @@ from mcp.server.subscriptions import ListenHandler, SubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.types import (
-    INVALID_PARAMS,
     EmptyResult,
     SubscribeRequestParams,
     SubscriptionsListenRequestParams,
@@ -46,12 +45,13 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from engine.drivers.base import CHANGES, require
-from engine.errors import JobNotFoundError, JobsError, id_within
+from engine.errors import JobsError
 from engine.logs import log_lost
 from mcp_jobs.errors import SubscriptionLimitError
 from mcp_jobs.server import followed
 from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState, StateHolder
+from mcp_jobs.server.uri_errors import uri_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -77,16 +77,10 @@ class Watcher(Protocol):
 
 
 def _refused(exc: JobsError, holder: StateHolder, uri: str | None = None) -> MCPError:
-    """A typed engine or server error as the JSON-RPC error a subscribe request answers: its fix
-    written for this server's database and app (a bare command reads another), and a run whose
-    id `uri` holds in another shape (capitals, spaces) subscribed to by its id."""
-    inner = id_within(exc.job_id) if isinstance(exc, JobNotFoundError) else None
-    if uri is not None and inner is not None:
-        exc.fix = f'resources/subscribe {{"uri": "{followed.RUN_PREFIX}{inner}"}}'
-    elif (state := holder.state) is not None:
-        exc.fix = request_scope(state, "resources/subscribe").fixes.qualify(exc.fix)
-    payload = exc.to_payload().model_dump(mode="json", exclude_none=True)
-    return MCPError(INVALID_PARAMS, f"{exc.code}: {exc.cause} (fix: {exc.fix})", payload)
+    """A typed engine or server error as the JSON-RPC error a subscribe request answers."""
+    state = holder.state
+    scope = None if state is None else request_scope(state, "resources/subscribe")
+    return uri_refusal(exc, "resources/subscribe", uri, scope)
 
 
 class SubscriptionHub:

@@ -119,13 +119,14 @@ async def test_a_precondition_that_regressed_before_the_pass_ran_fails_the_pass(
     customers.declare(backfill_registry, requires=requires)
     start = await backfills.write("normalize_emails")
     missing["migration"] = "0007_customers_email_unique"  # rolled back before a worker ran it
+    read_by_write = customers.read_calls  # the write samples what its dry run would
 
     await Worker(jobs).run_until_idle()
 
     record = await jobs.get(start.job_id)
     assert record.state == "failed" and record.last_error is not None
     assert record.last_error.code == "BACKFILL_MIGRATION_PENDING"
-    assert customers.handled == [] and customers.read_calls == 0
+    assert customers.handled == [] and customers.read_calls == read_by_write
     (run,) = await jobs.driver.backfill_runs("normalize_emails")
     assert run.status == "failed" and run.rows_processed == 0
 
@@ -178,11 +179,8 @@ async def test_a_completed_backfill_is_refused_until_forced(
     assert caught.value.details is not None
     assert caught.value.details["run_id"] == start.run_id
     assert caught.value.next_call is not None
-    assert caught.value.next_call.arguments == {
-        "name": "normalize_emails",
-        "write": True,
-        "force": True,
-    }
+    # The forced write is shown only: the call to make is its dry run.
+    assert caught.value.next_call.arguments == {"name": "normalize_emails", "force": True}
     plan = await backfills.dry_run("normalize_emails")
     assert plan.would_run is False and plan.rows_remaining == 0
     assert plan.blocked_by is not None and plan.blocked_by.code == "BACKFILL_APPLIED"

@@ -45,7 +45,8 @@ def test_retry_from_a_step_reruns_in_a_new_run(
 ) -> None:
     job_id, old_run = dead_job(url)
     db = ("--database-url", url)
-    code, refused = run(capsys, "jobs", "retry", job_id, "--from-step", "wrap", *db, "--json")
+    # Another spelling of a step: the fix is the rerun from the step meant.
+    code, refused = run(capsys, "jobs", "retry", job_id, "--from-step", "Pick", *db, "--json")
     assert code == 1 and refused["error"]["code"] == "STEP_UNKNOWN"
     assert "pick, pack" in refused["error"]["cause"]
     # The fix may lead with an app's declared environment (fix_context): from `mcp-jobs` on.

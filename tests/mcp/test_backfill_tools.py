@@ -59,10 +59,11 @@ async def test_a_write_runs_the_pass_and_a_second_needs_force(
         applied = await mcp.fails(
             "run_backfill", {"name": "normalize_emails", "write": True}, "BACKFILL_APPLIED"
         )
-        assert applied["next_call"]["arguments"]["force"] is True
-        forced_plan = await mcp.ok("run_backfill", {"name": "normalize_emails", "force": True})
-        assert forced_plan["plan"]["would_run"] is True
-        forced = await mcp.ok("run_backfill", applied["next_call"]["arguments"])
+        # Its next call is the forced dry run (the forced write is shown in the fix only).
+        assert applied["next_call"]["arguments"] == {"name": "normalize_emails", "force": True}
+        forced_plan = await mcp.ok("run_backfill", applied["next_call"]["arguments"])
+        assert forced_plan["mode"] == "dry_run" and forced_plan["plan"]["would_run"] is True
+        forced = await mcp.ok("run_backfill", {**applied["next_call"]["arguments"], "write": True})
         assert forced["start"]["run_id"] != start["run_id"]
         trace = await jobs.trace(forced["start"]["job_id"])
         assert [e.actor for e in trace.events if e.kind == "mcp.call"] == ["mcp:run_backfill"]

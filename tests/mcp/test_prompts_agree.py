@@ -145,12 +145,14 @@ async def test_run_backfill_safely_agrees_with_the_tools(
         by_code["BACKFILL_MIGRATION_PENDING"] = await call(
             "run_backfill", {"name": "needs_migration"}
         )
-        # The confirmation step: a user who says no, and a client that cannot ask them.
-        staging = {"name": "staging_only", "write": True}
+        # The confirmation step: a user who says no, and a client that cannot ask them. Of a
+        # write that would run: one that would be refused answers its refusal, asking nobody.
+        customers.declare(backfill_registry, name="second_sweep")
+        second = {"name": "second_sweep", "write": True}
         async with serve(jobs, mode, backfills=backfill_registry, person=Person("decline")) as no:
-            by_code["WRITE_DECLINED"] = (await no.call("run_backfill", staging)).data
+            by_code["WRITE_DECLINED"] = (await no.call("run_backfill", second)).data
         async with serve(jobs, mode, backfills=backfill_registry, elicitation=False) as unasked:
-            required = (await unasked.call("run_backfill", staging)).data
+            required = (await unasked.call("run_backfill", second)).data
         by_code["CONFIRMATION_REQUIRED"] = required
         answers += [by_code["WRITE_DECLINED"], required]
         called = await _check_prompt(

@@ -54,12 +54,11 @@ async def test_retry_from_a_step_makes_a_linked_run_and_the_old_one_stays_readab
             "retry_job", {"job_id": job_id, "from_step": "pack"}, "STEP_UNKNOWN"
         )
         assert "reserve, settle, ship" in unknown["cause"] and unknown["retryable"] is False
-        assert unknown["next_call"] == {
-            "tool": "retry_job",
-            "arguments": {"job_id": job_id, "from_step": "reserve"},
-        }
-        assert f"mcp-jobs jobs retry {job_id} --from-step reserve --database-url " in unknown["fix"]
-        again = await mcp.ok("retry_job", unknown["next_call"]["arguments"])
+        # A rerun is a write: with no step the name stands for, none is proposed, and the next
+        # call reads the job's steps.
+        assert unknown["next_call"] == {"tool": "inspect_job", "arguments": {"job_id": job_id}}
+        assert f"mcp-jobs jobs show {job_id} --json --database-url " in unknown["fix"]
+        again = await mcp.ok("retry_job", {"job_id": job_id, "from_step": "reserve"})
         assert again["rerun_of"] == new_run
 
         live = await mcp.fails(
@@ -92,11 +91,11 @@ async def test_a_pinned_server_reruns_and_reads_runs_of_its_tenant_only(
         await mcp.fails("retry_job", {"job_id": theirs.id, "from_step": "x"}, "JOB_NOT_FOUND")
         await mcp.fails("inspect_job", {"job_id": theirs.id, "run_id": run}, "JOB_NOT_FOUND")
     async with open_mcp(Settings(tenant="acme")) as mcp:
-        # A job without steps has no rerun point: the fix is the plain retry.
+        # A job without steps has no rerun point: the next call reads it.
         error = await mcp.fails(
             "retry_job", {"job_id": theirs.id, "from_step": "x"}, "STEP_UNKNOWN"
         )
-        assert error["next_call"] == {"tool": "retry_job", "arguments": {"job_id": theirs.id}}
+        assert error["next_call"] == {"tool": "inspect_job", "arguments": {"job_id": theirs.id}}
         seen = await mcp.ok("inspect_job", {"job_id": theirs.id, "run_id": run})
         assert seen["steps"] == [] and seen["steps_total"] == 0
 

@@ -98,7 +98,10 @@ async def test_an_unknown_resource_names_the_ones_there_are_and_echoes_the_uri_c
             assert len(error.message) < 1_000 and len(json.dumps(error.data)) < 1_000
 
 
-async def test_the_prompts_walk_an_agent_through_the_procedure(open_mcp: OpenMcp) -> None:
+async def test_the_prompts_walk_an_agent_through_the_procedure(
+    backfill_registry: BackfillRegistry, customers: Customers, open_mcp: OpenMcp
+) -> None:
+    customers.declare(backfill_registry)
     async with open_mcp() as mcp:
         prompts = {p.name: p for p in (await mcp.client.list_prompts()).prompts}
         assert set(prompts) == {"diagnose_stalled_jobs", "run_backfill_safely"}
@@ -146,8 +149,11 @@ async def test_a_prompts_arguments_are_names_bounded_and_quoted(open_mcp: OpenMc
         # A blank optional argument (a client's empty form field) is no argument.
         blank = await mcp.client.get_prompt("diagnose_stalled_jobs", {"queue": ""})
         assert "every queue" in _text(blank)
-        quoted = _text(await mcp.client.get_prompt("run_backfill_safely", {"name": 'say "hi"'}))
-        assert 'run_backfill {"name": "say \\"hi\\""}' in quoted, quoted
+        # A name with a quote is no backfill's (a declaration refuses it): the prompt refuses it.
+        with pytest.raises(MCPError) as caught:
+            await mcp.client.get_prompt("run_backfill_safely", {"name": 'say "hi"'})
+        assert isinstance(caught.value.error.data, dict)
+        assert caught.value.error.data["code"] == "BACKFILL_UNKNOWN"
 
 
 async def test_read_only_drops_the_prompt_that_ends_in_a_write(open_mcp: OpenMcp) -> None:

@@ -6,6 +6,7 @@ since the transaction rolled back is the application's, which only the applicati
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,9 @@ from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.enqueue import Enqueuer
 from engine.drivers.postgres.migrate import Conn
-from engine.errors import OutboxNoTxError
+from engine.drivers.postgres.sql import check_schema_name
+from engine.drivers.urls import without_password
+from engine.errors import OutboxNoTxError, OutboxWrongDatabaseError
 from engine.ids import new_id
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow
@@ -34,8 +37,54 @@ async def stage(
     if not ids:
         return []
     async with db.guard():
+        await _same_database(db, tx)
         await tx.execute(db.q["outbox_stage"], now, ids, [r.to_json() for r in requests])
     return ids
+
+
+# Where a connection's statements land: its database, the server (a server's start time tells
+# two apart, however each was reached: a host name, an address, a proxy), and the jobs' outbox
+# table there (None: no jobs schema in that database).
+_IDENTITY = (
+    "SELECT current_database() AS db, pg_postmaster_start_time() AS started, "
+    "to_regclass($1)::oid AS outbox"
+)
+# The physical connections already found to reach the jobs' database: each is asked once, so a
+# stage costs no extra round trip after its connection's first.
+_CHECKED: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+_JOBS: weakref.WeakKeyDictionary[Connections, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
+async def _same_database(db: Connections, tx: Any) -> None:
+    """Refuse `tx` unless it reaches the jobs' database: a row staged elsewhere would never be
+    published (OUTBOX_WRONG_DATABASE, as SQLite refuses another file)."""
+    # A pool's proxy stands for one physical connection while acquired; that one is checked.
+    physical = getattr(tx, "_con", None) or tx
+    table = f"{check_schema_name(db.schema)}.outbox"
+    jobs = await _jobs_identity(db, table)
+    if _CHECKED.get(physical) == jobs:
+        return
+    (row,) = await tx.fetch(_IDENTITY, table)
+    found = (row["db"], row["started"], row["outbox"])
+    if found != jobs:
+        # The jobs' server may have restarted since its identity was read: read it again.
+        jobs = await _jobs_identity(db, table, fresh=True)
+    if found != jobs:
+        here = f'database "{found[0]}"' + ("" if found[2] else " (no jobs schema there)")
+        if found[0] == jobs[0]:
+            here += " on another server"
+        fix = f"tx = await asyncpg.connect({without_password(db.dsn)!r})"
+        raise OutboxWrongDatabaseError(f'database "{jobs[0]}"', here, fix)
+    _CHECKED[physical] = jobs
+
+
+async def _jobs_identity(db: Connections, table: str, *, fresh: bool = False) -> tuple[Any, ...]:
+    """The jobs' own database as `_IDENTITY` reads it, read once per driver (or again)."""
+    known = _JOBS.get(db)
+    if known is None or fresh:
+        (row,) = await db.idempotent(lambda c: c.fetch(_IDENTITY, table))
+        known = _JOBS[db] = (row["db"], row["started"], row["outbox"])
+    return known
 
 
 async def claim(

@@ -29,6 +29,7 @@ import anyio.to_thread
 from engine.drivers.damage import UndecodableRow
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, Checkpointer
 from engine.drivers.sqlite.errors import (
+    UNBINDABLE,
     PathRefused,
     SqliteTooOldError,
     check_path,
@@ -349,8 +350,7 @@ class Executor:
                     conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error) and is_busy(exc):
                     raise
-                if isinstance(exc, sqlite3.Error | OverflowError | UndecodableRow):
-                    # OverflowError: sqlite3 could not bind an int past 64 bits.
+                if isinstance(exc, (sqlite3.Error, UndecodableRow, *UNBINDABLE)):
                     op.error = typed(self.path, exc)
                 else:
                     op.error = exc
@@ -376,7 +376,7 @@ def each_item(
         conn.execute("SAVEPOINT item")
         try:
             write(item)
-        except (JobsError, sqlite3.Error, OverflowError) as exc:
+        except (JobsError, sqlite3.Error, *UNBINDABLE) as exc:
             if not conn.in_transaction or (isinstance(exc, sqlite3.Error) and is_busy(exc)):
                 raise
             conn.execute("ROLLBACK TO item")

@@ -30,10 +30,16 @@ from engine.drivers.sqlite import report as report_sql
 from engine.drivers.sqlite import reruns as reruns_sql
 from engine.drivers.sqlite import settled_counts as settled_sql
 from engine.drivers.sqlite.connection import Executor
-from engine.drivers.sqlite.errors import OutboxOtherSqliteError, OutboxWrongDatabaseError, convert
+from engine.drivers.sqlite.errors import (
+    UNBINDABLE,
+    OutboxNoSqliteTxError,
+    OutboxOtherFileError,
+    OutboxOtherSqliteError,
+    convert,
+)
 from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.wakeups import file_key, shared_feed, shared_waker
-from engine.errors import InvalidArgumentError, JobsError, OutboxNoTxError
+from engine.errors import InvalidArgumentError, JobsError
 from engine.ids import new_id
 from engine.inbound_events import EventCursor, InboundEvent
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
@@ -403,9 +409,9 @@ class SqliteDriver:
             other = _other_sqlite(tx)
             if other is not None:
                 raise OutboxOtherSqliteError(other, sqlite3.__name__, self.path)
-            raise OutboxNoTxError(self.kind)
+            raise OutboxNoSqliteTxError
         if not tx.in_transaction:
-            raise OutboxNoTxError(self.kind)
+            raise OutboxNoSqliteTxError
         now = self.clock.now_ms()
         ids: list[str] = []
         try:
@@ -414,7 +420,7 @@ class SqliteDriver:
                 row_id = new_id()
                 tx.execute(q.STAGE, {"id": row_id, "staged_at": now, "request": request.to_json()})
                 ids.append(row_id)
-        except (sqlite3.Error, OverflowError) as exc:
+        except (sqlite3.Error, *UNBINDABLE) as exc:
             raise convert(self.path, exc) from exc
         return ids
 
@@ -424,7 +430,7 @@ class SqliteDriver:
         for _seq, schema, filename in tx.execute("PRAGMA database_list"):
             if schema == "main":
                 if not filename or file_key(filename) != file_key(self.path):
-                    raise OutboxWrongDatabaseError(self.path, filename or ":memory:")
+                    raise OutboxOtherFileError(self.path, filename or ":memory:")
                 return
 
     async def outbox_claim(

@@ -35,6 +35,8 @@ from engine.errors import (
     DriverUnavailableError,
     InvalidArgumentError,
     JobsError,
+    OutboxNoTxError,
+    OutboxWrongDatabaseError,
     StorageFullError,
     StoreDamagedError,
 )
@@ -56,21 +58,31 @@ _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 _IN_THE_WAY = (errno.EEXIST, errno.ENOTDIR)
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# What sqlite3 raises for a value it cannot bind (an int past 64 bits, text with a lone
+# surrogate): that value's refusal, not the database's, so it fails only the write carrying it.
+UNBINDABLE = (OverflowError, UnicodeEncodeError)
 
 # The unique index rule 2's dedupe stands on (schema.sql), and its table.
 LIVE_KEY_INDEX, JOBS_TABLE = "mcp_jobs_jobs_live_key", "mcp_jobs_jobs"
 
 
-class OutboxWrongDatabaseError(JobsError):
-    code = "OUTBOX_WRONG_DATABASE"
-    title = "outbox staging was given a connection to another database file"
+class OutboxOtherFileError(OutboxWrongDatabaseError):
+    """OUTBOX_WRONG_DATABASE for a sqlite3 connection to another file than the jobs'."""
 
     def __init__(self, jobs_path: str, tx_path: str) -> None:
-        super().__init__(
-            f"stage() was given a connection to {tx_path}, but the jobs live in {jobs_path}; a "
-            "row staged there would never be published, and a commit is atomic per file only",
-            f"tx = sqlite3.connect({jobs_path!r})",
-            details={"jobs_path": jobs_path, "tx_path": tx_path},
+        super().__init__(jobs_path, tx_path, f"tx = sqlite3.connect({jobs_path!r})")
+
+
+class OutboxNoSqliteTxError(OutboxNoTxError):
+    """OUTBOX_NO_TX with the sqlite3 form of its fix: a sqlite3 connection has no
+    `.transaction()`; BEGIN opens one (in any isolation_level) and commit() ends it."""
+
+    def __init__(self) -> None:
+        JobsError.__init__(
+            self,
+            "sqlite: stage() was given a connection that is not inside a transaction, so the "
+            "job could exist without the write it belongs to",
+            'conn.execute("BEGIN"); await jobs.stage(conn, name, input); conn.commit()',
         )
 
 
@@ -178,6 +190,13 @@ def convert(path: str, exc: BaseException) -> JobsError:
             "an integer outside SQLite's 64-bit INTEGER",
             str(exc),
             f"pass whole numbers from {INT64_MIN} to {INT64_MAX}",
+        )
+    if isinstance(exc, UnicodeEncodeError):
+        return SqliteValueRefusedError(
+            path,
+            "text that UTF-8 cannot encode",
+            str(exc),
+            "pass text with no lone surrogate (engine.storable.storable_text replaces them)",
         )
     if code in _VALUE_CODES or isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError):
         detail = f"{name}: {exc}"

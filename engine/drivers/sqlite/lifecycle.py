@@ -23,7 +23,13 @@ from engine.drivers.sqlite.codec import (
     step_from_row,
 )
 from engine.drivers.sqlite.connection import each_item
-from engine.drivers.sqlite.errors import is_busy, live_key_broken, live_key_off, undecodable
+from engine.drivers.sqlite.errors import (
+    UNBINDABLE,
+    is_busy,
+    live_key_broken,
+    live_key_off,
+    undecodable,
+)
 from engine.drivers.sqlite.library import sqlite3
 from engine.errors import (
     JobDuplicateError,
@@ -278,7 +284,8 @@ def ack_many(
                 )
             }
             conn.execute(q.RELEASE_SLOTS_MANY, {"job_ids": json.dumps(sorted(acked))})
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, *UNBINDABLE) as exc:
+            # Item by item below, which says whose value it was.
             if not conn.in_transaction or is_busy(exc):
                 raise
             conn.execute("ROLLBACK TO ack_many")

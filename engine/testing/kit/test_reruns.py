@@ -152,8 +152,9 @@ async def test_an_unknown_step_is_refused_with_the_run_s_steps(
     error = raised.value
     assert error.code == "STEP_UNKNOWN" and not error.retryable
     assert "a, b, c" in error.cause and '"ship"' in error.cause
-    assert error.fix == f"mcp-jobs jobs retry {dead.id} --from-step a"
-    assert error.next_call is not None and error.next_call.arguments["from_step"] == "a"
+    # A rerun is a write: none is proposed for a name that stands for no step; the job is read.
+    assert error.fix == f"mcp-jobs jobs show {dead.id} --json"
+    assert error.next_call is not None and error.next_call.tool == "inspect_job"
     assert await jobs.get(dead.id) == dead  # nothing changed
 
 
@@ -232,7 +233,12 @@ async def test_another_run_s_steps_are_not_read_through_this_job(
     one = await _dead(jobs, three, 1)
     three.ran = {"a": 0, "b": 0, "c": 0}
     two = await _dead(jobs, three, 2)
-    assert await jobs.run_steps(one.id, two.run_id) == []
+    # Neither another job's run nor a run id no job had reads as a run with no steps.
+    for wrong in (two.run_id, "nosuch"):
+        with pytest.raises(JobsError) as refused:
+            await jobs.run_steps(one.id, wrong)
+        assert refused.value.code == "RUN_NOT_FOUND" and not refused.value.retryable
+        assert (refused.value.details or {}).get("runs") == [one.run_id]
 
 
 async def test_two_processes_rerun_one_job_once(

@@ -31,7 +31,7 @@ from mcp_jobs.operations.models import (
     WaitForJobResult,
 )
 from mcp_jobs.server.apps_ui import UI_META
-from mcp_jobs.server.arguments import ServerCap
+from mcp_jobs.server.arguments import ServerCap, mended
 from mcp_jobs.server.calls import ToolContext, run_tool
 from mcp_jobs.server.state import AppState
 from schemas.states import JobState
@@ -191,7 +191,10 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
         ctx: ToolContext,
         queue: Annotated[str | None, Field(description="only this queue")] = None,
     ) -> Annotated[CallToolResult, DiagnoseQueueResult]:
-        return await run_tool(ctx, "diagnose_queue", lambda s: operations.diagnose_queue(s, queue))
+        # A queue in another spelling is mended to the call with the known one, as queue_stats'.
+        return await run_tool(
+            ctx, "diagnose_queue", lambda s: operations.diagnose_queue(s, queue, mend=mended)
+        )
 
     @server.tool(
         name="database_report",
