@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
 import math
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -29,6 +30,7 @@ TOKEN_ENV = "MCP_JOBS_TOKEN"
 TOKEN_FILE_ENV = "MCP_JOBS_TOKEN_FILE"
 SESSION_IDLE_ENV = "MCP_JOBS_SESSION_IDLE_SECONDS"
 MAX_SESSIONS_ENV = "MCP_JOBS_MAX_SESSIONS"
+ALLOWED_HOSTS_ENV = "MCP_JOBS_ALLOWED_HOSTS"
 DEFAULT_ENVIRONMENT = "development"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -102,6 +104,9 @@ class Settings:
     token_source: str = TOKEN_ENV
     session_idle_seconds: float = DEFAULT_SESSION_IDLE_SECONDS
     max_sessions: int = DEFAULT_MAX_SESSIONS
+    # Host names beyond this machine's that a loopback server answers (a TLS proxy in front
+    # that forwards the Host it was reached by); the rest are refused against DNS rebinding.
+    allowed_hosts: tuple[str, ...] = ()
     limits: ServerLimits = field(default_factory=ServerLimits)
     # Set: HTTP takes OAuth access tokens (JWTs) instead of the static token.
     oauth: OAuthSettings | None = None
@@ -153,11 +158,13 @@ def http_settings(
     session_idle_seconds: float | None = None,
     max_sessions: int | None = None,
     oauth: Mapping[str, str | None] | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Settings:
     """`settings` for `serve --transport http`: each flag given here wins over its `MCP_JOBS_*`
     variable, and the token is read from its file when one is named. Read only when serving
     HTTP, so a bad value here never breaks another command. `oauth` holds the `--oauth-*` flags
-    by name (`issuer`, `audience`, `jwks_url`, `resource_url`, `algorithms`, `tenant_claim`)."""
+    by name (`issuer`, `audience`, `jwks_url`, `resource_url`, `algorithms`, `tenant_claim`);
+    `allowed_hosts` the `--allowed-host` flags."""
     token_file_flag = token_file is not None
     token_file = token_file or os.environ.get(TOKEN_FILE_ENV) or None
     token, source = settings.token, TOKEN_ENV
@@ -192,8 +199,45 @@ def http_settings(
         token_source=source,
         session_idle_seconds=session_idle_seconds,
         max_sessions=max_sessions,
+        allowed_hosts=read_allowed_hosts(allowed_hosts),
         oauth=oauth_settings,
     )
+
+
+def add_allowed_host(parser: argparse.ArgumentParser) -> None:
+    """`--allowed-host`, read by `read_allowed_hosts`: for `serve` and `dashboard` alike."""
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME",
+        help="a Host name a proxy in front forwards, answered besides this machine's (repeat "
+        f"for more; default: ${ALLOWED_HOSTS_ENV}, comma-separated)",
+    )
+
+
+def read_allowed_hosts(flags: Sequence[str] | None) -> tuple[str, ...]:
+    """The `--allowed-host` names, else MCP_JOBS_ALLOWED_HOSTS (comma-separated): each a host
+    name or IP address, without a port (any port is allowed)."""
+    given = bool(flags)
+    values = list(flags or ()) if given else os.environ.get(ALLOWED_HOSTS_ENV, "").split(",")
+    names: list[str] = []
+    for value in values:
+        name = value.strip().lower()
+        if not name and not given:
+            continue  # an empty variable, or a trailing comma
+        if not _is_host(name.strip("[]")):
+            near = re.sub(r"[^a-z0-9.-]", "", name.split("//")[-1].split(":")[0].split("/")[0])
+            near = near.strip(".-") or "localhost"
+            expected = "a host name or IP address, without a scheme or port"
+            if given:
+                fix = f"mcp-jobs serve --transport http --allowed-host {near}"
+                raise HttpSettingInvalidError(
+                    "--allowed-host", value, expected, fix, flag="--allowed-host", nearest=near
+                )
+            fix = f"export {ALLOWED_HOSTS_ENV}={near}"
+            raise HttpSettingInvalidError(ALLOWED_HOSTS_ENV, value, expected, fix)
+        names.append(name)
+    return tuple(dict.fromkeys(names))
 
 
 def _conflict_fix(source: str, *, token_file_flag: bool) -> str:

@@ -12,7 +12,7 @@ import argparse
 
 from mcp_jobs.cli.commands import open_jobs
 from mcp_jobs.cli.mend import print_failure
-from mcp_jobs.config import DEFAULT_HOST, Settings
+from mcp_jobs.config import DEFAULT_HOST, Settings, add_allowed_host
 
 DEFAULT_DASHBOARD_PORT = 8766
 
@@ -39,6 +39,7 @@ def add_parser(
     dashboard.add_argument(
         "--token-file", metavar="PATH", help="read the token from this file (beyond loopback)"
     )
+    add_allowed_host(dashboard)
     dashboard.add_argument(
         "--read-only", action="store_true", help="no retry, cancel, pause or resume actions"
     )
@@ -55,7 +56,9 @@ async def dashboard_command(args: argparse.Namespace, settings: Settings) -> int
     from mcp_jobs.server.http_serve import bind
 
     try:
-        settings = http_settings(settings, token_file=args.token_file)
+        settings = http_settings(
+            settings, token_file=args.token_file, allowed_hosts=args.allowed_host
+        )
         auth = standalone_auth(settings)  # refused before anything opens or listens
         configure_logging(json=args.log_format == "json", level=args.log_level)
         sock = bind(settings.host, settings.port)

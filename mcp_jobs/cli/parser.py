@@ -17,6 +17,7 @@ from mcp_jobs.config import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_PORT,
     DEFAULT_SESSION_IDLE_SECONDS,
+    add_allowed_host,
 )
 from mcp_jobs.operations.bulk import CancelState, RetryState
 from schemas.states import JOB_STATES, SETTLED_STATES
@@ -253,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="HTTP sessions open at once; one more is refused with 503 (default: "
         f"$MCP_JOBS_MAX_SESSIONS, else {DEFAULT_MAX_SESSIONS})",
     )
+    add_allowed_host(serve)
     serve.add_argument(
         "--oauth-issuer",
         metavar="URL",

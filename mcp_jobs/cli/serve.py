@@ -57,6 +57,7 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
                 session_idle_seconds=args.session_idle_seconds,
                 max_sessions=args.max_sessions,
                 oauth=oauth_flags(args),
+                allowed_hosts=args.allowed_host,
             )
             if settings.oauth is None:
                 require_token(settings)

@@ -56,7 +56,9 @@ def standalone_auth(settings: Settings) -> DashboardAuth:
     """`mcp-jobs dashboard`: none on loopback (Host checked), the token rule beyond it
     (TOKEN_REQUIRED, TOKEN_TOO_SHORT, as `serve --transport http`)."""
     if is_loopback(settings.host):
-        return DashboardAuth(None, LOOPBACK_NAMES | {settings.host.lower()})
+        return DashboardAuth(
+            None, LOOPBACK_NAMES | {settings.host.lower(), *settings.allowed_hosts}
+        )
     return DashboardAuth(static_verifier(require_token(settings)))
 
 

@@ -20,6 +20,7 @@ import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
 from engine.ports import free_port
@@ -49,6 +50,7 @@ def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = Non
         max_request_body_size=limit,
         session_idle_timeout=settings.session_idle_seconds,
         max_sessions=settings.max_sessions,
+        transport_security=rebinding_guard(settings),
     )
     app = AnswerInvalidIds(app, limit)
     if settings.oauth is not None:
@@ -58,6 +60,25 @@ def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = Non
     if jobs is not None:
         app = WithDashboard(app, settings, jobs)
     return LogRefusedRequests(app)
+
+
+def rebinding_guard(settings: Settings) -> TransportSecuritySettings | None:
+    """What the SDK checks Host and Origin against on a loopback server: this machine's names
+    and `settings.allowed_hosts`, on any port (None: the SDK's own choice, the same without
+    allowed hosts; it guards loopback binds only)."""
+    if not settings.allowed_hosts or not is_loopback(settings.host):
+        return None
+    names = ["127.0.0.1", "localhost", "[::1]", *settings.allowed_hosts]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[form for name in names for form in (name, f"{name}:*")],
+        allowed_origins=[
+            origin
+            for name in names
+            for scheme in ("http", "https")
+            for origin in (f"{scheme}://{name}", f"{scheme}://{name}:*")
+        ],
+    )
 
 
 def bind(host: str, port: int) -> socket.socket:

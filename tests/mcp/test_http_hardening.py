@@ -21,6 +21,7 @@ from engine import JobRegistry, connect
 from mcp_jobs.cli.entry import main
 from mcp_jobs.cli.parser import UsageError, build_parser
 from mcp_jobs.config import Settings, http_settings
+from mcp_jobs.dashboard.auth import standalone_auth
 from mcp_jobs.errors import (
     HttpBindError,
     HttpSettingInvalidError,
@@ -364,3 +365,49 @@ async def test_a_request_whose_id_is_no_string_or_integer_is_answered() -> None:
         assert (
             await http.post(listening.url, json=told, headers=_in_session(session))
         ).status_code == 202
+
+
+async def test_a_host_a_proxy_forwards_is_answered_once_allowed() -> None:
+    # A TLS proxy on this machine forwards the Host it was reached by: a loopback server
+    # refused every request (421) until --allowed-host; other names stay refused.
+    proxied = {**HEADERS, "Authorization": f"Bearer {TOKEN}", "Host": "jobs.example.com"}
+    origin = {**proxied, "Origin": "https://jobs.example.com"}
+    async with running(_settings()) as listening, httpx2.AsyncClient() as http:
+        assert (await http.post(listening.url, json=INITIALIZE, headers=proxied)).status_code == 421
+    allowed = _settings(allowed_hosts=("jobs.example.com",))
+    async with running(allowed) as listening, httpx2.AsyncClient() as http:
+        for headers in (proxied, origin, {**proxied, "Host": "jobs.example.com:443"}):
+            answer = await http.post(listening.url, json=INITIALIZE, headers=headers)
+            assert answer.status_code == 200, answer.text
+        local = {**HEADERS, "Authorization": f"Bearer {TOKEN}"}
+        assert (await http.post(listening.url, json=INITIALIZE, headers=local)).status_code == 200
+        evil = {**proxied, "Host": "evil.example.com"}
+        assert (await http.post(listening.url, json=INITIALIZE, headers=evil)).status_code == 421
+        bad_origin = {**proxied, "Origin": "https://evil.example.com"}
+        assert (
+            await http.post(listening.url, json=INITIALIZE, headers=bad_origin)
+        ).status_code == 403
+
+
+def test_allowed_hosts_come_from_the_flag_else_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MCP_JOBS_ALLOWED_HOSTS", "Jobs.Example.com, ,10.0.0.5,")
+    assert http_settings(Settings(token=TOKEN)).allowed_hosts == ("jobs.example.com", "10.0.0.5")
+    flagged = http_settings(Settings(token=TOKEN), allowed_hosts=["a.example"])
+    assert flagged.allowed_hosts == ("a.example",)
+    # The standalone dashboard on loopback checks Host against the same names.
+    hosts = standalone_auth(flagged).hosts
+    assert hosts is not None and "a.example" in hosts and "jobs.example.com" not in hosts
+    parsed = build_parser().parse_args(
+        ["serve", "--allowed-host", "a.example", "--allowed-host", "b.example"]
+    )
+    assert parsed.allowed_host == ["a.example", "b.example"]
+    with pytest.raises(HttpSettingInvalidError) as from_flag:
+        http_settings(Settings(token=TOKEN), allowed_hosts=["https://jobs.example.com:443/"])
+    assert from_flag.value.fix.endswith("--allowed-host jobs.example.com")
+    assert not from_flag.value.retryable
+    monkeypatch.setenv("MCP_JOBS_ALLOWED_HOSTS", "jobs example")
+    with pytest.raises(HttpSettingInvalidError) as from_env:
+        http_settings(Settings(token=TOKEN))
+    assert from_env.value.fix == "export MCP_JOBS_ALLOWED_HOSTS=jobsexample"
