@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ast
-import sqlite3
 from pathlib import Path
 from typing import Literal
 
@@ -12,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, JobsError, ManualClock, connect, job
+from engine.drivers.sqlite.library import sqlite3  # the driver's module: stdlib or pysqlite3
 from engine.outbox import OutboxRelay
 
 
