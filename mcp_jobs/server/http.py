@@ -11,8 +11,10 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 from contextvars import ContextVar
 from typing import Any
+from urllib.parse import urlsplit
 
 import pydantic_core
 from mcp.server.auth.provider import AccessToken
@@ -20,7 +22,8 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_jobs.config import TOKEN_ENV, Settings
+from engine.errors import short_repr
+from mcp_jobs.config import ALLOWED_HOSTS_ENV, TOKEN_ENV, Settings
 from mcp_jobs.errors import TokenRequiredError, TokenTooShortError, new_token_line, token_file_line
 from mcp_jobs.server.request_ids import read_message
 
@@ -108,7 +111,9 @@ def refusal_reason(authorization: str | None) -> str:
 class LogRefusedRequests:
     """ASGI middleware around the MCP app: a 401 answer is logged as a warning naming the
     remote address, the method and path, and whether the token was missing, malformed or wrong
-    (with the verifier's why, when it gave one); a 403 `insufficient_scope` answer likewise."""
+    (with the verifier's why, when it gave one); a 403 `insufficient_scope` answer likewise.
+    The SDK's bare "Invalid Host header" (421) and "Invalid Origin header" (403) answers say
+    what they mean and the `--allowed-host` that admits a proxy's name."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -119,18 +124,66 @@ class LogRefusedRequests:
             return
         notes: list[str] = []
         reset = refusal_notes.set(notes)
+        held: list[Message] = []
 
         async def watch(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] == 401:
                 _log_refusal(scope, notes)
             elif message["type"] == "http.response.start" and _lacks_scope(message):
                 _log_refusal(scope, notes, reason="under-scoped")
+            elif message["type"] == "http.response.start" and message["status"] in (403, 421):
+                held.append(message)  # the SDK's Host / Origin guard, or another 403
+                return
+            elif held and message["type"] == "http.response.body":
+                start, message = _explained(scope, held.pop(), message)
+                await send(start)
             await send(message)
 
         try:
             await self.app(scope, receive, watch)
         finally:
             refusal_notes.reset(reset)
+
+
+def _explained(scope: Scope, start: Message, body: Message) -> tuple[Message, Message]:
+    """A held refusal (`start`, `body`) with the guard's bare text replaced by what it means."""
+    said = _guard_refusal(scope, body.get("body", b""))
+    if said is None:
+        return start, body
+    text = said.encode()
+    headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(text)).encode()))
+    return {**start, "headers": headers}, {**body, "body": text, "more_body": False}
+
+
+def _guard_refusal(scope: Scope, body: bytes) -> str | None:
+    """What the SDK's DNS-rebinding guard's bare refusal means and how to allow the name, when
+    `body` is one of its answers; else None (the body stays)."""
+    if body == b"Invalid Host header":
+        given, header = _header(scope, b"host"), "Host"
+        name = given.rsplit(":", 1)[0] if given.count(":") == 1 else given
+    elif body == b"Invalid Origin header":
+        given, header = _header(scope, b"origin"), "Origin"
+        name = urlsplit(given).hostname or ""
+    else:
+        return None
+    flag = name if _HOST_NAME.fullmatch(name) else "NAME"
+    return (
+        f"the {header} {short_repr(given)} is not one this server answers (on a loopback "
+        "address it answers this machine's names only, against DNS rebinding); a proxy in "
+        f"front that forwards it needs it allowed: serve --allowed-host {flag} "
+        f"(or {ALLOWED_HOSTS_ENV}={flag})\n"
+    )
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9.-]{1,253}")
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return ""
 
 
 def _lacks_scope(start: Message) -> bool:

@@ -373,7 +373,16 @@ async def test_a_host_a_proxy_forwards_is_answered_once_allowed() -> None:
     proxied = {**HEADERS, "Authorization": f"Bearer {TOKEN}", "Host": "jobs.example.com"}
     origin = {**proxied, "Origin": "https://jobs.example.com"}
     async with running(_settings()) as listening, httpx2.AsyncClient() as http:
-        assert (await http.post(listening.url, json=INITIALIZE, headers=proxied)).status_code == 421
+        refused = await http.post(listening.url, json=INITIALIZE, headers=proxied)
+        # The guard's bare "Invalid Host header", said with the setting that admits the name.
+        assert refused.status_code == 421
+        assert "--allowed-host jobs.example.com" in refused.text
+        assert "MCP_JOBS_ALLOWED_HOSTS=jobs.example.com" in refused.text
+        authorized = {**HEADERS, "Authorization": f"Bearer {TOKEN}"}
+        cross_origin = {**authorized, "Origin": "https://app.example"}
+        crossed = await http.post(listening.url, json=INITIALIZE, headers=cross_origin)
+        assert crossed.status_code == 403 and "--allowed-host app.example" in crossed.text
+        assert int(crossed.headers["content-length"]) == len(crossed.content)
     allowed = _settings(allowed_hosts=("jobs.example.com",))
     async with running(allowed) as listening, httpx2.AsyncClient() as http:
         for headers in (proxied, origin, {**proxied, "Host": "jobs.example.com:443"}):
