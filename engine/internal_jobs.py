@@ -18,8 +18,9 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from engine import bounds
 from engine.bounds import MAX_NAME_BYTES
-from engine.errors import JobsError
+from engine.errors import InvalidArgumentError, JobsError
 from schemas.errors import NextCall
 from schemas.jobs import JobRecord
 
@@ -38,9 +39,10 @@ def dry_run_command(name: str) -> str:
 def _backfill_named(input: object) -> str | None:
     """The backfill a pass's input names, when it names one that a command line can carry."""
     name = input.get("name") if isinstance(input, Mapping) else getattr(input, "name", None)
-    if not isinstance(name, str) or not name.strip() or "\x00" in name:
+    try:
+        return bounds.text("name", name, MAX_NAME_BYTES)
+    except InvalidArgumentError:
         return None
-    return name if len(name.encode("utf-8", "surrogatepass")) <= MAX_NAME_BYTES else None
 
 
 class JobInternalError(JobsError):

@@ -29,8 +29,7 @@ def _stray_cancel() -> None:
 
 
 async def _cancelled_child() -> None:
-    child = asyncio.get_running_loop().create_task(asyncio.sleep(3600))
-    await asyncio.sleep(0)
+    child = asyncio.get_running_loop().create_task(asyncio.Event().wait())
     child.cancel()
     await child  # the child's cancellation, re-raised in this body: not the worker's
 

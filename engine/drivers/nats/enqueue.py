@@ -109,16 +109,17 @@ async def take_key(
     doc: JobDoc,
     base: int,
     written: list[tuple[str, int]] | None = None,
+    encoded: Encoded | None = None,
 ) -> JobRecord:
     """Make `doc`'s job the live holder of `key` and write `doc` over revision `base` (0: a new
     job): create the index key holding `doc` as the intent, or clear a stale one and try again.
     Raises `Duplicate` with another live holder, `Moved` when the job changed since `base`.
-    `written` is told each (key, revision) written, for a batch that must take them back."""
+    `written` is told each (key, revision) written, for a batch that must take them back.
+    `encoded`: `doc` and its intent as `encode` made them (a new job's, already measured)."""
     written = [] if written is None else written
     dkey = keys.dedupe(key)
     job_id = doc.record.id
-    raw = encode_doc(doc)
-    value = intent(job_id, raw, base)
+    raw, value = encoded or encode(doc, base)
     for _ in range(MAX_CONFLICTS):
         mine = await store.write(dkey, value, 0)
         if mine is not None:
@@ -147,19 +148,22 @@ async def take_key(
     raise store.contended(dkey)
 
 
-def intent(job_id: str, raw: bytes, base: int) -> bytes:
-    """A dedupe key's value: the job's id and base revision, and its document as a string."""
-    return dumps({"id": job_id, "doc": raw.decode(), "base": base})
+# A job document as stored, and its dedupe key's value (the intent) naming it.
+Encoded = tuple[bytes, bytes]
 
 
-def check_fits(store: Store, request: EnqueueRequest, now: int) -> None:
+def encode(doc: JobDoc, base: int) -> Encoded:
+    """`doc` as stored, and the intent a dedupe key holds for it: the job's id and base
+    revision, and its document as a string."""
+    raw = encode_doc(doc)
+    return raw, dumps({"id": doc.record.id, "doc": raw.decode(), "base": base})
+
+
+def check_fits(store: Store, request: EnqueueRequest, encoded: Encoded) -> None:
     """INVALID_ARGUMENT naming the input bound this server takes, when the job's value (kept
     `SETTLE_ROOM` short, for its steps and errors) or its dedupe key's could not be written."""
-    raw = encode_doc(JobDoc(new_record(request, now)))
-    over = max(
-        len(raw) - store.bound(SETTLE_ROOM),
-        len(intent(request.id, raw, 0)) - store.bound(),
-    )
+    raw, value = encoded
+    over = max(len(raw) - store.bound(SETTLE_ROOM), len(value) - store.bound())
     if over <= 0:
         return
     size = len(pydantic_core.to_json(request.input))
@@ -200,8 +204,12 @@ async def enqueue(
             )
         planned.setdefault(key, request)
         order.append((key, request))
-    for request in planned.values():  # before anything is written: the batch is refused whole
-        check_fits(store, request, now)
+    # Each new job encoded once, and measured before anything is written: the batch is refused
+    # whole.
+    docs = {r.id: JobDoc(new_record(r, now)) for r in planned.values()}
+    encoded = {job_id: encode(doc, 0) for job_id, doc in docs.items()}
+    for request in planned.values():
+        check_fits(store, request, encoded[request.id])
     for key, request in planned.items():
         if request.on_conflict == "error":
             holder = await live_holder(store, key)
@@ -213,11 +221,11 @@ async def enqueue(
     written: dict[str, list[tuple[str, int]]] = {}
 
     async def place(request: EnqueueRequest) -> EnqueueResult:
-        doc = JobDoc(new_record(request, now))
+        doc = docs[request.id]
         async with gate:
             try:
                 mine = written.setdefault(request.id, [])
-                record = await take_key(store, key_of(request), doc, 0, mine)
+                record = await take_key(store, key_of(request), doc, 0, mine, encoded[request.id])
             except Duplicate as dup:
                 held = dup.holder
                 return EnqueueResult(id=held.id, run_id=held.run_id, deduped=True, state=held.state)
