@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from engine.extras import upgrade_line
 from engine.meant import meant_note
+from engine.shell_words import shell_join, shell_word
 from schemas.errors import ErrorPayload, NextCall, RetryClass
 
 REGISTRY: dict[str, type[JobsError]] = {}
@@ -176,13 +177,17 @@ class JobUnknownError(JobsError):
     code = "JOB_UNKNOWN"
     title = "no job is registered under this name"
 
-    def __init__(self, job: str, known: Sequence[str]) -> None:
-        hint, meant = meant_note(job, known)
+    def __init__(self, job: str, known: Sequence[str], *, paused: Sequence[str] = ()) -> None:
+        """`paused`: names paused though nothing is registered under them (a resume's), meant
+        as the registered ones are but listed apart: a pause registers no job."""
+        hint, meant = meant_note(job, [*known, *paused])
+        also = {"paused": sorted(paused)} if paused else {}
+        listed = f"; paused: {_names(paused)}" if paused else ""
         super().__init__(
-            f'no job named "{job}" is registered here{hint} (registered: {_names(known)})',
+            f'no job named "{job}" is registered here{hint} (registered: {_names(known)}{listed})',
             "mcp-jobs jobs describe --json",
             next_call=_call("describe_jobs"),
-            details={"job": job, "known": sorted(known), **meant},
+            details={"job": job, "known": sorted(known), **also, **meant},
         )
 
 
@@ -279,10 +284,27 @@ class JobNotFoundError(JobsError):
         self.job_id = job_id  # as the caller gave it: a face mends its call from it
         scope = f" in tenant {tenant_id}" if tenant_id is not None else ""
         super().__init__(
-            f"no job {job_id}{scope}{_not_an_id(job_id)}",
+            f"no job {job_id}{scope}{_not_an_id(job_id)}{_made_at(job_id)}",
             "mcp-jobs jobs ls --json",
             next_call=_call("list_jobs", tenant_id=tenant_id),
         )
+
+
+def _made_at(job_id: str) -> str:
+    """When a well-formed id was made (its first 48 bits, engine.ids), and that retention
+    prunes settled jobs: an id an agent was handed is more often pruned than mistyped. Nothing
+    for an id no job was made with (malformed, before 2001, or ahead of this clock)."""
+    if len(job_id) != _ID_DIGITS or not all(c in "0123456789abcdef" for c in job_id):
+        return ""
+    made = int(job_id[:12], 16)
+    if not 10**12 <= made <= time.time_ns() // 1_000_000 + 86_400_000:
+        return ""
+    from engine.instants import iso  # it imports this module
+
+    return (
+        f"; its id was made at {iso(made)}: it may have been pruned by retention once it "
+        "settled (by default done and cancelled jobs are kept 7 days, failed and dead 30)"
+    )
 
 
 class JobNotRetryableError(JobsError):
@@ -334,7 +356,7 @@ class RerunStepUnknownError(JobsError):
             f"{', '.join(known) if known else 'none'}"
         )
         if meant:
-            fix = f"mcp-jobs jobs retry {job_id} --from-step {_shell_word(meant['meant'])}"
+            fix = f"mcp-jobs jobs retry {job_id} --from-step {shell_word(meant['meant'])}"
         else:
             fix = f"mcp-jobs jobs show {job_id} --json"
         super().__init__(
@@ -360,15 +382,10 @@ class RerunStepUnreachedError(JobsError):
             f'step "{step}" of run {run_id} comes after step "{first_open}", which is '
             f"{status}, not completed; a rerun keeps only completed steps before its point, "
             f'so it can start at "{first_open}" or earlier',
-            f"mcp-jobs jobs retry {job_id} --from-step {_shell_word(first_open)}",
+            f"mcp-jobs jobs retry {job_id} --from-step {shell_word(first_open)}",
             next_call=_call("retry_job", job_id=job_id, from_step=first_open),
             details={"job_id": job_id, "run_id": run_id, "step": step, "first_open": first_open},
         )
-
-
-def _shell_word(text: str) -> str:
-    """`text` as one shell word, so a fix naming a step with spaces still runs as given."""
-    return shlex.quote(text)
 
 
 # --- execution ----------------------------------------------------------------------------------
@@ -706,6 +723,35 @@ class OutboxNoTxError(JobsError):
         )
 
 
+class OutboxTxKindError(InvalidArgumentError):
+    """INVALID_ARGUMENT for stage() handed no transaction of the kind its driver stages through
+    (another library's connection, a pool, a string): said as such, since OUTBOX_NO_TX's fix
+    (open a transaction on it) cannot mend it. `takes`: that kind in words; `fix`: how to get
+    one."""
+
+    def __init__(self, driver: str, given: object, takes: str, fix: str) -> None:
+        kind = type_name(given)
+        JobsError.__init__(
+            self,
+            f"{driver}: stage() was given a value of type {kind}, but this driver stages through "
+            f"{takes}",
+            fix,
+            details={"argument": "tx", "expected": takes, "given_type": kind},
+        )
+        self.argument = "tx"
+        self.value = given
+        self.expected = takes
+        self.nearest = NOTHING_NEAR
+        self.fix_said = False
+
+
+def type_name(value: object) -> str:
+    """`value`'s type as a reader knows it: `str`, `sqlite3.Connection`, `asyncpg.pool.Pool`."""
+    kind = type(value)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
 class RunNotFoundError(JobsError):
     code = "RUN_NOT_FOUND"
     title = "this job has no run with this id"
@@ -719,7 +765,25 @@ class RunNotFoundError(JobsError):
         super().__init__(
             f"job {job_id} has no run {short_repr(run_id)}; its runs, newest first: "
             f"{', '.join(runs)}",
-            shlex.join(["mcp-jobs", "jobs", "show", job_id, *shown, "--json"]),
+            shell_join(["mcp-jobs", "jobs", "show", job_id, *shown, "--json"]),
             next_call=NextCall(tool="inspect_job", arguments=arguments),
             details={"job_id": job_id, "run_id": run_id, "runs": list(runs)},
+        )
+
+
+class WorkerAlreadyRunningError(JobsError):
+    """A second run of one Worker while it runs: two loops would claim into one worker's slots
+    and state. Refused at the call, and the run going on is left as it was."""
+
+    code = "WORKER_ALREADY_RUNNING"
+    title = "this worker is already running"
+
+    def __init__(self, worker_id: str, queues: Sequence[str] | None, call: str) -> None:
+        claims = "every queue" if queues is None else f"queues {', '.join(queues) or '(none)'}"
+        super().__init__(
+            f"worker {worker_id} ({claims}) is already running, so {call} was refused: one Worker "
+            "runs one loop at a time. Await or stop the run going on (a stopped worker starts "
+            "again), or make another Worker(jobs) to run beside it",
+            "await worker.stop()",
+            details={"worker_id": worker_id, "queues": None if queues is None else list(queues)},
         )

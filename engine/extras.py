@@ -10,9 +10,10 @@ requirements.
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
+
+from engine.shell_words import shell_word
 
 DISTRIBUTION = "mcp-jobs"
 
@@ -21,13 +22,13 @@ def this_python(executable: str | None = None) -> str:
     """This interpreter as one shell word: the one this package and its dependencies are
     installed in, which the `python3` on PATH is not when the install was pipx's or a venv that
     the reader's shell has not activated."""
-    return shlex.quote(executable or sys.executable or "python3")
+    return shell_word(executable or sys.executable or "python3")
 
 
 def install_line(extra: str, executable: str | None = None) -> str:
     """`<this python> -m pip install 'mcp-jobs[<extra>]'`."""
     python = this_python(executable)
-    return f"{python} -m pip install {shlex.quote(f'{DISTRIBUTION}[{extra}]')}"
+    return f"{python} -m pip install {shell_word(f'{DISTRIBUTION}[{extra}]')}"
 
 
 def _checkout() -> Path | None:
@@ -43,5 +44,5 @@ def upgrade_line(executable: str | None = None, checkout: Path | None = None) ->
     root = checkout or _checkout()
     if root is None:
         return f"{python} -m pip install --upgrade {DISTRIBUTION}"
-    where = shlex.quote(str(root))
+    where = shell_word(str(root))
     return f"git -C {where} pull --ff-only && {python} -m pip install -e {where}"

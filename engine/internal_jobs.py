@@ -14,13 +14,13 @@ checks names without loading the backfill machinery.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from typing import Any
 
 from engine import bounds
 from engine.bounds import MAX_NAME_BYTES
 from engine.errors import InvalidArgumentError, JobsError
+from engine.shell_words import shell_word
 from schemas.errors import NextCall
 from schemas.jobs import JobRecord
 
@@ -33,7 +33,7 @@ BACKFILLS_COMMAND = "mcp-jobs backfill --json"
 
 def dry_run_command(name: str) -> str:
     """The CLI line that rehearses backfill `name`: it re-checks `requires()` and writes nothing."""
-    return f"mcp-jobs backfill {shlex.quote(name)} --json"
+    return f"mcp-jobs backfill {shell_word(name)} --json"
 
 
 def _backfill_named(input: object) -> str | None:

@@ -14,7 +14,6 @@ or mount `metrics.make_asgi_app()` / `make_wsgi_app()` in an app of your own and
 from __future__ import annotations
 
 import logging
-import shlex
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from engine.extras import this_python
 from engine.observe import WorkerEvent
 from engine.ports import free_port
 from engine.pruner import PrunePass
+from engine.shell_words import shell_word
 from engine.worker import Worker
 from engine.worker_presence import PRESENCE_MS
 from schemas.stats import QueueStats
@@ -72,7 +72,7 @@ class MetricsPortUnavailableError(FlagMend):
         super().__init__(
             f"cannot listen on {host}:{port} for metrics ({reason}); another process may hold "
             "the port, or the host is not an address of this machine",
-            f"{this_python()} -c {shlex.quote(say)}",
+            f"{this_python()} -c {shell_word(say)}",
             details={"host": host, "port": port},
         )
         self.flag, self.typed = "--metrics-port", port

@@ -14,11 +14,11 @@ import difflib
 import importlib
 import os
 import pkgutil
-import shlex
 import sys
 from collections.abc import Iterable, Sequence
 
 from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError
+from engine.shell_words import shell_word
 from mcp_jobs.config import APP_ENV
 from mcp_jobs.errors import AppImportError
 
@@ -109,7 +109,7 @@ def _refused(
     fix = None
     if meant is not None:
         apps = ",".join(meant if m == module else m for m in modules)
-        fix = f"export {APP_ENV}={shlex.quote(apps)}"
+        fix = f"export {APP_ENV}={shell_word(apps)}"
     return InvalidArgumentError(
         "app", module, expected, fix=fix, nearest=NOTHING_NEAR if meant is None else meant
     )

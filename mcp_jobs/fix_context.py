@@ -6,10 +6,11 @@ imports no app, sweeps another shop (`SHOP_DB`), acts in another environment. `F
 what this process runs with — the database URL made absolute, the `--app` modules, a
 non-default `MCP_JOBS_ENV`, a pinned tenant, the environment variables the app declared
 (`engine.environment.uses_environment`) and, when an app imports only because the working
-directory is on `sys.path`, `PYTHONPATH` — and `qualify` writes it into any fix that is an
-`mcp-jobs …` or `python …` command: assignments in front, flags appended when absent. A tool
-call (`inspect_job {"job_id": …}`) or an instruction is left as it is. For an MCP client, a
-command that a tool does too (`db report`) becomes that tool's call, with its `next_call`.
+directory or the inherited `PYTHONPATH` (given inline, `PYTHONPATH=/x mcp-jobs …`) is on
+`sys.path`, `PYTHONPATH` — and `qualify` writes it into any fix that is an `mcp-jobs …` or
+`python …` command: assignments in front, flags appended when absent. A tool call
+(`inspect_job {"job_id": …}`) or an instruction is left as it is. For an MCP client, a command
+that a tool does too (`db report`) becomes that tool's call, with its `next_call`.
 
 A database password is never written: the URL loses it, and the command then takes it from
 `PGPASSWORD` or `~/.pgpass` (libpq's own sources, which asyncpg reads too).
@@ -38,6 +39,7 @@ from pydantic import BaseModel
 from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
 from engine.environment import NAME_PATTERN, EnvironmentUse, declared_environment
 from engine.errors import JobsError
+from engine.shell_words import for_shlex, shell_join, shell_word
 from mcp_jobs.config import DEFAULT_ENVIRONMENT, ENVIRONMENT_ENV, Settings
 from schemas.errors import NextCall
 
@@ -129,24 +131,37 @@ def unreachable_programs(path: str | None) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _with_cwd(inherited: str | None, cwd: Path) -> str:
-    """`PYTHONPATH` holding `cwd` (absolute, so the line runs from anywhere): the inherited one
-    as it is when it already names it, else with it in front."""
+def _pythonpath(apps: Sequence[str], cwd: Path, inherited: str | None) -> str | None:
+    """The `PYTHONPATH` a fix line needs for `apps` to import from any directory, or None when
+    each imports without it: when one imports only from `cwd` or an inherited entry (given
+    inline, `PYTHONPATH=/x mcp-jobs …`, a shell elsewhere lacks it), the inherited one with each
+    entry absolute, behind `cwd` when an app is found there and no entry names it."""
     here = str(cwd.resolve())
-    entries = inherited.split(os.pathsep) if inherited else []
-    if any(os.path.isabs(e) and os.path.realpath(e) == os.path.realpath(here) for e in entries):
-        return inherited or here
-    return os.pathsep.join([here, *entries])
+    entries = [os.path.abspath(os.path.join(here, e)) for e in (inherited or "").split(os.pathsep)]
+    entries = entries if inherited else []
+    if not any(needs_on_path(app, [here, *entries]) for app in apps):
+        return None
+    named = any(os.path.realpath(e) == os.path.realpath(here) for e in entries)
+    if not named and any(needs_on_path(app, [here]) for app in apps):
+        entries.insert(0, here)
+    return os.pathsep.join(entries)
 
 
 def needs_cwd_on_path(module: str, cwd: Path) -> bool:
     """True when `module` imports only because `cwd` (or "") is on `sys.path`: another
-    directory then needs PYTHONPATH. Asked of every import finder, with the path search
-    narrowed to the other entries; nothing is imported."""
+    directory then needs PYTHONPATH (`needs_on_path`)."""
+    return needs_on_path(module, [str(cwd)])
+
+
+def needs_on_path(module: str, places: Sequence[str]) -> bool:
+    """True when `module` is found in one of `places` and in no other entry of `sys.path` (nor
+    by another import finder): a process whose path lacks them does not import it. Asked of
+    every import finder, with the path search narrowed to the other entries; nothing is
+    imported."""
     top = module.split(".", 1)[0]
-    here = os.path.realpath(cwd)
-    others = [p for p in sys.path if p and os.path.realpath(p) != here]
-    found_here = importlib.machinery.PathFinder.find_spec(top, [str(cwd)]) is not None
+    apart = {os.path.realpath(p) for p in places}
+    others = [p for p in sys.path if p and os.path.realpath(p) not in apart]
+    found_here = importlib.machinery.PathFinder.find_spec(top, list(places)) is not None
     if not found_here:
         return False
     for finder in sys.meta_path:
@@ -206,8 +221,9 @@ class FixContext:
                 assignments.append((use.name, value))
         if settings.environment != DEFAULT_ENVIRONMENT:
             assignments.append((ENVIRONMENT_ENV, settings.environment))
-        if any(needs_cwd_on_path(app, cwd) for app in settings.apps):
-            assignments.append(("PYTHONPATH", _with_cwd(environ.get("PYTHONPATH"), cwd)))
+        pythonpath = _pythonpath(settings.apps, cwd, environ.get("PYTHONPATH"))
+        if pythonpath is not None:
+            assignments.append(("PYTHONPATH", pythonpath))
         url = absolute_url(settings.url, cwd)
         return cls(
             database_url=url,
@@ -236,7 +252,7 @@ class FixContext:
     def command(self, *words: str) -> str:
         """`mcp-jobs <words>` with this context: the way to write a new fix line. A name in
         `words` that starts with `-` stays a name (`dash_safe`)."""
-        return self.qualify(shlex.join([PROGRAM, *dash_safe(words)]))
+        return self.qualify(shell_join([PROGRAM, *dash_safe(words)]))
 
     def qualify(self, fix: str) -> str:
         """`fix` with this context written in when it is an `mcp-jobs` or `python` command;
@@ -251,7 +267,8 @@ class FixContext:
             if command is not None:
                 return command, None
         try:
-            lexer = shlex.shlex(fix, posix=True, punctuation_chars=True)
+            # shlex reads no `$'…'` (`shell_word`'s form of a value with a control character).
+            lexer = shlex.shlex(for_shlex(fix), posix=True, punctuation_chars=True)
             lexer.whitespace_split = True
             words = list(lexer)
         except ValueError:  # unbalanced quotes: not a command this can read
@@ -280,12 +297,12 @@ class FixContext:
             suffix = []
         else:
             return fix, None
-        prefix = [f"{n}={shlex.quote(v)}" for n, v in self.assignments if n not in assigned]
+        prefix = [f"{n}={shell_word(v)}" for n, v in self.assignments if n not in assigned]
         if suffix and ended < len(rest):
             written = [*words[:head], named, *rest[:ended]]
             line = " ".join(_assignment(w) for w in words[:head])
-            line = f"{line} {self._reachable(shlex.join(written[head:]), named)}".lstrip()
-            tail = shlex.join(rest[ended:])
+            line = f"{line} {self._reachable(shell_join(written[head:]), named)}".lstrip()
+            tail = shell_join(rest[ended:])
             return " ".join([*prefix, line, *suffix, tail]), None
         return " ".join([*prefix, self._reachable(fix, named), *suffix]), None
 
@@ -295,7 +312,7 @@ class FixContext:
         if path is None:
             return fix
         return re.sub(
-            rf"(^|\s){re.escape(program)}(?=\s|$)", lambda m: m[1] + shlex.quote(path), fix, count=1
+            rf"(^|\s){re.escape(program)}(?=\s|$)", lambda m: m[1] + shell_word(path), fix, count=1
         )
 
     def cli_command(self, fix: str) -> str | None:
@@ -332,16 +349,16 @@ class FixContext:
         given = {w.split("=", 1)[0] for w in rest if w.startswith("--")}
         out: list[str] = []
         if "--database-url" not in given and self.database_url is not None:
-            out += ["--database-url", shlex.quote(self.database_url)]
+            out += ["--database-url", shell_word(self.database_url)]
         elif "--database-url" not in given and self.url_secret:
             out += ["--database-url", URL_FROM_ENV]
         if "--app" not in given:
             if self.apps:
-                out += ["--app", shlex.quote(",".join(self.apps))]
+                out += ["--app", shell_word(",".join(self.apps))]
             elif subcommand == "worker":
                 out += ["--app", APP_PLACEHOLDER]
         if "--tenant" not in given and self.tenant is not None and subcommand in TAKES_TENANT:
-            out += ["--tenant", shlex.quote(self.tenant)]
+            out += ["--tenant", shell_word(self.tenant)]
         return out
 
     def qualify_all(self, model: M) -> M:
@@ -423,7 +440,7 @@ def dash_safe(words: Sequence[str]) -> list[str]:
 
 def _assignment(word: str) -> str:
     name, _, value = word.partition("=")
-    return f"{name}={shlex.quote(value)}"
+    return f"{name}={shell_word(value)}"
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -4,9 +4,9 @@ images lack the sqlite3 shell, redis-cli, lsof and fuser)."""
 from __future__ import annotations
 
 import json
-import shlex
 
 from engine.extras import this_python
+from engine.shell_words import shell_word
 
 
 def literal(text: str) -> str:
@@ -19,9 +19,9 @@ def literal(text: str) -> str:
 def python_line(code: str, *words: str) -> str:
     """`code`, which needs the standard library alone, run by python3; `words` follow as its
     arguments, each already one shell word."""
-    return " ".join((f"python3 -c {shlex.quote(code)}", *words))
+    return " ".join((f"python3 -c {shell_word(code)}", *words))
 
 
 def package_line(code: str, *words: str) -> str:
     """`code`, which imports this package or one of its dependencies, run by `this_python`."""
-    return " ".join((f"{this_python()} -c {shlex.quote(code)}", *words))
+    return " ".join((f"{this_python()} -c {shell_word(code)}", *words))

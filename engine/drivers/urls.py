@@ -11,11 +11,11 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import shlex
 from collections.abc import Collection
 from urllib.parse import parse_qs, parse_qsl, quote_plus, unquote_plus, urlsplit, urlunsplit
 
 from engine.errors import DatabaseUrlInvalidError
+from engine.shell_words import shell_word
 
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _IPV6_HOST = re.compile(r"\[[^\]]+\](?::(?P<port>.*))?")
@@ -263,7 +263,7 @@ def url_word(url: str) -> str:
     """`url` as one shell word of a fix line: `printable_url` quoted, else the environment
     variable that names the database."""
     printable = printable_url(url)
-    return URL_FROM_ENV if printable is None else shlex.quote(printable)
+    return URL_FROM_ENV if printable is None else shell_word(printable)
 
 
 def migrate_fix(url: str) -> str:

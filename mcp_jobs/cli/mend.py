@@ -6,7 +6,6 @@ at its range's end; or without the flag, when it was given where it has no use (
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,9 +26,11 @@ from engine.errors import (
     id_within,
 )
 from engine.meant import meant_choices, same_words
+from engine.shell_words import shell_word
 from mcp_jobs.app_modules import load_apps_quietly
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings
+from mcp_jobs.errors import TenantPinnedError
 from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext, absolute_url
 from mcp_jobs.operations.envelope import error_payload, failure, sole
 
@@ -62,7 +63,8 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     runs: the command with the value nearest the refused one, or without a flag it has no use
     for; else, for a fix that only says what to pass, the command that lists what the argument
     names, or the command's --help. A URL that names no database comes back where it came
-    from: the command with one that does, or the export of one."""
+    from: the command with one that does, or the export of one. A `--tenant-id` other than the
+    pinned tenant comes back as the command with the pinned one."""
     typed_line = _ARGV.get()
     if isinstance(exc, DatabaseUrlInvalidError) and not exc.answered:
         return _url_mended(exc, typed_line or ((), ""), fixes)
@@ -70,6 +72,8 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
         return _flag_mended(exc, typed_line[0], fixes)
     if typed_line is not None and isinstance(exc, JobNotFoundError):
         return _id_held(exc, typed_line[0], fixes)
+    if typed_line is not None and isinstance(exc, TenantPinnedError):
+        return _tenant_pinned(exc, typed_line[0], fixes)
     if typed_line is not None and isinstance(exc, JobsError) and exc.code in NAMED:
         return _name_meant(exc, typed_line[0], fixes)
     if typed_line is None or not isinstance(exc, InvalidArgumentError):
@@ -102,7 +106,7 @@ def _url_mended(
     if _typed_flag(argv, URL_FLAG):
         exc.fix = fixes.command(*without_flag(argv, URL_FLAG), URL_FLAG, url)
     else:
-        exc.fix = f"export {DATABASE_URL_ENV}={shlex.quote(url)}"
+        exc.fix = f"export {DATABASE_URL_ENV}={shell_word(url)}"
     exc.next_call = None
     return exc
 
@@ -166,6 +170,20 @@ def _id_held(exc: JobNotFoundError, argv: Sequence[str], fixes: FixContext) -> J
         return exc
     words = [inner if word == exc.job_id else word for word in argv]
     # The listing's call no longer is the way on: the command with the id is.
+    exc.fix, exc.next_call = fixes.command(*without_flag(words, URL_FLAG)), None
+    return exc
+
+
+def _tenant_pinned(
+    exc: TenantPinnedError, argv: Sequence[str], fixes: FixContext
+) -> TenantPinnedError:
+    """TENANT_PINNED for a `--tenant-id` other than the pinned `--tenant` as the command with
+    the pinned one, its other filters kept; without `--yes`: it acts for another tenant than
+    the one typed, so the line shows its plan first."""
+    words = _with_value(argv, _flags("tenant_id"), exc.asked, exc.pinned)
+    if words is None:
+        return exc
+    words = [word for word in words if word != YES_FLAG]
     exc.fix, exc.next_call = fixes.command(*without_flag(words, URL_FLAG)), None
     return exc
 

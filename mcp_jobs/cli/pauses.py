@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
-from mcp_jobs.cli.render import TEXT, notice_lines, table, when
+from mcp_jobs.cli.render import TEXT, notice_lines, one_line, table, when
 from mcp_jobs.config import Settings
 from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.pauses import list_pauses, pause_queue, resume_queue
@@ -52,15 +52,19 @@ async def queues_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _what(pause: dict[str, Any]) -> str:
-    return f"{pause['kind']} {pause['name']}"
+    return f"{pause['kind']} {one_line(pause['name'])}"
 
 
 def _paused(env: dict[str, Any]) -> str:
     pause = env["pause"]
     if env["already_paused"]:
         since = when(pause.get("paused_at"))
-        return f"{_what(pause)} was already paused (since {since}); resume: {env['resume']}"
-    return "\n".join([f"{_what(pause)} paused; resume: {env['resume']}", *notice_lines(env)])
+        return (
+            f"{_what(pause)} was already paused (since {since}); resume: {one_line(env['resume'])}"
+        )
+    return "\n".join(
+        [f"{_what(pause)} paused; resume: {one_line(env['resume'])}", *notice_lines(env)]
+    )
 
 
 def _resumed(env: dict[str, Any]) -> str:

@@ -31,9 +31,10 @@ def print_json(envelope: dict[str, Any], out: TextIO | None = None) -> None:
 def print_error(error: dict[str, Any], out: TextIO | None = None) -> None:
     out = out or sys.stderr
     print(f"error {error['code']}: {error['title']}", file=out)
-    # The cause may quote a stored value; the fix is printed as it must be run.
+    # The cause may quote a stored value. A fix is printable as written (`shell_word` writes a
+    # value's control characters as `$'\n'`), so `one_line` leaves it to run as given.
     print(f"  cause: {one_line(error['cause'])}", file=out)
-    print(f"  fix:   {error['fix']}", file=out)
+    print(f"  fix:   {one_line(error['fix'])}", file=out)
 
 
 def error_line(error: dict[str, Any] | None, limit: int | None = None) -> str:
@@ -111,7 +112,7 @@ def _inspect(env: dict[str, Any]) -> str:
         )
     if job.get("last_error"):
         lines.append(f"  last error: {error_line(job['last_error'])}")
-        lines.append(f"    fix: {job['last_error']['fix']}")
+        lines.append(f"    fix: {one_line(job['last_error']['fix'])}")
     if job.get("rerun_of"):  # engine/reruns.py: `jobs show ID --run-id` reads the earlier run
         lines.append(f"  run: {job['run_id']}  (rerun of {job['rerun_of']})")
     if env.get("lease"):
@@ -152,8 +153,9 @@ def _describe(env: dict[str, Any]) -> str:
         for d in env["jobs"]
     ]
     headers = ["NAME", "QUEUE", "PRIORITY", "ATTEMPTS", "DELAYS MS", "TENANT", "DESCRIPTION"]
-    text = table(rows, headers)
     tasks = env.get("tasks") or []
+    # A task described by its name (`jobs describe nightly`) is the answer without a job table.
+    text = table(rows, headers) if rows or not tasks else ""
     if tasks:
         task_rows = [
             (
@@ -165,7 +167,8 @@ def _describe(env: dict[str, Any]) -> str:
             )
             for t in tasks
         ]
-        text += "\n\n" + table(task_rows, ["TASK", "CRON", "ZONE", "NEXT", "LAST FIRED"])
+        tasks_table = table(task_rows, ["TASK", "CRON", "ZONE", "NEXT", "LAST FIRED"])
+        text = f"{text}\n\n{tasks_table}" if text else tasks_table
     return text
 
 
@@ -204,6 +207,17 @@ def _stats(queues: list[dict[str, Any]]) -> str:
     return table(rows, headers) if rows else "no jobs in any queue"
 
 
+def _queue_stats(env: dict[str, Any]) -> str:
+    """The queues' table, and the staged outbox rows that are no job in any queue yet."""
+    text = _stats(env["queues"])
+    outbox = env.get("outbox")
+    if outbox:
+        count = f"at least {outbox['waiting']}" if outbox["at_least"] else outbox["waiting"]
+        since = when(outbox["oldest_staged_at"])
+        text += f"\n{count} staged job(s) wait in the outbox, the oldest since {since}"
+    return text
+
+
 def _diagnose(env: dict[str, Any]) -> str:
     lines = [f"healthy: {env['healthy']}   live workers: {env['live_workers']}"]
     for f in env["findings"]:
@@ -212,10 +226,10 @@ def _diagnose(env: dict[str, Any]) -> str:
             f"{f['severity'].upper()} {f['code']}{one_line(where)}",
             f"  {one_line(f['cause'])}",
         ]
-        lines.append(f"  fix: {f['fix']}")
+        lines.append(f"  fix: {one_line(f['fix'])}")
         failed = f.get("last_error")
         if failed and failed["fix"] != f["fix"]:
-            lines.append(f"  newest failure's fix: {failed['fix']}")
+            lines.append(f"  newest failure's fix: {one_line(failed['fix'])}")
     return "\n".join(lines)
 
 
@@ -225,7 +239,7 @@ def notice_lines(env: dict[str, Any]) -> list[str]:
     for n in env.get("notices") or []:
         lines += [
             f"{n['severity'].upper()} {n['code']}: {one_line(n['cause'])}",
-            f"  fix: {n['fix']}",
+            f"  fix: {one_line(n['fix'])}",
         ]
     return lines
 
@@ -240,17 +254,21 @@ def _backfill(env: dict[str, Any], fixes: FixContext) -> str:
         ]
         if p.get("blocked_by"):
             b = p["blocked_by"]
-            lines += [f"  a write would be refused: {b['code']}", f"  fix: {b['fix']}"]
+            lines += [f"  a write would be refused: {b['code']}", f"  fix: {one_line(b['fix'])}"]
         else:
-            lines.append(f"  to run it: {fixes.command('backfill', p['name'], '--write')}")
+            # A forced rehearsal's line is the forced write: without --force it is refused.
+            write = ("--write", "--force") if p.get("force") else ("--write",)
+            lines.append(f"  to run it: {one_line(fixes.command('backfill', p['name'], *write))}")
         return "\n".join(lines)
     s = env["start"]
-    text = (
-        f"started {s['name']} in {s['environment']}: job {s['job_id']} (ledger run {s['run_id']})"
-    )
+    text = f"started {s['name']} in {s['environment']}: job {s['job_id']}"
     run = env.get("run")
     if run:
+        text += f" (ledger run {s['run_id']})"
         text += f"\n  {run['status']}: {run['rows_processed']} row(s) processed"
+    else:
+        # The pass writes its ledger row when a worker starts it, not at the write.
+        text += f"; its ledger run {s['run_id']} is listed once a worker starts the pass"
     return "\n".join([text, *notice_lines(env)])
 
 
@@ -273,7 +291,13 @@ def _backfills(env: dict[str, Any], fixes: FixContext) -> str:
     if runs is None:
         return text
     ledger = [
-        (r["run_id"], r["status"], r["rows_processed"], r["started_at"], r.get("job_id") or "-")
+        (
+            r["run_id"],
+            r["status"],
+            r["rows_processed"],
+            when(r["started_at"]),
+            r.get("job_id") or "-",
+        )
         for r in runs
     ]
     text += "\nruns, newest first\n" + table(ledger, ["RUN", "STATUS", "ROWS", "STARTED", "JOB"])
@@ -348,7 +372,7 @@ TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "list_jobs": _jobs,
     "inspect_job": _inspect,
     "describe_jobs": _describe,
-    "queue_stats": lambda env: _stats(env["queues"]),
+    "queue_stats": _queue_stats,
     "diagnose_queue": _diagnose,
     "retry_job": _job_line,
     "cancel_job": _job_line,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from starlette.types import ASGIApp
 
 from engine.clock import Clock
 from engine.errors import InvalidArgumentError, JobsError
+from engine.shell_words import shell_join
 from mcp_jobs.config import Settings
 from mcp_jobs.dashboard.auth import AuthGate, DashboardAuth, standalone_auth
 from mcp_jobs.dashboard.html import error_box, frame
@@ -153,7 +153,7 @@ def _with_fix(exc: InvalidArgumentError, fixes: FixContext, page: str) -> Invali
     """`exc` with a fix that runs: the command listing what its argument names, else the help
     of the command `page` shows the same as."""
     command = _COMMAND_OF_PAGE.get(page, ("jobs", "ls"))
-    fix = fixes.listing(command[0], exc.argument) or shlex.join(["mcp-jobs", *command, "--help"])
+    fix = fixes.listing(command[0], exc.argument) or shell_join(["mcp-jobs", *command, "--help"])
     return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix)
 
 

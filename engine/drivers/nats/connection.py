@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from engine.errors import (
     JobsError,
     StorageFullError,
 )
+from engine.shell_words import shell_word
 
 logger = logging.getLogger("mcp_jobs.nats")
 
@@ -166,7 +166,7 @@ class Fixes:
 
     def key(self, key: str) -> str:
         """The report on one key: its value as stored now, and how often it is written."""
-        return f"{self.report} {shlex.quote(key)}"
+        return f"{self.report} {shell_word(key)}"
 
 
 def storage_full(exc: BaseException) -> bool:

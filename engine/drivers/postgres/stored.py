@@ -7,7 +7,6 @@ asyncpg alone: psql is seldom where the application runs.
 from __future__ import annotations
 
 import asyncio
-import shlex
 
 import asyncpg
 
@@ -15,6 +14,7 @@ from engine.drivers.damage import JOB_COUNT_COLUMNS, JOB_JSON_COLUMNS
 from engine.drivers.postgres.sql import with_schema
 from engine.drivers.python_lines import package_line
 from engine.drivers.urls import split_schema, url_word
+from engine.shell_words import shell_word
 
 # jsonb (and the error's text) as text, the counts as numbers.
 SHOWN = (*JOB_JSON_COLUMNS, *JOB_COUNT_COLUMNS)
@@ -28,7 +28,7 @@ _CODE = "import sys; from engine.drivers.postgres.stored import show_job; show_j
 def show_job_line(url: str, schema: str, job_id: str, kind: str = "job") -> str:
     """The fix line printing job `job_id`'s row of the jobs table in `schema`, or its events
     (`kind` "event")."""
-    words = (url_word(url), shlex.quote(schema), shlex.quote(job_id), kind)
+    words = (url_word(url), shell_word(schema), shell_word(job_id), kind)
     return package_line(_CODE, *words)
 
 

@@ -6,10 +6,10 @@ images.
 from __future__ import annotations
 
 import os
-import shlex
 import urllib.parse
 
 from engine.drivers.python_lines import literal, python_line
+from engine.shell_words import shell_word
 
 
 def python_sql(
@@ -50,7 +50,7 @@ def python_holders(path: str) -> str:
     read. Where there is no /proc (macOS) it says to run lsof, which is installed there."""
     real = os.path.realpath(path)
     files = ", ".join(literal(real + end) for end in ("", "-wal", "-shm"))
-    elsewhere = literal(f"no /proc on this system: run lsof {shlex.quote(path)}")
+    elsewhere = literal(f"no /proc on this system: run lsof {shell_word(path)}")
     nobody = literal(f"no process this user may inspect has {real} open")
     unseen = literal("more processes whose open files this user may not read")
     # No try in a one-liner, so nothing here may raise: glob skips a fd directory it may not

@@ -1,0 +1,26 @@
+"""Over MCP a fix naming a value with a control character is one printable line: bash's `$'…'`
+names the value, where '…' held a raw newline (valid JSON, but no longer one line)."""
+
+from __future__ import annotations
+
+import shlex
+
+from engine import Jobs
+from engine.shell_words import for_shlex
+from mcp_jobs.config import Settings
+from tests.mcp.conftest import OpenMcp
+
+
+async def test_the_resume_command_of_a_queue_with_a_newline_is_one_line(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    await jobs.pause(queue="ma\nil")
+    # Read-only: the resume is a command, not the resume_queue call it does not serve.
+    async with open_mcp(Settings(read_only=True)) as mcp:
+        (paused,) = [
+            f for f in (await mcp.ok("diagnose_queue"))["findings"] if f["code"] == "QUEUE_PAUSED"
+        ]
+    fix = paused["fix"]
+    assert fix.isprintable(), fix
+    assert "$'ma\\nil'" in fix
+    assert shlex.split(for_shlex(fix))[:4] == ["mcp-jobs", "queues", "resume", "ma\nil"]
