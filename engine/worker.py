@@ -12,7 +12,13 @@ worker hands them back unharmed, and jobs that run long are not claimed ahead at
 
 Limits are checked after the claim, against slots in the database, so they hold across machines;
 a job over a cap is shed (stays ready, no attempt, no error). A drain stops claiming, lets
-in-flight jobs finish until its deadline, then hands the rest back unharmed.
+in-flight jobs finish until its deadline, then hands the rest back unharmed. One run at a time:
+a second `run()`/`start()` while it runs is refused (WorkerAlreadyRunningError).
+
+This module holds the loop and the worker's slots (what it holds, runs, waits for, claims);
+beside it: the claim sizes (claim_plan), the services run beside the jobs (worker_services),
+the lease heartbeat (worker_leases), where events go (worker_events), rate limits
+(worker_rates) and presence (worker_presence).
 """
 
 from __future__ import annotations
@@ -30,44 +36,38 @@ import anyio
 
 from engine import bounds
 from engine.claim_plan import PREFETCH_PER_SLOT, ClaimPlanner
-from engine.drivers.base import (
-    HISTORY,
-    LEADER_LEASES,
+from engine.errors import (
+    DriverClosedError,
+    InvalidArgumentError,
+    JobsError,
+    JobSlotLostError,
+    WorkerAlreadyRunningError,
 )
-from engine.errors import DriverClosedError, InvalidArgumentError, JobsError, JobSlotLostError
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
-from engine.observe import (
-    CapKind,
-    WorkerEvent,
-    WorkerEventKind,
-    WorkerEventListener,
-    log_listener,
-    log_wants,
-)
+from engine.observe import CapKind, WorkerEvent, WorkerEventKind, WorkerEventListener
 from engine.outbox import OutboxRelay
 from engine.pruner import Pruner
 from engine.rate_limits import kind_of
-from engine.retention import Retention, prune_enabled_from_env
-from engine.run_job import RunHandle, Runtime, execute, keep_leases, late_heartbeat
-from engine.services import attempt
-from engine.tasks.declare import tasks_of
+from engine.retention import Retention
+from engine.run_job import RunHandle, Runtime, execute
 from engine.tasks.scheduler import Scheduler
 from engine.worker_arguments import kinds_checked
-from engine.worker_presence import PRESENCE_MS, Presence, declared_policy
+from engine.worker_events import WorkerEvents
+from engine.worker_leases import LeaseKeeper
+from engine.worker_presence import Presence, declared_policy
 from engine.worker_rates import RateGate, rate_reason
-from schemas.jobs import ClaimedJob, JobRecord, NackOptions
+from engine.worker_services import WorkerServices
+from schemas.jobs import ClaimedJob, NackOptions
 
 if TYPE_CHECKING:
-    from anyio.abc import TaskGroup
-
     from engine.client import Jobs
     from engine.declare import JobDefinition
 
 logger = logging.getLogger("mcp_jobs.worker")
 
 DEFAULT_LEASE_MS = 30_000
-# The shortest lease a worker takes. Its heartbeat renews every third of a lease (`_beat_ms`):
+# The shortest lease a worker takes. Its heartbeat renews every third of a lease (worker_leases):
 # below a second, one slow write or pause of the loop lets a lease lapse and the job run twice.
 MIN_LEASE_MS = 1_000
 WORKER_POLL_MS = 500
@@ -164,7 +164,7 @@ class Worker:
         # What the claims of the current run ask for, resolved when it starts.
         self._claim_queues = self.queues
         self.id = worker_id or new_worker_id()
-        self._listeners: list[WorkerEventListener] = [log_listener, *listed]
+        self.events = WorkerEvents(self.clock, self.id, listed)
         self._inflight: dict[str, RunHandle] = {}
         self._scope_type: type[anyio.CancelScope] | None = None
         # Job tasks are plain asyncio tasks, each under a cancel scope of its own (see _start).
@@ -178,9 +178,6 @@ class Worker:
         # Claimed ahead, waiting for a slot: in `_inflight` already, so their leases are kept
         # and an operator's cancel reaches them before they start.
         self._waiting: deque[RunHandle] = deque()
-        # The bodies that ended last, with when: a body that blocked the event loop ends
-        # before a task that waits on a timer runs again (`_watch_loop`).
-        self._ended: deque[tuple[int, RunHandle]] = deque(maxlen=max(1, self.concurrency))
         # Claims on their way with a backlog, and how many jobs they asked for together.
         self._claims: set[asyncio.Task[list[ClaimedJob]]] = set()
         self._claiming = 0
@@ -199,9 +196,10 @@ class Worker:
         self._rate_gate = RateGate(
             self.driver, self.clock, self.limits, self._poke, lambda: self._idle_scope is not None
         )
+        # A run is going (run() or start() began it, until its teardown ends): one at a time.
         self._running = False
-        # The task group of the run now going, None between runs.
-        self._group: TaskGroup | None = None
+        # run_until_idle() is going: no run begins beside it, nor it beside one.
+        self._until_idle = False
         self._done = asyncio.Event()
         # Set once the loop has made its first claim: what `start()` waits for.
         self._claiming_now = asyncio.Event()
@@ -213,24 +211,15 @@ class Worker:
             clock=self.clock,
             worker_id=self.id,
             lease_ms=lease_ms,
-            emit=self._emit,
-            wants=self._wants,
+            emit=self.events.emit,
+            wants=self.events.wants,
             known_names=lambda: [d.name for d in jobs.registry],
         )
-        # In-process services, so a deploy needs no extra process: the cron scheduler (one
-        # leader across all workers) and the outbox relay. Both stop with the worker.
-        self._want_scheduler = scheduler
-        self._want_relay = outbox_relay
-        self.scheduler: Scheduler | None = None
-        relay = outbox_relay if outbox_relay is not None else jobs.outbox_in_use
-        self.outbox_relay: OutboxRelay | None = OutboxRelay(jobs) if relay else None
-        self._choose_scheduler()
-        # Retention (engine.pruner): on unless `prune=False` or MCP_JOBS_PRUNE=off; one worker
-        # at a time prunes, under the prune lease.
-        self.pruner: Pruner | None = None
-        offered = HISTORY.offered_by(self.driver) and LEADER_LEASES.offered_by(self.driver)
-        if prune or (prune is None and offered and prune_enabled_from_env()):
-            self.pruner = Pruner(jobs, retention=retention)
+        self.leases = LeaseKeeper(self.runtime, self._inflight, concurrency)
+        # The keeper's record of the bodies that ended last, which `_body_done` appends to.
+        self._ended = self.leases.ended
+        self.services = WorkerServices(jobs, scheduler, outbox_relay, prune, retention)
+        pruner = self.services.pruner
         # The retention is published with the jobs' descriptors even when this worker does not
         # prune, so the worker that does (and a prune by hand) keeps what this one declares.
         self.presence = Presence(
@@ -238,7 +227,7 @@ class Worker:
             self.id,
             lambda: self.queues,
             concurrency,
-            self.pruner.policy if self.pruner else declared_policy(retention),
+            pruner.policy if pruner else declared_policy(retention),
             apps,
         )
 
@@ -254,69 +243,22 @@ class Worker:
             return sorted({definition.queue for definition in self.jobs.registry})
         return list(choice)
 
-    def _choose_scheduler(self) -> None:
-        wanted = self._want_scheduler
-        if wanted is None:
-            wanted = len(tasks_of(self.jobs.registry)) > 0
-        if wanted and self.scheduler is None:
-            self.scheduler = Scheduler(self.jobs)
+    @property
+    def scheduler(self) -> Scheduler | None:
+        return self.services.scheduler
 
-    async def _choose_relay(self) -> None:
-        """With `outbox_relay=None`, a relay runs when the outbox is in use: this process staged
-        a job, or the first pass (made here) found rows waiting."""
-        if self.outbox_relay is not None or self._want_relay is False:
-            return
-        relay = OutboxRelay(self.jobs)
-        if not self.jobs.outbox_in_use:
-            try:
-                if await relay.pass_once() is None:
-                    return
-            except JobsError as exc:
-                logger.warning("outbox not checked, no relay started: %s", exc)
-                return
-        self.outbox_relay = relay
+    @property
+    def outbox_relay(self) -> OutboxRelay | None:
+        return self.services.outbox_relay
 
-    async def _watch_outbox(self, tg: TaskGroup) -> None:
-        """Until a relay runs here, publish what other processes staged once per PRESENCE_MS,
-        and start the relay at the first row found."""
-        probe = OutboxRelay(self.jobs)
-        while self.outbox_relay is None:
-            await self.clock.sleep_ms(PRESENCE_MS)
-            if self.outbox_relay is not None:
-                return
-            try:
-                found = await probe.pass_once()
-            except JobsError as exc:
-                logger.warning("outbox not checked: %s", exc)
-                continue
-            if found is not None:
-                self._start_relay(tg)
+    @property
+    def pruner(self) -> Pruner | None:
+        return self.services.pruner
 
-    def _start_relay(self, tg: TaskGroup) -> None:
-        # `tg` is the run that asked: a hook left by an earlier run of this worker does nothing.
-        if self.outbox_relay is None and tg is self._group and not self._stopping:
-            self.outbox_relay = OutboxRelay(self.jobs)
-            tg.start_soon(self.outbox_relay.run)
-
-    def _services(self) -> list[Scheduler | OutboxRelay | Pruner]:
-        return [s for s in (self.scheduler, self.outbox_relay, self.pruner) if s is not None]
-
-    # --- events -------------------------------------------------------------------------------
+    # --- listeners and wake-ups ---------------------------------------------------------------
 
     def add_listener(self, listener: WorkerEventListener) -> None:
-        self._listeners.append(listener)
-
-    def _emit(self, event: WorkerEvent) -> None:
-        for listener in self._listeners:
-            try:
-                listener(event)
-            except Exception:
-                logger.exception("worker listener failed on %s", event.kind)
-
-    def _wants(self, kind: WorkerEventKind) -> bool:
-        """Whether an event of `kind` has anyone to go to: with only the log listener and its
-        level off (claimed/succeeded are DEBUG), the event is not even built."""
-        return len(self._listeners) > 1 or log_wants(kind)
+        self.events.add(listener)
 
     def _poke(self) -> None:
         """Wake the loop wherever it waits: stop(), a crashed job."""
@@ -343,21 +285,21 @@ class Worker:
 
     async def start(self) -> None:
         """Run the worker in a background task; return once it listens for new work and has made
-        its first claim. `await stop()` ends it."""
+        its first claim. `await stop()` ends it. While it runs, a second start (or run) is
+        refused: WorkerAlreadyRunningError."""
+        await self._start_as("start()")
+
+    async def _start_as(self, call: str) -> None:
         if self._stopping and self._running:
             # A stop still draining: wait for it (raising what crashed that run), then start
             # afresh, rather than return with a worker about to end.
             await self._stopped()
-        elif self._stopping and (self._runner is None or self._runner.done()):
+        elif self._stopping:
             self._ready_again()  # a stop that found nothing running: this start overrides it
-        if self._runner is not None and not self._runner.done():
-            return
-        listen = getattr(self.driver, "start_listening", None)
-        if listen is not None:  # a driver woken by another process (PostgreSQL's LISTEN)
-            await listen()
+        self._begin_run(call)
         self._claiming_now = asyncio.Event()
         loop = asyncio.get_running_loop()
-        runner = self._runner = loop.create_task(self.run())
+        runner = self._runner = loop.create_task(self._run(listen=True))
         claiming = loop.create_task(self._claiming_now.wait())
         try:
             await asyncio.wait({runner, claiming}, return_when=asyncio.FIRST_COMPLETED)
@@ -367,7 +309,8 @@ class Worker:
         finally:
             claiming.cancel()
         if runner.done():
-            self._runner = None
+            if self._runner is runner:
+                self._runner = None
             runner.result()  # what ended it before it claimed: raised here
 
     def stop(self) -> Stopping:
@@ -379,8 +322,7 @@ class Worker:
         if not self._stopping:
             self._stopping = True
             self._drain_deadline = self.clock.now_ms() + self.drain_ms
-        for service in self._services():
-            service.stop()
+        self.services.stop()
         self._poke()
         return Stopping(self)
 
@@ -388,8 +330,7 @@ class Worker:
         """Forget a stop that is done (or found nothing running), and make the services it
         stopped runnable again: the next run starts afresh."""
         self._stopping = False
-        for service in self._services():
-            service.rearm()
+        self.services.rearm()
 
     async def drain(self) -> None:
         """`await stop()`."""
@@ -399,14 +340,15 @@ class Worker:
         runner = self._runner
         if runner is not None:
             await asyncio.wait({runner})
-            self._runner = None
+            if self._runner is runner:  # not a run begun since, by a start() that waited too
+                self._runner = None
             if not runner.cancelled():
                 runner.result()
         elif self._running:
             await self._done.wait()
 
     async def __aenter__(self) -> Worker:
-        await self.start()
+        await self._start_as("async with worker")
         return self
 
     async def __aexit__(
@@ -427,18 +369,37 @@ class Worker:
 
     async def run(self) -> None:
         """Claim and run jobs until `stop()`/`drain()`, then finish or hand back in-flight work.
-        Called again once that is done, it runs again."""
+        Called again once that is done, it runs again; called while it runs, it is refused
+        (WorkerAlreadyRunningError) and the run going on is left as it was."""
         if self._running and self._stopping:
             await self._done.wait()  # the last run's drain ends first
         elif self._stopping:
             logger.info("worker %s was stopped before it ran: run() returns at once", self.id)
-        self._done = asyncio.Event()
+        self._begin_run("run()")
+        await self._run()
+
+    def _refuse_if_running(self, call: str) -> None:
+        """One run at a time: a second loop would claim into this worker's slots and state."""
+        if self._running or self._until_idle:
+            raise WorkerAlreadyRunningError(self.id, self.queues, call)
+
+    def _begin_run(self, call: str) -> None:
+        # Nothing awaits between the check and the mark, so two calls at once cannot both pass.
+        self._refuse_if_running(call)
         self._running = True
+        self._done = asyncio.Event()
+
+    async def _run(self, listen: bool = False) -> None:
+        """The run `_begin_run` made this worker's one; `listen`: first listen for other
+        processes' enqueues (start(): PostgreSQL's LISTEN), so its first wait hears them."""
         self._crash = None
         self._closed_under: DriverClosedError | None = None
         self._claim_queues = self.queues
         try:
-            self._choose_scheduler()
+            start_listening = getattr(self.driver, "start_listening", None)
+            if listen and start_listening is not None:
+                await start_listening()
+            self.services.choose_scheduler()
             if self._claim_queues == [] and self.scheduler is None:
                 # Most often the app module that declares the jobs was never imported.
                 logger.warning(
@@ -447,23 +408,13 @@ class Worker:
                     'or name its queues (queues=[...], or queues="*")',
                     self.id,
                 )
-            await self._choose_relay()
+            await self.services.choose_relay()
             async with anyio.create_task_group() as tg:
-                self._group = tg
-                if self._stopping:  # stopped while it set up: a service made since stops too
-                    for service in self._services():
-                        service.stop()
                 tg.start_soon(self.presence.run)
-                tg.start_soon(self._keep_leases)
-                tg.start_soon(self._watch_loop, tg)
+                tg.start_soon(self.leases.keep)
+                tg.start_soon(self.leases.watch, tg)
                 tg.start_soon(self._rate_gate.run)
-                for service in self._services():
-                    tg.start_soon(service.run)
-                if self.outbox_relay is None and self._want_relay is None:
-                    # The first job this process stages starts a relay beside the loop, and so
-                    # does a row another process staged, seen by a check every PRESENCE_MS.
-                    self.jobs.on_first_stage(partial(self._start_relay, tg))
-                    tg.start_soon(self._watch_outbox, tg)
+                self.services.start(tg)
                 self._backlog = False
                 while not self._stopping:
                     if self._crash is not None:
@@ -501,8 +452,7 @@ class Worker:
                 await self._finish_inflight()
                 if self._crash is not None:
                     raise self._crash
-                for service in self._services():
-                    await service.wait_stopped()
+                await self.services.wait_stopped()
                 tg.cancel_scope.cancel()
         finally:
             # anyio's shield, not asyncio's: a caller's anyio cancel scope re-delivers its
@@ -514,7 +464,6 @@ class Worker:
                     await self.driver.worker_gone(self.id)
                 except JobsError:
                     logger.warning("worker %s could not deregister", self.id)
-            self._group = None
             self._ready_again()
             self._running = False
             self._done.set()
@@ -523,7 +472,16 @@ class Worker:
 
     async def run_until_idle(self) -> int:
         """Run every job that is due now, then return how many were claimed. For scripts and
-        tests; `run()` is the long-lived loop."""
+        tests; `run()` is the long-lived loop. Not beside a run of this worker (nor another
+        run_until_idle()): WorkerAlreadyRunningError."""
+        self._refuse_if_running("run_until_idle()")
+        self._until_idle = True
+        try:
+            return await self._run_until_idle()
+        finally:
+            self._until_idle = False
+
+    async def _run_until_idle(self) -> int:
         total = 0
         self._claim_queues = self.queues
         while True:
@@ -534,8 +492,8 @@ class Worker:
                 return total
             total += len(batch)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._keep_leases)
-                tg.start_soon(self._watch_loop, tg)
+                tg.start_soon(self.leases.keep)
+                tg.start_soon(self.leases.watch, tg)
                 try:
                     for claimed in batch:
                         self._start(self._hold(claimed))
@@ -579,37 +537,6 @@ class Worker:
                 await wait()
             finally:
                 self._idle_scope = None
-
-    def _beat_ms(self) -> int:
-        return max(1, self.lease_ms // 3)
-
-    async def _keep_leases(self) -> None:
-        every = self._beat_ms()
-        while True:
-            await self.clock.sleep_ms(every)
-            beats = partial(keep_leases, self.runtime, self._inflight.values())
-            await attempt("lease heartbeat", logger, beats)
-
-    async def _watch_loop(self, tg: anyio.abc.TaskGroup) -> None:
-        """How late the event loop wakes a task that awaits nothing but its sleep: more than a
-        beat late, the loop was blocked (a body running blocking code) and no heartbeat could
-        renew a lease meanwhile. Measured apart from the heartbeat, whose own writes would hide
-        a block that fell while they were awaited. Its notes are written beside it (`tg`), for
-        the same reason."""
-        every = self._beat_ms()
-        while True:
-            asleep = self.clock.now_ms()
-            await self.clock.sleep_ms(every)
-            late = self.clock.now_ms() - asleep - every
-            if late <= every:
-                continue
-            # In flight now, or ended while this task slept: the body that blocked the loop
-            # has most often returned by the time this task runs.
-            ran = {h.claimed.record.id: h for at, h in self._ended if at >= asleep}
-            ran.update(self._inflight)
-            if ran:
-                noted = partial(late_heartbeat, self.runtime, late, list(ran.values()))
-                tg.start_soon(attempt, "late heartbeat note", logger, noted)
 
     def _free_slots(self) -> int:
         return self.plan.free_slots(self._bodies, len(self._inflight), len(self._waiting))
@@ -662,7 +589,7 @@ class Worker:
             record = handle.claimed.record
             self._inflight.pop(record.id, None)
             kind: WorkerEventKind = "cancelled" if handle.reason == "cancelled" else "lease_lost"
-            self._emit_about(kind, record, f"{handle.reason} before it started")
+            self.events.about(kind, record, f"{handle.reason} before it started")
 
     async def _cancel_claims(self) -> None:
         """Claims still on their way when the worker goes: their jobs' leases hand them on."""
@@ -809,7 +736,7 @@ class Worker:
             reason=rate_reason(key, next_start_at, now),
             cap_kind="rate",
         )
-        self._emit(replace(event, rate_kind=kind_of(key)))
+        self.events.emit(replace(event, rate_kind=kind_of(key)))
         return True
 
     async def _wait_for_work(self) -> None:
@@ -842,25 +769,7 @@ class Worker:
             await self.driver.nack(claimed.record.id, claimed.token, options)
         except JobSlotLostError:
             return
-        self._emit_about(kind, claimed.record, reason, cap_kind)
-
-    def _emit_about(
-        self,
-        kind: WorkerEventKind,
-        record: JobRecord,
-        reason: str,
-        cap_kind: CapKind | None = None,
-    ) -> None:
-        self._emit(
-            WorkerEvent.of(
-                kind,
-                record,
-                at=self.clock.now_ms(),
-                worker_id=self.id,
-                reason=reason,
-                cap_kind=cap_kind,
-            )
-        )
+        self.events.about(kind, claimed.record, reason, cap_kind)
 
     async def _finish_inflight(self) -> None:
         if not self._inflight:

@@ -231,4 +231,4 @@ async def test_a_worker_takes_its_listeners_and_apps_from_any_iterable(jobs: Job
     """Read once: a generator's items are the worker's, not lost to the check that reads them."""
     seen: list[object] = []
     worker = Worker(jobs, listeners=(f for f in [seen.append]), apps=iter(["examples.shop"]))
-    assert seen.append in worker._listeners and worker.presence.apps == ["examples.shop"]
+    assert seen.append in worker.events.listeners and worker.presence.apps == ["examples.shop"]

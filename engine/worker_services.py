@@ -1,0 +1,134 @@
+"""What runs beside a worker's jobs, so a deploy needs no extra process: the cron scheduler
+(a lease per task), the outbox relay and the pruner (one worker at a time, under the prune
+lease). Which of them run is chosen here; all of them stop with the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import TYPE_CHECKING
+
+from engine.drivers.base import HISTORY, LEADER_LEASES
+from engine.errors import JobsError
+from engine.outbox import OutboxRelay
+from engine.pruner import Pruner
+from engine.retention import Retention, prune_enabled_from_env
+from engine.tasks.declare import tasks_of
+from engine.tasks.scheduler import Scheduler
+from engine.worker_presence import PRESENCE_MS
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from engine.client import Jobs
+
+logger = logging.getLogger("mcp_jobs.worker")
+
+
+class WorkerServices:
+    """The services of one worker. `scheduler` / `outbox_relay`: None runs the scheduler only
+    when tasks are registered, and the relay only when the outbox is in use (this process staged
+    a job, or rows were waiting when the worker started); True or False decides. `prune`: None
+    prunes unless the driver cannot or MCP_JOBS_PRUNE=off."""
+
+    def __init__(
+        self,
+        jobs: Jobs,
+        scheduler: bool | None,
+        outbox_relay: bool | None,
+        prune: bool | None,
+        retention: Retention | None,
+    ) -> None:
+        self.jobs = jobs
+        self._want_scheduler = scheduler
+        self._want_relay = outbox_relay
+        self.scheduler: Scheduler | None = None
+        relay = outbox_relay if outbox_relay is not None else jobs.outbox_in_use
+        self.outbox_relay: OutboxRelay | None = OutboxRelay(jobs) if relay else None
+        self.choose_scheduler()
+        self.pruner: Pruner | None = None
+        driver = jobs.driver
+        offered = HISTORY.offered_by(driver) and LEADER_LEASES.offered_by(driver)
+        if prune or (prune is None and offered and prune_enabled_from_env()):
+            self.pruner = Pruner(jobs, retention=retention)
+        # The task group of the run now going, None between runs; and whether the worker stops.
+        self._group: TaskGroup | None = None
+        self._stopping = False
+
+    def running(self) -> list[Scheduler | OutboxRelay | Pruner]:
+        return [s for s in (self.scheduler, self.outbox_relay, self.pruner) if s is not None]
+
+    def choose_scheduler(self) -> None:
+        wanted = self._want_scheduler
+        if wanted is None:
+            wanted = len(tasks_of(self.jobs.registry)) > 0
+        if wanted and self.scheduler is None:
+            self.scheduler = Scheduler(self.jobs)
+
+    async def choose_relay(self) -> None:
+        """With `outbox_relay=None`, a relay runs when the outbox is in use: this process staged
+        a job, or the first pass (made here) found rows waiting."""
+        if self.outbox_relay is not None or self._want_relay is False:
+            return
+        relay = OutboxRelay(self.jobs)
+        if not self.jobs.outbox_in_use:
+            try:
+                if await relay.pass_once() is None:
+                    return
+            except JobsError as exc:
+                logger.warning("outbox not checked, no relay started: %s", exc)
+                return
+        self.outbox_relay = relay
+
+    def start(self, tg: TaskGroup) -> None:
+        """Run the services chosen in `tg`, the run's task group; with `outbox_relay=None` and no
+        relay yet, one starts there at the first sign the outbox is in use."""
+        self._group = tg
+        if self._stopping:  # stopped while the run set up: a service made since stops too
+            self.stop()
+        for service in self.running():
+            tg.start_soon(service.run)
+        if self.outbox_relay is None and self._want_relay is None:
+            # The first job this process stages starts a relay beside the loop, and so does a
+            # row another process staged, seen by a check every PRESENCE_MS.
+            self.jobs.on_first_stage(partial(self._start_relay, tg))
+            tg.start_soon(self._watch_outbox, tg)
+
+    async def _watch_outbox(self, tg: TaskGroup) -> None:
+        """Until a relay runs here, publish what other processes staged once per PRESENCE_MS,
+        and start the relay at the first row found."""
+        probe = OutboxRelay(self.jobs)
+        while self.outbox_relay is None:
+            await self.jobs.clock.sleep_ms(PRESENCE_MS)
+            if self.outbox_relay is not None:
+                return
+            try:
+                found = await probe.pass_once()
+            except JobsError as exc:
+                logger.warning("outbox not checked: %s", exc)
+                continue
+            if found is not None:
+                self._start_relay(tg)
+
+    def _start_relay(self, tg: TaskGroup) -> None:
+        # `tg` is the run that asked: a hook left by an earlier run of this worker does nothing.
+        if self.outbox_relay is None and tg is self._group and not self._stopping:
+            self.outbox_relay = OutboxRelay(self.jobs)
+            tg.start_soon(self.outbox_relay.run)
+
+    def stop(self) -> None:
+        self._stopping = True
+        for service in self.running():
+            service.stop()
+
+    async def wait_stopped(self) -> None:
+        for service in self.running():
+            await service.wait_stopped()
+
+    def rearm(self) -> None:
+        """The run is over: the next one starts each service afresh."""
+        self._group = None
+        self._stopping = False
+        for service in self.running():
+            service.rearm()
