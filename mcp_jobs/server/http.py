@@ -9,22 +9,18 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import logging
-import re
 from contextvars import ContextVar
 from typing import Any
-from urllib.parse import urlsplit
 
 import pydantic_core
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from mcp.types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.errors import short_repr
-from mcp_jobs.config import ALLOWED_HOSTS_ENV, TOKEN_ENV, Settings
+from mcp_jobs.config import TOKEN_ENV, Settings
 from mcp_jobs.errors import TokenRequiredError, TokenTooShortError, new_token_line, token_file_line
+from mcp_jobs.server.http_refusals import Refusal
 from mcp_jobs.server.request_ids import read_message
 
 TOKEN_CLIENT_ID = "mcp-jobs-token"
@@ -111,9 +107,7 @@ def refusal_reason(authorization: str | None) -> str:
 class LogRefusedRequests:
     """ASGI middleware around the MCP app: a 401 answer is logged as a warning naming the
     remote address, the method and path, and whether the token was missing, malformed or wrong
-    (with the verifier's why, when it gave one); a 403 `insufficient_scope` answer likewise.
-    The SDK's bare "Invalid Host header" (421) and "Invalid Origin header" (403) answers say
-    what they mean and the `--allowed-host` that admits a proxy's name."""
+    (with the verifier's why, when it gave one); a 403 `insufficient_scope` answer likewise."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -124,66 +118,18 @@ class LogRefusedRequests:
             return
         notes: list[str] = []
         reset = refusal_notes.set(notes)
-        held: list[Message] = []
 
         async def watch(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] == 401:
                 _log_refusal(scope, notes)
             elif message["type"] == "http.response.start" and _lacks_scope(message):
                 _log_refusal(scope, notes, reason="under-scoped")
-            elif message["type"] == "http.response.start" and message["status"] in (403, 421):
-                held.append(message)  # the SDK's Host / Origin guard, or another 403
-                return
-            elif held and message["type"] == "http.response.body":
-                start, message = _explained(scope, held.pop(), message)
-                await send(start)
             await send(message)
 
         try:
             await self.app(scope, receive, watch)
         finally:
             refusal_notes.reset(reset)
-
-
-def _explained(scope: Scope, start: Message, body: Message) -> tuple[Message, Message]:
-    """A held refusal (`start`, `body`) with the guard's bare text replaced by what it means."""
-    said = _guard_refusal(scope, body.get("body", b""))
-    if said is None:
-        return start, body
-    text = said.encode()
-    headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"content-length"]
-    headers.append((b"content-length", str(len(text)).encode()))
-    return {**start, "headers": headers}, {**body, "body": text, "more_body": False}
-
-
-def _guard_refusal(scope: Scope, body: bytes) -> str | None:
-    """What the SDK's DNS-rebinding guard's bare refusal means and how to allow the name, when
-    `body` is one of its answers; else None (the body stays)."""
-    if body == b"Invalid Host header":
-        given, header = _header(scope, b"host"), "Host"
-        name = given.rsplit(":", 1)[0] if given.count(":") == 1 else given
-    elif body == b"Invalid Origin header":
-        given, header = _header(scope, b"origin"), "Origin"
-        name = urlsplit(given).hostname or ""
-    else:
-        return None
-    flag = name if _HOST_NAME.fullmatch(name) else "NAME"
-    return (
-        f"the {header} {short_repr(given)} is not one this server answers (on a loopback "
-        "address it answers this machine's names only, against DNS rebinding); a proxy in "
-        f"front that forwards it needs it allowed: serve --allowed-host {flag} "
-        f"(or {ALLOWED_HOSTS_ENV}={flag})\n"
-    )
-
-
-_HOST_NAME = re.compile(r"[A-Za-z0-9.-]{1,253}")
-
-
-def _header(scope: Scope, name: bytes) -> str:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return str(value.decode("latin-1"))
-    return ""
 
 
 def _lacks_scope(start: Message) -> bool:
@@ -218,7 +164,8 @@ class AnswerInvalidIds:
     with a validator's dump (-32602, a batch, `"jsonrpc": "1.0"`) or read as a notification
     (an id that is neither a string nor an integer: 202, no answer, so its sender waits) is
     answered 400 with JSON-RPC -32600 instead, as stdio answers it (`request_ids`). Only the
-    body the SDK itself read, after its own checks (token, size, session), is looked at."""
+    body the SDK itself read, after its own checks (token, size, Content-Type, session), is
+    looked at."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -241,11 +188,12 @@ class AnswerInvalidIds:
 
         async def answer(message: Message) -> None:
             nonlocal replaced
-            if message["type"] == "http.response.start" and message["status"] in (202, 400):
+            if message["type"] == "http.response.start" and _read_by_sdk(message):
                 refused = _refusal(chunks, self.limit)
                 if refused is not None:
                     replaced = True
-                    await _send_invalid_request(send, *refused)
+                    for part in Refusal(400, refused[1], ident=refused[0]).answer():
+                        await send(part)
                     return
             if not replaced:
                 await send(message)
@@ -264,9 +212,12 @@ def _refusal(chunks: list[bytes], limit: int) -> tuple[str | int | None, str] | 
     return message if isinstance(message, tuple) else None
 
 
-async def _send_invalid_request(send: Send, ident: str | int | None, said: str) -> None:
-    refused = {"code": INVALID_REQUEST, "message": said}
-    payload = json.dumps({"jsonrpc": "2.0", "id": ident, "error": refused}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
-    await send({"type": "http.response.start", "status": 400, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})
+def _read_by_sdk(start: Message) -> bool:
+    """Whether the SDK answered a message it parsed: a 202, or a 400 in JSON-RPC (its plain-text
+    400, a wrong Content-Type, refused the request before reading it as a message)."""
+    if start["status"] == 202:
+        return True
+    return start["status"] == 400 and any(
+        key.lower() == b"content-type" and value.startswith(b"application/json")
+        for key, value in start.get("headers", ())
+    )

@@ -5,7 +5,7 @@ The socket is bound here rather than by uvicorn so a busy port is a typed error 
 log and exit the process), and the start line is logged once the port accepts connections.
 Session expiry and the session bound are the SDK's own (`StreamableHTTPSessionManager`'s
 `session_idle_timeout` and `max_sessions`): an expired session's id answers 404, a session over
-the bound is refused with 503 "Too many open sessions".
+the bound is refused with 503 and a Retry-After (`http_refusals`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from engine.ports import free_port
 from mcp_jobs.config import DEFAULT_HOST, DEFAULT_PORT, Settings
 from mcp_jobs.errors import HttpBindError
 from mcp_jobs.server.http import AnswerInvalidIds, LogRefusedRequests, is_loopback
+from mcp_jobs.server.http_refusals import ExplainRefusals
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -38,9 +39,9 @@ KEEP_ALIVE_S = 75
 
 
 def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = None) -> ASGIApp:
-    """The server's streamable HTTP app with the session bounds of `settings`, refusals logged,
-    a request whose id is of the wrong type answered, and, given the server's `jobs` client, the
-    web dashboard beside it at /dashboard/."""
+    """The server's streamable HTTP app with the session bounds of `settings`, refusals logged
+    and said with their fix, a request whose id is of the wrong type answered, and, given the
+    server's `jobs` client, the web dashboard beside it at /dashboard/."""
     from mcp_jobs.dashboard import WithDashboard
 
     limit = settings.limits.max_request_bytes
@@ -52,7 +53,7 @@ def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = Non
         max_sessions=settings.max_sessions,
         transport_security=rebinding_guard(settings),
     )
-    app = AnswerInvalidIds(app, limit)
+    app = ExplainRefusals(AnswerInvalidIds(app, limit), settings)
     if settings.oauth is not None:
         from mcp_jobs.server.oauth import ProtectedResourceMetadataApp
 

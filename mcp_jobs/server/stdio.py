@@ -5,7 +5,8 @@ and holds a line in memory however long it is. This one answers as the HTTP tran
 parse error (-32700) or an invalid request (-32600), with the request's id when one can be read,
 else null — refuses a line over the request bound while it streams in, and reads on. At the end
 of input it answers every request it has read before the session ends (the SDK's would cancel
-them: a piped script closes stdin straight after its last request).
+them: a piped script closes stdin straight after its last request), and answers for the client
+what the server asked it (an elicitation is then cancelled), since no answer can come.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp.types import (
+    CONNECTION_CLOSED,
     INVALID_REQUEST,
     PARSE_ERROR,
     ErrorData,
@@ -36,6 +38,8 @@ from mcp_jobs.server.request_ids import read_message
 # What an oversized line is dropped in: it is never held whole.
 DROP_CHUNK = 64 * 1024
 CANCELLED = "notifications/cancelled"
+INPUT_CLOSED = "the client closed its input before answering"
+ELICIT = "elicitation/create"
 
 Incoming = MemoryObjectSendStream[SessionMessage | Exception]
 Outgoing = MemoryObjectSendStream[SessionMessage]
@@ -71,6 +75,42 @@ class Unanswered:
     async def all_answered(self, seconds: float) -> None:
         with anyio.move_on_after(seconds):
             await self._none.wait()
+
+
+class Asked:
+    """The server's requests to the client (an elicitation) not yet answered. Once stdin has
+    closed none can be: each is answered for the client at once, so the call waiting on it ends
+    now rather than when the time requests in hand get at the end of input runs out."""
+
+    def __init__(self) -> None:
+        self._methods: dict[str | int, str] = {}
+        self._more = anyio.Event()
+
+    def sent(self, message: JSONRPCMessage) -> None:
+        if isinstance(message, JSONRPCRequest):
+            self._methods[message.id] = message.method
+            self._more.set()
+
+    def read(self, message: JSONRPCMessage) -> None:
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            self._methods.pop(message.id, None)
+
+    async def release(self, incoming: Incoming) -> None:
+        """Answer every request asked so far, and each one asked from now on."""
+        while True:
+            self._more = anyio.Event()
+            asked, self._methods = self._methods, {}
+            for ident, method in asked.items():
+                await incoming.send(SessionMessage(_unanswerable(ident, method)))
+            await self._more.wait()
+
+
+def _unanswerable(ident: str | int, method: str) -> JSONRPCResponse | JSONRPCError:
+    # A question the person can no longer see was dismissed without a choice: MCP's "cancel",
+    # which declines the write that asked it (WRITE_DECLINED, nothing written).
+    if method == ELICIT:
+        return JSONRPCResponse(jsonrpc="2.0", id=ident, result={"action": "cancel"})
+    return _error(ident, INPUT_CLOSED, CONNECTION_CLOSED)
 
 
 def parse_line(line: bytes) -> SessionMessage | JSONRPCError:
@@ -109,14 +149,19 @@ async def _read(
     incoming: Incoming,
     replies: Outgoing,
     unanswered: Unanswered,
+    asked: Asked,
     answer_seconds: float,
 ) -> None:
     async with incoming, replies:
         while True:
             got = await anyio.to_thread.run_sync(read_line, wire, limit, abandon_on_cancel=True)
             if got is None:
-                # The session ends when `incoming` closes: not before what was asked is answered.
-                await unanswered.all_answered(answer_seconds)
+                # The session ends when `incoming` closes: not before the client's requests are
+                # answered, and those of the server's that wait on the client are answered now.
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(asked.release, incoming)
+                    await unanswered.all_answered(answer_seconds)
+                    tg.cancel_scope.cancel()
                 return
             line, oversized = got
             if oversized:
@@ -130,6 +175,7 @@ async def _read(
                 await replies.send(SessionMessage(parsed))
             else:
                 unanswered.read(parsed.message)
+                asked.read(parsed.message)
                 await incoming.send(parsed)
 
 
@@ -139,10 +185,14 @@ def _write_line(wire: BinaryIO, data: bytes) -> None:
 
 
 async def _write(
-    wire: BinaryIO, outgoing: MemoryObjectReceiveStream[SessionMessage], unanswered: Unanswered
+    wire: BinaryIO,
+    outgoing: MemoryObjectReceiveStream[SessionMessage],
+    unanswered: Unanswered,
+    asked: Asked,
 ) -> None:
     async with outgoing:
         async for item in outgoing:
+            asked.sent(item.message)
             text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
             await anyio.to_thread.run_sync(_write_line, wire, text.encode() + b"\n")
             unanswered.sent(item.message)
@@ -193,9 +243,9 @@ async def stdio_transport(
         wire_in, wire_out = wires
         incoming, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
-        unanswered = Unanswered()
+        unanswered, asked = Unanswered(), Asked()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_write, wire_out, outgoing, unanswered)
+            tg.start_soon(_write, wire_out, outgoing, unanswered, asked)
             reading = anyio.CancelScope()
 
             async def read_all() -> None:
@@ -206,6 +256,7 @@ async def stdio_transport(
                         incoming,
                         write.clone(),
                         unanswered,
+                        asked,
                         answer_seconds,
                     )
 

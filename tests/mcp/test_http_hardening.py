@@ -34,6 +34,7 @@ from mcp_jobs.errors import (
 )
 from mcp_jobs.server import build_server
 from mcp_jobs.server.http import is_loopback, refusal_reason, require_token
+from mcp_jobs.server.http_refusals import SERVER_BUSY
 from mcp_jobs.server.http_serve import Listening, bind, serve_http
 from mcp_jobs.server.request_ids import INVALID_ID
 from tests.mcp.support import INITIALIZE, declare_app
@@ -324,7 +325,7 @@ async def test_sessions_over_the_bound_are_refused_with_503() -> None:
         await _open_session(authorized, listening.url)
         over = await authorized.post(listening.url, json=INITIALIZE, headers=HEADERS)
         assert over.status_code == 503
-        assert over.json()["error"]["message"] == "Too many open sessions"
+        assert over.json()["error"]["code"] == SERVER_BUSY
         # The live sessions are unaffected, and ending one makes room.
         still = await authorized.post(listening.url, json=LIST_TOOLS, headers=_in_session(first))
         assert still.status_code == 200
