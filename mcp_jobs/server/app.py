@@ -29,9 +29,12 @@ from engine.meant import meant_as, meant_note
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.server import prompts, resources, subscriptions, tasks, tools
 from mcp_jobs.server.apps_ui import apps_extension
-from mcp_jobs.server.arguments import calling, make_strict, refusal
+from mcp_jobs.server.arguments import make_strict
 from mcp_jobs.server.calls import tool_failure
 from mcp_jobs.server.completions import register as register_completions
+from mcp_jobs.server.cursor_first import cursor_first
+from mcp_jobs.server.derived_arguments import derived_arguments
+from mcp_jobs.server.engine_refusal import calling
 from mcp_jobs.server.http import http_auth
 from mcp_jobs.server.oauth_grants import callable_tools
 from mcp_jobs.server.request_params import named_params
@@ -39,6 +42,7 @@ from mcp_jobs.server.schemas import published
 from mcp_jobs.server.served import MUTATING_TOOLS
 from mcp_jobs.server.state import AppState, StateHolder, lifespan_for
 from mcp_jobs.server.stdio import stdio_transport
+from mcp_jobs.server.strict_refusal import refusal
 
 INSTRUCTIONS = """\
 mcp-jobs operates a durable background-jobs system. Start with describe_jobs (what can run) and \
@@ -93,7 +97,9 @@ class JobsServer(MCPServer[AppState]):
             ):
                 raise
             # The strict model (`server.arguments`) refused them, before the tool ran.
-            return tool_failure(refusal(tool, read, exc.__cause__), where=f"tool {name}")
+            derived = derived_arguments(name, read, context)  # what only the server knows
+            refused = await cursor_first(refusal(tool, read, exc.__cause__, derived), context)
+            return tool_failure(refused, where=f"tool {name}")
 
     def _unknown_tool(self, name: str) -> MCPError:
         known = sorted(t.name for t in self._tool_manager.list_tools())

@@ -12,8 +12,8 @@ from pydantic_core import to_json
 from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.scope import Scope
-from mcp_jobs.server.arguments import mended
 from mcp_jobs.server.audit import Subject, record_call
+from mcp_jobs.server.engine_refusal import mended
 from mcp_jobs.server.oauth_grants import authorize
 from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState

@@ -6,7 +6,7 @@ parameters" with empty data: no word of which field, or what it must be. This se
 middleware answers the same -32602 with the typed payload every other refusal carries (code,
 cause, fix; `details.argument` the field), and for `arguments` sent as JSON text of an object
 (a common agent slip) the fix is the request with the object itself, as a tool mends such an
-argument (`server.arguments.object_in_text`).
+argument (`server.argument_values.object_in_text`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from engine.errors import InvalidArgumentError
-from mcp_jobs.server.arguments import object_in_text
+from mcp_jobs.server.argument_values import object_in_text
 
 # What a field of each of pydantic's error types must be, in JSON's words.
 _EXPECTED = {

@@ -103,7 +103,8 @@ async def test_a_page_size_over_the_cap_beside_a_cursor_keeps_the_cursor(
     jobs: Jobs, open_mcp: OpenMcp
 ) -> None:
     """The mended call keeps the cursor (the CLI's fix dropped it); a cursor of other filters
-    is then refused on its own, its fix the first page. Each next_call runs as given."""
+    is refused in the same answer, its fix the first page (test_cursor_first). Each next_call
+    runs as given."""
     for user in range(1, 6):
         await jobs.enqueue("greet", {"user_id": user})
     async with open_mcp() as mcp:
@@ -115,9 +116,7 @@ async def test_a_page_size_over_the_cap_beside_a_cursor_keeps_the_cursor(
         assert call["arguments"] == {"cursor": cursor, "limit": 200}, over
         assert (await mcp.ok(call["tool"], call["arguments"]))["jobs"] == rest["jobs"]
         other = {"cursor": cursor, "limit": 500, "state": "dead"}
-        over = await mcp.fails("list_jobs", other, "LIMIT_EXCEEDED")
-        call = over["next_call"]
-        refused = await mcp.fails(call["tool"], call["arguments"], "CURSOR_INVALID")
+        refused = await mcp.fails("list_jobs", other, "CURSOR_INVALID")
         assert refused["next_call"]["arguments"] == {"state": "dead", "limit": 200}, refused
         assert (await mcp.ok("list_jobs", refused["next_call"]["arguments"]))["jobs"] == []
 

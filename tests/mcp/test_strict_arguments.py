@@ -296,15 +296,15 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
                 {"input": {"user_id": 1}},
                 '{"name": "<name>", "input": {"user_id": 1}}',
             ),
-            (
+            (  # moved to `key`: the key greet computes, which "k" is not (test_moved_key)
                 "enqueue_job",
                 {"name": "greet", "input": {"user_id": 2}, "idempotency_key": "k"},
-                '{"name": "greet", "input": {"user_id": 2}, "key": "k"}',
+                '{"name": "greet", "input": {"user_id": 2}, "key": "greet:2"}',
             ),
             (  # a respelling, but on a tool that writes: not run for the agent either
                 "enqueue_job",
                 {"name": "greet", "input": {"user_id": 2}, "Key": "k"},
-                '{"name": "greet", "input": {"user_id": 2}, "key": "k"}',
+                '{"name": "greet", "input": {"user_id": 2}, "key": "greet:2"}',
             ),
             ("list_jobs", {"limit": 2, "zzz": 1}, '{"limit": 2}'),
             (

@@ -31,8 +31,9 @@ from mcp_jobs.operations.models import (
     WaitForJobResult,
 )
 from mcp_jobs.server.apps_ui import UI_META
-from mcp_jobs.server.arguments import ServerCap, mended
+from mcp_jobs.server.arguments import ServerCap
 from mcp_jobs.server.calls import ToolContext, run_tool
+from mcp_jobs.server.engine_refusal import mended
 from mcp_jobs.server.state import AppState
 from schemas.states import JobState
 

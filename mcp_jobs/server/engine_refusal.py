@@ -1,0 +1,226 @@
+"""An argument the engine refused while a tool ran (a bound only it can check, a name it does
+not know, an id inside other text), as the same refusal whose fix is the caller's call mended."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver.tools.base import Tool
+
+from engine.errors import (
+    LEFT_OUT,
+    NAMED,
+    NOTHING_NEAR,
+    InvalidArgumentError,
+    JobNotFoundError,
+    JobsError,
+    id_within,
+)
+from engine.meant import same_words
+from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, TenantPinnedError
+from mcp_jobs.server.argument_values import MISSING
+from mcp_jobs.server.mended_call import WRITE, MendedCall, reads_only
+
+# The tool call under way, for an INVALID_ARGUMENT the engine raises while the tool runs.
+_CALL: ContextVar[tuple[Tool, Mapping[str, Any]] | None] = ContextVar("tool_call", default=None)
+
+
+@contextmanager
+def calling(tool: Tool, arguments: Mapping[str, Any]) -> Iterator[None]:
+    """Mark `tool` called with `arguments` while the block runs (see `mended`)."""
+    token = _CALL.set((tool, arguments))
+    try:
+        yield
+    finally:
+        _CALL.reset(token)
+
+
+def mended(exc: BaseException) -> BaseException:
+    """`exc`, or, when it is the engine refusing an argument of the tool call under way as the
+    caller gave it, the same refusal whose fix is that call mended: the value the engine named
+    nearest to it (a range's end that moves with the clock, the key the job computes), or a
+    "<name>" slot; the id a text holds (JOB_NOT_FOUND), the name meant (JOB_UNKNOWN,
+    QUEUE_UNKNOWN), an input's fields renamed (JOB_INPUT_INVALID), a "<tenant_id>" slot
+    (JOB_TENANT_REQUIRED) or "<key>" slot (IDEMPOTENCY_KEY_MISSING), the pinned tenant
+    (TENANT_PINNED), the input with slots for the fields a computed key is too long for; with
+    next_call when the mended call runs as given."""
+    current = _CALL.get()
+    if current is None or not isinstance(exc, JobsError):
+        return exc
+    tool, arguments = current
+    if isinstance(exc, JobNotFoundError):
+        return _id_held(exc, tool, arguments)
+    if exc.code in NAMED:
+        return _name_meant(exc, tool, arguments)
+    if exc.code == "JOB_INPUT_INVALID":
+        return _fields_meant(exc, tool, arguments)
+    if exc.code == "JOB_TENANT_REQUIRED":
+        return _slotted(exc, tool, arguments, "tenant_id", MISSING)
+    if exc.code == "IDEMPOTENCY_KEY_MISSING":
+        return _slotted(exc, tool, arguments, "key", MISSING)
+    if isinstance(exc, TenantPinnedError):
+        return _tenant_pinned(exc, tool, arguments)
+    if isinstance(exc, ComputedKeyInvalidError) and exc.slotted is not None:
+        return _slotted(exc, tool, arguments, "input", exc.slotted)
+    if exc.__class__ not in (InvalidArgumentError, LimitExceededError):
+        return exc
+    assert isinstance(exc, InvalidArgumentError | LimitExceededError)
+    if exc.next_call is not None:
+        return exc
+    if isinstance(exc, LimitExceededError):
+        return _within_limit(exc, tool, arguments)
+    name, given = exc.argument, arguments.get(exc.argument, MISSING)
+    mend = MendedCall(tool, arguments)
+    if exc.nearest is LEFT_OUT and given is not MISSING:
+        mend.leave_out(name)  # whatever its value: the call has no use for it
+    elif exc.nearest is NOTHING_NEAR and _holds(given, exc.value):
+        # An item no stored thing can match (a queue name with a NUL) selects nothing: the
+        # list without it asks the same.
+        kept = [item for item in given if not _same(item, exc.value)]
+        if kept:
+            mend.set(name, kept)
+        else:
+            mend.leave_out(name)
+    elif _same(given, exc.value):
+        mend.set(name, MISSING if exc.nearest is NOTHING_NEAR else exc.nearest)
+    # The engine named the value by what is wrong with it ("nested deeper than 64 levels at
+    # $.a…", "2000000 bytes of JSON"), or in other units: a slot, never its nearest value.
+    elif exc.nearest is NOTHING_NEAR and given is not MISSING:
+        mend.set(name, MISSING)
+    else:
+        return exc
+    mend.settle()
+    return InvalidArgumentError(
+        name,
+        # As the caller wrote it: 5, not the 5.0 a float argument made of it.
+        given if given is not MISSING and given == exc.value else exc.value,
+        exc.expected,
+        fix=f"{tool.name} {mend.text()}",
+        next_call=mend.call(),
+    )
+
+
+E = TypeVar("E", bound=JobsError)
+
+
+def _as_mended(exc: E, tool: Tool, mend: MendedCall) -> E:
+    """`exc` whose fix is the call `mend` holds, and its next_call when that runs as given."""
+    mend.settle()
+    exc.fix, exc.next_call = f"{tool.name} {mend.text()}", mend.call()
+    return exc
+
+
+def _name_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
+    """JOB_UNKNOWN or QUEUE_UNKNOWN for a name that plainly stands for a known one (its
+    `meant`) as the caller's call with that name: with next_call when it is the name in another
+    spelling (`Bench_Noop`) on a read-only tool; a slip of the keys, or a write, shown only."""
+    details = exc.details or {}
+    given, meant = details.get(NAMED[exc.code]), details.get("meant")
+    places = [
+        (name, value)
+        for name, value in arguments.items()
+        if value == given or (isinstance(value, list) and value.count(given) == 1)
+    ]
+    if meant is None or not isinstance(given, str) or len(places) != 1:
+        return exc
+    name, value = places[0]
+    mend = MendedCall(tool, arguments)
+    named = [meant if item == given else item for item in value] if value != given else meant
+    if same_words(given, meant) and reads_only(tool):
+        mend.set(name, named)
+    else:
+        mend.guess(name, named)
+    if not same_words(given, meant) and arguments.get(WRITE) is True:
+        # A slip of the keys is a guess: the write so mended is its dry run (a plan), as on
+        # the CLI, where such a line loses --yes.
+        mend.leave_out(WRITE)
+    return _as_mended(exc, tool, mend)
+
+
+def _slotted(exc: E, tool: Tool, arguments: Mapping[str, Any], name: str, value: Any) -> E:
+    """`exc` as the caller's own call with `name` for them to fill in: a "<name>" slot
+    (`MISSING`: the tenant a tenant_required job runs for), or `value` holding slots (the
+    input with the fields a computed key is too long for). Shown in the fix, never run."""
+    if name not in tool.parameters.get("properties", {}):
+        return exc
+    mend = MendedCall(tool, arguments)
+    if value is MISSING:
+        mend.set(name, value)
+    else:
+        mend.fill(name, value)
+    return _as_mended(exc, tool, mend)
+
+
+def _tenant_pinned(exc: TenantPinnedError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
+    """TENANT_PINNED as the caller's call with the pinned tenant for the one asked, every other
+    argument kept (its filters dropped, a listing or a cancel would span every job): a read
+    runs as given; a write acts for another tenant than the caller named, so it is shown only,
+    and one that writes on `write: true` comes back as its dry run."""
+    if arguments.get("tenant_id") != exc.asked:
+        return exc
+    mend = MendedCall(tool, arguments)
+    if reads_only(tool):
+        mend.set("tenant_id", exc.pinned)
+    else:
+        mend.guess("tenant_id", exc.pinned)
+        mend.leave_out(WRITE)
+    return _as_mended(exc, tool, mend)
+
+
+def _fields_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
+    """JOB_INPUT_INVALID whose every error is a field given under a name that plainly stands
+    for a declared one (`userId` for `user_id`: the unknown one and the missing one) as the
+    call with those fields renamed. A write: shown in the fix, not run."""
+    given = arguments.get("input")
+    errors = (exc.details or {}).get("errors", [])
+    meant = {e["loc"][0]: e["meant"] for e in errors if e.get("meant") and len(e["loc"]) == 1}
+    explained = {*meant, *meant.values()}
+    if (
+        not isinstance(given, dict)
+        or not meant
+        or any(len(e["loc"]) != 1 or e["loc"][0] not in explained for e in errors)
+    ):
+        return exc
+    mend = MendedCall(tool, arguments)
+    mend.guess("input", {meant.get(name, name): value for name, value in given.items()})
+    return _as_mended(exc, tool, mend)
+
+
+def _id_held(exc: JobNotFoundError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
+    """JOB_NOT_FOUND for text that holds one job id (`" 01a2…"`, `"job 01a2…"`, capitals) as
+    the caller's call with that id: it is plainly the id meant, and the call runs as given."""
+    inner = id_within(exc.job_id)
+    names = [name for name, value in arguments.items() if value == exc.job_id]
+    if inner is None or len(names) != 1:
+        return exc
+    mend = MendedCall(tool, arguments)
+    mend.set(names[0], inner)
+    return _as_mended(exc, tool, mend)
+
+
+def _within_limit(exc: LimitExceededError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
+    """A server cap only the tool's body checks (an input's bytes), as the caller's own call
+    with the argument at the cap when it is a number, else a "<name>" slot."""
+    given = arguments.get(exc.argument, MISSING)
+    if given is MISSING:
+        return exc
+    mend = MendedCall(tool, arguments)
+    number = isinstance(given, int | float) and not isinstance(given, bool)
+    mend.set(exc.argument, exc.limit if number else MISSING)
+    mend.settle()
+    fix = f"{tool.name} {mend.text()}"
+    return LimitExceededError(
+        exc.argument, exc.value, exc.limit, exc.unit, fix, next_call=mend.call(), why=exc.why
+    )
+
+
+def _same(given: Any, value: object) -> bool:
+    return type(given) is type(value) and given == value
+
+
+def _holds(given: Any, value: object) -> bool:
+    """Whether the caller's list `given` holds the refused `value` as one of its items."""
+    return isinstance(given, list) and any(_same(item, value) for item in given)
