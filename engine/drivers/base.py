@@ -32,7 +32,7 @@ from schemas.jobs import (
     JobRecord,
     NackOptions,
 )
-from schemas.outbox import OutboxRow
+from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
 from schemas.scheduler import TaskState
@@ -282,6 +282,13 @@ class SchedulerState(Protocol):
         """Record the latest fired occurrence; never moves backwards."""
         ...
 
+    async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
+        """Compare-and-set the task's last fired occurrence from `expected` (None: no state, or
+        state that is none) to `occurrence_ms`, backwards too (a clock stepped back); False when
+        it is no longer `expected`. The scheduler claims an occurrence so before it enqueues
+        it, so of two schedulers one fires it, however long either takes."""
+        ...
+
 
 @runtime_checkable
 class OutboxStore(Protocol):
@@ -304,6 +311,11 @@ class OutboxStore(Protocol):
         ...
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None: ...
+
+    async def outbox_waiting(self, limit: int) -> OutboxWaiting:
+        """The rows staged and not yet published, claimed or not: how many (counted up to
+        `limit`, on the unpublished rows only) and when the oldest was staged."""
+        ...
 
     async def outbox_forget_published(self, published_before: int, limit: int) -> int:
         """Delete up to `limit` published rows whose `published_at` is before

@@ -28,6 +28,7 @@ from engine.errors import (
     JobsError,
     JobSlotLostError,
     OutboxNoTxError,
+    OutboxTxKindError,
 )
 from engine.ids import new_id, new_token
 from engine.pauses import is_held
@@ -67,7 +68,7 @@ from schemas.jobs import (
     JobRecord,
     NackOptions,
 )
-from schemas.outbox import OutboxRow
+from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.scheduler import LeaderLease, TaskState
 from schemas.states import BackfillStatus, JobState
 from schemas.stats import QueueStats, WorkerInfo
@@ -496,6 +497,14 @@ class MemoryDriver(MemoryControls):
             last = max(last, current.last_fired_at)
         self._tasks[task] = TaskState(task=task, last_fired_at=last, updated_at=self.clock.now_ms())
 
+    async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
+        current = self._tasks.get(task)
+        if (current.last_fired_at if current is not None else None) != expected:
+            return False
+        now = self.clock.now_ms()
+        self._tasks[task] = TaskState(task=task, last_fired_at=occurrence_ms, updated_at=now)
+        return True
+
     # --- outbox -------------------------------------------------------------------------------
 
     def transaction(self) -> MemoryTransaction:
@@ -512,7 +521,15 @@ class MemoryDriver(MemoryControls):
         tx.staged.clear()
 
     async def outbox_stage(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
-        if not isinstance(tx, MemoryTransaction) or not tx.open:
+        if not isinstance(tx, MemoryTransaction):
+            raise OutboxTxKindError(
+                self.kind,
+                tx,
+                "a MemoryTransaction from `jobs.driver.transaction()`",
+                "tx = jobs.driver.transaction(); await jobs.stage(tx, name, input); "
+                "jobs.driver.commit(tx)",
+            )
+        if not tx.open:
             raise OutboxNoTxError(self.kind)
         now = self.clock.now_ms()
         ids: list[str] = []
@@ -564,6 +581,12 @@ class MemoryDriver(MemoryControls):
                 self._outbox[row_id] = row.model_copy(
                     update={"claimed_by": None, "claim_expires_at": None}
                 )
+
+    async def outbox_waiting(self, limit: int) -> OutboxWaiting:
+        waiting = [r.staged_at for r in self._outbox.values() if r.published_at is None]
+        return OutboxWaiting(
+            count=min(len(waiting), limit), oldest_staged_at=min(waiting, default=None)
+        )
 
     async def outbox_forget_published(self, published_before: int, limit: int) -> int:
         done = sorted(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
+import sys
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +71,9 @@ class TaskDefinition:
     description: str | None
     schedule: Schedule = field(repr=False)
     declared_by: str = ""
+    # Where the declaration is: the `task(...)` call and the enqueue function's first line
+    # (`file:line` each). A re-import runs the same lines again; a second task has its own.
+    declared_at: tuple[str, str] = ("", "")
     origin: object = field(default=None, repr=False)
 
     async def entries(self, occurrence_ms: int) -> Sequence[Any]:
@@ -93,7 +97,7 @@ class TaskRegistry(Registry[TaskDefinition]):
     def clash(self, existing: TaskDefinition, definition: TaskDefinition) -> JobsError | None:
         if _identity(existing) == _identity(definition):
             return None
-        return TaskNameTakenError(definition.name, existing.declared_by, definition.declared_by)
+        return TaskNameTakenError(definition.name, _where(existing), _where(definition))
 
     def unknown(self, name: str, known: Sequence[str]) -> JobsError:
         return TaskUnknownError(name, known)
@@ -111,19 +115,31 @@ def tasks_of(registry: JobRegistry) -> TaskRegistry:
     return found
 
 
-def _identity(definition: TaskDefinition) -> tuple[str, str, str]:
-    # Re-importing the declaring module re-declares the same task; anything else is a clash.
-    return (definition.declared_by, definition.cron, definition.tz)
+def _identity(definition: TaskDefinition) -> tuple[str, tuple[str, str], str, str]:
+    # Re-importing the declaring module re-declares the same task from the same lines; anything
+    # else is a clash (the qualname alone is `<lambda>` for every lambda of a module).
+    return (definition.declared_by, definition.declared_at, definition.cron, definition.tz)
+
+
+def _where(definition: TaskDefinition) -> str:
+    return f"{definition.declared_by} (task(...) at {definition.declared_at[0]})"
+
+
+def _unfit(c: str) -> bool:
+    """A character a task name may not hold: ':' (it ends the name in an occurrence's key),
+    whitespace, and what is not printable (a zero-width space, a direction mark, a control
+    character): a name nobody can see or type back is no name."""
+    return c == ":" or c.isspace() or not c.isprintable()
 
 
 def _name(value: object) -> str:
-    if isinstance(value, str) and value and not any(c.isspace() or c == ":" for c in value):
+    if isinstance(value, str) and value and not any(_unfit(c) for c in value):
         try:  # "task:<name>" is the enqueued_by of every job it enqueues, bounded as any actor
             return bounds.text("name", value, MAX_TASK_NAME_BYTES)
         except InvalidArgumentError as exc:
             expected = exc.expected
     else:
-        expected = "a non-empty str without whitespace or ':'"
+        expected = "a non-empty str of printable characters without whitespace or ':'"
     shown = value if isinstance(value, str) else repr(value)
     mended = json.dumps(_mended_name(value), ensure_ascii=False)
     raise TaskDeclarationInvalidError(shown, "name", value, expected, mended)
@@ -135,8 +151,7 @@ def _mended_name(value: object) -> str:
     if not isinstance(value, str):
         return "nightly"
     kept = "".join(
-        "_" if c.isspace() or c == ":" or find_unstorable(c) is not None else c
-        for c in value.strip()
+        "_" if _unfit(c) or find_unstorable(c) is not None else c for c in value.strip()
     ).strip("_")
     cut = kept.encode()[:MAX_TASK_NAME_BYTES].decode(errors="ignore")
     return cut or "nightly"
@@ -213,6 +228,8 @@ def task(
         description,
     )
     declared_by = _declared_by(enqueue)
+    caller = sys._getframe(1)  # the line declaring it
+    declared_at = (f"{caller.f_code.co_filename}:{caller.f_lineno}", _first_line(enqueue))
     definition = TaskDefinition(
         name=task_name,
         cron=schedule.cron,
@@ -223,6 +240,7 @@ def task(
         description=description,
         schedule=schedule,
         declared_by=declared_by,
+        declared_at=declared_at,
         origin=_ORIGIN,
     )
     tasks_of(registry if registry is not None else default_registry).add(definition)
@@ -233,3 +251,10 @@ def _declared_by(fn: Callable[..., Any]) -> str:
     module = getattr(fn, "__module__", None) or "?"
     qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
     return f"{module}:{qualname}"
+
+
+def _first_line(fn: Callable[..., Any]) -> str:
+    code = getattr(fn, "__code__", None)
+    if code is None:  # a partial, a callable object: its declaring call tells it apart
+        return ""
+    return f"{code.co_filename}:{code.co_firstlineno}"

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from engine import bounds
 from engine.tasks.declare import CatchUp, TaskDefinition, tasks_of
+from engine.tasks.scheduler import stepped_back
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -62,6 +63,11 @@ def describe_task(
     definition: TaskDefinition, now_ms: int, last_fired_ms: int | None, count: int = DEFAULT_NEXT
 ) -> TaskDescriptor:
     schedule = definition.schedule
+    # An occurrence at or before the last fired one does not fire again, unless the clock was
+    # stepped back far behind it (then the scheduler fires on from now): as the scheduler does.
+    start = now_ms
+    if last_fired_ms is not None and not stepped_back(last_fired_ms, now_ms):
+        start = max(now_ms, last_fired_ms)
 
     def occurrence(at: int) -> TaskOccurrence:
         return TaskOccurrence(at=at, local=schedule.local_iso(at))
@@ -74,6 +80,6 @@ def describe_task(
         catch_up=definition.catch_up,
         max_catch_up=definition.max_catch_up,
         interval=schedule.interval,
-        next_occurrences=[occurrence(at) for at in schedule.next(now_ms, count)],
+        next_occurrences=[occurrence(at) for at in schedule.next(start, count)],
         last_fired=occurrence(last_fired_ms) if last_fired_ms is not None else None,
     )

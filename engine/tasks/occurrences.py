@@ -34,6 +34,10 @@ _HOUR_MS = 3_600_000
 # How far around an instant to look for an offset change when sizing the DST slack. Transitions
 # are months apart; a day either side sees any that can reorder occurrences near that instant.
 _SPREAD_WINDOW_H = 26
+# No occurrence is computed past this instant: a datetime ends with the year 9999, and the walk
+# looks a day and more either side of an instant. A clock set there finds none, not an error.
+_LAST_YEAR = 9999
+HORIZON_MS = (datetime(_LAST_YEAR, 12, 1, tzinfo=UTC) - _EPOCH) // _MS
 
 ALIASES = {
     "@yearly": "0 0 1 1 *",
@@ -131,14 +135,28 @@ class Schedule:
     # --- queries --------------------------------------------------------------------------------
 
     def after(self, after_ms: int) -> Iterator[int]:
-        """Every occurrence strictly after `after_ms`, ascending, each instant once. Endless."""
+        """Every occurrence strictly after `after_ms`, ascending, each instant once, up to
+        HORIZON_MS."""
+        if after_ms >= HORIZON_MS:
+            return
         start = self._naive(after_ms) - self._spread(after_ms) - timedelta(minutes=1)
         walk = _walk(self.cron, start, hash_id=self._hash_id)
         pending: list[int] = []
         last = after_ms
         while True:
-            wall: datetime = walk.get_next(datetime)
-            fires, floor, _ = self._instants(wall)
+            try:
+                wall: datetime = walk.get_next(datetime)
+                fires, floor, _ = self._instants(wall)
+            except (OverflowError, ValueError):
+                if self._naive(last).year < _LAST_YEAR - 1:
+                    raise  # no end of time: the expression matches no date (TASK_CRON_INVALID)
+                floor = HORIZON_MS + 1  # the walk ran off the end of datetime
+                fires = ()
+            if floor > HORIZON_MS:
+                for at in sorted(pending):
+                    if last < at <= HORIZON_MS:
+                        yield at
+                return
             for at in fires:
                 if at > after_ms:
                     heapq.heappush(pending, at)
@@ -165,6 +183,7 @@ class Schedule:
     def latest(self, after_ms: int, until_ms: int) -> int | None:
         """The latest occurrence in `(after_ms, until_ms]`, walking back from `until_ms` so a
         long downtime costs one step, not one per missed occurrence."""
+        until_ms = min(until_ms, HORIZON_MS)
         if until_ms <= after_ms:
             return None
         slack = self._spread(until_ms) // _MS

@@ -1,16 +1,22 @@
-"""The scheduler: one leader at a time turns due cron occurrences into jobs, exactly once each.
+"""The scheduler: turns each declared task's due cron occurrences into jobs, once each.
 
-Three things make an occurrence fire once even with many workers each running a scheduler:
-- a leadership lease in the database (`scheduler_lead`): only the holder fires, and a new leader
-  takes over when the old one's lease expires;
-- durable state (`task_fired`): the latest fired occurrence per task, so a new leader resumes
-  where the old one stopped and never fires an occurrence twice;
-- the idempotency key `task:<name>:<occurrence_ms>` on every job it enqueues, so two schedulers
-  that both believe they lead (a lease expiring mid-round) dedupe into one live job.
+Every worker runs one, and the workers of a deployment need not declare the same tasks (other
+`--app` modules, two versions during a rolling deploy): each task is fired by whichever process
+declaring it holds that task's lease. Three things make an occurrence fire once:
+- a lease per task (`lead("task:<name>")`): one scheduler at a time does a task's work, and
+  another declaring it takes over when that lease expires;
+- a claim (`task_claim`): the task's last fired occurrence is moved from the value this
+  scheduler read to the occurrence by compare-and-set BEFORE its jobs are enqueued, so a
+  scheduler that read stale state (its lease ran out while the app's `enqueue` ran) loses the
+  claim and enqueues nothing; a new holder resumes where the old one stopped;
+- the idempotency key `task:<name>:<occurrence_ms>` on every job it enqueues: a claimed batch
+  whose enqueue failed is enqueued again next round, and deduped if part of it landed.
 
 Catch-up after downtime follows the task's policy: `skip` fires only the latest missed
 occurrence, `all` fires every missed one oldest first, never more than `max_catch_up` per round.
-A task seen for the first time fires nothing from before this scheduler started.
+A task seen for the first time fires nothing from before this scheduler started. A last fired
+occurrence more than CLOCK_STEP_MS ahead of the clock means the clock was stepped back: the
+task fires on from now (logged once) rather than stay silent until that instant.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import anyio
 from engine import bounds
 from engine.client import Enqueue
 from engine.clock import sleep_unless_woken
-from engine.drivers.base import SCHEDULER, require
+from engine.drivers.base import LEADER_LEASES, SCHEDULER, require
 from engine.errors import JobsError
 from engine.ids import worker_id
 from engine.services import attempt
@@ -42,6 +48,21 @@ logger = logging.getLogger("mcp_jobs.scheduler")
 DEFAULT_LEASE_MS = 30_000
 # Between rounds while some task still has missed occurrences beyond its `max_catch_up`.
 DEFAULT_BACKLOG_MS = 1_000
+# A last fired occurrence further ahead of the clock than this was fired by a clock since
+# stepped back (NTP, a VM restore); within it, it is the skew between processes' clocks, and
+# the task waits for it rather than fire that occurrence again.
+CLOCK_STEP_MS = 60_000
+
+
+def lease_name(task: str) -> str:
+    """The lease whose holder fires `task` (task names hold no ':', so no other lease's)."""
+    return f"{TASK_ACTOR}{task}"
+
+
+def stepped_back(last_fired_ms: int | None, now_ms: int) -> bool:
+    """Whether a task's last fired occurrence lies so far ahead of `now_ms` that the clock was
+    stepped back since: the scheduler fires it on from now (describe_tasks agrees)."""
+    return last_fired_ms is not None and last_fired_ms > now_ms + CLOCK_STEP_MS
 
 
 @dataclass(frozen=True)
@@ -56,7 +77,8 @@ class FiredOccurrence:
 
 @dataclass(frozen=True)
 class SchedulerRound:
-    """What one round did: whether this scheduler led, what fired, what failed."""
+    """What one round did: whether this scheduler led (held some task's lease), what fired,
+    what failed."""
 
     at: int
     leader: bool
@@ -68,7 +90,8 @@ class SchedulerRound:
 
 
 class Scheduler:
-    """Fires the cron tasks of `jobs.registry`. `Worker` runs one in-process by default."""
+    """Fires the cron tasks of `jobs.registry` (or `tasks`). `Worker` runs one in-process by
+    default."""
 
     def __init__(
         self,
@@ -84,6 +107,7 @@ class Scheduler:
         self.jobs = jobs
         require(jobs.driver, SCHEDULER)
         self.driver = jobs.driver
+        self.leases = require(jobs.driver, LEADER_LEASES)
         self.clock = jobs.clock
         self.tasks = tasks if tasks is not None else tasks_of(jobs.registry)
         self.holder = holder or f"scheduler:{worker_id()}"
@@ -92,36 +116,73 @@ class Scheduler:
         # Occurrences at or before this are never fired for a task with no durable state yet:
         # a task seen for the first time starts from now, not from the epoch.
         self.baseline_ms = self.clock.now_ms()
-        self.leading = False
+        # The tasks whose lease this scheduler held at its last round.
+        self.led: set[str] = set()
+        # Claimed occurrences whose jobs are not enqueued yet (the enqueue failed): the claim
+        # is this scheduler's, so it enqueues them at its next round, lease or not.
+        self._pending: dict[str, list[tuple[int, list[EnqueueRequest]]]] = {}
+        # Task → the code it last failed with, so a task failing every round logs it once.
+        self._failing: dict[str, str] = {}
+        # Task → (the last fired occurrence read ahead of the clock, the instant it fires on from).
+        self._stepped: dict[str, tuple[int, int]] = {}
         self._stopping = False
         self._wake = anyio.Event()
         self._done = anyio.Event()
 
     # --- one round ------------------------------------------------------------------------------
 
+    @property
+    def leading(self) -> bool:
+        return bool(self.led)
+
     async def round(self) -> SchedulerRound:
-        """Take or renew the lease; while leading, fire every task's due occurrences."""
+        """Take or renew each task's lease; fire the due occurrences of the tasks it holds."""
         now = self.clock.now_ms()
-        if len(self.tasks) == 0:
-            return SchedulerRound(at=now, leader=False)
-        self.leading = await self.driver.scheduler_lead(self.holder, self.lease_ms)
-        if not self.leading:
-            return SchedulerRound(at=now, leader=False)
-        return await self.fire_due(now)
+        led: set[str] = set()
+        for definition in self.tasks:
+            if await self.leases.lead(lease_name(definition.name), self.holder, self.lease_ms):
+                led.add(definition.name)
+        self.led = led
+        return await self._fire(now, led)
 
     async def fire_due(self, now: int | None = None) -> SchedulerRound:
-        """Fire what is due WITHOUT checking leadership — `round()` is the guarded entry point.
-        Safe against a racing peer: the occurrence keys dedupe."""
+        """Fire what is due WITHOUT taking the leases — `round()` is the guarded entry point.
+        Safe against a racing peer: each occurrence is claimed before it is enqueued."""
         at = self.clock.now_ms() if now is None else now
-        report = SchedulerRound(at=at, leader=True)
+        return await self._fire(at, {definition.name for definition in self.tasks})
+
+    async def _fire(self, at: int, led: set[str]) -> SchedulerRound:
+        report = SchedulerRound(at=at, leader=bool(led))
         for definition in self.tasks:
+            name = definition.name
             try:
-                await self._fire_task(definition, at, report)
+                if name in self._pending:
+                    await self._enqueue_claimed(name, report)
+                if name in led:
+                    await self._fire_task(definition, at, report)
             except JobsError as exc:
                 # This task waits for the next round; the other tasks still fire.
-                report.failed[definition.name] = exc
-                logger.error("task %s did not fire: %s", definition.name, exc)
+                report.failed[name] = exc
+                self._note_failure(name, exc)
         return report
+
+    def _note_failure(self, task: str, error: JobsError) -> None:
+        """Log a task's failure when it starts or its code changes, not every round."""
+        if self._failing.get(task) == error.code:
+            logger.debug("task %s still does not fire: %s", task, error)
+            return
+        self._failing[task] = error.code
+        logger.error(
+            "task %s did not fire: %s (fix: %s); tried again every round, logged again when "
+            "the error changes",
+            task,
+            error,
+            error.fix,
+        )
+
+    def _note_fired(self, task: str) -> None:
+        if self._failing.pop(task, None) is not None:
+            logger.warning("task %s fires again", task)
 
     def due(self, definition: TaskDefinition, last_fired_ms: int | None, now: int) -> list[int]:
         """The occurrences of `definition` this round should fire, oldest first, plus one more
@@ -133,11 +194,32 @@ class Scheduler:
             return [] if latest is None else [latest]
         return schedule.between(after, now, definition.max_catch_up + 1)
 
+    def _fires_after(self, task: str, last_fired_ms: int | None, now: int) -> int | None:
+        """The instant after which `task`'s occurrences are due: its last fired one, unless the
+        clock was stepped back behind it (then from when that was first seen, logged once)."""
+        if last_fired_ms is None or not stepped_back(last_fired_ms, now):
+            return last_fired_ms
+        seen = self._stepped.get(task)
+        if seen is None or seen[0] != last_fired_ms:
+            seen = (last_fired_ms, now)
+            self._stepped[task] = seen
+            logger.warning(
+                "task %s last fired the occurrence at %d ms, %d s ahead of this clock (%d ms): "
+                "the clock was stepped back, so the task fires on from now",
+                task,
+                last_fired_ms,
+                (last_fired_ms - now) // 1000,
+                now,
+            )
+        return seen[1]
+
     async def _fire_task(
         self, definition: TaskDefinition, now: int, report: SchedulerRound
     ) -> None:
-        state = await self.driver.task_state(definition.name)
-        due = self.due(definition, state.last_fired_at if state else None, now)
+        name = definition.name
+        state = await self.driver.task_state(name)
+        last = state.last_fired_at if state is not None else None
+        due = self.due(definition, self._fires_after(name, last, now), now)
         if len(due) > definition.max_catch_up:
             report.backlog.append(definition.name)
             due = due[: definition.max_catch_up]
@@ -159,18 +241,30 @@ class Scheduler:
                 )
                 failure.__cause__ = exc
                 break
+        if batches:
+            # Claimed from the state read above: a peer that fired meanwhile wins, and then
+            # this scheduler enqueues nothing (its read, and its entries, are stale).
+            if not await self.driver.task_claim(name, last, batches[-1][0]):
+                logger.debug("task %s: a peer fired its occurrences first", name)
+                return
+            self._stepped.pop(name, None)
+            self._pending[name] = batches
+            await self._enqueue_claimed(name, report)
+        if failure is not None:
+            raise failure
+
+    async def _enqueue_claimed(self, task: str, report: SchedulerRound) -> None:
+        batches = self._pending[task]
         requests = [r for _, batch in batches for r in batch]
         results = await self.driver.enqueue(requests) if requests else []
-        if batches:
-            await self.driver.task_fired(definition.name, batches[-1][0])
+        del self._pending[task]
         offset = 0
         for occurrence, batch in batches:
             report.fired.append(
-                FiredOccurrence(definition.name, occurrence, results[offset : offset + len(batch)])
+                FiredOccurrence(task, occurrence, results[offset : offset + len(batch)])
             )
             offset += len(batch)
-        if failure is not None:
-            raise failure
+        self._note_fired(task)
 
     def _requests(
         self, definition: TaskDefinition, occurrence: int, entries: object
@@ -236,6 +330,8 @@ class Scheduler:
             return report.at + self.backlog_ms
         wake_at = report.at + self.renew_ms
         for definition in self.tasks:
+            if definition.name not in self.led:
+                continue
             upcoming = definition.schedule.next(report.at, 1)
             if upcoming:
                 wake_at = min(wake_at, upcoming[0])
@@ -248,15 +344,16 @@ class Scheduler:
         await sleep_unless_woken(self.clock, ms, self._wake)
 
     async def _release(self) -> None:
-        """Hand the lease back on the way out (renewed for 0 ms) so a peer leads at once
-        instead of after the lease runs out."""
-        if not self.leading:
-            return
-        self.leading = False
-        try:
-            await self.driver.scheduler_lead(self.holder, 0)
-        except JobsError as exc:
-            logger.warning("scheduler lease not released (a peer takes over on expiry): %s", exc)
+        """Hand the leases back on the way out (renewed for 0 ms) so a peer fires those tasks
+        at once instead of after the leases run out."""
+        led, self.led = self.led, set()
+        for task in sorted(led):
+            try:
+                await self.leases.lead(lease_name(task), self.holder, 0)
+            except JobsError as exc:
+                logger.warning(
+                    "task %s's lease not released (a peer takes over on expiry): %s", task, exc
+                )
 
 
 def _item(definition: TaskDefinition, occurrence: int, entry: object) -> Enqueue:

@@ -14,11 +14,12 @@ from engine.bounds import MAX_KEY_BYTES
 from engine.errors import (
     InvalidArgumentError,
     JobNotCancellableError,
+    JobUnknownError,
     StoreDamagedError,
 )
 from engine.internal_jobs import is_internal, refuse_by_name
 from engine.paging import DEFAULT_TRACE_PAGE
-from engine.tasks import describe_tasks
+from engine.tasks import TaskDescriptor, describe_tasks, tasks_of
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example_call
 from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.known import unknown_filter
@@ -52,8 +53,19 @@ async def describe_jobs(scope: Scope, name: str | None = None) -> DescribeJobsRe
     a worker that has the code (`source: "published"`, `stale` when no live worker did lately).
     Not the engine's own jobs (a backfill's pass): they are started through their own tools."""
     refuse_by_name(name, None)
-    descriptors = [d for d in await scope.jobs.describe(name) if not is_internal(d.name)]
-    tasks = await describe_tasks(scope.jobs) if name is None else None
+    tasks: list[TaskDescriptor] | None = None
+    if name is not None and name in tasks_of(scope.jobs.registry):
+        # A cron task's name (`jobs describe nightly`): the task, and a job of that name if any.
+        tasks = await describe_tasks(scope.jobs, name)
+        try:
+            descriptors = await scope.jobs.describe(name)
+        except JobUnknownError:
+            descriptors = []
+    else:
+        descriptors = await scope.jobs.describe(name)
+        if name is None:
+            tasks = await describe_tasks(scope.jobs)
+    descriptors = [d for d in descriptors if not is_internal(d.name)]
     held = holding(await pauses_in_force(scope), descriptors)
     return DescribeJobsResult(ok=True, jobs=descriptors, tasks=tasks, paused=held or None)
 

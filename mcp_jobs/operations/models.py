@@ -208,7 +208,7 @@ class DescribeJobsResult(Envelope):
     tasks: list[TaskView] | None = Field(
         default=None,
         description="the app's cron tasks: schedule, zone, next occurrences, last fired "
-        "(all jobs only)",
+        "(all jobs, or the one task named)",
     )
 
 
@@ -294,9 +294,16 @@ class RateLimitView(BaseModel):
     burst: int
     next_start_at: int | None = Field(
         default=None,
-        description="set while the limit holds starts back: the earliest start under this key",
+        description="set while the limit holds starts back: the earliest start under this key"
+        " (the first reserved turn)",
     )
     next_start_at_iso: ClassVar[str | None] = iso_of("next_start_at", optional=True)
+    reserved_until: int | None = Field(
+        default=None,
+        description="set while turns are reserved under this key: the earliest start for a job"
+        " not yet reserved one",
+    )
+    reserved_until_iso: ClassVar[str | None] = iso_of("reserved_until", optional=True)
 
 
 class QueueStatsView(QueueStats):
@@ -314,6 +321,18 @@ class QueueStatsView(QueueStats):
     )
 
 
+class OutboxView(BaseModel):
+    """Staged outbox rows not yet published (engine/outbox.py): they are no job in any queue
+    until a worker's relay publishes them."""
+
+    model_config = _VIEW
+
+    waiting: int
+    at_least: bool = Field(description="the count stopped at its bound")
+    oldest_staged_at: int
+    oldest_staged_at_iso: ClassVar[str] = iso_of("oldest_staged_at")
+
+
 class QueueStatsResult(Envelope):
     queues: list[QueueStatsView] | None = None
     paused_jobs: list[Pause] | None = Field(
@@ -325,6 +344,9 @@ class QueueStatsResult(Envelope):
     )
     tenant_rate_limits: list[RateLimitView] | None = Field(
         default=None, description="per-tenant rate limits (they span every queue)"
+    )
+    outbox: OutboxView | None = Field(
+        default=None, description="staged outbox rows waiting to be published (all queues)"
     )
     at: int | None = None
     at_iso: ClassVar[str | None] = iso_of("at", optional=True)

@@ -91,7 +91,7 @@ from schemas.jobs import (
     JobRecord,
     NackOptions,
 )
-from schemas.outbox import OutboxRow
+from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
 from schemas.scheduler import TaskState
@@ -395,6 +395,11 @@ class NatsDriver:
         async with guard(self._fixes):
             await scheduler.task_fired(store, task, occurrence_ms)
 
+    async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
+        store = await self._open()
+        async with guard(self._fixes):
+            return await scheduler.task_claim(store, task, expected, occurrence_ms)
+
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         store = await self._open()
         async with guard(self._fixes):
@@ -422,6 +427,11 @@ class NatsDriver:
         store = await self._open()
         async with guard(self._fixes):
             await outbox.release(store, token, ids)
+
+    async def outbox_waiting(self, limit: int) -> OutboxWaiting:
+        store = await self._open()
+        async with guard(self._fixes):
+            return await outbox.waiting(store, limit)
 
     async def outbox_forget_published(self, published_before: int, limit: int) -> int:
         store = await self._open()

@@ -22,10 +22,10 @@ from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.enqueue import enqueue
 from engine.drivers.nats.replica import Entry
 from engine.drivers.nats.store import Store, Unchanged
-from engine.errors import OutboxNoTxError
+from engine.errors import OutboxNoTxError, OutboxTxKindError
 from engine.ids import new_id
 from schemas.jobs import EnqueueRequest, EnqueueResult
-from schemas.outbox import OutboxRow
+from schemas.outbox import OutboxRow, OutboxWaiting
 
 
 @dataclass
@@ -64,7 +64,14 @@ def _keyed_row(pair: tuple[str, Entry]) -> tuple[str, int, OutboxRow]:
 
 
 def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
-    if not isinstance(tx, NatsTransaction) or not tx.open:
+    if not isinstance(tx, NatsTransaction):
+        raise OutboxTxKindError(
+            "nats",
+            tx,
+            "a NatsTransaction from `jobs.driver.transaction()`",
+            "tx = jobs.driver.transaction(); await jobs.stage(tx, name, input); await tx.commit()",
+        )
+    if not tx.open:
         raise OutboxNoTxError("nats")
     now = store.clock.now_ms()
     ids: list[str] = []
@@ -129,6 +136,15 @@ async def publish(store: Store, token: str, rows: Sequence[OutboxRow]) -> list[E
 
         await store.change_key(keys.outbox(row.id), mark)
     return results
+
+
+async def waiting(store: Store, limit: int) -> OutboxWaiting:
+    """The rows a claim would look at (published ones passed over undecoded), counted."""
+    await store.replica.sync()
+    unpublished = [p for p in store.replica.family_unordered("ob") if _UNPUBLISHED in p[1].raw]
+    found = readable(unpublished, _keyed_row, lambda pair: f"outbox row key {pair[0]!r}")
+    staged = [row.staged_at for _, _, row in found if row.published_at is None]
+    return OutboxWaiting(count=min(len(staged), limit), oldest_staged_at=min(staged, default=None))
 
 
 async def forget_published(store: Store, published_before: int, limit: int) -> int:

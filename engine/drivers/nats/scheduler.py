@@ -20,7 +20,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class _Held(Exception):
-    pass
+    """The lease, or the task's last fired occurrence, is not this caller's to take."""
 
 
 async def lead(store: Store, name: str, holder: str, lease_ms: int) -> bool:
@@ -61,6 +61,24 @@ async def task_fired(store: Store, task: str, occurrence_ms: int) -> None:
         return dumps(TaskState(task=task, last_fired_at=last, updated_at=now).model_dump())
 
     await store.change_key(keys.task(task), fired)
+
+
+async def task_claim(store: Store, task: str, expected: int | None, occurrence_ms: int) -> bool:
+    now = store.clock.now_ms()
+
+    def claim(raw: bytes | None) -> bytes:
+        current = None if raw is None else _stored(TaskState, raw, _state_of(task))
+        if (current.last_fired_at if current is not None else None) != expected:
+            raise _Held
+        return dumps(TaskState(task=task, last_fired_at=occurrence_ms, updated_at=now).model_dump())
+
+    try:
+        # Fresh first, as a lease: compared with the server's value, never a lagging copy.
+        await store.fresh(keys.task(task))
+        await store.change_key(keys.task(task), claim)
+    except _Held:
+        return False
+    return True
 
 
 def _stored(model: type[M], raw: bytes, named: str) -> M | None:

@@ -51,7 +51,7 @@ from schemas.jobs import (
     JobRecord,
     NackOptions,
 )
-from schemas.outbox import OutboxRow
+from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
 from schemas.scheduler import TaskState
@@ -374,6 +374,10 @@ class PostgresDriver:
     async def task_fired(self, task: str, occurrence_ms: int) -> None:
         await ledgers.task_fired(self.db, task, occurrence_ms, self.clock.now_ms())
 
+    async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
+        now = self.clock.now_ms()
+        return await ledgers.task_claim(self.db, task, expected, occurrence_ms, now)
+
     # --- outbox -------------------------------------------------------------------------------
 
     async def outbox_stage(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
@@ -390,6 +394,9 @@ class PostgresDriver:
 
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
         await outbox.release(self.db, token, ids)
+
+    async def outbox_waiting(self, limit: int) -> OutboxWaiting:
+        return await outbox.waiting(self.db, limit)
 
     async def outbox_forget_published(self, published_before: int, limit: int) -> int:
         return await outbox.forget_published(self.db, published_before, limit)

@@ -142,3 +142,16 @@ async def task_state(db: Connections, task: str) -> TaskState | None:
 
 async def task_fired(db: Connections, task: str, occurrence_ms: int, now: int) -> None:
     await db.idempotent(lambda c: c.execute(db.q["task_fired"], task, occurrence_ms, now))
+
+
+async def task_claim(
+    db: Connections, task: str, expected: int | None, occurrence_ms: int, now: int
+) -> bool:
+    # Atomic, not idempotent: a rerun through a connection that broke after the commit would
+    # find its own claim and answer lost (the occurrence would then fire never, not twice).
+    args: tuple[object, ...] = (task, occurrence_ms, now)
+    query = db.q["task_claim_first"]
+    if expected is not None:
+        args, query = (task, expected, occurrence_ms, now), db.q["task_claim"]
+    claimed = await db.atomic(lambda c: c.fetchval(query, *args))
+    return claimed is not None

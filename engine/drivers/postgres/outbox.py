@@ -19,10 +19,10 @@ from engine.drivers.postgres.enqueue import Enqueuer
 from engine.drivers.postgres.migrate import Conn
 from engine.drivers.postgres.sql import check_schema_name
 from engine.drivers.urls import without_password
-from engine.errors import OutboxNoTxError, OutboxWrongDatabaseError
+from engine.errors import OutboxNoTxError, OutboxTxKindError, OutboxWrongDatabaseError
 from engine.ids import new_id
 from schemas.jobs import EnqueueRequest, EnqueueResult
-from schemas.outbox import OutboxRow
+from schemas.outbox import OutboxRow, OutboxWaiting
 
 
 async def stage(
@@ -31,7 +31,9 @@ async def stage(
     """Stage through the application's own connection `tx`, which must be inside a
     transaction: the jobs then exist exactly when the application's write commits."""
     # isinstance() also accepts a pool's connection proxy (asyncpg's metaclass says so).
-    if not isinstance(tx, asyncpg.Connection) or not tx.is_in_transaction():
+    if not isinstance(tx, asyncpg.Connection):
+        raise _not_a_connection(db, tx)
+    if not tx.is_in_transaction():
         raise OutboxNoTxError("postgres")
     ids = [new_id() for _ in requests]
     if not ids:
@@ -40,6 +42,21 @@ async def stage(
         await _same_database(db, tx)
         await tx.execute(db.q["outbox_stage"], now, ids, [r.to_json() for r in requests])
     return ids
+
+
+def _not_a_connection(db: Connections, tx: object) -> OutboxTxKindError:
+    """A pool is mended by a connection acquired from it; anything else by one to the jobs'
+    database (one line that runs in an async function)."""
+    if isinstance(tx, asyncpg.Pool):
+        opened = "pool.acquire() as conn"
+    else:
+        opened = (
+            f"asyncpg.create_pool({without_password(db.dsn)!r}) as pool, pool.acquire() as conn"
+        )
+    fix = f"async with {opened}, conn.transaction(): await jobs.stage(conn, name, input)"
+    return OutboxTxKindError(
+        "postgres", tx, "an asyncpg connection inside `async with conn.transaction():`", fix
+    )
 
 
 # Where a connection's statements land: its database, the server (a server's start time tells
@@ -134,6 +151,13 @@ async def release(db: Connections, token: str, ids: Sequence[str]) -> None:
     if not ids:
         return
     await db.idempotent(lambda c: c.execute(db.q["outbox_release"], list(ids), token))
+
+
+async def waiting(db: Connections, limit: int) -> OutboxWaiting:
+    q = db.q["outbox_waiting"]
+    row = await db.idempotent(lambda c: c.fetchrow(q, limit))
+    assert row is not None  # an aggregate answers one row
+    return OutboxWaiting(count=row["count"], oldest_staged_at=row["oldest"])
 
 
 async def forget_published(db: Connections, published_before: int, limit: int) -> int:

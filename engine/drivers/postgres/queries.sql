@@ -34,8 +34,8 @@ ins AS (
         enqueued_by, priority
     )
     SELECT id, run_id, name, queue, tenant_id, idempotency_key, input, state, 0,
-           max_attempts, run_at, run_at, $1::bigint, $1::bigint, timeout_ms, traceparent,
-           enqueued_by, priority
+           max_attempts, run_at, greatest(run_at, $1::bigint), $1::bigint, $1::bigint,
+           timeout_ms, traceparent, enqueued_by, priority
       FROM req
     {skip_held_keys}
     RETURNING 1
@@ -76,8 +76,8 @@ INSERT INTO {schema}.jobs (
     max_attempts, run_at, queued_at, created_at, updated_at, timeout_ms, traceparent,
     enqueued_by, priority
 )
-VALUES ($2, $3, $4, $5, $6, $7, $8::jsonb, $9, 0, $10, $11, $11, $1::bigint, $1::bigint,
-        $12, $13, $14, $16)
+VALUES ($2, $3, $4, $5, $6, $7, $8::jsonb, $9, 0, $10, $11, greatest($11, $1::bigint),
+        $1::bigint, $1::bigint, $12, $13, $14, $16)
 ON CONFLICT (idempotency_key, name, (coalesce(tenant_id, '')))
    WHERE state IN ('ready', 'delayed', 'running', 'suspended')
    DO NOTHING
@@ -509,7 +509,10 @@ holder AS (
 ),
 requeued AS (
     UPDATE {schema}.jobs AS j
-       SET state = 'ready', attempt = 0, run_at = $4::bigint, queued_at = $4::bigint,
+       SET state = 'ready',
+           -- rules.retry_transition: a delayed job run now keeps its count (RUN_NOW_STATES)
+           attempt = CASE WHEN target.state = 'delayed' THEN j.attempt ELSE 0 END,
+           run_at = $4::bigint, queued_at = $4::bigint,
            updated_at = $4::bigint, finished_at = NULL, cancel_requested = false,
            worker_id = NULL, lease_expires_at = NULL, lease_token = NULL
       FROM target
@@ -703,6 +706,23 @@ ON CONFLICT (task) DO UPDATE
    SET last_fired_at = greatest(s.last_fired_at, excluded.last_fired_at),
        updated_at = excluded.updated_at;
 
+-- name: task_claim
+-- Compare-and-set from $2 (the claimant's read): the row lock makes a second claimant wait and
+-- re-check the WHERE against the first one's value, so it claims nothing.
+UPDATE {schema}.scheduler_state
+   SET last_fired_at = $3, updated_at = $4
+ WHERE task = $1 AND last_fired_at = $2
+RETURNING task;
+
+-- name: task_claim_first
+-- As task_claim, from no state: the row is new, or its last fired occurrence is NULL.
+INSERT INTO {schema}.scheduler_state AS s (task, last_fired_at, updated_at)
+VALUES ($1, $2, $3)
+ON CONFLICT (task) DO UPDATE
+   SET last_fired_at = excluded.last_fired_at, updated_at = excluded.updated_at
+ WHERE s.last_fired_at IS NULL
+RETURNING task;
+
 -- name: outbox_stage
 INSERT INTO {schema}.outbox (id, staged_at, request)
 SELECT id, $1::bigint, request::jsonb
@@ -736,6 +756,13 @@ UPDATE {schema}.outbox AS o
    SET published_at = $1::bigint, job_id = p.job_id
   FROM unnest($2::text[], $3::text[]) AS p(id, job_id)
  WHERE o.id = p.id AND o.published_at IS NULL;
+
+-- name: outbox_waiting
+-- Both on outbox_unpublished_idx, which holds only the rows that wait: a bounded count, and the
+-- oldest as the index's first entry.
+SELECT (SELECT count(*) FROM (SELECT 1 FROM {schema}.outbox WHERE published_at IS NULL
+                              LIMIT $1) AS w) AS count,
+       (SELECT min(staged_at) FROM {schema}.outbox WHERE published_at IS NULL) AS oldest;
 
 -- name: outbox_release
 UPDATE {schema}.outbox

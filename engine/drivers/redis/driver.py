@@ -78,7 +78,7 @@ from schemas.jobs import (
     JobRecord,
     NackOptions,
 )
-from schemas.outbox import OutboxRow
+from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
 from schemas.scheduler import TaskState
@@ -355,6 +355,10 @@ class RedisDriver:
         async with guard(self._fixes):
             await scheduler.task_fired(self._store, task, occurrence_ms)
 
+    async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
+        async with guard(self._fixes):
+            return await scheduler.task_claim(self._store, task, expected, occurrence_ms)
+
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         async with guard(self._fixes):
             return await scheduler.lead(self._store, name, holder, lease_ms)
@@ -373,6 +377,10 @@ class RedisDriver:
     async def outbox_publish(self, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
         async with guard(self._fixes):
             return await outbox.publish(self._store, token, rows)
+
+    async def outbox_waiting(self, limit: int) -> OutboxWaiting:
+        async with guard(self._fixes):
+            return await outbox.waiting(self._store, limit)
 
     async def outbox_forget_published(self, published_before: int, limit: int) -> int:
         async with guard(self._fixes):

@@ -18,16 +18,23 @@ from engine.drivers.redis.codec import pairs, request_from_json, request_json
 from engine.drivers.redis.enqueue import enqueue
 from engine.drivers.redis.scripts import OUTBOX_CLAIM_SCRIPT
 from engine.drivers.redis.store import Store, Write
-from engine.errors import OutboxNoTxError
+from engine.errors import OutboxNoTxError, OutboxTxKindError
 from engine.ids import new_id
 from schemas.jobs import EnqueueRequest, EnqueueResult
-from schemas.outbox import OutboxRow
+from schemas.outbox import OutboxRow, OutboxWaiting
 
 
 def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
     """Queue the rows on `tx`, a transactional pipeline (`client.pipeline(transaction=True)`);
     they land when the application executes it."""
-    if not isinstance(tx, Pipeline) or not tx.is_transaction:
+    if not isinstance(tx, Pipeline):
+        raise OutboxTxKindError(
+            "redis",
+            tx,
+            "a transactional pipeline (`jobs.driver.transaction()`, MULTI/EXEC)",
+            "tx = jobs.driver.transaction(); await jobs.stage(tx, name, input); await tx.execute()",
+        )
+    if not tx.is_transaction:
         raise OutboxNoTxError("redis")
     now = store.clock.now_ms()
     ids: list[str] = []
@@ -71,6 +78,16 @@ async def claim(store: Store, token: str, limit: int, lease_ms: int) -> list[Out
 async def publish(store: Store, token: str, rows: Sequence[OutboxRow]) -> list[EnqueueResult]:
     now = store.clock.now_ms()
     return await enqueue(store, [r.request for r in rows], now, [r.id for r in rows], token)
+
+
+async def waiting(store: Store, limit: int) -> OutboxWaiting:
+    """`P obq` holds exactly the rows that wait, by staged_at: its size and its first score."""
+    pipe = store.client.pipeline(transaction=False)
+    pipe.zcard(store.keys.obq)
+    pipe.zrange(store.keys.obq, 0, 0, withscores=True)
+    count, first = cast(tuple[int, list[tuple[str, float]]], await pipe.execute())
+    oldest = int(first[0][1]) if first else None
+    return OutboxWaiting(count=min(count, limit), oldest_staged_at=oldest)
 
 
 async def forget_published(store: Store, published_before: int, limit: int) -> int:

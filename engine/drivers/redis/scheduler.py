@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import partial
 
 from engine.drivers.damage import or_none
-from engine.drivers.redis.scripts import LEAD_SCRIPT, TASK_FIRED_SCRIPT
+from engine.drivers.redis.scripts import LEAD_SCRIPT, TASK_CLAIM_SCRIPT, TASK_FIRED_SCRIPT
 from engine.drivers.redis.store import Store
 from schemas.scheduler import TaskState
 
@@ -36,3 +36,9 @@ async def task_state(store: Store, task: str) -> TaskState | None:
 async def task_fired(store: Store, task: str, occurrence_ms: int) -> None:
     args = [store.keys.tasks, task, occurrence_ms, store.clock.now_ms()]
     await TASK_FIRED_SCRIPT(store.client, args)
+
+
+async def task_claim(store: Store, task: str, expected: int | None, occurrence_ms: int) -> bool:
+    wanted = "" if expected is None else str(expected)
+    args = [store.keys.tasks, task, wanted, occurrence_ms, store.clock.now_ms()]
+    return int(await TASK_CLAIM_SCRIPT(store.client, args)) == 1

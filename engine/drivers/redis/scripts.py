@@ -316,6 +316,19 @@ if prev and prev > last then last = prev end
 redis.call('HSET', ARGV[1], ARGV[2], string.format('%d', last) .. '|' .. ARGV[4])
 """
 
+# A task's claim: compare-and-set from ARGV[3] ('' for no state; a value of another shape reads
+# as none, as task_state reads it) to ARGV[4]. ARGV: key, task, expected, occurrence, now.
+TASK_CLAIM = r"""
+local raw = redis.call('HGET', ARGV[1], ARGV[2])
+local last, updated = nil, nil
+if raw then last, updated = string.match(raw, '^(%-?%d+)|(%-?%d+)$') end
+local current = last and tonumber(last) or nil
+local expected = tonumber(ARGV[3])
+if current ~= expected then return 0 end
+redis.call('HSET', ARGV[1], ARGV[2], ARGV[4] .. '|' .. ARGV[5])
+return 1
+"""
+
 # Outbox claim: unpublished rows by (staged_at, id) whose claim is free or expired. ARGV:
 # prefix, token, limit, now, lease_ms. Answers each claimed row's fields.
 OUTBOX_CLAIM = r"""
@@ -445,6 +458,7 @@ CLAIM_SCRIPT = Script(CLAIM)
 ACQUIRE_SLOTS_SCRIPT = Script(ACQUIRE_SLOTS)
 LEAD_SCRIPT = Script(LEAD)
 TASK_FIRED_SCRIPT = Script(TASK_FIRED)
+TASK_CLAIM_SCRIPT = Script(TASK_CLAIM)
 OUTBOX_CLAIM_SCRIPT = Script(OUTBOX_CLAIM)
 WAKE_WAITER_SCRIPT = Script(WAKE_WAITER)
 SEND_EVENT_SCRIPT = Script(SEND_EVENT)
@@ -457,6 +471,7 @@ ALL_SCRIPTS = (
     ACQUIRE_SLOTS_SCRIPT,
     LEAD_SCRIPT,
     TASK_FIRED_SCRIPT,
+    TASK_CLAIM_SCRIPT,
     OUTBOX_CLAIM_SCRIPT,
     WAKE_WAITER_SCRIPT,
     SEND_EVENT_SCRIPT,

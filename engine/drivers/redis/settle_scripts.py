@@ -25,7 +25,7 @@ from engine.rules import (
     cancel_event_data,
     retry_event_data,
 )
-from schemas.states import JOB_STATES, JobState
+from schemas.states import JOB_STATES, RUN_NOW_STATES, JobState
 
 
 def _lua_str(text: str) -> str:
@@ -69,6 +69,7 @@ local SETTLING = {_set(SETTLING_STATES)}
 local CANCELLABLE = {_set(s for s in JOB_STATES if can_cancel(s))}
 local RETRYABLE = {_set(s for s in JOB_STATES if can_retry(s, False))}
 local RETRYABLE_ALL = {_set(s for s in JOB_STATES if can_retry(s, True))}
+local RUN_NOW = {_set(RUN_NOW_STATES)}
 local CANCEL_DATA = {_data(cancel_event_data)}
 local RETRY_DATA = {_data(retry_event_data)}
 local STEP = {PRIORITY_STEP_MS}
@@ -280,7 +281,9 @@ local f = redis.call('HMGET', k, 'name', 'tenant_id', 'idempotency_key')
 local holder, stale = live_holder(p, dedupe_field(f))
 if stale then return {'stale', dedupe_field(f), stale} end
 if holder and holder ~= id then return {'dup', holder, f[1], f[2], f[3]} end
-redis.call('HSET', k, 'state', '"ready"', 'attempt', '0', 'run_at', now, 'queued_at', now,
+-- a job run now (RUN_NOW) keeps its attempt count; a settled one starts again from 0
+if not RUN_NOW[state] then redis.call('HSET', k, 'attempt', '0') end
+redis.call('HSET', k, 'state', '"ready"', 'run_at', now, 'queued_at', now,
   'updated_at', now, 'finished_at', 'null', 'cancel_requested', 'false', 'worker_id', 'null',
   'lease_expires_at', 'null', 'rank', rank_at(now))
 redis.call('HDEL', k, 'token')

@@ -33,6 +33,7 @@ from engine.drivers.sqlite.connection import Executor
 from engine.drivers.sqlite.errors import (
     UNBINDABLE,
     OutboxNoSqliteTxError,
+    OutboxNotSqliteError,
     OutboxOtherFileError,
     OutboxOtherSqliteError,
     convert,
@@ -58,7 +59,7 @@ from schemas.jobs import (
     JobRecord,
     NackOptions,
 )
-from schemas.outbox import OutboxRow
+from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
 from schemas.scheduler import TaskState
@@ -399,6 +400,12 @@ class SqliteDriver:
         now = self.clock.now_ms()
         await self._exec.run(lambda c: ledgers.task_fired(c, task, occurrence_ms, now))
 
+    async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
+        now = self.clock.now_ms()
+        return await self._exec.run(
+            lambda c: ledgers.task_claim(c, task, expected, occurrence_ms, now)
+        )
+
     # --- outbox -------------------------------------------------------------------------------
 
     async def outbox_stage(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
@@ -409,7 +416,7 @@ class SqliteDriver:
             other = _other_sqlite(tx)
             if other is not None:
                 raise OutboxOtherSqliteError(other, sqlite3.__name__, self.path)
-            raise OutboxNoSqliteTxError
+            raise OutboxNotSqliteError(tx, self.path)
         if not tx.in_transaction:
             raise OutboxNoSqliteTxError
         now = self.clock.now_ms()
@@ -453,6 +460,9 @@ class SqliteDriver:
     async def outbox_release(self, token: str, ids: Sequence[str]) -> None:
         wanted = list(ids)
         await self._exec.run(lambda c: ledgers.outbox_release(c, token, wanted))
+
+    async def outbox_waiting(self, limit: int) -> OutboxWaiting:
+        return await self._exec.run(lambda c: ledgers.outbox_waiting(c, limit), write=False)
 
     async def outbox_forget_published(self, published_before: int, limit: int) -> int:
         return await self._exec.run(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shlex
 import stat
 from dataclasses import dataclass
 
@@ -36,11 +35,13 @@ from engine.errors import (
     InvalidArgumentError,
     JobsError,
     OutboxNoTxError,
+    OutboxTxKindError,
     OutboxWrongDatabaseError,
     StorageFullError,
     StoreDamagedError,
 )
 from engine.extras import upgrade_line
+from engine.shell_words import shell_word
 
 # SQLite's primary result codes (the low byte of an extended code).
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
@@ -83,6 +84,21 @@ class OutboxNoSqliteTxError(OutboxNoTxError):
             "sqlite: stage() was given a connection that is not inside a transaction, so the "
             "job could exist without the write it belongs to",
             'conn.execute("BEGIN"); await jobs.stage(conn, name, input); conn.commit()',
+        )
+
+
+class OutboxNotSqliteError(OutboxTxKindError):
+    """INVALID_ARGUMENT for stage() handed no sqlite3 connection at all (a string, a path,
+    another library's object): the fix opens one on the jobs' file, in the driver's module."""
+
+    def __init__(self, given: object, jobs_path: str) -> None:
+        super().__init__(
+            "sqlite",
+            given,
+            f"a sqlite3 connection to {jobs_path} after BEGIN",
+            "from engine.drivers.sqlite import sqlite3; "
+            f"tx = sqlite3.connect({jobs_path!r}, isolation_level=None); "
+            'tx.execute("BEGIN"); await jobs.stage(tx, name, input); tx.commit()',
         )
 
 
@@ -183,7 +199,7 @@ def convert(path: str, exc: BaseException) -> JobsError:
     code = primary_code(exc)
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
     if code in _FULL_CODES or (isinstance(exc, OSError) and exc.errno in _NO_SPACE):
-        return StorageFullError("sqlite", shlex.quote(directory), f"{name}: {exc}")
+        return StorageFullError("sqlite", shell_word(directory), f"{name}: {exc}")
     if isinstance(exc, OverflowError):
         return SqliteValueRefusedError(
             path,
@@ -241,7 +257,7 @@ class Refusal:
     answered: bool
 
     def error(self, path: str) -> DatabaseUrlInvalidError:
-        fix = f"ls -ld {shlex.quote(self.shown)}"
+        fix = f"ls -ld {shell_word(self.shown)}"
         return DatabaseUrlInvalidError(
             f"sqlite:///{path}", reason=self.reason, fix=fix, answered=self.answered
         )
@@ -371,9 +387,9 @@ def _unavailable_fix(path: str, exc: BaseException) -> str:
         shown = [_nearest_existing(directory) or "/"]
         if os.path.lexists(path):
             shown.append(path)
-        return "ls -ld " + " ".join(shlex.quote(p) for p in shown)
+        return "ls -ld " + " ".join(shell_word(p) for p in shown)
     if code == sqlite3.SQLITE_IOERR:
-        return f"df -h {shlex.quote(directory)}"
+        return f"df -h {shell_word(directory)}"
     if code is None:
         # Not SQLite's result but sqlite3's own misuse check: a bug in this build.
         return upgrade_line()

@@ -24,7 +24,7 @@ from engine.errors import JobsError, JobSlotLostError
 from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun
 from schemas.jobs import EnqueueResult
-from schemas.outbox import OutboxRow
+from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.scheduler import TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import WorkerInfo
@@ -150,6 +150,18 @@ def task_fired(conn: sqlite3.Connection, task: str, occurrence_ms: int, now: int
     conn.execute(q.TASK_FIRED, {"task": task, "occurrence": occurrence_ms, "now": now})
 
 
+def task_claim(
+    conn: sqlite3.Connection, task: str, expected: int | None, occurrence_ms: int, now: int
+) -> bool:
+    # One write transaction (BEGIN IMMEDIATE): the read and the write are one step, and the
+    # state is compared as task_state reads it, damaged state included (it reads as none).
+    current = task_state(conn, task)
+    if (current.last_fired_at if current is not None else None) != expected:
+        return False
+    conn.execute(q.TASK_CLAIMED, {"task": task, "occurrence": occurrence_ms, "now": now})
+    return True
+
+
 # --- outbox -------------------------------------------------------------------------------------
 
 
@@ -190,6 +202,11 @@ def outbox_publish(
 def outbox_release(conn: sqlite3.Connection, token: str, ids: Sequence[str]) -> None:
     for row_id in ids:
         conn.execute(q.OUTBOX_RELEASE, {"id": row_id, "token": token})
+
+
+def outbox_waiting(conn: sqlite3.Connection, limit: int) -> OutboxWaiting:
+    count, oldest = conn.execute(q.OUTBOX_WAITING, {"limit": limit}).fetchone()
+    return OutboxWaiting(count=count, oldest_staged_at=oldest)
 
 
 def outbox_forget_published(conn: sqlite3.Connection, published_before: int, limit: int) -> int:

@@ -66,8 +66,8 @@ _INSERT_COLUMNS = (
 INSERT_JOB = f"""
 INSERT INTO mcp_jobs_jobs ({_INSERT_COLUMNS})
 VALUES (:id, :run_id, :name, :queue, :tenant_id, :idempotency_key, :input, :state, 0,
-        :max_attempts, :run_at, :run_at, :now, :now, :timeout_ms, :traceparent, :enqueued_by,
-        :priority)
+        :max_attempts, :run_at, max(:run_at, :now), :now, :now, :timeout_ms, :traceparent,
+        :enqueued_by, :priority)
 ON CONFLICT ({DEDUPE_KEY}) WHERE {LIVE_PREDICATE} DO NOTHING
 """
 
@@ -101,7 +101,7 @@ def _cell(name: str) -> str:
 INSERT_JOBS = f"""
 INSERT INTO mcp_jobs_jobs ({_INSERT_COLUMNS})
 SELECT {", ".join(_cell(c) for c in ENQUEUE_ROW[:8])}, 0, {_cell("max_attempts")},
-       {_cell("run_at")}, {_cell("run_at")}, {_cell("now")}, {_cell("now")},
+       {_cell("run_at")}, max({_cell("run_at")}, {_cell("now")}), {_cell("now")}, {_cell("now")},
        {", ".join(_cell(c) for c in ENQUEUE_ROW[11:])}
 FROM json_each(:rows) WHERE true ORDER BY key
 ON CONFLICT ({DEDUPE_KEY}) WHERE {LIVE_PREDICATE} DO NOTHING
@@ -484,6 +484,13 @@ ON CONFLICT (task) DO UPDATE SET
         THEN max(last_fired_at, excluded.last_fired_at) ELSE excluded.last_fired_at END,
     updated_at = excluded.updated_at
 """
+# A claim compared in the same transaction (ledgers.task_claim): it may move backwards.
+TASK_CLAIMED = """
+INSERT INTO mcp_jobs_scheduler_state (task, last_fired_at, updated_at)
+VALUES (:task, :occurrence, :now)
+ON CONFLICT (task) DO UPDATE SET
+    last_fired_at = excluded.last_fired_at, updated_at = excluded.updated_at
+"""
 
 # --- outbox -------------------------------------------------------------------------------------
 
@@ -510,6 +517,13 @@ WHERE id = :id AND published_at IS NULL
 OUTBOX_RELEASE = """
 UPDATE mcp_jobs_outbox SET claimed_by = NULL, claim_expires_at = NULL
 WHERE id = :id AND claimed_by = :token AND published_at IS NULL
+"""
+# Both on mcp_jobs_outbox_unpublished, which holds only the rows that wait: a bounded count, and
+# the oldest as the index's first entry.
+OUTBOX_WAITING = """
+SELECT (SELECT count(*) FROM (SELECT 1 FROM mcp_jobs_outbox WHERE published_at IS NULL
+                              LIMIT :limit)),
+       (SELECT min(staged_at) FROM mcp_jobs_outbox WHERE published_at IS NULL)
 """
 # Published rows past their keep, oldest first on mcp_jobs_outbox_published.
 OUTBOX_FORGET_PUBLISHED = """

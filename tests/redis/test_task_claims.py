@@ -1,0 +1,3 @@
+"""The conformance kit's test_task_claims (engine/testing/kit) on the Redis driver."""
+
+from engine.testing.kit.test_task_claims import *  # noqa: F403
