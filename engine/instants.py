@@ -20,6 +20,11 @@ _FIRST_MS = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // timedelta(millisecond
 _LAST_MS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
 # Longer text is no time ISO 8601 writes (nanoseconds and a named offset fit in 40).
 MAX_TIME_CHARS = 64
+# A whole number of epoch milliseconds below this (2001-09-09T01:46:40Z) is refused: no job is
+# meant for a time before 2001, and epoch SECONDS of any time from 2001 to year 33658 lie below
+# it, so the common slip (seconds for milliseconds: a date in January 1970, run at once) is
+# caught. Text and datetimes name their date plainly: an old one still means "now".
+EARLIEST_MS = 10**12
 _FORMS = "epoch milliseconds (a whole number) or ISO 8601 text with its zone, as *_at_iso reads"
 
 
@@ -47,9 +52,13 @@ def instant(argument: str, value: object, low: int, high: int) -> int:
     digits in text), an aware datetime, or ISO 8601 text with its zone. A time with no zone is
     refused with its UTC reading as the nearest value: which zone it meant is not plain."""
     if not isinstance(value, str | datetime):
+        if isinstance(value, int) and not isinstance(value, bool) and value < EARLIEST_MS:
+            raise _too_early(argument, value, value, high)
         return bounds.whole(argument, value, low, high, "epoch milliseconds")
     if isinstance(value, str) and value.isascii() and value.isdigit():
         ms = int(value)
+        if ms < EARLIEST_MS:
+            raise _too_early(argument, value, ms, high)
     else:
         moment = value if isinstance(value, datetime) else _parsed(argument, value)
         if moment.utcoffset() is None:
@@ -65,6 +74,22 @@ def instant(argument: str, value: object, low: int, high: int) -> int:
     nearest = iso(end) if isinstance(value, str) else end
     raise InvalidArgumentError(
         argument, value, f"a time from {iso(low)} to {iso(high)}", nearest=nearest
+    )
+
+
+def _too_early(argument: str, value: int | str, ms: int, high: int) -> InvalidArgumentError:
+    """The refusal of a whole number `ms` below EARLIEST_MS (given as `value`). Read as epoch
+    seconds of a time from 2001 to `high`, its milliseconds are the nearest value (in the form
+    given); else the range's low end, which runs as soon as "now" does."""
+    as_seconds = ms * 1000
+    seconds = EARLIEST_MS <= as_seconds <= high
+    near_ms = as_seconds if seconds else EARLIEST_MS
+    nearest: object = near_ms if isinstance(value, int) else str(near_ms)
+    expected = f"epoch milliseconds from {iso(EARLIEST_MS)} to {iso(high)}; {ms} is {iso(ms)}"
+    if seconds:
+        expected += f", and looks like epoch seconds ({iso(as_seconds)})"
+    return InvalidArgumentError(
+        argument, value, expected, fix=f"pass {argument}={nearest!r}", nearest=nearest
     )
 
 

@@ -16,7 +16,7 @@ listeners (the worker's metrics count `mcp_jobs_pruned_jobs_total{state}`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
@@ -94,12 +94,16 @@ class PrunePass:
 PassListener = Callable[[PrunePass], None]
 
 
-def worker_policy(retention: Retention | None, environ: Mapping[str, str] | None = None) -> Policy:
+def worker_policy(
+    retention: Retention | None,
+    environ: Mapping[str, str] | None = None,
+    fields: Collection[str] | None = None,
+) -> Policy:
     """A worker's default policy: the defaults, under what the code declares (`retention`),
     under the environment (`MCP_JOBS_RETAIN_<STATE>` and `MCP_JOBS_RETAIN_AUDIT`, each where
-    set)."""
+    set; only `fields`' settings are read when given: `retention.policy_from_env`)."""
     declared = DEFAULT_POLICY if retention is None else retention.over(DEFAULT_POLICY)
-    return policy_from_env(declared, environ)
+    return policy_from_env(declared, environ, fields)
 
 
 def job_policies(registry: JobRegistry, default: Policy) -> dict[str, Policy]:

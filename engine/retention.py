@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import NamedTuple
@@ -74,19 +74,38 @@ Keep = int | float | timedelta | str
 
 _UNITS_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": DAY_MS, "w": 7 * DAY_MS}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?")
-DURATION_WORDS = "seconds, or a duration such as 90s, 30m, 12h, 7d, 2w"
+# One number and one unit: what a duration is read as (`duration_text_ms`), said in full.
+DURATION_WORDS = (
+    "seconds, or a duration: one number and one unit, ms, s, m, h, d or w (90s, 12h, 7d)"
+)
 
 
 class RetentionSettingInvalidError(JobsError):
     code = "RETENTION_SETTING_INVALID"
     title = "a retention setting in the environment is not a duration"
 
-    def __init__(self, variable: str, value: str, expected: str, default: str) -> None:
-        """`default`: what the setting is when it is not set, which the fix sets it to."""
-        super().__init__(
-            f"{variable}={value!r} is not accepted; it must be {expected}",
-            f"export {variable}={default}",
-            details={"variable": variable, "expected": expected},
+    def __init__(
+        self, variable: str, value: str, expected: str, default: str, restart: str | None = None
+    ) -> None:
+        """`default`: the value the fix sets (what the setting is when it is not set, or the
+        bound a value past it is nearest). `restart`: the command of a running process that
+        read the variable when it started (a server an agent calls: the agent's `export` never
+        reaches it), which the fix starts again with the variable set."""
+        cause = f"{variable}={value!r} is not accepted; it must be {expected}"
+        fix = f"export {variable}={default}"
+        if restart is not None:
+            cause += (
+                "; the running server read it when it started, so only a restart with it "
+                "changed (or unset) takes effect"
+            )
+            fix = f"{variable}={default} {restart}"
+        super().__init__(cause, fix, details={"variable": variable, "expected": expected})
+        self.variable, self.value, self.expected, self.default = variable, value, expected, default
+
+    def restarted(self, command: str) -> RetentionSettingInvalidError:
+        """This refusal as seen through a server started by `command` (see `restart`)."""
+        return RetentionSettingInvalidError(
+            self.variable, self.value, self.expected, self.default, command
         )
 
 
@@ -214,23 +233,32 @@ def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 def policy_from_env(
-    base: Policy = DEFAULT_POLICY, environ: Mapping[str, str] | None = None
+    base: Policy = DEFAULT_POLICY,
+    environ: Mapping[str, str] | None = None,
+    fields: Collection[str] | None = None,
 ) -> Policy:
     """`base` with each `MCP_JOBS_RETAIN_<STATE>` (and `MCP_JOBS_RETAIN_AUDIT`) that is set in
-    its place."""
+    its place. `fields`: only those settings are read (None: all), so a caller that does not use
+    one (a prune whose `older_than` replaces the states' policies) is not refused for it."""
     env = _env(environ)
     kept: dict[str, int | None] = base._asdict()
     for field, variable in (*RETAIN_ENV.items(), ("audit", RETAIN_AUDIT_ENV)):
-        raw = env.get(variable, "").strip()
+        raw = env.get(variable, "").strip() if fields is None or field in fields else ""
         if raw:
             try:
                 kept[field] = parse_duration(variable, raw)
             except InvalidArgumentError as exc:
-                expected = f"{DURATION_WORDS}, or {FOREVER!r}"
-                # The fix keeps what the state is kept without the variable: `base`'s.
-                default = _duration_text(getattr(base, field))
-                raise RetentionSettingInvalidError(variable, raw, expected, default) from exc
+                # The fix keeps what the state is kept without the variable (`base`'s), or,
+                # past ten years, the bound.
+                default = _setting_near(exc, _duration_text(getattr(base, field)))
+                raise RetentionSettingInvalidError(variable, raw, exc.expected, default) from exc
     return Policy(**kept)
+
+
+def _setting_near(exc: InvalidArgumentError, default: str) -> str:
+    """The value a setting's fix sets: the bound a duration past it is nearest ("3650d"),
+    else `default`."""
+    return exc.nearest if isinstance(exc.nearest, str) else default
 
 
 _ON = {"1", "on", "true", "yes"}
@@ -256,7 +284,8 @@ def interval_from_env(environ: Mapping[str, str] | None = None) -> int:
     try:
         every = parse_duration(PRUNE_EVERY_ENV, raw, forever=False)
     except InvalidArgumentError as exc:
-        raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, DURATION_WORDS, default) from exc
+        near = _setting_near(exc, default)
+        raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, exc.expected, near) from exc
     if every is None or every < 1_000:
         raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, "at least 1s", default)
     return every

@@ -7,6 +7,7 @@ from typing import NoReturn, get_args
 
 from engine import bounds
 from engine.errors import InvalidArgumentError, JobDeclarationInvalidError
+from engine.retention import duration_text_ms
 from schemas.descriptor import Backoff, RetryPolicyInfo
 
 
@@ -51,6 +52,9 @@ class Retry:
         default where none is nearest: NaN, a str)."""
 
         def near(value: object, low: float, high: float, default: float) -> float:
+            if isinstance(value, str):  # "7d": the seconds it spells, as the settings read it
+                ms = duration_text_ms(value)
+                value = value if ms is None else ms / 1000
             try:
                 return bounds.number("value", value, low, high, whole=False)
             except InvalidArgumentError as exc:
@@ -58,8 +62,11 @@ class Retry:
 
         most = bounds.MAX_DELAY_SECONDS
         attempts = Retry.attempts
-        if isinstance(self.attempts, int):  # a fraction is no nearer one whole number
-            attempts = int(near(self.attempts, 1, MAX_ATTEMPTS, Retry.attempts))
+        # 2.0 is plainly 2; a fraction is no nearer one whole number than the other.
+        given: object = self.attempts
+        whole = isinstance(given, float) and given.is_integer()
+        if (isinstance(given, int) and not isinstance(given, bool)) or whole:
+            attempts = int(near(given, 1, MAX_ATTEMPTS, Retry.attempts))
         base = near(self.base_delay, 0, most, Retry.base_delay)
         top = near(self.max_delay, base, most, max(base, Retry.max_delay))
         backoff = self.backoff if self.backoff in BACKOFFS else Retry.backoff

@@ -81,7 +81,9 @@ def dedupe_key(name: str, tenant_id: str | None, key: str) -> DedupeKey:
 
 
 def new_record(request: EnqueueRequest, now: int) -> JobRecord:
-    """The row an enqueue inserts: due now is ready, later delayed; waiting since its due time."""
+    """The row an enqueue inserts: due now is ready, later delayed; waiting since it could first
+    be claimed, `queued_at` = max(run_at, now) (a past run_at keeps its place in the claim order,
+    but a job made now has not waited since then: the oldest-ready age counts from its making)."""
     return JobRecord(
         id=request.id,
         run_id=request.run_id,
@@ -94,7 +96,7 @@ def new_record(request: EnqueueRequest, now: int) -> JobRecord:
         attempt=0,
         max_attempts=request.max_attempts,
         run_at=request.run_at,
-        queued_at=request.run_at,
+        queued_at=max(request.run_at, now),
         created_at=now,
         updated_at=now,
         timeout_ms=request.timeout_ms,
@@ -320,13 +322,16 @@ def can_retry(state: JobState, include_cancelled: bool) -> bool:
 
 
 def retry_transition(job: JobRecord, now: int) -> JobRecord:
-    """The row once requeued by an operator: ready now, attempt 0, the same run (so completed
-    steps are not run again). Its last error stays until it succeeds. A delayed job keeps the
-    dedupe key it holds; a settled one takes it again (the driver refuses when another holds it)."""
+    """The row once requeued by an operator: ready now, the same run (so completed steps are not
+    run again). A failed or dead one starts its attempts again from 0; a delayed one is only run
+    early and keeps its count (`Retry(attempts)` counts every run: a "run now" after each failure
+    must not keep a job alive for ever). Its last error stays until it succeeds. A delayed job
+    keeps the dedupe key it holds; a settled one takes it again (the driver refuses when another
+    holds it)."""
     return job.model_copy(
         update={
             "state": "ready",
-            "attempt": 0,
+            "attempt": job.attempt if job.state in RUN_NOW_STATES else 0,
             "run_at": now,
             "queued_at": now,
             "updated_at": now,

@@ -15,7 +15,7 @@ scoped to a tenant or to some `states`, whose caller asked about jobs, not the a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import ClassVar
 
 import anyio
@@ -31,6 +31,7 @@ from engine.retention import (
     Cutoffs,
     Policy,
     PruneCount,
+    RetentionSettingInvalidError,
     audit_cutoff,
     parse_duration,
     plan,
@@ -42,6 +43,8 @@ from schemas.states import SETTLED_STATES, JobState
 
 # One write call through the tool deletes at most this many batches; `more` says to call again.
 TOOL_MAX_BATCHES = 20
+# The command that starts the server an MCP client calls (qualified as every fix line is).
+SERVE_COMMAND = "mcp-jobs serve"
 
 
 class PrunedRows(BaseModel):
@@ -75,7 +78,9 @@ class PruneHistoryResult(Envelope):
     by_state: dict[str, int] | None = Field(default=None, description="the same, per state")
     batches: int | None = None
     more: bool | None = Field(
-        default=None, description="write: expired rows may remain; call again to go on"
+        default=None,
+        description="write: expired rows may remain; call again (confirm.next_call, when given) "
+        "to go on",
     )
     audit_before: int | None = Field(
         default=None,
@@ -93,7 +98,8 @@ class PruneHistoryResult(Envelope):
     )
     confirm: ConfirmOffer | None = Field(
         default=None,
-        description="dry run, client without elicitation: the write's token",
+        description="client without elicitation: the write's token (a dry run's; or, with more, "
+        "one for the rest of the same plan)",
     )
 
 
@@ -110,10 +116,17 @@ def _states(states: Sequence[str] | None) -> list[JobState] | None:
     return chosen
 
 
-async def policies_for(scope: Scope) -> tuple[Policy, dict[str, Policy]]:
+async def policies_for(
+    scope: Scope, fields: Collection[str] | None = None
+) -> tuple[Policy, dict[str, Policy]]:
     """The policies a prune from here applies: this process's, under what the workers published
-    (engine.pruner.in_force), so it never deletes what the worker running a job keeps."""
-    policy = worker_policy(None)
+    (engine.pruner.in_force), so it never deletes what the worker running a job keeps. Only
+    `fields`' settings are read from the environment (None: all): those the call uses. Through
+    MCP a bad one is the running server's, read at its start: its fix restarts the server."""
+    try:
+        policy = worker_policy(None, fields=fields)
+    except RetentionSettingInvalidError as exc:
+        raise (exc.restarted(SERVE_COMMAND) if scope.face == "mcp" else exc) from None
     own = job_policies(scope.jobs.registry, policy)
     driver = scope.jobs.driver
     published = (
@@ -154,13 +167,16 @@ async def prune_history(
     tenant = scope.tenant(None)
     history = require(scope.jobs.driver, HISTORY)
     now = scope.jobs.clock.now_ms() if at is None else at
+    audited = tenant is None and not states  # a call about some states or a tenant keeps it
+    # `older_than` replaces the states' policies: their settings are not read, nor refused.
+    fields = None if older_than is None else (("audit",) if audited else ())
     try:
-        policy, per_name = await policies_for(scope)
+        policy, per_name = await policies_for(scope, fields)
     except DescriptorInvalidError as exc:
         return await _unreadable(scope, now, tenant, write, exc)
     cutoffs = cutoffs_for(policy, per_name, now, older_than, states)
     shown = [PruneCutoff(state=r.state, before=r.cutoff, name=r.name) for r in cutoffs.rules]
-    audit_before = None if tenant is not None or states else audit_cutoff(policy, now)
+    audit_before = audit_cutoff(policy, now) if audited else None
     audit: dict[str, int] = {} if audit_before is None else {"audit_before": audit_before}
     if not write:
         counts = await history.prune_counts(cutoffs, tenant)

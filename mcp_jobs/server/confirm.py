@@ -211,6 +211,9 @@ class ConfirmedWrite(Generic[D, W]):
     # The refusal the write would answer now, given its dry run (None: it would run). No token
     # is handed out, and nobody is asked, for a write that would only be refused.
     refusal: Callable[[Scope, D], Awaitable[Exception | None]] | None = None
+    # Whether a write's answer stopped short of its plan (prune's `more`): confirmed by token,
+    # it then carries a fresh token for the rest of the same plan, so "call again" is one call.
+    goes_on: Callable[[W], bool] | None = None
 
     async def refused(self, scope: Scope, model: D) -> Exception | None:
         return await self.refusal(scope, model) if self.refusal is not None else None
@@ -351,7 +354,15 @@ async def _with_token(
             spec.tool, "was for a plan that has changed since", spec.dry_run_call()
         )
     logger.info("%s: write confirmed by token (plan %s)", spec.tool, plan.digest[:12])
-    return await spec.write(scope, plan.at)
+    done = await spec.write(scope, plan.at)
+    if spec.goes_on is None or not spec.goes_on(done):
+        return done
+    # What is left of the plan the person confirmed (the same instant, so the same cutoffs),
+    # and a token for it: single use, like the one just spent.
+    _, rest = await spec.plan(scope, plan.at)
+    issued, expires = gate.issue(rest, clock.now_ms(), _ttl_ms(scope))
+    confirm = ConfirmOffer(token=issued, expires_at=expires, next_call=spec.write_call(issued))
+    return done.model_copy(update={"confirm": confirm})
 
 
 async def _after_asking(

@@ -112,6 +112,7 @@ def prune_write(older_than_seconds: int | None, states: Sequence[str] | None) ->
         plan=plan,
         write=write,
         time_dependent=True,
+        goes_on=lambda model: model.more is True,
     )
 
 

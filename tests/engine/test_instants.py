@@ -55,7 +55,8 @@ def test_the_text_every_answer_shows_reads_back_exactly() -> None:
         ("9" * 30, iso(HIGH), "from"),
         (datetime(2099, 1, 1, tzinfo=UTC), HIGH, "from"),
         (HIGH + 1, HIGH, "from"),
-        (-1, 0, "from"),
+        # Before 2001 as milliseconds and as seconds: the low end (engine.instants.EARLIEST_MS).
+        (-1, 10**12, "from"),
     ],
 )
 def test_a_refused_moment_names_the_nearest_one_taken(

@@ -77,7 +77,8 @@ async def test_retry_jobs_runs_the_delayed_jobs_it_is_asked_for_now(
         assert sorted(done["outcome"]["acted_ids"]) == waiting
     for job_id in waiting:
         record = await jobs.get(job_id)
-        assert (record.state, record.run_at, record.attempt) == ("ready", clock.now_ms(), 0)
+        # Run early, not given a new budget: the one run so far still counts.
+        assert (record.state, record.run_at, record.attempt) == ("ready", clock.now_ms(), 1)
     assert (await jobs.get(later.id)).state == "delayed"
 
 

@@ -79,7 +79,7 @@ async def test_enqueue_refuses_bad_input_with_the_field_errors(open_mcp: OpenMcp
         )
         both = await mcp.fails(
             "enqueue_job",
-            {"name": "greet", "input": {"user_id": 1}, "delay_seconds": 1, "run_at": 1},
+            {"name": "greet", "input": {"user_id": 1}, "delay_seconds": 1, "run_at": 10**12},
             "INVALID_ARGUMENT",
         )
         # Named as the tool names it, and mended by leaving it out (prose naming the engine's
@@ -87,7 +87,7 @@ async def test_enqueue_refuses_bad_input_with_the_field_errors(open_mcp: OpenMcp
         assert both["details"]["argument"] == "delay_seconds"
         assert both["cause"].startswith("delay_seconds=1 is not"), both  # as given, not 1.0
         call = both["next_call"]
-        assert call["arguments"] == {"name": "greet", "input": {"user_id": 1}, "run_at": 1}
+        assert call["arguments"] == {"name": "greet", "input": {"user_id": 1}, "run_at": 10**12}
         assert (await mcp.ok(call["tool"], call["arguments"]))["job_id"]
         await mcp.fails(
             "enqueue_job",
@@ -125,11 +125,11 @@ async def test_enqueue_takes_run_at_as_the_iso_text_answers_show(
         bound = iso(clock.now_ms() + MAX_DELAY_MS)
         assert error["next_call"]["arguments"] == {**far, "run_at": bound}
 
-        # Text that is no time: a slot, nothing guessed; -5: the integer's range, mended.
+        # Text that is no time: a slot, nothing guessed; -5: the range's low end (2001), mended.
         error = await mcp.fails("enqueue_job", {**greet, "run_at": "soon"}, "INVALID_ARGUMENT")
         assert '"run_at": "<run_at>"' in error["fix"] and "next_call" not in error
         error = await mcp.fails("enqueue_job", {**greet, "run_at": -5}, "INVALID_ARGUMENT")
-        assert error["next_call"]["arguments"]["run_at"] == 0
+        assert error["next_call"]["arguments"]["run_at"] == 10**12
     assert len((await jobs.list()).jobs) == 2
 
 

@@ -17,7 +17,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from engine.bounds import MAX_DELAY_SECONDS, MAX_NAME_BYTES
-from engine.instants import MAX_TIME_CHARS
+from engine.instants import EARLIEST_MS, MAX_TIME_CHARS
 from engine.rules import PRIORITY_MAX, PRIORITY_MIN
 from mcp_jobs import operations
 from mcp_jobs.config import ServerLimits
@@ -76,6 +76,8 @@ ConfirmToken = Annotated[
 # The largest integer every JSON client holds exactly (2^53 - 1, JavaScript's safe integer),
 # published as run_at's maximum. The engine checks the bound that matters, ten years from now,
 # which moves with the clock: its refusal's fix is the call at that bound (`arguments.mended`).
+# Its minimum (2001) the engine checks too: a value in epoch seconds is mended to milliseconds,
+# not to the range's end (engine.instants.EARLIEST_MS).
 MAX_RUN_AT_MS = 2**53 - 1
 
 
@@ -129,15 +131,17 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             ),
         ] = None,
         run_at: Annotated[
-            Annotated[int, Field(ge=0, json_schema_extra={"maximum": MAX_RUN_AT_MS})]
+            Annotated[
+                int, Field(json_schema_extra={"minimum": EARLIEST_MS, "maximum": MAX_RUN_AT_MS})
+            ]
             | Annotated[
                 str,
                 Field(max_length=MAX_TIME_CHARS, json_schema_extra={"format": "date-time"}),
             ]
             | None,
             Field(
-                description="run no sooner than this: epoch ms, or ISO 8601 with its zone; ten "
-                "years ahead at most",
+                description="run no sooner than this: epoch milliseconds (not seconds), or ISO "
+                "8601 with its zone; ten years ahead at most",
             ),
         ] = None,
         on_conflict: Annotated[
