@@ -49,6 +49,8 @@ class BackfillPlan(BaseModel):
     # What a write would answer instead of starting (BACKFILL_APPLIED, BACKFILL_RUNNING,
     # BACKFILL_ENVIRONMENT), so a rehearsal also tells what the real call would say.
     blocked_by: ErrorPayload | None = None
+    # Whether this rehearses a forced write (`force`): the write that would run is that one.
+    force: bool = False
 
 
 class BackfillStart(BaseModel):

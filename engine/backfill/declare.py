@@ -13,11 +13,13 @@ import inspect
 import json
 import math
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from engine.backfill.errors import BackfillDeclarationInvalidError
+from engine.backfill.rate import interval_ms
+from engine.bounds import MAX_DELAY_MS, MAX_DELAY_SECONDS
 from engine.declare import description_declared, whole_declared
 from engine.errors import JobsError
 
@@ -30,6 +32,13 @@ RequiresFn = Callable[[], Awaitable[str | None]]
 # The name reaches shell commands in every `fix` line and the pass's idempotency key, so it is
 # kept to characters that need no quoting anywhere.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+
+# The slowest `rate`: one batch per longest wait a duration may name (bounds.MAX_DELAY_SECONDS),
+# so the pass's sleep between batches is bounded like every other wait.
+MIN_RATE = 1 / MAX_DELAY_SECONDS
+RATE_EXPECTED = (
+    f"None or batches per second, finite, at least 1/{MAX_DELAY_SECONDS} (one per 10 years)"
+)
 
 # Proof that `declare()` built (and validated) a definition: the registry accepts nothing else.
 _ORIGIN = object()
@@ -55,6 +64,16 @@ class BackfillDefinition:
     def qualified_name(self) -> str:
         """Where the declaration lives, named by its handler."""
         return f"{self.handle.__module__}.{getattr(self.handle, '__qualname__', self.name)}"
+
+    def same_as(self, other: BackfillDefinition) -> bool:
+        """Whether `other` declares exactly this (a module imported twice), by everything
+        declared: what the checksum covers and the two texts it does not."""
+        return (
+            self.qualified_name == other.qualified_name
+            and self.checksum == other.checksum
+            and self.requires_fix == other.requires_fix
+            and self.description == other.description
+        )
 
     def applies_to(self, environment: str) -> bool:
         """An empty `environments` means every environment."""
@@ -94,11 +113,16 @@ class BackfillDefinition:
         return value
 
 
-def _mended_name(name: object) -> str | None:
-    """A valid name for a refused one (`a b` -> `a_b`): its other characters as `_`, trimmed to
-    start alphanumeric; None when nothing of it is left."""
-    mended = re.sub(r"[^A-Za-z0-9_.:-]+", "_", str(name)).lstrip("_.:-")[:128]
+def mended_name(name: object) -> str | None:
+    """A valid name for a refused one (`a b` -> `a_b`, ` production ` -> `production`): its
+    other characters as `_`, trimmed to start alphanumeric; None when nothing of it is left."""
+    mended = re.sub(r"[^A-Za-z0-9_.:-]+", "_", str(name).strip()).lstrip("_.:-")[:128]
     return mended if NAME_PATTERN.fullmatch(mended) else None
+
+
+def is_environment_name(value: object) -> bool:
+    """The one rule for an environment's name, in `environments=` and in MCP_JOBS_ENV alike."""
+    return isinstance(value, str) and NAME_PATTERN.fullmatch(value) is not None
 
 
 def _source_of(fn: object) -> str:
@@ -160,7 +184,7 @@ def declare(
             "name",
             name,
             "1-128 of A-Z a-z 0-9 _ . : - (starting alphanumeric)",
-            mended=_mended_name(name),
+            mended=mended_name(name),
         )
     for label, fn in (("count", count), ("read", read), ("handle", handle)):
         if not _is_async(fn):
@@ -182,18 +206,20 @@ def declare(
 
     whole_declared(refuse, "batch_size", batch_size, 1)
     if rate is not None and (
-        isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < float("inf")
+        isinstance(rate, bool)
+        or not isinstance(rate, int | float)
+        or not 0 < rate < float("inf")
+        # A rate so small its wait between batches outlasts any bound holds a slot forever.
+        or interval_ms(rate) > MAX_DELAY_MS
     ):
-        raise BackfillDeclarationInvalidError(
-            name, "rate", rate, "None or batches per second > 0 (finite)"
-        )
-    if isinstance(environments, str):
+        raise BackfillDeclarationInvalidError(name, "rate", rate, RATE_EXPECTED)
+    if isinstance(environments, str | bytes) or not isinstance(environments, Iterable):
         raise BackfillDeclarationInvalidError(
             name, "environments", environments, 'a tuple of names, e.g. ("production",)'
         )
     envs = tuple(environments)
     for env in envs:
-        if not isinstance(env, str) or not NAME_PATTERN.fullmatch(env):
+        if not is_environment_name(env):
             raise BackfillDeclarationInvalidError(
                 name, "environments", envs, "names of A-Z a-z 0-9 _ . : -"
             )
@@ -231,6 +257,7 @@ def is_declared(definition: object) -> TypeGuard[BackfillDefinition]:
 
 
 __all__ = [
+    "MIN_RATE",
     "NAME_PATTERN",
     "BackfillDefinition",
     "CountFn",
@@ -241,4 +268,6 @@ __all__ = [
     "checksum_of",
     "declare",
     "is_declared",
+    "is_environment_name",
+    "mended_name",
 ]

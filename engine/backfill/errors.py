@@ -23,11 +23,11 @@ def _call(tool: str, **arguments: Any) -> NextCall:
     return NextCall(tool=tool, arguments=arguments)
 
 
-def write_command(name: str, *, force: bool = False, environment: str | None = None) -> str:
-    """The CLI line that writes (runs) backfill `name`."""
-    prefix = f"MCP_JOBS_ENV={environment} " if environment is not None else ""
+def write_command(name: str, *, force: bool = False) -> str:
+    """The CLI line that writes (runs) backfill `name`, in this process's environment: never
+    with an `MCP_JOBS_ENV=` of another, which would only relabel this deploy (the gate's bypass)."""
     flags = " --write --force" if force else " --write"
-    return f"{prefix}mcp-jobs backfill {name}{flags} --json"
+    return f"mcp-jobs backfill {name}{flags} --json"
 
 
 LIST_COMMAND = "mcp-jobs backfill --pending --json"
@@ -61,22 +61,61 @@ class BackfillUnknownError(JobsError):
 
 class BackfillEnvironmentError(JobsError):
     """The declaration names the environments it belongs to and this is not one. Declared data,
-    never a hardcoded "cleanups are production": a staging rehearsal is correct practice."""
+    never a hardcoded "cleanups are production": a staging rehearsal is correct practice.
+
+    No command line fixes it: setting MCP_JOBS_ENV here would only relabel this deploy against
+    its own database, the very sweep the gate stops. So the fix says where it runs (a deploy of
+    a declared environment), or the code change that declares this one."""
 
     code = "BACKFILL_ENVIRONMENT"
     title = "this backfill is not declared for this environment"
 
-    def __init__(self, name: str, environment: str, declared: Sequence[str]) -> None:
-        # The first declared environment, because the fix is ONE runnable line and the list is
-        # ordered by the author. An empty list means "every environment" and never gets here,
-        # but the constructor is public, so it answers with the listing rather than `ENV=None`.
-        target = declared[0] if declared else None
+    def __init__(
+        self,
+        name: str,
+        environment: str,
+        declared: Sequence[str],
+        *,
+        started_for: str | None = None,
+    ) -> None:
+        """`started_for`: raised by a pass on a worker, the environment its write was gated
+        for (the worker's own is `environment`)."""
+        names = ", ".join(declared) or "every environment"
+        if started_for is None:
+            where = f"this process resolved {environment} (MCP_JOBS_ENV)"
+        else:
+            where = (
+                f"its pass was started for {started_for} and this worker runs in {environment} "
+                "(MCP_JOBS_ENV), so it read and wrote nothing"
+            )
+        if declared and environment not in declared:
+            there = " or ".join(declared)
+            also = ", ".join(f'"{e}"' for e in (*declared, environment))
+            fix = (
+                f"run it in a deploy whose MCP_JOBS_ENV is {there}, with that deploy's database "
+                f'and worker, or declare backfill(name="{name}", environments=({also}), ...)'
+            )
+            why = (
+                f"; a pass runs only in an environment its declaration names, so it runs in a "
+                f'{there} deploy, or here once the declaration adds "{environment}"'
+            )
+        else:
+            # Declared here too: the pass's environment is the one to run it in.
+            target = started_for or environment
+            fix = (
+                f"start a worker whose MCP_JOBS_ENV is {target} for this pass, or write it "
+                f"again in the deploy it should run in: mcp-jobs backfill {name} --write --json"
+            )
+            why = "; a pass runs only on a worker of the environment its ledger row records"
         super().__init__(
-            f'backfill "{name}" declares environments: {", ".join(declared) or "(none)"} and this '
-            f'process resolved {environment} (MCP_JOBS_ENV); add "{environment}" to its '
-            "environments if this deploy should sweep too",
-            write_command(name, environment=target) if target is not None else LIST_COMMAND,
-            details={"backfill": name, "environment": environment, "declared": list(declared)},
+            f'backfill "{name}" declares environments: {names}, and {where}{why}',
+            fix,
+            details={
+                "backfill": name,
+                "environment": environment,
+                "declared": list(declared),
+                **({"started_for": started_for} if started_for is not None else {}),
+            },
         )
 
 
@@ -88,18 +127,20 @@ class BackfillMigrationPendingError(JobsError):
     title = "the backfill's precondition does not hold yet"
 
     def __init__(self, name: str, requirement: str, fix: str | None = None) -> None:
-        # Without a declared `requires_fix` the one runnable line is the dry run, which checks
-        # the precondition again and shows the plan once it holds; how to apply it is cause.
+        # Without a declared `requires_fix` there is no line of ours to run: the dry run would
+        # only fail the same way. The precondition is the app's, so the fix says what to apply.
         how = (
             ""
             if fix
-            else f"; apply {requirement} to the app's database (declare requires_fix= with the "
-            "command that does it, and this fix becomes that command)"
+            else " (declare requires_fix= with the command that applies it, and this fix "
+            "becomes that command)"
         )
         super().__init__(
             f'backfill "{name}" requires {requirement}, which its requires() check reports as '
             f"not applied; nothing was read or written{how}",
-            fix or dry_run_command(name),
+            fix
+            or f'apply what backfill "{name}"\'s requires() reports missing ({requirement}) '
+            "to the app's database, then run the backfill again",
             details={"backfill": name, "requirement": requirement},
         )
 
@@ -207,9 +248,18 @@ class BackfillNameTakenError(JobsError):
     code = "BACKFILL_NAME_TAKEN"
     title = "two backfills were declared under one name"
 
-    def __init__(self, name: str, first: str, second: str) -> None:
+    def __init__(
+        self, name: str, first: str, second: str, *, checksums: tuple[str, str] | None = None
+    ) -> None:
+        """`checksums`: the two declarations' (they differ, or one would be a re-import)."""
+        again = f"again by {second}"
+        if first == second and checksums is not None:
+            again = (
+                f"again, by the same handler, with other values (checksum {checksums[0]}, then "
+                f"{checksums[1]}): only the same declaration imported twice shares a name"
+            )
         super().__init__(
-            f'backfill name "{name}" is declared by {first} and again by {second}',
+            f'backfill name "{name}" is declared by {first} and {again}',
             f'backfill(name="{name}_v2", ...)',
             details={"backfill": name, "first": first, "second": second},
         )

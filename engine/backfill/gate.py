@@ -9,29 +9,75 @@ registry. The same verdict is what a dry run reports as `blocked_by`.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
-from engine.backfill.declare import BackfillDefinition
+from engine.backfill.declare import BackfillDefinition, is_environment_name, mended_name
 from engine.backfill.errors import (
     BackfillAppliedError,
     BackfillEnvironmentError,
     BackfillMigrationPendingError,
     BackfillRunningError,
 )
-from engine.errors import JobsError
+from engine.errors import InvalidArgumentError, JobsError
 from schemas.backfill import BackfillRun
 
 ENVIRONMENT_ENV = "MCP_JOBS_ENV"
 DEFAULT_ENVIRONMENT = "development"
 
 
+ENVIRONMENT_EXPECTED = (
+    "an environment's name: 1-128 of A-Z a-z 0-9 _ . : - (starting alphanumeric), as "
+    "`environments=` names them; unset, the environment is development"
+)
+
+
 def resolve_environment(explicit: str | None = None) -> str:
-    """The explicit environment, else `MCP_JOBS_ENV`, else "development"."""
-    return explicit or os.environ.get(ENVIRONMENT_ENV) or DEFAULT_ENVIRONMENT
+    """The explicit environment, else `MCP_JOBS_ENV`, else "development": a name as a
+    declaration's `environments=` holds one. An empty or malformed value is INVALID_ARGUMENT,
+    never read as development (`MCP_JOBS_ENV="$ENV"` with ENV unset in production) nor as an
+    environment of its own where every backfill would be pending again."""
+    value = explicit if explicit is not None else os.environ.get(ENVIRONMENT_ENV)
+    if value is None:
+        return DEFAULT_ENVIRONMENT
+    if not is_environment_name(value):
+        mended = mended_name(value)
+        fix = f"export {ENVIRONMENT_ENV}={mended}" if mended else f"unset {ENVIRONMENT_ENV}"
+        raise InvalidArgumentError(ENVIRONMENT_ENV, value, ENVIRONMENT_EXPECTED, fix=fix)
+    return value
+
+
+def check_environment_case(environment: str, declared: Iterable[BackfillDefinition]) -> None:
+    """Refuse an environment that no declaration names but one spells in another case
+    (`Production` for `production`): names are compared exactly, so it would be a new
+    environment where every backfill is pending again."""
+    names = {e for d in declared for e in d.environments}
+    if environment in names:
+        return
+    same = sorted(e for e in names if e.casefold() == environment.casefold())
+    if same:
+        raise InvalidArgumentError(
+            ENVIRONMENT_ENV,
+            environment,
+            f"an environment as the declarations spell it ({', '.join(same)}): names are "
+            "case-sensitive",
+            fix=f"export {ENVIRONMENT_ENV}={same[0]}",
+        )
 
 
 def check_environment(definition: BackfillDefinition, environment: str) -> None:
     if not definition.applies_to(environment):
         raise BackfillEnvironmentError(definition.name, environment, definition.environments)
+
+
+def check_pass_environment(definition: BackfillDefinition, started_for: str) -> None:
+    """Run by the pass on its worker: the worker's own environment must be the one the write
+    was gated for, and one the backfill declares. Otherwise a pass written under another
+    MCP_JOBS_ENV (or an older declaration) would sweep here and record itself as there."""
+    here = resolve_environment()
+    if here != started_for or not definition.applies_to(here):
+        raise BackfillEnvironmentError(
+            definition.name, here, definition.environments, started_for=started_for
+        )
 
 
 async def check_requires(definition: BackfillDefinition) -> None:
@@ -74,7 +120,10 @@ def write_verdict(
 __all__ = [
     "DEFAULT_ENVIRONMENT",
     "ENVIRONMENT_ENV",
+    "ENVIRONMENT_EXPECTED",
     "check_environment",
+    "check_environment_case",
+    "check_pass_environment",
     "check_requires",
     "resolve_environment",
     "write_verdict",

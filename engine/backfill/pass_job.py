@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from engine.backfill.declare import BackfillDefinition
 from engine.backfill.errors import BackfillDeclarationInvalidError, BackfillStalledError
-from engine.backfill.gate import check_requires
+from engine.backfill.gate import check_pass_environment, check_requires
 from engine.backfill.ledger import Progress
 from engine.backfill.rate import Pacer
 from engine.backfill.registry import BackfillRegistry, default_backfills
@@ -163,6 +163,8 @@ class _Sweep:
 
     async def run(self) -> dict[str, Any]:
         step = self.ctx.step
+        # Every attempt, on whichever worker takes it: the gate ran where the write was made.
+        check_pass_environment(self.definition, self.input.environment)
         begun, _ = await self._step("start", self._start)
         if self.progress is None:  # replayed: rebuild the position from the stored result
             self.progress = Progress(

@@ -42,12 +42,16 @@ class BackfillRegistry(Registry[BackfillDefinition]):
     def clash(
         self, existing: BackfillDefinition, definition: BackfillDefinition
     ) -> JobsError | None:
-        # The same handler declaring again is a module re-import; anything else is two sweeps
-        # fighting over one ledger name.
-        if existing.qualified_name == definition.qualified_name:
+        # The same declaration again is a module re-import; anything else, even by a shared
+        # handler, is two sweeps fighting over one ledger name (and one would drop the other's
+        # environments or batch size unseen).
+        if existing.same_as(definition):
             return None
         return BackfillNameTakenError(
-            definition.name, existing.qualified_name, definition.qualified_name
+            definition.name,
+            existing.qualified_name,
+            definition.qualified_name,
+            checksums=(existing.checksum, definition.checksum),
         )
 
     def unknown(self, name: str, known: Sequence[str]) -> JobsError:

@@ -25,6 +25,7 @@ from engine.backfill.errors import (
 )
 from engine.backfill.gate import (
     check_environment,
+    check_environment_case,
     check_requires,
     resolve_environment,
     write_verdict,
@@ -67,11 +68,15 @@ class Backfills:
         self.jobs = jobs
         self.ledger = require(jobs.driver, BACKFILL_LEDGER)
         self.registry = registry if registry is not None else default_backfills
-        self.environment = bounds.text(
-            "environment", resolve_environment(environment), bounds.MAX_ACTOR_BYTES
-        )
+        self.environment = resolve_environment(environment)
         # The worker runs passes from `jobs.registry`, so the pass must be declared there.
         self.pass_job = install_pass(jobs.registry, self.registry)
+
+    def _here(self) -> str:
+        """This service's environment, refused when it spells a declared one in another case:
+        checked on each call, as the app may declare its backfills after this was built."""
+        check_environment_case(self.environment, self.registry)
+        return self.environment
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -97,7 +102,7 @@ class Backfills:
         """Ledger rows in this environment, newest first (every run, forced reruns included).
         Unpaged: it costs the whole ledger, so reads that run often use `runs_page`."""
         name = bounds.optional_text("name", name, bounds.MAX_NAME_BYTES)
-        return await self.ledger.backfill_runs(name, self.environment)
+        return await self.ledger.backfill_runs(name, self._here())
 
     async def runs_page(
         self, name: str, *, limit: int = DEFAULT_RUNS_PAGE, cursor: str | None = None
@@ -110,9 +115,7 @@ class Backfills:
         name = bounds.text("name", name, bounds.MAX_NAME_BYTES)
         limit = bounds.whole("runs_limit", limit, 1, MAX_RUNS_PAGE)
         before = parse_runs_cursor(cursor, name) if cursor is not None else None
-        found = await self.ledger.backfill_runs(
-            name, self.environment, before=before, limit=limit + 1
-        )
+        found = await self.ledger.backfill_runs(name, self._here(), before=before, limit=limit + 1)
         page = found[:limit]
         more = len(found) > limit and bool(page)
         return RunsPage(runs=page, runs_cursor=runs_cursor(page[-1]) if more else None)
@@ -137,6 +140,7 @@ class Backfills:
         """Declared here and not completed here, as findings with the line that runs each.
         Reads one ledger row per backfill declared for this environment."""
         found: builtins.list[BackfillPendingError] = []
+        self._here()
         for definition in self.registry:
             if not definition.applies_to(self.environment):
                 continue
@@ -158,6 +162,7 @@ class Backfills:
         """
         definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
         force = bounds.flag("force", force)
+        self._here()
         try:
             await check_requires(definition)
         except BackfillMigrationPendingError:
@@ -175,6 +180,7 @@ class Backfills:
             sample_keys=sample_keys,
             would_run=verdict is None,
             blocked_by=verdict.to_payload() if verdict is not None else None,
+            force=force,
         )
 
     @staticmethod
@@ -204,7 +210,7 @@ class Backfills:
         await self._check(definition, bounds.flag("force", force))
 
     async def _check(self, definition: BackfillDefinition, force: bool) -> None:
-        check_environment(definition, self.environment)
+        check_environment(definition, self._here())
         await check_requires(definition)
         # What the dry run checks, so no pass starts that would only fail in the worker.
         await self._probe(definition)
@@ -255,6 +261,7 @@ class Backfills:
         """Every declared backfill with its ledger state here, by name; `pending_only` keeps
         the ones declared for this environment and not completed in it."""
         pending_only = bounds.flag("pending_only", pending_only)
+        self._here()
         live = await self.live_passes()
         states: builtins.list[BackfillState] = []
         for definition in self.registry:
@@ -268,6 +275,7 @@ class Backfills:
     async def state(self, name: str) -> BackfillState:
         """One declared backfill's state here, as `list` shows it. BACKFILL_UNKNOWN otherwise."""
         definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
+        self._here()
         last, completed = await self._last_runs(definition)
         pending = pending_given(definition, self.environment, completed)
         live = (await self.live_passes()).get(definition.name)

@@ -11,11 +11,13 @@ from typing import Any
 
 from engine.client import Jobs, connect
 from engine.drivers.urls import redact
+from engine.shell_words import shell_join
 from mcp_jobs import operations
 from mcp_jobs.app_modules import load_apps
 from mcp_jobs.cli.mend import mended, refusal_context
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings
+from mcp_jobs.errors import CommandLineInvalidError
 from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.bulk import BulkAction, BulkFilter, bulk_command
 from mcp_jobs.operations.database import report_of
@@ -165,12 +167,71 @@ async def _bulk(scope: Scope, args: argparse.Namespace) -> Envelope:
 # --- backfill -----------------------------------------------------------------------------------
 
 
+# Each flag of `backfill` and the forms it acts in: listing (no NAME), NAME --runs, NAME (a dry
+# run, or a write with --write). Anywhere else it would be silently ignored.
+_BACKFILL_FLAGS: dict[str, tuple[str, frozenset[str]]] = {
+    "write": ("--write", frozenset({"name"})),
+    "force": ("--force", frozenset({"name"})),
+    "wait": ("--wait", frozenset({"write"})),
+    "pending": ("--pending", frozenset({"listing", "runs"})),
+    "runs": ("--runs", frozenset({"runs"})),
+    "runs_limit": ("--runs-limit", frozenset({"runs"})),
+    "runs_cursor": ("--runs-cursor", frozenset({"runs"})),
+}
+_BACKFILL_FORMS = {
+    "listing": "the listing (no NAME)",
+    "runs": "NAME --runs",
+    "name": "NAME",
+    "write": "NAME --write",
+}
+
+
+def unused_backfill_flags(args: argparse.Namespace) -> CommandLineInvalidError | None:
+    """The refusal of a `backfill` flag typed where it has no use (`backfill --write` lists and
+    writes nothing), whose fix is the command without every such flag: never a guessed write.
+    `--force` without `--write` has a use: the dry run shows what the forced write answers."""
+    forms = {"listing"} if args.name is None else {"runs"} if args.runs else {"name"}
+    if args.name is not None and not args.runs and args.write:
+        forms.add("write")
+    # Typed: a value (`--wait 0` too) or a bare flag set; None and False are flags left out.
+    given = {
+        key: value
+        for key in _BACKFILL_FLAGS
+        if (value := getattr(args, key)) is not None and value is not False
+    }
+    unused = [
+        key for key, (_, acts) in _BACKFILL_FLAGS.items() if key in given and not acts & forms
+    ]
+    if not unused:
+        return None
+    words = ["mcp-jobs", "backfill", *([args.name] if args.name is not None else [])]
+    for key, (flag, _) in _BACKFILL_FLAGS.items():
+        if key in unused or key not in given:
+            continue
+        words += [flag] if given[key] is True else [flag, str(given[key])]
+    if args.json:
+        words.append("--json")
+    flag, acts = _BACKFILL_FLAGS[unused[0]]
+    where = " or ".join(_BACKFILL_FORMS[f] for f in sorted(acts))
+    also = [_BACKFILL_FLAGS[k][0] for k in unused[1:]]
+    more = f" (nor {', '.join(also)})" if also else ""
+    return CommandLineInvalidError(
+        "mcp-jobs backfill",
+        f"argument {flag}: has no use here{more}: it acts only with {where}; given elsewhere "
+        "it would be ignored, and nothing was read or started",
+        fix=shell_join(words),
+    )
+
+
 async def backfill_command(args: argparse.Namespace, settings: Settings) -> int:
     name: str | None = args.name
     listing = name is None or args.runs
     kind = "list_backfills" if listing else "run_backfill"
 
     async def run() -> Envelope:
+        unused = unused_backfill_flags(args)
+        if unused is not None:
+            raise unused
         async with open_jobs(settings) as jobs:
             if name is None or args.runs:
                 scope = scope_of(jobs, settings, "backfill")

@@ -17,14 +17,16 @@ from collections.abc import Sequence
 
 import anyio
 
+from engine.backfill.gate import resolve_environment
 from engine.drivers.urls import DATABASE_URL_ENV
-from engine.errors import DatabaseUrlInvalidError, InvalidArgumentError, JobsError
+from engine.errors import LEFT_OUT, DatabaseUrlInvalidError, InvalidArgumentError, JobsError
 from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.mend import (
     URL_FLAG,
     choice_mended,
+    mended,
     print_failure,
     refusal_context,
     typed,
@@ -43,6 +45,11 @@ EMPTY_URL = (
     "leave --database-url out for the default database"
 )
 EMPTY_TENANT = "a tenant's name (left out, the command acts for every tenant)"
+# `events send` without --tenant sends a tenantless event; its fix is that command.
+EMPTY_TENANT_EVENT = (
+    "a tenant's name (left out, the event is sent with no tenant: only the waits of jobs "
+    "with no tenant see it)"
+)
 EMPTY_APP = "a module declaring jobs, or several by commas (left out, no app module is loaded)"
 # The walkthrough `mcp-jobs demo` runs: the example app's own module, installed beside this
 # package and loaded by name like any `--app`, so this package never imports the example.
@@ -109,12 +116,17 @@ def _under_its_command(action: str, argv: Sequence[str]) -> list[str] | None:
 
 
 def _empty_setting(args: argparse.Namespace) -> InvalidArgumentError | None:
-    """An empty `--tenant` or `--app` (or `MCP_JOBS_APP`), most often `--tenant "$TENANT"` with
+    """An empty `--tenant` or `--app` (or `MCP_JOBS_APP`, or an `MCP_JOBS_ENV` that is no
+    environment name), most often `--tenant "$TENANT"` with
     the variable unset: read as none, the pin asked for would be dropped (the command, or
     server, acting on every tenant's jobs), or no app loaded (a worker running none of its
     jobs)."""
     fix = f"{args.prog} --help"
-    if getattr(args, "tenant", None) == "":
+    if args.command == "events" and args.tenant == "":
+        # What the line without it does is plain here: the CLI writes that command (mend.py).
+        return InvalidArgumentError("--tenant", "", EMPTY_TENANT_EVENT, nearest=LEFT_OUT)
+    # A worker refuses any --tenant (serve.worker_command).
+    if getattr(args, "tenant", None) == "" and args.command != "worker":
         return InvalidArgumentError("--tenant", "", EMPTY_TENANT, fix=fix)
     for app in args.app:
         if not split_apps([app]):
@@ -122,6 +134,10 @@ def _empty_setting(args: argparse.Namespace) -> InvalidArgumentError | None:
     from_env = os.environ.get(APP_ENV)
     if not args.app and from_env is not None and not split_apps([from_env]):
         return InvalidArgumentError(APP_ENV, from_env, EMPTY_APP, fix=fix)
+    try:
+        resolve_environment()  # MCP_JOBS_ENV: empty or no environment name
+    except InvalidArgumentError as exc:
+        return exc
     return None
 
 
@@ -169,8 +185,14 @@ def _run(argv: Sequence[str] | None) -> int:
         return commands.emit(args.command, envelope, getattr(args, "json", False))
     empty = _empty_setting(args)
     if empty is not None:
-        envelope = failure(error_payload(empty, where=f"mcp-jobs {args.command}"))
-        return commands.emit(args.command, envelope, getattr(args, "json", False))
+        said: BaseException = empty
+        fixes = None
+        if empty.nearest is LEFT_OUT:
+            fixes = refusal_context(_settings(args))
+            with typed(given, args.prog):
+                said = mended(empty, fixes)
+        payload = error_payload(said, where=f"mcp-jobs {args.command}", context=fixes)
+        return commands.emit(args.command, failure(payload), getattr(args, "json", False))
     settings = _settings(args)
     command = {
         "serve": serve.serve_command,

@@ -68,7 +68,7 @@ def run_backfill_safely_text(name: str) -> str:
    `plan.rows_remaining`, `plan.batches` and `plan.sample_keys` to the user.
 3. If the dry run itself fails, `error.code` says why: BACKFILL_MIGRATION_PENDING means a
    precondition (a migration) is missing, so nothing can be counted yet. Stop and give the user
-   `error.fix`, the command that applies it.
+   `error.fix`: the command that applies it, or what to apply where none is declared.
 4. If `plan.blocked_by` is set, a write would be refused: stop and explain
    `plan.blocked_by.code`. BACKFILL_APPLIED means it already completed here (rerunning needs
    `force: true` and the user's explicit go-ahead); BACKFILL_RUNNING means a pass is live;

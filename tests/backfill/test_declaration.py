@@ -161,6 +161,5 @@ def test_every_refusal_carries_one_runnable_line() -> None:
         assert payload.code.startswith("BACKFILL_")
     assert BackfillRunningError("x", "j1").retryable  # waiting for the pass clears it
     assert not BackfillAppliedError("x", "development", "r1", 1).retryable
-    assert BackfillEnvironmentError("x", "development", ["production"]).fix == (
-        "MCP_JOBS_ENV=production mcp-jobs backfill x --write --json"
-    )
+    # No command fixes it here: MCP_JOBS_ENV=production on this deploy is the gate's bypass.
+    assert "MCP_JOBS_ENV=" not in BackfillEnvironmentError("x", "development", ["production"]).fix

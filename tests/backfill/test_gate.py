@@ -57,7 +57,10 @@ async def test_an_unknown_name_is_refused_with_the_declared_names(
 
 
 async def test_an_environment_the_backfill_does_not_declare_is_refused(
-    jobs: Jobs, backfill_registry: BackfillRegistry, customers: Customers
+    jobs: Jobs,
+    backfill_registry: BackfillRegistry,
+    customers: Customers,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     customers.declare(backfill_registry, environments=("staging", "production"))
     development = Backfills(jobs, registry=backfill_registry, environment="development")
@@ -65,9 +68,8 @@ async def test_an_environment_the_backfill_does_not_declare_is_refused(
     with pytest.raises(JobsError) as caught:
         await development.write("normalize_emails")
     assert caught.value.code == "BACKFILL_ENVIRONMENT"
-    assert (
-        caught.value.fix == "MCP_JOBS_ENV=staging mcp-jobs backfill normalize_emails --write --json"
-    )
+    # Never the bypass (MCP_JOBS_ENV=staging against this database): a deploy, or the code.
+    assert caught.value.fix.startswith("run it in a deploy whose MCP_JOBS_ENV is staging or ")
     plan = await development.dry_run("normalize_emails")
     assert plan.would_run is False and plan.rows_remaining == 25
     assert plan.blocked_by is not None and plan.blocked_by.code == "BACKFILL_ENVIRONMENT"
@@ -78,6 +80,7 @@ async def test_an_environment_the_backfill_does_not_declare_is_refused(
     production = Backfills(jobs, registry=backfill_registry, environment="production")
     assert (await production.dry_run("normalize_emails")).blocked_by is None
     start = await production.write("normalize_emails")
+    monkeypatch.setenv("MCP_JOBS_ENV", "production")  # production's own worker
     await Worker(jobs).run_until_idle()
     assert (await jobs.get(start.job_id)).state == "done"
 
@@ -191,12 +194,16 @@ async def test_a_completed_backfill_is_refused_until_forced(
 
 
 async def test_applied_is_per_environment(
-    jobs: Jobs, backfill_registry: BackfillRegistry, customers: Customers
+    jobs: Jobs,
+    backfill_registry: BackfillRegistry,
+    customers: Customers,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     customers.declare(backfill_registry)
     staging = Backfills(jobs, registry=backfill_registry, environment="staging")
     production = Backfills(jobs, registry=backfill_registry, environment="production")
     await staging.write("normalize_emails")
+    monkeypatch.setenv("MCP_JOBS_ENV", "staging")  # staging's own worker
     await Worker(jobs).run_until_idle()
 
     with pytest.raises(JobsError) as caught:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from engine import Jobs, Worker
 from engine.backfill import BackfillRegistry, Backfills, backfill
 
 
 async def test_pending_lists_exactly_the_backfills_not_completed_here(
-    jobs: Jobs, backfill_registry: BackfillRegistry
+    jobs: Jobs, backfill_registry: BackfillRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stalls: set[str] = {"stalls"}
 
@@ -42,7 +44,10 @@ async def test_pending_lists_exactly_the_backfills_not_completed_here(
     staging = Backfills(jobs, registry=backfill_registry, environment="staging")
     await development.write("completed")
     await development.write("stalls")
+    monkeypatch.delenv("MCP_JOBS_ENV", raising=False)  # a pass runs on its environment's worker
+    await Worker(jobs).run_until_idle()
     await staging.write("completed_in_staging_only")
+    monkeypatch.setenv("MCP_JOBS_ENV", "staging")
     await Worker(jobs).run_until_idle()
 
     pending = await development.list(pending_only=True)
