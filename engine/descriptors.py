@@ -27,7 +27,6 @@ from pydantic import ValidationError
 
 from engine.errors import JobInputInvalidError, JobsError, short_repr
 from schemas.descriptor import JobDescriptor, RetentionInfo
-from schemas.errors import NextCall
 
 if TYPE_CHECKING:
     # jsonschema is imported where a published schema is checked: a worker's pruner does not
@@ -90,10 +89,9 @@ class IdempotencyKeyMissingError(JobsError):
             f"idempotency key is computed by code in {where}, which this process has not "
             "imported, so the caller passes the key (the same one that code computes, or "
             "deduplication breaks)",
+            # The shape of the call, a "<key>" slot to fill in: no next_call, which would run
+            # with that text as the key.
             f"enqueue_job {json.dumps({'name': job, 'input': dict(input), 'key': '<key>'})}",
-            next_call=NextCall(
-                tool="enqueue_job", arguments={"name": job, "input": dict(input), "key": "<key>"}
-            ),
             details={"job": job, "argument": "key", "apps": list(apps)},
         )
 

@@ -7,14 +7,17 @@ import ipaddress
 import math
 import os
 import re
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from engine import bounds
+from engine.backfill.gate import DEFAULT_ENVIRONMENT as DEFAULT_ENVIRONMENT
+from engine.backfill.gate import ENVIRONMENT_ENV as ENVIRONMENT_ENV
 from engine.drivers import resolve_url
+from engine.retention import duration_text_ms
+from engine.shell_words import shell_word
 from mcp_jobs.errors import (
     HttpSettingInvalidError,
     OAuthConflictError,
@@ -25,13 +28,12 @@ from mcp_jobs.errors import (
 )
 
 APP_ENV = "MCP_JOBS_APP"
-ENVIRONMENT_ENV = "MCP_JOBS_ENV"
+# MCP_JOBS_ENV and its default (imported above) have one home, beside the rule for its value.
 TOKEN_ENV = "MCP_JOBS_TOKEN"
 TOKEN_FILE_ENV = "MCP_JOBS_TOKEN_FILE"
 SESSION_IDLE_ENV = "MCP_JOBS_SESSION_IDLE_SECONDS"
 MAX_SESSIONS_ENV = "MCP_JOBS_MAX_SESSIONS"
 ALLOWED_HOSTS_ENV = "MCP_JOBS_ALLOWED_HOSTS"
-DEFAULT_ENVIRONMENT = "development"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 # An HTTP session nobody has sent a request for this long is closed (its id then answers 404):
@@ -142,7 +144,9 @@ def settings_from_env(
     return Settings(
         database_url=database_url or None,
         apps=split_apps(app_values),
-        environment=os.environ.get(ENVIRONMENT_ENV) or DEFAULT_ENVIRONMENT,
+        # As set, even empty: what uses it (engine.backfill.resolve_environment) refuses a
+        # value that is no environment name, and the CLI refuses it before any command runs.
+        environment=os.environ.get(ENVIRONMENT_ENV, DEFAULT_ENVIRONMENT),
         read_only=read_only,
         tenant=tenant or None,
         host=host or DEFAULT_HOST,
@@ -337,7 +341,7 @@ def _check_url(name: str, value: str, flag: str | None) -> None:
         flag or name,
         value,
         "an https:// URL (plain http only to localhost)",
-        f"export {name}={shlex.quote(nearest)}",
+        f"export {name}={shell_word(nearest)}",
         flag=flag,
         nearest=nearest,
     )
@@ -354,6 +358,17 @@ def read_token_file(path: str) -> str:
     if not token:
         raise TokenFileError(path, "the file is empty", fix)
     return token
+
+
+def seconds_in(text: str) -> float | None:
+    """The seconds a `*-seconds` flag or setting's text gives: a number as `float` reads it
+    (90, 0.5, 1e3), or a duration as MCP's `*_seconds` arguments read one ("30m", "7d":
+    `engine.retention.duration_text_ms`); None for anything else. Not checked for range."""
+    try:
+        return float(text)
+    except ValueError:
+        ms = duration_text_ms(text)
+        return None if ms is None else ms / 1000
 
 
 def _env_number(name: str, default: float, kind: type[float] | type[int]) -> float:

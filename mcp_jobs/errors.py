@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 from engine.errors import NOTHING_NEAR, FlagMend, InvalidArgumentError, JobsError, short_repr
 from engine.extras import install_line, this_python, upgrade_line
 from engine.meant import meant_note
+from engine.shell_words import shell_word
 from mcp_jobs.incidents import INCIDENT_DIR_ENV, incident_dir
 from schemas.errors import NextCall
 
@@ -54,12 +54,15 @@ class TenantPinnedError(JobsError):
     title = "this server is pinned to one tenant"
 
     def __init__(self, tool: str, pinned: str, asked: str) -> None:
+        """The fix here names the tenant only: the MCP and CLI faces write the caller's own
+        call in its place (`engine_refusal.mended`, `cli/mend.mended`), `asked` → `pinned`."""
         super().__init__(
             f'this server only serves tenant "{pinned}"; the call asked for tenant '
             f"{short_repr(asked)}",
             f'{tool} {{"tenant_id": "{pinned}"}}',
             details={"tenant_id": pinned},
         )
+        self.pinned, self.asked = pinned, asked
 
 
 class TenantScopeExceededError(JobsError):
@@ -176,7 +179,7 @@ class AppImportError(JobsError):
         # though only a name `import` takes reaches here.
         super().__init__(
             f'importing --app "{module}" failed: {reason}',
-            f"{this_python()} -c {shlex.quote(f'import {module}')}",
+            f"{this_python()} -c {shell_word(f'import {module}')}",
             details={"module": module},
         )
 
@@ -195,7 +198,7 @@ def token_file_line(path: str) -> str:
         "fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600); os.fchmod(fd, 0o600); "
         'os.write(fd, (secrets.token_hex(32) + "\\n").encode())'
     )
-    return f"{this_python()} -c {shlex.quote(write)} {shlex.quote(path)}"
+    return f"{this_python()} -c {shell_word(write)} {shell_word(path)}"
 
 
 class TokenRequiredError(JobsError):
@@ -234,13 +237,13 @@ class InternalError(JobsError):
         be written; the fix then sets a directory that can be, for the next one."""
         if kept is not None:
             cause = f"the traceback is in {kept}"
-            fix = f"cat {shlex.quote(str(kept))}"
+            fix = f"cat {shell_word(str(kept))}"
         else:
             writable = Path(tempfile.gettempdir()) / "mcp-jobs-incidents"
             cause = (
                 f"{incident_dir()} cannot be written, so the traceback is only in the server's log"
             )
-            fix = f"export {INCIDENT_DIR_ENV}={shlex.quote(str(writable))}"
+            fix = f"export {INCIDENT_DIR_ENV}={shell_word(str(writable))}"
         super().__init__(
             f"{where} failed with an unexpected error (correlation id {correlation_id}); {cause}",
             fix,
@@ -346,15 +349,19 @@ class QueueUnknownError(JobsError):
     code = "QUEUE_UNKNOWN"
     title = "no job, stored row or live worker uses this queue"
 
-    def __init__(self, queue: str, known: Sequence[str]) -> None:
+    def __init__(self, queue: str, known: Sequence[str], *, paused: Sequence[str] = ()) -> None:
+        """`paused`: queues paused that nothing else knows (a resume's), listed apart."""
         names = sorted(known)
-        hint, meant = meant_note(queue, names)
+        hint, meant = meant_note(queue, [*names, *paused])
+        also = {"paused": sorted(paused)} if paused else {}
+        listed = f"; paused: {', '.join(sorted(paused))}" if paused else ""
         super().__init__(
             f"queue {short_repr(queue)}{hint} is not the queue of any registered job, holds no "
-            f"job and no live worker serves it (known queues: {', '.join(names) or 'none'})",
+            f"job and no live worker serves it (known queues: {', '.join(names) or 'none'}"
+            f"{listed})",
             "mcp-jobs jobs stats --json",
             next_call=NextCall(tool="queue_stats", arguments={}),
-            details={"queue": queue, "known": names, **meant},
+            details={"queue": queue, "known": names, **also, **meant},
         )
 
 
@@ -403,7 +410,7 @@ class OAuthDiscoveryError(JobsError):
         )
         super().__init__(
             f"reading {url} failed: {reason}",
-            f"{this_python()} -c {shlex.quote(read)} {shlex.quote(url)}",
+            f"{this_python()} -c {shell_word(read)} {shell_word(url)}",
             details={"url": url},
         )
 

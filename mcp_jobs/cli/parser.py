@@ -18,6 +18,7 @@ from mcp_jobs.config import (
     DEFAULT_PORT,
     DEFAULT_SESSION_IDLE_SECONDS,
     add_allowed_host,
+    seconds_in,
 )
 from mcp_jobs.operations.bulk import CancelState, RetryState
 from schemas.states import JOB_STATES, SETTLED_STATES
@@ -38,7 +39,9 @@ examples:
 """
 
 
-def _common(json_flag: bool = True) -> argparse.ArgumentParser:
+def _common(json_flag: bool = True, tenant: bool = True) -> argparse.ArgumentParser:
+    """The options every command takes; without `tenant` (a worker, which serves every
+    tenant's jobs) `--tenant` is still read, unlisted, so that it is refused, not ignored."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--database-url",
@@ -53,7 +56,10 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
         help="module declaring jobs, tasks and backfills (repeatable; default $MCP_JOBS_APP)",
     )
     common.add_argument(
-        "--tenant", help="act for this tenant only: another tenant's job is not found"
+        "--tenant",
+        help="act for this tenant only: another tenant's job is not found"
+        if tenant
+        else argparse.SUPPRESS,
     )
     if json_flag:
         common.add_argument("--json", action="store_true", help="print the envelope as JSON")
@@ -71,6 +77,26 @@ def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
         if not (math.isfinite(value) and value > 0):
             raise argparse.ArgumentTypeError(f"{text!r} is not a positive {kind.__name__}")
         return value
+
+    return parse
+
+
+def _seconds(kind: type[float] | type[int], *, positive: bool = False) -> Callable[[str], float]:
+    """An argparse type for a `*-seconds` flag: a number of seconds or a duration ("7d"), read
+    as MCP reads a `*_seconds` argument (`seconds_in`); whole seconds for an `int` flag, above
+    zero when `positive`. A range beyond that is the command's own check, which mends the line."""
+
+    def parse(text: str) -> float:
+        value = seconds_in(text.strip())
+        whole = kind is float or (value is not None and value.is_integer())
+        if value is None or not (math.isfinite(value) and whole) or (positive and value <= 0):
+            what = (
+                "a positive number" if positive else "a whole number" if kind is int else "a number"
+            )
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {what} of seconds, or a duration such as 90s, 30m, 12h, 7d"
+            )
+        return kind(value)
 
     return parse
 
@@ -242,9 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--session-idle-seconds",
-        type=_positive(float),
+        type=_seconds(float, positive=True),
         metavar="SECONDS",
-        help="close an HTTP session with no request for this long (default: "
+        help="close an HTTP session with no request for this long, seconds or 30m (default: "
         f"$MCP_JOBS_SESSION_IDLE_SECONDS, else {DEFAULT_SESSION_IDLE_SECONDS:g})",
     )
     serve.add_argument(
@@ -302,14 +328,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--confirm-ttl-seconds",
-        type=float,
+        # Read by confirm_settings, as its variable is: a refusal echoes it as typed.
         metavar="SECONDS",
-        help="how long a dry run's confirm token is good (default: "
+        help="how long a dry run's confirm token is good, seconds or 10m (default: "
         "$MCP_JOBS_CONFIRM_TTL_SECONDS, else 600)",
     )
     _logging(serve)
 
-    worker = commands.add_parser("worker", parents=[common_no_json], help="run a worker")
+    worker = commands.add_parser(
+        "worker",
+        parents=[_common(json_flag=False, tenant=False)],
+        help="run a worker (it serves every tenant's jobs)",
+    )
     worker.add_argument("--concurrency", type=int, default=16)
     worker.add_argument(
         "--prefetch",
@@ -377,7 +407,10 @@ def build_parser() -> argparse.ArgumentParser:
         each.add_argument("--state", action="append", choices=states, help="repeatable")
         each.add_argument("--error-code", help="only jobs whose stored last_error.code is this")
         each.add_argument(
-            "--since-seconds", type=int, metavar="N", help="only jobs last changed N s ago or less"
+            "--since-seconds",
+            type=_seconds(int),
+            metavar="N",
+            help="only jobs last changed N s ago or less (N: seconds, or a duration: 12h, 7d)",
         )
         each.add_argument("--dry-run", action="store_true", help="only print the plan")
         each.add_argument("--yes", action="store_true", help="act on the plan without asking")

@@ -14,7 +14,7 @@ import anyio
 
 from engine import bounds
 from engine.client import Jobs
-from engine.errors import DatabaseUrlInvalidError, JobsError
+from engine.errors import LEFT_OUT, DatabaseUrlInvalidError, InvalidArgumentError, JobsError
 from engine.logs import configure_logging
 from engine.worker import ALL_QUEUES, Worker
 from mcp_jobs.cli.commands import open_jobs
@@ -178,8 +178,19 @@ async def discover_oauth(settings: Settings) -> Settings:
     return await discover(settings)
 
 
+# Why `worker --tenant T` is refused: claims are by queue, never by tenant.
+WORKER_TENANT = (
+    "left out: a worker serves every tenant's jobs (it claims by queue); to keep a tenant's "
+    "jobs apart, give them queues of their own and run a worker with --queues"
+)
+
+
 async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
     try:
+        if args.tenant is not None:
+            # Taken and ignored, the worker ran every tenant's jobs for an operator who asked for
+            # one (an empty one too: it is no tenant either).
+            raise InvalidArgumentError("--tenant", args.tenant, WORKER_TENANT, nearest=LEFT_OUT)
         configure_logging(json=args.log_format == "json", level=args.log_level)
         if args.metrics_port is not None:
             bounds.port("metrics_port", args.metrics_port)

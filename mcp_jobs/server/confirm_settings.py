@@ -8,7 +8,7 @@ import math
 import os
 from dataclasses import replace
 
-from mcp_jobs.config import Settings
+from mcp_jobs.config import Settings, seconds_in
 from mcp_jobs.errors import ConfirmSettingInvalidError
 
 CONFIRM_WRITES_ENV = "MCP_JOBS_CONFIRM_WRITES"
@@ -19,25 +19,26 @@ MAX_TTL_SECONDS = 24 * 3600.0
 logger = logging.getLogger("mcp_jobs.server")
 
 
-def confirm_settings(settings: Settings, flag: str | None, ttl: float | None = None) -> Settings:
-    """`settings` with the confirmation flags applied: a flag wins over its variable."""
+def confirm_settings(settings: Settings, flag: str | None, ttl: str | None = None) -> Settings:
+    """`settings` with the confirmation flags applied: a flag wins over its variable. `ttl`,
+    like the variable, is text as typed (seconds, or a duration: "10m"), echoed so if refused."""
     value = flag if flag is not None else os.environ.get(CONFIRM_WRITES_ENV) or "on"
     if value not in ("on", "off"):
         raise ConfirmSettingInvalidError(
             CONFIRM_WRITES_ENV, value, "on or off", f"export {CONFIRM_WRITES_ENV}=on"
         )
     if ttl is None:
-        raw = os.environ.get(CONFIRM_TTL_ENV)
-        try:
-            ttl = float(raw) if raw else settings.confirm_ttl_seconds
-        except ValueError:
-            ttl = math.nan
-        name, shown = CONFIRM_TTL_ENV, raw or ""
+        name, shown = CONFIRM_TTL_ENV, os.environ.get(CONFIRM_TTL_ENV) or ""
     else:
-        name, shown = "--confirm-ttl-seconds", f"{ttl:g}"
-    if not 1 <= ttl <= MAX_TTL_SECONDS:  # NaN fails too
-        expected = f"a number of seconds from 1 to {int(MAX_TTL_SECONDS)}"
-        nearest = f"{min(max(ttl, 1), MAX_TTL_SECONDS):g}" if math.isfinite(ttl) else "600"
+        name, shown = "--confirm-ttl-seconds", ttl
+    if ttl is None and not shown:
+        seconds: float | None = settings.confirm_ttl_seconds
+    else:
+        seconds = seconds_in(shown.strip())
+    ttl_s = math.nan if seconds is None else seconds
+    if not 1 <= ttl_s <= MAX_TTL_SECONDS:  # NaN fails too
+        expected = f"a number of seconds from 1 to {int(MAX_TTL_SECONDS)}, or a duration (10m, 1d)"
+        nearest = f"{min(max(ttl_s, 1), MAX_TTL_SECONDS):g}" if math.isfinite(ttl_s) else "600"
         raise ConfirmSettingInvalidError(
             name,
             shown,
@@ -45,9 +46,8 @@ def confirm_settings(settings: Settings, flag: str | None, ttl: float | None = N
             f"export {CONFIRM_TTL_ENV}={nearest}",
             flag=name if name.startswith("--") else None,
             nearest=nearest,
-            typed=ttl,
         )
-    return replace(settings, confirm_writes=value == "on", confirm_ttl_seconds=ttl)
+    return replace(settings, confirm_writes=value == "on", confirm_ttl_seconds=ttl_s)
 
 
 def log_confirm_setting(settings: Settings) -> None:

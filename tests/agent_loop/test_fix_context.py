@@ -177,7 +177,7 @@ def test_an_app_importable_only_from_the_cwd_gets_pythonpath(tmp_path: Path) -> 
         ("/elsewhere", f"{tmp_path}:/elsewhere"),
         (f"{tmp_path}", f"{tmp_path}"),
         (f"/elsewhere:{tmp_path}", f"/elsewhere:{tmp_path}"),
-        (".", f"{tmp_path}:."),  # relative: it names another directory elsewhere
+        (".", f"{tmp_path}"),  # relative: written absolute, as it names the directory
     ]:
         sys.path.insert(0, str(tmp_path))
         try:

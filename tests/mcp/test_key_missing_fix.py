@@ -1,0 +1,28 @@
+"""IDEMPOTENCY_KEY_MISSING: the fix is the caller's own call with a "<key>" slot to fill in, and
+no next_call (run as given, it would enqueue the job under the literal key "<key>")."""
+
+from __future__ import annotations
+
+import json
+
+from engine import JobRegistry, Jobs, ManualClock, Worker
+from engine.backfill import BackfillRegistry
+from engine.testing.kit.test_descriptors import declare
+from tests.mcp.support import serve
+
+
+async def test_the_fix_holds_a_key_slot_and_the_callers_arguments_and_runs_nothing(
+    jobs: Jobs, registry: JobRegistry, mode: str, clock: ManualClock
+) -> None:
+    app = JobRegistry()
+    declare(app)
+    await Worker(
+        Jobs(jobs.driver, registry=app, clock=clock), apps=["shop.jobs"]
+    ).publish_descriptors()
+    asked = {"name": "charge", "input": {"order_id": 3}, "tenant_id": "acme", "priority": 2}
+    async with serve(jobs, mode, backfills=BackfillRegistry()) as mcp:
+        error = await mcp.fails("enqueue_job", asked, "IDEMPOTENCY_KEY_MISSING")
+    assert error.get("next_call") is None
+    tool, _, arguments = error["fix"].partition(" ")
+    assert (tool, json.loads(arguments)) == ("enqueue_job", {**asked, "key": "<key>"})
+    assert (await jobs.list()).jobs == []
