@@ -201,24 +201,12 @@ class Jobs:
         await agree(self.clock)  # before a time another machine compares is read
         now = self.clock.now_ms()
         job_id, run_id = new_ids(2, now)
-        item = Enqueue(job, input, tenant_id, delay, run_at, on_conflict, traceparent, priority)
-        store = self.descriptors
-        if store is not None and isinstance(job, str) and job not in self.registry:
-            request = await self.items.published_request(
-                store, item, key, enqueued_by, now, job_id, run_id
-            )
-        else:
-            request = self.items.request(
-                item, enqueued_by, now, current_traceparent(), job_id, run_id
-            )
-            if key is not None and key != request.idempotency_key:
-                raise InvalidArgumentError(
-                    "key",
-                    key,
-                    f"omitted, or {request.idempotency_key!r}: the key job {request.name!r} "
-                    "computes from this input",
-                    nearest=request.idempotency_key,
-                )
+        item = Enqueue(
+            job, input, tenant_id, delay, run_at, on_conflict, traceparent, priority, key
+        )
+        request = await self.items.one(
+            item, enqueued_by, now, current_traceparent(), job_id, run_id
+        )
         (result,) = await self.driver.enqueue([request], now=now)
         return result
 
@@ -236,11 +224,15 @@ class Jobs:
         now = self.clock.now_ms()
         built: builtins.list[EnqueueRequest] = []
         try:
-            if len(items) > FIRST_PART:
+            # In parts only when every job is registered here: a published one is resolved
+            # against its descriptor, a read away.
+            if len(items) > FIRST_PART and all(
+                self.items.published_only(getattr(item, "job", None)) is None for item in items
+            ):
                 return await self.driver.enqueue_parts(
                     _kept(self.items.parts(items, enqueued_by, now), built), now=now
                 )
-            built = self.items.build(items, enqueued_by, now, current_traceparent())
+            built = await self.items.resolve(items, enqueued_by, now, current_traceparent())
             if not built:
                 return []
             return await self.driver.enqueue(built, now=now)
@@ -264,11 +256,20 @@ class Jobs:
         traceparent: str | None = None,
         enqueued_by: str | None = None,
         priority: int | None = None,
+        key: str | None = None,
     ) -> StagedJob:
         """Enqueue inside the application's open transaction `tx`: the job exists if and only
-        if `tx` commits (a relay publishes it). `OUTBOX_NO_TX` when `tx` is not in one."""
+        if `tx` commits (a relay publishes it). `OUTBOX_NO_TX` when `tx` is not in one. `key`
+        as for `enqueue`: required for a job known only by its published descriptor."""
         item = Enqueue(
-            job, input, tenant_id, delay, run_at, traceparent=traceparent, priority=priority
+            job,
+            input,
+            tenant_id,
+            delay,
+            run_at,
+            traceparent=traceparent,
+            priority=priority,
+            key=key,
         )
         (staged,) = await self.stage_many(tx, [item], enqueued_by=enqueued_by)
         return staged
@@ -290,7 +291,8 @@ class Jobs:
                     "on_conflict", item.on_conflict, "'dedupe' for a staged job"
                 )
         await agree(self.clock)
-        requests = self.items.build(items, enqueued_by, self.clock.now_ms(), current_traceparent())
+        now = self.clock.now_ms()
+        requests = await self.items.resolve(items, enqueued_by, now, current_traceparent())
         ids = await self.driver.outbox_stage(tx, requests)
         if not self.outbox_in_use:
             self.outbox_in_use = True
@@ -513,8 +515,9 @@ class Jobs:
         actor: str | None = None,
         from_step: str | None = None,
     ) -> JobRecord:
-        """Requeue a failed or dead job in its run (completed steps replay), or run a delayed
-        one now instead of at its run_at; attempts start again from 0. With `from_step`, rerun
+        """Requeue a failed or dead job in its run (completed steps replay; attempts start again
+        from 0), or run a delayed one now instead of at its run_at (its attempt count kept: a
+        retry's backoff cut short is no new budget). With `from_step`, rerun
         it (a done job too) in a NEW run from that step: engine/reruns.py."""
         job_id, tenant_id = _addressed(job_id, tenant_id)
         include_cancelled = bounds.flag("include_cancelled", include_cancelled)

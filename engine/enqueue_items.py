@@ -65,6 +65,9 @@ class Enqueue(NamedTuple):
     traceparent: str | None = None
     # None: the job's declared priority (engine.rules.claim_rank; higher is claimed first).
     priority: int | None = None
+    # The idempotency key: required for a job known only by its published descriptor (the key
+    # function is the app's code); for a registered job omitted, or the one it computes.
+    key: str | None = None
 
 
 def as_item(index: int, item: object) -> Enqueue:
@@ -198,7 +201,7 @@ def _scheduled(
 ) -> int:
     """The item's checks that do not depend on its input (tenant, conflict mode, actor), and
     when it runs: now, `delay` seconds from now, or `run_at`, within bounds."""
-    _, _, tenant, delay, run_at, on_conflict, _, _ = item
+    _, _, tenant, delay, run_at, on_conflict, _, _, _ = item
     if (
         tenant is None
         and delay is None
@@ -220,7 +223,11 @@ def _scheduled(
     elif delay is not None:
         if run_at is not None:
             raise InvalidArgumentError(
-                "delay", delay, "omitted when run_at is given", nearest=LEFT_OUT
+                "delay",
+                delay,
+                "left out when run_at is given",
+                fix="leave delay out: run_at already says when the job runs",
+                nearest=LEFT_OUT,
             )
         seconds = bounds.seconds("delay", delay)
         run_at = now + int(seconds * 1000)
@@ -305,7 +312,7 @@ class EnqueueItems:
         traceparent, used when the item names none)."""
         # The hot path of every enqueue: one pass, the common case (no delay, no tenant) first.
         # Every value is checked against engine.bounds here, before any driver sees it.
-        job, input, tenant, _, _, on_conflict, traceparent, priority = item
+        job, input, tenant, _, _, on_conflict, traceparent, priority, given_key = item
         if isinstance(job, JobDefinition):
             definition = job
         else:
@@ -318,6 +325,13 @@ class EnqueueItems:
             raise JobInputInvalidError(definition.name, errors) from exc
         run_at = _scheduled(definition.name, definition.tenant_required, item, enqueued_by, now)
         key = definition.key_for(value)
+        if given_key is not None and given_key != key:
+            raise InvalidArgumentError(
+                "key",
+                given_key,
+                f"omitted, or {key!r}: the key job {definition.name!r} computes from this input",
+                nearest=key,
+            )
         dumped = json_input(definition.name, value)
         bounds.payload("input", dumped, self.max_payload_bytes)
         return EnqueueRequest(
@@ -339,20 +353,59 @@ class EnqueueItems:
             else bounds.priority("priority", priority),
         )
 
+    def published_only(self, job: object) -> DescriptorStore | None:
+        """Where `job` is described when only a worker's published descriptor can describe it
+        (a name this process has not imported, on a driver that keeps descriptors); else None:
+        the registry resolves it (or refuses it)."""
+        if self.descriptors is not None and isinstance(job, str) and job not in self.registry:
+            return self.descriptors
+        return None
+
+    async def one(
+        self,
+        item: Enqueue,
+        enqueued_by: str | None,
+        now: int,
+        ambient: str | None,
+        job_id: str,
+        run_id: str,
+    ) -> EnqueueRequest:
+        """`request`, or `published_request` for a job known only by its published descriptor:
+        the one rule every enqueue and stage resolves an item by."""
+        store = self.published_only(item.job)
+        if store is None:
+            return self.request(item, enqueued_by, now, ambient, job_id, run_id)
+        return await self.published_request(store, item, enqueued_by, now, ambient, job_id, run_id)
+
+    async def resolve(
+        self, items: Sequence[Enqueue], enqueued_by: str | None, now: int, ambient: str | None
+    ) -> list[EnqueueRequest]:
+        """`build`, where an item may name a job known only by its published descriptor."""
+        items = [
+            item if type(item) is Enqueue else as_item(i, item) for i, item in enumerate(items)
+        ]
+        if not any(self.published_only(item.job) is not None for item in items):
+            return self.build(items, enqueued_by, now, ambient)
+        ids = new_ids(2 * len(items), now)
+        return [
+            await self.one(item, enqueued_by, now, ambient, ids[2 * i], ids[2 * i + 1])
+            for i, item in enumerate(items)
+        ]
+
     async def published_request(
         self,
         store: DescriptorStore,
         item: Enqueue,
-        key: object,
         enqueued_by: str | None,
         now: int,
+        ambient: str | None,
         job_id: str,
         run_id: str,
     ) -> EnqueueRequest:
         """One item of a job this process has not imported, resolved against the descriptor a
         worker published: its input validated with the published JSON Schema, its key the
         caller's (the key function is the app's code; engine/descriptors.py)."""
-        job, input, tenant, _, _, on_conflict, traceparent, priority = item
+        job, input, tenant, _, _, on_conflict, traceparent, priority, key = item
         name = bounds.text("job", job, MAX_NAME_BYTES)
         refuse_by_name(name, input)
         found = await store.published_descriptors(name)
@@ -378,9 +431,7 @@ class EnqueueItems:
             tenant_id=tenant,
             timeout_ms=descriptor.timeout_ms,
             on_conflict=on_conflict,
-            traceparent=current_traceparent()
-            if traceparent is None
-            else require_traceparent(traceparent),
+            traceparent=ambient if traceparent is None else require_traceparent(traceparent),
             enqueued_by=enqueued_by,
             priority=descriptor.priority
             if priority is None

@@ -97,8 +97,9 @@ def checked_name(name: object) -> str:
     return bounds.text("name", name, MAX_NAME_BYTES)
 
 
-def checked_key(key: object) -> str:
-    return bounds.text("key", key, MAX_KEY_BYTES)
+def checked_key(key: object, argument: str = "key") -> str:
+    """`argument`: the parameter the caller passed it as (a wait's `match`)."""
+    return bounds.text(argument, key, MAX_KEY_BYTES)
 
 
 def checked_tenant(tenant_id: object) -> str | None:

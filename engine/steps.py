@@ -223,7 +223,7 @@ class StepApi:
         `received=False` once the timeout passed — never raises for a timeout. The step is
         named `event:<name>` unless `step=` names it (to wait for one event twice)."""
         name = event_rules.checked_name(name)
-        key = event_rules.checked_key(match)
+        key = event_rules.checked_key(match, "match")
         seconds = bounds.seconds("timeout", timeout)
         # The name derived from a checked event name needs no check of its own.
         step_name = event_rules.step_name(name) if step is None else _named("step", step)

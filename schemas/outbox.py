@@ -17,3 +17,13 @@ class OutboxRow(BaseModel):
     claim_expires_at: int | None = None
     published_at: int | None = None
     job_id: str | None = None
+
+
+class OutboxWaiting(BaseModel):
+    """Staged rows not yet published (claimed or not): how many, counted up to the bound asked
+    (so a count equal to it means at least that many), and when the oldest was staged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    count: int
+    oldest_staged_at: int | None = None

@@ -36,18 +36,18 @@ async def limits_command(args: argparse.Namespace, settings: Settings) -> int:
     return await guarded("list_rate_limits", args.json, run, settings)
 
 
+def _at(r: dict[str, Any], field: str) -> str:
+    return "-" if r.get(field) is None else when(r[field])
+
+
 def _listed(env: dict[str, Any]) -> str:
     rows = [
-        [
-            r["key"],
-            r["rate"],
-            "-" if r.get("next_start_at") is None else when(r["next_start_at"]),
-        ]
+        [r["key"], r["rate"], _at(r, "next_start_at"), _at(r, "reserved_until")]
         for r in env["rate_limits"]
     ]
     if not rows:
         return "no rate limits: none declared, none taken"
-    return table(rows, ["key", "rate", "holding until"])
+    return table(rows, ["key", "rate", "next start", "reserved until"])
 
 
 TEXT.update({"list_rate_limits": _listed})

@@ -25,6 +25,7 @@ from mcp_jobs.operations.models import (
     QueueStatsResult,
     QueueStatsView,
 )
+from mcp_jobs.operations.outbox import outbox_findings
 from mcp_jobs.operations.pauses import pause_findings
 from mcp_jobs.operations.rate_limits import rate_findings
 from mcp_jobs.operations.scope import Scope
@@ -115,6 +116,7 @@ async def diagnose_queue(
         findings.append(_queue_unknown(queue, counted, mend))
     else:
         stats, paused_jobs = counted.queues or [], counted.paused_jobs or []
+        findings.extend(outbox_findings(scope, counted.outbox, len(workers)))
     dead_queues = [s.queue for s in stats if s.dead]
     parked_queues = [s.queue for s in stats if s.suspended]
     delayed_queues = [s.queue for s in stats if s.delayed]

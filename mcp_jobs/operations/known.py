@@ -40,19 +40,25 @@ async def unknown_filter(
     queue: str | None,
     tenant: str | None,
     *,
-    also: Sequence[str] = (),
+    paused: Sequence[str] = (),
 ) -> JobsError | None:
     """JOB_UNKNOWN or QUEUE_UNKNOWN for a job name or queue that is neither declared nor stored
-    (nor served), listing the known ones; None when both are known. `also`: names known
-    besides (a resume's pauses in force), listed and meant as the others are."""
+    (nor served), listing the known ones; None when both are known. `paused`: names known
+    besides (a resume's pauses in force), meant as the others are but listed apart from them,
+    since a pause declares no job and serves no queue."""
     if name is not None:
         known = [d.name for d in await scope.jobs.describe()]
-        if name not in known and name not in also:
+        if name not in known and name not in paused:
             stored = await scope.jobs.list(name=name, tenant_id=tenant, limit=1)
             if not stored.jobs:
-                return JobUnknownError(name, sorted({*known, *also}))
+                return JobUnknownError(name, known, paused=_apart(paused, known))
     if queue is not None:
         unknown, known = await unknown_queues(scope, [queue])
-        if unknown and queue not in also:
-            return QueueUnknownError(queue, sorted({*known, *also}))
+        if unknown and queue not in paused:
+            return QueueUnknownError(queue, known, paused=_apart(paused, known))
     return None
+
+
+def _apart(paused: Sequence[str], known: Sequence[str]) -> list[str]:
+    """The paused names that are not also known otherwise (those are listed as known)."""
+    return sorted(set(paused) - set(known))

@@ -136,7 +136,7 @@ async def resume_queue(
     if lifted is None:
         # Nothing lifted and nothing uses the name: a typo, which left the paused one paused.
         paused = [p.name for p in await pauses_in_force(scope) if p.kind == kind]
-        unknown = await unknown_filter(scope, job, queue, None, also=paused)
+        unknown = await unknown_filter(scope, job, queue, None, paused=paused)
         if unknown is not None:
             raise unknown
     return ResumeQueueResult(

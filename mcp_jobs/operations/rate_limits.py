@@ -2,9 +2,11 @@
 and `mcp-jobs limits` show.
 
 A limit is declared in code (a job's `rate_limit=`, a worker's `Limits`), so what the database
-knows is the rate that last took under each key and its TAT: that is what is shown, beside the
-job rates published descriptors declare. Under a tenant pin, other tenants' keys and keys
-computed from input (app data, e.g. a customer id) are left out.
+knows is the rate that last took under each key, its TAT and the starts reserved under it: that
+is what is shown, beside the job rates published descriptors declare. A key's next start is the
+earliest reserved slot (a shed job starts there), else when its TAT next allows one; the TAT,
+which every reservation moved on, is shown apart as `reserved_until`. Under a tenant pin, other
+tenants' keys and keys computed from input (app data, e.g. a customer id) are left out.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from pydantic import Field
 
 from engine.drivers.base import RATES, require
 from engine.instants import iso
-from engine.rate_limits import RateLimit, RateState
+from engine.rate_limits import RateLimit, RateReservation, RateState
 from mcp_jobs.operations.models import Envelope, Finding, QueueStatsView, RateLimitView
 from mcp_jobs.operations.scope import Scope
-from mcp_jobs.operations.together import each
+from mcp_jobs.operations.together import each, together
 from schemas.descriptor import JobDescriptor
 
 # Stored keys of one kind read at most per answer: computed keys (one per customer) can be many.
+# Reservations too, earliest first: a key whose first reservation lies past them shows its TAT.
 MAX_KEYS = 1000
 
 
@@ -75,6 +78,23 @@ async def _stored(scope: Scope, tenant: str | None) -> list[RateState]:
     return [state for states in found for state in states]
 
 
+def first_slots(reservations: Sequence[RateReservation], now: int) -> dict[str, int]:
+    """Each key's earliest reserved start (epoch ms) among `reservations` (by slot, as
+    `rate_reservations` reads them), past ones left out: void, their slots lost."""
+    slots: dict[str, int] = {}
+    for r in reservations:
+        if r.late_at < now:
+            continue
+        # Rows stored before `keys` was name only the key that set the slot.
+        for key in r.keys.split("\n") if r.keys else (r.blocked_key,):
+            slots.setdefault(key, r.slot_at)
+    return slots
+
+
+def _later(at: int | None, now: int) -> int | None:
+    return at if at is not None and at > now else None
+
+
 async def rate_limit_views(
     scope: Scope, descriptors: Sequence[JobDescriptor] | None = None
 ) -> list[RateLimitView]:
@@ -96,17 +116,22 @@ async def rate_limit_views(
                 burst=r.burst,
             )
     if RATES.offered_by(scope.jobs.driver):
-        for state in await _stored(scope, tenant):
+        store = require(scope.jobs.driver, RATES)
+        stored, reserved = await together(_stored(scope, tenant), store.rate_reservations(MAX_KEYS))
+        slots = first_slots(reserved, now)
+        for state in stored:
             if not _visible(state.key, tenant, names):
                 continue
-            next_start = state.next_start_at(now)
+            unreserved = state.next_start_at(now)  # after every start reserved under the key
+            first = slots.get(state.key)
             views[state.key] = RateLimitView(
                 key=state.key,
                 rate=_rate_text(state.limit, state.per_ms, state.burst),
                 limit=state.limit,
                 per_ms=state.per_ms,
                 burst=state.burst,
-                next_start_at=next_start if next_start > now else None,
+                next_start_at=_later(unreserved if first is None else min(first, unreserved), now),
+                reserved_until=None if first is None else _later(unreserved, now),
             )
     return [views[k] for k in sorted(views)]
 

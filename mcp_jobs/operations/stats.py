@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from mcp_jobs.errors import QueueUnknownError
 from mcp_jobs.operations.known import unknown_queues
 from mcp_jobs.operations.models import QueueStatsResult, QueueStatsView
+from mcp_jobs.operations.outbox import outbox_waiting
 from mcp_jobs.operations.pauses import pauses_in_force
 from mcp_jobs.operations.rate_limits import rates_by_queue
 from mcp_jobs.operations.scope import Scope
@@ -22,10 +23,12 @@ from mcp_jobs.operations.together import together
 async def queue_stats(scope: Scope, queues: Sequence[str] | None = None) -> QueueStatsResult:
     tenant = scope.tenant(None)
     now = scope.jobs.clock.now_ms()
-    # Three independent reads at once: the pauses and rate limits (a round trip or two each)
+    # Independent reads at once: the pauses, rate limits and outbox (a round trip or two each)
     # take no longer than the counts beside them.
     counting = scope.jobs.stats(queues, tenant_id=tenant)
-    counted, pauses, rates = await together(counting, pauses_in_force(scope), rates_by_queue(scope))
+    counted, pauses, rates, outbox = await together(
+        counting, pauses_in_force(scope), rates_by_queue(scope), outbox_waiting(scope, queues)
+    )
     by_queue = {p.name: p for p in pauses if p.kind == "queue"}
     if queues and len(counted) < len(set(queues)):
         unknown, known = await unknown_queues(scope, queues)
@@ -47,5 +50,6 @@ async def queue_stats(scope: Scope, queues: Sequence[str] | None = None) -> Queu
         paused_jobs=held or None,
         tenant_id=tenant,
         tenant_rate_limits=rates.tenants or None,
+        outbox=outbox,
         at=now,
     )

@@ -43,9 +43,11 @@ READ_ONLY_BUDGET = 20_000
 # bounds of inspect_job's `attempt` and `max_attempts` (a row edited past them is damage) 24,
 # list_jobs' cursor saying it goes with the same filters (one sent with others is refused) 15,
 # enqueue_job's run_at also as ISO 8601 text (agents are shown times so and pass them back) 92,
-# retry_job and retry_jobs taking a delayed job (run it now instead of at its run_at) 61. The
-# `*_iso` twins left to the server's instructions took 1,344 off it.
-FULL_BUDGET = 40_801
+# retry_job and retry_jobs taking a delayed job (run it now instead of at its run_at) 61,
+# queue_stats' `outbox` (staged rows no queue counts) and a rate limit's `reserved_until` (its
+# next start told apart from the end of its reservations) 258. The `*_iso` twins left to the
+# server's instructions took 1,344 off it.
+FULL_BUDGET = 41_059
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 ROOT = Path(__file__).resolve().parents[2]
 

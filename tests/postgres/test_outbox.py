@@ -14,10 +14,14 @@ from tests.postgres.builders import request
 async def test_staging_outside_a_transaction_is_refused(
     driver: PostgresDriver, clock: ManualClock, sql: asyncpg.Connection[asyncpg.Record]
 ) -> None:
-    for tx in (sql, object(), None):
+    for tx, code in (
+        (sql, "OUTBOX_NO_TX"),
+        (object(), "INVALID_ARGUMENT"),
+        (None, "INVALID_ARGUMENT"),
+    ):
         with pytest.raises(JobsError) as raised:
             await driver.outbox_stage(tx, [request(clock.now_ms())])
-        assert raised.value.code == "OUTBOX_NO_TX"
+        assert raised.value.code == code  # no connection at all: the wrong kind, not outside a tx
     assert await driver.outbox_claim("relay", "t", 10, 1_000) == []
 
 

@@ -353,7 +353,7 @@ async def test_outbox_stages_through_the_apps_own_transaction(
         assert raised.value.code == "OUTBOX_NO_TX"
         with pytest.raises(JobsError) as raised:
             await driver.outbox_stage(object(), [request(1)])
-        assert raised.value.code == "OUTBOX_NO_TX"
+        assert raised.value.code == "INVALID_ARGUMENT"  # not a connection: the wrong kind
 
         app.execute("BEGIN")
         await driver.outbox_stage(app, [request(1)])
