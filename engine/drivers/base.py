@@ -35,7 +35,7 @@ from schemas.jobs import (
 from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
-from schemas.scheduler import TaskState
+from schemas.scheduler import TaskFailure, TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
@@ -270,7 +270,7 @@ class BackfillLedger(Protocol):
 
 @runtime_checkable
 class SchedulerState(Protocol):
-    """The scheduler's leadership lease and each task's last fired occurrence."""
+    """The scheduler's leadership lease and each task's last fired occurrence and failure."""
 
     async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
         """Take or renew the one scheduler leadership lease; True while `holder` leads."""
@@ -286,7 +286,14 @@ class SchedulerState(Protocol):
         """Compare-and-set the task's last fired occurrence from `expected` (None: no state, or
         state that is none) to `occurrence_ms`, backwards too (a clock stepped back); False when
         it is no longer `expected`. The scheduler claims an occurrence so before it enqueues
-        it, so of two schedulers one fires it, however long either takes."""
+        it, so of two schedulers one fires it, however long either takes. A claim clears the
+        task's stored failure: the task fires again."""
+        ...
+
+    async def task_failure(self, task: str, failure: TaskFailure) -> None:
+        """Store why the task's latest round did not fire, in place of any earlier failure,
+        beside its last fired occurrence (state with none is created): what describe and
+        diagnose show from other processes."""
         ...
 
 

@@ -16,6 +16,7 @@ from engine import rules
 from engine.errors import StoreDamagedError
 from schemas.jobs import DamagedJob, JobRecord, NackOptions
 from schemas.pauses import PAUSE_KINDS, Pause, PauseKind
+from schemas.scheduler import TaskFailure
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -135,6 +136,14 @@ def or_none(decode: Callable[[], T], named: str) -> T | None:
     except UNDECODABLE as exc:
         _log_once(named, exc)
         return None
+
+
+def stored_failure(raw: str | bytes | None, task: str) -> TaskFailure | None:
+    """A task's stored failure (JSON), or None: none stored, or a value of another shape (the
+    task then reads as not failing, and its next failed round writes it anew)."""
+    if raw is None:
+        return None
+    return or_none(lambda: TaskFailure.model_validate_json(raw), f"the failure of task {task!r}")
 
 
 def pause_as_stored(kind: object, name: object, details: Callable[[], object]) -> Pause:

@@ -1,4 +1,5 @@
-"""What a declared cron task looks like from outside: schedule, next occurrences, last fired."""
+"""What a declared cron task looks like from outside: schedule, next occurrences, last fired,
+and why it is failing when its rounds do not fire."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from engine import bounds
 from engine.tasks.declare import CatchUp, TaskDefinition, tasks_of
 from engine.tasks.scheduler import stepped_back
+from schemas.scheduler import TaskFailure
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -40,6 +42,9 @@ class TaskDescriptor(BaseModel):
     interval: bool
     next_occurrences: list[TaskOccurrence]
     last_fired: TaskOccurrence | None
+    # Set while the task's rounds fail (it names a job that is gone, its function raises or
+    # returns no list): the next occurrences are when it is tried again, not when it fires.
+    failing: TaskFailure | None = None
 
 
 async def describe_tasks(
@@ -55,12 +60,17 @@ async def describe_tasks(
     for definition in definitions:
         state = await jobs.driver.task_state(definition.name)
         last = state.last_fired_at if state is not None else None
-        described.append(describe_task(definition, now, last, count))
+        failing = state.failure if state is not None else None
+        described.append(describe_task(definition, now, last, count, failing))
     return described
 
 
 def describe_task(
-    definition: TaskDefinition, now_ms: int, last_fired_ms: int | None, count: int = DEFAULT_NEXT
+    definition: TaskDefinition,
+    now_ms: int,
+    last_fired_ms: int | None,
+    count: int = DEFAULT_NEXT,
+    failing: TaskFailure | None = None,
 ) -> TaskDescriptor:
     schedule = definition.schedule
     # An occurrence at or before the last fired one does not fire again, unless the clock was
@@ -82,4 +92,5 @@ def describe_task(
         interval=schedule.interval,
         next_occurrences=[occurrence(at) for at in schedule.next(start, count)],
         last_fired=occurrence(last_fired_ms) if last_fired_ms is not None else None,
+        failing=failing,
     )

@@ -34,9 +34,11 @@ from engine.clock import sleep_unless_woken
 from engine.drivers.base import LEADER_LEASES, SCHEDULER, require
 from engine.errors import JobsError
 from engine.ids import worker_id
+from engine.run_job import storable_payload
 from engine.services import attempt
 from engine.tasks.declare import TASK_ACTOR, TaskDefinition, TaskRegistry, tasks_of
 from engine.tasks.errors import TaskEnqueueFailedError, TaskEntryInvalidError
+from engine.tasks.failures import next_failure
 from engine.tracing import current_traceparent
 from schemas.jobs import EnqueueRequest, EnqueueResult
 
@@ -164,7 +166,20 @@ class Scheduler:
                 # This task waits for the next round; the other tasks still fire.
                 report.failed[name] = exc
                 self._note_failure(name, exc)
+                await self._store_failure(name, exc, at)
         return report
+
+    async def _store_failure(self, task: str, error: JobsError, at: int) -> None:
+        """Store the failure for describe and diagnose, which run in other processes: one write
+        per failed round, so its count and time say it is still failing (the task's claim,
+        when it fires again, clears it)."""
+        try:
+            state = await self.driver.task_state(task)
+            previous = state.failure if state is not None else None
+            failure = next_failure(previous, storable_payload(error.to_payload()), at)
+            await self.driver.task_failure(task, failure)
+        except JobsError as exc:
+            logger.warning("task %s's failure not stored (retried next round): %s", task, exc)
 
     def _note_failure(self, task: str, error: JobsError) -> None:
         """Log a task's failure when it starts or its code changes, not every round."""

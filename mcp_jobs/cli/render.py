@@ -168,8 +168,21 @@ def _describe(env: dict[str, Any]) -> str:
             for t in tasks
         ]
         tasks_table = table(task_rows, ["TASK", "CRON", "ZONE", "NEXT", "LAST FIRED"])
+        failing = [_task_failing(t["name"], t["failing"]) for t in tasks if t.get("failing")]
+        tasks_table = "\n".join([tasks_table, *failing])
         text = f"{text}\n\n{tasks_table}" if text else tasks_table
     return text
+
+
+def _task_failing(name: str, failing: dict[str, Any]) -> str:
+    """A failing task's lines under the table: its rounds do not fire, so NEXT is only when it
+    is tried again."""
+    since = failing.get("since_iso") or when(failing["since"])
+    error = failing["error"]
+    return (
+        f"task {one_line(name)} failing since {since} ({failing['rounds']} round(s)): "
+        f"{error_line(error)}\n  fix: {one_line(error['fix'])}"
+    )
 
 
 def _done(q: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ from mcp_jobs.operations.pauses import pause_findings
 from mcp_jobs.operations.rate_limits import rate_findings
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import queue_stats
+from mcp_jobs.operations.task_findings import task_findings
 from mcp_jobs.operations.together import each, together
 from mcp_jobs.operations.workers import (
     adopt_published_apps,
@@ -225,6 +226,7 @@ async def diagnose_queue(
         if s.delayed:
             findings.extend(_retries_waiting(scope, s.queue, delayed_of[s.queue], now))
 
+    findings.extend(await task_findings(scope, queue))
     # An unknown queue has no stats and no paused jobs: these find nothing there.
     findings.extend(paused)
     findings.extend(rate_findings(scope, stats, len(workers)))

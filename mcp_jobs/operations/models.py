@@ -25,6 +25,7 @@ from schemas.events import EventRecord
 from schemas.jobs import JobRecord
 from schemas.pauses import Pause
 from schemas.progress import Progress
+from schemas.scheduler import TaskFailure
 from schemas.states import JobState
 from schemas.stats import QueueStats
 from schemas.steps import StepRecord
@@ -135,6 +136,13 @@ class TaskOccurrenceView(TaskOccurrence):
     at_iso: ClassVar[str] = iso_of("at")
 
 
+class TaskFailureView(TaskFailure):
+    model_config = _VIEW
+
+    since_iso: ClassVar[str] = iso_of("since")
+    last_failed_at_iso: ClassVar[str] = iso_of("last_failed_at")
+
+
 class TaskView(TaskDescriptor):
     model_config = ConfigDict(frozen=True, from_attributes=True)  # as BackfillStateView
 
@@ -142,6 +150,7 @@ class TaskView(TaskDescriptor):
     next_occurrences: list[TaskOccurrenceView]  # type: ignore[assignment]
     description: str | None = None
     last_fired: TaskOccurrenceView | None = None
+    failing: TaskFailureView | None = None
 
 
 class JobDescriptorView(JobDescriptor):

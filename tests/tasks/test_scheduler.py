@@ -295,7 +295,9 @@ async def test_a_broken_task_does_not_stop_the_others_and_retries_next_round(
         "not-a-list": "TASK_ENTRY_INVALID",
         "one-enqueue-not-in-a-list": "TASK_ENTRY_INVALID",
     }
-    assert await jobs.driver.task_state("flaky") is None  # not recorded: it was not fired
+    state = await jobs.driver.task_state("flaky")  # not fired: only its failure is recorded
+    assert state is not None and state.last_fired_at is None and state.failure is not None
+    assert state.failure.error.code == "TASK_ENQUEUE_FAILED"
     broken["raise"] = False
     retry = await scheduler.round()
     assert [f.task for f in retry.fired] == ["flaky"]

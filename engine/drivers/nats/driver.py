@@ -94,7 +94,7 @@ from schemas.jobs import (
 from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
-from schemas.scheduler import TaskState
+from schemas.scheduler import TaskFailure, TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
@@ -399,6 +399,11 @@ class NatsDriver:
         store = await self._open()
         async with guard(self._fixes):
             return await scheduler.task_claim(store, task, expected, occurrence_ms)
+
+    async def task_failure(self, task: str, failure: TaskFailure) -> None:
+        store = await self._open()
+        async with guard(self._fixes):
+            await scheduler.task_failure(store, task, failure)
 
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         store = await self._open()

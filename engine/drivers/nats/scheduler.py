@@ -2,7 +2,8 @@
 
 A lease is taken when it is absent, expired or already ours, by CAS on the revision read: of
 two processes racing for an expired lease one write lands, so one scheduler fires each tick.
-A task's last fired occurrence only moves forward (the CAS retries from a fresh read)."""
+A task's last fired occurrence only moves forward (the CAS retries from a fresh read); its
+failure is stored beside it, and a claim (which writes the state anew) clears it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from engine.drivers.damage import or_none
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.store import Store, Unchanged
-from schemas.scheduler import LeaderLease, TaskState
+from schemas.scheduler import LeaderLease, TaskFailure, TaskState
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -58,7 +59,9 @@ async def task_fired(store: Store, task: str, occurrence_ms: int) -> None:
         current = None if raw is None else _stored(TaskState, raw, _state_of(task))
         if current and current.last_fired_at is not None and current.last_fired_at >= occurrence_ms:
             raise Unchanged
-        return dumps(TaskState(task=task, last_fired_at=last, updated_at=now).model_dump())
+        failure = current.failure if current is not None else None
+        state = TaskState(task=task, last_fired_at=last, updated_at=now, failure=failure)
+        return dumps(state.model_dump(mode="json"))
 
     await store.change_key(keys.task(task), fired)
 
@@ -79,6 +82,19 @@ async def task_claim(store: Store, task: str, expected: int | None, occurrence_m
     except _Held:
         return False
     return True
+
+
+async def task_failure(store: Store, task: str, failure: TaskFailure) -> None:
+    now = store.clock.now_ms()
+
+    def failed(raw: bytes | None) -> bytes:
+        current = None if raw is None else _stored(TaskState, raw, _state_of(task))
+        last = current.last_fired_at if current is not None else None
+        state = TaskState(task=task, last_fired_at=last, updated_at=now, failure=failure)
+        return dumps(state.model_dump(mode="json"))
+
+    # Compare-and-set on the revision read: a claim landing meanwhile is never written over.
+    await store.change_key(keys.task(task), failed)
 
 
 def _stored(model: type[M], raw: bytes, named: str) -> M | None:

@@ -54,7 +54,7 @@ from schemas.jobs import (
 from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
-from schemas.scheduler import TaskState
+from schemas.scheduler import TaskFailure, TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
@@ -377,6 +377,9 @@ class PostgresDriver:
     async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
         now = self.clock.now_ms()
         return await ledgers.task_claim(self.db, task, expected, occurrence_ms, now)
+
+    async def task_failure(self, task: str, failure: TaskFailure) -> None:
+        await ledgers.task_failure(self.db, task, failure, self.clock.now_ms())
 
     # --- outbox -------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun
-from schemas.scheduler import TaskState
+from schemas.scheduler import TaskFailure, TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import WorkerInfo
 
@@ -155,3 +155,8 @@ async def task_claim(
         args, query = (task, expected, occurrence_ms, now), db.q["task_claim"]
     claimed = await db.atomic(lambda c: c.fetchval(query, *args))
     return claimed is not None
+
+
+async def task_failure(db: Connections, task: str, failure: TaskFailure, now: int) -> None:
+    stored = failure.model_dump_json()
+    await db.idempotent(lambda c: c.execute(db.q["task_failure"], task, now, stored))

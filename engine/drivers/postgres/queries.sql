@@ -709,8 +709,9 @@ ON CONFLICT (task) DO UPDATE
 -- name: task_claim
 -- Compare-and-set from $2 (the claimant's read): the row lock makes a second claimant wait and
 -- re-check the WHERE against the first one's value, so it claims nothing.
+-- A claim clears the task's failure: it fires again.
 UPDATE {schema}.scheduler_state
-   SET last_fired_at = $3, updated_at = $4
+   SET last_fired_at = $3, updated_at = $4, failure = NULL
  WHERE task = $1 AND last_fired_at = $2
 RETURNING task;
 
@@ -719,9 +720,16 @@ RETURNING task;
 INSERT INTO {schema}.scheduler_state AS s (task, last_fired_at, updated_at)
 VALUES ($1, $2, $3)
 ON CONFLICT (task) DO UPDATE
-   SET last_fired_at = excluded.last_fired_at, updated_at = excluded.updated_at
+   SET last_fired_at = excluded.last_fired_at, updated_at = excluded.updated_at, failure = NULL
  WHERE s.last_fired_at IS NULL
 RETURNING task;
+
+-- name: task_failure
+-- A failed round's failure, beside the last fired occurrence (none for a new row).
+INSERT INTO {schema}.scheduler_state AS s (task, last_fired_at, updated_at, failure)
+VALUES ($1, NULL, $2, $3::jsonb)
+ON CONFLICT (task) DO UPDATE
+   SET updated_at = excluded.updated_at, failure = excluded.failure;
 
 -- name: outbox_stage
 INSERT INTO {schema}.outbox (id, staged_at, request)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from asyncpg import Record
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
-from engine.drivers.damage import UNDECODABLE, UndecodableRow
+from engine.drivers.damage import UNDECODABLE, UndecodableRow, stored_failure
 from engine.errors import JobRowStatusUnknownError
 from schemas.backfill import BackfillRun
 from schemas.events import EventRecord
@@ -217,7 +217,10 @@ def backfill(row: Row) -> BackfillRun:
 
 def task(row: Row) -> TaskState:
     return TaskState(
-        task=row["task"], last_fired_at=row["last_fired_at"], updated_at=row["updated_at"]
+        task=row["task"],
+        last_fired_at=row["last_fired_at"],
+        updated_at=row["updated_at"],
+        failure=stored_failure(row["failure"], row["task"]),
     )
 
 

@@ -245,7 +245,8 @@ CREATE INDEX outbox_published_idx
 CREATE TABLE {schema}.scheduler_state (
     task text PRIMARY KEY,
     last_fired_at bigint,
-    updated_at bigint NOT NULL
+    updated_at bigint NOT NULL,
+    failure jsonb  -- schemas.scheduler.TaskFailure; NULL: not failing
 );
 
 CREATE TABLE {schema}.scheduler_leader (

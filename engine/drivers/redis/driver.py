@@ -81,7 +81,7 @@ from schemas.jobs import (
 from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
-from schemas.scheduler import TaskState
+from schemas.scheduler import TaskFailure, TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
@@ -358,6 +358,10 @@ class RedisDriver:
     async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
         async with guard(self._fixes):
             return await scheduler.task_claim(self._store, task, expected, occurrence_ms)
+
+    async def task_failure(self, task: str, failure: TaskFailure) -> None:
+        async with guard(self._fixes):
+            await scheduler.task_failure(self._store, task, failure)
 
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         async with guard(self._fixes):

@@ -26,6 +26,7 @@ Layout (P is the prefix):
   P slot:<key>      zset: holders of a limiter key by expiry; P jslots:<id>: the job's keys
   P workerorder     zset: workers by first beat (P workerseq counts), the order they list in
   P workers, P backfills, P desc, P tasks, P leaders, P sched: one hash each
+  P taskfail        hash: task -> its failure (JSON) while its rounds fail; a claim deletes it
   P ob:<id>         hash: an outbox row; P obq: unpublished rows by staged_at (ties by id);
                     P obpub: published rows by published_at (the pruner deletes the old ones;
                     P obpub:built says migrate indexed the rows published before it existed)
@@ -74,6 +75,7 @@ FIXED_KEY_TYPES: dict[str, str] = {
             "backfills",
             "desc",
             "tasks",
+            "taskfail",
             "leaders",
             "sched",
             "pauses",
@@ -196,6 +198,10 @@ class Keys:
     @property
     def tasks(self) -> str:
         return self.prefix + "tasks"
+
+    @property
+    def taskfail(self) -> str:
+        return self.prefix + "taskfail"
 
     @property
     def leaders(self) -> str:

@@ -4,11 +4,12 @@ already held), each task's last occurrence one script that never moves it backwa
 from __future__ import annotations
 
 from functools import partial
+from typing import cast
 
-from engine.drivers.damage import or_none
+from engine.drivers.damage import or_none, stored_failure
 from engine.drivers.redis.scripts import LEAD_SCRIPT, TASK_CLAIM_SCRIPT, TASK_FIRED_SCRIPT
 from engine.drivers.redis.store import Store
-from schemas.scheduler import TaskState
+from schemas.scheduler import TaskFailure, TaskState
 
 _SCHEDULER_FIELD = "scheduler"
 
@@ -24,12 +25,21 @@ async def lead(store: Store, name: str, holder: str, lease_ms: int) -> bool:
 
 
 async def task_state(store: Store, task: str) -> TaskState | None:
-    raw = await store.hget(store.keys.tasks, task)
+    # A failure is kept in a hash of its own: earlier builds' scripts read the state's value.
+    pipe = store.client.pipeline(transaction=False)
+    pipe.hget(store.keys.tasks, task)
+    pipe.hget(store.keys.taskfail, task)
+    raw, failed = cast(list[str | None], await pipe.execute())
+    failure = stored_failure(failed, task)
     if raw is None:
-        return None
+        # Failing before it ever fired: the failure is the whole state.
+        if failure is None:
+            return None
+        at = failure.last_failed_at
+        return TaskState(task=task, last_fired_at=None, updated_at=at, failure=failure)
     last, _, updated = raw.partition("|")
     # Another program's value is no state: the task fires from now, its keys dedupe a repeat.
-    state = partial(TaskState, task=task, last_fired_at=last, updated_at=updated)
+    state = partial(TaskState, task=task, last_fired_at=last, updated_at=updated, failure=failure)
     return or_none(state, f"the scheduler state of task {task!r}")
 
 
@@ -40,5 +50,10 @@ async def task_fired(store: Store, task: str, occurrence_ms: int) -> None:
 
 async def task_claim(store: Store, task: str, expected: int | None, occurrence_ms: int) -> bool:
     wanted = "" if expected is None else str(expected)
-    args = [store.keys.tasks, task, wanted, occurrence_ms, store.clock.now_ms()]
+    now = store.clock.now_ms()
+    args = [store.keys.tasks, task, wanted, occurrence_ms, now, store.keys.taskfail]
     return int(await TASK_CLAIM_SCRIPT(store.client, args)) == 1
+
+
+async def task_failure(store: Store, task: str, failure: TaskFailure) -> None:
+    await store.hset(store.keys.taskfail, {task: failure.model_dump_json()})

@@ -317,7 +317,8 @@ redis.call('HSET', ARGV[1], ARGV[2], string.format('%d', last) .. '|' .. ARGV[4]
 """
 
 # A task's claim: compare-and-set from ARGV[3] ('' for no state; a value of another shape reads
-# as none, as task_state reads it) to ARGV[4]. ARGV: key, task, expected, occurrence, now.
+# as none, as task_state reads it) to ARGV[4]; it deletes the task's failure (it fires again).
+# ARGV: key, task, expected, occurrence, now, failures key.
 TASK_CLAIM = r"""
 local raw = redis.call('HGET', ARGV[1], ARGV[2])
 local last, updated = nil, nil
@@ -326,6 +327,7 @@ local current = last and tonumber(last) or nil
 local expected = tonumber(ARGV[3])
 if current ~= expected then return 0 end
 redis.call('HSET', ARGV[1], ARGV[2], ARGV[4] .. '|' .. ARGV[5])
+redis.call('HDEL', ARGV[6], ARGV[2])
 return 1
 """
 

@@ -62,7 +62,7 @@ from schemas.jobs import (
 from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.pauses import Pause, PauseKind
 from schemas.progress import Progress
-from schemas.scheduler import TaskState
+from schemas.scheduler import TaskFailure, TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import QueueStats, SettledCount, WorkerInfo
 from schemas.steps import StepRecord
@@ -405,6 +405,10 @@ class SqliteDriver:
         return await self._exec.run(
             lambda c: ledgers.task_claim(c, task, expected, occurrence_ms, now)
         )
+
+    async def task_failure(self, task: str, failure: TaskFailure) -> None:
+        now = self.clock.now_ms()
+        await self._exec.run(lambda c: ledgers.task_failure(c, task, failure, now))
 
     # --- outbox -------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from functools import partial
 
 from engine.drivers.base import RunPosition, StepWrite
-from engine.drivers.damage import or_none, readable
+from engine.drivers.damage import or_none, readable, stored_failure
 from engine.drivers.sqlite import lifecycle
 from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.codec import (
@@ -25,7 +25,7 @@ from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun
 from schemas.jobs import EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
-from schemas.scheduler import TaskState
+from schemas.scheduler import TaskFailure, TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import WorkerInfo
 
@@ -142,8 +142,9 @@ def task_state(conn: sqlite3.Connection, task: str) -> TaskState | None:
     if row is None:
         return None
     # Another program's value is no state: the task fires from now, its keys dedupe a repeat.
+    failure = stored_failure(row[3], task)
     state = partial(TaskState, task=row[0], last_fired_at=row[1], updated_at=row[2])
-    return or_none(state, f"the scheduler state of task {task!r}")
+    return or_none(partial(state, failure=failure), f"the scheduler state of task {task!r}")
 
 
 def task_fired(conn: sqlite3.Connection, task: str, occurrence_ms: int, now: int) -> None:
@@ -160,6 +161,10 @@ def task_claim(
         return False
     conn.execute(q.TASK_CLAIMED, {"task": task, "occurrence": occurrence_ms, "now": now})
     return True
+
+
+def task_failure(conn: sqlite3.Connection, task: str, failure: TaskFailure, now: int) -> None:
+    conn.execute(q.TASK_FAILURE, {"task": task, "now": now, "failure": failure.model_dump_json()})
 
 
 # --- outbox -------------------------------------------------------------------------------------

@@ -472,7 +472,8 @@ WHERE mcp_jobs_scheduler_leader.holder = excluded.holder
 RETURNING holder
 """
 SELECT_TASK = (
-    "SELECT task, last_fired_at, updated_at FROM mcp_jobs_scheduler_state WHERE task = :task"
+    "SELECT task, last_fired_at, updated_at, failure FROM mcp_jobs_scheduler_state"
+    " WHERE task = :task"
 )
 # Never moves backwards. A value that is no number (NULL, or another program's text, which
 # sorts after every number) gives way to the occurrence.
@@ -484,12 +485,19 @@ ON CONFLICT (task) DO UPDATE SET
         THEN max(last_fired_at, excluded.last_fired_at) ELSE excluded.last_fired_at END,
     updated_at = excluded.updated_at
 """
-# A claim compared in the same transaction (ledgers.task_claim): it may move backwards.
+# A claim compared in the same transaction (ledgers.task_claim): it may move backwards, and
+# it clears the task's failure (the task fires again).
 TASK_CLAIMED = """
 INSERT INTO mcp_jobs_scheduler_state (task, last_fired_at, updated_at)
 VALUES (:task, :occurrence, :now)
 ON CONFLICT (task) DO UPDATE SET
-    last_fired_at = excluded.last_fired_at, updated_at = excluded.updated_at
+    last_fired_at = excluded.last_fired_at, updated_at = excluded.updated_at, failure = NULL
+"""
+# A failed round's failure, beside the last fired occurrence (none for a new row).
+TASK_FAILURE = """
+INSERT INTO mcp_jobs_scheduler_state (task, last_fired_at, updated_at, failure)
+VALUES (:task, NULL, :now, :failure)
+ON CONFLICT (task) DO UPDATE SET updated_at = excluded.updated_at, failure = excluded.failure
 """
 
 # --- outbox -------------------------------------------------------------------------------------

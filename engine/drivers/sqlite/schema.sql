@@ -161,7 +161,8 @@ CREATE INDEX IF NOT EXISTS mcp_jobs_backfills_status
 CREATE TABLE IF NOT EXISTS mcp_jobs_scheduler_state (
     task          TEXT PRIMARY KEY,
     last_fired_at INTEGER,
-    updated_at    INTEGER NOT NULL
+    updated_at    INTEGER NOT NULL,
+    failure       TEXT  -- schemas.scheduler.TaskFailure as JSON; NULL: not failing
 );
 
 CREATE TABLE IF NOT EXISTS mcp_jobs_scheduler_leader (

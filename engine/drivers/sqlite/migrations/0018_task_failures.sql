@@ -1,0 +1,7 @@
+-- 0018: a cron task's last failure beside its last fired occurrence (schema.sql).
+
+-- The scheduler runs in a worker; describe and diagnose run elsewhere, so a task whose rounds
+-- fail (it names a job that is gone) must be stored as failing to be seen. JSON text, NULL for
+-- no failure: rows written before read as not failing.
+
+ALTER TABLE mcp_jobs_scheduler_state ADD COLUMN failure TEXT;

@@ -1,0 +1,41 @@
+"""Migration 0018 adds the task's failure as a nullable column: a task's state stored before it
+is kept as it was and reads as not failing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine import ManualClock
+from engine.drivers.sqlite import SqliteDriver
+from engine.drivers.sqlite import migrate as m
+from engine.drivers.sqlite.library import sqlite3
+
+
+async def test_a_task_state_stored_before_failures_were_reads_as_not_failing(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    path = tmp_path / "jobs.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(m.MIGRATIONS_TABLE)
+    for migration in m.migrations():
+        if migration.version >= 18:
+            continue
+        for statement in m.statements(migration.sql):
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO mcp_jobs_migrations (version, name, applied_at) VALUES (?, ?, 0)",
+            (migration.version, migration.name),
+        )
+    conn.execute(
+        "INSERT INTO mcp_jobs_scheduler_state (task, last_fired_at, updated_at) "
+        "VALUES ('nightly', 1000, 2000)"
+    )
+    conn.close()
+    driver = SqliteDriver(str(path), clock=clock)
+    try:
+        await driver.migrate()
+        state = await driver.task_state("nightly")
+        assert state is not None
+        assert (state.last_fired_at, state.updated_at, state.failure) == (1000, 2000, None)
+    finally:
+        await driver.close()
