@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
@@ -23,8 +24,8 @@ from engine.bounds import (
 )
 from engine.clock import Clock, agree
 from engine.declare import JobRegistry, default_registry
-from engine.descriptors import from_registry, judged
-from engine.drivers import open_driver
+from engine.descriptors import IdempotencyKeyMissingError, app_modules, from_registry, judged
+from engine.drivers import open_driver, resolve_url
 from engine.drivers.base import (
     DESCRIPTORS,
     EVENTS,
@@ -47,9 +48,11 @@ from engine.enqueue_items import (
 from engine.errors import (
     InvalidArgumentError,
     JobDuplicateError,
+    JobsError,
     JobUnknownError,
     RunNotFoundError,
 )
+from engine.fix_lines import CommandContext, fixes_written, importable_anywhere
 from engine.ids import new_ids
 from engine.inbound_events import (
     DEFAULT_EVENT_WINDOW_MS,
@@ -57,7 +60,7 @@ from engine.inbound_events import (
     InboundEvent,
     checked_window_ms,
 )
-from engine.internal_jobs import refuse_rerun
+from engine.internal_jobs import INTERNAL_JOBS, refuse_rerun
 from engine.outbox import StagedJob
 from engine.retry import retry_schedule
 from engine.settle import Settler
@@ -177,6 +180,27 @@ class Jobs:
         )
         # What turns enqueue items into checked requests (engine/enqueue_items.py).
         self.items = EnqueueItems(self.registry, self.descriptors, self.max_payload_bytes)
+        # Written into the `mcp-jobs …` fix of every error leaving this client's methods
+        # (engine/fix_lines.py): `connect` sets it. None: the lines are left as raised (a face
+        # writes its own, whole context into them: mcp_jobs/fix_context.py).
+        self.fix_context: CommandContext | None = None
+
+    def app_names(self) -> tuple[str, ...]:
+        """The modules that declared this client's jobs (the engine's own left out), for a fix
+        line's `--app`: none when one cannot be named from another directory (a script's
+        `__main__`, a module found only beside it), rather than a guess."""
+        internal = {d.fn.__module__ for d in self.registry if d.name in INTERNAL_JOBS}
+        modules = [m for m in app_modules(self.registry) if m not in internal]
+        cwd = Path.cwd()
+        return tuple(modules) if all(importable_anywhere(m, cwd) for m in modules) else ()
+
+    def _leaving(self, exc: BaseException, call: str) -> None:
+        """`exc` as it leaves `call` of the Python API: a fix that is the call's own shape
+        (IDEMPOTENCY_KEY_MISSING) in that call's, and this client's context written in."""
+        if isinstance(exc, IdempotencyKeyMissingError):
+            exc.raised_through(call)
+        if self.fix_context is not None:
+            self.fix_context.write_into(exc)
 
     # --- enqueue ------------------------------------------------------------------------------
 
@@ -198,17 +222,22 @@ class Jobs:
         worker published (input checked against its JSON Schema); its idempotency key cannot be
         computed without the code, so `key` is required then (IDEMPOTENCY_KEY_MISSING). For a
         registered job `key` may be omitted, or must equal the key the job computes."""
-        await agree(self.clock)  # before a time another machine compares is read
-        now = self.clock.now_ms()
-        job_id, run_id = new_ids(2, now)
-        item = Enqueue(
-            job, input, tenant_id, delay, run_at, on_conflict, traceparent, priority, key
-        )
-        request = await self.items.one(
-            item, enqueued_by, now, current_traceparent(), job_id, run_id
-        )
-        (result,) = await self.driver.enqueue([request], now=now)
-        return result
+        # Inline, not `fixes_written`: a try costs nothing until something is raised.
+        try:
+            await agree(self.clock)  # before a time another machine compares is read
+            now = self.clock.now_ms()
+            job_id, run_id = new_ids(2, now)
+            item = Enqueue(
+                job, input, tenant_id, delay, run_at, on_conflict, traceparent, priority, key
+            )
+            request = await self.items.one(
+                item, enqueued_by, now, current_traceparent(), job_id, run_id
+            )
+            (result,) = await self.driver.enqueue([request], now=now)
+            return result
+        except (JobsError, BaseExceptionGroup) as exc:
+            self._leaving(exc, "enqueue")
+            raise
 
     async def enqueue_many(
         self, items: Sequence[Enqueue], *, enqueued_by: str | None = None
@@ -216,31 +245,35 @@ class Jobs:
         """One atomic write with the dedupe rule applied per item; if any item is invalid,
         nothing is written. A batch larger than one part goes to the driver in parts, so the
         database can insert one part while the next is validated."""
-        if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-            raise InvalidArgumentError("items", items, "a list of Enqueue(job, input, ...)")
-        # One instant for the whole call, the driver's included: a driver reading its own
-        # "now" after the client's found run_at 1 ms ahead of it and stored the batch delayed.
-        await agree(self.clock)
-        now = self.clock.now_ms()
-        built: builtins.list[EnqueueRequest] = []
         try:
-            # In parts only when every job is registered here: a published one is resolved
-            # against its descriptor, a read away.
-            if len(items) > FIRST_PART and all(
-                self.items.published_only(getattr(item, "job", None)) is None for item in items
-            ):
-                return await self.driver.enqueue_parts(
-                    _kept(self.items.parts(items, enqueued_by, now), built), now=now
-                )
-            built = await self.items.resolve(items, enqueued_by, now, current_traceparent())
-            if not built:
-                return []
-            return await self.driver.enqueue(built, now=now)
-        except JobDuplicateError as exc:
-            found = within_batch(exc, built)
-            if found is exc:
-                raise
-            raise found from exc
+            if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+                raise InvalidArgumentError("items", items, "a list of Enqueue(job, input, ...)")
+            # One instant for the whole call, the driver's included: a driver reading its
+            # own "now" after the client's found run_at 1 ms ahead and stored the batch late.
+            await agree(self.clock)
+            now = self.clock.now_ms()
+            built: builtins.list[EnqueueRequest] = []
+            try:
+                # In parts only when every job is registered here: a published one is resolved
+                # against its descriptor, a read away.
+                if len(items) > FIRST_PART and all(
+                    self.items.published_only(getattr(item, "job", None)) is None for item in items
+                ):
+                    return await self.driver.enqueue_parts(
+                        _kept(self.items.parts(items, enqueued_by, now), built), now=now
+                    )
+                built = await self.items.resolve(items, enqueued_by, now, current_traceparent())
+                if not built:
+                    return []
+                return await self.driver.enqueue(built, now=now)
+            except JobDuplicateError as duplicate:
+                found = within_batch(duplicate, built)
+                if found is duplicate:
+                    raise
+                raise found from duplicate
+        except (JobsError, BaseExceptionGroup) as exc:
+            self._leaving(exc, "enqueue_many")
+            raise
 
     # --- outbox (engine/outbox.py) --------------------------------------------------------------
 
@@ -271,38 +304,46 @@ class Jobs:
             priority=priority,
             key=key,
         )
-        (staged,) = await self.stage_many(tx, [item], enqueued_by=enqueued_by)
-        return staged
+        try:
+            (staged,) = await self.stage_many(tx, [item], enqueued_by=enqueued_by)
+            return staged
+        except (JobsError, BaseExceptionGroup) as exc:
+            self._leaving(exc, "stage")
+            raise
 
     async def stage_many(
         self, tx: Any, items: Sequence[Enqueue], *, enqueued_by: str | None = None
     ) -> list[StagedJob]:
         """`stage` for a batch: every item validated first, then one write through `tx`."""
-        if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-            raise InvalidArgumentError("items", items, "a list of Enqueue(job, input, ...)")
-        items = [
-            item if type(item) is Enqueue else as_item(i, item) for i, item in enumerate(items)
-        ]
-        for item in items:
-            # A duplicate is found when the relay publishes, after `tx` committed: too late to
-            # raise to anyone, so staged jobs always dedupe.
-            if item.on_conflict != "dedupe":
-                raise InvalidArgumentError(
-                    "on_conflict", item.on_conflict, "'dedupe' for a staged job"
-                )
-        await agree(self.clock)
-        now = self.clock.now_ms()
-        requests = await self.items.resolve(items, enqueued_by, now, current_traceparent())
-        ids = await self.driver.outbox_stage(tx, requests)
-        if not self.outbox_in_use:
-            self.outbox_in_use = True
-            hooks, self._first_stage = self._first_stage, []
-            for hook in hooks:
-                hook()
-        return [
-            StagedJob(outbox_id=i, job_id=r.id, run_id=r.run_id)
-            for i, r in zip(ids, requests, strict=True)
-        ]
+        try:
+            if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+                raise InvalidArgumentError("items", items, "a list of Enqueue(job, input, ...)")
+            items = [
+                item if type(item) is Enqueue else as_item(i, item) for i, item in enumerate(items)
+            ]
+            for item in items:
+                # A duplicate is found when the relay publishes, after `tx` committed: too late to
+                # raise to anyone, so staged jobs always dedupe.
+                if item.on_conflict != "dedupe":
+                    raise InvalidArgumentError(
+                        "on_conflict", item.on_conflict, "'dedupe' for a staged job"
+                    )
+            await agree(self.clock)
+            now = self.clock.now_ms()
+            requests = await self.items.resolve(items, enqueued_by, now, current_traceparent())
+            ids = await self.driver.outbox_stage(tx, requests)
+            if not self.outbox_in_use:
+                self.outbox_in_use = True
+                hooks, self._first_stage = self._first_stage, []
+                for hook in hooks:
+                    hook()
+            return [
+                StagedJob(outbox_id=i, job_id=r.id, run_id=r.run_id)
+                for i, r in zip(ids, requests, strict=True)
+            ]
+        except (JobsError, BaseExceptionGroup) as exc:
+            self._leaving(exc, "stage_many")
+            raise
 
     def on_first_stage(self, hook: Callable[[], None]) -> None:
         """Call `hook` when this client first stages a job (at once if it has)."""
@@ -313,9 +354,11 @@ class Jobs:
 
     # --- read ---------------------------------------------------------------------------------
 
+    @fixes_written
     async def get(self, job_id: str, *, tenant_id: str | None = None) -> JobRecord:
         return await self.driver.get(*_addressed(job_id, tenant_id))
 
+    @fixes_written
     async def list(
         self,
         *,
@@ -354,6 +397,7 @@ class Jobs:
         next_cursor = paging.list_cursor(page.next_cursor, wanted)
         return page.model_copy(update={"next_cursor": next_cursor})
 
+    @fixes_written
     async def select(
         self,
         *,
@@ -410,6 +454,7 @@ class Jobs:
                 return JobSelection(found, more=False, scanned=scanned, scan_capped=True)
             cursor = page.next_cursor
 
+    @fixes_written
     async def trace(
         self,
         job_id: str,
@@ -444,6 +489,7 @@ class Jobs:
             registered=definition is not None,
         )
 
+    @fixes_written
     async def stats(
         self, queues: Sequence[str] | None = None, *, tenant_id: str | None = None
     ) -> builtins.list[QueueStats]:
@@ -457,6 +503,7 @@ class Jobs:
         await agree(self.driver.clock)  # what is due, and whose lease is over, is by its time
         return await self.driver.stats(queues, tenant_id=tenant_id)
 
+    @fixes_written
     async def settled_counts(
         self, since_ms: int, until_ms: int, *, tenant_id: str | None = None
     ) -> dict[str, SettledCount] | None:
@@ -469,6 +516,7 @@ class Jobs:
         store = require(self.driver, SETTLED)
         return await store.settled_counts(since_ms, until_ms, tenant_id=tenant_id)
 
+    @fixes_written
     async def describe(self, name: str | None = None) -> builtins.list[JobDescriptor]:
         """The jobs this client can enqueue, by name: those registered here (`source:
         "registry"`) and those only a worker published (`source: "published"`, `stale` when no
@@ -498,6 +546,7 @@ class Jobs:
 
     # --- operate ------------------------------------------------------------------------------
 
+    @fixes_written
     async def cancel(
         self, job_id: str, *, tenant_id: str | None = None, actor: str | None = None
     ) -> JobRecord:
@@ -506,6 +555,7 @@ class Jobs:
         await agree(self.driver.clock)
         return await self.driver.cancel(job_id, tenant_id, actor)
 
+    @fixes_written
     async def retry(
         self,
         job_id: str,
@@ -532,6 +582,7 @@ class Jobs:
         (run_id,) = new_ids(1)
         return await store.rerun(job_id, tenant_id, from_step, include_cancelled, actor, run_id)
 
+    @fixes_written
     async def run_steps(
         self, job_id: str, run_id: str, *, tenant_id: str | None = None
     ) -> builtins.list[StepRecord]:
@@ -547,6 +598,7 @@ class Jobs:
                 raise RunNotFoundError(job_id, run_id, await self.runs(job, tenant_id=tenant_id))
         return steps
 
+    @fixes_written
     async def runs(self, job: JobRecord, *, tenant_id: str | None = None) -> builtins.list[str]:
         """The job's runs, newest first: the current one, then each one a rerun left behind, as
         the reruns' `requeued` events name them (`engine.reruns.rerun_event_data`); the events
@@ -576,6 +628,7 @@ class Jobs:
         # Asked per call, not at setup: a driver without pauses serves everything else.
         return require(self.driver, PAUSES)
 
+    @fixes_written
     async def pause(
         self,
         *,
@@ -596,16 +649,19 @@ class Jobs:
         found, before = await store.pause(kind, name, actor, reason, self.clock.now_ms())
         return pause_rules.Paused(found, before)
 
+    @fixes_written
     async def resume(self, *, queue: str | None = None, job: str | None = None) -> Pause | None:
         """Lift the pause of `queue` or `job` (exactly one): the pause lifted, or None when
         none was in force (nothing changed)."""
         kind, name = pause_rules.target(queue, job)
         return await self._pause_store().resume(kind, name)
 
+    @fixes_written
     async def pauses(self) -> builtins.list[Pause]:
         """Every pause in force, by (kind, name)."""
         return await self._pause_store().pauses()
 
+    @fixes_written
     async def send_event(
         self, name: str, key: str, payload: Any = None, *, tenant_id: str | None = None
     ) -> EventSent:
@@ -632,6 +688,7 @@ class Jobs:
         woken = await store.send_event(event, now)
         return EventSent(event.id, woken)
 
+    @fixes_written
     async def record_event(
         self,
         kind: str,
@@ -657,6 +714,7 @@ class Jobs:
             )
         )
 
+    @fixes_written
     async def migrate(self) -> None:
         await self.driver.migrate()
 
@@ -693,14 +751,17 @@ async def connect(
     bounds.flag("migrate", migrate)
     driver = open_driver(url, clock=clock, **driver_options)
     if migrate:
-        await driver.migrate()
-    return Jobs(
+        await driver.migrate()  # its fixes (`db migrate`, `db report`) name the database
+    jobs = Jobs(
         driver,
         registry=registry,
         clock=driver.clock,  # `clock`, or this machine's read as the server reads time
         max_payload_bytes=limit,
         event_window=event_window,
     )
+    # Its fix lines name this database (a relative SQLite path as opened from here) and app.
+    jobs.fix_context = CommandContext.of(resolve_url(url), jobs.app_names)
+    return jobs
 
 
 __all__ = ["Enqueue", "JobDuplicateError", "Jobs", "connect"]

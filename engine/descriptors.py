@@ -78,22 +78,39 @@ class DescriptorInvalidError(JobsError):
         )
 
 
+# The Python call that passes the key, by the `Jobs` method the refusal leaves through: the
+# caller's own call with `key=` added, a "<key>" slot for the key the app's code computes.
+_KEY_CALLS = {
+    "enqueue": "await jobs.enqueue({job}, input, key=<key>)",
+    "enqueue_many": "await jobs.enqueue_many([Enqueue({job}, input, key=<key>)])",
+    "stage": "await jobs.stage(tx, {job}, input, key=<key>)",
+    "stage_many": "await jobs.stage_many(tx, [Enqueue({job}, input, key=<key>)])",
+}
+
+
 class IdempotencyKeyMissingError(JobsError):
     code = "IDEMPOTENCY_KEY_MISSING"
     title = "a job known only by its published descriptor needs its idempotency key passed"
 
-    def __init__(self, job: str, apps: Sequence[str], input: Mapping[str, Any]) -> None:
+    def __init__(self, job: str, apps: Sequence[str], call: str = "enqueue") -> None:
         where = ", ".join(apps) if apps else "the app"
         super().__init__(
             f'job "{job}" is known here only by the descriptor a worker published: its '
             f"idempotency key is computed by code in {where}, which this process has not "
             "imported, so the caller passes the key (the same one that code computes, or "
             "deduplication breaks)",
-            # The shape of the call, a "<key>" slot to fill in: no next_call, which would run
-            # with that text as the key.
-            f"enqueue_job {json.dumps({'name': job, 'input': dict(input), 'key': '<key>'})}",
+            # The shape of the call, with a slot to fill in: no next_call, which would run
+            # with that text as the key. MCP's enqueue_job mends it into the tool call.
+            "",
             details={"job": job, "argument": "key", "apps": list(apps)},
         )
+        self.job = job
+        self.raised_through(call)
+
+    def raised_through(self, call: str) -> None:
+        """The fix for a refusal raised through `call` (`enqueue`, `stage_many`, …)."""
+        shape = _KEY_CALLS.get(call, _KEY_CALLS["enqueue"])
+        self.fix = shape.format(job=json.dumps(self.job, ensure_ascii=False))
 
 
 def version_of(descriptor: JobDescriptor) -> str:

@@ -417,7 +417,7 @@ class EnqueueItems:
         )
         run_at = _scheduled(name, descriptor.tenant_required, item, enqueued_by, now)
         if key is None:
-            raise IdempotencyKeyMissingError(name, descriptor.apps or [], value)
+            raise IdempotencyKeyMissingError(name, descriptor.apps or [])
         bounds.payload("input", value, self.max_payload_bytes)
         return EnqueueRequest(
             id=job_id,

@@ -715,11 +715,17 @@ class OutboxNoTxError(JobsError):
     code = "OUTBOX_NO_TX"
     title = "outbox staging needs an open application transaction"
 
-    def __init__(self, driver: str) -> None:
+    def __init__(
+        self,
+        driver: str,
+        fix: str = "async with conn.transaction(): await jobs.stage(conn, name, input)",
+    ) -> None:
+        """`fix`: how this driver's transaction is opened and ended around the stage (the
+        default is asyncpg's; the memory, Redis and NATS drivers stage through their own)."""
         super().__init__(
             f"{driver}: stage() was given a connection that is not inside a transaction, so the "
             "job could exist without the write it belongs to",
-            "async with conn.transaction(): await jobs.stage(conn, name, input)",
+            fix,
         )
 
 

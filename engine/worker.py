@@ -43,6 +43,7 @@ from engine.errors import (
     JobSlotLostError,
     WorkerAlreadyRunningError,
 )
+from engine.fix_lines import CommandContext, fixes_written
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
 from engine.observe import CapKind, WorkerEvent, WorkerEventKind, WorkerEventListener
@@ -231,6 +232,11 @@ class Worker:
             apps,
         )
 
+    @property
+    def fix_context(self) -> CommandContext | None:
+        """Written into the fix of an error leaving this worker: its client's (engine/client.py)."""
+        return self.jobs.fix_context
+
     # --- what it claims and what runs beside it ----------------------------------------------
 
     @property
@@ -283,6 +289,7 @@ class Worker:
 
     # --- running in the background ------------------------------------------------------------
 
+    @fixes_written
     async def start(self) -> None:
         """Run the worker in a background task; return once it listens for new work and has made
         its first claim. `await stop()` ends it. While it runs, a second start (or run) is
@@ -336,6 +343,7 @@ class Worker:
         """`await stop()`."""
         await self.stop()
 
+    @fixes_written
     async def _stopped(self) -> None:
         runner = self._runner
         if runner is not None:
@@ -347,6 +355,7 @@ class Worker:
         elif self._running:
             await self._done.wait()
 
+    @fixes_written
     async def __aenter__(self) -> Worker:
         await self._start_as("async with worker")
         return self
@@ -367,6 +376,7 @@ class Worker:
 
     # --- the loop -----------------------------------------------------------------------------
 
+    @fixes_written
     async def run(self) -> None:
         """Claim and run jobs until `stop()`/`drain()`, then finish or hand back in-flight work.
         Called again once that is done, it runs again; called while it runs, it is refused
@@ -470,6 +480,7 @@ class Worker:
         if self._closed_under is not None:
             raise self._closed_under
 
+    @fixes_written
     async def run_until_idle(self) -> int:
         """Run every job that is due now, then return how many were claimed. For scripts and
         tests; `run()` is the long-lived loop. Not beside a run of this worker (nor another
@@ -791,6 +802,7 @@ class Worker:
             tg.start_soon(deadline)
             tg.start_soon(settled)
 
+    @fixes_written
     async def publish_descriptors(self) -> None:
         """Publish the descriptors of the jobs registered here, so a process without their code
         can describe and enqueue them (a driver without the capability keeps none)."""

@@ -19,11 +19,9 @@ A database password is never written: the URL loses it, and the command then tak
 from __future__ import annotations
 
 import argparse
-import importlib.machinery
 import json
 import os
 import re
-import shlex
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -32,28 +30,38 @@ from enum import Enum
 from functools import cache
 from pathlib import Path
 from types import UnionType
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
-from engine.environment import NAME_PATTERN, EnvironmentUse, declared_environment
-from engine.errors import JobsError
-from engine.shell_words import for_shlex, shell_join, shell_word
+from engine.drivers.urls import URL_FROM_ENV
+from engine.environment import EnvironmentUse, declared_environment
+from engine.fix_lines import (
+    END_OF_OPTIONS,
+    PROGRAM,
+    absent_flags,
+    absolute_url,
+    assignments_ahead,
+    command_words,
+    end_of_options,
+    needs_on_path,
+    spliced,
+)
+from engine.shell_words import shell_join, shell_word
 from mcp_jobs.config import DEFAULT_ENVIRONMENT, ENVIRONMENT_ENV, Settings
 from schemas.errors import NextCall
 
+if TYPE_CHECKING:
+    from engine.client import Jobs
+
 Face = Literal["mcp", "cli"]
 
-# The subcommands that take --database-url, --app and --tenant after them (cli/parser.py).
-TAKES_CONTEXT = frozenset(
-    {"serve", "worker", "jobs", "backfill", "db", "queues", "limits", "events", "dashboard"}
-)
+# Which subcommands take the context flags, and how they are appended, is the engine's rule
+# (engine/fix_lines.py), which an error raised through the Python API is written with too.
 # Only the `jobs` commands and `events send` act within a tenant; a backfill or a pause
 # (`queues`) spans every tenant (a pinned one is refused) and a worker serves them all.
 TAKES_TENANT = frozenset({"jobs", "events"})
 PYTHONS = frozenset({"python", "python3", sys.executable})
-PROGRAM = "mcp-jobs"
 # FixContext.listing's commands, by command group and argument ("*": any group).
 _LISTING: dict[tuple[str, str], tuple[str, ...]] = {
     ("*", "job_id"): ("jobs", "ls"),
@@ -93,23 +101,16 @@ COMMAND_FOR_TOOL: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str | None],
 }
 # Written where the app module is unknown: the one case a fix line cannot be complete.
 APP_PLACEHOLDER = "<module>"
-_OPERATORS = frozenset(";&|<>()`")
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def absolute_url(url: str, cwd: Path) -> str | None:
-    """`url` as a process anywhere opens the same database with and a fix line may print: a
-    relative SQLite path made absolute against `cwd`, a PostgreSQL password removed, and None
-    for another URL that carries a secret (see `printable_url`)."""
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    if scheme == "sqlite":
-        try:
-            path = sqlite_path(url)
-        except JobsError:
-            return url  # a URL no driver opens: the fix says so when it runs
-        return url if path.startswith("/") else "sqlite:///" + os.path.normpath(cwd / path)
-    return printable_url(url)
+def written_by_face(jobs: Jobs) -> Jobs:
+    """`jobs`, whose errors' fix lines a face writes its whole context into (`FixContext`):
+    the engine's part (`Jobs.fix_context`: its database and registry's modules), written first,
+    would stand in place of the face's own and change what the face prints, so it is off."""
+    jobs.fix_context = None
+    return jobs
 
 
 @cache  # one search of PATH per process: a fix is written on many calls
@@ -151,34 +152,6 @@ def needs_cwd_on_path(module: str, cwd: Path) -> bool:
     """True when `module` imports only because `cwd` (or "") is on `sys.path`: another
     directory then needs PYTHONPATH (`needs_on_path`)."""
     return needs_on_path(module, [str(cwd)])
-
-
-def needs_on_path(module: str, places: Sequence[str]) -> bool:
-    """True when `module` is found in one of `places` and in no other entry of `sys.path` (nor
-    by another import finder): a process whose path lacks them does not import it. Asked of
-    every import finder, with the path search narrowed to the other entries; nothing is
-    imported."""
-    top = module.split(".", 1)[0]
-    apart = {os.path.realpath(p) for p in places}
-    others = [p for p in sys.path if p and os.path.realpath(p) not in apart]
-    found_here = importlib.machinery.PathFinder.find_spec(top, list(places)) is not None
-    if not found_here:
-        return False
-    for finder in sys.meta_path:
-        find = getattr(finder, "find_spec", None)
-        if find is None:
-            continue
-        try:
-            spec = (
-                importlib.machinery.PathFinder.find_spec(top, others)
-                if finder is importlib.machinery.PathFinder
-                else find(top, None)
-            )
-        except Exception:  # a third-party finder that chokes here cannot import it either
-            continue
-        if spec is not None:
-            return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -266,25 +239,16 @@ class FixContext:
             command = self.cli_command(fix)
             if command is not None:
                 return command, None
-        try:
-            # shlex reads no `$'…'` (`shell_word`'s form of a value with a control character).
-            lexer = shlex.shlex(for_shlex(fix), posix=True, punctuation_chars=True)
-            lexer.whitespace_split = True
-            words = list(lexer)
-        except ValueError:  # unbalanced quotes: not a command this can read
+        words = command_words(fix)
+        if words is None:  # unbalanced quotes, a pipeline or a list: not one command to extend
             return fix, None
-        if any(w and set(w) <= _OPERATORS for w in words):
-            return fix, None  # a pipeline or a list: not one command to extend
-        assigned = set()
-        head = 0
-        while head < len(words) and "=" in words[head] and _is_name(words[head].split("=")[0]):
-            assigned.add(words[head].split("=", 1)[0])
-            head += 1
+        head = assignments_ahead(words)
+        assigned = {w.split("=", 1)[0] for w in words[:head]}
         if head >= len(words):
             return fix, None
         named, rest = words[head], words[head + 1 :]
         # Past a `--` every word is a name (`dash_safe`): the context flags go before it.
-        ended = rest.index(END_OF_OPTIONS) if END_OF_OPTIONS in rest else len(rest)
+        ended = end_of_options(rest)
         program = next((name for name, path in self.programs if path == named), named)
         if program == PROGRAM and self.face == "mcp" and self.tenant is None:
             call = TOOL_FOR_COMMAND.get(tuple(rest[:2]))
@@ -298,13 +262,8 @@ class FixContext:
         else:
             return fix, None
         prefix = [f"{n}={shell_word(v)}" for n, v in self.assignments if n not in assigned]
-        if suffix and ended < len(rest):
-            written = [*words[:head], named, *rest[:ended]]
-            line = " ".join(_assignment(w) for w in words[:head])
-            line = f"{line} {self._reachable(shell_join(written[head:]), named)}".lstrip()
-            tail = shell_join(rest[ended:])
-            return " ".join([*prefix, line, *suffix, tail]), None
-        return " ".join([*prefix, self._reachable(fix, named), *suffix]), None
+        line = spliced(fix, words, head, suffix, lambda text: self._reachable(text, named))
+        return " ".join([*prefix, line]), None
 
     def _reachable(self, fix: str, program: str) -> str:
         """`fix` with its program, named as the shell would not find ours, as its path."""
@@ -344,22 +303,18 @@ class FixContext:
 
     def _flags(self, rest: Sequence[str]) -> list[str]:
         subcommand = rest[0] if rest else ""
-        if subcommand not in TAKES_CONTEXT:
-            return []
-        given = {w.split("=", 1)[0] for w in rest if w.startswith("--")}
-        out: list[str] = []
-        if "--database-url" not in given and self.database_url is not None:
-            out += ["--database-url", shell_word(self.database_url)]
-        elif "--database-url" not in given and self.url_secret:
-            out += ["--database-url", URL_FROM_ENV]
-        if "--app" not in given:
-            if self.apps:
-                out += ["--app", shell_word(",".join(self.apps))]
-            elif subcommand == "worker":
-                out += ["--app", APP_PLACEHOLDER]
-        if "--tenant" not in given and self.tenant is not None and subcommand in TAKES_TENANT:
-            out += ["--tenant", shell_word(self.tenant)]
-        return out
+        flags: list[tuple[str, str]] = []
+        if self.database_url is not None:
+            flags.append(("--database-url", shell_word(self.database_url)))
+        elif self.url_secret:
+            flags.append(("--database-url", URL_FROM_ENV))
+        if self.apps:
+            flags.append(("--app", shell_word(",".join(self.apps))))
+        elif subcommand == "worker":
+            flags.append(("--app", APP_PLACEHOLDER))
+        if self.tenant is not None and subcommand in TAKES_TENANT:
+            flags.append(("--tenant", shell_word(self.tenant)))
+        return absent_flags(rest, flags)
 
     def qualify_all(self, model: M) -> M:
         """`model` with the fix of every error payload and finding inside it qualified, and of
@@ -374,7 +329,6 @@ PRIVATE_STORE_FIX = (
     "server and the worker on one SQLite file or PostgreSQL URL (--database-url "
     "sqlite:///ABSOLUTE/PATH/jobs.db)"
 )
-END_OF_OPTIONS = "--"
 # A fix line never asks for help: these words in one are names (a queue named `-h`).
 _NEVER_A_FLAG = frozenset({"-h", "--help"})
 
@@ -438,19 +392,10 @@ def dash_safe(words: Sequence[str]) -> list[str]:
     return [*out, END_OF_OPTIONS, *names] if names else out
 
 
-def _assignment(word: str) -> str:
-    name, _, value = word.partition("=")
-    return f"{name}={shell_word(value)}"
-
-
 def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, list) else [value]
-
-
-def _is_name(word: str) -> bool:
-    return NAME_PATTERN.fullmatch(word) is not None
 
 
 # Fields that hold the app's own JSON, where a "fix" key is the app's and not ours.
@@ -522,9 +467,11 @@ def _qualified(value: Any, ctx: FixContext) -> Any:
 __all__ = [
     "APP_PLACEHOLDER",
     "PRIVATE_STORE_FIX",
+    "PROGRAM",
     "Face",
     "FixContext",
     "absolute_url",
     "dash_safe",
     "needs_cwd_on_path",
+    "written_by_face",
 ]

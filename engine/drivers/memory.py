@@ -69,11 +69,16 @@ from schemas.jobs import (
     NackOptions,
 )
 from schemas.outbox import OutboxRow, OutboxWaiting
-from schemas.scheduler import LeaderLease, TaskState
+from schemas.scheduler import LeaderLease, TaskFailure, TaskState
 from schemas.states import BackfillStatus, JobState
 from schemas.stats import QueueStats, WorkerInfo
 from schemas.steps import StepRecord
 from schemas.trace import TracePage, TraceQuery
+
+# How to stage through this driver: the fix of a value that is no transaction, or none open.
+MEMORY_STAGE_LINE = (
+    "tx = jobs.driver.transaction(); await jobs.stage(tx, name, input); jobs.driver.commit(tx)"
+)
 
 
 @dataclass
@@ -495,7 +500,10 @@ class MemoryDriver(MemoryControls):
         last = occurrence_ms
         if current is not None and current.last_fired_at is not None:
             last = max(last, current.last_fired_at)
-        self._tasks[task] = TaskState(task=task, last_fired_at=last, updated_at=self.clock.now_ms())
+        failure = current.failure if current is not None else None
+        self._tasks[task] = TaskState(
+            task=task, last_fired_at=last, updated_at=self.clock.now_ms(), failure=failure
+        )
 
     async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
         current = self._tasks.get(task)
@@ -504,6 +512,13 @@ class MemoryDriver(MemoryControls):
         now = self.clock.now_ms()
         self._tasks[task] = TaskState(task=task, last_fired_at=occurrence_ms, updated_at=now)
         return True
+
+    async def task_failure(self, task: str, failure: TaskFailure) -> None:
+        current = self._tasks.get(task)
+        last = current.last_fired_at if current is not None else None
+        now = self.clock.now_ms()
+        state = TaskState(task=task, last_fired_at=last, updated_at=now, failure=failure)
+        self._tasks[task] = state
 
     # --- outbox -------------------------------------------------------------------------------
 
@@ -526,11 +541,10 @@ class MemoryDriver(MemoryControls):
                 self.kind,
                 tx,
                 "a MemoryTransaction from `jobs.driver.transaction()`",
-                "tx = jobs.driver.transaction(); await jobs.stage(tx, name, input); "
-                "jobs.driver.commit(tx)",
+                MEMORY_STAGE_LINE,
             )
         if not tx.open:
-            raise OutboxNoTxError(self.kind)
+            raise OutboxNoTxError(self.kind, MEMORY_STAGE_LINE)
         now = self.clock.now_ms()
         ids: list[str] = []
         for request in requests:

@@ -18,7 +18,7 @@ from mcp_jobs.cli.mend import mended, refusal_context
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings
 from mcp_jobs.errors import CommandLineInvalidError
-from mcp_jobs.fix_context import FixContext
+from mcp_jobs.fix_context import FixContext, written_by_face
 from mcp_jobs.operations.bulk import BulkAction, BulkFilter, bulk_command
 from mcp_jobs.operations.database import report_of
 from mcp_jobs.operations.envelope import error_payload, failure, success
@@ -32,7 +32,7 @@ FOLLOW_SECONDS = 600.0
 @asynccontextmanager
 async def open_jobs(settings: Settings, *, migrate: bool = True) -> AsyncIterator[Jobs]:
     load_apps(settings.apps)
-    jobs = await connect(settings.url, migrate=migrate)
+    jobs = written_by_face(await connect(settings.url, migrate=migrate))
     try:
         yield jobs
     finally:
@@ -285,7 +285,7 @@ async def db_command(args: argparse.Namespace, settings: Settings) -> int:
         return await report_command(args, settings)
 
     async def run() -> Envelope:
-        jobs = await connect(settings.url, migrate=False)
+        jobs = written_by_face(await connect(settings.url, migrate=False))
         try:
             await jobs.migrate()
             return MigrateResult(ok=True, driver=jobs.driver.kind, database=redact(settings.url))

@@ -37,7 +37,7 @@ from mcp_jobs.config import Settings
 from mcp_jobs.dashboard.auth import AuthGate, DashboardAuth, standalone_auth
 from mcp_jobs.dashboard.html import error_box, frame
 from mcp_jobs.dashboard.sampler import DEFAULT_INTERVAL_MS, Sampler
-from mcp_jobs.fix_context import FixContext
+from mcp_jobs.fix_context import FixContext, written_by_face
 from mcp_jobs.operations.envelope import error_payload
 from mcp_jobs.operations.models import QueueStatsView
 from mcp_jobs.operations.scope import Scope
@@ -103,6 +103,7 @@ class Dashboard:
             from engine.client import connect
 
             opened = self.client = await connect(self.settings.url)
+        written_by_face(self.jobs)  # its fix lines get the dashboard's context (FixContext)
         clock = self.clock or self.jobs.clock
         try:
             async with anyio.create_task_group() as tg:

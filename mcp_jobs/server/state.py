@@ -12,6 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from engine.backfill import BackfillRegistry
 from engine.client import Jobs, connect
 from mcp_jobs.config import Settings
+from mcp_jobs.fix_context import written_by_face
 
 
 @dataclass
@@ -57,6 +58,7 @@ def lifespan_for(
                 opened = await connect(settings.url)
         client = jobs if jobs is not None else opened
         assert client is not None
+        written_by_face(client)  # its fix lines get this server's context (FixContext)
         users += 1
         holder.state = AppState(jobs=client, settings=settings, backfills=backfills)
         try:

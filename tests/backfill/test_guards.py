@@ -11,6 +11,7 @@ import pytest
 from engine import Enqueue, Jobs, Worker
 from engine.backfill import PASS_JOB, BackfillRegistry, Backfills, backfill
 from engine.errors import JobsError
+from engine.fix_lines import as_raised
 from tests.backfill.support import Customers
 
 
@@ -35,7 +36,9 @@ async def test_the_pass_enqueued_by_name_is_refused_with_the_dry_run_as_its_fix(
     ):
         refused = await _refused(call(), "JOB_INTERNAL")
         assert not refused.retryable
-        assert refused.fix == "mcp-jobs backfill normalize_emails --json"
+        assert refused.fix == as_raised(
+            jobs.fix_context, "mcp-jobs backfill normalize_emails --json"
+        )
         assert refused.next_call is not None
         assert refused.next_call.model_dump() == {
             "tool": "run_backfill",
@@ -43,9 +46,9 @@ async def test_the_pass_enqueued_by_name_is_refused_with_the_dry_run_as_its_fix(
         }
     # A name no shell word is quoted in the fix; no name at all: the listing.
     odd = await _refused(jobs.enqueue(PASS_JOB, _input("a b; rm")), "JOB_INTERNAL")
-    assert odd.fix == "mcp-jobs backfill 'a b; rm' --json"
+    assert odd.fix == as_raised(jobs.fix_context, "mcp-jobs backfill 'a b; rm' --json")
     bare = await _refused(jobs.enqueue(PASS_JOB, {}), "JOB_INTERNAL")
-    assert bare.fix == "mcp-jobs backfill --json"
+    assert bare.fix == as_raised(jobs.fix_context, "mcp-jobs backfill --json")
     assert bare.next_call is not None and bare.next_call.tool == "list_backfills"
     assert (await jobs.list()).jobs == [] and customers.remaining() == 25
 
@@ -63,7 +66,9 @@ async def test_a_pass_is_not_rerun_from_a_step_but_a_dead_one_resumes(
     (run,) = await backfills.runs("normalize_emails")
     for step in ("start", "batch-1"):
         refused = await _refused(jobs.retry(start.job_id, from_step=step), "JOB_INTERNAL")
-        assert refused.fix == "mcp-jobs backfill normalize_emails --json"
+        assert refused.fix == as_raised(
+            jobs.fix_context, "mcp-jobs backfill normalize_emails --json"
+        )
         assert refused.details is not None and refused.details["job_id"] == start.job_id
     # The ledger keeps the run as it was recorded.
     assert await backfills.runs("normalize_emails") == [run]

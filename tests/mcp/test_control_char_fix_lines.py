@@ -3,12 +3,10 @@ names the value, where '…' held a raw newline (valid JSON, but no longer one l
 
 from __future__ import annotations
 
-import shlex
-
 from engine import Jobs
-from engine.shell_words import for_shlex
 from mcp_jobs.config import Settings
 from tests.mcp.conftest import OpenMcp
+from tests.support.fix_lines import command_words
 
 
 async def test_the_resume_command_of_a_queue_with_a_newline_is_one_line(
@@ -23,4 +21,4 @@ async def test_the_resume_command_of_a_queue_with_a_newline_is_one_line(
     fix = paused["fix"]
     assert fix.isprintable(), fix
     assert "$'ma\\nil'" in fix
-    assert shlex.split(for_shlex(fix))[:4] == ["mcp-jobs", "queues", "resume", "ma\nil"]
+    assert command_words(fix)[:4] == ["mcp-jobs", "queues", "resume", "ma\nil"]

@@ -17,6 +17,7 @@ from pathlib import Path
 import anyio
 
 from engine.drivers.urls import report_fix
+from engine.shell_words import for_shlex
 
 BIN = Path(sys.executable).parent
 COMMAND_SECONDS = 60
@@ -35,8 +36,9 @@ def _pipx_path(place: Path) -> str:
 
 def command_words(fix: str) -> list[str]:
     """The fix's command as words, past the `NAME=value` assignments that carry this process's
-    context (an app imported earlier in the suite may declare one: `SHOP_DB=…`)."""
-    words = shlex.split(fix)
+    context (an app imported earlier in the suite may declare one: `SHOP_DB=…`); a `$'…'` word
+    read as bash reads it."""
+    words = shlex.split(for_shlex(fix))
     while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0], re.DOTALL):
         words.pop(0)
     return words

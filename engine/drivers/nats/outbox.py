@@ -27,6 +27,9 @@ from engine.ids import new_id
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
 
+# How to stage through this driver: the fix of a value that is no transaction, or none open.
+STAGE_LINE = "tx = jobs.driver.transaction(); await jobs.stage(tx, name, input); await tx.commit()"
+
 
 @dataclass
 class NatsTransaction:
@@ -69,10 +72,10 @@ def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str
             "nats",
             tx,
             "a NatsTransaction from `jobs.driver.transaction()`",
-            "tx = jobs.driver.transaction(); await jobs.stage(tx, name, input); await tx.commit()",
+            STAGE_LINE,
         )
     if not tx.open:
-        raise OutboxNoTxError("nats")
+        raise OutboxNoTxError("nats", STAGE_LINE)
     now = store.clock.now_ms()
     ids: list[str] = []
     for request in requests:

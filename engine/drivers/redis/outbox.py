@@ -23,6 +23,9 @@ from engine.ids import new_id
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
 
+# How to stage through this driver: the fix of a value that is no transaction, or none open.
+STAGE_LINE = "tx = jobs.driver.transaction(); await jobs.stage(tx, name, input); await tx.execute()"
+
 
 def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
     """Queue the rows on `tx`, a transactional pipeline (`client.pipeline(transaction=True)`);
@@ -32,10 +35,10 @@ def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str
             "redis",
             tx,
             "a transactional pipeline (`jobs.driver.transaction()`, MULTI/EXEC)",
-            "tx = jobs.driver.transaction(); await jobs.stage(tx, name, input); await tx.execute()",
+            STAGE_LINE,
         )
     if not tx.is_transaction:
-        raise OutboxNoTxError("redis")
+        raise OutboxNoTxError("redis", STAGE_LINE)
     now = store.clock.now_ms()
     ids: list[str] = []
     for request in requests:

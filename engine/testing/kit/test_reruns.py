@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Retry, Worker, connect, job
 from engine.drivers.base import RERUNS
 from engine.errors import JobNotFoundError, JobsError
+from engine.fix_lines import as_raised
 from engine.retention import DAY_MS, Policy, plan
 from schemas.jobs import JobRecord
 
@@ -153,7 +154,7 @@ async def test_an_unknown_step_is_refused_with_the_run_s_steps(
     assert error.code == "STEP_UNKNOWN" and not error.retryable
     assert "a, b, c" in error.cause and '"ship"' in error.cause
     # A rerun is a write: none is proposed for a name that stands for no step; the job is read.
-    assert error.fix == f"mcp-jobs jobs show {dead.id} --json"
+    assert error.fix == as_raised(jobs.fix_context, f"mcp-jobs jobs show {dead.id} --json")
     assert error.next_call is not None and error.next_call.tool == "inspect_job"
     assert await jobs.get(dead.id) == dead  # nothing changed
 
@@ -177,7 +178,8 @@ async def test_a_step_after_one_that_did_not_complete_is_refused(
     with pytest.raises(JobsError) as raised:
         await jobs.retry(r.id, from_step="after")
     assert raised.value.code == "STEP_NOT_RERUNNABLE" and not raised.value.retryable
-    assert raised.value.fix == f"mcp-jobs jobs retry {r.id} --from-step flaky"
+    fix = f"mcp-jobs jobs retry {r.id} --from-step flaky"
+    assert raised.value.fix == as_raised(jobs.fix_context, fix)
     assert (await jobs.get(r.id)).state == "done"
 
 

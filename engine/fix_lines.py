@@ -1,0 +1,253 @@
+"""THE rule that makes an `mcp-jobs …` fix line act on what the process that wrote it acts on:
+the flags naming that context (`--database-url`, `--app`, …) appended when the line lacks them.
+
+A fix such as `mcp-jobs jobs ls --json`, run in a shell elsewhere, opens another database (a
+relative SQLite URL, or the default `./.mcp-jobs/jobs.db`) and imports no app. The MCP and CLI
+faces write their whole context into every line (mcp_jobs/fix_context.py: environment and
+`PYTHONPATH` too) through `absent_flags` and `spliced`; an error raised through the Python API
+gets the part the client knows (`CommandContext`): the database it uses and, when they can be
+named, the modules that declared its registered jobs. A password is never written.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.machinery
+import os
+import shlex
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
+from engine.environment import NAME_PATTERN
+from engine.errors import JobsError
+from engine.shell_words import for_shlex, shell_join, shell_word
+
+PROGRAM = "mcp-jobs"
+# The subcommands that take --database-url, --app and --tenant after them (cli/parser.py).
+TAKES_CONTEXT = frozenset(
+    {"serve", "worker", "jobs", "backfill", "db", "queues", "limits", "events", "dashboard"}
+)
+END_OF_OPTIONS = "--"
+_OPERATORS = frozenset(";&|<>()`")
+
+
+def absolute_url(url: str, cwd: Path) -> str | None:
+    """`url` as a process anywhere opens the same database with and a fix line may print: a
+    relative SQLite path made absolute against `cwd`, a PostgreSQL password removed, and None
+    for another URL that carries a secret (see `printable_url`)."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme == "sqlite":
+        try:
+            path = sqlite_path(url)
+        except JobsError:
+            return url  # a URL no driver opens: the fix says so when it runs
+        return url if path.startswith("/") else "sqlite:///" + os.path.normpath(cwd / path)
+    return printable_url(url)
+
+
+def command_words(fix: str) -> list[str] | None:
+    """The words bash reads in `fix`, or None when it is not one command this can extend
+    (unbalanced quotes, a pipeline or a list)."""
+    try:
+        # shlex reads no `$'…'` (`shell_word`'s form of a value with a control character).
+        lexer = shlex.shlex(for_shlex(fix), posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        return None
+    if any(w and set(w) <= _OPERATORS for w in words):
+        return None
+    return words
+
+
+def assignments_ahead(words: Sequence[str]) -> int:
+    """How many of `words` are `NAME=value` assignments in front of the command."""
+    head = 0
+    while head < len(words) and "=" in words[head] and is_name(words[head].split("=")[0]):
+        head += 1
+    return head
+
+
+def end_of_options(rest: Sequence[str]) -> int:
+    """Where a `--` stands in `rest` (past it every word is a name), else its length."""
+    return rest.index(END_OF_OPTIONS) if END_OF_OPTIONS in rest else len(rest)
+
+
+def absent_flags(rest: Sequence[str], flags: Iterable[tuple[str, str]]) -> list[str]:
+    """The words to append to an `mcp-jobs` command whose words after the program, up to any
+    `--`, are `rest`: each of `flags` (an option and its value, one shell word) it does not
+    give already; none for a command that takes no context flags."""
+    if not rest or rest[0] not in TAKES_CONTEXT:
+        return []
+    given = {w.split("=", 1)[0] for w in rest if w.startswith("--")}
+    return [word for flag, value in flags if flag not in given for word in (flag, value)]
+
+
+def spliced(
+    fix: str,
+    words: Sequence[str],
+    head: int,
+    suffix: Sequence[str],
+    reach: Callable[[str], str] = lambda text: text,
+) -> str:
+    """`fix` (read as `words`, its program at `head`) with `suffix` appended: before a `--`,
+    past which every word is a name. `reach` rewrites the program's part of the line."""
+    rest = words[head + 1 :]
+    ended = end_of_options(rest)
+    if suffix and ended < len(rest):
+        line = " ".join(_assignment(w) for w in words[:head])
+        line = f"{line} {reach(shell_join(words[head : head + 1 + ended]))}".lstrip()
+        return " ".join([line, *suffix, shell_join(rest[ended:])])
+    return " ".join([reach(fix), *suffix])
+
+
+def with_flags(fix: str, flags: Sequence[tuple[str, str]]) -> str:
+    """`fix` with each of `flags` it lacks appended when it is an `mcp-jobs` command taking
+    them; any other line as it is. Applying it twice changes nothing the second time."""
+    words = command_words(fix)
+    if words is None:
+        return fix
+    head = assignments_ahead(words)
+    if head >= len(words) or words[head] != PROGRAM:
+        return fix
+    rest = words[head + 1 :]
+    suffix = absent_flags(rest[: end_of_options(rest)], flags)
+    return spliced(fix, words, head, suffix) if suffix else fix
+
+
+def is_name(word: str) -> bool:
+    return NAME_PATTERN.fullmatch(word) is not None
+
+
+def _assignment(word: str) -> str:
+    name, _, value = word.partition("=")
+    return f"{name}={shell_word(value)}"
+
+
+def needs_on_path(module: str, places: Sequence[str]) -> bool:
+    """True when `module` is found in one of `places` and in no other entry of `sys.path` (nor
+    by another import finder): a process whose path lacks them does not import it. Asked of
+    every import finder, with the path search narrowed to the other entries; nothing is
+    imported."""
+    top = module.split(".", 1)[0]
+    apart = {os.path.realpath(p) for p in places}
+    others = [p for p in sys.path if p and os.path.realpath(p) not in apart]
+    found_here = importlib.machinery.PathFinder.find_spec(top, list(places)) is not None
+    if not found_here:
+        return False
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            spec = (
+                importlib.machinery.PathFinder.find_spec(top, others)
+                if finder is importlib.machinery.PathFinder
+                else find(top, None)
+            )
+        except Exception:  # a third-party finder that chokes here cannot import it either
+            continue
+        if spec is not None:
+            return False
+    return True
+
+
+def importable_anywhere(module: str, cwd: Path) -> bool:
+    """Whether a process started in another directory, with no PYTHONPATH, imports `module`:
+    not a script's `__main__`, nor found only in the working or the script's directory or
+    through PYTHONPATH (the faces write PYTHONPATH in front; a bare `--app` would fail)."""
+    if module == "__main__":
+        return False
+    local = [str(cwd), sys.path[0] if sys.path and sys.path[0] else str(cwd)]
+    local += [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    return not needs_on_path(module, local)
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """What a client's fix lines are given: the database it opened, as a line may print it
+    (None: its URL holds a secret, read from MCP_JOBS_DATABASE_URL where the line runs), and
+    the app modules `apps()` names (empty: none, or not all of them can be named)."""
+
+    database: str | None
+    apps: Callable[[], Sequence[str]] = tuple
+
+    @classmethod
+    def of(cls, url: str, apps: Callable[[], Sequence[str]] = tuple) -> CommandContext:
+        return cls(absolute_url(url, Path.cwd()), apps)
+
+    def flags(self) -> list[tuple[str, str]]:
+        database = URL_FROM_ENV if self.database is None else shell_word(self.database)
+        flags = [("--database-url", database)]
+        apps = self.apps()
+        if apps:
+            flags.append(("--app", shell_word(",".join(apps))))
+        return flags
+
+    def write_into(self, exc: BaseException) -> None:
+        """Write this context into the fix of `exc` and of every engine error a group holds."""
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                self.write_into(inner)
+        elif isinstance(exc, JobsError):
+            exc.fix = with_flags(exc.fix, self.flags())
+
+
+def as_raised(context: CommandContext | None, fix: str) -> str:
+    """`fix` as an error leaving a client with `context` carries it (tests compare with it)."""
+    return fix if context is None else with_flags(fix, context.flags())
+
+
+class WritesFixes(Protocol):
+    """An object of the Python API whose errors leave with its `CommandContext` written in."""
+
+    @property
+    def fix_context(self) -> CommandContext | None: ...
+
+
+S = TypeVar("S", bound=WritesFixes)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def fixes_written(
+    method: Callable[Concatenate[S, P], Awaitable[R]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """`method`, whose engine errors leave with its object's `fix_context` written into their
+    fix (where errors leave the Python API: nothing is done unless one is raised)."""
+
+    async def written(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(self, *args, **kwargs)
+        except (JobsError, BaseExceptionGroup) as exc:
+            context = self.fix_context
+            if context is not None:
+                context.write_into(exc)
+            raise
+
+    functools.update_wrapper(written, method)  # its name, docstring and signature
+    return written
+
+
+__all__ = [
+    "END_OF_OPTIONS",
+    "PROGRAM",
+    "TAKES_CONTEXT",
+    "CommandContext",
+    "absent_flags",
+    "absolute_url",
+    "as_raised",
+    "assignments_ahead",
+    "command_words",
+    "end_of_options",
+    "fixes_written",
+    "importable_anywhere",
+    "is_name",
+    "needs_on_path",
+    "spliced",
+    "with_flags",
+]
