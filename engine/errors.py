@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from engine.extras import upgrade_line
+from engine.iso_time import iso
 from engine.meant import meant_note
 from engine.shell_words import shell_join, shell_word
 from schemas.errors import ErrorPayload, NextCall, RetryClass
@@ -299,8 +300,6 @@ def _made_at(job_id: str) -> str:
     made = int(job_id[:12], 16)
     if not 10**12 <= made <= time.time_ns() // 1_000_000 + 86_400_000:
         return ""
-    from engine.instants import iso  # it imports this module
-
     return (
         f"; its id was made at {iso(made)}: it may have been pruned by retention once it "
         "settled (by default done and cancelled jobs are kept 7 days, failed and dead 30)"

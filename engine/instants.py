@@ -9,15 +9,12 @@ the text it was shown is what it may pass back.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 
 from engine import bounds
 from engine.errors import NOTHING_NEAR, InvalidArgumentError
+from engine.iso_time import EPOCH
+from engine.iso_time import iso as iso  # written here too: the module callers read times by
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# datetime's range in epoch milliseconds: the ISO reading of a time outside it is clamped.
-_FIRST_MS = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
-_LAST_MS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
 # Longer text is no time ISO 8601 writes (nanoseconds and a named offset fit in 40).
 MAX_TIME_CHARS = 64
 # A whole number of epoch milliseconds below this (2001-09-09T01:46:40Z) is refused: no job is
@@ -28,23 +25,9 @@ EARLIEST_MS = 10**12
 _FORMS = "epoch milliseconds (a whole number) or ISO 8601 text with its zone, as *_at_iso reads"
 
 
-@lru_cache(maxsize=4096)
-def _second(seconds: int) -> str:
-    # A page of rows shares few seconds; a cached one costs a tenth of reading it again.
-    t = _EPOCH + timedelta(seconds=seconds)
-    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
-
-
-def iso(ms: int) -> str:
-    """Epoch milliseconds as ISO 8601 UTC with milliseconds: "2026-12-01T13:20:00.123Z".
-    Exact (no float on the way), and total: a value past year 9999 is clamped, not an error."""
-    seconds, millis = divmod(min(max(ms, _FIRST_MS), _LAST_MS), 1000)
-    return f"{_second(seconds)}.{millis:03d}Z"
-
-
 def epoch_ms(moment: datetime) -> int:
     """An aware datetime as epoch milliseconds, exactly (whole milliseconds, rounded down)."""
-    return (moment - _EPOCH) // timedelta(milliseconds=1)
+    return (moment - EPOCH) // timedelta(milliseconds=1)
 
 
 def instant(argument: str, value: object, low: int, high: int) -> int:
