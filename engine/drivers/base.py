@@ -270,17 +270,10 @@ class BackfillLedger(Protocol):
 
 @runtime_checkable
 class SchedulerState(Protocol):
-    """The scheduler's leadership lease and each task's last fired occurrence and failure."""
-
-    async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
-        """Take or renew the one scheduler leadership lease; True while `holder` leads."""
-        ...
+    """Each cron task's last fired occurrence and failure (a task's lease is a named one,
+    LeaderLeases `task:<name>`)."""
 
     async def task_state(self, task: str) -> TaskState | None: ...
-
-    async def task_fired(self, task: str, occurrence_ms: int) -> None:
-        """Record the latest fired occurrence; never moves backwards."""
-        ...
 
     async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
         """Compare-and-set the task's last fired occurrence from `expected` (None: no state, or

@@ -113,7 +113,6 @@ class MemoryDriver(MemoryControls):
         self._workers: dict[str, WorkerInfo] = {}
         self._backfills: dict[str, BackfillRun] = {}
         self._tasks: dict[str, TaskState] = {}
-        self._leader: LeaderLease | None = None
         self._outbox: dict[str, OutboxRow] = {}
         self._leaders: dict[str, LeaderLease] = {}
         self._descriptors: dict[str, JobDescriptor] = {}  # by job name: the last one published
@@ -484,26 +483,8 @@ class MemoryDriver(MemoryControls):
 
     # --- scheduler ----------------------------------------------------------------------------
 
-    async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
-        now = self.clock.now_ms()
-        lease = self._leader
-        if lease is None or lease.holder == holder or lease.expires_at <= now:
-            self._leader = LeaderLease(holder=holder, expires_at=now + lease_ms)
-            return True
-        return False
-
     async def task_state(self, task: str) -> TaskState | None:
         return self._tasks.get(task)
-
-    async def task_fired(self, task: str, occurrence_ms: int) -> None:
-        current = self._tasks.get(task)
-        last = occurrence_ms
-        if current is not None and current.last_fired_at is not None:
-            last = max(last, current.last_fired_at)
-        failure = current.failure if current is not None else None
-        self._tasks[task] = TaskState(
-            task=task, last_fired_at=last, updated_at=self.clock.now_ms(), failure=failure
-        )
 
     async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
         current = self._tasks.get(task)

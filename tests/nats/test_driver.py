@@ -1,5 +1,5 @@
 """What the kit cannot see of the NATS driver: racing processes (each its own connection) make
-one job of one key, claim one job once, share caps and one scheduler leader; a wake-up reaches
+one job of one key, claim one job once, share caps and hold each lease once; a wake-up reaches
 another process's idle worker without polling; a crashed enqueue's intent is rolled forward;
 retention leaves no key of a job behind; a bad URL is refused before anything connects."""
 
@@ -58,6 +58,7 @@ from tests.support.damaged_ledgers import (
     declare_waiter,
 )
 from tests.support.damaged_rows import pages
+from tests.support.earlier_task_state import check_a_claim_continues_from
 from tests.support.fix_lines import run_fix
 from tests.support.paced_clock import PacedClock
 from tests.support.ports import free_port
@@ -128,10 +129,10 @@ async def test_a_cap_of_one_admits_one_process(
     assert sorted(outcomes, key=str) == [None] + ["job:work"] * (len(drivers) - 1)
 
 
-async def test_one_scheduler_leads_each_lease(drivers: list[NatsDriver]) -> None:
+async def test_one_process_holds_each_lease(drivers: list[NatsDriver]) -> None:
     with anyio.fail_after(30):
         led = await asyncio.gather(
-            *(d.scheduler_lead(f"s{n}", 60_000) for n, d in enumerate(drivers))
+            *(d.lead("task:t", f"s{n}", 60_000) for n, d in enumerate(drivers))
         )
     assert sum(led) == 1
 
@@ -615,10 +616,18 @@ async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler
 ) -> None:
     async def spoil(task: str) -> None:
         await _put(nats_driver, keys.task, b"not json")(task)
-        await _put(nats_driver, keys.lead, b'{"holder": "first"}')(keys.SCHEDULER_LEADER)
         await _put(nats_driver, keys.lead, b"[]")(LEASE)
 
     await check_scheduler_goes_on(jobs, registry, clock.advance, spoil, caplog)
+
+
+async def test_a_task_state_an_earlier_version_wrote_is_claimed_from(
+    nats_driver: NatsDriver,
+) -> None:
+    # As it wrote before failures were stored: no `failure` field.
+    state = b'{"task": "t", "last_fired_at": 100, "updated_at": 5}'
+    await _put(nats_driver, keys.task, state)("t")
+    await check_a_claim_continues_from(nats_driver, "t", 100)
 
 
 async def test_a_rate_key_and_reservation_another_program_wrote_leave_the_jobs_running(

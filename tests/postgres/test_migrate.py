@@ -29,7 +29,7 @@ TABLES = {
     "inbound_events",  # engine/inbound_events.py
     "inbound_event_waiters",
     "reruns",  # engine/reruns.py
-    "scheduler_leader",
+    "scheduler_leader",  # read by none of this version; kept for earlier ones (schema.sql)
     "leaders",
     "scheduler_state",
     "schema_version",

@@ -40,6 +40,7 @@ from tests.support.damaged_ledgers import (
     declare_waiter,
 )
 from tests.support.damaged_rows import check_buried_on_claim, check_listed_in_place, pages
+from tests.support.earlier_task_state import check_a_claim_continues_from
 from tests.support.fix_lines import run_fix
 
 
@@ -273,10 +274,18 @@ async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler
     async def spoil(task: str) -> None:
         client = redis_driver._store.client  # pyright: ignore[reportPrivateUsage]
         await client.hset(keys.tasks, task, "abc")
-        await client.hset(keys.sched, "scheduler", "first|abc")
         await client.hset(keys.leaders, LEASE, "abc")
 
     await check_scheduler_goes_on(jobs, registry, clock.advance, spoil, caplog)
+
+
+async def test_a_task_state_an_earlier_version_wrote_is_claimed_from(
+    redis_driver: RedisDriver,
+) -> None:
+    keys = redis_driver._store.keys  # pyright: ignore[reportPrivateUsage]
+    client = redis_driver._store.client  # pyright: ignore[reportPrivateUsage]
+    await client.hset(keys.tasks, "t", "100|5")  # "<last fired>|<updated>", as it wrote
+    await check_a_claim_continues_from(redis_driver, "t", 100)
 
 
 async def test_a_rate_key_and_reservation_another_program_wrote_leave_the_jobs_running(

@@ -1,5 +1,5 @@
 """Migration 0018 adds the task's failure as a nullable column: a task's state stored before it
-is kept as it was and reads as not failing."""
+is kept as it was, reads as not failing, and is claimed on from."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite import migrate as m
 from engine.drivers.sqlite.library import sqlite3
+from tests.support.earlier_task_state import check_a_claim_continues_from
 
 
 async def test_a_task_state_stored_before_failures_were_reads_as_not_failing(
@@ -37,5 +38,6 @@ async def test_a_task_state_stored_before_failures_were_reads_as_not_failing(
         state = await driver.task_state("nightly")
         assert state is not None
         assert (state.last_fired_at, state.updated_at, state.failure) == (1000, 2000, None)
+        await check_a_claim_continues_from(driver, "nightly", 1000)
     finally:
         await driver.close()

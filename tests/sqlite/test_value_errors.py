@@ -470,7 +470,6 @@ async def test_a_task_state_and_leases_another_program_wrote_leave_the_scheduler
     async def spoil(_: str) -> None:
         for table, column in [
             ("scheduler_state", "last_fired_at"),
-            ("scheduler_leader", "expires_at"),
             ("leaders", "expires_at"),
         ]:
             _another_program(tmp_path, f"UPDATE mcp_jobs_{table} SET {column} = 'abc'")

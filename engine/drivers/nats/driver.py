@@ -380,20 +380,10 @@ class NatsDriver:
 
     # --- scheduler and leader leases ----------------------------------------------------------
 
-    async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
-        store = await self._open()
-        async with guard(self._fixes):
-            return await scheduler.scheduler_lead(store, holder, lease_ms)
-
     async def task_state(self, task: str) -> TaskState | None:
         store = await self._open()
         async with guard(self._fixes):
             return await scheduler.task_state(store, task)
-
-    async def task_fired(self, task: str, occurrence_ms: int) -> None:
-        store = await self._open()
-        async with guard(self._fixes):
-            await scheduler.task_fired(store, task, occurrence_ms)
 
     async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
         store = await self._open()

@@ -8,7 +8,9 @@ key allows only `[-/_=.a-zA-Z0-9]`, and the dedupe key is a digest of its three 
     wk.<worker>          a worker's presence row
     bf.<run id>          a backfill ledger row
     task.<name>          a cron task's last fired occurrence
-    lead.<name>          a leadership lease (the scheduler's is `lead.scheduler`)
+    lead.<name>          a leadership lease (a cron task's is named `task:<name>`); the one
+                         named `scheduler` is kept for workers of earlier versions (their one
+                         scheduler lease) and is read by none of this version
     ob.<id>              an outbox row
     desc.<name>          a published job descriptor
     pause.<kind>.<name>  a pause in force
@@ -33,7 +35,6 @@ from engine.rules import DedupeKey
 VERSION = "version"
 TOMBSTONES = "tomb"
 CLOCK = "clock"
-SCHEDULER_LEADER = "scheduler"
 LOOSE_EVENT = "evx."
 
 

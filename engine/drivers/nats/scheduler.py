@@ -1,8 +1,8 @@
 """Leadership leases and cron state, compare-and-set on one key each.
 
 A lease is taken when it is absent, expired or already ours, by CAS on the revision read: of
-two processes racing for an expired lease one write lands, so one scheduler fires each tick.
-A task's last fired occurrence only moves forward (the CAS retries from a fresh read); its
+two processes racing for an expired lease one write lands, so one scheduler leads each task.
+A task's last fired occurrence moves only by a claim compared with the server's value; its
 failure is stored beside it, and a claim (which writes the state anew) clears it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from engine.drivers.damage import or_none
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import dumps, loads
-from engine.drivers.nats.store import Store, Unchanged
+from engine.drivers.nats.store import Store
 from schemas.scheduler import LeaderLease, TaskFailure, TaskState
 
 M = TypeVar("M", bound=BaseModel)
@@ -42,28 +42,9 @@ async def lead(store: Store, name: str, holder: str, lease_ms: int) -> bool:
     return True
 
 
-async def scheduler_lead(store: Store, holder: str, lease_ms: int) -> bool:
-    return await lead(store, keys.SCHEDULER_LEADER, holder, lease_ms)
-
-
 async def task_state(store: Store, task: str) -> TaskState | None:
     entry = await store.fresh(keys.task(task))
     return None if entry is None else _stored(TaskState, entry.raw, _state_of(task))
-
-
-async def task_fired(store: Store, task: str, occurrence_ms: int) -> None:
-    now = store.clock.now_ms()
-
-    def fired(raw: bytes | None) -> bytes:
-        last = occurrence_ms
-        current = None if raw is None else _stored(TaskState, raw, _state_of(task))
-        if current and current.last_fired_at is not None and current.last_fired_at >= occurrence_ms:
-            raise Unchanged
-        failure = current.failure if current is not None else None
-        state = TaskState(task=task, last_fired_at=last, updated_at=now, failure=failure)
-        return dumps(state.model_dump(mode="json"))
-
-    await store.change_key(keys.task(task), fired)
 
 
 async def task_claim(store: Store, task: str, expected: int | None, occurrence_ms: int) -> bool:

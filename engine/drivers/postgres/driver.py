@@ -365,14 +365,8 @@ class PostgresDriver:
 
     # --- scheduler ----------------------------------------------------------------------------
 
-    async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
-        return await ledgers.scheduler_lead(self.db, holder, lease_ms, self.clock.now_ms())
-
     async def task_state(self, task: str) -> TaskState | None:
         return await ledgers.task_state(self.db, task)
-
-    async def task_fired(self, task: str, occurrence_ms: int) -> None:
-        await ledgers.task_fired(self.db, task, occurrence_ms, self.clock.now_ms())
 
     async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
         now = self.clock.now_ms()

@@ -129,19 +129,9 @@ async def backfill_runs(
 # --- scheduler --------------------------------------------------------------------------------
 
 
-async def scheduler_lead(db: Connections, holder: str, lease_ms: int, now: int) -> bool:
-    # Idempotent for one holder: a second run finds its own lease and renews it.
-    taken = await db.idempotent(lambda c: c.fetchval(db.q["scheduler_lead"], holder, now, lease_ms))
-    return taken is not None
-
-
 async def task_state(db: Connections, task: str) -> TaskState | None:
     row = await db.idempotent(lambda c: c.fetchrow(db.q["task_state"], task))
     return rows.task(row) if row is not None else None
-
-
-async def task_fired(db: Connections, task: str, occurrence_ms: int, now: int) -> None:
-    await db.idempotent(lambda c: c.execute(db.q["task_fired"], task, occurrence_ms, now))
 
 
 async def task_claim(

@@ -685,26 +685,8 @@ SELECT *
  ORDER BY started_at DESC, run_id DESC
  LIMIT $6;
 
--- name: scheduler_lead
--- Take the one leadership row when it is free, expired, or already ours. The row lock taken by
--- ON CONFLICT makes two contenders queue, and the second re-reads the first's lease.
-INSERT INTO {schema}.scheduler_leader AS l (id, holder, expires_at)
-VALUES (1, $1, $2::bigint + $3::bigint)
-ON CONFLICT (id) DO UPDATE
-   SET holder = excluded.holder, expires_at = excluded.expires_at
- WHERE l.holder = excluded.holder OR l.expires_at <= $2::bigint
-RETURNING holder;
-
 -- name: task_state
 SELECT * FROM {schema}.scheduler_state WHERE task = $1;
-
--- name: task_fired
--- Never moves backwards: greatest() ignores the NULL of a task that never fired.
-INSERT INTO {schema}.scheduler_state AS s (task, last_fired_at, updated_at)
-VALUES ($1, $2, $3)
-ON CONFLICT (task) DO UPDATE
-   SET last_fired_at = greatest(s.last_fired_at, excluded.last_fired_at),
-       updated_at = excluded.updated_at;
 
 -- name: task_claim
 -- Compare-and-set from $2 (the claimant's read): the row lock makes a second claimant wait and
@@ -875,7 +857,8 @@ DELETE FROM {schema}.events
                        LIMIT $2));
 
 -- name: lead
--- Take the lease row `name` when it is free, expired, or already ours; as scheduler_lead.
+-- Take the lease row `name` when it is free, expired, or already ours. The row lock taken by
+-- ON CONFLICT makes two contenders queue, and the second re-reads the first's lease.
 INSERT INTO {schema}.leaders AS l (name, holder, expires_at)
 VALUES ($1, $2, $3::bigint + $4::bigint)
 ON CONFLICT (name) DO UPDATE

@@ -249,6 +249,8 @@ CREATE TABLE {schema}.scheduler_state (
     failure jsonb  -- schemas.scheduler.TaskFailure; NULL: not failing
 );
 
+-- The one scheduler lease of earlier versions: kept for their workers during a rolling deploy,
+-- read by none of this version (a cron task's lease is a row of `leaders`).
 CREATE TABLE {schema}.scheduler_leader (
     id smallint PRIMARY KEY DEFAULT 1 CHECK (id = 1),
     holder text NOT NULL,

@@ -343,17 +343,9 @@ class RedisDriver:
 
     # --- scheduler and leader leases ----------------------------------------------------------
 
-    async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
-        async with guard(self._fixes):
-            return await scheduler.scheduler_lead(self._store, holder, lease_ms)
-
     async def task_state(self, task: str) -> TaskState | None:
         async with guard(self._fixes):
             return await scheduler.task_state(self._store, task)
-
-    async def task_fired(self, task: str, occurrence_ms: int) -> None:
-        async with guard(self._fixes):
-            await scheduler.task_fired(self._store, task, occurrence_ms)
 
     async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
         async with guard(self._fixes):

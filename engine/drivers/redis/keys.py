@@ -25,7 +25,9 @@ Layout (P is the prefix):
   P steps:<run>     hash: step name -> record; P steppos:<run>: name -> first-save position
   P slot:<key>      zset: holders of a limiter key by expiry; P jslots:<id>: the job's keys
   P workerorder     zset: workers by first beat (P workerseq counts), the order they list in
-  P workers, P backfills, P desc, P tasks, P leaders, P sched: one hash each
+  P workers, P backfills, P desc, P tasks, P leaders, P sched: one hash each (P sched, the
+                    one scheduler lease, is kept for workers of earlier versions and is read
+                    by none of this version)
   P taskfail        hash: task -> its failure (JSON) while its rounds fail; a claim deletes it
   P ob:<id>         hash: an outbox row; P obq: unpublished rows by staged_at (ties by id);
                     P obpub: published rows by published_at (the pruner deletes the old ones;
@@ -206,10 +208,6 @@ class Keys:
     @property
     def leaders(self) -> str:
         return self.prefix + "leaders"
-
-    @property
-    def sched(self) -> str:
-        return self.prefix + "sched"
 
     @property
     def obq(self) -> str:

@@ -305,17 +305,6 @@ redis.call('HSET', ARGV[1], ARGV[2], ARGV[3] .. '|' .. string.format('%d', now +
 return 1
 """
 
-# A task's last fired occurrence, never moving backwards; a value of another shape gives way.
-# ARGV: key, task, occurrence, now.
-TASK_FIRED = r"""
-local raw = redis.call('HGET', ARGV[1], ARGV[2])
-local last = tonumber(ARGV[3])
-local sep = raw and string.find(raw, '|', 1, true)
-local prev = sep and tonumber(string.sub(raw, 1, sep - 1))
-if prev and prev > last then last = prev end
-redis.call('HSET', ARGV[1], ARGV[2], string.format('%d', last) .. '|' .. ARGV[4])
-"""
-
 # A task's claim: compare-and-set from ARGV[3] ('' for no state; a value of another shape reads
 # as none, as task_state reads it) to ARGV[4]; it deletes the task's failure (it fires again).
 # ARGV: key, task, expected, occurrence, now, failures key.
@@ -459,7 +448,6 @@ ENQUEUE_SCRIPT = Script(ENQUEUE)
 CLAIM_SCRIPT = Script(CLAIM)
 ACQUIRE_SLOTS_SCRIPT = Script(ACQUIRE_SLOTS)
 LEAD_SCRIPT = Script(LEAD)
-TASK_FIRED_SCRIPT = Script(TASK_FIRED)
 TASK_CLAIM_SCRIPT = Script(TASK_CLAIM)
 OUTBOX_CLAIM_SCRIPT = Script(OUTBOX_CLAIM)
 WAKE_WAITER_SCRIPT = Script(WAKE_WAITER)
@@ -472,7 +460,6 @@ ALL_SCRIPTS = (
     CLAIM_SCRIPT,
     ACQUIRE_SLOTS_SCRIPT,
     LEAD_SCRIPT,
-    TASK_FIRED_SCRIPT,
     TASK_CLAIM_SCRIPT,
     OUTBOX_CLAIM_SCRIPT,
     WAKE_WAITER_SCRIPT,

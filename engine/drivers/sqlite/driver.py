@@ -389,16 +389,8 @@ class SqliteDriver:
 
     # --- scheduler ----------------------------------------------------------------------------
 
-    async def scheduler_lead(self, holder: str, lease_ms: int) -> bool:
-        now = self.clock.now_ms()
-        return await self._exec.run(lambda c: ledgers.scheduler_lead(c, holder, lease_ms, now))
-
     async def task_state(self, task: str) -> TaskState | None:
         return await self._exec.run(lambda c: ledgers.task_state(c, task), write=False)
-
-    async def task_fired(self, task: str, occurrence_ms: int) -> None:
-        now = self.clock.now_ms()
-        await self._exec.run(lambda c: ledgers.task_fired(c, task, occurrence_ms, now))
 
     async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
         now = self.clock.now_ms()

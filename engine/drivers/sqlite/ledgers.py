@@ -130,13 +130,6 @@ def backfill_runs(
 # --- scheduler ----------------------------------------------------------------------------------
 
 
-def scheduler_lead(conn: sqlite3.Connection, holder: str, lease_ms: int, now: int) -> bool:
-    rows = conn.execute(
-        q.TAKE_LEAD, {"holder": holder, "expires": now + lease_ms, "now": now}
-    ).fetchall()
-    return bool(rows)
-
-
 def task_state(conn: sqlite3.Connection, task: str) -> TaskState | None:
     row = conn.execute(q.SELECT_TASK, {"task": task}).fetchone()
     if row is None:
@@ -145,10 +138,6 @@ def task_state(conn: sqlite3.Connection, task: str) -> TaskState | None:
     failure = stored_failure(row[3], task)
     state = partial(TaskState, task=row[0], last_fired_at=row[1], updated_at=row[2])
     return or_none(partial(state, failure=failure), f"the scheduler state of task {task!r}")
-
-
-def task_fired(conn: sqlite3.Connection, task: str, occurrence_ms: int, now: int) -> None:
-    conn.execute(q.TASK_FIRED, {"task": task, "occurrence": occurrence_ms, "now": now})
 
 
 def task_claim(

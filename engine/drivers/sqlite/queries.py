@@ -463,28 +463,10 @@ def select_backfills_sql(
 
 # --- scheduler ----------------------------------------------------------------------------------
 
-# Take the lease when nobody holds it, when we hold it, or when it ran out; no row back = lost.
-TAKE_LEAD = f"""
-INSERT INTO mcp_jobs_scheduler_leader (id, holder, expires_at) VALUES (1, :holder, :expires)
-ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-WHERE mcp_jobs_scheduler_leader.holder = excluded.holder
-   OR {lease_over("mcp_jobs_scheduler_leader.expires_at")}
-RETURNING holder
-"""
 SELECT_TASK = (
     "SELECT task, last_fired_at, updated_at, failure FROM mcp_jobs_scheduler_state"
     " WHERE task = :task"
 )
-# Never moves backwards. A value that is no number (NULL, or another program's text, which
-# sorts after every number) gives way to the occurrence.
-TASK_FIRED = f"""
-INSERT INTO mcp_jobs_scheduler_state (task, last_fired_at, updated_at)
-VALUES (:task, :occurrence, :now)
-ON CONFLICT (task) DO UPDATE SET
-    last_fired_at = CASE WHEN {is_number("last_fired_at")}
-        THEN max(last_fired_at, excluded.last_fired_at) ELSE excluded.last_fired_at END,
-    updated_at = excluded.updated_at
-"""
 # A claim compared in the same transaction (ledgers.task_claim): it may move backwards, and
 # it clears the task's failure (the task fires again).
 TASK_CLAIMED = """

@@ -165,6 +165,8 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_scheduler_state (
     failure       TEXT  -- schemas.scheduler.TaskFailure as JSON; NULL: not failing
 );
 
+-- The one scheduler lease of earlier versions: kept for their workers during a rolling deploy,
+-- read by none of this version (a cron task's lease is a row of mcp_jobs_leaders).
 CREATE TABLE IF NOT EXISTS mcp_jobs_scheduler_leader (
     id         INTEGER PRIMARY KEY CHECK (id = 1),
     holder     TEXT NOT NULL,

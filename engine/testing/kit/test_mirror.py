@@ -20,6 +20,7 @@ from engine.drivers import open_driver
 from engine.drivers.base import AckWrite, Driver, StepWrite
 from engine.drivers.memory import MemoryDriver
 from engine.errors import JobsError
+from engine.tasks.scheduler import lease_name
 from engine.testing.plugin import AppTransaction, builtin_app_transaction
 from schemas.backfill import BackfillRun
 from schemas.errors import ErrorPayload
@@ -271,15 +272,16 @@ async def walkthrough(driver: Driver, clock: ManualClock, log: Transcript, stage
     await note(log, "backfills-prod", driver.backfill_runs("fill", "prod"))
     await note(log, "backfills-none", driver.backfill_runs("other"))
     # scheduler
-    await note(log, "lead-a", driver.scheduler_lead("a", 1_000))
-    await note(log, "lead-b", driver.scheduler_lead("b", 1_000))
-    await note(log, "lead-a-renew", driver.scheduler_lead("a", 1_000))
+    await note(log, "lead-a", driver.lead(lease_name("t"), "a", 1_000))
+    await note(log, "lead-b", driver.lead(lease_name("t"), "b", 1_000))
+    await note(log, "lead-a-renew", driver.lead(lease_name("t"), "a", 1_000))
     clock.advance(1_000)
-    await note(log, "lead-b-after", driver.scheduler_lead("b", 1_000))
-    await note(log, "lead-a-lost", driver.scheduler_lead("a", 1_000))
+    await note(log, "lead-b-after", driver.lead(lease_name("t"), "b", 1_000))
+    await note(log, "lead-a-lost", driver.lead(lease_name("t"), "a", 1_000))
     await note(log, "task-none", driver.task_state("t"))
-    await driver.task_fired("t", 100)
-    await driver.task_fired("t", 50)
+    await note(log, "claim-first", driver.task_claim("t", None, 100))
+    await note(log, "claim-stale", driver.task_claim("t", None, 50))
+    await note(log, "claim-back", driver.task_claim("t", 100, 50))
     await note(log, "task", driver.task_state("t"))
     # outbox
     staged = await stage([request(20), request(21), request(22, key="k1")])
@@ -525,15 +527,16 @@ async def sharing(driver: Driver, clock: ManualClock, log: Transcript, stage: St
     await note(log, "backfills", driver.backfill_runs())
     await note(log, "backfills-f", driver.backfill_runs("f"))
     await note(log, "backfills-prod", driver.backfill_runs(None, "prod"))
-    await note(log, "lead-a", driver.scheduler_lead("a", 1_000))
-    await note(log, "lead-b", driver.scheduler_lead("b", 1_000))
-    await note(log, "lead-a-renew", driver.scheduler_lead("a", 1_000))
+    await note(log, "lead-a", driver.lead(lease_name("t"), "a", 1_000))
+    await note(log, "lead-b", driver.lead(lease_name("t"), "b", 1_000))
+    await note(log, "lead-a-renew", driver.lead(lease_name("t"), "a", 1_000))
     clock.advance(1_000)
-    await note(log, "lead-b-expired", driver.scheduler_lead("b", 1_000))
-    await note(log, "lead-a-lost", driver.scheduler_lead("a", 1_000))
+    await note(log, "lead-b-expired", driver.lead(lease_name("t"), "b", 1_000))
+    await note(log, "lead-a-lost", driver.lead(lease_name("t"), "a", 1_000))
     await note(log, "task-none", driver.task_state("t"))
-    await driver.task_fired("t", now + 60_000)
-    await driver.task_fired("t", now + 30_000)
+    await note(log, "claim-first", driver.task_claim("t", None, now + 60_000))
+    await note(log, "claim-stale", driver.task_claim("t", None, now + 30_000))
+    await note(log, "claim-next", driver.task_claim("t", now + 60_000, now + 120_000))
     await note(log, "task", driver.task_state("t"))
 
 

@@ -20,6 +20,7 @@ from engine.retention import (
     plan,
     totals,
 )
+from engine.tasks.scheduler import lease_name
 from engine.testing.kit.test_mirror import staging
 from engine.testing.plugin import AppTransaction
 from schemas.errors import ErrorPayload
@@ -272,7 +273,7 @@ async def test_one_leader_per_lease_name_until_it_expires_or_is_handed_back(
     assert not await driver.lead("prune", "a", 1_000)
     assert await driver.lead("prune", "b", 0)  # handed back
     assert await driver.lead("prune", "a", 1_000)
-    assert await driver.scheduler_lead("s", 1_000)  # the scheduler's lease is its own
+    assert await driver.lead(lease_name("prune"), "s", 1_000)  # a task's lease is its own
 
 
 async def test_of_two_workers_pruners_one_leads_and_prunes_in_batches(

@@ -22,9 +22,5 @@ async def test_a_claim_moves_the_last_fired_occurrence_only_from_the_value_read(
     assert await driver.task_claim("other", None, 100)  # each task has its own state
 
 
-async def test_a_claim_continues_from_what_task_fired_recorded(jobs: Jobs) -> None:
-    """State written by `task_fired` (a scheduler of an earlier version) is claimed from."""
-    driver = jobs.driver
-    await driver.task_fired("t", 100)
-    assert not await driver.task_claim("t", None, 200)
-    assert await driver.task_claim("t", 100, 200)
+# State an earlier version's scheduler wrote is claimed from too: each driver's own tests write
+# it by hand (tests/support/earlier_task_state.py); the kit cannot reach a driver's storage.
