@@ -114,7 +114,7 @@ async def test_a_file_at_version_16_rebuilds_its_indexes_and_keeps_deduping(
     finally:
         conn.close()
     assert len(unique) == 3
-    assert versions[-1] == 17
+    assert versions[-1] == m.migrations()[-1].version  # and every migration after 16
 
 
 async def test_commits_wake_a_thread_that_checkpoints_the_wal(

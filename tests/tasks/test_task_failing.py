@@ -15,6 +15,7 @@ from mcp_jobs.operations.diagnose import diagnose_queue
 from mcp_jobs.operations.jobs import describe_jobs
 from mcp_jobs.operations.models import DiagnoseQueueResult, Finding
 from mcp_jobs.operations.scope import Scope
+from tests.support.fix_lines import command_words
 
 MINUTE = 60_000
 
@@ -63,8 +64,9 @@ async def test_a_task_naming_a_gone_job_is_a_critical_finding_and_described_as_f
     assert '"orphan"' in finding.cause and "JOB_UNKNOWN" in finding.cause
     assert "gone_job" in finding.cause and "2 round(s)" in finding.cause
     assert finding.last_error is not None and finding.last_error.code == "JOB_UNKNOWN"
-    # The stored error's own fix is a command, so it is the finding's (with this context).
-    assert finding.fix.startswith("mcp-jobs jobs describe --json")
+    # The stored error's own fix is a command, so it is the finding's (with this context, whose
+    # assignments, such as an app imported earlier in the suite declares, stand in front).
+    assert command_words(finding.fix)[:4] == ["mcp-jobs", "jobs", "describe", "--json"]
     assert finding.next_call is not None and finding.next_call.tool == "describe_jobs"
     # A queue's diagnosis leaves out a task whose target queue is unknown.
     assert _failing(await diagnose_queue(scope, tick.queue)) == []
