@@ -11,7 +11,6 @@ from engine import JobRegistry
 from engine.backfill import (
     PASS_JOB,
     BackfillRegistry,
-    backfill,
     default_backfills,
     install_pass,
 )
@@ -26,35 +25,7 @@ from engine.backfill.errors import (
 )
 from engine.declare import default_registry
 from engine.errors import JobsError
-
-
-async def count() -> int:
-    return 0
-
-
-async def read(after: Any, limit: int) -> list[Any]:
-    return []
-
-
-async def handle(rows: list[Any]) -> None:
-    return None
-
-
-def key(row: Any) -> Any:
-    return row["id"]
-
-
-def declare(registry: BackfillRegistry, **overrides: Any) -> Any:
-    arguments: dict[str, Any] = {
-        "name": "normalize_emails",
-        "count": count,
-        "read": read,
-        "key": key,
-        "handle": handle,
-        "registry": registry,
-    }
-    arguments.update(overrides)
-    return backfill(**arguments)
+from tests.backfill.support import declare
 
 
 @pytest.mark.parametrize(

@@ -7,41 +7,13 @@ from typing import Any
 
 import pytest
 
-from engine.backfill import BackfillRegistry, backfill
+from engine.backfill import BackfillRegistry
 from engine.backfill.errors import BackfillMigrationPendingError
 from engine.backfill.rate import interval_ms
 from engine.bounds import MAX_DELAY_MS
 from engine.errors import JobsError
 from engine.internal_jobs import dry_run_command
-
-
-async def count() -> int:
-    return 0
-
-
-async def read(after: Any, limit: int) -> list[Any]:
-    return []
-
-
-async def handle(rows: list[Any]) -> None:
-    return None
-
-
-def key(row: Any) -> Any:
-    return row["id"]
-
-
-def declare(registry: BackfillRegistry, **overrides: Any) -> Any:
-    arguments: dict[str, Any] = {
-        "name": "dupe",
-        "count": count,
-        "read": read,
-        "key": key,
-        "handle": handle,
-        "registry": registry,
-    }
-    arguments.update(overrides)
-    return backfill(**arguments)
+from tests.backfill.support import declare
 
 
 @pytest.mark.parametrize(
@@ -63,11 +35,11 @@ def test_a_second_declaration_sharing_the_handler_is_refused_unless_identical(
     with pytest.raises(JobsError) as caught:
         declare(registry, **changed)
     assert caught.value.code == "BACKFILL_NAME_TAKEN"
-    assert registry.get("dupe") is first  # the first declaration is kept whole
+    assert registry.get("normalize_emails") is first  # the first declaration is kept whole
 
     # Not otherwise: the same declaration again (a module imported twice) is accepted.
     again = declare(registry)
-    assert again.checksum == first.checksum and registry.require("dupe").same_as(first)
+    assert again.checksum == first.checksum and registry.require("normalize_emails").same_as(first)
 
 
 def test_a_production_only_declaration_is_not_widened_by_a_second_one() -> None:
@@ -76,7 +48,7 @@ def test_a_production_only_declaration_is_not_widened_by_a_second_one() -> None:
     with pytest.raises(JobsError) as caught:
         declare(registry, batch_size=7)
     assert caught.value.code == "BACKFILL_NAME_TAKEN"
-    kept = registry.require("dupe")
+    kept = registry.require("normalize_emails")
     assert (kept.batch_size, kept.environments) == (100, ("production",))
 
 

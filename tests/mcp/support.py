@@ -20,9 +20,10 @@ from mcp import Client
 from mcp.types import ElicitResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine import JobContext, JobRegistry, Jobs, Retry, job
+from engine import Clock, JobContext, JobRegistry, Jobs, Retry, Worker, job
 from engine.backfill import BackfillRegistry
 from engine.drivers.sqlite.library import sqlite3
+from engine.testing.kit.test_descriptors import declare as declare_charge
 from mcp_jobs.config import Settings
 from mcp_jobs.server import build_server
 from mcp_jobs.server.audit import AUDIT_EVENT
@@ -252,3 +253,13 @@ async def stored_rows(jobs: Jobs, table: str) -> list[tuple[Any, ...]]:
     finally:
         await conn.close()
     return [tuple(r.values()) for r in rows]
+
+
+async def publish_charge(jobs: Jobs, clock: Clock) -> Worker:
+    """A worker of the shop app (the kit's `charge`, a job whose key the caller must pass)
+    publishes its descriptors to `jobs`' database, which this process's server knows no app of."""
+    app = JobRegistry()
+    declare_charge(app)
+    worker = Worker(Jobs(jobs.driver, registry=app, clock=clock), apps=["shop.jobs"])
+    await worker.publish_descriptors()
+    return worker

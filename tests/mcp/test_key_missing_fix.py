@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import json
 
-from engine import JobRegistry, Jobs, ManualClock, Worker
+from engine import JobRegistry, Jobs, ManualClock
 from engine.backfill import BackfillRegistry
-from engine.testing.kit.test_descriptors import declare
-from tests.mcp.support import serve
+from tests.mcp.support import publish_charge, serve
 
 
 async def test_the_fix_holds_a_key_slot_and_the_callers_arguments_and_runs_nothing(
     jobs: Jobs, registry: JobRegistry, mode: str, clock: ManualClock
 ) -> None:
-    app = JobRegistry()
-    declare(app)
-    await Worker(
-        Jobs(jobs.driver, registry=app, clock=clock), apps=["shop.jobs"]
-    ).publish_descriptors()
+    await publish_charge(jobs, clock)
     asked = {"name": "charge", "input": {"order_id": 3}, "tenant_id": "acme", "priority": 2}
     async with serve(jobs, mode, backfills=BackfillRegistry()) as mcp:
         error = await mcp.fails("enqueue_job", asked, "IDEMPOTENCY_KEY_MISSING")

@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine import JobRegistry, Jobs, ManualClock, Worker
+from engine import JobRegistry, Jobs, ManualClock
 from engine.backfill import BackfillRegistry
-from engine.testing.kit.test_descriptors import declare
 from mcp_jobs.errors import example_call
 from tests.mcp.conftest import OpenMcp
-from tests.mcp.support import Caller, serve
+from tests.mcp.support import Caller, publish_charge, serve
 
 
 async def _fixed(mcp: Caller, given: dict[str, Any]) -> dict[str, Any]:
@@ -52,11 +51,7 @@ async def test_a_moved_key_of_an_imported_job_is_the_key_it_computes(
 async def test_a_moved_key_of_a_published_job_is_the_callers(
     jobs: Jobs, registry: JobRegistry, mode: str, clock: ManualClock
 ) -> None:
-    app = JobRegistry()
-    declare(app)
-    await Worker(
-        Jobs(jobs.driver, registry=app, clock=clock), apps=["shop.jobs"]
-    ).publish_descriptors()
+    await publish_charge(jobs, clock)
     async with serve(jobs, mode, backfills=BackfillRegistry()) as mcp:
         given = {"name": "charge", "input": {"order_id": 3}, "idempotency_key": "charge:3"}
         found = await _fixed(mcp, given)

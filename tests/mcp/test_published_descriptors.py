@@ -7,11 +7,10 @@ import json
 
 from mcp.types import TextResourceContents
 
-from engine import JobRegistry, Jobs, ManualClock, Worker
+from engine import JobRegistry, Jobs, ManualClock
 from engine.backfill import BackfillRegistry
 from engine.descriptors import STALE_AFTER_MS
-from engine.testing.kit.test_descriptors import declare
-from tests.mcp.support import Caller, serve
+from tests.mcp.support import Caller, publish_charge, serve
 
 
 async def _descriptors(mcp: Caller) -> list[dict[str, object]]:
@@ -26,10 +25,7 @@ async def test_a_server_without_the_app_describes_and_validates_what_a_worker_pu
     jobs: Jobs, registry: JobRegistry, mode: str, clock: ManualClock
 ) -> None:
     assert len(registry) == 0  # the server's own registry: no app imported
-    app = JobRegistry()
-    declare(app)
-    worker = Worker(Jobs(jobs.driver, registry=app, clock=clock), apps=["shop.jobs"])
-    await worker.publish_descriptors()
+    worker = await publish_charge(jobs, clock)
 
     async with serve(jobs, mode, backfills=BackfillRegistry()) as mcp:
         described = await mcp.ok("describe_jobs")
