@@ -45,6 +45,7 @@ __all__ = [
     "cancel_transition",
     "claim_rank",
     "claim_transition",
+    "counts_ready",
     "dedupe_key",
     "event_kind_for",
     "is_claimable",
@@ -439,18 +440,28 @@ def stats_filter(queues: Sequence[str] | None, tenant_id: str | None) -> Callabl
     )
 
 
+def counts_ready(state: str, run_at: int, queued_at: int, now: int) -> bool:
+    """Whether a waiting row (`ready` or `delayed`) counts as ready: due, or a shed. A shed never
+    left `ready` and was queued before now, so it counts there while it waits out its delay
+    (rule 7). A `ready` row queued after now was made by a clock ahead of this one (since stepped
+    back): no claim takes it before its run_at, so it counts delayed until then."""
+    return run_at <= now or (state == "ready" and queued_at <= now)
+
+
 def stats_bucket(job: JobRecord, now: int) -> str:
-    """The QueueStats count a row adds to: its state, except that a due delayed row is ready.
-    A shed row never left `ready`, so it counts there too (rule 7)."""
-    if job.state == "delayed":
-        return "ready" if job.run_at <= now else "delayed"
+    """The QueueStats count a row adds to: its state, except that a waiting row is ready or
+    delayed as `counts_ready` says."""
+    if job.state in ("ready", "delayed"):
+        ready = counts_ready(job.state, job.run_at, job.queued_at, now)
+        return "ready" if ready else "delayed"
     return job.state
 
 
 class LiveGroup(NamedTuple):
     """The live rows of one (queue, state) as the stats fold them: how many, how many are due
-    (run_at <= now), the oldest queued_at of those waiting to be ready counted (`stats_bucket`
-    ready, queued by now), how many hold a lease that ran out, and the oldest due run_at."""
+    (run_at <= now; of `ready` and `delayed` rows, those that `counts_ready`), the oldest
+    queued_at of those waiting to be ready counted (`stats_bucket` ready, queued by now), how many
+    hold a lease that ran out, and the oldest due run_at."""
 
     queue: str
     state: JobState
@@ -475,8 +486,11 @@ def live_groups(rows: Iterable[JobRecord], now: int) -> list[LiveGroup]:
     for job in rows:
         g = acc.setdefault((job.queue, job.state), [0, 0, None, 0, None])
         g[0] += 1
+        if job.state in ("ready", "delayed"):
+            g[1] += counts_ready(job.state, job.run_at, job.queued_at, now)
+        else:
+            g[1] += job.run_at <= now
         if job.run_at <= now:
-            g[1] += 1
             g[4] = job.run_at if g[4] is None else min(g[4], job.run_at)
         if stats_bucket(job, now) == "ready" and job.queued_at <= now:
             g[2] = job.queued_at if g[2] is None else min(g[2], job.queued_at)
@@ -533,7 +547,7 @@ def queue_stats(
         if n:
             add(queue, state, n)
     for g in apart.live:
-        if g.state == "delayed":  # a due delayed row counts as ready (stats_bucket)
+        if g.state in ("ready", "delayed"):  # what counts ready, and the rest (stats_bucket)
             add(g.queue, "ready", g.due)
             add(g.queue, "delayed", g.n - g.due)
         else:

@@ -1,7 +1,7 @@
 """`task(...)`: declaring a cron task, and the registry of a process's tasks.
 
 A declaration is refused where it is written when it could never fire as meant: a cron
-expression croniter cannot schedule, a zone that is not a full IANA id, a catch-up policy that
+expression croniter cannot schedule, a zone that is not a tz database name, a catch-up policy that
 is not `skip`/`all`, or a `max_catch_up` that is not a whole number ≥ 1 (zero, a fraction or a
 negative fires nothing ever, silently; NaN and infinity are an unbounded burst nobody declared).
 
@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine import bounds
 from engine.declare import JobRegistry, default_registry, description_declared, whole_declared
@@ -36,6 +36,7 @@ from engine.tasks.errors import (
     TaskUnknownError,
 )
 from engine.tasks.occurrences import CronSyntaxError, Schedule
+from engine.tasks.zones import zone_ids
 
 CatchUp = Literal["skip", "all"]
 CATCH_UP_POLICIES: tuple[CatchUp, ...] = ("skip", "all")
@@ -48,8 +49,6 @@ MAX_CATCH_UP = 10_000
 # `engine.Enqueue` items. Checked when the task fires (TASK_ENTRY_INVALID).
 EnqueueFn = Callable[[int], Sequence[Any] | Awaitable[Sequence[Any]]]
 
-# Zones without a `/` that are nonetheless the full IANA id of what people mean by them.
-_BARE_ZONES = frozenset({"UTC"})
 
 _ORIGIN = object()
 
@@ -160,9 +159,7 @@ def _mended_name(value: object) -> str:
 def _zone(task: str, tz: object) -> ZoneInfo:
     if not isinstance(tz, str) or not tz:
         raise TaskTimezoneInvalidError(task, tz, [])
-    # zoneinfo also loads legacy abbreviations ("EST", "CET", "EST5EDT") that are not places:
-    # they ignore the local DST rules people mean, so only Region/City ids (and UTC) are taken.
-    if "/" not in tz and tz not in _BARE_ZONES:
+    if tz not in zone_ids():
         raise TaskTimezoneInvalidError(task, tz, _suggest(tz))
     try:
         return ZoneInfo(tz)
@@ -171,7 +168,7 @@ def _zone(task: str, tz: object) -> ZoneInfo:
 
 
 def _suggest(tz: str) -> list[str]:
-    zones = sorted(z for z in available_timezones() if "/" in z)
+    zones = sorted(zone_ids())
     folded = {z.lower().replace(" ", "_"): z for z in zones}
     exact = folded.get(tz.lower().replace(" ", "_"))
     if exact is not None:

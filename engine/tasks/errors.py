@@ -6,12 +6,7 @@ import json
 from collections.abc import Sequence
 
 from engine.errors import JobsError, short_repr
-
-EXAMPLE_ZONE = "America/New_York"
-LIST_ZONES = (
-    "python -c \"import zoneinfo; print(*sorted(z for z in zoneinfo.available_timezones() if '/' "
-    "in z), sep='\\n')\""
-)
+from engine.tasks.zones import EXAMPLE_ZONE, LIST_ZONES
 
 
 class TaskCronInvalidError(JobsError):
@@ -28,14 +23,14 @@ class TaskCronInvalidError(JobsError):
 
 class TaskTimezoneInvalidError(JobsError):
     code = "TASK_TIMEZONE_INVALID"
-    title = "a task's time zone is not a full IANA zone id"
+    title = "a task's time zone is not a tz database (IANA) zone name"
 
     def __init__(self, task: str, tz: object, suggestions: Sequence[str]) -> None:
         hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
         super().__init__(
-            f'task "{task}" declares tz={tz!r}, which is not a full IANA zone id{hint}; use the '
-            f'Region/City form, e.g. tz="{suggestions[0] if suggestions else EXAMPLE_ZONE}", '
-            'or "UTC"',
+            f'task "{task}" declares tz={tz!r}, which is not a zone of the tz database (IANA)'
+            f"{hint}; use a zone's exact name, e.g. "
+            f'tz="{suggestions[0] if suggestions else EXAMPLE_ZONE}", or "UTC"',
             LIST_ZONES,
             details={
                 "task": task,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+
 import pytest
 
 from engine import JobRegistry
@@ -58,8 +61,14 @@ def test_an_invalid_cron_expression_is_refused(registry: JobRegistry, cron: obje
     assert "nightly" not in tasks_of(registry).names()
 
 
-@pytest.mark.parametrize("tz", ["EST", "CET", "EST5EDT", "PST8PDT", "Mars/Olympus", "", None, 5])
-def test_a_zone_that_is_not_a_full_iana_id_is_refused(registry: JobRegistry, tz: object) -> None:
+# "localtime" is a host's own link (another zone on each machine), "Factory" the tz database's
+# placeholder for a zone not set, and a name in another case loads only on a case-blind disk.
+@pytest.mark.parametrize(
+    "tz", ["Mars/Olympus", "localtime", "Factory", "utc", "america/new_york", "", None, 5]
+)
+def test_a_zone_that_is_not_a_tz_database_name_is_refused(
+    registry: JobRegistry, tz: object
+) -> None:
     with pytest.raises(JobsError) as caught:
         declare(registry, tz=tz)
     error = caught.value
@@ -69,16 +78,38 @@ def test_a_zone_that_is_not_a_full_iana_id_is_refused(registry: JobRegistry, tz:
     assert error.details is not None and "/" in error.details["example"]
 
 
-def test_a_misspelled_zone_gets_the_real_id_suggested(registry: JobRegistry) -> None:
+def test_the_fix_lists_exactly_the_zones_a_task_takes(registry: JobRegistry) -> None:
     with pytest.raises(JobsError) as caught:
-        declare(registry, tz="america/new york")
+        declare(registry, tz="Mars/Olympus")
+    fix = caught.value.fix
+    listed = subprocess.run(shlex.split(fix), capture_output=True, text=True, check=True)
+    names = listed.stdout.split()
+    assert {"UTC", "GMT", "EST5EDT", "America/New_York"} <= set(names)
+    assert "localtime" not in names and "Factory" not in names
+    for name in names[::50]:  # every listed name is taken
+        assert declare(JobRegistry(), tz=name).tz == name
+
+
+@pytest.mark.parametrize(
+    ("tz", "meant"), [("america/new york", "America/New_York"), ("utc", "UTC"), ("gmt", "GMT")]
+)
+def test_a_misspelled_zone_gets_the_real_id_suggested(
+    registry: JobRegistry, tz: str, meant: str
+) -> None:
+    with pytest.raises(JobsError) as caught:
+        declare(registry, tz=tz)
     assert caught.value.code == "TASK_TIMEZONE_INVALID"
     assert caught.value.details is not None
-    assert caught.value.details["suggestions"] == ["America/New_York"]
+    assert caught.value.details["suggestions"] == [meant]
 
 
-@pytest.mark.parametrize("tz", ["UTC", "America/New_York", "Asia/Kolkata", "Etc/GMT+5"])
-def test_full_zone_ids_and_utc_are_accepted(registry: JobRegistry, tz: str) -> None:
+# Every name of the tz database, by its exact name: Region/City ids, UTC, and the legacy names
+# (links such as US/Eastern, rule zones such as EST5EDT, fixed ones such as EST) alike.
+@pytest.mark.parametrize(
+    "tz",
+    ["UTC", "America/New_York", "Asia/Kolkata", "Etc/GMT+5", "GMT", "EST5EDT", "EST", "US/Eastern"],
+)
+def test_every_tz_database_name_is_accepted(registry: JobRegistry, tz: str) -> None:
     assert declare(registry, tz=tz).tz == tz
 
 

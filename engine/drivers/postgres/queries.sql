@@ -360,11 +360,11 @@ SELECT * FROM {schema}.events WHERE job_id = $1 AND id < $2::bigint ORDER BY id 
 SELECT count(*) FROM {schema}.events WHERE job_id = $1;
 
 -- name: stats
--- Rule 7: a due delayed row counts as ready; a shed row is ready (it never left the state) and
--- its age runs from queued_at, which a shed does not move. It reads what is live, not what ever
--- ran: live rows (jobs_live_idx), the dead and failed counts (dead_counts, kept by triggers;
--- each row stands for n jobs, hence sum(n) for those two states), done and cancelled rows of the
--- recent window (rules.recent_settled_since: since $4, or from the $6-th newest row of a state
+-- Rule 7: a waiting row counts as ready as rules.counts_ready says (due, or a shed: `ready`,
+-- queued by now; its age runs from queued_at, which a shed does not move), else as delayed. It
+-- reads what is live, not what ever ran: live rows (jobs_live_idx), the dead and failed counts
+-- (dead_counts, kept by triggers; each row stands for n jobs, hence sum(n) for those two
+-- states), done and cancelled rows of the recent window (rules.recent_settled_since: since $4, or from the $6-th newest row of a state
 -- that has more than $6, found by a backward walk of jobs_settled_idx that stops one row later;
 -- the walk reads every queue and tenant, as the window is the whole history's, so a filter
 -- matching few rows never walks the hour; the count reads those few entries again; the walk is
@@ -402,7 +402,8 @@ WITH since AS (
 ),
 by_state AS (
     SELECT queue, state, count(*) AS n,
-           count(*) FILTER (WHERE run_at <= $1::bigint) AS due,
+           count(*) FILTER (
+               WHERE run_at <= $1::bigint OR (state = 'ready' AND queued_at <= $1::bigint)) AS due,
            min(queued_at) FILTER (
                WHERE queued_at <= $1::bigint AND (state = 'ready' OR run_at <= $1::bigint))
                AS oldest_queued_at,
@@ -440,9 +441,8 @@ by_state AS (
      GROUP BY queue, state
 )
 SELECT queue,
-       (coalesce(sum(n) FILTER (WHERE state = 'ready'), 0)
-        + coalesce(sum(due) FILTER (WHERE state = 'delayed'), 0))::bigint AS ready,
-       coalesce(sum(n - due) FILTER (WHERE state = 'delayed'), 0)::bigint AS delayed,
+       coalesce(sum(due) FILTER (WHERE state IN ('ready', 'delayed')), 0)::bigint AS ready,
+       coalesce(sum(n - due) FILTER (WHERE state IN ('ready', 'delayed')), 0)::bigint AS delayed,
        coalesce(sum(n) FILTER (WHERE state = 'running'), 0)::bigint AS running,
        coalesce(sum(n) FILTER (WHERE state = 'suspended'), 0)::bigint AS suspended,
        coalesce(sum(n) FILTER (WHERE state = 'dead'), 0)::bigint AS dead,

@@ -69,10 +69,8 @@ for _, id in ipairs(redis.call('SPOP', mine, tonumber(ARGV[6]))) do
     end
     local run_at, queued_at = tonumber(f[4]), tonumber(f[5])
     g[3] = g[3] + 1
-    if run_at <= now then
-      g[4] = g[4] + 1
-      if g[7] == '' or run_at < g[7] then g[7] = run_at end
-    end
+    if run_at <= now or (state == '"ready"' and queued_at <= now) then g[4] = g[4] + 1 end
+    if run_at <= now and (g[7] == '' or run_at < g[7]) then g[7] = run_at end
     local ready = state == '"ready"' or (state == '"delayed"' and run_at <= now)
     if ready and queued_at <= now and (g[5] == '' or queued_at < g[5]) then g[5] = queued_at end
     if (tonumber(f[6]) or 0) <= now then g[6] = g[6] + 1 end

@@ -266,15 +266,19 @@ def list_jobs_sql(
     return "\nUNION ALL\n".join(arms) + "\nORDER BY id DESC LIMIT :limit"
 
 
-# rules.queue_stats in SQL (rule 7), pinned like the rest: a delayed row whose time has come
-# counts as ready; a shed row is `ready` (with a future run_at) and counts as ready too, its age
-# measured from `queued_at`. What it reads costs what is live: the live rows (live index), every
-# dead and failed row, the done and cancelled rows of the recent window (rules.
-# recent_settled_since: since :recent, or from the :cap-th newest row of a state that has more
-# than :cap, found by a backward walk of the settled index, over every queue and tenant, that
-# stops one row later), and rows of a state this build does not know (an always-empty index).
+# rules.queue_stats in SQL (rule 7), pinned like the rest: a waiting row counts as ready as
+# rules.counts_ready says (due, or a shed: `ready`, queued by now, its run_at maybe later, its age
+# measured from `queued_at`), and as delayed otherwise. What it reads costs what is live: the
+# live rows (live index), every dead and failed row, the done and cancelled rows of the recent
+# window (rules.recent_settled_since: since :recent, or from the :cap-th newest row of a state
+# that has more than :cap, found by a backward walk of the settled index, over every queue and
+# tenant, that stops one row later), and rows of a state this build does not know (an
+# always-empty index).
 _KNOWN = _listed(JOB_STATES)
-_READY = "(state = 'ready' OR (state = 'delayed' AND run_at <= :now))"
+_READY = (
+    "((state = 'ready' AND (run_at <= :now OR queued_at <= :now))"
+    " OR (state = 'delayed' AND run_at <= :now))"
+)
 _STATS_FILTER = (
     "(:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))"
     " AND (:tenant IS NULL OR tenant_id = :tenant)"
@@ -302,7 +306,7 @@ WITH since AS (
 )
 SELECT queue,
        sum({_READY}),
-       sum(state = 'delayed' AND run_at > :now),
+       sum(state IN ('ready', 'delayed') AND NOT {_READY}),
        sum(state = 'running'),
        sum(state = 'suspended'),
        sum(CASE WHEN state = 'dead' THEN n ELSE 0 END),
