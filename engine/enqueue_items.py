@@ -171,10 +171,20 @@ def _first_unjsonable(value: Any, loc: list[Any], bytes_mode: Any) -> tuple[list
 
 def _holds_none(value: Any) -> bool:
     kind = type(value)
-    items = value.values() if kind is dict else value if kind is list else None
-    if items is None:
+    if kind is dict:
+        items: Iterable[Any] = value.values()
+    elif kind is list:
+        items = value
+    else:
         return value is None
-    return any(item is None or (type(item) in (dict, list) and _holds_none(item)) for item in items)
+    # A loop, not any() over a generator: every enqueue's input is looked through here.
+    for item in items:
+        if item is None:
+            return True
+        kind = type(item)
+        if (kind is dict or kind is list) and _holds_none(item):
+            return True
+    return False
 
 
 def _put_back_non_finite(dumped: Any, original: Any) -> None:
@@ -334,23 +344,22 @@ class EnqueueItems:
             )
         dumped = json_input(definition.name, value)
         bounds.payload("input", dumped, self.max_payload_bytes)
+        # By position, in the fields' order: keywords cost twice as much to build.
         return EnqueueRequest(
-            id=job_id,
-            run_id=run_id,
-            name=definition.name,
-            queue=definition.queue,
-            idempotency_key=key,
-            input=dumped,
-            run_at=run_at,
-            max_attempts=definition.retry.attempts,
-            tenant_id=tenant,
-            timeout_ms=definition.timeout_ms,
-            on_conflict=on_conflict,
-            traceparent=ambient if traceparent is None else require_traceparent(traceparent),
-            enqueued_by=enqueued_by,
-            priority=definition.priority
-            if priority is None
-            else bounds.priority("priority", priority),
+            job_id,
+            run_id,
+            definition.name,
+            definition.queue,
+            key,
+            dumped,
+            run_at,
+            definition.retry.attempts,
+            tenant,
+            definition.timeout_ms,
+            on_conflict,
+            ambient if traceparent is None else require_traceparent(traceparent),
+            enqueued_by,
+            definition.priority if priority is None else bounds.priority("priority", priority),
         )
 
     def published_only(self, job: object) -> DescriptorStore | None:

@@ -36,7 +36,7 @@ MAX_BATCH = 500
 Flush = Callable[[Sequence[T]], Awaitable[Sequence[R | BaseException]]]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Item(Generic[T]):
     value: T
     key: Hashable

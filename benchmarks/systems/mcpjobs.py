@@ -19,6 +19,7 @@ from engine import Enqueue, JobContext, JobRegistry, Jobs, RateLimit, Worker, co
 from engine.claim_plan import PREFETCH_PER_SLOT
 from engine.declare import JobDefinition
 from engine.rules import PRIORITY_MAX
+from engine.worker_process import tune_for_worker
 
 QUEUE = "bench"
 REGISTRY = JobRegistry()
@@ -140,6 +141,7 @@ class McpJobs(System):
         jobs = await self.connect(url)
         try:
             worker = Worker(jobs, concurrency=concurrency, queues=[QUEUE])
+            tune_for_worker()  # as `mcp-jobs worker` does in the process it owns
             tally.begin()
             running = asyncio.create_task(worker.run())
             await tally.wait()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -322,8 +323,9 @@ def _fold(
     """The items of `part` (at `offset` in the batch) whose dedupe key no earlier item had;
     records where each new key first appeared."""
     unique: list[EnqueueRequest] = []
+    key_of = rules.dedupe_key  # bound once: a thousand items a call
     for index, request in enumerate(part, offset):
-        key = dedupe_key(request)
+        key = key_of(request.name, request.tenant_id, request.idempotency_key)
         if key not in first_of:
             first_of[key] = index
             unique.append(request)
@@ -361,26 +363,37 @@ async def _settle_flight(flight: asyncio.Task[Any], *, cancel: bool) -> None:
 def _batch_json(requests: Sequence[EnqueueRequest], now: int) -> tuple[str, str]:
     """The batch as the enqueue query reads it: one short array per row, and the columns rows
     share (one job, one instant, one caller) once per distinct combination."""
+    # A combination is told by the columns read in C (`_COMMON`); its state follows from its
+    # run_at at this one `now`, so it is read once per combination, from its first request.
     shared: dict[tuple[Any, ...], int] = {}
+    firsts: list[EnqueueRequest] = []
     rows_out: list[tuple[Any, ...]] = []
     for r in requests:
-        common = (
-            r.name,
-            r.queue,
-            r.tenant_id,
-            r.initial_state(now),
-            r.run_at,
-            r.max_attempts,
-            r.timeout_ms,
-            r.traceparent,
-            r.enqueued_by,
-            r.priority,
-        )
+        common = _COMMON(r)
         index = shared.get(common)
         if index is None:
-            index = shared[common] = len(shared)
+            index = shared[common] = len(firsts)
+            firsts.append(r)
         rows_out.append((r.id, r.run_id, r.idempotency_key, r.input, index))
-    return rows.json_text(rows_out), rows.json_text(list(shared))
+    shared_out = [
+        (*common[:3], first.initial_state(now), *common[3:])
+        for common, first in zip(shared, firsts, strict=True)
+    ]
+    return rows.json_text(rows_out), rows.json_text(shared_out)
+
+
+# The columns `_batch_json` shares, in the enqueue statement's order less `state` (4th).
+_COMMON = operator.attrgetter(
+    "name",
+    "queue",
+    "tenant_id",
+    "run_at",
+    "max_attempts",
+    "timeout_ms",
+    "traceparent",
+    "enqueued_by",
+    "priority",
+)
 
 
 def _inserted(request: EnqueueRequest, now: int) -> EnqueueResult:
