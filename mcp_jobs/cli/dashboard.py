@@ -3,7 +3,9 @@
 Read-only with `--read-only`; on loopback (the default host) it asks no token, beyond loopback
 it needs the HTTP server's token (HTTP_TOKEN_REQUIRED, HTTP_TOKEN_TOO_SHORT, checked before the
 database opens). The socket is bound here, so a busy port is HTTP_BIND_FAILED with its fix, and
-`dashboard at http://HOST:PORT/` is printed on stderr once the app has started.
+`dashboard at http://HOST:PORT/` is printed on stderr once the app has started. A database that
+does not answer yet does not stop the start (as `serve`): the pages answer 503 with Retry-After
+until it does, and it is migrated then.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def add_parser(
 async def dashboard_command(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: uvicorn and starlette are not worth loading for the other commands.
     from engine.logs import configure_logging
+    from mcp_jobs.cli.serve import migrated_or_retrying
     from mcp_jobs.config import http_settings
     from mcp_jobs.dashboard.auth import standalone_auth
     from mcp_jobs.dashboard.serve import serve_dashboard
@@ -63,7 +66,7 @@ async def dashboard_command(args: argparse.Namespace, settings: Settings) -> int
         configure_logging(json=args.log_format == "json", level=args.log_level)
         sock = bind(settings.host, settings.port)
         try:
-            async with open_jobs(settings) as jobs:
+            async with open_jobs(settings, migrate=False) as jobs, migrated_or_retrying(jobs):
                 await serve_dashboard(settings, jobs, auth, sock)
         finally:
             sock.close()

@@ -5,13 +5,16 @@ that acts. An action runs the very operation the MCP tool runs and is recorded b
 `server.audit.record_call` with the tool's name and arguments, so the events table answers "who
 did that" alike; the actor says where it came from (`dashboard:retry_job`, as the tool's is
 `mcp:retry_job`). A POST whose token is missing or wrong is refused (403) before anything runs.
+
+A queue is named by the query (`/queues/pause?queue=NAME`), not a path segment: any queue name
+(`mail/bulk`, `..`, one holding a newline) reaches the operation as it is.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -20,7 +23,9 @@ import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from mcp_jobs.dashboard.html import e, error_box, frame, path
+from engine.pauses import target
+from mcp_jobs.dashboard.html import e, error_box, frame, link, notice_box, path
+from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.jobs import cancel_job, retry_job
 from mcp_jobs.operations.models import CancelJobResult, Envelope, RetryJobResult
@@ -36,8 +41,8 @@ logger = logging.getLogger(__name__)
 PATHS = (
     "/jobs/{job_id}/retry",
     "/jobs/{job_id}/cancel",
-    "/queues/{queue}/pause",
-    "/queues/{queue}/resume",
+    "/queues/pause",
+    "/queues/resume",
 )
 CSRF_FIELD = "csrf"
 # A confirmation form posts a token and a short reason: nothing bigger is read.
@@ -58,10 +63,10 @@ def flash_of(request: Request) -> str | None:
     return FLASHES.get(request.query_params.get("flash", ""))
 
 
-async def refuse(request: Request) -> Response:
+async def refuse(dash: Dashboard, request: Request) -> Response:
     """A read-only dashboard's answer on every action path."""
-    body = frame("Read-only", "<p>This dashboard is read-only: it changes nothing.</p>", prefix="")
-    return HTMLResponse(body, status_code=403)
+    body = "<p>This dashboard is read-only: it changes nothing.</p>"
+    return HTMLResponse(frame("Read-only", body, prefix=dash.prefix), status_code=403)
 
 
 def _job_of(model: RetryJobResult | CancelJobResult) -> Subject:
@@ -74,12 +79,19 @@ class Action:
 
     verb: str
     tool: str
+    # Where it is asked and posted, from its arguments (each encoded: any name gets there).
+    url: Callable[[str, Mapping[str, str]], str]
     question: Callable[[dict[str, str]], str]
     extra_fields: str
     run: Callable[[Scope, dict[str, str], dict[str, str]], Awaitable[Envelope]]
     audit: Callable[[dict[str, str], dict[str, str]], dict[str, Any]]
     subject: Callable[[Any], Subject] | None
     back: Callable[[str, dict[str, str]], str]
+    # The arguments the query names (the others are the path's), checked before it is asked.
+    query: tuple[str, ...] = ()
+    check: Callable[[dict[str, str]], object] | None = None
+    # Refused in a tenant-pinned scope (TENANT_SCOPE_EXCEEDED): a pause holds every tenant.
+    across_tenants: bool = False
 
 
 def _checked(form: dict[str, str], name: str) -> bool:
@@ -90,6 +102,7 @@ ACTIONS = {
     "retry": Action(
         verb="retry",
         tool="retry_job",
+        url=lambda prefix, p: path(prefix, "jobs", p["job_id"], "retry"),
         question=lambda p: (
             f"Retry job {p['job_id']}? It is queued again with its attempts reset (a "
             "delayed job runs now); completed steps are kept."
@@ -108,6 +121,7 @@ ACTIONS = {
     "cancel": Action(
         verb="cancel",
         tool="cancel_job",
+        url=lambda prefix, p: path(prefix, "jobs", p["job_id"], "cancel"),
         question=lambda p: f"Cancel job {p['job_id']}? A running job is told to stop.",
         extra_fields="",
         run=lambda s, p, f: cancel_job(s, p["job_id"]),
@@ -118,6 +132,7 @@ ACTIONS = {
     "pause": Action(
         verb="pause",
         tool="pause_queue",
+        url=lambda prefix, p: path(prefix, "queues", "pause", query={"queue": p["queue"]}),
         question=lambda p: (
             f"Pause queue {p['queue']}? Workers stop claiming its jobs until it "
             "is resumed; running jobs finish."
@@ -127,16 +142,23 @@ ACTIONS = {
         audit=lambda p, f: {"queue": p["queue"], "job": None, "reason": f.get("reason") or None},
         subject=None,
         back=lambda prefix, p: prefix + "/",
+        query=("queue",),
+        check=lambda p: target(p["queue"], None),
+        across_tenants=True,
     ),
     "resume": Action(
         verb="resume",
         tool="resume_queue",
+        url=lambda prefix, p: path(prefix, "queues", "resume", query={"queue": p["queue"]}),
         question=lambda p: f"Resume queue {p['queue']}? Workers claim its jobs again.",
         extra_fields="",
         run=lambda s, p, f: resume_queue(s, p["queue"], None),
         audit=lambda p, f: {"queue": p["queue"], "job": None},
         subject=None,
         back=lambda prefix, p: prefix + "/",
+        query=("queue",),
+        check=lambda p: target(p["queue"], None),
+        across_tenants=True,
     ),
 }
 
@@ -190,12 +212,31 @@ async def _form(request: Request) -> dict[str, str] | None:
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
 
+def offered(dash: Dashboard, verb: str) -> bool:
+    """Whether this dashboard offers `verb`: not read-only, and not one its tenant pin refuses
+    (a link that can only fail is not shown)."""
+    return not dash.read_only and not (
+        ACTIONS[verb].across_tenants and dash.settings.tenant is not None
+    )
+
+
+def action_url(dash: Dashboard, verb: str, params: Mapping[str, str]) -> str:
+    """The link to `verb`'s confirmation form for `params` (`{"queue": ...}`, `{"job_id": ...}`)."""
+    return ACTIONS[verb].url(dash.prefix, params)
+
+
 def handler(route: str) -> Page:
     action = ACTIONS[route.rsplit("/", 1)[1]]
+    page_name = route.strip("/")
 
     async def page(dash: Dashboard, request: Request) -> str | Response:
         params = {k: str(v) for k, v in request.path_params.items()}
-        here = request.url.path
+        if action.query:
+            params.update(read_query(request, dash.prefix, page_name, action.query))
+        if action.check is not None:
+            action.check(params)  # a name the operation would refuse is refused before it asks
+        # The token is bound to this action on these arguments, however the URL was spelt.
+        here = action.url(dash.prefix, params)
         if request.method == "GET":
             return _confirm(dash, action, params, here)
         try:
@@ -221,8 +262,19 @@ def handler(route: str) -> Page:
                 frame(f"{action.verb} refused", body, prefix=dash.prefix, read_only=False),
                 status_code=409,
             )
-        target = action.back(dash.prefix, params)
-        return RedirectResponse(f"{target}?flash={action.verb}", status_code=303)
+        target_url = action.back(dash.prefix, params)
+        if envelope.get("notices"):
+            # Done, with a warning a redirect cannot carry (a pause of a name nothing uses).
+            body = "".join(notice_box(n) for n in envelope["notices"])
+            body += f"<p>{link(target_url, 'back')}</p>"
+            return frame(
+                f"{action.verb} done",
+                body,
+                prefix=dash.prefix,
+                flash=FLASHES[action.verb],
+                read_only=False,
+            )
+        return RedirectResponse(f"{target_url}?flash={action.verb}", status_code=303)
 
     return page
 

@@ -35,6 +35,7 @@ from engine.errors import InvalidArgumentError, JobsError
 from engine.shell_words import shell_join
 from mcp_jobs.config import Settings
 from mcp_jobs.dashboard.auth import AuthGate, DashboardAuth, standalone_auth
+from mcp_jobs.dashboard.headers import Guarded
 from mcp_jobs.dashboard.html import error_box, frame
 from mcp_jobs.dashboard.sampler import DEFAULT_INTERVAL_MS, Sampler
 from mcp_jobs.fix_context import FixContext, written_by_face
@@ -136,18 +137,16 @@ def error_page(dash: Dashboard, exc: Exception, where: str) -> HTMLResponse:
         exc = _with_fix(exc, fixes, page)
     payload = error_payload(exc, where=where, context=fixes)
     headers = {}
+    again = None
     if payload.code in NOT_FOUND:
         status = 404
     elif isinstance(exc, JobsError) and payload.retryable:
-        status, headers = 503, {"retry-after": str(RETRY_AFTER_S)}
+        status, headers, again = 503, {"retry-after": str(RETRY_AFTER_S)}, RETRY_AFTER_S
     else:
         status = 400 if isinstance(exc, JobsError) else 500
     body = error_box(payload.model_dump())
-    return HTMLResponse(
-        frame("Error", body, prefix=dash.prefix, read_only=dash.read_only),
-        status_code=status,
-        headers=headers,
-    )
+    page = frame("Error", body, prefix=dash.prefix, read_only=dash.read_only, retry_after_s=again)
+    return HTMLResponse(page, status_code=status, headers=headers)
 
 
 def _with_fix(exc: InvalidArgumentError, fixes: FixContext, page: str) -> InvalidArgumentError:
@@ -194,20 +193,20 @@ def routes(dash: Dashboard) -> list[Route]:
     ]
     if p:
         found.append(Route(p, lambda _: RedirectResponse(p + "/", 308)))
-    if dash.read_only:
-        found.extend(
-            Route(p + path, actions.refuse, methods=["GET", "POST"]) for path in actions.PATHS
+    found.extend(
+        Route(
+            p + path,
+            _page(dash, actions.refuse if dash.read_only else actions.handler(path)),
+            methods=["GET", "POST"],
         )
-    else:
-        found.extend(
-            Route(p + path, _page(dash, actions.handler(path)), methods=["GET", "POST"])
-            for path in actions.PATHS
-        )
+        for path in actions.PATHS
+    )
     return found
 
 
 def dashboard_routes_app(dash: Dashboard, auth: DashboardAuth) -> ASGIApp:
-    """The routes behind the auth gate, with the sampler in the app's lifespan."""
+    """The routes behind the auth gate, with the sampler in the app's lifespan; every answer
+    (the gate's refusals too) with the headers no other site may frame it by."""
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -215,7 +214,7 @@ def dashboard_routes_app(dash: Dashboard, auth: DashboardAuth) -> ASGIApp:
             yield
 
     app = Starlette(routes=routes(dash), lifespan=lifespan)
-    return AuthGate(app, auth, cookie_path=dash.prefix + "/")
+    return Guarded(AuthGate(app, auth, prefix=dash.prefix))
 
 
 def dashboard_app(

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -92,10 +92,11 @@ def _host_name(host: str) -> str:
 class AuthGate:
     """ASGI middleware in front of every dashboard route (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, auth: DashboardAuth, cookie_path: str) -> None:
+    def __init__(self, app: ASGIApp, auth: DashboardAuth, prefix: str) -> None:
         self.app = app
         self.auth = auth
-        self.cookie_path = cookie_path or "/"
+        self.prefix = prefix  # where the dashboard is mounted ("" standalone)
+        self.cookie_path = prefix + "/"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -142,7 +143,9 @@ class AuthGate:
         self, scope: Scope, send: Send, token: str, query: list[tuple[str, str]]
     ) -> None:
         rest = urlencode([(k, v) for k, v in query if k != TOKEN_PARAM])
-        target = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
+        here = quote(scope.get("root_path", "") + scope["path"], safe="/")
+        # One leading slash: a browser reads `//evil.example/x` as another site (`\` is quoted).
+        target = "/" + here.lstrip("/") + (f"?{rest}" if rest else "")
         cookie = SimpleCookie()
         cookie[COOKIE] = token
         cookie[COOKIE]["httponly"] = True
@@ -170,7 +173,7 @@ class AuthGate:
             title,
             f"<p>{e(why)}: open the dashboard's URL with <code>?token=</code> and the server's "
             "token once, or send <code>Authorization: Bearer</code>.</p>",
-            prefix="",
+            prefix=self.prefix,
         ).encode()
         headers = [
             (b"content-type", b"text/html; charset=utf-8"),

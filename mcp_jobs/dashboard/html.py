@@ -104,6 +104,16 @@ def error_box(error: Mapping[str, Any]) -> str:
     )
 
 
+def notice_box(notice: Mapping[str, Any]) -> str:
+    """A warning an operation returned with its answer (a finding): code, cause and fix."""
+    code = notice.get("code")
+    return (
+        f'<div class="err" data-testid="notice:{e(code)}"><b>{e(notice.get("severity"))} '
+        f"{e(code)}</b><div>cause: {e(notice.get('cause'))}</div>"
+        f'<div>fix: <code data-testid="notice-fix">{e(notice.get("fix"))}</code></div></div>'
+    )
+
+
 NAV = (
     ("", "Queues"),
     ("jobs", "Jobs"),
@@ -112,11 +122,12 @@ NAV = (
     ("workers", "Workers"),
 )
 
-# Reload the overview every few seconds unless the person is typing in a form.
-REFRESH_JS = """<script>
-setTimeout(function(){if(!document.activeElement||document.activeElement.tagName!=='INPUT')
-location.reload()},%d);
-</script>"""
+# Reload the overview every `data-reload-ms` unless the person is typing in a form. One fixed
+# text, so the Content-Security-Policy (headers.py) allows exactly it by its hash.
+RELOAD_JS = """
+setTimeout(function(){var a=document.activeElement;if(!a||a.tagName!=='INPUT')location.reload()},
++document.body.dataset.reloadMs);
+"""
 
 
 def frame(
@@ -126,16 +137,22 @@ def frame(
     prefix: str,
     flash: str | None = None,
     refresh_ms: int | None = None,
+    retry_after_s: int | None = None,
     read_only: bool = True,
 ) -> str:
+    """The page: nav under `prefix`, `flash`, `body`. `refresh_ms`: reload by script (not while
+    typing); `retry_after_s`: reload by a meta refresh, script or not, since browsers ignore a
+    503's Retry-After and a wall screen would stay on the error page."""
     nav = "".join(link(path(prefix, p) if p else prefix + "/", label) for p, label in NAV)
     mode = '<span class="muted">read-only</span>' if read_only else ""
     shown = f'<div class="flash" data-testid="flash">{e(flash)}</div>' if flash else ""
-    script = REFRESH_JS % refresh_ms if refresh_ms else ""
+    script = f"<script>{RELOAD_JS}</script>" if refresh_ms else ""
+    reload = f' data-reload-ms="{refresh_ms}"' if refresh_ms else ""
+    again = f'<meta http-equiv="refresh" content="{retry_after_s}">' if retry_after_s else ""
     return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<!doctype html><html lang=en><head><meta charset=utf-8>{again}"
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{e(title)} · mcp-jobs</title><style>{CSS}</style></head><body>"
+        f"<title>{e(title)} · mcp-jobs</title><style>{CSS}</style></head><body{reload}>"
         f"<header><b>mcp-jobs</b>{nav}{mode}</header><main><h1>{e(title)}</h1>{shown}{body}"
         f"</main>{script}</body></html>"
     )

@@ -15,7 +15,9 @@ from mcp_jobs.dashboard.html import path
 
 def read_query(request: Request, prefix: str, page: str, known: Sequence[str]) -> dict[str, str]:
     """Each of `known` the URL gives, once, by name ("" when not given). Refused with the
-    page's URL as its fix: the one meant in place of an unknown name, or each name once."""
+    page's URL as its fix: the one meant in place of an unknown name, or each name once.
+    `page` is the path under the prefix (`jobs`, `queues/pause`)."""
+    parts = page.split("/")
     given = request.query_params.multi_items()
     names = [name for name, _ in given]
     first: dict[str, str] = {}
@@ -32,7 +34,7 @@ def read_query(request: Request, prefix: str, page: str, known: Sequence[str]) -
                 name,
                 value,
                 f"left out: /{page} takes {', '.join(known)}{hint}",
-                fix=path(prefix, page, query=mended),
+                fix=path(prefix, *parts, query=mended),
             )
         if names.count(name) > 1:
             values = [v for n, v in given if n == name]
@@ -40,6 +42,6 @@ def read_query(request: Request, prefix: str, page: str, known: Sequence[str]) -
                 name,
                 values,
                 f"given once (/{page} filters by one {name})",
-                fix=path(prefix, page, query={k: v for k, v in first.items() if k in known}),
+                fix=path(prefix, *parts, query={k: v for k, v in first.items() if k in known}),
             )
     return {name: first.get(name, "") for name in known}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from engine.bounds import MAX_PAGE
+from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.scope import Scope
 from schemas.errors import ErrorPayload
@@ -43,6 +44,11 @@ async def dead_letters(
     biggest group first."""
     tenant = scope.tenant(None)
     counted = await scope.jobs.stats([queue] if queue else None, tenant_id=tenant)
+    if queue is not None and not counted:
+        # A queue nothing knows is most often a typo: QUEUE_UNKNOWN, as `list_jobs` answers.
+        unknown = await unknown_filter(scope, None, queue, tenant)
+        if unknown is not None:
+            raise unknown
     total = sum(q.dead for q in counted)
     page = await scope.jobs.list(
         state="dead", queue=queue, tenant_id=tenant, limit=max(1, min(sample, MAX_PAGE))

@@ -229,7 +229,7 @@ def test_pause_from_the_overview_stops_the_queue_after_a_confirmation(
     seeded, dashboard = writable
     assert page.goto(dashboard.base).ok
     with page.expect_navigation():
-        page.locator('a[href$="/queues/mail/pause"]').click()
+        page.get_by_test_id("pause:mail").click()
     asked = on_engine(seeded.url, lambda scope: scope.jobs.pauses())
     assert [p.name for p in asked] == ["reports"]  # asking is not acting
     with page.expect_navigation():
@@ -239,3 +239,21 @@ def test_pause_from_the_overview_stops_the_queue_after_a_confirmation(
     paused = on_engine(seeded.url, lambda scope: scope.jobs.pauses())
     assert sorted(p.name for p in paused if p.kind == "queue") == ["mail", "reports"]
     assert page.get_by_test_id("paused:mail").count() == 1
+
+
+def test_every_page_runs_under_its_content_security_policy(
+    page: Any, dashboard: Dashboard, seeded: Seeded
+) -> None:
+    """The policy that keeps other sites from framing the pages lets their own style, the
+    timeline's placed bars and the overview's reload run: Chromium refuses nothing."""
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if "Security Policy" in m.text else None)
+    for where in (f"jobs/{seeded.ship_order}", "jobs", "dead", "backfills", "workers"):
+        assert page.goto(dashboard.at(where)).ok, where
+    assert page.goto(dashboard.at(f"jobs/{seeded.ship_order}")).ok
+    left = page.get_by_test_id("step-bar").last.evaluate("b => getComputedStyle(b).left")
+    assert left != "auto"  # its style attribute applied
+    assert page.goto(dashboard.base).ok
+    with page.expect_navigation(timeout=15_000):
+        pass  # the overview's own script reloads it
+    assert refused == []

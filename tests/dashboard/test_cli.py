@@ -8,6 +8,8 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -26,6 +28,45 @@ def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_JOBS_")}
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+@asynccontextmanager
+async def started(argv: list[str], cwd: Path) -> AsyncIterator[str]:
+    """`mcp-jobs dashboard` with `argv` running; its printed address, until stopped."""
+    command = [sys.executable, "-m", "mcp_jobs.cli", "dashboard", *argv]
+    async with await anyio.open_process(
+        command, cwd=cwd, env=_env(), stderr=subprocess.PIPE
+    ) as process:
+        assert process.stderr is not None
+        seen = ""
+        try:
+            async for chunk in process.stderr:
+                seen += chunk.decode()
+                if LINE in seen and seen.endswith("\n"):
+                    break
+            assert LINE in seen, seen
+            yield seen[seen.index(LINE) + len(LINE) :].split()[0]
+        finally:
+            process.send_signal(signal.SIGTERM)
+        # uvicorn stops gracefully, then re-raises the signal it caught (as `serve` does).
+        assert await process.wait() in (0, -signal.SIGTERM)
+
+
+@pytest.mark.slow
+async def test_it_starts_before_its_database_answers_and_serves_the_503_page(
+    tmp_path: Path,
+) -> None:
+    """As `serve` and `worker` wait for their database (compose, systemd starting them beside
+    it), the dashboard starts and answers 503 with Retry-After until it does."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"postgresql://nobody@127.0.0.1:{s.getsockname()[1]}/none"
+    argv = ["--database-url", url, "--port", "0"]
+    with anyio.fail_after(50):
+        async with started(argv, tmp_path) as address, httpx2.AsyncClient(timeout=40) as http:
+            page = await http.get(address + "workers")
+    assert page.status_code == 503 and int(page.headers["retry-after"]) > 0
+    assert Marks(page.text).one("error-code").text == "DRIVER_UNAVAILABLE"
 
 
 async def test_the_command_prints_its_address_and_serves_the_overview(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ header, or `?token=` then its cookie), read-only when the server is; /mcp is unc
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -62,6 +63,15 @@ async def test_a_read_only_server_mounts_a_read_only_dashboard(jobs: Jobs, seede
             f"/dashboard/jobs/{dead}/retry", headers=BEARER, data={"csrf": "x"}
         )
         assert refused.status_code == 403
+        # The refusal's own links stay under the mount, as every page's do.
+        for answer in (
+            refused,
+            await http.get("/dashboard/queues/pause?queue=mail", headers=BEARER),
+            await http.get("/dashboard/jobs"),  # no token: 401
+        ):
+            hrefs = re.findall(r'href="([^"]*)"', answer.text)
+            assert hrefs and all(h.startswith("/dashboard/") for h in hrefs), hrefs
+            assert answer.headers["x-frame-options"] == "DENY"
     assert (await jobs.get(dead)).state == "dead"
 
 

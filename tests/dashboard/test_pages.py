@@ -99,6 +99,22 @@ async def test_the_job_page_shows_inspect_job(jobs: Jobs, seeded: Seeded) -> Non
     assert Marks(missing.text).one("error-code").text == "JOB_NOT_FOUND"
 
 
+async def test_the_job_page_shows_the_stored_traceback_of_a_body_s_exception(
+    jobs: Jobs, seeded: Seeded
+) -> None:
+    # The file and line of the raise are what an operator needs from a dead letter; markup in
+    # the failure's text stays text.
+    dash = dashboard_for(jobs)
+    for job_id in seeded.ids["dead"]:
+        stored = (await inspect_job(dash.scope(), job_id)).job
+        assert stored is not None and stored.last_error is not None
+        trace = (stored.last_error.details or {})["traceback"]
+        async with browse(dash) as http:
+            marks = Marks((await http.get(f"/jobs/{job_id}")).text)
+        shown = marks.one("job-traceback").text
+        assert shown == trace and "tests/dashboard/support.py" in shown
+
+
 async def test_a_fix_on_the_job_page_names_the_dashboard_s_database(
     jobs: Jobs, seeded: Seeded
 ) -> None:
@@ -127,6 +143,19 @@ async def test_dead_letters_are_grouped_by_their_stored_code(jobs: Jobs, seeded:
     }
     assert shown == dict(codes) and sum(shown.values()) == 2
     assert int(marks.one("dead-total").attrs["data-value"]) == 2
+
+
+async def test_a_queue_nothing_knows_is_refused_on_every_page_that_filters_by_one(
+    jobs: Jobs, seeded: Seeded
+) -> None:
+    """QUEUE_UNKNOWN, as `jobs ls --queue` and `queue_stats`: never an empty, healthy page."""
+    async with browse(dashboard_for(jobs)) as http:
+        for page in ("/dead", "/jobs"):
+            answer = await http.get(page, params={"queue": "nope"})
+            assert answer.status_code == 404, page
+            assert Marks(answer.text).one("error-code").text == "QUEUE_UNKNOWN", page
+        # A known queue with no dead job is an empty page all the same.
+        assert (await http.get("/dead", params={"queue": "slow"})).status_code == 200
 
 
 async def test_workers_and_backfills_pages(jobs: Jobs, seeded: Seeded) -> None:

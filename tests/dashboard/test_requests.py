@@ -35,8 +35,12 @@ async def test_the_database_away_is_503_with_retry_after(
             assert answer.status_code == 503, page
             assert int(answer.headers["retry-after"]) > 0
             assert "DRIVER_UNAVAILABLE" in answer.text
-        # A refused value is still the client's: 400.
-        assert (await http.get("/jobs?state=nope")).status_code == 400
+            # Browsers ignore Retry-After: the page asks again itself, so a wall screen recovers.
+            wait = answer.headers["retry-after"]
+            assert f'<meta http-equiv="refresh" content="{wait}">' in answer.text, page
+        # A refused value is still the client's: 400, and asking again will not mend it.
+        refused = await http.get("/jobs?state=nope")
+        assert refused.status_code == 400 and 'http-equiv="refresh"' not in refused.text
 
 
 @pytest.mark.parametrize(

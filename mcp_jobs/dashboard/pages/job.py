@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 
 from engine.rules import can_retry
-from mcp_jobs.dashboard.actions import flash_of
+from mcp_jobs.dashboard.actions import action_url, flash_of
 from mcp_jobs.dashboard.html import age, as_json, e, error_box, frame, link, path, table, when
 from mcp_jobs.operations.jobs import inspect_job
 from mcp_jobs.operations.models import InspectJobResult, StepView
@@ -53,11 +53,10 @@ def _actions(dash: Dashboard, r: InspectJobResult) -> str:
     if can_retry(job.state, include_cancelled=True):
         # A delayed job's retry runs it now instead of at its run_at.
         label = "run now" if job.state in RUN_NOW_STATES else "retry"
-        out.append(link(path(dash.prefix, "jobs", job.id, "retry"), label, data_testid="retry"))
+        out.append(link(action_url(dash, "retry", {"job_id": job.id}), label, data_testid="retry"))
     if job.state in LIVE_STATES:
-        out.append(
-            link(path(dash.prefix, "jobs", job.id, "cancel"), "cancel", data_testid="cancel")
-        )
+        href = action_url(dash, "cancel", {"job_id": job.id})
+        out.append(link(href, "cancel", data_testid="cancel"))
     return f"<p>{' · '.join(out)}</p>" if out else ""
 
 
@@ -89,6 +88,12 @@ async def render(dash: Dashboard, request: Request) -> str:
     body += table([], (f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts))
     if job.last_error is not None:
         body += "<h2>Last error</h2>" + error_box(job.last_error.model_dump())
+        trace = (job.last_error.details or {}).get("traceback")
+        if isinstance(trace, str):  # a body's own exception: where it was raised
+            body += (
+                '<details open><summary>traceback</summary><pre data-testid="job-traceback">'
+                f"{e(trace)}</pre></details>"
+            )
     body += f"<h2>Steps ({r.steps_total or 0})</h2>" + timeline(list(r.steps or []), now)
     events = [
         f'<tr data-testid="event" data-kind="{e(ev.kind)}"><td>{e(when(ev.at))}</td>'

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 
-from mcp_jobs.dashboard.actions import flash_of
+from mcp_jobs.dashboard.actions import action_url, flash_of, offered
 from mcp_jobs.dashboard.html import age, e, frame, link, path, sparkline, table, when
 from mcp_jobs.operations.diagnose import diagnose_queue
 from mcp_jobs.operations.models import QueueStatsView, RateLimitView
@@ -62,11 +62,10 @@ def _row(dash: Dashboard, q: QueueStatsView) -> str:
         why = f" ({q.paused.reason})" if q.paused.reason else ""
         paused = f'<span class="warn" data-testid="paused:{e(q.queue)}">paused{e(why)}</span> '
     action = ""
-    if not dash.read_only:
-        verb = "resume" if q.paused is not None else "pause"
-        action = link(
-            path(dash.prefix, "queues", q.queue, verb), verb, data_testid=f"{verb}:{q.queue}"
-        )
+    verb = "resume" if q.paused is not None else "pause"
+    if offered(dash, verb):
+        href = action_url(dash, verb, {"queue": q.queue})
+        action = link(href, verb, data_testid=f"{verb}:{q.queue}")
     name = link(path(dash.prefix, "jobs", query={"queue": q.queue}), q.queue)
     return (
         f'<tr data-queue="{e(q.queue)}"><td>{name}</td>{"".join(cells)}'
