@@ -222,10 +222,7 @@ async def wait_for_job(
             else await no_worker_notice(scope, record.queue, f"job {job_id}", [job_id])
         )
         if settled or now >= deadline:
-            if record.progress is not None:  # the job's own numbers, not the time waited
-                await reports.send(scope, record.progress, record.state)
-            else:
-                await scope.progress(float(total_ms), float(total_ms), record.state)
+            await reports.last(scope, record.progress, record.state)
             return WaitForJobResult(
                 ok=True,
                 settled=settled,
@@ -237,10 +234,7 @@ async def wait_for_job(
         line = attempts.line(record)
         if notice is not None:
             line += f": no live worker serves queue {record.queue} ({notice.fix})"
-        if record.progress is not None:
-            await reports.send(scope, record.progress, line)
-        else:
-            await scope.progress(float(waited), float(total_ms), line)
+        await reports.send(scope, record.progress, line)  # the job's own numbers, if any
         await clock.sleep_ms(min(WAIT_POLL_MS, deadline - now))
 
 

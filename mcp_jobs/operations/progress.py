@@ -1,9 +1,11 @@
-"""What wait_for_job tells a caller's progress callback once the job reports its own progress.
+"""What wait_for_job tells a caller's progress callback: the job's own numbers.
 
-Before the job reports, a wait's notifications count the time waited of the wait's length.
-Once it has (`ctx.progress`, engine/progress.py), they carry the job's own numbers and message
-instead, each value once: a notification's progress must grow, and a poll that finds the same
-report again has nothing new to say.
+Until the job reports (`ctx.progress`, engine/progress.py) there are none: a notification then
+carries the wait's line (state, attempt) at progress 0 and no total, since a total the job did
+not give (the wait's length) is a bar of something else that then jumps to the job's scale.
+A notification goes out when what it says changes (a poll that finds the same report again has
+nothing new to say), its progress never lower than the last one's (MCP: it must grow; a retried
+job counts from 0 again), and the last one, when the job is done, reaches the job's total.
 """
 
 from __future__ import annotations
@@ -11,19 +13,36 @@ from __future__ import annotations
 from mcp_jobs.operations.scope import Scope
 from schemas.progress import Progress
 
+DONE = "done"
+
 
 class JobProgressNotes:
-    """One wait's notifications of the job's reports: each distinct report is sent once."""
+    """One wait's notifications: each distinct one is sent once."""
 
     def __init__(self) -> None:
-        self._sent: Progress | None = None
+        self._sent: tuple[float, float | None, str] | None = None
 
-    async def send(self, scope: Scope, progress: Progress, line: str) -> None:
-        """Notify `progress` with `line` (the wait's own words) before its message, unless
-        this report was sent already."""
-        if progress == self._sent:
+    async def send(self, scope: Scope, progress: Progress | None, line: str) -> None:
+        """Notify the job's report (`progress`, None before it reports) with `line` (the wait's
+        own words) before its message, unless that was said already."""
+        done = 0.0 if progress is None else float(progress.done)
+        total = None if progress is None or progress.total is None else float(progress.total)
+        text = f"{line}: {progress.message}" if progress is not None and progress.message else line
+        await self._say(scope, done, total, text)
+
+    async def last(self, scope: Scope, progress: Progress | None, state: str) -> None:
+        """The wait's last notification, the job in `state`: a done job's reaches its total
+        (its last report may have stopped short of it)."""
+        if state == DONE and progress is not None and progress.total is not None:
+            total = float(progress.total)
+            await self._say(scope, total, total, state)
+        else:
+            await self.send(scope, progress, state)
+
+    async def _say(self, scope: Scope, done: float, total: float | None, text: str) -> None:
+        last = 0.0 if self._sent is None else self._sent[0]
+        note = (max(done, last), total, text)
+        if note == self._sent:
             return
-        self._sent = progress
-        text = f"{line}: {progress.message}" if progress.message else line
-        total = None if progress.total is None else float(progress.total)
-        await scope.progress(float(progress.done), total, text)
+        self._sent = note
+        await scope.progress(*note)

@@ -48,6 +48,7 @@ from mcp_jobs.errors import (
 )
 from mcp_jobs.operations.models import ConfirmOffer, Envelope
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.server.confirm_answer import asked
 from schemas.errors import NextCall
 
 logger = logging.getLogger("mcp_jobs.server")
@@ -236,6 +237,8 @@ class Planned:
     plan: Plan | None = None
     # The dry run failed: the write answers this instead of asking about nothing.
     error: Exception | None = None
+    # The dry-run call a decline points back to (when the person is asked).
+    dry_run: NextCall | None = None
 
 
 def can_elicit(ctx: Context[Any, Any]) -> bool:
@@ -276,7 +279,7 @@ async def plan_write(
         return Planned(mode="elicit", error=exc)
     if refused is not None:
         return Planned(mode="elicit", error=refused)
-    return Planned(mode="elicit", plan=plan)
+    return Planned(mode="elicit", plan=plan, dry_run=spec.dry_run_call())
 
 
 def question(planned: Planned, environment: str) -> Elicit[ConfirmWrite] | None:
@@ -296,7 +299,10 @@ def asker(
         ctx: Context[Any, Any],
         planned: Annotated[Planned, Resolve(planner)],
     ) -> Elicit[ConfirmWrite] | None:
-        return question(planned, ctx.request_context.lifespan_context.settings.environment)
+        asking = question(planned, ctx.request_context.lifespan_context.settings.environment)
+        if asking is not None and planned.plan is not None and planned.dry_run is not None:
+            asked(planned.plan.tool, planned.dry_run)  # an answer that is no yes/no declines
+        return asking
 
     return ask
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -10,6 +11,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
 from engine.errors import JobsError
+from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.stats import queue_stats
 from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState
 
@@ -45,6 +48,7 @@ def diagnose_stalled_jobs_text(queue: str | None = None, *, read_only: bool = Fa
 4. Only for transient causes, {retry}.
 5. RETRIES_WAITING is no fault: those jobs run again by themselves after their backoff. Once
    their cause is over (the user says so, or it was transient as in step 3), {run_now}.
+   Nor is EVENTS_AWAITED (jobs waiting for an event): send it only if the user says it happened.
 6. Never retry a cancelled job unless the user asks (`include_cancelled: true`), and never
    cancel a running job without saying why.
 7. Finish with `queue_stats` and a short report:
@@ -93,7 +97,9 @@ def register(server: MCPServer[AppState], *, read_only: bool) -> None:
         title="Diagnose stalled jobs",
         description="Find why jobs are stuck or failing, retry what is safe, report the rest.",
     )
-    def diagnose_stalled_jobs(queue: str | None = None) -> str:
+    async def diagnose_stalled_jobs(ctx: Context[AppState, Any], queue: str | None = None) -> str:
+        if queue:  # "" is a client's blank form field: every queue
+            await require_known(ctx, "diagnose_stalled_jobs", "queue", _queue_known(queue))
         return diagnose_stalled_jobs_text(queue, read_only=read_only)
 
     if read_only:
@@ -104,21 +110,39 @@ def register(server: MCPServer[AppState], *, read_only: bool) -> None:
         title="Run a backfill safely",
         description="Rehearse a backfill, check what would block it, confirm, write, verify.",
     )
-    def run_backfill_safely(name: str, ctx: Context[AppState, Any]) -> str:
-        require_backfill(ctx, name)
+    async def run_backfill_safely(name: str, ctx: Context[AppState, Any]) -> str:
+        await require_known(ctx, "run_backfill_safely", "name", _backfill_known(name))
         return run_backfill_safely_text(name)
 
 
-def require_backfill(ctx: Context[AppState, Any], name: str) -> None:
-    """BACKFILL_UNKNOWN (its `meant` and the declared names in the data) as the prompt's
-    invalid-params error: a procedure for a backfill nobody declared would fail at step 1."""
+Check = Callable[[Scope], Awaitable[object]]
+
+
+def _queue_known(queue: str) -> Check:
+    # The rule diagnose_queue applies (through queue_stats): known, holding rows, or paused.
+    return lambda scope: queue_stats(scope, [queue])
+
+
+def _backfill_known(name: str) -> Check:
+    async def check(scope: Scope) -> None:
+        scope.backfills().registry.require(name)
+
+    return check
+
+
+async def require_known(
+    ctx: Context[AppState, Any], prompt: str, argument: str, check: Check
+) -> None:
+    """The engine's refusal of the name a prompt is about (QUEUE_UNKNOWN, BACKFILL_UNKNOWN: its
+    `meant` and the known names in the data) as the prompt's invalid-params error: a procedure
+    about a name nothing has would fail at its first call."""
     scope = request_scope(ctx.request_context.lifespan_context, "prompts/get")
     try:
-        scope.backfills().registry.require(name)
+        await check(scope)
     except JobsError as exc:
-        data = {"prompt": "run_backfill_safely", "argument": "name", "code": exc.code}
+        data = {"prompt": prompt, "argument": argument, "code": exc.code}
         raise MCPError(
             INVALID_PARAMS,
-            f"prompt run_backfill_safely: {exc.code}: {exc.cause}",
+            f"prompt {prompt}: {exc.code}: {exc.cause}",
             {**data, **(exc.details or {})},
         ) from None

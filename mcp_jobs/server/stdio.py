@@ -6,12 +6,16 @@ parse error (-32700) or an invalid request (-32600), with the request's id when 
 else null — refuses a line over the request bound while it streams in, and reads on. At the end
 of input it answers every request it has read before the session ends (the SDK's would cancel
 them: a piped script closes stdin straight after its last request), and answers for the client
-what the server asked it (an elicitation is then cancelled), since no answer can come.
+what the server asked it (an elicitation is then cancelled), since no answer can come. A client
+that closes its end of our output has gone (the host quit or restarts us): the session ends at
+once, quietly, its calls in flight cancelled, since no answer can reach it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import select
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -40,6 +44,10 @@ DROP_CHUNK = 64 * 1024
 CANCELLED = "notifications/cancelled"
 INPUT_CLOSED = "the client closed its input before answering"
 ELICIT = "elicitation/create"
+# How often, after the end of input, the output is checked for the client having closed it.
+HANGUP_POLL_MS = 200
+
+logger = logging.getLogger("mcp_jobs.server")
 
 Incoming = MemoryObjectSendStream[SessionMessage | Exception]
 Outgoing = MemoryObjectSendStream[SessionMessage]
@@ -75,6 +83,41 @@ class Unanswered:
     async def all_answered(self, seconds: float) -> None:
         with anyio.move_on_after(seconds):
             await self._none.wait()
+
+
+class Peer:
+    """Whether the client still reads what we write. Its leaving is a normal end, not a failure:
+    said once, and the session stops reading (so its calls in flight are cancelled)."""
+
+    def __init__(self) -> None:
+        self.gone = anyio.Event()
+
+    def left(self) -> None:
+        if not self.gone.is_set():
+            logger.info("the client closed the connection; its calls in flight are cancelled")
+            self.gone.set()
+
+
+def hung_up(fd: int, timeout_ms: int) -> bool:
+    """Whether the reader of `fd` has closed its end (a pipe reports an error, a socket a hang-up),
+    waiting up to `timeout_ms`. Blocking: run it in a thread."""
+    poller = select.poll()
+    poller.register(fd, 0)  # no event asked for: an error or a hang-up is always reported
+    return bool(poller.poll(timeout_ms))
+
+
+async def _watch_hangup(wire: BinaryIO, peer: Peer) -> None:
+    """Tell `peer` once the client closes `wire`, where that can be seen (a pipe or a socket on
+    a system with poll): without writing, a lone call in flight would be waited out first."""
+    try:
+        fd = wire.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    if not hasattr(select, "poll"):
+        return
+    while not await anyio.to_thread.run_sync(hung_up, fd, HANGUP_POLL_MS, abandon_on_cancel=True):
+        pass
+    peer.left()
 
 
 class Asked:
@@ -151,15 +194,18 @@ async def _read(
     unanswered: Unanswered,
     asked: Asked,
     answer_seconds: float,
+    output: tuple[BinaryIO, Peer],
 ) -> None:
     async with incoming, replies:
         while True:
             got = await anyio.to_thread.run_sync(read_line, wire, limit, abandon_on_cancel=True)
             if got is None:
                 # The session ends when `incoming` closes: not before the client's requests are
-                # answered, and those of the server's that wait on the client are answered now.
+                # answered (unless it has closed our output too: then none can be), and those of
+                # the server's that wait on the client are answered now.
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(asked.release, incoming)
+                    tg.start_soon(_watch_hangup, *output)
                     await unanswered.all_answered(answer_seconds)
                     tg.cancel_scope.cancel()
                 return
@@ -189,12 +235,19 @@ async def _write(
     outgoing: MemoryObjectReceiveStream[SessionMessage],
     unanswered: Unanswered,
     asked: Asked,
+    peer: Peer,
 ) -> None:
     async with outgoing:
         async for item in outgoing:
+            if peer.gone.is_set():
+                continue  # drained, so the session's last writes do not block its end
             asked.sent(item.message)
             text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-            await anyio.to_thread.run_sync(_write_line, wire, text.encode() + b"\n")
+            try:
+                await anyio.to_thread.run_sync(_write_line, wire, text.encode() + b"\n")
+            except OSError:  # a broken pipe or a reset: the client closed our output
+                peer.left()
+                continue
             unanswered.sent(item.message)
 
 
@@ -243,22 +296,26 @@ async def stdio_transport(
         wire_in, wire_out = wires
         incoming, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
-        unanswered, asked = Unanswered(), Asked()
+        unanswered, asked, peer = Unanswered(), Asked(), Peer()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_write, wire_out, outgoing, unanswered, asked)
+            tg.start_soon(_write, wire_out, outgoing, unanswered, asked, peer)
             reading = anyio.CancelScope()
 
             async def read_all() -> None:
                 with reading:
-                    await _read(
-                        wire_in,
-                        max_request_bytes,
-                        incoming,
-                        write.clone(),
-                        unanswered,
-                        asked,
-                        answer_seconds,
-                    )
+                    async with anyio.create_task_group() as watch:
+                        watch.start_soon(_stop_when_gone, peer, watch.cancel_scope)
+                        await _read(
+                            wire_in,
+                            max_request_bytes,
+                            incoming,
+                            write.clone(),
+                            unanswered,
+                            asked,
+                            answer_seconds,
+                            (wire_out, peer),
+                        )
+                        watch.cancel_scope.cancel()
 
             tg.start_soon(read_all)
             try:
@@ -267,6 +324,12 @@ async def stdio_transport(
                 # The server is done: stop reading, and let the writer drain what it was given.
                 reading.cancel()
                 write.close()
+
+
+async def _stop_when_gone(peer: Peer, reading: anyio.CancelScope) -> None:
+    # Reading stops, `incoming` closes, and the SDK's loop cancels the calls in flight.
+    await peer.gone.wait()
+    reading.cancel()
 
 
 @contextmanager

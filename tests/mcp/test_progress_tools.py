@@ -86,9 +86,46 @@ async def test_wait_for_job_notifies_the_jobs_own_numbers(
     assert answer["settled"] is True
     job = answer["job"]
     assert isinstance(job, dict) and job["progress"]["done"] == 7
-    (one, two) = notes
+    (one, two, end) = notes
     assert one[:2] == (3, 10) and one[2] is not None and one[2].endswith(": copying")
     assert two[:2] == (7, 10) and two[2] is not None and "copying" not in two[2]
+    assert end == (10, 10, "done")  # the job is done: the last one reaches its total
+
+
+async def test_wait_for_job_invents_no_total_and_ends_at_the_jobs(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = await jobs.enqueue("greet", {"user_id": 1})
+    notes: list[tuple[float, float | None, str | None]] = []
+    polls = Polls(clock, monkeypatch)
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        notes.append((progress, total, message))
+
+    async with open_mcp() as mcp:
+        answer: dict[str, object] = {}
+
+        async def wait() -> None:
+            arguments = {"job_id": r.id, "timeout_seconds": 30}
+            answer.update(await mcp.ok("wait_for_job", arguments, progress_callback=on_progress))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait)
+                await polls.asleep()  # it has seen the job ready, before any report
+                (claimed,) = await jobs.driver.claim("w-1", 1, 60_000)
+                last = Progress(done=5, total=6, message="copying", at=clock.now_ms(), attempt=1)
+                await _report(jobs, r.id, claimed.token, last)
+                await polls.poll()
+                await jobs.settler.ack(r.id, claimed.token, {"greeted": 1})
+                polls.wake()
+    assert answer["settled"] is True
+    before = notes[0]
+    assert before[1] is None, notes  # the job has given no total yet: none is invented
+    assert [n[0] for n in notes] == sorted(n[0] for n in notes), notes  # MCP: it only grows
+    assert notes[-2][:2] == (5, 6), notes
+    assert notes[-1][:2] == (6, 6) and notes[-1][2] is not None, notes  # done reaches the total
+    assert notes[-1][2].startswith("done"), notes
 
 
 class Polls:

@@ -156,6 +156,36 @@ async def test_a_prompts_arguments_are_names_bounded_and_quoted(open_mcp: OpenMc
         assert caught.value.error.data["code"] == "BACKFILL_UNKNOWN"
 
 
+async def test_both_prompts_refuse_a_name_nothing_has_with_the_one_meant(
+    backfill_registry: BackfillRegistry, customers: Customers, open_mcp: OpenMcp
+) -> None:
+    """A procedure about a queue or a backfill nothing has would fail at its first call: each
+    prompt refuses the name alike (the code, and the name it plainly stands for)."""
+    customers.declare(backfill_registry)
+    async with open_mcp() as mcp:
+        for prompt, argument, value, code, meant in (
+            ("diagnose_stalled_jobs", "queue", "mial", "QUEUE_UNKNOWN", "mail"),
+            (
+                "run_backfill_safely",
+                "name",
+                "normalise_emails",
+                "BACKFILL_UNKNOWN",
+                "normalize_emails",
+            ),
+        ):
+            with pytest.raises(MCPError) as caught:
+                await mcp.client.get_prompt(prompt, {argument: value})
+            error = caught.value.error
+            assert error.code == INVALID_PARAMS and isinstance(error.data, dict), error
+            assert error.data["code"] == code and error.message.startswith(f"prompt {prompt}: ")
+            assert (error.data["prompt"], error.data["argument"]) == (prompt, argument)
+            assert error.data["meant"] == meant and f"meant {meant}?" in error.message
+        # A paused queue nothing else knows is one diagnose_queue reports on: it is no slip.
+        await mcp.ok("pause_queue", {"queue": "quiet"})
+        paused = await mcp.client.get_prompt("diagnose_stalled_jobs", {"queue": "quiet"})
+        assert '"queue": "quiet"' in _text(paused)
+
+
 async def test_read_only_drops_the_prompt_that_ends_in_a_write(open_mcp: OpenMcp) -> None:
     async with open_mcp(Settings(read_only=True)) as mcp:
         prompts = {p.name for p in (await mcp.client.list_prompts()).prompts}
