@@ -60,7 +60,7 @@ from engine.inbound_events import (
     InboundEvent,
     checked_window_ms,
 )
-from engine.internal_jobs import INTERNAL_JOBS, refuse_rerun
+from engine.internal_jobs import refuse_rerun
 from engine.outbox import StagedJob
 from engine.retry import retry_schedule
 from engine.settle import Settler
@@ -189,8 +189,7 @@ class Jobs:
         """The modules that declared this client's jobs (the engine's own left out), for a fix
         line's `--app`: none when one cannot be named from another directory (a script's
         `__main__`, a module found only beside it), rather than a guess."""
-        internal = {d.fn.__module__ for d in self.registry if d.name in INTERNAL_JOBS}
-        modules = [m for m in app_modules(self.registry) if m not in internal]
+        modules = app_modules(self.registry)
         cwd = Path.cwd()
         return tuple(modules) if all(importable_anywhere(m, cwd) for m in modules) else ()
 

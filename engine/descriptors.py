@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from engine.errors import JobInputInvalidError, JobsError, short_repr
+from engine.internal_jobs import INTERNAL_JOBS
 from schemas.descriptor import JobDescriptor, RetentionInfo
 
 if TYPE_CHECKING:
@@ -182,8 +183,9 @@ def judged(descriptor: JobDescriptor, now: int) -> JobDescriptor:
 
 def app_modules(registry: JobRegistry) -> list[str]:
     """The modules that declare the registry's jobs: importing one registers its jobs, so each
-    is what `--app` names to get them back."""
-    return sorted({definition.fn.__module__ for definition in registry})
+    is what `--app` names to get them back. The engine's own jobs are left out: every worker
+    registers them."""
+    return sorted({d.fn.__module__ for d in registry if d.name not in INTERNAL_JOBS})
 
 
 def describe_all(

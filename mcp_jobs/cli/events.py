@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.errors import InvalidArgumentError
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
-from mcp_jobs.cli.render import TEXT
+from mcp_jobs.cli.render import TEXT, notice_lines
 from mcp_jobs.config import Settings
 from mcp_jobs.operations.events import (
     PAYLOAD_EXPECTED,
@@ -79,7 +79,8 @@ async def events_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def _sent(env: dict[str, Any]) -> str:
     woke = env["woken"]
-    return f"event {env['event_id']} sent; woke {woke} waiting job{'' if woke == 1 else 's'}"
+    sent = f"event {env['event_id']} sent; woke {woke} waiting job{'' if woke == 1 else 's'}"
+    return "\n".join([sent, *notice_lines(env)])
 
 
 # Text for this answer, beside the other commands' (render.TEXT, keyed by answer kind).

@@ -69,7 +69,7 @@ def _paused(env: dict[str, Any]) -> str:
 
 def _resumed(env: dict[str, Any]) -> str:
     if not env["was_paused"]:
-        return "nothing to resume: it was not paused"
+        return "\n".join(["nothing to resume: it was not paused", *notice_lines(env)])
     return f"{_what(env['pause'])} resumed"
 
 

@@ -76,6 +76,7 @@ async def run_backfill(
     # A backfill sweeps the app's own tables across every tenant; a pinned server must not
     # start one on another tenant's data.
     scope.across_tenants(f'backfill "{name}"', lambda: dry_run_command(name))
+    wait_needs_write(write, wait_seconds)
     svc = scope.backfills()
     if not write:
         # With force, the plan's `blocked_by` says what a forced write would answer.
@@ -95,6 +96,19 @@ async def run_backfill(
     # The pass is a job on PASS_QUEUE: with no worker there, nothing runs it.
     notice = await no_worker_notice(scope, PASS_QUEUE, f'the pass of backfill "{start.name}"')
     return result.model_copy(update={"notices": [notice] if notice is not None else None})
+
+
+def wait_needs_write(write: bool, wait_seconds: float) -> None:
+    """A dry run starts no pass, so it has none to follow: `wait_seconds` there is refused as
+    given where it has no use (its fix leaves it out), not ignored while the caller thinks it
+    waited. 0, the default, waits for nothing and passes."""
+    if not write and wait_seconds:
+        raise InvalidArgumentError(
+            "wait_seconds",
+            wait_seconds,
+            "given with write, the pass to follow (a dry run starts none)",
+            nearest=LEFT_OUT,
+        )
 
 
 def _check_wait(wait_seconds: float, cap: float, name: str) -> None:

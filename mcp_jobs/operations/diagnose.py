@@ -19,9 +19,12 @@ from engine.bounds import MAX_QUEUE_BYTES
 from engine.errors import JobUnknownError
 from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs.errors import QueueUnknownError
+from mcp_jobs.operations.event_waits import EVENT_SCAN, awaited_finding, event_waits
+from mcp_jobs.operations.known import run_by_live_workers
 from mcp_jobs.operations.models import (
     DiagnoseQueueResult,
     Finding,
+    PauseView,
     QueueStatsResult,
     QueueStatsView,
 )
@@ -42,7 +45,6 @@ from mcp_jobs.operations.workers import (
 from schemas.backfill import BackfillState
 from schemas.errors import NextCall
 from schemas.jobs import JobRecord
-from schemas.pauses import Pause
 from schemas.states import JobState
 
 # Job ids a finding lists at most.
@@ -105,14 +107,14 @@ async def diagnose_queue(
     findings: list[Finding] = []
     # The reads are independent of one another: each round runs at once, then the findings are
     # written from what came back (after the published apps are adopted for the fix lines).
-    counted, workers, _, backfills = await together(
+    counted, workers, (_, run_live), backfills = await together(
         _stats_or_unknown(scope, queue),
         live_workers(scope),
-        adopt_published_apps(scope),
+        together(adopt_published_apps(scope), run_by_live_workers(scope)),
         scope.backfills().list(pending_only=True),
     )
     stats: list[QueueStatsView] = []
-    paused_jobs: list[Pause] = []
+    paused_jobs: list[PauseView] = []
     if isinstance(counted, QueueUnknownError):
         findings.append(_queue_unknown(queue, counted, mend))
     else:
@@ -129,6 +131,10 @@ async def diagnose_queue(
     )
     dead_of = dict(zip(dead_queues, dead_pages, strict=True))
     parked_of = dict(zip(parked_queues, parked_pages, strict=True))
+    # The page is newest first: its oldest rows are read for their event waits.
+    scanned = {q: parked_of[q][-EVENT_SCAN:] for q in parked_queues}
+    waits = await each(event_waits(scope, scanned[q]) for q in parked_queues)
+    waits_of = dict(zip(parked_queues, waits, strict=True))
     delayed_of = dict(zip(delayed_queues, delayed_pages, strict=True))
     now = scope.jobs.clock.now_ms()
     limits = scope.settings.limits
@@ -222,7 +228,11 @@ async def diagnose_queue(
                 )
             )
         if s.suspended:
-            findings.extend(_unknown_names(scope, s.queue, parked_of[s.queue]))
+            findings.extend(_unknown_names(scope, s.queue, parked_of[s.queue], run_live))
+            awaited = awaited_finding(
+                scope, s.queue, waits_of[s.queue], len(parked_of[s.queue]), now
+            )
+            findings.extend([awaited] if awaited is not None else [])
         if s.delayed:
             findings.extend(_retries_waiting(scope, s.queue, delayed_of[s.queue], now))
 
@@ -244,14 +254,18 @@ async def diagnose_queue(
     return scope.fixes.qualify_all(result)
 
 
-def _unknown_names(scope: Scope, queue: str, parked: list[JobRecord]) -> list[Finding]:
-    """Suspended rows parked because no worker knows their name (rule 7: parked, no attempt)."""
+def _unknown_names(
+    scope: Scope, queue: str, parked: list[JobRecord], run_live: set[str]
+) -> list[Finding]:
+    """Suspended rows a worker parked because it did not know their name (rule 7: parked, no
+    attempt; the park leaves JOB_UNKNOWN as the row's error) and no live worker publishes it.
+    A sleep or an event wait is no such park, whatever this process has imported; and a sleep
+    keeps the row's error, so a JOB_UNKNOWN under a name a live worker runs is an old park."""
     by_name: dict[str, list[str]] = {}
     for job in parked:
-        unknown_here = scope.jobs.registry.get(job.name) is None
         error = job.last_error
         parked_unknown = error is not None and error.code == JobUnknownError.code
-        if unknown_here or parked_unknown:
+        if parked_unknown and job.name not in run_live:
             by_name.setdefault(job.name, []).append(job.id)
     return [
         Finding(

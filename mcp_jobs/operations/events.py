@@ -12,7 +12,8 @@ from typing import Any
 from pydantic import Field
 
 from engine.errors import InvalidArgumentError
-from mcp_jobs.operations.models import Envelope
+from mcp_jobs.operations.event_waits import unawaited_notice
+from mcp_jobs.operations.models import Envelope, Finding
 from mcp_jobs.operations.scope import Scope
 
 # What an event carries to the jobs waiting for it, as the `send_event` tool's schema declares
@@ -27,6 +28,9 @@ class SendEventResult(Envelope):
         default=None, description="how many suspended jobs waiting for it were woken now"
     )
     tenant_id: str | None = Field(default=None, description="the tenant it was sent for")
+    notices: list[Finding] | None = Field(
+        default=None, description="EVENT_NOT_AWAITED: woke none; what jobs wait for instead"
+    )
 
 
 def checked_payload(payload: object, argument: str = "payload") -> EventPayload | None:
@@ -43,4 +47,13 @@ async def send_event(
     tenant = scope.tenant(tenant_id)
     checked = checked_payload(payload)
     sent = await scope.jobs.send_event(name, key, checked, tenant_id=tenant)
-    return SendEventResult(ok=True, event_id=sent.event_id, woken=sent.woken, tenant_id=tenant)
+    # Woke none: kept for a wait to come, but a slip in the name or key would leave the jobs
+    # waiting for it asleep, unnoticed.
+    notice = None if sent.woken else await unawaited_notice(scope, name, key, tenant)
+    return SendEventResult(
+        ok=True,
+        event_id=sent.event_id,
+        woken=sent.woken,
+        tenant_id=tenant,
+        notices=[notice] if notice is not None else None,
+    )

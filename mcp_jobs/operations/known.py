@@ -3,13 +3,15 @@
 A job name is known when a job is declared under it (here, or published by a worker) or a job
 row holds it; a queue when it is the queue of such a job, holds rows (this tenant's, under a
 pin), or a live worker serves it. A filter or a pause naming neither is most often a typo: the
-answer says so and lists the known ones, rather than an empty list that looks healthy.
+answer says so and lists the known ones, rather than an empty list that looks healthy. A name
+a worker can run is narrower: one a live worker published (`run_by_live_workers`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.descriptors import judged
 from engine.errors import JobsError, JobUnknownError
 from mcp_jobs.errors import QueueUnknownError
 from mcp_jobs.operations.scope import Scope
@@ -24,6 +26,16 @@ async def known_queues(scope: Scope) -> list[str]:
     for worker in await live_workers(scope):
         names.update(worker.queues or ())
     return sorted(names)
+
+
+async def run_by_live_workers(scope: Scope) -> set[str]:
+    """The job names some live worker runs: those a worker published within the live window.
+    What this process registered says nothing of the workers, so it does not count here."""
+    store = scope.jobs.descriptors
+    if store is None:
+        return set()
+    now = scope.jobs.clock.now_ms()
+    return {d.name for d in await store.published_descriptors() if not judged(d, now).stale}
 
 
 async def unknown_queues(scope: Scope, queues: Sequence[str] | None) -> tuple[list[str], list[str]]:

@@ -143,6 +143,12 @@ class TaskFailureView(TaskFailure):
     last_failed_at_iso: ClassVar[str] = iso_of("last_failed_at")
 
 
+class PauseView(Pause):
+    model_config = _VIEW
+
+    paused_at_iso: ClassVar[str | None] = iso_of("paused_at", optional=True)
+
+
 class TaskView(TaskDescriptor):
     model_config = ConfigDict(frozen=True, from_attributes=True)  # as BackfillStateView
 
@@ -209,7 +215,7 @@ class JobProgressSummary(JobSummary):
 
 class DescribeJobsResult(Envelope):
     jobs: list[JobDescriptorView] | None = None
-    paused: list[Pause] | None = Field(
+    paused: list[PauseView] | None = Field(
         default=None,
         description="pauses holding these jobs back: their name (kind job) or their queue "
         "(kind queue) is paused, so they are enqueued but not claimed",
@@ -318,7 +324,7 @@ class RateLimitView(BaseModel):
 class QueueStatsView(QueueStats):
     model_config = _VIEW
 
-    paused: Pause | None = Field(
+    paused: PauseView | None = Field(
         default=None,
         description="set while the queue is paused (who, when, why): its waiting jobs are not"
         " claimed and keep counting above",
@@ -344,7 +350,7 @@ class OutboxView(BaseModel):
 
 class QueueStatsResult(Envelope):
     queues: list[QueueStatsView] | None = None
-    paused_jobs: list[Pause] | None = Field(
+    paused_jobs: list[PauseView] | None = Field(
         default=None,
         description="job names paused now (in any queue): their waiting jobs are not claimed",
     )
@@ -496,6 +502,10 @@ class DrainResult(Envelope):
 class MigrateResult(Envelope):
     driver: str | None = None
     database: str | None = None
+    # Where the schema is numbered migrations (SQLite, PostgreSQL): the versions this run
+    # applied, and the schema's line as `db report` prints it.
+    applied: list[int] | None = None
+    schema_line: str | None = None
 
 
 class NatsReportResult(Envelope):

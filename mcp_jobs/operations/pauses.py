@@ -8,7 +8,6 @@ The refusal's fix is the same command without the pin, for an operator who may a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from pydantic import Field
 
@@ -16,7 +15,7 @@ from engine.drivers.base import PAUSES
 from engine.errors import InvalidArgumentError, JobsError
 from engine.pauses import PauseKey, target
 from mcp_jobs.operations.known import unknown_filter
-from mcp_jobs.operations.models import _VIEW, Envelope, Finding, QueueStatsView, iso_of
+from mcp_jobs.operations.models import Envelope, Finding, PauseView, QueueStatsView
 from mcp_jobs.operations.scope import Scope
 from schemas.descriptor import JobDescriptor
 from schemas.errors import NextCall
@@ -24,12 +23,6 @@ from schemas.pauses import Pause, PauseKind
 
 # Job ids a JOB_PAUSED finding lists at most (as diagnose's other findings).
 SAMPLE_IDS = 5
-
-
-class PauseView(Pause):
-    model_config = _VIEW
-
-    paused_at_iso: ClassVar[str | None] = iso_of("paused_at", optional=True)
 
 
 class PauseQueueResult(Envelope):
@@ -54,6 +47,9 @@ class ResumeQueueResult(Envelope):
         default=None, description="false when nothing was paused: nothing changed"
     )
     pause: PauseView | None = Field(default=None, description="the pause lifted")
+    notices: list[Finding] | None = Field(
+        default=None, description="JOB_UNKNOWN / QUEUE_UNKNOWN: nothing uses the name"
+    )
 
 
 class PausesResult(Envelope):
@@ -133,16 +129,32 @@ async def resume_queue(
     kind, name = _named(scope, queue, job)
     _unpinned(scope, "resume", kind, name)
     lifted = await scope.jobs.resume(queue=queue, job=job)
+    notice = None
     if lifted is None:
         # Nothing lifted and nothing uses the name: a typo, which left the paused one paused.
         paused = [p.name for p in await pauses_in_force(scope) if p.kind == kind]
         unknown = await unknown_filter(scope, job, queue, None, paused=paused)
-        if unknown is not None:
-            raise unknown
+        notice = None if unknown is None else _lifts_nothing(scope, queue, unknown)
     return ResumeQueueResult(
         ok=True,
         was_paused=lifted is not None,
         pause=None if lifted is None else PauseView.model_validate(lifted),
+        notices=[notice] if notice is not None else None,
+    )
+
+
+def _lifts_nothing(scope: Scope, queue: str | None, unknown: JobsError) -> Finding:
+    """The resume of a name nothing uses or holds answers was_paused false all the same (the
+    resume is idempotent: run twice, a typo's resume must not fail the second time). The notice
+    names the one meant and the pauses in force; its fix lists them: a resume of another name
+    would lift a pause someone may have made on purpose, so none is offered."""
+    return Finding(
+        code=unknown.code,
+        severity="warning",
+        queue=queue,
+        cause=f"{unknown.cause}: nothing was paused under it, so nothing changed",
+        fix=scope.fixes.command("queues", "ls", "--json"),
+        next_call=NextCall(tool="queue_stats", arguments={}),
     )
 
 

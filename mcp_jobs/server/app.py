@@ -32,10 +32,12 @@ from mcp_jobs.server.apps_ui import apps_extension
 from mcp_jobs.server.arguments import make_strict
 from mcp_jobs.server.calls import tool_failure
 from mcp_jobs.server.completions import register as register_completions
+from mcp_jobs.server.confirm_answer import asking
 from mcp_jobs.server.cursor_first import cursor_first
 from mcp_jobs.server.derived_arguments import derived_arguments
 from mcp_jobs.server.engine_refusal import calling
 from mcp_jobs.server.http import http_auth
+from mcp_jobs.server.name_first import name_first
 from mcp_jobs.server.oauth_grants import callable_tools
 from mcp_jobs.server.request_params import named_params
 from mcp_jobs.server.schemas import published
@@ -89,16 +91,22 @@ class JobsServer(MCPServer[AppState]):
         # As the strict model reads them (5.0 for an integer is 5), for the fixes of a refusal.
         read = tool.fn_metadata.pre_parse_json(arguments)
         try:
-            with calling(tool, read):
+            with calling(tool, read), asking() as question:
                 return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if isinstance(exc, UnexpectedToolError) or not isinstance(
-                exc.__cause__, ValidationError
+        except (ToolError, MCPError) as exc:
+            declined = question.declined(exc)  # the answer to its confirm question is no yes/no
+            if declined is not None:
+                return tool_failure(declined, where=f"tool {name}")
+            if (
+                not isinstance(exc, ToolError)
+                or isinstance(exc, UnexpectedToolError)
+                or not isinstance(exc.__cause__, ValidationError)
             ):
                 raise
             # The strict model (`server.arguments`) refused them, before the tool ran.
             derived = derived_arguments(name, read, context)  # what only the server knows
-            refused = await cursor_first(refusal(tool, read, exc.__cause__, derived), context)
+            refused = refusal(tool, read, exc.__cause__, derived)
+            refused = await cursor_first(await name_first(refused, tool, read, context), context)
             return tool_failure(refused, where=f"tool {name}")
 
     def _unknown_tool(self, name: str) -> MCPError:

@@ -41,10 +41,11 @@ def test_pause_resume_and_list(url: str, capsys: pytest.CaptureFixture[str]) -> 
 
     code, resumed = run(capsys, "queues", "resume", "mail", *db, "--json")
     assert code == 0 and resumed["was_paused"] is True
-    # Not paused now, and no job, row or worker uses it: the name is unknown, not "not paused"
-    # (a known one answers was_paused false: tests/mcp/test_pause_tools.py).
+    # Not paused now, and no job, row or worker uses it: not paused, and a notice that the name
+    # is unknown (a known one answers was_paused false alone: tests/mcp/test_pause_tools.py).
     code, none = run(capsys, "queues", "resume", "mail", *db, "--json")
-    assert code == 1 and none["error"]["code"] == "QUEUE_UNKNOWN"
+    assert code == 0 and none["was_paused"] is False
+    assert [n["code"] for n in none["notices"]] == ["QUEUE_UNKNOWN"]
     assert stored(url) == [("job", "greet", "cli")]
 
 
@@ -86,19 +87,22 @@ def test_naming_both_or_neither_is_refused_with_a_command_that_runs(
     assert code == 0 and stored(url) == [("queue", "mail", "cli")]
 
 
-def test_resuming_a_name_nothing_uses_or_holds_is_refused_with_the_command_meant(
+def test_resuming_a_name_nothing_uses_or_holds_changes_nothing_and_says_so(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """With orders paused, `queues resume ordrs` said "nothing to resume" and left it paused."""
+    """With orders paused, `queues resume ordrs` changes nothing, again and again (the resume is
+    idempotent), and says the name is unknown, meant orders; its fix lists the pauses."""
     db = ["--database-url", url]
     assert run(capsys, "queues", "pause", "orders", *db, "--json")[0] == 0
-    code, refused = run(capsys, "queues", "resume", "ordrs", *db, "--json")
-    assert code == 1 and refused["error"]["code"] == "QUEUE_UNKNOWN"
-    assert refused["error"]["details"]["meant"] == "orders"
-    fix = command_words(refused["error"]["fix"])
-    assert fix[1:4] == ["queues", "resume", "orders"]
-    code, resumed = run(capsys, *fix[1:], "--json")
-    assert code == 0 and resumed["was_paused"] is True
-    assert stored(url) == []
+    for _ in range(2):
+        code, answer = run(capsys, "queues", "resume", "ordrs", *db, "--json")
+        assert code == 0 and answer["was_paused"] is False
+        (notice,) = answer["notices"]
+        assert notice["code"] == "QUEUE_UNKNOWN" and "(meant orders?)" in notice["cause"]
+        fix = command_words(notice["fix"])
+        assert fix[1:3] == ["queues", "ls"], fix
+        code, listed = run(capsys, *fix[1:])
+        assert code == 0 and [p["name"] for p in listed["pauses"]] == ["orders"]
+    assert stored(url) == [("queue", "orders", "cli")]
     code, text = run(capsys, "queues", "resume", "ordrs", *db)
-    assert code == 1 and "nothing to resume" not in text
+    assert code == 0 and "nothing to resume" in text and "QUEUE_UNKNOWN" in text, text

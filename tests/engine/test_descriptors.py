@@ -12,9 +12,12 @@ import anyio
 import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
+from engine.backfill.pass_job import install_pass
+from engine.backfill.registry import BackfillRegistry
 from engine.descriptors import (
     PUBLISH_EVERY_BEATS,
     STALE_AFTER_MS,
+    app_modules,
     encode,
     forgettable,
     to_publish,
@@ -218,3 +221,12 @@ def test_a_schema_this_process_did_not_make_is_still_checked() -> None:
         update={"published_at": 10_000, "input_schema": {"type": "no-such-type"}}
     )
     assert forgettable(broken.name, encode(broken), 5_000)
+
+
+def test_the_apps_published_are_the_applications_not_the_engine_s_own_jobs(
+    registry: JobRegistry,
+) -> None:
+    # `--app engine.backfill.pass_job` in a fix line is noise: the engine registers it anyway.
+    declare(registry)
+    install_pass(registry, BackfillRegistry())
+    assert app_modules(registry) == ["engine.testing.kit.test_descriptors"]

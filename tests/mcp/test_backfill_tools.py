@@ -159,3 +159,24 @@ async def test_a_tenant_pinned_server_refuses_to_sweep_every_tenant(
             "run_backfill", {"name": "normalize_emails", "write": True}, "TENANT_SCOPE_EXCEEDED"
         )
     assert (await jobs.list()).jobs == []
+
+
+async def test_a_dry_run_refuses_wait_seconds_with_the_call_without_it(
+    jobs: Jobs, backfill_registry: BackfillRegistry, customers: Customers, open_mcp: OpenMcp
+) -> None:
+    """A dry run starts no pass, so it has nothing to wait for: refused as an argument given
+    where it has no use (as list_backfills' runs_limit without name), not silently ignored."""
+    customers.declare(backfill_registry, batch_size=10)
+    async with open_mcp() as mcp:
+        asked = {"name": "normalize_emails", "wait_seconds": 30}
+        error = await mcp.fails("run_backfill", asked, "INVALID_ARGUMENT")
+        assert error["details"]["argument"] == "wait_seconds" and error["retryable"] is False
+        assert error["next_call"] == {
+            "tool": "run_backfill",
+            "arguments": {"name": "normalize_emails"},
+        }
+        dry = await mcp.ok(error["next_call"]["tool"], error["next_call"]["arguments"])
+        assert dry["mode"] == "dry_run"
+        # 0 (the default) waits for nothing: no use, and no harm.
+        await mcp.ok("run_backfill", {"name": "normalize_emails", "wait_seconds": 0})
+    assert (await jobs.list()).jobs == []

@@ -116,3 +116,37 @@ async def test_a_payload_over_the_events_bound_says_the_bound_is_fixed(open_mcp:
             error["fix"]
             == 'send_event {"name": "invoice.approved", "key": "5", "payload": "<payload>"}'
         )
+
+
+async def test_diagnose_names_the_events_awaited_and_send_event_the_one_meant(
+    jobs: Jobs, app: JobRegistry, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    """A job waiting for an event hours on end is no stall (it times out by itself), but an agent
+    asking why it has not run needs to see what it waits for; and a send that wakes nothing
+    because of a slip in the name should say which names jobs wait for."""
+    _declare_waiter(app)
+    made = await jobs.enqueue("await_approval", {"invoice_id": 5})
+    await Worker(jobs).run_until_idle()
+    clock.advance(600_000)
+    async with open_mcp() as mcp:
+        diagnosis = await mcp.ok("diagnose_queue", {"queue": "billing"})
+        assert diagnosis["healthy"] is True
+        (awaited,) = [f for f in diagnosis["findings"] if f["code"] == "EVENTS_AWAITED"]
+        assert (awaited["severity"], awaited["queue"]) == ("info", "billing")
+        assert '"invoice.approved"' in awaited["cause"] and "600 s" in awaited["cause"]
+        assert awaited["job_ids"] == [made.id]
+        assert " events send invoice.approved 5" in awaited["fix"], awaited
+        assert awaited["next_call"] == {"tool": "inspect_job", "arguments": {"job_id": made.id}}
+
+        missed = await mcp.ok("send_event", {"name": "invoice.aproved", "key": "5"})
+        assert missed["woken"] == 0
+        (notice,) = missed["notices"]
+        assert (notice["code"], notice["severity"]) == ("EVENT_NOT_AWAITED", "warning")
+        assert "(meant invoice.approved?)" in notice["cause"], notice
+        assert " events send invoice.approved 5" in notice["fix"] and "next_call" not in notice
+        # Another key of a name awaited: kept for a later wait, said as info.
+        other = await mcp.ok("send_event", {"name": "invoice.approved", "key": "6"})
+        (info,) = other["notices"]
+        assert info["severity"] == "info" and '"5"' in info["cause"], info
+        woke = await mcp.ok("send_event", {"name": "invoice.approved", "key": "5"})
+        assert woke["woken"] == 1 and "notices" not in woke

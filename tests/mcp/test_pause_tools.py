@@ -177,11 +177,12 @@ async def test_naming_both_or_neither_is_refused_with_a_call_that_runs(
         assert paused["pause"]["name"] == "mail"
 
 
-async def test_resuming_a_name_nothing_uses_or_holds_is_refused_naming_the_one_meant(
+async def test_resuming_a_name_nothing_uses_or_holds_changes_nothing_and_says_so(
     jobs: Jobs, open_mcp: OpenMcp
 ) -> None:
-    """`resume_queue {"queue": "ordrs"}` with orders paused answered was_paused false and left
-    orders paused, unnoticed; a paused name counts as known, so its slip is named too."""
+    """`resume_queue {"queue": "ordrs"}` with orders paused answers was_paused false, as any
+    resume of what is not paused does (it is idempotent), with a notice naming the name meant
+    and the pauses in force; its fix and next_call read them, never lift another pause."""
     async with open_mcp() as mcp:
         await mcp.ok("pause_queue", {"queue": "orders"})
         await mcp.ok("pause_queue", {"queue": "zeta"})  # a queue no job uses yet
@@ -190,14 +191,44 @@ async def test_resuming_a_name_nothing_uses_or_holds_is_refused_naming_the_one_m
             ({"queue": "zeat"}, "QUEUE_UNKNOWN", "zeta"),
             ({"job": "gret"}, "JOB_UNKNOWN", "greet"),
         ):
-            refused = await mcp.fails("resume_queue", arguments, code)
-            assert refused["details"]["meant"] == meant and refused["retryable"] is False
-            assert f"(meant {meant}?)" in refused["cause"], refused
-            kind = next(iter(arguments))
-            assert refused["fix"] == f'resume_queue {{"{kind}": "{meant}"}}', refused
+            for _ in range(2):
+                answer = await mcp.ok("resume_queue", arguments)
+                assert answer["was_paused"] is False and "pause" not in answer
+                (notice,) = answer["notices"]
+                assert (notice["code"], notice["severity"]) == (code, "warning")
+                assert f"(meant {meant}?)" in notice["cause"], notice
+                assert notice["next_call"] == {"tool": "queue_stats", "arguments": {}}
+                assert "resume" not in notice["fix"], notice
+        assert {(p.kind, p.name) for p in await jobs.pauses()} == {
+            ("queue", "orders"),
+            ("queue", "zeta"),
+        }
         lifted = await mcp.ok("resume_queue", {"queue": "orders"})
         assert lifted["was_paused"] is True
-        # A known name that is not paused answers as before: nothing changes.
-        assert (await mcp.ok("resume_queue", {"queue": "orders"}))["was_paused"] is False
+        # A known name that is not paused answers as before: nothing changes, nothing to note.
+        again = await mcp.ok("resume_queue", {"queue": "orders"})
+        assert again["was_paused"] is False and "notices" not in again
         assert (await mcp.ok("resume_queue", {"job": "greet"}))["was_paused"] is False
     assert [(p.kind, p.name) for p in await jobs.pauses()] == [("queue", "zeta")]
+
+
+async def test_a_typo_paused_then_resumed_resumes_again_leaving_a_deliberate_pause(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """The slip `send_reciept` paused and resumed once: running the same resume again (an
+    agent retrying, a fix line run twice) must not point at the deliberate `send_receipt`."""
+    async with open_mcp() as mcp:
+        await mcp.ok("pause_queue", {"job": "receipt", "reason": "legit pause"})
+        paused = await mcp.ok("pause_queue", {"job": "reciept"})
+        (notice,) = paused["notices"]
+        assert notice["next_call"] == {"tool": "resume_queue", "arguments": {"job": "reciept"}}
+        first = await mcp.ok("resume_queue", notice["next_call"]["arguments"])
+        assert first["was_paused"] is True
+        again = await mcp.ok("resume_queue", notice["next_call"]["arguments"])
+        assert again["was_paused"] is False
+        (unknown,) = again["notices"]
+        assert unknown["code"] == "JOB_UNKNOWN" and "(meant receipt?)" in unknown["cause"]
+        assert unknown["next_call"] == {"tool": "queue_stats", "arguments": {}}
+    assert [(p.kind, p.name, p.reason) for p in await jobs.pauses()] == [
+        ("job", "receipt", "legit pause")
+    ]

@@ -4,7 +4,8 @@ a queue name in another spelling is mended in diagnose_queue as in queue_stats."
 
 from __future__ import annotations
 
-from engine import Jobs
+from engine import Jobs, ManualClock
+from engine.instants import iso
 from tests.mcp.conftest import OpenMcp
 
 
@@ -75,3 +76,23 @@ async def test_diagnose_mends_a_queue_in_another_spelling_as_queue_stats_does(
         assert finding["fix"] == 'diagnose_queue {"queue": "mail"}'
         again = await mcp.ok(call["tool"], call["arguments"])
         assert again["healthy"] is not None
+
+
+async def test_every_pause_shown_carries_its_time_in_iso(
+    jobs: Jobs, open_mcp: OpenMcp, clock: ManualClock
+) -> None:
+    """The README: every time has an ISO 8601 twin; pause_queue's answer had one, the pauses
+    queue_stats, diagnose_queue and describe_jobs show had none."""
+    await jobs.enqueue("greet", {"user_id": 1})  # queue mail
+    async with open_mcp() as mcp:
+        await mcp.ok("pause_queue", {"queue": "mail", "reason": "r"})
+        await mcp.ok("pause_queue", {"job": "fulfil"})
+        at = iso(clock.now_ms())
+        stats = await mcp.ok("queue_stats", {})
+        (mail,) = [q for q in stats["queues"] if q["queue"] == "mail"]
+        (held,) = stats["paused_jobs"]
+        diagnosis = await mcp.ok("diagnose_queue", {})
+        (diagnosed,) = [q for q in diagnosis["queues"] if q["queue"] == "mail"]
+        described = await mcp.ok("describe_jobs", {"name": "greet"})
+        shown = [mail["paused"], held, diagnosed["paused"], *described["paused"]]
+        assert [p["paused_at_iso"] for p in shown] == [at] * len(shown), shown

@@ -10,7 +10,9 @@ import json
 import re
 from typing import Any
 
-from engine import Jobs, ManualClock, Worker
+from pydantic import BaseModel
+
+from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.backfill import BackfillRegistry
 from engine.errors import REGISTRY
 from schemas.errors import ErrorPayload
@@ -99,6 +101,16 @@ async def _check_prompt(
     return called
 
 
+class Signoff(BaseModel):
+    order_id: int
+
+
+def _declare_signoff(registry: JobRegistry) -> None:
+    @job(idempotency_key=lambda i: f"sign:{i.order_id}", queue="orders", registry=registry)
+    async def await_signoff(input: Signoff, ctx: JobContext) -> None:
+        await ctx.step.wait_for_event("order.signed", match=str(input.order_id), timeout=3600)
+
+
 async def _migrated() -> bool:
     return False  # the migration this backfill needs has not run
 
@@ -164,11 +176,14 @@ async def test_run_backfill_safely_agrees_with_the_tools(
 
 
 async def test_diagnose_stalled_jobs_agrees_with_the_tools(
-    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+    jobs: Jobs, app: JobRegistry, clock: ManualClock, open_mcp: OpenMcp
 ) -> None:
     # No worker lives; an order parks on its sleep and overstays it; a ready job ages; one job
-    # goes dead; one has a name no worker knows; one worker's lease runs out.
+    # goes dead; one has a name no worker knows; one worker's lease runs out; one waits for an
+    # event.
+    _declare_signoff(app)
     order = await jobs.enqueue("fulfil", {"order_id": 1})
+    await jobs.enqueue("await_signoff", {"order_id": 1})
     dead = await jobs.enqueue("flaky", {"key": "down"})
     worker = Worker(jobs)
     await worker.run_until_idle()

@@ -35,8 +35,12 @@ REQUIRED: dict[str, Any] = {
     "input": {"user_id": 1},
     "key": "k",  # send_event
 }
-# An argument that is taken only beside another (runs page the runs of one backfill).
-COMPANIONS: dict[str, dict[str, Any]] = {"runs_limit": {"name": "greet"}}
+# An argument that is taken only beside another (runs page the runs of one backfill; a wait
+# follows the pass a write starts).
+COMPANIONS: dict[str, dict[str, Any]] = {
+    "runs_limit": {"name": "greet"},
+    "wait_seconds": {"write": True},
+}
 # A bound that moves with the clock (run_at: ten years ahead): the schema publishes a fixed one
 # beyond it, the engine refuses what lies past the moving one, and its fix is the call there.
 MOVING_BOUNDS: dict[tuple[str, str], Callable[[Jobs], int]] = {

@@ -21,6 +21,7 @@ from engine.instants import EARLIEST_MS, MAX_TIME_CHARS
 from engine.rules import PRIORITY_MAX, PRIORITY_MIN
 from mcp_jobs import operations
 from mcp_jobs.config import ServerLimits
+from mcp_jobs.operations.backfills import wait_needs_write
 from mcp_jobs.operations.models import (
     CancelJobResult,
     EnqueueJobResult,
@@ -278,10 +279,15 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
         confirm: ConfirmToken = None,
     ) -> Annotated[CallToolResult, RunBackfillResult]:
         spec = backfill_write(name, force, wait_seconds)
+
+        async def call(s: Scope) -> RunBackfillResult:
+            wait_needs_write(write, wait_seconds)  # the dry run below is planned without it
+            return await guarded(s, gate, spec, planned, answer, confirm, _offers(ctx, s))
+
         return await run_tool(
             ctx,
             "run_backfill",
-            lambda s: guarded(s, gate, spec, planned, answer, confirm, _offers(ctx, s)),
+            call,
             audit={"name": name, "write": write, "force": force} if write else None,
             subject=lambda m: (m.start.job_id if m.start is not None else None, None),
         )
