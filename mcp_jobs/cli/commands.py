@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from engine.client import Jobs, connect
+from engine.drivers.schema_versions import VersionedSchema
 from engine.drivers.urls import redact
 from engine.shell_words import shell_join
 from mcp_jobs import operations
@@ -287,8 +288,15 @@ async def db_command(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> Envelope:
         jobs = written_by_face(await connect(settings.url, migrate=False))
         try:
-            await jobs.migrate()
-            return MigrateResult(ok=True, driver=jobs.driver.kind, database=redact(settings.url))
+            result = MigrateResult(ok=True, driver=jobs.driver.kind, database=redact(settings.url))
+            if not isinstance(jobs.driver, VersionedSchema):
+                await jobs.migrate()
+                return result
+            # Not connect()'s own migration: that would leave nothing for this one to name.
+            migrated = await jobs.driver.migrate_versions()
+            return result.model_copy(
+                update={"applied": migrated.applied, "schema_line": migrated.schema}
+            )
         finally:
             await jobs.close()
 

@@ -26,6 +26,7 @@ from engine.drivers.postgres.faults import (
     is_connection_failure,
     unavailable,
 )
+from engine.drivers.postgres.install_refusals import SchemaTaken, refusal
 from engine.drivers.postgres.migrate import Conn, InstallFrom
 from engine.drivers.postgres.migrate import migrate as run_migrations
 from engine.drivers.postgres.own_connections import Connection, OwnConnections
@@ -227,9 +228,18 @@ class Connections:
 
     async def migrate(self, now_ms: int, install_from: InstallFrom = "schema") -> list[int]:
         # One transaction that reads the version under its lock: a rerun applies what is left.
-        return await self.atomic(
-            lambda conn: run_migrations(conn, self.schema, now_ms, install_from=install_from)
-        )
+        async def once(conn: Conn) -> list[int]:
+            try:
+                return await run_migrations(conn, self.schema, now_ms, install_from=install_from)
+            except (SchemaTaken, asyncpg.PostgresError) as exc:
+                # A schema that is another program's, or a role that may not alter it, is
+                # refused for good: retrying as the same role on the same schema cannot help.
+                refused = await refusal(conn, self.url, self.schema, exc)
+                if refused is None:
+                    raise
+                raise refused from exc
+
+        return await self.atomic(once)
 
     # --- own connections ----------------------------------------------------------------------
 

@@ -28,12 +28,13 @@ from engine.drivers.postgres.batch import SetWrites
 from engine.drivers.postgres.claims import Claimer
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.enqueue import Enqueuer
-from engine.drivers.postgres.migrate import InstallFrom
+from engine.drivers.postgres.migrate import InstallFrom, current_version
 from engine.drivers.postgres.retry import Retrier
-from engine.drivers.postgres.sql import check_schema_name
+from engine.drivers.postgres.sql import check_schema_name, latest_version
 from engine.drivers.postgres.sweep import Sweeper
 from engine.drivers.postgres.wake import NotifyListener, WakeSignal
-from engine.drivers.urls import SCHEMA_PARAM, naming, split_schema
+from engine.drivers.schema_versions import Migrated, version_words
+from engine.drivers.urls import SCHEMA_PARAM, migrate_fix, naming, split_schema
 from engine.errors import InvalidArgumentError, JobsError
 from engine.inbound_events import EventCursor, InboundEvent
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
@@ -167,6 +168,12 @@ class PostgresDriver:
 
     async def migrate(self) -> None:
         await self.migrate_with()
+
+    async def migrate_versions(self) -> Migrated:
+        applied = await self.migrate_with()
+        version = await self.db.idempotent(lambda conn: current_version(conn, self.schema))
+        words = version_words(version, latest_version(), migrate_fix(self.url))
+        return Migrated(applied, f"schema {self.schema}: {words}")
 
     async def migrate_with(self, install_from: InstallFrom = "schema") -> list[int]:
         """`migrate()`, choosing how a fresh database is built (tests compare the two roads)."""

@@ -14,6 +14,7 @@ from typing import Literal, TypeAlias
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+from engine.drivers.postgres.install_refusals import SchemaTaken, in_the_way
 from engine.drivers.postgres.sql import (
     latest_version,
     migrations,
@@ -67,6 +68,10 @@ async def migrate(
         pending = [m for m in migrations() if m.version > version]
         if not pending:
             return []
+        # Before anything is written: another program's tables are never altered or stamped.
+        tables = await in_the_way(conn, schema)
+        if tables:
+            raise SchemaTaken(tables)
         if version == 0 and install_from == "schema":
             await conn.execute(with_schema(raw_schema(), schema))
         else:

@@ -18,8 +18,10 @@ from engine.clock import offset_line
 from engine.drivers.base import StoreReport
 from engine.drivers.postgres import server_time
 from engine.drivers.postgres.faults import DRIVER_FAILURES, setting_refused
+from engine.drivers.postgres.install_refusals import elsewhere_fix, in_the_way
 from engine.drivers.postgres.migrate import current_version
 from engine.drivers.postgres.sql import latest_version
+from engine.drivers.schema_versions import version_words
 from engine.drivers.urls import migrate_fix, split_schema
 
 # The sessions and databases listed; the rest are counted.
@@ -178,21 +180,15 @@ async def _sizes_line(conn: asyncpg.Connection[Any]) -> str:
 
 
 async def _schema_line(conn: asyncpg.Connection[Any], url: str, schema: str) -> str:
-    latest = latest_version()
+    tables = await in_the_way(conn, schema)
+    if tables:
+        named = ", ".join(f"{schema}.{table}" for table in tables)
+        return (
+            f"schema {schema}: holds {named}, another program's, which mcp-jobs leaves alone "
+            f"(install it in a schema of its own: {await elsewhere_fix(conn, url)})"
+        )
     version = await current_version(conn, schema)
-    if version == 0:
-        return f"schema {schema}: not installed (run {migrate_fix(url)})"
-    if version < latest:
-        return (
-            f"schema {schema}: version {version}, behind this package's {latest} "
-            f"(run {migrate_fix(url)})"
-        )
-    if version > latest:
-        return (
-            f"schema {schema}: version {version}, ahead of this package's {latest} "
-            "(a newer mcp-jobs migrated it: upgrade this one)"
-        )
-    return f"schema {schema}: version {version}, this package's"
+    return f"schema {schema}: {version_words(version, latest_version(), migrate_fix(url))}"
 
 
 async def _privileges_line(conn: asyncpg.Connection[Any], schema: str, role: str) -> str:

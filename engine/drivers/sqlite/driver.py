@@ -19,6 +19,7 @@ from engine.changes import ChangeFeed
 from engine.clock import SYSTEM_CLOCK, Clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.closing import closable
+from engine.drivers.schema_versions import Migrated, version_words
 from engine.drivers.sqlite import descriptors as descriptors_sql
 from engine.drivers.sqlite import inbound_events as events_sql
 from engine.drivers.sqlite import ledgers, lifecycle, migrate, retention
@@ -40,6 +41,7 @@ from engine.drivers.sqlite.errors import (
 )
 from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.wakeups import file_key, shared_feed, shared_waker
+from engine.drivers.urls import migrate_fix
 from engine.errors import InvalidArgumentError, JobsError
 from engine.ids import new_id
 from engine.inbound_events import EventCursor, InboundEvent
@@ -144,8 +146,18 @@ class SqliteDriver:
         self._changes.notify()
 
     async def migrate(self) -> None:
+        await self.migrate_versions()
+
+    async def migrate_versions(self) -> Migrated:
         now = self.clock.now_ms()
-        await self._exec.run(lambda c: migrate.apply(c, now))
+
+        def op(conn: sqlite3.Connection) -> tuple[list[int], int]:
+            return migrate.apply(conn, now), migrate.stored_version(conn)
+
+        applied, version = await self._exec.run(op)
+        latest = migrate.migrations()[-1].version
+        words = version_words(version, latest, migrate_fix(f"sqlite:///{self.path}"))
+        return Migrated(applied, f"schema: {words}")
 
     async def server_report(self) -> StoreReport:
         return await anyio.to_thread.run_sync(report_sql.report, self.path)

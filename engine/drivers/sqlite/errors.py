@@ -19,7 +19,13 @@ import stat
 from dataclasses import dataclass
 
 from engine.drivers.damage import JOB_COUNT_COLUMNS, JOB_JSON_COLUMNS, UndecodableRow
-from engine.drivers.sqlite.fix_lines import python_holders, python_sql, rebuild_index
+from engine.drivers.sqlite.fix_lines import (
+    python_copy,
+    python_holders,
+    python_sql,
+    python_writable,
+    rebuild_index,
+)
 from engine.drivers.sqlite.library import (
     FALLBACK_MODULE,
     FALLBACK_PACKAGE,
@@ -55,6 +61,8 @@ _ACCESS_CODES = (
 )
 _DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+# What makedirs meets where it may not write.
+_NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 # What makedirs meets when a file stands where a directory of the path should be.
 _IN_THE_WAY = (errno.EEXIST, errno.ENOTDIR)
 
@@ -232,7 +240,49 @@ def convert(path: str, exc: BaseException) -> JobsError:
             return refusal.error(path)
     if code in _DAMAGE_CODES:
         return _damaged(path, code, f"{name}: {exc}")
+    if code in _ACCESS_CODES or (isinstance(exc, OSError) and exc.errno in _NOT_WRITABLE):
+        read_only = read_only_refusal(path, f"{name}: {exc}")
+        if read_only is not None:
+            return read_only
     return DriverUnavailableError("sqlite", f"{path}: {name}: {exc}", _unavailable_fix(path, exc))
+
+
+def read_only_refusal(path: str, detail: str) -> DatabaseUrlInvalidError | None:
+    """DATABASE_URL_INVALID when the file, or the directory where SQLite writes its -wal and
+    -shm beside it (even to read it), cannot be written: a read-only mount or a mode no retry
+    changes (DRIVER_UNAVAILABLE would have a worker wait for ever). None when both can be."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        mounted_ro = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return None
+    if mounted_ro:
+        what = f"{directory} is on a filesystem mounted read-only"
+    else:
+        locked = [p for p in (path, directory) if os.path.exists(p) and not os.access(p, os.W_OK)]
+        if not locked:
+            return None
+        what = f"{locked[0]} is not writable by this user"
+        if os.stat(locked[0]).st_uid == os.geteuid():
+            fix = python_writable(locked[0])
+            reason = f"{what} ({detail}): SQLite writes the file and its -wal and -shm beside it"
+            return DatabaseUrlInvalidError(
+                f"sqlite:///{path}", reason=reason, fix=fix, answered=True
+            )
+    # A copy in a writable place keeps every job: the file and its write-ahead log, if any.
+    copy = os.path.join(os.path.expanduser("~"), "mcp-jobs")
+    moved = os.path.join(copy, os.path.basename(path))
+    if not os.path.exists(path):
+        reason = f"{what} ({detail}): the database cannot be made there; make it elsewhere"
+        fix = migrate_fix(f"sqlite:///{moved}")
+        return DatabaseUrlInvalidError(f"sqlite:///{path}", reason=reason, fix=fix, answered=True)
+    files = [p for p in (path, f"{path}-wal") if os.path.exists(p)]
+    reason = (
+        f"{what} ({detail}): SQLite writes the file and its -wal and -shm beside it, even to "
+        f"read it. Mount it read-write, or copy it (the fix) and use sqlite:///{moved}"
+    )
+    fix = python_copy(files, copy)
+    return DatabaseUrlInvalidError(f"sqlite:///{path}", reason=reason, fix=fix, answered=True)
 
 
 # The first 16 bytes of every SQLite database file (an empty file is a new database).

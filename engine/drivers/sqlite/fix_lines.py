@@ -70,3 +70,20 @@ def python_holders(path: str) -> str:
         f"hidden and print(len(hidden), {unseen})"
     )
     return python_line(code)
+
+
+def python_copy(files: list[str], directory: str) -> str:
+    """A line that copies `files` (a database and its -wal) into `directory`, made if missing."""
+    names = ", ".join(literal(f) for f in files)
+    code = (
+        f"import os, shutil; os.makedirs({literal(directory)}, exist_ok=True); "
+        f"[shutil.copy2(f, {literal(directory)}) for f in ({names},)]"
+    )
+    return python_line(code)
+
+
+def python_writable(path: str) -> str:
+    """A line that lets its owner write `path` (chmod u+w)."""
+    named = literal(path)
+    code = f"import os, stat; os.chmod({named}, os.stat({named}).st_mode | stat.S_IWUSR)"
+    return python_line(code)

@@ -78,6 +78,14 @@ def statements(script: str) -> list[str]:
     return found
 
 
+def stored_version(conn: sqlite3.Connection) -> int:
+    """The highest version recorded in the file (after `apply`: a newer build's may be there)."""
+    (version,) = conn.execute(
+        "SELECT coalesce(max(version), 0) FROM mcp_jobs_migrations"
+    ).fetchone()
+    return int(version)
+
+
 def apply(conn: sqlite3.Connection, now_ms: int) -> list[int]:
     """Apply the migrations this file has not seen, inside the caller's write transaction.
     Returns the versions applied (empty when the file was up to date)."""

@@ -9,6 +9,7 @@ import shutil
 import urllib.parse
 
 from engine.drivers.base import StoreReport
+from engine.drivers.schema_versions import version_words
 from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.migrate import migrations
 from engine.drivers.urls import migrate_fix
@@ -49,13 +50,7 @@ def report(path: str) -> StoreReport:
             False,
             [f"file: {path} cannot be read ({type(exc).__name__}: {exc})", f"library: {library}"],
         )
-    latest = migrations()[-1].version
-    if version == latest:
-        schema = f"schema: version {version}, this package's"
-    elif version < latest:
-        schema = f"schema: version {version}, behind this package's {latest} (run {migrate})"
-    else:
-        schema = f"schema: version {version}, ahead of this package's {latest} (upgrade it)"
+    schema = f"schema: {version_words(version, migrations()[-1].version, migrate)}"
     disk = shutil.disk_usage(os.path.dirname(path) or ".")
     return StoreReport(
         True,
