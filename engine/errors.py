@@ -486,13 +486,21 @@ class JobFailedError(JobsError):
     code = "JOB_FAILED"
     title = "the job's body raised"
 
-    def __init__(self, job_id: str, cause: str, exception: str | None = None) -> None:
-        # `cause` is the exception's type and text, already made storable by the caller.
+    def __init__(
+        self, job_id: str, cause: str, exception: str | None = None, trace: str | None = None
+    ) -> None:
+        # `cause` is the exception's type and text, already made storable by the caller, and
+        # `trace` its bounded traceback (engine.run_job.failure_traceback).
+        details: dict[str, Any] | None = None
+        if exception:
+            details = {"job_id": job_id, "exception": exception}
+            if trace is not None:
+                details["traceback"] = trace
         super().__init__(
             cause,
             f"mcp-jobs jobs show {job_id} --json",
             next_call=_call("inspect_job", job_id=job_id),
-            details={"job_id": job_id, "exception": exception} if exception else None,
+            details=details,
         )
 
 
@@ -792,3 +800,15 @@ class WorkerAlreadyRunningError(JobsError):
             "await worker.stop()",
             details={"worker_id": worker_id, "queues": None if queues is None else list(queues)},
         )
+
+
+class SchemaPrivilegeMissingError(JobsError):
+    """A migration the database role may not run: it lacks the right to create the schema or to
+    alter its tables (a role with read/write grants only, whose schema its owner migrates).
+    Terminal: the same role is refused the same way; the fix migrates as a role that may."""
+
+    code = "SCHEMA_PRIVILEGE_MISSING"
+    title = "this database role may not install or upgrade the schema"
+
+    def __init__(self, driver: str, cause: str, fix: str) -> None:
+        super().__init__(f"{driver}: {cause}", fix, details={"driver": driver})

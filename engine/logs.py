@@ -53,21 +53,44 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """`time level logger message key=value …`, the `job` fields flattened onto the line."""
+    """`time level logger message key=value …`, the `job` fields flattened onto the line.
+
+    A logged value is anyone's text (a request path, a queue name): every character of the line
+    that is not printable is escaped, so a line break in a value cannot start a forged record.
+    A traceback stays below the line, each of its lines indented so none passes for a record."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
+        record.message = record.getMessage()
+        record.asctime = self.formatTime(record, self.datefmt)
+        line = self.formatMessage(record)
         pairs: list[str] = []
         for key, value in _extras(record).items():
             items = value.items() if isinstance(value, dict) else [(key, value)]
-            pairs.extend(f"{k}={json.dumps(v, default=str)}" for k, v in items)
-        if not pairs:
-            return line
-        first, newline, rest = line.partition("\n")  # keep a traceback below the fields
-        return f"{first} {' '.join(pairs)}{newline}{rest}"
+            # ensure_ascii=False: a Cyrillic or emoji name is written as itself, not as \u….
+            pairs.extend(f"{k}={json.dumps(v, default=str, ensure_ascii=False)}" for k, v in items)
+        if pairs:
+            line = f"{line} {' '.join(pairs)}"
+        line = _printable(line)
+        below = [self._traceback(record), self.formatStack(record.stack_info or "")]
+        for block in filter(None, below):
+            line += "".join(f"\n    {_printable(text)}" for text in block.split("\n"))
+        return line
+
+    def _traceback(self, record: logging.LogRecord) -> str:
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        return record.exc_text or ""
+
+
+def _printable(text: str) -> str:
+    """`text` with each character that is not printable (a line break of any kind, an ESC, a
+    lone surrogate) escaped as Python writes it: `\\n`, `\\x1b`, `\\u2028`, `\\ud800`."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def log_lost(logger: logging.Logger, exc: BaseException, message: str, *args: object) -> None:

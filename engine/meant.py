@@ -5,7 +5,7 @@ the command line's flags and choices, and a job input's fields."""
 from __future__ import annotations
 
 import difflib
-import re
+import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 
 # A name longer than this is no slip of a declared one; only its start is read.
@@ -29,7 +29,12 @@ def meant_as(
         return None
     found = [name for name in free if _words(name) == words]
     if not found:
-        found = [name for name in free if _words(name) <= words or words <= _words(name)]
+        # An empty set is within every set: a name of no words (`🚀`) is meant by none.
+        found = [
+            name
+            for name in free
+            if _words(name) and (_words(name) <= words or words <= _words(name))
+        ]
         if words <= _QUALIFIERS:
             # `id` alone is in many names (`tenant_id` of retry_jobs for its `ids`): it stands
             # only for the one the call cannot do without (`job_id` of inspect_job).
@@ -82,13 +87,28 @@ _CLEARER = 0.1
 
 
 def _words(name: str) -> frozenset[str]:
-    """A name's words, whatever its spelling: `jobIds`, `job-ids` and `job_id` are {job, id}."""
+    """A name's words, whatever its spelling or script: `jobIds`, `job-ids` and `job_id` are
+    {job, id}; `очередь-🚀` is {очередь}. A name of no letters or digits has none."""
     return frozenset(w.removesuffix("s") for w in _snake(name).split("_")) - {""}
 
 
 def _snake(name: str) -> str:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name[:_READ_CHARS])
-    return "_".join(w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w)
+    """`name` as lower-case words joined by `_`: split at anything not a letter, digit or mark
+    of any script (`ー` and the virama of `क्यू` are in words), and where a lower-case letter
+    or digit meets an upper-case one (`jobId`)."""
+    words: list[str] = []
+    word = ""
+    for char in name[:_READ_CHARS]:
+        if unicodedata.category(char)[0] not in "LMN":
+            words.append(word)
+            word = ""
+            continue
+        if word and char.isupper() and (word[-1].islower() or word[-1].isdigit()):
+            words.append(word)
+            word = ""
+        word += char
+    words.append(word)
+    return "_".join(w.lower() for w in words if w)
 
 
 def meant_note(unknown: str, declared: Iterable[str]) -> tuple[str, dict[str, str]]:

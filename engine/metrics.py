@@ -13,6 +13,7 @@ or mount `metrics.make_asgi_app()` / `make_wsgi_app()` in an app of your own and
 
 from __future__ import annotations
 
+import errno
 import logging
 import weakref
 from collections.abc import Callable, Sequence
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_jobs.metrics")
 
 DEFAULT_NAMESPACE = "mcp_jobs"
+# Loopback: the endpoint has no auth, so listening wider is the operator's choice.
+DEFAULT_HOST = "127.0.0.1"
 DEFAULT_REFRESH_MS = 5_000
 # A worker that has not checked in for three presence beats is gone (diagnose_queue agrees).
 LIVE_WORKER_WINDOW_MS = 3 * PRESENCE_MS
@@ -62,21 +65,31 @@ class MetricsPortUnavailableError(FlagMend):
     title = "the metrics endpoint could not listen on its port"
     retry = "transient"
 
-    def __init__(self, host: str, port: int, reason: str) -> None:
-        free = free_port(host)
-        # The worker command mends its --metrics-port to the free port; a program serving
-        # metrics itself is told which port is free now.
-        say = (
-            f"import socket; s = socket.socket(); s.bind(({host!r}, 0)); print(s.getsockname()[1])"
-        )
+    def __init__(self, host: str, port: int, reason: str, *, taken: bool = True) -> None:
+        """`taken`: the port is held (or privileged); else the host is at fault."""
+        if taken:
+            # The worker command mends its --metrics-port to the free port; a program serving
+            # metrics itself is told which port is free now.
+            say = (
+                f"import socket; s = socket.socket(); s.bind(({host!r}, 0)); "
+                "print(s.getsockname()[1])"
+            )
+            why = "another process holds the port, or it is below 1024"
+            self.flag, self.typed, self.nearest = "--metrics-port", port, free_port(host)
+        else:
+            # The worker command mends its --metrics-host to loopback; a program serving
+            # metrics itself is shown the addresses this machine has.
+            say = (
+                'import socket; print(*sorted({"127.0.0.1", "0.0.0.0"} | {a[4][0] for a in '
+                "socket.getaddrinfo(socket.gethostname(), None)}))"
+            )
+            why = "the host is not an address of this machine"
+            self.flag, self.typed, self.nearest = "--metrics-host", host, DEFAULT_HOST
         super().__init__(
-            f"cannot listen on {host}:{port} for metrics ({reason}); another process may hold "
-            "the port, or the host is not an address of this machine",
+            f"cannot listen on {host}:{port} for metrics ({reason}); {why}",
             f"{this_python()} -c {shell_word(say)}",
             details={"host": host, "port": port},
         )
-        self.flag, self.typed = "--metrics-port", port
-        self.nearest = free
 
 
 class WorkerMetrics:
@@ -337,35 +350,59 @@ def instrument(worker: Worker, metrics: WorkerMetrics | None = None) -> WorkerMe
 async def serve_metrics(
     worker: Worker,
     port: int,
-    host: str = "127.0.0.1",
+    host: str = DEFAULT_HOST,
     *,
     interval_ms: int = DEFAULT_REFRESH_MS,
     task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve `worker`'s metrics at `http://host:port/metrics` and keep the queue gauges fresh,
-    until cancelled. Port 0 picks a free port; `await tg.start(serve_metrics, worker, 0)`
-    returns the bound one. The gauges are read once before the endpoint opens."""
+    """Serve `worker`'s metrics at `http://host:port/metrics` and keep the queue gauges of every
+    queue fresh, until cancelled. Port 0 picks a free port; `await tg.start(serve_metrics,
+    worker, 0)` returns the bound one, and the worker's run may start then. The endpoint answers
+    once the gauges are first read: after the worker's first check-in, so a fresh worker counts
+    itself, or after `interval_ms` of its clock without one."""
     bounds.port("port", port)
     _check_interval(interval_ms)
+    if not isinstance(host, str):
+        raise InvalidArgumentError("host", host, "an IP address or host name of this machine")
     metrics = instrument(worker)
     try:
         listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     except OSError as exc:
-        raise MetricsPortUnavailableError(host, port, exc.strerror or str(exc)) from exc
+        taken = exc.errno in (errno.EADDRINUSE, errno.EACCES)
+        reason = exc.strerror or str(exc)
+        raise MetricsPortUnavailableError(host, port, reason, taken=taken) from exc
     async with listener:
         bound: int = listener.extra(SocketAttribute.local_port)
-        await metrics.refresh_safely(worker.jobs, worker.queues)
-        logger.info("metrics at http://%s:%d/metrics", host, bound)
+        shown = f"[{host}]" if ":" in host else host
+        logger.info("metrics at http://%s:%d/metrics", shown, bound)
+        task_status.started(bound)
+        await _checked_in(worker, interval_ms)
+        # Every queue's, not only those this worker claims: a queue whose own workers all died
+        # still has a depth, and the gauges of every worker agree (aggregate them with max).
+        await metrics.refresh_safely(worker.jobs)
         async with anyio.create_task_group() as tg:
             tg.start_soon(_refresh_after_first, metrics, worker, interval_ms)
-            task_status.started(bound)
             await listener.serve(lambda stream: _answer(metrics, stream))
+
+
+async def _checked_in(worker: Worker, wait_ms: int) -> None:
+    """Return at `worker`'s first check-in, or after `wait_ms` of its clock without one (a
+    database that does not answer, or a worker whose run has not begun)."""
+    async with anyio.create_task_group() as tg:
+
+        async def give_up() -> None:
+            await worker.clock.sleep_ms(wait_ms)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(give_up)
+        await worker.presence.checked_in.wait()
+        tg.cancel_scope.cancel()
 
 
 async def _refresh_after_first(metrics: WorkerMetrics, worker: Worker, interval_ms: int) -> None:
     while True:
         await worker.clock.sleep_ms(interval_ms)
-        await metrics.refresh_safely(worker.jobs, worker.queues)
+        await metrics.refresh_safely(worker.jobs)
 
 
 async def _answer(metrics: WorkerMetrics, stream: SocketStream) -> None:
@@ -411,6 +448,7 @@ def _response(status: str, body: bytes, content_type: str) -> bytes:
 
 
 __all__ = [
+    "DEFAULT_HOST",
     "DEFAULT_REFRESH_MS",
     "LIVE_WORKER_WINDOW_MS",
     "MetricsPortUnavailableError",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from schemas.jobs import JobRecord
@@ -68,6 +68,9 @@ class WorkerEvent:
     # A start ("claimed"): the job's priority, and how long it waited since it was ready.
     priority: int | None = None
     waited_ms: int | None = None
+    # A failure of the body ("retried", "failed", "dead"): the exception it raised, for the log
+    # line's traceback. Not one of `fields()`: it is not a value to copy or compare.
+    exc: BaseException | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(
@@ -83,6 +86,7 @@ class WorkerEvent:
         error_code: str | None = None,
         cap_kind: CapKind | None = None,
         park_reason: ParkReason | None = None,
+        exc: BaseException | None = None,
     ) -> WorkerEvent:
         return cls(
             kind=kind,
@@ -102,11 +106,19 @@ class WorkerEvent:
             traceparent=record.traceparent,
             priority=record.priority if kind == "claimed" else None,
             waited_ms=max(0, at - record.queued_at) if kind == "claimed" else None,
+            exc=exc,
         )
 
     def fields(self) -> dict[str, object]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        # Not asdict(): it deep-copies every value, and an exception may not survive a copy.
+        return {
+            f.name: value
+            for f in _FIELDS
+            if f.name != "exc" and (value := getattr(self, f.name)) is not None
+        }
 
+
+_FIELDS = fields(WorkerEvent)
 
 WorkerEventListener = Callable[[WorkerEvent], None]
 
@@ -117,7 +129,14 @@ def log_wants(kind: WorkerEventKind) -> bool:
 
 
 def log_listener(event: WorkerEvent) -> None:
-    """One structured record per state change: `extra={"job": {...}}` carries every field."""
+    """One structured record per state change: `extra={"job": {...}}` carries every field.
+
+    A body's exception goes on the record as `exc_info` (the formatters write its traceback):
+    on a failed or dead job's ERROR line always; on a retried job's WARNING line only at DEBUG,
+    since its `last_error` keeps it and a flaky job would fill the log with them."""
     level = _LEVELS.get(event.kind, logging.INFO)
     if logger.isEnabledFor(level):
-        logger.log(level, "job.%s", event.kind, extra={"job": event.fields()})
+        exc = event.exc
+        if exc is not None and level < logging.ERROR and not logger.isEnabledFor(logging.DEBUG):
+            exc = None
+        logger.log(level, "job.%s", event.kind, extra={"job": event.fields()}, exc_info=exc)

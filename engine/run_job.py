@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -71,6 +72,18 @@ class RunHandle:
     no-op job's Python, and only the body runs code that may shield itself. `tear_down` ends
     the whole task for a worker that has to go: through the scope while the body runs (so a
     shield in it still holds), by cancelling the task anywhere else (the engine's own code)."""
+
+    # One made per job: slots make it and its reads cheaper.
+    __slots__ = (
+        "claimed",
+        "in_body",
+        "on_body_done",
+        "reason",
+        "scope",
+        "started_ms",
+        "task",
+        "torn",
+    )
 
     def __init__(
         self, claimed: ClaimedJob, scope_type: type[anyio.CancelScope] = anyio.CancelScope
@@ -145,12 +158,45 @@ _NOTES: dict[type[BaseException], str] = {
 }
 
 
-def describe_error(exc: BaseException, job_id: str) -> ErrorPayload:
+# What a stored traceback keeps, at most, in characters: its innermost frames when it is longer.
+TRACEBACK_CHARS = 4096
+# Room for the line saying what was left off.
+_MARK_CHARS = 64
+
+
+def failure_traceback(exc: BaseException) -> str:
+    """`exc`'s traceback as Python prints it, made storable, cut to `TRACEBACK_CHARS`: the
+    innermost frames and the exception line are kept (where it went wrong), the outer ones said
+    to be left off. Formatted only on failure, so a job that succeeds pays nothing for it."""
+    parts = traceback.format_exception(exc)
+    kept: list[str] = []
+    size = 0
+    for part in reversed(parts):
+        if size + len(part) > TRACEBACK_CHARS - _MARK_CHARS:
+            break
+        kept.append(part)
+        size += len(part)
+    if not kept:  # the exception's line alone is over the bound: its start says the most
+        kept.append(parts[-1][: TRACEBACK_CHARS - _MARK_CHARS - 2] + "…\n")
+    left = sum(part.count("\n") for part in parts[: len(parts) - len(kept)])
+    if left:
+        kept.append(f"[{left} outer lines of this traceback left off]\n")
+    return storable_text("".join(reversed(kept)))
+
+
+def describe_error(exc: BaseException, job_id: str, trace: str | None = None) -> ErrorPayload:
     """The stored `last_error` of a failure: an engine error's own payload, and any other
-    exception a body raised under `JOB_FAILED`; its text made storable either way."""
+    exception a body raised under `JOB_FAILED`; its text made storable either way. `trace` (a
+    body's exception: `failure_traceback`) goes in `details.traceback`."""
     if not isinstance(exc, JobsError):
-        exc = JobFailedError(job_id, failure_text(exc), type(exc).__name__)
-    return storable_payload(exc.to_payload())
+        exc = JobFailedError(job_id, failure_text(exc), type(exc).__name__, trace)
+        return storable_payload(exc.to_payload())
+    payload = exc.to_payload()
+    if trace is not None:
+        payload = payload.model_copy(
+            update={"details": {**(payload.details or {}), "traceback": trace}}
+        )
+    return storable_payload(payload)
 
 
 def storable_payload(payload: ErrorPayload) -> ErrorPayload:
@@ -294,7 +340,12 @@ async def execute(
         )
     if failure is not None:
         options, kind, reason = _after_failure(definition, record, failure)
-        return await settle(options, kind, duration_ms=duration, error=options.error, reason=reason)
+        # The body's exception rides on the event for the log line's traceback; an error the
+        # engine made (a timeout) was never raised and has none.
+        raised = failure if failure.__traceback__ is not None else None
+        return await settle(
+            options, kind, duration_ms=duration, error=options.error, reason=reason, exc=raised
+        )
 
     async def ack() -> None:
         await rt.settler.ack(record.id, claimed.token, output)
@@ -397,7 +448,8 @@ def _after_failure(
 ) -> tuple[NackOptions, WorkerEventKind, str | None]:
     """How a failed run goes back: failed for good (a `Permanent` or a terminal engine error),
     dead after its last attempt, else retried after the policy's delay (rule 12)."""
-    error = describe_error(failure, record.id)
+    trace = failure_traceback(failure) if failure.__traceback__ is not None else None
+    error = describe_error(failure, record.id, trace)
     terminal = isinstance(failure, Permanent) or (
         isinstance(failure, JobsError) and not failure.retryable
     )

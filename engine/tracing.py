@@ -34,12 +34,19 @@ if TYPE_CHECKING:
 OTEL_AVAILABLE = otel_trace is not None
 TRACER_NAME = "mcp_jobs"
 
-# version 00 is exact; a later version may append fields after the flags (W3C trace-context §3.2.4).
+# version 00 is exact; a later version may append fields after the flags (W3C trace-context §3.2.4),
+# as header text: visible ASCII, and (W3C's bound for tracestate) at most 512 characters in all.
 _TRACEPARENT = re.compile(
     r"(?P<version>[0-9a-f]{2})-(?P<trace_id>[0-9a-f]{32})-(?P<span_id>[0-9a-f]{16})"
-    r"-(?P<flags>[0-9a-f]{2})(?P<rest>-.*)?"
+    r"-(?P<flags>[0-9a-f]{2})(?P<rest>-[\x21-\x7e]*)?"
 )
-_EXPECTED = "a W3C traceparent: 00-<32 lowercase hex trace id>-<16 hex span id>-<2 hex flags>"
+_MAX_CHARS = 512
+_EXPECTED = (
+    "a W3C traceparent: 00-<32 lowercase hex trace id>-<16 hex span id>-<2 hex flags> "
+    f"(a later version may add fields of visible ASCII, {_MAX_CHARS} characters in all)"
+)
+# The one mend that holds whatever was passed: no traceparent, so the current span's or none.
+_FIX = "pass traceparent=None: the job then continues the current span's trace, if any"
 SAMPLED = 0x01
 
 
@@ -83,7 +90,7 @@ def format_traceparent(trace_id: int, span_id: int, flags: int = SAMPLED) -> str
 def parse_traceparent(value: object) -> TraceParent | None:
     """The parsed header, or None when `value` is not a valid traceparent (the spec's advice to
     a receiver: ignore a malformed one and start afresh)."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value) > _MAX_CHARS:
         return None
     match = _TRACEPARENT.fullmatch(value)
     if match is None:
@@ -99,11 +106,13 @@ def parse_traceparent(value: object) -> TraceParent | None:
 
 
 def require_traceparent(value: object) -> str:
-    """`value` if it is a valid traceparent, else `InvalidArgumentError` (code INVALID_ARGUMENT)."""
-    if parse_traceparent(value) is None:
-        raise InvalidArgumentError("traceparent", value, _EXPECTED)
-    assert isinstance(value, str)
-    return value
+    """`value` as stored with a job: a valid traceparent written as version 00 (what the MCP
+    path stores too), else `InvalidArgumentError` (INVALID_ARGUMENT) naming `traceparent`. The
+    same on every driver: nothing a database could refuse or hold in bulk gets past it."""
+    parsed = parse_traceparent(value)
+    if parsed is None:
+        raise InvalidArgumentError("traceparent", value, _EXPECTED, fix=_FIX)
+    return value if parsed.version == 0 and isinstance(value, str) else parsed.format()
 
 
 def current_traceparent() -> str | None:

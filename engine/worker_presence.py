@@ -5,6 +5,7 @@ without their code can describe and enqueue them."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -55,6 +56,8 @@ class Presence:
             require(driver, DESCRIPTORS) if DESCRIPTORS.offered_by(driver) else None
         )
         self._described: tuple[tuple[str, ...], list[JobDescriptor]] | None = None
+        # Set at the first beat the database took: from then on, readings count this worker.
+        self.checked_in = asyncio.Event()
 
     async def run(self) -> None:
         beat = 0
@@ -77,6 +80,7 @@ class Presence:
             last_seen_at=self.jobs.clock.now_ms(),
         )
         await self.jobs.driver.worker_seen(info)
+        self.checked_in.set()
 
     def descriptors(self) -> list[JobDescriptor]:
         """The descriptors of the jobs registered, built again only when the registry changed."""

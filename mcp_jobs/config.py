@@ -180,16 +180,7 @@ def http_settings(
         session_idle_seconds = _env_number(SESSION_IDLE_ENV, DEFAULT_SESSION_IDLE_SECONDS, float)
     if max_sessions is None:
         max_sessions = int(_env_number(MAX_SESSIONS_ENV, DEFAULT_MAX_SESSIONS, int))
-    host = settings.host.strip("[]")  # `--host [::1]` as URLs write it: the socket wants ::1
-    if not _is_host(host):
-        raise HttpSettingInvalidError(
-            "--host",
-            settings.host,
-            "an IP address or a host name (letters, digits, - and .)",
-            f"mcp-jobs serve --transport http --host {DEFAULT_HOST}",
-            flag="--host",
-            nearest=DEFAULT_HOST,
-        )
+    host = bind_host(settings.host, "--host", "mcp-jobs serve --transport http")
     # The SDK and the socket refuse a port out of range only deep in their start (a traceback,
     # or a port modulo 65536): refused here, with the command at the nearest port.
     bounds.port("port", settings.port)
@@ -206,6 +197,22 @@ def http_settings(
         allowed_hosts=read_allowed_hosts(allowed_hosts),
         oauth=oauth_settings,
     )
+
+
+def bind_host(value: str, flag: str, command: str) -> str:
+    """The address `flag` of `command` gives, as the socket takes it (`[::1]` as URLs write it
+    is ::1); anything but an IP address or host name is refused, mended to loopback."""
+    host = value.strip("[]")
+    if not _is_host(host):
+        raise HttpSettingInvalidError(
+            flag,
+            value,
+            "an IP address or a host name (letters, digits, - and .)",
+            f"{command} {flag} {DEFAULT_HOST}",
+            flag=flag,
+            nearest=DEFAULT_HOST,
+        )
+    return host
 
 
 def add_allowed_host(parser: argparse.ArgumentParser) -> None:

@@ -25,7 +25,7 @@ import re
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from functools import cache
 from pathlib import Path
@@ -171,6 +171,8 @@ class FixContext:
     unserved: frozenset[str] = frozenset()
     # (name, full path) of each program a fix names that the shell would not find as ours.
     programs: tuple[tuple[str, str], ...] = ()
+    # Set by `worker` alone: a worker line this process starts has no app without `APP_PLACEHOLDER`.
+    app_placeholder: bool = False
 
     @classmethod
     def of(
@@ -226,6 +228,12 @@ class FixContext:
         """`mcp-jobs <words>` with this context: the way to write a new fix line. A name in
         `words` that starts with `-` stays a name (`dash_safe`)."""
         return self.qualify(shell_join([PROGRAM, *dash_safe(words)]))
+
+    def worker(self, *words: str) -> str:
+        """`command` for a worker this process asks for where none runs (`worker` first in
+        `words`): with no app known, `--app <module>` marks the one part the line cannot name.
+        A worker line as typed goes through `command`: it ran without --app and runs so again."""
+        return replace(self, app_placeholder=not self.apps).command(*words)
 
     def qualify(self, fix: str) -> str:
         """`fix` with this context written in when it is an `mcp-jobs` or `python` command;
@@ -310,7 +318,7 @@ class FixContext:
             flags.append(("--database-url", URL_FROM_ENV))
         if self.apps:
             flags.append(("--app", shell_word(",".join(self.apps))))
-        elif subcommand == "worker":
+        elif self.app_placeholder and subcommand == "worker":
             flags.append(("--app", APP_PLACEHOLDER))
         if self.tenant is not None and subcommand in TAKES_TENANT:
             flags.append(("--tenant", shell_word(self.tenant)))

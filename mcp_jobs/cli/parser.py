@@ -353,7 +353,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="claim these queues ('*': every queue; default: the queues of the app's jobs)",
     )
     worker.add_argument(
-        "--metrics-port", type=int, help="serve Prometheus metrics on this port (loopback)"
+        "--metrics-port", type=int, help="serve Prometheus metrics on this port (default: off)"
+    )
+    worker.add_argument(
+        "--metrics-host",
+        metavar="HOST",
+        help=f"the metrics endpoint's bind address ({DEFAULT_HOST}); it asks no token, so "
+        "bind wider (0.0.0.0) only on a network you trust",
     )
     _logging(worker)
 

@@ -19,9 +19,11 @@ from schemas.stats import RECENT_SETTLED_MS
 
 
 def when(ms: int | None) -> str:
+    """An epoch-ms time as the CLI's text prints every time: UTC, and saying so (a person in
+    another zone would read a bare time as their own)."""
     if ms is None:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def print_json(envelope: dict[str, Any], out: TextIO | None = None) -> None:
@@ -113,6 +115,7 @@ def _inspect(env: dict[str, Any]) -> str:
     if job.get("last_error"):
         lines.append(f"  last error: {error_line(job['last_error'])}")
         lines.append(f"    fix: {one_line(job['last_error']['fix'])}")
+        lines.extend(_traceback_lines(job["last_error"]))
     if job.get("rerun_of"):  # engine/reruns.py: `jobs show ID --run-id` reads the earlier run
         lines.append(f"  run: {job['run_id']}  (rerun of {job['rerun_of']})")
     if env.get("lease"):
@@ -137,6 +140,15 @@ def _inspect(env: dict[str, Any]) -> str:
         actor = f" by {one_line(event['actor'])}" if event.get("actor") else ""
         lines.append(f"  event {when(event['at'])} {one_line(event['kind'])}{actor}")
     return "\n".join(lines)
+
+
+def _traceback_lines(error: dict[str, Any]) -> list[str]:
+    """A body's stored traceback (engine.run_job.failure_traceback), below its error: each of
+    its lines indented under a heading and escaped like any stored text."""
+    trace = (error.get("details") or {}).get("traceback")
+    if not isinstance(trace, str) or not trace:
+        return []
+    return ["    traceback:", *(f"      {one_line(line)}" for line in trace.splitlines())]
 
 
 def _describe(env: dict[str, Any]) -> str:
@@ -177,7 +189,7 @@ def _describe(env: dict[str, Any]) -> str:
 def _task_failing(name: str, failing: dict[str, Any]) -> str:
     """A failing task's lines under the table: its rounds do not fire, so NEXT is only when it
     is tried again."""
-    since = failing.get("since_iso") or when(failing["since"])
+    since = when(failing["since"])
     error = failing["error"]
     return (
         f"task {one_line(name)} failing since {since} ({failing['rounds']} round(s)): "
@@ -372,13 +384,27 @@ def _prune(env: dict[str, Any]) -> str:
     return text
 
 
+def _migrated(env: dict[str, Any]) -> str:
+    head = f"{env['driver']} database {env['database']}"
+    if env.get("schema_line") is None:
+        return f"{head} is up to date"  # a store without numbered migrations
+    applied: list[int] = env.get("applied") or []
+    if not applied:
+        done = "nothing to apply"
+    elif len(applied) > 1 and applied == list(range(applied[0], applied[-1] + 1)):
+        done = f"applied {applied[0]} to {applied[-1]}"
+    else:
+        done = "applied " + ", ".join(map(str, applied))
+    return f"{head}: {done}\n{env['schema_line']}"
+
+
 # The renderers that write commands of their own take the fix context too.
 WITH_FIXES: dict[str, Callable[[dict[str, Any], FixContext], str]] = {
     "run_backfill": _backfill,
     "list_backfills": _backfills,
 }
 TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
-    "db_migrate": lambda env: f"{env['driver']} database {env['database']} is up to date",
+    "db_migrate": _migrated,
     "db_nats_report": lambda env: "\n".join(env["lines"]),
     "db_report": lambda env: "\n".join(env["lines"]),
     "drain": _drain,

@@ -17,10 +17,11 @@ from engine.client import Jobs
 from engine.errors import LEFT_OUT, DatabaseUrlInvalidError, InvalidArgumentError, JobsError
 from engine.logs import configure_logging
 from engine.worker import ALL_QUEUES, Worker
+from engine.worker_process import tune_for_worker
 from mcp_jobs.cli.commands import open_jobs
 from mcp_jobs.cli.event_loop import loop_name
 from mcp_jobs.cli.mend import print_failure
-from mcp_jobs.config import Settings, http_settings
+from mcp_jobs.config import DEFAULT_HOST, Settings, bind_host, http_settings
 from mcp_jobs.errors import MetricsUnavailableError
 
 logger = logging.getLogger("mcp_jobs.cli")
@@ -194,6 +195,7 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
         configure_logging(json=args.log_format == "json", level=args.log_level)
         if args.metrics_port is not None:
             bounds.port("metrics_port", args.metrics_port)
+        metrics_host = _metrics_host(args)
         serve_metrics = _metrics() if args.metrics_port is not None else None
         async with open_jobs(settings, migrate=False) as jobs:
             # A worker started before its database answers waits for it, as a running worker
@@ -210,7 +212,7 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_until_signal, worker.stop, tg.cancel_scope)
                 if serve_metrics is not None:
-                    await tg.start(serve_metrics, worker, args.metrics_port)
+                    await tg.start(serve_metrics, worker, args.metrics_port, metrics_host)
                 logger.info(
                     "worker %s running %s from %s on %s",
                     worker.id,
@@ -223,11 +225,27 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
                         "no job is registered, so this worker claims nothing: "
                         "pass --app MODULE, or --queues '*' to park jobs it cannot run"
                     )
+                tune_for_worker()  # this process is the worker's alone
                 await worker.run()
                 tg.cancel_scope.cancel()
     except Exception as exc:  # shown as code/cause/fix, not a traceback
         return print_failure(exc, settings, "mcp-jobs worker")
     return 0
+
+
+# Why `worker --metrics-host H` without `--metrics-port` is refused: taken, it served nothing.
+METRICS_HOST_ALONE = "left out: metrics are off without --metrics-port, so no address is bound"
+
+
+def _metrics_host(args: argparse.Namespace) -> str:
+    """The metrics endpoint's bind address, checked before the database opens."""
+    if args.metrics_host is None:
+        return DEFAULT_HOST
+    if args.metrics_port is None:
+        raise InvalidArgumentError(
+            "--metrics-host", args.metrics_host, METRICS_HOST_ALONE, nearest=LEFT_OUT
+        )
+    return bind_host(args.metrics_host, "--metrics-host", "mcp-jobs worker")
 
 
 def _metrics() -> Callable[..., Coroutine[Any, Any, None]]:

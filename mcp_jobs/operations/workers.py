@@ -48,7 +48,7 @@ def worker_command(scope: Scope, queue: str | None = None, *more: str) -> str:
     if scope.fixes.private_store:
         return PRIVATE_STORE_FIX
     words = ["worker"] if queue is None else ["worker", "--queues", queue]
-    return scope.fixes.command(*words, *more)
+    return scope.fixes.worker(*words, *more)
 
 
 def app_unknown(scope: Scope) -> str:

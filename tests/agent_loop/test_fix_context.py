@@ -157,8 +157,11 @@ def test_the_environment_goes_in_front_of_commands(
 
 def test_an_unknown_app_is_a_marked_placeholder_on_the_worker_line_only(tmp_path: Path) -> None:
     ctx = context(tmp_path)
-    assert ctx.qualify("mcp-jobs worker").endswith("--app <module>")
-    assert "--app" not in ctx.qualify("mcp-jobs jobs ls")
+    assert ctx.worker("worker").endswith("--app <module>")
+    assert "--app" not in ctx.command("jobs", "ls")
+    # A worker line as typed ran without --app and runs so again: no placeholder.
+    assert "--app" not in ctx.qualify("mcp-jobs worker")
+    assert context(tmp_path, apps=("json",)).worker("worker").endswith("--app json")
 
 
 def test_an_app_importable_only_from_the_cwd_gets_pythonpath(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +272,37 @@ def test_a_refused_value_with_nothing_near_it_still_gets_a_fix_that_runs(
         code = int(helped.code or 0)
     assert code == 0, error["fix"]
     capsys.readouterr()
+
+
+WORKER_REFUSALS = [
+    ["--log-level", "LOUD"],
+    ["--concurrency", "0"],
+    ["--metrics-port", "70000"],
+    ["--tenant", "acme"],
+    ["--log-format", "jsn"],
+]
+
+
+@pytest.mark.parametrize("refused", WORKER_REFUSALS)
+@pytest.mark.parametrize("app", [None, "examples.shop"])
+def test_a_refused_worker_lines_fix_is_the_line_typed_and_bash_reads_it(
+    refused: list[str],
+    app: str | None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The command ran without --app (and would run so again): its fix adds no `<module>`,
+    # which bash reads as a redirection; the --app it had is kept.
+    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    typed_app = [] if app is None else ["--app", app]
+    assert main(["worker", *refused, "--database-url", url, *typed_app]) in (1, 2)
+    printed = capsys.readouterr()
+    (fix,) = [line for line in (printed.out + printed.err).splitlines() if "fix:" in line]
+    fix = fix.split("fix:", 1)[1].strip()
+    checked = subprocess.run(["bash", "-n", "-c", fix], capture_output=True, text=True)
+    assert checked.returncode == 0, (fix, checked.stderr)
+    command = _command(fix)
+    assert command[0] == "worker" and "<module>" not in command, fix
+    assert (command[command.index("--app") + 1] if "--app" in command else None) == app, fix

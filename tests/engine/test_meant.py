@@ -73,3 +73,29 @@ def test_choices_are_read_as_the_declared_ones_they_stand_for(
     pieces: list[str], found: tuple[list[str], bool] | None
 ) -> None:
     assert meant_choices(pieces, STATES) == found
+
+
+# The probe's hostile app: queue and job names in other scripts, with emoji and markup.
+HOSTILE_QUEUES = ['q"uote\\back\nnl', "очередь-🚀", '<script>alert("q")</script>', "plain"]
+HOSTILE_JOBS = ['na"me\\x\nz', "работа", "<img src=x onerror=alert(1)>", "slow", "🚀"]
+
+
+@pytest.mark.parametrize(
+    ("unknown", "declared", "meant"),
+    [
+        ("plian", HOSTILE_QUEUES, "plain"),  # a Cyrillic name does not take every typo
+        ("nope", HOSTILE_QUEUES, None),
+        ("slw", HOSTILE_JOBS, "slow"),
+        ("zzz", HOSTILE_JOBS, None),
+        ("🚀🚀", HOSTILE_JOBS, None),  # no words to match by: no guess
+        ("очеред", HOSTILE_QUEUES, "очередь-🚀"),  # a slip in another script is still read
+        ("очередь", HOSTILE_QUEUES, "очередь-🚀"),
+        ("раобта", HOSTILE_JOBS, "работа"),
+        ("РаботаId", ["работа_id", "работа"], "работа_id"),
+        ("キュー_name", ["キュー名", "キュー_name", "plain"], "キュー_name"),
+    ],
+)
+def test_names_in_any_script_are_meant_only_by_their_own_words(
+    unknown: str, declared: list[str], meant: str | None
+) -> None:
+    assert meant_as(unknown, declared) == meant

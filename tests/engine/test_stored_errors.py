@@ -70,7 +70,13 @@ async def test_a_body_that_raises_is_stored_as_job_failed_and_an_ack_clears_it(
     assert isinstance(error, ErrorPayload)
     assert error.code == "JOB_FAILED" and error.cause == "ValueError: boom\ufffd"
     assert error.fix == f"mcp-jobs jobs show {queued.id} --json"
-    assert error.details == {"job_id": queued.id, "exception": "ValueError"}
+    assert error.details is not None
+    assert {k: error.details[k] for k in ("job_id", "exception")} == {
+        "job_id": queued.id,
+        "exception": "ValueError",
+    }
+    # Its traceback too (tests/engine/test_failure_traceback.py), made storable like the cause.
+    assert error.details["traceback"].endswith("ValueError: boom\ufffd\n")
     clock.advance(3_600_000)
     await worker.run_until_idle()
     done = await jobs.get(queued.id)

@@ -7,14 +7,19 @@ from prometheus_client.parser import text_string_to_metric_families
 
 
 async def http_get(
-    port: int, path: str = "/metrics", *, method: str = "GET", accept: str | None = None
+    port: int,
+    path: str = "/metrics",
+    *,
+    method: str = "GET",
+    accept: str | None = None,
+    host: str = "127.0.0.1",
 ) -> tuple[int, dict[str, str], bytes]:
-    """One request to 127.0.0.1:`port`; (status, lower-cased headers, body). At most 10 s."""
-    request = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n"
+    """One request to `host`:`port`; (status, lower-cased headers, body). At most 10 s."""
+    request = f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n"
     if accept is not None:
         request += f"Accept: {accept}\r\n"
     with anyio.fail_after(10):
-        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+        async with await anyio.connect_tcp(host, port) as stream:
             await stream.send((request + "\r\n").encode("latin-1"))
             chunks: list[bytes] = []
             try:

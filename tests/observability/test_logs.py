@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -156,3 +157,49 @@ async def test_configure_logging_replaces_its_handler_and_refuses_unknown_levels
         for handler in list(target.handlers):
             target.removeHandler(handler)
         target.setLevel(logging.NOTSET)
+
+
+def _text_line(msg: str, *args: object, **extra: Any) -> str:
+    record = logging.LogRecord("mcp_jobs.dashboard", logging.WARNING, __file__, 1, msg, args, None)
+    for key, value in extra.items():
+        setattr(record, key, value)
+    return TextFormatter().format(record)
+
+
+@pytest.mark.drivers("memory", reason="formatting does not involve the database")
+async def test_text_format_keeps_a_logged_value_on_its_own_line(jobs: Jobs) -> None:
+    # A request path or a queue name is anyone's text: a line break in it must not start a
+    # line that looks like the system's own (a forged ERROR).
+    forged = "/x\n2026-12-06 00:00:00,000 ERROR mcp_jobs.worker job.dead FORGED"
+    for breaker in ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029", "\x1b"):
+        line = _text_line(
+            "refused %s", forged.replace("\n", breaker), job={"queue": f"a{breaker}b"}
+        )
+        assert len(line.splitlines()) == 1, repr(line)
+        assert breaker not in line
+    line = _text_line("refused %s", forged)
+    assert line.endswith(
+        "refused /x\\n2026-12-06 00:00:00,000 ERROR mcp_jobs.worker job.dead FORGED"
+    )
+
+
+@pytest.mark.drivers("memory", reason="formatting does not involve the database")
+async def test_text_format_writes_names_in_any_script_as_themselves(jobs: Jobs) -> None:
+    line = _text_line("running %s", "очередь-🚀", job={"queue": "очередь-🚀", "bad": "a\ud800b"})
+    assert line.endswith('running очередь-🚀 queue="очередь-🚀" bad="a\\ud800b"')
+    line.encode("utf-8")  # a lone surrogate is escaped, so the line can be written at all
+
+
+@pytest.mark.drivers("memory", reason="formatting does not involve the database")
+async def test_text_format_keeps_a_traceback_below_the_line_and_indented(jobs: Jobs) -> None:
+    try:
+        raise ValueError("boom\n2026-12-06 00:00:00,000 ERROR forged")
+    except ValueError:
+        record = logging.LogRecord(
+            "mcp_jobs.worker", logging.ERROR, __file__, 1, "it broke", None, sys.exc_info()
+        )
+    lines = TextFormatter().format(record).splitlines()
+    assert lines[0].endswith("ERROR mcp_jobs.worker it broke")
+    # Every line below the record's first is indented: none can pass for a record of its own.
+    assert len(lines) > 2 and all(line.startswith("    ") for line in lines[1:])
+    assert lines[1] == "    Traceback (most recent call last):"

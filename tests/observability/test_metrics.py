@@ -21,6 +21,7 @@ from engine.metrics import (
 )
 from engine.retry import retry_schedule
 from engine.run_job import Permanent
+from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.stats import WorkerInfo
 from tests.observability.scrape import http_get, samples, value
 from tests.support.fix_lines import run_fix
@@ -194,6 +195,7 @@ async def test_the_endpoint_serves_exposition_and_refreshes_on_the_interval(
     async with anyio.create_task_group() as tg:
         port = await tg.start(serve_metrics, worker, 0)
         metrics = instrument(worker)
+        await worker.presence.beat(publish=False)  # its check-in: the first reading follows
         status, headers, body = await http_get(port)
         assert status == 200
         assert headers["content-type"].startswith("text/plain; version=0.0.4")
@@ -281,3 +283,88 @@ async def test_each_start_records_how_long_it_waited_by_priority(
         labels = {"queue": "q", "priority": priority}
         assert value(exposition, "mcp_jobs_job_wait_seconds_count", **labels) == 1
         assert value(exposition, "mcp_jobs_job_wait_seconds_sum", **labels) == 2.5
+
+
+async def test_a_worker_of_some_queues_publishes_every_queues_gauges(
+    jobs: Jobs, registry: JobRegistry
+) -> None:
+    """The gauges are database-wide, as the README says: a queue whose own workers all died
+    still has its depth published by the workers of other queues (and its alert can fire)."""
+
+    @job(idempotency_key=lambda i: f"i:{i.n}", queue="mail", registry=registry)
+    async def send(input: Item, ctx: JobContext) -> None:
+        return None
+
+    @job(idempotency_key=lambda i: f"i:{i.n}", queue="orphaned", registry=registry)
+    async def left(input: Item, ctx: JobContext) -> None:
+        return None
+
+    await jobs.enqueue(send, {"n": 1})
+    for n in range(3):
+        await jobs.enqueue(left, {"n": n})
+    worker = Worker(jobs, queues=["mail"])
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(serve_metrics, worker, 0)
+        await worker.presence.beat(publish=False)  # its check-in, as its run makes first
+        _, _, body = await http_get(port)
+        assert value(body.decode(), "mcp_jobs_queue_depth", queue="mail") == 1
+        assert value(body.decode(), "mcp_jobs_queue_depth", queue="orphaned") == 3
+        tg.cancel_scope.cancel()
+
+
+async def test_the_first_reading_counts_the_worker_that_serves_it(jobs: Jobs) -> None:
+    """The first refresh waits for the worker's check-in: a fresh worker's first scrape does
+    not say that no worker is alive."""
+    worker = Worker(jobs, queues=["q"], scheduler=False, outbox_relay=False)
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(serve_metrics, worker, 0)
+        tg.start_soon(worker.run)
+        _, _, body = await http_get(port)
+        assert value(body.decode(), "mcp_jobs_workers_alive") == 1
+        with anyio.fail_after(10):
+            await worker.stop()
+        tg.cancel_scope.cancel()
+
+
+async def test_a_worker_that_never_checks_in_is_read_after_one_interval(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    """Waiting for the check-in is bounded: one refresh interval of the worker's clock."""
+    worker = Worker(jobs)
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(serve_metrics, worker, 0)
+        metrics = instrument(worker)
+        await wait_all_tasks_blocked()
+        assert metrics.refreshes == 0  # waiting for the check-in
+        clock.advance(DEFAULT_REFRESH_MS)
+        with anyio.fail_after(10):
+            await metrics.wait_refreshed(0)
+        _, _, body = await http_get(port)
+        assert value(body.decode(), "mcp_jobs_workers_alive") == 0
+        assert value(body.decode(), "mcp_jobs_stats_refreshed_timestamp_seconds") == (
+            clock.now_ms() / 1000
+        )
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.drivers("memory", reason="binding an address does not involve the database")
+async def test_the_endpoint_listens_on_the_host_given_and_refuses_a_foreign_one(
+    jobs: Jobs,
+) -> None:
+    """127.0.0.2 is loopback too on Linux, but a listener there is not reached at 127.0.0.1:
+    the host given is the one bound. An address this machine lacks is refused with a fix
+    that lists the ones it has."""
+    worker = Worker(jobs)
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(serve_metrics, worker, 0, "127.0.0.2")
+        await worker.presence.beat(publish=False)
+        with pytest.raises(OSError):
+            await http_get(port)
+        status, _, _ = await http_get(port, host="127.0.0.2")
+        assert status == 200
+        tg.cancel_scope.cancel()
+    with pytest.raises(JobsError) as raised:
+        await serve_metrics(Worker(jobs), 0, "192.0.2.1")  # TEST-NET-1: no machine's own
+    assert raised.value.code == "METRICS_PORT_UNAVAILABLE"
+    assert raised.value.flag == "--metrics-host"  # type: ignore[attr-defined]
+    assert "127.0.0.1" in run_fix(raised.value.fix)

@@ -94,6 +94,51 @@ async def test_a_malformed_traceparent_is_refused_at_enqueue(
     assert (await jobs.list()).jobs == []
 
 
+FUTURE = "cc-" + PARENT[3:]  # a later version: ids read, what follows the flags not ours
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        FUTURE + "-" + "x" * 5_000_000,  # past any header: the input payload is capped too
+        FUTURE + "-a\x00b",  # a NUL PostgreSQL cannot store
+        FUTURE + "-\ud800",  # a lone surrogate SQLite and PostgreSQL cannot store
+        FUTURE + "-caf\u00e9",  # a header is ASCII
+        FUTURE + "-a b",
+    ],
+)
+async def test_a_traceparent_is_refused_the_same_on_every_driver_naming_it(
+    jobs: Jobs, registry: JobRegistry, bad: str
+) -> None:
+    @job(idempotency_key=lambda i: f"i:{i.n}", registry=registry)
+    async def traced(input: Item, ctx: JobContext) -> None:
+        return None
+
+    assert parse_traceparent(bad) is None  # the MCP path ignores it by the same rule
+    with pytest.raises(JobsError) as raised:
+        await jobs.enqueue(traced, {"n": 1}, traceparent=bad)
+    error = raised.value
+    assert error.code == "INVALID_ARGUMENT" and not error.retryable
+    assert error.details["argument"] == "traceparent"
+    assert len(error.cause) < 1000  # the value is cut short, not carried whole
+    assert "traceparent=None" in error.fix  # a fix the caller can make as written
+    assert (await jobs.list()).jobs == []
+    # Passing what the fix says is accepted.
+    await jobs.enqueue(traced, {"n": 1}, traceparent=None)
+
+
+async def test_a_later_versions_traceparent_is_stored_as_version_00(
+    jobs: Jobs, registry: JobRegistry
+) -> None:
+    @job(idempotency_key=lambda i: f"i:{i.n}", registry=registry)
+    async def traced(input: Item, ctx: JobContext) -> None:
+        return None
+
+    made = await jobs.enqueue(traced, {"n": 1}, traceparent=FUTURE + "-0f-extra")
+    # As the MCP path stores a request's traceparent: the fields we know, written as version 00.
+    assert (await jobs.get(made.id)).traceparent == PARENT
+
+
 async def test_with_opentelemetry_the_run_continues_the_enqueuers_trace(
     jobs: Jobs, registry: JobRegistry
 ) -> None:
