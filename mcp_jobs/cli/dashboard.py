@@ -52,7 +52,7 @@ def add_parser(
 async def dashboard_command(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: uvicorn and starlette are not worth loading for the other commands.
     from engine.logs import configure_logging
-    from mcp_jobs.cli.serve import migrated_or_retrying
+    from mcp_jobs.cli.database_wait import migrated_or_retrying
     from mcp_jobs.config import http_settings
     from mcp_jobs.dashboard.auth import standalone_auth
     from mcp_jobs.dashboard.serve import serve_dashboard
@@ -66,7 +66,10 @@ async def dashboard_command(args: argparse.Namespace, settings: Settings) -> int
         configure_logging(json=args.log_format == "json", level=args.log_level)
         sock = bind(settings.host, settings.port)
         try:
-            async with open_jobs(settings, migrate=False) as jobs, migrated_or_retrying(jobs):
+            async with (
+                open_jobs(settings, migrate=False) as jobs,
+                migrated_or_retrying(jobs, answers="pages"),
+            ):
                 await serve_dashboard(settings, jobs, auth, sock)
         finally:
             sock.close()

@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from engine import connect
 from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError, JobsError
-from mcp_jobs.cli.serve import migrated_or_retrying, until_migrated
+from mcp_jobs.cli.database_wait import migrated_or_retrying, until_migrated
 from tests.mcp.support import Caller
 
 

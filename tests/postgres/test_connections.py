@@ -8,7 +8,7 @@ import asyncpg
 import pytest
 
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.schema_version import Conn
 from engine.testing.blocked import wait_all_tasks_blocked
 
 

@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from engine import connect
 from engine.errors import JobsError
-from mcp_jobs.cli.serve import migrated_or_retrying
+from mcp_jobs.cli.database_wait import migrated_or_retrying
 from tests.mcp.support import Caller
 from tests.support.postgres import base_dsn, with_database
 

@@ -18,7 +18,7 @@ import pytest
 
 from engine import ManualClock
 from engine.drivers.postgres import PostgresDriver
-from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.schema_version import Conn
 from engine.errors import JobsError
 from engine.settle import Settler
 from schemas.jobs import EnqueueResult

@@ -18,7 +18,7 @@ from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.faults import is_retried
 from engine.drivers.postgres.jobs import nack_row
-from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sweep import Sweeper
 from engine.errors import DriverUnavailableError, JobSlotLostError, StoreDamagedError
 from engine.ids import new_token

@@ -27,10 +27,11 @@ from engine.drivers.postgres.faults import (
     unavailable,
 )
 from engine.drivers.postgres.install_refusals import SchemaTaken, refusal
-from engine.drivers.postgres.migrate import Conn, InstallFrom
+from engine.drivers.postgres.migrate import InstallFrom
 from engine.drivers.postgres.migrate import migrate as run_migrations
 from engine.drivers.postgres.own_connections import Connection, OwnConnections
 from engine.drivers.postgres.retry import Retrier
+from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sql import queries
 from engine.drivers.urls import split_schema
 from engine.errors import DriverClosedError, StoreDamagedError

@@ -28,8 +28,9 @@ from engine.drivers.postgres.batch import SetWrites
 from engine.drivers.postgres.claims import Claimer
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.enqueue import Enqueuer
-from engine.drivers.postgres.migrate import InstallFrom, current_version
+from engine.drivers.postgres.migrate import InstallFrom
 from engine.drivers.postgres.retry import Retrier
+from engine.drivers.postgres.schema_version import current_version
 from engine.drivers.postgres.sql import check_schema_name, latest_version
 from engine.drivers.postgres.sweep import Sweeper
 from engine.drivers.postgres.wake import NotifyListener, WakeSignal

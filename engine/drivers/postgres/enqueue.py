@@ -20,7 +20,7 @@ from engine.clock import Clock
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.faults import DEDUPE_INDEX, is_retried
-from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.wake import WakeSignal
 from engine.errors import DriverUnavailableError, JobDuplicateError
 from engine.rules import DedupeKey

@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import asyncpg.exceptions as pgx
 
 from engine.drivers.postgres.faults import DRIVER_FAILURES, is_retried
+from engine.drivers.postgres.schema_version import Conn, current_version
 from engine.drivers.postgres.sql import latest_version, migrations, raw_schema, with_schema
 from engine.drivers.urls import SCHEMA_PARAM, migrate_fix, naming
 from engine.errors import DatabaseUrlInvalidError, JobsError, SchemaPrivilegeMissingError
-
-if TYPE_CHECKING:
-    from engine.drivers.postgres.migrate import Conn
 
 _RELATIONS = (
     "SELECT c.relname FROM pg_catalog.pg_class c"
@@ -121,8 +118,6 @@ async def elsewhere_fix(conn: Conn, url: str) -> str:
 async def _privilege_missing(
     conn: Conn, url: str, schema: str, exc: pgx.InsufficientPrivilegeError
 ) -> SchemaPrivilegeMissingError:
-    from engine.drivers.postgres.migrate import current_version  # migrate imports this module
-
     owners = await conn.fetchrow(_OWNERS, schema)
     assert owners is not None
     try:

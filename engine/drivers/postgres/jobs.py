@@ -17,7 +17,7 @@ from engine import paging, rules
 from engine.drivers.damage import UndecodableRow, read_or_name
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
-from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sql import with_schema
 from engine.errors import (
     JobDuplicateError,

@@ -9,12 +9,10 @@ compares the catalogs, which is what keeps schema.sql and the migrations honest.
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
-
-import asyncpg
-from asyncpg.pool import PoolConnectionProxy
+from typing import Literal
 
 from engine.drivers.postgres.install_refusals import SchemaTaken, in_the_way
+from engine.drivers.postgres.schema_version import Conn, current_version
 from engine.drivers.postgres.sql import (
     latest_version,
     migrations,
@@ -23,29 +21,11 @@ from engine.drivers.postgres.sql import (
 )
 
 InstallFrom = Literal["schema", "migrations"]
-# A pooled connection or one the application lends (the outbox); both speak the same API.
-Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]"
-
-_INSTALLED = (
-    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables"
-    " WHERE schemaname = $1 AND tablename = 'schema_version')"
-)
-_VERSION = "SELECT coalesce(max(version), 0) FROM {schema}.schema_version"
 _STAMP = (
     "INSERT INTO {schema}.schema_version (version, name, applied_at) "
     "SELECT v, n, $3 FROM unnest($1::integer[], $2::text[]) AS m(v, n) "
     "ON CONFLICT (version) DO NOTHING"
 )
-
-
-async def current_version(conn: Conn, schema: str) -> int:
-    """The highest applied migration, 0 when the schema was never installed."""
-    # A catalog query, not to_regclass(): that reads the relation cache, which can still miss a
-    # table another session committed while we waited for the migration lock.
-    if not await conn.fetchval(_INSTALLED, schema):
-        return 0
-    version: int = await conn.fetchval(with_schema(_VERSION, schema))
-    return version
 
 
 async def migrate(

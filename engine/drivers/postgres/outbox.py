@@ -16,7 +16,7 @@ from engine.drivers.damage import readable
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.enqueue import Enqueuer
-from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sql import check_schema_name
 from engine.drivers.urls import without_password
 from engine.errors import OutboxNoTxError, OutboxTxKindError, OutboxWrongDatabaseError

@@ -25,7 +25,7 @@ import asyncpg
 
 from engine.drivers.damage import readable
 from engine.drivers.postgres.connections import Connections
-from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sql import with_schema
 from engine.rate_limits import (
     ADOPT_AFTER_MS,

@@ -19,7 +19,7 @@ from engine.drivers.base import StoreReport
 from engine.drivers.postgres import server_time
 from engine.drivers.postgres.faults import DRIVER_FAILURES, setting_refused
 from engine.drivers.postgres.install_refusals import elsewhere_fix, in_the_way
-from engine.drivers.postgres.migrate import current_version
+from engine.drivers.postgres.schema_version import current_version
 from engine.drivers.postgres.sql import latest_version
 from engine.drivers.schema_versions import version_words
 from engine.drivers.urls import migrate_fix, split_schema

@@ -13,7 +13,7 @@ import asyncpg
 
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
-from engine.drivers.postgres.migrate import Conn
+from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sql import with_schema
 from engine.errors import JobDuplicateError, JobNotFoundError
 from engine.reruns import plan_rerun

@@ -9,7 +9,7 @@ from engine.clock import ServerClock
 
 if TYPE_CHECKING:
     from engine.drivers.postgres.connections import Connections
-    from engine.drivers.postgres.migrate import Conn
+    from engine.drivers.postgres.schema_version import Conn
 
 # clock_timestamp(), not now(): now() is the transaction's start.
 _NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
