@@ -18,7 +18,7 @@ a second `run()`/`start()` while it runs is refused (WorkerAlreadyRunningError).
 This module holds the loop and the worker's slots (what it holds, runs, waits for, claims);
 beside it: the claim sizes (claim_plan), the services run beside the jobs (worker_services),
 the lease heartbeat (worker_leases), where events go (worker_events), rate limits
-(worker_rates) and presence (worker_presence).
+(worker_rates), presence (worker_presence) and a database that stops answering (worker_outage).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from engine.tasks.scheduler import Scheduler
 from engine.worker_arguments import kinds_checked
 from engine.worker_events import WorkerEvents
 from engine.worker_leases import LeaseKeeper
+from engine.worker_outage import RUNNING, Outage, backoff_ms
 from engine.worker_presence import Presence, declared_policy
 from engine.worker_rates import RateGate, rate_reason
 from engine.worker_services import WorkerServices
@@ -166,6 +167,8 @@ class Worker:
         self._claim_queues = self.queues
         self.id = worker_id or new_worker_id()
         self.events = WorkerEvents(self.clock, self.id, listed)
+        # A call that fails again after the database went away ends the claims' backoff.
+        self.outage = Outage(self.clock, self.id, self._poke)
         self._inflight: dict[str, RunHandle] = {}
         self._scope_type: type[anyio.CancelScope] | None = None
         # Job tasks are plain asyncio tasks, each under a cancel scope of its own (see _start).
@@ -405,6 +408,8 @@ class Worker:
         self._crash = None
         self._closed_under: DriverClosedError | None = None
         self._claim_queues = self.queues
+        # This run's tasks (its services too, made below) report failures to its outage record.
+        running = RUNNING.set(self.outage)
         try:
             start_listening = getattr(self.driver, "start_listening", None)
             if listen and start_listening is not None:
@@ -448,6 +453,8 @@ class Worker:
                         continue
                     batch = await self._claim(free)
                     self._claiming_now.set()
+                    if batch is None:
+                        continue  # it failed and waited: claim again, no poll on top
                     for claimed in batch:
                         self._start(self._hold(claimed))
                     self._backlog = len(batch) == free
@@ -477,6 +484,7 @@ class Worker:
             self._ready_again()
             self._running = False
             self._done.set()
+            RUNNING.reset(running)
         if self._closed_under is not None:
             raise self._closed_under
 
@@ -518,16 +526,32 @@ class Worker:
                 crash, self._crash = self._crash, None
                 raise crash
 
-    async def _claim(self, free: int) -> list[ClaimedJob]:
+    async def _claim(self, free: int) -> list[ClaimedJob] | None:
+        """The jobs claimed; None when the claim failed and its backoff was waited out."""
         try:
-            return await self.driver.claim(self.id, free, self.lease_ms, self._claim_queues)
+            batch = await self.driver.claim(self.id, free, self.lease_ms, self._claim_queues)
         except DriverClosedError as closed:
             self._closed(closed)
             return []
         except JobsError as exc:
-            logger.warning("claim failed, retrying after %d ms: %s", self.poll_ms, exc)
-            await self._race(lambda: self.clock.sleep_ms(self.poll_ms))
-            return []
+            failures = self.outage.failed("claim", exc)
+            await self._race(partial(self._back_off, backoff_ms(self.poll_ms, failures)))
+            return None
+        self.outage.answered("claim")
+        return batch
+
+    async def _back_off(self, wait_ms: int) -> None:
+        """The wait after a failed claim. Past the poll interval a wake-up ends it (an enqueue
+        here, a NOTIFY), and so does another call of this worker that succeeds again (its
+        presence beat, every 10 s: `Outage.answered` pokes), as a stop does."""
+        await self.clock.sleep_ms(self.poll_ms)
+        if wait_ms > self.poll_ms:
+            # A wait_for_work that returns early at once (a driver that cannot watch now) costs
+            # one claim per poll interval, as before, never a spin.
+            try:
+                await self.driver.wait_for_work(wait_ms - self.poll_ms)
+            except JobsError:
+                await self.clock.sleep_ms(wait_ms - self.poll_ms)
 
     async def _race(self, wait: Callable[[], Awaitable[None]] | None = None) -> None:
         """Wait for `wait` (work, when given) to return, or without one for a freed slot; `stop()`
@@ -569,7 +593,7 @@ class Worker:
         try:
             return await self.driver.claim(self.id, ask, self.lease_ms, self._claim_queues)
         except JobsError as exc:
-            logger.warning("claim failed: %s", exc)
+            self.outage.failed("claim", exc)
             return []
 
     def _claim_landed(self, ask: int, task: asyncio.Task[list[ClaimedJob]]) -> None:

@@ -19,6 +19,7 @@ from engine.errors import JobsError
 from engine.pruner import declared_retention, worker_policy
 from engine.retention import Policy, Retention, RetentionSettingInvalidError
 from engine.services import attempt
+from engine.worker_outage import noted_failure, noted_success
 from schemas.descriptor import JobDescriptor
 from schemas.stats import WorkerInfo
 
@@ -107,7 +108,10 @@ class Presence:
                 self.worker_id, descriptors, self.jobs.clock.now_ms()
             )
         except JobsError as exc:
-            logger.warning("job descriptors not published: %s", exc)
+            if not noted_failure("job descriptors publish", exc):
+                logger.warning("job descriptors not published: %s", exc)
+            return
+        noted_success("job descriptors publish")
 
 
 def declared_policy(retention: Retention | None) -> Policy | None:

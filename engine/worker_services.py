@@ -14,6 +14,7 @@ from engine.errors import JobsError
 from engine.outbox import OutboxRelay
 from engine.pruner import Pruner
 from engine.retention import Retention, prune_enabled_from_env
+from engine.services import attempt
 from engine.tasks.declare import tasks_of
 from engine.tasks.scheduler import Scheduler
 from engine.worker_presence import PRESENCE_MS
@@ -103,11 +104,7 @@ class WorkerServices:
             await self.jobs.clock.sleep_ms(PRESENCE_MS)
             if self.outbox_relay is not None:
                 return
-            try:
-                found = await probe.pass_once()
-            except JobsError as exc:
-                logger.warning("outbox not checked: %s", exc)
-                continue
+            found = await attempt("outbox check", logger, probe.pass_once)
             if found is not None:
                 self._start_relay(tg)
 
