@@ -135,6 +135,9 @@ class JobSelection(NamedTuple):
     scanned: int
     # The read stopped at `scan_limit` rows before the end: matches may lie beyond.
     scan_capped: bool
+    # Matches seen, `jobs` and past them (all of them with `count`): at least this many when
+    # `scan_capped`.
+    matching: int = 0
 
 
 def _matches(job: JobRecord, error_code: str | None, after: int | None, before: int | None) -> bool:
@@ -409,6 +412,7 @@ class Jobs:
         changed_before: int | None = None,
         limit: int = MAX_PAGE,
         scan_limit: int = SELECT_SCAN_LIMIT,
+        count: bool = False,
     ) -> JobSelection:
         """Up to `limit` jobs matching every filter given, newest first: `list`'s filters, the
         stored `last_error.code`, and a window on `updated_at` (the job's last change: when a
@@ -418,7 +422,8 @@ class Jobs:
         (a legacy text `last_error` decodes to its code only in Python), so every driver
         answers alike; the read is bounded by `scan_limit` rows instead, and says when it
         stopped short (`scan_capped`) so a caller narrows the filter rather than acting on a
-        partial match it takes for the whole."""
+        partial match it takes for the whole. With `count` it reads on past `limit`, within the
+        same `scan_limit`, to count the matches (`matching`)."""
         error_code = bounds.optional_text("error_code", error_code, MAX_NAME_BYTES)
         after = None
         if changed_after is not None:
@@ -429,7 +434,7 @@ class Jobs:
         limit = bounds.whole("limit", limit, 1, MAX_PAGE)
         scan_limit = bounds.whole("scan_limit", scan_limit, 1, 100 * MAX_PAGE, "rows")
         found: builtins.list[JobRecord] = []
-        scanned = 0
+        scanned = matching = 0
         cursor: str | None = None
         while True:
             page = await self.list(
@@ -444,13 +449,16 @@ class Jobs:
                 scanned += 1
                 if not _matches(job, error_code, after, before):
                     continue
-                if len(found) == limit:
-                    return JobSelection(found, more=True, scanned=scanned, scan_capped=False)
-                found.append(job)
+                matching += 1
+                if len(found) < limit:
+                    found.append(job)
+                elif not count:
+                    return JobSelection(found, True, scanned, False, matching)
+            more = matching > len(found)
             if page.next_cursor is None:
-                return JobSelection(found, more=False, scanned=scanned, scan_capped=False)
+                return JobSelection(found, more, scanned, False, matching)
             if scanned >= scan_limit:
-                return JobSelection(found, more=False, scanned=scanned, scan_capped=True)
+                return JobSelection(found, more, scanned, True, matching)
             cursor = page.next_cursor
 
     @fixes_written

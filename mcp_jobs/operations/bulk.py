@@ -7,24 +7,34 @@ the engine's own per-job retry or cancel (its rules, its `requeued`/`cancelled` 
 actor), and a job that changed since — retried by someone else, settled, cancelled — is skipped
 and reported, never an error: the action is a no-op for it, not a failure of the rest.
 
-More matches than `MAX_BULK_JOBS`: the plan says so (`over_limit`) and acting takes the newest
-`MAX_BULK_JOBS`; what it acts on no longer matches (a retried job is not dead, a cancelled one
-not live), so planning again gives the next page. The read behind a plan is bounded too
-(`engine.client.SELECT_SCAN_LIMIT` rows); `scan_capped` says it stopped short.
+More matches than `MAX_BULK_JOBS`: the plan says so (`over_limit`) and how many match (`total`),
+and acting takes the newest `MAX_BULK_JOBS`; what it acts on no longer matches (a retried job is
+not dead, a cancelled one not live), so planning again gives the next page. The read behind a
+plan, the count included, is bounded too (`COUNT_SCAN_ROWS`); `scan_capped` says it stopped
+short, and `total` is then a lower bound.
+
+An action writes its own audit event (`operations.audit`, the tool's event, whichever face ran
+it) however it ends: done, failed part way, or cut short (a cancelled call, a Ctrl-C), with the
+counts so far. A job in hand finishes before a cancel lands, so those counts are exact.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
+from anyio.lowlevel import checkpoint
 from pydantic import BaseModel, Field
 
 from engine import bounds
 from engine.bounds import MAX_DELAY_SECONDS
+from engine.client import SELECT_SCAN_LIMIT
 from engine.errors import JobsError
 from engine.instants import iso
+from mcp_jobs.operations.audit import record_call
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import ConfirmOffer, Envelope
 from mcp_jobs.operations.scope import Scope
@@ -45,6 +55,11 @@ SINCE_SECONDS = (1, MAX_DELAY_SECONDS)
 SAMPLE_JOBS = 20
 # The skip code of a job whose row changed between the plan and the action.
 CHANGED = "CHANGED_SINCE_PLAN"
+# A plan counts the matches past the cap over at most this many rows read: 20 list pages, so a
+# plan of 200,000 matches costs a bounded read and says "at least 20,000".
+COUNT_SCAN_ROWS = SELECT_SCAN_LIMIT
+# How long the audit event of an action cut short may take to write (shielded from the cancel).
+AUDIT_WRITE_S = 10.0
 
 
 class BulkFilter(BaseModel):
@@ -75,6 +90,7 @@ class BulkPlan(BaseModel):
     at: int = Field(description="when the plan was taken, epoch ms (since_seconds counts back)")
     states: list[JobState] = Field(description="the states matched")
     matched: int = Field(description="jobs the action acts on")
+    total: int = Field(description="jobs the filter matches now (at least, when scan_capped)")
     over_limit: bool = Field(
         description=f"more than {MAX_BULK_JOBS} match: this acts on the newest "
         f"{MAX_BULK_JOBS}; plan again after it for the rest, or narrow the filter"
@@ -99,6 +115,9 @@ class BulkOutcome(BaseModel):
     acted: int
     acted_ids: list[str]
     skipped: list[BulkSkip] = Field(description="planned jobs left as they are, and why")
+    interrupted: bool | None = Field(
+        default=None, description="true: stopped before the end of the plan; plan again"
+    )
 
 
 class BulkJobsResult(Envelope):
@@ -112,12 +131,33 @@ class BulkJobsResult(Envelope):
         default=None, description="plan: the token that acts on exactly this plan"
     )
     act_command: str | None = Field(
-        default=None, description="CLI plan: the command that acts (a fresh plan, then --yes)"
+        default=None,
+        description="CLI: the command that acts (a fresh plan, then --yes): after a plan, or "
+        "for the rest after an interrupted action",
     )
 
 
 # A plan's jobs as they were: (id, updated_at).
 Planned = list[tuple[str, int]]
+
+
+@dataclass
+class BulkRun:
+    """An action as it goes: what it did so far, which its caller reads when it was cut short
+    (a cancel raises), and whether it wrote its audit event (then the caller writes none)."""
+
+    acted: list[str] = field(default_factory=list)
+    skipped: list[BulkSkip] = field(default_factory=list)
+    interrupted: bool = False
+    recorded: bool = False
+
+    def outcome(self) -> BulkOutcome:
+        return BulkOutcome(
+            acted=len(self.acted),
+            acted_ids=list(self.acted),
+            skipped=list(self.skipped),
+            interrupted=self.interrupted or None,
+        )
 
 
 def states_of(action: BulkAction, states: Sequence[str] | None) -> tuple[JobState, ...]:
@@ -149,6 +189,8 @@ async def plan_bulk(
         error_code=wanted.error_code,
         changed_after=after,
         limit=MAX_BULK_JOBS,
+        scan_limit=COUNT_SCAN_ROWS,
+        count=True,
     )
     jobs = found.jobs
     if not jobs:
@@ -161,6 +203,7 @@ async def plan_bulk(
         at=at,
         states=list(states),
         matched=len(jobs),
+        total=found.matching,
         over_limit=found.more,
         scan_capped=found.scan_capped,
         by_name=dict(Counter(j.name for j in jobs)),
@@ -173,50 +216,118 @@ async def plan_bulk(
 
 
 async def act_bulk(
-    scope: Scope, action: BulkAction, planned: Sequence[tuple[str, int]], states: Sequence[str]
+    scope: Scope,
+    action: BulkAction,
+    plan: BulkPlan,
+    planned: Sequence[tuple[str, int]],
+    given: dict[str, Any],
+    run: BulkRun | None = None,
+    stop: anyio.Event | None = None,
 ) -> BulkOutcome:
     """`action` on each planned job through the engine's per-job rules; a job that changed since
-    the plan (a retry's row updated) or that the engine refuses now is skipped, with why."""
+    the plan (a retry's row updated) or that the engine refuses now is skipped, with why. `stop`
+    set ends it before the next job (`interrupted`); a cancel ends it there too, and raises.
+    Either way its audit event (the filter `given` and the counts) is written."""
+    run = BulkRun() if run is None else run
     tenant = scope.tenant(None)
-    acted: list[str] = []
-    skipped: list[BulkSkip] = []
-    for job_id, updated_at in planned:
-        try:
-            if action == "retry":
-                current = await scope.jobs.get(job_id, tenant_id=tenant)
-                # A cancel keeps no such check: a queued job that started running since is
-                # still the live job the person meant to stop.
-                if current.updated_at != updated_at:
-                    reason = f"now {current.state}, changed at {iso(current.updated_at)}"
-                    skipped.append(BulkSkip(job_id=job_id, code=CHANGED, reason=reason))
-                    continue
-                await scope.jobs.retry(
-                    job_id,
-                    tenant_id=tenant,
-                    include_cancelled="cancelled" in states,
-                    actor=scope.actor,
-                )
-            else:
-                await scope.jobs.cancel(job_id, tenant_id=tenant, actor=scope.actor)
-        except JobsError as exc:
-            skipped.append(BulkSkip(job_id=job_id, code=exc.code, reason=exc.cause))
-            continue
-        acted.append(job_id)
-    return BulkOutcome(acted=len(acted), acted_ids=acted, skipped=skipped)
+    failure: BaseException | None = None
+    try:
+        for job_id, updated_at in planned:
+            if stop is not None and stop.is_set():
+                run.interrupted = True
+                break
+            # The job in hand finishes before a cancel lands: the counts stay exact.
+            with anyio.CancelScope(shield=True):
+                await _act_one(scope, action, job_id, updated_at, plan.states, tenant, run)
+            await checkpoint()
+    except BaseException as exc:
+        run.interrupted, failure = True, exc
+        raise
+    finally:
+        with anyio.move_on_after(AUDIT_WRITE_S, shield=True):
+            await _record(scope, action, given, plan, run, failure)
+    return run.outcome()
+
+
+async def _act_one(
+    scope: Scope,
+    action: BulkAction,
+    job_id: str,
+    updated_at: int,
+    states: Sequence[str],
+    tenant: str | None,
+    run: BulkRun,
+) -> None:
+    try:
+        if action == "retry":
+            current = await scope.jobs.get(job_id, tenant_id=tenant)
+            # A cancel keeps no such check: a queued job that started running since is
+            # still the live job the person meant to stop.
+            if current.updated_at != updated_at:
+                reason = f"now {current.state}, changed at {iso(current.updated_at)}"
+                run.skipped.append(BulkSkip(job_id=job_id, code=CHANGED, reason=reason))
+                return
+            await scope.jobs.retry(
+                job_id,
+                tenant_id=tenant,
+                include_cancelled="cancelled" in states,
+                actor=scope.actor,
+            )
+        else:
+            await scope.jobs.cancel(job_id, tenant_id=tenant, actor=scope.actor)
+    except JobsError as exc:
+        run.skipped.append(BulkSkip(job_id=job_id, code=exc.code, reason=exc.cause))
+        return
+    run.acted.append(job_id)
+
+
+async def _record(
+    scope: Scope,
+    action: BulkAction,
+    given: dict[str, Any],
+    plan: BulkPlan,
+    run: BulkRun,
+    failure: BaseException | None,
+) -> None:
+    """The action's one audit event: the tool's, so every face's actions read alike."""
+    envelope: dict[str, Any] = {"ok": not run.interrupted}
+    if failure is not None and isinstance(failure, Exception):
+        envelope["error"] = {"code": getattr(failure, "code", "INTERNAL")}
+    counts = {
+        "matched": plan.matched,
+        "acted": len(run.acted),
+        "skipped": len(run.skipped),
+        "interrupted": run.interrupted,
+    }
+    audit = {**given, "write": True, **counts}
+    await record_call(scope, f"{action}_jobs", envelope, (None, None), audit)
+    run.recorded = True
 
 
 async def bulk_command(
-    scope: Scope, action: BulkAction, wanted: BulkFilter, *, act: bool, words: Sequence[str]
+    scope: Scope,
+    action: BulkAction,
+    wanted: BulkFilter,
+    *,
+    act: bool,
+    words: Sequence[str],
+    stop: anyio.Event | None = None,
 ) -> BulkJobsResult:
     """The CLI's `jobs retry-all|cancel-all`: the plan, and with `act` the action on that plan
-    at once (the person at the terminal said --yes); without, the command that acts."""
+    at once (the person at the terminal said --yes); without, the command that acts. `stop`
+    (a Ctrl-C) ends the action between jobs: the answer then says how far it got and carries
+    the command that acts on the rest."""
     shown, planned = await plan_bulk(scope, action, wanted)
     given = wanted.given()
+    command = scope.fixes.command(*words, "--yes")
     if not act:
-        command = scope.fixes.command(*words, "--yes")
         return BulkJobsResult(ok=True, mode="plan", filter=given, plan=shown, act_command=command)
-    outcome = await act_bulk(scope, action, planned, shown.states)
-    return BulkJobsResult(ok=True, mode="write", filter=given, plan=shown, outcome=outcome)
+    outcome = await act_bulk(scope, action, shown, planned, given, stop=stop)
+    # The rest: a fresh plan of what still matches, acted on (what this did no longer matches).
+    rest = command if outcome.interrupted or shown.over_limit else None
+    return BulkJobsResult(
+        ok=True, mode="write", filter=given, plan=shown, outcome=outcome, act_command=rest
+    )
 
 
 def summary(plan: BulkPlan) -> str:
@@ -228,10 +339,12 @@ def summary(plan: BulkPlan) -> str:
         return shown + (f" and {len(items) - 12} more" if len(items) > 12 else "") or "none"
 
     text = f"{plan.action} {plan.matched} job(s) in state {'/'.join(plan.states)}"
-    if plan.over_limit:
-        text += f" (the newest {MAX_BULK_JOBS}; more match)"
-    if plan.scan_capped:
-        text += " (the read stopped short: more may match)"
+    if plan.over_limit or plan.scan_capped:
+        least = "at least " if plan.scan_capped else ""
+        text = (
+            f"{plan.action} the newest {plan.matched} of {least}{plan.total} job(s) in state "
+            f"{'/'.join(plan.states)} (act, then plan again for the rest)"
+        )
     ids = ", ".join(f"{j.job_id} {j.error_code or '-'}" for j in plan.sample[:5]) or "none"
     return (
         f"{text}; per name: {counted(plan.by_name)}; per queue: {counted(plan.by_queue)}; per "

@@ -41,12 +41,14 @@ async def run_tool(
     *,
     audit: dict[str, Any] | None = None,
     subject: Callable[[M], Subject] | None = None,
+    audited: Callable[[], bool] | None = None,
 ) -> CallToolResult:
     """Run `operation` and shape its result or failure as this tool's envelope.
 
     `audit` marks a mutating call: it is recorded as an event (tool, job, tenant, time, actor
     `mcp:<tool>`) whether it succeeded or was refused, so the events table answers "who did
-    that" for every change an agent attempted.
+    that" for every change an agent attempted. `audited` says the operation wrote that event
+    itself (a bulk action records its own, with its counts, even when cut short).
     """
     scope = scope_for(ctx, tool)
     acted_on: Subject = (None, None)
@@ -60,7 +62,7 @@ async def run_tool(
     except Exception as exc:  # the envelope is the error channel; cancellation still propagates
         # An argument the engine refused comes back as the caller's call, mended.
         envelope = failure(error_payload(mended(exc), where=f"tool {tool}", context=scope.fixes))
-    if audit is not None:
+    if audit is not None and not (audited is not None and audited()):
         await record_call(scope, tool, envelope, acted_on, audit)
     return tool_result(envelope)
 

@@ -38,6 +38,7 @@ from mcp_jobs.operations.bulk import (
     BulkFilter,
     BulkJobsResult,
     BulkPlan,
+    BulkRun,
     CancelState,
     RetryState,
     act_bulk,
@@ -80,7 +81,7 @@ class PlanBook:
         return None if kept is None else kept[0]
 
 
-def bulk_write(action: BulkAction, wanted: BulkFilter) -> BulkWrite:
+def bulk_write(action: BulkAction, wanted: BulkFilter, run: BulkRun) -> BulkWrite:
     tool = f"{action}_jobs"
     arguments = wanted.model_dump()
     given = wanted.given()
@@ -94,7 +95,7 @@ def bulk_write(action: BulkAction, wanted: BulkFilter) -> BulkWrite:
 
     async def write(scope: Scope, at: int | None) -> BulkJobsResult:
         _, shown = await plan(scope, at)
-        return await _act(scope, action, given, dict(shown.content))
+        return await _act(scope, action, given, dict(shown.content), run)
 
     return ConfirmedWrite(
         tool=tool,
@@ -110,11 +111,11 @@ def bulk_write(action: BulkAction, wanted: BulkFilter) -> BulkWrite:
 
 
 async def _act(
-    scope: Scope, action: BulkAction, given: dict[str, Any], content: dict[str, Any]
+    scope: Scope, action: BulkAction, given: dict[str, Any], content: dict[str, Any], run: BulkRun
 ) -> BulkJobsResult:
     shown = BulkPlan.model_validate(content["plan"])
     planned = [(job_id, updated_at) for job_id, updated_at in content["jobs"]]
-    outcome = await act_bulk(scope, action, planned, shown.states)
+    outcome = await act_bulk(scope, action, shown, planned, given, run)
     return BulkJobsResult(ok=True, mode="write", filter=given, plan=shown, outcome=outcome)
 
 
@@ -128,6 +129,7 @@ async def bulk_guarded(
     answer: ElicitationResult[ConfirmWrite],
     token: str | None,
     offer: bool,
+    run: BulkRun,
 ) -> BulkJobsResult:
     """A plan (with a token offered when `offer`), or the action on a plan the person
     confirmed (asked, or by its token), or the typed refusal."""
@@ -146,7 +148,7 @@ async def bulk_guarded(
         assert isinstance(answer, AcceptedElicitation)
         if not answer.data.confirm:
             raise WriteDeclinedError(spec.tool, "no", spec.dry_run_call())
-        return await _act(scope, action, given, dict(planned.plan.content))
+        return await _act(scope, action, given, dict(planned.plan.content), run)
     if planned.mode == "token" and token is not None:
         key = call_key(spec.tool, spec.arguments, scope.settings.tenant)
         try:
@@ -158,8 +160,10 @@ async def bulk_guarded(
             why = "was for a plan this server no longer holds"
         if content is None:
             raise ConfirmationInvalidError(spec.tool, why, spec.dry_run_call())
+        # Spent before acting: a token acts once, even on an action cut short (its replay is
+        # refused with the plan call, which plans what still matches).
         gate.spend(token, now)
-        return await _act(scope, action, given, content)
+        return await _act(scope, action, given, content, run)
     model, plan = await spec.plan(scope, None)
     if planned.mode == "dry_run" and not offer:
         return model
@@ -193,7 +197,7 @@ def _planner(
             error_code=error_code,
             since_seconds=since_seconds,
         )
-        spec = bulk_write(action, wanted)
+        spec = bulk_write(action, wanted, BulkRun())
         return await plan_write(ctx, scope_for(ctx, spec.tool), gate, spec, write)
 
     plan_bulk_write.__name__ = f"plan_{action}_jobs"
@@ -240,24 +244,25 @@ def register(server: MCPServer[AppState], gate: WriteGate) -> None:
         write: bool,
         confirm: str | None,
     ) -> Awaitable[CallToolResult]:
-        spec = bulk_write(action, wanted)
-        # One audit event per action, with the filter, then (filled in once it acted) counts.
+        run = BulkRun()
+        spec = bulk_write(action, wanted, run)
+        # A write that acts records its own event, with the counts, however it ends
+        # (`operations.bulk`); one refused before acting is recorded here.
         audit: dict[str, Any] | None = {**wanted.given(), "write": True} if write else None
 
         async def operation(scope: Scope) -> BulkJobsResult:
-            result = await bulk_guarded(
-                scope, gate, book, spec, action, planned, answer, confirm, offers(ctx, scope)
+            offer = offers(ctx, scope)
+            return await bulk_guarded(
+                scope, gate, book, spec, action, planned, answer, confirm, offer, run
             )
-            if audit is not None and result.outcome is not None and result.plan is not None:
-                audit.update(
-                    matched=result.plan.matched,
-                    acted=result.outcome.acted,
-                    skipped=len(result.outcome.skipped),
-                )
-            return result
 
         return run_tool(
-            ctx, spec.tool, operation, audit=audit, subject=lambda m: (None, scope_tenant(ctx))
+            ctx,
+            spec.tool,
+            operation,
+            audit=audit,
+            audited=lambda: run.recorded,
+            subject=lambda m: (None, scope_tenant(ctx)),
         )
 
     def scope_tenant(ctx: ToolContext) -> str | None:

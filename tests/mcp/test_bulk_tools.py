@@ -7,11 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+import pytest
+
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.testing.kit.test_select import dead
 from mcp_jobs.config import Settings
+from mcp_jobs.operations import bulk
+from mcp_jobs.operations.bulk import BulkFilter, BulkPlan, plan_bulk
+from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.audit import AUDIT_EVENT
-from tests.mcp.support import Caller, Person, serve, stored_rows
+from tests.mcp.support import Caller, Person, audit_log, serve, stored_rows
 
 FILTER = {"name": "fulfil", "error_code": "DRIVER_UNAVAILABLE", "since_seconds": 3600}
 
@@ -161,3 +167,96 @@ async def test_a_filter_naming_no_known_job_or_queue_is_refused_not_planned_empt
         # A known job with nothing to retry is still a plan of nothing, not an error.
         assert (await mcp.ok("retry_jobs", {"name": "greet"}))["plan"]["matched"] == 0
     assert (await jobs.get(job)).state == "dead"
+
+
+def _failing_on(jobs: Jobs, monkeypatch: pytest.MonkeyPatch, method: str, nth: int) -> None:
+    """`jobs.<method>` fails with a bug's exception on its `nth` call (an injected point)."""
+    real = getattr(jobs, method)
+    calls = 0
+
+    async def failing(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == nth:
+            raise RuntimeError("injected")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, method, failing)
+
+
+async def test_an_action_cut_short_records_how_far_it_got_and_its_token_acts_once(
+    jobs: Jobs, app: JobRegistry, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that failed part way left 2 of 5 jobs retried and one audit event without counts;
+    now the action's event says how far it got, once, and a replayed token is refused with the
+    plan of what is left as its next call."""
+    planned_ids = [await dead(jobs.driver, "DRIVER_UNAVAILABLE") for _ in range(5)]
+    audited = audit_log(jobs, monkeypatch)
+    async with serve(jobs, mode, elicitation=False) as mcp:
+        planned = await mcp.ok("retry_jobs", {"name": "fulfil"})
+        assert planned["plan"]["matched"] == 5
+        write = planned["confirm"]["next_call"]
+        _failing_on(jobs, monkeypatch, "retry", 3)
+        failed = await mcp.call(write["tool"], write["arguments"])
+        assert failed.code == "INTERNAL"
+        monkeypatch.undo()
+        done = [j for j in planned_ids if (await jobs.get(j)).state == "ready"]
+        assert len(done) == 2
+        (event,) = [a for a in audited if a["tool"] == "retry_jobs" and a["arguments"]["write"]]
+        assert event["arguments"]["acted"] == 2 and event["arguments"]["interrupted"] is True
+        assert event["arguments"]["matched"] == 5 and event["arguments"]["name"] == "fulfil"
+        # The token acted once; its next call plans what still matches.
+        replay = await mcp.fails(write["tool"], write["arguments"], "CONFIRMATION_INVALID")
+        rest = await mcp.ok(replay["next_call"]["tool"], replay["next_call"]["arguments"])
+        assert rest["plan"]["matched"] == 3
+
+
+async def test_a_cancelled_action_stops_between_jobs_and_records_its_counts(
+    jobs: Jobs, app: JobRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that cancels the call (a timeout, notifications/cancelled) stops the action
+    after the job in hand: the jobs acted on are exactly those counted in its audit event."""
+    ids = [(await jobs.enqueue("greet", {"user_id": n})).id for n in range(1, 6)]
+    audited = audit_log(jobs, monkeypatch)
+    scope = Scope(jobs=jobs, settings=Settings(), tool="cancel_jobs", actor="mcp:cancel_jobs")
+    wanted = BulkFilter(name="greet")
+    plan, planned = await plan_bulk(scope, "cancel", wanted)
+    real = jobs.cancel
+    calls = 0
+    run = bulk.BulkRun()
+    with anyio.CancelScope() as call:
+
+        async def cancel_then_cut(*args: Any, **kwargs: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls == 3:
+                call.cancel()  # injected: the call is cancelled while this job is in hand
+            return await real(*args, **kwargs)
+
+        monkeypatch.setattr(jobs, "cancel", cancel_then_cut)
+        await bulk.act_bulk(scope, "cancel", plan, planned, wanted.given(), run)
+    assert call.cancelled_caught
+    monkeypatch.undo()
+    cancelled = [j for j in ids if (await jobs.get(j)).state == "cancelled"]
+    assert len(cancelled) == 3 and sorted(run.acted) == sorted(cancelled)
+    (event,) = audited
+    assert event["tool"] == "cancel_jobs" and event["ok"] is False
+    assert event["arguments"]["acted"] == 3 and event["arguments"]["interrupted"] is True
+
+
+async def test_a_plan_says_how_many_match_beyond_the_cap(
+    jobs: Jobs, app: JobRegistry, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With more matches than one action takes, the plan showed the cap as the count
+    (`matched: 1000` for 200,000): it now says how many match, or at least how many."""
+    for n in range(1, 6):
+        await jobs.enqueue("greet", {"user_id": n})
+    monkeypatch.setattr(bulk, "MAX_BULK_JOBS", 3)
+    async with serve(jobs, mode, elicitation=False) as mcp:
+        plan = (await mcp.ok("cancel_jobs", {"name": "greet"}))["plan"]
+        assert (plan["matched"], plan["total"], plan["over_limit"]) == (3, 5, True)
+        assert not plan["scan_capped"] and "3 of 5" in bulk.summary(BulkPlan(**plan))
+        monkeypatch.setattr(bulk, "COUNT_SCAN_ROWS", 4)
+        plan = (await mcp.ok("cancel_jobs", {"name": "greet"}))["plan"]
+        assert (plan["matched"], plan["total"], plan["scan_capped"]) == (3, 4, True)
+        assert "3 of at least 4" in bulk.summary(BulkPlan(**plan))
