@@ -5,9 +5,15 @@ tools (through a `Scope` with actor `cli`), so `--json` prints exactly the envel
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
 
 from engine.client import Jobs, connect
 from engine.drivers.schema_versions import VersionedSchema
@@ -20,7 +26,7 @@ from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings
 from mcp_jobs.errors import CommandLineInvalidError
 from mcp_jobs.fix_context import FixContext, written_by_face
-from mcp_jobs.operations.bulk import BulkAction, BulkFilter, bulk_command
+from mcp_jobs.operations.bulk import BulkAction, BulkFilter, BulkJobsResult, bulk_command
 from mcp_jobs.operations.database import report_of
 from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.models import Envelope, MigrateResult, NatsReportResult
@@ -28,6 +34,8 @@ from mcp_jobs.operations.scope import Scope
 
 # How long `backfill NAME --write` follows the pass at a terminal, when a worker is live.
 FOLLOW_SECONDS = 600.0
+# The exit status of a command stopped by Ctrl-C or SIGTERM, as the shell's own.
+INTERRUPTED_EXIT = 130
 
 
 @asynccontextmanager
@@ -98,8 +106,10 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
         "retry-all": "retry_jobs",
         "cancel-all": "cancel_jobs",
     }[action]
+    interrupted = False
 
     async def run() -> Envelope:
+        nonlocal interrupted
         async with open_jobs(settings) as jobs:
             scope = scope_of(jobs, settings, f"jobs {action}")
             if action == "ls":
@@ -121,11 +131,15 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
             if action == "cancel":
                 return await operations.cancel_job(scope, args.job_id)
             if action in ("retry-all", "cancel-all"):
-                return await _bulk(scope, args)
+                result = await _bulk(scope, args)
+                interrupted = result.outcome is not None and bool(result.outcome.interrupted)
+                return result
             if action == "describe":
-                return await operations.describe_jobs(scope, args.name)
+                return await operations.describe_jobs(
+                    scope, args.name, limit=args.limit, cursor=args.cursor
+                )
             if action == "stats":
-                return await operations.queue_stats(scope, args.queues)
+                return await operations.queue_stats(scope, args.queues, args.limit)
             if action == "diagnose":
                 return await operations.diagnose_queue(scope, args.queue)
             bar = ProgressBar("drain", enabled=False if args.json else None)
@@ -135,10 +149,11 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
             finally:
                 bar.close()
 
-    return await guarded(kind, args.json, run, settings)
+    code = await guarded(kind, args.json, run, settings)
+    return INTERRUPTED_EXIT if interrupted else code
 
 
-async def _bulk(scope: Scope, args: argparse.Namespace) -> Envelope:
+async def _bulk(scope: Scope, args: argparse.Namespace) -> BulkJobsResult:
     """`jobs retry-all|cancel-all`: the plan; --yes acts on it (`operations.bulk`)."""
     wanted = BulkFilter(
         name=args.name,
@@ -162,7 +177,35 @@ async def _bulk(scope: Scope, args: argparse.Namespace) -> Envelope:
         words += ["--state", state]
     action: BulkAction = "retry" if args.action == "retry-all" else "cancel"
     act = args.yes and not args.dry_run
-    return await bulk_command(scope, action, wanted, act=act, words=words)
+    if not act:
+        return await bulk_command(scope, action, wanted, act=False, words=words)
+    stop = anyio.Event()
+    failed: Exception | None = None
+    async with anyio.create_task_group() as signals:
+        await signals.start(_stop_on_signal, stop)
+        try:
+            result = await bulk_command(scope, action, wanted, act=True, words=words, stop=stop)
+        except Exception as exc:  # raised as itself, not in the task group's ExceptionGroup
+            failed = exc
+        signals.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    return result
+
+
+async def _stop_on_signal(
+    stop: anyio.Event, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    """The first Ctrl-C or SIGTERM sets `stop`: the action ends after the job in hand and says
+    how far it got. A second one meets the default handlers and ends the command at once."""
+    if sys.platform == "win32" or threading.current_thread() is not threading.main_thread():
+        task_status.started()  # no signal handlers there: the interpreter's own behaviour
+        return
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        task_status.started()
+        async for _ in received:
+            stop.set()
+            return
 
 
 # --- backfill -----------------------------------------------------------------------------------

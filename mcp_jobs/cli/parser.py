@@ -20,6 +20,7 @@ from mcp_jobs.config import (
     add_allowed_host,
     seconds_in,
 )
+from mcp_jobs.operations.answer_bounds import SHOWN
 from mcp_jobs.operations.bulk import CancelState, RetryState
 from schemas.states import JOB_STATES, SETTLED_STATES
 
@@ -349,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "--queues",
         nargs="+",
+        action="extend",  # `--queues a --queues b` is both, as a repeated flag reads
         metavar="QUEUE",
         help="claim these queues ('*': every queue; default: the queues of the app's jobs)",
     )
@@ -391,14 +393,17 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument("job_id")
     describe = actions.add_parser("describe", parents=[common], help="the registered jobs")
     describe.add_argument("name", nargs="?")
+    describe.add_argument("--limit", type=int, default=SHOWN, help="jobs in this page")
+    describe.add_argument("--cursor", help="the name the last page ends with")
     stats = actions.add_parser("stats", parents=[common], help="per-queue counts")
-    stats.add_argument("--queues", nargs="+", metavar="QUEUE")
+    stats.add_argument("--queues", nargs="+", action="extend", metavar="QUEUE")
+    stats.add_argument("--limit", type=int, default=SHOWN, help="the busiest this many queues")
     diagnose = actions.add_parser("diagnose", parents=[common], help="what is stuck and why")
     diagnose.add_argument("--queue")
     drain = actions.add_parser(
         "drain", parents=[common], help="run every job due now in this process, then exit"
     )
-    drain.add_argument("--queues", nargs="+", metavar="QUEUE")
+    drain.add_argument("--queues", nargs="+", action="extend", metavar="QUEUE")
     drain.add_argument("--concurrency", type=int, default=8)
 
     for bulk, states, what in (

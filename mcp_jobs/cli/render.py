@@ -9,13 +9,19 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from mcp_jobs.cli.job_progress import progress_text
+from mcp_jobs.config import ServerLimits
 from mcp_jobs.fix_context import FixContext
+from mcp_jobs.operations.bulk import BulkPlan, summary
 from schemas.stats import RECENT_SETTLED_MS
+
+# The most queues one `jobs stats` lists: what its line for the queues left out asks for.
+MORE_QUEUES = ServerLimits().max_page_size
 
 
 def when(ms: int | None) -> str:
@@ -151,7 +157,7 @@ def _traceback_lines(error: dict[str, Any]) -> list[str]:
     return ["    traceback:", *(f"      {one_line(line)}" for line in trace.splitlines())]
 
 
-def _describe(env: dict[str, Any]) -> str:
+def _describe(env: dict[str, Any], fixes: FixContext) -> str:
     rows = [
         (
             d["name"],
@@ -183,6 +189,9 @@ def _describe(env: dict[str, Any]) -> str:
         failing = [_task_failing(t["name"], t["failing"]) for t in tasks if t.get("failing")]
         tasks_table = "\n".join([tasks_table, *failing])
         text = f"{text}\n\n{tasks_table}" if text else tasks_table
+    if env.get("next_cursor"):
+        more = fixes.command("jobs", "describe", "--cursor", env["next_cursor"])
+        text += f"\nmore jobs: {more}"
     return text
 
 
@@ -203,8 +212,8 @@ def _done(q: dict[str, Any]) -> str:
     return str(q["done"]) if window >= RECENT_SETTLED_MS else f"{q['done']} in {window // 1000} s"
 
 
-def _stats(queues: list[dict[str, Any]]) -> str:
-    rows = [
+def _stats(queues: list[dict[str, Any]], totals: dict[str, Any] | None = None) -> str:
+    rows: list[tuple[object, ...]] = [
         (
             q["queue"],
             q["ready"],
@@ -218,6 +227,10 @@ def _stats(queues: list[dict[str, Any]]) -> str:
         )
         for q in queues
     ]
+    if totals and totals["queues"] > 1:
+        # Every queue read, those left out of the rows above included.
+        counts = ("ready", "delayed", "running", "suspended", "dead", "failed", "done")
+        rows.append((f"ALL {totals['queues']}", *(totals[c] for c in counts), ""))
     headers = [
         "QUEUE",
         "READY",
@@ -232,9 +245,14 @@ def _stats(queues: list[dict[str, Any]]) -> str:
     return table(rows, headers) if rows else "no jobs in any queue"
 
 
-def _queue_stats(env: dict[str, Any]) -> str:
-    """The queues' table, and the staged outbox rows that are no job in any queue yet."""
-    text = _stats(env["queues"])
+def _queue_stats(env: dict[str, Any], fixes: FixContext) -> str:
+    """The busiest queues' table with the totals of all, what was left out and the command
+    that lists more, and the staged outbox rows that are no job in any queue yet."""
+    text = _stats(env["queues"], env.get("totals"))
+    left = env.get("queues_left_out")
+    if left:
+        wider = fixes.command("jobs", "stats", "--limit", str(MORE_QUEUES))
+        text += f"\n{left} more queue(s) with fewer jobs are counted in ALL; to list them: {wider}"
     outbox = env.get("outbox")
     if outbox:
         count = f"at least {outbox['waiting']}" if outbox["at_least"] else outbox["waiting"]
@@ -245,6 +263,10 @@ def _queue_stats(env: dict[str, Any]) -> str:
 
 def _diagnose(env: dict[str, Any]) -> str:
     lines = [f"healthy: {env['healthy']}   live workers: {env['live_workers']}"]
+    counts = env.get("finding_counts") or {}
+    if sum(counts.values()) > len(env["findings"]):
+        # The list was cut (MORE_FINDINGS ends it): what there is in all, per code.
+        lines.append("all findings: " + ", ".join(f"{c} {n}" for c, n in counts.items()))
     for f in env["findings"]:
         where = f" [{f['queue']}]" if f.get("queue") else ""
         lines += [
@@ -345,6 +367,40 @@ def _job_line(env: dict[str, Any]) -> str:
     return f"{name} {j['id']} is now {j['state']}"
 
 
+# A bulk action's text names this many of the jobs it acted on (`--json` has them all).
+SHOWN_IDS = 5
+_DONE = {"retry": "retried", "cancel": "cancelled"}
+
+
+def _bulk(env: dict[str, Any]) -> str:
+    """`jobs retry-all|cancel-all`: the plan as a person confirms it (`bulk.summary`), or what the
+    action did, then the command that acts (on the plan, or on the rest)."""
+    plan = BulkPlan.model_validate(env["plan"])
+    outcome = env.get("outcome")
+    if outcome is None:
+        lines = [summary(plan)]
+        if plan.matched:
+            lines += ["to act on it (a fresh plan of the same filter):", env["act_command"]]
+        return "\n".join(lines)
+    acted: list[str] = outcome["acted_ids"]
+    lines = [f"{_DONE[plan.action]} {outcome['acted']} of the {plan.matched} planned job(s)"]
+    if acted:
+        more = f" and {len(acted) - SHOWN_IDS} more" if len(acted) > SHOWN_IDS else ""
+        lines.append(f"  {', '.join(acted[:SHOWN_IDS])}{more}")
+    reasons = Counter(skip["code"] for skip in outcome["skipped"])
+    for code, n in sorted(reasons.items()):
+        first = next(s for s in outcome["skipped"] if s["code"] == code)
+        lines.append(f"  skipped {n}: {code} (e.g. {first['job_id']}: {one_line(first['reason'])})")
+    if outcome.get("interrupted"):
+        lines.append(f"interrupted after {outcome['acted']} of {plan.matched}; for the rest:")
+    elif env.get("act_command"):
+        least = "at least " if plan.scan_capped else ""
+        lines.append(f"{least}{plan.total - plan.matched} more matched; to act on them:")
+    if env.get("act_command"):
+        lines.append(env["act_command"])
+    return "\n".join(lines)
+
+
 def _drain(env: dict[str, Any]) -> str:
     outcomes = ", ".join(f"{n} {kind}" for kind, n in sorted(env["outcomes"].items()))
     text = f"ran {env['claimed']} job(s): {outcomes or 'nothing was due'}"
@@ -400,6 +456,8 @@ def _migrated(env: dict[str, Any]) -> str:
 
 # The renderers that write commands of their own take the fix context too.
 WITH_FIXES: dict[str, Callable[[dict[str, Any], FixContext], str]] = {
+    "describe_jobs": _describe,
+    "queue_stats": _queue_stats,
     "run_backfill": _backfill,
     "list_backfills": _backfills,
 }
@@ -410,11 +468,11 @@ TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "drain": _drain,
     "list_jobs": _jobs,
     "inspect_job": _inspect,
-    "describe_jobs": _describe,
-    "queue_stats": _queue_stats,
     "diagnose_queue": _diagnose,
     "retry_job": _job_line,
     "cancel_job": _job_line,
+    "retry_jobs": _bulk,
+    "cancel_jobs": _bulk,
     "prune_history": _prune,
 }
 

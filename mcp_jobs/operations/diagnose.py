@@ -5,6 +5,10 @@ would act on it, the call itself. Every fix is written with the server's effecti
 (`FixContext`), so it runs as given from any directory. Under a tenant pin every count and every
 job id comes from that tenant's rows only. A queue asked for that nothing knows is QUEUE_UNKNOWN
 (healthy: false), never an empty, healthy answer.
+
+Without a queue the answer is bounded whatever the number of queues: the most severe findings,
+then the largest (the jobs each covers), at most `SHOWN`, then a MORE_FINDINGS note with the
+call that diagnoses one queue; `finding_counts` counts every finding per code.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from engine.bounds import MAX_QUEUE_BYTES
 from engine.errors import JobUnknownError
 from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs.errors import QueueUnknownError
+from mcp_jobs.operations.answer_bounds import SHOWN
 from mcp_jobs.operations.event_waits import EVENT_SCAN, awaited_finding, event_waits
 from mcp_jobs.operations.known import run_by_live_workers
 from mcp_jobs.operations.models import (
@@ -32,7 +37,7 @@ from mcp_jobs.operations.outbox import outbox_findings
 from mcp_jobs.operations.pauses import pause_findings
 from mcp_jobs.operations.rate_limits import rate_findings
 from mcp_jobs.operations.scope import Scope
-from mcp_jobs.operations.stats import queue_stats
+from mcp_jobs.operations.stats import busiest, queue_stats
 from mcp_jobs.operations.task_findings import task_findings
 from mcp_jobs.operations.together import each, together
 from mcp_jobs.operations.workers import (
@@ -69,7 +74,7 @@ async def _stats_or_unknown(
     """The stats, of `queue` alone when given; a queue nothing knows is a finding, not a refusal
     (queue_stats checks the name only when the queue has no rows to count)."""
     try:
-        return await queue_stats(scope, [queue] if queue else None)
+        return await queue_stats(scope, [queue] if queue else None, limit=None)
     except QueueUnknownError as refused:
         return refused
 
@@ -120,7 +125,10 @@ async def diagnose_queue(
     else:
         stats, paused_jobs = counted.queues or [], counted.paused_jobs or []
         findings.extend(outbox_findings(scope, counted.outbox, len(workers)))
-    dead_queues = [s.queue for s in stats if s.dead]
+    # Only the queues with the most dead jobs can have their DEAD_LETTERS finding listed
+    # (largest first): the others are counted without a sample read.
+    dead_queues = [s.queue for s in sorted(stats, key=lambda s: (-s.dead, s.queue)) if s.dead]
+    dead_queues = dead_queues[:SHOWN] if queue is None else dead_queues
     parked_queues = [s.queue for s in stats if s.suspended]
     delayed_queues = [s.queue for s in stats if s.delayed]
     dead_pages, parked_pages, delayed_pages, paused = await together(
@@ -148,7 +156,7 @@ async def diagnose_queue(
                 cause=f"{waiting} job(s) are due and no worker has checked in during the last "
                 f"{LIVE_WORKER_WINDOW_MS // 1000} s, so nothing will run them" + app_unknown(scope),
                 fix=worker_command(scope),
-            )
+            ).sized(waiting)
         )
     for s in stats if workers else []:
         due = s.ready + s.expired_leases + s.due_suspended
@@ -161,7 +169,7 @@ async def diagnose_queue(
                     cause=f"{due} job(s) in queue {s.queue} are due and none of the "
                     f"{len(workers)} live worker(s) serves this queue" + app_unknown(scope),
                     fix=worker_command(scope, s.queue),
-                )
+                ).sized(due)
             )
 
     for s in stats:
@@ -175,7 +183,7 @@ async def diagnose_queue(
                     "that ran out: their worker died or lost the database. Any live worker "
                     "claims them again and their completed steps are not re-run",
                     fix=worker_command(scope, s.queue),
-                )
+                ).sized(s.expired_leases)
             )
         if s.ready and s.oldest_ready_ms > limits.backlog_age_ms:
             findings.append(
@@ -187,7 +195,7 @@ async def diagnose_queue(
                     f"{s.oldest_ready_ms // 1000} s (threshold {limits.backlog_age_ms // 1000} s): "
                     "workers are too few, saturated by caps, or not listening on this queue",
                     fix=worker_command(scope, s.queue, "--concurrency", "32"),
-                )
+                ).sized(s.ready)
             )
         if s.due_suspended and s.oldest_due_suspended_ms > limits.backlog_age_ms:
             findings.append(
@@ -199,10 +207,10 @@ async def diagnose_queue(
                     f"wake-up time {s.oldest_due_suspended_ms // 1000} s ago and no worker has "
                     "resumed them",
                     fix=worker_command(scope, s.queue),
-                )
+                ).sized(s.due_suspended)
             )
         if s.dead:
-            dead = dead_of[s.queue]
+            dead = dead_of.get(s.queue, [])
             first = dead[0].id if dead else None
             newest_error = dead[0].last_error if dead else None
             failed_with = (
@@ -225,7 +233,7 @@ async def diagnose_queue(
                     else None,
                     job_ids=[d.id for d in dead],
                     last_error=newest_error,
-                )
+                ).sized(s.dead)
             )
         if s.suspended:
             findings.extend(_unknown_names(scope, s.queue, parked_of[s.queue], run_live))
@@ -242,16 +250,43 @@ async def diagnose_queue(
     findings.extend(rate_findings(scope, stats, len(workers)))
     findings.extend(_pending_backfills(scope, backfills))
     severity_rank = {"critical": 0, "warning": 1, "info": 2}
-    findings.sort(key=lambda f: (severity_rank[f.severity], f.queue or "", f.code))
+    findings.sort(key=lambda f: (severity_rank[f.severity], -f.size, f.queue or "", f.code))
+    healthy = not any(f.severity != "info" for f in findings)
+    counts = Counter(f.code for f in findings)
+    listed, left = (findings[:SHOWN], findings[SHOWN:]) if queue is None else (findings, [])
+    queues, queues_left_out = busiest(stats, SHOWN)
     result = DiagnoseQueueResult(
         ok=True,
-        healthy=not any(f.severity != "info" for f in findings),
-        findings=findings,
+        healthy=healthy,
+        findings=[*listed, _more_findings(scope, left)] if left else listed,
+        finding_counts=dict(sorted(counts.items())) or None,
         live_workers=len(workers),
-        queues=stats,
+        queues=queues,
+        queues_left_out=queues_left_out or None,
         at=now,
     )
     return scope.fixes.qualify_all(result)
+
+
+def _more_findings(scope: Scope, left: list[Finding]) -> Finding:
+    """The note that ends a cut list: what was left out, per code, and the call that diagnoses
+    the first of their queues in full."""
+    per_code = ", ".join(f"{c} {n}" for c, n in Counter(f.code for f in left).most_common())
+    queue = next((f.queue for f in left if f.queue is not None), None)
+    if queue is None:
+        fix, call = scope.fixes.command("jobs", "stats"), NextCall(tool="queue_stats", arguments={})
+    else:
+        fix = scope.fixes.command("jobs", "diagnose", "--queue", queue)
+        call = NextCall(tool="diagnose_queue", arguments={"queue": queue})
+    return Finding(
+        code="MORE_FINDINGS",
+        severity="info",
+        cause=f"{len(left)} more finding(s) are not listed ({per_code}): the {SHOWN} above are "
+        "the most severe, then the largest; finding_counts counts every one. Diagnose one "
+        "queue to see all of its own",
+        fix=fix,
+        next_call=call,
+    )
 
 
 def _unknown_names(
@@ -277,7 +312,7 @@ def _unknown_names(
             "or a worker started without the module that declares it)",
             fix=worker_command(scope, queue),
             job_ids=ids[:SAMPLE_IDS],
-        )
+        ).sized(len(ids))
         for name, ids in sorted(by_name.items())
     ]
 
@@ -315,7 +350,7 @@ def _retries_waiting(scope: Scope, queue: str, delayed: list[JobRecord], now: in
             ),
             job_ids=[j.id for j, _ in newest_first[:SAMPLE_IDS]],
             last_error=error,
-        )
+        ).sized(len(failing))
     ]
 
 

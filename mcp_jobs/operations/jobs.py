@@ -10,7 +10,8 @@ import json
 import math
 from typing import Any
 
-from engine.bounds import MAX_KEY_BYTES
+from engine import bounds
+from engine.bounds import MAX_KEY_BYTES, MAX_NAME_BYTES
 from engine.errors import (
     InvalidArgumentError,
     JobNotCancellableError,
@@ -21,6 +22,7 @@ from engine.internal_jobs import is_internal, refuse_by_name
 from engine.paging import DEFAULT_TRACE_PAGE
 from engine.tasks import TaskDescriptor, describe_tasks, tasks_of
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example_call
+from mcp_jobs.operations.answer_bounds import SHOWN, checked_limit
 from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import (
@@ -48,11 +50,18 @@ from schemas.states import SETTLED_STATES, JobState
 WAIT_POLL_MS = 200
 
 
-async def describe_jobs(scope: Scope, name: str | None = None) -> DescribeJobsResult:
+async def describe_jobs(
+    scope: Scope, name: str | None = None, *, limit: int = SHOWN, cursor: str | None = None
+) -> DescribeJobsResult:
     """The jobs this server can enqueue: registered here (`source: "registry"`), or published by
     a worker that has the code (`source: "published"`, `stale` when no live worker did lately).
-    Not the engine's own jobs (a backfill's pass): they are started through their own tools."""
+    Not the engine's own jobs (a backfill's pass): they are started through their own tools.
+    All of them a page at a time, by name: `cursor` is the last name of the page before (the
+    cron tasks come with the first page)."""
     refuse_by_name(name, None)
+    cursor = bounds.optional_text("cursor", cursor, MAX_NAME_BYTES)
+    call = {k: v for k, v in {"name": name, "cursor": cursor}.items() if v is not None}
+    limit = checked_limit(scope, "describe_jobs", limit, call)
     tasks: list[TaskDescriptor] | None = None
     if name is not None and name in tasks_of(scope.jobs.registry):
         # A cron task's name (`jobs describe nightly`): the task, and a job of that name if any.
@@ -63,11 +72,22 @@ async def describe_jobs(scope: Scope, name: str | None = None) -> DescribeJobsRe
             descriptors = []
     else:
         descriptors = await scope.jobs.describe(name)
-        if name is None:
+        if name is None and cursor is None:
             tasks = await describe_tasks(scope.jobs)
-    descriptors = [d for d in descriptors if not is_internal(d.name)]
+    after = sorted(
+        (d for d in descriptors if not is_internal(d.name) and (cursor is None or d.name > cursor)),
+        key=lambda d: d.name,
+    )
+    descriptors = after[:limit]
+    more = len(after) > limit
     held = holding(await pauses_in_force(scope), descriptors)
-    return DescribeJobsResult(ok=True, jobs=descriptors, tasks=tasks, paused=held or None)
+    return DescribeJobsResult(
+        ok=True,
+        jobs=descriptors,
+        next_cursor=descriptors[-1].name if more else None,
+        tasks=tasks,
+        paused=held or None,
+    )
 
 
 async def list_jobs(

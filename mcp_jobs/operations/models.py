@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, field_validator
 
 from engine.instants import iso
 from engine.tasks import TaskDescriptor, TaskOccurrence
@@ -215,6 +215,7 @@ class JobProgressSummary(JobSummary):
 
 class DescribeJobsResult(Envelope):
     jobs: list[JobDescriptorView] | None = None
+    next_cursor: str | None = Field(default=None, description="pass back as cursor")
     paused: list[PauseView] | None = Field(
         default=None,
         description="pauses holding these jobs back: their name (kind job) or their queue "
@@ -348,8 +349,26 @@ class OutboxView(BaseModel):
     oldest_staged_at_iso: ClassVar[str] = iso_of("oldest_staged_at")
 
 
+# The counts of every queue read, those left out of `queues` included (no docstring: it would
+# be published in the schema).
+class QueueTotals(BaseModel):
+    model_config = _VIEW
+
+    queues: int
+    ready: int
+    delayed: int
+    running: int
+    suspended: int
+    dead: int
+    failed: int
+    done: int
+    cancelled: int
+
+
 class QueueStatsResult(Envelope):
-    queues: list[QueueStatsView] | None = None
+    queues: list[QueueStatsView] | None = Field(default=None, description="busiest, by name")
+    queues_left_out: int | None = Field(default=None, description="counted in totals only")
+    totals: QueueTotals | None = None
     paused_jobs: list[PauseView] | None = Field(
         default=None,
         description="job names paused now (in any queue): their waiting jobs are not claimed",
@@ -384,13 +403,36 @@ class Finding(BaseModel):
         default=None,
         description="DEAD_LETTERS, RETRIES_WAITING: how the newest such job failed",
     )
+    # How many jobs (or rows) it covers: diagnose lists the largest first. Not in the answer.
+    _size: int = PrivateAttr(default=0)
+
+    @field_validator("last_error")
+    @classmethod
+    def _error_only(cls, error: ErrorPayload | None) -> ErrorPayload | None:
+        """The error's code, cause and fix without the job's stored details (a traceback of up
+        to 4 KiB): a finding per queue would carry one each; inspect_job shows them."""
+        if error is None or error.details is None:
+            return error
+        return error.model_copy(update={"details": None})
+
+    def sized(self, size: int) -> Finding:
+        self._size = size
+        return self
+
+    @property
+    def size(self) -> int:
+        return self._size
 
 
 class DiagnoseQueueResult(Envelope):
     healthy: bool | None = None
-    findings: list[Finding] | None = None
+    findings: list[Finding] | None = Field(
+        default=None, description="most severe, then largest first; cut: MORE_FINDINGS ends it"
+    )
+    finding_counts: dict[str, int] | None = Field(default=None, description="all, per code")
     live_workers: int | None = None
     queues: list[QueueStatsView] | None = None
+    queues_left_out: int | None = None
     at: int | None = None
     at_iso: ClassVar[str | None] = iso_of("at", optional=True)
 

@@ -4,6 +4,9 @@ A queue asked for by name must be one this system knows (`operations.known`) or 
 else QUEUE_UNKNOWN lists the known ones: a misspelt queue would otherwise answer an empty,
 healthy-looking list. A paused queue that holds no rows is listed with zero counts: a pause made
 before the first job (or of a misspelt name) is in force all the same and is shown.
+
+An answer lists the busiest `limit` queues (`busiest`), in name order so a table's rows stay put
+between readings, with `queues_left_out` and `totals` over every queue read.
 """
 
 from __future__ import annotations
@@ -11,16 +14,43 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mcp_jobs.errors import QueueUnknownError
+from mcp_jobs.operations.answer_bounds import SHOWN, checked_limit
 from mcp_jobs.operations.known import unknown_queues
-from mcp_jobs.operations.models import QueueStatsResult, QueueStatsView
+from mcp_jobs.operations.models import QueueStatsResult, QueueStatsView, QueueTotals
 from mcp_jobs.operations.outbox import outbox_waiting
 from mcp_jobs.operations.pauses import pauses_in_force
 from mcp_jobs.operations.rate_limits import rates_by_queue
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.together import together
 
+# The counts a queue's business is the sum of, and its totals are summed over.
+COUNTS = ("ready", "delayed", "running", "suspended", "dead", "failed", "done", "cancelled")
 
-async def queue_stats(scope: Scope, queues: Sequence[str] | None = None) -> QueueStatsResult:
+
+def jobs_counted(view: QueueStatsView) -> int:
+    return sum(getattr(view, name) for name in COUNTS)
+
+
+def busiest(views: Sequence[QueueStatsView], limit: int) -> tuple[list[QueueStatsView], int]:
+    """The `limit` queues with the most jobs counted, by name, and how many were left out."""
+    if len(views) <= limit:
+        return list(views), 0
+    kept = sorted(views, key=lambda v: (-jobs_counted(v), v.queue))[:limit]
+    return sorted(kept, key=lambda v: v.queue), len(views) - limit
+
+
+def totals(views: Sequence[QueueStatsView]) -> QueueTotals:
+    sums = {name: sum(getattr(v, name) for v in views) for name in COUNTS}
+    return QueueTotals(queues=len(views), **sums)
+
+
+async def queue_stats(
+    scope: Scope, queues: Sequence[str] | None = None, limit: int | None = SHOWN
+) -> QueueStatsResult:
+    """Every queue read when `limit` is None (diagnose reads them all, then bounds its answer)."""
+    if limit is not None:
+        named = {"queues": list(queues)} if queues else {}
+        limit = checked_limit(scope, "queue_stats", limit, named)
     tenant = scope.tenant(None)
     now = scope.jobs.clock.now_ms()
     # Independent reads at once: the pauses, rate limits and outbox (a round trip or two each)
@@ -44,9 +74,12 @@ async def queue_stats(scope: Scope, queues: Sequence[str] | None = None) -> Queu
         if name not in counted_queues and (not queues or name in queues)
     ]
     held = [p for p in pauses if p.kind == "job"]
+    listed, left_out = busiest(shown, limit) if limit is not None else (shown, 0)
     return QueueStatsResult(
         ok=True,
-        queues=rates.attach(shown),
+        queues=rates.attach(listed),
+        queues_left_out=left_out or None,
+        totals=totals(shown),
         paused_jobs=held or None,
         tenant_id=tenant,
         tenant_rate_limits=rates.tenants or None,

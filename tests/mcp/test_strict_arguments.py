@@ -50,6 +50,8 @@ ARGUMENT_REFUSALS = {"INVALID_ARGUMENT", "LIMIT_EXCEEDED", "TOOL_ARGUMENTS_INVAL
 # The bounds that are the server's own limits (ServerLimits), over which LIMIT_EXCEEDED.
 SERVER_CAPS = {
     ("list_jobs", "limit"),
+    ("describe_jobs", "limit"),
+    ("queue_stats", "limit"),
     ("wait_for_job", "timeout_seconds"),
     ("run_backfill", "wait_seconds"),
 }

@@ -9,8 +9,9 @@ from pydantic import BaseModel
 
 from engine import JobContext, JobDefinition, JobRegistry, Jobs, ManualClock, job
 from engine.tasks import Scheduler, task
-from mcp_jobs.cli.render import TEXT
+from mcp_jobs.cli.render import WITH_FIXES
 from mcp_jobs.config import Settings
+from mcp_jobs.fix_context import FixContext
 from mcp_jobs.operations.diagnose import diagnose_queue
 from mcp_jobs.operations.jobs import describe_jobs
 from mcp_jobs.operations.models import DiagnoseQueueResult, Finding
@@ -75,7 +76,7 @@ async def test_a_task_naming_a_gone_job_is_a_critical_finding_and_described_as_f
     (view,) = described.tasks or []
     assert view.failing is not None and view.failing.error.code == "JOB_UNKNOWN"
     assert view.failing.since == since and view.failing.rounds == 2
-    text = TEXT["describe_jobs"](described.model_dump(mode="json"))
+    text = WITH_FIXES["describe_jobs"](described.model_dump(mode="json"), FixContext())
     assert "JOB_UNKNOWN" in text and "failing since" in text
 
     named["job"] = tick.name  # mended and deployed: the next round fires and clears it
@@ -85,7 +86,9 @@ async def test_a_task_naming_a_gone_job_is_a_critical_finding_and_described_as_f
     described = await describe_jobs(scope)
     (view,) = described.tasks or []
     assert view.failing is None
-    assert "failing" not in TEXT["describe_jobs"](described.model_dump(mode="json"))
+    assert "failing" not in WITH_FIXES["describe_jobs"](
+        described.model_dump(mode="json"), FixContext()
+    )
 
 
 async def test_a_task_whose_function_returns_none_is_fixed_in_its_declaration(

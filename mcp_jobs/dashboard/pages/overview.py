@@ -1,5 +1,9 @@
 """The overview: one row per queue with `queue_stats`' counts, the sampled sparklines, pauses,
-rate limits and `diagnose_queue`'s findings. Reloads itself every few seconds."""
+rate limits and `diagnose_queue`'s findings. Reloads itself every few seconds.
+
+Its rows are the busiest queues `queue_stats` lists, with a row of totals over all, and its
+findings those `diagnose_queue` lists, so a page stays small at any number of queues;
+`?queue=NAME` shows one queue and its whole diagnosis."""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ from starlette.requests import Request
 
 from mcp_jobs.dashboard.actions import action_url, flash_of, offered
 from mcp_jobs.dashboard.html import age, e, frame, link, path, sparkline, table, when
+from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.operations.diagnose import diagnose_queue
-from mcp_jobs.operations.models import QueueStatsView, RateLimitView
+from mcp_jobs.operations.models import QueueStatsView, QueueTotals, RateLimitView
 from mcp_jobs.operations.stats import queue_stats
 
 if TYPE_CHECKING:
@@ -73,12 +78,44 @@ def _row(dash: Dashboard, q: QueueStatsView) -> str:
     )
 
 
+def _totals(totals: QueueTotals) -> str:
+    """The row of every queue read, those left out of the rows above included."""
+    cells = "".join(
+        f'<td class="n" data-testid="totals:{name}" data-value="{getattr(totals, name)}">'
+        f"{getattr(totals, name)}</td>"
+        if hasattr(totals, name)
+        else "<td></td>"
+        for name, _ in FIELDS
+    )
+    return f"<tr><td>all {totals.queues} queues</td>{cells}<td></td><td></td><td></td></tr>"
+
+
+def _filter(dash: Dashboard, queue: str | None, left_out: int | None) -> str:
+    """What the rows leave out, and the form that shows one queue."""
+    field = f'<input name="queue" value="{e(queue or "")}">'
+    form = f'<form method="get" class="inline">queue {field} <button>show</button></form>'
+    if queue:
+        form += " " + link(path(dash.prefix, ""), "all queues")
+    said = (
+        f"{left_out} more queue(s), with fewer jobs, are counted in the totals row only. "
+        if left_out
+        else ""
+    )
+    return f'<p data-testid="queues-left-out">{e(said)}{form}</p>'
+
+
 async def render(dash: Dashboard, request: Request) -> str:
-    stats = await queue_stats(dash.scope())
+    # `flash` names the message of the action that redirected here.
+    queue = read_query(request, dash.prefix, "", ("queue", "flash"))["queue"] or None
+    stats = await queue_stats(dash.scope(), [queue] if queue else None)
     queues = stats.queues or []
     head = ["queue", *(f.removesuffix("_age_ms").replace("_", " ") for f, _ in FIELDS)]
     head += ["depth (1 h)", "settled/min (1 h)", "controls"]
-    body = table(head, (_row(dash, q) for q in queues), data_testid="queues")
+    rows = [_row(dash, q) for q in queues]
+    if stats.totals is not None and stats.totals.queues > 1:
+        rows.append(_totals(stats.totals))
+    body = table(head, rows, data_testid="queues")
+    body += _filter(dash, queue, stats.queues_left_out)
     if not queues:
         body += "<p>No queue holds a job yet.</p>"
     for p in stats.paused_jobs or []:
@@ -88,7 +125,7 @@ async def render(dash: Dashboard, request: Request) -> str:
         )
     if stats.tenant_rate_limits:
         body += f"<p>tenant rate limits: {_limits(stats.tenant_rate_limits)}</p>"
-    diagnosis = await diagnose_queue(dash.scope())
+    diagnosis = await diagnose_queue(dash.scope(), queue)
     findings = [
         f'<tr data-testid="finding:{e(f.code)}"><td>{e(f.severity)}</td><td>{e(f.code)}</td>'
         f"<td>{e(f.queue or '')}</td><td>{e(f.cause)}</td><td><code>{e(f.fix)}</code></td></tr>"

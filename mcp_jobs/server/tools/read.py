@@ -11,7 +11,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from engine.backfill.ledger import MAX_RUNS_CURSOR_BYTES, MAX_RUNS_PAGE
-from engine.bounds import MAX_ID_BYTES
+from engine.bounds import MAX_ID_BYTES, MAX_NAME_BYTES
 from engine.paging import (
     DEFAULT_TRACE_PAGE,
     MAX_CURSOR_BYTES,
@@ -20,6 +20,7 @@ from engine.paging import (
 )
 from mcp_jobs import operations
 from mcp_jobs.config import ServerLimits
+from mcp_jobs.operations.answer_bounds import SHOWN
 from mcp_jobs.operations.models import (
     DbReportResult,
     DescribeJobsResult,
@@ -60,8 +61,18 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
     async def describe_jobs_tool(
         ctx: ToolContext,
         name: Annotated[str | None, Field(description="one job; omit for all")] = None,
+        limit: Annotated[
+            int, Field(description="page size", ge=1, le=page_cap), ServerCap("items")
+        ] = SHOWN,
+        cursor: Annotated[
+            str | None, Field(description="from the last page", max_length=MAX_NAME_BYTES)
+        ] = None,
     ) -> Annotated[CallToolResult, DescribeJobsResult]:
-        return await run_tool(ctx, "describe_jobs", lambda s: operations.describe_jobs(s, name))
+        return await run_tool(
+            ctx,
+            "describe_jobs",
+            lambda s: operations.describe_jobs(s, name, limit=limit, cursor=cursor),
+        )
 
     @server.tool(
         name="list_jobs",
@@ -174,8 +185,13 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
     async def queue_stats_tool(
         ctx: ToolContext,
         queues: Annotated[list[str] | None, Field(description="only these queues")] = None,
+        limit: Annotated[
+            int, Field(description="busiest queues", ge=1, le=page_cap), ServerCap("items")
+        ] = SHOWN,
     ) -> Annotated[CallToolResult, QueueStatsResult]:
-        return await run_tool(ctx, "queue_stats", lambda s: operations.queue_stats(s, queues))
+        return await run_tool(
+            ctx, "queue_stats", lambda s: operations.queue_stats(s, queues, limit)
+        )
 
     @server.tool(
         name="diagnose_queue",
