@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from engine.errors import InvalidArgumentError, JobsError
+from engine.redaction import scrubbed
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
 _STANDARD = frozenset(
@@ -29,7 +30,15 @@ def _extras(record: logging.LogRecord) -> dict[str, Any]:
     return {k: v for k, v in vars(record).items() if k not in _STANDARD and k[:1] != "_"}
 
 
-class JsonFormatter(logging.Formatter):
+class _Masking(logging.Formatter):
+    """A formatter whose tracebacks have their credentials masked (engine.redaction), as a
+    failure's stored text has: a job body's exception message reaches the log this way too."""
+
+    def formatException(self, ei: Any) -> str:
+        return scrubbed(super().formatException(ei))
+
+
+class JsonFormatter(_Masking):
     """One JSON object per record: `ts` (UTC, ISO 8601), `level`, `logger`, `message`, every
     `extra=` field as given (so `job` stays one object), and `exc` with the traceback if any."""
 
@@ -52,7 +61,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
-class TextFormatter(logging.Formatter):
+class TextFormatter(_Masking):
     """`time level logger message key=value …`, the `job` fields flattened onto the line.
 
     A logged value is anyone's text (a request path, a queue name): every character of the line

@@ -33,6 +33,7 @@ from engine.errors import (
 )
 from engine.observe import WorkerEvent, WorkerEventKind
 from engine.progress import ProgressReporter
+from engine.redaction import scrubbed
 from engine.retry import retry_delay_ms
 from engine.run_context import RunContext
 from engine.settle import Settler, until_written
@@ -138,11 +139,12 @@ class Runtime:
 
 def failure_text(exc: BaseException) -> str:
     """A failure as one storable line, "CODE: cause" or "ExceptionType: text" (engine.storable:
-    a NUL in an exception's message cannot make the database refuse the write)."""
+    a NUL in an exception's message cannot make the database refuse the write), credentials
+    masked (engine.redaction: a DSN's password in a message is not stored, logged or shown)."""
     if isinstance(exc, JobsError):
-        return storable_text(f"{exc.code}: {exc.cause}")
+        return storable_text(scrubbed(f"{exc.code}: {exc.cause}"))
     said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return storable_text(said + _NOTES.get(type(exc), ""))
+    return storable_text(scrubbed(said) + _NOTES.get(type(exc), ""))
 
 
 # What a failure's text adds for an exception that would otherwise say nothing of its cause.
@@ -167,8 +169,9 @@ _MARK_CHARS = 64
 def failure_traceback(exc: BaseException) -> str:
     """`exc`'s traceback as Python prints it, made storable, cut to `TRACEBACK_CHARS`: the
     innermost frames and the exception line are kept (where it went wrong), the outer ones said
-    to be left off. Formatted only on failure, so a job that succeeds pays nothing for it."""
-    parts = traceback.format_exception(exc)
+    to be left off, credentials masked before the cut (which could leave half of one).
+    Formatted only on failure, so a job that succeeds pays nothing for it."""
+    parts = [scrubbed(part) for part in traceback.format_exception(exc)]
     kept: list[str] = []
     size = 0
     for part in reversed(parts):
@@ -200,14 +203,15 @@ def describe_error(exc: BaseException, job_id: str, trace: str | None = None) ->
 
 
 def storable_payload(payload: ErrorPayload) -> ErrorPayload:
-    """`payload` with its text made storable, and its details dropped when they are not strict
-    JSON (an error raised by a job's own code may carry anything there)."""
+    """`payload` with its text made storable and its cause's credentials masked, and its details
+    dropped when they are not strict JSON (an error raised by a job's own code may carry
+    anything there)."""
     details = payload.details
     if details is not None and find_unstorable(details) is not None:
         details = None
     return payload.model_copy(
         update={
-            "cause": storable_text(payload.cause),
+            "cause": storable_text(scrubbed(payload.cause)),
             "fix": storable_text(payload.fix),
             "details": details,
         }

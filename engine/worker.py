@@ -16,9 +16,10 @@ in-flight jobs finish until its deadline, then hands the rest back unharmed. One
 a second `run()`/`start()` while it runs is refused (WorkerAlreadyRunningError).
 
 This module holds the loop and the worker's slots (what it holds, runs, waits for, claims);
-beside it: the claim sizes (claim_plan), the services run beside the jobs (worker_services),
-the lease heartbeat (worker_leases), where events go (worker_events), rate limits
-(worker_rates), presence (worker_presence) and a database that stops answering (worker_outage).
+beside it: its arguments (worker_arguments), the claim sizes (claim_plan), the services run
+beside the jobs (worker_services), the lease heartbeat (worker_leases), where events go
+(worker_events), rate limits (worker_rates), jobs handed back (worker_hand_back), presence
+(worker_presence) and a database that stops answering (worker_outage).
 """
 
 from __future__ import annotations
@@ -26,67 +27,47 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from engine import bounds
-from engine.claim_plan import PREFETCH_PER_SLOT, ClaimPlanner
-from engine.errors import (
-    DriverClosedError,
-    InvalidArgumentError,
-    JobsError,
-    JobSlotLostError,
-    WorkerAlreadyRunningError,
-)
+from engine.claim_plan import ClaimPlanner
+from engine.errors import DriverClosedError, JobsError, WorkerAlreadyRunningError
 from engine.fix_lines import CommandContext, fixes_written
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
-from engine.observe import CapKind, WorkerEvent, WorkerEventKind, WorkerEventListener
+from engine.observe import WorkerEventKind, WorkerEventListener
 from engine.outbox import OutboxRelay
 from engine.pruner import Pruner
-from engine.rate_limits import kind_of
 from engine.retention import Retention
 from engine.run_job import RunHandle, Runtime, execute
 from engine.tasks.scheduler import Scheduler
-from engine.worker_arguments import kinds_checked
+from engine.worker_arguments import ALL_QUEUES as ALL_QUEUES
+from engine.worker_arguments import MIN_LEASE_MS as MIN_LEASE_MS
+from engine.worker_arguments import QueueChoice, counts_checked, kinds_checked
 from engine.worker_events import WorkerEvents
+from engine.worker_hand_back import cap_kind, give_back, hand_back_waiting
 from engine.worker_leases import LeaseKeeper
-from engine.worker_outage import RUNNING, Outage, backoff_ms
-from engine.worker_presence import Presence, declared_policy
-from engine.worker_rates import RateGate, rate_reason
+from engine.worker_outage import RUNNING, Outage, back_off
+from engine.worker_presence import Presence, published_policy
+from engine.worker_rates import RateGate
 from engine.worker_services import WorkerServices
 from schemas.jobs import ClaimedJob, NackOptions
 
 if TYPE_CHECKING:
     from engine.client import Jobs
-    from engine.declare import JobDefinition
 
 logger = logging.getLogger("mcp_jobs.worker")
 
 DEFAULT_LEASE_MS = 30_000
-# The shortest lease a worker takes. Its heartbeat renews every third of a lease (worker_leases):
-# below a second, one slow write or pause of the loop lets a lease lapse and the job run twice.
-MIN_LEASE_MS = 1_000
 WORKER_POLL_MS = 500
 # With a backlog, this many claims may be on their way at once. One claim at a time leaves the
 # slots idle for its round trip after every wave of short jobs; a second one in flight lets
 # the database work on the next wave while this process runs the last.
 CLAIMS_IN_FLIGHT = 2
-# `queues="*"`: claim from every queue, whatever jobs this worker knows.
-ALL_QUEUES = "*"
-
-QueueChoice = Sequence[str] | Literal["*"] | None
-
-
-def cap_kind(key: str) -> CapKind:
-    """The kind of a cap from its key (engine.limits names caps `kind:name`, or `global`)."""
-    kind = key.partition(":")[0]
-    return kind if kind in ("queue", "tenant", "job") else "global"  # type: ignore[return-value]
 
 
 class Stopping:
@@ -132,22 +113,9 @@ class Worker:
         retention: Retention | None = None,
         apps: Iterable[str] | None = None,
     ) -> None:
-        bounds.cap("concurrency", concurrency)
-        # Each is a time it waits, or a lease it writes: within the range any stored time is.
-        bounds.whole("lease_ms", lease_ms, MIN_LEASE_MS, bounds.MAX_DELAY_MS, "ms")
-        bounds.whole("poll_ms", poll_ms, 1, bounds.MAX_DELAY_MS, "ms")
-        bounds.whole("drain_ms", drain_ms, 0, bounds.MAX_DELAY_MS, "ms")
-        if prefetch is None:
-            prefetch = PREFETCH_PER_SLOT * concurrency
-        bounds.whole("prefetch", prefetch, 0, PREFETCH_PER_SLOT * bounds.MAX_CAP)
-        if isinstance(queues, str) and queues != ALL_QUEUES:
-            raise InvalidArgumentError("queues", queues, 'a list of queue names, or "*"')
-        # No queues claims nothing, ever: left out, it claims the registered jobs' queues.
-        bounds.narrowing("queues", queues, "the queues of the registered jobs")
-        if queues is not None and queues != ALL_QUEUES:
-            for queue in queues:
-                bounds.text("queues", queue, bounds.MAX_QUEUE_BYTES)
-        bounds.optional_text("worker_id", worker_id, bounds.MAX_ACTOR_BYTES)
+        prefetch, choice = counts_checked(
+            concurrency, queues, lease_ms, poll_ms, drain_ms, prefetch, worker_id
+        )
         listed, apps = kinds_checked(
             listeners, limits, retention, apps, scheduler, outbox_relay, prune
         )
@@ -155,7 +123,7 @@ class Worker:
         self.driver = jobs.driver
         self.clock = jobs.clock
         self.concurrency = concurrency
-        self._queue_choice: QueueChoice = queues if queues is None or queues == "*" else [*queues]
+        self._queue_choice: QueueChoice = choice
         self.limits = limits or Limits()
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
@@ -223,17 +191,8 @@ class Worker:
         # The keeper's record of the bodies that ended last, which `_body_done` appends to.
         self._ended = self.leases.ended
         self.services = WorkerServices(jobs, scheduler, outbox_relay, prune, retention)
-        pruner = self.services.pruner
-        # The retention is published with the jobs' descriptors even when this worker does not
-        # prune, so the worker that does (and a prune by hand) keeps what this one declares.
-        self.presence = Presence(
-            jobs,
-            self.id,
-            lambda: self.queues,
-            concurrency,
-            pruner.policy if pruner else declared_policy(retention),
-            apps,
-        )
+        policy = published_policy(self.services.pruner, retention)
+        self.presence = Presence(jobs, self.id, lambda: self.queues, concurrency, policy, apps)
 
     @property
     def fix_context(self) -> CommandContext | None:
@@ -414,16 +373,7 @@ class Worker:
             start_listening = getattr(self.driver, "start_listening", None)
             if listen and start_listening is not None:
                 await start_listening()
-            self.services.choose_scheduler()
-            if self._claim_queues == [] and self.scheduler is None:
-                # Most often the app module that declares the jobs was never imported.
-                logger.warning(
-                    "worker %s has no jobs registered, so it claims nothing: import the "
-                    "modules that declare them before it starts (mcp-jobs worker --app MODULE), "
-                    'or name its queues (queues=[...], or queues="*")',
-                    self.id,
-                )
-            await self.services.choose_relay()
+            await self.services.choose(self.id, claims_nothing=self._claim_queues == [])
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.presence.run)
                 tg.start_soon(self.leases.keep)
@@ -477,10 +427,7 @@ class Worker:
             with anyio.CancelScope(shield=True):
                 await self._cancel_claims()
                 await self._cancel_tasks()
-                try:
-                    await self.driver.worker_gone(self.id)
-                except JobsError:
-                    logger.warning("worker %s could not deregister", self.id)
+                await self.presence.leave()
             self._ready_again()
             self._running = False
             self._done.set()
@@ -535,23 +482,11 @@ class Worker:
             return []
         except JobsError as exc:
             failures = self.outage.failed("claim", exc)
-            await self._race(partial(self._back_off, backoff_ms(self.poll_ms, failures)))
+            wait = self.driver.wait_for_work
+            await self._race(partial(back_off, self.clock, wait, self.poll_ms, failures))
             return None
         self.outage.answered("claim")
         return batch
-
-    async def _back_off(self, wait_ms: int) -> None:
-        """The wait after a failed claim. Past the poll interval a wake-up ends it (an enqueue
-        here, a NOTIFY), and so does another call of this worker that succeeds again (its
-        presence beat, every 10 s: `Outage.answered` pokes), as a stop does."""
-        await self.clock.sleep_ms(self.poll_ms)
-        if wait_ms > self.poll_ms:
-            # A wait_for_work that returns early at once (a driver that cannot watch now) costs
-            # one claim per poll interval, as before, never a spin.
-            try:
-                await self.driver.wait_for_work(wait_ms - self.poll_ms)
-            except JobsError:
-                await self.clock.sleep_ms(wait_ms - self.poll_ms)
 
     async def _race(self, wait: Callable[[], Awaitable[None]] | None = None) -> None:
         """Wait for `wait` (work, when given) to return, or without one for a freed slot; `stop()`
@@ -639,25 +574,7 @@ class Worker:
         while self._claims:
             await asyncio.wait(set(self._claims))
         waiting, self._waiting = list(self._waiting), deque()
-
-        async def hand_back(handle: RunHandle) -> None:
-            record = handle.claimed.record
-            try:
-                await self._give_back(
-                    handle.claimed,
-                    NackOptions(counts_as_attempt=False),
-                    "handed_back",
-                    "worker stopping before it started",
-                )
-            except JobsError as exc:
-                logger.warning("job %s not handed back, its lease will: %s", record.id, exc)
-            finally:
-                self._inflight.pop(record.id, None)
-
-        if waiting:
-            async with anyio.create_task_group() as tg:
-                for handle in waiting:
-                    tg.start_soon(hand_back, handle)
+        await hand_back_waiting(self.driver, self.events, waiting, self._inflight)
 
     def _body_done(self, handle: RunHandle) -> None:
         self._bodies -= 1
@@ -726,7 +643,9 @@ class Worker:
                     if blocked is not None:
                         # Over a cap: straight back, not parked and no `last_error` — a job
                         # still waiting, that depth and oldest-ready age must keep seeing (rule 7).
-                        await self._give_back(
+                        await give_back(
+                            self.driver,
+                            self.events,
                             claimed,
                             NackOptions(delay_ms=self.poll_ms, counts_as_attempt=False),
                             "shed",
@@ -734,8 +653,8 @@ class Worker:
                             cap_kind=cap_kind(blocked),
                         )
                         return
-                if self._rate_gate.applies(definition) and await self._over_rate(
-                    claimed, definition
+                if self._rate_gate.applies(definition) and await self._rate_gate.shed_over(
+                    claimed, definition, self.events
                 ):
                     return
             await execute(self.runtime, claimed, definition, handle)
@@ -745,34 +664,6 @@ class Worker:
             handle.body_done()  # when it never ran (shed, parked unknown name, failed input)
             self._inflight.pop(record.id, None)
             self._slot_freed()
-
-    async def _over_rate(self, claimed: ClaimedJob, definition: JobDefinition[Any]) -> bool:
-        """Take a start under every rate limit of this job (engine.rate_limits); over one, shed
-        it like a cap (rule 7) until its next allowed start, and answer True. Slots it took are
-        released by the nack that hands it back."""
-        record = claimed.record
-        now = self.clock.now_ms()
-        held = await self._rate_gate.take(record, definition, now)
-        if held is None:
-            return False
-        key, next_start_at = held
-        delay = max(1, next_start_at - now)
-        try:
-            await self.driver.nack(
-                record.id, claimed.token, NackOptions(delay_ms=delay, counts_as_attempt=False)
-            )
-        except JobSlotLostError:
-            return True  # cancelled or taken meanwhile: no longer ours to hand back
-        event = WorkerEvent.of(
-            "shed",
-            record,
-            at=now,
-            worker_id=self.id,
-            reason=rate_reason(key, next_start_at, now),
-            cap_kind="rate",
-        )
-        self.events.emit(replace(event, rate_kind=kind_of(key)))
-        return True
 
     async def _wait_for_work(self) -> None:
         """The loop's idle wait: new work or the poll, unless a reserved start came due while
@@ -789,22 +680,6 @@ class Worker:
         as stop() would, and run() raises `closed` once the drain is done."""
         self._closed_under = closed
         self.stop()
-
-    async def _give_back(
-        self,
-        claimed: ClaimedJob,
-        options: NackOptions,
-        kind: WorkerEventKind,
-        reason: str,
-        cap_kind: CapKind | None = None,
-    ) -> None:
-        """Return a claimed job this worker will not run, and say so. One cancelled or taken
-        meanwhile is no longer ours to return: nothing is said."""
-        try:
-            await self.driver.nack(claimed.record.id, claimed.token, options)
-        except JobSlotLostError:
-            return
-        self.events.about(kind, claimed.record, reason, cap_kind)
 
     async def _finish_inflight(self) -> None:
         if not self._inflight:

@@ -1,17 +1,57 @@
-"""What `Worker(...)` takes beyond its numbers (those are `engine.bounds` one-liners there): each
-argument of the kind it is declared, refused at construction."""
+"""What `Worker(...)` takes, refused at construction: its numbers, queues and id within their
+bounds (`engine.bounds`), and each other argument of the kind it is declared."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from engine import bounds
+from engine.claim_plan import PREFETCH_PER_SLOT
 from engine.errors import InvalidArgumentError
 from engine.limits import Limits
 from engine.observe import WorkerEventListener
 from engine.retention import Retention
 
+# The shortest lease a worker takes. Its heartbeat renews every third of a lease (worker_leases):
+# below a second, one slow write or pause of the loop lets a lease lapse and the job run twice.
+MIN_LEASE_MS = 1_000
+# `queues="*"`: claim from every queue, whatever jobs this worker knows.
+ALL_QUEUES = "*"
+
+QueueChoice = Sequence[str] | Literal["*"] | None
+
 _LISTENERS = "callables taking a WorkerEvent"
+
+
+def counts_checked(
+    concurrency: int,
+    queues: QueueChoice,
+    lease_ms: int,
+    poll_ms: int,
+    drain_ms: int,
+    prefetch: int | None,
+    worker_id: str | None,
+) -> tuple[int, QueueChoice]:
+    """The numbers, queues and id within their bounds; answers the prefetch (None: as many as
+    PREFETCH_PER_SLOT a slot) and the queues chosen (a list is copied)."""
+    bounds.cap("concurrency", concurrency)
+    # Each is a time it waits, or a lease it writes: within the range any stored time is.
+    bounds.whole("lease_ms", lease_ms, MIN_LEASE_MS, bounds.MAX_DELAY_MS, "ms")
+    bounds.whole("poll_ms", poll_ms, 1, bounds.MAX_DELAY_MS, "ms")
+    bounds.whole("drain_ms", drain_ms, 0, bounds.MAX_DELAY_MS, "ms")
+    if prefetch is None:
+        prefetch = PREFETCH_PER_SLOT * concurrency
+    bounds.whole("prefetch", prefetch, 0, PREFETCH_PER_SLOT * bounds.MAX_CAP)
+    if isinstance(queues, str) and queues != ALL_QUEUES:
+        raise InvalidArgumentError("queues", queues, 'a list of queue names, or "*"')
+    # No queues claims nothing, ever: left out, it claims the registered jobs' queues.
+    bounds.narrowing("queues", queues, "the queues of the registered jobs")
+    if queues is not None and queues != ALL_QUEUES:
+        for queue in queues:
+            bounds.text("queues", queue, bounds.MAX_QUEUE_BYTES)
+    bounds.optional_text("worker_id", worker_id, bounds.MAX_ACTOR_BYTES)
+    return prefetch, queues if queues is None or queues == ALL_QUEUES else [*queues]
 
 
 def kinds_checked(

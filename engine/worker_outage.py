@@ -12,7 +12,7 @@ its own, outside a worker, still logs each failure itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 
 from engine.clock import Clock
@@ -30,6 +30,24 @@ REMIND_MS = 5 * 60_000
 def backoff_ms(poll_ms: int, failures: int) -> int:
     """The wait before the next claim after `failures` in a row: the poll interval, doubling."""
     return min(BACKOFF_MAX_MS, poll_ms << min(failures - 1, 16))
+
+
+async def back_off(
+    clock: Clock, wait_for_work: Callable[[int], Awaitable[None]], poll_ms: int, failures: int
+) -> None:
+    """The wait after `failures` failed claims in a row. Past the poll interval a wake-up ends
+    it (an enqueue here, a NOTIFY: `wait_for_work`, the driver's), and so does another call of
+    the worker that succeeds again (its presence beat, every 10 s: `Outage.answered` pokes), as
+    a stop does."""
+    wait_ms = backoff_ms(poll_ms, failures)
+    await clock.sleep_ms(poll_ms)
+    if wait_ms > poll_ms:
+        # A wait_for_work that returns early at once (a driver that cannot watch now) costs
+        # one claim per poll interval, as before, never a spin.
+        try:
+            await wait_for_work(wait_ms - poll_ms)
+        except JobsError:
+            await clock.sleep_ms(wait_ms - poll_ms)
 
 
 class Outage:

@@ -1,7 +1,7 @@
 """A worker's presence in the database: a beat every PRESENCE_MS that says it is alive (what
-`queue_stats` and `diagnose_queue` count as live workers), and, at the first beat and every
-PUBLISH_EVERY_BEATS after, the descriptors of the jobs it runs (engine.descriptors), so a process
-without their code can describe and enqueue them."""
+`queue_stats` and `diagnose_queue` count as live workers) until it leaves, and, at the first beat
+and every PUBLISH_EVERY_BEATS after, the descriptors of the jobs it runs (engine.descriptors), so
+a process without their code can describe and enqueue them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from engine.descriptors import PUBLISH_EVERY_BEATS, app_modules, describe_all
 from engine.drivers.base import DESCRIPTORS, DescriptorStore, require
 from engine.errors import JobsError
-from engine.pruner import declared_retention, worker_policy
+from engine.pruner import Pruner, declared_retention, worker_policy
 from engine.retention import Policy, Retention, RetentionSettingInvalidError
 from engine.services import attempt
 from engine.worker_outage import noted_failure, noted_success
@@ -83,6 +83,13 @@ class Presence:
         await self.jobs.driver.worker_seen(info)
         self.checked_in.set()
 
+    async def leave(self) -> None:
+        """The worker is gone: take its presence out now rather than let its beats lapse."""
+        try:
+            await self.jobs.driver.worker_gone(self.worker_id)
+        except JobsError:
+            logger.warning("worker %s could not deregister", self.worker_id)
+
     def descriptors(self) -> list[JobDescriptor]:
         """The descriptors of the jobs registered, built again only when the registry changed."""
         registry = self.jobs.registry
@@ -114,9 +121,13 @@ class Presence:
         noted_success("job descriptors publish")
 
 
-def declared_policy(retention: Retention | None) -> Policy | None:
-    """The policy a worker that does not prune publishes; None (nothing published) when the
-    environment's is not a duration, which only a pruning worker refuses to start with."""
+def published_policy(pruner: Pruner | None, retention: Retention | None) -> Policy | None:
+    """The retention a worker publishes with its jobs' descriptors: its pruner's, else the one
+    it declares, so the worker that prunes (and a prune by hand) keeps what this one declares;
+    None (nothing published) when the environment's is not a duration, which only a pruning
+    worker refuses to start with."""
+    if pruner is not None:
+        return pruner.policy
     try:
         return worker_policy(retention)
     except RetentionSettingInvalidError as exc:

@@ -1,12 +1,13 @@
-"""A worker's side of rate limits (engine/rate_limits.py): the take before a job starts, and a
-timer that wakes the worker at each start it reserved for a job it shed, so reserved jobs start
-at their slot rather than at the worker's next poll."""
+"""A worker's side of rate limits (engine/rate_limits.py): the take before a job starts, the shed
+of a job over one, and a timer that wakes the worker at each start it reserved for a job it shed,
+so reserved jobs start at their slot rather than at the worker's next poll."""
 
 from __future__ import annotations
 
 import asyncio
 import heapq
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -14,9 +15,12 @@ import anyio
 from engine.clock import Clock
 from engine.declare import JobDefinition
 from engine.drivers.base import RATES, Driver, RateStore, require
+from engine.errors import JobSlotLostError
 from engine.limits import Limits
-from engine.rate_limits import takes_for
-from schemas.jobs import JobRecord
+from engine.observe import WorkerEvent
+from engine.rate_limits import kind_of, takes_for
+from engine.worker_events import WorkerEvents
+from schemas.jobs import ClaimedJob, JobRecord, NackOptions
 
 # At most this many reserved starts wait in one worker's timer (a few MB): jobs shed beyond them
 # are found by the next poll instead, up to poll_ms late.
@@ -112,6 +116,36 @@ class RateGate:
             if self._wakes[0] == verdict.next_start_at and self._timer is not None:
                 self._timer.cancel()  # an earlier wake than the timer's: re-aim it
         return key, verdict.next_start_at
+
+    async def shed_over(
+        self, claimed: ClaimedJob, definition: JobDefinition[Any], events: WorkerEvents
+    ) -> bool:
+        """Take a start under every rate limit of this job; over one, shed it like a cap
+        (rule 7) until its next allowed start, say so to `events`, and answer True. Slots it
+        took are released by the nack that hands it back."""
+        record = claimed.record
+        now = self.clock.now_ms()
+        held = await self.take(record, definition, now)
+        if held is None:
+            return False
+        key, next_start_at = held
+        delay = max(1, next_start_at - now)
+        try:
+            await self.driver.nack(
+                record.id, claimed.token, NackOptions(delay_ms=delay, counts_as_attempt=False)
+            )
+        except JobSlotLostError:
+            return True  # cancelled or taken meanwhile: no longer ours to hand back
+        event = WorkerEvent.of(
+            "shed",
+            record,
+            at=now,
+            worker_id=events.worker_id,
+            reason=rate_reason(key, next_start_at, now),
+            cap_kind="rate",
+        )
+        events.emit(replace(event, rate_kind=kind_of(key)))
+        return True
 
     def _use_spare(self, keys: tuple[str, ...], now: int) -> bool:
         """Start on a start taken ahead over exactly these keys, while one is left and fresh."""

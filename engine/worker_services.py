@@ -67,6 +67,20 @@ class WorkerServices:
         if wanted and self.scheduler is None:
             self.scheduler = Scheduler(self.jobs)
 
+    async def choose(self, worker_id: str, claims_nothing: bool) -> None:
+        """Choose the services of the run about to start. A worker that claims nothing
+        (`claims_nothing`) and runs no scheduler would do nothing at all: it says so."""
+        self.choose_scheduler()
+        if claims_nothing and self.scheduler is None:
+            # Most often the app module that declares the jobs was never imported.
+            logger.warning(
+                "worker %s has no jobs registered, so it claims nothing: import the "
+                "modules that declare them before it starts (mcp-jobs worker --app MODULE), "
+                'or name its queues (queues=[...], or queues="*")',
+                worker_id,
+            )
+        await self.choose_relay()
+
     async def choose_relay(self) -> None:
         """With `outbox_relay=None`, a relay runs when the outbox is in use: this process staged
         a job, or the first pass (made here) found rows waiting."""

@@ -230,7 +230,7 @@ def printable_url(url: str) -> str | None:
 
 
 # Query options whose value is a secret, masked in a printed URL.
-_MASKED_PARAMS = frozenset({"password", "pass", "token"})
+MASKED_PARAMS = frozenset({"password", "pass", "token"})
 # Schemes whose URL may carry a bare token as its user part (`nats://TOKEN@host`), one per host.
 _TOKEN_SCHEMES = frozenset({"nats", "tls"})
 
@@ -244,7 +244,7 @@ def redact(url: str) -> str:
     hosts = parts.netloc.split(",") if scheme in _TOKEN_SCHEMES else [parts.netloc]
     netloc = ",".join(_masked_host(host, token=scheme in _TOKEN_SCHEMES) for host in hosts)
     query = "&".join(
-        f"{key}=***" if key.lower() in _MASKED_PARAMS else f"{key}{eq}{value}"
+        f"{key}=***" if key.lower() in MASKED_PARAMS else f"{key}{eq}{value}"
         for key, eq, value in (pair.partition("=") for pair in parts.query.split("&"))
     )
     if (netloc, query) == (parts.netloc, parts.query):
@@ -280,6 +280,7 @@ def report_fix(url: str) -> str:
 
 __all__ = [
     "DATABASE_URL_ENV",
+    "MASKED_PARAMS",
     "SCHEMA_NAME",
     "SCHEMA_NAME_RULE",
     "SCHEMA_PARAM",

@@ -9,6 +9,9 @@ Build it with `dashboard_app(settings, jobs=..., prefix=...)`:
 - `auth`: a `DashboardAuth` (default: `standalone_auth(settings)`, no token on loopback);
 - `clock`, `sample_interval_ms`: the sampler's clock and period (tests inject a ManualClock).
 
+A page's reads share one deadline (`read_deadline_ms`): a database that accepts and never answers
+gets a 503 saying that figure, not a wait of one driver bound per read in turn.
+
 The sampler runs in the app's lifespan; `Dashboard.running()` is that lifespan for a host app
 that mounts the routes itself (`mount.py`).
 """
@@ -31,7 +34,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from engine.clock import Clock
-from engine.errors import InvalidArgumentError, JobsError
+from engine.drivers.urls import report_fix
+from engine.errors import DriverUnavailableError, InvalidArgumentError, JobsError
 from engine.shell_words import shell_join
 from mcp_jobs.config import Settings
 from mcp_jobs.dashboard.auth import AuthGate, DashboardAuth, standalone_auth
@@ -50,6 +54,10 @@ if TYPE_CHECKING:
     from engine.backfill import BackfillRegistry
     from engine.client import Jobs
 
+# The default page deadline: the PostgreSQL driver's own retry deadline (README "Outages"), so a
+# page and the CLI give up after about as long.
+READ_DEADLINE_MS = 10_000
+
 Page = Callable[["Dashboard", Request], Awaitable[str | Response]]
 
 
@@ -64,6 +72,8 @@ class Dashboard:
     clock: Clock | None = None
     sampler: Sampler = field(default_factory=Sampler)
     backfills: BackfillRegistry | None = None
+    # How long a page waits for all of its reads together (`unanswered`).
+    read_deadline_ms: int = READ_DEADLINE_MS
     # Signs the actions' CSRF tokens: per process, so a restart voids old forms.
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
@@ -87,6 +97,15 @@ class Dashboard:
     def csrf(self, path: str) -> str:
         """The token a form posting to `path` carries: bound to the path, signed per process."""
         return hmac.new(self.secret, path.encode(), hashlib.sha256).hexdigest()
+
+    def unanswered(self) -> DriverUnavailableError:
+        """What a page says when its reads did not all answer within `read_deadline_ms`."""
+        return DriverUnavailableError(
+            self.jobs.driver.kind,
+            f"the database did not answer this page's reads within "
+            f"{self.read_deadline_ms / 1000:.1f} s (the dashboard's bound for one page)",
+            report_fix(self.settings.url),
+        )
 
     async def read_queues(self) -> list[QueueStatsView]:
         """What the sampler reads each time: `queue_stats` in this dashboard's scope."""
@@ -166,10 +185,17 @@ def _fixes(dash: Dashboard) -> FixContext | None:
 
 def _page(dash: Dashboard, render: Page) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
+        where = f"dashboard {request.url.path}"
+        # A page's reads share one deadline; an action's POST is not cut short mid-write.
+        bound = dash.read_deadline_ms / 1000 if request.method in ("GET", "HEAD") else None
+        shown: str | Response | None = None
         try:
-            shown = await render(dash, request)
+            with anyio.move_on_after(bound) as deadline:
+                shown = await render(dash, request)
         except Exception as exc:  # shown as code, cause and fix, not a traceback
-            return error_page(dash, exc, f"dashboard {request.url.path}")
+            return error_page(dash, exc, where)
+        if deadline.cancelled_caught or shown is None:
+            return error_page(dash, dash.unanswered(), where)
         if isinstance(shown, Response):
             return shown
         return HTMLResponse(shown, headers={"cache-control": "no-store"})

@@ -7,9 +7,11 @@ and logs no unexpected failure."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 from urllib.parse import quote
 
+import anyio
 import pytest
 
 from engine import Jobs
@@ -41,6 +43,57 @@ async def test_the_database_away_is_503_with_retry_after(
         # A refused value is still the client's: 400, and asking again will not mend it.
         refused = await http.get("/jobs?state=nope")
         assert refused.status_code == 400 and 'http-equiv="refresh"' not in refused.text
+
+
+async def test_a_page_whose_reads_hang_answers_503_at_its_one_deadline_saying_it(
+    jobs: Jobs, seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database that accepts and never answers: every read blocks until cancelled. The page
+    gives up at its one deadline (not one per read, nor the driver's own bounds in turn) and
+    says that figure."""
+
+    async def hangs(*args: Any, **kwargs: Any) -> Any:
+        await anyio.sleep_forever()
+
+    monkeypatch.setattr(jobs.driver, "list_jobs", hangs)
+    monkeypatch.setattr(jobs.driver, "stats", hangs)
+    dash = dashboard_for(jobs)
+    dash.read_deadline_ms = 200
+    async with browse(dash) as http:
+        for page in ("/", "/jobs"):
+            started = time.monotonic()
+            with anyio.fail_after(10):  # bounded: without a page deadline it never answers
+                answer = await http.get(page)
+            waited = time.monotonic() - started
+            assert answer.status_code == 503, page
+            assert Marks(answer.text).one("error-code").text == "DRIVER_UNAVAILABLE"
+            assert "0.2 s" in Marks(answer.text).one("error-cause").text, answer.text
+            assert 0.2 <= waited < 5, page
+
+
+async def test_reads_in_turn_share_the_pages_deadline(
+    jobs: Jobs, seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overview reads the counts, then diagnoses (which reads them again): each read within
+    the deadline, their sum over it, is one page over its deadline."""
+    read = jobs.driver.stats
+    reads = 0
+
+    async def slow(*args: Any, **kwargs: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        await anyio.sleep(0.3)
+        return await read(*args, **kwargs)
+
+    monkeypatch.setattr(jobs.driver, "stats", slow)
+    dash = dashboard_for(jobs)
+    dash.read_deadline_ms = 500
+    async with browse(dash) as http:
+        with anyio.fail_after(10):
+            answer = await http.get("/")
+    assert answer.status_code == 503, answer.text
+    assert "0.5 s" in Marks(answer.text).one("error-cause").text
+    assert reads == 2
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,73 @@
+"""Claimed jobs a worker will not run, handed back ready without an attempt spent and said: one
+over a cap (shed, rule 7), and at a stop those it claimed ahead that never started. A job
+cancelled or taken meanwhile is no longer the worker's to return: nothing is said of it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import anyio
+
+from engine.drivers.base import Driver
+from engine.errors import JobsError, JobSlotLostError
+from engine.observe import CapKind, WorkerEventKind
+from engine.run_job import RunHandle
+from engine.worker_events import WorkerEvents
+from schemas.jobs import ClaimedJob, NackOptions
+
+logger = logging.getLogger("mcp_jobs.worker")
+
+
+def cap_kind(key: str) -> CapKind:
+    """The kind of a cap from its key (engine.limits names caps `kind:name`, or `global`)."""
+    kind = key.partition(":")[0]
+    return kind if kind in ("queue", "tenant", "job") else "global"  # type: ignore[return-value]
+
+
+async def give_back(
+    driver: Driver,
+    events: WorkerEvents,
+    claimed: ClaimedJob,
+    options: NackOptions,
+    kind: WorkerEventKind,
+    reason: str,
+    cap_kind: CapKind | None = None,
+) -> None:
+    """Return a claimed job the worker will not run, and say so (`kind`, for `reason`)."""
+    try:
+        await driver.nack(claimed.record.id, claimed.token, options)
+    except JobSlotLostError:
+        return
+    events.about(kind, claimed.record, reason, cap_kind)
+
+
+async def hand_back_waiting(
+    driver: Driver,
+    events: WorkerEvents,
+    waiting: Sequence[RunHandle],
+    held: dict[str, RunHandle],
+) -> None:
+    """A stopping worker's jobs claimed ahead (`waiting`): each goes back ready at once, and
+    leaves `held` (the worker's jobs by id) whether or not its lease has to return it."""
+
+    async def hand_back(handle: RunHandle) -> None:
+        record = handle.claimed.record
+        try:
+            await give_back(
+                driver,
+                events,
+                handle.claimed,
+                NackOptions(counts_as_attempt=False),
+                "handed_back",
+                "worker stopping before it started",
+            )
+        except JobsError as exc:
+            logger.warning("job %s not handed back, its lease will: %s", record.id, exc)
+        finally:
+            held.pop(record.id, None)
+
+    if waiting:
+        async with anyio.create_task_group() as tg:
+            for handle in waiting:
+                tg.start_soon(hand_back, handle)
