@@ -15,15 +15,16 @@ from pathlib import Path
 
 import pytest
 
-# Holds the import of `module` (a line on stdout says so) until a signal ends the sleep.
+# Holds the import of `module` (a line on stdout says so) until a signal arrives (the parent
+# bounds the wait: it kills the child after its timeout).
 HOLD = """
-import sys, time
+import signal, sys
 
 class Hold:
     def find_spec(self, name, path=None, target=None):
         if name == {module!r}:
             print("holding", flush=True)
-            time.sleep(60)
+            signal.pause()
         return None
 
 sys.meta_path.insert(0, Hold())
