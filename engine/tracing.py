@@ -11,11 +11,13 @@ trace. Without it, a traceparent is still validated, stored and handed to the bo
 from __future__ import annotations
 
 import re
+import traceback
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import InvalidArgumentError
+from engine.redaction import scrubbed
 from schemas.jobs import JobRecord
 
 try:
@@ -216,7 +218,14 @@ class _OtelRunSpan(RunSpan):
 
     def failed(self, error: BaseException) -> None:
         assert otel_trace is not None and self._span is not None
-        self._span.record_exception(error)
+        # The SDK would record the raw message and stack: mask credentials as the stored error is.
+        self._span.record_exception(
+            error,
+            attributes={
+                "exception.message": scrubbed(str(error)),
+                "exception.stacktrace": scrubbed("".join(traceback.format_exception(error))),
+            },
+        )
         self._span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, type(error).__name__))
 
 

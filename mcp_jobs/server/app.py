@@ -30,7 +30,7 @@ from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.server import prompts, resources, subscriptions, tasks, tools
 from mcp_jobs.server.apps_ui import apps_extension
 from mcp_jobs.server.arguments import make_strict
-from mcp_jobs.server.calls import tool_failure
+from mcp_jobs.server.calls import declined_before_run, tool_failure
 from mcp_jobs.server.completions import register as register_completions
 from mcp_jobs.server.confirm_answer import asking
 from mcp_jobs.server.cursor_first import cursor_first
@@ -96,7 +96,7 @@ class JobsServer(MCPServer[AppState]):
         except (ToolError, MCPError) as exc:
             declined = question.declined(exc)  # the answer to its confirm question is no yes/no
             if declined is not None:
-                return tool_failure(declined, where=f"tool {name}")
+                return await declined_before_run(context, name, declined, read)
             if (
                 not isinstance(exc, ToolError)
                 or isinstance(exc, UnexpectedToolError)

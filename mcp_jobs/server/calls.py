@@ -84,3 +84,14 @@ def tool_result(envelope: dict[str, Any]) -> CallToolResult:
 
 def tool_failure(exc: BaseException, *, where: str, call: NextCall | None = None) -> CallToolResult:
     return tool_result(failure(error_payload(exc, where=where, call=call)))
+
+
+async def declined_before_run(
+    ctx: ToolContext | None, tool: str, declined: Exception, arguments: dict[str, Any]
+) -> CallToolResult:
+    """A write declined before its body ran (its confirm question got no yes or no): answered
+    and recorded in the audit trail as the body's own decline would be."""
+    envelope = failure(error_payload(declined, where=f"tool {tool}"))
+    if ctx is not None:
+        await record_call(scope_for(ctx, tool), tool, envelope, (None, None), arguments)
+    return tool_result(envelope)

@@ -13,6 +13,7 @@ from mcp.types import INTERNAL_ERROR, ElicitResult, ErrorData
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.retention import DAY_MS
+from mcp_jobs.server.audit import AUDIT_EVENT
 from tests.mcp.support import Person, serve, stored_rows
 
 ODD_ANSWERS: dict[str, ElicitResult | ErrorData] = {
@@ -62,3 +63,7 @@ async def test_an_answer_that_is_no_yes_or_no_declines_the_write(
             assert error["fix"].startswith(tool), error
         assert len(person.asked) >= len(WRITES)  # each was asked, and none written
     assert {table: await stored_rows(jobs, table) for table in ("jobs", "steps")} == before
+    # Recorded as any declined write is: the audit trail shows what the agent attempted.
+    events = await stored_rows(jobs, "events")
+    declined = [row for row in events if AUDIT_EVENT in row and "WRITE_DECLINED" in str(row)]
+    assert len(declined) == len(WRITES), events

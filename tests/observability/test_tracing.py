@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, Jobs, Worker, job
+from engine import JobContext, JobRegistry, Jobs, Retry, Worker, job
 from engine.errors import JobsError
 from engine.tracing import (
     current_traceparent,
@@ -165,3 +165,40 @@ async def test_with_opentelemetry_the_run_continues_the_enqueuers_trace(
     assert parsed is not None and parsed.trace_id == TRACE_ID
     # The span is gone once the body returns: nothing leaks into the worker's own context.
     assert current_traceparent() is None
+
+
+async def test_a_failed_runs_span_records_the_exception_with_credentials_masked(
+    jobs: Jobs, registry: JobRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = pytest.importorskip("opentelemetry.trace")
+    import engine.tracing as tracing
+
+    recorded: list[tuple[BaseException, dict[str, object]]] = []
+
+    class _Span(trace.NonRecordingSpan):
+        def record_exception(self, exception, attributes=None, timestamp=None, escaped=False):  # type: ignore[no-untyped-def]
+            recorded.append((exception, dict(attributes or {})))
+
+    class _Tracer(trace.NoOpTracer):
+        def start_span(self, name, context=None, *args, **kwargs):  # type: ignore[no-untyped-def]
+            return _Span(trace.INVALID_SPAN_CONTEXT)
+
+    class _Provider(trace.NoOpTracerProvider):
+        def get_tracer(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            return _Tracer()
+
+    # An application's provider, as `set_tracer_provider` would install it (which refuses a second).
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", _Provider())
+    monkeypatch.setattr(tracing, "_tracer", None)
+
+    @job(idempotency_key=lambda i: f"i:{i.n}", registry=registry, retry=Retry(attempts=1))
+    async def leaky(input: Item, ctx: JobContext) -> None:
+        raise RuntimeError("connect to postgresql://app:hunter2@db.internal/prod failed")
+
+    await jobs.enqueue(leaky, {"n": 1})
+    await Worker(jobs).run_until_idle()
+    ((exception, attributes),) = recorded
+    assert isinstance(exception, RuntimeError)
+    assert "hunter2" not in str(attributes["exception.message"])
+    assert "hunter2" not in str(attributes["exception.stacktrace"])
+    assert "db.internal/prod" in str(attributes["exception.message"])
