@@ -6,6 +6,10 @@ that acts. An action runs the very operation the MCP tool runs and is recorded b
 did that" alike; the actor says where it came from (`dashboard:retry_job`, as the tool's is
 `mcp:retry_job`). A POST whose token is missing or wrong is refused (403) before anything runs.
 
+On an OAuth server an action needs what its tool needs of the request's token
+(`oauth_grants.authorize`: `jobs:write`), and acts in the tenant its claim pins, where a pause or
+resume (every tenant's work) is refused as the tool refuses it (TENANT_SCOPE_EXCEEDED).
+
 A queue is named by the query (`/queues/pause?queue=NAME`), not a path segment: any queue name
 (`mail/bulk`, `..`, one holding a newline) reaches the operation as it is.
 """
@@ -24,14 +28,17 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from engine.pauses import target
+from mcp_jobs.dashboard.app import FORBIDDEN
 from mcp_jobs.dashboard.html import e, error_box, frame, link, notice_box, path
 from mcp_jobs.dashboard.query import read_query
+from mcp_jobs.errors import ScopeMissingError
 from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.jobs import cancel_job, retry_job
 from mcp_jobs.operations.models import CancelJobResult, Envelope, RetryJobResult
 from mcp_jobs.operations.pauses import pause_queue, resume_queue
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.audit import Subject, record_call
+from mcp_jobs.server.oauth_grants import authorize
 
 if TYPE_CHECKING:
     from mcp_jobs.dashboard.app import Dashboard, Page
@@ -171,6 +178,7 @@ async def perform(
     scope = dash.scope(action.tool)
     acted_on: Subject = (None, None)
     try:
+        authorize(scope.settings, action.tool, mutating=True)  # OAuth scopes, as the tool's
         model = await action.run(scope, params, form)
         envelope = success(scope.fixes.qualify_all(model))
         if action.subject is not None:
@@ -213,11 +221,20 @@ async def _form(request: Request) -> dict[str, str] | None:
 
 
 def offered(dash: Dashboard, verb: str) -> bool:
-    """Whether this dashboard offers `verb`: not read-only, and not one its tenant pin refuses
-    (a link that can only fail is not shown)."""
-    return not dash.read_only and not (
-        ACTIONS[verb].across_tenants and dash.settings.tenant is not None
-    )
+    """Whether this request is offered `verb`: the dashboard is not read-only, the request's
+    token holds the tool's write scope, and its tenant pin does not refuse it (a link that can
+    only fail is not shown)."""
+    if dash.read_only:
+        return False
+    action = ACTIONS[verb]
+    settings = dash.request_settings()
+    if action.across_tenants and settings.tenant is not None:
+        return False
+    try:
+        authorize(settings, action.tool, mutating=True)
+    except ScopeMissingError:
+        return False
+    return True
 
 
 def action_url(dash: Dashboard, verb: str, params: Mapping[str, str]) -> str:
@@ -238,6 +255,8 @@ def handler(route: str) -> Page:
         # The token is bound to this action on these arguments, however the URL was spelt.
         here = action.url(dash.prefix, params)
         if request.method == "GET":
+            # No form for a write the token cannot make (SCOPE_MISSING, as the tool answers).
+            authorize(dash.request_settings(), action.tool, mutating=True)
             return _confirm(dash, action, params, here)
         try:
             form = await _form(request)
@@ -258,9 +277,10 @@ def handler(route: str) -> Page:
         envelope = await perform(dash, action, params, form)
         if not envelope["ok"]:
             body = error_box(envelope["error"])
+            forbidden = envelope["error"]["code"] in FORBIDDEN
             return HTMLResponse(
                 frame(f"{action.verb} refused", body, prefix=dash.prefix, read_only=False),
-                status_code=409,
+                status_code=403 if forbidden else 409,
             )
         target_url = action.back(dash.prefix, params)
         if envelope.get("notices"):

@@ -48,6 +48,7 @@ from mcp_jobs.operations.models import QueueStatsView
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import queue_stats
 from mcp_jobs.operations.throughput import settled_counts
+from mcp_jobs.server.oauth_grants import request_settings
 from schemas.stats import SettledCount
 
 if TYPE_CHECKING:
@@ -83,11 +84,21 @@ class Dashboard:
             raise RuntimeError("the dashboard is not running (its lifespan has not started)")
         return self.client
 
+    def request_settings(self) -> Settings:
+        """The settings this request acts in: pinned to its OAuth token's tenant claim, as an MCP
+        request's are (`oauth_grants.request_settings`; the server's own outside a request)."""
+        return request_settings(self.settings)
+
+    def sampled_for_request(self) -> bool:
+        """Whether the sampler's series, read in the server's own scope, are this request's to
+        see: not when its token pins it to one tenant of a server that serves every tenant."""
+        return self.request_settings().tenant == self.settings.tenant
+
     def scope(self, tool: str = "dashboard") -> Scope:
         """A read (or an action named `tool`), acted as `dashboard:<tool>`; fixes are commands."""
         return Scope(
             jobs=self.jobs,
-            settings=self.settings,
+            settings=self.request_settings(),
             tool=tool,
             actor=f"dashboard:{tool}" if tool != "dashboard" else "dashboard",
             backfill_registry=self.backfills,
@@ -138,6 +149,8 @@ class Dashboard:
 
 
 NOT_FOUND = {"JOB_NOT_FOUND", "QUEUE_UNKNOWN", "JOB_UNKNOWN", "BACKFILL_UNKNOWN"}
+# Refusals of what the caller may not do, whatever it asks: its token's scopes, its tenant pin.
+FORBIDDEN = {"SCOPE_MISSING", "TENANT_SCOPE_EXCEEDED"}
 # A retryable failure (the database away, its disk full) is the server's, not the request's:
 # 503, and when to ask again.
 RETRY_AFTER_S = 5
@@ -148,8 +161,9 @@ _COMMAND_OF_PAGE = {"backfills": ("backfill",), "workers": ("jobs", "stats")}
 
 
 def error_page(dash: Dashboard, exc: Exception, where: str) -> HTMLResponse:
-    """A typed failure as a page with its code, cause and fix: 404 for what is not there, 503
-    with Retry-After for a retryable one, 400 for the rest (500: not typed)."""
+    """A typed failure as a page with its code, cause and fix: 404 for what is not there, 403
+    for what the caller may not do, 503 with Retry-After for a retryable one, 400 for the rest
+    (500: not typed)."""
     fixes = _fixes(dash)
     if isinstance(exc, InvalidArgumentError) and exc.fix_said and fixes is not None:
         page = where.removeprefix("dashboard ").removeprefix(dash.prefix).strip("/").split("/")[0]
@@ -159,6 +173,8 @@ def error_page(dash: Dashboard, exc: Exception, where: str) -> HTMLResponse:
     again = None
     if payload.code in NOT_FOUND:
         status = 404
+    elif payload.code in FORBIDDEN:
+        status = 403
     elif isinstance(exc, JobsError) and payload.retryable:
         status, headers, again = 503, {"retry-after": str(RETRY_AFTER_S)}, RETRY_AFTER_S
     else:

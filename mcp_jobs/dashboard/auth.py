@@ -6,47 +6,54 @@ read it. Beyond loopback, and always when mounted in the HTTP MCP server, every 
 the token: once as `?token=` (which sets an HttpOnly SameSite=Strict cookie and redirects to
 the clean URL, so the token leaves the address bar and history), then by cookie, or as
 `Authorization: Bearer`. A missing or wrong token is answered 401 before anything is read.
+
+Mounted on an OAuth server, a request is served as its token's, as an MCP request is: the token
+is put in the SDK's auth context, where `oauth_grants` reads its tenant claim and scopes, and a
+token without `jobs:read` is answered 403 `insufficient_scope`.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, quote, urlencode
 
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_jobs.config import Settings
-from mcp_jobs.dashboard.html import e, frame
-from mcp_jobs.server.http import is_loopback, require_token
+from mcp_jobs.dashboard.html import e, error_box, frame
+from mcp_jobs.errors import ScopeMissingError
+from mcp_jobs.operations.envelope import error_payload
+from mcp_jobs.server.http import StaticTokenVerifier, is_loopback, require_token
+from mcp_jobs.server.oauth_grants import authorize
 
 logger = logging.getLogger("mcp_jobs.dashboard")
 
 COOKIE = "mcp_jobs_dashboard"
 TOKEN_PARAM = "token"
 
-Verifier = Callable[[str], Awaitable[bool]]
+# What a presented token grants (None: it is refused).
+Verifier = Callable[[str], Awaitable[AccessToken | None]]
 
 
 def static_verifier(token: str) -> Verifier:
-    """Accepts exactly `token`, compared in constant time."""
-    expected = token.encode()
-
-    async def verify(given: str) -> bool:
-        return hmac.compare_digest(given.encode(), expected)
-
-    return verify
+    """Accepts exactly `token`, as the HTTP server's static bearer does."""
+    return StaticTokenVerifier(token).verify_token
 
 
 @dataclass(frozen=True)
 class DashboardAuth:
-    """`verify` None: no token asked. `hosts`: the Host names accepted (None: any)."""
+    """`verify` None: no token asked. `hosts`: the Host names accepted (None: any).
+    `served`: the server's settings when mounted, whose OAuth rules hold a token here too."""
 
     verify: Verifier | None
     hosts: frozenset[str] | None = None
+    served: Settings | None = None
 
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
@@ -63,17 +70,14 @@ def standalone_auth(settings: Settings) -> DashboardAuth:
 
 
 def mounted_auth(settings: Settings) -> DashboardAuth:
-    """Inside `serve --transport http`: the server's own verifier (static token or OAuth)."""
+    """Inside `serve --transport http`: the server's own verifier (static token or OAuth), and
+    its settings, so an OAuth token is held to its grants (`oauth_grants`)."""
     if settings.oauth is not None:
         from mcp_jobs.server.http import http_auth
 
         verifier = http_auth(settings)["token_verifier"]
-
-        async def verify(given: str) -> bool:
-            return await verifier.verify_token(given) is not None
-
-        return DashboardAuth(verify)
-    return DashboardAuth(static_verifier(require_token(settings)))
+        return DashboardAuth(verifier.verify_token, served=settings)
+    return DashboardAuth(static_verifier(require_token(settings)), served=settings)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -113,7 +117,7 @@ class AuthGate:
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         given = [v for k, v in query if k == TOKEN_PARAM]
         if given:
-            if not await verify(given[0]):
+            if await verify(given[0]) is None:
                 await self._refuse(scope, send, 401, "wrong token", "wrong ?token=")
                 return
             await self._set_cookie(scope, send, given[0], query)
@@ -121,10 +125,24 @@ class AuthGate:
         token, how = self._presented(scope)
         if token is None:
             await self._refuse(scope, send, 401, "token required", "missing token")
-        elif not await verify(token):
+            return
+        granted = await verify(token)
+        if granted is None:
             await self._refuse(scope, send, 401, "wrong token", f"wrong {how}")
-        else:
+            return
+        # Where `oauth_grants` reads an MCP request's token: the pages' Scope and the actions'
+        # scope checks read this one's the same way.
+        entered = auth_context_var.set(AuthenticatedUser(granted))
+        try:
+            if self.auth.served is not None:
+                try:
+                    authorize(self.auth.served, "dashboard", mutating=False)
+                except ScopeMissingError as missing:
+                    await self._insufficient(scope, send, missing)
+                    return
             await self.app(scope, receive, send)
+        finally:
+            auth_context_var.reset(entered)
 
     def _presented(self, scope: Scope) -> tuple[str | None, str]:
         authorization = _header(scope, b"authorization")
@@ -164,6 +182,27 @@ class AuthGate:
             }
         )
         await send({"type": "http.response.body", "body": b""})
+
+    async def _insufficient(self, scope: Scope, send: Send, missing: ScopeMissingError) -> None:
+        """403 for a token that may read nothing here, as `/mcp` answers it (RFC 6750)."""
+        needed = (missing.details or {}).get("needed")
+        logger.warning("dashboard refused %s: the token lacks %s", scope.get("path"), needed)
+        where = f"dashboard {scope.get('path')}"
+        body = frame(
+            "insufficient scope",
+            error_box(error_payload(missing, where=where).model_dump()),
+            prefix=self.prefix,
+        ).encode()
+        challenge = (
+            f'Bearer realm="mcp-jobs dashboard", error="insufficient_scope", scope="{needed}"'
+        )
+        headers = [
+            (b"content-type", b"text/html; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+            (b"www-authenticate", challenge.encode("latin-1")),
+        ]
+        await send({"type": "http.response.start", "status": 403, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def _refuse(self, scope: Scope, send: Send, status: int, title: str, why: str) -> None:
         client = scope.get("client")

@@ -1,6 +1,7 @@
 """The dashboard inside `serve --transport http`: requests under `/dashboard` go to it (behind the
-server's token, by header or the `?token=` cookie), everything else to the MCP app. The
-dashboard's sampler runs for as long as the MCP app's lifespan does."""
+server's token, by header or the `?token=` cookie; an OAuth token held to its grants as on
+`/mcp`), everything else to the MCP app. The dashboard's sampler runs for as long as the MCP
+app's lifespan does."""
 
 from __future__ import annotations
 
@@ -22,12 +23,10 @@ class WithDashboard:
     """ASGI: the MCP app with the dashboard beside it at `MOUNT_PREFIX`."""
 
     def __init__(self, mcp_app: ASGIApp, settings: Settings, jobs: Jobs) -> None:
-        # Actions need the caller's scopes, which an OAuth cookie cannot carry: read-only then.
+        # Under OAuth the token (header or cookie) is checked per request: its tenant claim
+        # pins each page and its scopes gate each action, as they do each MCP call.
         self.dashboard = Dashboard(
-            settings=settings,
-            prefix=MOUNT_PREFIX,
-            read_only=settings.read_only or settings.oauth is not None,
-            client=jobs,
+            settings=settings, prefix=MOUNT_PREFIX, read_only=settings.read_only, client=jobs
         )
         self.pages = dashboard_routes_app(self.dashboard, mounted_auth(settings))
         self.mcp_app = mcp_app

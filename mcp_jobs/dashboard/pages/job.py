@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 
 from engine.rules import can_retry
-from mcp_jobs.dashboard.actions import action_url, flash_of
+from mcp_jobs.dashboard.actions import action_url, flash_of, offered
 from mcp_jobs.dashboard.html import age, as_json, e, error_box, frame, link, path, table, when
 from mcp_jobs.operations.jobs import inspect_job
 from mcp_jobs.operations.models import InspectJobResult, StepView
@@ -46,15 +46,15 @@ def timeline(steps: list[StepView], now: int) -> str:
 
 
 def _actions(dash: Dashboard, r: InspectJobResult) -> str:
-    if dash.read_only or r.job is None:
+    if r.job is None:
         return ""
     job = r.job
     out = []
-    if can_retry(job.state, include_cancelled=True):
+    if offered(dash, "retry") and can_retry(job.state, include_cancelled=True):
         # A delayed job's retry runs it now instead of at its run_at.
         label = "run now" if job.state in RUN_NOW_STATES else "retry"
         out.append(link(action_url(dash, "retry", {"job_id": job.id}), label, data_testid="retry"))
-    if job.state in LIVE_STATES:
+    if offered(dash, "cancel") and job.state in LIVE_STATES:
         href = action_url(dash, "cancel", {"job_id": job.id})
         out.append(link(href, "cancel", data_testid="cancel"))
     return f"<p>{' · '.join(out)}</p>" if out else ""

@@ -59,9 +59,12 @@ def _row(dash: Dashboard, q: QueueStatsView) -> str:
         # Done and cancelled count a recent window: an hour, shorter when jobs finish fast.
         window = f"in the last {age(q.settled_window_ms)}" if name in RECENT else None
         cells.append(_cell(q.queue, name, int(getattr(q, attr)), href, window))
-    samples = dash.sampler.series(q.queue)
-    depth = sparkline([s.depth for s in samples], f"spark:{q.queue}:depth")
-    rate = sparkline([s.throughput_per_min for s in samples], f"spark:{q.queue}:throughput")
+    # The sampler reads every tenant's jobs: a token pinned to one is not shown them.
+    depth = rate = '<span class="muted">not shown</span>'
+    if dash.sampled_for_request():
+        samples = dash.sampler.series(q.queue)
+        depth = sparkline([s.depth for s in samples], f"spark:{q.queue}:depth")
+        rate = sparkline([s.throughput_per_min for s in samples], f"spark:{q.queue}:throughput")
     paused = ""
     if q.paused is not None:
         why = f" ({q.paused.reason})" if q.paused.reason else ""
