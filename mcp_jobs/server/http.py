@@ -1,8 +1,9 @@
 """Streamable HTTP: loopback by default, and a bearer token on every request.
 
 A request without the token (or with a wrong one) is answered 401 by the SDK's auth middleware
-before it reaches a session, so it touches nothing: no database call, no event. Each refusal is
-logged with the remote address, the path and why (never any part of the token).
+before it reaches a session, so it touches nothing: no database call, no event; the answer names
+the check that failed (`token_refusals`, said by `http_refusals`). Each refusal is logged with
+the remote address, the path and why (never any part of the token).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
-from contextvars import ContextVar
 from typing import Any
 
 import pydantic_core
@@ -20,8 +20,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_jobs.config import TOKEN_ENV, Settings
 from mcp_jobs.errors import TokenRequiredError, TokenTooShortError, new_token_line, token_file_line
-from mcp_jobs.server.http_refusals import Refusal
+from mcp_jobs.server.http_answers import Refusal
 from mcp_jobs.server.request_ids import read_message
+from mcp_jobs.server.token_refusals import (
+    MISSING,
+    NOT_BEARER,
+    TokenRefusal,
+    header_check,
+    refusal_notes,
+)
 
 TOKEN_CLIENT_ID = "mcp-jobs-token"
 # Beyond loopback anyone who can reach the port can guess: 32 characters is what
@@ -29,10 +36,6 @@ TOKEN_CLIENT_ID = "mcp-jobs-token"
 MIN_EXPOSED_TOKEN_LENGTH = 32
 
 logger = logging.getLogger("mcp_jobs.server.http")
-
-# Why the verifier refused this request's token (the OAuth one knows: expired, audience, ...),
-# for the one refusal line; set per request by LogRefusedRequests.
-refusal_notes: ContextVar[list[str] | None] = ContextVar("refusal_notes", default=None)
 
 
 class StaticTokenVerifier:
@@ -74,9 +77,12 @@ def is_loopback(host: str) -> bool:
     if host.lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return False
+    # ::ffff:127.0.0.1 is 127.0.0.1 (Python before 3.13 reads it as no loopback address).
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def require_token(settings: Settings) -> str:
@@ -96,12 +102,8 @@ def require_token(settings: Settings) -> str:
 
 def refusal_reason(authorization: str | None) -> str:
     """Why a request got 401, from its Authorization header alone (the header is not logged)."""
-    if authorization is None or not authorization.strip():
-        return "missing"
-    scheme, _, credentials = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not credentials.strip():
-        return "malformed"
-    return "wrong"
+    failed = header_check(authorization)
+    return {MISSING: "missing", NOT_BEARER: "malformed"}.get(failed or "", "wrong")
 
 
 class LogRefusedRequests:
@@ -116,7 +118,7 @@ class LogRefusedRequests:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        notes: list[str] = []
+        notes: list[TokenRefusal] = []
         reset = refusal_notes.set(notes)
 
         async def watch(message: Message) -> None:
@@ -139,22 +141,23 @@ def _lacks_scope(start: Message) -> bool:
     )
 
 
-def _log_refusal(scope: Scope, notes: list[str], reason: str | None = None) -> None:
+def _log_refusal(scope: Scope, notes: list[TokenRefusal], reason: str | None = None) -> None:
     headers = [value for key, value in scope.get("headers", ()) if key.lower() == b"authorization"]
     reason = reason or refusal_reason(headers[0].decode("latin-1") if headers else None)
     client = scope.get("client")
     remote = f"{client[0]}:{client[1]}" if client else "unknown"
     path = scope.get("path", "")
     auth = {"remote": remote, "path": path, "reason": reason}
-    if notes:
-        auth["detail"] = notes[0]
+    detail = notes[0].logged or notes[0].said if notes else ""
+    if detail:
+        auth["detail"] = detail
     logger.warning(
         "refused %s %s from %s: %s bearer token%s",
         scope.get("method", "?"),
         path,
         remote,
         reason,
-        f" ({notes[0]})" if notes else "",
+        f" ({detail})" if detail else "",
         extra={"auth": auth},
     )
 

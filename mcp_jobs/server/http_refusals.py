@@ -2,11 +2,13 @@
 fix, under the SDK's own status.
 
 The SDK answers some refusals in plain text ("Request body too large", "Invalid Content-Type
-header", "Invalid Host header"), some with no body at all (406 and 405 on a 2026-07-28 request),
-and some in JSON-RPC that names no setting ("Too many open sessions"). `ExplainRefusals` sits
-right around the SDK's app and replaces those answers; any other answer passes unchanged. The
-SDK gives no field to tell its refusals apart, so they are told by status and body, each pinned
-by a test (tests/mcp/test_http_refusals.py) that fails if the SDK changes them.
+header"), some with no body at all (406 and 405 on a 2026-07-28 request), some in JSON-RPC that
+names no setting ("Too many open sessions", "Session not found"), and a refused token with
+RFC 6750's bare "Authentication required". `ExplainRefusals` sits right around the SDK's app and
+replaces those answers; any other answer passes unchanged. The SDK gives no field to tell its
+refusals apart, so they are told by status and body, each pinned by a test
+(tests/mcp/test_http_refusals.py, test_http_sessions.py, test_http_token_refusals.py) that fails
+if the SDK changes them.
 """
 
 from __future__ import annotations
@@ -14,55 +16,25 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
-from urllib.parse import urlsplit
+from dataclasses import replace
 
-from mcp.types import INVALID_REQUEST
+import pydantic_core
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.errors import short_repr
-from mcp_jobs.config import ALLOWED_HOSTS_ENV, MAX_SESSIONS_ENV, SESSION_IDLE_ENV, Settings
+from mcp_jobs.config import MAX_SESSIONS_ENV, SESSION_IDLE_ENV, Settings
+from mcp_jobs.errors import ScopeMissingError
+from mcp_jobs.server.http_answers import SERVER_BUSY, Refusal, server_port
+from mcp_jobs.server.http_sessions import session_share
+from mcp_jobs.server.request_ids import echoed_id
+from mcp_jobs.server.serve_line import serve_line
+from mcp_jobs.server.token_refusals import description, payload, refusal_of
 
-# JSON-RPC leaves -32000..-32099 to the server; MCP keeps -32020 and up for the spec and the SDK
-# uses -32000/-32001. "Busy, retry later" is no internal error (-32603): a code of its own.
-SERVER_BUSY = -32010
-
-# The SDK's answer when `--max-sessions` sessions are open.
+# The SDK's answers, as it words them.
 _TOO_MANY_SESSIONS = "Too many open sessions"
-_EXPLAINED = frozenset({400, 403, 405, 406, 413, 421, 503})
-_HOST_NAME = re.compile(r"[A-Za-z0-9.-]{1,253}")
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A JSON-RPC error answered with an HTTP status (and any headers it needs)."""
-
-    status: int
-    message: str
-    code: int = INVALID_REQUEST
-    ident: str | int | None = None
-    headers: tuple[tuple[bytes, bytes], ...] = ()
-
-    def answer(self, start: Message | None = None) -> tuple[Message, Message]:
-        """The `http.response.start` and body messages that send this refusal, keeping the
-        headers of `start` (the SDK's answer it replaces) other than its body's."""
-        error = {"code": self.code, "message": self.message}
-        payload = json.dumps({"jsonrpc": "2.0", "id": self.ident, "error": error}).encode()
-        kept = [
-            (key, value)
-            for key, value in (start or {}).get("headers", ())
-            if key.lower() not in (b"content-length", b"content-type")
-        ]
-        headers = [
-            *kept,
-            *self.headers,
-            (b"content-type", b"application/json"),
-            (b"content-length", b"%d" % len(payload)),
-        ]
-        return (
-            {"type": "http.response.start", "status": self.status, "headers": headers},
-            {"type": "http.response.body", "body": payload, "more_body": False},
-        )
+_SESSION_ENDED = frozenset({"Session not found", "Not Found: Session has been terminated"})
+_EXPLAINED = frozenset({400, 401, 403, 404, 405, 406, 413, 503})
+_PARAMETER = re.compile(rb'(\w+)="([^"]*)"')
 
 
 class ExplainRefusals:
@@ -78,6 +50,14 @@ class ExplainRefusals:
             await self.app(scope, receive, send)
             return
         held: Message | None = None
+        # The body the SDK read, kept by reference: parsed only for the id a 404 echoes.
+        chunks: list[bytes] = []
+
+        async def read() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and scope.get("method") == "POST":
+                chunks.append(message.get("body", b""))
+            return message
 
         async def watch(message: Message) -> None:
             nonlocal held
@@ -86,13 +66,16 @@ class ExplainRefusals:
                 return
             if held is not None and message["type"] == "http.response.body":
                 start, held = held, None
-                said = explain(scope, start, message.get("body", b""), self.settings)
+                body = message.get("body", b"")
+                said = explain(scope, start, body, self.settings)
+                if said is not None and said.status == 404:
+                    said = replace(said, ident=_request_id(chunks, self.settings))
                 if said is not None:
                     start, message = said.answer(start)
                 await send(start)
             await send(message)
 
-        await self.app(scope, receive, watch)
+        await self.app(scope, read, watch)
 
 
 def explain(scope: Scope, start: Message, body: bytes, settings: Settings) -> Refusal | None:
@@ -107,13 +90,18 @@ def explain(scope: Scope, start: Message, body: bytes, settings: Settings) -> Re
         return Refusal(406, _not_acceptable(scope))
     if status == 405:
         return Refusal(405, _not_allowed(scope, _header(start, b"allow") or "POST"))
-    if status in (403, 421) and body in (b"Invalid Host header", b"Invalid Origin header"):
-        return Refusal(status, _rebinding(scope, body))
+    challenge = _header(start, b"www-authenticate").encode("latin-1")
+    if status == 401 and challenge.startswith(b"Bearer "):
+        return _token_refused(scope, challenge, settings)
+    if status == 403 and b'error="insufficient_scope"' in challenge:
+        return _under_scoped(scope)
+    if status == 404 and _header(scope, b"mcp-session-id") and _sdk_message(body) in _SESSION_ENDED:
+        return Refusal(404, _session_ended(settings))
     if status == 503 and _sdk_message(body) == _TOO_MANY_SESSIONS:
         retry = max(1, math.ceil(settings.session_idle_seconds))
         return Refusal(
             503,
-            _too_many_sessions(settings, retry),
+            _too_many_sessions(scope, settings, retry),
             SERVER_BUSY,
             headers=((b"retry-after", b"%d" % retry),),
         )
@@ -153,31 +141,59 @@ def _not_allowed(scope: Scope, allow: str) -> str:
     return f"Method Not Allowed: {method} is not answered here{under}; this endpoint takes {allow}"
 
 
-def _rebinding(scope: Scope, body: bytes) -> str:
-    """The DNS-rebinding guard's refusal of a Host or Origin name, and how to allow the name."""
-    if body == b"Invalid Host header":
-        given, header = _header(scope, b"host"), "Host"
-        name = given.rsplit(":", 1)[0] if given.count(":") == 1 else given
-    else:
-        given, header = _header(scope, b"origin"), "Origin"
-        name = urlsplit(given).hostname or ""
-    flag = name if _HOST_NAME.fullmatch(name) else "NAME"
-    return (
-        f"the {header} {short_repr(given)} is not one this server answers (on a loopback "
-        "address it answers this machine's names only, against DNS rebinding); a proxy in "
-        f"front that forwards it needs it allowed: serve --allowed-host {flag} "
-        f"(or {ALLOWED_HOSTS_ENV}={flag})"
+def _token_refused(scope: Scope, challenge: bytes, settings: Settings) -> Refusal:
+    """The SDK's 401 with the check that failed named, in the challenge and the body."""
+    authorization = _header(scope, b"authorization") if _has(scope, b"authorization") else None
+    refusal = refusal_of(authorization, settings)
+    typed = payload(refusal, settings)
+    parameters = dict(_PARAMETER.findall(challenge))
+    parameters[b"error_description"] = description(refusal).encode()
+    said = b", ".join(b'%s="%s"' % item for item in parameters.items())
+    return Refusal(
+        401,
+        f"Unauthorized: {typed.cause}; {typed.fix}",
+        headers=((b"www-authenticate", b"Bearer " + said),),
+        data=typed,
     )
 
 
-def _too_many_sessions(settings: Settings, retry: int) -> str:
+def _under_scoped(scope: Scope) -> Refusal:
+    """The SDK's 403 for a token without the scope every request needs, typed."""
+    auth = scope.get("auth")
+    granted = [str(s) for s in getattr(auth, "scopes", ())]
+    refused = ScopeMissingError("every request", "jobs:read", granted)
+    return Refusal(403, f"Forbidden: {refused.cause}; {refused.fix}", data=refused.to_payload())
+
+
+def _session_ended(settings: Settings) -> str:
+    return (
+        "Session not found: no session with this Mcp-Session-Id is open for this token; it "
+        "ended (the server restarted, it was idle past --session-idle-seconds "
+        f"({settings.session_idle_seconds:g} s), or it was closed by DELETE or to make room for "
+        "a newer session of the same token) or never was this token's; initialize a new "
+        "session: POST an initialize request without Mcp-Session-Id"
+    )
+
+
+def _too_many_sessions(scope: Scope, settings: Settings, retry: int) -> str:
+    larger = replace(settings, max_sessions=settings.max_sessions * 2)
     return (
         f"Too many open sessions: this server keeps at most {settings.max_sessions} open "
-        f"(--max-sessions, {MAX_SESSIONS_ENV}) and closes one idle for "
-        f"{settings.session_idle_seconds:g} s (--session-idle-seconds, {SESSION_IDLE_ENV}); "
-        f"retry after {retry} s, when every session idle now has been closed, end sessions no "
-        "longer used (DELETE with their Mcp-Session-Id), or serve with a larger --max-sessions"
+        f"(--max-sessions, {MAX_SESSIONS_ENV}), {session_share(settings)} a token, and closes "
+        f"one idle for {settings.session_idle_seconds:g} s (--session-idle-seconds, "
+        f"{SESSION_IDLE_ENV}); retry after {retry} s, when every session idle now has been "
+        f"closed; its operator can serve more: {serve_line(larger, port=server_port(scope))}"
     )
+
+
+def _request_id(chunks: list[bytes], settings: Settings) -> str | int | None:
+    """The id of the JSON-RPC request POSTed in `chunks`, when it can be read."""
+    if not chunks or sum(map(len, chunks)) > settings.limits.max_request_bytes:
+        return None
+    try:
+        return echoed_id(pydantic_core.from_json(b"".join(chunks)))
+    except ValueError:
+        return None
 
 
 def _sdk_message(body: bytes) -> object:
@@ -187,6 +203,10 @@ def _sdk_message(body: bytes) -> object:
         return None
     error = said.get("error") if isinstance(said, dict) else None
     return error.get("message") if isinstance(error, dict) else None
+
+
+def _has(holder: Scope | Message, name: bytes) -> bool:
+    return any(key.lower() == name for key, _ in holder.get("headers", ()))
 
 
 def _header(holder: Scope | Message, name: bytes) -> str:

@@ -5,7 +5,9 @@ The socket is bound here rather than by uvicorn so a busy port is a typed error 
 log and exit the process), and the start line is logged once the port accepts connections.
 Session expiry and the session bound are the SDK's own (`StreamableHTTPSessionManager`'s
 `session_idle_timeout` and `max_sessions`): an expired session's id answers 404, a session over
-the bound is refused with 503 and a Retry-After (`http_refusals`).
+the bound is refused with 503 and a Retry-After (`http_refusals`). Who may use a session and how
+many one principal may hold is `http_sessions`; which Host and Origin names a loopback server
+answers, `http_hosts`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from engine.ports import free_port
 from mcp_jobs.config import DEFAULT_HOST, DEFAULT_PORT, Settings
 from mcp_jobs.errors import HttpBindError
 from mcp_jobs.server.http import AnswerInvalidIds, LogRefusedRequests, is_loopback
+from mcp_jobs.server.http_hosts import HostGuard
 from mcp_jobs.server.http_refusals import ExplainRefusals
+from mcp_jobs.server.http_sessions import SessionGate
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -36,6 +40,11 @@ logger = logging.getLogger("mcp_jobs.server.http")
 
 MCP_PATH = "/mcp"
 KEEP_ALIVE_S = 75
+# HostGuard checks Host and Origin for every loopback bind; the SDK's own check is off.
+_NO_SDK_GUARD = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+# The SDK logs each session's id at INFO (opened, ended, expired, refused): an id is the key to
+# its session, not for every reader of the log.
+_SESSION_ID_LOGGERS = ("mcp.server.streamable_http_manager", "mcp.server.streamable_http")
 
 
 def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = None) -> ASGIApp:
@@ -51,9 +60,10 @@ def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = Non
         max_request_body_size=limit,
         session_idle_timeout=settings.session_idle_seconds,
         max_sessions=settings.max_sessions,
-        transport_security=rebinding_guard(settings),
+        transport_security=_NO_SDK_GUARD,
     )
-    app = ExplainRefusals(AnswerInvalidIds(app, limit), settings)
+    SessionGate.install(server.session_manager, settings)
+    app = HostGuard(ExplainRefusals(AnswerInvalidIds(app, limit), settings), settings)
     if settings.oauth is not None:
         from mcp_jobs.server.oauth import ProtectedResourceMetadataApp
 
@@ -63,23 +73,13 @@ def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = Non
     return LogRefusedRequests(app)
 
 
-def rebinding_guard(settings: Settings) -> TransportSecuritySettings | None:
-    """What the SDK checks Host and Origin against on a loopback server: this machine's names
-    and `settings.allowed_hosts`, on any port (None: the SDK's own choice, the same without
-    allowed hosts; it guards loopback binds only)."""
-    if not settings.allowed_hosts or not is_loopback(settings.host):
-        return None
-    names = ["127.0.0.1", "localhost", "[::1]", *settings.allowed_hosts]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[form for name in names for form in (name, f"{name}:*")],
-        allowed_origins=[
-            origin
-            for name in names
-            for scheme in ("http", "https")
-            for origin in (f"{scheme}://{name}", f"{scheme}://{name}:*")
-        ],
-    )
+def quiet_session_ids() -> None:
+    """Keep the SDK's session ids out of an INFO log, unless a level was chosen for its
+    loggers."""
+    for name in _SESSION_ID_LOGGERS:
+        sdk = logging.getLogger(name)
+        if sdk.level == logging.NOTSET:
+            sdk.setLevel(logging.WARNING)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -147,6 +147,7 @@ async def serve_http(
     task_status: TaskStatus[Listening] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until uvicorn's own SIGINT/SIGTERM handling (or `Listening.stop`) stops it."""
+    quiet_session_ids()
     sock = bind(settings.host, settings.port)
     try:
         if not is_loopback(settings.host):

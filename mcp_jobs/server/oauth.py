@@ -4,8 +4,9 @@ At start the JWKS URL is found in the issuer's metadata (RFC 8414, else OpenID d
 the keys are read once, so a wrong issuer is a typed error before anything listens. Each token
 is checked for its signature (allowed algorithms only), `iss`, `aud`, `exp` and `nbf` (with
 `LEEWAY_SECONDS`), and its tenant claim; what it grants is `oauth_grants`. A refused token
-answers 401 (the SDK's middleware); why is logged, never the token. The protected-resource
-metadata (RFC 9728) names the issuer and the scopes.
+answers 401 (the SDK's middleware) naming the check that failed (`token_refusals`); PyJWT's own
+words are logged, never the token. The protected-resource metadata (RFC 9728) names the issuer
+and the scopes.
 """
 
 from __future__ import annotations
@@ -27,6 +28,23 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_jobs.config import OAuthSettings, Settings
 from mcp_jobs.errors import OAuthDiscoveryError, OAuthUnavailableError
 from mcp_jobs.server.oauth_grants import READ, SCOPES, OAuthAccessToken
+from mcp_jobs.server.serve_line import serve_line
+from mcp_jobs.server.token_refusals import (
+    ALGORITHM,
+    AUDIENCE,
+    CLAIM,
+    EXPIRED,
+    INVALID,
+    ISSUER,
+    KEYS_UNREADABLE,
+    NOT_A_JWT,
+    NOT_YET_VALID,
+    SIGNATURE,
+    TENANT,
+    UNKNOWN_KEY,
+    TokenRefusal,
+    note_refusal,
+)
 
 try:
     import jwt
@@ -56,7 +74,7 @@ class JwtVerifier:
         try:
             return await self._verify(token)
         except (jwt.PyJWTError, InvalidClaimError) as exc:
-            note_refusal(_why(exc))
+            note_refusal(self._refusal(exc))
             return None
 
     async def _verify(self, token: str) -> OAuthAccessToken:
@@ -82,15 +100,53 @@ class JwtVerifier:
             token=token,
             client_id=str(client),
             scopes=_scopes(claims),
-            expires_at=int(claims["exp"]),
+            # The SDK refuses a token past `expires_at` itself: the leeway PyJWT allowed, too.
+            expires_at=int(claims["exp"]) + LEEWAY_SECONDS,
             subject=str(subject) if subject is not None else None,
             claims={"iss": claims["iss"]},
             tenant=tenant,
         )
 
+    def _refusal(self, exc: Exception) -> TokenRefusal:
+        """What the client is told of `exc`: the check, with what this server expected (the
+        issuer and audience are public: its metadata names them)."""
+        check, said = next(
+            ((check, said) for kind, check, said in _CHECKS if isinstance(exc, kind)),
+            (INVALID, "the access token was refused"),
+        )
+        if check == AUDIENCE:
+            said = f"the token's audience (aud) is not {self._oauth.audience}"
+        elif check == ISSUER:
+            said = f"the token's issuer (iss) is not {self._oauth.issuer}"
+        elif check == ALGORITHM:
+            said += f" (this server takes {', '.join(self._oauth.algorithms)})"
+        elif isinstance(exc, jwt.MissingRequiredClaimError):
+            said = f"the token has no {exc.claim!r} claim"
+        elif isinstance(exc, InvalidClaimError):
+            said = str(exc)
+        return TokenRefusal(check, said, _why(exc))
+
 
 class InvalidClaimError(Exception):
     """A claim PyJWT does not know of is unusable."""
+
+
+# PyJWT's refusals, most specific first (InvalidSignatureError is a DecodeError), by the check
+# the client is told failed; each `said` names no part of the token.
+_CHECKS: tuple[tuple[type[Exception], str, str], ...] = (
+    (jwt.ExpiredSignatureError, EXPIRED, "the token expired (exp is past, beyond the leeway)"),
+    (jwt.ImmatureSignatureError, NOT_YET_VALID, "the token is not yet valid (nbf)"),
+    (jwt.InvalidIssuedAtError, NOT_YET_VALID, "the token is not yet valid (iat)"),
+    (jwt.InvalidAudienceError, AUDIENCE, "the token's aud is not this server's audience"),
+    (jwt.InvalidIssuerError, ISSUER, "the token's iss is not this server's issuer"),
+    (jwt.InvalidSignatureError, SIGNATURE, "the token's signature does not verify"),
+    (jwt.InvalidAlgorithmError, ALGORITHM, "the token's signing algorithm is not allowed"),
+    (jwt.MissingRequiredClaimError, CLAIM, "the token lacks a required claim"),
+    (jwt.PyJWKClientConnectionError, KEYS_UNREADABLE, "the issuer's key set could not be read"),
+    (jwt.PyJWKClientError, UNKNOWN_KEY, "the token's kid names no key the issuer publishes"),
+    (jwt.DecodeError, NOT_A_JWT, "the token is not a JWT"),
+    (InvalidClaimError, TENANT, "the token's tenant claim is refused"),
+)
 
 
 def _why(exc: Exception) -> str:
@@ -110,15 +166,6 @@ def _scopes(claims: dict[str, Any]) -> list[str]:
     if isinstance(scp, str):
         return scp.split()
     return []
-
-
-def note_refusal(reason: str) -> None:
-    """Hand `reason` to the refusal log line of this request (`http.LogRefusedRequests`)."""
-    from mcp_jobs.server.http import refusal_notes
-
-    notes = refusal_notes.get()
-    if notes is not None:
-        notes.append(reason)
 
 
 # --- settings and start ------------------------------------------------------------------------
@@ -156,18 +203,25 @@ def metadata_urls(issuer: str) -> list[str]:
 
 
 async def discover(settings: Settings) -> Settings:
-    """`settings` with the JWKS URL found (unless given) and the key set read once."""
+    """`settings` with the JWKS URL found (unless given) and the key set read once; the issuer
+    spelled as its metadata spells it, when the two differ only by a trailing slash."""
     oauth = settings.oauth
     assert oauth is not None
     async with httpx2.AsyncClient(timeout=DISCOVERY_TIMEOUT_SECONDS) as http:
-        jwks_url = oauth.jwks_url or await _jwks_url(http, oauth.issuer)
-        keys = await _get_json(http, jwks_url)
+        if oauth.jwks_url is None:
+            oauth = await _from_metadata(http, settings, oauth)
+        assert oauth.jwks_url is not None
+        keys = await _get_json(http, oauth.jwks_url)
         if not isinstance(keys.get("keys"), list) or not keys["keys"]:
-            raise OAuthDiscoveryError(jwks_url, "it is not a JSON Web Key Set with keys")
-    return replace(settings, oauth=replace(oauth, jwks_url=jwks_url))
+            raise OAuthDiscoveryError(oauth.jwks_url, "it is not a JSON Web Key Set with keys")
+    return replace(settings, oauth=oauth)
 
 
-async def _jwks_url(http: httpx2.AsyncClient, issuer: str) -> str:
+async def _from_metadata(
+    http: httpx2.AsyncClient, settings: Settings, oauth: OAuthSettings
+) -> OAuthSettings:
+    """`oauth` with the issuer and JWKS URL its metadata names."""
+    issuer = oauth.issuer
     tried: list[str] = []
     for url in metadata_urls(issuer):
         try:
@@ -175,14 +229,21 @@ async def _jwks_url(http: httpx2.AsyncClient, issuer: str) -> str:
         except OAuthDiscoveryError as exc:
             tried.append(f"{url}: {exc.reason}" if tried else exc.reason)
             continue
-        # RFC 8414 §3.3: metadata for another issuer must not be used.
-        if metadata.get("issuer") != issuer:
-            found = metadata.get("issuer")
-            raise OAuthDiscoveryError(url, f"it names issuer {found!r}, not {issuer!r}")
+        found = metadata.get("issuer")
+        # RFC 8414 §3.3: metadata for another issuer must not be used. A trailing slash names
+        # no other server, and tokens carry the issuer as its metadata spells it.
+        if isinstance(found, str) and found != issuer and found.rstrip("/") == issuer.rstrip("/"):
+            issuer = found
+        if found != issuer:
+            refused = OAuthDiscoveryError(url, f"it names issuer {found!r}, not {issuer!r}")
+            if isinstance(found, str) and found:
+                named = replace(settings, oauth=replace(oauth, issuer=found))
+                refused.fix = serve_line(named, face="cli")
+            raise refused
         jwks_uri = metadata.get("jwks_uri")
         if not isinstance(jwks_uri, str) or urlsplit(jwks_uri).scheme not in ("http", "https"):
             raise OAuthDiscoveryError(url, "it has no jwks_uri; pass --oauth-jwks-url")
-        return jwks_uri
+        return replace(oauth, issuer=issuer, jwks_url=jwks_uri)
     raise OAuthDiscoveryError(metadata_urls(issuer)[0], "; ".join(tried))
 
 

@@ -131,16 +131,26 @@ async def test_sessions_over_the_bound_say_when_to_retry_and_which_settings() ->
     async with running(max_sessions=1, session_idle_seconds=90.5) as (listening, http):
         first = await http.post(listening.url, json=INITIALIZE, headers=POSTED)
         assert first.status_code == 200
-        over = await http.post(listening.url, json=INITIALIZE, headers=POSTED)
-        said = refused(over, 503, SERVER_BUSY)
-        # By then every session idle now has been closed.
-        assert over.headers["retry-after"] == "91"
-        for named in ("--max-sessions", "MCP_JOBS_MAX_SESSIONS", "--session-idle-seconds"):
-            assert named in said
-        # Ending the open session makes room at once.
-        session = {**HEADERS, "mcp-session-id": first.headers["mcp-session-id"]}
-        assert (await http.delete(listening.url, headers=session)).status_code == 200
-        assert (await http.post(listening.url, json=INITIALIZE, headers=POSTED)).status_code == 200
+        session = {
+            **HEADERS,
+            "mcp-session-id": first.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        listen = {**session, "Accept": "text/event-stream"}
+        # Its one session busy (an open stream): none idle to close for room.
+        async with http.stream("GET", listening.url, headers=listen) as stream:
+            assert stream.status_code == 200
+            over = await http.post(listening.url, json=INITIALIZE, headers=POSTED)
+            said = refused(over, 503, SERVER_BUSY)
+            # By then every call in flight has ended (the longest, a wait, is capped at 50 s).
+            assert over.headers["retry-after"] == "50"
+            for named in ("--max-sessions", "MCP_JOBS_MAX_SESSIONS", "DELETE"):
+                assert named in said
+            # Ending the open session makes room at once.
+            assert (await http.delete(listening.url, headers=session)).status_code == 200
+            assert (
+                await http.post(listening.url, json=INITIALIZE, headers=POSTED)
+            ).status_code == 200
 
 
 async def test_a_refusal_of_another_kind_passes_unchanged() -> None:

@@ -1,0 +1,59 @@
+"""A refusal the HTTP transport answers itself: a JSON-RPC error under an HTTP status, with the
+typed refusal (code, cause, fix) as its `data` where there is one."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from mcp.types import INVALID_REQUEST
+from starlette.types import Message, Scope
+
+from schemas.errors import ErrorPayload
+
+# JSON-RPC leaves -32000..-32099 to the server; MCP keeps -32020 and up for the spec and the SDK
+# uses -32000/-32001. "Busy, retry later" is no internal error (-32603): a code of its own.
+SERVER_BUSY = -32010
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A JSON-RPC error answered with an HTTP status (and any headers it needs, each replacing
+    the one of that name it answers in place of); `data` the typed refusal, when there is one."""
+
+    status: int
+    message: str
+    code: int = INVALID_REQUEST
+    ident: str | int | None = None
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    data: ErrorPayload | None = None
+
+    def answer(self, start: Message | None = None) -> tuple[Message, Message]:
+        """The `http.response.start` and body messages that send this refusal, keeping the
+        headers of `start` (the SDK's answer it replaces) other than its body's and ours."""
+        error: dict[str, object] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data.model_dump(mode="json", exclude_none=True)
+        payload = json.dumps({"jsonrpc": "2.0", "id": self.ident, "error": error}).encode()
+        ours = {key.lower() for key, _ in self.headers}
+        kept = [
+            (key, value)
+            for key, value in (start or {}).get("headers", ())
+            if key.lower() not in {b"content-length", b"content-type", *ours}
+        ]
+        headers = [
+            *kept,
+            *self.headers,
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(payload)),
+        ]
+        return (
+            {"type": "http.response.start", "status": self.status, "headers": headers},
+            {"type": "http.response.body", "body": payload, "more_body": False},
+        )
+
+
+def server_port(scope: Scope) -> int | None:
+    """The port the request reached (a server started on port 0 took one), if known."""
+    server = scope.get("server")
+    return int(server[1]) if server and server[1] is not None else None
