@@ -39,6 +39,9 @@ DEFAULT_PORT = 8765
 # An HTTP session nobody has sent a request for this long is closed (its id then answers 404):
 # a client that went away without DELETE must not hold server memory forever.
 DEFAULT_SESSION_IDLE_SECONDS = 30 * 60.0
+# The longest idle period taken: a session is server memory and one of --max-sessions slots, and
+# the 503 past the bound tells its client to retry after this long.
+MAX_SESSION_IDLE_SECONDS = 7 * 24 * 3600.0
 # Live HTTP sessions at once; one more is refused with 503 until one ends or expires.
 DEFAULT_MAX_SESSIONS = 1000
 OAUTH_ISSUER_ENV = "MCP_JOBS_OAUTH_ISSUER"
@@ -99,6 +102,9 @@ class Settings:
     environment: str = DEFAULT_ENVIRONMENT
     read_only: bool = False
     tenant: str | None = None
+    # `tenant` is an OAuth access token's claim (the request's, `oauth_grants.request_settings`),
+    # not the server's --tenant: refusals then say it is the token that pins the caller.
+    tenant_from_token: bool = False
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     token: str | None = None
@@ -177,7 +183,11 @@ def http_settings(
             raise TokenConflictError(token_file)
         token, source = read_token_file(token_file), token_file
     if session_idle_seconds is None:
-        session_idle_seconds = _env_number(SESSION_IDLE_ENV, DEFAULT_SESSION_IDLE_SECONDS, float)
+        session_idle_seconds = _env_number(
+            SESSION_IDLE_ENV, DEFAULT_SESSION_IDLE_SECONDS, float, MAX_SESSION_IDLE_SECONDS
+        )
+    else:
+        _check_session_idle(session_idle_seconds)
     if max_sessions is None:
         max_sessions = int(_env_number(MAX_SESSIONS_ENV, DEFAULT_MAX_SESSIONS, int))
     host = bind_host(settings.host, "--host", "mcp-jobs serve --transport http")
@@ -343,7 +353,7 @@ def _check_url(name: str, value: str, flag: str | None) -> None:
     loopback = host == "localhost" or host.startswith("127.") or host == "::1"
     if (parts.scheme == "https" and host) or (parts.scheme == "http" and loopback):
         return
-    nearest = f"https://{host or 'auth.example.com'}{parts.path}"
+    nearest = _nearest_https(value, host, parts.path, name)
     raise OAuthSettingInvalidError(
         flag or name,
         value,
@@ -352,6 +362,41 @@ def _check_url(name: str, value: str, flag: str | None) -> None:
         flag=flag,
         nearest=nearest,
     )
+
+
+# What an OAuth URL setting is, written where a refused value names no host to mend it with.
+_URL_SLOTS = {
+    OAUTH_ISSUER_ENV: "<issuer URL>",
+    OAUTH_RESOURCE_URL_ENV: "<public MCP URL>",
+    OAUTH_JWKS_URL_ENV: "<JWKS URL>",
+}
+
+
+def _nearest_https(value: str, host: str, path: str, name: str) -> str:
+    """The https URL a refused OAuth `value` stands for: its host and path over https; a value
+    without a scheme read as host and path when that host has a dot (`auth.example.com/x`);
+    else a slot saying what to put there, never a guessed host glued to the text."""
+    if not host and "://" not in value:
+        guessed = urlsplit(f"https://{value.strip()}")
+        try:
+            host, path = guessed.hostname or "", guessed.path
+        except ValueError:
+            host = ""
+        if "." not in host.strip(".") or not _is_host(host):
+            return _URL_SLOTS.get(name, "<https URL>")
+    if not host:
+        return _URL_SLOTS.get(name, "<https URL>")
+    return f"https://{host}{path}"
+
+
+def token_file_exposed(path: str) -> int | None:
+    """The permission bits of token file `path` that let its group or others at it, None when
+    only its owner can (or it cannot be read: `read_token_file` says so)."""
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        return None
+    return mode if mode & 0o077 else None
 
 
 def read_token_file(path: str) -> str:
@@ -378,7 +423,26 @@ def seconds_in(text: str) -> float | None:
         return None if ms is None else ms / 1000
 
 
-def _env_number(name: str, default: float, kind: type[float] | type[int]) -> float:
+def _check_session_idle(seconds: float) -> None:
+    """`--session-idle-seconds` (the parser took it as a positive number) at most
+    `MAX_SESSION_IDLE_SECONDS`: refused past it, the command mended to the bound."""
+    if seconds <= MAX_SESSION_IDLE_SECONDS:
+        return
+    bound = f"{MAX_SESSION_IDLE_SECONDS:g}"
+    raise HttpSettingInvalidError(
+        "--session-idle-seconds",
+        f"{seconds:.15g}",
+        f"a number of seconds up to {bound} (7d)",
+        f"export {SESSION_IDLE_ENV}={bound}",
+        flag="--session-idle-seconds",
+        nearest=bound,
+        typed=seconds,
+    )
+
+
+def _env_number(
+    name: str, default: float, kind: type[float] | type[int], maximum: float = math.inf
+) -> float:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -389,4 +453,7 @@ def _env_number(name: str, default: float, kind: type[float] | type[int]) -> flo
     if not (math.isfinite(value) and value > 0):
         expected = "a positive number" if kind is float else "a positive whole number"
         raise HttpSettingInvalidError(name, raw, expected, f"export {name}={default:g}")
+    if value > maximum:
+        expected = f"a positive number up to {maximum:g}"
+        raise HttpSettingInvalidError(name, raw, expected, f"export {name}={maximum:g}")
     return value

@@ -7,6 +7,7 @@ registers its code in the one engine registry, so a clash with an engine code fa
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -49,16 +50,24 @@ class LimitExceededError(JobsError):
         self.why = why
 
 
+def _pinned_by(pinned: str, claim: str | None) -> str:
+    """Who pins the caller to tenant `pinned`: the server (`--tenant`), or, under OAuth, the
+    access token's `claim` (the server itself serves every tenant then)."""
+    if claim is None:
+        return f'this server is pinned to tenant "{pinned}"'
+    return f'this access token is pinned to tenant "{pinned}" by its "{claim}" claim'
+
+
 class TenantPinnedError(JobsError):
     code = "TENANT_PINNED"
-    title = "this server is pinned to one tenant"
+    title = "the caller is pinned to one tenant"
 
-    def __init__(self, tool: str, pinned: str, asked: str) -> None:
+    def __init__(self, tool: str, pinned: str, asked: str, *, claim: str | None = None) -> None:
         """The fix here names the tenant only: the MCP and CLI faces write the caller's own
-        call in its place (`engine_refusal.mended`, `cli/mend.mended`), `asked` → `pinned`."""
+        call in its place (`engine_refusal.mended`, `cli/mend.mended`), `asked` → `pinned`.
+        `claim`: the access token's claim that pins it, when a token does."""
         super().__init__(
-            f'this server only serves tenant "{pinned}"; the call asked for tenant '
-            f"{short_repr(asked)}",
+            f"{_pinned_by(pinned, claim)}; the call asked for tenant {short_repr(asked)}",
             f'{tool} {{"tenant_id": "{pinned}"}}',
             details={"tenant_id": pinned},
         )
@@ -67,14 +76,26 @@ class TenantPinnedError(JobsError):
 
 class TenantScopeExceededError(JobsError):
     code = "TENANT_SCOPE_EXCEEDED"
-    title = "this operation spans every tenant and the server is pinned to one"
+    title = "this operation spans every tenant and the caller is pinned to one"
 
-    def __init__(self, operation: str, pinned: str, fix: str, *, agent: bool = False) -> None:
-        # An agent is pinned so that it stays in one tenant: the fix is the operator's.
-        whose = "; the fix is an operator's, over every tenant: give it to the user"
+    def __init__(
+        self,
+        operation: str,
+        pinned: str,
+        fix: str,
+        *,
+        agent: bool = False,
+        claim: str | None = None,
+    ) -> None:
+        # An agent is pinned so that it stays in one tenant: the fix is the operator's. A token
+        # holder's user is not the server's operator either: the fix goes to the operator.
+        if claim is not None:
+            whose = "; the fix is the server operator's, over every tenant: ask them to run it"
+        else:
+            whose = "; the fix is an operator's, over every tenant: give it to the user"
         super().__init__(
-            f"{operation} works across every tenant's data; this server is pinned to "
-            f'tenant "{pinned}"{whose if agent else ""}',
+            f"{operation} works across every tenant's data; {_pinned_by(pinned, claim)}"
+            f"{whose if agent else ''}",
             fix,
             details={"tenant_id": pinned},
         )
@@ -201,17 +222,59 @@ def token_file_line(path: str) -> str:
     return f"{this_python()} -c {shell_word(write)} {shell_word(path)}"
 
 
-class TokenRequiredError(JobsError):
+# Where a fix keeps a new token: the README's file, owner-readable, read by server and clients.
+TOKEN_FILE = ".mcp-jobs/token"
+
+
+class TokenRequiredError(FlagMend):
     code = "HTTP_TOKEN_REQUIRED"
     title = "streamable HTTP needs a bearer token"
 
-    def __init__(self) -> None:
+    def __init__(self, path: str = TOKEN_FILE) -> None:
+        """The fix serves with the token file `path` (made absolute here), writing a new token
+        to it first unless it holds one: a file every client reads too, which an exported
+        MCP_JOBS_TOKEN is not. The CLI writes the command as typed with `--token-file`."""
+        self.path = os.path.abspath(path)
+        self.write_first = not _holds_token(self.path)
         super().__init__(
             "the HTTP transport refuses to start without a token (MCP_JOBS_TOKEN, or a file named "
             "by --token-file or MCP_JOBS_TOKEN_FILE): every request must carry "
             "`Authorization: Bearer <token>`",
-            new_token_line(),
+            self._written(f"export MCP_JOBS_TOKEN_FILE={shell_word(self.path)}"),
         )
+        self.flag, self.nearest, self.set_anyway = "--token-file", self.path, True
+
+    def _written(self, then: str) -> str:
+        return f"{token_file_line(self.path)} && {then}" if self.write_first else then
+
+    def with_fix(self, fix: str) -> TokenRequiredError:
+        return super().with_fix(self._written(fix))
+
+
+def _holds_token(path: str) -> bool:
+    try:
+        return bool(Path(path).read_text(encoding="utf-8").strip())
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+class TokenFileExposedError(JobsError):
+    code = "HTTP_TOKEN_FILE_EXPOSED"
+    title = "the token file can be read by other users and the server listens beyond loopback"
+
+    def __init__(self, path: str, mode: int, host: str) -> None:
+        super().__init__(
+            f"{token_file_exposure(path, mode)}; --host {host} listens beyond loopback, where "
+            "that token admits anyone who can reach the port",
+            f"chmod 600 {shell_word(path)}",
+            details={"path": path, "mode": f"{mode:04o}", "host": host},
+        )
+
+
+def token_file_exposure(path: str, mode: int) -> str:
+    """What is wrong with token file `path` of permission bits `mode`: said at start on
+    loopback (a warning), refused beyond it (TokenFileExposedError)."""
+    return f"token file {path} has mode {mode:04o}: its group or others can read the token"
 
 
 class MetricsUnavailableError(JobsError):
@@ -369,11 +432,25 @@ class ScopeMissingError(JobsError):
     code = "SCOPE_MISSING"
     title = "the access token lacks the scope this call needs"
 
-    def __init__(self, tool: str, needed: str, granted: Sequence[str]) -> None:
+    def __init__(
+        self,
+        tool: str,
+        needed: str,
+        granted: Sequence[str],
+        *,
+        issuer: str | None = None,
+        client: str | None = None,
+    ) -> None:
+        """`issuer` and `client`: the authorization server and the client id the token names,
+        which the fix sends the operator to (it is the token that lacks the scope)."""
+        at = f" at the authorization server {issuer}" if issuer else ""
+        whom = f"client {client!r}" if client else "this token's client"
+        wanted = " ".join(sorted({*granted, needed}))
         super().__init__(
             f"{tool} needs the OAuth scope {needed!r}; this access token grants "
             f"{', '.join(sorted(granted)) or 'no scope'}",
-            f"ask the authorization server for a token with scope {needed!r} and reconnect",
+            f"grant {whom} the scope {needed!r}{at}, then request a token with scope "
+            f"{wanted!r} and reconnect with it",
             details={"tool": tool, "needed": needed, "granted": sorted(granted)},
         )
 

@@ -14,6 +14,13 @@ that a tool does too (`db report`) becomes that tool's call, with its `next_call
 
 A database password is never written: the URL loses it, and the command then takes it from
 `PGPASSWORD` or `~/.pgpass` (libpq's own sources, which asyncpg reads too).
+
+An MCP caller that holds an OAuth access token is a third party the issuer vouched for, likely
+on another machine (`is_remote`): it is not handed the operator's connection details. Its lines
+name the database as `"$MCP_JOBS_DATABASE_URL"` and carry none of this process's paths (app
+environment, `PYTHONPATH`, the programs' full paths); the `next_call` beside a line is what it
+runs. A caller pinned to one tenant is offered no call to a tool that spans every tenant
+(`SPANS_TENANTS`): it would be refused.
 """
 
 from __future__ import annotations
@@ -61,6 +68,9 @@ Face = Literal["mcp", "cli"]
 # Only the `jobs` commands and `events send` act within a tenant; a backfill or a pause
 # (`queues`) spans every tenant (a pinned one is refused) and a worker serves them all.
 TAKES_TENANT = frozenset({"jobs", "events"})
+# The tools that act on every tenant's data, which a caller pinned to one is refused
+# (TENANT_SCOPE_EXCEEDED): never its next_call.
+SPANS_TENANTS = frozenset({"run_backfill", "database_report", "pause_queue", "resume_queue"})
 PYTHONS = frozenset({"python", "python3", sys.executable})
 # FixContext.listing's commands, by command group and argument ("*": any group).
 _LISTING: dict[tuple[str, str], tuple[str, ...]] = {
@@ -149,6 +159,12 @@ def _pythonpath(apps: Sequence[str], cwd: Path, inherited: str | None) -> str | 
     return os.pathsep.join(entries)
 
 
+def is_remote(settings: Settings, face: Face) -> bool:
+    """Whether an answer goes to a third party, not to the operator of this process: an MCP
+    caller of a server that takes OAuth access tokens (every such caller holds one)."""
+    return face == "mcp" and settings.oauth is not None
+
+
 def needs_cwd_on_path(module: str, cwd: Path) -> bool:
     """True when `module` imports only because `cwd` (or "") is on `sys.path`: another
     directory then needs PYTHONPATH (`needs_on_path`)."""
@@ -185,22 +201,30 @@ class FixContext:
         environ: Mapping[str, str] | None = None,
         declared: Sequence[EnvironmentUse] | None = None,
         unserved: frozenset[str] = frozenset(),
+        remote: bool | None = None,
     ) -> FixContext:
         """The context of `settings` run from `cwd` (default: this process's) with `environ`,
-        and the app environment `declared` (default: what the imported apps declared)."""
+        and the app environment `declared` (default: what the imported apps declared).
+        `remote`: whether the reader is a token holder (None: `is_remote`; a page served to
+        one, written as commands, says so itself)."""
         cwd = Path.cwd() if cwd is None else cwd
         environ = os.environ if environ is None else environ
+        remote = is_remote(settings, face) if remote is None else remote
         assignments: list[tuple[str, str]] = []
         for use in declared_environment() if declared is None else declared:
             value = use.effective(environ, cwd)
-            if value is not None:
+            if value is not None and not remote:
                 assignments.append((use.name, value))
         if settings.environment != DEFAULT_ENVIRONMENT:
             assignments.append((ENVIRONMENT_ENV, settings.environment))
         pythonpath = _pythonpath(settings.apps, cwd, environ.get("PYTHONPATH"))
-        if pythonpath is not None:
+        if pythonpath is not None and not remote:
             assignments.append(("PYTHONPATH", pythonpath))
         url = absolute_url(settings.url, cwd)
+        if remote and not (url or "").lower().startswith("memory:"):
+            url = None  # named by its variable, as a URL with a secret is
+        if settings.tenant is not None:
+            unserved = unserved | SPANS_TENANTS
         return cls(
             database_url=url,
             url_secret=url is None,
@@ -209,7 +233,7 @@ class FixContext:
             assignments=tuple(assignments),
             face=face,
             unserved=unserved,
-            programs=unreachable_programs(environ.get("PATH")),
+            programs=() if remote else unreachable_programs(environ.get("PATH")),
         )
 
     @property
@@ -477,10 +501,12 @@ __all__ = [
     "APP_PLACEHOLDER",
     "PRIVATE_STORE_FIX",
     "PROGRAM",
+    "SPANS_TENANTS",
     "Face",
     "FixContext",
     "absolute_url",
     "dash_safe",
+    "is_remote",
     "needs_cwd_on_path",
     "written_by_face",
 ]

@@ -36,7 +36,7 @@ from engine.errors import JobsError
 from engine.instants import iso
 from mcp_jobs.operations.audit import record_call
 from mcp_jobs.operations.known import unknown_filter
-from mcp_jobs.operations.models import ConfirmOffer, Envelope
+from mcp_jobs.operations.models import ConfirmOffer, Envelope, Finding
 from mcp_jobs.operations.scope import Scope
 from schemas.jobs import JobRecord
 from schemas.states import LIVE_STATES, RETRYABLE_STATES, JobState
@@ -134,6 +134,11 @@ class BulkJobsResult(Envelope):
         default=None,
         description="CLI: the command that acts (a fresh plan, then --yes): after a plan, or "
         "for the rest after an interrupted action",
+    )
+    notices: list[Finding] | None = Field(
+        default=None,
+        description="plan: SCOPE_MISSING when this access token may not act on it (no confirm "
+        "token is offered), with what the operator grants",
     )
 
 

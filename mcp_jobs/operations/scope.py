@@ -69,7 +69,7 @@ class Scope:
         if pinned is None:
             return asked
         if asked and asked != pinned:
-            refused = TenantPinnedError(self.tool, pinned, asked)
+            refused = TenantPinnedError(self.tool, pinned, asked, claim=self._pinning_claim())
             if self.face == "cli":
                 # The pinned command itself, which acts in the pinned tenant (`--tenant`).
                 refused.fix = self.fixes.command(*self.tool.split(), "--json")
@@ -81,7 +81,14 @@ class Scope:
         `fix` makes the command an operator over every tenant runs instead."""
         pinned = self.settings.tenant
         if pinned is not None:
-            raise TenantScopeExceededError(operation, pinned, fix(), agent=self.face == "mcp")
+            raise TenantScopeExceededError(
+                operation, pinned, fix(), agent=self.face == "mcp", claim=self._pinning_claim()
+            )
+
+    def _pinning_claim(self) -> str | None:
+        """The access token's claim that pins this scope's tenant; None when --tenant does."""
+        oauth = self.settings.oauth
+        return oauth.tenant_claim if oauth is not None and self.settings.tenant_from_token else None
 
     def backfills(self) -> Backfills:
         if self._backfills is None:

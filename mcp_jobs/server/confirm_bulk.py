@@ -29,6 +29,7 @@ from engine.bounds import MAX_NAME_BYTES, MAX_TENANT_BYTES
 from mcp_jobs.errors import (
     ConfirmationInvalidError,
     ConfirmationRequiredError,
+    ScopeMissingError,
     WriteDeclinedError,
 )
 from mcp_jobs.operations.bulk import (
@@ -45,7 +46,7 @@ from mcp_jobs.operations.bulk import (
     plan_bulk,
     summary,
 )
-from mcp_jobs.operations.models import ConfirmOffer
+from mcp_jobs.operations.models import ConfirmOffer, Finding
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.calls import ToolContext, run_tool, scope_for
 from mcp_jobs.server.confirm import (
@@ -59,7 +60,7 @@ from mcp_jobs.server.confirm import (
     can_elicit,
     plan_write,
 )
-from mcp_jobs.server.oauth_grants import request_settings
+from mcp_jobs.server.oauth_grants import request_settings, scope_refusal
 from mcp_jobs.server.state import AppState
 
 BulkWrite = ConfirmedWrite[BulkJobsResult, BulkJobsResult]
@@ -165,8 +166,13 @@ async def bulk_guarded(
         gate.spend(token, now)
         return await _act(scope, action, given, content, run)
     model, plan = await spec.plan(scope, None)
-    if planned.mode == "dry_run" and not offer:
-        return model
+    if planned.mode == "dry_run":
+        # A token the caller's access token may not act with is not offered: it says why.
+        lacking = scope_refusal(scope.settings, spec.tool, mutating=True)
+        if lacking is not None:
+            return model.model_copy(update={"notices": [_cannot_act(lacking)]})
+        if not offer:
+            return model
     issued, expires = gate.issue(plan, now, ttl_ms)
     book.keep(plan, expires)
     if planned.mode == "token":  # a write without its token: the plan, and the token to act
@@ -174,6 +180,17 @@ async def bulk_guarded(
         raise ConfirmationRequiredError(spec.tool, spec.write_call(issued), shown, expires)
     confirm = ConfirmOffer(token=issued, expires_at=expires, next_call=spec.write_call(issued))
     return model.model_copy(update={"confirm": confirm})
+
+
+def _cannot_act(lacking: ScopeMissingError) -> Finding:
+    """The notice of a plan the caller may not act on: the scope it lacks, what grants it."""
+    return Finding(
+        code=lacking.code,
+        severity="warning",
+        cause=f"{lacking.cause}: acting on this plan (write=true) would be refused, so no "
+        "confirm token is offered",
+        fix=lacking.fix,
+    )
 
 
 def _planner(
@@ -198,7 +215,11 @@ def _planner(
             since_seconds=since_seconds,
         )
         spec = bulk_write(action, wanted, BulkRun())
-        return await plan_write(ctx, scope_for(ctx, spec.tool), gate, spec, write)
+        scope = scope_for(ctx, spec.tool)
+        lacking = scope_refusal(scope.settings, spec.tool, mutating=True) if write else None
+        if lacking is not None:  # refused by the call itself: nobody is asked about it
+            return Planned(mode="elicit", error=lacking)
+        return await plan_write(ctx, scope, gate, spec, write)
 
     plan_bulk_write.__name__ = f"plan_{action}_jobs"
     return plan_bulk_write

@@ -5,7 +5,8 @@ Read from the SDK's per-request auth context; only a token the JWT verifier made
 module does not import PyJWT: every server imports it, the `oauth` extra is optional.
 
 Scopes: `jobs:read` for everything (the transport refuses a token without it with 403
-`insufficient_scope`); `jobs:write` for enqueue_job, retry_job, cancel_job; `backfills:write` for
+`insufficient_scope`); `jobs:write` for enqueue_job, retry_job, cancel_job, pause_queue,
+resume_queue, send_event and retry_jobs/cancel_jobs with write=true; `backfills:write` for
 run_backfill with write=true; `admin` for prune_history with write=true. A dry run needs only
 `jobs:read`. Each scope stands alone: `admin` does not imply the others.
 """
@@ -29,8 +30,10 @@ SCOPES = (READ, WRITE, BACKFILLS_WRITE, ADMIN)
 
 # The scope a call that changes something needs, by tool; any other mutating tool: jobs:write.
 _WRITE_SCOPES = {"run_backfill": BACKFILLS_WRITE, "prune_history": ADMIN}
-# Tools every call of which changes state.
-_ALWAYS_WRITE = frozenset({"enqueue_job", "retry_job", "cancel_job"})
+# Tools every call of which changes state (each has no dry run).
+_ALWAYS_WRITE = frozenset(
+    {"enqueue_job", "retry_job", "cancel_job", "pause_queue", "resume_queue", "send_event"}
+)
 
 
 class OAuthAccessToken(AccessToken):
@@ -56,19 +59,31 @@ def authorize(settings: Settings, tool: str, *, mutating: bool) -> None:
     """Refuse the call with SCOPE_MISSING when the request's OAuth token lacks a scope it
     needs. Without OAuth there is nothing to check (static bearer, stdio); with it, a call that
     somehow carries no token is refused rather than let through."""
+    refused = scope_refusal(settings, tool, mutating=mutating)
+    if refused is not None:
+        raise refused
+
+
+def scope_refusal(settings: Settings, tool: str, *, mutating: bool) -> ScopeMissingError | None:
+    """The SCOPE_MISSING a call would be refused with (`authorize`), else None: asked before
+    offering a call (a dry run's confirm token) that would only be refused."""
     if settings.oauth is None:
-        return
+        return None
     grant = current_grant()
     granted = grant.scopes if grant is not None else []
     for scope in needed_scopes(tool, mutating=mutating):
         if scope not in granted:
-            raise ScopeMissingError(tool, scope, granted)
+            client = grant.client_id if grant is not None else None
+            return ScopeMissingError(
+                tool, scope, granted, issuer=settings.oauth.issuer, client=client
+            )
+    return None
 
 
 def hidden_by_grant() -> frozenset[str]:
     """The tools the request's OAuth token can never call: those that only change state
-    (enqueue_job, retry_job, cancel_job) without `jobs:write`. run_backfill and prune_history
-    stay: their dry runs need only `jobs:read`."""
+    (`_ALWAYS_WRITE`) without `jobs:write`. run_backfill, prune_history, retry_jobs and
+    cancel_jobs stay: their dry runs need only `jobs:read`."""
     grant = current_grant()
     if grant is None or WRITE in grant.scopes:
         return frozenset()
@@ -87,4 +102,4 @@ def request_settings(settings: Settings) -> Settings:
     grant = current_grant()
     if grant is None or grant.tenant is None or grant.tenant == settings.tenant:
         return settings
-    return replace(settings, tenant=grant.tenant)
+    return replace(settings, tenant=grant.tenant, tenant_from_token=True)

@@ -139,6 +139,7 @@ def test_a_host_it_cannot_listen_on_is_mended_to_loopback(
     url = f"sqlite:///{tmp_path}/j.db"
     token = tmp_path / "token"
     token.write_text("t" * 64)
+    token.chmod(0o600)  # one others can read is refused beyond loopback before the bind
     code = main(["dashboard", "--database-url", url, "--token-file", str(token), *flags])
     err = capsys.readouterr().err
     assert code == 1, err
