@@ -283,6 +283,32 @@ class SchedulerState(Protocol):
         task's stored failure: the task fires again."""
         ...
 
+    async def task_fire(
+        self,
+        task: str,
+        expected: int | None,
+        occurrences: Sequence[int],
+        requests: Sequence[EnqueueRequest],
+    ) -> list[EnqueueResult] | None:
+        """Claim `occurrences` (ascending, at least one: the last fired occurrence moves from
+        `expected` to the last of them, as `task_claim`) and enqueue `requests`, their jobs, as
+        `enqueue` does; None, with nothing enqueued, when the claim is lost. No process may die
+        between the two and lose an occurrence: a driver with transactions commits both or
+        neither; one without stores the claimed occurrences with the claim and forgets them once
+        their jobs are in, and until then `task_unfinished` answers them."""
+        ...
+
+    async def task_unfinished(self, task: str) -> list[int]:
+        """The occurrences a `task_fire` claimed whose jobs may not all be in (its process died,
+        or its enqueue failed), ascending: none on a driver that claims and enqueues in one
+        transaction. The scheduler leading the task enqueues them again (their idempotency keys
+        dedupe a job that did go in) and then calls `task_finished`."""
+        ...
+
+    async def task_finished(self, task: str, occurrences: Sequence[int]) -> None:
+        """Forget `occurrences` from `task_unfinished`: their jobs are in."""
+        ...
+
     async def task_failure(self, task: str, failure: TaskFailure) -> None:
         """Store why the task's latest round did not fire, in place of any earlier failure,
         beside its last fired occurrence (state with none is created): what describe and

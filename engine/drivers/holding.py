@@ -6,17 +6,21 @@ connection: the settle is tried again, 50 ms doubling to 1 s, for up to `within_
 retry clock. Safe to repeat: every settle is fenced by the lease token and records it as the
 settle's (`settled_by`), so a try after one whose reply was lost finds its own settle there and
 succeeds without writing again. A hold logs one warning line when it starts and one line when
-its settle is written (or given up), never one a try.
+its settle is answered (or given up), never one a try: a settle of many jobs answers each job
+(ack_many, save_steps_many), and that line says how many were written and how many refused, and
+why (a lease that moved on, a job no longer stored).
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from engine.clock import Clock, next_retry_pause_ms
-from engine.errors import JobsError
+from engine.drivers.job_gone import JobGoneError
+from engine.errors import JobsError, JobSlotLostError
 
 logger = logging.getLogger(__name__)
 
@@ -25,10 +29,15 @@ T = TypeVar("T")
 
 def settle_of(kind: str, job_ids: Sequence[str]) -> str:
     """What a held settle is, for its log lines: "ack of job 01a2…", "ack of 3 jobs (…)"."""
+    return f"{kind} of {jobs_named(job_ids)}"
+
+
+def jobs_named(job_ids: Sequence[str]) -> str:
+    """Jobs as a log line names them: "job 01a2…", "3 jobs (01a2…, …)" (five ids at most)."""
     if len(job_ids) == 1:
-        return f"{kind} of job {job_ids[0]}"
+        return f"job {job_ids[0]}"
     more = ", …" if len(job_ids) > 5 else ""
-    return f"{kind} of {len(job_ids)} jobs ({', '.join(job_ids[:5])}{more})"
+    return f"{len(job_ids)} jobs ({', '.join(job_ids[:5])}{more})"
 
 
 def hold_started(driver: str, what: str, within_ms: int, exc: JobsError) -> None:
@@ -41,13 +50,33 @@ def hold_started(driver: str, what: str, within_ms: int, exc: JobsError) -> None
     )
 
 
-def hold_ended(driver: str, what: str, held_ms: int, exc: BaseException | None = None) -> None:
-    if exc is None:
-        logger.info("%s: the %s held %.1f s is written", driver, what, held_ms / 1000)
-    else:
-        logger.warning(
-            "%s: the %s held %.1f s is not written: %s", driver, what, held_ms / 1000, exc
-        )
+def hold_ended(
+    driver: str, what: str, held_ms: int, exc: BaseException | None = None, answer: object = None
+) -> None:
+    """The hold's last line: `exc` when it was given up or refused whole, else by `answer`
+    (a list of per-job outcomes, each None or its refusal, for a settle of many jobs)."""
+    held = f"{driver}: the {what} held {held_ms / 1000:.1f} s"
+    if exc is not None:
+        logger.warning("%s is not written: %s", held, exc)
+        return
+    outcomes = answer if isinstance(answer, list) else []
+    refused = Counter(_refused_as(r) for r in outcomes if isinstance(r, JobsError))
+    if not refused:
+        logger.info("%s is written", held)
+        return
+    written = sum(1 for r in outcomes if r is None)
+    why = ", ".join(f"{reason}: {n}" for reason, n in sorted(refused.items()))
+    logger.warning(
+        "%s is answered: written %d, refused %d (%s)", held, written, refused.total(), why
+    )
+
+
+def _refused_as(exc: JobsError) -> str:
+    if isinstance(exc, JobGoneError):
+        return "job gone"
+    if isinstance(exc, JobSlotLostError):
+        return "lease lost"
+    return exc.code
 
 
 async def hold(
@@ -83,5 +112,5 @@ async def hold(
             pause = next_retry_pause_ms(pause)
         else:
             if held:
-                hold_ended(driver, what, clock.now_ms() - started)
+                hold_ended(driver, what, clock.now_ms() - started, answer=result)
             return result

@@ -494,6 +494,28 @@ class MemoryDriver(MemoryControls):
         self._tasks[task] = TaskState(task=task, last_fired_at=occurrence_ms, updated_at=now)
         return True
 
+    async def task_fire(
+        self,
+        task: str,
+        expected: int | None,
+        occurrences: Sequence[int],
+        requests: Sequence[EnqueueRequest],
+    ) -> list[EnqueueResult] | None:
+        current = self._tasks.get(task)
+        if (current.last_fired_at if current is not None else None) != expected:
+            return None
+        # Nothing awaits in between: the claim is made only once the jobs are in.
+        results = await self.enqueue(requests) if requests else []
+        now = self.clock.now_ms()
+        self._tasks[task] = TaskState(task=task, last_fired_at=occurrences[-1], updated_at=now)
+        return results
+
+    async def task_unfinished(self, task: str) -> list[int]:
+        return []  # task_fire claims and enqueues as one step
+
+    async def task_finished(self, task: str, occurrences: Sequence[int]) -> None:
+        return None
+
     async def task_failure(self, task: str, failure: TaskFailure) -> None:
         current = self._tasks.get(task)
         last = current.last_fired_at if current is not None else None

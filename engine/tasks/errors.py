@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from engine.errors import JobsError, short_repr
 from engine.tasks.zones import EXAMPLE_ZONE, LIST_ZONES
+
+if TYPE_CHECKING:
+    from engine.tasks.declare import CatchUp
 
 
 class TaskCronInvalidError(JobsError):
@@ -128,7 +132,12 @@ class TaskEnqueueFailedError(JobsError):
     retry = "transient"
 
     def __init__(
-        self, task: str, occurrence_ms: int, error: BaseException, declared_by: str
+        self,
+        task: str,
+        occurrence_ms: int,
+        error: BaseException,
+        declared_by: str,
+        catch_up: CatchUp = "all",
     ) -> None:
         module, _, qualname = declared_by.partition(":")
         if module and qualname.isidentifier():
@@ -136,9 +145,18 @@ class TaskEnqueueFailedError(JobsError):
             fix = f'python -c "from {module} import {qualname} as f; print(f({occurrence_ms}))"'
         else:
             fix = f'python -c "import {module or declared_by}"'
+        if catch_up == "skip":
+            # `skip` fires only the latest due occurrence: a newer one due by then replaces it.
+            fate = (
+                "the occurrence was not fired; the next round tries it again only if no newer "
+                "occurrence is due by then (catch_up='skip' fires the latest and abandons this "
+                "one, logged)"
+            )
+        else:
+            fate = "the occurrence was not fired and is tried again next round"
         super().__init__(
             f'task "{task}" enqueue({occurrence_ms}) raised {type(error).__name__}: {error}; '
-            "the occurrence was not fired and is tried again next round",
+            + fate,
             fix,
             details={"task": task, "occurrence_ms": occurrence_ms, "error": type(error).__name__},
         )

@@ -5,16 +5,21 @@ Every worker runs one, and the workers of a deployment need not declare the same
 declaring it holds that task's lease. Three things make an occurrence fire once:
 - a lease per task (`lead("task:<name>")`): one scheduler at a time does a task's work, and
   another declaring it takes over when that lease expires;
-- a claim (`task_claim`): the task's last fired occurrence is moved from the value this
-  scheduler read to the occurrence by compare-and-set BEFORE its jobs are enqueued, so a
+- a claim: the task's last fired occurrence is moved from the value this scheduler read to the
+  occurrence by compare-and-set, in the same step as its jobs are enqueued (`task_fire`), so a
   scheduler that read stale state (its lease ran out while the app's `enqueue` ran) loses the
-  claim and enqueues nothing; a new holder resumes where the old one stopped;
-- the idempotency key `task:<name>:<occurrence_ms>` on every job it enqueues: a claimed batch
-  whose enqueue failed is enqueued again next round, and deduped if part of it landed.
+  claim and enqueues nothing, and one that dies meanwhile loses no occurrence: PostgreSQL,
+  SQLite and memory commit both in one transaction and Redis runs both in one script; NATS
+  records the claimed occurrences with the claim, and whichever scheduler next leads the task
+  enqueues them again if their jobs may not all be in (`task_unfinished`);
+- the idempotency key `task:<name>:<occurrence_ms>` on every job it enqueues: an occurrence
+  enqueued again is deduped while its job is live.
 
 Catch-up after downtime follows the task's policy: `skip` fires only the latest missed
-occurrence, `all` fires every missed one oldest first, never more than `max_catch_up` per round.
-A task seen for the first time fires nothing from before this scheduler started. A last fired
+occurrence, `all` fires every missed one oldest first, never more than `max_catch_up` per round
+(either is logged once, with what it skipped or has to catch up). A task seen for the first
+time fires nothing from before this scheduler started; one whose state reads as none after it
+read a value (another program wrote it, or it was removed) fires on from then. A last fired
 occurrence more than CLOCK_STEP_MS ahead of the clock means the clock was stepped back: the
 task fires on from now (logged once) rather than stay silent until that instant.
 """
@@ -36,9 +41,10 @@ from engine.errors import JobsError
 from engine.ids import worker_id
 from engine.run_job import storable_payload
 from engine.services import attempt
-from engine.tasks.declare import TASK_ACTOR, TaskDefinition, TaskRegistry, tasks_of
+from engine.tasks.declare import TASK_ACTOR, CatchUp, TaskDefinition, TaskRegistry, tasks_of
 from engine.tasks.errors import TaskEnqueueFailedError, TaskEntryInvalidError
 from engine.tasks.failures import next_failure
+from engine.tasks.notices import TaskNotices
 from engine.tracing import current_traceparent
 from schemas.jobs import EnqueueRequest, EnqueueResult
 
@@ -120,13 +126,13 @@ class Scheduler:
         self.baseline_ms = self.clock.now_ms()
         # The tasks whose lease this scheduler held at its last round.
         self.led: set[str] = set()
-        # Claimed occurrences whose jobs are not enqueued yet (the enqueue failed): the claim
-        # is this scheduler's, so it enqueues them at its next round, lease or not.
-        self._pending: dict[str, list[tuple[int, list[EnqueueRequest]]]] = {}
-        # Task → the code it last failed with, so a task failing every round logs it once.
-        self._failing: dict[str, str] = {}
+        # Task → the instant it fires on from while its state reads as none (`_from_none`).
+        self._none_from: dict[str, int] = {}
+        # The tasks whose state this scheduler has read as a value.
+        self._had_state: set[str] = set()
         # Task → (the last fired occurrence read ahead of the clock, the instant it fires on from).
         self._stepped: dict[str, tuple[int, int]] = {}
+        self.notices = TaskNotices(lambda: jobs.fix_context)
         self._stopping = False
         self._wake = anyio.Event()
         self._done = anyio.Event()
@@ -157,15 +163,14 @@ class Scheduler:
         report = SchedulerRound(at=at, leader=bool(led))
         for definition in self.tasks:
             name = definition.name
+            if name not in led:
+                continue
             try:
-                if name in self._pending:
-                    await self._enqueue_claimed(name, report)
-                if name in led:
-                    await self._fire_task(definition, at, report)
+                await self._fire_task(definition, at, report)
             except JobsError as exc:
                 # This task waits for the next round; the other tasks still fire.
                 report.failed[name] = exc
-                self._note_failure(name, exc)
+                self.notices.failed(name, exc)
                 await self._store_failure(name, exc, at)
         return report
 
@@ -181,38 +186,24 @@ class Scheduler:
         except JobsError as exc:
             logger.warning("task %s's failure not stored (retried next round): %s", task, exc)
 
-    def _note_failure(self, task: str, error: JobsError) -> None:
-        """Log a task's failure when it starts or its code changes, not every round."""
-        if self._failing.get(task) == error.code:
-            logger.debug("task %s still does not fire: %s", task, error)
-            return
-        self._failing[task] = error.code
-        logger.error(
-            "task %s did not fire: %s (fix: %s); tried again every round, logged again when "
-            "the error changes",
-            task,
-            error,
-            error.fix,
-        )
-
-    def _note_fired(self, task: str) -> None:
-        if self._failing.pop(task, None) is not None:
-            logger.warning("task %s fires again", task)
-
-    def due(self, definition: TaskDefinition, last_fired_ms: int | None, now: int) -> list[int]:
-        """The occurrences of `definition` this round should fire, oldest first, plus one more
-        when the backlog exceeds `max_catch_up` (the caller trims it)."""
-        after = self.baseline_ms if last_fired_ms is None else last_fired_ms
+    @staticmethod
+    def due(definition: TaskDefinition, after: int, now: int) -> list[int]:
+        """The occurrences of `definition` after `after` this round should fire, oldest first,
+        plus one more when the backlog exceeds `max_catch_up` (the caller trims it)."""
         schedule = definition.schedule
         if definition.catch_up == "skip":
             latest = schedule.latest(after, now)
             return [] if latest is None else [latest]
         return schedule.between(after, now, definition.max_catch_up + 1)
 
-    def _fires_after(self, task: str, last_fired_ms: int | None, now: int) -> int | None:
+    def _fires_after(self, task: str, last_fired_ms: int | None, now: int) -> int:
         """The instant after which `task`'s occurrences are due: its last fired one, unless the
         clock was stepped back behind it (then from when that was first seen, logged once)."""
-        if last_fired_ms is None or not stepped_back(last_fired_ms, now):
+        if last_fired_ms is None:
+            return self._from_none(task, now)
+        self._none_from.pop(task, None)
+        self._had_state.add(task)
+        if not stepped_back(last_fired_ms, now):
             return last_fired_ms
         seen = self._stepped.get(task)
         if seen is None or seen[0] != last_fired_ms:
@@ -228,58 +219,105 @@ class Scheduler:
             )
         return seen[1]
 
+    def _from_none(self, task: str, now: int) -> int:
+        """Where a task with no state to go by fires on from: this scheduler's start for a task
+        it sees for the first time; now for one whose state it read before (another program
+        overwrote it, or it was removed), so nothing it fired fires again."""
+        start = self._none_from.get(task)
+        if start is None:
+            start = now if task in self._had_state else self.baseline_ms
+            self._none_from[task] = start
+            if task in self._had_state:
+                logger.warning(
+                    "task %s: its stored state reads as none (another program wrote it, or it "
+                    "was removed), so it fires on from now; its next firing writes it anew",
+                    task,
+                )
+        return start
+
     async def _fire_task(
         self, definition: TaskDefinition, now: int, report: SchedulerRound
     ) -> None:
         name = definition.name
         state = await self.driver.task_state(name)
+        await self._finish(definition, report)
         last = state.last_fired_at if state is not None else None
-        due = self.due(definition, self._fires_after(name, last, now), now)
+        after = self._fires_after(name, last, now)
+        due = self.due(definition, after, now)
+        if definition.catch_up == "all":
+            self.notices.catching_up(definition, after, now, due)
         if len(due) > definition.max_catch_up:
             report.backlog.append(definition.name)
             due = due[: definition.max_catch_up]
         if not due:
             return
+        batches, failure = await self._batches(definition, due, definition.catch_up)
+        if batches:
+            occurrences = [occurrence for occurrence, _ in batches]
+            requests = [r for _, batch in batches for r in batch]
+            try:
+                # Claimed from the state read above: a peer that fired meanwhile wins, and then
+                # this scheduler enqueues nothing (its read, and its entries, are stale).
+                results = await self.driver.task_fire(name, last, occurrences, requests)
+            except JobsError as exc:
+                self.notices.unfired(name, occurrences[0], exc)
+                raise
+            if results is None:
+                logger.debug("task %s: a peer fired its occurrences first", name)
+                return
+            self._stepped.pop(name, None)
+            if definition.catch_up == "skip":
+                self.notices.skipped(definition, after, occurrences[-1])
+            _report(report, name, batches, results)
+            self.notices.fired(name)
+        if failure is not None:
+            occurrence, error = failure
+            self.notices.unfired(name, occurrence, error)
+            raise error
+
+    async def _finish(self, definition: TaskDefinition, report: SchedulerRound) -> None:
+        """Enqueue the jobs of occurrences a firing claimed whose jobs may not all be in (a
+        driver without transactions, whose scheduler died or whose enqueue failed after the
+        claim): built again from the task's `enqueue`, deduped by their keys where they are."""
+        name = definition.name
+        unfinished = await self.driver.task_unfinished(name)
+        if not unfinished:
+            return
+        # Claimed already, so owed whatever the policy: tried again until their jobs are in.
+        batches, failure = await self._batches(definition, unfinished, "all")
+        if batches:
+            requests = [r for _, batch in batches for r in batch]
+            results = await self.driver.enqueue(requests) if requests else []
+            await self.driver.task_finished(name, [occurrence for occurrence, _ in batches])
+            _report(report, name, batches, results)
+        if failure is not None:
+            raise failure[1]
+
+    async def _batches(
+        self, definition: TaskDefinition, due: Sequence[int], catch_up: CatchUp
+    ) -> tuple[list[tuple[int, list[EnqueueRequest]]], tuple[int, JobsError] | None]:
+        """The jobs of each of `due` in order, up to the first whose `enqueue` fails (with that
+        occurrence and its error, which says what `catch_up` makes of it: what came before it
+        fires, in order)."""
         batches: list[tuple[int, list[EnqueueRequest]]] = []
-        failure: JobsError | None = None
         for occurrence in due:
             try:
                 entries = await definition.entries(occurrence)
                 batches.append((occurrence, self._requests(definition, occurrence, entries)))
             except JobsError as exc:
-                failure = exc  # fire what came before it, in order; this one retries next round
-                break
+                return batches, (occurrence, exc)
             except Exception as exc:
-                logger.exception("task %s: enqueue(%d) raised", definition.name, occurrence)
+                # Its traceback is logged with the failure, when it starts or changes.
                 failure = TaskEnqueueFailedError(
-                    definition.name, occurrence, exc, definition.declared_by
+                    definition.name,
+                    occurrence,
+                    exc,
+                    definition.declared_by,
+                    catch_up,
                 )
                 failure.__cause__ = exc
-                break
-        if batches:
-            # Claimed from the state read above: a peer that fired meanwhile wins, and then
-            # this scheduler enqueues nothing (its read, and its entries, are stale).
-            if not await self.driver.task_claim(name, last, batches[-1][0]):
-                logger.debug("task %s: a peer fired its occurrences first", name)
-                return
-            self._stepped.pop(name, None)
-            self._pending[name] = batches
-            await self._enqueue_claimed(name, report)
-        if failure is not None:
-            raise failure
-
-    async def _enqueue_claimed(self, task: str, report: SchedulerRound) -> None:
-        batches = self._pending[task]
-        requests = [r for _, batch in batches for r in batch]
-        results = await self.driver.enqueue(requests) if requests else []
-        del self._pending[task]
-        offset = 0
-        for occurrence, batch in batches:
-            report.fired.append(
-                FiredOccurrence(task, occurrence, results[offset : offset + len(batch)])
-            )
-            offset += len(batch)
-        self._note_fired(task)
+                return batches, (occurrence, failure)
+        return batches, None
 
     def _requests(
         self, definition: TaskDefinition, occurrence: int, entries: object
@@ -369,6 +407,20 @@ class Scheduler:
                 logger.warning(
                     "task %s's lease not released (a peer takes over on expiry): %s", task, exc
                 )
+
+
+def _report(
+    report: SchedulerRound,
+    task: str,
+    batches: list[tuple[int, list[EnqueueRequest]]],
+    results: list[EnqueueResult],
+) -> None:
+    offset = 0
+    for occurrence, batch in batches:
+        report.fired.append(
+            FiredOccurrence(task, occurrence, results[offset : offset + len(batch)])
+        )
+        offset += len(batch)
 
 
 def _item(definition: TaskDefinition, occurrence: int, entry: object) -> Enqueue:

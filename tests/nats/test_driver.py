@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -234,6 +235,7 @@ async def test_an_unreachable_server_is_a_typed_error(caplog: pytest.LogCaptureF
     traceback on every try, five a second."""
     url = f"nats://127.0.0.1:{free_port()}/b"
     driver = open_driver(url, clock=ManualClock(), connect_timeout_s=0.5)
+    caplog.set_level(logging.DEBUG, logger="mcp_jobs.nats")
     with pytest.raises(JobsError) as caught:
         await driver.migrate()
     assert caught.value.code == "DRIVER_UNAVAILABLE"
@@ -241,6 +243,8 @@ async def test_an_unreachable_server_is_a_typed_error(caplog: pytest.LogCaptureF
     logged = [r for r in caplog.records if r.name.startswith("nats") or "NATS" in r.getMessage()]
     assert [r.getMessage().split(" (")[0] for r in logged] == ["NATS connection failed"]
     assert all(r.exc_info is None for r in logged)
+    # Never connected, it reconnects nothing: the error says it all (test_outage_messages.py).
+    assert logged[0].levelno == logging.DEBUG
     # The server the driver was given (the bare command would read the default SQLite file),
     # and the report says it does not answer.
     assert caught.value.fix == f"mcp-jobs db report --database-url {url}"

@@ -80,7 +80,11 @@ async def test_an_eviction_policy_that_can_drop_jobs_is_called_out(
                 await driver.migrate()
         finally:
             await driver.close()
-        (warning,) = [r.getMessage() for r in caplog.records if r.name == "mcp_jobs.redis"]
+        (warning,) = [
+            r.getMessage()
+            for r in caplog.records
+            if r.name == "mcp_jobs.redis" and "maxmemory-policy" in r.getMessage()
+        ]
         assert warning.startswith("Redis maxmemory-policy is allkeys-lru: ")
         assert "set maxmemory-policy noeviction" in warning and report_fix(database_url) in warning
         await client.config_set("maxmemory-policy", "volatile-lru")

@@ -154,6 +154,8 @@ class Fixes:
     report: str
     # The URL itself, never printed: DATABASE_URL_INVALID names only its scheme.
     url: str
+    # The servers as a cause may name them (no user, password or token).
+    where: str = ""
 
     @classmethod
     def of(cls, url: str) -> Fixes:
@@ -162,6 +164,7 @@ class Fixes:
             report_fix(url),
             f"mcp-jobs db nats-report --database-url {url_word(url)}",
             url,
+            ", ".join(shown_server(s) for s in parse_nats_url(url).servers),
         )
 
     def key(self, key: str) -> str:
@@ -249,7 +252,12 @@ class ConnectionLog:
                 self.refused_all.set()
         elif not self.away:
             self.away = self.outage_seen = True
-            logger.warning("NATS connection failed (%s: %s); reconnecting", type(exc).__name__, exc)
+            # Before the first connect succeeds nothing reconnects yet: the connect fails, once
+            # bounded, with what went wrong (a one-shot command's error says it).
+            level = logging.WARNING if self.connected else logging.DEBUG
+            logger.log(
+                level, "NATS connection failed (%s: %s); reconnecting", type(exc).__name__, exc
+            )
 
     async def reconnected(self) -> None:
         if self.away:
@@ -297,15 +305,20 @@ async def connect(
     if attempt.done() and log.refusal is None:
         attempt.result()  # a failure nats-py raised itself
         log.connected = True
+        log.away = False  # a failed try before this one is no outage
         return client
     attempt.cancel()
     with contextlib.suppress(asyncio.CancelledError, *UNAVAILABLE):
         await attempt
     await client.close()
+    where = ", ".join(shown_server(s) for s in servers)
     last = log.refusal or log.last
+    if isinstance(last, TimeoutError) and not str(last):
+        # asyncio's timeout says nothing: name whom it waited for, and how long.
+        last = TimeoutError(f"no answer from {where} within {connect_timeout_s:g} s")
     if last is not None:
         raise last from None
-    raise TimeoutError(f"no NATS server answered within {connect_timeout_s * 2:g} s")
+    raise TimeoutError(f"no NATS server answered within {connect_timeout_s * 2:g} s ({where})")
 
 
 async def open_bucket(
@@ -364,6 +377,8 @@ async def guard(fixes: Fixes) -> AsyncIterator[None]:
             detail = f"{type(exc).__name__}: {getattr(exc, 'description', None) or exc}"
             raise StorageFullError("nats", WHERE_FULL, detail, fixes.report) from exc
         cause = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, nats.errors.TimeoutError):  # a request's: "nats: timeout"
+            cause += f" (no answer from {fixes.where})"
         fix = fixes.unreachable if isinstance(exc, _CONNECTING) else fixes.unavailable
         raise DriverUnavailableError("nats", cause, fix) from exc
 

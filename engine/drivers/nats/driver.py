@@ -390,6 +390,27 @@ class NatsDriver:
         async with guard(self._fixes):
             return await scheduler.task_claim(store, task, expected, occurrence_ms)
 
+    async def task_fire(
+        self,
+        task: str,
+        expected: int | None,
+        occurrences: Sequence[int],
+        requests: Sequence[EnqueueRequest],
+    ) -> list[EnqueueResult] | None:
+        store = await self._open()
+        async with guard(self._fixes):
+            return await scheduler.task_fire(store, task, expected, occurrences, requests)
+
+    async def task_unfinished(self, task: str) -> list[int]:
+        store = await self._open()
+        async with guard(self._fixes):
+            return await scheduler.task_unfinished(store, task)
+
+    async def task_finished(self, task: str, occurrences: Sequence[int]) -> None:
+        store = await self._open()
+        async with guard(self._fixes):
+            await scheduler.task_finished(store, task, occurrences)
+
     async def task_failure(self, task: str, failure: TaskFailure) -> None:
         store = await self._open()
         async with guard(self._fixes):

@@ -34,7 +34,8 @@ _claimed_job = trusted_constructor(ClaimedJob)
 
 class Claimer:
     """`claim` and `heartbeat` over `db`, with what a claiming process keeps between claims:
-    when expired leases may be taken over again after an outage, and the jobs table's sweeper."""
+    the jobs table's sweeper (and, in `db.grace`, when expired leases may be taken over again
+    after an outage)."""
 
     def __init__(self, db: Connections, clock: Clock, vacuum_dead_rows: int) -> None:
         self.db = db
@@ -42,8 +43,6 @@ class Claimer:
         self.vacuum_dead_rows = vacuum_dead_rows
         # Made by the first claim: only a process that claims vacuums.
         self.sweeper: Sweeper | None = None
-        # When (jobs' clock) claims may take over expired leases again after an outage.
-        self._take_over_from = 0
         # The paused queues and job names, and when (monotonic) they were read.
         self._paused: tuple[list[str], list[str]] = ([], [])
         self._paused_read = -PAUSES_REFRESH_S
@@ -131,8 +130,8 @@ class Claimer:
         now = self.clock.now_ms()
         # After an outage, running jobs keep their leases one lease longer: holders that lived
         # through it reach the server again, flush their settles and heartbeat.
-        outage = db.outage_seen
-        take_over = not outage and now >= self._take_over_from
+        outage = db.grace.outage_seen
+        take_over = db.grace.take_over(outage, now)
         paused_queues, paused_jobs = await self._pauses(conn)
         if queues is None:
             found = await conn.fetch(
@@ -159,9 +158,7 @@ class Claimer:
                 paused_queues,
                 paused_jobs,
             )
-        if outage:
-            db.outage_seen = False
-            self._take_over_from = now + lease_ms
+        db.grace.claimed(outage, now, lease_ms)
         return found
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:

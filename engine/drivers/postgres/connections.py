@@ -20,6 +20,7 @@ import asyncpg
 from asyncpg.pool import PoolAcquireContext
 
 from engine.drivers.damage import UndecodableRow
+from engine.drivers.lease_grace import LeaseGrace
 from engine.drivers.postgres.faults import (
     DRIVER_FAILURES,
     damaged,
@@ -136,9 +137,9 @@ class Connections:
         self.generic = kept(_PLANNED_ONCE_MAX if cached else 0, PLANNED_ONCE_SETTINGS)
         self.for_values = kept(_FOR_VALUES_MAX if cached else 0, _FOR_VALUES_SETTINGS)
         self.closed = False
-        # Set when a connection could not even be opened (the server was unreachable, not one
+        # Told when a connection could not even be opened (the server was unreachable, not one
         # connection broken); a claim reads it to spare the leases that outage let run out.
-        self.outage_seen = False
+        self.grace = LeaseGrace()
 
     async def _get_pool(self) -> asyncpg.Pool[asyncpg.Record]:
         if self.pool is not None:
@@ -313,7 +314,7 @@ class _Borrowed:
             return await self._pooled.__aenter__()
         except DRIVER_FAILURES as exc:
             if is_connection_failure(exc):
-                db.outage_seen = True
+                db.grace.outage()
             raise unavailable(exc, db.url, db.schema) from exc
 
     async def __aexit__(

@@ -380,6 +380,25 @@ class PostgresDriver:
         now = self.clock.now_ms()
         return await ledgers.task_claim(self.db, task, expected, occurrence_ms, now)
 
+    async def task_fire(
+        self,
+        task: str,
+        expected: int | None,
+        occurrences: Sequence[int],
+        requests: Sequence[EnqueueRequest],
+    ) -> list[EnqueueResult] | None:
+        now = self.clock.now_ms()
+        results = await ledgers.task_fire(
+            self.db, self.enqueuer, task, expected, occurrences[-1], requests, now
+        )
+        return None if results is None else self._enqueued(results)
+
+    async def task_unfinished(self, task: str) -> list[int]:
+        return []  # task_fire claims and enqueues in one transaction
+
+    async def task_finished(self, task: str, occurrences: Sequence[int]) -> None:
+        return None
+
     async def task_failure(self, task: str, failure: TaskFailure) -> None:
         await ledgers.task_failure(self.db, task, failure, self.clock.now_ms())
 

@@ -12,8 +12,11 @@ from collections.abc import Sequence
 from engine.drivers.base import RunPosition
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
+from engine.drivers.postgres.enqueue import Enqueuer
+from engine.drivers.postgres.schema_version import Conn
 from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun
+from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.scheduler import TaskFailure, TaskState
 from schemas.states import BackfillStatus
 from schemas.stats import WorkerInfo
@@ -145,6 +148,38 @@ async def task_claim(
         args, query = (task, expected, occurrence_ms, now), db.q["task_claim"]
     claimed = await db.atomic(lambda c: c.fetchval(query, *args))
     return claimed is not None
+
+
+async def task_fire(
+    db: Connections,
+    enqueuer: Enqueuer,
+    task: str,
+    expected: int | None,
+    occurrence_ms: int,
+    requests: Sequence[EnqueueRequest],
+    now: int,
+) -> list[EnqueueResult] | None:
+    """The claim (as `task_claim`) and the occurrences' jobs in one transaction, on the
+    enqueuer's own statements (as the outbox publishes): a process that dies before it
+    commits leaves the occurrence unclaimed, for the next round to fire."""
+    args: tuple[object, ...] = (task, occurrence_ms, now)
+    query = db.q["task_claim_first"]
+    if expected is not None:
+        args, query = (task, expected, occurrence_ms, now), db.q["task_claim"]
+
+    async def once(conn: Conn) -> tuple[list[EnqueueResult] | None, bool]:
+        async with conn.transaction():
+            if await conn.fetchval(query, *args) is None:
+                return None, False
+            if not requests:
+                return [], False
+            return await enqueuer.enqueue_on(conn, requests, now=now)
+
+    # Atomic, as task_claim: a rerun through a broken connection could find its own claim.
+    results, inserted = await db.atomic(once)
+    if inserted:
+        enqueuer.signal.notify()
+    return results
 
 
 async def task_failure(db: Connections, task: str, failure: TaskFailure, now: int) -> None:

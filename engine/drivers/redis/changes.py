@@ -33,11 +33,12 @@ class ChangeListener:
     """One subscription per driver to `P chg`, started by the first `wait_for_change`; each
     message moves a local feed that wakes every waiting reader of this process."""
 
-    def __init__(self, client: Redis, keys: Keys) -> None:
+    def __init__(self, client: Redis, keys: Keys, subscriber: Redis) -> None:
+        """`subscriber`: the client whose connection waits for the messages."""
         self._client = client
         self._counter = keys.change_count
         self._feed = ChangeFeed()
-        self._subscription = Subscription(client, keys.changes, self._feed.notify)
+        self._subscription = Subscription(subscriber, keys.changes, self._feed.notify)
 
     async def wait(self, seen: int, clock: Clock, timeout_ms: int) -> int:
         await self._subscription.ready()

@@ -40,10 +40,25 @@ async def claim(
     now = store.clock.now_ms()
     tokens = [new_token() for _ in range(limit)]
     wanted = "" if queues is None else dumps(list(queues))
+    # After an outage the leases that ran out stay their holders' one lease longer: holders that
+    # lived through it reach the server again and write the settles they held.
+    grace = fixes.grace
+    outage = grace.outage_seen
+    take_over = "1" if grace.take_over(outage, now) else "0"
     answer = await CLAIM_SCRIPT(
         store.client,
-        [store.keys.prefix, now, lease_ms, dumps(worker_id), limit, wanted, dumps(tokens)],
+        [
+            store.keys.prefix,
+            now,
+            lease_ms,
+            dumps(worker_id),
+            limit,
+            wanted,
+            dumps(tokens),
+            take_over,
+        ],
     )
+    grace.claimed(outage, now, lease_ms)
     claimed: list[ClaimedJob] = []
     for has_steps, raw in answer:
         fields = pairs(raw)
@@ -70,7 +85,7 @@ async def heartbeat(store: Store, job_id: str, token: str, lease_ms: int) -> Hea
     if answer[0] == "cancelled":
         return HeartbeatResult(lease_expires_at=json.loads(answer[1]) or 0, cancel_requested=True)
     if answer[0] != "ok":
-        raise JobSlotLostError(job_id)
+        raise await store.lost.refusal(job_id, gone=answer[0] == "gone")
     return HeartbeatResult(lease_expires_at=expires, cancel_requested=False)
 
 
@@ -82,11 +97,10 @@ async def ack_many(
     now = store.clock.now_ms()
     flag = "1" if again else "0"
     calls = [[store.keys.prefix, w.job_id, w.token, now, _output(w.output), flag] for w in writes]
-    results = await store.pipelined(ACK_SCRIPT, calls)
-    return [
-        None if int(result) == 1 else JobSlotLostError(write.job_id)
-        for write, result in zip(writes, results, strict=True)
-    ]
+    results = [int(r) for r in await store.pipelined(ACK_SCRIPT, calls)]
+    lost = [(w.job_id, r == -1) for w, r in zip(writes, results, strict=True) if r != 1]
+    refused = iter(await store.lost.refusals(lost))
+    return [None if result == 1 else next(refused) for result in results]
 
 
 async def _bury(store: Store, job_id: str, token: str, damage: StoreDamagedError) -> None:
@@ -113,7 +127,7 @@ async def nack(
 async def _nack(
     store: Store, job_id: str, token: str, options: NackOptions, again: bool = False
 ) -> list[str]:
-    """The NACK script's answer: the row's fields as stored after it (JobSlotLostError when the
+    """The NACK script's answer: the row's fields as stored after it (JOB_SLOT_LOST when the
     token no longer holds the job)."""
     now = store.clock.now_ms()
     # What rules.nack_transition decides from the options alone; the script applies the rest
@@ -148,8 +162,8 @@ async def _nack(
             "1" if again else "0",
         ],
     )
-    if not answer:
-        raise JobSlotLostError(job_id)
+    if isinstance(answer, int):
+        raise await store.lost.refusal(job_id, gone=answer == -1)
     return cast(list[str], answer)
 
 

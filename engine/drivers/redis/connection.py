@@ -1,11 +1,13 @@
 """The connection: the URL checked before anything opens, one client pool, every Redis or
 network failure turned into `DriverUnavailableError` where it arises (chained with `from`), a
-key of ours that another program overwrote into `StoreDamagedError`, and the settles held
-through dropped connections (`held`).
+key of ours that another program overwrote into `StoreDamagedError`, a server at `maxmemory`
+into `MemoryFullError` (STORAGE_FULL), and the settles held through dropped connections
+(`passes`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TypeVar
@@ -27,6 +29,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine.drivers.damage import UndecodableRow
+from engine.drivers.lease_grace import LeaseGrace
+from engine.drivers.redis import memory
 from engine.drivers.redis.fix_lines import stored_values
 from engine.drivers.redis.keys import DEFAULT_PREFIX, Keys
 from engine.drivers.urls import report_fix, split_param
@@ -45,6 +49,17 @@ UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 # What a settle is held through: those, and a server refusing writes at `maxmemory` (a prune or
 # an operator frees memory; given up, the finished job would run again).
 HELD_THROUGH = (*UNAVAILABLE, OutOfMemoryError)
+# How long a reply may take before the server counts as not answering (stopped, blocked,
+# overloaded): the driver's scripts hold the server for milliseconds, and a call an agent makes
+# must end in DRIVER_UNAVAILABLE rather than wait for as long as the server does.
+REPLY_TIMEOUT_S = 10.0
+# What a script's failure adds to the server's reply (its SHA and Lua line): Redis 7 appends
+# "script: <sha>, on @user_script:44.", Redis 6 prefixes "Error running script (call to
+# f_<sha>): @user_script:44: ". Nothing a user can act on.
+_SCRIPT_NOISE = re.compile(
+    r"\s*script: [0-9a-f]{40}, on @user_script:\d+\.?"
+    r"|Error running script \(call to f_[0-9a-f]{40}\): @user_script:\d+: "
+)
 
 T = TypeVar("T")
 
@@ -88,16 +103,18 @@ def split_prefix(url: str) -> tuple[str, str | None]:
     return split_param(url, PREFIX_PARAM)
 
 
-def open_client(url: str, connect_timeout_s: float) -> Redis:
+def open_client(url: str, connect_timeout_s: float, reply_timeout_s: float | None) -> Redis:
     # A dropped connection is retried a few times with backoff. A resent guarded write re-checks
     # its guards; a claim resent after its reply was lost leaves the first claim's rows to their
-    # lease expiry (rule 13), so nothing is lost, only delayed.
+    # lease expiry (rule 13), so nothing is lost, only delayed. A reply that does not come is not
+    # sent again: each try would wait the whole timeout.
     return Redis.from_url(
         url,
         decode_responses=True,
         socket_connect_timeout=connect_timeout_s,
+        socket_timeout=reply_timeout_s,
         health_check_interval=30,
-        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), 3),
+        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), 3, (RedisConnectionError,)),
         retry_on_error=[RedisConnectionError],
     )
 
@@ -107,14 +124,18 @@ def resolve_prefix(url: str, prefix: str | None) -> str:
 
 
 class Fixes:
-    """The fix lines the driver's errors carry: `report` (`mcp-jobs db report`) for a server
-    that does not answer, is full or holds keys of another type; `damaged` for a value that
-    another program wrote, with a line that prints it as stored."""
+    """What the driver's error boundary (`guard`) needs. The fix lines its errors carry:
+    `report` (`mcp-jobs db report`) for a server that does not answer, is full or holds keys of
+    another type; `damaged` for a value that another program wrote, with a line that prints it
+    as stored. The client, to read the server's memory when it refuses a write. And the lease
+    grace it tells of an outage (claims.py reads it)."""
 
-    def __init__(self, url: str, keys: Keys) -> None:
+    def __init__(self, url: str, keys: Keys, client: Redis) -> None:
         self.url = url
         self.keys = keys
         self.report = report_fix(url)
+        self.client = client
+        self.grace = LeaseGrace()
 
     def damaged(self, exc: UndecodableRow) -> StoreDamagedError:
         cause = f"{exc}: the {exc.what}'s value is not one the driver wrote (another program's)"
@@ -130,6 +151,11 @@ async def guard(fixes: Fixes) -> AsyncIterator[None]:
     except UndecodableRow as exc:
         raise fixes.damaged(exc) from exc
     except (*UNAVAILABLE, RedisError) as exc:
+        if isinstance(exc, HELD_THROUGH):
+            # Heartbeats failed meanwhile: the leases that ran out are spared one lease longer.
+            fixes.grace.outage()
+        if isinstance(exc, OutOfMemoryError):
+            raise await memory_full(fixes, exc) from exc
         raise converted(exc, fixes.url, fixes.report) from exc
 
 
@@ -141,14 +167,55 @@ def converted(exc: BaseException, url: str, fix: str) -> JobsError:
     if refused is not None:
         return DatabaseUrlInvalidError(url, refused, fix=fix, answered=True)
     if isinstance(exc, OutOfMemoryError):
-        return StorageFullError("redis", "the server's memory (maxmemory)", str(exc), fix)
+        return MemoryFullError(plain(exc), None, url, fix)
     if isinstance(exc, RedisError) and wrong_type(exc):
         cause = (
-            f"{exc}: a key under this prefix holds another type than the driver keeps there, so "
-            "another program writes under the prefix; the report checks the store's fixed keys"
+            f"{plain(exc)}: a key under this prefix holds another type than the driver keeps "
+            "there, so another program writes under the prefix; the report checks the store's "
+            "fixed keys"
         )
         return StoreDamagedError("redis", cause, fix)
-    return DriverUnavailableError("redis", f"{type(exc).__name__}: {exc}", fix)
+    cause = f"{type(exc).__name__}: {plain(exc)}"
+    if isinstance(exc, RedisTimeoutError):
+        cause += " (no answer in time: the server is stopped, blocked or overloaded)"
+    return DriverUnavailableError("redis", cause, fix)
+
+
+def plain(exc: BaseException) -> str:
+    """The server's reply without what a script's failure adds to it (`_SCRIPT_NOISE`)."""
+    return _SCRIPT_NOISE.sub("", str(exc)).strip()
+
+
+class MemoryFullError(StorageFullError):
+    """STORAGE_FULL on Redis: what is full is the server's memory, at its `maxmemory`, not a
+    disk. A subclass for its cause alone: the code, title and retry class are STORAGE_FULL's."""
+
+    def __init__(self, detail: str, found: memory.Memory | None, url: str, fix: str) -> None:
+        at = f" ({found.used_line()})" if found else ""
+        to = (
+            f" to {found.bigger()} (the fix: CONFIG SET maxmemory {found.bigger()})"
+            if found
+            else ""
+        )
+        JobsError.__init__(
+            self,
+            f"redis: the server's memory is full: it reached its maxmemory{at} and refuses "
+            f"writes ({detail}); nothing of the refused write was stored. Raise maxmemory{to} "
+            "and in the server's configuration file (a restart would undo it), or free memory: "
+            f"{memory.prune_line(url)} deletes the settled jobs past their retention",
+            fix,
+            details={"driver": "redis", "where": "maxmemory"},
+        )
+
+
+async def memory_full(fixes: Fixes, exc: OutOfMemoryError) -> MemoryFullError:
+    """The refusal of a write at `maxmemory`, its fix the line that raises the limit (the
+    report's line when the server's memory cannot be read: an ACL without INFO)."""
+    try:
+        found = memory.Memory.of(await fixes.client.info("memory"))
+    except (*UNAVAILABLE, RedisError):
+        return MemoryFullError(plain(exc), None, fixes.url, fixes.report)
+    return MemoryFullError(plain(exc), found, fixes.url, found.raise_line(fixes.url))
 
 
 def wrong_type(exc: RedisError) -> bool:

@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from redis.asyncio.client import Pipeline
-from redis.exceptions import ResponseError
 
 from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_clock
@@ -26,7 +25,9 @@ from engine.drivers.redis import (
     enqueue,
     inbound_events,
     jobless_events,
+    keeping,
     ledgers,
+    migration,
     operator,
     outbox,
     presence,
@@ -48,6 +49,7 @@ from engine.drivers.redis import stats as stats_store
 from engine.drivers.redis.changes import ChangeListener
 from engine.drivers.redis.connection import (
     PREFIX_PARAM,
+    REPLY_TIMEOUT_S,
     Fixes,
     guard,
     open_client,
@@ -56,8 +58,7 @@ from engine.drivers.redis.connection import (
     split_prefix,
 )
 from engine.drivers.redis.keys import DEFAULT_PREFIX, Keys
-from engine.drivers.redis.scripts import ALL_SCRIPTS
-from engine.drivers.redis.settle_scripts import SETTLE_SCRIPTS
+from engine.drivers.redis.lost import LostJobs
 from engine.drivers.redis.store import Store
 from engine.drivers.redis.wake import WakeListener
 from engine.drivers.urls import naming
@@ -104,11 +105,14 @@ class RedisDriver:
         clock: Clock,
         prefix: str | None = None,
         connect_timeout_s: float = 5.0,
+        reply_timeout_s: float = REPLY_TIMEOUT_S,
         settle_retry_ms: int = 300_000,
         retry_clock: Clock = MONOTONIC_CLOCK,
     ) -> None:
         """`settle_retry_ms`: how long a settle (ack, nack, step write) is held and tried again
-        through dropped connections before it fails (its lease then hands the job on)."""
+        through dropped connections before it fails (its lease then hands the job on).
+        `reply_timeout_s`: how long a command waits for the server's reply before it fails as
+        DRIVER_UNAVAILABLE (a server stopped, blocked or overloaded)."""
         # This machine's clock, read as the server reads its own (engine/clock.py).
         self.clock = clock = server_clock(clock, "redis")
         if isinstance(clock, ServerClock):
@@ -124,10 +128,17 @@ class RedisDriver:
             url = naming(url, PREFIX_PARAM, keys.prefix)
         self._url = url
         self._connect_timeout_s = connect_timeout_s
-        self._fixes = Fixes(url, keys)
-        client = open_client(client_url, connect_timeout_s)
-        self._store = Store(client, keys, clock, WakeListener(client, keys.wake))
-        self._changes = ChangeListener(client, keys)
+        reply_timeout_s = bounds.number(
+            "reply_timeout_s", reply_timeout_s, 0.1, 3600, whole=False, unit="seconds"
+        )
+        client = open_client(client_url, connect_timeout_s, reply_timeout_s)
+        self._fixes = Fixes(url, keys, client)
+        # Subscriptions wait for messages as long as none comes: a pool of their own, with no
+        # reply timeout (redis-py before 8 applies it to a subscriber's reads too).
+        self._subscriber = subscriber = open_client(client_url, connect_timeout_s, None)
+        lost = LostJobs(client, keys, clock, self._fixes.report)
+        self._store = Store(client, keys, clock, WakeListener(subscriber, keys.wake), lost)
+        self._changes = ChangeListener(client, keys, subscriber)
 
     @property
     def prefix(self) -> str:
@@ -138,30 +149,13 @@ class RedisDriver:
         return self._store.client.pipeline(transaction=True)
 
     async def migrate(self) -> None:
-        # Nothing to create: keys appear on first write. Loading the scripts checks the server.
+        # Writes nothing on a store at this version: one at maxmemory can still be opened.
         async with guard(self._fixes):
-            for script in (*ALL_SCRIPTS, *SETTLE_SCRIPTS):
-                await script.load(self._store.client)
-            fresh = await self._store.client.set(self._store.keys.version, SCHEMA_VERSION, nx=True)
-            # Dead and failed rows stored before their groups' sets (stats.py) join them now.
-            await stats_store.regroup(self._store)
-            await outbox.index_published(self._store, fresh=bool(fresh))
+            await migration.migrate(self._store, SCHEMA_VERSION)
             await self._keep_time()
-            await reads.index_names(self._store, fresh=bool(fresh))
-            await jobless_events.move_from_sequence(self._store)
-            try:
-                memory = await self._store.client.info("memory")
-            except ResponseError:  # an ACL without INFO: `db report` says what it can
-                memory = {}
-            policy = str(memory.get("maxmemory_policy", ""))
-        if report.evicts_jobs(policy):
-            logger.warning(
-                "Redis maxmemory-policy is %s: when memory runs short the server drops keys, "
-                "jobs among them; set maxmemory-policy %s in its configuration (%s shows it)",
-                policy,
-                report.KEEPS_KEYS,
-                self._fixes.report,
-            )
+            kept = await keeping.read(self._store.client)
+        for warning in kept.warnings(self._fixes.report):
+            logger.warning("%s", warning)
 
     async def server_report(self) -> StoreReport:
         return await report.report(self._url, self.prefix, self._connect_timeout_s, SCHEMA_VERSION)
@@ -170,6 +164,7 @@ class RedisDriver:
         await self._changes.close()
         await self._store.wake.close()
         await self._store.client.aclose()
+        await self._subscriber.aclose()
 
     # --- jobs ---------------------------------------------------------------------------------
 
@@ -350,6 +345,22 @@ class RedisDriver:
     async def task_claim(self, task: str, expected: int | None, occurrence_ms: int) -> bool:
         async with guard(self._fixes):
             return await scheduler.task_claim(self._store, task, expected, occurrence_ms)
+
+    async def task_fire(
+        self,
+        task: str,
+        expected: int | None,
+        occurrences: Sequence[int],
+        requests: Sequence[EnqueueRequest],
+    ) -> list[EnqueueResult] | None:
+        async with guard(self._fixes):
+            return await scheduler.task_fire(self._store, task, expected, occurrences[-1], requests)
+
+    async def task_unfinished(self, task: str) -> list[int]:
+        return []  # task_fire claims and enqueues in one script
+
+    async def task_finished(self, task: str, occurrences: Sequence[int]) -> None:
+        return None
 
     async def task_failure(self, task: str, failure: TaskFailure) -> None:
         async with guard(self._fixes):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from engine.drivers.redis.codec import (
     dedupe_field,
@@ -19,6 +20,15 @@ from engine.rules import new_record
 from schemas.jobs import EnqueueRequest, EnqueueResult
 
 
+class TaskClaim(NamedTuple):
+    """A task's occurrences claimed by the script that enqueues their jobs (scripts.ENQUEUE):
+    its last fired occurrence moves from `expected` (None: no state) to `occurrence_ms`."""
+
+    task: str
+    expected: int | None
+    occurrence_ms: int
+
+
 async def enqueue(
     store: Store,
     requests: Sequence[EnqueueRequest],
@@ -28,6 +38,21 @@ async def enqueue(
 ) -> list[EnqueueResult]:
     """Insert `requests` atomically (or, with `outbox_ids`, those of the rows `token` still
     holds unpublished, marking them published). One result per request written."""
+    results = await enqueue_claiming(store, requests, now, outbox_ids, token)
+    assert results is not None  # only a claim is ever lost
+    return results
+
+
+async def enqueue_claiming(
+    store: Store,
+    requests: Sequence[EnqueueRequest],
+    now: int,
+    outbox_ids: Sequence[str] | None = None,
+    token: str = "",
+    claim: TaskClaim | None = None,
+) -> list[EnqueueResult] | None:
+    """As `enqueue`; with `claim`, the task's occurrences are claimed in the same script, and
+    None (nothing written) answers a claim lost."""
     if not requests:
         return []
     items = []
@@ -51,11 +76,16 @@ async def enqueue(
             item["ob"] = outbox_ids[n]
         items.append(item)
     args = [store.keys.prefix, dumps(items), token, str(now)]
+    if claim is not None:
+        expected = "" if claim.expected is None else str(claim.expected)
+        args += [claim.task, expected, str(claim.occurrence_ms)]
     answer = await mended(store, lambda: ENQUEUE_SCRIPT(store.client, args), len(items))
     if answer == 1:
         # Every request kept and new: the script says just that.
         store.wake.notify()
         return [EnqueueResult(r.id, r.run_id, False, r.initial_state(now)) for r in requests]
+    if answer and answer[0] == "lost":
+        return None
     if answer and answer[0] == "dup":
         request = requests[int(answer[1]) - 1]
         raise JobDuplicateError(

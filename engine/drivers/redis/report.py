@@ -9,34 +9,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine.clock import offset_line
 from engine.drivers.base import StoreReport
-from engine.drivers.redis import server_time
-from engine.drivers.redis.connection import UNAVAILABLE, split_prefix, url_refused
+from engine.drivers.redis import keeping, server_time
+from engine.drivers.redis.connection import UNAVAILABLE, plain, split_prefix, url_refused
 from engine.drivers.redis.keys import FIXED_KEY_TYPES
-from engine.drivers.urls import migrate_fix
-
-# The policy that keeps every key: at maxmemory, writes are refused (STORAGE_FULL) instead.
-KEEPS_KEYS = "noeviction"
-
-
-def evicts_jobs(policy: str) -> bool:
-    """Whether Redis under `policy` may drop a job's keys to make room: the allkeys-* policies
-    pick from every key; the volatile-* ones only from keys with a TTL, which no job's key has."""
-    return policy.startswith("allkeys-")
-
-
-def policy_line(policy: str) -> str:
-    if evicts_jobs(policy):
-        return (
-            f"maxmemory-policy: {policy} (drops any key when memory runs short, jobs among "
-            f"them: set {KEEPS_KEYS})"
-        )
-    if policy.startswith("volatile-"):
-        return f"maxmemory-policy: {policy} (drops only keys with a TTL, which no job's key has)"
-    return f"maxmemory-policy: {policy}"
+from engine.drivers.redis.memory import Memory, prune_line
+from engine.drivers.urls import migrate_fix, url_word
 
 
 async def report(url: str, prefix: str, timeout_s: float, schema_version: str) -> StoreReport:
@@ -48,9 +32,11 @@ async def report(url: str, prefix: str, timeout_s: float, schema_version: str) -
         decode_responses=True,
         socket_connect_timeout=timeout_s,
         socket_timeout=timeout_s,
+        retry=Retry(NoBackoff(), 0),
     )
     try:
         info = await client.info("everything")
+        save_points = await keeping.save_points(client)
         wrong = await _wrong_types(client, prefix)
         stored = None if prefix + "version" in wrong else await client.get(prefix + "version")
         stored = stored.decode() if isinstance(stored, bytes) else stored
@@ -60,7 +46,7 @@ async def report(url: str, prefix: str, timeout_s: float, schema_version: str) -
         return StoreReport(False, _unreachable(server_url, exc))
     finally:
         await client.aclose()
-    lines = _lines(url, info, prefix, stored, keys, schema_version)
+    lines = _lines(url, info, save_points, prefix, stored, keys, schema_version)
     lines.insert(1, clock)
     if wrong:
         # Not "no jobs stored yet" when the version key itself was overwritten.
@@ -98,12 +84,19 @@ def _wrong_type_lines(prefix: str, wrong: dict[str, tuple[str, str]]) -> list[st
 def _unreachable(url: str, exc: BaseException) -> list[str]:
     parts = urlsplit(url)
     where = f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
-    failure = f"{type(exc).__name__}: {exc}"
+    failure = f"{type(exc).__name__}: {plain(exc)}"
     refused = url_refused(exc)
     if refused is not None:
         return [
             f"server: {where} answered and refused ({failure})",
             f"{refused}: correct the URL, or the server's ACL or settings",
+        ]
+    if isinstance(exc, RedisTimeoutError):
+        # Connected, or connecting, and no reply: a second server on the port would not start.
+        return [
+            f"server: {where} did not answer in time ({failure})",
+            "the server is up but not answering: stopped (SIGSTOP), blocked by a long command or "
+            f"script, or overloaded; check redis-cli -u {url_word(url)} ping and its log",
         ]
     if isinstance(exc, UNAVAILABLE):
         return [
@@ -117,21 +110,32 @@ def _unreachable(url: str, exc: BaseException) -> list[str]:
 
 
 def _lines(
-    url: str, info: dict[str, Any], prefix: str, stored: str | None, keys: int, schema: str
+    url: str,
+    info: dict[str, Any],
+    save_points: str | None,
+    prefix: str,
+    stored: str | None,
+    keys: int,
+    schema: str,
 ) -> list[str]:
-    maxmemory = int(info.get("maxmemory", 0))
-    used = f"{info.get('used_memory_human')} used"
-    limit = f"of maxmemory {info.get('maxmemory_human')}" if maxmemory else "(no maxmemory)"
-    policy = str(info.get("maxmemory_policy", "?"))
+    memory = Memory.of(info)
+    kept = keeping.Keeping.of(info, info, save_points)
+    limit = f"of maxmemory {memory.limit_human}" if memory.limit else "(no maxmemory)"
     lines = [
         f"server: Redis {info.get('redis_version')} on port {info.get('tcp_port')}, "
         f"role {info.get('role')}"
         + (" (read-only: point the URL at the primary)" if info.get("role") == "slave" else ""),
-        f"memory: {used} {limit}, peak {info.get('used_memory_peak_human')}",
-        policy_line(policy),
-        f"persistence: appendonly {'yes' if info.get('aof_enabled') else 'no'}, "
-        f"last save {info.get('rdb_last_bgsave_status')}, "
-        f"last AOF write {info.get('aof_last_write_status', 'n/a')}",
+        f"memory: {memory.used_human} used {limit}, peak {info.get('used_memory_peak_human')}",
+    ]
+    if memory.full:
+        lines.append(
+            "memory full: at maxmemory the server refuses every write (STORAGE_FULL). Raise "
+            f"maxmemory to {memory.bigger()} (and in the server's configuration file, or a "
+            f"restart undoes it): {memory.raise_line(url)}; or free memory: {prune_line(url)}"
+        )
+    lines += [
+        keeping.policy_line(kept.policy or "?"),
+        kept.persistence_line(),
         f"clients: {info.get('connected_clients')} connected of maxclients "
         f"{info.get('maxclients', '?')}, {info.get('blocked_clients', 0)} blocked",
     ]

@@ -1,14 +1,18 @@
 """Scheduler state and named leader leases: each lease one script (take when free, expired or
-already held), each task's claim one compare-and-set script."""
+already held), each task's claim one compare-and-set script, which a firing runs inside the
+script that enqueues the occurrences' jobs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import cast
 
 from engine.drivers.damage import or_none, stored_failure
+from engine.drivers.redis import enqueue
 from engine.drivers.redis.scripts import LEAD_SCRIPT, TASK_CLAIM_SCRIPT
 from engine.drivers.redis.store import Store
+from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.scheduler import TaskFailure, TaskState
 
 
@@ -41,6 +45,21 @@ async def task_claim(store: Store, task: str, expected: int | None, occurrence_m
     now = store.clock.now_ms()
     args = [store.keys.tasks, task, wanted, occurrence_ms, now, store.keys.taskfail]
     return int(await TASK_CLAIM_SCRIPT(store.client, args)) == 1
+
+
+async def task_fire(
+    store: Store,
+    task: str,
+    expected: int | None,
+    occurrence_ms: int,
+    requests: Sequence[EnqueueRequest],
+) -> list[EnqueueResult] | None:
+    """The claim and the jobs in one script (scripts.ENQUEUE with a claim): Redis runs it
+    whole, so no process dies between them."""
+    if not requests:
+        return [] if await task_claim(store, task, expected, occurrence_ms) else None
+    claim = enqueue.TaskClaim(task, expected, occurrence_ms)
+    return await enqueue.enqueue_claiming(store, requests, store.clock.now_ms(), claim=claim)
 
 
 async def task_failure(store: Store, task: str, failure: TaskFailure) -> None:

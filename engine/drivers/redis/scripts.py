@@ -36,6 +36,8 @@ for i, g in ipairs(spec.g) do
   elseif kind == 'absent_or' then
     local v = redis.call('HGET', g[2], g[3])
     if v and v ~= g[4] then return -i end
+  elseif kind == 'exists' then
+    if redis.call('EXISTS', g[2]) == 0 then return -i end
   end
 end
 local done = 0
@@ -114,6 +116,9 @@ return 1
 # item kept: {index, 'new'} | {index, 'held', id, run_id, state} | {index, 'earlier', index};
 # just 1 when every item was kept and new (the usual answer, and the least to parse); and
 # {'stale', field, name}, writing nothing, when a dedupe field names no live job.
+# With ARGV[5] (a task), the batch is that task's occurrences, claimed in the same step: the
+# task's last fired occurrence moves from ARGV[6] to ARGV[7] as TASK_CLAIM moves it, and a
+# claim lost answers {'lost'}, writing nothing.
 ENQUEUE = (
     CHANGED_FN
     + LIVE_HOLDER_FN
@@ -121,6 +126,12 @@ ENQUEUE = (
 local p, token, now = ARGV[1], ARGV[3], ARGV[4]
 local items = cjson.decode(ARGV[2])
 local planned, out, fresh = {}, {}, {}
+local task = ARGV[5]
+if task then
+  local raw = redis.call('HGET', p .. 'tasks', task)
+  local last = raw and string.match(raw, '^(%-?%d+)|%-?%d+$')
+  if (last and tonumber(last) or nil) ~= tonumber(ARGV[6]) then return {'lost'} end
+end
 for i, it in ipairs(items) do
   local keep = true
   if it.ob then
@@ -144,6 +155,10 @@ for i, it in ipairs(items) do
       table.insert(fresh, it)
     end
   end
+end
+if task then
+  redis.call('HSET', p .. 'tasks', task, ARGV[7] .. '|' .. now)
+  redis.call('HDEL', p .. 'taskfail', task)
 end
 for _, it in ipairs(fresh) do
   local k = p .. 'job:' .. it.id
@@ -180,7 +195,8 @@ return out
 
 # Claim (rule 13): due waiting rows from each queue's sorted set (scored by rules.claim_rank,
 # ties by id) and running rows whose lease ran out, merged in claim order. ARGV: prefix, now,
-# lease_ms, worker id (JSON), limit, queues JSON ('' for every queue), tokens JSON.
+# lease_ms, worker id (JSON), limit, queues JSON ('' for every queue), tokens JSON, and '1' to
+# take over expired leases ('0' after an outage: engine/drivers/lease_grace.py).
 CLAIM = (
     CHANGED_FN
     + r"""
@@ -230,7 +246,7 @@ for _, q in ipairs(queues) do
   end
 end
 local found, offset = 0, 0
-while found < limit do
+while found < limit and ARGV[8] == '1' do
   local ids = redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', now, 'LIMIT', offset, 100)
   if #ids == 0 then break end
   for _, id in ipairs(ids) do

@@ -156,6 +156,12 @@ local function landed(token, again, state)
   if again ~= '1' or redis.call('HGET', k, 'settled_by') ~= token then return false end
   return state == nil or redis.call('HGET', k, 'state') == state
 end
+-- A settle its token no longer fences: -1 when the job is not stored at all (the store lost
+-- it: lost.py), else 0 (its lease moved on).
+local function gone()
+  if redis.call('EXISTS', k) == 0 then return -1 end
+  return 0
+end
 local function find(has_tenant, tenant)
   local f = redis.call('HMGET', k, 'state', 'tenant_id')
   if not f[1] or (has_tenant == '1' and f[2] ~= tenant) then return nil end
@@ -166,12 +172,16 @@ end
 
 # rules.ack_transition. ARGV: prefix, id, token, now, output JSON ('' keeps the stored one),
 # '1' when an earlier try of this ack may have landed (its reply was lost). Answers 1, or 0 when
-# the token no longer holds the running job (nothing written) and did not ack it.
+# the token no longer holds the running job (nothing written) and did not ack it, -1 when the
+# job is not stored at all.
 ACK = (
     _PRELUDE
     + """
 local now = ARGV[4]
-if not held(ARGV[3]) then return landed(ARGV[3], ARGV[6], '"done"') and 1 or 0 end
+if not held(ARGV[3]) then
+  if landed(ARGV[3], ARGV[6], '"done"') then return 1 end
+  return gone()
+end
 redis.call('HSET', k, 'state', '"done"', 'updated_at', now, 'finished_at', now,
   'worker_id', 'null', 'lease_expires_at', 'null', 'last_error', 'null')
 if ARGV[5] ~= '' then redis.call('HSET', k, 'output', ARGV[5]) end
@@ -186,15 +196,15 @@ return 1
 # not depend on the row: state (JSON), run_at ('' keeps it), finished_at ('' keeps it),
 # keeps_queued_at ('1'/'0'), counts_as_attempt ('1'/'0'), last_error JSON ('' keeps it); then
 # the event ('' for none) and its data, '1' when the data takes the held row's attempt, and '1'
-# when an earlier try may have landed. Answers the row's fields, or {} when the token no longer
-# holds the running job and did not settle it.
+# when an earlier try may have landed. Answers the row's fields, or when the token no longer
+# holds the running job and did not settle it 0, -1 when the job is not stored at all.
 NACK = (
     _PRELUDE
     + """
 local now, state, run_at, finished = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 if not held(ARGV[3]) then
   if landed(ARGV[3], ARGV[14], nil) then return redis.call('HGETALL', k) end
-  return {}
+  return gone()
 end
 local held_attempt = tonumber(redis.call('HGET', k, 'attempt'))
 local attempt = held_attempt
@@ -225,12 +235,15 @@ return redis.call('HGETALL', k)
 
 # Extend a lease. ARGV: prefix, id, token, expires_at. Answers {'ok'}, {'cancelled',
 # lease_expires_at} when the job was cancelled under its holder (it keeps the token to hear it),
-# or {'lost'}.
+# {'lost'}, or {'gone'} when the job is not stored at all.
 HEARTBEAT = (
     _PRELUDE
     + """
 local f = redis.call('HMGET', k, 'token', 'state', 'lease_expires_at')
-if f[1] ~= ARGV[3] then return {'lost'} end
+if f[1] ~= ARGV[3] then
+  if gone() == -1 then return {'gone'} end
+  return {'lost'}
+end
 if f[2] == '"cancelled"' then return {'cancelled', f[3]} end
 if f[2] ~= RUNNING then return {'lost'} end
 local expires = ARGV[4]

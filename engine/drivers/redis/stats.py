@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple, cast
 
+from redis.exceptions import OutOfMemoryError
+
 from engine.drivers.redis.codec import dumps, job_state
 from engine.drivers.redis.recent_settled import recent_settled
 from engine.drivers.redis.scripts import Script
@@ -31,6 +33,8 @@ from schemas.stats import QueueStats
 # `failing`, ids in the groups, ids left to read, live groups, then per live group: queue, state
 # (as stored), n, due, oldest queued_at or '', expired, oldest due run_at or '', then per
 # counted dead/failed group: queue, state, n}. The predicates are rules.live_groups'.
+# With ARGV[8] 'given', the ids to fold are ARGV[9...] instead, and nothing is written: the
+# reading of a server at maxmemory, which refuses the copy.
 STATS = (
     r"""
 local p, now, mine = ARGV[1], tonumber(ARGV[2]), ARGV[5]
@@ -46,12 +50,20 @@ local function wanted(q, tenant)
   return (ARGV[3] == '' or tenant == ARGV[3]) and (queues == nil or queues[q] ~= nil)
 end
 local out = {0, 0, 0, 0}
-if ARGV[7] == '1' then
-  redis.call('SUNIONSTORE', mine, p .. 'live')
-  redis.call('PEXPIRE', mine, 60000)
+local given = ARGV[8] == 'given'
+local ids
+if given then
+  ids = {}
+  for i = 9, #ARGV do ids[#ids + 1] = ARGV[i] end
+else
+  if ARGV[7] == '1' then
+    redis.call('SUNIONSTORE', mine, p .. 'live')
+    redis.call('PEXPIRE', mine, 60000)
+  end
+  ids = redis.call('SPOP', mine, tonumber(ARGV[6]))
 end
 local groups, order = {}, {}
-for _, id in ipairs(redis.call('SPOP', mine, tonumber(ARGV[6]))) do
+for _, id in ipairs(ids) do
   local f = redis.call('HMGET', p .. 'job:' .. id,
     'q', 'state', 'tenant_id', 'run_at', 'queued_at', 'lease_expires_at')
   local q, state = f[1], f[2]
@@ -76,7 +88,7 @@ for _, id in ipairs(redis.call('SPOP', mine, tonumber(ARGV[6]))) do
     if (tonumber(f[6]) or 0) <= now then g[6] = g[6] + 1 end
   end
 end
-out[3] = redis.call('SCARD', mine)
+if not given then out[3] = redis.call('SCARD', mine) end
 out[4] = #order
 for _, g in ipairs(order) do
   for _, v in ipairs(g) do
@@ -114,13 +126,18 @@ local p = ARGV[1]
 local SETTLING = """
         + lua_set(SETTLING_STATES)
         + r"""
+local check = ARGV[2] == 'check'
 local total = 0
 for _, group in ipairs(redis.call('SMEMBERS', p .. 'failgroups')) do
   local n = redis.call('ZCARD', p .. 'fail:' .. group)
-  if n == 0 then redis.call('SREM', p .. 'failgroups', group) end
+  if n == 0 then
+    if check then return 1 end
+    redis.call('SREM', p .. 'failgroups', group)
+  end
   total = total + n
 end
 if total == redis.call('SCARD', p .. 'failing') then return 0 end
+if check then return 1 end
 for _, group in ipairs(redis.call('SMEMBERS', p .. 'failgroups')) do
   redis.call('DEL', p .. 'fail:' .. group)
 end
@@ -144,12 +161,18 @@ return moved
 
 # ARGV: prefix. Forgets the groups left empty (retention took their rows). When the groups' sets
 # do not hold exactly the `failing` ids, builds them again from the rows (and drops an id that is
-# no longer dead or failed); answers the ids grouped then, or 0 when they already agreed.
+# no longer dead or failed); answers the ids grouped then, or 0 when they already agreed. With
+# ARGV[2] 'check' it writes nothing and answers 1 when it would.
 REGROUP_SCRIPT = Script(_regroup_lua())
 
 
 async def regroup(store: Store) -> int:
     return int(await REGROUP_SCRIPT(store.client, [store.keys.prefix]))
+
+
+async def regroup_due(store: Store) -> bool:
+    """Whether `regroup` would write anything (read only)."""
+    return int(await REGROUP_SCRIPT(store.client, [store.keys.prefix, "check"])) == 1
 
 
 def _at(text: str) -> int | None:
@@ -166,9 +189,21 @@ async def stats(
     live: dict[tuple[str, JobState], LiveGroup] = {}
     settling: Counter[tuple[str, JobState]] = Counter()
     first = "1"
+    given: list[list[str]] | None = None
     while True:
         args = [store.keys.prefix, now, tenant, wanted, mine, CHUNK, first]
-        out = await STATS_SCRIPT(store.client, args)
+        if given is not None:
+            args += ["given", *(given.pop() if given else [])]
+        try:
+            out = await STATS_SCRIPT(store.client, args)
+        except OutOfMemoryError:
+            if given is not None:
+                raise
+            # At maxmemory the copy is refused: the ids are read here and handed in, in chunks.
+            given = await _live_chunks(store)
+            continue
+        if given:
+            out[2] = len(given)
         end = 4 + 7 * int(out[3])
         for i in range(4, end, 7):
             g = LiveGroup(
@@ -194,6 +229,12 @@ async def stats(
     recent = await recent_settled(store, now, queues, tenant_id)
     apart = CountedApart(sorted(live.values()), settling)
     return queue_stats([], now, recent, queues=queues, tenant_id=tenant_id, apart=apart)
+
+
+async def _live_chunks(store: Store) -> list[list[str]]:
+    """The live ids in chunks of CHUNK, read without a write (SSCAN may repeat an id: a set)."""
+    ids = sorted({i async for i in store.client.sscan_iter(store.keys.live, count=CHUNK)})
+    return [ids[n : n + CHUNK] for n in range(0, len(ids), CHUNK)]
 
 
 def _merged(a: LiveGroup, b: LiveGroup) -> LiveGroup:

@@ -8,7 +8,7 @@ from engine.drivers.base import StepWrite
 from engine.drivers.damage import UNDECODABLE, UndecodableRow
 from engine.drivers.redis.store import Store, Write
 from engine.drivers.redis.transitions import held_by
-from engine.errors import JobsError, JobSlotLostError
+from engine.errors import JobsError
 from schemas.steps import StepRecord
 
 
@@ -45,6 +45,7 @@ async def save_steps_many(store: Store, writes: Sequence[StepWrite]) -> list[Job
     planned = []
     for write in writes:
         w = Write()
+        w.guard_exists(keys.job(write.job_id))  # first: -1 answers a job no longer stored
         held_by(w, keys, write.job_id, write.token)
         run_id = write.step.run_id
         w.op(
@@ -57,7 +58,6 @@ async def save_steps_many(store: Store, writes: Sequence[StepWrite]) -> list[Job
         w.op("!changed", keys.prefix)
         planned.append(w)
     results = await store.apply_many(planned)
-    return [
-        JobSlotLostError(write.job_id) if result < 0 else None
-        for write, result in zip(writes, results, strict=True)
-    ]
+    lost = [(w.job_id, r == -1) for w, r in zip(writes, results, strict=True) if r < 0]
+    refused = iter(await store.lost.refusals(lost))
+    return [next(refused) if result < 0 else None for result in results]

@@ -20,6 +20,7 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from engine.clock import Clock
 from engine.drivers.redis.keys import Keys
+from engine.drivers.redis.lost import LostJobs
 from engine.drivers.redis.scripts import APPLY_SCRIPT, Script
 from engine.drivers.redis.wake import WakeListener
 
@@ -40,6 +41,9 @@ class Write:
     def guard_absent_or(self, key: str, name: str, value: str) -> None:
         self.guards.append(["absent_or", key, name, value])
 
+    def guard_exists(self, key: str) -> None:
+        self.guards.append(["exists", key])
+
     def op(self, *parts: Any) -> None:
         self.ops.append([str(p) for p in parts])
 
@@ -53,6 +57,7 @@ class Store:
     keys: Keys
     clock: Clock
     wake: WakeListener
+    lost: LostJobs
 
     async def apply(self, write: Write) -> int:
         """Run one guarded write: -(index of the failed guard), else the count of `!hdel_if`

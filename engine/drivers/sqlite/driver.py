@@ -410,6 +410,29 @@ class SqliteDriver:
             lambda c: ledgers.task_claim(c, task, expected, occurrence_ms, now)
         )
 
+    async def task_fire(
+        self,
+        task: str,
+        expected: int | None,
+        occurrences: Sequence[int],
+        requests: Sequence[EnqueueRequest],
+    ) -> list[EnqueueResult] | None:
+        now = self.clock.now_ms()
+        batch = list(requests)
+        results, inserted = await self._exec.run(
+            lambda c: ledgers.task_fire(c, self.path, task, expected, occurrences[-1], batch, now)
+        )
+        if inserted:
+            self._wake().notify()
+            self._changed()
+        return results
+
+    async def task_unfinished(self, task: str) -> list[int]:
+        return []  # task_fire claims and enqueues in one transaction
+
+    async def task_finished(self, task: str, occurrences: Sequence[int]) -> None:
+        return None
+
     async def task_failure(self, task: str, failure: TaskFailure) -> None:
         now = self.clock.now_ms()
         await self._exec.run(lambda c: ledgers.task_failure(c, task, failure, now))

@@ -23,7 +23,7 @@ from engine.drivers.sqlite.library import sqlite3
 from engine.errors import JobsError, JobSlotLostError
 from engine.presence import EXPIRED_PER_BEAT, expired_before
 from schemas.backfill import BackfillRun
-from schemas.jobs import EnqueueResult
+from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
 from schemas.scheduler import TaskFailure, TaskState
 from schemas.states import BackfillStatus
@@ -150,6 +150,25 @@ def task_claim(
         return False
     conn.execute(q.TASK_CLAIMED, {"task": task, "occurrence": occurrence_ms, "now": now})
     return True
+
+
+def task_fire(
+    conn: sqlite3.Connection,
+    path: str,
+    task: str,
+    expected: int | None,
+    occurrence_ms: int,
+    requests: Sequence[EnqueueRequest],
+    now: int,
+) -> tuple[list[EnqueueResult] | None, bool]:
+    """The claim (as `task_claim`) and the occurrences' jobs in one transaction: a process that
+    dies before it commits leaves the occurrence unclaimed, for the next round to fire. Also
+    says whether a job was inserted."""
+    if not task_claim(conn, task, expected, occurrence_ms, now):
+        return None, False
+    if not requests:
+        return [], False
+    return lifecycle.enqueue(conn, path, requests, now)
 
 
 def task_failure(conn: sqlite3.Connection, task: str, failure: TaskFailure, now: int) -> None:

@@ -1,0 +1,85 @@
+"""Why a holder's token no longer holds its job, as the settle scripts answer it: its lease moved
+on (JOB_SLOT_LOST), or the job's hash is gone (`JobGoneError`). A job this process holds can only
+be gone if the store lost it: a server restarted with no persistence, FLUSHDB, another program
+deleting keys. That is logged as an ERROR, saying whether the store's version key went with it
+(a reset), at most once a minute: a reset refuses every settle and heartbeat of every job held.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from redis.asyncio import Redis
+
+from engine.clock import Clock
+from engine.drivers.holding import jobs_named
+from engine.drivers.job_gone import JobGoneError
+from engine.drivers.redis.keys import Keys
+from engine.errors import JobSlotLostError
+
+logger = logging.getLogger("mcp_jobs.redis")
+
+# How long (of the jobs' clock) after one alarm the next waits.
+QUIET_MS = 60_000
+
+
+class LostJobs:
+    """Tells lost leases from gone jobs for the driver's settles and heartbeats, and sounds the
+    alarm when jobs are gone. `report`: the line that shows the server's persistence."""
+
+    def __init__(self, client: Redis, keys: Keys, clock: Clock, report: str) -> None:
+        self._client = client
+        self._keys = keys
+        self._clock = clock
+        self._report = report
+        self._quiet_until: int | None = None
+
+    async def refusals(self, lost: Sequence[tuple[str, bool]]) -> list[JobSlotLostError]:
+        """The refusal of each job (id, and whether it is gone) whose token no longer holds
+        it, in order."""
+        gone = [job_id for job_id, is_gone in lost if is_gone]
+        if gone:
+            await self._alarm(gone)
+        return [
+            JobGoneError(job_id) if is_gone else JobSlotLostError(job_id)
+            for job_id, is_gone in lost
+        ]
+
+    async def refusal(self, job_id: str, *, gone: bool) -> JobSlotLostError:
+        (refused,) = await self.refusals([(job_id, gone)])
+        return refused
+
+    async def _alarm(self, gone: Sequence[str]) -> None:
+        now = self._clock.now_ms()
+        if self._quiet_until is not None and now < self._quiet_until:
+            return
+        self._quiet_until = now + QUIET_MS
+        jobs = jobs_named(gone)
+        prefix = self._keys.prefix
+        if await self._client.exists(self._keys.version):
+            logger.error(
+                "redis: %s held by this process %s gone from the store under prefix %s: "
+                "another program deleted them, or the store was reset and opened again since; "
+                "their results were not written (%s shows the server)",
+                jobs,
+                "is" if len(gone) == 1 else "are",
+                prefix,
+                self._report,
+            )
+            return
+        logger.error(
+            "redis: the store under prefix %s appears to have been reset: %s held by this "
+            "process %s gone, and the version key %s with them. A server restarted with "
+            "neither AOF nor RDB save points comes back empty (as after FLUSHDB): every job "
+            "stored there is lost, and the results of these were not written (%s shows the "
+            "server's persistence)",
+            prefix,
+            jobs,
+            "is" if len(gone) == 1 else "are",
+            self._keys.version,
+            self._report,
+        )
+
+
+__all__ = ["QUIET_MS", "LostJobs"]
