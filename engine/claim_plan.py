@@ -12,7 +12,8 @@ from dataclasses import dataclass
 # Jobs claimed ahead wait for a slot; a worker claims ahead only as many as its slots are
 # expected to start within this long, judged by how long its recent bodies ran. Jobs of a
 # second or more are not claimed ahead at all, so a busy worker does not sit on work another
-# worker could start now.
+# worker could start now (nor, killed, leave it to a lease). Until a body has finished, the
+# pace is unknown and nothing is claimed ahead.
 PREFETCH_HORIZON_MS = 50
 # Claimed jobs that may wait for a slot, by default, for each slot.
 PREFETCH_PER_SLOT = 2
@@ -29,8 +30,10 @@ class ClaimPlanner:
 
     concurrency: int
     prefetch: int
-    # Running mean of body durations (ms): sizes the claim-ahead. 0 until a body finished.
+    # Running mean of body durations (ms): sizes the claim-ahead, once a body has finished
+    # (`paced`); the first one sets it, so one long body stops the claim-ahead at once.
     body_ms: float = 0.0
+    paced: bool = False
 
     @property
     def claim_batch(self) -> int:
@@ -38,11 +41,18 @@ class ClaimPlanner:
         return max(1, self.concurrency // 4)
 
     def body_finished(self, duration_ms: float) -> None:
+        if not self.paced:
+            self.paced = True
+            self.body_ms = duration_ms
+            return
         self.body_ms += (duration_ms - self.body_ms) * BODY_MS_WEIGHT
 
     def prefetch_now(self) -> int:
         """Jobs that may wait for a slot: as many as the slots are expected to start within
-        PREFETCH_HORIZON_MS at the recent bodies' pace, at most `prefetch`."""
+        PREFETCH_HORIZON_MS at the recent bodies' pace, at most `prefetch`; none before a body
+        has finished."""
+        if not self.paced:
+            return 0
         if self.body_ms <= 0:
             return self.prefetch
         expected = int(self.concurrency * PREFETCH_HORIZON_MS / self.body_ms)

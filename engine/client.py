@@ -726,6 +726,11 @@ class Jobs:
         await self.driver.migrate()
 
     async def close(self) -> None:
+        """Close the driver. A worker still running on it is stopped first, as `stop()` would
+        (its jobs in flight finish or go back unharmed), and its `run()` raises DRIVER_CLOSED."""
+        from engine.worker_runs import stop_runs_over  # no cycle: it imports nothing of ours
+
+        await stop_runs_over(self.driver)
         await self.settler.idle()  # writes in flight commit before the connections go
         await self.driver.close()
 

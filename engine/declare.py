@@ -201,15 +201,14 @@ def whole_declared(
     low: int,
     high: int | None = None,
 ) -> int:
-    """`bounds.whole` for a declaration (no upper bound unless `high`): a refusal is raised as
-    the declaring kind's own error, `refuse(expected)`, instead of INVALID_ARGUMENT."""
+    """`bounds.whole` for a declaration, up to `high` (else `sys.maxsize`, which the refusal
+    names: a larger whole number is refused too): a refusal is raised as the declaring kind's
+    own error, `refuse(expected)`, instead of INVALID_ARGUMENT."""
+    top = sys.maxsize if high is None else high
     try:
-        return bounds.whole(argument, value, low, sys.maxsize if high is None else high)
+        return bounds.whole(argument, value, low, top)
     except InvalidArgumentError:
-        expected = (
-            f"a whole number ≥ {low}" if high is None else f"a whole number from {low} to {high}"
-        )
-        raise refuse(expected) from None
+        raise refuse(f"a whole number from {low} to {top}") from None
 
 
 def description_declared(refuse: Callable[[str], JobsError], value: object) -> None:

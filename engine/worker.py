@@ -2,8 +2,9 @@
 
 `await Worker(jobs).run()` runs until stopped; `async with Worker(jobs) as worker:` (or `await
 worker.start()` ... `await worker.stop()`) runs it in the background of a plain program. A worker
-claims from the queues of the jobs registered with it (`queues=` names others, `queues="*"` all),
-so it never claims a job it cannot run.
+claims from the queues of the jobs registered with it (`queues=` names others, `queues="*"` all);
+a job of a name it does not run (another app on the same queue) goes back for a live worker that
+runs it, or is parked when none does (worker_unknown_names).
 
 With a backlog it claims ahead: up to `prefetch` claimed jobs wait in the worker for a slot,
 and two claims may be on their way at once, so the database prepares the next wave while this
@@ -12,14 +13,17 @@ worker hands them back unharmed, and jobs that run long are not claimed ahead at
 
 Limits are checked after the claim, against slots in the database, so they hold across machines;
 a job over a cap is shed (stays ready, no attempt, no error). A drain stops claiming, lets
-in-flight jobs finish until its deadline, then hands the rest back unharmed. One run at a time:
-a second `run()`/`start()` while it runs is refused (WorkerAlreadyRunningError).
+in-flight jobs finish until its deadline, then hands the rest back unharmed; a run cancelled
+(or crashed) hands back at once what it holds, and closing the client first stops the runs on it
+(worker_runs). One run at a time: a second `run()`/`start()` while it runs is refused
+(WorkerAlreadyRunningError).
 
 This module holds the loop and the worker's slots (what it holds, runs, waits for, claims);
 beside it: its arguments (worker_arguments), the claim sizes (claim_plan), the services run
 beside the jobs (worker_services), the lease heartbeat (worker_leases), where events go
 (worker_events), rate limits (worker_rates), jobs handed back (worker_hand_back), presence
-(worker_presence) and a database that stops answering (worker_outage).
+(worker_presence), a database that stops answering (worker_outage), jobs of names it does not
+run (worker_unknown_names) and the runs a client's close stops (worker_runs).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from engine import worker_runs
 from engine.claim_plan import ClaimPlanner
 from engine.errors import DriverClosedError, JobsError, WorkerAlreadyRunningError
 from engine.fix_lines import CommandContext, fixes_written
@@ -49,12 +54,20 @@ from engine.worker_arguments import ALL_QUEUES as ALL_QUEUES
 from engine.worker_arguments import MIN_LEASE_MS as MIN_LEASE_MS
 from engine.worker_arguments import QueueChoice, counts_checked, kinds_checked
 from engine.worker_events import WorkerEvents
-from engine.worker_hand_back import cap_kind, give_back, hand_back_waiting
+from engine.worker_hand_back import (
+    HAND_BACK_MS,
+    cap_kind,
+    give_back,
+    hand_back_cancelled,
+    hand_back_waiting,
+    within,
+)
 from engine.worker_leases import LeaseKeeper
 from engine.worker_outage import RUNNING, Outage, back_off
 from engine.worker_presence import Presence, published_policy
 from engine.worker_rates import RateGate
 from engine.worker_services import WorkerServices
+from engine.worker_unknown_names import UnknownNames
 from schemas.jobs import ClaimedJob, NackOptions
 
 if TYPE_CHECKING:
@@ -188,6 +201,7 @@ class Worker:
             known_names=lambda: [d.name for d in jobs.registry],
         )
         self.leases = LeaseKeeper(self.runtime, self._inflight, concurrency)
+        self.unknown_names = UnknownNames(jobs.descriptors, self.clock, self.id, poll_ms)
         # The keeper's record of the bodies that ended last, which `_body_done` appends to.
         self._ended = self.leases.ended
         self.services = WorkerServices(jobs, scheduler, outbox_relay, prune, retention)
@@ -369,6 +383,7 @@ class Worker:
         self._claim_queues = self.queues
         # This run's tasks (its services too, made below) report failures to its outage record.
         running = RUNNING.set(self.outage)
+        worker_runs.began(self.driver, self._stop_for_close)
         try:
             start_listening = getattr(self.driver, "start_listening", None)
             if listen and start_listening is not None:
@@ -425,9 +440,11 @@ class Worker:
             # anyio's shield, not asyncio's: a caller's anyio cancel scope re-delivers its
             # cancellation at every await, and the teardown below must still finish.
             with anyio.CancelScope(shield=True):
+                await self._let_go()
                 await self._cancel_claims()
                 await self._cancel_tasks()
                 await self.presence.leave()
+            worker_runs.ended(self.driver, self._stop_for_close)
             self._ready_again()
             self._running = False
             self._done.set()
@@ -467,6 +484,7 @@ class Worker:
                         await asyncio.wait(set(self._tasks))
                 finally:
                     with anyio.CancelScope(shield=True):
+                        await self._let_go()
                         await self._cancel_tasks()
                 tg.cancel_scope.cancel()
             if self._crash is not None:
@@ -617,6 +635,34 @@ class Worker:
                 self._crash = exc
             self._poke()
 
+    async def _let_go(self) -> None:
+        """A run ending with jobs still held (its task cancelled, a crash) hands them back ready
+        without an attempt spent, as a drain does at its deadline: bodies are stopped, claims on
+        their way land and go back with the jobs that waited, and a settle write on its way may
+        still commit. Within HAND_BACK_MS; the teardown after it leaves the rest to leases."""
+        if not (self._inflight or self._claims):
+            return
+        for handle in list(self._inflight.values()):
+            handle.stop("drain")
+
+        async def hand_back() -> None:
+            await self._hand_back_waiting()
+            while self._tasks:
+                await asyncio.wait(set(self._tasks))
+
+        await within(self.clock, HAND_BACK_MS, hand_back)
+
+    async def _stop_for_close(self) -> None:
+        """The client is closing: stop as stop() would and wait for the drain, so the jobs in
+        flight settle (or go back) while the driver still answers; run() then raises
+        DRIVER_CLOSED. Called from one of this worker's own jobs it only stops: waiting there
+        would wait for itself."""
+        if self._closed_under is None:
+            self._closed_under = DriverClosedError(self.driver.kind)
+        self.stop()
+        if asyncio.current_task() not in self._tasks:
+            await self._done.wait()
+
     async def _cancel_tasks(self) -> None:
         """Tear down every job task still running and wait for them."""
         if not self._tasks:
@@ -632,7 +678,19 @@ class Worker:
             if handle.torn:
                 return  # torn down before it started: left to its lease
             definition = self.jobs.registry.get(record.name)
-            if definition is not None:
+            if definition is None:
+                delay = await self.unknown_names.pass_on_ms(record)
+                if delay is not None:
+                    await give_back(
+                        self.driver,
+                        self.events,
+                        claimed,
+                        NackOptions(delay_ms=delay, counts_as_attempt=False),
+                        "handed_back",
+                        f"job {record.name!r} is not registered here; a live worker runs it",
+                    )
+                    return
+            else:
                 caps = self.limits.caps_for(
                     record.queue, record.tenant_id, record.name, definition.concurrency
                 )
@@ -657,7 +715,22 @@ class Worker:
                     claimed, definition, self.events
                 ):
                     return
+            if handle.reason == "drain":
+                # The worker is going before this job began: back unharmed, never started.
+                await give_back(
+                    self.driver,
+                    self.events,
+                    claimed,
+                    NackOptions(counts_as_attempt=False),
+                    "handed_back",
+                    "worker stopping before it started",
+                )
+                return
             await execute(self.runtime, claimed, definition, handle)
+        except asyncio.CancelledError:
+            if not handle.torn:  # cancelled from outside the worker, not torn down by it
+                await hand_back_cancelled(self.driver, self.events, self.clock, claimed)
+            raise
         except Exception:
             logger.exception("job %s (%s) could not be settled", record.id, record.name)
         finally:

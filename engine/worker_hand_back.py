@@ -1,14 +1,16 @@
 """Claimed jobs a worker will not run, handed back ready without an attempt spent and said: one
-over a cap (shed, rule 7), and at a stop those it claimed ahead that never started. A job
-cancelled or taken meanwhile is no longer the worker's to return: nothing is said of it."""
+over a cap (shed, rule 7), at a stop those it claimed ahead that never started, and whatever a
+worker whose run was cancelled still holds. A job cancelled or taken meanwhile is no longer the
+worker's to return: nothing is said of it."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
+from engine.clock import Clock
 from engine.drivers.base import Driver
 from engine.errors import JobsError, JobSlotLostError
 from engine.observe import CapKind, WorkerEventKind
@@ -17,6 +19,11 @@ from engine.worker_events import WorkerEvents
 from schemas.jobs import ClaimedJob, NackOptions
 
 logger = logging.getLogger("mcp_jobs.worker")
+
+# How long a worker whose run was cancelled (or that crashed) spends handing its jobs back
+# before it goes: a cancelled caller waits that long at most. What is left then (a write that
+# does not commit, a body shielded for longer) goes back when its lease runs out.
+HAND_BACK_MS = 5_000
 
 
 def cap_kind(key: str) -> CapKind:
@@ -71,3 +78,43 @@ async def hand_back_waiting(
         async with anyio.create_task_group() as tg:
             for handle in waiting:
                 tg.start_soon(hand_back, handle)
+
+
+async def within(clock: Clock, ms: int, work: Callable[[], Awaitable[None]]) -> None:
+    """`work`, given up (cancelled) once `ms` have passed on `clock`."""
+    async with anyio.create_task_group() as tg:
+
+        async def deadline() -> None:
+            await clock.sleep_ms(ms)
+            tg.cancel_scope.cancel()
+
+        async def done() -> None:
+            await work()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(deadline)
+        tg.start_soon(done)
+
+
+async def hand_back_cancelled(
+    driver: Driver, events: WorkerEvents, clock: Clock, claimed: ClaimedJob
+) -> None:
+    """A job whose task was cancelled from outside the worker (asyncio.run ending with the
+    worker started cancels every task at once): back ready at once, within HAND_BACK_MS, and
+    shielded, since the cancellation that got here would stop the write too."""
+
+    async def hand_back() -> None:
+        try:
+            await give_back(
+                driver,
+                events,
+                claimed,
+                NackOptions(counts_as_attempt=False),
+                "handed_back",
+                "worker cancelled",
+            )
+        except JobsError as exc:
+            logger.warning("job %s not handed back, its lease will: %s", claimed.record.id, exc)
+
+    with anyio.CancelScope(shield=True):
+        await within(clock, HAND_BACK_MS, hand_back)

@@ -15,6 +15,7 @@ from typing import Any
 from engine.errors import JobsError
 from engine.internal_jobs import BACKFILLS_COMMAND as ALL_COMMAND
 from engine.internal_jobs import dry_run_command
+from engine.iso_time import iso
 from engine.meant import meant_note
 from schemas.errors import NextCall
 
@@ -42,7 +43,12 @@ class BackfillUnknownError(JobsError):
     code = "BACKFILL_UNKNOWN"
     title = "no backfill is declared under this name"
 
-    def __init__(self, name: str, known: Sequence[str]) -> None:
+    def __init__(
+        self, name: str, known: Sequence[str], *, handed_back_ms: int | None = None
+    ) -> None:
+        """`handed_back_ms`: raised by a pass that workers not declaring its backfill kept
+        handing back for this long; it then fails, and the write is made again where it is
+        declared."""
         names = sorted(known)
         hint, meant = meant_note(name, names)
         cause = (
@@ -51,10 +57,19 @@ class BackfillUnknownError(JobsError):
             else f'no backfill named "{name}" is declared, and this process declares none at all: '
             "the app module that declares it was not imported (--app MODULE or MCP_JOBS_APP)"
         )
+        fix, call = ALL_COMMAND, _call("list_backfills")
+        if handed_back_ms is not None:
+            cause = (
+                f'the pass of backfill "{name}" was handed back for {handed_back_ms / 3_600_000:g} '
+                "h by workers that do not declare it, and no worker that does took it: "
+                f"{cause}; run a worker whose --app imports the module declaring it, and write "
+                "the backfill again from that deploy"
+            )
+            fix, call = write_command(name), _call("run_backfill", name=name)
         super().__init__(
             cause,
-            ALL_COMMAND,
-            next_call=_call("list_backfills"),
+            fix,
+            next_call=call,
             details={"backfill": name, "known": names, **meant},
         )
 
@@ -152,9 +167,10 @@ class BackfillAppliedError(JobsError):
     title = "this backfill already completed in this environment"
 
     def __init__(self, name: str, environment: str, run_id: str, completed_at: int | None) -> None:
+        at = f" at {iso(completed_at)}" if completed_at is not None else ""
         super().__init__(
-            f'backfill "{name}" completed in {environment} as run {run_id} at {completed_at} '
-            "(epoch ms); a forced rerun writes a NEW ledger row and never edits that one",
+            f'backfill "{name}" completed in {environment} as run {run_id}{at}; a forced rerun '
+            "writes a NEW ledger row and never edits that one",
             write_command(name, force=True),
             # The forced write is shown only; the call to make is its dry run, which shows the
             # plan (and, to a client that cannot be asked, the token the write needs).
@@ -233,10 +249,16 @@ class BackfillDeclarationInvalidError(JobsError):
     ) -> None:
         # `name` itself refused: the fix names it once, `mended` (a name that is valid) when
         # there is one, and `...` stands for the declaration's other arguments as given.
+        # A value one of its functions returned (`count()`, `key(row)`) is fixed in that
+        # function, so the slot describes the function, as the keyword takes one.
+        keyword, _, called = field.partition("(")
         if field == "name":
             fix = f'backfill(name="{mended or f"<{expected}>"}", ...)'
+        elif called:
+            kind = "a function" if keyword == "key" else "an async def"
+            fix = f"backfill(name={name!r}, {keyword}=<{kind} returning {expected}>)"
         else:
-            fix = f"backfill(name={name!r}, {field.split('(')[0]}=<{expected}>)"
+            fix = f"backfill(name={name!r}, {keyword}=<{expected}>)"
         super().__init__(
             f'backfill "{name}" has {field}={value!r}; {field} must be {expected}',
             fix,

@@ -18,7 +18,9 @@ from engine.backfill.errors import (
     BackfillMigrationPendingError,
     BackfillRunningError,
 )
+from engine.backfill.registry import default_backfills
 from engine.errors import InvalidArgumentError, JobsError
+from engine.meant import meant_as
 from schemas.backfill import BackfillRun
 
 ENVIRONMENT_ENV = "MCP_JOBS_ENV"
@@ -31,18 +33,29 @@ ENVIRONMENT_EXPECTED = (
 )
 
 
-def resolve_environment(explicit: str | None = None) -> str:
+def resolve_environment(
+    explicit: str | None = None, *, declared: Iterable[BackfillDefinition] | None = None
+) -> str:
     """The explicit environment, else `MCP_JOBS_ENV`, else "development": a name as a
     declaration's `environments=` holds one. An empty or malformed value is INVALID_ARGUMENT,
     never read as development (`MCP_JOBS_ENV="$ENV"` with ENV unset in production) nor as an
-    environment of its own where every backfill would be pending again."""
+    environment of its own where every backfill would be pending again: so its fix is the value
+    without the blanks around it, else the environment of `declared` (else this process's
+    declarations) it plainly stands for, else unsetting the variable; never a name of its own."""
     value = explicit if explicit is not None else os.environ.get(ENVIRONMENT_ENV)
     if value is None:
         return DEFAULT_ENVIRONMENT
     if not is_environment_name(value):
-        mended = mended_name(value)
-        fix = f"export {ENVIRONMENT_ENV}={mended}" if mended else f"unset {ENVIRONMENT_ENV}"
-        raise InvalidArgumentError(ENVIRONMENT_ENV, value, ENVIRONMENT_EXPECTED, fix=fix)
+        definitions = default_backfills if declared is None else declared
+        names = sorted({e for d in definitions for e in d.environments})
+        # The name as typed, without the blanks around it, is no new name; any other mending is.
+        meant = value.strip() if is_environment_name(value.strip()) else None
+        meant = meant or meant_as(mended_name(value) or value, names)
+        fix = f"export {ENVIRONMENT_ENV}={meant}" if meant else f"unset {ENVIRONMENT_ENV}"
+        expected = ENVIRONMENT_EXPECTED
+        if names:
+            expected += f"; the declarations name {', '.join(names)}"
+        raise InvalidArgumentError(ENVIRONMENT_ENV, value, expected, fix=fix)
     return value
 
 

@@ -19,9 +19,12 @@ from typing import Any
 
 from engine import paging
 from engine.drivers.base import RunPosition
+from engine.errors import JobCancelledError
+from engine.run_job import error_line
 from schemas.backfill import BackfillRun
 from schemas.errors import NextCall
-from schemas.states import BackfillStatus
+from schemas.jobs import JobRecord
+from schemas.states import LIVE_STATES, BackfillStatus
 
 APP_VERSION_ENV = "MCP_JOBS_APP_VERSION"
 
@@ -38,6 +41,22 @@ def app_version() -> str | None:
 def completed_run(runs: Sequence[BackfillRun]) -> BackfillRun | None:
     """The newest completed run among `runs` (newest first), which is what makes a name applied."""
     return next((r for r in runs if r.status == "completed"), None)
+
+
+def as_settled(run: BackfillRun, job: JobRecord) -> BackfillRun:
+    """`run` as its pass job says it ended. The row stays `running` while the job is live (an
+    attempt that failed and will run again included); a job that then settles without its body
+    running — cancelled while it waited for a retry, dead after leases that kept expiring —
+    leaves the row as it was, and a reader shows it `failed`, with the job's end and error."""
+    if run.status != "running" or job.state in LIVE_STATES or job.state == "done":
+        return run
+    error: str | None = run.error
+    if job.state == "cancelled":
+        error = error_line(JobCancelledError(job.id).to_payload())
+    elif job.last_error is not None:
+        error = error_line(job.last_error)
+    ended = job.finished_at if job.finished_at is not None else job.updated_at
+    return run.model_copy(update={"status": "failed", "finished_at": ended, "error": error})
 
 
 @dataclass(frozen=True)
@@ -123,6 +142,7 @@ __all__ = [
     "Progress",
     "RunsPage",
     "app_version",
+    "as_settled",
     "completed_run",
     "parse_runs_cursor",
     "runs_cursor",

@@ -5,7 +5,7 @@ Registered by importing the module that declares them, exactly like jobs (`--app
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from engine.backfill.declare import (
     BackfillDefinition,
@@ -28,6 +28,26 @@ from engine.registry import Registry
 
 class BackfillRegistry(Registry[BackfillDefinition]):
     """Declared backfills by name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._on_first: dict[object, Callable[[], object]] = {}
+
+    def when_declared(self, key: object, callback: Callable[[], object]) -> None:
+        """Call `callback` once this registry holds a declaration: now if it already does. One
+        callback waits per `key` (a later one replaces it), so a caller that asks again each
+        time it is built adds nothing. The pass job is registered this way, so a process that
+        declares no backfill serves none."""
+        if len(self):
+            callback()
+        else:
+            self._on_first[key] = callback
+
+    def add(self, definition: BackfillDefinition) -> None:
+        super().add(definition)
+        waiting, self._on_first = self._on_first, {}
+        for callback in waiting.values():
+            callback()
 
     def check(self, definition: object) -> BackfillDefinition:
         if not is_declared(definition):

@@ -34,12 +34,14 @@ from engine.backfill.ledger import (
     DEFAULT_RUNS_PAGE,
     MAX_RUNS_PAGE,
     RunsPage,
+    as_settled,
     parse_runs_cursor,
     runs_cursor,
 )
 from engine.backfill.pass_job import PASS_JOB, PassInput, install_pass
 from engine.backfill.pending import pending_given
 from engine.backfill.registry import BackfillRegistry, default_backfills
+from engine.declare import JobDefinition
 from engine.drivers.base import BACKFILL_LEDGER, require
 from engine.errors import JobsError
 from engine.ids import new_id
@@ -68,9 +70,13 @@ class Backfills:
         self.jobs = jobs
         self.ledger = require(jobs.driver, BACKFILL_LEDGER)
         self.registry = registry if registry is not None else default_backfills
-        self.environment = resolve_environment(environment)
-        # The worker runs passes from `jobs.registry`, so the pass must be declared there.
-        self.pass_job = install_pass(jobs.registry, self.registry)
+        self.environment = resolve_environment(environment, declared=self.registry)
+        # The worker runs passes from `jobs.registry`, so the pass must be declared there: once
+        # a backfill is, so that a worker whose app declares none does not serve their queue.
+        self.registry.when_declared(jobs.registry, self._install_pass)
+
+    def _install_pass(self) -> JobDefinition[Any]:
+        return install_pass(self.jobs.registry, self.registry)
 
     def _here(self) -> str:
         """This service's environment, refused when it spells a declared one in another case:
@@ -118,7 +124,21 @@ class Backfills:
         found = await self.ledger.backfill_runs(name, self._here(), before=before, limit=limit + 1)
         page = found[:limit]
         more = len(found) > limit and bool(page)
-        return RunsPage(runs=page, runs_cursor=runs_cursor(page[-1]) if more else None)
+        cursor = runs_cursor(page[-1]) if more else None
+        return RunsPage(runs=[await self._as_seen(run) for run in page], runs_cursor=cursor)
+
+    async def _as_seen(self, run: BackfillRun, live: JobRecord | None = None) -> BackfillRun:
+        """`run` as its pass job says it ended (`ledger.as_settled`): its job read only for a
+        `running` row that `live` (the live pass of its name, when known) does not hold."""
+        if run.status != "running" or run.job_id is None:
+            return run
+        if live is not None and live.id == run.job_id:
+            return run
+        try:
+            job = await self.jobs.get(run.job_id)
+        except JobsError:  # pruned long after it settled, or unreadable: the row as written
+            return run
+        return as_settled(run, job)
 
     async def newest_run(
         self, name: str, status: BackfillStatus | None = None
@@ -237,7 +257,7 @@ class Backfills:
         await self._check(definition, force)
         run_id = new_id()
         result = await self.jobs.enqueue(
-            self.pass_job,
+            self._install_pass(),
             PassInput(
                 name=definition.name, run_id=run_id, environment=self.environment, force=force
             ),
@@ -269,7 +289,9 @@ class Backfills:
             pending = pending_given(definition, self.environment, completed)
             if pending_only and not pending:
                 continue
-            states.append(self._state(definition, last, pending, live.get(definition.name)))
+            holder = live.get(definition.name)
+            last = await self._as_seen(last, holder) if last is not None else None
+            states.append(self._state(definition, last, pending, holder))
         return states
 
     async def state(self, name: str) -> BackfillState:
@@ -279,6 +301,7 @@ class Backfills:
         last, completed = await self._last_runs(definition)
         pending = pending_given(definition, self.environment, completed)
         live = (await self.live_passes()).get(definition.name)
+        last = await self._as_seen(last, live) if last is not None else None
         return self._state(definition, last, pending, live)
 
     @staticmethod

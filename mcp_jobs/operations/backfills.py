@@ -1,4 +1,5 @@
-"""The backfill operations: list the declared backfills, rehearse or run one, follow a pass."""
+"""The backfill operations: list the declared backfills (and the ledger of one no longer declared),
+rehearse or run one, follow a pass and answer how it ended."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ from engine import bounds
 from engine.backfill.errors import dry_run_command
 from engine.backfill.ledger import DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, parse_runs_cursor
 from engine.backfill.pass_job import PASS_QUEUE
-from engine.errors import LEFT_OUT, InvalidArgumentError
+from engine.errors import LEFT_OUT, InvalidArgumentError, JobCancelledError, JobFailedError
+from engine.iso_time import iso
+from engine.run_job import error_line
 from mcp_jobs.errors import LimitExceededError, example_call
-from mcp_jobs.operations.models import ListBackfillsResult, RunBackfillResult
+from mcp_jobs.operations.models import Finding, ListBackfillsResult, RunBackfillResult
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.workers import no_worker_notice
-from schemas.backfill import BackfillRun
+from schemas.backfill import BackfillRun, BackfillStart
+from schemas.errors import ErrorPayload
+from schemas.jobs import JobRecord
 from schemas.states import SETTLED_STATES
 
 if TYPE_CHECKING:
@@ -54,6 +59,8 @@ async def list_backfills(
     if runs_cursor is not None:
         parse_runs_cursor(runs_cursor, name)
     pending_only = bounds.flag("pending_only", pending_only)
+    if bounds.text("name", name, bounds.MAX_NAME_BYTES) not in svc.registry:
+        return await _undeclared_runs(svc, env, name, limit, runs_cursor)
     state = await svc.state(name)
     page = await svc.runs_page(state.name, limit=limit, cursor=runs_cursor)
     return ListBackfillsResult(
@@ -62,6 +69,20 @@ async def list_backfills(
         backfills=[] if pending_only and not state.pending else [state],
         runs=page.runs,
         runs_cursor=page.runs_cursor,
+    )
+
+
+async def _undeclared_runs(
+    svc: Backfills, env: str, name: str, limit: int, cursor: str | None
+) -> ListBackfillsResult:
+    """The ledger of a backfill this process does not declare (a one-off deleted after it ran):
+    still the record of what ran, so its runs are paged, with no declared state. With no row
+    here, BACKFILL_UNKNOWN, as for a name nobody ever declared."""
+    page = await svc.runs_page(name, limit=limit, cursor=cursor)
+    if not page.runs and cursor is None:
+        svc.registry.require(name)
+    return ListBackfillsResult(
+        ok=True, environment=env, backfills=[], runs=page.runs, runs_cursor=page.runs_cursor
     )
 
 
@@ -87,15 +108,82 @@ async def run_backfill(
     start = await svc.write(name, force=force, actor=scope.actor, traceparent=scope.traceparent)
     result = RunBackfillResult(ok=True, mode="write", start=start)
     if wait_seconds > 0:
-        run, settled = await follow_backfill(
-            scope, start.name, start.run_id, start.job_id, wait_seconds
-        )
-        result = result.followed(run, settled)
-    if result.settled:
-        return result
+        return await follow_write(scope, result, wait_seconds)
     # The pass is a job on PASS_QUEUE: with no worker there, nothing runs it.
     notice = await no_worker_notice(scope, PASS_QUEUE, f'the pass of backfill "{start.name}"')
     return result.model_copy(update={"notices": [notice] if notice is not None else None})
+
+
+async def follow_write(
+    scope: Scope, result: RunBackfillResult, wait_seconds: float
+) -> RunBackfillResult:
+    """The answer of the write `result` once its pass was followed for `wait_seconds`: the
+    pass's ledger row as the wait ended; the pass's own error (`ok` false) when it settled
+    without completing; while it has not settled, a RETRIES_WAITING notice when an attempt
+    failed and the next waits for its retry, and NO_LIVE_WORKERS when no worker would run it."""
+    start = result.start
+    assert start is not None
+    run, job = await _follow(scope, start.name, start.run_id, start.job_id, wait_seconds)
+    settled = job.state in SETTLED_STATES
+    if settled and job.state != "done":
+        return RunBackfillResult(ok=False, error=pass_failure(start, job, run))
+    followed = result.followed(run, settled)
+    if settled:
+        return followed.model_copy(update={"notices": None})
+    notices = [n for n in (retry_notice(start, job),) if n is not None]
+    what = f'the pass of backfill "{start.name}"'
+    worker = await no_worker_notice(scope, PASS_QUEUE, what, [start.job_id])
+    if worker is not None:
+        notices.append(worker)
+    return followed.model_copy(update={"notices": notices or None})
+
+
+def pass_failure(start: BackfillStart, job: JobRecord, run: BackfillRun | None) -> ErrorPayload:
+    """The error of a pass that settled without completing, as the pass's own (its code and
+    fix), its cause saying which pass, where it stopped and on which attempt."""
+    rows = run.rows_processed if run is not None else 0
+    if job.state == "cancelled":
+        error = JobCancelledError(job.id).to_payload()
+    elif job.last_error is not None:
+        error = job.last_error
+    else:  # a settled failure always stores its error; said plainly should one be missing
+        said = run.error if run is not None and run.error else f"the pass {job.state}"
+        error = JobFailedError(job.id, said).to_payload()
+    cause = (
+        f'the pass of backfill "{start.name}" (job {job.id}, ledger run {start.run_id}) '
+        f"{job.state} after {rows} row(s), on attempt {job.attempt} of {job.max_attempts}: "
+        f"{error.cause}"
+    )
+    # Its traceback stays with the job (inspect_job): the answer says where to look.
+    kept = {k: v for k, v in (error.details or {}).items() if k != "traceback"}
+    details = {
+        **kept,
+        "backfill": start.name,
+        "job_id": job.id,
+        "run_id": start.run_id,
+        "state": job.state,
+        "rows_processed": rows,
+    }
+    return error.model_copy(update={"cause": cause, "details": details})
+
+
+def retry_notice(start: BackfillStart, job: JobRecord) -> Finding | None:
+    """RETRIES_WAITING when the pass's last attempt failed and the next waits for its retry."""
+    error = job.last_error
+    if job.state != "delayed" or error is None:
+        return None
+    return Finding(
+        code="RETRIES_WAITING",
+        severity="warning",
+        queue=job.queue,
+        cause=f"attempt {job.attempt} of {job.max_attempts} of the pass failed: "
+        f"{error_line(error)}; retry at {iso(job.run_at)} (job {job.id}, backfill "
+        f'"{start.name}")',
+        fix=error.fix,
+        next_call=error.next_call,
+        job_ids=[job.id],
+        last_error=error,
+    )
 
 
 def wait_needs_write(write: bool, wait_seconds: float) -> None:
@@ -128,6 +216,15 @@ async def follow_backfill(
     scope: Scope, name: str, run_id: str, job_id: str, wait_seconds: float
 ) -> tuple[BackfillRun | None, bool]:
     """Report the pass's progress from its ledger row until its job settles or the wait ends."""
+    run, job = await _follow(scope, name, run_id, job_id, wait_seconds)
+    return run, job.state in SETTLED_STATES
+
+
+async def _follow(
+    scope: Scope, name: str, run_id: str, job_id: str, wait_seconds: float
+) -> tuple[BackfillRun | None, JobRecord]:
+    """`follow_backfill`, answering the pass job as the wait ended. It ends early when the pass
+    waits for a retry due after the wait: nothing settles it before then."""
     clock = scope.jobs.clock
     deadline = clock.now_ms() + int(wait_seconds * 1000)
     svc = scope.backfills()
@@ -148,8 +245,9 @@ async def follow_backfill(
             why = f": no live worker serves queue {job.queue} ({notice.fix})" if notice else ""
             await scope.progress(0.0, None, f"pass {job.state}, not started{why}")
         now = clock.now_ms()
-        if settled or now >= deadline:
-            return run, settled
+        retry_after_wait = job.state == "delayed" and job.run_at >= deadline
+        if settled or now >= deadline or (retry_after_wait and job.last_error is not None):
+            return run, job
         await clock.sleep_ms(min(BACKFILL_POLL_MS, deadline - now))
 
 

@@ -72,7 +72,8 @@ async def test_a_pass_of_an_every_environment_backfill_runs_only_where_it_was_st
         ("", "unset MCP_JOBS_ENV"),
         (" ", "unset MCP_JOBS_ENV"),
         (" production ", "export MCP_JOBS_ENV=production"),
-        ("prod uction", "export MCP_JOBS_ENV=prod_uction"),
+        # Not mended into a name of its own (`prod_uction`): no declaration names one here.
+        ("prod uction", "unset MCP_JOBS_ENV"),
         ("production\n", "export MCP_JOBS_ENV=production"),
     ],
 )
@@ -81,7 +82,7 @@ def test_an_environment_variable_that_is_no_environment_name_is_refused(
 ) -> None:
     monkeypatch.setenv("MCP_JOBS_ENV", value)
     with pytest.raises(JobsError) as caught:
-        resolve_environment()
+        resolve_environment(declared=BackfillRegistry())
     assert caught.value.code == "INVALID_ARGUMENT"
     assert caught.value.details is not None
     assert caught.value.details["argument"] == "MCP_JOBS_ENV"

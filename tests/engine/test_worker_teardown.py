@@ -1,5 +1,7 @@
-"""A worker that has to go (its `run()` cancelled) tears its jobs down without settling them:
-their leases hand them to another worker. A shielded section of a body still finishes first."""
+"""A worker that has to go (its `run()` cancelled) stops its bodies and hands their jobs back
+unharmed, as a drain does at its deadline; a shielded section of a body still finishes first.
+What it cannot hand back within HAND_BACK_MS is torn down without settling: its lease hands it
+to another worker."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 from engine import JobRegistry, Jobs, ManualClock, Worker
 from engine.drivers.memory import MemoryDriver
 from engine.testing.blocked import wait_all_tasks_blocked
+from engine.worker_hand_back import HAND_BACK_MS
 from tests.support.worker_jobs import Item, SlowAcks, keyed_job
 
 
@@ -19,7 +22,7 @@ def worker_for(jobs: Jobs) -> Worker:
     return Worker(jobs, concurrency=2, scheduler=False, outbox_relay=False)
 
 
-async def test_a_torn_down_body_finishes_its_shielded_section_and_settles_nothing(
+async def test_a_cancelled_body_finishes_its_shielded_section_then_goes_back_unharmed(
     clock: ManualClock, registry: JobRegistry
 ) -> None:
     jobs = Jobs(MemoryDriver(clock), registry=registry, clock=clock)
@@ -47,7 +50,28 @@ async def test_a_torn_down_body_finishes_its_shielded_section_and_settles_nothin
             await run
     assert shielded_done == [1] and after_shield == []
     record = await jobs.get(enqueued.id)
-    assert record.state == "running" and record.attempt == 1  # left to its lease
+    assert (record.state, record.attempt) == ("ready", 0)  # handed back, no attempt spent
+
+
+async def test_an_ack_on_its_way_may_commit_while_a_cancelled_worker_goes(
+    clock: ManualClock, registry: JobRegistry
+) -> None:
+    driver = SlowAcks(clock)
+    jobs = Jobs(driver, registry=registry, clock=clock)
+    enqueued = await jobs.enqueue(keyed_job(registry), {"n": 1})
+    worker = worker_for(jobs)
+    with anyio.fail_after(10):
+        run = asyncio.create_task(worker.run())
+        await wait_all_tasks_blocked()
+        assert driver.waiting == [enqueued.id]
+        run.cancel()
+        await wait_all_tasks_blocked()
+        assert not run.done()  # the result is in hand: its write is given time to commit
+        driver.gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    assert worker.in_flight == 0
+    assert (await jobs.get(enqueued.id)).state == "done"
 
 
 async def test_a_job_torn_down_while_its_ack_commits_is_left_to_its_lease(
@@ -62,6 +86,8 @@ async def test_a_job_torn_down_while_its_ack_commits_is_left_to_its_lease(
         await wait_all_tasks_blocked()
         assert driver.waiting == [enqueued.id]
         run.cancel()
+        await wait_all_tasks_blocked()
+        clock.advance(HAND_BACK_MS)  # the ack never commits: the hand-back gives up on it
         with pytest.raises(asyncio.CancelledError):
             await run
     assert worker.in_flight == 0

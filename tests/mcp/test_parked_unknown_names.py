@@ -103,6 +103,7 @@ async def test_a_job_parked_once_then_run_by_a_worker_that_knows_it_is_not_parke
     that a live worker publishes the name and ran the job."""
     plant, worker = await _plant_worker(jobs, clock)
     made = await plant.enqueue("cure", {"order_id": 3})
+    clock.advance(STALE_AFTER_MS + 1)  # the plant's worker is not live then
     stranger = Worker(Jobs(jobs.driver, registry=JobRegistry(), clock=clock), queues=["plant"])
     assert await stranger.run_until_idle() == 1  # a worker without the module parks it
     parked_once = await jobs.get(made.id)

@@ -1,7 +1,9 @@
 """Claiming ahead: with a backlog, a worker holds up to `prefetch` claimed jobs waiting for a slot.
 
 They are the worker's (their leases are kept, a cancel reaches them) but no more bodies run than
-`concurrency`, and a worker that stops hands them back as they were."""
+`concurrency`, and a worker that stops hands them back as they were. A worker claims ahead once
+it has timed a body (an untimed one claims for its free slots only); these tests time one at no
+time with `paced`, as a worker that had just run a quick job would have."""
 
 from __future__ import annotations
 
@@ -41,6 +43,11 @@ class Bodies:
         self.job = held
 
 
+def paced(worker: Worker) -> Worker:
+    worker.plan.body_finished(0)
+    return worker
+
+
 async def until(done: Callable[[], bool]) -> None:
     """Let the worker run (its claims may be on a socket) until `done()`, for at most 10 s."""
     with anyio.fail_after(10):
@@ -53,7 +60,7 @@ async def test_a_backlog_is_claimed_ahead_but_no_more_bodies_run_than_slots(
 ) -> None:
     bodies = Bodies(registry)
     enqueued = [await jobs.enqueue(bodies.job, {"n": n}) for n in range(8)]
-    worker = Worker(jobs, concurrency=2, prefetch=2)
+    worker = paced(Worker(jobs, concurrency=2, prefetch=2))
     async with anyio.create_task_group() as tg:
         tg.start_soon(worker.run)
         await until(lambda: worker.in_flight == 4)
@@ -74,7 +81,7 @@ async def test_a_stopping_worker_hands_back_what_it_claimed_ahead_unharmed(
     enqueued = [await jobs.enqueue(bodies.job, {"n": n}) for n in range(6)]
     queued_at = {r.id: (await jobs.get(r.id)).queued_at for r in enqueued}
     recorder = Recorder()
-    worker = Worker(jobs, concurrency=2, prefetch=2, listeners=[recorder])
+    worker = paced(Worker(jobs, concurrency=2, prefetch=2, listeners=[recorder]))
     async with anyio.create_task_group() as tg:
         tg.start_soon(worker.run)
         await until(lambda: worker.in_flight == 4)
@@ -99,7 +106,7 @@ async def test_a_job_cancelled_while_it_waits_for_a_slot_never_starts(
     bodies = Bodies(registry)
     enqueued = [await jobs.enqueue(bodies.job, {"n": n}) for n in range(3)]
     recorder = Recorder()
-    worker = Worker(jobs, concurrency=1, prefetch=2, listeners=[recorder], lease_ms=30_000)
+    worker = paced(Worker(jobs, concurrency=1, prefetch=2, listeners=[recorder], lease_ms=30_000))
     async with anyio.create_task_group() as tg:
         tg.start_soon(worker.run)
         await until(lambda: worker.in_flight == 3)

@@ -1,0 +1,70 @@
+"""While the pass's job is live and will run again, its ledger row says `running` (with the error
+of the attempt that failed), never `failed` with a finish time; once the job settles without the
+pass writing it (cancelled while it waits for its retry), readers show the row as failed."""
+
+from __future__ import annotations
+
+from engine import Jobs, ManualClock, Worker
+from engine.backfill import BackfillRegistry, Backfills
+from tests.backfill.support import Customers
+
+
+async def test_a_failed_attempt_that_will_be_retried_leaves_the_row_running(
+    jobs: Jobs, backfills: Backfills, backfill_registry: BackfillRegistry, customers: Customers
+) -> None:
+    customers.declare(backfill_registry, batch_size=10)
+    batches = customers.batches(10)
+    customers.fail_once.add(batches[1][0])
+    start = await backfills.write("normalize_emails")
+
+    await Worker(jobs).run_until_idle()
+
+    assert (await jobs.get(start.job_id)).state == "delayed"
+    (run,) = await jobs.driver.backfill_runs("normalize_emails")
+    assert run.status == "running" and run.finished_at is None
+    assert run.error is not None and run.error.startswith("BackfillHandleFailure:")
+    assert run.rows_processed == 10
+    (state,) = await backfills.list()
+    assert state.live_job_id == start.job_id
+    assert state.last_run is not None and state.last_run.status == "running"
+
+
+async def test_a_failure_with_no_attempt_left_settles_the_row_failed(
+    jobs: Jobs,
+    clock: ManualClock,
+    backfills: Backfills,
+    backfill_registry: BackfillRegistry,
+    customers: Customers,
+) -> None:
+    customers.declare(backfill_registry, batch_size=10)
+    customers.always_fail = True
+    start = await backfills.write("normalize_emails")
+    worker = Worker(jobs)
+    record = await jobs.get(start.job_id)
+    while record.state != "dead":
+        await worker.run_until_idle()
+        record = await jobs.get(start.job_id)
+        (run,) = await jobs.driver.backfill_runs("normalize_emails")
+        settled = record.state == "dead"
+        assert run.status == ("failed" if settled else "running")
+        assert (run.finished_at is not None) is settled
+        clock.set(record.run_at)
+
+
+async def test_a_pass_cancelled_while_it_waits_for_its_retry_reads_as_failed(
+    jobs: Jobs, backfills: Backfills, backfill_registry: BackfillRegistry, customers: Customers
+) -> None:
+    customers.declare(backfill_registry, batch_size=10)
+    customers.fail_once.add(customers.batches(10)[1][0])
+    start = await backfills.write("normalize_emails")
+    await Worker(jobs).run_until_idle()
+
+    await jobs.cancel(start.job_id, actor="test")
+
+    page = await backfills.runs_page("normalize_emails")
+    (run,) = page.runs
+    assert run.status == "failed" and run.finished_at is not None
+    assert run.error is not None and run.error.startswith("JOB_CANCELLED")
+    (state,) = await backfills.list()
+    assert state.live_job_id is None and state.pending
+    assert state.last_run is not None and state.last_run.status == "failed"
