@@ -12,6 +12,8 @@ has imported is always described and enqueued from its own registry (`source: "r
 A published descriptor that no worker has refreshed within `STALE_AFTER_MS` is `stale`: nothing
 live runs that description now. One nobody has published for `DESCRIPTOR_EXPIRY_MS` is deleted
 by the pruner (`engine.pruner`), so the table holds one row per job name and never a history.
+The worker's cron tasks ride on its rows (engine/tasks/published.py), so such a process sees
+them too.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ STALE_AFTER_MS = 30_000
 PUBLISH_EVERY_BEATS = 2
 # A descriptor nobody has published for this long is deleted by the pruner's pass.
 DESCRIPTOR_EXPIRY_MS = 30 * DAY_MS
-# The fields that describe the job itself; the version is their fingerprint.
+# The fields that describe the job itself; the version is their fingerprint (not the tasks a row
+# carries: a task added changes no job).
 _DESCRIPTION_FIELDS = {
     "name",
     "queue",
@@ -176,9 +179,11 @@ def forgettable(name: str, text: str | bytes, published_before: int) -> bool:
 
 
 def judged(descriptor: JobDescriptor, now: int) -> JobDescriptor:
-    """A published descriptor with `stale` set as of `now`."""
+    """A published descriptor as its job is shown: `stale` set as of `now`, and without the
+    cron tasks the row carries (read apart: engine/tasks/published.py)."""
     seen = descriptor.published_at
-    return descriptor.model_copy(update={"stale": seen is None or seen < now - STALE_AFTER_MS})
+    stale = seen is None or seen < now - STALE_AFTER_MS
+    return descriptor.model_copy(update={"stale": stale, "tasks": None})
 
 
 def app_modules(registry: JobRegistry) -> list[str]:
@@ -192,23 +197,30 @@ def describe_all(
     registry: JobRegistry,
     apps: Sequence[str],
     retention: Callable[[str], RetentionInfo] | None = None,
+    *,
+    scheduling: bool = True,
 ) -> list[JobDescriptor]:
     """What a worker publishes: each job's descriptor, with the retention it prunes that job by
-    (`retention(name)`; None: it does not prune). A job whose input model cannot be described
-    as JSON Schema (a bug in the app) is left out, with the reason in the log."""
-    found: list[JobDescriptor] = []
+    (`retention(name)`; None: it does not prune), and, when it runs a scheduler (`scheduling`),
+    the registry's cron tasks carried on them (engine/tasks/published.py): a published task
+    says a live worker fires it. A job whose input model cannot be described as JSON Schema (a
+    bug in the app) is left out, with the reason in the log."""
+    # Imported here: engine.tasks imports the client, which imports this module.
+    from engine.tasks.published import with_tasks
+
+    found: list[tuple[JobDescriptor, str]] = []
     for definition in registry:
         try:
             described = definition.describe()
             if retention is not None:
                 kept = retention(definition.name)
                 described = described.model_copy(update={"retention": kept})
-            found.append(to_publish(described, apps))
+            found.append((to_publish(described, apps), definition.fn.__module__))
         except Exception as exc:
             logger.warning(
                 "job %s not published: its descriptor cannot be built: %s", definition.name, exc
             )
-    return found
+    return with_tasks(registry, found) if scheduling else [d for d, _ in found]
 
 
 def input_validator(descriptor: JobDescriptor) -> Draft202012Validator:

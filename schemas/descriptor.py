@@ -48,6 +48,23 @@ class RetentionInfo(BaseModel):
     audit_ms: int | None
 
 
+class PublishedTask(BaseModel):
+    """A cron task as the worker declaring it publishes it, carried on one of that worker's job
+    descriptors (engine/tasks/published.py): what a process without the task's code shows and
+    diagnoses it by. Its description is cut to its first few hundred characters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    cron: str
+    timezone: str
+    catch_up: str
+    max_catch_up: int
+    description: str | None = None
+    # The module that declares it (`task(...)`'s enqueue function's): what must change.
+    module: str
+
+
 class JobDescriptor(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -82,3 +99,6 @@ class JobDescriptor(BaseModel):
     # Published descriptors only: the policy its publisher prunes it by (None: that worker does
     # not prune). A prune elsewhere never deletes a row this keeps (engine.pruner.in_force).
     retention: RetentionInfo | None = None
+    # Published descriptors only: cron tasks of the publishing worker this row carries (each task
+    # on one row of its worker's; engine/tasks/published.py). Read apart, never shown with the job.
+    tasks: list[PublishedTask] | None = None

@@ -9,7 +9,13 @@ from engine.tasks.declare import (
     task,
     tasks_of,
 )
-from engine.tasks.describe import TaskDescriptor, TaskOccurrence, describe_task, describe_tasks
+from engine.tasks.describe import (
+    TaskDescriptor,
+    TaskOccurrence,
+    describe_known,
+    describe_task,
+    describe_tasks,
+)
 from engine.tasks.errors import (
     TaskCatchUpInvalidError,
     TaskCronInvalidError,
@@ -21,6 +27,8 @@ from engine.tasks.errors import (
     TaskUnknownError,
 )
 from engine.tasks.occurrences import Schedule
+from engine.tasks.roster import KnownTask, task_roster
+from engine.tasks.runs import TaskDeadRuns
 from engine.tasks.scheduler import FiredOccurrence, Scheduler, SchedulerRound
 
 __all__ = [
@@ -28,11 +36,13 @@ __all__ = [
     "DEFAULT_MAX_CATCH_UP",
     "CatchUp",
     "FiredOccurrence",
+    "KnownTask",
     "Schedule",
     "Scheduler",
     "SchedulerRound",
     "TaskCatchUpInvalidError",
     "TaskCronInvalidError",
+    "TaskDeadRuns",
     "TaskDeclarationInvalidError",
     "TaskDefinition",
     "TaskDescriptor",
@@ -43,8 +53,10 @@ __all__ = [
     "TaskRegistry",
     "TaskTimezoneInvalidError",
     "TaskUnknownError",
+    "describe_known",
     "describe_task",
     "describe_tasks",
     "task",
+    "task_roster",
     "tasks_of",
 ]

@@ -21,26 +21,37 @@ from engine.drivers.urls import redact
 from engine.shell_words import shell_join
 from mcp_jobs import operations
 from mcp_jobs.app_modules import load_apps
+from mcp_jobs.cli.database_file import require_database
 from mcp_jobs.cli.mend import mended, refusal_context
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings
 from mcp_jobs.errors import CommandLineInvalidError
 from mcp_jobs.fix_context import FixContext, written_by_face
+from mcp_jobs.operations.backfills import follow_write
 from mcp_jobs.operations.bulk import BulkAction, BulkFilter, BulkJobsResult, bulk_command
 from mcp_jobs.operations.database import report_of
 from mcp_jobs.operations.envelope import error_payload, failure, success
-from mcp_jobs.operations.models import Envelope, MigrateResult, NatsReportResult
+from mcp_jobs.operations.models import Envelope, MigrateResult, NatsReportResult, RunBackfillResult
 from mcp_jobs.operations.scope import Scope
 
 # How long `backfill NAME --write` follows the pass at a terminal, when a worker is live.
 FOLLOW_SECONDS = 600.0
 # The exit status of a command stopped by Ctrl-C or SIGTERM, as the shell's own.
 INTERRUPTED_EXIT = 130
+# The exit status of `backfill NAME --write --wait` whose wait ended before the pass settled,
+# as timeout(1)'s: the pass may still complete, and a deploy script must not go on as if it had.
+WAIT_ENDED_EXIT = 124
 
 
 @asynccontextmanager
-async def open_jobs(settings: Settings, *, migrate: bool = True) -> AsyncIterator[Jobs]:
+async def open_jobs(
+    settings: Settings, *, migrate: bool = True, creates: bool = False
+) -> AsyncIterator[Jobs]:
+    """The database `settings` names, with the apps imported. Only a command that starts
+    something on purpose `creates` a SQLite file that is not there (`database_file`)."""
     load_apps(settings.apps)
+    if not creates:
+        require_database(settings.url)
     jobs = written_by_face(await connect(settings.url, migrate=migrate))
     try:
         yield jobs
@@ -272,7 +283,10 @@ async def backfill_command(args: argparse.Namespace, settings: Settings) -> int:
     listing = name is None or args.runs
     kind = "list_backfills" if listing else "run_backfill"
 
+    ended = False
+
     async def run() -> Envelope:
+        nonlocal ended
         unused = unused_backfill_flags(args)
         if unused is not None:
             raise unused
@@ -289,11 +303,15 @@ async def backfill_command(args: argparse.Namespace, settings: Settings) -> int:
             bar = ProgressBar(f"backfill {name}", enabled=False if args.json else None)
             scope = scope_of(jobs, settings, "backfill", bar)
             try:
-                return await write_or_plan(scope, name, args, bar)
+                answer = await write_or_plan(scope, name, args, bar)
             finally:
                 bar.close()
+            ended = isinstance(answer, RunBackfillResult) and answer.settled is False
+            return answer
 
-    return await guarded(kind, args.json, run, settings)
+    code = await guarded(kind, args.json, run, settings)
+    # A wait that ended before the pass settled is no success a script may go on from.
+    return WAIT_ENDED_EXIT if code == 0 and ended else code
 
 
 async def write_or_plan(
@@ -309,12 +327,9 @@ async def write_or_plan(
         wait = FOLLOW_SECONDS if bar.enabled and not result.notices else 0.0
     if wait <= 0 or result.start is None:
         return result
-    start = result.start
-    run, settled = await operations.follow_backfill(
-        scope, start.name, start.run_id, start.job_id, wait
-    )
-    followed = result.followed(run, settled)
-    return followed.model_copy(update={"notices": None}) if settled else followed
+    # A pass that fails answers its own error (exit 1); one not settled when the wait ends says
+    # why it may not move, and the command exits WAIT_ENDED_EXIT (`backfill_command`).
+    return await follow_write(scope, result, wait)
 
 
 # --- db -----------------------------------------------------------------------------------------

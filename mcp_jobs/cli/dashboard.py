@@ -11,6 +11,7 @@ until it does, and it is migrated then.
 from __future__ import annotations
 
 import argparse
+import logging
 
 from mcp_jobs.cli.commands import open_jobs
 from mcp_jobs.cli.mend import print_failure
@@ -53,6 +54,7 @@ async def dashboard_command(args: argparse.Namespace, settings: Settings) -> int
     # Imported here: uvicorn and starlette are not worth loading for the other commands.
     from engine.logs import configure_logging
     from mcp_jobs.cli.database_wait import migrated_or_retrying
+    from mcp_jobs.cli.serve import token_file_warning
     from mcp_jobs.config import http_settings
     from mcp_jobs.dashboard.auth import standalone_auth
     from mcp_jobs.dashboard.serve import serve_dashboard
@@ -63,11 +65,14 @@ async def dashboard_command(args: argparse.Namespace, settings: Settings) -> int
             settings, token_file=args.token_file, allowed_hosts=args.allowed_host
         )
         auth = standalone_auth(settings)  # refused before anything opens or listens
+        exposed = token_file_warning(settings)
         configure_logging(json=args.log_format == "json", level=args.log_level)
+        if exposed is not None:
+            logging.getLogger("mcp_jobs.cli").warning("%s", exposed)
         sock = bind(settings.host, settings.port)
         try:
             async with (
-                open_jobs(settings, migrate=False) as jobs,
+                open_jobs(settings, migrate=False, creates=True) as jobs,
                 migrated_or_retrying(jobs, answers="pages"),
             ):
                 await serve_dashboard(settings, jobs, auth, sock)

@@ -26,6 +26,7 @@ from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.mend import (
     URL_FLAG,
     choice_mended,
+    help_line,
     mended,
     print_failure,
     refusal_context,
@@ -33,10 +34,11 @@ from mcp_jobs.cli.mend import (
     without_flag,
 )
 from mcp_jobs.cli.parser import UsageError, build_parser, groups_with
+from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error, print_json
 from mcp_jobs.config import APP_ENV, Settings, settings_from_env, split_apps
 from mcp_jobs.errors import AppImportError, CommandLineInvalidError
-from mcp_jobs.fix_context import FixContext
+from mcp_jobs.fix_context import PROGRAM, FixContext
 from mcp_jobs.operations.envelope import error_payload, failure
 
 EMPTY_URL = (
@@ -79,7 +81,7 @@ def refuse_usage(refused: UsageError, argv: Sequence[str]) -> int:
     """A command line the parser refused, as INVALID_ARGUMENT: the envelope under --json, else
     the usage line and code, cause and fix (the line mended where a choice plainly stands for
     one the command takes, else the command's --help)."""
-    error = CommandLineInvalidError(refused.prog, refused.message, fix=_choice_fix(refused, argv))
+    error = CommandLineInvalidError(refused.prog, refused.message, fix=_usage_fix(refused, argv))
     envelope = failure(error_payload(error, where=refused.prog))
     if refused.takes_json and "--json" in argv:
         print_json(envelope)
@@ -89,21 +91,40 @@ def refuse_usage(refused: UsageError, argv: Sequence[str]) -> int:
     return USAGE_EXIT
 
 
-def _choice_fix(refused: UsageError, argv: Sequence[str]) -> str | None:
-    """The command line with its refused choice mended, written as every fix line is (the
-    database URL from the settings, a password left out), when the mended line parses."""
-    choice = refused.choice
-    words = None if choice is None else choice_mended(choice, argv)
-    if words is None and choice is not None and not choice.flags:
-        words = _under_its_command(choice.value, argv)
+def _usage_fix(refused: UsageError, argv: Sequence[str]) -> str:
+    """The command line mended, written as every fix line is (the database URL from the
+    settings, a password left out), when the mended line parses; else the command's --help. A
+    guessed line (a slip of the keys, an action moved under its command, `--yes` beside
+    `--dry-run`) comes back as the line that writes nothing (`plan_only`)."""
+    words, guessed = _mended_line(refused, argv)
+    if words is not None and guessed:
+        plan = planned(words)
+        named = refused.choice is None or not refused.choice.flags
+        if plan is None and named:  # a command guessed that writes with no plan: its help
+            return help_line(" ".join([PROGRAM, *command_of(words)]))
+        # A flag's value guessed (`worker --log-format jsn`) leaves the command as typed.
+        words = words if plan is None else plan
     if words is None:
-        return None
+        return help_line(refused.prog)
     try:
         args = build_parser().parse_args(words)
         fixes = refusal_context(_settings(args))
     except (UsageError, JobsError):
-        return None
+        return help_line(refused.prog)
     return fixes.command(*without_flag(words, URL_FLAG))
+
+
+def _mended_line(refused: UsageError, argv: Sequence[str]) -> tuple[list[str] | None, bool]:
+    """The line the refused one stands for, and whether it is a guess; None when there is none."""
+    if refused.conflicting:
+        return list(argv), True
+    choice = refused.choice
+    if choice is None:
+        return None, False
+    found = choice_mended(choice, argv)
+    if found is not None:
+        return found
+    return (_under_its_command(choice.value, argv) if not choice.flags else None), True
 
 
 def _under_its_command(action: str, argv: Sequence[str]) -> list[str] | None:
@@ -121,7 +142,7 @@ def _empty_setting(args: argparse.Namespace) -> InvalidArgumentError | None:
     the variable unset: read as none, the pin asked for would be dropped (the command, or
     server, acting on every tenant's jobs), or no app loaded (a worker running none of its
     jobs)."""
-    fix = f"{args.prog} --help"
+    fix = help_line(args.prog)
     if args.command == "events" and args.tenant == "":
         # What the line without it does is plain here: the CLI writes that command (mend.py).
         return InvalidArgumentError("--tenant", "", EMPTY_TENANT_EVENT, nearest=LEFT_OUT)

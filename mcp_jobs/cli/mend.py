@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.drivers import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, registered_schemes
-from engine.drivers.urls import meant_url, sqlite_path
+from engine.drivers.urls import meant_url, slashes_missing, sqlite_path
 from engine.errors import (
     LEFT_OUT,
     NAMED,
@@ -28,10 +28,18 @@ from engine.errors import (
 from engine.meant import meant_choices, same_words
 from engine.shell_words import shell_word
 from mcp_jobs.app_modules import load_apps_quietly
+from mcp_jobs.cli.database_file import NoDatabaseFileError
+from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error
-from mcp_jobs.config import Settings
+from mcp_jobs.config import Settings, seconds_in
 from mcp_jobs.errors import TenantPinnedError
-from mcp_jobs.fix_context import COMMAND_FOR_TOOL, FixContext, absolute_url
+from mcp_jobs.fix_context import (
+    COMMAND_FOR_TOOL,
+    PROGRAM,
+    FixContext,
+    absolute_url,
+    unreachable_programs,
+)
 from mcp_jobs.operations.envelope import error_payload, failure, sole
 
 if TYPE_CHECKING:  # the parser's modules import this one
@@ -41,8 +49,6 @@ URL_FLAG = "--database-url"
 # The URL a DATABASE_URL_INVALID fix names, for a command that reads one backend only (else the
 # default SQLite file): the NATS server on its own port, as the README runs it.
 _URL_NEEDED = {"mcp-jobs db nats-report": "nats://127.0.0.1:4222"}
-# Acts on a plan without asking: a guessed line drops it.
-YES_FLAG = "--yes"
 # The command line under way (without the program) and the command it runs ("mcp-jobs jobs
 # ls"), for a refusal raised while it runs.
 _ARGV: ContextVar[tuple[tuple[str, ...], str] | None] = ContextVar("cli_argv", default=None)
@@ -64,8 +70,11 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     for; else, for a fix that only says what to pass, the command that lists what the argument
     names, or the command's --help. A URL that names no database comes back where it came
     from: the command with one that does, or the export of one. A `--tenant-id` other than the
-    pinned tenant comes back as the command with the pinned one."""
+    pinned tenant comes back as the command with the pinned one, and a SQLite file that is not
+    there as the command on the one it plainly stands for."""
     typed_line = _ARGV.get()
+    if isinstance(exc, NoDatabaseFileError) and exc.near is not None:
+        return _with_url(exc, (typed_line or ((), ""))[0], f"sqlite:///{exc.near}", fixes)
     if isinstance(exc, DatabaseUrlInvalidError) and not exc.answered:
         return _url_mended(exc, typed_line or ((), ""), fixes)
     if typed_line is not None and isinstance(exc, FlagMend):
@@ -103,6 +112,14 @@ def _url_mended(
     runs from any directory."""
     argv, command = typed_line
     url = _meant(argv) or _URL_NEEDED.get(command) or _fresh_sqlite(fixes)
+    return _with_url(exc, argv, url, fixes)
+
+
+def _with_url(
+    exc: DatabaseUrlInvalidError, argv: Sequence[str], url: str, fixes: FixContext
+) -> DatabaseUrlInvalidError:
+    """`exc` whose fix is `url` given where the refused one came from: the flag, else the
+    variable."""
     if _typed_flag(argv, URL_FLAG):
         exc.fix = fixes.command(*without_flag(argv, URL_FLAG), URL_FLAG, url)
     else:
@@ -122,12 +139,27 @@ def _meant(argv: Sequence[str]) -> str | None:
     meant = meant_url(raw, registered_schemes()) if raw else None
     if meant is None:
         return None
+    meant = _relative_unless_rooted(raw or "", meant)
     try:
         if meant.startswith("sqlite://"):
             sqlite_path(meant)
     except JobsError:
         return None
     return absolute_url(meant, Path.cwd())
+
+
+def _relative_unless_rooted(raw: str, meant: str) -> str:
+    """`meant` for a `sqlite:/PATH` short of its slashes: read as the absolute `/PATH` only
+    where that file's directory is there and is not the filesystem's root, else as the relative
+    path its refusal's cause writes (`sqlite:///relative.db`): `sqlite:/jobs.db` is no file at
+    the root, where a command may not even write."""
+    if slashes_missing(raw, registered_schemes()) != "sqlite":
+        return meant
+    path = raw.partition(":")[2]
+    folder = os.path.dirname(path)
+    if not path.startswith("/") or (folder != "/" and os.path.isdir(folder)):
+        return meant
+    return "sqlite:///" + path.lstrip("/")
 
 
 def _typed_value(argv: Sequence[str], flag: str) -> str | None:
@@ -149,16 +181,16 @@ def _fresh_sqlite(fixes: FixContext) -> str:
 
 
 def _name_meant(exc: JobsError, argv: Sequence[str], fixes: FixContext) -> JobsError:
-    """JOB_UNKNOWN or QUEUE_UNKNOWN for a name that plainly stands for a known one (its
-    `meant`) as the command with that name; a slip of the keys without `--yes`."""
+    """JOB_UNKNOWN, QUEUE_UNKNOWN or BACKFILL_UNKNOWN for a name that plainly stands for a
+    known one (its `meant`) as the command with that name; a slip of the keys as the line
+    that writes nothing (`plan_only`)."""
     details = exc.details or {}
     given, meant = details.get(NAMED[exc.code]), details.get("meant")
     if not isinstance(given, str) or meant is None or list(argv).count(given) != 1:
         return exc
     words = [meant if word == given else word for word in argv]
-    if not same_words(given, meant):
-        words = [word for word in words if word != YES_FLAG]
-    exc.fix, exc.next_call = fixes.command(*without_flag(words, URL_FLAG)), None
+    exc.fix = _written(words if same_words(given, meant) else planned(words), argv, fixes)
+    exc.next_call = None
     return exc
 
 
@@ -178,14 +210,30 @@ def _tenant_pinned(
     exc: TenantPinnedError, argv: Sequence[str], fixes: FixContext
 ) -> TenantPinnedError:
     """TENANT_PINNED for a `--tenant-id` other than the pinned `--tenant` as the command with
-    the pinned one, its other filters kept; without `--yes`: it acts for another tenant than
-    the one typed, so the line shows its plan first."""
+    the pinned one, its other filters kept, as its plan: it acts for another tenant than the
+    one typed, so the line shows what it would do first (`plan_only`)."""
     words = _with_value(argv, _flags("tenant_id"), exc.asked, exc.pinned)
     if words is None:
         return exc
-    words = [word for word in words if word != YES_FLAG]
-    exc.fix, exc.next_call = fixes.command(*without_flag(words, URL_FLAG)), None
+    exc.fix, exc.next_call = _written(planned(words), words, fixes), None
     return exc
+
+
+def _written(words: Sequence[str] | None, typed: Sequence[str], fixes: FixContext) -> str:
+    """`words` as a fix line in `fixes`; None (a guessed line that would write and has no
+    plan) as the --help of the command `typed` runs."""
+    if words is None:
+        return help_line(" ".join([PROGRAM, *command_of(typed)]))
+    return fixes.command(*without_flag(words, URL_FLAG))
+
+
+def help_line(command: str) -> str:
+    """`command --help` (`command` as its help names it: "mcp-jobs jobs ls"), with `mcp-jobs`
+    named by its full path where the shell would not find this installation's, as every fix
+    names it (`fix_context.unreachable_programs`)."""
+    program, _, rest = command.partition(" ")
+    path = dict(unreachable_programs(os.environ.get("PATH"))).get(program)
+    return " ".join(word for word in (shell_word(path or program), rest, "--help") if word)
 
 
 def _flag_mended(exc: FlagMend, argv: Sequence[str], fixes: FixContext) -> FlagMend:
@@ -200,11 +248,11 @@ def _flag_mended(exc: FlagMend, argv: Sequence[str], fixes: FixContext) -> FlagM
     return exc if words is None else exc.with_fix(fixes.command(*without_flag(words, URL_FLAG)))
 
 
-def choice_mended(choice: RefusedChoice, argv: Sequence[str]) -> list[str] | None:
+def choice_mended(choice: RefusedChoice, argv: Sequence[str]) -> tuple[list[str], bool] | None:
     """`argv` with a refused choice as the choices it stands for (`engine.meant`): `Dead` as
     `dead`, `failed,dead` of a repeatable flag as `--state failed --state dead`, a command's
-    name slipped (`job`) as the name. A slip is a guess, so the line so mended writes nothing
-    without asking (`--yes` left out). None when a piece stands for no choice."""
+    name slipped (`job`) as the name; and whether that was a guess (a slip of the keys), whose
+    line the caller shows as its plan (`plan_only`). None when a piece stands for no choice."""
     pieces = choice.value.split(",") if choice.repeats else [choice.value]
     found = meant_choices(pieces, choice.choices)
     if found is None:
@@ -221,7 +269,7 @@ def choice_mended(choice: RefusedChoice, argv: Sequence[str]) -> list[str] | Non
             words[n : n + 2] = [w for value in values for w in (word, value)]
         else:
             continue
-        return [w for w in words if w != YES_FLAG] if guessed else words
+        return words, guessed
     return None
 
 
@@ -248,7 +296,7 @@ def print_failure(exc: BaseException, settings: Settings, where: str) -> int:
 
 def _fallback(argument: str, argv: Sequence[str], command: str, fixes: FixContext) -> str:
     listing = fixes.listing(argv[0] if argv else "", argument)
-    return listing if listing is not None else f"{command} --help"
+    return listing if listing is not None else help_line(command)
 
 
 def without_flag(words: Sequence[str], flag: str) -> list[str]:
@@ -312,7 +360,8 @@ def _means(token: str, value: object) -> bool:
         # A whole number past a float's precision (99999999999999999999) compares as int.
         return int(token) == value if isinstance(value, int) else float(token) == value
     except ValueError:
-        return False
+        # A `*-seconds` flag typed as a duration ("30d"), as its parser read it.
+        return isinstance(value, float) and seconds_in(token) == value
 
 
 def _word(value: object) -> str:

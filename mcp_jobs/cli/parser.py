@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import re
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, get_args
 
 from engine.meant import meant_as, meant_note
+from engine.worker import Worker
 from mcp_jobs.cli import dashboard, events, pauses, rate_limits
 from mcp_jobs.config import (
     DEFAULT_HOST,
@@ -46,8 +48,8 @@ def _common(json_flag: bool = True, tenant: bool = True) -> argparse.ArgumentPar
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--database-url",
-        help="memory://, sqlite:///path.db or postgresql://… (default: $MCP_JOBS_DATABASE_URL, "
-        "else sqlite:///.mcp-jobs/jobs.db)",
+        help="memory://, sqlite:///path.db, postgresql://…, redis://… or nats://… (default: "
+        "$MCP_JOBS_DATABASE_URL, else sqlite:///.mcp-jobs/jobs.db)",
     )
     common.add_argument(
         "--app",
@@ -102,6 +104,10 @@ def _seconds(kind: type[float] | type[int], *, positive: bool = False) -> Callab
     return parse
 
 
+# `Worker(concurrency=...)`'s own default: the command runs the worker the API does.
+_WORKER_CONCURRENCY: int = inspect.signature(Worker).parameters["concurrency"].default
+
+
 def _logging(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--log-level", default="INFO")
@@ -120,8 +126,9 @@ class RefusedChoice:
 
 class UsageError(Exception):
     """A command line the parser refused: `prog` is the (sub)command, `usage` its usage line,
-    `takes_json` whether that command takes --json (`serve`'s stdout is the protocol's), and
-    `choice` the value refused as none of a flag's choices, when that was the refusal."""
+    `takes_json` whether that command takes --json (`serve`'s stdout is the protocol's),
+    `choice` the value refused as none of a flag's choices, when that was the refusal, and
+    `conflicting` whether it was two flags that exclude each other (`--dry-run` and `--yes`)."""
 
     def __init__(
         self,
@@ -130,10 +137,11 @@ class UsageError(Exception):
         usage: str,
         takes_json: bool = False,
         choice: RefusedChoice | None = None,
+        conflicting: bool = False,
     ) -> None:
         super().__init__(message)
         self.prog, self.message, self.usage, self.takes_json = prog, message, usage, takes_json
-        self.choice = choice
+        self.choice, self.conflicting = choice, conflicting
 
 
 # The parsers a parse has entered, outermost first: an unknown flag is refused by the outermost
@@ -177,7 +185,10 @@ class _Parser(argparse.ArgumentParser):
             choices = tuple(re.findall(r"'([^']*)'", choice[2]))
             refused = _refused_choice(explains, message, choice[1], choices)
             message += meant_note(choice[1], choices)[0]
-        raise UsageError(explains.prog, message, explains.format_usage(), takes_json, refused)
+        conflicting = _NOT_ALLOWED.search(message) is not None
+        raise UsageError(
+            explains.prog, message, explains.format_usage(), takes_json, refused, conflicting
+        )
 
 
 def _refused_choice(
@@ -210,6 +221,8 @@ def _takes_json(parser: argparse.ArgumentParser) -> bool:
 
 _UNRECOGNIZED = "unrecognized arguments: "
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+# argparse's refusal of two flags of a mutually exclusive group.
+_NOT_ALLOWED = re.compile(r"^argument \S+: not allowed with argument \S+$")
 
 
 def _meant_flags(parser: argparse.ArgumentParser, words: list[str]) -> str:
@@ -271,8 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--session-idle-seconds",
         type=_seconds(float, positive=True),
         metavar="SECONDS",
-        help="close an HTTP session with no request for this long, seconds or 30m (default: "
-        f"$MCP_JOBS_SESSION_IDLE_SECONDS, else {DEFAULT_SESSION_IDLE_SECONDS:g})",
+        help="close an HTTP session with no request for this long, seconds or 30m, at most 7d "
+        f"(default: $MCP_JOBS_SESSION_IDLE_SECONDS, else {DEFAULT_SESSION_IDLE_SECONDS:g})",
     )
     serve.add_argument(
         "--max-sessions",
@@ -341,7 +354,13 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[_common(json_flag=False, tenant=False)],
         help="run a worker (it serves every tenant's jobs)",
     )
-    worker.add_argument("--concurrency", type=int, default=16)
+    worker.add_argument(
+        "--concurrency",
+        type=int,
+        default=_WORKER_CONCURRENCY,
+        metavar="N",
+        help="job bodies run at once (default: %(default)s)",
+    )
     worker.add_argument(
         "--prefetch",
         type=int,
@@ -423,8 +442,10 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="N",
             help="only jobs last changed N s ago or less (N: seconds, or a duration: 12h, 7d)",
         )
-        each.add_argument("--dry-run", action="store_true", help="only print the plan")
-        each.add_argument("--yes", action="store_true", help="act on the plan without asking")
+        # Both given, the plan ran and nothing was done for a caller who asked to act.
+        either = each.add_mutually_exclusive_group()
+        either.add_argument("--dry-run", action="store_true", help="only print the plan")
+        either.add_argument("--yes", action="store_true", help="act on the plan without asking")
 
     backfill = commands.add_parser(
         "backfill",

@@ -180,19 +180,44 @@ def _describe(env: dict[str, Any], fixes: FixContext) -> str:
                 t["name"],
                 t["cron"],
                 t["timezone"],
-                (t["next_occurrences"] or [{"local": "-"}])[0]["local"],
+                _task_next(t),
                 (t.get("last_fired") or {}).get("local", "-"),
             )
             for t in tasks
         ]
         tasks_table = table(task_rows, ["TASK", "CRON", "ZONE", "NEXT", "LAST FIRED"])
         failing = [_task_failing(t["name"], t["failing"]) for t in tasks if t.get("failing")]
-        tasks_table = "\n".join([tasks_table, *failing])
+        tasks_table = "\n".join([tasks_table, *failing, *_task_notes(tasks)])
         text = f"{text}\n\n{tasks_table}" if text else tasks_table
     if env.get("next_cursor"):
         more = fixes.command("jobs", "describe", "--cursor", env["next_cursor"])
-        text += f"\nmore jobs: {more}"
+        text += f"\nmore jobs: {more}"  # and tasks: they page together
     return text
+
+
+def _task_next(task: dict[str, Any]) -> str:
+    """A task's next occurrence, unless no live worker schedules it: then none will fire."""
+    if task.get("scheduled") is False:
+        return "not scheduled: no live worker"
+    return str((task["next_occurrences"] or [{"local": "-"}])[0]["local"])
+
+
+def _task_notes(tasks: list[dict[str, Any]]) -> list[str]:
+    """The lines under the task table for tasks behind their schedule or whose jobs died."""
+    notes: list[str] = []
+    for t in tasks:
+        name = one_line(t["name"])
+        if t.get("missed"):
+            notes.append(f"task {name}: {t['missed']} occurrence(s) due have not fired")
+        dead = t.get("dead_runs")
+        if dead:
+            latest = "its last run's job" if dead["last_fired"] else "an earlier run's job"
+            code = f" ({dead['error_code']})" if dead.get("error_code") else ""
+            notes.append(
+                f"task {name}: {latest} {dead['job_id']} ({one_line(dead['job'])}) died{code}; "
+                f"{dead['count']} of the newest dead jobs are this task's"
+            )
+    return notes
 
 
 def _task_failing(name: str, failing: dict[str, Any]) -> str:
@@ -206,10 +231,11 @@ def _task_failing(name: str, failing: dict[str, Any]) -> str:
     )
 
 
-def _done(q: dict[str, Any]) -> str:
-    """Done in the last hour, or with the shorter window a busy queue's count covers."""
+def _recent(q: dict[str, Any], state: str) -> str:
+    """Done (or cancelled) in the last hour, or with the shorter window a busy queue's count
+    covers."""
     window = int(q.get("settled_window_ms", RECENT_SETTLED_MS))
-    return str(q["done"]) if window >= RECENT_SETTLED_MS else f"{q['done']} in {window // 1000} s"
+    return str(q[state]) if window >= RECENT_SETTLED_MS else f"{q[state]} in {window // 1000} s"
 
 
 def _stats(queues: list[dict[str, Any]], totals: dict[str, Any] | None = None) -> str:
@@ -222,14 +248,15 @@ def _stats(queues: list[dict[str, Any]], totals: dict[str, Any] | None = None) -
             q["suspended"],
             q["dead"],
             q["failed"],
-            _done(q),
+            _recent(q, "done"),
+            _recent(q, "cancelled"),
             f"{q['oldest_ready_ms'] // 1000} s",
         )
         for q in queues
     ]
     if totals and totals["queues"] > 1:
         # Every queue read, those left out of the rows above included.
-        counts = ("ready", "delayed", "running", "suspended", "dead", "failed", "done")
+        counts = ("ready", "delayed", "running", "suspended", "dead", "failed", "done", "cancelled")
         rows.append((f"ALL {totals['queues']}", *(totals[c] for c in counts), ""))
     headers = [
         "QUEUE",
@@ -240,6 +267,7 @@ def _stats(queues: list[dict[str, Any]], totals: dict[str, Any] | None = None) -
         "DEAD",
         "FAILED",
         "DONE 1H",
+        "CANCELLED 1H",
         "OLDEST",
     ]
     return table(rows, headers) if rows else "no jobs in any queue"

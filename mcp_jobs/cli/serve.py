@@ -14,14 +14,22 @@ import anyio
 from engine import bounds
 from engine.errors import LEFT_OUT, InvalidArgumentError
 from engine.logs import configure_logging
+from engine.shell_words import shell_word
 from engine.worker import ALL_QUEUES, Worker
 from engine.worker_process import tune_for_worker
 from mcp_jobs.cli.commands import open_jobs
 from mcp_jobs.cli.database_wait import migrated_or_retrying, until_migrated
 from mcp_jobs.cli.event_loop import loop_name
 from mcp_jobs.cli.mend import print_failure
-from mcp_jobs.config import DEFAULT_HOST, Settings, bind_host, http_settings
-from mcp_jobs.errors import MetricsUnavailableError
+from mcp_jobs.config import (
+    DEFAULT_HOST,
+    TOKEN_ENV,
+    Settings,
+    bind_host,
+    http_settings,
+    token_file_exposed,
+)
+from mcp_jobs.errors import MetricsUnavailableError, TokenFileExposedError, token_file_exposure
 
 logger = logging.getLogger("mcp_jobs.cli")
 
@@ -63,9 +71,15 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
                 require_token(settings)
             else:  # the issuer's keys, read once: a wrong issuer fails here
                 settings = await discover_oauth(settings)
+        exposed = token_file_warning(settings) if http else None
         configure_logging(json=args.log_format == "json", level=args.log_level)
+        if exposed is not None:
+            logger.warning("%s", exposed)
         log_confirm_setting(settings)
-        async with open_jobs(settings, migrate=False) as jobs, migrated_or_retrying(jobs):
+        async with (
+            open_jobs(settings, migrate=False, creates=True) as jobs,
+            migrated_or_retrying(jobs),
+        ):
             server = build_server(settings, jobs, http=http)
             if http:
                 await serve_http(server, settings, jobs=jobs)
@@ -74,6 +88,23 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
     except Exception as exc:  # shown as code/cause/fix, not a traceback
         return print_failure(exc, settings, "mcp-jobs serve")
     return 0
+
+
+def token_file_warning(settings: Settings) -> str | None:
+    """What to warn of at start when the token file others can read serves on loopback (the
+    machine's other users); beyond loopback it is refused, HTTP_TOKEN_FILE_EXPOSED, as a short
+    token is there. None for a file only its owner reads, or a token from the environment."""
+    from mcp_jobs.server.http import is_loopback
+
+    path = settings.token_source
+    if settings.token is None or path == TOKEN_ENV:
+        return None
+    mode = token_file_exposed(path)
+    if mode is None:
+        return None
+    if not is_loopback(settings.host):
+        raise TokenFileExposedError(path, mode, settings.host)
+    return f"{token_file_exposure(path, mode)}: chmod 600 {shell_word(path)}"
 
 
 def oauth_flags(args: argparse.Namespace) -> dict[str, str | None]:
@@ -105,7 +136,7 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
             bounds.port("metrics_port", args.metrics_port)
         metrics_host = _metrics_host(args)
         serve_metrics = _metrics() if args.metrics_port is not None else None
-        async with open_jobs(settings, migrate=False) as jobs:
+        async with open_jobs(settings, migrate=False, creates=True) as jobs:
             # A worker started before its database answers waits for it, as a running worker
             # rides out an outage (compose and systemd start them side by side).
             await until_migrated(jobs, say=True)

@@ -20,7 +20,7 @@ from engine.errors import (
 )
 from engine.internal_jobs import is_internal, refuse_by_name
 from engine.paging import DEFAULT_TRACE_PAGE
-from engine.tasks import TaskDescriptor, describe_tasks, tasks_of
+from engine.tasks import describe_known, task_roster
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example_call
 from mcp_jobs.operations.answer_bounds import SHOWN, checked_limit
 from mcp_jobs.operations.attempts import AttemptCounter
@@ -48,6 +48,8 @@ from schemas.states import SETTLED_STATES, JobState
 
 # How often wait_for_job reads the job while it waits.
 WAIT_POLL_MS = 200
+# Next occurrences each task of a describe_jobs page lists (one described by name: the default).
+LISTED_NEXT = 3
 
 
 async def describe_jobs(
@@ -56,36 +58,50 @@ async def describe_jobs(
     """The jobs this server can enqueue: registered here (`source: "registry"`), or published by
     a worker that has the code (`source: "published"`, `stale` when no live worker did lately).
     Not the engine's own jobs (a backfill's pass): they are started through their own tools.
-    All of them a page at a time, by name: `cursor` is the last name of the page before (the
-    cron tasks come with the first page)."""
+    Jobs and cron tasks (declared here or published) page together by name: `limit` names a
+    page, `cursor` is the last name of the page before; a name both a job and a task has comes
+    with both. A listed task shows LISTED_NEXT occurrences and the start of its description;
+    one named, all of it."""
     refuse_by_name(name, None)
     cursor = bounds.optional_text("cursor", cursor, MAX_NAME_BYTES)
     call = {k: v for k, v in {"name": name, "cursor": cursor}.items() if v is not None}
     limit = checked_limit(scope, "describe_jobs", limit, call)
-    tasks: list[TaskDescriptor] | None = None
-    if name is not None and name in tasks_of(scope.jobs.registry):
-        # A cron task's name (`jobs describe nightly`): the task, and a job of that name if any.
-        tasks = await describe_tasks(scope.jobs, name)
-        try:
-            descriptors = await scope.jobs.describe(name)
-        except JobUnknownError:
-            descriptors = []
-    else:
-        descriptors = await scope.jobs.describe(name)
-        if name is None and cursor is None:
-            tasks = await describe_tasks(scope.jobs)
-    after = sorted(
-        (d for d in descriptors if not is_internal(d.name) and (cursor is None or d.name > cursor)),
-        key=lambda d: d.name,
+    roster = await task_roster(scope.jobs)
+    tenant = scope.tenant(None)
+    if name is not None:
+        named = [t for t in roster if t.name == name]
+        if named:
+            # A cron task's name (`jobs describe nightly`): the task, and a job of that name if any.
+            tasks = await describe_known(scope.jobs, named, tenant_id=tenant)
+            try:
+                descriptors = await scope.jobs.describe(name)
+            except JobUnknownError:
+                descriptors = []
+        else:
+            descriptors, tasks = await scope.jobs.describe(name), None
+        descriptors = [d for d in descriptors if not is_internal(d.name)]
+        held = holding(await pauses_in_force(scope), descriptors)
+        return DescribeJobsResult(ok=True, jobs=descriptors, tasks=tasks, paused=held or None)
+    after = [
+        d
+        for d in await scope.jobs.describe()
+        if not is_internal(d.name) and (cursor is None or d.name > cursor)
+    ]
+    later = [t for t in roster if cursor is None or t.name > cursor]
+    names = sorted({d.name for d in after} | {t.name for t in later})
+    page = set(names[:limit])
+    descriptors = sorted((d for d in after if d.name in page), key=lambda d: d.name)
+    listed = [t for t in later if t.name in page]
+    tasks = await describe_known(
+        scope.jobs, listed, count=LISTED_NEXT, tenant_id=tenant, listed=True
     )
-    descriptors = after[:limit]
-    more = len(after) > limit
     held = holding(await pauses_in_force(scope), descriptors)
     return DescribeJobsResult(
         ok=True,
         jobs=descriptors,
-        next_cursor=descriptors[-1].name if more else None,
-        tasks=tasks,
+        next_cursor=names[limit - 1] if len(names) > limit else None,
+        # The first page always says what tasks there are, none included; a later one, its own.
+        tasks=tasks if tasks or cursor is None else None,
         paused=held or None,
     )
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, 
 from engine.instants import iso
 from engine.tasks import TaskDescriptor, TaskOccurrence
 from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
-from schemas.descriptor import JobDescriptor, RetentionInfo
+from schemas.descriptor import JobDescriptor, PublishedTask, RetentionInfo
 from schemas.errors import ErrorPayload, NextCall
 from schemas.events import EventRecord
 from schemas.jobs import JobRecord
@@ -168,6 +168,8 @@ class JobDescriptorView(JobDescriptor):
     published_at_iso: ClassVar[str | None] = iso_of("published_at", optional=True)
     # What a prune goes by (prune_history shows its cutoffs), not how to call the job.
     retention: RetentionInfo | None = Field(default=None, exclude=True)
+    # The cron tasks a published row carries are listed as tasks, not with the job.
+    tasks: list[PublishedTask] | None = Field(default=None, exclude=True)
 
 
 class JobSummary(BaseModel):
@@ -223,8 +225,9 @@ class DescribeJobsResult(Envelope):
     )
     tasks: list[TaskView] | None = Field(
         default=None,
-        description="the app's cron tasks: schedule, zone, next occurrences, last fired "
-        "(all jobs, or the one task named)",
+        description="the cron tasks on this page (declared here, or published by a worker): "
+        "schedule, zone, next occurrences, last fired, whether a live worker schedules it, "
+        "missed occurrences, failure, dead jobs; they page with the jobs, by name",
     )
 
 

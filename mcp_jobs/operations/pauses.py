@@ -17,6 +17,7 @@ from engine.pauses import PauseKey, target
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import Envelope, Finding, PauseView, QueueStatsView
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.task_names import paused_task_notice
 from schemas.descriptor import JobDescriptor
 from schemas.errors import NextCall
 from schemas.pauses import Pause, PauseKind
@@ -102,6 +103,8 @@ async def pause_queue(
     # name nothing uses is more often a typo that leaves the intended work running.
     unknown = await unknown_filter(scope, job, queue, None)
     notice = None if unknown is None else _holds_nothing(scope, found, unknown)
+    if notice is not None and job is not None:
+        notice = await paused_task_notice(scope, job, notice)  # a task's name, not a job's?
     return PauseQueueResult(
         ok=True,
         pause=PauseView.model_validate(found),

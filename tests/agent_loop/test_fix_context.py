@@ -27,6 +27,7 @@ from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.models import Finding
 from schemas.errors import ErrorPayload
 from schemas.jobs import JobRecord
+from tests.cli.databases import migrated
 
 
 @pytest.fixture
@@ -293,7 +294,7 @@ def test_a_program_the_shell_would_not_find_as_ours_is_named_by_its_path(tmp_pat
     """An MCP client often starts the server by its full path, from a virtualenv the agent's
     shell has not activated: there `mcp-jobs` or `python` is not found, or is another one."""
     ours = Path(sys.executable).parent / "mcp-jobs"
-    url = f"sqlite:///{tmp_path}/jobs.db"
+    url = migrated(f"sqlite:///{tmp_path}/jobs.db")
 
     def of(path: str) -> FixContext:
         environ = {"PATH": path}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import FixContext
+from tests.cli.databases import migrated
 from tests.support.fix_lines import command_words, run_fix
 
 
@@ -46,7 +47,7 @@ def test_a_fix_of_a_command_given_pythonpath_inline_runs_from_another_directory(
     lib.mkdir()
     elsewhere.mkdir()
     (lib / "fixctx_inline_app.py").write_text("")
-    url = f"sqlite:///{tmp_path}/jobs.db"
+    url = migrated(f"sqlite:///{tmp_path}/jobs.db")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_JOBS_")}
     argv = ["jobs", "ls", "--tenant", "acme", "--tenant-id", "globex", "--state", "dead"]
     done = subprocess.run(

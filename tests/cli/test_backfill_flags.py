@@ -8,6 +8,7 @@ import re
 import pytest
 
 import examples.shop
+from tests.cli.databases import migrated
 from tests.cli.test_cli import APP, cli, cli_json, shop, words_of
 
 __all__ = ["shop"]  # the fixture, used by name below
@@ -37,7 +38,7 @@ def test_a_flag_with_no_use_is_refused_with_the_command_without_it(
     shop: str, capsys: pytest.CaptureFixture[str], typed: list[str], left: list[str]
 ) -> None:
     assert examples.shop.seed_customers(5) > 0
-    db = ("--database-url", shop, "--app", APP)
+    db = ("--database-url", migrated(shop), "--app", APP)
     code, refused = cli_json(capsys, *typed, *db)
     assert code != 0
     error = refused["error"]
@@ -55,7 +56,7 @@ def test_a_forced_dry_run_is_a_rehearsal_of_the_forced_write(
     shop: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert examples.shop.seed_customers(5) > 0
-    db = ("--database-url", shop, "--app", APP)
+    db = ("--database-url", migrated(shop), "--app", APP)
     assert cli_json(capsys, "backfill", "normalize_emails", "--write", *db)[0] == 0
     cli_json(capsys, "jobs", "drain", *db)
     code, out, _ = cli(capsys, "backfill", "normalize_emails", "--force", *db)
@@ -68,7 +69,7 @@ def test_runs_print_times_and_a_write_says_when_its_ledger_run_appears(
     shop: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert examples.shop.seed_customers(5) > 0
-    db = ("--database-url", shop, "--app", APP)
+    db = ("--database-url", migrated(shop), "--app", APP)
     code, out, _ = cli(capsys, "backfill", "normalize_emails", "--write", "--wait", "0", *db)
     assert code == 0
     # No worker has started the pass, so its ledger run is not listed yet: the text says so.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import examples.shop
+from tests.cli.databases import migrated
 from tests.cli.test_cli import APP, assert_tool_shape, cli, cli_json, shop
 from tests.support.fix_lines import command_words
 
@@ -16,7 +17,7 @@ def test_the_runs_of_a_backfill_page_from_the_cli(
     shop: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert examples.shop.seed_customers(20) == 15
-    db = ("--database-url", shop, "--app", APP)
+    db = ("--database-url", migrated(shop), "--app", APP)
     code, _ = cli_json(capsys, "backfill", "normalize_emails", "--write", *db)
     assert code == 0
     cli_json(capsys, "jobs", "drain", *db)

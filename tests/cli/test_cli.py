@@ -23,7 +23,9 @@ from mcp_jobs.cli import build_parser, main
 from mcp_jobs.cli.render import ProgressBar, print_text
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import FixContext
+from mcp_jobs.operations.jobs import LISTED_NEXT
 from mcp_jobs.server import build_server
+from tests.cli.databases import migrated
 from tests.support.fix_lines import command_words
 
 APP = "examples.shop"
@@ -132,13 +134,14 @@ def test_the_default_database_is_the_embedded_sqlite_file(
 def test_describe_lists_the_apps_jobs_and_names_an_unknown_one(
     shop: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    migrated(shop)
     code, envelope = cli_json(capsys, "jobs", "describe", "--app", APP, "--database-url", shop)
     assert_tool_shape("describe_jobs", envelope)
     names = {d["name"] for d in envelope["jobs"]}
     assert {"fulfil_order", "import_supplier_prices", "send_receipt"} <= names
     (nightly,) = envelope["tasks"]
     assert nightly["name"] == "nightly-price-import" and nightly["timezone"] == "Europe/London"
-    assert len(nightly["next_occurrences"]) == 5
+    assert len(nightly["next_occurrences"]) == LISTED_NEXT  # a listing's tasks are kept short
     assert {d["name"]: d["priority"] for d in envelope["jobs"]}["send_receipt"] == 5
     code, out, _ = cli(capsys, "jobs", "describe", "--app", APP, "--database-url", shop)
     assert code == 0 and "fulfil_order" in out and "orders" in out and "PRIORITY" in out
@@ -233,7 +236,7 @@ def test_operating_jobs_from_the_cli(shop: str, capsys: pytest.CaptureFixture[st
 
 def test_backfills_from_the_cli(shop: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert examples.shop.seed_customers(20) == 15
-    db = ("--database-url", shop, "--app", APP)
+    db = ("--database-url", migrated(shop), "--app", APP)
     code, pending = cli_json(capsys, "backfill", "--pending", *db)
     assert_tool_shape("list_backfills", pending)
     assert [b["name"] for b in pending["backfills"]] == ["normalize_emails"]
@@ -309,7 +312,9 @@ def test_the_worker_command_refuses_a_negative_prefetch(
 
 
 def test_the_stats_table_shows_a_busy_queues_shorter_done_window() -> None:
-    counts = dict(ready=0, delayed=0, running=0, suspended=0, dead=0, failed=0, oldest_ready_ms=0)
+    counts = dict(
+        ready=0, delayed=0, running=0, suspended=0, dead=0, failed=0, cancelled=0, oldest_ready_ms=0
+    )
     queues = [
         {"queue": "calm", "done": 12, "settled_window_ms": 3_600_000, **counts},
         {"queue": "busy", "done": 10_000, "settled_window_ms": 46_500, **counts},
@@ -414,7 +419,7 @@ def test_a_fix_that_is_a_tool_call_reaches_the_cli_as_its_command(
     """A cursor that does not decode, a page or a wait over the cap: the engine's fix is a tool
     call (`list_jobs {…}`), which a shell cannot run; the CLI prints the command that makes it,
     and that command runs as given."""
-    db = ("--database-url", shop, "--app", APP)
+    db = ("--database-url", migrated(shop), "--app", APP)
     for asked, code, command in (
         (["jobs", "ls", "--cursor", "zz", "--state", "dead"], "CURSOR_INVALID", ["jobs", "ls"]),
         (["jobs", "ls", "--limit", "5000"], "LIMIT_EXCEEDED", ["jobs", "ls"]),
@@ -520,6 +525,7 @@ def test_an_empty_tenant_is_refused_not_read_as_no_pin(
     status, _, err = cli(capsys, "serve", "--tenant", "", "--database-url", url)
     assert status == 1 and "INVALID_ARGUMENT" in err
     assert not (tmp_path / "jobs.db").exists()  # refused before the database is opened
+    migrated(url)
     status, refused = cli_json(capsys, "jobs", "ls", "--tenant-id", "", "--database-url", url)
     assert status == 1 and refused["error"]["details"]["argument"] == "tenant_id"
 
@@ -543,6 +549,7 @@ def test_an_empty_app_is_refused_not_read_as_no_app(
     status, refused = cli_json(capsys, "jobs", "ls", "--database-url", url)
     assert status == 1 and refused["error"]["details"]["argument"] == "MCP_JOBS_APP"
     assert not (tmp_path / "jobs.db").exists()  # refused before the database is opened
+    migrated(url)
     status, listed = cli_json(capsys, "jobs", "ls", "--app", APP, "--database-url", url)
     assert status == 0, listed  # the flag wins over the empty variable
 

@@ -18,6 +18,7 @@ from engine import JobContext, JobRegistry, connect, job
 from engine.shell_words import shell_join
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.fix_context import FixContext
+from tests.cli.databases import migrated
 
 BIN = str(Path(sys.executable).parent)
 
@@ -36,7 +37,7 @@ def _cli(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 def test_a_notice_names_a_queue_with_a_newline_in_a_fix_that_resumes_it(
     tmp_path: Path,
 ) -> None:
-    db = ["--database-url", f"sqlite:///{tmp_path}/jobs.db"]
+    db = ["--database-url", migrated(f"sqlite:///{tmp_path}/jobs.db")]
     # A pause of a name nothing uses: a QUEUE_UNKNOWN notice whose fix resumes it.
     paused = _cli(tmp_path, "queues", "pause", "q\n1", *db)
     assert paused.returncode == 0, paused

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.cli.databases import migrated
 from tests.cli.support import run
 from tests.support.fix_lines import command_words
 
@@ -14,6 +15,7 @@ from tests.support.fix_lines import command_words
 def test_a_resume_fix_for_a_dashed_name_lifts_that_pause(
     url: str, capsys: pytest.CaptureFixture[str], kind: str, name: str
 ) -> None:
+    migrated(url)
     db = ["--database-url", url]
     named = ["--", name] if kind == "queue" else [f"--job={name}"]
     code, paused = run(capsys, "queues", "pause", *db, "--json", *named)
@@ -40,6 +42,7 @@ def test_the_worker_line_for_a_dashed_queue_names_that_queue() -> None:
 def test_queues_ls_keeps_a_name_with_a_newline_on_one_row(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    migrated(url)
     db = ["--database-url", url]
     assert run(capsys, "queues", "pause", "two\nlines", *db, "--json")[0] == 0
     code, text = run(capsys, "queues", "ls", *db)

@@ -16,6 +16,7 @@ from mcp_jobs.cli.entry import main
 from mcp_jobs.cli.mend import mended, typed
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import FixContext
+from tests.cli.databases import migrated
 from tests.support.fix_lines import command_words
 
 MENDED = [
@@ -38,10 +39,10 @@ def _refused(
     monkeypatch: pytest.MonkeyPatch,
     status: int = 1,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The INVALID_ARGUMENT `argv` gets on a fresh SQLite file (exit `status`: 2 for the
-    parser's refusal), and its fix as a command."""
+    """The INVALID_ARGUMENT `argv` gets on a new, empty SQLite database (exit `status`: 2 for
+    the parser's refusal), and its fix as a command."""
     monkeypatch.delenv("MCP_JOBS_APP", raising=False)
-    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    url = migrated(f"sqlite:///{tmp_path / 'jobs.db'}")
     assert main([*argv, "--json", "--database-url", url]) == status
     error: dict[str, Any] = json.loads(capsys.readouterr().out)["error"]
     assert (error["code"], error["retryable"]) == ("INVALID_ARGUMENT", False)
@@ -197,7 +198,8 @@ CHOICES = [
     # An action under a command that lacks it, moved to the one command that has it.
     (["queues", "diagnose"], ["jobs", "diagnose"]),
     (["db", "stats"], ["jobs", "stats"]),
-    (["jobs", "prune"], ["db", "prune"]),
+    # A guess that would write: its plan (mcp_jobs/cli/plan_only.py).
+    (["jobs", "prune"], ["db", "prune", "--dry-run"]),
 ]
 
 

@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from engine import JobRegistry, connect
+from tests.cli.databases import migrated
 from tests.cli.support import run
 from tests.support.fix_lines import command_words
 
@@ -23,6 +24,7 @@ def stored(url: str) -> list[tuple[str, str, str | None]]:
 
 
 def test_pause_resume_and_list(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    migrated(url)
     db = ["--database-url", url]
     code, paused = run(capsys, "queues", "pause", "mail", "--reason", "smtp down", *db, "--json")
     assert code == 0 and paused["already_paused"] is False
@@ -50,6 +52,7 @@ def test_pause_resume_and_list(url: str, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_a_pause_names_exactly_one_thing(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    migrated(url)
     code, refused = run(capsys, "queues", "pause", "--database-url", url, "--json")
     assert code == 1 and refused["error"]["code"] == "INVALID_ARGUMENT"
     code, refused = run(
@@ -61,6 +64,7 @@ def test_a_pause_names_exactly_one_thing(url: str, capsys: pytest.CaptureFixture
 def test_tenant_is_refused_with_a_fix_that_runs(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    migrated(url)
     argv = ["queues", "pause", "mail", "--tenant", "acme", "--database-url", url, "--json"]
     code, refused = run(capsys, *argv)
     assert code == 1 and refused["error"]["code"] == "TENANT_SCOPE_EXCEEDED"
@@ -76,6 +80,7 @@ def test_tenant_is_refused_with_a_fix_that_runs(
 def test_naming_both_or_neither_is_refused_with_a_command_that_runs(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    migrated(url)
     db = ["--database-url", url]
     code, both = run(capsys, "queues", "pause", "mail", "--job", "greet", *db, "--json")
     assert code == 1 and both["error"]["code"] == "INVALID_ARGUMENT"
@@ -92,6 +97,7 @@ def test_resuming_a_name_nothing_uses_or_holds_changes_nothing_and_says_so(
 ) -> None:
     """With orders paused, `queues resume ordrs` changes nothing, again and again (the resume is
     idempotent), and says the name is unknown, meant orders; its fix lists the pauses."""
+    migrated(url)
     db = ["--database-url", url]
     assert run(capsys, "queues", "pause", "orders", *db, "--json")[0] == 0
     for _ in range(2):

@@ -9,6 +9,7 @@ import pytest
 from engine import JobRegistry, connect
 from engine.drivers.base import RATES, require
 from engine.rate_limits import RateTake
+from tests.cli.databases import migrated
 from tests.cli.support import run
 
 HOUR_MS = 3_600_000
@@ -29,6 +30,7 @@ def take(url: str, *takes: RateTake) -> int:
 
 
 def test_limits_lists_keys_and_their_holds(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    migrated(url)
     db = ["--database-url", url]
     code, text = run(capsys, "limits", *db)
     assert code == 0 and "no rate limits" in text

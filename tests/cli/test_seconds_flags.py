@@ -9,11 +9,13 @@ from mcp_jobs.cli import main
 from mcp_jobs.cli.parser import UsageError, build_parser
 from mcp_jobs.config import Settings
 from mcp_jobs.server.confirm_settings import confirm_settings
+from tests.cli.databases import migrated
 from tests.cli.support import run
 from tests.support.fix_lines import command_words
 
 
 def test_since_seconds_reads_a_duration(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    migrated(url)
     parsed = build_parser().parse_args(["jobs", "retry-all", "--since-seconds", "7d"])
     assert parsed.since_seconds == 604800 and isinstance(parsed.since_seconds, int)
     code, out = run(
@@ -53,6 +55,7 @@ def test_a_refused_confirm_ttl_is_echoed_as_typed_and_mended(
 def test_a_duration_prune_cannot_read_names_the_units(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    migrated(url)
     for typed in ("7days", "1h30m", "P1D", "1y"):
         code, out = run(
             capsys,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcp_jobs.cli.parser import build_parser
+from tests.cli.databases import migrated
 from tests.cli.support import run
 from tests.support.fix_lines import command_words
 
@@ -71,6 +72,7 @@ def test_an_empty_tenant_on_events_send_says_what_a_send_without_one_does(
 def test_a_pinned_commands_tenant_pinned_fix_keeps_its_filters(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    migrated(url)
     common = ["--tenant", "acme", "--database-url", url, "--json"]
     code, out = run(
         capsys,

@@ -13,6 +13,7 @@ import pytest
 
 from engine import Jobs
 from mcp_jobs.cli import main
+from tests.cli.databases import migrated
 from tests.mcp.conftest import OpenMcp
 from tests.support.fix_lines import command_words
 
@@ -52,7 +53,7 @@ def test_the_cli_prunes_by_older_than_under_a_bad_retention_variable(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MCP_JOBS_RETAIN_DONE", "1y")
-    url = f"sqlite:///{tmp_path}/jobs.db"
+    url = migrated(f"sqlite:///{tmp_path}/jobs.db")
     argv = ["db", "prune", "--database-url", url, "--dry-run", "--json"]
     assert main([*argv, "--older-than", "1d"]) == 0
     assert json.loads(capsys.readouterr().out)["mode"] == "dry_run"
