@@ -37,7 +37,7 @@ from engine.retention import (
     plan,
     totals,
 )
-from mcp_jobs.operations.models import ConfirmOffer, Envelope, iso_of
+from mcp_jobs.operations.models import ConfirmOffer, Envelope, Finding, iso_of
 from mcp_jobs.operations.scope import Scope
 from schemas.states import SETTLED_STATES, JobState
 
@@ -95,6 +95,9 @@ class PruneHistoryResult(Envelope):
         default=None,
         description="a job whose published descriptor cannot be read: the write forgets it and "
         "prunes nothing (`more`: call again)",
+    )
+    notices: list[Finding] | None = Field(
+        default=None, description="SCOPE_MISSING: this access token may not make the write"
     )
     confirm: ConfirmOffer | None = Field(
         default=None,

@@ -44,11 +44,13 @@ from engine.instants import iso
 from mcp_jobs.errors import (
     ConfirmationInvalidError,
     ConfirmationRequiredError,
+    ScopeMissingError,
     WriteDeclinedError,
 )
-from mcp_jobs.operations.models import ConfirmOffer, Envelope
+from mcp_jobs.operations.models import ConfirmOffer, Envelope, Finding
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.confirm_answer import asked
+from mcp_jobs.server.oauth_grants import scope_refusal
 from schemas.errors import NextCall
 
 logger = logging.getLogger("mcp_jobs.server")
@@ -321,6 +323,9 @@ async def guarded(
     clock = scope.jobs.clock
     if planned.mode == "dry_run":
         model, plan = await spec.plan(scope, None)
+        lacking = scope_refusal(scope.settings, spec.tool, mutating=True)
+        if lacking is not None:
+            return noticed(model, cannot_act(lacking))
         if not offer or await spec.refused(scope, model) is not None:
             return model
         issued, expires = gate.issue(plan, clock.now_ms(), _ttl_ms(scope))
@@ -397,6 +402,23 @@ async def _after_asking(
         )
     logger.info("%s: write confirmed by the person (plan %s)", spec.tool, asked.digest[:12])
     return await spec.write(scope, asked.at)
+
+
+def cannot_act(lacking: ScopeMissingError) -> Finding:
+    """The notice of a plan the caller may not act on: the scope it lacks, what grants it."""
+    return Finding(
+        code=lacking.code,
+        severity="warning",
+        cause=f"{lacking.cause}: acting on this plan (write=true) would be refused, so no "
+        "confirm token is offered",
+        fix=lacking.fix,
+    )
+
+
+def noticed(model: D, notice: Finding) -> D:
+    """`model` (a dry run's answer) with `notice` added to its notices."""
+    earlier: list[Finding] = getattr(model, "notices", None) or []
+    return model.model_copy(update={"notices": [*earlier, notice]})
 
 
 def _shown(plan: Plan) -> dict[str, Any]:

@@ -29,7 +29,6 @@ from engine.bounds import MAX_NAME_BYTES, MAX_TENANT_BYTES
 from mcp_jobs.errors import (
     ConfirmationInvalidError,
     ConfirmationRequiredError,
-    ScopeMissingError,
     WriteDeclinedError,
 )
 from mcp_jobs.operations.bulk import (
@@ -46,7 +45,7 @@ from mcp_jobs.operations.bulk import (
     plan_bulk,
     summary,
 )
-from mcp_jobs.operations.models import ConfirmOffer, Finding
+from mcp_jobs.operations.models import ConfirmOffer
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.calls import ToolContext, run_tool, scope_for
 from mcp_jobs.server.confirm import (
@@ -58,6 +57,8 @@ from mcp_jobs.server.confirm import (
     asker,
     call_key,
     can_elicit,
+    cannot_act,
+    noticed,
     plan_write,
 )
 from mcp_jobs.server.oauth_grants import request_settings, scope_refusal
@@ -170,7 +171,7 @@ async def bulk_guarded(
         # A token the caller's access token may not act with is not offered: it says why.
         lacking = scope_refusal(scope.settings, spec.tool, mutating=True)
         if lacking is not None:
-            return model.model_copy(update={"notices": [_cannot_act(lacking)]})
+            return noticed(model, cannot_act(lacking))
         if not offer:
             return model
     issued, expires = gate.issue(plan, now, ttl_ms)
@@ -180,17 +181,6 @@ async def bulk_guarded(
         raise ConfirmationRequiredError(spec.tool, spec.write_call(issued), shown, expires)
     confirm = ConfirmOffer(token=issued, expires_at=expires, next_call=spec.write_call(issued))
     return model.model_copy(update={"confirm": confirm})
-
-
-def _cannot_act(lacking: ScopeMissingError) -> Finding:
-    """The notice of a plan the caller may not act on: the scope it lacks, what grants it."""
-    return Finding(
-        code=lacking.code,
-        severity="warning",
-        cause=f"{lacking.cause}: acting on this plan (write=true) would be refused, so no "
-        "confirm token is offered",
-        fix=lacking.fix,
-    )
 
 
 def _planner(

@@ -181,6 +181,25 @@ async def test_a_plan_the_token_cannot_act_on_offers_no_confirm_token(idp: Issue
     assert "notices" not in offered
 
 
+async def test_a_backfill_or_prune_dry_run_offers_a_read_token_no_confirm_token(
+    idp: Issuer, pending_backfill: BackfillRegistry
+) -> None:
+    """The dry runs of run_backfill and prune_history are reads; their token is for a write the
+    token may not make: none is offered, and a notice says which scope is missing."""
+    async with running(_settings(idp), pending_backfill) as (listening, _):
+        async with session(listening.url, idp.token(READER)) as reader:
+            backfill = await reader.ok("run_backfill", {"name": "normalize_emails"})
+            prune = await reader.ok("prune_history", {})
+        async with session(listening.url, idp.token(EVERY_SCOPE)) as admin:
+            offered = await admin.ok("prune_history", {})
+    for answer, scope in ((backfill, "backfills:write"), (prune, "admin")):
+        assert answer["mode"] == "dry_run" and "confirm" not in answer, answer
+        (notice,) = answer["notices"]
+        assert notice["code"] == "SCOPE_MISSING" and f"'{scope}'" in notice["fix"], notice
+    assert offered["confirm"]["next_call"]["tool"] == "prune_history"
+    assert "notices" not in offered
+
+
 async def test_a_write_the_token_cannot_make_asks_nobody(idp: Issuer) -> None:
     person = Person()
     async with running(_settings(idp)) as (listening, jobs):
