@@ -264,14 +264,14 @@ def handler(route: str) -> Page:
             logger.info("dashboard %s: form not read (%s)", here, unread.text)
             body = f"<p>{e(unread.text)}</p>"
             return HTMLResponse(
-                frame("Refused", body, prefix=dash.prefix, read_only=dash.read_only),
+                dash.frame("Refused", body),
                 status_code=unread.status,
             )
         token = (form or {}).get(CSRF_FIELD, "")
         if form is None or not hmac.compare_digest(token.encode(), dash.csrf(here).encode()):
             body = "<p>The form's token is missing or stale: open the action again and confirm.</p>"
             return HTMLResponse(
-                frame("Refused", body, prefix=dash.prefix, read_only=dash.read_only),
+                dash.frame("Refused", body),
                 status_code=403,
             )
         envelope = await perform(dash, action, params, form)

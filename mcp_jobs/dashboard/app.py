@@ -24,7 +24,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from starlette.applications import Starlette
@@ -105,6 +105,13 @@ class Dashboard:
             face="cli",
         )
 
+    def frame(self, title: str, body: str, **shown: Any) -> str:
+        """`html.frame` for this dashboard and request: its prefix, mode and tenant pin."""
+        pinned = self.request_settings().tenant is not None
+        return frame(
+            title, body, prefix=self.prefix, read_only=self.read_only, pinned=pinned, **shown
+        )
+
     def csrf(self, path: str) -> str:
         """The token a form posting to `path` carries: bound to the path, signed per process."""
         return hmac.new(self.secret, path.encode(), hashlib.sha256).hexdigest()
@@ -180,7 +187,7 @@ def error_page(dash: Dashboard, exc: Exception, where: str) -> HTMLResponse:
     else:
         status = 400 if isinstance(exc, JobsError) else 500
     body = error_box(payload.model_dump())
-    page = frame("Error", body, prefix=dash.prefix, read_only=dash.read_only, retry_after_s=again)
+    page = dash.frame("Error", body, retry_after_s=again)
     return HTMLResponse(page, status_code=status, headers=headers)
 
 

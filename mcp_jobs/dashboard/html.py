@@ -121,6 +121,8 @@ NAV = (
     ("backfills", "Backfills"),
     ("workers", "Workers"),
 )
+# Pages of the operator's machines, which serve every tenant: no link for a pinned reader.
+SPANS_TENANTS = frozenset({"workers"})
 
 # Reload the overview every `data-reload-ms` unless the person is typing in a form. One fixed
 # text, so the Content-Security-Policy (headers.py) allows exactly it by its hash.
@@ -139,11 +141,14 @@ def frame(
     refresh_ms: int | None = None,
     retry_after_s: int | None = None,
     read_only: bool = True,
+    pinned: bool = False,
 ) -> str:
-    """The page: nav under `prefix`, `flash`, `body`. `refresh_ms`: reload by script (not while
-    typing); `retry_after_s`: reload by a meta refresh, script or not, since browsers ignore a
-    503's Retry-After and a wall screen would stay on the error page."""
-    nav = "".join(link(path(prefix, p) if p else prefix + "/", label) for p, label in NAV)
+    """The page: nav under `prefix` (less what spans tenants when `pinned`), `flash`, `body`.
+    `refresh_ms`: reload by script (not while typing); `retry_after_s`: reload by a meta
+    refresh, script or not, since browsers ignore a 503's Retry-After and a wall screen would
+    stay on the error page."""
+    shown_nav = [(p, label) for p, label in NAV if not (pinned and p in SPANS_TENANTS)]
+    nav = "".join(link(path(prefix, p) if p else prefix + "/", label) for p, label in shown_nav)
     mode = '<span class="muted">read-only</span>' if read_only else ""
     shown = f'<div class="flash" data-testid="flash">{e(flash)}</div>' if flash else ""
     script = f"<script>{RELOAD_JS}</script>" if refresh_ms else ""

@@ -101,6 +101,26 @@ async def test_a_tenant_claim_pins_every_page(jobs: Jobs, seeded: Seeded, idp: I
         assert overview.prefixed("spark:orders:")
 
 
+async def test_the_workers_page_is_not_a_pinned_tokens(
+    jobs: Jobs, seeded: Seeded, idp: Issuer
+) -> None:
+    """Worker hosts and process ids are the operator's machines, serving every tenant: a pinned
+    token is refused them (TENANT_SCOPE_EXCEEDED) and offered no link to them."""
+    async with mounted(jobs, idp) as http:
+        pinned = bearer(idp.token(READER, tenant="acme"))
+        refused = await http.get("/dashboard/workers", headers=pinned)
+        overview = await http.get("/dashboard/", headers=pinned)
+        every = bearer(idp.token(READER))
+        shown = await http.get("/dashboard/workers", headers=every)
+        unpinned_overview = await http.get("/dashboard/", headers=every)
+    assert refused.status_code == 403
+    assert Marks(refused.text).one("error-code").text == "TENANT_SCOPE_EXCEEDED"
+    assert "host&lt;b&gt;" not in refused.text and "w-test" not in refused.text
+    assert 'href="/dashboard/workers"' not in overview.text
+    assert shown.status_code == 200 and "host&lt;b&gt;" in shown.text
+    assert 'href="/dashboard/workers"' in unpinned_overview.text
+
+
 async def test_a_token_without_jobs_read_is_refused(
     jobs: Jobs, seeded: Seeded, idp: Issuer
 ) -> None:

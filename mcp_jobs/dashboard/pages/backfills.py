@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 
-from mcp_jobs.dashboard.html import e, frame, link, path, table, when
+from mcp_jobs.dashboard.html import e, link, path, table, when
 from mcp_jobs.operations.backfills import list_backfills
 from mcp_jobs.operations.models import BackfillRunView
 
@@ -56,4 +56,4 @@ async def render(dash: Dashboard, request: Request) -> str:
         )
     if not listed.backfills:
         parts.append("<p>No backfill is declared (pass --app MODULE).</p>")
-    return frame("Backfills", "".join(parts), prefix=dash.prefix, read_only=dash.read_only)
+    return dash.frame("Backfills", "".join(parts))

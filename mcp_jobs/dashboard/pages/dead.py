@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 
-from mcp_jobs.dashboard.html import e, frame, link, path, table, when
+from mcp_jobs.dashboard.html import e, link, path, table, when
 from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.operations.dead_letters import dead_letters
 
@@ -40,4 +40,4 @@ async def render(dash: Dashboard, request: Request) -> str:
         f"{link(listed, 'list them')}</p>"
     )
     body += table(["code", "jobs", "queues", "newest", "cause", "fix"], rows)
-    return frame("Dead letters", body, prefix=dash.prefix, read_only=dash.read_only)
+    return dash.frame("Dead letters", body)

@@ -9,7 +9,7 @@ from starlette.requests import Request
 
 from engine.rules import can_retry
 from mcp_jobs.dashboard.actions import action_url, flash_of, offered
-from mcp_jobs.dashboard.html import age, as_json, e, error_box, frame, link, path, table, when
+from mcp_jobs.dashboard.html import age, as_json, e, error_box, link, path, table, when
 from mcp_jobs.operations.jobs import inspect_job
 from mcp_jobs.operations.models import InspectJobResult, StepView
 from schemas.states import LIVE_STATES, RUN_NOW_STATES
@@ -107,10 +107,4 @@ async def render(dash: Dashboard, request: Request) -> str:
     body += f'<h2>Input</h2><pre data-testid="job-input">{as_json(job.input)}</pre>'
     if job.output is not None:
         body += f"<h2>Output</h2><pre>{as_json(job.output)}</pre>"
-    return frame(
-        f"Job {job.id}",
-        body,
-        prefix=dash.prefix,
-        flash=flash_of(request),
-        read_only=dash.read_only,
-    )
+    return dash.frame(f"Job {job.id}", body, flash=flash_of(request))

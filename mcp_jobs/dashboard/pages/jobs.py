@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 from starlette.requests import Request
 
-from mcp_jobs.dashboard.html import e, frame, link, path, table, when
+from mcp_jobs.dashboard.html import e, link, path, table, when
 from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.operations.jobs import list_jobs
 from mcp_jobs.operations.models import JobProgressSummary
@@ -73,4 +73,4 @@ async def render(dash: Dashboard, request: Request) -> str:
     if page.next_cursor:
         href = path(dash.prefix, "jobs", query={**asked, "cursor": page.next_cursor})
         body += f"<p>{link(href, 'next page →', data_testid='next-page')}</p>"
-    return frame("Jobs", body, prefix=dash.prefix, read_only=dash.read_only)
+    return dash.frame("Jobs", body)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 
 from mcp_jobs.dashboard.actions import action_url, flash_of, offered
-from mcp_jobs.dashboard.html import age, e, frame, link, path, sparkline, table, when
+from mcp_jobs.dashboard.html import age, e, link, path, sparkline, table, when
 from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.operations.diagnose import diagnose_queue
 from mcp_jobs.operations.models import QueueStatsView, QueueTotals, RateLimitView
@@ -141,11 +141,4 @@ async def render(dash: Dashboard, request: Request) -> str:
     )
     every = REFRESH_MS // 1000
     body += f'<p class="muted">read at {e(when(stats.at))} UTC; reloads every {every} s</p>'
-    return frame(
-        "Queues",
-        body,
-        prefix=dash.prefix,
-        flash=flash_of(request),
-        refresh_ms=REFRESH_MS,
-        read_only=dash.read_only,
-    )
+    return dash.frame("Queues", body, flash=flash_of(request), refresh_ms=REFRESH_MS)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 
 from engine.metrics import LIVE_WORKER_WINDOW_MS
-from mcp_jobs.dashboard.html import age, e, frame, table, when
+from mcp_jobs.dashboard.html import age, e, table, when
 from mcp_jobs.operations.workers import live_workers
 
 if TYPE_CHECKING:
@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 
 
 async def render(dash: Dashboard, request: Request) -> str:
-    workers = await live_workers(dash.scope())
+    scope = dash.scope()
+    # Worker hosts and processes are the operator's machines, serving every tenant.
+    scope.across_tenants("the workers page", lambda: scope.fixes.command("jobs", "stats"))
+    workers = await live_workers(scope)
     now = dash.jobs.clock.now_ms()
     rows = [
         f'<tr data-testid="worker:{e(w.id)}"><td>{e(w.id)}</td><td>{e(w.hostname)}</td>'
@@ -30,4 +33,4 @@ async def render(dash: Dashboard, request: Request) -> str:
     )
     if not workers:
         body += "<p>No live worker.</p>"
-    return frame("Workers", body, prefix=dash.prefix, read_only=dash.read_only)
+    return dash.frame("Workers", body)
