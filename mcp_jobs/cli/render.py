@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from engine.backfill.ledger import DEFAULT_RUNS_PAGE
 from mcp_jobs.cli.job_progress import progress_text
 from mcp_jobs.config import ServerLimits
 from mcp_jobs.fix_context import FixContext
@@ -348,8 +349,47 @@ def _backfill(env: dict[str, Any], fixes: FixContext) -> str:
 
 
 def _backfills(env: dict[str, Any], fixes: FixContext) -> str:
+    header = f"environment {env['environment']}\n"
+    runs = env.get("runs")
+    if env.get("declared") is False and runs:
+        text = header + (
+            f'backfill "{one_line(runs[0]["name"])}" is not declared here (no --app that '
+            "declares it was given): its ledger, read back\n"
+        )
+    else:
+        text = header + _declared_table(env["backfills"])
+    if runs is None:
+        return text
+    states = env["backfills"]
+    now = states[0]["checksum"] if states else None
+    ledger = [
+        (
+            r["run_id"],
+            r["status"],
+            r["rows_processed"],
+            when(r["started_at"]),
+            r.get("job_id") or "-",
+            *([] if now is None else [_definition(r["checksum"], now)]),
+        )
+        for r in runs
+    ]
+    columns = ["RUN", "STATUS", "ROWS", "STARTED", "JOB", *([] if now is None else ["DEFINITION"])]
+    text += "\nruns, newest first\n" + table(ledger, columns)
+    if now is not None:
+        text += f"\ndeclared now: checksum {now}"
+    if env.get("runs_cursor") and runs:
+        # A full page: its size is the --runs-limit it was asked with.
+        limit = [] if len(runs) == DEFAULT_RUNS_PAGE else ["--runs-limit", str(len(runs))]
+        more = fixes.command(
+            "backfill", runs[0]["name"], "--runs", *limit, "--runs-cursor", env["runs_cursor"]
+        )
+        text += f"\nolder runs: {more}"
+    return text
+
+
+def _declared_table(states: list[dict[str, Any]]) -> str:
     rows = []
-    for b in env["backfills"]:
+    for b in states:
         last = b.get("last_run") or {}
         rows.append(
             (
@@ -360,28 +400,12 @@ def _backfills(env: dict[str, Any], fixes: FixContext) -> str:
                 b.get("live_job_id") or "-",
             )
         )
-    header = f"environment {env['environment']}\n"
-    text = header + table(rows, ["NAME", "PENDING", "LAST RUN", "ROWS", "LIVE JOB"])
-    runs = env.get("runs")
-    if runs is None:
-        return text
-    ledger = [
-        (
-            r["run_id"],
-            r["status"],
-            r["rows_processed"],
-            when(r["started_at"]),
-            r.get("job_id") or "-",
-        )
-        for r in runs
-    ]
-    text += "\nruns, newest first\n" + table(ledger, ["RUN", "STATUS", "ROWS", "STARTED", "JOB"])
-    if env.get("runs_cursor") and runs:
-        more = fixes.command(
-            "backfill", runs[0]["name"], "--runs", "--runs-cursor", env["runs_cursor"]
-        )
-        text += f"\nolder runs: {more}"
-    return text
+    return table(rows, ["NAME", "PENDING", "LAST RUN", "ROWS", "LIVE JOB"])
+
+
+def _definition(checksum: str, now: str) -> str:
+    """A run against the declaration now: the same sweep, or another one (its checksum)."""
+    return "as declared" if checksum == now else f"another definition ({checksum})"
 
 
 def _job_line(env: dict[str, Any]) -> str:

@@ -69,6 +69,7 @@ async def list_backfills(
         backfills=[] if pending_only and not state.pending else [state],
         runs=page.runs,
         runs_cursor=page.runs_cursor,
+        declared=True,
     )
 
 
@@ -82,7 +83,12 @@ async def _undeclared_runs(
     if not page.runs and cursor is None:
         svc.registry.require(name)
     return ListBackfillsResult(
-        ok=True, environment=env, backfills=[], runs=page.runs, runs_cursor=page.runs_cursor
+        ok=True,
+        environment=env,
+        backfills=[],
+        runs=page.runs,
+        runs_cursor=page.runs_cursor,
+        declared=False,
     )
 
 

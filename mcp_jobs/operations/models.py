@@ -536,6 +536,9 @@ class ListBackfillsResult(Envelope):
         description="with `name`: pass back as runs_cursor for the older runs; null on the "
         "last page",
     )
+    declared: bool | None = Field(
+        default=None, description="with `name`: false when no backfill of it is declared here"
+    )
 
 
 class DrainResult(Envelope):
