@@ -1,9 +1,11 @@
 """`task(...)`: declaring a cron task, and the registry of a process's tasks.
 
 A declaration is refused where it is written when it could never fire as meant: a cron
-expression croniter cannot schedule, a zone that is not a tz database name, a catch-up policy that
-is not `skip`/`all`, or a `max_catch_up` that is not a whole number ≥ 1 (zero, a fraction or a
-negative fires nothing ever, silently; NaN and infinity are an unbounded burst nobody declared).
+expression croniter cannot schedule or that cannot mean what it says (a step past its field's
+span, a reversed range, croniter's random R and hashed H: engine/tasks/cron_syntax.py), a zone
+that is not a tz database name, a catch-up policy that is not `skip`/`all`, or a `max_catch_up`
+that is not a whole number ≥ 1 (zero, a fraction or a negative fires nothing ever, silently; NaN
+and infinity are an unbounded burst nobody declared).
 
 Tasks live beside the jobs they enqueue: `task(registry=r)` files the task under the same
 `JobRegistry` `@job(registry=r)` and `connect(registry=r)` use, so a client, a worker and
@@ -27,6 +29,7 @@ from engine.declare import JobRegistry, default_registry, description_declared, 
 from engine.errors import InvalidArgumentError, JobsError
 from engine.registry import Registry
 from engine.storable import find_unstorable
+from engine.tasks.cron_syntax import CronSyntaxError
 from engine.tasks.errors import (
     TaskCatchUpInvalidError,
     TaskCronInvalidError,
@@ -35,7 +38,7 @@ from engine.tasks.errors import (
     TaskTimezoneInvalidError,
     TaskUnknownError,
 )
-from engine.tasks.occurrences import CronSyntaxError, Schedule
+from engine.tasks.occurrences import Schedule
 from engine.tasks.zones import zone_ids
 
 CatchUp = Literal["skip", "all"]
@@ -210,7 +213,7 @@ def task(
     try:
         schedule = Schedule(cron, zone, hash_id=task_name)
     except CronSyntaxError as exc:
-        raise TaskCronInvalidError(task_name, cron, str(exc)) from exc
+        raise TaskCronInvalidError(task_name, cron, exc) from exc
     if catch_up not in CATCH_UP_POLICIES:
         raise TaskCatchUpInvalidError(task_name, "catch_up", catch_up, "'skip' or 'all'")
     limit = _max_catch_up(task_name, max_catch_up)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.errors import JobsError, short_repr
+from engine.tasks.cron_syntax import CronSyntaxError
 from engine.tasks.zones import EXAMPLE_ZONE, LIST_ZONES
 
 if TYPE_CHECKING:
@@ -17,11 +18,21 @@ class TaskCronInvalidError(JobsError):
     code = "TASK_CRON_INVALID"
     title = "a task's cron expression cannot be scheduled"
 
-    def __init__(self, task: str, cron: object, reason: str) -> None:
+    def __init__(self, task: str, cron: object, reason: str | CronSyntaxError) -> None:
+        """`reason`: a CronSyntaxError carries the expression to write instead (the given one
+        corrected, or with a slot saying what its wrong field takes)."""
+        problem = reason if isinstance(reason, CronSyntaxError) else CronSyntaxError(reason)
+        written = json.dumps(problem.fix_cron, ensure_ascii=False)
         super().__init__(
-            f'task "{task}" declares cron={cron!r}: {reason}',
-            f'task(name="{task}", cron="0 3 * * *", ...)',
-            details={"task": task, "cron": repr(cron)},
+            f'task "{task}" declares cron={cron!r}: {problem.reason}',
+            f"task(name={json.dumps(task, ensure_ascii=False)}, cron={written}, ...)",
+            details={
+                "task": task,
+                "cron": repr(cron),
+                "field": problem.field,
+                "token": problem.token,
+                "mended": problem.mended,
+            },
         )
 
 

@@ -19,14 +19,11 @@ actually elapsed.
 from __future__ import annotations
 
 import heapq
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-if TYPE_CHECKING:
-    from croniter import croniter
+from engine.tasks.cron_syntax import CronSyntaxError, normalize_cron, walk_from
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
@@ -39,61 +36,16 @@ _SPREAD_WINDOW_H = 26
 _LAST_YEAR = 9999
 HORIZON_MS = (datetime(_LAST_YEAR, 12, 1, tzinfo=UTC) - _EPOCH) // _MS
 
-ALIASES = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
-# croniter's `R` picks a random time when the expression is parsed, so two schedulers would
-# disagree on when the task fires. `fri`, `mar`, `apr` contain an r after a letter and are fine.
-_RANDOM = re.compile(r"(?<![a-z])r")
-
-
-class CronSyntaxError(ValueError):
-    """Why an expression cannot be scheduled; the declaration turns it into TASK_CRON_INVALID."""
-
-
-def normalize_cron(expression: str) -> str:
-    """The five-field form of `expression` (aliases expanded), or CronSyntaxError."""
-    text = " ".join(expression.split())
-    if text.startswith("@"):
-        expanded = ALIASES.get(text.lower())
-        if expanded is None:
-            known = ", ".join(ALIASES)
-            raise CronSyntaxError(f"{text} is not a supported alias (supported: {known})")
-        return expanded
-    fields = text.split(" ") if text else []
-    if len(fields) != 5:
-        raise CronSyntaxError(
-            f"it has {len(fields)} fields; a cron expression here has exactly 5 "
-            "(minute hour day-of-month month day-of-week)"
-        )
-    if any(_RANDOM.search(f.lower()) for f in fields):
-        raise CronSyntaxError("R (random) fields fire at a different time in every process")
-    return text
-
-
-def _walk(cron: str, start: datetime, **options: Any) -> croniter:
-    """croniter over `cron` from `start`. Imported here, when the first task is declared: a
-    worker whose process declares none does not carry croniter and dateutil (~1.4 MB)."""
-    from croniter import croniter
-
-    return croniter(cron, start, **options)
-
 
 class Schedule:
     """One cron expression in one zone: the instants it fires at, in ascending order."""
 
     def __init__(self, cron: str, zone: ZoneInfo, *, hash_id: str) -> None:
-        self.cron = normalize_cron(cron)
-        self.zone = zone
         self._hash_id = hash_id.encode()
+        self.cron = normalize_cron(cron, self._hash_id)
+        self.zone = zone
         try:
-            fields = _walk(self.cron, datetime(2000, 1, 1), hash_id=self._hash_id).expressions
+            fields = walk_from(self.cron, datetime(2000, 1, 1), hash_id=self._hash_id).expressions
         except (ValueError, KeyError, TypeError) as exc:
             raise CronSyntaxError(str(exc) or type(exc).__name__) from exc
         # Vixie cron's own test for "interval" jobs: a wildcard in the minute or hour field.
@@ -101,7 +53,16 @@ class Schedule:
         try:
             next(self.after(0))
         except (ValueError, KeyError, TypeError) as exc:  # croniter's errors are ValueErrors
-            raise CronSyntaxError(f"it matches no date ({exc})") from exc
+            # Fields that each take their values, yet no date: a day the months never have.
+            written = self.cron.split(" ")
+            written[2] = "<day-of-month the month has>"
+            day, month = self.cron.split(" ")[2:4]
+            raise CronSyntaxError(
+                f'it matches no date: no month "{month}" names has a day-of-month "{day}" ({exc})',
+                " ".join(written),
+                field="day-of-month",
+                token=day,
+            ) from exc
 
     # --- wall time <-> instant ------------------------------------------------------------------
 
@@ -140,7 +101,7 @@ class Schedule:
         if after_ms >= HORIZON_MS:
             return
         start = self._naive(after_ms) - self._spread(after_ms) - timedelta(minutes=1)
-        walk = _walk(self.cron, start, hash_id=self._hash_id)
+        walk = walk_from(self.cron, start, hash_id=self._hash_id)
         pending: list[int] = []
         last = after_ms
         while True:
@@ -188,7 +149,7 @@ class Schedule:
             return None
         slack = self._spread(until_ms) // _MS
         start = self._naive(until_ms) + timedelta(milliseconds=slack) + timedelta(minutes=1)
-        walk = _walk(self.cron, start, hash_id=self._hash_id, is_prev=True)
+        walk = walk_from(self.cron, start, hash_id=self._hash_id, is_prev=True)
         best: int | None = None
         while True:
             wall: datetime = walk.get_prev(datetime)

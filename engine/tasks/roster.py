@@ -9,8 +9,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from engine.tasks.cron_syntax import CronSyntaxError
 from engine.tasks.declare import CATCH_UP_POLICIES, CatchUp, TaskDefinition, tasks_of
-from engine.tasks.occurrences import CronSyntaxError, Schedule
+from engine.tasks.occurrences import Schedule
 from engine.tasks.published import SeenTask, read_back
 from engine.tasks.zones import zone_ids
 

@@ -128,9 +128,3 @@ def test_latest_after_a_year_of_downtime_is_the_last_occurrence() -> None:
     now = ms(datetime(2027, 1, 1, 12, 0, 30, tzinfo=NEW_YORK))
     latest = schedule.latest(now - 366 * 86_400_000, now)
     assert latest == ms(datetime(2027, 1, 1, 12, 0, tzinfo=NEW_YORK))
-
-
-def test_hashed_fields_are_the_same_in_every_process() -> None:
-    one = Schedule("H 3 * * *", NEW_YORK, hash_id="nightly")
-    two = Schedule("H 3 * * *", NEW_YORK, hash_id="nightly")
-    assert one.next(0, 3) == two.next(0, 3)
