@@ -206,7 +206,15 @@ class Worker:
         self._ended = self.leases.ended
         self.services = WorkerServices(jobs, scheduler, outbox_relay, prune, retention)
         policy = published_policy(self.services.pruner, retention)
-        self.presence = Presence(jobs, self.id, lambda: self.queues, concurrency, policy, apps)
+        self.presence = Presence(
+            jobs,
+            self.id,
+            lambda: self.queues,
+            concurrency,
+            policy,
+            apps,
+            scheduling=lambda: self.services.scheduler is not None,
+        )
 
     @property
     def fix_context(self) -> CommandContext | None:

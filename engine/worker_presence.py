@@ -19,6 +19,7 @@ from engine.errors import JobsError
 from engine.pruner import Pruner, declared_retention, worker_policy
 from engine.retention import Policy, Retention, RetentionSettingInvalidError
 from engine.services import attempt
+from engine.tasks.published import scheduling_marked
 from engine.worker_outage import noted_failure, noted_success
 from schemas.descriptor import JobDescriptor
 from schemas.stats import WorkerInfo
@@ -34,7 +35,7 @@ PRESENCE_MS = 10_000
 class Presence:
     """The beats of worker `worker_id`. `queues` says what it claims from now; `retention` is
     the policy its descriptors carry (None: none published); `apps` the modules named with them
-    (None: those that declare the jobs)."""
+    (None: those that declare the jobs); `scheduling` whether it runs the cron scheduler now."""
 
     def __init__(
         self,
@@ -44,8 +45,11 @@ class Presence:
         concurrency: int,
         retention: Policy | None,
         apps: Sequence[str] | None,
+        *,
+        scheduling: Callable[[], bool] = lambda: True,
     ) -> None:
         self.jobs = jobs
+        self.scheduling = scheduling
         self.worker_id = worker_id
         self.queues = queues
         self.concurrency = concurrency
@@ -110,15 +114,24 @@ class Presence:
         descriptors = self.descriptors()
         if not descriptors:
             return
+        now = self.jobs.clock.now_ms()
         try:
-            await self.store.publish_descriptors(
-                self.worker_id, descriptors, self.jobs.clock.now_ms()
-            )
+            if any(d.tasks for d in descriptors):
+                descriptors = await self._marked(descriptors, now)
+            await self.store.publish_descriptors(self.worker_id, descriptors, now)
         except JobsError as exc:
             if not noted_failure("job descriptors publish", exc):
                 logger.warning("job descriptors not published: %s", exc)
             return
         noted_success("job descriptors publish")
+
+    async def _marked(self, descriptors: list[JobDescriptor], now: int) -> list[JobDescriptor]:
+        """`descriptors` with their tasks stamped as this worker schedules them: now, or (no
+        scheduler here) as the stored rows say, so the worker that fires them stays seen."""
+        assert self.store is not None
+        if self.scheduling():
+            return scheduling_marked(descriptors, now, [])
+        return scheduling_marked(descriptors, None, await self.store.published_descriptors())
 
 
 def published_policy(pruner: Pruner | None, retention: Retention | None) -> Policy | None:

@@ -63,6 +63,9 @@ class PublishedTask(BaseModel):
     description: str | None = None
     # The module that declares it (`task(...)`'s enqueue function's): what must change.
     module: str
+    # When a worker running a scheduler last published it (epoch ms; 0: none has). A worker
+    # without one carries the stored value forward. None: a row from before this field.
+    scheduled_at: int | None = None
 
 
 class JobDescriptor(BaseModel):

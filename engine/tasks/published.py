@@ -9,8 +9,11 @@ same tasks whoever publishes it last. Two versions of an app declaring different
 last to publish a row wins, as for a job's own description.
 
 A task read back is `live` when its row was published within the live-worker window: a live
-worker declares it, so a scheduler fires it. A task only on stale rows whose app live workers
-publish without it was taken out of the app (`retired`), not left unscheduled.
+worker declares it. It is `scheduled` when, besides, a worker running a scheduler published it
+within that window (`scheduled_at`; a worker started with `scheduler=False` carries the stored
+stamp forward, so it neither claims the task is fired nor hides the worker that fires it). A
+task only on stale rows whose app live workers publish without it was taken out of the app
+(`retired`), not left unscheduled.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.declare import JobRegistry
-from engine.descriptors import judged
+from engine.descriptors import STALE_AFTER_MS, judged
 from engine.internal_jobs import INTERNAL_JOBS
 from engine.tasks.declare import TaskDefinition, tasks_of
 from schemas.descriptor import JobDescriptor, PublishedTask
@@ -38,6 +41,8 @@ class SeenTask:
     apps: tuple[str, ...]
     live: bool
     retired: bool = False
+    # A live worker running a scheduler published it (`scheduled_at` within the window).
+    scheduled: bool = False
 
 
 def cut(text: str | None, chars: int) -> str | None:
@@ -97,6 +102,31 @@ def _carrier(task: PublishedTask, rows: Sequence[tuple[JobDescriptor, str]]) -> 
     return candidates[zlib.crc32(task.name.encode()) % len(candidates)]
 
 
+def scheduling_marked(
+    rows: Sequence[JobDescriptor], at: int | None, stored: Sequence[JobDescriptor]
+) -> list[JobDescriptor]:
+    """`rows` (about to be published) with each task's `scheduled_at`: `at` when this worker
+    runs a scheduler (None: it does not), else the stamp `stored` rows hold for the task,
+    carried forward (0: no scheduler has published it)."""
+    kept: dict[str, int] = {}
+    if at is None:
+        for row in stored:
+            for task in row.tasks or ():
+                stamp = task.scheduled_at
+                stamp = (row.published_at or 0) if stamp is None else stamp
+                kept[task.name] = max(kept.get(task.name, 0), stamp)
+    marked = []
+    for row in rows:
+        if row.tasks:
+            tasks = [
+                t.model_copy(update={"scheduled_at": at if at is not None else kept.get(t.name, 0)})
+                for t in row.tasks
+            ]
+            row = row.model_copy(update={"tasks": tasks})
+        marked.append(row)
+    return marked
+
+
 def read_back(rows: Sequence[JobDescriptor], now: int) -> dict[str, SeenTask]:
     """The tasks `rows` (published descriptors as stored) carry, by name, each from its newest
     row."""
@@ -110,11 +140,23 @@ def read_back(rows: Sequence[JobDescriptor], now: int) -> dict[str, SeenTask]:
             at = row.published_at or 0
             found = seen.get(task.name)
             if found is None or at > found.published_at:
-                seen[task.name] = SeenTask(task, at, tuple(row.apps or ()), live)
+                stamp = task.scheduled_at if task.scheduled_at is not None else at
+                scheduled = live and stamp >= now - STALE_AFTER_MS
+                seen[task.name] = SeenTask(
+                    task, at, tuple(row.apps or ()), live, scheduled=scheduled
+                )
     for name, found in seen.items():
         if not found.live and found.apps and set(found.apps) <= live_apps:
             seen[name] = SeenTask(found.task, found.published_at, found.apps, False, True)
     return seen
 
 
-__all__ = ["DESCRIPTION_CHARS", "SeenTask", "as_published", "cut", "read_back", "with_tasks"]
+__all__ = [
+    "DESCRIPTION_CHARS",
+    "SeenTask",
+    "as_published",
+    "cut",
+    "read_back",
+    "scheduling_marked",
+    "with_tasks",
+]

@@ -34,13 +34,15 @@ class KnownTask:
     module: str  # the module declaring it: what must change when its declaration is wrong
     schedule: Schedule
     source: TaskSource
-    # A live worker declares it (published it within the live window), so one of their
-    # schedulers fires it; None where the store keeps no published descriptors to tell by.
+    # A live worker running a scheduler declares it (published it within the live window), so
+    # it fires; None where the store keeps no published descriptors to tell by.
     scheduled: bool | None
     # The `--app` modules of the worker that last published it: what a worker line names.
     apps: tuple[str, ...] = ()
     # Published only by workers gone, and the live workers of its app publish it no more.
     retired: bool = False
+    # A live worker declares it, whether or not one runs a scheduler.
+    declared_live: bool = False
 
 
 def declared(definition: TaskDefinition, seen: dict[str, SeenTask] | None = None) -> KnownTask:
@@ -56,7 +58,8 @@ def declared(definition: TaskDefinition, seen: dict[str, SeenTask] | None = None
         module=definition.declared_by.partition(":")[0],
         schedule=definition.schedule,
         source="registry",
-        scheduled=None if seen is None else found is not None and found.live,
+        scheduled=None if seen is None else found is not None and found.scheduled,
+        declared_live=found is not None and found.live,
         apps=found.apps if found is not None else (),
     )
 
@@ -94,7 +97,8 @@ def _published(seen: SeenTask) -> KnownTask | None:
         module=task.module,
         schedule=schedule,
         source="published",
-        scheduled=seen.live,
+        scheduled=seen.scheduled,
+        declared_live=seen.live,
         apps=seen.apps,
         retired=seen.retired,
     )

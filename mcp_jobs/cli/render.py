@@ -199,7 +199,7 @@ def _describe(env: dict[str, Any], fixes: FixContext) -> str:
 def _task_next(task: dict[str, Any]) -> str:
     """A task's next occurrence, unless no live worker schedules it: then none will fire."""
     if task.get("scheduled") is False:
-        return "not scheduled: no live worker"
+        return "not scheduled: no live worker fires it"
     return str((task["next_occurrences"] or [{"local": "-"}])[0]["local"])
 
 

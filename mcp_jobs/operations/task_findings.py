@@ -3,10 +3,10 @@
 runs wherever diagnose does):
 
 - TASK_FAILING (critical): its rounds do not fire (the failure its scheduler stored);
-- TASK_NOT_SCHEDULED: no live worker declares it, so no scheduler fires it (critical once
-  occurrences went unfired, a warning before);
-- TASK_OVERDUE (warning): a live worker declares it, yet its last fired occurrence lies
-  OVERDUE_AFTER or more occurrences behind its schedule (a catch-up under way, or a scheduler
+- TASK_NOT_SCHEDULED: no live worker running a scheduler declares it, so none fires it
+  (critical once occurrences went unfired, a warning before);
+- TASK_OVERDUE (warning): a live scheduling worker declares it, yet its last fired occurrence
+  lies OVERDUE_AFTER or more occurrences behind its schedule (a catch-up under way, or a scheduler
   that does not lead it);
 - TASK_JOBS_DEAD (warning): the job its last fired occurrence enqueued died.
 
@@ -120,7 +120,12 @@ def _behind(view: TaskDescriptor) -> str:
 
 def _not_scheduled(scope: Scope, task: KnownTask, view: TaskDescriptor) -> Finding:
     window = STALE_AFTER_MS // 1000
-    if task.source == "registry":
+    if task.declared_live:
+        why = (
+            "live workers declare it, but none of them runs the cron scheduler (each was "
+            "started with scheduler=False)"
+        )
+    elif task.source == "registry":
         why = (
             f"it is declared in {task.module} here, but no live worker has published it in the "
             f"last {window} s (a worker publishes its tasks with its jobs every 20 s)"

@@ -6,7 +6,6 @@ per job name, the last writer's)."""
 
 from __future__ import annotations
 
-import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
@@ -55,11 +54,6 @@ async def scheduled(jobs: Jobs) -> bool | None:
     return view.scheduled
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a worker publishes its tasks whether or not it runs a scheduler; the fix "
-    "needs a scheduler's own mark that other workers' rows do not overwrite (a lease read)",
-)
 async def test_a_task_only_workers_without_a_scheduler_declare_is_not_scheduled(
     jobs: Jobs, registry: JobRegistry
 ) -> None:
@@ -69,7 +63,7 @@ async def test_a_task_only_workers_without_a_scheduler_declare_is_not_scheduled(
     await worker.publish_descriptors()
     assert await scheduled(jobs) is False
     (finding,) = await not_scheduled(jobs)
-    assert '"hourly-report"' in finding.cause
+    assert '"hourly-report"' in finding.cause and "scheduler=False" in finding.cause
 
 
 async def test_a_worker_without_a_scheduler_does_not_hide_the_one_that_schedules(
@@ -85,11 +79,6 @@ async def test_a_worker_without_a_scheduler_does_not_hide_the_one_that_schedules
     assert await not_scheduled(jobs) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a worker without a scheduler keeps its tasks looking scheduled after the "
-    "worker that ran one is gone (the same fix)",
-)
 async def test_once_the_scheduling_worker_is_gone_the_others_do_not_keep_the_task_scheduled(
     jobs: Jobs, registry: JobRegistry, clock: ManualClock
 ) -> None:
