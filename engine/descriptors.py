@@ -193,21 +193,15 @@ def app_modules(registry: JobRegistry) -> list[str]:
     return sorted({d.fn.__module__ for d in registry if d.name not in INTERNAL_JOBS})
 
 
-def describe_all(
+def described_rows(
     registry: JobRegistry,
     apps: Sequence[str],
     retention: Callable[[str], RetentionInfo] | None = None,
-    *,
-    scheduling: bool = True,
-) -> list[JobDescriptor]:
-    """What a worker publishes: each job's descriptor, with the retention it prunes that job by
-    (`retention(name)`; None: it does not prune), and, when it runs a scheduler (`scheduling`),
-    the registry's cron tasks carried on them (engine/tasks/published.py): a published task
-    says a live worker fires it. A job whose input model cannot be described as JSON Schema (a
-    bug in the app) is left out, with the reason in the log."""
-    # Imported here: engine.tasks imports the client, which imports this module.
-    from engine.tasks.published import with_tasks
-
+) -> list[tuple[JobDescriptor, str]]:
+    """Each job's descriptor as a worker publishes it, with the module declaring the job: with
+    the retention it prunes that job by (`retention(name)`; None: it does not prune). A job
+    whose input model cannot be described as JSON Schema (a bug in the app) is left out, with
+    the reason in the log."""
     found: list[tuple[JobDescriptor, str]] = []
     for definition in registry:
         try:
@@ -220,7 +214,7 @@ def describe_all(
             logger.warning(
                 "job %s not published: its descriptor cannot be built: %s", definition.name, exc
             )
-    return with_tasks(registry, found) if scheduling else [d for d, _ in found]
+    return found
 
 
 def input_validator(descriptor: JobDescriptor) -> Draft202012Validator:
@@ -242,7 +236,7 @@ def vouch_for(registry: JobRegistry) -> None:
     for definition in registry:
         try:
             _vouched.add(_schema_text(definition.describe()))
-        except Exception:  # a job left unpublished: describe_all logs why
+        except Exception:  # a job left unpublished: described_rows logs why
             continue
 
 
@@ -310,7 +304,7 @@ __all__ = [
     "IdempotencyKeyMissingError",
     "app_modules",
     "decode",
-    "describe_all",
+    "described_rows",
     "encode",
     "from_registry",
     "judged",

@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
-from engine.descriptors import PUBLISH_EVERY_BEATS, app_modules, describe_all
+from engine.descriptors import PUBLISH_EVERY_BEATS, app_modules
 from engine.drivers.base import DESCRIPTORS, DescriptorStore, require
 from engine.errors import JobsError
 from engine.pruner import Pruner, declared_retention, worker_policy
 from engine.retention import Policy, Retention, RetentionSettingInvalidError
 from engine.services import attempt
-from engine.tasks.published import scheduling_marked
+from engine.tasks.published import describe_all, scheduling_marked
 from engine.worker_outage import noted_failure, noted_success
 from schemas.descriptor import JobDescriptor
 from schemas.stats import WorkerInfo

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from engine.errors import JobsError, short_repr
 from engine.tasks.cron_syntax import CronSyntaxError
 from engine.tasks.zones import EXAMPLE_ZONE, LIST_ZONES
-
-if TYPE_CHECKING:
-    from engine.tasks.declare import CatchUp
 
 
 class TaskCronInvalidError(JobsError):
@@ -148,7 +144,7 @@ class TaskEnqueueFailedError(JobsError):
         occurrence_ms: int,
         error: BaseException,
         declared_by: str,
-        catch_up: CatchUp = "all",
+        catch_up: str = "all",  # the task's policy: "all" or "skip"
     ) -> None:
         module, _, qualname = declared_by.partition(":")
         if module and qualname.isidentifier():

@@ -19,14 +19,14 @@ task only on stale rows whose app live workers publish without it was taken out 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.declare import JobRegistry
-from engine.descriptors import STALE_AFTER_MS, judged
+from engine.descriptors import STALE_AFTER_MS, described_rows, judged
 from engine.internal_jobs import INTERNAL_JOBS
 from engine.tasks.declare import TaskDefinition, tasks_of
-from schemas.descriptor import JobDescriptor, PublishedTask
+from schemas.descriptor import JobDescriptor, PublishedTask, RetentionInfo
 
 # A published description is cut to this many characters: a row carries many tasks.
 DESCRIPTION_CHARS = 200
@@ -62,6 +62,16 @@ def as_published(definition: TaskDefinition) -> PublishedTask:
         description=cut(definition.description, DESCRIPTION_CHARS),
         module=definition.declared_by.partition(":")[0],
     )
+
+
+def describe_all(
+    registry: JobRegistry,
+    apps: Sequence[str],
+    retention: Callable[[str], RetentionInfo] | None = None,
+) -> list[JobDescriptor]:
+    """What a worker publishes: each job's descriptor (engine.descriptors.described_rows) with
+    the registry's cron tasks carried on them (`with_tasks`)."""
+    return with_tasks(registry, described_rows(registry, apps, retention))
 
 
 def with_tasks(
@@ -156,6 +166,7 @@ __all__ = [
     "SeenTask",
     "as_published",
     "cut",
+    "describe_all",
     "read_back",
     "scheduling_marked",
     "with_tasks",

@@ -173,7 +173,8 @@ def test_a_prune_forgets_a_descriptor_whose_input_schema_is_none() -> None:
 _PRUNE_OWN_ROWS = """
 import anyio, sys
 from engine import JobRegistry, connect
-from engine.descriptors import describe_all, to_publish
+from engine.descriptors import to_publish
+from engine.tasks.published import describe_all
 from engine.pruner import Pruner
 from engine.testing.kit.test_descriptors import declare
 

@@ -9,9 +9,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, job
-from engine.descriptors import describe_all
 from engine.tasks import task
-from engine.tasks.published import DESCRIPTION_CHARS
+from engine.tasks.published import DESCRIPTION_CHARS, describe_all
 
 
 class At(BaseModel):
@@ -56,7 +55,7 @@ def test_each_task_rides_on_the_job_declared_nearest_it() -> None:
     assert _carried(alone) == {"charge": ["nightly-invoices"]}
 
 
-def test_a_published_task_is_bounded_and_absent_without_a_scheduler() -> None:
+def test_a_published_task_is_bounded() -> None:
     registry = JobRegistry()
     _job(registry, "charge", "billing.jobs")
     _task(registry, "nightly-invoices", "billing.tasks", description="y" * 16_000)
@@ -65,4 +64,3 @@ def test_a_published_task_is_bounded_and_absent_without_a_scheduler() -> None:
     assert (published.cron, published.timezone, published.catch_up) == ("0 * * * *", "UTC", "skip")
     assert published.module == "billing.tasks"
     assert published.description is not None and len(published.description) == DESCRIPTION_CHARS
-    assert _carried(registry, scheduling=False) == {"charge": []}
