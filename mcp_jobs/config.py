@@ -71,6 +71,12 @@ class OAuthSettings:
     tenant_claim: str = DEFAULT_OAUTH_TENANT_CLAIM
 
 
+# Items an answer that grows with the installation lists when the caller gives no `limit`
+# (queue_stats' queues, diagnose_queue's findings, describe_jobs' descriptors): a few tens of KB
+# at 2,000 queues; the rest is counted (mcp_jobs/operations/answer_bounds.py).
+SHOWN = 50
+
+
 @dataclass(frozen=True)
 class ServerLimits:
     """What one call may ask of the server. Each breach is a typed `LIMIT_EXCEEDED`."""

@@ -26,6 +26,10 @@ SETTLED_STATES: tuple[JobState, ...] = ("done", "failed", "dead", "cancelled")
 RETRYABLE_STATES: tuple[JobState, ...] = ("failed", "dead")
 # A live job a retry runs now: one waiting for its run_at, or for its next attempt's backoff.
 RUN_NOW_STATES: tuple[JobState, ...] = ("delayed",)
+# What a bulk retry or cancel may select. Delayed only when named in a retry: it runs the job
+# now (rules.can_retry), which no default should do.
+RetryState = Literal["failed", "dead", "cancelled", "delayed"]
+CancelState = Literal["ready", "delayed", "running", "suspended"]
 
 
 def is_job_state(value: str) -> bool:

@@ -15,39 +15,7 @@ import logging
 
 from mcp_jobs.cli.commands import open_jobs
 from mcp_jobs.cli.mend import print_failure
-from mcp_jobs.config import DEFAULT_HOST, Settings, add_allowed_host
-
-DEFAULT_DASHBOARD_PORT = 8766
-
-
-def add_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    common: argparse.ArgumentParser,
-) -> None:
-    dashboard = commands.add_parser(
-        "dashboard", parents=[common], help="serve the web dashboard (queues, jobs, dead letters)"
-    )
-    dashboard.add_argument(
-        "--host",
-        default=DEFAULT_HOST,
-        help=f"bind address ({DEFAULT_HOST}: no token asked); beyond loopback a token of at "
-        "least 32 characters, $MCP_JOBS_TOKEN or --token-file",
-    )
-    dashboard.add_argument(
-        "--port",
-        type=int,
-        default=DEFAULT_DASHBOARD_PORT,
-        help=f"port ({DEFAULT_DASHBOARD_PORT}; 0: any free one, printed at start)",
-    )
-    dashboard.add_argument(
-        "--token-file", metavar="PATH", help="read the token from this file (beyond loopback)"
-    )
-    add_allowed_host(dashboard)
-    dashboard.add_argument(
-        "--read-only", action="store_true", help="no retry, cancel, pause or resume actions"
-    )
-    dashboard.add_argument("--log-format", choices=("text", "json"), default="text")
-    dashboard.add_argument("--log-level", default="INFO")
+from mcp_jobs.config import Settings
 
 
 async def dashboard_command(args: argparse.Namespace, settings: Settings) -> int:

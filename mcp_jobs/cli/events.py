@@ -24,24 +24,6 @@ from mcp_jobs.operations.events import (
 from mcp_jobs.operations.models import Envelope
 
 
-def add_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    common: argparse.ArgumentParser,
-) -> None:
-    events = commands.add_parser("events", help="send an event to the jobs waiting for it")
-    actions = events.add_subparsers(dest="action", required=True, metavar="ACTION")
-    send = actions.add_parser(
-        "send",
-        parents=[common],
-        help="store event NAME with KEY and wake every job waiting for it (--tenant: its jobs)",
-    )
-    send.add_argument("name", metavar="NAME", help="the event name jobs wait for")
-    send.add_argument("key", metavar="KEY", help="the key they match")
-    send.add_argument(
-        "--payload", metavar="JSON", help="a JSON object the waiting jobs receive ('{\"a\": 1}')"
-    )
-
-
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):  # 1e309: JSON, but no number a payload can store

@@ -13,18 +13,17 @@ from typing import Any, NoReturn, get_args
 
 from engine.meant import meant_as, meant_note
 from engine.worker import Worker
-from mcp_jobs.cli import dashboard, events, pauses, rate_limits
+from mcp_jobs.cli.command_grammar import add_dashboard, add_events, add_limits, add_queues
 from mcp_jobs.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_PORT,
     DEFAULT_SESSION_IDLE_SECONDS,
+    SHOWN,
     add_allowed_host,
     seconds_in,
 )
-from mcp_jobs.operations.answer_bounds import SHOWN
-from mcp_jobs.operations.bulk import CancelState, RetryState
-from schemas.states import JOB_STATES, SETTLED_STATES
+from schemas.states import JOB_STATES, SETTLED_STATES, CancelState, RetryState
 
 EPILOG = """\
 examples:
@@ -474,10 +473,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --write: follow the pass this long (default: at a terminal, until it ends)",
     )
 
-    pauses.add_parser(commands, common)
-    dashboard.add_parser(commands, common_no_json)
-    rate_limits.add_parser(commands, common)
-    events.add_parser(commands, common)
+    add_queues(commands, common)
+    add_dashboard(commands, common_no_json)
+    add_limits(commands, common)
+    add_events(commands, common)
 
     db = commands.add_parser("db", help="database maintenance")
     db_actions = db.add_subparsers(dest="action", required=True, metavar="ACTION")

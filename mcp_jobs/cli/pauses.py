@@ -17,24 +17,6 @@ from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.pauses import list_pauses, pause_queue, resume_queue
 
 
-def add_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    common: argparse.ArgumentParser,
-) -> None:
-    queues = commands.add_parser("queues", help="pause and resume a queue or a job name")
-    actions = queues.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for action, what in (
-        ("pause", "stop workers claiming QUEUE's jobs (or --job NAME's), every tenant's"),
-        ("resume", "let workers claim them again"),
-    ):
-        each = actions.add_parser(action, parents=[common], help=what)
-        each.add_argument("queue", nargs="?", metavar="QUEUE", help="or --job NAME")
-        each.add_argument("--job", metavar="NAME", help="a job name, in every queue")
-        if action == "pause":
-            each.add_argument("--reason", help="why, shown to whoever finds the pause")
-    actions.add_parser("ls", parents=[common], help="the queues and job names paused now")
-
-
 async def queues_command(args: argparse.Namespace, settings: Settings) -> int:
     action: str = args.action
     kind = {"pause": "pause_queue", "resume": "resume_queue", "ls": "list_pauses"}[action]

@@ -17,17 +17,6 @@ from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.rate_limits import list_rate_limits
 
 
-def add_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    common: argparse.ArgumentParser,
-) -> None:
-    commands.add_parser(
-        "limits",
-        parents=[common],
-        help="rate limits: each key's rate and, while it holds work back, its next start",
-    )
-
-
 async def limits_command(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> Envelope:
         async with open_jobs(settings) as jobs:

@@ -49,6 +49,7 @@ async def _until_signal(on_first: Callable[[], object], cancel: anyio.CancelScop
 
 async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here: the SDK and uvicorn are not worth loading for the other commands.
+    from mcp_jobs.dashboard import mounted_beside
     from mcp_jobs.server import build_server
     from mcp_jobs.server.confirm_settings import confirm_settings, log_confirm_setting
     from mcp_jobs.server.http import require_token
@@ -82,7 +83,7 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
         ):
             server = build_server(settings, jobs, http=http)
             if http:
-                await serve_http(server, settings, jobs=jobs)
+                await serve_http(server, settings, beside=mounted_beside(settings, jobs))
             else:
                 await server.run_stdio_async()
     except Exception as exc:  # shown as code/cause/fix, not a traceback

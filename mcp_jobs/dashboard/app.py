@@ -1,6 +1,7 @@
-"""The dashboard's ASGI app: its routes over `mcp_jobs.operations`, and what they share.
+"""What the dashboard's pages share: the `Dashboard` (client, settings, sampler, mode) and how a
+failure is shown (`error_page`). Its routes and ASGI app are `routing.py`'s.
 
-Build it with `dashboard_app(settings, jobs=..., prefix=...)`:
+Build it with `dashboard_app(settings, jobs=..., prefix=...)` (routing.py):
 
 - `settings`: the usual `Settings` (database URL, tenant pin, `read_only`, host for auth);
 - `jobs`: a `Jobs` client to borrow (tests, the HTTP server); None opens one on
@@ -27,21 +28,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.responses import HTMLResponse, Response
 
 from engine.clock import Clock
 from engine.drivers.urls import report_fix
 from engine.errors import DriverUnavailableError, InvalidArgumentError, JobsError
 from engine.shell_words import shell_join
 from mcp_jobs.config import Settings
-from mcp_jobs.dashboard.auth import AuthGate, DashboardAuth, standalone_auth
-from mcp_jobs.dashboard.headers import Guarded
 from mcp_jobs.dashboard.html import error_box, frame
-from mcp_jobs.dashboard.sampler import DEFAULT_INTERVAL_MS, Sampler
+from mcp_jobs.dashboard.sampler import Sampler
 from mcp_jobs.fix_context import FixContext, written_by_face
 from mcp_jobs.operations.envelope import error_payload
 from mcp_jobs.operations.models import QueueStatsView
@@ -204,87 +200,3 @@ def _fixes(dash: Dashboard) -> FixContext | None:
         return dash.scope().fixes
     except RuntimeError:
         return None
-
-
-def _page(dash: Dashboard, render: Page) -> Callable[[Request], Awaitable[Response]]:
-    async def endpoint(request: Request) -> Response:
-        where = f"dashboard {request.url.path}"
-        # A page's reads share one deadline; an action's POST is not cut short mid-write.
-        bound = dash.read_deadline_ms / 1000 if request.method in ("GET", "HEAD") else None
-        shown: str | Response | None = None
-        try:
-            with anyio.move_on_after(bound) as deadline:
-                shown = await render(dash, request)
-        except Exception as exc:  # shown as code, cause and fix, not a traceback
-            return error_page(dash, exc, where)
-        if deadline.cancelled_caught or shown is None:
-            return error_page(dash, dash.unanswered(), where)
-        if isinstance(shown, Response):
-            return shown
-        return HTMLResponse(shown, headers={"cache-control": "no-store"})
-
-    return endpoint
-
-
-def routes(dash: Dashboard) -> list[Route]:
-    """Every route under `dash.prefix`; the action routes only when not read-only."""
-    from mcp_jobs.dashboard import actions
-    from mcp_jobs.dashboard.pages import backfills, dead, job, jobs, overview, workers
-
-    p = dash.prefix
-    found = [
-        Route(p + "/", _page(dash, overview.render), methods=["GET"]),
-        Route(p + "/jobs", _page(dash, jobs.render), methods=["GET"]),
-        Route(p + "/jobs/{job_id}", _page(dash, job.render), methods=["GET"]),
-        Route(p + "/dead", _page(dash, dead.render), methods=["GET"]),
-        Route(p + "/backfills", _page(dash, backfills.render), methods=["GET"]),
-        Route(p + "/workers", _page(dash, workers.render), methods=["GET"]),
-    ]
-    if p:
-        found.append(Route(p, lambda _: RedirectResponse(p + "/", 308)))
-    found.extend(
-        Route(
-            p + path,
-            _page(dash, actions.refuse if dash.read_only else actions.handler(path)),
-            methods=["GET", "POST"],
-        )
-        for path in actions.PATHS
-    )
-    return found
-
-
-def dashboard_routes_app(dash: Dashboard, auth: DashboardAuth) -> ASGIApp:
-    """The routes behind the auth gate, with the sampler in the app's lifespan; every answer
-    (the gate's refusals too) with the headers no other site may frame it by."""
-
-    @asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with dash.running():
-            yield
-
-    app = Starlette(routes=routes(dash), lifespan=lifespan)
-    return Guarded(AuthGate(app, auth, prefix=dash.prefix))
-
-
-def dashboard_app(
-    settings: Settings,
-    *,
-    jobs: Jobs | None = None,
-    prefix: str = "",
-    auth: DashboardAuth | None = None,
-    clock: Clock | None = None,
-    sample_interval_ms: int = DEFAULT_INTERVAL_MS,
-    backfills: BackfillRegistry | None = None,
-) -> ASGIApp:
-    """The dashboard as one ASGI app (see the module docstring); read-only when
-    `settings.read_only`."""
-    dash = Dashboard(
-        settings=settings,
-        prefix=prefix.rstrip("/"),
-        read_only=settings.read_only,
-        client=jobs,
-        clock=clock,
-        sampler=Sampler(sample_interval_ms),
-        backfills=backfills,
-    )
-    return dashboard_routes_app(dash, auth if auth is not None else standalone_auth(settings))

@@ -5,13 +5,15 @@ app's lifespan does."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_jobs.config import Settings
-from mcp_jobs.dashboard.app import Dashboard, dashboard_routes_app
+from mcp_jobs.dashboard.app import Dashboard
 from mcp_jobs.dashboard.auth import mounted_auth
+from mcp_jobs.dashboard.routing import dashboard_routes_app
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -41,3 +43,8 @@ class WithDashboard:
             await self.pages(scope, receive, send)
         else:
             await self.mcp_app(scope, receive, send)
+
+
+def mounted_beside(settings: Settings, jobs: Jobs) -> Callable[[ASGIApp], ASGIApp]:
+    """What `serve_http` wraps the MCP app with to serve the dashboard beside it."""
+    return lambda mcp_app: WithDashboard(mcp_app, settings, jobs)

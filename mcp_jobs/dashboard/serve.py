@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import uvicorn
 
 from mcp_jobs.config import Settings
-from mcp_jobs.dashboard.app import dashboard_app
 from mcp_jobs.dashboard.auth import DashboardAuth
+from mcp_jobs.dashboard.routing import dashboard_app
 
 if TYPE_CHECKING:
     from engine.client import Jobs

@@ -1,6 +1,7 @@
-"""How many items an answer that would grow with the installation lists: queue_stats' queues,
-diagnose_queue's findings, describe_jobs' descriptors. One answer stays a few tens of KB at
-2,000 queues or job names; the rest is counted, and the answer says how to see it."""
+"""How many items an answer that would grow with the installation lists (queue_stats' queues,
+diagnose_queue's findings, describe_jobs' descriptors): `SHOWN` unless the caller asks for up to
+the page cap. One answer stays a few tens of KB at 2,000 queues or job names; the rest is
+counted, and the answer says how to see it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,6 @@ from typing import Any
 from engine.errors import InvalidArgumentError
 from mcp_jobs.errors import LimitExceededError, example_call
 from mcp_jobs.operations.scope import Scope
-
-# Items listed when the caller gives no `limit`; a caller may ask up to the server's page cap.
-SHOWN = 50
 
 
 def checked_limit(scope: Scope, tool: str, limit: int, call: dict[str, Any]) -> int:

@@ -42,9 +42,6 @@ from schemas.jobs import JobRecord
 from schemas.states import LIVE_STATES, RETRYABLE_STATES, JobState
 
 BulkAction = Literal["retry", "cancel"]
-# Delayed only when named: a retry runs it now (rules.can_retry), which no default should do.
-RetryState = Literal["failed", "dead", "cancelled", "delayed"]
-CancelState = Literal["ready", "delayed", "running", "suspended"]
 
 # One action touches at most this many jobs: a plan a person can still be shown as counts, and
 # an action that ends within one call. More: act in pages (see the module docstring).

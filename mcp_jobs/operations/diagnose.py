@@ -22,8 +22,8 @@ from engine.backfill.errors import dry_run_command
 from engine.bounds import MAX_QUEUE_BYTES
 from engine.errors import JobUnknownError
 from engine.metrics import LIVE_WORKER_WINDOW_MS
+from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import QueueUnknownError
-from mcp_jobs.operations.answer_bounds import SHOWN
 from mcp_jobs.operations.event_waits import EVENT_SCAN, awaited_finding, event_waits
 from mcp_jobs.operations.known import run_by_live_workers
 from mcp_jobs.operations.models import (

@@ -21,8 +21,9 @@ from engine.errors import (
 from engine.internal_jobs import is_internal, refuse_by_name
 from engine.paging import DEFAULT_TRACE_PAGE
 from engine.tasks import describe_known, task_roster
+from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example_call
-from mcp_jobs.operations.answer_bounds import SHOWN, checked_limit
+from mcp_jobs.operations.answer_bounds import checked_limit
 from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import (

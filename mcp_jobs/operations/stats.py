@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import QueueUnknownError
-from mcp_jobs.operations.answer_bounds import SHOWN, checked_limit
+from mcp_jobs.operations.answer_bounds import checked_limit
 from mcp_jobs.operations.known import unknown_queues
 from mcp_jobs.operations.models import QueueStatsResult, QueueStatsView, QueueTotals
 from mcp_jobs.operations.outbox import outbox_waiting

@@ -39,8 +39,6 @@ from mcp_jobs.operations.bulk import (
     BulkJobsResult,
     BulkPlan,
     BulkRun,
-    CancelState,
-    RetryState,
     act_bulk,
     plan_bulk,
     summary,
@@ -63,6 +61,7 @@ from mcp_jobs.server.confirm import (
 )
 from mcp_jobs.server.oauth_grants import request_settings, scope_refusal
 from mcp_jobs.server.state import AppState
+from schemas.states import CancelState, RetryState
 
 BulkWrite = ConfirmedWrite[BulkJobsResult, BulkJobsResult]
 

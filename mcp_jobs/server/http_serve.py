@@ -15,8 +15,9 @@ from __future__ import annotations
 import errno
 import logging
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import uvicorn
@@ -33,9 +34,6 @@ from mcp_jobs.server.http_hosts import HostGuard
 from mcp_jobs.server.http_refusals import ExplainRefusals
 from mcp_jobs.server.http_sessions import SessionGate
 
-if TYPE_CHECKING:
-    from engine.client import Jobs
-
 logger = logging.getLogger("mcp_jobs.server.http")
 
 MCP_PATH = "/mcp"
@@ -47,12 +45,15 @@ _NO_SDK_GUARD = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 _SESSION_ID_LOGGERS = ("mcp.server.streamable_http_manager", "mcp.server.streamable_http")
 
 
-def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = None) -> ASGIApp:
-    """The server's streamable HTTP app with the session bounds of `settings`, refusals logged
-    and said with their fix, a request whose id is of the wrong type answered, and, given the
-    server's `jobs` client, the web dashboard beside it at /dashboard/."""
-    from mcp_jobs.dashboard import WithDashboard
+# What wraps the MCP app with an app of its own beside it (the dashboard: its package's
+# `mounted_beside`, chosen by the command that serves, which stands above both).
+Beside = Callable[[ASGIApp], ASGIApp]
 
+
+def http_app(server: MCPServer[Any], settings: Settings, beside: Beside | None = None) -> ASGIApp:
+    """The server's streamable HTTP app with the session bounds of `settings`, refusals logged
+    and said with their fix, a request whose id is of the wrong type answered, and what `beside`
+    puts beside it (the web dashboard at /dashboard/)."""
     limit = settings.limits.max_request_bytes
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
@@ -68,8 +69,8 @@ def http_app(server: MCPServer[Any], settings: Settings, jobs: Jobs | None = Non
         from mcp_jobs.server.oauth import ProtectedResourceMetadataApp
 
         app = ProtectedResourceMetadataApp(app, settings.oauth)
-    if jobs is not None:
-        app = WithDashboard(app, settings, jobs)
+    if beside is not None:
+        app = beside(app)
     return LogRefusedRequests(app)
 
 
@@ -143,7 +144,7 @@ async def serve_http(
     server: MCPServer[Any],
     settings: Settings,
     *,
-    jobs: Jobs | None = None,
+    beside: Beside | None = None,
     task_status: TaskStatus[Listening] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until uvicorn's own SIGINT/SIGTERM handling (or `Listening.stop`) stops it."""
@@ -165,7 +166,7 @@ async def serve_http(
             settings.max_sessions,
         )
         config = uvicorn.Config(
-            http_app(server, settings, jobs),
+            http_app(server, settings, beside),
             log_config=None,  # our handlers (engine.logs) format uvicorn's records too
             log_level="warning",
             access_log=False,

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Permanent, Retry, Worker, job
 from mcp_jobs.config import Settings
 from mcp_jobs.dashboard import Dashboard
-from mcp_jobs.dashboard.app import dashboard_routes_app
 from mcp_jobs.dashboard.auth import DashboardAuth, standalone_auth
+from mcp_jobs.dashboard.routing import dashboard_routes_app
 from schemas.stats import WorkerInfo
 
 XSS = "<script>alert(1)</script>"

@@ -16,8 +16,8 @@ import pytest
 from engine import Jobs
 from mcp_jobs.config import Settings
 from mcp_jobs.dashboard import Dashboard
-from mcp_jobs.dashboard.app import dashboard_routes_app
 from mcp_jobs.dashboard.auth import COOKIE, DashboardAuth, standalone_auth, static_verifier
+from mcp_jobs.dashboard.routing import dashboard_routes_app
 from mcp_jobs.errors import TokenRequiredError, TokenTooShortError
 from tests.dashboard.support import Marks, Seeded, browse, dashboard_for
 

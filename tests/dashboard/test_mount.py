@@ -14,6 +14,7 @@ import pytest
 
 from engine import JobRegistry, Jobs, connect
 from mcp_jobs.config import Settings
+from mcp_jobs.dashboard import mounted_beside
 from mcp_jobs.dashboard.auth import COOKIE
 from mcp_jobs.server import build_server
 from mcp_jobs.server.http_serve import Listening, http_app, serve_http
@@ -28,7 +29,8 @@ BEARER = {"Authorization": f"Bearer {TOKEN}"}
 @asynccontextmanager
 async def mounted(jobs: Jobs, **overrides: object) -> AsyncIterator[httpx2.AsyncClient]:
     settings = Settings(**{"port": 0, "token": TOKEN, **overrides})  # type: ignore[arg-type]
-    app = http_app(build_server(settings, jobs, http=True), settings, jobs)
+    server = build_server(settings, jobs, http=True)
+    app = http_app(server, settings, mounted_beside(settings, jobs))
     transport = httpx2.ASGITransport(app=app)
     async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as http:
         yield http
@@ -85,7 +87,7 @@ async def test_the_served_app_runs_the_dashboard_with_the_server() -> None:
         with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:
                 server = build_server(settings, jobs, http=True)
-                start = partial(serve_http, jobs=jobs)
+                start = partial(serve_http, beside=mounted_beside(settings, jobs))
                 listening: Listening = await tg.start(start, server, settings)
                 try:
                     base = listening.url.removesuffix("/mcp")

@@ -14,6 +14,7 @@ import pytest
 
 from engine import Jobs, Worker
 from mcp_jobs.config import OAuthSettings, Settings
+from mcp_jobs.dashboard import mounted_beside
 from mcp_jobs.dashboard.auth import COOKIE
 from mcp_jobs.server import build_server
 from mcp_jobs.server.audit import AUDIT_EVENT
@@ -39,7 +40,8 @@ def idp() -> Iterator[Issuer]:
 async def mounted(jobs: Jobs, idp: Issuer) -> AsyncIterator[httpx2.AsyncClient]:
     oauth = OAuthSettings(issuer=idp.url, resource_url=AUDIENCE, audience=AUDIENCE)
     settings = await discover(Settings(port=0, oauth=oauth))
-    app = http_app(build_server(settings, jobs, http=True), settings, jobs)
+    server = build_server(settings, jobs, http=True)
+    app = http_app(server, settings, mounted_beside(settings, jobs))
     transport = httpx2.ASGITransport(app=app)
     async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as http:
         yield http

@@ -15,8 +15,8 @@ import pytest
 
 from engine import Jobs
 from engine.errors import DriverUnavailableError
-from mcp_jobs.dashboard.app import dashboard_routes_app
 from mcp_jobs.dashboard.auth import standalone_auth
+from mcp_jobs.dashboard.routing import dashboard_routes_app
 from tests.dashboard.support import Marks, Seeded, browse, dashboard_for
 
 pytestmark = pytest.mark.drivers("memory", reason="the answers do not depend on the driver")

@@ -19,8 +19,7 @@ from engine.paging import (
     MAX_TRACE_PAGE,
 )
 from mcp_jobs import operations
-from mcp_jobs.config import ServerLimits
-from mcp_jobs.operations.answer_bounds import SHOWN
+from mcp_jobs.config import SHOWN, ServerLimits
 from mcp_jobs.operations.models import (
     DbReportResult,
     DescribeJobsResult,
