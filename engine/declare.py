@@ -1,18 +1,21 @@
 """`@job(...)`: declaring a job, and the registry that holds the declarations of this process.
 
 A declaration is refused at the decorator when it could never be safe: no idempotency key (rule 1),
-a concurrency that is not a whole number ≥ 1, an input annotation that is not a pydantic model.
+a concurrency that is not a whole number ≥ 1, an input annotation that is not a pydantic model,
+a body that cannot be called as `body(input, ctx)`. Each refusal's fix is the declaration mended.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, RootModel
 
@@ -28,7 +31,7 @@ from engine.errors import (
     JobUnknownError,
 )
 from engine.rate_limits import RateLimit
-from engine.registry import Registry
+from engine.registry import Registry, Site, caller_line, site
 from engine.retention import Retention
 from engine.retry import Retry, describe_retry
 from schemas.descriptor import JobDescriptor
@@ -38,6 +41,9 @@ if TYPE_CHECKING:
 
 InputT = TypeVar("InputT", bound=BaseModel)
 JobFn = Callable[[InputT, "JobContext"], Awaitable[Any]]
+# What `@job` takes: an async function (ctx positional or keyword-only), a partial of one, or an
+# object with an async `__call__`; `_body` checks the shape and makes it a `JobFn`.
+JobBody = Callable[..., Awaitable[Any]]
 
 DEFAULT_QUEUE = "default"
 
@@ -68,6 +74,8 @@ class JobDefinition(Generic[InputT]):
     # What an enqueue validates against: `input_model`, refusing unknown fields unless the
     # model says otherwise (`strict_input_model`). Built once, at the decorator.
     enqueue_model: type[BaseModel] | None = None
+    # Where it was declared: the same site again is a module imported again, not a second job.
+    declared_at: Site | None = None
 
     def __post_init__(self) -> None:
         if self.enqueue_model is None:
@@ -158,22 +166,28 @@ class JobRegistry(Registry[JobDefinition[Any]]):
 
     def check(self, definition: object) -> JobDefinition[Any]:
         if not isinstance(definition, JobDefinition) or definition.origin is not _ORIGIN:
+            name = getattr(definition, "name", "?")
+            name = name if isinstance(name, str) else "?"
             raise JobDeclarationInvalidError(
-                getattr(definition, "name", "?"), "definition", definition, "built by @job(...)"
+                name, "definition", definition, "built by @job(...)", key_function_fix(name)
             )
         return definition
 
     def clash(
         self, existing: JobDefinition[Any], definition: JobDefinition[Any]
     ) -> JobsError | None:
-        if existing.qualified_name == definition.qualified_name:
+        first, second = _site_of(existing), _site_of(definition)
+        if first == second:
             return None
-        return JobNameTakenError(
-            definition.name, existing.qualified_name, definition.qualified_name
-        )
+        return JobNameTakenError(definition.name, str(first), str(second))
 
     def unknown(self, name: str, known: Sequence[str]) -> JobsError:
         return JobUnknownError(name, known)
+
+
+def _site_of(definition: JobDefinition[Any]) -> Site:
+    found = definition.declared_at
+    return found if found is not None else Site(definition.qualified_name, "", "")
 
 
 # The registry `@job` writes into. Importing an app module registers its jobs here.
@@ -237,16 +251,18 @@ def _priority(job: str, value: object) -> int:
         return bounds.priority("priority", value)
     except InvalidArgumentError as exc:
         expected = (exc.details or {}).get("expected", "a whole number")
-        raise JobDeclarationInvalidError(job, "priority", value, expected) from None
+        near = exc.nearest if isinstance(exc.nearest, int) else 0
+        raise JobDeclarationInvalidError(job, "priority", value, expected, str(near)) from None
 
 
-def _declared_text(job: str, field_name: str, value: object, max_bytes: int) -> None:
+def _declared_text(job: str, field_name: str, value: object, max_bytes: int, mended: str) -> None:
     # Checked once here, so an enqueue never sends the database a name or queue it refuses.
     try:
         bounds.text(field_name, value, max_bytes)
     except InvalidArgumentError as exc:
         expected = (exc.details or {}).get("expected", "a non-empty str")
-        raise JobDeclarationInvalidError(job, field_name, value, expected) from exc
+        written = json.dumps(mended, ensure_ascii=False)
+        raise JobDeclarationInvalidError(job, field_name, value, expected, written) from exc
 
 
 def _timeout_ms(job: str, timeout: float | None) -> int | None:
@@ -274,22 +290,156 @@ def _flag(job: str, field_name: str, value: object) -> bool:
         raise JobDeclarationInvalidError(job, field_name, value, expected, str(meant)) from None
 
 
-def _input_model(job: str, fn: Callable[..., Any]) -> type[BaseModel]:
-    params = list(inspect.signature(fn).parameters)
-    if len(params) != 2:
-        raise JobDeclarationInvalidError(
-            job, "signature", f"{len(params)} parameters", "async def f(input: Model, ctx)"
-        )
-    hints = get_type_hints(fn)
-    model = hints.get(params[0])
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_NAMED = (*_POSITIONAL, inspect.Parameter.KEYWORD_ONLY)
+_SIGNATURE = "async def f(input: Model, ctx), any other parameter with a default"
+
+
+def _code_of(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The function whose code a body runs: a partial's function, a callable object's bound
+    `__call__`, else `fn`. Its module, name, globals and first line are the body's."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isfunction(fn) or inspect.ismethod(fn):
+        return fn
+    call = getattr(fn, "__call__", None)  # noqa: B004 - the bound method itself is wanted
+    return call if inspect.ismethod(call) else fn
+
+
+def _default_name(fn: Callable[..., Any]) -> str:
+    code = _code_of(fn)
+    if code is fn or isinstance(fn, functools.partial):
+        return str(getattr(code, "__name__", type(fn).__name__))
+    return type(fn).__name__  # a callable object: its class
+
+
+def _body(job: str, fn: Callable[..., Any]) -> tuple[type[BaseModel], JobFn[Any]]:
+    """The input model of `fn` and `fn` as the engine calls it, `body(input, ctx)`: `fn` itself
+    for a plain function, else an async function that passes `ctx` by keyword where `fn` takes
+    it so, carrying the module, name and docstring of the code `fn` runs."""
+    code = _code_of(fn)
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values() if p.kind in _NAMED]
+    except (TypeError, ValueError):  # a builtin without a signature
+        params = []
+    if not inspect.iscoroutinefunction(code):
+        mended = _mended_def(job, fn, params[0] if params else None)
+        raise JobDeclarationInvalidError(job, "function", fn, "an async def", mended)
+    if (
+        len(params) < 2
+        or params[0].kind not in _POSITIONAL
+        or any(p.default is inspect.Parameter.empty for p in params[2:])
+    ):
+        shown = ", ".join(p.name for p in params)
+        mended = _mended_def(job, fn, params[0] if params else None)
+        raise JobDeclarationInvalidError(job, "signature", f"({shown})", _SIGNATURE, mended)
+    model = _annotation(job, fn, params[0])
+    ctx = params[1]
+    if ctx.kind in _POSITIONAL and (inspect.isfunction(fn) or inspect.ismethod(fn)):
+        return model, fn
+    keyword = ctx.name if ctx.kind is inspect.Parameter.KEYWORD_ONLY else None
+
+    async def body(input: Any, ctx: JobContext) -> Any:
+        return await (fn(input, **{keyword: ctx}) if keyword else fn(input, ctx))
+
+    # A callable object is shown by its `__call__`, and described by its class's docstring.
+    instance = inspect.ismethod(code) and code is not fn and not isinstance(fn, functools.partial)
+    shown_by = code.__func__ if instance else code  # type: ignore[attr-defined]
+    for attribute in ("__module__", "__name__", "__qualname__"):
+        setattr(body, attribute, getattr(shown_by, attribute, getattr(body, attribute)))
+    body.__doc__ = inspect.getdoc(fn if instance else code)
+    body.__wrapped__ = fn  # type: ignore[attr-defined]
+    return model, body
+
+
+def _annotation(job: str, fn: Callable[..., Any], param: inspect.Parameter) -> type[BaseModel]:
+    """The model `param` is annotated with, resolved as `typing.get_type_hints` would, but only
+    this one annotation: a `ctx: JobContext` imported under `if TYPE_CHECKING:` is no concern."""
+    written = param.annotation
+    model: object = None if written is inspect.Parameter.empty else written
+    if isinstance(written, str):
+        home = inspect.unwrap(_code_of(fn))
+        namespace = getattr(home, "__globals__", None) or {}
+        try:
+            model = eval(written, namespace)  # the app's own annotation, as typing evaluates it
+        except Exception as exc:
+            missing = exc.name if isinstance(exc, NameError) and exc.name else written
+            module = namespace.get("__name__", "?")
+            expected = (
+                f"a pydantic BaseModel subclass the module {module} holds when the job is "
+                f"declared; {missing} is not defined there (define or import it above the job)"
+            )
+            raise JobDeclarationInvalidError(
+                job, "input annotation", written, expected, _import_of(missing)
+            ) from None
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        mended = _mended_def(job, fn, param, model_text=_model_slot(job))
         raise JobDeclarationInvalidError(
-            job, "input annotation", model, "a pydantic BaseModel subclass"
+            job, "input annotation", model, "a pydantic BaseModel subclass", mended
         )
     return model
 
 
+def _import_of(name: str) -> str:
+    """The import that gives a module the pydantic model `name`, where one loaded module
+    defines it; else the model declared in its place (its fields left to write)."""
+    homes: set[str] = set()
+    for module in list(sys.modules.values()):
+        found = getattr(module, "__dict__", {}).get(name)  # never a module's __getattr__
+        defined_here = getattr(found, "__module__", None) == getattr(module, "__name__", None)
+        if isinstance(found, type) and issubclass(found, BaseModel) and defined_here:
+            homes.add(found.__module__)
+    if len(homes) == 1 and name.isidentifier():
+        return f"from {homes.pop()} import {name}"
+    return f"class {name if name.isidentifier() else 'JobInput'}(BaseModel): ..."
+
+
+def _model_slot(job: str) -> str:
+    """A name for the model a job's input has none of: `ship_order` -> `ShipOrderInput`."""
+    words = "".join(c if c.isalnum() else " " for c in job).split()
+    named = "".join(w[:1].upper() + w[1:] for w in words)
+    return f"{named}Input" if named.isidentifier() and not named[0].isdigit() else "JobInput"
+
+
+def _mended_def(
+    job: str, fn: Callable[..., Any], param: inspect.Parameter | None, model_text: str = ""
+) -> str:
+    """The `def` line `fn` is written as, mended to the shape of a job body: async, taking
+    the input (its annotation kept where it has one) and then the context."""
+    code = _code_of(fn)
+    name = getattr(code, "__name__", "") or "body"
+    name = name if name.isidentifier() else "body"
+    before = "self, " if inspect.ismethod(code) else ""
+    arg = param.name if param is not None and param.name.isidentifier() else "input"
+    if not model_text:
+        written = None if param is None else param.annotation
+        if isinstance(written, str) and written:
+            model_text = written
+        elif isinstance(written, type):
+            model_text = written.__name__
+        else:
+            model_text = _model_slot(job)
+    return f"async def {name}({before}{arg}: {model_text}, ctx: JobContext):"
+
+
+def _key_fix(job: str, fn: Callable[..., Any] | None) -> str:
+    """A key function, as code, over the fields of `fn`'s input model (up to three; a digest of
+    the whole input for more, or a model that cannot be resolved)."""
+    try:
+        model = None if fn is None else _body(job, fn)[0]
+    except JobsError:
+        model = None
+    names = [] if model is None else list(model.model_fields)
+    if not 1 <= len(names) <= 3:
+        return key_function()
+    escaped = job.replace("{", "{{").replace("}", "}}")
+    template = ":".join([escaped, *(f"{{i.{n}}}" for n in names)])
+    return f"lambda i: f{template!r}"
+
+
 def job(
+    _bare: None = None,
+    /,
     *,
     idempotency_key: Callable[[Any], str] | None = None,
     name: str | None = None,
@@ -303,16 +453,21 @@ def job(
     retention: Retention | None = None,
     rate_limit: RateLimit | None = None,
     priority: int = 0,
-) -> Callable[[JobFn[Any]], JobDefinition[Any]]:
+) -> Callable[[JobBody], JobDefinition[Any]]:
     """Declare a durable job. `idempotency_key` computes the dedupe key from the input;
     `retention` keeps its settled rows longer or shorter than the worker's policy."""
+    if _bare is not None:  # `@job` without parentheses: no key can have been given
+        bare_name = _default_name(_bare) if callable(_bare) else "job"
+        raise IdempotencyRequiredError(bare_name, _key_fix(bare_name, _bare))
+    call = caller_line(1)
 
-    def decorate(fn: JobFn[Any]) -> JobDefinition[Any]:
+    def decorate(fn: JobBody) -> JobDefinition[Any]:
         # Only None means the function's own name: "" (a setting left blank) is refused.
-        job_name = fn.__name__ if name is None else name
-        _declared_text(fn.__name__, "name", job_name, bounds.MAX_NAME_BYTES)
+        own_name = _default_name(fn)
+        job_name = own_name if name is None else name
+        _declared_text(own_name, "name", job_name, bounds.MAX_NAME_BYTES, own_name or "job")
         if idempotency_key is None:
-            raise IdempotencyRequiredError(job_name)
+            raise IdempotencyRequiredError(job_name, _key_fix(job_name, fn))
         if not callable(idempotency_key):
             raise JobDeclarationInvalidError(
                 job_name,
@@ -321,46 +476,48 @@ def job(
                 "a function of the input returning its key",
                 key_function(idempotency_key),
             )
-        if not inspect.iscoroutinefunction(fn):
-            raise JobDeclarationInvalidError(job_name, "function", fn, "an async def")
-        _declared_text(job_name, "queue", queue, bounds.MAX_QUEUE_BYTES)
+        model, body = _body(job_name, fn)
+        _declared_text(job_name, "queue", queue, bounds.MAX_QUEUE_BYTES, DEFAULT_QUEUE)
         description_declared(
             lambda expected: JobDeclarationInvalidError(
-                job_name, "description", description, expected
+                job_name, "description", description, expected, "None"
             ),
             description,
         )
         if retry is not None and not isinstance(retry, Retry):
-            raise JobDeclarationInvalidError(job_name, "retry", retry, "a Retry(...) or None")
+            raise JobDeclarationInvalidError(
+                job_name, "retry", retry, "a Retry(...) or None", "Retry()"
+            )
         policy = retry or Retry()
         policy.validate(job_name)
         if retention is not None and not isinstance(retention, Retention):
             raise JobDeclarationInvalidError(
-                job_name, "retention", retention, "a Retention(...) or None"
+                job_name, "retention", retention, "a Retention(...) or None", "None"
             )
         if retention is not None and retention.audit is not None:
             # Events of no job belong to no job's policy: the worker's Retention sets it.
             expected = "a Retention(...) without audit (a Worker's retention sets it)"
-            raise JobDeclarationInvalidError(job_name, "retention", retention, expected)
+            mended = repr(dataclasses.replace(retention, audit=None))
+            raise JobDeclarationInvalidError(job_name, "retention", retention, expected, mended)
         if rate_limit is not None and not isinstance(rate_limit, RateLimit):
-            raise JobDeclarationInvalidError(
-                job_name, "rate_limit", rate_limit, "a RateLimit(limit, per=seconds) or None"
-            )
+            expected = "a RateLimit(limit, per=seconds) or None"
+            raise JobDeclarationInvalidError(job_name, "rate_limit", rate_limit, expected, "None")
         definition: JobDefinition[Any] = JobDefinition(
             name=job_name,
-            fn=fn,
-            input_model=_input_model(job_name, fn),
+            fn=body,
+            input_model=model,
             idempotency_key=idempotency_key,
             queue=queue,
             retry=policy,
             timeout_ms=_timeout_ms(job_name, timeout),
             concurrency=None if concurrency is None else _cap(job_name, "concurrency", concurrency),
             tenant_required=_flag(job_name, "tenant_required", tenant_required),
-            description=description or inspect.getdoc(fn),
+            description=description or inspect.getdoc(body),
             origin=_ORIGIN,
             retention=retention,
             rate_limit=rate_limit,
             priority=_priority(job_name, priority),
+            declared_at=site(body, call),
         )
         (registry if registry is not None else default_registry).add(definition)
         return definition

@@ -107,10 +107,14 @@ class IdempotencyRequiredError(JobsError):
     code = "IDEMPOTENCY_REQUIRED"
     title = "a job was declared without an idempotency key"
 
-    def __init__(self, job: str) -> None:
+    def __init__(self, job: str, key: str | None = None) -> None:
+        """`key`: a key function, as code, over the job's input (engine.declare builds it from
+        the input model's fields); without it, one over an `id` field."""
+        function = key if key is not None else f"lambda i: f{f'{job}:{{i.id}}'!r}"
         super().__init__(
             f'job "{job}" has no idempotency_key; without one a redelivered enqueue runs twice',
-            f'@job(idempotency_key=lambda i: f"{job}:{{i.id}}")',
+            f"@job(name={json.dumps(job, ensure_ascii=False)}, idempotency_key={function})",
+            details={"job": job},
         )
 
 
@@ -119,9 +123,12 @@ class JobNameTakenError(JobsError):
     title = "two jobs were declared under one name"
 
     def __init__(self, job: str, first: str, second: str) -> None:
+        """`first`, `second`: where each is declared (engine.registry.Site)."""
+        renamed = json.dumps(f"{job}_v2", ensure_ascii=False)
         super().__init__(
-            f'job name "{job}" is declared by {first} and again by {second}',
-            f'@job(name="{job}_v2", ...)',
+            f'job name "{job}" is declared by {first} and again by {second}; a name runs one '
+            "function, so the second was refused: give one of them a name of its own",
+            f"@job(name={renamed})",
             details={"job": job, "first": first, "second": second},
         )
 
@@ -153,12 +160,14 @@ class JobDeclarationInvalidError(JobsError):
         self, job: str, field: str, value: object, expected: str, mended: str | None = None
     ) -> None:
         """`mended`: the declared keyword's value mended, as code (`field` "retry.attempts"
-        mends `retry=`); without it the fix holds a slot saying what to write."""
+        mends `retry=`); for what is no keyword of `@job` (the body's signature, its input's
+        annotation), the line that replaces the one declared (a `def`, an import)."""
         keyword = field.partition(".")[0]
-        written = mended if mended is not None else f"<{expected}>"
-        fix = f"@job(name={json.dumps(job, ensure_ascii=False)}, {keyword}={written})"
-        if keyword not in JOB_KEYWORDS:  # a signature, an annotation: not a keyword of @job
-            fix = f'@job({field}=<{expected}>) on "{job}"'
+        if keyword in JOB_KEYWORDS:
+            written = mended if mended is not None else f"<{expected}>"
+            fix = f"@job(name={json.dumps(job, ensure_ascii=False)}, {keyword}={written})"
+        else:
+            fix = mended if mended is not None else expected
         super().__init__(
             f'job "{job}" declares {field}={value!r}; {field} must be {expected}',
             fix,
@@ -413,6 +422,29 @@ class JobOutputInvalidError(JobsError):
             f"return strict JSON from {origin} (no NaN or Infinity, no NUL character, "
             "no lone surrogate)",
             details={"job": job, "origin": origin, "path": path, "reason": reason},
+        )
+
+
+class JobOutputTooLargeError(JobOutputInvalidError):
+    """JOB_OUTPUT_INVALID for a value past the bound a job's input has (engine.bounds): what the
+    database would hold for every read of the job, and what a NATS value cannot."""
+
+    def __init__(
+        self, job: str, origin: str, size: int, bound: int, setting: str, ceiling: int
+    ) -> None:
+        """`setting`: the environment variable that sets `bound`, up to `ceiling`."""
+        fix = (
+            f"export {setting}={size}"
+            if size <= ceiling
+            else f"return from {origin} a reference to the data (a key, a URL), not the data"
+        )
+        JobsError.__init__(
+            self,
+            f'{origin} of job "{job}" returned {size} bytes of JSON, past the bound of {bound} '
+            f"bytes on a job's input, output and step results (set by {setting}, at most "
+            f"{ceiling}); nothing of it was stored",
+            fix,
+            details={"job": job, "origin": origin, "size": size, "bound": bound},
         )
 
 

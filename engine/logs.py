@@ -24,10 +24,19 @@ _STANDARD = frozenset(
     | {"message", "asctime", "taskName"}
 )
 _HANDLER_MARK = "_mcp_jobs_handler"
+# A record's message as these formatters write it, where it differs from `getMessage()`: a
+# worker's line names its job in the message for a plain format (`%(message)s` alone), and
+# these formatters, which write the `job` fields beside it, keep only the event's name.
+BARE_MESSAGE = "_mcp_jobs_bare_message"
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
     return {k: v for k, v in vars(record).items() if k not in _STANDARD and k[:1] != "_"}
+
+
+def _message(record: logging.LogRecord) -> str:
+    bare = getattr(record, BARE_MESSAGE, None)
+    return bare if isinstance(bare, str) else record.getMessage()
 
 
 class _Masking(logging.Formatter):
@@ -47,7 +56,7 @@ class JsonFormatter(_Masking):
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": _message(record),
         }
         for key, value in _extras(record).items():
             entry.setdefault(key, value)
@@ -72,7 +81,7 @@ class TextFormatter(_Masking):
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        record.message = record.getMessage()
+        record.message = _message(record)
         record.asctime = self.formatTime(record, self.datefmt)
         line = self.formatMessage(record)
         pairs: list[str] = []
@@ -82,10 +91,10 @@ class TextFormatter(_Masking):
             pairs.extend(f"{k}={json.dumps(v, default=str, ensure_ascii=False)}" for k, v in items)
         if pairs:
             line = f"{line} {' '.join(pairs)}"
-        line = _printable(line)
+        line = printable(line)
         below = [self._traceback(record), self.formatStack(record.stack_info or "")]
         for block in filter(None, below):
-            line += "".join(f"\n    {_printable(text)}" for text in block.split("\n"))
+            line += "".join(f"\n    {printable(text)}" for text in block.split("\n"))
         return line
 
     def _traceback(self, record: logging.LogRecord) -> str:
@@ -94,7 +103,7 @@ class TextFormatter(_Masking):
         return record.exc_text or ""
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """`text` with each character that is not printable (a line break of any kind, an ESC, a
     lone surrogate) escaped as Python writes it: `\\n`, `\\x1b`, `\\u2028`, `\\ud800`."""
     if text.isprintable():
@@ -142,4 +151,4 @@ def configure_logging(
     return handler
 
 
-__all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
+__all__ = ["BARE_MESSAGE", "JsonFormatter", "TextFormatter", "configure_logging", "printable"]

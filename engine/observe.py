@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from engine.logs import BARE_MESSAGE, printable
 from schemas.jobs import JobRecord
 
 WorkerEventKind = Literal[
@@ -129,7 +131,9 @@ def log_wants(kind: WorkerEventKind) -> bool:
 
 
 def log_listener(event: WorkerEvent) -> None:
-    """One structured record per state change: `extra={"job": {...}}` carries every field.
+    """One structured record per state change: `extra={"job": {...}}` carries every field, and
+    the message names the job too (`job.parked job_id=… name="…" attempt=1 …`), for an app's
+    own plain format; the engine's formatters write the event's name alone beside the fields.
 
     A body's exception goes on the record as `exc_info` (the formatters write its traceback):
     on a failed or dead job's ERROR line always; on a retried job's WARNING line only at DEBUG,
@@ -139,4 +143,21 @@ def log_listener(event: WorkerEvent) -> None:
         exc = event.exc
         if exc is not None and level < logging.ERROR and not logger.isEnabledFor(logging.DEBUG):
             exc = None
-        logger.log(level, "job.%s", event.kind, extra={"job": event.fields()}, exc_info=exc)
+        extra = {"job": event.fields(), BARE_MESSAGE: f"job.{event.kind}"}
+        logger.log(level, "%s", _line(event), extra=extra, exc_info=exc)
+
+
+def _line(event: WorkerEvent) -> str:
+    """The event as one line of text: a name, a reason or an error code is anyone's text, so
+    each is quoted and whatever is not printable escaped (no line break starts a forged line)."""
+    said = [f"job.{event.kind}", f"job_id={event.job_id}", f"name={_quoted(event.name)}"]
+    said.append(f"attempt={event.attempt}")
+    if event.error_code is not None:
+        said.append(f"error={_quoted(event.error_code)}")
+    if event.reason is not None:
+        said.append(f"reason={_quoted(event.reason)}")
+    return " ".join(said)
+
+
+def _quoted(text: str) -> str:
+    return printable(json.dumps(text, ensure_ascii=False))

@@ -7,9 +7,10 @@ and the error for a name nobody declared. Everything else is shared.
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from engine.errors import JobsError
 
@@ -20,6 +21,45 @@ class Named(Protocol):
 
 
 T = TypeVar("T", bound=Named)
+
+
+class Site(NamedTuple):
+    """Where a declaration is: what it runs (`module:qualname`), the declaring call and the
+    first line of the function it runs (`file:line` each). Running the same lines again (a
+    module imported again) gives the same site; a copied block or another module gives another,
+    though the qualname alone may agree (every lambda of a module is `<lambda>`)."""
+
+    declared_by: str
+    call: str
+    body: str
+
+    def __str__(self) -> str:
+        return f"{self.declared_by} (declared at {self.call})"
+
+
+def caller_line(depth: int) -> str:
+    """`file:line` of the call `depth` frames above the caller of this (1: the line that
+    called the declaring function)."""
+    caller = sys._getframe(depth + 1)
+    return f"{caller.f_code.co_filename}:{caller.f_lineno}"
+
+
+def site(fn: Callable[..., Any], call: str) -> Site:
+    """The site of a declaration of `fn` made at `call` (`caller_line`)."""
+    return Site(declared_by(fn), call, first_line(fn))
+
+
+def declared_by(fn: Callable[..., Any]) -> str:
+    module = getattr(fn, "__module__", None) or "?"
+    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"{module}:{qualname}"
+
+
+def first_line(fn: Callable[..., Any]) -> str:
+    code = getattr(fn, "__code__", None)
+    if code is None:  # a partial, a callable object: its declaring call tells it apart
+        return ""
+    return f"{code.co_filename}:{code.co_firstlineno}"
 
 
 class Registry(ABC, Generic[T]):

@@ -12,6 +12,7 @@ import logging
 from dataclasses import FrozenInstanceError
 from typing import Any
 
+from engine.bounds import DEFAULT_MAX_PAYLOAD_BYTES
 from engine.clock import Clock
 from engine.context import JobContext
 from engine.drivers.base import Driver
@@ -43,10 +44,19 @@ class RunContext(JobContext):
     _step: StepApi | None
     _log: logging.LoggerAdapter[logging.Logger] | None
     _reporter: ProgressReporter | None
+    _max_output: int
 
-    def __init__(self, claimed: ClaimedJob, settler: Settler, clock: Clock, driver: Driver) -> None:
+    def __init__(
+        self,
+        claimed: ClaimedJob,
+        settler: Settler,
+        clock: Clock,
+        driver: Driver,
+        max_output_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
         # The dataclass __init__ is not called: every field is a property over these.
         setattr_ = object.__setattr__
+        setattr_(self, "_max_output", max_output_bytes)
         setattr_(self, "_claimed", claimed)
         setattr_(self, "_settler", settler)
         setattr_(self, "_clock", clock)
@@ -116,6 +126,7 @@ class RunContext(JobContext):
                 token=claimed.token,
                 completed=None if claimed.has_steps else {},
                 tenant_id=record.tenant_id,
+                max_output_bytes=self._max_output,
             )
             object.__setattr__(self, "_step", step)
         return step

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import ValidationError
 
+from engine.bounds import DEFAULT_MAX_PAYLOAD_BYTES
 from engine.clock import Clock
 from engine.context import JobContext
 from engine.declare import JobDefinition
@@ -135,6 +136,8 @@ class Runtime:
     wants: Callable[[WorkerEventKind], bool] = lambda kind: True
     # The job names this worker can run, named in the error of a job it cannot.
     known_names: Callable[[], Sequence[str]] = lambda: ()
+    # The largest output or step result stored, as an input is bounded (the client's bound).
+    max_output_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 
 
 def failure_text(exc: BaseException) -> str:
@@ -303,14 +306,16 @@ async def execute(
 
     started = rt.clock.now_ms()
     emit("claimed")
-    ctx = RunContext(claimed, rt.settler, rt.clock, rt.driver)
+    ctx = RunContext(claimed, rt.settler, rt.clock, rt.driver, rt.max_output_bytes)
 
     if definition.timeout_ms is None:
-        output, failure, suspension = await _run_body(definition, job_input, ctx, handle, record)
+        output, failure, suspension = await _run_body(
+            definition, job_input, ctx, handle, record, rt.max_output_bytes
+        )
     else:
         async with _deadline(rt.clock, definition.timeout_ms, handle):
             output, failure, suspension = await _run_body(
-                definition, job_input, ctx, handle, record
+                definition, job_input, ctx, handle, record, rt.max_output_bytes
             )
     handle.body_done()
     reporter = ctx.reported
@@ -402,13 +407,16 @@ async def _run_body(
     ctx: JobContext,
     handle: RunHandle,
     record: JobRecord,
+    bound: int,
 ) -> tuple[Any, BaseException | None, StepSuspension | None]:
     """The body under its stop switch and span: (output, failure, suspension)."""
     handle.in_body = True
     try:
         with handle.scope, run_span(record) as span:
             try:
-                output = storable_output(record.name, "the job", await definition(job_input, ctx))
+                output = storable_output(
+                    record.name, "the job", await definition(job_input, ctx), bound
+                )
             except StepSuspension as exc:
                 return None, None, exc
             except asyncio.CancelledError as exc:

@@ -17,7 +17,7 @@ from engine import bounds
 from engine import inbound_events as event_rules
 from engine.clock import Clock
 from engine.drivers.base import EVENTS, EventStore, require
-from engine.errors import JobOutputInvalidError, StepDuplicateError
+from engine.errors import JobOutputInvalidError, JobOutputTooLargeError, StepDuplicateError
 from engine.inbound_events import EventCursor, EventOutcome
 from engine.settle import Settler, until_written
 from engine.storable import find_unstorable, storable_text
@@ -54,8 +54,10 @@ class EventSuspension(StepSuspension):
         self.after = after
 
 
-def storable_output(job: str, origin: str, value: Any) -> Any:
-    """`value` as it is stored and replayed, once it passed the one rule (engine.storable).
+def storable_output(job: str, origin: str, value: Any, bound: int) -> Any:
+    """`value` as it is stored and replayed, once it passed the one rule (engine.storable) and
+    the bound an input has (`bound` bytes of compact UTF-8 JSON: the client's
+    max_payload_bytes, engine.bounds).
 
     Checked where the body or step returns, before the value joins a write batched with other
     jobs: a value outside the rule fails only its own job (`JOB_OUTPUT_INVALID`, terminal).
@@ -67,12 +69,27 @@ def storable_output(job: str, origin: str, value: Any) -> Any:
     if bad is not None:
         raise JobOutputInvalidError(job, origin, bad.path, bad.reason)
     if kind is str:
+        # At most 6 bytes of JSON a character (`\u001f`) and its quotes: most text is measured
+        # without being written.
+        if len(value) * 6 + 2 > bound:
+            _bounded(job, origin, json.dumps(value, ensure_ascii=False), bound)
         return value
     try:
         # A copy that is what a replay returns: tuples become lists, subclasses their base.
-        return json.loads(json.dumps(value))
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        copy = json.loads(text)
     except (TypeError, ValueError) as exc:  # an int too long for the decimal conversion
         raise JobOutputInvalidError(job, origin, "$", f"{type(exc).__name__}: {exc}") from exc
+    _bounded(job, origin, text, bound)
+    return copy
+
+
+def _bounded(job: str, origin: str, text: str, bound: int) -> None:
+    size = len(text) if text.isascii() else len(text.encode())
+    if size > bound:
+        raise JobOutputTooLargeError(
+            job, origin, size, bound, bounds.PAYLOAD_ENV, bounds.PAYLOAD_CEILING
+        )
 
 
 def _named(argument: str, name: object) -> str:
@@ -96,8 +113,10 @@ class StepApi:
         token: str,
         completed: dict[str, StepRecord] | None = None,
         tenant_id: str | None = None,
+        max_output_bytes: int = bounds.DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         self._settler = settler
+        self._max_output = max_output_bytes
         self._tenant = tenant_id
         # (event name, key) -> the event the last wait of this run for it received: a later
         # wait for the same pair only matches events after it (engine/inbound_events.py).
@@ -170,7 +189,7 @@ class StepApi:
             await self._fail(name, started, attempts, f"{type(exc).__name__}: {exc}")
             raise
         try:
-            output = storable_output(self._job, f'step "{name}"', value)
+            output = storable_output(self._job, f'step "{name}"', value, self._max_output)
         except JobOutputInvalidError as exc:
             # Not stored: a replay runs the step again rather than return what was refused.
             await self._fail(name, started, attempts, f"{exc.code}: {exc.cause}")

@@ -199,6 +199,7 @@ class Worker:
             emit=self.events.emit,
             wants=self.events.wants,
             known_names=lambda: [d.name for d in jobs.registry],
+            max_output_bytes=jobs.max_payload_bytes,
         )
         self.leases = LeaseKeeper(self.runtime, self._inflight, concurrency)
         self.unknown_names = UnknownNames(jobs.descriptors, self.clock, self.id, poll_ms)

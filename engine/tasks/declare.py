@@ -17,7 +17,6 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
-import sys
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from engine import bounds
 from engine.declare import JobRegistry, default_registry, description_declared, whole_declared
 from engine.errors import InvalidArgumentError, JobsError
-from engine.registry import Registry
+from engine.registry import Registry, caller_line, first_line
+from engine.registry import declared_by as declared_by_of
 from engine.storable import find_unstorable
 from engine.tasks.cron_syntax import CronSyntaxError
 from engine.tasks.errors import (
@@ -227,9 +227,8 @@ def task(
         ),
         description,
     )
-    declared_by = _declared_by(enqueue)
-    caller = sys._getframe(1)  # the line declaring it
-    declared_at = (f"{caller.f_code.co_filename}:{caller.f_lineno}", _first_line(enqueue))
+    declared_by = declared_by_of(enqueue)
+    declared_at = (caller_line(1), first_line(enqueue))  # the line declaring it, the body's
     definition = TaskDefinition(
         name=task_name,
         cron=schedule.cron,
@@ -245,16 +244,3 @@ def task(
     )
     tasks_of(registry if registry is not None else default_registry).add(definition)
     return definition
-
-
-def _declared_by(fn: Callable[..., Any]) -> str:
-    module = getattr(fn, "__module__", None) or "?"
-    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
-    return f"{module}:{qualname}"
-
-
-def _first_line(fn: Callable[..., Any]) -> str:
-    code = getattr(fn, "__code__", None)
-    if code is None:  # a partial, a callable object: its declaring call tells it apart
-        return ""
-    return f"{code.co_filename}:{code.co_firstlineno}"

@@ -148,7 +148,13 @@ async def test_a_key_function_result_that_cannot_be_a_key_names_the_result_and_t
 
 
 def test_the_keywords_a_declaration_fix_may_name_are_those_of_job() -> None:
-    assert set(inspect.signature(job).parameters) == JOB_KEYWORDS
+    # `@job` alone (no parentheses) passes the body positionally: that one is refused.
+    keywords = {
+        p.name
+        for p in inspect.signature(job).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    assert keywords == JOB_KEYWORDS
 
 
 @pytest.mark.parametrize(
