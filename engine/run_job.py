@@ -2,8 +2,9 @@
 
 The single execution path the worker takes. It owns the run's deadline, and a deadline means
 CANCEL (rule 8): the body is stopped before the job is handed back, so no second copy of it runs
-beside the retry. `keep_leases` is the heartbeat the worker runs over everything in flight, and
-the stop that an operator's cancel or a lost lease delivers at the next beat.
+beside the retry. The heartbeat the worker runs over everything in flight
+(engine.worker_leases.LeaseKeeper.beat) delivers the stop of an operator's cancel or a lost lease
+at the next beat.
 """
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ async def execute(
 ) -> WorkerEventKind:
     """Run one claimed job and settle it; returns what happened to it.
 
-    The caller keeps the lease alive (`keep_leases` over everything in flight): one heartbeat
+    The caller keeps the lease alive (`LeaseKeeper.beat` over everything in flight): one heartbeat
     loop per worker rather than a helper task per job keeps the per-job cost down.
     """
     record = claimed.record
@@ -471,27 +472,6 @@ def _after_failure(
         return NackOptions(error=error, dead_letter=True), "dead", None
     delay = retry_delay_ms(definition.retry, record.attempt)
     return NackOptions(delay_ms=delay, error=error), "retried", f"next attempt in {delay} ms"
-
-
-async def keep_leases(rt: Runtime, handles: Iterable[RunHandle]) -> None:
-    """One heartbeat for each job in flight, concurrently. A lost lease or an operator's cancel
-    stops that job's body here — which is how "cancel" reaches a running job."""
-
-    async def beat(handle: RunHandle) -> None:
-        job_id, token = handle.claimed.record.id, handle.claimed.token
-        try:
-            result = await rt.driver.heartbeat(job_id, token, rt.lease_ms)
-        except JobSlotLostError:
-            handle.stop("lease_lost")
-            return
-        except JobsError:
-            return  # transient database trouble: the lease has slack for two more beats
-        if result.cancel_requested:
-            handle.stop("cancelled")
-
-    async with anyio.create_task_group() as tg:
-        for handle in list(handles):
-            tg.start_soon(beat, handle)
 
 
 async def late_heartbeat(rt: Runtime, late_ms: int, handles: Iterable[RunHandle]) -> None:

@@ -579,14 +579,14 @@ class Worker:
     def _start_waiting(self) -> None:
         while self._waiting and self._free_slots() > 0:
             handle = self._waiting.popleft()
-            if handle.reason is None:
+            if (why := self.leases.unstartable(handle)) is None:
                 self._start(handle)
                 continue
-            # Cancelled by an operator, or its lease lost, while it waited: it never starts.
+            # Cancelled, or its lease lost or run out, while it waited: never started nor settled.
             record = handle.claimed.record
             self._inflight.pop(record.id, None)
             kind: WorkerEventKind = "cancelled" if handle.reason == "cancelled" else "lease_lost"
-            self.events.about(kind, record, f"{handle.reason} before it started")
+            self.events.about(kind, record, why)
 
     async def _cancel_claims(self) -> None:
         """Claims still on their way when the worker goes: their jobs' leases hand them on."""

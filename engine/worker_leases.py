@@ -1,6 +1,7 @@
 """The leases of the jobs a worker holds: a heartbeat every third of a lease renews them (and
-hears an operator's cancel), and a watch on the event loop notes when it was blocked so long
-that no heartbeat could run (engine.run_job.late_heartbeat).
+hears an operator's cancel), a watch on the event loop notes when it was blocked so long that
+no heartbeat could run (engine.run_job.late_heartbeat), and a job claimed ahead whose lease ran
+out while it waited for a slot is not started (another worker may have claimed it since).
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from collections import deque
 from functools import partial
 from typing import TYPE_CHECKING
 
-from engine.run_job import RunHandle, Runtime, keep_leases, late_heartbeat
+import anyio
+
+from engine.errors import JobsError, JobSlotLostError
+from engine.run_job import RunHandle, Runtime, late_heartbeat
 from engine.services import attempt
 
 if TYPE_CHECKING:
@@ -29,6 +33,9 @@ class LeaseKeeper:
         # The bodies that ended last, with when (the worker appends): a body that blocked the
         # event loop ends before a task that waits on a timer runs again (`watch`).
         self.ended: deque[tuple[int, RunHandle]] = deque(maxlen=max(1, concurrency))
+        # When each held lease runs out as this worker last renewed it, by (job id, token): a
+        # claim's own end until a heartbeat renews it.
+        self._renewed: dict[tuple[str, str], int] = {}
 
     def beat_ms(self) -> int:
         return max(1, self.runtime.lease_ms // 3)
@@ -37,8 +44,53 @@ class LeaseKeeper:
         every = self.beat_ms()
         while True:
             await self.runtime.clock.sleep_ms(every)
-            beats = partial(keep_leases, self.runtime, self.held.values())
-            await attempt("lease heartbeat", logger, beats)
+            await attempt("lease heartbeat", logger, self.beat)
+
+    async def beat(self) -> None:
+        """One heartbeat for each job held, concurrently. A lost lease or an operator's cancel
+        stops that job's body here, which is how "cancel" reaches a running job; a renewal
+        moves the end `unstartable` reads."""
+        held = list(self.held.values())
+        keys = {_key(handle) for handle in held}
+        self._renewed = {key: end for key, end in self._renewed.items() if key in keys}
+        async with anyio.create_task_group() as tg:
+            for handle in held:
+                tg.start_soon(self._beat_one, handle)
+
+    async def _beat_one(self, handle: RunHandle) -> None:
+        rt = self.runtime
+        try:
+            result = await rt.driver.heartbeat(*_key(handle), rt.lease_ms)
+        except JobSlotLostError:
+            handle.stop("lease_lost")
+            return
+        except JobsError:
+            return  # transient database trouble: the lease has slack for two more beats
+        if result.cancel_requested:
+            handle.stop("cancelled")
+        else:
+            self._renewed[_key(handle)] = result.lease_expires_at
+
+    def unstartable(self, handle: RunHandle) -> str | None:
+        """Why a job claimed ahead must not start now (None: it may). One whose lease ran out
+        while it waited (heartbeats unanswered in an outage, a stalled event loop) may be
+        another worker's already: it is stopped as a lost lease, and left unsettled for the
+        next claim to take."""
+        if handle.reason is not None:
+            return f"{handle.reason} before it started"
+        claimed = handle.claimed
+        end = self._renewed.get(_key(handle), claimed.lease_expires_at)
+        if self.runtime.clock.now_ms() < end:
+            return None
+        handle.stop("lease_lost")
+        logger.warning(
+            "job %s (%s) claimed ahead is not started: its lease ran out %d ms ago while it "
+            "waited for a slot, and another worker may run it now",
+            claimed.record.id,
+            claimed.record.name,
+            self.runtime.clock.now_ms() - end,
+        )
+        return "lease ran out before it started"
 
     async def watch(self, tg: TaskGroup) -> None:
         """How late the event loop wakes a task that awaits nothing but its sleep: more than a
@@ -61,3 +113,7 @@ class LeaseKeeper:
             if ran:
                 noted = partial(late_heartbeat, self.runtime, late, list(ran.values()))
                 tg.start_soon(attempt, "late heartbeat note", logger, noted)
+
+
+def _key(handle: RunHandle) -> tuple[str, str]:
+    return handle.claimed.record.id, handle.claimed.token

@@ -25,6 +25,7 @@ from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import QueueUnknownError
 from mcp_jobs.operations.event_waits import EVENT_SCAN, awaited_finding, event_waits
+from mcp_jobs.operations.gone_workers import gone_holder_findings
 from mcp_jobs.operations.known import run_by_live_workers
 from mcp_jobs.operations.models import (
     DiagnoseQueueResult,
@@ -131,11 +132,14 @@ async def diagnose_queue(
     dead_queues = dead_queues[:SHOWN] if queue is None else dead_queues
     parked_queues = [s.queue for s in stats if s.suspended]
     delayed_queues = [s.queue for s in stats if s.delayed]
-    dead_pages, parked_pages, delayed_pages, paused = await together(
+    dead_pages, parked_pages, delayed_pages, (paused, gone) = await together(
         each(_ids(scope, "dead", q, tenant, SAMPLE_IDS) for q in dead_queues),
         each(_ids(scope, "suspended", q, tenant, PARKED_SCAN) for q in parked_queues),
         each(_ids(scope, "delayed", q, tenant, PARKED_SCAN) for q in delayed_queues),
-        pause_findings(scope, stats, paused_jobs, queue),
+        together(
+            pause_findings(scope, stats, paused_jobs, queue),
+            gone_holder_findings(scope, stats, workers, tenant, SHOWN if queue is None else None),
+        ),
     )
     dead_of = dict(zip(dead_queues, dead_pages, strict=True))
     parked_of = dict(zip(parked_queues, parked_pages, strict=True))
@@ -247,6 +251,7 @@ async def diagnose_queue(
     findings.extend(await task_findings(scope, queue))
     # An unknown queue has no stats and no paused jobs: these find nothing there.
     findings.extend(paused)
+    findings.extend(gone)
     findings.extend(rate_findings(scope, stats, len(workers)))
     findings.extend(_pending_backfills(scope, backfills))
     severity_rank = {"critical": 0, "warning": 1, "info": 2}
