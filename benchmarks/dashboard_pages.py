@@ -28,7 +28,7 @@ from benchmarks import history
 from benchmarks.databases import add_database_arguments, fresh_database
 from engine import Enqueue, JobContext, JobRegistry, Jobs, connect, job
 from mcp_jobs.config import Settings
-from mcp_jobs.dashboard.app import dashboard_app
+from mcp_jobs.dashboard.routing import dashboard_app
 
 REGISTRY = JobRegistry()
 LONG_TRACE_ID = "ffffffffffff0000trace00000000000"
