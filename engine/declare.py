@@ -30,6 +30,7 @@ from engine.errors import (
     JobsError,
     JobUnknownError,
 )
+from engine.internal_jobs import enqueueable
 from engine.rate_limits import RateLimit
 from engine.registry import Registry, Site, caller_line, site
 from engine.retention import Retention
@@ -182,7 +183,7 @@ class JobRegistry(Registry[JobDefinition[Any]]):
         return JobNameTakenError(definition.name, str(first), str(second))
 
     def unknown(self, name: str, known: Sequence[str]) -> JobsError:
-        return JobUnknownError(name, known)
+        return JobUnknownError(name, enqueueable(known))
 
 
 def _site_of(definition: JobDefinition[Any]) -> Site:

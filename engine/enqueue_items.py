@@ -37,7 +37,7 @@ from engine.errors import (
 )
 from engine.ids import new_ids
 from engine.instants import instant
-from engine.internal_jobs import refuse_by_name
+from engine.internal_jobs import enqueueable, refuse_by_name
 from engine.meant import meant_as
 from engine.tracing import current_traceparent, require_traceparent
 from schemas.jobs import EnqueueRequest, OnConflict
@@ -448,9 +448,10 @@ class EnqueueItems:
         )
 
     async def known_names(self, store: DescriptorStore) -> list[str]:
-        """Every job name this client can enqueue: registered here, or published."""
+        """Every job name this client can enqueue: registered here, or published (never the
+        engine's own, which no caller enqueues by name)."""
         published = [d.name for d in await store.published_descriptors()]
-        return sorted({*self.registry.names(), *published})
+        return enqueueable([*self.registry.names(), *published])
 
     def definition(self, job: object, argument: str = "job") -> JobDefinition[Any]:
         """The declaration named `job`; a name that no declaration could have is refused as an

@@ -14,7 +14,7 @@ checks names without loading the backfill machinery.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from engine import bounds
@@ -74,6 +74,11 @@ class JobInternalError(JobsError):
 def is_internal(name: object) -> bool:
     # A str first: a caller's unhashable value is refused as an argument elsewhere, not here.
     return isinstance(name, str) and name in INTERNAL_JOBS
+
+
+def enqueueable(names: Iterable[str]) -> list[str]:
+    """`names` less the internal jobs, sorted, once each: what a JOB_UNKNOWN offers instead."""
+    return sorted(set(names) - INTERNAL_JOBS)
 
 
 def refuse_by_name(job: object, input: object) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine import Enqueue, Jobs, Worker
+from engine import Enqueue, JobRegistry, Jobs, Worker
 from engine.backfill import PASS_JOB, BackfillRegistry, Backfills, backfill
 from engine.errors import JobsError
 from engine.fix_lines import as_raised
@@ -135,3 +135,20 @@ def test_a_refused_name_is_fixed_once_in_a_call_that_parses(customers: Customers
             # `...` stands for the declaration's other arguments, as given.
             compile(fix.replace("...", "count=count"), "<fix>", "eval")
             assert f"name={mended}" in fix
+
+
+async def test_an_unknown_name_is_not_answered_with_the_internal_pass_among_the_known(
+    jobs: Jobs, backfills: Backfills, backfill_registry: BackfillRegistry, customers: Customers
+) -> None:
+    """JOB_UNKNOWN lists what may be enqueued: the pass, which never may be, is not offered,
+    whether this process registers it or only a worker published it."""
+    customers.declare(backfill_registry)
+    await Worker(jobs).publish_descriptors()  # the pass among the published jobs
+    elsewhere = Jobs(jobs.driver, registry=JobRegistry(), clock=jobs.clock)  # no app imported
+    assert PASS_JOB in {d.name for d in await elsewhere.describe()}
+    for client in (jobs, elsewhere):
+        one = await _refused(client.enqueue("normalise_emails", {}), "JOB_UNKNOWN")
+        many = await _refused(client.enqueue_many([Enqueue("normalise_emails", {})]), "JOB_UNKNOWN")
+        for refused in (one, many):
+            assert refused.details is not None and PASS_JOB not in refused.details["known"]
+            assert PASS_JOB not in refused.cause
