@@ -159,7 +159,7 @@ async def test_a_job_whose_ack_is_refused_fails_for_good_and_runs_once(
 ) -> None:
     """Past the engine's check (switched off here), the refused ack fails its job with
     JOB_OUTPUT_INVALID through a nack: not left running for its lease to expire and re-run it."""
-    monkeypatch.setattr("engine.run_job.storable_output", lambda job, origin, value: value)
+    monkeypatch.setattr("engine.run_job.storable_output", lambda job, origin, value, bound: value)
     runs: Counter[int] = Counter()
 
     @job(idempotency_key=lambda i: str(i.n), retry=Retry(attempts=3), registry=registry)
