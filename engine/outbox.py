@@ -2,8 +2,9 @@
 that publishes them.
 
 `jobs.stage(tx, job, input)` writes an outbox row through the application's open transaction
-(an asyncpg connection inside `conn.transaction()`, a sqlite3 connection after `BEGIN`, or a
-MemoryDriver `driver.transaction()`), so the job exists if and only if that transaction commits.
+(an asyncpg connection inside `conn.transaction()`, a sqlite3 or aiosqlite connection after
+`BEGIN`, or a MemoryDriver `driver.transaction()`), so the job exists if and only if that
+transaction commits.
 
 The relay turns committed rows into jobs: it claims a batch in the total order `(staged_at, id)`
 under a fresh token per claim, publishes the rows that claim still owns (enqueue + mark
@@ -61,6 +62,41 @@ class PublishedBatch:
     rows: list[OutboxRow]
     results: list[EnqueueResult]
     released: list[str]
+
+
+# SQLAlchemy's connection and session classes, and how each reaches the driver connection it
+# holds, inside its transaction (`raw`: what `get_raw_connection()` answers).
+_SQLALCHEMY_ASYNC = {
+    "AsyncConnection": "raw = await conn.get_raw_connection()",
+    "AsyncSession": "raw = await (await session.connection()).get_raw_connection()",
+}
+_SQLALCHEMY_SYNC = {
+    "Connection": "raw = conn.connection",
+    "Session": "raw = session.connection().connection",
+}
+
+
+def sqlalchemy_kind(tx: object) -> str | None:
+    """The SQLAlchemy class `tx` is (or derives from), by name — `AsyncConnection`,
+    `AsyncSession`, `Connection` or `Session` — or None. Read from the type: SQLAlchemy need not
+    be installed for the engine to tell."""
+    for cls in type(tx).__mro__:
+        known = cls.__name__ in _SQLALCHEMY_ASYNC or cls.__name__ in _SQLALCHEMY_SYNC
+        if known and cls.__module__.startswith("sqlalchemy."):
+            return cls.__name__
+    return None
+
+
+def raw_connection_fix(kind: str) -> str:
+    """The line that stages through the driver connection under a SQLAlchemy `kind`, inside
+    the transaction it has open: never a transaction of its own, which would commit apart from
+    the application's write."""
+    reach = _SQLALCHEMY_ASYNC.get(kind) or _SQLALCHEMY_SYNC[kind]
+    return f"{reach}; await jobs.stage(raw.driver_connection, name, input)"
+
+
+def is_sqlalchemy_async(kind: str) -> bool:
+    return kind in _SQLALCHEMY_ASYNC
 
 
 class OutboxRelay:

@@ -17,6 +17,8 @@ _DECLARING = (
     "engine.tasks.errors",
     "engine.backfill.errors",
     "engine.drivers.sqlite.errors",
+    "engine.drivers.postgres.loops",
+    "engine.drivers.postgres.outbox",
     "mcp_jobs.errors",
 )
 _ROW = re.compile(r"^\| `([A-Z_]+)` \| (yes|no) \|")

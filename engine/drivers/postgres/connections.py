@@ -28,6 +28,7 @@ from engine.drivers.postgres.faults import (
     unavailable,
 )
 from engine.drivers.postgres.install_refusals import SchemaTaken, refusal
+from engine.drivers.postgres.loops import LoopOwner
 from engine.drivers.postgres.migrate import InstallFrom
 from engine.drivers.postgres.migrate import migrate as run_migrations
 from engine.drivers.postgres.own_connections import Connection, OwnConnections
@@ -137,6 +138,8 @@ class Connections:
         self.generic = kept(_PLANNED_ONCE_MAX if cached else 0, PLANNED_ONCE_SETTINGS)
         self.for_values = kept(_FOR_VALUES_MAX if cached else 0, _FOR_VALUES_SETTINGS)
         self.closed = False
+        # The event loop these connections belong to: a call from another is refused.
+        self.owner = LoopOwner(url)
         # Told when a connection could not even be opened (the server was unreachable, not one
         # connection broken); a claim reads it to spare the leases that outage let run out.
         self.grace = LeaseGrace()
@@ -260,6 +263,8 @@ class Connections:
     # --- lifecycle ----------------------------------------------------------------------------
 
     async def close(self) -> None:
+        # Another loop's close would hang on, or break, connections it cannot drive.
+        self.owner.check()
         self.closed = True
         self.retry.close()
         for kept in (self.general, self.generic, self.for_values):
@@ -303,6 +308,7 @@ class _Borrowed:
 
     async def __aenter__(self) -> Conn:
         db = self._db
+        db.owner.check()
         try:
             # Each set in order: a free connection of it, else a new one when it has room.
             for kept in self._kept:

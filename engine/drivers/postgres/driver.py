@@ -186,6 +186,7 @@ class PostgresDriver:
         return await report_sql.report(self.url, self.schema, self.db.connect_timeout_s)
 
     async def close(self) -> None:
+        self.db.owner.check()  # before anything is stopped: another loop cannot close it
         await self.claimer.close()
         await self._listener.close()
         await self._change_listener.close()
@@ -316,11 +317,13 @@ class PostgresDriver:
         away (waits then poll)."""
         if not self.listen or self.db.closed:
             return False
+        self.db.owner.check()
         return await self._listener.ensure()
 
     async def wait_for_work(self, timeout_ms: int) -> None:
         if self.db.closed:
             return
+        self.db.owner.check()
         if self.listen:
             self._listener.kick()  # never waits for the connect: polling covers until it is up
         await self.signal.wait(self.clock, timeout_ms)
@@ -330,6 +333,7 @@ class PostgresDriver:
         background); False when `listen=False` or the server is away."""
         if not self.listen or self.db.closed:
             return False
+        self.db.owner.check()
         return await self._change_listener.ensure()
 
     async def wait_for_change(self, seen: int, timeout_ms: int) -> int:
@@ -338,6 +342,7 @@ class PostgresDriver:
         NOTIFY settles only while a follower's lease is live: this keeps one, from their next
         presence beat on (engine.worker_presence.PRESENCE_MS)."""
         if self.listen and not self.db.closed:
+            self.db.owner.check()
             self._change_listener.kick()  # its connect notifies: what it missed is looked at
             await self._follow()
         return await self.changes.wait(seen, self.clock, timeout_ms)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
+import asyncpg.exceptions as pgx
 
 from engine.drivers.damage import readable
 from engine.drivers.postgres import rows
@@ -19,10 +20,39 @@ from engine.drivers.postgres.enqueue import Enqueuer
 from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sql import check_schema_name
 from engine.drivers.urls import without_password
-from engine.errors import OutboxNoTxError, OutboxTxKindError, OutboxWrongDatabaseError
+from engine.errors import JobsError, OutboxNoTxError, OutboxTxKindError, OutboxWrongDatabaseError
 from engine.ids import new_id
+from engine.outbox import is_sqlalchemy_async, raw_connection_fix, sqlalchemy_kind
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
+
+# What the stage's fix runs, in a transaction of its own: the app's write goes in it too.
+_STAGE_AFTER = "await jobs.stage(conn, name, input)"
+_STAGE_IN_TX = f"async with conn.transaction(): {_STAGE_AFTER}"
+
+
+class OutboxTxFailedError(JobsError):
+    """The application's transaction was aborted by a statement that failed in it before the
+    stage: the server refuses every statement until it ends, so no retry of the stage can
+    succeed; only the application can roll back and run its transaction again."""
+
+    code = "OUTBOX_TX_FAILED"
+    title = "outbox staging was given a transaction that had already failed"
+
+    def __init__(self, refused: BaseException) -> None:
+        super().__init__(
+            "postgres: stage() was given a connection whose transaction had already failed: a "
+            "statement in it raised before the stage, and PostgreSQL refuses every statement "
+            f"until the transaction ends (SQLSTATE 25P02: {str(refused).strip()}); the earlier "
+            "error is the one the application caught inside the transaction (asyncpg does not "
+            "keep it). Nothing was staged and retrying the stage cannot help: roll the "
+            "transaction back (let the exception leave `async with conn.transaction():`) and run "
+            "it again whole, the application's write with the stage; a statement that may fail "
+            "belongs in a savepoint (a nested `async with conn.transaction():`), which leaves "
+            "the outer transaction usable",
+            _STAGE_IN_TX,
+            details={"driver": "postgres", "sqlstate": "25P02"},
+        )
 
 
 async def stage(
@@ -39,24 +69,56 @@ async def stage(
     if not ids:
         return []
     async with db.guard():
-        await _same_database(db, tx)
-        await tx.execute(db.q["outbox_stage"], now, ids, [r.to_json() for r in requests])
+        try:
+            await _same_database(db, tx)
+            await tx.execute(db.q["outbox_stage"], now, ids, [r.to_json() for r in requests])
+        except pgx.InFailedSQLTransactionError as exc:
+            # The app's own transaction refused it, not the server: no retry helps.
+            raise OutboxTxFailedError(exc) from exc
     return ids
 
 
 def _not_a_connection(db: Connections, tx: object) -> OutboxTxKindError:
-    """A pool is mended by a connection acquired from it; anything else by one to the jobs'
-    database (one line that runs in an async function)."""
+    """A SQLAlchemy async connection or session is mended by the asyncpg connection under it,
+    inside its own transaction; a pool by a connection acquired from it; anything else by one
+    to the jobs' database (one line that runs in an async function)."""
+    takes = "an asyncpg connection inside `async with conn.transaction():`"
+    kind = sqlalchemy_kind(tx)
+    if kind is not None and is_sqlalchemy_async(kind):
+        note = (
+            f"a SQLAlchemy {kind} on postgresql+asyncpg:// holds one (`raw.driver_connection`), "
+            "inside the transaction it has open once its first statement ran: stage through "
+            "it, after the application's write, and both commit together"
+        )
+        return OutboxNotAsyncpgError(tx, takes, raw_connection_fix(kind), note)
     if isinstance(tx, asyncpg.Pool):
         opened = "pool.acquire() as conn"
     else:
         opened = (
             f"asyncpg.create_pool({without_password(db.dsn)!r}) as pool, pool.acquire() as conn"
         )
-    fix = f"async with {opened}, conn.transaction(): await jobs.stage(conn, name, input)"
-    return OutboxTxKindError(
-        "postgres", tx, "an asyncpg connection inside `async with conn.transaction():`", fix
+    fix = f"async with {opened}, conn.transaction(): {_STAGE_AFTER}"
+    note = (
+        "the fix opens a transaction of its own: the application's write goes in it too "
+        "(before the stage), or the two do not commit together"
     )
+    if kind is not None:
+        note = (
+            f"a SQLAlchemy {kind} runs on a synchronous driver (psycopg), whose transaction no "
+            f"asyncpg stage can join; {note} (create_async_engine on postgresql+asyncpg:// "
+            "gives an AsyncConnection whose transaction can hold the stage)"
+        )
+    return OutboxNotAsyncpgError(tx, takes, fix, note)
+
+
+class OutboxNotAsyncpgError(OutboxTxKindError):
+    """INVALID_ARGUMENT for stage() handed no asyncpg connection; `note` says how the fix keeps
+    the stage in one transaction with the application's write."""
+
+    def __init__(self, given: object, takes: str, fix: str, note: str) -> None:
+        super().__init__("postgres", given, takes, fix)
+        self.cause = f"{self.cause}; {note}"
+        self.args = (f"{self.code}: {self.cause}",)
 
 
 # Where a connection's statements land: its database, the server (a server's start time tells

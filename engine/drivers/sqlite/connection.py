@@ -32,11 +32,13 @@ from engine.drivers.sqlite.errors import (
     UNBINDABLE,
     PathRefused,
     SqliteTooOldError,
+    SqliteWriteLockHeldError,
     check_path,
     convert,
     is_busy,
 )
 from engine.drivers.sqlite.library import new_enough, sqlite3
+from engine.drivers.sqlite.lock_holder import another_process_holds
 from engine.errors import DriverClosedError, DriverUnavailableError, InvalidArgumentError, JobsError
 from engine.extras import upgrade_line
 
@@ -266,12 +268,19 @@ class Executor:
         write = any(op.write for op in batch)
         self._wait_for_locks(conn, int(self.busy_timeout_ms))
         for attempt in range(_BUSY_ROUNDS):
+            started = time.monotonic()
             try:
                 self._attempt(conn, batch, write)
                 return
             except sqlite3.Error as exc:
                 _rollback(conn)
-                if is_busy(exc) and attempt < _BUSY_ROUNDS - 1:
+                busy = is_busy(exc)
+                waited = time.monotonic() - started >= self.busy_timeout_ms / 1000
+                last = attempt == _BUSY_ROUNDS - 1
+                if busy and write and (waited or last) and self._held_here():
+                    self._last_try(conn, batch, exc)
+                    return
+                if busy and not last:
                     _backoff(attempt)
                     continue
                 self._fail_all(batch, exc)
@@ -316,6 +325,38 @@ class Executor:
         if self._busy_timeout_set != ms:
             conn.execute(f"PRAGMA busy_timeout = {ms}")
             self._busy_timeout_set = ms
+
+    def _held_here(self) -> bool:
+        """Whether the write lock SQLite waited on is held in this process: no other process
+        holds it. Then the rounds left would wait on a holder that, most often, waits on this
+        very call (the application's transaction around its enqueue); a lock held elsewhere
+        (another worker) is waited out as before."""
+        return another_process_holds(self.path) is False
+
+    def _last_try(
+        self, conn: sqlite3.Connection, batch: list[Op[Any]], busy: BaseException
+    ) -> None:
+        """Once more at once, then SQLITE_WRITE_LOCK_HELD: a holder in another process that let
+        go between SQLite's answer and the look at the lock is not refused for good."""
+        self._wait_for_locks(conn, 0)
+        try:
+            self._attempt(conn, batch, True)
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            if is_busy(exc):
+                self._refuse_all(batch, busy)
+            else:
+                self._fail_all(batch, exc)
+        except Exception as exc:
+            _rollback(conn)  # a bug, reported as _run_batch does
+            for op in batch:
+                op.value, op.error, op.finished = None, exc, True
+
+    def _refuse_all(self, batch: list[Op[Any]], cause: BaseException) -> None:
+        for op in batch:
+            error = SqliteWriteLockHeldError(self.path, self.busy_timeout_ms)
+            error.__cause__ = cause
+            op.value, op.error, op.finished = None, error, True
 
     def _fail_all(self, batch: list[Op[Any]], cause: BaseException) -> None:
         # One error object per op: each caller raises its own, with its own traceback.

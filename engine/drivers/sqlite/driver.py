@@ -7,6 +7,7 @@ in one transaction. The semantics are the memory driver's; `lifecycle` and `ledg
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -37,14 +38,19 @@ from engine.drivers.sqlite.errors import (
     OutboxNotSqliteError,
     OutboxOtherFileError,
     OutboxOtherSqliteError,
+    OutboxSqlalchemyError,
+    SqliteWriteLockHeldError,
     convert,
+    is_busy,
 )
 from engine.drivers.sqlite.library import sqlite3
+from engine.drivers.sqlite.lock_holder import another_process_holds
 from engine.drivers.sqlite.wakeups import file_key, shared_feed, shared_waker
 from engine.drivers.urls import migrate_fix
 from engine.errors import InvalidArgumentError, JobsError
 from engine.ids import new_id
 from engine.inbound_events import EventCursor, InboundEvent
+from engine.outbox import raw_connection_fix, sqlalchemy_kind
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount
 from engine.wake import Waker
@@ -86,6 +92,29 @@ def _other_sqlite(tx: Any) -> str | None:
     if type(tx).__name__ == "Connection" and module in ("sqlite3", "pysqlite3.dbapi2"):
         return module
     return None
+
+
+def _is_aiosqlite(tx: Any) -> bool:
+    """Whether `tx` is an aiosqlite connection (or a subclass), known without importing it."""
+    return any(
+        cls.__name__ == "Connection" and cls.__module__.startswith("aiosqlite.")
+        for cls in type(tx).__mro__
+    )
+
+
+# aiosqlite's form of OUTBOX_NO_TX's fix: its calls run on its thread and are awaited.
+_AIOSQLITE_BEGIN = (
+    'await conn.execute("BEGIN"); await jobs.stage(conn, name, input); await conn.commit()'
+)
+
+
+def _busy_timeout(tx: sqlite3.Connection) -> int | None:
+    """The busy timeout of the application's connection `tx` in ms (None: unreadable now)."""
+    try:
+        (ms,) = tx.execute("PRAGMA busy_timeout").fetchone()
+    except sqlite3.Error:
+        return None
+    return int(ms)
 
 
 def _data_version(conn: sqlite3.Connection) -> int:
@@ -442,30 +471,72 @@ class SqliteDriver:
     async def outbox_stage(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
         """Insert through the application's own connection `tx`, inside ITS open transaction:
         the jobs exist exactly when that transaction commits. Runs on the calling thread,
-        because a sqlite3 connection belongs to the thread that made it."""
+        because a sqlite3 connection belongs to the thread that made it (an aiosqlite
+        connection's statements run on its own thread, awaited)."""
         if not isinstance(tx, sqlite3.Connection):
+            if _is_aiosqlite(tx):
+                return await self._stage_aiosqlite(tx, requests)
             other = _other_sqlite(tx)
             if other is not None:
                 raise OutboxOtherSqliteError(other, sqlite3.__name__, self.path)
+            kind = sqlalchemy_kind(tx)
+            if kind is not None:
+                raise OutboxSqlalchemyError(tx, kind, raw_connection_fix(kind), self.path)
             raise OutboxNotSqliteError(tx, self.path)
         if not tx.in_transaction:
             raise OutboxNoSqliteTxError
         now = self.clock.now_ms()
         ids: list[str] = []
         try:
-            self._same_file(tx)
+            self._same_file(tx.execute("PRAGMA database_list").fetchall())
             for request in requests:
                 row_id = new_id()
                 tx.execute(q.STAGE, {"id": row_id, "staged_at": now, "request": request.to_json()})
                 ids.append(row_id)
         except (sqlite3.Error, *UNBINDABLE) as exc:
-            raise convert(self.path, exc) from exc
+            raise self._stage_failed(exc, _busy_timeout(tx) if is_busy(exc) else None) from exc
         return ids
 
-    def _same_file(self, tx: sqlite3.Connection) -> None:
+    def _stage_failed(self, exc: BaseException, waited_ms: int | None) -> JobsError:
+        """The error of a stage SQLite refused: SQLITE_WRITE_LOCK_HELD when the application's
+        connection waited out its busy timeout (`waited_ms`) on a write lock that no other
+        process holds, so another connection of this one does."""
+        if waited_ms is not None and another_process_holds(self.path) is False:
+            return SqliteWriteLockHeldError(self.path, waited_ms, staging=True)
+        return convert(self.path, exc)
+
+    async def _stage_aiosqlite(self, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str]:
+        """`outbox_stage` through an aiosqlite connection: the same statements, run on its own
+        thread (where its sqlite3 connection lives) inside its open transaction."""
+        if sqlite3.__name__ != "sqlite3":
+            # aiosqlite runs Python's own sqlite3; the driver another copy of SQLite.
+            raise OutboxOtherSqliteError("sqlite3 (aiosqlite's)", sqlite3.__name__, self.path)
+        if not tx.in_transaction:
+            raise OutboxNoSqliteTxError(_AIOSQLITE_BEGIN)
+        now = self.clock.now_ms()
+        ids = [new_id() for _ in requests]
+        rows = [
+            {"id": row_id, "staged_at": now, "request": request.to_json()}
+            for row_id, request in zip(ids, requests, strict=True)
+        ]
+        try:
+            self._same_file(await tx.execute_fetchall("PRAGMA database_list"))
+            if rows:
+                await tx.executemany(q.STAGE, rows)
+        except (sqlite3.Error, *UNBINDABLE) as exc:
+            waited = None
+            if is_busy(exc):
+                with contextlib.suppress(sqlite3.Error):
+                    ((waited,),) = await tx.execute_fetchall("PRAGMA busy_timeout")
+            raise self._stage_failed(exc, waited) from exc
+        return ids
+
+    def _same_file(self, databases: Iterable[Any]) -> None:
+        """Refuse a connection (its `PRAGMA database_list`) whose main database is not the
+        jobs' file."""
         # A row staged into another file would never be published, and WAL commits are atomic
         # per file only, so an ATTACHed jobs file would not share the app's transaction either.
-        for _seq, schema, filename in tx.execute("PRAGMA database_list"):
+        for _seq, schema, filename in databases:
             if schema == "main":
                 if not filename or file_key(filename) != file_key(self.path):
                     raise OutboxOtherFileError(self.path, filename or ":memory:")

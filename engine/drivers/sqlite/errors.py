@@ -84,20 +84,24 @@ class OutboxOtherFileError(OutboxWrongDatabaseError):
 
 class OutboxNoSqliteTxError(OutboxNoTxError):
     """OUTBOX_NO_TX with the sqlite3 form of its fix: a sqlite3 connection has no
-    `.transaction()`; BEGIN opens one (in any isolation_level) and commit() ends it."""
+    `.transaction()`; BEGIN opens one (in any isolation_level) and commit() ends it. `fix`: the
+    form for another kind of connection (aiosqlite's, whose calls are awaited)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, fix: str = 'conn.execute("BEGIN"); await jobs.stage(conn, name, input); conn.commit()'
+    ) -> None:
         JobsError.__init__(
             self,
             "sqlite: stage() was given a connection that is not inside a transaction, so the "
             "job could exist without the write it belongs to",
-            'conn.execute("BEGIN"); await jobs.stage(conn, name, input); conn.commit()',
+            fix,
         )
 
 
 class OutboxNotSqliteError(OutboxTxKindError):
     """INVALID_ARGUMENT for stage() handed no sqlite3 connection at all (a string, a path,
-    another library's object): the fix opens one on the jobs' file, in the driver's module."""
+    another library's object): the fix opens one on the jobs' file, in the driver's module, in
+    a transaction of its own, which the cause says the application's write must share."""
 
     def __init__(self, given: object, jobs_path: str) -> None:
         super().__init__(
@@ -108,6 +112,35 @@ class OutboxNotSqliteError(OutboxTxKindError):
             f"tx = sqlite3.connect({jobs_path!r}, isolation_level=None); "
             'tx.execute("BEGIN"); await jobs.stage(tx, name, input); tx.commit()',
         )
+        _amend(
+            self,
+            "the fix opens a connection and a transaction of its own: the application's write "
+            "goes in it too (before the stage), or the two do not commit together",
+        )
+
+
+class OutboxSqlalchemyError(OutboxTxKindError):
+    """INVALID_ARGUMENT for stage() handed a SQLAlchemy connection or session: the fix stages
+    through the driver connection under it (sqlite3's, or aiosqlite's, which the driver takes),
+    inside the transaction it holds; never a connection of its own, which would commit apart
+    and wait on the event loop for the application's own write lock."""
+
+    def __init__(self, given: object, kind: str, fix: str, jobs_path: str) -> None:
+        super().__init__(
+            "sqlite", given, f"a sqlite3 or aiosqlite connection to {jobs_path} after BEGIN", fix
+        )
+        _amend(
+            self,
+            f"a SQLAlchemy {kind} holds one (`raw.driver_connection`), inside the transaction "
+            "it has open once the application's write ran: stage through it, after that write, "
+            "and both commit together",
+        )
+
+
+def _amend(error: JobsError, note: str) -> None:
+    """Add `note` to `error`'s cause (and its message)."""
+    error.cause = f"{error.cause}; {note}"
+    error.args = (f"{error.code}: {error.cause}",)
 
 
 class SqliteTooOldError(JobsError):
@@ -145,6 +178,44 @@ class OutboxOtherSqliteError(JobsError):
             "copies of SQLite on one file in one process release each other's locks",
             f"from engine.drivers.sqlite import sqlite3; tx = sqlite3.connect({jobs_path!r})",
             details={"given": given, "driver_module": used},
+        )
+
+
+class SqliteWriteLockHeldError(JobsError):
+    """SQLite stayed busy through a whole busy timeout and no other process holds the file's
+    write lock: a connection of this process does (the application's open write transaction,
+    most often the very one this call was made inside). Waiting on cannot help while this code
+    waits; the outbox writes the job in that transaction instead. `staging`: the call was a
+    stage through a connection that is not the one holding the lock."""
+
+    code = "SQLITE_WRITE_LOCK_HELD"
+    title = "another connection of this process holds the SQLite file's write lock"
+
+    def __init__(self, path: str, waited_ms: int, *, staging: bool = False) -> None:
+        if staging:
+            what = (
+                "stage() was given a connection that does not hold the write lock, and another "
+                "connection of this process holds it"
+            )
+            then = "stage through the connection whose transaction holds the lock"
+        else:
+            what = (
+                "the jobs' own connection could not write: another connection of this process "
+                "holds the write lock (an open write transaction: BEGIN IMMEDIATE, or a write "
+                "not yet committed)"
+            )
+            then = (
+                "if it is the application's transaction this enqueue belongs to, stage the job "
+                "through that connection instead (the outbox: the job is written in that "
+                "transaction and exists once it commits); else commit or roll that transaction "
+                "back before enqueuing"
+            )
+        super().__init__(
+            f"sqlite: {path}: {what}, and kept it through the busy timeout ({waited_ms} ms); "
+            f"no other process holds it, so waiting longer cannot help while this call waits: "
+            f"{then}",
+            "await jobs.stage(conn, name, input)",
+            details={"driver": "sqlite", "path": path, "busy_timeout_ms": waited_ms},
         )
 
 
