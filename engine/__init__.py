@@ -13,7 +13,7 @@ from engine.inbound_events import EventOutcome, EventSent
 from engine.limits import Limits
 from engine.logs import configure_logging
 from engine.observe import WorkerEvent
-from engine.outbox import OutboxRelay, StagedJob
+from engine.outbox import OutboxRelay
 from engine.rate_limits import RateLimit
 from engine.retention import Retention
 from engine.retry import Retry, retry_schedule
@@ -21,6 +21,7 @@ from engine.run_job import Permanent
 from engine.steps import StepApi
 from engine.tasks import Scheduler, TaskDefinition, describe_tasks, task
 from engine.worker import Worker
+from schemas.outbox import StagedJob
 
 if TYPE_CHECKING:
     from engine.metrics import WorkerMetrics, serve_metrics

@@ -61,7 +61,6 @@ from engine.inbound_events import (
     checked_window_ms,
 )
 from engine.internal_jobs import refuse_rerun
-from engine.outbox import StagedJob
 from engine.retry import retry_schedule
 from engine.settle import Settler
 from engine.settled_counts import checked_interval
@@ -77,6 +76,7 @@ from schemas.jobs import (
     JobRecord,
     OnConflict,
 )
+from schemas.outbox import StagedJob
 from schemas.pauses import Pause
 from schemas.states import JOB_STATES, JobState
 from schemas.stats import QueueStats, SettledCount

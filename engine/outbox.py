@@ -42,17 +42,6 @@ PUBLISHED_KEEP_MS = 7 * 86_400_000
 
 
 @dataclass(frozen=True)
-class StagedJob:
-    """A job staged in an open transaction. It exists once that transaction commits and a relay
-    publishes it, under `job_id` — unless a live job already holds its idempotency key, in
-    which case it dedupes into that job, exactly as `enqueue` would."""
-
-    outbox_id: str
-    job_id: str
-    run_id: str
-
-
-@dataclass(frozen=True)
 class PublishedBatch:
     """One claim: the rows taken in `(staged_at, id)` order and the jobs published from them
     (fewer when another relay published some first, or a row failed and was released)."""
@@ -62,41 +51,6 @@ class PublishedBatch:
     rows: list[OutboxRow]
     results: list[EnqueueResult]
     released: list[str]
-
-
-# SQLAlchemy's connection and session classes, and how each reaches the driver connection it
-# holds, inside its transaction (`raw`: what `get_raw_connection()` answers).
-_SQLALCHEMY_ASYNC = {
-    "AsyncConnection": "raw = await conn.get_raw_connection()",
-    "AsyncSession": "raw = await (await session.connection()).get_raw_connection()",
-}
-_SQLALCHEMY_SYNC = {
-    "Connection": "raw = conn.connection",
-    "Session": "raw = session.connection().connection",
-}
-
-
-def sqlalchemy_kind(tx: object) -> str | None:
-    """The SQLAlchemy class `tx` is (or derives from), by name — `AsyncConnection`,
-    `AsyncSession`, `Connection` or `Session` — or None. Read from the type: SQLAlchemy need not
-    be installed for the engine to tell."""
-    for cls in type(tx).__mro__:
-        known = cls.__name__ in _SQLALCHEMY_ASYNC or cls.__name__ in _SQLALCHEMY_SYNC
-        if known and cls.__module__.startswith("sqlalchemy."):
-            return cls.__name__
-    return None
-
-
-def raw_connection_fix(kind: str) -> str:
-    """The line that stages through the driver connection under a SQLAlchemy `kind`, inside
-    the transaction it has open: never a transaction of its own, which would commit apart from
-    the application's write."""
-    reach = _SQLALCHEMY_ASYNC.get(kind) or _SQLALCHEMY_SYNC[kind]
-    return f"{reach}; await jobs.stage(raw.driver_connection, name, input)"
-
-
-def is_sqlalchemy_async(kind: str) -> bool:
-    return kind in _SQLALCHEMY_ASYNC
 
 
 class OutboxRelay:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict
 
 from schemas.jobs import EnqueueRequest
@@ -27,3 +29,14 @@ class OutboxWaiting(BaseModel):
 
     count: int
     oldest_staged_at: int | None = None
+
+
+@dataclass(frozen=True)
+class StagedJob:
+    """A job staged in an open transaction. It exists once that transaction commits and a relay
+    publishes it, under `job_id` — unless a live job already holds its idempotency key, in
+    which case it dedupes into that job, exactly as `enqueue` would."""
+
+    outbox_id: str
+    job_id: str
+    run_id: str

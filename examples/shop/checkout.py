@@ -13,11 +13,10 @@ from typing import Any
 
 import asyncpg
 
-from engine import Jobs
+from engine import Jobs, StagedJob
 from engine.drivers.memory import MemoryDriver
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.sqlite import SqliteDriver, sqlite3  # the driver's own sqlite3 module
-from engine.outbox import StagedJob
 from examples.shop.jobs import OrderInput, fulfil_order
 
 CHECKOUTS_TABLE = (

@@ -8,7 +8,8 @@ from pydantic import BaseModel
 
 from engine import Enqueue, JobContext, JobDefinition, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.ids import new_token
-from engine.outbox import OutboxRelay, PublishedBatch, StagedJob
+from engine.outbox import OutboxRelay, PublishedBatch
+from schemas.outbox import StagedJob
 from tests.outbox.apptx import AppDatabase
 from tests.tasks.waiting import until_set
 

@@ -13,6 +13,11 @@ from typing import Any
 import asyncpg
 import asyncpg.exceptions as pgx
 
+from engine.drivers.app_connections import (
+    is_sqlalchemy_async,
+    raw_connection_fix,
+    sqlalchemy_kind,
+)
 from engine.drivers.damage import readable
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
@@ -22,7 +27,6 @@ from engine.drivers.postgres.sql import check_schema_name
 from engine.drivers.urls import without_password
 from engine.errors import JobsError, OutboxNoTxError, OutboxTxKindError, OutboxWrongDatabaseError
 from engine.ids import new_id
-from engine.outbox import is_sqlalchemy_async, raw_connection_fix, sqlalchemy_kind
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
 

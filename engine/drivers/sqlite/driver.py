@@ -18,6 +18,7 @@ import anyio
 from engine import rules
 from engine.changes import ChangeFeed
 from engine.clock import SYSTEM_CLOCK, Clock
+from engine.drivers.app_connections import raw_connection_fix, sqlalchemy_kind
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.closing import closable
 from engine.drivers.schema_versions import Migrated, version_words
@@ -50,7 +51,6 @@ from engine.drivers.urls import migrate_fix
 from engine.errors import InvalidArgumentError, JobsError
 from engine.ids import new_id
 from engine.inbound_events import EventCursor, InboundEvent
-from engine.outbox import raw_connection_fix, sqlalchemy_kind
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount
 from engine.wake import Waker
