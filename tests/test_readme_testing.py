@@ -3,35 +3,23 @@ run by pytest in an empty directory (no project configuration: pytest-asyncio in
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-OURS = ("MCP_JOBS_DATABASE_URL", "MCP_JOBS_APP", "MCP_JOBS_TENANT", "MCP_JOBS_ENV")
-
-
-def _example() -> str:
-    section = README.read_text(encoding="utf-8").split("\n### Testing your jobs\n", 1)[1]
-    section = section.split("\n## ", 1)[0]
-    found = re.findall(r"```python\n(.*?)\n```", section, flags=re.DOTALL)
-    assert found, "the section has no python block"
-    block: str = found[0]
-    return block
+from tests.support.readme import own_environment, python_block
 
 
 @pytest.mark.timeout(300)
 def test_the_readme_testing_example_passes_as_written(tmp_path: Path) -> None:
-    (tmp_path / "test_welcome.py").write_text(_example() + "\n", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in OURS}
+    example = python_block("### Testing your jobs")
+    (tmp_path / "test_welcome.py").write_text(example + "\n", encoding="utf-8")
     ran = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_welcome.py"],
         cwd=tmp_path,
-        env=env,
+        env=own_environment(),
         capture_output=True,
         text=True,
         timeout=240,

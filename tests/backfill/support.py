@@ -12,6 +12,7 @@ import anyio
 from engine import ManualClock
 from engine.backfill import BackfillDefinition, BackfillRegistry, backfill
 from engine.drivers.sqlite.library import sqlite3
+from schemas.backfill import BackfillRun
 
 DIRTY = "email != lower(trim(email))"
 
@@ -173,3 +174,25 @@ def declare(registry: BackfillRegistry, **overrides: Any) -> Any:
     }
     arguments.update(overrides)
     return backfill(**arguments)
+
+
+def ledger_run(
+    n: int,
+    name: str = "retired_sweep",
+    *,
+    environment: str = "development",
+    checksum: str = "708081e4a20c5b77",
+) -> BackfillRun:
+    """A completed ledger row numbered `n` (its run id and times follow `n`), as a pass writes."""
+    return BackfillRun(
+        run_id=f"run{n:04d}",
+        name=name,
+        checksum=checksum,
+        environment=environment,
+        status="completed",
+        app_version=None,
+        rows_processed=35,
+        rows_total=35,
+        started_at=1_000 + n,
+        finished_at=2_000 + n,
+    )

@@ -16,23 +16,7 @@ from mcp_jobs.cli import main
 from mcp_jobs.config import Settings
 from mcp_jobs.operations import list_backfills
 from mcp_jobs.operations.scope import Scope
-from schemas.backfill import BackfillRun
-from tests.backfill.support import declare
-
-
-def _run(n: int, name: str = "retired_sweep", environment: str = "development") -> BackfillRun:
-    return BackfillRun(
-        run_id=f"run{n:04d}",
-        name=name,
-        checksum="708081e4a20c5b77",
-        environment=environment,
-        status="completed",
-        app_version=None,
-        rows_processed=35,
-        rows_total=35,
-        started_at=1_000 + n,
-        finished_at=2_000 + n,
-    )
+from tests.backfill.support import declare, ledger_run
 
 
 def _scope(jobs: Jobs, registry: BackfillRegistry) -> Scope:
@@ -44,8 +28,8 @@ async def test_the_runs_of_a_backfill_no_longer_declared_are_listed(
 ) -> None:
     declare(backfill_registry, name="still_declared")
     for n in range(3):
-        await jobs.driver.backfill_save(_run(n))
-    await jobs.driver.backfill_save(_run(9, environment="production"))
+        await jobs.driver.backfill_save(ledger_run(n))
+    await jobs.driver.backfill_save(ledger_run(9, environment="production"))
     scope = _scope(jobs, backfill_registry)
 
     page = await list_backfills(scope, name="retired_sweep", runs_limit=2)
@@ -62,7 +46,7 @@ async def test_a_name_with_no_ledger_row_here_is_still_unknown(
     jobs: Jobs, backfill_registry: BackfillRegistry
 ) -> None:
     declare(backfill_registry, name="still_declared")
-    await jobs.driver.backfill_save(_run(0, environment="production"))
+    await jobs.driver.backfill_save(ledger_run(0, environment="production"))
     scope = _scope(jobs, backfill_registry)
 
     for name in ("retired_sweep", "never_declared"):
@@ -81,7 +65,7 @@ def test_the_cli_pages_the_runs_of_a_backfill_no_longer_declared(
     async def write() -> None:
         writer = await connect(url)
         try:
-            await writer.driver.backfill_save(_run(0, name="cli_retired_sweep"))
+            await writer.driver.backfill_save(ledger_run(0, "cli_retired_sweep"))
         finally:
             await writer.close()
 

@@ -12,26 +12,12 @@ import pytest
 import examples.shop
 from engine import connect
 from schemas.backfill import BackfillRun
+from tests.backfill.support import ledger_run
 from tests.cli.databases import migrated
 from tests.cli.test_cli import APP, cli, cli_json, shop
 from tests.support.fix_lines import command_words
 
 __all__ = ["shop"]  # the fixture, used by name below
-
-
-def _run(n: int, name: str, checksum: str = "708081e4a20c5b77") -> BackfillRun:
-    return BackfillRun(
-        run_id=f"run{n:04d}",
-        name=name,
-        checksum=checksum,
-        environment="development",
-        status="completed",
-        app_version=None,
-        rows_processed=35,
-        rows_total=35,
-        started_at=1_000 + n,
-        finished_at=2_000 + n,
-    )
 
 
 def _save(url: str, runs: list[BackfillRun]) -> None:
@@ -57,7 +43,7 @@ def test_the_older_runs_line_keeps_the_page_size(
     for name in ("MCP_JOBS_ENV", "MCP_JOBS_APP", "MCP_JOBS_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
     url = f"sqlite:///{tmp_path}/jobs.db"
-    _save(url, [_run(n, "paged_sweep") for n in range(7)])
+    _save(url, [ledger_run(n, "paged_sweep") for n in range(7)])
     code, out, _ = cli(
         capsys, "backfill", "paged_sweep", "--runs", "--runs-limit", "2", "--database-url", url
     )
@@ -75,7 +61,7 @@ def test_a_backfill_not_declared_here_says_so_over_its_runs(
     for name in ("MCP_JOBS_ENV", "MCP_JOBS_APP", "MCP_JOBS_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
     url = f"sqlite:///{tmp_path}/jobs.db"
-    _save(url, [_run(0, "gone_sweep")])
+    _save(url, [ledger_run(0, "gone_sweep")])
     code, out, _ = cli(capsys, "backfill", "gone_sweep", "--runs", "--database-url", url)
     assert code == 0, out
     assert 'backfill "gone_sweep" is not declared here' in out
@@ -90,8 +76,8 @@ def test_a_run_under_another_definition_is_marked(
     code, listed = cli_json(capsys, "backfill", *db)
     assert code == 0
     (declared,) = [b for b in listed["backfills"] if b["name"] == "normalize_emails"]
-    _save(shop, [_run(0, "normalize_emails", checksum="0" * 16)])
-    _save(shop, [_run(1, "normalize_emails", checksum=declared["checksum"])])
+    _save(shop, [ledger_run(0, "normalize_emails", checksum="0" * 16)])
+    _save(shop, [ledger_run(1, "normalize_emails", checksum=declared["checksum"])])
     code, out, _ = cli(capsys, "backfill", "normalize_emails", "--runs", *db)
     assert code == 0, out
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("run")}
