@@ -27,6 +27,10 @@ from engine.drivers.base import (
 from engine.drivers.urls import (
     DATABASE_URL_ENV,
     check_postgres_url,
+    driver_url_problem,
+    fixed_on_argument,
+    given_url,
+    meant_url,
     slashes_missing,
     slashes_reason,
     sqlite_path,
@@ -68,8 +72,24 @@ def resolve_url(url: str | None = None) -> str:
 
 def open_driver(url: str | None = None, *, clock: Clock | None = None, **options: Any) -> Driver:
     """The driver for `url` (see `resolve_url`). A URL no driver could use raises
-    DATABASE_URL_INVALID here, before any file is opened or connection tried."""
-    resolved = resolve_url(url)
+    DATABASE_URL_INVALID here, before any file is opened or connection tried; its fix mends
+    the argument when the argument named it (the variable's export would change nothing)."""
+    variable = os.environ.get(DATABASE_URL_ENV)
+    url = given_url(url, variable)
+    try:
+        factory, resolved = _factory(resolve_url(url))
+    except DatabaseUrlInvalidError as exc:
+        if url is not None and url != variable:
+            fixed_on_argument(exc, meant_url(url, registered_schemes()), DEFAULT_DATABASE_URL)
+        raise
+    driver = factory(resolved, clock=clock or SYSTEM_CLOCK, **options)
+    require(driver, JOBS)
+    return driver
+
+
+def _factory(resolved: str) -> tuple[DriverFactory, str]:
+    """The factory of `resolved`'s scheme, once the URL passed what is checked before a driver
+    is handed it (`driver_url_problem`)."""
     scheme = resolved.split("://", 1)[0].lower() if "://" in resolved else ""
     factory = DRIVERS.get(scheme) or _from_entry_point(scheme)
     if factory is None:
@@ -78,9 +98,10 @@ def open_driver(url: str | None = None, *, clock: Clock | None = None, **options
         if bare is not None:
             raise DatabaseUrlInvalidError(resolved, reason=slashes_reason(bare), scheme=bare)
         raise DatabaseUrlInvalidError(resolved, schemes=schemes)
-    driver = factory(resolved, clock=clock or SYSTEM_CLOCK, **options)
-    require(driver, JOBS)
-    return driver
+    problem = driver_url_problem(resolved)
+    if problem is not None:
+        raise DatabaseUrlInvalidError(resolved, reason=problem)
+    return factory, resolved
 
 
 def registered_schemes() -> list[str]:

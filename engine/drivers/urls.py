@@ -14,7 +14,7 @@ import re
 from collections.abc import Collection
 from urllib.parse import parse_qs, parse_qsl, quote_plus, unquote_plus, urlsplit, urlunsplit
 
-from engine.errors import DatabaseUrlInvalidError
+from engine.errors import DatabaseUrlInvalidError, InvalidArgumentError
 from engine.shell_words import shell_word
 
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -73,7 +73,8 @@ def slashes_missing(url: str, schemes: Collection[str]) -> str | None:
 def meant_url(url: str, schemes: Collection[str]) -> str | None:
     """The URL `url` plainly stands for, or None: a misspelt scheme (`postgress://`) as the
     registered one nearest, `sqlite:` without its slashes, a sqlite URL without the options or
-    fragment it does not take."""
+    fragment it does not take, a Redis URL without the options redis-py cannot use, a
+    PostgreSQL URL with an option written as it is taken (`_postgres_options_mended`)."""
     head, sep, rest = url.partition("://")
     if not sep:
         path = url.partition(":")[2]
@@ -84,7 +85,36 @@ def meant_url(url: str, schemes: Collection[str]) -> str | None:
         return f"{near[0]}://{rest}" if near else None
     if scheme == "sqlite" and re.search(r"[?#]", rest):
         return "sqlite://" + re.split(r"[?#]", rest, maxsplit=1)[0]
+    if scheme in ("redis", "rediss") and redis_url_problem(url) is not None:
+        return redis_kept(url)
+    if scheme in ("postgres", "postgresql") and postgres_url_problem(url) is not None:
+        return _postgres_options_mended(url)
     return None
+
+
+# How alike a refused sslmode must be to one libpq takes to be read as it (`requre`).
+_NEAR_SSL_MODE = 0.75
+
+
+def _postgres_options_mended(url: str) -> str | None:
+    """`url` with an sslmode that plainly names one libpq takes (`requre`, `REQUIRE`,
+    `verify_full`) and a schema in capitals (PostgreSQL folds a name to lower case) written as
+    taken, when that is all that was wrong; else None: no mode is guessed."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # no URL at all: nothing is plainly meant
+        return None
+    pairs = parts.query.split("&")
+    for n, pair in enumerate(pairs):
+        key, _, value = pair.partition("=")
+        if key == "sslmode" and value not in _SSL_MODES:
+            typed = value.lower().replace("_", "-")
+            near = difflib.get_close_matches(typed, _SSL_MODES, n=1, cutoff=_NEAR_SSL_MODE)
+            pairs[n] = f"{key}={near[0]}" if near else pair
+        elif key == SCHEMA_PARAM and SCHEMA_NAME.fullmatch(value.lower()):
+            pairs[n] = f"{key}={value.lower()}"
+    mended = urlunsplit(parts._replace(query="&".join(pairs)))
+    return mended if postgres_url_problem(mended) is None else None
 
 
 def slashes_reason(scheme: str) -> str:
@@ -159,6 +189,84 @@ def _query_problem(query: str) -> str | None:
     if schemas and not SCHEMA_NAME.fullmatch(schemas[0]):
         return f"the {SCHEMA_PARAM} option must be {SCHEMA_NAME_RULE}"
     return None
+
+
+# `redis://…?prefix=NAME`: the Redis driver's own option (its key prefix); redis-py never sees it.
+REDIS_PREFIX_PARAM = "prefix"
+
+
+def redis_url_problem(url: str) -> str | None:
+    """Why a redis:// or rediss:// URL, or a query option of it, cannot be used, or None.
+    redis-py passes an option it does not parse on to its connection class: an unknown one was
+    a TypeError (an INTERNAL error and a traceback) at the first command, a malformed value a
+    ValueError there. Each option is tried alone, on no host, so the reason names it and never
+    its value."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    try:
+        query = urlsplit(url).query if scheme in ("redis", "rediss") else ""
+    except ValueError:  # was a ValueError (INTERNAL) from the driver's own urlsplit
+        return "it cannot be parsed as a URL (an unbalanced [ or ] around an IPv6 host?)"
+    if not query:
+        return None
+    try:  # redis-py is the optional extra `redis`: without it the driver says so itself
+        from redis.asyncio.connection import ConnectionPool
+        from redis.exceptions import RedisError
+    except ImportError:
+        return None
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key == REDIS_PREFIX_PARAM:
+            continue
+        option = urlunsplit(
+            (scheme, "localhost", "/0", f"{quote_plus(key)}={quote_plus(value)}", "")
+        )
+        try:  # builds the connection object only: nothing is opened
+            ConnectionPool.from_url(option).make_connection()  # type: ignore[no-untyped-call]
+        except TypeError:
+            return f"the {scheme} driver takes no option {json.dumps(key[:40])} in the URL"
+        except (ValueError, RedisError):
+            return f"the value of the URL's option {json.dumps(key[:40])} is not one redis-py takes"
+    return None
+
+
+def nats_url_problem(url: str) -> str | None:
+    """Why a nats:// or tls:// URL's hosts cannot be used, or None: a port that is no number
+    from 1 to 65535, an unbalanced [IPv6] host. nats-py refused each only when connecting, as
+    "invalid connect url option": DRIVER_UNAVAILABLE, retryable, for a URL no retry mends."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("nats", "tls"):
+        return None
+    hosts = rest.partition("?")[0].partition("/")[0]
+    for n, spec in enumerate(hosts.split(","), 1):
+        host = spec.rpartition("@")[2]  # a user, password or token is never read here
+        where = "the host" if "," not in hosts else f"host {n}"
+        if host.startswith("[") or "]" in host:
+            match = _IPV6_HOST.fullmatch(host)
+            if match is None:
+                return f"{where} is not a valid [IPv6 address]:port"
+            port = match.group("port") or ""
+        else:
+            port = host.partition(":")[2]
+        if port and not _is_port(port):
+            return f"the port of {where} is not a number from 1 to 65535"
+    return None
+
+
+def driver_url_problem(url: str) -> str | None:
+    """Why the Redis or NATS driver cannot use `url`, found before it is handed over (see
+    `redis_url_problem`, `nats_url_problem`), or None."""
+    return redis_url_problem(url) or nats_url_problem(url)
+
+
+def redis_kept(url: str) -> str | None:
+    """`url` without each query option `redis_url_problem` refuses: the URL it plainly stands
+    for (the option dropped, its default taken); None for text that is no URL."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    pairs = [pair for pair in parts.query.split("&") if pair]
+    kept = [p for p in pairs if redis_url_problem(urlunsplit(parts._replace(query=p))) is None]
+    return urlunsplit(parts._replace(query="&".join(kept)))
 
 
 def split_param(url: str, param: str) -> tuple[str, str | None]:
@@ -266,6 +374,41 @@ def url_word(url: str) -> str:
     return URL_FROM_ENV if printable is None else shell_word(printable)
 
 
+# An empty URL is most often "$VAR" with VAR unset: read as none, every command would quietly
+# open (and create) the default SQLite file instead of the database meant.
+_EMPTY_REASON = "it is empty ({}), and read as none it would open the default SQLite file instead"
+
+
+def given_url(url: object, variable: str | None) -> str | None:
+    """`connect(url)`'s URL before anything opens: a str or None (INVALID_ARGUMENT), not ""
+    (DATABASE_URL_INVALID), and with `url` None, `variable` (MCP_JOBS_DATABASE_URL's value)
+    set but empty is refused for the same reason."""
+    if url is not None and not isinstance(url, str):
+        expected = f"a database URL (str), or None for ${DATABASE_URL_ENV}"
+        raise InvalidArgumentError("url", url, expected)
+    if url == "":
+        reason = _EMPTY_REASON.format("url=''")
+        fix = f"leave url out: connect() then opens ${DATABASE_URL_ENV}, else .mcp-jobs/jobs.db"
+        raise DatabaseUrlInvalidError("", reason=reason, fix=fix)
+    if url is None and variable == "":
+        reason = _EMPTY_REASON.format(f"{DATABASE_URL_ENV} is set to ''")
+        raise DatabaseUrlInvalidError("", reason=reason, fix=f"unset {DATABASE_URL_ENV}")
+    return url
+
+
+def fixed_on_argument(
+    exc: DatabaseUrlInvalidError, meant: str | None, default: str
+) -> DatabaseUrlInvalidError:
+    """`exc` refusing the URL `connect()` was given as its argument: that outranks the variable,
+    so a fix exporting MCP_JOBS_DATABASE_URL changed nothing. Its fix passes instead the URL
+    meant (`meant_url`, as a fix may print it), else `default`."""
+    if exc.answered or not exc.fix.startswith(f"export {DATABASE_URL_ENV}="):
+        return exc
+    printable = None if meant is None else printable_url(meant)
+    exc.fix = f"jobs = await connect({printable or default!r})"
+    return exc
+
+
 def migrate_fix(url: str) -> str:
     """`mcp-jobs db migrate` on the database `url` names: the bare command, run where
     MCP_JOBS_DATABASE_URL is not set, would migrate the default SQLite file instead."""
@@ -286,12 +429,18 @@ __all__ = [
     "SCHEMA_PARAM",
     "URL_FROM_ENV",
     "check_postgres_url",
+    "driver_url_problem",
+    "fixed_on_argument",
+    "given_url",
     "meant_url",
     "migrate_fix",
     "naming",
+    "nats_url_problem",
     "postgres_url_problem",
     "printable_url",
     "redact",
+    "redis_kept",
+    "redis_url_problem",
     "report_fix",
     "slashes_missing",
     "slashes_reason",

@@ -73,6 +73,11 @@ def near_database(path: str) -> str | None:
     return found[0] if found else None
 
 
+def is_sqlite_file(path: Path) -> bool:
+    """Whether `path` is a file that begins with SQLite's header (a jobs database, or one to be)."""
+    return _is_sqlite(path)
+
+
 def _is_sqlite(path: Path) -> bool:
     try:
         with path.open("rb") as file:

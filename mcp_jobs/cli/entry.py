@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import anyio
 
 from engine.backfill.gate import resolve_environment
-from engine.drivers.urls import DATABASE_URL_ENV
+from engine.drivers.urls import DATABASE_URL_ENV, given_url
 from engine.errors import LEFT_OUT, DatabaseUrlInvalidError, InvalidArgumentError, JobsError
 from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
@@ -202,6 +202,11 @@ def _run(argv: Sequence[str] | None) -> int:
         # Most often a fix line's "$MCP_JOBS_DATABASE_URL" (how it names a URL holding a
         # secret) run where that variable is not set: not the default database instead.
         refused = DatabaseUrlInvalidError("", reason=EMPTY_URL)
+        envelope = failure(error_payload(refused, where=f"mcp-jobs {args.command}"))
+        return commands.emit(args.command, envelope, getattr(args, "json", False))
+    try:  # MCP_JOBS_DATABASE_URL set but empty, with no flag: not the default database either
+        given_url(args.database_url, os.environ.get(DATABASE_URL_ENV))
+    except DatabaseUrlInvalidError as refused:
         envelope = failure(error_payload(refused, where=f"mcp-jobs {args.command}"))
         return commands.emit(args.command, envelope, getattr(args, "json", False))
     empty = _empty_setting(args)

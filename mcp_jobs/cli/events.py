@@ -35,17 +35,36 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is no JSON value")  # NaN, Infinity: Python's, not JSON's
 
 
+def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) < len(pairs):  # json.loads keeps the last silently: which one was meant?
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {json.dumps(key)[:80]} is given twice")
+            seen.add(key)
+    return value
+
+
 def _payload(text: str | None) -> EventPayload | None:
     """The `--payload` typed, parsed and checked as the tool's payload is (`checked_payload`).
     No JSON object is plainly meant by text that is not one, so the fix is the help: text that
-    is no JSON (an empty `--payload "$P"`, P unset, too) is not sent as a string."""
+    is no JSON (an empty `--payload "$P"`, P unset, too) is not sent as a string, `null` not as
+    no payload, and an object naming a key twice not as its last value."""
     if text is None:
         return None
     try:
-        value = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        value = json.loads(
+            text,
+            parse_float=_finite,
+            parse_constant=_no_constant,
+            object_pairs_hook=_one_value_per_key,
+        )
     except ValueError as exc:
         expected = f"{PAYLOAD_EXPECTED} ({exc})"
         raise InvalidArgumentError("--payload", text, expected) from exc
+    if value is None:  # `null` typed: no object (leaving --payload out sends none)
+        raise InvalidArgumentError("--payload", text, f"{PAYLOAD_EXPECTED}, or left out")
     return checked_payload(value, "--payload")
 
 

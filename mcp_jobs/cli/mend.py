@@ -28,7 +28,7 @@ from engine.errors import (
 from engine.meant import meant_choices, same_words
 from engine.shell_words import shell_word
 from mcp_jobs.app_modules import load_apps_quietly
-from mcp_jobs.cli.database_file import NoDatabaseFileError
+from mcp_jobs.cli.database_file import NoDatabaseFileError, is_sqlite_file
 from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
@@ -137,6 +137,9 @@ def _meant(argv: Sequence[str]) -> str | None:
         else os.environ.get(DATABASE_URL_ENV)
     )
     meant = meant_url(raw, registered_schemes()) if raw else None
+    if meant is None and raw and "://" not in raw and is_sqlite_file(Path(raw)):
+        # A bare path (`--database-url jobs.db`) to a SQLite file: that file, not the default.
+        return "sqlite:///" + os.path.abspath(raw)
     if meant is None:
         return None
     meant = _relative_unless_rooted(raw or "", meant)

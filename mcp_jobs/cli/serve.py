@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from engine import bounds
-from engine.errors import LEFT_OUT, InvalidArgumentError
+from engine.errors import LEFT_OUT, FlagMend, InvalidArgumentError
 from engine.logs import configure_logging
 from engine.shell_words import shell_word
 from engine.worker import ALL_QUEUES, Worker
@@ -23,6 +23,7 @@ from mcp_jobs.cli.event_loop import loop_name
 from mcp_jobs.cli.mend import print_failure
 from mcp_jobs.config import (
     DEFAULT_HOST,
+    DEFAULT_PORT,
     TOKEN_ENV,
     Settings,
     bind_host,
@@ -57,6 +58,8 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
 
     http = args.transport == "http"
     try:
+        if not http:
+            _no_http_flags(args)
         settings = confirm_settings(settings, args.confirm_writes, args.confirm_ttl_seconds)
         if http:
             # Checked before the database opens: a refused start touches nothing.
@@ -106,6 +109,35 @@ def token_file_warning(settings: Settings) -> str | None:
     if not is_loopback(settings.host):
         raise TokenFileExposedError(path, mode, settings.host)
     return f"{token_file_exposure(path, mode)}: chmod 600 {shell_word(path)}"
+
+
+# Why `serve` over stdio refuses a flag only HTTP reads: taken, it was dropped without a word
+# (`serve --port 8000 --token-file tok` with `--transport http` forgotten served stdio).
+HTTP_ONLY = "given only with --transport http, the one transport that reads it"
+_HTTP_DESTS = ("token_file", "session_idle_seconds", "max_sessions", "allowed_host")
+
+
+class HttpOnlyFlagError(InvalidArgumentError, FlagMend):
+    """INVALID_ARGUMENT for a flag only HTTP reads, given to a stdio server. The CLI mends the
+    line by `--transport http` (FlagMend): each such flag typed is then read, where leaving out
+    one of them left the next to be refused."""
+
+    def __init__(self, flag: str, value: object) -> None:
+        super().__init__(flag, value, HTTP_ONLY)
+        self.flag, self.typed, self.nearest, self.set_anyway = "--transport", "stdio", "http", True
+
+
+def _no_http_flags(args: argparse.Namespace) -> None:
+    """HttpOnlyFlagError for the first HTTP-only flag given to a stdio server, before anything
+    opens. `--host` and `--port` have defaults: only another value is known to be typed."""
+    given = [(dest, getattr(args, dest, None)) for dest in _HTTP_DESTS]
+    given += [(f"oauth_{name}", value) for name, value in oauth_flags(args).items()]
+    given += [("host", None if args.host == DEFAULT_HOST else args.host)]
+    given += [("port", None if args.port == DEFAULT_PORT else args.port)]
+    for dest, value in given:
+        if value is not None:
+            shown = ",".join(value) if isinstance(value, list) else value
+            raise HttpOnlyFlagError("--" + dest.replace("_", "-"), shown)
 
 
 def oauth_flags(args: argparse.Namespace) -> dict[str, str | None]:
