@@ -163,7 +163,10 @@ class JobDeclarationInvalidError(JobsError):
         mends `retry=`); for what is no keyword of `@job` (the body's signature, its input's
         annotation), the line that replaces the one declared (a `def`, an import)."""
         keyword = field.partition(".")[0]
-        if keyword in JOB_KEYWORDS:
+        if keyword == "name":  # the name itself mended: named once
+            written = mended if mended is not None else f"<{expected}>"
+            fix = f"@job(name={written})"
+        elif keyword in JOB_KEYWORDS:
             written = mended if mended is not None else f"<{expected}>"
             fix = f"@job(name={json.dumps(job, ensure_ascii=False)}, {keyword}={written})"
         else:

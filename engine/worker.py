@@ -52,7 +52,7 @@ from engine.run_job import RunHandle, Runtime, execute
 from engine.tasks.scheduler import Scheduler
 from engine.worker_arguments import ALL_QUEUES as ALL_QUEUES
 from engine.worker_arguments import MIN_LEASE_MS as MIN_LEASE_MS
-from engine.worker_arguments import QueueChoice, counts_checked, kinds_checked
+from engine.worker_arguments import QueueChoice, client_checked, counts_checked, kinds_checked
 from engine.worker_events import WorkerEvents
 from engine.worker_hand_back import (
     HAND_BACK_MS,
@@ -126,6 +126,7 @@ class Worker:
         retention: Retention | None = None,
         apps: Iterable[str] | None = None,
     ) -> None:
+        client_checked(jobs)
         prefetch, choice = counts_checked(
             concurrency, queues, lease_ms, poll_ms, drain_ms, prefetch, worker_id
         )

@@ -54,6 +54,18 @@ def counts_checked(
     return prefetch, queues if queues is None or queues == ALL_QUEUES else [*queues]
 
 
+def client_checked(jobs: object) -> None:
+    """INVALID_ARGUMENT unless `jobs` is a client (read by what a worker uses of it: a URL or
+    None was an AttributeError on `.driver`)."""
+    if not all(hasattr(jobs, part) for part in ("driver", "clock", "registry", "settler")):
+        raise InvalidArgumentError(
+            "jobs",
+            jobs,
+            "the Jobs client `await connect(...)` returns",
+            fix="worker = Worker(await connect(url))",
+        )
+
+
 def kinds_checked(
     listeners: object,
     limits: object,

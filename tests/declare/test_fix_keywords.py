@@ -81,6 +81,7 @@ def test_a_fix_names_only_keywords_job_has_and_its_values_declare(
         ast.parse(f"{fix}\n    pass\n")
         return
     assert fix.startswith("@job("), fix
+    compile(fix.removeprefix("@"), "fix", "eval")  # a keyword named twice does not compile
     call = ast.parse(fix.removeprefix("@"), mode="eval").body
     assert isinstance(call, ast.Call) and not call.args, fix
     named = {k.arg for k in call.keywords}

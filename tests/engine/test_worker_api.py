@@ -232,3 +232,13 @@ async def test_a_worker_takes_its_listeners_and_apps_from_any_iterable(jobs: Job
     seen: list[object] = []
     worker = Worker(jobs, listeners=(f for f in [seen.append]), apps=iter(["examples.shop"]))
     assert seen.append in worker.events.listeners and worker.presence.apps == ["examples.shop"]
+
+
+@pytest.mark.parametrize("given", [None, "memory://", 3])
+def test_a_worker_given_no_jobs_client_is_told_which_to_give(given: Any) -> None:
+    """`Worker(None)` (or a URL) was an AttributeError on `.driver`: a typed refusal naming
+    the client `connect()` returns."""
+    with pytest.raises(InvalidArgumentError) as refused:
+        Worker(given)
+    assert refused.value.argument == "jobs" and not refused.value.retryable
+    assert "connect(" in refused.value.fix
