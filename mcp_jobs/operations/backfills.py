@@ -10,7 +10,13 @@ from engine import bounds
 from engine.backfill.errors import dry_run_command
 from engine.backfill.ledger import DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, parse_runs_cursor
 from engine.backfill.pass_job import PASS_QUEUE
-from engine.errors import LEFT_OUT, InvalidArgumentError, JobCancelledError, JobFailedError
+from engine.errors import (
+    LEFT_OUT,
+    CursorInvalidError,
+    InvalidArgumentError,
+    JobCancelledError,
+    JobFailedError,
+)
 from engine.iso_time import iso
 from engine.run_job import error_line
 from mcp_jobs.errors import LimitExceededError, example_call
@@ -57,7 +63,13 @@ async def list_backfills(
     limit = DEFAULT_RUNS_PAGE if runs_limit is None else runs_limit
     limit = bounds.whole("runs_limit", limit, 1, MAX_RUNS_PAGE)
     if runs_cursor is not None:
-        parse_runs_cursor(runs_cursor, name)
+        try:
+            parse_runs_cursor(runs_cursor, name)
+        except CursorInvalidError:
+            # Its fix is the name's first page: a name nothing declared or ran is refused first.
+            if _undeclared(svc, name):
+                await _undeclared_runs(svc, env, name, limit, None)
+            raise
     pending_only = bounds.flag("pending_only", pending_only)
     if bounds.text("name", name, bounds.MAX_NAME_BYTES) not in svc.registry:
         return await _undeclared_runs(svc, env, name, limit, runs_cursor)
@@ -71,6 +83,14 @@ async def list_backfills(
         runs_cursor=page.runs_cursor,
         declared=True,
     )
+
+
+def _undeclared(svc: Backfills, name: str) -> bool:
+    """Whether `name` could be a backfill's and this process declares none of it."""
+    try:
+        return bounds.text("name", name, bounds.MAX_NAME_BYTES) not in svc.registry
+    except InvalidArgumentError:  # no backfill can have it: the cursor's fix (the list) says so
+        return False
 
 
 async def _undeclared_runs(

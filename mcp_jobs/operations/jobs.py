@@ -15,16 +15,19 @@ from engine.bounds import MAX_KEY_BYTES, MAX_NAME_BYTES
 from engine.errors import (
     InvalidArgumentError,
     JobNotCancellableError,
+    JobNotRetryableError,
     JobUnknownError,
     StoreDamagedError,
 )
 from engine.internal_jobs import is_internal, refuse_by_name
 from engine.paging import DEFAULT_TRACE_PAGE
+from engine.shell_words import shell_word
 from engine.tasks import describe_known, task_roster
 from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example_call
 from mcp_jobs.operations.answer_bounds import checked_limit
 from mcp_jobs.operations.attempts import AttemptCounter
+from mcp_jobs.operations.job_input import refuse_coerced
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import (
     CancelJobResult,
@@ -44,6 +47,7 @@ from mcp_jobs.operations.progress import JobProgressNotes
 from mcp_jobs.operations.reruns import refuse_run_cursor, run_trace
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.workers import no_worker_notice
+from schemas.errors import NextCall
 from schemas.jobs import DamagedJob, OnConflict
 from schemas.states import SETTLED_STATES, JobState
 
@@ -306,6 +310,7 @@ async def enqueue_job(
             "pass the data's id",
         )
     tenant = scope.tenant(tenant_id)
+    refuse_coerced(scope.jobs.registry, name, input)
     try:
         result = await scope.jobs.enqueue(
             name,
@@ -378,16 +383,30 @@ async def retry_job(
     scope: Scope, job_id: str, include_cancelled: bool = False, from_step: str | None = None
 ) -> RetryJobResult:
     """Requeue in the same run; with `from_step`, rerun in a new run (engine/reruns.py)."""
-    record = await scope.jobs.retry(
-        job_id,
-        tenant_id=scope.tenant(None),
-        include_cancelled=include_cancelled,
-        actor=scope.actor,
-        from_step=from_step,
-    )
+    try:
+        record = await scope.jobs.retry(
+            job_id,
+            tenant_id=scope.tenant(None),
+            include_cancelled=include_cancelled,
+            actor=scope.actor,
+            from_step=from_step,
+        )
+    except JobNotRetryableError as exc:
+        raise _rerun_kept(exc, from_step) from None
     return RetryJobResult(
         ok=True, job=JobSummary.of(record), rerun_of=record.rerun_of if from_step else None
     )
+
+
+def _rerun_kept(exc: JobNotRetryableError, from_step: str | None) -> JobNotRetryableError:
+    """`exc` with its fix and next_call still a rerun from `from_step`: for a cancelled job the
+    engine offers a plain retry (`include_cancelled`), which would requeue the run as it was."""
+    call = exc.next_call
+    if from_step is None or call is None or call.tool != "retry_job":
+        return exc
+    exc.next_call = NextCall(tool=call.tool, arguments={**call.arguments, "from_step": from_step})
+    exc.fix = f"{exc.fix} --from-step {shell_word(from_step)}"
+    return exc
 
 
 async def cancel_job(scope: Scope, job_id: str) -> CancelJobResult:

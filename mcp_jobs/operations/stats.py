@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.bounds import MAX_QUEUES
 from mcp_jobs.config import SHOWN
-from mcp_jobs.errors import QueueUnknownError
+from mcp_jobs.errors import LimitExceededError, QueueUnknownError, example_call
 from mcp_jobs.operations.answer_bounds import checked_limit
 from mcp_jobs.operations.known import unknown_queues
 from mcp_jobs.operations.models import QueueStatsResult, QueueStatsView, QueueTotals
@@ -23,6 +24,7 @@ from mcp_jobs.operations.pauses import pauses_in_force
 from mcp_jobs.operations.rate_limits import rates_by_queue
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.together import together
+from schemas.errors import NextCall
 
 # The counts a queue's business is the sum of, and its totals are summed over.
 COUNTS = ("ready", "delayed", "running", "suspended", "dead", "failed", "done", "cancelled")
@@ -40,6 +42,16 @@ def busiest(views: Sequence[QueueStatsView], limit: int) -> tuple[list[QueueStat
     return sorted(kept, key=lambda v: v.queue), len(views) - limit
 
 
+def _too_many(scope: Scope, asked: int) -> LimitExceededError:
+    """More names than one call reads (the engine's bound said only "a whole number"). The
+    fix leaves them out, too many to echo: every queue, the busiest a page holds."""
+    shown = {"limit": scope.settings.limits.max_page_size}
+    why = f"ask at most {MAX_QUEUES} per call, or leave queues out for the busiest"
+    fix = f"queue_stats {example_call(shown)}"
+    call = NextCall(tool="queue_stats", arguments=shown)
+    return LimitExceededError("queues", asked, MAX_QUEUES, "queue names", fix, call, why=why)
+
+
 def totals(views: Sequence[QueueStatsView]) -> QueueTotals:
     sums = {name: sum(getattr(v, name) for v in views) for name in COUNTS}
     return QueueTotals(queues=len(views), **sums)
@@ -49,6 +61,8 @@ async def queue_stats(
     scope: Scope, queues: Sequence[str] | None = None, limit: int | None = SHOWN
 ) -> QueueStatsResult:
     """Every queue read when `limit` is None (diagnose reads them all, then bounds its answer)."""
+    if isinstance(queues, list) and len(queues) > MAX_QUEUES:
+        raise _too_many(scope, len(queues))
     if limit is not None:
         named = {"queues": list(queues)} if queues else {}
         limit = checked_limit(scope, "queue_stats", limit, named)

@@ -75,7 +75,8 @@ class MendedCall:
 
     def settle(self) -> None:
         """Check the mended call: a mended number still out of range goes to its range's
-        nearest end, and any other mended value still refused becomes a placeholder."""
+        nearest end, a mended cursor still refused is left out, and any other mended value
+        still refused becomes a placeholder."""
         for _ in range(2):
             try:
                 meta = self.tool.fn_metadata
@@ -87,7 +88,10 @@ class MendedCall:
                     if name not in self.mended:
                         continue
                     ranged = e["type"] in LOWER | UPPER and len(e["loc"]) == 1
-                    self.set(name, nearest_in_range(e) if ranged else MISSING)
+                    if not ranged and is_cursor(name):
+                        self.leave_out(name)  # still no cursor: the first page
+                    else:
+                        self.set(name, nearest_in_range(e) if ranged else MISSING)
             else:
                 self.valid = True
                 return
@@ -118,6 +122,12 @@ class MendedCall:
         if not self.valid or self.placeholders or self.guessed or shown != self.arguments:
             return None
         return NextCall(tool=self.tool.name, arguments=shown)
+
+
+def is_cursor(name: str) -> bool:
+    """Whether `name` is a paged tool's cursor (`cursor`, `steps_cursor`, …): one the strict
+    model refuses is no page of any list, so a fix starts again without it, at the first."""
+    return name == "cursor" or name.endswith("_cursor")
 
 
 def reads_only(tool: Tool) -> bool:

@@ -28,7 +28,13 @@ from mcp_jobs.server.argument_values import (
     takes,
 )
 from mcp_jobs.server.arguments import ServerCap
-from mcp_jobs.server.mended_call import WRITE, MendedCall, fitting_members, reads_only
+from mcp_jobs.server.mended_call import (
+    WRITE,
+    MendedCall,
+    fitting_members,
+    is_cursor,
+    reads_only,
+)
 
 # The argument of a write that carries the token its confirmation issued (mcp_jobs/server/
 # confirm.py); a write sent without it answers that token.
@@ -133,7 +139,13 @@ def refusal(
                     entry["msg"] += "; the fix leaves it out, which answers the token to pass"
                     mended.leave_out(name)
                 elif choice is MISSING:
-                    mended.set(name, as_intended(props.get(name, {}), given, seconds_of=name))
+                    intended = as_intended(props.get(name, {}), given, seconds_of=name)
+                    if intended is MISSING and is_cursor(name) and name in props:
+                        # As CURSOR_INVALID's fix: the first page (a placeholder fails as one).
+                        entry["msg"] += "; the fix leaves it out: the first page"
+                        mended.leave_out(name)
+                    else:
+                        mended.set(name, intended)
                 elif guessed:
                     # A slip of the keys ("deda"): shown in the fix, not run, and a write so
                     # mended is its dry run, as for an argument moved by a guess.
