@@ -100,6 +100,13 @@ def short_repr(value: object, limit: int = ECHO_LIMIT) -> str:
     return text
 
 
+def quoted(text: str, limit: int = ECHO_LIMIT) -> str:
+    """`text` as a JSON string (control characters escaped: no forged line, no terminal
+    escape), cut to `limit` characters with a marker saying how much was left out."""
+    shown = json.dumps(text[:limit], ensure_ascii=False)
+    return shown if len(text) <= limit else f"{shown}… ({len(text)} characters in all)"
+
+
 # --- declarations -------------------------------------------------------------------------------
 
 
@@ -197,7 +204,8 @@ class JobUnknownError(JobsError):
         also = {"paused": sorted(paused)} if paused else {}
         listed = f"; paused: {_names(paused)}" if paused else ""
         super().__init__(
-            f'no job named "{job}" is registered here{hint} (registered: {_names(known)}{listed})',
+            f"no job named {quoted(job)} is registered here{hint} (registered: "
+            f"{_names(known)}{listed})",
             "mcp-jobs jobs describe --json",
             next_call=_call("describe_jobs"),
             details={"job": job, "known": sorted(known), **also, **meant},

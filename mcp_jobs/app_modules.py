@@ -73,10 +73,10 @@ def is_module_name(name: str) -> bool:
 
 def _meant(name: str) -> str | None:
     """The module a name that is none plainly means: a file's path, or `module:attribute`."""
-    head = name.partition(":")[0].strip()
+    head = name.partition(":")[0].strip().removeprefix("./").rstrip("/")
     if head.endswith(".py"):
         head = head[: -len(".py")]
-    head = head.removeprefix("./").replace("/", ".")
+    head = head.replace("/", ".").removesuffix(".__init__")  # a package's own file: the package
     return head if is_module_name(head) else None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -35,13 +36,22 @@ def _jobs_ls(app: str, cwd: Path, **env: str) -> tuple[int, dict[str, Any]]:
     return _run([*argv, *(["--app", app] if app else [])], cwd, **env)
 
 
-@pytest.mark.parametrize("typed", ["examples/shop.py", "./examples/shop.py", "examples.shop:jobs"])
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "examples/shop.py",
+        "./examples/shop.py",
+        "examples.shop:jobs",
+        "examples/shop/__init__.py",  # a package's file: the package
+        "examples/shop/",
+    ],
+)
 def test_a_path_or_an_attribute_is_mended_to_the_module(typed: str, tmp_path: Path) -> None:
     code, envelope = _jobs_ls(typed, tmp_path)
     error = envelope["error"]
     assert (code, error["code"], error["retryable"]) == (1, "INVALID_ARGUMENT", False)
     assert f"app={typed!r} is not accepted" in error["cause"]
-    assert "--app examples.shop" in error["fix"]
+    assert re.search(r"--app examples\.shop( |$)", error["fix"]), error["fix"]
     assert json.loads(run_fix(error["fix"] + " --json"))["ok"] is True
 
 
