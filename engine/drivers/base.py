@@ -391,6 +391,25 @@ class LeaderLeases(Protocol):
 
 
 @runtime_checkable
+class ManyLeaderLeases(Protocol):
+    """`lead` for many names in one round trip (a scheduler renewing thousands of task leases)."""
+
+    async def lead_many(self, names: Sequence[str], holder: str, lease_ms: int) -> set[str]:
+        """`lead` each of `names`; answers those `holder` holds."""
+        ...
+
+
+async def lead_each(
+    leases: LeaderLeases, names: Sequence[str], holder: str, lease_ms: int
+) -> set[str]:
+    """The names of `names` whose lease `holder` holds after taking or renewing each: in one
+    round trip where the driver offers it."""
+    if isinstance(leases, ManyLeaderLeases):
+        return await leases.lead_many(names, holder, lease_ms)
+    return {name for name in names if await leases.lead(name, holder, lease_ms)}
+
+
+@runtime_checkable
 class DescriptorStore(Protocol):
     """Published job descriptors (engine/descriptors.py): one row per job name, so a process
     without a job's code can describe and enqueue it."""

@@ -36,7 +36,7 @@ import anyio
 from engine import bounds
 from engine.client import Enqueue
 from engine.clock import sleep_unless_woken
-from engine.drivers.base import LEADER_LEASES, SCHEDULER, require
+from engine.drivers.base import LEADER_LEASES, SCHEDULER, lead_each, require
 from engine.errors import JobsError
 from engine.ids import worker_id
 from engine.run_job import storable_payload
@@ -45,6 +45,7 @@ from engine.tasks.declare import TASK_ACTOR, CatchUp, TaskDefinition, TaskRegist
 from engine.tasks.errors import TaskEnqueueFailedError, TaskEntryInvalidError
 from engine.tasks.failures import next_failure
 from engine.tasks.notices import TaskNotices
+from engine.tasks.occurrences import HORIZON_MS
 from engine.tracing import current_traceparent
 from schemas.jobs import EnqueueRequest, EnqueueResult
 
@@ -132,6 +133,11 @@ class Scheduler:
         self._had_state: set[str] = set()
         # Task → (the last fired occurrence read ahead of the clock, the instant it fires on from).
         self._stepped: dict[str, tuple[int, int]] = {}
+        # Task → (the instant its occurrences were fired up to, its next occurrence after that),
+        # for a task this scheduler has led without a break since it last read its state: nothing
+        # is due before then, so a round reads nothing for it.
+        self._quiet: dict[str, tuple[int, int]] = {}
+        self._last_at: int | None = None
         self.notices = TaskNotices(lambda: jobs.fix_context)
         self._stopping = False
         self._wake = anyio.Event()
@@ -146,12 +152,8 @@ class Scheduler:
     async def round(self) -> SchedulerRound:
         """Take or renew each task's lease; fire the due occurrences of the tasks it holds."""
         now = self.clock.now_ms()
-        led: set[str] = set()
-        for definition in self.tasks:
-            if await self.leases.lead(lease_name(definition.name), self.holder, self.lease_ms):
-                led.add(definition.name)
-        self.led = led
-        return await self._fire(now, led)
+        self.led = await self._lead({d.name for d in self.tasks}, self.lease_ms)
+        return await self._fire(now, self.led)
 
     async def fire_due(self, now: int | None = None) -> SchedulerRound:
         """Fire what is due WITHOUT taking the leases — `round()` is the guarded entry point.
@@ -161,18 +163,33 @@ class Scheduler:
 
     async def _fire(self, at: int, led: set[str]) -> SchedulerRound:
         report = SchedulerRound(at=at, leader=bool(led))
+        self._forget_quiet(at, led)
         for definition in self.tasks:
             name = definition.name
-            if name not in led:
+            if name not in led or (name in self._quiet and at < self._quiet[name][1]):
                 continue
             try:
                 await self._fire_task(definition, at, report)
             except JobsError as exc:
                 # This task waits for the next round; the other tasks still fire.
+                self._quiet.pop(name, None)
                 report.failed[name] = exc
                 self.notices.failed(name, exc)
                 await self._store_failure(name, exc, at)
         return report
+
+    def _forget_quiet(self, at: int, led: set[str]) -> None:
+        """Drop what a task's last read said once its lease was out of hand (a peer may have
+        fired it, or left occurrences unfinished) or the clock was stepped back."""
+        if self._last_at is not None and at < self._last_at:
+            self._quiet.clear()
+        self._last_at = at
+        for task in [task for task in self._quiet if task not in led]:
+            del self._quiet[task]
+
+    def _mark_quiet(self, definition: TaskDefinition, fired_after: int) -> None:
+        upcoming = definition.schedule.next(fired_after, 1)
+        self._quiet[definition.name] = (fired_after, upcoming[0] if upcoming else HORIZON_MS)
 
     async def _store_failure(self, task: str, error: JobsError, at: int) -> None:
         """Store the failure for describe and diagnose, which run in other processes: one write
@@ -221,17 +238,20 @@ class Scheduler:
 
     def _from_none(self, task: str, now: int) -> int:
         """Where a task with no state to go by fires on from: this scheduler's start for a task
-        it sees for the first time; now for one whose state it read before (another program
-        overwrote it, or it was removed), so nothing it fired fires again."""
+        it sees for the first time; for one whose state it read before (another program
+        overwrote it, or it was removed), the occurrence it last knew fired, else now, so nothing
+        it fired fires again."""
         start = self._none_from.get(task)
         if start is None:
-            start = now if task in self._had_state else self.baseline_ms
+            known = self._quiet[task][0] if task in self._quiet else now
+            start = known if task in self._had_state else self.baseline_ms
             self._none_from[task] = start
             if task in self._had_state:
                 logger.warning(
                     "task %s: its stored state reads as none (another program wrote it, or it "
-                    "was removed), so it fires on from now; its next firing writes it anew",
+                    "was removed), so it fires on from %s; its next firing writes it anew",
                     task,
+                    "now" if start == now else f"the occurrence it last fired ({start} ms)",
                 )
         return start
 
@@ -250,6 +270,7 @@ class Scheduler:
             report.backlog.append(definition.name)
             due = due[: definition.max_catch_up]
         if not due:
+            self._mark_quiet(definition, after)
             return
         batches, failure = await self._batches(definition, due, definition.catch_up)
         if batches:
@@ -265,6 +286,7 @@ class Scheduler:
             if results is None:
                 logger.debug("task %s: a peer fired its occurrences first", name)
                 return
+            self._mark_quiet(definition, occurrences[-1])
             self._stepped.pop(name, None)
             if definition.catch_up == "skip":
                 self.notices.skipped(definition, after, occurrences[-1])
@@ -400,13 +422,20 @@ class Scheduler:
         """Hand the leases back on the way out (renewed for 0 ms) so a peer fires those tasks
         at once instead of after the leases run out."""
         led, self.led = self.led, set()
-        for task in sorted(led):
-            try:
-                await self.leases.lead(lease_name(task), self.holder, 0)
-            except JobsError as exc:
-                logger.warning(
-                    "task %s's lease not released (a peer takes over on expiry): %s", task, exc
-                )
+        if not led:
+            return
+        try:
+            await self._lead(led, 0)
+        except JobsError as exc:
+            logger.warning(
+                "%d tasks' leases not released (a peer takes over on expiry): %s", len(led), exc
+            )
+
+    async def _lead(self, tasks: set[str], lease_ms: int) -> set[str]:
+        """Take or renew the lease of each of `tasks` (0 ms hands them back); the tasks held."""
+        by_lease = {lease_name(task): task for task in tasks}
+        held = await lead_each(self.leases, sorted(by_lease), self.holder, lease_ms)
+        return {by_lease[name] for name in held}
 
 
 def _report(

@@ -454,6 +454,9 @@ class PostgresDriver:
     async def lead(self, name: str, holder: str, lease_ms: int) -> bool:
         return await retention.lead(self.db, name, holder, lease_ms, self.clock.now_ms())
 
+    async def lead_many(self, names: Sequence[str], holder: str, lease_ms: int) -> set[str]:
+        return await retention.lead_many(self.db, names, holder, lease_ms, self.clock.now_ms())
+
     # --- published descriptors (descriptors.py) -----------------------------------------------
 
     async def publish_descriptors(

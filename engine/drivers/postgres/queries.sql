@@ -866,6 +866,16 @@ ON CONFLICT (name) DO UPDATE
  WHERE l.holder = excluded.holder OR l.expires_at <= $3::bigint
 RETURNING holder;
 
+-- name: lead_many
+-- `lead` for many names in one statement, taken in name order so two contenders lock their rows
+-- in the same order (no deadlock); answers the names held.
+INSERT INTO {schema}.leaders AS l (name, holder, expires_at)
+SELECT n, $2, $3::bigint + $4::bigint FROM unnest($1::text[]) AS n ORDER BY n
+ON CONFLICT (name) DO UPDATE
+   SET holder = excluded.holder, expires_at = excluded.expires_at
+ WHERE l.holder = excluded.holder OR l.expires_at <= $3::bigint
+RETURNING name;
+
 -- name: pause
 -- Store a pause unless one is in force; answer the pause in force and whether it was there
 -- already (`inserted` false: the first pause, its actor and time, stay).

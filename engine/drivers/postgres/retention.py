@@ -72,3 +72,11 @@ async def lead(db: Connections, name: str, holder: str, lease_ms: int, now: int)
     # Idempotent for one holder: a second run finds its own lease and renews it.
     taken = await db.idempotent(lambda c: c.fetchval(db.q["lead"], name, holder, now, lease_ms))
     return taken is not None
+
+
+async def lead_many(
+    db: Connections, names: Sequence[str], holder: str, lease_ms: int, now: int
+) -> set[str]:
+    unique = sorted(set(names))
+    rows = await db.idempotent(lambda c: c.fetch(db.q["lead_many"], unique, holder, now, lease_ms))
+    return {row[0] for row in rows}

@@ -600,6 +600,10 @@ class SqliteDriver:
         now = self.clock.now_ms()
         return await self._exec.run(lambda c: retention.lead(c, name, holder, lease_ms, now))
 
+    async def lead_many(self, names: Sequence[str], holder: str, lease_ms: int) -> set[str]:
+        now = self.clock.now_ms()
+        return await self._exec.run(lambda c: retention.lead_many(c, names, holder, lease_ms, now))
+
     # --- published descriptors (descriptors.py) ------------------------------------------------
 
     async def publish_descriptors(

@@ -11,6 +11,7 @@ job past the audit retention go oldest first on their partial index (0016).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from engine.drivers.sqlite.codec import job_state
 from engine.drivers.sqlite.library import sqlite3
@@ -91,6 +92,12 @@ def prune(
 def lead(conn: sqlite3.Connection, name: str, holder: str, lease_ms: int, now: int) -> bool:
     params = {"name": name, "holder": holder, "expires": now + lease_ms, "now": now}
     return bool(conn.execute(TAKE_LEAD, params).fetchall())
+
+
+def lead_many(
+    conn: sqlite3.Connection, names: Sequence[str], holder: str, lease_ms: int, now: int
+) -> set[str]:
+    return {name for name in sorted(set(names)) if lead(conn, name, holder, lease_ms, now)}
 
 
 # Events of no job recorded before :before, oldest first on mcp_jobs_events_jobless (the WHERE
