@@ -255,6 +255,14 @@ async def execute(
         )
         return kind
 
+    async def refused(**fields: Any) -> WorkerEventKind:
+        """A write refused as no longer this worker's: an operator's cancel that landed while
+        the body ran (the job reads cancelled), else a lease that ran out."""
+        if await _reads_cancelled(rt, record.id):
+            fields.update(reason="cancelled by an operator")
+            return emit("cancelled", **fields)
+        return emit("lease_lost", **fields)
+
     async def settle(options: NackOptions, kind: WorkerEventKind, **fields: Any) -> WorkerEventKind:
         async def nack() -> None:
             await rt.driver.nack(record.id, claimed.token, options)
@@ -262,7 +270,7 @@ async def execute(
         try:
             await until_written(rt.clock, f"job {record.id} ({record.name})", nack)
         except JobSlotLostError:
-            return emit("lease_lost", reason=f"nack refused after {kind}")
+            return await refused(reason=f"nack refused after {kind}")
         return emit(kind, **fields)
 
     if definition is None:
@@ -329,7 +337,7 @@ async def execute(
     if handle.reason == "cancelled":
         return emit("cancelled", duration_ms=duration, reason="cancelled by an operator")
     if handle.reason == "lease_lost" or isinstance(failure, JobSlotLostError):
-        return emit("lease_lost", duration_ms=duration)
+        return await refused(duration_ms=duration)
     if handle.reason == "drain":
         # Handed back unharmed: no attempt burned, no error, still ready and still counted.
         return await settle(
@@ -363,7 +371,7 @@ async def execute(
     try:
         await until_written(rt.clock, f"job {record.id} ({record.name})", ack)
     except JobSlotLostError:
-        return emit("lease_lost", duration_ms=duration, reason="ack refused")
+        return await refused(duration_ms=duration, reason="ack refused")
     except JobsError as exc:
         # The database refused this output alone (JOB_OUTPUT_INVALID): fail the job for good
         # rather than leave it running, to be re-run when its lease expires.
@@ -518,3 +526,10 @@ async def _deadline(clock: Clock, timeout_ms: int, handle: RunHandle) -> AsyncIt
             yield
         finally:
             tg.cancel_scope.cancel()
+
+
+async def _reads_cancelled(rt: Runtime, job_id: str) -> bool:
+    try:
+        return (await rt.driver.get(job_id)).state == "cancelled"
+    except JobsError:
+        return False  # unreadable now: the lease's loss is what this worker knows
