@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -76,6 +78,98 @@ def text(argument: str, value: object, max_bytes: int) -> str:
         f"a non-empty str of at most {max_bytes} bytes (UTF-8), "
         "with no NUL character or lone surrogate",
     )
+
+
+# A name is shown in logs, tables and terminals, and written into fix lines: no character that
+# forges a line or drives a terminal (C0, DEL, C1, line and paragraph separators, bidirectional
+# overrides and isolates, which reorder what a reader sees).
+NAME_RULE = "with no control character, line or paragraph separator or bidirectional override"
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_UNSHOWABLE = frozenset({"Cc", "Zl", "Zp"})
+# A terminal escape sequence (`\x1b[31m`, and its C1 form): a mended name drops it whole.
+_ESCAPE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]")
+# To a worker, `queues="*"` is every queue: no queue can be named so.
+EVERY_QUEUE = "*"
+
+
+def _showable(char: str) -> bool:
+    return char not in _BIDI and unicodedata.category(char) not in _UNSHOWABLE
+
+
+def name(
+    argument: str,
+    value: object,
+    max_bytes: int,
+    *,
+    option_safe: bool = False,
+    reserved: frozenset[str] = frozenset(),
+    mended: str | None = None,
+) -> str:
+    """THE check of a name a caller writes (a job, queue or event name, a tenant, a key): `text`
+    that a log, a table and a terminal show as written (`NAME_RULE`); with `option_safe`, not
+    starting with '-' (a command line reads it as an option), and none of `reserved`. Refused,
+    `nearest` is the name with what is wrong dropped, else `mended` (NOTHING_NEAR when None).
+    Only new writes are checked: a name already stored is read, listed and matched as is."""
+    checked = text(argument, value, max_bytes)
+    # Printable ASCII is most names: one C-level test, no per-character look.
+    plain = checked.isascii() and checked.isprintable()
+    if (plain or all(_showable(c) for c in checked)) and not (
+        (option_safe and checked.startswith("-")) or checked in reserved
+    ):
+        return checked
+    dropped = "".join(c for c in _ESCAPE.sub("", checked) if _showable(c))
+    dropped = dropped.lstrip("-") if option_safe else dropped
+    near = dropped if dropped and dropped not in reserved else mended
+    rules = [NAME_RULE]
+    if option_safe:
+        rules.append("not starting with '-' (a command line reads it as an option)")
+    rules += [f"not {r!r} (a worker reads it as every queue)" for r in sorted(reserved)]
+    raise InvalidArgumentError(
+        argument,
+        value,
+        f"a name {', '.join(rules)}",
+        # The fix is said; each face writes `nearest` into the call or command it was given.
+        nearest=NOTHING_NEAR if near is None else near,
+    )
+
+
+def job_name(argument: str, value: object) -> str:
+    """A job name, as a declaration or an enqueue writes it."""
+    return name(argument, value, MAX_NAME_BYTES, option_safe=True)
+
+
+def queue_name(argument: str, value: object, mended: str | None = None) -> str:
+    """A queue a job is declared in (or a cap is keyed by); `mended`: its refusal's nearest
+    where dropping characters leaves no name."""
+    return name(
+        argument,
+        value,
+        MAX_QUEUE_BYTES,
+        option_safe=True,
+        reserved=frozenset({EVERY_QUEUE}),
+        mended=mended,
+    )
+
+
+def event_name(argument: str, value: object) -> str:
+    """An event's name, as a send or a wait writes it (declared in code, like a job's)."""
+    return name(argument, value, MAX_NAME_BYTES, option_safe=True)
+
+
+def tenant(argument: str, value: object) -> str:
+    """A tenant id: app data (a customer id), so a leading '-' is its own (a fix line joins
+    it to its flag, `--tenant=-1`)."""
+    return name(argument, value, MAX_TENANT_BYTES)
+
+
+def optional_tenant(argument: str, value: object) -> str | None:
+    """`tenant`, or None when `value` is None."""
+    return None if value is None else tenant(argument, value)
+
+
+def key(argument: str, value: object) -> str:
+    """An idempotency or event key: app data, like a tenant."""
+    return name(argument, value, MAX_KEY_BYTES)
 
 
 def optional_text(argument: str, value: object, max_bytes: int) -> str | None:
@@ -215,6 +309,7 @@ def payload_limit(value: int | None, environ: Mapping[str, str] | None = None) -
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
+    "EVERY_QUEUE",
     "MAX_ACTOR_BYTES",
     "MAX_CAP",
     "MAX_DELAY_MS",
@@ -228,18 +323,26 @@ __all__ = [
     "MAX_QUEUES",
     "MAX_QUEUE_BYTES",
     "MAX_TENANT_BYTES",
+    "NAME_RULE",
     "PAYLOAD_CEILING",
     "PAYLOAD_ENV",
     "at_least",
     "cap",
+    "event_name",
     "flag",
+    "job_name",
+    "key",
+    "name",
     "narrowing",
     "number",
+    "optional_tenant",
     "optional_text",
     "payload",
     "payload_limit",
     "port",
+    "queue_name",
     "seconds",
+    "tenant",
     "text",
     "whole",
 ]

@@ -100,7 +100,7 @@ class JobDefinition(Generic[InputT]):
         except Exception as exc:
             raise IdempotencyKeyFailedError(self.name, exc) from exc
         try:
-            return bounds.text("idempotency_key", key, bounds.MAX_KEY_BYTES)
+            return bounds.key("idempotency_key", key)
         except InvalidArgumentError as exc:
             expected = (
                 f"{exc.expected}; it is what the idempotency_key function of job "
@@ -199,7 +199,7 @@ def key_function(static: object = None) -> str:
     """A key function, as code, that returns a usable key for any input: `static` itself when
     it is a usable key (declared where a function was due), else a digest of the whole input."""
     try:
-        return f"lambda i: {bounds.text('idempotency_key', static, bounds.MAX_KEY_BYTES)!r}"
+        return f"lambda i: {bounds.key('idempotency_key', static)!r}"
     except InvalidArgumentError:
         return "lambda i: hashlib.sha256(i.model_dump_json().encode()).hexdigest()"
 
@@ -256,13 +256,18 @@ def _priority(job: str, value: object) -> int:
         raise JobDeclarationInvalidError(job, "priority", value, expected, str(near)) from None
 
 
-def _declared_text(job: str, field_name: str, value: object, max_bytes: int, mended: str) -> None:
+def _declared_text(
+    job: str, field_name: str, value: object, check: Callable[[str, object], str], mended: str
+) -> None:
     # Checked once here, so an enqueue never sends the database a name or queue it refuses.
+    # `check`: the bounds rule for this kind of name; `mended`: the fix's value where the
+    # rule names none nearer (the characters it refuses dropped).
     try:
-        bounds.text(field_name, value, max_bytes)
+        check(field_name, value)
     except InvalidArgumentError as exc:
         expected = (exc.details or {}).get("expected", "a non-empty str")
-        written = json.dumps(mended, ensure_ascii=False)
+        near = exc.nearest if isinstance(exc.nearest, str) else mended
+        written = json.dumps(near, ensure_ascii=False)
         raise JobDeclarationInvalidError(job, field_name, value, expected, written) from exc
 
 
@@ -466,7 +471,7 @@ def job(
         # Only None means the function's own name: "" (a setting left blank) is refused.
         own_name = _default_name(fn)
         job_name = own_name if name is None else name
-        _declared_text(own_name, "name", job_name, bounds.MAX_NAME_BYTES, own_name or "job")
+        _declared_text(own_name, "name", job_name, bounds.job_name, own_name or "job")
         if idempotency_key is None:
             raise IdempotencyRequiredError(job_name, _key_fix(job_name, fn))
         if not callable(idempotency_key):
@@ -478,7 +483,7 @@ def job(
                 key_function(idempotency_key),
             )
         model, body = _body(job_name, fn)
-        _declared_text(job_name, "queue", queue, bounds.MAX_QUEUE_BYTES, DEFAULT_QUEUE)
+        _declared_text(job_name, "queue", queue, bounds.queue_name, DEFAULT_QUEUE)
         description_declared(
             lambda expected: JobDeclarationInvalidError(
                 job_name, "description", description, expected, "None"

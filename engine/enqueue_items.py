@@ -17,9 +17,7 @@ from engine import bounds
 from engine.bounds import (
     MAX_ACTOR_BYTES,
     MAX_DELAY_MS,
-    MAX_KEY_BYTES,
     MAX_NAME_BYTES,
-    MAX_TENANT_BYTES,
 )
 from engine.declare import JobDefinition, JobRegistry
 from engine.descriptors import IdempotencyKeyMissingError, validate_input
@@ -225,7 +223,7 @@ def _scheduled(
         if tenant_required:
             raise JobTenantRequiredError(name)
     else:
-        bounds.text("tenant_id", tenant, MAX_TENANT_BYTES)
+        bounds.tenant("tenant_id", tenant)
     if on_conflict != "dedupe" and on_conflict != "error":
         raise InvalidArgumentError("on_conflict", on_conflict, "'dedupe' or 'error'")
     if delay is None and run_at is None:
@@ -433,7 +431,7 @@ class EnqueueItems:
             run_id=run_id,
             name=name,
             queue=descriptor.queue,
-            idempotency_key=bounds.text("key", key, MAX_KEY_BYTES),
+            idempotency_key=bounds.key("key", key),
             input=value,
             run_at=run_at,
             max_attempts=descriptor.retry.attempts,

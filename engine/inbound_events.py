@@ -29,7 +29,6 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from engine import bounds
-from engine.bounds import MAX_KEY_BYTES, MAX_NAME_BYTES, MAX_TENANT_BYTES
 
 # How long a sent event stays matchable by a wait that starts later (Jobs(event_window=...)).
 DEFAULT_EVENT_WINDOW_MS = 24 * 3_600_000
@@ -93,17 +92,19 @@ class EventSent(NamedTuple):
     woken: int
 
 
+# A send and a wait check their names alike (engine.bounds' name rule): a wait for a name no
+# send may have could only time out.
 def checked_name(name: object) -> str:
-    return bounds.text("name", name, MAX_NAME_BYTES)
+    return bounds.event_name("name", name)
 
 
 def checked_key(key: object, argument: str = "key") -> str:
     """`argument`: the parameter the caller passed it as (a wait's `match`)."""
-    return bounds.text(argument, key, MAX_KEY_BYTES)
+    return bounds.key(argument, key)
 
 
 def checked_tenant(tenant_id: object) -> str | None:
-    return bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES)
+    return bounds.optional_tenant("tenant_id", tenant_id)
 
 
 def checked_payload(payload: Any) -> None:

@@ -7,7 +7,7 @@ every machine sharing it. A job over a cap is SHED: handed back ready, no attemp
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -23,13 +23,16 @@ def _check(name: str, value: int | None) -> None:
         bounds.cap(name, value)
 
 
-def _named(name: str, value: Mapping[str, V], max_bytes: int) -> list[tuple[str, V]]:
-    """`value`'s items when it is a mapping keyed by names a queue or tenant can have: a cap
-    keyed by "" (or a NUL) matched nothing and held nothing back, without a word."""
+def _named(
+    name: str, value: Mapping[str, V], check: Callable[[str, object], object]
+) -> list[tuple[str, V]]:
+    """`value`'s items when it is a mapping keyed by names a queue or tenant can have (`check`,
+    engine.bounds' rule for the kind): a cap keyed by "" (or a NUL, or "*") matched nothing and
+    held nothing back, without a word."""
     if not isinstance(value, Mapping):
         raise InvalidArgumentError(name, value, "a dict of name to limit")
     for key in value:
-        bounds.text(f"{name} key", key, max_bytes)
+        check(f"{name} key", key)
     return list(value.items())
 
 
@@ -49,16 +52,16 @@ class Limits:
     def __post_init__(self) -> None:
         _check("global_cap", self.global_cap)
         _check("per_tenant", self.per_tenant)
-        queue_bytes, tenant_bytes = bounds.MAX_QUEUE_BYTES, bounds.MAX_TENANT_BYTES
-        for queue, cap in _named("per_queue", self.per_queue, queue_bytes):
+        queue_rule, tenant_rule = bounds.queue_name, bounds.tenant
+        for queue, cap in _named("per_queue", self.per_queue, queue_rule):
             _check(f"per_queue[{queue!r}]", cap)
-        for tenant, cap in _named("tenant_overrides", self.tenant_overrides, tenant_bytes):
+        for tenant, cap in _named("tenant_overrides", self.tenant_overrides, tenant_rule):
             _check(f"tenant_overrides[{tenant!r}]", cap)
         checked_rate("rate_per_tenant", self.rate_per_tenant, keyed=False)
-        for queue, rate in _named("rate_per_queue", self.rate_per_queue, queue_bytes):
+        for queue, rate in _named("rate_per_queue", self.rate_per_queue, queue_rule):
             checked_rate(f"rate_per_queue[{queue!r}]", rate, keyed=False)
         for tenant, rate in _named(
-            "rate_tenant_overrides", self.rate_tenant_overrides, tenant_bytes
+            "rate_tenant_overrides", self.rate_tenant_overrides, tenant_rule
         ):
             checked_rate(f"rate_tenant_overrides[{tenant!r}]", rate, keyed=False)
 

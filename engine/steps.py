@@ -241,12 +241,16 @@ class StepApi:
         held, no attempt burned). Returns `EventOutcome(received=True, payload=...)`, or
         `received=False` once the timeout passed — never raises for a timeout. The step is
         named `event:<name>` unless `step=` names it (to wait for one event twice)."""
-        name = event_rules.checked_name(name)
-        key = event_rules.checked_key(match, "match")
+        # Bounded here; the name rule (engine.bounds.name) is a new wait's alone, so a job that
+        # parked on a name stored before that rule still resumes.
+        name = bounds.text("name", name, bounds.MAX_NAME_BYTES)
+        key = bounds.text("match", match, bounds.MAX_KEY_BYTES)
         seconds = bounds.seconds("timeout", timeout)
         # The name derived from a checked event name needs no check of its own.
         step_name = event_rules.step_name(name) if step is None else _named("step", step)
         existing = await self._enter(step_name)
+        if existing is None:
+            name, key = event_rules.checked_name(name), event_rules.checked_key(key, "match")
         pair = (name, key)
         if existing is not None and existing.status == "completed":
             outcome = EventOutcome.model_validate(existing.output)

@@ -11,8 +11,10 @@ import json
 import math
 from typing import Any
 
-from engine.errors import InvalidArgumentError
+from engine import bounds
+from engine.errors import NOTHING_NEAR, InvalidArgumentError
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
+from mcp_jobs.cli.mend import refusal_context
 from mcp_jobs.cli.render import TEXT, notice_lines
 from mcp_jobs.config import Settings
 from mcp_jobs.operations.events import (
@@ -68,8 +70,32 @@ def _payload(text: str | None) -> EventPayload | None:
     return checked_payload(value, "--payload")
 
 
+def _positionals(args: argparse.Namespace, settings: Settings) -> None:
+    """NAME and KEY checked as the engine checks them, refused with the command mended (the
+    characters the rule refuses dropped): no flag carries them for the usual mend to find."""
+    for argument, check in (("name", bounds.event_name), ("key", bounds.key)):
+        given = getattr(args, argument)
+        try:
+            check(argument, given)
+        except InvalidArgumentError as exc:
+            if exc.nearest is NOTHING_NEAR:
+                raise
+            mended = {"name": args.name, "key": args.key, argument: str(exc.nearest)}
+            flags = [("--payload", args.payload), ("--tenant", args.tenant)]
+            words = [w for flag, value in flags if value is not None for w in (flag, value)]
+            fix = refusal_context(settings).command(
+                "events", "send", *words, mended["name"], mended["key"]
+            )
+            raise InvalidArgumentError(
+                argument, given, exc.expected, fix=fix, nearest=exc.nearest
+            ) from None
+
+
 async def events_command(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> Envelope:
+        _positionals(args, settings)
+        if args.tenant is not None:  # a flag: the usual mend writes the command with it mended
+            bounds.tenant("--tenant", args.tenant)
         payload = _payload(args.payload)
         async with open_jobs(settings) as jobs:
             scope = scope_of(jobs, settings, "events send")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from engine import bounds
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
 from mcp_jobs.cli.render import TEXT, table, when
 from mcp_jobs.config import Settings
@@ -19,6 +20,8 @@ from mcp_jobs.operations.rate_limits import list_rate_limits
 
 async def limits_command(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> Envelope:
+        # A filter (a read: a stored key is shown as is), bounded as every tenant input is.
+        bounds.optional_text("--tenant", settings.tenant, bounds.MAX_TENANT_BYTES)
         async with open_jobs(settings) as jobs:
             return await list_rate_limits(scope_of(jobs, settings, "limits"))
 

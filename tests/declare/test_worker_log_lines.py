@@ -16,7 +16,10 @@ from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.drivers.memory import MemoryDriver
+from engine.errors import JobDeclarationInvalidError
+from engine.ids import new_ids
 from engine.logs import JsonFormatter, TextFormatter
+from schemas.jobs import EnqueueRequest
 
 
 class Nap(BaseModel):
@@ -79,13 +82,24 @@ async def test_a_plain_format_names_the_job_of_each_line(
 async def test_a_name_with_a_line_break_cannot_forge_a_plain_line(
     clock: ManualClock, registry: JobRegistry, streams: dict[str, io.StringIO]
 ) -> None:
-    @job(idempotency_key=lambda i: str(i.n), name="nap\nERROR:forged", registry=registry)
-    async def napper(input: Nap, ctx: JobContext) -> None:
-        await ctx.step.sleep("nap", 60)
-
+    # A declaration refuses such a name now; a row stored before that rule still reaches a
+    # worker claiming every queue, which parks it as unknown and logs its name.
+    with pytest.raises(JobDeclarationInvalidError):
+        job(idempotency_key=lambda i: str(i.n), name="nap\nERROR:forged", registry=registry)(
+            _nap
+        )
     jobs = Jobs(MemoryDriver(clock), registry=registry, clock=clock)
-    await jobs.enqueue("nap\nERROR:forged", {"n": 1})
+    job_id, run_id = new_ids(2, clock.now_ms())
+    stored = EnqueueRequest(
+        job_id, run_id, "nap\nERROR:forged", "default", "1", {"n": 1}, clock.now_ms(), 3, None
+    )
+    await jobs.driver.enqueue([stored], now=clock.now_ms())
     with anyio.fail_after(10):
-        await Worker(jobs, prune=False).run_until_idle()
+        await Worker(jobs, queues="*", prune=False).run_until_idle()
     plain = streams["plain"].getvalue().splitlines()
     assert plain and all(line.startswith(("DEBUG:", "INFO:")) for line in plain), plain
+    assert any('name="nap\\nERROR:forged"' in line for line in plain), plain
+
+
+async def _nap(input: Nap, ctx: JobContext) -> None:
+    await ctx.step.sleep("nap", 60)
