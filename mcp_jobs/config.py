@@ -16,6 +16,7 @@ from engine import bounds
 from engine.backfill.gate import DEFAULT_ENVIRONMENT as DEFAULT_ENVIRONMENT
 from engine.backfill.gate import ENVIRONMENT_ENV as ENVIRONMENT_ENV
 from engine.drivers import resolve_url
+from engine.errors import LEFT_OUT, InvalidArgumentError
 from engine.retention import duration_text_ms
 from engine.shell_words import shell_word
 from mcp_jobs.errors import (
@@ -163,7 +164,9 @@ def settings_from_env(
         tenant=tenant or None,
         host=host or DEFAULT_HOST,
         port=port if port is not None else DEFAULT_PORT,
-        token=os.environ.get(TOKEN_ENV) or None,
+        # Whitespace round a token is what no Authorization header carries (HTTP strips it), and
+        # a blank one is none: HTTP then refuses to start without one (HTTP_TOKEN_REQUIRED).
+        token=os.environ.get(TOKEN_ENV, "").strip() or None,
     )
 
 
@@ -244,27 +247,62 @@ def add_allowed_host(parser: argparse.ArgumentParser) -> None:
 
 def read_allowed_hosts(flags: Sequence[str] | None) -> tuple[str, ...]:
     """The `--allowed-host` names, else MCP_JOBS_ALLOWED_HOSTS (comma-separated): each a host
-    name or IP address, without a port (any port is allowed)."""
-    given = bool(flags)
-    values = list(flags or ()) if given else os.environ.get(ALLOWED_HOSTS_ENV, "").split(",")
+    name or IP address, without a port (any port is allowed). A variable that is set yet names
+    no host (`,,`, blanks) is refused: it was meant to name one."""
+    if flags:
+        return tuple(dict.fromkeys(_allowed_host(value, flagged=True) for value in flags))
+    raw = os.environ.get(ALLOWED_HOSTS_ENV, "")
+    # Empty entries are skipped: a trailing comma, or `a, ,b`, names the hosts it names.
+    values = [value.strip() for value in raw.split(",") if value.strip()]
+    if raw and not values:
+        raise HttpSettingInvalidError(
+            ALLOWED_HOSTS_ENV,
+            raw,
+            "a host name or IP address, or several by commas (unset: no name beyond this "
+            "machine's)",
+            f"unset {ALLOWED_HOSTS_ENV}",
+        )
     names: list[str] = []
     for value in values:
-        name = value.strip().lower()
-        if not name and not given:
-            continue  # an empty variable, or a trailing comma
-        if not _is_host(name.strip("[]")):
-            near = re.sub(r"[^a-z0-9.-]", "", name.split("//")[-1].split(":")[0].split("/")[0])
-            near = near.strip(".-") or "localhost"
-            expected = "a host name or IP address, without a scheme or port"
-            if given:
-                fix = f"mcp-jobs serve --transport http --allowed-host {near}"
-                raise HttpSettingInvalidError(
-                    "--allowed-host", value, expected, fix, flag="--allowed-host", nearest=near
-                )
-            fix = f"export {ALLOWED_HOSTS_ENV}={near}"
-            raise HttpSettingInvalidError(ALLOWED_HOSTS_ENV, value, expected, fix)
-        names.append(name)
+        try:
+            names.append(_allowed_host(value, flagged=False))
+        except HttpSettingInvalidError as exc:
+            # The whole list mended, so the export keeps the names that were right.
+            mended = ",".join(dict.fromkeys(_nearest_host(v.lower()) for v in values))
+            raise exc.with_fix(f"export {ALLOWED_HOSTS_ENV}={shell_word(mended)}") from None
     return tuple(dict.fromkeys(names))
+
+
+def _allowed_host(value: str, *, flagged: bool) -> str:
+    """`value` as an allowed name (lowercase), or HttpSettingInvalidError for a URL, a port, a
+    path, or nothing."""
+    name = value.strip().lower()
+    if _is_host(name.strip("[]")):
+        return name
+    near = _nearest_host(name)
+    expected = "a host name or IP address, without a scheme or port"
+    if flagged:
+        fix = f"mcp-jobs serve --transport http --allowed-host {near}"
+        raise HttpSettingInvalidError(
+            "--allowed-host", value, expected, fix, flag="--allowed-host", nearest=near
+        )
+    raise HttpSettingInvalidError(
+        ALLOWED_HOSTS_ENV, value, expected, f"export {ALLOWED_HOSTS_ENV}={near}"
+    )
+
+
+def _nearest_host(name: str) -> str:
+    """The host a refused allowed name stands for: a URL's host, without port or path."""
+    if _is_host(name.strip("[]")):
+        return name
+    try:  # read as a URL, or as one without its scheme (`host:8080/path`)
+        host = urlsplit(name if "//" in name else f"//{name}").hostname or ""
+    except ValueError:
+        host = ""
+    if host and _is_host(host):
+        return f"[{host}]" if ":" in host else host
+    near = re.sub(r"[^a-z0-9.-]", "", name.split("//")[-1].split(":")[0].split("/")[0])
+    return near.strip(".-") or "localhost"
 
 
 def _conflict_fix(source: str, *, token_file_flag: bool) -> str:
@@ -306,6 +344,7 @@ def _is_host(host: str) -> bool:
 def read_oauth(flags: Mapping[str, str | None], host: str, port: int) -> OAuthSettings | None:
     """The OAuth settings from the `--oauth-*` flags, else `MCP_JOBS_OAUTH_*`; None without an
     issuer (then every other OAuth setting is ignored)."""
+    _check_oauth_set(flags)
     given = {
         name: (flags.get(name) or os.environ.get(env) or "").strip()
         for name, env in _OAUTH_ENV.items()
@@ -346,6 +385,42 @@ def read_oauth(flags: Mapping[str, str | None], host: str, port: int) -> OAuthSe
         algorithms=algorithms,
         tenant_claim=given["tenant_claim"] or DEFAULT_OAUTH_TENANT_CLAIM,
     )
+
+
+# What a blank OAuth setting is refused with: set, it was meant to say something, and read as
+# unset it turned OAuth off (the issuer) or took a default without a word.
+_OAUTH_BLANK = "a value (a blank one was read as unset: OAuth off for the issuer, else the default)"
+
+
+def _check_oauth_set(flags: Mapping[str, str | None]) -> None:
+    """Each OAuth setting given (flag or variable) says something, and none is given without an
+    issuer: without one OAuth is off and the setting would be read by nothing."""
+    for name, env in _OAUTH_ENV.items():
+        typed = flags.get(name)
+        if typed is not None and not typed.strip():
+            flag = f"--oauth-{name.replace('_', '-')}"
+            raise InvalidArgumentError(flag, typed, _OAUTH_BLANK, nearest=LEFT_OUT)
+        raw = os.environ.get(env)
+        if typed is None and raw is not None and not raw.strip():
+            raise OAuthSettingInvalidError(env, raw, _OAUTH_BLANK, f"unset {env}")
+    if flags.get("issuer") or os.environ.get(OAUTH_ISSUER_ENV):
+        return
+    for name, env in _OAUTH_ENV.items():
+        if flags.get(name):
+            flag = f"--oauth-{name.replace('_', '-')}"
+            raise InvalidArgumentError(
+                flag, flags[name], _OAUTH_WITHOUT_ISSUER.format("--oauth-issuer"), nearest=LEFT_OUT
+            )
+        if os.environ.get(env):
+            raise OAuthSettingInvalidError(
+                env,
+                os.environ[env],
+                _OAUTH_WITHOUT_ISSUER.format(OAUTH_ISSUER_ENV),
+                f"unset {env}",
+            )
+
+
+_OAUTH_WITHOUT_ISSUER = "given only with {}: without an issuer OAuth is off and nothing reads it"
 
 
 def _check_url(name: str, value: str, flag: str | None) -> None:

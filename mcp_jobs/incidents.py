@@ -12,13 +12,43 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
+from engine.errors import JobsError
+from engine.shell_words import shell_word
+
 INCIDENT_DIR_ENV = "MCP_JOBS_INCIDENT_DIR"
 KEEP = 200
 SUFFIX = ".txt"
+
+
+def fallback_dir() -> Path:
+    """Where incidents can go when the configured directory cannot take them."""
+    return Path(tempfile.gettempdir()) / "mcp-jobs-incidents"
+
+
+class IncidentDirError(JobsError):
+    code = "INCIDENT_DIR_UNWRITABLE"
+    title = "the incident directory cannot be written"
+
+    def __init__(self, path: Path, reason: str) -> None:
+        """`path`: the directory MCP_JOBS_INCIDENT_DIR names; the fix names one that takes
+        files (or drops the setting, when that one was named)."""
+        fallback = fallback_dir()
+        fix = (
+            f"unset {INCIDENT_DIR_ENV}"
+            if path == fallback
+            else f"export {INCIDENT_DIR_ENV}={shell_word(str(fallback))}"
+        )
+        super().__init__(
+            f"{INCIDENT_DIR_ENV}={path} cannot take the traceback of an unexpected failure "
+            f"({reason}), so an INTERNAL error would name no file that holds it",
+            fix,
+            details={"path": str(path)},
+        )
 
 
 def incident_dir() -> Path:
@@ -27,6 +57,26 @@ def incident_dir() -> Path:
         return Path(given).expanduser().absolute()
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state).expanduser().absolute() / "mcp-jobs" / "incidents"
+
+
+def check_incident_dir() -> None:
+    """IncidentDirError when MCP_JOBS_INCIDENT_DIR names a directory that cannot be made or
+    written (a file, a read-only place): said when the server starts, not at its first
+    failure. The default directory is not checked: nobody chose it, and a server without a
+    writable home still serves (an INTERNAL error's fix then names a directory that is)."""
+    if not os.environ.get(INCIDENT_DIR_ENV):
+        return
+    folder = incident_dir()
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if isinstance(exc, FileExistsError | NotADirectoryError):
+            reason = "a file is where the directory or one above it would be"
+        raise IncidentDirError(folder, reason) from exc
 
 
 def record(where: str, correlation_id: str, exc: BaseException) -> Path | None:

@@ -20,6 +20,7 @@ _DECLARING = (
     "engine.drivers.postgres.loops",
     "engine.drivers.postgres.outbox",
     "mcp_jobs.errors",
+    "mcp_jobs.incidents",
 )
 _ROW = re.compile(r"^\| `([A-Z_]+)` \| (yes|no) \|")
 

@@ -31,6 +31,7 @@ from mcp_jobs.config import (
     token_file_exposed,
 )
 from mcp_jobs.errors import MetricsUnavailableError, TokenFileExposedError, token_file_exposure
+from mcp_jobs.incidents import check_incident_dir
 
 logger = logging.getLogger("mcp_jobs.cli")
 
@@ -53,7 +54,7 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
     from mcp_jobs.dashboard import mounted_beside
     from mcp_jobs.server import build_server
     from mcp_jobs.server.confirm_settings import confirm_settings, log_confirm_setting
-    from mcp_jobs.server.http import require_token
+    from mcp_jobs.server.http import require_token, short_token_warning
     from mcp_jobs.server.http_serve import serve_http
 
     http = args.transport == "http"
@@ -61,6 +62,8 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
         if not http:
             _no_http_flags(args)
         settings = confirm_settings(settings, args.confirm_writes, args.confirm_ttl_seconds)
+        # Checked here, not when a failure writes its traceback (the fix of INTERNAL names it).
+        check_incident_dir()
         if http:
             # Checked before the database opens: a refused start touches nothing.
             settings = http_settings(
@@ -75,10 +78,10 @@ async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
                 require_token(settings)
             else:  # the issuer's keys, read once: a wrong issuer fails here
                 settings = await discover_oauth(settings)
-        exposed = token_file_warning(settings) if http else None
+        warnings = [token_file_warning(settings), short_token_warning(settings)] if http else []
         configure_logging(json=args.log_format == "json", level=args.log_level)
-        if exposed is not None:
-            logger.warning("%s", exposed)
+        for warning in filter(None, warnings):
+            logger.warning("%s", warning)
         log_confirm_setting(settings)
         async with (
             open_jobs(settings, migrate=False, creates=True) as jobs,

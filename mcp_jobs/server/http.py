@@ -92,12 +92,34 @@ def require_token(settings: Settings) -> str:
     if not token:
         raise TokenRequiredError()
     if not is_loopback(settings.host) and len(token) < MIN_EXPOSED_TOKEN_LENGTH:
-        if settings.token_source == TOKEN_ENV:
-            fix = new_token_line()
-        else:
-            fix = token_file_line(settings.token_source)
-        raise TokenTooShortError(settings.host, len(token), MIN_EXPOSED_TOKEN_LENGTH, fix)
+        raise TokenTooShortError(
+            settings.host, len(token), MIN_EXPOSED_TOKEN_LENGTH, _new_token(settings)
+        )
     return token
+
+
+def short_token_warning(settings: Settings) -> str | None:
+    """What to warn of at start when the static token is shorter than beyond loopback takes:
+    on loopback only this machine's users and processes can guess at it, as they can read a
+    token file left open (warned of, not refused); beyond loopback `require_token` refuses it.
+    Ends in the line that makes a long one."""
+    token = settings.token
+    if settings.oauth is not None or not token or len(token) >= MIN_EXPOSED_TOKEN_LENGTH:
+        return None
+    if not is_loopback(settings.host):
+        return None
+    return (
+        f"the bearer token from {settings.token_source} has {len(token)} characters: this "
+        "machine's other users and processes can guess at a token that short; fewer than "
+        f"{MIN_EXPOSED_TOKEN_LENGTH} characters are taken on loopback only (beyond it, "
+        f"{TokenTooShortError.code}). Make a long one: {_new_token(settings)}"
+    )
+
+
+def _new_token(settings: Settings) -> str:
+    if settings.token_source == TOKEN_ENV:
+        return new_token_line()
+    return token_file_line(settings.token_source)
 
 
 def refusal_reason(authorization: str | None) -> str:

@@ -7,7 +7,7 @@ Session expiry and the session bound are the SDK's own (`StreamableHTTPSessionMa
 `session_idle_timeout` and `max_sessions`): an expired session's id answers 404, a session over
 the bound is refused with 503 and a Retry-After (`http_refusals`). Who may use a session and how
 many one principal may hold is `http_sessions`; which Host and Origin names a loopback server
-answers, `http_hosts`.
+answers, `http_hosts`; how much header a request may carry, `http_header_bounds`.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from engine.ports import free_port
 from mcp_jobs.config import DEFAULT_HOST, DEFAULT_PORT, Settings
 from mcp_jobs.errors import HttpBindError
 from mcp_jobs.server.http import AnswerInvalidIds, LogRefusedRequests, is_loopback
+from mcp_jobs.server.http_header_bounds import H11_BUFFER_BYTES, HeaderBounds
 from mcp_jobs.server.http_hosts import HostGuard
 from mcp_jobs.server.http_refusals import ExplainRefusals
 from mcp_jobs.server.http_sessions import SessionGate
@@ -71,7 +72,8 @@ def http_app(server: MCPServer[Any], settings: Settings, beside: Beside | None =
         app = ProtectedResourceMetadataApp(app, settings.oauth)
     if beside is not None:
         app = beside(app)
-    return LogRefusedRequests(app)
+    # Outermost: a head past the bound reaches no token check, session or dashboard.
+    return HeaderBounds(LogRefusedRequests(app))
 
 
 def quiet_session_ids() -> None:
@@ -174,6 +176,8 @@ async def serve_http(
             # Longer than a client's or a proxy's idle pool keeps a connection (undici 4 s, load
             # balancers 60 s): the server closing first races a request sent on that socket.
             timeout_keep_alive=KEEP_ALIVE_S,
+            # A head that has not ended is held up to this much, then cut off with a 400.
+            h11_max_incomplete_event_size=H11_BUFFER_BYTES,
         )
         running = uvicorn.Server(config)
         task_status.started(Listening(endpoint(sock), running))
