@@ -709,17 +709,20 @@ class Jobs:
             if not isinstance(data, dict):
                 raise InvalidArgumentError("data", data, "a dict of JSON values, or None")
             bounds.payload("data", data, self.max_payload_bytes)
-        await agree(self.clock)
-        await self.driver.record_event(
-            EventRecord(
-                job_id=bounds.optional_text("job_id", job_id, MAX_ID_BYTES),
-                at=self.clock.now_ms(),
-                kind=bounds.text("kind", kind, MAX_ACTOR_BYTES),
-                actor=bounds.optional_text("actor", actor, MAX_ACTOR_BYTES),
-                tenant_id=bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES),
-                data=data,
-            )
+        event = EventRecord(
+            job_id=bounds.optional_text("job_id", job_id, MAX_ID_BYTES),
+            at=0,
+            kind=bounds.text("kind", kind, MAX_ACTOR_BYTES),
+            actor=bounds.optional_text("actor", actor, MAX_ACTOR_BYTES),
+            tenant_id=bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES),
+            data=data,
         )
+        if event.job_id is not None:
+            # JOB_NOT_FOUND: an event of no stored job would outlive every retention rule (a
+            # job's events go with the job, events of no job are those recorded without one).
+            await self.get(event.job_id)
+        await agree(self.clock)
+        await self.driver.record_event(event.model_copy(update={"at": self.clock.now_ms()}))
 
     @fixes_written
     async def migrate(self) -> None:
