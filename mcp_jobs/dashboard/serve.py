@@ -11,6 +11,7 @@ import uvicorn
 from mcp_jobs.config import Settings
 from mcp_jobs.dashboard.auth import DashboardAuth
 from mcp_jobs.dashboard.routing import dashboard_app
+from mcp_jobs.server.http_header_bounds import H11_BUFFER_BYTES, HeaderBounds
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -41,10 +42,12 @@ async def serve_dashboard(
 ) -> None:
     """Serve until uvicorn's own SIGINT/SIGTERM handling stops it."""
     config = uvicorn.Config(
-        dashboard_app(settings, jobs=jobs, auth=auth),
+        # The same bound on a request's headers as `serve` (a typed 431 past it).
+        HeaderBounds(dashboard_app(settings, jobs=jobs, auth=auth)),
         log_config=None,  # our handlers (engine.logs) format uvicorn's records too
         log_level="warning",
         access_log=False,
         lifespan="on",
+        h11_max_incomplete_event_size=H11_BUFFER_BYTES,
     )
     await Announcing(config, address(sock)).serve(sockets=[sock])
