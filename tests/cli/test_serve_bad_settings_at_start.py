@@ -14,41 +14,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_jobs.cli.entry import main
 from mcp_jobs.cli.parser import build_parser
 from mcp_jobs.config import Settings, http_settings, read_oauth, settings_from_env
 from mcp_jobs.errors import HttpSettingInvalidError, OAuthSettingInvalidError, TokenRequiredError
 from mcp_jobs.server.http import MIN_EXPOSED_TOKEN_LENGTH, require_token
+from tests.cli.serve_support import HTTP, no_settings_env, refused
 from tests.support.fix_lines import command_words, run_fix
 
-HTTP = ["serve", "--transport", "http", "--port", "0"]
+__all__ = ["no_settings_env"]  # the autouse fixture, active where imported
+
 LONG = "f" * 64
-_ENV = (
-    "MCP_JOBS_TOKEN",
-    "MCP_JOBS_TOKEN_FILE",
-    "MCP_JOBS_ALLOWED_HOSTS",
-    "MCP_JOBS_OAUTH_ISSUER",
-    "MCP_JOBS_OAUTH_AUDIENCE",
-    "MCP_JOBS_OAUTH_JWKS_URL",
-    "MCP_JOBS_OAUTH_RESOURCE_URL",
-    "MCP_JOBS_OAUTH_ALGORITHMS",
-    "MCP_JOBS_OAUTH_TENANT_CLAIM",
-)
-
-
-@pytest.fixture(autouse=True)
-def no_settings_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
-
-
-def refused(capsys: pytest.CaptureFixture[str], argv: list[str], code: str) -> str:
-    """The fix `main(argv)` prints with its refusal `code`."""
-    assert main(argv) == 1
-    err = capsys.readouterr().err
-    assert f"error {code}:" in err, err
-    (fix,) = [line for line in err.splitlines() if line.startswith("  fix:")]
-    return fix.removeprefix("  fix:").strip()
 
 
 # --- a short token on loopback ------------------------------------------------------------------

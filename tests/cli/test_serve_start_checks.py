@@ -12,37 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from mcp_jobs.cli.entry import main
 from mcp_jobs.cli.parser import build_parser
 from mcp_jobs.cli.serve import token_file_warning
 from mcp_jobs.config import MAX_SESSION_IDLE_SECONDS, Settings, http_settings, read_oauth
 from mcp_jobs.errors import HttpSettingInvalidError
 from mcp_jobs.server.http import require_token
+from tests.cli.serve_support import HTTP, no_settings_env, refused
 from tests.support.fix_lines import command_words, run_fix
 
-HTTP = ["serve", "--transport", "http", "--port", "0"]
+__all__ = ["no_settings_env"]  # the autouse fixture, active where imported
+
 TOKEN = "f" * 64
-_SETTINGS_ENV = (
-    "MCP_JOBS_TOKEN",
-    "MCP_JOBS_TOKEN_FILE",
-    "MCP_JOBS_SESSION_IDLE_SECONDS",
-    "MCP_JOBS_OAUTH_ISSUER",
-)
-
-
-@pytest.fixture(autouse=True)
-def no_settings_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in _SETTINGS_ENV:
-        monkeypatch.delenv(name, raising=False)
-
-
-def refused(capsys: pytest.CaptureFixture[str], argv: list[str], code: str) -> str:
-    """The fix `main(argv)` prints with its refusal `code`."""
-    assert main(argv) == 1
-    err = capsys.readouterr().err
-    assert f"error {code}:" in err, err
-    (fix,) = [line for line in err.splitlines() if line.startswith("  fix:")]
-    return fix.removeprefix("  fix:").strip()
 
 
 # --- #10: an OAuth URL with no host -------------------------------------------------------------
