@@ -147,7 +147,7 @@ async def test_a_retry_from_the_page_is_audited_as_the_retry_job_tool_is(
     assert (tool[3], tool[4]) == ("mcp:retry_job", "mcp:retry_job")
 
 
-# Valid queue names a path segment cannot carry: `/`, dot segments, a quote and a backslash, `?`, `#`, `%`.
+# Valid queue names a path segment cannot carry: `/`, dot segments, quotes, `?`, `#`, `%`.
 ODD_QUEUES = ["mail/bulk", "..", ".", 'q"uote\\back', "очередь-🚀", "a?b&c=d#e", "%2F"]
 
 

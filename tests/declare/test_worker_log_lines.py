@@ -85,9 +85,7 @@ async def test_a_name_with_a_line_break_cannot_forge_a_plain_line(
     # A declaration refuses such a name now; a row stored before that rule still reaches a
     # worker claiming every queue, which parks it as unknown and logs its name.
     with pytest.raises(JobDeclarationInvalidError):
-        job(idempotency_key=lambda i: str(i.n), name="nap\nERROR:forged", registry=registry)(
-            _nap
-        )
+        job(idempotency_key=lambda i: str(i.n), name="nap\nERROR:forged", registry=registry)(_nap)
     jobs = Jobs(MemoryDriver(clock), registry=registry, clock=clock)
     job_id, run_id = new_ids(2, clock.now_ms())
     stored = EnqueueRequest(
