@@ -25,6 +25,8 @@ from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
 from engine.environment import NAME_PATTERN
 from engine.errors import JobsError
 from engine.shell_words import for_shlex, shell_join, shell_word
+from schemas.jobs import JobPage, JobRecord
+from schemas.trace import JobTrace
 
 PROGRAM = "mcp-jobs"
 # The subcommands that take --database-url, --app and --tenant after them (cli/parser.py).
@@ -32,6 +34,7 @@ TAKES_CONTEXT = frozenset(
     {"serve", "worker", "jobs", "backfill", "db", "queues", "limits", "events", "dashboard"}
 )
 END_OF_OPTIONS = "--"
+T = TypeVar("T")
 _OPERATORS = frozenset(";&|<>()`")
 
 
@@ -180,13 +183,46 @@ class CommandContext:
     def of(cls, url: str, apps: Callable[[], Sequence[str]] = tuple) -> CommandContext:
         return cls(absolute_url(url, Path.cwd()), apps)
 
+    def database_flag(self) -> tuple[str, str]:
+        return (
+            "--database-url",
+            URL_FROM_ENV if self.database is None else shell_word(self.database),
+        )
+
     def flags(self) -> list[tuple[str, str]]:
-        database = URL_FROM_ENV if self.database is None else shell_word(self.database)
-        flags = [("--database-url", database)]
+        flags = [self.database_flag()]
         apps = self.apps()
         if apps:
             flags.append(("--app", shell_word(",".join(apps))))
         return flags
+
+    def stored(self, value: T) -> T:
+        """`value`, what a method answers, with the database written into the fix of each
+        job's stored `last_error` it holds (a record, a page of them, a trace's job): read back
+        through this client, a failed job's `mcp-jobs jobs show|retry ID` runs as given from
+        any directory. Not `--app`: those lines need none, and a record is the stored row,
+        which two clients of one database with other registries must answer alike."""
+        flags = (self.database_flag(),)
+
+        def written(record: JobRecord) -> JobRecord:
+            error = record.last_error
+            if error is None:
+                return record
+            fix = _with_flags_once(error.fix, flags)
+            if fix == error.fix:
+                return record
+            return record.model_copy(update={"last_error": error.model_copy(update={"fix": fix})})
+
+        if isinstance(value, JobRecord):
+            return written(value)  # type: ignore[return-value]
+        if isinstance(value, JobPage):
+            jobs = [written(record) for record in value.jobs]
+            changed = any(a is not b for a, b in zip(jobs, value.jobs, strict=True))
+            return value.model_copy(update={"jobs": jobs}) if changed else value
+        if isinstance(value, JobTrace):
+            job = written(value.job)
+            return value if job is value.job else value.model_copy(update={"job": job})
+        return value
 
     def write_into(self, exc: BaseException) -> None:
         """Write this context into the fix of `exc` and of every engine error a group holds."""
@@ -195,6 +231,12 @@ class CommandContext:
                 self.write_into(inner)
         elif isinstance(exc, JobsError):
             exc.fix = with_flags(exc.fix, self.flags())
+
+
+@functools.lru_cache(maxsize=1024)
+def _with_flags_once(fix: str, flags: tuple[tuple[str, str], ...]) -> str:
+    """`with_flags`, once per line: a page of failed jobs often shares one fix."""
+    return with_flags(fix, flags)
 
 
 def as_raised(context: CommandContext | None, fix: str) -> str:
@@ -218,16 +260,18 @@ def fixes_written(
     method: Callable[Concatenate[S, P], Awaitable[R]],
 ) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
     """`method`, whose engine errors leave with its object's `fix_context` written into their
-    fix (where errors leave the Python API: nothing is done unless one is raised)."""
+    fix (where errors leave the Python API), as does each job's stored error it answers."""
 
     async def written(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return await method(self, *args, **kwargs)
+            answer = await method(self, *args, **kwargs)
         except (JobsError, BaseExceptionGroup) as exc:
             context = self.fix_context
             if context is not None:
                 context.write_into(exc)
             raise
+        context = self.fix_context
+        return answer if context is None else context.stored(answer)
 
     functools.update_wrapper(written, method)  # its name, docstring and signature
     return written

@@ -100,6 +100,39 @@ def decode(
     raise CursorInvalidError(argument, value, call, handed)
 
 
+# Which tool hands out each kind of cursor, and the argument it goes back as: a cursor sent to
+# another is refused naming its owner (the MCP layer's CURSOR_WRONG_TOOL).
+CURSOR_OWNERS: dict[str, tuple[str, str]] = {
+    "jobs": ("list_jobs", "cursor"),
+    "steps": ("inspect_job", "steps_cursor"),
+    "events": ("inspect_job", "events_cursor"),
+    "runs": ("list_backfills", "runs_cursor"),
+}
+# A list cursor's position: a job id as `engine.ids` makes them.
+_JOB_ID = re.compile(rb"[0-9a-f]{32}")
+
+
+def cursor_kind(value: object) -> str | None:
+    """The kind (a key of CURSOR_OWNERS) of the cursor `value` is, whichever call it goes with;
+    None when it is no cursor this server hands out. A list cursor's check covers filters
+    unknown here, so one whose check does not hold is still a list's when its position is a
+    job id in the canonical spelling."""
+    if not isinstance(value, str) or len(value) > MAX_RUNS_CURSOR_BYTES:
+        return None
+    body = value[len(_TAG) :]
+    if not value.startswith(_TAG) or not _BODY.fullmatch(body) or len(body) % 4 == 1:
+        return None
+    raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    payload, check = raw[:-_CHECK_BYTES], raw[-_CHECK_BYTES:]
+    if len(raw) <= _CHECK_BYTES:
+        return None
+    for kind in CURSOR_OWNERS:
+        if check == _check(kind, payload, b"") and encode(kind, payload) == value:
+            return kind
+    canonical = base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") == body
+    return "jobs" if canonical and _JOB_ID.fullmatch(payload) else None
+
+
 # --- a list of jobs: the last id of the page ---------------------------------------------------
 
 

@@ -26,6 +26,7 @@ runs. A caller pinned to one tenant is offered no call to a tool that spans ever
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -46,6 +47,7 @@ from engine.environment import EnvironmentUse, declared_environment
 from engine.fix_lines import (
     END_OF_OPTIONS,
     PROGRAM,
+    TAKES_CONTEXT,
     absent_flags,
     absolute_url,
     assignments_ahead,
@@ -265,9 +267,11 @@ class FixContext:
         unchanged otherwise. Applying it twice changes nothing the second time."""
         return self.rewrite(fix)[0]
 
-    def rewrite(self, fix: str) -> tuple[str, NextCall | None]:
+    def rewrite(self, fix: str, held: NextCall | None = None) -> tuple[str, NextCall | None]:
         """`qualify`'s answer, and the tool call the fix became for an MCP client (a command a
-        tool does too, unless a tenant is pinned: such a tool spans every tenant), else None."""
+        tool does too, unless a tenant is pinned: such a tool spans every tenant), else None.
+        On a `memory://` server a command becomes that tool's call, else `held` (the call the
+        error or finding offers beside it), else words (`PRIVATE_STORE_LINE`)."""
         if self.face == "cli":
             command = self.cli_command(fix)
             if command is not None:
@@ -283,10 +287,15 @@ class FixContext:
         # Past a `--` every word is a name (`dash_safe`): the context flags go before it.
         ended = end_of_options(rest)
         program = next((name for name, path in self.programs if path == named), named)
-        if program == PROGRAM and self.face == "mcp" and self.tenant is None:
-            call = TOOL_FOR_COMMAND.get(tuple(rest[:2]))
-            if call is not None and call[0] not in self.unserved:
-                tool, arguments = call
+        private = program == PROGRAM and self.face == "mcp" and self.on_private_store(rest)
+        if private:
+            instead = self.private_call(rest, held)
+            if instead is not None:
+                return instead
+        elif program == PROGRAM and self.face == "mcp" and self.tenant is None:
+            same = TOOL_FOR_COMMAND.get(tuple(rest[:2]))
+            if same is not None and same[0] not in self.unserved:
+                tool, arguments = same
                 return f"{tool} {json.dumps(arguments)}", NextCall(tool=tool, arguments=arguments)
         if program == PROGRAM:
             suffix = self._flags(rest[:ended])
@@ -295,8 +304,36 @@ class FixContext:
         else:
             return fix, None
         prefix = [f"{n}={shell_word(v)}" for n, v in self.assignments if n not in assigned]
-        line = spliced(fix, words, head, suffix, lambda text: self._reachable(text, named))
-        return " ".join([*prefix, line]), None
+        line = " ".join(
+            [*prefix, spliced(fix, words, head, suffix, lambda text: self._reachable(text, named))]
+        )
+        # No tool does what it does: the line, in words that say why it cannot run here.
+        return (PRIVATE_STORE_LINE.format(line=line) if private else line), None
+
+    def on_private_store(self, rest: Sequence[str]) -> bool:
+        """Whether `mcp-jobs <rest>` would act on a `memory://` server's store: a shell's
+        `--database-url memory://` opens a new, empty one, never the server's (`serve` starts
+        a server of its own, which is what its line says)."""
+        return self.private_store and bool(rest) and rest[0] in TAKES_CONTEXT and rest[0] != "serve"
+
+    def private_call(
+        self, rest: Sequence[str], held: NextCall | None
+    ) -> tuple[str, NextCall | None] | None:
+        """For an MCP client, what runs instead of `mcp-jobs <rest>` on a `memory://` store: the
+        tool call doing the same (`tool_call_of`), else `held` (the call the error or finding
+        offers beside the line), else None."""
+        call = tool_call_of(tuple(rest))
+        if call is not None and self._offered(call[0]):
+            tool, arguments = call
+            return f"{tool} {json.dumps(arguments)}", NextCall(tool=tool, arguments=arguments)
+        if held is not None and self._offered(held.tool):
+            return f"{held.tool} {json.dumps(held.arguments)}", None
+        return None
+
+    def _offered(self, tool: str) -> bool:
+        """Whether a fix may be a call to `tool`: the caller can call it, and a pinned tenant's
+        caller would not be refused it (`SPANS_TENANTS`)."""
+        return tool not in self.unserved and not (self.tenant is not None and tool in SPANS_TENANTS)
 
     def _reachable(self, fix: str, program: str) -> str:
         """`fix` with its program, named as the shell would not find ours, as its path."""
@@ -362,6 +399,122 @@ PRIVATE_STORE_FIX = (
     "server and the worker on one SQLite file or PostgreSQL URL (--database-url "
     "sqlite:///ABSOLUTE/PATH/jobs.db)"
 )
+# The fix where a command would act on a `memory://` server's store (`on_private_store`): no
+# command started elsewhere reaches it, and no tool does what the command does.
+PRIVATE_STORE_LINE = (
+    "this server's memory:// store lives inside its process and no command reaches it ({line} "
+    "would open a new, empty one): restart the server and the command on one SQLite file or "
+    "PostgreSQL URL (--database-url sqlite:///ABSOLUTE/PATH/jobs.db)"
+)
+# The tool an MCP client calls for an `mcp-jobs` command, each of its arguments by the dest the
+# CLI's parser gives the flag or positional that takes it (`private_call`).
+_TOOL_OF_COMMAND: dict[tuple[str, ...], tuple[str, tuple[tuple[str, str], ...]]] = {
+    ("jobs", "ls"): (
+        "list_jobs",
+        (
+            ("state", "state"),
+            ("name", "name"),
+            ("queue", "queue"),
+            ("tenant_filter", "tenant_id"),
+            ("limit", "limit"),
+            ("cursor", "cursor"),
+        ),
+    ),
+    ("jobs", "show"): ("inspect_job", (("job_id", "job_id"), ("run_id", "run_id"))),
+    ("jobs", "retry"): (
+        "retry_job",
+        (
+            ("job_id", "job_id"),
+            ("include_cancelled", "include_cancelled"),
+            ("from_step", "from_step"),
+        ),
+    ),
+    ("jobs", "cancel"): ("cancel_job", (("job_id", "job_id"),)),
+    ("jobs", "describe"): (
+        "describe_jobs",
+        (("name", "name"), ("limit", "limit"), ("cursor", "cursor")),
+    ),
+    ("jobs", "stats"): ("queue_stats", (("queues", "queues"), ("limit", "limit"))),
+    ("jobs", "diagnose"): ("diagnose_queue", (("queue", "queue"),)),
+    ("queues", "ls"): ("queue_stats", ()),
+    ("queues", "pause"): (
+        "pause_queue",
+        (("queue", "queue"), ("job", "job"), ("reason", "reason")),
+    ),
+    ("queues", "resume"): ("resume_queue", (("queue", "queue"), ("job", "job"))),
+    ("events", "send"): ("send_event", (("name", "name"), ("key", "key"), ("payload", "payload"))),
+    ("db", "report"): ("database_report", ()),
+    # `backfill`: the listing (no NAME, --runs, --pending), or NAME's dry run or write.
+    ("backfill", "list"): (
+        "list_backfills",
+        (
+            ("name", "name"),
+            ("pending", "pending_only"),
+            ("runs_limit", "runs_limit"),
+            ("runs_cursor", "runs_cursor"),
+        ),
+    ),
+    ("backfill", "run"): (
+        "run_backfill",
+        (("name", "name"), ("write", "write"), ("force", "force"), ("wait", "wait_seconds")),
+    ),
+}
+
+
+@cache
+def _parser() -> argparse.ArgumentParser:
+    from mcp_jobs.cli.parser import build_parser  # the CLI's modules import this one
+
+    return build_parser()
+
+
+def _defaults(command: Sequence[str]) -> dict[str, Any]:
+    """Each dest's default in the parser of `command` (`("jobs", "ls")`)."""
+    parser = _parser()
+    for word in command:
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parser = sub.choices[word]
+    return {action.dest: action.default for action in parser._actions}
+
+
+def tool_call_of(rest: tuple[str, ...]) -> tuple[str, dict[str, Any]] | None:
+    """The tool call that does what `mcp-jobs <rest>` does (a value the command leaves at its
+    default is left out), or None: no tool does it, or `rest` is no command the CLI takes."""
+    found = _tool_call_of(rest)
+    return None if found is None else (found[0], json.loads(found[1]))
+
+
+@cache
+def _tool_call_of(rest: tuple[str, ...]) -> tuple[str, str] | None:
+    from mcp_jobs.cli.parser import UsageError
+
+    try:
+        args = _parser().parse_args(list(rest))
+    except (UsageError, SystemExit):
+        return None
+    command: tuple[str, ...] = (args.command,)
+    if getattr(args, "action", None) is not None:
+        command += (args.action,)
+    shape = _TOOL_OF_COMMAND.get(command)
+    if command == ("backfill",):
+        listing = args.name is None or args.runs or args.pending
+        shape = _TOOL_OF_COMMAND[("backfill", "list" if listing else "run")]
+    if shape is None:
+        return None
+    tool, dests = shape
+    defaults = _defaults(command)
+    arguments: dict[str, Any] = {}
+    for dest, argument in dests:
+        value = getattr(args, dest, None)
+        if value is None or value is False or value == defaults.get(dest):
+            continue
+        if argument == "payload" and isinstance(value, str):
+            with contextlib.suppress(ValueError):  # else the CLI sends it as text too
+                value = json.loads(value)
+        arguments[argument] = value
+    return tool, json.dumps(arguments)
+
+
 # A fix line never asks for help: these words in one are names (a queue named `-h`).
 _NEVER_A_FLAG = frozenset({"-h", "--help"})
 
@@ -467,9 +620,9 @@ def _qualified(value: Any, ctx: FixContext) -> Any:
         for name in _fields_to_visit(type(value)):
             current = getattr(value, name)
             if name == "fix" and isinstance(current, str):
-                new, call = ctx.rewrite(current)
+                held = getattr(value, "next_call", None)
+                new, call = ctx.rewrite(current, held if isinstance(held, NextCall) else None)
                 if "next_call" in type(value).model_fields:
-                    held = getattr(value, "next_call", None)
                     if held is None and call is not None:
                         update["next_call"] = call
                     elif isinstance(held, NextCall) and held.tool in ctx.unserved:
@@ -500,6 +653,7 @@ def _qualified(value: Any, ctx: FixContext) -> Any:
 __all__ = [
     "APP_PLACEHOLDER",
     "PRIVATE_STORE_FIX",
+    "PRIVATE_STORE_LINE",
     "PROGRAM",
     "SPANS_TENANTS",
     "Face",
@@ -508,5 +662,6 @@ __all__ = [
     "dash_safe",
     "is_remote",
     "needs_cwd_on_path",
+    "tool_call_of",
     "written_by_face",
 ]

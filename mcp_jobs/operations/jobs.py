@@ -13,6 +13,7 @@ from typing import Any
 from engine import bounds
 from engine.bounds import MAX_KEY_BYTES, MAX_NAME_BYTES
 from engine.errors import (
+    CursorInvalidError,
     InvalidArgumentError,
     JobNotCancellableError,
     JobNotRetryableError,
@@ -27,6 +28,7 @@ from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example_call
 from mcp_jobs.operations.answer_bounds import checked_limit
 from mcp_jobs.operations.attempts import AttemptCounter
+from mcp_jobs.operations.cursors import refuse_foreign
 from mcp_jobs.operations.job_input import refuse_coerced
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import (
@@ -48,7 +50,7 @@ from mcp_jobs.operations.reruns import refuse_run_cursor, run_trace
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.workers import no_worker_notice
 from schemas.errors import NextCall
-from schemas.jobs import DamagedJob, OnConflict
+from schemas.jobs import DamagedJob, JobPage, OnConflict
 from schemas.states import SETTLED_STATES, JobState
 
 # How often wait_for_job reads the job while it waits.
@@ -71,6 +73,12 @@ async def describe_jobs(
     cursor = bounds.optional_text("cursor", cursor, MAX_NAME_BYTES)
     call = {k: v for k, v in {"name": name, "cursor": cursor}.items() if v is not None}
     limit = checked_limit(scope, "describe_jobs", limit, call)
+    if name is None and cursor is not None:
+        # A cursor is a name here: another list's cursor would page from the wrong place.
+        first = {"limit": limit} if limit != SHOWN else {}
+        refuse_foreign(
+            "describe_jobs", "cursor", cursor, NextCall(tool="describe_jobs", arguments=first)
+        )
     roster = await task_roster(scope.jobs)
     tenant = scope.tenant(None)
     if name is not None:
@@ -128,7 +136,8 @@ async def list_jobs(
         if cursor is not None:
             # A cursor that does not go with these filters is refused first (its fix: the first
             # page), so the fix below, which keeps the cursor, runs as given.
-            await scope.jobs.list(
+            await _listed(
+                scope,
                 state=state,
                 name=name,
                 queue=queue,
@@ -145,7 +154,8 @@ async def list_jobs(
         fix = f"list_jobs {example_call({**call, 'limit': cap})}"
         raise LimitExceededError("limit", limit, cap, "rows", fix)
     tenant = scope.tenant(tenant_id)
-    page = await scope.jobs.list(
+    page = await _listed(
+        scope,
         state=state,
         name=name,
         queue=queue,
@@ -163,6 +173,19 @@ async def list_jobs(
         next_cursor=page.next_cursor,
         notices=[damaged_notice(d) for d in page.damaged] or None,
     )
+
+
+async def _listed(scope: Scope, cursor: str | None, **filters: Any) -> JobPage:
+    """`scope.jobs.list`, a cursor another tool handed out refused naming that tool: a
+    describe_jobs cursor is a job or task name, known only by asking (on that path alone)."""
+    try:
+        return await scope.jobs.list(cursor=cursor, **filters)
+    except CursorInvalidError as exc:
+        if exc.next_call is not None:
+            names = {d.name for d in await scope.jobs.describe()}
+            names |= {t.name for t in await task_roster(scope.jobs)}
+            refuse_foreign("list_jobs", "cursor", cursor, exc.next_call, names)
+        raise
 
 
 def damaged_notice(job: DamagedJob) -> Finding:
@@ -190,14 +213,21 @@ async def inspect_job(
     `run_id` names an earlier run of the job (`rerun_of`) whose steps to show instead."""
     if run_id is not None:
         refuse_run_cursor(steps_cursor)
-    trace = await scope.jobs.trace(
-        job_id,
-        tenant_id=scope.tenant(None),
-        steps_limit=steps_limit,
-        steps_cursor=steps_cursor,
-        events_limit=events_limit,
-        events_cursor=events_cursor,
-    )
+    try:
+        trace = await scope.jobs.trace(
+            job_id,
+            tenant_id=scope.tenant(None),
+            steps_limit=steps_limit,
+            steps_cursor=steps_cursor,
+            events_limit=events_limit,
+            events_cursor=events_cursor,
+        )
+    except CursorInvalidError as exc:
+        argument = (exc.details or {}).get("argument")
+        given = {"steps_cursor": steps_cursor, "events_cursor": events_cursor}.get(argument or "")
+        if exc.next_call is not None and argument is not None:
+            refuse_foreign("inspect_job", argument, given, exc.next_call)
+        raise
     if run_id is not None and run_id != trace.job.run_id:
         trace = await run_trace(scope, trace, run_id, steps_limit)
     job = trace.job

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from engine.errors import InvalidArgumentError
 from mcp_jobs.config import Settings
 from mcp_jobs.errors import TenantPinnedError, TenantScopeExceededError
-from mcp_jobs.fix_context import Face, FixContext
+from mcp_jobs.fix_context import Face, FixContext, written_by_face
 
 if TYPE_CHECKING:
     from engine.backfill import BackfillRegistry, Backfills
@@ -51,6 +51,12 @@ class Scope:
     unserved: frozenset[str] = frozenset()
     _backfills: Backfills | None = None
     _fixes: FixContext | None = None
+
+    def __post_init__(self) -> None:
+        # The engine's own context written into a stored error's fix as the client answers it
+        # (`--database-url` of the client's URL) would stand in place of this face's: a client
+        # lent to a face (the server's, a dashboard's) is the face's from here on.
+        written_by_face(self.jobs)
 
     @property
     def fixes(self) -> FixContext:

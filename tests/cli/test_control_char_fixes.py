@@ -15,9 +15,11 @@ import anyio
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, connect, job
+from engine.ids import new_ids
 from engine.shell_words import shell_join
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.fix_context import FixContext
+from schemas.jobs import EnqueueRequest
 from tests.cli.databases import migrated
 
 BIN = str(Path(sys.executable).parent)
@@ -66,12 +68,19 @@ def _enqueue(url: str, tenants: list[str]) -> list[str]:
         return None
 
     async def run() -> list[str]:
+        # Rows stored before the name rule refused such tenants: written past the client.
         jobs = await connect(url, registry=registry)
         try:
-            return [
-                (await jobs.enqueue("noop", {"n": n}, tenant_id=t)).id
-                for n, t in enumerate(tenants)
-            ]
+            now = jobs.clock.now_ms()
+            requests = []
+            for n, tenant in enumerate(tenants):
+                job_id, run_id = new_ids(2, now)
+                key, value = f"n:{n}", {"n": n}
+                requests.append(
+                    EnqueueRequest(job_id, run_id, "noop", "default", key, value, now, 3, tenant)
+                )
+            await jobs.driver.enqueue(requests, now=now)
+            return [request.id for request in requests]
         finally:
             await jobs.close()
 
