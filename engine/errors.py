@@ -235,7 +235,8 @@ class JobTenantRequiredError(JobsError):
     def __init__(self, job: str) -> None:
         super().__init__(
             f'job "{job}" is declared tenant_required and the enqueue named no tenant',
-            f'enqueue_job {{"name": "{job}", "input": {{...}}, "tenant_id": "<tenant>"}}',
+            # A Python caller's line (the MCP layer mends the caller's own call instead).
+            f'await jobs.enqueue("{job}", input, tenant_id="<tenant>")',
         )
 
 

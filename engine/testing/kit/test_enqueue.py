@@ -233,6 +233,8 @@ async def test_tenant_required_job_refuses_a_tenantless_enqueue(jobs: Jobs) -> N
     with pytest.raises(JobsError) as raised:
         await jobs.enqueue("charge_invoice", {"invoice_id": 1})
     assert raised.value.code == "JOB_TENANT_REQUIRED"
+    # The fix is a Python caller's line (it named an MCP call with "{...}" for input).
+    assert raised.value.fix.startswith('await jobs.enqueue("charge_invoice", input, tenant_id=')
     assert (await jobs.list()).jobs == []
 
 
