@@ -89,11 +89,15 @@ TOOL_FOR_COMMAND: dict[tuple[str, ...], tuple[str, dict[str, Any]]] = {
     ("db", "report"): ("database_report", {}),
     ("db", "prune"): ("prune_history", {"write": True}),
 }
-# The other way, for the CLI: a tool call the CLI can make, as its command. Each tool's arguments
-# by the flag that takes them; a positional argument has no flag; True is a bare flag.
+# Each tool an `mcp-jobs` command does too: the command, and the tool's arguments by the flag
+# that gives each (None: a positional, in the command's order; True is a bare flag). Read both
+# ways: the CLI prints a tool call as its command (`cli_command`), and an MCP caller of a
+# memory:// server is given a command as its tool call (`tool_call_of`). A tool's first row is
+# the command the CLI prints for it.
 _NAME = ("name", None)
-COMMAND_FOR_TOOL: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str | None], ...]]] = {
-    "list_jobs": (
+TOOL_COMMANDS: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, str | None], ...]], ...] = (
+    (
+        "list_jobs",
         ("jobs", "ls"),
         (
             ("state", "--state"),
@@ -104,13 +108,48 @@ COMMAND_FOR_TOOL: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str | None],
             ("limit", "--limit"),
         ),
     ),
-    "describe_jobs": (("jobs", "describe"), (_NAME, ("cursor", "--cursor"), ("limit", "--limit"))),
-    "queue_stats": (("jobs", "stats"), (("queues", "--queues"), ("limit", "--limit"))),
-    "list_backfills": (("backfill",), (_NAME, ("runs_limit", "--runs-limit"))),
-    "run_backfill": (
+    ("inspect_job", ("jobs", "show"), (("job_id", None), ("run_id", "--run-id"))),
+    (
+        "retry_job",
+        ("jobs", "retry"),
+        (
+            ("job_id", None),
+            ("include_cancelled", "--include-cancelled"),
+            ("from_step", "--from-step"),
+        ),
+    ),
+    ("cancel_job", ("jobs", "cancel"), (("job_id", None),)),
+    ("describe_jobs", ("jobs", "describe"), (_NAME, ("cursor", "--cursor"), ("limit", "--limit"))),
+    ("queue_stats", ("jobs", "stats"), (("queues", "--queues"), ("limit", "--limit"))),
+    ("queue_stats", ("queues", "ls"), ()),
+    ("diagnose_queue", ("jobs", "diagnose"), (("queue", "--queue"),)),
+    (
+        "pause_queue",
+        ("queues", "pause"),
+        (("queue", None), ("job", "--job"), ("reason", "--reason")),
+    ),
+    ("resume_queue", ("queues", "resume"), (("queue", None), ("job", "--job"))),
+    ("send_event", ("events", "send"), (_NAME, ("key", None), ("payload", "--payload"))),
+    ("database_report", ("db", "report"), ()),
+    # `backfill` lists (no NAME, or --runs or --pending) or rehearses or writes NAME.
+    (
+        "list_backfills",
+        ("backfill",),
+        (
+            _NAME,
+            ("pending_only", "--pending"),
+            ("runs_limit", "--runs-limit"),
+            ("runs_cursor", "--runs-cursor"),
+        ),
+    ),
+    (
+        "run_backfill",
         ("backfill",),
         (_NAME, ("write", "--write"), ("force", "--force"), ("wait_seconds", "--wait")),
     ),
+)
+COMMAND_FOR_TOOL = {
+    tool: (command, arguments) for tool, command, arguments in reversed(TOOL_COMMANDS)
 }
 # Written where the app module is unknown: the one case a fix line cannot be complete.
 APP_PLACEHOLDER = "<module>"
@@ -358,15 +397,17 @@ class FixContext:
         subcommand, flags = shape
         if not isinstance(arguments, dict) or not set(arguments) <= {k for k, _ in flags}:
             return None
-        words = list(subcommand)
+        positionals: list[str] = []
+        options: list[str] = []
         for key, flag in flags:
             for value in _as_list(arguments.get(key)):
                 if flag is None:
-                    words.insert(len(subcommand), str(value))
+                    positionals.append(_command_word(value))
                 elif value is True:
-                    words.append(flag)
+                    options.append(flag)
                 elif value is not False:
-                    words += [flag, str(value)]
+                    options += [flag, _command_word(value)]
+        words = [*subcommand, *positionals, *options]
         if tool == "list_backfills" and "name" in arguments:
             words.append("--runs")  # `backfill NAME` alone would rehearse it, not list its runs
         return self.command(*words, "--json")
@@ -406,59 +447,6 @@ PRIVATE_STORE_LINE = (
     "would open a new, empty one): restart the server and the command on one SQLite file or "
     "PostgreSQL URL (--database-url sqlite:///ABSOLUTE/PATH/jobs.db)"
 )
-# The tool an MCP client calls for an `mcp-jobs` command, each of its arguments by the dest the
-# CLI's parser gives the flag or positional that takes it (`private_call`).
-_TOOL_OF_COMMAND: dict[tuple[str, ...], tuple[str, tuple[tuple[str, str], ...]]] = {
-    ("jobs", "ls"): (
-        "list_jobs",
-        (
-            ("state", "state"),
-            ("name", "name"),
-            ("queue", "queue"),
-            ("tenant_filter", "tenant_id"),
-            ("limit", "limit"),
-            ("cursor", "cursor"),
-        ),
-    ),
-    ("jobs", "show"): ("inspect_job", (("job_id", "job_id"), ("run_id", "run_id"))),
-    ("jobs", "retry"): (
-        "retry_job",
-        (
-            ("job_id", "job_id"),
-            ("include_cancelled", "include_cancelled"),
-            ("from_step", "from_step"),
-        ),
-    ),
-    ("jobs", "cancel"): ("cancel_job", (("job_id", "job_id"),)),
-    ("jobs", "describe"): (
-        "describe_jobs",
-        (("name", "name"), ("limit", "limit"), ("cursor", "cursor")),
-    ),
-    ("jobs", "stats"): ("queue_stats", (("queues", "queues"), ("limit", "limit"))),
-    ("jobs", "diagnose"): ("diagnose_queue", (("queue", "queue"),)),
-    ("queues", "ls"): ("queue_stats", ()),
-    ("queues", "pause"): (
-        "pause_queue",
-        (("queue", "queue"), ("job", "job"), ("reason", "reason")),
-    ),
-    ("queues", "resume"): ("resume_queue", (("queue", "queue"), ("job", "job"))),
-    ("events", "send"): ("send_event", (("name", "name"), ("key", "key"), ("payload", "payload"))),
-    ("db", "report"): ("database_report", ()),
-    # `backfill`: the listing (no NAME, --runs, --pending), or NAME's dry run or write.
-    ("backfill", "list"): (
-        "list_backfills",
-        (
-            ("name", "name"),
-            ("pending", "pending_only"),
-            ("runs_limit", "runs_limit"),
-            ("runs_cursor", "runs_cursor"),
-        ),
-    ),
-    ("backfill", "run"): (
-        "run_backfill",
-        (("name", "name"), ("write", "write"), ("force", "force"), ("wait", "wait_seconds")),
-    ),
-}
 
 
 @cache
@@ -468,13 +456,28 @@ def _parser() -> argparse.ArgumentParser:
     return build_parser()
 
 
-def _defaults(command: Sequence[str]) -> dict[str, Any]:
-    """Each dest's default in the parser of `command` (`("jobs", "ls")`)."""
+def _actions(command: Sequence[str]) -> list[argparse.Action]:
+    """The actions of the parser of `command` (`("jobs", "ls")`)."""
     parser = _parser()
     for word in command:
         (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         parser = sub.choices[word]
-    return {action.dest: action.default for action in parser._actions}
+    return parser._actions
+
+
+def _dests(
+    command: tuple[str, ...], arguments: tuple[tuple[str, str | None], ...]
+) -> list[tuple[str, str, Any]]:
+    """Each tool argument of `command`'s row, as (the dest the CLI's parser gives the flag or
+    positional that takes it, the argument, the dest's default)."""
+    actions = _actions(command)
+    positionals = iter(a for a in actions if not a.option_strings)
+    by_flag = {flag: a for a in actions for flag in a.option_strings}
+    out: list[tuple[str, str, Any]] = []
+    for argument, flag in arguments:
+        action = next(positionals) if flag is None else by_flag[flag]
+        out.append((action.dest, argument, action.default))
+    return out
 
 
 def tool_call_of(rest: tuple[str, ...]) -> tuple[str, dict[str, Any]] | None:
@@ -495,18 +498,17 @@ def _tool_call_of(rest: tuple[str, ...]) -> tuple[str, str] | None:
     command: tuple[str, ...] = (args.command,)
     if getattr(args, "action", None) is not None:
         command += (args.action,)
-    shape = _TOOL_OF_COMMAND.get(command)
+    rows = [(tool, arguments) for tool, c, arguments in TOOL_COMMANDS if c == command]
     if command == ("backfill",):
         listing = args.name is None or args.runs or args.pending
-        shape = _TOOL_OF_COMMAND[("backfill", "list" if listing else "run")]
-    if shape is None:
+        rows = [row for row in rows if (row[0] == "list_backfills") == bool(listing)]
+    if not rows:
         return None
-    tool, dests = shape
-    defaults = _defaults(command)
+    tool, shape = rows[0]
     arguments: dict[str, Any] = {}
-    for dest, argument in dests:
+    for dest, argument, default in _dests(command, shape):
         value = getattr(args, dest, None)
-        if value is None or value is False or value == defaults.get(dest):
+        if value is None or value is False or value == default:
             continue
         if argument == "payload" and isinstance(value, str):
             with contextlib.suppress(ValueError):  # else the CLI sends it as text too
@@ -576,6 +578,12 @@ def dash_safe(words: Sequence[str]) -> list[str]:
         else:
             out.append(word)
     return [*out, END_OF_OPTIONS, *names] if names else out
+
+
+def _command_word(value: Any) -> str:
+    """`value` as the command word that gives it: text as is, anything else as JSON (a
+    payload's object, which the CLI reads back as JSON)."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _as_list(value: Any) -> list[Any]:

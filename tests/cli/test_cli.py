@@ -486,7 +486,8 @@ def test_a_page_size_refused_beside_a_cursor_keeps_the_cursor_that_goes_with_the
     "fix",
     [
         'list_jobs {"nosuch": "zz"}',  # an argument the command has no flag for
-        'inspect_job {"job_id": "x"}',  # a tool the CLI does not map
+        'enqueue_job {"name": "x"}',  # a tool the CLI does not map
+        'inspect_job {"job_id": "x", "steps_limit": 5}',  # an argument `jobs show` cannot give
         "list_jobs not json",
         "mcp-jobs jobs ls",
     ],
