@@ -19,7 +19,7 @@ from typing import Any
 
 import pydantic_core
 
-from engine.errors import NOTHING_NEAR, InvalidArgumentError
+from engine.errors import LEFT_OUT, NOTHING_NEAR, InvalidArgumentError
 from engine.rules import PRIORITY_MAX, PRIORITY_MIN
 from engine.storable import RULE as STORABLE_RULE
 from engine.storable import find_unstorable
@@ -96,6 +96,11 @@ def _showable(char: str) -> bool:
     return char not in _BIDI and unicodedata.category(char) not in _UNSHOWABLE
 
 
+def _dropped(text: str) -> str:
+    """`text` without what `NAME_RULE` refuses (a terminal escape sequence whole)."""
+    return "".join(c for c in _ESCAPE.sub("", text) if _showable(c))
+
+
 def name(
     argument: str,
     value: object,
@@ -117,7 +122,7 @@ def name(
         (option_safe and checked.startswith("-")) or checked in reserved
     ):
         return checked
-    dropped = "".join(c for c in _ESCAPE.sub("", checked) if _showable(c))
+    dropped = _dropped(checked)
     dropped = dropped.lstrip("-") if option_safe else dropped
     near = dropped if dropped and dropped not in reserved else mended
     rules = [NAME_RULE]
@@ -170,6 +175,32 @@ def optional_tenant(argument: str, value: object) -> str | None:
 def key(argument: str, value: object) -> str:
     """An idempotency or event key: app data, like a tenant."""
     return name(argument, value, MAX_KEY_BYTES)
+
+
+def optional_actor(argument: str, value: object) -> str | None:
+    """Who acts, as a caller names them (`enqueued_by`, a cancel's, retry's or pause's actor),
+    or None: `name`'s rule, as history and logs show it; no command line takes it as a word,
+    so a leading '-' is its own."""
+    return None if value is None else name(argument, value, MAX_ACTOR_BYTES)
+
+
+# Where a line of prose breaks (`str.splitlines`' breaks) and a tab: a mended line has a space
+# for each run of them, where dropping them would join the words on either side.
+_BREAKS = re.compile(r"[\t\n\x0b\x0c\r\x1c\x1d\x1e\x85\u2028\u2029]+")
+
+
+def optional_line(argument: str, value: object, max_bytes: int) -> str | None:
+    """Prose a caller may write, shown on one line (a pause's reason), or None: `name`'s rule
+    (a break would forge a line of a log, a row of a table). Refused, `nearest` has a space
+    for each run of breaks, or is LEFT_OUT where nothing else is left."""
+    if value is None:
+        return None
+    checked = text(argument, value, max_bytes)
+    try:
+        return name(argument, checked, max_bytes)
+    except InvalidArgumentError as exc:
+        exc.nearest = _dropped(_BREAKS.sub(" ", checked)).strip() or LEFT_OUT
+        raise
 
 
 def optional_text(argument: str, value: object, max_bytes: int) -> str | None:
@@ -335,6 +366,8 @@ __all__ = [
     "name",
     "narrowing",
     "number",
+    "optional_actor",
+    "optional_line",
     "optional_tenant",
     "optional_text",
     "payload",

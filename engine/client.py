@@ -558,7 +558,7 @@ class Jobs:
         self, job_id: str, *, tenant_id: str | None = None, actor: str | None = None
     ) -> JobRecord:
         job_id, tenant_id = _addressed(job_id, tenant_id)
-        actor = bounds.optional_text("actor", actor, MAX_ACTOR_BYTES)
+        actor = bounds.optional_actor("actor", actor)
         await agree(self.driver.clock)
         return await self.driver.cancel(job_id, tenant_id, actor)
 
@@ -578,7 +578,7 @@ class Jobs:
         it (a done job too) in a NEW run from that step: engine/reruns.py."""
         job_id, tenant_id = _addressed(job_id, tenant_id)
         include_cancelled = bounds.flag("include_cancelled", include_cancelled)
-        actor = bounds.optional_text("actor", actor, MAX_ACTOR_BYTES)
+        actor = bounds.optional_actor("actor", actor)
         from_step = bounds.optional_text("from_step", from_step, MAX_NAME_BYTES)
         await agree(self.driver.clock)
         if from_step is None:
@@ -648,9 +648,7 @@ class Jobs:
         in every process on this database, from the next claim after this returns. Running
         jobs finish; held jobs stay waiting and keep counting in the stats. Pausing what is
         paused already changes nothing and answers `already_paused=True`."""
-        kind, name = pause_rules.target(queue, job)
-        actor = pause_rules.checked_actor(actor)
-        reason = pause_rules.checked_reason(reason)
+        (kind, name), actor, reason = pause_rules.written(queue, job, actor, reason)
         store = self._pause_store()
         await agree(self.clock)
         found, before = await store.pause(kind, name, actor, reason, self.clock.now_ms())
@@ -712,8 +710,8 @@ class Jobs:
         event = EventRecord(
             job_id=bounds.optional_text("job_id", job_id, MAX_ID_BYTES),
             at=0,
-            kind=bounds.text("kind", kind, MAX_ACTOR_BYTES),
-            actor=bounds.optional_text("actor", actor, MAX_ACTOR_BYTES),
+            kind=bounds.name("kind", kind, MAX_ACTOR_BYTES),
+            actor=bounds.optional_actor("actor", actor),
             tenant_id=bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES),
             data=data,
         )

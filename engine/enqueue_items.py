@@ -14,11 +14,7 @@ import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from engine import bounds
-from engine.bounds import (
-    MAX_ACTOR_BYTES,
-    MAX_DELAY_MS,
-    MAX_NAME_BYTES,
-)
+from engine.bounds import MAX_DELAY_MS, MAX_NAME_BYTES
 from engine.declare import JobDefinition, JobRegistry
 from engine.descriptors import IdempotencyKeyMissingError, validate_input
 from engine.drivers.base import DescriptorStore
@@ -241,8 +237,7 @@ def _scheduled(
         run_at = now + int(seconds * 1000)
     else:
         run_at = instant("run_at", run_at, 0, now + MAX_DELAY_MS)
-    if enqueued_by is not None:
-        bounds.text("enqueued_by", enqueued_by, MAX_ACTOR_BYTES)
+    bounds.optional_actor("enqueued_by", enqueued_by)
     return run_at
 
 

@@ -13,7 +13,7 @@ from collections.abc import Collection
 from typing import NamedTuple
 
 from engine import bounds
-from engine.bounds import MAX_ACTOR_BYTES, MAX_NAME_BYTES, MAX_QUEUE_BYTES
+from engine.bounds import MAX_NAME_BYTES, MAX_QUEUE_BYTES
 from engine.errors import LEFT_OUT, InvalidArgumentError
 from schemas.jobs import JobRecord
 from schemas.pauses import Pause, PauseKind
@@ -54,9 +54,16 @@ def target(queue: object, job: object) -> PauseKey:
     return ("job", bounds.text("job", job, MAX_NAME_BYTES))
 
 
-def checked_actor(actor: object) -> str | None:
-    return bounds.optional_text("actor", actor, MAX_ACTOR_BYTES)
-
-
-def checked_reason(reason: object) -> str | None:
-    return bounds.optional_text("reason", reason, MAX_REASON_BYTES)
+def written(
+    queue: object, job: object, actor: object, reason: object
+) -> tuple[PauseKey, str | None, str | None]:
+    """A new pause's target, actor and reason, each within bounds. The pause writes its name
+    anew (`queues ls`, findings, resume lines): the declaration's rule, so none names what no
+    job can be in ('*', '-x', a line break). Resume and the lists read what is stored as is."""
+    kind, name = target(queue, job)
+    name = bounds.queue_name(kind, name) if kind == "queue" else bounds.job_name(kind, name)
+    return (
+        (kind, name),
+        bounds.optional_actor("actor", actor),
+        bounds.optional_line("reason", reason, MAX_REASON_BYTES),
+    )

@@ -50,7 +50,7 @@ def counts_checked(
     if queues is not None and queues != ALL_QUEUES:
         for queue in queues:
             bounds.text("queues", queue, bounds.MAX_QUEUE_BYTES)
-    bounds.optional_text("worker_id", worker_id, bounds.MAX_ACTOR_BYTES)
+    bounds.optional_actor("worker_id", worker_id)  # in logs and on every job it holds
     return prefetch, queues if queues is None or queues == ALL_QUEUES else [*queues]
 
 

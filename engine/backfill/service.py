@@ -253,7 +253,7 @@ class Backfills:
         """
         definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
         force = bounds.flag("force", force)
-        actor = bounds.optional_text("actor", actor, bounds.MAX_ACTOR_BYTES)
+        actor = bounds.optional_actor("actor", actor)
         await self._check(definition, force)
         run_id = new_id()
         result = await self.jobs.enqueue(

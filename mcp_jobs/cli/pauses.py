@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from engine.errors import InvalidArgumentError
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
+from mcp_jobs.cli.mend import refusal_context
 from mcp_jobs.cli.render import TEXT, notice_lines, one_line, table, when
 from mcp_jobs.config import Settings
 from mcp_jobs.operations.models import Envelope
@@ -25,12 +27,27 @@ async def queues_command(args: argparse.Namespace, settings: Settings) -> int:
         async with open_jobs(settings) as jobs:
             scope = scope_of(jobs, settings, f"queues {action}")
             if action == "pause":
-                return await pause_queue(scope, args.queue, args.job, args.reason)
+                try:
+                    return await pause_queue(scope, args.queue, args.job, args.reason)
+                except InvalidArgumentError as exc:
+                    raise _queue_mended(exc, args, settings) from None
             if action == "resume":
                 return await resume_queue(scope, args.queue, args.job)
             return await list_pauses(scope)
 
     return await guarded(kind, args.json, run, settings)
+
+
+def _queue_mended(
+    exc: InvalidArgumentError, args: argparse.Namespace, settings: Settings
+) -> InvalidArgumentError:
+    """`exc`, or where it refuses the QUEUE typed for a name near it, the same refusal whose
+    fix is the command with that name: no flag carries QUEUE for the usual mend to find."""
+    if exc.argument != "queue" or exc.value != args.queue or not isinstance(exc.nearest, str):
+        return exc
+    reason = [] if args.reason is None else ["--reason", args.reason]
+    fix = refusal_context(settings).command("queues", "pause", *reason, exc.nearest)
+    return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
 
 
 def _what(pause: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from engine.drivers.base import PAUSES
-from engine.errors import InvalidArgumentError, JobsError
+from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError
 from engine.pauses import PauseKey, target
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import Envelope, Finding, PauseView, QueueStatsView
@@ -71,6 +71,20 @@ def resume_call(pause: Pause) -> NextCall:
     return NextCall(tool="resume_queue", arguments={pause.kind: pause.name})
 
 
+# What a pause may name, listed: the fix of a call that names nothing a pause can hold.
+_LISTED = {
+    "queue": (("jobs", "stats"), NextCall(tool="queue_stats", arguments={})),
+    "job": (("jobs", "describe"), NextCall(tool="describe_jobs", arguments={})),
+}
+
+
+def _listing(scope: Scope, exc: InvalidArgumentError) -> InvalidArgumentError:
+    """`exc` with the listing of what its argument may name as its fix."""
+    words, call = _LISTED[exc.argument]
+    fix = scope.fixes.command(*words, "--json")
+    return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, next_call=call)
+
+
 def _named(scope: Scope, queue: str | None, job: str | None) -> PauseKey:
     """`target`, whose refusal of a call naming neither carries one that runs: the queue
     stats, which name every queue. (Naming both, the call is mended by leaving `job` out.)"""
@@ -79,11 +93,7 @@ def _named(scope: Scope, queue: str | None, job: str | None) -> PauseKey:
     except InvalidArgumentError as exc:
         if queue is not None or job is not None:
             raise
-        fix = scope.fixes.command("jobs", "stats", "--json")
-        call = NextCall(tool="queue_stats", arguments={})
-        raise InvalidArgumentError(
-            exc.argument, exc.value, exc.expected, fix=fix, next_call=call
-        ) from None
+        raise _listing(scope, exc) from None
 
 
 def _unpinned(scope: Scope, action: str, kind: PauseKind, name: str) -> None:
@@ -98,7 +108,16 @@ async def pause_queue(
 ) -> PauseQueueResult:
     kind, name = _named(scope, queue, job)
     _unpinned(scope, "pause", kind, name)
-    found, before = await scope.jobs.pause(queue=queue, job=job, actor=scope.actor, reason=reason)
+    try:
+        found, before = await scope.jobs.pause(
+            queue=queue, job=job, actor=scope.actor, reason=reason
+        )
+    except InvalidArgumentError as exc:
+        # A name with nothing near it that a pause may hold ('*', every queue to a worker,
+        # which holds none; '-'): the fix lists those there are. Else each face mends the call.
+        if exc.nearest is not NOTHING_NEAR or exc.argument not in _LISTED:
+            raise
+        raise _listing(scope, exc) from None
     # Held for jobs to come all the same (a queue may be paused before its first job), but a
     # name nothing uses is more often a typo that leaves the intended work running.
     unknown = await unknown_filter(scope, job, queue, None)

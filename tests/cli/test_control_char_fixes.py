@@ -15,6 +15,7 @@ import anyio
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, connect, job
+from engine.drivers.base import PAUSES, require
 from engine.ids import new_ids
 from engine.shell_words import shell_join
 from mcp_jobs.cli.render import print_error
@@ -36,17 +37,27 @@ def _cli(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_notice_names_a_queue_with_a_newline_in_a_fix_that_resumes_it(
+def test_a_finding_names_a_queue_with_a_newline_in_a_fix_that_resumes_it(
     tmp_path: Path,
 ) -> None:
-    db = ["--database-url", migrated(f"sqlite:///{tmp_path}/jobs.db")]
-    # A pause of a name nothing uses: a QUEUE_UNKNOWN notice whose fix resumes it.
-    paused = _cli(tmp_path, "queues", "pause", "q\n1", *db)
-    assert paused.returncode == 0, paused
-    (fix,) = [line for line in paused.stdout.splitlines() if line.startswith("  fix:")]
-    fix = fix.removeprefix("  fix:").strip()
+    url = migrated(f"sqlite:///{tmp_path}/jobs.db")
+    db = ["--database-url", url]
+
+    async def pause() -> None:
+        # Stored before the name rule refused such a pause: written past the client.
+        jobs = await connect(url, registry=JobRegistry())
+        try:
+            await require(jobs.driver, PAUSES).pause("queue", "q\n1", None, None, 0)
+        finally:
+            await jobs.close()
+
+    anyio.run(pause)
+    # A QUEUE_PAUSED finding whose fix resumes it.
+    diagnosed = _cli(tmp_path, "jobs", "diagnose", *db)
+    fixes = [line for line in diagnosed.stdout.splitlines() if line.lstrip().startswith("fix:")]
+    assert len(fixes) == 1, diagnosed.stdout
+    fix = fixes[0].strip().removeprefix("fix:").strip()
     assert fix.isprintable(), fix
-    assert len(paused.stdout.splitlines()) == 3  # paused, notice, fix: nothing split a line
 
     done = subprocess.run(
         ["bash", "-c", fix], cwd="/", env=_env(), capture_output=True, text=True, timeout=120

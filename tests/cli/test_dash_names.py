@@ -1,29 +1,46 @@
-"""A queue or job name that starts with `-` (bounds accept it) in a fix line: the line runs as
-given, the name read as the name (`--job=--yes`, `-- -h`), never as a flag; and `queues ls`
-keeps a name with a newline on its own row."""
+"""A queue or job name that starts with `-` (stored before the name rule refused it) in a fix
+line: the line runs as given, the name read as the name (`--job=--yes`, `-- -h`), never as a
+flag; and `queues ls` keeps a name with a newline on its own row."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
+from engine import JobRegistry, connect
+from engine.drivers.base import PAUSES, require
+from schemas.pauses import PauseKind
 from tests.cli.databases import migrated
 from tests.cli.support import run
 from tests.support.fix_lines import command_words
 
 
+def _stored(url: str, kind: PauseKind, name: str) -> None:
+    """A pause stored before the name rule refused its name: written past the client."""
+
+    async def pause() -> None:
+        jobs = await connect(url, registry=JobRegistry())
+        try:
+            await require(jobs.driver, PAUSES).pause(kind, name, None, None, jobs.clock.now_ms())
+        finally:
+            await jobs.close()
+
+    anyio.run(pause)
+
+
 @pytest.mark.parametrize(("kind", "name"), [("queue", "-h"), ("queue", "-x y"), ("job", "--yes")])
 def test_a_resume_fix_for_a_dashed_name_lifts_that_pause(
-    url: str, capsys: pytest.CaptureFixture[str], kind: str, name: str
+    url: str, capsys: pytest.CaptureFixture[str], kind: PauseKind, name: str
 ) -> None:
     migrated(url)
+    _stored(url, kind, name)
     db = ["--database-url", url]
-    named = ["--", name] if kind == "queue" else [f"--job={name}"]
-    code, paused = run(capsys, "queues", "pause", *db, "--json", *named)
-    assert code == 0, paused
-    words = command_words(paused["resume"])
+    code, diagnosed = run(capsys, "jobs", "diagnose", *db, "--json")
+    (fix,) = [f["fix"] for f in diagnosed["findings"] if f["code"].endswith("_PAUSED")]
+    words = command_words(fix)
     assert words[0] == "mcp-jobs"
     code, resumed = run(capsys, *words[1:3], "--json", *words[3:])  # before any `--`
-    assert code == 0 and resumed["was_paused"] is True, (paused["resume"], resumed)
+    assert code == 0 and resumed["was_paused"] is True, (fix, resumed)
     assert resumed["pause"] == {**resumed["pause"], "kind": kind, "name": name}
 
 
@@ -43,8 +60,8 @@ def test_queues_ls_keeps_a_name_with_a_newline_on_one_row(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     migrated(url)
+    _stored(url, "queue", "two\nlines")
     db = ["--database-url", url]
-    assert run(capsys, "queues", "pause", "two\nlines", *db, "--json")[0] == 0
     code, text = run(capsys, "queues", "ls", *db)
     assert code == 0
     rows = text.strip().splitlines()
