@@ -52,7 +52,7 @@ from engine.errors import (
     JobUnknownError,
     RunNotFoundError,
 )
-from engine.fix_lines import CommandContext, fixes_written, importable_anywhere
+from engine.fix_lines import MEMORY_URL, CommandContext, fixes_written, importable_anywhere
 from engine.ids import new_ids
 from engine.inbound_events import (
     DEFAULT_EVENT_WINDOW_MS,
@@ -185,8 +185,13 @@ class Jobs:
         self.items = EnqueueItems(self.registry, self.descriptors, self.max_payload_bytes)
         # Written into the `mcp-jobs …` fix of every error leaving this client's methods
         # (engine/fix_lines.py): `connect` sets it. None: the lines are left as raised (a face
-        # writes its own, whole context into them: mcp_jobs/fix_context.py).
-        self.fix_context: CommandContext | None = None
+        # writes its own, whole context into them: mcp_jobs/fix_context.py). A memory store's
+        # is known here already: a bare line run in a shell would open another database.
+        self.fix_context: CommandContext | None = (
+            CommandContext.of(MEMORY_URL, self.app_names)
+            if getattr(driver, "kind", None) == "memory"
+            else None
+        )
 
     def app_names(self) -> tuple[str, ...]:
         """The modules that declared this client's jobs (the engine's own left out), for a fix

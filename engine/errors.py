@@ -741,6 +741,39 @@ class CursorInvalidError(InvalidArgumentError):
         )
 
 
+class CursorOfAnotherMethodError(CursorInvalidError):
+    """CURSOR_INVALID for a cursor another method of the Python API handed out (a `jobs.list`
+    page's given to `jobs.trace`): it pages only the list it came from, so it is refused naming
+    that method and argument, the fix `first_page` (the first page of `method`, a Python line).
+    The MCP face answers its own CURSOR_WRONG_TOOL, naming the tool, before this leaves it."""
+
+    def __init__(
+        self,
+        argument: str,
+        value: str,
+        owner: tuple[str, str],
+        method: str,
+        call: NextCall,
+        first_page: str,
+    ) -> None:
+        owner_method, owner_argument = owner
+        where = owner_method if owner_method != method else f"{owner_method}'s {owner_argument}"
+        JobsError.__init__(
+            self,
+            f"{argument}={short_repr(value)} is a cursor {owner_method} handed out (its "
+            f"{owner_argument}), not one of {method}'s {argument}: it pages only the list it "
+            f"came from. Pass it back to {where}, or start {method} from its first page",
+            first_page,
+            next_call=call,
+            details={
+                "argument": argument,
+                "expected": f"the {argument} of a previous {method} answer",
+                "method": owner_method,
+                "method_argument": owner_argument,
+            },
+        )
+
+
 def _arguments_text(arguments: Mapping[str, Any]) -> str:
     return json.dumps(dict(arguments), separators=(", ", ": "), ensure_ascii=False)
 

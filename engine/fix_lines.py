@@ -7,6 +7,11 @@ faces write their whole context into every line (mcp_jobs/fix_context.py: enviro
 `PYTHONPATH` too) through `absent_flags` and `spliced`; an error raised through the Python API
 gets the part the client knows (`CommandContext`): the database it uses and, when they can be
 named, the modules that declared its registered jobs. A password is never written.
+
+A `memory://` store lives inside the client's process: a shell's `--database-url memory://`
+opens a new, empty one. There a line becomes the call on the same client (`jobs`) that does
+the same (`python_call`), or, where none does, words saying so (`on_private_store`): the idea
+of the MCP face's `private_call`, for a Python caller.
 """
 
 from __future__ import annotations
@@ -21,6 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from engine.client_calls import python_call
+from engine.command_line import (
+    DATABASE_FLAG,
+    END_OF_OPTIONS,
+    MEMORY_URL,
+    PROGRAM,
+    TAKES_CONTEXT,
+    end_of_options,
+)
 from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
 from engine.environment import NAME_PATTERN
 from engine.errors import JobsError
@@ -28,12 +42,6 @@ from engine.shell_words import for_shlex, shell_join, shell_word
 from schemas.jobs import JobPage, JobRecord
 from schemas.trace import JobTrace
 
-PROGRAM = "mcp-jobs"
-# The subcommands that take --database-url, --app and --tenant after them (cli/parser.py).
-TAKES_CONTEXT = frozenset(
-    {"serve", "worker", "jobs", "backfill", "db", "queues", "limits", "events", "dashboard"}
-)
-END_OF_OPTIONS = "--"
 T = TypeVar("T")
 _OPERATORS = frozenset(";&|<>()`")
 
@@ -75,11 +83,6 @@ def assignments_ahead(words: Sequence[str]) -> int:
     return head
 
 
-def end_of_options(rest: Sequence[str]) -> int:
-    """Where a `--` stands in `rest` (past it every word is a name), else its length."""
-    return rest.index(END_OF_OPTIONS) if END_OF_OPTIONS in rest else len(rest)
-
-
 def absent_flags(rest: Sequence[str], flags: Iterable[tuple[str, str]]) -> list[str]:
     """The words to append to an `mcp-jobs` command whose words after the program, up to any
     `--`, are `rest`: each of `flags` (an option and its value, one shell word) it does not
@@ -110,7 +113,11 @@ def spliced(
 
 def with_flags(fix: str, flags: Sequence[tuple[str, str]]) -> str:
     """`fix` with each of `flags` it lacks appended when it is an `mcp-jobs` command taking
-    them; any other line as it is. Applying it twice changes nothing the second time."""
+    them; any other line as it is. Applying it twice changes nothing the second time. A
+    `memory://` database is never appended: the line is `on_private_store`'s instead."""
+    database = dict(flags).get(DATABASE_FLAG)
+    if database is not None and is_private(database):
+        return on_private_store(fix)
     words = command_words(fix)
     if words is None:
         return fix
@@ -120,6 +127,56 @@ def with_flags(fix: str, flags: Sequence[tuple[str, str]]) -> str:
     rest = words[head + 1 :]
     suffix = absent_flags(rest[: end_of_options(rest)], flags)
     return spliced(fix, words, head, suffix) if suffix else fix
+
+
+def is_private(url: str) -> bool:
+    """Whether the database `url` names lives inside the process that opened it (`memory://`):
+    no command started elsewhere reaches it."""
+    return url.lower().startswith("memory:")
+
+
+# The words where a command would act on a `memory://` store (`on_private_store`) and no call
+# on the client does what it does.
+PRIVATE_STORE_LINE = (
+    "this client's memory:// store lives inside its process and no command reaches it ({line} "
+    "would open a new, empty one): connect this process and the command to one SQLite file or "
+    'PostgreSQL URL (connect("sqlite:///ABSOLUTE/PATH/jobs.db") and --database-url '
+    "sqlite:///ABSOLUTE/PATH/jobs.db)"
+)
+
+
+def on_private_store(fix: str) -> str:
+    """`fix` as the caller of a client on a `memory://` store runs it: an `mcp-jobs` command
+    that would act on a store (one naming no other database) becomes the call on that client
+    doing the same (`python_call`), else `PRIVATE_STORE_LINE`; any other line, and `serve`
+    (a server of its own), as it is. Applying it twice changes nothing the second time."""
+    words = command_words(fix)
+    if words is None:
+        return fix
+    head = assignments_ahead(words)
+    rest = words[head + 1 :]
+    if head >= len(words) or words[head] != PROGRAM or not rest:
+        return fix
+    if rest[0] not in TAKES_CONTEXT or rest[0] == "serve":
+        return fix
+    named = _option_value(rest[: end_of_options(rest)], DATABASE_FLAG)
+    if named is not None and not is_private(named):
+        return fix  # it names a database of its own, which it reaches
+    call = python_call(rest)
+    if call is not None:
+        return call
+    flag = [] if named is not None else [DATABASE_FLAG, MEMORY_URL]
+    return PRIVATE_STORE_LINE.format(line=spliced(fix, words, head, flag))
+
+
+def _option_value(words: Sequence[str], flag: str) -> str | None:
+    """The value `words` give `flag` (`--flag VALUE` or `--flag=VALUE`), else None."""
+    for at, word in enumerate(words):
+        if word.startswith(flag + "="):
+            return word.partition("=")[2]
+        if word == flag and at + 1 < len(words):
+            return words[at + 1]
+    return None
 
 
 def is_name(word: str) -> bool:
@@ -185,7 +242,7 @@ class CommandContext:
 
     def database_flag(self) -> tuple[str, str]:
         return (
-            "--database-url",
+            DATABASE_FLAG,
             URL_FROM_ENV if self.database is None else shell_word(self.database),
         )
 
@@ -278,7 +335,10 @@ def fixes_written(
 
 
 __all__ = [
+    "DATABASE_FLAG",
     "END_OF_OPTIONS",
+    "MEMORY_URL",
+    "PRIVATE_STORE_LINE",
     "PROGRAM",
     "TAKES_CONTEXT",
     "CommandContext",
@@ -291,7 +351,9 @@ __all__ = [
     "fixes_written",
     "importable_anywhere",
     "is_name",
+    "is_private",
     "needs_on_path",
+    "on_private_store",
     "spliced",
     "with_flags",
 ]

@@ -28,7 +28,8 @@ import struct
 from collections.abc import Iterable, Sequence
 
 from engine import bounds
-from engine.errors import CursorInvalidError, InvalidArgumentError
+from engine.client_calls import CLIENT, python_literal
+from engine.errors import CursorInvalidError, CursorOfAnotherMethodError, InvalidArgumentError
 from schemas.errors import NextCall
 from schemas.jobs import DamagedJob, JobFilter, JobPage, JobRecord
 from schemas.states import JOB_STATES, LIVE_STATES, SETTLED_STATES, JobState
@@ -97,6 +98,7 @@ def decode(
             and encode(kind, payload, bound) == value
         ):
             return payload
+    refuse_other_kind(kind, value, call)
     raise CursorInvalidError(argument, value, call, handed)
 
 
@@ -107,6 +109,14 @@ CURSOR_OWNERS: dict[str, tuple[str, str]] = {
     "steps": ("inspect_job", "steps_cursor"),
     "events": ("inspect_job", "events_cursor"),
     "runs": ("list_backfills", "runs_cursor"),
+}
+# The same for a Python caller: the method that hands out each kind (on `jobs`, the client, or a
+# backfill service) and its parameter that takes it back.
+CURSOR_METHODS: dict[str, tuple[str, str]] = {
+    "jobs": (f"{CLIENT}.list", "cursor"),
+    "steps": (f"{CLIENT}.trace", "steps_cursor"),
+    "events": (f"{CLIENT}.trace", "events_cursor"),
+    "runs": ("Backfills.runs_page", "cursor"),
 }
 # A list cursor's position: a job id as `engine.ids` makes them.
 _JOB_ID = re.compile(rb"[0-9a-f]{32}")
@@ -131,6 +141,39 @@ def cursor_kind(value: object) -> str | None:
             return kind
     canonical = base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") == body
     return "jobs" if canonical and _JOB_ID.fullmatch(payload) else None
+
+
+def refuse_other_kind(kind: str, value: str, call: NextCall | None) -> None:
+    """Raise CURSOR_INVALID naming the method that handed `value` out when it is a cursor of
+    another kind than `kind`, the one being read: the fix is `call`'s first page as the Python
+    line that asks for it (`first_page`). Nothing when it is none of ours, or no first page is
+    known (a driver reached directly). The MCP face names the tool instead, before this leaves
+    it (mcp_jobs/operations/cursors.py)."""
+    found = cursor_kind(value)
+    line = None if call is None else first_page(call)
+    if found is None or found == kind or call is None or line is None:
+        return
+    method, argument = CURSOR_METHODS[kind]
+    raise CursorOfAnotherMethodError(argument, value, CURSOR_METHODS[found], method, call, line)
+
+
+def first_page(call: NextCall) -> str | None:
+    """The Python line asking for the first page the tool call `call` (a CURSOR_INVALID's fix,
+    its cursor left out) asks for, or None for a tool no method here pages."""
+    arguments = dict(call.arguments)
+    words: list[str] = []
+    if call.tool == "inspect_job" and "job_id" in arguments:
+        method = f"{CLIENT}.trace"
+        words.append(python_literal(arguments.pop("job_id")))
+    elif call.tool == "list_backfills" and "name" in arguments:
+        method = f"Backfills({CLIENT}).runs_page"
+        words.append(python_literal(arguments.pop("name")))
+    elif call.tool == "list_jobs":
+        method = f"{CLIENT}.list"
+    else:
+        return None
+    words += [f"{key}={python_literal(value)}" for key, value in arguments.items()]
+    return f"await {method}({', '.join(words)})"
 
 
 # --- a list of jobs: the last id of the page ---------------------------------------------------

@@ -88,7 +88,7 @@ class Note(BaseModel):
     n: int
 
 
-async def test_a_job_declared_in_main_leaves_app_out_and_memory_is_named() -> None:
+async def test_a_job_declared_in_main_leaves_app_out(tmp_path: Path) -> None:
     registry = JobRegistry()
 
     async def noted(input: Note, ctx: JobContext) -> None:
@@ -96,13 +96,14 @@ async def test_a_job_declared_in_main_leaves_app_out_and_memory_is_named() -> No
 
     noted.__module__ = "__main__"  # a script's own job: no --app can import it elsewhere
     job(idempotency_key=lambda i: str(i.n), registry=registry)(noted)
-    jobs = await connect("memory://", registry=registry)
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    jobs = await connect(url, registry=registry)
     try:
         with pytest.raises(JobsError) as raised:
             await jobs.describe("nosuch")
     finally:
         await jobs.close()
-    assert raised.value.fix == "mcp-jobs jobs describe --json --database-url memory://"
+    assert raised.value.fix == f"mcp-jobs jobs describe --json --database-url {url}"
 
 
 @pytest.mark.skipif(not os.environ.get("MCP_JOBS_TEST_PG_DSN"), reason="no PostgreSQL")
@@ -134,4 +135,6 @@ async def test_an_error_a_worker_raises_carries_the_database() -> None:
             await Worker(jobs, queues="*").run_until_idle()
     finally:
         await jobs.close()
-    assert raised.value.fix == "mcp-jobs jobs ls --json --database-url memory://"
+    # memory:// lives in this process: the fix is the call on this client, not a command
+    # (tests/engine/test_api_memory_fixes_are_python_calls.py).
+    assert raised.value.fix == "await jobs.list()"

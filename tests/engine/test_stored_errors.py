@@ -69,7 +69,9 @@ async def test_a_body_that_raises_is_stored_as_job_failed_and_an_ack_clears_it(
     error = (await jobs.get(queued.id)).last_error
     assert isinstance(error, ErrorPayload)
     assert error.code == "JOB_FAILED" and error.cause == "ValueError: boom\ufffd"
-    assert error.fix == f"mcp-jobs jobs show {queued.id} --json"
+    # A client over memory:// reads it back as the call on itself (a shell's memory:// is
+    # another, empty store): tests/engine/test_api_memory_fixes_are_python_calls.py.
+    assert error.fix == f'await jobs.trace("{queued.id}")'
     assert error.details is not None
     assert {k: error.details[k] for k in ("job_id", "exception")} == {
         "job_id": queued.id,

@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, job
+from engine.fix_lines import as_raised
 from engine.tasks import Scheduler, describe_tasks, task
 from engine.tasks.scheduler import CLOCK_STEP_MS
 
@@ -103,4 +104,5 @@ async def test_a_task_failing_every_round_logs_once_and_again_when_it_fires(
             clock.advance(10_000)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1 and "JOB_UNKNOWN" in errors[0].getMessage()
-    assert "mcp-jobs jobs describe" in errors[0].getMessage()  # the error's fix, with it
+    # The error's fix, with it, as this client writes it (on memory://, the call on `jobs`).
+    assert as_raised(jobs.fix_context, "mcp-jobs jobs describe --json") in errors[0].getMessage()

@@ -56,17 +56,22 @@ async def test_a_list_cursor_walks_the_pages_and_anything_else_is_cursor_invalid
     assert steps is None
     other_kind = await jobs.trace(await _job_with_history(jobs, clock, 3, 0), steps_limit=1)
     assert other_kind.steps_cursor is not None
-    for bad in ["garbage", "job0003", other_kind.steps_cursor, *_edited(real)]:
+    first_page = NextCall(tool="list_jobs", arguments={"state": "ready", "limit": 2})
+    for bad in ["garbage", "job0003", *_edited(real)]:
         error = await _refused(jobs.list(state="ready", limit=2, cursor=bad))
         assert error.details == {
             "argument": "cursor",
             "expected": "the cursor of a previous answer",
         }
         # The fix is the same list from its first page.
-        assert error.next_call == NextCall(
-            tool="list_jobs", arguments={"state": "ready", "limit": 2}
-        )
+        assert error.next_call == first_page
         assert error.fix == 'list_jobs {"state": "ready", "limit": 2}'
+    # A cursor of another kind names the method that handed it out; its fix is the same list
+    # from its first page, as the Python line (tests/engine/test_api_cursor_of_another_method.py).
+    error = await _refused(jobs.list(state="ready", limit=2, cursor=other_kind.steps_cursor))
+    assert error.details is not None and error.details["method"] == "jobs.trace"
+    assert error.next_call == first_page
+    assert error.fix == 'await jobs.list(state="ready", limit=2)'
 
 
 async def test_a_list_cursor_goes_with_the_filters_of_the_call_that_returned_it(

@@ -1,0 +1,200 @@
+"""The call on a client that does what an `mcp-jobs` command does (`await jobs.list(...)`).
+
+A `memory://` store lives inside the client's process: a shell's `--database-url memory://`
+opens a new, empty one, so a fix line there is this call instead (engine/fix_lines.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from engine.command_line import DATABASE_FLAG, end_of_options
+
+# The name a Python caller's client has in a fix line, as in the README and the docstrings.
+CLIENT = "jobs"
+# What a command's option gives its call: a text, a whole number, True (a bare flag), texts that
+# follow it (`--queues a b`), a text each time it is given (`--state a --state b`), JSON.
+_Kind = Literal["text", "int", "flag", "texts", "each", "json"]
+# The context's options (`CommandContext.flags`, the faces' FixContext) a call has already: the
+# client is the database, its registry the app. `--tenant`, the scope, is its `tenant_id=`.
+_CONTEXT_OPTIONS: dict[str, _Kind] = {
+    "--json": "flag",
+    DATABASE_FLAG: "text",
+    "--app": "text",
+    "--tenant": "text",
+}
+
+
+@dataclass(frozen=True)
+class _Call:
+    """The `Jobs` method doing what one `mcp-jobs` command does, and how its words map onto it."""
+
+    method: str
+    # The method's parameters the command's positionals give, in order; how many it needs.
+    positionals: tuple[str, ...] = ()
+    needed: int = 0
+    # Each option of the command: the parameter it gives, and how.
+    options: dict[str, tuple[str, _Kind]] = field(default_factory=dict)
+    # The method's parameters passed by position, in order (the rest by keyword).
+    by_position: tuple[str, ...] = ()
+    # Whether it takes `tenant_id` (the scope `--tenant` pins).
+    scoped: bool = False
+
+
+_CALLS: dict[tuple[str, str], _Call] = {
+    ("jobs", "ls"): _Call(
+        "list",
+        options={
+            "--state": ("state", "each"),
+            "--name": ("name", "text"),
+            "--queue": ("queue", "text"),
+            "--tenant-id": ("tenant_id", "text"),
+            "--limit": ("limit", "int"),
+            "--cursor": ("cursor", "text"),
+        },
+        scoped=True,
+    ),
+    ("jobs", "show"): _Call(
+        "trace", ("job_id",), 1, {"--run-id": ("run_id", "text")}, ("job_id", "run_id"), True
+    ),
+    ("jobs", "retry"): _Call(
+        "retry",
+        ("job_id",),
+        1,
+        {
+            "--include-cancelled": ("include_cancelled", "flag"),
+            "--from-step": ("from_step", "text"),
+        },
+        ("job_id",),
+        True,
+    ),
+    ("jobs", "cancel"): _Call("cancel", ("job_id",), 1, by_position=("job_id",), scoped=True),
+    ("jobs", "describe"): _Call("describe", ("name",), by_position=("name",)),
+    ("jobs", "stats"): _Call(
+        "stats", options={"--queues": ("queues", "texts")}, by_position=("queues",), scoped=True
+    ),
+    ("queues", "ls"): _Call("pauses"),
+    ("queues", "pause"): _Call(
+        "pause", ("queue",), options={"--job": ("job", "text"), "--reason": ("reason", "text")}
+    ),
+    ("queues", "resume"): _Call("resume", ("queue",), options={"--job": ("job", "text")}),
+    ("events", "send"): _Call(
+        "send_event",
+        ("name", "key"),
+        2,
+        {"--payload": ("payload", "json")},
+        ("name", "key", "payload"),
+        True,
+    ),
+    ("db", "migrate"): _Call("migrate"),
+}
+
+
+def python_call(rest: Sequence[str]) -> str | None:
+    """The call on a client (`await jobs.list(state="dead")`) that does what `mcp-jobs <rest>`
+    does (its context options aside: the client is its database and app), or None when no call
+    does (`db report`, a worker) or `rest` gives it something no call takes."""
+    call = _CALLS.get((rest[0], rest[1])) if len(rest) >= 2 else None
+    if call is None:
+        return None
+    try:
+        given = _arguments(call, rest[2:])
+        # `jobs show ID --run-id R`: that run's steps.
+        method = "run_steps" if call.method == "trace" and "run_id" in given else call.method
+        shown: list[str] = []
+        for name in call.by_position:
+            if name not in given:
+                break
+            shown.append(python_literal(given.pop(name)))
+        shown += [f"{name}={python_literal(value)}" for name, value in given.items()]
+    except ValueError:
+        return None
+    return f"await {CLIENT}.{method}({', '.join(shown)})"
+
+
+def _arguments(call: _Call, words: Sequence[str]) -> dict[str, Any]:
+    """The parameters `words` (a command's, past its subcommand) give `call`, in the order
+    the method takes them; ValueError for a word it has no place for."""
+    options = {**{flag: (flag, kind) for flag, kind in _CONTEXT_OPTIONS.items()}, **call.options}
+    given: dict[str, Any] = {}
+    positionals: list[str] = []
+    ended = end_of_options(words)
+    at = 0
+    while at < ended:
+        word = words[at]
+        at += 1
+        if not word.startswith("-"):
+            positionals.append(word)
+            continue
+        flag, inline, value = word.partition("=")
+        if flag not in options:
+            raise ValueError(word)
+        name, kind = options[flag]
+        if kind == "flag":
+            if inline:
+                raise ValueError(word)
+            given[name] = True
+            continue
+        if kind == "texts":
+            values = [value] if inline else []
+            while at < ended and not words[at].startswith("-"):
+                values.append(words[at])
+                at += 1
+            if not values:
+                raise ValueError(word)
+            given[name] = [*given.get(name, []), *values]
+            continue
+        if not inline:
+            if at >= ended:
+                raise ValueError(word)
+            value, at = words[at], at + 1
+        given[name] = [*given.get(name, []), value] if kind == "each" else _typed(value, kind)
+    positionals += words[ended + 1 :]
+    if not call.needed <= len(positionals) <= len(call.positionals):
+        raise ValueError(positionals)
+    tenant = given.pop("--tenant", None)
+    for context in _CONTEXT_OPTIONS:
+        given.pop(context, None)
+    ordered = dict(zip(call.positionals, positionals, strict=False))
+    for name in (*call.positionals, *(n for n, _ in call.options.values())):
+        if name in given:
+            ordered[name] = given[name]
+    for name, kind in call.options.values():
+        if kind == "each" and len(ordered.get(name, ())) == 1:
+            ordered[name] = ordered[name][0]  # one given: the value, not a list of it
+    if tenant is not None:
+        if not call.scoped or ordered.get("tenant_id", tenant) != tenant:
+            raise ValueError(tenant)
+        ordered["tenant_id"] = tenant
+    return ordered
+
+
+def _typed(value: str, kind: _Kind) -> Any:
+    if kind == "int":
+        return int(value)
+    if kind == "json":
+        parsed = json.loads(value)
+        if parsed is None:  # the CLI refuses `null`: no payload is left out, not null
+            raise ValueError(value)
+        return parsed
+    return value
+
+
+def python_literal(value: Any) -> str:
+    """`value` (text, a number, True, JSON) as the Python literal that reads back as it."""
+    if isinstance(value, str):
+        # A printable text in double quotes, as the README's calls are; any other in repr's
+        # escapes (a newline would split the line, a lone surrogate is no UTF-8).
+        return json.dumps(value, ensure_ascii=False) if value.isprintable() else repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(python_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        pairs = (f"{python_literal(k)}: {python_literal(v)}" for k, v in value.items())
+        return "{" + ", ".join(pairs) + "}"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(value)  # no literal reads back as it (the CLI refuses it anyway)
+    return repr(value)
