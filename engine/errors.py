@@ -741,37 +741,39 @@ class CursorInvalidError(InvalidArgumentError):
         )
 
 
-class CursorOfAnotherMethodError(CursorInvalidError):
-    """CURSOR_INVALID for a cursor another method of the Python API handed out (a `jobs.list`
-    page's given to `jobs.trace`): it pages only the list it came from, so it is refused naming
-    that method and argument, the fix `first_page` (the first page of `method`, a Python line).
-    The MCP face answers its own CURSOR_WRONG_TOOL, naming the tool, before this leaves it."""
+class CursorOfAnotherListError(CursorInvalidError):
+    """A cursor another list handed out (another method or tool, or another argument of this
+    one): it pages that list only, so it is refused naming where it belongs, never read as a
+    position in this one. The fix is `call`, this list's first page, written as `fix`. Here,
+    CURSOR_INVALID naming a method of the Python API (a `jobs.list` page's given to
+    `jobs.trace`); the MCP face's CURSOR_WRONG_TOOL names the tool (mcp_jobs/errors.py)."""
+
+    # What hands a cursor out, as the cause and the details name it.
+    handed_by = "method"
 
     def __init__(
-        self,
-        argument: str,
-        value: str,
-        owner: tuple[str, str],
-        method: str,
-        call: NextCall,
-        first_page: str,
+        self, argument: str, value: str, owner: tuple[str, str], here: str, call: NextCall, fix: str
     ) -> None:
-        owner_method, owner_argument = owner
-        where = owner_method if owner_method != method else f"{owner_method}'s {owner_argument}"
+        owner_name, owner_argument = owner
+        where = owner_name if owner_name != here else f"{owner_name}'s {owner_argument}"
+        expected = f"the {argument} of a previous {here} answer"
         JobsError.__init__(
             self,
-            f"{argument}={short_repr(value)} is a cursor {owner_method} handed out (its "
-            f"{owner_argument}), not one of {method}'s {argument}: it pages only the list it "
-            f"came from. Pass it back to {where}, or start {method} from its first page",
-            first_page,
+            f"{argument}={short_repr(value)} is a cursor {owner_name} handed out (its "
+            f"{owner_argument}), not one of {here}'s {argument}: it pages only the list it came "
+            f"from. Pass it back to {where}, or start {here} from its first page",
+            fix,
             next_call=call,
             details={
                 "argument": argument,
-                "expected": f"the {argument} of a previous {method} answer",
-                "method": owner_method,
-                "method_argument": owner_argument,
+                "expected": expected,
+                self.handed_by: owner_name,
+                f"{self.handed_by}_argument": owner_argument,
             },
         )
+        self.argument, self.value, self.expected = argument, value, expected
+        self.nearest = NOTHING_NEAR
+        self.fix_said = False
 
 
 def _arguments_text(arguments: Mapping[str, Any]) -> str:

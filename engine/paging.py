@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 
 from engine import bounds
 from engine.client_calls import CLIENT, python_literal
-from engine.errors import CursorInvalidError, CursorOfAnotherMethodError, InvalidArgumentError
+from engine.errors import CursorInvalidError, CursorOfAnotherListError, InvalidArgumentError
 from schemas.errors import NextCall
 from schemas.jobs import DamagedJob, JobFilter, JobPage, JobRecord
 from schemas.states import JOB_STATES, LIVE_STATES, SETTLED_STATES, JobState
@@ -154,7 +154,7 @@ def refuse_other_kind(kind: str, value: str, call: NextCall | None) -> None:
     if found is None or found == kind or call is None or line is None:
         return
     method, argument = CURSOR_METHODS[kind]
-    raise CursorOfAnotherMethodError(argument, value, CURSOR_METHODS[found], method, call, line)
+    raise CursorOfAnotherListError(argument, value, CURSOR_METHODS[found], method, call, line)
 
 
 def first_page(call: NextCall) -> str | None:

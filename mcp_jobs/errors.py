@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.errors import (
     NOTHING_NEAR,
-    CursorInvalidError,
+    CursorOfAnotherListError,
     FlagMend,
     InvalidArgumentError,
     JobsError,
@@ -147,38 +147,20 @@ class CommandLineInvalidError(InvalidArgumentError):
         self.nearest = NOTHING_NEAR
 
 
-class CursorWrongToolError(CursorInvalidError):
-    """A cursor another tool (or another argument of this one) handed out: it pages that list
-    only, so it is refused naming where it belongs, never read as a position in this list (a
-    describe_jobs cursor is a name: a list_jobs cursor there paged from the wrong place). The
-    fix is `call`, this tool's first page."""
+class CursorWrongToolError(CursorOfAnotherListError):
+    """A cursor another tool (or another argument of this one) handed out (a describe_jobs
+    cursor is a name: a list_jobs cursor there paged from the wrong place). The fix is `call`,
+    this tool's first page."""
 
     code = "CURSOR_WRONG_TOOL"
     title = "a paging cursor that another tool handed out"
+    handed_by = "tool"
 
     def __init__(
         self, argument: str, value: str, owner: tuple[str, str], tool: str, call: NextCall
     ) -> None:
-        owner_tool, owner_argument = owner
-        where = owner_tool if owner_tool != tool else f"{owner_tool}'s {owner_argument}"
-        JobsError.__init__(
-            self,
-            f"{argument}={short_repr(value)} is a cursor {owner_tool} handed out (its "
-            f"{owner_argument}), not one of {tool}'s {argument}: it pages only the list it came "
-            f"from. Pass it back to {where}, or start {tool} from its first page",
-            f"{call.tool} {example_call(call.arguments)}",
-            next_call=call,
-            details={
-                "argument": argument,
-                "expected": f"the {argument} of a previous {tool} answer",
-                "tool": owner_tool,
-                "tool_argument": owner_argument,
-            },
-        )
-        self.argument, self.value = argument, value
-        self.expected = f"the {argument} of a previous {tool} answer"
-        self.nearest = NOTHING_NEAR
-        self.fix_said = False
+        fix = f"{call.tool} {example_call(call.arguments)}"
+        super().__init__(argument, value, owner, tool, call, fix)
 
 
 class ComputedKeyInvalidError(InvalidArgumentError):

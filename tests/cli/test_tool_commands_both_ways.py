@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from mcp_jobs.cli.mend import without_flag
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import TOOL_COMMANDS, FixContext, tool_call_of
 
@@ -59,21 +60,8 @@ def test_a_tool_call_printed_as_a_command_reads_back_as_the_same_call(
     words = _command_words(command)
     # The command's context flags are the CLI's own, not the tool's arguments.
     rest = tuple(w for w in words if w not in {"--json"})
-    rest = tuple(_without(rest, "--database-url"))
+    rest = tuple(without_flag(rest, "--database-url"))
     assert tool_call_of(rest) == (tool, given), command
-
-
-def _without(words: tuple[str, ...], flag: str) -> list[str]:
-    out: list[str] = []
-    skip = False
-    for word in words:
-        if skip:
-            skip = False
-        elif word == flag:
-            skip = True
-        else:
-            out.append(word)
-    return out
 
 
 def test_a_command_with_two_positionals_keeps_their_order() -> None:
