@@ -324,6 +324,13 @@ _OAUTH_ENV = {
     "algorithms": OAUTH_ALGORITHMS_ENV,
     "tenant_claim": OAUTH_TENANT_CLAIM_ENV,
 }
+# The OAuth settings by name, as `read_oauth`'s flags are keyed (`jwks_url`).
+OAUTH_SETTINGS = tuple(_OAUTH_ENV)
+
+
+def oauth_flag(name: str) -> str:
+    """The `serve` flag of the OAuth setting `name` (`jwks_url`: `--oauth-jwks-url`)."""
+    return f"--oauth-{name.replace('_', '-')}"
 
 
 _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
@@ -342,8 +349,9 @@ def _is_host(host: str) -> bool:
 
 
 def read_oauth(flags: Mapping[str, str | None], host: str, port: int) -> OAuthSettings | None:
-    """The OAuth settings from the `--oauth-*` flags, else `MCP_JOBS_OAUTH_*`; None without an
-    issuer (then every other OAuth setting is ignored)."""
+    """The OAuth settings from the `--oauth-*` flags, else `MCP_JOBS_OAUTH_*`; None when none is
+    given (OAuth off). A blank setting, or any other given without an issuer, is refused
+    (`_check_oauth_set`): nothing would read it."""
     _check_oauth_set(flags)
     given = {
         name: (flags.get(name) or os.environ.get(env) or "").strip()
@@ -355,7 +363,7 @@ def read_oauth(flags: Mapping[str, str | None], host: str, port: int) -> OAuthSe
 
     def flag(name: str) -> str | None:
         """The flag that gave `name`'s value, when a flag did (it wins over the variable)."""
-        return f"--oauth-{name.replace('_', '-')}" if flags.get(name) else None
+        return oauth_flag(name) if flags.get(name) else None
 
     _check_url(OAUTH_ISSUER_ENV, issuer, flag("issuer"))
     shown = f"[{host}]" if ":" in host else host
@@ -398,8 +406,7 @@ def _check_oauth_set(flags: Mapping[str, str | None]) -> None:
     for name, env in _OAUTH_ENV.items():
         typed = flags.get(name)
         if typed is not None and not typed.strip():
-            flag = f"--oauth-{name.replace('_', '-')}"
-            raise InvalidArgumentError(flag, typed, _OAUTH_BLANK, nearest=LEFT_OUT)
+            raise InvalidArgumentError(oauth_flag(name), typed, _OAUTH_BLANK, nearest=LEFT_OUT)
         raw = os.environ.get(env)
         if typed is None and raw is not None and not raw.strip():
             raise OAuthSettingInvalidError(env, raw, _OAUTH_BLANK, f"unset {env}")
@@ -407,10 +414,8 @@ def _check_oauth_set(flags: Mapping[str, str | None]) -> None:
         return
     for name, env in _OAUTH_ENV.items():
         if flags.get(name):
-            flag = f"--oauth-{name.replace('_', '-')}"
-            raise InvalidArgumentError(
-                flag, flags[name], _OAUTH_WITHOUT_ISSUER.format("--oauth-issuer"), nearest=LEFT_OUT
-            )
+            without = _OAUTH_WITHOUT_ISSUER.format(oauth_flag("issuer"))
+            raise InvalidArgumentError(oauth_flag(name), flags[name], without, nearest=LEFT_OUT)
         if os.environ.get(env):
             raise OAuthSettingInvalidError(
                 env,
