@@ -22,6 +22,7 @@ from engine.shell_words import shell_join
 from mcp_jobs import operations
 from mcp_jobs.app_modules import load_apps
 from mcp_jobs.cli.database_file import require_database
+from mcp_jobs.cli.db_report import refuse_unusable
 from mcp_jobs.cli.mend import mended, refusal_context
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings
@@ -31,7 +32,13 @@ from mcp_jobs.operations.backfills import follow_write
 from mcp_jobs.operations.bulk import BulkAction, BulkFilter, BulkJobsResult, bulk_command
 from mcp_jobs.operations.database import report_of
 from mcp_jobs.operations.envelope import error_payload, failure, success
-from mcp_jobs.operations.models import Envelope, MigrateResult, NatsReportResult, RunBackfillResult
+from mcp_jobs.operations.models import (
+    DbReportResult,
+    Envelope,
+    MigrateResult,
+    NatsReportResult,
+    RunBackfillResult,
+)
 from mcp_jobs.operations.scope import Scope
 
 # How long `backfill NAME --write` follows the pass at a terminal, when a worker is live.
@@ -87,17 +94,24 @@ async def guarded(
 ) -> int:
     """Run a command; any failure prints as the same envelope (or code/cause/fix) and exits 1.
     Every fix it prints is a command that runs as given (`FixContext`)."""
+    envelope, fixes = await answer_of(kind, run, settings)
+    return emit(kind, envelope, as_json, fixes)
+
+
+async def answer_of(
+    kind: str, run: Callable[[], Awaitable[Envelope]], settings: Settings
+) -> tuple[dict[str, Any], FixContext]:
+    """`run`'s envelope, or its failure's, and the context its fixes were written in."""
     # Each context is taken once `run` has imported the app: its declared environment counts.
     try:
         model = await run()
         fixes = FixContext.of(settings, face="cli")
-        envelope = success(fixes.qualify_all(model))
+        return success(fixes.qualify_all(model)), fixes
     except Exception as exc:  # every failure is shown as an envelope; tracebacks go to the log
         fixes = refusal_context(settings)
         # A value refused after one of the command's flags comes back as the command, mended.
         payload = error_payload(mended(exc, fixes), where=f"mcp-jobs {kind}", context=fixes)
-        envelope = failure(payload)
-    return emit(kind, envelope, as_json, fixes)
+        return failure(payload), fixes
 
 
 # --- jobs ---------------------------------------------------------------------------------------
@@ -375,16 +389,27 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def report_command(args: argparse.Namespace, settings: Settings) -> int:
-    """`db report`: the fix of a database that does not answer, is full or refuses."""
+    """`db report`: the fix of a database that does not answer, is full or refuses. One it
+    cannot use exits 1 with the error every command gets there, the report's lines still shown
+    (with `--json`, its fields beside `error`; as text, on stdout before the error)."""
+    found: list[DbReportResult] = []
 
     async def run() -> Envelope:
         jobs = await connect(settings.url, migrate=False)
         try:
-            return await report_of(jobs.driver, settings.url)
+            found.append(await report_of(jobs.driver, settings.url))
+            await refuse_unusable(jobs.driver.kind, settings.url, found[0])
+            return found[0]
         finally:
             await jobs.close()
 
-    return await guarded("db_report", args.json, run, settings)
+    envelope, fixes = await answer_of("db_report", run, settings)
+    if found and not envelope["ok"]:
+        shown = success(FixContext.of(settings, face="cli").qualify_all(found[0]))
+        if not args.json:
+            print_text("db_report", shown)
+        envelope = {**shown, **envelope}
+    return emit("db_report", envelope, args.json, fixes)
 
 
 async def nats_report_command(args: argparse.Namespace, settings: Settings) -> int:

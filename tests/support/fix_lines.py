@@ -45,7 +45,9 @@ def command_words(fix: str) -> list[str]:
 
 
 def run_fix(fix: str) -> str:
-    """The fix's output; it must succeed."""
+    """The fix's output; it must succeed. `mcp-jobs db report` on a database it cannot use
+    (the fix of DRIVER_UNAVAILABLE and of a refused URL) prints its report and exits 1 with
+    that database's error: run where the database is still away, that is its answer."""
     with tempfile.TemporaryDirectory() as place:
         scratch = Path(place) / "work"
         scratch.mkdir()
@@ -59,7 +61,13 @@ def run_fix(fix: str) -> str:
             timeout=COMMAND_SECONDS,
             env=env,
         )
-    assert done.returncode == 0, (fix, done.returncode, done.stdout, done.stderr)
+    reported = command_words(fix)[1:3] == ["db", "report"] and done.stdout.strip() != ""
+    assert done.returncode in ((0, 1) if reported else (0,)), (
+        fix,
+        done.returncode,
+        done.stdout,
+        done.stderr,
+    )
     return done.stdout
 
 
