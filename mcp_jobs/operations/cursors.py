@@ -6,12 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from engine.paging import CURSOR_OWNERS, cursor_kind
+from engine.backfill.ledger import MAX_RUNS_CURSOR_BYTES
+from engine.bounds import MAX_NAME_BYTES
+from engine.client import Jobs
+from engine.paging import CURSOR_OWNERS, MAX_CURSOR_BYTES, MAX_LIST_CURSOR_BYTES, cursor_kind
+from engine.tasks import task_roster
 from mcp_jobs.errors import CursorWrongToolError
 from schemas.errors import NextCall
 
 # describe_jobs pages by name: its cursor is the last job or task name of the page before.
 NAMES_CURSOR = ("describe_jobs", "cursor")
+# The longest cursor any tool hands out (a describe_jobs cursor is a name): every cursor
+# argument takes up to this, so another tool's cursor reaches the owner check below rather than
+# a length refusal that cannot say whose it is. Past it, no tool handed it out.
+MAX_ANY_CURSOR_BYTES = max(
+    MAX_NAME_BYTES, MAX_CURSOR_BYTES, MAX_LIST_CURSOR_BYTES, MAX_RUNS_CURSOR_BYTES
+)
 
 
 def refuse_foreign(
@@ -26,3 +36,10 @@ def refuse_foreign(
         owner = NAMES_CURSOR
     if owner is not None and owner != (tool, argument) and isinstance(value, str):
         raise CursorWrongToolError(argument, value, owner, tool, call)
+
+
+async def names_cursors(jobs: Jobs) -> set[str]:
+    """What a describe_jobs cursor can be: a job's or a cron task's name. Read only on the path
+    of a cursor already refused, to name its owner."""
+    names = {d.name for d in await jobs.describe()}
+    return names | {t.name for t in await task_roster(jobs)}

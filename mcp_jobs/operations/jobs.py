@@ -28,7 +28,7 @@ from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example_call
 from mcp_jobs.operations.answer_bounds import checked_limit
 from mcp_jobs.operations.attempts import AttemptCounter
-from mcp_jobs.operations.cursors import refuse_foreign
+from mcp_jobs.operations.cursors import names_cursors, refuse_foreign
 from mcp_jobs.operations.job_input import refuse_coerced
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import (
@@ -182,8 +182,7 @@ async def _listed(scope: Scope, cursor: str | None, **filters: Any) -> JobPage:
         return await scope.jobs.list(cursor=cursor, **filters)
     except CursorInvalidError as exc:
         if exc.next_call is not None:
-            names = {d.name for d in await scope.jobs.describe()}
-            names |= {t.name for t in await task_roster(scope.jobs)}
+            names = await names_cursors(scope.jobs)
             refuse_foreign("list_jobs", "cursor", cursor, exc.next_call, names)
         raise
 
@@ -226,7 +225,8 @@ async def inspect_job(
         argument = (exc.details or {}).get("argument")
         given = {"steps_cursor": steps_cursor, "events_cursor": events_cursor}.get(argument or "")
         if exc.next_call is not None and argument is not None:
-            refuse_foreign("inspect_job", argument, given, exc.next_call)
+            names = await names_cursors(scope.jobs)
+            refuse_foreign("inspect_job", argument, given, exc.next_call, names)
         raise
     if run_id is not None and run_id != trace.job.run_id:
         trace = await run_trace(scope, trace, run_id, steps_limit)

@@ -9,17 +9,22 @@ from typing import Any
 import pytest
 
 from engine import Jobs
+from mcp_jobs.operations.cursors import MAX_ANY_CURSOR_BYTES
 from tests.mcp.conftest import OpenMcp
+
+# Longer than any cursor a tool hands out (a shorter one reaches the tool: CURSOR_INVALID, or
+# CURSOR_WRONG_TOOL naming the tool that handed it out).
+TOO_LONG = "c" * (MAX_ANY_CURSOR_BYTES + 1)
 
 
 @pytest.mark.parametrize(
     ("tool", "arguments", "cursor"),
     [
-        ("list_jobs", {"state": "ready", "cursor": "c" * 95}, "cursor"),
+        ("list_jobs", {"state": "ready", "cursor": TOO_LONG}, "cursor"),
         ("list_jobs", {"cursor": 5}, "cursor"),
-        ("list_jobs", {"cursor": ["c" * 95]}, "cursor"),
+        ("list_jobs", {"cursor": [TOO_LONG]}, "cursor"),
         ("describe_jobs", {"cursor": 3}, "cursor"),
-        ("inspect_job", {"steps_cursor": "c" * 31}, "steps_cursor"),
+        ("inspect_job", {"steps_cursor": TOO_LONG}, "steps_cursor"),
         ("inspect_job", {"events_cursor": 7}, "events_cursor"),
     ],
 )

@@ -10,16 +10,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from engine.backfill.ledger import MAX_RUNS_CURSOR_BYTES, MAX_RUNS_PAGE
-from engine.bounds import MAX_ID_BYTES, MAX_NAME_BYTES
-from engine.paging import (
-    DEFAULT_TRACE_PAGE,
-    MAX_CURSOR_BYTES,
-    MAX_LIST_CURSOR_BYTES,
-    MAX_TRACE_PAGE,
-)
+from engine.backfill.ledger import MAX_RUNS_PAGE
+from engine.bounds import MAX_ID_BYTES
+from engine.paging import DEFAULT_TRACE_PAGE, MAX_TRACE_PAGE
 from mcp_jobs import operations
 from mcp_jobs.config import SHOWN, ServerLimits
+from mcp_jobs.operations.cursors import MAX_ANY_CURSOR_BYTES
 from mcp_jobs.operations.models import (
     DbReportResult,
     DescribeJobsResult,
@@ -64,7 +60,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             int, Field(description="page size", ge=1, le=page_cap), ServerCap("items")
         ] = SHOWN,
         cursor: Annotated[
-            str | None, Field(description="from the last page", max_length=MAX_NAME_BYTES)
+            str | None, Field(description="from the last page", max_length=MAX_ANY_CURSOR_BYTES)
         ] = None,
     ) -> Annotated[CallToolResult, DescribeJobsResult]:
         return await run_tool(
@@ -99,7 +95,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             str | None,
             Field(
                 description="the last page's next_cursor (same filters)",
-                max_length=MAX_LIST_CURSOR_BYTES,
+                max_length=MAX_ANY_CURSOR_BYTES,
             ),
         ] = None,
     ) -> Annotated[CallToolResult, ListJobsResult]:
@@ -137,7 +133,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
         ] = DEFAULT_TRACE_PAGE,
         steps_cursor: Annotated[
             str | None,
-            Field(description="from the last answer", max_length=MAX_CURSOR_BYTES),
+            Field(description="from the last page", max_length=MAX_ANY_CURSOR_BYTES),
         ] = None,
         events_limit: Annotated[
             int,
@@ -145,7 +141,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
         ] = DEFAULT_TRACE_PAGE,
         events_cursor: Annotated[
             str | None,
-            Field(description="from the last answer", max_length=MAX_CURSOR_BYTES),
+            Field(description="from the last page", max_length=MAX_ANY_CURSOR_BYTES),
         ] = None,
         run_id: Annotated[
             str | None,
@@ -279,7 +275,7 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             str | None,
             Field(
                 description="with name: from the last answer",
-                max_length=MAX_RUNS_CURSOR_BYTES,
+                max_length=MAX_ANY_CURSOR_BYTES,
             ),
         ] = None,
     ) -> Annotated[CallToolResult, ListBackfillsResult]:
