@@ -24,6 +24,7 @@ from mcp_jobs.cli.mend import print_failure
 from mcp_jobs.config import (
     DEFAULT_HOST,
     DEFAULT_PORT,
+    OAUTH_SETTINGS,
     TOKEN_ENV,
     Settings,
     bind_host,
@@ -144,8 +145,7 @@ def _no_http_flags(args: argparse.Namespace) -> None:
 
 
 def oauth_flags(args: argparse.Namespace) -> dict[str, str | None]:
-    names = ("issuer", "audience", "jwks_url", "resource_url", "algorithms", "tenant_claim")
-    return {name: getattr(args, f"oauth_{name}", None) for name in names}
+    return {name: getattr(args, f"oauth_{name}", None) for name in OAUTH_SETTINGS}
 
 
 async def discover_oauth(settings: Settings) -> Settings:
