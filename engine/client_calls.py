@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.command_line import DATABASE_FLAG, end_of_options
+from schemas.errors import NextCall
 
 # The name a Python caller's client has in a fix line, as in the README and the docstrings.
 CLIENT = "jobs"
@@ -198,3 +199,22 @@ def python_literal(value: Any) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(value)  # no literal reads back as it (the CLI refuses it anyway)
     return repr(value)
+
+
+def first_page(call: NextCall) -> str | None:
+    """The Python line asking for the first page the tool call `call` (a CURSOR_INVALID's fix,
+    its cursor left out) asks for, or None for a tool no method here pages."""
+    arguments = dict(call.arguments)
+    words: list[str] = []
+    if call.tool == "inspect_job" and "job_id" in arguments:
+        method = f"{CLIENT}.trace"
+        words.append(python_literal(arguments.pop("job_id")))
+    elif call.tool == "list_backfills" and "name" in arguments:
+        method = f"Backfills({CLIENT}).runs_page"
+        words.append(python_literal(arguments.pop("name")))
+    elif call.tool == "list_jobs":
+        method = f"{CLIENT}.list"
+    else:
+        return None
+    words += [f"{key}={python_literal(value)}" for key, value in arguments.items()]
+    return f"await {method}({', '.join(words)})"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from engine.client_calls import python_call
+from engine.client_calls import first_page, python_call
 from engine.command_line import (
     DATABASE_FLAG,
     END_OF_OPTIONS,
@@ -37,7 +37,7 @@ from engine.command_line import (
 )
 from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
 from engine.environment import NAME_PATTERN
-from engine.errors import JobsError
+from engine.errors import CursorInvalidError, JobsError
 from engine.shell_words import for_shlex, shell_join, shell_word
 from schemas.jobs import JobPage, JobRecord
 from schemas.trace import JobTrace
@@ -288,6 +288,10 @@ class CommandContext:
                 self.write_into(inner)
         elif isinstance(exc, JobsError):
             exc.fix = with_flags(exc.fix, self.flags())
+            # A refused cursor's fix is its list's first page as a tool call (for the faces):
+            # for a Python caller, the method's call.
+            if isinstance(exc, CursorInvalidError) and exc.next_call is not None:
+                exc.fix = first_page(exc.next_call) or exc.fix
 
 
 @functools.lru_cache(maxsize=1024)

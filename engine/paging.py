@@ -28,7 +28,7 @@ import struct
 from collections.abc import Iterable, Sequence
 
 from engine import bounds
-from engine.client_calls import CLIENT, python_literal
+from engine.client_calls import CLIENT, first_page
 from engine.errors import CursorInvalidError, CursorOfAnotherListError, InvalidArgumentError
 from schemas.errors import NextCall
 from schemas.jobs import DamagedJob, JobFilter, JobPage, JobRecord
@@ -155,25 +155,6 @@ def refuse_other_kind(kind: str, value: str, call: NextCall | None) -> None:
         return
     method, argument = CURSOR_METHODS[kind]
     raise CursorOfAnotherListError(argument, value, CURSOR_METHODS[found], method, call, line)
-
-
-def first_page(call: NextCall) -> str | None:
-    """The Python line asking for the first page the tool call `call` (a CURSOR_INVALID's fix,
-    its cursor left out) asks for, or None for a tool no method here pages."""
-    arguments = dict(call.arguments)
-    words: list[str] = []
-    if call.tool == "inspect_job" and "job_id" in arguments:
-        method = f"{CLIENT}.trace"
-        words.append(python_literal(arguments.pop("job_id")))
-    elif call.tool == "list_backfills" and "name" in arguments:
-        method = f"Backfills({CLIENT}).runs_page"
-        words.append(python_literal(arguments.pop("name")))
-    elif call.tool == "list_jobs":
-        method = f"{CLIENT}.list"
-    else:
-        return None
-    words += [f"{key}={python_literal(value)}" for key, value in arguments.items()]
-    return f"await {method}({', '.join(words)})"
 
 
 # --- a list of jobs: the last id of the page ---------------------------------------------------

@@ -2,7 +2,7 @@
 `jobs.trace(steps_cursor=...)`, a steps cursor as `events_cursor`, a list's to a backfill's
 runs): CURSOR_INVALID that names the method and argument it came from, whose fix is the first
 page of the method it was given to, a Python line that runs. A cursor of the right method that
-does not decode is the plain CURSOR_INVALID it was."""
+does not decode is the plain CURSOR_INVALID, its fix the same kind of line."""
 
 from __future__ import annotations
 
@@ -112,3 +112,8 @@ async def test_a_cursor_of_the_right_method_that_does_not_decode_stays_plain(job
     assert type(error) is CursorInvalidError and "method" not in (error.details or {})
     garbage = await refused(jobs.trace("0" * 32, steps_cursor="c1.AAAA"))
     assert type(garbage) is CursorInvalidError
+    # Its fix, for a caller of the client, is the first page as the Python line that asks it
+    # (the faces get the tool call, and the CLI its command).
+    assert error.fix == 'await jobs.list(queue="r")', error.fix
+    assert isinstance(await run_fix(error.fix, jobs), JobPage)
+    assert garbage.fix == f'await jobs.trace("{"0" * 32}")', garbage.fix

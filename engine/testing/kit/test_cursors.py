@@ -63,11 +63,12 @@ async def test_a_list_cursor_walks_the_pages_and_anything_else_is_cursor_invalid
             "argument": "cursor",
             "expected": "the cursor of a previous answer",
         }
-        # The fix is the same list from its first page.
+        # The fix is the same list from its first page: the tool call for a face, the Python
+        # line for a caller of the client.
         assert error.next_call == first_page
-        assert error.fix == 'list_jobs {"state": "ready", "limit": 2}'
-    # A cursor of another kind names the method that handed it out; its fix is the same list
-    # from its first page, as the Python line (tests/engine/test_api_cursor_of_another_method.py).
+        assert error.fix == 'await jobs.list(state="ready", limit=2)'
+    # A cursor of another kind names the method that handed it out
+    # (tests/engine/test_api_cursor_of_another_method.py).
     error = await _refused(jobs.list(state="ready", limit=2, cursor=other_kind.steps_cursor))
     assert error.details is not None and error.details["method"] == "jobs.trace"
     assert error.next_call == first_page
