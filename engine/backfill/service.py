@@ -44,6 +44,7 @@ from engine.backfill.registry import BackfillRegistry, default_backfills
 from engine.declare import JobDefinition
 from engine.drivers.base import BACKFILL_LEDGER, require
 from engine.errors import JobsError
+from engine.fix_lines import CommandContext, fixes_written
 from engine.ids import new_id
 from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
 from schemas.jobs import JobRecord
@@ -75,6 +76,12 @@ class Backfills:
         # a backfill is, so that a worker whose app declares none does not serve their queue.
         self.registry.when_declared(jobs.registry, self._install_pass)
 
+    @property
+    def fix_context(self) -> CommandContext | None:
+        """Its client's (`Jobs.fix_context`): an error leaving a method here carries the
+        client's database and app in its `mcp-jobs …` fix, as the client's own do."""
+        return self.jobs.fix_context
+
     def _install_pass(self) -> JobDefinition[Any]:
         return install_pass(self.jobs.registry, self.registry)
 
@@ -86,6 +93,7 @@ class Backfills:
 
     # --- reads ---------------------------------------------------------------------------------
 
+    @fixes_written
     async def live_passes(self) -> dict[str, JobRecord]:
         """The live pass job of each backfill name that has one."""
         live: dict[str, JobRecord] = {}
@@ -104,12 +112,14 @@ class Backfills:
                 return live
             cursor = page.next_cursor
 
+    @fixes_written
     async def runs(self, name: str | None = None) -> builtins.list[BackfillRun]:
         """Ledger rows in this environment, newest first (every run, forced reruns included).
         Unpaged: it costs the whole ledger, so reads that run often use `runs_page`."""
         name = bounds.optional_text("name", name, bounds.MAX_NAME_BYTES)
         return await self.ledger.backfill_runs(name, self._here())
 
+    @fixes_written
     async def runs_page(
         self, name: str, *, limit: int = DEFAULT_RUNS_PAGE, cursor: str | None = None
     ) -> RunsPage:
@@ -140,6 +150,7 @@ class Backfills:
             return run
         return as_settled(run, job)
 
+    @fixes_written
     async def newest_run(
         self, name: str, status: BackfillStatus | None = None
     ) -> BackfillRun | None:
@@ -156,6 +167,7 @@ class Backfills:
             return last, last
         return last, await self.newest_run(definition.name, "completed")
 
+    @fixes_written
     async def pending(self) -> builtins.list[BackfillPendingError]:
         """Declared here and not completed here, as findings with the line that runs each.
         Reads one ledger row per backfill declared for this environment."""
@@ -171,6 +183,7 @@ class Backfills:
 
     # --- dry run -------------------------------------------------------------------------------
 
+    @fixes_written
     async def dry_run(self, name: str, *, force: bool = False) -> BackfillPlan:
         """Count the rows, size the batches, sample the first batch's keys, and say what a write
         would answer. Calls only the declaration's `requires`, `count` and `read`; writes
@@ -224,6 +237,7 @@ class Backfills:
 
     # --- write ---------------------------------------------------------------------------------
 
+    @fixes_written
     async def check_write(self, name: str, force: bool = False) -> None:
         """Raise what `write` would answer now, and start nothing."""
         definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))
@@ -238,6 +252,7 @@ class Backfills:
         if verdict is not None:
             raise verdict
 
+    @fixes_written
     async def write(
         self,
         name: str,
@@ -277,6 +292,7 @@ class Backfills:
 
     # --- list ----------------------------------------------------------------------------------
 
+    @fixes_written
     async def list(self, pending_only: bool = False) -> builtins.list[BackfillState]:
         """Every declared backfill with its ledger state here, by name; `pending_only` keeps
         the ones declared for this environment and not completed in it."""
@@ -294,6 +310,7 @@ class Backfills:
             states.append(self._state(definition, last, pending, holder))
         return states
 
+    @fixes_written
     async def state(self, name: str) -> BackfillState:
         """One declared backfill's state here, as `list` shows it. BACKFILL_UNKNOWN otherwise."""
         definition = self.registry.require(bounds.text("name", name, bounds.MAX_NAME_BYTES))

@@ -11,6 +11,7 @@ import pytest
 from engine import Jobs, ManualClock, Worker
 from engine.backfill import PASS_JOB, BackfillRegistry, Backfills, service
 from engine.errors import JobsError
+from engine.fix_lines import as_raised
 from engine.ids import new_id
 from schemas.jobs import EnqueueRequest
 from schemas.states import LIVE_STATES
@@ -143,7 +144,9 @@ async def test_a_live_pass_refuses_a_second_write_and_names_the_job_to_inspect(
     with pytest.raises(JobsError) as caught:
         await backfills.write("normalize_emails")
     assert caught.value.code == "BACKFILL_RUNNING"
-    assert caught.value.fix == f"mcp-jobs jobs show {first.job_id} --json"
+    # The client's database written in (on memory://, the client's own call).
+    shown = f"mcp-jobs jobs show {first.job_id} --json"
+    assert caught.value.fix == as_raised(jobs.fix_context, shown)
     assert caught.value.next_call is not None
     assert caught.value.next_call.tool == "inspect_job"
     assert caught.value.next_call.arguments == {"job_id": first.job_id}
@@ -178,7 +181,8 @@ async def test_a_completed_backfill_is_refused_until_forced(
     with pytest.raises(JobsError) as caught:
         await backfills.write("normalize_emails")
     assert caught.value.code == "BACKFILL_APPLIED"
-    assert caught.value.fix == "mcp-jobs backfill normalize_emails --write --force --json"
+    forcing = "mcp-jobs backfill normalize_emails --write --force --json"
+    assert caught.value.fix == as_raised(jobs.fix_context, forcing)
     assert caught.value.details is not None
     assert caught.value.details["run_id"] == start.run_id
     assert caught.value.next_call is not None
