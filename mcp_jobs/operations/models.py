@@ -36,7 +36,9 @@ _ANSWER = ConfigDict(json_schema_mode_override="serialization")
 
 
 class Envelope(BaseModel):
-    """`ok` is false exactly when `error` is set; the payload fields are then absent."""
+    """`ok` is false exactly when `error` is set; the payload fields are then absent, but for
+    the CLI's `db report --json`, which keeps its report beside the error (scripts read
+    `.reachable`)."""
 
     model_config = _ANSWER
 
