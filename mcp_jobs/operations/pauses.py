@@ -13,7 +13,7 @@ from pydantic import Field
 
 from engine.drivers.base import PAUSES
 from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError
-from engine.pauses import PauseKey, target
+from engine.pauses import PauseKey, target, written
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import Envelope, Finding, PauseView, QueueStatsView
 from mcp_jobs.operations.scope import Scope
@@ -107,8 +107,11 @@ async def pause_queue(
     scope: Scope, queue: str | None = None, job: str | None = None, reason: str | None = None
 ) -> PauseQueueResult:
     kind, name = _named(scope, queue, job)
-    _unpinned(scope, "pause", kind, name)
     try:
+        # The pause's own rule first: a pinned caller is refused below with an operator's
+        # command naming this pause, which must be one a pause takes.
+        written(queue, job, scope.actor, reason)
+        _unpinned(scope, "pause", kind, name)
         found, before = await scope.jobs.pause(
             queue=queue, job=job, actor=scope.actor, reason=reason
         )

@@ -125,6 +125,20 @@ async def test_a_tenant_pinned_server_may_not_pause_every_tenant(
     assert await jobs.pauses() == []
 
 
+async def test_a_tenant_pinned_caller_is_refused_a_bad_pause_name_before_the_pin(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """The pin's refusal hands the operator a command naming the pause: with a name no pause
+    takes, that command failed too. The name is mended first; the mended call meets the pin,
+    whose command then names what a pause takes."""
+    async with open_mcp(Settings(tenant="acme")) as mcp:
+        refused = await mcp.fails("pause_queue", {"queue": "ma\nil"}, "INVALID_ARGUMENT")
+        assert refused["fix"] == 'pause_queue {"queue": "mail"}', refused
+        pinned = await mcp.fails("pause_queue", {"queue": "mail"}, "TENANT_SCOPE_EXCEEDED")
+        assert "queues pause mail" in pinned["fix"], pinned
+    assert await jobs.pauses() == []
+
+
 async def test_a_read_only_server_gives_the_resume_command_not_a_call_it_does_not_serve(
     jobs: Jobs, open_mcp: OpenMcp
 ) -> None:
