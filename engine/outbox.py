@@ -23,8 +23,7 @@ import anyio
 
 from engine.errors import InvalidArgumentError, JobsError
 from engine.ids import new_token, worker_id
-from engine.services import attempt
-from engine.wake import Waker
+from engine.services import ServiceLoop, attempt
 from schemas.jobs import EnqueueResult
 from schemas.outbox import OutboxRow
 
@@ -53,7 +52,7 @@ class PublishedBatch:
     released: list[str]
 
 
-class OutboxRelay:
+class OutboxRelay(ServiceLoop):
     """Publishes staged outbox rows as jobs, batch by batch. `Worker` runs one by default."""
 
     def __init__(
@@ -79,9 +78,7 @@ class OutboxRelay:
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
         self.id = relay_id or f"relay:{worker_id()}"
-        self._stopping = False
-        self._waker = Waker()
-        self._done = anyio.Event()
+        super().__init__()
 
     async def pass_once(self) -> PublishedBatch | None:
         """Claim one batch and publish it; None when nothing is waiting."""
@@ -100,7 +97,7 @@ class OutboxRelay:
             # Cancelled or crashed mid-publish: hand back what this claim still owns (published
             # rows are not touched) rather than leave it until the lease runs out.
             with anyio.CancelScope(shield=True):
-                await self._release(token, [r.id for r in rows])
+                await self._hand_back(token, [r.id for r in rows])
             raise
         return PublishedBatch(self.id, token, rows, results, released)
 
@@ -115,11 +112,11 @@ class OutboxRelay:
                 results.extend(await self.driver.outbox_publish(token, [row]))
             except JobsError as exc:
                 logger.error("outbox row %s (%s) not published: %s", row.id, row.request.name, exc)
-                await self._release(token, [row.id])
+                await self._hand_back(token, [row.id])
                 released.append(row.id)
         return results, released
 
-    async def _release(self, token: str, ids: list[str]) -> None:
+    async def _hand_back(self, token: str, ids: list[str]) -> None:
         try:
             await self.driver.outbox_release(token, ids)
         except JobsError as exc:
@@ -132,28 +129,10 @@ class OutboxRelay:
             published += len(batch.results)
         return published
 
-    async def run(self) -> None:
-        """Publish batches until `stop()`; a full batch is followed at once by the next."""
-        try:
-            while not self._stopping:
-                batch = await attempt("outbox relay pass", logger, self.pass_once)
-                if batch is not None and len(batch.rows) == self.batch_size:
-                    await anyio.lowlevel.checkpoint()
-                    continue
-                if not self._stopping:
-                    await self._waker.wait(self.clock, self.poll_ms)
-        finally:
-            self._done.set()
-
-    def stop(self) -> None:
-        self._stopping = True
-        self._waker.notify()
-
-    def rearm(self) -> None:
-        """Make a stopped relay runnable again, for its worker's next run (between runs only)."""
-        self._stopping = False
-        self._waker = Waker()
-        self._done = anyio.Event()
-
-    async def wait_stopped(self) -> None:
-        await self._done.wait()
+    async def _turn(self) -> None:
+        """A batch; a full one is followed at once by the next, else a wait of `poll_ms`."""
+        batch = await attempt("outbox relay pass", logger, self.pass_once)
+        if batch is not None and len(batch.rows) == self.batch_size:
+            await anyio.lowlevel.checkpoint()
+            return
+        await self._sleep(self.poll_ms)

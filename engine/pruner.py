@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 import anyio
 
 from engine import bounds
-from engine.clock import sleep_unless_woken
 from engine.descriptors import DESCRIPTOR_EXPIRY_MS, DescriptorInvalidError, vouch_for
 from engine.drivers.base import (
     DESCRIPTORS,
@@ -53,7 +52,7 @@ from engine.retention import (
     policy_from_env,
     totals,
 )
-from engine.services import attempt
+from engine.services import ServiceLoop, attempt
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -184,7 +183,7 @@ async def _between_batches(clock: Clock, pause_ms: int) -> None:
         await anyio.lowlevel.checkpoint()
 
 
-class Pruner:
+class Pruner(ServiceLoop):
     """Prunes settled history every `interval_ms` while it holds the prune lease. `Worker`
     runs one in-process when retention is on."""
 
@@ -221,9 +220,7 @@ class Pruner:
         self.holder = holder or f"pruner:{worker_id()}"
         self.leading = False
         self._listeners: list[PassListener] = []
-        self._stopping = False
-        self._wake = anyio.Event()
-        self._done = anyio.Event()
+        super().__init__()
 
     def add_listener(self, listener: PassListener) -> None:
         self._listeners.append(listener)
@@ -318,41 +315,14 @@ class Pruner:
 
     # --- the loop -------------------------------------------------------------------------------
 
-    async def run(self) -> None:
+    async def _turn(self) -> None:
         """A pass now, then one every `interval_ms` (a follower checks the lease as often)."""
-        try:
-            while not self._stopping:
-                await attempt("prune pass", logger, self.pass_once)
-                await self._sleep(self.interval_ms)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self._release()
-            self._done.set()
-
-    def stop(self) -> None:
-        self._stopping = True
-        self._wake.set()
-
-    def rearm(self) -> None:
-        """Make a stopped pruner runnable again, for its worker's next run (between runs only)."""
-        self._stopping = False
-        self._wake = anyio.Event()
-        self._done = anyio.Event()
-
-    async def wait_stopped(self) -> None:
-        await self._done.wait()
+        await attempt("prune pass", logger, self.pass_once)
+        await self._sleep(self.interval_ms)
 
     async def _pause(self) -> None:
         """The pause between two batches; `stop()` ends it early."""
-        if self.pause_ms <= 0:
-            await anyio.lowlevel.checkpoint()
-        else:
-            await self._sleep(self.pause_ms)
-
-    async def _sleep(self, ms: int) -> None:
-        if self._stopping:
-            return
-        await sleep_unless_woken(self.clock, ms, self._wake)
+        await self._sleep(self.pause_ms)
 
     async def _release(self) -> None:
         """Hand the lease back on the way out so a peer prunes at its next pass."""

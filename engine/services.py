@@ -11,6 +11,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import anyio
+
+from engine.clock import Clock, sleep_unless_woken
 from engine.errors import JobsError
 from engine.worker_outage import noted_failure, noted_success
 
@@ -31,3 +34,52 @@ async def attempt(what: str, log: logging.Logger, run: Callable[[], Awaitable[T]
         return None
     noted_success(what)
     return answer
+
+
+class ServiceLoop:
+    """One of those loops: `run()` takes turns until `stop()`, which also cuts a sleep short;
+    on the way out it hands back what it holds (`_release`, shielded from the cancel that may
+    end it); `rearm()` readies it for its worker's next run."""
+
+    clock: Clock
+
+    def __init__(self) -> None:
+        self._stopping = False
+        self._wake = anyio.Event()
+        self._done = anyio.Event()
+
+    async def _turn(self) -> None:
+        """One pass and the wait after it."""
+        raise NotImplementedError
+
+    async def _release(self) -> None:
+        """What the loop leads (a lease) goes back, so a peer takes over at once."""
+
+    async def run(self) -> None:
+        try:
+            while not self._stopping:
+                await self._turn()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._release()
+            self._done.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    def rearm(self) -> None:
+        """Make a stopped loop runnable again (between its worker's runs only)."""
+        self._stopping = False
+        self._wake = anyio.Event()
+        self._done = anyio.Event()
+
+    async def wait_stopped(self) -> None:
+        await self._done.wait()
+
+    async def _sleep(self, ms: int) -> None:
+        """`ms` of clock time, or until `stop()`."""
+        if self._stopping or ms <= 0:
+            await anyio.lowlevel.checkpoint()
+            return
+        await sleep_unless_woken(self.clock, ms, self._wake)

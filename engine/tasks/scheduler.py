@@ -31,16 +31,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from engine import bounds
 from engine.client import Enqueue
-from engine.clock import sleep_unless_woken
 from engine.drivers.base import LEADER_LEASES, SCHEDULER, lead_each, require
 from engine.errors import JobsError
 from engine.ids import worker_id
 from engine.run_job import storable_payload
-from engine.services import attempt
+from engine.services import ServiceLoop, attempt
 from engine.tasks.declare import TASK_ACTOR, CatchUp, TaskDefinition, TaskRegistry, tasks_of
 from engine.tasks.errors import TaskEnqueueFailedError, TaskEntryInvalidError
 from engine.tasks.failures import next_failure
@@ -98,7 +95,7 @@ class SchedulerRound:
     backlog: list[str] = field(default_factory=list[str])
 
 
-class Scheduler:
+class Scheduler(ServiceLoop):
     """Fires the cron tasks of `jobs.registry` (or `tasks`). `Worker` runs one in-process by
     default."""
 
@@ -139,9 +136,7 @@ class Scheduler:
         self._quiet: dict[str, tuple[int, int]] = {}
         self._last_at: int | None = None
         self.notices = TaskNotices(lambda: jobs.fix_context)
-        self._stopping = False
-        self._wake = anyio.Event()
-        self._done = anyio.Event()
+        super().__init__()
 
     # --- one round ------------------------------------------------------------------------------
 
@@ -366,32 +361,13 @@ class Scheduler:
 
     # --- the loop -------------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Run rounds until `stop()`; sleeps until the next occurrence or lease renewal."""
-        try:
-            while not self._stopping:
-                started = self.clock.now_ms()
-                report = await attempt("scheduler round", logger, self.round)
-                wake_at = started + self.renew_ms if report is None else self._wake_at(report)
-                # An absolute deadline: time that passed during the round is not slept again.
-                await self._sleep(wake_at - self.clock.now_ms())
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self._release()
-            self._done.set()
-
-    def stop(self) -> None:
-        self._stopping = True
-        self._wake.set()
-
-    def rearm(self) -> None:
-        """Make a stopped scheduler runnable again, for its worker's next run (between runs)."""
-        self._stopping = False
-        self._wake = anyio.Event()
-        self._done = anyio.Event()
-
-    async def wait_stopped(self) -> None:
-        await self._done.wait()
+    async def _turn(self) -> None:
+        """A round, then sleep until the next occurrence or lease renewal."""
+        started = self.clock.now_ms()
+        report = await attempt("scheduler round", logger, self.round)
+        wake_at = started + self.renew_ms if report is None else self._wake_at(report)
+        # An absolute deadline: time that passed during the round is not slept again.
+        await self._sleep(wake_at - self.clock.now_ms())
 
     @property
     def renew_ms(self) -> int:
@@ -411,12 +387,6 @@ class Scheduler:
             if upcoming:
                 wake_at = min(wake_at, upcoming[0])
         return wake_at
-
-    async def _sleep(self, ms: int) -> None:
-        if self._stopping or ms <= 0:
-            await anyio.lowlevel.checkpoint()
-            return
-        await sleep_unless_woken(self.clock, ms, self._wake)
 
     async def _release(self) -> None:
         """Hand the leases back on the way out (renewed for 0 ms) so a peer fires those tasks
