@@ -70,7 +70,8 @@ def _ms(job_id: str) -> int:
 def test_ids_made_at_an_instant_carry_it_and_still_only_grow() -> None:
     # A job's id is made at its created_at, as the server reads time: a machine whose own
     # clock is two minutes off still lists its jobs in the order they were made.
-    later = time.time_ns() // 1_000_000 + 1_000
+    # Ahead of every id this process made already (a test on a clock set ahead may have).
+    later = max(time.time_ns() // 1_000_000, _ms(new_id())) + 1_000
     first = new_ids(2, later)
     assert [_ms(i) for i in first] == [later, later]
     earlier = new_ids(3, later - 120_000)  # an instant before the last: the sequence goes on

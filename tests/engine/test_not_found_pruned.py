@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, ManualClock, Worker, connect, job
+from engine import JobContext, JobRegistry, ManualClock, Worker, connect, ids, job
 from engine.errors import JobNotFoundError
 from engine.ids import new_ids
 from engine.instants import iso
@@ -18,9 +18,15 @@ NOW = 1_796_131_200_000  # 2026-12-01T13:20:00.000Z
 
 
 def made_at(job_id: str) -> str:
-    """When `job_id` was made: its first 48 bits. Ids are monotonic per process, so one made
-    after ids of a later clock (other tests in this process) carries their time, not NOW."""
+    """When `job_id` was made: its first 48 bits."""
     return iso(int(job_id[:12], 16))
+
+
+@pytest.fixture(autouse=True)
+def ids_from_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ids only grow within a process: after another test's clock set past this machine's, they
+    # would carry that instant, which JOB_NOT_FOUND rightly reads as made by no job yet.
+    monkeypatch.setattr(ids, "_stamp", 0)
 
 
 class Note(BaseModel):
