@@ -9,8 +9,10 @@ and is told apart only by its step.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from engine.drivers.base import EVENTS
 from engine.errors import JobsError
@@ -73,9 +75,13 @@ def _named(waits: Sequence[EventWait]) -> str:
     return shown + (f" and {len(pairs) - SHOWN} more" if len(pairs) > SHOWN else "")
 
 
-def _send_command(scope: Scope, event: str, key: str, tenant: str | None) -> str:
+def _send_command(
+    scope: Scope, event: str, key: str, tenant: str | None, payload: Any = None
+) -> str:
+    # A resend carries the payload sent: without it the woken job reads an empty one.
+    carried = [] if payload is None else ["--payload", json.dumps(payload, ensure_ascii=False)]
     return scope.fixes.command(
-        "events", "send", event, key, *(["--tenant", tenant] if tenant else [])
+        "events", "send", event, key, *carried, *(["--tenant", tenant] if tenant else [])
     )
 
 
@@ -102,10 +108,13 @@ def awaited_finding(
     )
 
 
-async def unawaited_notice(scope: Scope, name: str, key: str, tenant: str | None) -> Finding | None:
+async def unawaited_notice(
+    scope: Scope, name: str, key: str, tenant: str | None, payload: Any = None
+) -> Finding | None:
     """For a send that woke no job: EVENT_NOT_AWAITED naming the events jobs wait for, when any
-    do. A warning when its name is a slip of one awaited (the fix: the send with that name,
-    shown, not offered to run); else info, since the event is kept for a wait to come."""
+    do. A warning when its name is a slip of one awaited (the fix: the send with that name and
+    the same payload, shown, not offered to run); else info, since the event is kept for a wait
+    to come."""
     page = await scope.jobs.list(state="suspended", tenant_id=scope.tenant(None), limit=EVENT_SCAN)
     waits = await event_waits(scope, page.jobs)
     if not waits:
@@ -123,7 +132,7 @@ async def unawaited_notice(scope: Scope, name: str, key: str, tenant: str | None
             code="EVENT_NOT_AWAITED",
             severity="warning",
             cause=cause,
-            fix=_send_command(scope, meant["meant"], key, tenant),
+            fix=_send_command(scope, meant["meant"], key, tenant, payload),
         )
     return Finding(
         code="EVENT_NOT_AWAITED",

@@ -49,7 +49,7 @@ async def send_event(
     sent = await scope.jobs.send_event(name, key, checked, tenant_id=tenant)
     # Woke none: kept for a wait to come, but a slip in the name or key would leave the jobs
     # waiting for it asleep, unnoticed.
-    notice = None if sent.woken else await unawaited_notice(scope, name, key, tenant)
+    notice = None if sent.woken else await unawaited_notice(scope, name, key, tenant, checked)
     return SendEventResult(
         ok=True,
         event_id=sent.event_id,
