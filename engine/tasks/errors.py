@@ -59,14 +59,23 @@ class TaskCatchUpInvalidError(JobsError):
     def __init__(self, task: str, field: str, value: object, expected: str) -> None:
         if field == "max_catch_up":
             cause = (
-                f'task "{task}" declares max_catch_up={value!r}, so no occurrence can ever fire '
-                "(or a catch-up would be an unbounded burst); it must be " + expected
+                f'task "{task}" declares max_catch_up={value!r}, {_why_not(value)}; it must be '
+                + expected
             )
             fix = f'task(name="{task}", max_catch_up=10, ...)'
         else:
             cause = f'task "{task}" declares {field}={value!r}; it must be {expected}'
             fix = f'task(name="{task}", catch_up="skip", ...)'
         super().__init__(cause, fix, details={"task": task, "field": field, "value": repr(value)})
+
+
+def _why_not(value: object) -> str:
+    """The reason a refused `max_catch_up` cannot be used, for the value given (only one holds)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return "which is not a whole number (an int)"
+    if value < 1:
+        return "so no occurrence can ever fire"
+    return "so one catch-up round could fire a burst of that many jobs"
 
 
 class TaskDeclarationInvalidError(JobsError):
