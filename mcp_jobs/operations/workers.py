@@ -56,8 +56,8 @@ def app_unknown(scope: Scope) -> str:
     if scope.fixes.apps:
         return ""
     return (
-        "; this server was started without --app, so the module that declares the jobs is "
-        "unknown here: put it in place of <module>"
+        "; no --app was given here, so the module that declares the jobs is unknown: put it "
+        "in place of <module>"
     )
 
 
