@@ -197,12 +197,25 @@ class JobUnknownError(JobsError):
     code = "JOB_UNKNOWN"
     title = "no job is registered under this name"
 
-    def __init__(self, job: str, known: Sequence[str], *, paused: Sequence[str] = ()) -> None:
-        """`paused`: names paused though nothing is registered under them (a resume's), meant
-        as the registered ones are but listed apart: a pause registers no job."""
+    def __init__(
+        self,
+        job: str,
+        known: Sequence[str],
+        *,
+        paused: Sequence[str] = (),
+        stored: Sequence[str] = (),
+    ) -> None:
+        """`paused`: names paused though nothing is registered under them (a resume's); `stored`:
+        names the newest job rows hold though nothing here registers them (a face run without
+        its app). Each is listed apart; a stored name is meant only when no other one is."""
         hint, meant = meant_note(job, [*known, *paused])
+        if not meant and stored:
+            hint, meant = meant_note(job, stored)
         also = {"paused": sorted(paused)} if paused else {}
+        if stored:
+            also["stored"] = sorted(stored)
         listed = f"; paused: {_names(paused)}" if paused else ""
+        listed += f"; in the store: {_names(stored)}" if stored else ""
         super().__init__(
             f"no job named {quoted(job)} is registered here{hint} (registered: "
             f"{_names(known)}{listed})",

@@ -17,6 +17,9 @@ from mcp_jobs.errors import QueueUnknownError
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.workers import live_workers
 
+# How many of the newest job rows lend their names to a JOB_UNKNOWN's "meant" and listing.
+STORED_SCAN = 200
+
 
 async def known_queues(scope: Scope) -> list[str]:
     """Every queue this system knows (see the module docstring), sorted."""
@@ -63,12 +66,25 @@ async def unknown_filter(
         if name not in known and name not in paused:
             stored = await scope.jobs.list(name=name, tenant_id=tenant, limit=1)
             if not stored.jobs:
-                return JobUnknownError(name, known, paused=_apart(paused, known))
+                held = await stored_names(scope, tenant)
+                return JobUnknownError(
+                    name,
+                    known,
+                    paused=_apart(paused, known),
+                    stored=sorted(held - set(known) - set(paused)),
+                )
     if queue is not None:
         unknown, known = await unknown_queues(scope, [queue])
         if unknown and queue not in paused:
             return QueueUnknownError(queue, known, paused=_apart(paused, known))
     return None
+
+
+async def stored_names(scope: Scope, tenant: str | None) -> set[str]:
+    """The job names the newest STORED_SCAN rows hold: what a name that slipped most likely
+    meant when this face registers none (no --app), at the cost of one page."""
+    page = await scope.jobs.list(tenant_id=tenant, limit=STORED_SCAN)
+    return {record.name for record in page.jobs}
 
 
 def _apart(paused: Sequence[str], known: Sequence[str]) -> list[str]:
