@@ -573,6 +573,21 @@ class DriverUnavailableError(JobsError):
         super().__init__(f"{driver}: {cause}", fix, details={"driver": driver})
 
 
+class DriverExtraMissingError(JobsError):
+    """A URL whose driver needs an optional extra this Python lacks (redis-py, nats-py).
+    Terminal: no wait installs it, so an agent or a retry loop must not try again."""
+
+    code = "DRIVER_EXTRA_MISSING"
+    title = "the database URL's driver needs an optional extra that is not installed"
+
+    def __init__(self, driver: str, package: str, reason: str, fix: str) -> None:
+        super().__init__(
+            f"{driver}: {package} is not installed ({reason})",
+            fix,
+            details={"driver": driver, "package": package},
+        )
+
+
 class DriverClosedError(JobsError):
     """A call on a driver after its `close()`. A closed driver does not reopen (a connection
     opened behind the caller's back would outlive the `Jobs` that owns it), and waiting does not

@@ -35,7 +35,7 @@ from engine.drivers.urls import (
     slashes_reason,
     sqlite_path,
 )
-from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError, InvalidArgumentError
+from engine.errors import DatabaseUrlInvalidError, DriverExtraMissingError, InvalidArgumentError
 from engine.extras import install_line
 
 DEFAULT_DATABASE_URL = "sqlite:///.mcp-jobs/jobs.db"
@@ -159,7 +159,7 @@ def _redis(url: str, *, clock: Clock, **options: Any) -> Driver:
         from engine.drivers.redis import RedisDriver, check_redis_url
     except ImportError as exc:  # redis-py is the optional extra `redis`
         fix = install_line("redis")
-        raise DriverUnavailableError("redis", f"redis-py is not installed ({exc})", fix) from exc
+        raise DriverExtraMissingError("redis", "redis-py", str(exc), fix) from exc
 
     check_redis_url(url)  # before any connection is tried
     return RedisDriver(url, clock=clock, **_taken_by(RedisDriver, "redis", options))
@@ -170,7 +170,7 @@ def _nats(url: str, *, clock: Clock, **options: Any) -> Driver:
         from engine.drivers.nats import NatsDriver, check_nats_url
     except ImportError as exc:  # nats-py is the optional extra `nats`
         fix = install_line("nats")
-        raise DriverUnavailableError("nats", f"nats-py is not installed ({exc})", fix) from exc
+        raise DriverExtraMissingError("nats", "nats-py", str(exc), fix) from exc
 
     check_nats_url(url)  # before any connection is tried
     return NatsDriver(url, clock=clock, **_taken_by(NatsDriver, "nats", options))
