@@ -134,6 +134,13 @@ def _unreachable(url: str, exc: BaseException) -> list[str]:
 
 
 async def _lines(conn: asyncpg.Connection[Any], url: str, schema: str) -> list[str]:
+    # The defaults the driver's sessions get, read before the report bounds its own session: a
+    # tiny statement_timeout (the very refusal this report is the fix of) must not cancel it.
+    settings = {name: await _setting(conn, name) for name in _SETTINGS}
+    # A lock held on a table it reads (a migration running) does not hang the report.
+    await conn.execute(_BOUNDED)
+    for name in [name for name, value in settings.items() if value is None]:
+        settings[name] = await conn.fetchval(_RESET_VALUE, name)
     server = await conn.fetchrow(_SERVER)
     assert server is not None
     at = f"{server['addr']}:{server['port']}" if server["addr"] else "a local socket"
@@ -143,13 +150,9 @@ async def _lines(conn: asyncpg.Connection[Any], url: str, schema: str) -> list[s
         "recovery: a standby, read-only (point the URL at the primary)"
         if server["standby"]
         else "recovery: none (a primary: writes go through)",
-        "settings: "
-        + ", ".join([f"{name} {await conn.fetchval(f'SHOW {name}')}" for name in _SETTINGS]),
+        "settings: " + ", ".join(f"{name} {value}" for name, value in settings.items()),
         await offset_line(lambda: server_time.read_ms(conn)),
     ]
-    # Read after the settings line, which shows the defaults the driver's sessions get: a lock
-    # held on a table it reads (a migration running) does not hang the report.
-    await conn.execute(_BOUNDED)
     # A role without grants still gets the rest of the report: what it may not read says so.
     lines += await _read(f"schema {schema}", _schema_line(conn, url, schema))
     if await conn.fetchval(_SCHEMA_EXISTS, schema):
@@ -161,6 +164,22 @@ async def _lines(conn: asyncpg.Connection[Any], url: str, schema: str) -> list[s
     lines += await _read("databases by size", _sizes_line(conn))
     lines += await _read("transactions open", _open_lines(conn))
     return lines
+
+
+# A setting as the session would RESET it (`SHOW`'s own units): read once the report's session
+# is bounded, for a setting whose SHOW the session's default timeout cancelled.
+_RESET_VALUE = """
+SELECT CASE WHEN unit IS NULL OR reset_val = '0' THEN reset_val ELSE reset_val || unit END
+FROM pg_settings WHERE name = $1
+"""
+
+
+async def _setting(conn: asyncpg.Connection[Any], name: str) -> str | None:
+    """`SHOW name`, or None when the session's own statement_timeout cancelled it."""
+    try:
+        return str(await conn.fetchval(f"SHOW {name}"))
+    except pgx.QueryCanceledError:
+        return None
 
 
 async def _read(label: str, lines: Awaitable[str | list[str]]) -> list[str]:
