@@ -532,14 +532,20 @@ def _env_number(
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = 0
+    # A seconds setting reads as its `*-seconds` flag does: a number or a duration ("30m").
+    if kind is float:
+        value = seconds_in(raw) or 0.0
+        expected = "a positive number of seconds, or a duration (30m, 7d)"
+    else:
+        try:
+            value = kind(raw)
+        except ValueError:
+            value = 0
+        expected = "a positive whole number"
     if not (math.isfinite(value) and value > 0):
-        expected = "a positive number" if kind is float else "a positive whole number"
         raise HttpSettingInvalidError(name, raw, expected, f"export {name}={default:g}")
     if value > maximum:
-        expected = f"a positive number up to {maximum:g}"
-        raise HttpSettingInvalidError(name, raw, expected, f"export {name}={maximum:g}")
+        raise HttpSettingInvalidError(
+            name, raw, f"{expected}, up to {maximum:g}", f"export {name}={maximum:g}"
+        )
     return value
