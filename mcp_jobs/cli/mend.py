@@ -32,7 +32,7 @@ from mcp_jobs.cli.database_file import NoDatabaseFileError, is_sqlite_file
 from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
-from mcp_jobs.errors import TenantPinnedError
+from mcp_jobs.errors import LimitExceededError, TenantPinnedError
 from mcp_jobs.fix_context import (
     COMMAND_FOR_TOOL,
     PROGRAM,
@@ -79,6 +79,8 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
         return _url_mended(exc, typed_line or ((), ""), fixes)
     if typed_line is not None and isinstance(exc, FlagMend):
         return _flag_mended(exc, typed_line[0], fixes)
+    if typed_line is not None and isinstance(exc, LimitExceededError):
+        return _at_cap(exc, typed_line[0], fixes)
     if typed_line is not None and isinstance(exc, JobNotFoundError):
         return _id_held(exc, typed_line[0], fixes)
     if typed_line is not None and isinstance(exc, TenantPinnedError):
@@ -101,6 +103,16 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     else:
         return exc
     return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+
+
+def _at_cap(exc: LimitExceededError, argv: Sequence[str], fixes: FixContext) -> JobsError:
+    """LIMIT_EXCEEDED for a value typed after a flag (`--limit 500`) as the line typed with the
+    flag at the cap: the tool call's command would add a `--json` nobody typed."""
+    words = _with_value(argv, _flags(exc.argument), exc.value, exc.limit)
+    if words is None:
+        return exc  # the value came from elsewhere (a count of queue names): the fix stands
+    exc.fix = fixes.command(*without_flag(words, URL_FLAG))
+    return exc
 
 
 def _url_mended(
