@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from engine.drivers import DEFAULT_DATABASE_URL
+from engine.drivers.sqlite.errors import refusal_of
 from engine.drivers.urls import sqlite_path
 from engine.errors import DatabaseUrlInvalidError, JobsError
 
@@ -53,6 +54,8 @@ def require_database(url: str) -> None:
         return
     if os.path.lexists(path) or Path(path).parent.name == STORE_DIRECTORY:
         return
+    if refusal_of(path) is not None:
+        return  # a file where a directory must be: connect() names it (`ls -ld`)
     raise NoDatabaseFileError(url, path, near_database(path))
 
 

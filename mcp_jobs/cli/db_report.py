@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from engine.drivers import open_driver
+from engine.drivers.sqlite.errors import refusal_of
 from engine.drivers.urls import report_fix, sqlite_path
 from engine.errors import DriverUnavailableError, JobsError
 from mcp_jobs.operations.models import DbReportResult
@@ -49,8 +50,12 @@ async def refuse_unusable(kind: str, url: str, report: DbReportResult) -> None:
 
 
 def _sqlite_not_made(kind: str, url: str) -> bool:
-    # A read through the SQLite driver would create the file the report says is not there.
-    return kind == "sqlite" and not os.path.lexists(sqlite_path(url))
+    # A read through the SQLite driver would create the file the report says is not there; a
+    # file that cannot be made (a file where a directory must be) is refused as every command's.
+    if kind != "sqlite":
+        return False
+    path = sqlite_path(url)
+    return not os.path.lexists(path) and refusal_of(path) is None
 
 
 __all__ = ["refuse_unusable"]

@@ -10,6 +10,7 @@ import urllib.parse
 
 from engine.drivers.base import StoreReport
 from engine.drivers.schema_versions import version_words
+from engine.drivers.sqlite.errors import refusal_of
 from engine.drivers.sqlite.library import sqlite3
 from engine.drivers.sqlite.migrate import migrations
 from engine.drivers.urls import migrate_fix
@@ -31,6 +32,12 @@ def report(path: str) -> StoreReport:
     migrate = migrate_fix(f"sqlite:///{path}")
     library = f"{sqlite3.__name__} (SQLite {sqlite3.sqlite_version})"
     if not os.path.exists(path):
+        refused = refusal_of(path)
+        if refused is not None:
+            # `db migrate` could not create it either: the fix is what stands in its way.
+            said = f"file: none at {path}: {refused.reason}"
+            look = f"look: {refused.error(path).fix}"
+            return StoreReport(False, [said, f"library: {library}", look])
         return StoreReport(
             False, [f"file: none at {path}", f"library: {library}", f"create it: {migrate}"]
         )
