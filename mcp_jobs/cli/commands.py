@@ -5,11 +5,12 @@ tools (through a `Scope` with actor `cli`), so `--json` prints exactly the envel
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -18,6 +19,7 @@ from anyio.abc import TaskStatus
 from engine.client import Jobs, connect
 from engine.drivers.schema_versions import VersionedSchema
 from engine.drivers.urls import redact
+from engine.logs import configure_logging
 from engine.shell_words import shell_join
 from mcp_jobs import operations
 from mcp_jobs.app_modules import load_apps
@@ -170,12 +172,28 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
             bar = ProgressBar("drain", enabled=False if args.json else None)
             scope = scope_of(jobs, settings, "jobs drain", bar)
             try:
-                return await operations.drain(scope, args.queues, args.concurrency)
+                with _logged_as_the_worker():
+                    return await operations.drain(scope, args.queues, args.concurrency)
             finally:
                 bar.close()
 
     code = await guarded(kind, args.json, run, settings)
     return INTERRUPTED_EXIT if interrupted else code
+
+
+@contextmanager
+def _logged_as_the_worker() -> Iterator[None]:
+    """A drain runs jobs in this process: their failures are logged as `mcp-jobs worker` logs
+    them (text, credentials masked, escapes shown), not by Python's bare last resort, which
+    printed the raw exception. For this command only: the handler goes when it ends."""
+    root = logging.getLogger()
+    level = root.level
+    handler = configure_logging(json=False, level=logging.WARNING)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
 
 
 async def _bulk(scope: Scope, args: argparse.Namespace) -> BulkJobsResult:
