@@ -198,9 +198,14 @@ def optional_line(argument: str, value: object, max_bytes: int) -> str | None:
     checked = text(argument, value, max_bytes)
     try:
         return name(argument, checked, max_bytes)
-    except InvalidArgumentError as exc:
-        exc.nearest = _dropped(_BREAKS.sub(" ", checked)).strip() or LEFT_OUT
-        raise
+    except InvalidArgumentError:
+        # Said as prose is, not as a name: the reader is told what a reason may hold.
+        raise InvalidArgumentError(
+            argument,
+            checked,
+            f"one line of text {NAME_RULE}",
+            nearest=_dropped(_BREAKS.sub(" ", checked)).strip() or LEFT_OUT,
+        ) from None
 
 
 def optional_text(argument: str, value: object, max_bytes: int) -> str | None:
