@@ -89,6 +89,9 @@ def meant_url(url: str, schemes: Collection[str]) -> str | None:
         return redis_kept(url)
     if scheme in ("postgres", "postgresql") and postgres_url_problem(url) is not None:
         return _postgres_options_mended(url)
+    if scheme in ("nats", "tls") and nats_url_problem(url) is not None:
+        kept = nats_kept(url)
+        return kept if nats_url_problem(kept) is None else None
     return None
 
 
@@ -248,7 +251,31 @@ def nats_url_problem(url: str) -> str | None:
             port = host.partition(":")[2]
         if port and not _is_port(port):
             return f"the port of {where} is not a number from 1 to 65535"
+    return _nats_query_problem(rest.partition("?")[2])
+
+
+# The NATS driver's URL options and the values each takes (engine/drivers/nats/connection.py
+# reads them; nats-py takes none from the URL, so another one would be dropped unread).
+NATS_OPTIONS = {"replicas": ("1", "2", "3", "4", "5"), "storage": ("file", "memory")}
+
+
+def _nats_query_problem(query: str) -> str | None:
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key not in NATS_OPTIONS:
+            return (
+                f"the nats driver takes no option {json.dumps(key[:40])} in the URL (it takes "
+                f"{' and '.join(f'{o}=' for o in NATS_OPTIONS)})"
+            )
+        if value not in NATS_OPTIONS[key]:
+            return f"{key}= is one of {', '.join(NATS_OPTIONS[key])}"
     return None
+
+
+def nats_kept(url: str) -> str:
+    """`url` without each query option `_nats_query_problem` refuses (its default taken)."""
+    head, _, query = url.partition("?")
+    kept = [p for p in query.split("&") if p and _nats_query_problem(p) is None]
+    return f"{head}?{'&'.join(kept)}" if kept else head
 
 
 def driver_url_problem(url: str) -> str | None:

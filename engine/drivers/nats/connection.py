@@ -27,7 +27,7 @@ from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
-from engine.drivers.urls import migrate_fix, report_fix, url_word
+from engine.drivers.urls import migrate_fix, report_fix, split_param, url_word
 from engine.errors import (
     DatabaseUrlInvalidError,
     DriverUnavailableError,
@@ -44,6 +44,11 @@ SCHEMES = ("nats", "tls")
 DEFAULT_BUCKET = "mcp_jobs"
 _BUCKET = re.compile(r"^[a-zA-Z0-9_-]+$")
 _STORAGE = {"file": StorageType.FILE, "memory": StorageType.MEMORY}
+# The URL's options, all the driver's own: nats-py takes none from the URL, so any other one
+# (a misspelt `replica=3`) would be dropped without a word.
+OPTIONS = ("replicas", "storage")
+# JetStream's code for a replicated bucket asked of a server that is not in a cluster.
+_NOT_CLUSTERED = 10074
 # Failures of the server or the network, not of a request: what DRIVER_UNAVAILABLE means.
 UNAVAILABLE = (nats.errors.Error, nats.js.errors.Error, asyncio.TimeoutError, OSError)
 # JetStream's codes for a store with no room: 10023 the server's or account's max_file_store /
@@ -60,6 +65,9 @@ HEADER_ROOM = 512
 # What a job's value keeps free when an input, step or output is written into it: the writes
 # that follow (a claim, a nack's error and event) must still fit, or the job could never settle.
 SETTLE_ROOM = 64 * 1024
+# What an enqueue keeps free: as much again for the job's steps and output, which keep
+# SETTLE_ROOM free themselves, so an input at the bound still runs a job with small ones.
+INPUT_ROOM = 2 * SETTLE_ROOM
 README_BOUND = 'README, "NATS": a job is one KV value, within the server\'s max_payload'
 RAISE_BOUND = "raise max_payload in nats-server's config (at most 64 MB)"
 
@@ -122,7 +130,14 @@ def parse_nats_url(url: str) -> NatsUrl:
     bucket = path.strip("/") or DEFAULT_BUCKET
     if not _BUCKET.match(bucket):
         raise DatabaseUrlInvalidError(url, "the bucket after the host is letters, digits, - or _")
-    options = dict(parse_qsl(query))
+    options = dict(parse_qsl(query, keep_blank_values=True))
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise DatabaseUrlInvalidError(
+            url,
+            f"the nats driver takes no option {unknown[0][:40]!r} in the URL (it takes "
+            f"{' and '.join(f'{o}=' for o in OPTIONS)})",
+        )
     replicas = options.get("replicas", "1")
     storage = options.get("storage", "file")
     if not replicas.isdigit() or not 1 <= int(replicas) <= 5:
@@ -373,6 +388,8 @@ async def guard(fixes: Fixes) -> AsyncIterator[None]:
             raise DatabaseUrlInvalidError(
                 fixes.url, url_refused, fix=fixes.unreachable, answered=True
             ) from exc
+        if isinstance(exc, nats.js.errors.APIError) and exc.err_code == _NOT_CLUSTERED:
+            raise not_clustered(fixes.url, exc) from exc
         if storage_full(exc):
             detail = f"{type(exc).__name__}: {getattr(exc, 'description', None) or exc}"
             raise StorageFullError("nats", WHERE_FULL, detail, fixes.report) from exc
@@ -381,6 +398,19 @@ async def guard(fixes: Fixes) -> AsyncIterator[None]:
             cause += f" (no answer from {fixes.where})"
         fix = fixes.unreachable if isinstance(exc, _CONNECTING) else fixes.unavailable
         raise DriverUnavailableError("nats", cause, fix) from exc
+
+
+def not_clustered(url: str, exc: nats.js.errors.APIError) -> DatabaseUrlInvalidError:
+    """The bucket's creation refused because `?replicas=` above 1 needs a JetStream cluster:
+    the same URL is refused the same way on this server, so it is the URL to correct."""
+    replicas = parse_nats_url(url).replicas
+    reason = (
+        f"replicas={replicas} asks for a bucket copied to {replicas} servers of a JetStream "
+        f"cluster, and this server is not in a cluster ({exc.description}): drop ?replicas= "
+        "to keep the jobs on this one server, or point the URL at the cluster's servers"
+    )
+    single = migrate_fix(split_param(url, "replicas")[0])
+    return DatabaseUrlInvalidError(url, reason, fix=single, answered=True)
 
 
 def held_through(exc: JobsError) -> bool:
