@@ -30,7 +30,7 @@ import pydantic_core
 from engine.drivers.damage import or_none
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, dumps, encode_doc, loads
-from engine.drivers.nats.connection import README_BOUND, SETTLE_ROOM, storage_full
+from engine.drivers.nats.connection import INPUT_ROOM, README_BOUND, storage_full
 from engine.drivers.nats.store import MAX_CONFLICTS, Store
 from engine.errors import InvalidArgumentError, JobDuplicateError
 from engine.rules import LIVE_STATES, DedupeKey, dedupe_key, new_record
@@ -161,9 +161,10 @@ def encode(doc: JobDoc, base: int) -> Encoded:
 
 def check_fits(store: Store, request: EnqueueRequest, encoded: Encoded) -> None:
     """INVALID_ARGUMENT naming the input bound this server takes, when the job's value (kept
-    `SETTLE_ROOM` short, for its steps and errors) or its dedupe key's could not be written."""
+    `INPUT_ROOM` short, for its steps, output and errors) or its dedupe key's could not be
+    written."""
     raw, value = encoded
-    over = max(len(raw) - store.bound(SETTLE_ROOM), len(value) - store.bound())
+    over = max(len(raw) - store.bound(INPUT_ROOM), len(value) - store.bound())
     if over <= 0:
         return
     size = len(pydantic_core.to_json(request.input))
