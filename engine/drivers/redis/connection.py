@@ -17,13 +17,18 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import (
+    AskError,
     AuthenticationError,
     AuthenticationWrongNumberOfArgsError,
     AuthorizationError,
+    ClusterCrossSlotError,
+    ClusterDownError,
+    MasterDownError,
     NoPermissionError,
     OutOfMemoryError,
     RedisError,
     ResponseError,
+    TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -70,6 +75,14 @@ _CREDENTIALS_REFUSED = (
     AuthorizationError,
     AuthenticationWrongNumberOfArgsError,
 )
+# The replies only a node of a Redis Cluster gives (MOVED, ASK, CLUSTERDOWN, CROSSSLOT,
+# TRYAGAIN): the driver's scripts touch keys of many hash slots, which a cluster refuses. Not
+# MASTERDOWN, a ClusterDownError to redis-py but a replica's, cut off from its primary.
+_CLUSTER_REPLIES = (AskError, ClusterDownError, ClusterCrossSlotError, TryAgainError)
+CLUSTER_REFUSED = (
+    "the server is a node of a Redis Cluster, which the driver does not support (its scripts "
+    "touch keys of many hash slots): point the URL at a standalone Redis or a primary"
+)
 
 
 def url_refused(exc: BaseException) -> str | None:
@@ -78,6 +91,8 @@ def url_refused(exc: BaseException) -> str | None:
         return f"the server refused the URL's user or password ({exc})"
     if isinstance(exc, NoPermissionError):
         return f"the URL's user may not run a command or reach a key the driver needs ({exc})"
+    if isinstance(exc, _CLUSTER_REPLIES) and not isinstance(exc, MasterDownError):
+        return f"{CLUSTER_REFUSED} ({type(exc).__name__}: {plain(exc)})"
     if isinstance(exc, ResponseError) and "DB index is out of range" in str(exc):
         return (
             "the server has fewer databases than the number after the URL's host (its "

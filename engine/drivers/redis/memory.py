@@ -14,6 +14,10 @@ from engine.drivers.python_lines import package_line
 from engine.drivers.urls import url_word
 
 _MB = 1024 * 1024
+# How near `maxmemory` counts as full: a write refused at the limit leaves the server a little
+# under it once the refused command's buffers are freed, and the next such write is refused too.
+FULL_SHARE = 0.05
+FULL_MIN_BYTES = 256 * 1024
 # Sets maxmemory to argv[2] on the server of the URL argv[1] (its `?prefix=` is the driver's).
 _SET_MAXMEMORY = (
     "import sys, redis; from engine.drivers.redis.connection import split_prefix; "
@@ -44,8 +48,10 @@ class Memory:
 
     @property
     def full(self) -> bool:
-        """At the limit: under `noeviction` the server refuses every write (STORAGE_FULL)."""
-        return self.limit > 0 and self.used >= self.limit
+        """At or near the limit (`FULL_SHARE`): under `noeviction` the server refuses writes
+        there (STORAGE_FULL)."""
+        margin = max(int(self.limit * FULL_SHARE), FULL_MIN_BYTES)
+        return self.limit > 0 and self.used >= self.limit - margin
 
     def used_line(self) -> str:
         return f"{self.used_human} used of maxmemory {self.limit_human}"

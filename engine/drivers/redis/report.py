@@ -17,7 +17,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from engine.clock import offset_line
 from engine.drivers.base import StoreReport
 from engine.drivers.redis import keeping, server_time
-from engine.drivers.redis.connection import UNAVAILABLE, plain, split_prefix, url_refused
+from engine.drivers.redis.connection import (
+    CLUSTER_REFUSED,
+    UNAVAILABLE,
+    plain,
+    split_prefix,
+    url_refused,
+)
 from engine.drivers.redis.keys import FIXED_KEY_TYPES
 from engine.drivers.redis.memory import Memory, prune_line
 from engine.drivers.urls import migrate_fix, url_word
@@ -87,10 +93,13 @@ def _unreachable(url: str, exc: BaseException) -> list[str]:
     failure = f"{type(exc).__name__}: {plain(exc)}"
     refused = url_refused(exc)
     if refused is not None:
-        return [
-            f"server: {where} answered and refused ({failure})",
-            f"{refused}: correct the URL, or the server's ACL or settings",
-        ]
+        # A cluster's refusal already says what to point the URL at.
+        advice = (
+            ""
+            if refused.startswith(CLUSTER_REFUSED)
+            else ": correct the URL, or the server's ACL or settings"
+        )
+        return [f"server: {where} answered and refused ({failure})", refused + advice]
     if isinstance(exc, RedisTimeoutError):
         # Connected, or connecting, and no reply: a second server on the port would not start.
         return [
@@ -129,7 +138,8 @@ def _lines(
     ]
     if memory.full:
         lines.append(
-            "memory full: at maxmemory the server refuses every write (STORAGE_FULL). Raise "
+            "memory full: at or near maxmemory, where the server refuses writes (STORAGE_FULL). "
+            "Raise "
             f"maxmemory to {memory.bigger()} (and in the server's configuration file, or a "
             f"restart undoes it): {memory.raise_line(url)}; or free memory: {prune_line(url)}"
         )
