@@ -11,6 +11,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from pydantic import ValidationError
 
 from engine.errors import short_repr
+from engine.storable import find_unstorable
 from mcp_jobs.errors import example_call
 from mcp_jobs.server.argument_values import (
     LOWER,
@@ -28,6 +29,8 @@ from schemas.errors import NextCall
 WRITE = "write"
 # An argument value longer than this (as JSON) is left out of a fix line, not echoed back.
 _ECHO_CHARS = 200
+# The write's token: "" is taken as none (the dry run answers one), so it is left as given.
+_CONFIRM = "confirm"
 
 
 class MendedCall:
@@ -94,7 +97,24 @@ class MendedCall:
                         self.set(name, nearest_in_range(e) if ranged else MISSING)
             else:
                 self.valid = True
+                self._refused_texts()
                 return
+
+    def _refused_texts(self) -> None:
+        """A text the engine refuses in any argument ("", or holding a NUL or a lone
+        surrogate), kept beside the one mended, would refuse the mended call in turn: a slot,
+        a cursor left out (the first page), a list's such item left out of the list."""
+        for name, value in list(self.arguments.items()):
+            if name in self.mended or name == _CONFIRM:
+                continue
+            if isinstance(value, str) and _refused(value):
+                if is_cursor(name):
+                    self.leave_out(name)
+                else:
+                    self.set(name, MISSING)
+            elif isinstance(value, list) and any(_refused(item) for item in value):
+                kept = [item for item in value if not _refused(item)]
+                self.set(name, kept or MISSING)
 
     def _shown(self) -> dict[str, Any]:
         # An argument too long to echo is left out, or a placeholder when the tool requires it.
@@ -122,6 +142,10 @@ class MendedCall:
         if not self.valid or self.placeholders or self.guessed or shown != self.arguments:
             return None
         return NextCall(tool=self.tool.name, arguments=shown)
+
+
+def _refused(value: Any) -> bool:
+    return isinstance(value, str) and (not value or find_unstorable(value) is not None)
 
 
 def is_cursor(name: str) -> bool:
