@@ -111,8 +111,8 @@ ACTIONS = {
         tool="retry_job",
         url=lambda prefix, p: path(prefix, "jobs", p["job_id"], "retry"),
         question=lambda p: (
-            f"Retry job {p['job_id']}? It is queued again with its attempts reset (a "
-            "delayed job runs now); completed steps are kept."
+            f"Retry job {p['job_id']}? A failed or dead job is queued again with its attempts "
+            "reset, a delayed one runs now with its attempts kept; completed steps are kept."
         ),
         extra_fields='<label><input type="checkbox" name="include_cancelled" value="1"> '
         "also when it was cancelled</label>",

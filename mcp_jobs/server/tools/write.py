@@ -190,9 +190,9 @@ def register(server: MCPServer[AppState], limits: ServerLimits) -> None:
             open_world_hint=False,
         ),
         description=(
-            "Requeue a failed, dead or delayed job to run now, attempts reset, completed steps "
-            "kept. With from_step (a done job too): a new run (rerun_of links the old, its steps "
-            "stay in inspect_job run_id) keeping only the completed steps before that one. Errors: "
+            "Run a failed or dead job (attempts reset) or a delayed one (attempts kept) now; "
+            "completed steps kept. With from_step (a done job too): a new run (rerun_of links the "
+            "old, its steps in inspect_job run_id) keeping only those before that step. Errors: "
             "JOB_NOT_FOUND, JOB_NOT_RETRYABLE (ready, running, suspended, done, cancelled), "
             "JOB_DUPLICATE (a live job holds its key), STEP_UNKNOWN, STEP_NOT_RERUNNABLE."
         ),
