@@ -478,6 +478,7 @@ class Worker:
         total = 0
         self._claim_queues = self.queues
         while True:
+            await self.services.publish_staged()
             batch = await self.driver.claim(
                 self.id, self.concurrency, self.lease_ms, self._claim_queues
             )

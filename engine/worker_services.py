@@ -9,7 +9,7 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING
 
-from engine.drivers.base import HISTORY, LEADER_LEASES
+from engine.drivers.base import HISTORY, LEADER_LEASES, OUTBOX
 from engine.errors import JobsError
 from engine.outbox import OutboxRelay
 from engine.pruner import Pruner
@@ -95,6 +95,13 @@ class WorkerServices:
                 logger.warning("outbox not checked, no relay started: %s", exc)
                 return
         self.outbox_relay = relay
+
+    async def publish_staged(self) -> None:
+        """For `run_until_idle()`: publish what the outbox holds committed, as a running relay
+        would (its jobs are then due too), unless `outbox_relay=False` turned relaying off."""
+        if self._want_relay is False or not OUTBOX.offered_by(self.jobs.driver):
+            return
+        await (self.outbox_relay or OutboxRelay(self.jobs)).run_until_empty()
 
     def start(self, tg: TaskGroup) -> None:
         """Run the services chosen in `tg`, the run's task group; with `outbox_relay=None` and no
