@@ -51,9 +51,10 @@ if TYPE_CHECKING:
     from engine.backfill import BackfillRegistry
     from engine.client import Jobs
 
-# The default page deadline: the PostgreSQL driver's own retry deadline (README "Outages"), so a
-# page and the CLI give up after about as long.
-READ_DEADLINE_MS = 10_000
+# The default page deadline: past the PostgreSQL driver's 10 s of retries (README "Outages") and
+# a NATS driver's first connect, so a database that refuses connections shows the driver's
+# error, which says why, rather than only that the page ran out of time.
+READ_DEADLINE_MS = 12_000
 
 Page = Callable[["Dashboard", Request], Awaitable[str | Response]]
 
