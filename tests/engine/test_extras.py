@@ -52,7 +52,7 @@ async def test_a_redis_url_without_redis_py_names_the_line(monkeypatch: pytest.M
     monkeypatch.setitem(sys.modules, "engine.drivers.redis", None)  # its import now fails
     with pytest.raises(JobsError) as raised:
         await connect("redis://127.0.0.1:1/0")
-    assert raised.value.code == "DRIVER_UNAVAILABLE"
+    assert raised.value.code == "DRIVER_EXTRA_MISSING"
     assert raised.value.fix == install_line("redis")
 
 
