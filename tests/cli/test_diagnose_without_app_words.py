@@ -4,33 +4,13 @@ put it. At the terminal there is no server: the words must fit the face that ran
 
 from __future__ import annotations
 
-import anyio
 import pytest
-from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, connect, job
-from tests.cli.support import run
-
-
-class Note(BaseModel):
-    n: int
-
-
-async def _enqueue_one(url: str) -> None:
-    registry = JobRegistry()
-
-    @job(registry=registry, idempotency_key=lambda i: f"note:{i.n}", queue="notes")
-    async def note(i: Note, ctx: JobContext) -> None: ...
-
-    jobs = await connect(url, registry=registry, migrate=True)
-    try:
-        await jobs.enqueue(note, Note(n=1))
-    finally:
-        await jobs.close()
+from tests.cli.support import run, stored_job
 
 
 def test_the_terminal_is_not_told_of_a_server(url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    anyio.run(_enqueue_one, url)
+    stored_job(url, "note", "notes")
     code, diagnosis = run(capsys, "jobs", "diagnose", "--json", "--database-url", url)
     assert code == 0
     (waiting,) = [f for f in diagnosis["findings"] if f["code"] == "NO_LIVE_WORKERS"]

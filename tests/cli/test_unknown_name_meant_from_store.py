@@ -4,36 +4,16 @@ none" and sent the user to `jobs describe`, which without the app shows no job e
 
 from __future__ import annotations
 
-import anyio
 import pytest
-from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, connect, job
-from tests.cli.support import run
+from tests.cli.support import run, stored_job
 from tests.support.fix_lines import command_words
-
-
-class Parcel(BaseModel):
-    order_id: int
-
-
-async def _enqueue_one(url: str) -> None:
-    registry = JobRegistry()
-
-    @job(registry=registry, idempotency_key=lambda i: f"r:{i.order_id}", queue="orders")
-    async def ship_parcel(i: Parcel, ctx: JobContext) -> None: ...
-
-    jobs = await connect(url, registry=registry, migrate=True)
-    try:
-        await jobs.enqueue(ship_parcel, Parcel(order_id=1))
-    finally:
-        await jobs.close()
 
 
 def test_a_slipped_name_is_meant_as_a_stored_one(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    anyio.run(_enqueue_one, url)
+    stored_job(url, "ship_parcel", "orders")
     code, refused = run(
         capsys, "jobs", "ls", "--name", "ship_parcle", "--json", "--database-url", url
     )
@@ -48,7 +28,7 @@ def test_a_slipped_name_is_meant_as_a_stored_one(
 def test_a_pause_of_a_slipped_name_lists_the_stored_ones(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    anyio.run(_enqueue_one, url)
+    stored_job(url, "ship_parcel", "orders")
     code, paused = run(
         capsys, "queues", "pause", "--job", "ship_parcl", "--json", "--database-url", url
     )
