@@ -67,8 +67,7 @@ def text(argument: str, value: object, max_bytes: int) -> str:
         return value
     if (
         isinstance(value, str)
-        and value
-        and find_unstorable(value) is None
+        and not refused_text(value)
         and (len(value) * _UTF8_MAX <= max_bytes or len(value.encode()) <= max_bytes)
     ):
         return value
@@ -78,6 +77,12 @@ def text(argument: str, value: object, max_bytes: int) -> str:
         f"a non-empty str of at most {max_bytes} bytes (UTF-8), "
         "with no NUL character or lone surrogate",
     )
+
+
+def refused_text(value: str) -> bool:
+    """Whether `text` refuses `value` whatever the bound: empty, or holding a NUL or a lone
+    surrogate."""
+    return not value or find_unstorable(value) is not None
 
 
 # A name is shown in logs, tables and terminals, and written into fix lines: no character that

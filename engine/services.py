@@ -8,6 +8,7 @@ once when the database goes away, not at every pass.
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -36,7 +37,7 @@ async def attempt(what: str, log: logging.Logger, run: Callable[[], Awaitable[T]
     return answer
 
 
-class ServiceLoop:
+class ServiceLoop(ABC):
     """One of those loops: `run()` takes turns until `stop()`, which also cuts a sleep short;
     on the way out it hands back what it holds (`_release`, shielded from the cancel that may
     end it); `rearm()` readies it for its worker's next run."""
@@ -48,11 +49,11 @@ class ServiceLoop:
         self._wake = anyio.Event()
         self._done = anyio.Event()
 
+    @abstractmethod
     async def _turn(self) -> None:
         """One pass and the wait after it."""
-        raise NotImplementedError
 
-    async def _release(self) -> None:
+    async def _release(self) -> None:  # noqa: B027 - a loop that leads nothing hands back nothing
         """What the loop leads (a lease) goes back, so a peer takes over at once."""
 
     async def run(self) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 from mcp.server.mcpserver.tools.base import Tool
 from pydantic import ValidationError
 
+from engine.bounds import refused_text
 from engine.errors import short_repr
-from engine.storable import find_unstorable
 from mcp_jobs.errors import example_call
 from mcp_jobs.server.argument_values import (
     LOWER,
@@ -145,7 +145,7 @@ class MendedCall:
 
 
 def _refused(value: Any) -> bool:
-    return isinstance(value, str) and (not value or find_unstorable(value) is not None)
+    return isinstance(value, str) and refused_text(value)
 
 
 def is_cursor(name: str) -> bool:
