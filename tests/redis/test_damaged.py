@@ -23,6 +23,7 @@ pytest.importorskip("redis", reason="the redis extra is not installed")
 
 from engine.drivers.redis import RedisDriver
 from engine.drivers.redis.codec import dedupe_field
+from engine.drivers.redis.report import named
 from engine.testing.plugin import AppTransaction
 from engine.testing.requests import numbered as request
 from tests.mcp.support import declare_app
@@ -62,7 +63,7 @@ async def test_a_key_another_program_overwrote_is_damage_named_by_a_fix_that_run
         assert error.fix == report_fix(database_url)
         output = await anyio.to_thread.run_sync(lambda: run_fix(error.fix))
         assert f"key {driver.prefix}live: a string, where the driver keeps a set" in output
-        assert f"prefix {driver.prefix}: another program writes under it" in output
+        assert f"{named(driver.prefix)}: another program writes under it" in output
 
         # The version key too: the report does not take it for a store never migrated.
         await client.delete(driver.prefix + "version")

@@ -14,6 +14,7 @@ from engine import ManualClock
 from engine.drivers import open_driver
 from engine.drivers.redis import RedisDriver
 from engine.drivers.redis.connection import split_prefix
+from engine.drivers.redis.report import named
 from engine.drivers.urls import migrate_fix, report_fix
 from tests.support.fix_lines import report_lines, run_fix, the_line
 
@@ -29,12 +30,12 @@ async def test_a_prefix_never_migrated_says_to_migrate_and_that_runs_as_given(
     )
     assert the_line(lines, "memory: ")
     assert the_line(lines, "persistence: appendonly ")
-    assert the_line(lines, f"prefix {prefix}: ") == (
-        f"prefix {prefix}: no jobs stored yet (run {migrate_fix(database_url)})"
+    assert the_line(lines, f"{named(prefix)}: ") == (
+        f"{named(prefix)}: no jobs stored yet (run {migrate_fix(database_url)})"
     )
     await anyio.to_thread.run_sync(lambda: run_fix(migrate_fix(database_url)))
     lines = await report_lines(database_url)
-    assert the_line(lines, f"prefix {prefix}: ") == f"prefix {prefix}: version 1, this package's"
+    assert the_line(lines, f"{named(prefix)}: ") == f"{named(prefix)}: version 1, this package's"
 
 
 async def test_a_prefix_given_to_the_driver_is_the_one_its_fix_lines_name(
@@ -45,13 +46,13 @@ async def test_a_prefix_given_to_the_driver_is_the_one_its_fix_lines_name(
     driver = cast(RedisDriver, open_driver(base, clock=ManualClock(0), prefix=prefix))
     try:
         lines = (await driver.server_report()).lines
-        line = the_line(lines, f"prefix {prefix}: ")
+        line = the_line(lines, f"{named(prefix)}: ")
         fix = line.partition("(run ")[2].removesuffix(")")
         assert fix == migrate_fix(database_url)  # the URL names the prefix
         await anyio.to_thread.run_sync(lambda: run_fix(fix))
         lines = (await driver.server_report()).lines
-        line = the_line(lines, f"prefix {prefix}: ")
-        assert line == f"prefix {prefix}: version 1, this package's"
+        line = the_line(lines, f"{named(prefix)}: ")
+        assert line == f"{named(prefix)}: version 1, this package's"
     finally:
         await driver.close()
 

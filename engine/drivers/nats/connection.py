@@ -27,6 +27,14 @@ from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
+from engine.drivers.nats.max_payload import (
+    HEADER_ROOM,
+    SERVER_CEILING,
+    needed,
+    output_fix,
+    set_line,
+    too_large,
+)
 from engine.drivers.urls import migrate_fix, report_fix, split_param, url_word
 from engine.errors import (
     DatabaseUrlInvalidError,
@@ -59,9 +67,6 @@ _FULL_CODES = frozenset({10023, 10028, 10047})
 _STORE_FAILED = 10077
 _STREAM_LIMITS = frozenset({"maximum bytes exceeded", "maximum messages exceeded"})
 WHERE_FULL = "the JetStream store (max_file_store / max_mem_store, or the stream's max_bytes)"
-# A KV write's headers ride in the same message, and the server counts them against
-# max_payload (nats-py checks the value alone; the server closes a connection that overshoots).
-HEADER_ROOM = 512
 # What a job's value keeps free when an input, step or output is written into it: the writes
 # that follow (a claim, a nack's error and event) must still fit, or the job could never settle.
 SETTLE_ROOM = 64 * 1024
@@ -69,6 +74,7 @@ SETTLE_ROOM = 64 * 1024
 # SETTLE_ROOM free themselves, so an input at the bound still runs a job with small ones.
 INPUT_ROOM = 2 * SETTLE_ROOM
 README_BOUND = 'README, "NATS": a job is one KV value, within the server\'s max_payload'
+# Only where the value's size is not known; a fix that knows it names the max_payload to set.
 RAISE_BOUND = "raise max_payload in nats-server's config (at most 64 MB)"
 
 
@@ -84,6 +90,11 @@ class TooLarge(Exception):
         self.max_payload = max_payload
 
     @property
+    def wanted(self) -> int:
+        """The max_payload that takes this value, with the room the write keeps free."""
+        return needed(self.size, self.max_payload - self.bound - HEADER_ROOM)
+
+    @property
     def reason(self) -> str:
         return (
             f"the job's stored value would be {self.size} bytes, past the {self.bound} bytes "
@@ -95,19 +106,23 @@ class TooLarge(Exception):
         """JOB_OUTPUT_INVALID for a step or output (`origin`) the job's value cannot hold:
         terminal, as any output the store refuses (the same value fails every try)."""
         error = JobOutputInvalidError(job_id, origin, "$", self.reason)
-        error.fix = f"return a smaller value from {origin}, or {RAISE_BOUND}"
+        error.fix = output_fix(origin, self.wanted)
+        error.details = {**(error.details or {}), "max_payload": self.wanted}
         error.__cause__ = self
         return error
 
     def refused(self) -> InvalidArgumentError:
         """The typed refusal of a write no caller turned into its own error."""
-        return InvalidArgumentError(
+        wanted = self.wanted
+        error = InvalidArgumentError(
             "value",
             f"{self.size} bytes for {self.key}",
             f"at most {self.bound} bytes (the NATS server's max_payload of "
             f"{self.max_payload} bytes; {README_BOUND})",
-            fix=RAISE_BOUND,
+            fix=set_line(wanted) if wanted <= SERVER_CEILING else too_large("store less"),
         )
+        error.details = {**(error.details or {}), "max_payload": wanted}
+        return error
 
 
 @dataclass(frozen=True)

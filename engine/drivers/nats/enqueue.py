@@ -31,6 +31,7 @@ from engine.drivers.damage import or_none
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, dumps, encode_doc, loads
 from engine.drivers.nats.connection import INPUT_ROOM, README_BOUND, storage_full
+from engine.drivers.nats.max_payload import SERVER_CEILING, needed, set_line
 from engine.drivers.nats.store import MAX_CONFLICTS, Store
 from engine.errors import InvalidArgumentError, JobDuplicateError
 from engine.rules import LIVE_STATES, DedupeKey, dedupe_key, new_record
@@ -170,15 +171,17 @@ def check_fits(store: Store, request: EnqueueRequest, encoded: Encoded) -> None:
     size = len(pydantic_core.to_json(request.input))
     # Each byte of input costs at least one stored byte: this much less always fits.
     bound = max(0, size - over)
+    # The max_payload that takes this job as it is, its room for steps and output kept.
+    wanted = max(needed(len(raw), INPUT_ROOM), needed(len(value)))
     error = InvalidArgumentError(
         "input",
         f"{size} bytes of JSON",
         f"at most {bound} bytes of JSON for job {request.name!r} on this NATS server "
         f"(its max_payload is {store.client.max_payload} bytes; {README_BOUND})",
-        fix=f"send an input of at most {bound} bytes of JSON, or raise max_payload in "
-        "nats-server's config (at most 64 MB)",
+        fix=f"send an input of at most {bound} bytes of JSON"
+        + (f", or {set_line(wanted)}" if wanted <= SERVER_CEILING else ""),
     )
-    error.details = {**(error.details or {}), "bound": bound}
+    error.details = {**(error.details or {}), "bound": bound, "max_payload": wanted}
     raise error
 
 

@@ -23,12 +23,12 @@ from engine.drivers.damage import UNDECODABLE, reason
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, encode_doc
 from engine.drivers.nats.connection import (
-    HEADER_ROOM,
     ConnectionLog,
     Fixes,
     TooLarge,
     storage_full,
 )
+from engine.drivers.nats.max_payload import HEADER_ROOM
 from engine.drivers.nats.replica import Entry, Replica
 from engine.errors import DriverUnavailableError, StoreDamagedError
 from engine.rules import WAITING_STATES

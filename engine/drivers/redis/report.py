@@ -5,6 +5,7 @@ package is installed (redis-cli seldom is where the application runs).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -56,7 +57,7 @@ async def report(url: str, prefix: str, timeout_s: float, schema_version: str) -
     lines.insert(1, clock)
     if wrong:
         # Not "no jobs stored yet" when the version key itself was overwritten.
-        lines = [line for line in lines if not line.startswith(f"prefix {prefix}:")]
+        lines = [line for line in lines if not line.startswith(named(prefix))]
     return StoreReport(True, lines + _wrong_type_lines(prefix, wrong))
 
 
@@ -74,6 +75,11 @@ async def _wrong_types(client: Redis, prefix: str) -> dict[str, tuple[str, str]]
     }
 
 
+def named(prefix: str) -> str:
+    """The prefix as a line names it: quoted, as it ends in its own separator (`mcp-jobs:`)."""
+    return f"prefix {json.dumps(prefix, ensure_ascii=False)}"
+
+
 def _wrong_type_lines(prefix: str, wrong: dict[str, tuple[str, str]]) -> list[str]:
     lines = [
         f"key {key}: a {found}, where the driver keeps a {kept}"
@@ -81,7 +87,7 @@ def _wrong_type_lines(prefix: str, wrong: dict[str, tuple[str, str]]) -> list[st
     ]
     if lines:
         lines.append(
-            f"prefix {prefix}: another program writes under it; give the jobs a prefix "
+            f"{named(prefix)}: another program writes under it; give the jobs a prefix "
             "(?prefix=) or a database number of their own (what an overwritten key held is lost)"
         )
     return lines
@@ -150,11 +156,11 @@ def _lines(
         f"{info.get('maxclients', '?')}, {info.get('blocked_clients', 0)} blocked",
     ]
     if stored is None:
-        lines.append(f"prefix {prefix}: no jobs stored yet (run {migrate_fix(url)})")
+        lines.append(f"{named(prefix)}: no jobs stored yet (run {migrate_fix(url)})")
     elif stored != schema:
-        lines.append(f"prefix {prefix}: stored by version {stored}, this package's {schema}")
+        lines.append(f"{named(prefix)}: stored by version {stored}, this package's {schema}")
     else:
-        lines.append(f"prefix {prefix}: version {stored}, this package's")
+        lines.append(f"{named(prefix)}: version {stored}, this package's")
     lines.append(f"keys in this database: {keys:,}")
     return lines
 

@@ -1,0 +1,158 @@
+"""A job's input, step or output past what this NATS server takes in one value is refused with
+a fix that works when followed once: it names everything to change (the server's
+`max_payload`, to a value that holds the job, and the engine's own bound when that is short
+too), or says plainly that no NATS server can hold it.
+
+The engine's output bound used to answer "export MCP_JOBS_MAX_PAYLOAD_BYTES=N" alone; a user
+who followed it was refused again by the server's max_payload, whose own fix then named no value.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, connect, job
+from engine.bounds import PAYLOAD_ENV
+from engine.errors import InvalidArgumentError
+from schemas.errors import ErrorPayload
+from tests.nats.server import NatsServer, binary_or_skip
+
+pytest.importorskip("nats", reason="the nats extra is not installed")
+
+# Past the engine's default bound (1 MiB of JSON) and what one value of a default server holds.
+PAST_BOTH = 1_200_000
+# Within the engine's bound, past what a default server's value holds beside a half-MB input.
+PAST_THE_VALUE = 700_000
+HALF = 500_000
+# Past any lease and retry delay.
+LATER_MS = 3_600_000
+
+
+class Big(BaseModel):
+    p: str
+    n: int = 0
+
+
+Serve = Callable[[int], str]
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Serve]:
+    """Start a nats-server whose max_payload is the value given; its URL, a fresh bucket."""
+    binary = binary_or_skip()
+    started: list[NatsServer] = []
+
+    def start(max_payload: int) -> str:
+        name = f"p{len(started)}"
+        # The helper writes only a jetstream block: this closes it, sets the top-level
+        # max_payload, and opens another for the helper's closing brace.
+        server = NatsServer(
+            binary,
+            tmp_path / name / "store",
+            name=name,
+            jetstream=f"max_memory_store: 64MB\n}}\nmax_payload: {max_payload}\njetstream {{",
+        )
+        (tmp_path / name).mkdir()
+        started.append(server)
+        server.start()
+        return f"{server.url}/b{secrets.token_hex(4)}"
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()
+
+
+def _define(registry: JobRegistry, output: int, step: int = 0) -> Any:
+    @job(idempotency_key=lambda i: str(i.n), registry=registry)
+    async def big(input: Big, ctx: JobContext) -> str:
+        if step:
+            await ctx.step.run("s", lambda: "s" * step)
+        return "o" * output
+
+    return big
+
+
+async def _failed_error(jobs: Jobs, fn: Any, p: int, clock: ManualClock) -> ErrorPayload:
+    """The error the job's one run failed with."""
+    result = await jobs.enqueue(fn, {"p": "P" * p})
+    with anyio.fail_after(60):
+        await Worker(jobs).run_until_idle()
+        clock.advance(LATER_MS)
+        await Worker(jobs).run_until_idle()
+    record = await jobs.get(result.id)
+    assert record.state == "failed" and record.last_error is not None
+    assert record.last_error.code == "JOB_OUTPUT_INVALID"
+    return record.last_error
+
+
+async def _runs(url: str, bound: int | None, output: int, step: int, p: int) -> str:
+    """The state the job reaches on `url`, the engine's bound given (the fix's export)."""
+    registry = JobRegistry()
+    fn = _define(registry, output, step)
+    jobs = await connect(url, registry=registry, max_payload_bytes=bound)
+    try:
+        result = await jobs.enqueue(fn, {"p": "P" * p, "n": 1})
+        with anyio.fail_after(60):
+            await Worker(jobs).run_until_idle()
+        record = await jobs.get(result.id)
+        return f"{record.state} {record.last_error.fix if record.last_error else ''}"
+    finally:
+        await jobs.close()
+
+
+def _followed(error: ErrorPayload, here: str, serve: Serve) -> tuple[str, int | None]:
+    """Where the fix sends the job (a server with the max_payload it asks for, else this one)
+    and the engine bound it exports, if any."""
+    wanted = (error.details or {}).get("max_payload")
+    if wanted is not None:
+        assert isinstance(wanted, int) and f"max_payload: {wanted}" in error.fix, error.fix
+    export = f"export {PAYLOAD_ENV}="
+    bound = int(error.fix.split(export)[1].split()[0]) if export in error.fix else None
+    return (here if wanted is None else serve(wanted)), bound
+
+
+@pytest.mark.parametrize(("output", "step"), [(PAST_BOTH, 0), (0, PAST_BOTH)], ids=["out", "step"])
+async def test_past_the_engine_bound_and_the_server_the_fix_names_both(
+    jobs: Jobs,
+    registry: JobRegistry,
+    clock: ManualClock,
+    serve: Serve,
+    database_url: str,
+    output: int,
+    step: int,
+) -> None:
+    error = await _failed_error(jobs, _define(registry, output, step), 10, clock)
+    url, bound = _followed(error, database_url, serve)
+    assert bound is not None and bound >= PAST_BOTH, error.fix
+    assert await _runs(url, bound, output, step, 10) == "done "
+
+
+async def test_past_the_value_the_fix_names_a_max_payload_that_holds_the_job(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock, serve: Serve, database_url: str
+) -> None:
+    error = await _failed_error(jobs, _define(registry, PAST_THE_VALUE), HALF, clock)
+    url, bound = _followed(error, database_url, serve)
+    assert bound is None, error.fix  # within the engine's bound: the server alone is short
+    assert await _runs(url, None, PAST_THE_VALUE, 0, HALF) == "done "
+
+
+async def test_an_input_past_the_value_names_a_max_payload_that_takes_it(
+    jobs: Jobs, registry: JobRegistry, serve: Serve, database_url: str
+) -> None:
+    fn = _define(registry, 10)
+    p = 1_048_400
+    with anyio.fail_after(30), pytest.raises(InvalidArgumentError) as caught:
+        await jobs.enqueue(fn, {"p": "P" * p})
+    error = caught.value
+    assert error.details is not None and "bound" in error.details  # the smaller input it takes
+    url, _ = _followed(ErrorPayload(**error.to_payload().model_dump()), database_url, serve)
+    assert await _runs(url, None, 10, 0, p) == "done "
