@@ -24,14 +24,13 @@ from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.mend import (
-    URL_FLAG,
     choice_mended,
+    fix_words,
     help_line,
     mended,
     print_failure,
     refusal_context,
     typed,
-    without_flag,
 )
 from mcp_jobs.cli.parser import UsageError, build_parser, groups_with
 from mcp_jobs.cli.plan_only import command_of, planned
@@ -111,7 +110,7 @@ def _usage_fix(refused: UsageError, argv: Sequence[str]) -> str:
         fixes = refusal_context(_settings(args))
     except (UsageError, JobsError):
         return help_line(refused.prog)
-    return fixes.command(*without_flag(words, URL_FLAG))
+    return fixes.command(*fix_words(words))
 
 
 def _mended_line(refused: UsageError, argv: Sequence[str]) -> tuple[list[str] | None, bool]:

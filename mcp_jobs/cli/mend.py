@@ -33,19 +33,17 @@ from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
 from mcp_jobs.errors import LimitExceededError, TenantPinnedError
-from mcp_jobs.fix_context import (
-    COMMAND_FOR_TOOL,
-    PROGRAM,
-    FixContext,
-    absolute_url,
-    unreachable_programs,
-)
+from mcp_jobs.fix_context import PROGRAM, FixContext, absolute_url, unreachable_programs
 from mcp_jobs.operations.envelope import error_payload, failure, sole
+from mcp_jobs.tool_commands import COMMAND_FOR_TOOL
 
 if TYPE_CHECKING:  # the parser's modules import this one
     from mcp_jobs.cli.parser import RefusedChoice
 
 URL_FLAG = "--database-url"
+# Flags that name a file: a fix line names it by its absolute path, as `serve_line` does, so
+# the line runs from any directory.
+_PATH_FLAGS = ("--token-file",)
 # The URL a DATABASE_URL_INVALID fix names, for a command that reads one backend only (else the
 # default SQLite file): the NATS server on its own port, as the README runs it.
 _URL_NEEDED = {"mcp-jobs db nats-report": "nats://127.0.0.1:4222"}
@@ -97,7 +95,7 @@ def mended(exc: BaseException, fixes: FixContext) -> BaseException:
         words = _with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
     if words is not None:
         # The URL as typed may hold a password: `fixes` writes it back as every fix line has it.
-        fix = fixes.command(*without_flag(words, URL_FLAG))
+        fix = fixes.command(*fix_words(words))
     elif exc.fix_said:
         fix = _fallback(exc.argument, argv, command, fixes)
     else:
@@ -111,7 +109,7 @@ def _at_cap(exc: LimitExceededError, argv: Sequence[str], fixes: FixContext) -> 
     words = _with_value(argv, _flags(exc.argument), exc.value, exc.limit)
     if words is None:
         return exc  # the value came from elsewhere (a count of queue names): the fix stands
-    exc.fix = fixes.command(*without_flag(words, URL_FLAG))
+    exc.fix = fixes.command(*fix_words(words))
     return exc
 
 
@@ -133,7 +131,7 @@ def _with_url(
     """`exc` whose fix is `url` given where the refused one came from: the flag, else the
     variable."""
     if _typed_flag(argv, URL_FLAG):
-        exc.fix = fixes.command(*without_flag(argv, URL_FLAG), URL_FLAG, url)
+        exc.fix = fixes.command(*fix_words(argv), URL_FLAG, url)
     else:
         exc.fix = f"export {DATABASE_URL_ENV}={shell_word(url)}"
     exc.next_call = None
@@ -217,7 +215,7 @@ def _id_held(exc: JobNotFoundError, argv: Sequence[str], fixes: FixContext) -> J
         return exc
     words = [inner if word == exc.job_id else word for word in argv]
     # The listing's call no longer is the way on: the command with the id is.
-    exc.fix, exc.next_call = fixes.command(*without_flag(words, URL_FLAG)), None
+    exc.fix, exc.next_call = fixes.command(*fix_words(words)), None
     return exc
 
 
@@ -239,7 +237,7 @@ def _written(words: Sequence[str] | None, typed: Sequence[str], fixes: FixContex
     plan) as the --help of the command `typed` runs."""
     if words is None:
         return help_line(" ".join([PROGRAM, *command_of(typed)]))
-    return fixes.command(*without_flag(words, URL_FLAG))
+    return fixes.command(*fix_words(words))
 
 
 def help_line(command: str) -> str:
@@ -260,7 +258,7 @@ def _flag_mended(exc: FlagMend, argv: Sequence[str], fixes: FixContext) -> FlagM
     words = _with_value(argv, {exc.flag}, exc.typed, exc.nearest)
     if words is None and exc.set_anyway and not _typed_flag(argv, exc.flag):
         words = [*argv, exc.flag, _word(exc.nearest)]
-    return exc if words is None else exc.with_fix(fixes.command(*without_flag(words, URL_FLAG)))
+    return exc if words is None else exc.with_fix(fixes.command(*fix_words(words)))
 
 
 def choice_mended(choice: RefusedChoice, argv: Sequence[str]) -> tuple[list[str], bool] | None:
@@ -312,6 +310,19 @@ def print_failure(exc: BaseException, settings: Settings, where: str) -> int:
 def _fallback(argument: str, argv: Sequence[str], command: str, fixes: FixContext) -> str:
     listing = fixes.listing(argv[0] if argv else "", argument)
     return listing if listing is not None else help_line(command)
+
+
+def fix_words(words: Sequence[str]) -> list[str]:
+    """The typed `words` as a fix line writes them: without the URL (`fixes` writes it back as
+    every fix line has it), and each file a flag names by its absolute path."""
+    kept = without_flag(words, URL_FLAG)
+    for n, word in enumerate(kept):
+        flag, equals, path = word.partition("=")
+        if equals and flag in _PATH_FLAGS and path:
+            kept[n] = f"{flag}={os.path.abspath(path)}"
+        elif word in _PATH_FLAGS and kept[n + 1 : n + 2] not in ([], [""]):
+            kept[n + 1] = os.path.abspath(kept[n + 1])
+    return kept
 
 
 def without_flag(words: Sequence[str], flag: str) -> list[str]:

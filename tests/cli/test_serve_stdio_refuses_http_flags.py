@@ -54,5 +54,7 @@ def test_serve_over_stdio_refuses_a_flag_only_http_reads(
     # the refused one left the next (`--port` beside `--token-file`) to be refused in turn.
     assert words[:2] == ["mcp-jobs", "serve"], fix
     assert words.count("--transport") == 1 and words[words.index("--transport") + 1] == "http"
-    assert words[words.index(flag) + 1] == value
+    # A file by its absolute path: the line runs from any directory (as `serve_line` names it).
+    named = str(tmp_path / value) if flag == "--token-file" else value
+    assert words[words.index(flag) + 1] == named
     assert words[words.index("--database-url") + 1] == url

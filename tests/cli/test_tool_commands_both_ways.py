@@ -12,7 +12,8 @@ import pytest
 
 from mcp_jobs.cli.mend import without_flag
 from mcp_jobs.config import Settings
-from mcp_jobs.fix_context import TOOL_COMMANDS, FixContext, tool_call_of
+from mcp_jobs.fix_context import FixContext
+from mcp_jobs.tool_commands import TOOL_COMMANDS, tool_call_of
 
 # A value for each argument any row names, of the type the tool takes.
 _VALUES: dict[str, Any] = {
