@@ -22,6 +22,7 @@ from engine.bounds import (
     MAX_QUEUES,
     MAX_TENANT_BYTES,
 )
+from engine.client_calls import Given, given_of
 from engine.clock import Clock, agree
 from engine.declare import JobRegistry, default_registry
 from engine.descriptors import IdempotencyKeyMissingError, app_modules, from_registry, judged
@@ -52,7 +53,13 @@ from engine.errors import (
     JobUnknownError,
     RunNotFoundError,
 )
-from engine.fix_lines import MEMORY_URL, CommandContext, fixes_written, importable_anywhere
+from engine.fix_lines import (
+    MEMORY_URL,
+    CommandContext,
+    fixes_written,
+    importable_anywhere,
+    mend_call,
+)
 from engine.ids import new_ids
 from engine.inbound_events import (
     DEFAULT_EVENT_WINDOW_MS,
@@ -151,6 +158,10 @@ def _matches(job: JobRecord, error_code: str | None, after: int | None, before: 
 class Jobs:
     """A connected jobs client over one driver and one registry of declarations."""
 
+    # A refusal of one of its methods' arguments is that call mended (engine/fix_lines.py
+    # `mend_call`), written on `jobs` as the README names the client.
+    is_jobs_client = True
+
     def __init__(
         self,
         driver: Driver,
@@ -201,12 +212,15 @@ class Jobs:
         cwd = Path.cwd()
         return tuple(modules) if all(importable_anywhere(m, cwd) for m in modules) else ()
 
-    def _leaving(self, exc: BaseException, call: str) -> None:
+    def _leaving(self, exc: BaseException, call: str, given: Sequence[Given] | None = None) -> None:
         """`exc` as it leaves `call` of the Python API: a fix that is the call's own shape
-        (IDEMPOTENCY_KEY_MISSING) in that call's, and this client's context written in."""
+        (IDEMPOTENCY_KEY_MISSING) in that call's, an argument refused with its nearest value
+        the call `given` mended (`mend_call`), and this client's context written in."""
         if isinstance(exc, IdempotencyKeyMissingError):
             exc.raised_through(call)
-        if self.fix_context is not None:
+        if self.fix_context is not None:  # None: a face's client, which writes its own fix
+            if given is not None:
+                mend_call(exc, call, given)
             self.fix_context.write_into(exc)
 
     # --- enqueue ------------------------------------------------------------------------------
@@ -243,7 +257,8 @@ class Jobs:
             (result,) = await self.driver.enqueue([request], now=now)
             return result
         except (JobsError, BaseExceptionGroup) as exc:
-            self._leaving(exc, "enqueue")
+            # Its arguments as called (none is rebound above), for a refusal's mended call.
+            self._leaving(exc, "enqueue", given_of(Jobs.enqueue, locals()))
             raise
 
     async def enqueue_many(

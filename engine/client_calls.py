@@ -6,13 +6,16 @@ opens a new, empty one, so a fix line there is this call instead (engine/fix_lin
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.command_line import DATABASE_FLAG, end_of_options
+from engine.errors import LEFT_OUT
+from engine.redaction import scrubbed
 from schemas.errors import NextCall
 
 # The name a Python caller's client has in a fix line, as in the README and the docstrings.
@@ -218,3 +221,76 @@ def first_page(call: NextCall) -> str | None:
         return None
     words += [f"{key}={python_literal(value)}" for key, value in arguments.items()]
     return f"await {method}({', '.join(words)})"
+
+
+# A mended call longer than this stays prose: a fix is one line a reader takes in.
+MENDED_CALL_LIMIT = 300
+# Names of an input's fields whose value a fix never repeats (engine.drivers.urls'
+# MASKED_PARAMS, and the usual spellings of a secret).
+_SECRET_NAMES = ("password", "passwd", "secret", "token", "credential", "api_key", "apikey")
+
+
+@dataclass(frozen=True)
+class Given:
+    """One argument of a call as its caller gave it: by position or by keyword."""
+
+    name: str
+    value: Any
+    by_position: bool
+
+
+def mended_call(method: str, given: Sequence[Given], changed: Mapping[str, Any]) -> str | None:
+    """`await jobs.<method>(...)`: the call as `given`, each argument named in `changed` set to
+    its value there (`LEFT_OUT`: left out), or None when it cannot be written to run as given:
+    an argument with no literal that reads back as it (a model, a datetime), a credential in
+    one, or a line longer than MENDED_CALL_LIMIT."""
+    words: list[str] = []
+    by_keyword = False  # once one is, every later argument is (or one left out shifts them)
+    try:
+        for argument in given:
+            value = changed.get(argument.name, argument.value)
+            if value is LEFT_OUT:
+                by_keyword = True
+                continue
+            literal = _literal(value)
+            by_keyword = by_keyword or not argument.by_position
+            words.append(f"{argument.name}={literal}" if by_keyword else literal)
+    except ValueError:
+        return None
+    line = f"await {CLIENT}.{method}({', '.join(words)})"
+    if len(line) > MENDED_CALL_LIMIT or scrubbed(line) != line:
+        return None
+    return line
+
+
+def _literal(value: Any) -> str:
+    """`python_literal` of a value of JSON's kinds only (exactly: no subclass, whose repr is no
+    literal); ValueError for any other, or a dict holding a field named as a secret."""
+    kind = type(value)
+    if value is None or kind in (bool, int, float, str):
+        return python_literal(value)
+    if kind in (list, tuple):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if kind is dict and all(type(k) is str for k in value):
+        if any(secret in k.lower() for k in value for secret in _SECRET_NAMES):
+            raise ValueError(value)
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    raise ValueError(value)
+
+
+def given_of(function: Callable[..., Any], arguments: Mapping[str, Any]) -> list[Given] | None:
+    """The arguments of a call of `function` (a method: its `self` left out) as `arguments`
+    gives them, in its order, each left at its default left out; None when it takes `*args` or
+    `**kwargs` (no call can be rewritten from their names)."""
+    out: list[Given] = []
+    for parameter in list(inspect.signature(function).parameters.values())[1:]:
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            return None
+        if parameter.name not in arguments:
+            continue
+        value, default = arguments[parameter.name], parameter.default
+        if value is default or (type(value) is type(default) and value == default):
+            continue
+        by_position = parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+        out.append(Given(parameter.name, value, by_position))
+    return out

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
+from engine.command_line import END_OF_OPTIONS
 from engine.extras import upgrade_line
 from engine.iso_time import iso
 from engine.meant import meant_note
@@ -225,6 +226,15 @@ class JobUnknownError(JobsError):
         )
 
 
+def describe_line(job: str) -> str:
+    """The command describing `job` (what its input takes): a line each face writes its
+    context into (a Python caller on `memory://` gets `await jobs.describe(...)`, an MCP
+    caller the `describe_jobs` call beside it), never a tool call a shell cannot run."""
+    if job.startswith("-"):  # else read as an option: past `--` every word is a name
+        return f"mcp-jobs jobs describe --json {END_OF_OPTIONS} {shell_word(job)}"
+    return f"mcp-jobs jobs describe {shell_word(job)} --json"
+
+
 class JobInputInvalidError(JobsError):
     code = "JOB_INPUT_INVALID"
     title = "the input does not match the job's model"
@@ -235,7 +245,7 @@ class JobInputInvalidError(JobsError):
         super().__init__(
             f'input for "{job}" is invalid at {where}: {first.get("msg")} '
             f"({len(errors)} error(s) in all)",
-            f'describe_jobs {{"name": "{job}"}}',
+            describe_line(job),
             next_call=_call("describe_jobs", name=job),
             details={"job": job, "errors": [dict(e) for e in errors]},
         )
@@ -482,7 +492,7 @@ class IdempotencyKeyFailedError(JobsError):
         super().__init__(
             f'the idempotency_key function of job "{job}" raised {type(exc).__name__}: {detail}; '
             "nothing was enqueued",
-            f'describe_jobs {{"name": "{job}"}}',
+            describe_line(job),
             next_call=_call("describe_jobs", name=job),
             details={"job": job, "exception": type(exc).__name__},
         )

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import functools
 import importlib.machinery
+import inspect
 import os
 import shlex
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from engine.client_calls import first_page, python_call
+from engine.client_calls import Given, first_page, given_of, mended_call, python_call
 from engine.command_line import (
     DATABASE_FLAG,
     END_OF_OPTIONS,
@@ -37,7 +39,15 @@ from engine.command_line import (
 )
 from engine.drivers.urls import URL_FROM_ENV, printable_url, sqlite_path
 from engine.environment import NAME_PATTERN
-from engine.errors import CursorInvalidError, JobsError
+from engine.errors import (
+    NOTHING_NEAR,
+    CursorInvalidError,
+    InvalidArgumentError,
+    JobNotFoundError,
+    JobsError,
+    JobUnknownError,
+    id_within,
+)
 from engine.shell_words import for_shlex, shell_join, shell_word
 from schemas.jobs import JobPage, JobRecord
 from schemas.trace import JobTrace
@@ -281,13 +291,25 @@ class CommandContext:
             return value if job is value.job else value.model_copy(update={"job": job})
         return value
 
+    def line(self, fix: str) -> str:
+        """`fix` as an error leaving this client carries it: this context written in; and a
+        `jobs describe` command, where no `--app` can be written (a script's `__main__`, a
+        module found only beside it), the call on this client doing it: a shell's command
+        would describe only what a worker published, this client describes its own jobs."""
+        flags = self.flags()
+        if "--app" not in dict(flags):
+            described = _describe_call(fix)
+            if described is not None:
+                return described
+        return with_flags(fix, flags)
+
     def write_into(self, exc: BaseException) -> None:
         """Write this context into the fix of `exc` and of every engine error a group holds."""
         if isinstance(exc, BaseExceptionGroup):
             for inner in exc.exceptions:
                 self.write_into(inner)
         elif isinstance(exc, JobsError):
-            exc.fix = with_flags(exc.fix, self.flags())
+            exc.fix = self.line(exc.fix)
             # A refused cursor's fix is its list's first page as a tool call (for the faces):
             # for a Python caller, the method's call.
             if isinstance(exc, CursorInvalidError) and exc.next_call is not None:
@@ -301,8 +323,27 @@ def _with_flags_once(fix: str, flags: tuple[tuple[str, str], ...]) -> str:
 
 
 def as_raised(context: CommandContext | None, fix: str) -> str:
-    """`fix` as an error leaving a client with `context` carries it (tests compare with it)."""
+    """`fix` with the flags of a client with `context` written in, as its errors and its
+    worker's log carry it (tests compare with it). An error leaving a method writes a `jobs
+    describe` line with no `--app` as the call on the client instead (`CommandContext.line`);
+    a worker's log, read in a shell where the worker published its jobs, keeps the line."""
     return fix if context is None else with_flags(fix, context.flags())
+
+
+def _describe_call(fix: str) -> str | None:
+    """The call on a client (`await jobs.describe("ship")`) doing what `fix` does when it is
+    an `mcp-jobs jobs describe` command naming no database or app of its own, else None."""
+    words = command_words(fix)
+    if words is None:
+        return None
+    head = assignments_ahead(words)
+    rest = words[head + 1 :]
+    if head >= len(words) or words[head] != PROGRAM or rest[:2] != ["jobs", "describe"]:
+        return None
+    options = rest[: end_of_options(rest)]
+    if any(w.split("=", 1)[0] in (DATABASE_FLAG, "--app") for w in options):
+        return None
+    return python_call(rest)
 
 
 class WritesFixes(Protocol):
@@ -317,6 +358,59 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+# Set while a method of the Python API runs: a refusal is mended in the call its caller made,
+# never in one the method made of its own (`select` pages through `list`).
+_CALLING: ContextVar[bool] = ContextVar("python_api_call", default=False)
+
+
+def mend_call(exc: BaseException, method: str, given: Sequence[Given]) -> None:
+    """Where `exc` refuses an argument of the call `jobs.<method>(given)` and names the value
+    nearest to it (INVALID_ARGUMENT's `nearest`, the id a JOB_NOT_FOUND's text holds, the job
+    name a JOB_UNKNOWN's misspelt one plainly stands for), make
+    its fix that call mended, when every argument of it is a short literal (`mended_call`);
+    else its fix stays what it was (words saying what to pass)."""
+    if type(exc) is InvalidArgumentError and exc.next_call is None:
+        if exc.nearest is NOTHING_NEAR:
+            return
+        name, refused, nearest = exc.argument, exc.value, exc.nearest
+    elif isinstance(exc, JobNotFoundError):
+        held = id_within(exc.job_id)
+        if held is None:
+            return
+        name, refused, nearest = "job_id", exc.job_id, held
+    elif isinstance(exc, JobUnknownError) and "meant" in (details := exc.details or {}):
+        # A misspelt job name, given as `job` (enqueue) or `name` (describe).
+        refused, nearest = details["job"], details["meant"]
+        named = [g.name for g in given if g.name in ("job", "name") and _alike(g.value, refused)]
+        if not named:
+            return
+        name = named[0]
+    else:
+        return
+    found = [g.value for g in given if g.name == name]
+    if not found or not (found[0] is refused or _alike(found[0], refused)):
+        return  # a value the method made, or an item of a list: not the caller's argument
+    line = mended_call(method, given, {name: nearest})
+    if line is not None:
+        exc.fix = line
+        if isinstance(exc, InvalidArgumentError):
+            exc.fix_said = False
+
+
+def _alike(a: object, b: object) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _bound(
+    method: Callable[..., Any], self: object, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The arguments of `method(self, *args, **kwargs)` by name (none when they do not bind)."""
+    try:
+        return dict(inspect.signature(method).bind(self, *args, **kwargs).arguments)
+    except TypeError:
+        return {}
+
+
 def fixes_written(
     method: Callable[Concatenate[S, P], Awaitable[R]],
 ) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
@@ -324,13 +418,23 @@ def fixes_written(
     fix (where errors leave the Python API), as does each job's stored error it answers."""
 
     async def written(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        outermost = not _CALLING.get()
+        token = _CALLING.set(True)
         try:
             answer = await method(self, *args, **kwargs)
         except (JobsError, BaseExceptionGroup) as exc:
             context = self.fix_context
             if context is not None:
+                # Only a method of `jobs` itself is written as a call on it (a Worker's, a
+                # Backfills' keep their fix); a face's client (no context) writes its own.
+                if outermost and getattr(self, "is_jobs_client", False):
+                    given = given_of(method, _bound(method, self, args, kwargs))
+                    if given is not None:
+                        mend_call(exc, method.__name__, given)
                 context.write_into(exc)
             raise
+        finally:
+            _CALLING.reset(token)
         context = self.fix_context
         return answer if context is None else context.stored(answer)
 
@@ -356,6 +460,7 @@ __all__ = [
     "importable_anywhere",
     "is_name",
     "is_private",
+    "mend_call",
     "needs_on_path",
     "on_private_store",
     "spliced",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, Worker, connect, job
 from engine.errors import JobNotFoundError, JobsError
 from schemas.jobs import ClaimedJob
+from tests.support.fix_lines import run_script
 
 # Writes what the errors it provokes carry; the shop's jobs import from any directory.
 SCRIPT = """
@@ -55,22 +55,8 @@ def _bash(line: str, cwd: Path) -> Any:
 def test_an_api_errors_fix_run_from_another_directory_reads_the_database_in_use(
     tmp_path: Path,
 ) -> None:
-    here, elsewhere = tmp_path / "app", tmp_path / "elsewhere"
-    here.mkdir()
-    elsewhere.mkdir()
-    (here / "provoke.py").write_text(SCRIPT)
-    env = {k: v for k, v in os.environ.items() if k != "MCP_JOBS_DATABASE_URL"}
-    done = subprocess.run(
-        [sys.executable, "provoke.py"],
-        cwd=here,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    fixes = json.loads(done.stdout)
+    here, elsewhere, out = run_script(SCRIPT, tmp_path)
+    fixes = json.loads(out)
     database = f"sqlite:///{here / 'x.db'}"
     for code in ("JOB_NOT_FOUND", "JOB_UNKNOWN"):
         assert f"--database-url {database}" in fixes[code], fixes[code]
@@ -101,9 +87,16 @@ async def test_a_job_declared_in_main_leaves_app_out(tmp_path: Path) -> None:
     try:
         with pytest.raises(JobsError) as raised:
             await jobs.describe("nosuch")
+        # A shell's `jobs describe` with no --app would describe none of this script's jobs:
+        # the fix is the call on this client, which describes them.
+        assert raised.value.fix == "await jobs.describe()"
+        assert [d.name for d in await jobs.describe()] == ["noted"]
+        # A line that needs no app still names the database, and no --app.
+        with pytest.raises(JobsError) as missing:
+            await jobs.get("nosuch")
+        assert missing.value.fix == f"mcp-jobs jobs ls --json --database-url {url}"
     finally:
         await jobs.close()
-    assert raised.value.fix == f"mcp-jobs jobs describe --json --database-url {url}"
 
 
 @pytest.mark.skipif(not os.environ.get("MCP_JOBS_TEST_PG_DSN"), reason="no PostgreSQL")

@@ -81,3 +81,24 @@ def the_line(lines: list[str], start: str) -> str:
     """The one line that begins with `start`."""
     (line,) = [line for line in lines if line.startswith(start)]
     return line
+
+
+def run_script(script: str, tmp_path: Path) -> tuple[Path, Path, str]:
+    """`script` run as `provoke.py` in a directory of its own under `tmp_path`, with no
+    MCP_JOBS_DATABASE_URL: (that directory, another one beside it to run fixes from, stdout)."""
+    here, elsewhere = tmp_path / "app", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    (here / "provoke.py").write_text(script)
+    env = {k: v for k, v in os.environ.items() if k != "MCP_JOBS_DATABASE_URL"}
+    done = subprocess.run(
+        [sys.executable, "provoke.py"],
+        cwd=here,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return here, elsewhere, done.stdout

@@ -1,7 +1,7 @@
-"""A TASK_FAILING finding whose stored error's fix is a tool call (JOB_INPUT_INVALID's
-`describe_jobs {"name": "tick"}`) is written for its reader like any other finding's: the tool
-call over MCP, the `mcp-jobs` command that makes it at the terminal and on the dashboard — never
-a tool call printed as a shell line, nor prose glued in front of one."""
+"""A TASK_FAILING finding whose stored error's fix is JOB_INPUT_INVALID's (the job's description,
+`mcp-jobs jobs describe tick --json`, with the `describe_jobs` tool call beside it) is written
+for its reader like any other finding's: the line that runs as given, and the tool call an MCP
+client makes — never a tool call printed as a shell line, nor prose glued in front of one."""
 
 from __future__ import annotations
 
@@ -47,8 +47,14 @@ async def test_a_tool_call_fix_is_the_cli_line_at_the_terminal_and_the_call_over
     settings = Settings(database_url=database_url)
 
     over_mcp = await _failing(jobs, settings, "mcp")
-    assert over_mcp.fix == 'describe_jobs {"name": "tick"}'
+    # JOB_INPUT_INVALID's fix is the describe command (a Python caller runs it too), written
+    # to run as given; the tool call beside it is what an MCP client runs.
+    mcp_words = command_words(over_mcp.fix)
+    assert mcp_words[:4] == ["mcp-jobs", "jobs", "describe", "tick"], over_mcp.fix
+    assert mcp_words[mcp_words.index("--database-url") + 1] == database_url
     assert over_mcp.next_call is not None and over_mcp.next_call.tool == "describe_jobs"
+    assert over_mcp.next_call.arguments == {"name": "tick"}
+    assert await _run(mcp_words[1:]) == 0
     # The declaration is what must change: the cause says so, the fix shows what tick takes.
     assert "bad-input" in over_mcp.cause and "JOB_INPUT_INVALID" in over_mcp.cause
 
