@@ -3,7 +3,7 @@ bounds (`engine.bounds`), and each other argument of the kind it is declared."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from engine import bounds
@@ -43,7 +43,13 @@ def counts_checked(
     if prefetch is None:
         prefetch = PREFETCH_PER_SLOT * concurrency
     bounds.whole("prefetch", prefetch, 0, PREFETCH_PER_SLOT * bounds.MAX_CAP)
-    if isinstance(queues, str) and queues != ALL_QUEUES:
+    # A number, bytes or a mapping is no list of names either: refused here, not as the
+    # TypeError of the loop below (nor a dict's keys taken for names).
+    if (isinstance(queues, str) and queues != ALL_QUEUES) or not (
+        queues is None
+        or isinstance(queues, str)
+        or (isinstance(queues, Iterable) and not isinstance(queues, bytes | Mapping))
+    ):
         raise InvalidArgumentError("queues", queues, 'a list of queue names, or "*"')
     # No queues claims nothing, ever: left out, it claims the registered jobs' queues.
     bounds.narrowing("queues", queues, "the queues of the registered jobs")

@@ -78,11 +78,13 @@ def open_driver(url: str | None = None, *, clock: Clock | None = None, **options
     url = given_url(url, variable)
     try:
         factory, resolved = _factory(resolve_url(url))
+        # The driver refuses what only it checks (`sqlite://jobs.db` names no file): the
+        # argument's fix too.
+        driver = factory(resolved, clock=clock or SYSTEM_CLOCK, **options)
     except DatabaseUrlInvalidError as exc:
         if url is not None and url != variable:
             fixed_on_argument(exc, meant_url(url, registered_schemes()), DEFAULT_DATABASE_URL)
         raise
-    driver = factory(resolved, clock=clock or SYSTEM_CLOCK, **options)
     require(driver, JOBS)
     return driver
 

@@ -83,8 +83,8 @@ def meant_url(url: str, schemes: Collection[str]) -> str | None:
     if scheme not in schemes:
         near = difflib.get_close_matches(scheme, sorted(schemes), n=1, cutoff=_NEAR_SCHEME)
         return f"{near[0]}://{rest}" if near else None
-    if scheme == "sqlite" and re.search(r"[?#]", rest):
-        return "sqlite://" + re.split(r"[?#]", rest, maxsplit=1)[0]
+    if scheme == "sqlite":
+        return _sqlite_mended(url, rest)
     if scheme in ("redis", "rediss") and redis_url_problem(url) is not None:
         return redis_kept(url)
     if scheme in ("postgres", "postgresql") and postgres_url_problem(url) is not None:
@@ -93,6 +93,21 @@ def meant_url(url: str, schemes: Collection[str]) -> str | None:
         kept = nats_kept(url)
         return kept if nats_url_problem(kept) is None else None
     return None
+
+
+def _sqlite_mended(url: str, rest: str) -> str | None:
+    """A sqlite URL without the options or fragment it does not take, and with the slash that
+    makes its path one (`sqlite://jobs.db` read `jobs.db` as a host): None where that is no
+    file's URL either (`sqlite://:memory:`, a directory) or changes nothing."""
+    path = re.split(r"[?#]", rest, maxsplit=1)[0]
+    if path == ":memory:":
+        return None  # not durable: refused for that, not for its form
+    mended = "sqlite://" + (path if path.startswith("/") else "/" + path)
+    try:
+        sqlite_path(mended)
+    except DatabaseUrlInvalidError:
+        return None
+    return mended if mended != url else None
 
 
 # How alike a refused sslmode must be to one libpq takes to be read as it (`requre`).
