@@ -129,7 +129,7 @@ class Backfills:
         ran. INVALID_ARGUMENT for a limit out of bounds, CURSOR_INVALID for a cursor that is
         not one."""
         name = bounds.text("name", name, bounds.MAX_NAME_BYTES)
-        limit = bounds.whole("runs_limit", limit, 1, MAX_RUNS_PAGE)
+        limit = bounds.whole("limit", limit, 1, MAX_RUNS_PAGE)
         before = parse_runs_cursor(cursor, name) if cursor is not None else None
         found = await self.ledger.backfill_runs(name, self._here(), before=before, limit=limit + 1)
         page = found[:limit]
