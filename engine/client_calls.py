@@ -102,6 +102,8 @@ def python_call(rest: Sequence[str]) -> str | None:
     """The call on a client (`await jobs.list(state="dead")`) that does what `mcp-jobs <rest>`
     does (its context options aside: the client is its database and app), or None when no call
     does (`db report`, a worker) or `rest` gives it something no call takes."""
+    if rest and rest[0] == "backfill":
+        return _backfills_call(rest[1:])
     call = _CALLS.get((rest[0], rest[1])) if len(rest) >= 2 else None
     if call is None:
         return None
@@ -118,6 +120,24 @@ def python_call(rest: Sequence[str]) -> str | None:
     except ValueError:
         return None
     return f"await {CLIENT}.{method}({', '.join(shown)})"
+
+
+def _backfills_call(words: Sequence[str]) -> str | None:
+    """The call listing the declared backfills that `mcp-jobs backfill [--pending]` makes (its
+    context options aside), else None: a name rehearses or writes one, which no fix line does."""
+    # Not `--tenant`: a backfill spans every tenant, and the CLI refuses a pinned one.
+    options = {**_CONTEXT_OPTIONS, "--pending": "flag"}
+    del options["--tenant"]
+    given: set[str] = set()
+    at = 0
+    while at < len(words):
+        flag, inline, _ = words[at].partition("=")
+        if flag not in options:
+            return None  # a name, or an option no listing takes
+        given.add(flag)
+        at += 1 if inline or options[flag] == "flag" else 2
+    pending = "pending_only=True" if "--pending" in given else ""
+    return f"await Backfills({CLIENT}).list({pending})"
 
 
 def _arguments(call: _Call, words: Sequence[str]) -> dict[str, Any]:

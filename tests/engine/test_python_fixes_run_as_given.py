@@ -223,3 +223,17 @@ async def test_a_faces_client_keeps_the_engines_fix(jobs: Jobs, registry: JobReg
     ):
         error = await refused(call, "INVALID_ARGUMENT")
         assert not error.fix.startswith("await "), error.fix
+
+
+@pytest.mark.drivers("memory", reason="no command reaches a memory:// store: the call does")
+async def test_an_unknown_backfill_on_memory_is_the_call_listing_them(jobs: Jobs) -> None:
+    from engine.backfill import Backfills  # the name the fix line uses
+
+    backfills = Backfills(jobs)
+    error = await refused(lambda: backfills.dry_run("nosuch"), "BACKFILL_UNKNOWN")
+    assert error.fix == "await Backfills(jobs).list()"
+    listed = await eval(
+        compile(error.fix, "<fix>", "eval", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT),
+        {"jobs": jobs, "Backfills": Backfills},
+    )
+    assert isinstance(listed, list)
