@@ -27,8 +27,9 @@ import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from engine.errors import InvalidArgumentError
 from engine.pauses import target
-from mcp_jobs.dashboard.app import FORBIDDEN
+from mcp_jobs.dashboard.app import FORBIDDEN, error_page
 from mcp_jobs.dashboard.html import e, error_box, frame, link, notice_box, path
 from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.errors import ScopeMissingError
@@ -70,10 +71,23 @@ def flash_of(request: Request) -> str | None:
     return FLASHES.get(request.query_params.get("flash", ""))
 
 
-async def refuse(dash: Dashboard, request: Request) -> Response:
-    """A read-only dashboard's answer on every action path."""
-    body = "<p>This dashboard is read-only: it changes nothing.</p>"
-    return HTMLResponse(frame("Read-only", body, prefix=dash.prefix), status_code=403)
+def refuser(route: str) -> Page:
+    """A read-only dashboard's answer on `route`: 403, its fix the CLI line that does the same
+    (the CLI writes what the dashboard here may not)."""
+    action = ACTIONS[route.rsplit("/", 1)[1]]
+
+    async def page(dash: Dashboard, request: Request) -> Response:
+        params = _params(dash, action, request, route.strip("/"))
+        refused = InvalidArgumentError(
+            "read_only",
+            True,
+            f"false to {action.verb} from the dashboard: it was started with --read-only and "
+            "changes nothing (the fix does the same from the CLI)",
+            fix=dash.scope().fixes.command(*action.cli(params)),
+        )
+        return error_page(dash, refused, f"dashboard {request.url.path}", status=403)
+
+    return page
 
 
 def _job_of(model: RetryJobResult | CancelJobResult) -> Subject:
@@ -99,6 +113,8 @@ class Action:
     check: Callable[[dict[str, str]], object] | None = None
     # Refused in a tenant-pinned scope (TENANT_SCOPE_EXCEEDED): a pause holds every tenant.
     across_tenants: bool = False
+    # The CLI's words for the same action (a read-only dashboard's fix).
+    cli: Callable[[dict[str, str]], tuple[str, ...]] = lambda p: ("--help",)
 
 
 def _checked(form: dict[str, str], name: str) -> bool:
@@ -124,6 +140,7 @@ ACTIONS = {
         },
         subject=_job_of,
         back=lambda prefix, p: path(prefix, "jobs", p["job_id"]),
+        cli=lambda p: ("jobs", "retry", p["job_id"]),
     ),
     "cancel": Action(
         verb="cancel",
@@ -135,6 +152,7 @@ ACTIONS = {
         audit=lambda p, f: {"job_id": p["job_id"]},
         subject=_job_of,
         back=lambda prefix, p: path(prefix, "jobs", p["job_id"]),
+        cli=lambda p: ("jobs", "cancel", p["job_id"]),
     ),
     "pause": Action(
         verb="pause",
@@ -152,6 +170,7 @@ ACTIONS = {
         query=("queue",),
         check=lambda p: target(p["queue"], None),
         across_tenants=True,
+        cli=lambda p: ("queues", "pause", p["queue"]),
     ),
     "resume": Action(
         verb="resume",
@@ -166,6 +185,7 @@ ACTIONS = {
         query=("queue",),
         check=lambda p: target(p["queue"], None),
         across_tenants=True,
+        cli=lambda p: ("queues", "resume", p["queue"]),
     ),
 }
 
@@ -194,29 +214,33 @@ async def perform(
 class _Unread(Exception):
     """The form was not read: the answer the client gets, if it is still there."""
 
-    def __init__(self, status: int, text: str) -> None:
+    def __init__(self, status: int, value: str, expected: str) -> None:
         self.status = status
-        self.text = text
+        self.value = value
+        self.expected = expected
 
 
-async def _form(request: Request) -> dict[str, str] | None:
-    """The posted form; None when it is larger than a confirmation form. A body declared too
+_SMALL = f"at most {MAX_FORM_BYTES} bytes: a confirmation form's token and a short reason"
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The posted form, refused when it is larger than a confirmation form. A body declared too
     large is refused before a byte is read, and the read is bounded in time: a client that
     stalls or goes away is answered (or left) without an unexpected failure."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
-        raise _Unread(413, f"The form is larger than {MAX_FORM_BYTES} bytes.")
+        raise _Unread(413, f"{declared} bytes", _SMALL)
     body = b""
     try:
         with anyio.fail_after(FORM_READ_S):
             async for chunk in request.stream():
                 body += chunk
                 if len(body) > MAX_FORM_BYTES:
-                    return None
+                    raise _Unread(413, f"over {MAX_FORM_BYTES} bytes", _SMALL)
     except TimeoutError:
-        raise _Unread(408, f"The form did not arrive within {FORM_READ_S} s.") from None
+        raise _Unread(408, "unfinished", f"sent within {FORM_READ_S} s") from None
     except ClientDisconnect:
-        raise _Unread(400, "The client went away before its form arrived.") from None
+        raise _Unread(400, "cut off", "sent whole (the client went away)") from None
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
 
@@ -247,13 +271,10 @@ def handler(route: str) -> Page:
     page_name = route.strip("/")
 
     async def page(dash: Dashboard, request: Request) -> str | Response:
-        params = {k: str(v) for k, v in request.path_params.items()}
-        if action.query:
-            params.update(read_query(request, dash.prefix, page_name, action.query))
-        if action.check is not None:
-            action.check(params)  # a name the operation would refuse is refused before it asks
+        params = _params(dash, action, request, page_name)
         # The token is bound to this action on these arguments, however the URL was spelt.
         here = action.url(dash.prefix, params)
+        where = f"dashboard {request.url.path}"
         if request.method == "GET":
             # No form for a write the token cannot make (SCOPE_MISSING, as the tool answers).
             authorize(dash.request_settings(), action.tool, mutating=True)
@@ -261,19 +282,20 @@ def handler(route: str) -> Page:
         try:
             form = await _form(request)
         except _Unread as unread:
-            logger.info("dashboard %s: form not read (%s)", here, unread.text)
-            body = f"<p>{e(unread.text)}</p>"
-            return HTMLResponse(
-                dash.frame("Refused", body),
-                status_code=unread.status,
+            logger.info("dashboard %s: form not read (%s)", here, unread.value)
+            # Its fix is the confirmation form, which posts what is read.
+            refused = InvalidArgumentError("form", unread.value, unread.expected, fix=here)
+            return error_page(dash, refused, where, status=unread.status)
+        token = form.get(CSRF_FIELD)
+        if token is None or not hmac.compare_digest(token.encode(), dash.csrf(here).encode()):
+            refused = InvalidArgumentError(
+                CSRF_FIELD,
+                "(missing)" if token is None else "(not this form's)",
+                "the token of the confirmation form at this URL, from this run of the "
+                "dashboard: open it again and confirm",
+                fix=here,
             )
-        token = (form or {}).get(CSRF_FIELD, "")
-        if form is None or not hmac.compare_digest(token.encode(), dash.csrf(here).encode()):
-            body = "<p>The form's token is missing or stale: open the action again and confirm.</p>"
-            return HTMLResponse(
-                dash.frame("Refused", body),
-                status_code=403,
-            )
+            return error_page(dash, refused, where, status=403)
         envelope = await perform(dash, action, params, form)
         if not envelope["ok"]:
             body = error_box(envelope["error"])
@@ -297,6 +319,16 @@ def handler(route: str) -> Page:
         return RedirectResponse(f"{target_url}?flash={action.verb}", status_code=303)
 
     return page
+
+
+def _params(dash: Dashboard, action: Action, request: Request, page: str) -> dict[str, str]:
+    """The action's arguments: its path's, and its query's (a name it does not take refused)."""
+    params = {k: str(v) for k, v in request.path_params.items()}
+    # Its query's refusal names this URL (`jobs/ID/retry`) as the one to open instead.
+    params.update(read_query(request, dash.prefix, page.format_map(params), action.query))
+    if action.check is not None:
+        action.check(params)  # a name the operation would refuse is refused before it asks
+    return params
 
 
 def _confirm(dash: Dashboard, action: Action, params: dict[str, str], here: str) -> str:

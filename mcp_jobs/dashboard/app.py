@@ -164,28 +164,36 @@ RETRY_AFTER_S = 5
 _COMMAND_OF_PAGE = {"backfills": ("backfill",), "workers": ("jobs", "stats")}
 
 
-def error_page(dash: Dashboard, exc: Exception, where: str) -> HTMLResponse:
+def error_page(
+    dash: Dashboard, exc: Exception, where: str, status: int | None = None
+) -> HTMLResponse:
     """A typed failure as a page with its code, cause and fix: 404 for what is not there, 403
     for what the caller may not do, 503 with Retry-After for a retryable one, 400 for the rest
-    (500: not typed)."""
+    (500: not typed); `status` when the request's refusal has its own (413, a 403 token)."""
     fixes = _fixes(dash)
     if isinstance(exc, InvalidArgumentError) and exc.fix_said and fixes is not None:
         page = where.removeprefix("dashboard ").removeprefix(dash.prefix).strip("/").split("/")[0]
         exc = _with_fix(exc, fixes, page)
     payload = error_payload(exc, where=where, context=fixes)
-    headers = {}
+    headers: dict[str, str] = {}
     again = None
-    if payload.code in NOT_FOUND:
-        status = 404
-    elif payload.code in FORBIDDEN:
-        status = 403
-    elif isinstance(exc, JobsError) and payload.retryable:
-        status, headers, again = 503, {"retry-after": str(RETRY_AFTER_S)}, RETRY_AFTER_S
-    else:
-        status = 400 if isinstance(exc, JobsError) else 500
+    if isinstance(exc, JobsError) and payload.retryable:
+        headers, again = {"retry-after": str(RETRY_AFTER_S)}, RETRY_AFTER_S
+    if status is None:
+        status = _status(exc, payload.code, again is not None)
     body = error_box(payload.model_dump())
     page = dash.frame("Error", body, retry_after_s=again)
     return HTMLResponse(page, status_code=status, headers=headers)
+
+
+def _status(exc: Exception, code: str, retryable: bool) -> int:
+    if code in NOT_FOUND:
+        return 404
+    if code in FORBIDDEN:
+        return 403
+    if retryable:
+        return 503
+    return 400 if isinstance(exc, JobsError) else 500
 
 
 def _with_fix(exc: InvalidArgumentError, fixes: FixContext, page: str) -> InvalidArgumentError:

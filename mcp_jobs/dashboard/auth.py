@@ -26,11 +26,14 @@ from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_jobs.config import Settings
-from mcp_jobs.dashboard.html import e, error_box, frame
+from mcp_jobs.dashboard.html import error_box, frame
 from mcp_jobs.errors import ScopeMissingError
 from mcp_jobs.operations.envelope import error_payload
 from mcp_jobs.server.http import StaticTokenVerifier, is_loopback, require_token
+from mcp_jobs.server.http_hosts import HOST_REFUSED
 from mcp_jobs.server.oauth_grants import authorize
+from mcp_jobs.server.token_refusals import TOKEN_REFUSED
+from schemas.errors import ErrorPayload
 
 logger = logging.getLogger("mcp_jobs.dashboard")
 
@@ -78,6 +81,28 @@ def mounted_auth(settings: Settings) -> DashboardAuth:
         verifier = http_auth(settings)["token_verifier"]
         return DashboardAuth(verifier.verify_token, served=settings)
     return DashboardAuth(static_verifier(require_token(settings)), served=settings)
+
+
+def _refusal(status: int, why: str) -> ErrorPayload:
+    """What the gate refused, under the codes `/mcp` answers the same refusals with (a token,
+    a Host); never the token presented."""
+    if status == 403:  # the Host header
+        return ErrorPayload(
+            code=HOST_REFUSED,
+            title="a Host this server does not answer",
+            cause=why,
+            fix="open it by a name of this machine (localhost, 127.0.0.1, [::1]) or one the "
+            "dashboard was started with (--allowed-host NAME)",
+            retryable=False,
+        )
+    return ErrorPayload(
+        code=TOKEN_REFUSED,
+        title="no bearer token, or not this server's",
+        cause=why,
+        fix="open the dashboard's URL once with ?token= and the server's token (a cookie keeps "
+        "it), or send Authorization: Bearer and the token",
+        retryable=False,
+    )
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -210,8 +235,7 @@ class AuthGate:
         logger.warning("dashboard refused %s from %s: %s", scope.get("path"), remote, why)
         body = frame(
             title,
-            f"<p>{e(why)}: open the dashboard's URL with <code>?token=</code> and the server's "
-            "token once, or send <code>Authorization: Bearer</code>.</p>",
+            error_box(_refusal(status, why).model_dump()),
             prefix=self.prefix,
         ).encode()
         headers = [

@@ -33,7 +33,7 @@ def read_query(request: Request, prefix: str, page: str, known: Sequence[str]) -
             raise InvalidArgumentError(
                 name,
                 value,
-                f"left out: /{page} takes {', '.join(known)}{hint}",
+                f"left out: /{page} takes {', '.join(known) or 'no parameter'}{hint}",
                 fix=path(prefix, *parts, query=mended),
             )
         if names.count(name) > 1:

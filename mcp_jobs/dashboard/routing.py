@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from engine.errors import InvalidArgumentError
 from mcp_jobs.config import Settings
 from mcp_jobs.dashboard import actions
 from mcp_jobs.dashboard.app import Dashboard, Page, error_page
@@ -65,12 +67,35 @@ def routes(dash: Dashboard) -> list[Route]:
     found.extend(
         Route(
             p + path,
-            _page(dash, actions.refuse if dash.read_only else actions.handler(path)),
+            _page(dash, actions.refuser(path) if dash.read_only else actions.handler(path)),
             methods=["GET", "POST"],
         )
         for path in actions.PATHS
     )
     return found
+
+
+def _unrouted(dash: Dashboard) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """A path no page has (404) or a method it does not take (405), shown as every refusal is:
+    its code, cause and fix (the overview), not Starlette's bare text."""
+
+    async def handler(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        pages = ", ".join(r.path for r in routes(dash) if isinstance(r, Route))
+        refused = InvalidArgumentError(
+            "path" if status == 404 else "method",
+            request.url.path if status == 404 else request.method,
+            f"one of the dashboard's: {pages}"
+            if status == 404
+            else "GET (a page) or, for an action, a POST from its confirmation form",
+            fix=dash.prefix + "/",
+        )
+        page = error_page(dash, refused, f"dashboard {request.url.path}", status=status)
+        if isinstance(exc, HTTPException) and exc.headers:
+            page.headers.update(exc.headers)  # a 405's Allow
+        return page
+
+    return handler
 
 
 def dashboard_routes_app(dash: Dashboard, auth: DashboardAuth) -> ASGIApp:
@@ -82,7 +107,11 @@ def dashboard_routes_app(dash: Dashboard, auth: DashboardAuth) -> ASGIApp:
         async with dash.running():
             yield
 
-    app = Starlette(routes=routes(dash), lifespan=lifespan)
+    app = Starlette(
+        routes=routes(dash),
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _unrouted(dash)},
+    )
     return Guarded(AuthGate(app, auth, prefix=dash.prefix))
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 
 from mcp_jobs.dashboard.html import e, link, path, table, when
+from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.operations.backfills import list_backfills
 from mcp_jobs.operations.models import BackfillRunView
 
@@ -39,6 +40,7 @@ def _ledger(runs: list[BackfillRunView]) -> str:
 
 
 async def render(dash: Dashboard, request: Request) -> str:
+    read_query(request, dash.prefix, "backfills", ())  # a filter it has not is refused
     scope = dash.scope()
     listed = await list_backfills(scope)
     parts = [f'<p class="muted">environment: {e(listed.environment)}</p>']

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from engine.rules import can_retry
 from mcp_jobs.dashboard.actions import action_url, flash_of, offered
 from mcp_jobs.dashboard.html import age, as_json, e, error_box, link, path, table, when
+from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.operations.jobs import inspect_job
 from mcp_jobs.operations.models import InspectJobResult, StepView
 from schemas.states import LIVE_STATES, RUN_NOW_STATES
@@ -62,6 +63,8 @@ def _actions(dash: Dashboard, r: InspectJobResult) -> str:
 
 async def render(dash: Dashboard, request: Request) -> str:
     job_id = request.path_params["job_id"]
+    # `flash` names the message of the action that redirected here.
+    read_query(request, dash.prefix, f"jobs/{job_id}", ("flash",))
     scope = dash.scope()
     # Fix lines run as given from anywhere: the effective database and app written in.
     r = scope.fixes.qualify_all(await inspect_job(scope, job_id))

@@ -8,6 +8,7 @@ from starlette.requests import Request
 
 from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs.dashboard.html import age, e, table, when
+from mcp_jobs.dashboard.query import read_query
 from mcp_jobs.operations.workers import live_workers
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
 
 async def render(dash: Dashboard, request: Request) -> str:
+    read_query(request, dash.prefix, "workers", ())  # a filter it has not is refused
     scope = dash.scope()
     # Worker hosts and processes are the operator's machines, serving every tenant.
     scope.across_tenants("the workers page", lambda: scope.fixes.command("jobs", "stats"))
