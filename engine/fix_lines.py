@@ -100,7 +100,14 @@ def absent_flags(rest: Sequence[str], flags: Iterable[tuple[str, str]]) -> list[
     if not rest or rest[0] not in TAKES_CONTEXT:
         return []
     given = {w.split("=", 1)[0] for w in rest if w.startswith("--")}
-    return [word for flag, value in flags if flag not in given for word in (flag, value)]
+    return [w for flag, value in flags if flag not in given for w in _flag_words(flag, value)]
+
+
+def _flag_words(flag: str, value: str) -> tuple[str, ...]:
+    """`flag value`, or `flag=value` where the value (a shell word, maybe quoted) starts with
+    `-`: apart, the parser reads it as a flag of its own (`--tenant -x`)."""
+    bare = value.removeprefix("$").lstrip("'\"")
+    return (f"{flag}={value}",) if bare.startswith("-") else (flag, value)
 
 
 def spliced(

@@ -38,7 +38,7 @@ from mcp_jobs.cli.render import print_error, print_json
 from mcp_jobs.config import APP_ENV, Settings, settings_from_env, split_apps
 from mcp_jobs.errors import AppImportError, CommandLineInvalidError
 from mcp_jobs.fix_context import PROGRAM, FixContext
-from mcp_jobs.operations.envelope import error_payload, failure
+from mcp_jobs.operations.envelope import TEXT_LIMIT, error_payload, failure
 
 EMPTY_URL = (
     "--database-url is empty; a fix line names a URL that holds a secret as "
@@ -110,7 +110,9 @@ def _usage_fix(refused: UsageError, argv: Sequence[str]) -> str:
         fixes = refusal_context(_settings(args))
     except (UsageError, JobsError):
         return help_line(refused.prog)
-    return fixes.command(*fix_words(words))
+    fix = fixes.command(*fix_words(words))
+    # Longer than an error's text may be, the line is cut there (a 10 KB value typed): no fix.
+    return fix if len(fix) <= TEXT_LIMIT else help_line(refused.prog)
 
 
 def _mended_line(refused: UsageError, argv: Sequence[str]) -> tuple[list[str] | None, bool]:

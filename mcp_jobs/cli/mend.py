@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.command_line import END_OF_OPTIONS
 from engine.drivers import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, registered_schemes
 from engine.drivers.urls import meant_url, slashes_missing, sqlite_path
 from engine.errors import (
@@ -34,7 +35,7 @@ from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
 from mcp_jobs.errors import LimitExceededError, TenantPinnedError
 from mcp_jobs.fix_context import PROGRAM, FixContext, absolute_url, unreachable_programs
-from mcp_jobs.operations.envelope import error_payload, failure, sole
+from mcp_jobs.operations.envelope import TEXT_LIMIT, error_payload, failure, sole
 from mcp_jobs.tool_commands import COMMAND_FOR_TOOL
 
 if TYPE_CHECKING:  # the parser's modules import this one
@@ -63,6 +64,16 @@ def typed(argv: Sequence[str], command: str = "mcp-jobs") -> Iterator[None]:
 
 
 def mended(exc: BaseException, fixes: FixContext) -> BaseException:
+    """`_mended`'s answer, its fix the command's --help where the line would be longer than an
+    error's text may be (`TEXT_LIMIT`): cut there (a 10 KB value typed), it would not run."""
+    said = _mended(exc, fixes)
+    if isinstance(said, JobsError) and len(fixes.qualify(said.fix)) > TEXT_LIMIT:
+        typed_line = _ARGV.get()
+        said.fix, said.next_call = help_line(typed_line[1] if typed_line else PROGRAM), None
+    return said
+
+
+def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
     """`exc`, or, when it refuses a value typed on the command line, the same refusal whose fix
     runs: the command with the value nearest the refused one, or without a flag it has no use
     for; else, for a fix that only says what to pass, the command that lists what the argument
@@ -131,7 +142,7 @@ def _with_url(
     """`exc` whose fix is `url` given where the refused one came from: the flag, else the
     variable."""
     if _typed_flag(argv, URL_FLAG):
-        exc.fix = fixes.command(*fix_words(argv), URL_FLAG, url)
+        exc.fix = fixes.command(*_appended(fix_words(argv), URL_FLAG, url))
     else:
         exc.fix = f"export {DATABASE_URL_ENV}={shell_word(url)}"
     exc.next_call = None
@@ -257,7 +268,7 @@ def _flag_mended(exc: FlagMend, argv: Sequence[str], fixes: FixContext) -> FlagM
         return exc
     words = _with_value(argv, {exc.flag}, exc.typed, exc.nearest)
     if words is None and exc.set_anyway and not _typed_flag(argv, exc.flag):
-        words = [*argv, exc.flag, _word(exc.nearest)]
+        words = _appended(argv, exc.flag, _word(exc.nearest))
     return exc if words is None else exc.with_fix(fixes.command(*fix_words(words)))
 
 
@@ -284,6 +295,12 @@ def choice_mended(choice: RefusedChoice, argv: Sequence[str]) -> tuple[list[str]
             continue
         return words, guessed
     return None
+
+
+def _appended(words: Sequence[str], *flag: str) -> list[str]:
+    """`words` with `flag` (and its value) added before a `--`, past which it would be a name."""
+    at = words.index(END_OF_OPTIONS) if END_OF_OPTIONS in words else len(words)
+    return [*words[:at], *flag, *words[at:]]
 
 
 def _typed_flag(argv: Sequence[str], flag: str) -> bool:
@@ -366,14 +383,23 @@ def _with_value(
 
 
 def _without_flag(argv: Sequence[str], flags: set[str]) -> list[str] | None:
-    """`argv` without the first of `flags` and its value, whatever that is (the command has no
-    use for the flag); None when none was typed."""
+    """`argv` without `flags` and their values, whatever those are (the command has no use for
+    the flag), every time one is typed (a repeated flag's last is what the parser read); None
+    when none was."""
+    kept: list[str] = []
+    skip = False
     for n, word in enumerate(argv):
-        if word.partition("=")[0] in flags and "=" in word:
-            return [*argv[:n], *argv[n + 1 :]]
-        if word in flags and n + 1 < len(argv):
-            return [*argv[:n], *argv[n + 2 :]]
-    return None
+        if skip:
+            skip = False
+        elif word == END_OF_OPTIONS:
+            return None if len(kept) == n else [*kept, *argv[n:]]
+        elif word.partition("=")[0] in flags and "=" in word:
+            continue
+        elif word in flags and n + 1 < len(argv):
+            skip = True
+        else:
+            kept.append(word)
+    return None if len(kept) == len(argv) else kept
 
 
 def _means(token: str, value: object) -> bool:

@@ -171,6 +171,15 @@ class _Parser(argparse.ArgumentParser):
             entered.append(self)
         return super().parse_known_args(args, namespace)
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # `--state=--`: Python 3.11's argparse drops the `--` and gives the flag an empty list,
+        # past its type and choices (an INTERNAL further on); 3.12 reads the value "--", as here.
+        if action.option_strings and arg_strings == ["--"] and action.nargs in (None, "?", "+"):
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return [value] if action.nargs == "+" else value
+        return super()._get_values(action, arg_strings)
+
     def error(self, message: str) -> NoReturn:
         entered = _ENTERED.get()
         explains = entered[-1] if entered else self
