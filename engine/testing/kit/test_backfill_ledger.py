@@ -139,7 +139,7 @@ async def test_the_service_pages_one_backfills_runs_with_cursors(jobs: Jobs) -> 
     for limit in (0, MAX_RUNS_PAGE + 1, True, 2.5, "9"):
         with pytest.raises(InvalidArgumentError) as raised:
             await svc.runs_page("fill", limit=limit)  # type: ignore[arg-type]
-        assert (raised.value.details or {}).get("argument") == "runs_limit", limit
+        assert (raised.value.details or {}).get("argument") == "limit", limit
 
 
 async def test_list_and_pending_read_the_newest_and_the_newest_completed(jobs: Jobs) -> None:
