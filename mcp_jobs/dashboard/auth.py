@@ -30,9 +30,9 @@ from mcp_jobs.dashboard.html import error_box, frame
 from mcp_jobs.errors import ScopeMissingError
 from mcp_jobs.operations.envelope import error_payload
 from mcp_jobs.server.http import StaticTokenVerifier, is_loopback, require_token
-from mcp_jobs.server.http_hosts import HOST_REFUSED
+from mcp_jobs.server.http_hosts import HOST_REFUSED, HOST_REFUSED_TITLE
 from mcp_jobs.server.oauth_grants import authorize
-from mcp_jobs.server.token_refusals import TOKEN_REFUSED
+from mcp_jobs.server.token_refusals import TOKEN_REFUSED, TOKEN_REFUSED_TITLE
 from schemas.errors import ErrorPayload
 
 logger = logging.getLogger("mcp_jobs.dashboard")
@@ -89,7 +89,7 @@ def _refusal(status: int, why: str) -> ErrorPayload:
     if status == 403:  # the Host header
         return ErrorPayload(
             code=HOST_REFUSED,
-            title="a Host this server does not answer",
+            title=HOST_REFUSED_TITLE,
             cause=why,
             fix="open it by a name of this machine (localhost, 127.0.0.1, [::1]) or one the "
             "dashboard was started with (--allowed-host NAME)",
@@ -97,7 +97,7 @@ def _refusal(status: int, why: str) -> ErrorPayload:
         )
     return ErrorPayload(
         code=TOKEN_REFUSED,
-        title="no bearer token, or not this server's",
+        title=TOKEN_REFUSED_TITLE,
         cause=why,
         fix="open the dashboard's URL once with ?token= and the server's token (a cookie keeps "
         "it), or send Authorization: Bearer and the token",

@@ -30,6 +30,8 @@ from schemas.errors import ErrorPayload
 logger = logging.getLogger("mcp_jobs.server.http")
 
 HOST_REFUSED = "HTTP_HOST_REFUSED"
+# Its title wherever it is answered (/mcp, the dashboard).
+HOST_REFUSED_TITLE = "the Host is not one this server answers"
 ORIGIN_REFUSED = "HTTP_ORIGIN_REFUSED"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -116,7 +118,7 @@ class HostGuard:
         return Refusal(
             421,
             told,
-            data=_typed(HOST_REFUSED, "the Host is not one this server answers", cause, fix),
+            data=_typed(HOST_REFUSED, HOST_REFUSED_TITLE, cause, fix),
         )
 
     def _origin_refused(self, given: str) -> Refusal:

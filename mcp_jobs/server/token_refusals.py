@@ -17,6 +17,8 @@ from mcp_jobs.config import Settings
 from schemas.errors import ErrorPayload
 
 TOKEN_REFUSED = "HTTP_TOKEN_REFUSED"
+# Its title wherever it is answered (/mcp, the dashboard).
+TOKEN_REFUSED_TITLE = "the bearer token was refused"
 
 # The checks, as `details.check` names them.
 MISSING = "missing"
@@ -97,7 +99,7 @@ def payload(refusal: TokenRefusal, settings: Settings) -> ErrorPayload:
     """The typed refusal a 401's body carries."""
     return ErrorPayload(
         code=TOKEN_REFUSED,
-        title="the bearer token was refused",
+        title=TOKEN_REFUSED_TITLE,
         cause=refusal.said,
         fix=_fix(refusal.check, settings),
         # The one a client cannot mend: the issuer's keys out of reach for a moment.

@@ -100,3 +100,15 @@ async def test_the_served_app_runs_the_dashboard_with_the_server() -> None:
     assert page.status_code == 200
     # The sampler took its first reading when the server started.
     assert Marks(page.text).one("spark:orders:depth").attrs["data-points"] == "1"
+
+
+async def test_a_refused_token_has_the_same_code_and_title_on_the_dashboard_as_on_mcp(
+    jobs: Jobs,
+) -> None:
+    async with mounted(jobs) as http:
+        mcp = (await http.post("/mcp", json={}, headers={"Authorization": "Bearer no"})).json()
+        page = await http.get("/dashboard/", headers={"Authorization": "Bearer no"})
+    data = mcp["error"]["data"]
+    shown = Marks(page.text).one("error-code")
+    assert shown.text == data["code"] == "HTTP_TOKEN_REFUSED"
+    assert f"</b> {data['title']}<div>" in page.text, page.text
