@@ -252,13 +252,14 @@ def _stats(queues: list[dict[str, Any]], totals: dict[str, Any] | None = None) -
             _recent(q, "done"),
             _recent(q, "cancelled"),
             f"{q['oldest_ready_ms'] // 1000} s",
+            "since " + when(q["paused"]["paused_at"]) if q.get("paused") else "-",
         )
         for q in queues
     ]
     if totals and totals["queues"] > 1:
         # Every queue read, those left out of the rows above included.
         counts = ("ready", "delayed", "running", "suspended", "dead", "failed", "done", "cancelled")
-        rows.append((f"ALL {totals['queues']}", *(totals[c] for c in counts), ""))
+        rows.append((f"ALL {totals['queues']}", *(totals[c] for c in counts), "", ""))
     headers = [
         "QUEUE",
         "READY",
@@ -270,14 +271,26 @@ def _stats(queues: list[dict[str, Any]], totals: dict[str, Any] | None = None) -
         "DONE 1H",
         "CANCELLED 1H",
         "OLDEST",
+        "PAUSED",
     ]
     return table(rows, headers) if rows else "no jobs in any queue"
+
+
+def _pauses(env: dict[str, Any], fixes: FixContext) -> str:
+    """Each pause holding jobs back (a queue's, a job name's), with the line that lifts it."""
+    held = [q["paused"] for q in env["queues"] if q.get("paused")]
+    lines = []
+    for pause in [*held, *(env.get("paused_jobs") or ())]:
+        what = ["--job", pause["name"]] if pause["kind"] == "job" else [pause["name"]]
+        resume = fixes.command("queues", "resume", *what)
+        lines.append(f"{pause['kind']} {pause['name']} is paused; to resume: {resume}")
+    return "".join(f"\n{line}" for line in lines)
 
 
 def _queue_stats(env: dict[str, Any], fixes: FixContext) -> str:
     """The busiest queues' table with the totals of all, what was left out and the command
     that lists more, and the staged outbox rows that are no job in any queue yet."""
-    text = _stats(env["queues"], env.get("totals"))
+    text = _stats(env["queues"], env.get("totals")) + _pauses(env, fixes)
     left = env.get("queues_left_out")
     if left:
         wider = fixes.command("jobs", "stats", "--limit", str(MORE_QUEUES))

@@ -11,6 +11,7 @@ import pytest
 from engine import JobRegistry, connect
 from engine.testing.kit.test_retention import settle
 from mcp_jobs.cli import main
+from tests.support.fix_lines import run_fix
 
 
 def _seed(url: str) -> None:
@@ -44,3 +45,25 @@ def test_the_stats_table_shows_cancelled_in_the_last_hour(
     assert rows["emails"][at:].split()[0] == "2", lines
     assert rows["orders"][at:].split()[0] == "1", lines
     assert rows["ALL"][at:].split()[0] == "3", lines
+
+
+def test_the_stats_table_shows_each_pause_and_the_line_that_lifts_it(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _seed(url)
+    assert main(["queues", "pause", "emails", "--database-url", url]) == 0
+    assert main(["queues", "pause", "--job", "nightly", "--database-url", url]) == 0
+    capsys.readouterr()
+    assert main(["jobs", "stats", "--database-url", url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines[0].index("PAUSED")
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert rows["emails"][at:].startswith("since "), lines
+    assert rows["orders"][at:].split()[0] == "-", lines
+    resumes = [line.split("; to resume: ", 1) for line in lines if "; to resume: " in line]
+    said = {said: fix for said, fix in resumes}
+    assert set(said) == {"queue emails is paused", "job nightly is paused"}, lines
+    for fix in said.values():
+        run_fix(fix)
+    assert main(["queues", "ls", "--database-url", url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pauses"] == []
