@@ -329,7 +329,7 @@ def _body(job: str, fn: Callable[..., Any]) -> tuple[type[BaseModel], JobFn[Any]
     except (TypeError, ValueError):  # a builtin without a signature
         params = []
     if not inspect.iscoroutinefunction(code):
-        mended = _mended_def(job, fn, params[0] if params else None)
+        mended = _mended_def(job, fn, _input_param(fn, params))
         raise JobDeclarationInvalidError(job, "function", fn, "an async def", mended)
     if (
         len(params) < 2
@@ -337,9 +337,9 @@ def _body(job: str, fn: Callable[..., Any]) -> tuple[type[BaseModel], JobFn[Any]
         or any(p.default is inspect.Parameter.empty for p in params[2:])
     ):
         shown = ", ".join(p.name for p in params)
-        mended = _mended_def(job, fn, params[0] if params else None)
+        mended = _mended_def(job, fn, _input_param(fn, params))
         raise JobDeclarationInvalidError(job, "signature", f"({shown})", _SIGNATURE, mended)
-    model = _annotation(job, fn, params[0])
+    model = _annotation(job, fn, params[0], _input_param(fn, params))
     ctx = params[1]
     if ctx.kind in _POSITIONAL and (inspect.isfunction(fn) or inspect.ismethod(fn)):
         return model, fn
@@ -358,9 +358,12 @@ def _body(job: str, fn: Callable[..., Any]) -> tuple[type[BaseModel], JobFn[Any]
     return model, body
 
 
-def _annotation(job: str, fn: Callable[..., Any], param: inspect.Parameter) -> type[BaseModel]:
+def _annotation(
+    job: str, fn: Callable[..., Any], param: inspect.Parameter, meant: inspect.Parameter | None
+) -> type[BaseModel]:
     """The model `param` is annotated with, resolved as `typing.get_type_hints` would, but only
-    this one annotation: a `ctx: JobContext` imported under `if TYPE_CHECKING:` is no concern."""
+    this one annotation: a `ctx: JobContext` imported under `if TYPE_CHECKING:` is no concern.
+    `meant`: the parameter the input looks meant for (`_input_param`), for the mended line."""
     written = param.annotation
     model: object = None if written is inspect.Parameter.empty else written
     if isinstance(written, str):
@@ -375,15 +378,49 @@ def _annotation(job: str, fn: Callable[..., Any], param: inspect.Parameter) -> t
                 f"a pydantic BaseModel subclass the module {module} holds when the job is "
                 f"declared; {missing} is not defined there (define or import it above the job)"
             )
+            fix = _mended_def(job, fn, meant) if _written_after(meant, param) else None
             raise JobDeclarationInvalidError(
-                job, "input annotation", written, expected, _import_of(missing)
+                job, "input annotation", written, expected, fix or _import_of(missing)
             ) from None
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        mended = _mended_def(job, fn, param, model_text=_model_slot(job))
+        if _written_after(meant, param):
+            mended = _mended_def(job, fn, meant)
+        else:
+            mended = _mended_def(job, fn, param, model_text=_model_slot(job))
         raise JobDeclarationInvalidError(
             job, "input annotation", model, "a pydantic BaseModel subclass", mended
         )
     return model
+
+
+def _written_after(meant: inspect.Parameter | None, param: inspect.Parameter) -> bool:
+    """Whether the input looks written after the context (`(ctx, data: Model)`): then the fix
+    is the `def` line with the two in their order."""
+    return meant is not None and meant is not param
+
+
+def _holds_model(fn: Callable[..., Any], param: inspect.Parameter) -> bool:
+    """Whether `param` is annotated with a pydantic model (a string one resolved in `fn`'s
+    module, as `_annotation` resolves it; one that does not resolve is no model)."""
+    written = param.annotation
+    if isinstance(written, str):
+        namespace = getattr(inspect.unwrap(_code_of(fn)), "__globals__", None) or {}
+        try:
+            written = eval(written, namespace)  # the app's own annotation, as typing evaluates it
+        except Exception:
+            return False
+    return isinstance(written, type) and issubclass(written, BaseModel)
+
+
+def _input_param(
+    fn: Callable[..., Any], params: Sequence[inspect.Parameter]
+) -> inspect.Parameter | None:
+    """The parameter a mended `def` line keeps as the input: the one annotated with a model
+    (wherever it was written), else the first not named as the context."""
+    for param in params:
+        if _holds_model(fn, param):
+            return param
+    return next((p for p in params if p.name != "ctx"), None)
 
 
 def _import_of(name: str) -> str:
@@ -416,12 +453,13 @@ def _mended_def(
     name = getattr(code, "__name__", "") or "body"
     name = name if name.isidentifier() else "body"
     before = "self, " if inspect.ismethod(code) else ""
-    arg = param.name if param is not None and param.name.isidentifier() else "input"
+    arg = param.name if param is not None else "input"
+    arg = arg if arg.isidentifier() and arg != "ctx" else "input"  # ctx: the context's name
     if not model_text:
         written = None if param is None else param.annotation
         if isinstance(written, str) and written:
             model_text = written
-        elif isinstance(written, type):
+        elif isinstance(written, type) and written is not inspect.Parameter.empty:
             model_text = written.__name__
         else:
             model_text = _model_slot(job)

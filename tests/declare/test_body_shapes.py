@@ -99,7 +99,7 @@ def _fix_declares(fix: str) -> None:
         fix += "\nasync def f(input, ctx):\n    pass"
     elif fix.endswith(":"):
         fix += "\n    pass"
-    ast.parse(fix)
+    compile(fix, "<fix>", "exec")  # past ast.parse: a parameter named twice is refused here
 
 
 def test_an_input_annotation_that_cannot_be_resolved_is_refused(registry: JobRegistry) -> None:
@@ -185,3 +185,37 @@ def test_a_body_that_cannot_be_called_as_a_job_is_refused_with_the_def_line_mend
     assert error.fix.startswith("async def ship(") and error.fix.endswith(":")
     _fix_declares(error.fix)
     assert len(registry) == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "async def ship(ctx, order: Order) -> None: ...",
+        "async def ship(ctx: JobContext, order: Order) -> None: ...",
+        "def ship(ctx, order: Order) -> None: ...",
+        "async def ship(ctx: JobContext, order: Order, extra: int) -> None: ...",
+    ],
+)
+def test_a_body_taking_the_context_first_is_mended_to_the_input_first(
+    registry: JobRegistry, body: str
+) -> None:
+    namespace: dict[str, Any] = {"Order": Order, "JobContext": JobContext}
+    exec(f"from __future__ import annotations\n{body}", namespace)
+    with pytest.raises(JobsError) as raised:
+        job(idempotency_key=lambda i: "k", registry=registry)(namespace["ship"])
+    assert raised.value.fix == "async def ship(order: Order, ctx: JobContext):"
+    # The line as given, with a body under it, declares the job.
+    exec(f"{raised.value.fix}\n    return None", namespace)
+    job(idempotency_key=lambda i: "k", registry=registry)(namespace["ship"])
+    assert [d.name for d in registry] == ["ship"]
+
+
+def test_a_body_taking_only_the_context_names_the_input_apart_from_it(
+    registry: JobRegistry,
+) -> None:
+    async def ship(ctx: JobContext) -> None:
+        return None
+
+    with pytest.raises(JobsError) as raised:
+        job(idempotency_key=lambda i: "k", registry=registry)(ship)
+    assert raised.value.fix == "async def ship(input: ShipInput, ctx: JobContext):"
