@@ -15,8 +15,12 @@ import importlib
 import os
 import pkgutil
 import sys
+import sysconfig
 from collections.abc import Iterable, Sequence
 
+import engine
+import mcp_jobs
+import schemas
 from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError
 from engine.shell_words import shell_word
 from mcp_jobs.config import APP_ENV
@@ -45,7 +49,7 @@ def load_apps(modules: Sequence[str]) -> None:
                 raise _refused(modules, module, near, found) from exc
             raise AppImportError(module, f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:  # any import-time failure of user code is reported, not raised
-            raise AppImportError(module, f"{type(exc).__name__}: {exc}") from exc
+            raise AppImportError(module, f"{type(exc).__name__}: {exc}{_raised_at(exc)}") from exc
 
 
 def load_apps_quietly(modules: Sequence[str]) -> None:
@@ -78,6 +82,37 @@ def _meant(name: str) -> str | None:
         head = head[: -len(".py")]
     head = head.replace("/", ".").removesuffix(".__init__")  # a package's own file: the package
     return head if is_module_name(head) else None
+
+
+# Frames of this package's own code and of the import machinery are never the app's line; the
+# standard library's and installed packages' are only when no frame of the app's own is found.
+_NOT_THE_APPS = (
+    *(
+        os.path.join(os.path.dirname(os.path.abspath(package.__file__ or "")), "")
+        for package in (engine, mcp_jobs, schemas)
+    ),
+    "<frozen ",
+)
+_LIBRARIES = tuple(
+    {os.path.join(sysconfig.get_path(name), "") for name in ("stdlib", "purelib", "platlib")}
+)
+
+
+def _raised_at(exc: BaseException) -> str:
+    """` (at FILE line N)`: the app's line the failure came from (the innermost frame of code of
+    its own, else of any code but this package's), so an agent opens it without running the
+    import again; empty for a SyntaxError, whose message names its line."""
+    if isinstance(exc, SyntaxError):
+        return ""
+    own = anywhere = ""
+    frames = exc.__traceback__
+    while frames is not None:
+        filename = frames.tb_frame.f_code.co_filename
+        if not filename.startswith(_NOT_THE_APPS):
+            anywhere = f" (at {filename} line {frames.tb_lineno})"
+            own = anywhere if not filename.startswith(_LIBRARIES) else own
+        frames = frames.tb_next
+    return own or anywhere
 
 
 def _near_missing(module: str, missing: str | None) -> str | None:

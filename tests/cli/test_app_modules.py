@@ -102,6 +102,24 @@ def test_a_module_that_fails_to_import_names_this_python_quoted(tmp_path: Path) 
     assert rest == ["-c", "import broken"]
 
 
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        ("import json\n\nCONFIG = json.loads('{')\n", 3),  # raised in the standard library
+        ("from engine import job\n\n\n@job(key=1)\nasync def f(a, b): ...\n", 4),
+    ],
+    ids=["in-a-library", "a-wrong-keyword"],
+)
+def test_an_import_failure_names_the_apps_own_line(tmp_path: Path, source: str, line: int) -> None:
+    """The cause said only the exception: the line that raised it took running the import."""
+    (tmp_path / "settings_app.py").write_text(source)
+    code, envelope = _jobs_ls("settings_app", tmp_path)
+    error = envelope["error"]
+    assert (code, error["code"]) == (1, "APP_IMPORT_FAILED")
+    where = f"(at {tmp_path / 'settings_app.py'} line {line})"
+    assert error["cause"].endswith(where), error["cause"]
+
+
 @pytest.mark.parametrize("command", ["serve", "worker"])
 def test_a_long_running_command_mends_its_app_too(
     command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
