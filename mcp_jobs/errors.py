@@ -118,7 +118,11 @@ class ToolArgumentsInvalidError(JobsError):
         errors: Sequence[Mapping[str, Any]],
         example: str,
         next_call: NextCall | None = None,
+        mended: Mapping[str, Any] | None = None,
     ) -> None:
+        # The arguments of the call the fix shows, where the strict model takes them (None: it
+        # does not), for a check only the engine can make before the fix is given.
+        self.mended = mended
         first = errors[0] if errors else {"loc": (), "msg": "invalid"}
         where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
         super().__init__(

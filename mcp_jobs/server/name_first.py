@@ -1,7 +1,9 @@
-"""A refused enqueue_job call checked for what the strict model cannot see: a `name` no job has.
-Mended only for its other arguments (a slot for a missing input), such a call keeps the name and
-is refused next for it; it is refused for the name first instead (JOB_UNKNOWN, saying what else
-was wrong), its fix the call with the name meant, or the jobs listed."""
+"""A refused enqueue_job call checked for what the strict model cannot see: a `name` no job has,
+and an input its job's model refuses. Mended only for its other arguments (a slot for a missing
+input, an unknown argument left out), such a call keeps the name or the input and is refused next
+for it; it is refused for the name first instead (JOB_UNKNOWN, saying what else was wrong), its
+fix the call with the name meant, or the jobs listed; and for the input (JOB_INPUT_INVALID, the
+same), its fix the mended call with the input's fields renamed, where that mend is plain."""
 
 from __future__ import annotations
 
@@ -10,13 +12,18 @@ from typing import Any
 
 from mcp.server.mcpserver.tools.base import Tool
 
-from engine.errors import JobsError, JobUnknownError
+from engine.client import Jobs
+from engine.enqueue_items import Enqueue
+from engine.errors import JobInputInvalidError, JobsError, JobUnknownError
+from mcp_jobs.errors import ToolArgumentsInvalidError
 from mcp_jobs.server.calls import ToolContext, scope_for
 from mcp_jobs.server.engine_refusal import calling, mended
 from mcp_jobs.server.oauth_grants import authorize
 
 # The tools whose `name` must be a job this server can enqueue.
 _NAMES_A_JOB = frozenset({"enqueue_job"})
+# The ids of a request built only to check its input.
+_NO_ID = "0" * 32
 
 
 async def name_first(
@@ -37,5 +44,28 @@ async def name_first(
             unknown = mended(exc)
         return unknown if isinstance(unknown, JobsError) else exc
     except Exception:  # anything else (a name past its bounds, a token's scope) is not this
+        return refused
+    return await _input_too(refused, tool, scope.jobs, name)
+
+
+async def _input_too(refused: JobsError, tool: Tool, jobs: Jobs, name: str) -> JobsError:
+    """`refused`, or JOB_INPUT_INVALID over the call its fix shows when the job's model (or
+    its published schema) refuses that call's input: the engine's own check, nothing stored."""
+    call = refused.mended if isinstance(refused, ToolArgumentsInvalidError) else None
+    if call is None or not isinstance(call.get("input"), dict):
+        return refused
+    try:
+        await jobs.items.one(
+            Enqueue(name, call["input"]), None, jobs.clock.now_ms(), None, _NO_ID, _NO_ID
+        )
+    except JobInputInvalidError as exc:
+        alone, unmended = exc.cause, exc.fix
+        with calling(tool, call):
+            shown = mended(exc)
+        if isinstance(shown, JobsError) and shown.fix != unmended:  # both mended in one call
+            shown.cause = f"{alone}; and {refused.cause}"
+            return shown
+        refused.cause = f"{refused.cause}; and {alone}"
+    except Exception:  # a key, a tenant, a bound: the call as mended says those itself
         return refused
     return refused

@@ -157,7 +157,13 @@ def refusal(
                     mended.set(name, choice)
         entries.append({"loc": list(e["loc"]), "type": e["type"], **entry})
     mended.settle()
-    return ToolArgumentsInvalidError(tool.name, entries, mended.text(), next_call=mended.call())
+    return ToolArgumentsInvalidError(
+        tool.name,
+        entries,
+        mended.text(),
+        next_call=mended.call(),
+        mended=mended.arguments if mended.valid else None,
+    )
 
 
 def _wrapper(

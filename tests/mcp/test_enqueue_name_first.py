@@ -3,6 +3,8 @@ also says what else was wrong), so its fix never keeps a name the next call is r
 
 from __future__ import annotations
 
+import json
+
 from engine import Jobs
 from tests.mcp.conftest import OpenMcp
 
@@ -25,3 +27,25 @@ async def test_a_name_no_job_has_is_refused_before_the_input_it_lacks(
         # A registered name keeps the refusal of what is wrong with the call.
         await mcp.fails("enqueue_job", {"name": "greet"}, "TOOL_ARGUMENTS_INVALID")
     assert (await jobs.list()).jobs == []
+
+
+async def test_an_input_its_job_refuses_is_mended_with_the_other_arguments(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """The fix left out `delay` for delay_seconds but kept the input's misspelt field: the call
+    as given was refused next for the input (two hops)."""
+    async with open_mcp() as mcp:
+        given = {"name": "greet", "input": {"userid": 7}, "delay": 5}
+        error = await mcp.fails("enqueue_job", given, "JOB_INPUT_INVALID")
+        assert "argument delay" in error["cause"] and "userid" in error["cause"], error
+        mended = {"name": "greet", "input": {"user_id": 7}, "delay_seconds": 5}
+        assert error["fix"] == f"enqueue_job {json.dumps(mended)}", error
+        assert (await jobs.list()).jobs == []
+        # The fix, as given, enqueues.
+        await mcp.ok("enqueue_job", mended)
+        # An input no rename mends: the arguments' refusal says what else is wrong with it.
+        error = await mcp.fails(
+            "enqueue_job", {**given, "input": {"user_id": "x"}}, "TOOL_ARGUMENTS_INVALID"
+        )
+        assert 'and input for "greet" is invalid at user_id' in error["cause"], error
+    assert len((await jobs.list()).jobs) == 1
