@@ -314,16 +314,27 @@ def payload(
     """Refuse a JSON value that may not be stored, or whose compact UTF-8 JSON is larger than
     `max_bytes` (`why`: what sets that bound). The error echoes where and how large, never the
     value itself."""
+    size = payload_size(argument, value)
+    if size > max_bytes:
+        raise payload_refused(argument, size, max_bytes, why)
+
+
+def payload_size(argument: str, value: Any) -> int:
+    """The bytes of compact UTF-8 JSON of a value that may be stored; refused (INVALID_ARGUMENT)
+    when it may not be."""
     bad = find_unstorable(value)
     if bad is not None:
         raise InvalidArgumentError(argument, f"{bad.reason} at {bad.path}", STORABLE_RULE)
-    size = len(pydantic_core.to_json(value))
-    if size > max_bytes:
-        raise InvalidArgumentError(
-            argument,
-            f"{size} bytes of JSON",
-            f"at most {max_bytes} bytes of JSON ({why})",
-        )
+    return len(pydantic_core.to_json(value))
+
+
+def payload_refused(
+    argument: str, size: int, max_bytes: int, why: str = f"the bound is set by {PAYLOAD_ENV}"
+) -> InvalidArgumentError:
+    """`payload`'s refusal of a value of `size` bytes of JSON, past `max_bytes`."""
+    return InvalidArgumentError(
+        argument, f"{size} bytes of JSON", f"at most {max_bytes} bytes of JSON ({why})"
+    )
 
 
 def payload_limit(value: int | None, environ: Mapping[str, str] | None = None) -> int:
@@ -382,6 +393,8 @@ __all__ = [
     "optional_text",
     "payload",
     "payload_limit",
+    "payload_refused",
+    "payload_size",
     "port",
     "queue_name",
     "seconds",

@@ -17,7 +17,13 @@ from engine import bounds
 from engine.bounds import MAX_DELAY_MS, MAX_NAME_BYTES
 from engine.declare import JobDefinition, JobRegistry
 from engine.descriptors import IdempotencyKeyMissingError, validate_input
-from engine.drivers.base import DescriptorStore
+from engine.drivers.base import (
+    RECORD_BOUNDS,
+    DescriptorStore,
+    RecordBounds,
+    RecordNeeds,
+    require,
+)
 from engine.errors import (
     LEFT_OUT,
     InvalidArgumentError,
@@ -259,6 +265,28 @@ def within_batch(exc: JobDuplicateError, requests: Sequence[EnqueueRequest]) -> 
     return exc
 
 
+def input_refused(size: int, bound: int, needs: RecordNeeds) -> InvalidArgumentError:
+    """An input of `size` bytes of JSON, past the engine's `bound` and past what the driver's
+    record holds (`needs`): one fix that names a smaller input both take, or every setting
+    this input needs (the record's, then the engine's)."""
+    most = min(bound, needs.most)
+    send = f"send an input of at most {most} bytes of JSON"
+    settable = needs.setting is not None and size <= bounds.PAYLOAD_CEILING
+    if settable:
+        fix = f"{send}, or {needs.setting}, then export {bounds.PAYLOAD_ENV}={size}"
+    else:
+        fix = f"{send} ({needs.reason})" if needs.setting is None else send
+    error = InvalidArgumentError(
+        "input",
+        f"{size} bytes of JSON",
+        f"at most {most} bytes of JSON (the bound is set by {bounds.PAYLOAD_ENV} to {bound}; "
+        f"{needs.reason})",
+        fix=fix,
+    )
+    error.details = {**(error.details or {}), "bound": most, **(needs.details if settable else {})}
+    return error
+
+
 class EnqueueItems:
     """Resolves enqueue items for one client: its registry, the descriptors workers published
     (None: the driver keeps none) and the largest input it accepts."""
@@ -268,10 +296,16 @@ class EnqueueItems:
         registry: JobRegistry,
         descriptors: DescriptorStore | None,
         max_payload_bytes: int,
+        records: RecordBounds | None = None,
     ) -> None:
+        """`records`: the driver, where its job record is bounded by a setting of its own;
+        left out, `descriptors` when it is so (the client hands its driver there)."""
         self.registry = registry
         self.descriptors = descriptors
         self.max_payload_bytes = max_payload_bytes
+        if records is None and RECORD_BOUNDS.offered_by(descriptors):
+            records = require(descriptors, RECORD_BOUNDS)
+        self.records = records
 
     def build(
         self, items: Sequence[Enqueue], enqueued_by: str | None, now: int, ambient: str | None
@@ -336,9 +370,9 @@ class EnqueueItems:
                 nearest=key,
             )
         dumped = json_input(definition.name, value)
-        bounds.payload("input", dumped, self.max_payload_bytes)
+        size = bounds.payload_size("input", dumped)
         # By position, in the fields' order: keywords cost twice as much to build.
-        return EnqueueRequest(
+        request = EnqueueRequest(
             job_id,
             run_id,
             definition.name,
@@ -354,6 +388,16 @@ class EnqueueItems:
             enqueued_by,
             definition.priority if priority is None else bounds.priority("priority", priority),
         )
+        if size > self.max_payload_bytes:
+            raise self.too_large(request, size)
+        return request
+
+    def too_large(self, request: EnqueueRequest, size: int) -> InvalidArgumentError:
+        """The refusal of `request`'s input, `size` bytes of JSON past this client's bound:
+        naming, where the driver's record is bounded too, every setting the input needs."""
+        error = bounds.payload_refused("input", size, self.max_payload_bytes)
+        needs = None if self.records is None else self.records.input_needs(request)
+        return error if needs is None else input_refused(size, self.max_payload_bytes, needs)
 
     def published_only(self, job: object) -> DescriptorStore | None:
         """Where `job` is described when only a worker's published descriptor can describe it
@@ -420,8 +464,8 @@ class EnqueueItems:
         run_at = _scheduled(name, descriptor.tenant_required, item, enqueued_by, now)
         if key is None:
             raise IdempotencyKeyMissingError(name, descriptor.apps or [])
-        bounds.payload("input", value, self.max_payload_bytes)
-        return EnqueueRequest(
+        size = bounds.payload_size("input", value)
+        request = EnqueueRequest(
             id=job_id,
             run_id=run_id,
             name=name,
@@ -439,6 +483,9 @@ class EnqueueItems:
             if priority is None
             else bounds.priority("priority", priority),
         )
+        if size > self.max_payload_bytes:
+            raise self.too_large(request, size)
+        return request
 
     async def known_names(self, store: DescriptorStore) -> list[str]:
         """Every job name this client can enqueue: registered here, or published (never the

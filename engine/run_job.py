@@ -28,6 +28,7 @@ from engine.drivers.base import EVENTS, Driver, require
 from engine.errors import (
     JobFailedError,
     JobInputInvalidError,
+    JobOutputTooLargeError,
     JobsError,
     JobSlotLostError,
     JobTimeoutError,
@@ -39,7 +40,7 @@ from engine.redaction import scrubbed
 from engine.retry import retry_delay_ms
 from engine.run_context import RunContext
 from engine.settle import Settler, until_written
-from engine.steps import EventSuspension, StepSuspension, storable_output
+from engine.steps import EventSuspension, StepSuspension, mend_output, storable_output
 from engine.storable import find_unstorable, storable_text
 from engine.tracing import run_span
 from schemas.errors import ErrorPayload
@@ -423,9 +424,7 @@ async def _run_body(
     try:
         with handle.scope, run_span(record) as span:
             try:
-                output = storable_output(
-                    record.name, "the job", await definition(job_input, ctx), bound
-                )
+                output = _stored_output(record, await definition(job_input, ctx), bound, ctx)
             except StepSuspension as exc:
                 return None, None, exc
             except asyncio.CancelledError as exc:
@@ -443,6 +442,16 @@ async def _run_body(
         handle.in_body = False
     # Reached only when the stop switch cancelled the body: nothing came of it.
     return None, None, None
+
+
+def _stored_output(record: JobRecord, value: Any, bound: int, ctx: JobContext) -> Any:
+    """The body's output as stored (`storable_output`), its refusal past the engine's bound
+    naming the driver's own setting too where the job's record cannot hold it as set."""
+    try:
+        return storable_output(record.name, "the job", value, bound)
+    except JobOutputTooLargeError as exc:
+        mend_output(exc, ctx.driver, record.id)
+        raise
 
 
 def _cancelling() -> bool:

@@ -16,7 +16,7 @@ import anyio.to_thread
 from engine import bounds
 from engine import inbound_events as event_rules
 from engine.clock import Clock
-from engine.drivers.base import EVENTS, EventStore, require
+from engine.drivers.base import EVENTS, RECORD_BOUNDS, EventStore, require
 from engine.errors import JobOutputInvalidError, JobOutputTooLargeError, StepDuplicateError
 from engine.inbound_events import EventCursor, EventOutcome
 from engine.settle import Settler, until_written
@@ -90,6 +90,25 @@ def _bounded(job: str, origin: str, text: str, bound: int) -> None:
         raise JobOutputTooLargeError(
             job, origin, size, bound, bounds.PAYLOAD_ENV, bounds.PAYLOAD_CEILING
         )
+
+
+def mend_output(exc: JobOutputTooLargeError, driver: object, job_id: str) -> None:
+    """`exc` (a step's or output's value past the engine's bound) with a fix that names every
+    setting the value needs, where `driver`'s record of job `job_id` cannot hold it as set:
+    following the engine's export alone, the driver would refuse the same value next."""
+    details = exc.details or {}
+    size = details.get("size")
+    if not isinstance(size, int) or not RECORD_BOUNDS.offered_by(driver):
+        return
+    needs = require(driver, RECORD_BOUNDS).output_needs(job_id, size)
+    if needs is None:
+        return  # the record holds it: the export alone works
+    origin = str(details.get("origin", "the job"))
+    if needs.setting is None:
+        exc.fix = f"return from {origin} a reference to the data (a key, a URL) ({needs.reason})"
+    elif size <= bounds.PAYLOAD_CEILING:
+        exc.fix = f"{needs.setting}, then export {bounds.PAYLOAD_ENV}={size}"
+        exc.details = {**details, **needs.details}
 
 
 def _named(argument: str, name: object) -> str:
@@ -191,6 +210,8 @@ class StepApi:
         try:
             output = storable_output(self._job, f'step "{name}"', value, self._max_output)
         except JobOutputInvalidError as exc:
+            if isinstance(exc, JobOutputTooLargeError):
+                mend_output(exc, self._settler.driver, self._job_id)
             # Not stored: a replay runs the step again rather than return what was refused.
             await self._fail(name, started, attempts, f"{exc.code}: {exc.cause}")
             raise

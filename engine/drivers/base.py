@@ -614,6 +614,36 @@ class ServerReport(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class RecordNeeds:
+    """What a driver that holds a job in one record of bounded size (NATS: one KV value within
+    the server's max_payload) needs of its own setting to hold a value the engine's bound
+    refused: the engine's refusal then names every setting the value needs, in one line."""
+
+    most: int  # the largest such value, in bytes of JSON, the record holds as set now
+    reason: str  # what bounds the record, said with the refusal
+    # The change, a line to apply, that makes the record hold the value; None: none can.
+    setting: str | None
+    details: dict[str, Any]  # for the error's details (e.g. {"max_payload": N})
+
+
+@runtime_checkable
+class RecordBounds(Protocol):
+    """Optional: what a driver whose job record is bounded by a setting of its own needs for a
+    value past the engine's bound. Asked only where the engine refuses a value (never on the hot
+    path). None: the record holds the value as set now (or the driver cannot tell yet), and the
+    engine's refusal stands as it is."""
+
+    def input_needs(self, request: EnqueueRequest) -> RecordNeeds | None:
+        """For `request`, a new job whose input is past the engine's bound."""
+        ...
+
+    def output_needs(self, job_id: str, size: int) -> RecordNeeds | None:
+        """For `size` more bytes of JSON (a step's result or the output) in job `job_id` as
+        this process last wrote or read it."""
+        ...
+
+
 @runtime_checkable
 class Driver(
     JobStore,
@@ -668,6 +698,7 @@ EVENTS: Capability[EventStore] = Capability("events", EventStore)
 SETTLED: Capability[SettledCounts] = Capability("settled_counts", SettledCounts)
 TOMBSTONES: Capability[TombstoneStore] = Capability("tombstones", TombstoneStore)
 REPORT: Capability[ServerReport] = Capability("report", ServerReport)
+RECORD_BOUNDS: Capability[RecordBounds] = Capability("record_bounds", RecordBounds)
 CAPABILITIES: tuple[Capability[Any], ...] = (
     JOBS,
     STEPS,

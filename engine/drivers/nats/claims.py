@@ -16,9 +16,8 @@ from collections.abc import Sequence
 
 from engine.drivers.base import AckWrite
 from engine.drivers.nats import keys, slots
-from engine.drivers.nats.codec import JobDoc, encode_doc
+from engine.drivers.nats.codec import JobDoc
 from engine.drivers.nats.connection import SETTLE_ROOM, TooLarge
-from engine.drivers.nats.max_payload import for_this_server
 from engine.drivers.nats.pauses import paused
 from engine.drivers.nats.store import Store, Unchanged
 from engine.errors import JobsError, JobSlotLostError
@@ -170,19 +169,11 @@ async def nack(
         if landed(doc, token, again):
             raise Unchanged
         current = held(doc, job_id, token)
-        # The output bound's fix, stored as it must be followed on this server.
-        error = for_this_server(
-            options.error,
-            lambda: len(encode_doc(current)),
-            SETTLE_ROOM,
-            store.client.max_payload,
-        )
-        stored = options if error is options.error else options.model_copy(update={"error": error})
-        record = apply_nack(current.record, stored, now)
+        record = apply_nack(current.record, options, now)
         after = current.settled(record, token)
-        kind = event_kind_for(stored)
+        kind = event_kind_for(options)
         if kind is not None:
-            data = nack_event_data(stored, current.record.attempt, record.run_at)
+            data = nack_event_data(options, current.record.attempt, record.run_at)
             after = after.with_event(event(current.record, kind, now, data))
         return after
 

@@ -29,6 +29,7 @@ from nats.js.kv import KeyValue
 
 from engine.drivers.nats.max_payload import (
     HEADER_ROOM,
+    README_BOUND,
     SERVER_CEILING,
     needed,
     output_fix,
@@ -73,7 +74,6 @@ SETTLE_ROOM = 64 * 1024
 # What an enqueue keeps free: as much again for the job's steps and output, which keep
 # SETTLE_ROOM free themselves, so an input at the bound still runs a job with small ones.
 INPUT_ROOM = 2 * SETTLE_ROOM
-README_BOUND = 'README, "NATS": a job is one KV value, within the server\'s max_payload'
 # Only where the value's size is not known; a fix that knows it names the max_payload to set.
 RAISE_BOUND = "raise max_payload in nats-server's config (at most 64 MB)"
 

@@ -24,7 +24,8 @@ Layout and guarantees, in one place:
   one node loses no acknowledged write. What the outbox promises: outbox.py.
 - Offers every optional capability: pauses, progress, reruns, inbound events, rate limits
   (rate_limits.py: one CAS-guarded document for all rate state), settled counts and change
-  signals.
+  signals, and record bounds: what a value past the engine's bound needs of the server's
+  max_payload (max_payload.py), so the engine's first refusal names it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any, TypeVar
 
 from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_clock
-from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
+from engine.drivers.base import AckWrite, RecordNeeds, RunPosition, StepWrite, StoreReport
 from engine.drivers.closing import closable
 from engine.drivers.holding import hold, settle_of
 from engine.drivers.nats import (
@@ -46,6 +47,7 @@ from engine.drivers.nats import (
     jobless_events,
     keys,
     ledgers,
+    max_payload,
     operator,
     outbox,
     presence,
@@ -64,6 +66,7 @@ from engine.drivers.nats import pauses as pause_store
 from engine.drivers.nats import progress as progress_store
 from engine.drivers.nats import reruns as rerun_store
 from engine.drivers.nats.connection import (
+    SETTLE_ROOM,
     UNAVAILABLE,
     ConnectionLog,
     Fixes,
@@ -179,6 +182,21 @@ class NatsDriver:
         await store.replica.stop()
         async with guard(self._fixes):
             await store.client.close()
+
+    # --- the job's one value (engine.drivers.base RecordBounds) ------------------------------
+
+    def input_needs(self, request: EnqueueRequest) -> RecordNeeds | None:
+        store = self._store
+        return None if store is None else enqueue.input_needs(store, request, self.clock.now_ms())
+
+    def output_needs(self, job_id: str, size: int) -> RecordNeeds | None:
+        store = self._store
+        if store is None:
+            return None
+        # This process's copy: it holds every write of the job's run, all made from here.
+        held = store.replica.get(keys.job(job_id))
+        held_bytes = 0 if held is None else len(held.raw)
+        return max_payload.output_needs(held_bytes, size, SETTLE_ROOM, store.client.max_payload)
 
     # --- jobs ---------------------------------------------------------------------------------
 

@@ -27,11 +27,18 @@ from functools import partial
 
 import pydantic_core
 
+from engine.drivers.base import RecordNeeds
 from engine.drivers.damage import or_none
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, dumps, encode_doc, loads
-from engine.drivers.nats.connection import INPUT_ROOM, README_BOUND, storage_full
-from engine.drivers.nats.max_payload import SERVER_CEILING, needed, set_line
+from engine.drivers.nats.connection import INPUT_ROOM, storage_full
+from engine.drivers.nats.max_payload import (
+    README_BOUND,
+    SERVER_CEILING,
+    needed,
+    record_needs,
+    set_line,
+)
 from engine.drivers.nats.store import MAX_CONFLICTS, Store
 from engine.errors import InvalidArgumentError, JobDuplicateError
 from engine.rules import LIVE_STATES, DedupeKey, dedupe_key, new_record
@@ -160,19 +167,35 @@ def encode(doc: JobDoc, base: int) -> Encoded:
     return raw, dumps({"id": doc.record.id, "doc": raw.decode(), "base": base})
 
 
-def check_fits(store: Store, request: EnqueueRequest, encoded: Encoded) -> None:
-    """INVALID_ARGUMENT naming the input bound this server takes, when the job's value (kept
-    `INPUT_ROOM` short, for its steps, output and errors) or its dedupe key's could not be
-    written."""
+def input_fit(store: Store, request: EnqueueRequest, encoded: Encoded) -> tuple[int, int] | None:
+    """None when the job's value (kept `INPUT_ROOM` short, for its steps, output and errors)
+    and its dedupe key's can be written; else the largest input (bytes of JSON) this server
+    takes for the job, and the max_payload that takes this one as it is."""
     raw, value = encoded
     over = max(len(raw) - store.bound(INPUT_ROOM), len(value) - store.bound())
     if over <= 0:
-        return
+        return None
     size = len(pydantic_core.to_json(request.input))
     # Each byte of input costs at least one stored byte: this much less always fits.
     bound = max(0, size - over)
-    # The max_payload that takes this job as it is, its room for steps and output kept.
-    wanted = max(needed(len(raw), INPUT_ROOM), needed(len(value)))
+    return bound, max(needed(len(raw), INPUT_ROOM), needed(len(value)))
+
+
+def input_needs(store: Store, request: EnqueueRequest, now: int) -> RecordNeeds | None:
+    """What `request`'s job needs of this server's max_payload (engine.drivers.base
+    `RecordBounds`): asked where the engine's own bound refused its input."""
+    fit = input_fit(store, request, encode(JobDoc(new_record(request, now)), 0))
+    return None if fit is None else record_needs(*fit, store.client.max_payload)
+
+
+def check_fits(store: Store, request: EnqueueRequest, encoded: Encoded) -> None:
+    """INVALID_ARGUMENT naming the input bound this server takes, when the job's value or its
+    dedupe key's could not be written (`input_fit`)."""
+    fit = input_fit(store, request, encoded)
+    if fit is None:
+        return
+    bound, wanted = fit
+    size = len(pydantic_core.to_json(request.input))
     error = InvalidArgumentError(
         "input",
         f"{size} bytes of JSON",

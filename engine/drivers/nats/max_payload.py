@@ -1,14 +1,15 @@
 """What a fix says when a job's value is past what this NATS server takes in one message: the
 server's `max_payload` to set (a value that holds it, not "raise it"), with every other setting
-the same value needs, in one line; or, past any NATS server's limit, that none can hold it."""
+the same value needs, in one line; or, past any NATS server's limit, that none can hold it.
+
+The engine asks (engine.drivers.base `RecordBounds`) where its own bound refuses a value, so
+its first refusal names the max_payload too; the driver's own refusals (a value within the
+engine's bound, past the server's) name it as they are raised (connection.TooLarge,
+enqueue.check_fits)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from engine.bounds import PAYLOAD_CEILING, PAYLOAD_ENV
-from schemas.errors import ErrorPayload
+from engine.drivers.base import RecordNeeds
 
 # nats-server refuses a max_payload past 64 MB (its MAX_PAYLOAD_MAX_SIZE).
 SERVER_CEILING = 64 * 1024 * 1024
@@ -18,9 +19,7 @@ HEADER_ROOM = 512
 # What a settle or step write adds to the job's value beside the value itself (its record's
 # fields, a step's name and times): a max_payload named for an output keeps this much over.
 SLACK = 1024
-# The code and detail fields of the engine's own output bound (engine.errors
-# JobOutputTooLargeError), whose fix exports the bound alone.
-_OUTPUT_CODE = "JOB_OUTPUT_INVALID"
+README_BOUND = 'README, "NATS": a job is one KV value, within the server\'s max_payload'
 
 
 def needed(value_bytes: int, room: int = 0) -> int:
@@ -34,11 +33,16 @@ def set_line(max_payload: int) -> str:
     return f"set max_payload: {max_payload} in nats-server's config and restart it"
 
 
-def too_large(what: str) -> str:
+def beyond_any_server() -> str:
+    """Why no NATS server holds a value past SERVER_CEILING."""
     return (
-        f"{what} (a job is one NATS value, and nats-server takes at most {SERVER_CEILING} "
-        "bytes in one: its max_payload cannot go higher)"
+        f"a job is one NATS value, and nats-server takes at most {SERVER_CEILING} bytes in "
+        "one: its max_payload cannot go higher"
     )
+
+
+def too_large(what: str) -> str:
+    return f"{what} ({beyond_any_server()})"
 
 
 def output_fix(origin: str, max_payload: int) -> str:
@@ -48,25 +52,24 @@ def output_fix(origin: str, max_payload: int) -> str:
     return f"return a smaller value from {origin}, or {set_line(max_payload)}"
 
 
-def for_this_server(
-    error: ErrorPayload | None, held_bytes: Callable[[], int], room: int, server_max: int
-) -> ErrorPayload | None:
-    """`error` as stored on this server: the engine's output bound, whose fix exports a larger
-    bound, names the max_payload that value needs too when this server's is short of it
-    (following the export alone, the server refused it next). `held_bytes`: the job's value
-    now; `room`: what its writes keep free."""
-    details: dict[str, Any] = dict(error.details or {}) if error is not None else {}
-    size, bound = details.get("size"), details.get("bound")
-    if error is None or error.code != _OUTPUT_CODE or "max_payload" in details:
-        return error
-    if not isinstance(size, int) or not isinstance(bound, int) or size > PAYLOAD_CEILING:
-        return error  # not the bound's error, or one whose fix already says to send less
-    wanted = needed(held_bytes() + size + SLACK, room)
-    if wanted <= server_max:
-        return error  # this server holds it: the export alone works
-    origin = str(details.get("origin", "the job"))
+def record_needs(most: int, wanted: int, server_max: int) -> RecordNeeds:
+    """What a value needs of this server (its max_payload `server_max`): a max_payload of
+    `wanted`, or, past any server's, none can hold it. `most`: the largest such value it
+    holds now."""
     if wanted > SERVER_CEILING:
-        fix = too_large(f"return from {origin} a reference to the data (a key, a URL)")
-    else:
-        fix = f"{set_line(wanted)}, then export {PAYLOAD_ENV}={size}"
-    return error.model_copy(update={"fix": fix, "details": {**details, "max_payload": wanted}})
+        return RecordNeeds(max(0, most), beyond_any_server(), None, {})
+    reason = (
+        f"this NATS server holds a job in one value of at most its max_payload, {server_max} "
+        f"bytes; {README_BOUND}"
+    )
+    return RecordNeeds(max(0, most), reason, set_line(wanted), {"max_payload": wanted})
+
+
+def output_needs(held_bytes: int, size: int, room: int, server_max: int) -> RecordNeeds | None:
+    """A step's or output's `size` bytes of JSON more in a job's value of `held_bytes`, keeping
+    `room` free for its writes after: None when this server holds it."""
+    wanted = needed(held_bytes + size + SLACK, room)
+    if wanted <= server_max:
+        return None
+    most = server_max - HEADER_ROOM - room - held_bytes - SLACK
+    return record_needs(most, wanted, server_max)
