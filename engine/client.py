@@ -22,7 +22,6 @@ from engine.bounds import (
     MAX_QUEUES,
     MAX_TENANT_BYTES,
 )
-from engine.client_calls import Given, given_of
 from engine.clock import Clock, agree
 from engine.declare import JobRegistry, default_registry
 from engine.descriptors import IdempotencyKeyMissingError, app_modules, from_registry, judged
@@ -31,6 +30,7 @@ from engine.drivers.base import (
     DESCRIPTORS,
     EVENTS,
     PAUSES,
+    RECORD_BOUNDS,
     RERUNS,
     SETTLED,
     DescriptorStore,
@@ -47,6 +47,7 @@ from engine.enqueue_items import (
     within_batch,
 )
 from engine.errors import (
+    NOTHING_NEAR,
     InvalidArgumentError,
     JobDuplicateError,
     JobsError,
@@ -58,7 +59,7 @@ from engine.fix_lines import (
     CommandContext,
     fixes_written,
     importable_anywhere,
-    mend_call,
+    leaf_fixes_written,
 )
 from engine.ids import new_ids
 from engine.inbound_events import (
@@ -70,6 +71,7 @@ from engine.inbound_events import (
 from engine.internal_jobs import refuse_rerun
 from engine.retry import retry_schedule
 from engine.settle import Settler
+from engine.settled_counts import MAX_MS as MAX_EPOCH_MS
 from engine.settled_counts import checked_interval
 from engine.tracing import current_traceparent
 from schemas.descriptor import JobDescriptor
@@ -130,6 +132,27 @@ def _kept(
     for part in parts:
         into.extend(part)
         yield part
+
+
+def _distinct_names(queues: Sequence[object]) -> object:
+    """Queue names over the bound, each once, when that is within it (the same stats asked):
+    a refusal's nearest value; else none."""
+    if not all(type(q) is str for q in queues):
+        return NOTHING_NEAR
+    distinct = builtins.list(dict.fromkeys(queues))
+    return distinct if len(distinct) <= MAX_QUEUES else NOTHING_NEAR
+
+
+def _nearest_instant(refused: InvalidArgumentError, since_ms: object) -> object:
+    """The bound nearest to a refused `settled_counts` window end: a whole number past a
+    bound is that bound, an `until_ms` before `since_ms` is `since_ms` (an empty window)."""
+    value = refused.value
+    if type(value) is not int:
+        return NOTHING_NEAR
+    nearest = min(max(value, 0), MAX_EPOCH_MS)
+    if refused.argument == "until_ms" and type(since_ms) is int and 0 <= since_ms <= MAX_EPOCH_MS:
+        nearest = max(nearest, since_ms)
+    return nearest
 
 
 class JobSelection(NamedTuple):
@@ -193,7 +216,14 @@ class Jobs:
             require(driver, DESCRIPTORS) if DESCRIPTORS.offered_by(driver) else None
         )
         # What turns enqueue items into checked requests (engine/enqueue_items.py).
-        self.items = EnqueueItems(self.registry, self.descriptors, self.max_payload_bytes)
+        # `records`: a driver whose job record is bounded by a setting of its own (NATS) names
+        # that setting too where this client's bound refuses an input.
+        self.items = EnqueueItems(
+            self.registry,
+            self.descriptors,
+            self.max_payload_bytes,
+            require(driver, RECORD_BOUNDS) if RECORD_BOUNDS.offered_by(driver) else None,
+        )
         # Written into the `mcp-jobs …` fix of every error leaving this client's methods
         # (engine/fix_lines.py): `connect` sets it. None: the lines are left as raised (a face
         # writes its own, whole context into them: mcp_jobs/fix_context.py). A memory store's
@@ -212,19 +242,18 @@ class Jobs:
         cwd = Path.cwd()
         return tuple(modules) if all(importable_anywhere(m, cwd) for m in modules) else ()
 
-    def _leaving(self, exc: BaseException, call: str, given: Sequence[Given] | None = None) -> None:
-        """`exc` as it leaves `call` of the Python API: a fix that is the call's own shape
-        (IDEMPOTENCY_KEY_MISSING) in that call's, an argument refused with its nearest value
-        the call `given` mended (`mend_call`), and this client's context written in."""
+    def _leaving(self, exc: BaseException, call: str) -> None:
+        """`exc` as it leaves `call` of the Python API (one no literal call can be written of:
+        its items or transaction): a fix that is the call's own shape (IDEMPOTENCY_KEY_MISSING)
+        in that call's, and this client's context written in."""
         if isinstance(exc, IdempotencyKeyMissingError):
             exc.raised_through(call)
         if self.fix_context is not None:  # None: a face's client, which writes its own fix
-            if given is not None:
-                mend_call(exc, call, given)
             self.fix_context.write_into(exc)
 
     # --- enqueue ------------------------------------------------------------------------------
 
+    @leaf_fixes_written
     async def enqueue(
         self,
         job: JobRef,
@@ -243,23 +272,17 @@ class Jobs:
         worker published (input checked against its JSON Schema); its idempotency key cannot be
         computed without the code, so `key` is required then (IDEMPOTENCY_KEY_MISSING). For a
         registered job `key` may be omitted, or must equal the key the job computes."""
-        # Inline, not `fixes_written`: a try costs nothing until something is raised.
-        try:
-            await agree(self.clock)  # before a time another machine compares is read
-            now = self.clock.now_ms()
-            job_id, run_id = new_ids(2, now)
-            item = Enqueue(
-                job, input, tenant_id, delay, run_at, on_conflict, traceparent, priority, key
-            )
-            request = await self.items.one(
-                item, enqueued_by, now, current_traceparent(), job_id, run_id
-            )
-            (result,) = await self.driver.enqueue([request], now=now)
-            return result
-        except (JobsError, BaseExceptionGroup) as exc:
-            # Its arguments as called (none is rebound above), for a refusal's mended call.
-            self._leaving(exc, "enqueue", given_of(Jobs.enqueue, locals()))
-            raise
+        await agree(self.clock)  # before a time another machine compares is read
+        now = self.clock.now_ms()
+        job_id, run_id = new_ids(2, now)
+        item = Enqueue(
+            job, input, tenant_id, delay, run_at, on_conflict, traceparent, priority, key
+        )
+        request = await self.items.one(
+            item, enqueued_by, now, current_traceparent(), job_id, run_id
+        )
+        (result,) = await self.driver.enqueue([request], now=now)
+        return result
 
     async def enqueue_many(
         self, items: Sequence[Enqueue], *, enqueued_by: str | None = None
@@ -525,7 +548,13 @@ class Jobs:
         if queues is not None:
             if isinstance(queues, str | bytes) or not isinstance(queues, Sequence):
                 raise InvalidArgumentError("queues", queues, "a list of queue names, or None")
-            bounds.whole("queues", len(queues), 0, MAX_QUEUES, "queue names")
+            if len(queues) > MAX_QUEUES:
+                raise InvalidArgumentError(
+                    "queues",
+                    queues,
+                    f"a list of at most {MAX_QUEUES} queue names, or None",
+                    nearest=_distinct_names(queues),
+                )
             queues = [bounds.text("queues", q, MAX_QUEUE_BYTES) for q in queues]
         await agree(self.driver.clock)  # what is due, and whose lease is over, is by its time
         return await self.driver.stats(queues, tenant_id=tenant_id)
@@ -536,7 +565,11 @@ class Jobs:
     ) -> dict[str, SettledCount] | None:
         """Per queue, the jobs that settled with `since_ms <= finished_at < until_ms`, by state
         (engine/settled_counts.py); None when the driver cannot count them exactly."""
-        since_ms, until_ms = checked_interval(since_ms, until_ms)
+        try:
+            since_ms, until_ms = checked_interval(since_ms, until_ms)
+        except InvalidArgumentError as exc:
+            exc.nearest = _nearest_instant(exc, since_ms)  # the caller's call, mended
+            raise
         tenant_id = bounds.optional_text("tenant_id", tenant_id, MAX_TENANT_BYTES)
         if not SETTLED.offered_by(self.driver):
             return None
@@ -630,6 +663,8 @@ class Jobs:
         """The job's runs, newest first: the current one, then each one a rerun left behind, as
         the reruns' `requeued` events name them (`engine.reruns.rerun_event_data`); the events
         read are bounded (RUNS_PAGES pages), so a job with more names only the newest runs."""
+        if not isinstance(job, JobRecord):
+            raise InvalidArgumentError("job", job, "a JobRecord, as `await jobs.get(job_id)`")
         runs: builtins.list[object] = [job.run_id, job.rerun_of]
         cursor = None
         for _ in range(RUNS_PAGES):

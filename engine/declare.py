@@ -546,6 +546,9 @@ def job(
         if rate_limit is not None and not isinstance(rate_limit, RateLimit):
             expected = "a RateLimit(limit, per=seconds) or None"
             raise JobDeclarationInvalidError(job_name, "rate_limit", rate_limit, expected, "None")
+        if registry is not None and not isinstance(registry, JobRegistry):
+            expected = "a JobRegistry() or None (the process's default registry)"
+            raise JobDeclarationInvalidError(job_name, "registry", registry, expected, "None")
         definition: JobDefinition[Any] = JobDefinition(
             name=job_name,
             fn=body,

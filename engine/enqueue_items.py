@@ -18,11 +18,9 @@ from engine.bounds import MAX_DELAY_MS, MAX_NAME_BYTES
 from engine.declare import JobDefinition, JobRegistry
 from engine.descriptors import IdempotencyKeyMissingError, validate_input
 from engine.drivers.base import (
-    RECORD_BOUNDS,
     DescriptorStore,
     RecordBounds,
     RecordNeeds,
-    require,
 )
 from engine.errors import (
     LEFT_OUT,
@@ -298,13 +296,10 @@ class EnqueueItems:
         max_payload_bytes: int,
         records: RecordBounds | None = None,
     ) -> None:
-        """`records`: the driver, where its job record is bounded by a setting of its own;
-        left out, `descriptors` when it is so (the client hands its driver there)."""
+        """`records`: the driver, where its job record is bounded by a setting of its own."""
         self.registry = registry
         self.descriptors = descriptors
         self.max_payload_bytes = max_payload_bytes
-        if records is None and RECORD_BOUNDS.offered_by(descriptors):
-            records = require(descriptors, RECORD_BOUNDS)
         self.records = records
 
     def build(

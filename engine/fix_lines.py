@@ -418,6 +418,29 @@ def _bound(
         return {}
 
 
+def _leaving(
+    self: WritesFixes,
+    method: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    exc: BaseException,
+    outermost: bool,
+) -> None:
+    """`exc` as it leaves `method` of the Python API: the object's `fix_context` written into
+    its fix, and, where the caller made the call (`outermost`) on `jobs` itself, the call
+    mended (`mend_call`)."""
+    context = self.fix_context
+    if context is None:
+        return  # a face's client (no context) writes its own
+    # Only a method of `jobs` itself is written as a call on it (a Worker's, a Backfills' keep
+    # their fix).
+    if outermost and getattr(self, "is_jobs_client", False):
+        given = given_of(method, _bound(method, self, args, kwargs))
+        if given is not None:
+            mend_call(exc, method.__name__, given)
+    context.write_into(exc)
+
+
 def fixes_written(
     method: Callable[Concatenate[S, P], Awaitable[R]],
 ) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
@@ -430,15 +453,7 @@ def fixes_written(
         try:
             answer = await method(self, *args, **kwargs)
         except (JobsError, BaseExceptionGroup) as exc:
-            context = self.fix_context
-            if context is not None:
-                # Only a method of `jobs` itself is written as a call on it (a Worker's, a
-                # Backfills' keep their fix); a face's client (no context) writes its own.
-                if outermost and getattr(self, "is_jobs_client", False):
-                    given = given_of(method, _bound(method, self, args, kwargs))
-                    if given is not None:
-                        mend_call(exc, method.__name__, given)
-                context.write_into(exc)
+            _leaving(self, method, args, kwargs, exc, outermost)
             raise
         finally:
             _CALLING.reset(token)
@@ -446,6 +461,24 @@ def fixes_written(
         return answer if context is None else context.stored(answer)
 
     functools.update_wrapper(written, method)  # its name, docstring and signature
+    return written
+
+
+def leaf_fixes_written(
+    method: Callable[Concatenate[S, P], Awaitable[R]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """`fixes_written` for a method that calls no other method of the Python API and answers
+    no stored job (an enqueue, the per-job call): nothing is done on its way in or on a
+    return, only as an error leaves it (is an outer call of the API running? `_CALLING`)."""
+
+    async def written(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(self, *args, **kwargs)
+        except (JobsError, BaseExceptionGroup) as exc:
+            _leaving(self, method, args, kwargs, exc, not _CALLING.get())
+            raise
+
+    functools.update_wrapper(written, method)
     return written
 
 
@@ -467,6 +500,7 @@ __all__ = [
     "importable_anywhere",
     "is_name",
     "is_private",
+    "leaf_fixes_written",
     "mend_call",
     "needs_on_path",
     "on_private_store",

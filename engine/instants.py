@@ -37,7 +37,8 @@ def instant(argument: str, value: object, low: int, high: int) -> int:
     if not isinstance(value, str | datetime):
         if isinstance(value, int) and not isinstance(value, bool) and value < EARLIEST_MS:
             raise _too_early(argument, value, value, high)
-        return bounds.whole(argument, value, low, high, "epoch milliseconds")
+        # A float's nearest whole number (-inf's: the low end) is refused like any below 2001.
+        return bounds.whole(argument, value, max(low, EARLIEST_MS), high, "epoch milliseconds")
     if isinstance(value, str) and value.isascii() and value.isdigit():
         ms = int(value)
         if ms < EARLIEST_MS:

@@ -227,13 +227,17 @@ def runs_cursor(started_at: int, run_id: str) -> str:
     return encode("runs", _INT.pack(started_at) + run_id.encode())
 
 
-def parse_runs_cursor(value: object, call: NextCall | None = None) -> tuple[int, str]:
-    payload = decode("runs", "runs_cursor", value, MAX_RUNS_CURSOR_BYTES, call)
+def parse_runs_cursor(
+    value: object, call: NextCall | None = None, argument: str = "runs_cursor"
+) -> tuple[int, str]:
+    """`argument`: the parameter the caller gave it as (the MCP tool's `runs_cursor`, the
+    Python method's `cursor`), which a refusal names."""
+    payload = decode("runs", argument, value, MAX_RUNS_CURSOR_BYTES, call)
     try:
         (started_at,) = _INT.unpack(payload[: _INT.size])
-        run_id = bounds.text("runs_cursor", payload[_INT.size :].decode(), bounds.MAX_ID_BYTES)
+        run_id = bounds.text(argument, payload[_INT.size :].decode(), bounds.MAX_ID_BYTES)
     except (struct.error, UnicodeDecodeError, InvalidArgumentError):
-        raise CursorInvalidError("runs_cursor", str(value), call) from None
+        raise CursorInvalidError(argument, str(value), call) from None
     return int(started_at), run_id
 
 

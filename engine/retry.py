@@ -95,6 +95,8 @@ def retry_delay_ms(policy: Retry, failed_attempt: int) -> int:
 
 def retry_schedule(policy: Retry) -> list[int]:
     """Delays in ms before attempt 2, 3, … `attempts`."""
+    if not isinstance(policy, Retry):
+        raise InvalidArgumentError("policy", policy, "a Retry(...), as @job(retry=...) takes")
     return [retry_delay_ms(policy, n) for n in range(1, policy.attempts)]
 
 

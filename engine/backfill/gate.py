@@ -42,6 +42,8 @@ def resolve_environment(
     environment of its own where every backfill would be pending again: so its fix is the value
     without the blanks around it, else the environment of `declared` (else this process's
     declarations) it plainly stands for, else unsetting the variable; never a name of its own."""
+    if explicit is not None and not isinstance(explicit, str):
+        raise InvalidArgumentError("environment", explicit, f"None or {ENVIRONMENT_EXPECTED}")
     value = explicit if explicit is not None else os.environ.get(ENVIRONMENT_ENV)
     if value is None:
         return DEFAULT_ENVIRONMENT

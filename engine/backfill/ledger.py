@@ -73,12 +73,14 @@ def runs_cursor(run: BackfillRun) -> str:
     return paging.runs_cursor(run.started_at, run.run_id)
 
 
-def parse_runs_cursor(value: object, name: str | None = None) -> RunPosition:
+def parse_runs_cursor(
+    value: object, name: str | None = None, argument: str = "runs_cursor"
+) -> RunPosition:
     """The position a runs cursor names; CURSOR_INVALID when `value` does not decode (its fix:
     `name`'s first page, or with no name the list of backfills), INVALID_ARGUMENT when it is not
-    text at all."""
+    text at all. `argument`: the parameter it was given as, which a refusal names."""
     call = NextCall(tool="list_backfills", arguments={"name": name} if name else {})
-    return RunPosition(*paging.parse_runs_cursor(value, call))
+    return RunPosition(*paging.parse_runs_cursor(value, call, argument))
 
 
 @dataclass(frozen=True)

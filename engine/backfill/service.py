@@ -43,12 +43,12 @@ from engine.backfill.pending import pending_given
 from engine.backfill.registry import BackfillRegistry, default_backfills
 from engine.declare import JobDefinition
 from engine.drivers.base import BACKFILL_LEDGER, require
-from engine.errors import JobsError
+from engine.errors import InvalidArgumentError, JobsError
 from engine.fix_lines import CommandContext, fixes_written
 from engine.ids import new_id
 from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
 from schemas.jobs import JobRecord
-from schemas.states import LIVE_STATES, BackfillStatus
+from schemas.states import BACKFILL_STATUSES, LIVE_STATES, BackfillStatus
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -68,6 +68,8 @@ class Backfills:
         registry: BackfillRegistry | None = None,
         environment: str | None = None,
     ) -> None:
+        if registry is not None and not isinstance(registry, BackfillRegistry):
+            raise InvalidArgumentError("registry", registry, "a BackfillRegistry() or None")
         self.jobs = jobs
         self.ledger = require(jobs.driver, BACKFILL_LEDGER)
         self.registry = registry if registry is not None else default_backfills
@@ -130,7 +132,7 @@ class Backfills:
         not one."""
         name = bounds.text("name", name, bounds.MAX_NAME_BYTES)
         limit = bounds.whole("limit", limit, 1, MAX_RUNS_PAGE)
-        before = parse_runs_cursor(cursor, name) if cursor is not None else None
+        before = parse_runs_cursor(cursor, name, "cursor") if cursor is not None else None
         found = await self.ledger.backfill_runs(name, self._here(), before=before, limit=limit + 1)
         page = found[:limit]
         more = len(found) > limit and bool(page)
@@ -151,10 +153,15 @@ class Backfills:
         return as_settled(run, job)
 
     @fixes_written
+    @fixes_written
     async def newest_run(
         self, name: str, status: BackfillStatus | None = None
     ) -> BackfillRun | None:
         """This backfill's newest ledger row here (of `status` when given): one row read."""
+        name = bounds.text("name", name, bounds.MAX_NAME_BYTES)
+        if status is not None and (type(status) is not str or status not in BACKFILL_STATUSES):
+            expected = f"one of {', '.join(BACKFILL_STATUSES)}, or None"
+            raise InvalidArgumentError("status", status, expected)
         found = await self.ledger.backfill_runs(name, self.environment, status=status, limit=1)
         return found[0] if found else None
 

@@ -161,6 +161,12 @@ def key(row: Any) -> Any:
     return row["id"]
 
 
+def declare_empty(registry: BackfillRegistry, name: str = "fill", **overrides: Any) -> None:
+    """A backfill over no rows, keyed by the row itself: for calls that only need one declared."""
+    arguments: dict[str, Any] = {"count": count, "read": read, "key": lambda row: row}
+    backfill(name=name, handle=handle, registry=registry, **{**arguments, **overrides})
+
+
 def declare(registry: BackfillRegistry, **overrides: Any) -> Any:
     """A backfill that sweeps nothing, `normalize_emails` unless `overrides` say otherwise: for
     the declaration's own checks, which never run it."""

@@ -135,7 +135,7 @@ async def test_the_service_pages_one_backfills_runs_with_cursors(jobs: Jobs) -> 
     for bad in ("", "x", "12", "12.", ".run1", "-1.run1", "1e3.run1", "12.a\x00b", "9" * 20 + ".r"):
         with pytest.raises(InvalidArgumentError) as raised:
             await svc.runs_page("fill", cursor=bad)
-        assert (raised.value.details or {}).get("argument") == "runs_cursor", bad
+        assert (raised.value.details or {}).get("argument") == "cursor", bad
     for limit in (0, MAX_RUNS_PAGE + 1, True, 2.5, "9"):
         with pytest.raises(InvalidArgumentError) as raised:
             await svc.runs_page("fill", limit=limit)  # type: ignore[arg-type]

@@ -133,5 +133,6 @@ async def test_a_runs_cursor_that_does_not_decode_is_cursor_invalid(jobs: Jobs) 
     assert len((await svc.runs_page("fill", limit=10, cursor=real)).runs) == 10
     for bad in ["x", "12.run1", "1001.run0003", *_edited(real)]:
         error = await _refused(svc.runs_page("fill", cursor=bad))
-        assert (error.details or {})["argument"] == "runs_cursor"
+        # The method's parameter (`cursor`), not the MCP tool's (`runs_cursor`).
+        assert (error.details or {})["argument"] == "cursor"
         assert error.next_call == NextCall(tool="list_backfills", arguments={"name": "fill"})
