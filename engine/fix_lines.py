@@ -244,6 +244,21 @@ def importable_anywhere(module: str, cwd: Path) -> bool:
     return not needs_on_path(module, local)
 
 
+def import_root(module: str) -> str | None:
+    """The directory a shell elsewhere needs on PYTHONPATH to import `module` as this process
+    did (a worker started in the app's directory), or None when it imports anywhere: for a
+    `python -c` fix that is stored or logged and run wherever its reader is."""
+    loaded = sys.modules.get(module)
+    file = getattr(loaded, "__file__", None)
+    if not isinstance(file, str) or importable_anywhere(module, Path.cwd()):
+        return None
+    root = Path(file).resolve().parent
+    # A package's `__init__.py` sits one directory deeper than its dotted name says.
+    for _ in range(module.count(".") + (Path(file).name == "__init__.py")):
+        root = root.parent
+    return str(root)
+
+
 @dataclass(frozen=True)
 class CommandContext:
     """What a client's fix lines are given: the database it opened, as a line may print it

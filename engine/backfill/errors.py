@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.errors import JobsError
+from engine.errors import JobsError, short_repr
 from engine.internal_jobs import BACKFILLS_COMMAND as ALL_COMMAND
 from engine.internal_jobs import dry_run_command
 from engine.iso_time import iso
@@ -221,6 +221,23 @@ class BackfillStalledError(JobsError):
         )
 
 
+class BackfillFunctionFailedError(JobsError):
+    """One of the declaration's own functions raised while a dry run or a write checked it:
+    the app's code (a query, a connection), not the engine, so the answer names the call."""
+
+    code = "BACKFILL_FUNCTION_FAILED"
+    title = "a backfill's own function raised"
+
+    def __init__(self, name: str, call: str, error: BaseException, fix: str) -> None:
+        """`fix`: the line that makes the same call again (app_calls.again_line)."""
+        super().__init__(
+            f'backfill "{name}" {call} raised {type(error).__name__}: '
+            f"{short_repr(str(error))}; nothing was started or written",
+            fix,
+            details={"backfill": name, "call": call, "exception": type(error).__name__},
+        )
+
+
 class BackfillPendingError(JobsError):
     """Declared for this environment and never completed here: the alarm that a sweep was merged
     and deployed and nothing ran it. Returned as a finding, raised by nothing in the engine."""
@@ -293,6 +310,7 @@ __all__ = [
     "BackfillAppliedError",
     "BackfillDeclarationInvalidError",
     "BackfillEnvironmentError",
+    "BackfillFunctionFailedError",
     "BackfillMigrationPendingError",
     "BackfillNameTakenError",
     "BackfillPendingError",

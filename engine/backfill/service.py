@@ -17,6 +17,7 @@ import builtins
 from typing import TYPE_CHECKING, Any
 
 from engine import bounds
+from engine.backfill.app_calls import app_call
 from engine.backfill.declare import BackfillDefinition
 from engine.backfill.errors import (
     BackfillMigrationPendingError,
@@ -204,7 +205,7 @@ class Backfills:
         force = bounds.flag("force", force)
         self._here()
         try:
-            await check_requires(definition)
+            await _requires(definition)
         except BackfillMigrationPendingError:
             check_environment(definition, self.environment)  # what a write would say first
             raise
@@ -227,9 +228,13 @@ class Backfills:
     async def _probe(definition: BackfillDefinition) -> tuple[int, builtins.list[Any]]:
         """(the rows to do, the first batch's sample keys): `count`, `read` and `key` called as
         the pass calls them, so a value the pass could not use is refused before it starts."""
-        rows = await definition.count_rows()
-        sample = await definition.read_batch(None, min(definition.batch_size, SAMPLE_KEYS))
-        return rows, [definition.key_of(row) for row in sample[:SAMPLE_KEYS]]
+        name, limit = definition.name, min(definition.batch_size, SAMPLE_KEYS)
+        with app_call(name, "count", definition.count, ""):
+            rows = await definition.count_rows()
+        with app_call(name, "read", definition.read, f"None, {limit}"):
+            sample = await definition.read_batch(None, limit)
+        with app_call(name, "key", definition.key, None):
+            return rows, [definition.key_of(row) for row in sample[:SAMPLE_KEYS]]
 
     async def _verdict(self, definition: BackfillDefinition, *, force: bool) -> JobsError | None:
         completed = await self.newest_run(definition.name, "completed")
@@ -252,7 +257,7 @@ class Backfills:
 
     async def _check(self, definition: BackfillDefinition, force: bool) -> None:
         check_environment(definition, self._here())
-        await check_requires(definition)
+        await _requires(definition)
         # What the dry run checks, so no pass starts that would only fail in the worker.
         await self._probe(definition)
         verdict = await self._verdict(definition, force=force)
@@ -346,6 +351,12 @@ class Backfills:
             last_run=last,
             live_job_id=live.id if live is not None else None,
         )
+
+
+async def _requires(definition: BackfillDefinition) -> None:
+    """`check_requires`, with what the app's `requires()` raises answered as its own failure."""
+    with app_call(definition.name, "requires", definition.requires, ""):
+        await check_requires(definition)
 
 
 __all__ = ["SAMPLE_KEYS", "Backfills"]

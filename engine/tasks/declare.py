@@ -24,7 +24,12 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine import bounds
-from engine.declare import JobRegistry, default_registry, description_declared, whole_declared
+from engine.declare import (
+    JobRegistry,
+    default_registry,
+    description_declared,
+    whole_declared,
+)
 from engine.errors import InvalidArgumentError, JobsError
 from engine.registry import Registry, caller_line, first_line
 from engine.registry import declared_by as declared_by_of
@@ -92,7 +97,10 @@ class TaskRegistry(Registry[TaskDefinition]):
     def check(self, definition: object) -> TaskDefinition:
         if not isinstance(definition, TaskDefinition) or definition.origin is not _ORIGIN:
             raise TaskDeclarationInvalidError(
-                getattr(definition, "name", "?"), "definition", definition, "built by task(...)"
+                getattr(definition, "name", "?"),
+                "definition",
+                definition,
+                "built by task(...)",
             )
         return definition
 
@@ -120,7 +128,12 @@ def tasks_of(registry: JobRegistry) -> TaskRegistry:
 def _identity(definition: TaskDefinition) -> tuple[str, tuple[str, str], str, str]:
     # Re-importing the declaring module re-declares the same task from the same lines; anything
     # else is a clash (the qualname alone is `<lambda>` for every lambda of a module).
-    return (definition.declared_by, definition.declared_at, definition.cron, definition.tz)
+    return (
+        definition.declared_by,
+        definition.declared_at,
+        definition.cron,
+        definition.tz,
+    )
 
 
 def _where(definition: TaskDefinition) -> str:
@@ -163,17 +176,27 @@ def _zone(task: str, tz: object) -> ZoneInfo:
     if not isinstance(tz, str) or not tz:
         raise TaskTimezoneInvalidError(task, tz, [])
     if tz not in zone_ids():
-        raise TaskTimezoneInvalidError(task, tz, _suggest(tz))
+        raise TaskTimezoneInvalidError(task, tz, _suggest(tz), mended=_folded_match(tz))
     try:
         return ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         raise TaskTimezoneInvalidError(task, tz, _suggest(tz)) from exc
 
 
+def _fold(tz: str) -> str:
+    return tz.strip().lower().replace(" ", "_")
+
+
+def _folded_match(tz: str) -> str | None:
+    """The zone `tz` is but for case, blanks around it and `_` written as a space."""
+    matches = [z for z in zone_ids() if _fold(z) == _fold(tz)]
+    return matches[0] if len(matches) == 1 else None
+
+
 def _suggest(tz: str) -> list[str]:
     zones = sorted(zone_ids())
-    folded = {z.lower().replace(" ", "_"): z for z in zones}
-    exact = folded.get(tz.lower().replace(" ", "_"))
+    folded = {_fold(z): z for z in zones}
+    exact = folded.get(_fold(tz))
     if exact is not None:
         return [exact]
     close = difflib.get_close_matches(tz.lower(), list(folded), n=3, cutoff=0.6)
@@ -228,7 +251,10 @@ def task(
         description,
     )
     declared_by = declared_by_of(enqueue)
-    declared_at = (caller_line(1), first_line(enqueue))  # the line declaring it, the body's
+    declared_at = (
+        caller_line(1),
+        first_line(enqueue),
+    )  # the line declaring it, the body's
     definition = TaskDefinition(
         name=task_name,
         cron=schedule.cron,

@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 
 from engine.errors import JobsError, short_repr
+from engine.fix_lines import import_root
+from engine.shell_words import shell_word
 from engine.tasks.cron_syntax import CronSyntaxError
 from engine.tasks.zones import EXAMPLE_ZONE, LIST_ZONES
 
@@ -36,18 +38,32 @@ class TaskTimezoneInvalidError(JobsError):
     code = "TASK_TIMEZONE_INVALID"
     title = "a task's time zone is not a tz database (IANA) zone name"
 
-    def __init__(self, task: str, tz: object, suggestions: Sequence[str]) -> None:
+    def __init__(
+        self,
+        task: str,
+        tz: object,
+        suggestions: Sequence[str],
+        *,
+        mended: str | None = None,
+    ) -> None:
+        """`mended`: the one zone `tz` plainly stands for (written in another case, with blanks
+        around it or for `_`); the fix is then the declaration with it, as the cron's is."""
         hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
+        fix = LIST_ZONES
+        if mended is not None:
+            written = json.dumps(task, ensure_ascii=False)
+            fix = f"task(name={written}, tz={json.dumps(mended)}, ...)"
         super().__init__(
             f'task "{task}" declares tz={tz!r}, which is not a zone of the tz database (IANA)'
             f"{hint}; use a zone's exact name, e.g. "
             f'tz="{suggestions[0] if suggestions else EXAMPLE_ZONE}", or "UTC"',
-            LIST_ZONES,
+            fix,
             details={
                 "task": task,
                 "tz": repr(tz),
                 "example": EXAMPLE_ZONE,
                 "suggestions": list(suggestions),
+                "mended": mended,
             },
         )
 
@@ -83,7 +99,12 @@ class TaskDeclarationInvalidError(JobsError):
     title = "a task declaration has a value that can never work"
 
     def __init__(
-        self, task: str, field: str, value: object, expected: str, mended: str | None = None
+        self,
+        task: str,
+        field: str,
+        value: object,
+        expected: str,
+        mended: str | None = None,
     ) -> None:
         """`mended`: the field's value mended, as code; without it the fix holds a slot saying
         what to write. A refused name is mended in place: the call has one `name=`."""
@@ -92,9 +113,8 @@ class TaskDeclarationInvalidError(JobsError):
             cause = f"a task declares name={short_repr(value)}; a task's name must be {expected}"
             fix = f"task(name={written}, ...)"
         else:
-            cause = (
-                f'task "{task}" declares {field}={short_repr(value)}; {field} must be {expected}'
-            )
+            declared = f"{field}={short_repr(value)}"
+            cause = f'task "{task}" declares {declared}; {field} must be {expected}'
             fix = f"task(name={json.dumps(task, ensure_ascii=False)}, {field}={written}, ...)"
         super().__init__(
             cause,
@@ -161,6 +181,9 @@ class TaskEnqueueFailedError(JobsError):
             fix = f'python -c "from {module} import {qualname} as f; print(f({occurrence_ms}))"'
         else:
             fix = f'python -c "import {module or declared_by}"'
+        root = import_root(module or declared_by)
+        if root is not None:
+            fix = f"PYTHONPATH={shell_word(root)} {fix}"
         if catch_up == "skip":
             # `skip` fires only the latest due occurrence: a newer one due by then replaces it.
             fate = (
@@ -174,5 +197,9 @@ class TaskEnqueueFailedError(JobsError):
             f'task "{task}" enqueue({occurrence_ms}) raised {type(error).__name__}: {error}; '
             + fate,
             fix,
-            details={"task": task, "occurrence_ms": occurrence_ms, "error": type(error).__name__},
+            details={
+                "task": task,
+                "occurrence_ms": occurrence_ms,
+                "error": type(error).__name__,
+            },
         )

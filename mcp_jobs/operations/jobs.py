@@ -91,7 +91,15 @@ async def describe_jobs(
             except JobUnknownError:
                 descriptors = []
         else:
-            descriptors, tasks = await scope.jobs.describe(name), None
+            try:
+                descriptors, tasks = await scope.jobs.describe(name), None
+            except JobUnknownError as exc:
+                if not roster:
+                    raise
+                # A slip in a task's name (`jobs describe nightly-imprt`) is meant as the task:
+                # the names listed, and the one meant, are the tasks' too.
+                jobs = (exc.details or {}).get("known", [])
+                raise JobUnknownError(name, [*jobs, *(t.name for t in roster)]) from None
         descriptors = [d for d in descriptors if not is_internal(d.name)]
         held = holding(await pauses_in_force(scope), descriptors)
         return DescribeJobsResult(ok=True, jobs=descriptors, tasks=tasks, paused=held or None)

@@ -32,7 +32,9 @@ def declare(registry: JobRegistry, **overrides: object) -> TaskDefinition:
     return task(registry=registry, **fields)  # type: ignore[arg-type]
 
 
-def test_a_valid_declaration_registers_under_the_job_registry(registry: JobRegistry) -> None:
+def test_a_valid_declaration_registers_under_the_job_registry(
+    registry: JobRegistry,
+) -> None:
     definition = declare(registry)
     assert tasks_of(registry).require("nightly") is definition
     assert definition.catch_up == "skip" and definition.max_catch_up == DEFAULT_MAX_CATCH_UP
@@ -64,7 +66,7 @@ def test_an_invalid_cron_expression_is_refused(registry: JobRegistry, cron: obje
 # "localtime" is a host's own link (another zone on each machine), "Factory" the tz database's
 # placeholder for a zone not set, and a name in another case loads only on a case-blind disk.
 @pytest.mark.parametrize(
-    "tz", ["Mars/Olympus", "localtime", "Factory", "utc", "america/new_york", "", None, 5]
+    "tz", ["Mars/Olympus", "localtime", "Factory", "Europe/Londn", "", None, 5]
 )
 def test_a_zone_that_is_not_a_tz_database_name_is_refused(
     registry: JobRegistry, tz: object
@@ -76,6 +78,27 @@ def test_a_zone_that_is_not_a_tz_database_name_is_refused(
     # The fix is one runnable line that lists the valid zones; the cause names a valid form.
     assert error.fix.startswith("python -c") and "available_timezones" in error.fix
     assert error.details is not None and "/" in error.details["example"]
+
+
+# A zone written in another case, with blanks around it or a space for `_` stands for one
+# zone: the fix is the declaration with it, in one hop, as TASK_CRON_INVALID's is.
+@pytest.mark.parametrize(
+    ("tz", "meant"),
+    [
+        ("utc", "UTC"),
+        ("america/new_york", "America/New_York"),
+        ("europe/london", "Europe/London"),
+        ("EST5EDT ", "EST5EDT"),
+        ("America/New York", "America/New_York"),
+    ],
+)
+def test_a_zone_plainly_meant_is_the_fix(registry: JobRegistry, tz: str, meant: str) -> None:
+    with pytest.raises(JobsError) as caught:
+        declare(registry, tz=tz)
+    error = caught.value
+    assert error.code == "TASK_TIMEZONE_INVALID"
+    assert error.fix == f'task(name="nightly", tz="{meant}", ...)', error.fix
+    assert declare(JobRegistry(), tz=meant).tz == meant
 
 
 def test_the_fix_lists_exactly_the_zones_a_task_takes(registry: JobRegistry) -> None:
@@ -91,7 +114,8 @@ def test_the_fix_lists_exactly_the_zones_a_task_takes(registry: JobRegistry) -> 
 
 
 @pytest.mark.parametrize(
-    ("tz", "meant"), [("america/new york", "America/New_York"), ("utc", "UTC"), ("gmt", "GMT")]
+    ("tz", "meant"),
+    [("america/new york", "America/New_York"), ("utc", "UTC"), ("gmt", "GMT")],
 )
 def test_a_misspelled_zone_gets_the_real_id_suggested(
     registry: JobRegistry, tz: str, meant: str
@@ -107,7 +131,16 @@ def test_a_misspelled_zone_gets_the_real_id_suggested(
 # (links such as US/Eastern, rule zones such as EST5EDT, fixed ones such as EST) alike.
 @pytest.mark.parametrize(
     "tz",
-    ["UTC", "America/New_York", "Asia/Kolkata", "Etc/GMT+5", "GMT", "EST5EDT", "EST", "US/Eastern"],
+    [
+        "UTC",
+        "America/New_York",
+        "Asia/Kolkata",
+        "Etc/GMT+5",
+        "GMT",
+        "EST5EDT",
+        "EST",
+        "US/Eastern",
+    ],
 )
 def test_every_tz_database_name_is_accepted(registry: JobRegistry, tz: str) -> None:
     assert declare(registry, tz=tz).tz == tz
@@ -170,7 +203,9 @@ def test_two_tasks_under_one_name_are_refused(registry: JobRegistry) -> None:
     assert caught.value.code == "TASK_NAME_TAKEN"
 
 
-def test_redeclaring_the_same_task_is_a_reimport_not_a_clash(registry: JobRegistry) -> None:
+def test_redeclaring_the_same_task_is_a_reimport_not_a_clash(
+    registry: JobRegistry,
+) -> None:
     declare(registry)
     again = declare(registry)
     assert tasks_of(registry).require("nightly") is again
