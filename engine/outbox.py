@@ -132,7 +132,13 @@ class OutboxRelay(ServiceLoop):
     async def _turn(self) -> None:
         """A batch; a full one is followed at once by the next, else a wait of `poll_ms`."""
         batch = await attempt("outbox relay pass", logger, self.pass_once)
-        if batch is not None and len(batch.rows) == self.batch_size:
+        # A full batch handed back whole (the jobs table refused every row) is no progress: the
+        # next claim would take the same rows at once, spinning while the cause lasts.
+        if (
+            batch is not None
+            and len(batch.rows) == self.batch_size
+            and len(batch.released) < len(batch.rows)
+        ):
             await anyio.lowlevel.checkpoint()
             return
         await self._sleep(self.poll_ms)
