@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from engine.errors import JobInputInvalidError, JobsError, short_repr
+from engine.fix_lines import import_root
 from engine.internal_jobs import INTERNAL_JOBS
 from schemas.descriptor import JobDescriptor, RetentionInfo
 
@@ -130,11 +131,13 @@ def from_registry(descriptor: JobDescriptor) -> JobDescriptor:
 
 def to_publish(descriptor: JobDescriptor, apps: Sequence[str]) -> JobDescriptor:
     """What a worker publishes for one of its jobs: the stores add who and when."""
+    roots = dict.fromkeys(root for app in apps if (root := import_root(app)) is not None)
     return descriptor.model_copy(
         update={
             "source": "published",
             "version": version_of(descriptor),
             "apps": list(apps),
+            "app_paths": list(roots) or None,
             "key_required": True,
             "stale": None,
         }

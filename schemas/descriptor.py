@@ -94,6 +94,9 @@ class JobDescriptor(BaseModel):
     published_at: int | None = None
     published_by: str | None = None
     apps: list[str] | None = None
+    # The directories that worker needed on PYTHONPATH to import `apps` (a module beside where
+    # it started, not installed), so a line written elsewhere imports them too.
+    app_paths: list[str] | None = None
     # True for a published descriptor: the key function is code this process has not imported,
     # so an enqueue from here passes the idempotency key itself (`key`).
     key_required: bool = False

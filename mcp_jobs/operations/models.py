@@ -172,6 +172,8 @@ class JobDescriptorView(JobDescriptor):
     retention: RetentionInfo | None = Field(default=None, exclude=True)
     # The cron tasks a published row carries are listed as tasks, not with the job.
     tasks: list[PublishedTask] | None = Field(default=None, exclude=True)
+    # Written into fix lines as PYTHONPATH (operations/workers.py), not how to call the job.
+    app_paths: list[str] | None = Field(default=None, exclude=True)
 
 
 class JobSummary(BaseModel):

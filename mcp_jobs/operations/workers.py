@@ -8,11 +8,12 @@ queue), so this is judged per queue, over the workers seen in `LIVE_WORKER_WINDO
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 
 from engine.metrics import LIVE_WORKER_WINDOW_MS
-from mcp_jobs.fix_context import PRIVATE_STORE_FIX
+from mcp_jobs.fix_context import PRIVATE_STORE_FIX, is_remote
 from mcp_jobs.operations.models import Finding
 from mcp_jobs.operations.scope import Scope
 from schemas.stats import WorkerInfo
@@ -31,11 +32,18 @@ async def adopt_published_apps(scope: Scope) -> None:
     if scope.fixes.apps:
         return
     apps: dict[str, None] = {}
+    paths: dict[str, None] = {}
     for descriptor in await scope.jobs.describe():
         if descriptor.source == "published":
             apps.update(dict.fromkeys(descriptor.apps or ()))
-    if apps:
-        scope._fixes = replace(scope.fixes, apps=tuple(apps))
+            paths.update(dict.fromkeys(descriptor.app_paths or ()))
+    if not apps:
+        return
+    # Where the worker imported them from, for a line run in any directory (as --app's own).
+    given = dict(scope.fixes.assignments)
+    if paths and "PYTHONPATH" not in given and not is_remote(scope.settings, scope.fixes.face):
+        given["PYTHONPATH"] = os.pathsep.join(paths)
+    scope._fixes = replace(scope.fixes, apps=tuple(apps), assignments=tuple(given.items()))
 
 
 def serves(worker: WorkerInfo, queue: str) -> bool:
