@@ -69,6 +69,26 @@ async def _ids(
     return page.jobs
 
 
+def _backlog_old(s: QueueStatsView, age_ms: int, rate_held: set[str | None]) -> bool:
+    return bool(s.ready) and s.oldest_ready_ms > age_ms and s.queue not in rate_held
+
+
+async def _at_caps(scope: Scope, queue: str, tenant: str | None) -> list[tuple[str, int, int]]:
+    """(name, running, cap) of each job with ready work in `queue` (a page of it), when every
+    one of them runs at its declared concurrency cap; else [] (a worker could start some)."""
+    caps = {d.name: d.concurrency for d in await scope.jobs.describe() if d.queue == queue}
+    if not any(caps.values()):
+        return []
+    ready, running = await together(
+        _ids(scope, "ready", queue, tenant, PARKED_SCAN),
+        _ids(scope, "running", queue, tenant, PARKED_SCAN),
+    )
+    counts = Counter(r.name for r in running)
+    names = sorted({r.name for r in ready})
+    at_cap = [(n, counts[n], cap) for n in names if (cap := caps.get(n)) and counts[n] >= cap]
+    return at_cap if names and len(at_cap) == len(names) else []
+
+
 async def _stats_or_unknown(
     scope: Scope, queue: str | None
 ) -> QueueStatsResult | QueueUnknownError:
@@ -176,6 +196,11 @@ async def diagnose_queue(
                 ).sized(due)
             )
 
+    # Work a rate limit holds back is RATE_LIMITED (info), not an old backlog for more workers.
+    rated = rate_findings(scope, stats, len(workers))
+    held = {f.queue for f in rated}
+    old = [s.queue for s in stats if _backlog_old(s, limits.backlog_age_ms, held)]
+    capped_of = dict(zip(old, await each(_at_caps(scope, q, tenant) for q in old), strict=True))
     for s in stats:
         if s.expired_leases:
             findings.append(
@@ -189,7 +214,15 @@ async def diagnose_queue(
                     fix=worker_command(scope, s.queue),
                 ).sized(s.expired_leases)
             )
-        if s.ready and s.oldest_ready_ms > limits.backlog_age_ms:
+        if s.queue in capped_of:
+            capped = capped_of[s.queue]
+            why = "workers are too few, saturated by caps, or not listening on this queue"
+            fix = worker_command(scope, s.queue, "--concurrency", "32")
+            if capped:  # a bigger worker starts none of it: the cap is what to raise
+                at_cap = ", ".join(f"{n} ({r} running of {c})" for n, r, c in capped)
+                why = f"held at its jobs' concurrency cap: {at_cap}; more workers would not start "
+                why += "them sooner"
+                fix = f'@job(concurrency={capped[0][2] * 2}) on "{capped[0][0]}"'
             findings.append(
                 Finding(
                     code="BACKLOG_OLD",
@@ -197,8 +230,8 @@ async def diagnose_queue(
                     queue=s.queue,
                     cause=f"queue {s.queue} has {s.ready} ready job(s) and the oldest has waited "
                     f"{s.oldest_ready_ms // 1000} s (threshold {limits.backlog_age_ms // 1000} s): "
-                    "workers are too few, saturated by caps, or not listening on this queue",
-                    fix=worker_command(scope, s.queue, "--concurrency", "32"),
+                    + why,
+                    fix=fix,
                 ).sized(s.ready)
             )
         if s.due_suspended and s.oldest_due_suspended_ms > limits.backlog_age_ms:
@@ -252,7 +285,7 @@ async def diagnose_queue(
     # An unknown queue has no stats and no paused jobs: these find nothing there.
     findings.extend(paused)
     findings.extend(gone)
-    findings.extend(rate_findings(scope, stats, len(workers)))
+    findings.extend(rated)
     findings.extend(_pending_backfills(scope, backfills))
     severity_rank = {"critical": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (severity_rank[f.severity], -f.size, f.queue or "", f.code))

@@ -179,20 +179,36 @@ def rate_findings(scope: Scope, stats: Sequence[QueueStatsView], workers: int) -
     now = scope.jobs.clock.now_ms()
     out: list[Finding] = []
     for s in stats:
-        holding = [v for v in s.rate_limits or () if v.next_start_at is not None]
+        # A flooded limit holds work back with its next turn due now: its turns reserved ahead
+        # (`reserved_until`) are what the backlog waits for.
+        holding = [v for v in s.rate_limits or () if _held_until(v) is not None]
         if not (s.ready and workers and holding):
             continue
-        last = max(holding, key=lambda v: v.next_start_at or 0)
-        at = last.next_start_at or now
+        last = max(holding, key=lambda v: _held_until(v) or 0)
+        if last.next_start_at is not None:
+            at = last.next_start_at
+            until = f"the next start may happen at {iso(at)} (in {max(0, at - now) // 1000} s)"
+        else:
+            at = last.reserved_until or now
+            until = (
+                f"its turns are reserved until {iso(at)} (in {max(0, at - now) // 1000} s), "
+                "each shed job starting at its own"
+            )
         out.append(
             Finding(
                 code="RATE_LIMITED",
                 severity="info",
                 queue=s.queue,
-                cause=f"{s.ready} ready job(s) in queue {s.queue} wait for rate limit {last.key} "
-                f"({last.rate}), not for workers: the next start may happen at {iso(at)} (in "
-                f"{max(0, at - now) // 1000} s); more workers would not start them sooner",
+                cause=f"{s.ready} ready job(s) in queue {s.queue} (the oldest waiting "
+                f"{s.oldest_ready_ms // 1000} s) wait for rate limit {last.key} ({last.rate}), "
+                f"not for workers: {until}; more workers would not start them sooner",
                 fix=scope.fixes.command("limits", "--json"),
             )
         )
     return out
+
+
+def _held_until(view: RateLimitView) -> int | None:
+    """Until when a limit holds starts back (its next start, else its reserved turns' end);
+    None when it holds nothing now."""
+    return view.next_start_at if view.next_start_at is not None else view.reserved_until
