@@ -22,6 +22,7 @@ from engine.drivers.urls import DATABASE_URL_ENV, given_url
 from engine.errors import LEFT_OUT, DatabaseUrlInvalidError, InvalidArgumentError, JobsError
 from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
+from mcp_jobs.cli.durations import joined
 from mcp_jobs.cli.event_loop import backend_options
 from mcp_jobs.cli.mend import (
     choice_mended,
@@ -31,6 +32,7 @@ from mcp_jobs.cli.mend import (
     print_failure,
     refusal_context,
     typed,
+    with_value,
 )
 from mcp_jobs.cli.parser import UsageError, build_parser, groups_with
 from mcp_jobs.cli.plan_only import command_of, planned
@@ -119,6 +121,14 @@ def _mended_line(refused: UsageError, argv: Sequence[str]) -> tuple[list[str] | 
     """The line the refused one stands for, and whether it is a guess; None when there is none."""
     if refused.conflicting:
         return list(argv), True
+    # A duration in words (`"7 days"`, or `7 days` as two words) is no guess: the same time.
+    if refused.in_words is not None:
+        spelt_value = refused.in_words
+        return with_value(argv, set(spelt_value.flags), spelt_value.typed, spelt_value.near), False
+    if refused.durations:
+        together = joined(argv, refused.durations)
+        if together is not None:
+            return together, False
     choice = refused.choice
     if choice is None:
         return None, False

@@ -27,9 +27,11 @@ from engine.errors import (
     id_within,
 )
 from engine.meant import meant_choices, same_words
+from engine.retention import DURATION_WORDS
 from engine.shell_words import shell_word
 from mcp_jobs.app_modules import load_apps_quietly
 from mcp_jobs.cli.database_file import NoDatabaseFileError, is_sqlite_file
+from mcp_jobs.cli.durations import spelt
 from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
@@ -100,7 +102,10 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
         return exc
     argv, command = typed_line
     words = None
-    if type(exc) is InvalidArgumentError and exc.nearest is LEFT_OUT:
+    in_words = _duration_in_words(exc)
+    if in_words is not None:
+        words = _with_value(argv, _flags(exc.argument), exc.value, in_words)
+    elif type(exc) is InvalidArgumentError and exc.nearest is LEFT_OUT:
         words = _without_flag(argv, _flags(exc.argument))
     elif type(exc) is InvalidArgumentError and exc.nearest is not NOTHING_NEAR:
         words = _with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
@@ -363,6 +368,23 @@ def _flags(argument: str) -> set[str]:
     for _, arguments in COMMAND_FOR_TOOL.values():
         flags |= {flag for name, flag in arguments if name == argument and flag is not None}
     return flags
+
+
+def _duration_in_words(exc: InvalidArgumentError) -> str | None:
+    """The duration a refused value written in words reads as ("7 days": "7d"), when the
+    argument takes a duration (`db prune --older-than`), else None."""
+    if type(exc) is not InvalidArgumentError:  # a subclass carries fields of its own
+        return None
+    if not (isinstance(exc.value, str) and exc.expected.startswith(DURATION_WORDS)):
+        return None
+    return spelt(exc.value)
+
+
+def with_value(
+    argv: Sequence[str], flags: set[str], value: object, nearest: object
+) -> list[str] | None:
+    """`argv` with the first of `flags` that carries `value` set to `nearest` (`_with_value`)."""
+    return _with_value(argv, flags, value, nearest)
 
 
 def _with_value(

@@ -6,6 +6,7 @@ import argparse
 import inspect
 import math
 import re
+import sys
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any, NoReturn, get_args
 from engine.meant import meant_as, meant_note
 from engine.worker import Worker
 from mcp_jobs.cli.command_grammar import add_dashboard, add_events, add_limits, add_queues
+from mcp_jobs.cli.durations import spelt
 from mcp_jobs.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_SESSIONS,
@@ -95,12 +97,36 @@ def _seconds(kind: type[float] | type[int], *, positive: bool = False) -> Callab
             what = (
                 "a positive number" if positive else "a whole number" if kind is int else "a number"
             )
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not {what} of seconds, or a duration such as 90s, 30m, 12h, 7d"
-            )
+            message = f"{text!r} is not {what} of seconds, or a duration such as 90s, 30m, 12h, 7d"
+            near = spelt(text)
+            if near is not None and near != text and _read(parse, near):
+                raise DurationInWords(f"{message} (meant {near}?)", text, near)
+            raise argparse.ArgumentTypeError(message)
         return kind(value)
 
+    _DURATION_TYPES.add(parse)
     return parse
+
+
+class DurationInWords(argparse.ArgumentTypeError):
+    """A duration flag's value written in words ("7 days"): `near` is the text it reads ("7d"),
+    so the refusal's fix is the line with it."""
+
+    def __init__(self, message: str, typed: str, near: str) -> None:
+        super().__init__(message)
+        self.typed, self.near = typed, near
+
+
+def _read(parse: Callable[[str], float], text: str) -> bool:
+    try:
+        parse(text)
+    except argparse.ArgumentTypeError:
+        return False
+    return True
+
+
+# The argparse types of the `*-seconds` flags: a refusal names these flags as durations.
+_DURATION_TYPES: set[Callable[[str], float]] = set()
 
 
 # `Worker(concurrency=...)`'s own default: the command runs the worker the API does.
@@ -137,10 +163,26 @@ class UsageError(Exception):
         takes_json: bool = False,
         choice: RefusedChoice | None = None,
         conflicting: bool = False,
+        *,
+        in_words: SpeltValue | None = None,
+        durations: tuple[str, ...] = (),
     ) -> None:
+        """`in_words`: a duration flag's value refused as written in words, with the text it
+        reads; `durations`: the command's duration flags, for a unit typed as a word of its own
+        (`--since 7 days`), when the refusal was of unrecognized words."""
         super().__init__(message)
         self.prog, self.message, self.usage, self.takes_json = prog, message, usage, takes_json
         self.choice, self.conflicting = choice, conflicting
+        self.in_words, self.durations = in_words, durations
+
+
+@dataclass(frozen=True)
+class SpeltValue:
+    """A duration typed in words after one of `flags` (`typed`), and the text it reads (`near`)."""
+
+    flags: tuple[str, ...]
+    typed: str
+    near: str
 
 
 # The parsers a parse has entered, outermost first: an unknown flag is refused by the outermost
@@ -187,16 +229,47 @@ class _Parser(argparse.ArgumentParser):
         # commands might: --json is honoured when one of them takes it.
         takes_json = _takes_json(explains)
         refused = None
+        durations: tuple[str, ...] = ()
         if message.startswith(_UNRECOGNIZED):
             message += _meant_flags(explains, message.removeprefix(_UNRECOGNIZED).split())
+            durations = _duration_flags(explains)
         elif (choice := _INVALID_CHOICE.search(message)) is not None:
             choices = tuple(re.findall(r"'([^']*)'", choice[2]))
             refused = _refused_choice(explains, message, choice[1], choices)
             message += meant_note(choice[1], choices)[0]
         conflicting = _NOT_ALLOWED.search(message) is not None
         raise UsageError(
-            explains.prog, message, explains.format_usage(), takes_json, refused, conflicting
+            explains.prog,
+            message,
+            explains.format_usage(),
+            takes_json,
+            refused,
+            conflicting,
+            in_words=_in_words(sys.exc_info()[1]),
+            durations=durations,
         )
+
+
+def _in_words(refusal: BaseException | None) -> SpeltValue | None:
+    """The duration in words a flag's type refused, read from the argparse error being handled
+    (argparse raises it while handling the type's `DurationInWords`)."""
+    if not isinstance(refusal, argparse.ArgumentError):
+        return None
+    words = refusal.__context__
+    if not isinstance(words, DurationInWords):
+        return None
+    return SpeltValue(tuple((refusal.argument_name or "").split("/")), words.typed, words.near)
+
+
+def _duration_flags(parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    """The long flags of `parser` that take a duration (a `*-seconds` flag, `--older-than`)."""
+    return tuple(
+        flag
+        for action in parser._actions
+        if action.type in _DURATION_TYPES or action.metavar == "DURATION"
+        for flag in action.option_strings
+        if flag.startswith("--")
+    )
 
 
 def _refused_choice(
