@@ -21,6 +21,7 @@ from mcp_jobs.dashboard import actions
 from mcp_jobs.dashboard.app import Dashboard, Page, error_page
 from mcp_jobs.dashboard.auth import AuthGate, DashboardAuth, standalone_auth
 from mcp_jobs.dashboard.headers import Guarded
+from mcp_jobs.dashboard.mend import mended
 from mcp_jobs.dashboard.pages import backfills, dead, job, jobs, overview, workers
 from mcp_jobs.dashboard.sampler import DEFAULT_INTERVAL_MS, Sampler
 
@@ -40,7 +41,7 @@ def _page(dash: Dashboard, render: Page) -> Callable[[Request], Awaitable[Respon
             with anyio.move_on_after(bound) as deadline:
                 shown = await render(dash, request)
         except Exception as exc:  # shown as code, cause and fix, not a traceback
-            return error_page(dash, exc, where)
+            return error_page(dash, mended(exc, request, dash.prefix), where)
         if deadline.cancelled_caught or shown is None:
             return error_page(dash, dash.unanswered(), where)
         if isinstance(shown, Response):
