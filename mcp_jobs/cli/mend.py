@@ -31,10 +31,10 @@ from engine.retention import DURATION_WORDS
 from engine.shell_words import shell_word
 from mcp_jobs.app_modules import load_apps_quietly
 from mcp_jobs.cli.database_file import NoDatabaseFileError, is_sqlite_file
-from mcp_jobs.cli.durations import spelt
 from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
+from mcp_jobs.durations import spelt
 from mcp_jobs.errors import LimitExceededError, TenantPinnedError
 from mcp_jobs.fix_context import PROGRAM, FixContext, absolute_url, unreachable_programs
 from mcp_jobs.operations.envelope import TEXT_LIMIT, error_payload, failure, sole

@@ -15,7 +15,6 @@ from typing import Any, NoReturn, get_args
 from engine.meant import meant_as, meant_note
 from engine.worker import Worker
 from mcp_jobs.cli.command_grammar import add_dashboard, add_events, add_limits, add_queues
-from mcp_jobs.cli.durations import spelt
 from mcp_jobs.config import (
     DEFAULT_HOST,
     DEFAULT_MAX_SESSIONS,
@@ -25,6 +24,7 @@ from mcp_jobs.config import (
     add_allowed_host,
     seconds_in,
 )
+from mcp_jobs.durations import spelt
 from schemas.states import JOB_STATES, SETTLED_STATES, CancelState, RetryState
 
 EPILOG = """\

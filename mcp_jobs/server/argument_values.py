@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.meant import meant_choices
 from engine.retention import duration_text_ms
+from mcp_jobs.durations import spelt
 
 # No value: the argument left out, or a value with no plain mend (a "<name>" slot in a fix).
 MISSING: Any = object()
@@ -181,6 +182,8 @@ def as_choices(schema: Mapping[str, Any], value: Any) -> tuple[Any, bool]:
 def _seconds_in(text: str) -> float:
     """The seconds a duration ("90s", "30m", "7d") spells, NaN for anything else."""
     ms = duration_text_ms(text)
+    words = spelt(text) if ms is None else None  # "7 days", as "7d"
+    ms = duration_text_ms(words) if words is not None else ms
     return math.nan if ms is None else ms / 1000
 
 

@@ -275,6 +275,9 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
         ("prune_history", {"older_than_seconds": "7d"}, {"older_than_seconds": 604_800}),
         ("prune_history", {"older_than_seconds": "1.5h"}, {"older_than_seconds": 5_400}),
         ("prune_history", {"older_than_seconds": "9999w"}, {"older_than_seconds": 315_360_000}),
+        # In words, as a person writes it (was a "<older_than_seconds>" slot).
+        ("prune_history", {"older_than_seconds": "7 days"}, {"older_than_seconds": 604_800}),
+        ("retry_jobs", {"since_seconds": "2 hours"}, {"since_seconds": 7_200}),
         # Named values in another case, one where a list is taken, a list written with commas.
         ("list_jobs", {"state": "Dead"}, {"state": "dead"}),
         ("list_jobs", {"state": "failed, DEAD"}, {"state": ["failed", "dead"]}),
@@ -313,9 +316,9 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
                 '{"name": "greet", "input": {"user_id": 2}, "key": "greet:2"}',
             ),
             ("list_jobs", {"limit": 2, "zzz": 1}, '{"limit": 2}'),
-            (
+            (  # words that are no number and unit ("7 days" is mended, above)
                 "prune_history",
-                {"older_than_seconds": "7 days"},
+                {"older_than_seconds": "a week"},
                 '{"older_than_seconds": "<older_than_seconds>"}',
             ),
             ("list_jobs", {"limit": "2d"}, '{"limit": "<limit>"}'),  # not in seconds
