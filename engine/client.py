@@ -322,6 +322,7 @@ class Jobs:
 
     # --- outbox (engine/outbox.py) --------------------------------------------------------------
 
+    @leaf_fixes_written
     async def stage(
         self,
         tx: Any,

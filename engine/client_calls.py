@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -264,6 +265,35 @@ def mended_call(method: str, given: Sequence[Given], changed: Mapping[str, Any])
     its value there (`LEFT_OUT`: left out), or None when it cannot be written to run as given:
     an argument with no literal that reads back as it (a model, a datetime), a credential in
     one, or a line longer than MENDED_CALL_LIMIT."""
+    words = _argument_list(given, changed)
+    line = None if words is None else f"await {CLIENT}.{method}({words})"
+    if line is None or len(line) > MENDED_CALL_LIMIT or scrubbed(line) != line:
+        return None
+    return line
+
+
+# A fix's code template of the call being made: `jobs.stage(conn, name, input)`.
+_TEMPLATE = re.compile(rf"{CLIENT}\.(\w+)\(((?:[\w.]+, )?)name, input\)")
+
+
+def template_filled(fix: str, method: str, given: Sequence[Given]) -> str:
+    """`fix` with its template of a `jobs.<method>(...)` call (`name, input` for the caller's
+    values, after the transaction a stage takes) written as the call `given` was, where every
+    value of it has a literal (`mended_call`'s rule); else `fix` as it was."""
+    found = _TEMPLATE.search(fix)
+    if found is None or found.group(1) != method:
+        return fix
+    words = _argument_list([g for g in given if g.name != "tx"], {})
+    if words is None:
+        return fix
+    filled = f"{CLIENT}.{method}({found.group(2)}{words})"
+    if len(filled) > MENDED_CALL_LIMIT or scrubbed(filled) != filled:
+        return fix
+    return fix[: found.start()] + filled + fix[found.end() :]
+
+
+def _argument_list(given: Sequence[Given], changed: Mapping[str, Any]) -> str | None:
+    """The argument list of a call as `given`, with `changed` (see `mended_call`)."""
     words: list[str] = []
     by_keyword = False  # once one is, every later argument is (or one left out shifts them)
     try:
@@ -277,10 +307,7 @@ def mended_call(method: str, given: Sequence[Given], changed: Mapping[str, Any])
             words.append(f"{argument.name}={literal}" if by_keyword else literal)
     except ValueError:
         return None
-    line = f"await {CLIENT}.{method}({', '.join(words)})"
-    if len(line) > MENDED_CALL_LIMIT or scrubbed(line) != line:
-        return None
-    return line
+    return ", ".join(words)
 
 
 def _literal(value: Any) -> str:

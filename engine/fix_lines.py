@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from engine.client_calls import Given, first_page, given_of, mended_call, python_call
+from engine.client_calls import (
+    Given,
+    first_page,
+    given_of,
+    mended_call,
+    python_call,
+    template_filled,
+)
 from engine.command_line import (
     DATABASE_FLAG,
     END_OF_OPTIONS,
@@ -443,7 +450,7 @@ def _leaving(
 ) -> None:
     """`exc` as it leaves `method` of the Python API: the object's `fix_context` written into
     its fix, and, where the caller made the call (`outermost`) on `jobs` itself, the call
-    mended (`mend_call`)."""
+    mended (`mend_call`) or written into the fix's template of it (`template_filled`)."""
     context = self.fix_context
     if context is None:
         return  # a face's client (no context) writes its own
@@ -453,6 +460,8 @@ def _leaving(
         given = given_of(method, _bound(method, self, args, kwargs))
         if given is not None:
             mend_call(exc, method.__name__, given)
+            if isinstance(exc, JobsError):
+                exc.fix = template_filled(exc.fix, method.__name__, given)
     context.write_into(exc)
 
 
