@@ -4,10 +4,12 @@ rehearse or run one, follow a pass and answer how it ended."""
 from __future__ import annotations
 
 import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from engine import bounds
-from engine.backfill.errors import dry_run_command
+from engine.backfill.errors import BackfillUnknownError, dry_run_command
 from engine.backfill.ledger import DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, parse_runs_cursor
 from engine.backfill.pass_job import PASS_QUEUE
 from engine.errors import (
@@ -23,7 +25,7 @@ from mcp_jobs.errors import LimitExceededError, example_call
 from mcp_jobs.operations.cursors import names_cursors, refuse_foreign
 from mcp_jobs.operations.models import Finding, ListBackfillsResult, RunBackfillResult
 from mcp_jobs.operations.scope import Scope
-from mcp_jobs.operations.workers import no_worker_notice
+from mcp_jobs.operations.workers import adopt_published_apps, no_worker_notice
 from schemas.backfill import BackfillRun, BackfillStart
 from schemas.errors import ErrorPayload
 from schemas.jobs import JobRecord
@@ -76,7 +78,8 @@ async def list_backfills(
             raise
     pending_only = bounds.flag("pending_only", pending_only)
     if bounds.text("name", name, bounds.MAX_NAME_BYTES) not in svc.registry:
-        return await _undeclared_runs(svc, env, name, limit, runs_cursor)
+        async with _declared_elsewhere(scope, name):
+            return await _undeclared_runs(svc, env, name, limit, runs_cursor)
     state = await svc.state(name)
     page = await svc.runs_page(state.name, limit=limit, cursor=runs_cursor)
     return ListBackfillsResult(
@@ -87,6 +90,24 @@ async def list_backfills(
         runs_cursor=page.runs_cursor,
         declared=True,
     )
+
+
+@asynccontextmanager
+async def _declared_elsewhere(scope: Scope, name: str) -> AsyncIterator[None]:
+    """BACKFILL_UNKNOWN from a process that imported no app, as it leaves: its fix is the
+    rehearsal with the apps the workers published (diagnose's rule), which declare what they
+    run; the list of this process's backfills, which is empty, was a dead end."""
+    try:
+        yield
+    except BackfillUnknownError as exc:
+        if not (exc.details or {}).get("known") and not scope.fixes.apps:
+            await adopt_published_apps(scope)
+            if scope.fixes.apps:
+                exc.cause = (
+                    f"{exc.cause}; the workers here run the app {', '.join(scope.fixes.apps)}"
+                )
+                exc.fix = scope.fixes.qualify(dry_run_command(name))
+        raise
 
 
 def _undeclared(svc: Backfills, name: str) -> bool:
@@ -131,11 +152,13 @@ async def run_backfill(
     svc = scope.backfills()
     if not write:
         # With force, the plan's `blocked_by` says what a forced write would answer.
-        plan = await svc.dry_run(name, force=force)
+        async with _declared_elsewhere(scope, name):
+            plan = await svc.dry_run(name, force=force)
         return RunBackfillResult(ok=True, mode="dry_run", plan=plan)
     limits = scope.settings.limits
     _check_wait(wait_seconds, limits.max_wait_seconds, name)
-    start = await svc.write(name, force=force, actor=scope.actor, traceparent=scope.traceparent)
+    async with _declared_elsewhere(scope, name):
+        start = await svc.write(name, force=force, actor=scope.actor, traceparent=scope.traceparent)
     result = RunBackfillResult(ok=True, mode="write", start=start)
     if wait_seconds > 0:
         return await follow_write(scope, result, wait_seconds)

@@ -35,6 +35,9 @@ async def drain(scope: Scope, queues: Sequence[str] | None, concurrency: int) ->
         settled += 1
 
     worker.add_listener(count)
+    # As a worker does when it starts: a process without the app then describes these jobs, and
+    # its fix lines import the app that ran them.
+    await worker.publish_descriptors()
     async with anyio.create_task_group() as tg:
 
         async def report() -> None:
