@@ -54,11 +54,13 @@ class Schedule:
             next(self.after(0))
         except (ValueError, KeyError, TypeError) as exc:  # croniter's errors are ValueErrors
             # Fields that each take their values, yet no date: a day the months never have.
+            # Their last day (L) is what such a day plainly means.
             written = self.cron.split(" ")
-            written[2] = "<day-of-month the month has>"
-            day, month = self.cron.split(" ")[2:4]
+            day, month = written[2:4]
+            written[2] = "L"
             raise CronSyntaxError(
-                f'it matches no date: no month "{month}" names has a day-of-month "{day}" ({exc})',
+                f'it matches no date: no month that "{month}" names has a day-of-month "{day}" '
+                "(L is each month's last day)",
                 " ".join(written),
                 field="day-of-month",
                 token=day,

@@ -128,10 +128,17 @@ def test_a_misspelled_alias_gets_the_alias_meant(registry: JobRegistry) -> None:
     assert fixed_cron(error.fix) == "@daily"
 
 
-def test_a_date_that_never_comes_names_the_day_of_the_month(registry: JobRegistry) -> None:
-    error = refusal(registry, "0 0 30 2 *")
+@pytest.mark.parametrize(
+    ("cron", "meant"), [("0 0 30 2 *", "0 0 L 2 *"), ("5 4 31 apr,jun *", "5 4 L apr,jun *")]
+)
+def test_a_date_that_never_comes_is_mended_to_the_months_last_day(
+    registry: JobRegistry, cron: str, meant: str
+) -> None:
+    error = refusal(registry, cron)
     assert error.details is not None and error.details["field"] == "day-of-month"
-    assert fixed_cron(error.fix) == "0 0 <day-of-month the month has> 2 *"
+    assert "failed to find" not in error.cause  # croniter's own words are not the reader's
+    assert fixed_cron(error.fix) == meant
+    task(name="mended", cron=meant, tz="UTC", enqueue=lambda ms: None, registry=registry)
 
 
 @pytest.mark.parametrize(
