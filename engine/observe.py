@@ -35,7 +35,8 @@ logger = logging.getLogger("mcp_jobs.worker")
 _LEVELS: dict[str, int] = {
     "claimed": logging.DEBUG,
     "succeeded": logging.DEBUG,
-    "shed": logging.INFO,
+    # A cap sheds the same backlog many times a second: counted in metrics, not a line each.
+    "shed": logging.DEBUG,
     "parked": logging.INFO,
     "handed_back": logging.INFO,
     "cancelled": logging.INFO,

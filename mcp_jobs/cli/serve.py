@@ -192,20 +192,20 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
                     "worker %s running %s from %s on %s",
                     worker.id,
                     ", ".join(jobs.registry.names()) or "no jobs",
-                    "every queue" if worker.queues is None else ", ".join(worker.queues),
+                    _queues_said(worker.queues),
                     loop_name(),
                 )
-                if worker.queues == []:
-                    logger.warning(
-                        "no job is registered, so this worker claims nothing: "
-                        "pass --app MODULE, or --queues '*' to park jobs it cannot run"
-                    )
+                # A worker that claims nothing says so itself as it starts (no app imported).
                 tune_for_worker()  # this process is the worker's alone
                 await worker.run()
                 tg.cancel_scope.cancel()
     except Exception as exc:  # shown as code/cause/fix, not a traceback
         return print_failure(exc, settings, "mcp-jobs worker")
     return 0
+
+
+def _queues_said(queues: list[str] | None) -> str:
+    return "every queue" if queues is None else ", ".join(queues) or "no queue"
 
 
 # Why `worker --metrics-host H` without `--metrics-port` is refused: taken, it served nothing.

@@ -84,7 +84,7 @@ async def test_every_state_change_is_one_json_record_with_the_job_fields(
     ]
     by_kind = {(r["job"]["kind"], r["job"]["job_id"]): r for r in state_changes}
     shed_record = by_kind[("shed", shed.job_id)]
-    assert shed_record["message"] == "job.shed" and shed_record["level"] == "INFO"
+    assert shed_record["message"] == "job.shed" and shed_record["level"] == "DEBUG"
     assert shed_record["job"]["reason"] == "at cap job:capped"
     assert {k: shed_record["job"][k] for k in ("name", "queue", "tenant_id", "attempt")} == {
         "name": "capped",
