@@ -104,11 +104,11 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
     words = None
     in_words = _duration_in_words(exc)
     if in_words is not None:
-        words = _with_value(argv, _flags(exc.argument), exc.value, in_words)
+        words = with_value(argv, _flags(exc.argument), exc.value, in_words)
     elif type(exc) is InvalidArgumentError and exc.nearest is LEFT_OUT:
         words = _without_flag(argv, _flags(exc.argument))
     elif type(exc) is InvalidArgumentError and exc.nearest is not NOTHING_NEAR:
-        words = _with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
+        words = with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
     if words is not None:
         # The URL as typed may hold a password: `fixes` writes it back as every fix line has it.
         fix = fixes.command(*fix_words(words))
@@ -122,7 +122,7 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
 def _at_cap(exc: LimitExceededError, argv: Sequence[str], fixes: FixContext) -> JobsError:
     """LIMIT_EXCEEDED for a value typed after a flag (`--limit 500`) as the line typed with the
     flag at the cap: the tool call's command would add a `--json` nobody typed."""
-    words = _with_value(argv, _flags(exc.argument), exc.value, exc.limit)
+    words = with_value(argv, _flags(exc.argument), exc.value, exc.limit)
     if words is None:
         return exc  # the value came from elsewhere (a count of queue names): the fix stands
     exc.fix = fixes.command(*fix_words(words))
@@ -241,7 +241,7 @@ def _tenant_pinned(
     """TENANT_PINNED for a `--tenant-id` other than the pinned `--tenant` as the command with
     the pinned one, its other filters kept, as its plan: it acts for another tenant than the
     one typed, so the line shows what it would do first (`plan_only`)."""
-    words = _with_value(argv, _flags("tenant_id"), exc.asked, exc.pinned)
+    words = with_value(argv, _flags("tenant_id"), exc.asked, exc.pinned)
     if words is None:
         return exc
     exc.fix, exc.next_call = _written(planned(words), words, fixes), None
@@ -271,7 +271,7 @@ def _flag_mended(exc: FlagMend, argv: Sequence[str], fixes: FixContext) -> FlagM
     `exc` as it is when nothing would be mended."""
     if exc.flag is None or exc.nearest is None:
         return exc
-    words = _with_value(argv, {exc.flag}, exc.typed, exc.nearest)
+    words = with_value(argv, {exc.flag}, exc.typed, exc.nearest)
     if words is None and exc.set_anyway and not _typed_flag(argv, exc.flag):
         words = _appended(argv, exc.flag, _word(exc.nearest))
     return exc if words is None else exc.with_fix(fixes.command(*fix_words(words)))
@@ -381,13 +381,6 @@ def _duration_in_words(exc: InvalidArgumentError) -> str | None:
 
 
 def with_value(
-    argv: Sequence[str], flags: set[str], value: object, nearest: object
-) -> list[str] | None:
-    """`argv` with the first of `flags` that carries `value` set to `nearest` (`_with_value`)."""
-    return _with_value(argv, flags, value, nearest)
-
-
-def _with_value(
     argv: Sequence[str], flags: set[str], value: object, nearest: object
 ) -> list[str] | None:
     """`argv` with the first of `flags` that carries `value` set to `nearest`; None when none
