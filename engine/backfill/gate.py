@@ -19,7 +19,7 @@ from engine.backfill.errors import (
     BackfillRunningError,
 )
 from engine.backfill.registry import default_backfills
-from engine.errors import InvalidArgumentError, JobsError
+from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError
 from engine.meant import meant_as
 from schemas.backfill import BackfillRun
 
@@ -53,29 +53,46 @@ def resolve_environment(
         # The name as typed, without the blanks around it, is no new name; any other mending is.
         meant = value.strip() if is_environment_name(value.strip()) else None
         meant = meant or meant_as(mended_name(value) or value, names)
-        fix = f"export {ENVIRONMENT_ENV}={meant}" if meant else f"unset {ENVIRONMENT_ENV}"
         expected = ENVIRONMENT_EXPECTED
         if names:
             expected += f"; the declarations name {', '.join(names)}"
-        raise InvalidArgumentError(ENVIRONMENT_ENV, value, expected, fix=fix)
+        raise _refused(explicit is not None, value, expected, meant)
     return value
 
 
-def check_environment_case(environment: str, declared: Iterable[BackfillDefinition]) -> None:
+def _refused(explicit: bool, value: str, expected: str, meant: str | None) -> InvalidArgumentError:
+    """The refusal of an environment where it was given: the `environment=` argument (which
+    MCP_JOBS_ENV cannot override, so no export mends it), or the variable."""
+    if explicit:
+        expected = expected.replace("unset, the environment is", "None: MCP_JOBS_ENV, else")
+        return InvalidArgumentError(
+            "environment",
+            value,
+            expected,
+            fix=None if meant is None else f'pass environment="{meant}"',
+            nearest=NOTHING_NEAR if meant is None else meant,
+        )
+    fix = f"export {ENVIRONMENT_ENV}={meant}" if meant else f"unset {ENVIRONMENT_ENV}"
+    return InvalidArgumentError(ENVIRONMENT_ENV, value, expected, fix=fix)
+
+
+def check_environment_case(
+    environment: str, declared: Iterable[BackfillDefinition], *, explicit: bool = False
+) -> None:
     """Refuse an environment that no declaration names but one spells in another case
     (`Production` for `production`): names are compared exactly, so it would be a new
-    environment where every backfill is pending again."""
+    environment where every backfill is pending again. `explicit`: given as `environment=`."""
     names = {e for d in declared for e in d.environments}
     if environment in names:
         return
     same = sorted(e for e in names if e.casefold() == environment.casefold())
     if same:
-        raise InvalidArgumentError(
-            ENVIRONMENT_ENV,
+        raise _refused(
+            explicit,
             environment,
             f"an environment as the declarations spell it ({', '.join(same)}): names are "
             "case-sensitive",
-            fix=f"export {ENVIRONMENT_ENV}={same[0]}",
+            same[0],
         )
 
 

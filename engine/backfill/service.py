@@ -75,6 +75,7 @@ class Backfills:
         self.ledger = require(jobs.driver, BACKFILL_LEDGER)
         self.registry = registry if registry is not None else default_backfills
         self.environment = resolve_environment(environment, declared=self.registry)
+        self._environment_given = environment is not None
         # The worker runs passes from `jobs.registry`, so the pass must be declared there: once
         # a backfill is, so that a worker whose app declares none does not serve their queue.
         self.registry.when_declared(jobs.registry, self._install_pass)
@@ -91,7 +92,7 @@ class Backfills:
     def _here(self) -> str:
         """This service's environment, refused when it spells a declared one in another case:
         checked on each call, as the app may declare its backfills after this was built."""
-        check_environment_case(self.environment, self.registry)
+        check_environment_case(self.environment, self.registry, explicit=self._environment_given)
         return self.environment
 
     # --- reads ---------------------------------------------------------------------------------

@@ -112,9 +112,37 @@ async def test_an_environment_that_differs_by_case_from_a_declared_one_is_refuse
         with pytest.raises(JobsError) as caught:
             await call()
         assert caught.value.code == "INVALID_ARGUMENT"
-        assert caught.value.fix == "export MCP_JOBS_ENV=production"
+        assert caught.value.fix == 'pass environment="production"'  # the argument, not the variable
     assert (await jobs.list()).jobs == []
 
     # Not otherwise: a name no declaration spells another way is an environment of its own.
     other = Backfills(jobs, registry=backfill_registry, environment="Staging")
     assert [s.pending for s in await other.list()] == [False]
+
+
+async def test_a_malformed_environment_argument_is_mended_as_the_argument_not_the_variable(
+    jobs: Jobs,
+    backfill_registry: BackfillRegistry,
+    customers: Customers,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The argument outranks MCP_JOBS_ENV: exporting it (the fix before) changed nothing.
+    monkeypatch.setenv("MCP_JOBS_ENV", "production")
+    customers.declare(backfill_registry, environments=("production",))
+    with pytest.raises(JobsError) as caught:
+        Backfills(jobs, registry=backfill_registry, environment=" production ")
+    assert caught.value.details is not None
+    assert caught.value.details["argument"] == "environment"
+    assert caught.value.fix == 'pass environment="production"'
+    with pytest.raises(JobsError) as caught:
+        Backfills(jobs, registry=backfill_registry, environment="prod uction")
+    assert "MCP_JOBS_ENV" not in caught.value.fix and "environment" in caught.value.fix
+    cased = Backfills(jobs, registry=backfill_registry, environment="Production")
+    with pytest.raises(JobsError) as caught:
+        await cased.list()
+    assert caught.value.fix == 'pass environment="production"'
+    # From the variable, its fix is still the export.
+    monkeypatch.setenv("MCP_JOBS_ENV", "Production")
+    with pytest.raises(JobsError) as caught:
+        await Backfills(jobs, registry=backfill_registry).list()
+    assert caught.value.fix == "export MCP_JOBS_ENV=production"

@@ -89,12 +89,15 @@ def test_a_malformed_environment_is_mended_only_to_one_the_declarations_name(
     assert ran.stdout.strip() == "unset"
 
 
-def test_a_malformed_environment_near_no_declared_one_is_unset() -> None:
+def test_a_malformed_environment_near_no_declared_one_is_unset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     declared = BackfillRegistry()
     declare(declared, name="prod_only", environments=("production",))
+    monkeypatch.setenv("MCP_JOBS_ENV", "qa env")
 
     with pytest.raises(JobsError) as refused:
-        resolve_environment("qa env", declared=declared)
+        resolve_environment(declared=declared)
     assert refused.value.fix == "unset MCP_JOBS_ENV"
 
 
