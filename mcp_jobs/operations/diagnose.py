@@ -36,7 +36,7 @@ from mcp_jobs.operations.models import (
 )
 from mcp_jobs.operations.outbox import outbox_findings
 from mcp_jobs.operations.pauses import pause_findings
-from mcp_jobs.operations.rate_limits import rate_findings
+from mcp_jobs.operations.rate_limits import holds, rate_findings
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import busiest, queue_stats
 from mcp_jobs.operations.task_findings import task_findings
@@ -69,8 +69,18 @@ async def _ids(
     return page.jobs
 
 
-def _backlog_old(s: QueueStatsView, age_ms: int, rate_held: set[str | None]) -> bool:
-    return bool(s.ready) and s.oldest_ready_ms > age_ms and s.queue not in rate_held
+def _backlog_old(s: QueueStatsView, age_ms: int) -> bool:
+    return bool(s.ready) and s.oldest_ready_ms > age_ms
+
+
+async def _unthrottled_old(
+    scope: Scope, stats: QueueStatsView, tenant: str | None, age_ms: int
+) -> list[JobRecord]:
+    """Ready jobs of a queue (a page of it) past `age_ms` that no rate limit holds back now: in
+    a queue one holds back, these wait for workers, not for the limit."""
+    now = scope.jobs.clock.now_ms()
+    ready = await _ids(scope, "ready", stats.queue, tenant, PARKED_SCAN)
+    return [r for r in ready if not holds(stats, r) and now - r.queued_at > age_ms]
 
 
 async def _at_caps(scope: Scope, queue: str, tenant: str | None) -> list[tuple[str, int, int]]:
@@ -196,10 +206,20 @@ async def diagnose_queue(
                 ).sized(due)
             )
 
-    # Work a rate limit holds back is RATE_LIMITED (info), not an old backlog for more workers.
+    # Work a rate limit holds back is RATE_LIMITED (info), not an old backlog for more workers;
+    # other jobs of its queue waiting as long still are.
     rated = rate_findings(scope, stats, len(workers))
     held = {f.queue for f in rated}
-    old = [s.queue for s in stats if _backlog_old(s, limits.backlog_age_ms, held)]
+    old = [s.queue for s in stats if _backlog_old(s, limits.backlog_age_ms)]
+    held_old = [s for s in stats if s.queue in held and s.queue in old]
+    unthrottled = dict(
+        zip(
+            [s.queue for s in held_old],
+            await each(_unthrottled_old(scope, s, tenant, limits.backlog_age_ms) for s in held_old),
+            strict=True,
+        )
+    )
+    old = [q for q in old if q not in held or unthrottled[q]]
     capped_of = dict(zip(old, await each(_at_caps(scope, q, tenant) for q in old), strict=True))
     for s in stats:
         if s.expired_leases:
@@ -223,16 +243,22 @@ async def diagnose_queue(
                 why = f"held at its jobs' concurrency cap: {at_cap}; more workers would not start "
                 why += "them sooner"
                 fix = f'@job(concurrency={capped[0][2] * 2}) on "{capped[0][0]}"'
+            ready, waited = s.ready, s.oldest_ready_ms
+            if s.queue in unthrottled:  # beside the work its rate limit holds back
+                unheld = unthrottled[s.queue]
+                ready = len(unheld)
+                waited = max(now - r.queued_at for r in unheld)
             findings.append(
                 Finding(
                     code="BACKLOG_OLD",
                     severity="warning",
                     queue=s.queue,
-                    cause=f"queue {s.queue} has {s.ready} ready job(s) and the oldest has waited "
-                    f"{s.oldest_ready_ms // 1000} s (threshold {limits.backlog_age_ms // 1000} s): "
-                    + why,
+                    cause=f"queue {s.queue} has {ready} ready job(s)"
+                    + (" under no rate limit" if s.queue in unthrottled else "")
+                    + f" and the oldest has waited {waited // 1000} s (threshold "
+                    f"{limits.backlog_age_ms // 1000} s): " + why,
                     fix=fix,
-                ).sized(s.ready)
+                ).sized(ready)
             )
         if s.due_suspended and s.oldest_due_suspended_ms > limits.backlog_age_ms:
             findings.append(

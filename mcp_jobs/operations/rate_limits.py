@@ -23,6 +23,7 @@ from mcp_jobs.operations.models import Envelope, Finding, QueueStatsView, RateLi
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.together import each, together
 from schemas.descriptor import JobDescriptor
+from schemas.jobs import JobRecord
 
 # Stored keys of one kind read at most per answer: computed keys (one per customer) can be many.
 # Reservations too, earliest first: a key whose first reservation lies past them shows its TAT.
@@ -206,6 +207,20 @@ def rate_findings(scope: Scope, stats: Sequence[QueueStatsView], workers: int) -
             )
         )
     return out
+
+
+def holds(stats: QueueStatsView, job: JobRecord) -> bool:
+    """Whether a rate limit holding starts back in `job`'s queue now holds `job` back: its key
+    names the job (`job:<name>`, `job:<name>:<key>`), its queue or its tenant."""
+    for view in stats.rate_limits or ():
+        if _held_until(view) is None:
+            continue
+        key = view.key
+        if key == f"job:{job.name}" or key.startswith(f"job:{job.name}:"):
+            return True
+        if key == f"queue:{job.queue}" or (job.tenant_id and key == f"tenant:{job.tenant_id}"):
+            return True
+    return False
 
 
 def _held_until(view: RateLimitView) -> int | None:

@@ -63,3 +63,20 @@ async def test_an_old_backlog_no_limit_holds_is_still_backlog_old(
         diagnosis = await mcp.ok("diagnose_queue", {"queue": "mail"})
     codes = {f["code"] for f in diagnosis["findings"]}
     assert "BACKLOG_OLD" in codes and "RATE_LIMITED" not in codes
+
+
+async def test_other_jobs_waiting_beside_a_flooded_limit_are_still_backlog_old(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    await _flood(jobs)
+    # A job of the same queue no limit holds, waiting as long: it waits for workers.
+    await jobs.enqueue("receipt", {"order_id": 1}, tenant_id="acme")
+    clock.advance(61 * PER_MS)
+    await _beat(jobs)
+    async with open_mcp() as mcp:
+        diagnosis = await mcp.ok("diagnose_queue", {"queue": "mail"})
+    codes = {f["code"]: f for f in diagnosis["findings"]}
+    assert "RATE_LIMITED" in codes, diagnosis["findings"]
+    assert "BACKLOG_OLD" in codes, diagnosis["findings"]
+    backlog = codes["BACKLOG_OLD"]
+    assert backlog["cause"].startswith("queue mail has 1 ready job(s) under no rate limit")
