@@ -16,6 +16,7 @@ from engine.client import Jobs
 from engine.enqueue_items import Enqueue
 from engine.errors import JobInputInvalidError, JobsError, JobUnknownError
 from mcp_jobs.errors import ToolArgumentsInvalidError
+from mcp_jobs.operations.job_input import refuse_coerced
 from mcp_jobs.server.calls import ToolContext, scope_for
 from mcp_jobs.server.engine_refusal import calling, mended
 from mcp_jobs.server.oauth_grants import authorize
@@ -58,6 +59,8 @@ async def _input_too(refused: JobsError, tool: Tool, jobs: Jobs, name: str) -> J
         await jobs.items.one(
             Enqueue(name, call["input"]), None, jobs.clock.now_ms(), None, _NO_ID, _NO_ID
         )
+        # What the model takes only by coercion (`"7"` for an integer) the enqueue refuses.
+        refuse_coerced(jobs.registry, name, call["input"])
     except JobInputInvalidError as exc:
         alone, unmended = exc.cause, exc.fix
         with calling(tool, call):

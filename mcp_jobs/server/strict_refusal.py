@@ -14,7 +14,7 @@ from typing import Any
 from mcp.server.mcpserver.tools.base import Tool
 from pydantic import ValidationError
 
-from engine.errors import InvalidArgumentError, JobsError
+from engine.errors import InvalidArgumentError, JobsError, id_within
 from engine.meant import meant_as, same_words
 from mcp_jobs.errors import LimitExceededError, ToolArgumentsInvalidError
 from mcp_jobs.server.argument_values import (
@@ -39,6 +39,12 @@ from mcp_jobs.server.mended_call import (
 # The argument of a write that carries the token its confirmation issued (mcp_jobs/server/
 # confirm.py); a write sent without it answers that token.
 _CONFIRM = "confirm"
+# The bulk tools select by filter and take no ids; the tool that acts on one job by its id.
+_ONE_JOB = {"cancel_jobs": "cancel_job", "retry_jobs": "retry_job"}
+# The tools whose `name` is a job's: `job` there is that name (pause_queue's `job` is its own).
+_NAME_IS_A_JOB = frozenset(
+    {"enqueue_job", "describe_jobs", "list_jobs", "retry_jobs", "cancel_jobs"}
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,8 @@ def refusal(
         and (to := meant_as(name := str(e["loc"][0]), props, given=arguments, required=required))
         is not None
     }
+    if tool.name in _NAME_IS_A_JOB and "job" in arguments and "name" not in arguments:
+        meant.setdefault("job", "name")
     # Two unknown arguments meant as one (`states` and `status`): which is plain is not.
     meant = {k: to for k, to in meant.items() if list(meant.values()).count(to) == 1}
     wrapper = _wrapper(fitting, props, arguments)
@@ -157,13 +165,50 @@ def refusal(
                     mended.set(name, choice)
         entries.append({"loc": list(e["loc"]), "type": e["type"], **entry})
     mended.settle()
-    return ToolArgumentsInvalidError(
+    refused = ToolArgumentsInvalidError(
         tool.name,
         entries,
         mended.text(),
         next_call=mended.call(),
         mended=mended.arguments if mended.valid else None,
     )
+    return _by_ids(tool, arguments, refused, set(meant))
+
+
+def _by_ids(
+    tool: Tool, arguments: Mapping[str, Any], refused: ToolArgumentsInvalidError, meant: set[str]
+) -> ToolArgumentsInvalidError:
+    """`refused`, its fix the one-job tool when an unknown argument of a bulk tool holds job
+    ids (`cancel_jobs {"job_ids": [...]}`): the bulk call with them dropped selects every job
+    its filter matches, which the ids never asked for."""
+    single = _ONE_JOB.get(tool.name)
+    if single is None:
+        return refused
+    for name, value in arguments.items():
+        if name in tool.parameters.get("properties", {}) or name in meant:
+            continue
+        items = value if isinstance(value, list) else [value]
+        ids = [_job_id(item) for item in items]
+        if not ids or None in ids:
+            continue
+        refused.fix = f"{single} {json.dumps({'job_id': ids[0]})}"
+        refused.next_call = None  # a write on a guess: shown, not run
+        rest = f"; one call per id, then {', '.join(map(str, ids[1:]))}" if len(ids) > 1 else ""
+        refused.cause += (
+            f"; {tool.name} selects by filter and takes no ids: a job by its id is {single}'s{rest}"
+        )
+        refused.mended = None
+        break
+    return refused
+
+
+def _job_id(value: Any) -> str | None:
+    """The job id `value` is or holds (" 01a2…\n"), else None."""
+    if not isinstance(value, str):
+        return None
+    if len(value) == 32 and all(c in "0123456789abcdef" for c in value):
+        return value
+    return id_within(value)
 
 
 def _wrapper(

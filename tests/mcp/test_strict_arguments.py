@@ -418,12 +418,16 @@ async def test_a_write_whose_unknown_argument_is_dropped_or_guessed_is_mended_as
 ) -> None:
     """`cancel_jobs {"job_ids": [...], "write": true}`: dropped, `job_ids` was the call's only
     narrowing, and its fix `cancel_jobs {"write": true}` led (through the confirm token it
-    answers) to cancelling every live job. A write so mended is its dry run; a respelling
-    (`Queue`) is the argument itself and keeps the write."""
+    answers) to cancelling every live job; so did its dry run's token. Its fix is the one-job
+    call (tests/mcp/test_bulk_tool_given_job_ids.py). A write so mended is its dry run; a
+    respelling (`Queue`) is the argument itself and keeps the write."""
     job = await jobs.enqueue("greet", {"user_id": 1})
     async with open_mcp() as mcp:
+        error = await mcp.fails(
+            "cancel_jobs", {"job_ids": [job.id], "write": True}, "TOOL_ARGUMENTS_INVALID"
+        )
+        assert error["fix"] == f"cancel_job {example_call({'job_id': job.id})}", error
         for given, fix in (
-            ({"job_ids": [job.id], "write": True}, {}),
             ({"tenant": "t1", "write": True}, {"tenant_id": "t1"}),
             ({"Queue": "mail", "write": True}, {"queue": "mail", "write": True}),
         ):
