@@ -383,17 +383,23 @@ def _duration_in_words(exc: InvalidArgumentError) -> str | None:
 def with_value(
     argv: Sequence[str], flags: set[str], value: object, nearest: object
 ) -> list[str] | None:
-    """`argv` with the first of `flags` that carries `value` set to `nearest`; None when none
-    does (the value came from elsewhere, or in other units)."""
+    """`argv` with the first of `flags` that carries `value` set to `nearest` (a list: the
+    words of a flag that takes several); None when none does (the value came from elsewhere,
+    or in other units)."""
     words = list(argv)
+    several = [_word(v) for v in nearest] if isinstance(nearest, list | tuple) else None
     for n, word in enumerate(words):
         flag, equals, given = word.partition("=")
         if equals and flag in flags and _means(given, value):
-            words[n] = f"{flag}={_word(nearest)}"
+            words[n : n + 1] = [f"{flag}={_word(nearest)}"] if several is None else [flag, *several]
             return words
-        if word in flags and n + 1 < len(words) and _means(words[n + 1], value):
-            words[n + 1] = _word(nearest)
-            return words
+        if word in flags:  # the value may be any of the words up to the next flag
+            for at in range(n + 1, len(words)):
+                if at > n + 1 and words[at].startswith("-"):
+                    break  # the first is the flag's own, even a negative number
+                if _means(words[at], value):
+                    words[at : at + 1] = [_word(nearest)] if several is None else several
+                    return words
     return None
 
 

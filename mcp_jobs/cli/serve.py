@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 
 from engine import bounds
+from engine.declare import JobRegistry
 from engine.errors import LEFT_OUT, FlagMend, InvalidArgumentError
 from engine.logs import configure_logging
 from engine.shell_words import shell_word
@@ -177,6 +178,7 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
             # rides out an outage (compose and systemd start them side by side).
             await until_migrated(jobs, say=True)
             queues = ALL_QUEUES if args.queues == [ALL_QUEUES] else args.queues
+            _refuse_joined_queues(queues, jobs.registry)
             worker = Worker(
                 jobs,
                 concurrency=args.concurrency,
@@ -202,6 +204,23 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
     except Exception as exc:  # shown as code/cause/fix, not a traceback
         return print_failure(exc, settings, "mcp-jobs worker")
     return 0
+
+
+# Why `--queues a,b` is refused when no job here is in a queue so named: taken, the worker
+# served one queue named "a,b", which its start line printed as if it were two.
+JOINED_QUEUES = "queue names apart, one word each: --queues a b (a comma is part of one name)"
+
+
+def _refuse_joined_queues(queues: list[str] | str | None, registry: JobRegistry) -> None:
+    """INVALID_ARGUMENT for a queue holding a comma that no registered job is in; the CLI
+    mends the line with the names apart (`nearest`)."""
+    if not isinstance(queues, list):
+        return
+    declared = {registry.require(name).queue for name in registry.names()}
+    for queue in queues:
+        if "," in queue and queue not in declared:
+            apart = [q for q in queue.split(",") if q]
+            raise InvalidArgumentError("--queues", queue, JOINED_QUEUES, nearest=apart)
 
 
 def _queues_said(queues: list[str] | None) -> str:
