@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_jobs.worker")
 
 PRESENCE_MS = 10_000
+# After a beat the database refused: the next is tried this soon, so a worker riding out an
+# outage counts as live again within a second of the database's return, not a whole beat.
+RETRY_BEAT_MS = 1_000
 
 
 class Presence:
@@ -69,10 +72,11 @@ class Presence:
         while True:
             publish = beat % PUBLISH_EVERY_BEATS == 0
             beat += 1
-            await attempt("worker presence beat", logger, partial(self.beat, publish))
-            await self.jobs.clock.sleep_ms(PRESENCE_MS)
+            taken = await attempt("worker presence beat", logger, partial(self.beat, publish))
+            await self.jobs.clock.sleep_ms(PRESENCE_MS if taken else RETRY_BEAT_MS)
 
-    async def beat(self, publish: bool) -> None:
+    async def beat(self, publish: bool) -> bool:
+        """One beat (`publish`: with the descriptors); True once the database took it."""
         if publish:
             await self.publish_descriptors()
         info = WorkerInfo(
@@ -86,6 +90,7 @@ class Presence:
         )
         await self.jobs.driver.worker_seen(info)
         self.checked_in.set()
+        return True
 
     async def leave(self) -> None:
         """The worker is gone: take its presence out now rather than let its beats lapse."""
