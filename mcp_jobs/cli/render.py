@@ -63,8 +63,15 @@ def one_line(value: object) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def _cell(value: object) -> str:
+    """`one_line`, quoted where blanks begin or end it: padded into a column they vanish, and
+    a queue named 'sync ' read as a second row of 'sync'."""
+    text = one_line(value)
+    return f"'{text}'" if text != text.strip() else text
+
+
 def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
-    cells = [[str(h) for h in headers], *[[one_line(c) for c in r] for r in rows]]
+    cells = [[str(h) for h in headers], *[[_cell(c) for c in r] for r in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(line.rstrip() for line in lines)

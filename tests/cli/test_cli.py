@@ -327,6 +327,20 @@ def test_the_stats_table_shows_a_busy_queues_shorter_done_window() -> None:
     assert "10000 in 46 s" in busy
 
 
+def test_a_queue_name_with_blanks_around_it_is_quoted_in_the_stats_table() -> None:
+    """'sync ' beside 'sync': padded into its column, the blank vanished and read as a second
+    row of the same queue."""
+    counts = dict(
+        ready=1, delayed=0, running=0, suspended=0, dead=0, failed=0, cancelled=0, done=0,
+        oldest_ready_ms=0,
+    )  # fmt: skip
+    queues = [{"queue": "sync", **counts}, {"queue": "sync ", **counts}]
+    out = io.StringIO()
+    print_text("queue_stats", {"ok": True, "queues": queues}, out)
+    _, plain, blank = out.getvalue().splitlines()[:3]
+    assert plain.split()[0] == "sync" and blank.split()[0] == "'sync" and "sync '" in blank
+
+
 def test_a_worker_whose_metrics_port_is_taken_fails_with_that_code(
     shop: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
