@@ -8,6 +8,7 @@ the text it was shown is what it may pass back.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 from engine import bounds
@@ -35,7 +36,13 @@ def instant(argument: str, value: object, low: int, high: int) -> int:
     digits in text), an aware datetime, or ISO 8601 text with its zone. A time with no zone is
     refused with its UTC reading as the nearest value: which zone it meant is not plain."""
     if not isinstance(value, str | datetime):
-        if isinstance(value, int) and not isinstance(value, bool) and value < EARLIEST_MS:
+        # A float too: `time.time()` is seconds, the commonest slip of all.
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value < EARLIEST_MS
+        ):
             raise _too_early(argument, value, value, high)
         # A float's nearest whole number (-inf's: the low end) is refused like any below 2001.
         return bounds.whole(argument, value, max(low, EARLIEST_MS), high, "epoch milliseconds")
@@ -61,15 +68,17 @@ def instant(argument: str, value: object, low: int, high: int) -> int:
     )
 
 
-def _too_early(argument: str, value: int | str, ms: int, high: int) -> InvalidArgumentError:
-    """The refusal of a whole number `ms` below EARLIEST_MS (given as `value`). Read as epoch
-    seconds of a time from 2001 to `high`, its milliseconds are the nearest value (in the form
-    given); else the range's low end, which runs as soon as "now" does."""
-    as_seconds = ms * 1000
+def _too_early(argument: str, value: float | str, ms: float, high: int) -> InvalidArgumentError:
+    """The refusal of a number `ms` below EARLIEST_MS (given as `value`). Read as epoch
+    seconds of a time from 2001 to `high`, its milliseconds are the nearest value (a whole
+    number, or its digits for text); else the range's low end, which runs as soon as "now"
+    does."""
+    as_seconds = round(ms * 1000)
     seconds = EARLIEST_MS <= as_seconds <= high
     near_ms = as_seconds if seconds else EARLIEST_MS
-    nearest: object = near_ms if isinstance(value, int) else str(near_ms)
-    expected = f"epoch milliseconds from {iso(EARLIEST_MS)} to {iso(high)}; {ms} is {iso(ms)}"
+    nearest: object = str(near_ms) if isinstance(value, str) else near_ms
+    expected = f"epoch milliseconds from {iso(EARLIEST_MS)} to {iso(high)}; {ms} is "
+    expected += iso(math.floor(ms))  # iso() clamps: a number past year 1 reads as year 1
     if seconds:
         expected += f", and looks like epoch seconds ({iso(as_seconds)})"
     return InvalidArgumentError(

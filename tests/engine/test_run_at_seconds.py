@@ -50,6 +50,17 @@ def test_epoch_seconds_are_refused_with_their_milliseconds_as_the_nearest(value:
     assert str(SECONDS * 1000) in exc.fix
 
 
+def test_time_time_seconds_as_a_float_are_refused_with_their_milliseconds() -> None:
+    """`run_at=time.time() + 3600`: a float of seconds, read before as a number below the
+    range whose nearest was its low end (2001), which runs at once."""
+    with pytest.raises(InvalidArgumentError) as refused:
+        instant("run_at", SECONDS + 0.5, 0, HIGH)
+    exc = refused.value
+    assert exc.nearest == SECONDS * 1000 + 500
+    assert "epoch seconds" in exc.cause and iso(SECONDS * 1000 + 500) in exc.cause
+    assert exc.fix == f"pass run_at={SECONDS * 1000 + 500}"
+
+
 @pytest.mark.parametrize("value", [0, 1, 999_999_999, -1, HIGH // 1000 + 1, EARLIEST_MS - 1])
 def test_a_number_plausible_neither_as_ms_nor_as_seconds_has_the_low_end_as_nearest(
     value: int,
