@@ -342,12 +342,20 @@ def _made_at(job_id: str) -> str:
     if len(job_id) != _ID_DIGITS or not all(c in "0123456789abcdef" for c in job_id):
         return ""
     made = int(job_id[:12], 16)
-    if not 10**12 <= made <= time.time_ns() // 1_000_000 + 86_400_000:
+    now = time.time_ns() // 1_000_000
+    if not 10**12 <= made <= now + 86_400_000:
         return ""
+    if now - made < _RECENT_ID_MS:  # no default retention prunes a job this young
+        return f"; its id was made at {iso(made)}, too recently for retention to have pruned it"
     return (
         f"; its id was made at {iso(made)}: it may have been pruned by retention once it "
         "settled (by default done and cancelled jobs are kept 7 days, failed and dead 30)"
     )
+
+
+# Younger than this, an id is not said to be pruned: the shortest default retention is 7 days,
+# and a day covers a retention set shorter for a job that settles at once.
+_RECENT_ID_MS = 86_400_000
 
 
 class JobNotRetryableError(JobsError):
