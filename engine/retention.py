@@ -20,6 +20,7 @@ by `engine.descriptors`, dead workers' rows by `engine.presence`.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Collection, Iterable, Mapping
@@ -272,7 +273,11 @@ def prune_enabled_from_env(environ: Mapping[str, str] | None = None) -> bool:
         return True
     if raw in _OFF:
         return False
-    raise RetentionSettingInvalidError(PRUNE_ENV, raw, "on or off", "on")
+    # A slip of the keys for one of them (`of`, `offf`, `flase`) is fixed as it: the default,
+    # `on`, would turn on the pruner the operator meant to turn off.
+    near = difflib.get_close_matches(raw, sorted(_ON | _OFF), n=1, cutoff=0.6)
+    meant = "off" if near and near[0] in _OFF else "on"
+    raise RetentionSettingInvalidError(PRUNE_ENV, raw, "on or off", meant)
 
 
 def interval_from_env(environ: Mapping[str, str] | None = None) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import ipaddress
 import math
 import os
@@ -16,6 +17,7 @@ from engine import bounds
 from engine.backfill.gate import DEFAULT_ENVIRONMENT as DEFAULT_ENVIRONMENT
 from engine.backfill.gate import ENVIRONMENT_ENV as ENVIRONMENT_ENV
 from engine.drivers import resolve_url
+from engine.drivers.urls import redact
 from engine.errors import LEFT_OUT, InvalidArgumentError
 from engine.retention import duration_text_ms
 from engine.shell_words import shell_word
@@ -549,3 +551,63 @@ def _env_number(
             name, raw, f"{expected}, up to {maximum:g}", f"export {name}={maximum:g}"
         )
     return value
+
+
+# Every variable README's *Configuration* documents, whichever module reads it: what a slip of
+# the keys is measured against.
+SETTING_VARIABLES = (
+    "MCP_JOBS_DATABASE_URL",
+    APP_ENV,
+    ENVIRONMENT_ENV,
+    TOKEN_ENV,
+    TOKEN_FILE_ENV,
+    SESSION_IDLE_ENV,
+    MAX_SESSIONS_ENV,
+    ALLOWED_HOSTS_ENV,
+    "MCP_JOBS_CONFIRM_WRITES",
+    "MCP_JOBS_CONFIRM_TTL_SECONDS",
+    OAUTH_ISSUER_ENV,
+    OAUTH_AUDIENCE_ENV,
+    OAUTH_JWKS_URL_ENV,
+    OAUTH_RESOURCE_URL_ENV,
+    OAUTH_ALGORITHMS_ENV,
+    OAUTH_TENANT_CLAIM_ENV,
+    "MCP_JOBS_APP_VERSION",
+    "MCP_JOBS_MAX_PAYLOAD_BYTES",
+    "MCP_JOBS_RETAIN_DONE",
+    "MCP_JOBS_RETAIN_FAILED",
+    "MCP_JOBS_RETAIN_DEAD",
+    "MCP_JOBS_RETAIN_CANCELLED",
+    "MCP_JOBS_RETAIN_AUDIT",
+    "MCP_JOBS_PRUNE",
+    "MCP_JOBS_PRUNE_EVERY",
+    "MCP_JOBS_EVENT_LOOP",
+    "MCP_JOBS_INCIDENT_DIR",
+)
+# How alike a variable's name must be to a setting's to be read as a slip of it: one letter
+# dropped, doubled or swapped in MCP_JOBS_DATABASE_URL is 0.98; the suite's own
+# MCP_JOBS_TEST_* and MCP_JOBS_BENCH_* names stay well under.
+_NEAR_SETTING = 0.9
+
+
+def misspelt_setting(environ: Mapping[str, str]) -> InvalidArgumentError | None:
+    """A variable set in `environ` that is a slip of the keys for a setting left unset
+    (`MCP_JOBS_DATABSE_URL`), else None. Read as unset, the setting's default ran instead
+    (for the URL, a new empty SQLite file here), and nothing said so."""
+    for name in sorted(environ):
+        if name in SETTING_VARIABLES or "JOB" not in name.upper():
+            continue
+        near = difflib.get_close_matches(name, SETTING_VARIABLES, n=1, cutoff=_NEAR_SETTING)
+        if not near or near[0] in environ:
+            continue
+        meant = near[0]
+        # The value is never echoed whole: a URL may carry a password.
+        shown = redact(environ[name]) if "://" in environ[name] else environ[name]
+        return InvalidArgumentError(
+            name,
+            shown,
+            f"a setting of mcp-jobs; {name} is none (meant {meant}?), and {meant}, unset, "
+            "takes its default",
+            fix=f'export {meant}="${name}" && unset {name}',
+        )
+    return None

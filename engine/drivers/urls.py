@@ -116,23 +116,47 @@ _NEAR_SSL_MODE = 0.75
 
 def _postgres_options_mended(url: str) -> str | None:
     """`url` with an sslmode that plainly names one libpq takes (`requre`, `REQUIRE`,
-    `verify_full`) and a schema in capitals (PostgreSQL folds a name to lower case) written as
-    taken, when that is all that was wrong; else None: no mode is guessed."""
+    `verify_full`), a schema in capitals (PostgreSQL folds a name to lower case) or with a dash,
+    under a misspelt key (`?shema=`), written as taken, and an empty `?schema=` left out, when
+    that is all that was wrong; else None: no mode is guessed."""
     try:
         parts = urlsplit(url)
     except ValueError:  # no URL at all: nothing is plainly meant
         return None
     pairs = parts.query.split("&")
     for n, pair in enumerate(pairs):
-        key, _, value = pair.partition("=")
+        key, eq, value = pair.partition("=")
+        key = _meant_option(key) or key
         if key == "sslmode" and value not in _SSL_MODES:
             typed = value.lower().replace("_", "-")
             near = difflib.get_close_matches(typed, _SSL_MODES, n=1, cutoff=_NEAR_SSL_MODE)
-            pairs[n] = f"{key}={near[0]}" if near else pair
-        elif key == SCHEMA_PARAM and SCHEMA_NAME.fullmatch(value.lower()):
-            pairs[n] = f"{key}={value.lower()}"
-    mended = urlunsplit(parts._replace(query="&".join(pairs)))
+            pairs[n] = f"{key}={near[0]}" if near else f"{key}={value}"
+        elif key == SCHEMA_PARAM:
+            # Empty (`?schema=$UNSET`): no schema named, so the default one; a dash or a dot
+            # for the `_` a schema name takes, capitals as PostgreSQL folds them.
+            named = re.sub(r"[-. ]", "_", value.lower())
+            pairs[n] = f"{key}={named}" if named else ""
+        else:
+            pairs[n] = f"{key}{eq}{value}"
+    query = "&".join(pair for pair in pairs if pair)
+    mended = urlunsplit(parts._replace(query=query))
     return mended if postgres_url_problem(mended) is None else None
+
+
+# A slip of the keys in this package's own option (`?shema=`, `?Schema=`): asyncpg would send it
+# to the server as a setting, which refuses every session for it, and the report's fix is prose.
+# (A slip of a libpq option, `?sslmod=`, is the server's to refuse: the report names it.)
+_MEANT_OPTIONS = (SCHEMA_PARAM,)
+_NEAR_OPTION = 0.8
+
+
+def _meant_option(key: str) -> str | None:
+    """The option of `_MEANT_OPTIONS` that `key` is a slip of (`shema`, `Schema`), or None for
+    the option itself or any other (a server setting such as `search_path`)."""
+    if key in _MEANT_OPTIONS:
+        return None
+    near = difflib.get_close_matches(key.lower(), _MEANT_OPTIONS, n=1, cutoff=_NEAR_OPTION)
+    return near[0] if near else None
 
 
 def slashes_reason(scheme: str) -> str:
@@ -198,6 +222,10 @@ def _query_problem(query: str) -> str | None:
     for value in options.get("port", []):
         if not all(_is_port(p) for p in value.split(",")):
             return "the port option is not a number from 1 to 65535"
+    for key in options:
+        meant = _meant_option(key)
+        if meant is not None:
+            return f"the URL's option {json.dumps(key[:40])} is no option it takes (meant {meant}?)"
     for value in options.get("sslmode", []):
         if value not in _SSL_MODES:
             return f"sslmode must be one of {', '.join(_SSL_MODES)}"

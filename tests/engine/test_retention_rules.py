@@ -319,3 +319,12 @@ def test_a_prune_keeps_each_job_as_long_as_the_longest_policy_it_knows_for_it() 
         DEFAULT_POLICY._replace(audit=None),
         {"charge": forever},
     )
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("of", "off"), ("flase", "off"), ("onn", "on")])
+def test_a_slip_in_the_prune_switch_is_mended_to_the_switch_meant(typed: str, meant: str) -> None:
+    """`MCP_JOBS_PRUNE=of` was mended to the default, `on`: the pruner the operator meant to
+    turn off."""
+    with pytest.raises(JobsError) as refused:
+        prune_enabled_from_env({"MCP_JOBS_PRUNE": typed})
+    assert refused.value.fix.endswith(f"MCP_JOBS_PRUNE={meant}"), refused.value.fix

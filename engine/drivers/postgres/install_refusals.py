@@ -1,6 +1,7 @@
 """Why a migration is refused for good, said as such rather than retried as an outage: the
 schema holds another program's tables (left as they are; the fix names a free schema), or the
-role may not create or alter the schema (the fix migrates as its owner).
+role may not create or alter the schema (the fix migrates as its owner), or may not even read
+one that is installed (the fix migrates as its owner and grants the role read/write).
 
 A schema is mcp-jobs' when its `schema_version` is ours (our columns, our migrations' names);
 with none, when it holds nothing of the names schema.sql creates.
@@ -8,6 +9,7 @@ with none, when it holds nothing of the names schema.sql creates.
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -17,8 +19,10 @@ import asyncpg.exceptions as pgx
 from engine.drivers.postgres.faults import DRIVER_FAILURES, is_retried
 from engine.drivers.postgres.schema_version import Conn, current_version
 from engine.drivers.postgres.sql import latest_version, migrations, raw_schema, with_schema
-from engine.drivers.urls import SCHEMA_PARAM, migrate_fix, naming
+from engine.drivers.urls import SCHEMA_PARAM, migrate_fix, naming, split_schema
 from engine.errors import DatabaseUrlInvalidError, JobsError, SchemaPrivilegeMissingError
+from engine.extras import this_python
+from engine.shell_words import shell_word
 
 _RELATIONS = (
     "SELECT c.relname FROM pg_catalog.pg_class c"
@@ -46,6 +50,7 @@ _CREATES = re.compile(
     re.MULTILINE,
 )
 _DEFAULT = "mcp_jobs"
+_BARE = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 class SchemaTaken(Exception):
@@ -134,12 +139,54 @@ async def _privilege_missing(
     owner = owners["schema_owner"] or owners["database_owner"]
     whose = "its owner" if owners["schema_owner"] else "the database's owner"
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    role = owners["role"]
+    fix = migrate_fix(_as_role(url, owner))
+    then = f"{role} then works with its read/write grants"
+    if version is None and owners["schema_owner"]:
+        # Installed, but not readable as this role: migrating alone applies nothing (or not
+        # the grants), and the same refusal came back. The owner grants them too.
+        then = f"grant {role} read/write on it; the fix does both"
+        fix = f"{fix} && {grant_line(_as_role(url, owner), schema, role)}"
     cause = (
-        f"role {owners['role']} may not create or alter schema {schema} (SQLSTATE 42501: "
+        f"role {role} may not create or alter schema {schema} (SQLSTATE 42501: "
         f"{detail}), and the schema is {state}. Migrate it as a role that may ({whose}, "
-        f"{owner}); {owners['role']} then works with its read/write grants"
+        f"{owner}); {then}"
     )
-    return SchemaPrivilegeMissingError("postgres", cause, migrate_fix(_as_role(url, owner)))
+    return SchemaPrivilegeMissingError("postgres", cause, fix)
+
+
+def _ident(name: str) -> str:
+    """A role's name as SQL names it: bare when PostgreSQL would read it back as it is."""
+    return name if _BARE.fullmatch(name) else '"' + name.replace('"', '""') + '"'
+
+
+def grant_sql(schema: str, role: str) -> str:
+    """The read/write grants a role needs on `schema` (which the schema name rule keeps to
+    [a-z0-9_]), now and on what later migrations create as its owner."""
+    to = _ident(role)
+    tables, sequences = "SELECT, INSERT, UPDATE, DELETE", "USAGE, SELECT"
+    return (
+        f"GRANT USAGE ON SCHEMA {schema} TO {to}; "
+        f"GRANT {tables} ON ALL TABLES IN SCHEMA {schema} TO {to}; "
+        f"GRANT {sequences} ON ALL SEQUENCES IN SCHEMA {schema} TO {to}; "
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT {tables} ON TABLES TO {to}; "
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT {sequences} ON SEQUENCES TO {to}"
+    )
+
+
+def grant_line(owner_url: str, schema: str, role: str) -> str:
+    """A line that grants `role` read/write on `schema` as `owner_url`'s role, on the Python
+    this package runs on (asyncpg is there; no psql needed), without the URL's `?schema=`,
+    which asyncpg would send to the server as a setting."""
+    dsn = split_schema(owner_url)[0]
+    code = (
+        "import asyncio, asyncpg; loop = asyncio.new_event_loop(); "
+        f"conn = loop.run_until_complete(asyncpg.connect({json.dumps(dsn)})); "
+        f"loop.run_until_complete(conn.execute({json.dumps(grant_sql(schema, role))})); "
+        "loop.run_until_complete(conn.close()); "
+        f"print({json.dumps(f'granted {role} read/write on schema {schema}')})"
+    )
+    return f"{this_python()} -c {shell_word(code)}"
 
 
 def _as_role(url: str, role: str) -> str:
