@@ -107,7 +107,7 @@ class JobDefinition(Generic[InputT]):
                 f'"{self.name}" returned for this input'
             )
             raise InvalidArgumentError(
-                "idempotency_key", key, expected, fix=key_function_fix(self.name)
+                "idempotency_key", key, expected, fix=_key_declared(self.name, self.fn)
             ) from None
 
     def parse_input(self, input: object) -> InputT:
@@ -195,13 +195,9 @@ def _site_of(definition: JobDefinition[Any]) -> Site:
 default_registry = JobRegistry()
 
 
-def key_function(static: object = None) -> str:
-    """A key function, as code, that returns a usable key for any input: `static` itself when
-    it is a usable key (declared where a function was due), else a digest of the whole input."""
-    try:
-        return f"lambda i: {bounds.key('idempotency_key', static)!r}"
-    except InvalidArgumentError:
-        return "lambda i: hashlib.sha256(i.model_dump_json().encode()).hexdigest()"
+def key_function() -> str:
+    """A key function, as code, that returns a usable key for any input: a digest of it."""
+    return "lambda i: hashlib.sha256(i.model_dump_json().encode()).hexdigest()"
 
 
 def key_function_fix(job: str) -> str:
@@ -328,6 +324,11 @@ def _body(job: str, fn: Callable[..., Any]) -> tuple[type[BaseModel], JobFn[Any]
         params = [p for p in inspect.signature(fn).parameters.values() if p.kind in _NAMED]
     except (TypeError, ValueError):  # a builtin without a signature
         params = []
+    if inspect.isasyncgenfunction(code):
+        # Already an async def: the slip is `yield`, and the mended def line would not show it.
+        expected = "an async def that returns its result, not an async generator (no yield)"
+        fix = "return the result instead of yielding it: replace `yield value` with `return value`"
+        raise JobDeclarationInvalidError(job, "function", fn, expected, fix)
     if not inspect.iscoroutinefunction(code):
         mended = _mended_def(job, fn, _input_param(fn, params))
         raise JobDeclarationInvalidError(job, "function", fn, "an async def", mended)
@@ -481,6 +482,25 @@ def _key_fix(job: str, fn: Callable[..., Any] | None) -> str:
     return f"lambda i: f{template!r}"
 
 
+def _key_declared(job: str, fn: Callable[..., Any]) -> str:
+    """The `@job(...)` line that gives `job` a key function over its input's fields."""
+    return f"@job(name={json.dumps(job, ensure_ascii=False)}, idempotency_key={_key_fix(job, fn)})"
+
+
+def _text_key_fix(job: str, fn: Callable[..., Any], given: object) -> str:
+    """A key function, as code, for a key declared as a value where a function was due: over
+    the field it names (`"order_id"`), else over the input's fields. Never the value itself: one
+    constant key would dedupe every enqueue of the job into the first live one."""
+    try:
+        model = _body(job, fn)[0]
+    except JobsError:
+        model = None
+    if isinstance(given, str) and model is not None and given in model.model_fields:
+        escaped = job.replace("{", "{{").replace("}", "}}")
+        return f"lambda i: f{f'{escaped}:{{i.{given}}}'!r}"
+    return _key_fix(job, fn)
+
+
 def job(
     _bare: None = None,
     /,
@@ -518,7 +538,7 @@ def job(
                 "idempotency_key",
                 idempotency_key,
                 "a function of the input returning its key",
-                key_function(idempotency_key),
+                _text_key_fix(job_name, fn, idempotency_key),
             )
         model, body = _body(job_name, fn)
         _declared_text(job_name, "queue", queue, bounds.queue_name, DEFAULT_QUEUE)

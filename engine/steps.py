@@ -6,12 +6,21 @@ into a park that burns no attempt (rule 7).
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import decimal
+import enum
 import inspect
 import json
+import pathlib
+import sys
+import uuid
 from collections.abc import Callable
-from typing import Any
+from types import CodeType
+from typing import Any, NamedTuple
 
 import anyio.to_thread
+from pydantic import BaseModel
 
 from engine import bounds
 from engine import inbound_events as event_rules
@@ -20,7 +29,7 @@ from engine.drivers.base import EVENTS, RECORD_BOUNDS, EventStore, require
 from engine.errors import JobOutputInvalidError, JobOutputTooLargeError, StepDuplicateError
 from engine.inbound_events import EventCursor, EventOutcome
 from engine.settle import Settler, until_written
-from engine.storable import find_unstorable, storable_text
+from engine.storable import find_foreign, find_unstorable, storable_text
 from schemas.states import StepStatus
 from schemas.steps import StepRecord
 
@@ -67,7 +76,13 @@ def storable_output(job: str, origin: str, value: Any, bound: int) -> Any:
         return value
     bad = find_unstorable(value)
     if bad is not None:
-        raise JobOutputInvalidError(job, origin, bad.path, bad.reason)
+        error = JobOutputInvalidError(job, origin, bad.path, bad.reason)
+        made_json = as_json(find_foreign(value))
+        if made_json is not None and bad.path == "$":
+            error.fix = f"return {made_json} from {origin}, not the object"
+        elif made_json is not None:
+            error.fix = f"make the value at {bad.path} JSON before {origin} returns it: {made_json}"
+        raise error
     if kind is str:
         # At most 6 bytes of JSON a character (`\u001f`) and its quotes: most text is measured
         # without being written.
@@ -82,6 +97,28 @@ def storable_output(job: str, origin: str, value: Any, bound: int) -> Any:
         raise JobOutputInvalidError(job, origin, "$", f"{type(exc).__name__}: {exc}") from exc
     _bounded(job, origin, text, bound)
     return copy
+
+
+def as_json(value: object) -> str | None:
+    """The expression that makes `value` (a value JSON has no type for) JSON, or None when
+    there is no usual one. A replay returns what was stored: the JSON, not the object."""
+    if value is None:
+        return None
+    if isinstance(value, BaseModel):
+        return 'value.model_dump(mode="json")'
+    if isinstance(value, set | frozenset):
+        return "sorted(value)"
+    if isinstance(value, datetime.date | datetime.time):
+        return "value.isoformat()"
+    if isinstance(value, enum.Enum):
+        return "value.value"
+    if isinstance(value, decimal.Decimal | uuid.UUID | pathlib.PurePath):
+        return "str(value)"
+    if isinstance(value, bytes | bytearray):
+        return "base64.b64encode(value).decode()"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return "dataclasses.asdict(value)"
+    return None
 
 
 def _bounded(job: str, origin: str, text: str, bound: int) -> None:
@@ -109,6 +146,54 @@ def mend_output(exc: JobOutputTooLargeError, driver: object, job_id: str) -> Non
     elif size <= bounds.PAYLOAD_CEILING:
         exc.fix = f"{needs.setting}, then export {bounds.PAYLOAD_ENV}={size}"
         exc.details = {**details, **needs.details}
+
+
+# Where a step was called from: the calling function's code and line.
+Site = tuple[CodeType, int]
+
+
+def caller() -> Site:
+    """The site of the body's call of the `ctx.step` method that calls this."""
+    frame = sys._getframe(2)
+    return frame.f_code, frame.f_lineno
+
+
+class StepCall(NamedTuple):
+    """A body's call of a step method, as a fix line writes it: `ctx.step.<method>(`, then
+    `before`, the step's name, then `after`."""
+
+    site: Site
+    method: str
+    after: str
+    before: str = ""
+
+
+def number(value: object) -> str:
+    """A number argument as written, for a fix line; `...` for anything else."""
+    return repr(value) if type(value) in (int, float) else "..."
+
+
+def text(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else "..."
+
+
+def duplicate(job: str, name: str, call: StepCall, *, looped: bool) -> StepDuplicateError:
+    """STEP_DUPLICATE for the second call of step `name`, its fix that call with a name of its
+    own. From the line that called the first (a loop, or a helper called twice), one new name
+    is not enough: the fix names each pass, by a value of the caller's own."""
+    error = StepDuplicateError(job, name)
+    if looped:
+        escaped = name.replace("{", "{{").replace("}", "}}")
+        renamed = "f" + json.dumps(escaped + "-{n}", ensure_ascii=False)
+        error.cause += (
+            "; both calls came from one line (a loop, or a helper called twice): give each pass "
+            "a name of its own, from what sets it apart (its index n, or its item's id)"
+        )
+        error.args = (f"{error.code}: {error.cause}",)
+    else:
+        renamed = json.dumps(f"{name}-2", ensure_ascii=False)
+    error.fix = f"ctx.step.{call.method}({call.before}{renamed}{call.after}"
+    return error
 
 
 def _named(argument: str, name: object) -> str:
@@ -147,13 +232,16 @@ class StepApi:
         self._token = token
         # Loaded on the first step, not at claim: a job with no steps costs no extra round trip.
         self._stored = completed
-        self._seen: set[str] = set()
+        # Each step name of this run -> the line that called it first (engine.step_names).
+        self._seen: dict[str, Site] = {}
 
-    async def _enter(self, name: str) -> StepRecord | None:
-        """The stored record of step `name` of this run, if any; `name` checked by `_named`."""
-        if name in self._seen:
-            raise StepDuplicateError(self._job, name)
-        self._seen.add(name)
+    async def _enter(self, name: str, call: StepCall) -> StepRecord | None:
+        """The stored record of step `name` of this run, if any; `name` checked by `_named`.
+        `call` is what the body called, to mend it when the name is taken."""
+        first = self._seen.get(name)
+        if first is not None:
+            raise duplicate(self._job, name, call, looped=first == call.site)
+        self._seen[name] = call.site
         if self._stored is None:
             steps = await self._settler.driver.load_steps(self._run_id)
             self._stored = {s.name: s for s in steps}
@@ -192,7 +280,8 @@ class StepApi:
     async def run(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run `fn(*args, **kwargs)` once per run: on replay a completed step returns its stored
         result and `fn` is not called. Sync functions run in a worker thread."""
-        existing = await self._enter(_named("name", name))
+        call = StepCall(caller(), "run", ", ...)")
+        existing = await self._enter(_named("name", name), call)
         if existing is not None and existing.status == "completed":
             return existing.output
         started = self._clock.now_ms()
@@ -229,8 +318,9 @@ class StepApi:
     async def sleep(self, name: str, seconds: float) -> None:
         """Durably wait `seconds`: the job parks (no worker slot held, no attempt burned) and
         resumes after this step once the time has passed."""
+        call = StepCall(caller(), "sleep", f", {number(seconds)})")
         seconds = bounds.seconds("seconds", seconds)  # a longer park is no plan
-        existing = await self._enter(_named("name", name))
+        existing = await self._enter(_named("name", name), call)
         now = self._clock.now_ms()
         if existing is not None and existing.status == "completed":
             return
@@ -269,7 +359,9 @@ class StepApi:
         seconds = bounds.seconds("timeout", timeout)
         # The name derived from a checked event name needs no check of its own.
         step_name = event_rules.step_name(name) if step is None else _named("step", step)
-        existing = await self._enter(step_name)
+        given = f"{text(name)}, match={text(key)}, timeout={number(timeout)}, step="
+        call = StepCall(caller(), "wait_for_event", ")", before=given)
+        existing = await self._enter(step_name, call)
         if existing is None:
             name, key = event_rules.checked_name(name), event_rules.checked_key(key, "match")
         pair = (name, key)
