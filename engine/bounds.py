@@ -337,6 +337,19 @@ def payload_refused(
     )
 
 
+# A size written with a unit: K, M or G, with or without B or iB, each a power of 1024 (the
+# default bound, 1048576, is "1 MiB" as README says it).
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmg])(?:i?b)?", re.IGNORECASE)
+_UNIT = {"k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def _bytes_in_units(text: str) -> int | None:
+    found = _SIZE.fullmatch(text)
+    if found is None:
+        return None
+    return int(float(found.group(1)) * _UNIT[found.group(2).lower()])
+
+
 def payload_limit(value: int | None, environ: Mapping[str, str] | None = None) -> int:
     """The input-payload bound: `value` if given, else `MCP_JOBS_MAX_PAYLOAD_BYTES`, else 1 MiB."""
     if value is not None:
@@ -351,6 +364,9 @@ def payload_limit(value: int | None, environ: Mapping[str, str] | None = None) -
         # past, else the default (a bound of 1 byte would refuse every payload).
         past = isinstance(exc, InvalidArgumentError) and exc.nearest == PAYLOAD_CEILING
         nearest = PAYLOAD_CEILING if past else DEFAULT_MAX_PAYLOAD_BYTES
+        in_units = _bytes_in_units(raw)  # `2MiB`, `1GB`: the bytes it says, within the bound
+        if in_units is not None:
+            nearest = min(max(in_units, 1), PAYLOAD_CEILING)
         raise InvalidArgumentError(
             PAYLOAD_ENV,
             raw,

@@ -14,6 +14,7 @@ import sys
 
 from engine.errors import InvalidArgumentError
 from engine.extras import install_line
+from engine.meant import meant_choices
 
 EVENT_LOOP_ENV = "MCP_JOBS_EVENT_LOOP"
 CHOICES = ("auto", "asyncio", "uvloop")
@@ -28,8 +29,11 @@ def backend_options(choice: str | None = None) -> dict[str, bool]:
     raw = choice if choice is not None else os.environ.get(EVENT_LOOP_ENV, "")
     value = raw.strip().lower() or "auto"
     if value not in CHOICES:
+        # The loop a slip plainly names (`uv-loop`), else the default.
+        found = meant_choices([value.replace("-", "").replace("_", "")], sorted(CHOICES))
+        meant = found[0][0] if found is not None else "auto"
         raise InvalidArgumentError(
-            EVENT_LOOP_ENV, raw, "auto, asyncio or uvloop", fix=f"export {EVENT_LOOP_ENV}=auto"
+            EVENT_LOOP_ENV, raw, "auto, asyncio or uvloop", fix=f"export {EVENT_LOOP_ENV}={meant}"
         )
     installed = uvloop_installed()
     if value == "uvloop" and not installed:

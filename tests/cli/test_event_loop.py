@@ -61,3 +61,11 @@ def test_the_worker_command_reports_a_bad_choice_and_exits_1(
     err = capsys.readouterr().err
     assert "INVALID_ARGUMENT" in err and EVENT_LOOP_ENV in err
     assert f"fix:   export {EVENT_LOOP_ENV}=auto" in err
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("uv-loop", "uvloop"), ("asyncoi", "asyncio")])
+def test_a_slip_in_the_loop_setting_is_mended_to_the_loop_it_names(typed: str, meant: str) -> None:
+    """`MCP_JOBS_EVENT_LOOP=uv-loop` was mended to `auto`, which need not be uvloop."""
+    with pytest.raises(InvalidArgumentError) as refused:
+        backend_options(typed)
+    assert refused.value.fix == f"export MCP_JOBS_EVENT_LOOP={meant}"
