@@ -51,7 +51,6 @@ from engine.errors import (
     InvalidArgumentError,
     JobDuplicateError,
     JobsError,
-    JobUnknownError,
     RunNotFoundError,
 )
 from engine.fix_lines import (
@@ -591,7 +590,7 @@ class Jobs:
             name = bounds.text("name", name, MAX_NAME_BYTES)
             published = await self._published(store, name)
             if not published:
-                raise JobUnknownError(name, await self.items.known_names(store))
+                raise self.registry.unknown(name, await self.items.known_names(store))
             return published
         local = [from_registry(d.describe()) for d in self.registry]
         if store is None:
@@ -829,7 +828,9 @@ async def connect(
         event_window=event_window,
     )
     # Its fix lines name this database (a relative SQLite path as opened from here) and app.
-    jobs.fix_context = CommandContext.of(resolve_url(url), jobs.app_names)
+    jobs.fix_context = CommandContext.of(
+        resolve_url(url), jobs.app_names, own_registry=jobs.registry is not default_registry
+    )
     return jobs
 
 

@@ -12,6 +12,7 @@ import functools
 import inspect
 import json
 import sys
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -165,6 +166,10 @@ def strict_input_model(model: type[InputT]) -> type[InputT]:
 class JobRegistry(Registry[JobDefinition[Any]]):
     """The jobs this process can enqueue and run, by name."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        _EVERY_REGISTRY.add(self)
+
     def check(self, definition: object) -> JobDefinition[Any]:
         if not isinstance(definition, JobDefinition) or definition.origin is not _ORIGIN:
             name = getattr(definition, "name", "?")
@@ -183,7 +188,36 @@ class JobRegistry(Registry[JobDefinition[Any]]):
         return JobNameTakenError(definition.name, str(first), str(second))
 
     def unknown(self, name: str, known: Sequence[str]) -> JobsError:
-        return JobUnknownError(name, enqueueable(known))
+        error = JobUnknownError(name, enqueueable(known))
+        elsewhere = _declared_elsewhere(self, name)
+        if elsewhere is not None:  # a client connected without the app's registry
+            imported, registry = elsewhere
+            error.cause += f'; "{name}" is declared on {registry}, which this client was not given'
+            error.fix = f"{imported}jobs = await connect(url, registry={registry})"
+            error.next_call = None
+        return error
+
+
+# Every registry alive, for a name one client was not given: its app's registry, left out.
+_EVERY_REGISTRY: weakref.WeakSet[JobRegistry] = weakref.WeakSet()
+
+
+def _declared_elsewhere(here: JobRegistry, name: str) -> tuple[str, str] | None:
+    """(the import it needs, the expression) of the one other registry declaring `name`, as
+    the module declaring the job holds it (`shop.registry`); None when none or several do, or
+    it cannot be named."""
+    holders = [r for r in list(_EVERY_REGISTRY) if r is not here and name in r]
+    if len(holders) != 1:
+        return None
+    holder = holders[0]
+    module = holder.require(name).fn.__module__
+    found = getattr(sys.modules.get(module), "__dict__", {})
+    held = [k for k, v in found.items() if v is holder]
+    if not held:
+        return None
+    if module == "__main__":  # the script itself: the name is in scope as it is
+        return "", held[0]
+    return f"import {module}; ", f"{module}.{held[0]}"
 
 
 def _site_of(definition: JobDefinition[Any]) -> Site:

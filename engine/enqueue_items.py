@@ -30,7 +30,6 @@ from engine.errors import (
     JobInputInvalidError,
     JobsError,
     JobTenantRequiredError,
-    JobUnknownError,
     short_repr,
 )
 from engine.ids import new_ids
@@ -451,7 +450,7 @@ class EnqueueItems:
         refuse_by_name(name, input)
         found = await store.published_descriptors(name)
         if not found:
-            raise JobUnknownError(name, await self.known_names(store))
+            raise self.registry.unknown(name, await self.known_names(store))
         descriptor = found[0]
         value = validate_input(
             descriptor, json_input(name, input) if isinstance(input, BaseModel) else input

@@ -327,12 +327,39 @@ class JobNotFoundError(JobsError):
 
     def __init__(self, job_id: str, tenant_id: str | None = None) -> None:
         self.job_id = job_id  # as the caller gave it: a face mends its call from it
+        self.tenant_id = tenant_id
+        # The whole id of the one job `job_id` begins (a cut-short id), once a lookup found it.
+        self.begun: str | None = None
         scope = f" in tenant {tenant_id}" if tenant_id is not None else ""
         super().__init__(
             f"no job {job_id}{scope}{_not_an_id(job_id)}{_made_at(job_id)}",
             "mcp-jobs jobs ls --json",
             next_call=_call("list_jobs", tenant_id=tenant_id),
         )
+
+    @property
+    def meant_id(self) -> str | None:
+        """The one job id the text given stands for: the id it holds (`id_within`), or the
+        whole id of the one job it begins; None when it stands for none or several."""
+        return self.begun or id_within(self.job_id)
+
+    @property
+    def id_prefix(self) -> str | None:
+        """The text given as the start of an id (at least ID_PREFIX_DIGITS lower-case hex digits
+        once blanks and capitals are set aside), else None."""
+        text = self.job_id.strip().lower()
+        hex_digits = all(c in "0123456789abcdef" for c in text)
+        return text if hex_digits and ID_PREFIX_DIGITS <= len(text) < _ID_DIGITS else None
+
+    def begins(self, whole: str) -> None:
+        """The one job whose id `job_id` begins is `whole`: said in the cause, mended by faces."""
+        self.begun = whole
+        self.cause += f"; the one job whose id begins {self.id_prefix} is {whole}"
+
+
+# Fewer hex digits than this are not looked up as the start of an id: the first 12 are the
+# millisecond an id was made, and 8 narrow it to about a minute.
+ID_PREFIX_DIGITS = 8
 
 
 def _made_at(job_id: str) -> str:

@@ -20,6 +20,7 @@ import functools
 import importlib.machinery
 import inspect
 import os
+import re
 import shlex
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
@@ -53,10 +54,9 @@ from engine.errors import (
     JobNotFoundError,
     JobsError,
     JobUnknownError,
-    id_within,
 )
 from engine.shell_words import for_shlex, shell_join, shell_word
-from schemas.jobs import JobPage, JobRecord
+from schemas.jobs import JobFilter, JobPage, JobRecord
 from schemas.trace import JobTrace
 
 T = TypeVar("T")
@@ -266,6 +266,11 @@ def import_root(module: str) -> str | None:
     return str(root)
 
 
+# A fix's call that builds a client: on `url` (a placeholder) or a URL in quotes, with the
+# registry it names, if any.
+_CONNECT = re.compile(r"\bconnect\((url|'[^']*'|\"[^\"]*\")((?:, registry=[\w.]+)?)\)")
+
+
 @dataclass(frozen=True)
 class CommandContext:
     """What a client's fix lines are given: the database it opened, as a line may print it
@@ -274,10 +279,28 @@ class CommandContext:
 
     database: str | None
     apps: Callable[[], Sequence[str]] = tuple
+    # Whether the client was given a registry of its own (not the default one `@job` fills):
+    # a fix that builds a client again must pass it too, or it knows none of these jobs.
+    own_registry: bool = False
 
     @classmethod
-    def of(cls, url: str, apps: Callable[[], Sequence[str]] = tuple) -> CommandContext:
-        return cls(absolute_url(url, Path.cwd()), apps)
+    def of(
+        cls, url: str, apps: Callable[[], Sequence[str]] = tuple, *, own_registry: bool = False
+    ) -> CommandContext:
+        return cls(absolute_url(url, Path.cwd()), apps, own_registry)
+
+    def connect_line(self, fix: str) -> str:
+        """`fix` with its call building a client (`connect(url)`, a DRIVER_CLOSED's; one on a
+        URL with its password taken out, a DRIVER_OTHER_LOOP's) made this client's: its URL,
+        or none where that holds a secret (connect() then reads MCP_JOBS_DATABASE_URL), and its
+        registry, which the `jobs` the caller holds still has."""
+
+        def written(found: re.Match[str]) -> str:
+            url = "" if self.database is None else repr(self.database)
+            registry = found.group(2) or (", registry=jobs.registry" if self.own_registry else "")
+            return f"connect({url}{registry if url else registry.removeprefix(', ')})"
+
+        return _CONNECT.sub(written, fix)
 
     def database_flag(self) -> tuple[str, str]:
         return (
@@ -325,6 +348,7 @@ class CommandContext:
         `jobs describe` command, where no `--app` can be written (a script's `__main__`, a
         module found only beside it), the call on this client doing it: a shell's command
         would describe only what a worker published, this client describes its own jobs."""
+        fix = self.connect_line(fix)
         flags = self.flags()
         if "--app" not in dict(flags):
             described = _describe_call(fix)
@@ -403,7 +427,7 @@ def mend_call(exc: BaseException, method: str, given: Sequence[Given]) -> None:
             return
         name, refused, nearest = exc.argument, exc.value, exc.nearest
     elif isinstance(exc, JobNotFoundError):
-        held = id_within(exc.job_id)
+        held = exc.meant_id
         if held is None:
             return
         name, refused, nearest = "job_id", exc.job_id, held
@@ -424,6 +448,26 @@ def mend_call(exc: BaseException, method: str, given: Sequence[Given]) -> None:
         exc.fix = line
         if isinstance(exc, InvalidArgumentError):
             exc.fix_said = False
+
+
+async def _begun_by(client: object, exc: JobNotFoundError) -> None:
+    """Where the id refused is the start of one (an agent cut it short), the one job whose id
+    begins so, in the tenant asked: a page of the ids just below the next prefix up, which
+    every driver reads from its id order (newest first, after a cursor)."""
+    prefix = exc.id_prefix
+    driver = getattr(client, "driver", None)
+    if prefix is None or not getattr(client, "is_jobs_client", False) or driver is None:
+        return
+    try:
+        page = await driver.list_jobs(
+            JobFilter(tenant_id=exc.tenant_id, cursor=prefix + "g", limit=2)
+        )
+    except JobsError:
+        return  # the refusal stands as it is
+    begun = [j.id for j in page.jobs if j.id.startswith(prefix)]
+    begun += [d.id for d in page.damaged if d.id.startswith(prefix)]
+    if len(begun) == 1:
+        exc.begins(begun[0])
 
 
 def _alike(a: object, b: object) -> bool:
@@ -477,6 +521,8 @@ def fixes_written(
         try:
             answer = await method(self, *args, **kwargs)
         except (JobsError, BaseExceptionGroup) as exc:
+            if outermost and isinstance(exc, JobNotFoundError):
+                await _begun_by(self, exc)
             _leaving(self, method, args, kwargs, exc, outermost)
             raise
         finally:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from engine.errors import NAMED, InvalidArgumentError, JobNotFoundError, JobsError, id_within
+from engine.errors import NAMED, InvalidArgumentError, JobNotFoundError, JobsError
 from engine.meant import meant_choices
 from mcp_jobs.dashboard.html import path
 from schemas.states import JOB_STATES
@@ -22,7 +22,7 @@ def mended(exc: Exception, request: Request, prefix: str) -> Exception:
     parts = request.url.path.removeprefix(prefix).strip("/").split("/")
     query = dict(request.query_params)
     if isinstance(exc, JobNotFoundError):
-        inner = id_within(exc.job_id)
+        inner = exc.meant_id
         if inner is None or parts.count(exc.job_id) != 1:
             return exc
         exc.fix = path(prefix, *[inner if p == exc.job_id else p for p in parts], query=query)

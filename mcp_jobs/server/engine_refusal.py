@@ -17,7 +17,6 @@ from engine.errors import (
     InvalidArgumentError,
     JobNotFoundError,
     JobsError,
-    id_within,
 )
 from engine.meant import same_words
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, TenantPinnedError
@@ -191,13 +190,17 @@ def _fields_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> J
 
 def _id_held(exc: JobNotFoundError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
     """JOB_NOT_FOUND for text that holds one job id (`" 01a2…"`, `"job 01a2…"`, capitals) as
-    the caller's call with that id: it is plainly the id meant, and the call runs as given."""
-    inner = id_within(exc.job_id)
+    the caller's call with that id: it is plainly the id meant, and the call runs as given. The
+    one job an id cut short begins is found, not plain: a write so mended is shown only."""
+    inner = exc.meant_id
     names = [name for name, value in arguments.items() if value == exc.job_id]
     if inner is None or len(names) != 1:
         return exc
     mend = MendedCall(tool, arguments)
-    mend.set(names[0], inner)
+    if exc.begun is not None and not reads_only(tool):
+        mend.guess(names[0], inner)
+    else:
+        mend.set(names[0], inner)
     return _as_mended(exc, tool, mend)
 
 

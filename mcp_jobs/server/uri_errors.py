@@ -10,7 +10,7 @@ from urllib.parse import quote
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-from engine.errors import JobNotFoundError, JobsError, JobUnknownError, id_within
+from engine.errors import JobNotFoundError, JobsError, JobUnknownError
 from mcp_jobs.operations.envelope import bounded_text
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.server.followed import RUN_PREFIX
@@ -23,7 +23,7 @@ def uri_refusal(exc: JobsError, method: str, uri: str | None, scope: Scope | Non
     shape (capitals, spaces) asked for by its id, a descriptor by the name its misspelt one
     stands for; else its fix written for this server's database and app (`scope`'s: a bare
     command reads another)."""
-    inner = id_within(exc.job_id) if isinstance(exc, JobNotFoundError) else None
+    inner = exc.meant_id if isinstance(exc, JobNotFoundError) else None
     meant = (exc.details or {}).get("meant") if isinstance(exc, JobUnknownError) else None
     if uri is not None and uri.startswith(RUN_PREFIX) and inner is not None:
         exc.fix = f'{method} {{"uri": "{RUN_PREFIX}{inner}"}}'

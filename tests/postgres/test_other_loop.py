@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, Jobs, connect, job
+from engine import JobContext, JobRegistry, connect, job
 from engine.errors import JobsError
 
 
@@ -69,8 +69,9 @@ async def test_a_call_from_another_loop_is_refused_with_a_fix_that_runs(pg_url: 
         ast.parse(fix)
         # The fix, run as given on the other loop: a client of that loop's own, which enqueues.
         code = compile(fix, "fix", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        # `connect` as the app has it imported (here with the test's registry of jobs).
-        scope = {"connect": _with_registry(registry), "name": "ping", "input": {"n": 2}}
+        # Where the app made the call: its `jobs`, whose registry the new client is given.
+        assert "registry=jobs.registry" in fix
+        scope = {"connect": connect, "jobs": jobs, "name": "ping", "input": {"n": 2}}
 
         async def run_fix() -> None:
             await eval(code, scope)
@@ -81,10 +82,3 @@ async def test_a_call_from_another_loop_is_refused_with_a_fix_that_runs(pg_url: 
         assert names == [0, 2]
     finally:
         await jobs.close()
-
-
-def _with_registry(registry: JobRegistry) -> Callable[..., Awaitable[Jobs]]:
-    async def connecting(url: str) -> Jobs:
-        return await connect(url, registry=registry)
-
-    return connecting

@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 
 from engine.rules import DedupeKey
 
@@ -57,7 +58,14 @@ def named(key: str, what: str) -> str:
 
 
 def job(job_id: str) -> str:
-    return f"job.{job_id}"
+    """The key of job `job_id`; text no key may hold (a blank, a capital's neighbour in a typed
+    id) as an encoded token no job's key has, so reading it finds nothing (JOB_NOT_FOUND), not
+    the server's refusal of the key (which read as the server away)."""
+    return f"job.{job_id}" if _KEY_TOKEN.fullmatch(job_id) else f"job.={enc(job_id)}"
+
+
+# What a key token may hold as it is (nats.js.kv's rule, without '.', which splits tokens).
+_KEY_TOKEN = re.compile(r"[-/_=a-zA-Z0-9]*")  # "" too: the prefix of every job key
 
 
 def dedupe(key: DedupeKey) -> str:
