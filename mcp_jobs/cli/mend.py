@@ -24,13 +24,13 @@ from engine.errors import (
     InvalidArgumentError,
     JobNotFoundError,
     JobsError,
-    id_within,
 )
 from engine.meant import meant_choices, same_words
 from engine.retention import DURATION_WORDS
 from engine.shell_words import shell_word
 from mcp_jobs.app_modules import load_apps_quietly
 from mcp_jobs.cli.database_file import NoDatabaseFileError, is_sqlite_file
+from mcp_jobs.cli.database_schema import NoSchemaError
 from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
@@ -86,6 +86,8 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
     typed_line = _ARGV.get()
     if isinstance(exc, NoDatabaseFileError) and exc.near is not None:
         return _with_url(exc, (typed_line or ((), ""))[0], f"sqlite:///{exc.near}", fixes)
+    if isinstance(exc, NoSchemaError) and exc.near_url is not None:
+        return _with_url(exc, (typed_line or ((), ""))[0], exc.near_url, fixes)
     if isinstance(exc, DatabaseUrlInvalidError) and not exc.answered:
         return _url_mended(exc, typed_line or ((), ""), fixes)
     if typed_line is not None and isinstance(exc, FlagMend):
@@ -226,7 +228,7 @@ def _name_meant(exc: JobsError, argv: Sequence[str], fixes: FixContext) -> JobsE
 def _id_held(exc: JobNotFoundError, argv: Sequence[str], fixes: FixContext) -> JobNotFoundError:
     """JOB_NOT_FOUND for a word that holds one job id (quoted with spaces, after "job", in
     capitals) as the command with that id (engine.errors.id_within)."""
-    inner = id_within(exc.job_id)
+    inner = exc.meant_id
     if inner is None or list(argv).count(exc.job_id) != 1:
         return exc
     words = [inner if word == exc.job_id else word for word in argv]

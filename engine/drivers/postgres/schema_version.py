@@ -18,6 +18,10 @@ _INSTALLED = (
     " WHERE schemaname = $1 AND tablename = 'schema_version')"
 )
 _VERSION = "SELECT coalesce(max(version), 0) FROM {schema}.schema_version"
+_EVERY_INSTALLED = (
+    "SELECT schemaname FROM pg_catalog.pg_tables WHERE tablename = 'schema_version'"
+    " ORDER BY schemaname"
+)
 
 
 async def current_version(conn: Conn, schema: str) -> int:
@@ -28,3 +32,8 @@ async def current_version(conn: Conn, schema: str) -> int:
         return 0
     version: int = await conn.fetchval(with_schema(_VERSION, schema))
     return version
+
+
+async def installed_schemas(conn: Conn) -> list[str]:
+    """The schemas of this database that hold a `schema_version` table: those installed."""
+    return [row[0] for row in await conn.fetch(_EVERY_INSTALLED)]
