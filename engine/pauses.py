@@ -46,8 +46,12 @@ def target(queue: object, job: object) -> PauseKey:
     if (queue is None) == (job is None):
         if queue is None:
             raise InvalidArgumentError("queue", None, "a queue's name, or else a job name as job")
+        # The job's pause (or resume) is the narrower write: the queue is what is left out.
         raise InvalidArgumentError(
-            "job", job, "left out when queue is given: a pause names one", nearest=LEFT_OUT
+            "queue",
+            queue,
+            "left out when job is given: a pause names one, and the job's is the narrower",
+            nearest=LEFT_OUT,
         )
     if queue is not None:
         return ("queue", bounds.text("queue", queue, MAX_QUEUE_BYTES))

@@ -108,7 +108,7 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
     if in_words is not None:
         words = with_value(argv, _flags(exc.argument), exc.value, in_words)
     elif type(exc) is InvalidArgumentError and exc.nearest is LEFT_OUT:
-        words = _without_flag(argv, _flags(exc.argument))
+        words = _without_flag(argv, _flags(exc.argument)) or _without_word(argv, exc.value)
     elif type(exc) is InvalidArgumentError and exc.nearest is not NOTHING_NEAR:
         words = with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
     if words is not None:
@@ -423,6 +423,15 @@ def _without_flag(argv: Sequence[str], flags: set[str]) -> list[str] | None:
         else:
             kept.append(word)
     return None if len(kept) == len(argv) else kept
+
+
+def _without_word(argv: Sequence[str], value: object) -> list[str] | None:
+    """`argv` without the one positional word that is `value` (`queues pause mail --job x`:
+    mail), when it is typed once and after no flag; None otherwise."""
+    at = [n for n, word in enumerate(argv) if isinstance(value, str) and word == value]
+    if len(at) != 1 or (at[0] > 0 and argv[at[0] - 1].startswith("-")):
+        return None
+    return [word for n, word in enumerate(argv) if n != at[0]]
 
 
 def _means(token: str, value: object) -> bool:

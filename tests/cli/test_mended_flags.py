@@ -85,7 +85,7 @@ def test_json_that_went_wrong_is_not_mended_into_a_string(
 LEFT_OUT = [
     (["backfill", "--runs", "--runs-limit", "5"], "--runs-limit"),
     (["backfill", "--runs-cursor=abc"], "--runs-cursor"),
-    (["queues", "pause", "mail", "--job", "greet"], "--job"),
+    (["queues", "pause", "mail", "--job", "greet"], "mail"),  # the narrower: the job's pause
 ]
 
 

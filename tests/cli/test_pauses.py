@@ -85,11 +85,12 @@ def test_naming_both_or_neither_is_refused_with_a_command_that_runs(
     code, both = run(capsys, "queues", "pause", "mail", "--job", "greet", *db, "--json")
     assert code == 1 and both["error"]["code"] == "INVALID_ARGUMENT"
     fix = command_words(both["error"]["fix"])[1:]
-    assert fix[:3] == ["queues", "pause", "mail"] and "--job" not in fix
+    # The narrower write: the job's pause, not every job of the queue.
+    assert fix[:4] == ["queues", "pause", "--job", "greet"] and "mail" not in fix
     code, neither = run(capsys, "queues", "resume", *db, "--json")
     assert code == 1 and "jobs stats" in neither["error"]["fix"]
     code, _ = run(capsys, *fix)
-    assert code == 0 and stored(url) == [("queue", "mail", "cli")]
+    assert code == 0 and stored(url) == [("job", "greet", "cli")]
 
 
 def test_resuming_a_name_nothing_uses_or_holds_changes_nothing_and_says_so(

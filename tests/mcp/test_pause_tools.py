@@ -174,21 +174,22 @@ async def test_the_tools_are_idempotent_not_destructive_and_absent_when_read_onl
 async def test_naming_both_or_neither_is_refused_with_a_call_that_runs(
     jobs: Jobs, open_mcp: OpenMcp
 ) -> None:
-    """A pause names one queue or one job name. Both: the fix is the same call on the queue
-    alone; neither: the queue stats, which name the queues. Before, the fix was prose."""
+    """A pause names one queue or one job name. Both: the fix is the same call on the job
+    alone, the narrower write (the queue's paused every job in it); neither: the queue stats,
+    which name the queues. Before, the fix was prose."""
     await jobs.enqueue("greet", {"user_id": 1})
     async with open_mcp() as mcp:
         for tool in ("pause_queue", "resume_queue"):
             both = await mcp.fails(tool, {"queue": "mail", "job": "greet"}, "INVALID_ARGUMENT")
-            assert both["next_call"] == {"tool": tool, "arguments": {"queue": "mail"}}
-            assert both["details"]["argument"] == "job" and not both["retryable"]
+            assert both["next_call"] == {"tool": tool, "arguments": {"job": "greet"}}
+            assert both["details"]["argument"] == "queue" and not both["retryable"]
             neither = await mcp.fails(tool, {}, "INVALID_ARGUMENT")
             assert neither["next_call"] == {"tool": "queue_stats", "arguments": {}}
             stats = await mcp.ok(neither["next_call"]["tool"], neither["next_call"]["arguments"])
             assert "mail" in [q["queue"] for q in stats["queues"]]
         assert await jobs.pauses() == []
-        paused = await mcp.ok("pause_queue", {"queue": "mail"})  # both's call, as given
-        assert paused["pause"]["name"] == "mail"
+        paused = await mcp.ok("pause_queue", {"job": "greet"})  # both's call, as given
+        assert (paused["pause"]["kind"], paused["pause"]["name"]) == ("job", "greet")
 
 
 async def test_resuming_a_name_nothing_uses_or_holds_changes_nothing_and_says_so(
