@@ -250,10 +250,28 @@ def policy_from_env(
                 kept[field] = parse_duration(variable, raw)
             except InvalidArgumentError as exc:
                 # The fix keeps what the state is kept without the variable (`base`'s), or,
-                # past ten years, the bound.
+                # past ten years, the bound; years (no unit here) are said in days.
                 default = _setting_near(exc, _duration_text(getattr(base, field)))
+                default = _in_days(variable, raw) or default
                 raise RetentionSettingInvalidError(variable, raw, exc.expected, default) from exc
     return Policy(**kept)
+
+
+_YEARS = re.compile(r"(\d+)\s*(?:y|yr|yrs|year|years)", re.IGNORECASE)
+
+
+def _in_days(variable: str, raw: str) -> str | None:
+    """`raw` in years (`20y`, `1 year`) as the days it says, within the bound a duration has
+    (`parse_duration`'s nearest); None when it is no number of years."""
+    found = _YEARS.fullmatch(raw)
+    if found is None:
+        return None
+    days = f"{int(found.group(1)) * 365}d"
+    try:
+        parse_duration(variable, days)
+    except InvalidArgumentError as exc:
+        return exc.nearest if isinstance(exc.nearest, str) else None
+    return days
 
 
 def _setting_near(exc: InvalidArgumentError, default: str) -> str:

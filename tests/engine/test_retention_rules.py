@@ -328,3 +328,14 @@ def test_a_slip_in_the_prune_switch_is_mended_to_the_switch_meant(typed: str, me
     with pytest.raises(JobsError) as refused:
         prune_enabled_from_env({"MCP_JOBS_PRUNE": typed})
     assert refused.value.fix.endswith(f"MCP_JOBS_PRUNE={meant}"), refused.value.fix
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("1y", "365d"), ("2 years", "730d"), ("20y", "3650d")]
+)
+def test_a_retention_in_years_is_mended_to_its_days(typed: str, meant: str) -> None:
+    """Years are no unit here: `MCP_JOBS_RETAIN_AUDIT=20y` was mended to the default, 90d,
+    which prunes the audit trail kept for twenty years after three months."""
+    with pytest.raises(JobsError) as refused:
+        policy_from_env(environ={"MCP_JOBS_RETAIN_AUDIT": typed})
+    assert refused.value.fix == f"export MCP_JOBS_RETAIN_AUDIT={meant}"

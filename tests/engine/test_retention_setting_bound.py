@@ -31,5 +31,5 @@ def test_a_prune_interval_past_ten_years_is_mended_to_ten_years() -> None:
 
 def test_a_value_that_is_no_duration_still_gets_the_default() -> None:
     with pytest.raises(RetentionSettingInvalidError) as caught:
-        policy_from_env(environ={"MCP_JOBS_RETAIN_DONE": "1y"})
+        policy_from_env(environ={"MCP_JOBS_RETAIN_DONE": "a while"})
     assert caught.value.fix == "export MCP_JOBS_RETAIN_DONE=7d"
