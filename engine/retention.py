@@ -20,7 +20,6 @@ by `engine.descriptors`, dead workers' rows by `engine.presence`.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Collection, Iterable, Mapping
@@ -30,6 +29,7 @@ from typing import NamedTuple
 
 from engine import bounds
 from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError
+from engine.switches import WORDS, switch, switch_meant
 from schemas.descriptor import RetentionInfo
 from schemas.states import SETTLED_STATES, JobState
 
@@ -280,22 +280,16 @@ def _setting_near(exc: InvalidArgumentError, default: str) -> str:
     return exc.nearest if isinstance(exc.nearest, str) else default
 
 
-_ON = {"1", "on", "true", "yes"}
-_OFF = {"0", "off", "false", "no"}
-
-
 def prune_enabled_from_env(environ: Mapping[str, str] | None = None) -> bool:
-    """`MCP_JOBS_PRUNE`: on (the default) or off."""
-    raw = _env(environ).get(PRUNE_ENV, "").strip().lower()
-    if not raw or raw in _ON:
+    """`MCP_JOBS_PRUNE`: on (the default) or off (engine.switches' words)."""
+    raw = _env(environ).get(PRUNE_ENV, "")
+    if not raw.strip():
         return True
-    if raw in _OFF:
-        return False
-    # A slip of the keys for one of them (`of`, `offf`, `flase`) is fixed as it: the default,
-    # `on`, would turn on the pruner the operator meant to turn off.
-    near = difflib.get_close_matches(raw, sorted(_ON | _OFF), n=1, cutoff=0.6)
-    meant = "off" if near and near[0] in _OFF else "on"
-    raise RetentionSettingInvalidError(PRUNE_ENV, raw, "on or off", meant)
+    enabled = switch(raw)
+    if enabled is None:
+        # A slip (`of`) is fixed as the switch it names: `on` would run the pruner meant off.
+        raise RetentionSettingInvalidError(PRUNE_ENV, raw.strip(), WORDS, switch_meant(raw))
+    return enabled
 
 
 def interval_from_env(environ: Mapping[str, str] | None = None) -> int:

@@ -8,6 +8,7 @@ import math
 import os
 from dataclasses import replace
 
+from engine.switches import WORDS, switch, switch_meant
 from mcp_jobs.config import Settings, seconds_in
 from mcp_jobs.errors import ConfirmSettingInvalidError
 
@@ -23,9 +24,11 @@ def confirm_settings(settings: Settings, flag: str | None, ttl: str | None = Non
     """`settings` with the confirmation flags applied: a flag wins over its variable. `ttl`,
     like the variable, is text as typed (seconds, or a duration: "10m"), echoed so if refused."""
     value = flag if flag is not None else os.environ.get(CONFIRM_WRITES_ENV) or "on"
-    if value not in ("on", "off"):
+    confirm = switch(value)
+    if confirm is None:
+        # A slip (`of`) is fixed as the switch it names (engine.switches), else on: asking.
         raise ConfirmSettingInvalidError(
-            CONFIRM_WRITES_ENV, value, "on or off", f"export {CONFIRM_WRITES_ENV}=on"
+            CONFIRM_WRITES_ENV, value, WORDS, f"export {CONFIRM_WRITES_ENV}={switch_meant(value)}"
         )
     if ttl is None:
         name, shown = CONFIRM_TTL_ENV, os.environ.get(CONFIRM_TTL_ENV) or ""
@@ -47,7 +50,7 @@ def confirm_settings(settings: Settings, flag: str | None, ttl: str | None = Non
             flag=name if name.startswith("--") else None,
             nearest=nearest,
         )
-    return replace(settings, confirm_writes=value == "on", confirm_ttl_seconds=ttl_s)
+    return replace(settings, confirm_writes=confirm, confirm_ttl_seconds=ttl_s)
 
 
 def log_confirm_setting(settings: Settings) -> None:

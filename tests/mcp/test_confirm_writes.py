@@ -220,3 +220,22 @@ def test_the_bypass_is_a_server_setting(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("MCP_JOBS_CONFIRM_WRITES", "maybe")
     with pytest.raises(ConfirmSettingInvalidError):
         confirm_settings(Settings(), None)
+
+
+@pytest.mark.parametrize(("typed", "confirm"), [("no", False), ("YES", True), ("0", False)])
+def test_the_bypass_takes_the_words_every_switch_takes(
+    monkeypatch: pytest.MonkeyPatch, typed: str, confirm: bool
+) -> None:
+    """MCP_JOBS_PRUNE=no was taken while MCP_JOBS_CONFIRM_WRITES=no was refused: one rule now
+    (engine/switches.py)."""
+    monkeypatch.setenv("MCP_JOBS_CONFIRM_WRITES", typed)
+    assert confirm_settings(Settings(), None).confirm_writes is confirm
+
+
+def test_a_slip_in_the_bypass_is_mended_to_the_switch_it_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MCP_JOBS_CONFIRM_WRITES", "of")
+    with pytest.raises(ConfirmSettingInvalidError) as refused:
+        confirm_settings(Settings(), None)
+    assert refused.value.fix == "export MCP_JOBS_CONFIRM_WRITES=off"
