@@ -36,6 +36,7 @@ from engine.drivers.nats.max_payload import (
     set_line,
     too_large,
 )
+from engine.drivers.nats.stream_limit import LIMITS, StreamFullError
 from engine.drivers.urls import migrate_fix, report_fix, split_param, url_word
 from engine.errors import (
     DatabaseUrlInvalidError,
@@ -66,7 +67,7 @@ _FULL_CODES = frozenset({10023, 10028, 10047})
 # A stream at its own limit with discard=new answers 10077 (its store failed) for many causes:
 # only its description tells a limit apart, the server has no code of its own for it.
 _STORE_FAILED = 10077
-_STREAM_LIMITS = frozenset({"maximum bytes exceeded", "maximum messages exceeded"})
+_STREAM_LIMITS = frozenset(LIMITS)
 WHERE_FULL = "the JetStream store (max_file_store / max_mem_store, or the stream's max_bytes)"
 # What a job's value keeps free when an input, step or output is written into it: the writes
 # that follow (a claim, a nack's error and event) must still fit, or the job could never settle.
@@ -406,7 +407,12 @@ async def guard(fixes: Fixes) -> AsyncIterator[None]:
         if isinstance(exc, nats.js.errors.APIError) and exc.err_code == _NOT_CLUSTERED:
             raise not_clustered(fixes.url, exc) from exc
         if storage_full(exc):
-            detail = f"{type(exc).__name__}: {getattr(exc, 'description', None) or exc}"
+            description = getattr(exc, "description", None) or str(exc)
+            detail = f"{type(exc).__name__}: {description}"
+            limit = LIMITS.get(description)
+            if limit is not None:
+                bucket = parse_nats_url(fixes.url).bucket
+                raise StreamFullError(bucket, limit, detail, fixes.report) from exc
             raise StorageFullError("nats", WHERE_FULL, detail, fixes.report) from exc
         cause = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, nats.errors.TimeoutError):  # a request's: "nats: timeout"

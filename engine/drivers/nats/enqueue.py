@@ -33,6 +33,7 @@ from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, dumps, encode_doc, loads
 from engine.drivers.nats.connection import INPUT_ROOM, storage_full
 from engine.drivers.nats.max_payload import (
+    DEFAULT_MAX_PAYLOAD,
     README_BOUND,
     SERVER_CEILING,
     needed,
@@ -156,6 +157,9 @@ async def take_key(
     raise store.contended(dkey)
 
 
+# The smallest input there is (`{}`): a bound below it holds no job at all.
+SMALLEST_INPUT = 2
+
 # A job document as stored, and its dedupe key's value (the intent) naming it.
 Encoded = tuple[bytes, bytes]
 
@@ -196,6 +200,8 @@ def check_fits(store: Store, request: EnqueueRequest, encoded: Encoded) -> None:
         return
     bound, wanted = fit
     size = len(pydantic_core.to_json(request.input))
+    if bound < SMALLEST_INPUT and wanted <= SERVER_CEILING:
+        raise _holds_no_job(store, size, max(wanted, DEFAULT_MAX_PAYLOAD))
     error = InvalidArgumentError(
         "input",
         f"{size} bytes of JSON",
@@ -206,6 +212,21 @@ def check_fits(store: Store, request: EnqueueRequest, encoded: Encoded) -> None:
     )
     error.details = {**(error.details or {}), "bound": bound, "max_payload": wanted}
     raise error
+
+
+def _holds_no_job(store: Store, size: int, wanted: int) -> InvalidArgumentError:
+    """The refusal where this server's max_payload holds no job's value at all: "an input of at
+    most 0 bytes" would be a fix no input follows, so the fix is the max_payload alone."""
+    error = InvalidArgumentError(
+        "input",
+        f"{size} bytes of JSON",
+        f"within what this NATS server holds, and it holds no job: its max_payload, "
+        f"{store.client.max_payload} bytes, is less than one job's value with the {INPUT_ROOM} "
+        f"bytes each keeps free for its steps, output and settles ({README_BOUND})",
+        fix=set_line(wanted),
+    )
+    error.details = {**(error.details or {}), "bound": 0, "max_payload": wanted}
+    return error
 
 
 async def free_key(store: Store, record: JobRecord) -> None:

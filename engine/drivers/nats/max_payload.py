@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from engine.drivers.base import RecordNeeds
 
+# nats-server's own max_payload when its config sets none: what a server too small for any job
+# is told to set, at least (room for inputs beside the one refused).
+DEFAULT_MAX_PAYLOAD = 1024 * 1024
 # nats-server refuses a max_payload past 64 MB (its MAX_PAYLOAD_MAX_SIZE).
 SERVER_CEILING = 64 * 1024 * 1024
 # A KV write's headers ride in the same message, and the server counts them against

@@ -31,6 +31,7 @@ from engine.drivers.nats.connection import (
     parse_nats_url,
     shown_server,
 )
+from engine.drivers.nats.stream_limit import full_lines
 
 CONNECT_TIMEOUT_S = 5.0
 # How long the key is watched for writes: long enough to see a hot key move, short to wait.
@@ -109,7 +110,7 @@ async def _clock_lines(js: JetStreamContext, parsed: NatsUrl) -> list[str]:
 async def report(url: str, key: str | None) -> list[str]:
     parsed = parse_nats_url(url)
     async with guard(Fixes.of(url)):
-        return await _report(parsed, key)
+        return await _report(parsed, key, url)
 
 
 async def server_report(parsed: NatsUrl, migrate: str) -> StoreReport:
@@ -143,14 +144,19 @@ async def server_report(parsed: NatsUrl, migrate: str) -> StoreReport:
     return StoreReport(True, [f"servers: {servers}, {bucket}", *lines])
 
 
-async def _report(parsed: NatsUrl, key: str | None) -> list[str]:
+async def _report(parsed: NatsUrl, key: str | None, url: str | None = None) -> list[str]:
+    """`url`: the one the fix lines name (`db nats-report`, STORAGE_FULL's fix), which then
+    adds how to raise a stream's limit it is at."""
     # Not the driver's connection: one try, and no bucket made where there is none.
     client = await connect(parsed.servers, CONNECT_TIMEOUT_S, reconnect=False)
     js = client.jetstream(timeout=CONNECT_TIMEOUT_S)
     try:
         if key is not None:
             return await _key_lines(js, parsed, key)
-        lines = storage_lines(await js.account_info(), await js.streams_info())
+        streams = await js.streams_info()
+        lines = storage_lines(await js.account_info(), streams)
+        if url is not None:
+            lines += full_lines(streams, url)
         return lines + await _clock_lines(js, parsed)
     finally:
         await client.close()

@@ -11,7 +11,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
@@ -85,9 +85,20 @@ CLUSTER_REFUSED = (
 )
 
 
-def url_refused(exc: BaseException) -> str | None:
-    """Why the server refuses what the URL asks for, or None when `exc` is no such refusal."""
+# A server that asks for a password the URL does not give: its reply (NOAUTH, or a HELLO's
+# long refusal) names no URL, so the reason writes where in this URL the password goes.
+PASSWORD_ASKED = (
+    "the server asks for a password (its requirepass, or an ACL user's) and the URL gives none"
+)
+
+
+def url_refused(exc: BaseException, url: str | None = None) -> str | None:
+    """Why the server refuses what the URL asks for, or None when `exc` is no such refusal.
+    `url`: the URL refused, to tell a password left out from a wrong one."""
     if isinstance(exc, _CREDENTIALS_REFUSED):
+        form = None if url is None else with_password_slot(url)
+        if form is not None and "invalid username-password" not in str(exc):
+            return f"{PASSWORD_ASKED}: write it in the URL, {form}"
         return f"the server refused the URL's user or password ({exc})"
     if isinstance(exc, NoPermissionError):
         return f"the URL's user may not run a command or reach a key the driver needs ({exc})"
@@ -99,6 +110,23 @@ def url_refused(exc: BaseException) -> str | None:
             "`databases` setting)"
         )
     return None
+
+
+def with_password_slot(url: str) -> str | None:
+    """`url` with PASSWORD where its password goes, when it gives no user or password (in its
+    host part or as `?username=` / `?password=`); else None. Only the host, port, database and
+    options are written: there is no secret in it to hide."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    given = {key for key, _ in parse_qsl(parts.query)} & {"username", "password"}
+    if parts.username or parts.password or given or not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    netloc = f":PASSWORD@{host}" + (f":{port}" if port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
 
 
 def check_redis_url(url: str) -> None:
@@ -178,7 +206,7 @@ def converted(exc: BaseException, url: str, fix: str) -> JobsError:
     """DATABASE_URL_INVALID for a user, password or database number the server refuses,
     STORAGE_FULL for a server out of memory under `maxmemory`, STORE_DAMAGED for a key of ours
     holding another type, else DRIVER_UNAVAILABLE."""
-    refused = url_refused(exc)
+    refused = url_refused(exc, url)
     if refused is not None:
         return DatabaseUrlInvalidError(url, refused, fix=fix, answered=True)
     if isinstance(exc, OutOfMemoryError):

@@ -42,6 +42,8 @@ Layout (P is the prefix):
                     (by late_at) and P rsvadopt:<keys> (by slot_at, the ones a take may adopt)
   P runs:<id>       set: a job's earlier run ids (a rerun's old steps, pruned with the job)
   P chg             pub/sub channel: change signals for followers (changes.py); P chgn counts
+  P epoch           string: a token written once per store (lost.py): a process that finds
+                    another than it saw knows the store was reset, though it was opened again
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ FIXED_KEY_TYPES: dict[str, str] = {
         "hash",
     ),
     **dict.fromkeys(
-        ("version", "evseq", "workerseq", "chgn", "byindex:built", "obpub:built"), "string"
+        ("version", "evseq", "workerseq", "chgn", "byindex:built", "obpub:built", "epoch"),
+        "string",
     ),
 }
 # The same for each family of keys named `<family>:<part>`.
@@ -241,6 +244,10 @@ class Keys:
     @property
     def version(self) -> str:
         return self.prefix + "version"
+
+    @property
+    def epoch(self) -> str:
+        return self.prefix + "epoch"
 
     @property
     def workerorder(self) -> str:

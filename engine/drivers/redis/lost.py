@@ -8,7 +8,9 @@ deleting keys. That is logged as an ERROR, saying whether the store's version ke
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Sequence
+from typing import cast
 
 from redis.asyncio import Redis
 
@@ -34,6 +36,8 @@ class LostJobs:
         self._clock = clock
         self._report = report
         self._quiet_until: int | None = None
+        # The store's epoch token as this process last saw it: a reset is its change.
+        self._epoch: str | None = None
 
     async def refusals(self, lost: Sequence[tuple[str, bool]]) -> list[JobSlotLostError]:
         """The refusal of each job (id, and whether it is gone) whose token no longer holds
@@ -50,11 +54,46 @@ class LostJobs:
         (refused,) = await self.refusals([(job_id, gone)])
         return refused
 
-    async def _alarm(self, gone: Sequence[str]) -> None:
+    async def look(self) -> None:
+        """At a presence beat: the ERROR of a reset under a process that held none of the jobs
+        it lost (no settle of its would be refused), once per reset. A store's epoch key holds a
+        token written once (here, where the version key is there and it is not); one other than
+        this process saw means the store was emptied since, even where another process opened
+        it again meanwhile (its migrate writes the version key back, not the old token)."""
+        client, keys = self._client, self._keys
+        pipe = client.pipeline(transaction=False)
+        pipe.exists(keys.version)
+        pipe.get(keys.epoch)
+        there, epoch = await pipe.execute()  # one round trip a beat
+        if epoch is None and there:
+            await client.set(keys.epoch, secrets.token_hex(8), nx=True)
+            epoch = cast(str | None, await client.get(keys.epoch))  # decode_responses
+        seen, self._epoch = self._epoch, epoch
+        if seen is None or epoch == seen or self._quiet():
+            return
+        logger.error(
+            "redis: the store under prefix %s appears to have been reset: its epoch key %s no "
+            "longer holds the token this process saw (the version key %s went with it). A "
+            "server restarted with neither AOF nor RDB save points comes back empty (as after "
+            "FLUSHDB): every job stored there is lost, though this process held none of them "
+            "(%s shows the server's persistence)",
+            keys.prefix,
+            keys.epoch,
+            keys.version,
+            self._report,
+        )
+
+    def _quiet(self) -> bool:
+        """Whether an alarm was sounded within QUIET_MS; if not, one is now."""
         now = self._clock.now_ms()
         if self._quiet_until is not None and now < self._quiet_until:
-            return
+            return True
         self._quiet_until = now + QUIET_MS
+        return False
+
+    async def _alarm(self, gone: Sequence[str]) -> None:
+        if self._quiet():
+            return
         jobs = jobs_named(gone)
         prefix = self._keys.prefix
         if await self._client.exists(self._keys.version):

@@ -20,6 +20,7 @@ from engine.drivers.base import StoreReport
 from engine.drivers.redis import keeping, server_time
 from engine.drivers.redis.connection import (
     CLUSTER_REFUSED,
+    PASSWORD_ASKED,
     UNAVAILABLE,
     plain,
     split_prefix,
@@ -50,7 +51,7 @@ async def report(url: str, prefix: str, timeout_s: float, schema_version: str) -
         keys = await client.dbsize()
         clock = await offset_line(lambda: server_time.read_ms(client))
     except (*UNAVAILABLE, RedisError) as exc:
-        return StoreReport(False, _unreachable(server_url, exc))
+        return StoreReport(False, _unreachable(server_url, exc, url))
     finally:
         await client.aclose()
     lines = _lines(url, info, save_points, prefix, stored, keys, schema_version)
@@ -93,16 +94,18 @@ def _wrong_type_lines(prefix: str, wrong: dict[str, tuple[str, str]]) -> list[st
     return lines
 
 
-def _unreachable(url: str, exc: BaseException) -> list[str]:
+def _unreachable(url: str, exc: BaseException, given: str | None = None) -> list[str]:
+    """`url`: the server's, without this package's options; `given`: as the driver was given
+    it (else `url`), for a refusal that writes the URL to use."""
     parts = urlsplit(url)
     where = f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
     failure = f"{type(exc).__name__}: {plain(exc)}"
-    refused = url_refused(exc)
+    refused = url_refused(exc, given or url)
     if refused is not None:
-        # A cluster's refusal already says what to point the URL at.
+        # A cluster's refusal, or a password left out, already says what to change.
         advice = (
             ""
-            if refused.startswith(CLUSTER_REFUSED)
+            if refused.startswith((CLUSTER_REFUSED, PASSWORD_ASKED))
             else ": correct the URL, or the server's ACL or settings"
         )
         return [f"server: {where} answered and refused ({failure})", refused + advice]
