@@ -73,8 +73,11 @@ def slashes_missing(url: str, schemes: Collection[str]) -> str | None:
 def meant_url(url: str, schemes: Collection[str]) -> str | None:
     """The URL `url` plainly stands for, or None: a misspelt scheme (`postgress://`) as the
     registered one nearest, `sqlite:` without its slashes, a sqlite URL without the options or
-    fragment it does not take, a Redis URL without the options redis-py cannot use, a
-    PostgreSQL URL with an option written as it is taken (`_postgres_options_mended`)."""
+    fragment it does not take, a Redis URL without the options redis-py cannot use (a misspelt
+    `?prefx=` as `?prefix=`, a database that is no number as 0), a NATS URL whose `?bucket=`
+    names the bucket its path holds and whose bucket has no dot, a PostgreSQL URL with an option
+    written as it is taken (`_postgres_options_mended`): never an option dropped that would
+    point at another deployment's jobs."""
     head, sep, rest = url.partition("://")
     if not sep:
         path = url.partition(":")[2]
@@ -85,14 +88,43 @@ def meant_url(url: str, schemes: Collection[str]) -> str | None:
         return f"{near[0]}://{rest}" if near else None
     if scheme == "sqlite":
         return _sqlite_mended(url, rest)
-    if scheme in ("redis", "rediss") and redis_url_problem(url) is not None:
-        return redis_kept(url)
+    if scheme in ("redis", "rediss"):
+        kept = redis_kept(url) if redis_url_problem(url) is not None else url
+        mended = None if kept is None else _redis_db_mended(kept)
+        return mended if mended != url else None
     if scheme in ("postgres", "postgresql") and postgres_url_problem(url) is not None:
         return _postgres_options_mended(url)
-    if scheme in ("nats", "tls") and nats_url_problem(url) is not None:
-        kept = nats_kept(url)
-        return kept if nats_url_problem(kept) is None else None
+    if scheme in ("nats", "tls"):
+        kept = nats_kept(url) if nats_url_problem(url) is not None else url
+        mended = _nats_bucket_mended(kept)
+        return mended if mended != url and nats_url_problem(mended) is None else None
     return None
+
+
+def _redis_db_mended(url: str) -> str:
+    """`url` with the default database (0) where what follows the host is no number (`/abc`,
+    `/0/extra`): a Redis database is only ever a number."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    db = parts.path.strip("/")
+    return url if not db or db.isdigit() else urlunsplit(parts._replace(path="/0"))
+
+
+# A KV bucket's name: what nats-server takes (engine/drivers/nats/connection.py `_BUCKET`).
+_NATS_BUCKET = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _nats_bucket_mended(url: str) -> str:
+    """`url` with each character of its bucket that no bucket name has (`jobs.prod`) as `_`."""
+    head, sep, query = url.partition("?")
+    _hosts, slash, bucket = head.partition("://")[2].partition("/")
+    name = bucket.strip("/")
+    if not slash or not name or _NATS_BUCKET.fullmatch(name):
+        return url
+    fixed = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    return f"{head[: len(head) - len(bucket)]}{fixed}{sep}{query}"
 
 
 def _sqlite_mended(url: str, rest: str) -> str | None:
@@ -147,15 +179,16 @@ def _postgres_options_mended(url: str) -> str | None:
 # to the server as a setting, which refuses every session for it, and the report's fix is prose.
 # (A slip of a libpq option, `?sslmod=`, is the server's to refuse: the report names it.)
 _MEANT_OPTIONS = (SCHEMA_PARAM,)
-_NEAR_OPTION = 0.8
+# How alike an option's key must be to one the driver takes to be read as it (`prefx`).
+_NEAR_KEY = 0.75
 
 
-def _meant_option(key: str) -> str | None:
-    """The option of `_MEANT_OPTIONS` that `key` is a slip of (`shema`, `Schema`), or None for
-    the option itself or any other (a server setting such as `search_path`)."""
-    if key in _MEANT_OPTIONS:
+def _meant_option(key: str, keys: Collection[str] = _MEANT_OPTIONS) -> str | None:
+    """The option of `keys` that `key` is a slip of (`shema`, `Schema`, `prefx`), or None for
+    one of them itself or any other (a server setting such as `search_path`)."""
+    if key in keys:
         return None
-    near = difflib.get_close_matches(key.lower(), _MEANT_OPTIONS, n=1, cutoff=_NEAR_OPTION)
+    near = difflib.get_close_matches(key.lower(), sorted(keys), n=1, cutoff=_NEAR_KEY)
     return near[0] if near else None
 
 
@@ -317,7 +350,13 @@ def _nats_query_problem(query: str) -> str | None:
 def nats_kept(url: str) -> str:
     """`url` without each query option `_nats_query_problem` refuses (its default taken)."""
     head, _, query = url.partition("?")
-    kept = [p for p in query.split("&") if p and _nats_query_problem(p) is None]
+    pairs = [_near_key(p, tuple(NATS_OPTIONS)) for p in query.split("&") if p]
+    named = [unquote_plus(p.partition("=")[2]) for p in pairs if p.partition("=")[0] == "bucket"]
+    if named and named[0]:
+        # `?bucket=NAME` names the bucket the path holds: the path it plainly stands for.
+        scheme, _, rest = head.partition("://")
+        head = f"{scheme}://{rest.partition('/')[0]}/{named[0]}"
+    kept = [p for p in pairs if _nats_query_problem(p) is None]
     return f"{head}?{'&'.join(kept)}" if kept else head
 
 
@@ -334,9 +373,15 @@ def redis_kept(url: str) -> str | None:
         parts = urlsplit(url)
     except ValueError:
         return None
-    pairs = [pair for pair in parts.query.split("&") if pair]
+    pairs = [_near_key(pair, (REDIS_PREFIX_PARAM,)) for pair in parts.query.split("&") if pair]
     kept = [p for p in pairs if redis_url_problem(urlunsplit(parts._replace(query=p))) is None]
     return urlunsplit(parts._replace(query="&".join(kept)))
+
+
+def _near_key(pair: str, keys: Collection[str]) -> str:
+    """`pair` (key=value) with its key written as the one of `keys` it plainly misspells."""
+    key, sep, value = pair.partition("=")
+    return f"{_meant_option(key, keys) or key}{sep}{value}"
 
 
 def split_param(url: str, param: str) -> tuple[str, str | None]:

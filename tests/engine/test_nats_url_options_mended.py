@@ -14,8 +14,9 @@ from engine.errors import DatabaseUrlInvalidError
     ("url", "meant"),
     [
         (
+            # A misspelt option is the one it names (dropped, it left the default replicas).
             "nats://127.0.0.1:1/jobs?replica=3&storage=memory",
-            "nats://127.0.0.1:1/jobs?storage=memory",
+            "nats://127.0.0.1:1/jobs?replicas=3&storage=memory",
         ),
         ("nats://127.0.0.1:1/jobs?replicas=9", "nats://127.0.0.1:1/jobs"),
         ("nats://127.0.0.1:1/jobs?storage=disk&replicas=3", "nats://127.0.0.1:1/jobs?replicas=3"),
