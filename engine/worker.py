@@ -685,6 +685,7 @@ class Worker:
     async def _run_one(self, claimed: ClaimedJob, handle: RunHandle) -> None:
         record = claimed.record
         handle.task = asyncio.current_task()
+        started = False  # the body's run began (what fails after it is a settle's failure)
         try:
             if handle.torn:
                 return  # torn down before it started: left to its lease
@@ -737,11 +738,25 @@ class Worker:
                     "worker stopping before it started",
                 )
                 return
+            started = True
             await execute(self.runtime, claimed, definition, handle)
         except asyncio.CancelledError:
             if not handle.torn:  # cancelled from outside the worker, not torn down by it
                 await hand_back_cancelled(self.driver, self.events, self.clock, claimed)
             raise
+        except JobsError as exc:
+            if started or not exc.retryable:
+                logger.exception("job %s (%s) could not be settled", record.id, record.name)
+            else:
+                # The database away before the body began (a cap's slots, a rate take, a
+                # hand-back): nothing to settle, and the job is its lease's to return. One line.
+                logger.warning(
+                    "job %s (%s) not started: %s: %s; it runs again once its lease runs out",
+                    record.id,
+                    record.name,
+                    exc.code,
+                    exc.cause,
+                )
         except Exception:
             logger.exception("job %s (%s) could not be settled", record.id, record.name)
         finally:

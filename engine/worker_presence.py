@@ -30,9 +30,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_jobs.worker")
 
 PRESENCE_MS = 10_000
-# After a beat the database refused: the next is tried this soon, so a worker riding out an
-# outage counts as live again within a second of the database's return, not a whole beat.
+# After a beat the database refused: the next is tried this soon, so a worker riding out a
+# short outage (a restart, a failover) counts as live again within a second of the database's
+# return, not a whole beat; past FAST_RETRIES_MS of failures, at the beat's own pace again.
 RETRY_BEAT_MS = 1_000
+FAST_RETRIES_MS = 60_000
 
 
 class Presence:
@@ -69,11 +71,15 @@ class Presence:
 
     async def run(self) -> None:
         beat = 0
+        failing_since: int | None = None
         while True:
             publish = beat % PUBLISH_EVERY_BEATS == 0
             beat += 1
             taken = await attempt("worker presence beat", logger, partial(self.beat, publish))
-            await self.jobs.clock.sleep_ms(PRESENCE_MS if taken else RETRY_BEAT_MS)
+            now = self.jobs.clock.now_ms()
+            failing_since = None if taken else now if failing_since is None else failing_since
+            soon = failing_since is not None and now - failing_since < FAST_RETRIES_MS
+            await self.jobs.clock.sleep_ms(RETRY_BEAT_MS if soon else PRESENCE_MS)
 
     async def beat(self, publish: bool) -> bool:
         """One beat (`publish`: with the descriptors); True once the database took it."""
