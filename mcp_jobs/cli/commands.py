@@ -24,7 +24,7 @@ from engine.shell_words import shell_join
 from mcp_jobs import operations
 from mcp_jobs.app_modules import load_apps
 from mcp_jobs.cli.database_file import require_database
-from mcp_jobs.cli.database_schema import require_schema
+from mcp_jobs.cli.database_installed import require_installed
 from mcp_jobs.cli.db_report import refuse_unusable
 from mcp_jobs.cli.mend import mended, refusal_context
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
@@ -62,7 +62,7 @@ async def open_jobs(
     load_apps(settings.apps)
     if not creates:
         require_database(settings.url)
-        await require_schema(settings.url)
+        await require_installed(settings.url)
     jobs = written_by_face(await connect(settings.url, migrate=migrate))
     try:
         yield jobs

@@ -30,7 +30,7 @@ from engine.retention import DURATION_WORDS
 from engine.shell_words import shell_word
 from mcp_jobs.app_modules import load_apps_quietly
 from mcp_jobs.cli.database_file import NoDatabaseFileError, is_sqlite_file
-from mcp_jobs.cli.database_schema import NoSchemaError
+from mcp_jobs.cli.database_installed import NoSchemaError
 from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in

@@ -1,0 +1,25 @@
+"""A CLI read command installs no NATS bucket: a misspelt bucket was made and said "no jobs".
+Refused, with the command on the installed bucket it plainly meant."""
+
+from __future__ import annotations
+
+import anyio.to_thread
+import pytest
+
+from engine import connect
+from engine.fix_lines import command_words
+from mcp_jobs.cli import main
+
+
+async def test_a_misspelt_bucket_is_refused_with_the_installed_one(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with await connect(database_url, migrate=True):
+        pass
+    base, _, bucket = database_url.rpartition("/")
+    slipped = f"{base}/{bucket[:-1]}"
+    code = await anyio.to_thread.run_sync(main, ["jobs", "ls", "--database-url", slipped])
+    err = capsys.readouterr().err
+    assert code == 1 and "DATABASE_URL_INVALID" in err and f"meant {bucket}?" in err
+    words = command_words(err.split("fix:", 1)[1].strip())
+    assert words is not None and words[-1] == database_url
