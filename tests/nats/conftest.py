@@ -20,6 +20,7 @@ import pytest
 
 from engine.drivers import Driver
 from engine.testing.plugin import AppTransaction
+from tests.nats.max_payload_server import serve as serve  # the fixture, for the tests of it
 from tests.nats.server import NatsServer, server_binary
 
 NATS_URL_ENV = "MCP_JOBS_TEST_NATS_URL"

@@ -6,54 +6,21 @@ server with that max_payload) the same enqueue goes in."""
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Callable, Iterator
-from pathlib import Path
-
 import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, connect, job
 from engine.errors import InvalidArgumentError
-from tests.nats.server import NatsServer, binary_or_skip
+from tests.nats.max_payload_server import Serve
 
 pytest.importorskip("nats", reason="the nats extra is not installed")
 
 # Below a job's INPUT_ROOM (128 KiB) alone.
 SMALL = 64 * 1024
 
-Serve = Callable[[int], str]
-
 
 class Tiny(BaseModel):
     n: int
-
-
-@pytest.fixture
-def serve(tmp_path: Path) -> Iterator[Serve]:
-    """Start a nats-server with the max_payload given; its URL, a fresh bucket."""
-    binary = binary_or_skip()
-    started: list[NatsServer] = []
-
-    def start(max_payload: int) -> str:
-        name = f"s{len(started)}"
-        # The helper writes only a jetstream block: close it, set max_payload, reopen one.
-        server = NatsServer(
-            binary,
-            tmp_path / name / "store",
-            name=name,
-            jetstream=f"max_memory_store: 64MB\n}}\nmax_payload: {max_payload}\njetstream {{",
-        )
-        (tmp_path / name).mkdir()
-        started.append(server)
-        server.start()
-        return f"{server.url}/b{secrets.token_hex(4)}"
-
-    try:
-        yield start
-    finally:
-        for server in started:
-            server.stop()
 
 
 async def _enqueue(url: str) -> str:

@@ -13,9 +13,6 @@ the error as raised, not only as stored, names every setting.
 from __future__ import annotations
 
 import re
-import secrets
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -27,7 +24,7 @@ from engine.bounds import PAYLOAD_ENV
 from engine.errors import InvalidArgumentError, JobsError
 from engine.observe import WorkerEvent
 from schemas.errors import ErrorPayload
-from tests.nats.server import NatsServer, binary_or_skip
+from tests.nats.max_payload_server import Serve
 
 pytest.importorskip("nats", reason="the nats extra is not installed")
 
@@ -48,37 +45,6 @@ LATER_MS = 3_600_000
 class Big(BaseModel):
     p: str
     n: int = 0
-
-
-Serve = Callable[[int], str]
-
-
-@pytest.fixture
-def serve(tmp_path: Path) -> Iterator[Serve]:
-    """Start a nats-server whose max_payload is the value given; its URL, a fresh bucket."""
-    binary = binary_or_skip()
-    started: list[NatsServer] = []
-
-    def start(max_payload: int) -> str:
-        name = f"p{len(started)}"
-        # The helper writes only a jetstream block: this closes it, sets the top-level
-        # max_payload, and opens another for the helper's closing brace.
-        server = NatsServer(
-            binary,
-            tmp_path / name / "store",
-            name=name,
-            jetstream=f"max_memory_store: 64MB\n}}\nmax_payload: {max_payload}\njetstream {{",
-        )
-        (tmp_path / name).mkdir()
-        started.append(server)
-        server.start()
-        return f"{server.url}/b{secrets.token_hex(4)}"
-
-    try:
-        yield start
-    finally:
-        for server in started:
-            server.stop()
 
 
 def _define(registry: JobRegistry, output: int, step: int = 0) -> Any:
