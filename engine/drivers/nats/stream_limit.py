@@ -5,7 +5,6 @@ since the `nats` CLI is seldom installed where the application runs."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 from nats.js.api import StreamInfo
@@ -21,8 +20,7 @@ FULL_MIN_BYTES = 8 * 1024
 # The stream's reply for each limit (nats-server's "stream store failed" descriptions).
 LIMITS = {"maximum bytes exceeded": "max_bytes", "maximum messages exceeded": "max_msgs"}
 # Sets the stream argv[2]'s limit argv[3] to argv[4] on the servers of the URL argv[1].
-_RAISE = "import sys; from engine.drivers.nats.stream_limit import main; main(sys.argv[1:])"
-CONNECT_TIMEOUT_S = 5.0
+_RAISE = "import sys; from engine.drivers.nats.stream_raise import main; main(sys.argv[1:])"
 
 
 class StreamFullError(StorageFullError):
@@ -70,25 +68,4 @@ def _margin(cap: int, least: int) -> int:
     return min(max(int(cap * FULL_SHARE), least), cap // 2)
 
 
-def main(argv: Sequence[str]) -> None:
-    """`raise_line`'s program: URL, stream, limit, value; prints the limit as now set."""
-    url, stream, limit, value = argv
-    asyncio.run(_raise(url, stream, limit, int(value)))
-
-
-async def _raise(url: str, stream: str, limit: str, value: int) -> None:
-    from engine.drivers.nats.connection import connect, parse_nats_url
-
-    client = await connect(parse_nats_url(url).servers, CONNECT_TIMEOUT_S, reconnect=False)
-    try:
-        js = client.jetstream(timeout=CONNECT_TIMEOUT_S)
-        config = (await js.stream_info(stream)).config
-        setattr(config, limit, value)
-        await js.update_stream(config)
-        now = getattr((await js.stream_info(stream)).config, limit)
-        print(stream, limit, now)
-    finally:
-        await client.close()
-
-
-__all__ = ["LIMITS", "StreamFullError", "full_lines", "main", "raise_line"]
+__all__ = ["LIMITS", "StreamFullError", "full_lines", "raise_line"]
