@@ -11,10 +11,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 import asyncpg
 
-from engine.drivers.nats.connection import parse_nats_url
 from engine.drivers.postgres import DEFAULT_SCHEMA
 from engine.drivers.postgres.schema_version import installed_schemas
-from engine.drivers.redis.connection import PREFIX_PARAM, split_prefix
 from engine.drivers.urls import SCHEMA_PARAM, naming, split_schema
 from engine.errors import DatabaseUrlInvalidError
 
@@ -96,6 +94,7 @@ async def _redis(url: str) -> Found:
     # The redis extra: imported only where a Redis URL is given.
     from redis.asyncio import Redis
 
+    from engine.drivers.redis.connection import PREFIX_PARAM, split_prefix
     from engine.drivers.redis.keys import DEFAULT_PREFIX
 
     plain, named = split_prefix(url)
@@ -117,6 +116,8 @@ async def _redis(url: str) -> Found:
 async def _nats(url: str) -> Found:
     # The nats extra: imported only where a NATS URL is given.
     import nats
+
+    from engine.drivers.nats.connection import parse_nats_url
 
     parsed = parse_nats_url(url)
     client = await nats.connect(
