@@ -30,7 +30,7 @@ from engine.errors import (
     OutboxNoTxError,
     OutboxTxKindError,
 )
-from engine.ids import new_id, new_token
+from engine.ids import new_ids, new_token
 from engine.pauses import is_held
 from engine.presence import EXPIRED_PER_BEAT, is_expired
 from engine.retention import Cutoffs, PruneCount
@@ -550,8 +550,8 @@ class MemoryDriver(MemoryControls):
             raise OutboxNoTxError(self.kind, MEMORY_STAGE_LINE)
         now = self.clock.now_ms()
         ids: list[str] = []
-        for request in requests:
-            row = OutboxRow(id=new_id(), staged_at=now, request=request)
+        for request, row_id in zip(requests, new_ids(len(requests), now), strict=True):
+            row = OutboxRow(id=row_id, staged_at=now, request=request)
             tx.staged.append(row)
             ids.append(row.id)
         return ids

@@ -23,7 +23,7 @@ from engine.drivers.nats.enqueue import enqueue
 from engine.drivers.nats.replica import Entry
 from engine.drivers.nats.store import Store, Unchanged
 from engine.errors import OutboxNoTxError, OutboxTxKindError
-from engine.ids import new_id
+from engine.ids import new_ids
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
 
@@ -78,8 +78,8 @@ def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str
         raise OutboxNoTxError("nats", STAGE_LINE)
     now = store.clock.now_ms()
     ids: list[str] = []
-    for request in requests:
-        row = OutboxRow(id=new_id(), staged_at=now, request=request)
+    for request, row_id in zip(requests, new_ids(len(requests), now), strict=True):
+        row = OutboxRow(id=row_id, staged_at=now, request=request)
         tx.staged.append(row)
         ids.append(row.id)
     return ids

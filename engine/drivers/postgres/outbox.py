@@ -26,7 +26,7 @@ from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sql import check_schema_name
 from engine.drivers.urls import without_password
 from engine.errors import JobsError, OutboxNoTxError, OutboxTxKindError, OutboxWrongDatabaseError
-from engine.ids import new_id
+from engine.ids import new_ids
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
 
@@ -69,7 +69,7 @@ async def stage(
         raise _not_a_connection(db, tx)
     if not tx.is_in_transaction():
         raise OutboxNoTxError("postgres")
-    ids = [new_id() for _ in requests]
+    ids = new_ids(len(requests), now)  # the injected clock's instant, as job ids are
     if not ids:
         return []
     async with db.guard():

@@ -19,7 +19,7 @@ from engine.drivers.redis.enqueue import enqueue
 from engine.drivers.redis.scripts import OUTBOX_CLAIM_SCRIPT
 from engine.drivers.redis.store import Store, Write
 from engine.errors import OutboxNoTxError, OutboxTxKindError
-from engine.ids import new_id
+from engine.ids import new_ids
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
 
@@ -41,8 +41,7 @@ def stage(store: Store, tx: Any, requests: Sequence[EnqueueRequest]) -> list[str
         raise OutboxNoTxError("redis", STAGE_LINE)
     now = store.clock.now_ms()
     ids: list[str] = []
-    for request in requests:
-        row_id = new_id()
+    for request, row_id in zip(requests, new_ids(len(requests), now), strict=True):
         tx.hset(
             store.keys.outbox_row(row_id),
             mapping={"id": row_id, "staged_at": now, "request": request_json(request)},

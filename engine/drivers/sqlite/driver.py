@@ -49,7 +49,7 @@ from engine.drivers.sqlite.lock_holder import another_process_holds
 from engine.drivers.sqlite.wakeups import file_key, shared_feed, shared_waker
 from engine.drivers.urls import migrate_fix
 from engine.errors import InvalidArgumentError, JobsError
-from engine.ids import new_id
+from engine.ids import new_ids
 from engine.inbound_events import EventCursor, InboundEvent
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount
@@ -489,8 +489,7 @@ class SqliteDriver:
         ids: list[str] = []
         try:
             self._same_file(tx.execute("PRAGMA database_list").fetchall())
-            for request in requests:
-                row_id = new_id()
+            for request, row_id in zip(requests, new_ids(len(requests), now), strict=True):
                 tx.execute(q.STAGE, {"id": row_id, "staged_at": now, "request": request.to_json()})
                 ids.append(row_id)
         except (sqlite3.Error, *UNBINDABLE) as exc:
@@ -514,7 +513,7 @@ class SqliteDriver:
         if not tx.in_transaction:
             raise OutboxNoSqliteTxError(_AIOSQLITE_BEGIN)
         now = self.clock.now_ms()
-        ids = [new_id() for _ in requests]
+        ids = new_ids(len(requests), now)
         rows = [
             {"id": row_id, "staged_at": now, "request": request.to_json()}
             for row_id, request in zip(ids, requests, strict=True)
