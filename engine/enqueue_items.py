@@ -262,6 +262,10 @@ def within_batch(exc: JobDuplicateError, requests: Sequence[EnqueueRequest]) -> 
     return exc
 
 
+# The smallest input there is, `{}`: a record that holds less holds no job.
+_SMALLEST_INPUT = 2
+
+
 def input_refused(size: int, bound: int, needs: RecordNeeds) -> InvalidArgumentError:
     """An input of `size` bytes of JSON, past the engine's `bound` and past what the driver's
     record holds (`needs`): one fix that names a smaller input both take, or every setting
@@ -269,7 +273,9 @@ def input_refused(size: int, bound: int, needs: RecordNeeds) -> InvalidArgumentE
     most = min(bound, needs.most)
     send = f"send an input of at most {most} bytes of JSON"
     settable = needs.setting is not None and size <= bounds.PAYLOAD_CEILING
-    if settable:
+    if settable and most < _SMALLEST_INPUT:  # no input fits: the setting alone is the fix
+        fix = f"{needs.setting}, then export {bounds.PAYLOAD_ENV}={size}"
+    elif settable:
         fix = f"{send}, or {needs.setting}, then export {bounds.PAYLOAD_ENV}={size}"
     else:
         fix = f"{send} ({needs.reason})" if needs.setting is None else send
