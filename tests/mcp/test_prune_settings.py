@@ -23,7 +23,7 @@ pytestmark = pytest.mark.drivers("memory", reason="the settings, not the storage
 async def test_through_mcp_the_fix_restarts_the_server_with_the_variable(
     jobs: Jobs, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MCP_JOBS_RETAIN_DONE", "1y")
+    monkeypatch.setenv("MCP_JOBS_RETAIN_DONE", "a while")
     async with open_mcp() as mcp:
         error = await mcp.fails("prune_history", {}, "RETENTION_SETTING_INVALID")
         assert "restart" in error["cause"], error
@@ -37,7 +37,7 @@ async def test_through_mcp_the_fix_restarts_the_server_with_the_variable(
 async def test_older_than_prunes_without_the_policy_it_replaces(
     jobs: Jobs, open_mcp: OpenMcp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MCP_JOBS_RETAIN_DONE", "1y")
+    monkeypatch.setenv("MCP_JOBS_RETAIN_DONE", "a while")
     async with open_mcp() as mcp:
         plan = await mcp.ok("prune_history", {"older_than_seconds": 86400})
         assert plan["mode"] == "dry_run"
@@ -52,7 +52,7 @@ def test_the_cli_prunes_by_older_than_under_a_bad_retention_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MCP_JOBS_RETAIN_DONE", "1y")
+    monkeypatch.setenv("MCP_JOBS_RETAIN_DONE", "a while")
     url = migrated(f"sqlite:///{tmp_path}/jobs.db")
     argv = ["db", "prune", "--database-url", url, "--dry-run", "--json"]
     assert main([*argv, "--older-than", "1d"]) == 0
