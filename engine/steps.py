@@ -6,21 +6,14 @@ into a park that burns no attempt (rule 7).
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import decimal
-import enum
 import inspect
 import json
-import pathlib
 import sys
-import uuid
 from collections.abc import Callable
 from types import CodeType
 from typing import Any, NamedTuple
 
 import anyio.to_thread
-from pydantic import BaseModel
 
 from engine import bounds
 from engine import inbound_events as event_rules
@@ -29,7 +22,7 @@ from engine.drivers.base import EVENTS, RECORD_BOUNDS, EventStore, require
 from engine.errors import JobOutputInvalidError, JobOutputTooLargeError, StepDuplicateError
 from engine.inbound_events import EventCursor, EventOutcome
 from engine.settle import Settler, until_written
-from engine.storable import find_foreign, find_unstorable, storable_text
+from engine.storable import find_unstorable, storable_text
 from schemas.states import StepStatus
 from schemas.steps import StepRecord
 
@@ -77,7 +70,10 @@ def storable_output(job: str, origin: str, value: Any, bound: int) -> Any:
     bad = find_unstorable(value)
     if bad is not None:
         error = JobOutputInvalidError(job, origin, bad.path, bad.reason)
-        made_json = as_json(find_foreign(value))
+        # Only on a refusal: the conversions' module is not imported on a job's way.
+        from engine.json_conversion import conversion_for
+
+        made_json = conversion_for(value)
         if made_json is not None and bad.path == "$":
             error.fix = f"return {made_json} from {origin}, not the object"
         elif made_json is not None:
@@ -97,28 +93,6 @@ def storable_output(job: str, origin: str, value: Any, bound: int) -> Any:
         raise JobOutputInvalidError(job, origin, "$", f"{type(exc).__name__}: {exc}") from exc
     _bounded(job, origin, text, bound)
     return copy
-
-
-def as_json(value: object) -> str | None:
-    """The expression that makes `value` (a value JSON has no type for) JSON, or None when
-    there is no usual one. A replay returns what was stored: the JSON, not the object."""
-    if value is None:
-        return None
-    if isinstance(value, BaseModel):
-        return 'value.model_dump(mode="json")'
-    if isinstance(value, set | frozenset):
-        return "sorted(value)"
-    if isinstance(value, datetime.date | datetime.time):
-        return "value.isoformat()"
-    if isinstance(value, enum.Enum):
-        return "value.value"
-    if isinstance(value, decimal.Decimal | uuid.UUID | pathlib.PurePath):
-        return "str(value)"
-    if isinstance(value, bytes | bytearray):
-        return "base64.b64encode(value).decode()"
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return "dataclasses.asdict(value)"
-    return None
 
 
 def _bounded(job: str, origin: str, text: str, bound: int) -> None:

@@ -109,24 +109,6 @@ def _walk(value: Any, depth: int) -> _Fault | None:
     return [], f"a {kind.__name__}, which is not a JSON value"
 
 
-def find_foreign(value: object, depth: int = 0) -> object | None:
-    """The first value inside `value`, in `find_unstorable`'s order, of a type JSON has none of
-    (a model, a set, a datetime...), or None: for a refusal's fix, on the refusal's path only."""
-    if isinstance(value, str | int | float) or value is None or depth >= MAX_DEPTH:
-        return None
-    if isinstance(value, dict):
-        items: list[Any] = list(value.values())
-    elif isinstance(value, list | tuple):
-        items = list(value)
-    else:
-        return value
-    for item in items:
-        found = find_foreign(item, depth + 1)
-        if found is not None:
-            return found
-    return None
-
-
 def _text_fault(text: str) -> _Fault | None:
     if text.isascii() and "\x00" not in text:  # an O(1) flag, then one scan: most text is ASCII
         return None
@@ -139,4 +121,4 @@ def _text_fault(text: str) -> _Fault | None:
     return None
 
 
-__all__ = ["MAX_DEPTH", "Unstorable", "find_foreign", "find_unstorable", "storable_text"]
+__all__ = ["MAX_DEPTH", "Unstorable", "find_unstorable", "storable_text"]
