@@ -284,8 +284,8 @@ class RedisDriver:
 
     async def worker_seen(self, info: WorkerInfo) -> None:
         async with guard(self._fixes):
-            await presence.worker_seen(self._store, info)
-            await self._store.lost.look()
+            there, epoch = await presence.worker_seen(self._store, info)
+            await self._store.lost.look(there, epoch)
             await self._keep_time()
 
     async def _keep_time(self) -> None:

@@ -54,17 +54,15 @@ class LostJobs:
         (refused,) = await self.refusals([(job_id, gone)])
         return refused
 
-    async def look(self) -> None:
-        """At a presence beat: the ERROR of a reset under a process that held none of the jobs
-        it lost (no settle of its would be refused), once per reset. A store's epoch key holds a
-        token written once (here, where the version key is there and it is not); one other than
-        this process saw means the store was emptied since, even where another process opened
-        it again meanwhile (its migrate writes the version key back, not the old token)."""
+    async def look(self, there: bool, epoch: str | None) -> None:
+        """At a presence beat, given whether the store's version key is `there` and its epoch
+        key's token (read in the beat's own round trip): the ERROR of a reset under a process
+        that held none of the jobs it lost (no settle of its would be refused), once per reset.
+        A store's epoch key holds a token written once (here, where the version key is there
+        and it is not); one other than this process saw means the store was emptied since, even
+        where another process opened it again meanwhile (its migrate writes the version key
+        back, not the old token)."""
         client, keys = self._client, self._keys
-        pipe = client.pipeline(transaction=False)
-        pipe.exists(keys.version)
-        pipe.get(keys.epoch)
-        there, epoch = await pipe.execute()  # one round trip a beat
         if epoch is None and there:
             await client.set(keys.epoch, secrets.token_hex(8), nx=True)
             epoch = cast(str | None, await client.get(keys.epoch))  # decode_responses

@@ -8,9 +8,16 @@ from engine.presence import EXPIRED_PER_BEAT, is_expired
 from schemas.stats import WorkerInfo
 
 
-async def worker_seen(store: Store, info: WorkerInfo) -> None:
+async def worker_seen(store: Store, info: WorkerInfo) -> tuple[bool, str | None]:
+    """Write `info`'s beat; answer whether the store's version key is there and its epoch
+    token, read in the same round trip as the rows (lost.LostJobs.look)."""
     now = store.clock.now_ms()
-    rows = await store.hgetall(store.keys.workers)
+    keys = store.keys
+    pipe = store.client.pipeline(transaction=False)
+    pipe.hgetall(keys.workers)
+    pipe.exists(keys.version)
+    pipe.get(keys.epoch)
+    rows, there, epoch = await pipe.execute()
     w = Write()
     expired = [
         (worker_id, text)
@@ -23,6 +30,7 @@ async def worker_seen(store: Store, info: WorkerInfo) -> None:
     w.op("HSET", store.keys.workers, info.id, info.model_dump_json())
     w.op("!zadd_seq", store.keys.workerorder, store.keys.workerseq, info.id)
     await store.apply(w)
+    return bool(there), epoch
 
 
 async def worker_gone(store: Store, worker_id: str) -> None:
