@@ -19,6 +19,7 @@ from anyio.abc import TaskStatus
 from engine.client import Jobs, connect
 from engine.drivers.schema_versions import VersionedSchema
 from engine.drivers.urls import redact
+from engine.errors import InvalidArgumentError
 from engine.logs import configure_logging
 from engine.shell_words import shell_join
 from mcp_jobs import operations
@@ -62,9 +63,13 @@ async def open_jobs(
     load_apps(settings.apps)
     if not creates:
         require_database(settings.url)
-        await require_installed(settings.url)
-    jobs = written_by_face(await connect(settings.url, migrate=migrate))
+    jobs = written_by_face(await connect(settings.url, migrate=False))
     try:
+        if not creates:
+            # On the command's own connection, before a migrate would install the store.
+            await require_installed(jobs.driver, settings.url)
+        if migrate:
+            await jobs.migrate()
         yield jobs
     finally:
         await jobs.close()
@@ -324,6 +329,11 @@ async def backfill_command(args: argparse.Namespace, settings: Settings) -> int:
         unused = unused_backfill_flags(args)
         if unused is not None:
             raise unused
+        if args.wait is not None and args.wait < 0:
+            # Refused before the write: a pass started with its wait dropped is not what was asked.
+            raise InvalidArgumentError(
+                "wait_seconds", args.wait, "a number of seconds ≥ 0", nearest=0
+            )
         async with open_jobs(settings) as jobs:
             if name is None or args.runs:
                 scope = scope_of(jobs, settings, "backfill")

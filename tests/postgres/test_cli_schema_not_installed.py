@@ -4,6 +4,8 @@ no SQLite file): `jobs ls` with `?schema=` misspelt installed a whole empty sche
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio.to_thread
 import asyncpg
 import pytest
@@ -57,3 +59,28 @@ async def test_a_schema_like_none_installed_is_refused_with_its_migrate(
 async def _main_off_loop(argv: list[str]) -> int:
     """`main` runs its own event loop: from a thread, as a shell would run it."""
     return await anyio.to_thread.run_sync(main, argv)
+
+
+async def test_the_check_asks_on_the_commands_own_connection(
+    pg_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check is one query on the connections the command then reads through: it opened one
+    of its own before each read command (a connect, and its authentication, every time). The
+    command opens what the library's own read opens, and no more."""
+    installed = f"{pg_url}?schema=orders_jobs"
+    async with await connect(installed, migrate=True):
+        pass
+    opened: list[str] = []
+    real = asyncpg.connect
+
+    async def counted(*args: Any, **kwargs: Any) -> object:
+        opened.append("connect")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(asyncpg, "connect", counted)
+    async with await connect(installed, migrate=True) as jobs:
+        assert (await jobs.list()).jobs == []
+    by_the_library, opened[:] = len(opened), []
+    code = await _main_off_loop(["jobs", "ls", "--database-url", installed])
+    assert code == 0 and capsys.readouterr().out.strip() == "no jobs"
+    assert by_the_library >= 1 and len(opened) == by_the_library

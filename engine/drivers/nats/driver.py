@@ -40,6 +40,7 @@ from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_cloc
 from engine.drivers.base import AckWrite, RecordNeeds, RunPosition, StepWrite, StoreReport
 from engine.drivers.closing import closable
 from engine.drivers.holding import hold, settle_of
+from engine.drivers.installed import StoreAbsent
 from engine.drivers.nats import (
     claims,
     enqueue,
@@ -75,6 +76,7 @@ from engine.drivers.nats.connection import (
     open_bucket,
     parse_nats_url,
 )
+from engine.drivers.nats.installed import bucket_absent
 from engine.drivers.nats.outbox import NatsTransaction
 from engine.drivers.nats.store import Store
 from engine.errors import JobsError
@@ -167,6 +169,10 @@ class NatsDriver:
         async with guard(self._fixes):
             await store.write(keys.VERSION, SCHEMA_VERSION, 0)
             await self._keep_time(store)
+
+    async def store_absent(self) -> StoreAbsent | None:
+        async with guard(self._fixes):
+            return await bucket_absent(self._url, self._fixes.url, self._timeout)
 
     async def server_report(self) -> StoreReport:
         # Imported here: the report's module is only needed by `mcp-jobs db report`.

@@ -15,6 +15,7 @@ from engine.changes import ChangeFeed
 from engine.clock import MONOTONIC_CLOCK, SYSTEM_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.closing import closable
+from engine.drivers.installed import StoreAbsent
 from engine.drivers.postgres import descriptors as descriptors_sql
 from engine.drivers.postgres import inbound_events as events_sql
 from engine.drivers.postgres import jobs, ledgers, outbox, retention, server_time
@@ -30,7 +31,7 @@ from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.enqueue import Enqueuer
 from engine.drivers.postgres.migrate import InstallFrom
 from engine.drivers.postgres.retry import Retrier
-from engine.drivers.postgres.schema_version import current_version
+from engine.drivers.postgres.schema_version import current_version, installed_schemas
 from engine.drivers.postgres.sql import check_schema_name, latest_version
 from engine.drivers.postgres.sweep import Sweeper
 from engine.drivers.postgres.wake import NotifyListener, WakeSignal
@@ -181,6 +182,14 @@ class PostgresDriver:
         applied = await self.db.migrate(self.clock.now_ms(), install_from)
         await self._keep_time()
         return applied
+
+    async def store_absent(self) -> StoreAbsent | None:
+        # Once, not through retries: a server that does not answer is the command's to tell.
+        installed = await self.db.atomic(installed_schemas)
+        if self.schema in installed:
+            return None
+        url = self.url
+        return StoreAbsent("schema", self.schema, installed, lambda s: naming(url, SCHEMA_PARAM, s))
 
     async def server_report(self) -> StoreReport:
         return await report_sql.report(self.url, self.schema, self.db.connect_timeout_s)

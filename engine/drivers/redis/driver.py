@@ -20,6 +20,7 @@ from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_cloc
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.closing import closable
 from engine.drivers.holding import hold, settle_of
+from engine.drivers.installed import StoreAbsent
 from engine.drivers.redis import (
     claims,
     enqueue,
@@ -57,6 +58,7 @@ from engine.drivers.redis.connection import (
     resolve_prefix,
     split_prefix,
 )
+from engine.drivers.redis.installed import prefix_absent
 from engine.drivers.redis.keys import DEFAULT_PREFIX, Keys
 from engine.drivers.redis.lost import LostJobs
 from engine.drivers.redis.store import Store
@@ -156,6 +158,10 @@ class RedisDriver:
             kept = await keeping.read(self._store.client)
         for warning in kept.warnings(self._fixes.report):
             logger.warning("%s", warning)
+
+    async def store_absent(self) -> StoreAbsent | None:
+        async with guard(self._fixes):
+            return await prefix_absent(self._store.client, self._store.keys, self._url)
 
     async def server_report(self) -> StoreReport:
         return await report.report(self._url, self.prefix, self._connect_timeout_s, SCHEMA_VERSION)
