@@ -14,7 +14,7 @@ import math
 import os
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pydantic_core
@@ -95,15 +95,24 @@ _UNSHOWABLE = frozenset({"Cc", "Zl", "Zp"})
 _ESCAPE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]")
 # To a worker, `queues="*"` is every queue: no queue can be named so.
 EVERY_QUEUE = "*"
+# A name declared in code (a job, queue or event name) also holds no invisible format character
+# (a zero-width space or joiner, a soft hyphen, a BOM): two such names look alike everywhere
+# they are shown. A tenant or key is app data, whose real text may hold them.
+CODE_NAME_RULE = "and no invisible format character (zero-width space or joiner, soft hyphen)"
 
 
 def _showable(char: str) -> bool:
     return char not in _BIDI and unicodedata.category(char) not in _UNSHOWABLE
 
 
-def _dropped(text: str) -> str:
-    """`text` without what `NAME_RULE` refuses (a terminal escape sequence whole)."""
-    return "".join(c for c in _ESCAPE.sub("", text) if _showable(c))
+def _visible(char: str) -> bool:
+    return _showable(char) and unicodedata.category(char) != "Cf"
+
+
+def _dropped(text: str, keep: Callable[[str], bool] = _showable) -> str:
+    """`text` without what `NAME_RULE` refuses (a terminal escape sequence whole), or what
+    `keep` does not."""
+    return "".join(c for c in _ESCAPE.sub("", text) if keep(c))
 
 
 def name(
@@ -114,23 +123,26 @@ def name(
     option_safe: bool = False,
     reserved: frozenset[str] = frozenset(),
     mended: str | None = None,
+    in_code: bool = False,
 ) -> str:
     """THE check of a name a caller writes (a job, queue or event name, a tenant, a key): `text`
     that a log, a table and a terminal show as written (`NAME_RULE`); with `option_safe`, not
-    starting with '-' (a command line reads it as an option), and none of `reserved`. Refused,
+    starting with '-' (a command line reads it as an option), and none of `reserved`; `in_code`
+    (a name declared in code), `CODE_NAME_RULE` too. Refused,
     `nearest` is the name with what is wrong dropped, else `mended` (NOTHING_NEAR when None).
     Only new writes are checked: a name already stored is read, listed and matched as is."""
     checked = text(argument, value, max_bytes)
     # Printable ASCII is most names: one C-level test, no per-character look.
     plain = checked.isascii() and checked.isprintable()
-    if (plain or all(_showable(c) for c in checked)) and not (
+    keep = _visible if in_code else _showable
+    if (plain or all(keep(c) for c in checked)) and not (
         (option_safe and checked.startswith("-")) or checked in reserved
     ):
         return checked
-    dropped = _dropped(checked)
+    dropped = _dropped(checked, keep)
     dropped = dropped.lstrip("-") if option_safe else dropped
     near = dropped if dropped and dropped not in reserved else mended
-    rules = [NAME_RULE]
+    rules = [NAME_RULE + (f" {CODE_NAME_RULE}" if in_code else "")]
     if option_safe:
         rules.append("not starting with '-' (a command line reads it as an option)")
     rules += [f"not {r!r} (a worker reads it as every queue)" for r in sorted(reserved)]
@@ -145,7 +157,7 @@ def name(
 
 def job_name(argument: str, value: object) -> str:
     """A job name, as a declaration or an enqueue writes it."""
-    return name(argument, value, MAX_NAME_BYTES, option_safe=True)
+    return name(argument, value, MAX_NAME_BYTES, option_safe=True, in_code=True)
 
 
 def queue_name(argument: str, value: object, mended: str | None = None) -> str:
@@ -158,12 +170,13 @@ def queue_name(argument: str, value: object, mended: str | None = None) -> str:
         option_safe=True,
         reserved=frozenset({EVERY_QUEUE}),
         mended=mended,
+        in_code=True,
     )
 
 
 def event_name(argument: str, value: object) -> str:
     """An event's name, as a send or a wait writes it (declared in code, like a job's)."""
-    return name(argument, value, MAX_NAME_BYTES, option_safe=True)
+    return name(argument, value, MAX_NAME_BYTES, option_safe=True, in_code=True)
 
 
 def tenant(argument: str, value: object) -> str:
