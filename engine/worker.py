@@ -186,6 +186,9 @@ class Worker:
         self._running = False
         # run_until_idle() is going: no run begins beside it, nor it beside one.
         self._until_idle = False
+        # Under run_until_idle(): bodies started, and whether its last batch started none.
+        self._idle_started = 0
+        self._idle_stalled = False
         self._done = asyncio.Event()
         # Set once the loop has made its first claim: what `start()` waits for.
         self._claiming_now = asyncio.Event()
@@ -473,6 +476,7 @@ class Worker:
             return await self._run_until_idle()
         finally:
             self._until_idle = False
+            self._idle_stalled = False
 
     async def _run_until_idle(self) -> int:
         total = 0
@@ -485,6 +489,7 @@ class Worker:
             if not batch:
                 return total
             total += len(batch)
+            began = self._idle_started
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.leases.keep)
                 tg.start_soon(self.leases.watch, tg)
@@ -498,6 +503,7 @@ class Worker:
                         await self._let_go()
                         await self._cancel_tasks()
                 tg.cancel_scope.cancel()
+            self._idle_stalled = self._idle_started == began
             if self._crash is not None:
                 crash, self._crash = self._crash, None
                 raise crash
@@ -717,7 +723,7 @@ class Worker:
                             self.driver,
                             self.events,
                             claimed,
-                            NackOptions(delay_ms=self.poll_ms, counts_as_attempt=False),
+                            NackOptions(delay_ms=self._shed_delay_ms(), counts_as_attempt=False),
                             "shed",
                             f"at cap {blocked}",
                             cap_kind=cap_kind(blocked),
@@ -739,6 +745,7 @@ class Worker:
                 )
                 return
             started = True
+            self._idle_started += 1
             await execute(self.runtime, claimed, definition, handle)
         except asyncio.CancelledError:
             if not handle.torn:  # cancelled from outside the worker, not torn down by it
@@ -763,6 +770,14 @@ class Worker:
             handle.body_done()  # when it never ran (shed, parked unknown name, failed input)
             self._inflight.pop(record.id, None)
             self._slot_freed()
+
+    def _shed_delay_ms(self) -> int:
+        """How long a job shed at a cap stays out of claims: the poll, so a worker does not spin
+        on it. Under run_until_idle() that left due jobs of a capped name unrun, so there it is due
+        again at once, unless the batch before started no body (the cap is held elsewhere)."""
+        if self._until_idle and not self._idle_stalled:
+            return 0
+        return self.poll_ms
 
     async def _wait_for_work(self) -> None:
         """The loop's idle wait: new work or the poll, unless a reserved start came due while
