@@ -35,7 +35,9 @@ def load_apps(modules: Sequence[str]) -> None:
     """Import each app module so its declarations register. A declaration error (a
     `JobsError`, e.g. `IDEMPOTENCY_REQUIRED`) passes through with its own code."""
     for module in modules:
-        if not is_module_name(module):
+        # `app.py` is a dotted name too (module `py` of package `app`): where it is a file
+        # here, it was typed for the file, and is refused as a file's path is.
+        if not is_module_name(module) or (module.endswith(".py") and os.path.isfile(module)):
             raise _refused(modules, module, _meant(module), APP_NAME_RULE)
     for module in modules:
         try:
@@ -129,7 +131,8 @@ def _near_missing(module: str, missing: str | None) -> str | None:
     found = difflib.get_close_matches(part, _names(path), n=1, cutoff=_NEAR_CUTOFF)
     if not found:
         return None
-    return ".".join(filter(None, [parent, found[0], module[len(missing) + 1 :]]))
+    near = ".".join(filter(None, [parent, found[0], module[len(missing) + 1 :]]))
+    return None if near == module else near  # never the name that failed
 
 
 def _names(path: Iterable[str]) -> list[str]:

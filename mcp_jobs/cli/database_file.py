@@ -4,7 +4,8 @@ A path typed wrong (`--database-url sqlite:///adir`) would otherwise get a new, 
 that answers "no jobs", exit 0, and stays behind as a stray file. Only the commands that start
 something on purpose (`worker`, `serve`, `dashboard`, `db migrate`, `demo`) create one, and any
 command creates the files under `.mcp-jobs/`, the directory mcp-jobs keeps its own store in
-(the default `./.mcp-jobs/jobs.db`, created on first use, and the files its fixes name there).
+(the default `./.mcp-jobs/jobs.db`, created on first use, and the files its fixes name there),
+but for a name there that is a slip of the keys in a database beside it (`job.db`).
 """
 
 from __future__ import annotations
@@ -45,14 +46,22 @@ class NoDatabaseFileError(DatabaseUrlInvalidError):
 
 def require_database(url: str) -> None:
     """Raise `NoDatabaseFileError` when `url` is a SQLite URL naming no file outside the store
-    directory; any other URL, or one no driver can use (connect() says why), passes."""
+    directory, or one in it that plainly stands for a database there; any other URL, or one no
+    driver can use (connect() says why), passes."""
     if not url.lower().startswith("sqlite://"):
         return
     try:
         path = os.path.abspath(sqlite_path(url))
     except JobsError:
         return
-    if os.path.lexists(path) or Path(path).parent.name == STORE_DIRECTORY:
+    if os.path.lexists(path):
+        return
+    if Path(path).parent.name == STORE_DIRECTORY:
+        # The store's files are made on first use, but not a slip of one there (`job.db`):
+        # that would answer "no jobs" from a new empty database, as anywhere else.
+        near = near_database(path)
+        if near is not None:
+            raise NoDatabaseFileError(url, path, near)
         return
     if refusal_of(path) is not None:
         return  # a file where a directory must be: connect() names it (`ls -ld`)

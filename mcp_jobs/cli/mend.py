@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from engine.errors import (
     JobNotFoundError,
     JobsError,
 )
+from engine.fix_lines import needs_on_path
 from engine.meant import meant_choices, same_words
 from engine.retention import DURATION_WORDS
 from engine.shell_words import shell_word
@@ -112,6 +114,8 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
     elif type(exc) is InvalidArgumentError and exc.nearest is not NOTHING_NEAR:
         words = with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
     if words is not None:
+        if exc.argument == "app" and isinstance(exc.nearest, str):
+            fixes = _with_app(fixes, exc.value, exc.nearest)
         # The URL as typed may hold a password: `fixes` writes it back as every fix line has it.
         fix = fixes.command(*fix_words(words))
     elif exc.fix_said:
@@ -119,6 +123,24 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
     else:
         return exc
     return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+
+
+def _with_app(fixes: FixContext, typed: object, meant: str) -> FixContext:
+    """`fixes` for the line whose `--app` is `meant` in place of `typed`: with the PYTHONPATH a
+    shell elsewhere needs to import it, which the context of the name typed (importing from
+    nowhere) could not know."""
+    apps = tuple(meant if app == typed else app for app in fixes.apps)
+    held = [value for name, value in fixes.assignments if name == "PYTHONPATH"]
+    inherited = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    places = held[0].split(os.pathsep) if held else [os.path.abspath(p) for p in inherited if p]
+    here = str(Path.cwd().resolve())
+    if needs_on_path(meant, [here]):
+        if not any(os.path.realpath(p) == os.path.realpath(here) for p in places):
+            places.insert(0, here)
+    elif not needs_on_path(meant, places):
+        return replace(fixes, apps=apps)  # it imports from any directory
+    kept = tuple(pair for pair in fixes.assignments if pair[0] != "PYTHONPATH")
+    return replace(fixes, apps=apps, assignments=(*kept, ("PYTHONPATH", os.pathsep.join(places))))
 
 
 def _at_cap(exc: LimitExceededError, argv: Sequence[str], fixes: FixContext) -> JobsError:

@@ -550,7 +550,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     backfill.add_argument(
         "--wait",
-        type=float,
+        # MCP's `wait_seconds`: a number of seconds or a duration ("30s"); below 0 is the
+        # command's own check, made before the pass starts (commands.backfill_command).
+        type=_seconds(float),
         metavar="SECONDS",
         help="with --write: follow the pass this long (default: at a terminal, until it ends)",
     )

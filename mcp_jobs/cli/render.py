@@ -144,7 +144,7 @@ def _inspect(env: dict[str, Any]) -> str:
     if (env.get("steps_total") or 0) > len(steps):
         lines.append(f"  steps: the newest {len(steps)} of {env['steps_total']}")
     for step in steps:
-        took = f"{step['finished_at'] - step['started_at']} ms" if step.get("finished_at") else "…"
+        took = _step_took(step)
         extra = f"  {one_line(step['error'])}" if step.get("error") else ""
         lines.append(f"  step {one_line(step['name'])}: {step['status']} ({took}){extra}")
     events = env.get("events") or []
@@ -154,6 +154,18 @@ def _inspect(env: dict[str, Any]) -> str:
         actor = f" by {one_line(event['actor'])}" if event.get("actor") else ""
         lines.append(f"  event {when(event['at'])} {one_line(event['kind'])}{actor}")
     return "\n".join(lines)
+
+
+def _step_took(step: dict[str, Any]) -> str:
+    """How long a finished step took; for one parked (`sleeping`, `waiting`), when it wakes, as
+    stored (`engine.steps`); else `…`, still under way."""
+    if step.get("finished_at"):
+        return f"{step['finished_at'] - step['started_at']} ms"
+    output = step.get("output")
+    wake = output.get("wake_at") if isinstance(output, dict) else None
+    if step.get("status") in ("sleeping", "waiting") and isinstance(wake, int):
+        return f"until {when(wake)}"
+    return "…"
 
 
 def _traceback_lines(error: dict[str, Any]) -> list[str]:
