@@ -33,6 +33,7 @@ from engine.drivers.sqlite.library import (
     sqlite3,
     too_old_fix,
 )
+from engine.drivers.sqlite.lock_holder import command_line, write_lock_holder
 from engine.drivers.sqlite.migrate import declared_statement
 from engine.drivers.urls import migrate_fix
 from engine.errors import (
@@ -315,13 +316,28 @@ def convert(path: str, exc: BaseException) -> JobsError:
         read_only = read_only_refusal(path, f"{name}: {exc}")
         if read_only is not None:
             return read_only
-    return DriverUnavailableError("sqlite", f"{path}: {name}: {exc}", _unavailable_fix(path, exc))
+    error = DriverUnavailableError("sqlite", f"{path}: {name}: {exc}", _unavailable_fix(path, exc))
+    if code in _BUSY_CODES:
+        _name_holder(error, path)
+    return error
+
+
+def _name_holder(error: JobsError, path: str) -> None:
+    """Name the process holding the file's write lock: the fix lists every process with the
+    file open (all the workers too), and only the lock tells which one is in the way."""
+    pid = write_lock_holder(path)
+    if pid is None:
+        return
+    command = command_line(pid)
+    shown = f"process {pid} ({command})" if command else f"process {pid}"
+    _amend(error, f"{shown} holds its write lock")
+    error.details = {**(error.details or {}), "holder_pid": pid}
 
 
 def read_only_refusal(path: str, detail: str) -> DatabaseUrlInvalidError | None:
-    """DATABASE_URL_INVALID when the file, or the directory where SQLite writes its -wal and
-    -shm beside it (even to read it), cannot be written: a read-only mount or a mode no retry
-    changes (DRIVER_UNAVAILABLE would have a worker wait for ever). None when both can be."""
+    """DATABASE_URL_INVALID when the file, its -wal or -shm, or the directory where SQLite
+    writes them beside it (even to read it), cannot be written: a read-only mount or a mode no retry
+    changes (DRIVER_UNAVAILABLE would have a worker wait for ever). None when all can be."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
         mounted_ro = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
@@ -330,7 +346,9 @@ def read_only_refusal(path: str, detail: str) -> DatabaseUrlInvalidError | None:
     if mounted_ro:
         what = f"{directory} is on a filesystem mounted read-only"
     else:
-        locked = [p for p in (path, directory) if os.path.exists(p) and not os.access(p, os.W_OK)]
+        # A -wal or -shm another user left (a `sudo mcp-jobs …`) refuses writes just the same.
+        written = (path, f"{path}-wal", f"{path}-shm", directory)
+        locked = [p for p in written if os.path.exists(p) and not os.access(p, os.W_OK)]
         if not locked:
             return None
         what = f"{locked[0]} is not writable by this user"
