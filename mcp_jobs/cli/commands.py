@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import signal
 import sys
 import threading
@@ -27,7 +28,7 @@ from mcp_jobs.app_modules import load_apps
 from mcp_jobs.cli.database_file import require_database
 from mcp_jobs.cli.database_installed import require_installed
 from mcp_jobs.cli.db_report import refuse_unusable
-from mcp_jobs.cli.mend import mended, refusal_context
+from mcp_jobs.cli.mend import fix_words, mended, refusal_context, typed_words, with_value
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings
 from mcp_jobs.errors import CommandLineInvalidError
@@ -409,6 +410,8 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
     """`db prune`: the dry run's counts, or every expired row pruned in batches."""
 
     async def run() -> Envelope:
+        if not args.dry_run:
+            _refuse_bare_seconds(args.older_than, settings)
         async with open_jobs(settings) as jobs:
             scope = scope_of(jobs, settings, "db prune")
             return await operations.prune_history(
@@ -416,6 +419,31 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
             )
 
     return await guarded("prune_history", args.json, run, settings)
+
+
+def _refuse_bare_seconds(older_than: str | None, settings: Settings) -> None:
+    """`db prune --older-than 7`: a bare number is seconds, and the prune deletes at once every
+    job settled before then. A unit left out of a destructive command is not guessed: refused,
+    the fix the dry run of the days it most likely meant, which shows what would go."""
+    try:
+        number = float(older_than) if older_than is not None else None
+    except ValueError:
+        return
+    if number is None or not math.isfinite(number) or number < 0:
+        return
+    words = typed_words()
+    meant = f"{older_than.strip()}d" if older_than is not None else ""
+    typed = None if words is None else with_value(words, {"--older-than"}, older_than, meant)
+    fix = None
+    if typed is not None:
+        fix = refusal_context(settings).command(*fix_words([*typed, "--dry-run"]))
+    raise InvalidArgumentError(
+        "older_than",
+        older_than,
+        f"a duration with its unit (90s, 12h, 7d): a bare number is seconds, and {older_than} s "
+        f"would delete every job settled before {older_than} seconds ago",
+        fix=fix,
+    )
 
 
 async def report_command(args: argparse.Namespace, settings: Settings) -> int:

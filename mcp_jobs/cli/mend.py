@@ -67,6 +67,12 @@ def typed(argv: Sequence[str], command: str = "mcp-jobs") -> Iterator[None]:
         _ARGV.reset(token)
 
 
+def typed_words() -> tuple[str, ...] | None:
+    """The command line as typed (its words after the program), where a command runs."""
+    line = _ARGV.get()
+    return None if line is None else line[0]
+
+
 def mended(exc: BaseException, fixes: FixContext) -> BaseException:
     """`_mended`'s answer, its fix the command's --help where the line would be longer than an
     error's text may be (`TEXT_LIMIT`): cut there (a 10 KB value typed), it would not run."""

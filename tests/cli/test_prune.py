@@ -15,7 +15,7 @@ from engine.retention import Retention
 from engine.testing.kit.test_descriptors import declare
 from engine.testing.kit.test_retention import settle
 from mcp_jobs.cli import main
-from tests.support.fix_lines import command_words
+from tests.support.fix_lines import command_words, run_fix
 
 
 def seed(url: str) -> None:
@@ -146,3 +146,24 @@ def test_a_job_kept_longer_by_its_workers_published_policy_is_named(
     assert code == 0
     charge = {c["state"]: c["before"] for c in plan["cutoffs"] if c.get("name") == "charge"}
     assert charge["done"] == plan["at"] - 30 * 86_400_000
+
+
+def test_a_bare_number_is_refused_before_a_write_and_its_fix_is_the_dry_run(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--older-than 7` reads as seconds, and the prune deleted at once every job settled before
+    then: 3 jobs an hour old here, where days were most likely meant. A destructive command does
+    not guess a unit left out: refused, nothing deleted, the fix the dry run of 7 days."""
+    seed(url)
+    code, refused = prune(capsys, url, "--older-than", "7")
+    error = refused["error"]
+    assert (code, error["code"], error["retryable"]) == (1, "INVALID_ARGUMENT", False), error
+    assert "a bare number is seconds" in error["cause"]
+    words = command_words(error["fix"])
+    assert words[words.index("--older-than") + 1] == "7d" and "--dry-run" in words, error
+    code, plan = prune(capsys, url, "--dry-run", "--older-than", "30m")
+    assert sum(plan["by_state"].values()) == 3  # nothing was deleted
+    assert json.loads(run_fix(error["fix"]))["mode"] == "dry_run"
+    # A dry run may count by seconds: it deletes nothing.
+    code, counted = prune(capsys, url, "--dry-run", "--older-than", "60")
+    assert code == 0 and sum(counted["by_state"].values()) == 3
