@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from engine.errors import NAMED, InvalidArgumentError, JobNotFoundError, JobsError
+from engine.errors import (
+    NAMED,
+    CursorInvalidError,
+    InvalidArgumentError,
+    JobNotFoundError,
+    JobsError,
+)
 from engine.meant import meant_choices
 from mcp_jobs.dashboard.html import path
 from schemas.states import JOB_STATES
@@ -27,6 +33,12 @@ def mended(exc: Exception, request: Request, prefix: str) -> Exception:
             return exc
         exc.fix = path(prefix, *[inner if p == exc.job_id else p for p in parts], query=query)
         exc.next_call = None  # the listing's call is no longer the way on: the page is
+        return exc
+    if isinstance(exc, CursorInvalidError) and "cursor" in query:
+        # A cursor that goes with other filters (an edited URL) or none: the cause says to
+        # start again from the first page, which is this page without it.
+        del query["cursor"]
+        exc.fix, exc.next_call = path(prefix, *parts, query=query), None
         return exc
     if type(exc) is InvalidArgumentError and exc.argument in _CHOICES:
         value = query.get(exc.argument)

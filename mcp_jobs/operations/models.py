@@ -197,7 +197,7 @@ class JobSummary(BaseModel):
     last_error: ErrorPayload | None = Field(
         default=None,
         description="why the last attempt failed: code, cause and the fix to run; cleared once "
-        "the job succeeds",
+        "the job succeeds (the body's traceback: inspect_job)",
     )
     run_at_iso: ClassVar[str] = iso_of("run_at")
     created_at_iso: ClassVar[str] = iso_of("created_at")
@@ -207,7 +207,16 @@ class JobSummary(BaseModel):
     @classmethod
     def of(cls, record: JobRecord) -> Self:
         # Read from the record's attributes: no dict of it is built to be validated again.
-        return cls.model_validate(record, from_attributes=True)
+        summary = cls.model_validate(record, from_attributes=True)
+        error = summary.last_error
+        if error is None or not error.details or "traceback" not in error.details:
+            return summary
+        # Up to 4 KB a job: a page of 200 dead jobs was near a megabyte. inspect_job (the
+        # error's own next_call) keeps it.
+        details = {k: v for k, v in error.details.items() if k != "traceback"} or None
+        return summary.model_copy(
+            update={"last_error": error.model_copy(update={"details": details})}
+        )
 
 
 class JobProgressSummary(JobSummary):
