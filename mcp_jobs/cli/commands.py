@@ -176,7 +176,11 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
             if action == "stats":
                 return await operations.queue_stats(scope, args.queues, args.limit)
             if action == "diagnose":
-                return await operations.diagnose_queue(scope, args.queue)
+                # A queue it does not know comes back as this command on the one meant.
+                fixes = refusal_context(settings)
+                return await operations.diagnose_queue(
+                    scope, args.queue, mend=lambda exc: mended(exc, fixes)
+                )
             bar = ProgressBar("drain", enabled=False if args.json else None)
             scope = scope_of(jobs, settings, "jobs drain", bar)
             try:

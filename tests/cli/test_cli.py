@@ -232,6 +232,12 @@ def test_operating_jobs_from_the_cli(shop: str, capsys: pytest.CaptureFixture[st
     code, diagnosis = cli_json(capsys, "jobs", "diagnose", "--app", APP, *db)
     assert_tool_shape("diagnose_queue", diagnosis)
     assert "NO_LIVE_WORKERS" in {f["code"] for f in diagnosis["findings"]}
+    # A queue slipped: the finding's fix is this diagnosis of the queue meant, not the stats.
+    code, slipped = cli_json(capsys, "jobs", "diagnose", "--queue", "ordres", "--app", APP, *db)
+    (unknown,) = [f for f in slipped["findings"] if f["code"] == "QUEUE_UNKNOWN"]
+    assert words_of(unknown["fix"])[:4] == ["jobs", "diagnose", "--queue", "orders"], unknown
+    code, meant = cli_json(capsys, *words_of(unknown["fix"]), *db)
+    assert code == 0 and "QUEUE_UNKNOWN" not in {f["code"] for f in meant["findings"]}
 
 
 def test_backfills_from_the_cli(shop: str, capsys: pytest.CaptureFixture[str]) -> None:
