@@ -416,11 +416,16 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> Envelope:
         if not args.dry_run:
             _refuse_bare_seconds(args.older_than, settings)
+        # A prune of a year's history runs minutes: its batches are drawn at a terminal.
+        bar = ProgressBar("prune", enabled=False if args.json or args.dry_run else None)
         async with open_jobs(settings) as jobs:
-            scope = scope_of(jobs, settings, "db prune")
-            return await operations.prune_history(
-                scope, write=not args.dry_run, older_than=args.older_than, states=args.state
-            )
+            scope = scope_of(jobs, settings, "db prune", bar)
+            try:
+                return await operations.prune_history(
+                    scope, write=not args.dry_run, older_than=args.older_than, states=args.state
+                )
+            finally:
+                bar.close()
 
     return await guarded("prune_history", args.json, run, settings)
 

@@ -5,6 +5,7 @@ Audit events of no job go by the audit retention."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import anyio
@@ -167,3 +168,15 @@ def test_a_bare_number_is_refused_before_a_write_and_its_fix_is_the_dry_run(
     # A dry run may count by seconds: it deletes nothing.
     code, counted = prune(capsys, url, "--dry-run", "--older-than", "60")
     assert code == 0 and sum(counted["by_state"].values()) == 3
+
+
+def test_a_prune_at_a_terminal_draws_its_batches(
+    url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prune of a year's history ran minutes and printed nothing until it ended."""
+    seed(url)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["db", "prune", "--database-url", url, "--older-than", "30m"]) == 0
+    drawn = capsys.readouterr()
+    assert "prune" in drawn.err and "rows pruned" in drawn.err, drawn
+    assert drawn.out.startswith("pruned 3 settled job(s)"), drawn.out
