@@ -48,6 +48,7 @@ from engine.enqueue_items import (
 )
 from engine.errors import (
     NOTHING_NEAR,
+    REGISTRY,
     InvalidArgumentError,
     JobDuplicateError,
     JobsError,
@@ -68,6 +69,7 @@ from engine.inbound_events import (
     checked_window_ms,
 )
 from engine.internal_jobs import refuse_rerun
+from engine.meant import same_words
 from engine.retry import retry_schedule
 from engine.settle import Settler
 from engine.settled_counts import MAX_MS as MAX_EPOCH_MS
@@ -167,6 +169,20 @@ class JobSelection(NamedTuple):
     # Matches seen, `jobs` and past them (all of them with `count`): at least this many when
     # `scan_capped`.
     matching: int = 0
+
+
+def _error_code(code: str | None) -> str | None:
+    """`code`, refused where it is a known code in another spelling (`job_failed`): stored
+    codes are matched exactly, so it matched no job and a bulk plan of it planned nothing. An
+    app's own codes are not all known here: any other text is taken as it is."""
+    if code is None or code in REGISTRY:
+        return code
+    meant = [known for known in REGISTRY if same_words(code, known)]
+    if len(meant) != 1:
+        return code
+    raise InvalidArgumentError(
+        "error_code", code, f"an error code as stored ({meant[0]})", nearest=meant[0]
+    )
 
 
 def _matches(job: JobRecord, error_code: str | None, after: int | None, before: int | None) -> bool:
@@ -467,7 +483,7 @@ class Jobs:
         stopped short (`scan_capped`) so a caller narrows the filter rather than acting on a
         partial match it takes for the whole. With `count` it reads on past `limit`, within the
         same `scan_limit`, to count the matches (`matching`)."""
-        error_code = bounds.optional_text("error_code", error_code, MAX_NAME_BYTES)
+        error_code = _error_code(bounds.optional_text("error_code", error_code, MAX_NAME_BYTES))
         after = None
         if changed_after is not None:
             after = bounds.whole("changed_after", changed_after, 0, _MAX_EPOCH_MS, "epoch ms")
