@@ -51,6 +51,20 @@ TOOL_COMMANDS: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, str | None], .
         ),
     ),
     ("cancel_job", ("jobs", "cancel"), (("job_id", None),)),
+    (
+        "enqueue_job",
+        ("jobs", "enqueue"),
+        (
+            _NAME,
+            ("input", "--input"),
+            ("tenant_id", "--tenant"),
+            ("delay_seconds", "--delay-seconds"),
+            ("run_at", "--run-at"),
+            ("on_conflict", "--on-conflict"),
+            ("key", "--key"),
+            ("priority", "--priority"),
+        ),
+    ),
     ("describe_jobs", ("jobs", "describe"), (_NAME, ("cursor", "--cursor"), ("limit", "--limit"))),
     ("queue_stats", ("jobs", "stats"), (("queues", "--queues"), ("limit", "--limit"))),
     ("queue_stats", ("queues", "ls"), ()),
@@ -146,13 +160,15 @@ def _tool_call_of(rest: tuple[str, ...]) -> tuple[str, str] | None:
         value = getattr(args, dest, None)
         if value is None or value is False or value == default:
             continue
-        if argument == "payload" and isinstance(value, str):
+        if argument in _JSON_ARGUMENTS and isinstance(value, str):
             with contextlib.suppress(ValueError):  # else the CLI sends it as text too
                 value = json.loads(value)
         arguments[argument] = value
     return tool, json.dumps(arguments)
 
 
+# The arguments a command takes as JSON text after their flag.
+_JSON_ARGUMENTS = frozenset({"payload", "input"})
 # A fix line never asks for help: these words in one are names (a queue named `-h`).
 _NEVER_A_FLAG = frozenset({"-h", "--help"})
 

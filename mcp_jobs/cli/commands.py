@@ -28,6 +28,7 @@ from mcp_jobs.app_modules import load_apps
 from mcp_jobs.cli.database_file import require_database
 from mcp_jobs.cli.database_installed import require_installed
 from mcp_jobs.cli.db_report import refuse_unusable
+from mcp_jobs.cli.json_flag import json_object
 from mcp_jobs.cli.mend import fix_words, mended, refusal_context, typed_words, with_value
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings
@@ -46,6 +47,8 @@ from mcp_jobs.operations.models import (
 )
 from mcp_jobs.operations.scope import Scope
 
+# What `jobs enqueue --input` takes.
+INPUT_EXPECTED = "the job's input as a JSON object ('{\"order_id\": 1}')"
 # How long `backfill NAME --write` follows the pass at a terminal, when a worker is live.
 FOLLOW_SECONDS = 600.0
 # The exit status of a command stopped by Ctrl-C or SIGTERM, as the shell's own.
@@ -134,6 +137,7 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
         "show": "inspect_job",
         "retry": "retry_job",
         "cancel": "cancel_job",
+        "enqueue": "enqueue_job",
         "describe": "describe_jobs",
         "stats": "queue_stats",
         "diagnose": "diagnose_queue",
@@ -145,8 +149,21 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
 
     async def run() -> Envelope:
         nonlocal interrupted
+        # Read before the database is opened: a refused input connects to nothing.
+        job_input = json_object("input", args.input, INPUT_EXPECTED) if action == "enqueue" else {}
         async with open_jobs(settings) as jobs:
             scope = scope_of(jobs, settings, f"jobs {action}")
+            if action == "enqueue":
+                return await operations.enqueue_job(
+                    scope,
+                    args.name,
+                    job_input,
+                    delay_seconds=args.delay_seconds,
+                    run_at=int(args.run_at) if (args.run_at or "").isdigit() else args.run_at,
+                    on_conflict=args.on_conflict,
+                    key=args.key,
+                    priority=args.priority,
+                )
             if action == "ls":
                 return await operations.list_jobs(
                     scope,

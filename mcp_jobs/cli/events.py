@@ -7,13 +7,12 @@ the tool's envelope. `--tenant` sends the event for that tenant: only its jobs' 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from typing import Any
 
 from engine import bounds
 from engine.errors import NOTHING_NEAR, InvalidArgumentError
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
+from mcp_jobs.cli.json_flag import json_value
 from mcp_jobs.cli.mend import refusal_context
 from mcp_jobs.cli.render import TEXT, notice_lines
 from mcp_jobs.config import Settings
@@ -26,28 +25,6 @@ from mcp_jobs.operations.events import (
 from mcp_jobs.operations.models import Envelope
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e309: JSON, but no number a payload can store
-        raise ValueError(f"{text} is past a float's range")
-    return value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is no JSON value")  # NaN, Infinity: Python's, not JSON's
-
-
-def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value = dict(pairs)
-    if len(value) < len(pairs):  # json.loads keeps the last silently: which one was meant?
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"the key {json.dumps(key)[:80]} is given twice")
-            seen.add(key)
-    return value
-
-
 def _payload(text: str | None) -> EventPayload | None:
     """The `--payload` typed, parsed and checked as the tool's payload is (`checked_payload`).
     No JSON object is plainly meant by text that is not one, so the fix is the help: text that
@@ -55,16 +32,7 @@ def _payload(text: str | None) -> EventPayload | None:
     no payload, and an object naming a key twice not as its last value."""
     if text is None:
         return None
-    try:
-        value = json.loads(
-            text,
-            parse_float=_finite,
-            parse_constant=_no_constant,
-            object_pairs_hook=_one_value_per_key,
-        )
-    except ValueError as exc:
-        expected = f"{PAYLOAD_EXPECTED} ({exc})"
-        raise InvalidArgumentError("--payload", text, expected) from exc
+    value = json_value("--payload", text, PAYLOAD_EXPECTED)
     if value is None:  # `null` typed: no object (leaving --payload out sends none)
         raise InvalidArgumentError("--payload", text, f"{PAYLOAD_EXPECTED}, or left out")
     return checked_payload(value, "--payload")

@@ -25,6 +25,7 @@ from mcp_jobs.config import (
     seconds_in,
 )
 from mcp_jobs.durations import spelt
+from schemas.jobs import OnConflict
 from schemas.states import JOB_STATES, SETTLED_STATES, CancelState, RetryState
 
 EPILOG = """\
@@ -491,6 +492,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cancel = actions.add_parser("cancel", parents=[common], help="cancel a live job")
     cancel.add_argument("job_id")
+    enqueue = actions.add_parser(
+        "enqueue",
+        parents=[common],
+        help="enqueue job NAME with an input (its app: --app, or a live worker's published job)",
+    )
+    enqueue.add_argument("name", metavar="NAME", help="a registered job's name")
+    enqueue.add_argument(
+        "--input", metavar="JSON", help="the job's input, a JSON object ('{\"order_id\": 1}')"
+    )
+    enqueue.add_argument(
+        "--delay-seconds", type=_seconds(float), metavar="SECONDS", help="run it this much later"
+    )
+    enqueue.add_argument("--run-at", metavar="WHEN", help="run it then: ISO 8601, or epoch ms")
+    enqueue.add_argument(
+        "--on-conflict",
+        choices=get_args(OnConflict),
+        default="dedupe",
+        help="a live job of the same key: answer it (dedupe) or refuse (error)",
+    )
+    enqueue.add_argument("--key", help="the idempotency key, when the job's function needs one")
+    enqueue.add_argument("--priority", type=int, help="higher is claimed first")
     describe = actions.add_parser("describe", parents=[common], help="the registered jobs")
     describe.add_argument("name", nargs="?")
     describe.add_argument("--limit", type=int, default=SHOWN, help="jobs in this page")

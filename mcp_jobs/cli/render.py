@@ -352,6 +352,13 @@ def notice_lines(env: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _enqueued(env: dict[str, Any]) -> str:
+    tenant = f", tenant {one_line(env['tenant_id'])}" if env.get("tenant_id") else ""
+    said = "a live job of this key already" if env.get("deduped") else "enqueued"
+    head = f"{said}: job {env['job_id']} ({one_line(env['name'])}{tenant}), {env['state']}"
+    return "\n".join([head, *notice_lines(env)])
+
+
 def _backfill(env: dict[str, Any], fixes: FixContext) -> str:
     if env.get("plan"):
         p = env["plan"]
@@ -546,6 +553,7 @@ WITH_FIXES: dict[str, Callable[[dict[str, Any], FixContext], str]] = {
     "list_backfills": _backfills,
 }
 TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
+    "enqueue_job": _enqueued,
     "db_migrate": _migrated,
     "db_nats_report": lambda env: "\n".join(env["lines"]),
     "db_report": lambda env: "\n".join(env["lines"]),

@@ -236,8 +236,8 @@ def test_operating_jobs_from_the_cli(shop: str, capsys: pytest.CaptureFixture[st
     code, slipped = cli_json(capsys, "jobs", "diagnose", "--queue", "ordres", "--app", APP, *db)
     (unknown,) = [f for f in slipped["findings"] if f["code"] == "QUEUE_UNKNOWN"]
     assert words_of(unknown["fix"])[:4] == ["jobs", "diagnose", "--queue", "orders"], unknown
-    code, meant = cli_json(capsys, *words_of(unknown["fix"]), *db)
-    assert code == 0 and "QUEUE_UNKNOWN" not in {f["code"] for f in meant["findings"]}
+    code, diagnosed = cli_json(capsys, *words_of(unknown["fix"]), *db)
+    assert code == 0 and "QUEUE_UNKNOWN" not in {f["code"] for f in diagnosed["findings"]}
 
 
 def test_backfills_from_the_cli(shop: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -506,7 +506,7 @@ def test_a_page_size_refused_beside_a_cursor_keeps_the_cursor_that_goes_with_the
     "fix",
     [
         'list_jobs {"nosuch": "zz"}',  # an argument the command has no flag for
-        'enqueue_job {"name": "x"}',  # a tool the CLI does not map
+        'wait_for_job {"job_id": "x"}',  # a tool the CLI does not map
         'inspect_job {"job_id": "x", "steps_limit": 5}',  # an argument `jobs show` cannot give
         "list_jobs not json",
         "mcp-jobs jobs ls",

@@ -38,6 +38,11 @@ _VALUES: dict[str, Any] = {
     "write": True,
     "force": True,
     "wait_seconds": 30,
+    "input": {"order_id": 7, "note": "gift wrap"},
+    "delay_seconds": 90,
+    "run_at": "2027-01-01T00:00:00Z",
+    "on_conflict": "error",
+    "priority": 5,
 }
 
 

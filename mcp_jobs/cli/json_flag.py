@@ -1,0 +1,76 @@
+"""A JSON object typed after a flag (`events send --payload`, `jobs enqueue --input`), read
+strictly: text that is no JSON is not taken as a string, a number past a float's range or a
+NaN is refused, and an object naming a key twice is not read as its last value."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from typing import Any
+
+from engine.errors import NOTHING_NEAR, InvalidArgumentError
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e309: JSON, but no number a payload can store
+        raise ValueError(f"{text} is past a float's range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no JSON value")  # NaN, Infinity: Python's, not JSON's
+
+
+def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) < len(pairs):  # json.loads keeps the last silently: which one was meant?
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {json.dumps(key)[:80]} is given twice")
+            seen.add(key)
+    return value
+
+
+def json_value(flag: str, text: str, expected: str) -> Any:
+    """`text` parsed strictly, or INVALID_ARGUMENT for `flag` saying why (`expected`, and the
+    parser's words)."""
+    try:
+        return json.loads(
+            text,
+            parse_float=_finite,
+            parse_constant=_no_constant,
+            object_pairs_hook=_one_value_per_key,
+        )
+    except ValueError as exc:
+        meant = _python_literal(text)
+        raise InvalidArgumentError(
+            flag, text, f"{expected} ({exc})", nearest=NOTHING_NEAR if meant is None else meant
+        ) from exc
+
+
+def _python_literal(text: str) -> str | None:
+    """The JSON of `text` written as Python (`{'n': 1}`, `True`, `None`): the same value, so
+    the refusal's fix is the line with it; None for anything else."""
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict | list):
+        return None
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):  # a set, bytes, a tuple key: no JSON for it
+        return None
+
+
+def json_object(flag: str, text: str | None, expected: str) -> dict[str, Any]:
+    """The object typed after `flag` (`{}` when it is left out), parsed as `json_value` reads."""
+    if text is None:
+        return {}
+    value = json_value(flag, text, expected)
+    if not isinstance(value, dict):
+        raise InvalidArgumentError(flag, text, expected)
+    return value
