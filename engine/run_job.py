@@ -80,6 +80,7 @@ class RunHandle:
     # One made per job: slots make it and its reads cheaper.
     __slots__ = (
         "claimed",
+        "held_ms",
         "in_body",
         "on_body_done",
         "reason",
@@ -100,8 +101,10 @@ class RunHandle:
         self.task: asyncio.Task[Any] | None = None
         self.in_body = False
         self.torn = False
-        # When its body started, on the worker's clock.
+        # When its body started, and when a claim ahead landed it to wait for a slot (0: it
+        # never waited), on the worker's clock.
         self.started_ms = 0
+        self.held_ms = 0
         # Called once, when the body is over and only its settle write remains: the worker
         # hands the slot to the next job instead of holding it through a commit.
         self.on_body_done: Callable[[], None] | None = None

@@ -56,10 +56,12 @@ from engine.worker_arguments import QueueChoice, client_checked, counts_checked,
 from engine.worker_events import WorkerEvents
 from engine.worker_hand_back import (
     HAND_BACK_MS,
+    WAIT_AHEAD_MS,
     cap_kind,
     give_back,
     hand_back_cancelled,
     hand_back_waiting,
+    stale,
     within,
 )
 from engine.worker_leases import LeaseKeeper
@@ -173,6 +175,8 @@ class Worker:
         # asyncio's own events and tasks throughout: the engine runs on asyncio (the PostgreSQL
         # driver needs it), and an anyio.Event costs a backend lookup on every job that ends.
         self._nudge = asyncio.Event()
+        # Set when a claim ahead lands jobs to wait for a slot (`_return_stale_waiting`).
+        self._ahead_landed = asyncio.Event()
         # Whether anyone waits on `_nudge`: a freed slot with no one waiting (the common case
         # under a backlog) spends no event.
         self._nudge_awaited = False
@@ -407,6 +411,7 @@ class Worker:
                 tg.start_soon(self.leases.keep)
                 tg.start_soon(self.leases.watch, tg)
                 tg.start_soon(self._rate_gate.run)
+                tg.start_soon(self._return_stale_waiting)
                 self.services.start(tg)
                 self._backlog = False
                 while not self._stopping:
@@ -578,8 +583,13 @@ class Worker:
             self._poke()
             return
         batch = task.result()
+        now = self.clock.now_ms() if batch else 0
         for claimed in batch:
-            self._waiting.append(self._hold(claimed))
+            handle = self._hold(claimed)
+            handle.held_ms = now
+            self._waiting.append(handle)
+        if batch:
+            self._ahead_landed.set()
         if len(batch) < ask:
             self._backlog = False  # the queue ran dry: back to waiting for work
         self._slot_freed()
@@ -603,13 +613,41 @@ class Worker:
         if self._claims:
             await asyncio.wait(set(self._claims))
 
+    async def _return_stale_waiting(self) -> None:
+        """Jobs claimed ahead wait for a slot at most WAIT_AHEAD_MS (worker_hand_back); one the
+        database does not take back waits on under its lease, tried again as long after. No
+        claim goes ahead again until a body ends: the pace it was sized by misled. Asleep while
+        nothing waits: an idle worker or one through an outage is not woken for it."""
+        clock = self.clock
+        while True:
+            if not self._waiting:
+                self._ahead_landed.clear()
+                await self._ahead_landed.wait()
+                continue
+            now = clock.now_ms()
+            oldest = min(handle.held_ms for handle in self._waiting)
+            if now - oldest < WAIT_AHEAD_MS:
+                await clock.sleep_ms(oldest + WAIT_AHEAD_MS - now)
+                continue
+            late = stale(self._waiting, now)
+            self.plan.paced = False
+            for handle in late:
+                self._waiting.remove(handle)
+            reason = f"waited {WAIT_AHEAD_MS} ms or more for a slot; back for a worker with one"
+            kept = await hand_back_waiting(self.driver, self.events, late, self._inflight, reason)
+            for handle in kept:
+                handle.held_ms = clock.now_ms()
+            self._waiting.extendleft(reversed(kept))
+            self._slot_freed()
+
     async def _hand_back_waiting(self) -> None:
         """A stopping worker returns the jobs it claimed ahead and never started: the claims on
         their way land first, then each goes back ready, without an attempt spent."""
         while self._claims:
             await asyncio.wait(set(self._claims))
         waiting, self._waiting = list(self._waiting), deque()
-        await hand_back_waiting(self.driver, self.events, waiting, self._inflight)
+        for handle in await hand_back_waiting(self.driver, self.events, waiting, self._inflight):
+            self._inflight.pop(handle.claimed.record.id, None)  # its lease hands it on
 
     def _body_done(self, handle: RunHandle) -> None:
         self._bodies -= 1

@@ -1,7 +1,7 @@
 """Claimed jobs a worker will not run, handed back ready without an attempt spent and said: one
-over a cap (shed, rule 7), at a stop those it claimed ahead that never started, and whatever a
-worker whose run was cancelled still holds. A job cancelled or taken meanwhile is no longer the
-worker's to return: nothing is said of it."""
+over a cap (shed, rule 7), those it claimed ahead that waited too long for a slot or never
+started before a stop, and whatever a worker whose run was cancelled still holds. A job
+cancelled or taken meanwhile is no longer the worker's to return: nothing is said of it."""
 
 from __future__ import annotations
 
@@ -24,6 +24,11 @@ logger = logging.getLogger("mcp_jobs.worker")
 # before it goes: a cancelled caller waits that long at most. What is left then (a write that
 # does not commit, a body shielded for longer) goes back when its lease runs out.
 HAND_BACK_MS = 5_000
+# How long a job claimed ahead may wait for a slot. Longer, the pace its claim was sized by was
+# wrong (a body running far longer than the recent ones): it goes back for a worker with a slot
+# free. Kept, it waited as long as that body ran, and a kill -9 meanwhile spent an attempt of a
+# job whose body never began (one allowed: dead, JOB_SLOT_LOST).
+WAIT_AHEAD_MS = 1_000
 
 
 def cap_kind(key: str) -> CapKind:
@@ -54,9 +59,12 @@ async def hand_back_waiting(
     events: WorkerEvents,
     waiting: Sequence[RunHandle],
     held: dict[str, RunHandle],
-) -> None:
-    """A stopping worker's jobs claimed ahead (`waiting`): each goes back ready at once, and
-    leaves `held` (the worker's jobs by id) whether or not its lease has to return it."""
+    reason: str = "worker stopping before it started",
+) -> list[RunHandle]:
+    """Jobs claimed ahead (`waiting`), each back ready at once; answers those the database
+    did not take back (away), which stay in `held` (the worker's jobs by id) for the caller to
+    keep or drop. The rest leave `held`."""
+    unreturned: list[RunHandle] = []
 
     async def hand_back(handle: RunHandle) -> None:
         record = handle.claimed.record
@@ -67,17 +75,24 @@ async def hand_back_waiting(
                 handle.claimed,
                 NackOptions(counts_as_attempt=False),
                 "handed_back",
-                "worker stopping before it started",
+                reason,
             )
         except JobsError as exc:
             logger.warning("job %s not handed back, its lease will: %s", record.id, exc)
-        finally:
-            held.pop(record.id, None)
+            unreturned.append(handle)
+            return
+        held.pop(record.id, None)
 
     if waiting:
         async with anyio.create_task_group() as tg:
             for handle in waiting:
                 tg.start_soon(hand_back, handle)
+    return unreturned
+
+
+def stale(waiting: Sequence[RunHandle], now_ms: int) -> list[RunHandle]:
+    """The jobs of `waiting` that have waited WAIT_AHEAD_MS or more for a slot."""
+    return [h for h in waiting if now_ms - h.held_ms >= WAIT_AHEAD_MS]
 
 
 async def within(clock: Clock, ms: int, work: Callable[[], Awaitable[None]]) -> None:

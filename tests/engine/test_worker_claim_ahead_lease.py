@@ -1,6 +1,9 @@
-"""A job claimed ahead whose lease ran out while it waited for a slot is not started: another
-worker may have claimed (and run) it meanwhile. One whose lease the heartbeat kept renewing
-starts however long it waited. Runs on every driver (tests/redis and tests/nats re-export it)."""
+"""A job claimed ahead waits for a slot at most WAIT_AHEAD_MS: then it goes back ready, its
+attempt unspent, for a worker with a slot free (kept, it waited as long as the body ahead of it
+ran, and a kill -9 meanwhile dead-lettered a job whose body never began). One the database does
+not take back waits on under its lease: whose lease ran out is not started, as another worker
+may have claimed (and run) it meanwhile; whose lease the heartbeat kept renewing starts however
+long it waited. Runs on every driver (tests/redis and tests/nats re-export it)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
 from engine.errors import DriverUnavailableError
 from engine.testing.blocked import wait_all_tasks_blocked
 from engine.testing.observe import Recorder
+from engine.worker_hand_back import WAIT_AHEAD_MS
 
 LEASE_MS = 30_000
 BEAT_MS = LEASE_MS // 3
@@ -79,12 +83,17 @@ async def test_a_job_whose_lease_ran_out_while_it_waited_is_not_started(
         beats.append(job_id)
         raise DriverUnavailableError(jobs.driver.kind, "connection refused")
 
+    async def refused(*args: Any) -> Any:
+        raise DriverUnavailableError(jobs.driver.kind, "connection refused")
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(two.worker.run)
         await until(lambda: two.worker.in_flight == 2)
         assert two.started == [0]  # job 1 waits in the worker for the slot
-        # The database stops answering this worker's heartbeats: its leases are not renewed.
+        # The database stops answering this worker: its leases are not renewed, nor is the
+        # job that waits too long taken back.
         monkeypatch.setattr(jobs.driver, "heartbeat", unreachable)
+        monkeypatch.setattr(jobs.driver, "nack", refused)
         await past_the_lease(clock, beats)
         monkeypatch.undo()
         # Another worker takes the expired lease over (and runs the job there).
@@ -113,7 +122,11 @@ async def test_a_job_whose_lease_was_renewed_while_it_waited_starts(
         beats.append(job_id)
         return result
 
+    async def refused(*args: Any) -> Any:
+        raise DriverUnavailableError(jobs.driver.kind, "connection refused")
+
     monkeypatch.setattr(jobs.driver, "heartbeat", answered)
+    monkeypatch.setattr(jobs.driver, "nack", refused)  # not taken back: it waits on
     async with anyio.create_task_group() as tg:
         tg.start_soon(two.worker.run)
         await until(lambda: two.worker.in_flight == 2)
@@ -123,3 +136,31 @@ async def test_a_job_whose_lease_was_renewed_while_it_waited_starts(
         two.worker.stop()
     assert two.started == [0, 1]
     assert "lease_lost" not in two.recorder.kinds()
+
+
+async def test_a_job_that_waited_too_long_goes_back_with_its_attempt_unspent(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock
+) -> None:
+    two = TwoJobs(jobs, registry)
+    waiting = await two.enqueue()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(two.worker.run)
+        await until(lambda: two.worker.in_flight == 2)
+        clock.advance(WAIT_AHEAD_MS - 1)
+        await wait_all_tasks_blocked()
+        assert two.worker.in_flight == 2  # not yet
+        clock.advance(1)
+        event = await two.recorder.wait("handed_back", waiting)
+        await until(lambda: two.worker.in_flight == 1)
+        record = await jobs.get(waiting)
+        assert record is not None and (record.state, record.attempt) == ("ready", 0)
+        # Not claimed back while the body ahead runs: the pace the claim went by misled.
+        await wait_all_tasks_blocked()
+        assert two.worker.in_flight == 1
+        two.release.set()
+        await two.recorder.wait("succeeded", waiting)
+        two.worker.stop()
+    assert two.started == [0, 1]
+    assert event.reason is not None and "back for a worker with one" in event.reason
+    record = await jobs.get(waiting)
+    assert record is not None and (record.state, record.attempt) == ("done", 1)

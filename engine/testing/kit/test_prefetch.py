@@ -106,13 +106,15 @@ async def test_a_job_cancelled_while_it_waits_for_a_slot_never_starts(
     bodies = Bodies(registry)
     enqueued = [await jobs.enqueue(bodies.job, {"n": n}) for n in range(3)]
     recorder = Recorder()
-    worker = paced(Worker(jobs, concurrency=1, prefetch=2, listeners=[recorder], lease_ms=30_000))
+    # A heartbeat every 500 ms: the worker hears the cancel before the job has waited
+    # WAIT_AHEAD_MS, past which it would go back unstarted anyway.
+    worker = paced(Worker(jobs, concurrency=1, prefetch=2, listeners=[recorder], lease_ms=1_500))
     async with anyio.create_task_group() as tg:
         tg.start_soon(worker.run)
         await until(lambda: worker.in_flight == 3)
         waiting = enqueued[1]
         assert (await jobs.cancel(waiting.id, actor="test")).state == "cancelled"
-        clock.advance(10_000)  # one heartbeat interval: the worker hears the cancel
+        clock.advance(500)  # one heartbeat interval: the worker hears the cancel
         await until(lambda: worker._inflight[waiting.id].reason == "cancelled")
         bodies.release.set()
         event = await recorder.wait("cancelled", waiting.id)
