@@ -106,6 +106,8 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
         return _id_held(exc, typed_line[0], fixes)
     if typed_line is not None and isinstance(exc, TenantPinnedError):
         return _tenant_pinned(exc, typed_line[0], fixes)
+    if typed_line is not None and isinstance(exc, JobsError) and exc.code in _SLOTTED:
+        return _slotted(exc, typed_line[0], fixes)
     if typed_line is not None and isinstance(exc, JobsError) and exc.code in NAMED:
         return _name_meant(exc, typed_line[0], fixes)
     if typed_line is None or not isinstance(exc, InvalidArgumentError):
@@ -129,6 +131,21 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
     else:
         return exc
     return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+
+
+# Refusals of a value only the caller knows: the line typed with the flag that gives it, its
+# value a placeholder (the engine's fix is a Python call, another face's).
+_SLOTTED = {
+    "JOB_TENANT_REQUIRED": ("--tenant", "TENANT"),
+    "IDEMPOTENCY_KEY_MISSING": ("--key", "KEY"),
+}
+
+
+def _slotted(exc: JobsError, argv: Sequence[str], fixes: FixContext) -> JobsError:
+    flag, placeholder = _SLOTTED[exc.code]
+    if not _typed_flag(argv, flag):
+        exc.fix, exc.next_call = fixes.command(*fix_words(_appended(argv, flag, placeholder))), None
+    return exc
 
 
 def _with_app(fixes: FixContext, typed: object, meant: str) -> FixContext:
