@@ -20,6 +20,7 @@ import anyio
 from engine.backfill.gate import resolve_environment
 from engine.drivers.urls import DATABASE_URL_ENV, given_url
 from engine.errors import LEFT_OUT, DatabaseUrlInvalidError, InvalidArgumentError, JobsError
+from engine.fix_lines import END_OF_OPTIONS
 from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.durations import joined
@@ -117,8 +118,33 @@ def _usage_fix(refused: UsageError, argv: Sequence[str]) -> str:
     return fix if len(fix) <= TEXT_LIMIT else help_line(refused.prog)
 
 
+# The options every command takes, and whether each takes a value: given before the command
+# (`mcp-jobs --app shop worker`, as `git -C` is), argparse read the value as the command.
+_COMMON_OPTIONS = {"--database-url": True, "--app": True, "--tenant": True, "--json": False}
+
+
+def _options_after_the_command(argv: Sequence[str]) -> list[str] | None:
+    """`argv` with the common options typed ahead of the command moved to the line's end (a
+    command's own parser reads them after its action), or None when it starts otherwise."""
+    ahead: list[str] = []
+    at = 0
+    while at < len(argv) and argv[at].split("=", 1)[0] in _COMMON_OPTIONS:
+        flag = argv[at].split("=", 1)[0]
+        takes = _COMMON_OPTIONS[flag] and "=" not in argv[at]
+        ahead += argv[at : at + 1 + takes]
+        at += 1 + takes
+    if not ahead or at >= len(argv) or len(ahead) > at:
+        return None
+    rest = list(argv[at:])
+    end = rest.index(END_OF_OPTIONS) if END_OF_OPTIONS in rest else len(rest)
+    return [*rest[:end], *ahead, *rest[end:]]
+
+
 def _mended_line(refused: UsageError, argv: Sequence[str]) -> tuple[list[str] | None, bool]:
     """The line the refused one stands for, and whether it is a guess; None when there is none."""
+    moved = _options_after_the_command(argv)
+    if moved is not None:
+        return moved, False
     if refused.conflicting:
         return list(argv), True
     # A duration in words (`"7 days"`, or `7 days` as two words) is no guess: the same time.
