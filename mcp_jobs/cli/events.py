@@ -11,6 +11,7 @@ from typing import Any
 
 from engine import bounds
 from engine.errors import NOTHING_NEAR, InvalidArgumentError
+from engine.fix_lines import END_OF_OPTIONS
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
 from mcp_jobs.cli.json_flag import json_value
 from mcp_jobs.cli.mend import refusal_context
@@ -51,9 +52,11 @@ def _positionals(args: argparse.Namespace, settings: Settings) -> None:
             mended = {"name": args.name, "key": args.key, argument: str(exc.nearest)}
             flags = [("--payload", args.payload), ("--tenant", args.tenant)]
             words = [w for flag, value in flags if value is not None for w in (flag, value)]
-            fix = refusal_context(settings).command(
-                "events", "send", *words, mended["name"], mended["key"]
-            )
+            # A KEY starting with '-' is a positional only after `--` (a flag before it).
+            positionals = [mended["name"], mended["key"]]
+            if any(p.startswith("-") for p in positionals):
+                positionals.insert(0, END_OF_OPTIONS)
+            fix = refusal_context(settings).command("events", "send", *words, *positionals)
             raise InvalidArgumentError(
                 argument, given, exc.expected, fix=fix, nearest=exc.nearest
             ) from None

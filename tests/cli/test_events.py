@@ -14,9 +14,11 @@ from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Worker, connect, job
 from engine.errors import InvalidArgumentError
+from mcp_jobs.cli import main
 from mcp_jobs.config import Settings
 from mcp_jobs.operations.events import checked_payload
 from mcp_jobs.server import build_server
+from tests.cli.databases import migrated
 from tests.cli.support import run
 from tests.support.fix_lines import command_words
 
@@ -139,3 +141,19 @@ def test_the_payload_rule_and_the_tools_schema_agree() -> None:
             assert refused.expected == "a JSON object"
             taken = False
         assert schema.is_valid(payload) is taken, payload
+
+
+def test_a_mended_name_keeps_a_key_that_starts_with_a_dash_a_positional(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`events send -1 -- --json`: the name mended to `1`, its fix wrote the key `--json` where
+    the parser reads a flag, and the line lacked its KEY. It goes after `--` now."""
+    db = ("--database-url", migrated(url))
+    assert main(["events", "send", "-1", *db, "--", "--json"]) == 1
+    assert "INVALID_ARGUMENT" in capsys.readouterr().err
+    code, refused = run(capsys, "events", "send", "--json", "-1", *db, "--", "-k")
+    fix = refused["error"]["fix"]
+    words = command_words(fix)
+    assert words[-3:] == ["--", "1", "-k"], fix
+    code, sent = run(capsys, *words[1:])
+    assert code == 0, sent
