@@ -16,7 +16,7 @@ and its stale token can no longer publish or release them. `Worker` runs one in-
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
@@ -50,6 +50,14 @@ class PublishedBatch:
     rows: list[OutboxRow]
     results: list[EnqueueResult]
     released: list[str]
+    # Why each released row was refused, in `released`'s order.
+    refusals: list[JobsError] = field(default_factory=list[JobsError])
+
+    @property
+    def refused_all(self) -> bool:
+        """Every row was handed back: no progress, and claiming again at once would take the
+        same rows while the cause lasts."""
+        return bool(self.rows) and len(self.released) == len(self.rows)
 
 
 class OutboxRelay(ServiceLoop):
@@ -90,23 +98,25 @@ class OutboxRelay(ServiceLoop):
         try:
             results = await self.driver.outbox_publish(token, rows)
             released: list[str] = []
+            refusals: list[JobsError] = []
         except JobsError as exc:
             logger.warning("outbox batch of %d failed, publishing one by one: %s", len(rows), exc)
-            results, released = await self._one_by_one(token, rows)
+            results, released, refusals = await self._one_by_one(token, rows)
         except BaseException:
             # Cancelled or crashed mid-publish: hand back what this claim still owns (published
             # rows are not touched) rather than leave it until the lease runs out.
             with anyio.CancelScope(shield=True):
                 await self._hand_back(token, [r.id for r in rows])
             raise
-        return PublishedBatch(self.id, token, rows, results, released)
+        return PublishedBatch(self.id, token, rows, results, released, refusals)
 
     async def _one_by_one(
         self, token: str, rows: list[OutboxRow]
-    ) -> tuple[list[EnqueueResult], list[str]]:
+    ) -> tuple[list[EnqueueResult], list[str], list[JobsError]]:
         """Isolate the row that broke the batch, so one bad row does not hold back the rest."""
         results: list[EnqueueResult] = []
         released: list[str] = []
+        refusals: list[JobsError] = []
         for row in rows:
             try:
                 results.extend(await self.driver.outbox_publish(token, [row]))
@@ -114,7 +124,8 @@ class OutboxRelay(ServiceLoop):
                 logger.error("outbox row %s (%s) not published: %s", row.id, row.request.name, exc)
                 await self._hand_back(token, [row.id])
                 released.append(row.id)
-        return results, released
+                refusals.append(exc)
+        return results, released, refusals
 
     async def _hand_back(self, token: str, ids: list[str]) -> None:
         try:
@@ -123,10 +134,14 @@ class OutboxRelay(ServiceLoop):
             logger.warning("outbox rows not released (claimable on lease expiry): %s", exc)
 
     async def run_until_empty(self) -> int:
-        """Publish until no row is waiting; how many jobs were published. For scripts/tests."""
+        """Publish until no row is waiting; how many jobs were published. For scripts/tests.
+        Raises the refusal when a claim published nothing (its rows stay waiting): claiming
+        them again at once would spin for as long as the cause lasts."""
         published = 0
         while (batch := await self.pass_once()) is not None:
             published += len(batch.results)
+            if batch.refused_all and batch.refusals:
+                raise batch.refusals[0]
         return published
 
     async def _turn(self) -> None:
@@ -134,11 +149,7 @@ class OutboxRelay(ServiceLoop):
         batch = await attempt("outbox relay pass", logger, self.pass_once)
         # A full batch handed back whole (the jobs table refused every row) is no progress: the
         # next claim would take the same rows at once, spinning while the cause lasts.
-        if (
-            batch is not None
-            and len(batch.rows) == self.batch_size
-            and len(batch.released) < len(batch.rows)
-        ):
+        if batch is not None and len(batch.rows) == self.batch_size and not batch.refused_all:
             await anyio.lowlevel.checkpoint()
             return
         await self._sleep(self.poll_ms)

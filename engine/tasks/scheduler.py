@@ -41,7 +41,7 @@ from engine.services import ServiceLoop, attempt
 from engine.tasks.declare import TASK_ACTOR, CatchUp, TaskDefinition, TaskRegistry, tasks_of
 from engine.tasks.errors import TaskEnqueueFailedError, TaskEntryInvalidError
 from engine.tasks.failures import next_failure
-from engine.tasks.notices import TaskNotices
+from engine.tasks.notices import OUTAGE_COUNT_BOUND, TaskNotices, occurrences
 from engine.tasks.occurrences import HORIZON_MS
 from engine.tracing import current_traceparent
 from schemas.jobs import EnqueueRequest, EnqueueResult
@@ -208,9 +208,11 @@ class Scheduler(ServiceLoop):
             return [] if latest is None else [latest]
         return schedule.between(after, now, definition.max_catch_up + 1)
 
-    def _fires_after(self, task: str, last_fired_ms: int | None, now: int) -> int:
-        """The instant after which `task`'s occurrences are due: its last fired one, unless the
-        clock was stepped back behind it (then from when that was first seen, logged once)."""
+    def _fires_after(self, definition: TaskDefinition, last_fired_ms: int | None, now: int) -> int:
+        """The instant after which the task's occurrences are due: its last fired one, unless the
+        clock was stepped back behind it (then from when that was first seen, logged once with
+        what that costs: the occurrences up to the last fired one fire a second time)."""
+        task = definition.name
         if last_fired_ms is None:
             return self._from_none(task, now)
         self._none_from.pop(task, None)
@@ -221,13 +223,17 @@ class Scheduler(ServiceLoop):
         if seen is None or seen[0] != last_fired_ms:
             seen = (last_fired_ms, now)
             self._stepped[task] = seen
+            again = definition.schedule.between(now, last_fired_ms, OUTAGE_COUNT_BOUND + 1)
             logger.warning(
                 "task %s last fired the occurrence at %d ms, %d s ahead of this clock (%d ms): "
-                "the clock was stepped back, so the task fires on from now",
+                "the clock was stepped back, so the task fires on from now, and the %s up to "
+                "that one, which fired before, fire again as they come due (a job of theirs "
+                "still live is deduped; one that finished runs again)",
                 task,
                 last_fired_ms,
                 (last_fired_ms - now) // 1000,
                 now,
+                occurrences(len(again), OUTAGE_COUNT_BOUND),
             )
         return seen[1]
 
@@ -257,7 +263,7 @@ class Scheduler(ServiceLoop):
         state = await self.driver.task_state(name)
         await self._finish(definition, report)
         last = state.last_fired_at if state is not None else None
-        after = self._fires_after(name, last, now)
+        after = self._fires_after(definition, last, now)
         due = self.due(definition, after, now)
         if definition.catch_up == "all":
             self.notices.catching_up(definition, after, now, due)
