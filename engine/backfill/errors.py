@@ -83,7 +83,7 @@ class BackfillEnvironmentError(JobsError):
     a declared environment), or the code change that declares this one."""
 
     code = "BACKFILL_ENVIRONMENT"
-    title = "this backfill is not declared for this environment"
+    title = "this backfill does not run in this environment"
 
     def __init__(
         self,
