@@ -45,6 +45,7 @@ from pydantic import ConfigDict, Field
 from engine.errors import JobNotFoundError
 from engine.instants import iso
 from mcp_jobs import operations
+from mcp_jobs.errors import example_call
 from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.backfills import follow_backfill
 from mcp_jobs.operations.envelope import error_payload, failure, success
@@ -488,10 +489,10 @@ class TaskMiddleware:
                 {"tool": name},
             )
         # Start the work without following it: the task is how the caller follows it now.
-        if name == "run_backfill":
-            arguments["wait_seconds"] = 0
-        elif name == "wait_for_job":
-            arguments["timeout_seconds"] = 0
+        given = dict(arguments)
+        wait = _ZERO_WAIT.get(str(name))
+        if wait is not None:
+            arguments[wait] = 0
         plain = {key: value for key, value in params.items() if key != "task"}
         plain["arguments"] = arguments
         answered = await call_next(replace(ctx, params=plain))
@@ -504,10 +505,14 @@ class TaskMiddleware:
             error = envelope.get("error") if isinstance(envelope, Mapping) else None
             cause = error.get("cause") if isinstance(error, Mapping) else None
             retryable = isinstance(error, Mapping) and error.get("retryable") is True
+            said = str(cause or json.dumps(answered)[:300])
+            data = dict(envelope) if isinstance(envelope, Mapping) else None
+            if data is not None and isinstance(error, Mapping) and wait is not None:
+                data["error"] = _as_given(error, str(name), wait, given)
             raise MCPError(
                 INTERNAL_ERROR if retryable else INVALID_PARAMS,
-                f"{name}: {cause or json.dumps(answered)[:300]}",
-                dict(envelope) if isinstance(envelope, Mapping) else None,
+                said if said.startswith(f"{name}: ") else f"{name}: {said}",
+                data,
             )
         job_id = _job_of(str(name), envelope)
         assert job_id is not None, f"{name} answered ok without a job"
@@ -529,3 +534,37 @@ def install(server: Any, *, read_only: bool = False) -> StatusWatcher | None:
     watcher = StatusWatcher(hub) if isinstance(hub, SubscriptionHub) else None
     server._lowlevel_server.middleware.append(TaskMiddleware(read_only=read_only, watcher=watcher))
     return watcher
+
+
+# The argument a task sets to 0 so the call starts the work without following it.
+_ZERO_WAIT = {"run_backfill": "wait_seconds", "wait_for_job": "timeout_seconds"}
+
+
+def _as_given(error: Mapping[str, Any], tool: str, wait: str, given: Mapping[str, Any]) -> Any:
+    """`error` with its fix and next_call as the caller's call, not the zero-wait call a task
+    makes of it: `wait` as the caller gave it, or left out."""
+    mended = dict(error)
+    call = error.get("next_call")
+    if (
+        isinstance(call, Mapping)
+        and call.get("tool") == tool
+        and isinstance(call.get("arguments"), Mapping)
+    ):
+        mended["next_call"] = {**call, "arguments": _restored(call["arguments"], wait, given)}
+    fix = error.get("fix")
+    head, _, shown = fix.partition(" ") if isinstance(fix, str) else ("", "", "")
+    if head == tool:
+        try:
+            arguments = json.loads(shown)
+        except ValueError:
+            return mended
+        if isinstance(arguments, dict):
+            mended["fix"] = f"{tool} {example_call(_restored(arguments, wait, given))}"
+    return mended
+
+
+def _restored(arguments: Mapping[str, Any], wait: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    restored = {key: value for key, value in arguments.items() if key != wait}
+    if wait in given:
+        restored[wait] = given[wait]
+    return restored
