@@ -53,17 +53,33 @@ def json_value(flag: str, text: str, expected: str) -> Any:
 
 def _python_literal(text: str) -> str | None:
     """The JSON of `text` written as Python (`{'n': 1}`, `True`, `None`): the same value, so
-    the refusal's fix is the line with it; None for anything else."""
+    the refusal's fix is the line with it; None for anything else, JSON's own refusals (a key
+    given twice, a NaN) among them."""
     try:
-        value = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        json.loads(text)
+        return None  # JSON, refused by the strict reading: no Python reading mends it
+    except ValueError:
+        pass
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+        value = ast.literal_eval(tree)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
-    if not isinstance(value, dict | list):
+    if not isinstance(value, dict | list) or _a_key_twice(tree):
         return None
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):  # a set, bytes, a tuple key: no JSON for it
         return None
+
+
+def _a_key_twice(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = [ast.dump(k) for k in node.keys if k is not None]
+            if len(set(keys)) < len(keys):
+                return True
+    return False
 
 
 def json_object(flag: str, text: str | None, expected: str) -> dict[str, Any]:
