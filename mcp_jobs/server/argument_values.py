@@ -168,7 +168,14 @@ def as_choices(schema: Mapping[str, Any], value: Any) -> tuple[Any, bool]:
         pieces = list(value)
     else:
         return MISSING, False
-    found = meant_choices(pieces, list(dict.fromkeys(singles + items)))
+    declared = list(dict.fromkeys(singles + items))
+    found = meant_choices(pieces, declared)
+    if found is None and items and len(pieces) > 1:
+        # Some pieces stand for none ("scheduled"): the list of those that do, a guess (a
+        # narrower filter); a placeholder would drop the values the caller got right.
+        kept = [meant_choices([piece], declared) for piece in pieces]
+        chosen_ones = [c[0][0] for c in kept if c is not None]
+        found = (list(dict.fromkeys(chosen_ones)), True) if chosen_ones else None
     if found is None:
         return MISSING, False
     chosen, guessed = found

@@ -298,7 +298,15 @@ async def test_a_refusal_mends_the_callers_call_where_the_mend_is_plain(
             # A slip of the keys is a guess: in the fix, not run; written, as its dry run.
             ("list_jobs", {"state": "readdy", "limit": 2}, '{"state": "ready", "limit": 2}'),
             ("cancel_jobs", {"states": ["redy"], "write": True}, '{"states": ["ready"]}'),
-            ("list_jobs", {"state": "failed,zzz"}, '{"state": "<state>"}'),
+            # A piece that stands for no state is dropped, the rest kept: a narrower filter,
+            # and a guess (a "<state>" slot dropped what the caller got right).
+            ("list_jobs", {"state": "failed,zzz"}, '{"state": "failed"}'),
+            (
+                "cancel_jobs",
+                {"states": ["ready", "scheduled", "suspended"]},
+                '{"states": ["ready", "suspended"]}',
+            ),
+            ("list_jobs", {"state": ["zzz", "qqq"]}, '{"state": "<state>"}'),
             ("run_backfill", {"name": "x", "write": "yes"}, '{"name": "x", "write": "<write>"}'),
             (
                 "enqueue_job",
