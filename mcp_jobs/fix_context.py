@@ -119,7 +119,7 @@ def unreachable_programs(path: str | None) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _pythonpath(apps: Sequence[str], cwd: Path, inherited: str | None) -> str | None:
+def pythonpath_for(apps: Sequence[str], cwd: Path, inherited: str | None) -> str | None:
     """The `PYTHONPATH` a fix line needs for `apps` to import from any directory, or None when
     each imports without it: when one imports only from `cwd` or an inherited entry (given
     inline, `PYTHONPATH=/x mcp-jobs …`, a shell elsewhere lacks it), the inherited one with each
@@ -193,7 +193,7 @@ class FixContext:
                 assignments.append((use.name, value))
         if settings.environment != DEFAULT_ENVIRONMENT:
             assignments.append((ENVIRONMENT_ENV, settings.environment))
-        pythonpath = _pythonpath(settings.apps, cwd, environ.get("PYTHONPATH"))
+        pythonpath = pythonpath_for(settings.apps, cwd, environ.get("PYTHONPATH"))
         if pythonpath is not None and not remote:
             assignments.append(("PYTHONPATH", pythonpath))
         url = absolute_url(settings.url, cwd)

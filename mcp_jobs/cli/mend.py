@@ -26,7 +26,6 @@ from engine.errors import (
     JobNotFoundError,
     JobsError,
 )
-from engine.fix_lines import needs_on_path
 from engine.meant import meant_choices, same_words
 from engine.retention import DURATION_WORDS
 from engine.shell_words import shell_word
@@ -38,7 +37,13 @@ from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
 from mcp_jobs.durations import spelt
 from mcp_jobs.errors import LimitExceededError, TenantPinnedError
-from mcp_jobs.fix_context import PROGRAM, FixContext, absolute_url, unreachable_programs
+from mcp_jobs.fix_context import (
+    PROGRAM,
+    FixContext,
+    absolute_url,
+    pythonpath_for,
+    unreachable_programs,
+)
 from mcp_jobs.operations.envelope import TEXT_LIMIT, error_payload, failure, sole
 from mcp_jobs.tool_commands import COMMAND_FOR_TOOL
 
@@ -153,17 +158,10 @@ def _with_app(fixes: FixContext, typed: object, meant: str) -> FixContext:
     shell elsewhere needs to import it, which the context of the name typed (importing from
     nowhere) could not know."""
     apps = tuple(meant if app == typed else app for app in fixes.apps)
-    held = [value for name, value in fixes.assignments if name == "PYTHONPATH"]
-    inherited = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    places = held[0].split(os.pathsep) if held else [os.path.abspath(p) for p in inherited if p]
-    here = str(Path.cwd().resolve())
-    if needs_on_path(meant, [here]):
-        if not any(os.path.realpath(p) == os.path.realpath(here) for p in places):
-            places.insert(0, here)
-    elif not needs_on_path(meant, places):
-        return replace(fixes, apps=apps)  # it imports from any directory
+    pythonpath = pythonpath_for(apps, Path.cwd(), os.environ.get("PYTHONPATH"))
     kept = tuple(pair for pair in fixes.assignments if pair[0] != "PYTHONPATH")
-    return replace(fixes, apps=apps, assignments=(*kept, ("PYTHONPATH", os.pathsep.join(places))))
+    path = () if pythonpath is None else (("PYTHONPATH", pythonpath),)
+    return replace(fixes, apps=apps, assignments=(*kept, *path))
 
 
 def _at_cap(exc: LimitExceededError, argv: Sequence[str], fixes: FixContext) -> JobsError:
