@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
-from schemas.jobs import EnqueueRequest, JobRecord, NackOptions
+from schemas.jobs import ClaimExclusion, EnqueueRequest, JobRecord, NackOptions
 from schemas.states import LIVE_STATES, RETRYABLE_STATES, RUN_NOW_STATES, JobState
 from schemas.stats import RECENT_SETTLED_CAP, RECENT_SETTLED_MS, QueueStats
 
@@ -117,6 +117,18 @@ def is_claimable(job: JobRecord, now: int) -> bool:
     if job.state == "running":
         return job.lease_expires_at is not None and job.lease_expires_at <= now
     return False
+
+
+def is_excluded(job: JobRecord, excluding: ClaimExclusion | None) -> bool:
+    """Whether a claim leaves `job` alone for a cap its worker found full: its queue, its name or
+    its tenant (a job with no tenant is under no tenant's cap)."""
+    if excluding is None:
+        return False
+    return (
+        job.queue in excluding.queues
+        or job.name in excluding.names
+        or (job.tenant_id is not None and job.tenant_id in excluding.tenants)
+    )
 
 
 # Priority: a small integer, higher first. One point is worth PRIORITY_STEP_MS of waiting: a
@@ -220,7 +232,7 @@ class NackOutcome(NamedTuple):
 
     state: JobState
     attempt: int
-    # None when settling: run_at keeps its value.
+    # None when settling, or handed back in its place: run_at keeps its value.
     run_at: int | None
     queued_at: int
     # True for a shed and a settle: the row keeps its place in line (oldest-ready age grows).
@@ -239,8 +251,12 @@ def nack_transition(options: NackOptions, now: int, attempt: int, queued_at: int
     event = event_kind_for(options)
     if state in SETTLING_STATES:
         return NackOutcome(state, next_attempt, None, queued_at, True, now, replaces_error, event)
-    run_at = now + max(0, options.delay_ms)
     keeps = is_shed(options)
+    if keeps and options.delay_ms <= 0:
+        # Handed back unstarted with no delay (a shed at a cap, a drain's or a stale claim-ahead's
+        # hand-back): it keeps its place in line, run_at and so its rank, and runs first again.
+        return NackOutcome(state, next_attempt, None, queued_at, True, None, replaces_error, event)
+    run_at = now + max(0, options.delay_ms)
     return NackOutcome(
         state,
         next_attempt,

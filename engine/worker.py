@@ -12,7 +12,8 @@ process runs the last. Jobs that wait are the worker's (leases kept, a cancel he
 worker hands them back unharmed, and jobs that run long are not claimed ahead at all.
 
 Limits are checked after the claim, against slots in the database, so they hold across machines;
-a job over a cap is shed (stays ready, no attempt, no error). A drain stops claiming, lets
+a job over a cap is shed in its place (stays ready, no attempt, no error), and the claims walk
+past the jobs of a cap found full (worker_caps). A drain stops claiming, lets
 in-flight jobs finish until its deadline, then hands the rest back unharmed; a run cancelled
 (or crashed) hands back at once what it holds, and closing the client first stops the runs on it
 (worker_runs). One run at a time: a second `run()`/`start()` while it runs is refused
@@ -21,9 +22,10 @@ in-flight jobs finish until its deadline, then hands the rest back unharmed; a r
 This module holds the loop and the worker's slots (what it holds, runs, waits for, claims);
 beside it: its arguments (worker_arguments), the claim sizes (claim_plan), the services run
 beside the jobs (worker_services), the lease heartbeat (worker_leases), where events go
-(worker_events), rate limits (worker_rates), jobs handed back (worker_hand_back), presence
-(worker_presence), a database that stops answering (worker_outage), jobs of names it does not
-run (worker_unknown_names) and the runs a client's close stops (worker_runs).
+(worker_events), caps (worker_caps), rate limits (worker_rates), jobs handed back
+(worker_hand_back), presence (worker_presence), a database that stops answering
+(worker_outage), jobs of names it does not run (worker_unknown_names) and the runs a client's
+close stops (worker_runs).
 """
 
 from __future__ import annotations
@@ -53,11 +55,11 @@ from engine.tasks.scheduler import Scheduler
 from engine.worker_arguments import ALL_QUEUES as ALL_QUEUES
 from engine.worker_arguments import MIN_LEASE_MS as MIN_LEASE_MS
 from engine.worker_arguments import QueueChoice, client_checked, counts_checked, kinds_checked
+from engine.worker_caps import CapRoom, shed_at_cap
 from engine.worker_events import WorkerEvents
 from engine.worker_hand_back import (
     HAND_BACK_MS,
     WAIT_AHEAD_MS,
-    cap_kind,
     give_back,
     hand_back_cancelled,
     hand_back_waiting,
@@ -211,6 +213,8 @@ class Worker:
         )
         self.leases = LeaseKeeper(self.runtime, self._inflight, concurrency)
         self.unknown_names = UnknownNames(jobs.descriptors, self.clock, self.id, poll_ms)
+        self.caps = CapRoom(self.clock, poll_ms)
+        self._asked = 0  # how many jobs the last claim asked for (CapRoom.claim_limit)
         # The keeper's record of the bodies that ended last, which `_body_done` appends to.
         self._ended = self.leases.ended
         self.services = WorkerServices(jobs, scheduler, outbox_relay, prune, retention)
@@ -440,13 +444,15 @@ class Worker:
                         continue  # it failed and waited: claim again, no poll on top
                     for claimed in batch:
                         self._start(self._hold(claimed))
-                    self._backlog = len(batch) == free
+                    self._backlog = bool(batch) and len(batch) == self._asked
                     if self._backlog:
                         continue  # the queue may hold more: claim again before waiting
                     if batch:
                         # A quiet queue: let the new jobs begin before this loop sets up its
                         # wait, since a job's latency is measured to its start.
                         await asyncio.sleep(0)
+                    if self.caps.wake_due():
+                        continue  # a full cap freed a slot while the claim was on its way
                     await self._race(self._wait_for_work)
                 await self._hand_back_waiting()
                 await self._finish_inflight()
@@ -488,9 +494,7 @@ class Worker:
         self._claim_queues = self.queues
         while True:
             await self.services.publish_staged()
-            batch = await self.driver.claim(
-                self.id, self.concurrency, self.lease_ms, self._claim_queues
-            )
+            batch = await self._claim_capped(self.concurrency)
             if not batch:
                 return total
             total += len(batch)
@@ -513,10 +517,22 @@ class Worker:
                 crash, self._crash = self._crash, None
                 raise crash
 
+    async def _claim_capped(self, free: int) -> list[ClaimedJob]:
+        """Claim for `free` slots, past the jobs whose cap this worker found full."""
+        limit = self._asked = self.caps.claim_limit(free)
+        if limit < 1:
+            return []
+        excluding = self.caps.exclusion()
+        if excluding is None:
+            return await self.driver.claim(self.id, limit, self.lease_ms, self._claim_queues)
+        return await self.driver.claim(
+            self.id, limit, self.lease_ms, self._claim_queues, excluding=excluding
+        )
+
     async def _claim(self, free: int) -> list[ClaimedJob] | None:
         """The jobs claimed; None when the claim failed and its backoff was waited out."""
         try:
-            batch = await self.driver.claim(self.id, free, self.lease_ms, self._claim_queues)
+            batch = await self._claim_capped(free)
         except DriverClosedError as closed:
             self._closed(closed)
             return []
@@ -566,7 +582,7 @@ class Worker:
         """A claim ahead: a failure ends the backlog and the loop's own claim, which waits before
         it retries, takes over."""
         try:
-            return await self.driver.claim(self.id, ask, self.lease_ms, self._claim_queues)
+            return await self._claim_capped(ask)
         except JobsError as exc:
             self.outage.failed("claim", exc)
             return []
@@ -750,23 +766,10 @@ class Worker:
                 caps = self.limits.caps_for(
                     record.queue, record.tenant_id, record.name, definition.concurrency
                 )
-                if caps:
-                    blocked = await self.driver.acquire_slots(
-                        record.id, caps, claimed.lease_expires_at
-                    )
-                    if blocked is not None:
-                        # Over a cap: straight back, not parked and no `last_error` — a job
-                        # still waiting, that depth and oldest-ready age must keep seeing (rule 7).
-                        await give_back(
-                            self.driver,
-                            self.events,
-                            claimed,
-                            NackOptions(delay_ms=self._shed_delay_ms(), counts_as_attempt=False),
-                            "shed",
-                            f"at cap {blocked}",
-                            cap_kind=cap_kind(blocked),
-                        )
-                        return
+                if caps and await shed_at_cap(
+                    self.caps, self.driver, self.events, claimed, caps, self._shed_delay_ms()
+                ):
+                    return
                 if self._rate_gate.applies(definition) and await self._rate_gate.shed_over(
                     claimed, definition, self.events
                 ):
@@ -806,16 +809,19 @@ class Worker:
             logger.exception("job %s (%s) could not be settled", record.id, record.name)
         finally:
             handle.body_done()  # when it never ran (shed, parked unknown name, failed input)
+            self.caps.released(record.id)
+            if self.caps.wake_due():
+                self._poke()  # a full cap's slot freed: the jobs its claims left alone are due
             self._inflight.pop(record.id, None)
             self._slot_freed()
 
     def _shed_delay_ms(self) -> int:
-        """How long a job shed at a cap stays out of claims: the poll, so a worker does not spin
-        on it. Under run_until_idle() that left due jobs of a capped name unrun, so there it is due
-        again at once, unless the batch before started no body (the cap is held elsewhere)."""
-        if self._until_idle and not self._idle_stalled:
-            return 0
-        return self.poll_ms
+        """A job shed at a cap keeps its place in line (no delay): this worker's claims leave its
+        cap's jobs alone while the cap is full (CapRoom). Under run_until_idle() a batch that
+        started no body (the cap held elsewhere) sheds for the poll, so the run ends."""
+        if self._until_idle and self._idle_stalled:
+            return self.poll_ms
+        return 0
 
     async def _wait_for_work(self) -> None:
         """The loop's idle wait: new work or the poll, unless a reserved start came due while

@@ -152,6 +152,15 @@ def legacy_error(text: str, job_id: str | None) -> ErrorPayload:
     )
 
 
+class ClaimExclusion(NamedTuple):
+    """What a claim leaves alone besides pauses: the queues, job names and tenants whose cap a
+    worker found full (engine/worker_caps.py). A hint, not a rule: the slots decide."""
+
+    queues: frozenset[str] = frozenset()
+    names: frozenset[str] = frozenset()
+    tenants: frozenset[str] = frozenset()
+
+
 class ClaimedJob(BaseModel):
     """A job handed to one worker, with the token that fences everything it writes back."""
 

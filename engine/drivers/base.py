@@ -24,6 +24,7 @@ from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
+    ClaimExclusion,
     EnqueueRequest,
     EnqueueResult,
     HeartbeatResult,
@@ -103,13 +104,20 @@ class JobStore(Protocol):
         ...
 
     async def claim(
-        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+        self,
+        worker_id: str,
+        limit: int,
+        lease_ms: int,
+        queues: Sequence[str] | None = None,
+        excluding: ClaimExclusion | None = None,
     ) -> list[ClaimedJob]:
-        """Take up to `limit` due jobs in `(run_at, id)` order and lease them to `worker_id`.
+        """Take up to `limit` due jobs in `rules.claim_rank` order and lease them to `worker_id`.
 
         Claimable: state ready/delayed/suspended with `run_at <= now`, or running with an expired
-        lease (rule 13). Never cancelled or any settled state. Sets state running, a fresh
-        token, `lease_expires_at = now + lease_ms`, and increments `attempt`.
+        lease (rule 13). Never cancelled or any settled state, nor a paused queue's or name's
+        job, nor one `rules.is_excluded` by `excluding` (the caps its worker found full, passed
+        by keyword and only then): the claim walks past those to the jobs after them. Sets state
+        running, a fresh token, `lease_expires_at = now + lease_ms`, and increments `attempt`.
         """
         ...
 

@@ -48,6 +48,7 @@ from engine.rules import (
     dedupe_key,
     event_kind_for,
     is_claimable,
+    is_excluded,
     nack_event_data,
     new_record,
     queue_stats,
@@ -60,6 +61,7 @@ from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
+    ClaimExclusion,
     EnqueueRequest,
     EnqueueResult,
     HeartbeatResult,
@@ -183,7 +185,12 @@ class MemoryDriver(MemoryControls):
         return results
 
     async def claim(
-        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+        self,
+        worker_id: str,
+        limit: int,
+        lease_ms: int,
+        queues: Sequence[str] | None = None,
+        excluding: ClaimExclusion | None = None,
     ) -> list[ClaimedJob]:
         now = self.clock.now_ms()
         wanted = set(queues) if queues is not None else None
@@ -193,6 +200,7 @@ class MemoryDriver(MemoryControls):
             if (wanted is None or job.queue in wanted)
             and is_claimable(job, now)
             and not (self._pauses and is_held(job, self._pauses))
+            and not is_excluded(job, excluding)
         ]
         candidates.sort(key=claim_rank)
         claimed: list[ClaimedJob] = []

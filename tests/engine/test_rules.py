@@ -141,6 +141,10 @@ def test_a_nack_moves_the_row_by_its_flags(options: NackOptions) -> None:
     if settled:
         assert (outcome.run_at, outcome.finished_at) == (None, NOW)
         assert outcome.queued_at == NOW - 900 and outcome.keeps_queued_at
+    elif rules.is_shed(options) and options.delay_ms <= 0:
+        # Handed back unstarted with no delay: run_at kept, so its place in line.
+        assert (outcome.run_at, outcome.finished_at) == (None, None)
+        assert outcome.queued_at == NOW - 900 and outcome.keeps_queued_at
     else:
         assert outcome.run_at == NOW + max(0, options.delay_ms)
         assert outcome.finished_at is None

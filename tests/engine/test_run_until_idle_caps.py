@@ -1,8 +1,8 @@
 """`run_until_idle()` runs every job that is due when a concurrency cap holds some of them back.
 
-A job over a cap is shed with a short delay so a long-lived worker does not spin on it; a
-script or test calling `run_until_idle()` must still see every due job of a capped name run,
-without moving the clock."""
+A job over a cap is shed in its place, and the worker's claims leave its cap's jobs alone while
+the cap is full; a script or test calling `run_until_idle()` must still see every due job of a
+capped name run, without moving the clock."""
 
 from __future__ import annotations
 

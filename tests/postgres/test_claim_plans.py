@@ -23,20 +23,21 @@ RARE = 3  # ready in queue "rare"
 # buffers); a claim of the rare queue alone costs a few index pages and its rows' pages.
 MAX_BUFFERS = 100
 
-CLAIM_TYPES = "bigint, int, text, bigint, text, boolean, text[], text[]"
-CLAIM_QUEUES_TYPES = "bigint, int, text, bigint, text, text[], boolean, text[], text[]"
+CLAIM_TYPES = "bigint, int, text, bigint, text, boolean, text[], text[], text[]"
+CLAIM_QUEUES_TYPES = "bigint, int, text, bigint, text, text[], boolean, text[], text[], text[]"
 
 
 async def add_ready(sql: Conn, clock: ManualClock, first: int, count: int) -> None:
-    """`count` ready jobs numbered from `first`; those past BULK in queue "rare". One job name
-    throughout: the column the old pause test (`name <> ALL ($8)`) was estimated to filter
-    every row out of."""
+    """`count` ready jobs numbered from `first`; those past BULK in queue "rare" and of tenant
+    "small", the others of tenant "big". One job name throughout: the column the old pause test
+    (`name <> ALL ($8)`) was estimated to filter every row out of."""
     await sql.execute(
         """
-        INSERT INTO mcp_jobs.jobs (id, run_id, name, queue, idempotency_key, input, state,
-            max_attempts, run_at, queued_at, created_at, updated_at)
+        INSERT INTO mcp_jobs.jobs (id, run_id, name, queue, tenant_id, idempotency_key, input,
+            state, max_attempts, run_at, queued_at, created_at, updated_at)
         SELECT lpad(g::text, 12, '0'), 'r' || g, 'work',
                CASE WHEN g > $3 THEN 'rare' ELSE 'bulk' END,
+               CASE WHEN g > $3 THEN 'small' ELSE 'big' END,
                'k' || g, '{}', 'ready', 3, $4::bigint, $4::bigint, $4::bigint, $4::bigint
           FROM generate_series($1::int, $1::int + $2::int - 1) AS g
         """,
@@ -66,6 +67,7 @@ async def claim_queues_plan(
     queues: list[str],
     paused_queues: list[str] | None = None,
     paused_names: list[str] | None = None,
+    excluded_tenants: list[str] | None = None,
 ) -> dict[str, Any]:
     """The generic plan of `claim_queues` for `queues`, run (and rolled back)."""
     return await generic_plan(
@@ -77,6 +79,7 @@ async def claim_queues_plan(
         True,
         paused_queues or [],
         paused_names or [],
+        excluded_tenants or [],
         settings=PLANNED_ONCE_SETTINGS,
     )
 
@@ -126,9 +129,9 @@ async def test_a_claim_planned_before_any_step_was_stored_probes_steps_by_its_in
     is kept as the table grows: read as a scan, the has_steps probe would read every stored
     step once per claimed row, for as long as the connection lives."""
     types, tail = (
-        (CLAIM_TYPES, (True, [], []))
+        (CLAIM_TYPES, (True, [], [], []))
         if query == "claim"
-        else (CLAIM_QUEUES_TYPES, (["bulk"], True, [], []))
+        else (CLAIM_QUEUES_TYPES, (["bulk"], True, [], [], []))
     )
     async with prepared(sql, backlog.db.q[query], types, PLANNED_ONCE_SETTINGS) as explain:
         assert (await explain(*lease_args(clock), *tail))["Actual Rows"] == 16
@@ -158,9 +161,9 @@ async def test_a_claim_planned_on_a_small_table_reads_by_index_once_it_grew(
     grows until the statistics are next redone."""
     await add_ready(sql, clock, 1, RARE)
     async with prepared(sql, driver.db.q["claim"], CLAIM_TYPES, PLANNED_ONCE_SETTINGS) as explain:
-        assert (await explain(*lease_args(clock), True, [], []))["Actual Rows"] == RARE
+        assert (await explain(*lease_args(clock), True, [], [], []))["Actual Rows"] == RARE
         await add_ready(sql, clock, RARE + 1, BULK)
-        plan = await explain(*lease_args(clock), True, [], [])
+        plan = await explain(*lease_args(clock), True, [], [], [])
     assert plan["Actual Rows"] == 16
     scans = [n["Node Type"] for n in nodes(plan) if "Scan" in n["Node Type"]]
     assert "Seq Scan" not in scans and "Bitmap Heap Scan" not in scans, scans
@@ -185,7 +188,15 @@ async def test_the_generic_claim_of_every_queue_walks_its_index_in_order(
     await sql.execute("ANALYZE mcp_jobs.jobs")
     claim = backlog.db.q["claim"]
     plan = await generic_plan(
-        sql, claim, CLAIM_TYPES, *lease_args(clock), True, [], [], settings=PLANNED_ONCE_SETTINGS
+        sql,
+        claim,
+        CLAIM_TYPES,
+        *lease_args(clock),
+        True,
+        [],
+        [],
+        [],
+        settings=PLANNED_ONCE_SETTINGS,
     )
     assert plan["Actual Rows"] == 16
     # Each scan of the jobs table stops at the batch; a plan that sorts the backlog reads it all.
@@ -193,16 +204,36 @@ async def test_the_generic_claim_of_every_queue_walks_its_index_in_order(
     assert read and max(read) <= 16, read
 
 
-@pytest.mark.parametrize("paused", ["queue", "name"])
+@pytest.mark.parametrize("paused", ["queue", "name", "tenant"])
 async def test_a_generic_claim_skips_what_is_paused(
     backlog: PostgresDriver, sql: Conn, clock: ManualClock, paused: str
 ) -> None:
-    # Paused: the bulk queue, or (by name) nothing of the rare queue may run either.
-    paused_queues, paused_names = (["bulk"], []) if paused == "queue" else ([], ["work"])
-    plan = await claim_queues_plan(
-        backlog, sql, clock, ["bulk", "rare"], paused_queues, paused_names
+    # Paused: the bulk queue, or (by name) nothing of the rare queue may run either. A full
+    # tenant cap (big's: every bulk row) leaves the rare queue's rows, as a paused queue does.
+    held = {"queue": (["bulk"], [], []), "name": ([], ["work"], []), "tenant": ([], [], ["big"])}
+    plan = await claim_queues_plan(backlog, sql, clock, ["bulk", "rare"], *held[paused])
+    assert plan["Actual Rows"] == (0 if paused == "name" else RARE)
+
+
+async def test_a_generic_claim_past_a_full_tenant_still_walks_the_index_in_order(
+    backlog: PostgresDriver, sql: Conn, clock: ManualClock
+) -> None:
+    # The tenant column holds one value in almost every row: spelled `<> ALL`, the test was
+    # estimated to keep no row, and a plan made for none sorts the whole backlog.
+    plan = await generic_plan(
+        sql,
+        backlog.db.q["claim"],
+        CLAIM_TYPES,
+        *lease_args(clock),
+        True,
+        [],
+        [],
+        ["small"],
+        settings=PLANNED_ONCE_SETTINGS,
     )
-    assert plan["Actual Rows"] == (RARE if paused == "queue" else 0)
+    assert plan["Actual Rows"] == 16
+    read = [n["Actual Rows"] * n["Actual Loops"] for n in nodes(plan) if jobs_scan(n)]
+    assert read and max(read) <= 16, read
 
 
 async def test_without_a_statement_cache_claims_use_the_general_connections(

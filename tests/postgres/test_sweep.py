@@ -182,6 +182,7 @@ async def test_a_first_claim_on_a_table_without_statistics_analyzes_it(
         True,
         [],
         [],
+        [],
     )
     text = "\n".join(row[0] for row in plan)
     assert "Index Scan using jobs_claim_queue_idx" in text, text

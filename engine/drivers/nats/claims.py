@@ -30,11 +30,12 @@ from engine.rules import (
     claim_transition,
     event_kind_for,
     is_claimable,
+    is_excluded,
     nack_event_data,
 )
 from schemas.errors import ErrorPayload
 from schemas.events import EventRecord
-from schemas.jobs import ClaimedJob, HeartbeatResult, JobRecord, NackOptions
+from schemas.jobs import ClaimedJob, ClaimExclusion, HeartbeatResult, JobRecord, NackOptions
 
 # Candidates tried at once per round of a claim: a lost race costs one more round, not a stall.
 PARALLEL = 16
@@ -50,7 +51,12 @@ def held(doc: JobDoc | None, job_id: str, token: str, *, running: bool = True) -
 
 
 async def claim(
-    store: Store, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None
+    store: Store,
+    worker_id: str,
+    limit: int,
+    lease_ms: int,
+    queues: Sequence[str] | None,
+    excluding: ClaimExclusion | None = None,
 ) -> list[ClaimedJob]:
     await store.replica.sync()
     now = store.clock.now_ms()
@@ -68,6 +74,7 @@ async def claim(
             and is_claimable(doc.record, now)
             and (take_over or doc.record.state != "running")
             and not (holds and is_held(doc.record, holds))
+            and not is_excluded(doc.record, excluding)
         ),
         key=claim_rank,
     )

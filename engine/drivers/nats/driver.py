@@ -88,6 +88,7 @@ from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
+    ClaimExclusion,
     EnqueueRequest,
     EnqueueResult,
     HeartbeatResult,
@@ -221,12 +222,17 @@ class NatsDriver:
         return await self.enqueue([request for part in parts for request in part], now=now)
 
     async def claim(
-        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+        self,
+        worker_id: str,
+        limit: int,
+        lease_ms: int,
+        queues: Sequence[str] | None = None,
+        excluding: ClaimExclusion | None = None,
     ) -> list[ClaimedJob]:
         store = await self._open()
         async with guard(self._fixes):
             await agree(self.clock)  # a lease is compared with the server's time
-            return await claims.claim(store, worker_id, limit, lease_ms, queues)
+            return await claims.claim(store, worker_id, limit, lease_ms, queues, excluding)
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
         store = await self._open()

@@ -22,7 +22,7 @@ from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sweep import Sweeper
 from engine.errors import DriverUnavailableError, JobSlotLostError, StoreDamagedError
 from engine.ids import new_token
-from schemas.jobs import ClaimedJob, HeartbeatResult
+from schemas.jobs import ClaimedJob, ClaimExclusion, HeartbeatResult
 from schemas.trusted import trusted_constructor
 
 # How stale the paused set a claim filters by may be: another process's pause holds within this
@@ -60,7 +60,12 @@ class Claimer:
         return self._paused
 
     async def claim(
-        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+        self,
+        worker_id: str,
+        limit: int,
+        lease_ms: int,
+        queues: Sequence[str] | None = None,
+        excluding: ClaimExclusion | None = None,
     ) -> list[ClaimedJob]:
         if limit <= 0 or (queues is not None and not queues):
             return []
@@ -71,7 +76,9 @@ class Claimer:
         token = new_token()
         try:
             async with db.planned_once() as conn:
-                found = await self._claim_rows(conn, worker_id, limit, lease_ms, queues, token)
+                found = await self._claim_rows(
+                    conn, worker_id, limit, lease_ms, queues, token, excluding
+                )
         except DriverUnavailableError as exc:
             if not db.retry.deadline_ms or not is_retried(exc):
                 raise
@@ -82,7 +89,9 @@ class Claimer:
                     mine = await conn.fetch(db.q["claimed_with"], token)
                     if mine:
                         return mine
-                    return await self._claim_rows(conn, worker_id, limit, lease_ms, queues, token)
+                    return await self._claim_rows(
+                        conn, worker_id, limit, lease_ms, queues, token, excluding
+                    )
 
             found = await db.retry.retrying(again)
         # Typed by the claim's own columns (schemas.trusted): no second validation per job.
@@ -125,6 +134,7 @@ class Claimer:
         lease_ms: int,
         queues: Sequence[str] | None,
         token: str,
+        excluding: ClaimExclusion | None,
     ) -> list[asyncpg.Record]:
         db = self.db
         now = self.clock.now_ms()
@@ -133,6 +143,11 @@ class Claimer:
         outage = db.grace.outage_seen
         take_over = db.grace.take_over(outage, now)
         paused_queues, paused_jobs = await self._pauses(conn)
+        tenants: list[str] = []
+        if excluding is not None:
+            paused_queues = [*paused_queues, *excluding.queues]
+            paused_jobs = [*paused_jobs, *excluding.names]
+            tenants = list(excluding.tenants)
         if queues is None:
             found = await conn.fetch(
                 db.q["claim"],
@@ -144,6 +159,7 @@ class Claimer:
                 take_over,
                 paused_queues,
                 paused_jobs,
+                tenants,
             )
         else:
             found = await conn.fetch(
@@ -157,6 +173,7 @@ class Claimer:
                 take_over,
                 paused_queues,
                 paused_jobs,
+                tenants,
             )
         db.grace.claimed(outage, now, lease_ms)
         return found

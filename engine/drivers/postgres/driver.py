@@ -46,6 +46,7 @@ from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
+    ClaimExclusion,
     EnqueueRequest,
     EnqueueResult,
     HeartbeatResult,
@@ -229,10 +230,15 @@ class PostgresDriver:
         return self._enqueued(await self.enqueuer.enqueue_parts(parts, now=now))
 
     async def claim(
-        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+        self,
+        worker_id: str,
+        limit: int,
+        lease_ms: int,
+        queues: Sequence[str] | None = None,
+        excluding: ClaimExclusion | None = None,
     ) -> list[ClaimedJob]:
         await agree(self.clock)  # a lease is compared with the server's time
-        claimed = await self.claimer.claim(worker_id, limit, lease_ms, queues)
+        claimed = await self.claimer.claim(worker_id, limit, lease_ms, queues, excluding)
         if claimed:
             self.changes.notify()
         return claimed

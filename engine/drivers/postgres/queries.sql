@@ -102,7 +102,9 @@ RETURNING pg_notify($15::text, '');
 -- rows alone: right after an outage their holders get a lease to come back (claims.py).
 -- Neither arm takes a job whose queue ($7) or name ($8) is paused (engine/pauses.py; claim_queues:
 -- $8, $9): the claimer passes the paused names it read at most PAUSES_REFRESH_S ago, so the
--- statement stays one index scan under LIMIT (a NOT EXISTS per row halved the drain).
+-- statement stays one index scan under LIMIT (a NOT EXISTS per row halved the drain). The same
+-- arrays carry the queues and names whose cap the worker found full, and $9 (claim_queues: $10)
+-- its full tenants' (rules.is_excluded; a NULL tenant is contained in no array).
 -- The pause test is spelled `NOT (paused @> ARRAY[column])`, not `column <> ALL (paused)`: the
 -- planner estimates `<> ALL` of an unknown array as matching no row when the column holds one
 -- value (one queue, one job name), and a plan made for no rows sorts the whole backlog. The
@@ -115,6 +117,7 @@ WITH due AS (
              WHERE state IN ('ready', 'delayed', 'suspended')
                AND run_at - priority * 300000 <= $1::bigint AND run_at <= $1::bigint
                AND NOT ($7::text[] @> ARRAY[jobs.queue]) AND NOT ($8::text[] @> ARRAY[jobs.name])
+               AND NOT ($9::text[] @> ARRAY[jobs.tenant_id])
              ORDER BY run_at - priority * 300000, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS waiting
@@ -124,6 +127,7 @@ WITH due AS (
               FROM {schema}.jobs
              WHERE $6::boolean AND state = 'running' AND lease_expires_at <= $1::bigint
                AND NOT ($7::text[] @> ARRAY[jobs.queue]) AND NOT ($8::text[] @> ARRAY[jobs.name])
+               AND NOT ($9::text[] @> ARRAY[jobs.tenant_id])
              ORDER BY rank, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS abandoned
@@ -160,6 +164,7 @@ WITH due AS (
                AND state IN ('ready', 'delayed', 'suspended')
                AND run_at - 300000 * priority <= $1::bigint AND run_at <= $1::bigint
                AND NOT ($9::text[] @> ARRAY[jobs.name])
+               AND NOT ($10::text[] @> ARRAY[jobs.tenant_id])
              ORDER BY run_at - 300000 * priority, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS waiting
@@ -170,6 +175,7 @@ WITH due AS (
              WHERE $7::boolean AND state = 'running' AND lease_expires_at <= $1::bigint
                AND queue = ANY($6::text[])
                AND NOT ($8::text[] @> ARRAY[jobs.queue]) AND NOT ($9::text[] @> ARRAY[jobs.name])
+               AND NOT ($10::text[] @> ARRAY[jobs.tenant_id])
              ORDER BY rank, id
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS abandoned

@@ -22,7 +22,7 @@ from engine.errors import JobsError, JobSlotLostError, StoreDamagedError
 from engine.ids import new_token
 from engine.rules import LIVE_STATES, nack_event_data, nack_transition
 from schemas.events import EventRecord
-from schemas.jobs import ClaimedJob, HeartbeatResult, JobRecord, NackOptions
+from schemas.jobs import ClaimedJob, ClaimExclusion, HeartbeatResult, JobRecord, NackOptions
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ async def claim(
     lease_ms: int,
     queues: Sequence[str] | None,
     fixes: Fixes,
+    excluding: ClaimExclusion | None = None,
 ) -> list[ClaimedJob]:
     if limit <= 0:
         return []
@@ -56,6 +57,7 @@ async def claim(
             wanted,
             dumps(tokens),
             take_over,
+            _excluded(excluding),
         ],
     )
     grace.claimed(outage, now, lease_ms)
@@ -77,6 +79,13 @@ async def claim(
             )
         )
     return claimed
+
+
+def _excluded(excluding: ClaimExclusion | None) -> str:
+    """The claim script's ARGV[9]: the full caps' [queues, names, tenants], '' for none."""
+    if excluding is None:
+        return ""
+    return dumps([sorted(excluding.queues), sorted(excluding.names), sorted(excluding.tenants)])
 
 
 async def heartbeat(store: Store, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:

@@ -73,6 +73,7 @@ from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
+    ClaimExclusion,
     EnqueueRequest,
     EnqueueResult,
     HeartbeatResult,
@@ -188,11 +189,18 @@ class RedisDriver:
         return await self.enqueue([request for part in parts for request in part], now=now)
 
     async def claim(
-        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+        self,
+        worker_id: str,
+        limit: int,
+        lease_ms: int,
+        queues: Sequence[str] | None = None,
+        excluding: ClaimExclusion | None = None,
     ) -> list[ClaimedJob]:
         async with guard(self._fixes):
             await agree(self.clock)  # a lease is compared with the server's time
-            return await claims.claim(self._store, worker_id, limit, lease_ms, queues, self._fixes)
+            return await claims.claim(
+                self._store, worker_id, limit, lease_ms, queues, self._fixes, excluding
+            )
 
     async def heartbeat(self, job_id: str, token: str, lease_ms: int) -> HeartbeatResult:
         async with guard(self._fixes):

@@ -209,16 +209,32 @@ local tokens = cjson.decode(ARGV[7])
 local wanted = {}
 local cands = {}
 -- Pauses (engine/pauses.py, pauses.py): a paused queue is skipped whole, a paused job name one
--- job at a time; expired leases too, since taking one over would start the job again.
+-- job at a time; expired leases too, since taking one over would start the job again. ARGV[9]
+-- ('' for none) is the worker's full caps, [queues, names, tenants] (rules.is_excluded), left
+-- alone alike.
 local paused = redis.call('HLEN', p .. 'pauses') > 0
+local excluding = ARGV[9] ~= ''
+local ex_q, ex_n, ex_t = {}, {}, {}
+if excluding then
+  local x = cjson.decode(ARGV[9])
+  for _, v in ipairs(x[1]) do ex_q[v] = true end
+  for _, v in ipairs(x[2]) do ex_n[v] = true end
+  for _, v in ipairs(x[3]) do ex_t[v] = true end
+end
 local function queue_held(q)
+  if ex_q[q] then return true end
   return paused and redis.call('HEXISTS', p .. 'pauses', 'queue:' .. q) == 1
 end
 local function held(q, id)
-  if not paused then return false end
+  if not paused and not excluding then return false end
   if queue_held(q) then return true end
-  local name = redis.call('HGET', p .. 'job:' .. id, 'name')
-  return name and redis.call('HEXISTS', p .. 'pauses', 'job:' .. cjson.decode(name)) == 1
+  local f = redis.call('HMGET', p .. 'job:' .. id, 'name', 'tenant_id')
+  if not f[1] then return false end
+  local name = cjson.decode(f[1])
+  if excluding and (ex_n[name] or (f[2] and f[2] ~= 'null' and ex_t[cjson.decode(f[2])])) then
+    return true
+  end
+  return paused and redis.call('HEXISTS', p .. 'pauses', 'job:' .. name) == 1
 end
 for _, q in ipairs(queues) do
   wanted[q] = true

@@ -59,6 +59,7 @@ from schemas.descriptor import JobDescriptor
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
+    ClaimExclusion,
     EnqueueRequest,
     EnqueueResult,
     HeartbeatResult,
@@ -219,13 +220,20 @@ class SqliteDriver:
         return results
 
     async def claim(
-        self, worker_id: str, limit: int, lease_ms: int, queues: Sequence[str] | None = None
+        self,
+        worker_id: str,
+        limit: int,
+        lease_ms: int,
+        queues: Sequence[str] | None = None,
+        excluding: ClaimExclusion | None = None,
     ) -> list[ClaimedJob]:
         now = self.clock.now_ms()
         wanted = None if queues is None else list(queues)
 
         def op(conn: sqlite3.Connection) -> tuple[list[ClaimedJob], int]:
-            claimed = lifecycle.claim(conn, worker_id, limit, lease_ms, wanted, now, self.path)
+            claimed = lifecycle.claim(
+                conn, worker_id, limit, lease_ms, wanted, now, self.path, excluding
+            )
             return claimed, _data_version(conn)
 
         claimed, self._seen_version = await self._exec.run(op)

@@ -44,6 +44,7 @@ from engine.errors import (
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
+    ClaimExclusion,
     EnqueueRequest,
     EnqueueResult,
     HeartbeatResult,
@@ -170,6 +171,7 @@ def claim(
     queues: Sequence[str] | None,
     now: int,
     path: str,
+    excluding: ClaimExclusion | None = None,
 ) -> list[ClaimedJob]:
     if limit <= 0 or (queues is not None and not queues):
         return []  # SQLite reads a negative LIMIT as none at all
@@ -182,6 +184,9 @@ def claim(
             "now": now,
             "limit": limit,
             "queues": None if queues is None else json.dumps(list(queues)),
+            "excluded_queues": _json_set(excluding and excluding.queues),
+            "excluded_names": _json_set(excluding and excluding.names),
+            "excluded_tenants": _json_set(excluding and excluding.tenants),
         },
     ).fetchall()
     claimed = []
@@ -200,6 +205,10 @@ def claim(
         )
     claimed.sort(key=lambda c: rules.claim_rank(c.record))  # RETURNING has no order
     return claimed
+
+
+def _json_set(names: frozenset[str] | None) -> str | None:
+    return json.dumps(sorted(names)) if names else None
 
 
 def _bury(

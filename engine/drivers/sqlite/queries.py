@@ -121,6 +121,15 @@ NOT_PAUSED = """NOT EXISTS (SELECT 1 FROM mcp_jobs_pauses AS p
               AND NOT EXISTS (SELECT 1 FROM mcp_jobs_pauses AS p
                               WHERE p.kind = 'job' AND p.name = mcp_jobs_jobs.name)"""
 
+# rules.is_excluded negated: the queues, names and tenants (JSON arrays, NULL for none) whose cap
+# the claiming worker found full. A job with no tenant is under no tenant's cap.
+NOT_EXCLUDED = """(:excluded_queues IS NULL
+               OR queue NOT IN (SELECT value FROM json_each(:excluded_queues)))
+              AND (:excluded_names IS NULL
+                   OR name NOT IN (SELECT value FROM json_each(:excluded_names)))
+              AND (:excluded_tenants IS NULL OR tenant_id IS NULL
+                   OR tenant_id NOT IN (SELECT value FROM json_each(:excluded_tenants)))"""
+
 # rules.claim_rank in SQL: the expression the due index (schema.sql) is built on, spelled alike.
 CLAIM_RANK = f"run_at - priority * {rules.PRIORITY_STEP_MS}"
 
@@ -135,7 +144,7 @@ CLAIM_RANK = f"run_at - priority * {rules.PRIORITY_STEP_MS}"
 # wait or run for ever (both sort after every number). A lapsed lease is then two ranges of the
 # leased index, each its own arm: an OR of them is planned as a walk of every live row.
 _CLAIM_FILTER = f"""(:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
-              AND {NOT_PAUSED}"""
+              AND {NOT_PAUSED} AND {NOT_EXCLUDED}"""
 _LEASE_LAPSED = ("lease_expires_at <= :now", "lease_expires_at >= ''")
 _CLAIM_ARMS = "\n        UNION ALL\n".join(
     f"""        SELECT id, rank FROM (

@@ -1,0 +1,3 @@
+"""The conformance kit's test_cap_claims (engine/testing/kit) on the NATS driver."""
+
+from engine.testing.kit.test_cap_claims import *  # noqa: F403
