@@ -42,6 +42,8 @@ _LEVELS: dict[str, int] = {
     "cancelled": logging.INFO,
     "retried": logging.WARNING,
     "lease_lost": logging.WARNING,
+    # A body's `Permanent` is WARNING (`log_listener`): WARNING is on whenever ERROR is, so
+    # `log_wants` never leaves one unbuilt that would be logged.
     "failed": logging.ERROR,
     "dead": logging.ERROR,
 }
@@ -71,6 +73,9 @@ class WorkerEvent:
     # A start ("claimed"): the job's priority, and how long it waited since it was ready.
     priority: int | None = None
     waited_ms: int | None = None
+    # A "failed" job whose body raised `engine.Permanent`: the app's verdict on its input, an
+    # expected outcome like a retry to come, so its line is a WARNING (`log_listener`).
+    permanent: bool | None = None
     # A failure of the body ("retried", "failed", "dead"): the exception it raised, for the log
     # line's traceback. Not one of `fields()`: it is not a value to copy or compare.
     exc: BaseException | None = field(default=None, repr=False, compare=False)
@@ -89,6 +94,7 @@ class WorkerEvent:
         error_code: str | None = None,
         cap_kind: CapKind | None = None,
         park_reason: ParkReason | None = None,
+        permanent: bool | None = None,
         exc: BaseException | None = None,
     ) -> WorkerEvent:
         return cls(
@@ -109,6 +115,7 @@ class WorkerEvent:
             traceparent=record.traceparent,
             priority=record.priority if kind == "claimed" else None,
             waited_ms=max(0, at - record.queued_at) if kind == "claimed" else None,
+            permanent=permanent,
             exc=exc,
         )
 
@@ -137,9 +144,10 @@ def log_listener(event: WorkerEvent) -> None:
     own plain format; the engine's formatters write the event's name alone beside the fields.
 
     A body's exception goes on the record as `exc_info` (the formatters write its traceback):
-    on a failed or dead job's ERROR line always; on a retried job's WARNING line only at DEBUG,
-    since its `last_error` keeps it and a flaky job would fill the log with them."""
-    level = _LEVELS.get(event.kind, logging.INFO)
+    on a failed or dead job's ERROR line always; on a WARNING line (a retried job, a body's
+    `Permanent`) only at DEBUG, since its `last_error` keeps it and an expected failure is
+    not a crash to dig into."""
+    level = logging.WARNING if event.permanent else _LEVELS.get(event.kind, logging.INFO)
     if logger.isEnabledFor(level):
         exc = event.exc
         if exc is not None and level < logging.ERROR and not logger.isEnabledFor(logging.DEBUG):

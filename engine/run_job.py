@@ -365,8 +365,17 @@ async def execute(
         # The body's exception rides on the event for the log line's traceback; an error the
         # engine made (a timeout) was never raised and has none.
         raised = failure if failure.__traceback__ is not None else None
+        # A Permanent is the app's verdict on its input, not a crash: a WARNING line
+        # (engine.observe.log_listener), its reason the app's message (`_after_failure`).
+        permanent = True if isinstance(failure, Permanent) else None
         return await settle(
-            options, kind, duration_ms=duration, error=options.error, reason=reason, exc=raised
+            options,
+            kind,
+            duration_ms=duration,
+            error=options.error,
+            reason=reason,
+            permanent=permanent,
+            exc=raised,
         )
 
     async def ack() -> None:
@@ -483,10 +492,10 @@ def _after_failure(
     dead after its last attempt, else retried after the policy's delay (rule 12)."""
     trace = failure_traceback(failure) if failure.__traceback__ is not None else None
     error = describe_error(failure, record.id, trace)
-    terminal = isinstance(failure, Permanent) or (
-        isinstance(failure, JobsError) and not failure.retryable
-    )
-    if terminal:
+    if isinstance(failure, Permanent):
+        # Its message as the reason: the one line logged for it (no traceback) says it.
+        return NackOptions(error=error, fail=True), "failed", error_line(error)
+    if isinstance(failure, JobsError) and not failure.retryable:
         return NackOptions(error=error, fail=True), "failed", None
     if record.attempt >= record.max_attempts:
         return NackOptions(error=error, dead_letter=True), "dead", None

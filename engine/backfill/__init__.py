@@ -8,6 +8,10 @@ resumable, rate-limited passes with a ledger, a gate, and a dry run.
     plan = await Backfills(jobs).dry_run("normalize_emails")
 """
 
+import sys
+import types
+from typing import Any, NoReturn
+
 from engine.backfill.declare import BackfillDefinition, checksum_of, declare
 from engine.backfill.errors import (
     BackfillAppliedError,
@@ -15,6 +19,7 @@ from engine.backfill.errors import (
     BackfillEnvironmentError,
     BackfillMigrationPendingError,
     BackfillNameTakenError,
+    BackfillPackageCalledError,
     BackfillPendingError,
     BackfillRunningError,
     BackfillStalledError,
@@ -35,6 +40,20 @@ from engine.backfill.rate import Pacer, interval_ms
 from engine.backfill.registry import BackfillRegistry, backfill, default_backfills
 from engine.backfill.service import SAMPLE_KEYS, Backfills
 
+
+class _Package(types.ModuleType):
+    """This package, callable only to say what was meant. `from engine import backfill` gives
+    the package, not its function `backfill`; the package cannot be that function (importing a
+    submodule sets `engine.backfill` to the package again), so calling it names the import."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise BackfillPackageCalledError(kwargs.get("name"))
+
+
+# A module's class set to a ModuleType subclass: the data model's own way to customise a module
+# (Python reference, "Customizing module attribute access"); it stays this module object.
+sys.modules[__name__].__class__ = _Package
+
 __all__ = [
     "APP_VERSION_ENV",
     "DEFAULT_ENVIRONMENT",
@@ -49,6 +68,7 @@ __all__ = [
     "BackfillEnvironmentError",
     "BackfillMigrationPendingError",
     "BackfillNameTakenError",
+    "BackfillPackageCalledError",
     "BackfillPendingError",
     "BackfillRegistry",
     "BackfillRunningError",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.errors import JobsError, short_repr
+from engine.errors import ECHO_LIMIT, JobsError, quoted, short_repr
 from engine.internal_jobs import BACKFILLS_COMMAND as ALL_COMMAND
 from engine.internal_jobs import dry_run_command
 from engine.iso_time import iso
@@ -304,6 +304,27 @@ class BackfillNameTakenError(JobsError):
         )
 
 
+class BackfillPackageCalledError(JobsError):
+    """The package `engine.backfill` called in place of its function `backfill`, as after
+    `from engine import backfill` (which gives the package): raised by the package itself."""
+
+    code = "BACKFILL_PACKAGE_CALLED"
+    title = "the engine.backfill package was called in place of its backfill function"
+
+    def __init__(self, name: object = None) -> None:
+        """`name`: the `name=` the call gave, if any."""
+        named = name if isinstance(name, str) else None
+        what = f" to declare {quoted(named)}" if named is not None else ""
+        super().__init__(
+            f"engine.backfill, the package (what `from engine import backfill` gives), was "
+            f"called{what}; a backfill is declared by its function engine.backfill.backfill, "
+            "called, not used as a decorator: "
+            "normalize = backfill(name=..., count=..., read=..., key=..., handle=...)",
+            "from engine.backfill import backfill",
+            details={"backfill": named[:ECHO_LIMIT]} if named is not None else None,
+        )
+
+
 __all__ = [
     "ALL_COMMAND",
     "LIST_COMMAND",
@@ -313,6 +334,7 @@ __all__ = [
     "BackfillFunctionFailedError",
     "BackfillMigrationPendingError",
     "BackfillNameTakenError",
+    "BackfillPackageCalledError",
     "BackfillPendingError",
     "BackfillRunningError",
     "BackfillStalledError",
