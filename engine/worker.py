@@ -517,9 +517,12 @@ class Worker:
                 crash, self._crash = self._crash, None
                 raise crash
 
-    async def _claim_capped(self, free: int) -> list[ClaimedJob]:
-        """Claim for `free` slots, past the jobs whose cap this worker found full."""
-        limit = self._asked = self.caps.claim_limit(free)
+    async def _claim_capped(self, free: int, *, loop: bool = False) -> list[ClaimedJob]:
+        """Claim for `free` slots, past the jobs whose cap this worker found full. `loop`: the
+        loop's own claim, whose size it compares with the answer (`_asked`)."""
+        limit = self.caps.claim_limit(free)
+        if loop:
+            self._asked = limit
         if limit < 1:
             return []
         excluding = self.caps.exclusion()
@@ -532,7 +535,7 @@ class Worker:
     async def _claim(self, free: int) -> list[ClaimedJob] | None:
         """The jobs claimed; None when the claim failed and its backoff was waited out."""
         try:
-            batch = await self._claim_capped(free)
+            batch = await self._claim_capped(free, loop=True)
         except DriverClosedError as closed:
             self._closed(closed)
             return []

@@ -56,8 +56,7 @@ class CapRoom:
         now = self.clock.now_ms()
         full = next((key for key, _ in caps if self._is_full(key, now)), None)
         if full is not None:
-            if full in self._held:
-                self._contended[full] = 0
+            self._contended[full] = 0
             return full
         for key, cap in caps:
             held = self._held.get(key)
@@ -75,11 +74,12 @@ class CapRoom:
         """The database found `key` at its cap: `job_id` holds nothing. When this worker let a
         slot go while it asked, the answer may already be stale and is not kept."""
         stale = mark != self._releases
-        self.released(job_id)
+        self._let_go(job_id, refused=key)
         if stale:
             self._lift()
         else:
             self._refused[key] = self.clock.now_ms() + self.hint_ms
+            self._contended[key] = 0  # its jobs lead this worker's line: probe it one at a time
 
     def wake_due(self) -> bool:
         """Whether a full cap was lifted since the last claim was made."""
@@ -91,19 +91,25 @@ class CapRoom:
 
     def released(self, job_id: str) -> None:
         """`job_id`'s run ended here: its slots were let go with its settle (or its lease)."""
+        self._let_go(job_id, refused=None)
+
+    def _let_go(self, job_id: str, refused: str | None) -> None:
+        """Uncount `job_id`: its slots released, or (`refused`, the key the database refused)
+        never taken. A key it filled is lifted, but the refused one; a release may also have
+        made room under a key the database refused, so its refusal is forgotten."""
         keys = self._by_job.pop(job_id, None)
         if keys is None:
             return
-        self._releases += 1
+        if refused is None:
+            self._releases += 1
         for key in keys:
             count, cap = self._held.pop(key)
-            refused = self._refused.pop(key, None) is not None
-            was_full = refused or count >= cap
+            was_full = count >= cap
+            if refused is None:
+                was_full = self._refused.pop(key, None) is not None or was_full
             if count > 1:
                 self._held[key] = (count - 1, cap)
-            else:
-                self._contended.pop(key, None)
-            if was_full:
+            if was_full and key != refused:
                 self._lift()
 
     def claim_limit(self, free: int) -> int:
@@ -115,15 +121,18 @@ class CapRoom:
             return 0
         if self._lifted:
             free, self._lifted = min(free, self._lifted), 0
+        now = self.clock.now_ms()
         for key in list(self._contended):
-            count, cap = self._held[key]
-            if count >= cap:
+            if self._is_full(key, now):
                 continue  # excluded from the claim instead
             self._contended[key] += 1
             if self._contended[key] > CONTENDED_CLAIMS:
                 del self._contended[key]  # its jobs no longer lead the line
-            else:
-                free = min(free, cap - count)
+                continue
+            held = self._held.get(key)
+            # Room under the cap as this worker counts it; one job to probe a cap the database
+            # last found full with none of it here (held elsewhere).
+            free = min(free, 1 if held is None else held[1] - held[0])
         return free
 
     def exclusion(self) -> ClaimExclusion | None:

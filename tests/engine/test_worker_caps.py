@@ -79,3 +79,19 @@ def test_a_job_that_held_nothing_releases_nothing() -> None:
     room = CapRoom(ManualClock(), hint_ms=500)
     room.released("never-reserved")
     assert room.claim_limit(3) == 3 and room.exclusion() is None
+
+
+def test_a_refusal_frees_nothing_and_its_cap_is_probed_one_job_at_a_time() -> None:
+    # Held elsewhere: the refused job's own reservation was no slot, so nothing is lifted; once
+    # the hint runs out, a claim asks for one job to try the cap again, not a batch to shed.
+    clock = ManualClock()
+    room = CapRoom(clock, hint_ms=500)
+    room.claim_limit(8)
+    assert room.reserve("j1", [("tenant:big", 2), ("queue:q", 9)]) is None
+    room.refused("j1", "tenant:big", room.asking())
+    assert not room.wake_due()
+    assert room.claim_limit(8) == 8  # big is left out of the claim meanwhile
+    assert room.exclusion() == ClaimExclusion(tenants=frozenset({"big"}))
+    clock.advance(500)
+    assert room.exclusion() is None
+    assert room.claim_limit(8) == 1
