@@ -766,12 +766,20 @@ class InvalidArgumentError(JobsError):
         fix: str | None = None,
         next_call: NextCall | None = None,
         nearest: object = NOTHING_NEAR,
+        missing: bool = False,
     ) -> None:
         """`fix`: a line that runs as given (the call mended), where the caller can make one.
         `nearest`: the value nearest to `value` that the check admits (a number's range end,
         the key the job computes), for a caller that can mend the call it was given."""
+        # `missing`: the caller left the argument out, where "queue=None" would spell the
+        # engine's Python for what the caller never wrote (a None a function returned is a value).
+        refused = (
+            f"no {argument} was given"
+            if missing
+            else f"{argument}={short_repr(value)} is not accepted"
+        )
         super().__init__(
-            f"{argument}={short_repr(value)} is not accepted; it must be {expected}",
+            f"{refused}; it must be {expected}",
             fix or f"pass {argument} as {expected}",
             next_call=next_call,
             details={"argument": argument, "expected": expected},

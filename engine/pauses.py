@@ -45,7 +45,9 @@ def target(queue: object, job: object) -> PauseKey:
     """The one thing a pause call names, within bounds: exactly one of `queue` and `job`."""
     if (queue is None) == (job is None):
         if queue is None:
-            raise InvalidArgumentError("queue", None, "a queue's name, or else a job name as job")
+            raise InvalidArgumentError(
+                "queue", None, "a queue's name, or else a job name as job", missing=True
+            )
         # The job's pause (or resume) is the narrower write: the queue is what is left out.
         raise InvalidArgumentError(
             "queue",
