@@ -11,11 +11,10 @@ import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from mcp_jobs.cli.exit_status import INTERRUPTED_EXIT
+
 if TYPE_CHECKING:
     from mcp_jobs.cli.parser import build_parser
-
-# 128 + SIGINT: how a shell reports a command that Ctrl-C ended.
-INTERRUPTED_EXIT = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:

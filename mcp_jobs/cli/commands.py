@@ -28,6 +28,7 @@ from mcp_jobs.app_modules import load_apps
 from mcp_jobs.cli.database_file import require_database
 from mcp_jobs.cli.database_installed import require_installed
 from mcp_jobs.cli.db_report import refuse_unusable
+from mcp_jobs.cli.exit_status import INTERRUPTED_EXIT, WAIT_ENDED_EXIT, exit_status
 from mcp_jobs.cli.json_flag import json_object
 from mcp_jobs.cli.mend import fix_words, mended, refusal_context, typed_words, with_value
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
@@ -41,21 +42,18 @@ from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.models import (
     DbReportResult,
     Envelope,
+    ListJobsResult,
     MigrateResult,
     NatsReportResult,
     RunBackfillResult,
 )
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.tenant_spelling import CODE as TENANT_SPELT
 
 # What `jobs enqueue --input` takes.
 INPUT_EXPECTED = "the job's input as a JSON object ('{\"order_id\": 1}')"
 # How long `backfill NAME --write` follows the pass at a terminal, when a worker is live.
 FOLLOW_SECONDS = 600.0
-# The exit status of a command stopped by Ctrl-C or SIGTERM, as the shell's own.
-INTERRUPTED_EXIT = 130
-# The exit status of `backfill NAME --write --wait` whose wait ended before the pass settled,
-# as timeout(1)'s: the pass may still complete, and a deploy script must not go on as if it had.
-WAIT_ENDED_EXIT = 124
 
 
 @asynccontextmanager
@@ -99,14 +97,14 @@ def emit(
         print_text(kind, envelope, fixes=fixes)
     else:
         print_error(envelope["error"])
-    return 0 if envelope["ok"] else 1
+    return exit_status(envelope)
 
 
 async def guarded(
     kind: str, as_json: bool, run: Callable[[], Awaitable[Envelope]], settings: Settings
 ) -> int:
-    """Run a command; any failure prints as the same envelope (or code/cause/fix) and exits 1.
-    Every fix it prints is a command that runs as given (`FixContext`)."""
+    """Run a command; any failure prints as the same envelope (or code/cause/fix) and exits
+    non-zero (`exit_status`). Every fix it prints is a command that runs as given (`FixContext`)."""
     envelope, fixes = await answer_of(kind, run, settings)
     return emit(kind, envelope, as_json, fixes)
 
@@ -165,7 +163,7 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
                     priority=args.priority,
                 )
             if action == "ls":
-                return await operations.list_jobs(
+                listed = await operations.list_jobs(
                     scope,
                     state=args.state or None,
                     name=args.name,
@@ -174,6 +172,7 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
                     limit=args.limit,
                     cursor=args.cursor,
                 )
+                return _tenant_as_typed(listed, args.tenant_filter, scope.fixes)
             if action == "show":
                 return await operations.inspect_job(scope, args.job_id, run_id=args.run_id)
             if action == "retry":
@@ -208,6 +207,23 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
 
     code = await guarded(kind, args.json, run, settings)
     return INTERRUPTED_EXIT if interrupted else code
+
+
+def _tenant_as_typed(
+    listed: ListJobsResult, asked: str | None, fixes: FixContext
+) -> ListJobsResult:
+    """`listed`, a TENANT_SPELT_OTHERWISE notice's fix the line typed with the stored tenant
+    in place of `asked`: the tool call's command would add a `--json` nobody typed."""
+    typed = typed_words()
+    notices = []
+    for notice in listed.notices or ():
+        call = notice.next_call
+        if notice.code == TENANT_SPELT and call is not None and typed is not None:
+            words = with_value(typed, {"--tenant-id"}, asked, call.arguments["tenant_id"])
+            if words is not None:
+                notice = notice.model_copy(update={"fix": fixes.command(*fix_words(words))})
+        notices.append(notice)
+    return listed.model_copy(update={"notices": notices or None})
 
 
 @contextmanager
@@ -393,8 +409,8 @@ async def write_or_plan(
         wait = FOLLOW_SECONDS if bar.enabled and not result.notices else 0.0
     if wait <= 0 or result.start is None:
         return result
-    # A pass that fails answers its own error (exit 1); one not settled when the wait ends says
-    # why it may not move, and the command exits WAIT_ENDED_EXIT (`backfill_command`).
+    # A pass that fails answers its own error (`exit_status`); one not settled when the wait
+    # ends says why it may not move, and the command exits WAIT_ENDED_EXIT (`backfill_command`).
     return await follow_write(scope, result, wait)
 
 
@@ -474,8 +490,9 @@ def _refuse_bare_seconds(older_than: str | None, settings: Settings) -> None:
 
 async def report_command(args: argparse.Namespace, settings: Settings) -> int:
     """`db report`: the fix of a database that does not answer, is full or refuses. One it
-    cannot use exits 1 with the error every command gets there, the report's lines still shown
-    (with `--json`, its fields beside `error`; as text, on stdout before the error)."""
+    cannot use fails with the error every command gets there, and its exit status (75 for a
+    server away, 1 for a URL it refuses), the report's lines still shown (with `--json`, its
+    fields beside `error`; as text, on stdout before the error)."""
     found: list[DbReportResult] = []
 
     async def run() -> Envelope:

@@ -2,8 +2,8 @@
 
 Every command takes `--database-url` (else `MCP_JOBS_DATABASE_URL`, else the SQLite file
 `./.mcp-jobs/jobs.db`) and `--app MODULE` (else `MCP_JOBS_APP`). A failure prints its code, cause
-and fix and exits 1 (2 for a command line the parser refuses); with `--json` it prints the same
-envelope the MCP tools return.
+and fix and exits 1, or 75 when it is retryable (exit_status.py; 2 for a command line the parser
+refuses); with `--json` it prints the same envelope the MCP tools return.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -25,6 +24,7 @@ from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve
 from mcp_jobs.cli.durations import joined
 from mcp_jobs.cli.event_loop import backend_options
+from mcp_jobs.cli.exit_status import BROKEN_PIPE_EXIT, INTERRUPTED_EXIT, USAGE_EXIT, exit_status
 from mcp_jobs.cli.mend import (
     choice_mended,
     fix_words,
@@ -66,17 +66,14 @@ def run_demo() -> int:
     except ImportError as exc:
         refused = AppImportError(DEMO_MODULE, f"{type(exc).__name__}: {exc}")
         fixes = FixContext.of(settings_from_env(), face="cli")
-        print_error(failure(error_payload(refused, where="mcp-jobs demo", context=fixes))["error"])
-        return 1
+        envelope = failure(error_payload(refused, where="mcp-jobs demo", context=fixes))
+        print_error(envelope["error"])
+        return exit_status(envelope)
     try:
         code: int = demo.main()
     except Exception as exc:  # a database the demo cannot use: code, cause and fix, as any command
         return print_failure(exc, settings_from_env(), "mcp-jobs demo")
     return code
-
-
-# argparse's exit status for a command line it refuses, kept for scripts that test it.
-USAGE_EXIT = 2
 
 
 def refuse_usage(refused: UsageError, argv: Sequence[str]) -> int:
@@ -191,7 +188,9 @@ def _empty_setting(args: argparse.Namespace) -> InvalidArgumentError | None:
             return InvalidArgumentError("--app", app, EMPTY_APP, fix=fix)
     from_env = os.environ.get(APP_ENV)
     if not args.app and from_env is not None and not split_apps([from_env]):
-        return InvalidArgumentError(APP_ENV, from_env, EMPTY_APP, fix=fix)
+        # Fixed where it came from, as every setting set but empty is (MCP_JOBS_ENV's, the
+        # URL's): the command's --help changed nothing, the variable being read again.
+        return InvalidArgumentError(APP_ENV, from_env, EMPTY_APP, fix=f"unset {APP_ENV}")
     try:
         resolve_environment()  # MCP_JOBS_ENV: empty or no environment name
     except InvalidArgumentError as exc:
@@ -213,11 +212,6 @@ def _settings(args: argparse.Namespace) -> Settings:
         host=getattr(args, "host", None),
         port=getattr(args, "port", None),
     )
-
-
-# A reader that closed the pipe early (`mcp-jobs jobs ls --json | head`): what it read is
-# what it wanted, and the exit status says the pipe closed, as a shell's own tools do.
-BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -280,12 +274,12 @@ def _run(argv: Sequence[str] | None) -> int:
             options = backend_options()
         except JobsError as exc:
             fixes = refusal_context(settings)
-            payload = error_payload(exc, where="mcp-jobs worker", context=fixes)
-            print_error(failure(payload)["error"])
-            return 1
+            envelope = failure(error_payload(exc, where="mcp-jobs worker", context=fixes))
+            print_error(envelope["error"])
+            return exit_status(envelope)
     try:
         with typed(given, args.prog):
             code: int = anyio.run(command, args, settings, backend_options=options)
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED_EXIT
     return code

@@ -32,6 +32,7 @@ from engine.shell_words import shell_word
 from mcp_jobs.app_modules import load_apps_quietly
 from mcp_jobs.cli.database_file import NoDatabaseFileError, is_sqlite_file
 from mcp_jobs.cli.database_installed import NoSchemaError
+from mcp_jobs.cli.exit_status import exit_status
 from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
@@ -367,11 +368,13 @@ def refusal_context(settings: Settings) -> FixContext:
 
 def print_failure(exc: BaseException, settings: Settings, where: str) -> int:
     """A long-running command's failure (serve, worker, dashboard) on stderr as code, cause and
-    fix, the fix mended and written in this process's context as every command's is; exit 1."""
+    fix, the fix mended and written in this process's context as every command's is; its exit
+    status, as every command's (`exit_status`)."""
     fixes = refusal_context(settings)
     refused = mended(sole(exc), fixes)
-    print_error(failure(error_payload(refused, where=where, context=fixes))["error"])
-    return 1
+    envelope = failure(error_payload(refused, where=where, context=fixes))
+    print_error(envelope["error"])
+    return exit_status(envelope)
 
 
 def _fallback(argument: str, argv: Sequence[str], command: str, fixes: FixContext) -> str:

@@ -15,8 +15,14 @@ from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
 from mcp_jobs.cli.mend import refusal_context
 from mcp_jobs.cli.render import TEXT, notice_lines, one_line, table, when
 from mcp_jobs.config import Settings
+from mcp_jobs.errors import CommandLineInvalidError
+from mcp_jobs.operations.known import known_queues
 from mcp_jobs.operations.models import Envelope
-from mcp_jobs.operations.pauses import list_pauses, pause_queue, resume_queue
+from mcp_jobs.operations.pauses import list_pauses, pause_queue, pauses_in_force, resume_queue
+from mcp_jobs.operations.scope import Scope
+
+# The names a refusal of `queues pause|resume` naming nothing lists at most.
+SHOWN_NAMES = 10
 
 
 async def queues_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -26,6 +32,8 @@ async def queues_command(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> Envelope:
         async with open_jobs(settings) as jobs:
             scope = scope_of(jobs, settings, f"queues {action}")
+            if action != "ls" and args.queue is None and args.job is None:
+                raise await _nothing_named(scope, args.prog, action)
             if action == "pause":
                 try:
                     return await pause_queue(scope, args.queue, args.job, args.reason)
@@ -48,6 +56,23 @@ def _queue_mended(
     reason = [] if args.reason is None else ["--reason", args.reason]
     fix = refusal_context(settings).command("queues", "pause", *reason, exc.nearest)
     return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+
+
+async def _nothing_named(scope: Scope, command: str, action: str) -> CommandLineInvalidError:
+    """`queues pause|resume` with neither QUEUE nor --job: refused as the parser refuses a
+    missing argument, in the command line's words (the operation's refusal spells the tool's
+    arguments, `queue=None`), with the names it could take: the known queues to pause, the
+    pauses in force to resume. Its fix lists the queues and their pauses."""
+    if action == "pause":
+        names, what = await known_queues(scope), "known queues"
+    else:
+        names = [f"{p.kind} {p.name}" for p in await pauses_in_force(scope)]
+        what = "paused now"
+    shown = ", ".join(one_line(name) for name in names[:SHOWN_NAMES]) or "none"
+    if len(names) > SHOWN_NAMES:
+        shown += f" and {len(names) - SHOWN_NAMES} more"
+    message = f"the following arguments are required: QUEUE, or --job NAME ({what}: {shown})"
+    return CommandLineInvalidError(command, message, fix=scope.fixes.listing("queues", "queue"))
 
 
 def _what(pause: dict[str, Any]) -> str:

@@ -48,6 +48,7 @@ from mcp_jobs.operations.pauses import holding, pauses_in_force
 from mcp_jobs.operations.progress import JobProgressNotes
 from mcp_jobs.operations.reruns import refuse_run_cursor, run_trace
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.tenant_spelling import tenant_spelt_otherwise
 from mcp_jobs.operations.workers import no_worker_notice
 from schemas.errors import NextCall
 from schemas.jobs import DamagedJob, JobPage, OnConflict
@@ -171,15 +172,19 @@ async def list_jobs(
         limit=limit,
         cursor=cursor,
     )
+    notices = [damaged_notice(d) for d in page.damaged]
     if not page.jobs and not page.damaged and cursor is None:
         unknown = await unknown_filter(scope, name, queue, tenant)
         if unknown is not None:
             raise unknown
+        notices = await tenant_spelt_otherwise(
+            scope, tenant_id, state=state, name=name, queue=queue, limit=limit
+        )
     return ListJobsResult(
         ok=True,
         jobs=[JobProgressSummary.of(j) for j in page.jobs],
         next_cursor=page.next_cursor,
-        notices=[damaged_notice(d) for d in page.damaged] or None,
+        notices=notices or None,
     )
 
 

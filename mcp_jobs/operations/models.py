@@ -269,7 +269,9 @@ class ListJobsResult(Envelope):
     notices: list[Finding] | None = Field(
         default=None,
         description="STORE_DAMAGED: a row of this page the store cannot read, in job_ids, with "
-        "the fix that shows it; the rest of the page and the cursor go on past it",
+        "the fix that shows it; the rest of the page and the cursor go on past it. "
+        "TENANT_SPELT_OTHERWISE: an empty page whose tenant_id matches stored tenants in another "
+        "case; next_call lists the stored spelling",
     )
 
 

@@ -1,5 +1,6 @@
-"""`mcp-jobs db report` exits 1 on a database it cannot use, with the error every command gets
-there (its fix the report's advice), and still prints the report's lines: it exited 0 with
+"""`mcp-jobs db report` fails on a database it cannot use, with the error every command gets
+there (its fix the report's advice) and that error's exit status (75 for a server away, which
+may answer later; 1 for a URL it refuses), and still prints the report's lines: it exited 0 with
 `"reachable": false`, which a script or an agent reads as healthy. A database that answers
 exits 0; a SQLite file not made yet stays a report (tests/cli/test_cli.py: its `create it:` line
 makes it)."""
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from mcp_jobs.cli import main
+from mcp_jobs.cli.exit_status import TRY_AGAIN_EXIT
 from tests.cli.databases import migrated
 from tests.cli.support import run
 from tests.conftest import PG_DSN_ENV
@@ -64,11 +66,11 @@ def _fix_is_the_reports_advice(envelope: dict[str, Any]) -> None:
     assert fix == "; ".join(envelope["lines"][1:]) and "db report" not in fix, envelope
 
 
-def test_a_server_that_does_not_answer_exits_1_with_driver_unavailable_and_the_report(
+def test_a_server_that_does_not_answer_exits_75_with_driver_unavailable_and_the_report(
     away: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, envelope = _report(capsys, away)
-    assert (code, envelope["ok"]) == (1, False), envelope
+    assert (code, envelope["ok"]) == (TRY_AGAIN_EXIT, False), envelope
     error = envelope["error"]
     assert (error["code"], error["retryable"]) == ("DRIVER_UNAVAILABLE", True), error
     # The report is still there, as it was before: a script reading `reachable` is not broken.
@@ -77,7 +79,7 @@ def test_a_server_that_does_not_answer_exits_1_with_driver_unavailable_and_the_r
     _fix_is_the_reports_advice(envelope)
     # Text: the report's lines on stdout as before, the error on stderr, the same exit.
     code, out, err = _report_text(capsys, away)
-    assert code == 1 and out.splitlines() == envelope["lines"]
+    assert code == TRY_AGAIN_EXIT and out.splitlines() == envelope["lines"]
     assert err.startswith("error DRIVER_UNAVAILABLE: ") and "  fix:   " in err
 
 

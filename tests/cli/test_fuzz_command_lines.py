@@ -30,6 +30,7 @@ from engine import JobRegistry, ManualClock, connect
 from engine.errors import short_repr
 from engine.testing.kit.test_retention import settle
 from mcp_jobs.cli import main
+from mcp_jobs.cli.exit_status import TRY_AGAIN_EXIT
 from mcp_jobs.cli.parser import UsageError, build_parser
 from tests.cli.support import stored_job
 from tests.support.fix_lines import command_words
@@ -44,6 +45,9 @@ APP = "examples.shop"
 LONG_RUNNING = {("serve",), ("worker",), ("dashboard",), ("demo",), ("jobs", "drain")}
 UNKNOWN_FLAG = "--no-such-flag"
 EXIT_STATUSES = {0, 1, 2}
+# A fix line may also name a server that does not answer here (`db nats-report`'s NATS URL):
+# its DRIVER_UNAVAILABLE is retryable, and exits so (TRY_AGAIN_EXIT).
+FIX_EXIT_STATUSES = {*EXIT_STATUSES, TRY_AGAIN_EXIT}
 STORED = ("jobs", "steps")
 
 HOSTILE: list[str] = [
@@ -263,7 +267,7 @@ def _check_fix(
     if not run_it or fixed in LONG_RUNNING or "--help" in fix_argv:
         return False
     code, out, err = _run(fix_argv, capsys)
-    if code not in EXIT_STATUSES:
+    if code not in FIX_EXIT_STATUSES:
         outcome.flag(command.words, f"{refusal.code}: its fix exited {code}", argv)
     again = _refusal(out, err) if code != 0 else None
     if again is not None and again.code == refusal.code:

@@ -52,14 +52,16 @@ def test_a_help_fix_names_mcp_jobs_by_its_path_where_path_would_not_find_it(
     assert ran.returncode == 0 and ran.stdout.startswith("usage: "), ran.stderr
 
 
-def test_an_empty_app_from_the_environment_gets_the_same_fix(
+def test_an_empty_app_from_the_environment_is_unset_whatever_the_path(
     url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Its fix is no --help but the unset of the variable, which no PATH hides
+    (tests/cli/test_empty_app_variable_fix_runs.py)."""
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("MCP_JOBS_APP", "")
     assert main(["jobs", "ls", "--json"]) == 1
     fix = json.loads(capsys.readouterr().out)["error"]["fix"]
-    assert shlex.split(fix) == [OURS, "jobs", "ls", "--help"], fix
+    assert shlex.split(fix) == ["unset", "MCP_JOBS_APP"], fix
 
 
 def test_a_shell_that_finds_ours_gets_the_bare_name(

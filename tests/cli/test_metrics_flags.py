@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcp_jobs.cli import main
+from mcp_jobs.cli.exit_status import FAILED_EXIT, TRY_AGAIN_EXIT
 from tests.support.fix_lines import command_words
 
 
@@ -43,7 +44,8 @@ def test_the_metrics_host_flag_is_the_address_bound(
         holder.listen()
         taken = str(holder.getsockname()[1])
         code, output = worker(capsys, url, "--metrics-host", "127.0.0.2", "--metrics-port", taken)
-    assert code == 1 and "METRICS_PORT_UNAVAILABLE" in output, output
+    # Retryable (a port held may be let go): the exit status says so, as --json's `retryable`.
+    assert code == TRY_AGAIN_EXIT and "METRICS_PORT_UNAVAILABLE" in output, output
     assert f"127.0.0.2:{taken}" in output
     words = fixed(output)
     assert words[words.index("--metrics-host") + 1] == "127.0.0.2"
@@ -51,16 +53,20 @@ def test_the_metrics_host_flag_is_the_address_bound(
 
 
 @pytest.mark.parametrize(
-    ("host", "code"),
-    [("not a host", "HTTP_SETTING_INVALID"), ("192.0.2.1", "METRICS_PORT_UNAVAILABLE")],
+    ("host", "code", "status"),
+    [
+        ("not a host", "HTTP_SETTING_INVALID", FAILED_EXIT),
+        # Declared retryable (engine.metrics), whichever of host or port is at fault.
+        ("192.0.2.1", "METRICS_PORT_UNAVAILABLE", TRY_AGAIN_EXIT),
+    ],
 )
 def test_a_metrics_host_that_cannot_be_bound_is_mended_to_loopback(
-    url: str, capsys: pytest.CaptureFixture[str], host: str, code: str
+    url: str, capsys: pytest.CaptureFixture[str], host: str, code: str, status: int
 ) -> None:
     """Not an address at all, or not one of this machine's (TEST-NET-1): the fix is the
     command on loopback, the default."""
     exit_code, output = worker(capsys, url, "--metrics-host", host, "--metrics-port", "0")
-    assert exit_code == 1 and f"error {code}" in output, output
+    assert exit_code == status and f"error {code}" in output, output
     words = fixed(output)
     assert words[:2] == ["mcp-jobs", "worker"]
     assert words[words.index("--metrics-host") + 1] == "127.0.0.1"

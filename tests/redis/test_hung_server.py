@@ -18,6 +18,7 @@ from engine.drivers import open_driver
 from engine.drivers.base import REPORT, require
 from engine.drivers.urls import report_fix
 from engine.errors import DriverUnavailableError
+from mcp_jobs.cli.exit_status import TRY_AGAIN_EXIT
 from tests.redis.server import own_server
 
 pytest.importorskip("redis", reason="the redis extra is not installed")
@@ -66,7 +67,7 @@ async def test_a_cli_command_on_a_hung_server_ends_and_says_so(tmp_path: Path) -
             lambda: _cli("jobs", "stats", "--database-url", server.url)
         )
         server.resume()
-    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert done.returncode == TRY_AGAIN_EXIT, (done.stdout, done.stderr)  # retryable
     assert "error DRIVER_UNAVAILABLE" in done.stderr
     assert f"fix:   {report_fix(server.url)}" in done.stderr
 

@@ -18,6 +18,7 @@ import anyio
 
 from engine.drivers.urls import report_fix
 from engine.shell_words import for_shlex
+from mcp_jobs.cli.exit_status import FAILED_EXIT, TRY_AGAIN_EXIT
 
 BIN = Path(sys.executable).parent
 COMMAND_SECONDS = 60
@@ -46,8 +47,8 @@ def command_words(fix: str) -> list[str]:
 
 def run_fix(fix: str) -> str:
     """The fix's output; it must succeed. `mcp-jobs db report` on a database it cannot use
-    (the fix of DRIVER_UNAVAILABLE and of a refused URL) prints its report and exits 1 with
-    that database's error: run where the database is still away, that is its answer."""
+    (the fix of DRIVER_UNAVAILABLE and of a refused URL) prints its report and fails with that
+    database's error (exit 75 or 1): run where the database is still away, that is its answer."""
     with tempfile.TemporaryDirectory() as place:
         scratch = Path(place) / "work"
         scratch.mkdir()
@@ -62,7 +63,8 @@ def run_fix(fix: str) -> str:
             env=env,
         )
     reported = command_words(fix)[1:3] == ["db", "report"] and done.stdout.strip() != ""
-    assert done.returncode in ((0, 1) if reported else (0,)), (
+    failed = (FAILED_EXIT, TRY_AGAIN_EXIT)
+    assert done.returncode in ((0, *failed) if reported else (0,)), (
         fix,
         done.returncode,
         done.stdout,
