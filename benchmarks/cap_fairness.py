@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import json
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from benchmarks.databases import add_database_arguments, fresh_database
+from benchmarks.databases import add_database_arguments, dsn_missing, fresh_database
 from engine import Enqueue, JobContext, JobRegistry, Limits, Worker, connect, job
 from engine.observe import WorkerEvent
 
@@ -148,8 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.backend == "postgres" and not args.dsn:
-        print("--dsn (or MCP_JOBS_BENCH_DSN) is required", file=sys.stderr)
+    if dsn_missing(args):
         return 2
 
     async def go() -> dict[str, Any]:

@@ -16,7 +16,6 @@ import asyncio
 import json
 import re
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +24,7 @@ import httpx2 as httpx
 from pydantic import BaseModel
 
 from benchmarks import history
-from benchmarks.databases import add_database_arguments, fresh_database
+from benchmarks.databases import add_database_arguments, dsn_missing, fresh_database
 from engine import Enqueue, JobContext, JobRegistry, Jobs, connect, job
 from mcp_jobs.config import Settings
 from mcp_jobs.dashboard.routing import dashboard_app
@@ -137,8 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.backend == "postgres" and not args.dsn:
-        print("--dsn (or MCP_JOBS_BENCH_DSN) is required", file=sys.stderr)
+    if dsn_missing(args):
         return 2
 
     async def go() -> dict[str, Any]:

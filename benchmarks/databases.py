@@ -7,6 +7,7 @@ import os
 import re
 import secrets
 import shutil
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,6 +38,14 @@ def add_database_arguments(parser: argparse.ArgumentParser) -> None:
         help="an admin DSN on the server (a fresh database is made on it and dropped)",
     )
     parser.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
+
+
+def dsn_missing(args: argparse.Namespace) -> bool:
+    """Whether a run on PostgreSQL was asked for with no DSN to make its database on; says so."""
+    if getattr(args, "backend", "postgres") == "postgres" and not args.dsn:
+        print("--dsn (or MCP_JOBS_BENCH_DSN) is required", file=sys.stderr)
+        return True
+    return False
 
 
 def with_database(dsn: str, name: str) -> str:

@@ -35,7 +35,7 @@ from typing import IO, Any
 import asyncpg
 from pydantic import BaseModel
 
-from benchmarks.databases import fresh_database, server_settings
+from benchmarks.databases import dsn_missing, fresh_database, server_settings
 from benchmarks.launch import REPO_ROOT
 from benchmarks.pressure_report import exactly_once, render, summarise
 from benchmarks.pressures import DRIVER_APP, PRESSURES, harness_conn
@@ -409,8 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if args.role == "worker":
         return int(_run_loop(lambda: worker_process(args.url, args.out, args.concurrency)))
-    if not args.dsn:
-        print("--dsn (or MCP_JOBS_BENCH_DSN) is required", file=sys.stderr)
+    if dsn_missing(args):
         return 2
     try:
         args.phases = parse_phases(args.phases)

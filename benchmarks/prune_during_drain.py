@@ -18,7 +18,6 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from benchmarks import history
-from benchmarks.databases import add_database_arguments, fresh_database
+from benchmarks.databases import add_database_arguments, dsn_missing, fresh_database
 from engine import Enqueue, JobContext, JobRegistry, Jobs, Worker, connect, job
 from engine.pruner import DEFAULT_PAUSE_MS, PrunePass, Pruner, prune_all
 from engine.retention import DEFAULT_POLICY, plan
@@ -215,8 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.backend == "postgres" and not args.dsn:
-        print("--dsn (or MCP_JOBS_BENCH_DSN) is required", file=sys.stderr)
+    if dsn_missing(args):
         return 2
     pauses = [int(p) for p in args.pauses.split(",") if p.strip()]
 

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from benchmarks.databases import add_database_arguments, fresh_database
+from benchmarks.databases import add_database_arguments, dsn_missing, fresh_database
 from engine import Enqueue, JobContext, JobRegistry, Worker, connect, job
 from engine.observe import WorkerEvent
 from engine.rate_limits import RateLimit
@@ -152,8 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.backend == "postgres" and not args.dsn:
-        print("--dsn (or MCP_JOBS_BENCH_DSN) is required", file=sys.stderr)
+    if dsn_missing(args):
         return 2
 
     async def go() -> dict[str, Any]:

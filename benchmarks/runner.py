@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import workloads as w
-from benchmarks.databases import server_settings
+from benchmarks.databases import dsn_missing, server_settings
 from benchmarks.launch import ChildFailedError
 from benchmarks.nats_space import NatsSpaceError, server_address
 from benchmarks.nats_space import server_settings as nats_settings
@@ -253,8 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not args.dsn:
-        print("--dsn (or MCP_JOBS_BENCH_DSN) is required", file=sys.stderr)
+    if dsn_missing(args):
         return 2
     if args.redis_url:
         try:

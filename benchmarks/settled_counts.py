@@ -15,14 +15,13 @@ import argparse
 import asyncio
 import sqlite3
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 
 import asyncpg
 
 from benchmarks import history
-from benchmarks.databases import add_database_arguments, fresh_database
+from benchmarks.databases import add_database_arguments, dsn_missing, fresh_database
 from engine import connect
 from engine.drivers.postgres.settled_counts import COUNT
 
@@ -108,8 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.backend == "postgres" and not args.dsn:
-        print("--dsn (or MCP_JOBS_BENCH_DSN) is required", file=sys.stderr)
+    if dsn_missing(args):
         return 2
 
     async def go() -> None:

@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import sqlite3
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +25,7 @@ import asyncpg
 from pydantic import BaseModel
 
 from benchmarks import history
-from benchmarks.databases import add_database_arguments, fresh_database
+from benchmarks.databases import add_database_arguments, dsn_missing, fresh_database
 from engine import Enqueue, JobContext, JobRegistry, Jobs, Worker, connect, job
 from engine.pruner import PrunePass
 from engine.retention import PRUNE_EVERY_ENV, Retention
@@ -162,8 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.backend == "postgres" and not args.dsn:
-        print("--dsn (or MCP_JOBS_BENCH_DSN) is required", file=sys.stderr)
+    if dsn_missing(args):
         return 2
     # The worker's pruner reads its interval from the environment, as `mcp-jobs worker` does.
     os.environ[PRUNE_EVERY_ENV] = f"{args.prune_every_s}s"
