@@ -6,7 +6,7 @@ import builtins
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -48,7 +48,6 @@ from engine.enqueue_items import (
 )
 from engine.errors import (
     NOTHING_NEAR,
-    REGISTRY,
     InvalidArgumentError,
     JobDuplicateError,
     JobsError,
@@ -69,7 +68,7 @@ from engine.inbound_events import (
     checked_window_ms,
 )
 from engine.internal_jobs import refuse_rerun
-from engine.meant import same_words
+from engine.job_selection import SELECT_SCAN_LIMIT, JobSelection, select_pages, stored_error_code
 from engine.retry import retry_schedule
 from engine.settle import Settler
 from engine.settled_counts import MAX_MS as MAX_EPOCH_MS
@@ -97,9 +96,6 @@ _DEFAULT_LIST_PAGE = 50
 # Pages of events read, at most, to name a job's runs (a refusal's, so bounded, not exact for a
 # job with more events than that).
 RUNS_PAGES = 20
-# `Jobs.select` reads at most this many rows by default: a bulk action's plan costs a bounded
-# read even when the database's filters (name, queue, tenant, state) leave a long history.
-SELECT_SCAN_LIMIT = 20_000
 # An epoch-ms window bound beyond this is no instant a row holds (JavaScript's safe integer).
 _MAX_EPOCH_MS = 2**53 - 1
 
@@ -154,43 +150,6 @@ def _nearest_instant(refused: InvalidArgumentError, since_ms: object) -> object:
     if refused.argument == "until_ms" and type(since_ms) is int and 0 <= since_ms <= MAX_EPOCH_MS:
         nearest = max(nearest, since_ms)
     return nearest
-
-
-class JobSelection(NamedTuple):
-    """What `Jobs.select` found: the matching jobs, newest first, and whether it stopped short."""
-
-    jobs: builtins.list[JobRecord]
-    # A job past `limit` matched too: the selection is not every match.
-    more: bool
-    # Rows read to find them.
-    scanned: int
-    # The read stopped at `scan_limit` rows before the end: matches may lie beyond.
-    scan_capped: bool
-    # Matches seen, `jobs` and past them (all of them with `count`): at least this many when
-    # `scan_capped`.
-    matching: int = 0
-
-
-def _error_code(code: str | None) -> str | None:
-    """`code`, refused where it is a known code in another spelling (`job_failed`): stored
-    codes are matched exactly, so it matched no job and a bulk plan of it planned nothing. An
-    app's own codes are not all known here: any other text is taken as it is."""
-    if code is None or code in REGISTRY:
-        return code
-    meant = [known for known in REGISTRY if same_words(code, known)]
-    if len(meant) != 1:
-        return code
-    raise InvalidArgumentError(
-        "error_code", code, f"an error code as stored ({meant[0]})", nearest=meant[0]
-    )
-
-
-def _matches(job: JobRecord, error_code: str | None, after: int | None, before: int | None) -> bool:
-    if error_code is not None and (job.last_error is None or job.last_error.code != error_code):
-        return False
-    if after is not None and job.updated_at < after:
-        return False
-    return before is None or job.updated_at < before
 
 
 class Jobs:
@@ -483,7 +442,9 @@ class Jobs:
         stopped short (`scan_capped`) so a caller narrows the filter rather than acting on a
         partial match it takes for the whole. With `count` it reads on past `limit`, within the
         same `scan_limit`, to count the matches (`matching`)."""
-        error_code = _error_code(bounds.optional_text("error_code", error_code, MAX_NAME_BYTES))
+        error_code = stored_error_code(
+            bounds.optional_text("error_code", error_code, MAX_NAME_BYTES)
+        )
         after = None
         if changed_after is not None:
             after = bounds.whole("changed_after", changed_after, 0, _MAX_EPOCH_MS, "epoch ms")
@@ -492,33 +453,13 @@ class Jobs:
             before = bounds.whole("changed_before", changed_before, 0, _MAX_EPOCH_MS, "epoch ms")
         limit = bounds.whole("limit", limit, 1, MAX_PAGE)
         scan_limit = bounds.whole("scan_limit", scan_limit, 1, 100 * MAX_PAGE, "rows")
-        found: builtins.list[JobRecord] = []
-        scanned = matching = 0
-        cursor: str | None = None
-        while True:
-            page = await self.list(
-                state=state,
-                name=name,
-                queue=queue,
-                tenant_id=tenant_id,
-                limit=min(MAX_PAGE, scan_limit - scanned),
-                cursor=cursor,
+
+        async def page_of(size: int, cursor: str | None) -> JobPage:
+            return await self.list(
+                state=state, name=name, queue=queue, tenant_id=tenant_id, limit=size, cursor=cursor
             )
-            for job in page.jobs:
-                scanned += 1
-                if not _matches(job, error_code, after, before):
-                    continue
-                matching += 1
-                if len(found) < limit:
-                    found.append(job)
-                elif not count:
-                    return JobSelection(found, True, scanned, False, matching)
-            more = matching > len(found)
-            if page.next_cursor is None:
-                return JobSelection(found, more, scanned, False, matching)
-            if scanned >= scan_limit:
-                return JobSelection(found, more, scanned, True, matching)
-            cursor = page.next_cursor
+
+        return await select_pages(page_of, error_code, after, before, limit, scan_limit, count)
 
     @fixes_written
     async def trace(

@@ -82,7 +82,7 @@ def _call(tool: str, **arguments: Any) -> NextCall:
     return NextCall(tool=tool, arguments={k: v for k, v in arguments.items() if v is not None})
 
 
-def _names(known: Sequence[str]) -> str:
+def listed_names(known: Sequence[str]) -> str:
     return ", ".join(sorted(known)) if known else "none"
 
 
@@ -215,11 +215,11 @@ class JobUnknownError(JobsError):
         also = {"paused": sorted(paused)} if paused else {}
         if stored:
             also["stored"] = sorted(stored)
-        listed = f"; paused: {_names(paused)}" if paused else ""
-        listed += f"; in the store: {_names(stored)}" if stored else ""
+        listed = f"; paused: {listed_names(paused)}" if paused else ""
+        listed += f"; in the store: {listed_names(stored)}" if stored else ""
         super().__init__(
             f"no job named {quoted(job)} is registered here{hint} (registered: "
-            f"{_names(known)}{listed})",
+            f"{listed_names(known)}{listed})",
             "mcp-jobs jobs describe --json",
             next_call=_call("describe_jobs"),
             details={"job": job, "known": sorted(known), **also, **meant},
@@ -606,122 +606,6 @@ class JobFailedError(JobsError):
         )
 
 
-# --- drivers ------------------------------------------------------------------------------------
-
-
-class DriverUnavailableError(JobsError):
-    code = "DRIVER_UNAVAILABLE"
-    title = "the database could not be reached"
-    retry = "transient"
-
-    def __init__(self, driver: str, cause: str, fix: str = "mcp-jobs db migrate") -> None:
-        super().__init__(f"{driver}: {cause}", fix, details={"driver": driver})
-
-
-class DriverExtraMissingError(JobsError):
-    """A URL whose driver needs an optional extra this Python lacks (redis-py, nats-py).
-    Terminal: no wait installs it, so an agent or a retry loop must not try again."""
-
-    code = "DRIVER_EXTRA_MISSING"
-    title = "the database URL's driver needs an optional extra that is not installed"
-
-    def __init__(self, driver: str, package: str, reason: str, fix: str) -> None:
-        super().__init__(
-            f"{driver}: {package} is not installed ({reason})",
-            fix,
-            details={"driver": driver, "package": package},
-        )
-
-
-class DriverClosedError(JobsError):
-    """A call on a driver after its `close()`. A closed driver does not reopen (a connection
-    opened behind the caller's back would outlive the `Jobs` that owns it), and waiting does not
-    mend it, so nothing (a settle, a worker's claim) tries it again."""
-
-    code = "DRIVER_CLOSED"
-    title = "the driver was closed"
-
-    def __init__(self, driver: str, fix: str = "jobs = await connect(url)") -> None:
-        super().__init__(
-            f"{driver}: this driver was closed (Jobs.close() ran); a closed driver does not reopen",
-            fix,
-            details={"driver": driver},
-        )
-
-
-class StoreDamagedError(JobsError):
-    """Data the driver stored cannot be read as it wrote it: a damaged file or page, or a key of
-    ours that another program overwrote. Terminal: waiting does not mend it, so nothing (a
-    settle, an agent) tries it again; the fix looks at the damage."""
-
-    code = "STORE_DAMAGED"
-    title = "the stored data is damaged or was overwritten"
-
-    def __init__(self, driver: str, cause: str, fix: str) -> None:
-        super().__init__(f"{driver}: {cause}", fix, details={"driver": driver})
-
-
-class DatabaseUrlInvalidError(JobsError):
-    code = "DATABASE_URL_INVALID"
-    title = "the database URL cannot be used"
-
-    def __init__(
-        self,
-        url: str,
-        reason: str | None = None,
-        *,
-        schemes: Sequence[str] = (),
-        fix: str = "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
-        answered: bool = False,
-        scheme: str | None = None,
-    ) -> None:
-        """`answered`: what the URL names was reached and refused it (a database, role or
-        password the server lacks; a file where the SQLite path needs a directory), which may
-        change without the URL changing. `scheme`: the one to name where the URL does not
-        write it with `://` (`sqlite:jobs.db`)."""
-        self.answered = answered
-        # The URL itself is never echoed: it may carry a password.
-        head = scheme or (url.split("://", 1)[0] if "://" in url else "")
-        scheme = head if head.isascii() and head.replace("+", "").isalnum() else "(no scheme)"
-        if reason is None:
-            # `schemes`: the drivers registered when the URL was refused (engine.drivers.DRIVERS).
-            known = ", ".join(f"{s}://" for s in sorted(schemes)) or "none"
-            reason = f'"{scheme[:40]}" is not a registered driver scheme (registered: {known})'
-        super().__init__(
-            f"the database URL ({scheme[:40]}) cannot be used: {reason}",
-            fix,
-            details={"scheme": scheme[:40]},
-        )
-
-
-class DriverCapabilityMissingError(JobsError):
-    code = "DRIVER_CAPABILITY_MISSING"
-    title = "the database driver does not offer what this feature needs"
-
-    def __init__(self, driver: str, capability: str, missing: Sequence[str]) -> None:
-        super().__init__(
-            f"the {driver} driver does not offer the {capability} capability (it lacks "
-            f"{_names(missing)}), which this feature needs",
-            "export MCP_JOBS_DATABASE_URL=sqlite:///.mcp-jobs/jobs.db",
-            details={"driver": driver, "capability": capability, "missing": list(missing)},
-        )
-
-
-class StorageFullError(JobsError):
-    code = "STORAGE_FULL"
-    title = "the database has no room left to write"
-    retry = "transient"
-
-    def __init__(self, driver: str, where: str, detail: str, fix: str | None = None) -> None:
-        """`fix`: how to see the space left, when `df -h where` cannot (a server elsewhere)."""
-        super().__init__(
-            f"{driver}: the disk or volume holding {where} is full ({detail}); nothing of the "
-            "refused write was stored",
-            f"df -h {where}" if fix is None else fix,
-            details={"driver": driver, "where": where},
-        )
-
-
 # InvalidArgumentError.nearest when no value near the refused one is admitted.
 NOTHING_NEAR: Any = object()
 
@@ -861,63 +745,6 @@ def _arguments_text(arguments: Mapping[str, Any]) -> str:
     return json.dumps(dict(arguments), separators=(", ", ": "), ensure_ascii=False)
 
 
-class OutboxWrongDatabaseError(JobsError):
-    """The connection given to stage() reaches another database than the jobs': a row staged
-    there would never be published, and one transaction cannot span two databases. Each
-    driver says how it told the two apart and how to connect to the jobs' database."""
-
-    code = "OUTBOX_WRONG_DATABASE"
-    title = "outbox staging was given a connection to another database"
-
-    def __init__(self, jobs_db: str, tx_db: str, fix: str) -> None:
-        super().__init__(
-            f"stage() was given a connection to {tx_db}, but the jobs live in {jobs_db}; a row "
-            "staged there would never be published, and a commit is atomic per database only",
-            fix,
-            details={"jobs_database": jobs_db, "tx_database": tx_db},
-        )
-
-
-class OutboxNoTxError(JobsError):
-    code = "OUTBOX_NO_TX"
-    title = "outbox staging needs an open application transaction"
-
-    def __init__(
-        self,
-        driver: str,
-        fix: str = "async with conn.transaction(): await jobs.stage(conn, name, input)",
-    ) -> None:
-        """`fix`: how this driver's transaction is opened and ended around the stage (the
-        default is asyncpg's; the memory, Redis and NATS drivers stage through their own)."""
-        super().__init__(
-            f"{driver}: stage() was given a connection that is not inside a transaction, so the "
-            "job could exist without the write it belongs to",
-            fix,
-        )
-
-
-class OutboxTxKindError(InvalidArgumentError):
-    """INVALID_ARGUMENT for stage() handed no transaction of the kind its driver stages through
-    (another library's connection, a pool, a string): said as such, since OUTBOX_NO_TX's fix
-    (open a transaction on it) cannot mend it. `takes`: that kind in words; `fix`: how to get
-    one."""
-
-    def __init__(self, driver: str, given: object, takes: str, fix: str) -> None:
-        kind = type_name(given)
-        JobsError.__init__(
-            self,
-            f"{driver}: stage() was given a value of type {kind}, but this driver stages through "
-            f"{takes}",
-            fix,
-            details={"argument": "tx", "expected": takes, "given_type": kind},
-        )
-        self.argument = "tx"
-        self.value = given
-        self.expected = takes
-        self.nearest = NOTHING_NEAR
-        self.fix_said = False
-
-
 def type_name(value: object) -> str:
     """`value`'s type as a reader knows it: `str`, `sqlite3.Connection`, `asyncpg.pool.Pool`."""
     kind = type(value)
@@ -960,15 +787,3 @@ class WorkerAlreadyRunningError(JobsError):
             "await worker.stop()",
             details={"worker_id": worker_id, "queues": None if queues is None else list(queues)},
         )
-
-
-class SchemaPrivilegeMissingError(JobsError):
-    """A migration the database role may not run: it lacks the right to create the schema or to
-    alter its tables (a role with read/write grants only, whose schema its owner migrates).
-    Terminal: the same role is refused the same way; the fix migrates as a role that may."""
-
-    code = "SCHEMA_PRIVILEGE_MISSING"
-    title = "this database role may not install or upgrade the schema"
-
-    def __init__(self, driver: str, cause: str, fix: str) -> None:
-        super().__init__(f"{driver}: {cause}", fix, details={"driver": driver})

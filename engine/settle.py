@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from engine.clock import Clock, next_retry_pause_ms
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.base import AckWrite, Driver, StepWrite
-from engine.errors import DriverUnavailableError, JobsError, JobSlotLostError
+from engine.errors import JobsError, JobSlotLostError
 from schemas.steps import StepRecord
 
 __all__ = ["MAX_BATCH", "GroupCommit", "Settler", "until_written"]

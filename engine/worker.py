@@ -11,21 +11,17 @@ and two claims may be on their way at once, so the database prepares the next wa
 process runs the last. Jobs that wait are the worker's (leases kept, a cancel heard); a stopping
 worker hands them back unharmed, and jobs that run long are not claimed ahead at all.
 
-Limits are checked after the claim, against slots in the database, so they hold across machines;
-a job over a cap is shed in its place (stays ready, no attempt, no error), and the claims walk
-past the jobs of a cap found full (worker_caps). A drain stops claiming, lets
-in-flight jobs finish until its deadline, then hands the rest back unharmed; a run cancelled
-(or crashed) hands back at once what it holds, and closing the client first stops the runs on it
-(worker_runs). One run at a time: a second `run()`/`start()` while it runs is refused
-(WorkerAlreadyRunningError).
+Caps and rate limits are held in the database, so they hold across machines: claims walk past
+the jobs of a cap found full, and a job still claimed over one is shed in its place (stays
+ready, no attempt, no error). A drain stops claiming, lets in-flight jobs finish until its
+deadline, then hands the rest back unharmed; a run cancelled (or crashed) hands back at once
+what it holds, and closing the client first stops the runs on it. One run at a time: a second
+`run()`/`start()` while it runs is refused (WorkerAlreadyRunningError).
 
-This module holds the loop and the worker's slots (what it holds, runs, waits for, claims);
-beside it: its arguments (worker_arguments), the claim sizes (claim_plan), the services run
-beside the jobs (worker_services), the lease heartbeat (worker_leases), where events go
-(worker_events), caps (worker_caps), rate limits (worker_rates), jobs handed back
-(worker_hand_back), presence (worker_presence), a database that stops answering
-(worker_outage), jobs of names it does not run (worker_unknown_names) and the runs a client's
-close stops (worker_runs).
+This module holds the loop and the worker's slots (what it holds, runs, waits for, claims).
+Beside it, each in `worker_<part>`: arguments, services, leases, events, gate (what turns a
+claimed job away: caps, rates, unknown_names), hand_back, presence, outage, runs (a client's
+close), wake (how the loop waits); and claim_plan, the claim sizes.
 """
 
 from __future__ import annotations
@@ -42,7 +38,8 @@ import anyio
 
 from engine import worker_runs
 from engine.claim_plan import ClaimPlanner
-from engine.errors import DriverClosedError, JobsError, WorkerAlreadyRunningError
+from engine.driver_errors import DriverClosedError
+from engine.errors import JobsError, WorkerAlreadyRunningError
 from engine.fix_lines import CommandContext, fixes_written
 from engine.ids import worker_id as new_worker_id
 from engine.limits import Limits
@@ -55,8 +52,9 @@ from engine.tasks.scheduler import Scheduler
 from engine.worker_arguments import ALL_QUEUES as ALL_QUEUES
 from engine.worker_arguments import MIN_LEASE_MS as MIN_LEASE_MS
 from engine.worker_arguments import QueueChoice, client_checked, counts_checked, kinds_checked
-from engine.worker_caps import CapRoom, shed_at_cap
+from engine.worker_caps import CapRoom
 from engine.worker_events import WorkerEvents
+from engine.worker_gate import StartGate
 from engine.worker_hand_back import (
     HAND_BACK_MS,
     WAIT_AHEAD_MS,
@@ -72,6 +70,7 @@ from engine.worker_presence import Presence, published_policy
 from engine.worker_rates import RateGate
 from engine.worker_services import WorkerServices
 from engine.worker_unknown_names import UnknownNames
+from engine.worker_wake import LoopWake, drained
 from schemas.jobs import ClaimedJob, NackOptions
 
 if TYPE_CHECKING:
@@ -153,8 +152,9 @@ class Worker:
         self._claim_queues = self.queues
         self.id = worker_id or new_worker_id()
         self.events = WorkerEvents(self.clock, self.id, listed)
+        self.wake = LoopWake()
         # A call that fails again after the database went away ends the claims' backoff.
-        self.outage = Outage(self.clock, self.id, self._poke)
+        self.outage = Outage(self.clock, self.id, self.wake.poke)
         self._inflight: dict[str, RunHandle] = {}
         self._scope_type: type[anyio.CancelScope] | None = None
         # Job tasks are plain asyncio tasks, each under a cancel scope of its own (see _start).
@@ -174,19 +174,11 @@ class Worker:
         self._backlog = False
         self._stopping = False
         self._drain_deadline = 0
-        # asyncio's own events and tasks throughout: the engine runs on asyncio (the PostgreSQL
-        # driver needs it), and an anyio.Event costs a backend lookup on every job that ends.
-        self._nudge = asyncio.Event()
         # Set when a claim ahead lands jobs to wait for a slot (`_return_stale_waiting`).
         self._ahead_landed = asyncio.Event()
-        # Whether anyone waits on `_nudge`: a freed slot with no one waiting (the common case
-        # under a backlog) spends no event.
-        self._nudge_awaited = False
-        # The loop's wait for work while it waits; a poke takes it (and cancels it).
-        self._idle_scope: anyio.CancelScope | None = None
         # Rate limits: the take before a start, and the wake-ups at starts it reserved.
         self._rate_gate = RateGate(
-            self.driver, self.clock, self.limits, self._poke, lambda: self._idle_scope is not None
+            self.driver, self.clock, self.limits, self.wake.poke, lambda: self.wake.waiting_for_work
         )
         # A run is going (run() or start() began it, until its teardown ends): one at a time.
         self._running = False
@@ -212,8 +204,11 @@ class Worker:
             max_output_bytes=jobs.max_payload_bytes,
         )
         self.leases = LeaseKeeper(self.runtime, self._inflight, concurrency)
-        self.unknown_names = UnknownNames(jobs.descriptors, self.clock, self.id, poll_ms)
         self.caps = CapRoom(self.clock, poll_ms)
+        unknown_names = UnknownNames(jobs.descriptors, self.clock, self.id, poll_ms)
+        self.gate = StartGate(
+            self.driver, self.events, self.limits, self.caps, self._rate_gate, unknown_names
+        )
         self._asked = 0  # how many jobs the last claim asked for (CapRoom.claim_limit)
         # The keeper's record of the bodies that ended last, which `_body_done` appends to.
         self._ended = self.leases.ended
@@ -258,27 +253,8 @@ class Worker:
     def pruner(self) -> Pruner | None:
         return self.services.pruner
 
-    # --- listeners and wake-ups ---------------------------------------------------------------
-
     def add_listener(self, listener: WorkerEventListener) -> None:
         self.events.add(listener)
-
-    def _poke(self) -> None:
-        """Wake the loop wherever it waits: stop(), a crashed job."""
-        self._slot_freed()
-        scope, self._idle_scope = self._idle_scope, None
-        if scope is not None:
-            scope.cancel()
-
-    def _slot_freed(self) -> None:
-        """Wake the loop if it waits for a slot (or for the last in-flight job to settle). A loop
-        waiting for work sleeps on: its last claim found less than it had room for, and a freed
-        slot makes no new work (new work sends its own wake-up), so waking it would cost an
-        empty claim after every job of a quiet queue."""
-        if self._nudge_awaited:
-            self._nudge_awaited = False
-            self._nudge.set()
-            self._nudge = asyncio.Event()
 
     @property
     def in_flight(self) -> int:
@@ -327,7 +303,7 @@ class Worker:
             self._stopping = True
             self._drain_deadline = self.clock.now_ms() + self.drain_ms
         self.services.stop()
-        self._poke()
+        self.wake.poke()
         return Stopping(self)
 
     def _ready_again(self) -> None:
@@ -455,7 +431,7 @@ class Worker:
                         continue  # a full cap freed a slot while the claim was on its way
                     await self._race(self._wait_for_work)
                 await self._hand_back_waiting()
-                await self._finish_inflight()
+                await drained(self.clock, self._drain_deadline, self._inflight, self.wake)
                 if self._crash is not None:
                     raise self._crash
                 await self.services.wait_stopped()
@@ -549,23 +525,14 @@ class Worker:
 
     async def _race(self, wait: Callable[[], Awaitable[None]] | None = None) -> None:
         """Wait for `wait` (work, when given) to return, or without one for a freed slot; `stop()`
-        or a crashed job ends either (`_poke`).
-
-        A poke cancels the wait's scope, which ends only that wait; a cancellation from outside
-        still propagates. Nothing awaits between the `_stopping` check and the wait starting, so
-        a poke cannot fall in between unseen."""
+        or a crashed job ends either (a poke). Nothing awaits between the `_stopping` check and
+        the wait starting, so a poke cannot fall in between unseen."""
         if self._stopping:
             return
         if wait is None:
-            self._nudge_awaited = True
-            await self._nudge.wait()
-            return
-        with anyio.CancelScope() as scope:
-            self._idle_scope = scope
-            try:
-                await wait()
-            finally:
-                self._idle_scope = None
+            await self.wake.slot()
+        else:
+            await self.wake.work(wait)
 
     def _free_slots(self) -> int:
         return self.plan.free_slots(self._bodies, len(self._inflight), len(self._waiting))
@@ -599,7 +566,7 @@ class Worker:
         if exc is not None:
             if self._crash is None:
                 self._crash = exc
-            self._poke()
+            self.wake.poke()
             return
         batch = task.result()
         now = self.clock.now_ms() if batch else 0
@@ -611,7 +578,7 @@ class Worker:
             self._ahead_landed.set()
         if len(batch) < ask:
             self._backlog = False  # the queue ran dry: back to waiting for work
-        self._slot_freed()
+        self.wake.slot_freed()
 
     def _start_waiting(self) -> None:
         while self._waiting and self._free_slots() > 0:
@@ -657,7 +624,7 @@ class Worker:
             for handle in kept:
                 handle.held_ms = clock.now_ms()
             self._waiting.extendleft(reversed(kept))
-            self._slot_freed()
+            self.wake.slot_freed()
 
     async def _hand_back_waiting(self) -> None:
         """A stopping worker returns the jobs it claimed ahead and never started: the claims on
@@ -673,7 +640,7 @@ class Worker:
         now = self.clock.now_ms()
         self.plan.body_finished(now - handle.started_ms)
         self._ended.append((now, handle))
-        self._slot_freed()
+        self.wake.slot_freed()
 
     def _hold(self, claimed: ClaimedJob) -> RunHandle:
         """Take a claimed job into the worker's care (heartbeats, drain) before it starts."""
@@ -707,7 +674,7 @@ class Worker:
         if not task.cancelled() and (exc := task.exception()) is not None:
             if self._crash is None:
                 self._crash = exc
-            self._poke()
+            self.wake.poke()
 
     async def _let_go(self) -> None:
         """A run ending with jobs still held (its task cancelled, a crash) hands them back ready
@@ -753,30 +720,8 @@ class Worker:
             if handle.torn:
                 return  # torn down before it started: left to its lease
             definition = self.jobs.registry.get(record.name)
-            if definition is None:
-                delay = await self.unknown_names.pass_on_ms(record)
-                if delay is not None:
-                    await give_back(
-                        self.driver,
-                        self.events,
-                        claimed,
-                        NackOptions(delay_ms=delay, counts_as_attempt=False),
-                        "handed_back",
-                        f"job {record.name!r} is not registered here; a live worker runs it",
-                    )
-                    return
-            else:
-                caps = self.limits.caps_for(
-                    record.queue, record.tenant_id, record.name, definition.concurrency
-                )
-                if caps and await shed_at_cap(
-                    self.caps, self.driver, self.events, claimed, caps, self._shed_delay_ms()
-                ):
-                    return
-                if self._rate_gate.applies(definition) and await self._rate_gate.shed_over(
-                    claimed, definition, self.events
-                ):
-                    return
+            if await self.gate.turned_away(claimed, definition, self._shed_delay_ms()):
+                return
             if handle.reason == "drain":
                 # The worker is going before this job began: back unharmed, never started.
                 await give_back(
@@ -814,9 +759,9 @@ class Worker:
             handle.body_done()  # when it never ran (shed, parked unknown name, failed input)
             self.caps.released(record.id)
             if self.caps.wake_due():
-                self._poke()  # a full cap's slot freed: the jobs its claims left alone are due
+                self.wake.poke()  # a full cap's slot freed: the jobs its claims left alone are due
             self._inflight.pop(record.id, None)
-            self._slot_freed()
+            self.wake.slot_freed()
 
     def _shed_delay_ms(self) -> int:
         """A job shed at a cap keeps its place in line (no delay): this worker's claims leave its
@@ -841,26 +786,6 @@ class Worker:
         as stop() would, and run() raises `closed` once the drain is done."""
         self._closed_under = closed
         self.stop()
-
-    async def _finish_inflight(self) -> None:
-        if not self._inflight:
-            return
-        async with anyio.create_task_group() as tg:
-
-            async def deadline() -> None:
-                # Measured from the moment stop() was called, not from when this task started.
-                await self.clock.sleep_ms(self._drain_deadline - self.clock.now_ms())
-                for handle in list(self._inflight.values()):
-                    handle.stop("drain")
-
-            async def settled() -> None:
-                while self._inflight:
-                    self._nudge_awaited = True
-                    await self._nudge.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(deadline)
-            tg.start_soon(settled)
 
     @fixes_written
     async def publish_descriptors(self) -> None:

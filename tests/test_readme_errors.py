@@ -11,6 +11,8 @@ from engine.errors import REGISTRY
 # Every module that declares error classes; importing them fills the registry.
 _DECLARING = (
     "engine.errors",
+    "engine.driver_errors",
+    "engine.outbox_errors",
     "engine.descriptors",
     "engine.retention",
     "engine.metrics",

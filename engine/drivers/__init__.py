@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from engine.clock import SYSTEM_CLOCK, Clock
+from engine.driver_errors import DatabaseUrlInvalidError, DriverExtraMissingError
 from engine.drivers.base import (
     CAPABILITIES,
     JOBS,
@@ -35,7 +36,7 @@ from engine.drivers.urls import (
     slashes_reason,
     sqlite_path,
 )
-from engine.errors import DatabaseUrlInvalidError, DriverExtraMissingError, InvalidArgumentError
+from engine.errors import InvalidArgumentError
 from engine.extras import install_line
 
 DEFAULT_DATABASE_URL = "sqlite:///.mcp-jobs/jobs.db"

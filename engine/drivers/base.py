@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 from engine.clock import Clock
-from engine.errors import DriverCapabilityMissingError, JobsError
+from engine.driver_errors import DriverCapabilityMissingError
+from engine.errors import JobsError
 from engine.inbound_events import EventCursor, InboundEvent
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
 from engine.retention import Cutoffs, PruneCount

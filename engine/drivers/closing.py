@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from engine.errors import DriverClosedError
+from engine.driver_errors import DriverClosedError
 
 D = TypeVar("D", bound=type)
 

@@ -13,7 +13,7 @@ from typing import Literal, TypeVar
 from pydantic import ValidationError
 
 from engine import rules
-from engine.errors import StoreDamagedError
+from engine.driver_errors import StoreDamagedError
 from schemas.jobs import DamagedJob, JobRecord, NackOptions
 from schemas.pauses import PAUSE_KINDS, Pause, PauseKind
 from schemas.scheduler import TaskFailure

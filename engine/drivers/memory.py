@@ -27,10 +27,9 @@ from engine.errors import (
     JobNotRetryableError,
     JobsError,
     JobSlotLostError,
-    OutboxNoTxError,
-    OutboxTxKindError,
 )
 from engine.ids import new_ids, new_token
+from engine.outbox_errors import OutboxNoTxError, OutboxTxKindError
 from engine.pauses import is_held
 from engine.presence import EXPIRED_PER_BEAT, is_expired
 from engine.retention import Cutoffs, PruneCount

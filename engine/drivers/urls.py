@@ -14,7 +14,8 @@ import re
 from collections.abc import Collection
 from urllib.parse import parse_qs, parse_qsl, quote_plus, unquote_plus, urlsplit, urlunsplit
 
-from engine.errors import DatabaseUrlInvalidError, InvalidArgumentError
+from engine.driver_errors import DatabaseUrlInvalidError
+from engine.errors import InvalidArgumentError
 from engine.shell_words import shell_word
 
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")

@@ -14,10 +14,11 @@ import difflib
 import os
 from pathlib import Path
 
+from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers import DEFAULT_DATABASE_URL
 from engine.drivers.sqlite.errors import refusal_of
 from engine.drivers.urls import sqlite_path
-from engine.errors import DatabaseUrlInvalidError, JobsError
+from engine.errors import JobsError
 
 # `.mcp-jobs`: the directory of the embedded default, whose files any command may create.
 STORE_DIRECTORY = Path(sqlite_path(DEFAULT_DATABASE_URL)).parent.name

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import difflib
 
+from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers.installed import InstalledStore
-from engine.errors import DatabaseUrlInvalidError
 
 # How alike an installed schema's name must be to the one asked for to be the one meant.
 _ALIKE = 0.75

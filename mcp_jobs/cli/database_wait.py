@@ -10,7 +10,8 @@ from contextlib import asynccontextmanager
 import anyio
 
 from engine.client import Jobs
-from engine.errors import DatabaseUrlInvalidError, JobsError
+from engine.driver_errors import DatabaseUrlInvalidError
+from engine.errors import JobsError
 
 logger = logging.getLogger("mcp_jobs.cli")
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers import open_driver
 from engine.drivers.sqlite.errors import refusal_of
 from engine.drivers.urls import report_fix, sqlite_path
-from engine.errors import DriverUnavailableError, JobsError
+from engine.errors import JobsError
 from mcp_jobs.operations.models import DbReportResult
 
 # The report was tried once, and so is the read that names its error: a PostgreSQL read is

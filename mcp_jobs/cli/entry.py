@@ -17,8 +17,9 @@ from collections.abc import Sequence
 import anyio
 
 from engine.backfill.gate import resolve_environment
+from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers.urls import DATABASE_URL_ENV, given_url
-from engine.errors import LEFT_OUT, DatabaseUrlInvalidError, InvalidArgumentError, JobsError
+from engine.errors import LEFT_OUT, InvalidArgumentError, JobsError
 from engine.fix_lines import END_OF_OPTIONS
 from mcp_jobs.app_modules import on_path_here
 from mcp_jobs.cli import commands, dashboard, events, pauses, rate_limits, serve

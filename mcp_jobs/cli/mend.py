@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.command_line import END_OF_OPTIONS
+from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, registered_schemes
 from engine.drivers.urls import meant_url, slashes_missing, sqlite_path
 from engine.errors import (
     LEFT_OUT,
     NAMED,
     NOTHING_NEAR,
-    DatabaseUrlInvalidError,
     FlagMend,
     InvalidArgumentError,
     JobNotFoundError,

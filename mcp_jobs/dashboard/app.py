@@ -32,8 +32,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from engine.clock import Clock
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.urls import report_fix
-from engine.errors import DriverUnavailableError, InvalidArgumentError, JobsError
+from engine.errors import InvalidArgumentError, JobsError
 from engine.shell_words import shell_join
 from mcp_jobs.config import Settings
 from mcp_jobs.dashboard.html import error_box, frame

@@ -31,9 +31,9 @@ from pydantic import BaseModel, Field
 
 from engine import bounds
 from engine.bounds import MAX_DELAY_SECONDS
-from engine.client import SELECT_SCAN_LIMIT
 from engine.errors import JobsError
 from engine.instants import iso
+from engine.job_selection import SELECT_SCAN_LIMIT
 from mcp_jobs.operations.audit import record_call
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import ConfirmOffer, Envelope, Finding

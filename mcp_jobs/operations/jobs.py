@@ -12,13 +12,13 @@ from typing import Any
 
 from engine import bounds
 from engine.bounds import MAX_KEY_BYTES, MAX_NAME_BYTES
+from engine.driver_errors import StoreDamagedError
 from engine.errors import (
     CursorInvalidError,
     InvalidArgumentError,
     JobNotCancellableError,
     JobNotRetryableError,
     JobUnknownError,
-    StoreDamagedError,
 )
 from engine.internal_jobs import is_internal, refuse_by_name
 from engine.paging import DEFAULT_TRACE_PAGE

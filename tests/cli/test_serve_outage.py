@@ -17,7 +17,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from engine import connect
-from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError, JobsError
+from engine.driver_errors import DatabaseUrlInvalidError, DriverUnavailableError
+from engine.errors import JobsError
 from mcp_jobs.cli.database_wait import migrated_or_retrying, until_migrated
 from tests.mcp.support import Caller
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
-from engine.errors import DriverClosedError
+from engine.driver_errors import DriverClosedError
 from engine.testing.blocked import wait_all_tasks_blocked
 from tests.support.gated_job import Gated
 

@@ -47,7 +47,7 @@ async def test_a_job_another_live_app_runs_goes_back_at_once_for_it_and_runs_the
     assert await worker_a.run_until_idle() == 1  # A claimed it: the queue is A's too
     record = await jobs.get(enqueued.id)
     assert (record.state, record.attempt, record.last_error) == ("ready", 0, None)
-    off_beat = worker_a.unknown_names.off_beat_ms  # a tenth of a poll: see its module
+    off_beat = worker_a.gate.unknown_names.off_beat_ms  # a tenth of a poll: see its module
     assert record.run_at == clock.now_ms() + PASS_ON_MS + off_beat
     assert recorder.kinds(enqueued.id) == ["handed_back"]
     assert await worker_a.run_until_idle() == 0  # not claimed again by A at once
@@ -75,7 +75,7 @@ async def test_a_job_that_keeps_landing_on_the_wrong_app_waits_longer_each_time_
         assert (record.state, record.attempt, record.last_error) == ("ready", 0, None)
         waits.append(record.run_at - clock.now_ms())
         clock.advance(waits[-1])
-    off_beat = worker_a.unknown_names.off_beat_ms
+    off_beat = worker_a.gate.unknown_names.off_beat_ms
     expected = [PASS_ON_MS * 2**k for k in range(5)] + [UNKNOWN_NAME_PARK_MS] * 2
     assert waits == [wait + off_beat for wait in expected]
 

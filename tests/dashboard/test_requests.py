@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from engine import Jobs
-from engine.errors import DriverUnavailableError
+from engine.driver_errors import DriverUnavailableError
 from mcp_jobs.dashboard.auth import standalone_auth
 from mcp_jobs.dashboard.routing import dashboard_routes_app
 from tests.dashboard.support import Marks, Seeded, browse, dashboard_for

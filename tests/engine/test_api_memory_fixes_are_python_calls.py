@@ -14,12 +14,9 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Retry, Worker, connect, job
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.memory import MemoryDriver
-from engine.errors import (
-    DriverUnavailableError,
-    JobNotFoundError,
-    JobsError,
-)
+from engine.errors import JobNotFoundError, JobsError
 from engine.fix_lines import as_raised
 from engine.tasks.scheduler import Scheduler
 from schemas.jobs import ClaimedJob, JobPage, JobRecord

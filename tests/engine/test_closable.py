@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from engine.driver_errors import DriverClosedError
 from engine.drivers.closing import closable
-from engine.errors import DriverClosedError
 
 
 @closable

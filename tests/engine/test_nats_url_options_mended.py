@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine import connect
-from engine.errors import DatabaseUrlInvalidError
+from engine.driver_errors import DatabaseUrlInvalidError
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.memory import MemoryDriver
-from engine.errors import DriverUnavailableError
 
 
 class Item(BaseModel):

@@ -9,8 +9,8 @@ from itertools import pairwise
 import anyio
 
 from engine import JobRegistry, Jobs, ManualClock
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.memory import MemoryDriver
-from engine.errors import DriverUnavailableError
 from engine.testing.blocked import wait_all_tasks_blocked
 from engine.worker_presence import FAST_RETRIES_MS, PRESENCE_MS, RETRY_BEAT_MS, Presence
 from schemas.stats import WorkerInfo

@@ -9,7 +9,8 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, ManualClock, Worker, connect, job
-from engine.errors import DriverUnavailableError, JobsError
+from engine.driver_errors import DriverUnavailableError
+from engine.errors import JobsError
 from engine.progress import ProgressReporter
 from engine.steps import StepApi
 

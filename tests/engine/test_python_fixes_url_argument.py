@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine import connect
-from engine.errors import DatabaseUrlInvalidError
+from engine.driver_errors import DatabaseUrlInvalidError
 
 pytestmark = pytest.mark.drivers("sqlite", reason="the SQLite driver's own refusal")
 

@@ -11,7 +11,7 @@ from anyio.lowlevel import checkpoint
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, OutboxRelay, Scheduler, Worker, job
-from engine.errors import DriverUnavailableError
+from engine.driver_errors import DriverUnavailableError
 from engine.pruner import Pruner
 from engine.testing.blocked import wait_all_tasks_blocked
 

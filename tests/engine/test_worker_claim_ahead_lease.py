@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
-from engine.errors import DriverUnavailableError
+from engine.driver_errors import DriverUnavailableError
 from engine.testing.blocked import wait_all_tasks_blocked
 from engine.testing.observe import Recorder
 from engine.worker_hand_back import WAIT_AHEAD_MS

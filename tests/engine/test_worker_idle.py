@@ -22,7 +22,7 @@ async def idle_worker() -> tuple[Worker, asyncio.Task[None]]:
     worker = Worker(jobs, poll_ms=AN_HOUR_MS, scheduler=False, outbox_relay=False, prune=False)
     run = asyncio.create_task(worker.run())
     await wait_all_tasks_blocked()
-    assert worker._idle_scope is not None  # waiting for work, not for a slot
+    assert worker.wake.waiting_for_work  # waiting for work, not for a slot
     return worker, run
 
 
@@ -31,7 +31,7 @@ async def test_stop_ends_an_hour_long_wait_for_work_at_once() -> None:
     worker.stop()
     with anyio.fail_after(5):
         await run  # returns normally: the poke's own cancellation is swallowed
-    assert worker._idle_scope is None
+    assert not worker.wake.waiting_for_work
 
 
 async def test_a_cancellation_from_outside_is_not_taken_for_the_poke() -> None:
@@ -51,7 +51,7 @@ async def test_the_wait_swallows_the_pokes_cancellation_and_no_other() -> None:
     for also_cancelled in (False, True):
         waiting = asyncio.create_task(worker._race(never.wait))
         await wait_all_tasks_blocked()
-        worker._poke()
+        worker.wake.poke()
         if also_cancelled:
             waiting.cancel()
             with anyio.fail_after(5), pytest.raises(asyncio.CancelledError):

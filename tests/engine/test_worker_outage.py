@@ -16,8 +16,8 @@ import pytest
 from anyio.lowlevel import checkpoint
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, Worker, job
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.memory import MemoryDriver
-from engine.errors import DriverUnavailableError
 from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.descriptor import JobDescriptor
 from schemas.jobs import ClaimedJob

@@ -13,9 +13,10 @@ import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Retry, Worker, job
 from engine.context import JobContext
+from engine.driver_errors import StorageFullError
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.memory import MemoryDriver
-from engine.errors import JobOutputInvalidError, JobsError, StorageFullError
+from engine.errors import JobOutputInvalidError, JobsError
 from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.jobs import JobRecord, NackOptions
 from tests.support.worker_jobs import Item

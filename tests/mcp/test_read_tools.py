@@ -10,7 +10,7 @@ import anyio.lowlevel
 import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
-from engine.errors import DriverUnavailableError
+from engine.driver_errors import DriverUnavailableError
 from engine.instants import iso
 from engine.testing.blocked import wait_all_tasks_blocked
 from mcp_jobs.config import ServerLimits, Settings

@@ -8,7 +8,7 @@ import pytest
 
 from engine import Jobs, ManualClock, Worker
 from engine.bounds import MAX_DELAY_MS
-from engine.errors import DriverUnavailableError
+from engine.driver_errors import DriverUnavailableError
 from engine.instants import iso
 from mcp_jobs.config import ServerLimits, Settings
 from mcp_jobs.errors import example_call

@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from engine import ManualClock
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.base import AckWrite
-from engine.errors import DriverUnavailableError
 from schemas.jobs import EnqueueRequest
 from tests.nats.server import NatsServer, binary_or_skip
 

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from engine import ManualClock
-from engine.errors import DriverUnavailableError
+from engine.driver_errors import DriverUnavailableError
 from tests.nats.server import NatsServer, binary_or_skip
 
 pytest.importorskip("nats", reason="the nats extra is not installed")

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from engine import connect
-from engine.errors import DatabaseUrlInvalidError
+from engine.driver_errors import DatabaseUrlInvalidError
 from tests.support.fix_lines import run_fix
 
 pytest.importorskip("nats", reason="the nats extra is not installed")

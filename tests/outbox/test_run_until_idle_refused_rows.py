@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from engine import JobRegistry, Jobs, ManualClock, Worker
-from engine.errors import StorageFullError
+from engine.driver_errors import StorageFullError
 from tests.outbox.apptx import AppDatabase
 from tests.outbox.test_relay import declare_item, stage_rows
 

@@ -14,17 +14,12 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, ManualClock, Retry, Worker, connect, job
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.base import AckWrite, StepWrite
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres.batch import flush_apart
 from engine.drivers.postgres.faults import data_error
-from engine.errors import (
-    DriverUnavailableError,
-    InvalidArgumentError,
-    JobOutputInvalidError,
-    JobsError,
-    JobSlotLostError,
-)
+from engine.errors import InvalidArgumentError, JobOutputInvalidError, JobsError, JobSlotLostError
 from engine.settle import Settler
 from schemas.jobs import ClaimedJob
 from schemas.steps import StepRecord

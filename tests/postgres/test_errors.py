@@ -14,9 +14,10 @@ import asyncpg
 import pytest
 
 from engine import ManualClock
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres.faults import migrate_fix
-from engine.errors import DriverUnavailableError, JobsError
+from engine.errors import JobsError
 from tests.postgres.builders import request
 from tests.support.fix_lines import run_fix
 from tests.support.ports import free_port

@@ -15,8 +15,9 @@ import asyncpg
 import pytest
 
 from engine import ManualClock, SystemClock
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.postgres import PostgresDriver
-from engine.errors import DriverUnavailableError, JobsError
+from engine.errors import JobsError
 from schemas.jobs import EnqueueRequest, EnqueueResult, NackOptions
 from tests.postgres.builders import failure, request
 from tests.postgres.waiting import eventually

@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.postgres.retry import Retrier
-from engine.errors import DriverUnavailableError
 from tests.support.paced_clock import PacedClock
 
 

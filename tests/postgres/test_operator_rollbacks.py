@@ -10,9 +10,9 @@ import asyncpg
 import pytest
 
 from engine import JobRegistry, Jobs, ManualClock
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.urls import report_fix
-from engine.errors import DriverUnavailableError
 from engine.retention import Cutoffs, PruneCount, PruneRule
 from mcp_jobs.config import Settings
 from mcp_jobs.operations.bulk import BulkFilter, bulk_command

@@ -20,9 +20,10 @@ from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, ManualClock, Worker, job
 from engine.client import Jobs
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.urls import report_fix
-from engine.errors import DriverUnavailableError, JobsError
+from engine.errors import JobsError
 from engine.settle import Settler
 from schemas.jobs import EnqueueResult
 from tests.postgres.builders import request

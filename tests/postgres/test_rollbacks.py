@@ -12,10 +12,11 @@ import asyncpg
 import pytest
 
 from engine import ManualClock
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres.faults import unavailable
 from engine.drivers.urls import report_fix
-from engine.errors import DriverUnavailableError, JobsError
+from engine.errors import JobsError
 from engine.settle import Settler
 from tests.postgres.builders import request
 from tests.postgres.conftest import DriverFactory

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import DatabaseUrlInvalidError, DriverUnavailableError
+from engine.driver_errors import DatabaseUrlInvalidError, DriverUnavailableError
 
 pytest.importorskip("redis", reason="the redis extra is not installed")
 

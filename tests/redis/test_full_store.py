@@ -13,9 +13,9 @@ import pytest
 
 from engine import ManualClock, connect
 from engine.client import Jobs
+from engine.driver_errors import StorageFullError
 from engine.drivers import open_driver
 from engine.drivers.base import REPORT, AckWrite, require
-from engine.errors import StorageFullError
 from engine.testing.requests import numbered as request
 from tests.redis.server import RedisServer, own_server
 from tests.support.fix_lines import run_fix, the_line

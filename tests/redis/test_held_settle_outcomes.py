@@ -8,9 +8,10 @@ import logging
 
 import pytest
 
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.holding import hold
 from engine.drivers.job_gone import JobGoneError
-from engine.errors import DriverUnavailableError, JobsError, JobSlotLostError
+from engine.errors import JobsError, JobSlotLostError
 from tests.support.paced_clock import PacedClock
 
 

@@ -14,10 +14,10 @@ import anyio
 import pytest
 
 from engine import ManualClock
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers import open_driver
 from engine.drivers.base import REPORT, require
 from engine.drivers.urls import report_fix
-from engine.errors import DriverUnavailableError
 from mcp_jobs.cli.exit_status import TRY_AGAIN_EXIT
 from tests.redis.server import own_server
 

@@ -14,9 +14,9 @@ import anyio
 import pytest
 
 from engine import ManualClock
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers import open_driver
 from engine.drivers.base import AckWrite
-from engine.errors import DriverUnavailableError
 from engine.testing.requests import numbered as request
 from tests.redis.server import own_server
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from engine import ManualClock
+from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers import open_driver
 from engine.drivers.base import REPORT, require
-from engine.errors import DatabaseUrlInvalidError
 
 pytest.importorskip("redis", reason="the redis extra is not installed")
 

@@ -12,9 +12,9 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, ManualClock, connect, job
+from engine.driver_errors import StorageFullError
 from engine.drivers import open_driver
 from engine.drivers.base import REPORT, require
-from engine.errors import StorageFullError
 from tests.redis.server import own_server
 from tests.support.fix_lines import the_line
 

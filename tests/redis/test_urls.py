@@ -11,8 +11,9 @@ import anyio
 import pytest
 
 from engine import ManualClock
+from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers import open_driver
-from engine.errors import DatabaseUrlInvalidError, JobsError
+from engine.errors import JobsError
 from tests.redis.conftest import REDIS_URL_ENV
 from tests.support.fix_lines import run_fix
 from tests.support.url_refusals import check_answered_refusal, refused_and_reported

@@ -10,8 +10,9 @@ from typing import cast
 import anyio
 import pytest
 
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.base import AckWrite, Driver, StepWrite
-from engine.errors import DriverUnavailableError, JobsError, JobSlotLostError
+from engine.errors import JobsError, JobSlotLostError
 from engine.settle import MAX_BATCH, GroupCommit, Settler
 from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.steps import StepRecord

@@ -12,12 +12,13 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, ManualClock, connect, job
+from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers import DATABASE_URL_ENV
 from engine.drivers.base import AckWrite
 from engine.drivers.sqlite import SqliteDriver
 from engine.drivers.sqlite.errors import PathRefused
 from engine.drivers.sqlite.library import sqlite3
-from engine.errors import DatabaseUrlInvalidError, JobsError
+from engine.errors import JobsError
 from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.jobs import JobFilter
 from tests.sqlite.enqueues import request

@@ -8,9 +8,10 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers.base import Driver, StoreReport
 from engine.drivers.urls import report_fix
-from engine.errors import DatabaseUrlInvalidError, JobsError
+from engine.errors import JobsError
 
 SECONDS = 30
 

@@ -9,7 +9,8 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, job
-from engine.errors import DriverUnavailableError, JobsError
+from engine.driver_errors import DriverUnavailableError
+from engine.errors import JobsError
 from engine.tasks import Scheduler, describe_tasks, task
 from tests.tasks.every_store import Killed, any_jobs, inserts_die
 

@@ -27,6 +27,7 @@ from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
+from engine.driver_errors import DatabaseUrlInvalidError, DriverUnavailableError, StorageFullError
 from engine.drivers.nats.max_payload import (
     HEADER_ROOM,
     README_BOUND,
@@ -38,14 +39,7 @@ from engine.drivers.nats.max_payload import (
 )
 from engine.drivers.nats.stream_limit import LIMITS, StreamFullError
 from engine.drivers.urls import migrate_fix, report_fix, split_param, url_word
-from engine.errors import (
-    DatabaseUrlInvalidError,
-    DriverUnavailableError,
-    InvalidArgumentError,
-    JobOutputInvalidError,
-    JobsError,
-    StorageFullError,
-)
+from engine.errors import InvalidArgumentError, JobOutputInvalidError, JobsError
 from engine.shell_words import shell_word
 
 logger = logging.getLogger("mcp_jobs.nats")

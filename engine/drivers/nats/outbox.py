@@ -22,8 +22,8 @@ from engine.drivers.nats.codec import dumps, loads
 from engine.drivers.nats.enqueue import enqueue
 from engine.drivers.nats.replica import Entry
 from engine.drivers.nats.store import Store, Unchanged
-from engine.errors import OutboxNoTxError, OutboxTxKindError
 from engine.ids import new_ids
+from engine.outbox_errors import OutboxNoTxError, OutboxTxKindError
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
 

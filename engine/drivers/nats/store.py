@@ -19,6 +19,7 @@ from nats.js.kv import KeyValue
 
 from engine.changes import ChangeFeed
 from engine.clock import Clock
+from engine.driver_errors import DriverUnavailableError, StoreDamagedError
 from engine.drivers.damage import UNDECODABLE, reason
 from engine.drivers.nats import keys
 from engine.drivers.nats.codec import JobDoc, decode_doc, encode_doc
@@ -30,7 +31,6 @@ from engine.drivers.nats.connection import (
 )
 from engine.drivers.nats.max_payload import HEADER_ROOM
 from engine.drivers.nats.replica import Entry, Replica
-from engine.errors import DriverUnavailableError, StoreDamagedError
 from engine.rules import WAITING_STATES
 from engine.wake import Waker
 

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 
 from nats.js.api import StreamInfo
 
+from engine.driver_errors import StorageFullError
 from engine.drivers.python_lines import package_line
 from engine.drivers.urls import url_word
-from engine.errors import JobsError, StorageFullError
+from engine.errors import JobsError
 
 # How near its limit a stream counts as full: the refused write's size is not known, and a
 # job's value is a few KiB. At most half the limit, so a small cap is not full when empty.

@@ -13,6 +13,7 @@ import asyncpg
 
 from engine import rules
 from engine.clock import Clock
+from engine.driver_errors import DriverUnavailableError, StoreDamagedError
 from engine.drivers.damage import UndecodableRow, burial, log_burial
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
@@ -20,7 +21,7 @@ from engine.drivers.postgres.faults import is_retried
 from engine.drivers.postgres.jobs import nack_row
 from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sweep import Sweeper
-from engine.errors import DriverUnavailableError, JobSlotLostError, StoreDamagedError
+from engine.errors import JobSlotLostError
 from engine.ids import new_token
 from schemas.jobs import ClaimedJob, ClaimExclusion, HeartbeatResult
 from schemas.trusted import trusted_constructor

@@ -19,6 +19,7 @@ import anyio
 import asyncpg
 from asyncpg.pool import PoolAcquireContext
 
+from engine.driver_errors import DriverClosedError, StoreDamagedError
 from engine.drivers.damage import UndecodableRow
 from engine.drivers.lease_grace import LeaseGrace
 from engine.drivers.postgres.faults import (
@@ -36,7 +37,6 @@ from engine.drivers.postgres.retry import Retrier
 from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sql import queries
 from engine.drivers.urls import split_schema
-from engine.errors import DriverClosedError, StoreDamagedError
 
 T = TypeVar("T")
 

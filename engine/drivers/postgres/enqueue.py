@@ -17,12 +17,13 @@ import asyncpg
 
 from engine import rules
 from engine.clock import Clock
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.postgres import rows
 from engine.drivers.postgres.connections import Connections
 from engine.drivers.postgres.faults import DEDUPE_INDEX, is_retried
 from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.wake import WakeSignal
-from engine.errors import DriverUnavailableError, JobDuplicateError
+from engine.errors import JobDuplicateError
 from engine.rules import DedupeKey
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.states import JobState

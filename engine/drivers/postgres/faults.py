@@ -12,16 +12,16 @@ from __future__ import annotations
 import asyncpg
 import asyncpg.exceptions as pgx
 
-from engine.drivers.damage import UndecodableRow
-from engine.drivers.postgres.stored import show_job_line
-from engine.drivers.urls import migrate_fix, report_fix
-from engine.errors import (
+from engine.driver_errors import (
     DatabaseUrlInvalidError,
     DriverUnavailableError,
-    InvalidArgumentError,
     StorageFullError,
     StoreDamagedError,
 )
+from engine.drivers.damage import UndecodableRow
+from engine.drivers.postgres.stored import show_job_line
+from engine.drivers.urls import migrate_fix, report_fix
+from engine.errors import InvalidArgumentError
 
 # What asyncpg and the OS raise when the path to the server is gone or not up yet.
 CONNECTION_FAILURES: tuple[type[BaseException], ...] = (

@@ -16,11 +16,12 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import asyncpg.exceptions as pgx
 
+from engine.driver_errors import DatabaseUrlInvalidError, SchemaPrivilegeMissingError
 from engine.drivers.postgres.faults import DRIVER_FAILURES, is_retried
 from engine.drivers.postgres.schema_version import Conn, current_version
 from engine.drivers.postgres.sql import latest_version, migrations, raw_schema, with_schema
 from engine.drivers.urls import SCHEMA_PARAM, migrate_fix, naming, split_schema
-from engine.errors import DatabaseUrlInvalidError, JobsError, SchemaPrivilegeMissingError
+from engine.errors import JobsError
 from engine.extras import this_python
 from engine.shell_words import shell_word
 

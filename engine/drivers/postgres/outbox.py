@@ -25,8 +25,9 @@ from engine.drivers.postgres.enqueue import Enqueuer
 from engine.drivers.postgres.schema_version import Conn
 from engine.drivers.postgres.sql import check_schema_name
 from engine.drivers.urls import without_password
-from engine.errors import JobsError, OutboxNoTxError, OutboxTxKindError, OutboxWrongDatabaseError
+from engine.errors import JobsError
 from engine.ids import new_ids
+from engine.outbox_errors import OutboxNoTxError, OutboxTxKindError, OutboxWrongDatabaseError
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
 

@@ -19,6 +19,7 @@ from typing import TypeVar
 import anyio
 
 from engine.clock import Clock, next_retry_pause_ms
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.holding import hold_ended, hold_started
 from engine.drivers.postgres.faults import (
     is_connection_failure,
@@ -26,7 +27,6 @@ from engine.drivers.postgres.faults import (
     is_rolled_back,
 )
 from engine.drivers.urls import report_fix
-from engine.errors import DriverUnavailableError
 
 T = TypeVar("T")
 

@@ -24,8 +24,8 @@ import asyncio
 import logging
 import time
 
+from engine.driver_errors import DriverUnavailableError
 from engine.drivers.postgres.connections import Connections
-from engine.errors import DriverUnavailableError
 
 logger = logging.getLogger("mcp_jobs.postgres")
 

@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from pydantic_core import to_jsonable_python
 
+from engine.driver_errors import StoreDamagedError
 from engine.drivers.base import AckWrite
 from engine.drivers.damage import UndecodableRow, burial, log_burial
 from engine.drivers.redis.codec import decode_record, dumps, pairs
@@ -18,7 +19,7 @@ from engine.drivers.redis.connection import Fixes
 from engine.drivers.redis.scripts import CLAIM_SCRIPT
 from engine.drivers.redis.settle_scripts import ACK_SCRIPT, HEARTBEAT_SCRIPT, NACK_SCRIPT
 from engine.drivers.redis.store import Store
-from engine.errors import JobsError, JobSlotLostError, StoreDamagedError
+from engine.errors import JobsError, JobSlotLostError
 from engine.ids import new_token
 from engine.rules import LIVE_STATES, nack_event_data, nack_transition
 from schemas.events import EventRecord

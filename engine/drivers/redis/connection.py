@@ -33,19 +33,19 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from engine.driver_errors import (
+    DatabaseUrlInvalidError,
+    DriverUnavailableError,
+    StorageFullError,
+    StoreDamagedError,
+)
 from engine.drivers.damage import UndecodableRow
 from engine.drivers.lease_grace import LeaseGrace
 from engine.drivers.redis import memory
 from engine.drivers.redis.fix_lines import stored_values
 from engine.drivers.redis.keys import DEFAULT_PREFIX, Keys
 from engine.drivers.urls import report_fix, split_param
-from engine.errors import (
-    DatabaseUrlInvalidError,
-    DriverUnavailableError,
-    JobsError,
-    StorageFullError,
-    StoreDamagedError,
-)
+from engine.errors import JobsError
 
 SCHEMES = ("redis", "rediss")
 PREFIX_PARAM = "prefix"

@@ -18,8 +18,8 @@ from engine.drivers.redis.codec import pairs, request_from_json, request_json
 from engine.drivers.redis.enqueue import enqueue
 from engine.drivers.redis.scripts import OUTBOX_CLAIM_SCRIPT
 from engine.drivers.redis.store import Store, Write
-from engine.errors import OutboxNoTxError, OutboxTxKindError
 from engine.ids import new_ids
+from engine.outbox_errors import OutboxNoTxError, OutboxTxKindError
 from schemas.jobs import EnqueueRequest, EnqueueResult
 from schemas.outbox import OutboxRow, OutboxWaiting
 

@@ -26,6 +26,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from engine.driver_errors import DriverClosedError, DriverUnavailableError
 from engine.drivers.damage import UndecodableRow
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, Checkpointer
 from engine.drivers.sqlite.errors import (
@@ -39,7 +40,7 @@ from engine.drivers.sqlite.errors import (
 )
 from engine.drivers.sqlite.library import new_enough, sqlite3
 from engine.drivers.sqlite.lock_holder import another_process_holds
-from engine.errors import DriverClosedError, DriverUnavailableError, InvalidArgumentError, JobsError
+from engine.errors import InvalidArgumentError, JobsError
 from engine.extras import upgrade_line
 
 T = TypeVar("T")

@@ -18,6 +18,12 @@ import os
 import stat
 from dataclasses import dataclass
 
+from engine.driver_errors import (
+    DatabaseUrlInvalidError,
+    DriverUnavailableError,
+    StorageFullError,
+    StoreDamagedError,
+)
 from engine.drivers.damage import JOB_COUNT_COLUMNS, JOB_JSON_COLUMNS, UndecodableRow
 from engine.drivers.sqlite.fix_lines import (
     python_copy,
@@ -36,18 +42,9 @@ from engine.drivers.sqlite.library import (
 from engine.drivers.sqlite.lock_holder import command_line, write_lock_holder
 from engine.drivers.sqlite.migrate import declared_statement
 from engine.drivers.urls import migrate_fix
-from engine.errors import (
-    DatabaseUrlInvalidError,
-    DriverUnavailableError,
-    InvalidArgumentError,
-    JobsError,
-    OutboxNoTxError,
-    OutboxTxKindError,
-    OutboxWrongDatabaseError,
-    StorageFullError,
-    StoreDamagedError,
-)
+from engine.errors import InvalidArgumentError, JobsError
 from engine.extras import upgrade_line
+from engine.outbox_errors import OutboxNoTxError, OutboxTxKindError, OutboxWrongDatabaseError
 from engine.shell_words import shell_word
 
 # SQLite's primary result codes (the low byte of an extended code).

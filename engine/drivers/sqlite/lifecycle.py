@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine import paging, rules
+from engine.driver_errors import StoreDamagedError
 from engine.drivers.base import AckWrite
 from engine.drivers.damage import UndecodableRow, burial, log_burial, read_or_name
 from engine.drivers.sqlite import queries as q
@@ -39,7 +40,6 @@ from engine.errors import (
     JobRowStatusUnknownError,
     JobsError,
     JobSlotLostError,
-    StoreDamagedError,
 )
 from schemas.events import EventRecord
 from schemas.jobs import (

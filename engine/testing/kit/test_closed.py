@@ -13,8 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, Worker, job
+from engine.driver_errors import DriverClosedError
 from engine.drivers.base import AckWrite
-from engine.errors import DriverClosedError
 from engine.testing.blocked import wait_all_tasks_blocked
 from schemas.jobs import NackOptions
 
