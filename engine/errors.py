@@ -672,7 +672,20 @@ class InvalidArgumentError(JobsError):
         self.value = value
         self.expected = expected
         self.nearest = nearest
+        self.missing = missing
         self.fix_said = fix is None
+
+    def mended(self, fix: str, next_call: NextCall | None = None) -> InvalidArgumentError:
+        """The same refusal (as worded: "no queue was given" stays so) with a face's own fix."""
+        return InvalidArgumentError(
+            self.argument,
+            self.value,
+            self.expected,
+            fix=fix,
+            next_call=next_call,
+            nearest=self.nearest,
+            missing=self.missing,
+        )
 
 
 class CursorInvalidError(InvalidArgumentError):

@@ -136,7 +136,7 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
         fix = _fallback(exc.argument, argv, command, fixes)
     else:
         return exc
-    return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+    return exc.mended(fix)
 
 
 # Refusals of a value only the caller knows: the line typed with the flag that gives it, its

@@ -55,7 +55,7 @@ def _queue_mended(
         return exc
     reason = [] if args.reason is None else ["--reason", args.reason]
     fix = refusal_context(settings).command("queues", "pause", *reason, exc.nearest)
-    return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, nearest=exc.nearest)
+    return exc.mended(fix)
 
 
 async def _nothing_named(scope: Scope, command: str, action: str) -> CommandLineInvalidError:

@@ -202,7 +202,7 @@ def _with_fix(exc: InvalidArgumentError, fixes: FixContext, page: str) -> Invali
     of the command `page` shows the same as."""
     command = _COMMAND_OF_PAGE.get(page, ("jobs", "ls"))
     fix = fixes.listing(command[0], exc.argument) or shell_join(["mcp-jobs", *command, "--help"])
-    return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix)
+    return exc.mended(fix)
 
 
 def _fixes(dash: Dashboard) -> FixContext | None:

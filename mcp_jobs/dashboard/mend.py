@@ -46,9 +46,7 @@ def mended(exc: Exception, request: Request, prefix: str) -> Exception:
         if value != exc.value or found is None or len(found[0]) != 1:
             return exc  # a state repeated or near nothing: the listing or help stands
         query[exc.argument] = found[0][0]
-        return InvalidArgumentError(
-            exc.argument, exc.value, exc.expected, fix=path(prefix, *parts, query=query)
-        )
+        return exc.mended(path(prefix, *parts, query=query))
     if isinstance(exc, JobsError) and exc.code in NAMED:
         details = exc.details or {}
         given, meant = details.get(NAMED[exc.code]), details.get("meant")

@@ -82,7 +82,7 @@ def _listing(scope: Scope, exc: InvalidArgumentError) -> InvalidArgumentError:
     """`exc` with the listing of what its argument may name as its fix."""
     words, call = _LISTED[exc.argument]
     fix = scope.fixes.command(*words, "--json")
-    return InvalidArgumentError(exc.argument, exc.value, exc.expected, fix=fix, next_call=call)
+    return exc.mended(fix, call)
 
 
 def _named(scope: Scope, queue: str | None, job: str | None) -> PauseKey:

@@ -79,3 +79,25 @@ async def test_resume_queue_lifts_a_pause_stored_under_a_bad_name_before_the_rul
             resumed = await mcp.ok("resume_queue", arguments)
             assert resumed["was_paused"] is True
     assert await jobs.pauses() == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "asked"),
+    [
+        ("pause_queue", {}),
+        ("pause_queue", {"queue": None}),
+        ("pause_queue", {"reason": "smtp down"}),
+        ("resume_queue", {}),
+        ("resume_queue", {"queue": None}),
+    ],
+)
+async def test_a_call_naming_nothing_says_no_queue_was_given(
+    jobs: Jobs, open_mcp: OpenMcp, tool: str, asked: dict[str, Any]
+) -> None:
+    """In the caller's words: it wrote no queue, so the refusal is not `queue=None` (the
+    engine's Python), and its fix lists the queues."""
+    async with open_mcp() as mcp:
+        error = await mcp.fails(tool, asked, "INVALID_ARGUMENT")
+    assert error["cause"].startswith("no queue was given"), error["cause"]
+    assert "None" not in error["cause"]
+    assert error["next_call"] == {"tool": "queue_stats", "arguments": {}}
