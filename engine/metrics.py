@@ -63,7 +63,8 @@ METRICS_PATHS = ("/metrics", "/")
 class MetricsPortUnavailableError(FlagMend):
     code = "METRICS_PORT_UNAVAILABLE"
     title = "the metrics endpoint could not listen on its port"
-    retry = "transient"
+    # Not retryable, as HTTP_BIND_FAILED is not: the fix is another port or host, and a port
+    # held by another process, a privileged one or an address not this machine's stays so.
 
     def __init__(self, host: str, port: int, reason: str, *, taken: bool = True) -> None:
         """`taken`: the port is held (or privileged); else the host is at fault."""

@@ -6,6 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mcp_jobs.errors import InternalError
+
+INTERNAL = InternalError.code
+
 # A failure that will fail again as given (bad input, not found, a conflict): fix it first.
 FAILED_EXIT = 1
 # A command line the parser refused, as argparse's, kept for scripts that test it.
@@ -14,6 +18,10 @@ USAGE_EXIT = 2
 # same command may succeed later. EX_TEMPFAIL of sysexits.h, which mail tools and queue runners
 # read as "try again later".
 TRY_AGAIN_EXIT = 75
+# An unexpected failure (INTERNAL: a defect, its traceback kept where the error says): retryable
+# for an agent, which may meet a passing race, but a retry loop would run a bug again and again.
+# EX_SOFTWARE of sysexits.h.
+SOFTWARE_EXIT = 70
 # `backfill NAME --write --wait` whose wait ended before the pass settled, as timeout(1)'s: the
 # pass may still complete, and a deploy script must not go on as if it had.
 WAIT_ENDED_EXIT = 124
@@ -26,9 +34,12 @@ BROKEN_PIPE_EXIT = 141
 
 def exit_status(envelope: Mapping[str, Any]) -> int:
     """The exit status of a command that answered `envelope`: 0 for a success, else by the
-    `retryable` its error prints, so the status never disagrees with what `--json` says."""
+    `retryable` its error prints, so the status never disagrees with what `--json` says; an
+    unexpected failure is SOFTWARE_EXIT whatever it prints."""
     if envelope["ok"]:
         return 0
+    if envelope["error"]["code"] == INTERNAL:
+        return SOFTWARE_EXIT
     return TRY_AGAIN_EXIT if envelope["error"]["retryable"] is True else FAILED_EXIT
 
 
@@ -36,6 +47,7 @@ __all__ = [
     "BROKEN_PIPE_EXIT",
     "FAILED_EXIT",
     "INTERRUPTED_EXIT",
+    "SOFTWARE_EXIT",
     "TRY_AGAIN_EXIT",
     "USAGE_EXIT",
     "WAIT_ENDED_EXIT",

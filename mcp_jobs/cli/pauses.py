@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.errors import InvalidArgumentError
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
+from mcp_jobs.cli.exit_status import FAILED_EXIT, USAGE_EXIT
 from mcp_jobs.cli.mend import refusal_context
 from mcp_jobs.cli.render import TEXT, notice_lines, one_line, table, when
 from mcp_jobs.config import Settings
@@ -43,7 +44,12 @@ async def queues_command(args: argparse.Namespace, settings: Settings) -> int:
                 return await resume_queue(scope, args.queue, args.job)
             return await list_pauses(scope)
 
-    return await guarded(kind, args.json, run, settings)
+    code = await guarded(kind, args.json, run, settings)
+    # Naming nothing is a line the parser refuses (its wording says so): its status, as for
+    # `jobs show` with no id.
+    if code == FAILED_EXIT and action != "ls" and args.queue is None and args.job is None:
+        return USAGE_EXIT
+    return code
 
 
 def _queue_mended(

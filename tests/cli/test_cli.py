@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 import examples.shop
 from engine import connect
 from mcp_jobs.cli import build_parser, main
-from mcp_jobs.cli.exit_status import TRY_AGAIN_EXIT
+from mcp_jobs.cli.exit_status import FAILED_EXIT
 from mcp_jobs.cli.render import ProgressBar, print_text
 from mcp_jobs.config import Settings
 from mcp_jobs.fix_context import FixContext
@@ -361,7 +361,7 @@ def test_a_worker_whose_metrics_port_is_taken_fails_with_that_code(
         code, out, err = cli(
             capsys, "worker", "--database-url", shop, "--queues", "*", "--metrics-port", taken
         )
-    assert code == TRY_AGAIN_EXIT  # retryable: the port may be let go
+    assert code == FAILED_EXIT  # not retryable: the fix is another port
     assert "METRICS_PORT_UNAVAILABLE" in out + err and "INTERNAL" not in out + err
     # The command again with a port free now (ss, which the fix named, is not in slim images).
     words = command_words((out + err).split("fix:", 1)[1].strip())

@@ -17,7 +17,13 @@ import pytest
 
 from mcp_jobs.cli import exit_status as statuses
 from mcp_jobs.cli import main
-from mcp_jobs.cli.exit_status import FAILED_EXIT, TRY_AGAIN_EXIT, USAGE_EXIT, exit_status
+from mcp_jobs.cli.exit_status import (
+    FAILED_EXIT,
+    SOFTWARE_EXIT,
+    TRY_AGAIN_EXIT,
+    USAGE_EXIT,
+    exit_status,
+)
 from tests.cli.databases import migrated
 from tests.support.ports import free_port
 
@@ -48,7 +54,29 @@ def test_the_status_follows_the_errors_retryable_and_a_success_is_0() -> None:
     assert exit_status({"ok": True}) == 0
     assert exit_status(failed(False)) == FAILED_EXIT == 1
     assert exit_status(failed(True)) == TRY_AGAIN_EXIT == 75
-    assert len({0, FAILED_EXIT, TRY_AGAIN_EXIT, USAGE_EXIT}) == 4
+    assert len({0, FAILED_EXIT, TRY_AGAIN_EXIT, USAGE_EXIT, SOFTWARE_EXIT}) == 5
+
+
+def test_an_unexpected_failure_exits_70_not_the_retryable_75(
+    url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """INTERNAL prints `retryable: true` (an agent may have met a passing race), but a cron
+    wrapper that retries on 75 would run a defect again and again: EX_SOFTWARE."""
+
+    async def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("a defect")
+
+    monkeypatch.setattr("mcp_jobs.cli.commands.operations.list_jobs", broken)
+    monkeypatch.setenv("MCP_JOBS_INCIDENT_DIR", str(tmp_path / "incidents"))
+    db = ["--database-url", migrated(url)]
+    code, envelope = _json(capsys, "jobs", "ls", *db)
+    assert (code, envelope["error"]["code"]) == (SOFTWARE_EXIT, "INTERNAL"), envelope
+    assert envelope["error"]["retryable"] is True
+    code, err = _text(capsys, "jobs", "ls", *db)
+    assert code == SOFTWARE_EXIT == 70 and "error INTERNAL: " in err, err
 
 
 def test_a_job_not_found_is_not_worth_running_again_and_exits_1(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcp_jobs.cli import main
-from mcp_jobs.cli.exit_status import FAILED_EXIT, TRY_AGAIN_EXIT
+from mcp_jobs.cli.exit_status import FAILED_EXIT
 from tests.support.fix_lines import command_words
 
 
@@ -44,8 +44,8 @@ def test_the_metrics_host_flag_is_the_address_bound(
         holder.listen()
         taken = str(holder.getsockname()[1])
         code, output = worker(capsys, url, "--metrics-host", "127.0.0.2", "--metrics-port", taken)
-    # Retryable (a port held may be let go): the exit status says so, as --json's `retryable`.
-    assert code == TRY_AGAIN_EXIT and "METRICS_PORT_UNAVAILABLE" in output, output
+    # Not retryable, as the dashboard's HTTP_BIND_FAILED: the fix is another port.
+    assert code == FAILED_EXIT and "METRICS_PORT_UNAVAILABLE" in output, output
     assert f"127.0.0.2:{taken}" in output
     words = fixed(output)
     assert words[words.index("--metrics-host") + 1] == "127.0.0.2"
@@ -56,8 +56,8 @@ def test_the_metrics_host_flag_is_the_address_bound(
     ("host", "code", "status"),
     [
         ("not a host", "HTTP_SETTING_INVALID", FAILED_EXIT),
-        # Declared retryable (engine.metrics), whichever of host or port is at fault.
-        ("192.0.2.1", "METRICS_PORT_UNAVAILABLE", TRY_AGAIN_EXIT),
+        # Not this machine's: refused again as given, whatever the wait.
+        ("192.0.2.1", "METRICS_PORT_UNAVAILABLE", FAILED_EXIT),
     ],
 )
 def test_a_metrics_host_that_cannot_be_bound_is_mended_to_loopback(

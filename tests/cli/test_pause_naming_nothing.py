@@ -15,7 +15,8 @@ from tests.support.fix_lines import command_words
 
 def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
     code, refused = run(capsys, *argv, "--json")
-    assert code == 1 and refused["error"]["code"] == "INVALID_ARGUMENT", refused
+    # 2, as the parser's own refusal of a missing argument (`jobs show` with no id).
+    assert code == 2 and refused["error"]["code"] == "INVALID_ARGUMENT", refused
     error: dict[str, object] = refused["error"]
     return error
 
@@ -63,7 +64,7 @@ def test_resume_naming_nothing_names_the_pauses_in_force(
 def test_the_text_refusal_says_the_same(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     migrated(url)
     stored_job(url, "send_receipt", "emails")
-    assert main(["queues", "pause", "--database-url", url]) == 1
+    assert main(["queues", "pause", "--database-url", url]) == 2
     err = capsys.readouterr().err
     assert "required: QUEUE, or --job NAME (known queues: " in err and "emails" in err, err
     assert "queue=None" not in err

@@ -54,7 +54,7 @@ def test_pause_resume_and_list(url: str, capsys: pytest.CaptureFixture[str]) -> 
 def test_a_pause_names_exactly_one_thing(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     migrated(url)
     code, refused = run(capsys, "queues", "pause", "--database-url", url, "--json")
-    assert code == 1 and refused["error"]["code"] == "INVALID_ARGUMENT"
+    assert code == 2 and refused["error"]["code"] == "INVALID_ARGUMENT"
     code, refused = run(
         capsys, "queues", "pause", "mail", "--job", "greet", "--database-url", url, "--json"
     )
@@ -88,7 +88,7 @@ def test_naming_both_or_neither_is_refused_with_a_command_that_runs(
     # The narrower write: the job's pause, not every job of the queue.
     assert fix[:4] == ["queues", "pause", "--job", "greet"] and "mail" not in fix
     code, neither = run(capsys, "queues", "resume", *db, "--json")
-    assert code == 1 and "jobs stats" in neither["error"]["fix"]
+    assert code == 2 and "jobs stats" in neither["error"]["fix"]
     code, _ = run(capsys, *fix)
     assert code == 0 and stored(url) == [("job", "greet", "cli")]
 

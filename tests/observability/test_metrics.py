@@ -240,6 +240,7 @@ async def test_a_taken_port_is_a_typed_error(jobs: Jobs) -> None:
         with pytest.raises(JobsError) as raised:
             await serve_metrics(Worker(jobs), taken)
         assert raised.value.code == "METRICS_PORT_UNAVAILABLE"
+        assert not raised.value.retryable  # the fix is another port
         # Run as given: the fix prints a port free now.
         free = int(run_fix(raised.value.fix))
         assert free != taken
@@ -366,5 +367,6 @@ async def test_the_endpoint_listens_on_the_host_given_and_refuses_a_foreign_one(
     with pytest.raises(JobsError) as raised:
         await serve_metrics(Worker(jobs), 0, "192.0.2.1")  # TEST-NET-1: no machine's own
     assert raised.value.code == "METRICS_PORT_UNAVAILABLE"
+    assert not raised.value.retryable  # no wait makes the address this machine's
     assert raised.value.flag == "--metrics-host"  # type: ignore[attr-defined]
     assert "127.0.0.1" in run_fix(raised.value.fix)
