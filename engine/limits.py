@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TypeVar
 
 from engine import bounds
@@ -16,6 +17,11 @@ from engine.errors import InvalidArgumentError
 from engine.rate_limits import RateLimit, checked_rate
 
 V = TypeVar("V")
+
+# Cap keys beside "job:NAME", "queue:Q" and "tenant:T": the cap of every job, and (published only)
+# the cap of each tenant not overridden; no tenant is named "*" (engine.bounds.tenant).
+GLOBAL_CAP = "global"
+EVERY_TENANT = "tenant:*"
 
 
 def _check(name: str, value: int | None) -> None:
@@ -36,6 +42,12 @@ def _named(
     return list(value.items())
 
 
+def _rate(name: str, rate: object) -> None:
+    if rate is None:
+        raise InvalidArgumentError(name, rate, "a RateLimit(limit, per=seconds)")
+    checked_rate(name, rate, keyed=False)
+
+
 @dataclass(frozen=True)
 class Limits:
     global_cap: int | None = None
@@ -53,17 +65,23 @@ class Limits:
         _check("global_cap", self.global_cap)
         _check("per_tenant", self.per_tenant)
         queue_rule, tenant_rule = bounds.queue_name, bounds.tenant
+        # A value in a mapping is a cap or a rate, never None: taken, None held nothing back (a
+        # tenant's None exempted it from `per_tenant`) and crashed the worker at a queue's.
         for queue, cap in _named("per_queue", self.per_queue, queue_rule):
-            _check(f"per_queue[{queue!r}]", cap)
+            bounds.cap(f"per_queue[{queue!r}]", cap)
         for tenant, cap in _named("tenant_overrides", self.tenant_overrides, tenant_rule):
-            _check(f"tenant_overrides[{tenant!r}]", cap)
+            bounds.cap(f"tenant_overrides[{tenant!r}]", cap)
         checked_rate("rate_per_tenant", self.rate_per_tenant, keyed=False)
         for queue, rate in _named("rate_per_queue", self.rate_per_queue, queue_rule):
-            checked_rate(f"rate_per_queue[{queue!r}]", rate, keyed=False)
+            _rate(f"rate_per_queue[{queue!r}]", rate)
         for tenant, rate in _named(
             "rate_tenant_overrides", self.rate_tenant_overrides, tenant_rule
         ):
-            checked_rate(f"rate_tenant_overrides[{tenant!r}]", rate, keyed=False)
+            _rate(f"rate_tenant_overrides[{tenant!r}]", rate)
+        # Read-only copies: the caller's dict changed after this check would hold values
+        # nothing checked.
+        for name in ("per_queue", "tenant_overrides", "rate_per_queue", "rate_tenant_overrides"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
     def has_rates(self) -> bool:
@@ -73,6 +91,17 @@ class Limits:
         if tenant_id is None:
             return None
         return self.rate_tenant_overrides.get(tenant_id, self.rate_per_tenant)
+
+    def published(self) -> dict[str, int] | None:
+        """The caps as a worker publishes them with its presence, by the key `caps_for` names
+        (`EVERY_TENANT` for `per_tenant`); None when there are none."""
+        caps = {f"queue:{queue}": cap for queue, cap in self.per_queue.items()}
+        caps.update((f"tenant:{tenant}", cap) for tenant, cap in self.tenant_overrides.items())
+        if self.per_tenant is not None:
+            caps[EVERY_TENANT] = self.per_tenant
+        if self.global_cap is not None:
+            caps[GLOBAL_CAP] = self.global_cap
+        return caps or None
 
     def caps_for(
         self, queue: str, tenant_id: str | None, job: str, job_concurrency: int | None
@@ -87,5 +116,5 @@ class Limits:
             if cap is not None:
                 caps.append((f"tenant:{tenant_id}", cap))
         if self.global_cap is not None:
-            caps.append(("global", self.global_cap))
+            caps.append((GLOBAL_CAP, self.global_cap))
         return caps

@@ -222,6 +222,7 @@ class Worker:
             policy,
             apps,
             scheduling=lambda: self.services.scheduler is not None,
+            caps=self.limits.published(),
         )
 
     @property

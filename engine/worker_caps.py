@@ -16,12 +16,11 @@ from collections.abc import Sequence
 
 from engine.clock import Clock
 from engine.drivers.base import Driver
+from engine.limits import GLOBAL_CAP
 from engine.worker_events import WorkerEvents
 from engine.worker_hand_back import cap_kind, give_back
 from schemas.jobs import ClaimedJob, ClaimExclusion, NackOptions
 
-# A cap key as engine.limits names it: "job:NAME", "queue:Q", "tenant:T", or "global".
-GLOBAL = "global"
 # Claims a contended cap's room may limit in a row with none of its jobs among them.
 CONTENDED_CLAIMS = 3
 
@@ -117,7 +116,7 @@ class CapRoom:
         is full, only as many as were freed right after a full cap let a job go, and no more than
         the room under a cap whose jobs lead the line."""
         self._wake = False
-        if self._is_full(GLOBAL, self.clock.now_ms()):
+        if self._is_full(GLOBAL_CAP, self.clock.now_ms()):
             return 0
         if self._lifted:
             free, self._lifted = min(free, self._lifted), 0

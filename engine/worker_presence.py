@@ -52,12 +52,14 @@ class Presence:
         apps: Sequence[str] | None,
         *,
         scheduling: Callable[[], bool] = lambda: True,
+        caps: dict[str, int] | None = None,
     ) -> None:
         self.jobs = jobs
         self.scheduling = scheduling
         self.worker_id = worker_id
         self.queues = queues
         self.concurrency = concurrency
+        self.caps = caps
         self.retention = retention
         self.apps = None if apps is None else [*apps]
         self.started_at = jobs.clock.now_ms()
@@ -93,6 +95,7 @@ class Presence:
             concurrency=self.concurrency,
             started_at=self.started_at,
             last_seen_at=self.jobs.clock.now_ms(),
+            caps=self.caps,
         )
         await self.jobs.driver.worker_seen(info)
         self.checked_in.set()

@@ -101,3 +101,6 @@ class WorkerInfo(BaseModel):
     concurrency: int
     started_at: int
     last_seen_at: int
+    # Its concurrency caps (engine.limits.Limits.published), by cap key: what diagnose_queue
+    # reads to tell a queue held at a cap from one short of workers. None: none set.
+    caps: dict[str, int] | None = None

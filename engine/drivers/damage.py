@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, TypeVar
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from engine import rules
 from engine.driver_errors import StoreDamagedError
@@ -144,6 +144,17 @@ def stored_failure(raw: str | bytes | None, task: str) -> TaskFailure | None:
     if raw is None:
         return None
     return or_none(lambda: TaskFailure.model_validate_json(raw), f"the failure of task {task!r}")
+
+
+_CAPS = TypeAdapter(dict[str, int])
+
+
+def stored_caps(raw: str | bytes | None, worker: str) -> dict[str, int] | None:
+    """A worker's stored caps (JSON), or None: none stored, or a value of another shape (the
+    worker then reads as one with no caps, and its next beat writes them anew)."""
+    if raw is None:
+        return None
+    return or_none(lambda: _CAPS.validate_json(raw), f"the caps of worker {worker!r}")
 
 
 def pause_as_stored(kind: object, name: object, details: Callable[[], object]) -> Pause:

@@ -14,6 +14,7 @@ from typing import Any, NoReturn, get_args
 
 from engine.meant import meant_as, meant_note
 from engine.worker import Worker
+from mcp_jobs.cap_flags import add_cap_flags
 from mcp_jobs.cli.command_grammar import add_dashboard, add_events, add_limits, add_queues
 from mcp_jobs.config import (
     DEFAULT_HOST,
@@ -464,6 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the metrics endpoint's bind address ({DEFAULT_HOST}); it asks no token, so "
         "bind wider (0.0.0.0) only on a network you trust",
     )
+    add_cap_flags(worker)
     _logging(worker)
 
     commands.add_parser(

@@ -18,6 +18,7 @@ from engine.logs import configure_logging
 from engine.shell_words import shell_word
 from engine.worker import ALL_QUEUES, Worker
 from engine.worker_process import tune_for_worker
+from mcp_jobs.cap_flags import limits_of
 from mcp_jobs.cli.commands import open_jobs
 from mcp_jobs.cli.database_wait import migrated_or_retrying, until_migrated
 from mcp_jobs.cli.event_loop import loop_name
@@ -172,6 +173,7 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
         if args.metrics_port is not None:
             bounds.port("metrics_port", args.metrics_port)
         metrics_host = _metrics_host(args)
+        limits = limits_of(args)
         serve_metrics = _metrics() if args.metrics_port is not None else None
         async with open_jobs(settings, migrate=False, creates=True) as jobs:
             # A worker started before its database answers waits for it, as a running worker
@@ -184,6 +186,7 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
                 concurrency=args.concurrency,
                 prefetch=args.prefetch,
                 queues=queues,
+                limits=limits,
                 apps=settings.apps or None,  # published with the descriptors, as typed
             )
             async with anyio.create_task_group() as tg:

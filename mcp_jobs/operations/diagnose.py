@@ -22,8 +22,10 @@ from engine.backfill.errors import dry_run_command
 from engine.bounds import MAX_QUEUE_BYTES
 from engine.errors import JobUnknownError
 from engine.metrics import LIVE_WORKER_WINDOW_MS
+from mcp_jobs.cap_flags import cap_flags
 from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import QueueUnknownError
+from mcp_jobs.operations.cap_findings import CapHold, cap_hold
 from mcp_jobs.operations.event_waits import EVENT_SCAN, awaited_finding, event_waits
 from mcp_jobs.operations.gone_workers import gone_holder_findings
 from mcp_jobs.operations.known import run_by_live_workers
@@ -52,6 +54,7 @@ from schemas.backfill import BackfillState
 from schemas.errors import NextCall
 from schemas.jobs import JobRecord
 from schemas.states import JobState
+from schemas.stats import WorkerInfo
 
 # Job ids a finding lists at most.
 SAMPLE_IDS = 5
@@ -92,20 +95,15 @@ async def _unthrottled_old(
     return [r for r in ready if not holds(stats, r) and now - r.queued_at > age_ms]
 
 
-async def _at_caps(scope: Scope, queue: str, tenant: str | None) -> list[tuple[str, int, int]]:
-    """(name, running, cap) of each job with ready work in `queue` (a page of it), when every
-    one of them runs at its declared concurrency cap; else [] (a worker could start some)."""
-    caps = {d.name: d.concurrency for d in await scope.jobs.describe() if d.queue == queue}
-    if not any(caps.values()):
-        return []
+async def _cap_hold(
+    scope: Scope, stats: QueueStatsView, workers: list[WorkerInfo], tenant: str | None
+) -> CapHold:
+    """The full caps that hold back the ready jobs of `stats`' queue (a page of them)."""
     ready, running = await together(
-        _ids(scope, "ready", queue, tenant, PARKED_SCAN),
-        _ids(scope, "running", queue, tenant, PARKED_SCAN),
+        _ids(scope, "ready", stats.queue, tenant, PARKED_SCAN),
+        _ids(scope, "running", stats.queue, tenant, PARKED_SCAN),
     )
-    counts = Counter(r.name for r in running)
-    names = sorted({r.name for r in ready})
-    at_cap = [(n, counts[n], cap) for n in names if (cap := caps.get(n)) and counts[n] >= cap]
-    return at_cap if names and len(at_cap) == len(names) else []
+    return await cap_hold(scope, stats, workers, ready, running)
 
 
 async def _stats_or_unknown(
@@ -229,7 +227,9 @@ async def diagnose_queue(
         )
     )
     old = [q for q in old if q not in held or unthrottled[q]]
-    capped_of = dict(zip(old, await each(_at_caps(scope, q, tenant) for q in old), strict=True))
+    old_stats = [s for s in stats if s.queue in old]
+    holds_of = await each(_cap_hold(scope, s, workers, tenant) for s in old_stats)
+    capped_of = dict(zip(old, holds_of, strict=True))
     for s in stats:
         if s.expired_leases:
             findings.append(
@@ -244,14 +244,7 @@ async def diagnose_queue(
                 ).sized(s.expired_leases)
             )
         if s.queue in capped_of:
-            capped = capped_of[s.queue]
-            why = "workers are too few, saturated by caps, or not listening on this queue"
-            fix = worker_command(scope, s.queue, "--concurrency", "32")
-            if capped:  # a bigger worker starts none of it: the cap is what to raise
-                at_cap = ", ".join(f"{n} ({r} running of {c})" for n, r, c in capped)
-                why = f"held at its jobs' concurrency cap: {at_cap}; more workers would not start "
-                why += "them sooner"
-                fix = f'@job(concurrency={capped[0][2] * 2}) on "{capped[0][0]}"'
+            why, fix, call = _backlog_why(scope, s.queue, capped_of[s.queue])
             ready, waited = s.ready, s.oldest_ready_ms
             if s.queue in unthrottled:  # beside the work its rate limit holds back
                 unheld = unthrottled[s.queue]
@@ -267,6 +260,7 @@ async def diagnose_queue(
                     + f" and the oldest has waited {waited // 1000} s (threshold "
                     f"{limits.backlog_age_ms // 1000} s): " + why,
                     fix=fix,
+                    next_call=call,
                 ).sized(ready)
             )
         if s.due_suspended and s.oldest_due_suspended_ms > limits.backlog_age_ms:
@@ -339,6 +333,29 @@ async def diagnose_queue(
         at=now,
     )
     return scope.fixes.qualify_all(result)
+
+
+def _backlog_why(scope: Scope, queue: str, hold: CapHold) -> tuple[str, str, NextCall | None]:
+    """Why an old backlog waits, its fix and the call that acts on it: the full caps when every
+    sampled ready job waits for one (a bigger worker would start none of it), else a worker."""
+    full = "; ".join(c.said() for c in hold.caps)
+    if not hold.whole:
+        why = "workers are too few, saturated by caps, or not listening on this queue"
+        if hold.held:
+            why += f" ({hold.held} of the {hold.sampled} newest wait for a full cap: {full})"
+        # Started without the caps its peers keep, the worker would run what they hold back.
+        line = worker_command(scope, queue, "--concurrency", "32", *cap_flags(hold.kept))
+        return why, line, None
+    why = f"every ready job waits for a full concurrency cap: {full}; more workers would not "
+    why += "start them sooner"
+    if hold.jobs_only:  # the job's own cap, declared with it: raising it is the one-line fix
+        name, cap = hold.caps[0].key.removeprefix("job:"), hold.caps[0].cap
+        return why, f'@job(concurrency={cap * 2}) on "{name}"', None
+    # Caps a worker's Limits set: the running jobs hold their slots until they end.
+    why += " (the running jobs hold its slots until they end)"
+    arguments = {"queue": queue, "state": "running"}
+    fix = scope.fixes.command("jobs", "ls", "--queue", queue, "--state", "running", "--json")
+    return why, fix, NextCall(tool="list_jobs", arguments=arguments)
 
 
 def _more_findings(scope: Scope, left: list[Finding]) -> Finding:

@@ -94,6 +94,34 @@ def test_a_limit_past_the_largest_cap_is_refused(options: dict[str, Any]) -> Non
 @pytest.mark.parametrize(
     ("options", "argument"),
     [
+        ({"per_queue": {"mail": None}}, "per_queue['mail']"),
+        ({"tenant_overrides": {"acme": None}}, "tenant_overrides['acme']"),
+        ({"rate_per_queue": {"mail": None}}, "rate_per_queue['mail']"),
+        ({"rate_tenant_overrides": {"acme": None}}, "rate_tenant_overrides['acme']"),
+    ],
+)
+def test_a_mappings_none_is_refused_not_taken_for_no_cap(
+    options: dict[str, Any], argument: str
+) -> None:
+    """Taken, a queue's None crashed the worker at its first job, and a tenant's exempted it
+    from `per_tenant` without a word."""
+    with pytest.raises(InvalidArgumentError) as raised:
+        Limits(**options)
+    assert raised.value.argument == argument and not raised.value.retryable
+
+
+def test_the_callers_dict_changed_after_the_check_changes_no_cap() -> None:
+    per_queue = {"mail": 2}
+    limits = Limits(per_queue=per_queue)
+    per_queue["mail"] = 0
+    assert limits.caps_for("mail", None, "send", None) == [("queue:mail", 2)]
+    with pytest.raises(TypeError):
+        limits.per_queue["mail"] = 0  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("options", "argument"),
+    [
         ({"lease_ms": 1}, "lease_ms"),
         ({"lease_ms": 30}, "lease_ms"),
         ({"lease_ms": MIN_LEASE_MS - 1}, "lease_ms"),

@@ -1,9 +1,12 @@
-"""An old backlog of a job held at its own concurrency cap: a bigger worker would start none of
-it, so `diagnose_queue`'s BACKLOG_OLD says the cap holds it and its fix raises the cap, rather
-than handing out a worker line that changes nothing. A backlog no cap holds keeps the worker
-line."""
+"""An old backlog held at a concurrency cap: a bigger worker would start none of it, so
+`diagnose_queue`'s BACKLOG_OLD says which cap holds it, rather than handing out a worker line that
+changes nothing. A job's own cap: the fix raises it. A worker's `Limits` (published with its
+presence): the fix lists the running jobs that hold the slots. A backlog no cap holds keeps the
+worker line."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -19,16 +22,22 @@ class Order(BaseModel):
     n: int
 
 
-async def _beat(jobs: Jobs) -> None:
+async def _beat(jobs: Jobs, caps: dict[str, int] | None = None, worker: str = "w-cap") -> None:
     now = jobs.clock.now_ms()
     info = WorkerInfo(
-        id="w-cap", hostname="test", pid=0, queues=None, concurrency=16,
-        started_at=now, last_seen_at=now,
+        id=worker, hostname="test", pid=0, queues=None, concurrency=16,
+        started_at=now, last_seen_at=now, caps=caps,
     )  # fmt: skip
     await jobs.driver.worker_seen(info)
 
 
-async def _backlog(jobs: Jobs, registry: JobRegistry, cap: int | None, running: int) -> None:
+async def _backlog(
+    jobs: Jobs,
+    registry: JobRegistry,
+    cap: int | None,
+    running: int,
+    tenants: tuple[str | None, ...] = (None,),
+) -> None:
     @job(
         name="capped_fulfil",
         idempotency_key=lambda i: f"o:{i.n}",
@@ -39,14 +48,23 @@ async def _backlog(jobs: Jobs, registry: JobRegistry, cap: int | None, running: 
     async def fulfil(input: Order, ctx: JobContext) -> None: ...
 
     for n in range(6):
-        await jobs.enqueue("capped_fulfil", {"n": n})
+        await jobs.enqueue("capped_fulfil", {"n": n}, tenant_id=tenants[n % len(tenants)])
     claimed = await jobs.driver.claim("w-cap", running, LEASE_MS, ["capped"])
     assert len(claimed) == running
 
 
-async def _backlog_old(jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp) -> dict[str, str]:
+async def _backlog_old(
+    jobs: Jobs,
+    clock: ManualClock,
+    open_mcp: OpenMcp,
+    caps: dict[str, int] | None = None,
+    *,
+    uncapped_too: bool = False,
+) -> dict[str, Any]:
     clock.advance(61_000)
-    await _beat(jobs)
+    await _beat(jobs, caps)
+    if uncapped_too:
+        await _beat(jobs, None, worker="w-free")
     async with open_mcp() as mcp:
         diagnosis = await mcp.ok("diagnose_queue", {"queue": "capped"})
     (finding,) = [f for f in diagnosis["findings"] if f["code"] == "BACKLOG_OLD"]
@@ -69,3 +87,51 @@ async def test_a_backlog_below_its_cap_keeps_the_worker_line(
     await _backlog(jobs, registry, CAP, running=CAP - 1)
     finding = await _backlog_old(jobs, clock, open_mcp)
     assert "mcp-jobs worker" in finding["fix"] and "--queues capped" in finding["fix"]
+
+
+async def test_a_backlog_held_at_a_workers_queue_cap_lists_the_jobs_holding_its_slots(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    await _backlog(jobs, registry, None, running=2)
+    finding = await _backlog_old(jobs, clock, open_mcp, {"queue:capped": 2})
+    assert "every ready job waits for a full concurrency cap" in finding["cause"], finding
+    assert "queue capped (2 running of 2, Limits.per_queue)" in finding["cause"]
+    assert "mcp-jobs worker" not in finding["fix"]
+    assert finding["next_call"] == {
+        "tool": "list_jobs",
+        "arguments": {"queue": "capped", "state": "running"},
+    }
+    assert finding["fix"].startswith("mcp-jobs jobs ls --queue capped --state running --json")
+    async with open_mcp() as mcp:  # the call, as an agent makes it: the jobs holding the slots
+        listed = await mcp.ok(finding["next_call"]["tool"], finding["next_call"]["arguments"])
+    assert [j["state"] for j in listed["jobs"]] == ["running", "running"]
+
+
+async def test_a_backlog_held_at_the_global_cap_says_so(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    await _backlog(jobs, registry, None, running=2)
+    finding = await _backlog_old(jobs, clock, open_mcp, {"global": 2})
+    assert "all queues (2 running of 2, Limits.global_cap)" in finding["cause"], finding
+
+
+async def test_a_tenant_at_its_cap_holds_only_its_own_jobs(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    """acme runs 2 of its 2; beta's jobs wait for workers: the worker line stays, and the cause
+    says how many of the ready jobs the full cap holds."""
+    await _backlog(jobs, registry, None, running=2, tenants=("acme", "acme", "beta"))
+    finding = await _backlog_old(jobs, clock, open_mcp, {"tenant:*": 2})
+    assert "mcp-jobs worker" in finding["fix"], finding
+    assert "tenant acme (2 running of 2, Limits.per_tenant)" in finding["cause"]
+    assert "2 of the 4 newest wait for a full cap" in finding["cause"]
+
+
+async def test_a_serving_worker_without_the_cap_could_start_them(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    """Two live workers serve the queue, one capped and one not: the second could start the
+    backlog, so no cap is said to hold it."""
+    await _backlog(jobs, registry, None, running=2)
+    finding = await _backlog_old(jobs, clock, open_mcp, {"queue:capped": 2}, uncapped_too=True)
+    assert "mcp-jobs worker" in finding["fix"] and "Limits" not in finding["cause"], finding

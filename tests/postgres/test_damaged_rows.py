@@ -11,6 +11,7 @@ import pytest
 from engine import JobRegistry, Jobs, ManualClock
 from engine.drivers.postgres import PostgresDriver
 from engine.errors import JobsError
+from engine.testing.kit.test_published_caps import beat
 from engine.testing.plugin import builtin_app_transaction
 from schemas.jobs import NackOptions
 from tests.postgres.builders import failure, request
@@ -120,3 +121,21 @@ async def test_a_descriptor_written_by_hand_is_forgotten_by_the_pruner(
         )
 
     await check_pruner_forgets_a_damaged_descriptor(jobs, registry, clock.advance, spoil)
+
+
+async def test_caps_of_another_shape_read_as_a_worker_with_none(
+    driver: PostgresDriver,
+    sql: asyncpg.Connection[asyncpg.Record],
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A presence row whose caps another program overwrote: the worker stays live (its beats
+    are what counts), reads as one with no caps, logged once; its next beat writes them anew."""
+    now = clock.now_ms()
+    await driver.worker_seen(beat("capped", now, {"queue:emails": 3}))
+    await sql.execute("UPDATE mcp_jobs.workers SET caps = '[1, 2]'::jsonb WHERE id = 'capped'")
+    for _ in range(2):
+        assert [(w.id, w.caps) for w in await driver.live_workers(0)] == [("capped", None)]
+    assert sum("cannot be read" in r.getMessage() for r in caplog.records) == 1, caplog.text
+    await driver.worker_seen(beat("capped", now, {"queue:emails": 3}))
+    assert [w.caps for w in await driver.live_workers(0)] == [{"queue:emails": 3}]

@@ -7,6 +7,7 @@ the same caller makes the same way), so each runs through `Connections.idempoten
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from engine.drivers.base import RunPosition
@@ -54,6 +55,7 @@ async def worker_seen(db: Connections, info: WorkerInfo, now: int) -> None:
         expired_before(now),
         EXPIRED_PER_BEAT,
         now,
+        None if info.caps is None else json.dumps(info.caps),
     )
     followed = await db.idempotent(lambda c: c.fetchval(db.q["worker_seen"], *args))
     db.changes_followed = bool(followed)

@@ -616,13 +616,13 @@ unfollowed AS (
      )
 )
 INSERT INTO {schema}.workers (
-    id, hostname, pid, queues, concurrency, started_at, last_seen_at
+    id, hostname, pid, queues, concurrency, started_at, last_seen_at, caps
 )
-VALUES ($1, $2, $3, $4::text[], $5, $6, $7)
+VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $11::jsonb)
 ON CONFLICT (id) DO UPDATE
    SET hostname = excluded.hostname, pid = excluded.pid, queues = excluded.queues,
        concurrency = excluded.concurrency, started_at = excluded.started_at,
-       last_seen_at = excluded.last_seen_at
+       last_seen_at = excluded.last_seen_at, caps = excluded.caps
 RETURNING EXISTS (
     SELECT 1 FROM {schema}.leaders
      WHERE name LIKE 'followers:%' AND expires_at > $10::bigint

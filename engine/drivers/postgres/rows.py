@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from asyncpg import Record
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
-from engine.drivers.damage import UNDECODABLE, UndecodableRow, stored_failure
+from engine.drivers.damage import UNDECODABLE, UndecodableRow, stored_caps, stored_failure
 from engine.errors import JobRowStatusUnknownError
 from schemas.backfill import BackfillRun
 from schemas.events import EventRecord
@@ -194,6 +194,7 @@ def worker(row: Row) -> WorkerInfo:
         concurrency=row["concurrency"],
         started_at=row["started_at"],
         last_seen_at=row["last_seen_at"],
+        caps=stored_caps(row["caps"], row["id"]),
     )
 
 

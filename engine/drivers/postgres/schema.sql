@@ -197,7 +197,8 @@ CREATE TABLE {schema}.workers (
     queues text[],
     concurrency integer NOT NULL,
     started_at bigint NOT NULL,
-    last_seen_at bigint NOT NULL
+    last_seen_at bigint NOT NULL,
+    caps jsonb  -- {cap key: cap} (engine.limits.Limits.published); NULL: none
 );
 
 CREATE TABLE {schema}.backfills (

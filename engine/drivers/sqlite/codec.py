@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from engine.drivers.damage import UNDECODABLE, UndecodableRow
+from engine.drivers.damage import UNDECODABLE, UndecodableRow, stored_caps
 from engine.errors import JobRowStatusUnknownError
 from schemas.backfill import BackfillRun
 from schemas.errors import ErrorPayload
@@ -57,7 +57,7 @@ JOB_SELECT = ", ".join(JOB_COLUMNS)
 
 STEP_COLUMNS = "job_id, run_id, name, status, output, error, started_at, finished_at, attempts"
 EVENT_COLUMNS = "job_id, at, kind, actor, tenant_id, data"
-WORKER_COLUMNS = "id, hostname, pid, queues, concurrency, started_at, last_seen_at"
+WORKER_COLUMNS = "id, hostname, pid, queues, concurrency, started_at, last_seen_at, caps"
 BACKFILL_COLUMNS = (
     "run_id, name, checksum, environment, status, app_version, rows_processed, rows_total, "
     "cursor, job_id, started_at, finished_at, error"
@@ -166,7 +166,7 @@ def event_params(event: EventRecord) -> dict[str, Any]:
 
 
 def worker_from_row(row: Sequence[Any]) -> WorkerInfo:
-    worker_id, hostname, pid, queues, concurrency, started_at, last_seen_at = row
+    worker_id, hostname, pid, queues, concurrency, started_at, last_seen_at, caps = row
     return WorkerInfo(
         id=worker_id,
         hostname=hostname,
@@ -175,11 +175,12 @@ def worker_from_row(row: Sequence[Any]) -> WorkerInfo:
         concurrency=concurrency,
         started_at=started_at,
         last_seen_at=last_seen_at,
+        caps=stored_caps(caps, worker_id),
     )
 
 
 def worker_params(info: WorkerInfo) -> dict[str, Any]:
-    return {**info.model_dump(), "queues": dumps(info.queues)}
+    return {**info.model_dump(), "queues": dumps(info.queues), "caps": dumps(info.caps)}
 
 
 def backfill_from_row(row: Sequence[Any]) -> BackfillRun:

@@ -413,12 +413,14 @@ EXTEND_SLOTS = "UPDATE mcp_jobs_leases SET expires_at = :expires WHERE job_id = 
 # --- workers ------------------------------------------------------------------------------------
 
 UPSERT_WORKER = """
-INSERT INTO mcp_jobs_workers (id, hostname, pid, queues, concurrency, started_at, last_seen_at)
-VALUES (:id, :hostname, :pid, :queues, :concurrency, :started_at, :last_seen_at)
+INSERT INTO mcp_jobs_workers (
+    id, hostname, pid, queues, concurrency, started_at, last_seen_at, caps
+)
+VALUES (:id, :hostname, :pid, :queues, :concurrency, :started_at, :last_seen_at, :caps)
 ON CONFLICT (id) DO UPDATE SET
     hostname = excluded.hostname, pid = excluded.pid, queues = excluded.queues,
     concurrency = excluded.concurrency, started_at = excluded.started_at,
-    last_seen_at = excluded.last_seen_at
+    last_seen_at = excluded.last_seen_at, caps = excluded.caps
 """
 DELETE_WORKER = "DELETE FROM mcp_jobs_workers WHERE id = :id"
 EXPIRE_WORKERS = """

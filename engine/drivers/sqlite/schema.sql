@@ -133,7 +133,8 @@ CREATE TABLE IF NOT EXISTS mcp_jobs_workers (
     queues       TEXT,                           -- JSON list, NULL for every queue
     concurrency  INTEGER NOT NULL,
     started_at   INTEGER NOT NULL,
-    last_seen_at INTEGER NOT NULL
+    last_seen_at INTEGER NOT NULL,
+    caps         TEXT                            -- JSON {cap key: cap}, NULL for none
 );
 
 CREATE TABLE IF NOT EXISTS mcp_jobs_backfills (

@@ -1,0 +1,83 @@
+"""`mcp-jobs worker`'s concurrency caps, read both ways: its flags as a `Limits` (`limits_of`),
+and the caps a live worker published (`WorkerInfo.caps`) as the flags that start another worker
+keeping them (`cap_flags`). A worker line a fix prints carries the caps of the workers it joins:
+started without them, it would run what their caps hold back."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+
+from engine.errors import InvalidArgumentError
+from engine.limits import EVERY_TENANT, GLOBAL_CAP, Limits
+
+# Each flag and what it sets, in the order a line writes them.
+GLOBAL_FLAG = "--global-cap"
+QUEUE_FLAG = "--per-queue"
+TENANT_FLAG = "--per-tenant"
+OVERRIDE_FLAG = "--tenant-cap"
+_PAIR = "NAME=N, a name and its cap (the last '=' parts them)"
+
+
+def add_cap_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        GLOBAL_FLAG, type=int, metavar="N", help="jobs running at once on every worker in all"
+    )
+    parser.add_argument(
+        QUEUE_FLAG,
+        action="append",
+        metavar="QUEUE=N",
+        help="jobs of QUEUE running at once on every worker (repeatable)",
+    )
+    parser.add_argument(
+        TENANT_FLAG, type=int, metavar="N", help="jobs of each tenant running at once"
+    )
+    parser.add_argument(
+        OVERRIDE_FLAG,
+        action="append",
+        metavar="TENANT=N",
+        help=f"TENANT's own cap in place of {TENANT_FLAG} (repeatable)",
+    )
+
+
+def _pairs(flag: str, typed: Sequence[str] | None) -> dict[str, int]:
+    pairs: dict[str, int] = {}
+    for text in typed or ():
+        name, equals, number = text.rpartition("=")
+        if not equals or not number.strip().isdigit():
+            raise InvalidArgumentError(flag, text, _PAIR)
+        pairs[name] = int(number)
+    return pairs
+
+
+def limits_of(args: argparse.Namespace) -> Limits | None:
+    """The `Limits` the worker's flags set (each value checked as `Limits` checks it), or None
+    when no cap flag was given."""
+    per_queue = _pairs(QUEUE_FLAG, args.per_queue)
+    overrides = _pairs(OVERRIDE_FLAG, args.tenant_cap)
+    if args.global_cap is None and args.per_tenant is None and not per_queue and not overrides:
+        return None
+    return Limits(
+        global_cap=args.global_cap,
+        per_queue=per_queue,
+        per_tenant=args.per_tenant,
+        tenant_overrides=overrides,
+    )
+
+
+def cap_flags(caps: Mapping[str, int]) -> list[str]:
+    """The flags that start a worker keeping `caps` (keyed as `Limits.published` keys them)."""
+    flags: list[str] = []
+    if GLOBAL_CAP in caps:
+        flags += [GLOBAL_FLAG, str(caps[GLOBAL_CAP])]
+    for key in sorted(caps):
+        kind, _, name = key.partition(":")
+        if kind == "queue":
+            flags += [QUEUE_FLAG, f"{name}={caps[key]}"]
+    if EVERY_TENANT in caps:
+        flags += [TENANT_FLAG, str(caps[EVERY_TENANT])]
+    for key in sorted(caps):
+        kind, _, name = key.partition(":")
+        if kind == "tenant" and key != EVERY_TENANT:
+            flags += [OVERRIDE_FLAG, f"{name}={caps[key]}"]
+    return flags

@@ -1,0 +1,61 @@
+"""`mcp-jobs worker`'s cap flags: the `Limits` a worker of the API sets, from the command line. A
+worker line a fix prints writes the caps its peers published with these flags, so running it as
+given keeps them (`cap_flags` then `limits_of` is the published caps again)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.limits import Limits
+from mcp_jobs.cap_flags import cap_flags, limits_of
+from mcp_jobs.cli import main
+from mcp_jobs.cli.parser import build_parser
+
+LIMITS = Limits(
+    global_cap=50,
+    per_queue={"emails": 10, "a=b": 2},
+    per_tenant=3,
+    tenant_overrides={"acme": 20, "O'Brien": 1},
+)
+
+
+def _limits(*flags: str) -> Limits | None:
+    return limits_of(build_parser().parse_args(["worker", *flags]))
+
+
+def test_the_flags_set_the_limits_a_worker_of_the_api_sets() -> None:
+    parsed = _limits(
+        "--global-cap", "50", "--per-queue", "emails=10", "--per-queue", "a=b=2",
+        "--per-tenant", "3", "--tenant-cap", "acme=20", "--tenant-cap", "O'Brien=1",
+    )  # fmt: skip
+    assert parsed == LIMITS
+    assert _limits() is None  # no cap flag: the worker keeps no cap
+
+
+def test_a_published_worker_s_caps_written_as_flags_read_back_as_the_same_limits() -> None:
+    published = LIMITS.published()
+    assert published is not None
+    flags = cap_flags(published)
+    assert flags[:2] == ["--global-cap", "50"]
+    assert _limits(*flags) == LIMITS
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--per-queue", "emails"), ("--per-queue", "emails=ten"), ("--tenant-cap", "acme=")],
+)
+def test_a_pair_without_its_cap_is_refused_naming_the_flag(
+    flag: str, value: str, tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["worker", "--database-url", "memory://", "--queues", "*", flag, value])
+    out, err = capsys.readouterr()
+    assert code == 1 and "error INVALID_ARGUMENT" in err, out + err
+    assert flag in err and "NAME=N" in err
+
+
+def test_a_cap_limits_refuses_is_refused_before_the_worker_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["worker", "--database-url", "memory://", "--queues", "*", "--per-tenant", "0"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "error INVALID_ARGUMENT" in err and "per_tenant" in err, out + err

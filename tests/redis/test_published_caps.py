@@ -1,0 +1,3 @@
+"""The conformance kit's test_published_caps (engine/testing/kit) on the Redis driver."""
+
+from engine.testing.kit.test_published_caps import *  # noqa: F403
