@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from collections.abc import Collection
 from urllib.parse import parse_qs, parse_qsl, quote_plus, unquote_plus, urlsplit, urlunsplit
@@ -441,11 +442,14 @@ _SECRET_PARAMS = frozenset({"password", "token", "user", "username", "pass"})
 def printable_url(url: str) -> str | None:
     """The database URL as a fix line may print it: a PostgreSQL one without its password;
     any other as it is when it carries no credentials, else None (a Redis password, a NATS user
-    or token: such a driver's client reads them from nowhere else)."""
+    or token: such a driver's client reads them from nowhere else). None too for the URL
+    MCP_JOBS_DATABASE_URL holds with a password: the line names the variable, which holds it
+    where the line runs, where the URL without it would fail unless PGPASSWORD has it."""
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     try:
         if scheme in ("postgres", "postgresql"):
-            return without_password(url)
+            bare = without_password(url)
+            return None if bare != url and os.environ.get(DATABASE_URL_ENV) == url else bare
         parts = urlsplit(url)
     except ValueError:
         return None

@@ -81,6 +81,21 @@ def test_the_migrate_fix_names_the_database_without_its_password() -> None:
     )
 
 
+def test_the_environments_url_with_a_password_is_named_by_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without its password the URL fails where the line runs unless PGPASSWORD has it; the
+    variable holds it there, so the fix names the variable and still prints no password."""
+    url = "postgresql://app:s3cret@db.example:6432/jobs"
+    monkeypatch.setenv("MCP_JOBS_DATABASE_URL", url)
+    assert migrate_fix(url) == 'mcp-jobs db migrate --database-url "$MCP_JOBS_DATABASE_URL"'
+    # Another URL than the variable's (one typed after --database-url) loses its password.
+    other = "postgresql://app:s3cret@db.example:6432/other"
+    assert migrate_fix(other) == (
+        "mcp-jobs db migrate --database-url postgresql://app@db.example:6432/other"
+    )
+
+
 async def test_pooled_connections_the_server_killed_are_replaced(
     driver: PostgresDriver, clock: ManualClock, sql: asyncpg.Connection[asyncpg.Record]
 ) -> None:
