@@ -7,8 +7,7 @@ from pathlib import Path
 
 from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
-from engine.drivers.sqlite import migrate as m
-from engine.drivers.sqlite.library import sqlite3
+from tests.sqlite.earlier_schema import migrated_before
 from tests.support.earlier_task_state import check_a_claim_continues_from
 
 
@@ -16,17 +15,7 @@ async def test_a_task_state_stored_before_failures_were_reads_as_not_failing(
     tmp_path: Path, clock: ManualClock
 ) -> None:
     path = tmp_path / "jobs.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(m.MIGRATIONS_TABLE)
-    for migration in m.migrations():
-        if migration.version >= 18:
-            continue
-        for statement in m.statements(migration.sql):
-            conn.execute(statement)
-        conn.execute(
-            "INSERT INTO mcp_jobs_migrations (version, name, applied_at) VALUES (?, ?, 0)",
-            (migration.version, migration.name),
-        )
+    conn = migrated_before(path, 18)
     conn.execute(
         "INSERT INTO mcp_jobs_scheduler_state (task, last_fired_at, updated_at) "
         "VALUES ('nightly', 1000, 2000)"

@@ -7,26 +7,15 @@ from pathlib import Path
 
 from engine import ManualClock
 from engine.drivers.sqlite import SqliteDriver
-from engine.drivers.sqlite import migrate as m
-from engine.drivers.sqlite.library import sqlite3
 from engine.testing.kit.test_published_caps import beat
+from tests.sqlite.earlier_schema import migrated_before
 
 
 async def test_a_presence_row_stored_before_caps_were_reads_as_a_worker_with_none(
     tmp_path: Path, clock: ManualClock
 ) -> None:
     path = tmp_path / "jobs.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(m.MIGRATIONS_TABLE)
-    for migration in m.migrations():
-        if migration.version >= 19:
-            continue
-        for statement in m.statements(migration.sql):
-            conn.execute(statement)
-        conn.execute(
-            "INSERT INTO mcp_jobs_migrations (version, name, applied_at) VALUES (?, ?, 0)",
-            (migration.version, migration.name),
-        )
+    conn = migrated_before(path, 19)
     now = clock.now_ms()
     conn.execute(
         "INSERT INTO mcp_jobs_workers (id, hostname, pid, queues, concurrency, started_at, "

@@ -19,6 +19,7 @@ from engine.drivers.sqlite import queries as q
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, WAKE_COMMITS
 from engine.drivers.sqlite.errors import live_key_off
 from engine.drivers.sqlite.library import sqlite3
+from tests.sqlite.earlier_schema import migrated_before
 from tests.sqlite.enqueues import START, request
 
 # Every statement that writes rows of the jobs table on the hot path.
@@ -76,17 +77,7 @@ async def test_a_file_at_version_16_rebuilds_its_indexes_and_keeps_deduping(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "old.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(m.MIGRATIONS_TABLE)
-    for migration in m.migrations():
-        if migration.version > 16:
-            break
-        for statement in m.statements(migration.sql):
-            conn.execute(statement)
-        conn.execute(
-            "INSERT INTO mcp_jobs_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-            (migration.version, migration.name, START),
-        )
+    conn = migrated_before(path, 17, START)
     # A live row written by the version-16 build, under its spelling of the live key.
     conn.execute(
         "INSERT INTO mcp_jobs_jobs (id, run_id, name, queue, idempotency_key, input, state,"
