@@ -469,7 +469,7 @@ def _bulk(env: dict[str, Any]) -> str:
     plan = BulkPlan.model_validate(env["plan"])
     outcome = env.get("outcome")
     if outcome is None:
-        lines = [summary(plan)]
+        lines = [summary(plan), *notice_lines(env)]
         if plan.matched:
             lines += ["to act on it (a fresh plan of the same filter):", env["act_command"]]
         return "\n".join(lines)

@@ -38,6 +38,7 @@ from mcp_jobs.operations.audit import record_call
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import ConfirmOffer, Envelope, Finding
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.operations.tenant_spelling import tenant_spelt_otherwise
 from schemas.jobs import JobRecord
 from schemas.states import LIVE_STATES, RETRYABLE_STATES, JobState
 
@@ -135,7 +136,8 @@ class BulkJobsResult(Envelope):
     notices: list[Finding] | None = Field(
         default=None,
         description="plan: SCOPE_MISSING when this access token may not act on it (no confirm "
-        "token is offered), with what the operator grants",
+        "token is offered), with what the operator grants; TENANT_SPELT_OTHERWISE when it "
+        "matched nothing of a tenant stored in another case",
     )
 
 
@@ -323,12 +325,26 @@ async def bulk_command(
     given = wanted.given()
     command = scope.fixes.command(*words, "--yes")
     if not act:
-        return BulkJobsResult(ok=True, mode="plan", filter=given, plan=shown, act_command=command)
+        notices = await plan_notices(scope, wanted, shown) or None
+        return BulkJobsResult(
+            ok=True, mode="plan", filter=given, plan=shown, act_command=command, notices=notices
+        )
     outcome = await act_bulk(scope, action, shown, planned, given, stop=stop)
     # The rest: a fresh plan of what still matches, acted on (what this did no longer matches).
     rest = command if outcome.interrupted or shown.over_limit else None
     return BulkJobsResult(
         ok=True, mode="write", filter=given, plan=shown, outcome=outcome, act_command=rest
+    )
+
+
+async def plan_notices(scope: Scope, wanted: BulkFilter, plan: BulkPlan) -> list[Finding]:
+    """What a plan of nothing says beside it: a tenant typed in another case than the one
+    stored (a tenant is matched exactly, so the plan of `ACME` found none of `acme`'s jobs)."""
+    if plan.matched:
+        return []
+    states = list(plan.states)
+    return await tenant_spelt_otherwise(
+        scope, wanted.tenant_id, state=states, name=wanted.name, queue=wanted.queue
     )
 
 

@@ -26,7 +26,7 @@ async def tenant_spelt_otherwise(
     state: JobState | list[JobState] | None,
     name: str | None,
     queue: str | None,
-    limit: int,
+    limit: int = _DEFAULT_LIMIT,
 ) -> list[Finding]:
     """A notice naming the stored tenants equal to `asked` but for case that the same filters
     find jobs of, its fix the list for the newest one; none when there are none. Never for a

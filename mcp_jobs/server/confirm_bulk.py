@@ -41,6 +41,7 @@ from mcp_jobs.operations.bulk import (
     BulkRun,
     act_bulk,
     plan_bulk,
+    plan_notices,
     summary,
 )
 from mcp_jobs.operations.models import ConfirmOffer
@@ -89,7 +90,8 @@ def bulk_write(action: BulkAction, wanted: BulkFilter, run: BulkRun) -> BulkWrit
 
     async def plan(scope: Scope, at: int | None) -> tuple[BulkJobsResult, Plan]:
         shown, planned = await plan_bulk(scope, action, wanted, at)
-        model = BulkJobsResult(ok=True, mode="plan", filter=given, plan=shown)
+        notices = await plan_notices(scope, wanted, shown) or None
+        model = BulkJobsResult(ok=True, mode="plan", filter=given, plan=shown, notices=notices)
         content = {"plan": shown.model_dump(mode="json"), "jobs": planned}
         tenant = scope.settings.tenant
         return model, Plan(tool, arguments, tenant, shown.at, content, summary(shown))

@@ -117,3 +117,21 @@ def test_an_mcp_caller_is_handed_the_list_jobs_call(url: str) -> None:
     (notice,) = answer["notices"]  # type: ignore[misc]
     assert notice["fix"] == 'list_jobs {"tenant_id": "acme"}'
     assert notice["next_call"] == {"tool": "list_jobs", "arguments": {"tenant_id": "acme"}}
+
+
+def test_a_bulk_plan_of_nothing_names_the_tenant_stored_in_another_case(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`jobs cancel-all --tenant-id ACME` planned 0 jobs beside acme's ready ones, and said
+    nothing more: the plan now says so too, its fix listing the stored spelling's jobs."""
+    job_id = _stored_for(migrated(url), "acme")
+    argv = ["jobs", "cancel-all", "--tenant-id", "ACME", "--database-url", url]
+    code, answer = run(capsys, *argv, "--json")
+    assert code == 0 and answer["plan"]["matched"] == 0, answer
+    (notice,) = answer["notices"]
+    assert notice["code"] == "TENANT_SPELT_OTHERWISE" and "'acme'" in notice["cause"]
+    code, listed = run(capsys, *command_words(notice["fix"])[1:])
+    assert code == 0 and [j["id"] for j in listed["jobs"]] == [job_id]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "TENANT_SPELT_OTHERWISE" in out, out

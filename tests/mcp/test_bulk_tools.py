@@ -260,3 +260,19 @@ async def test_a_plan_says_how_many_match_beyond_the_cap(
         plan = (await mcp.ok("cancel_jobs", {"name": "greet"}))["plan"]
         assert (plan["matched"], plan["total"], plan["scan_capped"]) == (3, 4, True)
         assert "3 of at least 4" in bulk.summary(BulkPlan(**plan))
+
+
+async def test_a_plan_of_nothing_names_the_tenant_stored_in_another_case(
+    jobs: Jobs, app: JobRegistry, mode: str
+) -> None:
+    """retry_jobs for tenant ACME planned 0 beside acme's dead jobs, and said nothing more."""
+    stored = await dead(jobs.driver, "JOB_FAILED", tenant="acme")
+    async with serve(jobs, mode, elicitation=False) as mcp:
+        planned = await mcp.ok("retry_jobs", {"tenant_id": "ACME"})
+        assert planned["plan"]["matched"] == 0
+        (notice,) = planned["notices"]
+        assert notice["code"] == "TENANT_SPELT_OTHERWISE" and "'acme'" in notice["cause"]
+        listed = await _next(mcp, notice["next_call"])
+        assert [j["id"] for j in listed["jobs"]] == [stored]
+        replanned = await mcp.ok("retry_jobs", {"tenant_id": "acme"})
+        assert replanned["plan"]["matched"] == 1 and not replanned.get("notices")
