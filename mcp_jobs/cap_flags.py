@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from engine.errors import InvalidArgumentError
 from engine.limits import EVERY_TENANT, GLOBAL_CAP, Limits
 
-# Each flag and what it sets, in the order a line writes them.
+# Each flag and what it sets, in the order a line writes them. `--per-tenant` takes the cap of
+# every tenant (N) and one tenant's own (TENANT=N), as Limits' per_tenant and tenant_overrides.
 GLOBAL_FLAG = "--global-cap"
 QUEUE_FLAG = "--per-queue"
 TENANT_FLAG = "--per-tenant"
-OVERRIDE_FLAG = "--tenant-cap"
 _PAIR = "NAME=N, a name and its cap (the last '=' parts them)"
+_TENANT = "N, every tenant's cap (once), or TENANT=N, one tenant's own"
 
 
 def add_cap_flags(parser: argparse.ArgumentParser) -> None:
@@ -30,13 +31,10 @@ def add_cap_flags(parser: argparse.ArgumentParser) -> None:
         help="jobs of QUEUE running at once on every worker (repeatable)",
     )
     parser.add_argument(
-        TENANT_FLAG, type=int, metavar="N", help="jobs of each tenant running at once"
-    )
-    parser.add_argument(
-        OVERRIDE_FLAG,
+        TENANT_FLAG,
         action="append",
-        metavar="TENANT=N",
-        help=f"TENANT's own cap in place of {TENANT_FLAG} (repeatable)",
+        metavar="N|TENANT=N",
+        help="jobs of each tenant running at once; TENANT=N: that tenant's own (repeatable)",
     )
 
 
@@ -50,17 +48,27 @@ def _pairs(flag: str, typed: Sequence[str] | None) -> dict[str, int]:
     return pairs
 
 
+def _every_tenant(typed: Sequence[str] | None) -> tuple[int | None, list[str]]:
+    """`--per-tenant`'s cap of every tenant (given once at most) and its TENANT=N pairs."""
+    every = [text for text in typed or () if text.strip().isdigit()]
+    if len(every) > 1:
+        raise InvalidArgumentError(TENANT_FLAG, every[1], _TENANT)
+    pairs = [text for text in typed or () if not text.strip().isdigit()]
+    return (int(every[0]) if every else None), pairs
+
+
 def limits_of(args: argparse.Namespace) -> Limits | None:
     """The `Limits` the worker's flags set (each value checked as `Limits` checks it), or None
     when no cap flag was given."""
     per_queue = _pairs(QUEUE_FLAG, args.per_queue)
-    overrides = _pairs(OVERRIDE_FLAG, args.tenant_cap)
-    if args.global_cap is None and args.per_tenant is None and not per_queue and not overrides:
+    per_tenant, pairs = _every_tenant(args.per_tenant)
+    overrides = _pairs(TENANT_FLAG, pairs)
+    if args.global_cap is None and per_tenant is None and not per_queue and not overrides:
         return None
     return Limits(
         global_cap=args.global_cap,
         per_queue=per_queue,
-        per_tenant=args.per_tenant,
+        per_tenant=per_tenant,
         tenant_overrides=overrides,
     )
 
@@ -79,5 +87,5 @@ def cap_flags(caps: Mapping[str, int]) -> list[str]:
     for key in sorted(caps):
         kind, _, name = key.partition(":")
         if kind == "tenant" and key != EVERY_TENANT:
-            flags += [OVERRIDE_FLAG, f"{name}={caps[key]}"]
+            flags += [TENANT_FLAG, f"{name}={caps[key]}"]
     return flags

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_jobs.errors import InternalError
-
-INTERNAL = InternalError.code
+# mcp_jobs.errors.InternalError.code, written out: this module is imported before a Ctrl-C is
+# handled (mcp_jobs.cli), so it imports nothing heavy (a test pins the two together).
+INTERNAL = "INTERNAL"
 
 # A failure that will fail again as given (bad input, not found, a conflict): fix it first.
 FAILED_EXIT = 1

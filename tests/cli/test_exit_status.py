@@ -24,6 +24,7 @@ from mcp_jobs.cli.exit_status import (
     USAGE_EXIT,
     exit_status,
 )
+from mcp_jobs.errors import InternalError
 from tests.cli.databases import migrated
 from tests.support.ports import free_port
 
@@ -55,6 +56,7 @@ def test_the_status_follows_the_errors_retryable_and_a_success_is_0() -> None:
     assert exit_status(failed(False)) == FAILED_EXIT == 1
     assert exit_status(failed(True)) == TRY_AGAIN_EXIT == 75
     assert len({0, FAILED_EXIT, TRY_AGAIN_EXIT, USAGE_EXIT, SOFTWARE_EXIT}) == 5
+    assert InternalError.code == statuses.INTERNAL
 
 
 def test_an_unexpected_failure_exits_70_not_the_retryable_75(

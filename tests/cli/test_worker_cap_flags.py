@@ -26,7 +26,7 @@ def _limits(*flags: str) -> Limits | None:
 def test_the_flags_set_the_limits_a_worker_of_the_api_sets() -> None:
     parsed = _limits(
         "--global-cap", "50", "--per-queue", "emails=10", "--per-queue", "a=b=2",
-        "--per-tenant", "3", "--tenant-cap", "acme=20", "--tenant-cap", "O'Brien=1",
+        "--per-tenant", "3", "--per-tenant", "acme=20", "--per-tenant", "O'Brien=1",
     )  # fmt: skip
     assert parsed == LIMITS
     assert _limits() is None  # no cap flag: the worker keeps no cap
@@ -42,7 +42,7 @@ def test_a_published_worker_s_caps_written_as_flags_read_back_as_the_same_limits
 
 @pytest.mark.parametrize(
     ("flag", "value"),
-    [("--per-queue", "emails"), ("--per-queue", "emails=ten"), ("--tenant-cap", "acme=")],
+    [("--per-queue", "emails"), ("--per-queue", "emails=ten"), ("--per-tenant", "acme=")],
 )
 def test_a_pair_without_its_cap_is_refused_naming_the_flag(
     flag: str, value: str, tmp_path: object, capsys: pytest.CaptureFixture[str]
@@ -59,3 +59,10 @@ def test_a_cap_limits_refuses_is_refused_before_the_worker_runs(
     code = main(["worker", "--database-url", "memory://", "--queues", "*", "--per-tenant", "0"])
     out, err = capsys.readouterr()
     assert code == 1 and "error INVALID_ARGUMENT" in err and "per_tenant" in err, out + err
+
+
+def test_every_tenants_cap_is_given_once(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["worker", "--database-url", "memory://", "--queues", "*"]
+    code = main([*argv, "--per-tenant", "3", "--per-tenant", "4"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "--per-tenant='4'" in err, out + err

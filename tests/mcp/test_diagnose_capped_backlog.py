@@ -101,7 +101,7 @@ async def test_a_backlog_held_at_a_workers_queue_cap_lists_the_jobs_holding_its_
         "tool": "list_jobs",
         "arguments": {"queue": "capped", "state": "running"},
     }
-    assert finding["fix"].startswith("mcp-jobs jobs ls --queue capped --state running --json")
+    assert "mcp-jobs jobs ls --queue capped --state running --json" in finding["fix"]
     async with open_mcp() as mcp:  # the call, as an agent makes it: the jobs holding the slots
         listed = await mcp.ok(finding["next_call"]["tool"], finding["next_call"]["arguments"])
     assert [j["state"] for j in listed["jobs"]] == ["running", "running"]
