@@ -4,8 +4,12 @@ A limit is GCRA (the generic cell rate algorithm): each key keeps one number, it
 arrival time (TAT). A start is allowed when `TAT - tolerance <= now`, and moves the TAT to
 `max(TAT, now) + interval`, where `interval = per / limit` and `tolerance = (burst - 1) *
 interval`. So starts are spaced evenly (burst 1), or up to `burst` at once after a quiet spell,
-and never more than `limit + burst - 1` in any window of `per`. The TAT lives in the database
-(`RateStore.take_rates`), so a limit holds across every worker on every machine.
+and the takes never number more than `limit + burst - 1` in any window of `per`. A start that runs
+`late` after its take bunches with the next ones, `ceil(late / interval)` more in a window: a
+reserved start (below) runs at most `late_window_ms` after its slot (one more start for a rate of
+50 a second or slower), a start taken ahead (worker_rates' spares) within SPARE_TTL_MS. The TAT
+lives in the database (`RateStore.take_rates`), so a limit holds across every worker on every
+machine.
 
 Times in the store are epoch µs, so a rate like 3 per second keeps its interval exact to the µs
 instead of drifting by a third of a millisecond per start. The functions here are the one home of
@@ -272,8 +276,9 @@ def states_with_prefix(states: Mapping[str, RateState], prefix: str, limit: int)
 
 
 # The least lateness a reservation forgives: the pickup lag of a claim (a wake-up, a claim, a
-# take) is a few ms, longer than the interval of a fast rate.
-LATE_MIN_US = 100_000
+# take) is a few ms, longer than the interval of a fast rate. Each ms of it may bunch a late
+# start with the next ones: at 100 ms, 50 a second let 53 to 55 start within a second.
+LATE_MIN_US = 20_000
 
 
 def late_window_ms(takes: Sequence[RateTake]) -> int:
@@ -290,8 +295,8 @@ def late_window_ms(takes: Sequence[RateTake]) -> int:
 
 
 # A reservation overdue by this much may be adopted: its own job, woken at its slot, is usually
-# claimed well within it.
-ADOPT_AFTER_MS = 50
+# claimed well within it (a few ms), and what is adopted later than its slot bunches as late.
+ADOPT_AFTER_MS = 10
 
 
 def keys_of(takes: Sequence[RateTake]) -> str:

@@ -76,7 +76,7 @@ class RateGate:
         return definition.rate_limit is not None or self._configured
 
     async def take(
-        self, record: JobRecord, definition: JobDefinition[Any], now: int
+        self, record: JobRecord, definition: JobDefinition[Any]
     ) -> tuple[str, int] | None:
         """Take a start under every rate limit of `record`: None when it may start now (or no
         limit applies), else the key holding it back and its reserved start (remembered)."""
@@ -94,6 +94,9 @@ class RateGate:
         keys = tuple(t.key for t in takes)
         while (taking := self._taking.get(keys)) is not None:
             await taking.wait()
+        # Read after the wait for the take in flight: a `now` read before it (tens of ms on a
+        # busy server) took the start that much earlier than the body began.
+        now = self.clock.now_ms()
         if self._use_spare(keys, now):
             return None
         if self._store is None:
@@ -124,11 +127,14 @@ class RateGate:
         (rule 7) until its next allowed start, say so to `events`, and answer True. Slots it
         took are released by the nack that hands it back."""
         record = claimed.record
-        now = self.clock.now_ms()
-        held = await self.take(record, definition, now)
+        held = await self.take(record, definition)
         if held is None:
             return False
         key, next_start_at = held
+        # From the clock now, not the take's: the nack adds the delay to its own now, and a job
+        # back later than its slot is claimed at the next wake-up, an interval on, past its
+        # reservation (5 a second ran at 0.7 to 2.6).
+        now = self.clock.now_ms()
         delay = max(1, next_start_at - now)
         try:
             await self.driver.nack(

@@ -9,9 +9,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+import anyio
 import asyncpg
 
 from engine.drivers.postgres import PostgresDriver
+from engine.drivers.postgres.rate_limits import TAKE
+from engine.drivers.postgres.sql import with_schema
 from engine.rate_limits import (
     RateTake,
     RateVerdict,
@@ -122,3 +125,43 @@ async def test_taking_several_starts_at_once_agrees_with_take_all(
     await _seed(sql, {})
     verdict = await driver.take_rates([wide], NOW, None, 20)
     assert verdict == (None, NOW, 7)  # a fresh key: its whole burst, no more
+
+
+async def test_a_take_sweeping_void_reservations_passes_over_one_another_take_is_deleting(
+    driver: PostgresDriver, pg_url: str, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    """A job's take deletes its own void reservation (USE), then waits for the key's row that a
+    second take holds, whose sweep of void reservations waited for that deleted row: the two
+    deadlocked, a second lost to deadlock_timeout each time (keyed limits, many workers)."""
+    take = RateTake("job:a", 5, 1000, 1)
+    await _seed(sql, {take.key: NOW * 1000})
+    await sql.execute(
+        "INSERT INTO mcp_jobs.rate_reservations (job_id, slot_at, late_at, blocked_key, keys, "
+        "reserved_at) VALUES ('late', $1, $1, 'job:a', 'job:a', 0)",
+        NOW - 1000,
+    )
+    using = await asyncpg.connect(pg_url)
+    holding = await asyncpg.connect(pg_url)
+    try:
+        await using.execute("BEGIN")
+        await using.execute("DELETE FROM mcp_jobs.rate_reservations WHERE job_id = 'late'")
+        lock = "SELECT tat FROM mcp_jobs.rate_limits WHERE key = 'job:a' FOR UPDATE"
+        await holding.execute("BEGIN")
+        await holding.execute(lock)
+        waiting = asyncio.ensure_future(using.execute(lock))
+        waited = "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1"
+        with anyio.fail_after(10):  # its lock request is queued behind `holding`
+            while not await sql.fetchval(waited, using.get_server_pid()):
+                pass
+        args = ([take.key], [take.limit], [take.per_ms], [take.burst], NOW)
+        with anyio.fail_after(10):
+            taken = await holding.fetch(with_schema(TAKE, "mcp_jobs"), *args, "other", 1)
+        assert not waiting.done()
+        await holding.execute("COMMIT")
+        with anyio.fail_after(10):
+            await waiting
+        await using.execute("COMMIT")
+    finally:
+        await using.close()
+        await holding.close()
+    assert taken[0]["complete"] and taken[0]["allowed"]

@@ -95,7 +95,12 @@ reserved AS (
         reserved_at = excluded.reserved_at
 ),
 expired AS (
-    DELETE FROM {{schema}}.rate_reservations WHERE late_at < $5::bigint
+    -- SKIP LOCKED: a void reservation another take's USE is deleting (it waits for a key row
+    -- this take holds) is that take's; waiting for it here deadlocked the two.
+    DELETE FROM {{schema}}.rate_reservations WHERE job_id IN (
+        SELECT job_id FROM {{schema}}.rate_reservations
+         WHERE late_at < $5::bigint FOR UPDATE SKIP LOCKED
+    )
 )
 SELECT j.key, j.cur - j.tolerance_us AS allow_at, v.complete, v.allowed, v.starts,
        (SELECT count(*) FROM taken) AS taken
