@@ -226,7 +226,8 @@ class AppImportError(JobsError):
         # The import again, by the interpreter this package runs in, for the traceback; quoted,
         # though only a name `import` takes reaches here.
         super().__init__(
-            f'importing --app "{module}" failed: {reason}',
+            # The module as --app or MCP_JOBS_APP named it: the cause does not say which.
+            f'importing the app module "{module}" failed: {reason}',
             f"{this_python()} -c {shell_word(f'import {module}')}",
             details={"module": module},
         )

@@ -280,6 +280,9 @@ def test_configuration_errors_print_code_cause_and_fix(
     monkeypatch.setenv("MCP_JOBS_APP", "no.such.module")
     code, from_env = cli_json(capsys, "jobs", "ls", "--database-url", shop)
     assert from_env["error"]["code"] == "APP_IMPORT_FAILED"
+    # Named by the variable, not --app: the cause says neither.
+    assert '"no.such.module"' in from_env["error"]["cause"]
+    assert "--app" not in from_env["error"]["cause"]
     monkeypatch.delenv("MCP_JOBS_APP")
     monkeypatch.setenv("MCP_JOBS_DATABASE_URL", "memory://")
     code, envelope = cli_json(capsys, "db", "migrate")
