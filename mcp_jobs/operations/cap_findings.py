@@ -63,6 +63,10 @@ class CapHold(NamedTuple):
         return all(c.key.startswith("job:") for c in self.caps)
 
 
+def serving(workers: list[WorkerInfo], queue: str) -> list[WorkerInfo]:
+    return [w for w in workers if serves(w, queue)]
+
+
 def kept_caps(workers: list[WorkerInfo]) -> dict[str, int]:
     """The caps every one of `workers` keeps, each at the largest value kept."""
     if not workers:
@@ -106,22 +110,22 @@ async def cap_hold(
         cap = declared.get(name)
         if cap and by_name[name] >= cap:
             full[f"job:{name}"] = FullCap(f"job:{name}", by_name[name], cap)
-    serving = [w for w in workers if serves(w, queue)]
-    if any(w.caps for w in serving):
+    peers = serving(workers, queue)
+    if any(w.caps for w in peers):
         in_queue = stats.running - stats.expired_leases
-        cap = _kept(serving, f"queue:{queue}")
+        cap = _kept(peers, f"queue:{queue}")
         if cap is not None and in_queue >= cap:
             full[f"queue:{queue}"] = FullCap(f"queue:{queue}", in_queue, cap)
-        cap = _kept(serving, GLOBAL_CAP)
+        cap = _kept(peers, GLOBAL_CAP)
         if cap is not None and (in_all := await _running_in_all(scope, scope.tenant(None))) >= cap:
             full[GLOBAL_CAP] = FullCap(GLOBAL_CAP, in_all, cap)
         tenants = Counter(r.tenant_id for r in ready if r.tenant_id is not None)
         for tenant, _ in tenants.most_common(TENANTS_READ):
-            cap = _kept(serving, f"tenant:{tenant}", EVERY_TENANT)
+            cap = _kept(peers, f"tenant:{tenant}", EVERY_TENANT)
             if cap is not None and (of_tenant := await _running_in_all(scope, tenant)) >= cap:
                 full[f"tenant:{tenant}"] = FullCap(f"tenant:{tenant}", of_tenant, cap)
     whole = f"queue:{queue}" in full or GLOBAL_CAP in full
     held = sum(
         1 for r in ready if whole or f"job:{r.name}" in full or f"tenant:{r.tenant_id}" in full
     )
-    return CapHold(sorted(full.values()), held, len(ready), kept_caps(serving))
+    return CapHold(sorted(full.values()), held, len(ready), kept_caps(peers))

@@ -25,7 +25,7 @@ from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs.cap_flags import cap_flags
 from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import QueueUnknownError
-from mcp_jobs.operations.cap_findings import CapHold, cap_hold
+from mcp_jobs.operations.cap_findings import CapHold, cap_hold, kept_caps, serving
 from mcp_jobs.operations.event_waits import EVENT_SCAN, awaited_finding, event_waits
 from mcp_jobs.operations.gone_workers import gone_holder_findings
 from mcp_jobs.operations.known import run_by_live_workers
@@ -230,6 +230,12 @@ async def diagnose_queue(
     old_stats = [s for s in stats if s.queue in old]
     holds_of = await each(_cap_hold(scope, s, workers, tenant) for s in old_stats)
     capped_of = dict(zip(old, holds_of, strict=True))
+
+    def joining(queue: str) -> str:
+        """The line that starts a worker beside the live ones serving `queue`, keeping their
+        caps: started without them, it would run what they hold back."""
+        return worker_command(scope, queue, *cap_flags(kept_caps(serving(workers, queue))))
+
     for s in stats:
         if s.expired_leases:
             findings.append(
@@ -240,7 +246,7 @@ async def diagnose_queue(
                     cause=f"{s.expired_leases} running job(s) in queue {s.queue} hold leases "
                     "that ran out: their worker died or lost the database. Any live worker "
                     "claims them again and their completed steps are not re-run",
-                    fix=worker_command(scope, s.queue),
+                    fix=joining(s.queue),
                 ).sized(s.expired_leases)
             )
         if s.queue in capped_of:
@@ -272,7 +278,7 @@ async def diagnose_queue(
                     cause=f"{s.due_suspended} suspended job(s) in queue {s.queue} passed their "
                     f"wake-up time {s.oldest_due_suspended_ms // 1000} s ago and no worker has "
                     "resumed them",
-                    fix=worker_command(scope, s.queue),
+                    fix=joining(s.queue),
                 ).sized(s.due_suspended)
             )
         if s.dead:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from engine import JobContext, JobRegistry, Jobs, ManualClock, job
 from schemas.stats import WorkerInfo
 from tests.mcp.conftest import OpenMcp
+from tests.support.fix_lines import command_words
 
 CAP = 2
 LEASE_MS = 600_000  # the running jobs' workers are alive for the whole test
@@ -135,3 +136,30 @@ async def test_a_serving_worker_without_the_cap_could_start_them(
     await _backlog(jobs, registry, None, running=2)
     finding = await _backlog_old(jobs, clock, open_mcp, {"queue:capped": 2}, uncapped_too=True)
     assert "mcp-jobs worker" in finding["fix"] and "Limits" not in finding["cause"], finding
+
+
+async def test_a_worker_line_keeps_the_caps_of_the_live_workers_it_joins(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    """LEASES_EXPIRED's worker line, run as given, starts a worker beside capped ones: without
+    their caps it would run what they hold back."""
+
+    @job(
+        name="capped_fulfil",
+        idempotency_key=lambda i: f"o:{i.n}",
+        queue="capped",
+        registry=registry,
+    )
+    async def fulfil(input: Order, ctx: JobContext) -> None: ...
+
+    await jobs.enqueue("capped_fulfil", {"n": 1})
+    assert len(await jobs.driver.claim("w-gone", 1, 1_000, ["capped"])) == 1
+    clock.advance(61_000)  # its lease ran out
+    await _beat(jobs, {"queue:capped": 2, "tenant:*": 1, "tenant:acme": 3})
+    async with open_mcp() as mcp:
+        diagnosis = await mcp.ok("diagnose_queue", {"queue": "capped"})
+    (finding,) = [f for f in diagnosis["findings"] if f["code"] == "LEASES_EXPIRED"]
+    words = command_words(finding["fix"])
+    assert words is not None and "worker" in words, finding["fix"]
+    flags = words[words.index("worker") :]
+    assert "--per-queue capped=2 --per-tenant 1 --per-tenant acme=3" in " ".join(flags), flags
