@@ -19,9 +19,9 @@ from engine.rate_limits import RateLimit, checked_rate
 V = TypeVar("V")
 
 # Cap keys beside "job:NAME", "queue:Q" and "tenant:T": the cap of every job, and (published only)
-# the cap of each tenant not overridden; no tenant is named "*" (engine.bounds.tenant).
+# the cap of each tenant not overridden, with no colon, so no tenant's name can be it.
 GLOBAL_CAP = "global"
-EVERY_TENANT = "tenant:*"
+EVERY_TENANT = "tenant"
 
 
 def _check(name: str, value: int | None) -> None:

@@ -6,6 +6,7 @@ started without them, it would run what their caps hold back."""
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Mapping, Sequence
 
 from engine.errors import InvalidArgumentError
@@ -18,6 +19,8 @@ QUEUE_FLAG = "--per-queue"
 TENANT_FLAG = "--per-tenant"
 _PAIR = "NAME=N, a name and its cap (the last '=' parts them)"
 _TENANT = "N, every tenant's cap (once), or TENANT=N, one tenant's own"
+# A cap as typed: ASCII digits (str.isdigit takes '²', which int() then refuses).
+_WHOLE = re.compile(r"[0-9]+")
 
 
 def add_cap_flags(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +45,7 @@ def _pairs(flag: str, typed: Sequence[str] | None) -> dict[str, int]:
     pairs: dict[str, int] = {}
     for text in typed or ():
         name, equals, number = text.rpartition("=")
-        if not equals or not number.strip().isdigit():
+        if not equals or not _WHOLE.fullmatch(number.strip()):
             raise InvalidArgumentError(flag, text, _PAIR)
         pairs[name] = int(number)
     return pairs
@@ -50,10 +53,10 @@ def _pairs(flag: str, typed: Sequence[str] | None) -> dict[str, int]:
 
 def _every_tenant(typed: Sequence[str] | None) -> tuple[int | None, list[str]]:
     """`--per-tenant`'s cap of every tenant (given once at most) and its TENANT=N pairs."""
-    every = [text for text in typed or () if text.strip().isdigit()]
+    every = [text for text in typed or () if _WHOLE.fullmatch(text.strip())]
     if len(every) > 1:
         raise InvalidArgumentError(TENANT_FLAG, every[1], _TENANT)
-    pairs = [text for text in typed or () if not text.strip().isdigit()]
+    pairs = [text for text in typed or () if not _WHOLE.fullmatch(text.strip())]
     return (int(every[0]) if every else None), pairs
 
 

@@ -489,7 +489,7 @@ def _bulk(env: dict[str, Any]) -> str:
         lines.append(f"{least}{plan.total - plan.matched} more matched; to act on them:")
     if env.get("act_command"):
         lines.append(env["act_command"])
-    return "\n".join(lines)
+    return "\n".join([*lines, *notice_lines(env)])
 
 
 def _drain(env: dict[str, Any]) -> str:

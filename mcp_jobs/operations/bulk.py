@@ -323,9 +323,10 @@ async def bulk_command(
     the command that acts on the rest."""
     shown, planned = await plan_bulk(scope, action, wanted)
     given = wanted.given()
-    command = scope.fixes.command(*words, "--yes")
+    # No command that acts on a plan of nothing: run, it would do nothing again.
+    command = scope.fixes.command(*words, "--yes") if shown.matched else None
+    notices = await plan_notices(scope, wanted, shown) or None
     if not act:
-        notices = await plan_notices(scope, wanted, shown) or None
         return BulkJobsResult(
             ok=True, mode="plan", filter=given, plan=shown, act_command=command, notices=notices
         )
@@ -333,7 +334,13 @@ async def bulk_command(
     # The rest: a fresh plan of what still matches, acted on (what this did no longer matches).
     rest = command if outcome.interrupted or shown.over_limit else None
     return BulkJobsResult(
-        ok=True, mode="write", filter=given, plan=shown, outcome=outcome, act_command=rest
+        ok=True,
+        mode="write",
+        filter=given,
+        plan=shown,
+        outcome=outcome,
+        act_command=rest,
+        notices=notices,
     )
 
 

@@ -34,18 +34,20 @@ class FullCap(NamedTuple):
     key: str
     running: int
     cap: int
+    # What set it, where the key's kind does not say (a tenant's own cap: tenant_overrides).
+    set_by: str | None = None
 
     def said(self) -> str:
         kind, _, name = self.key.partition(":")
         who = {"job": "job", "queue": "queue", "tenant": "tenant"}.get(kind)
         what = f"{who} {name}" if who else "all queues"
-        return f"{what} ({self.running} running of {self.cap}, {_SET_BY[kind]})"
+        return f"{what} ({self.running} running of {self.cap}, {self.set_by or _SET_BY[kind]})"
 
 
 class CapHold(NamedTuple):
     """The full caps that hold back ready jobs of a queue, and how many of the `sampled` ready
-    jobs wait for one of them; `kept`: the caps every worker serving it keeps (the largest
-    value of each), which a worker started to join them must keep too."""
+    jobs wait for one of them; `kept`: the caps a worker started to join the ones serving it
+    must keep (`strictest_caps`)."""
 
     caps: list[FullCap]
     held: int
@@ -67,12 +69,14 @@ def serving(workers: list[WorkerInfo], queue: str) -> list[WorkerInfo]:
     return [w for w in workers if serves(w, queue)]
 
 
-def kept_caps(workers: list[WorkerInfo]) -> dict[str, int]:
-    """The caps every one of `workers` keeps, each at the largest value kept."""
-    if not workers:
-        return {}
-    keys = set.intersection(*(set(w.caps or {}) for w in workers))
-    return {key: max((w.caps or {})[key] for w in workers) for key in sorted(keys)}
+def strictest_caps(workers: list[WorkerInfo]) -> dict[str, int]:
+    """Every cap any of `workers` keeps, each at the smallest value kept: a worker started
+    with them starts no job that one of theirs would refuse."""
+    caps: dict[str, int] = {}
+    for worker in workers:
+        for key, cap in (worker.caps or {}).items():
+            caps[key] = min(cap, caps.get(key, cap))
+    return dict(sorted(caps.items()))
 
 
 def _kept(workers: list[WorkerInfo], key: str, otherwise: str | None = None) -> int | None:
@@ -121,11 +125,14 @@ async def cap_hold(
             full[GLOBAL_CAP] = FullCap(GLOBAL_CAP, in_all, cap)
         tenants = Counter(r.tenant_id for r in ready if r.tenant_id is not None)
         for tenant, _ in tenants.most_common(TENANTS_READ):
-            cap = _kept(peers, f"tenant:{tenant}", EVERY_TENANT)
+            key = f"tenant:{tenant}"
+            cap = _kept(peers, key, EVERY_TENANT)
             if cap is not None and (of_tenant := await _running_in_all(scope, tenant)) >= cap:
-                full[f"tenant:{tenant}"] = FullCap(f"tenant:{tenant}", of_tenant, cap)
+                own = all(key in (w.caps or {}) for w in peers)
+                set_by = "Limits.tenant_overrides" if own else None
+                full[key] = FullCap(key, of_tenant, cap, set_by)
     whole = f"queue:{queue}" in full or GLOBAL_CAP in full
     held = sum(
         1 for r in ready if whole or f"job:{r.name}" in full or f"tenant:{r.tenant_id}" in full
     )
-    return CapHold(sorted(full.values()), held, len(ready), kept_caps(peers))
+    return CapHold(sorted(full.values()), held, len(ready), strictest_caps(peers))

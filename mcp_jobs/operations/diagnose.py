@@ -21,11 +21,12 @@ from engine import bounds
 from engine.backfill.errors import dry_run_command
 from engine.bounds import MAX_QUEUE_BYTES
 from engine.errors import JobUnknownError
+from engine.limits import GLOBAL_CAP
 from engine.metrics import LIVE_WORKER_WINDOW_MS
 from mcp_jobs.cap_flags import cap_flags
 from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import QueueUnknownError
-from mcp_jobs.operations.cap_findings import CapHold, cap_hold, kept_caps, serving
+from mcp_jobs.operations.cap_findings import CapHold, cap_hold, serving, strictest_caps
 from mcp_jobs.operations.event_waits import EVENT_SCAN, awaited_finding, event_waits
 from mcp_jobs.operations.gone_workers import gone_holder_findings
 from mcp_jobs.operations.known import run_by_live_workers
@@ -234,7 +235,7 @@ async def diagnose_queue(
     def joining(queue: str) -> str:
         """The line that starts a worker beside the live ones serving `queue`, keeping their
         caps: started without them, it would run what they hold back."""
-        return worker_command(scope, queue, *cap_flags(kept_caps(serving(workers, queue))))
+        return worker_command(scope, queue, *cap_flags(strictest_caps(serving(workers, queue))))
 
     for s in stats:
         if s.expired_leases:
@@ -349,6 +350,12 @@ def _backlog_why(scope: Scope, queue: str, hold: CapHold) -> tuple[str, str, Nex
         why = "workers are too few, saturated by caps, or not listening on this queue"
         if hold.held:
             why += f" ({hold.held} of the {hold.sampled} newest wait for a full cap: {full})"
+        said = {f"queue:{queue}": "the queue's cap of {}", GLOBAL_CAP: "the global cap of {}"}
+        shared = [said[k].format(c) for k, c in hold.kept.items() if k in said]
+        if shared and scope.settings.tenant is not None:
+            # Those count every tenant's running jobs, which a pinned answer does not read.
+            why += f"; the workers keep {' and '.join(shared)}, which count every tenant's "
+            why += "running jobs: an answer pinned to one tenant cannot tell if they are full"
         # Started without the caps its peers keep, the worker would run what they hold back.
         line = worker_command(scope, queue, "--concurrency", "32", *cap_flags(hold.kept))
         return why, line, None

@@ -132,6 +132,11 @@ def test_a_bulk_plan_of_nothing_names_the_tenant_stored_in_another_case(
     assert notice["code"] == "TENANT_SPELT_OTHERWISE" and "'acme'" in notice["cause"]
     code, listed = run(capsys, *command_words(notice["fix"])[1:])
     assert code == 0 and [j["id"] for j in listed["jobs"]] == [job_id]
+    assert answer.get("act_command") is None  # acting on a plan of nothing does nothing
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "TENANT_SPELT_OTHERWISE" in out, out
+    # Acting on it (--yes) says so too: it cancelled nothing, and why.
+    assert main([*argv, "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "0 of the 0" in out and "TENANT_SPELT_OTHERWISE" in out, out

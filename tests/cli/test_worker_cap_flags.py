@@ -42,7 +42,15 @@ def test_a_published_worker_s_caps_written_as_flags_read_back_as_the_same_limits
 
 @pytest.mark.parametrize(
     ("flag", "value"),
-    [("--per-queue", "emails"), ("--per-queue", "emails=ten"), ("--per-tenant", "acme=")],
+    [
+        ("--per-queue", "emails"),
+        ("--per-queue", "emails=ten"),
+        ("--per-tenant", "acme="),
+        # Digits str.isdigit takes and int() refuses ('²': it was INTERNAL) or reads ('٣').
+        ("--per-queue", "emails=²"),
+        ("--per-tenant", "²"),
+        ("--per-tenant", "acme=٣"),
+    ],
 )
 def test_a_pair_without_its_cap_is_refused_naming_the_flag(
     flag: str, value: str, tmp_path: object, capsys: pytest.CaptureFixture[str]

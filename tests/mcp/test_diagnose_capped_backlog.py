@@ -122,7 +122,7 @@ async def test_a_tenant_at_its_cap_holds_only_its_own_jobs(
     """acme runs 2 of its 2; beta's jobs wait for workers: the worker line stays, and the cause
     says how many of the ready jobs the full cap holds."""
     await _backlog(jobs, registry, None, running=2, tenants=("acme", "acme", "beta"))
-    finding = await _backlog_old(jobs, clock, open_mcp, {"tenant:*": 2})
+    finding = await _backlog_old(jobs, clock, open_mcp, {"tenant": 2})
     assert "mcp-jobs worker" in finding["fix"], finding
     assert "tenant acme (2 running of 2, Limits.per_tenant)" in finding["cause"]
     assert "2 of the 4 newest wait for a full cap" in finding["cause"]
@@ -136,6 +136,8 @@ async def test_a_serving_worker_without_the_cap_could_start_them(
     await _backlog(jobs, registry, None, running=2)
     finding = await _backlog_old(jobs, clock, open_mcp, {"queue:capped": 2}, uncapped_too=True)
     assert "mcp-jobs worker" in finding["fix"] and "Limits" not in finding["cause"], finding
+    # The line keeps the capped worker's cap: without it, it would start past that cap.
+    assert "--per-queue capped=2" in finding["fix"], finding["fix"]
 
 
 async def test_a_worker_line_keeps_the_caps_of_the_live_workers_it_joins(
@@ -155,7 +157,7 @@ async def test_a_worker_line_keeps_the_caps_of_the_live_workers_it_joins(
     await jobs.enqueue("capped_fulfil", {"n": 1})
     assert len(await jobs.driver.claim("w-gone", 1, 1_000, ["capped"])) == 1
     clock.advance(61_000)  # its lease ran out
-    await _beat(jobs, {"queue:capped": 2, "tenant:*": 1, "tenant:acme": 3})
+    await _beat(jobs, {"queue:capped": 2, "tenant": 1, "tenant:acme": 3})
     async with open_mcp() as mcp:
         diagnosis = await mcp.ok("diagnose_queue", {"queue": "capped"})
     (finding,) = [f for f in diagnosis["findings"] if f["code"] == "LEASES_EXPIRED"]
