@@ -113,12 +113,24 @@ class RateGate:
             if verdict.spare:
                 self._forget_lapsed_spares(now)
                 self._spares[keys] = (verdict.spare, now + SPARE_TTL_MS)
+            if record.run_at > record.queued_at:
+                # It waited for its turn (a shed's run_at is its reserved slot): a backlog's
+                # next turn is one interval on (from now, when it started on a slot it adopted).
+                # Woken then, a worker that did not shed them (started as the one that did
+                # stopped) claims each at its turn, not at its polls, which ran 5 a second at
+                # 2 until the reserved turns ran out.
+                interval = max(-(-t.per_ms // t.limit) for t in takes)
+                turn = record.run_at + interval
+                self._wake_at(turn if turn > now else now + interval)
             return None
-        if len(self._wakes) < RATE_WAKES_MAX:
-            heapq.heappush(self._wakes, verdict.next_start_at)
-            if self._wakes[0] == verdict.next_start_at and self._timer is not None:
-                self._timer.cancel()  # an earlier wake than the timer's: re-aim it
+        self._wake_at(verdict.next_start_at)
         return key, verdict.next_start_at
+
+    def _wake_at(self, at: int) -> None:
+        if len(self._wakes) < RATE_WAKES_MAX:
+            heapq.heappush(self._wakes, at)
+            if self._wakes[0] == at and self._timer is not None:
+                self._timer.cancel()  # an earlier wake than the timer's: re-aim it
 
     async def shed_over(
         self, claimed: ClaimedJob, definition: JobDefinition[Any], events: WorkerEvents
