@@ -9,6 +9,7 @@ import argparse
 import re
 from collections.abc import Mapping, Sequence
 
+from engine import bounds
 from engine.errors import InvalidArgumentError
 from engine.limits import EVERY_TENANT, GLOBAL_CAP, Limits
 
@@ -42,12 +43,22 @@ def add_cap_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _pairs(flag: str, typed: Sequence[str] | None) -> dict[str, int]:
+    """NAME=N pairs, each cap checked as `Limits` checks it but refused as typed after `flag`
+    (its fix the line with the nearest cap); a name given twice is refused, not last-wins."""
     pairs: dict[str, int] = {}
     for text in typed or ():
         name, equals, number = text.rpartition("=")
         if not equals or not _WHOLE.fullmatch(number.strip()):
             raise InvalidArgumentError(flag, text, _PAIR)
-        pairs[name] = int(number)
+        if name in pairs:
+            raise InvalidArgumentError(flag, text, f"{name}'s cap once ({name}={pairs[name]} too)")
+        try:
+            pairs[name] = bounds.cap(flag, int(number))
+        except InvalidArgumentError as refused:
+            nearest = refused.nearest
+            raise InvalidArgumentError(
+                flag, text, f"{name}=N, {refused.expected}", nearest=f"{name}={nearest}"
+            ) from None
     return pairs
 
 

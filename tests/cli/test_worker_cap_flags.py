@@ -74,3 +74,26 @@ def test_every_tenants_cap_is_given_once(capsys: pytest.CaptureFixture[str]) -> 
     code = main([*argv, "--per-tenant", "3", "--per-tenant", "4"])
     out, err = capsys.readouterr()
     assert code == 1 and "--per-tenant='4'" in err, out + err
+
+
+@pytest.mark.parametrize(
+    ("typed", "mended"),
+    [("--per-queue=qa=0", "qa=1"), ("--per-tenant=acme=0", "acme=1")],
+)
+def test_a_pairs_cap_out_of_bounds_is_mended_to_the_nearest(
+    capsys: pytest.CaptureFixture[str], typed: str, mended: str
+) -> None:
+    """Named by the flag as typed, not the Python argument (`per_queue['qa']`), and the fix is
+    the line with the nearest cap, as for --global-cap 0."""
+    flag = typed.split("=", 1)[0]
+    code = main(["worker", "--database-url", "memory://", "--queues", "*", typed])
+    out, err = capsys.readouterr()
+    assert code == 1 and f"{flag}=" in err and "per_queue[" not in err, out + err
+    assert f"{flag}={mended}" in err.split("fix:", 1)[1], err  # as typed, with `=`
+
+
+def test_a_name_given_twice_is_refused_not_taken_last(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["worker", "--database-url", "memory://", "--queues", "*"]
+    code = main([*argv, "--per-queue", "qa=3", "--per-queue", "qa=5"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "qa's cap once" in err, out + err
