@@ -51,7 +51,6 @@ from engine.errors import (
     InvalidArgumentError,
     JobDuplicateError,
     JobsError,
-    RunNotFoundError,
 )
 from engine.fix_lines import (
     MEMORY_URL,
@@ -69,6 +68,7 @@ from engine.inbound_events import (
 )
 from engine.internal_jobs import refuse_rerun
 from engine.job_selection import SELECT_SCAN_LIMIT, JobSelection, select_pages, stored_error_code
+from engine.reruns import RunNotFoundError
 from engine.retry import retry_schedule
 from engine.settle import Settler
 from engine.settled_counts import MAX_MS as MAX_EPOCH_MS

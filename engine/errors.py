@@ -18,7 +18,7 @@ from engine.command_line import END_OF_OPTIONS
 from engine.extras import upgrade_line
 from engine.iso_time import iso
 from engine.meant import meant_note
-from engine.shell_words import shell_join, shell_word
+from engine.shell_words import shell_word
 from schemas.errors import ErrorPayload, NextCall, RetryClass
 
 REGISTRY: dict[str, type[JobsError]] = {}
@@ -763,25 +763,6 @@ def type_name(value: object) -> str:
     kind = type(value)
     module = kind.__module__
     return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
-
-
-class RunNotFoundError(JobsError):
-    code = "RUN_NOT_FOUND"
-    title = "this job has no run with this id"
-
-    def __init__(self, job_id: str, run_id: str, runs: Sequence[str]) -> None:
-        """`runs`: the job's runs, newest first (the current one first). The fix shows the run
-        before the current one, the one a rerun left behind; with none, the job itself."""
-        earlier = runs[1] if len(runs) > 1 else None
-        arguments = {"job_id": job_id} if earlier is None else {"job_id": job_id, "run_id": earlier}
-        shown = [] if earlier is None else ["--run-id", earlier]
-        super().__init__(
-            f"job {job_id} has no run {short_repr(run_id)}; its runs, newest first: "
-            f"{', '.join(runs)}",
-            shell_join(["mcp-jobs", "jobs", "show", job_id, *shown, "--json"]),
-            next_call=NextCall(tool="inspect_job", arguments=arguments),
-            details={"job_id": job_id, "run_id": run_id, "runs": list(runs)},
-        )
 
 
 class WorkerAlreadyRunningError(JobsError):

@@ -277,7 +277,7 @@ def states_with_prefix(states: Mapping[str, RateState], prefix: str, limit: int)
 
 # The least lateness a reservation forgives: the pickup lag of a claim (a wake-up, a claim, a
 # take) is a few ms, longer than the interval of a fast rate. Each ms of it may bunch a late
-# start with the next ones: at 100 ms, 50 a second let 53 to 55 start within a second.
+# start with the next ones, so it is kept to a few pickup lags.
 LATE_MIN_US = 20_000
 
 

@@ -23,13 +23,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import JobNotRetryableError, RerunStepUnknownError, RerunStepUnreachedError
+from engine.errors import (
+    JobNotRetryableError,
+    JobsError,
+    RerunStepUnknownError,
+    RerunStepUnreachedError,
+    short_repr,
+)
 from engine.rules import retry_transition
+from engine.shell_words import shell_join
+from schemas.errors import NextCall
 from schemas.jobs import JobRecord
 from schemas.states import JobState
 from schemas.steps import StepRecord
 
-__all__ = ["RERUNNABLE_STATES", "RerunPlan", "can_rerun", "plan_rerun", "rerun_event_data"]
+__all__ = [
+    "RERUNNABLE_STATES",
+    "RerunPlan",
+    "RunNotFoundError",
+    "can_rerun",
+    "plan_rerun",
+    "rerun_event_data",
+]
 
 # Done joins failed and dead: rerunning finished work from a step is the point (DBOS's fork).
 RERUNNABLE_STATES: tuple[JobState, ...] = ("failed", "dead", "done")
@@ -84,3 +99,22 @@ def plan_rerun(
     )
     data = rerun_event_data(job.state, from_step, job.run_id, new_run_id)
     return RerunPlan(record=record, copied=copied, event_data=data)
+
+
+class RunNotFoundError(JobsError):
+    code = "RUN_NOT_FOUND"
+    title = "this job has no run with this id"
+
+    def __init__(self, job_id: str, run_id: str, runs: Sequence[str]) -> None:
+        """`runs`: the job's runs, newest first (the current one first). The fix shows the run
+        before the current one, the one a rerun left behind; with none, the job itself."""
+        earlier = runs[1] if len(runs) > 1 else None
+        arguments = {"job_id": job_id} if earlier is None else {"job_id": job_id, "run_id": earlier}
+        shown = [] if earlier is None else ["--run-id", earlier]
+        super().__init__(
+            f"job {job_id} has no run {short_repr(run_id)}; its runs, newest first: "
+            f"{', '.join(runs)}",
+            shell_join(["mcp-jobs", "jobs", "show", job_id, *shown, "--json"]),
+            next_call=NextCall(tool="inspect_job", arguments=arguments),
+            details={"job_id": job_id, "run_id": run_id, "runs": list(runs)},
+        )

@@ -117,8 +117,7 @@ class RateGate:
                 # It waited for its turn (a shed's run_at is its reserved slot): a backlog's
                 # next turn is one interval on (from now, when it started on a slot it adopted).
                 # Woken then, a worker that did not shed them (started as the one that did
-                # stopped) claims each at its turn, not at its polls, which ran 5 a second at
-                # 2 until the reserved turns ran out.
+                # stopped) claims each at its turn, not at its polls.
                 interval = max(-(-t.per_ms // t.limit) for t in takes)
                 turn = record.run_at + interval
                 self._wake_at(turn if turn > now else now + interval)
@@ -145,7 +144,7 @@ class RateGate:
         key, next_start_at = held
         # From the clock now, not the take's: the nack adds the delay to its own now, and a job
         # back later than its slot is claimed at the next wake-up, an interval on, past its
-        # reservation (5 a second ran at 0.7 to 2.6).
+        # reservation.
         now = self.clock.now_ms()
         delay = max(1, next_start_at - now)
         try:

@@ -13,6 +13,7 @@ _DECLARING = (
     "engine.errors",
     "engine.driver_errors",
     "engine.outbox_errors",
+    "engine.reruns",
     "engine.descriptors",
     "engine.retention",
     "engine.metrics",

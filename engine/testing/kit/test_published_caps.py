@@ -5,20 +5,12 @@ by the next beat, and none for a worker that sets none."""
 from __future__ import annotations
 
 from engine import Jobs, Limits, ManualClock, Worker
+from engine.testing.kit.test_worker_expiry import seen
 from schemas.stats import WorkerInfo
 
 
 def beat(worker_id: str, at: int, caps: dict[str, int] | None) -> WorkerInfo:
-    return WorkerInfo(
-        id=worker_id,
-        hostname="host",
-        pid=1,
-        queues=["emails"],
-        concurrency=4,
-        started_at=at,
-        last_seen_at=at,
-        caps=caps,
-    )
+    return seen(worker_id, at).model_copy(update={"caps": caps})
 
 
 async def test_the_caps_a_worker_publishes_are_read_back_as_published(
