@@ -16,13 +16,14 @@ each test appends what it measured there (JSON lines); figures never decide a pa
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import cast
 
 import anyio
 import pytest
@@ -33,6 +34,7 @@ from engine.drivers import open_driver
 from engine.drivers.base import AckWrite
 from schemas.jobs import EnqueueRequest
 from tests.nats.server import NatsServer, binary_or_skip
+from tests.support.answering import answered
 from tests.support.ports import free_port
 
 pytest.importorskip("nats", reason="the nats extra is not installed")
@@ -49,7 +51,9 @@ FIGURES_ENV = "MCP_JOBS_NATS_FAULT_FIGURES"
 RETRY_PAUSE_S = 0.05
 ELECTION_TIMEOUT_S = 60
 ELECTION_POLL_S = 0.2
-T = TypeVar("T")
+# Until JetStream has elected its leaders (at first, or after a node was killed) it answers
+# 503: DRIVER_UNAVAILABLE, which is retryable.
+_ELECTION = {"within": ELECTION_TIMEOUT_S, "every": ELECTION_POLL_S}
 
 
 @pytest.fixture
@@ -123,20 +127,9 @@ async def drain(driver: NatsDriver, clock: ManualClock, fault: Callable[[], None
 async def _settled(driver: NatsDriver, run: Drain) -> None:
     """Every acknowledged ack is there, and every job is done."""
     for job_id in sorted(run.acked):
-        job = await _answered(lambda job_id=job_id: driver.get(job_id))
+        job = await answered(functools.partial(driver.get, job_id), **_ELECTION)
         assert job.state == "done", job_id
-    assert await _answered(lambda: _done(driver)) == JOBS
-
-
-async def _answered(read: Callable[[], Awaitable[T]]) -> T:
-    """`read`'s answer, asked again while the cluster answers 503 (DRIVER_UNAVAILABLE, which is
-    retryable): until JetStream has elected its leaders, at first or after a node was killed."""
-    with anyio.fail_after(ELECTION_TIMEOUT_S):
-        while True:
-            try:
-                return await read()
-            except DriverUnavailableError:
-                await asyncio.sleep(ELECTION_POLL_S)
+    assert await answered(lambda: _done(driver), **_ELECTION) == JOBS
 
 
 def _record(name: str, run: Drain, **extra: object) -> None:
@@ -159,7 +152,7 @@ def _record(name: str, run: Drain, **extra: object) -> None:
 
 async def _open(url: str, clock: ManualClock) -> NatsDriver:
     driver = cast(NatsDriver, open_driver(url, clock=clock))
-    await _answered(driver.migrate)
+    await answered(driver.migrate, **_ELECTION)
     return driver
 
 

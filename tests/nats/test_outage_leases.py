@@ -7,9 +7,8 @@ nats-server binary is installed)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import anyio
 import pytest
@@ -19,13 +18,13 @@ from engine.driver_errors import DriverUnavailableError
 from engine.drivers.base import AckWrite
 from schemas.jobs import EnqueueRequest
 from tests.nats.server import NatsServer, binary_or_skip
+from tests.support.answering import answered
 
 pytest.importorskip("nats", reason="the nats extra is not installed")
 
 from engine.drivers.nats import NatsDriver
 
 LEASE_MS = 30_000
-T = TypeVar("T")
 
 
 @pytest.fixture
@@ -51,16 +50,6 @@ def _request(n: int, now: int) -> EnqueueRequest:
     )
 
 
-async def _answered(call: Callable[[], Awaitable[T]]) -> T:
-    """`call`'s answer once the restarted server answers (bounded)."""
-    with anyio.fail_after(30):
-        while True:
-            try:
-                return await call()
-            except DriverUnavailableError:
-                await asyncio.sleep(0.05)
-
-
 async def test_after_an_outage_held_leases_are_taken_over_one_lease_later(
     server: NatsServer,
 ) -> None:
@@ -79,9 +68,9 @@ async def test_after_an_outage_held_leases_are_taken_over_one_lease_later(
         clock.advance(LEASE_MS + 1)  # the outage outlasted the leases
 
         # The first claim after the outage leaves the expired leases to their holders.
-        assert await _answered(lambda: driver.claim("other", 2, LEASE_MS)) == []
+        assert await answered(lambda: driver.claim("other", 2, LEASE_MS)) == []
         done = AckWrite(held[0].record.id, held[0].token, {"ok": True})
-        assert await _answered(lambda: driver.ack_many([done])) == [None]
+        assert await answered(lambda: driver.ack_many([done])) == [None]
         assert await driver.claim("other", 2, LEASE_MS) == []
 
         # One lease later, a holder that never came back loses its job as usual (rule 13).

@@ -5,10 +5,8 @@ the job running again. On servers these tests start, kill and SIGSTOP themselves
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import cast
 
 import anyio
 import pytest
@@ -19,6 +17,7 @@ from engine.drivers import open_driver
 from engine.drivers.base import AckWrite
 from engine.testing.requests import numbered as request
 from tests.redis.server import own_server
+from tests.support.answering import answered
 
 pytest.importorskip("redis", reason="the redis extra is not installed")
 
@@ -27,17 +26,6 @@ from engine.drivers.redis import RedisDriver
 pytestmark = pytest.mark.slow
 
 LEASE_MS = 30_000
-T = TypeVar("T")
-
-
-async def _answered(call: Callable[[], Awaitable[T]]) -> T:
-    """`call`'s answer once the server answers again (bounded; a retry pace, not a wait)."""
-    with anyio.fail_after(30):
-        while True:
-            try:
-                return await call()
-            except DriverUnavailableError:
-                await asyncio.sleep(0.05)
 
 
 async def _two_held(driver: RedisDriver, clock: ManualClock) -> list[str]:
@@ -54,9 +42,9 @@ async def _spared_then_taken_over(
     first_token, _, first_id, second_id = tokens_and_ids
     clock.advance(LEASE_MS + 1)  # the outage outlasted the leases
     # The first claim after the outage leaves the expired leases to their holders.
-    assert await _answered(lambda: driver.claim("other", 2, LEASE_MS)) == []
+    assert await answered(lambda: driver.claim("other", 2, LEASE_MS)) == []
     done = AckWrite(first_id, first_token, {"ok": True})
-    assert await _answered(lambda: driver.ack_many([done])) == [None]
+    assert await answered(lambda: driver.ack_many([done])) == [None]
     assert await driver.claim("other", 2, LEASE_MS) == []
     # One lease later, a holder that never came back loses its job as usual (rule 13).
     clock.advance(LEASE_MS)
