@@ -632,6 +632,9 @@ class FlagMend(JobsError):
 # InvalidArgumentError.nearest when the call runs without the argument: it was given where it
 # has no use (a steps cursor with run_id), and leaving it out is the whole mend.
 LEFT_OUT: Any = object()
+# InvalidArgumentError.nearest when the call runs without this one of a repeated argument's
+# values (`--per-queue nosuch=2` of several), keeping the others.
+VALUE_LEFT_OUT: Any = object()
 
 
 class InvalidArgumentError(JobsError):

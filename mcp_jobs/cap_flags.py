@@ -10,8 +10,9 @@ import re
 from collections.abc import Mapping, Sequence
 
 from engine import bounds
-from engine.errors import InvalidArgumentError
+from engine.errors import VALUE_LEFT_OUT, InvalidArgumentError
 from engine.limits import EVERY_TENANT, GLOBAL_CAP, Limits
+from engine.meant import meant_as
 
 # Each flag and what it sets, in the order a line writes them. `--per-tenant` takes the cap of
 # every tenant (N) and one tenant's own (TENANT=N), as Limits' per_tenant and tenant_overrides.
@@ -85,6 +86,25 @@ def limits_of(args: argparse.Namespace) -> Limits | None:
         per_tenant=per_tenant,
         tenant_overrides=overrides,
     )
+
+
+def caps_claimed(args: argparse.Namespace, claimed: Sequence[str] | None) -> None:
+    """INVALID_ARGUMENT for a `--per-queue` cap of a queue this worker does not claim (None:
+    it claims every queue): taken, it capped nothing and said nothing. Its fix is the queue
+    plainly meant, else the line without that cap."""
+    if claimed is None:
+        return
+    typed = {text.rpartition("=")[0]: text for text in args.per_queue or ()}
+    for queue, text in typed.items():
+        if queue not in claimed:
+            meant = meant_as(queue, claimed, given=typed)
+            raise InvalidArgumentError(
+                QUEUE_FLAG,
+                text,
+                f"a queue this worker claims ({', '.join(claimed) or 'none'}); a queue's cap "
+                "holds on the workers that claim it",
+                nearest=VALUE_LEFT_OUT if meant is None else f"{meant}={text.rpartition('=')[2]}",
+            )
 
 
 def cap_flags(caps: Mapping[str, int]) -> list[str]:

@@ -21,6 +21,7 @@ from engine.errors import (
     LEFT_OUT,
     NAMED,
     NOTHING_NEAR,
+    VALUE_LEFT_OUT,
     FlagMend,
     InvalidArgumentError,
     JobNotFoundError,
@@ -125,6 +126,8 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
         words = with_value(argv, _flags(exc.argument), exc.value, in_words)
     elif type(exc) is InvalidArgumentError and exc.nearest is LEFT_OUT:
         words = _without_flag(argv, _flags(exc.argument)) or _without_word(argv, exc.value)
+    elif type(exc) is InvalidArgumentError and exc.nearest is VALUE_LEFT_OUT:
+        words = _without_value(argv, _flags(exc.argument), exc.value)
     elif type(exc) is InvalidArgumentError and exc.nearest is not NOTHING_NEAR:
         words = with_value(argv, _flags(exc.argument), exc.value, exc.nearest)
     if words is not None:
@@ -469,6 +472,18 @@ def _without_flag(argv: Sequence[str], flags: set[str]) -> list[str] | None:
         else:
             kept.append(word)
     return None if len(kept) == len(argv) else kept
+
+
+def _without_value(argv: Sequence[str], flags: set[str], value: object) -> list[str] | None:
+    """`argv` without the one of `flags` that carries `value` (a repeatable flag's other values
+    kept); None when none does."""
+    for n, word in enumerate(argv):
+        flag, equals, given = word.partition("=")
+        if equals and flag in flags and given == value:
+            return [*argv[:n], *argv[n + 1 :]]
+        if word in flags and list(argv[n + 1 : n + 2]) == [value]:
+            return [*argv[:n], *argv[n + 2 :]]
+    return None
 
 
 def _without_word(argv: Sequence[str], value: object) -> list[str] | None:

@@ -18,7 +18,7 @@ from engine.logs import configure_logging
 from engine.shell_words import shell_word
 from engine.worker import ALL_QUEUES, Worker
 from engine.worker_process import tune_for_worker
-from mcp_jobs.cap_flags import limits_of
+from mcp_jobs.cap_flags import caps_claimed, limits_of
 from mcp_jobs.cli.commands import open_jobs
 from mcp_jobs.cli.database_wait import migrated_or_retrying, until_migrated
 from mcp_jobs.cli.event_loop import loop_name
@@ -189,6 +189,7 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
                 limits=limits,
                 apps=settings.apps or None,  # published with the descriptors, as typed
             )
+            caps_claimed(args, worker.queues)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_until_signal, worker.stop, tg.cancel_scope)
                 if serve_metrics is not None:

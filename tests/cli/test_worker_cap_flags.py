@@ -4,10 +4,12 @@ given keeps them (`cap_flags` then `limits_of` is the published caps again)."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from engine.limits import Limits
-from mcp_jobs.cap_flags import cap_flags, limits_of
+from mcp_jobs.cap_flags import cap_flags, caps_claimed, limits_of
 from mcp_jobs.cli import main
 from mcp_jobs.cli.parser import build_parser
 
@@ -97,3 +99,39 @@ def test_a_name_given_twice_is_refused_not_taken_last(capsys: pytest.CaptureFixt
     code = main([*argv, "--per-queue", "qa=3", "--per-queue", "qa=5"])
     out, err = capsys.readouterr()
     assert code == 1 and "qa's cap once" in err, out + err
+
+
+def _fix_words(err: str) -> list[str]:
+    fix = err.split("fix:", 1)[1].strip().splitlines()[0]
+    words = shlex.split(fix)
+    return words[words.index("worker") :]
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        # A slip of a claimed queue's name: the line with the queue meant.
+        (["--per-queue", "emials=2", "--per-queue", "reports=1"], ["emails=2", "reports=1"]),
+        # A queue this worker never claims: the line without that cap, the others kept.
+        (["--per-queue", "reports=1", "--per-queue", "other=3"], ["reports=1"]),
+        (["--per-queue=other=3", "--per-queue=reports=1"], ["reports=1"]),
+    ],
+)
+def test_a_cap_of_a_queue_the_worker_does_not_claim_is_refused(
+    capsys: pytest.CaptureFixture[str], typed: list[str], meant: list[str]
+) -> None:
+    """Taken, it capped nothing (the worker never claims that queue) and said nothing. The fix
+    line, run as given, keeps the caps that hold."""
+    argv = ["worker", "--database-url", "memory://", "--queues", "emails", "reports", *typed]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 1 and "error INVALID_ARGUMENT" in err, out + err
+    assert "a queue this worker claims (emails, reports)" in err, err
+    args = build_parser().parse_args(_fix_words(err))
+    assert [text.removeprefix("--per-queue=") for text in args.per_queue] == meant
+    caps_claimed(args, ["emails", "reports"])  # the fix line passes the check
+
+
+def test_a_worker_claiming_every_queue_takes_any_queues_cap() -> None:
+    args = build_parser().parse_args(["worker", "--queues", "*", "--per-queue", "other=3"])
+    caps_claimed(args, None)
