@@ -28,7 +28,12 @@ from mcp_jobs.app_modules import load_apps
 from mcp_jobs.cli.database_file import require_database
 from mcp_jobs.cli.database_installed import require_installed
 from mcp_jobs.cli.db_report import refuse_unusable
-from mcp_jobs.cli.exit_status import INTERRUPTED_EXIT, WAIT_ENDED_EXIT, exit_status
+from mcp_jobs.cli.exit_status import (
+    INTERRUPTED_EXIT,
+    JOBS_FAILED_EXIT,
+    WAIT_ENDED_EXIT,
+    exit_status,
+)
 from mcp_jobs.cli.json_flag import json_object
 from mcp_jobs.cli.mend import fix_words, mended, refusal_context, typed_words, with_value
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
@@ -143,10 +148,10 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
         "retry-all": "retry_jobs",
         "cancel-all": "cancel_jobs",
     }[action]
-    interrupted = False
+    interrupted = ended_badly = False
 
     async def run() -> Envelope:
-        nonlocal interrupted
+        nonlocal interrupted, ended_badly
         # Read before the database is opened: a refused input connects to nothing.
         job_input = json_object("input", args.input, INPUT_EXPECTED) if action == "enqueue" else {}
         async with open_jobs(settings) as jobs:
@@ -201,11 +206,15 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
             scope = scope_of(jobs, settings, "jobs drain", bar)
             try:
                 with _logged_as_the_worker():
-                    return await operations.drain(scope, args.queues, args.concurrency)
+                    drained = await operations.drain(scope, args.queues, args.concurrency)
+                ended_badly = bool(drained.notices)
+                return drained
             finally:
                 bar.close()
 
     code = await guarded(kind, args.json, run, settings)
+    if code == 0 and ended_badly:
+        return JOBS_FAILED_EXIT
     return INTERRUPTED_EXIT if interrupted else code
 
 

@@ -25,6 +25,9 @@ SOFTWARE_EXIT = 70
 # `backfill NAME --write --wait` whose wait ended before the pass settled, as timeout(1)'s: the
 # pass may still complete, and a deploy script must not go on as if it had.
 WAIT_ENDED_EXIT = 124
+# `jobs drain` that ran every due job, one or more of them to a dead or failed end (its notices
+# name them): a test or deploy script must not go on as if the work had succeeded.
+JOBS_FAILED_EXIT = 3
 # A command stopped by Ctrl-C or SIGTERM, as the shell's own (128 + SIGINT).
 INTERRUPTED_EXIT = 130
 # A reader that closed the pipe early (`mcp-jobs jobs ls --json | head`): what it read is what it
@@ -47,6 +50,7 @@ __all__ = [
     "BROKEN_PIPE_EXIT",
     "FAILED_EXIT",
     "INTERRUPTED_EXIT",
+    "JOBS_FAILED_EXIT",
     "SOFTWARE_EXIT",
     "TRY_AGAIN_EXIT",
     "USAGE_EXIT",

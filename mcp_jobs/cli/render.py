@@ -495,7 +495,7 @@ def _bulk(env: dict[str, Any]) -> str:
 def _drain(env: dict[str, Any]) -> str:
     outcomes = ", ".join(f"{n} {kind}" for kind, n in sorted(env["outcomes"].items()))
     text = f"ran {env['claimed']} job(s): {outcomes or 'nothing was due'}"
-    return text + "\n" + _stats(env["queues"]["queues"])
+    return "\n".join([text, _stats(env["queues"]["queues"]), *notice_lines(env)])
 
 
 def _prune(env: dict[str, Any]) -> str:

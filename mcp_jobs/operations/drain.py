@@ -8,12 +8,21 @@ import anyio
 
 from engine.observe import WorkerEvent
 from engine.worker import Worker
-from mcp_jobs.operations.models import DrainResult
+from mcp_jobs.operations.models import DrainResult, Finding
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import queue_stats
+from schemas.errors import NextCall
 
 # How often the settled count is reported while the drain runs.
 PROGRESS_EVERY_SECONDS = 0.2
+# A job that settled as neither success nor a step along the way, by what its notice says: the
+# drain ran it to its end, and that end is a failure its caller must see.
+FAILED_ENDS = {
+    "dead": ("DEAD_LETTERS", "used every attempt and are dead"),
+    "failed": ("JOBS_FAILED", "failed for good (a permanent failure, not retried)"),
+}
+# The ids a notice lists: the first of them, as diagnose lists a queue's dead jobs.
+LISTED_IDS = 20
 
 
 async def drain(scope: Scope, queues: Sequence[str] | None, concurrency: int) -> DrainResult:
@@ -24,6 +33,7 @@ async def drain(scope: Scope, queues: Sequence[str] | None, concurrency: int) ->
     before = await jobs.stats(names)
     total = sum(q.ready + q.expired_leases + q.due_suspended for q in before)
     outcomes: dict[str, int] = {}
+    ended_badly: dict[str, list[WorkerEvent]] = {kind: [] for kind in FAILED_ENDS}
     worker = Worker(jobs, concurrency=concurrency, queues=names)
     settled = 0
 
@@ -33,6 +43,8 @@ async def drain(scope: Scope, queues: Sequence[str] | None, concurrency: int) ->
             return
         outcomes[event.kind] = outcomes.get(event.kind, 0) + 1
         settled += 1
+        if event.kind in ended_badly:
+            ended_badly[event.kind].append(event)
 
     worker.add_listener(count)
     # As a worker does when it starts: a process without the app then describes these jobs, and
@@ -50,5 +62,28 @@ async def drain(scope: Scope, queues: Sequence[str] | None, concurrency: int) ->
         tg.cancel_scope.cancel()
     await scope.progress(settled, max(total, settled), "done")
     return DrainResult(
-        ok=True, claimed=claimed, outcomes=outcomes, queues=await queue_stats(scope, names)
+        ok=True,
+        claimed=claimed,
+        outcomes=outcomes,
+        queues=await queue_stats(scope, names),
+        notices=[_ended_badly(kind, events) for kind, events in ended_badly.items() if events]
+        or None,
+    )
+
+
+def _ended_badly(kind: str, events: list[WorkerEvent]) -> Finding:
+    """The jobs this drain ran to a failed end (`kind`): how many, how the first failed, and the
+    call that shows it."""
+    code, ended = FAILED_ENDS[kind]
+    first = events[0]
+    queues = sorted({event.queue for event in events})
+    return Finding(
+        code=code,
+        severity="warning",
+        queue=queues[0] if len(queues) == 1 else None,
+        cause=f"{len(events)} job(s) this drain ran {ended}; the first, {first.name}, failed "
+        f"with {first.error or 'no error stored'}",
+        fix=f"mcp-jobs jobs show {first.job_id} --json",
+        next_call=NextCall(tool="inspect_job", arguments={"job_id": first.job_id}),
+        job_ids=[event.job_id for event in events[:LISTED_IDS]],
     )

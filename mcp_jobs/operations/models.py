@@ -560,6 +560,11 @@ class DrainResult(Envelope):
     claimed: int | None = None
     outcomes: dict[str, int] | None = None
     queues: QueueStatsResult | None = None
+    notices: list[Finding] | None = Field(
+        default=None,
+        description="DEAD_LETTERS, JOBS_FAILED: jobs this drain ran that ended dead or failed, "
+        "in job_ids (the first 20), with the call that shows the first",
+    )
 
 
 class MigrateResult(Envelope):
