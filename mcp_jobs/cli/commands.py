@@ -36,6 +36,7 @@ from mcp_jobs.cli.exit_status import (
 )
 from mcp_jobs.cli.json_flag import json_object
 from mcp_jobs.cli.mend import fix_words, mended, refusal_context, typed_words, with_value
+from mcp_jobs.cli.rehearsal import REHEARSAL_URL, input_refusal, rehearsing
 from mcp_jobs.cli.render import ProgressBar, print_error, print_json, print_text
 from mcp_jobs.config import Settings
 from mcp_jobs.errors import CommandLineInvalidError
@@ -68,11 +69,14 @@ async def open_jobs(
     """The database `settings` names, with the apps imported. Only a command that starts
     something on purpose `creates` a SQLite file that is not there (`database_file`)."""
     load_apps(settings.apps)
-    if not creates:
+    rehearsal = rehearsing()
+    if not (creates or rehearsal):
         require_database(settings.url)
-    jobs = written_by_face(await connect(settings.url, migrate=False))
+    jobs = written_by_face(
+        await connect(REHEARSAL_URL if rehearsal else settings.url, migrate=False)
+    )
     try:
-        if not creates:
+        if not (creates or rehearsal):
             # On the command's own connection, before a migrate would install the store.
             await require_installed(jobs.driver, settings.url)
         if migrate:
@@ -124,6 +128,7 @@ async def answer_of(
         fixes = FixContext.of(settings, face="cli")
         return success(fixes.qualify_all(model)), fixes
     except Exception as exc:  # every failure is shown as an envelope; tracebacks go to the log
+        exc = await input_refusal(kind, run, exc) or exc
         fixes = refusal_context(settings)
         # A value refused after one of the command's flags comes back as the command, mended.
         payload = error_payload(mended(exc, fixes), where=f"mcp-jobs {kind}", context=fixes)

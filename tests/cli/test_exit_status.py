@@ -118,6 +118,47 @@ def test_a_database_that_does_not_answer_is_worth_running_again_and_exits_75(
         assert code == TRY_AGAIN_EXIT and err.startswith("error DRIVER_UNAVAILABLE: "), err
 
 
+@pytest.mark.parametrize(
+    ("command", "code", "mended"),
+    [
+        (["jobs", "ls", "--limit", "0"], "INVALID_ARGUMENT", ["--limit", "1"]),
+        (["jobs", "ls", "--limit", "5000"], "LIMIT_EXCEEDED", ["--limit", "200"]),
+        (["jobs", "stats", "--limit", "0"], "INVALID_ARGUMENT", ["--limit", "1"]),
+        (["db", "prune", "--older-than", "7"], "INVALID_ARGUMENT", ["--older-than", "7d"]),
+        (["jobs", "enqueue", "x" * 300, "--input", "{}"], "INVALID_ARGUMENT", None),
+    ],
+)
+def test_a_bad_value_is_refused_while_the_database_is_away(
+    capsys: pytest.CaptureFixture[str], command: list[str], code: str, mended: list[str] | None
+) -> None:
+    """Not 75: told to try again later, a retry loop ran the bad value for as long as the outage
+    lasted, then got the refusal. The fix is the line typed with the value mended."""
+    away = ["--database-url", _away()]
+    status, envelope = _json(capsys, *command, *away)
+    assert (status, envelope["error"]["code"]) == (FAILED_EXIT, code), envelope
+    assert envelope["error"]["retryable"] is False
+    if mended is not None:
+        fix = envelope["error"]["fix"].split()
+        at = fix.index(mended[0])
+        assert fix[at : at + 2] == mended and away[1] in fix, fix
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["jobs", "ls", "--limit", "5"],
+        # A cursor names a page of the real store: an empty one cannot judge it.
+        ["jobs", "ls", "--cursor", "bm90LWEtY3Vyc29y"],
+        ["jobs", "retry", NO_SUCH_JOB],
+    ],
+)
+def test_good_values_while_the_database_is_away_are_still_75(
+    capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    status, envelope = _json(capsys, *command, "--database-url", _away())
+    assert (status, envelope["error"]["code"]) == (TRY_AGAIN_EXIT, "DRIVER_UNAVAILABLE"), envelope
+
+
 def test_a_command_line_the_parser_refuses_still_exits_2(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
