@@ -86,14 +86,26 @@ def _backlog_old(s: QueueStatsView, age_ms: int) -> bool:
     return bool(s.ready) and s.oldest_ready_ms > age_ms
 
 
-async def _unthrottled_old(
-    scope: Scope, stats: QueueStatsView, tenant: str | None, age_ms: int
-) -> list[JobRecord]:
-    """Ready jobs of a queue (a page of it) past `age_ms` that no rate limit holds back now: in
-    a queue one holds back, these wait for workers, not for the limit."""
+async def _unheld_old(
+    scope: Scope, stats: QueueStatsView, tenant: str | None, age_ms: int, paused: frozenset[str]
+) -> tuple[list[JobRecord], bool]:
+    """Ready jobs of a queue (a page of it) past `age_ms` that neither a rate limit nor a pause
+    of their job (`paused` names) holds back now: in a queue where some are held, these wait
+    for workers, not for the limit or the resume. And whether a pause held any of the page."""
     now = scope.jobs.clock.now_ms()
     ready = await _ids(scope, "ready", stats.queue, tenant, PARKED_SCAN)
-    return [r for r in ready if not holds(stats, r) and now - r.queued_at > age_ms]
+    unpaused = [r for r in ready if r.name not in paused]
+    old = [r for r in unpaused if not holds(stats, r) and now - r.queued_at > age_ms]
+    return old, len(unpaused) < len(ready)
+
+
+def _unheld_said(rated: bool, paused: bool) -> str:
+    """What the ready jobs a BACKLOG_OLD counts beside held ones are free of."""
+    if rated and paused:
+        return " under no rate limit or job pause"
+    if rated or paused:
+        return " under no rate limit" if rated else " of no paused job"
+    return ""
 
 
 async def _cap_hold(
@@ -214,20 +226,23 @@ async def diagnose_queue(
                 ).sized(due)
             )
 
-    # Work a rate limit holds back is RATE_LIMITED (info), not an old backlog for more workers;
-    # other jobs of its queue waiting as long still are.
+    # Work a rate limit holds back is RATE_LIMITED (info), and a pause's is QUEUE_PAUSED or
+    # JOB_PAUSED (the fix a resume), not an old backlog for more workers, which would start none
+    # of it; other jobs of its queue waiting as long still are.
     rated = rate_findings(scope, stats, len(workers))
     held = {f.queue for f in rated}
-    old = [s.queue for s in stats if _backlog_old(s, limits.backlog_age_ms)]
-    held_old = [s for s in stats if s.queue in held and s.queue in old]
-    unthrottled = dict(
+    paused_names = frozenset(p.name for p in paused_jobs)
+    old = [s.queue for s in stats if s.paused is None and _backlog_old(s, limits.backlog_age_ms)]
+    held_old = [s for s in stats if s.queue in old and (s.queue in held or paused_names)]
+    age_ms = limits.backlog_age_ms
+    unheld_of = dict(
         zip(
             [s.queue for s in held_old],
-            await each(_unthrottled_old(scope, s, tenant, limits.backlog_age_ms) for s in held_old),
+            await each(_unheld_old(scope, s, tenant, age_ms, paused_names) for s in held_old),
             strict=True,
         )
     )
-    old = [q for q in old if q not in held or unthrottled[q]]
+    old = [q for q in old if q not in unheld_of or unheld_of[q][0]]
     old_stats = [s for s in stats if s.queue in old]
     holds_of = await each(_cap_hold(scope, s, workers, tenant) for s in old_stats)
     capped_of = dict(zip(old, holds_of, strict=True))
@@ -252,18 +267,19 @@ async def diagnose_queue(
             )
         if s.queue in capped_of:
             why, fix, call = _backlog_why(scope, s.queue, capped_of[s.queue])
-            ready, waited = s.ready, s.oldest_ready_ms
-            if s.queue in unthrottled:  # beside the work its rate limit holds back
-                unheld = unthrottled[s.queue]
+            ready, waited, said = s.ready, s.oldest_ready_ms, ""
+            if s.queue in unheld_of:  # beside the work a rate limit or a pause holds back
+                unheld, pause_held = unheld_of[s.queue]
                 ready = len(unheld)
                 waited = max(now - r.queued_at for r in unheld)
+                said = _unheld_said(s.queue in held, pause_held)
             findings.append(
                 Finding(
                     code="BACKLOG_OLD",
                     severity="warning",
                     queue=s.queue,
                     cause=f"queue {s.queue} has {ready} ready job(s)"
-                    + (" under no rate limit" if s.queue in unthrottled else "")
+                    + said
                     + f" and the oldest has waited {waited // 1000} s (threshold "
                     f"{limits.backlog_age_ms // 1000} s): " + why,
                     fix=fix,
