@@ -270,7 +270,9 @@ class JobDuplicateError(JobsError):
     def __init__(self, job: str, key: str, existing_id: str, tenant_id: str | None) -> None:
         super().__init__(
             f'job "{job}" already has a live run {existing_id} for key "{key}"'
-            f" in tenant {tenant_id or '(none)'}; on_conflict='error' refused a second",
+            f" in tenant {tenant_id or '(none)'}, and one key holds one live job: a second (an "
+            "enqueue with on_conflict='error', or a retry or rerun of a settled job of this key) "
+            "is refused",
             f"mcp-jobs jobs show {existing_id} --json",
             next_call=_call("inspect_job", job_id=existing_id),
             details={"job_id": existing_id},

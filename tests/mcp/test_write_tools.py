@@ -190,7 +190,9 @@ async def test_retry_requeues_a_dead_job_and_refuses_the_rest(
 
         # While another live job holds the key, the dead one cannot come back.
         holder = await jobs.enqueue("flaky", {"key": "a"})
-        await mcp.fails("retry_job", {"job_id": dead.id}, "JOB_DUPLICATE")
+        duplicate = await mcp.fails("retry_job", {"job_id": dead.id}, "JOB_DUPLICATE")
+        # Said of the retry: the tool takes no on_conflict, whose refusal the cause once was.
+        assert "a retry or rerun" in duplicate["cause"] and holder.id in duplicate["fix"]
         await jobs.cancel(holder.id)
 
         HEALED.add("a")
