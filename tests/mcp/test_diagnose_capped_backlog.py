@@ -11,9 +11,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from engine import JobContext, JobRegistry, Jobs, ManualClock, job
-from schemas.stats import WorkerInfo
 from tests.mcp.conftest import OpenMcp
 from tests.support.fix_lines import command_words
+from tests.support.presence import beat
 
 CAP = 2
 LEASE_MS = 600_000  # the running jobs' workers are alive for the whole test
@@ -21,15 +21,6 @@ LEASE_MS = 600_000  # the running jobs' workers are alive for the whole test
 
 class Order(BaseModel):
     n: int
-
-
-async def _beat(jobs: Jobs, caps: dict[str, int] | None = None, worker: str = "w-cap") -> None:
-    now = jobs.clock.now_ms()
-    info = WorkerInfo(
-        id=worker, hostname="test", pid=0, queues=None, concurrency=16,
-        started_at=now, last_seen_at=now, caps=caps,
-    )  # fmt: skip
-    await jobs.driver.worker_seen(info)
 
 
 async def _backlog(
@@ -63,9 +54,9 @@ async def _backlog_old(
     uncapped_too: bool = False,
 ) -> dict[str, Any]:
     clock.advance(61_000)
-    await _beat(jobs, caps)
+    await beat(jobs, "w-cap", concurrency=16, caps=caps)
     if uncapped_too:
-        await _beat(jobs, None, worker="w-free")
+        await beat(jobs, "w-free", concurrency=16)
     async with open_mcp() as mcp:
         diagnosis = await mcp.ok("diagnose_queue", {"queue": "capped"})
     (finding,) = [f for f in diagnosis["findings"] if f["code"] == "BACKLOG_OLD"]
@@ -157,7 +148,9 @@ async def test_a_worker_line_keeps_the_caps_of_the_live_workers_it_joins(
     await jobs.enqueue("capped_fulfil", {"n": 1})
     assert len(await jobs.driver.claim("w-gone", 1, 1_000, ["capped"])) == 1
     clock.advance(61_000)  # its lease ran out
-    await _beat(jobs, {"queue:capped": 2, "tenant": 1, "tenant:acme": 3})
+    await beat(
+        jobs, "w-cap", concurrency=16, caps={"queue:capped": 2, "tenant": 1, "tenant:acme": 3}
+    )
     async with open_mcp() as mcp:
         diagnosis = await mcp.ok("diagnose_queue", {"queue": "capped"})
     (finding,) = [f for f in diagnosis["findings"] if f["code"] == "LEASES_EXPIRED"]

@@ -8,20 +8,11 @@ from __future__ import annotations
 from engine import Jobs, ManualClock
 from engine.drivers.base import RATES, require
 from engine.rate_limits import RateTake
-from schemas.stats import WorkerInfo
 from tests.mcp.conftest import OpenMcp
+from tests.support.presence import beat
 
 PER_MS = 1_000
 FLOOD = 100
-
-
-async def _beat(jobs: Jobs) -> None:
-    now = jobs.clock.now_ms()
-    info = WorkerInfo(
-        id="elsewhere", hostname="test", pid=0, queues=None, concurrency=8,
-        started_at=now, last_seen_at=now,
-    )  # fmt: skip
-    await jobs.driver.worker_seen(info)
 
 
 async def _flood(jobs: Jobs) -> None:
@@ -40,7 +31,7 @@ async def test_a_flooded_rate_limit_is_rate_limited_not_an_old_backlog(
 ) -> None:
     await _flood(jobs)
     clock.advance(61 * PER_MS)  # past the backlog threshold, on a reserved turn
-    await _beat(jobs)
+    await beat(jobs, concurrency=8)
     async with open_mcp() as mcp:
         (mail,) = (await mcp.ok("queue_stats", {"queues": ["mail"]}))["queues"]
         (limit,) = [r for r in mail["rate_limits"] if r["key"] == "job:greet"]
@@ -58,7 +49,7 @@ async def test_an_old_backlog_no_limit_holds_is_still_backlog_old(
 ) -> None:
     await _flood(jobs)
     clock.advance((FLOOD + 5) * PER_MS)  # every turn passed: the limit holds nothing now
-    await _beat(jobs)
+    await beat(jobs, concurrency=8)
     async with open_mcp() as mcp:
         diagnosis = await mcp.ok("diagnose_queue", {"queue": "mail"})
     codes = {f["code"] for f in diagnosis["findings"]}
@@ -72,7 +63,7 @@ async def test_other_jobs_waiting_beside_a_flooded_limit_are_still_backlog_old(
     # A job of the same queue no limit holds, waiting as long: it waits for workers.
     await jobs.enqueue("receipt", {"order_id": 1}, tenant_id="acme")
     clock.advance(61 * PER_MS)
-    await _beat(jobs)
+    await beat(jobs, concurrency=8)
     async with open_mcp() as mcp:
         diagnosis = await mcp.ok("diagnose_queue", {"queue": "mail"})
     codes = {f["code"]: f for f in diagnosis["findings"]}

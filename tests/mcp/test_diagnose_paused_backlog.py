@@ -7,24 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from engine import Jobs, ManualClock
-from schemas.stats import WorkerInfo
 from tests.mcp.conftest import OpenMcp
+from tests.support.presence import beat
 
 PAST_THRESHOLD_MS = 61_000
 
 
-async def _beat(jobs: Jobs) -> None:
-    now = jobs.clock.now_ms()
-    info = WorkerInfo(
-        id="elsewhere", hostname="test", pid=0, queues=None, concurrency=8,
-        started_at=now, last_seen_at=now,
-    )  # fmt: skip
-    await jobs.driver.worker_seen(info)
-
-
 async def _diagnosed(jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp) -> dict[str, Any]:
     clock.advance(PAST_THRESHOLD_MS)
-    await _beat(jobs)
+    await beat(jobs, concurrency=8)
     async with open_mcp() as mcp:
         diagnosis = await mcp.ok("diagnose_queue", {"queue": "mail"})
     return {f["code"]: f for f in diagnosis["findings"]}

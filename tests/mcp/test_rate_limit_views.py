@@ -9,24 +9,15 @@ from engine.drivers.base import RATES, require
 from engine.rate_limits import RateTake
 from mcp_jobs.config import Settings
 from mcp_jobs.operations.rate_limits import MAX_KEYS
-from schemas.stats import WorkerInfo
 from tests.mcp.conftest import OpenMcp
-
-
-async def _beat(jobs: Jobs) -> None:
-    now = jobs.clock.now_ms()
-    info = WorkerInfo(
-        id="elsewhere", hostname="test", pid=0, queues=None, concurrency=1,
-        started_at=now, last_seen_at=now,
-    )  # fmt: skip
-    await jobs.driver.worker_seen(info)
+from tests.support.presence import beat
 
 
 async def test_queue_stats_and_diagnose_show_a_limit_holding_work_back(
     jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
 ) -> None:
     await jobs.enqueue("greet", {"user_id": 1}, tenant_id="acme")
-    await _beat(jobs)
+    await beat(jobs)
     now = clock.now_ms()
     store = require(jobs.driver, RATES)
     for take in (
@@ -72,7 +63,7 @@ async def test_many_computed_keys_never_hide_a_queue_or_tenant_limit(
     (one per customer), the queue's limit still shows and `diagnose_queue` still finds it, and a
     pinned tenant still sees its own key among thousands of tenants'."""
     await jobs.enqueue("greet", {"user_id": 1}, tenant_id="acme")
-    await _beat(jobs)
+    await beat(jobs)
     now = clock.now_ms()
     store = require(jobs.driver, RATES)
     many = MAX_KEYS + 5

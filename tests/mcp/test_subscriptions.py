@@ -30,7 +30,7 @@ from mcp_jobs.server.app import JobsServer
 from mcp_jobs.server.followed import STATS, fingerprint
 from mcp_jobs.server.state import AppState
 from mcp_jobs.server.subscriptions import SubscriptionHub
-from schemas.stats import WorkerInfo
+from tests.support.presence import beat
 
 WAIT_S = 10  # a bound on every wait, never a pause
 
@@ -237,17 +237,6 @@ async def test_a_refused_subscription_s_fix_runs_as_given(
         await subscribe(client, f"jobs://runs/{job_id}")
 
 
-async def _beat(jobs: Jobs) -> None:
-    """A worker's presence beat, as `Worker.run` makes at its start: on PostgreSQL it is where
-    the worker reads that a process follows changes, so its settles NOTIFY."""
-    now = jobs.clock.now_ms()
-    info = WorkerInfo(
-        id="elsewhere", hostname="test", pid=0, queues=None, concurrency=1,
-        started_at=now, last_seen_at=now,
-    )  # fmt: skip
-    await jobs.driver.worker_seen(info)
-
-
 @pytest.mark.drivers(
     "postgres", "sqlite", "redis", "nats", reason="another connection's writes reach the server"
 )
@@ -270,7 +259,7 @@ async def test_another_process_settling_the_job_notifies(
             async with session(server, mode, inbox) as client:
                 await subscribe(client, run)
                 await _looked(server)
-                await _beat(elsewhere)
+                await beat(elsewhere)
                 await Worker(elsewhere).run_until_idle()
                 await inbox.next(run)
             return
@@ -279,7 +268,7 @@ async def test_another_process_settling_the_job_notifies(
             client.listen(resource_subscriptions=[run]) as stream,
         ):
             await _looked(server)
-            await _beat(elsewhere)
+            await beat(elsewhere)
             await Worker(elsewhere).run_until_idle()
             with anyio.fail_after(WAIT_S):
                 event = await stream.__anext__()
