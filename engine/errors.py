@@ -375,15 +375,18 @@ def _made_at(job_id: str) -> str:
     if not 10**12 <= made <= now + 86_400_000:
         return ""
     if now - made < _RECENT_ID_MS:  # no default retention prunes a job this young
-        return f"; its id was made at {iso(made)}, too recently for retention to have pruned it"
+        return (
+            f"; its id was made at {iso(made)}, too recently for the default retention to have "
+            "pruned it (a db prune --older-than or a retention set shorter may have)"
+        )
     return (
         f"; its id was made at {iso(made)}: it may have been pruned by retention once it "
         "settled (by default done and cancelled jobs are kept 7 days, failed and dead 30)"
     )
 
 
-# Younger than this, an id is not said to be pruned: the shortest default retention is 7 days,
-# and a day covers a retention set shorter for a job that settles at once.
+# Younger than this, an id is not said to be pruned by the default retention (7 days at least);
+# an operator's prune or a shorter retention still may have, and the cause says so.
 _RECENT_ID_MS = 86_400_000
 
 
