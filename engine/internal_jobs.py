@@ -31,9 +31,10 @@ INTERNAL_JOBS = frozenset({PASS_JOB})
 BACKFILLS_COMMAND = "mcp-jobs backfill --json"
 
 
-def dry_run_command(name: str) -> str:
-    """The CLI line that rehearses backfill `name`: it re-checks `requires()` and writes nothing."""
-    return f"mcp-jobs backfill {shell_word(name)} --json"
+def dry_run_command(name: str, *, force: bool = False) -> str:
+    """The CLI line that rehearses backfill `name` (its forced write, with `force`): it re-checks
+    `requires()` and writes nothing."""
+    return f"mcp-jobs backfill {shell_word(name)}{' --force' if force else ''} --json"
 
 
 def _backfill_named(input: object) -> str | None:

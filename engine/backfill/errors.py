@@ -161,7 +161,9 @@ class BackfillMigrationPendingError(JobsError):
 
 
 class BackfillAppliedError(JobsError):
-    """Already swept here. A rerun is legitimate, so this names the flag rather than refusing."""
+    """Already swept here. A rerun is legitimate, so this names the flag; its fix rehearses the
+    forced write (as the MCP next_call does), which shows the plan and the line that writes:
+    run as given by a loop retrying a write, a forced write swept again what nobody asked for."""
 
     code = "BACKFILL_APPLIED"
     title = "this backfill already completed in this environment"
@@ -169,11 +171,12 @@ class BackfillAppliedError(JobsError):
     def __init__(self, name: str, environment: str, run_id: str, completed_at: int | None) -> None:
         at = f" at {iso(completed_at)}" if completed_at is not None else ""
         super().__init__(
-            f'backfill "{name}" completed in {environment} as run {run_id}{at}; a forced rerun '
-            "writes a NEW ledger row and never edits that one",
-            write_command(name, force=True),
-            # The forced write is shown only; the call to make is its dry run, which shows the
-            # plan (and, to a client that cannot be asked, the token the write needs).
+            f'backfill "{name}" completed in {environment} as run {run_id}{at}: there is '
+            "nothing to do unless it must sweep again; a forced rerun writes a NEW ledger row "
+            "and never edits that one",
+            dry_run_command(name, force=True),
+            # The call to make is the forced write's dry run, which shows the plan (and, to a
+            # client that cannot be asked, the token the write needs).
             next_call=_call("run_backfill", name=name, force=True),
             details={
                 "backfill": name,
@@ -201,6 +204,7 @@ class BackfillRunningError(JobsError):
             next_call=_call("inspect_job", job_id=job_id),
             details={"backfill": name, "job_id": job_id},
         )
+        self.job_id = job_id
 
 
 class BackfillStalledError(JobsError):

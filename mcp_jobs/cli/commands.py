@@ -415,7 +415,9 @@ async def write_or_plan(
 ) -> Envelope:
     if not args.write:
         return await operations.run_backfill(scope, name, force=args.force)
-    result = await operations.run_backfill(scope, name, write=True, force=args.force)
+    # A write that waits follows a live pass of the name in place of a new one (`deduped`).
+    joins = args.wait is not None and args.wait > 0
+    result = await operations.run_backfill(scope, name, write=True, force=args.force, joins=joins)
     wait = args.wait
     if wait is None:
         # At a terminal, follow the pass with a bar — when a worker serves its queue (else the

@@ -376,7 +376,9 @@ def _backfill(env: dict[str, Any], fixes: FixContext) -> str:
             lines.append(f"  to run it: {one_line(fixes.command('backfill', p['name'], *write))}")
         return "\n".join(lines)
     s = env["start"]
-    text = f"started {s['name']} in {s['environment']}: job {s['job_id']}"
+    # A write that waited and found a pass live followed it (deduped), starting none.
+    said = "followed the live pass of" if s.get("deduped") else "started"
+    text = f"{said} {s['name']} in {s['environment']}: job {s['job_id']}"
     run = env.get("run")
     if run:
         text += f" (ledger run {s['run_id']})"

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from engine import bounds
-from engine.backfill.errors import BackfillUnknownError, dry_run_command
+from engine.backfill.errors import BackfillRunningError, BackfillUnknownError, dry_run_command
 from engine.backfill.ledger import DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, parse_runs_cursor
 from engine.backfill.pass_job import PASS_QUEUE
 from engine.errors import (
@@ -144,7 +144,11 @@ async def run_backfill(
     write: bool = False,
     force: bool = False,
     wait_seconds: float = 0,
+    joins: bool | None = None,
 ) -> RunBackfillResult:
+    """A dry run, or a write: its pass started, followed for `wait_seconds`. `joins` (by
+    default, whether the write waits): a live pass already holding the name is the answer,
+    `deduped`, followed in place of a new one (`_started_or_joined`)."""
     # A backfill sweeps the app's own tables across every tenant; a pinned server must not
     # start one on another tenant's data.
     scope.across_tenants(f'backfill "{name}"', lambda: dry_run_command(name))
@@ -157,14 +161,38 @@ async def run_backfill(
         return RunBackfillResult(ok=True, mode="dry_run", plan=plan)
     limits = scope.settings.limits
     _check_wait(wait_seconds, limits.max_wait_seconds, name)
+    joins = wait_seconds > 0 if joins is None else joins
     async with _declared_elsewhere(scope, name):
-        start = await svc.write(name, force=force, actor=scope.actor, traceparent=scope.traceparent)
+        start = await _started_or_joined(scope, svc, name, force=force, joins=joins)
     result = RunBackfillResult(ok=True, mode="write", start=start)
     if wait_seconds > 0:
         return await follow_write(scope, result, wait_seconds)
     # The pass is a job on PASS_QUEUE: with no worker there, nothing runs it.
     notice = await no_worker_notice(scope, PASS_QUEUE, f'the pass of backfill "{start.name}"')
     return result.model_copy(update={"notices": [notice] if notice is not None else None})
+
+
+async def _started_or_joined(
+    scope: Scope, svc: Backfills, name: str, *, force: bool, joins: bool
+) -> BackfillStart:
+    """The write's pass: a new one, or where the caller waits for it (`joins`) the live pass
+    already applying it (`deduped`). Refused BACKFILL_RUNNING, a deploy script retrying its
+    write met BACKFILL_APPLIED once that pass completed, and exited 1 for a backfill applied.
+    A forced write joins none: the live pass may have started before what it is forced for."""
+    try:
+        return await svc.write(name, force=force, actor=scope.actor, traceparent=scope.traceparent)
+    except BackfillRunningError as running:
+        if not joins or force:
+            raise
+        job = await scope.jobs.get(running.job_id)
+        given = job.input
+        return BackfillStart(
+            name=given["name"],
+            environment=given["environment"],
+            job_id=job.id,
+            run_id=given["run_id"],
+            deduped=True,
+        )
 
 
 async def follow_write(

@@ -6,6 +6,7 @@ is shown and a token binds to), its write, and its planning resolver for `server
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from engine.backfill.errors import BackfillRunningError
 from engine.errors import JobsError
 from engine.instants import iso
 from mcp_jobs import operations
@@ -35,7 +36,9 @@ def backfill_write(name: str, force: bool, wait_seconds: float) -> BackfillWrite
             f"row(s) in {shown.batches} batch(es) of {shown.batch_size}, across every tenant "
             f"(the app's own tables); first keys: {keys}."
         )
-        if shown.blocked_by is not None:
+        if shown.blocked_by is not None and joins(shown.blocked_by.code):
+            summary += " A pass of it is live: the write follows that pass and starts none."
+        elif shown.blocked_by is not None:
             summary += f" The write would answer {shown.blocked_by.code}: {shown.blocked_by.cause}."
         content = shown.model_dump(mode="json")
         tenant = scope.settings.tenant
@@ -46,6 +49,10 @@ def backfill_write(name: str, force: bool, wait_seconds: float) -> BackfillWrite
             scope, name, write=True, force=force, wait_seconds=wait_seconds
         )
 
+    def joins(code: str) -> bool:
+        # A write that waits follows the live pass (operations.run_backfill), refused by none.
+        return code == BackfillRunningError.code and wait_seconds > 0 and not force
+
     async def refusal(scope: Scope, model: RunBackfillResult) -> Exception | None:
         # Blocked (`would_run: false`): the refusal the write itself gives, read again now.
         if model.plan is None or model.plan.would_run:
@@ -53,7 +60,7 @@ def backfill_write(name: str, force: bool, wait_seconds: float) -> BackfillWrite
         try:
             await scope.backfills().check_write(name, force)
         except JobsError as exc:
-            return exc
+            return None if joins(exc.code) else exc
         return None
 
     return ConfirmedWrite(

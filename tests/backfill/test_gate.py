@@ -181,8 +181,11 @@ async def test_a_completed_backfill_is_refused_until_forced(
     with pytest.raises(JobsError) as caught:
         await backfills.write("normalize_emails")
     assert caught.value.code == "BACKFILL_APPLIED"
-    forcing = "mcp-jobs backfill normalize_emails --write --force --json"
-    assert caught.value.fix == as_raised(jobs.fix_context, forcing)
+    # The forced write's dry run, as the next_call: run as given by a loop retrying a write,
+    # the forced write itself swept again what nobody asked for (exploreR).
+    rehearsal = "mcp-jobs backfill normalize_emails --force --json"
+    assert caught.value.fix == as_raised(jobs.fix_context, rehearsal)
+    assert "nothing to do unless it must sweep again" in caught.value.cause
     assert caught.value.details is not None
     assert caught.value.details["run_id"] == start.run_id
     assert caught.value.next_call is not None

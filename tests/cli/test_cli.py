@@ -262,8 +262,11 @@ def test_backfills_from_the_cli(shop: str, capsys: pytest.CaptureFixture[str]) -
     code, applied = cli_json(capsys, "backfill", "normalize_emails", "--write", *db)
     assert code == 1 and applied["error"]["code"] == "BACKFILL_APPLIED"
     fix = applied["error"]["fix"]
-    assert words_of(fix)[:5] == ["backfill", "normalize_emails", "--write", "--force", "--json"]
-    code, out, _ = cli(capsys, *words_of(fix), "--wait", "0", *db)
+    assert words_of(fix)[:4] == ["backfill", "normalize_emails", "--force", "--json"]
+    code, out, _ = cli(capsys, *words_of(fix), *db)  # the forced write's plan: it writes nothing
+    forced_plan = json.loads(out)["plan"]
+    assert code == 0 and forced_plan["force"] is True and forced_plan["would_run"] is True
+    code, out, _ = cli(capsys, *words_of(fix), "--write", "--wait", "0", *db)
     assert code == 0 and json.loads(out)["start"]["name"] == "normalize_emails"
     code, out, _ = cli(capsys, "backfill", *db)
     assert "normalize_emails" in out and "environment development" in out
@@ -446,6 +449,7 @@ def test_a_fix_that_is_a_tool_call_reaches_the_cli_as_its_command(
     db = ("--database-url", migrated(shop), "--app", APP)
     for asked, code, command in (
         (["jobs", "ls", "--cursor", "zz", "--state", "dead"], "CURSOR_INVALID", ["jobs", "ls"]),
+        (["jobs", "describe", "--cursor", "greet"], "CURSOR_INVALID", ["jobs", "describe"]),
         (["jobs", "ls", "--limit", "5000"], "LIMIT_EXCEEDED", ["jobs", "ls"]),
         (
             ["backfill", "normalize_emails", "--runs", "--runs-cursor", "zz"],

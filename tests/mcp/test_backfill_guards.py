@@ -97,7 +97,7 @@ async def test_a_blocked_dry_run_hands_out_no_token(
         applied = await mcp.fails("run_backfill", {**BACKFILL, "write": True}, "BACKFILL_APPLIED")
         forced_dry_run = {"tool": "run_backfill", "arguments": {**BACKFILL, "force": True}}
         assert applied["next_call"] == forced_dry_run
-        assert "--write --force" in applied["fix"]
+        assert "--force --json" in applied["fix"] and "--write" not in applied["fix"]
         forced = await mcp.ok("run_backfill", applied["next_call"]["arguments"])
         assert forced["mode"] == "dry_run" and forced["plan"]["would_run"] is True
         assert forced["confirm"]["next_call"]["arguments"]["force"] is True

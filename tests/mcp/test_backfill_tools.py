@@ -180,3 +180,59 @@ async def test_a_dry_run_refuses_wait_seconds_with_the_call_without_it(
         # 0 (the default) waits for nothing: no use, and no harm.
         await mcp.ok("run_backfill", {"name": "normalize_emails", "wait_seconds": 0})
     assert (await jobs.list()).jobs == []
+
+
+async def test_a_write_that_waits_follows_the_live_pass_in_place_of_a_new_one(
+    jobs: Jobs,
+    clock: ManualClock,
+    backfill_registry: BackfillRegistry,
+    customers: Customers,
+    open_mcp: OpenMcp,
+) -> None:
+    """Refused BACKFILL_RUNNING (retryable), a deploy script retrying its write met
+    BACKFILL_APPLIED once the live pass completed, and exited 1 for a backfill applied; an
+    agent then followed APPLIED's fix into a forced second pass (exploreR). A write without a
+    wait, and a forced one, still are refused while the pass is live."""
+    customers.declare(backfill_registry, batch_size=10)
+    worker = Worker(jobs)
+    async with open_mcp() as mcp:
+        first = (await mcp.ok("run_backfill", {"name": "normalize_emails", "write": True}))["start"]
+        await mcp.fails(
+            "run_backfill", {"name": "normalize_emails", "write": True}, "BACKFILL_RUNNING"
+        )
+        forced = {"name": "normalize_emails", "write": True, "force": True, "wait_seconds": 20}
+        await mcp.fails("run_backfill", forced, "BACKFILL_RUNNING")
+        answer: dict[str, object] = {}
+
+        async def write() -> None:
+            arguments = {"name": "normalize_emails", "write": True, "wait_seconds": 20}
+            answer.update(await mcp.ok("run_backfill", arguments))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(write)
+                while not answer:
+                    await wait_all_tasks_blocked()
+                    await worker.run_until_idle()
+                    clock.advance(250)
+        applied = await mcp.fails(
+            "run_backfill", {"name": "normalize_emails", "write": True}, "BACKFILL_APPLIED"
+        )
+    start = answer["start"]
+    assert isinstance(start, dict) and start["deduped"] is True
+    assert (start["job_id"], start["run_id"]) == (first["job_id"], first["run_id"])
+    run = answer["run"]
+    assert answer["settled"] is True and isinstance(run, dict) and run["status"] == "completed"
+    assert len((await jobs.list(name="backfill.pass")).jobs) == 1  # no second pass
+    # Its fix rehearses the forced write; it writes nothing.
+    assert applied["fix"].split()[:5] == [
+        "mcp-jobs",
+        "backfill",
+        "normalize_emails",
+        "--force",
+        "--json",
+    ]
+    assert applied["next_call"] == {
+        "tool": "run_backfill",
+        "arguments": {"name": "normalize_emails", "force": True},
+    }
