@@ -44,9 +44,10 @@ from engine.backfill.pending import pending_given
 from engine.backfill.registry import BackfillRegistry, default_backfills
 from engine.declare import JobDefinition
 from engine.drivers.base import BACKFILL_LEDGER, require
-from engine.errors import InvalidArgumentError, JobsError
+from engine.errors import InvalidArgumentError, JobNotFoundError, JobsError
 from engine.fix_lines import CommandContext, fixes_written
 from engine.ids import new_id
+from engine.run_job import error_line
 from schemas.backfill import BackfillPlan, BackfillRun, BackfillStart, BackfillState
 from schemas.jobs import JobRecord
 from schemas.states import BACKFILL_STATUSES, LIVE_STATES, BackfillStatus
@@ -150,7 +151,13 @@ class Backfills:
             return run
         try:
             job = await self.jobs.get(run.job_id)
-        except JobsError:  # pruned long after it settled, or unreadable: the row as written
+        except JobNotFoundError as gone:
+            # Its pass job settled without the pass writing the row, and was pruned since: no
+            # pass runs it now, and read as written it stayed `running` for good.
+            return run.model_copy(
+                update={"status": "failed", "error": error_line(gone.to_payload())}
+            )
+        except JobsError:  # unreadable: the row as written
             return run
         return as_settled(run, job)
 
