@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 import asyncpg.exceptions as pgx
@@ -17,6 +18,7 @@ from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres.faults import DEDUPE_INDEX, unavailable
 from engine.errors import JobsError
 from tests.postgres.builders import request
+from tests.support.ports import free_port
 
 
 async def _raised(sql: asyncpg.Connection[asyncpg.Record], query: str, *args: Any) -> Exception:
@@ -81,3 +83,35 @@ async def test_a_value_the_server_refuses_through_the_driver_is_terminal_and_cha
     # The driver is not left broken: the next good value goes in.
     (ok,) = await driver.enqueue([request(clock.now_ms(), key="fine")])
     assert not ok.deduped
+
+
+async def test_a_connection_the_server_ended_is_not_said_to_be_out_of_reach(
+    pg_url: str, sql: asyncpg.Connection[asyncpg.Record]
+) -> None:
+    """pg_terminate_backend of a worker's connection, the server up: "cannot reach the server"
+    sent an operator to look for an outage that was not there (exploreQ)."""
+    ended = await asyncpg.connect(pg_url)
+    try:
+        await sql.execute("SELECT pg_terminate_backend($1)", ended.get_server_pid())
+        failed = await _raised(ended, "SELECT 1")
+    finally:
+        ended.terminate()
+    error = unavailable(failed, pg_url, "mcp_jobs")
+    assert error.code == "DRIVER_UNAVAILABLE" and error.retryable, error
+    assert "the server ended this connection" in error.cause, error.cause
+    refused = await _raised_connect(pg_url.replace(f":{_port(pg_url)}/", f":{free_port()}/"))
+    assert "cannot reach the server" in unavailable(refused, pg_url, "mcp_jobs").cause
+
+
+async def _raised_connect(url: str) -> Exception:
+    try:
+        await asyncpg.connect(url, timeout=5)
+    except Exception as exc:
+        return exc
+    raise AssertionError(f"{url} answered")
+
+
+def _port(url: str) -> int:
+    port = urlsplit(url).port
+    assert port is not None
+    return port

@@ -64,6 +64,25 @@ def is_connection_failure(exc: BaseException) -> bool:
     return isinstance(exc, CONNECTION_FAILURES)
 
 
+# What asyncpg raises on a connection the server ended (pg_terminate_backend, a restart) while
+# the server itself answers: said "cannot reach the server", it sent an operator to look for an
+# outage that was not there.
+_CONNECTION_ENDED = (
+    pgx.InternalClientError,
+    asyncpg.ConnectionDoesNotExistError,
+    pgx.AdminShutdownError,
+)
+
+
+def connection_lost(exc: BaseException) -> str:
+    """How a connection failure reads: the server out of reach, or a connection it ended."""
+    if isinstance(exc, DriverUnavailableError) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    if isinstance(exc, _CONNECTION_ENDED):
+        return "the server ended this connection (terminated, or restarting)"
+    return "cannot reach the server"
+
+
 def is_rolled_back(exc: BaseException) -> bool:
     """True when `exc` (or the error it was converted from) is the server rolling back a
     transaction that met another (see `_ROLLED_BACK_CLASSES`): nothing of it was written."""
@@ -190,7 +209,7 @@ def unavailable(
         cause = f"the {schema} schema is missing or out of date ({detail})"
         return DriverUnavailableError("postgres", cause, migrate_fix(url))
     if is_connection_failure(exc):
-        cause = f"cannot reach the server ({type(exc).__name__}: {detail})"
+        cause = f"{connection_lost(exc)} ({type(exc).__name__}: {detail})"
         return DriverUnavailableError("postgres", cause, report_fix(url))
     state = getattr(exc, "sqlstate", None)
     if isinstance(exc, pgx.DiskFullError):  # 53100: the server's data or WAL volume

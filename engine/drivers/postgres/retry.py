@@ -22,6 +22,7 @@ from engine.clock import Clock, next_retry_pause_ms
 from engine.driver_errors import DriverUnavailableError
 from engine.drivers.holding import hold_ended, hold_started
 from engine.drivers.postgres.faults import (
+    connection_lost,
     is_connection_failure,
     is_retried,
     is_rolled_back,
@@ -140,7 +141,7 @@ class Retrier:
         cause = last.__cause__ if last.__cause__ is not None else last
         detail = str(cause).strip() or type(cause).__name__
         if is_connection_failure(last):
-            what = "cannot reach the server"
+            what = connection_lost(last)
         else:
             what = "the server rolled the transaction back each time, as it met others"
         state = getattr(cause, "sqlstate", None)
