@@ -1,7 +1,8 @@
 """After an outage, expired leases are spared one lease longer (README, "Outages and broken
 connections"): the workers that held them live through the outage, reach the server again, write
 the settles they held and heartbeat. A claim that took those leases over at once would run again
-bodies that had finished. Drivers that claim in one place (PostgreSQL, Redis) call this.
+bodies that had finished. Drivers that claim in one place (PostgreSQL, Redis, SQLite) call this;
+on SQLite the outage is a write lock another connection held past a whole busy timeout.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ import anyio.to_thread
 
 from engine.driver_errors import DriverClosedError, DriverUnavailableError
 from engine.drivers.damage import UndecodableRow
+from engine.drivers.lease_grace import LeaseGrace
 from engine.drivers.sqlite.checkpoints import BACKSTOP_FRAMES, Checkpointer
 from engine.drivers.sqlite.errors import (
     UNBINDABLE,
@@ -114,6 +115,10 @@ class Executor:
         # never be able to starve the connection its steps are saved through. Made lazily, like
         # the event: both need a running event loop, and a driver may be built outside one.
         self._limiter: anyio.CapacityLimiter | None = None
+        # Told when a write was kept from the file's lock for a whole busy timeout (or every
+        # round): this process's lease holders were kept out too, and a claim reads it to spare
+        # the leases that ran out meanwhile.
+        self.grace = LeaseGrace()
 
     # --- the async side: queue, flush, hand results back ----------------------------------------
 
@@ -264,6 +269,8 @@ class Executor:
             conn = self._connect()
         # OSError: the directory could not be made; PathRefused: no file could be the database.
         except (sqlite3.Error, OSError, PathRefused) as exc:
+            if isinstance(exc, sqlite3.Error) and is_busy(exc):
+                self.grace.outage()  # locked through every round of the switch to WAL
             self._fail_all(batch, exc)
             return
         write = any(op.write for op in batch)
@@ -278,9 +285,14 @@ class Executor:
                 busy = is_busy(exc)
                 waited = time.monotonic() - started >= self.busy_timeout_ms / 1000
                 last = attempt == _BUSY_ROUNDS - 1
-                if busy and write and (waited or last) and self._held_here():
-                    self._last_try(conn, batch, exc)
-                    return
+                if busy and write and (waited or last):
+                    # Kept from the lock a whole busy timeout (with none, through every round):
+                    # so were this process's lease holders; its claims spare their leases.
+                    if self.busy_timeout_ms > 0 or last:
+                        self.grace.outage()
+                    if self._held_here():
+                        self._last_try(conn, batch, exc)
+                        return
                 if busy and not last:
                     _backoff(attempt)
                     continue

@@ -229,14 +229,21 @@ class SqliteDriver:
     ) -> list[ClaimedJob]:
         now = self.clock.now_ms()
         wanted = None if queues is None else list(queues)
+        grace = self._exec.grace
 
-        def op(conn: sqlite3.Connection) -> tuple[list[ClaimedJob], int]:
+        def op(conn: sqlite3.Connection) -> tuple[list[ClaimedJob], bool, int]:
+            # Read at each try, not before the wait: a try this very claim waited out the lock
+            # for leaves the leases that ran out meanwhile to their holders (LeaseGrace).
+            outage = grace.outage_seen
+            take_over = grace.take_over(outage, now)
             claimed = lifecycle.claim(
-                conn, worker_id, limit, lease_ms, wanted, now, self.path, excluding
+                conn, worker_id, limit, lease_ms, wanted, now, self.path, excluding, take_over
             )
-            return claimed, _data_version(conn)
+            return claimed, outage, _data_version(conn)
 
-        claimed, self._seen_version = await self._exec.run(op)
+        claimed, outage, self._seen_version = await self._exec.run(op)
+        # One lease from when it went through (`now` may be from before a long wait on the lock).
+        grace.claimed(outage, self.clock.now_ms(), lease_ms)
         if claimed:
             self._worked_at = time.monotonic()
             self._changed()

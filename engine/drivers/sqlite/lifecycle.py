@@ -172,7 +172,9 @@ def claim(
     now: int,
     path: str,
     excluding: ClaimExclusion | None = None,
+    take_over: bool = True,
 ) -> list[ClaimedJob]:
+    """`take_over=False` leaves the jobs whose lease ran out to their holders (LeaseGrace)."""
     if limit <= 0 or (queues is not None and not queues):
         return []  # SQLite reads a negative LIMIT as none at all
     expires = now + lease_ms
@@ -182,6 +184,7 @@ def claim(
             "worker_id": worker_id,
             "expires": expires,
             "now": now,
+            "take_over": int(take_over),
             "limit": limit,
             "queues": None if queues is None else json.dumps(list(queues)),
             "excluded_queues": _json_set(excluding and excluding.queues),

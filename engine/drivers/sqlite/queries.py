@@ -143,9 +143,11 @@ CLAIM_RANK = f"run_at - priority * {rules.PRIORITY_STEP_MS}"
 # is over, and the claim settles it dead as a row it cannot read (damage.burial), where it would
 # wait or run for ever (both sort after every number). A lapsed lease is then two ranges of the
 # leased index, each its own arm: an OR of them is planned as a walk of every live row.
+# `:take_over` false (after this process found the file locked: engine/drivers/lease_grace.py)
+# leaves the leases that ran out to their holders; a time written as text is no lease to spare.
 _CLAIM_FILTER = f"""(:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
               AND {NOT_PAUSED} AND {NOT_EXCLUDED}"""
-_LEASE_LAPSED = ("lease_expires_at <= :now", "lease_expires_at >= ''")
+_LEASE_LAPSED = (":take_over AND lease_expires_at <= :now", "lease_expires_at >= ''")
 _CLAIM_ARMS = "\n        UNION ALL\n".join(
     f"""        SELECT id, rank FROM (
             SELECT id, {CLAIM_RANK} AS rank FROM mcp_jobs_jobs
