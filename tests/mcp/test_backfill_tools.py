@@ -10,6 +10,7 @@ from engine.testing.blocked import wait_all_tasks_blocked
 from mcp_jobs.config import Settings
 from tests.backfill.support import Customers
 from tests.mcp.conftest import OpenMcp
+from tests.support.fix_lines import command_words
 
 
 async def test_a_dry_run_plans_and_writes_nothing(
@@ -225,7 +226,7 @@ async def test_a_write_that_waits_follows_the_live_pass_in_place_of_a_new_one(
     assert answer["settled"] is True and isinstance(run, dict) and run["status"] == "completed"
     assert len((await jobs.list(name="backfill.pass")).jobs) == 1  # no second pass
     # Its fix rehearses the forced write; it writes nothing.
-    assert applied["fix"].split()[:5] == [
+    assert command_words(applied["fix"])[:5] == [
         "mcp-jobs",
         "backfill",
         "normalize_emails",

@@ -11,7 +11,7 @@ from engine.outbox import OutboxRelay
 from engine.testing.plugin import builtin_app_transaction
 from mcp_jobs.config import Settings
 from tests.mcp.conftest import OpenMcp
-from tests.mcp.test_rate_limit_views import _beat
+from tests.support.presence import beat
 
 
 def _outbox_findings(diagnosis: dict[str, object]) -> list[dict[str, object]]:
@@ -45,12 +45,12 @@ async def test_staged_rows_with_no_worker_to_relay_them_are_a_finding(
         assert "outbox" not in await mcp.ok("queue_stats", {})
         assert _outbox_findings(await mcp.ok("diagnose_queue", {})) == []
 
-    await _beat(jobs)  # a live worker relays them: on their way
+    await beat(jobs)  # a live worker relays them: on their way
     async with open_mcp() as mcp:
         (finding,) = _outbox_findings(await mcp.ok("diagnose_queue", {}))
         assert finding["severity"] == "info"
     clock.advance(Settings().limits.backlog_age_ms)
-    await _beat(jobs)
+    await beat(jobs)
     async with open_mcp() as mcp:
         (finding,) = _outbox_findings(await mcp.ok("diagnose_queue", {}))
         assert finding["severity"] == "warning"

@@ -12,7 +12,7 @@ from mcp_jobs.config import Settings
 from mcp_jobs.operations.rate_limits import list_rate_limits
 from mcp_jobs.operations.scope import Scope
 from tests.mcp.conftest import OpenMcp
-from tests.mcp.test_rate_limit_views import _beat
+from tests.support.presence import beat
 
 MINUTE = 60_000
 
@@ -22,7 +22,7 @@ async def test_the_next_start_is_the_first_reserved_slot_not_the_end_of_all_rese
 ) -> None:
     await jobs.enqueue("greet", {"user_id": 1})
     await jobs.enqueue("greet", {"user_id": 2})
-    await _beat(jobs)
+    await beat(jobs)
     now = clock.now_ms()
     store = require(jobs.driver, RATES)
     take = [RateTake("queue:mail", 1, MINUTE, 1)]
