@@ -28,6 +28,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 from engine import bounds
+from engine.durations import spelt
 from engine.errors import NOTHING_NEAR, InvalidArgumentError, JobsError
 from engine.switches import WORDS, switch, switch_meant
 from schemas.descriptor import RetentionInfo
@@ -65,6 +66,7 @@ FOREVER = "forever"
 # Rows one prune transaction deletes at most: short locks, a drain that keeps its pace.
 DEFAULT_BATCH_SIZE = 500
 DEFAULT_INTERVAL_MS = 300_000
+_LEAST_INTERVAL_MS = 1_000
 # The environment: MCP_JOBS_RETAIN_<STATE> per settled state, the switch, the interval.
 RETAIN_ENV: dict[JobState, str] = {s: f"MCP_JOBS_RETAIN_{s.upper()}" for s in SETTLED_STATES}
 RETAIN_AUDIT_ENV = "MCP_JOBS_RETAIN_AUDIT"
@@ -86,13 +88,24 @@ class RetentionSettingInvalidError(JobsError):
     title = "a retention setting in the environment is not a duration"
 
     def __init__(
-        self, variable: str, value: str, expected: str, default: str, restart: str | None = None
+        self,
+        variable: str,
+        value: str,
+        expected: str,
+        default: str,
+        restart: str | None = None,
+        *,
+        why: str | None = None,
     ) -> None:
-        """`default`: the value the fix sets (what the setting is when it is not set, or the
-        bound a value past it is nearest). `restart`: the command of a running process that
-        read the variable when it started (a server an agent calls: the agent's `export` never
-        reaches it), which the fix starts again with the variable set."""
+        """`default`: the value the fix sets (the duration the value spells in words, the bound
+        a value past it is nearest, or what the setting is when it is not set). `restart`: the
+        command of a running process that read the variable when it started (a server an agent
+        calls: the agent's `export` never reaches it), which the fix starts again with the
+        variable set. `why`: what the cause says of the value the fix sets, where it is not
+        plainly the one typed."""
         cause = f"{variable}={value!r} is not accepted; it must be {expected}"
+        if why is not None:
+            cause += f"; {why}"
         fix = f"export {variable}={default}"
         if restart is not None:
             cause += (
@@ -102,11 +115,12 @@ class RetentionSettingInvalidError(JobsError):
             fix = f"{variable}={default} {restart}"
         super().__init__(cause, fix, details={"variable": variable, "expected": expected})
         self.variable, self.value, self.expected, self.default = variable, value, expected, default
+        self.why = why
 
     def restarted(self, command: str) -> RetentionSettingInvalidError:
         """This refusal as seen through a server started by `command` (see `restart`)."""
         return RetentionSettingInvalidError(
-            self.variable, self.value, self.expected, self.default, command
+            self.variable, self.value, self.expected, self.default, command, why=self.why
         )
 
 
@@ -249,35 +263,50 @@ def policy_from_env(
             try:
                 kept[field] = parse_duration(variable, raw)
             except InvalidArgumentError as exc:
-                # The fix keeps what the state is kept without the variable (`base`'s), or,
-                # past ten years, the bound; years (no unit here) are said in days.
-                default = _setting_near(exc, _duration_text(getattr(base, field)))
-                default = _in_days(variable, raw) or default
-                raise RetentionSettingInvalidError(variable, raw, exc.expected, default) from exc
+                raise _refused(variable, raw, exc, None) from exc
     return Policy(**kept)
 
 
 _YEARS = re.compile(r"(\d+)\s*(?:y|yr|yrs|year|years)", re.IGNORECASE)
+# A retention value that stands for no duration ("a while", "-1"): the fix keeps what is
+# stored, as no length the operator meant is known, and any number would be a guess.
+_KEPT_UNREAD = (
+    "it stands for no duration: rather than guess a time, which might delete what was meant to "
+    f"be kept, the fix keeps every row it covers ({FOREVER}) until it is set to the duration "
+    "meant (e.g. 90d)"
+)
 
 
-def _in_days(variable: str, raw: str) -> str | None:
-    """`raw` in years (`20y`, `1 year`) as the days it says, within the bound a duration has
-    (`parse_duration`'s nearest); None when it is no number of years."""
-    found = _YEARS.fullmatch(raw)
-    if found is None:
+def _refused(
+    variable: str, raw: str, exc: InvalidArgumentError, unread: str | None, least_ms: int = 0
+) -> RetentionSettingInvalidError:
+    """The refusal of `raw`, which `parse_duration` refused (`exc`), fixed to the duration it
+    means: written in words (`90 days`: 90d) or years (`2 years`: 730d), within the bound a
+    duration has; past that bound, the bound. A value that stands for no duration (or for one
+    under `least_ms`): `unread` (an interval's default), else for a retention `forever`
+    (`_KEPT_UNREAD`), never a time shorter than the one meant."""
+    meant = _meant(variable, raw, least_ms)
+    if meant is None and isinstance(exc.nearest, str):
+        meant = exc.nearest  # a duration past the bound: the bound
+    why = None
+    if meant is None:
+        meant, why = (FOREVER, _KEPT_UNREAD) if unread is None else (unread, None)
+    return RetentionSettingInvalidError(variable, raw, exc.expected, meant, why=why)
+
+
+def _meant(variable: str, raw: str, least_ms: int) -> str | None:
+    """`raw` as a setting's text when it is a duration in words (`2 weeks`: 14d) or in years,
+    within the bound a duration has (`parse_duration`'s nearest); None when it is neither, or
+    under `least_ms`."""
+    found = _YEARS.fullmatch(raw.strip())
+    text = f"{int(found.group(1)) * 365}d" if found is not None else spelt(raw)
+    if text is None:
         return None
-    days = f"{int(found.group(1)) * 365}d"
     try:
-        parse_duration(variable, days)
+        ms = parse_duration(variable, text, forever=False)
     except InvalidArgumentError as exc:
         return exc.nearest if isinstance(exc.nearest, str) else None
-    return days
-
-
-def _setting_near(exc: InvalidArgumentError, default: str) -> str:
-    """The value a setting's fix sets: the bound a duration past it is nearest ("3650d"),
-    else `default`."""
-    return exc.nearest if isinstance(exc.nearest, str) else default
+    return None if ms is None or ms < least_ms else _duration_text(ms)
 
 
 def prune_enabled_from_env(environ: Mapping[str, str] | None = None) -> bool:
@@ -301,9 +330,9 @@ def interval_from_env(environ: Mapping[str, str] | None = None) -> int:
     try:
         every = parse_duration(PRUNE_EVERY_ENV, raw, forever=False)
     except InvalidArgumentError as exc:
-        near = _setting_near(exc, default)
-        raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, exc.expected, near) from exc
-    if every is None or every < 1_000:
+        # An interval deletes nothing by itself: where no duration is meant, the default.
+        raise _refused(PRUNE_EVERY_ENV, raw, exc, default, _LEAST_INTERVAL_MS) from exc
+    if every is None or every < _LEAST_INTERVAL_MS:
         raise RetentionSettingInvalidError(PRUNE_EVERY_ENV, raw, "at least 1s", default)
     return every
 

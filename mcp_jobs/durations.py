@@ -1,33 +1,8 @@
-"""A duration a person writes in words ("7 days", "7days", "30 min"), as the text a duration
-reads ("7d"): a refusal's fix, on the CLI or over MCP, is then the call with it, not a slot or
-the command's --help. Only a number and one unit word; anything else stands for no duration."""
+"""A duration written in words, as the faces mend it: the engine's one rule
+(`engine.durations`), which a retention variable so written is read by too."""
 
 from __future__ import annotations
 
-import re
+from engine.durations import spelt, unit_of
 
-# Unit words and their usual short forms, by the unit letter a duration's text takes.
-_UNITS = {
-    "ms": ("millisecond", "milli", "msec"),
-    "s": ("second", "sec"),
-    "m": ("minute", "min"),
-    "h": ("hour", "hr"),
-    "d": ("day",),
-    "w": ("week", "wk"),
-}
-_WORD = {word + plural: unit for unit, words in _UNITS.items() for word in words for plural in "s"}
-_WORD |= {word: unit for unit, words in _UNITS.items() for word in words}
-_SPELT = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
-
-
-def unit_of(word: str) -> str | None:
-    """The unit letter a unit word stands for ("days": "d"), else None."""
-    return _WORD.get(word.strip().lower())
-
-
-def spelt(text: str) -> str | None:
-    """`text` as a duration's text when it is a number and a unit word ("7 days": "7d"), else
-    None (a duration's text already, or no duration)."""
-    match = _SPELT.fullmatch(text.strip().lower())
-    unit = None if match is None else unit_of(match[2])
-    return None if match is None or unit is None else match[1] + unit
+__all__ = ["spelt", "unit_of"]

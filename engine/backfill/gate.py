@@ -24,7 +24,12 @@ from engine.meant import meant_as
 from schemas.backfill import BackfillRun
 
 ENVIRONMENT_ENV = "MCP_JOBS_ENV"
+ENVIRONMENT_ARGUMENT = "environment"
 DEFAULT_ENVIRONMENT = "development"
+# What an unset environment is, said where the value was given: the variable, or the
+# `environment=` argument (whose None reads the variable).
+_UNSET_SAYS = "unset, the environment is"
+_NONE_SAYS = f"None: {ENVIRONMENT_ENV}, else"
 
 
 ENVIRONMENT_EXPECTED = (
@@ -43,7 +48,9 @@ def resolve_environment(
     without the blanks around it, else the environment of `declared` (else this process's
     declarations) it plainly stands for, else unsetting the variable; never a name of its own."""
     if explicit is not None and not isinstance(explicit, str):
-        raise InvalidArgumentError("environment", explicit, f"None or {ENVIRONMENT_EXPECTED}")
+        raise InvalidArgumentError(
+            ENVIRONMENT_ARGUMENT, explicit, f"None or {ENVIRONMENT_EXPECTED}"
+        )
     value = explicit if explicit is not None else os.environ.get(ENVIRONMENT_ENV)
     if value is None:
         return DEFAULT_ENVIRONMENT
@@ -60,20 +67,49 @@ def resolve_environment(
     return value
 
 
-def _refused(explicit: bool, value: str, expected: str, meant: str | None) -> InvalidArgumentError:
+def _refused(
+    explicit: bool, value: object, expected: str, meant: str | None, restart: str | None = None
+) -> InvalidArgumentError:
     """The refusal of an environment where it was given: the `environment=` argument (which
-    MCP_JOBS_ENV cannot override, so no export mends it), or the variable."""
+    MCP_JOBS_ENV cannot override, so no export mends it), or the variable; `restart`: the
+    command of a running process that read the variable when it started (`as_variable`)."""
     if explicit:
-        expected = expected.replace("unset, the environment is", "None: MCP_JOBS_ENV, else")
+        expected = expected.replace(_UNSET_SAYS, _NONE_SAYS)
         return InvalidArgumentError(
-            "environment",
+            ENVIRONMENT_ARGUMENT,
             value,
             expected,
             fix=None if meant is None else f'pass environment="{meant}"',
             nearest=NOTHING_NEAR if meant is None else meant,
         )
-    fix = f"export {ENVIRONMENT_ENV}={meant}" if meant else f"unset {ENVIRONMENT_ENV}"
+    if restart is not None:
+        # The export would not reach the running server: it starts again with the variable.
+        expected += (
+            "; the running server read it when it started, so only a restart with it changed "
+            "takes effect"
+        )
+        fix = f"{ENVIRONMENT_ENV}={meant or DEFAULT_ENVIRONMENT} {restart}"
+    else:
+        fix = f"export {ENVIRONMENT_ENV}={meant}" if meant else f"unset {ENVIRONMENT_ENV}"
     return InvalidArgumentError(ENVIRONMENT_ENV, value, expected, fix=fix)
+
+
+def as_variable(refused: JobsError, restart: str | None = None) -> JobsError:
+    """`refused`, when it refuses an `environment=` argument, as the refusal of MCP_JOBS_ENV:
+    for a face whose `environment=` is that variable's value (the CLI, the MCP server), where
+    `pass environment=` is no line to run. `restart`: the command of such a process that read
+    the variable when it started (`mcp-jobs serve`), which the fix starts again with it set.
+    Any other refusal as it is."""
+    # Exactly the class the gate raises: a subclass (a cursor's) carries fields of its own.
+    if (
+        not isinstance(refused, InvalidArgumentError)
+        or type(refused) is not InvalidArgumentError
+        or refused.argument != ENVIRONMENT_ARGUMENT
+    ):
+        return refused
+    meant = refused.nearest if isinstance(refused.nearest, str) else None
+    expected = refused.expected.replace(_NONE_SAYS, _UNSET_SAYS)
+    return _refused(False, refused.value, expected, meant, restart)
 
 
 def check_environment_case(
@@ -151,8 +187,10 @@ def write_verdict(
 
 __all__ = [
     "DEFAULT_ENVIRONMENT",
+    "ENVIRONMENT_ARGUMENT",
     "ENVIRONMENT_ENV",
     "ENVIRONMENT_EXPECTED",
+    "as_variable",
     "check_environment",
     "check_environment_case",
     "check_pass_environment",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from engine.backfill.gate import resolve_environment
+from engine.backfill.gate import ENVIRONMENT_ENV, resolve_environment
 from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers.urls import DATABASE_URL_ENV, given_url
 from engine.errors import LEFT_OUT, InvalidArgumentError, JobsError
@@ -250,7 +250,8 @@ def _run(argv: Sequence[str] | None) -> int:
     if empty is not None:
         said: BaseException = empty
         fixes = None
-        if empty.nearest is LEFT_OUT:
+        # MCP_JOBS_ENV: its fix may be an environment the app declares, imported here.
+        if empty.nearest is LEFT_OUT or empty.argument == ENVIRONMENT_ENV:
             fixes = refusal_context(_settings(args))
             with typed(given, args.prog):
                 said = mended(empty, fixes)

@@ -13,6 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.backfill.gate import (
+    ENVIRONMENT_ARGUMENT,
+    ENVIRONMENT_ENV,
+    as_variable,
+    resolve_environment,
+)
 from engine.command_line import END_OF_OPTIONS
 from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, registered_schemes
@@ -97,8 +103,11 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
     names, or the command's --help. A URL that names no database comes back where it came
     from: the command with one that does, or the export of one. A `--tenant-id` other than the
     pinned tenant comes back as the command with the pinned one, and a SQLite file that is not
-    there as the command on the one it plainly stands for."""
+    there as the command on the one it plainly stands for. A refused environment is
+    MCP_JOBS_ENV's, mended to the declared one it stands for (`_environment_meant`)."""
     typed_line = _ARGV.get()
+    if type(exc) is InvalidArgumentError and exc.argument in _ENVIRONMENT_SETTINGS:
+        return _environment_meant(exc)  # (a subclass carries fields of its own)
     if isinstance(exc, NoDatabaseFileError) and exc.near is not None:
         return _with_url(exc, (typed_line or ((), ""))[0], f"sqlite:///{exc.near}", fixes)
     if isinstance(exc, NoSchemaError) and exc.near_url is not None:
@@ -140,6 +149,23 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
     else:
         return exc
     return exc.mended(fix)
+
+
+_ENVIRONMENT_SETTINGS = (ENVIRONMENT_ARGUMENT, ENVIRONMENT_ENV)
+
+
+def _environment_meant(exc: InvalidArgumentError) -> JobsError:
+    """A refused environment as MCP_JOBS_ENV's refusal: the CLI has no environment flag, its
+    `environment=` is the variable's value. One refused before the command imported its app
+    (cli/entry.py) is checked again now that `refusal_context` has: the fix is then the
+    environment the app declares that it stands for (`prod uction`: production)."""
+    if exc.argument == ENVIRONMENT_ENV:
+        try:
+            resolve_environment()
+        except InvalidArgumentError as again:
+            return again
+        return exc
+    return as_variable(exc)
 
 
 # Refusals of a value only the caller knows: the line typed with the flag that gives it, its

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from mcp.server.mcpserver.tools.base import Tool
 
+from engine.backfill.gate import as_variable
 from engine.errors import (
     LEFT_OUT,
     NAMED,
@@ -20,6 +21,7 @@ from engine.errors import (
 )
 from engine.meant import same_words
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, TenantPinnedError
+from mcp_jobs.operations.prune import SERVE_COMMAND
 from mcp_jobs.server.argument_values import MISSING
 from mcp_jobs.server.mended_call import WRITE, MendedCall, reads_only
 
@@ -46,6 +48,11 @@ def mended(exc: BaseException) -> BaseException:
     (JOB_TENANT_REQUIRED) or "<key>" slot (IDEMPOTENCY_KEY_MISSING), the pinned tenant
     (TENANT_PINNED), the input with slots for the fields a computed key is too long for; with
     next_call when the mended call runs as given."""
+    if isinstance(exc, JobsError):
+        # No tool takes an environment: the server's is MCP_JOBS_ENV's, read when it started.
+        restarted = as_variable(exc, restart=SERVE_COMMAND)
+        if restarted is not exc:
+            return restarted
     current = _CALL.get()
     if current is None or not isinstance(exc, JobsError):
         return exc

@@ -133,8 +133,9 @@ def test_layers_defaults_then_code_then_environment_then_the_job() -> None:
 def test_a_bad_environment_value_names_the_variable_and_a_fix_that_runs() -> None:
     with pytest.raises(RetentionSettingInvalidError) as caught:
         policy_from_env(environ={"MCP_JOBS_RETAIN_DEAD": "a month"})
-    assert caught.value.fix == "export MCP_JOBS_RETAIN_DEAD=30d"
-    assert parse_duration("x", caught.value.fix.split("=", 1)[1]) == 30 * DAY_MS
+    # No duration is read in it: the fix keeps every dead job rather than guess a time.
+    assert caught.value.fix == "export MCP_JOBS_RETAIN_DEAD=forever"
+    assert parse_duration("x", caught.value.fix.split("=", 1)[1]) is None
     with pytest.raises(RetentionSettingInvalidError):
         prune_enabled_from_env({"MCP_JOBS_PRUNE": "maybe"})
     with pytest.raises(RetentionSettingInvalidError):
@@ -152,27 +153,33 @@ def test_a_bad_environment_value_names_the_variable_and_a_fix_that_runs() -> Non
         ("MCP_JOBS_PRUNE_EVERY", "5m"),
     ],
 )
-def test_a_bad_duration_setting_is_mended_to_its_own_default(variable: str, default: str) -> None:
+def test_a_bad_duration_setting_is_never_mended_shorter_than_its_default(
+    variable: str, default: str
+) -> None:
     """Every duration setting's fix said 7d, the done retention's default: a prune pass a week
-    apart (MCP_JOBS_PRUNE_EVERY), a dead job kept a week where the default keeps it a month."""
+    apart (MCP_JOBS_PRUNE_EVERY), a dead job kept a week where the default keeps it a month.
+    A value that stands for no duration: the prune interval's own default; a retention's fix
+    keeps every row (`forever`), as no time is known that the operator meant."""
 
     def read(value: str) -> tuple[Policy, int]:
         return policy_from_env(environ={variable: value}), interval_from_env({variable: value})
 
+    mended = default if variable == "MCP_JOBS_PRUNE_EVERY" else "forever"
     for bad in ("0" if variable == "MCP_JOBS_PRUNE_EVERY" else "-1", "abc"):
         with pytest.raises(RetentionSettingInvalidError) as caught:
             read(bad)
-        assert caught.value.fix == f"export {variable}={default}"
+        assert caught.value.fix == f"export {variable}={mended}"
     assert read(default) == (DEFAULT_POLICY, DEFAULT_INTERVAL_MS)  # as if it were not set
 
 
-def test_a_bad_retention_setting_is_mended_to_what_the_worker_keeps_without_it() -> None:
-    """A worker's own policy is the default the variable overrides: the fix keeps it."""
+def test_a_bad_retention_setting_is_never_mended_shorter_than_the_worker_keeps() -> None:
+    """A worker's own policy is the default the variable overrides: a value that stands for
+    no duration is mended to keep every row, never to less than the worker keeps."""
     base = DEFAULT_POLICY._replace(done=DAY_MS, dead=None)
-    for variable, kept in (("MCP_JOBS_RETAIN_DONE", "1d"), ("MCP_JOBS_RETAIN_DEAD", "forever")):
+    for variable in ("MCP_JOBS_RETAIN_DONE", "MCP_JOBS_RETAIN_DEAD"):
         with pytest.raises(RetentionSettingInvalidError) as caught:
             policy_from_env(base, {variable: "a while"})
-        assert caught.value.fix == f"export {variable}={kept}"
+        assert caught.value.fix == f"export {variable}=forever"
 
 
 def test_the_audit_retention_is_90_days_set_by_a_worker_or_the_environment() -> None:

@@ -29,7 +29,9 @@ def test_a_prune_interval_past_ten_years_is_mended_to_ten_years() -> None:
     assert caught.value.fix == "export MCP_JOBS_PRUNE_EVERY=3650d"
 
 
-def test_a_value_that_is_no_duration_still_gets_the_default() -> None:
+def test_a_value_that_is_no_duration_keeps_every_row() -> None:
+    """No duration is read in it, so none shorter than meant is guessed (the default was)."""
     with pytest.raises(RetentionSettingInvalidError) as caught:
         policy_from_env(environ={"MCP_JOBS_RETAIN_DONE": "a while"})
-    assert caught.value.fix == "export MCP_JOBS_RETAIN_DONE=7d"
+    assert caught.value.fix == "export MCP_JOBS_RETAIN_DONE=forever"
+    assert "stands for no duration" in caught.value.cause

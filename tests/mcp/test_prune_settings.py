@@ -29,7 +29,7 @@ async def test_through_mcp_the_fix_restarts_the_server_with_the_variable(
         assert "restart" in error["cause"], error
         # Past any assignment of this process's context (`SHOP_DB=…`, imported earlier).
         words = shlex.split(error["fix"])
-        assert "MCP_JOBS_RETAIN_DONE=7d" in words, error
+        assert "MCP_JOBS_RETAIN_DONE=forever" in words, error  # no duration read in it
         assert command_words(error["fix"])[:2] == ["mcp-jobs", "serve"], error
         assert "export" not in error["fix"], error
 
@@ -60,4 +60,4 @@ def test_the_cli_prunes_by_older_than_under_a_bad_retention_variable(
     assert main(argv) == 1  # by the policy: the variable is read, and refused
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["code"] == "RETENTION_SETTING_INVALID"
-    assert error["fix"].startswith("export MCP_JOBS_RETAIN_DONE=7d") or "7d" in error["fix"]
+    assert error["fix"] == "export MCP_JOBS_RETAIN_DONE=forever"
