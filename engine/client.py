@@ -479,9 +479,9 @@ class Jobs:
         # The fix of a cursor that does not decode: the same page from the newest.
         newest = NextCall(tool="inspect_job", arguments={"job_id": job_id})
         if steps_cursor is not None:
-            paging.parse_step_cursor(steps_cursor, newest)
+            paging.parse_step_cursor(steps_cursor, job_id, newest)
         if events_cursor is not None:
-            paging.parse_event_cursor(events_cursor, newest)
+            paging.parse_event_cursor(events_cursor, job_id, newest)
         query = TraceQuery(
             steps_limit=bounds.whole("steps_limit", steps_limit, 1, paging.MAX_TRACE_PAGE),
             steps_cursor=steps_cursor,

@@ -1,17 +1,18 @@
-"""Pages of history: the cursors of a list, a trace's steps and events, and a backfill's runs,
-and the arms of a filtered list.
+"""Pages of history: the cursors of a list, a trace's steps and events, a backfill's runs and
+describe_jobs' names, and the arms of a filtered list.
 
 A trace answers the newest `limit` steps and events (oldest first within the page) and a cursor
 for the ones before them, so a job with 20,000 steps answers a small page.
 
 Every cursor is opaque and checked: a version tag, then base64url of the position the driver needs
 (a list: the last job id; steps: start time and the position that breaks ties; events: the event's
-sequence number; runs: start time and run id) and a 4-byte digest of the position and its kind (a
-list's: and its filters, so a cursor sent with other filters than the call that returned it is
-refused instead of paging on through rows the first page never chose). Text that does not decode —
-garbage, a cut or edited cursor, one of another kind — is CURSOR_INVALID, never a silent restart at
-page one. The digest is a check, not a secret: a forged cursor only moves the caller within rows it
-could list anyway.
+sequence number; runs: start time and run id; names: the last name of the page) and a 4-byte
+digest of the position, its kind and what it pages (a list's filters, a trace's job id, a
+backfill's name: a cursor sent with other filters, another job or another name than the call that
+returned it is refused instead of paging on through rows the first page never chose). Text that
+does not decode — garbage, a cut or edited cursor, one of another kind or of another job's pages —
+is CURSOR_INVALID, never a silent restart at page one. The digest is a check, not a secret: a
+forged cursor only moves the caller within rows it could list anyway.
 
 A filtered list of jobs reads one arm per side of the live/settled split: one arm over the live
 states it wants (few rows, one partial index) and one per settled state (newest first in a
@@ -54,6 +55,10 @@ def _encoded_length(payload_bytes: int) -> int:
 MAX_CURSOR_BYTES = _encoded_length(_TWO_INTS.size)  # a steps or events cursor
 MAX_LIST_CURSOR_BYTES = _encoded_length(bounds.MAX_ID_BYTES)
 MAX_RUNS_CURSOR_BYTES = _encoded_length(_INT.size + bounds.MAX_ID_BYTES)
+MAX_NAMES_CURSOR_BYTES = _encoded_length(bounds.MAX_NAME_BYTES)
+MAX_ANY_CURSOR_BYTES = max(
+    MAX_CURSOR_BYTES, MAX_LIST_CURSOR_BYTES, MAX_RUNS_CURSOR_BYTES, MAX_NAMES_CURSOR_BYTES
+)
 
 
 def _check(kind: str, payload: bytes, bound: bytes) -> bytes:
@@ -109,9 +114,11 @@ CURSOR_OWNERS: dict[str, tuple[str, str]] = {
     "steps": ("inspect_job", "steps_cursor"),
     "events": ("inspect_job", "events_cursor"),
     "runs": ("list_backfills", "runs_cursor"),
+    "names": ("describe_jobs", "cursor"),
 }
 # The same for a Python caller: the method that hands out each kind (on `jobs`, the client, or a
-# backfill service) and its parameter that takes it back.
+# backfill service) and its parameter that takes it back. No method pages names: describe_jobs
+# (and `jobs describe`) page them above the engine.
 CURSOR_METHODS: dict[str, tuple[str, str]] = {
     "jobs": (f"{CLIENT}.list", "cursor"),
     "steps": (f"{CLIENT}.trace", "steps_cursor"),
@@ -124,10 +131,10 @@ _JOB_ID = re.compile(rb"[0-9a-f]{32}")
 
 def cursor_kind(value: object) -> str | None:
     """The kind (a key of CURSOR_OWNERS) of the cursor `value` is, whichever call it goes with;
-    None when it is no cursor this server hands out. A list cursor's check covers filters
-    unknown here, so one whose check does not hold is still a list's when its position is a
-    job id in the canonical spelling."""
-    if not isinstance(value, str) or len(value) > MAX_RUNS_CURSOR_BYTES:
+    None when it is no cursor this server hands out. A bound cursor's check covers what it
+    pages (a list's filters, a trace's job, a backfill's name), unknown here, so one whose check
+    does not hold is still of the kind its position's shape says, in the canonical spelling."""
+    if not isinstance(value, str) or len(value) > MAX_ANY_CURSOR_BYTES:
         return None
     body = value[len(_TAG) :]
     if not value.startswith(_TAG) or not _BODY.fullmatch(body) or len(body) % 4 == 1:
@@ -140,21 +147,45 @@ def cursor_kind(value: object) -> str | None:
         if check == _check(kind, payload, b"") and encode(kind, payload) == value:
             return kind
     canonical = base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") == body
-    return "jobs" if canonical and _JOB_ID.fullmatch(payload) else None
+    return _shaped(payload) if canonical else None
+
+
+def _shaped(payload: bytes) -> str | None:
+    """The bound kind whose position `payload` is shaped as: a job id (a list), two positions
+    (steps), one (events), one and a run id (runs). Bytes no store counts to (a name's text, an
+    edited cursor's) are none: such a cursor is CURSOR_INVALID, not another tool's."""
+    if _JOB_ID.fullmatch(payload):
+        return "jobs"
+    if len(payload) == _TWO_INTS.size:
+        return "steps" if all(map(_counted, _TWO_INTS.unpack(payload))) else None
+    if len(payload) == _INT.size:
+        return "events" if _counted(*_INT.unpack(payload)) else None
+    position = _run_position(payload)
+    return "runs" if position is not None and _counted(position[0]) else None
+
+
+# Past any epoch ms (the year 10889, as engine.ids) or row a store counts: a position beyond it
+# is text or an edit. (One past it anyway is still read; only its kind goes unnamed.)
+_POSITION_CAP = 1 << 48
+
+
+def _counted(position: int) -> bool:
+    return 0 <= position < _POSITION_CAP
 
 
 def refuse_other_kind(kind: str, value: str, call: NextCall | None) -> None:
     """Raise CURSOR_INVALID naming the method that handed `value` out when it is a cursor of
     another kind than `kind`, the one being read: the fix is `call`'s first page as the Python
-    line that asks for it (`first_page`). Nothing when it is none of ours, or no first page is
-    known (a driver reached directly). The MCP face names the tool instead, before this leaves
-    it (mcp_jobs/operations/cursors.py)."""
+    line that asks for it (`first_page`). Nothing when it is none of ours, no method hands it
+    out (describe_jobs'), or no first page is known (a driver reached directly). The MCP face
+    names the tool instead, before this leaves it (mcp_jobs/operations/cursors.py)."""
     found = cursor_kind(value)
     line = None if call is None else first_page(call)
-    if found is None or found == kind or call is None or line is None:
+    owner = None if found is None else CURSOR_METHODS.get(found)
+    if owner is None or found == kind or call is None or line is None:
         return
     method, argument = CURSOR_METHODS[kind]
-    raise CursorOfAnotherListError(argument, value, CURSOR_METHODS[found], method, call, line)
+    raise CursorOfAnotherListError(argument, value, owner, method, call, line)
 
 
 # --- a list of jobs: the last id of the page ---------------------------------------------------
@@ -192,53 +223,106 @@ def parse_list_cursor(value: object, wanted: JobFilter, call: NextCall | None = 
         raise CursorInvalidError("cursor", str(value), call, _LIST_HANDED) from None
 
 
-# --- a trace: steps by (started_at, position), events by sequence --------------------------------
+# --- a trace: steps by (started_at, position), events by sequence, of one job -----------------
 
 
-def step_cursor(started_at: int, position: int) -> str:
-    return encode("steps", _TWO_INTS.pack(started_at, position))
+_TRACE_HANDED = (
+    "a cursor from a previous page of this job's trace (a cursor goes with the job_id of the "
+    "call that returned it)"
+)
 
 
-def parse_step_cursor(value: object, call: NextCall | None = None) -> tuple[int, int]:
-    """(started_at, position) of a steps cursor; CURSOR_INVALID when it is not one."""
-    payload = decode("steps", "steps_cursor", value, MAX_CURSOR_BYTES, call)
+def _job(job_id: str) -> bytes:
+    """What a steps or events cursor is bound to: the job it pages (a position is the job's
+    own: in another job's history it skips or repeats rows)."""
+    return job_id.encode()
+
+
+def step_cursor(job_id: str, started_at: int, position: int) -> str:
+    return encode("steps", _TWO_INTS.pack(started_at, position), _job(job_id))
+
+
+def parse_step_cursor(value: object, job_id: str, call: NextCall | None = None) -> tuple[int, int]:
+    """(started_at, position) of a steps cursor `job_id`'s trace handed out; CURSOR_INVALID when
+    it is not one."""
+    payload = decode(
+        "steps", "steps_cursor", value, MAX_CURSOR_BYTES, call, _job(job_id), _TRACE_HANDED
+    )
     if len(payload) != _TWO_INTS.size:
-        raise CursorInvalidError("steps_cursor", str(value), call)
+        raise CursorInvalidError("steps_cursor", str(value), call, _TRACE_HANDED)
     started_at, position = _TWO_INTS.unpack(payload)
     return started_at, position
 
 
-def event_cursor(seq: int) -> str:
-    return encode("events", _INT.pack(seq))
+def event_cursor(job_id: str, seq: int) -> str:
+    return encode("events", _INT.pack(seq), _job(job_id))
 
 
-def parse_event_cursor(value: object, call: NextCall | None = None) -> int:
-    payload = decode("events", "events_cursor", value, MAX_CURSOR_BYTES, call)
+def parse_event_cursor(value: object, job_id: str, call: NextCall | None = None) -> int:
+    """The sequence number of an events cursor `job_id`'s trace handed out."""
+    payload = decode(
+        "events", "events_cursor", value, MAX_CURSOR_BYTES, call, _job(job_id), _TRACE_HANDED
+    )
     if len(payload) != _INT.size:
-        raise CursorInvalidError("events_cursor", str(value), call)
+        raise CursorInvalidError("events_cursor", str(value), call, _TRACE_HANDED)
     (seq,) = _INT.unpack(payload)
     return int(seq)
 
 
-# --- a backfill's runs: (started_at, run_id) ------------------------------------------------------
+# --- a backfill's runs: (started_at, run_id), of one name -----------------------------------------
 
 
-def runs_cursor(started_at: int, run_id: str) -> str:
-    return encode("runs", _INT.pack(started_at) + run_id.encode())
+_RUNS_HANDED = (
+    "a cursor from a previous page of this backfill's runs (a cursor goes with the name of the "
+    "call that returned it)"
+)
+
+
+def runs_cursor(started_at: int, run_id: str, name: str) -> str:
+    """The cursor after (started_at, run_id) in backfill `name`'s runs."""
+    return encode("runs", _INT.pack(started_at) + run_id.encode(), name.encode())
 
 
 def parse_runs_cursor(
-    value: object, call: NextCall | None = None, argument: str = "runs_cursor"
+    value: object, name: str, call: NextCall | None = None, argument: str = "runs_cursor"
 ) -> tuple[int, str]:
-    """`argument`: the parameter the caller gave it as (the MCP tool's `runs_cursor`, the
-    Python method's `cursor`), which a refusal names."""
-    payload = decode("runs", argument, value, MAX_RUNS_CURSOR_BYTES, call)
+    """The position a runs cursor of backfill `name` names. `argument`: the parameter the
+    caller gave it as (the MCP tool's `runs_cursor`, the Python method's `cursor`), which a
+    refusal names."""
+    payload = decode(
+        "runs", argument, value, MAX_RUNS_CURSOR_BYTES, call, name.encode(), _RUNS_HANDED
+    )
+    position = _run_position(payload)
+    if position is None:
+        raise CursorInvalidError(argument, str(value), call, _RUNS_HANDED)
+    return position
+
+
+def _run_position(payload: bytes) -> tuple[int, str] | None:
+    """(started_at, run_id) of a runs cursor's payload, None when it holds no such thing."""
     try:
         (started_at,) = _INT.unpack(payload[: _INT.size])
-        run_id = bounds.text(argument, payload[_INT.size :].decode(), bounds.MAX_ID_BYTES)
+        run_id = bounds.text("runs_cursor", payload[_INT.size :].decode(), bounds.MAX_ID_BYTES)
     except (struct.error, UnicodeDecodeError, InvalidArgumentError):
-        raise CursorInvalidError(argument, str(value), call) from None
+        return None
     return int(started_at), run_id
+
+
+# --- describe_jobs: job and task names, by name -------------------------------------------------
+
+
+def names_cursor(last: str) -> str:
+    """The cursor after `last`, the last job or task name of a describe_jobs page."""
+    return encode("names", last.encode())
+
+
+def parse_names_cursor(value: object, call: NextCall | None = None) -> str:
+    """The name a describe_jobs cursor continues after; CURSOR_INVALID when it is not one."""
+    payload = decode("names", "cursor", value, MAX_NAMES_CURSOR_BYTES, call)
+    try:
+        return bounds.text("cursor", payload.decode(), bounds.MAX_NAME_BYTES)
+    except (UnicodeDecodeError, InvalidArgumentError):
+        raise CursorInvalidError("cursor", str(value), call) from None
 
 
 def list_arms(

@@ -6,8 +6,9 @@ here ever writes a row whose `run_id` it did not create.
 
 The ledger is kept (it is the record of what ran), so it is read a page at a time: one
 backfill's runs in one environment, newest first, `limit` at a time, with a cursor — the last
-row's position (started_at, run_id), encoded and checked by `engine.paging` — for the older
-ones. A cursor that does not decode is CURSOR_INVALID before a driver sees it.
+row's position (started_at, run_id), encoded and checked by `engine.paging`, bound to the
+backfill's name — for the older ones. A cursor that does not decode, or came from another
+name's page, is CURSOR_INVALID before a driver sees it.
 """
 
 from __future__ import annotations
@@ -70,17 +71,16 @@ class RunsPage:
 
 def runs_cursor(run: BackfillRun) -> str:
     """The cursor that continues after `run` (the last row of a page)."""
-    return paging.runs_cursor(run.started_at, run.run_id)
+    return paging.runs_cursor(run.started_at, run.run_id, run.name)
 
 
-def parse_runs_cursor(
-    value: object, name: str | None = None, argument: str = "runs_cursor"
-) -> RunPosition:
-    """The position a runs cursor names; CURSOR_INVALID when `value` does not decode (its fix:
-    `name`'s first page, or with no name the list of backfills), INVALID_ARGUMENT when it is not
-    text at all. `argument`: the parameter it was given as, which a refusal names."""
+def parse_runs_cursor(value: object, name: str, argument: str = "runs_cursor") -> RunPosition:
+    """The position a runs cursor of backfill `name` names; CURSOR_INVALID when `value` does not
+    decode or another name's page handed it out (its fix: `name`'s first page, or with no name
+    the list of backfills), INVALID_ARGUMENT when it is not text at all. `argument`: the
+    parameter it was given as, which a refusal names."""
     call = NextCall(tool="list_backfills", arguments={"name": name} if name else {})
-    return RunPosition(*paging.parse_runs_cursor(value, call, argument))
+    return RunPosition(*paging.parse_runs_cursor(value, name, call, argument))
 
 
 @dataclass(frozen=True)

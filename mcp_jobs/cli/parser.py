@@ -518,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     describe = actions.add_parser("describe", parents=[common], help="the registered jobs")
     describe.add_argument("name", nargs="?")
     describe.add_argument("--limit", type=int, default=SHOWN, help="jobs in this page")
-    describe.add_argument("--cursor", help="the name the last page ends with")
+    describe.add_argument("--cursor", help="the last page's next_cursor")
     stats = actions.add_parser("stats", parents=[common], help="per-queue counts")
     stats.add_argument("--queues", nargs="+", action="extend", metavar="QUEUE")
     stats.add_argument("--limit", type=int, default=SHOWN, help="the busiest this many queues")

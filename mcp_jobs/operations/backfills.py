@@ -22,7 +22,7 @@ from engine.errors import (
 from engine.iso_time import iso
 from engine.run_job import error_line
 from mcp_jobs.errors import LimitExceededError, example_call
-from mcp_jobs.operations.cursors import names_cursors, refuse_foreign
+from mcp_jobs.operations.cursors import refuse_foreign
 from mcp_jobs.operations.models import Finding, ListBackfillsResult, RunBackfillResult
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.workers import adopt_published_apps, no_worker_notice
@@ -73,8 +73,7 @@ async def list_backfills(
             if _undeclared(svc, name):
                 await _undeclared_runs(svc, env, name, limit, None)
             if exc.next_call is not None:
-                names = await names_cursors(scope.jobs)
-                refuse_foreign("list_backfills", "runs_cursor", runs_cursor, exc.next_call, names)
+                refuse_foreign("list_backfills", "runs_cursor", runs_cursor, exc.next_call)
             raise
     pending_only = bounds.flag("pending_only", pending_only)
     if bounds.text("name", name, bounds.MAX_NAME_BYTES) not in svc.registry:

@@ -10,8 +10,7 @@ import json
 import math
 from typing import Any
 
-from engine import bounds
-from engine.bounds import MAX_KEY_BYTES, MAX_NAME_BYTES
+from engine.bounds import MAX_KEY_BYTES
 from engine.driver_errors import StoreDamagedError
 from engine.errors import (
     CursorInvalidError,
@@ -21,14 +20,14 @@ from engine.errors import (
     JobUnknownError,
 )
 from engine.internal_jobs import is_internal, refuse_by_name
-from engine.paging import DEFAULT_TRACE_PAGE
+from engine.paging import DEFAULT_TRACE_PAGE, names_cursor, parse_names_cursor
 from engine.shell_words import shell_word
 from engine.tasks import describe_known, task_roster
 from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example_call
 from mcp_jobs.operations.answer_bounds import checked_limit
 from mcp_jobs.operations.attempts import AttemptCounter
-from mcp_jobs.operations.cursors import names_cursors, refuse_foreign
+from mcp_jobs.operations.cursors import refuse_foreign
 from mcp_jobs.operations.job_input import refuse_coerced
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import (
@@ -67,19 +66,13 @@ async def describe_jobs(
     a worker that has the code (`source: "published"`, `stale` when no live worker did lately).
     Not the engine's own jobs (a backfill's pass): they are started through their own tools.
     Jobs and cron tasks (declared here or published) page together by name: `limit` names a
-    page, `cursor` is the last name of the page before; a name both a job and a task has comes
-    with both. A listed task shows LISTED_NEXT occurrences and the start of its description;
-    one named, all of it."""
+    page, `cursor` (the page before's next_cursor) says the name it ended with; a name both a
+    job and a task has comes with both. A listed task shows LISTED_NEXT occurrences and the
+    start of its description; one named, all of it."""
     refuse_by_name(name, None)
-    cursor = bounds.optional_text("cursor", cursor, MAX_NAME_BYTES)
+    last = _names_after(scope, name, limit, cursor)
     call = {k: v for k, v in {"name": name, "cursor": cursor}.items() if v is not None}
     limit = checked_limit(scope, "describe_jobs", limit, call)
-    if name is None and cursor is not None:
-        # A cursor is a name here: another list's cursor would page from the wrong place.
-        first = {"limit": limit} if limit != SHOWN else {}
-        refuse_foreign(
-            "describe_jobs", "cursor", cursor, NextCall(tool="describe_jobs", arguments=first)
-        )
     roster = await task_roster(scope.jobs)
     tenant = scope.tenant(None)
     if name is not None:
@@ -107,9 +100,9 @@ async def describe_jobs(
     after = [
         d
         for d in await scope.jobs.describe()
-        if not is_internal(d.name) and (cursor is None or d.name > cursor)
+        if not is_internal(d.name) and (last is None or d.name > last)
     ]
-    later = [t for t in roster if cursor is None or t.name > cursor]
+    later = [t for t in roster if last is None or t.name > last]
     names = sorted({d.name for d in after} | {t.name for t in later})
     page = set(names[:limit])
     descriptors = sorted((d for d in after if d.name in page), key=lambda d: d.name)
@@ -121,11 +114,27 @@ async def describe_jobs(
     return DescribeJobsResult(
         ok=True,
         jobs=descriptors,
-        next_cursor=names[limit - 1] if len(names) > limit else None,
+        next_cursor=names_cursor(names[limit - 1]) if len(names) > limit else None,
         # The first page always says what tasks there are, none included; a later one, its own.
         tasks=tasks if tasks or cursor is None else None,
         paused=held or None,
     )
+
+
+def _names_after(scope: Scope, name: str | None, limit: int, cursor: str | None) -> str | None:
+    """The name a describe_jobs page starts after, from `cursor` when it is one describe_jobs
+    handed out. Refused before the limit is (a LIMIT_EXCEEDED fix keeps the cursor): another
+    tool's cursor is CURSOR_WRONG_TOOL, any other text CURSOR_INVALID, the fix the first page."""
+    if cursor is None:
+        return None
+    first: dict[str, Any] = {} if name is None else {"name": name}
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        size = min(max(limit, 1), scope.settings.limits.max_page_size)  # the page it takes
+        if size != SHOWN:
+            first["limit"] = size
+    call = NextCall(tool="describe_jobs", arguments=first)
+    refuse_foreign("describe_jobs", "cursor", cursor, call)
+    return parse_names_cursor(cursor, call)
 
 
 async def list_jobs(
@@ -189,14 +198,12 @@ async def list_jobs(
 
 
 async def _listed(scope: Scope, cursor: str | None, **filters: Any) -> JobPage:
-    """`scope.jobs.list`, a cursor another tool handed out refused naming that tool: a
-    describe_jobs cursor is a job or task name, known only by asking (on that path alone)."""
+    """`scope.jobs.list`, a cursor another tool handed out refused naming that tool."""
     try:
         return await scope.jobs.list(cursor=cursor, **filters)
     except CursorInvalidError as exc:
         if exc.next_call is not None:
-            names = await names_cursors(scope.jobs)
-            refuse_foreign("list_jobs", "cursor", cursor, exc.next_call, names)
+            refuse_foreign("list_jobs", "cursor", cursor, exc.next_call)
         raise
 
 
@@ -238,8 +245,7 @@ async def inspect_job(
         argument = (exc.details or {}).get("argument")
         given = {"steps_cursor": steps_cursor, "events_cursor": events_cursor}.get(argument or "")
         if exc.next_call is not None and argument is not None:
-            names = await names_cursors(scope.jobs)
-            refuse_foreign("inspect_job", argument, given, exc.next_call, names)
+            refuse_foreign("inspect_job", argument, given, exc.next_call)
         raise
     if run_id is not None and run_id != trace.job.run_id:
         trace = await run_trace(scope, trace, run_id, steps_limit)

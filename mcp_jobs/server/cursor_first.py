@@ -15,6 +15,7 @@ from mcp_jobs.server.oauth_grants import authorize
 
 # Each paged read tool's operation and the arguments of its call that carry a cursor.
 _PAGED: dict[str, tuple[Callable[..., Awaitable[Any]], tuple[str, ...]]] = {
+    "describe_jobs": (operations.describe_jobs, ("cursor",)),
     "list_jobs": (operations.list_jobs, ("cursor",)),
     "inspect_job": (operations.inspect_job, ("steps_cursor", "events_cursor")),
     "list_backfills": (operations.list_backfills, ("runs_cursor",)),

@@ -77,7 +77,7 @@ async def test_a_list_cursor_given_to_trace_names_list(jobs: Jobs, registry: Job
 async def test_a_trace_cursor_given_to_list_names_trace(jobs: Jobs, registry: JobRegistry) -> None:
     job_id = await two_done(jobs, registry)
     steps = (await jobs.trace(job_id, steps_limit=1)).steps_cursor
-    events = paging.event_cursor(7)  # (one an events page hands out: a done job has few)
+    events = paging.event_cursor(job_id, 7)  # (one an events page hands out: a done job has few)
     assert steps is not None
     error = await refused(jobs.list(state="done", limit=1, cursor=steps))
     named(error, "jobs.trace", "steps_cursor")
@@ -93,7 +93,7 @@ async def test_a_trace_cursor_given_to_list_names_trace(jobs: Jobs, registry: Jo
 
 
 async def test_a_backfills_runs_cursor_and_a_list_cursor_name_each_other(jobs: Jobs) -> None:
-    runs = paging.runs_cursor(1, "r1")
+    runs = paging.runs_cursor(1, "r1", "nightly")
     error = await refused(jobs.list(cursor=runs))
     named(error, "Backfills.runs_page", "cursor")
     assert error.fix == "await jobs.list()"

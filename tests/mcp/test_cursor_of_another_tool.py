@@ -11,7 +11,14 @@ import pytest
 
 from engine import Jobs
 from engine.backfill import BackfillRegistry
-from engine.paging import cursor_kind, event_cursor, list_cursor, step_cursor
+from engine.paging import (
+    cursor_kind,
+    event_cursor,
+    list_cursor,
+    names_cursor,
+    runs_cursor,
+    step_cursor,
+)
 from schemas.jobs import JobFilter
 from tests.backfill.support import Customers
 from tests.mcp.conftest import OpenMcp
@@ -43,9 +50,9 @@ async def test_a_cursor_sent_to_another_tool_names_the_tool_it_belongs_to(
         jobs_cursor, names_cursor = listed["next_cursor"], described["next_cursor"]
         await _refused_for(mcp, "describe_jobs", {"cursor": jobs_cursor}, "list_jobs")
         await _refused_for(mcp, "list_jobs", {"cursor": names_cursor}, "describe_jobs")
-        inspect = {"job_id": job_id, "events_cursor": step_cursor(1, 2)}
+        inspect = {"job_id": job_id, "events_cursor": step_cursor(job_id, 1, 2)}
         await _refused_for(mcp, "inspect_job", inspect, "inspect_job.steps_cursor")
-        await _refused_for(mcp, "list_jobs", {"cursor": event_cursor(7)}, "inspect_job")
+        await _refused_for(mcp, "list_jobs", {"cursor": event_cursor(job_id, 7)}, "inspect_job")
         # A filtered list's cursor is list_jobs' too, whatever its filters.
         filtered = list_cursor(job_id, JobFilter(name="greet", limit=1))
         await _refused_for(mcp, "describe_jobs", {"cursor": filtered}, "list_jobs")
@@ -55,9 +62,15 @@ def test_cursor_kind_tells_each_kind_and_nothing_else() -> None:
     job_id = "0" * 32
     assert cursor_kind(list_cursor(job_id, JobFilter(limit=1))) == "jobs"
     assert cursor_kind(list_cursor(job_id, JobFilter(queue="q", limit=1))) == "jobs"
-    assert cursor_kind(step_cursor(1, 2)) == "steps"
-    assert cursor_kind(event_cursor(3)) == "events"
-    for text in ("greet", "", "c1.", "c1.AAAA", None, 5):
+    # A trace's cursors are bound to their job, a backfill's runs to its name, and still tell
+    # their kind without them.
+    assert cursor_kind(step_cursor(job_id, 1, 2)) == "steps"
+    assert cursor_kind(event_cursor(job_id, 3)) == "events"
+    assert cursor_kind(runs_cursor(1, "f" * 32, "nightly")) == "runs"
+    assert cursor_kind(names_cursor("greet")) == cursor_kind(names_cursor(job_id)) == "names"
+    # An edited cursor is no other kind by its length alone (a name's bytes are no position).
+    edited = names_cursor("flaky") + "AAAA"
+    for text in ("greet", "", "c1.", "c1.AAAA", edited, None, 5):
         assert cursor_kind(text) is None
 
 

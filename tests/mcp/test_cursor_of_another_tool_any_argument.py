@@ -1,4 +1,4 @@
-"""A real list_jobs cursor and real describe_jobs cursors (a short name and a long one), each
+"""A real list_jobs cursor and real describe_jobs cursors (of a short name and a long one), each
 sent as every cursor argument of every tool but its own, through the in-process MCP server: each
 is CURSOR_WRONG_TOOL naming the tool it came from, whose fix (this tool's first page) runs. The
 published schemas refused a cursor longer than the argument's own kind (a list_jobs cursor as
@@ -15,7 +15,12 @@ import pytest
 
 from engine import JobContext, JobRegistry, Jobs, job
 from engine.backfill import BackfillRegistry
-from engine.paging import MAX_CURSOR_BYTES
+from engine.paging import (
+    MAX_CURSOR_BYTES,
+    MAX_LIST_CURSOR_BYTES,
+    MAX_RUNS_CURSOR_BYTES,
+    parse_names_cursor,
+)
 from mcp_jobs.server.mended_call import is_cursor
 from tests.backfill.support import Customers
 from tests.mcp.conftest import OpenMcp
@@ -83,7 +88,10 @@ async def test_every_cursor_argument_names_the_tool_a_cursor_came_from(
         short_name = (await mcp.ok("describe_jobs", {"limit": 1, "cursor": long_name}))[
             "next_cursor"
         ]
-        assert long_name == LONG_NAME and len(short_name) < MAX_CURSOR_BYTES
+        assert parse_names_cursor(long_name) == LONG_NAME and len(long_name) > max(
+            MAX_LIST_CURSOR_BYTES, MAX_RUNS_CURSOR_BYTES
+        )
+        assert len(short_name) < MAX_CURSOR_BYTES
         cursors = {jobs_cursor: ("list_jobs", "cursor"), long_name: NAMES, short_name: NAMES}
         needed = {"inspect_job": {"job_id": job_id}, "list_backfills": {"name": BACKFILL}}
         arguments = await _cursor_arguments(mcp)

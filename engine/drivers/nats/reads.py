@@ -49,14 +49,16 @@ async def load_trace(
     before_steps = (
         steps
         if page.steps_cursor is None
-        else [t for t in steps if (t[0], t[1]) < paging.parse_step_cursor(page.steps_cursor)]
+        else [
+            t for t in steps if (t[0], t[1]) < paging.parse_step_cursor(page.steps_cursor, job_id)
+        ]
     )
     step_page = before_steps[-page.steps_limit :]
     events = list(enumerate(doc.events))
     before_events = (
         events
         if page.events_cursor is None
-        else [t for t in events if t[0] < paging.parse_event_cursor(page.events_cursor)]
+        else [t for t in events if t[0] < paging.parse_event_cursor(page.events_cursor, job_id)]
     )
     event_page = before_events[-page.events_limit :]
     more_steps = len(before_steps) > len(step_page)
@@ -67,8 +69,8 @@ async def load_trace(
         events=[e for _, e in event_page],
         steps_total=len(steps),
         events_total=len(events),
-        steps_cursor=paging.step_cursor(*step_page[0][:2]) if more_steps else None,
-        events_cursor=paging.event_cursor(event_page[0][0]) if more_events else None,
+        steps_cursor=paging.step_cursor(job_id, *step_page[0][:2]) if more_steps else None,
+        events_cursor=paging.event_cursor(job_id, event_page[0][0]) if more_events else None,
     )
 
 

@@ -155,8 +155,14 @@ async def list_jobs(db: Connections, filter: JobFilter) -> JobPage:
 async def load_trace(
     db: Connections, job_id: str, tenant_id: str | None, page: TraceQuery
 ) -> TracePage:
-    step_at = None if page.steps_cursor is None else paging.parse_step_cursor(page.steps_cursor)
-    before = None if page.events_cursor is None else paging.parse_event_cursor(page.events_cursor)
+    step_at = (
+        None if page.steps_cursor is None else paging.parse_step_cursor(page.steps_cursor, job_id)
+    )
+    before = (
+        None
+        if page.events_cursor is None
+        else paging.parse_event_cursor(page.events_cursor, job_id)
+    )
 
     async def read(conn: Conn) -> TracePage:
         row = await conn.fetchrow(db.q["get"], job_id, tenant_id)
@@ -193,11 +199,11 @@ async def load_trace(
             steps_total=steps_total,
             events_total=events_total,
             steps_cursor=(
-                paging.step_cursor(step_page[0]["started_at"], step_page[0]["seq"])
+                paging.step_cursor(job_id, step_page[0]["started_at"], step_page[0]["seq"])
                 if more_steps
                 else None
             ),
-            events_cursor=paging.event_cursor(event_page[0]["id"]) if more_events else None,
+            events_cursor=paging.event_cursor(job_id, event_page[0]["id"]) if more_events else None,
         )
 
     return await db.idempotent(read)

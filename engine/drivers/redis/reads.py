@@ -292,14 +292,16 @@ async def load_trace(
     before_steps = (
         steps
         if page.steps_cursor is None
-        else [t for t in steps if (t[0], t[1]) < paging.parse_step_cursor(page.steps_cursor)]
+        else [
+            t for t in steps if (t[0], t[1]) < paging.parse_step_cursor(page.steps_cursor, job_id)
+        ]
     )
     step_page = before_steps[-page.steps_limit :]
     key = store.keys.events(job_id)
     top = (
         "+inf"
         if page.events_cursor is None
-        else f"({paging.parse_event_cursor(page.events_cursor)}"
+        else f"({paging.parse_event_cursor(page.events_cursor, job_id)}"
     )
     raw = await store.zrevrangebyscore(key, top, page.events_limit)
     events = [_event(member, job_id) for member in reversed(raw)]
@@ -314,8 +316,8 @@ async def load_trace(
         events=[e for _, e in events],
         steps_total=len(steps),
         events_total=total,
-        steps_cursor=paging.step_cursor(*step_page[0][:2]) if more_steps else None,
-        events_cursor=paging.event_cursor(events[0][0]) if more_events else None,
+        steps_cursor=paging.step_cursor(job_id, *step_page[0][:2]) if more_steps else None,
+        events_cursor=paging.event_cursor(job_id, events[0][0]) if more_events else None,
     )
 
 

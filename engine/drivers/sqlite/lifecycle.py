@@ -405,13 +405,19 @@ def load_trace(
 ) -> TracePage:
     job, _ = _find(conn, job_id, tenant_id)
     started_at, pos = (
-        (None, None) if page.steps_cursor is None else paging.parse_step_cursor(page.steps_cursor)
+        (None, None)
+        if page.steps_cursor is None
+        else paging.parse_step_cursor(page.steps_cursor, job_id)
     )
     step_rows = conn.execute(
         q.PAGE_STEPS,
         {"run_id": job.run_id, "started_at": started_at, "pos": pos, "limit": page.steps_limit + 1},
     ).fetchall()
-    before = None if page.events_cursor is None else paging.parse_event_cursor(page.events_cursor)
+    before = (
+        None
+        if page.events_cursor is None
+        else paging.parse_event_cursor(page.events_cursor, job_id)
+    )
     event_rows = conn.execute(
         q.PAGE_EVENTS, {"job_id": job_id, "before": before, "limit": page.events_limit + 1}
     ).fetchall()
@@ -429,9 +435,13 @@ def load_trace(
         steps_total=steps_total,
         events_total=events_total,
         steps_cursor=(
-            paging.step_cursor(first_step[6], first_step[-1]) if more_steps and first_step else None
+            paging.step_cursor(job_id, first_step[6], first_step[-1])
+            if more_steps and first_step
+            else None
         ),
-        events_cursor=paging.event_cursor(events[0][-1]) if more_events and events else None,
+        events_cursor=paging.event_cursor(job_id, events[0][-1])
+        if more_events and events
+        else None,
     )
 
 

@@ -1,8 +1,9 @@
 """Cursors are opaque and checked on every driver: a list, a trace's steps and events, and a
 backfill's runs each page with a cursor the engine encodes, and text that is not one of those
 cursors — garbage, a cut or edited cursor, a cursor of another kind, the raw id an older version
-handed out — is CURSOR_INVALID (terminal, its next call the same call without the cursor),
-never a silent restart at page one."""
+handed out, one another job's trace or another backfill's runs handed out — is CURSOR_INVALID
+(terminal, its next call the same call without the cursor), never a silent restart at page one
+nor a page read from another list's position."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ import pytest
 
 from engine import Jobs, ManualClock
 from engine.backfill import BackfillRegistry, Backfills
+from engine.drivers.base import StepWrite
 from engine.errors import CursorInvalidError, JobsError
 from engine.testing.kit.test_backfill_ledger import _ledger
 from engine.testing.kit.test_paging import _job_with_history, request
 from schemas.errors import NextCall
+from schemas.events import EventRecord
+from schemas.steps import StepRecord
+from schemas.trace import TraceQuery
 
 
 def _edited(cursor: str) -> list[str]:
@@ -136,3 +141,67 @@ async def test_a_runs_cursor_that_does_not_decode_is_cursor_invalid(jobs: Jobs) 
         # The method's parameter (`cursor`), not the MCP tool's (`runs_cursor`).
         assert (error.details or {})["argument"] == "cursor"
         assert error.next_call == NextCall(tool="list_backfills", arguments={"name": "fill"})
+
+
+async def _second_job(jobs: Jobs, clock: ManualClock, steps: int, events: int) -> str:
+    """job0002, claimed beside `_job_with_history`'s job0001, its history started later."""
+    driver = jobs.driver
+    await driver.enqueue([request(2, run_at=clock.now_ms())])
+    (held,) = await driver.claim("w2", 1, 60_000)
+    assert held.record.id == "job0002"
+    for i in range(steps):
+        started = clock.now_ms() + 1_000 + i
+        step = StepRecord(
+            job_id="job0002", run_id="run0002", name=f"b{i}", status="completed",
+            output={"i": i}, started_at=started, finished_at=started,
+        )  # fmt: skip
+        (outcome,) = await driver.save_steps_many([StepWrite("job0002", held.token, step)])
+        assert outcome is None
+    for i in range(events):
+        await driver.record_event(
+            EventRecord(job_id="job0002", at=clock.now_ms() + 1_000 + i, kind="note", data={})
+        )
+    return "job0002"
+
+
+async def test_a_trace_cursor_goes_with_the_job_whose_page_handed_it_out(
+    jobs: Jobs, clock: ManualClock
+) -> None:
+    """Job A's steps or events cursor sent with job B's id answered B's history from A's
+    position (no steps of B's three, or the wrong ones): now CURSOR_INVALID, its fix B's first
+    page, and the driver refuses it too; on A it pages on."""
+    a = await _job_with_history(jobs, clock, steps=5, events=5)
+    b = await _second_job(jobs, clock, steps=3, events=3)
+    first = await jobs.trace(a, steps_limit=2, events_limit=2)
+    assert first.steps_cursor is not None and first.events_cursor is not None
+    b_first = NextCall(tool="inspect_job", arguments={"job_id": b})
+    each: list[dict[str, Any]] = [
+        {"steps_cursor": first.steps_cursor},
+        {"events_cursor": first.events_cursor},
+    ]
+    for given in each:
+        error = await _refused(jobs.trace(b, **given))
+        assert (error.details or {})["argument"] in given and error.next_call == b_first
+        assert error.fix == f'await jobs.trace("{b}")'
+        assert "a cursor goes with the job_id" in error.cause
+        with pytest.raises(CursorInvalidError):
+            await jobs.driver.load_trace(b, None, TraceQuery(**given))
+        on_a = await jobs.trace(a, steps_limit=2, events_limit=2, **given)
+        assert (len(on_a.steps), len(on_a.events)) == (2, 2)
+    whole = await jobs.trace(b)
+    assert [s.name for s in whole.steps] == ["b0", "b1", "b2"] and len(whole.events) == 3
+
+
+async def test_a_runs_cursor_goes_with_the_backfill_whose_page_handed_it_out(jobs: Jobs) -> None:
+    """A runs cursor of "fill" sent for "other" paged other's ledger from fill's position (none
+    of its five newer rows): now CURSOR_INVALID, its fix other's first page."""
+    await _ledger(jobs)
+    svc = Backfills(jobs, registry=BackfillRegistry(), environment="development")
+    real = (await svc.runs_page("fill", limit=10)).runs_cursor
+    assert real is not None
+    error = await _refused(svc.runs_page("other", limit=10, cursor=real))
+    assert (error.details or {})["argument"] == "cursor"
+    assert error.next_call == NextCall(tool="list_backfills", arguments={"name": "other"})
+    assert "a cursor goes with the name" in error.cause
+    assert len((await svc.runs_page("other")).runs) == 5
+    assert len((await svc.runs_page("fill", limit=10, cursor=real)).runs) == 10
