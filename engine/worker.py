@@ -6,17 +6,16 @@ claims from the queues of the jobs registered with it (`queues=` names others, `
 a job of a name it does not run (another app on the same queue) goes back for a live worker that
 runs it, or is parked when none does (worker_unknown_names).
 
-With a backlog it claims ahead: up to `prefetch` claimed jobs wait in the worker for a slot,
-and two claims may be on their way at once, so the database prepares the next wave while this
-process runs the last. Jobs that wait are the worker's (leases kept, a cancel heard); a stopping
-worker hands them back unharmed, and jobs that run long are not claimed ahead at all.
+With a backlog it claims ahead (`prefetch` jobs wait for a slot, two claims on their way at
+once); waiting jobs are the worker's (leases kept, a cancel heard) until a stop hands them back.
 
 Caps and rate limits are held in the database, so they hold across machines: claims walk past
 the jobs of a cap found full, and a job still claimed over one is shed in its place (stays
 ready, no attempt, no error). A drain stops claiming, lets in-flight jobs finish until its
-deadline, then hands the rest back unharmed; a run cancelled (or crashed) hands back at once
-what it holds, and closing the client first stops the runs on it. One run at a time: a second
-`run()`/`start()` while it runs is refused (WorkerAlreadyRunningError).
+deadline, then hands the rest back unharmed; a second stop (`hand_back_now()`, the CLI's second
+Ctrl-C) and a run cancelled (or crashed) hand back at once what it holds, and closing the client
+first stops the runs on it. One run at a time: a second `run()`/`start()` while it runs is
+refused (WorkerAlreadyRunningError).
 
 This module holds the loop and the worker's slots (what it holds, runs, waits for, claims).
 Beside it, each in `worker_<part>`: arguments, services, leases, events, gate (what turns a
@@ -58,9 +57,13 @@ from engine.worker_gate import StartGate
 from engine.worker_hand_back import (
     HAND_BACK_MS,
     WAIT_AHEAD_MS,
-    give_back,
     hand_back_cancelled,
+    hand_back_unstarted,
     hand_back_waiting,
+    let_go_of_held,
+    say_handing_back,
+    say_left,
+    say_unsettled,
     stale,
     within,
 )
@@ -71,7 +74,7 @@ from engine.worker_rates import RateGate
 from engine.worker_services import WorkerServices
 from engine.worker_unknown_names import UnknownNames
 from engine.worker_wake import LoopWake, drained
-from schemas.jobs import ClaimedJob, NackOptions
+from schemas.jobs import ClaimedJob
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -174,6 +177,8 @@ class Worker:
         self._backlog = False
         self._stopping = False
         self._drain_deadline = 0
+        # The scope of the run going on, which `hand_back_now()` cancels (its teardown still runs).
+        self._run_scope: anyio.CancelScope | None = None
         # Set when a claim ahead lands jobs to wait for a slot (`_return_stale_waiting`).
         self._ahead_landed = asyncio.Event()
         # Rate limits: the take before a start, and the wake-ups at starts it reserved.
@@ -307,6 +312,18 @@ class Worker:
         self.wake.poke()
         return Stopping(self)
 
+    def hand_back_now(self) -> int:
+        """The second stop (the CLI's second Ctrl-C): end the run now, its teardown handing the
+        jobs in flight back within HAND_BACK_MS. Settles held through an outage are let go
+        (their leases return the jobs), said in one line; answers how many. Close the client
+        next: its driver retries nothing after it."""
+        held = let_go_of_held(self.driver)
+        say_handing_back(self.id, len(self._inflight), held, self.lease_ms)
+        self.stop()
+        if self._run_scope is not None:
+            self._run_scope.cancel()
+        return held
+
     def _ready_again(self) -> None:
         """Forget a stop that is done (or found nothing running), and make the services it
         stopped runnable again: the next run starts afresh."""
@@ -383,65 +400,15 @@ class Worker:
         running = RUNNING.set(self.outage)
         worker_runs.began(self.driver, self._stop_for_close)
         try:
-            start_listening = getattr(self.driver, "start_listening", None)
-            if listen and start_listening is not None:
-                await start_listening()
-            await self.services.choose(self.id, claims_nothing=self._claim_queues == [])
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.presence.run)
-                tg.start_soon(self.leases.keep)
-                tg.start_soon(self.leases.watch, tg)
-                tg.start_soon(self._rate_gate.run)
-                tg.start_soon(self._return_stale_waiting)
-                self.services.start(tg)
-                self._backlog = False
-                while not self._stopping:
-                    if self._crash is not None:
-                        raise self._crash
-                    self._start_waiting()
-                    if self._backlog:
-                        # Claim for the slots about to free (and the jobs that may wait for
-                        # them) without waiting for the claim: its jobs join `_waiting`.
-                        ask = self._claim_room()
-                        if ask >= self.plan.claim_batch and len(self._claims) < CLAIMS_IN_FLIGHT:
-                            self._claim_ahead(ask)
-                            continue
-                        await self._race()
-                        continue
-                    if self._claims or self._waiting:
-                        await self._race()  # the backlog ran out: let the last claims land
-                        continue
-                    free = self._free_slots()
-                    if free < 1:
-                        await self._race()
-                        continue
-                    batch = await self._claim(free)
-                    self._claiming_now.set()
-                    if batch is None:
-                        continue  # it failed and waited: claim again, no poll on top
-                    for claimed in batch:
-                        self._start(self._hold(claimed))
-                    self._backlog = bool(batch) and len(batch) == self._asked
-                    if self._backlog:
-                        continue  # the queue may hold more: claim again before waiting
-                    if batch:
-                        # A quiet queue: let the new jobs begin before this loop sets up its
-                        # wait, since a job's latency is measured to its start.
-                        await asyncio.sleep(0)
-                    if self.caps.wake_due():
-                        continue  # a full cap freed a slot while the claim was on its way
-                    await self._race(self._wait_for_work)
-                await self._hand_back_waiting()
-                await drained(self.clock, self._drain_deadline, self._inflight, self.wake)
-                if self._crash is not None:
-                    raise self._crash
-                await self.services.wait_stopped()
-                tg.cancel_scope.cancel()
+            with anyio.CancelScope() as self._run_scope:
+                await self._claim_and_drain(listen)
         finally:
+            self._run_scope = None
             # anyio's shield, not asyncio's: a caller's anyio cancel scope re-delivers its
             # cancellation at every await, and the teardown below must still finish.
             with anyio.CancelScope(shield=True):
                 await self._let_go()
+                say_left(self.id, len(self._inflight))
                 await self._cancel_claims()
                 await self._cancel_tasks()
                 await self.presence.leave()
@@ -452,6 +419,63 @@ class Worker:
             RUNNING.reset(running)
         if self._closed_under is not None:
             raise self._closed_under
+
+    async def _claim_and_drain(self, listen: bool) -> None:
+        """The run until its drain is done: claims while it is not stopping, then the drain."""
+        start_listening = getattr(self.driver, "start_listening", None)
+        if listen and start_listening is not None:
+            await start_listening()
+        await self.services.choose(self.id, claims_nothing=self._claim_queues == [])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.presence.run)
+            tg.start_soon(self.leases.keep)
+            tg.start_soon(self.leases.watch, tg)
+            tg.start_soon(self._rate_gate.run)
+            tg.start_soon(self._return_stale_waiting)
+            self.services.start(tg)
+            self._backlog = False
+            while not self._stopping:
+                if self._crash is not None:
+                    raise self._crash
+                self._start_waiting()
+                if self._backlog:
+                    # Claim for the slots about to free (and the jobs that may wait for
+                    # them) without waiting for the claim: its jobs join `_waiting`.
+                    ask = self._claim_room()
+                    if ask >= self.plan.claim_batch and len(self._claims) < CLAIMS_IN_FLIGHT:
+                        self._claim_ahead(ask)
+                        continue
+                    await self._race()
+                    continue
+                if self._claims or self._waiting:
+                    await self._race()  # the backlog ran out: let the last claims land
+                    continue
+                free = self._free_slots()
+                if free < 1:
+                    await self._race()
+                    continue
+                batch = await self._claim(free)
+                self._claiming_now.set()
+                if batch is None:
+                    continue  # it failed and waited: claim again, no poll on top
+                for claimed in batch:
+                    self._start(self._hold(claimed))
+                self._backlog = bool(batch) and len(batch) == self._asked
+                if self._backlog:
+                    continue  # the queue may hold more: claim again before waiting
+                if batch:
+                    # A quiet queue: let the new jobs begin before this loop sets up its
+                    # wait, since a job's latency is measured to its start.
+                    await asyncio.sleep(0)
+                if self.caps.wake_due():
+                    continue  # a full cap freed a slot while the claim was on its way
+                await self._race(self._wait_for_work)
+            await self._hand_back_waiting()
+            await drained(self.clock, self._drain_deadline, self._inflight, self.wake)
+            if self._crash is not None:
+                raise self._crash
+            await self.services.wait_stopped()
+            tg.cancel_scope.cancel()
 
     @fixes_written
     async def run_until_idle(self) -> int:
@@ -725,14 +749,8 @@ class Worker:
                 return
             if handle.reason == "drain":
                 # The worker is going before this job began: back unharmed, never started.
-                await give_back(
-                    self.driver,
-                    self.events,
-                    claimed,
-                    NackOptions(counts_as_attempt=False),
-                    "handed_back",
-                    "worker stopping before it started",
-                )
+                reason = "worker stopping before it started"
+                await hand_back_unstarted(self.driver, self.events, claimed, reason)
                 return
             started = True
             self._idle_started += 1
@@ -741,21 +759,8 @@ class Worker:
             if not handle.torn:  # cancelled from outside the worker, not torn down by it
                 await hand_back_cancelled(self.driver, self.events, self.clock, claimed)
             raise
-        except JobsError as exc:
-            if started or not exc.retryable:
-                logger.exception("job %s (%s) could not be settled", record.id, record.name)
-            else:
-                # The database away before the body began (a cap's slots, a rate take, a
-                # hand-back): nothing to settle, and the job is its lease's to return. One line.
-                logger.warning(
-                    "job %s (%s) not started: %s: %s; it runs again once its lease runs out",
-                    record.id,
-                    record.name,
-                    exc.code,
-                    exc.cause,
-                )
-        except Exception:
-            logger.exception("job %s (%s) could not be settled", record.id, record.name)
+        except Exception as exc:
+            say_unsettled(claimed, exc, started)
         finally:
             handle.body_done()  # when it never ran (shed, parked unknown name, failed input)
             self.caps.released(record.id)

@@ -54,6 +54,31 @@ async def give_back(
     events.about(kind, claimed.record, reason, cap_kind)
 
 
+async def hand_back_unstarted(
+    driver: Driver, events: WorkerEvents, claimed: ClaimedJob, reason: str
+) -> None:
+    """Back ready, no attempt spent: a job whose body never began (`reason` says why)."""
+    options = NackOptions(counts_as_attempt=False)
+    await give_back(driver, events, claimed, options, "handed_back", reason)
+
+
+def say_unsettled(claimed: ClaimedJob, exc: Exception, started: bool) -> None:
+    """A job's run that ended in a failure of its own (a settle that did not get through, a
+    defect): its traceback; or, the database away before its body began (a cap's slots, a rate
+    take, a hand-back), one line, since nothing is to settle and its lease returns it."""
+    record = claimed.record
+    if started or not (isinstance(exc, JobsError) and exc.retryable):
+        logger.error("job %s (%s) could not be settled", record.id, record.name, exc_info=exc)
+        return
+    logger.warning(
+        "job %s (%s) not started: %s: %s; it runs again once its lease runs out",
+        record.id,
+        record.name,
+        exc.code,
+        exc.cause,
+    )
+
+
 async def hand_back_waiting(
     driver: Driver,
     events: WorkerEvents,
@@ -90,6 +115,43 @@ async def hand_back_waiting(
     return unreturned
 
 
+def let_go_of_held(driver: Driver) -> int:
+    """Let go of the settles `driver` holds through an outage (PostgreSQL's): how many."""
+    let_go = getattr(driver, "let_go_of_held", None)
+    return int(let_go()) if let_go is not None else 0
+
+
+def say_handing_back(worker_id: str, jobs: int, abandoned: int, lease_ms: int) -> None:
+    """The second stop's one line: the jobs handed back now, and the settles held through an
+    outage that were `abandoned` (their jobs come back as their leases run out)."""
+    held = ""
+    if abandoned:
+        held = (
+            f"; {abandoned} settle(s) held while the database is away are abandoned: their "
+            f"jobs run again once their leases run out (within {lease_ms // 1000} s)"
+        )
+    logger.warning(
+        "worker %s stopped again: handing back %d job(s) in flight now, within %d s%s",
+        worker_id,
+        jobs,
+        HAND_BACK_MS // 1000,
+        held,
+    )
+
+
+def say_left(worker_id: str, left: int) -> None:
+    """One line for the jobs a going worker could not hand back within HAND_BACK_MS (the
+    database away): its teardown leaves them to their leases."""
+    if left:
+        logger.warning(
+            "worker %s: %d job(s) not handed back within %d s: each runs again once its lease "
+            "runs out",
+            worker_id,
+            left,
+            HAND_BACK_MS // 1000,
+        )
+
+
 def stale(waiting: Sequence[RunHandle], now_ms: int) -> list[RunHandle]:
     """The jobs of `waiting` that have waited WAIT_AHEAD_MS or more for a slot."""
     return [h for h in waiting if now_ms - h.held_ms >= WAIT_AHEAD_MS]
@@ -120,14 +182,7 @@ async def hand_back_cancelled(
 
     async def hand_back() -> None:
         try:
-            await give_back(
-                driver,
-                events,
-                claimed,
-                NackOptions(counts_as_attempt=False),
-                "handed_back",
-                "worker cancelled",
-            )
+            await hand_back_unstarted(driver, events, claimed, "worker cancelled")
         except JobsError as exc:
             logger.warning("job %s not handed back, its lease will: %s", claimed.record.id, exc)
 

@@ -5,12 +5,15 @@ either kind."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 import anyio
 
 from engine.clock import Clock
 from engine.run_job import RunHandle
+
+logger = logging.getLogger("mcp_jobs.worker")
 
 
 class LoopWake:
@@ -73,6 +76,13 @@ async def drained(
 
         async def deadline() -> None:
             await clock.sleep_ms(deadline_ms - clock.now_ms())
+            # Said: through an outage the hand-backs wait for the database, and so does the exit.
+            logger.warning(
+                "drain deadline: handing back %d job(s) still in flight; a hand-back the "
+                "database does not take yet waits for it, and a second stop (Ctrl-C, SIGTERM) "
+                "leaves them to their leases",
+                len(inflight),
+            )
             for handle in list(inflight.values()):
                 handle.stop("drain")
 

@@ -7,6 +7,7 @@ import argparse
 import logging
 import signal
 from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import Any
 
 import anyio
@@ -39,8 +40,9 @@ from mcp_jobs.incidents import check_incident_dir
 logger = logging.getLogger("mcp_jobs.cli")
 
 
-async def _until_signal(on_first: Callable[[], object], cancel: anyio.CancelScope) -> None:
-    """First SIGINT/SIGTERM: stop gracefully; the second: stop now."""
+async def _until_signal(on_first: Callable[[], object], on_second: Callable[[], object]) -> None:
+    """First SIGINT/SIGTERM: stop gracefully; the second: stop now. A third is Python's again:
+    it ends the process at once."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         first = True
         async for _ in signals:
@@ -48,8 +50,20 @@ async def _until_signal(on_first: Callable[[], object], cancel: anyio.CancelScop
                 first = False
                 on_first()
             else:
-                cancel.cancel()
+                on_second()
                 return
+
+
+def _stopping(worker: Worker) -> None:
+    """The first signal: stop gracefully, and say how long that may take and how to cut it."""
+    logger.info(
+        "worker %s stopping: waiting up to %d s for %d job(s) in flight to finish, then handing "
+        "back the rest; a second Ctrl-C (or SIGTERM) hands them back at once",
+        worker.id,
+        worker.drain_ms // 1000,
+        worker.in_flight,
+    )
+    worker.stop()
 
 
 async def serve_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -191,7 +205,7 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
             )
             caps_claimed(args, worker.queues)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_until_signal, worker.stop, tg.cancel_scope)
+                tg.start_soon(_until_signal, partial(_stopping, worker), worker.hand_back_now)
                 if serve_metrics is not None:
                     await tg.start(serve_metrics, worker, args.metrics_port, metrics_host)
                 logger.info(

@@ -207,6 +207,11 @@ class PostgresDriver:
         # callers their outcome before the driver is gone.
         await self.writes.idle()
 
+    def let_go_of_held(self) -> int:
+        """Held settles and retries stop waiting (retry.py `let_go`), for a worker stopped twice:
+        what they carried is left to the jobs' leases. Answers how many settles were held."""
+        return self.db.retry.let_go()
+
     # --- jobs ---------------------------------------------------------------------------------
 
     async def enqueue(

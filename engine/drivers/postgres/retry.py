@@ -3,8 +3,10 @@
 `retrying` re-runs an operation that is safe to repeat for up to `retry_deadline_ms`;
 `resilient` holds a settle for up to `settle_retry_ms` (its lease token decides, once a try gets
 through, whether it still counts); `flush_held` lets the held settles through before a claim.
-A transaction the server rolled back (a deadlock, a serialization failure) is run again by both
-for up to `retry_deadline_ms`: a conflict is not an outage, and no settle is held for it.
+`let_go` ends the holds and retries at once, for a process on its way out (a worker stopped
+twice): what they carried is left to the jobs' leases. A transaction the server rolled back (a
+deadlock, a serialization failure) is run again by both for up to `retry_deadline_ms`: a
+conflict is not an outage, and no settle is held for it.
 `rolled_back_again` runs again only such a transaction, for operations that must not run twice
 (a cancel, a prune): nothing of a rolled-back one was written, while a broken try may have been.
 Deadlines and pauses read `clock`, a monotonic clock a test can replace.
@@ -46,6 +48,8 @@ class Retrier:
         self._settle_deadline_ms = settle_deadline_ms
         self.clock = clock
         self._closed = False
+        # Set by `let_go`: the holds it ended are said in its caller's one line, not one each.
+        self._let_go = False
         # Settles held through a lost connection: how many, the pauses of retries (which
         # `flush_held` cuts short), the event each held try sets, and its last failure.
         self.holding = 0
@@ -133,7 +137,8 @@ class Retrier:
             if holding:
                 self.holding -= 1
                 self._held_tried_now()
-                hold_ended("postgres", what, clock.now_ms() - started, failure)
+                if failure is None or not self._let_go:
+                    hold_ended("postgres", what, clock.now_ms() - started, failure)
 
     def _gave_up(
         self, last: DriverUnavailableError, tried_ms: int, tries: int
@@ -192,6 +197,16 @@ class Retrier:
                     f"written yet, so nothing is claimed ({failure.cause})",
                     report_fix(self._url),
                 ) from failure.__cause__
+
+    def let_go(self) -> int:
+        """The process is leaving: held settles and retries stop waiting and fail at their next
+        try, as after `close()`, while the connections stay for what gets through at its first
+        try (a worker's hand-back). Answers how many settles were held: each job's lease hands
+        it on, and the caller says so in one line for them all."""
+        held = self.holding
+        self._let_go = True
+        self.close()
+        return held
 
     def close(self) -> None:
         """Retries stop waiting: each fails at its next try."""
