@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_jobs.durations import unit_of
+from engine.durations import unit_of
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 

@@ -23,6 +23,7 @@ from engine.command_line import END_OF_OPTIONS
 from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, registered_schemes
 from engine.drivers.urls import meant_url, slashes_missing, sqlite_path
+from engine.durations import spelt
 from engine.errors import (
     LEFT_OUT,
     NAMED,
@@ -43,7 +44,6 @@ from mcp_jobs.cli.exit_status import exit_status
 from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
-from mcp_jobs.durations import spelt
 from mcp_jobs.errors import LimitExceededError, TenantPinnedError
 from mcp_jobs.fix_context import (
     PROGRAM,

@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, NoReturn, get_args
 
+from engine.durations import spelt
 from engine.meant import meant_as, meant_note
 from engine.worker import Worker
 from mcp_jobs.cap_flags import add_cap_flags
@@ -25,7 +26,6 @@ from mcp_jobs.config import (
     add_allowed_host,
     seconds_in,
 )
-from mcp_jobs.durations import spelt
 from schemas.jobs import OnConflict
 from schemas.states import JOB_STATES, SETTLED_STATES, CancelState, RetryState
 

@@ -10,9 +10,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from engine.durations import spelt
 from engine.meant import meant_choices
 from engine.retention import duration_text_ms
-from mcp_jobs.durations import spelt
 
 # No value: the argument left out, or a value with no plain mend (a "<name>" slot in a fix).
 MISSING: Any = object()

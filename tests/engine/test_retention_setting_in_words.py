@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-import mcp_jobs.durations
 from engine import durations
 from engine.pruner import worker_policy
 from engine.retention import (
@@ -108,6 +107,5 @@ def test_the_prune_interval_in_words_is_mended_to_a_value_it_takes(typed: str, m
 
 def test_durations_in_words_have_one_rule() -> None:
     """The faces' words (`--older-than "7 days"`) and the variables' are read alike."""
-    assert mcp_jobs.durations.spelt is durations.spelt
     assert durations.spelt("2 weeks") == "2w"
     assert parse_duration("x", "2w") == 14 * DAY_MS
