@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 
 from engine import Jobs, ManualClock, Worker
@@ -70,6 +72,27 @@ async def test_a_write_runs_the_pass_and_a_second_needs_force(
         assert [e.actor for e in trace.events if e.kind == "mcp.call"] == ["mcp:run_backfill"]
 
 
+async def _followed_write(
+    mcp: Any, worker: Worker, clock: ManualClock, on_progress: Any = None
+) -> dict[str, Any]:
+    """run_backfill's write of normalize_emails, waiting 20 s, while `worker` runs what is due
+    and the clock moves on a poll at a time (bounded)."""
+    answer: dict[str, Any] = {}
+
+    async def write() -> None:
+        arguments = {"name": "normalize_emails", "write": True, "wait_seconds": 20}
+        answer.update(await mcp.ok("run_backfill", arguments, progress_callback=on_progress))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            while not answer:
+                await wait_all_tasks_blocked()
+                await worker.run_until_idle()
+                clock.advance(250)
+    return answer
+
+
 async def test_a_write_followed_here_reports_progress(
     jobs: Jobs,
     clock: ManualClock,
@@ -85,19 +108,7 @@ async def test_a_write_followed_here_reports_progress(
 
     worker = Worker(jobs)
     async with open_mcp() as mcp:
-        answer: dict[str, object] = {}
-
-        async def write() -> None:
-            arguments = {"name": "normalize_emails", "write": True, "wait_seconds": 20}
-            answer.update(await mcp.ok("run_backfill", arguments, progress_callback=on_progress))
-
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(write)
-                while not answer:
-                    await wait_all_tasks_blocked()
-                    await worker.run_until_idle()
-                    clock.advance(250)
+        answer = await _followed_write(mcp, worker, clock, on_progress)
     assert answer["settled"] is True
     run = answer["run"]
     assert isinstance(run, dict) and run["status"] == "completed"
@@ -203,19 +214,7 @@ async def test_a_write_that_waits_follows_the_live_pass_in_place_of_a_new_one(
         )
         forced = {"name": "normalize_emails", "write": True, "force": True, "wait_seconds": 20}
         await mcp.fails("run_backfill", forced, "BACKFILL_RUNNING")
-        answer: dict[str, object] = {}
-
-        async def write() -> None:
-            arguments = {"name": "normalize_emails", "write": True, "wait_seconds": 20}
-            answer.update(await mcp.ok("run_backfill", arguments))
-
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(write)
-                while not answer:
-                    await wait_all_tasks_blocked()
-                    await worker.run_until_idle()
-                    clock.advance(250)
+        answer = await _followed_write(mcp, worker, clock)
         applied = await mcp.fails(
             "run_backfill", {"name": "normalize_emails", "write": True}, "BACKFILL_APPLIED"
         )
