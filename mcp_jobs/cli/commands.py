@@ -476,7 +476,19 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
             finally:
                 bar.close()
 
-    return await guarded("prune_history", args.json, run, settings)
+    envelope, fixes = await answer_of("prune_history", run, settings)
+    code = emit("prune_history", envelope, args.json, fixes)
+    typed_line = typed_words()
+    if (
+        args.dry_run
+        and not args.json
+        and typed_line
+        and sum((envelope.get("by_state") or {}).values())
+    ):
+        # A plan at a terminal ends with the line that acts, as `backfill` and `retry-all` do.
+        acting = [word for word in typed_line if word != "--dry-run"]
+        print(f"to prune them: {fixes.command(*fix_words(acting))}")
+    return code
 
 
 def _refuse_bare_seconds(older_than: str | None, settings: Settings) -> None:
