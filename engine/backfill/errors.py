@@ -24,11 +24,11 @@ def _call(tool: str, **arguments: Any) -> NextCall:
     return NextCall(tool=tool, arguments=arguments)
 
 
-def write_command(name: str, *, force: bool = False) -> str:
+def write_command(name: str) -> str:
     """The CLI line that writes (runs) backfill `name`, in this process's environment: never
-    with an `MCP_JOBS_ENV=` of another, which would only relabel this deploy (the gate's bypass)."""
-    flags = " --write --force" if force else " --write"
-    return f"mcp-jobs backfill {name}{flags} --json"
+    with an `MCP_JOBS_ENV=` of another, which would only relabel this deploy (the gate's bypass).
+    A forced write is never a fix line: BACKFILL_APPLIED's is its dry run (`dry_run_command`)."""
+    return f"mcp-jobs backfill {name} --write --json"
 
 
 LIST_COMMAND = "mcp-jobs backfill --pending --json"
