@@ -23,6 +23,7 @@ from engine.bounds import MAX_QUEUE_BYTES
 from engine.errors import JobUnknownError
 from engine.limits import GLOBAL_CAP
 from engine.metrics import LIVE_WORKER_WINDOW_MS
+from engine.worker_presence import PRESENCE_MS
 from mcp_jobs.cap_flags import cap_flags
 from mcp_jobs.config import SHOWN
 from mcp_jobs.errors import QueueUnknownError
@@ -59,6 +60,10 @@ from schemas.stats import WorkerInfo
 
 # Job ids a finding lists at most.
 SAMPLE_IDS = 5
+
+# A diagnosis that waited this long for the database cannot tell live workers' silence (their
+# check-ins waited too) from their absence: half a presence beat, one SQLite busy timeout.
+WAITED_MS = PRESENCE_MS // 2
 
 
 # Parked jobs a diagnosis reads to tell unknown names from sleeps, and delayed ones to find
@@ -163,6 +168,7 @@ async def diagnose_queue(
     findings: list[Finding] = []
     # The reads are independent of one another: each round runs at once, then the findings are
     # written from what came back (after the published apps are adopted for the fix lines).
+    started_ms = scope.jobs.clock.now_ms()
     counted, workers, (_, run_live), backfills = await together(
         _stats_or_unknown(scope, queue),
         live_workers(scope),
@@ -203,15 +209,7 @@ async def diagnose_queue(
 
     waiting = sum(s.ready + s.expired_leases + s.due_suspended for s in stats)
     if not workers and waiting:
-        findings.append(
-            Finding(
-                code="NO_LIVE_WORKERS",
-                severity="critical",
-                cause=f"{waiting} job(s) are due and no worker has checked in during the last "
-                f"{LIVE_WORKER_WINDOW_MS // 1000} s, so nothing will run them" + app_unknown(scope),
-                fix=worker_command(scope),
-            ).sized(waiting)
-        )
+        findings.append(_no_workers(scope, queue, waiting, now - started_ms))
     for s in stats if workers else []:
         due = s.ready + s.expired_leases + s.due_suspended
         if due and not any(serves(w, s.queue) for w in workers):
@@ -385,6 +383,36 @@ def _backlog_why(scope: Scope, queue: str, hold: CapHold) -> tuple[str, str, Nex
     arguments = {"queue": queue, "state": "running"}
     fix = scope.fixes.command("jobs", "ls", "--queue", queue, "--state", "running", "--json")
     return why, fix, NextCall(tool="list_jobs", arguments=arguments)
+
+
+def _no_workers(scope: Scope, queue: str | None, waiting: int, waited_ms: int) -> Finding:
+    """NO_LIVE_WORKERS; or, when this diagnosis itself waited on the database (a write lock
+    another process held on SQLite, an outage elsewhere), DATABASE_WAITED: the workers' check-ins
+    waited on it too, so their silence shows no absence, and a worker started for it would
+    run beside the live ones (exploreQ)."""
+    window_s = LIVE_WORKER_WINDOW_MS // 1000
+    if waited_ms < WAITED_MS:
+        return Finding(
+            code="NO_LIVE_WORKERS",
+            severity="critical",
+            cause=f"{waiting} job(s) are due and no worker has checked in during the last "
+            f"{window_s} s, so nothing will run them" + app_unknown(scope),
+            fix=worker_command(scope),
+        ).sized(waiting)
+    words = ("jobs", "diagnose") if queue is None else ("jobs", "diagnose", "--queue", queue)
+    return Finding(
+        code="DATABASE_WAITED",
+        severity="warning",
+        cause=f"this diagnosis waited {waited_ms / 1000:.1f} s for the database (on SQLite, a "
+        "write lock another process held; elsewhere, an outage), and the workers' check-ins "
+        f"wait on it as well: that none checked in during the last {window_s} s does not show "
+        f"they are gone. {waiting} job(s) are due; diagnose again once the database answers "
+        "at once, before starting a worker",
+        fix=scope.fixes.command(*words),
+        next_call=NextCall(
+            tool="diagnose_queue", arguments={} if queue is None else {"queue": queue}
+        ),
+    ).sized(waiting)
 
 
 def _more_findings(scope: Scope, left: list[Finding]) -> Finding:
