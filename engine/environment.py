@@ -4,11 +4,12 @@ A command handed out to run the app elsewhere (a fix line: `mcp-jobs worker …`
 same values, or it opens other data: `SHOP_DB` unset in another directory is another shop. An
 app declares each variable once, at import, next to the code that reads it:
 
-    uses_environment("SHOP_DB", default=".mcp-jobs/shop.db", path=True)
+    SHOP_DB = uses_environment("SHOP_DB", default=".mcp-jobs/shop.db", path=True)
 
-`default` is what the code falls back to when the variable is unset, and `path=True` says the
-value is a filesystem path that a relative form resolves against the working directory, so the
-front end can write the effective value, absolute, in front of the command.
+It answers the value the code reads now. `default` is what the code falls back to when the
+variable is unset, and `path=True` says the value is a filesystem path that a relative form
+resolves against the working directory, so the front end can write the effective value,
+absolute, in front of the command.
 """
 
 from __future__ import annotations
@@ -45,16 +46,19 @@ class EnvironmentUse:
 _USES: dict[str, EnvironmentUse] = {}
 
 
-def uses_environment(name: str, *, default: str | None = None, path: bool = False) -> None:
+def uses_environment(name: str, *, default: str | None = None, path: bool = False) -> str | None:
     """Declare that the app's code reads the environment variable `name` (once per process; a
-    second declaration of the same name replaces the first)."""
+    second declaration of the same name replaces the first), and answer its value now: the
+    default when unset, absolute with `path=True` (the value the fix lines carry), so an app
+    reads it in the same line: `SHOP_DB = uses_environment("SHOP_DB", ...)`."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise InvalidArgumentError(
             "name", name, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
         )
     if default is not None and not isinstance(default, str):
         raise InvalidArgumentError("default", default, "a string or None")
-    _USES[name] = EnvironmentUse(name, default, bool(path))
+    use = _USES[name] = EnvironmentUse(name, default, bool(path))
+    return use.effective(os.environ, Path.cwd())
 
 
 def declared_environment() -> list[EnvironmentUse]:

@@ -28,7 +28,7 @@ def again_line(name: str, field: str, fn: object, arguments: str | None) -> str:
     call = f"f({arguments})"
     if inspect.iscoroutinefunction(fn):
         call = f"asyncio.run({call})"
-    line = f'python -c "import asyncio; from {module} import {qualname} as f; print({call})"'
+    line = f'python3 -c "import asyncio; from {module} import {qualname} as f; print({call})"'
     root = import_root(module)
     return f"PYTHONPATH={shell_word(root)} {line}" if root is not None else line
 

@@ -178,9 +178,9 @@ class TaskEnqueueFailedError(JobsError):
         module, _, qualname = declared_by.partition(":")
         if module and qualname.isidentifier():
             # Reproduce it outside the scheduler: the same call, the same occurrence.
-            fix = f'python -c "from {module} import {qualname} as f; print(f({occurrence_ms}))"'
+            fix = f'python3 -c "from {module} import {qualname} as f; print(f({occurrence_ms}))"'
         else:
-            fix = f'python -c "import {module or declared_by}"'
+            fix = f'python3 -c "import {module or declared_by}"'
         root = import_root(module or declared_by)
         if root is not None:
             fix = f"PYTHONPATH={shell_word(root)} {fix}"

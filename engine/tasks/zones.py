@@ -11,7 +11,7 @@ EXAMPLE_ZONE = "America/New_York"
 NOT_ZONES = frozenset({"localtime", "Factory"})
 # The fix line of TASK_TIMEZONE_INVALID: it prints exactly the names `zone_ids` holds.
 LIST_ZONES = (
-    'python -c "import zoneinfo; print(*sorted(zoneinfo.available_timezones() - {'
+    'python3 -c "import zoneinfo; print(*sorted(zoneinfo.available_timezones() - {'
     + ", ".join(repr(z) for z in sorted(NOT_ZONES))
     + "}), sep='\\n')\""
 )

@@ -313,3 +313,20 @@ def test_a_program_the_shell_would_not_find_as_ours_is_named_by_its_path(tmp_pat
     assert ran.returncode == 0 and json.loads(ran.stdout)["ok"] is True, ran.stderr
     # A shell that finds ours by name gets the name.
     assert of(str(ours.parent)).command("jobs", "ls").startswith("mcp-jobs jobs ls ")
+
+
+def test_a_declaration_answers_the_value_the_code_reads(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # exploreT: `DATA = uses_environment(...)` was None, and the app's backfill failed on it.
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert uses_environment("FIXCTX_READ", default="data/app.db", path=True) == str(
+            tmp_path / "data" / "app.db"
+        )
+        monkeypatch.setenv("FIXCTX_READ", "/srv/app.db")
+        assert uses_environment("FIXCTX_READ", default="data/app.db", path=True) == "/srv/app.db"
+        assert uses_environment("FIXCTX_UNSET_READ") is None
+    finally:
+        forget_environment("FIXCTX_READ")
+        forget_environment("FIXCTX_UNSET_READ")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -76,7 +78,7 @@ def test_a_zone_that_is_not_a_tz_database_name_is_refused(
     error = caught.value
     assert error.code == "TASK_TIMEZONE_INVALID"
     # The fix is one runnable line that lists the valid zones; the cause names a valid form.
-    assert error.fix.startswith("python -c") and "available_timezones" in error.fix
+    assert error.fix.startswith("python3 -c") and "available_timezones" in error.fix
     assert error.details is not None and "/" in error.details["example"]
 
 
@@ -101,11 +103,17 @@ def test_a_zone_plainly_meant_is_the_fix(registry: JobRegistry, tz: str, meant: 
     assert declare(JobRegistry(), tz=meant).tz == meant
 
 
-def test_the_fix_lists_exactly_the_zones_a_task_takes(registry: JobRegistry) -> None:
+def test_the_fix_lists_exactly_the_zones_a_task_takes(
+    registry: JobRegistry, tmp_path: Path
+) -> None:
     with pytest.raises(JobsError) as caught:
         declare(registry, tz="Mars/Olympus")
     fix = caught.value.fix
-    listed = subprocess.run(shlex.split(fix), capture_output=True, text=True, check=True)
+    # Run where Python is `python3` alone, as on Debian (exploreT: `python` was not found).
+    (tmp_path / "python3").symlink_to(sys.executable)
+    listed = subprocess.run(
+        shlex.split(fix), capture_output=True, text=True, check=True, env={"PATH": str(tmp_path)}
+    )
     names = listed.stdout.split()
     assert {"UTC", "GMT", "EST5EDT", "America/New_York"} <= set(names)
     assert "localtime" not in names and "Factory" not in names

@@ -60,4 +60,4 @@ def test_the_fix_reproduces_the_failure_from_another_directory(
 
 def test_a_module_importable_anywhere_gets_no_pythonpath() -> None:
     error = TaskEnqueueFailedError("t", 60_000, RuntimeError("down"), "json:dumps")
-    assert error.fix.startswith("python -c"), error.fix
+    assert error.fix.startswith("python3 -c"), error.fix
