@@ -28,6 +28,7 @@ from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example
 from mcp_jobs.operations.answer_bounds import checked_limit
 from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.cursors import refuse_foreign
+from mcp_jobs.operations.dedupe_notice import other_input_notice, stored_form
 from mcp_jobs.operations.job_input import refuse_coerced
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import (
@@ -381,12 +382,22 @@ async def enqueue_job(
             raise
         # Named as this tool names it, the refusal's fix is the call mended.
         raise InvalidArgumentError(argument, exc.value, exc.expected, nearest=exc.nearest) from None
-    notice = None
+    notices: list[Finding] = []
+    local = scope.jobs.registry.get(name)
+    # A deduped answer names the live job: its input is read to tell the caller when it is
+    # not theirs; a job known only by its published descriptor has its queue on that row.
+    stored = await scope.jobs.get(result.id) if result.deduped or local is None else None
+    if stored is not None and result.deduped:
+        other = other_input_notice(scope, stored_form(scope, name, input), stored)
+        notices.extend([other] if other is not None else [])
     if result.state not in SETTLED_STATES:  # a deduped answer may name a settled job
-        local = scope.jobs.registry.get(name)
-        # A job known only by its published descriptor: its queue is on the stored row.
-        queue = local.queue if local is not None else (await scope.jobs.get(result.id)).queue
+        if local is not None:
+            queue = local.queue
+        else:
+            assert stored is not None  # read above: a job of no local definition
+            queue = stored.queue
         notice = await no_worker_notice(scope, queue, f"job {result.id}", [result.id])
+        notices.extend([notice] if notice is not None else [])
     return EnqueueJobResult(
         ok=True,
         job_id=result.id,
@@ -395,7 +406,7 @@ async def enqueue_job(
         tenant_id=tenant,
         state=result.state,
         deduped=result.deduped,
-        notices=[notice] if notice is not None else None,
+        notices=notices or None,
     )
 
 

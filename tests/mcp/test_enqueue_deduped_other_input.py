@@ -1,0 +1,43 @@
+"""An enqueue deduped into a live job that holds other input says so (exploreS): the answer was
+`deduped: true` alone, and an agent that enqueued again with its input corrected believed the
+correction would run. The same input, however written, carries no such notice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine import Jobs
+from tests.mcp.conftest import OpenMcp
+
+
+def _codes(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {n["code"]: n for n in answer.get("notices") or []}
+
+
+async def test_a_dedupe_into_other_input_says_the_given_input_was_not_stored(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    async with open_mcp() as mcp:
+        first = await mcp.ok("enqueue_job", {"name": "greet", "input": {"user_id": 7, "note": "a"}})
+        again = await mcp.ok("enqueue_job", {"name": "greet", "input": {"user_id": 7, "note": "b"}})
+        notice = _codes(again)["DEDUPED_OTHER_INPUT"]
+        assert again["deduped"] is True and again["job_id"] == first["job_id"], again
+        assert notice["severity"] == "warning" and "(note)" in notice["cause"], notice
+        assert "'greet:7'" in notice["cause"] and notice["job_ids"] == [first["job_id"]], notice
+        # Its call shows the live job's input, as its fix line does.
+        shown = await mcp.ok(notice["next_call"]["tool"], notice["next_call"]["arguments"])
+        assert shown["job"]["input"] == {"user_id": 7, "note": "a"}, shown
+        assert f"jobs show {first['job_id']} --json" in notice["fix"], notice["fix"]
+    assert (await jobs.get(first["job_id"])).input == {"user_id": 7, "note": "a"}
+
+
+@pytest.mark.parametrize("written", [{"user_id": 7, "note": ""}, {"user_id": 7}])
+async def test_the_same_input_however_written_carries_no_notice(
+    open_mcp: OpenMcp, written: dict[str, Any]
+) -> None:
+    async with open_mcp() as mcp:
+        await mcp.ok("enqueue_job", {"name": "greet", "input": {"user_id": 7}})
+        again = await mcp.ok("enqueue_job", {"name": "greet", "input": written})
+    assert again["deduped"] is True and "DEDUPED_OTHER_INPUT" not in _codes(again), again
