@@ -35,7 +35,7 @@ from engine.ports import free_port
 from engine.pruner import PrunePass
 from engine.shell_words import shell_word
 from engine.worker import Worker
-from engine.worker_presence import PRESENCE_MS
+from engine.worker_presence import LIVE_WORKER_WINDOW_MS
 from schemas.stats import QueueStats
 
 if TYPE_CHECKING:
@@ -47,8 +47,6 @@ DEFAULT_NAMESPACE = "mcp_jobs"
 # Loopback: the endpoint has no auth, so listening wider is the operator's choice.
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_REFRESH_MS = 5_000
-# A worker that has not checked in for three presence beats is gone (diagnose_queue agrees).
-LIVE_WORKER_WINDOW_MS = 3 * PRESENCE_MS
 # Job bodies run from milliseconds to hours; the default client buckets stop at 10 s.
 DURATION_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,

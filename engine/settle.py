@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from engine.clock import Clock, next_retry_pause_ms
 from engine.driver_errors import DriverUnavailableError
 from engine.drivers.base import AckWrite, Driver, StepWrite
+from engine.drivers.holding import was_let_go
 from engine.errors import JobsError, JobSlotLostError
 from schemas.steps import StepRecord
 
@@ -174,8 +175,10 @@ async def until_written(clock: Clock, what: str, write: Callable[[], Awaitable[N
     database away, its disk full) until it commits or is refused for good. What it writes is in
     hand and the heartbeat keeps the lease; given up on, the job (or the step) would run again
     once the lease ran out. A lease another worker took meanwhile refuses it by its token
-    (JOB_SLOT_LOST)."""
+    (JOB_SLOT_LOST). A failure of a settle its driver let go (a worker stopped twice) says
+    nothing here: the worker's one line said it for every job."""
     pause = 0
+    said = False
     while True:
         try:
             await write()
@@ -184,7 +187,8 @@ async def until_written(clock: Clock, what: str, write: Callable[[], Awaitable[N
         except JobsError as exc:
             if not exc.retryable:
                 raise
-            if pause == 0:
+            if not said and not was_let_go(exc):
+                said = True
                 logger.warning("%s is not written yet, trying again until it is: %s", what, exc)
             pause = next_retry_pause_ms(pause)
             await clock.sleep_ms(pause)

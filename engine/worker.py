@@ -28,10 +28,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -58,11 +58,12 @@ from engine.worker_hand_back import (
     HAND_BACK_MS,
     WAIT_AHEAD_MS,
     hand_back_cancelled,
+    hand_back_ms,
     hand_back_unstarted,
     hand_back_waiting,
+    leave,
     let_go_of_held,
     say_handing_back,
-    say_left,
     say_unsettled,
     stale,
     within,
@@ -72,6 +73,7 @@ from engine.worker_outage import RUNNING, Outage, back_off
 from engine.worker_presence import Presence, published_policy
 from engine.worker_rates import RateGate
 from engine.worker_services import WorkerServices
+from engine.worker_stopping import Stopping as Stopping
 from engine.worker_unknown_names import UnknownNames
 from engine.worker_wake import LoopWake, drained
 from schemas.jobs import ClaimedJob
@@ -87,17 +89,6 @@ WORKER_POLL_MS = 500
 # slots idle for its round trip after every wave of short jobs; a second one in flight lets
 # the database work on the next wave while this process runs the last.
 CLAIMS_IN_FLIGHT = 2
-
-
-class Stopping:
-    """What `Worker.stop()` returns: the stop has begun; awaiting this waits for the drain to end
-    (and raises what crashed a worker started with `start()`). Not awaiting it is fine too."""
-
-    def __init__(self, worker: Worker) -> None:
-        self._worker = worker
-
-    def __await__(self) -> Generator[Any, None, None]:
-        return self._worker._stopped().__await__()
 
 
 class Worker:
@@ -177,8 +168,9 @@ class Worker:
         self._backlog = False
         self._stopping = False
         self._drain_deadline = 0
-        # The scope of the run going on, which `hand_back_now()` cancels (its teardown still runs).
+        # The run's scope, which `hand_back_now()` cancels, and its teardown's deadline (epoch ms).
         self._run_scope: anyio.CancelScope | None = None
+        self._hand_back_by: int | None = None
         # Set when a claim ahead lands jobs to wait for a slot (`_return_stale_waiting`).
         self._ahead_landed = asyncio.Event()
         # Rate limits: the take before a start, and the wake-ups at starts it reserved.
@@ -310,17 +302,24 @@ class Worker:
             self._drain_deadline = self.clock.now_ms() + self.drain_ms
         self.services.stop()
         self.wake.poke()
-        return Stopping(self)
+        return Stopping(self._stopped)
 
     def hand_back_now(self) -> int:
-        """The second stop (the CLI's second Ctrl-C): end the run now, its teardown handing the
-        jobs in flight back within HAND_BACK_MS. Settles held through an outage are let go
-        (their leases return the jobs), said in one line; answers how many. Close the client
-        next: its driver retries nothing after it."""
+        """The second stop (the CLI's second Ctrl-C): end the run now, its bodies cancelled at
+        once, its teardown handing the jobs in flight back within HAND_BACK_MS: one deadline,
+        which cuts short a service's release, a hand-back or the presence's removal waiting for
+        a database away. Settles held through an outage are let go (their leases return the
+        jobs), said in one line; answers how many. Close the client next: its driver retries
+        nothing after it."""
         held = let_go_of_held(self.driver)
         say_handing_back(self.id, len(self._inflight), held, self.lease_ms)
         self.stop()
         if self._run_scope is not None:
+            if self._hand_back_by is None:
+                self._hand_back_by = self.clock.now_ms() + HAND_BACK_MS
+                self.services.cut_at(self.clock, self._hand_back_by)
+            for handle in list(self._inflight.values()):
+                handle.stop("drain")
             self._run_scope.cancel()
         return held
 
@@ -328,6 +327,7 @@ class Worker:
         """Forget a stop that is done (or found nothing running), and make the services it
         stopped runnable again: the next run starts afresh."""
         self._stopping = False
+        self._hand_back_by = None
         self.services.rearm()
 
     async def drain(self) -> None:
@@ -408,10 +408,10 @@ class Worker:
             # cancellation at every await, and the teardown below must still finish.
             with anyio.CancelScope(shield=True):
                 await self._let_go()
-                say_left(self.id, len(self._inflight))
+                left = len(self._inflight)
                 await self._cancel_claims()
                 await self._cancel_tasks()
-                await self.presence.leave()
+                await leave(self.presence, self.services, self._hand_back_by, left, self.lease_ms)
             worker_runs.ended(self.driver, self._stop_for_close)
             self._ready_again()
             self._running = False
@@ -716,7 +716,7 @@ class Worker:
             while self._tasks:
                 await asyncio.wait(set(self._tasks))
 
-        await within(self.clock, HAND_BACK_MS, hand_back)
+        await within(self.clock, hand_back_ms(self.clock, self._hand_back_by), hand_back)
 
     async def _stop_for_close(self) -> None:
         """The client is closing: stop as stop() would and wait for the drain, so the jobs in

@@ -16,6 +16,8 @@ from engine.errors import JobsError, JobSlotLostError
 from engine.observe import CapKind, WorkerEventKind
 from engine.run_job import RunHandle
 from engine.worker_events import WorkerEvents
+from engine.worker_presence import Presence, not_left
+from engine.worker_services import WorkerServices
 from schemas.jobs import ClaimedJob, NackOptions
 
 logger = logging.getLogger("mcp_jobs.worker")
@@ -116,7 +118,8 @@ async def hand_back_waiting(
 
 
 def let_go_of_held(driver: Driver) -> int:
-    """Let go of the settles `driver` holds through an outage (PostgreSQL's): how many."""
+    """Let go of the settles `driver` holds through an outage (its `let_go_of_held`: PostgreSQL,
+    Redis, NATS): how many."""
     let_go = getattr(driver, "let_go_of_held", None)
     return int(let_go()) if let_go is not None else 0
 
@@ -150,6 +153,56 @@ def say_left(worker_id: str, left: int) -> None:
             left,
             HAND_BACK_MS // 1000,
         )
+
+
+def say_gone_after_second_stop(
+    worker_id: str, left: int, lease_ms: int, presence: str | None, cut: Sequence[str]
+) -> None:
+    """The second stop's last line, once its teardown is over: what it left to run out (the
+    jobs not handed back, the presence not taken out, the leases of the services cut short);
+    none when it left nothing."""
+    parts = list(cut)
+    if presence is not None:
+        parts.insert(0, presence)
+    if left:
+        parts.insert(
+            0,
+            f"{left} job(s) not handed back within {HAND_BACK_MS // 1000} s run again once their "
+            f"leases run out (within {lease_ms // 1000} s)",
+        )
+    if parts:
+        logger.warning("worker %s gone after its second stop: %s", worker_id, "; ".join(parts))
+
+
+def hand_back_ms(clock: Clock, deadline_ms: int | None) -> int:
+    """How long a teardown may still wait for the database: HAND_BACK_MS, or after a second stop
+    what is left of its deadline (`deadline_ms`, epoch ms)."""
+    return HAND_BACK_MS if deadline_ms is None else max(0, deadline_ms - clock.now_ms())
+
+
+async def leave(
+    presence: Presence,
+    services: WorkerServices,
+    deadline_ms: int | None,
+    left: int,
+    lease_ms: int,
+) -> None:
+    """A teardown's end: the presence taken out, and what was left to run out said (`left` jobs
+    not handed back); after a second stop (`deadline_ms`) within its deadline, and in one line
+    with what the `services` it cut short left."""
+    worker_id = presence.worker_id
+    if deadline_ms is None:
+        say_left(worker_id, left)
+        await presence.leave()
+        return
+    gone: list[JobsError | None] = []
+
+    async def take_out() -> None:
+        gone.append(await presence.leave(said=False))
+
+    await within(presence.jobs.clock, hand_back_ms(presence.jobs.clock, deadline_ms), take_out)
+    said = None if gone == [None] else not_left(gone[0] if gone else None)
+    say_gone_after_second_stop(worker_id, left, lease_ms, said, services.cut_said())
 
 
 def stale(waiting: Sequence[RunHandle], now_ms: int) -> list[RunHandle]:

@@ -1,6 +1,10 @@
 """How a running worker meets a database that stops answering: one warning when its calls start
 to fail, a reminder every REMIND_MS while they do, and one line when one succeeds again; its
-claims back off meanwhile, from the poll interval doubling to BACKOFF_MAX_MS.
+claims back off meanwhile, from the poll interval doubling to BACKOFF_MAX_MS. The outage is
+timed from the first failure its calls saw (a call that retried before it failed says for how
+long) to the first operation that got through: the driver says each (`noted_answer`), since a
+loop may run next long after the database is back, and some (a lease heartbeat with nothing
+held) succeed without asking it.
 
 The loops beside the claims keep their own pace (a presence beat every 10 s, a lease heartbeat
 every third of a lease, the scheduler, relay and pruner their own), which is slow enough, and a
@@ -71,8 +75,11 @@ class Outage:
         if not exc.retryable:
             # Not the database away but a refusal that waiting may not mend: said every time.
             logger.warning("%s failed, retrying: %s", what, exc)
-        elif self.since is None:
-            self.since = self._said_at = now
+            return failures
+        began = now - _tried_ms(exc)
+        if self.since is None:
+            self.since = began
+            self._said_at = now
             logger.warning(
                 "worker %s: %s failed: %s; its calls are tried again, claims backing off up to "
                 "%d s, and a line says when the database answers again",
@@ -82,6 +89,7 @@ class Outage:
                 BACKOFF_MAX_MS // 1000,
             )
         elif now - self._said_at >= REMIND_MS:
+            self.since = min(self.since, began)
             self._said_at = now
             logger.warning(
                 "worker %s: the database still does not answer, since %s (%d s): %s failed: %s",
@@ -92,21 +100,39 @@ class Outage:
                 exc,
             )
         else:
+            self.since = min(self.since, began)
             logger.debug("%s failed, retrying: %s", what, exc)
         return failures
 
     def answered(self, what: str) -> None:
-        """`what` succeeded: the first success after failures ends the outage."""
-        if not self._failing or self._failing.pop(what, None) is None:
-            return
+        """`what` succeeded: its failures in a row end, and, if it had failed, the outage (a
+        loop's success alone proves nothing: a lease heartbeat with nothing held asks nothing)."""
+        if self._failing.pop(what, None) is not None:
+            self._ended(0)
+
+    def database_answered(self, retried_ms: int, took_ms: int) -> None:
+        """An operation got through after retrying for `retried_ms`, `took_ms` in all: the first
+        since calls failed ends the outage (not one sent before it began that never failed)."""
+        since = self.since
+        if since is not None and (retried_ms > 0 or self.clock.now_ms() - took_ms >= since):
+            self._ended(retried_ms)
+
+    def _ended(self, retried_ms: int) -> None:
         since, self.since = self.since, None
         if since is not None:
+            now = self.clock.now_ms()
             logger.info(
                 "worker %s: the database answers again after %.1f s",
                 self.worker_id,
-                (self.clock.now_ms() - since) / 1000,
+                (now - min(since, now - retried_ms)) / 1000,
             )
         self._on_answer()
+
+
+def _tried_ms(exc: JobsError) -> int:
+    """How long the failed call retried before it failed (a driver that says: `tried_ms`)."""
+    tried = (exc.details or {}).get("tried_ms")
+    return tried if isinstance(tried, int) and tried > 0 else 0
 
 
 # The outage record of the worker whose run this task belongs to: its services are also run on
@@ -128,3 +154,11 @@ def noted_success(what: str) -> None:
     outage = RUNNING.get()
     if outage is not None:
         outage.answered(what)
+
+
+def noted_answer(retried_ms: int, took_ms: int) -> None:
+    """A driver's operation got through, after retrying for `retried_ms` (0: at its first try),
+    `took_ms` in all: within a worker's run, that ends its outage."""
+    outage = RUNNING.get()
+    if outage is not None and outage.since is not None:
+        outage.database_answered(retried_ms, took_ms)

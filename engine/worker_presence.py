@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcp_jobs.worker")
 
 PRESENCE_MS = 10_000
+# A worker that has not checked in for three presence beats is gone (diagnose_queue, the
+# metrics gauge and a deregistration that failed all count by it).
+LIVE_WORKER_WINDOW_MS = 3 * PRESENCE_MS
 # After a beat the database refused: the next is tried this soon, so a worker riding out a
 # short outage (a restart, a failover) counts as live again within a second of the database's
 # return, not a whole beat; past FAST_RETRIES_MS of failures, at the beat's own pace again.
@@ -101,12 +104,16 @@ class Presence:
         self.checked_in.set()
         return True
 
-    async def leave(self) -> None:
-        """The worker is gone: take its presence out now rather than let its beats lapse."""
+    async def leave(self, said: bool = True) -> JobsError | None:
+        """The worker is gone: take its presence out now rather than let its beats lapse.
+        Answers why not (None: taken out), said in a line of its own unless `said` is False."""
         try:
             await self.jobs.driver.worker_gone(self.worker_id)
-        except JobsError:
-            logger.warning("worker %s could not deregister", self.worker_id)
+        except JobsError as exc:
+            if said:
+                logger.warning("worker %s %s", self.worker_id, not_left(exc))
+            return exc
+        return None
 
     def descriptors(self) -> list[JobDescriptor]:
         """The descriptors of the jobs registered, built again only when the registry changed."""
@@ -160,3 +167,12 @@ def published_policy(pruner: Pruner | None, retention: Retention | None) -> Poli
     except RetentionSettingInvalidError as exc:
         logger.warning("job retention not published: %s", exc)
         return None
+
+
+def not_left(exc: JobsError | None) -> str:
+    """What a presence not taken out (`exc`: why; None: given up at a deadline) leaves."""
+    why = " within the second stop's deadline" if exc is None else f" ({exc})"
+    return (
+        f"could not deregister{why}: it counts as a live worker until its last beat is "
+        f"{LIVE_WORKER_WINDOW_MS // 1000} s old"
+    )

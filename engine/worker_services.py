@@ -5,10 +5,12 @@ lease). Which of them run is chosen here; all of them stop with the worker.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from engine.clock import Clock
 from engine.drivers.base import HISTORY, LEADER_LEASES, OUTBOX
 from engine.errors import JobsError
 from engine.outbox import OutboxRelay
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
     from engine.client import Jobs
 
 logger = logging.getLogger("mcp_jobs.worker")
+
+# How many times a second stop cancels a service that runs on (each turn's `finally` may await).
+CUT_TRIES = 10
 
 
 class WorkerServices:
@@ -56,6 +61,10 @@ class WorkerServices:
         # The task group of the run now going, None between runs; and whether the worker stops.
         self._group: TaskGroup | None = None
         self._stopping = False
+        # The tasks running a service now, and those a second stop cut short (`cut_at`).
+        self._tasks: dict[asyncio.Task[Any], Scheduler | OutboxRelay | Pruner] = {}
+        self._cutting: asyncio.Task[None] | None = None
+        self.cut: list[Scheduler | OutboxRelay | Pruner] = []
 
     def running(self) -> list[Scheduler | OutboxRelay | Pruner]:
         return [s for s in (self.scheduler, self.outbox_relay, self.pruner) if s is not None]
@@ -110,7 +119,7 @@ class WorkerServices:
         if self._stopping:  # stopped while the run set up: a service made since stops too
             self.stop()
         for service in self.running():
-            tg.start_soon(service.run)
+            tg.start_soon(self._run, service)
         if self.outbox_relay is None and self._want_relay is None:
             # The first job this process stages starts a relay beside the loop, and so does a
             # row another process staged, seen by a check every PRESENCE_MS.
@@ -133,7 +142,53 @@ class WorkerServices:
         # `tg` is the run that asked: a hook left by an earlier run of this worker does nothing.
         if self.outbox_relay is None and tg is self._group and not self._stopping:
             self.outbox_relay = OutboxRelay(self.jobs)
-            tg.start_soon(self.outbox_relay.run)
+            tg.start_soon(self._run, self.outbox_relay)
+
+    async def _run(self, service: Scheduler | OutboxRelay | Pruner) -> None:
+        """`service.run()`, in a task `cut_at` may cut short: the one cancellation that reaches
+        through the shield its lease's release runs under (anyio shields the run's own)."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks[task] = service
+        try:
+            await service.run()
+        except asyncio.CancelledError:
+            if service not in self.cut:
+                raise
+            while task.cancelling():
+                task.uncancel()  # cut short by `cut_at`: the worker goes on with its teardown
+        finally:
+            del self._tasks[task]
+
+    def cut_at(self, clock: Clock, deadline_ms: int) -> None:
+        """A second stop: a service still running (a lease's release waiting for a database
+        away) at `deadline_ms` on `clock` is cut short there, its lease left to run out."""
+        if self._cutting is None:
+            cutting = self._cut(clock, deadline_ms)
+            self._cutting = asyncio.get_running_loop().create_task(cutting)
+
+    async def _cut(self, clock: Clock, deadline_ms: int) -> None:
+        await clock.sleep_ms(deadline_ms - clock.now_ms())
+        # Again while one runs on: cut in a turn, its release begins (shielded) and is cut too.
+        for _ in range(CUT_TRIES):
+            if not self._tasks:
+                return
+            for task, service in list(self._tasks.items()):
+                if service not in self.cut:
+                    self.cut.append(service)
+                task.cancel()
+            await asyncio.sleep(0)
+
+    def cut_said(self) -> list[str]:
+        """What the services cut short left to run out, for the second stop's last line."""
+        said: list[str] = []
+        for service in self.cut:
+            if isinstance(service, Scheduler):
+                lease = f"the scheduler's task leases run out within {service.lease_ms // 1000} s"
+                said.append(lease)
+            elif isinstance(service, Pruner):
+                said.append(f"the prune lease runs out within {service.lease_ms // 1000} s")
+        return said
 
     def stop(self) -> None:
         self._stopping = True
@@ -148,5 +203,9 @@ class WorkerServices:
         """The run is over: the next one starts each service afresh."""
         self._group = None
         self._stopping = False
+        if self._cutting is not None:
+            self._cutting.cancel()
+            self._cutting = None
+        self.cut = []
         for service in self.running():
             service.rearm()

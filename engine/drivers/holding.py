@@ -9,6 +9,9 @@ succeeds without writing again. A hold logs one warning line when it starts and 
 its settle is answered (or given up), never one a try: a settle of many jobs answers each job
 (ack_many, save_steps_many), and that line says how many were written and how many refused, and
 why (a lease that moved on, a job no longer stored).
+A process on its way out (a worker stopped twice) lets go of a driver's holds (`Holds.let_go`):
+each fails at its next try, with no line of its own (the caller says one for them all), and its
+failure says so (`was_let_go`), so that the settle's caller does not say it again.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
+import anyio
+
 from engine.clock import Clock, next_retry_pause_ms
 from engine.drivers.job_gone import JobGoneError
 from engine.errors import JobsError, JobSlotLostError
@@ -25,6 +30,48 @@ from engine.errors import JobsError, JobSlotLostError
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# The field of a failure's `details` that says a hold was let go, not given up.
+LET_GO = "let_go"
+
+
+class Holds:
+    """The settles one driver holds: how many, and the pauses between their tries, so that all
+    of them can be let go at once."""
+
+    def __init__(self) -> None:
+        self.held = 0
+        self.gone = False  # set by let_go: no settle is held from then on
+        self._pausing: set[anyio.CancelScope] = set()
+
+    def let_go(self) -> int:
+        """The process is leaving: held settles stop waiting and fail at their next try, and a
+        settle that fails from now on is not held, while the connections stay for what gets
+        through at its first try. Answers how many were held: each job's lease hands it on, and
+        the caller says so in one line for them all."""
+        self.gone = True
+        for scope in self._pausing:
+            scope.cancel()
+        return self.held
+
+    async def pause(self, clock: Clock, ms: int) -> None:
+        """Wait `ms` on `clock`, or until `let_go`."""
+        with anyio.CancelScope() as scope:
+            self._pausing.add(scope)
+            try:
+                await clock.sleep_ms(ms)
+            finally:
+                self._pausing.discard(scope)
+
+
+def mark_let_go(exc: JobsError) -> None:
+    """Say on `exc` that it ended a settle let go (`Holds.let_go`, PostgreSQL's `let_go`)."""
+    exc.details = {**(exc.details or {}), LET_GO: True}
+
+
+def was_let_go(exc: JobsError) -> bool:
+    """Whether `exc` ended a settle its driver let go: its caller's one line said so."""
+    return bool((exc.details or {}).get(LET_GO))
 
 
 def settle_of(kind: str, job_ids: Sequence[str]) -> str:
@@ -88,29 +135,39 @@ async def hold(
     passes: Callable[[JobsError], bool],
     driver: str,
     what: str,
+    holds: Holds | None = None,
 ) -> T:
     """Run `settle` (the `what` of `driver`, for the log); while it fails with an error that
     `passes` (an outage, not a refusal), run it again until `within_ms` of `clock` have gone by
-    or `stopped()`. The first pause is not skipped: the client has just retried at once
-    itself."""
+    or `stopped()`, or `holds` (the driver's) are let go. The first pause is not skipped: the
+    client has just retried at once itself."""
+    holds = Holds() if holds is None else holds
     started = clock.now_ms()
     pause = next_retry_pause_ms(0)
     held = False
-    while True:
-        try:
-            result = await settle()
-        except JobsError as exc:
-            left = started + within_ms - clock.now_ms()
-            if stopped() or not passes(exc) or left <= 0:
+    try:
+        while True:
+            try:
+                result = await settle()
+            except JobsError as exc:
+                left = started + within_ms - clock.now_ms()
+                if holds.gone and passes(exc):
+                    mark_let_go(exc)
+                    raise
+                if stopped() or not passes(exc) or left <= 0:
+                    if held:
+                        hold_ended(driver, what, clock.now_ms() - started, exc)
+                    raise
+                if not held:
+                    held = True
+                    holds.held += 1
+                    hold_started(driver, what, within_ms, exc)
+                await holds.pause(clock, min(pause, left))
+                pause = next_retry_pause_ms(pause)
+            else:
                 if held:
-                    hold_ended(driver, what, clock.now_ms() - started, exc)
-                raise
-            if not held:
-                held = True
-                hold_started(driver, what, within_ms, exc)
-            await clock.sleep_ms(min(pause, left))
-            pause = next_retry_pause_ms(pause)
-        else:
-            if held:
-                hold_ended(driver, what, clock.now_ms() - started, answer=result)
-            return result
+                    hold_ended(driver, what, clock.now_ms() - started, answer=result)
+                return result
+    finally:
+        if held:
+            holds.held -= 1

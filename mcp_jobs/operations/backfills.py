@@ -12,6 +12,7 @@ from engine import bounds
 from engine.backfill.errors import BackfillRunningError, BackfillUnknownError, dry_run_command
 from engine.backfill.ledger import DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, parse_runs_cursor
 from engine.backfill.pass_job import PASS_QUEUE
+from engine.call_retries import within
 from engine.errors import (
     LEFT_OUT,
     CursorInvalidError,
@@ -167,7 +168,8 @@ async def run_backfill(
     if wait_seconds > 0:
         return await follow_write(scope, result, wait_seconds)
     # The pass is a job on PASS_QUEUE: with no worker there, nothing runs it.
-    notice = await no_worker_notice(scope, PASS_QUEUE, f'the pass of backfill "{start.name}"')
+    what = f'the pass of backfill "{start.name}"'
+    notice = await no_worker_notice(scope, PASS_QUEUE, what, [start.job_id])
     return result.model_copy(update={"notices": [notice] if notice is not None else None})
 
 
@@ -308,27 +310,29 @@ async def _follow(
     clock = scope.jobs.clock
     deadline = clock.now_ms() + int(wait_seconds * 1000)
     svc = scope.backfills()
-    while True:
-        run = await _find_run(svc, name, run_id)
-        job = await scope.jobs.get(job_id)
-        settled = job.state in SETTLED_STATES
-        if run is not None:
-            total = run.rows_total if run.rows_total is not None else None
-            await scope.progress(
-                float(run.rows_processed),
-                float(total) if total is not None else None,
-                f"{run.status}: {run.rows_processed} row(s)",
-            )
-        elif not settled:
-            # No ledger row yet: the pass job waits for a worker; say whether one can take it.
-            notice = await no_worker_notice(scope, job.queue, f'the pass of backfill "{name}"')
-            why = f": no live worker serves queue {job.queue} ({notice.fix})" if notice else ""
-            await scope.progress(0.0, None, f"pass {job.state}, not started{why}")
-        now = clock.now_ms()
-        retry_after_wait = job.state == "delayed" and job.run_at >= deadline
-        if settled or now >= deadline or (retry_after_wait and job.last_error is not None):
-            return run, job
-        await clock.sleep_ms(min(BACKFILL_POLL_MS, deadline - now))
+    # The retries inside end with the wait too: a pass followed for N seconds answers in about N.
+    with within(clock, int(wait_seconds * 1000)):
+        while True:
+            run = await _find_run(svc, name, run_id)
+            job = await scope.jobs.get(job_id)
+            settled = job.state in SETTLED_STATES
+            if run is not None:
+                total = run.rows_total if run.rows_total is not None else None
+                await scope.progress(
+                    float(run.rows_processed),
+                    float(total) if total is not None else None,
+                    f"{run.status}: {run.rows_processed} row(s)",
+                )
+            elif not settled:
+                # No ledger row yet: the pass job waits for a worker; say whether one can take it.
+                notice = await no_worker_notice(scope, job.queue, f'the pass of backfill "{name}"')
+                why = f": no live worker serves queue {job.queue} ({notice.fix})" if notice else ""
+                await scope.progress(0.0, None, f"pass {job.state}, not started{why}")
+            now = clock.now_ms()
+            retry_after_wait = job.state == "delayed" and job.run_at >= deadline
+            if settled or now >= deadline or (retry_after_wait and job.last_error is not None):
+                return run, job
+            await clock.sleep_ms(min(BACKFILL_POLL_MS, deadline - now))
 
 
 async def _find_run(svc: Backfills, name: str, run_id: str) -> BackfillRun | None:

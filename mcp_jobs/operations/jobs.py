@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from engine.bounds import MAX_KEY_BYTES
+from engine.call_retries import within
 from engine.driver_errors import StoreDamagedError
 from engine.errors import (
     CursorInvalidError,
@@ -301,32 +302,34 @@ async def wait_for_job(
     deadline = started + total_ms
     attempts = AttemptCounter()
     reports = JobProgressNotes()
-    while True:
-        record = await scope.jobs.get(job_id, tenant_id=tenant)
-        now = clock.now_ms()
-        waited = now - started
-        settled = record.state in SETTLED_STATES
-        # A job no live worker serves never moves: say so, with the line that starts one.
-        notice = (
-            None
-            if settled
-            else await no_worker_notice(scope, record.queue, f"job {job_id}", [job_id])
-        )
-        if settled or now >= deadline:
-            await reports.last(scope, record.progress, record.state)
-            return WaitForJobResult(
-                ok=True,
-                settled=settled,
-                job=JobProgressSummary.of(record),
-                output=record.output if settled else None,
-                waited_ms=waited,
-                notices=[notice] if notice is not None else None,
+    # Asked for N seconds, answered in about N: the retries inside stop at the bound too.
+    with within(clock, total_ms):
+        while True:
+            record = await scope.jobs.get(job_id, tenant_id=tenant)
+            now = clock.now_ms()
+            waited = now - started
+            settled = record.state in SETTLED_STATES
+            # A job no live worker serves never moves: say so, with the line that starts one.
+            notice = (
+                None
+                if settled
+                else await no_worker_notice(scope, record.queue, f"job {job_id}", [job_id])
             )
-        line = attempts.line(record)
-        if notice is not None:
-            line += f": no live worker serves queue {record.queue} ({notice.fix})"
-        await reports.send(scope, record.progress, line)  # the job's own numbers, if any
-        await clock.sleep_ms(min(WAIT_POLL_MS, deadline - now))
+            if settled or now >= deadline:
+                await reports.last(scope, record.progress, record.state)
+                return WaitForJobResult(
+                    ok=True,
+                    settled=settled,
+                    job=JobProgressSummary.of(record),
+                    output=record.output if settled else None,
+                    waited_ms=waited,
+                    notices=[notice] if notice is not None else None,
+                )
+            line = attempts.line(record)
+            if notice is not None:
+                line += f": no live worker serves queue {record.queue} ({notice.fix})"
+            await reports.send(scope, record.progress, line)  # the job's own numbers, if any
+            await clock.sleep_ms(min(WAIT_POLL_MS, deadline - now))
 
 
 # enqueue_job's arguments that the engine's enqueue names otherwise.

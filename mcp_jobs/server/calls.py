@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
 from pydantic_core import to_json
 
+from engine.call_retries import one_call
 from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.scope import Scope
@@ -49,21 +50,25 @@ async def run_tool(
     `mcp:<tool>`) whether it succeeded or was refused, so the events table answers "who did
     that" for every change an agent attempted. `audited` says the operation wrote that event
     itself (a bulk action records its own, with its counts, even when cut short).
+    The operation and its audit event retry through an outage for one retry deadline in all
+    (engine/call_retries.py), not one each.
     """
     scope = scope_for(ctx, tool)
     acted_on: Subject = (None, None)
-    try:
-        authorize(scope.settings, tool, mutating=audit is not None)  # OAuth scopes
-        model = await operation(scope)
-        # Every fix inside the answer (findings, notices, a job's last error) runs as given.
-        envelope = success(scope.fixes.qualify_all(model))
-        if subject is not None:
-            acted_on = subject(model)
-    except Exception as exc:  # the envelope is the error channel; cancellation still propagates
-        # An argument the engine refused comes back as the caller's call, mended.
-        envelope = failure(error_payload(mended(exc), where=f"tool {tool}", context=scope.fixes))
-    if audit is not None and not (audited is not None and audited()):
-        await record_call(scope, tool, envelope, acted_on, audit)
+    with one_call():
+        try:
+            authorize(scope.settings, tool, mutating=audit is not None)  # OAuth scopes
+            model = await operation(scope)
+            # Every fix inside the answer (findings, notices, a job's last error) runs as given.
+            envelope = success(scope.fixes.qualify_all(model))
+            if subject is not None:
+                acted_on = subject(model)
+        except Exception as exc:  # the envelope is the error channel; cancellation propagates
+            # An argument the engine refused comes back as the caller's call, mended.
+            where = f"tool {tool}"
+            envelope = failure(error_payload(mended(exc), where=where, context=scope.fixes))
+        if audit is not None and not (audited is not None and audited()):
+            await record_call(scope, tool, envelope, acted_on, audit)
     return tool_result(envelope)
 
 

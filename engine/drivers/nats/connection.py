@@ -346,6 +346,16 @@ async def connect(
     raise TimeoutError(f"no NATS server answered within {connect_timeout_s * 2:g} s ({where})")
 
 
+async def close_client(client: Client) -> None:
+    """Close `client`. Away from its server, nats-py first writes what it buffered meanwhile
+    (writes whose callers have given up waiting) into the lost connection, fails there, and
+    skips the rest of its teardown: those writes are dropped first, as none can land now."""
+    if not client.is_connected:
+        client._pending = []  # pyright: ignore[reportPrivateUsage]
+        client._pending_data_size = 0  # pyright: ignore[reportPrivateUsage]
+    await client.close()
+
+
 async def open_bucket(
     parsed: NatsUrl, connect_timeout_s: float, log: ConnectionLog
 ) -> tuple[Client, JetStreamContext, KeyValue]:

@@ -39,7 +39,7 @@ from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RecordNeeds, RunPosition, StepWrite, StoreReport
 from engine.drivers.closing import closable
-from engine.drivers.holding import hold, settle_of
+from engine.drivers.holding import Holds, hold, settle_of
 from engine.drivers.installed import StoreAbsent
 from engine.drivers.nats import (
     claims,
@@ -71,6 +71,7 @@ from engine.drivers.nats.connection import (
     UNAVAILABLE,
     ConnectionLog,
     Fixes,
+    close_client,
     guard,
     held_through,
     open_bucket,
@@ -139,6 +140,7 @@ class NatsDriver:
         # Up to a day: a settle held longer outlives any lease that waits for it.
         self._settle_retry_ms = bounds.whole("settle_retry_ms", settle_retry_ms, 0, 86_400_000)
         self._retry_clock = retry_clock
+        self._holds = Holds()  # the settles held through an outage (let_go_of_held)
         self._closed = False  # set by close() (closing.closable)
         self._store: Store | None = None
         self._opening = asyncio.Lock()
@@ -188,7 +190,7 @@ class NatsDriver:
         store.waker.notify()
         await store.replica.stop()
         async with guard(self._fixes):
-            await store.client.close()
+            await close_client(store.client)
 
     # --- the job's one value (engine.drivers.base RecordBounds) ------------------------------
 
@@ -204,6 +206,12 @@ class NatsDriver:
         held = store.replica.get(keys.job(job_id))
         held_bytes = 0 if held is None else len(held.raw)
         return max_payload.output_needs(held_bytes, size, SETTLE_ROOM, store.client.max_payload)
+
+    def let_go_of_held(self) -> int:
+        """Held settles stop waiting and fail at their next try (holding.py `Holds.let_go`),
+        for a worker stopped twice: what they carried is left to the jobs' leases. Answers how
+        many settles were held."""
+        return self._holds.let_go()
 
     # --- jobs ---------------------------------------------------------------------------------
 
@@ -258,6 +266,7 @@ class NatsDriver:
             stopped=lambda: self._closed,
             driver=self.kind,
             what=what,
+            holds=self._holds,
             passes=held_through,
         )
 

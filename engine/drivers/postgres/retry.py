@@ -9,6 +9,9 @@ deadlock, a serialization failure) is run again by both for up to `retry_deadlin
 conflict is not an outage, and no settle is held for it.
 `rolled_back_again` runs again only such a transaction, for operations that must not run twice
 (a cancel, a prune): nothing of a rolled-back one was written, while a broken try may have been.
+The operations of one call (engine/call_retries.py: a tool call) share one `retry_deadline_ms`
+and retry no longer than the call's own bound (a wait's); a held settle keeps its own deadline.
+Each success is said to the running worker's outage record (engine/worker_outage.py).
 Deadlines and pauses read `clock`, a monotonic clock a test can replace.
 """
 
@@ -20,9 +23,10 @@ from typing import TypeVar
 
 import anyio
 
+from engine.call_retries import current
 from engine.clock import Clock, next_retry_pause_ms
 from engine.driver_errors import DriverUnavailableError
-from engine.drivers.holding import hold_ended, hold_started
+from engine.drivers.holding import hold_ended, hold_started, mark_let_go
 from engine.drivers.postgres.faults import (
     connection_lost,
     is_connection_failure,
@@ -30,6 +34,7 @@ from engine.drivers.postgres.faults import (
     is_rolled_back,
 )
 from engine.drivers.urls import report_fix
+from engine.worker_outage import noted_answer
 
 T = TypeVar("T")
 
@@ -94,11 +99,16 @@ class Retrier:
         what: str = "",
     ) -> T:
         clock = self.clock
+        begun = clock.now_ms()
         started = 0
         pause = 0
         tries = 0
         holding = False
         failure: BaseException | None = None
+        # The call this runs for (engine/call_retries.py): one deadline over its operations,
+        # within its own bound. A held settle keeps its own.
+        call = None if held else current()
+        waited_out = False
         try:
             while True:
                 tries += 1
@@ -110,12 +120,20 @@ class Retrier:
                     limit_ms = deadline_ms if lost else min(deadline_ms, self.deadline_ms)
                     retried = is_retried(exc) if lost_too else is_rolled_back(exc)
                     if self._closed or limit_ms == 0 or not retried:
+                        if held and retried and self._let_go:
+                            mark_let_go(exc)  # said in the caller's one line
                         raise
                     now = clock.now_ms()
                     if tries == 1:
                         started = now
+                        if call is not None and call.gave_up:
+                            raise  # the call has waited the server out once already
                     left = started + limit_ms - now
+                    if call is not None and tries > 1:
+                        # The first retry goes at once whatever is left (a stale connection).
+                        left = min(left, call.left_ms(self.deadline_ms, now - started))
                     if left <= 0:
+                        waited_out = True
                         raise self._gave_up(exc, now - started, tries) from (exc.__cause__ or exc)
                     if held and lost:
                         if not holding:
@@ -129,11 +147,15 @@ class Retrier:
                     raise
                 else:
                     failure = None
+                    now = clock.now_ms()
+                    noted_answer(now - started if tries > 1 else 0, now - begun)
                     return result
                 # The last try goes at the deadline itself.
                 await self._pause(min(pause, left))
                 pause = next_retry_pause_ms(pause)
         finally:
+            if call is not None and tries > 1:
+                call.ended(clock.now_ms() - started, waited_out)
             if holding:
                 self.holding -= 1
                 self._held_tried_now()

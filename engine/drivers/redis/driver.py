@@ -19,7 +19,7 @@ from engine import bounds
 from engine.clock import MONOTONIC_CLOCK, Clock, ServerClock, agree, server_clock
 from engine.drivers.base import AckWrite, RunPosition, StepWrite, StoreReport
 from engine.drivers.closing import closable
-from engine.drivers.holding import hold, settle_of
+from engine.drivers.holding import Holds, hold, settle_of
 from engine.drivers.installed import StoreAbsent
 from engine.drivers.redis import (
     claims,
@@ -123,6 +123,7 @@ class RedisDriver:
         # Up to a day: a settle held longer outlives any lease that waits for it.
         self._settle_retry_ms = bounds.whole("settle_retry_ms", settle_retry_ms, 0, 86_400_000)
         self._retry_clock = retry_clock
+        self._holds = Holds()  # the settles held through an outage (let_go_of_held)
         self._closed = False  # set by close() (closing.closable)
         client_url, url_prefix = split_prefix(url)
         keys = Keys(resolve_prefix(url, prefix))
@@ -172,6 +173,12 @@ class RedisDriver:
         await self._store.wake.close()
         await self._store.client.aclose()
         await self._subscriber.aclose()
+
+    def let_go_of_held(self) -> int:
+        """Held settles stop waiting and fail at their next try (holding.py `Holds.let_go`),
+        for a worker stopped twice: what they carried is left to the jobs' leases. Answers how
+        many settles were held."""
+        return self._holds.let_go()
 
     # --- jobs ---------------------------------------------------------------------------------
 
@@ -224,6 +231,7 @@ class RedisDriver:
             stopped=lambda: self._closed,
             driver=self.kind,
             what=what,
+            holds=self._holds,
             passes=passes,
         )
 
