@@ -18,6 +18,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from engine.client import Jobs, connect
+from engine.drivers.installed import InstalledStore
 from engine.drivers.schema_versions import VersionedSchema
 from engine.drivers.urls import redact
 from engine.errors import InvalidArgumentError
@@ -446,8 +447,12 @@ async def db_command(args: argparse.Namespace, settings: Settings) -> int:
         try:
             result = MigrateResult(ok=True, driver=jobs.driver.kind, database=redact(settings.url))
             if not isinstance(jobs.driver, VersionedSchema):
+                # A store of no numbered migrations (a NATS bucket): whether this run made it.
+                driver = jobs.driver
+                absent = await driver.store_absent() if isinstance(driver, InstalledStore) else None
                 await jobs.migrate()
-                return result
+                made = None if absent is None else f"{absent.what} {absent.name}"
+                return result.model_copy(update={"installed": made})
             # Not connect()'s own migration: that would leave nothing for this one to name.
             migrated = await jobs.driver.migrate_versions()
             return result.model_copy(

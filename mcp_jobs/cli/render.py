@@ -535,8 +535,9 @@ def _prune(env: dict[str, Any]) -> str:
 
 def _migrated(env: dict[str, Any]) -> str:
     head = f"{env['driver']} database {env['database']}"
-    if env.get("schema_line") is None:
-        return f"{head} is up to date"  # a store without numbered migrations
+    if env.get("schema_line") is None:  # a store without numbered migrations
+        made = env.get("installed")
+        return f"{head}: installed {made}" if made else f"{head} is up to date"
     applied: list[int] = env.get("applied") or []
     if not applied:
         done = "nothing to apply"

@@ -574,6 +574,8 @@ class MigrateResult(Envelope):
     # applied, and the schema's line as `db report` prints it.
     applied: list[int] | None = None
     schema_line: str | None = None
+    # Elsewhere (a NATS bucket): the store this run installed ("bucket mcp-jobs"), if any.
+    installed: str | None = None
 
 
 class NatsReportResult(Envelope):

@@ -23,3 +23,15 @@ async def test_a_misspelt_bucket_is_refused_with_the_installed_one(
     assert code == 1 and "DATABASE_URL_INVALID" in err and f"meant {bucket}?" in err
     words = command_words(err.split("fix:", 1)[1].strip())
     assert words is not None and words[-1] == database_url
+
+
+async def test_db_migrate_says_it_installed_the_bucket(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # exploreS: a fresh bucket made by `db migrate` was said to be "up to date".
+    bucket = database_url.rpartition("/")[2]
+    migrate = ["db", "migrate", "--database-url", database_url]
+    assert await anyio.to_thread.run_sync(main, migrate) == 0
+    assert capsys.readouterr().out.strip().endswith(f": installed bucket {bucket}")
+    assert await anyio.to_thread.run_sync(main, migrate) == 0
+    assert capsys.readouterr().out.strip().endswith(" is up to date")

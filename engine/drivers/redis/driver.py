@@ -61,9 +61,11 @@ from engine.drivers.redis.connection import (
 from engine.drivers.redis.installed import prefix_absent
 from engine.drivers.redis.keys import DEFAULT_PREFIX, Keys
 from engine.drivers.redis.lost import LostJobs
+from engine.drivers.redis.report import named
 from engine.drivers.redis.store import Store
 from engine.drivers.redis.wake import WakeListener
-from engine.drivers.urls import naming
+from engine.drivers.schema_versions import Migrated, version_words
+from engine.drivers.urls import migrate_fix, naming
 from engine.errors import JobsError
 from engine.inbound_events import EventCursor, InboundEvent
 from engine.rate_limits import RateReservation, RateState, RateTake, RateVerdict
@@ -153,13 +155,21 @@ class RedisDriver:
         return self._store.client.pipeline(transaction=True)
 
     async def migrate(self) -> None:
+        await self.migrate_versions()
+
+    async def migrate_versions(self) -> Migrated:
+        """`migrate()`; `db migrate` says whether it installed the prefix (its one version)."""
         # Writes nothing on a store at this version: one at maxmemory can still be opened.
         async with guard(self._fixes):
-            await migration.migrate(self._store, SCHEMA_VERSION)
+            installed = await migration.migrate(self._store, SCHEMA_VERSION)
             await self._keep_time()
             kept = await keeping.read(self._store.client)
+            stored = await migration.stored_version(self._store)
         for warning in kept.warnings(self._fixes.report):
             logger.warning("%s", warning)
+        latest = int(SCHEMA_VERSION)
+        words = version_words(stored, latest, migrate_fix(self._url))
+        return Migrated([latest] if installed else [], f"{named(self.prefix)}: {words}")
 
     async def store_absent(self) -> StoreAbsent | None:
         async with guard(self._fixes):
@@ -307,7 +317,11 @@ class RedisDriver:
     async def worker_seen(self, info: WorkerInfo) -> None:
         async with guard(self._fixes):
             there, epoch = await presence.worker_seen(self._store, info)
-            await self._store.lost.look(there, epoch)
+            # Its version key gone, the store was reset under this process (lost.py says so):
+            # installed again, as at this process's start, so the CLI reads it (it refuses a
+            # prefix with no version key) and `db report` counts the jobs written since.
+            reinstalled = not there and await migration.migrate(self._store, SCHEMA_VERSION)
+            await self._store.lost.look(there or reinstalled, epoch, reinstalled=reinstalled)
             await self._keep_time()
 
     async def _keep_time(self) -> None:

@@ -26,6 +26,14 @@ logger = logging.getLogger("mcp_jobs.redis")
 QUIET_MS = 60_000
 
 
+# Said by the ERROR of a reset this process's beat installed the prefix again after.
+_REINSTALLED = (
+    ". This process installed the prefix again (its version key, as `mcp-jobs db migrate` "
+    "does), so the CLI reads it and the jobs enqueued since are kept; the cron ledger went "
+    "with the reset, so the next scheduler pass may say it skipped occurrences that did run"
+)
+
+
 class LostJobs:
     """Tells lost leases from gone jobs for the driver's settles and heartbeats, and sounds the
     alarm when jobs are gone. `report`: the line that shows the server's persistence."""
@@ -54,14 +62,15 @@ class LostJobs:
         (refused,) = await self.refusals([(job_id, gone)])
         return refused
 
-    async def look(self, there: bool, epoch: str | None) -> None:
+    async def look(self, there: bool, epoch: str | None, *, reinstalled: bool = False) -> None:
         """At a presence beat, given whether the store's version key is `there` and its epoch
         key's token (read in the beat's own round trip): the ERROR of a reset under a process
         that held none of the jobs it lost (no settle of its would be refused), once per reset.
         A store's epoch key holds a token written once (here, where the version key is there
         and it is not); one other than this process saw means the store was emptied since, even
         where another process opened it again meanwhile (its migrate writes the version key
-        back, not the old token)."""
+        back, not the old token). `reinstalled`: this beat found the version key gone and
+        wrote it back (the driver's `worker_seen`)."""
         client, keys = self._client, self._keys
         if epoch is None and there:
             await client.set(keys.epoch, secrets.token_hex(8), nx=True)
@@ -74,11 +83,12 @@ class LostJobs:
             "longer holds the token this process saw (the version key %s went with it). A "
             "server restarted with neither AOF nor RDB save points comes back empty (as after "
             "FLUSHDB): every job stored there is lost, though this process held none of them "
-            "(%s shows the server's persistence)",
+            "(%s shows the server's persistence)%s",
             keys.prefix,
             keys.epoch,
             keys.version,
             self._report,
+            _REINSTALLED if reinstalled else "",
         )
 
     def _quiet(self) -> bool:

@@ -16,9 +16,10 @@ from engine.drivers.redis.settle_scripts import SETTLE_SCRIPTS
 from engine.drivers.redis.store import Store
 
 
-async def migrate(store: Store, version: str) -> None:
+async def migrate(store: Store, version: str) -> bool:
+    """Answers whether this call installed the prefix (wrote its version key)."""
     if await is_current(store, version):
-        return
+        return False
     client = store.client
     # Loading the scripts checks the server (an ACL without EVALSHA, a Lua it cannot run).
     for script in (*ALL_SCRIPTS, *SETTLE_SCRIPTS):
@@ -29,6 +30,14 @@ async def migrate(store: Store, version: str) -> None:
     await outbox.index_published(store, fresh=fresh)
     await reads.index_names(store, fresh=fresh)
     await jobless_events.move_from_sequence(store)
+    return fresh
+
+
+async def stored_version(store: Store) -> int:
+    """The version its key holds (0: none, or not a number another program wrote there)."""
+    stored = await store.client.get(store.keys.version)
+    text = stored.decode() if isinstance(stored, bytes) else str(stored or "")
+    return int(text) if text.isdigit() else 0
 
 
 async def is_current(store: Store, version: str) -> bool:
@@ -45,4 +54,4 @@ async def is_current(store: Store, version: str) -> bool:
     return not await stats_store.regroup_due(store)
 
 
-__all__ = ["is_current", "migrate"]
+__all__ = ["is_current", "migrate", "stored_version"]

@@ -49,12 +49,17 @@ async def report(url: str, prefix: str, timeout_s: float, schema_version: str) -
         stored = None if prefix + "version" in wrong else await client.get(prefix + "version")
         stored = stored.decode() if isinstance(stored, bytes) else stored
         keys = await client.dbsize()
+        unversioned = stored is None and await _any_key(client, prefix)
         clock = await offset_line(lambda: server_time.read_ms(client))
     except (*UNAVAILABLE, RedisError) as exc:
         return StoreReport(False, _unreachable(server_url, exc, url))
     finally:
         await client.aclose()
     lines = _lines(url, info, save_points, prefix, stored, keys, schema_version)
+    if unversioned:
+        lines = [
+            _reset_line(prefix, url) if line.startswith(named(prefix)) else line for line in lines
+        ]
     lines.insert(1, clock)
     if wrong:
         # Not "no jobs stored yet" when the version key itself was overwritten.
@@ -74,6 +79,23 @@ async def _wrong_types(client: Redis, prefix: str) -> dict[str, tuple[str, str]]
         for (name, kept), kind in zip(FIXED_KEY_TYPES.items(), found, strict=True)
         if kind not in ("none", kept)
     }
+
+
+async def _any_key(client: Redis, prefix: str) -> bool:
+    """Whether any key lies under `prefix` (a scan that stops at the first)."""
+    async for _ in client.scan_iter(match=f"{prefix}*", count=1000):
+        return True
+    return False
+
+
+def _reset_line(prefix: str, url: str) -> str:
+    """Keys under a prefix with no version key: the store was emptied under a process that
+    wrote on (an app's client enqueueing, or a worker before its next beat installs it again)."""
+    return (
+        f"{named(prefix)}: keys stored but no version key: the store appears to have been reset "
+        "(a server restarted without persistence, or FLUSHDB) and written to since; the jobs "
+        f"stored before are lost. Install it again: {migrate_fix(url)}"
+    )
 
 
 def named(prefix: str) -> str:
