@@ -107,7 +107,7 @@ class JobsServer(MCPServer[AppState]):
             derived = derived_arguments(name, read, context)  # what only the server knows
             refused = refusal(tool, read, exc.__cause__, derived)
             refused = await cursor_first(await name_first(refused, tool, read, context), context)
-            return tool_failure(refused, where=f"tool {name}")
+            return tool_failure(refused, name, context)
 
     def _unknown_tool(self, name: str) -> MCPError:
         known = sorted(t.name for t in self._tool_manager.list_tools())

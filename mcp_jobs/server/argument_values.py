@@ -38,11 +38,14 @@ def member_kinds(schema: Mapping[str, Any]) -> set[str]:
 
 
 def json_kinds(value: Any) -> set[str]:
-    """The JSON Schema types a JSON value is an instance of."""
+    """The JSON Schema types a JSON value is an instance of (NaN and ±Infinity, which Python's
+    JSON reads, are of none)."""
     if isinstance(value, bool):
         return {"boolean"}
     if isinstance(value, int):
         return {"integer", "number"}
+    if isinstance(value, float) and not math.isfinite(value):
+        return set()
     if isinstance(value, float):
         return {"number", "integer"} if value.is_integer() else {"number"}
     for kind, name in ((str, "string"), (list, "array"), (dict, "object")):
@@ -194,10 +197,26 @@ def _seconds_in(text: str) -> float:
     return math.nan if ms is None else ms / 1000
 
 
+def not_finite(value: Any) -> bool:
+    """Whether `value` is NaN or ±Infinity (JSON text `NaN`, `Infinity`, which Python reads as
+    numbers): no number at all, so no bound is its nearest value."""
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def spelt_number(value: float) -> str:
+    """A non-finite number as the JSON text that carries it (`NaN`, `-Infinity`)."""
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
 def nearest_in_range(error: Mapping[str, Any]) -> Any:
     """The value nearest to a refused one that its bound admits: the bound itself when
     inclusive, the next whole number past it for an integer; MISSING for a number that has
-    no nearest (past an exclusive bound of a float)."""
+    no nearest (past an exclusive bound of a float; NaN or ±Infinity, which fail a bound but
+    mean none of its values)."""
+    if not_finite(error.get("input")):
+        return MISSING
     bound = next(iter(error["ctx"].values()))
     if error["type"] in ("greater_than_equal", "less_than_equal"):
         return int(bound) if float(bound).is_integer() else bound

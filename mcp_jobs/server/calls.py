@@ -19,7 +19,6 @@ from mcp_jobs.server.oauth_grants import authorize
 from mcp_jobs.server.served import request_scope
 from mcp_jobs.server.state import AppState
 from mcp_jobs.server.trace_context import request_traceparent
-from schemas.errors import NextCall
 
 M = TypeVar("M", bound=Envelope)
 
@@ -87,8 +86,11 @@ def tool_result(envelope: dict[str, Any]) -> CallToolResult:
     )
 
 
-def tool_failure(exc: BaseException, *, where: str, call: NextCall | None = None) -> CallToolResult:
-    return tool_result(failure(error_payload(exc, where=where, call=call)))
+def tool_failure(exc: BaseException, tool: str, ctx: ToolContext | None) -> CallToolResult:
+    """`exc` as `tool`'s failure before it ran; with `ctx`, its command fixes are written to run
+    as given (the database, the app), as the tool's own refusals are."""
+    context = scope_for(ctx, tool).fixes if ctx is not None else None
+    return tool_result(failure(error_payload(exc, where=f"tool {tool}", context=context)))
 
 
 async def declined_before_run(

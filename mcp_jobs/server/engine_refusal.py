@@ -22,7 +22,7 @@ from engine.errors import (
 from engine.meant import same_words
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, TenantPinnedError
 from mcp_jobs.operations.prune import SERVE_COMMAND
-from mcp_jobs.server.argument_values import MISSING
+from mcp_jobs.server.argument_values import MISSING, not_finite
 from mcp_jobs.server.mended_call import WRITE, MendedCall, reads_only
 
 # The tool call under way, for an INVALID_ARGUMENT the engine raises while the tool runs.
@@ -79,7 +79,7 @@ def mended(exc: BaseException) -> BaseException:
     if isinstance(exc, LimitExceededError):
         return _within_limit(exc, tool, arguments)
     name, given = exc.argument, arguments.get(exc.argument, MISSING)
-    mend = MendedCall(tool, arguments)
+    mend = _callers(tool, arguments)
     if exc.nearest is LEFT_OUT and given is not MISSING:
         mend.leave_out(name)  # whatever its value: the call has no use for it
     elif exc.nearest is NOTHING_NEAR and _holds(given, exc.value):
@@ -111,6 +111,17 @@ def mended(exc: BaseException) -> BaseException:
 
 E = TypeVar("E", bound=JobsError)
 
+# What only a write takes: a dry run starts no pass to follow, and refuses run_backfill's
+# wait_seconds (operations/backfills.wait_needs_write).
+_WRITE_ONLY = ("wait_seconds",)
+
+
+def as_dry_run(mend: MendedCall) -> None:
+    """`mend` as its dry run (a write mended by a guess): `write` left out, and with it what
+    only a write takes, so the dry run is not refused for it in turn."""
+    for name in (WRITE, *_WRITE_ONLY):
+        mend.leave_out(name)
+
 
 def _as_mended(exc: E, tool: Tool, mend: MendedCall) -> E:
     """`exc` whose fix is the call `mend` holds, and its next_call when that runs as given."""
@@ -133,7 +144,7 @@ def _name_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> Job
     if meant is None or not isinstance(given, str) or len(places) != 1:
         return exc
     name, value = places[0]
-    mend = MendedCall(tool, arguments)
+    mend = _callers(tool, arguments)
     named = [meant if item == given else item for item in value] if value != given else meant
     if same_words(given, meant) and reads_only(tool):
         mend.set(name, named)
@@ -142,7 +153,7 @@ def _name_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> Job
     if not same_words(given, meant) and arguments.get(WRITE) is True:
         # A slip of the keys is a guess: the write so mended is its dry run (a plan), as on
         # the CLI, where such a line loses --yes.
-        mend.leave_out(WRITE)
+        as_dry_run(mend)
     return _as_mended(exc, tool, mend)
 
 
@@ -152,7 +163,7 @@ def _slotted(exc: E, tool: Tool, arguments: Mapping[str, Any], name: str, value:
     input with the fields a computed key is too long for). Shown in the fix, never run."""
     if name not in tool.parameters.get("properties", {}):
         return exc
-    mend = MendedCall(tool, arguments)
+    mend = _callers(tool, arguments)
     if value is MISSING:
         mend.set(name, value)
     else:
@@ -167,12 +178,12 @@ def _tenant_pinned(exc: TenantPinnedError, tool: Tool, arguments: Mapping[str, A
     and one that writes on `write: true` comes back as its dry run."""
     if arguments.get("tenant_id") != exc.asked:
         return exc
-    mend = MendedCall(tool, arguments)
+    mend = _callers(tool, arguments)
     if reads_only(tool):
         mend.set("tenant_id", exc.pinned)
     else:
         mend.guess("tenant_id", exc.pinned)
-        mend.leave_out(WRITE)
+        as_dry_run(mend)
     return _as_mended(exc, tool, mend)
 
 
@@ -190,7 +201,7 @@ def _fields_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> J
         or any(len(e["loc"]) != 1 or e["loc"][0] not in explained for e in errors)
     ):
         return exc
-    mend = MendedCall(tool, arguments)
+    mend = _callers(tool, arguments)
     mend.guess("input", {meant.get(name, name): value for name, value in given.items()})
     return _as_mended(exc, tool, mend)
 
@@ -203,7 +214,7 @@ def _id_held(exc: JobNotFoundError, tool: Tool, arguments: Mapping[str, Any]) ->
     names = [name for name, value in arguments.items() if value == exc.job_id]
     if inner is None or len(names) != 1:
         return exc
-    mend = MendedCall(tool, arguments)
+    mend = _callers(tool, arguments)
     if exc.begun is not None and not reads_only(tool):
         mend.guess(names[0], inner)
     else:
@@ -213,18 +224,31 @@ def _id_held(exc: JobNotFoundError, tool: Tool, arguments: Mapping[str, Any]) ->
 
 def _within_limit(exc: LimitExceededError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
     """A server cap only the tool's body checks (an input's bytes), as the caller's own call
-    with the argument at the cap when it is a number, else a "<name>" slot."""
+    with the argument at the cap when it is a (finite) number, else a "<name>" slot."""
     given = arguments.get(exc.argument, MISSING)
     if given is MISSING:
         return exc
-    mend = MendedCall(tool, arguments)
-    number = isinstance(given, int | float) and not isinstance(given, bool)
+    mend = _callers(tool, arguments)
+    # NaN or ±Infinity is over no cap: it means no number, so the cap is not its nearest value.
+    number = (
+        isinstance(given, int | float) and not isinstance(given, bool) and not not_finite(given)
+    )
     mend.set(exc.argument, exc.limit if number else MISSING)
     mend.settle()
     fix = f"{tool.name} {mend.text()}"
     return LimitExceededError(
         exc.argument, exc.value, exc.limit, exc.unit, fix, next_call=mend.call(), why=exc.why
     )
+
+
+def _callers(tool: Tool, arguments: Mapping[str, Any]) -> MendedCall:
+    """The caller's call to mend, with a "<name>" slot for each NaN or ±Infinity in it: JSON
+    has no such number, so a fix echoing it would not parse, and it means no value to run."""
+    mend = MendedCall(tool, arguments)
+    for name, value in arguments.items():
+        if not_finite(value):
+            mend.set(name, MISSING)
+    return mend
 
 
 def _same(given: Any, value: object) -> bool:

@@ -41,7 +41,10 @@ async def name_first(
         await scope.jobs.describe(name)
     except JobUnknownError as exc:
         exc.cause = f"{exc.cause}; and {refused.cause}"
-        with calling(tool, arguments):
+        # Mended from the call the refusal's next_call runs, where it has one: its own mend
+        # (a number at its range's end) kept, not the value refused again next.
+        call = refused.next_call
+        with calling(tool, call.arguments if call and call.tool == tool.name else arguments):
             unknown = mended(exc)
         return unknown if isinstance(unknown, JobsError) else exc
     except Exception:  # anything else (a name past its bounds, a token's scope) is not this

@@ -1,8 +1,8 @@
 """The refusal of arguments the strict model (`server.arguments`) refused, as the error an
 agent can act on: a range breach is INVALID_ARGUMENT naming the argument and its range, or
-LIMIT_EXCEEDED when the bound is this server's cap (marked `ServerCap`); anything else is
-TOOL_ARGUMENTS_INVALID, each entry saying what the argument takes. Its fix is the caller's call
-mended (`mended_call`)."""
+LIMIT_EXCEEDED when the bound is this server's cap (marked `ServerCap`); anything else (NaN or
+±Infinity too, which no bound has as its nearest value) is TOOL_ARGUMENTS_INVALID, each entry
+saying what the argument takes. Its fix is the caller's call mended (`mended_call`)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,13 @@ from mcp_jobs.server.argument_values import (
     as_choices,
     as_intended,
     nearest_in_range,
+    not_finite,
     plainly,
+    spelt_number,
     takes,
 )
 from mcp_jobs.server.arguments import ServerCap
+from mcp_jobs.server.engine_refusal import as_dry_run
 from mcp_jobs.server.mended_call import (
     WRITE,
     MendedCall,
@@ -91,6 +94,7 @@ def refusal(
     # Two unknown arguments meant as one (`states` and `status`): which is plain is not.
     meant = {k: to for k, to in meant.items() if list(meant.values()).count(to) == 1}
     wrapper = _wrapper(fitting, props, arguments)
+    dry_run = False  # a write mended by a guess: the fix is its dry run
     for e in fitting:
         name = str(e["loc"][0]) if e["loc"] else ""
         # One entry per argument: a list reports every item.
@@ -132,11 +136,16 @@ def refusal(
                 # Dropped, it may have been the call's only narrowing (`job_ids` on
                 # cancel_jobs), and moved, a guess: the call so mended, written, could reach
                 # every job. The fix is its dry run, whose plan shows what it selects.
-                mended.leave_out(WRITE)
+                dry_run = True
                 entry["msg"] += f"; the fix leaves out {WRITE} (a dry run of what it selects)"
         else:
             expected = takes(props.get(name, {}))
             entry = {"msg": f"{e['msg']}; {name} takes {expected}" if name else e["msg"]}
+            if not_finite(e.get("input")):
+                # JSON text NaN or Infinity fails a bound (or an integer's kind), but it is no
+                # number at all: said as such, and mended to a slot (it means no value).
+                said = f"{spelt_number(e['input'])} is not a finite number"
+                entry = {"type": "finite_number", "msg": f"{said}; {name} takes {expected}"}
             entry["expected"] = expected
             if name and name not in meant.values():
                 given = arguments.get(name, MISSING)
@@ -159,11 +168,12 @@ def refusal(
                     # mended is its dry run, as for an argument moved by a guess.
                     entry["msg"] += f" (meant {json.dumps(choice)}?)"
                     mended.guess(name, choice)
-                    if arguments.get(WRITE) is True and WRITE in props:
-                        mended.leave_out(WRITE)
+                    dry_run = dry_run or (arguments.get(WRITE) is True and WRITE in props)
                 else:
                     mended.set(name, choice)
         entries.append({"loc": list(e["loc"]), "type": e["type"], **entry})
+    if dry_run:
+        as_dry_run(mended)
     mended.settle()
     refused = ToolArgumentsInvalidError(
         tool.name,
@@ -235,8 +245,11 @@ def _range_breach(
 ) -> JobsError | None:
     """INVALID_ARGUMENT or LIMIT_EXCEEDED when every error is a number out of its range; the
     fix is the call with each such number at its range's nearest end."""
-    if not errors or any(e["type"] not in LOWER | UPPER or len(e["loc"]) != 1 for e in errors):
-        return None
+    if not errors or any(
+        e["type"] not in LOWER | UPPER or len(e["loc"]) != 1 or not_finite(e["input"])
+        for e in errors
+    ):
+        return None  # NaN or ±Infinity is out of no range: the argument's kind refused
     for e in errors:
         mended.set(str(e["loc"][0]), nearest_in_range(e))
     mended.settle()

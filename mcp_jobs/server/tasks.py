@@ -51,6 +51,7 @@ from mcp_jobs.operations.backfills import follow_backfill
 from mcp_jobs.operations.envelope import error_payload, failure, success
 from mcp_jobs.operations.models import EnqueueJobResult, Envelope, RunBackfillResult
 from mcp_jobs.operations.scope import Scope
+from mcp_jobs.server.argument_values import not_finite
 from mcp_jobs.server.audit import record_call
 from mcp_jobs.server.calls import tool_result
 from mcp_jobs.server.oauth_grants import authorize
@@ -491,6 +492,9 @@ class TaskMiddleware:
         # Start the work without following it: the task is how the caller follows it now.
         given = dict(arguments)
         wait = _ZERO_WAIT.get(str(name))
+        # A wait that is no number (NaN) is left for the argument refusal to answer as given.
+        if wait is not None and not_finite(arguments.get(wait)):
+            wait = None
         if wait is not None:
             arguments[wait] = 0
         plain = {key: value for key, value in params.items() if key != "task"}

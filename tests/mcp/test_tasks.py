@@ -4,6 +4,7 @@ extension ("auto")."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -227,3 +228,21 @@ async def test_plain_calls_stay_bounded(jobs: Jobs, app: Any, mode: str) -> None
         assert (
             waited.structured_content is not None and waited.structured_content["settled"] is False
         )
+
+
+@pytest.mark.parametrize("wait", [math.nan, math.inf])
+async def test_a_task_with_a_wait_that_is_no_number_is_refused(
+    jobs: Jobs, app: Any, mode: str, wait: float
+) -> None:
+    # H3: a task set the wait to 0 before the checks, so `timeout_seconds: NaN` made a task.
+    async with session(jobs, mode) as client:
+        job_id = (
+            await client.call_tool("enqueue_job", {"name": "greet", "input": {"user_id": 11}})
+        ).structured_content["job_id"]  # type: ignore[index]
+        with pytest.raises(MCPError) as refused:
+            await start_task(
+                client, mode, "wait_for_job", {"job_id": job_id, "timeout_seconds": wait}
+            )
+        error = refused.value.error.data["error"]
+        assert error["code"] == "TOOL_ARGUMENTS_INVALID" and error["retryable"] is False, error
+        assert error.get("next_call") is None and "<timeout_seconds>" in error["fix"], error
