@@ -208,21 +208,39 @@ async def diagnose_queue(
     limits = scope.settings.limits
 
     waiting = sum(s.ready + s.expired_leases + s.due_suspended for s in stats)
+    waited_ms = now - started_ms
     if not workers and waiting:
-        findings.append(_no_workers(scope, queue, waiting, now - started_ms))
-    for s in stats if workers else []:
-        due = s.ready + s.expired_leases + s.due_suspended
-        if due and not any(serves(w, s.queue) for w in workers):
-            findings.append(
-                Finding(
-                    code="NO_LIVE_WORKERS",
-                    severity="critical",
-                    queue=s.queue,
-                    cause=f"{due} job(s) in queue {s.queue} are due and none of the "
-                    f"{len(workers)} live worker(s) serves this queue" + app_unknown(scope),
-                    fix=worker_command(scope, s.queue),
-                ).sized(due)
-            )
+        # A sample of the jobs that wait, as the enqueue's and the wait's notices name theirs.
+        due = (
+            [] if waited_ms >= WAITED_MS else await _ids(scope, "ready", queue, tenant, SAMPLE_IDS)
+        )
+        findings.append(_no_workers(scope, queue, waiting, waited_ms, [j.id for j in due]))
+    unserved = [
+        s
+        for s in (stats if workers else [])
+        if s.ready + s.expired_leases + s.due_suspended
+        and not any(serves(w, s.queue) for w in workers)
+    ]
+    samples = await each(_ids(scope, "ready", s.queue, tenant, SAMPLE_IDS) for s in unserved)
+    for s, sample in zip(unserved, samples, strict=True):
+        due_count = s.ready + s.expired_leases + s.due_suspended
+        findings.append(
+            Finding(
+                code="NO_LIVE_WORKERS",
+                severity="critical",
+                queue=s.queue,
+                cause=f"{due_count} job(s) in queue {s.queue} are due and none of the "
+                f"{len(workers)} live worker(s) serves this queue" + app_unknown(scope),
+                fix=worker_command(scope, s.queue),
+                job_ids=[j.id for j in sample],
+            ).sized(due_count)
+        )
+    expired_queues = [s.queue for s in stats if s.expired_leases]
+    running = await each(_ids(scope, "running", q, tenant, PARKED_SCAN) for q in expired_queues)
+    expired_of = {
+        q: [j.id for j in page if (j.lease_expires_at or now) < now][:SAMPLE_IDS]
+        for q, page in zip(expired_queues, running, strict=True)
+    }
 
     # Work a rate limit holds back is RATE_LIMITED (info), and a pause's is QUEUE_PAUSED or
     # JOB_PAUSED (the fix a resume), not an old backlog for more workers, which would start none
@@ -261,6 +279,7 @@ async def diagnose_queue(
                     "that ran out: their worker died or lost the database. Any live worker "
                     "claims them again and their completed steps are not re-run",
                     fix=joining(s.queue),
+                    job_ids=expired_of[s.queue],
                 ).sized(s.expired_leases)
             )
         if s.queue in capped_of:
@@ -385,7 +404,9 @@ def _backlog_why(scope: Scope, queue: str, hold: CapHold) -> tuple[str, str, Nex
     return why, fix, NextCall(tool="list_jobs", arguments=arguments)
 
 
-def _no_workers(scope: Scope, queue: str | None, waiting: int, waited_ms: int) -> Finding:
+def _no_workers(
+    scope: Scope, queue: str | None, waiting: int, waited_ms: int, job_ids: list[str]
+) -> Finding:
     """NO_LIVE_WORKERS; or, when this diagnosis itself waited on the database (a write lock
     another process held on SQLite, an outage elsewhere), DATABASE_WAITED: the workers' check-ins
     waited on it too, so their silence shows no absence, and a worker started for it would
@@ -398,6 +419,7 @@ def _no_workers(scope: Scope, queue: str | None, waiting: int, waited_ms: int) -
             cause=f"{waiting} job(s) are due and no worker has checked in during the last "
             f"{window_s} s, so nothing will run them" + app_unknown(scope),
             fix=worker_command(scope),
+            job_ids=job_ids,
         ).sized(waiting)
     words = ("jobs", "diagnose") if queue is None else ("jobs", "diagnose", "--queue", queue)
     return Finding(

@@ -29,7 +29,7 @@ from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, example
 from mcp_jobs.operations.answer_bounds import checked_limit
 from mcp_jobs.operations.attempts import AttemptCounter
 from mcp_jobs.operations.cursors import refuse_foreign
-from mcp_jobs.operations.dedupe_notice import other_input_notice, stored_form
+from mcp_jobs.operations.dedupe_notice import other_call_notice, stored_form
 from mcp_jobs.operations.job_input import refuse_coerced
 from mcp_jobs.operations.known import unknown_filter
 from mcp_jobs.operations.models import (
@@ -391,7 +391,10 @@ async def enqueue_job(
     # not theirs; a job known only by its published descriptor has its queue on that row.
     stored = await scope.jobs.get(result.id) if result.deduped or local is None else None
     if stored is not None and result.deduped:
-        other = other_input_notice(scope, stored_form(scope, name, input), stored)
+        given = stored_form(scope, name, input)
+        other = other_call_notice(
+            scope, given, stored, priority=priority, delay_seconds=delay_seconds, run_at=run_at
+        )
         notices.extend([other] if other is not None else [])
     if result.state not in SETTLED_STATES:  # a deduped answer may name a settled job
         if local is not None:
