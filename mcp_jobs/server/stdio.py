@@ -13,13 +13,15 @@ once, quietly, its calls in flight cancelled, since no answer can reach it.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import select
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import anyio
 import pydantic_core
@@ -37,6 +39,7 @@ from mcp.types import (
     JSONRPCResponse,
 )
 
+from mcp_jobs.server.line_id import top_level_id
 from mcp_jobs.server.request_ids import read_message
 
 # What an oversized line is dropped in: it is never held whole.
@@ -46,6 +49,11 @@ INPUT_CLOSED = "the client closed its input before answering"
 ELICIT = "elicitation/create"
 # How often, after the end of input, the output is checked for the client having closed it.
 HANGUP_POLL_MS = 200
+LONE_SURROGATE = (
+    "Parse error: a string holds a lone surrogate escape (\\ud800-\\udfff alone), which is no"
+    " Unicode character; send the character itself, or its full surrogate pair"
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 logger = logging.getLogger("mcp_jobs.server")
 
@@ -161,11 +169,44 @@ def parse_line(line: bytes) -> SessionMessage | JSONRPCError:
     try:
         raw = pydantic_core.from_json(line)
     except ValueError as exc:
-        return _error(None, f"Parse error: {str(exc)[:200]}", PARSE_ERROR)
+        reread = _reread(line, f"Parse error: {str(exc)[:200]}")
+        if isinstance(reread, JSONRPCError):
+            return reread
+        raw = reread
     message = read_message(raw)
     if isinstance(message, tuple):
         return _error(*message)
     return SessionMessage(message)
+
+
+def _reread(line: bytes, refusal: str) -> Any:
+    """What `line` holds by Python's reader, when it is JSON deeper than pydantic's reader goes
+    (the tool then refuses the value, naming its depth, as for one a little less deep); else the
+    parse error answering it, with the id its text gives, so the client waiting on it is freed.
+    A lone surrogate escape is refused: no reply could echo it, nor could the engine store it."""
+    ident = top_level_id(line)
+    try:
+        raw = json.loads(line)
+    except (ValueError, RecursionError):  # not JSON, or deeper than Python can read either
+        return _error(ident, refusal, PARSE_ERROR)
+    if has_lone_surrogate(raw):
+        return _error(ident, LONE_SURROGATE, PARSE_ERROR)
+    return raw
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether any string in `value` (parsed JSON, of any depth) holds a lone surrogate."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and not item.isascii() and _SURROGATE.search(item):
+            return True
+    return False
 
 
 def _error(ident: str | int | None, message: str, code: int = INVALID_REQUEST) -> JSONRPCError:
@@ -173,8 +214,9 @@ def _error(ident: str | int | None, message: str, code: int = INVALID_REQUEST) -
 
 
 def read_line(wire: BinaryIO, limit: int) -> tuple[bytes, bool] | None:
-    """The next line and whether it was over `limit` bytes (its bytes are then dropped as they
-    arrive); None at end of input. Blocking: run it in a thread."""
+    """The next line and whether it was over `limit` bytes (then only its first bytes are given,
+    its id read from them, and the rest dropped as they arrive); None at end of input. Blocking:
+    run it in a thread."""
     line = wire.readline(limit + 1)
     if not line:
         return None
@@ -183,7 +225,7 @@ def read_line(wire: BinaryIO, limit: int) -> tuple[bytes, bool] | None:
     while True:
         rest = wire.readline(DROP_CHUNK)
         if not rest or rest.endswith(b"\n"):
-            return b"", True
+            return line, True
 
 
 async def _read(
@@ -211,7 +253,8 @@ async def _read(
                 return
             line, oversized = got
             if oversized:
-                reply = _error(None, f"Invalid request: over {limit} bytes")
+                ident = await anyio.to_thread.run_sync(top_level_id, line)
+                reply = _error(ident, f"Invalid request: over {limit} bytes")
                 await replies.send(SessionMessage(reply))
                 continue
             if not line.strip():

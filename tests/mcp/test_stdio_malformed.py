@@ -21,10 +21,12 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
 
-# Each line, and the code its reply carries (its id is null: none can be read from it).
+# Each line, and the code its reply carries. Its id is the one its text gives, else null (see
+# test_stdio_refusal_ids.py): READ_IDS names those.
 BAD_LINES: list[tuple[str, bytes, int]] = [
     ("invalid JSON", b'{"jsonrpc": "2.0", "id": 2, "method": ', PARSE_ERROR),
-    ("nesting 300 deep", b"[" * 300 + b"]" * 300, PARSE_ERROR),
+    # Deeper than pydantic reads, but JSON: read by Python's reader, and no message.
+    ("nesting 300 deep", b"[" * 300 + b"]" * 300, INVALID_REQUEST),
     (
         "a lone surrogate escape",
         b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"x": "\\ud800"}}',
@@ -49,6 +51,13 @@ BAD_LINES: list[tuple[str, bytes, int]] = [
         -32600,
     ),
 ]
+# The lines above whose id can be read from their text, though they cannot be parsed.
+READ_IDS = {
+    "invalid JSON": 2,
+    "a lone surrogate escape": 3,
+    "a raw NUL byte": 4,
+    "bytes that are not UTF-8": 5,
+}
 
 
 class Wire:
@@ -87,7 +96,7 @@ async def test_a_malformed_line_on_stdio_is_answered_and_the_session_goes_on(
             wire = Wire(process)
             for what, line, code in BAD_LINES[:3]:
                 await wire.send(line)
-                await _expect_error(wire, what, code)
+                await _expect_error(wire, what, code, READ_IDS.get(what))
 
             await wire.send(INITIALIZE)
             assert "result" in await wire.reply()
@@ -95,7 +104,7 @@ async def test_a_malformed_line_on_stdio_is_answered_and_the_session_goes_on(
 
             for what, line, code in BAD_LINES[3:]:
                 await wire.send(line)
-                await _expect_error(wire, what, code)
+                await _expect_error(wire, what, code, READ_IDS.get(what))
             # Not a valid request, but its id can be read: the reply carries it, so a client
             # waiting on that id is released.
             await wire.send({"jsonrpc": "2.0", "id": 41, "method": 7})
