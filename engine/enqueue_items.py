@@ -74,13 +74,26 @@ def as_item(index: int, item: object) -> Enqueue:
     raise InvalidArgumentError(f"items[{index}]", item, "Enqueue(job, input, ...)")
 
 
+# pydantic's bound checks, and its own entry for a non-finite number where a field takes
+# none (an int, `allow_inf_nan=False`): the one wording for both.
+_BOUNDS = frozenset(
+    ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of")
+)
+_NOT_FINITE = "Input should be a finite number"
+
+
+def _not_finite(value: object) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def _field_errors(
     exc: ValidationError, model: type[BaseModel], given: object
 ) -> list[dict[str, Any]]:
     """pydantic's errors, with each top-level field the model does not declare tied to the one
     it plainly stands for (`userId` for `user_id`): named on both entries, so the first one,
-    which the refusal's cause quotes, says it."""
-    found = exc.errors(include_url=False, include_context=False, include_input=False)
+    which the refusal's cause quotes, says it. A NaN or infinity past a bound is said to be no
+    finite number, as pydantic says it where nothing bounds the field."""
+    found = exc.errors(include_url=False, include_context=False, include_input=True)
     fields = model.model_fields
     required = [name for name, f in fields.items() if f.is_required()]
     meant: dict[str, str] = {}  # the unknown field -> the declared one
@@ -101,6 +114,10 @@ def _field_errors(
             entry["meant"] = meant[name]
         elif e["type"] == "missing" and name in given_as:
             entry["msg"] += f" (given as {short_repr(given_as[name])}?)"
+        elif e["type"] in _BOUNDS and _not_finite(e.get("input")):
+            # NaN fails every bound, and "should be less than or equal to 600" reads as if
+            # a smaller number were the fix: it is no number at all.
+            entry["msg"], entry["type"] = _NOT_FINITE, "finite_number"
         errors.append(entry)
     return errors
 
