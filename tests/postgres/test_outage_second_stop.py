@@ -14,23 +14,19 @@ import logging
 
 import anyio
 import pytest
-from pydantic import BaseModel
 
-from engine import JobContext, JobRegistry, ManualClock, Worker, job
-from engine.client import Jobs
+from engine import ManualClock
 from engine.driver_errors import DriverUnavailableError
 from engine.drivers.postgres import PostgresDriver
 from engine.drivers.postgres.retry import Retrier
-from engine.worker_hand_back import HAND_BACK_MS
 from tests.postgres.test_faults import _pg_ctl_command, pg_ctl
-from tests.postgres.test_outage import _server_up_after, fetch
+from tests.postgres.test_outage import _server_up_after
 from tests.postgres.waiting import CountingClock, eventually
+from tests.support.second_stop import Outage, stopped_twice_in_an_outage
 
 __all__ = ["_server_up_after"]  # autouse: however a test here ends, the next finds the server up
 
 URL = "postgresql://u@127.0.0.1:1/db"
-LEASE_MS = 30_000
-STEP_MS = 100
 
 
 def _lost() -> DriverUnavailableError:
@@ -85,101 +81,26 @@ def _hold_ends(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     ]
 
 
-class Item(BaseModel):
-    n: int
-
-
 @pytest.mark.slow
 async def test_a_worker_stopped_twice_in_an_outage_ends_within_its_bound_and_leases_hand_on(
     pg_url: str, clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    registry = JobRegistry()
-    finished: list[str] = []
-    long_runs: list[str] = []
-    body_over = anyio.Event()
-    long_began = anyio.Event()
-
-    @job(name="finish", idempotency_key=lambda i: f"finish:{i.n}", registry=registry)
-    async def finish(input: Item, ctx: JobContext) -> str:
-        finished.append(ctx.job_id)
-        if len(finished) == 1:
-            await long_began.wait()
-            await pg_ctl("stop", "-m", "fast")  # the outage begins as the body ends
-            body_over.set()
-        return "finished"
-
-    @job(name="long", idempotency_key=lambda i: f"long:{i.n}", registry=registry)
-    async def long(input: Item, ctx: JobContext) -> str:
-        long_runs.append(ctx.job_id)
-        if len(long_runs) == 1:
-            long_began.set()
-            await anyio.sleep_forever()  # still running at both stops
-        return "long"
-
     _pg_ctl_command("stop")  # skips here when the server cannot be driven
-    retry = CountingClock()  # never moved: a held settle waits on it for good
-    driver = PostgresDriver(pg_url, clock=clock, retry_clock=retry, listen=False)
-    jobs = Jobs(driver, registry=registry, clock=clock)
-    worker = Worker(
-        jobs,
-        concurrency=2,
-        lease_ms=LEASE_MS,
-        scheduler=False,
-        outbox_relay=False,
-        prune=False,
-    )
-    server_down = False
-    caplog.set_level(logging.INFO)
-    try:
-        ids = [(await jobs.enqueue(f, {"n": 1})).id for f in (finish, long)]
-        ended = anyio.Event()
+    # The retry clock never moves: a held settle waits on it for good.
+    driver = PostgresDriver(pg_url, clock=clock, retry_clock=CountingClock(), listen=False)
 
-        async def run() -> None:
-            await worker.run()
-            ended.set()
+    async def stop() -> None:
+        await pg_ctl("stop", "-m", "fast")
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            with anyio.fail_after(30):
-                await body_over.wait()
-                server_down = True
-                await eventually(lambda: driver.db.retry.holding == 1)  # its ack is held
-            worker.stop()
-            began = clock.now_ms()
-            assert worker.hand_back_now() == 1
-
-            def over() -> bool:
-                if not ended.is_set():
-                    clock.advance(STEP_MS)
-                return ended.is_set()
-
-            with anyio.fail_after(30):  # before the fix: until the server came back
-                await eventually(over, every=0.01)
-        # Within the hand-back's bound on the worker's own clock (plus the step that saw it).
-        assert clock.now_ms() - began <= HAND_BACK_MS + STEP_MS
-        with anyio.fail_after(30):
-            await jobs.close()  # the held ack no longer keeps the close waiting
-        said = [r.getMessage() for r in caplog.records if "stopped again" in r.getMessage()]
-        assert len(said) == 1 and "1 settle(s)" in said[0] and "leases run out" in said[0], said
-        assert not _hold_ends(caplog)
-
+    async def restart() -> None:
         await pg_ctl("restart")
-        server_down = False
-        other = Jobs(
-            PostgresDriver(pg_url, clock=clock, listen=False), registry=registry, clock=clock
-        )
-        try:
-            taker = Worker(other, lease_ms=LEASE_MS, scheduler=False, outbox_relay=False)
-            with anyio.fail_after(30):
-                assert await taker.run_until_idle() == 0  # their leases still hold them
-                clock.advance(LEASE_MS)
-                assert await taker.run_until_idle() == 2  # run out: taken over
-        finally:
-            await other.close()
-    finally:
-        if server_down:
-            await pg_ctl("restart")
-        await jobs.close()
-    assert finished == [ids[0], ids[0]]  # the ack let go: its body ran again
-    rows = await fetch(pg_url, "SELECT id, state FROM mcp_jobs.jobs ORDER BY id")
-    assert {r["id"]: r["state"] for r in rows} == dict.fromkeys(ids, "done")
+
+    outage = Outage(
+        driver,
+        clock,
+        held=lambda: driver.db.retry.holding,
+        stop=stop,
+        restart=restart,
+        other=lambda: PostgresDriver(pg_url, clock=clock, listen=False),
+    )
+    await stopped_twice_in_an_outage(outage, caplog)  # the server is up after: _server_up_after

@@ -3,8 +3,8 @@ within HAND_BACK_MS on its own clock, not when the server returns; the settle it
 said in the worker's one line and in no line of its own (neither the hold's nor the job's), and
 the jobs are taken over once their leases run out. The body still running at the second stop is
 cancelled then, not once the worker's loops beside its jobs (the pruner's release of its lease,
-waiting for the server away) are over. Redis and NATS run it as they are; the
-PostgreSQL one (tests/postgres/test_outage_second_stop.py) is the same story with `pg_ctl`.
+waiting for the server away) are over. PostgreSQL (with `pg_ctl`), Redis and NATS each run it
+on a server the test stops itself.
 
 The jobs' clock and the retry clock are the test's, and only the jobs' clock is moved: a wait on
 the retry clock (a held settle) would never end. Every wait is on an observable condition and
