@@ -260,11 +260,34 @@ def policy_from_env(
     for field, variable in (*RETAIN_ENV.items(), ("audit", RETAIN_AUDIT_ENV)):
         raw = env.get(variable, "").strip() if fields is None or field in fields else ""
         if raw:
+            _refuse_bare_number(variable, raw)
             try:
                 kept[field] = parse_duration(variable, raw)
             except InvalidArgumentError as exc:
                 raise _refused(variable, raw, exc, None) from exc
     return Policy(**kept)
+
+
+_BARE_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_UNIT_LEFT_OUT = (
+    "a number with no unit would be seconds, which deletes what was meant to be kept days "
+    "early: the fix reads it as days, never a time shorter than the one meant"
+)
+
+
+def _refuse_bare_number(variable: str, raw: str) -> None:
+    """A retention of `7` (exploreV: read as 7 seconds, its first pass deleted the history): a
+    unit left out of what deletes is not guessed short. Refused, fixed to as many days, as
+    `db prune --older-than 7` is."""
+    if _BARE_NUMBER.fullmatch(raw) is None:
+        return
+    try:
+        days = parse_duration(variable, f"{raw}d", forever=False)
+        meant = _duration_text(days)
+    except InvalidArgumentError as exc:  # past ten years: the bound
+        meant = exc.nearest if isinstance(exc.nearest, str) else FOREVER
+    expected = f"a duration with its unit (90s, 12h, 7d), or {FOREVER!r}"
+    raise RetentionSettingInvalidError(variable, raw, expected, meant, why=_UNIT_LEFT_OUT)
 
 
 _YEARS = re.compile(r"(\d+)\s*(?:y|yr|yrs|year|years)", re.IGNORECASE)

@@ -346,3 +346,18 @@ def test_a_retention_in_years_is_mended_to_its_days(typed: str, meant: str) -> N
     with pytest.raises(JobsError) as refused:
         policy_from_env(environ={"MCP_JOBS_RETAIN_AUDIT": typed})
     assert refused.value.fix == f"export MCP_JOBS_RETAIN_AUDIT={meant}"
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("7", "7d"), ("0", "0d"), ("1.5", "36h"), ("4000", "3650d")]
+)
+def test_a_retention_with_no_unit_is_refused_and_mended_to_as_many_days(
+    typed: str, meant: str
+) -> None:
+    """exploreV: `MCP_JOBS_RETAIN_DONE=7` was read as 7 seconds, and the worker's first pass
+    pruned the history. A unit left out of what deletes is read as days, never shorter."""
+    with pytest.raises(JobsError) as refused:
+        policy_from_env(environ={"MCP_JOBS_RETAIN_DONE": typed})
+    assert refused.value.code == "RETENTION_SETTING_INVALID"
+    assert refused.value.fix == f"export MCP_JOBS_RETAIN_DONE={meant}", refused.value.fix
+    assert "no unit would be seconds" in refused.value.cause
