@@ -7,9 +7,10 @@ their delete.
 Every worker runs a `Pruner` (unless `Worker(prune=False)` or `MCP_JOBS_PRUNE=off`); a named
 leadership lease (`lead("prune", ...)`, as the scheduler's) lets only one of them prune at a
 time. A pass computes its cutoffs once (`engine.retention.plan`), then deletes at most
-`batch_size` rows per transaction, renewing the lease and pausing `pause_ms` on the injected
-clock between batches (so a drain on the same server keeps its pace; benchmarks/README.md has
-the measurement), until a batch comes back short. Each pass logs one line and tells its
+`batch_size` rows per transaction, renewing the lease and pausing on the injected clock between
+batches (`batch_pause_ms`: `pause_ms`, and on SQLite at least as long as the batch took, so a
+drain on the same server keeps its pace; benchmarks/README.md has the measurement), until a
+batch comes back short. Each pass logs one line and tells its
 listeners (the worker's metrics count `mcp_jobs_pruned_jobs_total{state}`).
 """
 
@@ -69,6 +70,10 @@ MAX_BATCH_SIZE = 10_000
 # database between deletes. Chosen by benchmarks/prune_during_drain.py.
 DEFAULT_PAUSE_MS = 25
 MAX_PAUSE_MS = 60_000
+# Drivers whose every write takes the store's one write lock (SQLite): a batch there holds off
+# every claim and settle while it runs, so a fixed pause after a long batch left a drain beside
+# it a few percent of the lock. Row-locking stores (PostgreSQL) keep the fixed pause.
+ONE_WRITER_KINDS = frozenset({"sqlite"})
 # A delete marker outlives its key by this long: a writer that read the key before the delete
 # (an enqueue rolling a dedupe intent forward) has long finished, so none relies on it after.
 TOMBSTONE_KEEP_MS = 3_600_000
@@ -155,23 +160,36 @@ async def prune_all(
     pause_ms: int = 0,
 ) -> tuple[list[PruneCount], int, bool]:
     """Prune in batches of `batch_size` until a batch comes back short (or `max_batches` ran),
-    pausing `pause_ms` on the jobs' clock between batches (0: only yield to the event loop).
+    pausing `batch_pause_ms` on the jobs' clock after each full batch (0: only yield to the
+    event loop).
     Returns the counts, the batches run, and whether expired rows may remain."""
     bounds.whole("batch_size", batch_size, 1, MAX_BATCH_SIZE)
     bounds.whole("pause_ms", pause_ms, 0, MAX_PAUSE_MS, unit="ms")
     history = require(jobs.driver, HISTORY)
     pruned: list[PruneCount] = []
     batches = 0
+    clock = jobs.clock
     while max_batches is None or batches < max_batches:
+        started = clock.now_ms()
         got = await history.prune(cutoffs, batch_size, tenant_id)
+        took = clock.now_ms() - started
         batches += 1
         pruned = merge(pruned, got)
         if sum(c.rows for c in got) < batch_size:
             return pruned, batches, False
-        if max_batches is not None and batches >= max_batches:
-            break
-        await _between_batches(jobs.clock, pause_ms)
+        # Also after the last of `max_batches`: a caller going batch by batch (`db prune`)
+        # calls again at once, and the drain's writes must get the lock between.
+        await _between_batches(clock, batch_pause_ms(jobs.driver.kind, took, pause_ms))
     return pruned, batches, True
+
+
+def batch_pause_ms(kind: str, took_ms: int, pause_ms: int) -> int:
+    """THE pause after a batch that took `took_ms` on a `kind` driver: `pause_ms`, and where
+    one write lock serves the whole store (`ONE_WRITER_KINDS`) at least `took_ms` (so the
+    prune holds the lock at most half the time), within `MAX_PAUSE_MS`."""
+    if kind not in ONE_WRITER_KINDS:
+        return pause_ms
+    return min(max(pause_ms, took_ms), MAX_PAUSE_MS)
 
 
 async def _between_batches(clock: Clock, pause_ms: int) -> None:
@@ -241,7 +259,7 @@ class Pruner(ServiceLoop):
 
     async def pass_once(self) -> PrunePass:
         """Take or renew the lease; while leading, prune everything expired now, batch by
-        batch, pausing `pause_ms` and renewing the lease between batches, stopping if it was
+        batch, pausing (`batch_pause_ms`) and renewing the lease between batches, stopping if it was
         lost or the pruner is stopping."""
         now = self.clock.now_ms()
         self.leading = await self.leases.lead(LEASE_NAME, self.holder, self.lease_ms)
@@ -252,12 +270,13 @@ class Pruner(ServiceLoop):
         pruned: list[PruneCount] = []
         batches = 0
         while not self._stopping:
+            started = self.clock.now_ms()
             got = await self.history.prune(cutoffs, self.batch_size, None)
             batches += 1
             pruned = merge(pruned, got)
             if sum(c.rows for c in got) < self.batch_size:
                 break
-            await self._pause()
+            await self._pause(self.clock.now_ms() - started)
             if self._stopping:
                 break
             self.leading = await self.leases.lead(LEASE_NAME, self.holder, self.lease_ms)
@@ -291,9 +310,10 @@ class Pruner(ServiceLoop):
     async def _in_batches(self, forget: Callable[[int], Awaitable[int]]) -> None:
         """`forget(batch_size)` until a batch comes back short, pausing between batches."""
         while not self._stopping:
+            started = self.clock.now_ms()
             if await forget(self.batch_size) < self.batch_size:
                 return
-            await self._pause()
+            await self._pause(self.clock.now_ms() - started)
 
     def _report(self, report: PrunePass) -> None:
         counts = report.by_state()
@@ -320,9 +340,9 @@ class Pruner(ServiceLoop):
         await attempt("prune pass", logger, self.pass_once)
         await self._sleep(self.interval_ms)
 
-    async def _pause(self) -> None:
-        """The pause between two batches; `stop()` ends it early."""
-        await self._sleep(self.pause_ms)
+    async def _pause(self, took_ms: int) -> None:
+        """The pause after a batch that took `took_ms` (`batch_pause_ms`); `stop()` ends it."""
+        await self._sleep(batch_pause_ms(self.jobs.driver.kind, took_ms, self.pause_ms))
 
     async def _release(self) -> None:
         """Hand the lease back on the way out so a peer prunes at its next pass."""
