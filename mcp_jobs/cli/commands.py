@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import re
 import signal
 import sys
 import threading
@@ -21,8 +22,10 @@ from engine.client import Jobs, connect
 from engine.drivers.installed import InstalledStore
 from engine.drivers.schema_versions import VersionedSchema
 from engine.drivers.urls import redact
+from engine.durations import spelt
 from engine.errors import InvalidArgumentError
 from engine.logs import configure_logging
+from engine.retention import duration_text_ms
 from engine.shell_words import shell_join
 from mcp_jobs import operations
 from mcp_jobs.app_modules import load_apps
@@ -467,7 +470,11 @@ async def db_command(args: argparse.Namespace, settings: Settings) -> int:
 async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
     """`db prune`: the dry run's counts, or every expired row pruned in batches."""
 
+    # A write's Ctrl-C (or SIGTERM) ends it after the batch in hand (`_stop_on_signal`).
+    stop = anyio.Event()
+
     async def run() -> Envelope:
+        _refuse_negative(args.older_than, settings)
         if not args.dry_run:
             _refuse_bare_seconds(args.older_than, settings)
         # A prune of a year's history runs minutes: its batches are drawn at a terminal.
@@ -475,15 +482,33 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
         async with open_jobs(settings) as jobs:
             scope = scope_of(jobs, settings, "db prune", bar)
             try:
-                return await operations.prune_history(
-                    scope, write=not args.dry_run, older_than=args.older_than, states=args.state
+                return await _stoppable(
+                    not args.dry_run,
+                    stop,
+                    lambda: operations.prune_history(
+                        scope,
+                        write=not args.dry_run,
+                        older_than=args.older_than,
+                        states=args.state,
+                        stop=stop,
+                    ),
                 )
             finally:
                 bar.close()
 
     envelope, fixes = await answer_of("prune_history", run, settings)
-    code = emit("prune_history", envelope, args.json, fixes)
     typed_line = typed_words()
+    interrupted = stop.is_set() and envelope.get("ok") and envelope.get("more")
+    if interrupted:
+        # As `jobs retry-all` says: how far it got (the counts) and the line for the rest.
+        envelope["interrupted"] = True
+        envelope["act_command"] = fixes.command(*fix_words(typed_line or ["db", "prune"]))
+    code = emit("prune_history", envelope, args.json, fixes)
+    if interrupted:
+        if not args.json:
+            print(f"interrupted after {envelope.get('batches')} batch(es); for the rest:")
+            print(envelope["act_command"])
+        return INTERRUPTED_EXIT
     if (
         args.dry_run
         and not args.json
@@ -494,6 +519,53 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
         acting = [word for word in typed_line if word != "--dry-run"]
         print(f"to prune them: {fixes.command(*fix_words(acting))}")
     return code
+
+
+async def _stoppable(
+    listen: bool, stop: anyio.Event, act: Callable[[], Awaitable[Envelope]]
+) -> Envelope:
+    """`act()`, with the first Ctrl-C or SIGTERM setting `stop` while it runs when `listen`."""
+    if not listen:
+        return await act()
+    failed: Exception | None = None
+    async with anyio.create_task_group() as signals:
+        await signals.start(_stop_on_signal, stop)
+        try:
+            result = await act()
+        except Exception as exc:  # raised as itself, not in the task group's ExceptionGroup
+            failed = exc
+        signals.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    return result
+
+
+def _refuse_negative(older_than: str | None, settings: Settings) -> None:
+    """`db prune --older-than -5d`: no time is negative, and plainly the time ago was meant
+    (5d). The sign is a guess on a destructive command: the fix is the line's dry run with it,
+    which shows what would go."""
+    magnitude = (older_than or "").strip().removeprefix("-").strip()
+    if older_than is None or not older_than.strip().startswith("-") or not magnitude:
+        return
+    meant = magnitude if duration_text_ms(magnitude) is not None else spelt(magnitude)
+    if _NUMBER.fullmatch(magnitude):
+        meant = magnitude + "d"  # a bare number, as `_refuse_bare_seconds` reads it
+    words = typed_words()
+    typed = None if words is None else with_value(words, {"--older-than"}, older_than, meant)
+    fix = None
+    if typed is not None and meant is not None:
+        dry = typed if "--dry-run" in typed else [*typed, "--dry-run"]
+        fix = refusal_context(settings).command(*fix_words(dry))
+    raise InvalidArgumentError(
+        "older_than",
+        older_than,
+        "a duration of 0 or more (90s, 12h, 7d): rows finished that long ago go; no time "
+        "ago is negative",
+        fix=fix,
+    )
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def _refuse_bare_seconds(older_than: str | None, settings: Settings) -> None:

@@ -192,6 +192,9 @@ class SpeltValue:
 _ENTERED: ContextVar[list[argparse.ArgumentParser] | None] = ContextVar("entered", default=None)
 
 
+_NEGATIVE_DURATION = re.compile(r"-\d+(?:\.\d+)?[a-z]+", re.IGNORECASE)
+
+
 class _Parser(argparse.ArgumentParser):
     """A parser that raises `UsageError` where argparse would print usage and exit, so that the
     refusal is typed like every other (`entry.main`); its subcommands' parsers are of this class
@@ -214,6 +217,13 @@ class _Parser(argparse.ArgumentParser):
         if entered is not None:
             entered.append(self)
         return super().parse_known_args(args, namespace)
+
+    def _parse_optional(self, arg_string: str) -> Any:
+        # `--older-than -5d`: a negative duration is a value (the command refuses it, with the
+        # line meant), not an unknown flag, as argparse reads `-5` already.
+        if _NEGATIVE_DURATION.fullmatch(arg_string):
+            return None
+        return super()._parse_optional(arg_string)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         # `--state=--`: Python 3.11's argparse drops the `--` and gives the flag an empty list,

@@ -162,9 +162,12 @@ async def prune_history(
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_batches: int | None = None,
     at: int | None = None,
+    stop: anyio.Event | None = None,
 ) -> PruneHistoryResult:
     """`at` (epoch ms, default now) is the instant the cutoffs are taken at: a confirmed write
-    passes its plan's, so it deletes what the person was shown and no row that expired since."""
+    passes its plan's, so it deletes what the person was shown and no row that expired since.
+    `stop` set (the CLI's Ctrl-C) ends a write after the batch in hand: it answers what went,
+    `more` true."""
     bounds.flag("write", write)
     bounds.whole("batch_size", batch_size, 1, 10_000)
     tenant = scope.tenant(None)
@@ -186,7 +189,7 @@ async def prune_history(
         if audit_before is not None:
             audit["audit_events"] = await history.count_jobless_events(audit_before)
         return _result("dry_run", now, tenant, shown, counts).model_copy(update=audit)
-    counts, batches, more = await _write(scope, cutoffs, batch_size, tenant, max_batches)
+    counts, batches, more = await _write(scope, cutoffs, batch_size, tenant, max_batches, stop)
     if audit_before is not None and not more:
         left = None if max_batches is None else max_batches - batches
         gone, more = await _forget_audit(history, audit_before, batch_size, left)
@@ -226,12 +229,20 @@ async def _forget_audit(
 
 
 async def _write(
-    scope: Scope, cutoffs: Cutoffs, batch_size: int, tenant: str | None, max_batches: int | None
+    scope: Scope,
+    cutoffs: Cutoffs,
+    batch_size: int,
+    tenant: str | None,
+    max_batches: int | None,
+    stop: anyio.Event | None = None,
 ) -> tuple[list[PruneCount], int, bool]:
-    """`prune_all` one batch at a time, so each batch is reported as progress."""
+    """`prune_all` one batch at a time, so each batch is reported as progress; `stop` set ends
+    it between batches (what went so far is answered, `more` true)."""
     counts: list[PruneCount] = []
     batches, more = 0, True
     while more and (max_batches is None or batches < max_batches):
+        if stop is not None and stop.is_set():
+            break
         got, _, more = await prune_all(
             scope.jobs, cutoffs, batch_size=batch_size, tenant_id=tenant, max_batches=1
         )

@@ -182,6 +182,7 @@ def as_choices(schema: Mapping[str, Any], value: Any) -> tuple[Any, bool]:
     if found is None:
         return MISSING, False
     chosen, guessed = found
+    chosen = list(dict.fromkeys(chosen))  # a value named twice is the value once
     if isinstance(value, str) and len(chosen) == 1 and chosen[0] in singles:
         return chosen[0], guessed
     if items and all(c in items for c in chosen):
@@ -235,4 +236,12 @@ def placeholder(schema: Mapping[str, Any], name: str) -> Any:
     if kinds & {"integer", "number"}:
         numeric = next(s for s in variants if s.get("type") in ("integer", "number"))
         return numeric.get("minimum", 0)
+    return slot(schema, name)
+
+
+def slot(schema: Mapping[str, Any], name: str) -> Any:
+    """The slot a fix puts for `name`, "<name>"; where only a list is taken, a list of one
+    ("states": ["<state>"]), as a text slot would not even be the call's shape."""
+    if "array" in schema_kinds(schema) and "string" not in schema_kinds(schema):
+        return [f"<{name.removesuffix('s')}>"]
     return f"<{name}>"

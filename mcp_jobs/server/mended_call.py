@@ -21,6 +21,7 @@ from mcp_jobs.server.argument_values import (
     member_kinds,
     nearest_in_range,
     placeholder,
+    slot,
 )
 from schemas.errors import NextCall
 
@@ -49,7 +50,7 @@ class MendedCall:
         """`value` for `name`; MISSING puts a slot there, "<name>", that no tool takes as
         given (a value of the argument's kind, such as `true` for `write`, would run)."""
         if value is MISSING:
-            value = f"<{name}>"
+            value = slot(self.props.get(name, {}), name)
             self.placeholders = True
         self.arguments[name] = value
         self.mended.add(name)

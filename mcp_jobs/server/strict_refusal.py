@@ -7,6 +7,7 @@ saying what the argument takes. Its fix is the caller's call mended (`mended_cal
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from mcp_jobs.server.argument_values import (
     nearest_in_range,
     not_finite,
     plainly,
+    schema_kinds,
     spelt_number,
     takes,
 )
@@ -155,6 +157,11 @@ def refusal(
                     # token to confirm it with, writing nothing.
                     entry["msg"] += "; the fix leaves it out, which answers the token to pass"
                     mended.leave_out(name)
+                elif _fraction(props.get(name, {}), given):
+                    # 1.5 where a whole number is taken: the nearest is plain, but 1 or 2 is a
+                    # guess (shown in the fix, not run; a write so mended is its dry run).
+                    mended.guess(name, round(given))
+                    dry_run = dry_run or (arguments.get(WRITE) is True and WRITE in props)
                 elif choice is MISSING:
                     intended = as_intended(props.get(name, {}), given, seconds_of=name)
                     if intended is MISSING and is_cursor(name) and name in props:
@@ -183,6 +190,14 @@ def refusal(
         mended=mended.arguments if mended.valid else None,
     )
     return _by_ids(tool, arguments, refused, set(meant))
+
+
+def _fraction(schema: Mapping[str, Any], value: Any) -> bool:
+    """Whether `value` is a finite fraction where only whole numbers are taken."""
+    kinds = schema_kinds(schema)
+    if not (isinstance(value, float) and math.isfinite(value)) or "number" in kinds:
+        return False
+    return "integer" in kinds and not value.is_integer()
 
 
 def _by_ids(

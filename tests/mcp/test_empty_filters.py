@@ -56,12 +56,14 @@ async def test_an_empty_tenant_is_refused_and_nothing_is_written(
     assert "not recorded" not in caplog.text
 
 
-EMPTY_CHOICES: list[tuple[str, dict[str, Any], str]] = [
-    ("list_jobs", {"state": []}, "state"),
-    ("cancel_jobs", {"states": [], "write": True}, "states"),
-    ("retry_jobs", {"states": []}, "states"),
-    ("prune_history", {"states": [], "write": True}, "states"),
-    ("diagnose_queue", {"queue": ""}, "queue"),
+# The slot a fix shows: a list where the argument takes only a list (a string there would be
+# refused as given), else text.
+EMPTY_CHOICES: list[tuple[str, dict[str, Any], str, object]] = [
+    ("list_jobs", {"state": []}, "state", "<state>"),
+    ("cancel_jobs", {"states": [], "write": True}, "states", ["<state>"]),
+    ("retry_jobs", {"states": []}, "states", ["<state>"]),
+    ("prune_history", {"states": [], "write": True}, "states", ["<state>"]),
+    ("diagnose_queue", {"queue": ""}, "queue", "<queue>"),
 ]
 
 
@@ -71,11 +73,11 @@ async def test_an_empty_choice_is_refused_not_read_as_every_one(
     await jobs.enqueue("greet", {"user_id": 1})
     before = await stored_rows(jobs, "jobs")
     async with open_mcp() as mcp:
-        for tool, call, argument in EMPTY_CHOICES:
+        for tool, call, argument, slot in EMPTY_CHOICES:
             error = await mcp.fails(tool, call, "INVALID_ARGUMENT")
             assert error["details"]["argument"] == argument, error
             named, _, mended = error["fix"].partition(" ")
-            assert (named, json.loads(mended)) == (tool, {**call, argument: f"<{argument}>"})
+            assert (named, json.loads(mended)) == (tool, {**call, argument: slot})
             assert "next_call" not in error, error
         # Asking for no queue's numbers is answered as asked: none.
         assert (await mcp.ok("queue_stats", {"queues": []}))["queues"] == []
