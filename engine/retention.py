@@ -290,7 +290,6 @@ def _refuse_bare_number(variable: str, raw: str) -> None:
     raise RetentionSettingInvalidError(variable, raw, expected, meant, why=_UNIT_LEFT_OUT)
 
 
-_YEARS = re.compile(r"(\d+)\s*(?:y|yr|yrs|year|years)", re.IGNORECASE)
 # A retention value that stands for no duration ("a while", "-1"): the fix keeps what is
 # stored, as no length the operator meant is known, and any number would be a guess.
 _KEPT_UNREAD = (
@@ -321,8 +320,7 @@ def _meant(variable: str, raw: str, least_ms: int) -> str | None:
     """`raw` as a setting's text when it is a duration in words (`2 weeks`: 14d) or in years,
     within the bound a duration has (`parse_duration`'s nearest); None when it is neither, or
     under `least_ms`."""
-    found = _YEARS.fullmatch(raw.strip())
-    text = f"{int(found.group(1)) * 365}d" if found is not None else spelt(raw)
+    text = spelt(raw)  # years too, as 365 days
     if text is None:
         return None
     try:

@@ -13,7 +13,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskStatus
@@ -286,17 +286,9 @@ async def _bulk(scope: Scope, args: argparse.Namespace) -> BulkJobsResult:
     if not act:
         return await bulk_command(scope, action, wanted, act=False, words=words)
     stop = anyio.Event()
-    failed: Exception | None = None
-    async with anyio.create_task_group() as signals:
-        await signals.start(_stop_on_signal, stop)
-        try:
-            result = await bulk_command(scope, action, wanted, act=True, words=words, stop=stop)
-        except Exception as exc:  # raised as itself, not in the task group's ExceptionGroup
-            failed = exc
-        signals.cancel_scope.cancel()
-    if failed is not None:
-        raise failed
-    return result
+    return await _stoppable(
+        True, stop, lambda: bulk_command(scope, action, wanted, act=True, words=words, stop=stop)
+    )
 
 
 async def _stop_on_signal(
@@ -521,9 +513,10 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
     return code
 
 
-async def _stoppable(
-    listen: bool, stop: anyio.Event, act: Callable[[], Awaitable[Envelope]]
-) -> Envelope:
+E = TypeVar("E", bound=Envelope)
+
+
+async def _stoppable(listen: bool, stop: anyio.Event, act: Callable[[], Awaitable[E]]) -> E:
     """`act()`, with the first Ctrl-C or SIGTERM setting `stop` while it runs when `listen`."""
     if not listen:
         return await act()
