@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 # The stats' recent window of done and cancelled rows, and the most rows of either state it
 # holds: the rule is engine.rules.recent_settled_since; these are its numbers.
 RECENT_SETTLED_MS = 3_600_000
-RECENT_SETTLED_CAP = 10_000
+RECENT_SETTLED_CAP = 1_000
 
 
 class QueueStats(BaseModel):
