@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from engine.errors import InvalidArgumentError
+from engine.errors import InvalidArgumentError, JobsError
 from mcp_jobs.cli.commands import guarded, open_jobs, scope_of
 from mcp_jobs.cli.exit_status import FAILED_EXIT, USAGE_EXIT
 from mcp_jobs.cli.mend import refusal_context
@@ -20,7 +20,6 @@ from mcp_jobs.errors import CommandLineInvalidError
 from mcp_jobs.operations.known import known_queues
 from mcp_jobs.operations.models import Envelope
 from mcp_jobs.operations.pauses import list_pauses, pause_queue, pauses_in_force, resume_queue
-from mcp_jobs.operations.scope import Scope
 
 # The names a refusal of `queues pause|resume` naming nothing lists at most.
 SHOWN_NAMES = 10
@@ -31,10 +30,10 @@ async def queues_command(args: argparse.Namespace, settings: Settings) -> int:
     kind = {"pause": "pause_queue", "resume": "resume_queue", "ls": "list_pauses"}[action]
 
     async def run() -> Envelope:
+        if action != "ls" and args.queue is None and args.job is None:
+            raise await _nothing_named(settings, args.prog, action)
         async with open_jobs(settings) as jobs:
             scope = scope_of(jobs, settings, f"queues {action}")
-            if action != "ls" and args.queue is None and args.job is None:
-                raise await _nothing_named(scope, args.prog, action)
             if action == "pause":
                 try:
                     return await pause_queue(scope, args.queue, args.job, args.reason)
@@ -64,21 +63,31 @@ def _queue_mended(
     return exc.mended(fix)
 
 
-async def _nothing_named(scope: Scope, command: str, action: str) -> CommandLineInvalidError:
+async def _nothing_named(settings: Settings, command: str, action: str) -> CommandLineInvalidError:
     """`queues pause|resume` with neither QUEUE nor --job: refused as the parser refuses a
     missing argument, in the command line's words (the operation's refusal spells the tool's
     arguments, `queue=None`), with the names it could take: the known queues to pause, the
-    pauses in force to resume. Its fix lists the queues and their pauses."""
-    if action == "pause":
-        names, what = await known_queues(scope), "known queues"
+    pauses in force to resume. Its fix lists the queues and their pauses. A usage mistake
+    whatever the database's state: when the names cannot be read, it says so and stays one."""
+    what = "known queues" if action == "pause" else "paused now"
+    try:
+        async with open_jobs(settings) as jobs:
+            scope = scope_of(jobs, settings, f"queues {action}")
+            if action == "pause":
+                names = await known_queues(scope)
+            else:
+                names = [f"{p.kind} {p.name}" for p in await pauses_in_force(scope)]
+    except JobsError as exc:
+        if not exc.retryable:
+            raise
+        shown = f"not read: {exc.title}"
     else:
-        names = [f"{p.kind} {p.name}" for p in await pauses_in_force(scope)]
-        what = "paused now"
-    shown = ", ".join(one_line(name) for name in names[:SHOWN_NAMES]) or "none"
-    if len(names) > SHOWN_NAMES:
-        shown += f" and {len(names) - SHOWN_NAMES} more"
+        shown = ", ".join(one_line(name) for name in names[:SHOWN_NAMES]) or "none"
+        if len(names) > SHOWN_NAMES:
+            shown += f" and {len(names) - SHOWN_NAMES} more"
     message = f"the following arguments are required: QUEUE, or --job NAME ({what}: {shown})"
-    return CommandLineInvalidError(command, message, fix=scope.fixes.listing("queues", "queue"))
+    fix = refusal_context(settings).listing("queues", "queue")
+    return CommandLineInvalidError(command, message, fix=fix)
 
 
 def _what(pause: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from mcp_jobs.cli import main
 from tests.cli.databases import migrated
 from tests.cli.support import run, stored_job
 from tests.support.fix_lines import command_words
+from tests.support.ports import free_port
 
 
 def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
@@ -68,3 +69,15 @@ def test_the_text_refusal_says_the_same(url: str, capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err
     assert "required: QUEUE, or --job NAME (known queues: " in err and "emails" in err, err
     assert "queue=None" not in err
+
+
+@pytest.mark.parametrize("action", ["pause", "resume"])
+def test_naming_nothing_with_the_database_away_is_still_a_usage_mistake(
+    action: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It exited 75 (retry later), as if the same line would work once the server answered.
+    away = f"postgresql://nobody@127.0.0.1:{free_port()}/none"
+    error = _refused(capsys, "queues", action, "--database-url", away)
+    what = "known queues" if action == "pause" else "paused now"
+    assert f"({what}: not read: " in str(error["cause"]), error["cause"]
+    assert error["retryable"] is False
