@@ -13,15 +13,19 @@ import ipaddress
 import logging
 from typing import Any
 
+import anyio
 import pydantic_core
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+from mcp.types import PARSE_ERROR, JSONRPCError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_jobs.config import TOKEN_ENV, Settings
 from mcp_jobs.errors import TokenRequiredError, TokenTooShortError, new_token_line, token_file_line
 from mcp_jobs.server.http_answers import Refusal
+from mcp_jobs.server.line_id import top_level_id
 from mcp_jobs.server.request_ids import read_message
+from mcp_jobs.server.stdio import parse_line
 from mcp_jobs.server.token_refusals import (
     MISSING,
     NOT_BEARER,
@@ -188,9 +192,11 @@ class AnswerInvalidIds:
     """ASGI middleware around the MCP app: a POSTed message the SDK's transport would refuse
     with a validator's dump (-32602, a batch, `"jsonrpc": "1.0"`) or read as a notification
     (an id that is neither a string nor an integer: 202, no answer, so its sender waits) is
-    answered 400 with JSON-RPC -32600 instead, as stdio answers it (`request_ids`). Only the
-    body the SDK itself read, after its own checks (token, size, Content-Type, session), is
-    looked at."""
+    answered 400 with JSON-RPC -32600 instead, as stdio answers it (`request_ids`); a body the
+    SDK could not parse (a lone surrogate escape, nesting past its JSON reader) is answered 400
+    as stdio answers such a line, with the id its text names (the SDK's says null, and the
+    client waits). Only the body the SDK itself read, after its own checks (token, size,
+    Content-Type, session), is looked at."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -214,10 +220,10 @@ class AnswerInvalidIds:
         async def answer(message: Message) -> None:
             nonlocal replaced
             if message["type"] == "http.response.start" and _read_by_sdk(message):
-                refused = _refusal(chunks, self.limit)
+                refused = await _refusal(chunks, self.limit)
                 if refused is not None:
                     replaced = True
-                    for part in Refusal(400, refused[1], ident=refused[0]).answer():
+                    for part in refused.answer():
                         await send(part)
                     return
             if not replaced:
@@ -226,15 +232,28 @@ class AnswerInvalidIds:
         await self.app(scope, read, answer)
 
 
-def _refusal(chunks: list[bytes], limit: int) -> tuple[str | int | None, str] | None:
+async def _refusal(chunks: list[bytes], limit: int) -> Refusal | None:
     if sum(map(len, chunks)) > limit:
         return None  # the SDK refuses it by its size
+    body = b"".join(chunks)
     try:
-        raw = pydantic_core.from_json(b"".join(chunks))
-    except ValueError:
-        return None  # the SDK's parse error (-32700) stands
+        raw = pydantic_core.from_json(body)
+    except ValueError as exc:
+        # Read again as stdio reads a line (Python's reader, up to seconds for a large body):
+        # in a worker thread, so the event loop serving every other client does not wait.
+        return await anyio.to_thread.run_sync(_unparsed, body, f"Parse error: {exc}")
     message = read_message(raw)
-    return message if isinstance(message, tuple) else None
+    return Refusal(400, message[1], ident=message[0]) if isinstance(message, tuple) else None
+
+
+def _unparsed(body: bytes, said: str) -> Refusal:
+    """The answer to a body the SDK could not parse (it said `said`): stdio's to that line."""
+    on_stdio = parse_line(body)
+    if isinstance(on_stdio, JSONRPCError):
+        return Refusal(400, on_stdio.error.message, on_stdio.error.code, ident=on_stdio.id)
+    # Nested past pydantic's reader, within Python's: stdio hands that on to the tool, which
+    # refuses it by its depth, but the SDK reads an HTTP body itself: its parse error stands.
+    return Refusal(400, said, PARSE_ERROR, ident=top_level_id(body))
 
 
 def _read_by_sdk(start: Message) -> bool:

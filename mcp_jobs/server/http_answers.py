@@ -4,11 +4,14 @@ typed refusal (code, cause, fix) as its `data` where there is one."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import anyio
 from mcp.types import INVALID_REQUEST
 from starlette.types import Message, Scope
 
+from mcp_jobs.server.line_id import top_level_id
 from schemas.errors import ErrorPayload
 
 # JSON-RPC leaves -32000..-32099 to the server; MCP keeps -32020 and up for the spec and the SDK
@@ -57,3 +60,18 @@ def server_port(scope: Scope) -> int | None:
     """The port the request reached (a server started on port 0 took one), if known."""
     server = scope.get("server")
     return int(server[1]) if server and server[1] is not None else None
+
+
+async def body_id(chunks: Sequence[bytes], limit: int) -> str | int | None:
+    """The id of the JSON-RPC request whose body, or its first part, was read as `chunks`: read
+    from the text of its first `limit` bytes (`line_id`, as stdio reads a line), so a refusal of
+    a body that cannot be parsed or is over the bound still frees the client waiting on it. In a
+    worker thread: a scan of a large body takes seconds the event loop must not spend."""
+    head: list[bytes] = []
+    held = 0
+    for chunk in chunks:
+        if held >= limit:
+            break
+        head.append(chunk[: limit - held])
+        held += len(head[-1])
+    return await anyio.to_thread.run_sync(top_level_id, b"".join(head))

@@ -18,15 +18,13 @@ import math
 import re
 from dataclasses import replace
 
-import pydantic_core
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.errors import short_repr
 from mcp_jobs.config import MAX_SESSIONS_ENV, SESSION_IDLE_ENV, Settings
 from mcp_jobs.errors import ScopeMissingError
-from mcp_jobs.server.http_answers import SERVER_BUSY, Refusal, server_port
+from mcp_jobs.server.http_answers import SERVER_BUSY, Refusal, body_id, server_port
 from mcp_jobs.server.http_sessions import session_share
-from mcp_jobs.server.request_ids import echoed_id
 from mcp_jobs.server.serve_line import serve_line
 from mcp_jobs.server.token_refusals import description, payload, refusal_of
 
@@ -50,13 +48,20 @@ class ExplainRefusals:
             await self.app(scope, receive, send)
             return
         held: Message | None = None
-        # The body the SDK read, kept by reference: parsed only for the id a 404 echoes.
+        # The body the SDK read, kept by reference: scanned only for the id a 404 or a 413
+        # echoes; `more`, whether the client may send more of it.
         chunks: list[bytes] = []
+        size, more = 0, scope.get("method") == "POST"
 
         async def read() -> Message:
+            nonlocal size, more
             message = await receive()
             if message["type"] == "http.request" and scope.get("method") == "POST":
                 chunks.append(message.get("body", b""))
+                size += len(chunks[-1])
+                more = bool(message.get("more_body", False))
+            else:
+                more = False
             return message
 
         async def watch(message: Message) -> None:
@@ -68,8 +73,14 @@ class ExplainRefusals:
                 start, held = held, None
                 body = message.get("body", b"")
                 said = explain(scope, start, body, self.settings)
-                if said is not None and said.status == 404:
-                    said = replace(said, ident=_request_id(chunks, self.settings))
+                limit = self.settings.limits.max_request_bytes
+                if said is not None and said.status == 413 and not _expects_continue(scope):
+                    # The SDK refuses a body declared over the bound unread: its first bytes are
+                    # read for the id, no more than a body within the bound costs.
+                    while more and size < limit:
+                        await read()
+                if said is not None and said.status in (404, 413):
+                    said = replace(said, ident=await body_id(chunks, limit))
                 if said is not None:
                     start, message = said.answer(start)
                 await send(start)
@@ -186,14 +197,9 @@ def _too_many_sessions(scope: Scope, settings: Settings, retry: int) -> str:
     )
 
 
-def _request_id(chunks: list[bytes], settings: Settings) -> str | int | None:
-    """The id of the JSON-RPC request POSTed in `chunks`, when it can be read."""
-    if not chunks or sum(map(len, chunks)) > settings.limits.max_request_bytes:
-        return None
-    try:
-        return echoed_id(pydantic_core.from_json(b"".join(chunks)))
-    except ValueError:
-        return None
+def _expects_continue(scope: Scope) -> bool:
+    """Whether the client waits to be told to send its body: a refusal tells it not to."""
+    return _header(scope, b"expect").lower() == "100-continue"
 
 
 def _sdk_message(body: bytes) -> object:

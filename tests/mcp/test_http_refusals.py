@@ -46,13 +46,16 @@ async def running(**overrides: Any) -> AsyncIterator[tuple[Listening, httpx2.Asy
         await jobs.close()
 
 
-def refused(answer: httpx2.Response, status: int, code: int = -32600) -> str:
-    """The JSON-RPC error message of a refusal answered `status`, after checking its shape."""
+def refused(
+    answer: httpx2.Response, status: int, code: int = -32600, ident: str | int | None = None
+) -> str:
+    """The JSON-RPC error message of a refusal answered `status`, after checking its shape (and
+    that it carries `ident`, the id the request named)."""
     assert answer.status_code == status, (answer.status_code, answer.text)
     assert answer.headers["content-type"] == "application/json"
     assert int(answer.headers["content-length"]) == len(answer.content)
     body = answer.json()
-    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    assert body["jsonrpc"] == "2.0" and body["id"] == ident
     assert body["error"]["code"] == code
     message: str = body["error"]["message"]
     return message
@@ -68,12 +71,12 @@ async def test_a_body_over_the_bound_says_the_bound_and_where_large_data_goes() 
 
     async with running(limits=limits) as (listening, http):
         declared = await http.post(listening.url, content=big, headers=POSTED)
-        said = refused(declared, 413)
+        said = refused(declared, 413, ident=1)
         assert f"{len(big)} bytes" in said and f"{LIMIT} bytes" in said
         assert "reference" in said
         # Sent in chunks with no Content-Length: refused as it streams in, the bound still said.
         chunked = await http.post(listening.url, content=streamed(), headers=POSTED)
-        assert f"{LIMIT} bytes" in refused(chunked, 413)
+        assert f"{LIMIT} bytes" in refused(chunked, 413, ident=1)
         # A body within the bound is served.
         assert (await http.post(listening.url, json=INITIALIZE, headers=POSTED)).status_code == 200
 
