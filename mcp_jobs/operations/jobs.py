@@ -45,11 +45,13 @@ from mcp_jobs.operations.models import (
     RetryJobResult,
     WaitForJobResult,
 )
+from mcp_jobs.operations.pause_notice import held_notices, pauses_for
 from mcp_jobs.operations.pauses import holding, pauses_in_force
 from mcp_jobs.operations.progress import JobProgressNotes
 from mcp_jobs.operations.reruns import refuse_run_cursor, run_trace
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.tenant_spelling import tenant_spelt_otherwise
+from mcp_jobs.operations.together import together
 from mcp_jobs.operations.workers import no_worker_notice
 from schemas.errors import NextCall
 from schemas.jobs import DamagedJob, JobPage, OnConflict
@@ -317,13 +319,19 @@ async def wait_for_job(
             )
             if settled or now >= deadline:
                 await reports.last(scope, record.progress, record.state)
+                # Timed out on a job a pause holds: the pause is why (read once, at the end).
+                pauses = await pauses_for(scope, record.state)
+                held = held_notices(
+                    scope, pauses, record.queue, record.name, record.state, [job_id]
+                )
+                notices = held + ([notice] if notice is not None else [])
                 return WaitForJobResult(
                     ok=True,
                     settled=settled,
                     job=JobProgressSummary.of(record),
                     output=record.output if settled else None,
                     waited_ms=waited,
-                    notices=[notice] if notice is not None else None,
+                    notices=notices or None,
                 )
             line = attempts.line(record)
             if notice is not None:
@@ -402,7 +410,12 @@ async def enqueue_job(
         else:
             assert stored is not None  # read above: a job of no local definition
             queue = stored.queue
-        notice = await no_worker_notice(scope, queue, f"job {result.id}", [result.id])
+        # The pauses (a small table) are read beside the workers: no second round trip in a row.
+        notice, pauses = await together(
+            no_worker_notice(scope, queue, f"job {result.id}", [result.id]),
+            pauses_for(scope, result.state),
+        )
+        notices.extend(held_notices(scope, pauses, queue, name, result.state, [result.id]))
         notices.extend([notice] if notice is not None else [])
     return EnqueueJobResult(
         ok=True,

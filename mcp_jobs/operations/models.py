@@ -257,7 +257,8 @@ class EnqueueJobResult(Envelope):
     notices: list[Finding] | None = Field(
         default=None,
         description="why this may not move: NO_LIVE_WORKERS when no live worker serves the "
-        "queue, with the command that starts one",
+        "queue, with the command that starts one; QUEUE_PAUSED / JOB_PAUSED when a pause holds "
+        "the job, with the resume",
     )
 
 
@@ -486,7 +487,8 @@ class WaitForJobResult(Envelope):
     notices: list[Finding] | None = Field(
         default=None,
         description="why this may not move: NO_LIVE_WORKERS when no live worker serves the "
-        "queue, with the command that starts one",
+        "queue, with the command that starts one; on a timeout, QUEUE_PAUSED / JOB_PAUSED when "
+        "a pause holds the job, with the resume",
     )
 
 

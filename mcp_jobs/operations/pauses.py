@@ -196,7 +196,7 @@ async def pauses_in_force(scope: Scope) -> list[Pause]:
     return await scope.jobs.pauses()
 
 
-def _since(pause: Pause, now: int) -> str:
+def paused_since(pause: Pause, now: int) -> str:
     who = f"by {pause.paused_by} " if pause.paused_by else ""
     why = f" ({pause.reason})" if pause.reason else ""
     if pause.paused_at is None:
@@ -220,8 +220,8 @@ async def pause_findings(
                 code="QUEUE_PAUSED",
                 severity="warning" if s.ready else "info",
                 queue=s.queue,
-                cause=f"queue {s.queue} was paused {_since(s.paused, now)}: its {s.ready} ready "
-                "job(s) are not claimed until it is resumed",
+                cause=f"queue {s.queue} was paused {paused_since(s.paused, now)}: its {s.ready} "
+                "ready job(s) are not claimed until it is resumed",
                 fix=resume_command(scope, s.paused),
                 next_call=resume_call(s.paused),
             )
@@ -240,7 +240,7 @@ async def pause_findings(
                 code="JOB_PAUSED",
                 severity="warning" if waiting else "info",
                 queue=queue,
-                cause=f'job "{pause.name}" was paused {_since(pause, now)}: its ready jobs'
+                cause=f'job "{pause.name}" was paused {paused_since(pause, now)}: its ready jobs'
                 + (" (these, and maybe more)" if waiting else "")
                 + " are not claimed until it is resumed",
                 fix=resume_command(scope, pause),
