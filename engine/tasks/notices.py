@@ -1,7 +1,7 @@
 """What the scheduler's log says about its tasks, each thing once rather than every round: a
 failure when it starts or changes (its traceback then, and a fix that acts on this worker's
 own database), what an outage cost (occurrences skipped or being caught up, counted up to a
-bound), and an occurrence `skip` abandoned after its round failed."""
+bound), an occurrence `skip` abandoned after its round failed, and a task's state lost."""
 
 from __future__ import annotations
 
@@ -117,6 +117,27 @@ class TaskNotices:
             schedule.local_iso(last),
             schedule.local_iso(latest),
             among,
+        )
+
+    def state_lost(self, definition: TaskDefinition, start: int, now: int, *, known: bool) -> None:
+        """`definition`'s state reads as none though it fired before: say where it fires on
+        from, `start` (`known`: up to there this scheduler knows what fired; else now, what
+        fired before not known here)."""
+        schedule = definition.schedule
+        if known:
+            then = f"it fires on from {schedule.local_iso(start)}, up to which this scheduler "
+            then += "knows what fired (what came due after that is skipped or caught up, and "
+            then += "said so)"
+        else:
+            then = "which of its occurrences fired before now is not known here, so it fires "
+            then += f"on from now ({schedule.local_iso(now)}), none of them counted as skipped "
+            then += "nor fired again"
+        logger.warning(
+            "task %s: its stored state reads as none though it fired before (the store was "
+            "reset, as a Redis restarted without persistence is, or another program removed or "
+            "overwrote it): %s; its next firing writes the state anew",
+            definition.name,
+            then,
         )
 
     def catching_up(self, definition: TaskDefinition, after: int, now: int, due: list[int]) -> None:

@@ -18,8 +18,11 @@ declaring it holds that task's lease. Three things make an occurrence fire once:
 Catch-up after downtime follows the task's policy: `skip` fires only the latest missed
 occurrence, `all` fires every missed one oldest first, never more than `max_catch_up` per round
 (either is logged once, with what it skipped or has to catch up). A task seen for the first
-time fires nothing from before this scheduler started; one whose state reads as none after it
-read a value (another program wrote it, or it was removed) fires on from then. A last fired
+time fires nothing from before this scheduler started. One whose state reads as none though it
+fired before (the store was reset, as a Redis restarted without persistence is, or another
+program removed or overwrote it) fires on from the occurrence this scheduler knows it last
+fired, else from now: which occurrences fired before then is not known, so none is counted as
+skipped nor fired again (the reset took their dedupe keys too). A last fired
 occurrence more than CLOCK_STEP_MS ahead of the clock means the clock was stepped back: the
 task fires on from now (logged once) rather than stay silent until that instant.
 """
@@ -45,6 +48,7 @@ from engine.tasks.notices import OUTAGE_COUNT_BOUND, TaskNotices, occurrences
 from engine.tasks.occurrences import HORIZON_MS
 from engine.tracing import current_traceparent
 from schemas.jobs import EnqueueRequest, EnqueueResult
+from schemas.scheduler import TaskState
 
 if TYPE_CHECKING:
     from engine.client import Jobs
@@ -126,8 +130,12 @@ class Scheduler(ServiceLoop):
         self.led: set[str] = set()
         # Task → the instant it fires on from while its state reads as none (`_from_none`).
         self._none_from: dict[str, int] = {}
-        # The tasks whose state this scheduler has read as a value.
-        self._had_state: set[str] = set()
+        # Task → the instant up to which this scheduler knows what fired, from the state it
+        # last read as a value or wrote by a claim: where the task fires on from if it is lost.
+        self._known: dict[str, int] = {}
+        # Task → (first, last) round this scheduler saw another holder lead it since it last
+        # read the task's state: an occurrence due then was the peer's to fire.
+        self._peer_led: dict[str, tuple[int, int]] = {}
         # Task → (the last fired occurrence read ahead of the clock, the instant it fires on from).
         self._stepped: dict[str, tuple[int, int]] = {}
         # Task → (the instant its occurrences were fired up to, its next occurrence after that),
@@ -175,12 +183,17 @@ class Scheduler(ServiceLoop):
 
     def _forget_quiet(self, at: int, led: set[str]) -> None:
         """Drop what a task's last read said once its lease was out of hand (a peer may have
-        fired it, or left occurrences unfinished) or the clock was stepped back."""
+        fired it, or left occurrences unfinished) or the clock was stepped back; note that a
+        peer leads it."""
         if self._last_at is not None and at < self._last_at:
             self._quiet.clear()
         self._last_at = at
-        for task in [task for task in self._quiet if task not in led]:
-            del self._quiet[task]
+        for definition in self.tasks:
+            task = definition.name
+            if task not in led:
+                self._quiet.pop(task, None)
+                self._none_from.pop(task, None)
+                self._peer_led[task] = (self._peer_led.get(task, (at, at))[0], at)
 
     def _mark_quiet(self, definition: TaskDefinition, fired_after: int) -> None:
         upcoming = definition.schedule.next(fired_after, 1)
@@ -208,15 +221,16 @@ class Scheduler(ServiceLoop):
             return [] if latest is None else [latest]
         return schedule.between(after, now, definition.max_catch_up + 1)
 
-    def _fires_after(self, definition: TaskDefinition, last_fired_ms: int | None, now: int) -> int:
+    def _fires_after(self, definition: TaskDefinition, state: TaskState | None, now: int) -> int:
         """The instant after which the task's occurrences are due: its last fired one, unless the
         clock was stepped back behind it (then from when that was first seen, logged once with
         what that costs: the occurrences up to the last fired one fire a second time)."""
         task = definition.name
+        last_fired_ms = state.last_fired_at if state is not None else None
         if last_fired_ms is None:
-            return self._from_none(task, now)
+            return self._from_none(definition, now, stored=state is not None)
         self._none_from.pop(task, None)
-        self._had_state.add(task)
+        self._peer_led.pop(task, None)
         if not stepped_back(last_fired_ms, now):
             return last_fired_ms
         seen = self._stepped.get(task)
@@ -237,23 +251,33 @@ class Scheduler(ServiceLoop):
             )
         return seen[1]
 
-    def _from_none(self, task: str, now: int) -> int:
-        """Where a task with no state to go by fires on from: this scheduler's start for a task
-        it sees for the first time; for one whose state it read before (another program
-        overwrote it, or it was removed), the occurrence it last knew fired, else now, so nothing
-        it fired fires again."""
+    def _from_none(self, definition: TaskDefinition, now: int, *, stored: bool) -> int:
+        """Where a task with no last fired occurrence fires on from: this scheduler's start for
+        one seen for the first time. One whose state was lost (this scheduler read or claimed a
+        value, or a peer led it while an occurrence came due, and only a failure or nothing is
+        stored now) fires on from what this scheduler knows fired, unless an occurrence came due
+        since while a peer led it: then from now, as what fired before is not known here. What
+        is not known is neither counted as skipped nor fired again."""
+        task = definition.name
         start = self._none_from.get(task)
-        if start is None:
-            known = self._quiet[task][0] if task in self._quiet else now
-            start = known if task in self._had_state else self.baseline_ms
-            self._none_from[task] = start
-            if task in self._had_state:
-                logger.warning(
-                    "task %s: its stored state reads as none (another program wrote it, or it "
-                    "was removed), so it fires on from %s; its next firing writes it anew",
-                    task,
-                    "now" if start == now else f"the occurrence it last fired ({start} ms)",
-                )
+        if start is not None:
+            return start
+        known = self._known.get(task)
+        peer = self._peer_led.pop(task, None)
+        # The peer fired what came due while it led (or missed it): the lost state no longer says.
+        by_peer = peer is not None and bool(
+            definition.schedule.between(peer[0] if known is None else known, peer[1], 1)
+        )
+        if known is not None and not by_peer and not stepped_back(known, now):
+            start = known
+            self.notices.state_lost(definition, start, now, known=True)
+        elif known is not None or (by_peer and not stored):
+            # An occurrence due this very instant has not fired: the state read none.
+            start = now - 1
+            self.notices.state_lost(definition, now, now, known=False)
+        else:
+            start = self.baseline_ms
+        self._none_from[task] = start
         return start
 
     async def _fire_task(
@@ -263,7 +287,9 @@ class Scheduler(ServiceLoop):
         state = await self.driver.task_state(name)
         await self._finish(definition, report)
         last = state.last_fired_at if state is not None else None
-        after = self._fires_after(definition, last, now)
+        after = self._fires_after(definition, state, now)
+        if last is not None:
+            self._known[name] = after
         due = self.due(definition, after, now)
         if definition.catch_up == "all":
             self.notices.catching_up(definition, after, now, due)
@@ -287,7 +313,10 @@ class Scheduler(ServiceLoop):
             if results is None:
                 logger.debug("task %s: a peer fired its occurrences first", name)
                 return
+            # Its state is this claim now, whatever it read as before.
             self._mark_quiet(definition, occurrences[-1])
+            self._none_from.pop(name, None)
+            self._known[name] = occurrences[-1]
             self._stepped.pop(name, None)
             if definition.catch_up == "skip":
                 self.notices.skipped(definition, after, occurrences[-1])

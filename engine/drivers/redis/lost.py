@@ -29,8 +29,9 @@ QUIET_MS = 60_000
 # Said by the ERROR of a reset this process's beat installed the prefix again after.
 _REINSTALLED = (
     ". This process installed the prefix again (its version key, as `mcp-jobs db migrate` "
-    "does), so the CLI reads it and the jobs enqueued since are kept; the cron ledger went "
-    "with the reset, so the next scheduler pass may say it skipped occurrences that did run"
+    "does), so the CLI reads it and the jobs enqueued since are kept; each cron task's last "
+    "fired occurrence went with the reset, so its scheduler fires it on from the one it knows "
+    "fired, else from now, and says which"
 )
 
 
