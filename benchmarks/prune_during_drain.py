@@ -5,7 +5,9 @@ In one process, on one fresh database: before every measured drain, `--settled` 
 (one step each) are written straight into the tables (`benchmarks.history`) and `--drain` no-op
 jobs are enqueued (neither timed). The drain is one `Worker` at `--concurrency` run until idle;
 "with pruner" runs the real `engine.pruner.Pruner` beside it (its loop, under its lease), with
-the pause between batches given by `--pauses`. The modes alternate, round after round, in a
+the pause between batches given by `--pauses`; on SQLite, whose one write lock a batch holds,
+each pause is at least as long as the batch before it took (`engine.pruner.batch_pause_ms`), and
+the mode says so. The modes alternate, round after round, in a
 rotated order; whatever the drain left expired is then pruned untimed, so every drain starts
 from the same table. The report gives each mode's median rate and its ratio to the median
 without pruning.
@@ -28,7 +30,7 @@ from pydantic import BaseModel
 from benchmarks import history
 from benchmarks.databases import add_database_arguments, dsn_missing, fresh_database
 from engine import Enqueue, JobContext, JobRegistry, Jobs, Worker, connect, job
-from engine.pruner import DEFAULT_PAUSE_MS, PrunePass, Pruner, prune_all
+from engine.pruner import DEFAULT_PAUSE_MS, ONE_WRITER_KINDS, PrunePass, Pruner, prune_all
 from engine.retention import DEFAULT_POLICY, plan
 
 REGISTRY = JobRegistry()
@@ -48,8 +50,13 @@ async def drained(input: Item, ctx: JobContext) -> None:
     return None
 
 
-def _mode(pause_ms: int | None) -> str:
-    return WITHOUT if pause_ms is None else f"pruner, pause {pause_ms} ms"
+def _mode(pause_ms: int | None, kind: str) -> str:
+    """The mode's label: the pause `batch_pause_ms` takes on a `kind` driver."""
+    if pause_ms is None:
+        return WITHOUT
+    if kind in ONE_WRITER_KINDS:
+        return f"pruner, pause max({pause_ms} ms, the batch's time)"
+    return f"pruner, pause {pause_ms} ms"
 
 
 async def _expired(jobs: Jobs) -> int:
@@ -101,7 +108,7 @@ async def one_drain(
     # Untimed: what the pass left, so the next drain starts from the same table.
     await prune_all(jobs, plan(DEFAULT_POLICY, jobs.clock.now_ms()), batch_size=5_000)
     return {
-        "mode": _mode(pause_ms),
+        "mode": _mode(pause_ms, jobs.driver.kind),
         "pause_ms": pause_ms,
         "drain_s": drain_s,
         "jobs_per_s": drain / drain_s,
@@ -206,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--pauses",
         default=str(DEFAULT_PAUSE_MS),
-        help=f"comma-separated pauses (ms) to measure (default {DEFAULT_PAUSE_MS}; 0 = none)",
+        help=f"comma-separated pauses (ms) to measure (default {DEFAULT_PAUSE_MS}; 0 = none); "
+        "on SQLite each is at least as long as the batch before it took",
     )
     parser.add_argument("--json", type=Path, help="write the steps and summary here")
     return parser

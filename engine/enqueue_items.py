@@ -36,6 +36,7 @@ from engine.ids import new_ids
 from engine.instants import instant
 from engine.internal_jobs import enqueueable, refuse_by_name
 from engine.meant import meant_as
+from engine.storable import find_unstorable
 from engine.tracing import current_traceparent, require_traceparent
 from schemas.jobs import EnqueueRequest, OnConflict
 
@@ -75,7 +76,7 @@ def as_item(index: int, item: object) -> Enqueue:
 
 
 # pydantic's bound checks, and its own entry for a non-finite number where a field takes
-# none (an int, `allow_inf_nan=False`): the one wording for both.
+# none (an int, `allow_inf_nan=False`): the one wording for every NaN or infinity in an input.
 _BOUNDS = frozenset(
     ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of")
 )
@@ -86,13 +87,33 @@ def _not_finite(value: object) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
 
 
+def _no_finite_number(loc: Sequence[Any]) -> dict[str, Any]:
+    """The error entry (as pydantic's) for a NaN or infinity at `loc` of a job's input."""
+    return {"loc": list(loc), "msg": _NOT_FINITE, "type": "finite_number"}
+
+
+def input_size(job: str, value: Any) -> int:
+    """`bounds.payload_size` of job `job`'s input as stored. A NaN or infinity in it, in a
+    field that bounds it or not, typed or not, is JOB_INPUT_INVALID at its path, as pydantic
+    refuses it where the field takes none: one fault, one code (the storable rule's
+    INVALID_ARGUMENT said it of an unbounded float, "finite number" of a bounded one)."""
+    try:
+        return bounds.payload_size("input", value)
+    except InvalidArgumentError as exc:
+        bad = find_unstorable(value)  # walked again only on a refusal, off the hot path
+        if bad is None or not bad.not_finite:
+            raise
+        raise JobInputInvalidError(job, [_no_finite_number(bad.loc)]) from exc
+
+
 def _field_errors(
     exc: ValidationError, model: type[BaseModel], given: object
 ) -> list[dict[str, Any]]:
     """pydantic's errors, with each top-level field the model does not declare tied to the one
     it plainly stands for (`userId` for `user_id`): named on both entries, so the first one,
     which the refusal's cause quotes, says it. A NaN or infinity past a bound is said to be no
-    finite number, as pydantic says it where nothing bounds the field."""
+    finite number, as pydantic says it of a field that takes none (an int), and as
+    `input_size` says it of one that takes any."""
     found = exc.errors(include_url=False, include_context=False, include_input=True)
     fields = model.model_fields
     required = [name for name, f in fields.items() if f.is_required()]
@@ -117,7 +138,7 @@ def _field_errors(
         elif e["type"] in _BOUNDS and _not_finite(e.get("input")):
             # NaN fails every bound, and "should be less than or equal to 600" reads as if
             # a smaller number were the fix: it is no number at all.
-            entry["msg"], entry["type"] = _NOT_FINITE, "finite_number"
+            entry = _no_finite_number(e["loc"])
         errors.append(entry)
     return errors
 
@@ -130,7 +151,7 @@ def json_input(job: str, value: BaseModel) -> dict[str, Any]:
     """`value.model_dump(mode="json")`: the input as it is stored. A value JSON cannot hold
     (bytes that are not UTF-8, an object of no JSON kind) is JOB_INPUT_INVALID at its path;
     a NaN or infinity that pydantic would write as null where the model types nothing (`Any`,
-    an extra field) is put back, so the storable rule refuses it instead of the data changing."""
+    an extra field) is put back, so `input_size` refuses it instead of the data changing."""
     model = type(value)
     try:
         if model.model_dump is _MODEL_DUMP:
@@ -387,7 +408,7 @@ class EnqueueItems:
                 nearest=key,
             )
         dumped = json_input(definition.name, value)
-        size = bounds.payload_size("input", dumped)
+        size = input_size(definition.name, dumped)
         # By position, in the fields' order: keywords cost twice as much to build.
         request = EnqueueRequest(
             job_id,
@@ -481,7 +502,7 @@ class EnqueueItems:
         run_at = _scheduled(name, descriptor.tenant_required, item, enqueued_by, now)
         if key is None:
             raise IdempotencyKeyMissingError(name, descriptor.apps or [])
-        size = bounds.payload_size("input", value)
+        size = input_size(name, value)
         request = EnqueueRequest(
             id=job_id,
             run_id=run_id,

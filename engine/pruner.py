@@ -57,7 +57,6 @@ from engine.services import ServiceLoop, attempt
 
 if TYPE_CHECKING:
     from engine.client import Jobs
-    from engine.clock import Clock
     from engine.declare import JobRegistry
     from schemas.descriptor import JobDescriptor, RetentionInfo
 
@@ -179,7 +178,7 @@ async def prune_all(
             return pruned, batches, False
         # Also after the last of `max_batches`: a caller going batch by batch (`db prune`)
         # calls again at once, and the drain's writes must get the lock between.
-        await _between_batches(clock, batch_pause_ms(jobs.driver.kind, took, pause_ms))
+        await between_batches(jobs, took, pause_ms)
     return pruned, batches, True
 
 
@@ -192,11 +191,13 @@ def batch_pause_ms(kind: str, took_ms: int, pause_ms: int) -> int:
     return min(max(pause_ms, took_ms), MAX_PAUSE_MS)
 
 
-async def _between_batches(clock: Clock, pause_ms: int) -> None:
-    """Let the drain's claims and settles run before the next delete: a pause on the injected
-    clock, or (0) one pass of the event loop."""
-    if pause_ms > 0:
-        await clock.sleep_ms(pause_ms)
+async def between_batches(jobs: Jobs, took_ms: int, pause_ms: int = 0) -> None:
+    """Let the drain's claims and settles run before the next delete of a prune by hand (its
+    job rows, `prune_history`'s audit events): `batch_pause_ms` after a batch that took
+    `took_ms`, on the jobs' clock, or (0) one pass of the event loop."""
+    pause = batch_pause_ms(jobs.driver.kind, took_ms, pause_ms)
+    if pause > 0:
+        await jobs.clock.sleep_ms(pause)
     else:
         await anyio.lowlevel.checkpoint()
 

@@ -54,6 +54,7 @@ __all__ = [
     "cutoff",
     "interval_from_env",
     "is_expired",
+    "meant_duration",
     "parse_duration",
     "plan",
     "policy_from_env",
@@ -172,6 +173,21 @@ def parse_duration(argument: str, value: Keep, *, forever: bool = True) -> int |
     return int(ms)
 
 
+def meant_duration(text: str) -> str | None:
+    """The duration's text `text` plainly stands for, as `parse_duration` takes it: itself when
+    it is one, the text its words read (`2 weeks`: 2w; `1 year`: 365d, engine.durations), and
+    past ten years the bound (3650d), so a fix with it runs at once, not refused again for its
+    length. None when it stands for no duration, or for one below 0."""
+    read = text.strip() if duration_text_ms(text) is not None else spelt(text)
+    if read is None:
+        return None
+    try:
+        parse_duration("duration", read, forever=False)
+    except InvalidArgumentError as exc:
+        return exc.nearest if isinstance(exc.nearest, str) else None
+    return read
+
+
 DEFAULT_AUDIT_MS = 90 * DAY_MS
 
 
@@ -281,11 +297,8 @@ def _refuse_bare_number(variable: str, raw: str) -> None:
     `db prune --older-than 7` is."""
     if _BARE_NUMBER.fullmatch(raw) is None:
         return
-    try:
-        days = parse_duration(variable, f"{raw}d", forever=False)
-        meant = _duration_text(days)
-    except InvalidArgumentError as exc:  # past ten years: the bound
-        meant = exc.nearest if isinstance(exc.nearest, str) else FOREVER
+    days = meant_duration(f"{raw}d")  # past ten years: the bound
+    meant = FOREVER if days is None else _duration_text(parse_duration(variable, days))
     expected = f"a duration with its unit (90s, 12h, 7d), or {FOREVER!r}"
     raise RetentionSettingInvalidError(variable, raw, expected, meant, why=_UNIT_LEFT_OUT)
 
@@ -321,12 +334,10 @@ def _meant(variable: str, raw: str, least_ms: int) -> str | None:
     within the bound a duration has (`parse_duration`'s nearest); None when it is neither, or
     under `least_ms`."""
     text = spelt(raw)  # years too, as 365 days
-    if text is None:
+    meant = None if text is None else meant_duration(text)
+    if meant is None:
         return None
-    try:
-        ms = parse_duration(variable, text, forever=False)
-    except InvalidArgumentError as exc:
-        return exc.nearest if isinstance(exc.nearest, str) else None
+    ms = parse_duration(variable, meant, forever=False)
     return None if ms is None or ms < least_ms else _duration_text(ms)
 
 

@@ -25,10 +25,14 @@ _UNSTORABLE_CHARS = re.compile(r"[\x00\ud800-\udfff]")
 
 
 class Unstorable(NamedTuple):
-    """Where a value breaks the rule (a JSON path such as `$.rows[3].name`) and how."""
+    """Where a value breaks the rule (a JSON path such as `$.rows[3].name`; `loc`, the keys and
+    indexes that lead there) and how; `not_finite`: the breach is a NaN or infinity, which a
+    job's input refuses as its own fault (engine.enqueue_items.input_size)."""
 
     path: str
     reason: str
+    loc: tuple[str | int, ...] = ()
+    not_finite: bool = False
 
 
 def find_unstorable(value: Any) -> Unstorable | None:
@@ -57,8 +61,10 @@ def find_unstorable(value: Any) -> Unstorable | None:
     fault = _walk(value, 0)
     if fault is None:
         return None
-    steps, reason = fault
-    return Unstorable("$" + "".join(reversed(steps)), reason)
+    steps, reason, not_finite = fault
+    loc = tuple(reversed(steps))
+    path = "".join(f"[{s}]" if type(s) is int else f".{str(s)[:40]}" for s in loc)
+    return Unstorable("$" + path, reason, loc, not_finite)
 
 
 def storable_text(text: str) -> str:
@@ -69,9 +75,10 @@ def storable_text(text: str) -> str:
     return _UNSTORABLE_CHARS.sub("\ufffd", text)
 
 
-# A breach found by the walk: the path's steps, innermost first (the path is only spelled out
-# once something is found: every job output is walked), and what is wrong there.
-_Fault = tuple[list[str], str]
+# A breach found by the walk: the path's steps (keys and indexes), innermost first (the path is
+# only spelled out once something is found: every job output is walked), what is wrong there,
+# and whether that is a NaN or infinity.
+_Fault = tuple[list[str | int], str, bool]
 
 
 def _walk(value: Any, depth: int) -> _Fault | None:
@@ -87,37 +94,37 @@ def _walk(value: Any, depth: int) -> _Fault | None:
     if kind is float or isinstance(value, float):
         if math.isfinite(value):
             return None
-        return [], f"{value!r} is not a JSON number"
+        return [], f"{value!r} is not a JSON number", True
     if depth >= MAX_DEPTH:
-        return [], f"nested deeper than {MAX_DEPTH} levels"
+        return [], f"nested deeper than {MAX_DEPTH} levels", False
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return [], f"a key of type {type(key).__name__} (keys must be str)"
+                return [], f"a key of type {type(key).__name__} (keys must be str)", False
             fault = _text_fault(key) or _walk(item, depth + 1)
             if fault is not None:
-                fault[0].append(f".{key[:40]}")
+                fault[0].append(key)
                 return fault
         return None
     if isinstance(value, list | tuple):
         for index, item in enumerate(value):
             fault = _walk(item, depth + 1)
             if fault is not None:
-                fault[0].append(f"[{index}]")
+                fault[0].append(index)
                 return fault
         return None
-    return [], f"a {kind.__name__}, which is not a JSON value"
+    return [], f"a {kind.__name__}, which is not a JSON value", False
 
 
 def _text_fault(text: str) -> _Fault | None:
     if text.isascii() and "\x00" not in text:  # an O(1) flag, then one scan: most text is ASCII
         return None
     if "\x00" in text:
-        return [], "a string holding a NUL character (\\u0000)"
+        return [], "a string holding a NUL character (\\u0000)", False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return [], "a string holding a lone surrogate (not valid Unicode)"
+        return [], "a string holding a lone surrogate (not valid Unicode)", False
     return None
 
 

@@ -22,10 +22,9 @@ from engine.client import Jobs, connect
 from engine.drivers.installed import InstalledStore
 from engine.drivers.schema_versions import VersionedSchema
 from engine.drivers.urls import redact
-from engine.durations import spelt
 from engine.errors import InvalidArgumentError
 from engine.logs import configure_logging
-from engine.retention import duration_text_ms
+from engine.retention import meant_duration
 from engine.shell_words import shell_join
 from mcp_jobs import operations
 from mcp_jobs.app_modules import load_apps
@@ -162,7 +161,12 @@ async def jobs_command(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> Envelope:
         nonlocal interrupted, ended_badly
         # Read before the database is opened: a refused input connects to nothing.
-        job_input = json_object("input", args.input, INPUT_EXPECTED) if action == "enqueue" else {}
+        # NaN is left to the job's input rule, which names the field (JOB_INPUT_INVALID).
+        job_input = (
+            json_object("input", args.input, INPUT_EXPECTED, non_finite=True)
+            if action == "enqueue"
+            else {}
+        )
         async with open_jobs(settings) as jobs:
             scope = scope_of(jobs, settings, f"jobs {action}")
             if action == "enqueue":
@@ -540,9 +544,8 @@ def _refuse_negative(older_than: str | None, settings: Settings) -> None:
     magnitude = (older_than or "").strip().removeprefix("-").strip()
     if older_than is None or not older_than.strip().startswith("-") or not magnitude:
         return
-    meant = magnitude if duration_text_ms(magnitude) is not None else spelt(magnitude)
-    if _NUMBER.fullmatch(magnitude):
-        meant = magnitude + "d"  # a bare number, as `_refuse_bare_seconds` reads it
+    # A bare number is days, as `_refuse_bare_seconds` reads it; past ten years, the bound.
+    meant = meant_duration(magnitude + "d" if _NUMBER.fullmatch(magnitude) else magnitude)
     words = typed_words()
     typed = None if words is None else with_value(words, {"--older-than"}, older_than, meant)
     fix = None
@@ -572,8 +575,10 @@ def _refuse_bare_seconds(older_than: str | None, settings: Settings) -> None:
     if number is None or not math.isfinite(number) or number < 0:
         return
     words = typed_words()
-    meant = f"{older_than.strip()}d" if older_than is not None else ""
-    typed = None if words is None else with_value(words, {"--older-than"}, older_than, meant)
+    meant = meant_duration(f"{older_than.strip()}d") if older_than is not None else None
+    typed = None
+    if words is not None and meant is not None:
+        typed = with_value(words, {"--older-than"}, older_than, meant)
     fix = None
     if typed is not None:
         fix = refusal_context(settings).command(*fix_words([*typed, "--dry-run"]))

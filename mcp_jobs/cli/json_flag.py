@@ -34,14 +34,16 @@ def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-def json_value(flag: str, text: str, expected: str) -> Any:
+def json_value(flag: str, text: str, expected: str, *, non_finite: bool = False) -> Any:
     """`text` parsed strictly, or INVALID_ARGUMENT for `flag` saying why (`expected`, and the
-    parser's words)."""
+    parser's words). `non_finite`: NaN, Infinity and a number past a float's range are read as
+    the floats they stand for, where what reads the value refuses them by its field (a job's
+    input: JOB_INPUT_INVALID at the field, as the Python API and MCP say it)."""
     try:
         return json.loads(
             text,
-            parse_float=_finite,
-            parse_constant=_no_constant,
+            parse_float=float if non_finite else _finite,
+            parse_constant=float if non_finite else _no_constant,
             object_pairs_hook=_one_value_per_key,
         )
     except ValueError as exc:
@@ -82,11 +84,13 @@ def _a_key_twice(tree: ast.AST) -> bool:
     return False
 
 
-def json_object(flag: str, text: str | None, expected: str) -> dict[str, Any]:
+def json_object(
+    flag: str, text: str | None, expected: str, *, non_finite: bool = False
+) -> dict[str, Any]:
     """The object typed after `flag` (`{}` when it is left out), parsed as `json_value` reads."""
     if text is None:
         return {}
-    value = json_value(flag, text, expected)
+    value = json_value(flag, text, expected, non_finite=non_finite)
     if not isinstance(value, dict):
         raise InvalidArgumentError(flag, text, expected)
     return value

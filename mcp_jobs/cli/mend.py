@@ -35,7 +35,7 @@ from engine.errors import (
     JobsError,
 )
 from engine.meant import meant_choices, same_words
-from engine.retention import DURATION_WORDS
+from engine.retention import DURATION_WORDS, meant_duration
 from engine.shell_words import shell_word
 from mcp_jobs.app_modules import load_apps_quietly
 from mcp_jobs.cli.database_file import NoDatabaseFileError, is_sqlite_file
@@ -448,13 +448,14 @@ def _flags(argument: str) -> set[str]:
 
 
 def _duration_in_words(exc: InvalidArgumentError) -> str | None:
-    """The duration a refused value written in words reads as ("7 days": "7d"), when the
-    argument takes a duration (`db prune --older-than`), else None."""
+    """The duration a refused value written in words reads as ("7 days": "7d"; past ten years,
+    the bound), when the argument takes a duration (`db prune --older-than`), else None."""
     if type(exc) is not InvalidArgumentError:  # a subclass carries fields of its own
         return None
     if not (isinstance(exc.value, str) and exc.expected.startswith(DURATION_WORDS)):
         return None
-    return spelt(exc.value)
+    words = spelt(exc.value)
+    return None if words is None else meant_duration(words)
 
 
 def with_value(

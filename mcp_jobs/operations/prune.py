@@ -16,16 +16,23 @@ scoped to a tenant or to some `states`, whose caller asked about jobs, not the a
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import bounds
 from engine.descriptors import DESCRIPTOR_EXPIRY_MS, DescriptorInvalidError
-from engine.drivers.base import DESCRIPTORS, HISTORY, HistoryStore, require
+from engine.drivers.base import DESCRIPTORS, HISTORY, require
 from engine.errors import InvalidArgumentError
-from engine.pruner import in_force, job_policies, merge, prune_all, worker_policy
+from engine.pruner import (
+    between_batches,
+    in_force,
+    job_policies,
+    merge,
+    prune_all,
+    worker_policy,
+)
 from engine.retention import (
     DEFAULT_BATCH_SIZE,
     Cutoffs,
@@ -40,6 +47,9 @@ from engine.retention import (
 from mcp_jobs.operations.models import ConfirmOffer, Envelope, Finding, iso_of
 from mcp_jobs.operations.scope import Scope
 from schemas.states import SETTLED_STATES, JobState
+
+if TYPE_CHECKING:
+    from engine.client import Jobs
 
 # One write call through the tool deletes at most this many batches; `more` says to call again.
 TOOL_MAX_BATCHES = 20
@@ -192,7 +202,7 @@ async def prune_history(
     counts, batches, more = await _write(scope, cutoffs, batch_size, tenant, max_batches, stop)
     if audit_before is not None and not more:
         left = None if max_batches is None else max_batches - batches
-        gone, more = await _forget_audit(history, audit_before, batch_size, left)
+        gone, more = await _forget_audit(scope.jobs, audit_before, batch_size, left)
         audit["audit_events"] = gone
     result = _result("write", now, tenant, shown, counts)
     return result.model_copy(update={"batches": batches, "more": more, **audit})
@@ -213,18 +223,21 @@ async def _unreadable(
 
 
 async def _forget_audit(
-    history: HistoryStore, before: int, batch_size: int, max_batches: int | None
+    jobs: Jobs, before: int, batch_size: int, max_batches: int | None
 ) -> tuple[int, bool]:
     """Audit events of no job recorded before `before`, in batches after the jobs' (within
-    what is left of `max_batches`, at least one); answers how many went and whether more may
-    remain."""
+    what is left of `max_batches`, at least one), pausing between them as the jobs' batches do
+    (engine.pruner.between_batches); answers how many went and whether more may remain."""
+    history = require(jobs.driver, HISTORY)
     gone, batches = 0, 0
     while max_batches is None or batches < max(1, max_batches):
+        started = jobs.clock.now_ms()
         got = await history.forget_jobless_events(before, batch_size)
+        took = jobs.clock.now_ms() - started
         gone, batches = gone + got, batches + 1
         if got < batch_size:
             return gone, False
-        await anyio.lowlevel.checkpoint()
+        await between_batches(jobs, took)
     return gone, True
 
 

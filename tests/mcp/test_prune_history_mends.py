@@ -18,6 +18,9 @@ YEAR_S = 365 * 86_400
         ({"older_than_seconds": "1 year"}, {"older_than_seconds": YEAR_S}),
         ({"older_than_seconds": "1y"}, {"older_than_seconds": YEAR_S}),
         ({"older_than_seconds": "2 weeks"}, {"older_than_seconds": 14 * 86_400}),
+        # Past ten years: the bound in one hop, as the CLI's --older-than and the variables.
+        ({"older_than_seconds": "20 years"}, {"older_than_seconds": 10 * YEAR_S}),
+        ({"older_than_seconds": "7300d"}, {"older_than_seconds": 10 * YEAR_S}),
     ],
 )
 async def test_a_duration_in_words_or_years_is_mended_to_seconds(
