@@ -532,8 +532,9 @@ def _means(token: str, value: object) -> bool:
         # A whole number past a float's precision (99999999999999999999) compares as int.
         return int(token) == value if isinstance(value, int) else float(token) == value
     except ValueError:
-        # A `*-seconds` flag typed as a duration ("30d"), as its parser read it.
-        return isinstance(value, float) and seconds_in(token) == value
+        # A `*-seconds` flag typed as a duration ("30d"), as its parser read it (whole for an
+        # int flag: `--since-seconds 7300d` is 630720000).
+        return seconds_in(token) == value
 
 
 def _word(value: object) -> str:

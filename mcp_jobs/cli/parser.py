@@ -12,8 +12,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, NoReturn, get_args
 
-from engine.durations import spelt
 from engine.meant import meant_as, meant_note
+from engine.retention import meant_duration
 from engine.worker import Worker
 from mcp_jobs.cap_flags import add_cap_flags
 from mcp_jobs.cli.command_grammar import add_dashboard, add_events, add_limits, add_queues
@@ -100,7 +100,7 @@ def _seconds(kind: type[float] | type[int], *, positive: bool = False) -> Callab
                 "a positive number" if positive else "a whole number" if kind is int else "a number"
             )
             message = f"{text!r} is not {what} of seconds, or a duration such as 90s, 30m, 12h, 7d"
-            near = spelt(text)
+            near = meant_duration(text)
             if near is not None and near != text and _read(parse, near):
                 raise DurationInWords(f"{message} (meant {near}?)", text, near)
             raise argparse.ArgumentTypeError(message)
