@@ -29,6 +29,7 @@ from engine.errors import (
     JobSlotLostError,
 )
 from engine.ids import new_ids, new_token
+from engine.lease_expiry import lease_expired_event
 from engine.outbox_errors import OutboxNoTxError, OutboxTxKindError
 from engine.pauses import is_held
 from engine.presence import EXPIRED_PER_BEAT, is_expired
@@ -207,6 +208,9 @@ class MemoryDriver(MemoryControls):
             token = new_token()
             record = claim_transition(job, worker_id, now, lease_ms)
             expires = now + lease_ms
+            lost = lease_expired_event(job, worker_id, now)
+            if lost is not None:
+                self._events[next(self._event_seq)] = lost
             self._jobs[job.id] = record
             self._leases[job.id] = _Lease(token, expires)
             # As every driver: past its first attempt (or with steps stored) a run reads its steps.

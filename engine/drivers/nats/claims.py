@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import Sequence
 
 from engine.drivers.base import AckWrite
@@ -22,6 +23,7 @@ from engine.drivers.nats.pauses import paused
 from engine.drivers.nats.store import Store, Unchanged
 from engine.errors import JobsError, JobSlotLostError
 from engine.ids import new_token
+from engine.lease_expiry import lease_expired_event
 from engine.pauses import is_held
 from engine.rules import (
     ack_transition,
@@ -36,6 +38,8 @@ from engine.rules import (
 from schemas.errors import ErrorPayload
 from schemas.events import EventRecord
 from schemas.jobs import ClaimedJob, ClaimExclusion, HeartbeatResult, JobRecord, NackOptions
+
+logger = logging.getLogger(__name__)
 
 # Candidates tried at once per round of a claim: a lost race costs one more round, not a stall.
 PARALLEL = 16
@@ -103,7 +107,19 @@ async def _take(
     revision, doc = held_doc
     token = new_token()
     record = claim_transition(doc.record, worker_id, now, lease_ms)
-    if await store.write_doc(doc.with_record(record, token), revision) is None:
+    taken = doc.with_record(record, token)
+    # Taken over from a lease that ran out: the attempt lost is told in the same write.
+    lost = lease_expired_event(doc.record, worker_id, now)
+    try:
+        written = await store.write_doc(taken if lost is None else taken.with_event(lost), revision)
+    except TooLarge as exc:
+        if lost is None:
+            raise
+        # A document at the payload's bound has no room for the event: the job is still taken
+        # over (rule 13), only its history misses that line.
+        logger.warning("nats: job %s taken over without its %s event: %s", job.id, lost.kind, exc)
+        written = await store.write_doc(taken, revision)
+    if written is None:
         # Another worker (or an operator) moved it first; or it was purged, which no watch
         # reports: the read takes the new value, or drops the key, before the next claim.
         await store.fresh(keys.job(job.id))

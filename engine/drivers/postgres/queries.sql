@@ -100,6 +100,9 @@ RETURNING pg_notify($15::text, '');
 -- The lease token ($5) is one per claim, drawn by the caller: every fence compares it together
 -- with the row's id, so the rows of one batch may share it. $6 false leaves running
 -- rows alone: right after an outage their holders get a lease to come back (claims.py).
+-- A running row taken over gets the event of the attempt its lease lost (`lost`, in this same
+-- statement: engine/lease_expiry.py, its data pinned by the kit's test_lease_expiry): the
+-- abandoned arm carries the held values, which RETURNING (the row as updated) no longer has.
 -- Neither arm takes a job whose queue ($7) or name ($8) is paused (engine/pauses.py; claim_queues:
 -- $8, $9): the claimer passes the paused names it read at most PAUSES_REFRESH_S ago, so the
 -- statement stays one index scan under LIMIT (a NOT EXISTS per row halved the drain). The same
@@ -111,7 +114,8 @@ RETURNING pg_notify($15::text, '');
 -- claim runs on connections that plan it once (connections.py `planned_once`), so that plan
 -- would be the one every claim ran.
 WITH due AS (
-    SELECT id, rank
+    SELECT id, rank, NULL::integer AS held_attempt, NULL::text AS held_by,
+           NULL::bigint AS held_until, NULL::text AS held_tenant
       FROM (SELECT id, run_at - priority * 300000 AS rank
               FROM {schema}.jobs
              WHERE state IN ('ready', 'delayed', 'suspended')
@@ -122,8 +126,9 @@ WITH due AS (
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS waiting
     UNION ALL
-    SELECT id, rank
-      FROM (SELECT id, run_at - priority * 300000 AS rank
+    SELECT id, rank, attempt, worker_id, lease_expires_at, tenant_id
+      FROM (SELECT id, run_at - priority * 300000 AS rank,
+                   attempt, worker_id, lease_expires_at, tenant_id
               FROM {schema}.jobs
              WHERE $6::boolean AND state = 'running' AND lease_expires_at <= $1::bigint
                AND NOT ($7::text[] @> ARRAY[jobs.queue]) AND NOT ($8::text[] @> ARRAY[jobs.name])
@@ -133,7 +138,15 @@ WITH due AS (
                FOR UPDATE SKIP LOCKED) AS abandoned
 ),
 batch AS (
-    SELECT id FROM due ORDER BY rank, id LIMIT $2
+    SELECT * FROM due ORDER BY rank, id LIMIT $2
+),
+lost AS (
+    INSERT INTO {schema}.events (job_id, at, kind, actor, tenant_id, data)
+    SELECT id, $1::bigint, 'lease_expired', $3::text, held_tenant,
+           jsonb_build_object('attempt', held_attempt, 'worker_id', held_by,
+                              'lease_expires_at', held_until)
+      FROM batch
+     WHERE held_until IS NOT NULL
 )
 UPDATE {schema}.jobs AS j
    SET state = 'running', attempt = j.attempt + 1, worker_id = $3::text,
@@ -154,7 +167,8 @@ RETURNING j.*,
 -- expression jobs_claim_idx does not hold, so no plan can walk that index instead (through every
 -- other queue's rows) when the statistics say one queue holds everything.
 WITH due AS (
-    SELECT waiting.id, waiting.rank
+    SELECT waiting.id, waiting.rank, NULL::integer AS held_attempt, NULL::text AS held_by,
+           NULL::bigint AS held_until, NULL::text AS held_tenant
       FROM (SELECT DISTINCT name FROM unnest($6::text[]) AS n(name)
              WHERE NOT ($8::text[] @> ARRAY[name])) AS q
      CROSS JOIN LATERAL (
@@ -169,8 +183,9 @@ WITH due AS (
              LIMIT $2
                FOR UPDATE SKIP LOCKED) AS waiting
     UNION ALL
-    SELECT id, rank
-      FROM (SELECT id, run_at - priority * 300000 AS rank
+    SELECT id, rank, attempt, worker_id, lease_expires_at, tenant_id
+      FROM (SELECT id, run_at - priority * 300000 AS rank,
+                   attempt, worker_id, lease_expires_at, tenant_id
               FROM {schema}.jobs
              WHERE $7::boolean AND state = 'running' AND lease_expires_at <= $1::bigint
                AND queue = ANY($6::text[])
@@ -181,7 +196,15 @@ WITH due AS (
                FOR UPDATE SKIP LOCKED) AS abandoned
 ),
 batch AS (
-    SELECT id FROM due ORDER BY rank, id LIMIT $2
+    SELECT * FROM due ORDER BY rank, id LIMIT $2
+),
+lost AS (
+    INSERT INTO {schema}.events (job_id, at, kind, actor, tenant_id, data)
+    SELECT id, $1::bigint, 'lease_expired', $3::text, held_tenant,
+           jsonb_build_object('attempt', held_attempt, 'worker_id', held_by,
+                              'lease_expires_at', held_until)
+      FROM batch
+     WHERE held_until IS NOT NULL
 )
 UPDATE {schema}.jobs AS j
    SET state = 'running', attempt = j.attempt + 1, worker_id = $3::text,

@@ -9,6 +9,7 @@ re-checks what was read (`APPLY`). Numbers cross into Lua as strings and are wri
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import NoScriptError
 
 from engine.drivers.redis.changes import CHANGED_FN
+from engine.lease_expiry import LEASE_EXPIRED, LEASE_EXPIRED_FIELDS
 
 # Guarded writes. ARGV[1]: JSON {"g": guards, "o": ops}. Every guard is checked first; the first
 # that fails is answered as -(its index) and nothing is written. Else the ops run in order and
@@ -193,12 +195,42 @@ return out
 """
 )
 
+# The event of an attempt lost to its lease (engine.lease_expiry), from the held row before the
+# claim overwrites it: its data's fields are the row's stored values, in LEASE_EXPIRED_FIELDS'
+# order. A value that is not JSON of the kind expected (another program's: the claim buries such
+# a row) is written as null, so the job's history still reads.
+_LOST_KINDS = {"attempt": "number", "worker_id": "string", "lease_expires_at": "number"}
+_LOST_DATA = " .. ".join(
+    f"'{',' if i > 1 else ''}{json.dumps(name)}:' .. stored(f[{i}], '{_LOST_KINDS[name]}')"
+    for i, name in enumerate(LEASE_EXPIRED_FIELDS, 1)
+)
+_LOST_READ = ", ".join(f"'{name}'" for name in (*LEASE_EXPIRED_FIELDS, "tenant_id"))
+LEASE_EXPIRED_FN = f"""
+local function stored(text, kind)
+  if not text then return 'null' end
+  local ok, v = pcall(cjson.decode, text)
+  if ok and type(v) == kind then return text end
+  return 'null'
+end
+local function lease_expired(p, id, wid, now)
+  local f = redis.call('HMGET', p .. 'job:' .. id, {_LOST_READ})
+  local seq = redis.call('INCR', p .. 'evseq') - 1
+  local text = '{{"job_id":' .. cjson.encode(id) .. ',"at":' .. string.format('%d', now)
+    .. ',"kind":{json.dumps(LEASE_EXPIRED)},"actor":' .. wid
+    .. ',"tenant_id":' .. stored(f[{len(LEASE_EXPIRED_FIELDS) + 1}], 'string')
+    .. ',"data":{{' .. {_LOST_DATA} .. '}}}}'
+  redis.call('ZADD', p .. 'ev:' .. id, seq, string.format('%d', seq) .. '|' .. text)
+end
+"""
+
 # Claim (rule 13): due waiting rows from each queue's sorted set (scored by rules.claim_rank,
 # ties by id) and running rows whose lease ran out, merged in claim order. ARGV: prefix, now,
 # lease_ms, worker id (JSON), limit, queues JSON ('' for every queue), tokens JSON, and '1' to
-# take over expired leases ('0' after an outage: engine/drivers/lease_grace.py).
+# take over expired leases ('0' after an outage: engine/drivers/lease_grace.py). A running row
+# it takes over gets the event of the attempt lost (LEASE_EXPIRED_FN) in this same script.
 CLAIM = (
     CHANGED_FN
+    + LEASE_EXPIRED_FN
     + r"""
 local p, now, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local wid, limit = ARGV[4], tonumber(ARGV[5])
@@ -284,8 +316,9 @@ local expires = string.format('%d', now + lease)
 for n = 1, math.min(limit, #cands) do
   local id = cands[n][2]
   local k = p .. 'job:' .. id
-  local j = redis.call('HMGET', k, 'q', 'attempt', 'run_id')
+  local j = redis.call('HMGET', k, 'q', 'attempt', 'run_id', 'state')
   local attempt = tonumber(j[2]) + 1
+  if j[4] == '"running"' then lease_expired(p, id, wid, now) end
   redis.call('HSET', k, 'state', '"running"', 'attempt', string.format('%d', attempt),
     'worker_id', wid, 'lease_expires_at', expires, 'cancel_requested', 'false',
     'updated_at', string.format('%d', now), 'token', tokens[n])

@@ -41,6 +41,7 @@ from engine.errors import (
     JobsError,
     JobSlotLostError,
 )
+from engine.lease_expiry import lease_expired_data, lost_lease_event
 from schemas.events import EventRecord
 from schemas.jobs import (
     ClaimedJob,
@@ -178,20 +179,20 @@ def claim(
     if limit <= 0 or (queues is not None and not queues):
         return []  # SQLite reads a negative LIMIT as none at all
     expires = now + lease_ms
-    rows = conn.execute(
-        q.CLAIM,
-        {
-            "worker_id": worker_id,
-            "expires": expires,
-            "now": now,
-            "take_over": int(take_over),
-            "limit": limit,
-            "queues": None if queues is None else json.dumps(list(queues)),
-            "excluded_queues": _json_set(excluding and excluding.queues),
-            "excluded_names": _json_set(excluding and excluding.names),
-            "excluded_tenants": _json_set(excluding and excluding.tenants),
-        },
-    ).fetchall()
+    params: dict[str, object] = {
+        "worker_id": worker_id,
+        "expires": expires,
+        "now": now,
+        "limit": limit,
+        "queues": None if queues is None else json.dumps(list(queues)),
+        "excluded_queues": _json_set(excluding and excluding.queues),
+        "excluded_names": _json_set(excluding and excluding.names),
+        "excluded_tenants": _json_set(excluding and excluding.tenants),
+    }
+    # The leases it may take over, as they stand: the event of each attempt lost reads them.
+    lapsed = {r[0]: r[1:] for r in conn.execute(q.LAPSED, params)} if take_over else {}
+    params["lapsed"] = json.dumps(list(lapsed))
+    rows = conn.execute(q.CLAIM, params).fetchall()
     claimed = []
     for row in rows:
         try:
@@ -200,6 +201,11 @@ def claim(
             # The others claimed with it still run; this one is settled without being read.
             _bury(conn, exc.job_id, row[-2], row[_TENANT], undecodable(path, exc), now)
             continue
+        held = lapsed.get(record.id)
+        if held is not None:
+            data = lease_expired_data(*held)
+            lost = lost_lease_event(record.id, record.tenant_id, data, worker_id, now)
+            conn.execute(q.INSERT_EVENT, event_params(lost))
         # Past its first attempt, or steps stored: its steps are read.
         claimed.append(
             ClaimedJob(

@@ -142,12 +142,23 @@ CLAIM_RANK = f"run_at - priority * {rules.PRIORITY_STEP_MS}"
 # A time another program wrote as text (or a blob) is no time: such a row is due and its lease
 # is over, and the claim settles it dead as a row it cannot read (damage.burial), where it would
 # wait or run for ever (both sort after every number). A lapsed lease is then two ranges of the
-# leased index, each its own arm: an OR of them is planned as a walk of every live row.
-# `:take_over` false (after this process found the file locked: engine/drivers/lease_grace.py)
-# leaves the leases that ran out to their holders; a time written as text is no lease to spare.
+# leased index: the numeric one is read first (LAPSED) and the text one is CLAIM's own arm (an OR
+# of them is planned as a walk of every live row). `take_over` false (after this process found
+# the file locked: engine/drivers/lease_grace.py) reads no LAPSED, and so leaves the leases that
+# ran out to their holders; a time written as text is no lease to spare.
 _CLAIM_FILTER = f"""(:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
               AND {NOT_PAUSED} AND {NOT_EXCLUDED}"""
-_LEASE_LAPSED = (":take_over AND lease_expires_at <= :now", "lease_expires_at >= ''")
+
+# The leases the claim may take over: running rows whose lease ran out, the first :limit in
+# claim order, read just before CLAIM in its write transaction. Their values as they stand are
+# what the event of each attempt lost reports (engine.lease_expiry), and CLAIM's RETURNING (the
+# rows as updated) no longer has them; CLAIM takes these rows by id (`:lapsed`, a JSON array), so
+# the leased index is walked once.
+LAPSED = f"""
+SELECT id, attempt, worker_id, lease_expires_at FROM mcp_jobs_jobs
+WHERE state = 'running' AND lease_expires_at <= :now AND {_CLAIM_FILTER}
+ORDER BY {CLAIM_RANK}, id LIMIT :limit
+"""
 _CLAIM_ARMS = "\n        UNION ALL\n".join(
     f"""        SELECT id, rank FROM (
             SELECT id, {CLAIM_RANK} AS rank FROM mcp_jobs_jobs
@@ -156,7 +167,8 @@ _CLAIM_ARMS = "\n        UNION ALL\n".join(
     for where in (
         f"{WAITING_PREDICATE} AND {CLAIM_RANK} <= :now"
         f" AND (run_at <= :now OR NOT {is_number('run_at')})",
-        *(f"state = 'running' AND {lapsed}" for lapsed in _LEASE_LAPSED),
+        "state = 'running' AND id IN (SELECT value FROM json_each(:lapsed))",
+        "state = 'running' AND lease_expires_at >= ''",
     )
 )
 CLAIM = f"""
