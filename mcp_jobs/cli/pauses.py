@@ -31,7 +31,7 @@ async def queues_command(args: argparse.Namespace, settings: Settings) -> int:
 
     async def run() -> Envelope:
         if action != "ls" and args.queue is None and args.job is None:
-            raise await _nothing_named(settings, args.prog, action)
+            raise await _nothing_named(settings, args.prog, action, args.json)
         async with open_jobs(settings) as jobs:
             scope = scope_of(jobs, settings, f"queues {action}")
             if action == "pause":
@@ -63,11 +63,14 @@ def _queue_mended(
     return exc.mended(fix)
 
 
-async def _nothing_named(settings: Settings, command: str, action: str) -> CommandLineInvalidError:
+async def _nothing_named(
+    settings: Settings, command: str, action: str, json: bool
+) -> CommandLineInvalidError:
     """`queues pause|resume` with neither QUEUE nor --job: refused as the parser refuses a
     missing argument, in the command line's words (the operation's refusal spells the tool's
     arguments, `queue=None`), with the names it could take: the known queues to pause, the
-    pauses in force to resume. Its fix lists the queues and their pauses. A usage mistake
+    pauses in force to resume. Its fix lists them (`jobs stats`, `queues ls`; `--json` where it
+    was typed). A usage mistake
     whatever the database's state: when the names cannot be read, it says so and stays one."""
     what = "known queues" if action == "pause" else "paused now"
     try:
@@ -86,7 +89,8 @@ async def _nothing_named(settings: Settings, command: str, action: str) -> Comma
         if len(names) > SHOWN_NAMES:
             shown += f" and {len(names) - SHOWN_NAMES} more"
     message = f"the following arguments are required: QUEUE, or --job NAME ({what}: {shown})"
-    fix = refusal_context(settings).listing("queues", "queue")
+    listing = ("jobs", "stats") if action == "pause" else ("queues", "ls")
+    fix = refusal_context(settings).command(*listing, *(["--json"] if json else []))
     return CommandLineInvalidError(command, message, fix=fix)
 
 

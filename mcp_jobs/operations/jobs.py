@@ -45,7 +45,7 @@ from mcp_jobs.operations.models import (
     RetryJobResult,
     WaitForJobResult,
 )
-from mcp_jobs.operations.pause_notice import held_notices, pauses_for
+from mcp_jobs.operations.pause_notice import held_by_pause, held_notices, pauses_for
 from mcp_jobs.operations.pauses import holding, pauses_in_force
 from mcp_jobs.operations.progress import JobProgressNotes
 from mcp_jobs.operations.reruns import refuse_run_cursor, run_trace
@@ -320,11 +320,10 @@ async def wait_for_job(
             if settled or now >= deadline:
                 await reports.last(scope, record.progress, record.state)
                 # Timed out on a job a pause holds: the pause is why (read once, at the end).
-                pauses = await pauses_for(scope, record.state)
-                held = held_notices(
-                    scope, pauses, record.queue, record.name, record.state, [job_id]
-                )
-                notices = held + ([notice] if notice is not None else [])
+                held = held_by_pause(record.state, record.run_at, now)
+                pauses = await pauses_for(scope, held)
+                held_notes = held_notices(scope, pauses, record.queue, record.name, [job_id])
+                notices = held_notes + ([notice] if notice is not None else [])
                 return WaitForJobResult(
                     ok=True,
                     settled=settled,
@@ -413,9 +412,10 @@ async def enqueue_job(
         # The pauses (a small table) are read beside the workers: no second round trip in a row.
         notice, pauses = await together(
             no_worker_notice(scope, queue, f"job {result.id}", [result.id]),
-            pauses_for(scope, result.state),
+            # An enqueue answers `ready` for a job due now (no run_at: its state says it).
+            pauses_for(scope, result.state == "ready"),
         )
-        notices.extend(held_notices(scope, pauses, queue, name, result.state, [result.id]))
+        notices.extend(held_notices(scope, pauses, queue, name, [result.id]))
         notices.extend([notice] if notice is not None else [])
     return EnqueueJobResult(
         ok=True,

@@ -23,15 +23,22 @@ from schemas.states import JobState
 
 QUEUE_PAUSED = "QUEUE_PAUSED"
 JOB_PAUSED = "JOB_PAUSED"
-# Live and not running: its next attempt starts with a claim, which a pause withholds. A running
-# job finishes under a pause (engine/pauses.py), so a pause is not why it has not settled.
-HELD_STATES: frozenset[JobState] = frozenset({"ready", "delayed", "suspended"})
 
 
-async def pauses_for(scope: Scope, state: JobState) -> list[Pause]:
-    """The pauses in force, as `diagnose_queue` reads them, when a job in `state` is one a pause
-    can hold; else none, and nothing is read."""
-    return await pauses_in_force(scope) if state in HELD_STATES else []
+def held_by_pause(state: JobState, run_at: int | None, now: int) -> bool:
+    """Whether a pause is what keeps a job in `state` from starting now: it is due and not
+    running. A running job finishes under a pause (engine/pauses.py); a delayed job, or one
+    waiting for its event or its sleep, waits for its time first, and resuming would not move
+    it (the notice's next_call would lift an operator's pause for nothing)."""
+    if state == "ready":
+        return True
+    return state in ("delayed", "suspended") and run_at is not None and run_at <= now
+
+
+async def pauses_for(scope: Scope, held: bool) -> list[Pause]:
+    """The pauses in force, as `diagnose_queue` reads them, for a job a pause may be holding
+    (`held_by_pause`); else none, and nothing is read."""
+    return await pauses_in_force(scope) if held else []
 
 
 def held_notices(
@@ -39,14 +46,11 @@ def held_notices(
     pauses: Sequence[Pause],
     queue: str,
     name: str,
-    state: JobState,
     job_ids: Sequence[str],
 ) -> list[Finding]:
     """QUEUE_PAUSED when `queue` is paused, JOB_PAUSED when job `name` is (each a warning whose
-    fix resumes it), for jobs `job_ids` in `state`; none for a job a pause does not hold.
-    `pauses` are those in force (`pauses_for`), read once by the caller."""
-    if state not in HELD_STATES:
-        return []
+    fix resumes it), for jobs `job_ids` that a pause holds. `pauses` are those in force
+    (`pauses_for`), read once by the caller; none for a job no pause holds."""
     now = scope.jobs.clock.now_ms()
     what = f"job {', '.join(job_ids)}"
     out: list[Finding] = []
@@ -69,4 +73,4 @@ def held_notices(
     return out
 
 
-__all__ = ["HELD_STATES", "JOB_PAUSED", "QUEUE_PAUSED", "held_notices", "pauses_for"]
+__all__ = ["JOB_PAUSED", "QUEUE_PAUSED", "held_by_pause", "held_notices", "pauses_for"]

@@ -81,3 +81,18 @@ def test_naming_nothing_with_the_database_away_is_still_a_usage_mistake(
     what = "known queues" if action == "pause" else "paused now"
     assert f"({what}: not read: " in str(error["cause"]), error["cause"]
     assert error["retryable"] is False
+
+
+@pytest.mark.parametrize(("action", "listing"), [("pause", "jobs stats"), ("resume", "queues ls")])
+def test_the_fix_lists_the_names_with_json_only_where_it_was_typed(
+    action: str, listing: str, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    migrated(url)
+    assert main(["queues", action, "--database-url", url]) == 2
+    fix = capsys.readouterr().err.partition("fix:")[2].strip()
+    words = command_words(fix)
+    assert f"mcp-jobs {listing} " in fix and "--json" not in words, fix
+    assert main(words[1:]) == 0
+    capsys.readouterr()
+    error = _refused(capsys, "queues", action, "--database-url", url)
+    assert " --json" in str(error["fix"]), error

@@ -88,7 +88,7 @@ def test_naming_both_or_neither_is_refused_with_a_command_that_runs(
     # The narrower write: the job's pause, not every job of the queue.
     assert fix[:4] == ["queues", "pause", "--job", "greet"] and "mail" not in fix
     code, neither = run(capsys, "queues", "resume", *db, "--json")
-    assert code == 2 and "jobs stats" in neither["error"]["fix"]
+    assert code == 2 and "queues ls" in neither["error"]["fix"]  # the pauses to resume
     code, _ = run(capsys, *fix)
     assert code == 0 and stored(url) == [("job", "greet", "cli")]
 

@@ -38,15 +38,22 @@ async def test_an_enqueue_into_a_paused_queue_says_so_and_its_call_resumes_it(
     assert len(await jobs.driver.claim("w", 10, 60_000)) == 2
 
 
-async def test_a_delayed_enqueue_and_a_job_pause_are_held_too(
-    jobs: Jobs, open_mcp: OpenMcp
+async def test_a_job_pause_holds_too_and_a_job_not_yet_due_is_not_held(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
 ) -> None:
     await jobs.pause(queue="mail")
     await jobs.pause(job="fulfil", reason="stock count")
     async with open_mcp() as mcp:
+        # Not due: its time holds it, and a resume now would lift the pause for nothing
+        # (exploreW: a job waiting for its event got a next_call that resumed the queue).
         later = {"name": "greet", "input": {"user_id": 1}, "delay_seconds": 60}
         delayed = await mcp.ok("enqueue_job", later)
-        assert delayed["state"] == "delayed" and "QUEUE_PAUSED" in _codes(delayed), delayed
+        assert delayed["state"] == "delayed" and "QUEUE_PAUSED" not in _codes(delayed), delayed
+        waited = await mcp.ok("wait_for_job", {"job_id": delayed["job_id"], "timeout_seconds": 0})
+        assert "QUEUE_PAUSED" not in _codes(waited), waited
+        clock.advance(60_000)  # due now: the pause is what holds it
+        waited = await mcp.ok("wait_for_job", {"job_id": delayed["job_id"], "timeout_seconds": 0})
+        assert "QUEUE_PAUSED" in _codes(waited), waited
         order = await mcp.ok("enqueue_job", {"name": "fulfil", "input": {"order_id": 1}})
         notice = _codes(order)["JOB_PAUSED"]
         assert 'job "fulfil" was paused' in notice["cause"] and notice["queue"] == "orders"
