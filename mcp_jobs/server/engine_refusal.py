@@ -90,6 +90,12 @@ def mended(exc: BaseException) -> BaseException:
             mend.set(name, kept)
         else:
             mend.leave_out(name)
+    elif _same(given, exc.value) and _renamed(name, given, exc.nearest) and not reads_only(tool):
+        # Another name than the one given ("pay\nsettled": "paysettled", "-orders": "orders"):
+        # a write under it would send or pause something else, so it is shown, never offered.
+        mend.guess(name, exc.nearest)
+        if arguments.get(WRITE) is True:
+            as_dry_run(mend)
     elif _same(given, exc.value):
         mend.set(name, MISSING if exc.nearest is NOTHING_NEAR else exc.nearest)
     # The engine named the value by what is wrong with it ("nested deeper than 64 levels at
@@ -107,6 +113,17 @@ def mended(exc: BaseException) -> BaseException:
         fix=f"{tool.name} {mend.text()}",
         next_call=mend.call(),
     )
+
+
+# The arguments that name what a call acts on (a job, a queue, an event, a tenant).
+_NAMING = frozenset(("name", "queue", "job", "tenant_id"))
+
+
+def _renamed(argument: str, given: Any, nearest: Any) -> bool:
+    """Whether a refused name's nearest value is another name (its NUL or line break left out,
+    a leading dash): a guess at what it meant, unlike a value the engine names exactly (the key
+    a job computes, run_at in milliseconds)."""
+    return argument in _NAMING and isinstance(given, str) and isinstance(nearest, str)
 
 
 E = TypeVar("E", bound=JobsError)
