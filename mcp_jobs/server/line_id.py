@@ -51,6 +51,26 @@ def top_level_id(line: bytes) -> str | int | None:
     return None
 
 
+# A line's end that is its top-level object's last member, "id", with an integer or string value:
+# the `"` of the key follows a `,` or `{` unescaped, which inside a string it cannot; the value is
+# followed by one `}`, the last of the line, which closes the top-level object.
+_TRAILING_ID = re.compile(
+    rb'[,{][ \t\r\n]*"id"[ \t\r\n]*:[ \t\r\n]*'
+    rb'(-?(?:0|[1-9][0-9]*)|"(?:[^"\\]|\\.)*")[ \t\r\n]*\}[ \t\r\n]*\Z',
+    re.DOTALL,
+)
+
+
+def trailing_id(tail: bytes) -> str | int | None:
+    """The id of a line written with "id" as its top-level object's last member (the
+    TypeScript SDK writes it so), read from the line's last bytes `tail`: what an over-size
+    line's first bytes do not hold. None when its end is anything else."""
+    found = _TRAILING_ID.search(tail)
+    if found is None:
+        return None
+    return _value(b":" + found.group(1) + b"}", 0)
+
+
 def _key(text: bytes) -> str | None:
     try:
         key = json.loads(text)

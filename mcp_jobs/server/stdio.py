@@ -39,11 +39,13 @@ from mcp.types import (
     JSONRPCResponse,
 )
 
-from mcp_jobs.server.line_id import top_level_id
+from mcp_jobs.server.line_id import top_level_id, trailing_id
 from mcp_jobs.server.request_ids import read_message
 
 # What an oversized line is dropped in: it is never held whole.
 DROP_CHUNK = 64 * 1024
+# The end of an over-size line kept while the rest is dropped: where an id written last is.
+TAIL_BYTES = 4096
 CANCELLED = "notifications/cancelled"
 INPUT_CLOSED = "the client closed its input before answering"
 ELICIT = "elicitation/create"
@@ -213,19 +215,21 @@ def _error(ident: str | int | None, message: str, code: int = INVALID_REQUEST) -
     return JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message))
 
 
-def read_line(wire: BinaryIO, limit: int) -> tuple[bytes, bool] | None:
-    """The next line and whether it was over `limit` bytes (then only its first bytes are given,
-    its id read from them, and the rest dropped as they arrive); None at end of input. Blocking:
-    run it in a thread."""
+def read_line(wire: BinaryIO, limit: int) -> tuple[bytes, bytes | None] | None:
+    """The next line and, when it was over `limit` bytes, its last bytes (then only its first
+    bytes are given, its id read from them or from its end, and the rest dropped as they
+    arrive); None at end of input. Blocking: run it in a thread."""
     line = wire.readline(limit + 1)
     if not line:
         return None
     if line.endswith(b"\n") or len(line) <= limit:
-        return line, False
+        return line, None
+    tail = line[-TAIL_BYTES:]
     while True:
         rest = wire.readline(DROP_CHUNK)
+        tail = (tail + rest)[-TAIL_BYTES:]
         if not rest or rest.endswith(b"\n"):
-            return line, True
+            return line, tail
 
 
 async def _read(
@@ -251,9 +255,11 @@ async def _read(
                     await unanswered.all_answered(answer_seconds)
                     tg.cancel_scope.cancel()
                 return
-            line, oversized = got
-            if oversized:
+            line, tail = got
+            if tail is not None:
+                # A client may write the id last (the TypeScript SDK does): read its end too.
                 ident = await anyio.to_thread.run_sync(top_level_id, line)
+                ident = trailing_id(tail) if ident is None else ident
                 reply = _error(ident, f"Invalid request: over {limit} bytes")
                 await replies.send(SessionMessage(reply))
                 continue

@@ -17,7 +17,7 @@ import pytest
 from mcp.types import JSONRPCError, JSONRPCRequest
 
 from mcp_jobs.config import ServerLimits
-from mcp_jobs.server.line_id import top_level_id
+from mcp_jobs.server.line_id import top_level_id, trailing_id
 from mcp_jobs.server.stdio import parse_line
 from tests.mcp.support import INITIALIZE
 from tests.mcp.test_stdio_malformed import Wire
@@ -61,6 +61,22 @@ def _deep(ident: int, depth: int) -> bytes:
 )
 def test_the_top_level_id_is_read_from_the_text(line: bytes, ident: str | int | None) -> None:
     assert top_level_id(line) == ident
+
+
+@pytest.mark.parametrize(
+    ("tail", "ident"),
+    [
+        (b'aaa"}}, "jsonrpc": "2.0", "id": 26}\n', 26),
+        (b'aaa"}, "id" : "req-7" } ', "req-7"),
+        (b'{"params": {"id": 5}}', None),  # a nested object's id
+        (b'{"x": "a,\\"id\\": 5"}', None),  # inside a string
+        (b'aaa", "id": 5.0}', None),
+        (b'aaa", "id": 12', None),  # no end
+        (b'aaa", "id": "\\ud800"}', None),
+    ],
+)
+def test_an_id_written_last_is_read_from_the_line_end(tail: bytes, ident: object) -> None:
+    assert trailing_id(tail) == ident
 
 
 @pytest.mark.parametrize(
@@ -118,6 +134,16 @@ async def test_stdio_refusals_carry_the_id_the_line_gives(tmp_path: Path) -> Non
                 (
                     "big-24",
                     _call("big-24", '{"name": "e", "key": "k", "payload": ' + big.decode() + "}"),
+                    INVALID_REQUEST,
+                ),
+                # The id written last, as the TypeScript SDK writes it: read from the line's end.
+                (
+                    26,
+                    b'{"method": "tools/call", "params": {"name": "send_event", "arguments": '
+                    + b'{"name": "e", "key": "k", "payload": '
+                    + big
+                    + b'}}, "jsonrpc": "2.0",'
+                    + b' "id": 26}',
                     INVALID_REQUEST,
                 ),
                 (None, big, INVALID_REQUEST),
