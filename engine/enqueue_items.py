@@ -390,6 +390,13 @@ class EnqueueItems:
         job, input, tenant, _, _, on_conflict, traceparent, priority, given_key = item
         if isinstance(job, JobDefinition):
             definition = job
+            held = self.registry.get(job.name)
+            if held is not None and held is not job:
+                # Another declaration under the name, which this process's workers run: the
+                # job would fail there against that one's model, or run the other function.
+                clash = self.registry.clash(held, job)
+                if clash is not None:
+                    raise clash
         else:
             refuse_by_name(job, input)  # the engine enqueues its own jobs by definition
             definition = self.definition(job)
