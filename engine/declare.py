@@ -2,7 +2,9 @@
 
 A declaration is refused at the decorator when it could never be safe: no idempotency key (rule 1),
 a concurrency that is not a whole number ≥ 1, an input annotation that is not a pydantic model,
-a body that cannot be called as `body(input, ctx)`. Each refusal's fix is the declaration mended.
+a body that cannot be called as `body(input, ctx)`, a key function that cannot be called with
+the input alone, a name the engine keeps for its own jobs (engine.internal_jobs). Each refusal's
+fix is the declaration mended.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from engine.errors import (
     JobsError,
     JobUnknownError,
 )
-from engine.internal_jobs import enqueueable
+from engine.internal_jobs import enqueueable, reserved_for
 from engine.rate_limits import RateLimit
 from engine.registry import Registry, Site, caller_line, site
 from engine.retention import Retention
@@ -342,6 +344,30 @@ def _code_of(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call if inspect.ismethod(call) else fn
 
 
+def one_argument(fn: Callable[..., Any]) -> str | None:
+    """None when `fn` can be called with exactly one positional argument, as the engine calls a
+    key function or a task's enqueue; else what it takes, in words. A callable without a
+    signature (a builtin, a C type) is taken: nothing here can say it fails."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(None)
+    except TypeError:
+        pass
+    else:
+        return None
+    params = list(signature.parameters.values())
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    required = [p for p in params if p.default is inspect.Parameter.empty and p.kind in _NAMED]
+    if not positional and not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        shown = ", ".join(p.name for p in required)
+        return f"it takes no positional argument{f' (only {shown} by keyword)' if shown else ''}"
+    shown = ", ".join(p.name for p in required)
+    return f"it needs {len(required)} arguments ({shown})"
+
+
 def _default_name(fn: Callable[..., Any]) -> str:
     code = _code_of(fn)
     if code is fn or isinstance(fn, functools.partial):
@@ -564,6 +590,13 @@ def job(
         own_name = _default_name(fn)
         job_name = own_name if name is None else name
         _declared_text(own_name, "name", job_name, bounds.job_name, own_name or "job")
+        reserved = reserved_for(job_name, _code_of(fn))
+        if reserved is not None:
+            # Taken, every enqueue by the name was JOB_INTERNAL and a backfill declared later
+            # was JOB_NAME_TAKEN, its fix renaming the engine's job.
+            allowed = own_name if reserved_for(own_name, None) is None else f"{own_name}_job"
+            written = json.dumps(allowed, ensure_ascii=False)
+            raise JobDeclarationInvalidError(job_name, "name", job_name, reserved, written)
         if idempotency_key is None:
             raise IdempotencyRequiredError(job_name, _key_fix(job_name, fn))
         if not callable(idempotency_key):
@@ -573,6 +606,14 @@ def job(
                 idempotency_key,
                 "a function of the input returning its key",
                 _text_key_fix(job_name, fn, idempotency_key),
+            )
+        takes = one_argument(idempotency_key)
+        if takes is not None:
+            # Taken, every enqueue failed with IDEMPOTENCY_KEY_FAILED: it is called with the input.
+            expected = f"a function of one argument, the input, returning its key; {takes}"
+            mended = _key_fix(job_name, fn)
+            raise JobDeclarationInvalidError(
+                job_name, "idempotency_key", idempotency_key, expected, mended
             )
         model, body = _body(job_name, fn)
         _declared_text(job_name, "queue", queue, bounds.queue_name, DEFAULT_QUEUE)

@@ -27,6 +27,8 @@ from schemas.jobs import JobRecord
 # The pass job's name (engine/backfill/pass_job.py declares it under this name).
 PASS_JOB = "backfill.pass"
 INTERNAL_JOBS = frozenset({PASS_JOB})
+# The module each internal job's body is defined in: the one place `@job` takes its name.
+_HOMES = {PASS_JOB: "engine.backfill.pass_job"}
 # Every declared backfill, pending or not (engine/backfill/errors.py's ALL_COMMAND).
 BACKFILLS_COMMAND = "mcp-jobs backfill --json"
 
@@ -77,6 +79,17 @@ def is_internal(name: object) -> bool:
     return isinstance(name, str) and name in INTERNAL_JOBS
 
 
+def reserved_for(name: str, body: object) -> str | None:
+    """None when `@job` may declare `name` with `body` (the engine's own module declares its
+    internal jobs); else what a job's name must be, for JOB_DECLARATION_INVALID."""
+    if name not in INTERNAL_JOBS or getattr(body, "__module__", None) == _HOMES[name]:
+        return None
+    return (
+        f"a name the engine does not keep for its own jobs ({', '.join(sorted(INTERNAL_JOBS))}: "
+        "a backfill's pass, started by its write, never by name)"
+    )
+
+
 def enqueueable(names: Iterable[str]) -> list[str]:
     """`names` less the internal jobs, sorted, once each: what a JOB_UNKNOWN offers instead."""
     return sorted(set(names) - INTERNAL_JOBS)
@@ -103,4 +116,5 @@ __all__ = [
     "is_internal",
     "refuse_by_name",
     "refuse_rerun",
+    "reserved_for",
 ]

@@ -7,13 +7,14 @@ every machine sharing it. A job over a cap is SHED: handed back ready, no attemp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
 from engine import bounds
-from engine.errors import InvalidArgumentError
+from engine.errors import VALUE_LEFT_OUT, InvalidArgumentError
+from engine.meant import meant_as
 from engine.rate_limits import RateLimit, checked_rate
 
 V = TypeVar("V")
@@ -118,3 +119,41 @@ class Limits:
         if self.global_cap is not None:
             caps.append((GLOBAL_CAP, self.global_cap))
         return caps
+
+
+class QueueNotClaimedError(InvalidArgumentError):
+    """INVALID_ARGUMENT for a cap of a queue the worker does not claim: taken, it capped
+    nothing and said nothing (a queue's cap holds on the workers that claim it). `meant`: the
+    claimed queue it plainly stands for, else None (the cap left out); `cap`: its value."""
+
+    def __init__(
+        self, queue: str, cap: int, per_queue: Mapping[str, int], claimed: Sequence[str]
+    ) -> None:
+        meant = meant_as(queue, claimed, given=per_queue)
+        mended = {
+            (meant if name == queue else name): value
+            for name, value in per_queue.items()
+            if name != queue or meant is not None
+        }
+        super().__init__(
+            "per_queue key",
+            queue,
+            f"a queue this worker claims ({', '.join(claimed) or 'none'}); a queue's cap "
+            "holds on the workers that claim it",
+            fix=f"Limits(per_queue={mended!r})",
+            nearest=VALUE_LEFT_OUT if meant is None else meant,
+        )
+        self.queue = queue
+        self.cap = cap
+        self.meant = meant
+
+
+def caps_claimed(per_queue: Mapping[str, int], claimed: Sequence[str] | None) -> None:
+    """QueueNotClaimedError for the first cap of `per_queue` whose queue `claimed` does not
+    hold (None: the worker claims every queue, so every cap holds). The one rule `Worker(...)`
+    and `mcp-jobs worker --per-queue` apply."""
+    if claimed is None:
+        return
+    for queue, cap in per_queue.items():
+        if queue not in claimed:
+            raise QueueNotClaimedError(queue, cap, per_queue, claimed)

@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from engine import worker_runs
+from engine import worker_arguments, worker_runs
 from engine.claim_plan import ClaimPlanner
 from engine.driver_errors import DriverClosedError
 from engine.errors import JobsError, WorkerAlreadyRunningError
 from engine.fix_lines import CommandContext, fixes_written
 from engine.ids import worker_id as new_worker_id
-from engine.limits import Limits
+from engine.limits import Limits, caps_claimed
 from engine.observe import WorkerEventKind, WorkerEventListener
 from engine.outbox import OutboxRelay
 from engine.pruner import Pruner
@@ -136,6 +136,7 @@ class Worker:
         self.concurrency = concurrency
         self._queue_choice: QueueChoice = choice
         self.limits = limits or Limits()
+        caps_claimed(self.limits.per_queue, self.queues)
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
         self.drain_ms = drain_ms
@@ -232,12 +233,7 @@ class Worker:
     @property
     def queues(self) -> list[str] | None:
         """The queues this worker claims from now (None: every queue)."""
-        choice = self._queue_choice
-        if choice == ALL_QUEUES:
-            return None
-        if choice is None:
-            return sorted({definition.queue for definition in self.jobs.registry})
-        return list(choice)
+        return worker_arguments.claimed_queues(self._queue_choice, self.jobs.registry)
 
     @property
     def scheduler(self) -> Scheduler | None:

@@ -4,7 +4,7 @@ bounds (`engine.bounds`), and each other argument of the kind it is declared."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine import bounds
 from engine.claim_plan import PREFETCH_PER_SLOT
@@ -12,6 +12,9 @@ from engine.errors import InvalidArgumentError
 from engine.limits import Limits
 from engine.observe import WorkerEventListener
 from engine.retention import Retention
+
+if TYPE_CHECKING:
+    from engine.declare import JobDefinition
 
 # The shortest lease a worker takes. Its heartbeat renews every third of a lease (worker_leases):
 # below a second, one slow write or pause of the loop lets a lease lapse and the job run twice.
@@ -58,6 +61,16 @@ def counts_checked(
             bounds.text("queues", queue, bounds.MAX_QUEUE_BYTES)
     bounds.optional_actor("worker_id", worker_id)  # in logs and on every job it holds
     return prefetch, queues if queues is None or queues == ALL_QUEUES else [*queues]
+
+
+def claimed_queues(choice: QueueChoice, registry: Iterable[JobDefinition[Any]]) -> list[str] | None:
+    """The queues a worker of this `queues=` choice claims (None: every queue): the named
+    ones, or those of the jobs registered with it."""
+    if choice == ALL_QUEUES:
+        return None
+    if choice is None:
+        return sorted({definition.queue for definition in registry})
+    return list(choice)
 
 
 def client_checked(jobs: object) -> None:

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 
 from engine import bounds
 from engine.errors import VALUE_LEFT_OUT, InvalidArgumentError
-from engine.limits import EVERY_TENANT, GLOBAL_CAP, Limits
-from engine.meant import meant_as
+from engine.limits import EVERY_TENANT, GLOBAL_CAP, Limits, QueueNotClaimedError
+from engine.limits import caps_claimed as engine_caps_claimed
 
 # Each flag and what it sets, in the order a line writes them. `--per-tenant` takes the cap of
 # every tenant (N) and one tenant's own (TENANT=N), as Limits' per_tenant and tenant_overrides.
@@ -89,22 +89,22 @@ def limits_of(args: argparse.Namespace) -> Limits | None:
 
 
 def caps_claimed(args: argparse.Namespace, claimed: Sequence[str] | None) -> None:
-    """INVALID_ARGUMENT for a `--per-queue` cap of a queue this worker does not claim (None:
-    it claims every queue): taken, it capped nothing and said nothing. Its fix is the queue
-    plainly meant, else the line without that cap."""
-    if claimed is None:
-        return
+    """`Worker(...)`'s rule for a cap of a queue it does not claim (engine.limits.caps_claimed;
+    None: it claims every queue), refused as typed after `--per-queue`: its fix the line with the
+    queue plainly meant, else without that cap."""
     typed = {text.rpartition("=")[0]: text for text in args.per_queue or ()}
-    for queue, text in typed.items():
-        if queue not in claimed:
-            meant = meant_as(queue, claimed, given=typed)
-            raise InvalidArgumentError(
-                QUEUE_FLAG,
-                text,
-                f"a queue this worker claims ({', '.join(claimed) or 'none'}); a queue's cap "
-                "holds on the workers that claim it",
-                nearest=VALUE_LEFT_OUT if meant is None else f"{meant}={text.rpartition('=')[2]}",
-            )
+    try:
+        engine_caps_claimed(_pairs(QUEUE_FLAG, args.per_queue), claimed)
+    except QueueNotClaimedError as refused:
+        text = typed[refused.queue]
+        raise InvalidArgumentError(
+            QUEUE_FLAG,
+            text,
+            refused.expected,
+            nearest=VALUE_LEFT_OUT
+            if refused.meant is None
+            else f"{refused.meant}={text.rpartition('=')[2]}",
+        ) from None
 
 
 def cap_flags(caps: Mapping[str, int]) -> list[str]:

@@ -5,7 +5,8 @@ expression croniter cannot schedule or that cannot mean what it says (a step pas
 span, a reversed range, croniter's random R and hashed H: engine/tasks/cron_syntax.py), a zone
 that is not a tz database name, a catch-up policy that is not `skip`/`all`, or a `max_catch_up`
 that is not a whole number ≥ 1 (zero, a fraction or a negative fires nothing ever, silently; NaN
-and infinity are an unbounded burst nobody declared).
+and infinity are an unbounded burst nobody declared), or an enqueue function that cannot be called
+with the occurrence alone.
 
 Tasks live beside the jobs they enqueue: `task(registry=r)` files the task under the same
 `JobRegistry` `@job(registry=r)` and `connect(registry=r)` use, so a client, a worker and
@@ -14,9 +15,11 @@ Tasks live beside the jobs they enqueue: `task(registry=r)` files the task under
 
 from __future__ import annotations
 
+import ast
 import difflib
 import inspect
 import json
+import linecache
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +31,7 @@ from engine.declare import (
     JobRegistry,
     default_registry,
     description_declared,
+    one_argument,
     whole_declared,
 )
 from engine.errors import InvalidArgumentError, JobsError
@@ -172,6 +176,50 @@ def _mended_name(value: object) -> str:
     return cut or "nightly"
 
 
+def _one_argument_enqueue(enqueue: Callable[..., Any]) -> str | None:
+    """`enqueue` taking no argument, mended to take the occurrence: a named function called
+    from a lambda that takes it, a lambda written again with its own body (read from its
+    source); None when neither can be written."""
+    try:
+        if inspect.signature(enqueue).parameters:
+            return None
+    except (TypeError, ValueError):
+        return None
+    name = getattr(enqueue, "__name__", "")
+    if name.isidentifier() and name != "<lambda>":
+        return f"lambda occurrence_ms: {name}()"
+    body = _lambda_body(enqueue)
+    return None if body is None else f"lambda occurrence_ms: {body}"
+
+
+def _lambda_body(fn: Callable[..., Any]) -> str | None:
+    """The source of a lambda's body, as its code's positions place it (columns in UTF-8 bytes),
+    when it reads back as one expression."""
+    code = getattr(fn, "__code__", None)
+    filename = getattr(code, "co_filename", "")
+    spans = [
+        (line, end_line, col, end_col)
+        for line, end_line, col, end_col in (code.co_positions() if code else ())
+        if line is not None and end_line is not None and col is not None and end_col is not None
+        if (line, col) != (end_line, end_col)
+    ]
+    if not spans:
+        return None
+    start = min((line, col) for line, _, col, _ in spans)
+    end = max((end_line, end_col) for _, end_line, _, end_col in spans)
+    lines = [linecache.getline(filename, n).encode() for n in range(start[0], end[0] + 1)]
+    if not all(lines):
+        return None
+    lines[-1] = lines[-1][: end[1]]
+    lines[0] = lines[0][start[1] :]
+    text = b"".join(lines).decode(errors="replace")
+    try:
+        ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    return " ".join(text.split())
+
+
 def _zone(task: str, tz: object) -> ZoneInfo:
     if not isinstance(tz, str) or not tz:
         raise TaskTimezoneInvalidError(task, tz, [])
@@ -244,6 +292,13 @@ def task(
         raise TaskDeclarationInvalidError(
             task_name, "enqueue", enqueue, "a function of the occurrence (epoch ms)"
         )
+    takes = one_argument(enqueue)
+    if takes is not None:
+        # Taken, the task failed with TASK_ENQUEUE_FAILED at every occurrence: it is called
+        # with the occurrence.
+        expected = f"a function of one argument, the occurrence (epoch ms); {takes}"
+        mended = _one_argument_enqueue(enqueue)
+        raise TaskDeclarationInvalidError(task_name, "enqueue", enqueue, expected, mended)
     description_declared(
         lambda expected: TaskDeclarationInvalidError(
             task_name, "description", description, expected

@@ -18,6 +18,7 @@ from engine.errors import LEFT_OUT, FlagMend, InvalidArgumentError
 from engine.logs import configure_logging
 from engine.shell_words import shell_word
 from engine.worker import ALL_QUEUES, Worker
+from engine.worker_arguments import claimed_queues
 from engine.worker_process import tune_for_worker
 from mcp_jobs.cap_flags import caps_claimed, limits_of
 from mcp_jobs.cli.commands import open_jobs
@@ -195,6 +196,8 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
             await until_migrated(jobs, say=True)
             queues = ALL_QUEUES if args.queues == [ALL_QUEUES] else args.queues
             _refuse_joined_queues(queues, jobs.registry)
+            # Worker(...) applies the same rule; refused here first, as the flag typed.
+            caps_claimed(args, claimed_queues(queues, jobs.registry))
             worker = Worker(
                 jobs,
                 concurrency=args.concurrency,
@@ -203,7 +206,6 @@ async def worker_command(args: argparse.Namespace, settings: Settings) -> int:
                 limits=limits,
                 apps=settings.apps or None,  # published with the descriptors, as typed
             )
-            caps_claimed(args, worker.queues)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_until_signal, partial(_stopping, worker), worker.hand_back_now)
                 if serve_metrics is not None:
