@@ -267,8 +267,8 @@ def import_root(module: str) -> str | None:
 
 
 # A fix's call that builds a client: on `url` (a placeholder) or a URL in quotes, with the
-# registry it names, if any.
-_CONNECT = re.compile(r"\bconnect\((url|'[^']*'|\"[^\"]*\")((?:, registry=[\w.]+)?)\)")
+# registry it names, if any. Not a library's (`sqlite3.connect(path)`): that takes no URL.
+_CONNECT = re.compile(r"(?<![\w.])connect\((url|'[^']*'|\"[^\"]*\")((?:, registry=[\w.]+)?)\)")
 
 
 @dataclass(frozen=True)

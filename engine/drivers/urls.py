@@ -28,7 +28,8 @@ _SQLITE_FORMS = "sqlite:///relative/jobs.db or sqlite:////absolute/jobs.db"
 # server and every fix line reach an install outside the default one. asyncpg never sees it.
 SCHEMA_PARAM = "schema"
 # ≤ 58 characters: the wake-up channel "<schema>_wake" must fit PostgreSQL's 63-byte names.
-SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,57}")
+SCHEMA_MAX = 58
+SCHEMA_NAME = re.compile(rf"[a-z_][a-z0-9_]{{0,{SCHEMA_MAX - 1}}}")
 SCHEMA_NAME_RULE = "at most 58 lowercase letters, digits and _ (not starting with a digit)"
 
 
@@ -79,7 +80,8 @@ def meant_url(url: str, schemes: Collection[str]) -> str | None:
     `?prefx=` as `?prefix=`, a database that is no number as 0), a NATS URL whose `?bucket=`
     names the bucket its path holds and whose bucket has no dot, a PostgreSQL URL with an option
     written as it is taken (`_postgres_options_mended`): never an option dropped that would
-    point at another deployment's jobs."""
+    point at another deployment's jobs, but a `?schema=` no name can be read from (`;;`), which
+    names no install, as the default schema of the same database."""
     head, sep, rest = url.partition("://")
     if not sep:
         path = url.partition(":")[2]
@@ -150,7 +152,7 @@ _NEAR_SSL_MODE = 0.75
 
 def _postgres_options_mended(url: str) -> str | None:
     """`url` with an sslmode that plainly names one libpq takes (`requre`, `REQUIRE`,
-    `verify_full`), a schema in capitals (PostgreSQL folds a name to lower case) or with a dash,
+    `verify_full`), a schema no name may be (`App-1`, `a;drop`, `1app`: `schema_meant`) or
     under a misspelt key (`?shema=`), written as taken, and an empty `?schema=` left out, when
     that is all that was wrong; else None: no mode is guessed."""
     try:
@@ -166,15 +168,24 @@ def _postgres_options_mended(url: str) -> str | None:
             near = difflib.get_close_matches(typed, _SSL_MODES, n=1, cutoff=_NEAR_SSL_MODE)
             pairs[n] = f"{key}={near[0]}" if near else f"{key}={value}"
         elif key == SCHEMA_PARAM:
-            # Empty (`?schema=$UNSET`): no schema named, so the default one; a dash or a dot
-            # for the `_` a schema name takes, capitals as PostgreSQL folds them.
-            named = re.sub(r"[-. ]", "_", value.lower())
+            named = schema_meant(unquote_plus(value))
             pairs[n] = f"{key}={named}" if named else ""
         else:
             pairs[n] = f"{key}{eq}{value}"
     query = "&".join(pair for pair in pairs if pair)
     mended = urlunsplit(parts._replace(query=query))
     return mended if postgres_url_problem(mended) is None else None
+
+
+def schema_meant(value: str) -> str:
+    """The schema name `value` (a refused `?schema=`) stands for, or "" for the default schema:
+    capitals as PostgreSQL folds them, each run of what a name cannot hold (`-`, `.`, `;`) as
+    one `_`, a `_` before a leading digit, cut to the longest name; "" where no letter or digit
+    is left (`?schema=` empty, `;;`). Never another database: that was the fix once."""
+    named = re.sub(r"[^a-z0-9_]+", "_", value.lower())
+    if not re.search(r"[a-z0-9]", named):
+        return ""
+    return ("_" + named if named[0].isdigit() else named)[:SCHEMA_MAX]
 
 
 # A slip of the keys in this package's own option (`?shema=`, `?Schema=`): asyncpg would send it

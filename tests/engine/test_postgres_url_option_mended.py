@@ -33,7 +33,6 @@ def test_a_postgres_option_that_stands_for_one_it_takes_is_mended(url: str, mean
     "url",
     [
         "postgresql://u@h/db?sslmode=sometimes",  # no mode is near: not guessed
-        "postgresql://u@h/db?schema=a;drop",
         "postgresql://u@h:notaport/db",
     ],
 )

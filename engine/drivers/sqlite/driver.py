@@ -534,7 +534,7 @@ class SqliteDriver:
             for row_id, request in zip(ids, requests, strict=True)
         ]
         try:
-            self._same_file(await tx.execute_fetchall("PRAGMA database_list"))
+            self._same_file(await tx.execute_fetchall("PRAGMA database_list"), aio=True)
             if rows:
                 await tx.executemany(q.STAGE, rows)
         except (sqlite3.Error, *UNBINDABLE) as exc:
@@ -545,15 +545,15 @@ class SqliteDriver:
             raise self._stage_failed(exc, waited) from exc
         return ids
 
-    def _same_file(self, databases: Iterable[Any]) -> None:
-        """Refuse a connection (its `PRAGMA database_list`) whose main database is not the
-        jobs' file."""
+    def _same_file(self, databases: Iterable[Any], *, aio: bool = False) -> None:
+        """Refuse a connection (its `PRAGMA database_list`; `aio`: an aiosqlite one) whose
+        main database is not the jobs' file."""
         # A row staged into another file would never be published, and WAL commits are atomic
         # per file only, so an ATTACHed jobs file would not share the app's transaction either.
         for _seq, schema, filename in databases:
             if schema == "main":
                 if not filename or file_key(filename) != file_key(self.path):
-                    raise OutboxOtherFileError(self.path, filename or ":memory:")
+                    raise OutboxOtherFileError(self.path, filename or ":memory:", aio=aio)
                 return
 
     async def outbox_claim(

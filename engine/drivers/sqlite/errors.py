@@ -74,10 +74,32 @@ LIVE_KEY_INDEX, JOBS_TABLE = "mcp_jobs_jobs_live_key", "mcp_jobs_jobs"
 
 
 class OutboxOtherFileError(OutboxWrongDatabaseError):
-    """OUTBOX_WRONG_DATABASE for a sqlite3 connection to another file than the jobs'."""
+    """OUTBOX_WRONG_DATABASE for a sqlite3 (or, `aio`, an aiosqlite) connection to another file
+    than the jobs': the fix stages through one of the same library on the jobs' file, by its
+    path (sqlite3 takes no URL), in a transaction the application's write must share."""
 
-    def __init__(self, jobs_path: str, tx_path: str) -> None:
-        super().__init__(jobs_path, tx_path, f"tx = sqlite3.connect({jobs_path!r})")
+    def __init__(self, jobs_path: str, tx_path: str, *, aio: bool = False) -> None:
+        fix = aiosqlite_stage_fix(jobs_path) if aio else sqlite3_stage_fix(jobs_path)
+        super().__init__(jobs_path, tx_path, fix)
+
+
+def sqlite3_stage_fix(jobs_path: str) -> str:
+    """A stage through a sqlite3 connection of the driver's module on the jobs' file, in a
+    transaction of its own."""
+    return (
+        "from engine.drivers.sqlite import sqlite3; "
+        f"tx = sqlite3.connect({jobs_path!r}, isolation_level=None); "
+        'tx.execute("BEGIN"); await jobs.stage(tx, name, input); tx.commit()'
+    )
+
+
+def aiosqlite_stage_fix(jobs_path: str) -> str:
+    """`sqlite3_stage_fix` through aiosqlite, whose calls are awaited; `async with` closes its
+    thread, which an unclosed connection leaves to fail at exit."""
+    return (
+        f"async with aiosqlite.connect({jobs_path!r}, isolation_level=None) as tx: "
+        'await tx.execute("BEGIN"); await jobs.stage(tx, name, input); await tx.commit()'
+    )
 
 
 class OutboxNoSqliteTxError(OutboxNoTxError):
@@ -106,9 +128,7 @@ class OutboxNotSqliteError(OutboxTxKindError):
             "sqlite",
             given,
             f"a sqlite3 connection to {jobs_path} after BEGIN",
-            "from engine.drivers.sqlite import sqlite3; "
-            f"tx = sqlite3.connect({jobs_path!r}, isolation_level=None); "
-            'tx.execute("BEGIN"); await jobs.stage(tx, name, input); tx.commit()',
+            sqlite3_stage_fix(jobs_path),
         )
         _amend(
             self,
@@ -174,7 +194,7 @@ class OutboxOtherSqliteError(JobsError):
         super().__init__(
             f"stage() was given a {given} connection, but the driver runs on {used}{why}; two "
             "copies of SQLite on one file in one process release each other's locks",
-            f"from engine.drivers.sqlite import sqlite3; tx = sqlite3.connect({jobs_path!r})",
+            sqlite3_stage_fix(jobs_path),
             details={"given": given, "driver_module": used},
         )
 
