@@ -120,3 +120,35 @@ async def test_each_list_filter_searches_an_index(
     plan = _plan(conn, sql, params)
     _no_table_scan(plan)
     assert _kilo_steps(conn, sql, params) < MAX_KILO_STEPS, plan
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"name": "hist1", "tenant_id": "t0"}, {"queue": "default", "name": "nosuch"}],
+    ids=repr,
+)
+async def test_a_second_filter_is_tested_before_the_row_is_read(
+    tmp_path: Path, clock: ManualClock, given: dict[str, object]
+) -> None:
+    """Two filters whose combination is rare walk the leading filter's settled entries. Each
+    filter's index ends with the others, so SQLite tests them on the entry and reads a row only
+    when it matches: in the program, the first column read after each deferred seek of the row
+    comes from the index cursor, not the table's (113 ms became 17 ms at 100,000 entries)."""
+    conn = await _build(tmp_path, clock)
+    args = {k: given.get(k) for k in ("states", "name", "queue", "tenant_id", "cursor")}
+    sql = q.list_jobs_sql(**args)  # type: ignore[arg-type]
+    params = {k: v for k, v in args.items() if k != "states"} | {"limit": 51}
+    program = conn.execute(f"EXPLAIN {sql}", params).fetchall()
+    roots = dict(conn.execute("SELECT rootpage, name FROM sqlite_master WHERE type = 'index'"))
+    opened = {op[2]: roots.get(op[3]) for op in program if op[1] == "OpenRead"}
+    seeks = [
+        at
+        for at, op in enumerate(program)
+        if op[1] == "DeferredSeek" and str(opened[op[2]]).startswith("mcp_jobs_jobs_settled_")
+    ]
+    assert len(seeks) == 4, program  # one per settled state's arm
+    for at in seeks:
+        index_cursor = program[at][2]
+        first_column = next(op for op in program[at + 1 :] if op[1] == "Column")
+        assert first_column[2] == index_cursor, (opened[index_cursor], first_column)
+    assert conn.execute(sql, params).fetchall() == []

@@ -92,7 +92,8 @@ def list_sql(filter: JobFilter) -> tuple[str, list[object]]:
     `{schema}` is left for the caller.
 
     The settled arms pick ids alone, an index-only walk of the settled index the filter leads
-    (jobs_settled_name_idx, _queue_idx, _tenant_idx or _state_idx), and the page's settled rows
+    (jobs_settled_name_idx, _queue_idx, _tenant_idx or _state_idx; each filter's index carries
+    the other two filters, so a second one is tested on the entry), and the page's settled rows
     are then read by primary key. Fetching whole rows there, the planner walked the primary key
     back through every live row, or a state's index through other names' rows, whenever its
     column statistics said a match was near."""

@@ -247,7 +247,8 @@ def list_jobs_sql(
     cursor: str | None,
 ) -> str:
     """A filtered list: one arm over the live states it wants (the live index), one per settled
-    state (the settled index its filter leads), each cut to the page, merged by id. Each arm
+    state (the settled index its filter leads, which ends with the other two filters, so a second
+    filter is tested before the row is read), each cut to the page, merged by id. Each arm
     spells its index's predicate exactly, as SQLite needs to use a partial index. Only the
     filters given appear, so the plan fits them. Parameters: :name :queue :tenant_id :cursor
     :limit."""
