@@ -54,8 +54,16 @@ async def name_first(
 
 async def _input_too(refused: JobsError, tool: Tool, jobs: Jobs, name: str) -> JobsError:
     """`refused`, or JOB_INPUT_INVALID over the call its fix shows when the job's model (or
-    its published schema) refuses that call's input: the engine's own check, nothing stored."""
-    call = refused.mended if isinstance(refused, ToolArgumentsInvalidError) else None
+    its published schema) refuses that call's input: the engine's own check, nothing stored.
+    Where no rename mends the input, `refused` says so too, and its mended call, which would be
+    refused next for the input, is no longer offered as `next_call`."""
+    offered = refused.next_call
+    if isinstance(refused, ToolArgumentsInvalidError):
+        call = refused.mended
+    elif offered is not None and offered.tool == tool.name:
+        call = dict(offered.arguments)  # a value out of range, mended to its end
+    else:
+        call = None
     if call is None or not isinstance(call.get("input"), dict):
         return refused
     try:
@@ -72,6 +80,7 @@ async def _input_too(refused: JobsError, tool: Tool, jobs: Jobs, name: str) -> J
             shown.cause = f"{alone}; and {refused.cause}"
             return shown
         refused.cause = f"{refused.cause}; and {alone}"
+        refused.next_call = None
     except Exception:  # a key, a tenant, a bound: the call as mended says those itself
         return refused
     return refused

@@ -52,3 +52,29 @@ async def test_an_input_its_job_refuses_is_mended_with_the_other_arguments(
         )
         assert 'and input for "greet" is invalid at user_id' in error["cause"], error
     assert len((await jobs.list()).jobs) == 1
+
+
+async def test_a_mended_call_whose_input_is_refused_is_not_offered_to_run(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """exploreZ: with an input no rename mends, the refusal of the other arguments offered their
+    mended call as `next_call`, which was refused next for the input; and a value out of range
+    (a priority, a delay) said nothing of the input at all."""
+    async with open_mcp() as mcp:
+        bad = {"name": "greet", "input": {"user_id": "x"}}
+        for slip in (
+            {"delay": 5},
+            {"priority": 11},
+            {"delay_seconds": -1},
+            {"delay_seconds": 10**12},
+            {"priority": "3"},
+            {"delay_seconds": "5"},
+            {"on_conflict": "Error"},
+            {"name": ["greet"]},
+        ):
+            answer = await mcp.call("enqueue_job", {**bad, **slip})
+            assert answer.is_error, (slip, answer.data)
+            error = answer.data["error"]
+            assert "invalid at user_id" in error["cause"], (slip, error)
+            assert error.get("next_call") is None, (slip, error)
+    assert (await jobs.list()).jobs == []
