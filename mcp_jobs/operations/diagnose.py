@@ -207,14 +207,22 @@ async def diagnose_queue(
     now = scope.jobs.clock.now_ms()
     limits = scope.settings.limits
 
+    expired_queues = [s.queue for s in stats if s.expired_leases]
+    running = await each(_ids(scope, "running", q, tenant, PARKED_SCAN) for q in expired_queues)
+    expired_of = {
+        q: [j.id for j in page if (j.lease_expires_at or now) < now][:SAMPLE_IDS]
+        for q, page in zip(expired_queues, running, strict=True)
+    }
     waiting = sum(s.ready + s.expired_leases + s.due_suspended for s in stats)
     waited_ms = now - started_ms
     if not workers and waiting:
-        # A sample of the jobs that wait, as the enqueue's and the wait's notices name theirs.
+        # A sample of the jobs that wait, as the enqueue's and the wait's notices name theirs:
+        # the ready ones, then those whose lease ran out (counted among the due).
         due = (
             [] if waited_ms >= WAITED_MS else await _ids(scope, "ready", queue, tenant, SAMPLE_IDS)
         )
-        findings.append(_no_workers(scope, queue, waiting, waited_ms, [j.id for j in due]))
+        ids = [j.id for j in due] + [i for q in expired_queues for i in expired_of[q]]
+        findings.append(_no_workers(scope, queue, waiting, waited_ms, ids[:SAMPLE_IDS]))
     unserved = [
         s
         for s in (stats if workers else [])
@@ -232,15 +240,9 @@ async def diagnose_queue(
                 cause=f"{due_count} job(s) in queue {s.queue} are due and none of the "
                 f"{len(workers)} live worker(s) serves this queue" + app_unknown(scope),
                 fix=worker_command(scope, s.queue),
-                job_ids=[j.id for j in sample],
+                job_ids=([j.id for j in sample] + expired_of.get(s.queue, []))[:SAMPLE_IDS],
             ).sized(due_count)
         )
-    expired_queues = [s.queue for s in stats if s.expired_leases]
-    running = await each(_ids(scope, "running", q, tenant, PARKED_SCAN) for q in expired_queues)
-    expired_of = {
-        q: [j.id for j in page if (j.lease_expires_at or now) < now][:SAMPLE_IDS]
-        for q, page in zip(expired_queues, running, strict=True)
-    }
 
     # Work a rate limit holds back is RATE_LIMITED (info), and a pause's is QUEUE_PAUSED or
     # JOB_PAUSED (the fix a resume), not an old backlog for more workers, which would start none

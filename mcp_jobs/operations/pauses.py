@@ -215,6 +215,11 @@ async def pause_findings(
     for s in stats:
         if s.paused is None:
             continue
+        held = (
+            await scope.jobs.list(state="ready", queue=s.queue, tenant_id=tenant, limit=SAMPLE_IDS)
+            if s.ready
+            else None
+        )
         out.append(
             Finding(
                 code="QUEUE_PAUSED",
@@ -224,6 +229,7 @@ async def pause_findings(
                 "ready job(s) are not claimed until it is resumed",
                 fix=resume_command(scope, s.paused),
                 next_call=resume_call(s.paused),
+                job_ids=[j.id for j in held.jobs] if held else [],
             )
         )
     described = await scope.jobs.describe() if queue and paused_jobs else []

@@ -44,3 +44,26 @@ async def test_leases_expired_names_the_jobs_whose_lease_ran_out(
     clock.advance(5_000)
     found = await _findings(open_mcp, {"queue": "mail"})
     assert found["LEASES_EXPIRED"]["job_ids"] == [held.id], found["LEASES_EXPIRED"]
+
+
+async def test_no_live_workers_names_a_job_whose_lease_ran_out(
+    jobs: Jobs, clock: ManualClock, open_mcp: OpenMcp
+) -> None:
+    """exploreZ: after a kill -9, NO_LIVE_WORKERS counted "1 job(s) are due" (the lapsed lease)
+    beside `job_ids: []`: only ready jobs were sampled."""
+    held = await jobs.enqueue("greet", {"user_id": 5})
+    (claimed,) = await jobs.driver.claim("gone", 1, 1_000)
+    assert claimed.record.id == held.id
+    clock.advance(5_000)
+    for arguments in ({}, {"queue": "mail"}):
+        found = await _findings(open_mcp, arguments)
+        assert found["NO_LIVE_WORKERS"]["job_ids"] == [held.id], found["NO_LIVE_WORKERS"]
+
+
+async def test_queue_paused_names_the_jobs_it_holds(jobs: Jobs, open_mcp: OpenMcp) -> None:
+    """exploreZ: QUEUE_PAUSED said "its 1 ready job(s) are not claimed" with `job_ids: []`."""
+    waiting = await jobs.enqueue("greet", {"user_id": 6})
+    await jobs.pause(queue="mail", reason="maintenance")
+    for arguments in ({}, {"queue": "mail"}):
+        found = await _findings(open_mcp, arguments)
+        assert found["QUEUE_PAUSED"]["job_ids"] == [waiting.id], found["QUEUE_PAUSED"]
