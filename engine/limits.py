@@ -8,7 +8,7 @@ every machine sharing it. A job over a cap is SHED: handed back ready, no attemp
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import TypeVar
 
@@ -121,39 +121,71 @@ class Limits:
         return caps
 
 
-class QueueNotClaimedError(InvalidArgumentError):
-    """INVALID_ARGUMENT for a cap of a queue the worker does not claim: taken, it capped
-    nothing and said nothing (a queue's cap holds on the workers that claim it). `meant`: the
-    claimed queue it plainly stands for, else None (the cap left out); `cap`: its value."""
+# The `Limits` fields keyed by queue, and what each sets there. A queue's cap or rate holds on
+# the workers that claim it; tenants are not claimed, so their fields are not here.
+QUEUE_FIELDS = {"per_queue": "cap", "rate_per_queue": "rate limit"}
 
-    def __init__(
-        self, queue: str, cap: int, per_queue: Mapping[str, int], claimed: Sequence[str]
-    ) -> None:
-        meant = meant_as(queue, claimed, given=per_queue)
-        mended = {
-            (meant if name == queue else name): value
-            for name, value in per_queue.items()
-            if name != queue or meant is not None
-        }
+
+def _meant_queues(by_queue: Mapping[str, object], claimed: Sequence[str]) -> dict[str, str | None]:
+    """Each key of `by_queue` that `claimed` does not hold, and the claimed queue it plainly
+    stands for (None: none). Two slips never stand for one queue, nor one for a queue given."""
+    meant: dict[str, str | None] = {}
+    for queue in by_queue:
+        if queue not in claimed:
+            taken = [*by_queue, *(m for m in meant.values() if m is not None)]
+            meant[queue] = meant_as(queue, claimed, given=taken)
+    return meant
+
+
+def _mended_line(limits: Limits, claimed: Sequence[str]) -> str:
+    """`limits` as the call that makes it, every key of an unclaimed queue mended to the queue
+    it stands for or left out, and every other field as given (a fix that dropped them would
+    lift the limits they set)."""
+    given: list[str] = []
+    for spec in fields(limits):
+        value: object = getattr(limits, spec.name)
+        if isinstance(value, Mapping):
+            value = dict(value)  # read-only copies print as mappingproxy(...), which no call takes
+            if spec.name in QUEUE_FIELDS:
+                meant = _meant_queues(value, claimed)
+                value = {
+                    meant.get(queue) or queue: limit
+                    for queue, limit in value.items()
+                    if queue not in meant or meant[queue] is not None
+                }
+        if value is not None and value != {}:  # a field left as its default
+            given.append(f"{spec.name}={value!r}")
+    return f"Limits({', '.join(given)})"
+
+
+class QueueNotClaimedError(InvalidArgumentError):
+    """INVALID_ARGUMENT for a key of `per_queue` or `rate_per_queue` (`field`) naming a queue the
+    worker does not claim: taken, it limited nothing and said nothing (a queue's cap or rate holds
+    on the workers that claim it). `meant`: the claimed queue it plainly stands for, else None
+    (left out of the fix)."""
+
+    def __init__(self, field_name: str, queue: str, limits: Limits, claimed: Sequence[str]) -> None:
+        meant = _meant_queues(getattr(limits, field_name), claimed)[queue]
         super().__init__(
-            "per_queue key",
+            f"{field_name} key",
             queue,
-            f"a queue this worker claims ({', '.join(claimed) or 'none'}); a queue's cap "
-            "holds on the workers that claim it",
-            fix=f"Limits(per_queue={mended!r})",
+            f"a queue this worker claims ({', '.join(claimed) or 'none'}); a queue's "
+            f"{QUEUE_FIELDS[field_name]} holds on the workers that claim it",
+            fix=_mended_line(limits, claimed),
             nearest=VALUE_LEFT_OUT if meant is None else meant,
         )
+        self.field = field_name
         self.queue = queue
-        self.cap = cap
         self.meant = meant
 
 
-def caps_claimed(per_queue: Mapping[str, int], claimed: Sequence[str] | None) -> None:
-    """QueueNotClaimedError for the first cap of `per_queue` whose queue `claimed` does not
-    hold (None: the worker claims every queue, so every cap holds). The one rule `Worker(...)`
-    and `mcp-jobs worker --per-queue` apply."""
+def queue_limits_claimed(limits: Limits, claimed: Sequence[str] | None) -> None:
+    """QueueNotClaimedError for the first key of `limits`' per-queue fields (QUEUE_FIELDS) whose
+    queue `claimed` does not hold (None: the worker claims every queue, so every one holds). The
+    one rule `Worker(...)` and `mcp-jobs worker --per-queue` apply."""
     if claimed is None:
         return
-    for queue, cap in per_queue.items():
-        if queue not in claimed:
-            raise QueueNotClaimedError(queue, cap, per_queue, claimed)
+    for field_name in QUEUE_FIELDS:
+        for queue in getattr(limits, field_name):
+            if queue not in claimed:
+                raise QueueNotClaimedError(field_name, queue, limits, claimed)

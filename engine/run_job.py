@@ -307,7 +307,10 @@ async def execute(
                 f"{record.max_attempts} its row allows (max_attempts was lowered after it ran)"
             )
         error = lost.model_copy(update={"cause": cause, "retryable": False})
-        return await settle(NackOptions(error=error, dead_letter=True), "dead", error=error)
+        # This claim runs no body, so it gives its count back as a shed does: the dead row shows
+        # the attempts it had (3/3), not the claim that found them spent (4/3).
+        options = NackOptions(error=error, dead_letter=True, counts_as_attempt=False)
+        return await settle(options, "dead", error=error)
     try:
         job_input = definition.input_model.model_validate(record.input)
     except ValidationError as exc:

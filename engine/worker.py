@@ -41,7 +41,7 @@ from engine.driver_errors import DriverClosedError
 from engine.errors import JobsError, WorkerAlreadyRunningError
 from engine.fix_lines import CommandContext, fixes_written
 from engine.ids import worker_id as new_worker_id
-from engine.limits import Limits, caps_claimed
+from engine.limits import Limits, queue_limits_claimed
 from engine.observe import WorkerEventKind, WorkerEventListener
 from engine.outbox import OutboxRelay
 from engine.pruner import Pruner
@@ -136,7 +136,7 @@ class Worker:
         self.concurrency = concurrency
         self._queue_choice: QueueChoice = choice
         self.limits = limits or Limits()
-        caps_claimed(self.limits.per_queue, self.queues)
+        queue_limits_claimed(self.limits, self.queues)
         self.lease_ms = lease_ms
         self.poll_ms = poll_ms
         self.drain_ms = drain_ms

@@ -11,8 +11,13 @@ from collections.abc import Mapping, Sequence
 
 from engine import bounds
 from engine.errors import VALUE_LEFT_OUT, InvalidArgumentError
-from engine.limits import EVERY_TENANT, GLOBAL_CAP, Limits, QueueNotClaimedError
-from engine.limits import caps_claimed as engine_caps_claimed
+from engine.limits import (
+    EVERY_TENANT,
+    GLOBAL_CAP,
+    Limits,
+    QueueNotClaimedError,
+    queue_limits_claimed,
+)
 
 # Each flag and what it sets, in the order a line writes them. `--per-tenant` takes the cap of
 # every tenant (N) and one tenant's own (TENANT=N), as Limits' per_tenant and tenant_overrides.
@@ -89,12 +94,13 @@ def limits_of(args: argparse.Namespace) -> Limits | None:
 
 
 def caps_claimed(args: argparse.Namespace, claimed: Sequence[str] | None) -> None:
-    """`Worker(...)`'s rule for a cap of a queue it does not claim (engine.limits.caps_claimed;
-    None: it claims every queue), refused as typed after `--per-queue`: its fix the line with the
-    queue plainly meant, else without that cap."""
+    """`Worker(...)`'s rule for a cap of a queue it does not claim
+    (engine.limits.queue_limits_claimed; None: it claims every queue), refused as typed after
+    `--per-queue`: its fix the line with the queue plainly meant, else without that cap. No flag
+    sets a queue's rate limit, so `--per-queue` is all it reads."""
     typed = {text.rpartition("=")[0]: text for text in args.per_queue or ()}
     try:
-        engine_caps_claimed(_pairs(QUEUE_FLAG, args.per_queue), claimed)
+        queue_limits_claimed(Limits(per_queue=_pairs(QUEUE_FLAG, args.per_queue)), claimed)
     except QueueNotClaimedError as refused:
         text = typed[refused.queue]
         raise InvalidArgumentError(
