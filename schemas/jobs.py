@@ -78,7 +78,8 @@ class JobRecord(BaseModel):
     input: dict[str, Any]
     state: JobState
     # The runs begun, 0 until claimed; a claim may take it one past max_attempts (a lease that
-    # kept expiring), and that run settles it dead without running the body.
+    # kept expiring), and that claim settles it dead without running the body, giving its count
+    # back (a settled row shows the attempts it had).
     attempt: int = Field(ge=0)
     max_attempts: int = Field(ge=1)
     run_at: int
