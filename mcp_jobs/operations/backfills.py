@@ -20,11 +20,13 @@ from engine.errors import (
     JobCancelledError,
     JobFailedError,
 )
+from engine.internal_jobs import PASS_JOB
 from engine.iso_time import iso
 from engine.run_job import error_line
 from mcp_jobs.errors import LimitExceededError, example_call
 from mcp_jobs.operations.cursors import refuse_foreign
 from mcp_jobs.operations.models import Finding, ListBackfillsResult, RunBackfillResult
+from mcp_jobs.operations.pause_notice import held_by_pause, held_notices, pauses_for
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.workers import adopt_published_apps, no_worker_notice
 from schemas.backfill import BackfillRun, BackfillStart
@@ -167,10 +169,8 @@ async def run_backfill(
     result = RunBackfillResult(ok=True, mode="write", start=start)
     if wait_seconds > 0:
         return await follow_write(scope, result, wait_seconds)
-    # The pass is a job on PASS_QUEUE: with no worker there, nothing runs it.
-    what = f'the pass of backfill "{start.name}"'
-    notice = await no_worker_notice(scope, PASS_QUEUE, what, [start.job_id])
-    return result.model_copy(update={"notices": [notice] if notice is not None else None})
+    notices = await _pass_held(scope, start, None)
+    return result.model_copy(update={"notices": notices or None})
 
 
 async def _started_or_joined(
@@ -213,11 +213,21 @@ async def follow_write(
     if settled:
         return followed.model_copy(update={"notices": None})
     notices = [n for n in (retry_notice(start, job),) if n is not None]
-    what = f'the pass of backfill "{start.name}"'
-    worker = await no_worker_notice(scope, PASS_QUEUE, what, [start.job_id])
-    if worker is not None:
-        notices.append(worker)
+    notices += await _pass_held(scope, start, job)
     return followed.model_copy(update={"notices": notices or None})
+
+
+async def _pass_held(scope: Scope, start: BackfillStart, job: JobRecord | None) -> list[Finding]:
+    """What keeps a write's pass (a job on PASS_QUEUE) from running: a pause of its queue or of
+    the pass job (QUEUE_PAUSED / JOB_PAUSED, as enqueue_job says), and no worker serving it.
+    `job`: the pass as last read, else one just started (ready)."""
+    now = scope.jobs.clock.now_ms()
+    held = job is None or held_by_pause(job.state, job.run_at, now)
+    ids = [start.job_id]
+    paused = held_notices(scope, await pauses_for(scope, held), PASS_QUEUE, PASS_JOB, ids)
+    what = f'the pass of backfill "{start.name}"'
+    worker = await no_worker_notice(scope, PASS_QUEUE, what, ids)
+    return paused + ([worker] if worker is not None else [])
 
 
 def pass_failure(start: BackfillStart, job: JobRecord, run: BackfillRun | None) -> ErrorPayload:
