@@ -189,9 +189,14 @@ class JobDeclarationInvalidError(JobsError):
 # --- enqueue ------------------------------------------------------------------------------------
 
 
-# The refusals of a name nothing has (JOB_UNKNOWN, QUEUE_UNKNOWN), by the detail that holds the
+# The refusals of a name nothing has (JOB_UNKNOWN, QUEUE_UNKNOWN, …), by the detail that holds the
 # name as given; a face mends its call from it and the name `meant`.
-NAMED = {"JOB_UNKNOWN": "job", "QUEUE_UNKNOWN": "queue", "BACKFILL_UNKNOWN": "backfill"}
+NAMED = {
+    "JOB_UNKNOWN": "job",
+    "QUEUE_UNKNOWN": "queue",
+    "BACKFILL_UNKNOWN": "backfill",
+    "ERROR_CODE_UNKNOWN": "error_code",
+}
 
 
 class JobUnknownError(JobsError):

@@ -57,24 +57,36 @@ class LimitExceededError(JobsError):
         self.why = why
 
 
-def _pinned_by(pinned: str, claim: str | None) -> str:
-    """Who pins the caller to tenant `pinned`: the server (`--tenant`), or, under OAuth, the
-    access token's `claim` (the server itself serves every tenant then)."""
-    if claim is None:
-        return f'this server is pinned to tenant "{pinned}"'
-    return f'this access token is pinned to tenant "{pinned}" by its "{claim}" claim'
+def _pinned_by(pinned: str, claim: str | None, command: bool) -> str:
+    """Who pins the caller to tenant `pinned`: the server (`serve --tenant`); under OAuth, the
+    access token's `claim` (the server itself serves every tenant then); or, for a CLI
+    `command`, its own `--tenant` (no server is involved)."""
+    if claim is not None:
+        return f'this access token is pinned to tenant "{pinned}" by its "{claim}" claim'
+    if command:
+        return f'this command\'s --tenant pins it to tenant "{pinned}"'
+    return f'this server is pinned to tenant "{pinned}"'
 
 
 class TenantPinnedError(JobsError):
     code = "TENANT_PINNED"
     title = "the caller is pinned to one tenant"
 
-    def __init__(self, tool: str, pinned: str, asked: str, *, claim: str | None = None) -> None:
+    def __init__(
+        self,
+        tool: str,
+        pinned: str,
+        asked: str,
+        *,
+        claim: str | None = None,
+        command: bool = False,
+    ) -> None:
         """The fix here names the tenant only: the MCP and CLI faces write the caller's own
         call in its place (`engine_refusal.mended`, `cli/mend.mended`), `asked` → `pinned`.
-        `claim`: the access token's claim that pins it, when a token does."""
+        `claim`: the access token's claim that pins it, when a token does; `command`: a CLI
+        command pinned by its own --tenant."""
         super().__init__(
-            f"{_pinned_by(pinned, claim)}; the call asked for tenant {short_repr(asked)}",
+            f"{_pinned_by(pinned, claim, command)}; the call asked for tenant {short_repr(asked)}",
             f'{tool} {{"tenant_id": "{pinned}"}}',
             details={"tenant_id": pinned},
         )
@@ -93,6 +105,7 @@ class TenantScopeExceededError(JobsError):
         *,
         agent: bool = False,
         claim: str | None = None,
+        command: bool = False,
     ) -> None:
         # An agent is pinned so that it stays in one tenant: the fix is the operator's. A token
         # holder's user is not the server's operator either: the fix goes to the operator.
@@ -101,7 +114,7 @@ class TenantScopeExceededError(JobsError):
         else:
             whose = "; the fix is an operator's, over every tenant: give it to the user"
         super().__init__(
-            f"{operation} works across every tenant's data; {_pinned_by(pinned, claim)}"
+            f"{operation} works across every tenant's data; {_pinned_by(pinned, claim, command)}"
             f"{whose if agent else ''}",
             fix,
             details={"tenant_id": pinned},
@@ -453,6 +466,27 @@ class QueueUnknownError(JobsError):
             "mcp-jobs jobs stats --json",
             next_call=NextCall(tool="queue_stats", arguments={}),
             details={"queue": queue, "known": names, **also, **meant},
+        )
+
+
+class ErrorCodeUnknownError(JobsError):
+    code = "ERROR_CODE_UNKNOWN"
+    title = "no job holds this error code, and the engine writes none of that name"
+
+    def __init__(
+        self, error_code: str, held: Sequence[str], engine: Sequence[str], action: str
+    ) -> None:
+        """`held`: the codes stored on the jobs the action matches; `engine`: the codes the
+        engine writes. The fix is the action's plan without the code: its counts per error code
+        say which are held."""
+        hint, meant = meant_note(error_code, sorted({*held, *engine}))
+        verb = {"retry": "retry-all", "cancel": "cancel-all"}[action]
+        super().__init__(
+            f"error code {short_repr(error_code)}{hint} is held by no job this {action} matches, "
+            f"and the engine writes no such code (held: {', '.join(held) or 'none'})",
+            f"mcp-jobs jobs {verb}",
+            next_call=NextCall(tool=f"{action}_jobs", arguments={}),
+            details={"error_code": error_code, "held": list(held), **meant},
         )
 
 

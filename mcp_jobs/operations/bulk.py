@@ -35,7 +35,7 @@ from engine.errors import JobsError
 from engine.instants import iso
 from engine.job_selection import SELECT_SCAN_LIMIT
 from mcp_jobs.operations.audit import record_call
-from mcp_jobs.operations.known import unknown_filter
+from mcp_jobs.operations.known import unknown_error_code, unknown_filter
 from mcp_jobs.operations.models import ConfirmOffer, Envelope, Finding
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.tenant_spelling import tenant_spelt_otherwise
@@ -202,6 +202,16 @@ async def plan_bulk(
         unknown = await unknown_filter(scope, wanted.name, wanted.queue, tenant)
         if unknown is not None:
             raise unknown
+        if wanted.error_code is not None:
+
+            async def held() -> list[str]:
+                unfiltered = wanted.model_copy(update={"error_code": None})
+                plan, _ = await plan_bulk(scope, action, unfiltered, at)
+                return [code for code in plan.by_error_code if code]
+
+            code = await unknown_error_code(scope, action, wanted.error_code, held)
+            if code is not None:
+                raise code
     plan = BulkPlan(
         action=action,
         at=at,

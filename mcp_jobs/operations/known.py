@@ -9,11 +9,11 @@ a worker can run is narrower: one a live worker published (`run_by_live_workers`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from engine.descriptors import judged
-from engine.errors import JobsError, JobUnknownError
-from mcp_jobs.errors import QueueUnknownError
+from engine.errors import REGISTRY, JobsError, JobUnknownError
+from mcp_jobs.errors import ErrorCodeUnknownError, QueueUnknownError
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.workers import live_workers
 
@@ -90,3 +90,21 @@ async def stored_names(scope: Scope, tenant: str | None) -> set[str]:
 def _apart(paused: Sequence[str], known: Sequence[str]) -> list[str]:
     """The paused names that are not also known otherwise (those are listed as known)."""
     return sorted(set(paused) - set(known))
+
+
+async def unknown_error_code(
+    scope: Scope,
+    action: str,
+    error_code: str,
+    held: Callable[[], Awaitable[Sequence[str]]],
+) -> ErrorCodeUnknownError | None:
+    """ERROR_CODE_UNKNOWN for a code that matched nothing and that neither the jobs the action
+    matches hold (`held`, read only then) nor the engine writes: a typo (`JOB_FAILD`) answered
+    "0 matched" looks like nothing to retry. A code the engine writes is known though no job
+    holds it now. (A job's own JobsError subclass registers its code when its module loads.)"""
+    if error_code in REGISTRY:
+        return None
+    stored = sorted(set(await held()))
+    if error_code in stored:
+        return None
+    return ErrorCodeUnknownError(error_code, stored, sorted(REGISTRY), action)

@@ -170,3 +170,20 @@ def test_an_interrupted_bulk_command_says_how_far_it_got_and_what_does_the_rest(
     assert data["arguments"]["interrupted"] is True
     code, text = run(capsys, *rest[1:])
     assert code == 0 and len(anyio.run(_stored, url, ids)[0]) == 5
+
+
+def test_an_error_code_nothing_holds_is_refused_with_the_plan_of_the_one_meant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """exploreZ: `retry-all --error-code JOB_FAILD` printed "retry 0 job(s)", exit 0."""
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    monkeypatch.delenv("MCP_JOBS_APP", raising=False)
+    anyio.run(_two_dead, url)
+    argv = ["jobs", "retry-all", "--error-code", "JOB_FAILD", "--yes", "--database-url", url]
+    code, slip = _run(capsys, [*argv, "--json"])
+    assert code == 1 and slip["error"]["code"] == "ERROR_CODE_UNKNOWN", slip
+    fix = command_words(slip["error"]["fix"])
+    # A slip of the keys on a write: the line is the plan of the code meant, without --yes.
+    assert fix[1:5] == ["jobs", "retry-all", "--error-code", "JOB_FAILED"] and "--yes" not in fix
+    code, planned = _run(capsys, fix[1:])
+    assert code == 0 and planned["mode"] == "plan" and planned["plan"]["matched"] == 1

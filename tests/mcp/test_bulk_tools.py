@@ -169,6 +169,36 @@ async def test_a_filter_naming_no_known_job_or_queue_is_refused_not_planned_empt
     assert (await jobs.get(job)).state == "dead"
 
 
+async def test_an_error_code_nothing_holds_or_writes_is_refused_not_planned_empty(
+    jobs: Jobs, app: JobRegistry, mode: str
+) -> None:
+    """exploreZ: `retry_jobs {"error_code": "JOB_FAILD"}` answered ok, matched 0, with a token,
+    and the agent took it that nothing was to retry. A code no matched job holds and the engine
+    does not write is ERROR_CODE_UNKNOWN, naming the one meant; an app's own code stored on a
+    job, or an engine code no job holds now, is still a plan."""
+    job = await dead(jobs.driver, "PAYMENT_DECLINED")  # an app's own code
+    await dead(jobs.driver, "JOB_FAILED")
+    async with serve(jobs, mode, elicitation=False) as mcp:
+        for tool in ("retry_jobs", "cancel_jobs"):
+            slip = await mcp.fails(tool, {"error_code": "JOB_FAILD"}, "ERROR_CODE_UNKNOWN")
+            assert slip["retryable"] is False and slip["details"]["meant"] == "JOB_FAILED", slip
+            assert "(meant JOB_FAILED?)" in slip["cause"] and "next_call" not in slip
+            assert slip["fix"] == f'{tool} {{"error_code": "JOB_FAILED"}}', slip
+        wrong = await mcp.fails(
+            "retry_jobs", {"error_code": "PAYMENT_DECLIND", "write": True}, "ERROR_CODE_UNKNOWN"
+        )
+        # A slip on a write is shown as its plan, not run.
+        assert wrong["fix"] == 'retry_jobs {"error_code": "PAYMENT_DECLINED"}', wrong
+        assert "PAYMENT_DECLINED" in wrong["cause"] and "next_call" not in wrong
+        nothing = await mcp.fails("retry_jobs", {"error_code": "zzzz"}, "ERROR_CODE_UNKNOWN")
+        assert nothing["next_call"] == {"tool": "retry_jobs", "arguments": {}}, nothing
+        held = await mcp.ok("retry_jobs", {"error_code": "PAYMENT_DECLINED"})
+        assert held["plan"]["matched"] == 1
+        none_now = await mcp.ok("retry_jobs", {"error_code": "DRIVER_UNAVAILABLE"})
+        assert none_now["plan"]["matched"] == 0
+    assert (await jobs.get(job)).state == "dead"
+
+
 def _failing_on(jobs: Jobs, monkeypatch: pytest.MonkeyPatch, method: str, nth: int) -> None:
     """`jobs.<method>` fails with a bug's exception on its `nth` call (an injected point)."""
     real = getattr(jobs, method)
