@@ -23,9 +23,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mcp_jobs.config import TOKEN_ENV, Settings
 from mcp_jobs.errors import TokenRequiredError, TokenTooShortError, new_token_line, token_file_line
 from mcp_jobs.server.http_answers import Refusal
+from mcp_jobs.server.json_rpc_text import parse_line
 from mcp_jobs.server.line_id import top_level_id
 from mcp_jobs.server.request_ids import read_message
-from mcp_jobs.server.stdio import parse_line
 from mcp_jobs.server.token_refusals import (
     MISSING,
     NOT_BEARER,

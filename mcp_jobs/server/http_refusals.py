@@ -23,7 +23,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from engine.errors import short_repr
 from mcp_jobs.config import MAX_SESSIONS_ENV, SESSION_IDLE_ENV, Settings
 from mcp_jobs.errors import ScopeMissingError
-from mcp_jobs.server.http_answers import SERVER_BUSY, Refusal, body_id, server_port
+from mcp_jobs.server.http_answers import (
+    SERVER_BUSY,
+    Refusal,
+    body_id,
+    body_tail,
+    server_port,
+)
 from mcp_jobs.server.http_sessions import session_share
 from mcp_jobs.server.serve_line import serve_line
 from mcp_jobs.server.token_refusals import description, payload, refusal_of
@@ -74,13 +80,15 @@ class ExplainRefusals:
                 body = message.get("body", b"")
                 said = explain(scope, start, body, self.settings)
                 limit = self.settings.limits.max_request_bytes
+                tail = None
                 if said is not None and said.status == 413 and not _expects_continue(scope):
                     # The SDK refuses a body declared over the bound unread: its first bytes are
-                    # read for the id, no more than a body within the bound costs.
+                    # read for the id, and its end for an id written last (`body_tail`).
                     while more and size < limit:
                         await read()
+                    tail = await body_tail(receive, chunks, more, limit, _declared(scope))
                 if said is not None and said.status in (404, 413):
-                    said = replace(said, ident=await body_id(chunks, limit))
+                    said = replace(said, ident=await body_id(chunks, limit, tail))
                 if said is not None:
                     start, message = said.answer(start)
                 await send(start)
@@ -200,6 +208,11 @@ def _too_many_sessions(scope: Scope, settings: Settings, retry: int) -> str:
 def _expects_continue(scope: Scope) -> bool:
     """Whether the client waits to be told to send its body: a refusal tells it not to."""
     return _header(scope, b"expect").lower() == "100-continue"
+
+
+def _declared(scope: Scope) -> int | None:
+    declared = _header(scope, b"content-length")
+    return int(declared) if declared.isascii() and declared.isdigit() else None
 
 
 def _sdk_message(body: bytes) -> object:

@@ -13,6 +13,9 @@ import re
 
 from mcp_jobs.server.request_ids import echoed_id
 
+# The end of an over-size message kept while the rest is dropped: where an id written last is.
+TAIL_BYTES = 4096
+
 # A string (to its closing quote, or to where the text stops), a run of openers, a run of
 # closers, or a run of anything else (commas, colons, numbers, words): runs keep a deep payload
 # from costing a Python step a byte.
@@ -69,6 +72,18 @@ def trailing_id(tail: bytes) -> str | int | None:
     if found is None:
         return None
     return _value(b":" + found.group(1) + b"}", 0)
+
+
+def over_size_id(head: bytes, tail: bytes | None) -> str | int | None:
+    """The id of a message refused for its size, from its first bytes `head` (`top_level_id`),
+    else from its last bytes `tail` (`trailing_id`) when its end was read."""
+    ident = top_level_id(head)
+    return trailing_id(tail) if ident is None and tail is not None else ident
+
+
+def kept_tail(tail: bytes, more: bytes) -> bytes:
+    """The last `TAIL_BYTES` of `tail` followed by `more`, copying no more of `more` than that."""
+    return (tail + more[-TAIL_BYTES:])[-TAIL_BYTES:]
 
 
 def _key(text: bytes) -> str | None:

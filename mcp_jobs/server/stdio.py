@@ -13,25 +13,19 @@ once, quietly, its calls in flight cancelled, since no answer can reach it.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 import select
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import anyio
-import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp.types import (
     CONNECTION_CLOSED,
-    INVALID_REQUEST,
-    PARSE_ERROR,
-    ErrorData,
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
@@ -39,23 +33,16 @@ from mcp.types import (
     JSONRPCResponse,
 )
 
-from mcp_jobs.server.line_id import top_level_id, trailing_id
-from mcp_jobs.server.request_ids import read_message
+from mcp_jobs.server.json_rpc_text import parse_line, rpc_error
+from mcp_jobs.server.line_id import TAIL_BYTES, kept_tail, over_size_id
 
 # What an oversized line is dropped in: it is never held whole.
 DROP_CHUNK = 64 * 1024
-# The end of an over-size line kept while the rest is dropped: where an id written last is.
-TAIL_BYTES = 4096
 CANCELLED = "notifications/cancelled"
 INPUT_CLOSED = "the client closed its input before answering"
 ELICIT = "elicitation/create"
 # How often, after the end of input, the output is checked for the client having closed it.
 HANGUP_POLL_MS = 200
-LONE_SURROGATE = (
-    "Parse error: a string holds a lone surrogate escape (\\ud800-\\udfff alone), which is no"
-    " Unicode character; send the character itself, or its full surrogate pair"
-)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 logger = logging.getLogger("mcp_jobs.server")
 
@@ -163,56 +150,7 @@ def _unanswerable(ident: str | int, method: str) -> JSONRPCResponse | JSONRPCErr
     # which declines the write that asked it (WRITE_DECLINED, nothing written).
     if method == ELICIT:
         return JSONRPCResponse(jsonrpc="2.0", id=ident, result={"action": "cancel"})
-    return _error(ident, INPUT_CLOSED, CONNECTION_CLOSED)
-
-
-def parse_line(line: bytes) -> SessionMessage | JSONRPCError:
-    """The message on `line`, or the JSON-RPC error that answers it."""
-    try:
-        raw = pydantic_core.from_json(line)
-    except ValueError as exc:
-        reread = _reread(line, f"Parse error: {str(exc)[:200]}")
-        if isinstance(reread, JSONRPCError):
-            return reread
-        raw = reread
-    message = read_message(raw)
-    if isinstance(message, tuple):
-        return _error(*message)
-    return SessionMessage(message)
-
-
-def _reread(line: bytes, refusal: str) -> Any:
-    """What `line` holds by Python's reader, when it is JSON deeper than pydantic's reader goes
-    (the tool then refuses the value, naming its depth, as for one a little less deep); else the
-    parse error answering it, with the id its text gives, so the client waiting on it is freed.
-    A lone surrogate escape is refused: no reply could echo it, nor could the engine store it."""
-    ident = top_level_id(line)
-    try:
-        raw = json.loads(line)
-    except (ValueError, RecursionError):  # not JSON, or deeper than Python can read either
-        return _error(ident, refusal, PARSE_ERROR)
-    if has_lone_surrogate(raw):
-        return _error(ident, LONE_SURROGATE, PARSE_ERROR)
-    return raw
-
-
-def has_lone_surrogate(value: Any) -> bool:
-    """Whether any string in `value` (parsed JSON, of any depth) holds a lone surrogate."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str) and not item.isascii() and _SURROGATE.search(item):
-            return True
-    return False
-
-
-def _error(ident: str | int | None, message: str, code: int = INVALID_REQUEST) -> JSONRPCError:
-    return JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message))
+    return rpc_error(ident, INPUT_CLOSED, CONNECTION_CLOSED)
 
 
 def read_line(wire: BinaryIO, limit: int) -> tuple[bytes, bytes | None] | None:
@@ -227,7 +165,7 @@ def read_line(wire: BinaryIO, limit: int) -> tuple[bytes, bytes | None] | None:
     tail = line[-TAIL_BYTES:]
     while True:
         rest = wire.readline(DROP_CHUNK)
-        tail = (tail + rest)[-TAIL_BYTES:]
+        tail = kept_tail(tail, rest)
         if not rest or rest.endswith(b"\n"):
             return line, tail
 
@@ -258,9 +196,8 @@ async def _read(
             line, tail = got
             if tail is not None:
                 # A client may write the id last (the TypeScript SDK does): read its end too.
-                ident = await anyio.to_thread.run_sync(top_level_id, line)
-                ident = trailing_id(tail) if ident is None else ident
-                reply = _error(ident, f"Invalid request: over {limit} bytes")
+                ident = await anyio.to_thread.run_sync(over_size_id, line, tail)
+                reply = rpc_error(ident, f"Invalid request: over {limit} bytes")
                 await replies.send(SessionMessage(reply))
                 continue
             if not line.strip():

@@ -10,8 +10,8 @@ from typing import Any
 import httpx2
 import pytest
 
+from mcp_jobs.server.json_rpc_text import parse_line
 from mcp_jobs.server.request_ids import NOT_JSON_RPC
-from mcp_jobs.server.stdio import parse_line
 from tests.mcp.test_http_hardening import TOKEN, _in_session, _open_session, _settings, running
 
 MALFORMED: list[Any] = [

@@ -1,8 +1,10 @@
 """A POSTed body the HTTP transport cannot parse, or will not read whole, is answered with the id
 its text names, as stdio answers such a line (the SDK's answer said null, and a client matching
 answers to requests waited): JSON nested past the reader's depth, a lone surrogate escape, a body
-over the request bound, a body POSTed to a session that has ended. Only the top-level object's
-"id" counts; a body naming none (a notification) is answered id null. Statuses are the SDK's.
+over the request bound (its id read from its first bytes, or from its end where it is written
+last, as the TypeScript SDK writes it), a body POSTed to a session that has ended. Only the
+top-level object's "id" counts; a body naming none (a notification) is answered id null.
+Statuses are the SDK's.
 
 JSON nested past pydantic's reader but within Python's reaches the tool on stdio; over HTTP the
 SDK parses the body itself, so it stays a parse error, now with its id."""
@@ -20,8 +22,9 @@ from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.types import Message, Receive, Scope, Send
 
 from mcp_jobs.config import ServerLimits, Settings
+from mcp_jobs.server.http_answers import DRAINED_BOUNDS
 from mcp_jobs.server.http_refusals import ExplainRefusals
-from mcp_jobs.server.stdio import LONE_SURROGATE, parse_line
+from mcp_jobs.server.json_rpc_text import LONE_SURROGATE, parse_line
 from tests.mcp.http_support import in_session, open_session, refusal, running
 
 TOKEN = "a-loopback-token"
@@ -98,31 +101,69 @@ def _big(ident: str | int) -> bytes:
     return _call(ident, '{"name": "e", "key": "k", "payload": "' + "a" * LIMIT + '"}')
 
 
+def _written_last(ident: str | int, size: int = LIMIT) -> bytes:
+    """A tools/call over the bound as the TypeScript SDK writes it (`{...request, jsonrpc, id}`):
+    its id the top-level object's last member, far past the bound."""
+    arguments = {"name": "e", "key": "k", "payload": "a" * size}
+    head = b'{"method": "tools/call", "params": {"name": "send_event", "arguments": '
+    return (
+        head
+        + json.dumps(arguments).encode()
+        + b', "id": 9}, "jsonrpc": "2.0", "id": '
+        + (json.dumps(ident).encode() + b"}")
+    )
+
+
+def _streamed(body: bytes) -> AsyncIterator[bytes]:
+    """`body` sent in chunks with no Content-Length (chunked transfer encoding)."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for at in range(0, len(body), 4096):
+            yield body[at : at + 4096]
+
+    return chunks()
+
+
 async def test_a_body_over_the_bound_is_answered_with_its_id() -> None:
     filler = b"a" * LIMIT
     late = b'{"jsonrpc": "2.0", "method": "ping", "params": {"x": "' + filler + b'"}, "id": 7}'
     unnamed = b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"x": "'
     unnamed += filler + b'"}}'
-
-    def streamed(body: bytes) -> AsyncIterator[bytes]:
-        async def chunks() -> AsyncIterator[bytes]:
-            for at in range(0, len(body), 4096):
-                yield body[at : at + 4096]
-
-        return chunks()
+    # The last "id" is a nested object's: the top-level object names none.
+    nested = b'{"jsonrpc": "2.0", "method": "ping", "params": {"x": "' + filler + b'", "id": 8}}'
 
     async with running(_settings()) as listening, httpx2.AsyncClient() as http:
         session = await open_session(http, listening.url, TOKEN)
         # With a Content-Length (refused by it, unread), then streamed in with none.
-        for sent in (_big, lambda ident: streamed(_big(ident))):
-            for ident in (21, "big-22"):
-                said = refusal(await _post(http, listening.url, session, sent(ident)), 413)
-                assert said["id"] == ident, said
+        for sent in (lambda body: body, _streamed):
+            for body, ident in [
+                (_big(21), 21),
+                (_big("big-22"), "big-22"),
+                (late, 7),
+                (_written_last("ts-23"), "ts-23"),
+                (_written_last(24, size=8 * LIMIT), 24),
+                (unnamed, None),
+                (nested, None),
+            ]:
+                said = refusal(await _post(http, listening.url, session, sent(body)), 413)
+                assert said["id"] == ident, (body[-40:], said)
                 assert said["error"]["code"] == INVALID_REQUEST
                 assert f"{LIMIT} bytes" in said["error"]["message"]
-        # An id past the bound is not read; a notification has none.
-        for body in (late, unnamed):
-            assert refusal(await _post(http, listening.url, session, body), 413)["id"] is None
+        # The session still serves, on the connection the refused bodies came on.
+        ping = {"jsonrpc": "2.0", "id": 25, "method": "ping"}
+        answer = await http.post(listening.url, json=ping, headers=in_session(TOKEN, session))
+        assert answer.status_code == 200 and '"id":25' in answer.text
+
+
+async def test_an_id_written_last_past_the_drained_bound_is_not_read() -> None:
+    # Read to its end only up to DRAINED_BOUNDS times the bound: a body longer than that is
+    # answered with the id its first bytes name (none here), not read without end.
+    body = _written_last(26, size=(DRAINED_BOUNDS + 1) * LIMIT)
+    async with running(_settings()) as listening, httpx2.AsyncClient() as http:
+        session = await open_session(http, listening.url, TOKEN)
+        for sent in (body, _streamed(body)):
+            said = refusal(await _post(http, listening.url, session, sent), 413)
+            assert said["id"] is None, said
 
 
 async def test_a_body_to_an_ended_session_is_answered_with_its_id() -> None:
@@ -144,15 +185,20 @@ class Endless:
         return {"type": "http.request", "body": chunk, "more_body": True}
 
 
-async def _refused_unread(expect: bytes | None) -> tuple[Endless, dict[str, Any]]:
-    """The SDK's own bound (refusing by Content-Length, unread) behind `ExplainRefusals`."""
+async def _refused_unread(
+    expect: bytes | None, declared: int | None = 100 * LIMIT
+) -> tuple[Endless, dict[str, Any]]:
+    """The SDK's own bound (refusing by Content-Length, unread; with none, once past the bound)
+    behind `ExplainRefusals`."""
 
     async def never(scope: Scope, receive: Receive, send: Send) -> None:
         raise AssertionError("a body over the bound reached the app")
 
     settings = Settings(token=TOKEN, limits=ServerLimits(max_request_bytes=LIMIT))
     app = ExplainRefusals(RequestBodyLimitMiddleware(never, LIMIT), settings)
-    headers = [(b"content-length", b"%d" % (100 * LIMIT)), (b"content-type", b"application/json")]
+    headers = [(b"content-type", b"application/json")]
+    if declared is not None:
+        headers.append((b"content-length", b"%d" % declared))
     if expect is not None:
         headers.append((b"expect", expect))
     scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers}
@@ -172,6 +218,14 @@ async def test_a_body_declared_over_the_bound_is_read_no_further_than_the_bound(
     client, answer = await _refused_unread(None)
     assert answer["id"] == 41
     assert LIMIT <= client.sent < LIMIT + 1000
+
+
+async def test_a_body_sent_without_end_is_read_no_further_than_the_drained_bound() -> None:
+    # No Content-Length says where it ends: it is read for an id written last, but not past
+    # DRAINED_BOUNDS times the bound.
+    client, answer = await _refused_unread(None, declared=None)
+    assert answer["id"] == 41
+    assert DRAINED_BOUNDS * LIMIT <= client.sent < DRAINED_BOUNDS * LIMIT + 1000
 
 
 async def test_a_client_waiting_to_send_its_body_is_refused_before_it_sends() -> None:

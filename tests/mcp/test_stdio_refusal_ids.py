@@ -17,8 +17,8 @@ import pytest
 from mcp.types import JSONRPCError, JSONRPCRequest
 
 from mcp_jobs.config import ServerLimits
+from mcp_jobs.server.json_rpc_text import parse_line
 from mcp_jobs.server.line_id import top_level_id, trailing_id
-from mcp_jobs.server.stdio import parse_line
 from tests.mcp.support import INITIALIZE
 from tests.mcp.test_stdio_malformed import Wire
 
