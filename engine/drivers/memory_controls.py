@@ -195,7 +195,8 @@ class MemoryControls:
         if job is None or job.state != "suspended":
             return False
         if job.run_at > now:
-            self._jobs[job_id] = job.model_copy(update={"run_at": now})
+            woken = {"run_at": now, "queued_at": min(job.queued_at, now)}
+            self._jobs[job_id] = job.model_copy(update=woken)
             self._waker.notify()
             self.changes.notify()
         return True

@@ -68,7 +68,8 @@ async def wake_waiter(store: Store, job_id: str, now: int) -> bool:
         suspended = doc.record.state == "suspended"
         if not suspended or doc.record.run_at <= now:
             raise Unchanged
-        return doc.with_record(doc.record.model_copy(update={"run_at": now}), doc.token)
+        woken = {"run_at": now, "queued_at": min(doc.record.queued_at, now)}
+        return doc.with_record(doc.record.model_copy(update=woken), doc.token)
 
     try:
         await store.change_doc(job_id, wake)

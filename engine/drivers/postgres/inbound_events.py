@@ -25,7 +25,7 @@ WITH stored AS (
     VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)
     ON CONFLICT (id) DO NOTHING
 ), woken AS (
-    UPDATE {schema}.jobs SET run_at = least(run_at, $8)
+    UPDATE {schema}.jobs SET run_at = least(run_at, $8), queued_at = least(queued_at, $8)
      WHERE state = 'suspended'
        AND id IN (SELECT job_id FROM {schema}.inbound_event_waiters
                    WHERE name = $2 AND key = $3 AND coalesce(tenant_id, '') = coalesce($4, ''))
@@ -52,7 +52,7 @@ ON CONFLICT (job_id) DO UPDATE SET name = excluded.name, key = excluded.key,
 _FORGET = "DELETE FROM {schema}.inbound_event_waiters WHERE job_id = $1"
 _WAKE_ONE = """
 WITH woken AS (
-    UPDATE {schema}.jobs SET run_at = least(run_at, $2)
+    UPDATE {schema}.jobs SET run_at = least(run_at, $2), queued_at = least(queued_at, $2)
      WHERE id = $1 AND state = 'suspended'
     RETURNING id
 )

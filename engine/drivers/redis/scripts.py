@@ -411,18 +411,20 @@ return out
 
 # --- optional capabilities (pauses read in CLAIM; inbound_events.py, rate_limits.py, reruns.py)
 
-# Wake one waiting job (EventStore.wake_waiter): a suspended job's run_at becomes `now` when
-# later, its rank (rules.claim_rank: run_at - priority step) and queue score moving with it.
+# Wake one waiting job (EventStore.wake_waiter): a suspended job's run_at (and queued_at) becomes
+# `now` when later, its rank (rules.claim_rank: run_at - priority step) and queue score moving
+# with it.
 # Answers 0: not suspended; 1: suspended, already due; 2: moved.
 _WAKE_FN = r"""
 local function wake(p, id, now)
   local k = p .. 'job:' .. id
-  local j = redis.call('HMGET', k, 'state', 'run_at', 'rank', 'q')
+  local j = redis.call('HMGET', k, 'state', 'run_at', 'rank', 'q', 'queued_at')
   if j[1] ~= '"suspended"' then return 0 end
   local runat = tonumber(j[2])
   if runat <= now then return 1 end
   local rank = string.format('%d', tonumber(j[3]) - runat + now)
-  redis.call('HSET', k, 'run_at', string.format('%d', now), 'rank', rank)
+  local queued = string.format('%d', math.min(tonumber(j[5]), now))
+  redis.call('HSET', k, 'run_at', string.format('%d', now), 'rank', rank, 'queued_at', queued)
   redis.call('HINCRBY', k, 'ver', 1)
   redis.call('ZADD', p .. 'q:' .. j[4], rank, id)
   redis.call('SADD', p .. 'queues', j[4])

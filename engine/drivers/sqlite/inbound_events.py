@@ -21,7 +21,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?)
 """
 # Every suspended job listed as waiting for (name, key, tenant) is due now.
 WAKE_WAITING = """
-UPDATE mcp_jobs_jobs SET run_at = min(run_at, :now)
+UPDATE mcp_jobs_jobs SET run_at = min(run_at, :now), queued_at = min(queued_at, :now)
  WHERE state = 'suspended'
    AND id IN (SELECT job_id FROM mcp_jobs_inbound_event_waiters
                WHERE name = :name AND key = :key AND coalesce(tenant_id, '') = :tenant)
@@ -41,7 +41,8 @@ ON CONFLICT (job_id) DO UPDATE SET name = excluded.name, key = excluded.key,
 """
 FORGET = "DELETE FROM mcp_jobs_inbound_event_waiters WHERE job_id = ?"
 WAKE_ONE = """
-UPDATE mcp_jobs_jobs SET run_at = min(run_at, ?) WHERE id = ? AND state = 'suspended'
+UPDATE mcp_jobs_jobs SET run_at = min(run_at, ?1), queued_at = min(queued_at, ?1)
+ WHERE id = ?2 AND state = 'suspended'
 """
 PRUNE = "DELETE FROM mcp_jobs_inbound_events WHERE expires_at <= ?"
 PRUNE_WAITERS = f"""

@@ -65,6 +65,9 @@ async def test_a_wait_parks_without_an_attempt_and_a_send_resumes_it_with_the_pa
 
     sent = await jobs.send_event("payment.settled", "7", {"amount": 42})
     assert sent.woken == 1
+    # Due from the send: queued then too, not at the wait's timeout an hour on (exploreZ).
+    woken = await jobs.get(r.id)
+    assert (woken.run_at, woken.queued_at) == (clock.now_ms(), clock.now_ms())
     assert await worker.run_until_idle() == 1
     record = await jobs.get(r.id)
     assert (record.state, record.attempt) == ("done", 1)
@@ -265,3 +268,21 @@ async def test_a_send_between_the_look_and_the_park_is_not_lost(
     await worker.run_until_idle()
     record = await jobs.get(r.id)
     assert record.state == "done" and record.output["payload"] == "raced"
+
+
+async def test_a_waiter_woken_alone_is_queued_from_then(
+    jobs: Jobs, registry: JobRegistry, clock: ManualClock
+) -> None:
+    """The store's one-job wake (a send that raced the wait's registration) moves queued_at
+    with run_at, as the send's wake does."""
+    waiter = _declare_waiter(registry)
+    r = await jobs.enqueue(waiter, {"order_id": 9})
+    await Worker(jobs).run_until_idle()
+    clock.advance(5_000)
+    assert await require(jobs.driver, EVENTS).wake_waiter(r.id, clock.now_ms())
+    woken = await jobs.get(r.id)
+    assert (woken.state, woken.run_at, woken.queued_at) == (
+        "suspended",
+        clock.now_ms(),
+        clock.now_ms(),
+    )
