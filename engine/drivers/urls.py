@@ -13,6 +13,7 @@ import json
 import os
 import re
 from collections.abc import Collection
+from typing import NamedTuple
 from urllib.parse import parse_qs, parse_qsl, quote_plus, unquote_plus, urlsplit, urlunsplit
 
 from engine.driver_errors import DatabaseUrlInvalidError
@@ -78,10 +79,10 @@ def meant_url(url: str, schemes: Collection[str]) -> str | None:
     registered one nearest, `sqlite:` without its slashes, a sqlite URL without the options or
     fragment it does not take, a Redis URL without the options redis-py cannot use (a misspelt
     `?prefx=` as `?prefix=`, a database that is no number as 0), a NATS URL whose `?bucket=`
-    names the bucket its path holds and whose bucket has no dot, a PostgreSQL URL with an option
-    written as it is taken (`_postgres_options_mended`): never an option dropped that would
-    point at another deployment's jobs, but a `?schema=` no name can be read from (`;;`), which
-    names no install, as the default schema of the same database."""
+    names the bucket its path holds and whose bucket has no dot, a PostgreSQL URL written as
+    its refusal asks (`_postgres_mended`): never an option dropped that would point at another
+    deployment's jobs, but a `?schema=` no name can be read from (`;;`), which names no install,
+    as the default schema of the same database."""
     head, sep, rest = url.partition("://")
     if not sep:
         path = url.partition(":")[2]
@@ -97,7 +98,7 @@ def meant_url(url: str, schemes: Collection[str]) -> str | None:
         mended = None if kept is None else _redis_db_mended(kept)
         return mended if mended != url else None
     if scheme in ("postgres", "postgresql") and postgres_url_problem(url) is not None:
-        return _postgres_options_mended(url)
+        return _postgres_mended(url)
     if scheme in ("nats", "tls"):
         kept = nats_kept(url) if nats_url_problem(url) is not None else url
         mended = _nats_bucket_mended(kept)
@@ -150,31 +151,66 @@ def _sqlite_mended(url: str, rest: str) -> str | None:
 _NEAR_SSL_MODE = 0.75
 
 
-def _postgres_options_mended(url: str) -> str | None:
-    """`url` with an sslmode that plainly names one libpq takes (`requre`, `REQUIRE`,
-    `verify_full`), a schema no name may be (`App-1`, `a;drop`, `1app`: `schema_meant`) or
-    under a misspelt key (`?shema=`), written as taken, and an empty `?schema=` left out, when
-    that is all that was wrong; else None: no mode is guessed."""
+def _postgres_mended(url: str) -> str | None:
+    """`url` written as its refusal asks (`_postgres_text_mended`), with its options written as
+    taken (`_postgres_options_mended`), when that is all that was wrong; else None. A port, a
+    host or an sslmode is never guessed: another server may answer there. Nor is a password
+    mended: a fix prints none, so the correction must say what to write in it."""
     try:
-        parts = urlsplit(url)
+        mended = _postgres_options_mended(_postgres_text_mended(url))
+        if urlsplit(mended).password != urlsplit(url).password:
+            return None
     except ValueError:  # no URL at all: nothing is plainly meant
         return None
+    return mended if postgres_url_problem(mended) is None else None
+
+
+def _postgres_text_mended(url: str) -> str:
+    """`url` without the whitespace around it (a line read from a file), a space in it as %20,
+    a % that begins no escape as %25, and an @ of its user name or password as %40: the host
+    follows the last @, where libpq reads it (asyncpg would read it after the first)."""
+    url = _BAD_ESCAPE.sub("%25", url.strip().replace(" ", "%20"))
+    scheme, sep, rest = url.partition("://")
+    netloc = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    userinfo, _, hosts = netloc.rpartition("@")
+    if not sep or "@" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.replace('@', '%40')}@{hosts}{rest[len(netloc) :]}"
+
+
+def _postgres_options_mended(url: str) -> str:
+    """`url` with an sslmode that plainly names one libpq takes (`requre`, `REQUIRE`,
+    `verify_full`), a schema no name may be (`App-1`, `a;drop`, `1app`: `schema_meant`) or
+    under a misspelt key (`?shema=`), written as taken; an option with no value (`?schema=`,
+    `?sslmode`, `?x`) and an empty pair (`&&`) left out, its default taken; and a schema given
+    twice over given once. No mode is guessed, nor one of two schemas named."""
+    parts = urlsplit(url)
     pairs = parts.query.split("&")
     for n, pair in enumerate(pairs):
         key, eq, value = pair.partition("=")
         key = _meant_option(key) or key
-        if key == "sslmode" and value not in _SSL_MODES:
+        if key == SCHEMA_PARAM:
+            named = schema_meant(unquote_plus(value))
+            pairs[n] = f"{key}={named}" if named else ""
+        elif not value:
+            pairs[n] = ""
+        elif key == "sslmode" and value not in _SSL_MODES:
             typed = value.lower().replace("_", "-")
             near = difflib.get_close_matches(typed, _SSL_MODES, n=1, cutoff=_NEAR_SSL_MODE)
             pairs[n] = f"{key}={near[0]}" if near else f"{key}={value}"
-        elif key == SCHEMA_PARAM:
-            named = schema_meant(unquote_plus(value))
-            pairs[n] = f"{key}={named}" if named else ""
         else:
             pairs[n] = f"{key}{eq}{value}"
+    schemas = [p for p in pairs if p.startswith(f"{SCHEMA_PARAM}=")]
+    if len(set(schemas)) == 1:  # the same one named twice over: said once
+        pairs = _once(pairs, schemas[0])
     query = "&".join(pair for pair in pairs if pair)
-    mended = urlunsplit(parts._replace(query=query))
-    return mended if postgres_url_problem(mended) is None else None
+    return urlunsplit(parts._replace(query=query))
+
+
+def _once(pairs: list[str], pair: str) -> list[str]:
+    """`pairs` with `pair` kept where it first stands, and left out where it stands again."""
+    first = pairs.index(pair)
+    return [p for n, p in enumerate(pairs) if p != pair or n == first]
 
 
 def schema_meant(value: str) -> str:
@@ -211,75 +247,148 @@ def slashes_reason(scheme: str) -> str:
     return f"a {scheme} URL begins {scheme}:// (with two slashes); write {forms}"
 
 
+class UrlProblem(NamedTuple):
+    """Why a PostgreSQL URL cannot be used (never quoting it: it may carry a password), and what
+    to correct in it: the fix where no mend of it is certain."""
+
+    reason: str
+    correction: str
+
+
+_PORT_RULE = "a number from 1 to 65535"
+# A port or host out of reach of a certain mend: the default may be another server.
+_PORT_CORRECTION = (
+    f"write the port the PostgreSQL server listens on, {_PORT_RULE}; with none, the default "
+    "5432 is used, which may be another server's"
+)
+_HOST_CORRECTION = (
+    "write the server's host name or address before its :port, an IPv6 address in [ ] "
+    "(postgresql://user@[::1]:5432/db)"
+)
+
+
 def check_postgres_url(url: str) -> None:
-    """Raise DATABASE_URL_INVALID when `url` is a postgresql:// URL no connection could use."""
-    reason = postgres_url_problem(url)
-    if reason is not None:
-        raise DatabaseUrlInvalidError(url, reason=reason)
+    """Raise DATABASE_URL_INVALID when `url` is a postgresql:// URL no connection could use. Its
+    fix names the same server: the URL as its refusal asks it written (`meant_url`), exported,
+    else what to correct in it; never another database (the default SQLite file, once)."""
+    problem = _postgres_problem(url)
+    if problem is None:
+        return
+    meant = _postgres_mended(url)
+    printable = None if meant is None else printable_url(meant)
+    if printable is not None:
+        fix = f"export {DATABASE_URL_ENV}={shell_word(printable)}"
+    else:
+        fix = f"correct the database URL: {problem.correction}"
+    raise DatabaseUrlInvalidError(url, reason=problem.reason, fix=fix)
+
+
+def postgres_url_correction(url: str, where: str) -> str | None:
+    """What to correct in `url`, given at `where` (a flag, a variable), when it is a refused
+    PostgreSQL URL: the fix where no mend of it is certain (`meant_url` is None); else None."""
+    if url.partition("://")[0].lower() not in ("postgres", "postgresql"):
+        return None
+    problem = _postgres_problem(url)
+    return None if problem is None else f"correct {where}: {problem.correction}"
 
 
 def postgres_url_problem(url: str) -> str | None:
     """Why `url` cannot be used, or None. Mirrors what asyncpg's DSN parser would refuse (or
     misread) later, without touching the network."""
+    problem = _postgres_problem(url)
+    return None if problem is None else problem.reason
+
+
+def _postgres_problem(url: str) -> UrlProblem | None:
     if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
-        return "it holds a space or a control character (write a space as %20)"
+        return UrlProblem(
+            "it holds a space or a control character (write a space as %20)",
+            "leave out the control characters and write each space as %20",
+        )
     if _BAD_ESCAPE.search(url):
-        return "a % is not followed by two hex digits (write a literal % as %25)"
+        return UrlProblem(
+            "a % is not followed by two hex digits (write a literal % as %25)",
+            "write a literal % as %25",
+        )
     try:
         parts = urlsplit(url)
     except ValueError:
-        return "it cannot be parsed as a URL (an unbalanced [ or ] around an IPv6 host?)"
+        return UrlProblem(
+            "it cannot be parsed as a URL (an unbalanced [ or ] around an IPv6 host?)",
+            "write an IPv6 host in one pair of [ ] (postgresql://user@[::1]:5432/db)",
+        )
     # asyncpg splits the user from the hosts at the FIRST '@': a second one misplaces the host.
     auth, _, hosts = parts.netloc.rpartition("@")
     if "@" in auth:
-        return "the user name or password holds an '@' (write it as %40)"
+        return UrlProblem(
+            "the user name or password holds an '@' (write it as %40)",
+            "write an @ in the user name or password as %40",
+        )
     if hosts:
-        reason = _hosts_problem(hosts)
-        if reason is not None:
-            return reason
+        problem = _hosts_problem(hosts)
+        if problem is not None:
+            return problem
     if parts.query:
         return _query_problem(parts.query)
     return None
 
 
-def _hosts_problem(hosts: str) -> str | None:
+def _hosts_problem(hosts: str) -> UrlProblem | None:
     specs = hosts.split(",")
     for n, spec in enumerate(specs, 1):
         where = "the host" if len(specs) == 1 else f"host {n} of {len(specs)}"
         if spec.startswith("["):
             match = _IPV6_HOST.fullmatch(spec)
             if match is None:
-                return f"{where} is not a valid [IPv6 address]:port"
+                return UrlProblem(f"{where} is not a valid [IPv6 address]:port", _HOST_CORRECTION)
             port = match.group("port") or ""
         else:
             address, colon, port = spec.partition(":")
             if not address and (colon or len(specs) > 1):
-                return f"{where} is empty (an IPv6 address goes in [ ])"
+                reason = f"{where} is empty (an IPv6 address goes in [ ])"
+                return UrlProblem(reason, _HOST_CORRECTION)
         if port and not _is_port(port):
-            return f"the port of {where} is not a number from 1 to 65535"
+            reason = f"the port of {where} is not {_PORT_RULE}"
+            return UrlProblem(reason, f"after the host's colon, {_PORT_CORRECTION}")
     return None
 
 
-def _query_problem(query: str) -> str | None:
+def _query_problem(query: str) -> UrlProblem | None:
     try:
         options = parse_qs(query, keep_blank_values=True, strict_parsing=True)
     except ValueError:
-        return "the query string is not key=value pairs joined by &"
+        return UrlProblem(
+            "the query string is not key=value pairs joined by &",
+            "write each option after the ? as key=value, joined by &",
+        )
     for value in options.get("port", []):
         if not all(_is_port(p) for p in value.split(",")):
-            return "the port option is not a number from 1 to 65535"
+            reason = f"the port option is not {_PORT_RULE}"
+            return UrlProblem(reason, f"as ?port=, {_PORT_CORRECTION}")
     for key in options:
         meant = _meant_option(key)
         if meant is not None:
-            return f"the URL's option {json.dumps(key[:40])} is no option it takes (meant {meant}?)"
+            return UrlProblem(
+                f"the URL's option {json.dumps(key[:40])} is no option it takes (meant {meant}?)",
+                f"write the option as {meant}=",
+            )
+    modes = ", ".join(_SSL_MODES)
     for value in options.get("sslmode", []):
         if value not in _SSL_MODES:
-            return f"sslmode must be one of {', '.join(_SSL_MODES)}"
+            return UrlProblem(
+                f"sslmode must be one of {modes}",
+                f"write sslmode= as one of {modes} (the server's TLS rules say which it takes)",
+            )
     schemas = options.get(SCHEMA_PARAM, [])
     if len(schemas) > 1:
-        return f"the {SCHEMA_PARAM} option is given more than once"
+        return UrlProblem(
+            f"the {SCHEMA_PARAM} option is given more than once",
+            f"give {SCHEMA_PARAM}= once, naming the schema of the install meant (those given "
+            "name more than one)",
+        )
     if schemas and not SCHEMA_NAME.fullmatch(schemas[0]):
-        return f"the {SCHEMA_PARAM} option must be {SCHEMA_NAME_RULE}"
+        rule = f"the {SCHEMA_PARAM} option must be {SCHEMA_NAME_RULE}"
+        return UrlProblem(rule, f"write {SCHEMA_PARAM}= as {SCHEMA_NAME_RULE}")
     return None
 
 
@@ -567,6 +676,7 @@ __all__ = [
     "migrate_fix",
     "naming",
     "nats_url_problem",
+    "postgres_url_correction",
     "postgres_url_problem",
     "printable_url",
     "redact",

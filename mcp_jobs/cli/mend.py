@@ -22,7 +22,7 @@ from engine.backfill.gate import (
 from engine.command_line import END_OF_OPTIONS
 from engine.driver_errors import DatabaseUrlInvalidError
 from engine.drivers import DATABASE_URL_ENV, DEFAULT_DATABASE_URL, registered_schemes
-from engine.drivers.urls import meant_url, slashes_missing, sqlite_path
+from engine.drivers.urls import meant_url, postgres_url_correction, slashes_missing, sqlite_path
 from engine.durations import spelt
 from engine.errors import (
     LEFT_OUT,
@@ -41,7 +41,7 @@ from mcp_jobs.app_modules import load_apps_quietly
 from mcp_jobs.cli.database_file import NoDatabaseFileError, is_sqlite_file
 from mcp_jobs.cli.database_installed import NoSchemaError
 from mcp_jobs.cli.exit_status import exit_status
-from mcp_jobs.cli.plan_only import command_of, planned
+from mcp_jobs.cli.plan_only import command_of, planned, writes
 from mcp_jobs.cli.render import print_error
 from mcp_jobs.config import Settings, seconds_in
 from mcp_jobs.errors import LimitExceededError, TenantPinnedError
@@ -102,16 +102,17 @@ def _mended(exc: BaseException, fixes: FixContext) -> BaseException:
     for; else, for a fix that only says what to pass, the command that lists what the argument
     names, or the command's --help. A URL that names no database comes back where it came
     from: the command with one that does, or the export of one. A `--tenant-id` other than the
-    pinned tenant comes back as the command with the pinned one, and a SQLite file that is not
-    there as the command on the one it plainly stands for. A refused environment is
+    pinned tenant comes back as the command with the pinned one, and a store that is not there
+    (a SQLite file, a schema, a prefix, a bucket) as the command on the one it plainly stands
+    for, a write as a line that writes nothing there (`_on_store_meant`). A refused environment is
     MCP_JOBS_ENV's, mended to the declared one it stands for (`_environment_meant`)."""
     typed_line = _ARGV.get()
     if type(exc) is InvalidArgumentError and exc.argument in _ENVIRONMENT_SETTINGS:
         return _environment_meant(exc)  # (a subclass carries fields of its own)
     if isinstance(exc, NoDatabaseFileError) and exc.near is not None:
-        return _with_url(exc, (typed_line or ((), ""))[0], f"sqlite:///{exc.near}", fixes)
+        return _on_store_meant(exc, (typed_line or ((), ""))[0], f"sqlite:///{exc.near}", fixes)
     if isinstance(exc, NoSchemaError) and exc.near_url is not None:
-        return _with_url(exc, (typed_line or ((), ""))[0], exc.near_url, fixes)
+        return _on_store_meant(exc, (typed_line or ((), ""))[0], exc.near_url, fixes)
     if isinstance(exc, DatabaseUrlInvalidError) and not exc.answered:
         return _url_mended(exc, typed_line or ((), ""), fixes)
     if typed_line is not None and isinstance(exc, FlagMend):
@@ -212,8 +213,34 @@ def _url_mended(
     variable, so an export changed nothing), else the export. The URL is absolute: the line
     runs from any directory."""
     argv, command = typed_line
-    url = _meant(argv) or _URL_NEEDED.get(command) or _fresh_sqlite(fixes)
-    return _with_url(exc, argv, url, fixes)
+    url = _meant(argv) or _URL_NEEDED.get(command)
+    correction = None if url else _correction(argv)
+    if correction is not None:  # a PostgreSQL URL: another database is no fix for it
+        exc.fix, exc.next_call = correction, None
+        return exc
+    return _with_url(exc, argv, url or _fresh_sqlite(fixes), fixes)
+
+
+# The read that shows what a store holds: a write's fix on a store it was not pointed at.
+_SHOWS_STORE = ("jobs", "stats")
+
+
+def _on_store_meant(
+    exc: DatabaseUrlInvalidError, argv: Sequence[str], url: str, fixes: FixContext
+) -> DatabaseUrlInvalidError:
+    """`exc` for a URL naming no store, whose fix is on the store it plainly meant (a SQLite
+    file, a schema, a prefix or a bucket a slip away): a read as typed; a write as its plan,
+    else as the read that shows that store, as any guessed line (`plan_only`): sibling apps'
+    stores are often a letter apart (`app1:`, `app2:`). A write's line names the store by the
+    flag: an export would aim the write itself at it."""
+    if not writes(argv):
+        return _with_url(exc, argv, url, fixes)
+    plan = planned(argv)
+    # `--json` as typed: the line answers in the form the caller reads.
+    shown = plan if plan is not None else [*_SHOWS_STORE, *(["--json"] if "--json" in argv else [])]
+    exc.fix = fixes.command(*_appended(fix_words(shown), URL_FLAG, url))
+    exc.next_call = None
+    return exc
 
 
 def _with_url(
@@ -229,14 +256,23 @@ def _with_url(
     return exc
 
 
+def _refused(argv: Sequence[str]) -> tuple[str | None, str]:
+    """The refused URL as given, and where: the flag, else the variable."""
+    if _typed_flag(argv, URL_FLAG):
+        return _typed_value(argv, URL_FLAG), URL_FLAG
+    return os.environ.get(DATABASE_URL_ENV), DATABASE_URL_ENV
+
+
+def _correction(argv: Sequence[str]) -> str | None:
+    """What to correct in a refused PostgreSQL URL that has no certain mend, where it was given."""
+    raw, where = _refused(argv)
+    return postgres_url_correction(raw, where) if raw else None
+
+
 def _meant(argv: Sequence[str]) -> str | None:
     """The URL the refused one plainly stands for (`urls.meant_url`), as a fix may print it and
     opens from any directory; None when there is none, or it is still no URL a driver opens."""
-    raw = (
-        _typed_value(argv, URL_FLAG)
-        if _typed_flag(argv, URL_FLAG)
-        else os.environ.get(DATABASE_URL_ENV)
-    )
+    raw = _refused(argv)[0]
     meant = meant_url(raw, registered_schemes()) if raw else None
     if meant is None and raw and "://" not in raw and is_sqlite_file(Path(raw)):
         # A bare path (`--database-url jobs.db`) to a SQLite file: that file, not the default.

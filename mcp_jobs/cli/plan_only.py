@@ -2,7 +2,8 @@
 under the one command that has it) in the form that writes nothing: a guess is shown, never
 acted on. A command that writes comes back as its plan (`db prune --dry-run`, `jobs retry-all`
 without `--yes`, `backfill NAME` without `--write`); one that writes and has no plan to show
-comes back as None, for the caller to hand out the command's `--help` instead."""
+comes back as None, for the caller to hand out the command's `--help` instead. The same
+table says which commands write at all (`writes`): a store guessed from a URL gets no write."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ WRITES: dict[tuple[str, ...], Plan | None] = {
     # --wait follows the write: left alone it is refused (no use without --write).
     ("backfill",): Plan(drop=frozenset({"--write", "--wait"}), valued=frozenset({"--wait"})),
     ("db", "migrate"): None,
+    ("jobs", "enqueue"): None,
     ("jobs", "retry"): None,
     ("jobs", "cancel"): None,
     ("jobs", "drain"): None,
@@ -46,12 +48,18 @@ def command_of(words: Sequence[str]) -> tuple[str, ...]:
     return tuple(words[:2]) if tuple(words[:2]) in WRITES else tuple(words[:1])
 
 
+def writes(words: Sequence[str]) -> bool:
+    """Whether the command `words` runs is one of `WRITES` (a `backfill` line may yet only
+    list or rehearse: its plan is the line itself)."""
+    return command_of(words) in WRITES
+
+
 def planned(words: Sequence[str]) -> list[str] | None:
     """`words` as a line that writes nothing: itself for a command that only reads, its plan
     for one that writes, None for one that writes and shows no plan first."""
-    command = command_of(words)
-    if command not in WRITES:
+    if not writes(words):
         return list(words)
+    command = command_of(words)
     plan = WRITES[command]
     if plan is None:
         return None

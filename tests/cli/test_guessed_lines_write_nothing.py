@@ -101,6 +101,7 @@ HELPED = [
     (["db", "drain"], ["jobs", "drain", "--help"]),
     (["jobs", "migrate"], ["db", "migrate", "--help"]),
     (["jobs", "cancle", "01abc"], ["jobs", "cancel", "--help"]),
+    (["jobs", "enqueu", "note", "--input", "{}"], ["jobs", "enqueue", "--help"]),
     (["workr"], ["worker", "--help"]),
 ]
 

@@ -4,6 +4,7 @@ no SQLite file): `jobs ls` with `?schema=` misspelt installed a whole empty sche
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -15,6 +16,7 @@ from engine.drivers.urls import split_schema
 from engine.fix_lines import command_words
 from mcp_jobs.cli import main
 from tests.support.fix_lines import run_fix
+from tests.support.guessed_store import assert_no_write_on_the_store_meant
 
 
 async def _schemas(url: str) -> set[str]:
@@ -40,6 +42,22 @@ async def test_a_misspelt_schema_is_refused_with_the_installed_one(
     words = command_words(fix)
     assert words is not None and "schema=orders_jobs" in words[-1], fix
     assert run_fix(fix).strip() == "no jobs"
+
+
+async def test_a_write_on_a_misspelt_schema_gets_the_read_of_the_installed_one(
+    pg_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """`queues pause` on `?schema=orders_job` was mended to the pause on `orders_jobs`, which
+    may be another app's schema a letter away: a guessed store gets no write."""
+    installed = f"{pg_url}?schema=orders_jobs"
+    async with await connect(installed, migrate=True):
+        pass
+    slipped = f"{pg_url}?schema=orders_job"
+    await assert_no_write_on_the_store_meant(installed, slipped, capsys, monkeypatch, tmp_path)
+    assert "orders_job" not in await _schemas(pg_url)
 
 
 async def test_a_schema_like_none_installed_is_refused_with_its_migrate(
