@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from engine.backfill.ledger import DEFAULT_RUNS_PAGE
+from engine.lease_expiry import LEASE_EXPIRED
+from engine.run_job import HEARTBEAT_LATE
 from mcp_jobs.cli.job_progress import progress_text
 from mcp_jobs.config import ServerLimits
 from mcp_jobs.fix_context import FixContext
@@ -150,9 +152,7 @@ def _inspect(env: dict[str, Any]) -> str:
     events = env.get("events") or []
     if (env.get("events_total") or 0) > len(events):
         lines.append(f"  events: the newest {len(events)} of {env['events_total']}")
-    for event in events:
-        actor = f" by {one_line(event['actor'])}" if event.get("actor") else ""
-        lines.append(f"  event {when(event['at'])} {one_line(event['kind'])}{actor}")
+    lines.extend(f"  event {when(event['at'])} {event_summary(event)}" for event in events)
     return "\n".join(lines)
 
 
@@ -175,6 +175,92 @@ def _traceback_lines(error: dict[str, Any]) -> list[str]:
     if not isinstance(trace, str) or not trace:
         return []
     return ["    traceback:", *(f"      {one_line(line)}" for line in trace.splitlines())]
+
+
+# --- a job's events -------------------------------------------------------------------------------
+
+# The most characters of an error or a free text an event's line quotes; `--json` has it whole.
+EVENT_TEXT = 80
+
+
+def event_summary(event: dict[str, Any]) -> str:
+    """What a stored event says, on one line: its kind, then what its data means (the attempt
+    and worker a lost lease took, the error an attempt failed with, when a parked job wakes, the
+    state a retry or cancel left), then who did it. Data of a shape its kind does not write (an
+    event recorded by hand) is quoted as JSON, cut like any text here."""
+    kind = one_line(event["kind"])
+    data = event.get("data")
+    actor = one_line(event["actor"]) if event.get("actor") else None
+    if kind == LEASE_EXPIRED and isinstance(data, dict):
+        said = _lease_expired(data, event["at"], actor)
+        if said is not None:
+            return f"{kind}: {said}"
+    said = _said(kind, data) if isinstance(data, dict) else None
+    if said is None and data:
+        said = _cut(json.dumps(data, ensure_ascii=False, default=str))
+    by = f" by {actor}" if actor else ""
+    return f"{kind}: {said}{by}" if said else f"{kind}{by}"
+
+
+def _lease_expired(data: dict[str, Any], at: int, actor: str | None) -> str | None:
+    """engine.lease_expiry's data: the attempt lost, its worker, when its lease ran out; the
+    event's actor took the job over."""
+    attempt, worker, ran_out = (data.get(k) for k in ("attempt", "worker_id", "lease_expires_at"))
+    if not isinstance(attempt, int):
+        return None
+    held = f" held by {one_line(worker)}" if worker else ""
+    lapsed = f" (lease ran out {_time_near(ran_out, at)})" if isinstance(ran_out, int) else ""
+    taken = f", taken over by {actor}" if actor else ""
+    return f"attempt {attempt}{held}{lapsed}{taken}"
+
+
+def _said(kind: str, data: dict[str, Any]) -> str | None:
+    """The data of the events the engine writes (engine.rules' nack, cancel and retry data,
+    engine.reruns'; a late heartbeat's), or None for a shape it does not write."""
+    keys = set(data)
+    if kind in ("dead", "failed", "retried", "handed_back") and keys <= {"attempt", "error"}:
+        attempt = data.get("attempt")
+        tried = f"attempt {attempt}" if isinstance(attempt, int) else ""
+        failed = _error(data.get("error"))
+        if failed:
+            return f"{tried} failed: {failed}" if tried else failed
+        return tried or None
+    if kind == "parked" and keys <= {"until", "reason"}:
+        until = data.get("until")
+        wakes = f"until {when(until)}" if isinstance(until, int) else ""
+        why = _error(data.get("reason"))
+        return ", ".join(part for part in (wakes, why) if part) or None
+    if kind in ("cancelled", "requeued") and isinstance(data.get("from"), str):
+        said = f"from {one_line(data['from'])}"
+        step, old, new = (data.get(k) for k in ("from_step", "previous_run_id", "run_id"))
+        if step is not None:  # a rerun (engine.reruns.rerun_event_data)
+            said += f", rerun from step {_cut(repr(step))} (run {old} -> {new})"
+        return said
+    if kind == HEARTBEAT_LATE and isinstance(data.get("late_ms"), int):
+        lease = data.get("lease_ms")
+        of = f" (a lease is {lease / 1000:.1f} s)" if isinstance(lease, int) else ""
+        cause = f": {_cut(data['cause'])}" if data.get("cause") else ""
+        return f"the heartbeat ran {data['late_ms'] / 1000:.1f} s late{of}{cause}"
+    return None
+
+
+def _error(error: object) -> str:
+    """A stored error in an event's data, "CODE: cause", cut; "" for none."""
+    if isinstance(error, dict) and isinstance(error.get("code"), str) and "cause" in error:
+        return error_line(error, EVENT_TEXT)
+    return "" if error is None else _cut(json.dumps(error, ensure_ascii=False, default=str))
+
+
+def _cut(value: object) -> str:
+    text = one_line(value)
+    return text if len(text) <= EVENT_TEXT else text[: EVENT_TEXT - 1] + "…"
+
+
+def _time_near(ms: int, at: int) -> str:
+    """`ms` as `when` prints it, without the date when it is `at`'s day (a lease ran out seconds
+    before the claim that saw it)."""
+    full, day = when(ms), when(at)
+    return full.partition(" ")[2] if full[:10] == day[:10] else full
 
 
 def _describe(env: dict[str, Any], fixes: FixContext) -> str:

@@ -75,7 +75,9 @@ class Scope:
         if pinned is None:
             return asked
         if asked and asked != pinned:
-            refused = TenantPinnedError(self.tool, pinned, asked, claim=self._pinning_claim())
+            refused = TenantPinnedError(
+                self.tool, pinned, asked, claim=self._pinning_claim(), command=self._a_command()
+            )
             if self.face == "cli":
                 # The pinned command itself, which acts in the pinned tenant (`--tenant`).
                 refused.fix = self.fixes.command(*self.tool.split(), "--json")
@@ -88,8 +90,18 @@ class Scope:
         pinned = self.settings.tenant
         if pinned is not None:
             raise TenantScopeExceededError(
-                operation, pinned, fix(), agent=self.face == "mcp", claim=self._pinning_claim()
+                operation,
+                pinned,
+                fix(),
+                agent=self.face == "mcp",
+                claim=self._pinning_claim(),
+                command=self._a_command(),
             )
+
+    def _a_command(self) -> bool:
+        """Whether a CLI command acts, pinned by its own --tenant: the dashboard writes its fixes
+        as commands too (face "cli"), but a server (its own or `serve`'s) pins it."""
+        return self.actor == "cli"
 
     def _pinning_claim(self) -> str | None:
         """The access token's claim that pins this scope's tenant; None when --tenant does."""

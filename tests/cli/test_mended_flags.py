@@ -24,7 +24,10 @@ MENDED = [
     (["jobs", "ls", "--limit=-3", "--state", "dead"], ["--limit=1"]),
     (["jobs", "retry-all", "--since-seconds", "-5"], ["--since-seconds", "1"]),
     (["jobs", "retry-all", "--since-seconds", "99999999999"], ["--since-seconds", "315360000"]),
-    (["jobs", "cancel-all", "--error-code", "X", "--since-seconds", "0"], ["--since-seconds", "1"]),
+    (
+        ["jobs", "cancel-all", "--error-code", "JOB_FAILED", "--since-seconds", "0"],
+        ["--since-seconds", "1"],
+    ),
 ]
 
 
