@@ -216,7 +216,8 @@ def nack_attempt(attempt: int, counts_as_attempt: bool) -> int:
 
 def event_kind_for(options: NackOptions) -> str | None:
     """The event a nack writes: the settled state, `parked`, `retried` when it names an error,
-    and none otherwise (a shed or a silent requeue writes no happy-path rows)."""
+    `handed_back` for a begun run a stopping worker gave back, and none otherwise (a shed or a
+    silent requeue writes no happy-path rows)."""
     state = nack_state(options)
     if state in SETTLING_STATES:
         return state
@@ -224,6 +225,8 @@ def event_kind_for(options: NackOptions) -> str | None:
         return "parked"
     if options.error is not None:
         return "retried"
+    if options.handed_back:
+        return "handed_back"
     return None
 
 

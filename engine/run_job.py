@@ -348,7 +348,9 @@ async def execute(
     if handle.reason == "drain":
         # Handed back unharmed: no attempt burned, no error, still ready and still counted.
         return await settle(
-            NackOptions(counts_as_attempt=False), "handed_back", reason="worker draining"
+            NackOptions(counts_as_attempt=False, handed_back=True),
+            "handed_back",
+            reason="worker draining",
         )
     if handle.reason == "timeout" and definition.timeout_ms is not None:
         failure = JobTimeoutError(record.name, definition.timeout_ms)

@@ -193,6 +193,9 @@ class NackOptions(BaseModel):
     dead_letter: bool = False
     # A terminal failure that is not an exhausted retry (e.g. a `Permanent` error): state `failed`.
     fail: bool = False
+    # A run whose body had begun, handed back by a stopping worker: as a shed, but it ran steps,
+    # so its history says so (a `handed_back` event); a shed or an unstarted hand-back writes none.
+    handed_back: bool = False
 
 
 class HeartbeatResult(BaseModel):

@@ -301,6 +301,13 @@ async def test_drain_finishes_in_flight_work_and_hands_back_the_rest_unharmed(
     assert (handed.state, handed.attempt, handed.last_error) == ("ready", 0, None)
     assert (await jobs.get(three.id)).state == "ready"
     assert started == [1, 2]
+    # Its body had begun: its history says it was handed back, with the attempt given back
+    # (exploreY: attempt 0 beside completed steps, and nothing in its history).
+    (back,) = [e for e in (await jobs.trace(two.id)).events if e.kind == "handed_back"]
+    assert back.data == {"attempt": 1, "error": None}, back
+    # Never started, or done: no such event.
+    for other in (one.id, three.id):
+        assert "handed_back" not in [e.kind for e in (await jobs.trace(other)).events]
 
 
 async def test_an_idle_worker_wakes_for_new_work_without_a_poll(
