@@ -590,6 +590,26 @@ SETTING_VARIABLES = (
 _NEAR_SETTING = 0.9
 
 
+def tenant_variable(environ: Mapping[str, str]) -> InvalidArgumentError | None:
+    """A variable of ours that names a tenant (`MCP_JOBS_TENANT_ID=acme`), else None. No
+    variable pins one: only `--tenant` does, so an operator who set one to pin a shell acted on
+    every tenant's jobs, and nothing said so."""
+    for name in sorted(environ):
+        words = name.upper()
+        if name in SETTING_VARIABLES or not words.startswith("MCP_JOBS") or "TENANT" not in words:
+            continue
+        value = environ[name]
+        return InvalidArgumentError(
+            name,
+            value,
+            "unset: no variable pins a tenant (only --tenant does), so this command would act "
+            f"on every tenant's jobs; pin it with --tenant {value} (`mcp-jobs serve --tenant "
+            f"{value}` for a server)",
+            fix=f"unset {name}",
+        )
+    return None
+
+
 def misspelt_setting(environ: Mapping[str, str]) -> InvalidArgumentError | None:
     """A variable set in `environ` that is a slip of the keys for a setting left unset
     (`MCP_JOBS_DATABSE_URL`), else None. Read as unset, the setting's default ran instead

@@ -39,7 +39,14 @@ from mcp_jobs.cli.mend import (
 from mcp_jobs.cli.parser import UsageError, build_parser, groups_with
 from mcp_jobs.cli.plan_only import command_of, planned
 from mcp_jobs.cli.render import print_error, print_json
-from mcp_jobs.config import APP_ENV, Settings, misspelt_setting, settings_from_env, split_apps
+from mcp_jobs.config import (
+    APP_ENV,
+    Settings,
+    misspelt_setting,
+    settings_from_env,
+    split_apps,
+    tenant_variable,
+)
 from mcp_jobs.errors import AppImportError, CommandLineInvalidError
 from mcp_jobs.fix_context import PROGRAM, FixContext
 from mcp_jobs.operations.envelope import TEXT_LIMIT, error_payload, failure
@@ -201,7 +208,7 @@ def _empty_setting(args: argparse.Namespace) -> InvalidArgumentError | None:
     environ = dict(os.environ)
     if args.database_url:
         environ[DATABASE_URL_ENV] = args.database_url
-    return misspelt_setting(environ)
+    return tenant_variable(environ) or misspelt_setting(environ)
 
 
 def _settings(args: argparse.Namespace) -> Settings:

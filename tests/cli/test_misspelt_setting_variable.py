@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,24 @@ def test_every_setting_variable_is_one_the_readme_documents() -> None:
     # The OAuth ones share a row: `MCP_JOBS_OAUTH_ISSUER`, `…_AUDIENCE`, …
     written = [(name, "…" + name.removeprefix("MCP_JOBS_OAUTH")) for name in SETTING_VARIABLES]
     assert [name for name, short in written if name not in text and short not in text] == []
+
+
+@pytest.mark.parametrize("name", ["MCP_JOBS_TENANT_ID", "MCP_JOBS_TENANT", "mcp_jobs_tenant"])
+def test_a_variable_meant_to_pin_a_tenant_is_refused(name: str, tmp_path: Path) -> None:
+    """exploreA2: with MCP_JOBS_TENANT_ID=acme set, `jobs show` printed another tenant's error
+    text and `jobs cancel` cancelled its job: no variable pins a tenant, and nothing said so."""
+    env = {name: "acme", "PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_jobs.cli", "jobs", "ls", "--database-url", url],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "INVALID_ARGUMENT" in out and "--tenant acme" in out, out
+    fix = [line for line in out.splitlines() if line.strip().startswith("fix:")]
+    assert fix == [f"  fix:   unset {name}"], out
+    # A setting of ours that names a tenant is no such variable.
+    assert misspelt_setting({"MCP_JOBS_OAUTH_TENANT_CLAIM": "org"}) is None
