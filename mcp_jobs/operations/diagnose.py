@@ -37,10 +37,11 @@ from mcp_jobs.operations.models import (
     PauseView,
     QueueStatsResult,
     QueueStatsView,
+    RateLimitView,
 )
 from mcp_jobs.operations.outbox import outbox_findings
 from mcp_jobs.operations.pauses import pause_findings
-from mcp_jobs.operations.rate_limits import holds, rate_findings
+from mcp_jobs.operations.rate_limits import holds, rate_findings, rates_in_play
 from mcp_jobs.operations.scope import Scope
 from mcp_jobs.operations.stats import busiest, queue_stats
 from mcp_jobs.operations.task_findings import task_findings
@@ -177,10 +178,12 @@ async def diagnose_queue(
     )
     stats: list[QueueStatsView] = []
     paused_jobs: list[PauseView] = []
+    tenant_rates: list[RateLimitView] = []
     if isinstance(counted, QueueUnknownError):
         findings.append(_queue_unknown(queue, counted, mend))
     else:
         stats, paused_jobs = counted.queues or [], counted.paused_jobs or []
+        tenant_rates = counted.tenant_rate_limits or []
         findings.extend(outbox_findings(scope, counted.outbox, len(workers)))
     # Only the queues with the most dead jobs can have their DEAD_LETTERS finding listed
     # (largest first): the others are counted without a sample read.
@@ -247,11 +250,13 @@ async def diagnose_queue(
     # Work a rate limit holds back is RATE_LIMITED (info), and a pause's is QUEUE_PAUSED or
     # JOB_PAUSED (the fix a resume), not an old backlog for more workers, which would start none
     # of it; other jobs of its queue waiting as long still are.
-    rated = rate_findings(scope, stats, len(workers))
+    # A tenant's rate limit spans queues: each queue's ready jobs are judged under it too.
+    rate_held = await rates_in_play(scope, stats, tenant_rates)
+    rated = rate_findings(scope, rate_held, len(workers))
     held = {f.queue for f in rated}
     paused_names = frozenset(p.name for p in paused_jobs)
     old = [s.queue for s in stats if s.paused is None and _backlog_old(s, limits.backlog_age_ms)]
-    held_old = [s for s in stats if s.queue in old and (s.queue in held or paused_names)]
+    held_old = [s for s in rate_held if s.queue in old and (s.queue in held or paused_names)]
     age_ms = limits.backlog_age_ms
     unheld_of = dict(
         zip(

@@ -7,6 +7,9 @@ is what is shown, beside the job rates published descriptors declare. A key's ne
 earliest reserved slot (a shed job starts there), else when its TAT next allows one; the TAT,
 which every reservation moved on, is shown apart as `reserved_until`. Under a tenant pin, other
 tenants' keys and keys computed from input (app data, e.g. a customer id) are left out.
+
+`diagnose_queue` judges each queue's ready jobs by its own limits, its jobs' and the tenants'
+(`rates_in_play`): work a limit holds back is RATE_LIMITED, not an old backlog for more workers.
 """
 
 from __future__ import annotations
@@ -173,10 +176,83 @@ async def rates_by_queue(scope: Scope) -> RatesByQueue:
     return RatesByQueue(per_queue, tenants)
 
 
+# Ready jobs of a queue read (its newest, as diagnose_queue's page) to find whose limits hold them.
+READY_SCAN = 200
+
+
+async def _ready(scope: Scope, queue: str, tenant: str | None) -> list[JobRecord]:
+    page = await scope.jobs.list(state="ready", queue=queue, tenant_id=tenant, limit=READY_SCAN)
+    return page.jobs
+
+
+async def rates_in_play(
+    scope: Scope, stats: Sequence[QueueStatsView], tenants: Sequence[RateLimitView]
+) -> list[QueueStatsView]:
+    """`stats` with each queue's rate limits as `diagnose_queue` judges its ready jobs by:
+    beside the queue's own and its jobs', the tenants' holding its ready jobs back now (a
+    tenant's limit spans queues, so `queue_stats` lists it apart) and, under a tenant pin, a
+    job's keyed limit holding the tenant's own jobs back (see `_keyed_holds`)."""
+    tenant = scope.tenant(None)
+    held = {v.key.partition(":")[2]: v for v in tenants if _held_until(v) is not None}
+    waiting = [s for s in stats if s.ready]
+    extra: dict[str, list[RateLimitView]] = {}
+    if tenant is not None:  # every ready job a pinned answer counts is the tenant's own
+        extra = await _keyed_holds(scope, waiting, tenant)
+        if tenant in held:
+            for s in waiting:
+                extra.setdefault(s.queue, []).append(held[tenant])
+    elif held:
+        pages = await each(_ready(scope, s.queue, None) for s in waiting)
+        for s, page in zip(waiting, pages, strict=True):
+            seen = {j.tenant_id for j in page if j.tenant_id is not None and j.tenant_id in held}
+            extra[s.queue] = [held[t] for t in sorted(seen)]
+    return [_joined(s, extra[s.queue]) if extra.get(s.queue) else s for s in stats]
+
+
+def _joined(stats: QueueStatsView, views: list[RateLimitView]) -> QueueStatsView:
+    """`stats` with `views` in place of its limits under the same keys, the others added."""
+    keys = {v.key for v in views}
+    kept = [v for v in stats.rate_limits or () if v.key not in keys]
+    return stats.model_copy(update={"rate_limits": [*kept, *views]})
+
+
+async def _keyed_holds(
+    scope: Scope, waiting: Sequence[QueueStatsView], tenant: str
+) -> dict[str, list[RateLimitView]]:
+    """Under a tenant pin, each queue's job limits whose computed keys hold the tenant's own
+    ready jobs back, as the job's declared limit with those jobs' reserved turns: the computed
+    keys are app data and may be another tenant's, so they are never shown, but a shed job's
+    reservation (its own, by id) says which key holds it and until when."""
+    jobs_rated = [s for s in waiting if any(v.key.startswith("job:") for v in s.rate_limits or ())]
+    if not jobs_rated or not RATES.offered_by(scope.jobs.driver):
+        return {}
+    now = scope.jobs.clock.now_ms()
+    pages, reserved = await together(
+        each(_ready(scope, s.queue, tenant) for s in jobs_rated),
+        require(scope.jobs.driver, RATES).rate_reservations(MAX_KEYS),
+    )
+    ahead = {r.job_id: r for r in reserved if r.slot_at > now}  # not yet due: held back
+    out: dict[str, list[RateLimitView]] = {}
+    for s, page in zip(jobs_rated, pages, strict=True):
+        declared = {v.key: v for v in s.rate_limits or ()}
+        slots: dict[str, list[int]] = {}
+        for j in page:
+            r = ahead.get(j.id)
+            if r is not None and r.blocked_key.startswith(f"job:{j.name}:"):
+                slots.setdefault(f"job:{j.name}", []).append(r.slot_at)
+        out[s.queue] = [
+            declared[k].model_copy(update={"next_start_at": min(at), "reserved_until": max(at)})
+            for k, at in sorted(slots.items())
+            if k in declared
+        ]
+    return out
+
+
 def rate_findings(scope: Scope, stats: Sequence[QueueStatsView], workers: int) -> list[Finding]:
     """RATE_LIMITED for `diagnose_queue`: ready work waits because a rate limit holds its starts
     back, not for lack of workers (info: the limit works as declared; more workers would not
-    start it sooner). Names the key, the rate and the next start."""
+    start it sooner). Names the key, the rate and the next start; `stats` as `rates_in_play`
+    gives them, so a tenant's limit is named in each queue where it holds work back."""
     now = scope.jobs.clock.now_ms()
     out: list[Finding] = []
     for s in stats:
@@ -186,6 +262,11 @@ def rate_findings(scope: Scope, stats: Sequence[QueueStatsView], workers: int) -
         if not (s.ready and workers and holding):
             continue
         last = max(holding, key=lambda v: _held_until(v) or 0)
+        others = [f"{v.key} ({v.rate})" for v in holding if v is not last]
+        also = ""
+        if others:  # several tenants' limits, say, each holding back its own jobs
+            listed = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if others[3:] else "")
+            also = f"; rate limit(s) {listed} hold some of them back too"
         if last.next_start_at is not None:
             at = last.next_start_at
             until = f"the next start may happen at {iso(at)} (in {max(0, at - now) // 1000} s)"
@@ -202,7 +283,7 @@ def rate_findings(scope: Scope, stats: Sequence[QueueStatsView], workers: int) -
                 queue=s.queue,
                 cause=f"{s.ready} ready job(s) in queue {s.queue} (the oldest waiting "
                 f"{s.oldest_ready_ms // 1000} s) wait for rate limit {last.key} ({last.rate}), "
-                f"not for workers: {until}; more workers would not start them sooner",
+                f"not for workers: {until}{also}; more workers would not start them sooner",
                 fix=scope.fixes.command("limits", "--json"),
             )
         )
