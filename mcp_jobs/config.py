@@ -599,12 +599,14 @@ def tenant_variable(environ: Mapping[str, str]) -> InvalidArgumentError | None:
         if name in SETTING_VARIABLES or not words.startswith("MCP_JOBS") or "TENANT" not in words:
             continue
         value = environ[name]
+        tenant = shell_word(value) if value.strip() else "TENANT"
         return InvalidArgumentError(
             name,
             value,
             "unset: no variable pins a tenant (only --tenant does), so this command would act "
-            f"on every tenant's jobs; pin it with --tenant {value} (`mcp-jobs serve --tenant "
-            f"{value}` for a server)",
+            f"on every tenant's jobs; pin a command that reads or acts on jobs with --tenant "
+            f"{tenant} (`mcp-jobs serve --tenant {tenant}` for a server; a worker serves every "
+            "tenant)",
             fix=f"unset {name}",
         )
     return None

@@ -72,6 +72,11 @@ WAITED_MS = PRESENCE_MS // 2
 PARKED_SCAN = 200
 
 
+def _due(s: QueueStatsView) -> int:
+    """The jobs of a queue that a worker would run now: none while the queue is paused."""
+    return 0 if s.paused is not None else s.ready + s.expired_leases + s.due_suspended
+
+
 async def _ids(
     scope: Scope, state: JobState, queue: str | None, tenant: str | None, limit: int
 ) -> list[JobRecord]:
@@ -216,25 +221,27 @@ async def diagnose_queue(
         q: [j.id for j in page if (j.lease_expires_at or now) < now][:SAMPLE_IDS]
         for q, page in zip(expired_queues, running, strict=True)
     }
-    waiting = sum(s.ready + s.expired_leases + s.due_suspended for s in stats)
+    # A paused queue's due jobs wait for its resume, not for a worker (QUEUE_PAUSED says so).
+    paused_queues = {s.queue for s in stats if s.paused is not None}
+    waiting = sum(_due(s) for s in stats)
     waited_ms = now - started_ms
     if not workers and waiting:
         # A sample of the jobs that wait, as the enqueue's and the wait's notices name theirs:
         # the ready ones, then those whose lease ran out (counted among the due).
-        due = (
-            [] if waited_ms >= WAITED_MS else await _ids(scope, "ready", queue, tenant, SAMPLE_IDS)
-        )
-        ids = [j.id for j in due] + [i for q in expired_queues for i in expired_of[q]]
+        read = PARKED_SCAN if paused_queues else SAMPLE_IDS  # past the paused queues' jobs
+        due = [] if waited_ms >= WAITED_MS else await _ids(scope, "ready", queue, tenant, read)
+        ids = [j.id for j in due if j.queue not in paused_queues] + [
+            i for q in expired_queues if q not in paused_queues for i in expired_of[q]
+        ]
         findings.append(_no_workers(scope, queue, waiting, waited_ms, ids[:SAMPLE_IDS]))
     unserved = [
         s
         for s in (stats if workers else [])
-        if s.ready + s.expired_leases + s.due_suspended
-        and not any(serves(w, s.queue) for w in workers)
+        if _due(s) and not any(serves(w, s.queue) for w in workers)
     ]
     samples = await each(_ids(scope, "ready", s.queue, tenant, SAMPLE_IDS) for s in unserved)
     for s, sample in zip(unserved, samples, strict=True):
-        due_count = s.ready + s.expired_leases + s.due_suspended
+        due_count = _due(s)
         findings.append(
             Finding(
                 code="NO_LIVE_WORKERS",

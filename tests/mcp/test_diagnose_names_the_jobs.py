@@ -67,3 +67,16 @@ async def test_queue_paused_names_the_jobs_it_holds(jobs: Jobs, open_mcp: OpenMc
     for arguments in ({}, {"queue": "mail"}):
         found = await _findings(open_mcp, arguments)
         assert found["QUEUE_PAUSED"]["job_ids"] == [waiting.id], found["QUEUE_PAUSED"]
+
+
+async def test_a_paused_queues_jobs_are_not_said_to_wait_for_a_worker(
+    jobs: Jobs, open_mcp: OpenMcp
+) -> None:
+    """exploreB2: with the queue paused and no worker, NO_LIVE_WORKERS (critical) counted the
+    paused job as due for a worker, whose fix would not run it; QUEUE_PAUSED names it."""
+    held = await jobs.enqueue("greet", {"user_id": 7})
+    await jobs.pause(queue="mail", reason="maintenance")
+    for arguments in ({}, {"queue": "mail"}):
+        found = await _findings(open_mcp, arguments)
+        assert "NO_LIVE_WORKERS" not in found, found["NO_LIVE_WORKERS"]
+        assert found["QUEUE_PAUSED"]["job_ids"] == [held.id]
