@@ -7,8 +7,9 @@ what this process runs with — the database URL made absolute, the `--app` modu
 non-default `MCP_JOBS_ENV`, a pinned tenant, the environment variables the app declared
 (`engine.environment.uses_environment`) and, when an app imports only because the working
 directory or the inherited `PYTHONPATH` (given inline, `PYTHONPATH=/x mcp-jobs …`) is on
-`sys.path`, `PYTHONPATH` — and `qualify` writes it into any fix that is an `mcp-jobs …` or
-`python …` command: assignments in front, flags appended when absent. A tool call
+`sys.path`, `PYTHONPATH`; on a line that prunes, the retention settings (`prune_context`) —
+and `qualify` writes it into any fix that is an `mcp-jobs …` or `python …` command: assignments
+in front, flags appended when absent. A tool call
 (`inspect_job {"job_id": …}`) or an instruction is left as it is. For an MCP client, a command
 that a tool does too (`db report`) becomes that tool's call, with its `next_call`.
 
@@ -55,6 +56,7 @@ from engine.fix_lines import (
 )
 from engine.shell_words import shell_join, shell_word
 from mcp_jobs.config import DEFAULT_ENVIRONMENT, ENVIRONMENT_ENV, Settings
+from mcp_jobs.prune_context import reads_retention, retention_settings
 from mcp_jobs.tool_commands import (
     TOOL_FOR_COMMAND,
     command_of_call,
@@ -158,6 +160,8 @@ class FixContext:
     tenant: str | None = None
     # `NAME=value` assignments written in front of a command, in order.
     assignments: tuple[tuple[str, str], ...] = ()
+    # The retention settings written in front of a command that prunes by them (prune_context).
+    retention: tuple[tuple[str, str], ...] = ()
     face: Face = "mcp"
     # Tools the caller cannot call (a read-only server's, an OAuth grant's): a fix is never
     # made into a call to one, and a next_call naming one is left out.
@@ -207,6 +211,7 @@ class FixContext:
             apps=settings.apps,
             tenant=settings.tenant,
             assignments=tuple(assignments),
+            retention=retention_settings(environ),
             face=face,
             unserved=unserved,
             programs=() if remote else unreachable_programs(environ.get("PATH")),
@@ -277,7 +282,10 @@ class FixContext:
             suffix = []
         else:
             return fix, None
-        prefix = [f"{n}={shell_word(v)}" for n, v in self.assignments if n not in assigned]
+        carried = [*self.assignments]
+        if program == PROGRAM and reads_retention(rest):
+            carried += self.retention
+        prefix = [f"{n}={shell_word(v)}" for n, v in carried if n not in assigned]
         line = " ".join(
             [*prefix, spliced(fix, words, head, suffix, lambda text: self._reachable(text, named))]
         )

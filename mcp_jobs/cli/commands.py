@@ -471,8 +471,8 @@ async def prune_command(args: argparse.Namespace, settings: Settings) -> int:
 
     async def run() -> Envelope:
         _refuse_negative(args.older_than, settings)
-        if not args.dry_run:
-            _refuse_bare_seconds(args.older_than, settings)
+        # The dry run too: it would count what the write refuses, and print that write's line.
+        _refuse_bare_seconds(args.older_than, settings)
         # A prune of a year's history runs minutes: its batches are drawn at a terminal.
         bar = ProgressBar("prune", enabled=False if args.json or args.dry_run else None)
         async with open_jobs(settings) as jobs:
@@ -567,7 +567,8 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 def _refuse_bare_seconds(older_than: str | None, settings: Settings) -> None:
     """`db prune --older-than 7`: a bare number is seconds, and the prune deletes at once every
     job settled before then. A unit left out of a destructive command is not guessed: refused,
-    the fix the dry run of the days it most likely meant, which shows what would go."""
+    the fix the dry run of the days it most likely meant, which shows what would go. Its dry run
+    is refused alike (exploreY: it counted by seconds, then printed the write it refuses)."""
     try:
         number = float(older_than) if older_than is not None else None
     except ValueError:
@@ -581,7 +582,8 @@ def _refuse_bare_seconds(older_than: str | None, settings: Settings) -> None:
         typed = with_value(words, {"--older-than"}, older_than, meant)
     fix = None
     if typed is not None:
-        fix = refusal_context(settings).command(*fix_words([*typed, "--dry-run"]))
+        dry = typed if "--dry-run" in typed else [*typed, "--dry-run"]
+        fix = refusal_context(settings).command(*fix_words(dry))
     raise InvalidArgumentError(
         "older_than",
         older_than,

@@ -560,7 +560,12 @@ def build_parser() -> argparse.ArgumentParser:
         # Both given, the plan ran and nothing was done for a caller who asked to act.
         either = each.add_mutually_exclusive_group()
         either.add_argument("--dry-run", action="store_true", help="only print the plan")
-        either.add_argument("--yes", action="store_true", help="act on the plan without asking")
+        # Nothing asks: without --yes the plan is printed and nothing changes, as --dry-run.
+        either.add_argument(
+            "--yes",
+            action="store_true",
+            help="act on the plan; without it the plan is printed and nothing changes",
+        )
 
     backfill = commands.add_parser(
         "backfill",

@@ -59,7 +59,7 @@ def test_a_dry_run_counts_and_a_write_prunes(url: str, capsys: pytest.CaptureFix
     code, rest = prune(capsys, url, "--older-than", "30m")
     assert code == 0 and rest["by_state"] == {"done": 1, "failed": 0, "dead": 1, "cancelled": 0}
     assert rest["more"] is False
-    code, after = prune(capsys, url, "--dry-run", "--older-than", "0")
+    code, after = prune(capsys, url, "--dry-run", "--older-than", "0d")
     assert sum(after["by_state"].values()) == 0
 
 
@@ -161,9 +161,10 @@ def test_a_bare_number_is_refused_before_a_write_and_its_fix_is_the_dry_run(
     code, plan = prune(capsys, url, "--dry-run", "--older-than", "30m")
     assert sum(plan["by_state"].values()) == 3  # nothing was deleted
     assert json.loads(run_fix(error["fix"]))["mode"] == "dry_run"
-    # A dry run may count by seconds: it deletes nothing.
+    # Its dry run is refused alike: it counted by seconds, then printed the write it refuses
+    # (test_prune_line_carries_retention).
     code, counted = prune(capsys, url, "--dry-run", "--older-than", "60")
-    assert code == 0 and sum(counted["by_state"].values()) == 3
+    assert (code, counted["error"]["code"]) == (1, "INVALID_ARGUMENT"), counted
 
 
 def test_a_prune_at_a_terminal_draws_its_batches(
