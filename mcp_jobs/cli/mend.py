@@ -5,6 +5,7 @@ at its range's end; or without the flag, when it was given where it has no use (
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -53,6 +54,8 @@ from mcp_jobs.fix_context import (
     unreachable_programs,
 )
 from mcp_jobs.operations.envelope import TEXT_LIMIT, error_payload, failure, sole
+from mcp_jobs.operations.meant_job import MeantJobUnknownError
+from mcp_jobs.tenant_bound import TENANT_BOUND, lost_note
 from mcp_jobs.tool_commands import COMMAND_FOR_TOOL
 
 if TYPE_CHECKING:  # the parser's modules import this one
@@ -322,16 +325,51 @@ def _fresh_sqlite(fixes: FixContext) -> str:
 
 def _name_meant(exc: JobsError, argv: Sequence[str], fixes: FixContext) -> JobsError:
     """JOB_UNKNOWN, QUEUE_UNKNOWN or BACKFILL_UNKNOWN for a name that plainly stands for a
-    known one (its `meant`) as the command with that name; a slip of the keys as the line
-    that writes nothing (`plan_only`)."""
+    known one (its `meant`) as the command with that name, an enqueue's as the meant job takes
+    it (`MeantJobUnknownError`); a slip of the keys, or an enqueue the meant job still refuses,
+    as the line that writes nothing (`plan_only`)."""
     details = exc.details or {}
     given, meant = details.get(NAMED[exc.code]), details.get("meant")
     if not isinstance(given, str) or meant is None or list(argv).count(given) != 1:
         return exc
     words = [meant if word == given else word for word in argv]
-    exc.fix = _written(words if same_words(given, meant) else planned(words), argv, fixes)
+    taken = _as_meant_takes(words, exc) if isinstance(exc, MeantJobUnknownError) else words
+    exc.fix = _written(
+        taken if taken is not None and same_words(given, meant) else planned(words), argv, fixes
+    )
     exc.next_call = None
     return exc
+
+
+# `jobs enqueue`'s flag for each enqueue_job argument (tool_commands).
+_ENQUEUE_FLAGS = {name: flag for name, flag in COMMAND_FOR_TOOL["enqueue_job"][1] if flag}
+
+
+def _as_meant_takes(words: list[str], exc: MeantJobUnknownError) -> list[str] | None:
+    """`words` (`jobs enqueue` with the job meant) as that job takes them: `--input` renamed,
+    `--key` the one it computes, a placeholder for what only the caller knows; None where it
+    still refuses them, or a value was not typed after its flag: a line that would not run."""
+    if exc.refused is not None:
+        return None
+    for name, value in exc.changed.items():
+        flag = _ENQUEUE_FLAGS.get(name)
+        typed = None if flag is None else _typed_value(words, flag)
+        shown = json.dumps(value, ensure_ascii=False) if name == "input" else value
+        mended = None if flag is None else with_value(words, {flag}, typed, shown)
+        if mended is None:
+            return None
+        words = mended
+    for name in exc.left_out:
+        flag = _ENQUEUE_FLAGS.get(name)
+        kept = None if flag is None else _without_flag(words, {flag})
+        if kept is None:
+            return None
+        words = kept
+    for slotted in exc.slotted:
+        flag, placeholder = _SLOTTED[slotted.code]
+        if not _typed_flag(words, flag):
+            words = _appended(words, flag, placeholder)
+    return words
 
 
 def _id_held(exc: JobNotFoundError, argv: Sequence[str], fixes: FixContext) -> JobNotFoundError:
@@ -350,11 +388,20 @@ def _tenant_pinned(
     exc: TenantPinnedError, argv: Sequence[str], fixes: FixContext
 ) -> TenantPinnedError:
     """TENANT_PINNED for a `--tenant-id` other than the pinned `--tenant` as the command with
-    the pinned one, its other filters kept, as its plan: it acts for another tenant than the
-    one typed, so the line shows what it would do first (`plan_only`)."""
+    the pinned one, its other filters kept but what went with the tenant typed (`TENANT_BOUND`:
+    `--cursor`), as its plan: it acts for another tenant than the one typed, so the line shows
+    what it would do first (`plan_only`)."""
     words = with_value(argv, _flags("tenant_id"), exc.asked, exc.pinned)
     if words is None:
         return exc
+    dropped: list[str] = []
+    for name in TENANT_BOUND:
+        flags = _flags(name)
+        kept = _without_flag(words, flags)
+        if kept is not None:
+            words = kept
+            dropped += sorted(flag for flag in flags if _typed_flag(argv, flag))
+    exc.cause += lost_note(dropped, exc.asked)
     exc.fix, exc.next_call = _written(planned(words), words, fixes), None
     return exc
 

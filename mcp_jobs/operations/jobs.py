@@ -32,6 +32,7 @@ from mcp_jobs.operations.cursors import refuse_foreign
 from mcp_jobs.operations.dedupe_notice import other_call_notice, stored_form
 from mcp_jobs.operations.job_input import refuse_coerced
 from mcp_jobs.operations.known import unknown_filter
+from mcp_jobs.operations.meant_job import meant_checked
 from mcp_jobs.operations.models import (
     CancelJobResult,
     DescribeJobsResult,
@@ -384,6 +385,20 @@ async def enqueue_job(
             enqueued_by=scope.actor,
             traceparent=scope.traceparent,
         )
+    except JobUnknownError as exc:
+        # The name meant, checked with the rest of the call: each face's fix then keeps no key
+        # or input that job refuses (operations/meant_job.py).
+        asked = dict(
+            name=name,
+            input=input,
+            tenant_id=tenant_id,
+            delay_seconds=delay_seconds,
+            run_at=run_at,
+            on_conflict=on_conflict,
+            key=key,
+            priority=priority,
+        )
+        raise await meant_checked(scope, exc, asked) from None
     except InvalidArgumentError as exc:
         if exc.argument == _COMPUTED_KEY and isinstance(exc.value, str):
             raise _key_refused(scope, name, input, exc.value, exc.expected) from None

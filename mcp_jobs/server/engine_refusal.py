@@ -21,9 +21,11 @@ from engine.errors import (
 )
 from engine.meant import same_words
 from mcp_jobs.errors import ComputedKeyInvalidError, LimitExceededError, TenantPinnedError
+from mcp_jobs.operations.meant_job import MeantJobUnknownError, renamed_input
 from mcp_jobs.operations.prune import SERVE_COMMAND
 from mcp_jobs.server.argument_values import MISSING, not_finite
 from mcp_jobs.server.mended_call import WRITE, MendedCall, reads_only
+from mcp_jobs.tenant_bound import TENANT_BOUND, lost_note
 
 # The tool call under way, for an INVALID_ARGUMENT the engine raises while the tool runs.
 _CALL: ContextVar[tuple[Tool, Mapping[str, Any]] | None] = ContextVar("tool_call", default=None)
@@ -150,7 +152,8 @@ def _as_mended(exc: E, tool: Tool, mend: MendedCall) -> E:
 def _name_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
     """JOB_UNKNOWN or QUEUE_UNKNOWN for a name that plainly stands for a known one (its
     `meant`) as the caller's call with that name: with next_call when it is the name in another
-    spelling (`Bench_Noop`) on a read-only tool; a slip of the keys, or a write, shown only."""
+    spelling (`Bench_Noop`) on a read-only tool; a slip of the keys, or a write, shown only. An
+    enqueue's is mended as the meant job takes it (`MeantJobUnknownError`)."""
     details = exc.details or {}
     given, meant = details.get(NAMED[exc.code]), details.get("meant")
     places = [
@@ -167,11 +170,33 @@ def _name_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> Job
         mend.set(name, named)
     else:
         mend.guess(name, named)
+    if isinstance(exc, MeantJobUnknownError):
+        _as_meant_takes(mend, exc)
     if not same_words(given, meant) and arguments.get(WRITE) is True:
         # A slip of the keys is a guess: the write so mended is its dry run (a plan), as on
         # the CLI, where such a line loses --yes.
         as_dry_run(mend)
     return _as_mended(exc, tool, mend)
+
+
+# The argument a refusal of the meant job's asks the caller to fill in, by its code.
+_SLOT_FOR = {"JOB_TENANT_REQUIRED": "tenant_id", "IDEMPOTENCY_KEY_MISSING": "key"}
+
+
+def _as_meant_takes(mend: MendedCall, exc: MeantJobUnknownError) -> None:
+    """`mend` as the meant job takes it: its input's fields renamed (a guess, as
+    `_fields_meant`'s), the key it computes, a slot for what only the caller knows. What it
+    still refuses is in the cause; the call, a write under another name, is shown only."""
+    for name, value in exc.changed.items():
+        if name == "input":
+            mend.guess(name, value)
+        else:
+            mend.set(name, value)
+    for name in exc.left_out:
+        mend.leave_out(name)
+    for slotted in exc.slotted:
+        if _SLOT_FOR[slotted.code] in mend.props:
+            mend.set(_SLOT_FOR[slotted.code], MISSING)
 
 
 def _slotted(exc: E, tool: Tool, arguments: Mapping[str, Any], name: str, value: Any) -> E:
@@ -190,12 +215,17 @@ def _slotted(exc: E, tool: Tool, arguments: Mapping[str, Any], name: str, value:
 
 def _tenant_pinned(exc: TenantPinnedError, tool: Tool, arguments: Mapping[str, Any]) -> JobsError:
     """TENANT_PINNED as the caller's call with the pinned tenant for the one asked, every other
-    argument kept (its filters dropped, a listing or a cancel would span every job): a read
-    runs as given; a write acts for another tenant than the caller named, so it is shown only,
-    and one that writes on `write: true` comes back as its dry run."""
+    argument kept (its filters dropped, a listing or a cancel would span every job) but what
+    went with the tenant asked (`TENANT_BOUND`: a cursor, a confirm token): a read runs as
+    given; a write acts for another tenant than the caller named, so it is shown only, and one
+    that writes on `write: true` comes back as its dry run."""
     if arguments.get("tenant_id") != exc.asked:
         return exc
     mend = _callers(tool, arguments)
+    dropped = [name for name in TENANT_BOUND if name in arguments]
+    for name in dropped:
+        mend.leave_out(name)
+    exc.cause += lost_note(dropped, exc.asked)
     if reads_only(tool):
         mend.set("tenant_id", exc.pinned)
     else:
@@ -208,18 +238,11 @@ def _fields_meant(exc: JobsError, tool: Tool, arguments: Mapping[str, Any]) -> J
     """JOB_INPUT_INVALID whose every error is a field given under a name that plainly stands
     for a declared one (`userId` for `user_id`: the unknown one and the missing one) as the
     call with those fields renamed. A write: shown in the fix, not run."""
-    given = arguments.get("input")
-    errors = (exc.details or {}).get("errors", [])
-    meant = {e["loc"][0]: e["meant"] for e in errors if e.get("meant") and len(e["loc"]) == 1}
-    explained = {*meant, *meant.values()}
-    if (
-        not isinstance(given, dict)
-        or not meant
-        or any(len(e["loc"]) != 1 or e["loc"][0] not in explained for e in errors)
-    ):
+    renamed = renamed_input(exc, arguments.get("input"))
+    if renamed is None:
         return exc
     mend = _callers(tool, arguments)
-    mend.guess("input", {meant.get(name, name): value for name, value in given.items()})
+    mend.guess("input", renamed)
     return _as_mended(exc, tool, mend)
 
 

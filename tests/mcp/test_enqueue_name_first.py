@@ -76,5 +76,10 @@ async def test_a_mended_call_whose_input_is_refused_is_not_offered_to_run(
             assert answer.is_error, (slip, answer.data)
             error = answer.data["error"]
             assert "invalid at user_id" in error["cause"], (slip, error)
-            assert error.get("next_call") is None, (slip, error)
+            # exploreB2: the fix showed the mended call with the same input, refused next.
+            assert error.get("next_call") == {
+                "tool": "describe_jobs",
+                "arguments": {"name": "greet"},
+            }, (slip, error)
+            assert error["fix"].startswith("describe_jobs") or "jobs describe" in error["fix"]
     assert (await jobs.list()).jobs == []
