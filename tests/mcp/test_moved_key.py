@@ -41,11 +41,12 @@ async def test_a_moved_key_of_an_imported_job_is_the_key_it_computes(
         first = await mcp.ok("enqueue_job", found["fixed"])
         assert (await jobs.get(first["job_id"])).idempotency_key == "greet:2"
 
-        # An input the job cannot take gives no key: the fix leaves it out (the job computes
-        # its own), and its input's refusal is the next call's.
+        # An input the job cannot take: the mended call would be refused next for it, so the
+        # fix and next_call are the job's description, and the cause says both (exploreB2).
         given = {"name": "greet", "input": {"user_id": 0}, "idempotency_key": "a"}
-        found = await _fixed(mcp, given)
-        assert found["fixed"] == {"name": "greet", "input": {"user_id": 0}}, found
+        error = await mcp.fails("enqueue_job", given, "TOOL_ARGUMENTS_INVALID")
+        assert error["next_call"] == {"tool": "describe_jobs", "arguments": {"name": "greet"}}
+        assert "idempotency_key" in error["cause"] and "user_id" in error["cause"], error
 
 
 async def test_a_moved_key_of_a_published_job_is_the_callers(
