@@ -315,6 +315,7 @@ async def test_a_second_filter_is_tested_on_the_index_entry(
     them (without that, 2.6 s for a tenant of 100,000 rows, cold). The planner is held to
     index-only walks, which it costs by how much of the table VACUUM has seen all-visible, and
     that depends on what else runs on the server."""
+    index = {"name": "name", "queue": "queue", "tenant_id": "tenant"}
     for leading, other in (("name", "tenant_id"), ("queue", "name"), ("tenant_id", "queue")):
         text, args = list_sql(JobFilter(**{leading: "nosuch", other: "x"}))
         async with sql.transaction():
@@ -324,6 +325,8 @@ async def test_a_second_filter_is_tested_on_the_index_entry(
                 f"EXPLAIN (FORMAT JSON) {with_schema(text, 'mcp_jobs')}", *args
             )
         (plan,) = json.loads(raw)
-        settled = [n for n in _walk(plan["Plan"]) if n.get("Index Name") in SETTLED_LIST_INDEXES]
-        assert len(settled) == len(SETTLED_STATES), (leading, settled)
-        assert {n["Node Type"] for n in settled} == {"Index Only Scan"}, (leading, settled)
+        # A state with few rows may be walked on jobs_settled_state_idx instead (ci197); the
+        # two filters' own indexes, wherever they serve, are walked index-only.
+        ours = {f"jobs_settled_{index[leading]}_idx", f"jobs_settled_{index[other]}_idx"}
+        walks = [n for n in _walk(plan["Plan"]) if n.get("Index Name") in ours]
+        assert walks and {n["Node Type"] for n in walks} == {"Index Only Scan"}, (leading, walks)
